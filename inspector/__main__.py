@@ -1,0 +1,3 @@
+from inspector.cli import main
+
+raise SystemExit(main())

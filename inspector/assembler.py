@@ -1,0 +1,513 @@
+"""Per-index block buffers and message assembly.
+
+Every content block keeps its raw fragments (with the event each came from) in a `BlockBuffer`, keyed by the
+block's `index`. Tool input is parsed ONCE, at the block's `content_block_stop`, with orjson. Nothing re-parses per
+delta: assembly is linear in the stream size. `preview()` gives a live partial parse of an open block, for the UI
+to call at display rate.
+
+`MessageAssembler.feed` never raises: every protocol fault becomes a `Diagnostic`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import jiter
+import orjson
+
+from inspector import diagnostics as D
+from inspector.diagnostics import Diagnostic
+from inspector.protocol import (
+    CitationsDelta,
+    ContentBlockDelta,
+    ContentBlockStart,
+    ContentBlockStop,
+    ErrorEvent,
+    InputJsonDelta,
+    InvalidEvent,
+    MessageDelta,
+    MessageStart,
+    MessageStop,
+    Ping,
+    SignatureDelta,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    UnknownDelta,
+    UnknownEvent,
+    parse_event,
+)
+from inspector.sse import SSEDecoder, SSEEvent
+
+TOOL_INPUT_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
+KNOWN_BLOCKS = frozenset(
+    {
+        "text",
+        "thinking",
+        "redacted_thinking",
+        "tool_use",
+        "server_tool_use",
+        "web_search_tool_result",
+        "web_fetch_tool_result",
+        "code_execution_tool_result",
+        "bash_code_execution_tool_result",
+        "text_editor_code_execution_tool_result",
+        "tool_search_tool_result",
+        "container_upload",
+        "mcp_tool_use",
+        "mcp_tool_result",
+        "compaction",
+        "fallback",
+        "mcp_tool_listing",
+        "advisor_tool_result",
+    }
+)
+# Which delta type feeds which block type (others are a delta-type mismatch).
+_DELTA_FOR_BLOCK = {
+    "text": ("text_delta", "citations_delta"),
+    "thinking": ("thinking_delta", "signature_delta"),
+    "tool_use": ("input_json_delta",),
+    "server_tool_use": ("input_json_delta",),
+    "mcp_tool_use": ("input_json_delta",),
+}
+
+Outcome = Literal["tool_use", "text_finish", "truncated", "incomplete", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class InputError:
+    message: str
+    position: int  # character offset in the joined buffer
+    line: int
+    column: int
+
+    def describe(self) -> str:
+        return f"{self.message} at line {self.line} column {self.column} (char {self.position})"
+
+
+@dataclass(slots=True)
+class Fragment:
+    text: str
+    event_index: int
+
+
+@dataclass(slots=True)
+class BlockBuffer:
+    index: int
+    type: str
+    start: dict  # the content_block of content_block_start, as sent
+    start_event: int
+    fragments: list[Fragment] = field(default_factory=list)
+    nbytes: int = 0
+    closed: bool = False
+    stop_event: int | None = None
+    signature: str | None = None
+    citations: list | None = None
+    input: Any = None  # parsed tool input (at stop)
+    input_error: InputError | None = None
+    parsed: bool = False  # tool input has been parsed (at stop)
+    _joined: str | None = None
+
+    @property
+    def id(self) -> str | None:
+        return self.start.get("id")
+
+    @property
+    def name(self) -> str | None:
+        return self.start.get("name")
+
+    @property
+    def is_tool(self) -> bool:
+        return self.type in TOOL_INPUT_BLOCKS
+
+    @property
+    def open(self) -> bool:
+        return not self.closed
+
+    def add(self, text: str, event_index: int) -> None:
+        self.fragments.append(Fragment(text, event_index))
+        self.nbytes += len(text.encode("utf-8")) if not text.isascii() else len(text)
+        self._joined = None
+
+    def joined(self) -> str:
+        """All fragments joined (cached until the next fragment)."""
+        if self._joined is None:
+            self._joined = "".join(f.text for f in self.fragments)
+        return self._joined
+
+    def preview(self) -> tuple[Any, str | None]:
+        """Live partial parse of a tool block's input (for display; call at display rate, never per delta).
+
+        Returns (value, error). The unfinished trailing string is kept ("trailing-strings")."""
+        if not self.is_tool:
+            return self.joined(), None
+        if self.parsed:
+            return self.input, self.input_error.describe() if self.input_error else None
+        buf = self.joined()
+        if not buf.strip():
+            return None, None
+        try:
+            return jiter.from_json(buf.encode("utf-8"), partial_mode="trailing-strings"), None
+        except ValueError as e:
+            return None, str(e)
+
+    def parse_input(self) -> list[Diagnostic]:
+        """Parse tool input once (at content_block_stop). Never raises."""
+        self.parsed = True
+        if not self.fragments:
+            self.input = self.start.get("input", {})
+            return []
+        buf = self.joined()
+        if buf == "":
+            self.input = self.start.get("input", {})
+            return [
+                Diagnostic(
+                    D.TOOL_INPUT_EMPTY,
+                    "warning",
+                    f"tool block {self.index} ({self.name}): input_json_delta fragments were all empty; "
+                    "the start block's input is used",
+                    self.stop_event,
+                    block_index=self.index,
+                )
+            ]
+        if not buf.strip():
+            self.input = None
+            self.input_error = InputError("tool input buffer is whitespace only", 0, 1, 1)
+            return [
+                Diagnostic(
+                    D.TOOL_INPUT_EMPTY,
+                    "error",
+                    f"tool block {self.index} ({self.name}): input buffer is whitespace only",
+                    self.stop_event,
+                    block_index=self.index,
+                    raw=buf.encode(),
+                )
+            ]
+        try:
+            value = orjson.loads(buf)
+        except orjson.JSONDecodeError as e:
+            self.input = None
+            self.input_error = InputError(e.msg, e.pos, e.lineno, e.colno)
+            return [
+                Diagnostic(
+                    D.TOOL_INPUT_INVALID,
+                    "error",
+                    f"tool block {self.index} ({self.name}): input is not valid JSON: {self.input_error.describe()}",
+                    self.stop_event,
+                    block_index=self.index,
+                    raw=buf.encode("utf-8", "replace"),
+                )
+            ]
+        if not isinstance(value, dict):
+            self.input = None
+            self.input_error = InputError(f"tool input is a JSON {type(value).__name__}, not an object", 0, 1, 1)
+            return [
+                Diagnostic(
+                    D.TOOL_INPUT_NOT_OBJECT,
+                    "error",
+                    f"tool block {self.index} ({self.name}): {self.input_error.message}",
+                    self.stop_event,
+                    block_index=self.index,
+                    raw=buf.encode("utf-8", "replace"),
+                )
+            ]
+        self.input = value
+        return []
+
+    def to_content(self) -> dict:
+        """The block as the API's final Message has it (tool input parsed; failed input: null + input_raw)."""
+        out = dict(self.start)
+        t = self.type
+        if t == "text":
+            out["text"] = out.get("text", "") + self.joined()
+            if self.citations is not None:
+                out["citations"] = list(out.get("citations") or []) + self.citations
+        elif t == "thinking":
+            out["thinking"] = out.get("thinking", "") + self.joined()
+            if self.signature is not None:
+                out["signature"] = self.signature
+        elif self.is_tool:
+            if not self.parsed:
+                # open block (no stop seen): show what arrived, never pretend it is complete
+                if self.fragments:
+                    out["input"] = None
+                    out["input_raw"] = self.joined()
+            elif self.input_error is not None:
+                out["input"] = None
+                out["input_raw"] = self.joined()
+            else:
+                out["input"] = self.input
+        return out
+
+
+# What `feed` reports changed, for observers (the loop turns these into observations).
+Change = tuple  # ("message_start",) | ("block_opened", i) | ("block_delta", i) | ("block_closed", i) | ...
+
+
+class MessageAssembler:
+    """Folds typed stream events into blocks and a final message, with diagnostics. Never raises."""
+
+    def __init__(self) -> None:
+        self.message: dict | None = None
+        self.blocks: dict[int, BlockBuffer] = {}
+        self.order: list[int] = []  # indices in arrival order
+        self.diagnostics: list[Diagnostic] = []
+        self.started = False
+        self.stopped = False
+        self.error: ErrorEvent | None = None
+        self.events = 0
+        self.finished = False
+        self.stop_reason: str | None = None
+        self._next_index = 0
+
+    # -- helpers
+    def _diag(self, code: str, severity: str, message: str, seq: int, block: int | None = None, raw=None) -> None:
+        self.diagnostics.append(Diagnostic(code, severity, message, seq, block_index=block, raw=raw))  # type: ignore[arg-type]
+
+    def feed(self, ev: StreamEvent) -> list[Change]:
+        self.events += 1
+        seq = ev.seq
+        if isinstance(ev, Ping):
+            return []
+        if self.stopped and not isinstance(ev, (InvalidEvent, UnknownEvent)):
+            self._diag(D.EVENT_AFTER_STOP, "warning", f"{ev.type} after message_stop (ignored)", seq)
+            return []
+        if isinstance(ev, ContentBlockDelta):
+            return self._delta(ev)
+        if isinstance(ev, ContentBlockStart):
+            return self._start(ev)
+        if isinstance(ev, ContentBlockStop):
+            return self._stop(ev)
+        if isinstance(ev, MessageStart):
+            if self.started:
+                self._diag(D.DUPLICATE_MESSAGE_START, "error", "second message_start (ignored)", seq)
+                return []
+            self.started = True
+            self.message = dict(ev.message)
+            self.message.setdefault("content", [])
+            self.message["usage"] = dict(self.message.get("usage") or {})
+            return [("message_start",)]
+        self._require_start(ev)
+        if isinstance(ev, MessageDelta):
+            msg = self._msg()
+            d = ev.delta
+            msg["stop_reason"] = d.get("stop_reason")
+            msg["stop_sequence"] = d.get("stop_sequence")
+            for k, v in d.items():
+                if k not in ("stop_reason", "stop_sequence") and v is not None:
+                    msg[k] = v
+            self.stop_reason = msg["stop_reason"]
+            usage = msg.setdefault("usage", {})
+            for k, v in ev.usage.items():
+                # cumulative totals: overwrite, never add; a missing/null optional value keeps the earlier one
+                if v is not None or k == "output_tokens":
+                    usage[k] = v
+            return [("message_delta",)]
+        if isinstance(ev, MessageStop):
+            self.stopped = True
+            return [("message_stop",)]
+        if isinstance(ev, ErrorEvent):
+            self.error = ev  # diagnostic already raised by parse_event
+            return [("error",)]
+        return []  # Unknown / Invalid: their diagnostics come from parse_event
+
+    def _msg(self) -> dict:
+        if self.message is None:
+            self.message = {"content": [], "usage": {}}
+        return self.message
+
+    def _require_start(self, ev: StreamEvent) -> None:
+        if not self.started and not isinstance(ev, (ErrorEvent, InvalidEvent, UnknownEvent)):
+            self._diag(D.EVENT_BEFORE_START, "error", f"{ev.type} before message_start", ev.seq)
+
+    def _start(self, ev: ContentBlockStart) -> list[Change]:
+        self._require_start(ev)
+        i, seq = ev.index, ev.seq
+        if i in self.blocks:
+            self._diag(D.DUPLICATE_BLOCK_START, "error", f"content_block_start for index {i} which is already open"
+                       if self.blocks[i].open else f"content_block_start for index {i} which already ended", seq, i)
+            return []
+        if i != self._next_index:
+            self._diag(D.INDEX_GAP, "warning", f"block index {i} started, expected {self._next_index}", seq, i)
+        self._next_index = max(self._next_index, i + 1)
+        btype = ev.content_block["type"]
+        if btype not in KNOWN_BLOCKS:
+            self._diag(D.UNKNOWN_BLOCK, "info", f"unknown content block type {btype!r} (kept)", seq, i)
+        self.blocks[i] = BlockBuffer(i, btype, ev.content_block, seq)
+        self.order.append(i)
+        return [("block_opened", i)]
+
+    def _delta(self, ev: ContentBlockDelta) -> list[Change]:
+        i, seq, delta = ev.index, ev.seq, ev.delta
+        block = self.blocks.get(i)
+        if block is None:
+            self._diag(D.DELTA_UNKNOWN_INDEX, "error", f"{delta.type} for index {i}, which was never started", seq, i)
+            return []
+        if block.closed:
+            self._diag(D.DELTA_AFTER_STOP, "error", f"{delta.type} for index {i} after its content_block_stop", seq, i)
+            return []
+        if isinstance(delta, UnknownDelta):
+            return []  # kept in the event list; info diagnostic from parse_event
+        allowed = _DELTA_FOR_BLOCK.get(block.type)
+        if allowed is None or delta.type not in allowed:
+            self._diag(
+                D.DELTA_TYPE_MISMATCH,
+                "error",
+                f"{delta.type} for block {i} of type {block.type} (ignored)",
+                seq,
+                i,
+            )
+            return []
+        if isinstance(delta, TextDelta):
+            block.add(delta.text, seq)
+        elif isinstance(delta, InputJsonDelta):
+            block.add(delta.partial_json, seq)
+        elif isinstance(delta, ThinkingDelta):
+            block.add(delta.thinking, seq)
+        elif isinstance(delta, SignatureDelta):
+            block.signature = delta.signature
+        elif isinstance(delta, CitationsDelta):
+            if block.citations is None:
+                block.citations = []
+            block.citations.append(delta.citation)
+        return [("block_delta", i)]
+
+    def _stop(self, ev: ContentBlockStop) -> list[Change]:
+        i, seq = ev.index, ev.seq
+        block = self.blocks.get(i)
+        if block is None:
+            self._diag(D.STOP_UNKNOWN_INDEX, "error", f"content_block_stop for index {i}, which was never started", seq, i)
+            return []
+        if block.closed:
+            self._diag(D.DUPLICATE_BLOCK_STOP, "warning", f"second content_block_stop for index {i} (ignored)", seq, i)
+            return []
+        block.closed = True
+        block.stop_event = seq
+        if block.is_tool:
+            self.diagnostics.extend(block.parse_input())
+        return [("block_closed", i)]
+
+    # -- end of stream
+    def finish(self) -> list[Diagnostic]:
+        """End of stream: report what never completed. Idempotent."""
+        if self.finished:
+            return []
+        self.finished = True
+        new: list[Diagnostic] = []
+        if self.events == 0:
+            new.append(Diagnostic(D.NO_EVENTS, "error", "the stream carried no event", None))
+        elif not self.stopped and self.error is None:
+            new.append(Diagnostic(D.MISSING_MESSAGE_STOP, "error", "stream ended before message_stop", None))
+        for i in self.order:
+            b = self.blocks[i]
+            if b.open:
+                sev = "warning" if (self.stop_reason == "max_tokens" or self.error is not None) else "error"
+                new.append(
+                    Diagnostic(
+                        D.BLOCK_NOT_CLOSED,
+                        sev,  # type: ignore[arg-type]
+                        f"block {i} ({b.type}{' ' + b.name if b.name else ''}) never got its content_block_stop"
+                        + ("; its tool will not run" if b.is_tool else ""),
+                        None,
+                        block_index=i,
+                    )
+                )
+        self.diagnostics.extend(new)
+        return new
+
+    # -- results
+    def final_message(self) -> dict:
+        msg = dict(self.message or {"id": None, "type": "message", "role": "assistant", "model": None, "usage": {}})
+        msg["content"] = [self.blocks[i].to_content() for i in sorted(self.blocks)]
+        for k in ("id", "type", "role", "model", "stop_reason", "stop_sequence"):
+            msg.setdefault(k, None)
+        msg["usage"] = dict(msg.get("usage") or {})
+        return msg
+
+    def tool_blocks(self) -> list[BlockBuffer]:
+        """Client tool_use blocks in index order."""
+        return [self.blocks[i] for i in sorted(self.blocks) if self.blocks[i].type == "tool_use"]
+
+    def outcome(self) -> Outcome:
+        if self.error is not None:
+            return "error"
+        if not self.stopped:
+            return "incomplete"
+        tools = self.tool_blocks()
+        if self.stop_reason == "max_tokens" and any(b.open or b.input_error is not None for b in tools):
+            return "truncated"
+        if any(b.closed and b.input_error is None for b in tools) or (tools and self.stop_reason == "tool_use"):
+            return "tool_use"
+        return "text_finish"
+
+
+@dataclass(slots=True)
+class Step:
+    """One decoded SSE event with what it became and what it changed."""
+
+    sse: SSEEvent
+    event: StreamEvent
+    changes: list[Change]
+    diagnostics: list[Diagnostic]
+
+
+class TurnStream:
+    """Bytes in, steps out: SSE decoder + protocol parser + assembler for one response."""
+
+    def __init__(self) -> None:
+        self.decoder = SSEDecoder()
+        self.assembler = MessageAssembler()
+        self.diagnostics: list[Diagnostic] = []  # everything, in order seen
+        self.closed = False
+
+    def _steps(self, events: list[SSEEvent]) -> list[Step]:
+        steps: list[Step] = []
+        asm = self.assembler
+        for e in events:
+            ev, diags = parse_event(e.event, e.data, e.seq)
+            n = len(asm.diagnostics)
+            changes = asm.feed(ev)
+            if len(asm.diagnostics) > n:
+                diags = diags + asm.diagnostics[n:]
+            if diags:
+                self.diagnostics.extend(diags)
+            steps.append(Step(e, ev, changes, diags))
+        return steps
+
+    def feed(self, data: bytes) -> list[Step]:
+        events = self.decoder.feed(data)
+        pending = self.decoder.take_diagnostics()
+        steps = self._steps(events)
+        if pending:
+            self.diagnostics.extend(pending)
+            if steps:
+                steps[0].diagnostics[:0] = pending
+        return steps
+
+    def close(self) -> list[Diagnostic]:
+        """End of stream. Returns the diagnostics that only the end could reveal."""
+        if self.closed:
+            return []
+        self.closed = True
+        self.decoder.close()
+        new = self.decoder.take_diagnostics()
+        new += self.assembler.finish()
+        self.diagnostics.extend(new)
+        return new
+
+    @property
+    def outcome(self) -> Outcome:
+        return self.assembler.outcome()
+
+    def final_message(self) -> dict:
+        return self.assembler.final_message()
+
+
+def assemble(data: bytes | list[bytes]) -> TurnStream:
+    """Run whole bytes (or a list of reads) through a TurnStream and close it."""
+    ts = TurnStream()
+    for chunk in [data] if isinstance(data, (bytes, bytearray)) else data:
+        ts.feed(bytes(chunk))
+    ts.close()
+    return ts

@@ -1,0 +1,379 @@
+"""Scenarios are data: a scripted conversation the in-process fake API serves through the real SDK.
+
+A :class:`Scenario` holds the request side (prompt, system, tools) and one :class:`TurnScript` per assistant turn.
+Turn ``i`` answers the request whose ``messages`` contain ``i`` assistant messages. Each turn lists its content
+blocks, its pacing (how the bytes are timed and chunked) and its faults (what goes wrong, on which attempt).
+``render.py`` turns that into bytes; ``transport.py`` serves them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Sequence, Union
+
+from inspector.toolbox.spec import ToolSpec
+
+WORKSPACES_DIR = Path(__file__).resolve().parent / "workspace"
+
+BUILTIN_TOOL_NAMES = frozenset({"read_file", "list_dir", "search_text", "write_file", "sleep"})
+
+LineEnding = Literal["\n", "\r\n", "\r"]
+
+
+# --- sizes -----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Sizes:
+    """Seeded random chunk sizes in ``[lo, hi]`` (inclusive), e.g. ``Sizes(8, 20)`` for tool JSON fragments."""
+
+    lo: int
+    hi: int
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.lo <= self.hi:
+            raise ValueError(f"Sizes needs 1 <= lo <= hi, got {self.lo}, {self.hi}")
+
+
+# A chunk spec: a fixed size, a list of sizes used in turn (cycled), or seeded random Sizes.
+ChunkSpec = Union[int, Sequence[int], Sizes]
+
+
+# --- content blocks --------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class TextBlock:
+    text: str
+    chunk: ChunkSpec = Sizes(3, 14)  # characters per text_delta
+    type: str = field(default="text", init=False)
+
+
+@dataclass(slots=True)
+class ThinkingBlock:
+    thinking: str
+    signature: str = "EqQBCkgIARABGAIiQL2yH6kR0oV0V0bG8yQm1hX3Jl..."
+    chunk: ChunkSpec = Sizes(8, 40)  # characters per thinking_delta; the signature comes whole in one delta
+    type: str = field(default="thinking", init=False)
+
+
+@dataclass(slots=True)
+class RedactedThinkingBlock:
+    data: str = "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP..."
+    type: str = field(default="redacted_thinking", init=False)
+
+
+@dataclass(slots=True)
+class ToolUseBlock:
+    """A client tool call. The input JSON text is ``raw_json`` when given (may be invalid or truncated: the fake
+    API then behaves like fine-grained tool streaming, which does not validate), else ``json.dumps(input)``."""
+
+    name: str
+    input: dict | None = None
+    raw_json: str | None = None
+    fragment: ChunkSpec = Sizes(8, 20)  # characters per input_json_delta
+    empty_first: bool = True  # real streams send an empty first partial_json ""
+    id: str | None = None  # None: a seeded toolu_... id
+    extra: dict = field(default_factory=dict)  # extra fields merged into content_block_start (e.g. "caller")
+    type: str = field(default="tool_use", init=False)
+
+    def __post_init__(self) -> None:
+        if self.input is None and self.raw_json is None:
+            self.input = {}
+
+
+@dataclass(slots=True)
+class ServerToolUseBlock:
+    """A server tool call (web_search...): streams its input like tool_use; the client never runs it."""
+
+    name: str = "web_search"
+    input: dict | None = None
+    raw_json: str | None = None
+    fragment: ChunkSpec = Sizes(8, 20)
+    empty_first: bool = True
+    id: str | None = None
+    extra: dict = field(default_factory=dict)
+    type: str = field(default="server_tool_use", init=False)
+
+    def __post_init__(self) -> None:
+        if self.input is None and self.raw_json is None:
+            self.input = {}
+
+
+@dataclass(slots=True)
+class WholeBlock:
+    """A block that arrives whole in content_block_start, with no deltas (server tool results and the like).
+    ``result_of``: index of a (server) tool block in the same turn whose id fills ``tool_use_id``."""
+
+    content: dict
+    result_of: int | None = None
+
+    @property
+    def type(self) -> str:
+        return str(self.content.get("type", "unknown"))
+
+
+Block = Union[TextBlock, ThinkingBlock, RedactedThinkingBlock, ToolUseBlock, ServerToolUseBlock, WholeBlock]
+
+
+# --- pacing ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Pacing:
+    """How a turn's bytes are timed and cut into reads. All times are scenario seconds (scaled by the Pacer)."""
+
+    ttfb: float = 0.4  # request sent -> first body byte (headers arrive after `header_share` of it)
+    event_gap: float = 0.04  # mean time between events
+    jitter: float = 0.0  # each gap is event_gap * uniform(1 - jitter, 1 + jitter), seeded
+    events_per_read: int = 1  # events grouped into one read
+    split_events: bool = False  # split every read in two at a seeded byte offset (maybe mid UTF-8 character)
+    ping_every: int | None = None  # a ping after every N events
+    pad: bool = False  # pad data JSON with trailing spaces, like the real API
+    line_ending: LineEnding = "\n"
+    header_share: float = 0.75  # share of ttfb spent before the response headers
+    block_pause: float = 0.0  # extra pause before each content_block_start ("the model is thinking")
+    proxy_buffer: int | None = None  # a buffering proxy: bytes are released in chunks of >= N bytes, rest at EOF
+
+    def __post_init__(self) -> None:
+        if self.line_ending not in ("\n", "\r\n", "\r"):
+            raise ValueError(f"line_ending must be LF, CRLF or CR, got {self.line_ending!r}")
+        if self.events_per_read < 1:
+            raise ValueError("events_per_read must be >= 1")
+        if not 0 <= self.jitter <= 1:
+            raise ValueError("jitter must be in [0, 1]")
+
+
+# --- faults ----------------------------------------------------------------------------------------------------
+# ``attempts``: the attempts (0 = first request for the turn) the fault applies to; None: every attempt.
+# Event counts ``n_events`` / ``after_events`` count protocol events from message_start on (pings excluded).
+
+
+@dataclass(slots=True)
+class ErrorEventAfter:
+    """HTTP 200, ``n_events`` events, then ``event: error`` and EOF (e.g. overloaded_error mid-stream)."""
+
+    n_events: int
+    error_type: str = "overloaded_error"
+    message: str = "Overloaded"
+    attempts: tuple[int, ...] | None = (0,)
+
+
+@dataclass(slots=True)
+class DropAfter:
+    """The connection drops: after ``n_events`` events, or inside block ``inside_block`` after ``after_fragments``
+    of its deltas (the empty first partial_json counts). ``cut_bytes`` bytes of the next event are sent first."""
+
+    n_events: int | None = None
+    inside_block: int | None = None
+    after_fragments: int = 1
+    cut_bytes: int = 0
+    attempts: tuple[int, ...] | None = (0,)
+
+    def __post_init__(self) -> None:
+        if (self.n_events is None) == (self.inside_block is None):
+            raise ValueError("DropAfter needs exactly one of n_events / inside_block")
+
+
+@dataclass(slots=True)
+class StallWithPings:
+    """After ``after_events`` events, only pings every ``ping_interval`` s (``pings`` of them), then ``then``:
+    "hang" (the connection stays open, silent) or "eof"."""
+
+    after_events: int = 1
+    ping_interval: float = 0.5
+    pings: int = 20
+    then: Literal["hang", "eof"] = "hang"
+    attempts: tuple[int, ...] | None = (0,)
+
+
+@dataclass(slots=True)
+class MaxTokensCut:
+    """The model hits max_tokens inside block ``block``: ``keep_fragments`` of its deltas (None: about half), no
+    content_block_stop, then message_delta stop_reason max_tokens and message_stop. Later blocks never come."""
+
+    block: int
+    keep_fragments: int | None = None
+    attempts: tuple[int, ...] | None = None
+
+
+@dataclass(slots=True)
+class InvalidToolJson:
+    """Block ``block``'s input JSON is invalid at content_block_stop (fine-grained streaming does not validate):
+    ``raw_json`` if given, else the valid JSON cut in the middle of its last string."""
+
+    block: int
+    raw_json: str | None = None
+    attempts: tuple[int, ...] | None = None
+
+
+Fault = Union[ErrorEventAfter, DropAfter, StallWithPings, MaxTokensCut, InvalidToolJson]
+
+
+@dataclass(slots=True)
+class HttpError:
+    """Attempt ``attempt`` of the turn is answered with an HTTP error instead of a stream."""
+
+    status: int = 429
+    attempt: int = 0
+    error_type: str | None = None  # None: from the status (rate_limit_error, overloaded_error...)
+    message: str | None = None
+    retry_after_ms: int | None = None
+    retry_after: float | None = None
+    should_retry: bool | None = None  # x-should-retry header
+    delay: float = 0.05  # scenario seconds before the response
+
+    def resolved_type(self) -> str:
+        if self.error_type:
+            return self.error_type
+        return {
+            400: "invalid_request_error",
+            401: "authentication_error",
+            403: "permission_error",
+            404: "not_found_error",
+            413: "request_too_large",
+            429: "rate_limit_error",
+            500: "api_error",
+            529: "overloaded_error",
+        }.get(self.status, "api_error")
+
+
+@dataclass(slots=True)
+class Usage:
+    input_tokens: int = 1200
+    output_tokens: int | None = None  # None: estimated from the content (about 4 characters per token)
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+
+@dataclass(slots=True)
+class TurnScript:
+    blocks: list[Block]
+    stop_reason: str = "end_turn"
+    stop_sequence: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    pacing: Pacing = field(default_factory=Pacing)
+    faults: list[Fault] = field(default_factory=list)
+    http_errors: list[HttpError] = field(default_factory=list)
+
+    def faults_for(self, attempt: int) -> list[Fault]:
+        return [f for f in self.faults if f.attempts is None or attempt in f.attempts]
+
+    def http_error_for(self, attempt: int) -> HttpError | None:
+        return next((e for e in self.http_errors if e.attempt == attempt), None)
+
+    def tool_blocks(self) -> list[tuple[int, ToolUseBlock]]:
+        return [(i, b) for i, b in enumerate(self.blocks) if isinstance(b, ToolUseBlock)]
+
+
+# --- scenario --------------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Scenario:
+    name: str
+    description: str  # one line, for `inspector scenarios`
+    prompt: str
+    turns: list[TurnScript]
+    system: str | None = "You are a careful coding assistant. Use the tools to look at the workspace before answering."
+    model: str = "claude-sonnet-4-5"
+    max_tokens: int = 4096
+    tools: list[str] = field(default_factory=list)  # built-in tool names the request offers
+    extra_tools: list[ToolSpec] = field(default_factory=list)  # scenario-specific tools
+    tool_timeouts: dict[str, float] = field(default_factory=dict)  # per tool name, overrides ToolSpec.timeout
+    seed: int = 0
+    workspace: str | None = None  # folder name under inspector/scenarios/workspace/
+    workspace_copy: bool = False  # run on a temporary copy of the workspace (required when it is written)
+    allow_write: bool = False
+    eager_input_streaming: bool = False  # the request marks its tools eager_input_streaming (fine-grained)
+    thinking_budget: int | None = None  # extended thinking: {"type": "enabled", "budget_tokens": N}
+    idle_timeout: float | None = None  # seconds without a content event before the harness gives up on a stream
+    expected: dict[str, Any] = field(default_factory=dict)  # what a headless run should end in
+
+    def __post_init__(self) -> None:
+        if not self.description or "\n" in self.description:
+            raise ValueError(f"scenario {self.name!r}: description must be one line")
+        if not self.turns:
+            raise ValueError(f"scenario {self.name!r}: needs at least one turn")
+        if self.allow_write and self.workspace and not self.workspace_copy:
+            raise ValueError(f"scenario {self.name!r}: a scenario that writes must set workspace_copy=True")
+        unknown = [t for t in self.tools if t not in BUILTIN_TOOL_NAMES]
+        if unknown:
+            raise ValueError(f"scenario {self.name!r}: unknown built-in tools {unknown}")
+        offered = self.tool_names()
+        for ti, turn in enumerate(self.turns):
+            for bi, block in turn.tool_blocks():
+                if block.name not in offered:
+                    raise ValueError(f"scenario {self.name!r} turn {ti} block {bi}: tool {block.name!r} not offered")
+            for fault in turn.faults:
+                if isinstance(fault, (MaxTokensCut, InvalidToolJson)) and not 0 <= fault.block < len(turn.blocks):
+                    raise ValueError(f"scenario {self.name!r} turn {ti}: fault block index {fault.block} out of range")
+        if self.workspace is not None and not (WORKSPACES_DIR / self.workspace).is_dir():
+            raise ValueError(f"scenario {self.name!r}: no workspace folder {self.workspace!r} in {WORKSPACES_DIR}")
+
+    def tool_names(self) -> list[str]:
+        return list(self.tools) + [t.name for t in self.extra_tools]
+
+    @property
+    def workspace_path(self) -> Path | None:
+        """The bundled (read-only by convention) workspace folder, or None."""
+        return None if self.workspace is None else WORKSPACES_DIR / self.workspace
+
+    def copy_workspace(self, dest_parent: str | Path | None = None) -> Path | None:
+        """Copy the workspace into a fresh temp dir (under ``dest_parent`` if given); returns the copy's path.
+        The caller removes it (``shutil.rmtree(path.parent)``)."""
+        src = self.workspace_path
+        if src is None:
+            return None
+        parent = Path(tempfile.mkdtemp(prefix=f"inspector-{self.name}-", dir=dest_parent))
+        dest = parent / src.name
+        shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache"))
+        return dest
+
+    def workspace_root(self, dest_parent: str | Path | None = None) -> Path | None:
+        """Where tools should run: a temp copy when ``workspace_copy`` else the bundled folder."""
+        return self.copy_workspace(dest_parent) if self.workspace_copy else self.workspace_path
+
+    def resolve_tools(self, root: str | Path | None) -> dict[str, ToolSpec]:
+        """The ToolSpecs this scenario offers, by name, in request order, with ``tool_timeouts`` applied.
+        Built-in tools come from ``inspector.toolbox.builtin.builtin_tools(root, allow_write=...)``."""
+        specs: dict[str, ToolSpec] = {}
+        if self.tools:
+            from inspector.toolbox.builtin import builtin_tools  # lazy: written in parallel, optional here
+
+            available = builtin_tools(root, allow_write=self.allow_write)
+            for name in self.tools:
+                specs[name] = available[name]
+        for spec in self.extra_tools:
+            specs[spec.name] = spec
+        for name, timeout in self.tool_timeouts.items():
+            if name in specs:
+                specs[name] = dataclasses.replace(specs[name], timeout=timeout)
+        return specs
+
+    def request_params(self, tool_specs: dict[str, ToolSpec] | None = None) -> dict[str, Any]:
+        """Keyword arguments for ``client.messages.create/stream`` of turn 0 (without ``messages``).
+        Tool definitions come from ``tool_specs`` when given, else a placeholder schema per builtin tool."""
+        params: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens}
+        if self.system:
+            params["system"] = self.system
+        tools = []
+        for name in self.tool_names():
+            if tool_specs and name in tool_specs:
+                d = tool_specs[name].definition()
+            else:
+                spec = next((t for t in self.extra_tools if t.name == name), None)
+                d = spec.definition() if spec else {
+                    "name": name, "description": f"built-in {name}", "input_schema": {"type": "object"}}
+            if self.eager_input_streaming:
+                d = {**d, "eager_input_streaming": True}
+            tools.append(d)
+        if tools:
+            params["tools"] = tools
+        if self.thinking_budget:
+            params["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
+        return params

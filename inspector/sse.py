@@ -1,0 +1,475 @@
+"""An incremental Server-Sent Events decoder that follows the WHATWG "event stream interpretation" exactly.
+
+Bytes in (any read boundaries), `SSEEvent`s out. Pure Python, no I/O, never raises on stream content: every oddity
+becomes a `Diagnostic` (see `inspector.diagnostics`).
+
+Rules (HTML standard, 9.2.6), with what an inspector adds:
+
+- UTF-8, decoded per complete line (line terminators are ASCII, so splitting bytes first is exact, and a character
+  split across reads decodes correctly). Invalid bytes become U+FFFD (`SSE_INVALID_UTF8`, with the line's bytes).
+- ONE leading BOM is stripped (`SSE_BOM_STRIPPED`); a second one stays and spoils the first field name.
+- Lines end with CRLF, LF or CR. A CR that ends a read completes its line at once (events are never delayed); an LF
+  at the start of the next read is then swallowed as the second half of a CRLF.
+- `:` comment lines are ignored; field name = text before the first colon, value = the rest minus ONE leading space.
+- `event` sets the type, `data` appends value + LF, `id` sets the last event id unless it contains U+0000
+  (`SSE_ID_WITH_NUL`), `retry` only when all ASCII digits (`SSE_RETRY_IGNORED`); other names: `SSE_UNKNOWN_FIELD`
+  (reported once per distinct name).
+- A blank line dispatches: no data -> nothing fires (`SSE_NO_DATA` when the block had event/id/retry lines); else
+  one trailing LF is stripped and the type defaults to "message".
+- At `close()`, a block without its blank line (or a partial line) is discarded: `SSE_UNTERMINATED_EVENT`.
+
+Offsets: `start` is the first byte after the previous blank line (or 0, or 3 after a stripped BOM), so
+`[start, end)` covers the comments and ignored lines of the block. `end` is just past the first byte of the
+dispatching blank line's terminator: for a CRLF blank line, just past the CR. (Whether an LF follows a CR that ends
+a read is unknown at dispatch; excluding it always keeps every offset independent of how the stream was split.)
+The next block starts after the whole terminator.
+
+Performance: linear. A partial line is kept as a list of chunks and joined once; terminators are found with
+`bytes.find` / `split` / `splitlines` in C, never byte by byte in Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from inspector.diagnostics import (
+    SSE_BOM_STRIPPED,
+    SSE_ID_WITH_NUL,
+    SSE_INVALID_UTF8,
+    SSE_NO_DATA,
+    SSE_RETRY_IGNORED,
+    SSE_UNKNOWN_FIELD,
+    SSE_UNTERMINATED_EVENT,
+    Diagnostic,
+    Severity,
+)
+
+__all__ = ["SSEDecoder", "SSEEvent", "iter_events"]
+
+_BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True, slots=True)
+class SSEEvent:
+    seq: int  # 0-based index among the events dispatched by this decoder
+    event: str  # event type; "message" when the stream gave none
+    data: str
+    id: str  # the last event id at dispatch ("" if never set)
+    retry: int | None  # reconnection time (ms) last set by a valid retry field; None if never
+    start: int  # stream offset of the first byte after the previous blank line (the block's first byte)
+    end: int  # stream offset just past the dispatching blank line (past its CR for a CRLF blank line)
+    read_index: int  # 0-based index of the feed() call whose bytes completed this event
+
+
+class _EventBuilder:
+    """Same slot layout as SSEEvent, without the frozen-dataclass __init__ (which costs ~4x more per event).
+
+    Instances are built here and then re-classed to SSEEvent: they are ordinary, frozen, equal-comparing SSEEvents.
+    """
+
+    __slots__ = ("seq", "event", "data", "id", "retry", "start", "end", "read_index")
+
+    def __init__(self, seq, event, data, id, retry, start, end, read_index):  # noqa: A002
+        self.seq = seq
+        self.event = event
+        self.data = data
+        self.id = id
+        self.retry = retry
+        self.start = start
+        self.end = end
+        self.read_index = read_index
+
+
+def _fast_make_event(seq, event, data, id, retry, start, end, read_index) -> SSEEvent:  # noqa: A002
+    ev = _EventBuilder(seq, event, data, id, retry, start, end, read_index)
+    ev.__class__ = SSEEvent  # type: ignore[assignment]
+    return ev  # type: ignore[return-value]
+
+
+def _pick_event_factory():
+    """Use the fast builder only if it really yields an SSEEvent equal to the normal constructor's."""
+    try:
+        args = (3, "t", "d", "i", 5, 1, 2, 0)
+        if _EventBuilder.__slots__ == SSEEvent.__slots__ and _fast_make_event(*args) == SSEEvent(*args):
+            return _fast_make_event
+    except TypeError:
+        pass
+    return SSEEvent
+
+
+_make_event = _pick_event_factory()
+
+
+def _short(raw: bytes, limit: int = 60) -> str:
+    text = raw[:limit].decode("utf-8", "replace")
+    return repr(text) + ("..." if len(raw) > limit else "")
+
+
+class SSEDecoder:
+    """Incremental decoder: `feed()` each read, then `close()` once at the end of the stream."""
+
+    def __init__(self) -> None:
+        self.diagnostics: list[Diagnostic] = []
+        self.bytes_fed = 0
+        self.reads = 0
+        self.last_event_id = ""
+        self.retry: int | None = None
+        self._taken = 0  # diagnostics already handed out by take_diagnostics()
+        self._closed = False
+        self._seq = 0
+        # the block (event) being built
+        self._data: list[str] = []
+        self._type = ""
+        self._id_buf = ""  # the "last event ID buffer": persists across events, copied at dispatch
+        self._block_start = 0
+        self._block_fields = False  # a non-comment line was seen in this block
+        self._block_meta = False  # an event/id/retry line was seen in this block
+        self._carry: list[bytes] = []  # earlier reads' bytes of this block, up to the pending partial line
+        # the line being built
+        self._pending: list[bytes] = []  # chunks of a partial line (earlier reads only)
+        self._pending_off = 0
+        self._skip_lf = False  # the last read ended with CR: an LF first in the next read ends nothing
+        self._head: bytes | None = b""  # first bytes while a BOM is still possible; None once decided
+        self._unknown_seen: set[bytes] = set()
+        # the read being processed (for raw bytes in slow-path diagnostics)
+        self._cur = b""
+        self._cur_base = 0
+
+    # ------------------------------------------------------------------------------------------------ public
+    @property
+    def events_dispatched(self) -> int:
+        """Number of events dispatched so far (= the seq the next event will get)."""
+        return self._seq
+
+    def take_diagnostics(self) -> list[Diagnostic]:
+        """The diagnostics added since the previous call (all of them stay in `diagnostics`)."""
+        new = self.diagnostics[self._taken :]
+        self._taken = len(self.diagnostics)
+        return new
+
+    def feed(self, data: bytes) -> list[SSEEvent]:
+        """Decode one read; returns the events its bytes completed."""
+        if self._closed:
+            raise RuntimeError("SSEDecoder.feed() called after close()")
+        if not isinstance(data, bytes):
+            data = bytes(data)
+        ri = self.reads
+        self.reads = ri + 1
+        base = self.bytes_fed
+        self.bytes_fed = base + len(data)
+        if self._head is not None:
+            if self._head:
+                data = self._head + data
+                base = 0
+            if len(data) < 3 and _BOM.startswith(data):
+                self._head = data  # could still be a BOM: wait for more bytes (at most 2 are held)
+                return []
+            self._head = None
+            if data.startswith(_BOM):
+                self._diag(SSE_BOM_STRIPPED, "info", "leading byte order mark (U+FEFF) stripped", 0, _BOM)
+                data = data[3:]
+                base = 3
+                self._block_start = 3
+                self._pending_off = 3
+        if not data:
+            return []
+        return self._process(data, base, ri)
+
+    def close(self) -> list[SSEEvent]:
+        """End of stream. Never returns events: an unterminated event is discarded (and reported)."""
+        if self._closed:
+            return []
+        if self._head:  # fewer than 3 bytes in the whole stream, all a prefix of a BOM: plain bytes after all
+            head, self._head = self._head, None
+            self._process(head, 0, max(self.reads - 1, 0))
+        self._head = None
+        self._closed = True
+        pending = self._pending
+        if pending or self._block_fields:
+            raw = b"".join(self._carry + pending)
+            what = "a partial line" if pending else "no blank line"
+            self._diag(
+                SSE_UNTERMINATED_EVENT,
+                "warning",
+                f"stream ended inside an event ({len(raw)} bytes, {what}"
+                f"{', with data' if self._data else ''}): discarded",
+                self._block_start,
+                raw,
+            )
+        self._pending = []
+        self._carry = []
+        self._data = []
+        self._type = ""
+        self._block_fields = self._block_meta = False
+        self._cur = b""
+        return []
+
+    # ------------------------------------------------------------------------------------------------ internals
+    def _diag(self, code: str, severity: Severity, message: str, offset: int, raw: bytes) -> None:
+        self.diagnostics.append(Diagnostic(code, severity, message, event_index=self._seq, offset=offset, raw=raw))
+
+    def _process(self, data: bytes, base: int, ri: int) -> list[SSEEvent]:
+        events: list[SSEEvent] = []
+        self._cur = data
+        self._cur_base = base
+        n = len(data)
+        pos = 0
+        cr_end = False
+        if self._skip_lf:
+            self._skip_lf = False
+            if data[0] == 10:  # second half of a CRLF split across reads
+                pos = 1
+                if self._block_start == base:
+                    self._block_start = base + 1
+        pending = self._pending
+        if pending:  # pos == 0 here: a pending line means the last read did not end with CR
+            i = data.find(b"\n")
+            j = data.find(b"\r", 0, i if i >= 0 else n)
+            if i < 0 and j < 0:
+                pending.append(data)
+                return events
+            t = j if j >= 0 else i
+            pending.append(data[:t])
+            line = b"".join(pending)
+            pending.pop()
+            self._carry.extend(pending)
+            pending.clear()
+            if data[t] == 13:
+                if t + 1 < n:
+                    pos = t + 2 if data[t + 1] == 10 else t + 1
+                else:
+                    pos = n
+                    cr_end = True
+            else:
+                pos = t + 1
+            self._line(line, self._pending_off)
+
+        tail = b""
+        if pos < n:
+            rest = data[pos:] if pos else data
+            off = base + pos
+            line_ = self._line
+            if b"\r" not in rest:
+                lines = rest.split(b"\n")
+                tail = lines.pop()
+                data_buf = self._data
+                data_append = data_buf.append
+                make = _make_event
+                for content in lines:
+                    if content:
+                        name, _, value = content.partition(b":")
+                        if name == b"data":  # inline fast path for data/event lines in valid UTF-8
+                            if value[:1] == b" ":
+                                value = value[1:]
+                            try:
+                                data_append(value.decode())
+                            except UnicodeDecodeError:
+                                line_(content, off)  # slow path: diagnostic, U+FFFD
+                            self._block_fields = True
+                        elif name == b"event":
+                            if value[:1] == b" ":
+                                value = value[1:]
+                            try:
+                                self._type = value.decode()
+                                self._block_meta = self._block_fields = True
+                            except UnicodeDecodeError:
+                                line_(content, off)
+                        else:
+                            line_(content, off)
+                        off += len(content) + 1
+                    elif data_buf:  # blank line with data: dispatch (inline, the common path)
+                        events.append(
+                            make(
+                                self._seq,
+                                self._type or "message",
+                                "\n".join(data_buf),
+                                self._id_buf,
+                                self.retry,
+                                self._block_start,
+                                off + 1,
+                                ri,
+                            )
+                        )
+                        self._seq += 1
+                        data_buf.clear()
+                        self.last_event_id = self._id_buf
+                        self._type = ""
+                        self._block_meta = self._block_fields = False
+                        self._block_start = off = off + 1
+                        if self._carry:
+                            self._carry.clear()
+                    else:
+                        self._dispatch(off, off + 1, ri, events)
+                        off += 1
+            else:
+                lines = rest.splitlines(True)
+                last = lines[-1][-1]
+                if last == 13:
+                    cr_end = True
+                elif last != 10:
+                    tail = lines.pop()
+                dispatch = self._dispatch
+                for raw in lines:
+                    if raw[-1] == 10 and len(raw) > 1 and raw[-2] == 13:
+                        content = raw[:-2]
+                    else:
+                        content = raw[:-1]
+                    if content:
+                        line_(content, off)
+                    else:
+                        dispatch(off, off + len(raw), ri, events)
+                    off += len(raw)
+            if tail:
+                pending.append(tail)
+                self._pending_off = base + n - len(tail)
+
+        # keep this block's bytes that precede the pending line (for raw bytes in diagnostics)
+        p = n - len(tail)
+        bs = self._block_start - base
+        if bs < 0:
+            if p > 0:
+                self._carry.append(data[:p])
+        elif bs < p:
+            self._carry.append(data[bs:p])
+        self._skip_lf = cr_end
+        self._cur = b""
+        return events
+
+    def _block_bytes(self, end: int) -> bytes:
+        """Raw bytes of the current block from its start to stream offset `end` (inside the current read)."""
+        base = self._cur_base
+        bs = max(self._block_start - base, 0)
+        return b"".join(self._carry) + self._cur[bs : end - base]
+
+    def _dispatch(self, off: int, next_start: int, ri: int, events: list[SSEEvent]) -> None:
+        """A blank line at stream offset `off`; the next block starts at `next_start`."""
+        data = self._data
+        if data:
+            events.append(
+                _make_event(
+                    self._seq,
+                    self._type or "message",
+                    "\n".join(data),
+                    self._id_buf,
+                    self.retry,
+                    self._block_start,
+                    off + 1,
+                    ri,
+                )
+            )
+            self._seq += 1
+            data.clear()
+        elif self._block_meta:
+            self._diag(
+                SSE_NO_DATA,
+                "info",
+                "block with event/id/retry but no data fired no event (vendor SDKs would dispatch it)",
+                self._block_start,
+                self._block_bytes(off + 1),
+            )
+        self.last_event_id = self._id_buf
+        self._type = ""
+        self._block_meta = self._block_fields = False
+        self._block_start = next_start
+        if self._carry:
+            self._carry.clear()
+
+    def _bad_utf8(self, content: bytes, off: int) -> None:
+        self._diag(
+            SSE_INVALID_UTF8,
+            "warning",
+            f"line is not valid UTF-8 (invalid bytes replaced by U+FFFD): {_short(content)}",
+            off,
+            content,
+        )
+
+    def _line(self, content: bytes, off: int) -> None:
+        """One complete, non-empty line (without terminator) that starts at stream offset `off`."""
+        if content[0] == 58:  # ':' comment
+            if not content.isascii():
+                try:
+                    content.decode()
+                except UnicodeDecodeError:
+                    self._bad_utf8(content, off)
+            return
+        self._block_fields = True
+        ci = content.find(b":")
+        if ci < 0:
+            name = content
+            value = b""
+        else:
+            name = content[:ci]
+            value = content[ci + 2 :] if content[ci + 1 : ci + 2] == b" " else content[ci + 1 :]
+        if name == b"data":
+            try:
+                text = value.decode()
+            except UnicodeDecodeError:
+                self._bad_utf8(content, off)
+                text = value.decode("utf-8", "replace")
+            self._data.append(text)
+        elif name == b"event":
+            try:
+                text = value.decode()
+            except UnicodeDecodeError:
+                self._bad_utf8(content, off)
+                text = value.decode("utf-8", "replace")
+            self._type = text
+            self._block_meta = True
+        elif name == b"id":
+            self._block_meta = True
+            try:
+                text = value.decode()
+            except UnicodeDecodeError:
+                self._bad_utf8(content, off)
+                text = value.decode("utf-8", "replace")
+            if "\0" in text:
+                self._diag(
+                    SSE_ID_WITH_NUL,
+                    "info",
+                    f"id containing U+0000 ignored (last event id stays {self._id_buf!r})",
+                    off,
+                    content,
+                )
+            else:
+                self._id_buf = text
+        elif name == b"retry":
+            self._block_meta = True
+            if value.isdigit():  # bytes.isdigit: ASCII digits only, False when empty
+                self.retry = int(value)
+            else:
+                if not content.isascii():
+                    try:
+                        content.decode()
+                    except UnicodeDecodeError:
+                        self._bad_utf8(content, off)
+                self._diag(
+                    SSE_RETRY_IGNORED,
+                    "info",
+                    f"retry value {value.decode('utf-8', 'replace')!r} is not all ASCII digits: ignored",
+                    off,
+                    content,
+                )
+        else:
+            if not content.isascii():
+                try:
+                    content.decode()
+                except UnicodeDecodeError:
+                    self._bad_utf8(content, off)
+            if name not in self._unknown_seen:
+                self._unknown_seen.add(name)
+                self._diag(
+                    SSE_UNKNOWN_FIELD,
+                    "info",
+                    f"unknown field {name.decode('utf-8', 'replace')!r} ignored"
+                    " (reported once per field name)",
+                    off,
+                    content,
+                )
+
+
+def iter_events(data: bytes) -> list[SSEEvent]:
+    """Decode a whole stream at once (one feed + close). Diagnostics are dropped: use SSEDecoder to see them."""
+    decoder = SSEDecoder()
+    events = decoder.feed(data)
+    decoder.close()
+    return events
