@@ -108,6 +108,7 @@ class LoopConfig:
     idle_timeout: float = 30.0  # seconds without a content event (pings do not count)
     max_concurrency: int = 10
     extra_body: dict = field(default_factory=dict)  # e.g. {"thinking": {...}}
+    tool_definitions: list[dict] | None = None  # as sent; default: each ToolSpec.definition()
     source: dict = field(default_factory=dict)
     # backoff between our retries: min(0.5 * 2**n, 8) s with jitter; scaled by the pacer for scripted sources
     backoff_base: float = 0.5
@@ -334,9 +335,9 @@ class AgentLoop:
                     "state": c.state.value,
                     "turn": c.turn,
                     "attempt": c.attempt,
-                    "queued_at": _rel(c.times.get("queued"), self._t0),
-                    "started_at": _rel(c.times.get("running"), self._t0),
-                    "finished_at": _rel(_finish_time(c), self._t0),
+                    "queued_at": _rel(c.queued_at, self._t0),
+                    "started_at": _rel(c.started_at, self._t0),
+                    "finished_at": _rel(c.finished_at, self._t0),
                 }
             )
         return out
@@ -495,7 +496,9 @@ class AgentLoop:
         body: dict[str, Any] = {"model": cfg.model, "max_tokens": cfg.max_tokens, "messages": self.messages}
         if cfg.system:
             body["system"] = cfg.system
-        if self.tools:
+        if cfg.tool_definitions is not None:
+            body["tools"] = cfg.tool_definitions
+        elif self.tools:
             body["tools"] = [t.definition() for t in self.tools.values()]
         body.update(cfg.extra_body)
         return body
@@ -703,10 +706,3 @@ def _api_error_message(e: anthropic.APIStatusError) -> str:
 
 def _rel(t: float | None, t0: float) -> float | None:
     return None if t is None else round(t - t0, 6)
-
-
-def _finish_time(c: ToolCall) -> float | None:
-    for s in ("succeeded", "failed", "timed_out", "cancelled", "discarded", "not_run"):
-        if s in c.times:
-            return c.times[s]
-    return None
