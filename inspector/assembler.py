@@ -75,6 +75,33 @@ _DELTA_FOR_BLOCK = {
 Outcome = Literal["tool_use", "text_finish", "truncated", "incomplete", "error"]
 
 
+def _has_big_float(value: Any) -> bool:
+    """True if a parsed JSON value holds a float of magnitude >= 2**63: orjson turns integer literals beyond the
+    64-bit range into (inexact) floats, so such a value must be re-parsed exactly. Walks containers only (a huge
+    string costs nothing)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif type(v) is float and (v >= 9.2e18 or v <= -9.2e18):
+            return True
+    return False
+
+
+def loads_exact(text: str) -> Any:
+    """Strict JSON parse with orjson; integers beyond 64 bits stay exact Python ints (as the SDK's jiter keeps
+    them) instead of orjson's lossy floats. Raises orjson.JSONDecodeError on invalid JSON."""
+    value = orjson.loads(text)
+    if isinstance(value, (dict, list)) and _has_big_float(value):
+        value = jiter.from_json(text.encode("utf-8"), allow_inf_nan=False)
+    elif type(value) is float and (value >= 9.2e18 or value <= -9.2e18):
+        value = jiter.from_json(text.encode("utf-8"), allow_inf_nan=False)
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class InputError:
     message: str
@@ -185,7 +212,7 @@ class BlockBuffer:
                 )
             ]
         try:
-            value = orjson.loads(buf)
+            value = loads_exact(buf)
         except orjson.JSONDecodeError as e:
             self.input = None
             self.input_error = InputError(e.msg, e.pos, e.lineno, e.colno)
@@ -229,10 +256,10 @@ class BlockBuffer:
                 out["signature"] = self.signature
         elif self.is_tool:
             if not self.parsed:
-                # open block (no stop seen): show what arrived, never pretend it is complete
-                if self.fragments:
-                    out["input"] = None
-                    out["input_raw"] = self.joined()
+                # open block (no stop seen): show what arrived, never pretend it is complete (not even as the
+                # start block's `{}` when no fragment came yet)
+                out["input"] = None
+                out["input_raw"] = self.joined()
             elif self.input_error is not None:
                 out["input"] = None
                 out["input_raw"] = self.joined()
@@ -460,6 +487,7 @@ class TurnStream:
         self.assembler = MessageAssembler()
         self.diagnostics: list[Diagnostic] = []  # everything, in order seen
         self.closed = False
+        self._held: list[Diagnostic] = []  # SSE diagnostics of an event not yet dispatched
 
     def _steps(self, events: list[SSEEvent]) -> list[Step]:
         steps: list[Step] = []
@@ -476,22 +504,43 @@ class TurnStream:
         return steps
 
     def feed(self, data: bytes) -> list[Step]:
+        """Decode one read. SSE-layer diagnostics go with the step of the event they concern (the event being
+        built when they arose), before that step's own; those of an event not yet complete wait for it (or for
+        close()). So steps and `diagnostics` are the same however the bytes were split into reads."""
         events = self.decoder.feed(data)
         pending = self.decoder.take_diagnostics()
-        steps = self._steps(events)
-        if pending:
-            self.diagnostics.extend(pending)
-            if steps:
-                steps[0].diagnostics[:0] = pending
+        if self._held:
+            pending = self._held + pending
+            self._held = []
+        if not pending:
+            return self._steps(events)
+        steps: list[Step] = []
+        k, n = 0, len(pending)
+        for e in events:
+            j = k
+            while j < n and (pending[j].event_index is None or pending[j].event_index <= e.seq):
+                j += 1
+            if j > k:
+                before = pending[k:j]
+                k = j
+                self.diagnostics.extend(before)
+                step = self._steps([e])[0]
+                step.diagnostics[:0] = before
+            else:
+                step = self._steps([e])[0]
+            steps.append(step)
+        self._held = pending[k:]
         return steps
 
     def close(self) -> list[Diagnostic]:
-        """End of stream. Returns the diagnostics that only the end could reveal."""
+        """End of stream. Returns the diagnostics that only the end could reveal (and SSE-layer ones still held
+        for an event that never completed)."""
         if self.closed:
             return []
         self.closed = True
         self.decoder.close()
-        new = self.decoder.take_diagnostics()
+        new = self._held + self.decoder.take_diagnostics()
+        self._held = []
         new += self.assembler.finish()
         self.diagnostics.extend(new)
         return new

@@ -31,9 +31,10 @@ class UsageError(Exception):
 
 
 def _speed(value: str) -> float:
-    v = value.strip().lower().rstrip("x")
+    v = value.strip().lower()
     if v in ("max", "inf", "fastest"):
         return math.inf
+    v = v.removesuffix("x")
     try:
         f = float(v)
     except ValueError:

@@ -308,13 +308,17 @@ class ToolExecutor:
     def not_run(self, id: str, name: str, index: int, reason: str) -> ToolCall:
         """A call that must never run (e.g. its block was cut by max_tokens): is_error result with the reason."""
         call = self._calls.get(id)
+        was_queued = False
         if call is None:
             call = self._new_call(id, name, index)
         elif call.state is ToolState.QUEUED:
             self._queue.remove(call)
+            was_queued = True
         elif call.state is not ToolState.STREAMING_INPUT:
             return call  # running or already terminal: nothing to do
         self._finish(call, ToolState.NOT_RUN, reason)
+        if was_queued:
+            self._admit()  # it may have been the head of the queue
         return call
 
     def pause(self) -> None:
@@ -464,7 +468,10 @@ class ToolExecutor:
                 ev.set()
                 if call.state in TERMINAL:
                     return  # cancelled by the executor (cancel / discard / sibling abort): result already set
-                self._finish(call, ToolState.CANCELLED, "cancelled")
+                # Cancelled from outside (typically the event loop shutting down): treat it as an interrupt of the
+                # whole executor, so that no new task is started and every call still gets its result.
+                self._finish(call, ToolState.CANCELLED, "cancelled: the tool task was cancelled")
+                self._abort_all(ToolState.CANCELLED, "cancelled: a parallel tool task was cancelled")
                 raise
             except TimeoutError as e:
                 ev.set()
@@ -493,7 +500,8 @@ class ToolExecutor:
         finally:
             self._running.pop(call.id, None)
             self._cancel_events.pop(call.id, None)
-            self._admit()
+            if self._abort is None:
+                self._admit()
 
     def _fail(self, call: ToolCall, spec: ToolSpec, e: BaseException) -> None:
         msg = str(e)

@@ -216,6 +216,7 @@ class AgentLoop:
         self._executor: ToolExecutor | None = None
         self._ts: TurnStream | None = None
         self._in_tools = False
+        self._turn_committed = True
         self._rng = random.Random(config.seed)
         self.result: LoopResult | None = None
 
@@ -348,8 +349,9 @@ class AgentLoop:
             if self.turns >= cfg.max_turns:
                 return "finished", f"stopped after max turns ({cfg.max_turns})"
             turn = self.turns
-            self.turns += 1
             await self._gate()
+            self.turns += 1
+            self._turn_committed = False
             self._pub(O.TurnStarted(self.now(), turn))
             ts, executor = await self._turn_attempts(turn)
             outcome = ts.outcome
@@ -364,9 +366,10 @@ class AgentLoop:
                 await executor.wait()
                 self._in_tools = False
             assistant = self._history_content(ts, executor)
+            tool_uses = [b for b in assistant if b.get("type") == "tool_use"]
+            self._turn_committed = True
             if assistant:
                 self._append({"role": "assistant", "content": assistant}, turn)
-            tool_uses = [b for b in assistant if b.get("type") == "tool_use"]
             if tool_uses:
                 results = self._results_for(tool_uses, executor)
                 self._append({"role": "user", "content": results}, turn)
@@ -434,6 +437,7 @@ class AgentLoop:
             except AttemptFailed as e:
                 await executor.discard(f"attempt {attempt} failed: {e.reason}")
                 outcome = self._ts.outcome if self._ts is not None else None
+                self._ts = None  # nothing of a failed attempt goes into the history
                 self._pub(O.AttemptEnded(self.now(), turn, attempt, "failed", e.reason, outcome))
                 if not e.retryable or attempt >= cfg.retries:
                     tries = attempt + 1
@@ -652,29 +656,16 @@ class AgentLoop:
                 await ex.aclose()
             except Exception:
                 pass
-        if ts is None or ex is None or ts.assembler.message is None:
-            return
-        turn = self.turns - 1
-        if self.messages and self.messages[-1]["role"] == "assistant" and ex is not None:
-            # cancelled after the assistant message was appended: results are what is missing
-            last = self.messages[-1]["content"]
-            tool_uses = [b for b in last if isinstance(b, dict) and b.get("type") == "tool_use"]
-            if tool_uses:
-                self._append({"role": "user", "content": self._cancel_results(tool_uses, ex)}, turn)
-            return
-        if self.messages and self.messages[-1]["role"] == "user" and any(
-            isinstance(b, dict) and b.get("type") == "tool_result" for b in self.messages[-1].get("content") or []
-        ) and self.messages[-2:-1] and self._ts_done:
-            return
+        if self._turn_committed or ts is None or ex is None:
+            return  # the turn's messages are already in the history, or nothing of this turn is kept
         assistant = self._history_content(ts, ex)
         if not assistant:
             return
+        turn = self.turns - 1
         self._append({"role": "assistant", "content": assistant}, turn)
         tool_uses = [b for b in assistant if b.get("type") == "tool_use"]
         if tool_uses:
             self._append({"role": "user", "content": self._cancel_results(tool_uses, ex)}, turn)
-
-    _ts_done = False
 
     def _cancel_results(self, tool_uses: list[dict], ex: ToolExecutor) -> list[dict]:
         by_id = {c.id: c for c in ex.calls()}

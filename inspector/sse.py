@@ -49,8 +49,10 @@ __all__ = ["SSEDecoder", "SSEEvent", "iter_events"]
 _BOM = b"\xef\xbb\xbf"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SSEEvent:
+    """A dispatched event. (Not frozen: a frozen dataclass's __init__ costs ~4x more per event; treat as read-only.)"""
+
     seq: int  # 0-based index among the events dispatched by this decoder
     event: str  # event type; "message" when the stream gave none
     data: str
@@ -61,43 +63,7 @@ class SSEEvent:
     read_index: int  # 0-based index of the feed() call whose bytes completed this event
 
 
-class _EventBuilder:
-    """Same slot layout as SSEEvent, without the frozen-dataclass __init__ (which costs ~4x more per event).
-
-    Instances are built here and then re-classed to SSEEvent: they are ordinary, frozen, equal-comparing SSEEvents.
-    """
-
-    __slots__ = ("seq", "event", "data", "id", "retry", "start", "end", "read_index")
-
-    def __init__(self, seq, event, data, id, retry, start, end, read_index):  # noqa: A002
-        self.seq = seq
-        self.event = event
-        self.data = data
-        self.id = id
-        self.retry = retry
-        self.start = start
-        self.end = end
-        self.read_index = read_index
-
-
-def _fast_make_event(seq, event, data, id, retry, start, end, read_index) -> SSEEvent:  # noqa: A002
-    ev = _EventBuilder(seq, event, data, id, retry, start, end, read_index)
-    ev.__class__ = SSEEvent  # type: ignore[assignment]
-    return ev  # type: ignore[return-value]
-
-
-def _pick_event_factory():
-    """Use the fast builder only if it really yields an SSEEvent equal to the normal constructor's."""
-    try:
-        args = (3, "t", "d", "i", 5, 1, 2, 0)
-        if _EventBuilder.__slots__ == SSEEvent.__slots__ and _fast_make_event(*args) == SSEEvent(*args):
-            return _fast_make_event
-    except TypeError:
-        pass
-    return SSEEvent
-
-
-_make_event = _pick_event_factory()
+_make_event = SSEEvent
 
 
 def _short(raw: bytes, limit: int = 60) -> str:

@@ -280,7 +280,7 @@ class Scenario:
     prompt: str
     turns: list[TurnScript]
     system: str | None = "You are a careful coding assistant. Use the tools to look at the workspace before answering."
-    model: str = "claude-sonnet-4-5"
+    model: str = "claude-sonnet-4-6"
     max_tokens: int = 4096
     tools: list[str] = field(default_factory=list)  # built-in tool names the request offers
     extra_tools: list[ToolSpec] = field(default_factory=list)  # scenario-specific tools
