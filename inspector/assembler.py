@@ -75,33 +75,6 @@ _DELTA_FOR_BLOCK = {
 Outcome = Literal["tool_use", "text_finish", "truncated", "incomplete", "error"]
 
 
-def _has_big_float(value: Any) -> bool:
-    """True if a parsed JSON value holds a float of magnitude >= 2**63: orjson turns integer literals beyond the
-    64-bit range into (inexact) floats, so such a value must be re-parsed exactly. Walks containers only (a huge
-    string costs nothing)."""
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, dict):
-            stack.extend(v.values())
-        elif isinstance(v, list):
-            stack.extend(v)
-        elif type(v) is float and (v >= 9.2e18 or v <= -9.2e18):
-            return True
-    return False
-
-
-def loads_exact(text: str) -> Any:
-    """Strict JSON parse with orjson; integers beyond 64 bits stay exact Python ints (as the SDK's jiter keeps
-    them) instead of orjson's lossy floats. Raises orjson.JSONDecodeError on invalid JSON."""
-    value = orjson.loads(text)
-    if isinstance(value, (dict, list)) and _has_big_float(value):
-        value = jiter.from_json(text.encode("utf-8"), allow_inf_nan=False)
-    elif type(value) is float and (value >= 9.2e18 or value <= -9.2e18):
-        value = jiter.from_json(text.encode("utf-8"), allow_inf_nan=False)
-    return value
-
-
 @dataclass(frozen=True, slots=True)
 class InputError:
     message: str
@@ -212,7 +185,7 @@ class BlockBuffer:
                 )
             ]
         try:
-            value = loads_exact(buf)
+            value = orjson.loads(buf)
         except orjson.JSONDecodeError as e:
             self.input = None
             self.input_error = InputError(e.msg, e.pos, e.lineno, e.colno)
@@ -377,6 +350,13 @@ class MessageAssembler:
         if isinstance(delta, UnknownDelta):
             return []  # kept in the event list; info diagnostic from parse_event
         allowed = _DELTA_FOR_BLOCK.get(block.type)
+        if allowed is None and block.type not in KNOWN_BLOCKS:
+            # a block type we do not know (info diagnostic at its start): we cannot tell which deltas it takes,
+            # so keep what arrives (for display) instead of calling it a mismatch and dropping it
+            if isinstance(delta, (TextDelta, InputJsonDelta, ThinkingDelta)):
+                block.add(delta.text if isinstance(delta, TextDelta) else
+                          delta.partial_json if isinstance(delta, InputJsonDelta) else delta.thinking, seq)
+            return [("block_delta", i)]
         if allowed is None or delta.type not in allowed:
             self._diag(
                 D.DELTA_TYPE_MISMATCH,

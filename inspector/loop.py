@@ -298,6 +298,8 @@ class AgentLoop:
             self.messages = [{"role": "user", "content": cfg.prompt or ""}]
         self._pub(O.LoopStarted(self.now(), dict(cfg.source), cfg.model, cfg.prompt))
         self._work = asyncio.ensure_future(self._run_turns())
+        if self._cancel_requested:  # cancel() before run(): honour it (nothing is sent)
+            self._work.cancel()
         status, error = "finished", None
         try:
             status, error = await self._work
@@ -316,6 +318,8 @@ class AgentLoop:
                     await self._executor.aclose()
                 except Exception:
                     pass
+        if error:
+            error = self._redact(error)
         state = {"finished": O.FINISHED, "error": O.ERROR, "cancelled": O.CANCELLED}[status]
         self._set_state(state, error or "")
         self.result = LoopResult(status, self.turns, self.messages, self.all_tools, error)
@@ -325,6 +329,11 @@ class AgentLoop:
             )
         )
         return self.result
+
+    def _redact(self, text: str) -> str:
+        """Error text never repeats the API key (a relay may echo the key it rejected)."""
+        key = getattr(self.client, "api_key", None)
+        return text.replace(key, "[redacted]") if isinstance(key, str) and len(key) >= 8 else text
 
     def tool_summaries(self) -> list[dict]:
         out = []

@@ -25,15 +25,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = [
-    "SHAPES",
-    "Generated",
-    "generate",
-    "big_tool_stream",
-    "text_stream",
-    "encode_events",
-    "with_line_endings",
-]
+# Tests import names directly (the hand-made event builders at the end are public too).
 
 SHAPES = (
     "text",
@@ -88,7 +80,7 @@ def _split_text(rng: random.Random, s: str, max_len: int = 12) -> list[str]:
     return out
 
 
-def _tool_input(rng: random.Random, big: int = 0) -> dict:
+def _tool_input(rng: random.Random, big_ints: bool = False) -> dict:
     kind = rng.randrange(6)
     if kind == 0:
         return {"path": rng.choice(["README.md", "src/main.py", "docs/日本.md", "a b/c\"d.txt"])}
@@ -106,11 +98,13 @@ def _tool_input(rng: random.Random, big: int = 0) -> dict:
             "options": {"ignore_case": True, "max_count": rng.randint(1, 1000), "context": None, "ratio": 0.25},
         }
     if kind == 3:
-        # integers beyond 64 bits must survive exactly (the SDK's jiter keeps them)
+        # 64-bit boundaries; integers beyond 64 bits only on request (orjson turns them into floats, the SDK's
+        # jiter keeps them exact: a known difference, see tests/test_differential.py)
+        big = [123456789012345678901234567890, -(2**70) + 3, 18446744073709551616] if big_ints else []
         return {
             "expression": "a * b",
-            "a": rng.choice([123456789012345678901234567890, -(2**70) + 3, 18446744073709551616, 7]),
-            "b": rng.choice([2, -1, 10**25]),
+            "a": rng.choice([2**63 - 1, -(2**63), 18446744073709551615, 7, *big]),
+            "b": rng.choice([2, -1, 10**18, *big]),
             "precision": rng.choice([0.5, 1e-9, 3.141592653589793, -2.5e300]),
         }
     if kind == 4:
@@ -209,13 +203,14 @@ def _message_start(rng: random.Random, extras: bool) -> dict:
 
 
 class _Builder:
-    def __init__(self, rng: random.Random, *, pings: bool, empty_first: bool, extras: bool) -> None:
+    def __init__(self, rng: random.Random, *, pings: bool, empty_first: bool, extras: bool, big_ints: bool = False) -> None:
         self.rng = rng
         self.events: list[tuple[str, dict]] = []
         self.content: list[dict] = []
         self.pings = pings
         self.empty_first = empty_first
         self.extras = extras
+        self.big_ints = big_ints
 
     def ev(self, name: str, payload: dict) -> None:
         self.events.append((name, payload))
@@ -291,7 +286,7 @@ class _Builder:
 
     def tool(self, btype: str = "tool_use", value: dict | None = None, fragment: int = 16, name: str | None = None) -> None:
         rng = self.rng
-        value = _tool_input(rng) if value is None else value
+        value = _tool_input(rng, self.big_ints) if value is None else value
         prefix = "toolu_" if btype == "tool_use" else "srvtoolu_"
         start: dict[str, Any] = {
             "type": btype,
@@ -334,16 +329,19 @@ class _Builder:
         self.content.append(block)
 
 
-def generate(seed: int, shape: str | None = None, *, line_ending: str = "\n", noise: bool = True) -> Generated:
+def generate(
+    seed: int, shape: str | None = None, *, line_ending: str = "\n", noise: bool = True, big_ints: bool = False
+) -> Generated:
     """A valid stream of the given shape (random shape if None). `noise=False`: no pings, comments, padding, ids,
-    multi-line data or unknown fields (a plain stream)."""
+    multi-line data or unknown fields (a plain stream). `big_ints`: tool inputs may hold integers beyond 64 bits."""
     rng = random.Random(seed)
     if shape is None:
         shape = rng.choice(SHAPES)
     if shape not in SHAPES:
         raise ValueError(f"unknown shape {shape!r}")
     extras = noise and rng.random() < 0.7
-    b = _Builder(rng, pings=noise and rng.random() < 0.6, empty_first=rng.random() < 0.7, extras=extras)
+    b = _Builder(rng, pings=noise and rng.random() < 0.6, empty_first=rng.random() < 0.7, extras=extras,
+                 big_ints=big_ints)
     start = _message_start(rng, extras)
     if noise and rng.random() < 0.3:
         b.events.append(("ping", {"type": "ping"}))
@@ -492,3 +490,94 @@ def text_stream(n_events: int, seed: int = 0) -> Generated:
     message.update(content=b.content, stop_reason="end_turn", stop_sequence=None)
     message["usage"]["output_tokens"] = n_events
     return Generated(encode_events(b.events), message, b.events, "text_stream", seed)
+
+
+# ------------------------------------------------------------------------------------------------ hand-made events
+# Small builders for tests that write a stream event by event (valid or not): each returns (event name, payload).
+def message_start(id: str = "msg_1", model: str = "claude-test", usage: dict | None = None, **extra: Any) -> tuple:
+    msg = {"id": id, "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": None,
+           "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 1} if usage is None else usage}
+    msg.update(extra)
+    return ("message_start", {"type": "message_start", "message": msg})
+
+
+def block_start(i: int, block: dict) -> tuple:
+    return ("content_block_start", {"type": "content_block_start", "index": i, "content_block": block})
+
+
+def text_start(i: int, text: str = "") -> tuple:
+    return block_start(i, {"type": "text", "text": text})
+
+
+def tool_start(i: int, id: str = "toolu_1", name: str = "read_file", btype: str = "tool_use") -> tuple:
+    return block_start(i, {"type": btype, "id": id, "name": name, "input": {}})
+
+
+def delta(i: int, d: dict) -> tuple:
+    return ("content_block_delta", {"type": "content_block_delta", "index": i, "delta": d})
+
+
+def text_delta(i: int, text: str) -> tuple:
+    return delta(i, {"type": "text_delta", "text": text})
+
+
+def json_delta(i: int, partial: str) -> tuple:
+    return delta(i, {"type": "input_json_delta", "partial_json": partial})
+
+
+def thinking_delta(i: int, text: str) -> tuple:
+    return delta(i, {"type": "thinking_delta", "thinking": text})
+
+
+def signature_delta(i: int, sig: str) -> tuple:
+    return delta(i, {"type": "signature_delta", "signature": sig})
+
+
+def citations_delta(i: int, citation: dict) -> tuple:
+    return delta(i, {"type": "citations_delta", "citation": citation})
+
+
+def block_stop(i: int) -> tuple:
+    return ("content_block_stop", {"type": "content_block_stop", "index": i})
+
+
+def message_delta(stop_reason: str | None = "end_turn", stop_sequence: str | None = None,
+                  usage: dict | None = None, **extra: Any) -> tuple:
+    d = {"stop_reason": stop_reason, "stop_sequence": stop_sequence, **extra}
+    return ("message_delta", {"type": "message_delta", "delta": d,
+                              "usage": {"output_tokens": 20} if usage is None else usage})
+
+
+def message_stop() -> tuple:
+    return ("message_stop", {"type": "message_stop"})
+
+
+def ping() -> tuple:
+    return ("ping", {"type": "ping"})
+
+
+def error_event(etype: str = "overloaded_error", message: str = "Overloaded") -> tuple:
+    return ("error", {"type": "error", "error": {"type": etype, "message": message}})
+
+
+def sse(*items: tuple | bytes | str, eol: str = "\n") -> bytes:
+    """Encode events as SSE. Items: (name, payload) tuples, or raw bytes/str written as they are."""
+    out: list[bytes] = []
+    for it in items:
+        if isinstance(it, tuple):
+            out.append(encode_events([it]))
+        else:
+            out.append(it.encode() if isinstance(it, str) else it)
+    return with_line_endings(b"".join(out), eol)
+
+
+def text_turn(text: str = "Hello", stop_reason: str = "end_turn") -> list[tuple]:
+    """The events of a plain one-text-block turn."""
+    return [message_start(), text_start(0), text_delta(0, text), block_stop(0), message_delta(stop_reason),
+            message_stop()]
+
+
+def tool_turn(fragments: list[str], name: str = "read_file", id: str = "toolu_1") -> list[tuple]:
+    """The events of a turn with one tool call whose input arrives in these fragments."""
+    return [message_start(), tool_start(0, id, name), *[json_delta(0, f) for f in fragments], block_stop(0),
+            message_delta("tool_use"), message_stop()]

@@ -1,0 +1,546 @@
+"""The dashboard: four live panes over one agent loop (or a replay), with controls and time travel.
+
+Data flow: the session's bus calls `_on_observation` inline (an append to a list: the loop never waits for the UI);
+a timer folds the pending observations into the state `refresh_hz` times a second and points the panes at it. In time
+travel (left/right/home/end) the panes show `History.state_at(k)` instead: the state rebuilt from the observation
+fold as of event k, without re-running anything.
+
+Launch: `run_dashboard(session_factory)` where the factory returns a Session-like object (`.bus`, `.controller`,
+`async run()`, `.source`) and is called again on restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable, Iterable, Protocol, Sequence
+
+from textual import on
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Grid, Vertical
+from textual.message import Message
+from textual.widgets import Footer
+from textual.worker import Worker, WorkerState
+
+from inspector import observations as O
+from inspector.state import DashboardState, History
+from inspector.tui.commands import InspectorCommands
+from inspector.tui.export import default_export_path, write_recording
+from inspector.tui.widgets.assistant import AssistantView
+from inspector.tui.widgets.blocks import BlocksView
+from inspector.tui.widgets.diagnostics import DiagnosticsView
+from inspector.tui.widgets.events import EventsView
+from inspector.tui.widgets.status import StatusBar, StatusInfo
+from inspector.tui.widgets.tools import Timeline, ToolsView
+
+
+class ControllerLike(Protocol):
+    state: str
+
+    def toggle_pause(self) -> None: ...
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
+    def step(self, unit: str = "event") -> None: ...
+    def cancel(self) -> None: ...
+    def faster(self) -> None: ...
+    def slower(self) -> None: ...
+
+
+class SessionLike(Protocol):
+    bus: O.ObservationBus
+    controller: ControllerLike
+    source: dict
+
+    async def run(self) -> Any: ...
+
+
+SessionFactory = Callable[..., SessionLike]
+
+STEP_UNITS = ("event", "block", "turn")
+CONTROLS = ("pause", "step", "cancel", "faster", "slower")
+EXIT_CODES = {"finished": 0, "error": 1, "cancelled": 130}
+
+
+class Pane(Vertical):
+    """A bordered, maximizable pane; `set_note` writes the border subtitle ("+N new")."""
+
+    ALLOW_MAXIMIZE = True
+
+    def __init__(self, title: str, *children: Any, id: str) -> None:
+        super().__init__(*children, id=id)
+        self.title = title
+        self.border_title = title
+
+    def set_note(self, note: str) -> None:
+        self.border_subtitle = note
+
+
+class InspectorApp(App[int]):
+    """Stream Inspector's dashboard."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "Stream Inspector"
+    COMMANDS = App.COMMANDS | {InspectorCommands}
+    ENABLE_COMMAND_PALETTE = True
+
+    BINDINGS = [
+        Binding("space", "toggle_pause", "Pause", id="pause",
+                tooltip="Pause or resume the stream (running tools go on; queued tools wait)"),
+        Binding("n", "step('event')", "Event", id="step-event", group=Binding.Group("Step", compact=True),
+                tooltip="Step: process exactly one more SSE event, then pause"),
+        Binding("b", "step('block')", "Block", id="step-block", group=Binding.Group("Step", compact=True),
+                tooltip="Step: run to the next content_block_stop, then pause"),
+        Binding("t", "step('turn')", "Turn", id="step-turn", group=Binding.Group("Step", compact=True),
+                tooltip="Step: run to the end of the turn (tools included), then pause"),
+        Binding("c", "cancel", "Cancel", id="cancel",
+                tooltip="Cancel: close the response, cancel tools, keep the history valid"),
+        Binding("r", "restart", "Restart", id="restart", tooltip="Restart the scenario or the replay from the top"),
+        Binding("plus,equals_sign", "faster", "Faster", id="faster", key_display="+",
+                group=Binding.Group("Speed", compact=True), tooltip="Faster scripted/replayed pacing"),
+        Binding("minus", "slower", "Slower", id="slower", key_display="-",
+                group=Binding.Group("Speed", compact=True), tooltip="Slower scripted/replayed pacing"),
+        Binding("e", "export", "Export", id="export", tooltip="Export the session as a recording (.jsonl)"),
+        Binding("v", "toggle_raw", "Raw", id="raw", tooltip="SSE pane: events / raw bytes with read boundaries"),
+        Binding("1", "maximize(1)", "Events", id="max-events", group=Binding.Group("Max", compact=True),
+                tooltip="Maximize the SSE events pane (again or escape: restore)"),
+        Binding("2", "maximize(2)", "Blocks", id="max-blocks", group=Binding.Group("Max", compact=True),
+                tooltip="Maximize the Blocks pane"),
+        Binding("3", "maximize(3)", "Tools", id="max-tools", group=Binding.Group("Max", compact=True),
+                tooltip="Maximize the Tools pane"),
+        Binding("4", "maximize(4)", "Assistant", id="max-assistant", group=Binding.Group("Max", compact=True),
+                tooltip="Maximize the Assistant pane"),
+        Binding("left", "cursor('prev')", "Back", id="cursor-prev", show=False,
+                tooltip="Time travel: one event back"),
+        Binding("right", "cursor('next')", "Forward", id="cursor-next", show=False,
+                tooltip="Time travel: one event forward"),
+        Binding("home", "cursor('home')", "First", id="cursor-home", show=False,
+                tooltip="Time travel: the first event"),
+        Binding("end", "cursor('end')", "Live", id="cursor-end", show=False, tooltip="Back to the live view"),
+        Binding("q", "quit", "Quit", id="quit", tooltip="Quit (cancels a running loop)"),
+    ]
+
+    # ------------------------------------------------------------------------------------------------ messages
+    class ControlUsed(Message):
+        """A control was applied to the loop (or refused, with why)."""
+
+        def __init__(self, control: str, ok: bool, detail: str = "") -> None:
+            super().__init__()
+            self.control, self.ok, self.detail = control, ok, detail
+
+    class SessionStarted(Message):
+        def __init__(self, generation: int, source: dict) -> None:
+            super().__init__()
+            self.generation, self.source = generation, source
+
+    class SessionEnded(Message):
+        def __init__(self, generation: int, status: str, error: str | None) -> None:
+            super().__init__()
+            self.generation, self.status, self.error = generation, status, error
+
+    class CursorMoved(Message):
+        def __init__(self, cursor: int | None) -> None:
+            super().__init__()
+            self.cursor = cursor
+
+    class Exported(Message):
+        def __init__(self, path: Path | None, error: str | None = None) -> None:
+            super().__init__()
+            self.path, self.error = path, error
+
+    # ------------------------------------------------------------------------------------------------ setup
+    def __init__(
+        self,
+        session_factory: SessionFactory | None = None,
+        *,
+        source: dict | None = None,
+        replay: bool = False,
+        observations: Iterable[O.Observation] = (),
+        clock: Callable[[], float] = time.monotonic,
+        export_dir: str | Path | None = None,
+        refresh_hz: float = 30.0,
+        autostart: bool = True,
+        cursor: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.session_factory = session_factory
+        self.source = dict(source or {})
+        self.replay = replay
+        self.clock = clock
+        self.export_dir = Path(export_dir) if export_dir is not None else Path.cwd()
+        self.refresh_hz = refresh_hz
+        self.autostart = autostart
+        self.history = History()
+        self.live = DashboardState()
+        self.cursor: int | None = None
+        self.cursor_state: DashboardState | None = None
+        self.session: SessionLike | None = None
+        self.generation = 0
+        self.session_running = False
+        self.final_status: str | None = None
+        self.note = ""
+        self._pending: list[O.Observation] = []
+        self._unsubscribe: Callable[[], None] | None = None
+        self._wall_last = clock()
+        self._initial = list(observations)
+        self._initial_cursor = cursor
+        self.flushes = 0  # number of timer flushes that folded something (for tests and benchmarks)
+
+    def compose(self) -> ComposeResult:
+        yield StatusBar(id="status")
+        with Grid(id="panes"):
+            yield Pane("① SSE events", EventsView(id="events"), id="events-pane")
+            yield Pane("② Blocks", BlocksView(id="blocks"), id="blocks-pane")
+            yield Pane("③ Tools", ToolsView(id="tools"), Timeline(id="timeline"), id="tools-pane")
+            yield Pane("④ Assistant", AssistantView(id="assistant"), id="assistant-pane")
+        yield Pane("Diagnostics", DiagnosticsView(id="diagnostics"), id="diagnostics-pane")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.events_view = self.query_one(EventsView)
+        self.blocks_view = self.query_one(BlocksView)
+        self.tools_view = self.query_one(ToolsView)
+        self.timeline = self.query_one(Timeline)
+        self.assistant_view = self.query_one(AssistantView)
+        self.diagnostics_view = self.query_one(DiagnosticsView)
+        self.status_bar = self.query_one(StatusBar)
+        self.panes = [self.query_one(f"#{p}-pane", Pane) for p in ("events", "blocks", "tools", "assistant")]
+        if self._initial:
+            self.ingest(self._initial)
+            self._initial = []
+        self.set_interval(1 / self.refresh_hz, self.flush, name="flush")
+        self.events_view.focus()
+        if self._initial_cursor is not None:
+            self.set_cursor(self._initial_cursor)
+        if self.session_factory is not None and self.autostart:
+            self.start_session()
+        else:
+            self.show()
+
+    # ------------------------------------------------------------------------------------------------ session
+    def start_session(self) -> bool:
+        """Build a session with the factory, subscribe to its bus and run it in a worker."""
+        if self.session_factory is None:
+            return False
+        self.generation += 1
+        gen = self.generation
+        try:
+            session = self.session_factory()
+        except Exception as e:  # a source that cannot start: say so, keep the app
+            self.note = f"cannot start: {e}"
+            self.notify(str(e), title="Cannot start the session", severity="error", timeout=8)
+            self.show()
+            return False
+        self.session = session
+        self.source = dict(getattr(session, "source", None) or self.source)
+        self._unsubscribe = session.bus.subscribe(partial(self._on_observation, gen))
+        self.session_running = True
+        self.final_status = None
+        self.run_worker(self._run_session(session, gen), name=f"session-{gen}", group="session",
+                        description="agent loop", exit_on_error=False)
+        self.post_message(self.SessionStarted(gen, self.source))
+        self.refresh_bindings()
+        return True
+
+    def _on_observation(self, generation: int, obs: O.Observation) -> None:
+        """Bus subscriber: must stay O(1) (called inline by the loop)."""
+        if generation == self.generation:
+            self._pending.append(obs)
+
+    async def _run_session(self, session: SessionLike, gen: int) -> None:
+        status, error = "error", None
+        try:
+            result = await session.run()
+            status = getattr(result, "status", "finished") or "finished"
+            error = getattr(result, "error", None)
+        except asyncio.CancelledError:
+            status, error = "cancelled", "stopped"
+            raise
+        except Exception as e:  # the loop handles its own errors; this is the last net (never a traceback)
+            status, error = "error", f"internal error: {type(e).__name__}: {e}"
+        finally:
+            if gen == self.generation:
+                self.post_message(self.SessionEnded(gen, status, error))
+
+    def on_inspector_app_session_ended(self, message: SessionEnded) -> None:
+        if message.generation != self.generation:
+            return
+        self.session_running = False
+        self.final_status = message.status
+        self.flush()
+        if self.live.status.finished is None and message.status != "cancelled":
+            # the loop died without saying so: record it in the fold so every view shows the error state
+            t = self.live.status.t_last
+            self._pending += [O.LoopStateChanged(t, O.ERROR, message.error or ""),
+                              O.LoopFinished(t, "error", len(self.live.turns), [], [], message.error)]
+            self.flush()
+        if message.status == "error":
+            self.notify(message.error or "the loop ended with an error", title="Loop error", severity="error",
+                        timeout=8)
+        self.refresh_bindings()
+
+    def stop_session(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        if self.session is not None and self.session_running:
+            try:
+                self.session.controller.cancel()
+            except Exception:
+                pass
+        self.session_running = False
+        self.generation += 1  # late observations of the old session are dropped
+
+    # ------------------------------------------------------------------------------------------------ folding
+    def ingest(self, observations: Iterable[O.Observation]) -> None:
+        """Fold observations now (initial history, tests)."""
+        self._pending.extend(observations)
+        self.flush()
+
+    def flush(self) -> None:
+        """Fold pending observations into the live state and refresh the panes (the 30 Hz timer)."""
+        batch = self._pending
+        if batch:
+            self._pending = []
+            history, live = self.history, self.live
+            for obs in batch:
+                history.append(obs)
+                live.apply(obs)
+            self._wall_last = self.clock()
+            self.flushes += 1
+        self.show()
+
+    @property
+    def shown_state(self) -> DashboardState:
+        return self.cursor_state if self.cursor is not None and self.cursor_state is not None else self.live
+
+    def now(self) -> float:
+        """Loop time for elapsed labels: the last observation's time, advanced by the clock while the loop runs."""
+        state = self.shown_state
+        t = state.status.t_last
+        if self.cursor is None and self.session_running and state.status.loop_state not in O.TERMINAL_STATES:
+            t += max(0.0, self.clock() - self._wall_last)
+        return t
+
+    def show(self) -> None:
+        """Point every pane at the shown state (each skips the work when its part did not change)."""
+        state = self.shown_state
+        now = self.now()
+        live = self.cursor is None and self.session_running
+        self.events_view.show(state, self.cursor)
+        self.blocks_view.show(state)
+        self.tools_view.show(state, now)
+        self.timeline.show(state, now, live)
+        self.assistant_view.show(state, now)
+        self.diagnostics_view.show(state)
+        self.status_bar.show(state, StatusInfo(
+            total_events=self.history.event_count, cursor=self.cursor, speed=self.speed_label(), note=self.note,
+            replay=self.replay))
+        self._titles(state)
+
+    def _titles(self, state: DashboardState) -> None:
+        events = f"① SSE events · {'raw bytes' if self.events_view.raw else state.status.events}"
+        titles = (events, f"② Blocks · {len(state.blocks)}", f"③ Tools · {len(state.tools)}", "④ Assistant")
+        for pane, title in zip(self.panes, titles):
+            if pane.border_title != title:
+                pane.border_title = title
+        diag = self.query_one("#diagnostics-pane", Pane)
+        n = len(state.diagnostics)
+        errors = sum(1 for d in state.diagnostics[-200:] if d.severity == "error")
+        title = f"Diagnostics · {n}" + (f" · {errors} error{'s' if errors != 1 else ''}" if errors else "")
+        if diag.border_title != title:
+            diag.border_title = title
+            diag.set_class(errors > 0, "-errors")
+
+    def speed_label(self) -> str:
+        c = self.session.controller if self.session is not None else None
+        try:
+            return str(getattr(c, "speed_label", "") or "")
+        except Exception:
+            return ""
+
+    # ------------------------------------------------------------------------------------------------ controls
+    @property
+    def controller(self) -> ControllerLike | None:
+        return self.session.controller if self.session is not None else None
+
+    def control_available(self, control: str) -> tuple[bool, str]:
+        if self.session is None:
+            return False, "no loop is running here"
+        if not self.session_running or self.live.status.loop_state in O.TERMINAL_STATES:
+            return False, f"the loop has {self.final_status or self.live.status.loop_state}: r restarts"
+        return True, ""
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("toggle_pause", "step", "cancel", "faster", "slower"):
+            return self.control_available(action)[0]
+        if action == "restart":
+            return self.session_factory is not None
+        return True
+
+    def _control(self, name: str, fn: Callable[[], Any]) -> bool:
+        ok, why = self.control_available(name)
+        if not ok:
+            self.notify(why, title=name, severity="warning", timeout=3)
+            self.post_message(self.ControlUsed(name, False, why))
+            return False
+        try:
+            fn()
+        except Exception as e:
+            self.notify(f"{type(e).__name__}: {e}", title=name, severity="error")
+            self.post_message(self.ControlUsed(name, False, str(e)))
+            return False
+        self.post_message(self.ControlUsed(name, True))
+        self.show()
+        return True
+
+    def action_toggle_pause(self) -> None:
+        self._control("pause", lambda: self.controller.toggle_pause())
+
+    def action_step(self, unit: str) -> None:
+        if unit not in STEP_UNITS:
+            return
+        self._control(f"step {unit}", lambda: self.controller.step(unit))
+
+    def action_cancel(self) -> None:
+        self._control("cancel", lambda: self.controller.cancel())
+
+    def action_faster(self) -> None:
+        self._control("faster", lambda: self.controller.faster())
+
+    def action_slower(self) -> None:
+        self._control("slower", lambda: self.controller.slower())
+
+    def action_restart(self) -> None:
+        if self.session_factory is None:
+            self.notify("nothing to restart: this view has no session", severity="warning", timeout=3)
+            return
+        speed = None
+        c = self.controller
+        if c is not None:
+            speed = getattr(c, "speed", None)
+        self.stop_session()
+        self.history = History()
+        self.live = DashboardState()
+        self._pending = []
+        self.cursor = self.cursor_state = None
+        self.note = ""
+        for view in (self.events_view, self.blocks_view, self.tools_view, self.assistant_view,
+                     self.diagnostics_view):
+            view._cache.clear()
+            item_cache = getattr(view, "_item_cache", None)
+            if item_cache is not None:
+                item_cache.clear()
+            view.follow_tail()
+        if self.start_session() and speed is not None and isinstance(speed, (int, float)):
+            try:
+                self.session.controller.set_speed(speed)  # type: ignore[attr-defined]
+            except Exception:
+                pass
+        self.post_message(self.ControlUsed("restart", True))
+        self.show()
+
+    def action_toggle_raw(self) -> None:
+        self.events_view.set_raw(not self.events_view.raw)
+        self.show()
+
+    def action_maximize(self, n: int) -> None:
+        pane = self.panes[int(n) - 1]
+        if self.screen.maximized is pane:
+            self.screen.minimize()
+        else:
+            self.screen.maximize(pane, container=False)
+            target = pane.query_one(".pane-main") if pane.query(".pane-main") else None
+            (target or pane.children[0]).focus()
+
+    def action_quit(self) -> None:
+        self.stop_session()
+        status = self.final_status or self.live.status.finished
+        self.exit(EXIT_CODES.get(status or "", 130 if self.session is not None else 0))
+
+    # -- time travel
+    def action_cursor(self, where: str) -> None:
+        self.flush()
+        n = self.history.event_count
+        if where == "end":
+            self.set_cursor(None)
+            return
+        if n == 0:
+            return
+        if where == "home":
+            k = 1
+        elif where == "prev":
+            k = (n - 1 if self.cursor is None else self.cursor - 1)
+        elif where == "next":
+            if self.cursor is None:
+                return
+            k = self.cursor + 1
+        else:
+            return
+        self.set_cursor(max(0, min(n, k)))
+
+    def set_cursor(self, k: int | None) -> None:
+        """Show the state as of event k (None: live)."""
+        if k is None:
+            self.cursor = self.cursor_state = None
+        else:
+            k = max(0, min(self.history.event_count, k))
+            self.cursor = k
+            self.cursor_state = self.history.state_at(k)
+        self.post_message(self.CursorMoved(self.cursor))
+        if k is None:
+            self.events_view.follow_tail()
+        self.show()
+
+    # -- export
+    def action_export(self) -> None:
+        self.flush()
+        if not self.history.observations:
+            self.notify("nothing to export yet", severity="warning", timeout=3)
+            return
+        path = default_export_path(self.export_dir, self.source or self.live.status.source)
+        observations = list(self.history.observations)
+        source = dict(self.live.status.source or self.source)
+        self.run_worker(partial(write_recording, path, observations, source), thread=True, group="export",
+                        name="export", description=f"export {path.name}", exit_on_error=False)
+
+    @on(Worker.StateChanged)
+    def _worker_changed(self, event: Worker.StateChanged) -> None:
+        worker = event.worker
+        if worker.group == "export":
+            if event.state == WorkerState.SUCCESS:
+                path = worker.result
+                self.notify(f"{path}", title="Recording exported", timeout=6)
+                self.post_message(self.Exported(path))
+            elif event.state == WorkerState.ERROR:
+                self.notify(str(worker.error), title="Export failed", severity="error")
+                self.post_message(self.Exported(None, str(worker.error)))
+        elif worker.group == "session" and event.state == WorkerState.ERROR:
+            # only reachable if _run_session itself failed: keep the app, show the error
+            self.note = f"internal error: {worker.error}"
+            self.session_running = False
+            self.show()
+
+
+def run_dashboard(
+    session_factory: SessionFactory | None = None,
+    *,
+    source: dict | None = None,
+    replay: bool = False,
+    replay_observations: Sequence[O.Observation] | None = None,
+    export_dir: str | Path | None = None,
+    **app_kwargs: Any,
+) -> int:
+    """Open the dashboard on a session (the factory is called again on restart); returns an exit code:
+    0 finished, 1 error, 130 cancelled or quit while running.
+
+    `replay_observations`: show a finished list of observations (time travel only; no session needed)."""
+    app = InspectorApp(session_factory, source=source, replay=replay or replay_observations is not None,
+                       observations=replay_observations or (), export_dir=export_dir, **app_kwargs)
+    code = app.run()
+    return int(code) if isinstance(code, int) else 0
+
+
+__all__ = ["InspectorApp", "run_dashboard", "SessionLike", "ControllerLike", "Pane"]

@@ -1,0 +1,59 @@
+"""The diagnostics panel: every diagnostic the engine raised, where it happened (time, turn, event, block)."""
+
+from __future__ import annotations
+
+from typing import Any, Hashable
+
+from rich.text import Text
+from textual.strip import Strip
+
+from inspector.state import DashboardState
+from inspector.tui.widgets.base import LineView
+
+SEVERITY_CLASS = {"error": "diag--error", "warning": "diag--warning", "info": "diag--info"}
+GLYPH = {"error": "✗", "warning": "⚠", "info": "ℹ"}
+
+
+class DiagnosticsView(LineView):
+    COMPONENT_CLASSES = {"diag--error", "diag--warning", "diag--info", "diag--where", "diag--code", "diag--message",
+                         "diag--empty"}
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.state: DashboardState | None = None
+        self._seen: tuple = ()
+
+    def show(self, state: DashboardState) -> None:
+        key = (id(state), state.rev_diag)
+        if key == self._seen:
+            return
+        if self.state is not state:
+            self._cache.clear()
+        self._seen = key
+        self.state = state
+        self.set_row_count(max(1, len(state.diagnostics)))
+
+    @property
+    def count(self) -> int:
+        return 0 if self.state is None else len(self.state.diagnostics)
+
+    def row_key(self, row: int) -> Hashable:
+        return (row, self.count == 0)
+
+    def render_row(self, row: int, width: int) -> Strip:
+        console = self.app.console
+        if self.state is None or not self.state.diagnostics:
+            return Strip(list(Text("no diagnostics: the stream is well-formed so far",
+                                   self.cstyle("diag--empty")).render(console, end="")))
+        d = self.state.diagnostics[row]
+        text = Text(no_wrap=True, overflow="crop")
+        text.append(f"{GLYPH.get(d.severity, '?')} ", self.cstyle(SEVERITY_CLASS.get(d.severity, "diag--info")))
+        where = f"{d.t:7.3f}s t{d.turn + 1}.{d.attempt + 1}"
+        if d.evno is not None:
+            where += f" ev {d.evno}"
+        if d.block_index is not None:
+            where += f" [{d.block_index}]"
+        text.append(f"{where:<24}", self.cstyle("diag--where"))
+        text.append(f"{d.code}  ", self.cstyle("diag--code"))
+        text.append(d.message, self.cstyle("diag--message"))
+        return Strip(list(text.render(console, end="")))

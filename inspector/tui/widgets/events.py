@@ -1,0 +1,204 @@
+"""The SSE events pane: one row per event from the state's compact columns, or the raw bytes with read boundaries.
+
+Only visible rows are rendered (Line API); a million rows cost nothing until they scroll into view.
+"""
+
+from __future__ import annotations
+
+from typing import Hashable
+
+from rich.text import Text
+from textual.cache import LRUCache
+from textual.strip import Strip
+
+from inspector.state import F_DIAG, F_ERROR, F_MARKER, F_WARN, DashboardState, human_size
+from inspector.tui.widgets.base import LineView
+
+SHORT_TYPES = {
+    "message_start": "msg_start",
+    "content_block_start": "block_start",
+    "content_block_delta": "delta",
+    "content_block_stop": "block_stop",
+    "message_delta": "msg_delta",
+    "message_stop": "msg_stop",
+}
+TYPE_CLASS = {
+    "message_start": "ev--message",
+    "message_delta": "ev--message",
+    "message_stop": "ev--message",
+    "content_block_start": "ev--block",
+    "content_block_stop": "ev--block",
+    "content_block_delta": "ev--delta",
+    "ping": "ev--ping",
+    "error": "ev--error",
+    "invalid": "ev--error",
+    "unknown": "ev--unknown",
+}
+
+
+class EventsView(LineView):
+    """SSE events (or raw bytes) of the state it was last given."""
+
+    COMPONENT_CLASSES = {
+        "ev--num", "ev--time", "ev--message", "ev--block", "ev--delta", "ev--ping", "ev--error", "ev--unknown",
+        "ev--index", "ev--summary", "ev--marker", "ev--discarded", "ev--cursor", "ev--diag",
+        "raw--read", "raw--text", "raw--eol", "raw--cont", "raw--bad",
+    }
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.state: DashboardState | None = None
+        self.raw = False
+        self.cursor_evno: int | None = None  # highlighted event (time travel)
+        self._split_cache: LRUCache[int, list[bytes]] = LRUCache(256)
+        self._seen: tuple = ()
+
+    # -------------------------------------------------------------------------------------------- updates
+    def show(self, state: DashboardState, cursor_evno: int | None = None) -> None:
+        """Point the view at a state (cheap when nothing changed)."""
+        new_state = state is not self.state
+        key = (id(state), state.rev_events, self.raw, cursor_evno)
+        if key == self._seen:
+            return
+        self._seen = key
+        if new_state or cursor_evno != self.cursor_evno:
+            # rows of an unchanged state are keyed by their flags, so a diagnostic pointing back re-renders its row
+            self._cache.clear()
+            self._split_cache.clear()
+        self.state = state
+        self.cursor_evno = cursor_evno
+        count = state.reads.lines if self.raw else len(state.events)
+        self.set_row_count(count)
+        if cursor_evno is not None and not self.raw and cursor_evno > 0:
+            ev = state.events
+            if cursor_evno <= len(ev.event_rows):
+                self.scroll_to_row(ev.event_rows[cursor_evno - 1])
+
+    def set_raw(self, raw: bool) -> None:
+        if raw == self.raw:
+            return
+        self.raw = raw
+        self._cache.clear()
+        self.follow = True
+        self._seen = ()
+        if self.state is not None:
+            self.show(self.state, self.cursor_evno)
+        self.follow_tail()
+
+    # -------------------------------------------------------------------------------------------- rendering
+    def row_key(self, row: int) -> Hashable:
+        if self.raw or self.state is None:
+            return ("raw", row)
+        ev = self.state.events
+        return (row, ev.flags[row], ev.summary[row] is not None and len(ev.summary[row]),
+                self.state.attempt_failed(ev.turn[row], ev.attempt[row]))
+
+    def render_row(self, row: int, width: int) -> Strip:
+        state = self.state
+        if state is None:
+            return Strip.blank(width)
+        if self.raw:
+            return self._render_raw(state, row, width)
+        return self._render_event(state, row, width)
+
+    def _render_event(self, state: DashboardState, row: int, width: int) -> Strip:
+        ev = state.events
+        flags = ev.flags[row]
+        console = self.app.console
+        if flags & F_MARKER:
+            label = f"── {ev.summary[row]} "
+            text = Text(label + "─" * max(0, width - len(label)), style=self.cstyle("ev--marker"))
+            if flags & F_ERROR:
+                text.stylize(self.cstyle("ev--error"))
+            return Strip(list(text.render(console, end="")))
+        etype = ev.etype[row]
+        evno = ev.evno[row]
+        attempt = state.attempts.get((ev.turn[row], ev.attempt[row]))
+        t = ev.t[row] - (attempt.t_start if attempt else 0.0)
+        wide = width >= 64
+        tname = etype if wide else SHORT_TYPES.get(etype, etype)
+        tw = 19 if wide else 11
+        idx = ev.index[row]
+        text = Text(no_wrap=True, overflow="crop")
+        glyph = "✗" if flags & F_ERROR else "⚠" if flags & F_WARN else "•" if flags & F_DIAG else " "
+        text.append(glyph, self.cstyle("ev--error") if flags & F_ERROR else self.cstyle("ev--diag"))
+        text.append(f"{evno:>5} ", self.cstyle("ev--num"))
+        text.append(f"{t:7.3f}s " if wide else f"{t:6.2f} ", self.cstyle("ev--time"))
+        tstyle = self.cstyle(TYPE_CLASS.get(etype, "ev--unknown"))
+        text.append(f"{tname:<{tw}} ", tstyle)
+        text.append(f"{idx:>2} " if idx >= 0 else "   ", self.cstyle("ev--index"))
+        summary = ev.summary[row]
+        if len(summary) > width:
+            summary = summary[: max(1, width - 1)] + "…"
+        text.append(summary, self.cstyle("ev--error") if flags & F_ERROR else self.cstyle("ev--summary"))
+        if attempt is not None and attempt.failed:
+            text.stylize(self.cstyle("ev--discarded"))
+        if self.cursor_evno is not None and evno == self.cursor_evno:
+            text.pad_right(width)
+            text.stylize(self.cstyle("ev--cursor"))
+        return Strip(list(text.render(console, end="")))
+
+    def _lines_of(self, i: int, data: bytes) -> list[bytes]:
+        lines = self._split_cache.get(i)
+        if lines is None:
+            lines = data.split(b"\n")
+            if data.endswith(b"\n"):
+                lines.pop()
+                lines = [x + b"\n" for x in lines]
+            else:
+                lines = [x + b"\n" for x in lines[:-1]] + [lines[-1]]
+            self._split_cache[i] = lines
+        return lines
+
+    def _render_raw(self, state: DashboardState, row: int, width: int) -> Strip:
+        reads = state.reads
+        console = self.app.console
+        i, line = reads.locate(row)
+        data = reads.data[i]
+        if line < 0:
+            gap = ""
+            if i > 0 and reads.turn[i - 1] == reads.turn[i] and reads.attempt[i - 1] == reads.attempt[i]:
+                gap = f" · gap {1000 * (reads.t_request[i] - reads.t_request[i - 1]):.0f} ms"
+            label = (f"── read {reads.read_index[i]} · turn {reads.turn[i] + 1}.{reads.attempt[i] + 1} · "
+                     f"+{reads.t_request[i]:.3f}s · {human_size(len(data))} @{reads.offset[i]}{gap} ")
+            text = Text(label + "─" * max(0, width - len(label)), style=self.cstyle("raw--read"))
+            return Strip(list(text.render(console, end="")))
+        lines = self._lines_of(i, data)
+        chunk = lines[line] if line < len(lines) else b""
+        text = Text(no_wrap=True, overflow="crop")
+        continued = line == 0 and i > 0 and not reads.data[i - 1].endswith(b"\n") and \
+            reads.turn[i - 1] == reads.turn[i] and reads.attempt[i - 1] == reads.attempt[i]
+        text.append("…" if continued else " ", self.cstyle("raw--cont"))
+        body, eol = (chunk[:-1], True) if chunk.endswith(b"\n") else (chunk, False)
+        _append_bytes(text, body, self.cstyle("raw--text"), self.cstyle("raw--bad"), self.cstyle("raw--eol"))
+        if eol:
+            text.append("↵", self.cstyle("raw--eol"))
+        else:
+            text.append(" ┆ read ends mid-line", self.cstyle("raw--cont"))
+        return Strip(list(text.render(console, end="")))
+
+
+def _append_bytes(text: Text, data: bytes, style, bad_style, ctrl_style) -> None:
+    """Bytes as text: valid UTF-8 as is, control characters as visible escapes, invalid bytes as \\xNN."""
+    s = data.decode("utf-8", "backslashreplace")
+    if s.isprintable():
+        text.append(s, style)
+        return
+    buf = []
+    for ch in s:
+        if ch == "\r":
+            if buf:
+                text.append("".join(buf), style)
+                buf = []
+            text.append("␍", ctrl_style)
+        elif ch == "\t":
+            buf.append("    ")
+        elif not ch.isprintable():
+            if buf:
+                text.append("".join(buf), style)
+                buf = []
+            text.append(f"\\x{ord(ch):02x}" if ord(ch) < 256 else f"\\u{ord(ch):04x}", bad_style)
+        else:
+            buf.append(ch)
+    if buf:
+        text.append("".join(buf), style)

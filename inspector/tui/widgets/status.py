@@ -1,0 +1,142 @@
+"""The status line: source, loop state, turn and attempt, event k of n, timings, tokens, stop reason."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rich.text import Text
+from textual.widget import Widget
+
+from inspector.state import DashboardState
+from inspector.tui.widgets.tools import duration
+
+STATE_LABEL = {
+    "idle": "○ idle",
+    "streaming": "● streaming",
+    "paused": "❚❚ paused",
+    "stepping": "▸ stepping",
+    "running_tools": "▶ running tools",
+    "waiting_retry": "↻ waiting to retry",
+    "finished": "■ finished",
+    "cancelled": "⊘ cancelled",
+    "error": "✗ error",
+}
+
+
+def source_label(source: dict) -> str:
+    kind = source.get("type") or "?"
+    if kind == "scenario":
+        return f"scenario {source.get('name', '?')}"
+    if kind == "replay":
+        return f"replay {source.get('file', '')}".strip()
+    if kind == "api":
+        base = source.get("base_url")
+        return f"api {source.get('model', '')}" + (f" via {base}" if base else "")
+    if kind == "generated":
+        return f"generated {source.get('events', '')} events"
+    return " ".join(str(v) for v in source.values())[:40] or kind
+
+
+@dataclass
+class StatusInfo:
+    """What the status line shows besides the state itself."""
+
+    total_events: int = 0  # events received so far (live)
+    cursor: int | None = None  # event cursor (time travel), None when live
+    speed: str = ""
+    note: str = ""  # app-level problem (session failed to start...)
+    replay: bool = False
+
+
+class StatusBar(Widget):
+    COMPONENT_CLASSES = {
+        "st--title", "st--source", "st--sep", "st--key", "st--value", "st--streaming", "st--paused", "st--done",
+        "st--bad", "st--travel", "st--note",
+    }
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.state: DashboardState | None = None
+        self.info = StatusInfo()
+        self._seen: tuple = ()
+
+    def show(self, state: DashboardState, info: StatusInfo) -> None:
+        key = (id(state), state.rev_status, state.status.events, info.total_events, info.cursor, info.speed,
+               info.note, self.size.width)
+        if key == self._seen:
+            return
+        self._seen = key
+        self.state, self.info = state, info
+        self.refresh()
+
+    def c(self, name: str):
+        return self.get_component_rich_style(name, partial=True)
+
+    def render(self) -> Text:
+        state, info = self.state, self.info
+        out = Text(no_wrap=True, overflow="ellipsis")
+        sep = (" │ ", self.c("st--sep"))
+        out.append(" Stream Inspector", self.c("st--title"))
+        if state is None:
+            out.append("  starting…")
+            return out
+        st = state.status
+        out.append(*sep)
+        src = source_label(st.source) if st.source else ("replay" if info.replay else "…")
+        out.append(src, self.c("st--source"))
+        if st.model:
+            out.append(f" · {st.model}", self.c("st--source"))
+        out.append(*sep)
+        ls = st.loop_state
+        cls = {"paused": "st--paused", "stepping": "st--paused", "waiting_retry": "st--paused",
+               "finished": "st--done", "error": "st--bad", "cancelled": "st--paused"}.get(ls, "st--streaming")
+        out.append(STATE_LABEL.get(ls, ls), self.c(cls))
+        if state.turns:
+            out.append(*sep)
+            out.append("turn ", self.c("st--key"))
+            out.append(str(st.turn + 1), self.c("st--value"))
+            out.append(" attempt ", self.c("st--key"))
+            out.append(str(st.attempt + 1), self.c("st--value"))
+        out.append(*sep)
+        if info.cursor is not None:
+            out.append(f"⏪ event {info.cursor} of {info.total_events}", self.c("st--travel"))
+            out.append("  ←/→ home end=live", self.c("st--key"))
+        else:
+            out.append("event ", self.c("st--key"))
+            out.append(f"{st.events}", self.c("st--value"))
+            out.append(f" of {info.total_events}", self.c("st--key"))
+        if info.speed:
+            out.append(*sep)
+            out.append("speed ", self.c("st--key"))
+            out.append(info.speed, self.c("st--value"))
+        out.append("\n")
+        a = state.current_attempt
+        metrics: list[tuple[str, str]] = []
+        if a is not None:
+            if a.status_code is not None:
+                metrics.append(("HTTP", str(a.status_code)))
+            if a.ttfb is not None:
+                metrics.append(("TTFB", duration(a.ttfb)))
+            if a.t_first_token is not None:
+                metrics.append(("first token", duration(a.t_first_token - a.t_start)))
+            if a.last_gap is not None:
+                metrics.append(("last gap", duration(a.last_gap)))
+            metrics.append(("reads", f"{a.reads}"))
+        tin, tout = state.tokens()
+        if tin or tout:
+            metrics.append(("tokens", f"{tin:,} in / {tout:,} out"))
+        if a is not None and a.stop_reason:
+            metrics.append(("stop", a.stop_reason))
+        out.append(" ")
+        for i, (k, v) in enumerate(metrics):
+            if i:
+                out.append(" · ", self.c("st--sep"))
+            out.append(f"{k} ", self.c("st--key"))
+            out.append(v, self.c("st--value"))
+        problem = info.note or (st.error if st.loop_state in ("error", "cancelled") else "")
+        if problem:
+            out.append("   ")
+            out.append(problem, self.c("st--bad") if st.loop_state == "error" or info.note else self.c("st--paused"))
+            out.append("  (r restart · q quit)", self.c("st--key"))
+        return out

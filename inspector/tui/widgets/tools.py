@@ -1,0 +1,306 @@
+"""The Tools pane: a row per tool call (executor state, elapsed, input and result summaries) and a timeline that
+draws the model stream and each tool as bars on one time axis, with what streaming execution saved."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from rich.text import Text
+from textual.strip import Strip
+from textual.widget import Widget
+
+from inspector.state import DashboardState, ToolEntry
+from inspector.tui.widgets.base import SectionView, text_strip
+
+GLYPH = {
+    "streaming_input": "⋯",
+    "queued": "◌",
+    "running": "▶",
+    "succeeded": "✓",
+    "failed": "✗",
+    "timed_out": "⏱",
+    "cancelled": "⊘",
+    "discarded": "⊘",
+    "not_run": "⊘",
+}
+STATE_CLASS = {
+    "streaming_input": "tool--streaming",
+    "queued": "tool--queued",
+    "running": "tool--running",
+    "succeeded": "tool--ok",
+    "failed": "tool--failed",
+    "timed_out": "tool--failed",
+    "cancelled": "tool--cancelled",
+    "discarded": "tool--cancelled",
+    "not_run": "tool--failed",
+}
+STATE_LABEL = {"streaming_input": "input", "timed_out": "timed out", "not_run": "not run"}
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{seconds:.2f} s"
+    return f"{seconds / 60:.1f} min"
+
+
+class ToolsView(SectionView):
+    """One row per tool call, grouped by turn."""
+
+    COMPONENT_CLASSES = {
+        "tool--turn", "tool--head", "tool--streaming", "tool--queued", "tool--running", "tool--ok", "tool--failed",
+        "tool--cancelled", "tool--call", "tool--result", "tool--elapsed", "tool--error", "tool--empty",
+    }
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.state: DashboardState | None = None
+        self.now = 0.0
+        self._seen: tuple = ()
+
+    def show(self, state: DashboardState, now: float) -> None:
+        running = any(state.tools[i].state == "running" for i in state.tool_order[-64:])
+        key = (id(state), state.rev_tools, self.content_width, round(now, 1) if running else None)
+        if key == self._seen:
+            return
+        self._seen = key
+        self.state, self.now = state, now
+        self.rebuild()
+
+    def rebuild(self) -> None:
+        state = self.state
+        if state is None:
+            return
+        width = self.content_width
+        console = self.app.console
+        lines: list[Strip] = []
+        turn = None
+        for tool_id in state.tool_order:
+            t = state.tools[tool_id]
+            if t.turn != turn:
+                turn = t.turn
+                label = f"── turn {turn + 1} "
+                lines.extend(self.item_lines(("turn", turn), 0, lambda w, label=label: [text_strip(
+                    Text(label + "─" * max(0, w - len(label)), self.cstyle("tool--turn")), console, w)], width))
+            live = round(self.now, 1) if t.state == "running" else None
+            failed = state.attempt_failed(t.turn, t.attempt)
+            lines.extend(self.item_lines(tool_id, (t.version, live, failed),
+                                         lambda w, t=t, f=failed: self.render_tool(t, f, w), width))
+        if not lines:
+            lines = [text_strip(Text("no tool calls yet", self.cstyle("tool--empty")), console, width)]
+        self.set_lines(lines)
+
+    def render_tool(self, t: ToolEntry, failed: bool, width: int) -> list[Strip]:
+        console = self.app.console
+        state_style = self.cstyle(STATE_CLASS.get(t.state, "tool--queued"))
+        row = Text(no_wrap=True, overflow="ellipsis")
+        label = STATE_LABEL.get(t.state, t.state)
+        row.append(f"{GLYPH.get(t.state, '?')} {label:<9} ", state_style)
+        el = t.elapsed(self.now)
+        row.append(f"{duration(el):>8} ", self.cstyle("tool--elapsed"))
+        call = t.input_summary or f"{t.name}(…)"
+        wide = width >= 72
+        call_w = max(16, (width - 19) * 11 // 20) if wide else width - 19
+        if len(call) > call_w:
+            call = call[: call_w - 1] + "…"
+        row.append(f"{call:<{call_w}} " if wide else call, self.cstyle("tool--call"))
+        lines = [row]
+        result = t.error if (t.error and t.state != "succeeded") else t.result_summary
+        if result:
+            rstyle = self.cstyle("tool--error") if (t.is_error or t.state in ("failed", "timed_out", "not_run")) \
+                else self.cstyle("tool--result")
+            if wide:
+                row.append("→ " + result, rstyle)
+            else:
+                lines.append(Text("             → " + result, rstyle, no_wrap=True, overflow="ellipsis"))
+        if failed:
+            for line in lines:
+                line.stylize(self.cstyle("tool--cancelled"))
+        return [text_strip(line, console, width) for line in lines]
+
+
+# ------------------------------------------------------------------------------------------------ timeline
+
+
+@dataclass
+class Bar:
+    label: str
+    segments: list[tuple[float, float, str]]  # (start, end, component class)
+    note: str = ""
+
+
+def turn_bars(state: DashboardState, turn: int, now: float) -> tuple[list[Bar], float | None]:
+    """Bars of one turn (its attempts' streams, then its tools) and the seconds saved vs sequential execution."""
+    tr = state.turns.get(turn)
+    if tr is None:
+        return [], None
+    bars: list[Bar] = []
+    stream_start = stream_end = None
+    for a_no in tr.attempts:
+        a = state.attempts.get((turn, a_no))
+        if a is None:
+            continue
+        end = a.t_end if a.t_end is not None else now
+        first = a.t_start + a.ttfb if a.ttfb is not None else end
+        cls = "tl--failed" if a.failed else "tl--stream"
+        segs = [(a.t_start, min(first, end), "tl--wait"), (min(first, end), end, cls)]
+        name = f"model t{turn + 1}" + (f".{a_no + 1}" if len(tr.attempts) > 1 else "")
+        bars.append(Bar(name, segs))
+        if not a.failed:
+            stream_start, stream_end = a.t_start, end
+    run_total = 0.0
+    last_end = stream_end
+    for tool_id in tr.tools:
+        t = state.tools.get(tool_id)
+        if t is None:
+            continue
+        segs = []
+        closed = t.t_queued if t.t_queued is not None else (t.t_started if t.t_started is not None else (
+            t.t_finished if t.t_finished is not None else now))
+        segs.append((t.t_created, closed, "tl--input"))
+        if t.t_queued is not None:
+            segs.append((t.t_queued, t.t_started if t.t_started is not None else (
+                t.t_finished if t.t_finished is not None else now), "tl--queued"))
+        if t.t_started is not None:
+            end = t.t_finished if t.t_finished is not None else now
+            segs.append((t.t_started, end, STATE_TL.get(t.state, "tl--ok")))
+            run_total += max(0.0, end - t.t_started)
+            last_end = end if last_end is None else max(last_end, end)
+        bars.append(Bar(t.name, segs))
+    saved = None
+    if stream_start is not None and stream_end is not None and run_total > 0 and last_end is not None:
+        sequential = (stream_end - stream_start) + run_total
+        actual = last_end - stream_start
+        saved = sequential - actual
+    return bars, saved
+
+
+STATE_TL = {
+    "running": "tl--running",
+    "succeeded": "tl--ok",
+    "failed": "tl--bad",
+    "timed_out": "tl--bad",
+    "cancelled": "tl--cancelled",
+    "discarded": "tl--cancelled",
+}
+
+
+class Timeline(Widget):
+    """The model stream and every tool of the latest turns as bars on one time axis."""
+
+    COMPONENT_CLASSES = {
+        "tl--axis", "tl--label", "tl--wait", "tl--stream", "tl--failed", "tl--input", "tl--queued", "tl--running",
+        "tl--ok", "tl--bad", "tl--cancelled", "tl--saved", "tl--empty",
+    }
+    LABEL_W = 12
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.state: DashboardState | None = None
+        self.now = 0.0
+        self._seen: tuple = ()
+
+    def show(self, state: DashboardState, now: float, live: bool) -> None:
+        key = (id(state), state.rev_tools, state.rev_status, round(now, 2) if live else None)
+        if key == self._seen:
+            return
+        self._seen = key
+        self.state, self.now = state, now
+        self.refresh()
+
+    def render(self) -> Text:
+        state = self.state
+        width, height = self.size.width, max(1, self.size.height)
+        if state is None or not state.turns:
+            return Text("timeline: nothing yet", self.cstyle("tl--empty"))
+        # the latest turns that fit (header + axis take 2 rows)
+        room = max(1, height - 2)
+        chosen: list[tuple[int, list[Bar], float | None]] = []
+        used = 0
+        for turn in sorted(state.turns, reverse=True):
+            bars, saved = turn_bars(state, turn, self.now)
+            if chosen and used + len(bars) > room:
+                break
+            chosen.insert(0, (turn, bars, saved))
+            used += len(bars)
+        all_bars = [b for _, bars, _ in chosen for b in bars][-room:]
+        segs = [s for b in all_bars for s in b.segments]
+        t0 = min((s[0] for s in segs), default=0.0)
+        t1 = max((s[1] for s in segs), default=t0 + 1)
+        span = max(t1 - t0, 1e-3)
+        lw = self.LABEL_W
+        cols = max(4, width - lw - 1)
+        scale = cols / span
+        out = Text(no_wrap=True, overflow="crop")
+        saved_total = sum(s for _, _, s in chosen if s is not None)
+        has_saved = any(s is not None for _, _, s in chosen)
+        head = f"span {span:.2f} s"
+        out.append(f"{'timeline':<{lw}} ", self.cstyle("tl--label"))
+        out.append(head, self.cstyle("tl--axis"))
+        if has_saved:
+            out.append(f"  saved vs sequential: {saved_total:.2f} s", self.cstyle("tl--saved"))
+        out.append("\n")
+        for bar in all_bars:
+            out.append(f"{bar.label[:lw]:<{lw}} ", self.cstyle("tl--label"))
+            cells = [" "] * cols
+            styles: list[str | None] = [None] * cols
+            for start, end, cls in bar.segments:
+                if end < start:
+                    continue
+                a = int((start - t0) * scale)
+                b = max(a + 1, int(round((end - t0) * scale))) if end > start or cls not in ("tl--wait", "tl--input",
+                                                                                             "tl--queued") else a
+                ch = "█" if cls in ("tl--stream", "tl--running", "tl--ok", "tl--bad", "tl--failed",
+                                    "tl--cancelled") else "░" if cls == "tl--input" else "·" if cls == "tl--queued" \
+                    else "╌"
+                for x in range(max(0, a), min(cols, b)):
+                    cells[x], styles[x] = ch, cls
+            run_start = 0
+            while run_start < cols:
+                cls = styles[run_start]
+                run_end = run_start
+                while run_end < cols and styles[run_end] == cls:
+                    run_end += 1
+                out.append("".join(cells[run_start:run_end]), self.cstyle(cls) if cls else None)
+                run_start = run_end
+            out.append("\n")
+        # axis: ticks at round loop times
+        marks = Text(" " * (lw + 1), no_wrap=True)
+        step = _nice_step(span, max(1, cols // 10))
+        labels = [" "] * cols
+        tick = math.ceil(t0 / step - 1e-9) * step
+        while tick <= t1 + 1e-9:
+            x = int((tick - t0) * scale)
+            lab = f"{tick:.2f}".rstrip("0").rstrip(".") + "s"
+            if 0 <= x and x + len(lab) <= cols and all(c == " " for c in labels[max(0, x - 1): x + len(lab) + 1]):
+                labels[x: x + len(lab)] = list(lab)
+            tick += step
+        marks.append("".join(labels), self.cstyle("tl--axis"))
+        out.append_text(marks)
+        return out
+
+    def cstyle(self, name: str):
+        return self.get_component_rich_style(name, partial=True)
+
+    def get_content_height(self, container, viewport, width: int) -> int:
+        state = self.state
+        if state is None or not state.turns:
+            return 1
+        last = max(state.turns)
+        n = len(turn_bars(state, last, self.now)[0])
+        if last - 1 in state.turns:
+            n += len(turn_bars(state, last - 1, self.now)[0])
+        return n + 2
+
+
+def _nice_step(span: float, ticks: int) -> float:
+    raw = span / max(1, ticks)
+    for step in (0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600):
+        if step >= raw:
+            return step
+    return raw
