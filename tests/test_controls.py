@@ -1,0 +1,352 @@
+"""Controls: pause / resume / step(event | block | turn) / cancel / speed, driven the way the UI drives them.
+
+Synchronisation is on observations only (a bus subscriber sets an asyncio.Event; hooks act inline, before the
+loop's next step). "Nothing happens while paused" is checked by letting the event loop spin many times with data
+available at max speed: if the loop were not paused it would move on within a few iterations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+
+import pytest
+
+from inspector import observations as O
+from inspector.executor import ToolState
+from inspector.pacing import SPEED_LADDER
+from inspector.sources import scenario_session
+from test_loop import (
+    Observed,
+    assert_no_leftovers,
+    assert_valid_history,
+    history_tool_ids,
+    with_tool,
+)
+
+TIMEOUT = 20.0
+
+
+async def spin(n: int = 200) -> None:
+    """Give every other task many chances to run (not a timed sleep)."""
+    for _ in range(n):
+        await asyncio.sleep(0)
+
+
+def start(session) -> asyncio.Task:
+    return asyncio.ensure_future(session.run())
+
+
+async def finish(task: asyncio.Task):
+    async with asyncio.timeout(TIMEOUT):
+        return await task
+
+
+def pause_at(obs: Observed, session, pred) -> None:
+    """Pause inline when the first observation matching `pred` is published."""
+    done = []
+
+    def hook(o):
+        if not done and pred(o):
+            done.append(o)
+            session.controller.pause()
+
+    obs.on(hook)
+
+
+def is_sse(o, event_type=None, turn=0) -> bool:
+    return isinstance(o, O.SSEEventSeen) and o.turn == turn and (event_type is None or o.event_type == event_type)
+
+
+async def wait_paused(obs: Observed, session) -> None:
+    await obs.wait_for(lambda: session.controller.state == O.PAUSED)
+
+
+# ------------------------------------------------------------------------------------------------------ pause
+async def test_pause_stops_event_flow_while_the_transport_has_data():
+    s = scenario_session("parse_date", speed=math.inf)
+    obs = Observed(s.bus)
+    pause_at(obs, s, lambda o: is_sse(o) and len(obs.sse(0)) == 5)
+    task = start(s)
+    await wait_paused(obs, s)
+    assert s.controller.paused
+    n, n_obs, reads = s.controller.events_processed, len(obs.sse()), len(obs.of(O.ReadReceived))
+    assert n == 5
+    served = s.server.responses[0]
+    assert served.state == "streaming" and served.reads_sent < len(served.plan.reads)  # more data is ready
+    await spin()
+    assert s.controller.events_processed == n and len(obs.sse()) == n_obs
+    assert len(obs.of(O.ReadReceived)) == reads  # not even reading ahead
+    assert not task.done()
+    s.controller.resume()
+    result = await finish(task)
+    assert result.status == "finished"
+    assert_valid_history(result.messages)
+    assert s.controller.events_processed > n
+
+
+async def test_pause_at_block_stop_queues_the_tool_without_starting_it():
+    s = scenario_session("parse_date", speed=math.inf)
+    obs = Observed(s.bus)
+    pause_at(obs, s, lambda o: isinstance(o, O.BlockClosed) and o.turn == 0 and o.index == 1)
+    task = start(s)
+    await wait_paused(obs, s)
+    await spin()
+    call = s.loop._executor.calls()[0]
+    assert call.state is ToolState.QUEUED  # paused: no queued tool starts
+    assert "running" not in obs.tool_states(call.id)
+    s.controller.toggle_pause()
+    assert not s.controller.paused
+    result = await finish(task)
+    assert result.status == "finished" and call.state is ToolState.SUCCEEDED
+
+
+async def test_pause_lets_running_tools_finish_but_starts_nothing_new():
+    s = scenario_session("parse_date", speed=math.inf)
+    release = asyncio.Event()
+    original = s.loop.tools["read_file"].fn
+
+    async def read_file(args):
+        await release.wait()
+        return await asyncio.to_thread(original, args)
+
+    with_tool(s, "read_file", read_file)
+    obs = Observed(s.bus)
+    task = start(s)
+    await obs.wait_for(lambda: s.controller.state == O.RUNNING_TOOLS)
+    s.controller.pause()
+    release.set()
+    await obs.wait_for(lambda: all(c.state is ToolState.SUCCEEDED for c in s.loop.all_tools))
+    await spin()
+    assert not obs.of(O.TurnStarted)[1:]  # the next turn waits for resume
+    assert len(s.server.requests) == 1
+    s.controller.resume()
+    result = await finish(task)
+    assert result.status == "finished" and len(s.server.requests) == 2
+
+
+# ------------------------------------------------------------------------------------------------------- step
+async def test_step_event_advances_exactly_one_sse_event():
+    s = scenario_session("parse_date", speed=math.inf)
+    obs = Observed(s.bus)
+    pause_at(obs, s, lambda o: is_sse(o) and len(obs.sse(0)) == 3)
+    task = start(s)
+    await wait_paused(obs, s)
+    for _ in range(12):  # across reads (2 events per read) and block boundaries
+        n, seen = s.controller.events_processed, len(obs.sse())
+        s.controller.step("event")
+        await obs.wait_for(lambda: s.controller.events_processed > n and s.controller.state == O.PAUSED)
+        await spin()
+        assert s.controller.events_processed == n + 1
+        assert len(obs.sse()) == seen + 1
+    assert [o.state for o in obs.of(O.LoopStateChanged)].count(O.STEPPING) >= 12
+    s.controller.resume()
+    result = await finish(task)
+    assert result.status == "finished"
+    assert_valid_history(result.messages)
+
+
+async def test_step_block_stops_right_after_the_next_content_block_stop():
+    s = scenario_session("parse_date", speed=math.inf)
+    obs = Observed(s.bus)
+    s.controller.pause()  # paused before the start: nothing is sent
+    task = start(s)
+    await wait_paused(obs, s)
+    await spin()
+    assert s.server.requests == [] and s.controller.events_processed == 0
+    for index in range(4):  # text, then three tool_use blocks
+        before = len(obs.sse())
+        s.controller.step("block")
+        await obs.wait_for(lambda: len(obs.sse()) > before and s.controller.state == O.PAUSED)
+        await spin()
+        new = obs.sse()[before:]
+        assert new[-1].event_type == "content_block_stop" and new[-1].index == index
+        assert [e.event_type for e in new].count("content_block_stop") == 1
+        assert len(obs.sse()) == before + len(new)  # and nothing after it
+    # the three tools were submitted at their stops while stepping
+    assert [c.state for c in s.loop._executor.calls()] == [ToolState.SUCCEEDED] * 3 or all(
+        c.state in (ToolState.RUNNING, ToolState.SUCCEEDED) for c in s.loop._executor.calls())
+    assert not [o for o in obs.sse() if o.event_type == "message_stop"]
+    s.controller.resume()
+    result = await finish(task)
+    assert result.status == "finished"
+    assert_valid_history(result.messages)
+
+
+async def test_step_turn_runs_to_the_end_of_the_turn_then_pauses():
+    s = scenario_session("parse_date", speed=math.inf)
+    obs = Observed(s.bus)
+    s.controller.pause()
+    task = start(s)
+    await wait_paused(obs, s)
+    s.controller.step("turn")
+    await obs.wait_for(lambda: obs.of(O.TurnEnded) and s.controller.state == O.PAUSED)
+    await spin()
+    assert [t.turn for t in obs.of(O.TurnEnded)] == [0]
+    assert obs.sse()[-1].event_type == "message_stop"
+    assert [t.turn for t in obs.of(O.TurnStarted)] == [0]  # turn 1 not started
+    assert len(s.server.requests) == 1
+    msgs = s.loop.messages
+    assert len(msgs) == 3 and [b["type"] for b in msgs[2]["content"]] == ["tool_result"] * 3
+    s.controller.step("turn")
+    result = await finish(task)  # the last turn ends the loop
+    assert result.status == "finished" and result.turns == 2
+    assert_valid_history(result.messages)
+
+
+# ----------------------------------------------------------------------------------------------------- cancel
+async def test_cancel_mid_stream_closes_the_response_and_keeps_a_valid_history():
+    s = scenario_session("parse_date", speed=math.inf)
+    obs = Observed(s.bus)
+    pause_at(obs, s, lambda o: is_sse(o, "content_block_delta") and o.index == 0 and len(obs.sse(0)) == 6)
+    task = start(s)
+    await wait_paused(obs, s)
+    assert s.server.closed_early == 0
+    s.controller.cancel()
+    result = await finish(task)
+    assert result.status == "cancelled" and s.controller.state == O.CANCELLED
+    assert s.server.closed_early == 1 and s.server.responses[0].state == "closed_early"
+    assert s.server.closed_early_event.is_set()
+    assert_valid_history(result.messages)
+    # the partial text that was shown is kept, nothing else
+    assert [m["role"] for m in result.messages] == ["user", "assistant"]
+    assert [b["type"] for b in result.messages[1]["content"]] == ["text"]
+    fin = obs.of(O.LoopFinished)[-1]
+    assert fin.status == "cancelled" and obs.items[-1] is fin
+    assert_no_leftovers()
+
+
+async def test_cancel_mid_stream_with_a_running_tool():
+    s = scenario_session("parse_date", speed=math.inf)
+    never = asyncio.Event()
+    cancelled = []
+
+    async def blocked(args):
+        try:
+            await never.wait()
+        except asyncio.CancelledError:
+            cancelled.append(args["path"])
+            raise
+
+    with_tool(s, "read_file", blocked)
+    obs = Observed(s.bus)
+    pause_at(obs, s, lambda o: isinstance(o, O.BlockOpened) and o.turn == 0 and o.index == 2)
+    task = start(s)
+    await wait_paused(obs, s)
+    first = s.loop._executor.calls()[0]
+    assert first.state is ToolState.RUNNING
+    s.controller.cancel()
+    result = await finish(task)
+    assert result.status == "cancelled"
+    assert cancelled == ["src/dates.py"]
+    assert s.server.responses[0].state == "closed_early"
+    assert_valid_history(result.messages)
+    assert history_tool_ids(result.messages) == [first.id]  # block 2 never closed: not in the history
+    tr = result.messages[2]["content"][0]
+    assert tr["tool_use_id"] == first.id and tr["is_error"] is True and "cancel" in tr["content"]
+    assert first.state is ToolState.CANCELLED
+    assert_no_leftovers()
+
+
+async def test_cancel_mid_tool_after_the_stream():
+    s = scenario_session("parse_date", speed=math.inf)
+    never = asyncio.Event()
+    running = []
+    original = s.loop.tools["read_file"].fn
+
+    async def read_file(args):
+        if args["path"] == "tests/test_dates.py":
+            running.append(args["path"])
+            await never.wait()
+        return await asyncio.to_thread(original, args)
+
+    with_tool(s, "read_file", read_file)
+    obs = Observed(s.bus)
+    task = start(s)
+    await obs.wait_for(lambda: s.controller.state == O.RUNNING_TOOLS and running
+                       and sum(c.state is ToolState.SUCCEEDED for c in s.loop.all_tools) == 2)
+    s.controller.cancel()
+    result = await finish(task)
+    assert result.status == "cancelled"
+    assert s.server.responses[0].state == "complete"  # the stream had ended normally
+    assert_valid_history(result.messages)
+    results = result.messages[2]["content"]
+    assert [r.get("is_error", False) for r in results] == [False, True, False]
+    assert [c.state for c in result.tools] == [ToolState.SUCCEEDED, ToolState.CANCELLED, ToolState.SUCCEEDED]
+    assert len(s.server.requests) == 1
+    assert_no_leftovers()
+
+
+async def test_cancel_while_paused_between_turns_does_not_duplicate_the_turn():
+    s = scenario_session("parse_date", speed=math.inf)
+    obs = Observed(s.bus)
+    s.controller.pause()
+    task = start(s)
+    await wait_paused(obs, s)
+    s.controller.step("turn")
+    await obs.wait_for(lambda: obs.of(O.TurnEnded) and s.controller.state == O.PAUSED)
+    s.controller.cancel()
+    result = await finish(task)
+    assert result.status == "cancelled"
+    assert len(result.messages) == 3
+    assert_valid_history(result.messages)
+    assert len(s.server.requests) == 1
+
+
+async def test_cancel_during_retry_backoff_sends_nothing_of_the_failed_attempt():
+    s = scenario_session("overloaded_midstream", speed=4.0)
+    obs = Observed(s.bus)
+    task = start(s)
+    await obs.wait_for(lambda: s.controller.state == O.WAITING_RETRY)
+    s.controller.cancel()
+    result = await finish(task)
+    assert result.status == "cancelled"
+    assert result.messages == [{"role": "user", "content": s.loop.config.prompt}]
+    assert len(s.server.requests) == 1
+    assert_no_leftovers()
+
+
+async def test_controls_after_the_end_are_harmless():
+    s = scenario_session("weather", speed=math.inf)
+    obs = Observed(s.bus)
+    result = await finish(start(s))
+    n = len(obs.items)
+    for action in (s.controller.pause, s.controller.resume, lambda: s.controller.step("event"), s.controller.cancel):
+        action()
+    assert len(obs.items) == n and s.controller.state == O.FINISHED and result.status == "finished"
+    with pytest.raises(ValueError):
+        s.controller.step("word")  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------------------------------------ speed
+def test_faster_slower_change_the_pacer_speed():
+    s = scenario_session("weather", speed=1.0)
+    assert s.server.pacer is s.pacer  # the transport is paced by the controller's pacer
+    c = s.controller
+    c.faster()
+    assert (c.speed, c.speed_label, s.pacer.speed) == (2.0, "2x", 2.0)
+    c.slower()
+    c.slower()
+    assert c.speed == 0.5 and c.speed_label == "0.5x"
+    for _ in range(10):
+        c.faster()
+    assert math.isinf(c.speed) and c.speed_label == "max"
+    for _ in range(10):
+        c.slower()
+    assert c.speed == SPEED_LADDER[0]
+    c.set_speed(3)
+    assert c.speed == 3.0
+    with pytest.raises(ValueError):
+        c.set_speed(0)
+    s.close()
+
+
+async def test_speed_change_takes_effect_mid_stream():
+    s = scenario_session("parse_date", speed=0.25)  # about 28 s of scripted time at this speed
+    obs = Observed(s.bus)
+    obs.on(lambda o: s.controller.set_speed(math.inf) if is_sse(o, "message_start") else None)
+    t0 = time.monotonic()
+    result = await finish(start(s))
+    assert result.status == "finished"
+    assert time.monotonic() - t0 < 5.0  # far below the 28 s the first speed would take
