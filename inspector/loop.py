@@ -546,7 +546,13 @@ class AgentLoop:
                         self.now(), turn, attempt, resp.status_code, clean_headers(resp.headers)
                     )
                 )
-                await self._consume(resp, ts, turn, attempt, executor, t_sent)
+                # the same bytes as resp.iter_bytes(), as one generator we close ourselves on every exit (the SDK's
+                # wrapper would leave an unclosed generator behind for the GC to finalize in a stray task)
+                chunks = resp.http_response.aiter_bytes()
+                try:
+                    await self._consume(chunks, ts, turn, attempt, executor, t_sent)
+                finally:
+                    await chunks.aclose()
         except anthropic.APIStatusError as e:
             # HTTP errors before the first byte: the SDK already retried them; we do not retry twice.
             raise LoopError(f"HTTP {e.status_code}: {_api_error_message(e)}") from None
@@ -554,10 +560,9 @@ class AgentLoop:
             raise LoopError(f"connection failed: {e}") from None
         return ts
 
-    async def _consume(self, resp, ts: TurnStream, turn: int, attempt: int, executor: ToolExecutor,
+    async def _consume(self, it, ts: TurnStream, turn: int, attempt: int, executor: ToolExecutor,
                        t_sent: float) -> None:
         cfg = self.config
-        it = resp.iter_bytes().__aiter__()
         read_index = 0
         idle = cfg.idle_timeout
         loop = asyncio.get_running_loop()
@@ -567,7 +572,9 @@ class AgentLoop:
             try:
                 if timeout <= 0:
                     raise asyncio.TimeoutError
-                chunk = await asyncio.wait_for(it.__anext__(), timeout) if math.isfinite(idle) else await it.__anext__()
+                # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a cancel that lands as a read completes
+                async with asyncio.timeout(timeout if math.isfinite(idle) else None):
+                    chunk = await it.__anext__()
             except StopAsyncIteration:
                 break
             except asyncio.TimeoutError:

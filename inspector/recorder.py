@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import IO
 
 from inspector import observations as O
-from inspector.recording import RecordingWriter
+from inspector.recording import MIN_SECRET_LENGTH, RecordingWriter
 
 # Observations kept in the recording beside the raw reads (enough to replay tool timing and results).
 KEPT = (O.LoopStarted, O.ToolStateChanged, O.ToolResult, O.TurnEnded, O.LoopFinished)
@@ -16,7 +16,9 @@ class Recorder:
     """Subscribe with `bus.subscribe(recorder)`. Writes one flushed line per observation it keeps."""
 
     def __init__(self, path_or_file: str | Path | IO[bytes], *, source: dict, secrets: list[str] = ()) -> None:
-        self.writer = RecordingWriter(path_or_file, source=source, secrets=[s for s in secrets if s])
+        # a key too short to redact safely (a relay's "dummy") is still never written: credential headers are dropped
+        secrets = [s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH]
+        self.writer = RecordingWriter(path_or_file, source=source, secrets=secrets)
         self._sent: dict[tuple[int, int], float] = {}
 
     def __call__(self, obs: O.Observation) -> None:

@@ -86,8 +86,9 @@ class ReplayServer:
 
 
 def recorded_tools(recording: Recording, pacer: Pacer) -> tuple[dict[str, ToolSpec], list[dict] | None]:
-    """ToolSpecs that give back the recorded results (matched by name and input, in order), taking the recorded
-    duration (scaled by the pacer). Also returns the tool definitions as the recording sent them."""
+    """ToolSpecs that give back the recorded results (matched by name and input, in order; the last one is reused
+    by repeated calls), taking the recorded duration (scaled by the pacer). Also returns the tool definitions as
+    the recording sent them."""
     results: dict[tuple[str, bytes], deque] = defaultdict(deque)
     durations: dict[str, float] = {}
     uses: dict[str, tuple[str, Any]] = {}
@@ -146,7 +147,8 @@ def recorded_tools(recording: Recording, pacer: Pacer) -> tuple[dict[str, ToolSp
             q = results.get(key)
             if not q:
                 raise ReplayRefused(f"no recorded result for {name}({orjson.dumps(tool_input).decode()[:80]})")
-            content, is_error, duration = q.popleft()
+            # a retried attempt runs the same calls again: the last recorded result for a call is reused
+            content, is_error, duration = q.popleft() if len(q) > 1 else q[0]
             if duration:
                 await pacer.sleep(duration)
             if is_error:

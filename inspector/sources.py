@@ -67,7 +67,11 @@ class Session:
 
 def _attach_recorder(session: Session, record: str | Path | None, secrets: list[str]) -> None:
     if record:
-        session.recorder = Recorder(record, source=session.source, secrets=secrets)
+        try:
+            session.recorder = Recorder(record, source=session.source, secrets=secrets)
+        except OSError as e:
+            session.close()
+            raise SourceError(f"cannot write {record}: {e.strerror or e}") from None
         session.bus.subscribe(session.recorder)
 
 

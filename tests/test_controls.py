@@ -55,8 +55,8 @@ def pause_at(obs: Observed, session, pred) -> None:
     obs.on(hook)
 
 
-def is_sse(o, event_type=None, turn=0) -> bool:
-    return isinstance(o, O.SSEEventSeen) and o.turn == turn and (event_type is None or o.event_type == event_type)
+def is_sse(o, event_type=None, turn: int | None = 0) -> bool:
+    return isinstance(o, O.SSEEventSeen) and (turn is None or o.turn == turn) and (event_type is None or o.event_type == event_type)
 
 
 async def wait_paused(obs: Observed, session) -> None:
@@ -217,6 +217,26 @@ async def test_cancel_mid_stream_closes_the_response_and_keeps_a_valid_history()
     assert_no_leftovers()
 
 
+async def test_cancel_from_outside_while_streaming_is_never_lost():
+    """The UI cancels from its own task while events flow at full speed (no pause first): at whatever point it
+    lands, the loop ends cancelled with a valid history and the live response closed."""
+    for k in range(2, 80, 5):
+        s = scenario_session("parse_date", speed=math.inf)
+        obs = Observed(s.bus)
+        go = asyncio.Event()
+        obs.on(lambda o, obs=obs, go=go, k=k: go.set() if is_sse(o, turn=None) and len(obs.sse()) == k else None)
+        task = start(s)
+        await go.wait()
+        s.controller.cancel()
+        result = await finish(task)
+        assert result.status == "cancelled", (k, result.status)
+        assert_valid_history(result.messages)
+        last = s.server.responses[-1]
+        assert last.state in ("closed_early", "complete"), (k, last.state)
+        assert s.server.closed_early == (last.state == "closed_early")
+        assert_no_leftovers()
+
+
 async def test_cancel_mid_stream_with_a_running_tool():
     s = scenario_session("parse_date", speed=math.inf)
     never = asyncio.Event()
@@ -342,11 +362,14 @@ def test_faster_slower_change_the_pacer_speed():
     s.close()
 
 
-async def test_speed_change_takes_effect_mid_stream():
-    s = scenario_session("parse_date", speed=0.25)  # about 28 s of scripted time at this speed
+async def test_speed_change_takes_effect_at_once():
+    """A speed change wakes the pacer's sleepers: the request is sent at 0.25x (the scripted server would take
+    about 28 s), then the controller switches to max while the server is still waiting to answer."""
+    s = scenario_session("parse_date", speed=0.25)
     obs = Observed(s.bus)
-    obs.on(lambda o: s.controller.set_speed(math.inf) if is_sse(o, "message_start") else None)
+    obs.on(lambda o: s.controller.set_speed(math.inf) if isinstance(o, O.AttemptStarted) else None)
     t0 = time.monotonic()
     result = await finish(start(s))
     assert result.status == "finished"
-    assert time.monotonic() - t0 < 5.0  # far below the 28 s the first speed would take
+    assert time.monotonic() - t0 < 5.0  # a 1.2 s wait for the first byte at 0.25x alone; the run takes ~0.1 s
+    assert s.pacer.requested > 6.0  # the whole script was paced (scenario seconds), just at max speed

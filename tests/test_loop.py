@@ -347,6 +347,22 @@ async def test_api_key_echoed_by_a_relay_is_not_shown(tmp_path):
     _assert_no_canary(session, result, obs, record)
 
 
+async def test_short_relay_key_with_a_recording(tmp_path):
+    # a relay may accept any key, e.g. a 7-character one: too short to redact safely, it is still never written
+    key = "k3y-Zq7"
+    sc = get_scenario("weather")
+    server = ScenarioServer(sc, Pacer(math.inf))
+    record = tmp_path / "rec.jsonl"
+    s = api_session(sc.model, sc.prompt, api_key=key, base_url="http://relay.local", workspace=tmp_path,
+                    user_tools={t.name: t for t in sc.extra_tools}, record=record,
+                    http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(server.handler)))
+    result, obs = await run_observed(s)
+    assert result.status == "finished", result.error
+    assert [r.turn for r in server.requests] == [0, 1] and str(server.requests[0].body["tools"]).count("get_weather")
+    assert key.encode() not in record.read_bytes() and key.encode() not in dumps_all(obs.items)
+    assert obs.of(O.LoopStarted)[0].source == {"type": "api", "model": sc.model, "base_url": "http://relay.local"}
+
+
 async def test_api_session_without_key_fails_before_anything(monkeypatch, tmp_path):
     from inspector.sources import SourceError
 

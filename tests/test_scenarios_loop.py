@@ -58,7 +58,6 @@ async def test_bundled_scenario_ends_as_expected(name):
 
     # every tool of the history ran in the final attempt of its turn (or got an is_error result saying why not)
     ids = history_tool_ids(result.messages)
-    by_id = {c.id: c for c in result.tools}
     assert ids == [c.id for c in calls if c.id in ids]
     for c in result.tools:
         assert c.state in TERMINAL, (c.name, c.state)
@@ -66,10 +65,12 @@ async def test_bundled_scenario_ends_as_expected(name):
         if c.state is ToolState.NOT_RUN:  # unterminated block or unparseable input: never executed
             assert "running" not in states and c.started_at is None
             assert c.is_error and c.error
-    # failed attempts' tools: nothing of theirs reaches the history
+    final_ids = {c.id for c in calls}
     for c in result.tools:
-        if c.id not in ids:
-            assert c.attempt < max(x.attempt for x in result.tools if x.turn == c.turn) or c.state is ToolState.NOT_RUN
+        if c.id not in final_ids:  # a failed attempt's call: nothing of it reaches the history
+            assert c.id not in ids
+        elif c.id not in ids:  # a final-attempt call left out of the history: only a block that never closed
+            assert c.state is ToolState.NOT_RUN and "content_block_stop" in c.error
 
     # the requests on the wire: each later turn's request carries the history so far, tool results included
     ok = [r for r in server.requests if r.response and r.response.status == 200]
@@ -232,18 +233,25 @@ async def test_invalid_json_tool_is_shown_not_run():
 
 async def test_max_tokens_cut_says_so_and_runs_nothing():
     s = scenario_session("max_tokens_cut", speed=math.inf)
-    workspace = s.workspace
-    original = (workspace / "src/dates.py").read_text()
+    target = s.workspace / "src/dates.py"  # a temporary copy, removed when the session closes
+    original = target.read_text()
+    at_end = []
     ran = []
     with_tool(s, "write_file", lambda args: ran.append(args))
-    result, obs = await run_observed(s)
-    assert ran == []
+    obs = Observed(s.bus)
+    obs.on(lambda o: at_end.append(target.read_text()) if isinstance(o, O.LoopFinished) else None)
+    async with asyncio.timeout(20):
+        result = await s.run()
+    assert ran == [] and at_end == [original]
+    (call,) = result.tools
+    assert call.state is ToolState.NOT_RUN and "content_block_stop" in call.error
+    assert "running" not in obs.tool_states(call.id)
     assert result.status == "finished"
     assert "max_tokens" in result.error and "write_file" in result.error and "not run" in result.error
     assert obs.of(O.TurnEnded)[-1].outcome == "truncated"
     assert result.messages[-1]["role"] == "assistant"
     assert history_tool_ids(result.messages) == []
-    assert (workspace / "src/dates.py").read_text() == original if workspace.exists() else True
+    assert_valid_history(result.messages)
 
 
 async def test_exclusive_mix_write_is_a_barrier():

@@ -1,0 +1,144 @@
+"""`inspector run / replay / scenarios` in process: JSON lines, progress lines, exit codes, missing key."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import orjson
+import pytest
+
+from inspector import cli
+from inspector import headless
+from inspector.scenarios import SCENARIOS
+from test_loop import assert_valid_history
+
+
+def run_json(capsys, *args: str) -> tuple[int, list[dict], str]:
+    code = cli.main(["run", *args, "--headless", "--json"])
+    out, err = capsys.readouterr()
+    lines = [orjson.loads(line) for line in out.splitlines()]
+    return code, lines, err
+
+
+def test_run_weather_json_lines(capsys):
+    code, lines, err = run_json(capsys, "--scenario", "weather", "--speed", "max")
+    assert code == 0, err
+    assert all(isinstance(o, dict) and "type" in o and "t" in o for o in lines)
+    assert lines[0]["type"] == "loop_started" and lines[0]["source"]["name"] == "weather"
+    types = [o["type"] for o in lines]
+    for t in ("sse_event", "block_opened", "block_closed", "tool_use", "tool_state", "tool_result", "turn_ended",
+              "text_finish", "message_appended"):
+        assert t in types, t
+    fin = lines[-1]
+    assert fin["type"] == "loop_finished"
+    assert (fin["status"], fin["turns"]) == ("finished", 2)
+    assert_valid_history(fin["messages"])
+    assert fin["messages"][0] == {"role": "user", "content": SCENARIOS["weather"].prompt}
+    assert fin["messages"][-1]["content"][0]["text"].startswith("It's 18")
+    (tool,) = fin["tools"]
+    assert {"id", "name", "state", "queued_at", "started_at", "finished_at"} <= set(tool)
+    assert (tool["name"], tool["state"]) == ("get_weather", "succeeded")
+    assert 0 <= tool["queued_at"] <= tool["started_at"] <= tool["finished_at"] <= fin["t"]
+    assert tool["id"] == fin["messages"][1]["content"][1]["id"]
+    assert [o["t"] for o in lines] == sorted(o["t"] for o in lines)
+
+
+def test_run_error_exit_1(capsys):
+    code, lines, err = run_json(capsys, "--scenario", "overloaded_midstream", "--speed", "max", "--retries", "0")
+    assert code == 1
+    fin = lines[-1]
+    assert fin["type"] == "loop_finished" and fin["status"] == "error"
+    assert "overloaded_error" in fin["error"]
+
+
+def test_run_retried_fault_exit_0(capsys):
+    code, lines, _ = run_json(capsys, "--scenario", "overloaded_midstream", "--speed", "max")
+    assert code == 0
+    assert [o["status"] for o in lines if o["type"] == "attempt_ended"] == ["failed", "complete", "complete"]
+
+
+def test_run_cancelled_by_sigint_exit_130(capsys, monkeypatch):
+    """Ctrl-C while a tool hangs: the loop cancels cleanly, prints its last line, exits 130."""
+    real = headless.JsonPrinter
+
+    class InterruptingPrinter(real):
+        sent = False
+
+        def __call__(self, obs):
+            super().__call__(obs)
+            if not self.sent and obs.kind == "tool_state" and obs.name == "wait_for_ci" and obs.state == "running":
+                self.sent = True
+                os.kill(os.getpid(), signal.SIGINT)  # handled by the loop's signal handler, as from a terminal
+
+    monkeypatch.setattr(headless, "JsonPrinter", InterruptingPrinter)
+    code, lines, _ = run_json(capsys, "--scenario", "tool_hangs", "--speed", "max")
+    assert code == 130
+    fin = lines[-1]
+    assert fin["type"] == "loop_finished" and fin["status"] == "cancelled"
+    assert_valid_history(fin["messages"])
+    states = {t["name"]: t["state"] for t in fin["tools"]}
+    assert states["wait_for_ci"] == "cancelled"
+
+
+def test_run_headless_progress_lines(capsys):
+    code = cli.main(["run", "--scenario", "parse_date", "--headless", "--speed", "max"])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    assert "turn 0" in out and "turn 1" in out
+    assert out.count("-> running") == 3 and out.count("-> succeeded") == 3
+    assert "answer:" in out
+    assert out.rstrip().splitlines()[-1].endswith("finished after 2 turns")
+
+
+def test_missing_api_key_exit_2_one_line(capsys, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    code = cli.main(["run", "--model", "claude-sonnet-4-5", "hello", "--headless"])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1 and "ANTHROPIC_API_KEY" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "--scenario", "no_such_scenario", "--headless"],
+        ["run", "--scenario", "weather", "--json"],  # --json needs --headless
+        ["run", "--scenario", "weather", "a prompt", "--headless"],
+        ["run", "--model", "m", "--headless"],  # no prompt
+        ["run", "--speed", "fast", "--headless"],
+        ["run", "--scenario", "weather", "--headless", "--record", "/nonexistent-dir/x.jsonl"],
+    ],
+)
+def test_usage_errors_exit_2(capsys, monkeypatch, argv):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key")
+    code = cli.main(argv)
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert err.strip()
+    assert "Traceback" not in err
+    if argv[1] != "--speed":  # argparse's own usage errors are two lines; ours are one
+        assert len(err.strip().splitlines()) == 1, err
+
+
+def test_scenarios_lists_every_scenario(capsys):
+    assert cli.main(["scenarios"]) == 0
+    out, _ = capsys.readouterr()
+    lines = out.splitlines()
+    assert [line.split()[0] for line in lines] == list(SCENARIOS)
+    for line, sc in zip(lines, SCENARIOS.values()):
+        assert line.endswith(sc.description)
+
+
+def test_record_then_replay_json(capsys, tmp_path):
+    path = tmp_path / "weather.jsonl"
+    code, lines, _ = run_json(capsys, "--scenario", "weather", "--speed", "max", "--record", str(path))
+    assert code == 0 and path.exists()
+    code = cli.main(["replay", str(path), "--headless", "--json"])
+    out, _ = capsys.readouterr()
+    replayed = [orjson.loads(line) for line in out.splitlines()]
+    assert code == 0
+    assert replayed[-1]["messages"] == lines[-1]["messages"]
+    sse = lambda ls: [(o["sse"]["event"], o["sse"]["data"]) for o in ls if o["type"] == "sse_event"]  # noqa: E731
+    assert sse(replayed) == sse(lines)

@@ -1,0 +1,114 @@
+"""Recording a loop run and replaying it through the same pipeline: same SSE events, same conversation, no tool
+executed (results come from the recording)."""
+
+from __future__ import annotations
+
+import math
+
+import orjson
+import pytest
+
+from inspector import observations as O
+from inspector.recording import read_recording
+from inspector.scenarios.bundled import GET_WEATHER
+from inspector.sources import replay_session, scenario_session
+from test_loop import assert_no_leftovers, assert_valid_history, final_attempt_calls, run_observed
+
+
+def sse_sequence(obs) -> list[tuple[int, int, str | None, str]]:
+    return [(o.turn, o.attempt, o.sse.event, o.sse.data) for o in obs.of(O.SSEEventSeen)]
+
+
+async def record_and_replay(name: str, path, **kw):
+    s = scenario_session(name, speed=math.inf, record=path, **kw)
+    original, obs1 = await run_observed(s)
+    r = replay_session(path)
+    replayed, obs2 = await run_observed(r)
+    return s, original, obs1, r, replayed, obs2
+
+
+@pytest.mark.parametrize("name", ["parse_date", "thinking", "invalid_json", "tool_raises", "drop_mid_json",
+                                  "overloaded_midstream", "max_tokens_cut", "rate_limited"])
+async def test_replay_reproduces_events_and_conversation(name, tmp_path):
+    path = tmp_path / f"{name}.jsonl"
+    s, original, obs1, r, replayed, obs2 = await record_and_replay(name, path)
+    assert original.status == "finished"
+    rec = read_recording(path)
+    assert rec.warnings == []
+    assert rec.header["source"]["name"] == name
+
+    assert sse_sequence(obs2) == sse_sequence(obs1)
+    assert replayed.status == original.status and replayed.turns == original.turns
+    assert replayed.messages == original.messages
+    assert_valid_history(replayed.messages)
+    assert [o.data for o in obs2.of(O.ReadReceived)] == [o.data for o in obs1.of(O.ReadReceived)]
+    # tool outcomes as recorded, for the attempts that count (a failed attempt's tool may or may not have finished
+    # before the failure: a race in the original run, irrelevant to the conversation)
+    assert [(c.id, c.name, c.is_error) for c in final_attempt_calls(replayed)] == [
+        (c.id, c.name, c.is_error) for c in final_attempt_calls(original)]
+    # the replay sends the same conversation, request by request (one per recorded attempt)
+    assert len(r.server.requests) == len(list(rec.attempts()))
+    assert [b["messages"] for b in r.server.requests] == [a.request["body"]["messages"] for a in rec.attempts()]
+    assert r.loop.config.source["type"] == "replay"
+    assert_no_leftovers()
+
+
+async def test_replay_of_an_idle_timeout(tmp_path):
+    # the recorded stall is replayed as a silent connection: the replay's own idle timeout fails the attempt again
+    path = tmp_path / "stall.jsonl"
+    s, original, obs1, r, replayed, obs2 = await record_and_replay("stall_with_pings", path, idle_timeout=0.2)
+    assert [(e.attempt, e.status) for e in obs2.of(O.AttemptEnded)] == [(0, "failed"), (1, "complete"),
+                                                                        (0, "complete")]
+    assert obs2.of(O.AttemptEnded)[0].reason.startswith("idle timeout")
+    assert sse_sequence(obs2) == sse_sequence(obs1)
+    assert replayed.messages == original.messages
+
+
+async def test_replay_does_not_execute_tools(tmp_path, monkeypatch):
+    calls = []
+    original_fn = GET_WEATHER.fn
+
+    def counting(args):
+        calls.append(args)
+        return original_fn(args)
+
+    monkeypatch.setattr(GET_WEATHER, "fn", counting)
+    path = tmp_path / "weather.jsonl"
+    s, original, obs1, r, replayed, obs2 = await record_and_replay("weather", path)
+    assert len(calls) == 1  # the original run executed the tool once; the replay did not
+    assert all(spec.description == "replayed from a recording" for spec in r.loop.tools.values())
+    assert replayed.messages == original.messages
+    results1 = [(o.tool_use_id, o.content, o.is_error) for o in obs1.of(O.ToolResult)]
+    results2 = [(o.tool_use_id, o.content, o.is_error) for o in obs2.of(O.ToolResult)]
+    assert results1 == results2
+
+
+async def test_replay_keeps_the_recorded_timing_scaled_by_speed(tmp_path):
+    # the recording holds wall-clock read times (weather at 4x: about 0.6 s); a replay at 2x takes about half
+    path = tmp_path / "weather.jsonl"
+    s = scenario_session("weather", speed=4.0, record=path)
+    original, obs1 = await run_observed(s)
+    r = replay_session(path, speed=2.0)
+    replayed, obs2 = await run_observed(r)
+    assert replayed.messages == original.messages
+    t1 = obs1.of(O.LoopFinished)[0].t
+    t2 = obs2.of(O.LoopFinished)[0].t
+    assert 0.3 * t1 < t2 < 0.8 * t1, (t1, t2)
+    last1 = [o.t_request for o in obs1.of(O.ReadReceived) if o.turn == 0][-1]
+    last2 = [o.t_request for o in obs2.of(O.ReadReceived) if o.turn == 0][-1]
+    assert 0.35 * last1 < last2 < 0.8 * last1, (last1, last2)
+
+
+async def test_recording_keeps_every_read_and_the_loop_outcome(tmp_path):
+    path = tmp_path / "parse_date.jsonl"
+    s = scenario_session("parse_date", speed=math.inf, record=path)
+    result, obs = await run_observed(s)
+    rec = read_recording(path)
+    reads = [rd.data for att in rec.attempts() for rd in att.reads]
+    assert reads == [o.data for o in obs.of(O.ReadReceived)]
+    assert [(a.turn, a.attempt, a.end["status"]) for a in rec.attempts()] == [(0, 0, "complete"), (1, 0, "complete")]
+    fin = [o for o in rec.observations if o["type"] == "loop_finished"]
+    assert len(fin) == 1 and fin[0]["messages"] == orjson.loads(orjson.dumps(result.messages))
+    # the file is closed at loop end: every line is complete JSON
+    for line in path.read_bytes().splitlines():
+        orjson.loads(line)
