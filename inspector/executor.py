@@ -354,6 +354,13 @@ class ToolExecutor:
         """The attempt failed: like cancel, with state DISCARDED; `results()` is empty afterwards."""
         self.discarded = True
         self._abort_all(ToolState.DISCARDED, reason)
+        # calls that already finished ran for nothing: their results are never sent either
+        for call in self._calls.values():
+            if call.state in (ToolState.SUCCEEDED, ToolState.FAILED, ToolState.TIMED_OUT):
+                ran = call.state.value
+                call.is_error = True
+                call.error = f"{reason} (the call had {ran}; its result is discarded)"
+                self._set_state(call, ToolState.DISCARDED)
         await self._drain_tasks()
 
     async def aclose(self) -> None:
