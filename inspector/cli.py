@@ -7,12 +7,15 @@
     inspector dump PATH|-           decode and assemble a recording or SSE text, headless
     inspector scenarios             list the built-in scenarios
     inspector web                   serve the dashboard to a browser on 127.0.0.1
+    inspector serve                 an Anthropic-compatible fake API (scenarios + faults) for any client
+    inspector proxy                 a recording pass-through proxy, to watch another harness
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import math
 import signal
 import sys
@@ -44,7 +47,14 @@ def _speed(value: str) -> float:
     return f
 
 
-def build_parser() -> argparse.ArgumentParser:
+# Commands whose modules are heavy (uvicorn, starlette): imported only when that command is asked for.
+LAZY_COMMANDS = {
+    "serve": ("inspector.serve", "serve the scenarios over HTTP: an Anthropic-compatible fake API with faults"),
+    "proxy": ("inspector.proxy", "a recording pass-through proxy in front of the API, to watch another harness"),
+}
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="inspector",
         description="Stream Inspector: see what an LLM agent harness really receives and does.",
@@ -56,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("path", help="a recording (.jsonl) or plain SSE text (what curl -N prints); - for stdin")
     d.add_argument("--json", action="store_true", help="one JSON object on stdout")
     d.add_argument("--events", action="store_true", help="with --json: one JSON object per decoded SSE event")
+    d.add_argument("--timing", action="store_true",
+                   help="timing analysis per turn: headers, first byte, first token, gaps, buffering verdict")
 
     r = sub.add_parser("run", help="run the agent loop on a scenario or the real API")
     src = r.add_mutually_exclusive_group()
@@ -89,6 +101,14 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--host", default="127.0.0.1")
     w.add_argument("--port", type=int, default=8000)
     w.add_argument("--scenario", default=None)
+
+    words = [a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-")]
+    wanted = words[0] if words else None
+    for name, (module, help_text) in LAZY_COMMANDS.items():
+        if wanted == name:
+            importlib.import_module(module).add_parser(sub)
+        else:
+            sub.add_parser(name, help=help_text, add_help=False)
     return p
 
 
@@ -99,15 +119,14 @@ def _err(msg: str) -> None:
 
 # -------------------------------------------------------------------------------------------------------- dump
 def cmd_dump(args: argparse.Namespace) -> int:
+    from inspector.har import load_any
     from inspector.headless import dump_events, dump_ok, dump_turns, format_turns
-    from inspector.recording import read_recording
 
     try:
         if args.path == "-":
-            data = sys.stdin.buffer.read()
-            recording = read_recording(data)
+            recording = load_any(sys.stdin.buffer.read())
         else:
-            recording = read_recording(Path(args.path))
+            recording = load_any(Path(args.path))
     except OSError as e:
         _err(f"cannot read {args.path}: {e.strerror or e}")
         return EXIT_USAGE
@@ -124,12 +143,22 @@ def cmd_dump(args: argparse.Namespace) -> int:
         return EXIT_OK if dump_ok(turns) else EXIT_FAIL
     turns = dump_turns(recording)
     if args.json:
-        sys.stdout.buffer.write(orjson.dumps({"turns": turns}, option=orjson.OPT_NON_STR_KEYS) + b"\n")
+        out: dict = {"turns": turns}
+        if args.timing:
+            from inspector.timing import timing_json
+
+            out["timing"] = timing_json(recording)
+        sys.stdout.buffer.write(orjson.dumps(out, option=orjson.OPT_NON_STR_KEYS) + b"\n")
         sys.stdout.buffer.flush()
     else:
         for w in recording.warnings:
             print(f"warning: {w}")
         print(format_turns(turns) if turns else "no turns in this file")
+        if args.timing:
+            from inspector.timing import format_timing
+
+            print()
+            print(format_timing(recording))
     return EXIT_OK if dump_ok(turns) else EXIT_FAIL
 
 
@@ -246,7 +275,7 @@ def cmd_web(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     from inspector.sources import SourceError
 
-    parser = build_parser()
+    parser = build_parser(argv)
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:
@@ -266,10 +295,18 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_scenarios(args)
         if args.command == "web":
             return cmd_web(args)
+        if args.command in LAZY_COMMANDS:
+            return int(args.func(args))
     except (UsageError, SourceError) as e:
         _err(str(e))
         return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_CANCELLED
+    except BrokenPipeError:
+        # the reader went away (e.g. `| head`): stop quietly, like other command-line tools
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     parser.print_help()
     return EXIT_USAGE

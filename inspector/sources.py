@@ -19,7 +19,7 @@ from inspector import observations as O
 from inspector.loop import AgentLoop, LoopConfig, LoopController, LoopResult
 from inspector.pacing import Pacer
 from inspector.recorder import Recorder
-from inspector.recording import Recording, read_recording
+from inspector.recording import Recording
 from inspector.toolbox.spec import ToolSpec
 
 DEFAULT_SCENARIO = "parse_date"
@@ -189,8 +189,11 @@ def api_session(
 
 
 def load_recording(path: str | Path | bytes) -> Recording:
+    """A recording, a plain SSE file or a HAR export, whichever it is."""
+    from inspector.har import load_any
+
     try:
-        return read_recording(path)
+        return load_any(path)
     except OSError as e:
         raise SourceError(f"cannot read {path}: {e.strerror or e}") from None
     except ValueError as e:

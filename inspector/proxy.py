@@ -1,0 +1,784 @@
+"""`inspector proxy`: watch another harness talk to the API. A pass-through HTTP proxy that records every exchange.
+
+    inspector proxy --listen 127.0.0.1:8787 --upstream https://api.anthropic.com --headless --record run.jsonl
+    ANTHROPIC_BASE_URL=http://127.0.0.1:8787 their-harness ...
+
+- Forwarding: method, path, query, headers (credentials included, untouched) and body go upstream with httpx2; the
+  response is streamed back read by read as it arrives (``aiter_raw``: no decoding, no buffering), so the client gets
+  exactly upstream's bytes. Hop-by-hop headers (connection, keep-alive, transfer-encoding, te, trailer, upgrade,
+  proxy-connection) and host / content-length are not copied (the HTTP layers set them again).
+- Turns: every ``POST .../messages`` is a turn of the other harness; a request whose body is byte-identical to the
+  previous one is a retry, i.e. the next attempt of the same turn. Other requests (count_tokens, models) are
+  forwarded and noted as ``obs`` lines only.
+- Recording (``--record FILE``): ``RecordingWriter`` lines request / response / read / end per attempt, clocks as in
+  docs/recording-format.md (request.t since the proxy started; the others since the request arrived). Credential
+  headers are removed by the writer; the credential values seen are also passed as ``secrets`` (and redacted by the
+  proxy itself for keys first seen after the file was opened), so a key echoed anywhere is replaced.
+- Tool execution in the other harness is invisible on the wire; it is inferred from the next request: its last user
+  message holds tool_result blocks for the tool_use blocks the proxy saw streaming; the time from each block's
+  content_block_stop to that request bounds the execution (:func:`infer_tool_executions`).
+- Observer hook: pass an ``ObservationBus``; the proxy publishes the loop's observation types (TurnStarted,
+  AttemptStarted, ResponseStarted, ReadReceived, SSEEventSeen, Block*, ToolUse, MessageUpdated, AttemptEnded...)
+  and :class:`ToolExecutionInferred`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import sys
+import time
+import zlib
+from http.cookiejar import CookieJar, DefaultCookiePolicy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Iterable, Mapping
+
+import httpx2
+import orjson
+
+from inspector import observations as O
+from inspector.recording import REDACTED, SENSITIVE_HEADERS, RecordingWriter
+from inspector.serve import ConnectionDrop, _race, base_url_of, bind_socket, install_log_filter
+
+__all__ = [
+    "DEFAULT_UPSTREAM",
+    "InferredExecution",
+    "ProxyApp",
+    "SeenToolUse",
+    "ToolExecutionInferred",
+    "add_parser",
+    "cmd",
+    "credential_values",
+    "infer_tool_executions",
+    "main",
+    "parse_listen",
+]
+
+DEFAULT_UPSTREAM = "https://api.anthropic.com"
+HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer",
+                        "upgrade", "host", "content-length"})
+RESPONSE_HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te",
+                                 "trailer", "upgrade"})
+MIN_SECRET = 8
+
+
+# =====================================================================================================================
+# Tool execution inference
+# =====================================================================================================================
+
+
+@dataclass(slots=True)
+class SeenToolUse:
+    """A tool_use block the proxy saw complete in a response stream (times: seconds on the proxy clock)."""
+
+    id: str
+    name: str
+    turn: int
+    attempt: int
+    index: int
+    stop_t: float  # when its content_block_stop arrived
+    stream_end_t: float | None = None  # when the response ended (message_stop or the end of the body)
+    input: Any = None
+
+
+@dataclass(slots=True)
+class InferredExecution:
+    """What the next request tells about one tool call of the other harness.
+
+    status: ``"result"`` (a tool_result for it is in the request), ``"missing"`` (a tool_use of the answered turn
+    without a result: the API will answer 400) or ``"unknown"`` (a tool_result whose tool_use the proxy never saw).
+    ``since_block_stop``: request time - block stop time, an upper bound of the execution (it includes the rest of the
+    stream and the harness's own overhead); ``since_stream_end``: request time - end of that response."""
+
+    tool_use_id: str
+    name: str | None
+    status: str
+    from_turn: int | None
+    request_t: float
+    block_stop_t: float | None = None
+    stream_end_t: float | None = None
+    since_block_stop: float | None = None
+    since_stream_end: float | None = None
+    is_error: bool | None = None
+    result_chars: int | None = None
+
+    def to_json(self) -> dict:
+        return {f: getattr(self, f) for f in self.__slots__}  # type: ignore[attr-defined]
+
+
+def _result_text_len(content: Any) -> int:
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, list):
+        return sum(len(b.get("text", "")) if isinstance(b, dict) else 0 for b in content)
+    return 0
+
+
+def infer_tool_executions(seen: Mapping[str, SeenToolUse] | Iterable[SeenToolUse], messages: Any,
+                          request_t: float) -> list[InferredExecution]:
+    """Tool executions revealed by a request: the tool_result blocks of its LAST user message, matched by id to the
+    tool_use blocks seen streaming (``seen``), timed against ``request_t``. Tool uses of the answered turns that got
+    no result are reported ``missing``. Pure: no I/O, no clock."""
+    by_id = dict(seen) if isinstance(seen, Mapping) else {s.id: s for s in seen}
+    if not isinstance(messages, list) or not messages:
+        return []
+    last = messages[-1]
+    if not isinstance(last, dict) or last.get("role") != "user" or not isinstance(last.get("content"), list):
+        return []
+    out: list[InferredExecution] = []
+    answered: set[tuple[int, int]] = set()
+    got: set[str] = set()
+    for b in last["content"]:
+        if not isinstance(b, dict) or b.get("type") != "tool_result":
+            continue
+        tid = str(b.get("tool_use_id"))
+        got.add(tid)
+        s = by_id.get(tid)
+        is_error = bool(b.get("is_error")) if "is_error" in b else False
+        if s is None:
+            out.append(InferredExecution(tid, None, "unknown", None, request_t, is_error=is_error,
+                                         result_chars=_result_text_len(b.get("content"))))
+            continue
+        answered.add((s.turn, s.attempt))
+        out.append(InferredExecution(
+            tid, s.name, "result", s.turn, request_t, s.stop_t, s.stream_end_t,
+            round(request_t - s.stop_t, 6),
+            None if s.stream_end_t is None else round(request_t - s.stream_end_t, 6),
+            is_error, _result_text_len(b.get("content"))))
+    for s in by_id.values():
+        if (s.turn, s.attempt) in answered and s.id not in got:
+            out.append(InferredExecution(s.id, s.name, "missing", s.turn, request_t, s.stop_t, s.stream_end_t,
+                                         round(request_t - s.stop_t, 6)))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExecutionInferred(O.Observation):
+    """Published by the proxy when a request shows what the other harness did with a tool call."""
+
+    turn: int  # the request that revealed it
+    attempt: int
+    tool_use_id: str
+    name: str | None
+    status: str  # result | missing | unknown
+    from_turn: int | None
+    since_block_stop: float | None
+    since_stream_end: float | None
+    is_error: bool | None
+    kind: ClassVar[str] = "tool_inferred"
+
+
+# =====================================================================================================================
+# Helpers
+# =====================================================================================================================
+
+
+def credential_values(headers: Iterable[tuple[str, str]]) -> list[str]:
+    """The secret strings in request headers: values of credential headers, and the token after an auth scheme."""
+    out: list[str] = []
+    for name, value in headers:
+        if name.lower() not in SENSITIVE_HEADERS and name.lower() != "anthropic-api-key":
+            continue
+        value = value.strip()
+        for cand in (value, value.split(" ", 1)[1].strip() if " " in value else ""):
+            if len(cand) >= MIN_SECRET and cand not in out:
+                out.append(cand)
+    return out
+
+
+def _clean(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for k, v in headers:
+        k = k.lower()
+        if k in SENSITIVE_HEADERS or k == "anthropic-api-key":
+            continue
+        out[k] = f"{out[k]}, {v}" if k in out else v
+    return out
+
+
+class _Decoder:
+    """Content-Encoding decoder for the recorded copy (the client gets the raw bytes)."""
+
+    def __init__(self, encoding: str) -> None:
+        enc = encoding.strip().lower()
+        self.encoding = enc
+        self.obj = None
+        self.failed = False
+        if enc in ("gzip", "x-gzip"):
+            self.obj = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif enc == "deflate":
+            self.obj = zlib.decompressobj()
+        self.supported = enc in ("", "identity") or self.obj is not None
+
+    def feed(self, data: bytes) -> bytes:
+        if self.obj is None or self.failed:
+            return data
+        try:
+            return self.obj.decompress(data)
+        except zlib.error:
+            if self.encoding == "deflate":  # raw deflate, as some servers send it
+                try:
+                    self.obj = zlib.decompressobj(-zlib.MAX_WBITS)
+                    return self.obj.decompress(data)
+                except zlib.error:
+                    pass
+            self.failed = True
+            return data
+
+
+def _redact_bytes(data: bytes, secrets: list[bytes]) -> bytes:
+    for s in secrets:
+        if s in data:
+            data = data.replace(s, REDACTED.encode())
+    return data
+
+
+def _redact_obj(value: Any, secrets: list[str]) -> Any:
+    if isinstance(value, str):
+        for s in secrets:
+            if s in value:
+                value = value.replace(s, REDACTED)
+        return value
+    if isinstance(value, dict):
+        return {_redact_obj(k, secrets): _redact_obj(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact_obj(v, secrets) for v in value]
+    return value
+
+
+@dataclass
+class ProxyExchange:
+    """One forwarded request (kept in ``ProxyApp.exchanges``; printed by the headless CLI)."""
+
+    method: str
+    path: str
+    turn: int | None = None
+    attempt: int | None = None
+    status: int | None = None
+    reads: int = 0
+    bytes: int = 0
+    t_request: float = 0.0
+    headers_s: float | None = None  # since the request arrived
+    first_byte_s: float | None = None
+    end_s: float | None = None
+    end: str | None = None  # complete | dropped | cancelled | error
+    reason: str | None = None
+    outcome: str | None = None
+    inferred: list[InferredExecution] = field(default_factory=list)
+
+
+# =====================================================================================================================
+# The proxy
+# =====================================================================================================================
+
+
+class ProxyApp:
+    """The proxy as an ASGI app (``.app``). Run it with uvicorn (``serve.BackgroundServer`` / the CLI)."""
+
+    def __init__(
+        self,
+        upstream: str = DEFAULT_UPSTREAM,
+        *,
+        record: str | Path | None = None,
+        bus: O.ObservationBus | None = None,
+        secrets: Iterable[str] = (),
+        clock: Callable[[], float] = time.monotonic,
+        on_exchange: Callable[[ProxyExchange], None] | None = None,
+        transport: httpx2.AsyncBaseTransport | None = None,
+        listen: str | None = None,
+    ) -> None:
+        self.upstream = upstream.rstrip("/")
+        self.record_path = record
+        self.bus = bus
+        self.clock = clock
+        self.t0 = clock()
+        self.on_exchange = on_exchange
+        self.transport = transport
+        self.listen = listen
+        self.secrets: list[str] = [s for s in secrets if s and len(s) >= MIN_SECRET]
+        self.writer: RecordingWriter | None = None
+        self._writer_secrets: set[str] = set()
+        self.client: httpx2.AsyncClient | None = None
+        self.exchanges: list[ProxyExchange] = []
+        self.seen_tools: dict[str, SeenToolUse] = {}
+        self.turns = 0
+        self._last_digest: str | None = None
+        self._last_turn: tuple[int, int] | None = None  # (turn, attempt) of the last /messages request
+        self._started = False
+        self._closing: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        install_log_filter()
+
+    # --- plumbing -------------------------------------------------------------------------------------------------
+    @property
+    def app(self):
+        return self
+
+    def now(self) -> float:
+        return self.clock() - self.t0
+
+    def source(self) -> dict:
+        src = {"type": "proxy", "upstream": self.upstream}
+        if self.listen:
+            src["listen"] = self.listen
+        return src
+
+    def _pub(self, obs: O.Observation) -> None:
+        if self.bus is not None:
+            self.bus.publish(obs)
+
+    def closing(self) -> asyncio.Event:
+        if self._closing is None:
+            self._closing = asyncio.Event()
+            self._loop = asyncio.get_running_loop()
+        return self._closing
+
+    def begin_close(self) -> None:
+        loop, ev = self._loop, self._closing
+        if loop is not None and ev is not None:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(ev.set)
+
+    def _client(self) -> httpx2.AsyncClient:
+        if self.client is None:
+            kw: dict[str, Any] = {
+                "timeout": httpx2.Timeout(connect=30.0, read=None, write=60.0, pool=30.0),
+                "follow_redirects": False,
+                "trust_env": True,  # like the SDK: HTTPS_PROXY / NO_PROXY / SSL_CERT_FILE apply upstream
+                # never keep upstream cookies: they would be added to other clients' requests
+                "cookies": CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
+            }
+            if self.transport is not None:
+                kw["transport"] = self.transport
+            self.client = httpx2.AsyncClient(**kw)
+            self.client.headers = httpx2.Headers()  # no default user-agent / accept / accept-encoding of ours
+        return self.client
+
+    def _learn(self, found: list[str]) -> None:
+        for s in found:
+            if s not in self.secrets:
+                self.secrets.append(s)
+
+    def _writer(self) -> RecordingWriter | None:
+        """The recording writer, created at the first exchange so the credentials seen so far are its secrets."""
+        if self.record_path is None:
+            return None
+        if self.writer is None:
+            self.writer = RecordingWriter(self.record_path, source=self.source(), secrets=list(self.secrets))
+            self._writer_secrets = set(self.secrets)
+        return self.writer
+
+    def _late_secrets(self) -> list[str]:
+        return sorted((s for s in self.secrets if s not in self._writer_secrets), key=len, reverse=True)
+
+    def close(self) -> None:
+        """Close the recording (creating it, header only, if nothing passed)."""
+        w = self._writer()
+        if w is not None and not w.closed:
+            w.close()
+
+    async def aclose(self) -> None:
+        if self.client is not None:
+            await self.client.aclose()
+            self.client = None
+        self.close()
+
+    def _note(self, ex: ProxyExchange) -> None:
+        if self.on_exchange is not None:
+            with contextlib.suppress(Exception):
+                self.on_exchange(ex)
+
+    # --- ASGI -----------------------------------------------------------------------------------------------------
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    self.closing()
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await self.aclose()
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        await self._handle(scope, receive, send)
+
+    async def _read_body(self, receive) -> bytes:
+        chunks = []
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise ConnectionDrop("client went away before sending its body")
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+    async def _handle(self, scope, receive, send) -> None:
+        t_req_clock = self.clock()
+        t_req = t_req_clock - self.t0
+        method = scope["method"]
+        path = scope.get("path", "/")
+        raw_path = scope.get("raw_path") or path.encode()
+        query = scope.get("query_string") or b""
+        target = raw_path.decode("latin-1") + (("?" + query.decode("latin-1")) if query else "")
+        url = self.upstream + target
+        in_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope.get("headers", [])]
+        self._learn(credential_values(in_headers))
+        body = await self._read_body(receive)
+        fwd = [(k, v) for k, v in in_headers if k.lower() not in HOP_BY_HOP]
+
+        ex = ProxyExchange(method, path, t_request=t_req)
+        is_turn = method == "POST" and path.rstrip("/").endswith("/messages")
+        client = self._client()
+        sending: asyncio.Future | None = None
+        error: Exception | None = None
+        try:
+            request = client.build_request(method, url, headers=fwd, content=body)
+            sending = asyncio.ensure_future(client.send(request, stream=True))
+            for _ in range(3):  # let the request go out first: the bookkeeping below overlaps the upstream's wait
+                await asyncio.sleep(0)
+        except (httpx2.HTTPError, httpx2.InvalidURL) as e:
+            error = e
+        if is_turn:
+            try:
+                parsed = orjson.loads(body) if body else None
+            except orjson.JSONDecodeError:
+                parsed = None
+            digest = hashlib.sha256(body).hexdigest()
+            if self._last_turn is not None and digest == self._last_digest:
+                turn, attempt = self._last_turn[0], self._last_turn[1] + 1
+            else:
+                turn, attempt = self.turns, 0
+                self.turns += 1
+            self._last_digest, self._last_turn = digest, (turn, attempt)
+            ex.turn, ex.attempt = turn, attempt
+            self._begin_turn(ex, url, in_headers, body, parsed, t_req)
+
+        if sending is not None:
+            try:
+                upstream = await sending
+            except httpx2.HTTPError as e:
+                error = e
+            except BaseException:
+                sending.cancel()
+                raise
+        if error is not None:
+            reason = f"upstream unreachable: {type(error).__name__}: {error}"
+            payload = orjson.dumps({"type": "error", "error": {"type": "api_error",
+                                                                "message": f"inspector proxy: {reason}"}})
+            await send({"type": "http.response.start", "status": 502,
+                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": payload, "more_body": False})
+            ex.status, ex.end, ex.reason = 502, "error", reason
+            ex.end_s = self.clock() - t_req_clock
+            self._end_turn(ex, None, "failed", reason)
+            self._finish(ex)
+            return
+
+        try:
+            await self._relay(ex, upstream, receive, send, t_req_clock, is_turn)
+        finally:
+            with contextlib.suppress(Exception):
+                await upstream.aclose()
+
+    async def _relay(self, ex: ProxyExchange, upstream: httpx2.Response, receive, send, t_req_clock: float,
+                     is_turn: bool) -> None:
+        ex.status = upstream.status_code
+        ex.headers_s = self.clock() - t_req_clock
+        raw_headers = [(k, v) for k, v in upstream.headers.raw if k.decode("latin-1").lower() not in
+                       RESPONSE_HOP_BY_HOP]
+        str_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw_headers]
+        ctype = upstream.headers.get("content-type", "")
+        decoder = _Decoder(upstream.headers.get("content-encoding", ""))
+        track = is_turn and "text/event-stream" in ctype.lower()
+        from inspector.assembler import TurnStream
+
+        ts = TurnStream() if track else None
+        if is_turn:
+            self._response(ex, str_headers, ex.headers_s)
+        await send({"type": "http.response.start", "status": upstream.status_code, "headers": raw_headers})
+        read_index = 0
+        state = {"end": "complete", "reason": None}
+
+        async def pump() -> None:
+            nonlocal read_index
+            try:
+                async for chunk in upstream.aiter_raw():
+                    if not chunk:
+                        continue
+                    t = self.clock() - t_req_clock  # when it arrived
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    await asyncio.sleep(0)  # let a client disconnect be seen before the next write
+                    if ex.first_byte_s is None:
+                        ex.first_byte_s = t
+                    ex.reads += 1
+                    ex.bytes += len(chunk)
+                    if is_turn:
+                        self._read(ex, read_index, t, decoder.feed(chunk), ts)
+                    read_index += 1
+            except httpx2.HTTPError as e:
+                state["end"], state["reason"] = "dropped", f"connection dropped: {type(e).__name__}: {e}"
+
+        outcome = await _race(pump, receive, self.closing())
+        ex.end_s = self.clock() - t_req_clock
+        if outcome == "disconnected":
+            ex.end, ex.reason = "cancelled", "the client closed the connection"
+        elif outcome == "closing":
+            ex.end, ex.reason = "dropped", "proxy shutting down"
+        else:
+            ex.end, ex.reason = state["end"], state["reason"]
+        if decoder.encoding not in ("", "identity") and (not decoder.supported or decoder.failed):
+            self._obs_line({"type": "proxy_note", "turn": ex.turn, "attempt": ex.attempt,
+                            "note": f"content-encoding {decoder.encoding}: reads recorded as received (encoded)"})
+        if is_turn:
+            status = {"complete": "complete", "cancelled": "cancelled"}.get(ex.end or "", "failed")
+            self._end_turn(ex, ts, status, ex.reason)
+        self._finish(ex)
+        if ex.end == "complete":
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        elif ex.end == "dropped":
+            raise ConnectionDrop(ex.reason or "upstream dropped")
+
+    # --- bookkeeping: recording + observations ------------------------------------------------------------------
+    def _obs_line(self, obj: dict) -> None:
+        w = self._writer()
+        if w is not None and not w.closed:
+            late = self._late_secrets()
+            w.observation(_redact_obj(obj, late) if late else obj)
+
+    def _begin_turn(self, ex: ProxyExchange, url: str, headers: list[tuple[str, str]], body: bytes, parsed: Any,
+                    t_req: float) -> None:
+        turn, attempt = ex.turn or 0, ex.attempt or 0
+        if not self._started:
+            self._started = True
+            self._pub(O.LoopStarted(t_req, self.source(), str((parsed or {}).get("model", "")) if isinstance(
+                parsed, dict) else "", None))
+        if attempt == 0:
+            self._pub(O.TurnStarted(t_req, turn))
+        clean = _clean(headers)
+        body_value: Any = parsed if parsed is not None else body.decode("utf-8", errors="replace")
+        w = self._writer()
+        if w is not None:
+            late = self._late_secrets()
+            w.request(turn, attempt, t_req, ex.method, _redact_obj(url, late) if late else url, clean,
+                      _redact_obj(body_value, late) if late else body_value)
+        self._pub(O.AttemptStarted(t_req, turn, attempt, ex.method, url, clean,
+                                   parsed if isinstance(parsed, dict) else {}))
+        if isinstance(parsed, dict) and attempt == 0:  # a retry repeats the same results: inferred once
+            found = infer_tool_executions(self.seen_tools, parsed.get("messages"), t_req)
+            ex.inferred = found
+            for inf in found:
+                self._pub(ToolExecutionInferred(t_req, turn, attempt, inf.tool_use_id, inf.name, inf.status,
+                                                inf.from_turn, inf.since_block_stop, inf.since_stream_end,
+                                                inf.is_error))
+                self._obs_line({"type": "tool_inferred", "turn": turn, "attempt": attempt, **inf.to_json()})
+                if inf.status == "result":
+                    self.seen_tools.pop(inf.tool_use_id, None)
+
+    def _response(self, ex: ProxyExchange, headers: list[tuple[str, str]], t: float) -> None:
+        clean = _clean(headers)
+        late = self._late_secrets()
+        if late:
+            clean = _redact_obj(clean, late)
+        w = self._writer()
+        if w is not None:
+            w.response(ex.turn or 0, ex.attempt or 0, t, ex.status or 0, clean)
+        self._pub(O.ResponseStarted(self.now(), ex.turn or 0, ex.attempt or 0, ex.status or 0, clean))
+
+    def _read(self, ex: ProxyExchange, read_index: int, t: float, data: bytes, ts: Any) -> None:
+        turn, attempt = ex.turn or 0, ex.attempt or 0
+        w = self._writer()
+        if w is not None:
+            late = self._late_secrets()
+            w.read(turn, attempt, t, _redact_bytes(data, [s.encode() for s in late]) if late else data)
+        now = self.now()
+        self._pub(O.ReadReceived(now, turn, attempt, read_index, t, data))
+        if ts is not None:
+            self._steps(ts.feed(data), ts, turn, attempt, now)
+
+    def _steps(self, steps: list, ts: Any, turn: int, attempt: int, now: float) -> None:
+        from inspector.loop import summarize_event
+
+        asm = ts.assembler
+        for step in steps:
+            ev = step.event
+            if self.bus is not None:
+                index, summary = summarize_event(ev)
+                self._pub(O.SSEEventSeen(now, turn, attempt, step.sse, ev.type, index, summary))
+                for d in step.diagnostics:
+                    self._pub(O.DiagnosticRaised(now, turn, attempt, d))
+            for change in step.changes:
+                kind = change[0]
+                if kind == "block_closed":
+                    b = asm.blocks[change[1]]
+                    err = b.input_error.describe() if b.input_error else None
+                    self._pub(O.BlockClosed(now, turn, attempt, b.index, b.to_content(), err))
+                    if b.type == "tool_use" and b.id:
+                        self.seen_tools[b.id] = SeenToolUse(b.id, b.name or "?", turn, attempt, b.index, now,
+                                                            None, b.input if err is None else None)
+                        if err is None:
+                            self._pub(O.ToolUse(now, turn, attempt, b.id, b.name or "?", b.index, b.input))
+                elif self.bus is None:
+                    continue
+                elif kind == "block_delta":
+                    d = ev.delta  # type: ignore[union-attr]
+                    frag = (getattr(d, "text", None) or getattr(d, "partial_json", None)
+                            or getattr(d, "thinking", None) or "")
+                    self._pub(O.BlockDelta(now, turn, attempt, change[1], d.type, frag, ev.seq))
+                elif kind == "block_opened":
+                    b = asm.blocks[change[1]]
+                    self._pub(O.BlockOpened(now, turn, attempt, b.index, b.type, b.id, b.name, dict(b.start)))
+                elif kind == "message_start":
+                    self._pub(O.MessageStarted(now, turn, attempt, dict(asm.message or {})))
+                elif kind == "message_delta":
+                    msg = asm.message or {}
+                    self._pub(O.MessageUpdated(now, turn, attempt, msg.get("stop_reason"),
+                                               dict(msg.get("usage") or {})))
+            if ev.type == "message_stop":
+                for s in self.seen_tools.values():
+                    if s.turn == turn and s.attempt == attempt and s.stream_end_t is None:
+                        s.stream_end_t = now
+
+    def _end_turn(self, ex: ProxyExchange, ts: Any, status: str, reason: str | None) -> None:
+        if ex.turn is None:
+            return
+        turn, attempt = ex.turn, ex.attempt or 0
+        now = self.now()
+        outcome = None
+        if ts is not None:
+            for d in ts.close():
+                self._pub(O.DiagnosticRaised(now, turn, attempt, d))
+            outcome = ts.outcome
+            for s in self.seen_tools.values():
+                if s.turn == turn and s.attempt == attempt and s.stream_end_t is None:
+                    s.stream_end_t = now
+        elif ex.status is not None and ex.status != 200:
+            outcome = "error"
+        ex.outcome = outcome
+        w = self._writer()
+        if w is not None:
+            w.end(turn, attempt, ex.end_s or 0.0, status, reason)
+        self._pub(O.AttemptEnded(now, turn, attempt, status, reason, outcome))
+        if ts is not None and status == "complete" and ts.assembler.stopped:
+            msg = ts.final_message()
+            self._pub(O.TurnEnded(now, turn, outcome or "", msg.get("stop_reason"), dict(msg.get("usage") or {})))
+
+    def _finish(self, ex: ProxyExchange) -> None:
+        self.exchanges.append(ex)
+        if ex.turn is None:
+            self._obs_line({"type": "proxy_exchange", "method": ex.method, "path": ex.path, "status": ex.status,
+                            "bytes": ex.bytes, "t": round(ex.t_request, 6), "end": ex.end})
+        self._note(ex)
+
+
+# =====================================================================================================================
+# CLI
+# =====================================================================================================================
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """``127.0.0.1:8787``, ``[::1]:8787``, ``:8787`` or ``8787`` -> (host, port); the host defaults to 127.0.0.1."""
+    v = value.strip()
+    host, port = "127.0.0.1", v
+    if v.startswith("["):
+        host, _, rest = v[1:].partition("]")
+        port = rest.lstrip(":")
+    elif ":" in v:
+        host, _, port = v.rpartition(":")
+        host = host or "127.0.0.1"
+    try:
+        p = int(port)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--listen needs HOST:PORT, not {value!r}") from None
+    if not 0 <= p <= 65535:
+        raise argparse.ArgumentTypeError(f"port out of range in {value!r}")
+    return host, p
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--listen", type=parse_listen, default=("127.0.0.1", 8787), metavar="HOST:PORT",
+                   help="address to listen on (default 127.0.0.1:8787; port 0: ephemeral)")
+    p.add_argument("--upstream", default=DEFAULT_UPSTREAM, help=f"where to forward (default {DEFAULT_UPSTREAM})")
+    p.add_argument("--record", metavar="FILE", help="write a recording (JSON Lines) of every exchange")
+    p.add_argument("--headless", action="store_true", help="no dashboard: one line per exchange on stderr")
+    p.add_argument("--quiet", action="store_true", help="with --headless: no per-exchange lines")
+    p.add_argument("--log-level", default="warning", help="uvicorn log level (default warning)")
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``inspector proxy`` to an argparse subparsers object; run it with :func:`cmd`."""
+    p = subparsers.add_parser("proxy", help="a recording pass-through proxy in front of the API, to watch another "
+                              "harness", description=__doc__.split("\n\n")[0])
+    _add_arguments(p)
+    p.set_defaults(func=cmd)
+    return p
+
+
+def format_exchange(ex: ProxyExchange) -> str:
+    where = f"turn {ex.turn} attempt {ex.attempt} " if ex.turn is not None else ""
+    ms = (lambda s: "-" if s is None else f"{s * 1000:.0f} ms")
+    line = (f"{where}{ex.method} {ex.path} -> {ex.status} {ex.end}: {ex.reads} reads, {ex.bytes} bytes, "
+            f"headers {ms(ex.headers_s)}, first byte {ms(ex.first_byte_s)}, total {ms(ex.end_s)}")
+    if ex.outcome:
+        line += f", {ex.outcome}"
+    if ex.reason and ex.end != "complete":
+        line += f" ({ex.reason})"
+    for inf in ex.inferred:
+        if inf.status == "result":
+            line += (f"\n  tool {inf.name} {inf.tool_use_id} (turn {inf.from_turn}): result"
+                     f"{' is_error' if inf.is_error else ''} {ms(inf.since_block_stop)} after its block stop")
+        else:
+            line += f"\n  tool {inf.name or '?'} {inf.tool_use_id}: {inf.status}"
+    return line
+
+
+def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int:
+    """Run ``inspector proxy`` until Ctrl-C. ``bus``: an ObservationBus to publish to (the dashboard's)."""
+    host, port = args.listen
+    try:
+        sock = bind_socket(host, port)
+    except OSError as e:
+        sys.stderr.write(f"inspector proxy: cannot listen on {host}:{port}: {e.strerror or e}\n")
+        return 2
+    url = base_url_of(sock)
+    quiet = getattr(args, "quiet", False)
+
+    def printer(ex: ProxyExchange) -> None:
+        sys.stderr.write(format_exchange(ex) + "\n")
+        sys.stderr.flush()
+
+    if not args.headless and bus is None:
+        sys.stderr.write("inspector proxy: the live dashboard is not available here; running headless\n")
+    proxy = ProxyApp(args.upstream, record=args.record, bus=bus, on_exchange=None if quiet else printer,
+                     listen=url)
+    print(f"inspector proxy: {url} -> {proxy.upstream}" + (f", recording to {args.record}" if args.record else ""))
+    print(f"ANTHROPIC_BASE_URL={url}")
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"warning: listening on {host}, not loopback only", file=sys.stderr)
+    sys.stdout.flush()
+    from inspector.serve import run_foreground
+
+    try:
+        run_foreground(proxy, sock, log_level=args.log_level)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        proxy.close()
+        sock.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m inspector.proxy ...`` (the same options as ``inspector proxy``)."""
+    p = argparse.ArgumentParser(prog="inspector proxy", description=__doc__.split("\n\n")[0])
+    _add_arguments(p)
+    return cmd(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+

@@ -1,0 +1,426 @@
+"""`inspector proxy` in front of `inspector serve` (both on loopback sockets): byte-identical streams, the added
+first-byte latency, the recording equals what passed, credentials pass through but are never recorded or logged,
+tool execution inferred from the next request."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import math
+import os
+import re
+import signal
+import ssl
+import statistics
+import subprocess
+import sys
+import time
+
+import anthropic
+import httpx2
+import orjson
+import pytest
+
+from inspector import observations as O
+from inspector.assembler import assemble
+from inspector.proxy import (
+    InferredExecution,
+    ProxyApp,
+    SeenToolUse,
+    ToolExecutionInferred,
+    credential_values,
+    format_exchange,
+    infer_tool_executions,
+    parse_listen,
+)
+from inspector.recording import read_recording
+from inspector.scenarios import SCENARIOS, get_scenario
+from inspector.serve import BackgroundServer, ServeApp, render_faulted
+
+KEY = "sk-ant-api03-CANARY-proxy-0123456789abcdefghij"
+KEY2 = "sk-ant-api03-CANARY-second-key-9876543210zyx"
+TRANSPORT_ERRORS = (httpx2.HTTPError, anthropic.APIConnectionError)
+_TLS = ssl.create_default_context()
+USER = [{"role": "user", "content": "hello"}]
+
+
+@pytest.fixture(scope="module")
+def upstream():
+    with BackgroundServer(ServeApp(speed=math.inf)) as srv:
+        yield srv
+
+
+def sdk(base_url: str, key: str = KEY, **kw) -> anthropic.AsyncAnthropic:
+    return anthropic.AsyncAnthropic(base_url=base_url, api_key=key, max_retries=kw.pop("max_retries", 0),
+                                    http_client=httpx2.AsyncClient(verify=_TLS, timeout=httpx2.Timeout(60.0)), **kw)
+
+
+async def raw_call(client, messages, headers, hang_len=None) -> dict:
+    out = {"body": b"", "status": None, "error": None}
+    try:
+        async with client.messages.with_streaming_response.create(
+                model="claude-test", max_tokens=100, messages=messages, stream=True, extra_headers=headers) as r:
+            out["status"] = r.http_response.status_code
+            it = r.iter_bytes().__aiter__()
+            while hang_len is None or len(out["body"]) < hang_len:
+                try:
+                    out["body"] += await it.__anext__()
+                except StopAsyncIteration:
+                    break
+    except anthropic.APIStatusError as e:
+        out["status"], out["body"], out["error"] = e.status_code, e.response.content, e
+    except TRANSPORT_ERRORS as e:
+        out["error"] = e
+    return out
+
+
+def history_for(name: str, upto: int) -> list[dict]:
+    """The messages a harness sends for turn ``upto`` (assistant turns assembled from the first clean attempt)."""
+    sc = get_scenario(name)
+    messages = [{"role": "user", "content": sc.prompt}]
+    for t in range(upto):
+        plan = next(p for p in (render_faulted(sc, None, t, a) for a in range(4))
+                    if p.status == 200 and p.end == "eof" and not any(e[0] == "error" for e in p.events))
+        msg = assemble(plan.body).final_message()
+        messages.append({"role": "assistant", "content": msg["content"]})
+        results = [{"type": "tool_result", "tool_use_id": b["id"], "content": "ok"}
+                   for b in msg["content"] if b["type"] == "tool_use"]
+        messages.append({"role": "user", "content": results or "go on"})
+    return messages
+
+
+def sha(b: bytes) -> str:
+    return hashlib.sha256(b).hexdigest()
+
+
+# ----------------------------------------------------------------------------------------------- identical bytes
+
+
+CASES = [(name, t, None) for name in sorted(SCENARIOS) for t in range(len(SCENARIOS[name].turns))] + [
+    ("parse_date", 0, f) for f in ("drop_byte:333", "drop_event", "stall:3", "bom", "relay_buffer", "http_529",
+                                   "error_event", "split_events,cr", "invalid_tool_json")]
+
+
+async def test_proxy_streams_are_byte_identical(upstream, tmp_path):
+    record = tmp_path / "rec.jsonl"
+    proxy = ProxyApp(upstream.base_url, record=record)
+    passed: list[tuple[int, bytes]] = []  # (status, bytes) the client got through the proxy, in order
+    ends_expected: list[str] = []
+    with BackgroundServer(proxy) as px:
+        direct, via = sdk(upstream.base_url), sdk(px.base_url)
+        try:
+            for i, (name, turn, fault) in enumerate(CASES):
+                plan = render_faulted(get_scenario(name), fault, turn, 0)
+                hang = len(plan.body) if plan.end == "hang" else None
+                messages = history_for(name, turn)
+                base = {"x-inspector-scenario": name, "x-inspector-fault": fault or "none"}
+                a = await raw_call(direct, messages, {**base, "x-inspector-session": f"direct-{i}"}, hang)
+                b = await raw_call(via, messages, {**base, "x-inspector-session": f"proxy-{i}"}, hang)
+                assert sha(a["body"]) == sha(b["body"]) == sha(plan.body), (name, turn, fault)
+                assert a["status"] == b["status"] == plan.status
+                if plan.end == "drop":  # the client behind the proxy sees the same broken connection
+                    assert isinstance(a["error"], TRANSPORT_ERRORS) and isinstance(b["error"], TRANSPORT_ERRORS)
+                passed.append((b["status"], b["body"]))
+                ends_expected.append({"drop": "failed", "hang": "cancelled"}.get(plan.end, "complete"))
+        finally:
+            await direct.close()
+            await via.close()
+    rec = read_recording(record)
+    attempts = list(rec.attempts())
+    assert len(attempts) == len(CASES)
+    for att, (status, body) in zip(attempts, passed):  # the recording equals what passed
+        assert att.data == body
+        assert att.response["status"] == status
+    # drops are "failed" (connection dropped), a stall the client gave up on is "cancelled"
+    assert [a.end["status"] for a in attempts] == ends_expected
+    assert {"failed", "cancelled", "complete"} <= set(ends_expected)
+    assert KEY.encode() not in record.read_bytes()
+
+
+async def test_recording_matches_requests_and_never_holds_credentials(upstream, tmp_path, capsys, caplog):
+    record = tmp_path / "rec.jsonl"
+    lines: list[str] = []
+    proxy = ProxyApp(upstream.base_url, record=record, on_exchange=lambda ex: lines.append(format_exchange(ex)))
+    with BackgroundServer(proxy, log_level="debug", access_log=True) as px:
+        # the key also travels in a body (a harness that pastes it into a prompt) and with a second credential
+        leaky = [{"role": "user", "content": f"my key is {KEY}, keep it secret"}]
+        c1 = sdk(px.base_url)
+        c2 = anthropic.AsyncAnthropic(base_url=px.base_url, auth_token=KEY2, max_retries=0,
+                                      http_client=httpx2.AsyncClient(verify=_TLS))
+        try:
+            r1 = await raw_call(c1, leaky, {"x-inspector-scenario": "weather", "x-inspector-session": "leak1"})
+            r2 = await raw_call(c2, [{"role": "user", "content": f"and {KEY2} too"}],
+                                {"x-inspector-scenario": "weather", "x-inspector-session": "leak2"})
+        finally:
+            await c1.close()
+            await c2.close()
+    assert r1["status"] == r2["status"] == 200
+    raw = record.read_bytes()
+    for secret in (KEY, KEY2):
+        assert secret.encode() not in raw
+        assert secret not in "\n".join(lines) + capsys.readouterr().err + caplog.text
+    rec = read_recording(record)
+    a1, a2 = list(rec.attempts())
+    for att in (a1, a2):
+        assert not {"x-api-key", "authorization"} & {h.lower() for h in att.request["headers"]}
+        assert att.request["method"] == "POST" and att.request["url"].endswith("/v1/messages")
+        assert att.request["body"]["model"] == "claude-test"
+    assert a1.request["body"]["messages"][0]["content"] == "my key is [redacted], keep it secret"
+    assert a2.request["body"]["messages"][0]["content"] == "and [redacted] too"  # learned after the file opened
+    assert (a1.turn, a1.attempt, a2.turn, a2.attempt) == (0, 0, 1, 0)
+    assert a1.data == r1["body"] and a2.data == r2["body"]
+    assert 0 <= a1.response["t"] <= a1.reads[0].t <= a1.end["t"]
+
+
+def _echo_app():
+    async def app(scope, receive, send):
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            m = await receive()
+            body += m.get("body", b"")
+            if not m.get("more_body"):
+                break
+        payload = orjson.dumps({"method": scope["method"], "path": scope["path"],
+                                "query": scope["query_string"].decode(), "body": body.decode(),
+                                "headers": [[k.decode(), v.decode()] for k, v in scope["headers"]]})
+        await send({"type": "http.response.start", "status": 201,
+                    "headers": [(b"content-type", b"application/json"), (b"x-upstream", b"yes"),
+                                (b"set-cookie", b"session=abcdefgh12345")]})
+        await send({"type": "http.response.body", "body": payload})
+    return app
+
+
+async def test_requests_are_forwarded_untouched_with_credentials():
+    with BackgroundServer(_echo_app()) as echo, BackgroundServer(ProxyApp(echo.base_url)) as px:
+        kw = dict(params={"beta": "true", "x": "1 2"}, content=b'{"a": 1}',
+                  headers={"x-api-key": KEY, "authorization": f"Bearer {KEY2}", "anthropic-version": "2023-06-01",
+                           "x-custom": "v", "content-type": "application/json"})
+        async with httpx2.AsyncClient() as h:
+            direct = await h.request("PUT", f"{echo.base_url}/v1/some/path", **kw)
+        async with httpx2.AsyncClient() as h:
+            via = await h.request("PUT", f"{px.base_url}/v1/some/path", **kw)
+        async with httpx2.AsyncClient() as h:  # a second client: the proxy must not replay the upstream's cookie
+            via2 = await h.request("PUT", f"{px.base_url}/v1/some/path", **kw)
+    assert via.status_code == direct.status_code == 201
+    assert via.headers["x-upstream"] == "yes" and via.headers["set-cookie"] == "session=abcdefgh12345"
+    d, v = direct.json(), via.json()
+    assert (v["method"], v["path"], v["query"], v["body"]) == (d["method"], d["path"], d["query"], d["body"])
+    # every end-to-end header arrives, same values, same order; host / connection / content-length belong to the
+    # hop (the HTTP layer sets them again), and they have the same values here too
+    hop = {"host", "connection", "content-length"}
+    assert [h for h in v["headers"] if h[0] not in hop] == [h for h in d["headers"] if h[0] not in hop]
+    assert sorted(h for h in v["headers"] if h[0] in hop - {"host"}) == \
+        sorted(h for h in d["headers"] if h[0] in hop - {"host"})
+    assert ["x-api-key", KEY] in v["headers"] and ["authorization", f"Bearer {KEY2}"] in v["headers"]
+    assert via2.json()["headers"] == v["headers"]
+
+
+# ----------------------------------------------------------------------------------------------- latency, streaming
+
+
+async def test_first_byte_latency_added_by_the_proxy(upstream):
+    """Upstream at max speed (no planned waits): what is left is transport, and the proxy's share of it."""
+    with BackgroundServer(ProxyApp(upstream.base_url)) as px:
+        async with httpx2.AsyncClient(base_url=upstream.base_url) as hd, \
+                httpx2.AsyncClient(base_url=px.base_url) as hp:
+            async def ttfb(h: httpx2.AsyncClient, i: int) -> float:
+                t0 = time.perf_counter()
+                async with h.stream("POST", "/v1/messages", json={"model": "m", "max_tokens": 5, "stream": True,
+                                                                  "messages": USER},
+                                    headers={"x-inspector-session": f"lat-{i}", "x-api-key": KEY}) as r:
+                    async for _ in r.aiter_raw():
+                        return time.perf_counter() - t0
+                raise AssertionError("no body")
+
+            for i in range(3):  # warm both connection pools
+                await ttfb(hd, 1000 + i)
+                await ttfb(hp, 2000 + i)
+            direct = [await ttfb(hd, i) for i in range(25)]
+            proxied = [await ttfb(hp, 100 + i) for i in range(25)]
+    added = statistics.median(proxied) - statistics.median(direct)
+    print(f"\nfirst byte: direct median {statistics.median(direct) * 1000:.2f} ms, via proxy "
+          f"{statistics.median(proxied) * 1000:.2f} ms, added by the proxy {added * 1000:.2f} ms")
+    assert added < 0.05
+
+
+async def test_reads_are_forwarded_as_they_arrive(tmp_path):
+    """No buffering: at real pacing each upstream read reaches the client (and the recording) on its own, in time."""
+    from inspector.scenarios import Pacing, Scenario, TextBlock, TurnScript
+
+    sc = Scenario(name="paced", description="paced", prompt="hi", seed=3, turns=[TurnScript(
+        blocks=[TextBlock("a b c d e f g h i j k l m n o p q r s t", chunk=4)],
+        pacing=Pacing(ttfb=0.02, event_gap=0.04, events_per_read=1))])
+    plan = render_faulted(sc, None, 0, 0)
+    record = tmp_path / "paced.jsonl"
+    with BackgroundServer(ServeApp(sc, speed=1.0)) as up, \
+            BackgroundServer(ProxyApp(up.base_url, record=record)) as px:
+        async with httpx2.AsyncClient(base_url=px.base_url) as h:
+            t0 = time.perf_counter()
+            arrivals = []
+            async with h.stream("POST", "/v1/messages", json={"model": "m", "max_tokens": 5, "stream": True,
+                                                              "messages": USER}) as r:
+                async for chunk in r.aiter_raw():
+                    arrivals.append((time.perf_counter() - t0, chunk))
+    assert [c for _, c in arrivals] == [r.data for r in plan.reads]
+    span = plan.total_delay - plan.header_delay - plan.reads[0].delay
+    assert arrivals[-1][0] - arrivals[0][0] > 0.6 * span  # spread out like upstream's, not one burst
+    rec = read_recording(record)
+    reads = list(rec.attempts())[0].reads
+    assert [r.data for r in reads] == [r.data for r in plan.reads]
+    from inspector.timing import timing_json
+
+    assert timing_json(rec)["attempts"][0]["buffering"]["verdict"] == "not buffered"
+
+
+# ----------------------------------------------------------------------------------------------- tool inference
+
+
+def test_infer_tool_executions_pure():
+    seen = [SeenToolUse("toolu_a", "read_file", 0, 0, 1, stop_t=1.0, stream_end_t=1.5),
+            SeenToolUse("toolu_b", "read_file", 0, 0, 2, stop_t=1.2, stream_end_t=1.5),
+            SeenToolUse("toolu_c", "grep", 0, 0, 3, stop_t=1.4, stream_end_t=1.5),
+            SeenToolUse("toolu_old", "x", 5, 0, 1, stop_t=0.1)]
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": []},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_b", "content": "12345"},
+                    {"type": "tool_result", "tool_use_id": "toolu_a", "is_error": True,
+                     "content": [{"type": "text", "text": "boom"}]},
+                    {"type": "tool_result", "tool_use_id": "toolu_zz", "content": "?"}]}]
+    out = {i.tool_use_id: i for i in infer_tool_executions(seen, messages, request_t=3.0)}
+    assert out["toolu_a"] == InferredExecution("toolu_a", "read_file", "result", 0, 3.0, 1.0, 1.5, 2.0, 1.5, True, 4)
+    assert out["toolu_b"].since_block_stop == pytest.approx(1.8) and out["toolu_b"].is_error is False
+    assert out["toolu_b"].result_chars == 5
+    assert out["toolu_c"].status == "missing" and out["toolu_c"].since_block_stop == pytest.approx(1.6)
+    assert out["toolu_zz"].status == "unknown" and out["toolu_zz"].name is None
+    assert "toolu_old" not in out  # another turn, not answered by this request
+    assert infer_tool_executions(seen, [{"role": "user", "content": "plain"}], 3.0) == []
+    assert infer_tool_executions(seen, "garbage", 3.0) == []
+
+
+async def test_tool_execution_is_inferred_from_the_next_request(upstream, tmp_path):
+    bus = O.ObservationBus()
+    got: list[O.Observation] = []
+    bus.subscribe(got.append)
+    record = tmp_path / "tools.jsonl"
+    with BackgroundServer(ProxyApp(upstream.base_url, record=record, bus=bus)) as px:
+        client = sdk(px.base_url)
+        hdr = {"x-inspector-scenario": "parse_date", "x-inspector-session": "infer"}
+        try:
+            messages = [{"role": "user", "content": "why?"}]
+            first = await raw_call(client, messages, hdr)
+            msg = assemble(first["body"]).final_message()
+            uses = [b for b in msg["content"] if b["type"] == "tool_use"]
+            await asyncio.sleep(0.2)  # the other harness "runs its tools" for 0.2 s (simulated work, not a sync)
+            messages += [{"role": "assistant", "content": msg["content"]},
+                         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": b["id"],
+                                                       "content": "file text"} for b in uses]}]
+            second = await raw_call(client, messages, hdr)
+            again = await raw_call(client, messages, hdr)  # an identical retry: attempt 1, nothing new inferred
+        finally:
+            await client.close()
+    assert first["status"] == second["status"] == again["status"] == 200
+    tool_obs = [o for o in got if isinstance(o, O.ToolUse)]
+    assert [o.id for o in tool_obs] == [b["id"] for b in uses] and len(uses) == 3
+    inferred = [o for o in got if isinstance(o, ToolExecutionInferred)]
+    assert [o.tool_use_id for o in inferred] == [b["id"] for b in uses]
+    assert all(o.status == "result" and o.from_turn == 0 and o.turn == 1 for o in inferred)
+    assert all(o.since_block_stop >= 0.2 and o.since_stream_end >= 0.2 for o in inferred)
+    # block stops come in order, so the earlier blocks waited longer
+    assert inferred[0].since_block_stop >= inferred[-1].since_block_stop
+    starts = [o for o in got if isinstance(o, O.AttemptStarted)]
+    assert [(o.turn, o.attempt) for o in starts] == [(0, 0), (1, 0), (1, 1)]
+    assert all("x-api-key" not in o.headers for o in starts)
+    reads = [o for o in got if isinstance(o, O.ReadReceived) and (o.turn, o.attempt) == (0, 0)]
+    assert b"".join(o.data for o in reads) == first["body"]
+    ended = [o for o in got if isinstance(o, O.AttemptEnded)]
+    assert [(o.status, o.outcome) for o in ended] == [("complete", "tool_use"), ("complete", "text_finish")] * 1 + \
+        [("complete", "text_finish")]
+    rec = read_recording(record)
+    lines = [o for o in rec.observations if o.get("type") == "tool_inferred"]
+    assert len(lines) == 3 and all(o["since_block_stop"] >= 0.2 for o in lines)
+
+
+# ----------------------------------------------------------------------------------------------- failures
+
+
+async def test_upstream_unreachable_gives_502(tmp_path):
+    with BackgroundServer(ServeApp()) as dead:
+        url = dead.base_url
+    record = tmp_path / "dead.jsonl"
+    with BackgroundServer(ProxyApp(url, record=record)) as px:
+        async with httpx2.AsyncClient(base_url=px.base_url) as h:
+            r = await h.post("/v1/messages", json={"model": "m", "max_tokens": 5, "messages": USER})
+    assert r.status_code == 502 and "upstream unreachable" in r.json()["error"]["message"]
+    att = list(read_recording(record).attempts())[0]
+    assert att.end["status"] == "failed" and att.response is None
+
+
+async def test_client_disconnect_is_passed_upstream(upstream):
+    """A client that gives up on a stalled stream: the proxy closes its upstream response too."""
+    proxy = ProxyApp(upstream.base_url)
+    app: ServeApp = upstream.owner
+    with BackgroundServer(proxy) as px:
+        client = sdk(px.base_url)
+        plan = render_faulted(get_scenario("weather"), "stall:2", 0, 0)
+        try:
+            got = await raw_call(client, USER, {"x-inspector-scenario": "weather", "x-inspector-fault": "stall:2",
+                                                "x-inspector-session": "disc"}, hang_len=len(plan.body))
+        finally:
+            await client.close()
+        assert got["body"] == plan.body
+        for _ in range(500):  # bounded poll: until both servers have seen the disconnect
+            mine = [e for e in app.exchanges if e.faults == "stall:2" and e.end is not None]
+            if mine and proxy.exchanges and proxy.exchanges[-1].end is not None:
+                break
+            await asyncio.sleep(0.01)
+    assert proxy.exchanges[-1].end == "cancelled"
+    assert mine[-1].end == "disconnected"
+
+
+# ----------------------------------------------------------------------------------------------- CLI bits
+
+
+def test_helpers():
+    assert parse_listen("127.0.0.1:8787") == ("127.0.0.1", 8787)
+    assert parse_listen(":0") == ("127.0.0.1", 0) and parse_listen("9000") == ("127.0.0.1", 9000)
+    assert parse_listen("[::1]:81") == ("::1", 81)
+    assert credential_values([("X-Api-Key", KEY), ("Authorization", f"Bearer {KEY2}"), ("accept", "x" * 20),
+                              ("cookie", "short")]) == [KEY, f"Bearer {KEY2}", KEY2]
+
+
+def test_headless_cli_records_and_never_logs_the_key(upstream, tmp_path):
+    record = tmp_path / "cli.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "inspector.proxy", "--listen", "127.0.0.1:0", "--upstream",
+                             upstream.base_url, "--headless", "--record", str(record)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    try:
+        out = [proc.stdout.readline(), proc.stdout.readline()]
+        m = re.match(r"ANTHROPIC_BASE_URL=(http://127\.0\.0\.1:\d+)$", out[1].strip())
+        assert m, out
+        with httpx2.Client(base_url=m.group(1), timeout=10) as h:
+            for _ in range(100):  # bounded: until uvicorn accepts on the already bound socket
+                try:
+                    r = h.post("/v1/messages", headers={"x-api-key": KEY, "x-inspector-session": "cli"},
+                               json={"model": "m", "max_tokens": 5, "stream": True, "messages": USER})
+                    break
+                except httpx2.ConnectError:
+                    continue
+        assert r.status_code == 200
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    err = proc.stderr.read()
+    assert "turn 0 attempt 0 POST /v1/messages -> 200 complete" in err
+    assert KEY not in err and KEY not in "".join(out)
+    raw = record.read_bytes()
+    assert KEY.encode() not in raw
+    rec = read_recording(record)
+    assert list(rec.attempts())[0].data == r.content
+    assert rec.header["source"]["type"] == "proxy"

@@ -1,0 +1,602 @@
+"""`inspector serve` over real loopback sockets, driven by the official SDK: exact bytes for every scenario and every
+fault, documented fault behaviour, multi-turn conversations, history 400s, determinism, loopback binding."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import io
+import math
+import os
+import re
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+from contextlib import redirect_stdout
+
+import anthropic
+import httpx2
+import orjson
+import pytest
+
+from inspector.assembler import assemble
+from inspector.pacing import Pacer
+from inspector.scenarios import (
+    SCENARIOS,
+    MaxTokensCut,
+    Pacing,
+    Scenario,
+    TextBlock,
+    TurnScript,
+    get_scenario,
+    make_client,
+)
+from inspector.scenarios.render import render_turn
+from inspector.serve import (
+    BOM,
+    FAULTS,
+    BackgroundServer,
+    FaultError,
+    FaultedScenarioServer,
+    ServeApp,
+    apply_faults,
+    assembled_message,
+    faults_doc,
+    history_violation,
+    main as serve_main,
+    parse_faults,
+    render_faulted,
+)
+from inspector.sse import iter_events
+
+KEY = "sk-ant-api03-CANARY-serve-0000000000000000"
+ALL_SCENARIOS = sorted(SCENARIOS)
+ALL_FAULTS = [None, *FAULTS]
+TRANSPORT_ERRORS = (httpx2.HTTPError, anthropic.APIConnectionError)
+
+
+@pytest.fixture(scope="module")
+def served():
+    app = ServeApp(speed=math.inf)
+    with BackgroundServer(app) as srv:
+        yield srv
+
+
+_TLS = ssl.create_default_context()  # built once: a fresh default context per client costs ~50 ms
+
+
+def client_for(base_url: str, **kw) -> anthropic.AsyncAnthropic:
+    params = {"base_url": base_url, "api_key": KEY, "max_retries": 0,
+              "http_client": httpx2.AsyncClient(verify=_TLS, timeout=httpx2.Timeout(60.0))}
+    params.update(kw)
+    return anthropic.AsyncAnthropic(**params)
+
+
+USER = [{"role": "user", "content": "hello"}]
+
+
+async def fetch(client, *, scenario: str, fault: str | None, session: str, messages=USER, hang_len: int | None = None,
+                stream: bool = True) -> dict:
+    """One raw request through the SDK. Returns {"body", "error", "status", "headers", "hung"}."""
+    headers = {"x-inspector-scenario": scenario, "x-inspector-fault": fault or "none", "x-inspector-session": session}
+    out = {"body": b"", "error": None, "status": None, "headers": {}, "hung": False}
+    try:
+        async with client.messages.with_streaming_response.create(
+            model="claude-test", max_tokens=1024, messages=messages, stream=stream, extra_headers=headers
+        ) as r:
+            out["status"] = r.http_response.status_code
+            out["headers"] = dict(r.http_response.headers)
+            it = r.iter_bytes().__aiter__()
+            while True:
+                if hang_len is not None and len(out["body"]) >= hang_len:
+                    try:  # the plan says the connection now stays open and silent: check that, boundedly
+                        extra = await asyncio.wait_for(it.__anext__(), 0.2)
+                    except asyncio.TimeoutError:
+                        out["hung"] = True
+                        break
+                    except StopAsyncIteration:
+                        break
+                    out["body"] += extra
+                    continue
+                try:
+                    out["body"] += await it.__anext__()
+                except StopAsyncIteration:
+                    break
+    except anthropic.APIStatusError as e:
+        out["status"] = e.status_code
+        out["headers"] = dict(e.response.headers)
+        out["error"] = e
+        out["body"] = e.response.content
+    except TRANSPORT_ERRORS as e:
+        out["error"] = e
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def expected(name: str, fault: str | None, turn: int = 0, attempt: int = 0):
+    """render_faulted, cached (big_input takes a quarter of a second to render)."""
+    return render_faulted(get_scenario(name), fault, turn, attempt)
+
+
+def server_plan(srv: BackgroundServer, name: str, fault: str | None, turn: int = 0, attempt: int = 0):
+    """render_faulted through the server's own plan cache: rendered once for the test and the server (the same
+    function either way; test_in_process_and_served_bytes_are_identical checks it against a fresh render)."""
+    return srv.owner.plan(name, parse_faults(fault), turn, attempt)
+
+
+def data_lines(body: bytes) -> list[bytes]:
+    """Complete data lines (a line cut by a drop has no terminator and is left out)."""
+    return [ln for ln in re.split(rb"\r\n|\r|\n", body)[:-1] if ln.startswith(b"data: ")]
+
+
+# ----------------------------------------------------------------------------------------------- the matrix
+
+
+@pytest.mark.parametrize("fault", ALL_FAULTS, ids=lambda f: f or "none")
+@pytest.mark.parametrize("name", ALL_SCENARIOS)
+async def test_sdk_gets_exact_bytes_for_every_scenario_and_fault(served, name, fault):
+    sc = get_scenario(name)
+    plan = server_plan(served, name, fault)
+    client = client_for(served.base_url)
+    try:
+        got = await fetch(client, scenario=name, fault=fault, session=f"matrix-{name}-{fault}",
+                          hang_len=len(plan.body) if plan.end == "hang" else None)
+    finally:
+        await client.close()
+
+    assert got["status"] == plan.status
+    if plan.status != 200:  # HTTP error attempts: the API's error JSON, retry-after scaled by the speed (max)
+        assert isinstance(got["error"], anthropic.APIStatusError)
+        err = orjson.loads(got["body"])
+        assert err["type"] == "error" and err["error"]["type"] in ("rate_limit_error", "overloaded_error")
+        if "retry-after" in plan.headers:
+            assert got["headers"]["retry-after"] == "0.001"
+        if "retry-after-ms" in plan.headers:
+            assert got["headers"]["retry-after-ms"] == "1"
+        assert got["body"] == plan.body
+        return
+
+    # exactly the scenario's bytes, whatever the fault
+    assert got["body"] == plan.body
+    if plan.end == "drop":
+        assert isinstance(got["error"], TRANSPORT_ERRORS), "a drop must break the connection"
+    elif plan.end == "hang":
+        assert got["hung"] and got["error"] is None
+    else:
+        assert got["error"] is None
+
+    # ... and the fault does what --list-faults says
+    body = got["body"]
+    turn = apply_faults(sc, fault).turns[0]
+    tools = [i for i, _ in sc.turns[0].tool_blocks()]
+    unfaulted = server_plan(served, name, None)
+    clean = plan.end == "eof" and not any(e[0] == "error" for e in plan.events)  # no scenario fault in the way
+    cut_by_scenario = any(isinstance(f, MaxTokensCut) for f in sc.turns[0].faults)
+    if fault == "error_event":
+        assert plan.end == "eof" and plan.events[-1][0] == "error"
+        assert plan.events[-1][1]["error"]["type"] == "overloaded_error"
+        assert len([e for e in plan.events if e[0] not in ("ping", "error")]) == min(3, len(unfaulted.events))
+    elif fault == "drop_event":
+        assert plan.end == "drop"
+        assert len([e for e in plan.events if e[0] != "ping"]) <= 4
+    elif fault == "drop_byte":
+        assert plan.end == "drop" and len(body) == min(200, len(unfaulted.body))
+    elif fault == "stall":
+        assert plan.end == "hang"
+        names = [e[0] for e in plan.events]
+        assert names[0] == "message_start" and names[1:] == ["ping"] * 10
+    elif fault == "invalid_tool_json" and tools and clean and not cut_by_scenario:
+        ts = assemble(body)
+        block = ts.assembler.blocks[tools[-1]]
+        assert block.closed and block.input_error is not None  # stopped, but its JSON does not parse
+    elif fault == "max_tokens_tool" and tools and clean:
+        ts = assemble(body)
+        assert ts.assembler.stop_reason == "max_tokens"
+        assert ts.assembler.blocks[tools[0]].open  # no content_block_stop
+        assert max(ts.assembler.blocks) == tools[0]  # later blocks never come
+    elif fault == "slow_drip" and not sc.turns[0].pacing.proxy_buffer:
+        assert turn.pacing.event_gap == 0.25 and turn.pacing.events_per_read == 1
+        assert all(len(list(iter_events(r.data))) <= 1 for r in plan.reads)
+    elif fault == "relay_buffer":
+        assert len(plan.reads) == 1 and plan.reads[0].delay > 0
+    elif fault == "split_events" and not sc.turns[0].pacing.proxy_buffer:
+        assert len(plan.reads) > len(unfaulted.reads) or sc.turns[0].pacing.split_events
+    elif fault == "cr":
+        assert b"\n" not in body and body.count(b"\r\r") >= 1
+    elif fault == "crlf":
+        assert body.count(b"\n") == body.count(b"\r\n") > 0
+    elif fault == "bom":
+        assert body.startswith(BOM) and not body[3:].startswith(BOM)
+    elif fault == "padded":
+        assert all(ln.endswith(b" ") for ln in data_lines(body))
+
+
+def test_every_fault_is_documented(capsys):
+    assert serve_main(["--list-faults"]) == 0
+    out = capsys.readouterr().out
+    assert out.strip() == faults_doc().strip()
+    for name, d in FAULTS.items():
+        assert re.search(rf"^  {name}\b", out, re.M), name
+        assert len(d.doc) > 30
+
+
+def test_fault_parsing():
+    assert parse_faults("drop-event:5, bom") == parse_faults(["drop_event=5", "bom"])
+    assert parse_faults("none") == () == parse_faults(None) == parse_faults("")
+    assert parse_faults("stall")[0].value == 10
+    for bad, msg in [("nope", "unknown fault"), ("bom:3", "no argument"), ("drop_event:x", "integer"),
+                     ("cr,crlf", "cannot be combined"), ("drop_event,stall", "cannot be combined"),
+                     ("bom,bom", "twice")]:
+        with pytest.raises(FaultError, match=msg):
+            parse_faults(bad)
+
+
+# ----------------------------------------------------------------------------------------------- SDK-level behaviour
+
+
+async def test_error_event_raises_in_sdk_and_retry_is_clean(served):
+    client = client_for(served.base_url)
+    hdr = {"x-inspector-scenario": "weather", "x-inspector-fault": "error_event", "x-inspector-session": "ee"}
+    try:
+        with pytest.raises(anthropic.APIStatusError) as info:
+            async with client.messages.stream(model="m", max_tokens=10, messages=USER, extra_headers=hdr) as s:
+                async for _ in s:
+                    pass
+        assert "overloaded_error" in str(info.value.body)
+        # the harness retries the same request: attempt 1 is the scenario, clean
+        async with client.messages.stream(model="m", max_tokens=10, messages=USER, extra_headers=hdr) as s:
+            msg = await s.get_final_message()
+        assert msg.stop_reason == "tool_use"
+    finally:
+        await client.close()
+
+
+async def test_http_429_then_529_are_retried_by_the_sdk(served):
+    client = client_for(served.base_url, max_retries=2)
+    hdr = {"x-inspector-scenario": "weather", "x-inspector-fault": "http_429,http_529", "x-inspector-session": "h"}
+    try:
+        async with client.messages.with_streaming_response.create(
+                model="m", max_tokens=10, messages=USER, stream=True, extra_headers=hdr) as r:
+            body = await r.read()
+            assert r.http_response.headers["x-scenario"].endswith("attempt=2")
+    finally:
+        await client.close()
+    sc = apply_faults(get_scenario("weather"), "http_429,http_529")
+    assert [render_turn(sc, 0, a).status for a in range(3)] == [429, 529, 200]
+    assert body == render_faulted(get_scenario("weather"), "http_429,http_529", 0, 2).body
+
+
+async def test_drop_is_an_incomplete_chunked_body_on_the_wire(served):
+    """Not just an exception in our client: the server really closes the connection before the last chunk."""
+    host, port = served.address
+    payload = orjson.dumps({"model": "m", "max_tokens": 5, "stream": True, "messages": USER})
+    request = (f"POST /v1/messages HTTP/1.1\r\nhost: {host}:{port}\r\ncontent-type: application/json\r\n"
+               f"x-inspector-fault: drop_byte:150\r\nx-inspector-session: raw\r\ncontent-length: {len(payload)}\r\n"
+               f"\r\n").encode() + payload
+
+    def roundtrip() -> bytes:
+        with socket.create_connection((host, port), timeout=10) as s:
+            s.sendall(request)
+            data = b""
+            while chunk := s.recv(65536):  # until the server closes the connection
+                data += chunk
+            return data
+
+    raw = await asyncio.to_thread(roundtrip)
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert b"transfer-encoding: chunked" in head.lower()
+    assert not body.endswith(b"0\r\n\r\n")  # never the terminating chunk
+    expected = render_faulted(get_scenario("parse_date"), "drop_byte:150", 0, 0).body
+    assert len(expected) == 150
+    decoded, rest = b"", body
+    while rest:
+        size_line, _, rest = rest.partition(b"\r\n")
+        size = int(size_line, 16)
+        decoded, rest = decoded + rest[:size], rest[size + 2:]
+    assert decoded == expected
+
+
+async def test_stream_false_gets_the_assembled_message(served):
+    client = client_for(served.base_url)
+    try:
+        for name in ALL_SCENARIOS:
+            plan = render_turn(get_scenario(name), 0, 0)
+            hdr = {"x-inspector-scenario": name, "x-inspector-session": "nonstream"}
+            if plan.status != 200:
+                with pytest.raises(anthropic.APIStatusError):
+                    await client.messages.create(model="m", max_tokens=10, messages=USER, extra_headers=hdr)
+                continue
+            if plan.end != "eof":
+                with pytest.raises((anthropic.APIConnectionError, anthropic.APITimeoutError)):
+                    await client.messages.create(model="m", max_tokens=10, messages=USER, extra_headers=hdr,
+                                                 timeout=0.5)
+                continue
+            if any(e[0] == "error" for e in plan.events):  # error event after 200 -> the error status
+                with pytest.raises(anthropic.APIStatusError) as info:
+                    await client.messages.create(model="m", max_tokens=10, messages=USER, extra_headers=hdr)
+                assert info.value.status_code == 529
+                continue
+            msg = await client.messages.create(model="m", max_tokens=10, messages=USER, extra_headers=hdr)
+            expected = assembled_message(plan)
+            assert msg.id == expected["id"] and msg.stop_reason == expected["stop_reason"]
+            assert [b.type for b in msg.content] == [b["type"] for b in expected["content"]]
+            want = [{k: v for k, v in b.items() if v is not None} for b in expected["content"]]
+            assert msg.model_dump(mode="json", exclude_none=True)["content"] == want, name
+    finally:
+        await client.close()
+
+
+async def test_models_and_unknown_paths(served):
+    client = client_for(served.base_url)
+    try:
+        page = await client.models.list()
+        model = get_scenario("parse_date").model
+        assert model in [m.id for m in page.data]
+        one = await client.models.retrieve(model)
+        assert one.id == model
+        with pytest.raises(anthropic.NotFoundError):
+            await client.models.retrieve("nope")
+        n = await client.messages.count_tokens(model="m", messages=USER)
+        assert n.input_tokens >= 1
+    finally:
+        await client.close()
+    async with httpx2.AsyncClient(base_url=served.base_url) as h:
+        r = await h.get("/v2/whatever")
+        assert r.status_code == 404 and r.json()["error"]["type"] == "not_found_error"
+        r = await h.post("/v1/messages", headers={"x-inspector-scenario": "nope"},
+                         json={"model": "m", "max_tokens": 1, "messages": USER})
+        assert r.status_code == 400 and "unknown scenario" in r.json()["error"]["message"]
+        r = await h.post("/v1/messages", headers={"x-inspector-fault": "nope"},
+                         json={"model": "m", "max_tokens": 1, "messages": USER})
+        assert r.status_code == 400 and "unknown fault" in r.json()["error"]["message"]
+        r = await h.get("/inspector/faults")
+        assert [f["name"] for f in r.json()["data"]] == list(FAULTS)
+
+
+# ----------------------------------------------------------------------------------------------- multi-turn
+
+
+def tool_results(message: dict) -> list[dict]:
+    return [{"type": "tool_result", "tool_use_id": b["id"], "content": f"result of {b['name']}"}
+            for b in message["content"] if b["type"] == "tool_use"]
+
+
+async def converse(base_url: str, name: str, fault: str | None, session: str) -> list[tuple[int, int, bytes]]:
+    """A whole conversation like a harness: SDK retries for 429/529, our own retry for failed streams, tool
+    results sent back. Returns (turn, attempt, bytes) of every streamed response."""
+    sc = get_scenario(name)
+    client = client_for(base_url, max_retries=2)
+    messages = [{"role": "user", "content": sc.prompt}]
+    seen = []
+    try:
+        for turn in range(len(sc.turns)):
+            for _ in range(4):
+                plan_guess = None
+                hdr = {"x-inspector-scenario": name, "x-inspector-fault": fault or "none",
+                       "x-inspector-session": session}
+                got = {"body": b"", "error": None, "x": None}
+                try:
+                    async with client.messages.with_streaming_response.create(
+                            model="claude-test", max_tokens=sc.max_tokens, messages=messages, stream=True,
+                            extra_headers=hdr) as r:
+                        got["x"] = r.http_response.headers["x-scenario"]
+                        attempt = int(got["x"].rsplit("attempt=", 1)[1])
+                        plan_guess = render_faulted(sc, fault, turn, attempt)
+                        it = r.iter_bytes().__aiter__()
+                        while True:
+                            if plan_guess.end == "hang" and len(got["body"]) >= len(plan_guess.body):
+                                break  # a stalled stream: the harness gives up (idle timeout) and retries
+                            try:
+                                got["body"] += await it.__anext__()
+                            except StopAsyncIteration:
+                                break
+                except TRANSPORT_ERRORS as e:
+                    got["error"] = e
+                assert plan_guess is not None
+                assert got["body"] == plan_guess.body, (name, fault, turn, attempt)
+                seen.append((turn, attempt, got["body"]))
+                ts = assemble(got["body"])
+                if plan_guess.end == "eof" and ts.outcome != "error":
+                    break
+            msg = ts.final_message()
+            messages.append({"role": "assistant", "content": msg["content"]})
+            results = tool_results(msg)
+            if results and turn + 1 < len(sc.turns):
+                messages.append({"role": "user", "content": results})
+            elif turn + 1 < len(sc.turns):
+                messages.append({"role": "user", "content": "go on"})
+    finally:
+        await client.close()
+    return seen
+
+
+@pytest.mark.parametrize("name", ALL_SCENARIOS)
+async def test_multi_turn_conversation_advances_with_tool_results(served, name):
+    seen = await converse(served.base_url, name, None, f"conv-{name}")
+    sc = get_scenario(name)
+    assert sorted({t for t, _, _ in seen}) == list(range(len(sc.turns)))
+    for turn, attempt, body in seen:
+        assert body == render_turn(sc, turn, attempt).body
+
+
+@pytest.mark.parametrize("fault", ["http_429,drop_event", "stall:2", "error_event:5,crlf", "drop_byte:999,bom"])
+async def test_multi_turn_with_faults_retries_succeed(served, fault):
+    seen = await converse(served.base_url, "parse_date", fault, f"conv-faults-{fault}")
+    # every turn failed once (stream fault on its first streamed attempt), then succeeded
+    assert [(t, a) for t, a, _ in seen] == [(0, a0 := seen[0][1]), (0, a0 + 1), (1, a0), (1, a0 + 1)]
+
+
+# ----------------------------------------------------------------------------------------------- history rules
+
+
+def _assistant(*ids: str, text_first: bool = True) -> dict:
+    content = [{"type": "text", "text": "calling"}] if text_first else []
+    content += [{"type": "tool_use", "id": i, "name": "read_file", "input": {"path": i}} for i in ids]
+    return {"role": "assistant", "content": content}
+
+
+def _results(*ids: str, text_before: bool = False) -> dict:
+    content = [{"type": "text", "text": "here you go"}] if text_before else []
+    content += [{"type": "tool_result", "tool_use_id": i, "content": "ok"} for i in ids]
+    return {"role": "user", "content": content}
+
+
+U = {"role": "user", "content": "hi"}
+VIOLATIONS = {
+    "missing_tool_result": ([U, _assistant("toolu_a", "toolu_b"), _results("toolu_a")],
+                            "messages.2: `tool_use` ids were found without `tool_result` blocks immediately after: "
+                            "toolu_b"),
+    "missing_tool_result_at_end": ([U, _assistant("toolu_a")], "without `tool_result` blocks immediately after"),
+    "results_not_in_next_message": ([U, _assistant("toolu_a"), {"role": "user", "content": "wait"},
+                                     {"role": "assistant", "content": "ok"}, _results("toolu_a")],
+                                    "they must be in messages.2"),
+    "tool_result_not_first": ([U, _assistant("toolu_a"), _results("toolu_a", text_before=True)],
+                              "messages.2: Did not find 1 `tool_result` block(s) at the beginning of this message"),
+    "unexpected_tool_result": ([U, {"role": "assistant", "content": "hm"}, _results("toolu_zz")],
+                               "messages.2.content.0: unexpected `tool_use_id` found in `tool_result` blocks: "
+                               "toolu_zz"),
+    "first_not_user": ([{"role": "assistant", "content": "hi"}, U], "first message must use the `user` role"),
+    "bad_role": ([U, {"role": "system", "content": "x"}], "messages.1.role"),
+    "empty_messages": ([], "at least one message"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(VIOLATIONS))
+async def test_history_violation_gives_its_400(served, case):
+    messages, text = VIOLATIONS[case]
+    kind = case.removesuffix("_at_end")
+    assert history_violation(messages).kind == kind
+    client = client_for(served.base_url)
+    try:
+        with pytest.raises(anthropic.BadRequestError) as info:
+            await client.messages.create(model="m", max_tokens=10, messages=messages, stream=True,
+                                         extra_headers={"x-inspector-session": "hist"})
+    finally:
+        await client.close()
+    err = info.value.body
+    assert info.value.status_code == 400
+    assert err["type"] == "error" and err["error"]["type"] == "invalid_request_error"
+    assert text in err["error"]["message"]
+
+
+def test_valid_histories_pass():
+    ok = [U, _assistant("toolu_a", "toolu_b"), _results("toolu_b", "toolu_a")]  # results by id, any order
+    assert history_violation(ok) is None
+    assert history_violation([U, _assistant("toolu_a", text_first=False), _results("toolu_a"),
+                              {"role": "assistant", "content": "done"}, U]) is None
+
+
+# ----------------------------------------------------------------------------------------------- determinism, parity
+
+
+async def test_same_requests_give_same_bytes_across_servers():
+    async def run_once() -> list[bytes]:
+        with BackgroundServer(ServeApp(speed=math.inf)) as srv:
+            seen = await converse(srv.base_url, "parse_date", "http_429,drop_event", "det")
+            seen += await converse(srv.base_url, "thinking", None, "det")
+        return [b for _, _, b in seen]
+
+    assert await run_once() == await run_once()
+
+
+async def test_reset_restarts_attempt_counting(served):
+    client = client_for(served.base_url)
+    try:
+        a = await fetch(client, scenario="weather", fault="drop_event", session="reset")
+        b = await fetch(client, scenario="weather", fault="drop_event", session="reset")
+        async with httpx2.AsyncClient(base_url=served.base_url) as h:
+            assert (await h.post("/inspector/reset")).status_code == 200
+        c = await fetch(client, scenario="weather", fault="drop_event", session="reset")
+    finally:
+        await client.close()
+    assert a["error"] is not None and b["error"] is None  # attempt 0 drops, the retry (attempt 1) completes
+    assert c["body"] == a["body"] and c["error"] is not None
+
+
+@pytest.mark.parametrize("fault", [None, "bom", "drop_byte:300", "relay_buffer,crlf", "split_events,padded",
+                                   "http_529,error_event", "cr,slow_drip"])
+async def test_in_process_and_served_bytes_are_identical(served, fault):
+    sc = get_scenario("parse_date")
+    inproc = FaultedScenarioServer(sc, fault, Pacer(math.inf))
+    c_in = make_client(inproc, max_retries=0)
+    c_net = client_for(served.base_url)
+    try:
+        for attempt in range(2):
+            a = await fetch(c_in, scenario="parse_date", fault=fault, session=f"parity-{fault}")
+            b = await fetch(c_net, scenario="parse_date", fault=fault, session=f"parity-{fault}")
+            assert a["status"] == b["status"]
+            assert a["body"] == b["body"] == render_faulted(sc, fault, 0, attempt).body
+            if a["status"] == 200:  # same reads, in process
+                assert [r.data for r in inproc.responses[-1].plan.reads] == \
+                    [r.data for r in render_faulted(sc, fault, 0, attempt).reads]
+    finally:
+        await c_in.close()
+        await c_net.close()
+
+
+async def test_read_grouping_survives_the_socket():
+    """With real pacing each planned read arrives as its own network read."""
+    sc = Scenario(name="paced", description="paced reads", prompt="hi", seed=5, turns=[TurnScript(
+        blocks=[TextBlock("one two three four five six seven eight nine ten", chunk=5)],
+        pacing=Pacing(ttfb=0.02, event_gap=0.03, events_per_read=2))])
+    plan = render_turn(sc, 0, 0)
+    with BackgroundServer(ServeApp(sc, speed=1.0)) as srv:
+        async with httpx2.AsyncClient(base_url=srv.base_url) as h:
+            async with h.stream("POST", "/v1/messages", json={"model": "m", "max_tokens": 5, "stream": True,
+                                                              "messages": USER}) as r:
+                chunks = [c async for c in r.aiter_raw()]
+    assert chunks == [r.data for r in plan.reads]
+
+
+# ----------------------------------------------------------------------------------------------- binding, CLI
+
+
+def test_loopback_only_by_default(served):
+    assert served.address[0] == "127.0.0.1"
+    import argparse
+
+    from inspector import proxy, serve
+
+    sub = argparse.ArgumentParser().add_subparsers()
+    assert serve.add_parser(sub).parse_args([]).host == "127.0.0.1"
+    assert proxy.add_parser(sub).parse_args([]).listen == ("127.0.0.1", 8787)
+
+
+def test_cli_prints_base_url_and_serves_on_loopback():
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, "-m", "inspector.serve", "--port", "0", "--speed", "max",
+                             "--scenario", "weather", "--fault", "bom"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    try:
+        lines = [proc.stdout.readline(), proc.stdout.readline()]
+        m = re.match(r"ANTHROPIC_BASE_URL=(http://127\.0\.0\.1:(\d+))$", lines[1].strip())
+        assert m, lines
+        assert "scenario weather, faults bom" in lines[0]
+        with httpx2.Client(base_url=m.group(1), timeout=10) as h:
+            for _ in range(100):  # bounded: the socket is bound before uvicorn accepts; retry until it does
+                try:
+                    r = h.post("/v1/messages", json={"model": "m", "max_tokens": 5, "stream": True,
+                                                     "messages": USER})
+                    break
+                except httpx2.ConnectError:
+                    continue
+        assert r.status_code == 200
+        assert r.content == render_faulted(get_scenario("weather"), "bom", 0, 0).body
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    err = proc.stderr.read()
+    assert "-> 200 stream" in err and KEY not in err
+
+
+def test_cli_usage_errors():
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        assert serve_main(["--scenario", "nope"]) == 2
+        assert serve_main(["--fault", "nope"]) == 2

@@ -1,0 +1,181 @@
+"""Timing analysis: per-turn times, gap histograms, events per read, ping cadence and the buffering verdict, on
+scenario plans (scenario time, no waiting) and end to end through serve + proxy at real speed."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import math
+
+import httpx2
+import pytest
+
+from inspector.recording import RecordedAttempt, RecordedRead, RecordedTurn, Recording, read_recording
+from inspector.scenarios import Pacing, Scenario, TextBlock, TurnScript, get_scenario, render_turn
+from inspector.serve import BackgroundServer, ServeApp, render_faulted
+from inspector.timing import (
+    BUFFERED_SHARE,
+    HELD_SILENCE,
+    RULE,
+    analyze_attempt,
+    buffering_verdict,
+    format_timing,
+    histogram,
+    recording_from_plans,
+    timing_json,
+)
+
+
+def verdict_of(plan) -> dict:
+    return timing_json(recording_from_plans([plan]))["attempts"][0]["buffering"]
+
+
+def with_pacing(sc: Scenario, turn: int, **changes) -> Scenario:
+    turns = list(sc.turns)
+    turns[turn] = dataclasses.replace(turns[turn], pacing=dataclasses.replace(turns[turn].pacing, **changes))
+    return dataclasses.replace(sc, turns=turns)
+
+
+# ----------------------------------------------------------------------------------------------- the verdict
+
+
+def test_bundled_proxy_buffered_scenario_is_flagged_with_evidence():
+    v = verdict_of(render_turn(get_scenario("proxy_buffered"), 0, 0))
+    assert v["verdict"] == "buffered" and v["held_share"] == 1.0
+    (burst,) = v["held_bursts"]
+    assert burst["silence"] > 7 and burst["events"] > 100 and burst["share"] == 1.0
+    text = format_timing(recording_from_plans([render_turn(get_scenario("proxy_buffered"), 0, 0)]))
+    assert "buffering: BUFFERED" in text and "held burst at 7.868 s after 7.868 s of silence" in text
+    assert RULE in text and "X-Accel-Buffering: no" in text
+
+
+@pytest.mark.parametrize("name,turn", [("parse_date", 0), ("parse_date", 1), ("weather", 0), ("thinking", 1),
+                                       ("tool_raises", 1), ("big_input", 0)])
+def test_relay_buffer_fault_is_flagged_and_the_normal_stream_is_not(name, turn):
+    sc = get_scenario(name)
+    normal = verdict_of(render_faulted(sc, None, turn, 0))
+    relayed = verdict_of(render_faulted(sc, "relay_buffer", turn, 0))
+    assert normal["verdict"] == "not buffered" and normal["held_share"] == 0 and not normal["held_bursts"]
+    assert relayed["verdict"] == "buffered" and relayed["held_share"] == 1.0 and len(relayed["held_bursts"]) == 1
+
+
+@pytest.mark.parametrize("size", [2048, 4096, 8192])
+def test_a_relay_that_flushes_every_few_kb_is_flagged(size):
+    """nginx-style buffers: several bursts of dozens of events after ~1 s silences."""
+    sc = with_pacing(get_scenario("parse_date"), 1, proxy_buffer=size)
+    v = verdict_of(render_turn(sc, 1, 0))
+    assert v["verdict"] == "buffered" and v["held_share"] >= BUFFERED_SHARE and len(v["held_bursts"]) >= 2
+
+
+def test_slow_first_token_and_thinking_pauses_are_not_buffering():
+    sc = with_pacing(get_scenario("parse_date"), 1, ttfb=3.0, block_pause=2.0)
+    assert verdict_of(render_turn(sc, 1, 0))["verdict"] == "not buffered"
+    stall = verdict_of(render_turn(get_scenario("stall_with_pings"), 0, 0))  # only pings after a stall
+    assert stall["verdict"] == "not buffered"
+    # the fast big_input stream (40 events per read, 20 ms apart): big reads, but no silences
+    assert verdict_of(render_turn(get_scenario("big_input"), 0, 0))["verdict"] == "not buffered"
+
+
+def test_verdict_rule_edges():
+    assert buffering_verdict([(1.0, 100, 3)])["verdict"] == "inconclusive"  # too few events
+    assert buffering_verdict([])["verdict"] == "inconclusive"
+    # half the bytes held back, half streamed: suspect
+    reads = [(0.1 * i, 100, 1) for i in range(1, 11)] + [(3.0, 1000, 20)]
+    v = buffering_verdict(reads)
+    assert v["verdict"] == "suspect" and v["held_share"] == pytest.approx(0.5)
+    # a burst after a silence just under the threshold is not held
+    v = buffering_verdict([(HELD_SILENCE - 0.01, 5000, 50)])
+    assert v["verdict"] == "not buffered"
+    assert buffering_verdict([(HELD_SILENCE, 5000, 50)])["verdict"] == "buffered"
+    # reads < 10 ms apart form one burst
+    v = buffering_verdict([(2.0, 1000, 5), (2.005, 1000, 5), (2.009, 1000, 5)])
+    assert v["verdict"] == "buffered" and v["held_bursts"][0]["reads"] == 3
+    # thresholds are parameters
+    assert buffering_verdict([(0.3, 5000, 50)], held_silence=0.2)["verdict"] == "buffered"
+
+
+# ----------------------------------------------------------------------------------------------- the measurements
+
+
+def test_per_turn_times_gaps_events_per_read_and_pings():
+    sc = get_scenario("parse_date")
+    plan = render_turn(sc, 1, 0)
+    a = analyze_attempt(next(recording_from_plans([plan]).attempts()))
+    p = sc.turns[1].pacing
+    assert a["headers_s"] == pytest.approx(p.ttfb * p.header_share)
+    assert a["first_byte_s"] == pytest.approx(plan.header_delay + plan.reads[0].delay)
+    assert a["first_byte_s"] <= a["first_content_s"] <= a["message_stop_s"] == a["last_byte_s"]
+    assert a["reads"] == len(plan.reads) and a["bytes"] == len(plan.body)
+    assert a["events"] == len(plan.events)
+    assert a["events_per_read"]["max"] == p.events_per_read
+    assert sum(a["events_per_read"]["counts"]) == a["events"]
+    rg = a["read_gaps"]
+    assert rg["count"] == len(plan.reads) - 1 == sum(h["count"] for h in rg["histogram"])
+    assert rg["min"] <= rg["median"] <= rg["p90"] <= rg["max"]
+    assert a["event_gaps"]["count"] == a["events"] - 1
+    n_pings = sum(1 for e in plan.events if e[0] == "ping")
+    assert a["pings"]["count"] == n_pings > 1 and a["pings"]["interval"]["mean"] > 0.5
+
+    stall = analyze_attempt(next(recording_from_plans([render_turn(get_scenario("stall_with_pings"), 0, 0)])
+                                 .attempts()))
+    assert stall["pings"]["count"] == 20
+    assert stall["pings"]["interval"]["min"] == pytest.approx(0.5) == stall["pings"]["interval"]["max"]
+    assert stall["first_content_s"] is None and stall["message_stop_s"] is None and stall["end"] == "stalled"
+
+
+def test_histogram_buckets_and_text():
+    h = histogram([0.0005, 0.002, 0.03, 0.03, 0.07, 0.2, 0.3, 0.7, 1.5, 9.0])
+    assert [b["count"] for b in h] == [1, 1, 2, 1, 1, 1, 1, 1, 1]
+    assert h[-1]["hi"] is None
+    text = format_timing(recording_from_plans([render_turn(get_scenario("parse_date"), 0, 0),
+                                               render_turn(get_scenario("rate_limited"), 0, 0)]))
+    assert "turn 0 attempt 0: HTTP 200" in text and "gaps between reads" in text and "|#" in text
+    assert "events per read: mean" in text and "buffering: NOT BUFFERED" in text
+    assert "HTTP 429" in text and "INCONCLUSIVE: HTTP 429: not a stream" in text
+
+
+def test_no_per_read_timing_is_said_plainly():
+    att = RecordedAttempt(turn=0, attempt=0, response={"t": 0.4, "status": 200},
+                          reads=[RecordedRead(t=None, data=render_turn(get_scenario("weather"), 0, 0).body)],
+                          end={"t": 1.3, "status": "complete"})
+    rec = Recording(header={"kind": "header", "format": "har", "timing": "per-response"},
+                    turns=[RecordedTurn(turn=0, attempts=[att])])
+    data = timing_json(rec)
+    assert data["timing"] == "per-response"
+    a = data["attempts"][0]
+    assert a["headers_s"] == 0.4 and a["end_s"] == 1.3 and a["first_byte_s"] is None
+    assert a["buffering"]["verdict"] == "inconclusive" and a["events"] > 10
+    assert "timing is per response, not per read" in format_timing(rec)
+
+
+# ----------------------------------------------------------------------------------------------- end to end
+
+
+async def test_relay_buffering_detected_through_the_proxy_at_real_speed(tmp_path):
+    """serve at 1x, the proxy records; the relay_buffer fault is flagged, the same turn unfaulted is not."""
+    from inspector.proxy import ProxyApp
+
+    sc = Scenario(name="short", description="short paced answer", prompt="hi", seed=9, turns=[TurnScript(
+        blocks=[TextBlock("a short answer that streams in about twenty events, paced like the real API", chunk=4)],
+        pacing=Pacing(ttfb=0.3, event_gap=0.03, events_per_read=1, ping_every=8))])
+    record = tmp_path / "e2e.jsonl"
+    with BackgroundServer(ServeApp(sc, speed=1.0)) as up, \
+            BackgroundServer(ProxyApp(up.base_url, record=record)) as px:
+        async with httpx2.AsyncClient(base_url=px.base_url, timeout=30) as h:
+            async def call(fault: str) -> bytes:
+                r = await h.post("/v1/messages", headers={"x-inspector-fault": fault, "x-inspector-session": fault},
+                                 json={"model": "m", "max_tokens": 5, "stream": True,
+                                       "messages": [{"role": "user", "content": fault}]})
+                return r.content
+
+            bodies = await asyncio.gather(call("none"), call("relay_buffer"))
+    assert bodies[0] == bodies[1] == render_turn(sc, 0, 0).body
+    rec = read_recording(record)
+    by_fault = {a.request["body"]["messages"][0]["content"]: analyze_attempt(a) for a in rec.attempts()}
+    assert by_fault["none"]["buffering"]["verdict"] == "not buffered"
+    assert by_fault["relay_buffer"]["buffering"]["verdict"] == "buffered"
+    assert by_fault["relay_buffer"]["reads"] == 1 and by_fault["none"]["reads"] > 10
+    total = render_turn(sc, 0, 0).total_delay
+    assert by_fault["relay_buffer"]["first_byte_s"] >= 0.9 * total  # nothing before the end
+    assert by_fault["none"]["first_byte_s"] < 0.5 * total
+    assert not math.isnan(by_fault["none"]["read_gaps"]["median"])
