@@ -52,7 +52,7 @@ from inspector.scenarios.model import (
     TurnScript,
 )
 from inspector.scenarios.render import PlannedRead, ResponsePlan, render_turn
-from inspector.scenarios.transport import ScenarioServer, ScenarioStream, ServedResponse
+from inspector.scenarios.transport import ScenarioServer, ScenarioStream, ServedResponse, scale_retry_headers
 
 __all__ = [
     "FAULTS",
@@ -558,21 +558,6 @@ def install_log_filter() -> None:
         lg.addFilter(_FILTER)
 
 
-def _scale_retry_headers(headers: dict[str, str], speed: float) -> None:
-    """retry-after(-ms) divided by the speed, like the in-process ScenarioServer (scale_retry_after=True)."""
-    if speed == 1.0:
-        return
-    if "retry-after-ms" in headers:
-        ms = float(headers["retry-after-ms"])
-        headers["retry-after-ms"] = "1" if math.isinf(speed) else f"{max(1.0, ms / speed):g}"
-    if "retry-after" in headers:
-        try:
-            secs = float(headers["retry-after"])
-        except ValueError:
-            return
-        headers["retry-after"] = "0.001" if math.isinf(speed) else f"{max(0.001, secs / speed):g}"
-
-
 def assembled_message(plan: ResponsePlan) -> dict:
     """The Message a non-streaming request gets: the plan's body assembled (tool input that does not parse is
     ``null`` with ``input_raw``, as ``inspector.assembler`` shows it)."""
@@ -810,7 +795,7 @@ class ServeApp:
         await self.pacer.sleep(plan.header_delay)
         headers = dict(plan.headers)
         if plan.status != 200:
-            _scale_retry_headers(headers, self.pacer.speed)
+            scale_retry_headers(headers, self.pacer.speed)
             ex.status, ex.reads, ex.bytes, ex.end = plan.status, 1, len(plan.body), "eof"
             self._note(ex)
             return _Body(self, plan.status, headers, [plan.body], ex)

@@ -194,18 +194,8 @@ class ScenarioServer:
         return httpx2.Response(status, headers={"content-type": "application/json"}, content=body)
 
     def _scale_retry_headers(self, headers: dict[str, str]) -> None:
-        speed = self.pacer.speed
-        if not self.scale_retry_after or speed == 1.0:
-            return
-        if "retry-after-ms" in headers:
-            ms = float(headers["retry-after-ms"])
-            headers["retry-after-ms"] = "1" if math.isinf(speed) else f"{max(1.0, ms / speed):g}"
-        if "retry-after" in headers:
-            try:
-                secs = float(headers["retry-after"])
-            except ValueError:
-                return
-            headers["retry-after"] = "0.001" if math.isinf(speed) else f"{max(0.001, secs / speed):g}"
+        if self.scale_retry_after:
+            scale_retry_headers(headers, self.pacer.speed)
 
     # --- convenience -------------------------------------------------------------------------------------------
     def requests_for(self, turn: int) -> list[RecordedRequest]:
@@ -260,3 +250,18 @@ def make_client(server: ScenarioServer, **kw: Any) -> anthropic.AsyncAnthropic:
     }
     params.update(kw)
     return anthropic.AsyncAnthropic(**params)
+
+
+def scale_retry_headers(headers: dict[str, str], speed: float) -> None:
+    """retry-after(-ms) divided by the speed, so scripted waits follow the playback speed (in place)."""
+    if speed == 1.0:
+        return
+    if "retry-after-ms" in headers:
+        ms = float(headers["retry-after-ms"])
+        headers["retry-after-ms"] = "1" if math.isinf(speed) else f"{max(1.0, ms / speed):g}"
+    if "retry-after" in headers:
+        try:
+            secs = float(headers["retry-after"])
+        except ValueError:
+            return
+        headers["retry-after"] = "0.001" if math.isinf(speed) else f"{max(0.001, secs / speed):g}"
