@@ -98,7 +98,10 @@ class BlockBuffer:
     type: str
     start: dict  # the content_block of content_block_start, as sent
     start_event: int
-    fragments: list[Fragment] = field(default_factory=list)
+    # the raw fragments as sent, and the event each came from (two flat lists: no object per fragment, nothing
+    # for the garbage collector to walk; `fragments` gives them as Fragment objects)
+    texts: list[str] = field(default_factory=list)
+    fragment_events: list[int] = field(default_factory=list)
     nbytes: int = 0
     closed: bool = False
     stop_event: int | None = None
@@ -118,6 +121,11 @@ class BlockBuffer:
         return self.start.get("name")
 
     @property
+    def fragments(self) -> list[Fragment]:
+        """The raw fragments with the event each came from (built on demand)."""
+        return [Fragment(t, e) for t, e in zip(self.texts, self.fragment_events)]
+
+    @property
     def is_tool(self) -> bool:
         return self.type in TOOL_INPUT_BLOCKS
 
@@ -126,14 +134,15 @@ class BlockBuffer:
         return not self.closed
 
     def add(self, text: str, event_index: int) -> None:
-        self.fragments.append(Fragment(text, event_index))
+        self.texts.append(text)
+        self.fragment_events.append(event_index)
         self.nbytes += len(text.encode("utf-8")) if not text.isascii() else len(text)
         self._joined = None
 
     def joined(self) -> str:
         """All fragments joined (cached until the next fragment)."""
         if self._joined is None:
-            self._joined = "".join(f.text for f in self.fragments)
+            self._joined = "".join(self.texts)
         return self._joined
 
     def preview(self) -> tuple[Any, str | None]:
@@ -155,7 +164,7 @@ class BlockBuffer:
     def parse_input(self) -> list[Diagnostic]:
         """Parse tool input once (at content_block_stop). Never raises."""
         self.parsed = True
-        if not self.fragments:
+        if not self.texts:
             self.input = self.start.get("input", {})
             return []
         buf = self.joined()
@@ -267,6 +276,29 @@ class MessageAssembler:
 
     def feed(self, ev: StreamEvent) -> list[Change]:
         self.events += 1
+        if ev.__class__ is ContentBlockDelta and not self.stopped:
+            # hot path: a text/json/thinking fragment for an open block of the matching type (same result as
+            # _delta, which handles everything else)
+            block = self.blocks.get(ev.index)  # type: ignore[union-attr]
+            if block is not None and not block.closed:
+                d = ev.delta  # type: ignore[union-attr]
+                dc = d.__class__
+                bt = block.type
+                if dc is InputJsonDelta:
+                    text = d.partial_json if bt in TOOL_INPUT_BLOCKS else None
+                elif dc is TextDelta:
+                    text = d.text if bt == "text" else None
+                elif dc is ThinkingDelta:
+                    text = d.thinking if bt == "thinking" else None
+                else:
+                    text = None
+                if text is not None:
+                    block.texts.append(text)
+                    block.fragment_events.append(ev.seq)  # type: ignore[union-attr]
+                    block.nbytes += len(text) if text.isascii() else len(text.encode("utf-8"))
+                    block._joined = None
+                    return [("block_delta", ev.index)]  # type: ignore[union-attr]
+            return self._delta(ev)  # type: ignore[arg-type]
         seq = ev.seq
         if isinstance(ev, Ping):
             return []
@@ -471,16 +503,19 @@ class TurnStream:
 
     def _steps(self, events: list[SSEEvent]) -> list[Step]:
         steps: list[Step] = []
+        append = steps.append
         asm = self.assembler
+        feed = asm.feed
+        adiags = asm.diagnostics  # never rebound
         for e in events:
             ev, diags = parse_event(e.event, e.data, e.seq)
-            n = len(asm.diagnostics)
-            changes = asm.feed(ev)
-            if len(asm.diagnostics) > n:
-                diags = diags + asm.diagnostics[n:]
+            n = len(adiags)
+            changes = feed(ev)
+            if len(adiags) > n:
+                diags = diags + adiags[n:]
             if diags:
                 self.diagnostics.extend(diags)
-            steps.append(Step(e, ev, changes, diags))
+            append(Step(e, ev, changes, diags))
         return steps
 
     def feed(self, data: bytes) -> list[Step]:

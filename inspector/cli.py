@@ -54,13 +54,20 @@ LAZY_COMMANDS = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as ONE line on stderr (exit 2), not argparse's usage block."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: {message} (see {self.prog.split()[0]} --help)\n")
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="inspector",
         description="Stream Inspector: see what an LLM agent harness really receives and does.",
     )
     p.add_argument("--version", action="version", version=f"inspector {__version__}")
-    sub = p.add_subparsers(dest="command")
+    sub = p.add_subparsers(dest="command", parser_class=_Parser)
 
     d = sub.add_parser("dump", help="decode and assemble a recording or SSE text file, headless")
     d.add_argument("path", help="a recording (.jsonl) or plain SSE text (what curl -N prints); - for stdin")

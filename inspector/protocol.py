@@ -196,8 +196,38 @@ def _index(payload: dict) -> int | None:
     return None
 
 
+# The hot path: a well-formed text/input_json/thinking/signature delta (almost every event of a stream).
+_FAST_DELTAS = {
+    "text_delta": (TextDelta, "text"),
+    "input_json_delta": (InputJsonDelta, "partial_json"),
+    "thinking_delta": (ThinkingDelta, "thinking"),
+    "signature_delta": (SignatureDelta, "signature"),
+}
+_loads = orjson.loads
+
+
 def parse_event(event_name: str, data: str, seq: int = -1) -> tuple[StreamEvent, list[Diagnostic]]:
     """Parse one SSE event (its `event:` name and data text) into a typed stream event."""
+    try:
+        payload = _loads(data)
+    except orjson.JSONDecodeError:
+        payload = None
+    if type(payload) is dict and payload.get("type") == "content_block_delta" and (
+        event_name == "content_block_delta" or event_name == "message"
+    ):
+        # fast path (same result as the general path below, which handles everything else)
+        idx = payload.get("index")
+        d = payload.get("delta")
+        if type(idx) is int and idx >= 0 and type(d) is dict:
+            spec = _FAST_DELTAS.get(d.get("type"))  # type: ignore[arg-type]
+            if spec is not None:
+                v = d.get(spec[1])
+                if type(v) is str:
+                    return ContentBlockDelta(idx, spec[0](v), seq), []
+    return _parse_event(event_name, data, seq)
+
+
+def _parse_event(event_name: str, data: str, seq: int) -> tuple[StreamEvent, list[Diagnostic]]:
     diags: list[Diagnostic] = []
     try:
         payload = orjson.loads(data)

@@ -235,3 +235,41 @@ def test_parse_event_never_raises(name, data):
     ev, diags = parse_event(name, data, 1)
     assert ev.seq == 1
     assert all(d.code and d.severity in ("error", "warning", "info") for d in diags)
+
+
+# ------------------------------------------------------------------------------------------------ fast path
+def _general(name, data, seq):
+    from inspector.protocol import _parse_event
+
+    return _parse_event(name, data, seq)
+
+
+def test_the_delta_fast_path_gives_what_the_general_path_gives():
+    from streamgen import SHAPES, encode_events, generate
+
+    from inspector.sse import iter_events
+
+    n = 0
+    for seed in range(60):
+        g = generate(seed, SHAPES[seed % len(SHAPES)])
+        for e in iter_events(g.data):
+            assert parse_event(e.event, e.data, e.seq) == _general(e.event, e.data, e.seq)
+            n += 1
+    odd = [
+        ("content_block_delta", '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":1}}'),
+        ("content_block_delta", '{"type":"content_block_delta","index":-2,"delta":{"type":"text_delta","text":""}}'),
+        ("content_block_delta", '{"type":"content_block_delta","index":false,"delta":{"type":"text_delta","text":""}}'),
+        ("ping", '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}'),
+        ("message", '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}'),
+        ("content_block_delta", '{"type":"content_block_delta","index":0,"delta":{"type":"novel_delta","x":1}}'),
+        ("content_block_delta", '{"type":"content_block_delta","index":0,"delta":{"type":"citations_delta"}}'),
+        ("content_block_delta", '{"type":"content_block_delta","index":0,"delta":["text_delta"]}'),
+        ("content_block_delta", '{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta",'
+                                '"signature":"s","extra":[1]}}'),
+        ("content_block_delta", "[]"),
+        ("content_block_delta", "{"),
+    ]
+    for name, data in odd:
+        assert parse_event(name, data, 3) == _general(name, data, 3), (name, data)
+    assert n > 1000
+    assert encode_events  # the generator's encoder is what the streams above used

@@ -220,29 +220,7 @@ async def test_requests_are_forwarded_untouched_with_credentials():
 # ----------------------------------------------------------------------------------------------- latency, streaming
 
 
-async def test_first_byte_latency_added_by_the_proxy(upstream):
-    """Upstream at max speed (no planned waits): what is left is transport, and the proxy's share of it."""
-    with BackgroundServer(ProxyApp(upstream.base_url)) as px:
-        async with httpx2.AsyncClient(base_url=upstream.base_url) as hd, \
-                httpx2.AsyncClient(base_url=px.base_url) as hp:
-            async def ttfb(h: httpx2.AsyncClient, i: int) -> float:
-                t0 = time.perf_counter()
-                async with h.stream("POST", "/v1/messages", json={"model": "m", "max_tokens": 5, "stream": True,
-                                                                  "messages": USER},
-                                    headers={"x-inspector-session": f"lat-{i}", "x-api-key": KEY}) as r:
-                    async for _ in r.aiter_raw():
-                        return time.perf_counter() - t0
-                raise AssertionError("no body")
-
-            for i in range(3):  # warm both connection pools
-                await ttfb(hd, 1000 + i)
-                await ttfb(hp, 2000 + i)
-            direct = [await ttfb(hd, i) for i in range(25)]
-            proxied = [await ttfb(hp, 100 + i) for i in range(25)]
-    added = statistics.median(proxied) - statistics.median(direct)
-    print(f"\nfirst byte: direct median {statistics.median(direct) * 1000:.2f} ms, via proxy "
-          f"{statistics.median(proxied) * 1000:.2f} ms, added by the proxy {added * 1000:.2f} ms")
-    assert added < 0.05
+# The first-byte latency the proxy adds is measured by tools/bench_proxy.py (a benchmark, not a timed test).
 
 
 async def test_reads_are_forwarded_as_they_arrive(tmp_path):
