@@ -23,16 +23,8 @@ from inspector.assembler import TurnStream
 from inspector.diagnostics import Diagnostic
 from inspector.executor import TERMINAL, ToolCall, ToolExecutor, ToolState
 from inspector.pacing import Pacer
-from inspector.protocol import (
-    ContentBlockDelta,
-    ContentBlockStart,
-    ErrorEvent,
-    InvalidEvent,
-    MessageDelta,
-    MessageStart,
-    Ping,
-    UnknownEvent,
-)
+from inspector.protocol import ErrorEvent, Ping
+from inspector.stepobs import step_observations, summarize_event  # noqa: F401  (summarize_event: public here too)
 from inspector.toolbox.spec import ToolSpec
 
 StepUnit = Literal["event", "block", "turn"]
@@ -47,42 +39,6 @@ def clean_headers(headers: Any) -> dict:
         if str(k).lower() not in SECRET_HEADERS:
             out[str(k).lower()] = str(v)
     return out
-
-
-def summarize_event(ev: Any) -> tuple[int | None, str]:
-    """(block index, short summary) for an event row."""
-    if isinstance(ev, ContentBlockDelta):
-        d = ev.delta
-        frag = getattr(d, "text", None) or getattr(d, "partial_json", None) or getattr(d, "thinking", None)
-        if frag is None:
-            if d.type == "signature_delta":
-                frag = f"signature ({len(d.signature)} chars)"  # type: ignore[union-attr]
-                return ev.index, frag
-            return ev.index, d.type
-        s = repr(frag) if d.type != "input_json_delta" else _quote(frag)
-        return ev.index, s if len(s) <= 120 else s[:117] + "..."
-    if isinstance(ev, ContentBlockStart):
-        b = ev.content_block
-        name = f" {b.get('name')}" if b.get("name") else ""
-        bid = f" {b.get('id')}" if b.get("id") else ""
-        return ev.index, f"{b.get('type')}{name}{bid}"
-    if isinstance(ev, MessageStart):
-        m = ev.message
-        return None, f"{m.get('id')} {m.get('model')}"
-    if isinstance(ev, MessageDelta):
-        return None, f"stop_reason={ev.delta.get('stop_reason')} usage={ev.usage}"
-    if isinstance(ev, ErrorEvent):
-        return None, f"{ev.error_type}: {ev.message}"
-    if isinstance(ev, InvalidEvent):
-        return None, f"invalid: {ev.data[:100]!r}"
-    if isinstance(ev, UnknownEvent):
-        return None, f"unknown {ev.event_type}"
-    return getattr(ev, "index", None), ""
-
-
-def _quote(s: str) -> str:
-    """A partial_json fragment with visible quotes and escapes."""
-    return "`" + s.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t") + "`"
 
 
 class AttemptFailed(Exception):
@@ -623,41 +579,24 @@ class AgentLoop:
         self._pub(O.DiagnosticRaised(self.now(), turn, attempt, d))
 
     def _process(self, step, ts: TurnStream, turn: int, attempt: int, executor: ToolExecutor) -> None:
-        ev = step.event
         now = self.now()
         self.events_processed += 1
-        index, summary = summarize_event(ev)
-        self._pub(O.SSEEventSeen(now, turn, attempt, step.sse, ev.type, index, summary))
-        for d in step.diagnostics:
-            self._pub(O.DiagnosticRaised(now, turn, attempt, d))
         asm = ts.assembler
+        for obs in step_observations(step, asm, now, turn, attempt):
+            self._pub(obs)
         for change in step.changes:
             kind = change[0]
-            if kind == "block_delta":
-                i = change[1]
-                d = ev.delta  # type: ignore[union-attr]
-                frag = getattr(d, "text", None) or getattr(d, "partial_json", None) or getattr(d, "thinking", None) or ""
-                self._pub(O.BlockDelta(now, turn, attempt, i, d.type, frag, ev.seq))
-            elif kind == "block_opened":
+            if kind == "block_opened":
                 b = asm.blocks[change[1]]
-                self._pub(O.BlockOpened(now, turn, attempt, b.index, b.type, b.id, b.name, dict(b.start)))
                 if b.type == "tool_use" and b.id:
                     executor.begin_input(b.id, b.name or "?", b.index)
             elif kind == "block_closed":
                 b = asm.blocks[change[1]]
-                err = b.input_error.describe() if b.input_error else None
-                self._pub(O.BlockClosed(now, turn, attempt, b.index, b.to_content(), err))
                 if b.type == "tool_use" and b.id:
-                    if err is None:
-                        self._pub(O.ToolUse(now, turn, attempt, b.id, b.name or "?", b.index, b.input))
+                    err = b.input_error.describe() if b.input_error else None
                     executor.submit(b.id, b.name or "?", b.index, b.input if err is None else None, err)
                 if self._step == "block":
                     self._step_done()
-            elif kind == "message_start":
-                self._pub(O.MessageStarted(now, turn, attempt, dict(asm.message or {})))
-            elif kind == "message_delta":
-                msg = asm.message or {}
-                self._pub(O.MessageUpdated(now, turn, attempt, msg.get("stop_reason"), dict(msg.get("usage") or {})))
         if self._step == "event":
             self._step_done()
 

@@ -601,44 +601,21 @@ class ProxyApp:
             self._steps(ts.feed(data), ts, turn, attempt, now)
 
     def _steps(self, steps: list, ts: Any, turn: int, attempt: int, now: float) -> None:
-        from inspector.loop import summarize_event
+        from inspector.stepobs import step_observations
 
         asm = ts.assembler
         for step in steps:
-            ev = step.event
-            if self.bus is not None:
-                index, summary = summarize_event(ev)
-                self._pub(O.SSEEventSeen(now, turn, attempt, step.sse, ev.type, index, summary))
-                for d in step.diagnostics:
-                    self._pub(O.DiagnosticRaised(now, turn, attempt, d))
+            if self.bus is not None:  # nobody watching: skip building observations
+                for obs in step_observations(step, asm, now, turn, attempt):
+                    self._pub(obs)
             for change in step.changes:
-                kind = change[0]
-                if kind == "block_closed":
+                if change[0] == "block_closed":
                     b = asm.blocks[change[1]]
-                    err = b.input_error.describe() if b.input_error else None
-                    self._pub(O.BlockClosed(now, turn, attempt, b.index, b.to_content(), err))
                     if b.type == "tool_use" and b.id:
+                        ok = b.input_error is None
                         self.seen_tools[b.id] = SeenToolUse(b.id, b.name or "?", turn, attempt, b.index, now,
-                                                            None, b.input if err is None else None)
-                        if err is None:
-                            self._pub(O.ToolUse(now, turn, attempt, b.id, b.name or "?", b.index, b.input))
-                elif self.bus is None:
-                    continue
-                elif kind == "block_delta":
-                    d = ev.delta  # type: ignore[union-attr]
-                    frag = (getattr(d, "text", None) or getattr(d, "partial_json", None)
-                            or getattr(d, "thinking", None) or "")
-                    self._pub(O.BlockDelta(now, turn, attempt, change[1], d.type, frag, ev.seq))
-                elif kind == "block_opened":
-                    b = asm.blocks[change[1]]
-                    self._pub(O.BlockOpened(now, turn, attempt, b.index, b.type, b.id, b.name, dict(b.start)))
-                elif kind == "message_start":
-                    self._pub(O.MessageStarted(now, turn, attempt, dict(asm.message or {})))
-                elif kind == "message_delta":
-                    msg = asm.message or {}
-                    self._pub(O.MessageUpdated(now, turn, attempt, msg.get("stop_reason"),
-                                               dict(msg.get("usage") or {})))
-            if ev.type == "message_stop":
+                                                            None, b.input if ok else None)
+            if step.event.type == "message_stop":
                 for s in self.seen_tools.values():
                     if s.turn == turn and s.attempt == attempt and s.stream_end_t is None:
                         s.stream_end_t = now
