@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import time
 
 import pytest
 from hypothesis import given, settings
@@ -261,30 +260,21 @@ def test_copy_is_deep_enough() -> None:
 # --- cost ------------------------------------------------------------------------------------------------------------
 
 
-def test_fold_is_linear_and_fast() -> None:
+def test_fold_of_a_long_session() -> None:
+    """(Its cost per observation is measured by tools/bench_tui.py, not asserted here.)"""
     obs = generated_observations(60_000)
-    half = len(obs) // 2
     s = DashboardState()
-    t0 = time.perf_counter()
-    for o in obs[:half]:
+    for o in obs:
         s.apply(o)
-    t1 = time.perf_counter()
-    for o in obs[half:]:
-        s.apply(o)
-    t2 = time.perf_counter()
     assert s.status.events >= 60_000
-    assert (t2 - t1) < 3 * (t1 - t0) + 0.05  # the second half costs about the same as the first: no rescans
-    assert (t2 - t0) / len(obs) < 20e-6  # ~2 µs per observation here; generous for slow CI machines
 
 
-def test_time_travel_is_fast_on_a_long_session() -> None:
+def test_time_travel_on_a_long_session() -> None:
     obs = generated_observations(60_000)
     h = History(obs)
     h.state_at(h.event_count)  # builds the checkpoints once
-    t0 = time.perf_counter()
     for k in (59_000, 30_001, 30_000, 100):
         assert h.state_at(k).status.events == k
-    assert time.perf_counter() - t0 < 2.0
 
 
 # --- summaries -------------------------------------------------------------------------------------------------------
@@ -300,3 +290,14 @@ def test_call_and_result_summaries() -> None:
     assert result_summary([{"type": "text", "text": "hi"}]) == "hi"
     assert error_position('{"a": 1-4}', None) == 7
     assert error_position("x", "bad at line 1 column 3 (char 2)") == 2
+
+
+def test_state_and_synthetic_do_not_import_textual() -> None:
+    """Only inspector.tui's widgets and app may import Textual: the state is a plain fold."""
+    import subprocess
+    import sys
+
+    code = ("import sys, inspector.state, inspector.tui.synthetic, inspector.tui.export; "
+            "print([m for m in sys.modules if m == 'textual' or m.startswith('textual.')])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -12,6 +12,7 @@ Launch: `run_dashboard(session_factory)` where the factory returns a Session-lik
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 from functools import partial
 from pathlib import Path
@@ -62,6 +63,8 @@ SessionFactory = Callable[..., SessionLike]
 STEP_UNITS = ("event", "block", "turn")
 CONTROLS = ("pause", "step", "cancel", "faster", "slower")
 EXIT_CODES = {"finished": 0, "error": 1, "cancelled": 130}
+BUSY_BATCH = 300  # observations in one 1/30 s fold: a firehose (a replay at max speed)
+BUSY_HZ = 3  # pane repaints per second during a firehose (the status line keeps 10 Hz)
 
 
 class Pane(Vertical):
@@ -128,7 +131,7 @@ class InspectorApp(App[int]):
 
         def __init__(self, control: str, ok: bool, detail: str = "") -> None:
             super().__init__()
-            self.control, self.ok, self.detail = control, ok, detail
+            self.name, self.ok, self.detail = control, ok, detail
 
     class SessionStarted(Message):
         def __init__(self, generation: int, source: dict) -> None:
@@ -186,7 +189,12 @@ class InspectorApp(App[int]):
         self._wall_last = clock()
         self._initial = list(observations)
         self._initial_cursor = cursor
-        self.flushes = 0  # number of timer flushes that folded something (for tests and benchmarks)
+        self.flushes = 0  # flushes that folded something (tests, benchmarks)
+        self._busy_until = 0.0
+        self._last_show = 0.0
+        self._frozen_at = 0.0
+        self._last_status = 0.0
+        self.ticks = 0  # refresh timer ticks
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
@@ -198,7 +206,11 @@ class InspectorApp(App[int]):
         yield Pane("Diagnostics", DiagnosticsView(id="diagnostics"), id="diagnostics-pane")
         yield Footer(compact=True)
 
+    def on_resize(self) -> None:
+        self.screen.set_class(self.size.height < 32, "-short")
+
     def on_mount(self) -> None:
+        self.screen.set_class(self.size.height < 32, "-short")
         self.events_view = self.query_one(EventsView)
         self.blocks_view = self.query_one(BlocksView)
         self.tools_view = self.query_one(ToolsView)
@@ -207,10 +219,11 @@ class InspectorApp(App[int]):
         self.diagnostics_view = self.query_one(DiagnosticsView)
         self.status_bar = self.query_one(StatusBar)
         self.panes = [self.query_one(f"#{p}-pane", Pane) for p in ("events", "blocks", "tools", "assistant")]
+        self.diagnostics_pane = self.query_one("#diagnostics-pane", Pane)
         if self._initial:
             self.ingest(self._initial)
             self._initial = []
-        self.set_interval(1 / self.refresh_hz, self.flush, name="flush")
+        self.set_interval(1 / self.refresh_hz, self._tick, name="flush")
         self.events_view.focus()
         if self._initial_cursor is not None:
             self.set_cursor(self._initial_cursor)
@@ -299,9 +312,19 @@ class InspectorApp(App[int]):
         self._pending.extend(observations)
         self.flush()
 
-    def flush(self) -> None:
-        """Fold pending observations into the live state and refresh the panes (the 30 Hz timer)."""
+    def _tick(self) -> None:
+        if not self.is_running or self._closing or self._closed:
+            return
+        self.flush(force=False)
+        self.ticks += 1
+
+    def flush(self, *, force: bool = True) -> None:
+        """Fold pending observations into the live state and refresh the panes.
+
+        The timer calls it with force=False: under a firehose (a replay at max speed) the panes are repainted at
+        most `BUSY_HZ` times a second, so painting never takes the loop's time; the fold itself always runs."""
         batch = self._pending
+        wall = time.monotonic()
         if batch:
             self._pending = []
             history, live = self.history, self.live
@@ -310,6 +333,22 @@ class InspectorApp(App[int]):
                 live.apply(obs)
             self._wall_last = self.clock()
             self.flushes += 1
+            if len(batch) >= BUSY_BATCH:
+                self._busy_until = wall + 0.5
+                if wall - self._frozen_at > 1.0:
+                    # A firehose allocates millions of long-lived objects (observations, rows): keep them out of
+                    # the cyclic GC's full scans, which would otherwise stall the loop for 100+ ms each time.
+                    gc.freeze()
+                    self._frozen_at = wall
+        elif self._frozen_at and wall - self._frozen_at > 2.0 and wall > self._busy_until:
+            gc.unfreeze()  # calm again: let the collector see everything (cyclic garbage is not leaked)
+            self._frozen_at = 0.0
+        if not force and wall < self._busy_until and wall - self._last_show < 1 / BUSY_HZ:
+            if wall - self._last_status >= 0.1:  # the counters stay live (10 Hz, 2 lines)
+                self._last_status = wall
+                self.status_bar.show(self.shown_state, self._status_info())
+            return
+        self._last_show = wall
         self.show()
 
     @property
@@ -329,16 +368,31 @@ class InspectorApp(App[int]):
         state = self.shown_state
         now = self.now()
         live = self.cursor is None and self.session_running
-        self.events_view.show(state, self.cursor)
-        self.blocks_view.show(state)
-        self.tools_view.show(state, now)
-        self.timeline.show(state, now, live)
-        self.assistant_view.show(state, now)
-        self.diagnostics_view.show(state)
-        self.status_bar.show(state, StatusInfo(
-            total_events=self.history.event_count, cursor=self.cursor, speed=self.speed_label(), note=self.note,
-            replay=self.replay))
-        self._titles(state)
+        for update in (
+            lambda: self.events_view.show(state, self.cursor),
+            lambda: self.blocks_view.show(state),
+            lambda: self.tools_view.show(state, now),
+            lambda: self.timeline.show(state, now, live),
+            lambda: self.assistant_view.show(state, now),
+            lambda: self.diagnostics_view.show(state),
+            lambda: self.status_bar.show(state, self._status_info()),
+            lambda: self._titles(state),
+        ):
+            try:
+                update()
+            except Exception as e:  # a display bug must not take the session down with a traceback
+                self._view_error(e)
+
+    def _view_error(self, error: Exception) -> None:
+        message = f"display error: {type(error).__name__}: {error}"
+        if message != self.note:
+            self.note = message
+            self.log.error(message)
+            self.notify(message, title="Stream Inspector", severity="error", timeout=6)
+
+    def _status_info(self) -> StatusInfo:
+        return StatusInfo(total_events=self.history.event_count, cursor=self.cursor, speed=self.speed_label(),
+                          note=self.note, replay=self.replay)
 
     def _titles(self, state: DashboardState) -> None:
         events = f"① SSE events · {'raw bytes' if self.events_view.raw else state.status.events}"
@@ -346,13 +400,14 @@ class InspectorApp(App[int]):
         for pane, title in zip(self.panes, titles):
             if pane.border_title != title:
                 pane.border_title = title
-        diag = self.query_one("#diagnostics-pane", Pane)
+        diag = self.diagnostics_pane
         n = len(state.diagnostics)
         errors = sum(1 for d in state.diagnostics[-200:] if d.severity == "error")
         title = f"Diagnostics · {n}" + (f" · {errors} error{'s' if errors != 1 else ''}" if errors else "")
         if diag.border_title != title:
             diag.border_title = title
             diag.set_class(errors > 0, "-errors")
+            diag.set_class(n == 0, "-empty")
 
     def speed_label(self) -> str:
         c = self.session.controller if self.session is not None else None
@@ -374,10 +429,11 @@ class InspectorApp(App[int]):
         return True, ""
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # None: shown in the footer but disabled (dimmed)
         if action in ("toggle_pause", "step", "cancel", "faster", "slower"):
-            return self.control_available(action)[0]
+            return True if self.control_available(action)[0] else None
         if action == "restart":
-            return self.session_factory is not None
+            return True if self.session_factory is not None else None
         return True
 
     def _control(self, name: str, fn: Callable[[], Any]) -> bool:
@@ -393,7 +449,7 @@ class InspectorApp(App[int]):
             self.post_message(self.ControlUsed(name, False, str(e)))
             return False
         self.post_message(self.ControlUsed(name, True))
-        self.show()
+        self.flush()
         return True
 
     def action_toggle_pause(self) -> None:
@@ -430,9 +486,9 @@ class InspectorApp(App[int]):
         for view in (self.events_view, self.blocks_view, self.tools_view, self.assistant_view,
                      self.diagnostics_view):
             view._cache.clear()
-            item_cache = getattr(view, "_item_cache", None)
-            if item_cache is not None:
-                item_cache.clear()
+            reset = getattr(view, "reset", None)
+            if reset is not None:
+                reset()
             view.follow_tail()
         if self.start_session() and speed is not None and isinstance(speed, (int, float)):
             try:
@@ -458,6 +514,8 @@ class InspectorApp(App[int]):
     def action_quit(self) -> None:
         self.stop_session()
         status = self.final_status or self.live.status.finished
+        if status is None and self.session is None and self.note:
+            status = "error"  # the session could not even start
         self.exit(EXIT_CODES.get(status or "", 130 if self.session is not None else 0))
 
     # -- time travel

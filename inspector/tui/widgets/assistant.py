@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
 from inspector.state import BlockEntry, DashboardState, ToolEntry
 from inspector.tui.widgets.base import SectionView, text_strip, wrap_strips
-from inspector.tui.widgets.tools import duration
+from inspector.tui.widgets.tools import duration, streaming_call
 
-OPEN_TEXT_LIMIT = 16_000  # an open text block longer than this shows its tail until it closes
+OPEN_TEXT_LIMIT = 4_000  # an open text block longer than this shows its tail until it closes
 THINKING_LINES = 3
 
 
@@ -42,39 +44,34 @@ class AssistantView(SectionView):
         state = self.state
         if state is None:
             return
-        width = self.content_width
-        lines: list[Strip] = []
+        items: list[tuple] = []
         st = state.status
         if st.prompt:
-            lines.extend(self.item_lines("prompt", st.prompt, lambda w: self._prompt(st.prompt, w), width))
+            items.append(("prompt", st.prompt, lambda w: self._prompt(st.prompt, w)))
         for i, item in enumerate(state.transcript):
             kind = item[0]
             if kind == "turn":
-                lines.extend(self.item_lines(("turn", item[1]), 0, lambda w, n=item[1]: self._rule(
-                    f"turn {n + 1}", "as--turn", w), width))
+                items.append((("turn", item[1]), 0, lambda w, n=item[1]: self._rule(f"turn {n + 1}", "as--turn", w)))
             elif kind in ("text", "thinking", "block"):
                 b = state.blocks.get(item[1])
                 if b is None:
                     continue
                 failed = state.attempt_failed(b.turn, b.attempt)
                 render = {"text": self._text, "thinking": self._thinking, "block": self._other}[kind]
-                lines.extend(self.item_lines(item[1], (b.version, failed), lambda w, b=b, f=failed, r=render: r(
-                    b, f, w), width))
+                items.append((item[1], (b.version, failed), lambda w, b=b, f=failed, r=render: r(b, f, w)))
             elif kind == "tool":
                 t = state.tools.get(item[1])
                 if t is None:
                     continue
-                live = round(self.now, 1) if t.state == "running" else None
-                lines.extend(self.item_lines(("tool", item[1]), (t.version, live), lambda w, t=t: self._tool(t, w),
-                                             width))
+                live = self.now if t.state == "running" else None
+                items.append((("tool", item[1]), (t.version, live), lambda w, t=t: self._tool(t, w)))
             elif kind == "note":
-                lines.extend(self.item_lines(("note", i), 0, lambda w, it=item: self._note(it[1], it[2], w),
-                                             width))
+                items.append((("note", i), 0, lambda w, it=item: self._note(it[1], it[2], w)))
         if st.finished:
             end = f"{st.finished} · {len(state.turns)} turn{'s' if len(state.turns) != 1 else ''} · " \
                   f"{st.t_last:.2f} s"
-            lines.extend(self._rule(end, "as--end", width))
-        self.set_lines(lines)
+            items.append((("end", end), 0, lambda w: self._rule(end, "as--end", w)))
+        self.set_items(items, self.content_width)
 
     # -------------------------------------------------------------------------------------------- items
     def _rule(self, label: str, cls: str, width: int) -> list[Strip]:
@@ -83,7 +80,7 @@ class AssistantView(SectionView):
 
     def _prompt(self, prompt: str, width: int) -> list[Strip]:
         t = Text("user ▸ ", self.cstyle("as--prompt"))
-        t.append(prompt, self.cstyle("as--prompt"))
+        t.append(prompt[: width * 5], self.cstyle("as--prompt"))
         return wrap_strips(t, self.app.console, width)[:4]
 
     def _text(self, b: BlockEntry, failed: bool, width: int) -> list[Strip]:
@@ -96,37 +93,18 @@ class AssistantView(SectionView):
             prefix = [text_strip(Text(f"… {cut:,} characters above (shown in full when the block closes)",
                                       self.cstyle("as--more")), console, width)]
             text = text[cut:]
-        body = self._markdownish(text)
-        if not b.closed:
-            body.append("▌", self.cstyle("as--cursor"))
+        styles = (self.cstyle("as--text"), self.cstyle("as--code"), self.cstyle("as--inline-code"))
         if failed:
-            body.stylize(self.cstyle("as--note-warning"))
-        out = prefix + wrap_strips(body, console, width)
-        return out or [Strip.blank(width)]
-
-    def _markdownish(self, text: str) -> Text:
-        """Plain text with code fences and `inline code` set apart (cheap, no Markdown parse per frame)."""
-        out = Text()
-        base, code, inline = self.cstyle("as--text"), self.cstyle("as--code"), self.cstyle("as--inline-code")
-        in_fence = False
-        for line in text.splitlines(keepends=True):
-            if line.lstrip().startswith("```"):
-                in_fence = not in_fence
-                out.append(line, code)
-                continue
-            if in_fence:
-                out.append(line, code)
-                continue
-            parts = line.split("`")
-            for j, part in enumerate(parts):
-                if part:
-                    out.append(part, inline if j % 2 == 1 and j < len(parts) - 1 else base)
-        return out
+            warn = self.cstyle("as--note-warning")
+            styles = tuple(s + warn for s in styles)
+        cursor = None if (b.closed or failed) else self.cstyle("as--cursor")
+        out = prefix + markdownish_strips(text, width, styles, cursor)
+        return out or [[]]
 
     def _thinking(self, b: BlockEntry, failed: bool, width: int) -> list[Strip]:
         t = Text("thinking ▸ ", self.cstyle("as--thinking"))
         body = b.joined() if b.type == "thinking" else "(redacted)"
-        t.append(body.replace("\n", " "), self.cstyle("as--thinking"))
+        t.append(body[: width * (THINKING_LINES + 1)].replace("\n", " "), self.cstyle("as--thinking"))
         lines = wrap_strips(t, self.app.console, width)
         if len(lines) > THINKING_LINES:
             lines = lines[: THINKING_LINES - 1] + [text_strip(Text(
@@ -142,7 +120,7 @@ class AssistantView(SectionView):
         call = t.input_summary or f"{t.name}(…)"
         st = t.state
         if st == "streaming_input":
-            text = Text(f"  ⋯ {t.name}: receiving input…", self.cstyle("as--tool"))
+            text = Text(f"  ⋯ {streaming_call(self.state, t)}  receiving input", self.cstyle("as--tool"))
         elif st == "queued":
             text = Text(f"  ◌ queued {call}", self.cstyle("as--tool"))
         elif st == "running":
@@ -171,3 +149,60 @@ class AssistantView(SectionView):
         cls = "as--note-error" if severity == "error" else "as--note-warning"
         t = Text(("✗ " if severity == "error" else "⚠ ") + message, self.cstyle(cls))
         return wrap_strips(t, self.app.console, width)
+
+
+def wrap_line(line: str, width: int) -> list[str]:
+    """Word-wrap one line of plain text to `width` characters (long words are cut); fast, no Rich."""
+    if len(line) <= width:
+        return [line]
+    out: list[str] = []
+    while len(line) > width:
+        cut = line.rfind(" ", 0, width + 1)
+        if cut <= 0:
+            out.append(line[:width])
+            line = line[width:]
+        else:
+            out.append(line[:cut])
+            line = line[cut + 1:]
+    out.append(line)
+    return out
+
+
+def markdownish_strips(text: str, width: int, styles: tuple, cursor: Style | None = None) -> list[list[Segment]]:
+    """Streamed assistant text as strips: code fences and `inline code` set apart, word-wrapped.
+
+    Built from segments directly (no Rich wrapping): a long transcript must not cost more to show than the stream
+    that carries it."""
+    plain, code, inline = styles
+    width = max(8, width)
+    out: list[Strip] = []
+    in_fence = False
+    lines = text.split("\n")
+    last = len(lines) - 1
+    for n, line in enumerate(lines):
+        if "\t" in line:
+            line = line.replace("\t", "    ")
+        if not line.isprintable():
+            line = "".join(ch if ch.isprintable() else "\ufffd" for ch in line)
+        fence = line.lstrip().startswith("```")
+        if fence:
+            in_fence = not in_fence
+        pieces = wrap_line(line, width)
+        if in_fence or fence:
+            segs_lines = [[Segment(p, code)] for p in pieces]
+        else:
+            segs_lines = []
+            ticks = 0  # backticks seen so far on this source line: odd = inside `inline code`
+            paired = line.count("`") // 2 * 2  # an unpaired last backtick opens nothing
+            for p in pieces:
+                segs: list[Segment] = []
+                for j, part in enumerate(p.split("`")):
+                    if j:
+                        ticks += 1
+                    if part:
+                        segs.append(Segment(part, inline if ticks % 2 == 1 and ticks <= paired else plain))
+                segs_lines.append(segs)
+        if cursor is not None and n == last:
+            segs_lines[-1].append(Segment("▌", cursor))
+        out.extend(segs_lines)
+    return out

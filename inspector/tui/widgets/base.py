@@ -19,6 +19,8 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+_NULL = Style()
+
 # Time-travel keys work whatever pane has focus: the views hand them to the app instead of scrolling sideways.
 CURSOR_BINDINGS = [
     Binding("left", "app.cursor('prev')", "Back", show=False),
@@ -28,27 +30,36 @@ CURSOR_BINDINGS = [
 ]
 
 
-def text_strip(text: Text, console: Console, width: int, style: Style | None = None) -> Strip:
-    """One line of text as a strip of exactly `width` cells (cut with an ellipsis if the text asks for it)."""
-    if text.overflow == "ellipsis" and text.cell_len > width:
+Line = list  # a list of rich Segments: one row, before it is padded to the width and given the base style
+
+
+def text_strip(text: Text, console: Console, width: int, style: Style | None = None) -> Line:
+    """One line of text as segments, cut to `width` cells (with an ellipsis if the text asks for it)."""
+    if text.cell_len > width:
         text = text.copy()
-        text.truncate(width, overflow="ellipsis")
-    segments = list(text.render(console, end=""))
-    strip = Strip(segments)
-    return strip.crop_extend(0, width, style)
+        text.truncate(width, overflow="ellipsis" if text.overflow == "ellipsis" else "crop")
+    return list(text.render(console, end=""))
 
 
 def wrap_strips(text: Text, console: Console, width: int, style: Style | None = None, *,
-                indent: int = 0) -> list[Strip]:
-    """Word-wrapped text (folding long words) as strips of `width` cells; `indent` cells before each line."""
+                indent: int = 0) -> list[Line]:
+    """Word-wrapped text (folding long words) as lines of segments; `indent` cells before each line."""
     inner = max(4, width - indent)
-    out: list[Strip] = []
+    out: list[Line] = []
     pad = [Segment(" " * indent, style)] if indent else []
     for line in text.wrap(console, inner, overflow="fold", no_wrap=False):
         line.rstrip_end(inner)
-        segs = pad + list(line.render(console, end=""))
-        out.append(Strip(segs).crop_extend(0, width, style))
+        out.append(pad + list(line.render(console, end="")))
     return out
+
+
+def finish_line(segments: Any, width: int, base: Style) -> Strip:
+    """Segments (or a Strip) as a final row: exactly `width` cells, the widget's base style underneath.
+
+    One Strip per row (a Strip carries seven caches: creating three per row, as crop_extend + apply_style would,
+    costs more than the text itself)."""
+    segs = Segment.adjust_line_length(list(segments), width, style=base)
+    return Strip(list(Segment.apply_style(segs, base)), width)
 
 
 def chunk_text(text: str, width: int) -> list[tuple[int, int]]:
@@ -94,6 +105,7 @@ class LineView(ScrollView, can_focus=True):
         self.follow = True
         self._cache: LRUCache[Hashable, Strip] = LRUCache(2048)
         self._programmatic = False
+        self._base: Style | None = None
 
     # -- to implement
     def render_row(self, row: int, width: int) -> Strip:  # pragma: no cover - abstract
@@ -105,12 +117,22 @@ class LineView(ScrollView, can_focus=True):
     # -- styles
     def cstyle(self, *names: str) -> Style:
         """A component class's rich style (partial: only what the class sets)."""
-        return self.get_component_rich_style(*names, partial=True)
+        # before the widget's CSS is applied there are no component styles yet: render plain (caches are dropped
+        # by notify_style_update when the styles arrive)
+        return self.get_component_rich_style(*names, partial=True, default=_NULL)
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
+        self._base = None
         self._cache.clear()
         self.on_styles_changed()
+
+    @property
+    def base_style(self) -> Style:
+        """The widget's own rich style (background, color), cached: `rich_style` walks the DOM on every call."""
+        if self._base is None:
+            self._base = self.rich_style
+        return self._base
 
     def on_styles_changed(self) -> None:
         """Called when CSS or the theme changes (drop caches built from styles)."""
@@ -129,7 +151,13 @@ class LineView(ScrollView, can_focus=True):
         old = self._count
         self._count = count
         width = self.scrollable_content_region.width or self.size.width
-        self.virtual_size = Size(max(1, width), count)
+        size = Size(max(1, width), count)
+        if size != self.virtual_size:
+            # Set without the reactive's layout refresh: a line view has no children, so a new virtual size needs
+            # no screen layout (which would cost a full-screen relayout per frame while streaming). The scrollbar
+            # keeps its own copy of the virtual height: update it now (or the thumb lags behind the content).
+            self.set_reactive(ScrollView.virtual_size, size)
+            self._scroll_update(size)
         if count < old:
             self._new = 0
         if self.follow:
@@ -194,13 +222,13 @@ class LineView(ScrollView, can_focus=True):
         _, scroll_y = self.scroll_offset
         row = scroll_y + y
         width = self.scrollable_content_region.width
-        base = self.rich_style
+        base = self.base_style
         if row >= self._count or width <= 0:
             return Strip.blank(max(0, width), base)
         key = (self.row_key(row), width)
         strip = self._cache.get(key)
         if strip is None:
-            strip = self.render_row(row, width).crop_extend(0, width, base).apply_style(base)
+            strip = finish_line(self.render_row(row, width), width, base)
             self._cache[key] = strip
         return strip
 
@@ -212,12 +240,23 @@ class SectionView(LineView):
         super().__init__(**kw)
         self._lines: list[Strip] = []
         self._item_cache: LRUCache[Hashable, list[Strip]] = LRUCache(4096)
+        self._prev_items: list[tuple] = []
+        self._item_starts: list[int] = []
+        self._prev_width = -1
 
     def on_styles_changed(self) -> None:
         self._item_cache.clear()
+        self._prev_items = []
+
+    def reset(self) -> None:
+        """Forget every rendered item (a new session: keys and versions start over)."""
+        self._item_cache.clear()
+        self._cache.clear()
+        self._prev_items, self._item_starts, self._prev_width = [], [], -1
 
     def on_resize(self) -> None:
         self._item_cache.clear()
+        self._prev_items = []
         super().on_resize()
         self.rebuild()
 
@@ -225,12 +264,35 @@ class SectionView(LineView):
         """Recompute the rows (subclasses call `set_items`)."""
 
     def item_lines(self, key: Hashable, version: Hashable, render: Any, width: int) -> list[Strip]:
+        """An item's rows, rendered once per (key, version, width): final strips (width cells, base style)."""
         ck = (key, version, width)
         lines = self._item_cache.get(ck)
         if lines is None:
-            lines = render(width)
+            base = self.base_style
+            lines = [finish_line(s, width, base) for s in render(width)]
             self._item_cache[ck] = lines
         return lines
+
+    def set_items(self, items: list[tuple[Hashable, Hashable, Any]], width: int) -> None:
+        """Rows from (key, version, render) items. Items are usually appended or changed at the tail (streaming):
+        the rows of the unchanged leading items are reused, so a frame costs the tail, not the whole history."""
+        prev, starts, old = self._prev_items, self._item_starts, self._lines
+        same = 0
+        n = min(len(prev), len(items))
+        if width == self._prev_width:
+            while same < n and prev[same] == items[same][:2]:
+                same += 1
+        if same == len(items) == len(prev):
+            return
+        lines = old[: starts[same]] if same < len(starts) else old[:]
+        new_starts = starts[:same]
+        for key, version, render in items[same:]:
+            new_starts.append(len(lines))
+            lines.extend(self.item_lines(key, version, render, width))
+        self._prev_items = [it[:2] for it in items]
+        self._item_starts = new_starts
+        self._prev_width = width
+        self.set_lines(lines)
 
     def set_lines(self, lines: list[Strip]) -> None:
         self._lines = lines
@@ -247,10 +309,12 @@ class SectionView(LineView):
         _, scroll_y = self.scroll_offset
         row = scroll_y + y
         width = self.scrollable_content_region.width
-        base = self.rich_style
         if row >= len(self._lines) or width <= 0:
-            return Strip.blank(max(0, width), base)
-        return self._lines[row].crop_extend(0, width, base).apply_style(base)
+            return Strip.blank(max(0, width), self.base_style)
+        strip = self._lines[row]
+        if strip.cell_length != width:  # rendered for another width (a resize is on its way)
+            strip = strip.crop_extend(0, width, self.base_style)
+        return strip
 
     @property
     def content_width(self) -> int:

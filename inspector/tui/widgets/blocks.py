@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import bisect
+
 import orjson
 from rich.highlighter import JSONHighlighter
 from rich.text import Text
+from textual.cache import LRUCache
 from textual.strip import Strip
 
 from inspector.state import BlockEntry, DashboardState, human_size
@@ -19,19 +22,38 @@ INDENT = 2
 _json = JSONHighlighter()
 
 
-def fragment_text(fragments: list[str], start: int, end: int, styles: tuple) -> Text:
-    """Characters [start, end) of the joined fragments, each fragment in the next of two alternating styles."""
+def fragment_text(fragments: list[str], ends: list[int], start: int, end: int, styles: tuple) -> Text:
+    """Characters [start, end) of the joined fragments, each fragment in the next of two alternating styles.
+
+    `ends[i]` is the end offset of fragment i in the joined buffer (so only the fragments in range are visited)."""
     text = Text(no_wrap=True)
-    pos = 0
-    for i, frag in enumerate(fragments):
-        n = len(frag)
-        if pos + n > start and pos < end:
-            a, b = max(start, pos) - pos, min(end, pos + n) - pos
+    i = bisect.bisect_right(ends, start)
+    pos = ends[i - 1] if i > 0 else 0
+    n = len(fragments)
+    while i < n and pos < end:
+        frag = fragments[i]
+        stop = ends[i]
+        if stop > start:
+            a, b = max(start, pos) - pos, min(end, stop) - pos
             text.append(frag[a:b], styles[i & 1])
-        pos += n
-        if pos >= end:
-            break
+        pos = stop
+        i += 1
     return text
+
+
+def window(buf: str, width: int, lo: int, hi: int) -> tuple[list[tuple[int, int]], bool, bool]:
+    """Hard-wrapped line ranges of buf covering roughly [lo, hi): (ranges, more before, more after).
+
+    Only that window is chunked (a 200 KB buffer costs the same as a small one); lines are aligned to the start
+    of their source line so the wrap does not jump as the buffer grows."""
+    lo, hi = max(0, lo), min(len(buf), hi)
+    line_start = buf.rfind("\n", 0, lo) + 1
+    start = line_start + ((lo - line_start) // width) * width
+    end_nl = buf.find("\n", hi)
+    stop = len(buf) if end_nl < 0 else end_nl
+    stop = min(stop, hi + width)
+    ranges = [(s + start, e + start) for s, e in chunk_text(buf[start:stop], width)]
+    return ranges, start > 0, stop < len(buf)
 
 
 class BlocksView(SectionView):
@@ -45,6 +67,20 @@ class BlocksView(SectionView):
         super().__init__(**kw)
         self.state: DashboardState | None = None
         self._seen: tuple = ()
+        self._ends_cache: LRUCache[tuple, list[int]] = LRUCache(256)
+
+    def _ends(self, b: BlockEntry) -> list[int]:
+        """Cumulative end offsets of a block's fragments, extended incrementally (O(new fragments))."""
+        key = (b.key, id(b.fragments))
+        ends = self._ends_cache.get(key)
+        if ends is None or len(ends) > len(b.fragments):
+            ends = []
+        pos = ends[-1] if ends else 0
+        for frag in b.fragments[len(ends):]:
+            pos += len(frag)
+            ends.append(pos)
+        self._ends_cache[key] = ends
+        return ends
 
     def show(self, state: DashboardState) -> None:
         key = (id(state), state.rev_blocks, self.content_width)
@@ -58,8 +94,7 @@ class BlocksView(SectionView):
         state = self.state
         if state is None:
             return
-        width = self.content_width
-        lines: list[Strip] = []
+        items: list[tuple] = []
         current = None
         for key in state.block_order:
             b = state.blocks[key]
@@ -67,13 +102,12 @@ class BlocksView(SectionView):
             failed = state.attempt_failed(*ta)
             if ta != current:
                 current = ta
-                lines.extend(self.item_lines(("attempt", ta), failed, lambda w, ta=ta, f=failed: self._attempt_line(
-                    ta, f, w), width))
-            lines.extend(self.item_lines(key, (b.version, failed), lambda w, b=b, f=failed: self.render_block(
-                b, f, w), width))
-        if not lines:
-            lines = [text_strip(Text("no content blocks yet", self.cstyle("blk--meta")), self.app.console, width)]
-        self.set_lines(lines)
+                items.append((("attempt", ta), failed, lambda w, ta=ta, f=failed: self._attempt_line(ta, f, w)))
+            items.append((key, (b.version, failed), lambda w, b=b, f=failed: self.render_block(b, f, w)))
+        if not items:
+            items.append(("empty", 0, lambda w: [text_strip(Text("no content blocks yet", self.cstyle(
+                "blk--meta")), self.app.console, w)]))
+        self.set_items(items, self.content_width)
 
     # -------------------------------------------------------------------------------------------- rendering
     def _attempt_line(self, ta: tuple[int, int], failed: bool, width: int) -> list[Strip]:
@@ -109,43 +143,48 @@ class BlocksView(SectionView):
 
         buf = b.joined()
         inner = max(8, width - INDENT)
-        chunks = chunk_text(buf, inner) if buf else []
+        ends = self._ends(b)
         styles = (self.cstyle("blk--frag-a"), self.cstyle("blk--frag-b"))
         pad = " " * INDENT
+        span = inner * (BUFFER_LINES + 2)
 
         def buffer_lines(rows: list[tuple[int, int]]) -> None:
             for s, e in rows:
                 t = Text(pad, no_wrap=True)
-                t.append_text(fragment_text(b.fragments, s, e, styles))
+                t.append_text(fragment_text(b.fragments, ends, s, e, styles))
                 out.append(text_strip(t, console, width))
 
-        def more(n: int, where: str) -> None:
-            if n > 0:
-                out.append(text_strip(Text(f"{pad}… {n} more line{'s' if n != 1 else ''} {where}",
-                                           self.cstyle("blk--more")), console, width))
+        def more(chars: int, where: str) -> None:
+            if chars > 0:
+                out.append(text_strip(Text(f"{pad}… {human_size(chars)} {where}", self.cstyle("blk--more")),
+                                      console, width))
 
-        if b.input_error is not None and b.error_pos is not None and chunks:
+        if b.input_error is not None and b.error_pos is not None and buf:
             # the lines around the error, then a caret under its position
-            at = next((i for i, (s, e) in enumerate(chunks) if s <= b.error_pos < e or (
-                e == len(buf) and b.error_pos >= e)), len(chunks) - 1)
+            pos = min(b.error_pos, len(buf))
+            rows, _, _ = window(buf, inner, pos - 2 * inner, pos + 2 * inner)
+            at = next((i for i, (s, e) in enumerate(rows) if s <= pos < e), len(rows) - 1)
             lo = max(0, at - 2)
-            more(lo, "above")
-            buffer_lines(chunks[lo: at + 1])
-            col = min(b.error_pos - chunks[at][0], inner - 1)
+            more(rows[lo][0], "above")
+            buffer_lines(rows[lo: at + 1])
+            col = min(pos - rows[at][0], inner - 1)
             caret = Text(pad + " " * col + "^ ", self.cstyle("blk--caret"))
             caret.append(b.input_error, self.cstyle("blk--error"))
             out.extend(wrap_strips(caret, console, width))
-            buffer_lines(chunks[at + 1: at + 3])
-            more(len(chunks) - (at + 3), "below")
-        elif chunks:
-            if len(chunks) <= BUFFER_LINES:
-                buffer_lines(chunks)
-            elif not b.closed:
-                more(len(chunks) - BUFFER_LINES, "above")
-                buffer_lines(chunks[-BUFFER_LINES:])
+            tail = rows[at + 1: at + 3]
+            buffer_lines(tail)
+            more(len(buf) - (tail[-1][1] if tail else rows[at][1]), "below")
+        elif buf:
+            if not b.closed:
+                rows, before, _ = window(buf, inner, len(buf) - span, len(buf))
+                rows = rows[-BUFFER_LINES:]
+                more(rows[0][0] if rows else 0, "above")
+                buffer_lines(rows)
             else:
-                buffer_lines(chunks[:BUFFER_LINES])
-                more(len(chunks) - BUFFER_LINES, "below")
+                rows, _, _ = window(buf, inner, 0, span)
+                rows = rows[:BUFFER_LINES]
+                buffer_lines(rows)
+                more(len(buf) - (rows[-1][1] if rows else 0), "below")
         elif b.is_tool and not b.closed:
             out.append(text_strip(Text(f"{pad}(waiting for input_json_delta)", self.cstyle("blk--more")), console,
                                   width))
@@ -157,20 +196,21 @@ class BlocksView(SectionView):
                 if err:
                     label.append(err, self.cstyle("blk--error"))
                 elif value is not None:
-                    label.append_text(_json(Text(_compact(value), self.cstyle("blk--preview"))))
+                    label.append_text(_json(Text(_compact(value)[: width * 3], self.cstyle("blk--preview"))))
                 else:
                     label.append("…", self.cstyle("blk--more"))
                 out.extend(wrap_strips(label, console, width)[:3])
             elif b.input_error is None:
                 value = b.parsed_input
                 if value is not None:
-                    pretty = orjson.dumps(value, option=orjson.OPT_INDENT_2).decode().splitlines()
+                    pretty = orjson.dumps(value, option=orjson.OPT_INDENT_2).decode().split("\n", INPUT_LINES + 1)
                     out.append(text_strip(Text(pad + "input ▾", self.cstyle("blk--label")), console, width))
                     for line in pretty[:INPUT_LINES]:
                         t = Text(pad + "  ")
-                        t.append_text(_json(Text(line)))
+                        t.append_text(_json(Text(line[: width + 1])))
                         out.append(text_strip(t, console, width))
-                    more(len(pretty) - INPUT_LINES, "")
+                    if len(pretty) > INPUT_LINES:
+                        out.append(text_strip(Text(f"{pad}  …", self.cstyle("blk--more")), console, width))
         for i in b.diagnostics:
             d = self.state.diagnostics[i]
             if d.code.startswith("tool_input.") and b.input_error is not None:

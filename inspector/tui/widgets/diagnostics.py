@@ -43,8 +43,8 @@ class DiagnosticsView(LineView):
     def render_row(self, row: int, width: int) -> Strip:
         console = self.app.console
         if self.state is None or not self.state.diagnostics:
-            return Strip(list(Text("no diagnostics: the stream is well-formed so far",
-                                   self.cstyle("diag--empty")).render(console, end="")))
+            return list(Text("no diagnostics: the stream is well-formed so far",
+                             self.cstyle("diag--empty")).render(console, end=""))
         d = self.state.diagnostics[row]
         text = Text(no_wrap=True, overflow="crop")
         text.append(f"{GLYPH.get(d.severity, '?')} ", self.cstyle(SEVERITY_CLASS.get(d.severity, "diag--info")))
@@ -56,4 +56,4 @@ class DiagnosticsView(LineView):
         text.append(f"{where:<24}", self.cstyle("diag--where"))
         text.append(f"{d.code}  ", self.cstyle("diag--code"))
         text.append(d.message, self.cstyle("diag--message"))
-        return Strip(list(text.render(console, end="")))
+        return list(text.render(console, end=""))

@@ -85,6 +85,17 @@ class EventsView(LineView):
             self.show(self.state, self.cursor_evno)
         self.follow_tail()
 
+    def on_click(self, event) -> None:
+        """Click an event row: time travel to it."""
+        if self.raw or self.state is None:
+            return
+        row = int(self.scroll_offset.y + event.y)
+        ev = self.state.events
+        if 0 <= row < len(ev) and ev.evno[row]:
+            set_cursor = getattr(self.app, "set_cursor", None)
+            if set_cursor is not None:
+                set_cursor(ev.evno[row])
+
     # -------------------------------------------------------------------------------------------- rendering
     def row_key(self, row: int) -> Hashable:
         if self.raw or self.state is None:
@@ -110,7 +121,7 @@ class EventsView(LineView):
             text = Text(label + "─" * max(0, width - len(label)), style=self.cstyle("ev--marker"))
             if flags & F_ERROR:
                 text.stylize(self.cstyle("ev--error"))
-            return Strip(list(text.render(console, end="")))
+            return list(text.render(console, end=""))
         etype = ev.etype[row]
         evno = ev.evno[row]
         attempt = state.attempts.get((ev.turn[row], ev.attempt[row]))
@@ -136,7 +147,7 @@ class EventsView(LineView):
         if self.cursor_evno is not None and evno == self.cursor_evno:
             text.pad_right(width)
             text.stylize(self.cstyle("ev--cursor"))
-        return Strip(list(text.render(console, end="")))
+        return list(text.render(console, end=""))
 
     def _lines_of(self, i: int, data: bytes) -> list[bytes]:
         lines = self._split_cache.get(i)
@@ -162,7 +173,7 @@ class EventsView(LineView):
             label = (f"── read {reads.read_index[i]} · turn {reads.turn[i] + 1}.{reads.attempt[i] + 1} · "
                      f"+{reads.t_request[i]:.3f}s · {human_size(len(data))} @{reads.offset[i]}{gap} ")
             text = Text(label + "─" * max(0, width - len(label)), style=self.cstyle("raw--read"))
-            return Strip(list(text.render(console, end="")))
+            return list(text.render(console, end=""))
         lines = self._lines_of(i, data)
         chunk = lines[line] if line < len(lines) else b""
         text = Text(no_wrap=True, overflow="crop")
@@ -175,7 +186,7 @@ class EventsView(LineView):
             text.append("↵", self.cstyle("raw--eol"))
         else:
             text.append(" ┆ read ends mid-line", self.cstyle("raw--cont"))
-        return Strip(list(text.render(console, end="")))
+        return list(text.render(console, end=""))
 
 
 def _append_bytes(text: Text, data: bytes, style, bad_style, ctrl_style) -> None:

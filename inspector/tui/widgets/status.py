@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
@@ -71,22 +72,19 @@ class StatusBar(Widget):
         self.refresh()
 
     def c(self, name: str):
-        return self.get_component_rich_style(name, partial=True)
+        return self.get_component_rich_style(name, partial=True, default=Style())
 
     def render(self) -> Text:
         state, info = self.state, self.info
         out = Text(no_wrap=True, overflow="ellipsis")
+        line2 = Text(no_wrap=True, overflow="ellipsis")
         sep = (" │ ", self.c("st--sep"))
-        out.append(" Stream Inspector", self.c("st--title"))
+        narrow = self.size.width < 110
+        out.append(" Inspector" if narrow else " Stream Inspector", self.c("st--title"))
         if state is None:
             out.append("  starting…")
             return out
         st = state.status
-        out.append(*sep)
-        src = source_label(st.source) if st.source else ("replay" if info.replay else "…")
-        out.append(src, self.c("st--source"))
-        if st.model:
-            out.append(f" · {st.model}", self.c("st--source"))
         out.append(*sep)
         ls = st.loop_state
         cls = {"paused": "st--paused", "stepping": "st--paused", "waiting_retry": "st--paused",
@@ -96,36 +94,44 @@ class StatusBar(Widget):
             out.append(*sep)
             out.append("turn ", self.c("st--key"))
             out.append(str(st.turn + 1), self.c("st--value"))
-            out.append(" attempt ", self.c("st--key"))
+            out.append(" · attempt " if not narrow else ".", self.c("st--key"))
             out.append(str(st.attempt + 1), self.c("st--value"))
         out.append(*sep)
         if info.cursor is not None:
-            out.append(f"⏪ event {info.cursor} of {info.total_events}", self.c("st--travel"))
-            out.append("  ←/→ home end=live", self.c("st--key"))
+            out.append(f"◀ event {info.cursor} of {info.total_events} ", self.c("st--travel"))
+            if not narrow:
+                out.append("  ←/→ home end=live", self.c("st--key"))
         else:
             out.append("event ", self.c("st--key"))
             out.append(f"{st.events}", self.c("st--value"))
-            out.append(f" of {info.total_events}", self.c("st--key"))
+            out.append(f" of {info.total_events}" if not narrow else f"/{info.total_events}", self.c("st--key"))
         if info.speed:
             out.append(*sep)
-            out.append("speed ", self.c("st--key"))
+            if not narrow:
+                out.append("speed ", self.c("st--key"))
             out.append(info.speed, self.c("st--value"))
-        out.append("\n")
+        out.append(*sep)
+        src = source_label(st.source) if st.source else ("replay" if info.replay else "…")
+        out.append(src, self.c("st--source"))
+        if st.model and not narrow:
+            out.append(f" · {st.model}", self.c("st--source"))
+        first, out = out, line2
         a = state.current_attempt
         metrics: list[tuple[str, str]] = []
         if a is not None:
-            if a.status_code is not None:
+            if a.status_code is not None and not narrow:
                 metrics.append(("HTTP", str(a.status_code)))
             if a.ttfb is not None:
                 metrics.append(("TTFB", duration(a.ttfb)))
             if a.t_first_token is not None:
-                metrics.append(("first token", duration(a.t_first_token - a.t_start)))
+                metrics.append(("1st token" if narrow else "first token", duration(a.t_first_token - a.t_start)))
             if a.last_gap is not None:
-                metrics.append(("last gap", duration(a.last_gap)))
-            metrics.append(("reads", f"{a.reads}"))
+                metrics.append(("gap" if narrow else "last gap", duration(a.last_gap)))
+            if not narrow:
+                metrics.append(("reads", f"{a.reads}"))
         tin, tout = state.tokens()
         if tin or tout:
-            metrics.append(("tokens", f"{tin:,} in / {tout:,} out"))
+            metrics.append(("tok" if narrow else "tokens", f"{tin:,} in / {tout:,} out"))
         if a is not None and a.stop_reason:
             metrics.append(("stop", a.stop_reason))
         out.append(" ")
@@ -139,4 +145,7 @@ class StatusBar(Widget):
             out.append("   ")
             out.append(problem, self.c("st--bad") if st.loop_state == "error" or info.note else self.c("st--paused"))
             out.append("  (r restart · q quit)", self.c("st--key"))
-        return out
+        width = max(1, self.size.width)
+        for line in (first, out):
+            line.truncate(width, overflow="ellipsis")
+        return Text("\n", no_wrap=True).join([first, out])

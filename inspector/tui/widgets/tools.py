@@ -7,11 +7,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 from textual.widget import Widget
 
-from inspector.state import DashboardState, ToolEntry
+from inspector.state import DashboardState, ToolEntry, call_summary
 from inspector.tui.widgets.base import SectionView, text_strip
 
 GLYPH = {
@@ -76,24 +77,23 @@ class ToolsView(SectionView):
         state = self.state
         if state is None:
             return
-        width = self.content_width
         console = self.app.console
-        lines: list[Strip] = []
+        items: list[tuple] = []
         turn = None
         for tool_id in state.tool_order:
             t = state.tools[tool_id]
             if t.turn != turn:
                 turn = t.turn
                 label = f"── turn {turn + 1} "
-                lines.extend(self.item_lines(("turn", turn), 0, lambda w, label=label: [text_strip(
-                    Text(label + "─" * max(0, w - len(label)), self.cstyle("tool--turn")), console, w)], width))
-            live = round(self.now, 1) if t.state == "running" else None
+                items.append((("turn", turn), 0, lambda w, label=label: [text_strip(
+                    Text(label + "─" * max(0, w - len(label)), self.cstyle("tool--turn")), console, w)]))
+            live = self.now if t.state == "running" else None
             failed = state.attempt_failed(t.turn, t.attempt)
-            lines.extend(self.item_lines(tool_id, (t.version, live, failed),
-                                         lambda w, t=t, f=failed: self.render_tool(t, f, w), width))
-        if not lines:
-            lines = [text_strip(Text("no tool calls yet", self.cstyle("tool--empty")), console, width)]
-        self.set_lines(lines)
+            items.append((tool_id, (t.version, live, failed), lambda w, t=t, f=failed: self.render_tool(t, f, w)))
+        if not items:
+            items.append(("empty", 0, lambda w: [text_strip(Text("no tool calls yet", self.cstyle("tool--empty")),
+                                                            console, w)]))
+        self.set_items(items, self.content_width)
 
     def render_tool(self, t: ToolEntry, failed: bool, width: int) -> list[Strip]:
         console = self.app.console
@@ -103,7 +103,7 @@ class ToolsView(SectionView):
         row.append(f"{GLYPH.get(t.state, '?')} {label:<9} ", state_style)
         el = t.elapsed(self.now)
         row.append(f"{duration(el):>8} ", self.cstyle("tool--elapsed"))
-        call = t.input_summary or f"{t.name}(…)"
+        call = t.input_summary or streaming_call(self.state, t)
         wide = width >= 72
         call_w = max(16, (width - 19) * 11 // 20) if wide else width - 19
         if len(call) > call_w:
@@ -122,6 +122,17 @@ class ToolsView(SectionView):
             for line in lines:
                 line.stylize(self.cstyle("tool--cancelled"))
         return [text_strip(line, console, width) for line in lines]
+
+
+def streaming_call(state: DashboardState | None, t: ToolEntry) -> str:
+    """`name(arg="partial…` from the live partial parse of the tool's block while its input streams."""
+    b = state.blocks.get((t.turn, t.attempt, t.index)) if state is not None else None
+    if b is None or b.closed or not b.fragments:
+        return f"{t.name}(…)"
+    value, _err = b.preview()
+    if isinstance(value, dict) and value:
+        return call_summary(t.name, value)[:-1] + "…"
+    return f"{t.name}(…)"
 
 
 # ------------------------------------------------------------------------------------------------ timeline
@@ -173,7 +184,10 @@ def turn_bars(state: DashboardState, turn: int, now: float) -> tuple[list[Bar], 
             last_end = end if last_end is None else max(last_end, end)
         bars.append(Bar(t.name, segs))
     saved = None
-    if stream_start is not None and stream_end is not None and run_total > 0 and last_end is not None:
+    tools_done = all(state.tools[i].done for i in tr.tools if i in state.tools)
+    stream_done = any(state.attempts[(turn, a)].t_end is not None for a in tr.attempts if (turn, a) in state.attempts)
+    if stream_done and tools_done and stream_start is not None and stream_end is not None and run_total > 0 \
+            and last_end is not None:
         sequential = (stream_end - stream_start) + run_total
         actual = last_end - stream_start
         saved = sequential - actual
@@ -204,6 +218,7 @@ class Timeline(Widget):
         self.state: DashboardState | None = None
         self.now = 0.0
         self._seen: tuple = ()
+        self._wanted = 1
 
     def show(self, state: DashboardState, now: float, live: bool) -> None:
         key = (id(state), state.rev_tools, state.rev_status, round(now, 2) if live else None)
@@ -211,7 +226,16 @@ class Timeline(Widget):
             return
         self._seen = key
         self.state, self.now = state, now
-        self.refresh()
+        wanted = self._wanted_rows()
+        self.refresh(layout=wanted != self._wanted)
+        self._wanted = wanted
+
+    def _wanted_rows(self) -> int:
+        state = self.state
+        if state is None or not state.turns:
+            return 1
+        turns = sorted(state.turns)[-2:]
+        return sum(len(turn_bars(state, t, self.now)[0]) for t in turns) + 2
 
     def render(self) -> Text:
         state = self.state
@@ -285,17 +309,10 @@ class Timeline(Widget):
         return out
 
     def cstyle(self, name: str):
-        return self.get_component_rich_style(name, partial=True)
+        return self.get_component_rich_style(name, partial=True, default=Style())
 
     def get_content_height(self, container, viewport, width: int) -> int:
-        state = self.state
-        if state is None or not state.turns:
-            return 1
-        last = max(state.turns)
-        n = len(turn_bars(state, last, self.now)[0])
-        if last - 1 in state.turns:
-            n += len(turn_bars(state, last - 1, self.now)[0])
-        return n + 2
+        return self._wanted
 
 
 def _nice_step(span: float, ticks: int) -> float:

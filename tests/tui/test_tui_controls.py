@@ -1,0 +1,270 @@
+"""Every control, through the keyboard (whatever pane has focus) and the command palette, against a recording fake
+controller; plus restart, export, maximize, raw view, time travel and error handling."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tui_helpers import Factory, FakeSession, flushed, wait_for
+
+from inspector import observations as O
+from inspector.recording import read_recording
+from inspector.tui.app import InspectorApp
+from inspector.tui.synthetic import parse_date_observations
+
+SIZE = (140, 42)
+PANES = ["events", "blocks", "tools", "assistant", "diagnostics"]
+KEYS = [
+    ("space", "toggle_pause", "pause"),
+    ("n", ("step", "event"), "step event"),
+    ("b", ("step", "block"), "step block"),
+    ("t", ("step", "turn"), "step turn"),
+    ("c", "cancel", "cancel"),
+    ("plus", "faster", "faster"),
+    ("minus", "slower", "slower"),
+]
+
+
+def live_app(observations=None, **kw) -> tuple[InspectorApp, Factory]:
+    obs = parse_date_observations("tools_running") if observations is None else observations
+    factory = Factory(lambda: FakeSession(obs))
+    return InspectorApp(factory, clock=lambda: 0.0, **kw), factory
+
+
+async def started(pilot, factory: Factory, n_obs: int | None = None) -> None:
+    app = pilot.app
+    await wait_for(lambda: factory.sessions and factory.last.started, what="the session to start")
+    want = len(factory.last.observations) if n_obs is None else n_obs
+    await wait_for(lambda: len(app.history) >= want, what="observations to be folded")
+
+
+class TestKeys:
+    @pytest.mark.parametrize("focus", PANES)
+    async def test_control_keys_reach_the_controller_whatever_has_focus(self, focus) -> None:
+        app, factory = live_app()
+        messages: list = []
+        async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
+            await started(pilot, factory)
+            app.query_one(f"#{focus}").focus()
+            for key, _call, _control in KEYS:
+                await pilot.press(key)
+            calls = factory.last.controller.calls
+            await wait_for(lambda: len(calls) == len(KEYS), what="every controller call")
+            assert calls == [call for _k, call, _c in KEYS]
+            used = lambda: [(m.name, m.ok) for m in messages if isinstance(m, InspectorApp.ControlUsed)]  # noqa: E731
+            await wait_for(lambda: len(used()) == len(KEYS), what="ControlUsed messages")
+            assert used() == [(control, True) for _k, _c, control in KEYS]
+
+    async def test_speed_label_follows_the_controller(self) -> None:
+        app, factory = live_app()
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, factory)
+            await pilot.press("plus", "plus")
+            await flushed(app)
+            assert factory.last.controller.speed == 4.0
+            assert app.status_bar.info.speed == "4x"
+            await pilot.press("minus")
+            await flushed(app)
+            assert app.status_bar.info.speed == "2x"
+
+    async def test_controls_are_refused_once_the_loop_finished(self) -> None:
+        app, factory = live_app(parse_date_observations())
+        messages: list = []
+        async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
+            await started(pilot, factory)
+            factory.last.finish()
+            await wait_for(lambda: app.final_status == "finished", what="the session to end")
+            assert app.check_action("toggle_pause", ()) is None  # shown, disabled
+            app.action_toggle_pause()
+            app.action_step("event")
+            assert factory.last.controller.calls == []
+            await wait_for(lambda: sum(isinstance(m, InspectorApp.ControlUsed) for m in messages) == 2)
+            refused = [m for m in messages if isinstance(m, InspectorApp.ControlUsed)]
+            assert [(m.name, m.ok) for m in refused] == [("pause", False), ("step event", False)]
+            assert "r restarts" in refused[0].detail
+
+    async def test_command_palette_offers_the_controls(self) -> None:
+        app, factory = live_app()
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, factory)
+            await pilot.press("ctrl+p")
+            await pilot.press(*"control: step one event")
+            await wait_for(lambda: "step one event" in str(app.screen.query("CommandList").first().get_option_at_index(
+                0).prompt), what="the command to be listed")
+            await pilot.press("enter")
+            await wait_for(lambda: factory.last.controller.calls, what="the palette command to run")
+            assert factory.last.controller.calls == [("step", "event")]
+
+    async def test_bindings_document_themselves(self) -> None:
+        ids = {b.id for b in InspectorApp.BINDINGS if not isinstance(b, tuple)}
+        for needed in ("pause", "step-event", "step-block", "step-turn", "cancel", "restart", "faster", "slower",
+                       "export", "raw", "max-events", "max-blocks", "max-tools", "max-assistant", "quit"):
+            assert needed in ids
+        assert all(b.tooltip for b in InspectorApp.BINDINGS if not isinstance(b, tuple))
+
+
+class TestSessionLifecycle:
+    async def test_restart_builds_a_new_session_and_resets_the_view(self) -> None:
+        app, factory = live_app()
+        messages: list = []
+        async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
+            await started(pilot, factory)
+            first = factory.last
+            n = len(app.history)
+            await pilot.press("r")
+            await wait_for(lambda: len(factory.sessions) == 2 and factory.last.started, what="a second session")
+            assert "cancel" in first.controller.calls  # the old loop is stopped
+            assert factory.last.controller.calls[-1] == ("set_speed", 1.0)  # the speed carries over
+            await wait_for(lambda: len(app.history) == n, what="the new session's observations")
+            assert app.live.status.events == sum(isinstance(o, O.SSEEventSeen) for o in first.observations)
+            # late observations of the old session are ignored
+            first.bus.publish(O.LoopStateChanged(9.0, O.ERROR, "late"))
+            await flushed(app)
+            assert app.live.status.loop_state != O.ERROR
+            assert any(isinstance(m, InspectorApp.SessionStarted) and m.generation == app.generation
+                       for m in messages)
+
+    async def test_a_crashing_session_shows_the_error_state(self) -> None:
+        obs = parse_date_observations("tools_running")
+        factory = Factory(lambda: FakeSession(obs, raise_error=RuntimeError("boom")))
+        app = InspectorApp(factory, clock=lambda: 0.0)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(lambda: app.final_status == "error", what="the error state")
+            await flushed(app)
+            assert app.live.status.loop_state == O.ERROR
+            assert "RuntimeError: boom" in (app.live.status.error or "")
+            await pilot.press("r")  # restart still works
+            await wait_for(lambda: len(factory.sessions) == 2, what="a restart")
+
+    async def test_a_factory_that_fails_keeps_the_app_alive(self) -> None:
+        def broken():
+            raise ValueError("no API key: set ANTHROPIC_API_KEY")
+
+        app = InspectorApp(broken, clock=lambda: 0.0)
+        async with app.run_test(size=SIZE) as pilot:
+            await flushed(app)
+            assert "no API key" in app.note
+            assert app.status_bar.info.note.startswith("cannot start")
+            await pilot.press("q")
+        assert app.return_value == 1
+
+    async def test_quit_returns_the_loop_status(self) -> None:
+        app, factory = live_app(parse_date_observations())
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, factory)
+            factory.last.finish()
+            await wait_for(lambda: app.final_status == "finished")
+            await pilot.press("q")
+        assert app.return_value == 0
+
+
+class TestViews:
+    async def test_export_writes_a_replayable_recording(self, tmp_path: Path) -> None:
+        app, factory = live_app(parse_date_observations(), export_dir=tmp_path)
+        messages: list = []
+        async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
+            await started(pilot, factory)
+            await pilot.press("e")
+            await wait_for(lambda: any(isinstance(m, InspectorApp.Exported) for m in messages), what="export")
+        exported = next(m for m in messages if isinstance(m, InspectorApp.Exported))
+        assert exported.error is None and exported.path.parent == tmp_path
+        rec = read_recording(exported.path)
+        reads = [o for o in factory.last.observations if isinstance(o, O.ReadReceived)]
+        assert sum(len(a.reads) for a in rec.attempts()) == len(reads)
+        assert b"".join(r.data for a in rec.attempts() for r in a.reads) == b"".join(o.data for o in reads)
+
+    @pytest.mark.parametrize("n,pane", [(1, "events"), (2, "blocks"), (3, "tools"), (4, "assistant")])
+    async def test_maximize_and_restore(self, n: int, pane: str) -> None:
+        app = InspectorApp(observations=parse_date_observations(), clock=lambda: 0.0)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press(str(n))
+            assert app.screen.maximized is app.query_one(f"#{pane}-pane")
+            await pilot.press(str(n))
+            assert app.screen.maximized is None
+            await pilot.press(str(n), "escape")
+            assert app.screen.maximized is None
+
+    async def test_raw_toggle(self) -> None:
+        app = InspectorApp(observations=parse_date_observations(), clock=lambda: 0.0)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("v")
+            assert app.events_view.raw and app.events_view.row_count == app.live.reads.lines
+            await pilot.press("v")
+            assert not app.events_view.raw and app.events_view.row_count == len(app.live.events)
+
+
+class TestTimeTravel:
+    @pytest.mark.parametrize("focus", PANES)
+    async def test_cursor_keys_whatever_has_focus(self, focus: str) -> None:
+        obs = parse_date_observations()
+        app = InspectorApp(observations=obs, clock=lambda: 0.0, replay=True)
+        n = sum(isinstance(o, O.SSEEventSeen) for o in obs)
+        async with app.run_test(size=SIZE) as pilot:
+            app.query_one(f"#{focus}").focus()
+            await pilot.press("left")
+            assert app.cursor == n - 1 and app.shown_state.status.events == n - 1
+            await pilot.press("home")
+            assert app.cursor == 1 and app.shown_state.status.events == 1
+            await pilot.press("right", "right")
+            assert app.cursor == 3 and app.shown_state.status.events == 3
+            await pilot.press("end")
+            assert app.cursor is None and app.shown_state is app.live
+
+    async def test_every_pane_shows_the_past(self) -> None:
+        obs = parse_date_observations()
+        app = InspectorApp(observations=obs, clock=lambda: 0.0, replay=True)
+        async with app.run_test(size=SIZE) as pilot:
+            k = app.live.blocks[(0, 0, 2)].first_event + 1  # the second tool's first fragment
+            app.set_cursor(k)
+            past = app.shown_state
+            assert app.blocks_view.state is past and app.tools_view.state is past
+            assert app.assistant_view.state is past and app.events_view.state is past
+            assert not past.blocks[(0, 0, 2)].closed and past.tools["toolu_01Rd2"].state == "streaming_input"
+            assert app.events_view.cursor_evno == k
+            assert app.status_bar.info.cursor == k
+            # nothing was re-run: the live state is untouched
+            assert app.live.status.finished == "finished"
+
+    async def test_time_travel_while_the_loop_runs(self) -> None:
+        app, factory = live_app()
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, factory)
+            await pilot.press("left")
+            k = app.cursor
+            factory.last.bus.publish(O.LoopStateChanged(5.0, O.PAUSED))  # the live view goes on underneath
+            await flushed(app)
+            assert app.cursor == k and app.live.status.loop_state == O.PAUSED
+            assert app.shown_state.status.loop_state != O.PAUSED
+            await pilot.press("end")
+            assert app.shown_state.status.loop_state == O.PAUSED
+
+
+class TestTail:
+    async def test_follows_the_tail_then_counts_new_rows_when_scrolled_up(self) -> None:
+        obs = parse_date_observations()
+        cut = len(obs) // 2
+        app = InspectorApp(observations=obs[:cut], clock=lambda: 0.0)
+        async with app.run_test(size=SIZE) as pilot:
+            view = app.events_view
+            assert view.follow and view.scroll_y == view.max_scroll_y
+            view.scroll_home(animate=False, immediate=True)
+            await pilot.pause()
+            assert not view.follow
+            before = view.row_count
+            app.ingest(obs[cut:])
+            added = view.row_count - before
+            assert added > 0 and view.scroll_y == 0  # not yanked to the bottom
+            assert app.panes[0].border_subtitle == f"+{added} new ↓ (end)"
+            view.scroll_end(animate=False, immediate=True)
+            await pilot.pause()
+            assert view.follow and app.panes[0].border_subtitle == ""
+
+    async def test_clicking_an_event_row_time_travels_to_it(self) -> None:
+        app = InspectorApp(observations=parse_date_observations(), clock=lambda: 0.0, replay=True)
+        async with app.run_test(size=SIZE) as pilot:
+            view = app.events_view
+            row = int(view.scroll_offset.y) + 2
+            await pilot.click(view, offset=(10, 2))
+            assert app.cursor == app.live.events.evno[row] and app.cursor > 0
+            assert app.events_view.cursor_evno == app.cursor

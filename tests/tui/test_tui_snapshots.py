@@ -1,0 +1,102 @@
+"""What the dashboard looks like, frozen as SVG snapshots (deterministic: fake clock, no animations).
+
+Synthetic sessions (`inspector.tui.synthetic`) give exact moments: opening, paused mid tool JSON, tools running in
+parallel, finished, faults. `TestRealScenarios` drives the real loop on built-in scenarios at max speed with a
+clock that stands still (every time reads 0), so the frame depends only on the scripted bytes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from inspector.tui.app import InspectorApp
+from inspector.tui.synthetic import parse_date_observations
+
+WIDE = (140, 42)
+SMALL = (80, 24)
+
+
+def synthetic(stop: str | None = None, variant: str = "ok", **kw) -> InspectorApp:
+    return InspectorApp(observations=parse_date_observations(stop, variant=variant), clock=lambda: 0.0, **kw)
+
+
+class TestLiveMoments:
+    """The parse_date session at the moments a user stops to look at."""
+
+    def test_opening_frame(self, snap_compare) -> None:
+        """The request is sent; nothing has arrived yet."""
+        assert snap_compare(synthetic("opening"), terminal_size=WIDE)
+
+    def test_paused_mid_tool_json(self, snap_compare) -> None:
+        """Paused while the second read_file input streams: its buffer, fragments and the partial preview."""
+        assert snap_compare(synthetic("mid_tool_json"), terminal_size=WIDE)
+
+    def test_three_tools_running_with_timeline(self, snap_compare) -> None:
+        """The stream has ended; three read_file calls run in parallel, drawn on the timeline."""
+        assert snap_compare(synthetic("tools_running"), terminal_size=WIDE)
+
+    def test_finished_session(self, snap_compare) -> None:
+        """Both turns done: the answer, the tool lines inline, 'saved vs sequential'."""
+        assert snap_compare(synthetic(), terminal_size=WIDE)
+
+    def test_small_terminal(self, snap_compare) -> None:
+        """80x24 still shows every pane, the status line and the footer."""
+        assert snap_compare(synthetic(), terminal_size=SMALL)
+
+
+class TestFaults:
+    def test_overloaded_error_then_gave_up(self, snap_compare) -> None:
+        """An overloaded_error event after HTTP 200, retries exhausted: the loop's error state, not a traceback."""
+        assert snap_compare(synthetic(variant="overloaded_fatal"), terminal_size=WIDE)
+
+    def test_overloaded_then_retried(self, snap_compare) -> None:
+        """The failed attempt is shaded and marked; the retry completes."""
+        assert snap_compare(synthetic(variant="overloaded"), terminal_size=WIDE)
+
+    def test_invalid_tool_json_caret(self, snap_compare) -> None:
+        """Blocks maximized: the broken input with a caret at the error, and the tool not run."""
+        assert snap_compare(synthetic("turn1", variant="invalid_json"), terminal_size=WIDE, press=["2"])
+
+    def test_cancelled_mid_tool(self, snap_compare) -> None:
+        assert snap_compare(synthetic(variant="cancelled"), terminal_size=WIDE)
+
+
+class TestViews:
+    def test_raw_bytes_with_read_boundaries(self, snap_compare) -> None:
+        """The SSE pane toggled to raw bytes (maximized): reads, their timing, a read ending mid-line."""
+        assert snap_compare(synthetic("mid_tool_json"), terminal_size=WIDE, press=["v", "1"])
+
+    def test_replay_scrubbed_back(self, snap_compare) -> None:
+        """Time travel: home, then forward to the middle of the second tool's input."""
+        assert snap_compare(synthetic(replay=True), terminal_size=WIDE,
+                            press=["home", *["right"] * 17])
+
+    def test_maximized_assistant(self, snap_compare) -> None:
+        assert snap_compare(synthetic(), terminal_size=WIDE, press=["4"])
+
+
+class TestRealScenarios:
+    """The real loop (SDK, in-process transport, executor) on bundled scenarios, frozen clock, max speed."""
+
+    @staticmethod
+    def app(name: str) -> InspectorApp:
+        from inspector import sources
+
+        return InspectorApp(lambda: sources.scenario_session(name, speed=math.inf, clock=lambda: 0.0),
+                            clock=lambda: 0.0)
+
+    @staticmethod
+    async def until_done(pilot) -> None:
+        from tui_helpers import wait_for
+
+        app = pilot.app
+        await wait_for(lambda: app.final_status is not None, 30, "the loop to finish")
+        ticks = app.ticks
+        await wait_for(lambda: app.ticks >= ticks + 2, 10, "two refresh ticks")
+        await pilot.pause()
+
+    @pytest.mark.parametrize("name", ["parse_date", "invalid_json"])
+    def test_scenario_final_frame(self, snap_compare, name: str) -> None:
+        assert snap_compare(self.app(name), terminal_size=WIDE, run_before=self.until_done)

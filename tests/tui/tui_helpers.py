@@ -1,0 +1,119 @@
+"""Test doubles and waiting helpers for the dashboard tests (no sleeps as synchronization)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from types import SimpleNamespace
+from typing import Any, Callable, Iterable
+
+from inspector import observations as O
+from inspector.pacing import speed_label
+
+
+class FakeController:
+    """Records every call; `state` follows pause/resume/cancel like the real one."""
+
+    def __init__(self) -> None:
+        self.calls: list[Any] = []
+        self.state = O.STREAMING
+        self.speed = 1.0
+        self.ladder = (0.25, 0.5, 1.0, 2.0, 4.0, 10.0, math.inf)
+
+    @property
+    def speed_label(self) -> str:
+        return speed_label(self.speed)
+
+    def pause(self) -> None:
+        self.calls.append("pause")
+        self.state = O.PAUSED
+
+    def resume(self) -> None:
+        self.calls.append("resume")
+        self.state = O.STREAMING
+
+    def toggle_pause(self) -> None:
+        self.calls.append("toggle_pause")
+        self.state = O.STREAMING if self.state == O.PAUSED else O.PAUSED
+
+    def step(self, unit: str = "event") -> None:
+        self.calls.append(("step", unit))
+        self.state = O.STEPPING
+
+    def cancel(self) -> None:
+        self.calls.append("cancel")
+        self.state = O.CANCELLED
+
+    def faster(self) -> None:
+        self.calls.append("faster")
+        self.speed = next((s for s in self.ladder if s > self.speed), self.ladder[-1])
+
+    def slower(self) -> None:
+        self.calls.append("slower")
+        self.speed = next((s for s in reversed(self.ladder) if s < self.speed), self.ladder[0])
+
+    def set_speed(self, speed: float) -> None:
+        self.calls.append(("set_speed", speed))
+        self.speed = speed
+
+
+class FakeSession:
+    """A Session-like object: publishes the given observations, then runs until `finish()` (or forever)."""
+
+    def __init__(self, observations: Iterable[O.Observation] = (), *, source: dict | None = None,
+                 finish_at_end: bool = False, raise_error: Exception | None = None) -> None:
+        self.bus = O.ObservationBus()
+        self.controller = FakeController()
+        self.source = source or {"type": "scenario", "name": "fake"}
+        self.observations = list(observations)
+        self.finish_at_end = finish_at_end
+        self.raise_error = raise_error
+        self.done = asyncio.Event()
+        self.started = False
+
+    async def run(self) -> Any:
+        self.started = True
+        for obs in self.observations:
+            self.bus.publish(obs)
+            await asyncio.sleep(0)
+        if self.raise_error is not None:
+            raise self.raise_error
+        if not self.finish_at_end:
+            await self.done.wait()
+        return SimpleNamespace(status="finished", error=None)
+
+    def finish(self) -> None:
+        self.done.set()
+
+
+class Factory:
+    """A session factory that remembers every session it made (restart makes a new one)."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self.make = make
+        self.sessions: list[Any] = []
+
+    def __call__(self, **kw: Any) -> Any:
+        s = self.make()
+        self.sessions.append(s)
+        return s
+
+    @property
+    def last(self) -> Any:
+        return self.sessions[-1]
+
+
+async def wait_for(cond: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
+    """Poll a condition (yielding to the event loop) until it holds; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.002)
+
+
+async def flushed(app: Any, n: int = 1, timeout: float = 10.0) -> None:
+    """Wait until the app's refresh timer has run `n` more times (a frame boundary)."""
+    target = app.ticks + n
+    await wait_for(lambda: app.ticks >= target, timeout, f"{n} refresh ticks")

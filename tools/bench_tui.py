@@ -1,0 +1,176 @@
+"""Dashboard cost benchmark: a generated 100,000-event recording replayed at max speed, with and without the UI.
+
+    .venv/bin/python tools/bench_tui.py [--events 100000] [--json]
+
+Reports, each measured in a fresh subprocess (so peak RSS is per mode):
+  * no UI: the replay through the loop's observation pipeline with one cheap subscriber (wall time, peak RSS);
+  * UI: the same replay driving the headless dashboard (`App.run_test`), until the final frame is folded;
+  * ratio UI / no UI (target <= 2);
+  * pause latency: replaying at max speed in the dashboard, the time from pressing space to the event counter
+    standing still (target <= 100 ms), and how many events still arrived after the key press.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
+
+
+def make_recording(path: Path, events: int) -> int:
+    from inspector.tui.export import write_recording
+    from inspector.tui.synthetic import generated_observations
+
+    obs = generated_observations(events)
+    write_recording(path, obs, {"type": "generated", "events": events})
+    return sum(1 for o in obs if type(o).__name__ == "SSEEventSeen")
+
+
+async def run_noui(path: Path) -> dict:
+    from inspector import observations as O
+    from inspector import sources
+
+    session = sources.replay_session(path, speed=math.inf)
+    seen = []
+    session.bus.subscribe(seen.append)  # what the dashboard's subscriber costs the loop: one append
+    t0 = time.perf_counter()
+    result = await session.run()
+    wall = time.perf_counter() - t0
+    return {"wall": wall, "status": result.status, "events": sum(type(o) is O.SSEEventSeen for o in seen)}
+
+
+async def run_ui(path: Path) -> dict:
+    from inspector import sources
+    from inspector.tui.app import InspectorApp
+
+    started: list[float] = []
+
+    def factory():
+        started.append(time.perf_counter())
+        return sources.replay_session(path, speed=math.inf)
+
+    app = InspectorApp(factory, replay=True)
+    async with app.run_test(size=(160, 48)) as pilot:
+        while app.final_status is None:
+            await asyncio.sleep(0.005)
+        app.flush()
+        wall = time.perf_counter() - started[0]
+        await pilot.pause()
+        return {"wall": wall, "status": app.final_status, "events": app.live.status.events,
+                "flushes": app.flushes, "ticks": app.ticks}
+
+
+async def run_pause(path: Path, after_events: int) -> dict:
+    from inspector import sources
+    from inspector.tui.app import InspectorApp
+
+    app = InspectorApp(lambda: sources.replay_session(path, speed=math.inf), replay=True)
+    async with app.run_test(size=(160, 48)):
+        while app.live.status.events < after_events:
+            await asyncio.sleep(0.001)
+        shown_at_press = app.live.status.events
+        t0 = time.perf_counter()
+        app.simulate_key("space")  # the same path as a key press from the terminal
+        last_value, last_change = app.live.status.events, t0
+        stable_ticks, ticks = 0, app.ticks
+        while stable_ticks < 5:  # unchanged for 5 frames (~170 ms): it stands still
+            await asyncio.sleep(0.001)
+            value = app.live.status.events
+            if value != last_value:
+                last_value, last_change, stable_ticks = value, time.perf_counter(), 0
+            if app.ticks != ticks:
+                ticks = app.ticks
+                stable_ticks += 1
+        latency = max(0.0, last_change - t0)
+        state = app.session.controller.state if app.session else None
+        app.session.controller.cancel()
+        return {"latency": latency, "events_after_press": last_value - shown_at_press, "loop_state": state}
+
+
+def child(mode: str, path: Path, after: int) -> None:
+    if mode == "noui":
+        out = asyncio.run(run_noui(path))
+    elif mode == "ui":
+        out = asyncio.run(run_ui(path))
+    else:
+        out = asyncio.run(run_pause(path, after))
+    out["peak_rss_mb"] = round(peak_rss_mb(), 1)
+    print(json.dumps(out))
+
+
+def spawn(mode: str, path: Path, after: int) -> dict:
+    env = dict(os.environ)
+    env.pop("NO_COLOR", None)
+    proc = subprocess.run([sys.executable, __file__, "--child", mode, "--path", str(path), "--after", str(after)],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=1800)
+    if proc.returncode != 0:
+        raise SystemExit(f"{mode} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--events", type=int, default=100_000)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--child", choices=("noui", "ui", "pause"))
+    ap.add_argument("--path")
+    ap.add_argument("--after", type=int, default=20_000)
+    args = ap.parse_args()
+    if args.child:
+        child(args.child, Path(args.path), args.after)
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "generated.jsonl"
+        t0 = time.perf_counter()
+        n = make_recording(path, args.events)
+        gen = time.perf_counter() - t0
+        noui = spawn("noui", path, 0)
+        ui = spawn("ui", path, 0)
+        pause = spawn("pause", path, min(args.after, n // 4))
+    report = {
+        "events": n,
+        "recording_mb": None,
+        "generate_s": round(gen, 2),
+        "noui_s": round(noui["wall"], 2),
+        "ui_s": round(ui["wall"], 2),
+        "ratio": round(ui["wall"] / noui["wall"], 2),
+        "noui_peak_rss_mb": noui["peak_rss_mb"],
+        "ui_peak_rss_mb": ui["peak_rss_mb"],
+        "ui_flushes": ui["flushes"],
+        "pause_latency_ms": round(pause["latency"] * 1000, 1),
+        "events_after_pause_press": pause["events_after_press"],
+        "pause_loop_state": pause["loop_state"],
+        "pause_peak_rss_mb": pause["peak_rss_mb"],
+        "ok": {"ratio<=2": ui["wall"] / noui["wall"] <= 2, "pause<=100ms": pause["latency"] <= 0.1},
+    }
+    assert noui["events"] == ui["events"] == n, (noui["events"], ui["events"], n)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(f"{n:,} events, replay at max speed")
+        print(f"  no UI      {report['noui_s']:7.2f} s   peak RSS {report['noui_peak_rss_mb']:.0f} MB")
+        print(f"  dashboard  {report['ui_s']:7.2f} s   peak RSS {report['ui_peak_rss_mb']:.0f} MB"
+              f"   ({report['ui_flushes']} folds)")
+        print(f"  ratio      {report['ratio']:7.2f}     (target <= 2)")
+        print(f"  pause      {report['pause_latency_ms']:7.1f} ms  from the key press to the counter standing still"
+              f" ({report['events_after_pause_press']} events after the press; loop {report['pause_loop_state']})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
