@@ -82,7 +82,8 @@ def _short(v: Any, n: int = 200) -> str:
 
 def _format_turn(t: dict, failed: bool = False) -> list[str]:
     m = t["message"]
-    head = f"turn {t['turn']} attempt {t['attempt']}: {t['outcome']}"
+    # people count turns and attempts from 1 (as the dashboard shows them); JSON keeps 0-based indices
+    head = f"turn {t['turn'] + 1} attempt {t['attempt'] + 1}: {t['outcome']}"
     if failed:
         head += " (failed attempt, retried)"
     if t.get("http_status"):
@@ -131,9 +132,9 @@ class ProgressPrinter:
             src = obs.source
             self.p(f"{t} start  {src.get('type')} {src.get('name') or src.get('file') or ''} model {obs.model}".rstrip())
         elif isinstance(obs, O.TurnStarted):
-            self.p(f"{t} turn {obs.turn}")
+            self.p(f"{t} turn {obs.turn + 1}")
         elif isinstance(obs, O.AttemptStarted):
-            self.p(f"{t}   attempt {obs.attempt}: POST {obs.url}")
+            self.p(f"{t}   attempt {obs.attempt + 1}: POST {obs.url}")
         elif isinstance(obs, O.ResponseStarted):
             self.p(f"{t}   HTTP {obs.status}")
         elif isinstance(obs, O.BlockOpened):
@@ -160,7 +161,7 @@ class ProgressPrinter:
             self.p(f"{t}   stop_reason {obs.stop_reason} usage {_short(obs.usage)}")
         elif isinstance(obs, O.AttemptEnded):
             if obs.status != "complete":
-                self.p(f"{t}   attempt {obs.attempt} {obs.status}: {obs.reason}")
+                self.p(f"{t}   attempt {obs.attempt + 1} {obs.status}: {obs.reason}")
         elif isinstance(obs, O.LoopStateChanged):
             if obs.state in (O.WAITING_RETRY,):
                 self.p(f"{t}   {obs.detail}")

@@ -343,7 +343,7 @@ class AgentLoop:
                 self._step_done()
             if outcome == "truncated":
                 open_tools = [b.name for b in asm.tool_blocks() if b.open or b.input_error is not None]
-                return "finished", f"turn {turn} was cut by max_tokens: tool {', '.join(map(str, open_tools))} not run"
+                return "finished", f"turn {turn + 1} was cut by max_tokens: tool {', '.join(map(str, open_tools))} not run"
             if tool_uses:
                 continue
             if stop_reason == "pause_turn":
@@ -407,7 +407,7 @@ class AgentLoop:
                 if not e.retryable or attempt >= cfg.retries:
                     tries = attempt + 1
                     raise LoopError(
-                        f"turn {turn} failed after {tries} attempt{'s' if tries > 1 else ''}: {e.reason}"
+                        f"turn {turn + 1} failed after {tries} attempt{'s' if tries > 1 else ''}: {e.reason}"
                     ) from None
                 delay = min(cfg.backoff_base * 2**attempt, cfg.backoff_max) * (0.75 + 0.5 * self._rng.random())
                 self._set_state(O.WAITING_RETRY, f"retrying in {delay:.1f} s: {e.reason}")

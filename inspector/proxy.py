@@ -696,7 +696,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def format_exchange(ex: ProxyExchange) -> str:
-    where = f"turn {ex.turn} attempt {ex.attempt} " if ex.turn is not None else ""
+    where = f"turn {ex.turn + 1} attempt {(ex.attempt or 0) + 1} " if ex.turn is not None else ""
     ms = (lambda s: "-" if s is None else f"{s * 1000:.0f} ms")
     line = (f"{where}{ex.method} {ex.path} -> {ex.status} {ex.end}: {ex.reads} reads, {ex.bytes} bytes, "
             f"headers {ms(ex.headers_s)}, first byte {ms(ex.first_byte_s)}, total {ms(ex.end_s)}")
@@ -706,7 +706,7 @@ def format_exchange(ex: ProxyExchange) -> str:
         line += f" ({ex.reason})"
     for inf in ex.inferred:
         if inf.status == "result":
-            line += (f"\n  tool {inf.name} {inf.tool_use_id} (turn {inf.from_turn}): result"
+            line += (f"\n  tool {inf.name} {inf.tool_use_id} (turn {(inf.from_turn or 0) + 1}): result"
                      f"{' is_error' if inf.is_error else ''} {ms(inf.since_block_stop)} after its block stop")
         else:
             line += f"\n  tool {inf.name or '?'} {inf.tool_use_id}: {inf.status}"

@@ -1107,7 +1107,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def format_exchange(ex: Exchange) -> str:
-    where = f"{ex.scenario} turn {ex.turn} attempt {ex.attempt}" if ex.turn is not None else (ex.scenario or "-")
+    where = (f"{ex.scenario} turn {ex.turn + 1} attempt {(ex.attempt or 0) + 1}" if ex.turn is not None
+             else (ex.scenario or "-"))
     faults = f" [{ex.faults}]" if ex.faults != "none" else ""
     if ex.rejected:
         return f"{ex.method} {ex.path} {where}{faults} -> {ex.status}: {ex.rejected}"

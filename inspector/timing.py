@@ -314,7 +314,7 @@ def format_timing(recording: Recording) -> str:
         lines.append("no attempts in this recording")
     for a in data["attempts"]:
         lines.append("")
-        lines.append(f"turn {a['turn']} attempt {a['attempt']}: HTTP {a['status'] if a['status'] is not None else '?'}"
+        lines.append(f"turn {a['turn'] + 1} attempt {a['attempt'] + 1}: HTTP {a['status'] if a['status'] is not None else '?'}"
                      f", {a['reads']} reads, {a['events']} events, {a['bytes']} bytes, end {a['end'] or '-'}")
         lines.append(f"  headers {_s(a['headers_s'])} | first byte {_s(a.get('first_byte_s'))} | first content "
                      f"{_s(a.get('first_content_s'))} | message_stop {_s(a.get('message_stop_s'))} | last byte "

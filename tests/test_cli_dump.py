@@ -71,7 +71,7 @@ def test_summary_of_a_tool_turn(capsys, write):
     code, out, err = run(capsys, "dump", write(TOOL_TURN))
     assert code == 0
     assert err == ""
-    assert "turn 0 attempt 0: tool_use" in out
+    assert "turn 1 attempt 1: tool_use" in out
     assert "message msg_1  model claude-test" in out
     assert "[0] text:" in out and "      I'll read it." in out and "      Then fix." in out
     assert '[1] tool_use read_file toolu_01: {"path":"README.md"}' in out
@@ -219,19 +219,19 @@ def test_stdin_dash_summary(capsys, monkeypatch):
 def test_a_recording_with_turns_and_a_retried_attempt(capsys, tmp_path):
     p = tmp_path / "rec.jsonl"
     w = RecordingWriter(str(p), source={"type": "test"})
-    w.request(1, 1, 0.0, "POST", "http://t/v1/messages", {}, {"model": "m"})
-    w.response(1, 1, 0.1, 200, {})
+    w.request(0, 0, 0.0, "POST", "http://t/v1/messages", {}, {"model": "m"})
+    w.response(0, 0, 0.1, 200, {})
     data = sse(message_start(), text_start(0), text_delta(0, "par"), error_event())
-    w.read(1, 1, 0.2, data)
-    w.end(1, 1, 0.3, "error", "overloaded")
-    w.request(1, 2, 1.0, "POST", "http://t/v1/messages", {}, {"model": "m"})
+    w.read(0, 0, 0.2, data)
+    w.end(0, 0, 0.3, "error", "overloaded")
+    w.request(0, 1, 1.0, "POST", "http://t/v1/messages", {}, {"model": "m"})
     whole = sse(*tool_turn(['{"path": "x"}']))
-    w.read(1, 2, 0.1, whole[:100])
-    w.read(1, 2, 0.2, whole[100:])
-    w.end(1, 2, 0.3, "complete")
-    w.request(2, 1, 2.0, "POST", "http://t/v1/messages", {}, {"model": "m"})
-    w.read(2, 1, 0.1, sse(*text_turn("done")))
-    w.end(2, 1, 0.2, "complete")
+    w.read(0, 1, 0.1, whole[:100])
+    w.read(0, 1, 0.2, whole[100:])
+    w.end(0, 1, 0.3, "complete")
+    w.request(1, 0, 2.0, "POST", "http://t/v1/messages", {}, {"model": "m"})
+    w.read(1, 0, 0.1, sse(*text_turn("done")))
+    w.end(1, 0, 0.2, "complete")
     w.close()
 
     code, out, _ = run(capsys, "dump", str(p), "--json")
@@ -243,7 +243,9 @@ def test_a_recording_with_turns_and_a_retried_attempt(capsys, tmp_path):
 
     code, out, _ = run(capsys, "dump", str(p))
     assert "(failed attempt, retried)" in out
-    assert out.count("turn 1 attempt") == 2 and "turn 2 attempt 1: text_finish" in out
+    # text counts from 1 (like the dashboard); the recording and the JSON keep 0-based indices
+    assert "turn 1 attempt 1: error" in out and "turn 1 attempt 2: tool_use" in out
+    assert "turn 2 attempt 1: text_finish" in out
 
 
 # ------------------------------------------------------------------------------------------------ errors

@@ -85,7 +85,7 @@ def test_run_headless_progress_lines(capsys):
     code = cli.main(["run", "--scenario", "parse_date", "--headless", "--speed", "max"])
     out, _ = capsys.readouterr()
     assert code == 0
-    assert "turn 0" in out and "turn 1" in out
+    assert "turn 1" in out and "turn 2" in out and "turn 0" not in out
     assert out.count("-> running") == 3 and out.count("-> succeeded") == 3
     assert "answer:" in out
     assert out.rstrip().splitlines()[-1].endswith("finished after 2 turns")

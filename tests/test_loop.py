@@ -196,7 +196,7 @@ async def test_error_event_with_retries_zero_ends_in_error_with_a_clear_message(
     s = scenario_session("overloaded_midstream", speed=math.inf, retries=0)
     result, obs = await run_observed(s)
     assert result.status == "error" and s.controller.state == O.ERROR
-    assert result.error == "turn 0 failed after 1 attempt: error event: overloaded_error: Overloaded"
+    assert result.error == "turn 1 failed after 1 attempt: error event: overloaded_error: Overloaded"
     assert len(s.server.requests) == 1
     assert result.messages == [{"role": "user", "content": get_scenario("overloaded_midstream").prompt}]
     fin = obs.of(O.LoopFinished)[-1]
@@ -211,7 +211,7 @@ async def test_drop_with_retries_exhausted():
     s = scenario_session("drop_mid_json", speed=math.inf, retries=0)
     result, obs = await run_observed(s)
     assert result.status == "error"
-    assert result.error.startswith("turn 0 failed after 1 attempt: connection dropped")
+    assert result.error.startswith("turn 1 failed after 1 attempt: connection dropped")
     assert_valid_history(result.messages)
     assert history_tool_ids(result.messages) == []
     # the complete first tool call may have run, but nothing of the failed attempt reaches the history

@@ -395,7 +395,7 @@ def test_headless_cli_records_and_never_logs_the_key(upstream, tmp_path):
             proc.kill()
             proc.wait()
     err = proc.stderr.read()
-    assert "turn 0 attempt 0 POST /v1/messages -> 200 complete" in err
+    assert "turn 1 attempt 1 POST /v1/messages -> 200 complete" in err
     assert KEY not in err and KEY not in "".join(out)
     raw = record.read_bytes()
     assert KEY.encode() not in raw

@@ -129,7 +129,7 @@ def test_histogram_buckets_and_text():
     assert h[-1]["hi"] is None
     text = format_timing(recording_from_plans([render_turn(get_scenario("parse_date"), 0, 0),
                                                render_turn(get_scenario("rate_limited"), 0, 0)]))
-    assert "turn 0 attempt 0: HTTP 200" in text and "gaps between reads" in text and "|#" in text
+    assert "turn 1 attempt 1: HTTP 200" in text and "gaps between reads" in text and "|#" in text
     assert "events per read: mean" in text and "buffering: NOT BUFFERED" in text
     assert "HTTP 429" in text and "INCONCLUSIVE: HTTP 429: not a stream" in text
 
