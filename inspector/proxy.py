@@ -289,8 +289,10 @@ class ProxyApp:
         on_exchange: Callable[[ProxyExchange], None] | None = None,
         transport: httpx2.AsyncBaseTransport | None = None,
         listen: str | None = None,
+        source_info: dict | None = None,
     ) -> None:
         self.upstream = upstream.rstrip("/")
+        self.source_info = source_info  # how the dashboard names this source (default: proxy -> upstream)
         self.record_path = record
         self.bus = bus
         self.clock = clock
@@ -321,6 +323,8 @@ class ProxyApp:
         return self.clock() - self.t0
 
     def source(self) -> dict:
+        if self.source_info is not None:
+            return dict(self.source_info)
         src = {"type": "proxy", "upstream": self.upstream}
         if self.listen:
             src["listen"] = self.listen
@@ -576,8 +580,21 @@ class ProxyApp:
                                                 inf.from_turn, inf.since_block_stop, inf.since_stream_end,
                                                 inf.is_error))
                 self._obs_line({"type": "tool_inferred", "turn": turn, "attempt": attempt, **inf.to_json()})
+                seen = self.seen_tools.get(inf.tool_use_id)
+                if seen is not None and inf.status in ("result", "missing"):
+                    state = "not_run" if inf.status == "missing" else ("failed" if inf.is_error else "succeeded")
+                    why = "no tool_result for it in the next request" if inf.status == "missing" else None
+                    self._tool_state(seen.id, seen.name, seen.turn, seen.attempt, seen.index, state, seen.input,
+                                     {"running": seen.stop_t, state: t_req}, error=why)
                 if inf.status == "result":
                     self.seen_tools.pop(inf.tool_use_id, None)
+
+    def _tool_state(self, id: str, name: str, turn: int, attempt: int, index: int, state: str, tool_input: Any,
+                    times: dict, error: str | None = None) -> None:
+        """The other harness's tool call as the dashboard's tool rows show them (its execution is inferred)."""
+        if self.bus is not None:
+            self._pub(O.ToolStateChanged(self.now(), turn, attempt, id, name, index, state, tool_input, error, None,
+                                         times))
 
     def _response(self, ex: ProxyExchange, headers: list[tuple[str, str]], t: float) -> None:
         clean = _clean(headers)
@@ -609,12 +626,21 @@ class ProxyApp:
                 for obs in step_observations(step, asm, now, turn, attempt):
                     self._pub(obs)
             for change in step.changes:
-                if change[0] == "block_closed":
+                if change[0] == "block_opened":
+                    b = asm.blocks[change[1]]
+                    if b.type == "tool_use" and b.id:
+                        self._tool_state(b.id, b.name or "?", turn, attempt, b.index, "streaming_input", None,
+                                         {"streaming_input": now})
+                elif change[0] == "block_closed":
                     b = asm.blocks[change[1]]
                     if b.type == "tool_use" and b.id:
                         ok = b.input_error is None
                         self.seen_tools[b.id] = SeenToolUse(b.id, b.name or "?", turn, attempt, b.index, now,
                                                             None, b.input if ok else None)
+                        # from here on the tool is the other harness's business: shown as running (inferred)
+                        # until a later request carries its tool_result
+                        self._tool_state(b.id, b.name or "?", turn, attempt, b.index, "running", b.input if ok
+                                         else None, {"running": now})
             if step.event.type == "message_stop":
                 for s in self.seen_tools.values():
                     if s.turn == turn and s.attempt == attempt and s.stream_end_t is None:
@@ -729,7 +755,9 @@ def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int
         sys.stderr.flush()
 
     if not args.headless and bus is None:
-        sys.stderr.write("inspector proxy: the live dashboard is not available here; running headless\n")
+        if sys.stdout.isatty():
+            return _cmd_tui(args, host, port, sock)
+        sys.stderr.write("inspector proxy: stdout is not a terminal: running headless\n")
     proxy = ProxyApp(args.upstream, record=args.record, bus=bus, on_exchange=None if quiet else printer,
                      listen=url)
     print(f"inspector proxy: {url} -> {proxy.upstream}" + (f", recording to {args.record}" if args.record else ""))
@@ -746,6 +774,20 @@ def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int
     finally:
         proxy.close()
         sock.close()
+    return 0
+
+
+def _cmd_tui(args: argparse.Namespace, host: str, port: int, sock: Any) -> int:
+    """The dashboard watches the other harness through the proxy (each of its requests is a turn)."""
+    from inspector.tui.app import run_dashboard
+    from inspector.watch import proxy_session
+
+    sock.close()  # the session binds its own (and binds again on restart)
+
+    def factory(**_: Any):
+        return proxy_session(args.upstream, host, port, record=args.record)
+
+    run_dashboard(factory, source={"type": "proxy", "upstream": args.upstream})
     return 0
 
 

@@ -1094,6 +1094,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-history-check", action="store_true",
                    help="do not answer history-rule violations with 400")
     p.add_argument("--quiet", action="store_true", help="no line per request on stderr")
+    p.add_argument("--tui", action="store_true",
+                   help="show what the server sends its clients, and when, in the dashboard")
     p.add_argument("--log-level", default="warning", help="uvicorn log level (default warning)")
 
 
@@ -1122,6 +1124,8 @@ def cmd(args: argparse.Namespace) -> int:
     if args.list_faults:
         print(faults_doc())
         return 0
+    if getattr(args, "tui", False):
+        return _cmd_tui(args)
     try:
         faults = parse_faults(args.fault)
 
@@ -1151,6 +1155,29 @@ def cmd(args: argparse.Namespace) -> int:
         pass
     finally:
         sock.close()
+    return 0
+
+
+def _cmd_tui(args: argparse.Namespace) -> int:
+    """``serve --tui``: the dashboard watches what the server sends (through a recording proxy in front of it)."""
+    from inspector.tui.app import run_dashboard
+    from inspector.watch import serve_session
+
+    try:
+        faults = parse_faults(args.fault)
+        serve_session(args.scenario, faults, speed=args.speed, host=args.host, port=args.port).close()
+    except (FaultError, KeyError) as e:
+        sys.stderr.write(f"inspector serve: {e.args[0] if isinstance(e, KeyError) else e}\n")
+        return 2
+    except OSError as e:
+        sys.stderr.write(f"inspector serve: cannot listen on {args.host}:{args.port}: {e.strerror or e}\n")
+        return 2
+
+    def factory(**_: Any):
+        return serve_session(args.scenario, faults, speed=args.speed, host=args.host, port=args.port,
+                             validate_history=not args.no_history_check)
+
+    run_dashboard(factory, source={"type": "serve", "name": args.scenario})
     return 0
 
 

@@ -1,0 +1,78 @@
+"""Watched sessions (`inspector proxy` / `serve --tui` in the dashboard): what another program's traffic looks like
+as observations. Real sockets on loopback; the servers are started and stopped by the tests."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import anthropic
+
+from inspector import observations as O
+from inspector.state import DashboardState
+from inspector.watch import serve_session
+
+KEY = "sk-ant-api03-CANARY-watch-0123456789"
+
+
+async def _converse(base_url: str) -> list[str]:
+    client = anthropic.AsyncAnthropic(api_key=KEY, base_url=base_url, max_retries=0)
+    msgs: list[dict] = [{"role": "user", "content": "why does parse_date fail?"}]
+    stops = []
+    for _ in range(3):
+        async with client.messages.stream(model="claude-sonnet-4-6", max_tokens=100, messages=msgs) as s:
+            m = await s.get_final_message()
+        stops.append(m.stop_reason)
+        msgs.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in m.content]})
+        uses = [b for b in m.content if b.type == "tool_use"]
+        if not uses:
+            break
+        results = [{"type": "tool_result", "tool_use_id": b.id, "content": "text"} for b in uses[:-1]]
+        results.append({"type": "tool_result", "tool_use_id": uses[-1].id, "content": "boom", "is_error": True})
+        msgs.append({"role": "user", "content": results})
+    await client.close()
+    return stops
+
+
+async def test_serve_session_shows_what_clients_get_and_infers_their_tools():
+    session = serve_session("parse_date", None, speed=math.inf, host="127.0.0.1", port=0)
+    seen: list[O.Observation] = []
+    session.bus.subscribe(seen.append)
+    runner = asyncio.ensure_future(session.run())
+    try:
+        stops = await asyncio.wait_for(_converse(session.source["listen"]), 30)
+    finally:
+        session.controller.cancel()
+        result = await asyncio.wait_for(runner, 30)
+    assert stops == ["tool_use", "end_turn"]
+    assert result.status == "cancelled" and session.state == O.CANCELLED
+    assert seen[0].kind == "loop_started" and seen[0].source["type"] == "serve"
+    assert [o.turn for o in seen if isinstance(o, O.TurnStarted)] == [0, 1]
+    # the other harness's tool calls: streaming input, then "running" in that harness from the block stop until
+    # the next request carries the results (succeeded, or failed when is_error)
+    states: dict[str, list[str]] = {}
+    for o in seen:
+        if isinstance(o, O.ToolStateChanged):
+            states.setdefault(o.id, []).append(o.state)
+    assert len(states) == 3
+    finals = [v[-1] for v in states.values()]
+    assert all(v[:2] == ["streaming_input", "running"] for v in states.values())
+    assert sorted(finals) == ["failed", "succeeded", "succeeded"]
+    # the dashboard's fold takes it as it takes the loop's observations
+    st = DashboardState()
+    for o in seen:
+        st.apply(o)
+    assert st.status.events == sum(isinstance(o, O.SSEEventSeen) for o in seen) > 50
+    # pause and step do not apply to another program's stream: nothing changes, the controller says why
+    session.controller.pause()
+    assert "does not apply" in session.controller.note
+    assert KEY not in repr([o.to_json() for o in seen])
+
+
+async def test_watch_controller_cancel_before_any_request_stops_cleanly():
+    session = serve_session("weather", None, speed=math.inf, host="127.0.0.1", port=0)
+    session.controller.cancel()  # before it even started: run() ends at once, cleanly
+    runner = asyncio.ensure_future(session.run())
+    result = await asyncio.wait_for(runner, 30)
+    assert result.status == "cancelled"
+    assert session.sock.fileno() == -1  # the listening socket is closed
