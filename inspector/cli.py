@@ -247,8 +247,15 @@ def run_tui(factory: Callable[..., Any], source: dict, *, replay: bool = False) 
     return run_dashboard(factory, source=source, replay=replay)
 
 
+def _interactive() -> bool:
+    """A terminal, or a browser through textual-serve (`inspector web` sets TEXTUAL_DRIVER for the app)."""
+    import os
+
+    return sys.stdout.isatty() or bool(os.environ.get("TEXTUAL_DRIVER"))
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    tui = not args.headless and sys.stdout.isatty()
+    tui = not args.headless and _interactive()
     if args.json and not args.headless:
         raise UsageError("--json goes with --headless")
     factory, source = _make_factory(args, tui=tui)
@@ -289,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE if e.code not in (0, None) else EXIT_OK
     try:
         if args.command is None:
-            args = parser.parse_args(["run", *([] if sys.stdout.isatty() else ["--headless"])])
+            args = parser.parse_args(["run", *([] if _interactive() else ["--headless"])])
             return cmd_run(args)
         if args.command == "dump":
             return cmd_dump(args)
