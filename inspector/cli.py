@@ -25,26 +25,13 @@ from typing import Any, Callable
 import orjson
 
 from inspector import __version__
+from inspector.pacing import parse_speed
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 
 
 class UsageError(Exception):
     pass
-
-
-def _speed(value: str) -> float:
-    v = value.strip().lower()
-    if v in ("max", "inf", "fastest"):
-        return math.inf
-    v = v.removesuffix("x")
-    try:
-        f = float(v)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"speed must be a number like 1, 0.5, 4 or 'max', not {value!r}") from None
-    if not f > 0:
-        raise argparse.ArgumentTypeError("speed must be > 0")
-    return f
 
 
 # Commands whose modules are heavy (uvicorn, starlette): imported only when that command is asked for.
@@ -89,7 +76,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     r.add_argument("--system", help="system prompt (with --model)")
     r.add_argument("--max-tokens", type=int, default=4096)
     r.add_argument("--record", metavar="FILE", help="write a recording (JSON Lines) of every read")
-    r.add_argument("--speed", type=_speed, default=None, help="scripted pacing: 1 real time, 0.5, 4, max")
+    r.add_argument("--speed", type=parse_speed, default=None, help="scripted pacing: 1 real time, 0.5, 4, max")
     r.add_argument("--retries", type=int, default=2, help="retries of failures after the first byte (default 2)")
     r.add_argument("--max-turns", type=int, default=20)
     r.add_argument("--idle-timeout", type=float, default=None, help="seconds without content (default 30)")
@@ -98,7 +85,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
     rp = sub.add_parser("replay", help="replay a recording through the same pipeline (tools not executed)")
     rp.add_argument("path")
-    rp.add_argument("--speed", type=_speed, default=None, help="1 real time ... max (default: max headless, 1 in UI)")
+    rp.add_argument("--speed", type=parse_speed, default=None, help="1 real time ... max (default: max headless, 1 in UI)")
     rp.add_argument("--headless", action="store_true")
     rp.add_argument("--json", action="store_true")
 

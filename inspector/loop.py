@@ -24,6 +24,7 @@ from inspector.diagnostics import Diagnostic
 from inspector.executor import TERMINAL, ToolCall, ToolExecutor, ToolState
 from inspector.pacing import Pacer
 from inspector.protocol import ErrorEvent, Ping
+from inspector.recording import redact
 from inspector.stepobs import step_observations, summarize_event  # noqa: F401  (summarize_event: public here too)
 from inspector.toolbox.spec import ToolSpec
 
@@ -65,6 +66,7 @@ class LoopConfig:
     max_concurrency: int = 10
     extra_body: dict = field(default_factory=dict)  # e.g. {"thinking": {...}}
     tool_definitions: list[dict] | None = None  # as sent; default: each ToolSpec.definition()
+    secrets: list[str] = field(default_factory=list, repr=False)  # (the API key) redacted from every observation
     source: dict = field(default_factory=dict)
     # backoff between our retries: min(0.5 * 2**n, 8) s with jitter; scaled by the pacer for scripted sources
     backoff_base: float = 0.5
@@ -174,6 +176,7 @@ class AgentLoop:
         self._in_tools = False
         self._turn_committed = True
         self._rng = random.Random(config.seed)
+        self._secrets = [k for k in config.secrets if isinstance(k, str) and len(k) >= 8]
         self.result: LoopResult | None = None
 
     # ------------------------------------------------------------------------------------------ observations
@@ -181,6 +184,8 @@ class AgentLoop:
         return self.clock() - self._t0
 
     def _pub(self, obs: O.Observation) -> None:
+        if self._secrets:  # a relay may echo the key (in an error event, a header, the stream): never pass it on
+            obs = obs.redacted(self._secrets)
         self.bus.publish(obs)
 
     def _set_state(self, state: str, detail: str = "") -> None:
@@ -274,10 +279,10 @@ class AgentLoop:
                     await self._executor.aclose()
                 except Exception:
                     pass
-        if error:
-            error = self._redact(error)
         state = {"finished": O.FINISHED, "error": O.ERROR, "cancelled": O.CANCELLED}[status]
         self._set_state(state, error or "")
+        if error and self._secrets:
+            error = redact(error, self._secrets)
         self.result = LoopResult(status, self.turns, self.messages, self.all_tools, error)
         self._pub(
             O.LoopFinished(
@@ -285,11 +290,6 @@ class AgentLoop:
             )
         )
         return self.result
-
-    def _redact(self, text: str) -> str:
-        """Error text never repeats the API key (a relay may echo the key it rejected)."""
-        key = getattr(self.client, "api_key", None)
-        return text.replace(key, "[redacted]") if isinstance(key, str) and len(key) >= 8 else text
 
     def tool_summaries(self) -> list[dict]:
         out = []

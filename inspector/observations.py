@@ -36,11 +36,39 @@ class Observation:
     t: float
     kind: ClassVar[str] = "observation"
 
+    def redacted(self, secrets: list[str]) -> "Observation":
+        """This observation with every secret (an API key) replaced, in every field; itself when none occurs."""
+        from inspector.recording import redact
+
+        changes = {}
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, SSEEvent):
+                r = dataclasses.replace(v, data=redact(v.data, secrets))
+                if r.data != v.data:
+                    changes[f.name] = r
+            elif isinstance(v, Diagnostic):
+                if _contains(v.message, secrets) or _contains(v.raw, secrets):
+                    changes[f.name] = dataclasses.replace(v, message=redact(v.message, secrets),
+                                                          raw=redact(v.raw, secrets))
+            elif _contains(v, secrets):
+                changes[f.name] = redact(v, secrets)
+        return dataclasses.replace(self, **changes) if changes else self
+
     def to_json(self) -> dict:
         out: dict[str, Any] = {"type": self.kind}
         for f in dataclasses.fields(self):
             out[f.name] = _jsonable(getattr(self, f.name))
         return out
+
+
+def _contains(v: Any, secrets: list[str]) -> bool:
+    if v is None or isinstance(v, (int, float, bool)):
+        return False
+    if isinstance(v, (bytes, bytearray)):
+        return any(s.encode() in v for s in secrets)
+    text = v if isinstance(v, str) else repr(v)
+    return any(s in text for s in secrets)
 
 
 def _jsonable(v: Any) -> Any:

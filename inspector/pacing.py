@@ -13,6 +13,22 @@ import math
 SPEED_LADDER: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 10.0, math.inf)
 
 
+def parse_speed(value: str) -> float:
+    """A speed from the command line: "1", "0.5", "4x", "max" (an argparse `type=`)."""
+    import argparse
+
+    v = value.strip().lower()
+    if v in ("max", "inf", "fastest"):
+        return math.inf
+    try:
+        f = float(v.removesuffix("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"speed must be a number like 1, 0.5, 4 or 'max', not {value!r}") from None
+    if not f > 0:
+        raise argparse.ArgumentTypeError("speed must be > 0")
+    return f
+
+
 def speed_label(speed: float) -> str:
     """``1.0 -> "1x"``, ``0.25 -> "0.25x"``, ``inf -> "max"``."""
     if math.isinf(speed):

@@ -78,6 +78,7 @@ SENSITIVE_HEADERS = frozenset({"authorization", "x-api-key", "cookie", "set-cook
 __all__ = [
     "FORMAT",
     "MIN_SECRET_LENGTH",
+    "redact",
     "PLAIN_FORMAT",
     "REDACTED",
     "SENSITIVE_HEADERS",
@@ -120,6 +121,27 @@ def filter_headers(headers: Mapping[str, Any] | Iterable[tuple[Any, Any]] | None
         value = _header_text(value)
         out[name] = f"{out[name]}, {value}" if name in out else value
     return out
+
+
+def redact(value: Any, secrets: Iterable[str]) -> Any:
+    """`value` with every occurrence of a secret replaced by "[redacted]": in strings (dict keys too) and bytes,
+    through dicts, lists and tuples. Other values are returned as they are."""
+    if isinstance(value, str):
+        for secret in secrets:
+            if secret in value:
+                value = value.replace(secret, REDACTED)
+        return value
+    if isinstance(value, (bytes, bytearray)):
+        for secret in secrets:
+            b = secret.encode()
+            if b in value:
+                value = value.replace(b, REDACTED.encode())
+        return bytes(value)
+    if isinstance(value, dict):
+        return {redact(k, secrets) if isinstance(k, str) else k: redact(v, secrets) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact(v, secrets) for v in value]
+    return value
 
 
 def _header_text(value: Any) -> str:
@@ -311,16 +333,7 @@ class RecordingWriter:
 
     def _redact(self, value: Any) -> Any:
         """Replace secrets in every string (keys included) of a JSON-like value."""
-        if isinstance(value, str):
-            for secret in self._secrets:
-                if secret in value:
-                    value = value.replace(secret, REDACTED)
-            return value
-        if isinstance(value, dict):
-            return {self._redact(k) if isinstance(k, str) else k: self._redact(v) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [self._redact(v) for v in value]
-        return value
+        return redact(value, self._secrets)
 
     def _serialize(self, obj: dict) -> bytes:
         if self._secrets:

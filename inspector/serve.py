@@ -39,7 +39,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import orjson
 
-from inspector.pacing import Pacer, speed_label
+from inspector.pacing import Pacer, parse_speed, speed_label
 from inspector.scenarios.bundled import DEFAULT_SCENARIO, SCENARIOS
 from inspector.scenarios.model import (
     DropAfter,
@@ -1067,19 +1067,6 @@ def run_foreground(owner: Any, sock: socket.socket, *, log_level: str = "warning
 # =====================================================================================================================
 # CLI
 # =====================================================================================================================
-
-
-def parse_speed(value: str) -> float:
-    v = value.strip().lower()
-    if v in ("max", "inf", "fastest"):
-        return math.inf
-    try:
-        f = float(v.removesuffix("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"speed must be a number like 1, 0.5, 4 or 'max', not {value!r}") from None
-    if not f > 0:
-        raise argparse.ArgumentTypeError("speed must be > 0")
-    return f
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:

@@ -181,6 +181,7 @@ def api_session(
         retries=retries,
         idle_timeout=idle_timeout,
         source=source,
+        secrets=[key],
     )
     loop = AgentLoop(client, config, tools, bus=bus, clock=clock, pacer=Pacer(1.0))
     session = Session(loop, source)
@@ -244,7 +245,9 @@ def replay_session(
         retries=max(0, n_attempts - 1),
         idle_timeout=0.5 if math.isinf(speed) else 30.0,
         tool_definitions=definitions,
-        source={"type": "replay", "file": label or "recording", "recorded_source": hdr_source},
+        source={"type": "replay", "file": label or "recording", "recorded_source": hdr_source,
+                **({"timing_note": "HAR timing is per response, not per read"}
+                   if recording.header.get("timing") == "per-response" else {})},
         scale_backoff=True,
     )
     config.backoff_base = 0.0  # replays do not wait between recorded attempts beyond the recorded timing

@@ -10,7 +10,6 @@ sees exactly the bytes clients get, with their timing as they leave.
 from __future__ import annotations
 
 import asyncio
-import math
 import socket
 from typing import Any
 
@@ -156,6 +155,7 @@ def proxy_session(upstream: str, host: str, port: int, *, record: str | None = N
 def serve_session(scenario: str, faults: Any, *, speed: float, host: str, port: int,
                   validate_history: bool = True) -> WatchSession:
     """`serve --tui`: the fake API on an internal loopback port, behind a recording proxy on host:port."""
+    from inspector.pacing import speed_label
     from inspector.proxy import ProxyApp
     from inspector.serve import BackgroundServer, ServeApp, base_url_of, bind_socket
 
@@ -167,7 +167,6 @@ def serve_session(scenario: str, faults: Any, *, speed: float, host: str, port: 
         backend.stop()
         raise
     url = base_url_of(sock)
-    label = "max" if math.isinf(speed) else f"{speed:g}x"
-    source = {"type": "serve", "name": scenario, "listen": url, "speed": label}
+    source = {"type": "serve", "name": scenario, "listen": url, "speed": speed_label(speed)}
     proxy = ProxyApp(backend.base_url, bus=O.ObservationBus(), listen=url, source_info=source)
     return WatchSession(proxy, sock, upstream_server=backend, pacer=app.pacer, source=source)

@@ -347,6 +347,26 @@ async def test_api_key_echoed_by_a_relay_is_not_shown(tmp_path):
     _assert_no_canary(session, result, obs, record)
 
 
+async def test_api_key_echoed_inside_the_stream_is_not_observed(tmp_path):
+    from inspector.scenarios import ErrorEventAfter
+
+    # a relay that echoes the key in a mid-stream error event: the reads, the SSE rows, the diagnostics, the failed
+    # attempt's reason and the final error all carry it in the raw bytes; none of what we publish does
+    base = get_scenario("weather")
+    turn = dataclasses.replace(base.turns[0], faults=[ErrorEventAfter(3, "overloaded_error",
+                                                                      f"overloaded (key {CANARY})", attempts=None)])
+    sc = dataclasses.replace(base, name="echo_in_stream", turns=[turn, *base.turns[1:]])
+    session, server, record = _api(sc, tmp_path, retries=1, user_tools={t.name: t for t in sc.extra_tools})
+    result, obs = await run_observed(session)
+    assert result.status == "error" and "overloaded (key [redacted])" in result.error
+    from inspector.scenarios import render_turn
+
+    assert CANARY.encode() in b"".join(r.data for r in render_turn(sc, 0, 0).reads)  # the bytes had it
+    assert [e.status for e in obs.of(O.AttemptEnded)] == ["failed", "failed"]
+    assert any("[redacted]" in o.reason for o in obs.of(O.AttemptEnded))
+    _assert_no_canary(session, result, obs, record)
+
+
 async def test_short_relay_key_with_a_recording(tmp_path):
     # a relay may accept any key, e.g. a 7-character one: too short to redact safely, it is still never written
     key = "k3y-Zq7"
