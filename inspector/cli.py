@@ -182,8 +182,9 @@ def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[...,
                     user_tools.update(load_tools(spec))
                 except ToolLoadError as e:
                     raise UsageError(str(e)) from None
-        # build once now so a missing key fails before any UI starts
-        sources.api_session(args.model, args.prompt, base_url=args.base_url, workspace=args.workspace).close()
+        sources.require_api_key()  # fail before any UI starts
+        if not Path(args.workspace).is_dir():
+            raise sources.SourceError(f"workspace {args.workspace!r} is not a directory")
 
         def api(**kw: Any):
             return sources.api_session(
@@ -198,7 +199,10 @@ def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[...,
     name = getattr(args, "scenario", None) or sources.DEFAULT_SCENARIO
     if getattr(args, "prompt", None):
         raise UsageError("a prompt goes with --model; scenarios have their own")
-    sources.scenario_session(name).close()  # unknown names fail here, before any UI
+    from inspector.scenarios.bundled import SCENARIOS
+
+    if name not in SCENARIOS:  # before any UI starts
+        raise UsageError(f"unknown scenario {name!r}; `inspector scenarios` lists them: {', '.join(SCENARIOS)}")
     speed = args.speed if getattr(args, "speed", None) is not None else (1.0 if tui else math.inf)
 
     def scenario(**kw: Any):
@@ -211,20 +215,27 @@ def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[...,
 
 
 def run_headless(factory: Callable[..., Any], *, as_json: bool) -> int:
-    from inspector.headless import JsonPrinter, ProgressPrinter
+    from inspector.headless import JsonPrinter, ProgressPrinter, stdout_sink
 
     session = factory()
-    session.bus.subscribe(JsonPrinter() if as_json else ProgressPrinter())
 
     async def main() -> Any:
         loop = asyncio.get_running_loop()
+        # the reader of our output went away (e.g. `| head`): stop the loop rather than run on unwatched
+        sink = stdout_sink(on_broken=lambda: loop.call_soon_threadsafe(session.controller.cancel))
+        session.bus.subscribe(JsonPrinter(sink) if as_json else ProgressPrinter(sink))
         try:
             loop.add_signal_handler(signal.SIGINT, session.controller.cancel)
         except (NotImplementedError, RuntimeError):
             pass
-        return await session.run()
+        try:
+            return await session.run()
+        finally:
+            sink.close()
 
     result = asyncio.run(main())
+    for err in session.bus.errors:
+        _err(err)
     return {"finished": EXIT_OK, "error": EXIT_FAIL, "cancelled": EXIT_CANCELLED}[result.status]
 
 
@@ -265,9 +276,11 @@ def cmd_web(args: argparse.Namespace) -> int:
         from textual_serve.server import Server
     except ImportError:
         raise UsageError("inspector web needs textual-serve: pip install textual-serve") from None
-    cmd = f"{sys.executable} -m inspector run"
+    import shlex
+
+    cmd = f"{shlex.quote(sys.executable)} -m inspector run"
     if args.scenario:
-        cmd += f" --scenario {args.scenario}"
+        cmd += f" --scenario {shlex.quote(args.scenario)}"
     print(f"serving the dashboard on http://{args.host}:{args.port}")
     Server(cmd, host=args.host, port=args.port).serve()
     return EXIT_OK

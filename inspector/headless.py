@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import queue
 import sys
-from typing import IO, Any
+import threading
+from typing import IO, Any, Callable
 
 import orjson
 
@@ -116,15 +118,68 @@ def _format_turn(t: dict, failed: bool = False) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------------------ run
+class LineSink:
+    """Output written by a thread, so a slow or stalled reader of stdout never blocks the agent loop.
+
+    The queue is bounded: when it is full the loop waits at most `max_wait` seconds, then the line is dropped and
+    counted (`dropped`). A reader that went away (broken pipe, e.g. `| head`) calls `on_broken` once, from the writer
+    thread."""
+
+    def __init__(self, out: IO[bytes], *, maxsize: int = 50_000, max_wait: float = 1.0,
+                 on_broken: Callable[[], None] | None = None) -> None:
+        self.out = out
+        self.max_wait = max_wait
+        self.on_broken = on_broken
+        self.broken = False
+        self.dropped = 0
+        self._q: queue.Queue[bytes | None] = queue.Queue(maxsize)
+        self._thread = threading.Thread(target=self._run, name="inspector-output", daemon=True)
+        self._thread.start()
+
+    def write(self, data: bytes) -> None:
+        if self.broken:
+            return
+        try:
+            self._q.put(data, timeout=self.max_wait)
+        except queue.Full:
+            self.dropped += 1
+
+    def _run(self) -> None:
+        while (item := self._q.get()) is not None:
+            if self.broken:
+                continue
+            try:
+                self.out.write(item)
+                if self._q.empty():
+                    self.out.flush()
+            except (BrokenPipeError, ValueError, OSError):
+                self.broken = True
+                if self.on_broken is not None:
+                    self.on_broken()
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Write what is queued (at most `timeout` seconds), then stop the thread."""
+        try:
+            self._q.put(None, timeout=timeout)
+        except queue.Full:
+            return
+        self._thread.join(timeout)
+        if self.dropped and not self.broken:
+            sys.stderr.write(f"inspector: {self.dropped} output lines dropped (stdout did not keep up)\n")
+
+
+def stdout_sink(**kw: Any) -> LineSink:
+    return LineSink(sys.stdout.buffer, **kw)
+
+
 class ProgressPrinter:
     """Readable progress lines for `inspector run --headless` (a bus subscriber)."""
 
-    def __init__(self, out: IO[str] | None = None) -> None:
-        self.out = out or sys.stdout
+    def __init__(self, sink: LineSink) -> None:
+        self.sink = sink
 
     def p(self, s: str) -> None:
-        self.out.write(s + "\n")
-        self.out.flush()
+        self.sink.write((s + "\n").encode("utf-8", "replace"))
 
     def __call__(self, obs: O.Observation) -> None:
         t = f"{obs.t:7.3f}s"
@@ -177,10 +232,8 @@ class ProgressPrinter:
 class JsonPrinter:
     """One JSON object per observation per line (`--headless --json`)."""
 
-    def __init__(self, out: IO[bytes] | None = None) -> None:
-        self.out = out or sys.stdout.buffer
+    def __init__(self, sink: LineSink) -> None:
+        self.sink = sink
 
     def __call__(self, obs: O.Observation) -> None:
-        self.out.write(orjson.dumps(obs.to_json(), option=orjson.OPT_NON_STR_KEYS) + b"\n")
-        if isinstance(obs, (O.LoopFinished, O.TurnEnded)):
-            self.out.flush()
+        self.sink.write(orjson.dumps(obs.to_json(), option=orjson.OPT_NON_STR_KEYS) + b"\n")

@@ -24,22 +24,17 @@ from inspector.diagnostics import Diagnostic
 from inspector.executor import TERMINAL, ToolCall, ToolExecutor, ToolState
 from inspector.pacing import Pacer
 from inspector.protocol import ErrorEvent, Ping
-from inspector.recording import redact
+from inspector.recording import filter_headers, redact
 from inspector.stepobs import step_observations, summarize_event  # noqa: F401  (summarize_event: public here too)
 from inspector.toolbox.spec import ToolSpec
 
 StepUnit = Literal["event", "block", "turn"]
-SECRET_HEADERS = frozenset({"authorization", "x-api-key", "cookie", "set-cookie", "proxy-authorization"})
 RETRYABLE_ERROR_EVENTS = frozenset({"overloaded_error", "api_error", "rate_limit_error", "timeout_error"})
 
 
 def clean_headers(headers: Any) -> dict:
-    """Headers without credentials (never recorded, shown or logged)."""
-    out: dict[str, str] = {}
-    for k, v in dict(headers).items():
-        if str(k).lower() not in SECRET_HEADERS:
-            out[str(k).lower()] = str(v)
-    return out
+    """Headers without credentials (never recorded, shown or logged), with lower-case names."""
+    return {k.lower(): v for k, v in filter_headers(dict(headers)).items()}
 
 
 class AttemptFailed(Exception):
@@ -376,17 +371,17 @@ class AgentLoop:
             out.append(c)
         return out
 
-    def _results_for(self, tool_uses: list[dict], executor: ToolExecutor) -> list[dict]:
+    def _results_for(self, tool_uses: list[dict], executor: ToolExecutor,
+                     missing: str = "the tool was not run") -> list[dict]:
+        """ONE tool_result per tool_use, in order: the executor's result, else an is_error `missing` note."""
         by_id = {c.id: c for c in executor.calls()}
         results = []
         for tu in tool_uses:
             call = by_id.get(tu["id"])
-            if call is None or call.state not in TERMINAL:
-                results.append(
-                    {"type": "tool_result", "tool_use_id": tu["id"], "content": "not run", "is_error": True}
-                )
-            else:
+            if call is not None and call.state in TERMINAL:
                 results.append(call.tool_result_block())
+            else:
+                results.append({"type": "tool_result", "tool_use_id": tu["id"], "content": missing, "is_error": True})
         return results
 
     # ------------------------------------------------------------------------------------------ attempts
@@ -620,19 +615,7 @@ class AgentLoop:
         self._append({"role": "assistant", "content": assistant}, turn)
         tool_uses = [b for b in assistant if b.get("type") == "tool_use"]
         if tool_uses:
-            self._append({"role": "user", "content": self._cancel_results(tool_uses, ex)}, turn)
-
-    def _cancel_results(self, tool_uses: list[dict], ex: ToolExecutor) -> list[dict]:
-        by_id = {c.id: c for c in ex.calls()}
-        out = []
-        for tu in tool_uses:
-            c = by_id.get(tu["id"])
-            if c is not None and c.state in TERMINAL:
-                out.append(c.tool_result_block())
-            else:
-                out.append({"type": "tool_result", "tool_use_id": tu["id"],
-                            "content": "cancelled by user before the tool ran", "is_error": True})
-        return out
+            self._append({"role": "user", "content": self._results_for(tool_uses, ex, "cancelled by user before the tool ran")}, turn)
 
 
 def _snapshot_body(body: dict) -> dict:

@@ -73,7 +73,9 @@ VERSION = 1
 PLAIN_FORMAT = "plain-sse"  # the `format` of the synthetic header given to a plain SSE text file
 REDACTED = "[redacted]"
 MIN_SECRET_LENGTH = 8  # shorter "secrets" would match ordinary JSON text (keys, kinds) and wreck the file
-SENSITIVE_HEADERS = frozenset({"authorization", "x-api-key", "cookie", "set-cookie", "proxy-authorization"})
+SENSITIVE_HEADERS = frozenset(
+    {"authorization", "x-api-key", "anthropic-api-key", "cookie", "set-cookie", "proxy-authorization"}
+)
 
 __all__ = [
     "FORMAT",

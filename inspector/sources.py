@@ -53,6 +53,10 @@ class Session:
             return await self.loop.run()
         finally:
             self.close()
+            try:
+                await self.loop.client.close()  # the SDK's connection pool
+            except Exception:
+                pass
 
     def close(self) -> None:
         if self.recorder is not None:
@@ -131,6 +135,14 @@ def scenario_session(
     return session
 
 
+def require_api_key(api_key: str | None = None) -> str:
+    """The key given, else ANTHROPIC_API_KEY; a SourceError (one line, no key text) when there is none."""
+    key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
+    if not key:
+        raise SourceError("no API key: set ANTHROPIC_API_KEY (or use --scenario NAME for an offline demo)")
+    return key
+
+
 def api_session(
     model: str,
     prompt: str,
@@ -154,9 +166,7 @@ def api_session(
     """The real Messages API (or a relay via base_url), with built-in tools over a workspace and user tools."""
     from inspector.toolbox.builtin import builtin_tools
 
-    key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
-    if not key:
-        raise SourceError("no API key: set ANTHROPIC_API_KEY (or use --scenario NAME for an offline demo)")
+    key = require_api_key(api_key)
     base = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
     root = Path(workspace).resolve()
     if not root.is_dir():
