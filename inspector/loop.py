@@ -446,6 +446,7 @@ class AgentLoop:
                 call.error,
                 preview,
                 {k: v - self._t0 for k, v in call.times.items()},
+                call.safe,
             )
         )
         if call.state in TERMINAL and call.state != ToolState.DISCARDED:

@@ -240,6 +240,7 @@ class ToolStateChanged(Observation):
     error: str | None
     result_preview: str | None
     times: dict
+    safe: bool = False  # concurrency-safe (may run beside other safe calls); unsafe calls run alone
     kind: ClassVar[str] = "tool_state"
 
 

@@ -108,7 +108,10 @@ def recorded_tools(recording: Recording, pacer: Pacer) -> tuple[dict[str, ToolSp
                 if b.get("type") == "tool_use" and isinstance(b.get("id"), str):
                     uses[b["id"]] = (str(b.get("name")), b.get("input"))
     seen: set[str] = set()
+    unsafe: set[str] = set()  # tools recorded as not concurrency-safe keep their barrier in the replay
     for obs in recording.observations:
+        if obs.get("type") == "tool_state" and obs.get("safe") is False and obs.get("state") == "queued":
+            unsafe.add(str(obs.get("name")))
         if obs.get("type") == "tool_state" and obs.get("state") in ("succeeded", "failed", "timed_out"):
             times = obs.get("times") or {}
             if "running" in times and obs.get("state") in times:
@@ -155,6 +158,7 @@ def recorded_tools(recording: Recording, pacer: Pacer) -> tuple[dict[str, ToolSp
                 raise ReplayRefused(content if isinstance(content, str) else orjson.dumps(content).decode())
             return content
 
-        return ToolSpec(name, "replayed from a recording", {"type": "object"}, fn, concurrency_safe=True)
+        return ToolSpec(name, "replayed from a recording", {"type": "object"}, fn,
+                        concurrency_safe=name not in unsafe)
 
     return {n: make(n) for n in sorted(names)}, definitions
