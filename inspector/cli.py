@@ -131,9 +131,8 @@ def cmd_dump(args: argparse.Namespace) -> int:
         if not args.json:
             _err("--events needs --json")
             return EXIT_USAGE
-        dump_events(recording, sys.stdout.buffer)
+        turns = dump_events(recording, sys.stdout.buffer)
         sys.stdout.buffer.flush()
-        turns = dump_turns(recording)
         return EXIT_OK if dump_ok(turns) else EXIT_FAIL
     turns = dump_turns(recording)
     if args.json:

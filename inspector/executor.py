@@ -247,9 +247,6 @@ class ToolExecutor:
     def queued(self) -> list[ToolCall]:
         return list(self._queue)
 
-    def live_threads(self) -> list[threading.Thread]:
-        return [t for t in self._threads if t.is_alive()]
-
     def begin_input(self, id: str, name: str, index: int) -> ToolCall:
         """The tool_use block opened: its input is streaming."""
         call = self._calls.get(id)

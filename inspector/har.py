@@ -133,6 +133,10 @@ def read_har(path_or_bytes: str | os.PathLike[str] | bytes | bytearray | memoryv
 
     Raises ``RecordingError`` when the data is not a HAR (not JSON, no ``log.entries``)."""
     raw, name = _raw(path_or_bytes)
+    return _har_recording(raw, name)
+
+
+def _har_recording(raw: bytes, name: str | None) -> Recording:
     try:
         doc = orjson.loads(raw.lstrip(b"\xef\xbb\xbf"))
     except orjson.JSONDecodeError as e:
@@ -191,7 +195,7 @@ def read_har(path_or_bytes: str | os.PathLike[str] | bytes | bytearray | memoryv
 
 def load_any(path_or_bytes: str | os.PathLike[str] | bytes | bytearray | memoryview) -> Recording:
     """A recording, a plain SSE file or a HAR file, whichever it is (for ``inspector dump`` / ``replay``)."""
-    raw, _ = _raw(path_or_bytes)
+    raw, name = _raw(path_or_bytes)  # read once
     if is_har(raw[:4096]):
-        return read_har(path_or_bytes if not isinstance(path_or_bytes, (bytes, bytearray, memoryview)) else raw)
+        return _har_recording(raw, name)
     return read_recording(raw)

@@ -10,19 +10,24 @@ from typing import IO, Any, Callable
 import orjson
 
 from inspector import observations as O
-from inspector.assembler import TurnStream, assemble
+from inspector.assembler import TurnStream
 from inspector.recording import Recording
-from inspector.sse import SSEDecoder
 
 
 # ------------------------------------------------------------------------------------------------------ dump
-def dump_turns(recording: Recording) -> list[dict]:
-    """One entry per turn (its last attempt), with failed earlier attempts listed under `failed_attempts`."""
+def dump_turns(recording: Recording, on_event: Callable[[Any], None] | None = None) -> list[dict]:
+    """One entry per turn (its last attempt), with failed earlier attempts listed under `failed_attempts`.
+    `on_event` sees every decoded SSE event on the way (one decoding pass serves `--events` and the summary)."""
     out: list[dict] = []
     for turn in recording.turns:
         entries = []
         for att in turn.attempts:
-            ts = assemble([r.data for r in att.reads])
+            ts = TurnStream()
+            for r in att.reads:
+                for step in ts.feed(r.data):
+                    if on_event is not None:
+                        on_event(step.sse)
+            ts.close()
             entries.append(_turn_entry(ts, turn.turn, att.attempt, att))
         if not entries:
             continue
@@ -59,13 +64,13 @@ def dump_ok(turns: list[dict]) -> bool:
     return bool(turns)
 
 
-def dump_events(recording: Recording, out: IO[bytes]) -> None:
-    for att in recording.attempts():
-        dec = SSEDecoder()
-        for r in att.reads:
-            for e in dec.feed(r.data):
-                out.write(orjson.dumps({"event": e.event, "data": e.data, "id": e.id, "retry": e.retry}) + b"\n")
-        dec.close()
+def dump_events(recording: Recording, out: IO[bytes]) -> list[dict]:
+    """`--events --json`: one line per decoded SSE event; returns the turns (as dump_turns) from the same pass."""
+
+    def line(e: Any) -> None:
+        out.write(orjson.dumps({"event": e.event, "data": e.data, "id": e.id, "retry": e.retry}) + b"\n")
+
+    return dump_turns(recording, on_event=line)
 
 
 def format_turns(turns: list[dict]) -> str:

@@ -20,9 +20,9 @@ from inspector.loop import AgentLoop, LoopConfig, LoopController, LoopResult
 from inspector.pacing import Pacer
 from inspector.recorder import Recorder
 from inspector.recording import Recording
+from inspector.scenarios.bundled import DEFAULT_SCENARIO
 from inspector.toolbox.spec import ToolSpec
 
-DEFAULT_SCENARIO = "parse_date"
 
 
 class SourceError(Exception):
