@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from inspector import observations as O
 from inspector.recording import MIN_SECRET_LENGTH, RecordingWriter
@@ -15,10 +15,16 @@ KEPT = (O.LoopStarted, O.ToolStateChanged, O.ToolResult, O.TurnEnded, O.LoopFini
 class Recorder:
     """Subscribe with `bus.subscribe(recorder)`. Writes one flushed line per observation it keeps."""
 
-    def __init__(self, path_or_file: str | Path | IO[bytes], *, source: dict, secrets: list[str] = ()) -> None:
-        # a key too short to redact safely (a relay's "dummy") is still never written: credential headers are dropped
-        secrets = [s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH]
-        self.writer = RecordingWriter(path_or_file, source=source, secrets=secrets)
+    def __init__(self, path_or_file: str | Path | IO[bytes] | None = None, *, source: dict | None = None,
+                 secrets: list[str] = (), target: Any = None) -> None:
+        """Writes to a file (a RecordingWriter), or to `target`: anything with RecordingWriter's methods
+        (`inspector.timing.RecordingBuilder` keeps the recording in memory)."""
+        if target is None:
+            # a key too short to redact safely (a relay's "dummy") is still never written: credential headers
+            # are dropped
+            secrets = [s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH]
+            target = RecordingWriter(path_or_file, source=source or {}, secrets=secrets)
+        self.writer = target
         self._sent: dict[tuple[int, int], float] = {}
 
     def __call__(self, obs: O.Observation) -> None:

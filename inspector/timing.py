@@ -34,11 +34,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import orjson
 
-from inspector.recording import RecordedAttempt, RecordedRead, RecordedTurn, Recording
+from inspector import observations as O
+from inspector.recording import FORMAT, VERSION, RecordedAttempt, RecordedRead, RecordedTurn, Recording, filter_headers
 from inspector.sse import SSEDecoder
 
 __all__ = [
@@ -49,10 +50,13 @@ __all__ = [
     "MIN_EVENTS",
     "RULE",
     "SUSPECT_SHARE",
+    "RecordingBuilder",
     "analyze_attempt",
     "buffering_verdict",
     "format_timing",
+    "format_timing_json",
     "histogram",
+    "recording_from_observations",
     "recording_from_plans",
     "timing_json",
 ]
@@ -280,9 +284,10 @@ def _round_stats(s: dict) -> dict:
     return {k: (_r(v) if isinstance(v, float) else v) for k, v in s.items()}
 
 
-def timing_json(recording: Recording) -> dict:
-    """``{"timing": "per-read" | "per-response" | "mixed", "attempts": [analyze_attempt...], "warnings": [...]}``."""
-    attempts = [analyze_attempt(a) for a in recording.attempts()]
+def timing_json(recording: Recording, *, analyze: Callable[[RecordedAttempt], dict] = analyze_attempt) -> dict:
+    """``{"timing": "per-read" | "per-response" | "mixed", "attempts": [analyze_attempt...], "warnings": [...]}``.
+    ``analyze``: the per-attempt analysis (the dashboard passes a caching one)."""
+    attempts = [analyze(a) for a in recording.attempts()]
     kinds = {a["timing"] for a in attempts if a["timing"] != "none"}
     per = "per-response" if kinds == {"per-response"} else ("per-read" if kinds <= {"per-read"} else "mixed")
     if recording.header.get("timing") == "per-response":
@@ -303,7 +308,11 @@ def _ms(x: float | None) -> str:
 
 def format_timing(recording: Recording) -> str:
     """Human-readable timing report (``inspector dump --timing``)."""
-    data = timing_json(recording)
+    return format_timing_json(timing_json(recording))
+
+
+def format_timing_json(data: dict) -> str:
+    """The report of :func:`format_timing` from an already computed :func:`timing_json`."""
     lines: list[str] = []
     if data["timing"] == "per-response":
         lines.append("note: timing is per response, not per read (HAR / plain SSE): gaps, bursts and buffering "
@@ -382,3 +391,87 @@ def recording_from_plans(plans: Iterable[Any], *, source: dict | None = None) ->
             rec.turns.append(turns[plan.turn])
         turns[plan.turn].attempts.append(att)
     return rec
+
+
+# --- recordings made of loop observations (what the dashboard saw) ------------------------------------------------
+
+
+class RecordingBuilder:
+    """Builds, one observation at a time, the Recording that ``Recorder`` would write for the same observations
+    (request / response / read / end lines, same clocks, same header filtering), without the JSON round trip.
+    Loop observations (``"obs"`` lines) are not kept: the timing analysis does not use them. ``count`` is the number
+    of observations added (the dashboard feeds its history incrementally). ``timed_reads=False`` drops the reads'
+    times (header ``"timing": "per-response"``), for a replay of a source without per-read timing (HAR)."""
+
+    def __init__(self, *, source: dict | None = None, timed_reads: bool = True) -> None:
+        self.recording = Recording(header={"kind": "header", "format": FORMAT, "version": VERSION,
+                                           "source": dict(source or {})})
+        self.timed_reads = timed_reads
+        if not timed_reads:
+            self.recording.header["timing"] = "per-response"
+        self._source_given = source is not None
+        self._turns: dict[int, RecordedTurn] = {}
+        self._attempts: dict[tuple[int, int], RecordedAttempt] = {}
+        self.count = 0
+        from inspector.recorder import Recorder
+
+        self._recorder = Recorder(target=self)
+
+    def _attempt(self, turn: int, attempt: int) -> RecordedAttempt:
+        att = self._attempts.get((turn, attempt))
+        if att is None:
+            if turn not in self._turns:
+                self._turns[turn] = RecordedTurn(turn=turn)
+                self.recording.turns.append(self._turns[turn])
+            att = self._attempts[(turn, attempt)] = RecordedAttempt(turn=turn, attempt=attempt)
+            self._turns[turn].attempts.append(att)
+        return att
+
+    # The observation -> recording mapping is the Recorder's (one mapping for the file and for this builder);
+    # these are the RecordingWriter methods it calls, kept in memory.
+    closed = False
+
+    def add(self, obs: O.Observation) -> None:
+        self.count += 1
+        self._recorder(obs)
+
+    def request(self, turn: int, attempt: int, t: float, method: str, url: str, headers: Any, body: Any) -> None:
+        att = self._attempt(turn, attempt)
+        if att.request is None:
+            att.request = {"kind": "request", "turn": turn, "attempt": attempt, "t": float(t), "method": str(method),
+                           "url": str(url), "headers": filter_headers(headers), "body": body}
+
+    def response(self, turn: int, attempt: int, t: float, status: int, headers: Any) -> None:
+        att = self._attempt(turn, attempt)
+        if att.response is None:
+            att.response = {"kind": "response", "turn": turn, "attempt": attempt, "t": float(t), "status": status,
+                            "headers": filter_headers(headers)}
+
+    def read(self, turn: int, attempt: int, t: float, data: bytes) -> None:
+        self._attempt(turn, attempt).reads.append(RecordedRead(t=float(t) if self.timed_reads else None,
+                                                               data=bytes(data)))
+
+    def end(self, turn: int, attempt: int, t: float, status: str, reason: str | None = None) -> None:
+        att = self._attempt(turn, attempt)
+        if att.end is None:
+            att.end = {"kind": "end", "turn": turn, "attempt": attempt, "t": float(t), "status": str(status),
+                       "reason": None if reason is None else str(reason)}
+
+    def observation(self, obj: dict) -> None:
+        if obj.get("type") == "loop_started" and not self._source_given:
+            self.recording.header["source"] = dict(obj.get("source") or {})
+
+    def close(self) -> None:
+        pass
+
+    def extend(self, observations: Iterable[O.Observation]) -> RecordingBuilder:
+        for obs in observations:
+            self.add(obs)
+        return self
+
+
+def recording_from_observations(observations: Iterable[O.Observation], *, source: dict | None = None) -> Recording:
+    """The Recording of a session's observations: the attempts ``--record`` writes for the same run (the header's
+    source is ``source``, else the ``LoopStarted`` one). Timing is the loop's clock: request ``t`` since the loop
+    start, response / read / end ``t`` since that attempt's request."""
+    return RecordingBuilder(source=source).extend(observations).recording

@@ -3,7 +3,9 @@
 Data flow: the session's bus calls `_on_observation` inline (an append to a list: the loop never waits for the UI);
 a timer folds the pending observations into the state `refresh_hz` times a second and points the panes at it. In time
 travel (left/right/home/end) the panes show `History.state_at(k)` instead: the state rebuilt from the observation
-fold as of event k, without re-running anything.
+fold as of event k, without re-running anything. The timing view (`i`, widgets/timing.py) analyses a Recording
+rebuilt from the observations (`inspector.timing.RecordingBuilder`) when opened, and at most a few times a second
+while open.
 
 Launch: `run_dashboard(session_factory)` where the factory returns a Session-like object (`.bus`, `.controller`,
 `async run()`, `.source`) and is called again on restart.
@@ -35,6 +37,7 @@ from inspector.tui.widgets.blocks import BlocksView
 from inspector.tui.widgets.diagnostics import DiagnosticsView
 from inspector.tui.widgets.events import EventsView
 from inspector.tui.widgets.status import StatusBar, StatusInfo
+from inspector.tui.widgets.timing import TimingAnalysis, TimingScreen
 from inspector.tui.widgets.tools import Timeline, ToolsView
 
 
@@ -107,6 +110,8 @@ class InspectorApp(App[int]):
                 group=Binding.Group("Speed", compact=True), tooltip="Slower scripted/replayed pacing"),
         Binding("e", "export", "Export", id="export", tooltip="Export the session as a recording (.jsonl)"),
         Binding("v", "toggle_raw", "Raw", id="raw", tooltip="SSE pane: events / raw bytes with read boundaries"),
+        Binding("i", "timing", "Timing", id="timing",
+                tooltip="Timing: per-turn times, gap histograms, pings and the buffering verdict (i / esc: close)"),
         Binding("1", "maximize(1)", "Events", id="max-events", group=Binding.Group("Max", compact=True),
                 tooltip="Maximize the SSE events pane (again or escape: restore)"),
         Binding("2", "maximize(2)", "Blocks", id="max-blocks", group=Binding.Group("Max", compact=True),
@@ -195,6 +200,7 @@ class InspectorApp(App[int]):
         self._frozen_at = 0.0
         self._last_status = 0.0
         self.ticks = 0  # refresh timer ticks
+        self.timing_analysis = TimingAnalysis()  # kept between openings of the timing view (incremental)
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
@@ -392,7 +398,15 @@ class InspectorApp(App[int]):
 
     def _status_info(self) -> StatusInfo:
         return StatusInfo(total_events=self.history.event_count, cursor=self.cursor, speed=self.speed_label(),
-                          note=self.note, replay=self.replay)
+                          note=self.note, replay=self.replay, timing_note=self.timing_note())
+
+    def timing_note(self) -> str:
+        """A caveat about the source's timing (a HAR replay: "HAR timing is per response, not per read")."""
+        for source in (self.live.status.source, self.source):
+            note = (source or {}).get("timing_note") if isinstance(source, dict) else None
+            if note:
+                return str(note)
+        return ""
 
     def _titles(self, state: DashboardState) -> None:
         events = f"① SSE events · {'raw bytes' if self.events_view.raw else state.status.events}"
@@ -483,6 +497,7 @@ class InspectorApp(App[int]):
         self._pending = []
         self.cursor = self.cursor_state = None
         self.note = ""
+        self.timing_analysis = TimingAnalysis()
         for view in (self.events_view, self.blocks_view, self.tools_view, self.assistant_view,
                      self.diagnostics_view):
             view._cache.clear()
@@ -501,6 +516,14 @@ class InspectorApp(App[int]):
     def action_toggle_raw(self) -> None:
         self.events_view.set_raw(not self.events_view.raw)
         self.show()
+
+    def action_timing(self) -> None:
+        """Open (or close) the timing view."""
+        if isinstance(self.screen, TimingScreen):
+            self.screen.dismiss(None)
+            return
+        self.flush()
+        self.push_screen(TimingScreen(self.timing_analysis))
 
     def action_maximize(self, n: int) -> None:
         pane = self.panes[int(n) - 1]

@@ -21,6 +21,7 @@ class InspectorCommands(Provider):
             ("control: faster", app.action_faster, "+ · scripted and replayed pacing"),
             ("control: slower", app.action_slower, "- · scripted and replayed pacing"),
             ("view: raw bytes / events", app.action_toggle_raw, "v · the SSE pane shows reads and their bytes"),
+            ("view: timing", app.action_timing, "i · per-turn timing, gap histograms, pings, the buffering verdict"),
             ("view: maximize SSE events", partial(app.action_maximize, 1), "1"),
             ("view: maximize blocks", partial(app.action_maximize, 2), "2"),
             ("view: maximize tools", partial(app.action_maximize, 3), "3"),

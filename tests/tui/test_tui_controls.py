@@ -99,7 +99,7 @@ class TestKeys:
     async def test_bindings_document_themselves(self) -> None:
         ids = {b.id for b in InspectorApp.BINDINGS if not isinstance(b, tuple)}
         for needed in ("pause", "step-event", "step-block", "step-turn", "cancel", "restart", "faster", "slower",
-                       "export", "raw", "max-events", "max-blocks", "max-tools", "max-assistant", "quit"):
+                       "export", "raw", "timing", "max-events", "max-blocks", "max-tools", "max-assistant", "quit"):
             assert needed in ids
         assert all(b.tooltip for b in InspectorApp.BINDINGS if not isinstance(b, tuple))
 

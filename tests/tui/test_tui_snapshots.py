@@ -100,3 +100,24 @@ class TestRealScenarios:
     @pytest.mark.parametrize("name", ["parse_date", "invalid_json"])
     def test_scenario_final_frame(self, snap_compare, name: str) -> None:
         assert snap_compare(self.app(name), terminal_size=WIDE, run_before=self.until_done)
+
+
+class TestTimingView:
+    """The timing view (key i) over the dashboard."""
+
+    def test_timing_of_the_finished_parse_date_session(self, snap_compare) -> None:
+        """Per-turn times, gap histograms, events per read, pings; verdict not buffered."""
+        assert snap_compare(synthetic(), terminal_size=WIDE, press=["i"])
+
+    def test_timing_of_a_buffered_stream(self, snap_compare) -> None:
+        """proxy_buffered on the real loop, clock = scenario time: one held burst after 7.9 s, BUFFERED."""
+        from tui_helpers import paced_session
+
+        app = InspectorApp(lambda: paced_session("proxy_buffered"), clock=lambda: 0.0)
+
+        async def run_before(pilot) -> None:
+            await TestRealScenarios.until_done(pilot)
+            await pilot.press("i")
+            await pilot.pause()
+
+        assert snap_compare(app, terminal_size=WIDE, run_before=run_before)

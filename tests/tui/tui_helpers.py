@@ -117,3 +117,14 @@ async def flushed(app: Any, n: int = 1, timeout: float = 10.0) -> None:
     """Wait until the app's refresh timer has run `n` more times (a frame boundary)."""
     target = app.ticks + n
     await wait_for(lambda: app.ticks >= target, timeout, f"{n} refresh ticks")
+
+
+def paced_session(name: str, **kw: Any) -> Any:
+    """A scenario session at max speed whose clock is scenario time (the seconds its pacer was asked to sleep):
+    deterministic, no waiting, and the timing analysis sees the scripted timing (TTFB, gaps, a proxy's silence)."""
+    from inspector import sources
+
+    box: list = []
+    session = sources.scenario_session(name, speed=math.inf, clock=lambda: box[0].requested if box else 0.0, **kw)
+    box.append(session.pacer)
+    return session

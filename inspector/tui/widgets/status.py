@@ -48,6 +48,7 @@ class StatusInfo:
     speed: str = ""
     note: str = ""  # app-level problem (session failed to start...)
     replay: bool = False
+    timing_note: str = ""  # a caveat about the source's timing (HAR: per response, not per read)
 
 
 class StatusBar(Widget):
@@ -64,7 +65,7 @@ class StatusBar(Widget):
 
     def show(self, state: DashboardState, info: StatusInfo) -> None:
         key = (id(state), state.rev_status, state.status.events, info.total_events, info.cursor, info.speed,
-               info.note, self.size.width)
+               info.note, info.timing_note, self.size.width)
         if key == self._seen:
             return
         self._seen = key
@@ -140,6 +141,9 @@ class StatusBar(Widget):
                 out.append(" · ", self.c("st--sep"))
             out.append(f"{k} ", self.c("st--key"))
             out.append(v, self.c("st--value"))
+        if info.timing_note:
+            out.append("   ")
+            out.append(f"⚠ {info.timing_note}", self.c("st--paused"))
         problem = info.note or (st.error if st.loop_state in ("error", "cancelled") else "")
         if problem:
             out.append("   ")

@@ -1,0 +1,125 @@
+"""The timing view (key `i`): per-turn timing and the buffering verdict of the session so far, on the real loop at
+max speed with a clock that is the scenario's own time (the pacer's requested seconds: deterministic, no waiting),
+on synthetic sessions (time travel), and on a HAR replay (its per-response timing caveat)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from tui_helpers import flushed, paced_session, wait_for
+
+from inspector import sources
+from inspector.scenarios import get_scenario, render_turn
+from inspector.tui.app import InspectorApp
+from inspector.tui.synthetic import parse_date_observations
+from inspector.tui.widgets.timing import HAR_NOTE, TimingScreen
+
+SIZE = (140, 42)
+
+
+def scenario_app(name: str) -> InspectorApp:
+    return InspectorApp(lambda: paced_session(name), clock=lambda: 0.0)
+
+
+async def open_timing(pilot) -> TimingScreen:
+    app = pilot.app
+    await pilot.press("i")
+    await wait_for(lambda: isinstance(app.screen, TimingScreen) and app.screen.data is not None, what="timing view")
+    return app.screen
+
+
+async def finished(pilot) -> None:
+    await wait_for(lambda: pilot.app.final_status is not None, 30, "the loop to finish")
+    await flushed(pilot.app)
+
+
+async def test_proxy_buffered_is_flagged_buffered_with_its_evidence() -> None:
+    app = scenario_app("proxy_buffered")
+    async with app.run_test(size=SIZE) as pilot:
+        await finished(pilot)
+        screen = await open_timing(pilot)
+        assert screen.verdict == "buffered"
+        assert "verdict: BUFFERED (turn 1 attempt 1)" in screen.text
+        assert "buffering: BUFFERED: 100% of" in screen.text
+        assert "held burst at 7.868 s after 7.868 s of silence" in screen.text
+        assert "X-Accel-Buffering: no" in screen.text
+        await pilot.press("i")
+        await wait_for(lambda: not isinstance(app.screen, TimingScreen), what="the view to close")
+
+
+async def test_parse_date_is_not_buffered() -> None:
+    app = scenario_app("parse_date")
+    async with app.run_test(size=SIZE) as pilot:
+        await finished(pilot)
+        screen = await open_timing(pilot)
+        assert screen.verdict == "not buffered"
+        assert "verdict: NOT BUFFERED" in screen.text and HAR_NOTE not in screen.text and app.timing_note() == ""
+        assert screen.text.count("buffering: NOT BUFFERED") == 2  # both turns
+        for part in ("turn 1 attempt 1: HTTP 200", "turn 2 attempt 1: HTTP 200", "gaps between reads",
+                     "gaps between events", "events per read", "pings:", "first content"):
+            assert part in screen.text
+        await pilot.press("escape")
+        await wait_for(lambda: not isinstance(app.screen, TimingScreen), what="the view to close")
+
+
+async def test_follows_the_time_travel_cursor_and_recomputes_only_on_change() -> None:
+    app = InspectorApp(observations=parse_date_observations(), clock=lambda: 0.0, replay=True)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_timing(pilot)
+        assert "turn 2 attempt 1" in screen.text and "(time travel)" not in screen.text
+        n = screen.computations
+        for _ in range(3):  # nothing changed: the timer does not recompute
+            ticks = app.ticks
+            await wait_for(lambda: app.ticks >= ticks + 8, what="a few refresh ticks")
+        assert screen.computations == n
+        await pilot.press("home")  # the cursor keys work inside the view
+        await wait_for(lambda: "as of event 1 of" in screen.text, what="the view to follow the cursor")
+        assert app.cursor == 1 and "turn 2" not in screen.text
+        await pilot.press("end")
+        await wait_for(lambda: "turn 2 attempt 1" in screen.text, what="the live view again")
+        assert app.cursor is None
+
+
+async def test_command_palette_opens_the_timing_view() -> None:
+    app = InspectorApp(observations=parse_date_observations(), clock=lambda: 0.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+p")
+        await pilot.press(*"view: timing")
+        await wait_for(lambda: "view: timing" in str(app.screen.query("CommandList").first().get_option_at_index(
+            0).prompt), what="the command to be listed")
+        await pilot.press("enter")
+        await wait_for(lambda: isinstance(app.screen, TimingScreen), what="the timing view")
+
+
+def har_bytes() -> bytes:
+    body = render_turn(get_scenario("proxy_buffered"), 0, 0).body
+    request = {"model": "recorded-model", "max_tokens": 1024, "stream": True,
+               "messages": [{"role": "user", "content": "hi"}]}
+    entry = {
+        "startedDateTime": "2025-05-01T10:00:00.000Z", "time": 8200.0,
+        "request": {"method": "POST", "url": "https://api.anthropic.com/v1/messages", "headers": [],
+                    "postData": {"mimeType": "application/json", "text": json.dumps(request)}},
+        "response": {"status": 200, "headers": [{"name": "content-type", "value": "text/event-stream"}],
+                     "content": {"size": len(body), "mimeType": "text/event-stream", "text": body.decode()}},
+        "timings": {"send": 0.5, "wait": 299.5, "receive": 7900.0},
+    }
+    return json.dumps({"log": {"version": "1.2", "creator": {"name": "WebInspector", "version": "1"},
+                               "entries": [entry]}}).encode()
+
+
+async def test_a_har_replay_says_its_timing_is_per_response(tmp_path) -> None:
+    path = tmp_path / "session.har"
+    path.write_bytes(har_bytes())
+    app = InspectorApp(lambda: sources.replay_session(path, speed=math.inf, clock=lambda: 0.0), clock=lambda: 0.0,
+                       replay=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await finished(pilot)
+        assert app.timing_note() == HAR_NOTE
+        assert app.status_bar.info.timing_note == HAR_NOTE
+        assert HAR_NOTE in app.status_bar.render().plain
+        screen = await open_timing(pilot)
+        assert HAR_NOTE in screen.text
+        # the replayed reads' times are the replay's: the report is the HAR's own (time to headers, total time)
+        assert screen.verdict == "inconclusive" and "no per-read timing" in screen.text
+        assert "headers 0.300 s" in screen.text and "end 8.200 s" in screen.text
