@@ -3,12 +3,19 @@
 A :class:`Pacer` turns "scenario seconds" into wall-clock seconds: ``await pacer.sleep(0.4)`` sleeps 0.4 s at 1x,
 0.2 s at 2x and not at all (one ``asyncio.sleep(0)``) at max speed. The speed may change, or the pacer may be paused,
 while sleeps are in progress: every sleeper is woken at once and recomputes what is left of its sleep at the new speed.
+
+Time is injectable, for tests and simulations: ``clock`` (a callable giving seconds, default: the running event loop's
+clock) measures how much of a sleep has gone by when a speed change wakes it, and ``sleeper`` (an async callable taking
+wall seconds, default: an event-loop timer) does the actual waiting. A pacer built with a virtual clock and a sleeper
+that advances it never waits on the wall clock. Both are plain attributes, so the pacer of a session or server built
+elsewhere can be given them too.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+from typing import Awaitable, Callable
 
 SPEED_LADDER: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 10.0, math.inf)
 
@@ -41,9 +48,19 @@ def speed_label(speed: float) -> str:
 class Pacer:
     """Sleeps scenario time scaled by a speed that can change at any moment."""
 
-    def __init__(self, speed: float = 1.0, *, paused: bool = False) -> None:
+    def __init__(
+        self,
+        speed: float = 1.0,
+        *,
+        paused: bool = False,
+        clock: Callable[[], float] | None = None,
+        sleeper: Callable[[float], Awaitable[object]] | None = None,
+    ) -> None:
         self._speed = self._check(speed)
         self._paused = paused
+        # None: the running loop's clock / a loop timer. A sleeper's wait is cut short (cancelled) by a wake-up.
+        self.clock: Callable[[], float] | None = clock
+        self.sleeper: Callable[[float], Awaitable[object]] | None = sleeper
         self._waiters: set[asyncio.Future] = set()
         # Bookkeeping, handy for tests and for the UI: scenario seconds requested and number of sleep() calls.
         self.requested: float = 0.0
@@ -115,6 +132,7 @@ class Pacer:
         self.calls += 1
         remaining = seconds
         loop = asyncio.get_running_loop()
+        now = self.clock or loop.time
         while True:
             if self._paused:  # paused: even a zero sleep waits for resume (or a speed change)
                 await self._wait(loop, None)
@@ -123,22 +141,30 @@ class Pacer:
             if remaining <= 0 or math.isinf(speed):
                 await asyncio.sleep(0)
                 return
-            start = loop.time()
+            start = now()
             if not await self._wait(loop, remaining / speed):
                 return  # the timer fired: done
-            remaining -= (loop.time() - start) * speed
+            remaining -= (now() - start) * speed
 
     async def _wait(self, loop: asyncio.AbstractEventLoop, timeout: float | None) -> bool:
         """Wait ``timeout`` wall seconds (None: forever); True if woken early by a speed/pause change."""
         fut: asyncio.Future = loop.create_future()
         self._waiters.add(fut)
-        handle = loop.call_later(timeout, _resolve, fut) if timeout is not None else None
+        handle: asyncio.TimerHandle | asyncio.Task | None = None
+        if timeout is not None:
+            if self.sleeper is None:
+                handle = loop.call_later(timeout, _resolve, fut)
+            else:
+                handle = loop.create_task(_sleep_then_resolve(self.sleeper, timeout, fut))
         try:
-            return await fut
+            woken = await fut
         finally:
             self._waiters.discard(fut)
             if handle is not None:
                 handle.cancel()
+        if isinstance(handle, asyncio.Task) and not handle.done():
+            await asyncio.wait([handle])  # woken early: let the injected sleeper unwind before sleeping on
+        return woken
 
     def __repr__(self) -> str:
         return f"Pacer({self.label})"
@@ -147,3 +173,16 @@ class Pacer:
 def _resolve(fut: asyncio.Future) -> None:
     if not fut.done():
         fut.set_result(False)
+
+
+async def _sleep_then_resolve(sleeper: Callable[[float], Awaitable[object]], seconds: float,
+                              fut: asyncio.Future) -> None:
+    try:
+        await sleeper(seconds)
+    except asyncio.CancelledError:
+        raise  # woken early (or the sleep was cancelled): the wake-up has already settled `fut`
+    except BaseException as e:  # a failing sleeper fails the sleep instead of hanging it
+        if not fut.done():
+            fut.set_exception(e)
+        return
+    _resolve(fut)

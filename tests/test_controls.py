@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import math
-import time
 
 import pytest
 
 from inspector import observations as O
 from inspector.executor import ToolState
 from inspector.pacing import SPEED_LADDER
+from inspector.scenarios import get_scenario, render_turn
 from inspector.sources import scenario_session
 from test_loop import (
     Observed,
@@ -24,6 +24,7 @@ from test_loop import (
     history_tool_ids,
     with_tool,
 )
+from test_scenarios import VirtualTime
 
 TIMEOUT = 20.0
 
@@ -363,13 +364,18 @@ def test_faster_slower_change_the_pacer_speed():
 
 
 async def test_speed_change_takes_effect_at_once():
-    """A speed change wakes the pacer's sleepers: the request is sent at 0.25x (the scripted server would take
-    about 28 s), then the controller switches to max while the server is still waiting to answer."""
+    """A speed change wakes the pacer's sleepers: the request is sent at 0.25x and the scripted server starts its
+    wait for the first byte (4x the planned delay, in virtual time that only a wake-up can end); the controller then
+    switches to max: the sleeper is woken, recomputes its rest at max speed, and nothing is slept from then on."""
     s = scenario_session("parse_date", speed=0.25)
-    obs = Observed(s.bus)
-    obs.on(lambda o: s.controller.set_speed(math.inf) if isinstance(o, O.AttemptStarted) else None)
-    t0 = time.monotonic()
-    result = await finish(start(s))
+    vt = VirtualTime(hold=True)  # no sleep ends on its own: the run can only finish if the speed change wakes it
+    s.pacer.clock, s.pacer.sleeper = vt.clock, vt.sleep
+    task = start(s)
+    await vt.started(1)
+    plan = render_turn(get_scenario("parse_date"), 0, 0)
+    assert vt.asked == [pytest.approx(plan.header_delay / 0.25)] and not task.done()
+    s.controller.set_speed(math.inf)
+    result = await finish(task)
     assert result.status == "finished"
-    assert time.monotonic() - t0 < 5.0  # a 1.2 s wait for the first byte at 0.25x alone; the run takes ~0.1 s
+    assert len(vt.asked) == 1 and vt.slept == []  # the one wait was cut short; no other wall time was asked for
     assert s.pacer.requested > 6.0  # the whole script was paced (scenario seconds), just at max speed

@@ -5,7 +5,9 @@ tool execution inferred from the next request."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import hashlib
+import itertools
 import math
 import os
 import re
@@ -14,7 +16,7 @@ import ssl
 import statistics
 import subprocess
 import sys
-import time
+import threading
 
 import anthropic
 import httpx2
@@ -223,30 +225,85 @@ async def test_requests_are_forwarded_untouched_with_credentials():
 # The first-byte latency the proxy adds is measured by tools/bench_proxy.py (a benchmark, not a timed test).
 
 
+class FakeClock:
+    """A clock for ``ProxyApp(clock=)``: time moves only when the test (or a paced upstream) says so, plus ``tick``
+    per reading so that successive readings differ. Thread-safe: the proxy reads it from its server thread."""
+
+    def __init__(self, tick: float = 0.0) -> None:
+        self._now = 1000.0
+        self.tick = tick
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        with self._lock:
+            self._now += self.tick
+            return self._now
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self._now += seconds
+
+
 async def test_reads_are_forwarded_as_they_arrive(tmp_path):
-    """No buffering: at real pacing each upstream read reaches the client (and the recording) on its own, in time."""
+    """No buffering: every upstream read reaches the client (and the recording) before upstream sends the next one.
+
+    Proven by a handshake, not by timing: upstream's pacer (a real-time 1x pacer whose sleeps are replaced by a
+    gate) holds each read until the client behind the proxy has received every byte before it; it then moves the
+    proxy's clock on by the planned delay, so the recorded read times are upstream's pacing, exactly."""
     from inspector.scenarios import Pacing, Scenario, TextBlock, TurnScript
 
     sc = Scenario(name="paced", description="paced", prompt="hi", seed=3, turns=[TurnScript(
         blocks=[TextBlock("a b c d e f g h i j k l m n o p q r s t", chunk=4)],
         pacing=Pacing(ttfb=0.02, event_gap=0.04, events_per_read=1))])
     plan = render_faulted(sc, None, 0, 0)
+    # the sleeps upstream's pacer asks for, in order, and the bytes the client must hold before each one ends
+    delays = [plan.header_delay, *(r.delay for r in plan.reads)]
+    sent_before = [0, 0, *itertools.accumulate(len(r.data) for r in plan.reads)]  # header, read 0, read 1...
+    gates = [(d, need) for d, need in zip(delays, sent_before) if d > 0]
+    assert len(gates) > 10
+    opened = [concurrent.futures.Future() for _ in gates]
+    clock = FakeClock()
+    asked: list[float] = []
+
+    async def gate(seconds: float) -> None:  # runs on upstream's server thread
+        i = len(asked)
+        asked.append(seconds)
+        await asyncio.wrap_future(opened[i])
+        clock.advance(seconds)
+
+    def client_holds(n: int) -> None:
+        for fut, (_, need) in zip(opened, gates):
+            if need <= n and not fut.done():
+                fut.set_result(None)
+
     record = tmp_path / "paced.jsonl"
-    with BackgroundServer(ServeApp(sc, speed=1.0)) as up, \
-            BackgroundServer(ProxyApp(up.base_url, record=record)) as px:
-        async with httpx2.AsyncClient(base_url=px.base_url) as h:
-            t0 = time.perf_counter()
-            arrivals = []
+    up_app = ServeApp(sc, speed=1.0)
+    up_app.pacer.sleeper = gate
+    with BackgroundServer(up_app) as up, \
+            BackgroundServer(ProxyApp(up.base_url, record=record, clock=clock)) as px:
+        chunks: list[bytes] = []
+        client_holds(0)
+        async with httpx2.AsyncClient(base_url=px.base_url) as h, asyncio.timeout(60):
             async with h.stream("POST", "/v1/messages", json={"model": "m", "max_tokens": 5, "stream": True,
                                                               "messages": USER}) as r:
                 async for chunk in r.aiter_raw():
-                    arrivals.append((time.perf_counter() - t0, chunk))
-    assert [c for _, c in arrivals] == [r.data for r in plan.reads]
-    span = plan.total_delay - plan.header_delay - plan.reads[0].delay
-    assert arrivals[-1][0] - arrivals[0][0] > 0.6 * span  # spread out like upstream's, not one burst
+                    chunks.append(chunk)
+                    client_holds(sum(map(len, chunks)))
+    # every planned sleep was gated (so each read went out only once the client had all before it)
+    assert asked == pytest.approx([d for d, _ in gates]) and all(f.done() for f in opened)
+    body = b"".join(chunks)
+    assert body == plan.body  # identical bytes, in order
     rec = read_recording(record)
     reads = list(rec.attempts())[0].reads
-    assert [r.data for r in reads] == [r.data for r in plan.reads]
+    assert b"".join(rd.data for rd in reads) == body  # the recording holds what passed
+    # no read coalesced two upstream reads, at the client or in the recording: every planned read boundary is one
+    bounds = set(itertools.accumulate(len(rd.data) for rd in plan.reads))
+    assert bounds <= set(itertools.accumulate(map(len, chunks)))
+    assert bounds <= set(itertools.accumulate(len(rd.data) for rd in reads))
+    # the recorded times are upstream's pacing (its planned delays, on the proxy's clock)
+    due = dict(zip(itertools.accumulate(len(rd.data) for rd in plan.reads), list(itertools.accumulate(delays))[1:]))
+    at = dict(zip(itertools.accumulate(len(rd.data) for rd in reads), (rd.t for rd in reads)))
+    assert [at[b] for b in sorted(bounds)] == pytest.approx([due[b] for b in sorted(bounds)], abs=1e-5)
     from inspector.timing import timing_json
 
     assert timing_json(rec)["attempts"][0]["buffering"]["verdict"] == "not buffered"
@@ -282,7 +339,8 @@ async def test_tool_execution_is_inferred_from_the_next_request(upstream, tmp_pa
     got: list[O.Observation] = []
     bus.subscribe(got.append)
     record = tmp_path / "tools.jsonl"
-    with BackgroundServer(ProxyApp(upstream.base_url, record=record, bus=bus)) as px:
+    clock = FakeClock(tick=1e-6)  # time goes by only when the test says (and a microsecond per reading)
+    with BackgroundServer(ProxyApp(upstream.base_url, record=record, bus=bus, clock=clock)) as px:
         client = sdk(px.base_url)
         hdr = {"x-inspector-scenario": "parse_date", "x-inspector-session": "infer"}
         try:
@@ -290,7 +348,7 @@ async def test_tool_execution_is_inferred_from_the_next_request(upstream, tmp_pa
             first = await raw_call(client, messages, hdr)
             msg = assemble(first["body"]).final_message()
             uses = [b for b in msg["content"] if b["type"] == "tool_use"]
-            await asyncio.sleep(0.2)  # the other harness "runs its tools" for 0.2 s (simulated work, not a sync)
+            clock.advance(0.2)  # the other harness "runs its tools" for 0.2 s (of the proxy's clock)
             messages += [{"role": "assistant", "content": msg["content"]},
                          {"role": "user", "content": [{"type": "tool_result", "tool_use_id": b["id"],
                                                        "content": "file text"} for b in uses]}]
@@ -305,6 +363,8 @@ async def test_tool_execution_is_inferred_from_the_next_request(upstream, tmp_pa
     assert [o.tool_use_id for o in inferred] == [b["id"] for b in uses]
     assert all(o.status == "result" and o.from_turn == 0 and o.turn == 1 for o in inferred)
     assert all(o.since_block_stop >= 0.2 and o.since_stream_end >= 0.2 for o in inferred)
+    # the stream ended when the client had it all: exactly the harness's 0.2 s (and a few clock ticks) went by since
+    assert all(o.since_stream_end == pytest.approx(0.2, abs=1e-3) for o in inferred)
     # block stops come in order, so the earlier blocks waited longer
     assert inferred[0].since_block_stop >= inferred[-1].since_block_stop
     starts = [o for o in got if isinstance(o, O.AttemptStarted)]
@@ -337,22 +397,34 @@ async def test_upstream_unreachable_gives_502(tmp_path):
 
 async def test_client_disconnect_is_passed_upstream(upstream):
     """A client that gives up on a stalled stream: the proxy closes its upstream response too."""
-    proxy = ProxyApp(upstream.base_url)
+    loop = asyncio.get_running_loop()
+    up_ended, px_ended = asyncio.Event(), asyncio.Event()  # set from the servers' threads when an exchange ends
+
+    def on_upstream(ex) -> None:
+        if ex.faults == "stall:2" and ex.end is not None:
+            loop.call_soon_threadsafe(up_ended.set)
+
+    proxy = ProxyApp(upstream.base_url,
+                     on_exchange=lambda ex: loop.call_soon_threadsafe(px_ended.set) if ex.end is not None else None)
     app: ServeApp = upstream.owner
-    with BackgroundServer(proxy) as px:
-        client = sdk(px.base_url)
-        plan = render_faulted(get_scenario("weather"), "stall:2", 0, 0)
-        try:
-            got = await raw_call(client, USER, {"x-inspector-scenario": "weather", "x-inspector-fault": "stall:2",
-                                                "x-inspector-session": "disc"}, hang_len=len(plan.body))
-        finally:
-            await client.close()
-        assert got["body"] == plan.body
-        for _ in range(500):  # bounded poll: until both servers have seen the disconnect
-            mine = [e for e in app.exchanges if e.faults == "stall:2" and e.end is not None]
-            if mine and proxy.exchanges and proxy.exchanges[-1].end is not None:
-                break
-            await asyncio.sleep(0.01)
+    before = app.on_exchange
+    app.on_exchange = on_upstream
+    try:
+        with BackgroundServer(proxy) as px:
+            client = sdk(px.base_url)
+            plan = render_faulted(get_scenario("weather"), "stall:2", 0, 0)
+            try:
+                got = await raw_call(client, USER, {"x-inspector-scenario": "weather", "x-inspector-fault": "stall:2",
+                                                    "x-inspector-session": "disc"}, hang_len=len(plan.body))
+            finally:
+                await client.close()
+            assert got["body"] == plan.body
+            async with asyncio.timeout(60):  # until both servers have seen the disconnect
+                await up_ended.wait()
+                await px_ended.wait()
+    finally:
+        app.on_exchange = before
+    mine = [e for e in app.exchanges if e.faults == "stall:2" and e.end is not None]
     assert proxy.exchanges[-1].end == "cancelled"
     assert mine[-1].end == "disconnected"
 

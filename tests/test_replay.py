@@ -13,6 +13,7 @@ from inspector.recording import read_recording
 from inspector.scenarios.bundled import GET_WEATHER
 from inspector.sources import replay_session, scenario_session
 from test_loop import assert_no_leftovers, assert_valid_history, final_attempt_calls, run_observed
+from test_scenarios import VirtualTime
 
 
 def sse_sequence(obs) -> list[tuple[int, int, str | None, str]]:
@@ -83,20 +84,34 @@ async def test_replay_does_not_execute_tools(tmp_path, monkeypatch):
     assert results1 == results2
 
 
+def on_virtual_time(session, vt: VirtualTime):
+    """The session's pacer sleeps in virtual time (the session's clock must be ``vt.clock`` too)."""
+    session.pacer.clock, session.pacer.sleeper = vt.clock, vt.sleep
+    return session
+
+
 async def test_replay_keeps_the_recorded_timing_scaled_by_speed(tmp_path):
-    # the recording holds wall-clock read times (weather at 4x: about 0.6 s); a replay at 2x takes about half
+    # the recording holds the read times as they were (weather at 4x); a replay at 2x takes half of them. Both runs
+    # are in virtual time: every time below is what the pacers slept, exactly, whatever the machine's load.
     path = tmp_path / "weather.jsonl"
-    s = scenario_session("weather", speed=4.0, record=path)
+    vt1, vt2 = VirtualTime(), VirtualTime()
+    s = on_virtual_time(scenario_session("weather", speed=4.0, record=path, clock=vt1.clock), vt1)
     original, obs1 = await run_observed(s)
-    r = replay_session(path, speed=2.0)
+    r = on_virtual_time(replay_session(path, speed=2.0, clock=vt2.clock), vt2)
     replayed, obs2 = await run_observed(r)
     assert replayed.messages == original.messages
+    reads1 = [(o.turn, o.attempt, o.t_request) for o in obs1.of(O.ReadReceived)]
+    reads2 = [(o.turn, o.attempt, o.t_request) for o in obs2.of(O.ReadReceived)]
+    # the original was paced by the script at 4x; the recording keeps those times
+    rec = read_recording(path)
+    assert [(a.turn, a.attempt, rd.t) for a in rec.attempts() for rd in a.reads] == \
+        [(t, a, pytest.approx(x, abs=1e-6)) for t, a, x in reads1]
+    assert reads1[-1][2] > 0.1 and vt1.slept and sum(vt2.slept) > 0
+    # the replay reproduces every read at half its recorded time
+    assert reads2 == [(t, a, pytest.approx(x / 2, abs=1e-6)) for t, a, x in reads1]
     t1 = obs1.of(O.LoopFinished)[0].t
     t2 = obs2.of(O.LoopFinished)[0].t
-    assert 0.3 * t1 < t2 < 0.8 * t1, (t1, t2)
-    last1 = [o.t_request for o in obs1.of(O.ReadReceived) if o.turn == 0][-1]
-    last2 = [o.t_request for o in obs2.of(O.ReadReceived) if o.turn == 0][-1]
-    assert 0.35 * last1 < last2 < 0.8 * last1, (last1, last2)
+    assert t2 == pytest.approx(t1 / 2, abs=1e-5), (t1, t2)
 
 
 async def test_recording_keeps_every_read_and_the_loop_outcome(tmp_path):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import heapq
+import itertools
 import json
 import math
 import shutil
@@ -47,6 +49,72 @@ from inspector.scenarios.transport import history_problem
 from inspector.toolbox.spec import ToolSpec
 
 ALL = sorted(SCENARIOS)
+TIMEOUT = 20.0  # a bound on waits that should end at once (a hang guard, never a timing assertion)
+
+
+class VirtualTime:
+    """Virtual wall time for a :class:`Pacer` (``clock=vt.clock, sleeper=vt.sleep``; also the clock of a session):
+    nothing waits on the real clock. A sleep ends when virtual time reaches its deadline; virtual time jumps to the
+    earliest pending deadline once the other tasks have had many turns (enough for in-process work to start its own
+    sleeps), so concurrent sleeps overlap as they would in real time.
+
+    ``asked``: wall seconds of every sleep begun; ``slept``: of every sleep that ran to its end (a speed change or
+    a pause cuts a sleep short: it is in ``asked``, not in ``slept``). ``hold=True``: time only moves by
+    :meth:`advance`, sleeps end only when the pacer wakes them, until :meth:`release`."""
+
+    SETTLE = 50  # event-loop turns given to the other tasks before time jumps (a count, not a duration)
+
+    def __init__(self, *, hold: bool = False) -> None:
+        self.now = 0.0
+        self.hold = hold
+        self.asked: list[float] = []
+        self.slept: list[float] = []
+        self._timers: list[tuple[float, int, asyncio.Future]] = []
+        self._seq = itertools.count()
+        self._changed = asyncio.Event()
+        self._driver: asyncio.Task | None = None
+
+    def clock(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+    def release(self) -> None:
+        self.hold = False
+        self._kick()
+
+    async def sleep(self, seconds: float) -> None:
+        fut = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._timers, (self.now + seconds, next(self._seq), fut))
+        self.asked.append(seconds)
+        self._changed.set()
+        self._kick()
+        await fut  # cancelled (woken early): the timer is skipped by the driver
+        self.slept.append(seconds)
+
+    async def started(self, n: int) -> None:
+        """Until ``n`` sleeps have begun (bounded by TIMEOUT)."""
+        async with asyncio.timeout(TIMEOUT):
+            while len(self.asked) < n:
+                self._changed.clear()
+                await self._changed.wait()
+
+    def _kick(self) -> None:
+        if not self.hold and (self._driver is None or self._driver.done()):
+            self._driver = asyncio.get_running_loop().create_task(self._drive())
+
+    async def _drive(self) -> None:
+        while not self.hold:
+            for _ in range(self.SETTLE):
+                await asyncio.sleep(0)
+            while self._timers and self._timers[0][2].done():
+                heapq.heappop(self._timers)
+            if not self._timers or self.hold:
+                return
+            deadline, _, fut = heapq.heappop(self._timers)
+            self.now = max(self.now, deadline)
+            fut.set_result(None)
 
 
 def fast_server(scenario: Scenario, **kw) -> ScenarioServer:
@@ -218,8 +286,13 @@ def test_extra_tools_behave():
 
     async def go():
         fn = get_scenario("tool_hangs").extra_tools[0].fn
-        with pytest.raises(asyncio.TimeoutError):
-            await asyncio.wait_for(fn({"branch": "main"}), 0.01)
+        task = asyncio.ensure_future(fn({"branch": "main"}))
+        for _ in range(200):  # many event-loop turns, no timer: the tool never answers
+            await asyncio.sleep(0)
+        assert not task.done()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
 
     asyncio.run(go())
 
@@ -407,6 +480,22 @@ def with_pacing(s: Scenario, turn: int, pacing: Pacing) -> Scenario:
 SDK_WALK = [n for n in ALL if n != "big_input"]  # the SDK's O(n^2) tool-input parsing takes seconds there
 
 
+async def give_up_on_a_stall(server: ScenarioServer, coro, stalls: bool):
+    """Await ``coro``; a harness that sees the server hang (a stall: pings, then nothing) gives up on it with a
+    TimeoutError, as its idle timeout would. The hang is observed on the server, not timed."""
+    n = len(server.responses)
+    task = asyncio.ensure_future(coro)
+    async with asyncio.timeout(TIMEOUT):
+        while stalls and not task.done():
+            if len(server.responses) > n and server.responses[n].state == "hanging":
+                task.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+                raise asyncio.TimeoutError
+            await asyncio.sleep(0)
+        return await task
+
+
 @pytest.mark.parametrize("name", SDK_WALK)
 async def test_every_turn_through_the_sdk(name):
     """Walk the scenario like a harness: retry failed streams, feed tool results, compare with the script."""
@@ -419,7 +508,7 @@ async def test_every_turn_through_the_sdk(name):
         for _ in range(4):
             try:
                 stalls = any(isinstance(f, StallWithPings) for f in s.turns[turn].faults_for(server.attempts.get(turn, 0)))
-                msg = await asyncio.wait_for(stream_once(client, s, messages), 0.3 if stalls else 5.0)
+                msg = await give_up_on_a_stall(server, stream_once(client, s, messages), stalls)
                 break
             except anthropic.APIStatusError as e:  # error event after HTTP 200
                 assert e.status_code == 200 and e.body["error"]["type"] == "overloaded_error"
@@ -574,7 +663,8 @@ async def test_stall_hangs_until_cancelled_and_close_is_observed():
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    await asyncio.wait_for(server.closed_early_event.wait(), 1.0)
+    async with asyncio.timeout(TIMEOUT):
+        await server.closed_early_event.wait()
     assert server.closed_early == 1 and server.responses[0].state == "closed_early"
 
 
@@ -706,16 +796,20 @@ async def test_scheduled_delay_matches_the_plan(name):
 
 
 async def test_real_time_pacing_follows_speed():
+    """At 10x each read comes after a tenth of its planned delay (virtual time: what the pacer asks to sleep)."""
     s = _mini([TextBlock("abcdef", chunk=1)], pacing=Pacing(ttfb=0.2, event_gap=0.02), tools=())
     plan = render_turn(s, 0)
     assert plan.total_delay == pytest.approx(0.2 + 0.02 * (len(plan.events) - 1))
-    loop = asyncio.get_running_loop()
-    server = ScenarioServer(s, Pacer(10.0))
-    t0 = loop.time()
+    vt = VirtualTime()
+    server = ScenarioServer(s, Pacer(10.0, clock=vt.clock, sleeper=vt.sleep))
     resp = await server.handler(_request(_body([{"role": "user", "content": "x"}])))
-    await resp.aread()
-    elapsed = loop.time() - t0
-    assert plan.total_delay / 10 * 0.8 <= elapsed < plan.total_delay / 10 + 0.15
+    assert vt.now == pytest.approx(plan.header_delay / 10)
+    arrivals = [(vt.now, chunk) async for chunk in resp.aiter_raw()]
+    assert [c for _, c in arrivals] == [r.data for r in plan.reads]
+    due = list(itertools.accumulate([plan.header_delay, *(r.delay for r in plan.reads)]))[1:]
+    assert [t for t, _ in arrivals] == pytest.approx([d / 10 for d in due])  # each read at its own time
+    assert vt.slept == pytest.approx([d / 10 for d in (plan.header_delay, *(r.delay for r in plan.reads)) if d > 0])
+    assert vt.now == pytest.approx(plan.total_delay / 10)
 
 
 @pytest.mark.parametrize("variant", [
@@ -782,38 +876,49 @@ def test_pacer_ladder_and_labels():
 
 
 async def test_pacer_max_speed_never_sleeps():
-    p = Pacer(math.inf)
-    loop = asyncio.get_running_loop()
-    t0 = loop.time()
+    vt = VirtualTime()
+    p = Pacer(math.inf, clock=vt.clock, sleeper=vt.sleep)
     for _ in range(1000):
         await p.sleep(10.0)
-    assert loop.time() - t0 < 0.5
+    assert vt.asked == [] and vt.now == 0.0  # one event-loop turn per sleep, never a timed wait
     assert p.requested == pytest.approx(10_000.0) and p.calls == 1000
 
 
 async def test_pacer_speed_change_takes_effect_during_a_sleep():
-    p = Pacer(0.25)
-    loop = asyncio.get_running_loop()
-    t0 = loop.time()
-    task = asyncio.create_task(p.sleep(10.0))  # 40 s at 0.25x
-    await asyncio.sleep(0.02)
-    assert not task.done()
+    vt = VirtualTime(hold=True)  # sleeps end only when the pacer wakes them
+    p = Pacer(0.25, clock=vt.clock, sleeper=vt.sleep)
+    task = asyncio.create_task(p.sleep(10.0))
+    await vt.started(1)
+    assert vt.asked == [40.0] and not task.done()  # 40 s at 0.25x
+    vt.advance(2.0)  # 2 wall seconds go by: 0.5 scenario seconds
     p.set_speed(math.inf)
-    await asyncio.wait_for(task, 0.5)
-    assert loop.time() - t0 < 0.5
+    async with asyncio.timeout(TIMEOUT):
+        await task  # woken, and nothing left to sleep at max speed
+    assert vt.asked == [40.0] and vt.slept == []
     # slowing down extends the rest of a sleep; speeding up shortens it
     p.set_speed(1.0)
-    t0 = loop.time()
     task = asyncio.create_task(p.sleep(1.0))
-    await asyncio.sleep(0.03)
+    await vt.started(2)
+    assert vt.asked[-1] == 1.0
+    vt.advance(0.25)
+    p.set_speed(0.5)
+    await vt.started(3)
+    assert vt.asked[-1] == pytest.approx(1.5)  # 0.75 s left, at 0.5x
+    vt.advance(0.5)  # 0.25 more scenario seconds: 0.5 left
+    p.set_speed(100.0)
+    await vt.started(4)
+    assert vt.asked[-1] == pytest.approx(0.005)  # 0.5 s left, at 100x
     assert not task.done()
-    p.set_speed(100.0)  # ~0.97 s left at 1x -> ~0.01 s
-    await asyncio.wait_for(task, 0.5)
-    assert loop.time() - t0 < 0.5
+    vt.release()
+    async with asyncio.timeout(TIMEOUT):
+        await task
+    assert vt.slept == [pytest.approx(0.005)] and vt.now == pytest.approx(2.755)
+    assert not p._waiters
 
 
 async def test_pacer_pause_and_resume():
-    p = Pacer(math.inf)
+    vt = VirtualTime()
+    p = Pacer(math.inf, clock=vt.clock, sleeper=vt.sleep)
     p.pause()
     assert p.paused and p.label == "max paused"
     task = asyncio.create_task(p.sleep(0))
@@ -821,8 +926,28 @@ async def test_pacer_pause_and_resume():
         await asyncio.sleep(0)
     assert not task.done()
     p.resume()
-    await asyncio.wait_for(task, 0.5)
+    async with asyncio.timeout(TIMEOUT):
+        await task
+    assert vt.asked == []  # waiting for resume is not a timed sleep
     assert p.toggle_pause() is True and p.toggle_pause() is False
+    # a sleep in progress stops counting while paused and goes on, from where it was, on resume
+    p = Pacer(1.0, clock=vt.clock, sleeper=vt.sleep)
+    vt.hold = True
+    task = asyncio.create_task(p.sleep(1.0))
+    await vt.started(1)
+    vt.advance(0.4)
+    p.pause()
+    for _ in range(20):
+        await asyncio.sleep(0)
+    vt.advance(100.0)  # paused: none of this counts
+    assert len(vt.asked) == 1 and not task.done()
+    p.resume()
+    await vt.started(2)
+    assert vt.asked == [1.0, pytest.approx(0.6)]
+    vt.release()
+    async with asyncio.timeout(TIMEOUT):
+        await task
+    assert vt.slept == [pytest.approx(0.6)]
 
 
 async def test_pacer_sleep_is_cancellable():
@@ -833,6 +958,17 @@ async def test_pacer_sleep_is_cancellable():
     with pytest.raises(asyncio.CancelledError):
         await task
     assert not p._waiters
+    # an injected sleeper is cancelled with the sleep
+    vt = VirtualTime(hold=True)
+    p = Pacer(1.0, clock=vt.clock, sleeper=vt.sleep)
+    task = asyncio.create_task(p.sleep(100))
+    await vt.started(1)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not p._waiters and vt.slept == [] and all(fut.cancelled() for *_, fut in vt._timers)
 
 
 def test_toolspec_import_is_the_shared_one():
