@@ -40,8 +40,10 @@ import httpx2
 import orjson
 
 from inspector import observations as O
-from inspector.recording import REDACTED, SENSITIVE_HEADERS, RecordingWriter
-from inspector.serve import ConnectionDrop, _race, base_url_of, bind_socket, install_log_filter
+from inspector.assembler import TurnStream
+from inspector.recording import SENSITIVE_HEADERS, RecordingWriter, filter_headers, redact
+from inspector.serve import Closable, ConnectionDrop, _race, base_url_of, bind_socket, install_log_filter
+from inspector.stepobs import step_observations
 
 __all__ = [
     "DEFAULT_UPSTREAM",
@@ -63,6 +65,8 @@ HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "transfe
 RESPONSE_HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te",
                                  "trailer", "upgrade"})
 MIN_SECRET = 8
+# credential headers: never recorded, shown or logged (recording.SENSITIVE_HEADERS does not list anthropic-api-key)
+CREDENTIAL_HEADERS = SENSITIVE_HEADERS | {"anthropic-api-key"}
 
 
 # =====================================================================================================================
@@ -180,7 +184,7 @@ def credential_values(headers: Iterable[tuple[str, str]]) -> list[str]:
     """The secret strings in request headers: values of credential headers, and the token after an auth scheme."""
     out: list[str] = []
     for name, value in headers:
-        if name.lower() not in SENSITIVE_HEADERS and name.lower() != "anthropic-api-key":
+        if name.lower() not in CREDENTIAL_HEADERS:
             continue
         value = value.strip()
         for cand in (value, value.split(" ", 1)[1].strip() if " " in value else ""):
@@ -189,14 +193,10 @@ def credential_values(headers: Iterable[tuple[str, str]]) -> list[str]:
     return out
 
 
-def _clean(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for k, v in headers:
-        k = k.lower()
-        if k in SENSITIVE_HEADERS or k == "anthropic-api-key":
-            continue
-        out[k] = f"{out[k]}, {v}" if k in out else v
-    return out
+def _recorded_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Headers as recorded and published: lower-cased names through ``recording.filter_headers`` (repeats joined,
+    credentials dropped), anthropic-api-key included."""
+    return filter_headers((k.lower(), v) for k, v in headers if k.lower() not in CREDENTIAL_HEADERS)
 
 
 class _Decoder:
@@ -229,24 +229,15 @@ class _Decoder:
             return data
 
 
-def _redact_bytes(data: bytes, secrets: list[bytes]) -> bytes:
-    for s in secrets:
-        if s in data:
-            data = data.replace(s, REDACTED.encode())
-    return data
-
-
-def _redact_obj(value: Any, secrets: list[str]) -> Any:
-    if isinstance(value, str):
-        for s in secrets:
-            if s in value:
-                value = value.replace(s, REDACTED)
-        return value
-    if isinstance(value, dict):
-        return {_redact_obj(k, secrets): _redact_obj(v, secrets) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_redact_obj(v, secrets) for v in value]
-    return value
+async def _abandon(sending: asyncio.Future) -> None:
+    """Cancel an upstream request task and wait for it; a response it already got is closed."""
+    sending.cancel()
+    try:
+        response = await sending
+    except BaseException:  # noqa: BLE001 - cancelled or failed: nothing left open
+        return
+    with contextlib.suppress(Exception):
+        await response.aclose()
 
 
 @dataclass
@@ -275,7 +266,7 @@ class ProxyExchange:
 # =====================================================================================================================
 
 
-class ProxyApp:
+class ProxyApp(Closable):
     """The proxy as an ASGI app (``.app``). Run it with uvicorn (``serve.BackgroundServer`` / the CLI)."""
 
     def __init__(
@@ -302,7 +293,7 @@ class ProxyApp:
         self.listen = listen
         self.secrets: list[str] = [s for s in secrets if s and len(s) >= MIN_SECRET]
         self.writer: RecordingWriter | None = None
-        self._writer_secrets: set[str] = set()
+        self._late: list[str] = []  # secrets the writer was not given (learned after it opened), longest first
         self.client: httpx2.AsyncClient | None = None
         self.exchanges: list[ProxyExchange] = []
         self.seen_tools: dict[str, SeenToolUse] = {}
@@ -310,8 +301,6 @@ class ProxyApp:
         self._last_digest: str | None = None
         self._last_turn: tuple[int, int] | None = None  # (turn, attempt) of the last /messages request
         self._started = False
-        self._closing: asyncio.Event | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
         install_log_filter()
 
     # --- plumbing -------------------------------------------------------------------------------------------------
@@ -334,18 +323,6 @@ class ProxyApp:
         if self.bus is not None:
             self.bus.publish(obs)
 
-    def closing(self) -> asyncio.Event:
-        if self._closing is None:
-            self._closing = asyncio.Event()
-            self._loop = asyncio.get_running_loop()
-        return self._closing
-
-    def begin_close(self) -> None:
-        loop, ev = self._loop, self._closing
-        if loop is not None and ev is not None:
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(ev.set)
-
     def _client(self) -> httpx2.AsyncClient:
         if self.client is None:
             kw: dict[str, Any] = {
@@ -362,21 +339,30 @@ class ProxyApp:
         return self.client
 
     def _learn(self, found: list[str]) -> None:
-        for s in found:
-            if s not in self.secrets:
-                self.secrets.append(s)
+        new = [s for s in found if s not in self.secrets]
+        if not new:
+            return
+        self.secrets.extend(new)
+        if self.writer is not None:  # the writer only knows the secrets it was opened with: redact these ourselves
+            self._late = sorted({*self._late, *new}, key=len, reverse=True)  # longest first, sorted once here
+
+    def open_recording(self) -> RecordingWriter | None:
+        """Open the recording now (the CLI does, before serving, so an unwritable path is a usage error); raises
+        OSError. Credentials learned later are redacted by the proxy before they reach the writer."""
+        return self._writer()
 
     def _writer(self) -> RecordingWriter | None:
-        """The recording writer, created at the first exchange so the credentials seen so far are its secrets."""
+        """The recording writer; created at the first exchange unless :meth:`open_recording` opened it earlier (the
+        credentials seen by then are its secrets)."""
         if self.record_path is None:
             return None
         if self.writer is None:
             self.writer = RecordingWriter(self.record_path, source=self.source(), secrets=list(self.secrets))
-            self._writer_secrets = set(self.secrets)
+            self._late = []
         return self.writer
 
     def _late_secrets(self) -> list[str]:
-        return sorted((s for s in self.secrets if s not in self._writer_secrets), key=len, reverse=True)
+        return self._late
 
     def close(self) -> None:
         """Close the recording (creating it, header only, if nothing passed)."""
@@ -460,7 +446,12 @@ class ProxyApp:
                 self.turns += 1
             self._last_digest, self._last_turn = digest, (turn, attempt)
             ex.turn, ex.attempt = turn, attempt
-            self._begin_turn(ex, url, in_headers, body, parsed, t_req)
+            try:
+                self._begin_turn(ex, url, in_headers, body, parsed, t_req)
+            except BaseException:
+                if sending is not None:  # never leave the upstream request running (or its response open)
+                    await _abandon(sending)
+                raise
 
         if sending is not None:
             try:
@@ -499,8 +490,6 @@ class ProxyApp:
         ctype = upstream.headers.get("content-type", "")
         decoder = _Decoder(upstream.headers.get("content-encoding", ""))
         track = is_turn and "text/event-stream" in ctype.lower()
-        from inspector.assembler import TurnStream
-
         ts = TurnStream() if track else None
         if is_turn:
             self._response(ex, str_headers, ex.headers_s)
@@ -552,7 +541,7 @@ class ProxyApp:
         w = self._writer()
         if w is not None and not w.closed:
             late = self._late_secrets()
-            w.observation(_redact_obj(obj, late) if late else obj)
+            w.observation(redact(obj, late) if late else obj)
 
     def _begin_turn(self, ex: ProxyExchange, url: str, headers: list[tuple[str, str]], body: bytes, parsed: Any,
                     t_req: float) -> None:
@@ -563,13 +552,13 @@ class ProxyApp:
                 parsed, dict) else "", None))
         if attempt == 0:
             self._pub(O.TurnStarted(t_req, turn))
-        clean = _clean(headers)
+        clean = _recorded_headers(headers)
         body_value: Any = parsed if parsed is not None else body.decode("utf-8", errors="replace")
         w = self._writer()
         if w is not None:
             late = self._late_secrets()
-            w.request(turn, attempt, t_req, ex.method, _redact_obj(url, late) if late else url, clean,
-                      _redact_obj(body_value, late) if late else body_value)
+            w.request(turn, attempt, t_req, ex.method, redact(url, late) if late else url, clean,
+                      redact(body_value, late) if late else body_value)
         self._pub(O.AttemptStarted(t_req, turn, attempt, ex.method, url, clean,
                                    parsed if isinstance(parsed, dict) else {}))
         if isinstance(parsed, dict) and attempt == 0:  # a retry repeats the same results: inferred once
@@ -597,10 +586,10 @@ class ProxyApp:
                                          times))
 
     def _response(self, ex: ProxyExchange, headers: list[tuple[str, str]], t: float) -> None:
-        clean = _clean(headers)
+        clean = _recorded_headers(headers)
         late = self._late_secrets()
         if late:
-            clean = _redact_obj(clean, late)
+            clean = redact(clean, late)
         w = self._writer()
         if w is not None:
             w.response(ex.turn or 0, ex.attempt or 0, t, ex.status or 0, clean)
@@ -611,15 +600,13 @@ class ProxyApp:
         w = self._writer()
         if w is not None:
             late = self._late_secrets()
-            w.read(turn, attempt, t, _redact_bytes(data, [s.encode() for s in late]) if late else data)
+            w.read(turn, attempt, t, redact(data, late) if late else data)
         now = self.now()
         self._pub(O.ReadReceived(now, turn, attempt, read_index, t, data))
         if ts is not None:
             self._steps(ts.feed(data), ts, turn, attempt, now)
 
     def _steps(self, steps: list, ts: Any, turn: int, attempt: int, now: float) -> None:
-        from inspector.stepobs import step_observations
-
         asm = ts.assembler
         for step in steps:
             if self.bus is not None:  # nobody watching: skip building observations
@@ -739,6 +726,21 @@ def format_exchange(ex: ProxyExchange) -> str:
     return line
 
 
+def _record_error(path: Any, e: OSError) -> str:
+    return f"cannot write the recording {path}: {e.strerror or e}"
+
+
+def record_problem(path: str | Path) -> str | None:
+    """Why a recording cannot be written at ``path`` (None when it can). Opens it for appending, which creates an
+    empty file when missing and leaves an existing one as it is (the writer truncates it when it opens)."""
+    try:
+        with open(path, "ab"):
+            pass
+    except OSError as e:
+        return _record_error(path, e)
+    return None
+
+
 def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int:
     """Run ``inspector proxy`` until Ctrl-C. ``bus``: an ObservationBus to publish to (the dashboard's)."""
     host, port = args.listen
@@ -756,10 +758,21 @@ def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int
 
     if not args.headless and bus is None:
         if sys.stdout.isatty():
+            problem = record_problem(args.record) if args.record else None
+            if problem:
+                sock.close()
+                sys.stderr.write(f"inspector proxy: {problem}\n")
+                return 2
             return _cmd_tui(args, host, port, sock)
         sys.stderr.write("inspector proxy: stdout is not a terminal: running headless\n")
     proxy = ProxyApp(args.upstream, record=args.record, bus=bus, on_exchange=None if quiet else printer,
                      listen=url)
+    try:
+        proxy.open_recording()  # before serving: an unwritable path is a usage error, not a failure per request
+    except OSError as e:
+        sock.close()
+        sys.stderr.write(f"inspector proxy: {_record_error(args.record, e)}\n")
+        return 2
     print(f"inspector proxy: {url} -> {proxy.upstream}" + (f", recording to {args.record}" if args.record else ""))
     print(f"ANTHROPIC_BASE_URL={url}")
     if host not in ("127.0.0.1", "localhost", "::1"):

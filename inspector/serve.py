@@ -18,7 +18,7 @@ Turn = number of assistant messages in the request (the conversation advances wh
 turn's tool_results). Attempt = how many identical requests (same scenario, faults, ``x-inspector-session`` header
 and messages) the server has answered before: a retry of the same request is the next attempt. ``POST
 /inspector/reset`` forgets the attempt counters. A request that breaks the history rules gets the API's 400
-(see :func:`history_violation`).
+(:func:`inspector.history.history_violation`, shared with the in-process ``ScenarioServer``).
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import orjson
 
+from inspector.history import Violation, history_violation
 from inspector.pacing import Pacer, parse_speed, speed_label
 from inspector.scenarios.bundled import DEFAULT_SCENARIO, SCENARIOS
 from inspector.scenarios.model import (
@@ -52,12 +53,13 @@ from inspector.scenarios.model import (
     TurnScript,
 )
 from inspector.scenarios.render import PlannedRead, ResponsePlan, render_turn
-from inspector.scenarios.transport import ScenarioServer, ScenarioStream, ServedResponse, scale_retry_headers
+from inspector.scenarios.transport import ScenarioServer, scale_retry_headers
 
 __all__ = [
     "FAULTS",
     "BOM",
     "BackgroundServer",
+    "Closable",
     "ConnectionDrop",
     "FaultDef",
     "FaultError",
@@ -153,9 +155,10 @@ FAULTS: dict[str, FaultDef] = {
                  "Headers arrive on time, then the body is held back and released in one read when the stream "
                  "ends (nginx proxy_buffering on SSE; the fix is `X-Accel-Buffering: no`). Same bytes, no "
                  "typing effect; `inspector dump --timing` flags it as buffered."),
-        FaultDef("split_events", "format", "every read split in two at a random byte",
-                 "Every read is cut in two at a seeded byte offset (maybe inside a line, a JSON string or a UTF-8 "
-                 "character): a decoder that assumes one event per read breaks."),
+        FaultDef("split_events", "format", "every event cut across two reads at a seeded byte",
+                 "Every event is cut at a seeded byte offset (maybe inside a line, a JSON string or a UTF-8 "
+                 "character), so its bytes arrive in at least two reads and no read holds a whole event: a "
+                 "decoder that assumes one event per read breaks. Same bytes, same total time."),
         FaultDef("cr", "format", "CR-only line endings",
                  "Lines end with a lone CR (\\r): valid SSE that line-splitting on \\n alone does not decode."),
         FaultDef("crlf", "format", "CRLF line endings", "Lines end with CRLF (\\r\\n): valid SSE."),
@@ -404,122 +407,19 @@ def render_faulted(scenario: Scenario, faults: str | Sequence[FaultSpec | str] |
 
 class FaultedScenarioServer(ScenarioServer):
     """The in-process fake API (``httpx2.MockTransport`` handler) with serve's faults: the same bytes as
-    ``inspector serve --scenario S --fault F`` for the same requests."""
+    ``inspector serve --scenario S --fault F`` for the same requests. It serves ``apply_faults(scenario, faults)``
+    and renders with :meth:`render_plan` (render_turn + the plan-level faults), through ScenarioServer's
+    ``render`` hook."""
 
     def __init__(self, scenario: Scenario, faults: str | Sequence[FaultSpec | str] | None = None,
                  pacer: Pacer | None = None, **kw: Any) -> None:
         self.faults = parse_faults(faults)
         self.original = scenario
-        super().__init__(apply_faults(scenario, self.faults), pacer, **kw)
+        super().__init__(apply_faults(scenario, self.faults), pacer, render=self.render_plan, **kw)
 
-    async def handler(self, request):  # type: ignore[override]
-        response = await super().handler(request)
-        served = self.responses[-1] if self.responses else None
-        if response.status_code != 200 or served is None or served.plan is None:
-            return response
-        plan = plan_faults(self.scenario, self.faults, served.plan)
-        if plan is served.plan:
-            return response
-        import httpx2
-
-        fresh = ServedResponse(served.turn, served.attempt, served.status, plan)
-        self.responses[-1] = fresh
-        if self.requests and self.requests[-1].response is served:
-            self.requests[-1].response = fresh
-        return httpx2.Response(200, headers=response.headers, stream=ScenarioStream(self, fresh, plan))
-
-
-# =====================================================================================================================
-# History rules
-# =====================================================================================================================
-
-
-@dataclass(frozen=True, slots=True)
-class Violation:
-    kind: str  # missing_tool_result | tool_result_not_first | results_not_in_next_message | unexpected_tool_result
-    #            | bad_role | first_not_user | empty_messages
-    message: str  # the API's 400 message
-
-
-def _blocks(content: Any) -> list[dict]:
-    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
-
-
-def _tool_use_ids(msg: Any) -> list[str]:
-    if not isinstance(msg, dict):
-        return []
-    return [str(b.get("id")) for b in _blocks(msg.get("content")) if b.get("type") == "tool_use"]
-
-
-def _result_ids(msg: Any) -> list[str]:
-    if not isinstance(msg, dict):
-        return []
-    return [str(b.get("tool_use_id")) for b in _blocks(msg.get("content")) if b.get("type") == "tool_result"]
-
-
-def history_violation(messages: Any) -> Violation | None:
-    """The Messages API's history rules, with its 400 messages:
-
-    - ``missing_tool_result``: an assistant message's tool_use ids must all get a tool_result in the very next
-      message (a user message). Also when the request ends with that assistant message.
-    - ``results_not_in_next_message``: the same error, when the results do exist but in a later message (the hint
-      says where).
-    - ``tool_result_not_first``: the next user message must *begin* with those tool_result blocks (text before them
-      is the API's "Did not find N tool_result block(s) at the beginning of this message").
-    - ``unexpected_tool_result``: a tool_result whose id is not a tool_use of the previous message.
-    - ``bad_role`` / ``first_not_user`` / ``empty_messages``: the basic shape.
-    The order of tool_result blocks among themselves is free (the API matches them by id).
-    """
-    if not isinstance(messages, list) or not messages:
-        return Violation("empty_messages", "messages: at least one message is required")
-    for i, msg in enumerate(messages):
-        if not isinstance(msg, dict) or msg.get("role") not in ("user", "assistant"):
-            role = msg.get("role") if isinstance(msg, dict) else None
-            return Violation("bad_role", f"messages.{i}.role: Input should be 'user' or 'assistant' (got {role!r})")
-    if messages[0]["role"] != "user":
-        return Violation("first_not_user", "messages.0.role: the first message must use the `user` role")
-    for i, msg in enumerate(messages):
-        if msg["role"] == "assistant":
-            ids = _tool_use_ids(msg)
-            if not ids:
-                continue
-            nxt = messages[i + 1] if i + 1 < len(messages) else None
-            results = _result_ids(nxt) if nxt is not None and nxt.get("role") == "user" else []
-            missing = [x for x in ids if x not in results]
-            if missing:
-                text = (f"messages.{i + 1}: `tool_use` ids were found without `tool_result` blocks immediately after: "
-                        f"{', '.join(missing)}. Each `tool_use` block must have a corresponding `tool_result` block "
-                        f"in the next message.")
-                later = next((j for j in range(i + 2, len(messages)) if set(missing) & set(_result_ids(messages[j]))),
-                             None)
-                if later is not None:
-                    return Violation("results_not_in_next_message",
-                                     text + f" (inspector: their tool_result blocks are in messages.{later}; they "
-                                     f"must be in messages.{i + 1}, the message right after the tool_use)")
-                if nxt is None:
-                    text += " (inspector: the request ends with this assistant message)"
-                return Violation("missing_tool_result", text)
-            leading = 0
-            for b in _blocks(nxt.get("content")):
-                if b.get("type") != "tool_result":
-                    break
-                leading += 1
-            if leading < len(ids):
-                return Violation("tool_result_not_first",
-                                 f"messages.{i + 1}: Did not find {len(ids)} `tool_result` block(s) at the beginning "
-                                 f"of this message. Messages following `tool_use` blocks must begin with a matching "
-                                 f"number of `tool_result` blocks.")
-        else:
-            content = _blocks(msg.get("content"))
-            prev_ids = _tool_use_ids(messages[i - 1]) if i > 0 and messages[i - 1].get("role") == "assistant" else []
-            for j, b in enumerate(content):
-                if b.get("type") == "tool_result" and str(b.get("tool_use_id")) not in prev_ids:
-                    return Violation(
-                        "unexpected_tool_result",
-                        f"messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` blocks: "
-                        f"{b.get('tool_use_id')}. Each `tool_result` block must have a corresponding `tool_use` "
-                        f"block in the previous message.")
-    return None
+    def render_plan(self, faulted: Scenario, turn: int, attempt: int) -> ResponsePlan:
+        """What serve sends for this turn and attempt (``faulted`` is this server's ``apply_faults`` scenario)."""
+        return plan_faults(faulted, self.faults, render_turn(faulted, turn, attempt))
 
 
 # =====================================================================================================================
@@ -587,7 +487,31 @@ class Exchange:
     kind: str | None = None  # history violation kind
 
 
-class ServeApp:
+class Closable:
+    """Shutdown signalling shared by ServeApp and ProxyApp: responses race ``closing()`` (an asyncio.Event bound to
+    the server's loop at first use) and ``begin_close()`` sets it from any thread, so hanging and in-progress
+    streams end (connection dropped) before uvicorn stops."""
+
+    _closing: asyncio.Event | None = None
+    _loop: asyncio.AbstractEventLoop | None = None
+
+    def closing(self) -> asyncio.Event:
+        if self._closing is None:
+            self._closing = asyncio.Event()
+            self._loop = asyncio.get_running_loop()
+        return self._closing
+
+    def begin_close(self) -> None:
+        """End hanging and in-progress streams: call before stopping the server. Thread-safe; a no-op before the
+        server ran or after its loop closed."""
+        loop, ev = self._loop, self._closing
+        if loop is None or ev is None:
+            return
+        with contextlib.suppress(RuntimeError):  # loop already closed
+            loop.call_soon_threadsafe(ev.set)
+
+
+class ServeApp(Closable):
     """State and handlers of one ``inspector serve`` server. ``app`` is the ASGI app."""
 
     def __init__(
@@ -617,8 +541,6 @@ class ServeApp:
         self.attempts: dict[tuple, int] = {}
         self._faulted: OrderedDict[tuple[str, str], Scenario] = OrderedDict()
         self._plans: OrderedDict[tuple, ResponsePlan] = OrderedDict()
-        self._closing: asyncio.Event | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
         self.app = self._build()
 
     # --- plumbing -------------------------------------------------------------------------------------------------
@@ -637,23 +559,6 @@ class ServeApp:
             Route("/{path:path}", self.not_found, methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]),
         ]
         return Starlette(routes=routes)
-
-    def closing(self) -> asyncio.Event:
-        if self._closing is None:
-            self._closing = asyncio.Event()
-            self._loop = asyncio.get_running_loop()
-        return self._closing
-
-    def begin_close(self) -> None:
-        """End hanging and in-progress streams (connection dropped): call before stopping the server.
-        Thread-safe."""
-        loop, ev = self._loop, self._closing
-        if loop is None or ev is None:
-            return
-        try:
-            loop.call_soon_threadsafe(ev.set)
-        except RuntimeError:  # loop already closed
-            pass
 
     def _note(self, ex: Exchange) -> None:
         self.exchanges.append(ex)
@@ -1095,6 +1000,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
+def port_problem(port: Any) -> str | None:
+    """Why ``port`` cannot be a TCP port to listen on (None when it can: 0..65535, 0 meaning ephemeral)."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        return f"--port must be 0..65535 (0: an ephemeral port), not {port!r}"
+    return None
+
+
 def format_exchange(ex: Exchange) -> str:
     where = (f"{ex.scenario} turn {ex.turn + 1} attempt {(ex.attempt or 0) + 1}" if ex.turn is not None
              else (ex.scenario or "-"))
@@ -1111,15 +1023,19 @@ def cmd(args: argparse.Namespace) -> int:
     if args.list_faults:
         print(faults_doc())
         return 0
+    problem = port_problem(args.port)
+    if problem:
+        sys.stderr.write(f"inspector serve: {problem}\n")
+        return 2
     if getattr(args, "tui", False):
         return _cmd_tui(args)
+
+    def printer(ex: Exchange) -> None:
+        sys.stderr.write(format_exchange(ex) + "\n")
+        sys.stderr.flush()
+
     try:
         faults = parse_faults(args.fault)
-
-        def printer(ex: Exchange) -> None:
-            sys.stderr.write(format_exchange(ex) + "\n")
-            sys.stderr.flush()
-
         app = ServeApp(args.scenario, faults, speed=args.speed, validate_history=not args.no_history_check,
                        on_exchange=None if args.quiet else printer)
     except (FaultError, KeyError) as e:
@@ -1146,19 +1062,21 @@ def cmd(args: argparse.Namespace) -> int:
 
 
 def _cmd_tui(args: argparse.Namespace) -> int:
-    """``serve --tui``: the dashboard watches what the server sends (through a recording proxy in front of it)."""
-    from inspector.tui.app import run_dashboard
-    from inspector.watch import serve_session
-
+    """``serve --tui``: the dashboard watches what the server sends (through a recording proxy in front of it).
+    The arguments are validated by building a ServeApp (scenario, faults), which binds and starts nothing: the
+    dashboard's session starts the servers."""
     try:
         faults = parse_faults(args.fault)
-        serve_session(args.scenario, faults, speed=args.speed, host=args.host, port=args.port).close()
+        ServeApp(args.scenario, faults, speed=args.speed)
+        bind_socket(args.host, args.port).close()  # the port is free now (the session binds it again)
     except (FaultError, KeyError) as e:
         sys.stderr.write(f"inspector serve: {e.args[0] if isinstance(e, KeyError) else e}\n")
         return 2
     except OSError as e:
         sys.stderr.write(f"inspector serve: cannot listen on {args.host}:{args.port}: {e.strerror or e}\n")
         return 2
+    from inspector.tui.app import run_dashboard
+    from inspector.watch import serve_session
 
     def factory(**_: Any):
         return serve_session(args.scenario, faults, speed=args.speed, host=args.host, port=args.port,

@@ -600,3 +600,204 @@ def test_cli_usage_errors():
     with redirect_stdout(buf):
         assert serve_main(["--scenario", "nope"]) == 2
         assert serve_main(["--fault", "nope"]) == 2
+
+
+def _no_server(*_a, **_k):
+    raise AssertionError("nothing may be bound or served")
+
+
+@pytest.mark.parametrize("port", ["70000", "65536", "-1"])
+@pytest.mark.parametrize("tui", [False, True])
+def test_cli_port_out_of_range_is_a_usage_error(monkeypatch, capsys, port, tui):
+    import inspector.serve as serve
+
+    monkeypatch.setattr(serve, "bind_socket", _no_server)
+    monkeypatch.setattr(serve, "run_foreground", _no_server)
+    monkeypatch.setattr(serve, "_cmd_tui", _no_server)
+    assert serve_main(["--port", port, *(["--tui"] if tui else [])]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("inspector serve: --port must be 0..65535")
+    assert port in err
+
+
+def test_cli_tui_validates_without_starting_anything(monkeypatch, capsys):
+    import types
+
+    import inspector.serve as serve
+    import inspector.watch as watch
+
+    sessions, dashboards = [], []
+    fake_tui = types.ModuleType("inspector.tui.app")
+    fake_tui.run_dashboard = lambda factory, **kw: dashboards.append((factory, kw))
+    monkeypatch.setitem(sys.modules, "inspector.tui.app", fake_tui)
+    monkeypatch.setattr(watch, "serve_session", lambda *a, **kw: sessions.append((a, kw)) or "session")
+    monkeypatch.setattr(serve, "bind_socket", _no_server)
+    monkeypatch.setattr(serve.BackgroundServer, "start", _no_server)
+
+    assert serve_main(["--tui", "--scenario", "nope"]) == 2
+    assert serve_main(["--tui", "--fault", "cr,crlf"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and "unknown scenario" in err[0] and "cannot be combined" in err[1]
+    assert sessions == [] and dashboards == []
+
+    assert serve_main(["--tui", "--scenario", "weather", "--fault", "bom", "--port", "0", "--speed", "max"]) == 0
+    assert sessions == [] and len(dashboards) == 1  # validated, nothing started: the dashboard starts the session
+    factory, kw = dashboards[0]
+    assert kw["source"] == {"type": "serve", "name": "weather"}
+    assert factory() == "session"
+    (args, kwargs), = sessions
+    assert args == ("weather", parse_faults("bom")) and kwargs["port"] == 0 and kwargs["speed"] == math.inf
+
+
+# ----------------------------------------------------------------------------------------------- the proxy (CLI, shared code)
+
+
+def test_proxy_record_to_an_unwritable_path_is_a_usage_error(tmp_path):
+    bad = tmp_path / "no-such-dir" / "rec.jsonl"
+    proc = subprocess.run([sys.executable, "-m", "inspector.proxy", "--listen", "127.0.0.1:0", "--upstream",
+                           "http://127.0.0.1:9", "--headless", "--record", str(bad)],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("inspector proxy: cannot write the recording")
+    assert str(bad) in proc.stderr and "Traceback" not in proc.stderr
+    assert "ANTHROPIC_BASE_URL" not in proc.stdout  # never started serving
+    assert not bad.exists()
+
+
+def test_proxy_record_problem(tmp_path):
+    from inspector.proxy import record_problem
+
+    assert record_problem(tmp_path / "ok.jsonl") is None
+    assert "cannot write the recording" in record_problem(tmp_path / "missing" / "x.jsonl")
+    assert "cannot write the recording" in record_problem(tmp_path)  # a directory
+
+
+class _Upstream:
+    """A MockTransport upstream: answers at once, or never (until cancelled); notes what happened."""
+
+    def __init__(self, answer: bool) -> None:
+        self.answer, self.started, self.cancelled, self.closed = answer, False, False, False
+
+    async def handler(self, request):
+        self.started = True
+        if not self.answer:
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                self.cancelled = True
+                raise
+        upstream = self
+
+        class Body(httpx2.AsyncByteStream):
+            async def __aiter__(self):
+                yield b"event: ping\ndata: {}\n\n"
+
+            async def aclose(self):
+                upstream.closed = True
+
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, stream=Body())
+
+
+@pytest.mark.parametrize("answer", [False, True], ids=["pending", "answered"])
+async def test_proxy_does_not_leave_the_upstream_request_behind_when_begin_turn_raises(monkeypatch, answer):
+    from inspector.proxy import ProxyApp
+
+    up = _Upstream(answer)
+    proxy = ProxyApp("http://upstream.test", transport=httpx2.MockTransport(up.handler))
+
+    def broken(*a, **k):
+        raise RuntimeError("bookkeeping failed")
+
+    monkeypatch.setattr(proxy, "_begin_turn", broken)
+    body = orjson.dumps({"model": "m", "max_tokens": 5, "stream": True, "messages": USER})
+    scope = {"type": "http", "method": "POST", "path": "/v1/messages", "raw_path": b"/v1/messages",
+             "query_string": b"", "headers": [(b"content-type", b"application/json")]}
+    sent = []
+
+    async def receive():
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    tasks_before = asyncio.all_tasks()
+    with pytest.raises(RuntimeError, match="bookkeeping failed"):
+        await proxy._handle(scope, receive, send)
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert up.started
+    assert up.cancelled if not answer else up.closed  # cancelled while waiting / its response closed
+    assert [t for t in asyncio.all_tasks() - tasks_before if not t.done()] == []
+    await proxy.aclose()
+
+
+def test_serve_and_proxy_share_their_shutdown_signal():
+    from inspector.proxy import ProxyApp
+    from inspector.serve import Closable
+
+    assert issubclass(ServeApp, Closable) and issubclass(ProxyApp, Closable)
+    for name in ("closing", "begin_close"):
+        assert getattr(ServeApp, name) is getattr(ProxyApp, name) is getattr(Closable, name)
+    ProxyApp("http://x.test").begin_close()  # before it ever ran: a no-op
+
+
+def test_proxy_has_no_copies_of_recording_helpers_and_no_imports_per_read():
+    import inspect
+
+    import inspector.proxy as proxy
+    from inspector import recording
+
+    for gone in ("_clean", "_redact_obj", "_redact_bytes"):
+        assert not hasattr(proxy, gone), gone
+    assert proxy.redact is recording.redact and proxy.filter_headers is recording.filter_headers
+    for method in (proxy.ProxyApp._relay, proxy.ProxyApp._read, proxy.ProxyApp._steps, proxy.ProxyApp._response,
+                   proxy.ProxyApp._late_secrets):
+        src = inspect.getsource(method)
+        assert "import " not in src and "sorted(" not in src, method.__name__
+
+
+async def test_proxy_records_lower_cased_headers_without_credentials_and_redacts_late_keys(tmp_path, monkeypatch):
+    import inspector.proxy as proxy_mod
+    from inspector.recording import read_recording
+
+    calls = {"redact": 0, "filter_headers": 0}
+    real_redact, real_filter = proxy_mod.redact, proxy_mod.filter_headers
+
+    def redact_spy(*a, **k):
+        calls["redact"] += 1
+        return real_redact(*a, **k)
+
+    def filter_spy(*a, **k):
+        calls["filter_headers"] += 1
+        return real_filter(*a, **k)
+
+    monkeypatch.setattr(proxy_mod, "redact", redact_spy)
+    monkeypatch.setattr(proxy_mod, "filter_headers", filter_spy)
+    other = "sk-ant-api03-OTHER-CANARY-1111111111"
+    record = tmp_path / "rec.jsonl"
+    with BackgroundServer(ServeApp(speed=math.inf)) as upstream:
+        proxy = proxy_mod.ProxyApp(upstream.base_url, record=record)
+        proxy.open_recording()  # opened before any key is seen: every key is redacted by the proxy itself
+        with BackgroundServer(proxy) as px:
+            client = client_for(px.base_url, default_headers={"Anthropic-Api-Key": other,
+                                                               "X-Custom-Header": "Kept"})
+            try:
+                async with client.messages.stream(
+                        model="m", max_tokens=10, extra_headers={"x-inspector-scenario": "weather"},
+                        messages=[{"role": "user", "content": f"my keys are {KEY} and {other}"}]) as s:
+                    await s.get_final_message()
+            finally:
+                await client.close()
+        assert proxy._late_secrets() is proxy._late_secrets()  # kept, not re-sorted per read
+        assert [len(s) for s in proxy._late_secrets()] == sorted(map(len, proxy._late_secrets()), reverse=True)
+    raw = record.read_bytes()
+    assert KEY.encode() not in raw and other.encode() not in raw and b"CANARY" not in raw
+    assert b"my keys are [redacted] and [redacted]" in raw
+    rec = read_recording(record)
+    att = next(rec.attempts())
+    headers = att.request["headers"]
+    assert all(k == k.lower() for k in headers) and headers["x-custom-header"] == "Kept"
+    for name in ("x-api-key", "authorization", "anthropic-api-key"):
+        assert name not in headers
+    assert all(k == k.lower() for k in att.response["headers"])
+    assert calls["redact"] > 0 and calls["filter_headers"] >= 2

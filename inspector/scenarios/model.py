@@ -131,7 +131,7 @@ class Pacing:
     event_gap: float = 0.04  # mean time between events
     jitter: float = 0.0  # each gap is event_gap * uniform(1 - jitter, 1 + jitter), seeded
     events_per_read: int = 1  # events grouped into one read
-    split_events: bool = False  # split every read in two at a seeded byte offset (maybe mid UTF-8 character)
+    split_events: bool = False  # cut every event across two reads at a seeded byte (maybe mid UTF-8 character)
     ping_every: int | None = None  # a ping after every N events
     pad: bool = False  # pad data JSON with trailing spaces, like the real API
     line_ending: LineEnding = "\n"

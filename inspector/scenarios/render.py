@@ -69,10 +69,6 @@ class ResponsePlan:
         """Scenario seconds from request to the last planned read (a hang comes after that)."""
         return self.header_delay + sum(r.delay for r in self.reads)
 
-    @property
-    def is_stream(self) -> bool:
-        return self.status == 200
-
 
 # --- ids and chunking ------------------------------------------------------------------------------------------
 
@@ -376,10 +372,13 @@ def render_turn(scenario: Scenario, turn_index: int, attempt: int = 0) -> Respon
     # One serialized chunk per event, grouped events_per_read at a time (the tail: error / stall pings alone).
     reads: list[PlannedRead] = []
     group: list[_Ev] = []
+    chunk_lens: list[int] = []  # byte length of every serialized event, in body order (for split_events)
 
     def flush() -> None:
         if group:
-            reads.append(PlannedRead(sum(e.gap for e in group), b"".join(_serialize(e, p, frng) for e in group)))
+            chunks = [_serialize(e, p, frng) for e in group]
+            chunk_lens.extend(len(c) for c in chunks)
+            reads.append(PlannedRead(sum(e.gap for e in group), b"".join(chunks)))
             group.clear()
 
     for ev in evs:
@@ -392,23 +391,19 @@ def render_turn(scenario: Scenario, turn_index: int, attempt: int = 0) -> Respon
         if len(group) >= p.events_per_read:
             flush()
     flush()
+    partial_len = 0
     if cut_event is not None:
         partial = _serialize(cut_event, p, frng)[:cut_bytes]
         if partial:
             reads.append(PlannedRead(cut_event.gap, partial))
-
-    if p.split_events:
-        split: list[PlannedRead] = []
-        for r in reads:
-            if len(r.data) < 2:
-                split.append(r)
-                continue
-            at = frng.randint(1, len(r.data) - 1)
-            split += [PlannedRead(r.delay / 2, r.data[:at]), PlannedRead(r.delay / 2, r.data[at:])]
-        reads = split
+            partial_len = len(partial)
 
     if p.proxy_buffer:
         reads = _through_proxy(reads, p.proxy_buffer)
+
+    if p.split_events:  # last: what reaches the client is split, even after a buffering relay
+        cuts = _event_cuts(chunk_lens, partial_len, len(p.line_ending), _rng("split", scenario, turn_index, attempt))
+        reads = _split_reads(reads, cuts)
 
     headers = {
         "content-type": "text/event-stream; charset=utf-8",
@@ -419,6 +414,49 @@ def render_turn(scenario: Scenario, turn_index: int, attempt: int = 0) -> Respon
     }
     events = [(e.name, {"type": "ping"} if e.data is None else e.data) for e in evs]
     return ResponsePlan(200, headers, reads, end, p.ttfb * p.header_share, events, turn_index, attempt)
+
+
+SPLIT_STEP = 0.004  # scenario seconds between the pieces of one split read (< timing.BURST_GAP: a burst stays one)
+
+
+def _event_cuts(chunk_lens: list[int], partial_len: int, le_len: int, rng: random.Random) -> list[int]:
+    """One seeded body offset strictly inside every event (split_events). A complete event is cut before its
+    terminating blank line (so the piece holding its start never holds its end); the partial event of a drop is cut
+    anywhere inside. The offset may fall inside a line, a JSON string or a UTF-8 character."""
+    cuts, start = [], 0
+    for n in chunk_lens:
+        cuts.append(start + rng.randint(1, max(1, n - le_len)))
+        start += n
+    if partial_len >= 2:
+        cuts.append(start + rng.randint(1, partial_len - 1))
+    return cuts
+
+
+def _split_reads(reads: list[PlannedRead], cuts: list[int]) -> list[PlannedRead]:
+    """Cut the reads at the body offsets ``cuts`` (ascending). A read cut into k pieces keeps its arrival time: its
+    first piece comes after ``delay - (k-1)*step``, the others ``step`` apart, with ``step = min(delay/k,
+    SPLIT_STEP)``: the total time is unchanged and a relay's burst stays a burst."""
+    out: list[PlannedRead] = []
+    pos, i = 0, 0
+    for r in reads:
+        end = pos + len(r.data)
+        while i < len(cuts) and cuts[i] <= pos:
+            i += 1
+        inner = []
+        while i < len(cuts) and cuts[i] < end:
+            inner.append(cuts[i] - pos)
+            i += 1
+        if not inner:
+            out.append(r)
+        else:
+            bounds = [0, *inner, len(r.data)]
+            k = len(bounds) - 1
+            step = min(r.delay / k, SPLIT_STEP)
+            for j in range(k):
+                delay = r.delay - (k - 1) * step if j == 0 else step
+                out.append(PlannedRead(delay, r.data[bounds[j]:bounds[j + 1]]))
+        pos = end
+    return out
 
 
 def _through_proxy(reads: list[PlannedRead], size: int) -> list[PlannedRead]:

@@ -8,6 +8,10 @@ Turn selection: the turn index is the number of assistant messages in the reques
 how many requests for that turn the server has already answered. Bodies are timed by the pacer, read by read.
 A planned "drop" raises :class:`httpx2.RemoteProtocolError` with h11's message for a chunked body cut short, which is
 what httpx2 raises when a real server closes the connection mid-stream.
+
+Requests are checked like ``inspector serve`` checks them (the history rules come from :mod:`inspector.history`);
+``render=`` chooses how a turn becomes bytes (``render_turn`` by default; ``FaultedScenarioServer`` passes serve's
+faulted renderer).
 """
 
 from __future__ import annotations
@@ -15,16 +19,23 @@ from __future__ import annotations
 import asyncio
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 import anthropic
 import httpx2
 import orjson
 
+from inspector.history import history_problem, history_violation
 from inspector.pacing import Pacer
 
 from .model import Scenario
 from .render import ResponsePlan, render_turn
+
+__all__ = ["DROP_MESSAGE", "RecordedRequest", "Renderer", "ScenarioServer", "ScenarioStream", "ServedResponse",
+           "drop_error", "history_problem", "make_client", "scale_retry_headers"]
+
+# (scenario, turn index, attempt) -> the plan to serve; render_turn by default
+Renderer = Callable[[Scenario, int, int], ResponsePlan]
 
 DROP_MESSAGE = "peer closed connection without sending complete message body (incomplete chunked read)"
 
@@ -111,11 +122,13 @@ class ScenarioServer:
         *,
         scale_retry_after: bool = True,
         validate_history: bool = True,
+        render: Renderer = render_turn,
     ) -> None:
         self.scenario = scenario
         self.pacer = pacer or Pacer(1.0)
+        self.render = render  # how a (turn, attempt) becomes the plan served (serve's faults pass their own)
         self.scale_retry_after = scale_retry_after  # retry-after(-ms) headers divided by the pacer speed
-        self.validate_history = validate_history  # 400 for a tool_use without its tool_result, like the API
+        self.validate_history = validate_history  # the API's history 400s (inspector.history, as in serve)
         self.requests: list[RecordedRequest] = []
         self.responses: list[ServedResponse] = []
         self.attempts: dict[int, int] = {}
@@ -147,34 +160,41 @@ class ScenarioServer:
     # --- the handler -------------------------------------------------------------------------------------------
     async def handler(self, request: httpx2.Request) -> httpx2.Response:
         raw = request.content
+        valid_json = True
         try:
             body = orjson.loads(raw) if raw else None
         except orjson.JSONDecodeError:
-            body = None
+            body, valid_json = None, False
         rec = RecordedRequest(request.method, request.url.path, dict(request.headers), body, None, None)
         self.requests.append(rec)
 
+        # the same checks, in the same order, with the same messages as inspector serve's ServeApp.messages
         if request.method != "POST" or not request.url.path.rstrip("/").endswith("/v1/messages"):
             return self._reject(rec, 404, "not_found_error", f"Not found: {request.method} {request.url.path}")
-        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-            return self._reject(rec, 400, "invalid_request_error", "request body must be JSON with `messages`")
+        if not valid_json:
+            return self._reject(rec, 400, "invalid_request_error", "request body is not valid JSON")
+        if not isinstance(body, dict):
+            return self._reject(rec, 400, "invalid_request_error", "request body must be a JSON object")
+        messages = body.get("messages")
+        if self.validate_history:
+            violation = history_violation(messages)
+            if violation is not None:
+                return self._reject(rec, 400, "invalid_request_error", violation.message)
+        elif not isinstance(messages, list):
+            return self._reject(rec, 400, "invalid_request_error", "messages: Field required")
         if body.get("stream") is not True:
             return self._reject(rec, 400, "invalid_request_error", "the scenario server only serves stream: true")
-        messages = body["messages"]
-        if self.validate_history:
-            problem = history_problem(messages)
-            if problem:
-                return self._reject(rec, 400, "invalid_request_error", problem)
         turn = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
         if turn >= len(self.scenario.turns):
             return self._reject(
                 rec, 400, "invalid_request_error",
-                f"scenario {self.scenario.name!r} has {len(self.scenario.turns)} turns; no turn {turn}")
+                f"scenario {self.scenario.name!r} has {len(self.scenario.turns)} turns; no turn {turn} "
+                f"(this request has {turn} assistant messages)")
 
         attempt = self.attempts.get(turn, 0)
         self.attempts[turn] = attempt + 1
         rec.turn, rec.attempt = turn, attempt
-        plan = render_turn(self.scenario, turn, attempt)
+        plan = self.render(self.scenario, turn, attempt)
         served = ServedResponse(turn, attempt, plan.status, plan)
         rec.response = served
         self.responses.append(served)
@@ -200,44 +220,6 @@ class ScenarioServer:
     # --- convenience -------------------------------------------------------------------------------------------
     def requests_for(self, turn: int) -> list[RecordedRequest]:
         return [r for r in self.requests if r.turn == turn]
-
-
-def _blocks(content: Any) -> list[dict]:
-    if isinstance(content, list):
-        return [b for b in content if isinstance(b, dict)]
-    return []
-
-
-def history_problem(messages: list) -> str | None:
-    """The API's history rule: every tool_use is answered by a tool_result in the very next (user) message, and
-    every tool_result answers a tool_use of the previous message. Returns the API-style 400 message, or None."""
-    for i, msg in enumerate(messages):
-        if not isinstance(msg, dict) or msg.get("role") not in ("user", "assistant"):
-            return f"messages.{i}: role must be 'user' or 'assistant'"
-        if i == 0 and msg["role"] != "user":
-            return "messages.0: the first message must use the `user` role"
-        if msg["role"] == "assistant":
-            ids = [b.get("id") for b in _blocks(msg.get("content")) if b.get("type") == "tool_use"]
-            if not ids or i + 1 >= len(messages):
-                continue
-            nxt = messages[i + 1]
-            results = [b.get("tool_use_id") for b in _blocks(nxt.get("content")) if b.get("type") == "tool_result"]
-            missing = [x for x in ids if x not in results]
-            if nxt.get("role") != "user" or missing:
-                return (f"messages.{i + 1}: `tool_use` ids were found without `tool_result` blocks immediately after: "
-                        f"{', '.join(map(str, missing or ids))}. Each `tool_use` block must have a corresponding "
-                        f"`tool_result` block in the next message.")
-        if msg["role"] == "user":
-            results = [b.get("tool_use_id") for b in _blocks(msg.get("content")) if b.get("type") == "tool_result"]
-            if results:
-                prev = messages[i - 1] if i > 0 else {}
-                prev_ids = [b.get("id") for b in _blocks(prev.get("content")) if b.get("type") == "tool_use"]
-                extra = [x for x in results if x not in prev_ids]
-                if extra:
-                    return (f"messages.{i}.content: unexpected `tool_use_id` found in `tool_result` blocks: "
-                            f"{', '.join(map(str, extra))}. Each `tool_result` block must have a corresponding "
-                            f"`tool_use` block in the previous message.")
-    return None
 
 
 def make_client(server: ScenarioServer, **kw: Any) -> anthropic.AsyncAnthropic:
