@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import jiter
 import orjson
+from orjson import JSONDecodeError
 
 from inspector import diagnostics as D
 from inspector.diagnostics import Diagnostic
@@ -36,6 +37,7 @@ from inspector.protocol import (
     ThinkingDelta,
     UnknownDelta,
     UnknownEvent,
+    delta_head,
     parse_event,
 )
 from inspector.sse import SSEDecoder, SSEEvent
@@ -71,6 +73,9 @@ _DELTA_FOR_BLOCK = {
     "server_tool_use": ("input_json_delta",),
     "mcp_tool_use": ("input_json_delta",),
 }
+
+_loads = orjson.loads
+_TEXT_DELTAS = (InputJsonDelta, TextDelta, ThinkingDelta)  # the deltas that add a fragment to a block
 
 Outcome = Literal["tool_use", "text_finish", "truncated", "incomplete", "error"]
 
@@ -279,25 +284,25 @@ class MessageAssembler:
         if ev.__class__ is ContentBlockDelta and not self.stopped:
             # hot path: a text/json/thinking fragment for an open block of the matching type (same result as
             # _delta, which handles everything else)
-            block = self.blocks.get(ev.index)  # type: ignore[union-attr]
+            i = ev.index  # type: ignore[union-attr]
+            block = self.blocks.get(i)
             if block is not None and not block.closed:
                 d = ev.delta  # type: ignore[union-attr]
                 dc = d.__class__
-                bt = block.type
                 if dc is InputJsonDelta:
-                    text = d.partial_json if bt in TOOL_INPUT_BLOCKS else None
+                    text = d.partial_json if block.type in TOOL_INPUT_BLOCKS else None
                 elif dc is TextDelta:
-                    text = d.text if bt == "text" else None
+                    text = d.text if block.type == "text" else None
                 elif dc is ThinkingDelta:
-                    text = d.thinking if bt == "thinking" else None
+                    text = d.thinking if block.type == "thinking" else None
                 else:
                     text = None
                 if text is not None:
                     block.texts.append(text)
                     block.fragment_events.append(ev.seq)  # type: ignore[union-attr]
-                    block.nbytes += len(text) if text.isascii() else len(text.encode("utf-8"))
+                    block.nbytes += len(text) if text.isascii() else len(text.encode())
                     block._joined = None
-                    return [("block_delta", ev.index)]  # type: ignore[union-attr]
+                    return [("block_delta", i)]
             return self._delta(ev)  # type: ignore[arg-type]
         seq = ev.seq
         if isinstance(ev, Ping):
@@ -500,23 +505,117 @@ class TurnStream:
         self.diagnostics: list[Diagnostic] = []  # everything, in order seen
         self.closed = False
         self._held: list[Diagnostic] = []  # SSE diagnostics of an event not yet dispatched
+        # The block the last delta went to, for the continuation path of _steps: (head, len(head), index, delta
+        # class, block), where head is the text before the fragment's JSON string in that delta's data (see
+        # protocol.delta_head); None before any.
+        self._cont: tuple[str, int, int, type, BlockBuffer] | None = None
 
     def _steps(self, events: list[SSEEvent]) -> list[Step]:
         steps: list[Step] = []
         append = steps.append
         asm = self.assembler
-        feed = asm.feed
         adiags = asm.diagnostics  # never rebound
+        feed = asm.feed
+        parse = parse_event
+        loads = _loads
+        new = object.__new__  # `new(C)` + attribute stores: building without the __init__ call, which costs more
+        cont = self._cont
+        if cont is not None:
+            head, hn, idx, cls, block = cont
+            texts_append = block.texts.append
+            change = ("block_delta", idx)
+        run = 0  # fragments the continuation path appended to cont's block since the last _account()
+        n = len(adiags)  # the assembler's diagnostics so far: one len() per event tells whether feed added any
         for e in events:
-            ev, diags = parse_event(e.event, e.data, e.seq)
-            n = len(adiags)
+            if cont is not None:
+                # The continuation path. The API writes every delta of a block the same way up to the fragment's
+                # JSON string, so an event whose data is the last delta's head + one JSON string + "}}" is a delta
+                # for the same block, which still takes it while the block is open and the message not stopped.
+                # Only the string is parsed, and the step is built here: the same step, event and assembler state
+                # as parse_event + MessageAssembler.feed give, without the two calls; the fragment's bookkeeping
+                # (event index, byte count, event count) is done for the whole run at once by _account().
+                # (removeprefix/removesuffix, with a length test for "was it there", cost less than startswith/
+                # endswith and a slice: they take their argument the fast way and make the slice themselves)
+                data = e.data
+                middle = data.removeprefix(head)
+                if (
+                    len(middle) < len(data)
+                    and (e.event == "content_block_delta" or e.event == "message")
+                    and not block.closed
+                    and not asm.stopped
+                ):
+                    text = middle.removesuffix("}}")
+                    if len(text) < len(middle):
+                        try:
+                            text = loads(text)
+                        except JSONDecodeError:
+                            text = None
+                    else:
+                        text = None
+                    if text.__class__ is str:  # the middle is one JSON string, so data is exactly this delta
+                        texts_append(text)
+                        run += 1
+                        d = new(cls)  # cls(text)
+                        if cls is InputJsonDelta:
+                            d.partial_json = text
+                            d.type = "input_json_delta"
+                        elif cls is TextDelta:
+                            d.text = text
+                            d.type = "text_delta"
+                        else:
+                            d.thinking = text
+                            d.type = "thinking_delta"
+                        ev = new(ContentBlockDelta)  # ContentBlockDelta(idx, d, e.seq)
+                        ev.index = idx
+                        ev.delta = d
+                        ev.seq = e.seq
+                        ev.type = "content_block_delta"
+                        st = new(Step)  # Step(e, ev, [change], [])
+                        st.sse = e
+                        st.event = ev
+                        st.changes = [change]  # (the tuple is shared: it is immutable)
+                        st.diagnostics = []
+                        append(st)
+                        continue
+                if run:
+                    self._account(block, run, e.seq)
+                    run = 0
+            ev, diags = parse(e.event, e.data, e.seq)
             changes = feed(ev)
-            if len(adiags) > n:
+            if len(adiags) != n:
                 diags = diags + adiags[n:]
+                n = len(adiags)
             if diags:
                 self.diagnostics.extend(diags)
-            append(Step(e, ev, changes, diags))
+            elif ev.__class__ is ContentBlockDelta and ev.delta.__class__ in _TEXT_DELTAS and changes:
+                # a text/json/thinking fragment the block took: the next delta may continue it
+                h = delta_head(ev)  # type: ignore[arg-type]
+                if h is not None and e.data.startswith(h):
+                    cont = (h, len(h), ev.index, ev.delta.__class__, asm.blocks[ev.index])  # type: ignore[union-attr]
+                    head, hn, idx, cls, block = cont
+                    texts_append = block.texts.append
+                    change = ("block_delta", idx)
+            st = new(Step)  # Step(e, ev, changes, diags)
+            st.sse = e
+            st.event = ev
+            st.changes = changes
+            st.diagnostics = diags
+            append(st)
+        if run:
+            self._account(block, run, events[-1].seq + 1)
+        self._cont = cont
         return steps
+
+    def _account(self, block: BlockBuffer, run: int, end_seq: int) -> None:
+        """The bookkeeping of the last `run` fragments of `block`, which the continuation path of _steps appended
+        for the events just before `end_seq` (consecutive events: the path takes runs without gaps): what
+        MessageAssembler.feed does for each fragment, done for the run at once."""
+        block.fragment_events.extend(range(end_seq - run, end_seq))
+        # the UTF-8 size of the fragments is the size of their concatenation
+        joined = "".join(block.texts[-run:])
+        block.nbytes += len(joined) if joined.isascii() else len(joined.encode())
+        block._joined = None
+        self.assembler.events += run
 
     def feed(self, data: bytes) -> list[Step]:
         """Decode one read. SSE-layer diagnostics go with the step of the event they concern (the event being

@@ -204,33 +204,62 @@ _FAST_DELTAS = {
     "signature_delta": (SignatureDelta, "signature"),
 }
 _loads = orjson.loads
+_new = object.__new__
+_UNPARSED: Any = object()  # `payload` not given to _parse_event
+_JSONDecodeError = orjson.JSONDecodeError
+
 
 
 def parse_event(event_name: str, data: str, seq: int = -1) -> tuple[StreamEvent, list[Diagnostic]]:
     """Parse one SSE event (its `event:` name and data text) into a typed stream event."""
     try:
         payload = _loads(data)
-    except orjson.JSONDecodeError:
-        payload = None
-    if type(payload) is dict and payload.get("type") == "content_block_delta" and (
-        event_name == "content_block_delta" or event_name == "message"
-    ):
-        # fast path (same result as the general path below, which handles everything else)
-        idx = payload.get("index")
-        d = payload.get("delta")
-        if type(idx) is int and idx >= 0 and type(d) is dict:
-            spec = _FAST_DELTAS.get(d.get("type"))  # type: ignore[arg-type]
-            if spec is not None:
-                v = d.get(spec[1])
-                if type(v) is str:
-                    return ContentBlockDelta(idx, spec[0](v), seq), []
-    return _parse_event(event_name, data, seq)
+    except _JSONDecodeError:
+        return _parse_event(event_name, data, seq)
+    # Fast path: a well-formed content_block_delta with a delta type in _FAST_DELTAS. Same result as the general
+    # path (_parse_event, which handles everything else). `x.__class__ is T` is the cheapest exact type test (and
+    # it rules out bool for the index, as the general path does); a missing key or an unknown delta type (KeyError)
+    # or an unhashable one (TypeError) leaves for the general path.
+    if payload.__class__ is dict and (event_name == "content_block_delta" or event_name == "message"):
+        try:
+            if payload["type"] == "content_block_delta":
+                d = payload["delta"]
+                idx = payload["index"]
+                if idx.__class__ is int and idx >= 0 and d.__class__ is dict:
+                    cls, key = _FAST_DELTAS[d["type"]]
+                    v = d[key]
+                    if v.__class__ is str:
+                        # ContentBlockDelta(idx, cls(v), seq) without its __init__, a Python call that costs more
+                        # than building the object
+                        ev = _new(ContentBlockDelta)
+                        ev.index = idx
+                        ev.delta = cls(v)
+                        ev.seq = seq
+                        ev.type = "content_block_delta"
+                        return ev, []
+        except (KeyError, TypeError):
+            pass
+    return _parse_event(event_name, data, seq, payload)
 
 
-def _parse_event(event_name: str, data: str, seq: int) -> tuple[StreamEvent, list[Diagnostic]]:
+def delta_head(ev: ContentBlockDelta) -> str | None:
+    """The text the API writes before the fragment's JSON string in this delta event's data, e.g.
+    '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":' (the same for every delta of a
+    block); None for a delta type not in _FAST_DELTAS."""
+    spec = _FAST_DELTAS.get(ev.delta.type)
+    if spec is None:
+        return None
+    return f'{{"type":"content_block_delta","index":{ev.index},"delta":{{"type":"{ev.delta.type}","{spec[1]}":'
+
+
+def _parse_event(
+    event_name: str, data: str, seq: int, payload: Any = _UNPARSED
+) -> tuple[StreamEvent, list[Diagnostic]]:
+    """The general path. `payload` is `data` already parsed, when the caller did (and it was valid JSON)."""
     diags: list[Diagnostic] = []
     try:
-        payload = orjson.loads(data)
+        if payload is _UNPARSED:
+            payload = orjson.loads(data)
     except orjson.JSONDecodeError as e:
         diags.append(
             Diagnostic(

@@ -30,6 +30,7 @@ Performance: linear. A partial line is kept as a list of chunks and joined once;
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 from inspector.diagnostics import (
@@ -64,6 +65,7 @@ class SSEEvent:
 
 
 _make_event = SSEEvent
+_EVENT_NAMES_MAX = 256  # distinct `event:` lines a decoder remembers (see SSEDecoder._names)
 
 
 def _short(raw: bytes, limit: int = 60) -> str:
@@ -97,6 +99,9 @@ class SSEDecoder:
         self._skip_lf = False  # the last read ended with CR: an LF first in the next read ends nothing
         self._head: bytes | None = b""  # first bytes while a BOM is still possible; None once decided
         self._unknown_seen: set[bytes] = set()
+        # `event:` lines seen so far (the whole line's bytes -> the event type, interned), so the hot paths decode
+        # each distinct line once. Filled by `_line`; bounded, as a stream may send any number of distinct names.
+        self._names: dict[bytes, str] = {}
         # the read being processed (for raw bytes in slow-path diagnostics)
         self._cur = b""
         self._cur_base = 0
@@ -216,57 +221,65 @@ class SSEDecoder:
             off = base + pos
             line_ = self._line
             if b"\r" not in rest:
-                lines = rest.split(b"\n")
+                # LF-only bytes (the usual case): cut at blank lines. Every piece but the last ends just before a
+                # "\n\n" (its last line's terminator, then a blank line); the last one is the start of a block
+                # not yet complete. A piece that is one `event:` line of a known name and one `data: ` line (what
+                # the API sends) becomes an event right here, with the decoder's state in local variables (a
+                # local costs a fraction of an attribute access); any other piece goes line by line (`_lines`).
+                pieces = rest.split(b"\n\n")
+                last = pieces.pop()
+                events_append = events.append
+                new, cls = object.__new__, SSEEvent
+                names = self._names
+                carry = self._carry  # mutated in place, never rebound
+                fields, seq, block_start = self._block_fields, self._seq, self._block_start
+                last_id, id_buf, retry = self.last_event_id, self._id_buf, self.retry
+                for piece in pieces:
+                    if not fields:  # the block has no field line yet (so no type, data, id or retry either)
+                        head, sep, value = piece.partition(b"\ndata: ")
+                        t = names.get(head)  # a known `event:` line, decoded once per distinct line
+                        if t is not None and sep:
+                            try:
+                                text = value.decode()
+                            except UnicodeDecodeError:
+                                pass  # `_lines` reports it
+                            else:
+                                # one data line and nothing after it? (`in` on bytes would cost several times
+                                # more: it first tries the needle as an int)
+                                if "\n" not in text:
+                                    off += len(piece) + 2
+                                    # SSEEvent(seq, t, text, ...) without its __init__, a Python call
+                                    # that costs more than building the object (see _new_event)
+                                    ev = new(cls)
+                                    ev.seq = seq
+                                    ev.event = t
+                                    ev.data = text
+                                    ev.id = id_buf
+                                    ev.retry = retry
+                                    ev.start = block_start
+                                    ev.end = off
+                                    ev.read_index = ri
+                                    events_append(ev)
+                                    seq += 1
+                                    last_id = id_buf
+                                    block_start = off
+                                    if carry:
+                                        carry.clear()
+                                    continue
+                    # anything else, on the decoder's own state: the piece's lines, then the blank line (for an
+                    # empty piece, that makes two blank lines, as "\n\n" after a blank line is)
+                    self._block_fields, self._seq, self._block_start, self.last_event_id = (
+                        fields, seq, block_start, last_id)
+                    lines = piece.split(b"\n")
+                    lines.append(b"")
+                    off = self._lines(lines, off, ri, events)
+                    fields, seq, block_start = self._block_fields, self._seq, self._block_start
+                    last_id, id_buf, retry = self.last_event_id, self._id_buf, self.retry
+                self._block_fields, self._seq, self._block_start, self.last_event_id = fields, seq, block_start, last_id
+                lines = last.split(b"\n")
                 tail = lines.pop()
-                data_buf = self._data
-                data_append = data_buf.append
-                make = _make_event
-                for content in lines:
-                    if content:
-                        name, _, value = content.partition(b":")
-                        if name == b"data":  # inline fast path for data/event lines in valid UTF-8
-                            if value[:1] == b" ":
-                                value = value[1:]
-                            try:
-                                data_append(value.decode())
-                            except UnicodeDecodeError:
-                                line_(content, off)  # slow path: diagnostic, U+FFFD
-                            self._block_fields = True
-                        elif name == b"event":
-                            if value[:1] == b" ":
-                                value = value[1:]
-                            try:
-                                self._type = value.decode()
-                                self._block_meta = self._block_fields = True
-                            except UnicodeDecodeError:
-                                line_(content, off)
-                        else:
-                            line_(content, off)
-                        off += len(content) + 1
-                    elif data_buf:  # blank line with data: dispatch (inline, the common path)
-                        events.append(
-                            make(
-                                self._seq,
-                                self._type or "message",
-                                "\n".join(data_buf),
-                                self._id_buf,
-                                self.retry,
-                                self._block_start,
-                                off + 1,
-                                ri,
-                            )
-                        )
-                        self._seq += 1
-                        data_buf.clear()
-                        self.last_event_id = self._id_buf
-                        self._type = ""
-                        self._block_meta = self._block_fields = False
-                        self._block_start = off = off + 1
-                        if self._carry:
-                            self._carry.clear()
-                    else:
-                        self._dispatch(off, off + 1, ri, events)
-                        off += 1
+                if lines:
+                    self._lines(lines, off, ri, events)
             else:
                 lines = rest.splitlines(True)
                 last = lines[-1][-1]
@@ -300,6 +313,80 @@ class SSEDecoder:
         self._skip_lf = cr_end
         self._cur = b""
         return events
+
+    def _lines(self, lines: list[bytes], off: int, ri: int, events: list[SSEEvent]) -> int:
+        """Complete LF-terminated lines (without their terminators; b"" for a blank line) that start at stream offset
+        `off`; returns the offset after them. Data and known `event:` lines and dispatches are handled inline, with
+        the block's state in local variables, written back to `self` around every call into the general code
+        (`_line`, `_dispatch`, which use `self`) and once at the end."""
+        line_ = self._line
+        events_append = events.append
+        make = _make_event
+        names = self._names
+        data_buf = self._data  # mutated in place, never rebound: no write-back needed
+        data_append = data_buf.append
+        carry = self._carry  # idem
+        typ, fields, meta = self._type, self._block_fields, self._block_meta
+        seq, block_start, last_id = self._seq, self._block_start, self.last_event_id
+        id_buf, retry = self._id_buf, self.retry
+        for content in lines:
+            if content:
+                if content[:6] == b"data: ":  # a data line (a slice compare beats startswith's call)
+                    try:
+                        data_append(content[6:].decode())
+                        fields = True
+                        off += len(content) + 1
+                        continue
+                    except UnicodeDecodeError:
+                        pass  # the general code below reports it
+                else:
+                    t = names.get(content)  # a known `event:` line, decoded once per distinct line
+                    if t is not None:
+                        typ = t
+                        meta = fields = True
+                        off += len(content) + 1
+                        continue
+                # anything else (comments, id, retry, unknown fields, bad UTF-8, a new event name):
+                # the general code, on the decoder's own state
+                self._type, self._block_fields, self._block_meta = typ, fields, meta
+                self._seq, self._block_start, self.last_event_id = seq, block_start, last_id
+                line_(content, off)
+                typ, fields, meta = self._type, self._block_fields, self._block_meta
+                id_buf, retry = self._id_buf, self.retry
+                off += len(content) + 1
+            elif data_buf:  # blank line with data: dispatch (inline, the common path)
+                off += 1
+                events_append(
+                    make(
+                        seq,
+                        typ or "message",
+                        # one data line (the usual case) is its own text: skip the join
+                        data_buf[0] if len(data_buf) == 1 else "\n".join(data_buf),
+                        id_buf,
+                        retry,
+                        block_start,
+                        off,
+                        ri,
+                    )
+                )
+                seq += 1
+                data_buf.clear()
+                last_id = id_buf
+                typ = ""
+                meta = fields = False
+                block_start = off
+                if carry:
+                    carry.clear()
+            else:  # blank line without data: the general code
+                self._type, self._block_fields, self._block_meta = typ, fields, meta
+                self._seq, self._block_start, self.last_event_id = seq, block_start, last_id
+                self._dispatch(off, off + 1, ri, events)
+                typ, fields, meta = self._type, self._block_fields, self._block_meta
+                seq, block_start, last_id = self._seq, self._block_start, self.last_event_id
+                off += 1
+        self._type, self._block_fields, self._block_meta = typ, fields, meta
+        self._seq, self._block_start, self.last_event_id = seq, block_start, last_id
+        return off
 
     def _block_bytes(self, end: int) -> bytes:
         """Raw bytes of the current block from its start to stream offset `end` (inside the current read)."""
@@ -379,6 +466,10 @@ class SSEDecoder:
             except UnicodeDecodeError:
                 self._bad_utf8(content, off)
                 text = value.decode("utf-8", "replace")
+            else:
+                text = sys.intern(text)  # so `==` against a literal event name is an identity check
+                if text and len(self._names) < _EVENT_NAMES_MAX:  # (an empty name means "message": not cached)
+                    self._names[content] = text
             self._type = text
             self._block_meta = True
         elif name == b"id":
