@@ -631,7 +631,17 @@ def test_cli_tui_validates_without_starting_anything(monkeypatch, capsys):
     fake_tui.run_dashboard = lambda factory, **kw: dashboards.append((factory, kw))
     monkeypatch.setitem(sys.modules, "inspector.tui.app", fake_tui)
     monkeypatch.setattr(watch, "serve_session", lambda *a, **kw: sessions.append((a, kw)) or "session")
-    monkeypatch.setattr(serve, "bind_socket", _no_server)
+    probes = []
+
+    class _Probe:  # the port is only checked (bound and closed at once): nothing listens, nothing is served
+        def __init__(self, host, port):
+            probes.append((host, port))
+            self.closed = False
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setattr(serve, "bind_socket", _Probe)
     monkeypatch.setattr(serve.BackgroundServer, "start", _no_server)
 
     assert serve_main(["--tui", "--scenario", "nope"]) == 2
@@ -647,6 +657,14 @@ def test_cli_tui_validates_without_starting_anything(monkeypatch, capsys):
     assert factory() == "session"
     (args, kwargs), = sessions
     assert args == ("weather", parse_faults("bom")) and kwargs["port"] == 0 and kwargs["speed"] == math.inf
+    assert probes == [("127.0.0.1", 0)]
+
+    def busy(host, port):
+        raise OSError(98, "Address already in use")
+
+    monkeypatch.setattr(serve, "bind_socket", busy)
+    assert serve_main(["--tui", "--port", "8123"]) == 2  # a busy port: one line, before any dashboard
+    assert "cannot listen on 127.0.0.1:8123" in capsys.readouterr().err and len(dashboards) == 1
 
 
 # ----------------------------------------------------------------------------------------------- the proxy (CLI, shared code)
