@@ -505,12 +505,21 @@ class TurnStream:
         self.diagnostics: list[Diagnostic] = []  # everything, in order seen
         self.closed = False
         self._held: list[Diagnostic] = []  # SSE diagnostics of an event not yet dispatched
-        # The block the last delta went to, for the continuation path of _steps: (head, len(head), index, delta
-        # class, block), where head is the text before the fragment's JSON string in that delta's data (see
+        # The block the last delta went to, for the continuation path of _steps: (head, index, delta class, block),
+        # where head is the text before the fragment's JSON string in that delta's data, as bytes (see
         # protocol.delta_head); None before any.
-        self._cont: tuple[str, int, int, type, BlockBuffer] | None = None
+        self._cont: tuple[bytes, int, type, BlockBuffer] | None = None
 
-    def _steps(self, events: list[SSEEvent]) -> list[Step]:
+    def _steps(self, events: list[SSEEvent], raws: list[bytes]) -> list[Step]:
+        """The steps of `events`; raws[i] is events[i]'s data as bytes (b"" if not kept: see SSEDecoder.raw_data).
+
+        Two paths. The general one: parse_event, then MessageAssembler.feed. The continuation path, for most events
+        of a stream: a delta for the block the previous delta went to. The API writes every delta of a block the
+        same way up to the fragment's JSON string, so an event whose data is that head, one JSON string and "}}" is
+        such a delta. Only the string is parsed (from the bytes that came in: orjson need not encode the text
+        again), and the event, the step and the assembler's state are made here, exactly as the general path would
+        make them (through the assembler's hot path), without its calls; the per-fragment bookkeeping (event index,
+        byte count, event count) is done once for each run of such events (_account)."""
         steps: list[Step] = []
         append = steps.append
         asm = self.assembler
@@ -519,40 +528,28 @@ class TurnStream:
         parse = parse_event
         loads = _loads
         new = object.__new__  # `new(C)` + attribute stores: building without the __init__ call, which costs more
-        cont = self._cont
+        cont = self._cont  # dropped as soon as its block is closed or the message stopped
+        if cont is not None and (cont[3].closed or asm.stopped):
+            cont = None
         if cont is not None:
-            head, hn, idx, cls, block = cont
+            head, idx, cls, block = cont
             texts_append = block.texts.append
-            change = ("block_delta", idx)
-        run = 0  # fragments the continuation path appended to cont's block since the last _account()
+            change = ("block_delta", idx)  # (shared by the steps' change lists: a tuple is immutable)
+        run = 0  # fragments the continuation path appended since the last _account()
         n = len(adiags)  # the assembler's diagnostics so far: one len() per event tells whether feed added any
-        for e in events:
+        for e, raw in zip(events, raws):
             if cont is not None:
-                # The continuation path. The API writes every delta of a block the same way up to the fragment's
-                # JSON string, so an event whose data is the last delta's head + one JSON string + "}}" is a delta
-                # for the same block, which still takes it while the block is open and the message not stopped.
-                # Only the string is parsed, and the step is built here: the same step, event and assembler state
-                # as parse_event + MessageAssembler.feed give, without the two calls; the fragment's bookkeeping
-                # (event index, byte count, event count) is done for the whole run at once by _account().
-                # (removeprefix/removesuffix, with a length test for "was it there", cost less than startswith/
-                # endswith and a slice: they take their argument the fast way and make the slice themselves)
-                data = e.data
-                middle = data.removeprefix(head)
-                if (
-                    len(middle) < len(data)
-                    and (e.event == "content_block_delta" or e.event == "message")
-                    and not block.closed
-                    and not asm.stopped
-                ):
-                    text = middle.removesuffix("}}")
-                    if len(text) < len(middle):
-                        try:
-                            text = loads(text)
-                        except JSONDecodeError:
-                            text = None
-                    else:
+                # (removeprefix/removesuffix cost less than startswith/endswith and a slice: they take their
+                # argument the fast way and make the slice themselves; `is` tells whether they removed anything,
+                # see inspector.sse)
+                middle = raw.removeprefix(head)
+                if middle is not raw and (e.event == "content_block_delta" or e.event == "message"):
+                    string = middle.removesuffix(b"}}")
+                    try:
+                        text = loads(string) if string is not middle else None
+                    except JSONDecodeError:
                         text = None
-                    if text.__class__ is str:  # the middle is one JSON string, so data is exactly this delta
+                    if text.__class__ is str:  # the middle is one JSON string: the data is exactly such a delta
                         texts_append(text)
                         run += 1
                         d = new(cls)  # cls(text)
@@ -573,7 +570,7 @@ class TurnStream:
                         st = new(Step)  # Step(e, ev, [change], [])
                         st.sse = e
                         st.event = ev
-                        st.changes = [change]  # (the tuple is shared: it is immutable)
+                        st.changes = [change]
                         st.diagnostics = []
                         append(st)
                         continue
@@ -591,10 +588,12 @@ class TurnStream:
                 # a text/json/thinking fragment the block took: the next delta may continue it
                 h = delta_head(ev)  # type: ignore[arg-type]
                 if h is not None and e.data.startswith(h):
-                    cont = (h, len(h), ev.index, ev.delta.__class__, asm.blocks[ev.index])  # type: ignore[union-attr]
-                    head, hn, idx, cls, block = cont
+                    cont = (h.encode(), ev.index, ev.delta.__class__, asm.blocks[ev.index])  # type: ignore[union-attr]
+                    head, idx, cls, block = cont
                     texts_append = block.texts.append
                     change = ("block_delta", idx)
+            if cont is not None and (block.closed or asm.stopped):
+                cont = None
             st = new(Step)  # Step(e, ev, changes, diags)
             st.sse = e
             st.event = ev
@@ -607,12 +606,10 @@ class TurnStream:
         return steps
 
     def _account(self, block: BlockBuffer, run: int, end_seq: int) -> None:
-        """The bookkeeping of the last `run` fragments of `block`, which the continuation path of _steps appended
-        for the events just before `end_seq` (consecutive events: the path takes runs without gaps): what
-        MessageAssembler.feed does for each fragment, done for the run at once."""
+        """What MessageAssembler.feed does for each fragment besides appending it, for the last `run` fragments of
+        `block`: those of the events just before `end_seq` (the continuation path takes runs without gaps)."""
         block.fragment_events.extend(range(end_seq - run, end_seq))
-        # the UTF-8 size of the fragments is the size of their concatenation
-        joined = "".join(block.texts[-run:])
+        joined = "".join(block.texts[-run:])  # the UTF-8 size of the fragments is that of their concatenation
         block.nbytes += len(joined) if joined.isascii() else len(joined.encode())
         block._joined = None
         self.assembler.events += run
@@ -622,15 +619,16 @@ class TurnStream:
         built when they arose), before that step's own; those of an event not yet complete wait for it (or for
         close()). So steps and `diagnostics` are the same however the bytes were split into reads."""
         events = self.decoder.feed(data)
+        raws = self.decoder.raw_data
         pending = self.decoder.take_diagnostics()
         if self._held:
             pending = self._held + pending
             self._held = []
         if not pending:
-            return self._steps(events)
+            return self._steps(events, raws)
         steps: list[Step] = []
         k, n = 0, len(pending)
-        for e in events:
+        for e, raw in zip(events, raws):
             j = k
             while j < n and (pending[j].event_index is None or pending[j].event_index <= e.seq):
                 j += 1
@@ -638,10 +636,10 @@ class TurnStream:
                 before = pending[k:j]
                 k = j
                 self.diagnostics.extend(before)
-                step = self._steps([e])[0]
+                step = self._steps([e], [raw])[0]
                 step.diagnostics[:0] = before
             else:
-                step = self._steps([e])[0]
+                step = self._steps([e], [raw])[0]
             steps.append(step)
         self._held = pending[k:]
         return steps
