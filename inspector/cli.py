@@ -271,17 +271,10 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
 
 
 def cmd_web(args: argparse.Namespace) -> int:
-    try:
-        from textual_serve.server import Server
-    except ImportError:
-        raise UsageError("inspector web needs textual-serve: pip install textual-serve") from None
-    import shlex
+    from inspector.tui.web import serve_web
 
-    cmd = f"{shlex.quote(sys.executable)} -m inspector run"
-    if args.scenario:
-        cmd += f" --scenario {shlex.quote(args.scenario)}"
     print(f"serving the dashboard on http://{args.host}:{args.port}")
-    Server(cmd, host=args.host, port=args.port).serve()
+    serve_web(["--scenario", args.scenario] if args.scenario else [], host=args.host, port=args.port)
     return EXIT_OK
 
 
