@@ -30,15 +30,8 @@ class AssistantView(SectionView):
         self.now = 0.0
         self._seen: tuple = ()
 
-    def show(self, state: DashboardState, now: float) -> None:
-        running = any(state.tools[i].state == "running" for i in state.tool_order[-64:])
-        key = (id(state), state.rev_transcript, state.rev_tools, state.rev_status, self.content_width,
-               round(now, 1) if running else None)
-        if key == self._seen:
-            return
-        self._seen = key
-        self.state, self.now = state, now
-        self.rebuild()
+    def revisions(self, state: DashboardState) -> tuple:
+        return (state.rev_transcript, state.rev_tools, state.rev_status)
 
     def rebuild(self) -> None:
         state = self.state

@@ -248,6 +248,21 @@ class SectionView(LineView):
         self._item_cache.clear()
         self._prev_items = []
 
+    def revisions(self, state: Any) -> tuple:
+        """The state revisions this view depends on (a subclass names them)."""
+        return ()
+
+    def show(self, state: Any, now: float) -> None:
+        """Rebuild when the state's relevant revisions, the width, or (while a tool runs, for its elapsed time)
+        the clock at 0.1 s changed; otherwise do nothing."""
+        running = any(state.tools[i].state == "running" for i in state.tool_order[-64:])
+        key = (id(state), *self.revisions(state), self.content_width, round(now, 1) if running else None)
+        if key == self._seen:
+            return
+        self._seen = key
+        self.state, self.now = state, now
+        self.rebuild()
+
     def reset(self) -> None:
         """Forget every rendered item (a new session: keys and versions start over)."""
         self._item_cache.clear()
