@@ -5,7 +5,8 @@ block's `index`. Tool input is parsed ONCE, at the block's `content_block_stop`,
 delta: assembly is linear in the stream size. `preview()` gives a live partial parse of an open block, for the UI
 to call at display rate.
 
-`MessageAssembler.feed` never raises: every protocol fault becomes a `Diagnostic`.
+`MessageAssembler.feed` never raises: every protocol fault becomes a `Diagnostic`. `TurnStream` (bytes in, steps
+out) takes most deltas of a stream by a shorter way with the same result (see `TurnStream._steps`).
 """
 
 from __future__ import annotations
@@ -284,25 +285,25 @@ class MessageAssembler:
         if ev.__class__ is ContentBlockDelta and not self.stopped:
             # hot path: a text/json/thinking fragment for an open block of the matching type (same result as
             # _delta, which handles everything else)
-            i = ev.index  # type: ignore[union-attr]
-            block = self.blocks.get(i)
+            block = self.blocks.get(ev.index)  # type: ignore[union-attr]
             if block is not None and not block.closed:
                 d = ev.delta  # type: ignore[union-attr]
                 dc = d.__class__
+                bt = block.type
                 if dc is InputJsonDelta:
-                    text = d.partial_json if block.type in TOOL_INPUT_BLOCKS else None
+                    text = d.partial_json if bt in TOOL_INPUT_BLOCKS else None
                 elif dc is TextDelta:
-                    text = d.text if block.type == "text" else None
+                    text = d.text if bt == "text" else None
                 elif dc is ThinkingDelta:
-                    text = d.thinking if block.type == "thinking" else None
+                    text = d.thinking if bt == "thinking" else None
                 else:
                     text = None
                 if text is not None:
                     block.texts.append(text)
                     block.fragment_events.append(ev.seq)  # type: ignore[union-attr]
-                    block.nbytes += len(text) if text.isascii() else len(text.encode())
+                    block.nbytes += len(text) if text.isascii() else len(text.encode("utf-8"))
                     block._joined = None
-                    return [("block_delta", i)]
+                    return [("block_delta", ev.index)]  # type: ignore[union-attr]
             return self._delta(ev)  # type: ignore[arg-type]
         seq = ev.seq
         if isinstance(ev, Ping):
@@ -488,12 +489,20 @@ class MessageAssembler:
 
 @dataclass(slots=True)
 class Step:
-    """One decoded SSE event with what it became and what it changed."""
+    """One decoded SSE event with what it became and what it changed. (TurnStream._steps sets the fields one by one,
+    without __init__: a new field needs a line there.)"""
 
     sse: SSEEvent
     event: StreamEvent
     changes: list[Change]
     diagnostics: list[Diagnostic]
+
+
+# TurnStream._steps builds these without __init__, field by field: it must set every field.
+assert Step.__slots__ == ("sse", "event", "changes", "diagnostics")
+assert ContentBlockDelta.__slots__ == ("index", "delta", "seq", "type")
+assert InputJsonDelta.__slots__ == ("partial_json", "type") and TextDelta.__slots__ == ("text", "type")
+assert ThinkingDelta.__slots__ == ("thinking", "type")
 
 
 class TurnStream:
@@ -539,6 +548,8 @@ class TurnStream:
         n = len(adiags)  # the assembler's diagnostics so far: one len() per event tells whether feed added any
         for e, raw in zip(events, raws):
             if cont is not None:
+                if not raw:  # an event the decoder's fast path did not make (often the one across two reads)
+                    raw = e.data.encode()
                 # (removeprefix/removesuffix cost less than startswith/endswith and a slice: they take their
                 # argument the fast way and make the slice themselves; `is` tells whether they removed anything,
                 # see inspector.sse)
@@ -620,6 +631,8 @@ class TurnStream:
         close()). So steps and `diagnostics` are the same however the bytes were split into reads."""
         events = self.decoder.feed(data)
         raws = self.decoder.raw_data
+        if len(raws) != len(events):  # (never: but then no event may be lost to zip())
+            raws = [b""] * len(events)
         pending = self.decoder.take_diagnostics()
         if self._held:
             pending = self._held + pending

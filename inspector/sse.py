@@ -25,7 +25,9 @@ a read is unknown at dispatch; excluding it always keeps every offset independen
 The next block starts after the whole terminator.
 
 Performance: linear. A partial line is kept as a list of chunks and joined once; terminators are found with
-`bytes.find` / `split` / `splitlines` in C, never byte by byte in Python.
+`bytes.find` / `split` / `splitlines` in C, never byte by byte in Python. Bytes without CR are cut at blank lines, and
+a block that is one `event:` line of a known name and one `data: ` line (the shape the API sends) becomes an event
+at once, with the decoder's state in local variables; any other block goes line by line.
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ _BOM = b"\xef\xbb\xbf"
 
 @dataclass(slots=True)
 class SSEEvent:
-    """A dispatched event. (Not frozen: a frozen dataclass's __init__ costs ~4x more per event; treat as read-only.)"""
+    """A dispatched event. (Not frozen: a frozen dataclass's __init__ costs ~4x more per event; treat as read-only.
+    The decoder's fast path sets the fields one by one, without __init__: a new field needs a line there.)"""
 
     seq: int  # 0-based index among the events dispatched by this decoder
     event: str  # event type; "message" when the stream gave none
@@ -66,15 +69,20 @@ class SSEEvent:
 
 
 _make_event = SSEEvent
+assert SSEEvent.__slots__ == ("seq", "event", "data", "id", "retry", "start", "end", "read_index")  # see _process
 _split_blank = re.compile(b"\n\n").split
 _EVENT_NAMES_MAX = 256  # distinct `event:` lines a decoder remembers (see SSEDecoder._names)
 
 # The fast paths (here and in assembler.TurnStream) tell whether removeprefix()/removesuffix() removed anything with
-# `is`, one of the cheapest tests there is: CPython returns the object itself when there is nothing to remove (for
-# exact bytes and str). Checked once, here.
+# `is`, the cheapest test there is: CPython returns the object itself when there is nothing to remove (for exact
+# bytes and str). Checked once, here.
 _b, _s = b"".join([b"a", b"b"]), "".join(["a", "b"])
-if not (_b.removeprefix(b"x") is _b and _b.removeprefix(b"") is _b and _s.removeprefix("x") is _s
-        and _s.removesuffix("x") is _s):
+if not (
+    _b.removeprefix(b"x") is _b
+    and _b.removeprefix(b"") is _b
+    and _s.removeprefix("x") is _s
+    and _s.removesuffix("x") is _s
+):
     raise ImportError("inspector.sse needs removeprefix()/removesuffix() to return the object itself when they remove "
                       "nothing (as CPython does)")
 del _b, _s
@@ -171,6 +179,7 @@ class SSEDecoder:
             self._process(head, 0, max(self.reads - 1, 0))
         self._head = None
         self._closed = True
+        self.raw_data = []
         pending = self._pending
         if pending or self._block_fields:
             raw = b"".join(self._carry + pending)
@@ -242,8 +251,14 @@ class SSEDecoder:
                 # not yet complete. A piece that is one `event:` line of a known name and one `data: ` line (what
                 # the API sends) becomes an event right here, with the decoder's state in local variables (a
                 # local costs a fraction of an attribute access); any other piece goes line by line (`_lines`).
-                pieces = _split_blank(rest)  # = rest.split(b"\n\n"), only faster (the regex engine finds "\n\n" faster)
+                pieces = _split_blank(rest)  # = rest.split(b"\n\n"), which the regex engine does faster
                 last = pieces.pop()
+                if pieces and pieces[0][:1] == b"\n":
+                    # the read begins with a blank line (often: the end of an event that began in the previous
+                    # read): on its own, so that the rest of the first piece can take the fast path
+                    self._dispatch(off, off + 1, ri, events)
+                    off += 1
+                    pieces[0] = pieces[0][1:]
                 events_append = events.append
                 raw_append = self.raw_data.append
                 new = object.__new__
@@ -251,22 +266,21 @@ class SSEDecoder:
                 carry = self._carry  # mutated in place, never rebound
                 fields, seq, block_start = self._block_fields, self._seq, self._block_start
                 last_id, id_buf, retry = self.last_event_id, self._id_buf, self.retry
-                # the previous API-shaped piece's start (its event line + "\n" + "data: ") and event type: the next
-                # piece most likely starts the same way, which one removeprefix() call tells (CPython returns the
-                # piece itself when it does not start so)
-                start, t = b"", ""  # (removing b"" removes nothing: the piece goes to partition())
+                # The start of the last API-shaped piece (its event line, "\n", "data: ") and its event type: most
+                # pieces start the same way, which one removeprefix() tells (see the note on `is` above). Removing
+                # b"" removes nothing: then the piece goes to partition().
+                start, t = b"", ""
                 for piece in pieces:
                     if not fields:  # the block has no field line yet (so no type, data, id or retry either)
                         value = piece.removeprefix(start)
-                        if value is piece:
+                        if value is piece:  # not the last start: is the piece API-shaped at all?
                             head, sep, value = piece.partition(b"\ndata: ")
                             t = names.get(head)  # a known `event:` line, decoded once per distinct line
-                            if t is not None and sep:
-                                start = head + sep
+                            if t is None or not sep:
+                                start, value = b"", None
                             else:
-                                start, t = b"", ""  # (removing b"" removes nothing: the piece goes to partition())
-                                value = piece
-                        if value is not piece:
+                                start = head + sep
+                        if value is not None:
                             try:
                                 text = value.decode()
                             except UnicodeDecodeError:
