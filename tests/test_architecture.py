@@ -4,21 +4,21 @@ import subprocess
 import sys
 
 ENGINE = [
-    "inspector.sse",
-    "inspector.protocol",
-    "inspector.assembler",
-    "inspector.diagnostics",
-    "inspector.observations",
-    "inspector.executor",
-    "inspector.loop",
-    "inspector.sources",
-    "inspector.recording",
-    "inspector.recorder",
-    "inspector.replay",
-    "inspector.headless",
+    "inspector.stream.sse",
+    "inspector.stream.protocol",
+    "inspector.stream.assembler",
+    "inspector.stream.diagnostics",
+    "inspector.agent.observations",
+    "inspector.agent.executor",
+    "inspector.agent.loop",
+    "inspector.sessions.sources",
+    "inspector.record.recording",
+    "inspector.record.recorder",
+    "inspector.record.replay",
+    "inspector.cli.headless",
     "inspector.scenarios.bundled",
     "inspector.scenarios.transport",
-    "inspector.toolbox.builtin",
+    "inspector.agent.toolbox.builtin",
 ]
 
 

@@ -3,7 +3,6 @@ merging, preview, parse-once and linear storage, and the read-split property tes
 
 from __future__ import annotations
 
-import time
 from dataclasses import astuple
 
 import jiter
@@ -12,11 +11,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import inspector.assembler as A
-from inspector import diagnostics as D
-from inspector.assembler import BlockBuffer, MessageAssembler, TurnStream, assemble
-from inspector.protocol import ContentBlockDelta, ContentBlockStart, ContentBlockStop, InputJsonDelta, parse_event
-from streamgen import (
+import inspector.stream.assembler as A
+from inspector.stream import diagnostics as D
+from inspector.stream.assembler import BlockBuffer, MessageAssembler, TurnStream, assemble
+from inspector.stream.protocol import (
+    ContentBlockDelta,
+    ContentBlockStart,
+    ContentBlockStop,
+    InputJsonDelta,
+    parse_event,
+)
+from inspector.testing.streamgen import (
     SHAPES,
     big_tool_stream,
     block_start,
@@ -67,18 +72,30 @@ def test_valid_turn_assembles_the_api_message_without_diagnostics():
     assert ts.diagnostics == []
     assert ts.outcome == "text_finish"
     assert ts.final_message() == {
-        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-test",
         "content": [{"type": "text", "text": "Hi there"}],
-        "stop_reason": "end_turn", "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 20},
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 20},
     }
 
 
 def test_content_is_in_index_order_and_parallel_fragments_stay_per_index():
     ts = run(
         message_start(),
-        tool_start(0, "toolu_a", "read"), tool_start(1, "toolu_b", "grep"),
-        json_delta(1, '{"pat'), json_delta(0, '{"pa'), json_delta(1, 'tern":"x"}'), json_delta(0, 'th":"a"}'),
-        block_stop(1), block_stop(0), message_delta("tool_use"), message_stop(),
+        tool_start(0, "toolu_a", "read"),
+        tool_start(1, "toolu_b", "grep"),
+        json_delta(1, '{"pat'),
+        json_delta(0, '{"pa'),
+        json_delta(1, 'tern":"x"}'),
+        json_delta(0, 'th":"a"}'),
+        block_stop(1),
+        block_stop(0),
+        message_delta("tool_use"),
+        message_stop(),
     )
     assert ts.diagnostics == []
     content = ts.final_message()["content"]
@@ -93,12 +110,21 @@ def test_thinking_signature_and_citations_fold_like_the_sdk():
     ts = run(
         message_start(),
         block_start(0, {"type": "thinking", "thinking": "", "signature": ""}),
-        thinking_delta(0, "let me "), thinking_delta(0, "think"), signature_delta(0, "SIG1"), signature_delta(0, "SIG2"),
+        thinking_delta(0, "let me "),
+        thinking_delta(0, "think"),
+        signature_delta(0, "SIG1"),
+        signature_delta(0, "SIG2"),
         block_stop(0),
-        block_start(1, {"type": "redacted_thinking", "data": "opaque"}), block_stop(1),
-        text_start(2), citations_delta(2, cit), text_delta(2, "a"), citations_delta(2, cit), text_delta(2, "b"),
+        block_start(1, {"type": "redacted_thinking", "data": "opaque"}),
+        block_stop(1),
+        text_start(2),
+        citations_delta(2, cit),
+        text_delta(2, "a"),
+        citations_delta(2, cit),
+        text_delta(2, "b"),
         block_stop(2),
-        message_delta(), message_stop(),
+        message_delta(),
+        message_stop(),
     )
     assert ts.diagnostics == []
     assert ts.final_message()["content"] == [
@@ -109,14 +135,20 @@ def test_thinking_signature_and_citations_fold_like_the_sdk():
 
 
 def test_text_in_the_start_block_is_kept_before_the_deltas():
-    ts = run(message_start(), text_start(0, "pre-"), text_delta(0, "post"), block_stop(0), message_delta(),
-             message_stop())
+    ts = run(
+        message_start(), text_start(0, "pre-"), text_delta(0, "post"), block_stop(0), message_delta(), message_stop()
+    )
     assert ts.final_message()["content"] == [{"type": "text", "text": "pre-post"}]
 
 
 def test_tool_without_any_delta_uses_the_start_input():
-    ts = run(message_start(), block_start(0, {"type": "tool_use", "id": "t", "name": "now", "input": {}}),
-             block_stop(0), message_delta("tool_use"), message_stop())
+    ts = run(
+        message_start(),
+        block_start(0, {"type": "tool_use", "id": "t", "name": "now", "input": {}}),
+        block_stop(0),
+        message_delta("tool_use"),
+        message_stop(),
+    )
     assert ts.diagnostics == []
     assert ts.final_message()["content"][0]["input"] == {}
     assert ts.outcome == "tool_use"
@@ -129,12 +161,21 @@ def test_empty_first_partial_json_is_harmless():
 
 
 def test_server_tool_use_input_and_whole_result_block():
-    result = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1",
-              "content": [{"type": "web_search_result", "url": "https://e.x", "title": "E", "encrypted_content": "z"}]}
+    result = {
+        "type": "web_search_tool_result",
+        "tool_use_id": "srvtoolu_1",
+        "content": [{"type": "web_search_result", "url": "https://e.x", "title": "E", "encrypted_content": "z"}],
+    }
     ts = run(
-        message_start(), tool_start(0, "srvtoolu_1", "web_search", "server_tool_use"),
-        json_delta(0, '{"query": '), json_delta(0, '"weather"}'), block_stop(0),
-        block_start(1, result), block_stop(1), message_delta(), message_stop(),
+        message_start(),
+        tool_start(0, "srvtoolu_1", "web_search", "server_tool_use"),
+        json_delta(0, '{"query": '),
+        json_delta(0, '"weather"}'),
+        block_stop(0),
+        block_start(1, result),
+        block_stop(1),
+        message_delta(),
+        message_stop(),
     )
     assert ts.diagnostics == []
     content = ts.final_message()["content"]
@@ -145,17 +186,27 @@ def test_server_tool_use_input_and_whole_result_block():
 
 
 def test_message_delta_extra_fields_are_kept_and_null_ones_do_not_overwrite():
-    ts = run(message_start(container={"id": "c1"}),
-             text_start(0), block_stop(0),
-             message_delta("end_turn", container=None, stop_details={"type": "x"}), message_stop())
+    ts = run(
+        message_start(container={"id": "c1"}),
+        text_start(0),
+        block_stop(0),
+        message_delta("end_turn", container=None, stop_details={"type": "x"}),
+        message_stop(),
+    )
     m = ts.final_message()
     assert m["container"] == {"id": "c1"}
     assert m["stop_details"] == {"type": "x"}
 
 
 def test_stop_sequence_and_stop_reason():
-    ts = run(message_start(), text_start(0), text_delta(0, "x"), block_stop(0),
-             message_delta("stop_sequence", "END"), message_stop())
+    ts = run(
+        message_start(),
+        text_start(0),
+        text_delta(0, "x"),
+        block_stop(0),
+        message_delta("stop_sequence", "END"),
+        message_stop(),
+    )
     m = ts.final_message()
     assert (m["stop_reason"], m["stop_sequence"]) == ("stop_sequence", "END")
     assert ts.outcome == "text_finish"
@@ -163,31 +214,50 @@ def test_stop_sequence_and_stop_reason():
 
 # ------------------------------------------------------------------------------------------------ usage
 def test_usage_message_delta_overwrites_never_adds():
-    start_usage = {"input_tokens": 100, "cache_creation_input_tokens": 7, "cache_read_input_tokens": 3,
-                   "output_tokens": 1, "inference_geo": "us", "cache_creation": {"ephemeral_5m_input_tokens": 7}}
-    ts = run(message_start(usage=dict(start_usage)), text_start(0), block_stop(0),
-             message_delta("end_turn", usage={"output_tokens": 40, "input_tokens": 120,
-                                               "cache_read_input_tokens": 9}),
-             message_stop())
+    start_usage = {
+        "input_tokens": 100,
+        "cache_creation_input_tokens": 7,
+        "cache_read_input_tokens": 3,
+        "output_tokens": 1,
+        "inference_geo": "us",
+        "cache_creation": {"ephemeral_5m_input_tokens": 7},
+    }
+    ts = run(
+        message_start(usage=dict(start_usage)),
+        text_start(0),
+        block_stop(0),
+        message_delta("end_turn", usage={"output_tokens": 40, "input_tokens": 120, "cache_read_input_tokens": 9}),
+        message_stop(),
+    )
     assert ts.final_message()["usage"] == {
-        "input_tokens": 120, "cache_creation_input_tokens": 7, "cache_read_input_tokens": 9,
-        "output_tokens": 40, "inference_geo": "us", "cache_creation": {"ephemeral_5m_input_tokens": 7},
+        "input_tokens": 120,
+        "cache_creation_input_tokens": 7,
+        "cache_read_input_tokens": 9,
+        "output_tokens": 40,
+        "inference_geo": "us",
+        "cache_creation": {"ephemeral_5m_input_tokens": 7},
     }
 
 
 def test_usage_null_in_message_delta_keeps_the_earlier_value():
-    ts = run(message_start(usage={"input_tokens": 100, "cache_read_input_tokens": 5, "output_tokens": 1}),
-             message_delta("end_turn", usage={"output_tokens": 2, "input_tokens": None,
-                                               "cache_read_input_tokens": None, "server_tool_use": None}),
-             message_stop())
+    ts = run(
+        message_start(usage={"input_tokens": 100, "cache_read_input_tokens": 5, "output_tokens": 1}),
+        message_delta(
+            "end_turn",
+            usage={"output_tokens": 2, "input_tokens": None, "cache_read_input_tokens": None, "server_tool_use": None},
+        ),
+        message_stop(),
+    )
     assert ts.final_message()["usage"] == {"input_tokens": 100, "cache_read_input_tokens": 5, "output_tokens": 2}
 
 
 def test_usage_two_message_deltas_the_last_total_wins():
-    ts = run(message_start(usage={"input_tokens": 1, "output_tokens": 1}),
-             message_delta(None, usage={"output_tokens": 30, "server_tool_use": {"web_search_requests": 1}}),
-             message_delta("end_turn", usage={"output_tokens": 50, "server_tool_use": {"web_search_requests": 2}}),
-             message_stop())
+    ts = run(
+        message_start(usage={"input_tokens": 1, "output_tokens": 1}),
+        message_delta(None, usage={"output_tokens": 30, "server_tool_use": {"web_search_requests": 1}}),
+        message_delta("end_turn", usage={"output_tokens": 50, "server_tool_use": {"web_search_requests": 2}}),
+        message_stop(),
+    )
     u = ts.final_message()["usage"]
     assert u["output_tokens"] == 50
     assert u["server_tool_use"] == {"web_search_requests": 2}
@@ -218,8 +288,16 @@ def test_stop_for_an_unknown_index():
 
 
 def test_duplicate_block_start_while_open_and_after_stop():
-    ts = run(message_start(), text_start(0), text_start(0), text_delta(0, "a"), block_stop(0),
-             tool_start(0, "toolu_x"), message_delta(), message_stop())
+    ts = run(
+        message_start(),
+        text_start(0),
+        text_start(0),
+        text_delta(0, "a"),
+        block_stop(0),
+        tool_start(0, "toolu_x"),
+        message_delta(),
+        message_stop(),
+    )
     dups = [d for d in ts.diagnostics if d.code == D.DUPLICATE_BLOCK_START]
     assert [(d.event_index, d.severity) for d in dups] == [(2, "error"), (5, "error")]
     assert "already open" in dups[0].message and "already ended" in dups[1].message
@@ -227,8 +305,9 @@ def test_duplicate_block_start_while_open_and_after_stop():
 
 
 def test_index_gap():
-    ts = run(message_start(), text_start(0), block_stop(0), text_start(2), block_stop(2), message_delta(),
-             message_stop())
+    ts = run(
+        message_start(), text_start(0), block_stop(0), text_start(2), block_stop(2), message_delta(), message_stop()
+    )
     d = diag(ts, D.INDEX_GAP)
     assert (d.severity, d.event_index, d.block_index) == ("warning", 3, 2)
     assert "expected 1" in d.message
@@ -256,8 +335,15 @@ def test_delta_type_mismatch_is_an_error_and_ignored(block, bad):
 
 
 def test_delta_after_block_stop():
-    ts = run(message_start(), text_start(0), text_delta(0, "a"), block_stop(0), text_delta(0, "late"),
-             message_delta(), message_stop())
+    ts = run(
+        message_start(),
+        text_start(0),
+        text_delta(0, "a"),
+        block_stop(0),
+        text_delta(0, "late"),
+        message_delta(),
+        message_stop(),
+    )
     d = diag(ts, D.DELTA_AFTER_STOP)
     assert (d.severity, d.event_index) == ("error", 4)
     assert ts.final_message()["content"][0]["text"] == "a"
@@ -326,8 +412,15 @@ def test_unterminated_final_sse_event_is_reported_and_its_event_discarded():
 
 
 def test_invalid_event_json_is_kept_and_assembly_goes_on():
-    ts = run(message_start(), text_start(0), b"event: content_block_delta\ndata: {\"type\": oops}\n\n",
-             text_delta(0, "ok"), block_stop(0), message_delta(), message_stop())
+    ts = run(
+        message_start(),
+        text_start(0),
+        b'event: content_block_delta\ndata: {"type": oops}\n\n',
+        text_delta(0, "ok"),
+        block_stop(0),
+        message_delta(),
+        message_stop(),
+    )
     d = diag(ts, D.INVALID_EVENT_JSON)
     assert (d.severity, d.event_index) == ("error", 2)
     assert ts.final_message()["content"][0]["text"] == "ok"
@@ -350,7 +443,7 @@ def test_invalid_tool_input_json_has_its_position():
 
 
 def test_invalid_tool_input_position_counts_characters_not_bytes():
-    ts = run(*tool_turn(['{"p": "日本語🎉"', ' ]']))
+    ts = run(*tool_turn(['{"p": "日本語🎉"', " ]"]))
     b = ts.assembler.blocks[0]
     buf = '{"p": "日本語🎉" ]'
     assert buf[b.input_error.position] == "]"
@@ -401,10 +494,14 @@ def test_error_event_mid_stream():
 
 
 def test_invalid_utf8_becomes_replacement_with_a_diagnostic():
-    data = sse(message_start(), text_start(0)) + (
-        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
-        b'"delta":{"type":"text_delta","text":"a\xffb"}}\n\n'
-    ) + sse(block_stop(0), message_delta(), message_stop())
+    data = (
+        sse(message_start(), text_start(0))
+        + (
+            b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+            b'"delta":{"type":"text_delta","text":"a\xffb"}}\n\n'
+        )
+        + sse(block_stop(0), message_delta(), message_stop())
+    )
     ts = assemble(data)
     assert codes(ts) == [D.SSE_INVALID_UTF8]
     assert ts.diagnostics[0].event_index == 2
@@ -416,23 +513,30 @@ def test_invalid_utf8_becomes_replacement_with_a_diagnostic():
 def test_sse_diagnostics_go_with_their_event_however_the_reads_split(cut):
     """An SSE-layer diagnostic is attached to the step of the event it concerns and ordered before that step's
     own diagnostics, even when the read that revealed it completed no event."""
-    bad = (b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
-           b'"content_block":{"type":"text","text":"\xfe"}}\n\n')
+    bad = (
+        b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+        b'"content_block":{"type":"text","text":"\xfe"}}\n\n'
+    )
     head = sse(message_start())
     data = head + bad + sse(text_delta(7, "x"), block_stop(0), message_delta(), message_stop())
     at = len(head) + cut * 4
     ts = TurnStream()
     steps = ts.feed(data[:at]) + ts.feed(data[at:])
     ts.close()
-    assert [(d.code, d.event_index) for d in ts.diagnostics] == [
-        (D.SSE_INVALID_UTF8, 1), (D.DELTA_UNKNOWN_INDEX, 2)]
+    assert [(d.code, d.event_index) for d in ts.diagnostics] == [(D.SSE_INVALID_UTF8, 1), (D.DELTA_UNKNOWN_INDEX, 2)]
     assert [[d.code for d in s.diagnostics] for s in steps] == [
-        [], [D.SSE_INVALID_UTF8], [D.DELTA_UNKNOWN_INDEX], [], [], []]
+        [],
+        [D.SSE_INVALID_UTF8],
+        [D.DELTA_UNKNOWN_INDEX],
+        [],
+        [],
+        [],
+    ]
 
 
 def test_sse_diagnostic_of_an_event_that_never_completes_comes_out_at_close():
     ts = TurnStream()
-    steps = ts.feed(sse(message_start()) + b"event: content_block_start\ndata: {\"x\": \"\xff\"}\n")
+    steps = ts.feed(sse(message_start()) + b'event: content_block_start\ndata: {"x": "\xff"}\n')
     assert [d for s in steps for d in s.diagnostics] == []
     assert ts.diagnostics == []
     new = ts.close()
@@ -451,9 +555,11 @@ def test_unknown_event_block_and_delta_are_info_and_kept():
         text_delta(0, "shown"),
         block_stop(0),
         block_start(1, {"type": "hologram", "frames": 3}),
-        text_delta(1, "kept "), json_delta(1, "too"),
+        text_delta(1, "kept "),
+        json_delta(1, "too"),
         block_stop(1),
-        message_delta(), message_stop(),
+        message_delta(),
+        message_stop(),
     )
     assert codes(ts) == [D.UNKNOWN_EVENT, D.UNKNOWN_DELTA, D.DELTA_TYPE_MISMATCH, D.UNKNOWN_BLOCK]
     assert all(d.severity == "info" for d in ts.diagnostics if d.code != D.DELTA_TYPE_MISMATCH)
@@ -472,9 +578,16 @@ def test_block_not_closed_is_an_error_unless_max_tokens():
 
 # ------------------------------------------------------------------------------------------------ outcomes
 def test_outcome_truncated_by_max_tokens_with_an_open_tool_block():
-    ts = run(message_start(), text_start(0), text_delta(0, "I'll write"), block_stop(0),
-             tool_start(1, "toolu_w", "write_file"), json_delta(1, '{"path": "a.txt", "content": "hal'),
-             message_delta("max_tokens"), message_stop())
+    ts = run(
+        message_start(),
+        text_start(0),
+        text_delta(0, "I'll write"),
+        block_stop(0),
+        tool_start(1, "toolu_w", "write_file"),
+        json_delta(1, '{"path": "a.txt", "content": "hal'),
+        message_delta("max_tokens"),
+        message_stop(),
+    )
     d = diag(ts, D.BLOCK_NOT_CLOSED)
     assert d.severity == "warning" and "will not run" in d.message
     assert ts.outcome == "truncated"
@@ -490,8 +603,14 @@ def test_outcome_truncated_by_max_tokens_before_any_tool_fragment_does_not_claim
 
 
 def test_outcome_truncated_with_invalid_json_at_stop():
-    ts = run(message_start(), tool_start(0), json_delta(0, '{"a": "cut'), block_stop(0),
-             message_delta("max_tokens"), message_stop())
+    ts = run(
+        message_start(),
+        tool_start(0),
+        json_delta(0, '{"a": "cut'),
+        block_stop(0),
+        message_delta("max_tokens"),
+        message_stop(),
+    )
     assert codes(ts) == [D.TOOL_INPUT_INVALID]
     assert ts.outcome == "truncated"
 
@@ -501,8 +620,9 @@ def test_outcome_max_tokens_text_only_is_a_text_finish():
     assert ts.outcome == "text_finish"
 
 
-@pytest.mark.parametrize("reason", ["end_turn", "stop_sequence", "refusal", "pause_turn",
-                                    "model_context_window_exceeded"])
+@pytest.mark.parametrize(
+    "reason", ["end_turn", "stop_sequence", "refusal", "pause_turn", "model_context_window_exceeded"]
+)
 def test_outcome_text_finish(reason):
     assert run(*text_turn("x", reason)).outcome == "text_finish"
 
@@ -576,7 +696,7 @@ def test_tool_input_is_parsed_once_at_stop_never_per_delta(monkeypatch):
 
     g = big_tool_stream(20_000, fragment=20)
     ts = TurnStream()
-    reads = [g.data[i:i + 97] for i in range(0, len(g.data), 97)]
+    reads = [g.data[i : i + 97] for i in range(0, len(g.data), 97)]
     saw_stop = False
     for r in reads:
         for step in ts.feed(r):
@@ -648,7 +768,7 @@ def _inject_faults(data: bytes, k: int) -> bytes:
         if i >= 0:
             j = out.find(b'"text":', i)
             if j >= 0:
-                out = out[: j + 8] + b"\xff\xc3" + out[j + 8:]
+                out = out[: j + 8] + b"\xff\xc3" + out[j + 8 :]
     if k & 2:  # an unknown event and a delta for an unknown index in the middle
         mid = out.find(b"event: content_block_stop")
         if mid >= 0:
@@ -713,7 +833,7 @@ def test_any_split_into_reads_gives_the_same_events_message_and_diagnostics(case
         assert whole[5] == g.message
     # and byte by byte for small streams
     if len(data) < 1500:
-        assert _run_reads([data[i:i + 1] for i in range(len(data))]) == whole
+        assert _run_reads([data[i : i + 1] for i in range(len(data))]) == whole
 
 
 def test_line_ending_variants_give_the_same_assembly():

@@ -8,10 +8,10 @@ import sys
 import orjson
 import pytest
 
-from inspector import diagnostics as D
 from inspector.cli import main
-from inspector.recording import RecordingWriter
-from streamgen import (
+from inspector.record.recording import RecordingWriter
+from inspector.stream import diagnostics as D
+from inspector.testing.streamgen import (
     block_stop,
     error_event,
     generate,
@@ -59,10 +59,16 @@ def json_lines(out: str) -> list:
 
 TOOL_TURN = sse(
     message_start(usage={"input_tokens": 50, "output_tokens": 1, "cache_read_input_tokens": 7}),
-    text_start(0), text_delta(0, "I'll read it.\nThen fix."), block_stop(0),
-    tool_start(1, "toolu_01", "read_file"), json_delta(1, ""), json_delta(1, '{"path": '), json_delta(1, '"README.md"}'),
+    text_start(0),
+    text_delta(0, "I'll read it.\nThen fix."),
+    block_stop(0),
+    tool_start(1, "toolu_01", "read_file"),
+    json_delta(1, ""),
+    json_delta(1, '{"path": '),
+    json_delta(1, '"README.md"}'),
     block_stop(1),
-    message_delta("tool_use", usage={"output_tokens": 42}), message_stop(),
+    message_delta("tool_use", usage={"output_tokens": 42}),
+    message_stop(),
 )
 
 
@@ -84,7 +90,7 @@ def test_summary_shows_diagnostics_and_unparsed_input(capsys, write):
     data = sse(*tool_turn(['{"path": "a" "b"}'], name="write_file"))
     code, out, err = run(capsys, "dump", write(data))
     assert code == 1
-    assert "INPUT NOT PARSED, raw '{\"path\": \"a\" \"b\"}'" in out
+    assert 'INPUT NOT PARSED, raw \'{"path": "a" "b"}\'' in out
     assert "diagnostics:" in out
     assert f"error   {D.TOOL_INPUT_INVALID} @event 3:" in out
 
@@ -110,12 +116,16 @@ def test_json_shape(capsys, write):
     m = turn["message"]
     assert set(m) == MESSAGE_KEYS
     assert m == {
-        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-test",
         "content": [
             {"type": "text", "text": "I'll read it.\nThen fix."},
             {"type": "tool_use", "id": "toolu_01", "name": "read_file", "input": {"path": "README.md"}},
         ],
-        "stop_reason": "tool_use", "stop_sequence": None,
+        "stop_reason": "tool_use",
+        "stop_sequence": None,
         "usage": {"input_tokens": 50, "output_tokens": 42, "cache_read_input_tokens": 7},
     }
 
@@ -129,9 +139,17 @@ def test_json_of_every_generated_shape_is_the_expected_message(capsys, write):
 
 
 def test_json_failed_tool_input_is_null_with_the_raw_buffer(capsys, write):
-    data = sse(message_start(), tool_start(0, "toolu_a", "read_file"), json_delta(0, '{"path": "a"}'), block_stop(0),
-               tool_start(1, "toolu_b", "read_file"), json_delta(1, '{"path": "b'), block_stop(1),
-               message_delta("tool_use"), message_stop())
+    data = sse(
+        message_start(),
+        tool_start(0, "toolu_a", "read_file"),
+        json_delta(0, '{"path": "a"}'),
+        block_stop(0),
+        tool_start(1, "toolu_b", "read_file"),
+        json_delta(1, '{"path": "b'),
+        block_stop(1),
+        message_delta("tool_use"),
+        message_stop(),
+    )
     code, out, _ = run(capsys, "dump", write(data), "--json")
     assert code == 1
     turn = one_json(out)["turns"][0]
@@ -160,20 +178,31 @@ def test_json_of_an_error_event_and_of_a_cut_stream(capsys, write):
 
 
 def test_warnings_and_info_alone_exit_zero(capsys, write):
-    data = sse(message_start(), text_start(0), block_stop(0), block_stop(0), ("novel", {"type": "novel"}),
-               message_delta(), message_stop())
+    data = sse(
+        message_start(),
+        text_start(0),
+        block_stop(0),
+        block_stop(0),
+        ("novel", {"type": "novel"}),
+        message_delta(),
+        message_stop(),
+    )
     code, out, _ = run(capsys, "dump", write(data), "--json")
     turn = one_json(out)["turns"][0]
     assert [(d["code"], d["severity"]) for d in turn["diagnostics"]] == [
-        (D.DUPLICATE_BLOCK_STOP, "warning"), (D.UNKNOWN_EVENT, "info")]
+        (D.DUPLICATE_BLOCK_STOP, "warning"),
+        (D.UNKNOWN_EVENT, "info"),
+    ]
     assert code == 0
 
 
 # ------------------------------------------------------------------------------------------------ --events --json
 def test_events_json_lines(capsys, write):
-    data = (b"event: message_start\nid: 7\nretry: 1500\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\"}}"
-            b"\n\n: comment\ndata: {\"type\":\"ping\"}\n\n"
-            b"event: message_stop\ndata: {\"type\":\"message_stop\"}  \n\n")
+    data = (
+        b'event: message_start\nid: 7\nretry: 1500\ndata: {"type":"message_start","message":{"id":"m"}}'
+        b'\n\n: comment\ndata: {"type":"ping"}\n\n'
+        b'event: message_stop\ndata: {"type":"message_stop"}  \n\n'
+    )
     code, out, err = run(capsys, "dump", write(data), "--events", "--json")
     assert err == ""
     lines = json_lines(out)

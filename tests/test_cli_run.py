@@ -7,11 +7,11 @@ import signal
 
 import orjson
 import pytest
-
-from inspector import cli
-from inspector import headless
-from inspector.scenarios import SCENARIOS
 from test_loop import assert_valid_history
+
+import inspector.cli as cli
+from inspector.cli import headless
+from inspector.scenarios.bundled import SCENARIOS
 
 
 def run_json(capsys, *args: str) -> tuple[int, list[dict], str]:
@@ -27,8 +27,17 @@ def test_run_weather_json_lines(capsys):
     assert all(isinstance(o, dict) and "type" in o and "t" in o for o in lines)
     assert lines[0]["type"] == "loop_started" and lines[0]["source"]["name"] == "weather"
     types = [o["type"] for o in lines]
-    for t in ("sse_event", "block_opened", "block_closed", "tool_use", "tool_state", "tool_result", "turn_ended",
-              "text_finish", "message_appended"):
+    for t in (
+        "sse_event",
+        "block_opened",
+        "block_closed",
+        "tool_use",
+        "tool_state",
+        "tool_result",
+        "turn_ended",
+        "text_finish",
+        "message_appended",
+    ):
         assert t in types, t
     fin = lines[-1]
     assert fin["type"] == "loop_finished"
@@ -140,5 +149,5 @@ def test_record_then_replay_json(capsys, tmp_path):
     replayed = [orjson.loads(line) for line in out.splitlines()]
     assert code == 0
     assert replayed[-1]["messages"] == lines[-1]["messages"]
-    sse = lambda ls: [(o["sse"]["event"], o["sse"]["data"]) for o in ls if o["type"] == "sse_event"]  # noqa: E731
+    sse = lambda ls: [(o["sse"]["event"], o["sse"]["data"]) for o in ls if o["type"] == "sse_event"]
     assert sse(replayed) == sse(lines)

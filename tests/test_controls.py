@@ -11,12 +11,6 @@ import asyncio
 import math
 
 import pytest
-
-from inspector import observations as O
-from inspector.executor import ToolState
-from inspector.pacing import SPEED_LADDER
-from inspector.scenarios import get_scenario, render_turn
-from inspector.sources import scenario_session
 from test_loop import (
     Observed,
     assert_no_leftovers,
@@ -25,6 +19,14 @@ from test_loop import (
     with_tool,
 )
 from test_scenarios import VirtualTime
+
+from inspector.agent import observations as O
+from inspector.agent.executor import ToolState
+from inspector.agent.pacing import SPEED_LADDER
+from inspector.agent.states import LoopState
+from inspector.scenarios.bundled import get_scenario
+from inspector.scenarios.render import render_turn
+from inspector.sessions.sources import scenario_session
 
 TIMEOUT = 20.0
 
@@ -57,11 +59,15 @@ def pause_at(obs: Observed, session, pred) -> None:
 
 
 def is_sse(o, event_type=None, turn: int | None = 0) -> bool:
-    return isinstance(o, O.SSEEventSeen) and (turn is None or o.turn == turn) and (event_type is None or o.event_type == event_type)
+    return (
+        isinstance(o, O.SSEEventSeen)
+        and (turn is None or o.turn == turn)
+        and (event_type is None or o.event_type == event_type)
+    )
 
 
 async def wait_paused(obs: Observed, session) -> None:
-    await obs.wait_for(lambda: session.controller.state == O.PAUSED)
+    await obs.wait_for(lambda: session.controller.state == LoopState.PAUSED)
 
 
 # ------------------------------------------------------------------------------------------------------ pause
@@ -115,7 +121,7 @@ async def test_pause_lets_running_tools_finish_but_starts_nothing_new():
     with_tool(s, "read_file", read_file)
     obs = Observed(s.bus)
     task = start(s)
-    await obs.wait_for(lambda: s.controller.state == O.RUNNING_TOOLS)
+    await obs.wait_for(lambda: s.controller.state == LoopState.RUNNING_TOOLS)
     s.controller.pause()
     release.set()
     await obs.wait_for(lambda: all(c.state is ToolState.SUCCEEDED for c in s.loop.all_tools))
@@ -137,11 +143,11 @@ async def test_step_event_advances_exactly_one_sse_event():
     for _ in range(12):  # across reads (2 events per read) and block boundaries
         n, seen = s.controller.events_processed, len(obs.sse())
         s.controller.step("event")
-        await obs.wait_for(lambda: s.controller.events_processed > n and s.controller.state == O.PAUSED)
+        await obs.wait_for(lambda: s.controller.events_processed > n and s.controller.state == LoopState.PAUSED)
         await spin()
         assert s.controller.events_processed == n + 1
         assert len(obs.sse()) == seen + 1
-    assert [o.state for o in obs.of(O.LoopStateChanged)].count(O.STEPPING) >= 12
+    assert [o.state for o in obs.of(O.LoopStateChanged)].count(LoopState.STEPPING) >= 12
     s.controller.resume()
     result = await finish(task)
     assert result.status == "finished"
@@ -159,7 +165,7 @@ async def test_step_block_stops_right_after_the_next_content_block_stop():
     for index in range(4):  # text, then three tool_use blocks
         before = len(obs.sse())
         s.controller.step("block")
-        await obs.wait_for(lambda: len(obs.sse()) > before and s.controller.state == O.PAUSED)
+        await obs.wait_for(lambda: len(obs.sse()) > before and s.controller.state == LoopState.PAUSED)
         await spin()
         new = obs.sse()[before:]
         assert new[-1].event_type == "content_block_stop" and new[-1].index == index
@@ -167,7 +173,8 @@ async def test_step_block_stops_right_after_the_next_content_block_stop():
         assert len(obs.sse()) == before + len(new)  # and nothing after it
     # the three tools were submitted at their stops while stepping
     assert [c.state for c in s.loop._executor.calls()] == [ToolState.SUCCEEDED] * 3 or all(
-        c.state in (ToolState.RUNNING, ToolState.SUCCEEDED) for c in s.loop._executor.calls())
+        c.state in (ToolState.RUNNING, ToolState.SUCCEEDED) for c in s.loop._executor.calls()
+    )
     assert not [o for o in obs.sse() if o.event_type == "message_stop"]
     s.controller.resume()
     result = await finish(task)
@@ -182,7 +189,7 @@ async def test_step_turn_runs_to_the_end_of_the_turn_then_pauses():
     task = start(s)
     await wait_paused(obs, s)
     s.controller.step("turn")
-    await obs.wait_for(lambda: obs.of(O.TurnEnded) and s.controller.state == O.PAUSED)
+    await obs.wait_for(lambda: obs.of(O.TurnEnded) and s.controller.state == LoopState.PAUSED)
     await spin()
     assert [t.turn for t in obs.of(O.TurnEnded)] == [0]
     assert obs.sse()[-1].event_type == "message_stop"
@@ -206,7 +213,7 @@ async def test_cancel_mid_stream_closes_the_response_and_keeps_a_valid_history()
     assert s.server.closed_early == 0
     s.controller.cancel()
     result = await finish(task)
-    assert result.status == "cancelled" and s.controller.state == O.CANCELLED
+    assert result.status == "cancelled" and s.controller.state == LoopState.CANCELLED
     assert s.server.closed_early == 1 and s.server.responses[0].state == "closed_early"
     assert s.server.closed_early_event.is_set()
     assert_valid_history(result.messages)
@@ -285,8 +292,13 @@ async def test_cancel_mid_tool_after_the_stream():
     with_tool(s, "read_file", read_file)
     obs = Observed(s.bus)
     task = start(s)
-    await obs.wait_for(lambda: s.controller.state == O.RUNNING_TOOLS and running
-                       and sum(c.state is ToolState.SUCCEEDED for c in s.loop.all_tools) == 2)
+    await obs.wait_for(
+        lambda: (
+            s.controller.state == LoopState.RUNNING_TOOLS
+            and running
+            and sum(c.state is ToolState.SUCCEEDED for c in s.loop.all_tools) == 2
+        )
+    )
     s.controller.cancel()
     result = await finish(task)
     assert result.status == "cancelled"
@@ -306,7 +318,7 @@ async def test_cancel_while_paused_between_turns_does_not_duplicate_the_turn():
     task = start(s)
     await wait_paused(obs, s)
     s.controller.step("turn")
-    await obs.wait_for(lambda: obs.of(O.TurnEnded) and s.controller.state == O.PAUSED)
+    await obs.wait_for(lambda: obs.of(O.TurnEnded) and s.controller.state == LoopState.PAUSED)
     s.controller.cancel()
     result = await finish(task)
     assert result.status == "cancelled"
@@ -319,7 +331,7 @@ async def test_cancel_during_retry_backoff_sends_nothing_of_the_failed_attempt()
     s = scenario_session("overloaded_midstream", speed=4.0)
     obs = Observed(s.bus)
     task = start(s)
-    await obs.wait_for(lambda: s.controller.state == O.WAITING_RETRY)
+    await obs.wait_for(lambda: s.controller.state == LoopState.WAITING_RETRY)
     s.controller.cancel()
     result = await finish(task)
     assert result.status == "cancelled"
@@ -335,7 +347,7 @@ async def test_controls_after_the_end_are_harmless():
     n = len(obs.items)
     for action in (s.controller.pause, s.controller.resume, lambda: s.controller.step("event"), s.controller.cancel):
         action()
-    assert len(obs.items) == n and s.controller.state == O.FINISHED and result.status == "finished"
+    assert len(obs.items) == n and s.controller.state == LoopState.FINISHED and result.status == "finished"
     with pytest.raises(ValueError):
         s.controller.step("word")  # type: ignore[arg-type]
 

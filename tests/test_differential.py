@@ -10,8 +10,8 @@ import anthropic
 import httpx2
 import pytest
 
-from inspector.assembler import assemble
-from streamgen import SHAPES, generate, with_line_endings
+from inspector.stream.assembler import assemble
+from inspector.testing.streamgen import SHAPES, generate, with_line_endings
 
 
 def strip_none(v):
@@ -27,7 +27,7 @@ def split_reads(data: bytes, rng: random.Random) -> list[bytes]:
     out, i = [], 0
     while i < len(data):
         n = rng.choice([1, 7, 64, 500, 4096, 65536])
-        out.append(data[i:i + n])
+        out.append(data[i : i + n])
         i += n
     return out
 
@@ -93,15 +93,31 @@ async def test_plain_streams_match_the_sdk(seed):
     await compare(g.data, random.Random(seed), g.message)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known difference: orjson turns integers beyond 64 bits in a tool input into floats; the SDK's jiter keeps "
-    "them exact. Keeping them exact needs a big-int-safe JSON writer everywhere the project serializes messages "
-    "(orjson.dumps refuses them)."
-))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "known difference: orjson turns integers beyond 64 bits in a tool input into floats; the SDK's jiter keeps "
+        "them exact. Keeping them exact needs a big-int-safe JSON writer everywhere the project serializes messages "
+        "(orjson.dumps refuses them)."
+    ),
+)
 async def test_integers_beyond_64_bits_in_tool_input_match_the_sdk():
-    from streamgen import json_delta, message_delta, message_start, message_stop, sse, tool_start, block_stop
+    from inspector.testing.streamgen import (
+        block_stop,
+        json_delta,
+        message_delta,
+        message_start,
+        message_stop,
+        sse,
+        tool_start,
+    )
 
-    data = sse(message_start(), tool_start(0, "toolu_1", "calculator"),
-               json_delta(0, '{"a": 123456789012345678901234567890}'), block_stop(0), message_delta("tool_use"),
-               message_stop())
+    data = sse(
+        message_start(),
+        tool_start(0, "toolu_1", "calculator"),
+        json_delta(0, '{"a": 123456789012345678901234567890}'),
+        block_stop(0),
+        message_delta("tool_use"),
+        message_stop(),
+    )
     await compare(data, random.Random(0))

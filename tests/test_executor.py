@@ -10,15 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector.executor import TERMINAL, THREAD_NAME_PREFIX, ToolCall, ToolExecutor, ToolState, render_result
-from inspector.toolbox.spec import ToolRefused, ToolSpec, cancel_event
+from inspector.agent.executor import TERMINAL, THREAD_NAME_PREFIX, ToolCall, ToolExecutor, ToolState, render_result
+from inspector.agent.toolbox.spec import ToolRefused, ToolSpec, cancel_event
 
 GUARD = 5.0  # upper bound so that a broken executor fails the test instead of hanging it
 
 
 def spec(name, fn, safe=False, **kw) -> ToolSpec:
-    return ToolSpec(name=name, description=f"{name} tool", input_schema={"type": "object"}, fn=fn,
-                    concurrency_safe=safe, **kw)
+    return ToolSpec(
+        name=name, description=f"{name} tool", input_schema={"type": "object"}, fn=fn, concurrency_safe=safe, **kw
+    )
 
 
 class Gates:
@@ -647,8 +648,9 @@ async def test_on_change_sequence_and_times_from_the_clock():
     now = [0.0]
     seen: list[tuple[str, ToolState, float]] = []
     g = Gates()
-    ex = ToolExecutor(gated_tools(g), clock=lambda: now[0],
-                      on_change=lambda c: seen.append((c.id, c.state, now[0])), turn=3)
+    ex = ToolExecutor(
+        gated_tools(g), clock=lambda: now[0], on_change=lambda c: seen.append((c.id, c.state, now[0])), turn=3
+    )
     now[0] = 1.0
     ex.begin_input("a", "unsafe", 0)
     now[0] = 2.0
@@ -692,8 +694,14 @@ async def test_observer_errors_do_not_break_the_executor():
 
 
 async def test_terminal_set():
-    assert TERMINAL == {ToolState.SUCCEEDED, ToolState.FAILED, ToolState.TIMED_OUT, ToolState.CANCELLED,
-                        ToolState.DISCARDED, ToolState.NOT_RUN}
+    assert TERMINAL == {
+        ToolState.SUCCEEDED,
+        ToolState.FAILED,
+        ToolState.TIMED_OUT,
+        ToolState.CANCELLED,
+        ToolState.DISCARDED,
+        ToolState.NOT_RUN,
+    }
 
 
 # ------------------------------------------------------------------------------------ admission, as a property

@@ -7,19 +7,30 @@ import json
 
 import pytest
 
-from inspector.har import HAR_TIMING_NOTE, is_har, load_any, read_har
-from inspector.headless import dump_turns
-from inspector.recording import RecordingError, RecordingWriter, read_recording
-from inspector.scenarios import get_scenario, render_turn
-from inspector.serve import BOM, assembled_message, render_faulted
-from inspector.timing import format_timing, timing_json
+from inspector.net.faults import BOM
+from inspector.net.serve import assembled_message, render_faulted
+from inspector.record.dump import dump_turns
+from inspector.record.har import HAR_TIMING_NOTE, is_har, load_any, read_har
+from inspector.record.recording import RecordingError, RecordingWriter, read_recording
+from inspector.record.timing import format_timing, timing_json
+from inspector.scenarios.bundled import get_scenario
+from inspector.scenarios.render import render_turn
 
 KEY = "sk-ant-api03-CANARY-har-00000000000000000000"
 
 
-def entry(body: bytes, *, base64_body: bool = False, mime: str = "text/event-stream", started: str,
-          request_body: dict | None = None, status: int = 200, timings: dict | None = None, time_ms: float = 1500.0,
-          ctype_header: bool = True) -> dict:
+def entry(
+    body: bytes,
+    *,
+    base64_body: bool = False,
+    mime: str = "text/event-stream",
+    started: str,
+    request_body: dict | None = None,
+    status: int = 200,
+    timings: dict | None = None,
+    time_ms: float = 1500.0,
+    ctype_header: bool = True,
+) -> dict:
     content = {"size": len(body), "mimeType": mime}
     if base64_body:
         content.update(text=base64.b64encode(body).decode(), encoding="base64")
@@ -30,23 +41,33 @@ def entry(body: bytes, *, base64_body: bool = False, mime: str = "text/event-str
         "startedDateTime": started,
         "time": time_ms,
         "request": {
-            "method": "POST", "url": "https://api.anthropic.com/v1/messages", "httpVersion": "HTTP/1.1",
-            "headers": [{"name": "x-api-key", "value": KEY}, {"name": "Authorization", "value": f"Bearer {KEY}"},
-                        {"name": "Cookie", "value": "a=b"}, {"name": "anthropic-version", "value": "2023-06-01"}],
+            "method": "POST",
+            "url": "https://api.anthropic.com/v1/messages",
+            "httpVersion": "HTTP/1.1",
+            "headers": [
+                {"name": "x-api-key", "value": KEY},
+                {"name": "Authorization", "value": f"Bearer {KEY}"},
+                {"name": "Cookie", "value": "a=b"},
+                {"name": "anthropic-version", "value": "2023-06-01"},
+            ],
             "postData": {"mimeType": "application/json", "text": json.dumps(request_body or {"model": "m"})},
         },
-        "response": {"status": status, "statusText": "OK", "httpVersion": "HTTP/1.1",
-                     "headers": headers + [{"name": "set-cookie", "value": "s=1"},
-                                           {"name": "request-id", "value": "req_1"}],
-                     "content": content},
-        "timings": timings or {"blocked": 1.0, "dns": -1, "connect": -1, "send": 0.5, "wait": 398.5,
-                               "receive": 1100.0, "ssl": -1},
+        "response": {
+            "status": status,
+            "statusText": "OK",
+            "httpVersion": "HTTP/1.1",
+            "headers": headers + [{"name": "set-cookie", "value": "s=1"}, {"name": "request-id", "value": "req_1"}],
+            "content": content,
+        },
+        "timings": timings
+        or {"blocked": 1.0, "dns": -1, "connect": -1, "send": 0.5, "wait": 398.5, "receive": 1100.0, "ssl": -1},
     }
 
 
 def har(*entries: dict, creator: str = "WebInspector") -> bytes:
-    return json.dumps({"log": {"version": "1.2", "creator": {"name": creator, "version": "537.36"},
-                               "entries": list(entries)}}).encode()
+    return json.dumps(
+        {"log": {"version": "1.2", "creator": {"name": creator, "version": "537.36"}, "entries": list(entries)}}
+    ).encode()
 
 
 WEATHER0 = render_turn(get_scenario("weather"), 0, 0).body
@@ -83,8 +104,9 @@ def test_sse_entries_become_turns_with_exact_bytes(tmp_path):
 
 
 def test_dump_and_timing_of_a_har():
-    rec = read_har(har(entry(WEATHER0, started="2025-05-01T10:00:00Z"),
-                       entry(WEATHER1, started="2025-05-01T10:00:02Z")))
+    rec = read_har(
+        har(entry(WEATHER0, started="2025-05-01T10:00:00Z"), entry(WEATHER1, started="2025-05-01T10:00:02Z"))
+    )
     turns = dump_turns(rec)
     assert [t["outcome"] for t in turns] == ["tool_use", "text_finish"]
     assert turns[0]["message"]["content"] == assembled_message(render_turn(get_scenario("weather"), 0, 0))["content"]
@@ -97,8 +119,13 @@ def test_dump_and_timing_of_a_har():
 
 def test_mitmproxy_style_export():
     """mitmproxy: base64 bodies, -1 timings where unknown, no startedDateTime offsets to speak of."""
-    e = entry(WEATHER0, base64_body=True, started="2025-05-01T10:00:00.123456+00:00",
-              timings={"send": -1, "wait": -1, "receive": -1}, time_ms=-1)
+    e = entry(
+        WEATHER0,
+        base64_body=True,
+        started="2025-05-01T10:00:00.123456+00:00",
+        timings={"send": -1, "wait": -1, "receive": -1},
+        time_ms=-1,
+    )
     rec = read_har(har(e, creator="mitmproxy"))
     a = next(rec.attempts())
     assert a.data == WEATHER0 and a.response["t"] is None and a.end["t"] is None
@@ -113,7 +140,8 @@ def test_missing_bodies_errors_and_detection():
     assert any("no response body" in w for w in rec.warnings)
     assert rec.turns[1].attempts[0].end["status"] == "failed"
     assert read_har(har(entry(b"{}", mime="application/json", started="2025-05-01T10:00:00Z"))).warnings == [
-        "no text/event-stream response in this HAR"]
+        "no text/event-stream response in this HAR"
+    ]
     with pytest.raises(RecordingError, match="not a HAR"):
         read_har(b"event: ping\ndata: {}\n\n")
     with pytest.raises(RecordingError, match="no log.entries"):

@@ -1,4 +1,4 @@
-"""The Messages API's history rules (inspector.history): every violation kind, valid histories, and the same
+"""The Messages API's history rules (inspector.agent.history): every violation kind, valid histories, and the same
 verdict (status and message) from ``inspector serve`` and from the in-process ScenarioServer."""
 
 from __future__ import annotations
@@ -9,13 +9,14 @@ import httpx2
 import orjson
 import pytest
 
-from inspector import history
-from inspector.history import VIOLATION_KINDS, Violation, history_problem, history_violation
-from inspector.pacing import Pacer
-from inspector.scenarios import get_scenario
+from inspector.agent import history
+from inspector.agent.history import VIOLATION_KINDS, Violation, history_problem, history_violation
+from inspector.agent.pacing import Pacer
+from inspector.net.inprocess import FaultedScenarioServer
+from inspector.net.serve import ServeApp
 from inspector.scenarios import transport
+from inspector.scenarios.bundled import get_scenario
 from inspector.scenarios.transport import ScenarioServer
-from inspector.serve import FaultedScenarioServer, ServeApp
 
 
 def assistant(*ids: str, text_first: bool = True) -> dict:
@@ -36,52 +37,79 @@ U = {"role": "user", "content": "hi"}
 CASES = {
     "empty_messages": ([], "messages: at least one message is required"),
     "empty_messages_not_a_list": ("hello", "messages: at least one message is required"),
-    "bad_role": ([U, {"role": "system", "content": "x"}],
-                 "messages.1.role: Input should be 'user' or 'assistant' (got 'system')"),
+    "bad_role": (
+        [U, {"role": "system", "content": "x"}],
+        "messages.1.role: Input should be 'user' or 'assistant' (got 'system')",
+    ),
     "bad_role_not_an_object": ([U, "oops"], "messages.1.role: Input should be 'user' or 'assistant' (got None)"),
-    "first_not_user": ([{"role": "assistant", "content": "hi"}, U],
-                       "messages.0.role: the first message must use the `user` role"),
+    "first_not_user": (
+        [{"role": "assistant", "content": "hi"}, U],
+        "messages.0.role: the first message must use the `user` role",
+    ),
     "missing_tool_result": (
         [U, assistant("toolu_a", "toolu_b"), results("toolu_a")],
         "messages.2: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_b. Each "
-        "`tool_use` block must have a corresponding `tool_result` block in the next message."),
+        "`tool_use` block must have a corresponding `tool_result` block in the next message.",
+    ),
     "missing_tool_result_at_end": (
         [U, assistant("toolu_a")],
         "messages.2: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_a. Each "
         "`tool_use` block must have a corresponding `tool_result` block in the next message. (inspector: the "
-        "request ends with this assistant message)"),
+        "request ends with this assistant message)",
+    ),
     "missing_tool_result_next_is_assistant": (
         [U, assistant("toolu_a"), {"role": "assistant", "content": "more"}, U],
         "messages.2: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_a. Each "
-        "`tool_use` block must have a corresponding `tool_result` block in the next message."),
+        "`tool_use` block must have a corresponding `tool_result` block in the next message.",
+    ),
     "results_not_in_next_message": (
-        [U, assistant("toolu_a"), {"role": "user", "content": "wait"}, {"role": "assistant", "content": "ok"},
-         results("toolu_a")],
+        [
+            U,
+            assistant("toolu_a"),
+            {"role": "user", "content": "wait"},
+            {"role": "assistant", "content": "ok"},
+            results("toolu_a"),
+        ],
         "messages.2: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_a. Each "
         "`tool_use` block must have a corresponding `tool_result` block in the next message. (inspector: their "
-        "tool_result blocks are in messages.4; they must be in messages.2, the message right after the tool_use)"),
+        "tool_result blocks are in messages.4; they must be in messages.2, the message right after the tool_use)",
+    ),
     "tool_result_not_first": (
         [U, assistant("toolu_a"), results("toolu_a", text_before=True)],
         "messages.2: Did not find 1 `tool_result` block(s) at the beginning of this message. Messages following "
-        "`tool_use` blocks must begin with a matching number of `tool_result` blocks."),
+        "`tool_use` blocks must begin with a matching number of `tool_result` blocks.",
+    ),
     "tool_result_not_first_between": (  # something between the results: only the first is "at the beginning"
-        [U, assistant("toolu_a", "toolu_b"),
-         {"role": "user", "content": [results("toolu_a")["content"][0], {"type": "text", "text": "and"},
-                                      results("toolu_b")["content"][0]]}],
+        [
+            U,
+            assistant("toolu_a", "toolu_b"),
+            {
+                "role": "user",
+                "content": [
+                    results("toolu_a")["content"][0],
+                    {"type": "text", "text": "and"},
+                    results("toolu_b")["content"][0],
+                ],
+            },
+        ],
         "messages.2: Did not find 2 `tool_result` block(s) at the beginning of this message. Messages following "
-        "`tool_use` blocks must begin with a matching number of `tool_result` blocks."),
+        "`tool_use` blocks must begin with a matching number of `tool_result` blocks.",
+    ),
     "unexpected_tool_result": (
         [U, {"role": "assistant", "content": "hm"}, results("toolu_zz")],
         "messages.2.content.0: unexpected `tool_use_id` found in `tool_result` blocks: toolu_zz. Each "
-        "`tool_result` block must have a corresponding `tool_use` block in the previous message."),
+        "`tool_result` block must have a corresponding `tool_use` block in the previous message.",
+    ),
     "unexpected_tool_result_in_first_message": (
         [results("toolu_zz")],
         "messages.0.content.0: unexpected `tool_use_id` found in `tool_result` blocks: toolu_zz. Each "
-        "`tool_result` block must have a corresponding `tool_use` block in the previous message."),
+        "`tool_result` block must have a corresponding `tool_use` block in the previous message.",
+    ),
     "unexpected_tool_result_extra_id": (
         [U, assistant("toolu_a"), results("toolu_a", "toolu_x")],
         "messages.2.content.1: unexpected `tool_use_id` found in `tool_result` blocks: toolu_x. Each "
-        "`tool_result` block must have a corresponding `tool_use` block in the previous message."),
+        "`tool_result` block must have a corresponding `tool_use` block in the previous message.",
+    ),
 }
 
 
@@ -106,11 +134,18 @@ def test_each_violation_kind(case):
 VALID = {
     "plain": [U],
     "results_any_order": [U, assistant("toolu_a", "toolu_b"), results("toolu_b", "toolu_a")],
-    "text_after_results": [U, assistant("toolu_a"),
-                           {"role": "user", "content": [*results("toolu_a")["content"],
-                                                        {"type": "text", "text": "also this"}]}],
-    "tool_use_only_block": [U, assistant("toolu_a", text_first=False), results("toolu_a"),
-                            {"role": "assistant", "content": "done"}, U],
+    "text_after_results": [
+        U,
+        assistant("toolu_a"),
+        {"role": "user", "content": [*results("toolu_a")["content"], {"type": "text", "text": "also this"}]},
+    ],
+    "tool_use_only_block": [
+        U,
+        assistant("toolu_a", text_first=False),
+        results("toolu_a"),
+        {"role": "assistant", "content": "done"},
+        U,
+    ],
     "string_contents": [U, {"role": "assistant", "content": "hello"}, {"role": "user", "content": "again"}],
     "two_tool_turns": [U, assistant("toolu_a"), results("toolu_a"), assistant("toolu_b"), results("toolu_b")],
 }
@@ -124,10 +159,9 @@ def test_valid_histories_pass(case):
 
 def test_one_implementation():
     """serve and the in-process server use the same function (no second copy of the rules)."""
-    import inspector.serve as serve
+    import inspector.net.serve as serve
 
     assert serve.history_violation is history.history_violation
-    assert serve.Violation is history.Violation
     assert transport.history_problem is history.history_problem
     assert not hasattr(transport, "_blocks")
 
@@ -137,8 +171,12 @@ def test_one_implementation():
 
 def _request(messages) -> httpx2.Request:
     body = {"model": "m", "max_tokens": 10, "stream": True, "messages": messages}
-    return httpx2.Request("POST", "http://scenario.local/v1/messages", content=orjson.dumps(body),
-                          headers={"content-type": "application/json"})
+    return httpx2.Request(
+        "POST",
+        "http://scenario.local/v1/messages",
+        content=orjson.dumps(body),
+        headers={"content-type": "application/json"},
+    )
 
 
 async def _via_scenario_server(server: ScenarioServer, messages) -> tuple[int, dict | None]:
@@ -150,8 +188,11 @@ async def _via_scenario_server(server: ScenarioServer, messages) -> tuple[int, d
 async def _via_serve(app: ServeApp, messages) -> tuple[int, dict | None]:
     async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app.app), base_url="http://serve.local") as h:
         req = _request(messages)
-        resp = await h.post("/v1/messages", content=req.content, headers={"content-type": "application/json",
-                                                                          "x-inspector-scenario": "weather"})
+        resp = await h.post(
+            "/v1/messages",
+            content=req.content,
+            headers={"content-type": "application/json", "x-inspector-scenario": "weather"},
+        )
         await resp.aread()
         return resp.status_code, (resp.json() if resp.status_code != 200 else None)
 

@@ -15,24 +15,15 @@ import httpx2
 import orjson
 import pytest
 
-from inspector import observations as O
-from inspector.executor import TERMINAL
-from inspector.loop import AgentLoop, LoopConfig, LoopResult
-from inspector.pacing import Pacer
-from inspector.scenarios import (
-    SCENARIOS,
-    HttpError,
-    Scenario,
-    ScenarioServer,
-    TextBlock,
-    ToolUseBlock,
-    TurnScript,
-    get_scenario,
-    make_client,
-)
-from inspector.scenarios.bundled import fast
-from inspector.sources import Session, api_session, scenario_session
-from inspector.toolbox.spec import ToolSpec
+from inspector.agent import observations as O
+from inspector.agent.executor import TERMINAL
+from inspector.agent.loop import AgentLoop, LoopConfig, LoopResult
+from inspector.agent.pacing import Pacer
+from inspector.agent.states import LoopState
+from inspector.scenarios.bundled import SCENARIOS, fast, get_scenario
+from inspector.scenarios.model import HttpError, Scenario, TextBlock, TurnScript
+from inspector.scenarios.transport import ScenarioServer, make_client
+from inspector.sessions.sources import Session, api_session, scenario_session
 
 CANARY = "sk-ant-api03-CANARY-0123456789abcdefghijklmnopqrstuvwxyz-CANARYxx"
 RUN_TIMEOUT = 20.0  # a guard against hangs; never a synchronisation
@@ -68,7 +59,8 @@ def assert_valid_history(messages: list[dict]) -> None:
                 assert nxt["role"] == "user", f"messages[{i + 1}] must be the user's tool_result message"
                 assert isinstance(nxt["content"], list)
                 assert [b.get("type") for b in nxt["content"]] == ["tool_result"] * len(ids), (
-                    f"messages[{i + 1}]: exactly one tool_result per tool_use, nothing else: {nxt['content']}")
+                    f"messages[{i + 1}]: exactly one tool_result per tool_use, nothing else: {nxt['content']}"
+                )
                 assert [b["tool_use_id"] for b in nxt["content"]] == ids, "tool_results out of order or missing"
                 for r in nxt["content"]:
                     assert isinstance(r.get("content"), (str, list))
@@ -83,8 +75,9 @@ def assert_valid_history(messages: list[dict]) -> None:
 
 
 def history_tool_ids(messages: list[dict]) -> list[str]:
-    return [b["id"] for m in messages if isinstance(m["content"], list) for b in m["content"]
-            if b.get("type") == "tool_use"]
+    return [
+        b["id"] for m in messages if isinstance(m["content"], list) for b in m["content"] if b.get("type") == "tool_use"
+    ]
 
 
 class Observed:
@@ -117,8 +110,11 @@ class Observed:
         return [o for o in self.items if isinstance(o, types)]
 
     def sse(self, turn: int | None = None, attempt: int | None = None) -> list[O.SSEEventSeen]:
-        return [o for o in self.of(O.SSEEventSeen)
-                if (turn is None or o.turn == turn) and (attempt is None or o.attempt == attempt)]
+        return [
+            o
+            for o in self.of(O.SSEEventSeen)
+            if (turn is None or o.turn == turn) and (attempt is None or o.attempt == attempt)
+        ]
 
     def states(self) -> list[str]:
         return [o.state for o in self.of(O.LoopStateChanged)]
@@ -171,11 +167,14 @@ def dumps_all(observations: Iterable[O.Observation]) -> bytes:
 
 # ------------------------------------------------------------------------------------------------- history helper
 def test_assert_valid_history_rejects_what_the_api_rejects():
-    tu = lambda i: {"type": "tool_use", "id": i, "name": "t", "input": {}}  # noqa: E731
-    tr = lambda i: {"type": "tool_result", "tool_use_id": i, "content": "x"}  # noqa: E731
-    ok = [{"role": "user", "content": "q"}, {"role": "assistant", "content": [tu("a"), tu("b")]},
-          {"role": "user", "content": [tr("a"), tr("b")]}, {"role": "assistant", "content": [{"type": "text",
-                                                                                                "text": "done"}]}]
+    tu = lambda i: {"type": "tool_use", "id": i, "name": "t", "input": {}}
+    tr = lambda i: {"type": "tool_result", "tool_use_id": i, "content": "x"}
+    ok = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": [tu("a"), tu("b")]},
+        {"role": "user", "content": [tr("a"), tr("b")]},
+        {"role": "assistant", "content": [{"type": "text", "text": "done"}]},
+    ]
     assert_valid_history(ok)
     bad = [
         ok[:2],  # dangling tool_use
@@ -195,7 +194,7 @@ def test_assert_valid_history_rejects_what_the_api_rejects():
 async def test_error_event_with_retries_zero_ends_in_error_with_a_clear_message():
     s = scenario_session("overloaded_midstream", speed=math.inf, retries=0)
     result, obs = await run_observed(s)
-    assert result.status == "error" and s.controller.state == O.ERROR
+    assert result.status == "error" and s.controller.state == LoopState.ERROR
     assert result.error == "turn 1 failed after 1 attempt: error event: overloaded_error: Overloaded"
     assert len(s.server.requests) == 1
     assert result.messages == [{"role": "user", "content": get_scenario("overloaded_midstream").prompt}]
@@ -220,15 +219,20 @@ async def test_drop_with_retries_exhausted():
 
 def _http_error_scenario(name: str, errors: list[HttpError]) -> Scenario:
     return Scenario(
-        name=name, description="test: HTTP errors before the first byte", prompt="hi", system=None,
+        name=name,
+        description="test: HTTP errors before the first byte",
+        prompt="hi",
+        system=None,
         turns=[TurnScript(blocks=[TextBlock("hello")], pacing=fast(), http_errors=errors)],
     )
 
 
 async def test_http_errors_are_retried_by_the_sdk_only(monkeypatch):
     # three 429s: the SDK makes 3 requests (max_retries=2) and gives up; the loop must not retry on top of that
-    name = custom_scenario(monkeypatch, _http_error_scenario(
-        "test_429_forever", [HttpError(429, attempt=a, retry_after_ms=1) for a in range(5)]))
+    name = custom_scenario(
+        monkeypatch,
+        _http_error_scenario("test_429_forever", [HttpError(429, attempt=a, retry_after_ms=1) for a in range(5)]),
+    )
     s = scenario_session(name, speed=math.inf, retries=2)
     result, obs = await run_observed(s)
     assert result.status == "error"
@@ -242,18 +246,32 @@ async def test_rate_limited_counts_requests_sdk_retries_only():
     result, obs = await run_observed(s)
     assert result.status == "finished", result.error
     assert [(r.turn, r.attempt, r.response.status) for r in s.server.requests] == [
-        (0, 0, 429), (0, 1, 200), (1, 0, 529), (1, 1, 200)]
+        (0, 0, 429),
+        (0, 1, 200),
+        (1, 0, 529),
+        (1, 1, 200),
+    ]
     assert [(a.turn, a.attempt) for a in obs.of(O.AttemptStarted)] == [(0, 0), (1, 0)]
     assert [e.status for e in obs.of(O.AttemptEnded)] == ["complete", "complete"]
     assert_valid_history(result.messages)
 
 
 async def test_non_retryable_error_event_is_not_retried(monkeypatch):
-    from inspector.scenarios import ErrorEventAfter
+    from inspector.scenarios.model import ErrorEventAfter
 
-    sc = Scenario(name="test_invalid_request_event", description="test", prompt="hi", system=None,
-                  turns=[TurnScript(blocks=[TextBlock("hello there")], pacing=fast(),
-                                    faults=[ErrorEventAfter(3, "invalid_request_error", "bad", attempts=None)])])
+    sc = Scenario(
+        name="test_invalid_request_event",
+        description="test",
+        prompt="hi",
+        system=None,
+        turns=[
+            TurnScript(
+                blocks=[TextBlock("hello there")],
+                pacing=fast(),
+                faults=[ErrorEventAfter(3, "invalid_request_error", "bad", attempts=None)],
+            )
+        ],
+    )
     s = scenario_session(custom_scenario(monkeypatch, sc), speed=math.inf, retries=3)
     result, _ = await run_observed(s)
     assert result.status == "error"
@@ -283,7 +301,7 @@ async def test_cancel_before_run_is_honoured():
 
 async def test_observation_times_come_from_the_injected_clock():
     ticks = iter(range(10**9))
-    clock = lambda: float(next(ticks))  # noqa: E731 - strictly increasing fake clock
+    clock = lambda: float(next(ticks))
     s = scenario_session("weather", speed=math.inf, clock=clock)
     result, obs = await run_observed(s)
     times = [o.t for o in obs.items]
@@ -298,8 +316,14 @@ def _api(scenario: Scenario, tmp_path: Path, **kw) -> tuple[Session, ScenarioSer
     server = ScenarioServer(scenario, Pacer(math.inf))
     record = tmp_path / "rec.jsonl"
     session = api_session(
-        scenario.model, scenario.prompt, api_key=CANARY, workspace=scenario.workspace_path or tmp_path,
-        record=record, http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(server.handler)), **kw)
+        scenario.model,
+        scenario.prompt,
+        api_key=CANARY,
+        workspace=scenario.workspace_path or tmp_path,
+        record=record,
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(server.handler)),
+        **kw,
+    )
     return session, server, record
 
 
@@ -320,8 +344,7 @@ async def test_api_key_never_recorded_nor_observed(tmp_path):
     assert_valid_history(result.messages)
     # the key was really used...
     assert len(server.requests) == 2
-    assert all(CANARY in (r.headers.get("x-api-key", "") + r.headers.get("authorization", ""))
-               for r in server.requests)
+    assert all(CANARY in (r.headers.get("x-api-key", "") + r.headers.get("authorization", "")) for r in server.requests)
     # ...and is nowhere we write or publish
     _assert_no_canary(session, result, obs, record)
     started = obs.of(O.AttemptStarted)[0]
@@ -348,18 +371,19 @@ async def test_api_key_echoed_by_a_relay_is_not_shown(tmp_path):
 
 
 async def test_api_key_echoed_inside_the_stream_is_not_observed(tmp_path):
-    from inspector.scenarios import ErrorEventAfter
+    from inspector.scenarios.model import ErrorEventAfter
 
     # a relay that echoes the key in a mid-stream error event: the reads, the SSE rows, the diagnostics, the failed
     # attempt's reason and the final error all carry it in the raw bytes; none of what we publish does
     base = get_scenario("weather")
-    turn = dataclasses.replace(base.turns[0], faults=[ErrorEventAfter(3, "overloaded_error",
-                                                                      f"overloaded (key {CANARY})", attempts=None)])
+    turn = dataclasses.replace(
+        base.turns[0], faults=[ErrorEventAfter(3, "overloaded_error", f"overloaded (key {CANARY})", attempts=None)]
+    )
     sc = dataclasses.replace(base, name="echo_in_stream", turns=[turn, *base.turns[1:]])
     session, server, record = _api(sc, tmp_path, retries=1, user_tools={t.name: t for t in sc.extra_tools})
     result, obs = await run_observed(session)
     assert result.status == "error" and "overloaded (key [redacted])" in result.error
-    from inspector.scenarios import render_turn
+    from inspector.scenarios.render import render_turn
 
     assert CANARY.encode() in b"".join(r.data for r in render_turn(sc, 0, 0).reads)  # the bytes had it
     assert [e.status for e in obs.of(O.AttemptEnded)] == ["failed", "failed"]
@@ -373,9 +397,16 @@ async def test_short_relay_key_with_a_recording(tmp_path):
     sc = get_scenario("weather")
     server = ScenarioServer(sc, Pacer(math.inf))
     record = tmp_path / "rec.jsonl"
-    s = api_session(sc.model, sc.prompt, api_key=key, base_url="http://relay.local", workspace=tmp_path,
-                    user_tools={t.name: t for t in sc.extra_tools}, record=record,
-                    http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(server.handler)))
+    s = api_session(
+        sc.model,
+        sc.prompt,
+        api_key=key,
+        base_url="http://relay.local",
+        workspace=tmp_path,
+        user_tools={t.name: t for t in sc.extra_tools},
+        record=record,
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(server.handler)),
+    )
     result, obs = await run_observed(s)
     assert result.status == "finished", result.error
     assert [r.turn for r in server.requests] == [0, 1] and str(server.requests[0].body["tools"]).count("get_weather")
@@ -384,7 +415,7 @@ async def test_short_relay_key_with_a_recording(tmp_path):
 
 
 async def test_api_session_without_key_fails_before_anything(monkeypatch, tmp_path):
-    from inspector.sources import SourceError
+    from inspector.sessions.sources import SourceError
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with pytest.raises(SourceError, match="no API key"):
@@ -396,11 +427,16 @@ async def test_agent_loop_with_a_plain_client_and_initial_messages():
     sc = get_scenario("weather")
     server = ScenarioServer(sc, Pacer(math.inf))
     tools = sc.resolve_tools(None)
-    history = [{"role": "user", "content": "Earlier question"},
-               {"role": "assistant", "content": [{"type": "text", "text": "Earlier answer"}]},
-               {"role": "user", "content": sc.prompt}]
-    loop = AgentLoop(make_client(server), LoopConfig(model=sc.model, messages=history,
-                                                     tool_definitions=sc.request_params(tools)["tools"]), tools)
+    history = [
+        {"role": "user", "content": "Earlier question"},
+        {"role": "assistant", "content": [{"type": "text", "text": "Earlier answer"}]},
+        {"role": "user", "content": sc.prompt},
+    ]
+    loop = AgentLoop(
+        make_client(server),
+        LoopConfig(model=sc.model, messages=history, tool_definitions=sc.request_params(tools)["tools"]),
+        tools,
+    )
     # the scenario picks its turn by the number of assistant messages: start the script at turn 1 with history
     # of one assistant message -> the server answers with the final text
     result = await loop.run()

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector import diagnostics as D
-from inspector.protocol import (
+from inspector.stream import diagnostics as D
+from inspector.stream.protocol import (
     CitationsDelta,
     ContentBlockDelta,
     ContentBlockStart,
@@ -63,8 +63,10 @@ def test_padded_data_with_trailing_spaces_parses():
         ({"type": "input_json_delta", "partial_json": '{"pa'}, InputJsonDelta('{"pa')),
         ({"type": "thinking_delta", "thinking": "hmm"}, ThinkingDelta("hmm")),
         ({"type": "signature_delta", "signature": "EqQB"}, SignatureDelta("EqQB")),
-        ({"type": "citations_delta", "citation": {"type": "char_location", "cited_text": "x"}},
-         CitationsDelta({"type": "char_location", "cited_text": "x"})),
+        (
+            {"type": "citations_delta", "citation": {"type": "char_location", "cited_text": "x"}},
+            CitationsDelta({"type": "char_location", "cited_text": "x"}),
+        ),
     ],
 )
 def test_each_known_delta_type(delta, expected):
@@ -80,11 +82,18 @@ def test_each_known_delta_type(delta, expected):
 
 def test_content_block_start_keeps_the_block_as_sent():
     block = '{"type":"tool_use","id":"toolu_1","name":"read","input":{},"caller":{"type":"direct"}}'
-    ev, diags = parse_event("content_block_start", f'{{"type":"content_block_start","index":1,"content_block":{block}}}')
+    ev, diags = parse_event(
+        "content_block_start", f'{{"type":"content_block_start","index":1,"content_block":{block}}}'
+    )
     assert isinstance(ev, ContentBlockStart)
     assert ev.index == 1
-    assert ev.content_block == {"type": "tool_use", "id": "toolu_1", "name": "read", "input": {},
-                                "caller": {"type": "direct"}}
+    assert ev.content_block == {
+        "type": "tool_use",
+        "id": "toolu_1",
+        "name": "read",
+        "input": {},
+        "caller": {"type": "direct"},
+    }
     assert diags == []
 
 
@@ -221,16 +230,37 @@ def test_known_event_missing_a_field_it_needs_is_malformed_and_kept(name, data):
 
 
 @settings(max_examples=300, deadline=None)
-@given(name=st.text(max_size=20), data=st.one_of(
-    st.text(max_size=200),
-    st.recursive(
-        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=10),
-        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
-            st.sampled_from(["type", "index", "delta", "content_block", "message", "usage", "error", "text",
-                             "partial_json", "x"]), inner, max_size=5),
-        max_leaves=20,
-    ).map(lambda v: __import__("json").dumps(v)),
-))
+@given(
+    name=st.text(max_size=20),
+    data=st.one_of(
+        st.text(max_size=200),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=10),
+            lambda inner: (
+                st.lists(inner, max_size=4)
+                | st.dictionaries(
+                    st.sampled_from(
+                        [
+                            "type",
+                            "index",
+                            "delta",
+                            "content_block",
+                            "message",
+                            "usage",
+                            "error",
+                            "text",
+                            "partial_json",
+                            "x",
+                        ]
+                    ),
+                    inner,
+                    max_size=5,
+                )
+            ),
+            max_leaves=20,
+        ).map(lambda v: __import__("json").dumps(v)),
+    ),
+)
 def test_parse_event_never_raises(name, data):
     ev, diags = parse_event(name, data, 1)
     assert ev.seq == 1
@@ -239,15 +269,14 @@ def test_parse_event_never_raises(name, data):
 
 # ------------------------------------------------------------------------------------------------ fast path
 def _general(name, data, seq):
-    from inspector.protocol import _parse_event
+    from inspector.stream.protocol import _parse_event
 
     return _parse_event(name, data, seq)
 
 
 def test_the_delta_fast_path_gives_what_the_general_path_gives():
-    from streamgen import SHAPES, encode_events, generate
-
-    from inspector.sse import iter_events
+    from inspector.stream.sse import iter_events
+    from inspector.testing.streamgen import SHAPES, encode_events, generate
 
     n = 0
     for seed in range(60):
@@ -264,8 +293,10 @@ def test_the_delta_fast_path_gives_what_the_general_path_gives():
         ("content_block_delta", '{"type":"content_block_delta","index":0,"delta":{"type":"novel_delta","x":1}}'),
         ("content_block_delta", '{"type":"content_block_delta","index":0,"delta":{"type":"citations_delta"}}'),
         ("content_block_delta", '{"type":"content_block_delta","index":0,"delta":["text_delta"]}'),
-        ("content_block_delta", '{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta",'
-                                '"signature":"s","extra":[1]}}'),
+        (
+            "content_block_delta",
+            '{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"s","extra":[1]}}',
+        ),
         ("content_block_delta", "[]"),
         ("content_block_delta", "{"),
     ]

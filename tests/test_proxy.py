@@ -13,7 +13,6 @@ import os
 import re
 import signal
 import ssl
-import statistics
 import subprocess
 import sys
 import threading
@@ -23,9 +22,9 @@ import httpx2
 import orjson
 import pytest
 
-from inspector import observations as O
-from inspector.assembler import assemble
-from inspector.proxy import (
+from inspector.agent import observations as O
+from inspector.cli.proxy import parse_listen
+from inspector.net.proxy import (
     InferredExecution,
     ProxyApp,
     SeenToolUse,
@@ -33,11 +32,12 @@ from inspector.proxy import (
     credential_values,
     format_exchange,
     infer_tool_executions,
-    parse_listen,
 )
-from inspector.recording import read_recording
-from inspector.scenarios import SCENARIOS, get_scenario
-from inspector.serve import BackgroundServer, ServeApp, render_faulted
+from inspector.net.serve import ServeApp, render_faulted
+from inspector.net.server import BackgroundServer
+from inspector.record.recording import read_recording
+from inspector.scenarios.bundled import SCENARIOS, get_scenario
+from inspector.stream.assembler import assemble
 
 KEY = "sk-ant-api03-CANARY-proxy-0123456789abcdefghij"
 KEY2 = "sk-ant-api03-CANARY-second-key-9876543210zyx"
@@ -53,15 +53,21 @@ def upstream():
 
 
 def sdk(base_url: str, key: str = KEY, **kw) -> anthropic.AsyncAnthropic:
-    return anthropic.AsyncAnthropic(base_url=base_url, api_key=key, max_retries=kw.pop("max_retries", 0),
-                                    http_client=httpx2.AsyncClient(verify=_TLS, timeout=httpx2.Timeout(60.0)), **kw)
+    return anthropic.AsyncAnthropic(
+        base_url=base_url,
+        api_key=key,
+        max_retries=kw.pop("max_retries", 0),
+        http_client=httpx2.AsyncClient(verify=_TLS, timeout=httpx2.Timeout(60.0)),
+        **kw,
+    )
 
 
 async def raw_call(client, messages, headers, hang_len=None) -> dict:
     out = {"body": b"", "status": None, "error": None}
     try:
         async with client.messages.with_streaming_response.create(
-                model="claude-test", max_tokens=100, messages=messages, stream=True, extra_headers=headers) as r:
+            model="claude-test", max_tokens=100, messages=messages, stream=True, extra_headers=headers
+        ) as r:
             out["status"] = r.http_response.status_code
             it = r.iter_bytes().__aiter__()
             while hang_len is None or len(out["body"]) < hang_len:
@@ -81,12 +87,18 @@ def history_for(name: str, upto: int) -> list[dict]:
     sc = get_scenario(name)
     messages = [{"role": "user", "content": sc.prompt}]
     for t in range(upto):
-        plan = next(p for p in (render_faulted(sc, None, t, a) for a in range(4))
-                    if p.status == 200 and p.end == "eof" and not any(e[0] == "error" for e in p.events))
+        plan = next(
+            p
+            for p in (render_faulted(sc, None, t, a) for a in range(4))
+            if p.status == 200 and p.end == "eof" and not any(e[0] == "error" for e in p.events)
+        )
         msg = assemble(plan.body).final_message()
         messages.append({"role": "assistant", "content": msg["content"]})
-        results = [{"type": "tool_result", "tool_use_id": b["id"], "content": "ok"}
-                   for b in msg["content"] if b["type"] == "tool_use"]
+        results = [
+            {"type": "tool_result", "tool_use_id": b["id"], "content": "ok"}
+            for b in msg["content"]
+            if b["type"] == "tool_use"
+        ]
         messages.append({"role": "user", "content": results or "go on"})
     return messages
 
@@ -99,8 +111,19 @@ def sha(b: bytes) -> str:
 
 
 CASES = [(name, t, None) for name in sorted(SCENARIOS) for t in range(len(SCENARIOS[name].turns))] + [
-    ("parse_date", 0, f) for f in ("drop_byte:333", "drop_event", "stall:3", "bom", "relay_buffer", "http_529",
-                                   "error_event", "split_events,cr", "invalid_tool_json")]
+    ("parse_date", 0, f)
+    for f in (
+        "drop_byte:333",
+        "drop_event",
+        "stall:3",
+        "bom",
+        "relay_buffer",
+        "http_529",
+        "error_event",
+        "split_events,cr",
+        "invalid_tool_json",
+    )
+]
 
 
 async def test_proxy_streams_are_byte_identical(upstream, tmp_path):
@@ -147,12 +170,16 @@ async def test_recording_matches_requests_and_never_holds_credentials(upstream, 
         # the key also travels in a body (a harness that pastes it into a prompt) and with a second credential
         leaky = [{"role": "user", "content": f"my key is {KEY}, keep it secret"}]
         c1 = sdk(px.base_url)
-        c2 = anthropic.AsyncAnthropic(base_url=px.base_url, auth_token=KEY2, max_retries=0,
-                                      http_client=httpx2.AsyncClient(verify=_TLS))
+        c2 = anthropic.AsyncAnthropic(
+            base_url=px.base_url, auth_token=KEY2, max_retries=0, http_client=httpx2.AsyncClient(verify=_TLS)
+        )
         try:
             r1 = await raw_call(c1, leaky, {"x-inspector-scenario": "weather", "x-inspector-session": "leak1"})
-            r2 = await raw_call(c2, [{"role": "user", "content": f"and {KEY2} too"}],
-                                {"x-inspector-scenario": "weather", "x-inspector-session": "leak2"})
+            r2 = await raw_call(
+                c2,
+                [{"role": "user", "content": f"and {KEY2} too"}],
+                {"x-inspector-scenario": "weather", "x-inspector-session": "leak2"},
+            )
         finally:
             await c1.close()
             await c2.close()
@@ -184,21 +211,44 @@ def _echo_app():
             body += m.get("body", b"")
             if not m.get("more_body"):
                 break
-        payload = orjson.dumps({"method": scope["method"], "path": scope["path"],
-                                "query": scope["query_string"].decode(), "body": body.decode(),
-                                "headers": [[k.decode(), v.decode()] for k, v in scope["headers"]]})
-        await send({"type": "http.response.start", "status": 201,
-                    "headers": [(b"content-type", b"application/json"), (b"x-upstream", b"yes"),
-                                (b"set-cookie", b"session=abcdefgh12345")]})
+        payload = orjson.dumps(
+            {
+                "method": scope["method"],
+                "path": scope["path"],
+                "query": scope["query_string"].decode(),
+                "body": body.decode(),
+                "headers": [[k.decode(), v.decode()] for k, v in scope["headers"]],
+            }
+        )
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 201,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"x-upstream", b"yes"),
+                    (b"set-cookie", b"session=abcdefgh12345"),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": payload})
+
     return app
 
 
 async def test_requests_are_forwarded_untouched_with_credentials():
     with BackgroundServer(_echo_app()) as echo, BackgroundServer(ProxyApp(echo.base_url)) as px:
-        kw = dict(params={"beta": "true", "x": "1 2"}, content=b'{"a": 1}',
-                  headers={"x-api-key": KEY, "authorization": f"Bearer {KEY2}", "anthropic-version": "2023-06-01",
-                           "x-custom": "v", "content-type": "application/json"})
+        kw = dict(
+            params={"beta": "true", "x": "1 2"},
+            content=b'{"a": 1}',
+            headers={
+                "x-api-key": KEY,
+                "authorization": f"Bearer {KEY2}",
+                "anthropic-version": "2023-06-01",
+                "x-custom": "v",
+                "content-type": "application/json",
+            },
+        )
         async with httpx2.AsyncClient() as h:
             direct = await h.request("PUT", f"{echo.base_url}/v1/some/path", **kw)
         async with httpx2.AsyncClient() as h:
@@ -213,8 +263,9 @@ async def test_requests_are_forwarded_untouched_with_credentials():
     # hop (the HTTP layer sets them again), and they have the same values here too
     hop = {"host", "connection", "content-length"}
     assert [h for h in v["headers"] if h[0] not in hop] == [h for h in d["headers"] if h[0] not in hop]
-    assert sorted(h for h in v["headers"] if h[0] in hop - {"host"}) == \
-        sorted(h for h in d["headers"] if h[0] in hop - {"host"})
+    assert sorted(h for h in v["headers"] if h[0] in hop - {"host"}) == sorted(
+        h for h in d["headers"] if h[0] in hop - {"host"}
+    )
     assert ["x-api-key", KEY] in v["headers"] and ["authorization", f"Bearer {KEY2}"] in v["headers"]
     assert via2.json()["headers"] == v["headers"]
 
@@ -250,11 +301,20 @@ async def test_reads_are_forwarded_as_they_arrive(tmp_path):
     Proven by a handshake, not by timing: upstream's pacer (a real-time 1x pacer whose sleeps are replaced by a
     gate) holds each read until the client behind the proxy has received every byte before it; it then moves the
     proxy's clock on by the planned delay, so the recorded read times are upstream's pacing, exactly."""
-    from inspector.scenarios import Pacing, Scenario, TextBlock, TurnScript
+    from inspector.scenarios.model import Pacing, Scenario, TextBlock, TurnScript
 
-    sc = Scenario(name="paced", description="paced", prompt="hi", seed=3, turns=[TurnScript(
-        blocks=[TextBlock("a b c d e f g h i j k l m n o p q r s t", chunk=4)],
-        pacing=Pacing(ttfb=0.02, event_gap=0.04, events_per_read=1))])
+    sc = Scenario(
+        name="paced",
+        description="paced",
+        prompt="hi",
+        seed=3,
+        turns=[
+            TurnScript(
+                blocks=[TextBlock("a b c d e f g h i j k l m n o p q r s t", chunk=4)],
+                pacing=Pacing(ttfb=0.02, event_gap=0.04, events_per_read=1),
+            )
+        ],
+    )
     plan = render_faulted(sc, None, 0, 0)
     # the sleeps upstream's pacer asks for, in order, and the bytes the client must hold before each one ends
     delays = [plan.header_delay, *(r.delay for r in plan.reads)]
@@ -279,13 +339,13 @@ async def test_reads_are_forwarded_as_they_arrive(tmp_path):
     record = tmp_path / "paced.jsonl"
     up_app = ServeApp(sc, speed=1.0)
     up_app.pacer.sleeper = gate
-    with BackgroundServer(up_app) as up, \
-            BackgroundServer(ProxyApp(up.base_url, record=record, clock=clock)) as px:
+    with BackgroundServer(up_app) as up, BackgroundServer(ProxyApp(up.base_url, record=record, clock=clock)) as px:
         chunks: list[bytes] = []
         client_holds(0)
         async with httpx2.AsyncClient(base_url=px.base_url) as h, asyncio.timeout(60):
-            async with h.stream("POST", "/v1/messages", json={"model": "m", "max_tokens": 5, "stream": True,
-                                                              "messages": USER}) as r:
+            async with h.stream(
+                "POST", "/v1/messages", json={"model": "m", "max_tokens": 5, "stream": True, "messages": USER}
+            ) as r:
                 async for chunk in r.aiter_raw():
                     chunks.append(chunk)
                     client_holds(sum(map(len, chunks)))
@@ -304,7 +364,7 @@ async def test_reads_are_forwarded_as_they_arrive(tmp_path):
     due = dict(zip(itertools.accumulate(len(rd.data) for rd in plan.reads), list(itertools.accumulate(delays))[1:]))
     at = dict(zip(itertools.accumulate(len(rd.data) for rd in reads), (rd.t for rd in reads)))
     assert [at[b] for b in sorted(bounds)] == pytest.approx([due[b] for b in sorted(bounds)], abs=1e-5)
-    from inspector.timing import timing_json
+    from inspector.record.timing import timing_json
 
     assert timing_json(rec)["attempts"][0]["buffering"]["verdict"] == "not buffered"
 
@@ -313,16 +373,29 @@ async def test_reads_are_forwarded_as_they_arrive(tmp_path):
 
 
 def test_infer_tool_executions_pure():
-    seen = [SeenToolUse("toolu_a", "read_file", 0, 0, 1, stop_t=1.0, stream_end_t=1.5),
-            SeenToolUse("toolu_b", "read_file", 0, 0, 2, stop_t=1.2, stream_end_t=1.5),
-            SeenToolUse("toolu_c", "grep", 0, 0, 3, stop_t=1.4, stream_end_t=1.5),
-            SeenToolUse("toolu_old", "x", 5, 0, 1, stop_t=0.1)]
-    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": []},
-                {"role": "user", "content": [
-                    {"type": "tool_result", "tool_use_id": "toolu_b", "content": "12345"},
-                    {"type": "tool_result", "tool_use_id": "toolu_a", "is_error": True,
-                     "content": [{"type": "text", "text": "boom"}]},
-                    {"type": "tool_result", "tool_use_id": "toolu_zz", "content": "?"}]}]
+    seen = [
+        SeenToolUse("toolu_a", "read_file", 0, 0, 1, stop_t=1.0, stream_end_t=1.5),
+        SeenToolUse("toolu_b", "read_file", 0, 0, 2, stop_t=1.2, stream_end_t=1.5),
+        SeenToolUse("toolu_c", "grep", 0, 0, 3, stop_t=1.4, stream_end_t=1.5),
+        SeenToolUse("toolu_old", "x", 5, 0, 1, stop_t=0.1),
+    ]
+    messages = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": []},
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_b", "content": "12345"},
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_a",
+                    "is_error": True,
+                    "content": [{"type": "text", "text": "boom"}],
+                },
+                {"type": "tool_result", "tool_use_id": "toolu_zz", "content": "?"},
+            ],
+        },
+    ]
     out = {i.tool_use_id: i for i in infer_tool_executions(seen, messages, request_t=3.0)}
     assert out["toolu_a"] == InferredExecution("toolu_a", "read_file", "result", 0, 3.0, 1.0, 1.5, 2.0, 1.5, True, 4)
     assert out["toolu_b"].since_block_stop == pytest.approx(1.8) and out["toolu_b"].is_error is False
@@ -349,9 +422,13 @@ async def test_tool_execution_is_inferred_from_the_next_request(upstream, tmp_pa
             msg = assemble(first["body"]).final_message()
             uses = [b for b in msg["content"] if b["type"] == "tool_use"]
             clock.advance(0.2)  # the other harness "runs its tools" for 0.2 s (of the proxy's clock)
-            messages += [{"role": "assistant", "content": msg["content"]},
-                         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": b["id"],
-                                                       "content": "file text"} for b in uses]}]
+            messages += [
+                {"role": "assistant", "content": msg["content"]},
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": b["id"], "content": "file text"} for b in uses],
+                },
+            ]
             second = await raw_call(client, messages, hdr)
             again = await raw_call(client, messages, hdr)  # an identical retry: attempt 1, nothing new inferred
         finally:
@@ -373,8 +450,9 @@ async def test_tool_execution_is_inferred_from_the_next_request(upstream, tmp_pa
     reads = [o for o in got if isinstance(o, O.ReadReceived) and (o.turn, o.attempt) == (0, 0)]
     assert b"".join(o.data for o in reads) == first["body"]
     ended = [o for o in got if isinstance(o, O.AttemptEnded)]
-    assert [(o.status, o.outcome) for o in ended] == [("complete", "tool_use"), ("complete", "text_finish")] * 1 + \
-        [("complete", "text_finish")]
+    assert [(o.status, o.outcome) for o in ended] == [("complete", "tool_use"), ("complete", "text_finish")] * 1 + [
+        ("complete", "text_finish")
+    ]
     rec = read_recording(record)
     lines = [o for o in rec.observations if o.get("type") == "tool_inferred"]
     assert len(lines) == 3 and all(o["since_block_stop"] >= 0.2 for o in lines)
@@ -404,8 +482,10 @@ async def test_client_disconnect_is_passed_upstream(upstream):
         if ex.faults == "stall:2" and ex.end is not None:
             loop.call_soon_threadsafe(up_ended.set)
 
-    proxy = ProxyApp(upstream.base_url,
-                     on_exchange=lambda ex: loop.call_soon_threadsafe(px_ended.set) if ex.end is not None else None)
+    proxy = ProxyApp(
+        upstream.base_url,
+        on_exchange=lambda ex: loop.call_soon_threadsafe(px_ended.set) if ex.end is not None else None,
+    )
     app: ServeApp = upstream.owner
     before = app.on_exchange
     app.on_exchange = on_upstream
@@ -414,8 +494,12 @@ async def test_client_disconnect_is_passed_upstream(upstream):
             client = sdk(px.base_url)
             plan = render_faulted(get_scenario("weather"), "stall:2", 0, 0)
             try:
-                got = await raw_call(client, USER, {"x-inspector-scenario": "weather", "x-inspector-fault": "stall:2",
-                                                    "x-inspector-session": "disc"}, hang_len=len(plan.body))
+                got = await raw_call(
+                    client,
+                    USER,
+                    {"x-inspector-scenario": "weather", "x-inspector-fault": "stall:2", "x-inspector-session": "disc"},
+                    hang_len=len(plan.body),
+                )
             finally:
                 await client.close()
             assert got["body"] == plan.body
@@ -436,16 +520,31 @@ def test_helpers():
     assert parse_listen("127.0.0.1:8787") == ("127.0.0.1", 8787)
     assert parse_listen(":0") == ("127.0.0.1", 0) and parse_listen("9000") == ("127.0.0.1", 9000)
     assert parse_listen("[::1]:81") == ("::1", 81)
-    assert credential_values([("X-Api-Key", KEY), ("Authorization", f"Bearer {KEY2}"), ("accept", "x" * 20),
-                              ("cookie", "short")]) == [KEY, f"Bearer {KEY2}", KEY2]
+    assert credential_values(
+        [("X-Api-Key", KEY), ("Authorization", f"Bearer {KEY2}"), ("accept", "x" * 20), ("cookie", "short")]
+    ) == [KEY, f"Bearer {KEY2}", KEY2]
 
 
 def test_headless_cli_records_and_never_logs_the_key(upstream, tmp_path):
     record = tmp_path / "cli.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "inspector.proxy", "--listen", "127.0.0.1:0", "--upstream",
-                             upstream.base_url, "--headless", "--record", str(record)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "inspector.cli.proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            upstream.base_url,
+            "--headless",
+            "--record",
+            str(record),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PYTHONUNBUFFERED="1"),
+    )
     try:
         out = [proc.stdout.readline(), proc.stdout.readline()]
         m = re.match(r"ANTHROPIC_BASE_URL=(http://127\.0\.0\.1:\d+)$", out[1].strip())
@@ -453,8 +552,11 @@ def test_headless_cli_records_and_never_logs_the_key(upstream, tmp_path):
         with httpx2.Client(base_url=m.group(1), timeout=10) as h:
             for _ in range(100):  # bounded: until uvicorn accepts on the already bound socket
                 try:
-                    r = h.post("/v1/messages", headers={"x-api-key": KEY, "x-inspector-session": "cli"},
-                               json={"model": "m", "max_tokens": 5, "stream": True, "messages": USER})
+                    r = h.post(
+                        "/v1/messages",
+                        headers={"x-api-key": KEY, "x-inspector-session": "cli"},
+                        json={"model": "m", "max_tokens": 5, "stream": True, "messages": USER},
+                    )
                     break
                 except httpx2.ConnectError:
                     continue

@@ -7,7 +7,7 @@ import io
 import subprocess
 import sys
 import textwrap
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
@@ -16,14 +16,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import inspector
-from inspector.recording import (
+from inspector.core.redaction import REDACTED, clean_headers
+from inspector.record.recording import (
     FORMAT,
     PLAIN_FORMAT,
-    REDACTED,
     RecordedRead,
     RecordingError,
     RecordingWriter,
-    filter_headers,
     is_recording,
     read_recording,
 )
@@ -41,7 +40,7 @@ def lines_of(path: Path) -> list[dict]:
 
 def test_header_line(tmp_path: Path) -> None:
     path = tmp_path / "rec.jsonl"
-    started = datetime(2025, 3, 4, 5, 6, 7, 890000, tzinfo=timezone.utc)
+    started = datetime(2025, 3, 4, 5, 6, 7, 890000, tzinfo=UTC)
     with RecordingWriter(path, source=SOURCE, started_at=started):
         pass
     raw = path.read_bytes()
@@ -63,17 +62,17 @@ def test_header_line(tmp_path: Path) -> None:
 
 def test_started_at_defaults_to_now_utc(tmp_path: Path) -> None:
     path = tmp_path / "rec.jsonl"
-    before = datetime.now(timezone.utc)
+    before = datetime.now(UTC)
     RecordingWriter(path, source={}).close()
     stamp = datetime.fromisoformat(read_recording(path).header["started_at"].replace("Z", "+00:00"))
     assert stamp.tzinfo is not None and stamp.utcoffset().total_seconds() == 0
-    assert before <= stamp <= datetime.now(timezone.utc)
+    assert before <= stamp <= datetime.now(UTC)
 
 
 # --- reads round-trip --------------------------------------------------------------------------------------------
 
 AWKWARD_READS = [
-    b"event: message_start\ndata: {\"type\":\"message_start\"}\n\n",
+    b'event: message_start\ndata: {"type":"message_start"}\n\n',
     b"\xff\xfe not utf-8 \xc3\x28",  # invalid UTF-8
     b"data: a\x00b\n\n",  # NUL byte (valid UTF-8)
     b"\x00",
@@ -205,17 +204,24 @@ def test_sensitive_headers_are_removed_not_masked() -> None:
         "anthropic-version": "2023-06-01",
         "Content-Type": "application/json",
     }
-    assert filter_headers(headers) == {"anthropic-version": "2023-06-01", "Content-Type": "application/json"}
+    assert clean_headers(headers) == {"anthropic-version": "2023-06-01", "content-type": "application/json"}
     pairs = [(b"set-cookie", b"a"), (b"vary", b"a"), (b"vary", b"b")]
-    assert filter_headers(pairs) == {"vary": "a, b"}
+    assert clean_headers(pairs) == {"vary": "a, b"}
 
 
 def test_canary_secret_never_reaches_the_file(tmp_path: Path) -> None:
     path = tmp_path / "rec.jsonl"
     headers = {"x-api-key": CANARY, "Authorization": f"Bearer {CANARY}", "X-Echo": f"key={CANARY}"}
     with RecordingWriter(path, source={"type": "api", "note": CANARY}, secrets=[CANARY]) as writer:
-        writer.request(1, 1, 0.0, "POST", f"https://api.example/v1/messages?key={CANARY}", headers,
-                       {"messages": [{"role": "user", "content": f"my key is {CANARY}"}], CANARY: 1})
+        writer.request(
+            1,
+            1,
+            0.0,
+            "POST",
+            f"https://api.example/v1/messages?key={CANARY}",
+            headers,
+            {"messages": [{"role": "user", "content": f"my key is {CANARY}"}], CANARY: 1},
+        )
         writer.response(1, 1, 0.1, 200, {"set-cookie": CANARY, "x-request-id": f"req_{CANARY}"})
         writer.read(1, 1, 0.2, f'data: {{"text":"{CANARY}"}}\n\n'.encode())
         writer.read(1, 1, 0.3, b"\xff\xfe" + CANARY.encode() + b"\x00")  # not UTF-8: stored as base64
@@ -232,7 +238,7 @@ def test_canary_secret_never_reaches_the_file(tmp_path: Path) -> None:
     recording = read_recording(path)
     assert recording.warnings == []
     [attempt] = list(recording.attempts())
-    assert attempt.request["headers"] == {"X-Echo": f"key={REDACTED}"}  # auth headers removed, not masked
+    assert attempt.request["headers"] == {"x-echo": f"key={REDACTED}"}  # auth headers removed, not masked
     assert attempt.request["body"]["messages"][0]["content"] == f"my key is {REDACTED}"
     assert attempt.response["headers"] == {"x-request-id": f"req_{REDACTED}"}
     assert attempt.reads[0].data == b'data: {"text":"' + REDACTED.encode() + b'"}\n\n'
@@ -297,7 +303,7 @@ def test_process_killed_without_close_loses_nothing(tmp_path: Path) -> None:
     script = textwrap.dedent(
         f"""
         import os
-        from inspector.recording import RecordingWriter
+        from inspector.record.recording import RecordingWriter
         writer = RecordingWriter({str(path)!r}, source={{"type": "crash"}})
         writer.request(1, 1, 0.0, "POST", "u", {{}}, {{}})
         for i in range(50):
@@ -337,8 +343,12 @@ def test_damaged_middle_line_is_skipped_with_warning() -> None:
     out = io.BytesIO()
     with RecordingWriter(out, source=SOURCE) as writer:
         writer.read(1, 1, 0.1, b"a")
-    damaged = out.getvalue() + b"garbage\n" + b'{"kind":"read","turn":1,"attempt":1,"t":0.2,"b64":"!!"}\n' + \
-        b'{"kind":"read","turn":1,"attempt":1,"t":0.3,"data":"b"}\n'
+    damaged = (
+        out.getvalue()
+        + b"garbage\n"
+        + b'{"kind":"read","turn":1,"attempt":1,"t":0.2,"b64":"!!"}\n'
+        + b'{"kind":"read","turn":1,"attempt":1,"t":0.3,"data":"b"}\n'
+    )
     recording = read_recording(damaged)
     assert len(recording.warnings) == 2
     assert recording.turns[0].attempts[0].data == b"ab"

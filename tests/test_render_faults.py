@@ -12,12 +12,14 @@ import anthropic
 import httpx2
 import pytest
 
-from inspector.pacing import Pacer
-from inspector.scenarios import SCENARIOS, Pacing, Scenario, TextBlock, ToolUseBlock, TurnScript, get_scenario
-from inspector.scenarios import make_client
+from inspector.agent.pacing import Pacer
+from inspector.net.faults import first_stream_attempt
+from inspector.net.inprocess import FaultedScenarioServer
+from inspector.net.serve import apply_faults, render_faulted
+from inspector.scenarios.bundled import SCENARIOS, get_scenario
+from inspector.scenarios.model import Pacing, Scenario, TextBlock, ToolUseBlock, TurnScript
 from inspector.scenarios.render import SPLIT_STEP, ResponsePlan, render_turn
-from inspector.scenarios.transport import ScenarioServer
-from inspector.serve import FaultedScenarioServer, apply_faults, first_stream_attempt, render_faulted
+from inspector.scenarios.transport import ScenarioServer, make_client
 
 ALL_SCENARIOS = sorted(SCENARIOS)
 
@@ -85,7 +87,7 @@ def test_split_events_cuts_every_event_even_with_many_events_per_read():
 
 def test_split_events_after_a_buffering_relay_keeps_the_burst():
     """proxy_buffered holds everything until EOF: the split pieces still come together at the end (< BURST_GAP)."""
-    from inspector.timing import BURST_GAP
+    from inspector.record.timing import BURST_GAP
 
     sc = get_scenario("proxy_buffered")
     plan = render_faulted(sc, "split_events", 0, 0)
@@ -107,8 +109,13 @@ def test_split_events_is_deterministic_and_seeded():
 
 def test_split_events_can_cut_inside_a_utf8_character():
     text = "é" * 400  # every other byte is inside a character
-    sc = Scenario(name="utf8", description="utf-8", prompt="hi", seed=3, turns=[TurnScript(
-        blocks=[TextBlock(text, chunk=50)], pacing=Pacing(events_per_read=3, split_events=True))])
+    sc = Scenario(
+        name="utf8",
+        description="utf-8",
+        prompt="hi",
+        seed=3,
+        turns=[TurnScript(blocks=[TextBlock(text, chunk=50)], pacing=Pacing(events_per_read=3, split_events=True))],
+    )
     plan = render_turn(sc, 0, 0)
     mid_char = 0
     for r in plan.reads[:-1]:
@@ -129,8 +136,11 @@ def test_split_events_cuts_a_drop_mid_event_too():
 
 
 def _results_for(message) -> list[dict]:
-    return [{"type": "tool_result", "tool_use_id": b.id, "content": f"result of {b.name}"}
-            for b in message.content if b.type in ("tool_use",)]
+    return [
+        {"type": "tool_result", "tool_use_id": b.id, "content": f"result of {b.name}"}
+        for b in message.content
+        if b.type in ("tool_use",)
+    ]
 
 
 async def converse(server: ScenarioServer, sc: Scenario, render) -> list:
@@ -154,7 +164,7 @@ async def converse(server: ScenarioServer, sc: Scenario, render) -> list:
                         final = await stream.get_final_message()
                     outcomes.append(("message", final.model_dump(mode="json")))
                     break
-                except (anthropic.APIError, httpx2.HTTPError, asyncio.TimeoutError) as e:
+                except (TimeoutError, anthropic.APIError, httpx2.HTTPError) as e:
                     outcomes.append(("error", type(e).__name__))
             assert final is not None, (sc.name, turn)
             messages.append({"role": "assistant", "content": final.model_dump(mode="json")["content"]})
@@ -196,7 +206,8 @@ async def test_scenario_server_renders_through_its_render_hook():
     client = make_client(server, max_retries=0)
     try:
         async with client.messages.with_streaming_response.create(
-                messages=[{"role": "user", "content": sc.prompt}], stream=True, **sc.request_params()) as r:
+            messages=[{"role": "user", "content": sc.prompt}], stream=True, **sc.request_params()
+        ) as r:
             body = await r.read()
     finally:
         await client.close()
@@ -219,10 +230,19 @@ def test_response_plan_has_no_unused_is_stream():
 
 
 def test_tool_blocks_split_too():
-    sc = Scenario(name="tools", description="tools", prompt="hi", seed=9, turns=[TurnScript(
-        blocks=[ToolUseBlock("read_file", {"path": "ü/ß/" * 20})], pacing=Pacing(events_per_read=5,
-                                                                                  split_events=True))],
-        tools=["read_file"])
+    sc = Scenario(
+        name="tools",
+        description="tools",
+        prompt="hi",
+        seed=9,
+        turns=[
+            TurnScript(
+                blocks=[ToolUseBlock("read_file", {"path": "ü/ß/" * 20})],
+                pacing=Pacing(events_per_read=5, split_events=True),
+            )
+        ],
+        tools=["read_file"],
+    )
     plan = render_turn(sc, 0, 0)
     for start, end in event_spans(plan.body, "\n"):
         assert not any(a <= start and end <= b for a, b in read_spans(plan))

@@ -7,13 +7,13 @@ import math
 
 import orjson
 import pytest
-
-from inspector import observations as O
-from inspector.recording import read_recording
-from inspector.scenarios.bundled import GET_WEATHER
-from inspector.sources import replay_session, scenario_session
 from test_loop import assert_no_leftovers, assert_valid_history, final_attempt_calls, run_observed
 from test_scenarios import VirtualTime
+
+from inspector.agent import observations as O
+from inspector.record.recording import read_recording
+from inspector.scenarios.bundled import GET_WEATHER
+from inspector.sessions.sources import replay_session, scenario_session
 
 
 def sse_sequence(obs) -> list[tuple[int, int, str | None, str]]:
@@ -28,8 +28,19 @@ async def record_and_replay(name: str, path, **kw):
     return s, original, obs1, r, replayed, obs2
 
 
-@pytest.mark.parametrize("name", ["parse_date", "thinking", "invalid_json", "tool_raises", "drop_mid_json",
-                                  "overloaded_midstream", "max_tokens_cut", "rate_limited"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "parse_date",
+        "thinking",
+        "invalid_json",
+        "tool_raises",
+        "drop_mid_json",
+        "overloaded_midstream",
+        "max_tokens_cut",
+        "rate_limited",
+    ],
+)
 async def test_replay_reproduces_events_and_conversation(name, tmp_path):
     path = tmp_path / f"{name}.jsonl"
     s, original, obs1, r, replayed, obs2 = await record_and_replay(name, path)
@@ -46,7 +57,8 @@ async def test_replay_reproduces_events_and_conversation(name, tmp_path):
     # tool outcomes as recorded, for the attempts that count (a failed attempt's tool may or may not have finished
     # before the failure: a race in the original run, irrelevant to the conversation)
     assert [(c.id, c.name, c.is_error) for c in final_attempt_calls(replayed)] == [
-        (c.id, c.name, c.is_error) for c in final_attempt_calls(original)]
+        (c.id, c.name, c.is_error) for c in final_attempt_calls(original)
+    ]
     # the replay sends the same conversation, request by request (one per recorded attempt)
     assert len(r.server.requests) == len(list(rec.attempts()))
     assert [b["messages"] for b in r.server.requests] == [a.request["body"]["messages"] for a in rec.attempts()]
@@ -58,8 +70,7 @@ async def test_replay_of_an_idle_timeout(tmp_path):
     # the recorded stall is replayed as a silent connection: the replay's own idle timeout fails the attempt again
     path = tmp_path / "stall.jsonl"
     s, original, obs1, r, replayed, obs2 = await record_and_replay("stall_with_pings", path, idle_timeout=0.2)
-    assert [(e.attempt, e.status) for e in obs2.of(O.AttemptEnded)] == [(0, "failed"), (1, "complete"),
-                                                                        (0, "complete")]
+    assert [(e.attempt, e.status) for e in obs2.of(O.AttemptEnded)] == [(0, "failed"), (1, "complete"), (0, "complete")]
     assert obs2.of(O.AttemptEnded)[0].reason.startswith("idle timeout")
     assert sse_sequence(obs2) == sse_sequence(obs1)
     assert replayed.messages == original.messages
@@ -104,8 +115,9 @@ async def test_replay_keeps_the_recorded_timing_scaled_by_speed(tmp_path):
     reads2 = [(o.turn, o.attempt, o.t_request) for o in obs2.of(O.ReadReceived)]
     # the original was paced by the script at 4x; the recording keeps those times
     rec = read_recording(path)
-    assert [(a.turn, a.attempt, rd.t) for a in rec.attempts() for rd in a.reads] == \
-        [(t, a, pytest.approx(x, abs=1e-6)) for t, a, x in reads1]
+    assert [(a.turn, a.attempt, rd.t) for a in rec.attempts() for rd in a.reads] == [
+        (t, a, pytest.approx(x, abs=1e-6)) for t, a, x in reads1
+    ]
     assert reads1[-1][2] > 0.1 and vt1.slept and sum(vt2.slept) > 0
     # the replay reproduces every read at half its recorded time
     assert reads2 == [(t, a, pytest.approx(x / 2, abs=1e-6)) for t, a, x in reads1]

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import math
 
-from inspector import observations as O
-from inspector.sources import replay_session, scenario_session
 from test_loop import run_observed
+
+from inspector.agent import observations as O
+from inspector.sessions.sources import replay_session, scenario_session
 
 
 def running_intervals(obs) -> dict[str, tuple[str, float, float]]:

@@ -17,17 +17,17 @@ from anthropic._streaming import SSEDecoder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from inspector.pacing import SPEED_LADDER, Pacer, speed_label
-from inspector.scenarios import (
-    DROP_MESSAGE,
-    SCENARIOS,
+from inspector.agent.pacing import SPEED_LADDER, Pacer, speed_label
+from inspector.agent.toolbox.spec import ToolSpec
+from inspector.core.errors import UnknownScenario
+from inspector.scenarios.bundled import BIG_CSV, SCENARIOS, get_scenario
+from inspector.scenarios.model import (
     DropAfter,
     ErrorEventAfter,
     InvalidToolJson,
     Pacing,
     RedactedThinkingBlock,
     Scenario,
-    ScenarioServer,
     ServerToolUseBlock,
     Sizes,
     StallWithPings,
@@ -36,17 +36,15 @@ from inspector.scenarios import (
     ToolUseBlock,
     TurnScript,
     WholeBlock,
+)
+from inspector.scenarios.render import (
     expected_blocks,
     expected_stop_reason,
-    get_scenario,
-    make_client,
     render_turn,
     render_turn_events,
+    truncate_json,
 )
-from inspector.scenarios.bundled import BIG_CSV
-from inspector.scenarios.render import truncate_json
-from inspector.scenarios.transport import history_problem
-from inspector.toolbox.spec import ToolSpec
+from inspector.scenarios.transport import DROP_MESSAGE, ScenarioServer, history_problem, make_client
 
 ALL = sorted(SCENARIOS)
 TIMEOUT = 20.0  # a bound on waits that should end at once (a hang guard, never a timing assertion)
@@ -180,10 +178,22 @@ def compare_with_script(message, scenario: Scenario, turn: int, attempt: int) ->
 
 def test_catalogue_and_get_scenario():
     assert "parse_date" in SCENARIOS
-    for name in ("weather", "thinking", "big_input", "exclusive_mix", "overloaded_midstream", "drop_mid_json",
-                 "stall_with_pings", "invalid_json", "max_tokens_cut", "rate_limited", "tool_raises", "tool_hangs"):
+    for name in (
+        "weather",
+        "thinking",
+        "big_input",
+        "exclusive_mix",
+        "overloaded_midstream",
+        "drop_mid_json",
+        "stall_with_pings",
+        "invalid_json",
+        "max_tokens_cut",
+        "rate_limited",
+        "tool_raises",
+        "tool_hangs",
+    ):
         assert get_scenario(name).name == name
-    with pytest.raises(KeyError) as e:
+    with pytest.raises(UnknownScenario) as e:
         get_scenario("nope")
     assert "nope" in str(e.value) and "parse_date" in str(e.value) and "tool_hangs" in str(e.value)
 
@@ -212,8 +222,15 @@ def test_scenario_validation():
     with pytest.raises(ValueError, match="one line"):
         Scenario("x", "two\nlines", "p", [TurnScript([TextBlock("hi")])])
     with pytest.raises(ValueError, match="workspace_copy"):
-        Scenario("x", "d", "p", [TurnScript([TextBlock("hi")])], tools=["write_file"], workspace="parse_date",
-                 allow_write=True)
+        Scenario(
+            "x",
+            "d",
+            "p",
+            [TurnScript([TextBlock("hi")])],
+            tools=["write_file"],
+            workspace="parse_date",
+            allow_write=True,
+        )
     with pytest.raises(ValueError, match="exactly one"):
         DropAfter()
 
@@ -230,8 +247,11 @@ def test_parse_date_demo_shape():
     # realistic: pings, padding, empty first partial_json, fragments of 8-20 characters
     events = render_turn_events(s, 0)
     assert ("ping", {"type": "ping"}) in render_turn_events(s, 1)
-    frags = [d["delta"]["partial_json"] for n, d in events if n == "content_block_delta"
-             and d["delta"]["type"] == "input_json_delta"]
+    frags = [
+        d["delta"]["partial_json"]
+        for n, d in events
+        if n == "content_block_delta" and d["delta"]["type"] == "input_json_delta"
+    ]
     assert frags.count("") == 3
     assert all(1 <= len(f) <= 20 for f in frags if f)
     assert b"}  " in render_turn(s, 0).body or b"} \n" in render_turn(s, 0).body
@@ -267,7 +287,7 @@ def test_big_input_is_about_200_kb():
 
 def test_resolve_tools_extra_and_timeouts():
     hangs = get_scenario("tool_hangs")
-    pytest.importorskip("inspector.toolbox.builtin")
+    pytest.importorskip("inspector.agent.toolbox.builtin")
     specs = hangs.resolve_tools(hangs.workspace_path)
     assert list(specs) == ["read_file", "wait_for_ci"]
     assert specs["wait_for_ci"].timeout == 1.5
@@ -313,8 +333,9 @@ def test_render_is_deterministic(name):
         ids = [b["id"] for b in mine if "id" in b]
         assert ids != [b["id"] for b in theirs if "id" in b] or not ids
         assert render_turn(s, t, a).body != render_turn(other, t, a).body
-        assert render_turn(s, t, a).events[0][1]["message"]["id"] != render_turn(other, t, a).events[0][1][
-            "message"]["id"]
+        assert (
+            render_turn(s, t, a).events[0][1]["message"]["id"] != render_turn(other, t, a).events[0][1]["message"]["id"]
+        )
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -369,8 +390,10 @@ def test_render_out_of_range():
 def test_fault_shapes():
     # error event after N events, then EOF
     plan = render_turn(get_scenario("overloaded_midstream"), 0, 0)
-    assert plan.end == "eof" and plan.events[-1] == ("error", {"type": "error", "error": {
-        "type": "overloaded_error", "message": "Overloaded"}})
+    assert plan.end == "eof" and plan.events[-1] == (
+        "error",
+        {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+    )
     assert len([e for e in plan.events if e[0] != "ping"]) == 6
     # drop inside block 2 after 2 of its fragments, with 60 bytes of the next event
     plan = render_turn(get_scenario("drop_mid_json"), 0, 0)
@@ -408,24 +431,39 @@ def test_truncate_json():
 
 def _mini(blocks, *, turns_extra=(), faults=(), pacing=None, tools=("read_file",), **kw) -> Scenario:
     return Scenario(
-        name="mini", description="mini", prompt="hi", tools=list(tools), seed=7,
-        turns=[TurnScript(blocks, stop_reason="tool_use" if any(isinstance(b, ToolUseBlock) for b in blocks)
-                          else "end_turn", faults=list(faults), pacing=pacing or Pacing()), *turns_extra],
+        name="mini",
+        description="mini",
+        prompt="hi",
+        tools=list(tools),
+        seed=7,
+        turns=[
+            TurnScript(
+                blocks,
+                stop_reason="tool_use" if any(isinstance(b, ToolUseBlock) for b in blocks) else "end_turn",
+                faults=list(faults),
+                pacing=pacing or Pacing(),
+            ),
+            *turns_extra,
+        ],
         **kw,
     )
 
 
 def test_chunk_specs_and_block_kinds():
-    s = _mini([
-        ThinkingBlock("abcdefghij", signature="sig", chunk=[3, 1]),
-        RedactedThinkingBlock("opaque"),
-        TextBlock("hello world", chunk=4),
-        ServerToolUseBlock("web_search", {"query": "x"}, fragment=5, empty_first=False),
-        WholeBlock({"type": "web_search_tool_result", "content": []}, result_of=3),
-        ToolUseBlock("read_file", raw_json='{"path": "a"}', fragment=[2, 100], extra={"caller": {"type": "direct"}}),
-    ])
+    s = _mini(
+        [
+            ThinkingBlock("abcdefghij", signature="sig", chunk=[3, 1]),
+            RedactedThinkingBlock("opaque"),
+            TextBlock("hello world", chunk=4),
+            ServerToolUseBlock("web_search", {"query": "x"}, fragment=5, empty_first=False),
+            WholeBlock({"type": "web_search_tool_result", "content": []}, result_of=3),
+            ToolUseBlock(
+                "read_file", raw_json='{"path": "a"}', fragment=[2, 100], extra={"caller": {"type": "direct"}}
+            ),
+        ]
+    )
     ev = render_turn_events(s, 0)
-    deltas = lambda i: [d["delta"] for n, d in ev if n == "content_block_delta" and d["index"] == i]  # noqa: E731
+    deltas = lambda i: [d["delta"] for n, d in ev if n == "content_block_delta" and d["index"] == i]
     assert [d.get("thinking") for d in deltas(0)] == ["abc", "d", "efg", "h", "ij", None]
     assert deltas(0)[-1] == {"type": "signature_delta", "signature": "sig"}
     assert deltas(1) == []
@@ -454,8 +492,11 @@ def test_one_transport_fault_per_attempt():
 def test_proxy_buffer_and_split_preserve_bytes_and_time():
     base = get_scenario("parse_date")
     ref = render_turn(base, 1)
-    for pacing in (realistic_variant(split_events=True), realistic_variant(proxy_buffer=4096),
-                   realistic_variant(proxy_buffer=1 << 22)):
+    for pacing in (
+        realistic_variant(split_events=True),
+        realistic_variant(proxy_buffer=4096),
+        realistic_variant(proxy_buffer=1 << 22),
+    ):
         s = with_pacing(base, 1, pacing)
         plan = render_turn(s, 1)
         assert plan.body == ref.body
@@ -491,7 +532,7 @@ async def give_up_on_a_stall(server: ScenarioServer, coro, stalls: bool):
                 task.cancel()
                 with pytest.raises(asyncio.CancelledError):
                     await task
-                raise asyncio.TimeoutError
+                raise TimeoutError
             await asyncio.sleep(0)
         return await task
 
@@ -507,14 +548,16 @@ async def test_every_turn_through_the_sdk(name):
         want_attempt = successful_attempt(s, turn)
         for _ in range(4):
             try:
-                stalls = any(isinstance(f, StallWithPings) for f in s.turns[turn].faults_for(server.attempts.get(turn, 0)))
+                stalls = any(
+                    isinstance(f, StallWithPings) for f in s.turns[turn].faults_for(server.attempts.get(turn, 0))
+                )
                 msg = await give_up_on_a_stall(server, stream_once(client, s, messages), stalls)
                 break
             except anthropic.APIStatusError as e:  # error event after HTTP 200
                 assert e.status_code == 200 and e.body["error"]["type"] == "overloaded_error"
             except httpx2.RemoteProtocolError as e:  # dropped connection
                 assert str(e) == DROP_MESSAGE
-            except asyncio.TimeoutError:  # the stall: pings, then nothing
+            except TimeoutError:  # the stall: pings, then nothing
                 assert s.turns[turn].faults and isinstance(s.turns[turn].faults[0], StallWithPings)
         else:
             raise AssertionError("never succeeded")
@@ -523,8 +566,10 @@ async def test_every_turn_through_the_sdk(name):
         compare_with_script(msg, s, turn, want_attempt)
         if msg.stop_reason != "tool_use":
             break
-        messages += [{"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in msg.content]},
-                     tool_results_for(msg)]
+        messages += [
+            {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in msg.content]},
+            tool_results_for(msg),
+        ]
     assert len(server.requests) == s.expected["requests"]
     assert msg.stop_reason == s.expected["final_stop_reason"]
     assert all(r.rejected is None for r in server.requests)
@@ -537,8 +582,9 @@ async def test_big_input_through_the_sdk_events():
     client = make_client(server)
     fragments: list[str] = []
     names = []
-    stream = await client.messages.create(messages=[{"role": "user", "content": s.prompt}], stream=True,
-                                          **s.request_params())
+    stream = await client.messages.create(
+        messages=[{"role": "user", "content": s.prompt}], stream=True, **s.request_params()
+    )
     async for ev in stream:
         names.append(ev.type)
         if ev.type == "content_block_delta" and ev.delta.type == "input_json_delta":
@@ -548,11 +594,19 @@ async def test_big_input_through_the_sdk_events():
     tool = json.loads("".join(fragments))
     assert tool == {"path": "tests/fixtures/dates_200k.csv", "content": BIG_CSV}
     assert server.responses[0].state == "complete"
-    history = [{"role": "user", "content": s.prompt},
-               {"role": "assistant", "content": [
-                   {"type": "tool_use", "id": expected_blocks(s, 0)[1]["id"], "name": "write_file", "input": tool}]},
-               {"role": "user", "content": [{"type": "tool_result", "tool_use_id": expected_blocks(s, 0)[1]["id"],
-                                             "content": "ok"}]}]
+    history = [
+        {"role": "user", "content": s.prompt},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": expected_blocks(s, 0)[1]["id"], "name": "write_file", "input": tool}
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": expected_blocks(s, 0)[1]["id"], "content": "ok"}],
+        },
+    ]
     msg = await stream_once(client, s, history)
     compare_with_script(msg, s, 1, 0)
 
@@ -610,9 +664,11 @@ async def test_429_and_529_are_retried_by_the_sdk():
     client = make_client(server)
     msg = await stream_once(client, s, [{"role": "user", "content": s.prompt}])
     assert [(r.turn, r.attempt, r.response.status) for r in server.requests] == [(0, 0, 429), (0, 1, 200)]
-    msgs = [{"role": "user", "content": s.prompt},
-            {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in msg.content]},
-            tool_results_for(msg)]
+    msgs = [
+        {"role": "user", "content": s.prompt},
+        {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in msg.content]},
+        tool_results_for(msg),
+    ]
     await stream_once(client, s, msgs)
     assert [(r.turn, r.attempt, r.response.status) for r in server.requests][2:] == [(1, 0, 529), (1, 1, 200)]
     # with no retries the SDK surfaces the 429
@@ -624,20 +680,35 @@ async def test_429_and_529_are_retried_by_the_sdk():
 async def test_retry_after_is_scaled_by_speed():
     s = get_scenario("rate_limited")
     server = ScenarioServer(s, Pacer(math.inf))
-    resp = await server.handler(httpx2.Request("POST", "http://scenario.local/v1/messages",
-                                               json={"messages": [{"role": "user", "content": "x"}], "stream": True}))
+    resp = await server.handler(
+        httpx2.Request(
+            "POST",
+            "http://scenario.local/v1/messages",
+            json={"messages": [{"role": "user", "content": "x"}], "stream": True},
+        )
+    )
     assert resp.status_code == 429 and resp.headers["retry-after-ms"] == "1"
     server = ScenarioServer(s, Pacer(4.0))
     server.pacer.set_speed(math.inf)
     server.pacer.set_speed(4.0)
     pacer_before = server.pacer.requested
-    resp = await server.handler(httpx2.Request("POST", "http://scenario.local/v1/messages",
-                                               json={"messages": [{"role": "user", "content": "x"}], "stream": True}))
+    resp = await server.handler(
+        httpx2.Request(
+            "POST",
+            "http://scenario.local/v1/messages",
+            json={"messages": [{"role": "user", "content": "x"}], "stream": True},
+        )
+    )
     assert resp.headers["retry-after-ms"] == "50" and resp.headers["retry-after"] == "0.25"
     assert server.pacer.requested - pacer_before == pytest.approx(0.05)  # the error's header delay
     server = ScenarioServer(s, Pacer(math.inf), scale_retry_after=False)
-    resp = await server.handler(httpx2.Request("POST", "http://scenario.local/v1/messages",
-                                               json={"messages": [{"role": "user", "content": "x"}], "stream": True}))
+    resp = await server.handler(
+        httpx2.Request(
+            "POST",
+            "http://scenario.local/v1/messages",
+            json={"messages": [{"role": "user", "content": "x"}], "stream": True},
+        )
+    )
     assert resp.headers["retry-after-ms"] == "200"
 
 
@@ -648,8 +719,9 @@ async def test_stall_hangs_until_cancelled_and_close_is_observed():
     seen = []
 
     async def consume():
-        async with client.messages.stream(messages=[{"role": "user", "content": s.prompt}],
-                                          **s.request_params()) as stream:
+        async with client.messages.stream(
+            messages=[{"role": "user", "content": s.prompt}], **s.request_params()
+        ) as stream:
             async for ev in stream:
                 seen.append(ev.type)
 
@@ -672,8 +744,7 @@ async def test_closing_early_is_observed():
     s = get_scenario("parse_date")
     server = fast_server(s)
     client = make_client(server)
-    async with client.messages.stream(messages=[{"role": "user", "content": s.prompt}],
-                                      **s.request_params()) as stream:
+    async with client.messages.stream(messages=[{"role": "user", "content": s.prompt}], **s.request_params()) as stream:
         async for ev in stream:
             if ev.type == "text":
                 break
@@ -700,8 +771,10 @@ def _request(body) -> httpx2.Request:
 def _history(n_assistant: int) -> list:
     msgs = [{"role": "user", "content": "hi"}]
     for i in range(n_assistant):
-        msgs += [{"role": "assistant", "content": [{"type": "text", "text": f"a{i}"}]},
-                 {"role": "user", "content": f"u{i}"}]
+        msgs += [
+            {"role": "assistant", "content": [{"type": "text", "text": f"a{i}"}]},
+            {"role": "user", "content": f"u{i}"},
+        ]
     return msgs
 
 
@@ -751,16 +824,32 @@ async def test_non_stream_and_wrong_path_rejected():
 
 
 def test_history_rule():
-    tool_use = {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_A", "name": "x", "input": {}},
-                                                 {"type": "tool_use", "id": "toolu_B", "name": "x", "input": {}}]}
-    ok = [{"role": "user", "content": "hi"}, tool_use,
-          {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_A", "content": "1"},
-                                       {"type": "tool_result", "tool_use_id": "toolu_B", "content": "2"}]}]
+    tool_use = {
+        "role": "assistant",
+        "content": [
+            {"type": "tool_use", "id": "toolu_A", "name": "x", "input": {}},
+            {"type": "tool_use", "id": "toolu_B", "name": "x", "input": {}},
+        ],
+    }
+    ok = [
+        {"role": "user", "content": "hi"},
+        tool_use,
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_A", "content": "1"},
+                {"type": "tool_result", "tool_use_id": "toolu_B", "content": "2"},
+            ],
+        },
+    ]
     assert history_problem(ok) is None
     missing = [*ok[:2], {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_A"}]}]
     assert "toolu_B" in history_problem(missing) and "without `tool_result`" in history_problem(missing)
-    stray = [*ok, {"role": "assistant", "content": "x"},
-             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_Z"}]}]
+    stray = [
+        *ok,
+        {"role": "assistant", "content": "x"},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_Z"}]},
+    ]
     assert "unexpected `tool_use_id`" in history_problem(stray)
     assert history_problem([{"role": "assistant", "content": "x"}])
 
@@ -768,10 +857,11 @@ def test_history_rule():
 async def test_dangling_tool_use_is_a_400_through_the_sdk():
     s = get_scenario("weather")
     server = fast_server(s)
-    msgs = [{"role": "user", "content": "hi"},
-            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_X", "name": "get_weather",
-                                               "input": {}}]},
-            {"role": "user", "content": "never mind"}]
+    msgs = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_X", "name": "get_weather", "input": {}}]},
+        {"role": "user", "content": "never mind"},
+    ]
     with pytest.raises(anthropic.BadRequestError, match="toolu_X"):
         await stream_once(make_client(server), s, msgs)
     assert server.requests[0].rejected and server.attempts == {}
@@ -812,15 +902,18 @@ async def test_real_time_pacing_follows_speed():
     assert vt.now == pytest.approx(plan.total_delay / 10)
 
 
-@pytest.mark.parametrize("variant", [
-    {"line_ending": "\r\n"},
-    {"line_ending": "\r"},
-    {"split_events": True},
-    {"split_events": True, "line_ending": "\r\n", "events_per_read": 3},
-    {"events_per_read": 7, "pad": False},
-    {"ping_every": 1},
-    {"proxy_buffer": 2048},
-])
+@pytest.mark.parametrize(
+    "variant",
+    [
+        {"line_ending": "\r\n"},
+        {"line_ending": "\r"},
+        {"split_events": True},
+        {"split_events": True, "line_ending": "\r\n", "events_per_read": 3},
+        {"events_per_read": 7, "pad": False},
+        {"ping_every": 1},
+        {"proxy_buffer": 2048},
+    ],
+)
 async def test_variants_parse_identically_through_the_sdk(variant):
     base = get_scenario("thinking")
     msgs = [{"role": "user", "content": base.prompt}]
@@ -843,9 +936,12 @@ async def test_variants_parse_identically_through_the_sdk(variant):
 )
 def test_property_any_framing_decodes_to_the_same_events(line_ending, events_per_read, split, pad, seed, text):
     s = dataclasses.replace(
-        _mini([TextBlock(text, chunk=Sizes(1, 5)), ToolUseBlock("read_file", {"path": text})],
-              pacing=Pacing(line_ending=line_ending, events_per_read=events_per_read, split_events=split,
-                            pad=pad, ping_every=3)),
+        _mini(
+            [TextBlock(text, chunk=Sizes(1, 5)), ToolUseBlock("read_file", {"path": text})],
+            pacing=Pacing(
+                line_ending=line_ending, events_per_read=events_per_read, split_events=split, pad=pad, ping_every=3
+            ),
+        ),
         seed=seed,
     )
     plan = render_turn(s, 0)

@@ -8,11 +8,6 @@ import asyncio
 import math
 
 import pytest
-
-from inspector import observations as O
-from inspector.executor import TERMINAL, ToolState
-from inspector.scenarios import SCENARIOS, get_scenario
-from inspector.sources import scenario_session
 from test_loop import (
     Observed,
     assert_no_leftovers,
@@ -22,6 +17,12 @@ from test_loop import (
     run_observed,
     with_tool,
 )
+
+from inspector.agent import observations as O
+from inspector.agent.executor import TERMINAL, ToolState
+from inspector.agent.states import LoopState
+from inspector.scenarios.bundled import SCENARIOS, get_scenario
+from inspector.sessions.sources import scenario_session
 
 ALL = list(SCENARIOS)
 
@@ -113,17 +114,31 @@ async def test_a_tool_starts_before_its_turns_message_stop():
 
     msg_stop = pos(lambda o: isinstance(o, O.SSEEventSeen) and o.turn == 0 and o.event_type == "message_stop")
     for c in turn0:
-        block_stop = pos(lambda o, c=c: isinstance(o, O.SSEEventSeen) and o.turn == 0
-                         and o.event_type == "content_block_stop" and o.index == c.index)
+        block_stop = pos(
+            lambda o, c=c: (
+                isinstance(o, O.SSEEventSeen)
+                and o.turn == 0
+                and o.event_type == "content_block_stop"
+                and o.index == c.index
+            )
+        )
         running = pos(lambda o, c=c: isinstance(o, O.ToolStateChanged) and o.id == c.id and o.state == "running")
         assert block_stop < running < msg_stop
         # started right at its own block's stop: no other SSE event in between
-        assert not any(isinstance(o, O.SSEEventSeen) for o in items[block_stop + 1: running])
+        assert not any(isinstance(o, O.SSEEventSeen) for o in items[block_stop + 1 : running])
     first = turn0[0]
-    later_block_start = pos(lambda o: isinstance(o, O.SSEEventSeen) and o.turn == 0
-                            and o.event_type == "content_block_start" and o.index == first.index + 1)
-    assert pos(lambda o: isinstance(o, O.ToolStateChanged) and o.id == first.id and o.state == "running") \
+    later_block_start = pos(
+        lambda o: (
+            isinstance(o, O.SSEEventSeen)
+            and o.turn == 0
+            and o.event_type == "content_block_start"
+            and o.index == first.index + 1
+        )
+    )
+    assert (
+        pos(lambda o: isinstance(o, O.ToolStateChanged) and o.id == first.id and o.state == "running")
         < later_block_start
+    )
     # the ToolUse output is emitted at the block's stop, before the tool runs
     tool_use = pos(lambda o: isinstance(o, O.ToolUse) and o.id == first.id)
     assert tool_use < pos(lambda o: isinstance(o, O.ToolStateChanged) and o.id == first.id and o.state == "running")
@@ -142,8 +157,7 @@ async def test_tool_runs_while_the_stream_goes_on_at_real_pacing():
 
     with_tool(s, "read_file", read_file)
     obs = Observed(s.bus)
-    obs.on(lambda o: later_block_seen.set() if isinstance(o, O.BlockOpened) and o.turn == 0 and o.index == 3
-           else None)
+    obs.on(lambda o: later_block_seen.set() if isinstance(o, O.BlockOpened) and o.turn == 0 and o.index == 3 else None)
     async with asyncio.timeout(20):
         result = await s.run()
     assert result.status == "finished"
@@ -162,8 +176,11 @@ async def test_tool_runs_while_the_stream_goes_on_at_real_pacing():
     ],
 )
 async def test_failed_attempt_is_retried_and_its_tools_discarded(name, reason):
-    s = scenario_session(name, speed=10.0 if name == "stall_with_pings" else math.inf,
-                         idle_timeout=0.3 if name == "stall_with_pings" else None)
+    s = scenario_session(
+        name,
+        speed=10.0 if name == "stall_with_pings" else math.inf,
+        idle_timeout=0.3 if name == "stall_with_pings" else None,
+    )
     original = s.loop.tools["read_file"].fn
     attempt1 = asyncio.Event()
 
@@ -200,7 +217,7 @@ async def test_failed_attempt_is_retried_and_its_tools_discarded(name, reason):
     assert attempt1_calls and all(c.state is ToolState.SUCCEEDED for c in attempt1_calls)
     assert history_tool_ids(result.messages) == [c.id for c in attempt1_calls]
     assert_valid_history(result.messages)
-    assert O.WAITING_RETRY in obs.states()
+    assert LoopState.WAITING_RETRY in obs.states()
     assert_no_leftovers()
 
 

@@ -21,35 +21,20 @@ import httpx2
 import orjson
 import pytest
 
-from inspector.assembler import assemble
-from inspector.pacing import Pacer
-from inspector.scenarios import (
-    SCENARIOS,
-    MaxTokensCut,
-    Pacing,
-    Scenario,
-    TextBlock,
-    TurnScript,
-    get_scenario,
-    make_client,
-)
+from inspector.agent.history import history_violation
+from inspector.agent.pacing import Pacer
+from inspector.cli.serve import main as serve_main
+from inspector.core.errors import FaultError
+from inspector.net.faults import BOM, FAULTS, apply_faults, faults_doc, parse_faults, render_faulted
+from inspector.net.inprocess import FaultedScenarioServer
+from inspector.net.serve import ServeApp, assembled_message
+from inspector.net.server import BackgroundServer
+from inspector.scenarios.bundled import SCENARIOS, get_scenario
+from inspector.scenarios.model import MaxTokensCut, Pacing, Scenario, TextBlock, TurnScript
 from inspector.scenarios.render import render_turn
-from inspector.serve import (
-    BOM,
-    FAULTS,
-    BackgroundServer,
-    FaultError,
-    FaultedScenarioServer,
-    ServeApp,
-    apply_faults,
-    assembled_message,
-    faults_doc,
-    history_violation,
-    main as serve_main,
-    parse_faults,
-    render_faulted,
-)
-from inspector.sse import iter_events
+from inspector.scenarios.transport import make_client
+from inspector.stream.assembler import assemble
+from inspector.stream.sse import iter_events
 
 KEY = "sk-ant-api03-CANARY-serve-0000000000000000"
 ALL_SCENARIOS = sorted(SCENARIOS)
@@ -68,8 +53,12 @@ _TLS = ssl.create_default_context()  # built once: a fresh default context per c
 
 
 def client_for(base_url: str, **kw) -> anthropic.AsyncAnthropic:
-    params = {"base_url": base_url, "api_key": KEY, "max_retries": 0,
-              "http_client": httpx2.AsyncClient(verify=_TLS, timeout=httpx2.Timeout(60.0))}
+    params = {
+        "base_url": base_url,
+        "api_key": KEY,
+        "max_retries": 0,
+        "http_client": httpx2.AsyncClient(verify=_TLS, timeout=httpx2.Timeout(60.0)),
+    }
     params.update(kw)
     return anthropic.AsyncAnthropic(**params)
 
@@ -77,8 +66,16 @@ def client_for(base_url: str, **kw) -> anthropic.AsyncAnthropic:
 USER = [{"role": "user", "content": "hello"}]
 
 
-async def fetch(client, *, scenario: str, fault: str | None, session: str, messages=USER, hang_len: int | None = None,
-                stream: bool = True) -> dict:
+async def fetch(
+    client,
+    *,
+    scenario: str,
+    fault: str | None,
+    session: str,
+    messages=USER,
+    hang_len: int | None = None,
+    stream: bool = True,
+) -> dict:
     """One raw request through the SDK. Returns {"body", "error", "status", "headers", "hung"}."""
     headers = {"x-inspector-scenario": scenario, "x-inspector-fault": fault or "none", "x-inspector-session": session}
     out = {"body": b"", "error": None, "status": None, "headers": {}, "hung": False}
@@ -93,7 +90,7 @@ async def fetch(client, *, scenario: str, fault: str | None, session: str, messa
                 if hang_len is not None and len(out["body"]) >= hang_len:
                     try:  # the plan says the connection now stays open and silent: check that, boundedly
                         extra = await asyncio.wait_for(it.__anext__(), 0.2)
-                    except asyncio.TimeoutError:
+                    except TimeoutError:
                         out["hung"] = True
                         break
                     except StopAsyncIteration:
@@ -141,8 +138,13 @@ async def test_sdk_gets_exact_bytes_for_every_scenario_and_fault(served, name, f
     plan = server_plan(served, name, fault)
     client = client_for(served.base_url)
     try:
-        got = await fetch(client, scenario=name, fault=fault, session=f"matrix-{name}-{fault}",
-                          hang_len=len(plan.body) if plan.end == "hang" else None)
+        got = await fetch(
+            client,
+            scenario=name,
+            fault=fault,
+            session=f"matrix-{name}-{fault}",
+            hang_len=len(plan.body) if plan.end == "hang" else None,
+        )
     finally:
         await client.close()
 
@@ -226,9 +228,14 @@ def test_fault_parsing():
     assert parse_faults("drop-event:5, bom") == parse_faults(["drop_event=5", "bom"])
     assert parse_faults("none") == () == parse_faults(None) == parse_faults("")
     assert parse_faults("stall")[0].value == 10
-    for bad, msg in [("nope", "unknown fault"), ("bom:3", "no argument"), ("drop_event:x", "integer"),
-                     ("cr,crlf", "cannot be combined"), ("drop_event,stall", "cannot be combined"),
-                     ("bom,bom", "twice")]:
+    for bad, msg in [
+        ("nope", "unknown fault"),
+        ("bom:3", "no argument"),
+        ("drop_event:x", "integer"),
+        ("cr,crlf", "cannot be combined"),
+        ("drop_event,stall", "cannot be combined"),
+        ("bom,bom", "twice"),
+    ]:
         with pytest.raises(FaultError, match=msg):
             parse_faults(bad)
 
@@ -258,7 +265,8 @@ async def test_http_429_then_529_are_retried_by_the_sdk(served):
     hdr = {"x-inspector-scenario": "weather", "x-inspector-fault": "http_429,http_529", "x-inspector-session": "h"}
     try:
         async with client.messages.with_streaming_response.create(
-                model="m", max_tokens=10, messages=USER, stream=True, extra_headers=hdr) as r:
+            model="m", max_tokens=10, messages=USER, stream=True, extra_headers=hdr
+        ) as r:
             body = await r.read()
             assert r.http_response.headers["x-scenario"].endswith("attempt=2")
     finally:
@@ -272,9 +280,11 @@ async def test_drop_is_an_incomplete_chunked_body_on_the_wire(served):
     """Not just an exception in our client: the server really closes the connection before the last chunk."""
     host, port = served.address
     payload = orjson.dumps({"model": "m", "max_tokens": 5, "stream": True, "messages": USER})
-    request = (f"POST /v1/messages HTTP/1.1\r\nhost: {host}:{port}\r\ncontent-type: application/json\r\n"
-               f"x-inspector-fault: drop_byte:150\r\nx-inspector-session: raw\r\ncontent-length: {len(payload)}\r\n"
-               f"\r\n").encode() + payload
+    request = (
+        f"POST /v1/messages HTTP/1.1\r\nhost: {host}:{port}\r\ncontent-type: application/json\r\n"
+        f"x-inspector-fault: drop_byte:150\r\nx-inspector-session: raw\r\ncontent-length: {len(payload)}\r\n"
+        f"\r\n"
+    ).encode() + payload
 
     def roundtrip() -> bytes:
         with socket.create_connection((host, port), timeout=10) as s:
@@ -294,7 +304,7 @@ async def test_drop_is_an_incomplete_chunked_body_on_the_wire(served):
     while rest:
         size_line, _, rest = rest.partition(b"\r\n")
         size = int(size_line, 16)
-        decoded, rest = decoded + rest[:size], rest[size + 2:]
+        decoded, rest = decoded + rest[:size], rest[size + 2 :]
     assert decoded == expected
 
 
@@ -310,8 +320,9 @@ async def test_stream_false_gets_the_assembled_message(served):
                 continue
             if plan.end != "eof":
                 with pytest.raises((anthropic.APIConnectionError, anthropic.APITimeoutError)):
-                    await client.messages.create(model="m", max_tokens=10, messages=USER, extra_headers=hdr,
-                                                 timeout=0.5)
+                    await client.messages.create(
+                        model="m", max_tokens=10, messages=USER, extra_headers=hdr, timeout=0.5
+                    )
                 continue
             if any(e[0] == "error" for e in plan.events):  # error event after 200 -> the error status
                 with pytest.raises(anthropic.APIStatusError) as info:
@@ -345,11 +356,17 @@ async def test_models_and_unknown_paths(served):
     async with httpx2.AsyncClient(base_url=served.base_url) as h:
         r = await h.get("/v2/whatever")
         assert r.status_code == 404 and r.json()["error"]["type"] == "not_found_error"
-        r = await h.post("/v1/messages", headers={"x-inspector-scenario": "nope"},
-                         json={"model": "m", "max_tokens": 1, "messages": USER})
+        r = await h.post(
+            "/v1/messages",
+            headers={"x-inspector-scenario": "nope"},
+            json={"model": "m", "max_tokens": 1, "messages": USER},
+        )
         assert r.status_code == 400 and "unknown scenario" in r.json()["error"]["message"]
-        r = await h.post("/v1/messages", headers={"x-inspector-fault": "nope"},
-                         json={"model": "m", "max_tokens": 1, "messages": USER})
+        r = await h.post(
+            "/v1/messages",
+            headers={"x-inspector-fault": "nope"},
+            json={"model": "m", "max_tokens": 1, "messages": USER},
+        )
         assert r.status_code == 400 and "unknown fault" in r.json()["error"]["message"]
         r = await h.get("/inspector/faults")
         assert [f["name"] for f in r.json()["data"]] == list(FAULTS)
@@ -359,8 +376,11 @@ async def test_models_and_unknown_paths(served):
 
 
 def tool_results(message: dict) -> list[dict]:
-    return [{"type": "tool_result", "tool_use_id": b["id"], "content": f"result of {b['name']}"}
-            for b in message["content"] if b["type"] == "tool_use"]
+    return [
+        {"type": "tool_result", "tool_use_id": b["id"], "content": f"result of {b['name']}"}
+        for b in message["content"]
+        if b["type"] == "tool_use"
+    ]
 
 
 async def converse(base_url: str, name: str, fault: str | None, session: str) -> list[tuple[int, int, bytes]]:
@@ -374,13 +394,16 @@ async def converse(base_url: str, name: str, fault: str | None, session: str) ->
         for turn in range(len(sc.turns)):
             for _ in range(4):
                 plan_guess = None
-                hdr = {"x-inspector-scenario": name, "x-inspector-fault": fault or "none",
-                       "x-inspector-session": session}
+                hdr = {
+                    "x-inspector-scenario": name,
+                    "x-inspector-fault": fault or "none",
+                    "x-inspector-session": session,
+                }
                 got = {"body": b"", "error": None, "x": None}
                 try:
                     async with client.messages.with_streaming_response.create(
-                            model="claude-test", max_tokens=sc.max_tokens, messages=messages, stream=True,
-                            extra_headers=hdr) as r:
+                        model="claude-test", max_tokens=sc.max_tokens, messages=messages, stream=True, extra_headers=hdr
+                    ) as r:
                         got["x"] = r.http_response.headers["x-scenario"]
                         attempt = int(got["x"].rsplit("attempt=", 1)[1])
                         plan_guess = render_faulted(sc, fault, turn, attempt)
@@ -445,18 +468,29 @@ def _results(*ids: str, text_before: bool = False) -> dict:
 
 U = {"role": "user", "content": "hi"}
 VIOLATIONS = {
-    "missing_tool_result": ([U, _assistant("toolu_a", "toolu_b"), _results("toolu_a")],
-                            "messages.2: `tool_use` ids were found without `tool_result` blocks immediately after: "
-                            "toolu_b"),
+    "missing_tool_result": (
+        [U, _assistant("toolu_a", "toolu_b"), _results("toolu_a")],
+        "messages.2: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_b",
+    ),
     "missing_tool_result_at_end": ([U, _assistant("toolu_a")], "without `tool_result` blocks immediately after"),
-    "results_not_in_next_message": ([U, _assistant("toolu_a"), {"role": "user", "content": "wait"},
-                                     {"role": "assistant", "content": "ok"}, _results("toolu_a")],
-                                    "they must be in messages.2"),
-    "tool_result_not_first": ([U, _assistant("toolu_a"), _results("toolu_a", text_before=True)],
-                              "messages.2: Did not find 1 `tool_result` block(s) at the beginning of this message"),
-    "unexpected_tool_result": ([U, {"role": "assistant", "content": "hm"}, _results("toolu_zz")],
-                               "messages.2.content.0: unexpected `tool_use_id` found in `tool_result` blocks: "
-                               "toolu_zz"),
+    "results_not_in_next_message": (
+        [
+            U,
+            _assistant("toolu_a"),
+            {"role": "user", "content": "wait"},
+            {"role": "assistant", "content": "ok"},
+            _results("toolu_a"),
+        ],
+        "they must be in messages.2",
+    ),
+    "tool_result_not_first": (
+        [U, _assistant("toolu_a"), _results("toolu_a", text_before=True)],
+        "messages.2: Did not find 1 `tool_result` block(s) at the beginning of this message",
+    ),
+    "unexpected_tool_result": (
+        [U, {"role": "assistant", "content": "hm"}, _results("toolu_zz")],
+        "messages.2.content.0: unexpected `tool_use_id` found in `tool_result` blocks: toolu_zz",
+    ),
     "first_not_user": ([{"role": "assistant", "content": "hi"}, U], "first message must use the `user` role"),
     "bad_role": ([U, {"role": "system", "content": "x"}], "messages.1.role"),
     "empty_messages": ([], "at least one message"),
@@ -471,8 +505,9 @@ async def test_history_violation_gives_its_400(served, case):
     client = client_for(served.base_url)
     try:
         with pytest.raises(anthropic.BadRequestError) as info:
-            await client.messages.create(model="m", max_tokens=10, messages=messages, stream=True,
-                                         extra_headers={"x-inspector-session": "hist"})
+            await client.messages.create(
+                model="m", max_tokens=10, messages=messages, stream=True, extra_headers={"x-inspector-session": "hist"}
+            )
     finally:
         await client.close()
     err = info.value.body
@@ -484,8 +519,18 @@ async def test_history_violation_gives_its_400(served, case):
 def test_valid_histories_pass():
     ok = [U, _assistant("toolu_a", "toolu_b"), _results("toolu_b", "toolu_a")]  # results by id, any order
     assert history_violation(ok) is None
-    assert history_violation([U, _assistant("toolu_a", text_first=False), _results("toolu_a"),
-                              {"role": "assistant", "content": "done"}, U]) is None
+    assert (
+        history_violation(
+            [
+                U,
+                _assistant("toolu_a", text_first=False),
+                _results("toolu_a"),
+                {"role": "assistant", "content": "done"},
+                U,
+            ]
+        )
+        is None
+    )
 
 
 # ----------------------------------------------------------------------------------------------- determinism, parity
@@ -515,8 +560,10 @@ async def test_reset_restarts_attempt_counting(served):
     assert c["body"] == a["body"] and c["error"] is not None
 
 
-@pytest.mark.parametrize("fault", [None, "bom", "drop_byte:300", "relay_buffer,crlf", "split_events,padded",
-                                   "http_529,error_event", "cr,slow_drip"])
+@pytest.mark.parametrize(
+    "fault",
+    [None, "bom", "drop_byte:300", "relay_buffer,crlf", "split_events,padded", "http_529,error_event", "cr,slow_drip"],
+)
 async def test_in_process_and_served_bytes_are_identical(served, fault):
     sc = get_scenario("parse_date")
     inproc = FaultedScenarioServer(sc, fault, Pacer(math.inf))
@@ -529,8 +576,9 @@ async def test_in_process_and_served_bytes_are_identical(served, fault):
             assert a["status"] == b["status"]
             assert a["body"] == b["body"] == render_faulted(sc, fault, 0, attempt).body
             if a["status"] == 200:  # same reads, in process
-                assert [r.data for r in inproc.responses[-1].plan.reads] == \
-                    [r.data for r in render_faulted(sc, fault, 0, attempt).reads]
+                assert [r.data for r in inproc.responses[-1].plan.reads] == [
+                    r.data for r in render_faulted(sc, fault, 0, attempt).reads
+                ]
     finally:
         await c_in.close()
         await c_net.close()
@@ -538,14 +586,24 @@ async def test_in_process_and_served_bytes_are_identical(served, fault):
 
 async def test_read_grouping_survives_the_socket():
     """With real pacing each planned read arrives as its own network read."""
-    sc = Scenario(name="paced", description="paced reads", prompt="hi", seed=5, turns=[TurnScript(
-        blocks=[TextBlock("one two three four five six seven eight nine ten", chunk=5)],
-        pacing=Pacing(ttfb=0.02, event_gap=0.03, events_per_read=2))])
+    sc = Scenario(
+        name="paced",
+        description="paced reads",
+        prompt="hi",
+        seed=5,
+        turns=[
+            TurnScript(
+                blocks=[TextBlock("one two three four five six seven eight nine ten", chunk=5)],
+                pacing=Pacing(ttfb=0.02, event_gap=0.03, events_per_read=2),
+            )
+        ],
+    )
     plan = render_turn(sc, 0, 0)
     with BackgroundServer(ServeApp(sc, speed=1.0)) as srv:
         async with httpx2.AsyncClient(base_url=srv.base_url) as h:
-            async with h.stream("POST", "/v1/messages", json={"model": "m", "max_tokens": 5, "stream": True,
-                                                              "messages": USER}) as r:
+            async with h.stream(
+                "POST", "/v1/messages", json={"model": "m", "max_tokens": 5, "stream": True, "messages": USER}
+            ) as r:
                 chunks = [c async for c in r.aiter_raw()]
     assert chunks == [r.data for r in plan.reads]
 
@@ -557,7 +615,7 @@ def test_loopback_only_by_default(served):
     assert served.address[0] == "127.0.0.1"
     import argparse
 
-    from inspector import proxy, serve
+    from inspector.cli import proxy, serve
 
     sub = argparse.ArgumentParser().add_subparsers()
     assert serve.add_parser(sub).parse_args([]).host == "127.0.0.1"
@@ -566,9 +624,25 @@ def test_loopback_only_by_default(served):
 
 def test_cli_prints_base_url_and_serves_on_loopback():
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen([sys.executable, "-m", "inspector.serve", "--port", "0", "--speed", "max",
-                             "--scenario", "weather", "--fault", "bom"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "inspector.cli.serve",
+            "--port",
+            "0",
+            "--speed",
+            "max",
+            "--scenario",
+            "weather",
+            "--fault",
+            "bom",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
     try:
         lines = [proc.stdout.readline(), proc.stdout.readline()]
         m = re.match(r"ANTHROPIC_BASE_URL=(http://127\.0\.0\.1:(\d+))$", lines[1].strip())
@@ -577,8 +651,7 @@ def test_cli_prints_base_url_and_serves_on_loopback():
         with httpx2.Client(base_url=m.group(1), timeout=10) as h:
             for _ in range(100):  # bounded: the socket is bound before uvicorn accepts; retry until it does
                 try:
-                    r = h.post("/v1/messages", json={"model": "m", "max_tokens": 5, "stream": True,
-                                                     "messages": USER})
+                    r = h.post("/v1/messages", json={"model": "m", "max_tokens": 5, "stream": True, "messages": USER})
                     break
                 except httpx2.ConnectError:
                     continue
@@ -609,7 +682,7 @@ def _no_server(*_a, **_k):
 @pytest.mark.parametrize("port", ["70000", "65536", "-1"])
 @pytest.mark.parametrize("tui", [False, True])
 def test_cli_port_out_of_range_is_a_usage_error(monkeypatch, capsys, port, tui):
-    import inspector.serve as serve
+    import inspector.cli.serve as serve
 
     monkeypatch.setattr(serve, "bind_socket", _no_server)
     monkeypatch.setattr(serve, "run_foreground", _no_server)
@@ -623,8 +696,9 @@ def test_cli_port_out_of_range_is_a_usage_error(monkeypatch, capsys, port, tui):
 def test_cli_tui_validates_without_starting_anything(monkeypatch, capsys):
     import types
 
-    import inspector.serve as serve
-    import inspector.watch as watch
+    import inspector.cli.serve as serve
+    import inspector.net.server as server
+    import inspector.sessions.watch as watch
 
     sessions, dashboards = [], []
     fake_tui = types.ModuleType("inspector.tui.app")
@@ -642,7 +716,7 @@ def test_cli_tui_validates_without_starting_anything(monkeypatch, capsys):
             self.closed = True
 
     monkeypatch.setattr(serve, "bind_socket", _Probe)
-    monkeypatch.setattr(serve.BackgroundServer, "start", _no_server)
+    monkeypatch.setattr(server.BackgroundServer, "start", _no_server)
 
     assert serve_main(["--tui", "--scenario", "nope"]) == 2
     assert serve_main(["--tui", "--fault", "cr,crlf"]) == 2
@@ -655,7 +729,7 @@ def test_cli_tui_validates_without_starting_anything(monkeypatch, capsys):
     factory, kw = dashboards[0]
     assert kw["source"] == {"type": "serve", "name": "weather"}
     assert factory() == "session"
-    (args, kwargs), = sessions
+    ((args, kwargs),) = sessions
     assert args == ("weather", parse_faults("bom")) and kwargs["port"] == 0 and kwargs["speed"] == math.inf
     assert probes == [("127.0.0.1", 0)]
 
@@ -672,9 +746,23 @@ def test_cli_tui_validates_without_starting_anything(monkeypatch, capsys):
 
 def test_proxy_record_to_an_unwritable_path_is_a_usage_error(tmp_path):
     bad = tmp_path / "no-such-dir" / "rec.jsonl"
-    proc = subprocess.run([sys.executable, "-m", "inspector.proxy", "--listen", "127.0.0.1:0", "--upstream",
-                           "http://127.0.0.1:9", "--headless", "--record", str(bad)],
-                          capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "inspector.cli.proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--headless",
+            "--record",
+            str(bad),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("inspector proxy: cannot write the recording")
     assert str(bad) in proc.stderr and "Traceback" not in proc.stderr
@@ -683,7 +771,7 @@ def test_proxy_record_to_an_unwritable_path_is_a_usage_error(tmp_path):
 
 
 def test_proxy_record_problem(tmp_path):
-    from inspector.proxy import record_problem
+    from inspector.cli.proxy import record_problem
 
     assert record_problem(tmp_path / "ok.jsonl") is None
     assert "cannot write the recording" in record_problem(tmp_path / "missing" / "x.jsonl")
@@ -718,7 +806,7 @@ class _Upstream:
 
 @pytest.mark.parametrize("answer", [False, True], ids=["pending", "answered"])
 async def test_proxy_does_not_leave_the_upstream_request_behind_when_begin_turn_raises(monkeypatch, answer):
-    from inspector.proxy import ProxyApp
+    from inspector.net.proxy import ProxyApp
 
     up = _Upstream(answer)
     proxy = ProxyApp("http://upstream.test", transport=httpx2.MockTransport(up.handler))
@@ -728,8 +816,14 @@ async def test_proxy_does_not_leave_the_upstream_request_behind_when_begin_turn_
 
     monkeypatch.setattr(proxy, "_begin_turn", broken)
     body = orjson.dumps({"model": "m", "max_tokens": 5, "stream": True, "messages": USER})
-    scope = {"type": "http", "method": "POST", "path": "/v1/messages", "raw_path": b"/v1/messages",
-             "query_string": b"", "headers": [(b"content-type", b"application/json")]}
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/v1/messages",
+        "raw_path": b"/v1/messages",
+        "query_string": b"",
+        "headers": [(b"content-type", b"application/json")],
+    }
     sent = []
 
     async def receive():
@@ -750,8 +844,8 @@ async def test_proxy_does_not_leave_the_upstream_request_behind_when_begin_turn_
 
 
 def test_serve_and_proxy_share_their_shutdown_signal():
-    from inspector.proxy import ProxyApp
-    from inspector.serve import Closable
+    from inspector.net.proxy import ProxyApp
+    from inspector.net.serve import Closable
 
     assert issubclass(ServeApp, Closable) and issubclass(ProxyApp, Closable)
     for name in ("closing", "begin_close"):
@@ -762,24 +856,29 @@ def test_serve_and_proxy_share_their_shutdown_signal():
 def test_proxy_has_no_copies_of_recording_helpers_and_no_imports_per_read():
     import inspect
 
-    import inspector.proxy as proxy
-    from inspector import recording
+    import inspector.net.proxy as proxy
+    from inspector.core import redaction
 
-    for gone in ("_clean", "_redact_obj", "_redact_bytes"):
-        assert not hasattr(proxy, gone), gone
-    assert proxy.redact is recording.redact and proxy.filter_headers is recording.filter_headers
-    for method in (proxy.ProxyApp._relay, proxy.ProxyApp._read, proxy.ProxyApp._steps, proxy.ProxyApp._response,
-                   proxy.ProxyApp._late_secrets):
+    for gone in ("_clean", "_redact_obj", "_redact_bytes", "_recorded_headers", "credential_values"):
+        assert gone not in vars(proxy) or getattr(proxy, gone) is getattr(redaction, gone, None), gone
+    assert proxy.redact is redaction.redact and proxy.clean_headers is redaction.clean_headers
+    for method in (
+        proxy.ProxyApp._relay,
+        proxy.ProxyApp._read,
+        proxy.ProxyApp._steps,
+        proxy.ProxyApp._response,
+        proxy.ProxyApp._late_secrets,
+    ):
         src = inspect.getsource(method)
         assert "import " not in src and "sorted(" not in src, method.__name__
 
 
 async def test_proxy_records_lower_cased_headers_without_credentials_and_redacts_late_keys(tmp_path, monkeypatch):
-    import inspector.proxy as proxy_mod
-    from inspector.recording import read_recording
+    import inspector.net.proxy as proxy_mod
+    from inspector.record.recording import read_recording
 
     calls = {"redact": 0, "filter_headers": 0}
-    real_redact, real_filter = proxy_mod.redact, proxy_mod.filter_headers
+    real_redact, real_filter = proxy_mod.redact, proxy_mod.clean_headers
 
     def redact_spy(*a, **k):
         calls["redact"] += 1
@@ -790,19 +889,21 @@ async def test_proxy_records_lower_cased_headers_without_credentials_and_redacts
         return real_filter(*a, **k)
 
     monkeypatch.setattr(proxy_mod, "redact", redact_spy)
-    monkeypatch.setattr(proxy_mod, "filter_headers", filter_spy)
+    monkeypatch.setattr(proxy_mod, "clean_headers", filter_spy)
     other = "sk-ant-api03-OTHER-CANARY-1111111111"
     record = tmp_path / "rec.jsonl"
     with BackgroundServer(ServeApp(speed=math.inf)) as upstream:
         proxy = proxy_mod.ProxyApp(upstream.base_url, record=record)
         proxy.open_recording()  # opened before any key is seen: every key is redacted by the proxy itself
         with BackgroundServer(proxy) as px:
-            client = client_for(px.base_url, default_headers={"Anthropic-Api-Key": other,
-                                                               "X-Custom-Header": "Kept"})
+            client = client_for(px.base_url, default_headers={"Anthropic-Api-Key": other, "X-Custom-Header": "Kept"})
             try:
                 async with client.messages.stream(
-                        model="m", max_tokens=10, extra_headers={"x-inspector-scenario": "weather"},
-                        messages=[{"role": "user", "content": f"my keys are {KEY} and {other}"}]) as s:
+                    model="m",
+                    max_tokens=10,
+                    extra_headers={"x-inspector-scenario": "weather"},
+                    messages=[{"role": "user", "content": f"my keys are {KEY} and {other}"}],
+                ) as s:
                     await s.get_final_message()
             finally:
                 await client.close()

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from inspector.diagnostics import (
+from inspector.stream.diagnostics import (
     SSE_BOM_STRIPPED,
     SSE_ID_WITH_NUL,
     SSE_INVALID_UTF8,
@@ -19,7 +19,7 @@ from inspector.diagnostics import (
     SSE_UNTERMINATED_EVENT,
     Diagnostic,
 )
-from inspector.sse import SSEDecoder, SSEEvent, iter_events
+from inspector.stream.sse import SSEDecoder, SSEEvent, iter_events
 
 BOM = b"\xef\xbb\xbf"
 
@@ -457,7 +457,7 @@ def test_iter_events():
 
 
 def test_cr_only_stream_matches_lf_stream():
-    lf = b"".join(b"event: e%d\ndata: {\"i\": %d}\n: c\n\n" % (i, i) for i in range(200))
+    lf = b"".join(b'event: e%d\ndata: {"i": %d}\n: c\n\n' % (i, i) for i in range(200))
     cr = lf.replace(b"\n", b"\r")
     crlf = lf.replace(b"\n", b"\r\n")
     base = [astuple(e)[:5] for e in iter_events(lf)]
@@ -469,9 +469,10 @@ def test_cr_only_stream_matches_lf_stream():
 
 
 # ------------------------------------------------------------------------------------------------ splits
-SMALL = BOM + (
-    "id: 1\r\nevent: a\rdata: é\r\n\r: c\ndata:x\rretry: 5\n\ndata: 𝄞\r\n\r\nretry: x\nevent: b\n\ndata: y"
-).encode()
+SMALL = (
+    BOM
+    + ("id: 1\r\nevent: a\rdata: é\r\n\r: c\ndata:x\rretry: 5\n\ndata: 𝄞\r\n\r\nretry: x\nevent: b\n\ndata: y").encode()
+)
 
 
 def test_every_one_and_two_way_split_gives_identical_results():
@@ -500,9 +501,7 @@ _LINE = st.one_of(
     st.tuples(st.just(b"data"), _SEP, _VALUE).map(b"".join),
     st.tuples(st.just(b"id"), _SEP, _VALUE).map(b"".join),
     _NAME.filter(bool),  # field without colon
-    st.tuples(st.just(b"retry:"), st.sampled_from([b"", b" "]), st.from_regex(rb"\A[0-9+\- x]{0,4}\Z")).map(
-        b"".join
-    ),
+    st.tuples(st.just(b"retry:"), st.sampled_from([b"", b" "]), st.from_regex(rb"\A[0-9+\- x]{0,4}\Z")).map(b"".join),
     _VALUE.map(lambda v: b":" + v),  # comment
     _BLANK,
 )

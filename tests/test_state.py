@@ -8,22 +8,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector import observations as O
-from inspector.state import (
+from inspector.agent import observations as O
+from inspector.agent.states import LoopState
+from inspector.state.fold import (
     F_DIAG,
     F_ERROR,
     F_MARKER,
     MARKER,
     DashboardState,
-    History,
     call_summary,
-    cut_index,
     error_position,
     fold,
     result_summary,
-    state_at,
 )
-from inspector.tui.synthetic import FILES, generated_observations, parse_date_observations
+from inspector.state.travel import History, cut_index, state_at
+from inspector.testing.synthetic import FILES, generated_observations, parse_date_observations
 
 FULL = parse_date_observations()
 
@@ -35,8 +34,10 @@ def canon(s: DashboardState) -> dict:
         "n": s.n,
         "events": [ev.row(i) for i in range(len(ev))],
         "reads": [(s.reads.turn[i], s.reads.read_index[i], s.reads.data[i]) for i in range(len(s.reads))],
-        "blocks": {k: (b.fragments, b.closed, b.content, b.input_error, b.error_pos, b.diagnostics, b.version)
-                   for k, b in s.blocks.items()},
+        "blocks": {
+            k: (b.fragments, b.closed, b.content, b.input_error, b.error_pos, b.diagnostics, b.version)
+            for k, b in s.blocks.items()
+        },
         "tools": {k: dataclasses.astuple(t) for k, t in s.tools.items()},
         "attempts": {k: dataclasses.astuple(a) for k, a in s.attempts.items()},
         "turns": {k: dataclasses.astuple(t) for k, t in s.turns.items()},
@@ -59,7 +60,7 @@ def fold_all(observations) -> DashboardState:
 
 def test_parse_date_session_folds_to_a_finished_state() -> None:
     s = fold_all(FULL)
-    assert s.status.loop_state == O.FINISHED and s.status.finished == "finished"
+    assert s.status.loop_state == LoopState.FINISHED and s.status.finished == "finished"
     assert s.status.source == {"type": "scenario", "name": "parse_date"}
     assert s.status.turn == 1 and s.status.attempt == 0
     n_sse = sum(isinstance(o, O.SSEEventSeen) for o in FULL)
@@ -96,8 +97,9 @@ def test_tools_follow_the_executor() -> None:
         assert tool.t_created <= tool.t_queued <= tool.t_started <= tool.t_finished
         assert tool.input_summary.startswith('read_file(path="')
     # streaming execution: the first tool started before the turn's message_stop
-    stop_t = max(s.events.t[r] for r in s.events.event_rows if s.events.etype[r] == "message_stop"
-                 and s.events.turn[r] == 0)
+    stop_t = max(
+        s.events.t[r] for r in s.events.event_rows if s.events.etype[r] == "message_stop" and s.events.turn[r] == 0
+    )
     assert s.tools["toolu_01Rd1"].t_started < stop_t
     assert s.tools["toolu_01Rd1"].result_summary.startswith("def parse_date(")
 
@@ -105,8 +107,13 @@ def test_tools_follow_the_executor() -> None:
 def test_transcript_interleaves_text_and_tool_activity() -> None:
     s = fold_all(FULL)
     assert s.transcript == [
-        ("turn", 0), ("text", (0, 0, 0)), ("tool", "toolu_01Rd1"), ("tool", "toolu_01Rd2"), ("tool", "toolu_01Rd3"),
-        ("turn", 1), ("text", (1, 0, 0)),
+        ("turn", 0),
+        ("text", (0, 0, 0)),
+        ("tool", "toolu_01Rd1"),
+        ("tool", "toolu_01Rd2"),
+        ("tool", "toolu_01Rd3"),
+        ("turn", 1),
+        ("text", (1, 0, 0)),
     ]
 
 
@@ -141,7 +148,7 @@ def test_invalid_tool_json_is_shown_with_its_position() -> None:
     s = fold_all(parse_date_observations(variant="invalid_json"))
     b = s.blocks[(0, 0, 2)]
     assert b.closed and b.input_error and b.content["input"] is None
-    assert b.error_pos is not None and b.joined()[b.error_pos - 1: b.error_pos + 1] in ("1-", "-4")
+    assert b.error_pos is not None and b.joined()[b.error_pos - 1 : b.error_pos + 1] in ("1-", "-4")
     tool = s.tools[b.id]
     assert tool.state == "not_run" and tool.is_error and tool.t_started is None
     d = s.diagnostics[b.diagnostics[0]]
@@ -160,14 +167,14 @@ def test_overloaded_midstream_marks_the_attempt_failed_and_retries() -> None:
     notes = [item for item in s.transcript if item[0] == "note"]
     assert notes[0][1].startswith("attempt 1 of turn 2 failed: overloaded_error") and notes[0][2] == "error"
     assert notes[1][1] == "retry: attempt 2 of turn 2"
-    assert s.status.loop_state == O.FINISHED
+    assert s.status.loop_state == LoopState.FINISHED
 
 
 def test_fatal_error_and_cancel_end_states() -> None:
     s = fold_all(parse_date_observations(variant="overloaded_fatal"))
-    assert s.status.loop_state == O.ERROR and s.status.finished == "error" and "overloaded" in s.status.error
+    assert s.status.loop_state == LoopState.ERROR and s.status.finished == "error" and "overloaded" in s.status.error
     c = fold_all(parse_date_observations(variant="cancelled"))
-    assert c.status.loop_state == O.CANCELLED
+    assert c.status.loop_state == LoopState.CANCELLED
     assert {t.state for t in c.tools.values()} == {"cancelled"}
 
 
@@ -177,7 +184,7 @@ def test_partial_preview_of_an_open_tool_block() -> None:
     assert not b.closed and b.joined() == '{"path": "tests/t'
     assert b.preview() == ({"path": "tests/t"}, None)  # the unfinished string is kept
     assert s.tools[b.id].state == "streaming_input"
-    assert s.status.loop_state == O.PAUSED
+    assert s.status.loop_state == LoopState.PAUSED
 
 
 def test_robust_to_missing_and_unknown_observations() -> None:
@@ -297,7 +304,9 @@ def test_state_and_synthetic_do_not_import_textual() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, inspector.state, inspector.tui.synthetic, inspector.tui.export; "
-            "print([m for m in sys.modules if m == 'textual' or m.startswith('textual.')])")
+    code = (
+        "import sys, inspector.state.fold, inspector.testing.synthetic, inspector.tui.export; "
+        "print([m for m in sys.modules if m == 'textual' or m.startswith('textual.')])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

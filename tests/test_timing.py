@@ -10,16 +10,16 @@ import math
 import httpx2
 import pytest
 
-from inspector.recording import RecordedAttempt, RecordedRead, RecordedTurn, Recording, read_recording
-from inspector.scenarios import Pacing, Scenario, TextBlock, TurnScript, get_scenario, render_turn
-from inspector.serve import BackgroundServer, ServeApp, render_faulted
-from inspector.timing import (
+from inspector.net.serve import ServeApp, render_faulted
+from inspector.net.server import BackgroundServer
+from inspector.record.recording import RecordedAttempt, RecordedRead, RecordedTurn, Recording, read_recording
+from inspector.record.timing import (
     BUFFERED_SHARE,
     HELD_SILENCE,
     RULE,
+    RecordingBuilder,
     analyze_attempt,
     buffering_verdict,
-    RecordingBuilder,
     format_timing,
     format_timing_json,
     histogram,
@@ -27,6 +27,9 @@ from inspector.timing import (
     recording_from_plans,
     timing_json,
 )
+from inspector.scenarios.bundled import get_scenario
+from inspector.scenarios.model import Pacing, Scenario, TextBlock, TurnScript
+from inspector.scenarios.render import render_turn
 
 
 def verdict_of(plan) -> dict:
@@ -52,8 +55,10 @@ def test_bundled_proxy_buffered_scenario_is_flagged_with_evidence():
     assert RULE in text and "X-Accel-Buffering: no" in text
 
 
-@pytest.mark.parametrize("name,turn", [("parse_date", 0), ("parse_date", 1), ("weather", 0), ("thinking", 1),
-                                       ("tool_raises", 1), ("big_input", 0)])
+@pytest.mark.parametrize(
+    "name,turn",
+    [("parse_date", 0), ("parse_date", 1), ("weather", 0), ("thinking", 1), ("tool_raises", 1), ("big_input", 0)],
+)
 def test_relay_buffer_fault_is_flagged_and_the_normal_stream_is_not(name, turn):
     sc = get_scenario(name)
     normal = verdict_of(render_faulted(sc, None, turn, 0))
@@ -119,8 +124,9 @@ def test_per_turn_times_gaps_events_per_read_and_pings():
     n_pings = sum(1 for e in plan.events if e[0] == "ping")
     assert a["pings"]["count"] == n_pings > 1 and a["pings"]["interval"]["mean"] > 0.5
 
-    stall = analyze_attempt(next(recording_from_plans([render_turn(get_scenario("stall_with_pings"), 0, 0)])
-                                 .attempts()))
+    stall = analyze_attempt(
+        next(recording_from_plans([render_turn(get_scenario("stall_with_pings"), 0, 0)]).attempts())
+    )
     assert stall["pings"]["count"] == 20
     assert stall["pings"]["interval"]["min"] == pytest.approx(0.5) == stall["pings"]["interval"]["max"]
     assert stall["first_content_s"] is None and stall["message_stop_s"] is None and stall["end"] == "stalled"
@@ -130,19 +136,28 @@ def test_histogram_buckets_and_text():
     h = histogram([0.0005, 0.002, 0.03, 0.03, 0.07, 0.2, 0.3, 0.7, 1.5, 9.0])
     assert [b["count"] for b in h] == [1, 1, 2, 1, 1, 1, 1, 1, 1]
     assert h[-1]["hi"] is None
-    text = format_timing(recording_from_plans([render_turn(get_scenario("parse_date"), 0, 0),
-                                               render_turn(get_scenario("rate_limited"), 0, 0)]))
+    text = format_timing(
+        recording_from_plans(
+            [render_turn(get_scenario("parse_date"), 0, 0), render_turn(get_scenario("rate_limited"), 0, 0)]
+        )
+    )
     assert "turn 1 attempt 1: HTTP 200" in text and "gaps between reads" in text and "|#" in text
     assert "events per read: mean" in text and "buffering: NOT BUFFERED" in text
     assert "HTTP 429" in text and "INCONCLUSIVE: HTTP 429: not a stream" in text
 
 
 def test_no_per_read_timing_is_said_plainly():
-    att = RecordedAttempt(turn=0, attempt=0, response={"t": 0.4, "status": 200},
-                          reads=[RecordedRead(t=None, data=render_turn(get_scenario("weather"), 0, 0).body)],
-                          end={"t": 1.3, "status": "complete"})
-    rec = Recording(header={"kind": "header", "format": "har", "timing": "per-response"},
-                    turns=[RecordedTurn(turn=0, attempts=[att])])
+    att = RecordedAttempt(
+        turn=0,
+        attempt=0,
+        response={"t": 0.4, "status": 200},
+        reads=[RecordedRead(t=None, data=render_turn(get_scenario("weather"), 0, 0).body)],
+        end={"t": 1.3, "status": "complete"},
+    )
+    rec = Recording(
+        header={"kind": "header", "format": "har", "timing": "per-response"},
+        turns=[RecordedTurn(turn=0, attempts=[att])],
+    )
     data = timing_json(rec)
     assert data["timing"] == "per-response"
     a = data["attempts"][0]
@@ -157,7 +172,7 @@ def test_no_per_read_timing_is_said_plainly():
 async def _observed_run(name: str, record) -> tuple[list, object]:
     """A scenario at max speed, recorded with --record's Recorder; the clock is scenario time (the pacer's requested
     seconds), so the timing is the script's, not zero."""
-    from inspector.sources import scenario_session
+    from inspector.sessions.sources import scenario_session
 
     box: list = []
     session = scenario_session(name, speed=math.inf, clock=lambda: box[0].requested if box else 0.0, record=record)
@@ -195,7 +210,7 @@ async def test_recording_from_observations_equals_the_record_file(tmp_path, name
 
 
 def test_recording_from_observations_without_read_timing_is_inconclusive():
-    from inspector.tui.synthetic import parse_date_observations
+    from inspector.testing.synthetic import parse_date_observations
 
     obs = parse_date_observations()
     timed = timing_json(recording_from_observations(obs))
@@ -211,19 +226,37 @@ def test_recording_from_observations_without_read_timing_is_inconclusive():
 
 async def test_relay_buffering_detected_through_the_proxy_at_real_speed(tmp_path):
     """serve at 1x, the proxy records; the relay_buffer fault is flagged, the same turn unfaulted is not."""
-    from inspector.proxy import ProxyApp
+    from inspector.net.proxy import ProxyApp
 
-    sc = Scenario(name="short", description="short paced answer", prompt="hi", seed=9, turns=[TurnScript(
-        blocks=[TextBlock("a short answer that streams in about twenty events, paced like the real API", chunk=4)],
-        pacing=Pacing(ttfb=0.3, event_gap=0.06, events_per_read=1, ping_every=8))])  # gaps wide enough that a
+    sc = Scenario(
+        name="short",
+        description="short paced answer",
+        prompt="hi",
+        seed=9,
+        turns=[
+            TurnScript(
+                blocks=[
+                    TextBlock("a short answer that streams in about twenty events, paced like the real API", chunk=4)
+                ],
+                pacing=Pacing(ttfb=0.3, event_gap=0.06, events_per_read=1, ping_every=8),
+            )
+        ],
+    )  # gaps wide enough that a
     record = tmp_path / "e2e.jsonl"  # loaded machine does not merge reads in TCP
-    with BackgroundServer(ServeApp(sc, speed=1.0)) as up, \
-            BackgroundServer(ProxyApp(up.base_url, record=record)) as px:
+    with BackgroundServer(ServeApp(sc, speed=1.0)) as up, BackgroundServer(ProxyApp(up.base_url, record=record)) as px:
         async with httpx2.AsyncClient(base_url=px.base_url, timeout=30) as h:
+
             async def call(fault: str) -> bytes:
-                r = await h.post("/v1/messages", headers={"x-inspector-fault": fault, "x-inspector-session": fault},
-                                 json={"model": "m", "max_tokens": 5, "stream": True,
-                                       "messages": [{"role": "user", "content": fault}]})
+                r = await h.post(
+                    "/v1/messages",
+                    headers={"x-inspector-fault": fault, "x-inspector-session": fault},
+                    json={
+                        "model": "m",
+                        "max_tokens": 5,
+                        "stream": True,
+                        "messages": [{"role": "user", "content": fault}],
+                    },
+                )
                 return r.content
 
             bodies = await asyncio.gather(call("none"), call("relay_buffer"))

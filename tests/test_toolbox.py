@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from inspector.executor import ToolExecutor, ToolState
-from inspector.toolbox import (
+from inspector.agent.executor import ToolExecutor, ToolState
+from inspector.agent.toolbox import (
     ToolLoadError,
     ToolRefused,
     ToolSpec,
@@ -20,8 +20,8 @@ from inspector.toolbox import (
     load_tools,
     resolve_in_root,
 )
-from inspector.toolbox.builtin import READ_MAX_CHARS
-from inspector.toolbox.spec import _CURRENT_CANCEL
+from inspector.agent.toolbox.builtin import READ_MAX_CHARS
+from inspector.agent.toolbox.spec import _CURRENT_CANCEL
 
 GUARD = 5.0
 
@@ -137,7 +137,9 @@ async def test_list_dir(ws):
     c = await run(builtin_tools(ws), "list_dir", {})
     lines = c.result.splitlines()
     assert lines[0] == ".: 7 entries"
-    assert "src/" in lines and "link_out@" in lines and f"README.md  ({(ws / 'README.md').stat().st_size} bytes)" in lines
+    assert (
+        "src/" in lines and "link_out@" in lines and f"README.md  ({(ws / 'README.md').stat().st_size} bytes)" in lines
+    )
     c = await run(builtin_tools(ws), "list_dir", {"path": "src/pkg"})
     assert c.result == f"src/pkg: 1 entries\nmod.py  ({(ws / 'src/pkg/mod.py').stat().st_size} bytes)"
     c = await run(builtin_tools(ws), "list_dir", {"path": "README.md"})
@@ -184,7 +186,11 @@ def test_search_text_checks_cancel_event(ws):
 # ---------------------------------------------------------------------------------------------------- write_file
 async def test_write_file_disabled_by_default(ws):
     c = await run(builtin_tools(ws), "write_file", {"path": "new.txt", "content": "hi"})
-    assert (c.state, c.result, c.is_error) == (ToolState.FAILED, "write_file is disabled: start with --allow-write", True)
+    assert (c.state, c.result, c.is_error) == (
+        ToolState.FAILED,
+        "write_file is disabled: start with --allow-write",
+        True,
+    )
     assert c.traceback is None
     assert not (ws / "new.txt").exists()
 
@@ -237,7 +243,7 @@ def write_module(d: Path, name: str, body: str) -> Path:
 
 
 MODULE = """
-    from inspector.toolbox import ToolSpec
+    from inspector.agent.toolbox import ToolSpec
 
     def echo(inp):
         return inp

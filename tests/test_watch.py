@@ -8,9 +8,10 @@ import math
 
 import anthropic
 
-from inspector import observations as O
-from inspector.state import DashboardState
-from inspector.watch import serve_session
+from inspector.agent import observations as O
+from inspector.agent.states import LoopState
+from inspector.sessions.watch import serve_session
+from inspector.state.fold import DashboardState
 
 KEY = "sk-ant-api03-CANARY-watch-0123456789"
 
@@ -45,7 +46,7 @@ async def test_serve_session_shows_what_clients_get_and_infers_their_tools():
         session.controller.cancel()
         result = await asyncio.wait_for(runner, 30)
     assert stops == ["tool_use", "end_turn"]
-    assert result.status == "cancelled" and session.state == O.CANCELLED
+    assert result.status == "cancelled" and session.state == LoopState.CANCELLED
     assert seen[0].kind == "loop_started" and seen[0].source["type"] == "serve"
     assert [o.turn for o in seen if isinstance(o, O.TurnStarted)] == [0, 1]
     # the other harness's tool calls: streaming input, then "running" in that harness from the block stop until

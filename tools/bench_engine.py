@@ -8,7 +8,7 @@ Cases
       SDK would take many minutes);
   (b) a 50,000-event text stream.
 Contenders, all fed the same bytes split into the same realistic network reads (1-16 KiB, seeded):
-  ours        inspector.assembler.assemble(reads): SSE decode + typed events + per-index assembly + one parse at stop
+  ours        inspector.stream.assembler.assemble(reads): SSE decode + typed events + per-index assembly + one parse at stop
   sdk stream  AsyncAnthropic.messages.stream(...) over httpx2.MockTransport, until get_final_message()
   sdk accum   anthropic.lib.streaming._messages.accumulate_event alone, fed events parsed beforehand
 Targets: (a) ours >= 500x faster than the SDK stream at 1 MB, and 4x the input costs <= 4.5x the time;
@@ -23,23 +23,20 @@ import gc
 import json
 import platform
 import random
-import sys
 import time
 from pathlib import Path
 
+import anthropic
+import httpx2
+from anthropic._models import construct_type
+from anthropic.lib.streaming._messages import accumulate_event
+from anthropic.types import RawMessageStreamEvent
+
+from inspector.stream.assembler import assemble
+from inspector.stream.sse import iter_events
+from inspector.testing.streamgen import Generated, big_tool_stream, text_stream
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-
-import anthropic  # noqa: E402
-import httpx2  # noqa: E402
-from anthropic._models import construct_type  # noqa: E402
-from anthropic.lib.streaming._messages import accumulate_event  # noqa: E402
-from anthropic.types import RawMessageStreamEvent  # noqa: E402
-
-from inspector.assembler import assemble  # noqa: E402
-from inspector.sse import iter_events  # noqa: E402
-from streamgen import Generated, big_tool_stream, text_stream  # noqa: E402
 
 KB = 1024
 MB = 1024 * KB
@@ -51,7 +48,7 @@ def realistic_reads(data: bytes, seed: int = 0) -> list[bytes]:
     out, i = [], 0
     while i < len(data):
         n = rng.randint(1 * KB, 16 * KB)
-        out.append(data[i:i + n])
+        out.append(data[i : i + n])
         i += n
     return out
 
@@ -175,21 +172,30 @@ def main(argv: list[str] | None = None) -> int:
     small, mid, big = (64 * KB, 256 * KB, 1 * MB) if args.quick else (256 * KB, 1 * MB, 4 * MB)
     n_text = 10_000 if args.quick else 50_000
     print(f"Python {platform.python_version()} on {platform.machine()}, anthropic {anthropic.__version__}")
-    print("reads: 1-16 KiB (seeded); CPU time (process_time); ours: best of", args.repeat,
-          "runs; SDK: 1 run for tool inputs,", f"best of {args.repeat} for text")
+    print(
+        "reads: 1-16 KiB (seeded); CPU time (process_time); ours: best of",
+        args.repeat,
+        "runs; SDK: 1 run for tool inputs,",
+        f"best of {args.repeat} for text",
+    )
     print()
 
     print("(a) one tool_use input in 20-byte input_json_delta fragments")
-    print(f"{'input':>8} {'stream':>9} {'events':>7} | {'ours':>12} {'SDK stream':>12} {'SDK accum':>12} |"
-          f" {'stream/ours':>11} {'accum/ours':>10}")
+    print(
+        f"{'input':>8} {'stream':>9} {'events':>7} | {'ours':>12} {'SDK stream':>12} {'SDK accum':>12} |"
+        f" {'stream/ours':>11} {'accum/ours':>10}"
+    )
     rows = {}
     for n, sdk in ((small, True), (mid, True), (big, False)):
         r = bench_tool(n, sdk, args.repeat)
         rows[n] = r
         ratio_s = f"{r['sdk_stream'] / r['ours']:10.0f}x" if sdk else f"{'-':>11}"
         ratio_a = f"{r['sdk_accum'] / r['ours']:9.0f}x" if sdk else f"{'-':>10}"
-        print(f"{size(n):>8} {r['bytes'] / MB:7.1f}MB {r['events']:>7} | {fmt_t(r['ours']):>12} "
-              f"{fmt_t(r.get('sdk_stream')):>12} {fmt_t(r.get('sdk_accum')):>12} | {ratio_s} {ratio_a}", flush=True)
+        print(
+            f"{size(n):>8} {r['bytes'] / MB:7.1f}MB {r['events']:>7} | {fmt_t(r['ours']):>12} "
+            f"{fmt_t(r.get('sdk_stream')):>12} {fmt_t(r.get('sdk_accum')):>12} | {ratio_s} {ratio_a}",
+            flush=True,
+        )
     # linearity: the two sizes measured alternately, so a busy spell of the machine hits both alike
     r_mid, r_big = realistic_reads(big_tool_stream(mid).data), realistic_reads(big_tool_stream(big).data)
     t_mid = t_big = float("inf")
@@ -197,12 +203,16 @@ def main(argv: list[str] | None = None) -> int:
         t_mid = min(t_mid, timed(lambda: run_ours(r_mid), 1)[0])
         t_big = min(t_big, timed(lambda: run_ours(r_big), 1)[0])
     lin = t_big / t_mid
-    print(f"linearity: ours {size(big)} / {size(mid)} time = {t_big * 1e3:.1f} / {t_mid * 1e3:.1f} ms = {lin:.2f}x "
-          f"for 4x the input (target <= 4.5x); {t_mid / rows[mid]['events'] * 1e6:.2f} vs "
-          f"{t_big / rows[big]['events'] * 1e6:.2f} us per event")
+    print(
+        f"linearity: ours {size(big)} / {size(mid)} time = {t_big * 1e3:.1f} / {t_mid * 1e3:.1f} ms = {lin:.2f}x "
+        f"for 4x the input (target <= 4.5x); {t_mid / rows[mid]['events'] * 1e6:.2f} vs "
+        f"{t_big / rows[big]['events'] * 1e6:.2f} us per event"
+    )
     vs = rows[mid]["sdk_stream"] / rows[mid]["ours"]
-    print(f"speed-up at {size(mid)}: {vs:.0f}x vs the SDK stream, "
-          f"{rows[mid]['sdk_accum'] / rows[mid]['ours']:.0f}x vs its accumulation alone (target >= 500x)")
+    print(
+        f"speed-up at {size(mid)}: {vs:.0f}x vs the SDK stream, "
+        f"{rows[mid]['sdk_accum'] / rows[mid]['ours']:.0f}x vs its accumulation alone (target >= 500x)"
+    )
     print()
 
     print(f"(b) text stream of {n_text:,} text_delta events")
@@ -211,13 +221,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'':>8} {'time':>12} {'events/s':>12}")
     for key, label in (("ours", "ours"), ("sdk_stream", "SDK stream"), ("sdk_accum", "SDK accum")):
         print(f"{label:>10} {fmt_t(t[key]):>12} {ev / t[key]:12,.0f}")
-    print(f"ours / SDK stream events per second: {t['sdk_stream'] / t['ours']:.1f}x (target >= 5x); "
-          f"ours / SDK accumulation alone: {t['sdk_accum'] / t['ours']:.1f}x")
+    print(
+        f"ours / SDK stream events per second: {t['sdk_stream'] / t['ours']:.1f}x (target >= 5x); "
+        f"ours / SDK accumulation alone: {t['sdk_accum'] / t['ours']:.1f}x"
+    )
     print()
     ok_a = vs >= 500 and lin <= 4.5
     ok_b = t["sdk_stream"] / t["ours"] >= 5
-    print(f"targets: (a) {'PASS' if ok_a else 'MISS'}  (b) {'PASS' if ok_b else 'MISS'}"
-          + ("" if not args.quick else "  (quick sizes: not the real targets)"))
+    print(
+        f"targets: (a) {'PASS' if ok_a else 'MISS'}  (b) {'PASS' if ok_b else 'MISS'}"
+        + ("" if not args.quick else "  (quick sizes: not the real targets)")
+    )
     return 0
 
 

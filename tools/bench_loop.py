@@ -25,16 +25,14 @@ import math
 import statistics
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from anthropic import beta_async_tool
 
-from anthropic import beta_async_tool  # noqa: E402
-
-from inspector import observations as O  # noqa: E402
-from inspector.pacing import Pacer  # noqa: E402
-from inspector.scenarios import ScenarioServer, get_scenario, make_client  # noqa: E402
-from inspector.sources import scenario_session  # noqa: E402
+from inspector.agent import observations as O
+from inspector.agent.pacing import Pacer
+from inspector.scenarios.bundled import get_scenario
+from inspector.scenarios.transport import ScenarioServer, make_client
+from inspector.sessions.sources import scenario_session
 
 SCENARIO = "parse_date"
 
@@ -73,10 +71,20 @@ def ideal_from(obs: list[O.Observation], tool_seconds: float) -> float:
     t = 0.0  # when the current turn starts in the ideal schedule
     for i, turn in enumerate(turns):
         offset = t - started[turn]  # shift our turn onto the ideal timeline
-        stream_end = next(o.t for o in obs if isinstance(o, O.SSEEventSeen) and o.turn == turn
-                          and o.event_type == "message_stop") + offset
-        stops = [o.t + offset for o in obs if isinstance(o, O.SSEEventSeen) and o.turn == turn
-                 and o.event_type == "content_block_stop" and (turn, o.index) in tool_blocks]
+        stream_end = (
+            next(
+                o.t for o in obs if isinstance(o, O.SSEEventSeen) and o.turn == turn and o.event_type == "message_stop"
+            )
+            + offset
+        )
+        stops = [
+            o.t + offset
+            for o in obs
+            if isinstance(o, O.SSEEventSeen)
+            and o.turn == turn
+            and o.event_type == "content_block_stop"
+            and (turn, o.index) in tool_blocks
+        ]
         turn_end = max([stream_end] + [s + tool_seconds for s in stops])
         if i == len(turns) - 1:
             # the last turn: whatever followed its stream in our run (appending, finishing) is not scheduling
@@ -87,10 +95,14 @@ def ideal_from(obs: list[O.Observation], tool_seconds: float) -> float:
 
 def _turn_end_in_ours(obs: list[O.Observation], turn: int) -> float:
     """When our turn's work was done: its stream and its tools (the gap to the next TurnStarted is bookkeeping)."""
-    stream_end = next(o.t for o in obs if isinstance(o, O.SSEEventSeen) and o.turn == turn
-                      and o.event_type == "message_stop")
-    done = [o.t for o in obs if isinstance(o, O.ToolStateChanged) and o.turn == turn
-            and o.state in ("succeeded", "failed", "timed_out")]
+    stream_end = next(
+        o.t for o in obs if isinstance(o, O.SSEEventSeen) and o.turn == turn and o.event_type == "message_stop"
+    )
+    done = [
+        o.t
+        for o in obs
+        if isinstance(o, O.ToolStateChanged) and o.turn == turn and o.state in ("succeeded", "failed", "timed_out")
+    ]
     return max([stream_end] + done)
 
 
@@ -126,8 +138,13 @@ async def run_sdk_runner(speed: float, tool_seconds: float) -> tuple[float, floa
 
     t0 = time.perf_counter()
     runner = client.beta.messages.tool_runner(
-        model=sc.model, max_tokens=sc.max_tokens, system=sc.system,
-        messages=[{"role": "user", "content": sc.prompt}], tools=[read_file], stream=True, thread=False,
+        model=sc.model,
+        max_tokens=sc.max_tokens,
+        system=sc.system,
+        messages=[{"role": "user", "content": sc.prompt}],
+        tools=[read_file],
+        stream=True,
+        thread=False,
     )
     turns = 0
     async for stream in runner:
@@ -144,8 +161,11 @@ async def run_sdk_runner(speed: float, tool_seconds: float) -> tuple[float, floa
 def dispatch_delays(obs: list[O.Observation]) -> list[float]:
     """Per tool: running time minus arrival time of the read completing its block's content_block_stop."""
     reads = {(o.turn, o.attempt, o.read_index): o.t for o in obs if isinstance(o, O.ReadReceived)}
-    stops = {(o.turn, o.attempt, o.index): reads[(o.turn, o.attempt, o.sse.read_index)]
-             for o in obs if isinstance(o, O.SSEEventSeen) and o.event_type == "content_block_stop"}
+    stops = {
+        (o.turn, o.attempt, o.index): reads[(o.turn, o.attempt, o.sse.read_index)]
+        for o in obs
+        if isinstance(o, O.SSEEventSeen) and o.event_type == "content_block_stop"
+    }
     out = []
     for o in obs:
         if isinstance(o, O.ToolStateChanged) and o.state == "running":
@@ -184,13 +204,18 @@ async def main(argv: list[str] | None = None) -> int:
     ideal = ideal_from(obs, args.tool_seconds)
     sdk, sdk_turn0 = await run_sdk_runner(args.speed, args.tool_seconds)
     stop0 = next(o.t for o in obs if isinstance(o, O.SSEEventSeen) and o.turn == 0 and o.event_type == "message_stop")
-    block_stops = [o.t for o in obs if isinstance(o, O.SSEEventSeen) and o.turn == 0
-                   and o.event_type == "content_block_stop" and o.index >= 1]
+    block_stops = [
+        o.t
+        for o in obs
+        if isinstance(o, O.SSEEventSeen) and o.turn == 0 and o.event_type == "content_block_stop" and o.index >= 1
+    ]
     starts = [o.t for o in obs if isinstance(o, O.ToolStateChanged) and o.turn == 0 and o.state == "running"]
     ours_turn0 = next(o.t for o in obs if isinstance(o, O.AttemptStarted) and o.turn == 1)
     ideal_turn0 = max([stop0] + [b + args.tool_seconds for b in block_stops])
-    print(f"  turn 0: tool blocks stop at {', '.join(f'{t:.3f}' for t in block_stops)} s, tools start at "
-          f"{', '.join(f'{t:.3f}' for t in starts)} s, message_stop at {stop0:.3f} s")
+    print(
+        f"  turn 0: tool blocks stop at {', '.join(f'{t:.3f}' for t in block_stops)} s, tools start at "
+        f"{', '.join(f'{t:.3f}' for t in starts)} s, message_stop at {stop0:.3f} s"
+    )
     print(f"  {'':12} {'whole run':>10} {'turn 0 (stream + tools)':>25}")
     print(f"  {'ours':12} {ours:9.3f}s {ours_turn0:24.3f}s")
     print(f"  {'ideal':12} {ideal:9.3f}s {ideal_turn0:24.3f}s")
@@ -204,8 +229,10 @@ async def main(argv: list[str] | None = None) -> int:
     delays = await many_dispatch_delays(args.runs)
     p50, p99, worst = pct(delays, 50), pct(delays, 99), max(delays)
     print(f"dispatch delay, block's last byte -> tool running, {len(delays)} tools over {args.runs} max-speed runs:")
-    print(f"  p50 {p50 * 1e3:.3f} ms   p99 {p99 * 1e3:.3f} ms   max {worst * 1e3:.3f} ms   mean "
-          f"{statistics.fmean(delays) * 1e3:.3f} ms  (target p99 < 2 ms)")
+    print(
+        f"  p50 {p50 * 1e3:.3f} ms   p99 {p99 * 1e3:.3f} ms   max {worst * 1e3:.3f} ms   mean "
+        f"{statistics.fmean(delays) * 1e3:.3f} ms  (target p99 < 2 ms)"
+    )
     return 0
 
 

@@ -25,7 +25,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 
 def peak_rss_mb() -> float:
@@ -33,8 +32,8 @@ def peak_rss_mb() -> float:
 
 
 def make_recording(path: Path, events: int) -> int:
+    from inspector.testing.synthetic import generated_observations
     from inspector.tui.export import write_recording
-    from inspector.tui.synthetic import generated_observations
 
     obs = generated_observations(events)
     write_recording(path, obs, {"type": "generated", "events": events})
@@ -42,8 +41,8 @@ def make_recording(path: Path, events: int) -> int:
 
 
 async def run_noui(path: Path) -> dict:
-    from inspector import observations as O
-    from inspector import sources
+    from inspector.agent import observations as O
+    from inspector.sessions import sources
 
     session = sources.replay_session(path, speed=math.inf)
     seen = []
@@ -55,7 +54,7 @@ async def run_noui(path: Path) -> dict:
 
 
 async def run_ui(path: Path) -> dict:
-    from inspector import sources
+    from inspector.sessions import sources
     from inspector.tui.app import InspectorApp
 
     started: list[float] = []
@@ -71,12 +70,17 @@ async def run_ui(path: Path) -> dict:
         app.flush()
         wall = time.perf_counter() - started[0]
         await pilot.pause()
-        return {"wall": wall, "status": app.final_status, "events": app.live.status.events,
-                "flushes": app.flushes, "ticks": app.ticks}
+        return {
+            "wall": wall,
+            "status": app.final_status,
+            "events": app.live.status.events,
+            "flushes": app.flushes,
+            "ticks": app.ticks,
+        }
 
 
 async def run_pause(path: Path, after_events: int) -> dict:
-    from inspector import sources
+    from inspector.sessions import sources
     from inspector.tui.app import InspectorApp
 
     app = InspectorApp(lambda: sources.replay_session(path, speed=math.inf), replay=True)
@@ -116,8 +120,14 @@ def child(mode: str, path: Path, after: int) -> None:
 def spawn(mode: str, path: Path, after: int) -> dict:
     env = dict(os.environ)
     env.pop("NO_COLOR", None)
-    proc = subprocess.run([sys.executable, __file__, "--child", mode, "--path", str(path), "--after", str(after)],
-                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=1800)
+    proc = subprocess.run(
+        [sys.executable, __file__, "--child", mode, "--path", str(path), "--after", str(after)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=1800,
+    )
     if proc.returncode != 0:
         raise SystemExit(f"{mode} failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -164,11 +174,15 @@ def main() -> int:
     else:
         print(f"{n:,} events, replay at max speed")
         print(f"  no UI      {report['noui_s']:7.2f} s   peak RSS {report['noui_peak_rss_mb']:.0f} MB")
-        print(f"  dashboard  {report['ui_s']:7.2f} s   peak RSS {report['ui_peak_rss_mb']:.0f} MB"
-              f"   ({report['ui_flushes']} folds)")
+        print(
+            f"  dashboard  {report['ui_s']:7.2f} s   peak RSS {report['ui_peak_rss_mb']:.0f} MB"
+            f"   ({report['ui_flushes']} folds)"
+        )
         print(f"  ratio      {report['ratio']:7.2f}     (target <= 2)")
-        print(f"  pause      {report['pause_latency_ms']:7.1f} ms  from the key press to the counter standing still"
-              f" ({report['events_after_pause_press']} events after the press; loop {report['pause_loop_state']})")
+        print(
+            f"  pause      {report['pause_latency_ms']:7.1f} ms  from the key press to the counter standing still"
+            f" ({report['events_after_pause_press']} events after the press; loop {report['pause_loop_state']})"
+        )
     return 0
 
 

@@ -1,47 +1,95 @@
 """Scripted conversations served by an in-process fake Messages API, through the real anthropic SDK.
 
-    from inspector.scenarios import get_scenario, ScenarioServer, make_client
+    from inspector.scenarios.bundled import get_scenario
+    from inspector.scenarios.transport import ScenarioServer, make_client
     server = ScenarioServer(get_scenario("parse_date"), Pacer(2.0))
     client = make_client(server)
+
+Names are imported on first use (PEP 562), so `inspector scenarios` lists the scenarios without importing the SDK.
 """
 
-from .bundled import DEFAULT_SCENARIO, SCENARIOS, describe, get_scenario
-from .model import (
-    Block,
-    DropAfter,
-    ErrorEventAfter,
-    Fault,
-    HttpError,
-    InvalidToolJson,
-    MaxTokensCut,
-    Pacing,
-    RedactedThinkingBlock,
-    Scenario,
-    ServerToolUseBlock,
-    Sizes,
-    StallWithPings,
-    TextBlock,
-    ThinkingBlock,
-    ToolUseBlock,
-    TurnScript,
-    Usage,
-    WholeBlock,
-)
-from .render import (
-    PlannedRead,
-    ResponsePlan,
-    expected_blocks,
-    expected_stop_reason,
-    render_turn,
-    render_turn_events,
-)
-from .transport import DROP_MESSAGE, RecordedRequest, ScenarioServer, ServedResponse, drop_error, make_client
+from __future__ import annotations
 
+import importlib
+from typing import Any
+
+_HOMES = {
+    "bundled": ("DEFAULT_SCENARIO", "SCENARIOS", "describe", "get_scenario"),
+    "model": (
+        "Block",
+        "DropAfter",
+        "ErrorEventAfter",
+        "Fault",
+        "HttpError",
+        "InvalidToolJson",
+        "MaxTokensCut",
+        "Pacing",
+        "RedactedThinkingBlock",
+        "Scenario",
+        "ServerToolUseBlock",
+        "Sizes",
+        "StallWithPings",
+        "TextBlock",
+        "ThinkingBlock",
+        "ToolUseBlock",
+        "TurnScript",
+        "Usage",
+        "WholeBlock",
+    ),
+    "render": (
+        "PlannedRead",
+        "ResponsePlan",
+        "expected_blocks",
+        "expected_stop_reason",
+        "render_turn",
+        "render_turn_events",
+    ),
+    "transport": ("DROP_MESSAGE", "RecordedRequest", "ScenarioServer", "ServedResponse", "drop_error", "make_client"),
+}
+_WHERE = {name: module for module, names in _HOMES.items() for name in names}
 __all__ = [
-    "Block", "DEFAULT_SCENARIO", "DROP_MESSAGE", "DropAfter", "ErrorEventAfter", "Fault", "HttpError",
-    "InvalidToolJson", "MaxTokensCut", "Pacing", "PlannedRead", "RecordedRequest", "RedactedThinkingBlock",
-    "ResponsePlan", "SCENARIOS", "Scenario", "ScenarioServer", "ServedResponse", "ServerToolUseBlock", "Sizes",
-    "StallWithPings", "TextBlock", "ThinkingBlock", "ToolUseBlock", "TurnScript", "Usage", "WholeBlock",
-    "describe", "drop_error", "expected_blocks", "expected_stop_reason", "get_scenario", "make_client",
-    "render_turn", "render_turn_events",
+    "Block",
+    "DEFAULT_SCENARIO",
+    "DROP_MESSAGE",
+    "DropAfter",
+    "ErrorEventAfter",
+    "Fault",
+    "HttpError",
+    "InvalidToolJson",
+    "MaxTokensCut",
+    "Pacing",
+    "PlannedRead",
+    "RecordedRequest",
+    "RedactedThinkingBlock",
+    "ResponsePlan",
+    "SCENARIOS",
+    "Scenario",
+    "ScenarioServer",
+    "ServedResponse",
+    "ServerToolUseBlock",
+    "Sizes",
+    "StallWithPings",
+    "TextBlock",
+    "ThinkingBlock",
+    "ToolUseBlock",
+    "TurnScript",
+    "Usage",
+    "WholeBlock",
+    "describe",
+    "drop_error",
+    "expected_blocks",
+    "expected_stop_reason",
+    "get_scenario",
+    "make_client",
+    "render_turn",
+    "render_turn_events",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

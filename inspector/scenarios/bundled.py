@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import asyncio
 
-from inspector.toolbox.spec import ToolSpec
+from inspector.agent.toolbox.spec import ToolSpec
+from inspector.core.errors import UnknownScenario
 
 from .model import (
     DropAfter,
@@ -56,11 +57,10 @@ def _ok(name: str) -> dict:
 # --- parse_date: the default demo ------------------------------------------------------------------------------
 
 PARSE_DATE_PROMPT = (
-    "parse_date in src/dates.py fails on some inputs from the CSV importer, but all the tests pass. "
-    "Why? Suggest a fix."
+    "parse_date in src/dates.py fails on some inputs from the CSV importer, but all the tests pass. Why? Suggest a fix."
 )
 
-PARSE_DATE_ANSWER = '''The failures come from the month-name branch of `parse_date`, and there is a second, quieter bug \
+PARSE_DATE_ANSWER = """The failures come from the month-name branch of `parse_date`, and there is a second, quieter bug \
 in the ISO branch.
 
 **1. Full month names raise `KeyError`.** `_MONTHS` is keyed by three-letter abbreviations (`"mar"`), but the lookup \
@@ -87,7 +87,7 @@ _MONTHS["sept"] = 9
 ```
 
 Add `("5 March 2024", date(2024, 3, 5))` to the accepted cases and `"2024-03-055"` to the rejected ones, so both \
-regressions stay covered.'''
+regressions stay covered."""
 
 PARSE_DATE = Scenario(
     name="parse_date",
@@ -115,8 +115,13 @@ PARSE_DATE = Scenario(
             pacing=realistic(ttfb=0.6, event_gap=0.036, events_per_read=3),
         ),
     ],
-    expected={"status": "finished", "turns": 2, "requests": 2, "final_stop_reason": "end_turn",
-              "tool_calls": [_ok("read_file")] * 3},
+    expected={
+        "status": "finished",
+        "turns": 2,
+        "requests": 2,
+        "final_stop_reason": "end_turn",
+        "tool_calls": [_ok("read_file")] * 3,
+    },
 )
 
 
@@ -171,8 +176,13 @@ WEATHER = Scenario(
             pacing=realistic(),
         ),
     ],
-    expected={"status": "finished", "turns": 2, "requests": 2, "final_stop_reason": "end_turn",
-              "tool_calls": [_ok("get_weather")]},
+    expected={
+        "status": "finished",
+        "turns": 2,
+        "requests": 2,
+        "final_stop_reason": "end_turn",
+        "tool_calls": [_ok("get_weather")],
+    },
 )
 
 
@@ -217,8 +227,13 @@ THINKING = Scenario(
             pacing=realistic(),
         ),
     ],
-    expected={"status": "finished", "turns": 2, "requests": 2, "final_stop_reason": "end_turn",
-              "tool_calls": [_ok("list_dir")]},
+    expected={
+        "status": "finished",
+        "turns": 2,
+        "requests": 2,
+        "final_stop_reason": "end_turn",
+        "tool_calls": [_ok("list_dir")],
+    },
 )
 
 
@@ -254,23 +269,31 @@ BIG_INPUT = Scenario(
         TurnScript(
             blocks=[
                 TextBlock("Writing the fixture now."),
-                ToolUseBlock("write_file", {"path": "tests/fixtures/dates_200k.csv", "content": BIG_CSV},
-                             fragment=20),
+                ToolUseBlock("write_file", {"path": "tests/fixtures/dates_200k.csv", "content": BIG_CSV}, fragment=20),
             ],
             stop_reason="tool_use",
             usage=Usage(input_tokens=520, output_tokens=61_000),
             pacing=Pacing(ttfb=0.4, event_gap=0.0005, events_per_read=40, ping_every=500, pad=True),
         ),
         TurnScript(
-            blocks=[TextBlock(f"Done: tests/fixtures/dates_200k.csv has {BIG_CSV.count(chr(10)) - 1} rows "
-                              f"({len(BIG_CSV.encode()):,} bytes), cycling through ISO, day-first and month-name "
-                              "formats.")],
+            blocks=[
+                TextBlock(
+                    f"Done: tests/fixtures/dates_200k.csv has {BIG_CSV.count(chr(10)) - 1} rows "
+                    f"({len(BIG_CSV.encode()):,} bytes), cycling through ISO, day-first and month-name "
+                    "formats."
+                )
+            ],
             usage=Usage(input_tokens=700),
             pacing=realistic(),
         ),
     ],
-    expected={"status": "finished", "turns": 2, "requests": 2, "final_stop_reason": "end_turn",
-              "tool_calls": [_ok("write_file")]},
+    expected={
+        "status": "finished",
+        "turns": 2,
+        "requests": 2,
+        "final_stop_reason": "end_turn",
+        "tool_calls": [_ok("write_file")],
+    },
 )
 
 
@@ -290,9 +313,16 @@ EXCLUSIVE_MIX = Scenario(
             blocks=[
                 TextBlock("Reading, writing the notes, then the changelog."),
                 ToolUseBlock("read_file", {"path": "src/dates.py"}),
-                ToolUseBlock("write_file", {"path": "NOTES.md", "content": (
-                    "# Notes\n\n- `parse_date` accepts ISO, day-first slashed dates and month names.\n"
-                    "- Month names are looked up by their first three letters.\n")}),
+                ToolUseBlock(
+                    "write_file",
+                    {
+                        "path": "NOTES.md",
+                        "content": (
+                            "# Notes\n\n- `parse_date` accepts ISO, day-first slashed dates and month names.\n"
+                            "- Month names are looked up by their first three letters.\n"
+                        ),
+                    },
+                ),
                 ToolUseBlock("read_file", {"path": "CHANGELOG.md"}),
             ],
             stop_reason="tool_use",
@@ -305,16 +335,23 @@ EXCLUSIVE_MIX = Scenario(
             pacing=realistic(),
         ),
     ],
-    expected={"status": "finished", "turns": 2, "requests": 2, "final_stop_reason": "end_turn",
-              "tool_calls": [_ok("read_file"), _ok("write_file"), _ok("read_file")]},
+    expected={
+        "status": "finished",
+        "turns": 2,
+        "requests": 2,
+        "final_stop_reason": "end_turn",
+        "tool_calls": [_ok("read_file"), _ok("write_file"), _ok("read_file")],
+    },
 )
 
 
 # --- fault scenarios -------------------------------------------------------------------------------------------
 
 _LOOK = "I'll read the parser first."
-_SHORT_ANSWER = ("`_MONTHS` is keyed by three-letter abbreviations but looked up with the full word, so "
-                 "\"5 March 2024\" raises KeyError: 'march'. Look up `month_name[:3].lower()` or add the full names.")
+_SHORT_ANSWER = (
+    "`_MONTHS` is keyed by three-letter abbreviations but looked up with the full word, so "
+    "\"5 March 2024\" raises KeyError: 'march'. Look up `month_name[:3].lower()` or add the full names."
+)
 
 
 def _read_turn(pacing: Pacing, *faults, http_errors=(), extra_blocks=()) -> TurnScript:
@@ -339,10 +376,17 @@ OVERLOADED_MIDSTREAM = Scenario(
     tools=["read_file"],
     workspace="parse_date",
     seed=606,
-    turns=[_read_turn(fast(), ErrorEventAfter(n_events=5, error_type="overloaded_error", message="Overloaded")),
-           _answer_turn()],
-    expected={"status": "finished", "turns": 2, "requests": 3, "final_stop_reason": "end_turn",
-              "tool_calls": [_ok("read_file")]},
+    turns=[
+        _read_turn(fast(), ErrorEventAfter(n_events=5, error_type="overloaded_error", message="Overloaded")),
+        _answer_turn(),
+    ],
+    expected={
+        "status": "finished",
+        "turns": 2,
+        "requests": 3,
+        "final_stop_reason": "end_turn",
+        "tool_calls": [_ok("read_file")],
+    },
 )
 
 DROP_MID_JSON = Scenario(
@@ -353,12 +397,20 @@ DROP_MID_JSON = Scenario(
     workspace="parse_date",
     seed=707,
     turns=[
-        _read_turn(fast(), DropAfter(inside_block=2, after_fragments=2, cut_bytes=60),
-                   extra_blocks=[ToolUseBlock("read_file", {"path": "tests/test_dates.py"})]),
+        _read_turn(
+            fast(),
+            DropAfter(inside_block=2, after_fragments=2, cut_bytes=60),
+            extra_blocks=[ToolUseBlock("read_file", {"path": "tests/test_dates.py"})],
+        ),
         _answer_turn(),
     ],
-    expected={"status": "finished", "turns": 2, "requests": 3, "final_stop_reason": "end_turn",
-              "tool_calls": [_ok("read_file"), _ok("read_file")]},
+    expected={
+        "status": "finished",
+        "turns": 2,
+        "requests": 3,
+        "final_stop_reason": "end_turn",
+        "tool_calls": [_ok("read_file"), _ok("read_file")],
+    },
 )
 
 STALL_WITH_PINGS = Scenario(
@@ -369,10 +421,17 @@ STALL_WITH_PINGS = Scenario(
     workspace="parse_date",
     seed=808,
     idle_timeout=2.0,
-    turns=[_read_turn(fast(), StallWithPings(after_events=1, ping_interval=0.5, pings=20, then="hang")),
-           _answer_turn()],
-    expected={"status": "finished", "turns": 2, "requests": 3, "final_stop_reason": "end_turn",
-              "tool_calls": [_ok("read_file")]},
+    turns=[
+        _read_turn(fast(), StallWithPings(after_events=1, ping_interval=0.5, pings=20, then="hang")),
+        _answer_turn(),
+    ],
+    expected={
+        "status": "finished",
+        "turns": 2,
+        "requests": 3,
+        "final_stop_reason": "end_turn",
+        "tool_calls": [_ok("read_file")],
+    },
 )
 
 INVALID_JSON = Scenario(
@@ -396,11 +455,18 @@ INVALID_JSON = Scenario(
             # Cut inside a key: the SDK's partial parser turns this into {"path": "CHANGELOG.md"} and would run it.
             faults=[InvalidToolJson(block=2, raw_json='{"path": "CHANGELOG.md", "max_by')],
         ),
-        _answer_turn(text="The changelog call failed (its input arrived as invalid JSON), but the parser is enough: "
-                     + _SHORT_ANSWER),
+        _answer_turn(
+            text="The changelog call failed (its input arrived as invalid JSON), but the parser is enough: "
+            + _SHORT_ANSWER
+        ),
     ],
-    expected={"status": "finished", "turns": 2, "requests": 2, "final_stop_reason": "end_turn",
-              "tool_calls": [_ok("read_file"), {"name": "read_file", "outcome": "not_run"}]},
+    expected={
+        "status": "finished",
+        "turns": 2,
+        "requests": 2,
+        "final_stop_reason": "end_turn",
+        "tool_calls": [_ok("read_file"), {"name": "read_file", "outcome": "not_run"}],
+    },
 )
 
 MAX_TOKENS_CUT = Scenario(
@@ -417,11 +483,18 @@ MAX_TOKENS_CUT = Scenario(
         TurnScript(
             blocks=[
                 TextBlock("Here is the rewritten module."),
-                ToolUseBlock("write_file", {"path": "src/dates.py", "content": (
-                    '"""Parse the date formats our invoices and exports actually contain."""\n\n'
-                    "from __future__ import annotations\n\nimport re\nfrom datetime import date\n\n"
-                    '_FULL = ["january", "february", "march", "april", "may", "june", "july",\n'
-                    '         "august", "september", "october", "november", "december"]\n')}),
+                ToolUseBlock(
+                    "write_file",
+                    {
+                        "path": "src/dates.py",
+                        "content": (
+                            '"""Parse the date formats our invoices and exports actually contain."""\n\n'
+                            "from __future__ import annotations\n\nimport re\nfrom datetime import date\n\n"
+                            '_FULL = ["january", "february", "march", "april", "may", "june", "july",\n'
+                            '         "august", "september", "october", "november", "december"]\n'
+                        ),
+                    },
+                ),
             ],
             stop_reason="tool_use",  # what it would have been; MaxTokensCut turns it into max_tokens
             usage=Usage(input_tokens=1500, output_tokens=256),
@@ -429,8 +502,13 @@ MAX_TOKENS_CUT = Scenario(
             faults=[MaxTokensCut(block=1)],
         )
     ],
-    expected={"status": "finished", "turns": 1, "requests": 1, "final_stop_reason": "max_tokens",
-              "tool_calls": [{"name": "write_file", "outcome": "not_run"}]},
+    expected={
+        "status": "finished",
+        "turns": 1,
+        "requests": 1,
+        "final_stop_reason": "max_tokens",
+        "tool_calls": [{"name": "write_file", "outcome": "not_run"}],
+    },
 )
 
 RATE_LIMITED = Scenario(
@@ -444,14 +522,20 @@ RATE_LIMITED = Scenario(
         _read_turn(fast(), http_errors=[HttpError(429, attempt=0, retry_after_ms=200, retry_after=1)]),
         _answer_turn(http_errors=[HttpError(529, attempt=0, retry_after_ms=300)]),
     ],
-    expected={"status": "finished", "turns": 2, "requests": 4, "final_stop_reason": "end_turn",
-              "tool_calls": [_ok("read_file")]},
+    expected={
+        "status": "finished",
+        "turns": 2,
+        "requests": 4,
+        "final_stop_reason": "end_turn",
+        "tool_calls": [_ok("read_file")],
+    },
 )
 
 
 def _run_tests(args: dict) -> str:
-    raise RuntimeError("pytest could not start: ImportError while loading conftest "
-                       "(ModuleNotFoundError: No module named 'src')")
+    raise RuntimeError(
+        "pytest could not start: ImportError while loading conftest (ModuleNotFoundError: No module named 'src')"
+    )
 
 
 RUN_TESTS = ToolSpec(
@@ -481,11 +565,18 @@ TOOL_RAISES = Scenario(
             usage=Usage(input_tokens=1100),
             pacing=fast(),
         ),
-        _answer_turn(text="The test run failed before collecting anything (the `src` package is not importable "
-                     "from the test runner's working directory); here is the parser meanwhile. " + _SHORT_ANSWER),
+        _answer_turn(
+            text="The test run failed before collecting anything (the `src` package is not importable "
+            "from the test runner's working directory); here is the parser meanwhile. " + _SHORT_ANSWER
+        ),
     ],
-    expected={"status": "finished", "turns": 2, "requests": 2, "final_stop_reason": "end_turn",
-              "tool_calls": [{"name": "run_tests", "outcome": "failed"}, _ok("read_file")]},
+    expected={
+        "status": "finished",
+        "turns": 2,
+        "requests": 2,
+        "final_stop_reason": "end_turn",
+        "tool_calls": [{"name": "run_tests", "outcome": "failed"}, _ok("read_file")],
+    },
 )
 
 
@@ -522,11 +613,18 @@ TOOL_HANGS = Scenario(
             usage=Usage(input_tokens=1000),
             pacing=fast(),
         ),
-        _answer_turn(text="CI did not answer within the timeout, so I can't tell whether main is green. "
-                     "The parser is in src/dates.py; note that " + _SHORT_ANSWER),
+        _answer_turn(
+            text="CI did not answer within the timeout, so I can't tell whether main is green. "
+            "The parser is in src/dates.py; note that " + _SHORT_ANSWER
+        ),
     ],
-    expected={"status": "finished", "turns": 2, "requests": 2, "final_stop_reason": "end_turn",
-              "tool_calls": [{"name": "wait_for_ci", "outcome": "timed_out"}, _ok("read_file")]},
+    expected={
+        "status": "finished",
+        "turns": 2,
+        "requests": 2,
+        "final_stop_reason": "end_turn",
+        "tool_calls": [{"name": "wait_for_ci", "outcome": "timed_out"}, _ok("read_file")],
+    },
 )
 
 PROXY_BUFFERED = Scenario(
@@ -568,7 +666,7 @@ def get_scenario(name: str) -> Scenario:
     try:
         return SCENARIOS[name]
     except KeyError:
-        raise KeyError(f"unknown scenario {name!r}; available: {', '.join(SCENARIOS)}") from None
+        raise UnknownScenario(f"unknown scenario {name!r}; available: {', '.join(SCENARIOS)}") from None
 
 
 def describe() -> list[tuple[str, str]]:

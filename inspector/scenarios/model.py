@@ -11,11 +11,12 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Sequence, Union
+from typing import Any, Literal, Union
 
-from inspector.toolbox.spec import ToolSpec
+from inspector.agent.toolbox.spec import ToolSpec
 
 WORKSPACES_DIR = Path(__file__).resolve().parent / "workspace"
 
@@ -340,10 +341,10 @@ class Scenario:
 
     def resolve_tools(self, root: str | Path | None) -> dict[str, ToolSpec]:
         """The ToolSpecs this scenario offers, by name, in request order, with ``tool_timeouts`` applied.
-        Built-in tools come from ``inspector.toolbox.builtin.builtin_tools(root, allow_write=...)``."""
+        Built-in tools come from ``inspector.agent.toolbox.builtin.builtin_tools(root, allow_write=...)``."""
         specs: dict[str, ToolSpec] = {}
         if self.tools:
-            from inspector.toolbox.builtin import builtin_tools  # lazy: written in parallel, optional here
+            from inspector.agent.toolbox.builtin import builtin_tools  # lazy: written in parallel, optional here
 
             available = builtin_tools(root, allow_write=self.allow_write)
             for name in self.tools:
@@ -367,8 +368,11 @@ class Scenario:
                 d = tool_specs[name].definition()
             else:
                 spec = next((t for t in self.extra_tools if t.name == name), None)
-                d = spec.definition() if spec else {
-                    "name": name, "description": f"built-in {name}", "input_schema": {"type": "object"}}
+                d = (
+                    spec.definition()
+                    if spec
+                    else {"name": name, "description": f"built-in {name}", "input_schema": {"type": "object"}}
+                )
             if self.eager_input_streaming:
                 d = {**d, "eager_input_streaming": True}
             tools.append(d)

@@ -216,11 +216,18 @@ def _protocol_events(scenario: Scenario, turn_index: int, attempt: int) -> list[
             keep = cut.keep_fragments if cut.keep_fragments is not None else (len(deltas) + 1) // 2
             deltas = deltas[: max(0, keep)]
             closed = False
-        evs.append(_Ev("content_block_start", {"type": "content_block_start", "index": i, "content_block": start},
-                       block=i))
+        evs.append(
+            _Ev("content_block_start", {"type": "content_block_start", "index": i, "content_block": start}, block=i)
+        )
         for n, delta in enumerate(deltas, 1):
-            evs.append(_Ev("content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta},
-                           block=i, delta_no=n))
+            evs.append(
+                _Ev(
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": i, "delta": delta},
+                    block=i,
+                    delta_no=n,
+                )
+            )
         if not closed:
             stop_reason, stop_sequence = "max_tokens", None
             break
@@ -301,8 +308,13 @@ def _timeline(scenario: Scenario, turn_index: int, attempt: int) -> tuple[list[_
     tail: list[_Ev] = []
     if isinstance(fault, ErrorEventAfter):
         evs = evs[: fault.n_events]
-        tail = [_Ev("error", {"type": "error", "error": {"type": fault.error_type, "message": fault.message}},
-                    standalone=True)]
+        tail = [
+            _Ev(
+                "error",
+                {"type": "error", "error": {"type": fault.error_type, "message": fault.message}},
+                standalone=True,
+            )
+        ]
     elif isinstance(fault, DropAfter):
         pos = _drop_position(evs, fault)
         if fault.cut_bytes > 0 and pos < len(evs):
@@ -454,7 +466,7 @@ def _split_reads(reads: list[PlannedRead], cuts: list[int]) -> list[PlannedRead]
             step = min(r.delay / k, SPLIT_STEP)
             for j in range(k):
                 delay = r.delay - (k - 1) * step if j == 0 else step
-                out.append(PlannedRead(delay, r.data[bounds[j]:bounds[j + 1]]))
+                out.append(PlannedRead(delay, r.data[bounds[j] : bounds[j + 1]]))
         pos = end
     return out
 
@@ -482,8 +494,11 @@ def _render_http_error(scenario: Scenario, turn_index: int, attempt: int, err: H
         "api_error": "Internal server error",
     }.get(etype, etype)
     body = orjson.dumps({"type": "error", "error": {"type": etype, "message": message}, "request_id": request_id})
-    headers = {"content-type": "application/json", "request-id": request_id,
-               "x-scenario": f"{scenario.name}; turn={turn_index}; attempt={attempt}"}
+    headers = {
+        "content-type": "application/json",
+        "request-id": request_id,
+        "x-scenario": f"{scenario.name}; turn={turn_index}; attempt={attempt}",
+    }
     if err.retry_after_ms is not None:
         headers["retry-after-ms"] = str(err.retry_after_ms)
     if err.retry_after is not None:

@@ -9,7 +9,7 @@ how many requests for that turn the server has already answered. Bodies are time
 A planned "drop" raises :class:`httpx2.RemoteProtocolError` with h11's message for a chunked body cut short, which is
 what httpx2 raises when a real server closes the connection mid-stream.
 
-Requests are checked like ``inspector serve`` checks them (the history rules come from :mod:`inspector.history`);
+Requests are checked like ``inspector serve`` checks them (the history rules come from :mod:`inspector.agent.history`);
 ``render=`` chooses how a turn becomes bytes (``render_turn`` by default; ``FaultedScenarioServer`` passes serve's
 faulted renderer).
 """
@@ -18,21 +18,32 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 import anthropic
 import httpx2
 import orjson
 
-from inspector.history import history_problem, history_violation
-from inspector.pacing import Pacer
+from inspector.agent.history import history_problem, history_violation
+from inspector.agent.pacing import Pacer
 
 from .model import Scenario
 from .render import ResponsePlan, render_turn
 
-__all__ = ["DROP_MESSAGE", "RecordedRequest", "Renderer", "ScenarioServer", "ScenarioStream", "ServedResponse",
-           "drop_error", "history_problem", "make_client", "scale_retry_headers"]
+__all__ = [
+    "DROP_MESSAGE",
+    "RecordedRequest",
+    "Renderer",
+    "ScenarioServer",
+    "ScenarioStream",
+    "ServedResponse",
+    "drop_error",
+    "history_problem",
+    "make_client",
+    "scale_retry_headers",
+]
 
 # (scenario, turn index, attempt) -> the plan to serve; render_turn by default
 Renderer = Callable[[Scenario, int, int], ResponsePlan]
@@ -77,7 +88,7 @@ class RecordedRequest:
 class ScenarioStream(httpx2.AsyncByteStream):
     """A response body that follows a ResponsePlan: sleeps (via the pacer) before each read, then yields it."""
 
-    def __init__(self, server: "ScenarioServer", served: ServedResponse, plan: ResponsePlan) -> None:
+    def __init__(self, server: ScenarioServer, served: ServedResponse, plan: ResponsePlan) -> None:
         self._server = server
         self._served = served
         self._plan = plan
@@ -128,7 +139,7 @@ class ScenarioServer:
         self.pacer = pacer or Pacer(1.0)
         self.render = render  # how a (turn, attempt) becomes the plan served (serve's faults pass their own)
         self.scale_retry_after = scale_retry_after  # retry-after(-ms) headers divided by the pacer speed
-        self.validate_history = validate_history  # the API's history 400s (inspector.history, as in serve)
+        self.validate_history = validate_history  # the API's history 400s (inspector.agent.history, as in serve)
         self.requests: list[RecordedRequest] = []
         self.responses: list[ServedResponse] = []
         self.attempts: dict[int, int] = {}
@@ -187,9 +198,12 @@ class ScenarioServer:
         turn = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
         if turn >= len(self.scenario.turns):
             return self._reject(
-                rec, 400, "invalid_request_error",
+                rec,
+                400,
+                "invalid_request_error",
                 f"scenario {self.scenario.name!r} has {len(self.scenario.turns)} turns; no turn {turn} "
-                f"(this request has {turn} assistant messages)")
+                f"(this request has {turn} assistant messages)",
+            )
 
         attempt = self.attempts.get(turn, 0)
         self.attempts[turn] = attempt + 1

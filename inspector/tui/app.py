@@ -4,7 +4,7 @@ Data flow: the session's bus calls `_on_observation` inline (an append to a list
 a timer folds the pending observations into the state `refresh_hz` times a second and points the panes at it. In time
 travel (left/right/home/end) the panes show `History.state_at(k)` instead: the state rebuilt from the observation
 fold as of event k, without re-running anything. The timing view (`i`, widgets/timing.py) analyses a Recording
-rebuilt from the observations (`inspector.timing.RecordingBuilder`) when opened, and at most a few times a second
+rebuilt from the observations (`inspector.record.timing.RecordingBuilder`) when opened, and at most a few times a second
 while open.
 
 Launch: `run_dashboard(session_factory)` where the factory returns a Session-like object (`.bus`, `.controller`,
@@ -16,9 +16,10 @@ from __future__ import annotations
 import asyncio
 import gc
 import time
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Iterable, Protocol, Sequence
+from typing import Any, Protocol
 
 from textual import on
 from textual.app import App, ComposeResult
@@ -28,8 +29,10 @@ from textual.message import Message
 from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
-from inspector import observations as O
-from inspector.state import DashboardState, History
+from inspector.agent import observations as O
+from inspector.agent.states import TERMINAL_LOOP_STATES, LoopState
+from inspector.state.fold import DashboardState
+from inspector.state.travel import History
 from inspector.tui.commands import InspectorCommands
 from inspector.tui.export import default_export_path, write_recording
 from inspector.tui.widgets.assistant import AssistantView
@@ -93,39 +96,111 @@ class InspectorApp(App[int]):
     ENABLE_COMMAND_PALETTE = True
 
     BINDINGS = [
-        Binding("space", "toggle_pause", "Pause", id="pause",
-                tooltip="Pause or resume the stream (running tools go on; queued tools wait)"),
-        Binding("n", "step('event')", "Event", id="step-event", group=Binding.Group("Step", compact=True),
-                tooltip="Step: process exactly one more SSE event, then pause"),
-        Binding("b", "step('block')", "Block", id="step-block", group=Binding.Group("Step", compact=True),
-                tooltip="Step: run to the next content_block_stop, then pause"),
-        Binding("t", "step('turn')", "Turn", id="step-turn", group=Binding.Group("Step", compact=True),
-                tooltip="Step: run to the end of the turn (tools included), then pause"),
-        Binding("c", "cancel", "Cancel", id="cancel",
-                tooltip="Cancel: close the response, cancel tools, keep the history valid"),
+        Binding(
+            "space",
+            "toggle_pause",
+            "Pause",
+            id="pause",
+            tooltip="Pause or resume the stream (running tools go on; queued tools wait)",
+        ),
+        Binding(
+            "n",
+            "step('event')",
+            "Event",
+            id="step-event",
+            group=Binding.Group("Step", compact=True),
+            tooltip="Step: process exactly one more SSE event, then pause",
+        ),
+        Binding(
+            "b",
+            "step('block')",
+            "Block",
+            id="step-block",
+            group=Binding.Group("Step", compact=True),
+            tooltip="Step: run to the next content_block_stop, then pause",
+        ),
+        Binding(
+            "t",
+            "step('turn')",
+            "Turn",
+            id="step-turn",
+            group=Binding.Group("Step", compact=True),
+            tooltip="Step: run to the end of the turn (tools included), then pause",
+        ),
+        Binding(
+            "c",
+            "cancel",
+            "Cancel",
+            id="cancel",
+            tooltip="Cancel: close the response, cancel tools, keep the history valid",
+        ),
         Binding("r", "restart", "Restart", id="restart", tooltip="Restart the scenario or the replay from the top"),
-        Binding("plus,equals_sign", "faster", "Faster", id="faster", key_display="+",
-                group=Binding.Group("Speed", compact=True), tooltip="Faster scripted/replayed pacing"),
-        Binding("minus", "slower", "Slower", id="slower", key_display="-",
-                group=Binding.Group("Speed", compact=True), tooltip="Slower scripted/replayed pacing"),
+        Binding(
+            "plus,equals_sign",
+            "faster",
+            "Faster",
+            id="faster",
+            key_display="+",
+            group=Binding.Group("Speed", compact=True),
+            tooltip="Faster scripted/replayed pacing",
+        ),
+        Binding(
+            "minus",
+            "slower",
+            "Slower",
+            id="slower",
+            key_display="-",
+            group=Binding.Group("Speed", compact=True),
+            tooltip="Slower scripted/replayed pacing",
+        ),
         Binding("e", "export", "Export", id="export", tooltip="Export the session as a recording (.jsonl)"),
         Binding("v", "toggle_raw", "Raw", id="raw", tooltip="SSE pane: events / raw bytes with read boundaries"),
-        Binding("i", "timing", "Timing", id="timing",
-                tooltip="Timing: per-turn times, gap histograms, pings and the buffering verdict (i / esc: close)"),
-        Binding("1", "maximize(1)", "Events", id="max-events", group=Binding.Group("Max", compact=True),
-                tooltip="Maximize the SSE events pane (again or escape: restore)"),
-        Binding("2", "maximize(2)", "Blocks", id="max-blocks", group=Binding.Group("Max", compact=True),
-                tooltip="Maximize the Blocks pane"),
-        Binding("3", "maximize(3)", "Tools", id="max-tools", group=Binding.Group("Max", compact=True),
-                tooltip="Maximize the Tools pane"),
-        Binding("4", "maximize(4)", "Assistant", id="max-assistant", group=Binding.Group("Max", compact=True),
-                tooltip="Maximize the Assistant pane"),
-        Binding("left", "cursor('prev')", "Back", id="cursor-prev", show=False,
-                tooltip="Time travel: one event back"),
-        Binding("right", "cursor('next')", "Forward", id="cursor-next", show=False,
-                tooltip="Time travel: one event forward"),
-        Binding("home", "cursor('home')", "First", id="cursor-home", show=False,
-                tooltip="Time travel: the first event"),
+        Binding(
+            "i",
+            "timing",
+            "Timing",
+            id="timing",
+            tooltip="Timing: per-turn times, gap histograms, pings and the buffering verdict (i / esc: close)",
+        ),
+        Binding(
+            "1",
+            "maximize(1)",
+            "Events",
+            id="max-events",
+            group=Binding.Group("Max", compact=True),
+            tooltip="Maximize the SSE events pane (again or escape: restore)",
+        ),
+        Binding(
+            "2",
+            "maximize(2)",
+            "Blocks",
+            id="max-blocks",
+            group=Binding.Group("Max", compact=True),
+            tooltip="Maximize the Blocks pane",
+        ),
+        Binding(
+            "3",
+            "maximize(3)",
+            "Tools",
+            id="max-tools",
+            group=Binding.Group("Max", compact=True),
+            tooltip="Maximize the Tools pane",
+        ),
+        Binding(
+            "4",
+            "maximize(4)",
+            "Assistant",
+            id="max-assistant",
+            group=Binding.Group("Max", compact=True),
+            tooltip="Maximize the Assistant pane",
+        ),
+        Binding("left", "cursor('prev')", "Back", id="cursor-prev", show=False, tooltip="Time travel: one event back"),
+        Binding(
+            "right", "cursor('next')", "Forward", id="cursor-next", show=False, tooltip="Time travel: one event forward"
+        ),
+        Binding(
+            "home", "cursor('home')", "First", id="cursor-home", show=False, tooltip="Time travel: the first event"
+        ),
         Binding("end", "cursor('end')", "Live", id="cursor-end", show=False, tooltip="Back to the live view"),
         Binding("q", "quit", "Quit", id="quit", tooltip="Quit (cancels a running loop)"),
     ]
@@ -257,8 +332,13 @@ class InspectorApp(App[int]):
         self._unsubscribe = session.bus.subscribe(partial(self._on_observation, gen))
         self.session_running = True
         self.final_status = None
-        self.run_worker(self._run_session(session, gen), name=f"session-{gen}", group="session",
-                        description="agent loop", exit_on_error=False)
+        self.run_worker(
+            self._run_session(session, gen),
+            name=f"session-{gen}",
+            group="session",
+            description="agent loop",
+            exit_on_error=False,
+        )
         self.post_message(self.SessionStarted(gen, self.source))
         self.refresh_bindings()
         return True
@@ -292,12 +372,15 @@ class InspectorApp(App[int]):
         if self.live.status.finished is None and message.status != "cancelled":
             # the loop died without saying so: record it in the fold so every view shows the error state
             t = self.live.status.t_last
-            self._pending += [O.LoopStateChanged(t, O.ERROR, message.error or ""),
-                              O.LoopFinished(t, "error", len(self.live.turns), [], [], message.error)]
+            self._pending += [
+                O.LoopStateChanged(t, LoopState.ERROR, message.error or ""),
+                O.LoopFinished(t, "error", len(self.live.turns), [], [], message.error),
+            ]
             self.flush()
         if message.status == "error":
-            self.notify(message.error or "the loop ended with an error", title="Loop error", severity="error",
-                        timeout=8)
+            self.notify(
+                message.error or "the loop ended with an error", title="Loop error", severity="error", timeout=8
+            )
         self.refresh_bindings()
 
     def stop_session(self) -> None:
@@ -307,8 +390,8 @@ class InspectorApp(App[int]):
         if self.session is not None and self.session_running:
             try:
                 self.session.controller.cancel()
-            except Exception:
-                pass
+            except Exception as e:  # the session is being dropped anyway; say why it did not cancel
+                self.log.warning(f"cancelling the session failed: {e!r}")
         self.session_running = False
         self.generation += 1  # late observations of the old session are dropped
 
@@ -365,7 +448,7 @@ class InspectorApp(App[int]):
         """Loop time for elapsed labels: the last observation's time, advanced by the clock while the loop runs."""
         state = self.shown_state
         t = state.status.t_last
-        if self.cursor is None and self.session_running and state.status.loop_state not in O.TERMINAL_STATES:
+        if self.cursor is None and self.session_running and state.status.loop_state not in TERMINAL_LOOP_STATES:
             t += max(0.0, self.clock() - self._wall_last)
         return t
 
@@ -397,8 +480,14 @@ class InspectorApp(App[int]):
             self.notify(message, title="Stream Inspector", severity="error", timeout=6)
 
     def _status_info(self) -> StatusInfo:
-        return StatusInfo(total_events=self.history.event_count, cursor=self.cursor, speed=self.speed_label(),
-                          note=self.note, replay=self.replay, timing_note=self.timing_note())
+        return StatusInfo(
+            total_events=self.history.event_count,
+            cursor=self.cursor,
+            speed=self.speed_label(),
+            note=self.note,
+            replay=self.replay,
+            timing_note=self.timing_note(),
+        )
 
     def timing_note(self) -> str:
         """A caveat about the source's timing (a HAR replay: "HAR timing is per response, not per read")."""
@@ -438,7 +527,7 @@ class InspectorApp(App[int]):
     def control_available(self, control: str) -> tuple[bool, str]:
         if self.session is None:
             return False, "no loop is running here"
-        if not self.session_running or self.live.status.loop_state in O.TERMINAL_STATES:
+        if not self.session_running or self.live.status.loop_state in TERMINAL_LOOP_STATES:
             return False, f"the loop has {self.final_status or self.live.status.loop_state}: r restarts"
         return True, ""
 
@@ -498,8 +587,7 @@ class InspectorApp(App[int]):
         self.cursor = self.cursor_state = None
         self.note = ""
         self.timing_analysis = TimingAnalysis()
-        for view in (self.events_view, self.blocks_view, self.tools_view, self.assistant_view,
-                     self.diagnostics_view):
+        for view in (self.events_view, self.blocks_view, self.tools_view, self.assistant_view, self.diagnostics_view):
             view._cache.clear()
             reset = getattr(view, "reset", None)
             if reset is not None:
@@ -508,8 +596,8 @@ class InspectorApp(App[int]):
         if self.start_session() and speed is not None and isinstance(speed, (int, float)):
             try:
                 self.session.controller.set_speed(speed)  # type: ignore[attr-defined]
-            except Exception:
-                pass
+            except Exception as e:  # a source without a speed (a watched stream): keep its own
+                self.log.info(f"speed not carried over to the restart: {e!r}")
         self.post_message(self.ControlUsed("restart", True))
         self.show()
 
@@ -553,7 +641,7 @@ class InspectorApp(App[int]):
         if where == "home":
             k = 1
         elif where == "prev":
-            k = (n - 1 if self.cursor is None else self.cursor - 1)
+            k = n - 1 if self.cursor is None else self.cursor - 1
         elif where == "next":
             if self.cursor is None:
                 return
@@ -584,8 +672,14 @@ class InspectorApp(App[int]):
         path = default_export_path(self.export_dir, self.source or self.live.status.source)
         observations = list(self.history.observations)
         source = dict(self.live.status.source or self.source)
-        self.run_worker(partial(write_recording, path, observations, source), thread=True, group="export",
-                        name="export", description=f"export {path.name}", exit_on_error=False)
+        self.run_worker(
+            partial(write_recording, path, observations, source),
+            thread=True,
+            group="export",
+            name="export",
+            description=f"export {path.name}",
+            exit_on_error=False,
+        )
 
     @on(Worker.StateChanged)
     def _worker_changed(self, event: Worker.StateChanged) -> None:
@@ -618,8 +712,14 @@ def run_dashboard(
     0 finished, 1 error, 130 cancelled or quit while running.
 
     `replay_observations`: show a finished list of observations (time travel only; no session needed)."""
-    app = InspectorApp(session_factory, source=source, replay=replay or replay_observations is not None,
-                       observations=replay_observations or (), export_dir=export_dir, **app_kwargs)
+    app = InspectorApp(
+        session_factory,
+        source=source,
+        replay=replay or replay_observations is not None,
+        observations=replay_observations or (),
+        export_dir=export_dir,
+        **app_kwargs,
+    )
     code = app.run()
     return int(code) if isinstance(code, int) else 0
 

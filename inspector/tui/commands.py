@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
-from typing import Any, Callable
+from typing import Any
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
@@ -14,7 +15,11 @@ class InspectorCommands(Provider):
         return [
             ("control: pause / resume", app.action_toggle_pause, "space · running tools go on, queued ones wait"),
             ("control: step one event", partial(app.action_step, "event"), "n · process one SSE event, then pause"),
-            ("control: step to the next block stop", partial(app.action_step, "block"), "b · run to content_block_stop"),
+            (
+                "control: step to the next block stop",
+                partial(app.action_step, "block"),
+                "b · run to content_block_stop",
+            ),
             ("control: step to the end of the turn", partial(app.action_step, "turn"), "t · tools included"),
             ("control: cancel", app.action_cancel, "c · close the response, cancel tools, keep the history valid"),
             ("control: restart", app.action_restart, "r · the scenario or replay from the top"),

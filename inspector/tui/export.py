@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
-from inspector import observations as O
-from inspector.recorder import Recorder
+from inspector.agent import observations as O
+from inspector.record.recorder import Recorder
 
 
 def default_export_path(directory: Path, source: dict) -> Path:

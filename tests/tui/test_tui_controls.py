@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 from tui_helpers import Factory, FakeSession, flushed, wait_for
 
-from inspector import observations as O
-from inspector.recording import read_recording
+from inspector.agent import observations as O
+from inspector.agent.states import LoopState
+from inspector.record.recording import read_recording
+from inspector.testing.synthetic import parse_date_observations
 from inspector.tui.app import InspectorApp
-from inspector.tui.synthetic import parse_date_observations
 
 SIZE = (140, 42)
 PANES = ["events", "blocks", "tools", "assistant", "diagnostics"]
@@ -52,7 +53,7 @@ class TestKeys:
             calls = factory.last.controller.calls
             await wait_for(lambda: len(calls) == len(KEYS), what="every controller call")
             assert calls == [call for _k, call, _c in KEYS]
-            used = lambda: [(m.name, m.ok) for m in messages if isinstance(m, InspectorApp.ControlUsed)]  # noqa: E731
+            used = lambda: [(m.name, m.ok) for m in messages if isinstance(m, InspectorApp.ControlUsed)]
             await wait_for(lambda: len(used()) == len(KEYS), what="ControlUsed messages")
             assert used() == [(control, True) for _k, _c, control in KEYS]
 
@@ -90,16 +91,34 @@ class TestKeys:
             await started(pilot, factory)
             await pilot.press("ctrl+p")
             await pilot.press(*"control: step one event")
-            await wait_for(lambda: "step one event" in str(app.screen.query("CommandList").first().get_option_at_index(
-                0).prompt), what="the command to be listed")
+            await wait_for(
+                lambda: "step one event" in str(app.screen.query("CommandList").first().get_option_at_index(0).prompt),
+                what="the command to be listed",
+            )
             await pilot.press("enter")
             await wait_for(lambda: factory.last.controller.calls, what="the palette command to run")
             assert factory.last.controller.calls == [("step", "event")]
 
     async def test_bindings_document_themselves(self) -> None:
         ids = {b.id for b in InspectorApp.BINDINGS if not isinstance(b, tuple)}
-        for needed in ("pause", "step-event", "step-block", "step-turn", "cancel", "restart", "faster", "slower",
-                       "export", "raw", "timing", "max-events", "max-blocks", "max-tools", "max-assistant", "quit"):
+        for needed in (
+            "pause",
+            "step-event",
+            "step-block",
+            "step-turn",
+            "cancel",
+            "restart",
+            "faster",
+            "slower",
+            "export",
+            "raw",
+            "timing",
+            "max-events",
+            "max-blocks",
+            "max-tools",
+            "max-assistant",
+            "quit",
+        ):
             assert needed in ids
         assert all(b.tooltip for b in InspectorApp.BINDINGS if not isinstance(b, tuple))
 
@@ -119,11 +138,10 @@ class TestSessionLifecycle:
             await wait_for(lambda: len(app.history) == n, what="the new session's observations")
             assert app.live.status.events == sum(isinstance(o, O.SSEEventSeen) for o in first.observations)
             # late observations of the old session are ignored
-            first.bus.publish(O.LoopStateChanged(9.0, O.ERROR, "late"))
+            first.bus.publish(O.LoopStateChanged(9.0, LoopState.ERROR, "late"))
             await flushed(app)
-            assert app.live.status.loop_state != O.ERROR
-            assert any(isinstance(m, InspectorApp.SessionStarted) and m.generation == app.generation
-                       for m in messages)
+            assert app.live.status.loop_state != LoopState.ERROR
+            assert any(isinstance(m, InspectorApp.SessionStarted) and m.generation == app.generation for m in messages)
 
     async def test_a_crashing_session_shows_the_error_state(self) -> None:
         obs = parse_date_observations("tools_running")
@@ -132,7 +150,7 @@ class TestSessionLifecycle:
         async with app.run_test(size=SIZE) as pilot:
             await wait_for(lambda: app.final_status == "error", what="the error state")
             await flushed(app)
-            assert app.live.status.loop_state == O.ERROR
+            assert app.live.status.loop_state == LoopState.ERROR
             assert "RuntimeError: boom" in (app.live.status.error or "")
             await pilot.press("r")  # restart still works
             await wait_for(lambda: len(factory.sessions) == 2, what="a restart")
@@ -232,12 +250,12 @@ class TestTimeTravel:
             await started(pilot, factory)
             await pilot.press("left")
             k = app.cursor
-            factory.last.bus.publish(O.LoopStateChanged(5.0, O.PAUSED))  # the live view goes on underneath
+            factory.last.bus.publish(O.LoopStateChanged(5.0, LoopState.PAUSED))  # the live view goes on underneath
             await flushed(app)
-            assert app.cursor == k and app.live.status.loop_state == O.PAUSED
-            assert app.shown_state.status.loop_state != O.PAUSED
+            assert app.cursor == k and app.live.status.loop_state == LoopState.PAUSED
+            assert app.shown_state.status.loop_state != LoopState.PAUSED
             await pilot.press("end")
-            assert app.shown_state.status.loop_state == O.PAUSED
+            assert app.shown_state.status.loop_state == LoopState.PAUSED
 
 
 class TestTail:

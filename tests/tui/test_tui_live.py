@@ -6,8 +6,9 @@ import math
 
 from tui_helpers import Factory, flushed, wait_for
 
-from inspector import observations as O
-from inspector import sources
+from inspector.agent import observations as O
+from inspector.agent.states import LoopState
+from inspector.sessions import sources
 from inspector.tui.app import InspectorApp
 
 SIZE = (140, 42)
@@ -47,7 +48,7 @@ async def test_the_whole_scenario_reaches_every_pane() -> None:
         await wait_for(lambda: app.final_status == "finished", 30, "the loop to finish")
         await flushed(app)
         s = app.live
-        assert s.status.loop_state == O.FINISHED and s.status.events == len(sse(app)) > 50
+        assert s.status.loop_state == LoopState.FINISHED and s.status.events == len(sse(app)) > 50
         assert len(s.tools) == 3 and all(t.state == "succeeded" for t in s.tools.values())
         assert app.events_view.row_count == len(s.events)
         assert app.tools_view.row_count >= 4 and app.blocks_view.row_count > 10
@@ -64,7 +65,7 @@ async def test_step_event_advances_exactly_one_event() -> None:
         for expected in (1, 2, 3):
             await pilot.press("n")
             await wait_for(lambda: len(sse(app)) >= expected, 10, f"event {expected}")
-            await wait_for(lambda: factory.last.controller.state == O.PAUSED, 10, "the loop to pause again")
+            await wait_for(lambda: factory.last.controller.state == LoopState.PAUSED, 10, "the loop to pause again")
             await flushed(app, 2)
             assert len(sse(app)) == expected  # exactly one per step
             assert app.live.status.events == expected
@@ -77,8 +78,9 @@ async def test_step_block_stops_right_after_a_block_stop() -> None:
         for _ in range(2):
             n = len(sse(app))
             await pilot.press("b")
-            await wait_for(lambda: factory.last.controller.state == O.PAUSED and len(sse(app)) > n, 10,
-                           "the step to end")
+            await wait_for(
+                lambda: factory.last.controller.state == LoopState.PAUSED and len(sse(app)) > n, 10, "the step to end"
+            )
             await flushed(app, 2)
             assert sse(app)[-1].event_type == "content_block_stop"
 
@@ -89,7 +91,7 @@ async def test_step_turn_runs_the_tools_and_stops_at_the_turn_end() -> None:
         await wait_for(lambda: factory.sessions and len(app.history) >= 1, 10, "the loop to start")
         await pilot.press("t")
         await wait_for(lambda: any(isinstance(o, O.TurnEnded) for o in app.history.observations), 20, "turn end")
-        await wait_for(lambda: factory.last.controller.state == O.PAUSED, 10, "the loop to pause")
+        await wait_for(lambda: factory.last.controller.state == LoopState.PAUSED, 10, "the loop to pause")
         await flushed(app, 2)
         n = len(sse(app))
         assert all(t.state == "succeeded" for t in app.live.tools.values()) and len(app.live.tools) == 3
@@ -102,10 +104,10 @@ async def test_pause_really_stops_events_and_resume_goes_on() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(lambda: len(sse(app)) >= 3, 20, "some events")
         await pilot.press("space")
-        await wait_for(lambda: factory.last.controller.state == O.PAUSED, 10, "the loop to pause")
+        await wait_for(lambda: factory.last.controller.state == LoopState.PAUSED, 10, "the loop to pause")
         await flushed(app, 2)
         n = len(sse(app))
-        assert app.live.status.loop_state == O.PAUSED
+        assert app.live.status.loop_state == LoopState.PAUSED
         await flushed(app, 6)  # 200 ms at 30 Hz: at 1x the scenario sends an event every ~30-60 ms
         assert len(sse(app)) == n
         factory.last.controller.set_speed(math.inf)
@@ -117,15 +119,18 @@ async def test_pause_really_stops_events_and_resume_goes_on() -> None:
 async def test_cancel_mid_tool_leaves_a_valid_history() -> None:
     app, factory = scenario_app("tool_hangs")
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(lambda: any(t.name == "wait_for_ci" and t.state == "running"
-                                   for t in app.live.tools.values()), 20, "the hanging tool to run")
+        await wait_for(
+            lambda: any(t.name == "wait_for_ci" and t.state == "running" for t in app.live.tools.values()),
+            20,
+            "the hanging tool to run",
+        )
         await pilot.press("c")
         await wait_for(lambda: app.final_status == "cancelled", 10, "the cancel")
         await flushed(app)
         finished = [o for o in app.history.observations if isinstance(o, O.LoopFinished)]
         assert len(finished) == 1 and finished[0].status == "cancelled"
         assert_valid_history(finished[0].messages)
-        assert app.live.status.loop_state == O.CANCELLED
+        assert app.live.status.loop_state == LoopState.CANCELLED
         assert {t.name: t.state for t in app.live.tools.values()}["wait_for_ci"] == "cancelled"
         await pilot.press("r")  # and the scenario can start again
         await wait_for(lambda: len(factory.sessions) == 2 and app.session_running, 10, "the restart")

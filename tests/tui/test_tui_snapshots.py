@@ -1,6 +1,6 @@
 """What the dashboard looks like, frozen as SVG snapshots (deterministic: fake clock, no animations).
 
-Synthetic sessions (`inspector.tui.synthetic`) give exact moments: opening, paused mid tool JSON, tools running in
+Synthetic sessions (`inspector.testing.synthetic`) give exact moments: opening, paused mid tool JSON, tools running in
 parallel, finished, faults. `TestRealScenarios` drives the real loop on built-in scenarios at max speed with a
 clock that stands still (every time reads 0), so the frame depends only on the scripted bytes.
 """
@@ -11,8 +11,8 @@ import math
 
 import pytest
 
+from inspector.testing.synthetic import parse_date_observations
 from inspector.tui.app import InspectorApp
-from inspector.tui.synthetic import parse_date_observations
 
 WIDE = (140, 42)
 SMALL = (80, 24)
@@ -70,8 +70,7 @@ class TestViews:
 
     def test_replay_scrubbed_back(self, snap_compare) -> None:
         """Time travel: home, then forward to the middle of the second tool's input."""
-        assert snap_compare(synthetic(replay=True), terminal_size=WIDE,
-                            press=["home", *["right"] * 17])
+        assert snap_compare(synthetic(replay=True), terminal_size=WIDE, press=["home", *["right"] * 17])
 
     def test_maximized_assistant(self, snap_compare) -> None:
         assert snap_compare(synthetic(), terminal_size=WIDE, press=["4"])
@@ -82,10 +81,11 @@ class TestRealScenarios:
 
     @staticmethod
     def app(name: str) -> InspectorApp:
-        from inspector import sources
+        from inspector.sessions import sources
 
-        return InspectorApp(lambda: sources.scenario_session(name, speed=math.inf, clock=lambda: 0.0),
-                            clock=lambda: 0.0)
+        return InspectorApp(
+            lambda: sources.scenario_session(name, speed=math.inf, clock=lambda: 0.0), clock=lambda: 0.0
+        )
 
     @staticmethod
     async def until_done(pilot) -> None:

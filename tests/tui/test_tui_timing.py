@@ -9,10 +9,11 @@ import math
 
 from tui_helpers import flushed, paced_session, wait_for
 
-from inspector import sources
-from inspector.scenarios import get_scenario, render_turn
+from inspector.scenarios.bundled import get_scenario
+from inspector.scenarios.render import render_turn
+from inspector.sessions import sources
+from inspector.testing.synthetic import parse_date_observations
 from inspector.tui.app import InspectorApp
-from inspector.tui.synthetic import parse_date_observations
 from inspector.tui.widgets.timing import HAR_NOTE, TimingScreen
 
 SIZE = (140, 42)
@@ -56,8 +57,15 @@ async def test_parse_date_is_not_buffered() -> None:
         assert screen.verdict == "not buffered"
         assert "verdict: NOT BUFFERED" in screen.text and HAR_NOTE not in screen.text and app.timing_note() == ""
         assert screen.text.count("buffering: NOT BUFFERED") == 2  # both turns
-        for part in ("turn 1 attempt 1: HTTP 200", "turn 2 attempt 1: HTTP 200", "gaps between reads",
-                     "gaps between events", "events per read", "pings:", "first content"):
+        for part in (
+            "turn 1 attempt 1: HTTP 200",
+            "turn 2 attempt 1: HTTP 200",
+            "gaps between reads",
+            "gaps between events",
+            "events per read",
+            "pings:",
+            "first content",
+        ):
             assert part in screen.text
         await pilot.press("escape")
         await wait_for(lambda: not isinstance(app.screen, TimingScreen), what="the view to close")
@@ -86,33 +94,49 @@ async def test_command_palette_opens_the_timing_view() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("ctrl+p")
         await pilot.press(*"view: timing")
-        await wait_for(lambda: "view: timing" in str(app.screen.query("CommandList").first().get_option_at_index(
-            0).prompt), what="the command to be listed")
+        await wait_for(
+            lambda: "view: timing" in str(app.screen.query("CommandList").first().get_option_at_index(0).prompt),
+            what="the command to be listed",
+        )
         await pilot.press("enter")
         await wait_for(lambda: isinstance(app.screen, TimingScreen), what="the timing view")
 
 
 def har_bytes() -> bytes:
     body = render_turn(get_scenario("proxy_buffered"), 0, 0).body
-    request = {"model": "recorded-model", "max_tokens": 1024, "stream": True,
-               "messages": [{"role": "user", "content": "hi"}]}
+    request = {
+        "model": "recorded-model",
+        "max_tokens": 1024,
+        "stream": True,
+        "messages": [{"role": "user", "content": "hi"}],
+    }
     entry = {
-        "startedDateTime": "2025-05-01T10:00:00.000Z", "time": 8200.0,
-        "request": {"method": "POST", "url": "https://api.anthropic.com/v1/messages", "headers": [],
-                    "postData": {"mimeType": "application/json", "text": json.dumps(request)}},
-        "response": {"status": 200, "headers": [{"name": "content-type", "value": "text/event-stream"}],
-                     "content": {"size": len(body), "mimeType": "text/event-stream", "text": body.decode()}},
+        "startedDateTime": "2025-05-01T10:00:00.000Z",
+        "time": 8200.0,
+        "request": {
+            "method": "POST",
+            "url": "https://api.anthropic.com/v1/messages",
+            "headers": [],
+            "postData": {"mimeType": "application/json", "text": json.dumps(request)},
+        },
+        "response": {
+            "status": 200,
+            "headers": [{"name": "content-type", "value": "text/event-stream"}],
+            "content": {"size": len(body), "mimeType": "text/event-stream", "text": body.decode()},
+        },
         "timings": {"send": 0.5, "wait": 299.5, "receive": 7900.0},
     }
-    return json.dumps({"log": {"version": "1.2", "creator": {"name": "WebInspector", "version": "1"},
-                               "entries": [entry]}}).encode()
+    return json.dumps(
+        {"log": {"version": "1.2", "creator": {"name": "WebInspector", "version": "1"}, "entries": [entry]}}
+    ).encode()
 
 
 async def test_a_har_replay_says_its_timing_is_per_response(tmp_path) -> None:
     path = tmp_path / "session.har"
     path.write_bytes(har_bytes())
-    app = InspectorApp(lambda: sources.replay_session(path, speed=math.inf, clock=lambda: 0.0), clock=lambda: 0.0,
-                       replay=True)
+    app = InspectorApp(
+        lambda: sources.replay_session(path, speed=math.inf, clock=lambda: 0.0), clock=lambda: 0.0, replay=True
+    )
     async with app.run_test(size=SIZE) as pilot:
         await finished(pilot)
         assert app.timing_note() == HAR_NOTE

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections.abc import Callable, Iterable
 from types import SimpleNamespace
-from typing import Any, Callable, Iterable
+from typing import Any
 
-from inspector import observations as O
-from inspector.pacing import speed_label
+from inspector.agent import observations as O
+from inspector.agent.pacing import speed_label
+from inspector.agent.states import LoopState
 
 
 class FakeController:
@@ -17,7 +19,7 @@ class FakeController:
 
     def __init__(self) -> None:
         self.calls: list[Any] = []
-        self.state = O.STREAMING
+        self.state = LoopState.STREAMING
         self.speed = 1.0
         self.ladder = (0.25, 0.5, 1.0, 2.0, 4.0, 10.0, math.inf)
 
@@ -27,23 +29,23 @@ class FakeController:
 
     def pause(self) -> None:
         self.calls.append("pause")
-        self.state = O.PAUSED
+        self.state = LoopState.PAUSED
 
     def resume(self) -> None:
         self.calls.append("resume")
-        self.state = O.STREAMING
+        self.state = LoopState.STREAMING
 
     def toggle_pause(self) -> None:
         self.calls.append("toggle_pause")
-        self.state = O.STREAMING if self.state == O.PAUSED else O.PAUSED
+        self.state = LoopState.STREAMING if self.state == LoopState.PAUSED else LoopState.PAUSED
 
     def step(self, unit: str = "event") -> None:
         self.calls.append(("step", unit))
-        self.state = O.STEPPING
+        self.state = LoopState.STEPPING
 
     def cancel(self) -> None:
         self.calls.append("cancel")
-        self.state = O.CANCELLED
+        self.state = LoopState.CANCELLED
 
     def faster(self) -> None:
         self.calls.append("faster")
@@ -61,8 +63,14 @@ class FakeController:
 class FakeSession:
     """A Session-like object: publishes the given observations, then runs until `finish()` (or forever)."""
 
-    def __init__(self, observations: Iterable[O.Observation] = (), *, source: dict | None = None,
-                 finish_at_end: bool = False, raise_error: Exception | None = None) -> None:
+    def __init__(
+        self,
+        observations: Iterable[O.Observation] = (),
+        *,
+        source: dict | None = None,
+        finish_at_end: bool = False,
+        raise_error: Exception | None = None,
+    ) -> None:
         self.bus = O.ObservationBus()
         self.controller = FakeController()
         self.source = source or {"type": "scenario", "name": "fake"}
@@ -122,7 +130,7 @@ async def flushed(app: Any, n: int = 1, timeout: float = 10.0) -> None:
 def paced_session(name: str, **kw: Any) -> Any:
     """A scenario session at max speed whose clock is scenario time (the seconds its pacer was asked to sleep):
     deterministic, no waiting, and the timing analysis sees the scripted timing (TTFB, gaps, a proxy's silence)."""
-    from inspector import sources
+    from inspector.sessions import sources
 
     box: list = []
     session = sources.scenario_session(name, speed=math.inf, clock=lambda: box[0].requested if box else 0.0, **kw)

@@ -9,7 +9,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
-from inspector.state import BlockEntry, DashboardState, ToolEntry
+from inspector.state.fold import BlockEntry, DashboardState, ToolEntry
 from inspector.tui.widgets.base import SectionView, text_strip, wrap_strips
 from inspector.tui.widgets.tools import duration, streaming_call
 
@@ -19,9 +19,21 @@ THINKING_LINES = 3
 
 class AssistantView(SectionView):
     COMPONENT_CLASSES = {
-        "as--turn", "as--text", "as--code", "as--inline-code", "as--cursor", "as--thinking", "as--tool",
-        "as--tool-running", "as--tool-ok", "as--tool-bad", "as--note-warning", "as--note-error", "as--end",
-        "as--more", "as--prompt",
+        "as--turn",
+        "as--text",
+        "as--code",
+        "as--inline-code",
+        "as--cursor",
+        "as--thinking",
+        "as--tool",
+        "as--tool-running",
+        "as--tool-ok",
+        "as--tool-bad",
+        "as--note-warning",
+        "as--note-error",
+        "as--end",
+        "as--more",
+        "as--prompt",
     }
 
     def __init__(self, **kw: Any) -> None:
@@ -61,8 +73,7 @@ class AssistantView(SectionView):
             elif kind == "note":
                 items.append((("note", i), 0, lambda w, it=item: self._note(it[1], it[2], w)))
         if st.finished:
-            end = f"{st.finished} · {len(state.turns)} turn{'s' if len(state.turns) != 1 else ''} · " \
-                  f"{st.t_last:.2f} s"
+            end = f"{st.finished} · {len(state.turns)} turn{'s' if len(state.turns) != 1 else ''} · {st.t_last:.2f} s"
             items.append((("end", end), 0, lambda w: self._rule(end, "as--end", w)))
         self.set_items(items, self.content_width)
 
@@ -83,8 +94,13 @@ class AssistantView(SectionView):
         if not b.closed and len(text) > OPEN_TEXT_LIMIT:
             cut = text.find("\n", len(text) - OPEN_TEXT_LIMIT)
             cut = cut + 1 if cut >= 0 else len(text) - OPEN_TEXT_LIMIT
-            prefix = [text_strip(Text(f"… {cut:,} characters above (shown in full when the block closes)",
-                                      self.cstyle("as--more")), console, width)]
+            prefix = [
+                text_strip(
+                    Text(f"… {cut:,} characters above (shown in full when the block closes)", self.cstyle("as--more")),
+                    console,
+                    width,
+                )
+            ]
             text = text[cut:]
         styles = (self.cstyle("as--text"), self.cstyle("as--code"), self.cstyle("as--inline-code"))
         if failed:
@@ -100,9 +116,13 @@ class AssistantView(SectionView):
         t.append(body[: width * (THINKING_LINES + 1)].replace("\n", " "), self.cstyle("as--thinking"))
         lines = wrap_strips(t, self.app.console, width)
         if len(lines) > THINKING_LINES:
-            lines = lines[: THINKING_LINES - 1] + [text_strip(Text(
-                f"  … {len(lines) - THINKING_LINES + 1} more lines (Blocks pane)", self.cstyle("as--more")),
-                self.app.console, width)]
+            lines = lines[: THINKING_LINES - 1] + [
+                text_strip(
+                    Text(f"  … {len(lines) - THINKING_LINES + 1} more lines (Blocks pane)", self.cstyle("as--more")),
+                    self.app.console,
+                    width,
+                )
+            ]
         return lines
 
     def _other(self, b: BlockEntry, failed: bool, width: int) -> list[Strip]:
@@ -126,11 +146,18 @@ class AssistantView(SectionView):
             if t.result_summary:
                 text.append(f"  → {t.result_summary}", self.cstyle("as--tool"))
         else:
-            verb = {"failed": "failed", "timed_out": "timed out", "cancelled": "cancelled",
-                    "discarded": "discarded (attempt failed)", "not_run": "not run"}.get(st, st)
+            verb = {
+                "failed": "failed",
+                "timed_out": "timed out",
+                "cancelled": "cancelled",
+                "discarded": "discarded (attempt failed)",
+                "not_run": "not run",
+            }.get(st, st)
             el = t.elapsed(self.now)
-            text = Text(f"  ✗ {t.name} {verb}" + (f" after {duration(el)}" if el is not None else ""),
-                        self.cstyle("as--tool-bad"))
+            text = Text(
+                f"  ✗ {t.name} {verb}" + (f" after {duration(el)}" if el is not None else ""),
+                self.cstyle("as--tool-bad"),
+            )
             why = t.error or t.result_summary
             if why:
                 text.append(f": {why}", self.cstyle("as--tool"))
@@ -156,7 +183,7 @@ def wrap_line(line: str, width: int) -> list[str]:
             line = line[width:]
         else:
             out.append(line[:cut])
-            line = line[cut + 1:]
+            line = line[cut + 1 :]
     out.append(line)
     return out
 

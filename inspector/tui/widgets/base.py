@@ -7,7 +7,8 @@ Both follow the tail while the user is at the bottom and show "+N new" when the 
 
 from __future__ import annotations
 
-from typing import Any, Hashable, Iterable
+from collections.abc import Hashable, Iterable
+from typing import Any
 
 from rich.console import Console
 from rich.segment import Segment
@@ -41,8 +42,7 @@ def text_strip(text: Text, console: Console, width: int, style: Style | None = N
     return list(text.render(console, end=""))
 
 
-def wrap_strips(text: Text, console: Console, width: int, style: Style | None = None, *,
-                indent: int = 0) -> list[Line]:
+def wrap_strips(text: Text, console: Console, width: int, style: Style | None = None, *, indent: int = 0) -> list[Line]:
     """Word-wrapped text (folding long words) as lines of segments; `indent` cells before each line."""
     inner = max(4, width - indent)
     out: list[Line] = []

@@ -3,9 +3,8 @@ the live partial-parse preview while open, and at close the parsed input or the 
 
 from __future__ import annotations
 
-from typing import Any
-
 import bisect
+from typing import Any
 
 import orjson
 from rich.highlighter import JSONHighlighter
@@ -13,7 +12,7 @@ from rich.text import Text
 from textual.cache import LRUCache
 from textual.strip import Strip
 
-from inspector.state import BlockEntry, DashboardState, human_size
+from inspector.state.fold import BlockEntry, DashboardState, human_size
 from inspector.tui.widgets.base import SectionView, chunk_text, text_strip, wrap_strips
 
 BUFFER_LINES = 6  # buffer lines shown per block (the tail while open, the head once closed)
@@ -58,9 +57,23 @@ def window(buf: str, width: int, lo: int, hi: int) -> tuple[list[tuple[int, int]
 
 class BlocksView(SectionView):
     COMPONENT_CLASSES = {
-        "blk--attempt", "blk--header", "blk--type", "blk--name", "blk--id", "blk--open", "blk--closed",
-        "blk--error", "blk--meta", "blk--frag-a", "blk--frag-b", "blk--more", "blk--preview", "blk--label",
-        "blk--caret", "blk--diag", "blk--discarded",
+        "blk--attempt",
+        "blk--header",
+        "blk--type",
+        "blk--name",
+        "blk--id",
+        "blk--open",
+        "blk--closed",
+        "blk--error",
+        "blk--meta",
+        "blk--frag-a",
+        "blk--frag-b",
+        "blk--more",
+        "blk--preview",
+        "blk--label",
+        "blk--caret",
+        "blk--diag",
+        "blk--discarded",
     }
 
     def __init__(self, **kw: Any) -> None:
@@ -76,7 +89,7 @@ class BlocksView(SectionView):
         if ends is None or len(ends) > len(b.fragments):
             ends = []
         pos = ends[-1] if ends else 0
-        for frag in b.fragments[len(ends):]:
+        for frag in b.fragments[len(ends) :]:
             pos += len(frag)
             ends.append(pos)
         self._ends_cache[key] = ends
@@ -105,8 +118,15 @@ class BlocksView(SectionView):
                 items.append((("attempt", ta), failed, lambda w, ta=ta, f=failed: self._attempt_line(ta, f, w)))
             items.append((key, (b.version, failed), lambda w, b=b, f=failed: self.render_block(b, f, w)))
         if not items:
-            items.append(("empty", 0, lambda w: [text_strip(Text("no content blocks yet", self.cstyle(
-                "blk--meta")), self.app.console, w)]))
+            items.append(
+                (
+                    "empty",
+                    0,
+                    lambda w: [
+                        text_strip(Text("no content blocks yet", self.cstyle("blk--meta")), self.app.console, w)
+                    ],
+                )
+            )
         self.set_items(items, self.content_width)
 
     # -------------------------------------------------------------------------------------------- rendering
@@ -135,8 +155,10 @@ class BlocksView(SectionView):
             bid = b.id if width >= 70 else "…" + b.id[-6:]
             head.append(f" {bid}", self.cstyle("blk--id"))
         state_word = "closed" if b.closed else "open"
-        head.append(f"  {state_word} · {len(b.fragments)} frag{'s' if len(b.fragments) != 1 else ''} · "
-                    f"{human_size(b.nbytes)}", self.cstyle("blk--meta"))
+        head.append(
+            f"  {state_word} · {len(b.fragments)} frag{'s' if len(b.fragments) != 1 else ''} · {human_size(b.nbytes)}",
+            self.cstyle("blk--meta"),
+        )
         if failed:
             head.stylize(self.cstyle("blk--discarded"))
         out.append(text_strip(head, console, width))
@@ -156,8 +178,9 @@ class BlocksView(SectionView):
 
         def more(chars: int, where: str) -> None:
             if chars > 0:
-                out.append(text_strip(Text(f"{pad}… {human_size(chars)} {where}", self.cstyle("blk--more")),
-                                      console, width))
+                out.append(
+                    text_strip(Text(f"{pad}… {human_size(chars)} {where}", self.cstyle("blk--more")), console, width)
+                )
 
         if b.input_error is not None and b.error_pos is not None and buf:
             # the lines around the error, then a caret under its position
@@ -166,12 +189,12 @@ class BlocksView(SectionView):
             at = next((i for i, (s, e) in enumerate(rows) if s <= pos < e), len(rows) - 1)
             lo = max(0, at - 2)
             more(rows[lo][0], "above")
-            buffer_lines(rows[lo: at + 1])
+            buffer_lines(rows[lo : at + 1])
             col = min(pos - rows[at][0], inner - 1)
             caret = Text(pad + " " * col + "^ ", self.cstyle("blk--caret"))
             caret.append(b.input_error, self.cstyle("blk--error"))
             out.extend(wrap_strips(caret, console, width))
-            tail = rows[at + 1: at + 3]
+            tail = rows[at + 1 : at + 3]
             buffer_lines(tail)
             more(len(buf) - (tail[-1][1] if tail else rows[at][1]), "below")
         elif buf:
@@ -186,8 +209,9 @@ class BlocksView(SectionView):
                 buffer_lines(rows)
                 more(len(buf) - (rows[-1][1] if rows else 0), "below")
         elif b.is_tool and not b.closed:
-            out.append(text_strip(Text(f"{pad}(waiting for input_json_delta)", self.cstyle("blk--more")), console,
-                                  width))
+            out.append(
+                text_strip(Text(f"{pad}(waiting for input_json_delta)", self.cstyle("blk--more")), console, width)
+            )
 
         if b.is_tool:
             if not b.closed:
@@ -216,8 +240,10 @@ class BlocksView(SectionView):
             if d.code.startswith("tool_input.") and b.input_error is not None:
                 continue  # the caret already says it
             t = Text(pad + ("✗ " if d.severity == "error" else "⚠ "), self.cstyle("blk--diag"))
-            t.append(f"{d.code}: {d.message}", self.cstyle("blk--error") if d.severity == "error" else
-                     self.cstyle("blk--diag"))
+            t.append(
+                f"{d.code}: {d.message}",
+                self.cstyle("blk--error") if d.severity == "error" else self.cstyle("blk--diag"),
+            )
             out.extend(wrap_strips(t, console, width)[:2])
         return out
 

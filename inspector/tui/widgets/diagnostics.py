@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Hashable
+from collections.abc import Hashable
+from typing import Any
 
 from rich.text import Text
 from textual.strip import Strip
 
-from inspector.state import DashboardState
+from inspector.state.fold import DashboardState
 from inspector.tui.widgets.base import LineView
 
 SEVERITY_CLASS = {"error": "diag--error", "warning": "diag--warning", "info": "diag--info"}
@@ -15,8 +16,15 @@ GLYPH = {"error": "✗", "warning": "⚠", "info": "ℹ"}
 
 
 class DiagnosticsView(LineView):
-    COMPONENT_CLASSES = {"diag--error", "diag--warning", "diag--info", "diag--where", "diag--code", "diag--message",
-                         "diag--empty"}
+    COMPONENT_CLASSES = {
+        "diag--error",
+        "diag--warning",
+        "diag--info",
+        "diag--where",
+        "diag--code",
+        "diag--message",
+        "diag--empty",
+    }
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
@@ -43,8 +51,11 @@ class DiagnosticsView(LineView):
     def render_row(self, row: int, width: int) -> Strip:
         console = self.app.console
         if self.state is None or not self.state.diagnostics:
-            return list(Text("no diagnostics: the stream is well-formed so far",
-                             self.cstyle("diag--empty")).render(console, end=""))
+            return list(
+                Text("no diagnostics: the stream is well-formed so far", self.cstyle("diag--empty")).render(
+                    console, end=""
+                )
+            )
         d = self.state.diagnostics[row]
         text = Text(no_wrap=True, overflow="crop")
         text.append(f"{GLYPH.get(d.severity, '?')} ", self.cstyle(SEVERITY_CLASS.get(d.severity, "diag--info")))

@@ -5,13 +5,13 @@ Only visible rows are rendered (Line API); a million rows cost nothing until the
 
 from __future__ import annotations
 
-from typing import Hashable
+from collections.abc import Hashable
 
 from rich.text import Text
 from textual.cache import LRUCache
 from textual.strip import Strip
 
-from inspector.state import F_DIAG, F_ERROR, F_MARKER, F_WARN, DashboardState, human_size
+from inspector.state.fold import F_DIAG, F_ERROR, F_MARKER, F_WARN, DashboardState, human_size
 from inspector.tui.widgets.base import LineView
 
 SHORT_TYPES = {
@@ -40,9 +40,25 @@ class EventsView(LineView):
     """SSE events (or raw bytes) of the state it was last given."""
 
     COMPONENT_CLASSES = {
-        "ev--num", "ev--time", "ev--message", "ev--block", "ev--delta", "ev--ping", "ev--error", "ev--unknown",
-        "ev--index", "ev--summary", "ev--marker", "ev--discarded", "ev--cursor", "ev--diag",
-        "raw--read", "raw--text", "raw--eol", "raw--cont", "raw--bad",
+        "ev--num",
+        "ev--time",
+        "ev--message",
+        "ev--block",
+        "ev--delta",
+        "ev--ping",
+        "ev--error",
+        "ev--unknown",
+        "ev--index",
+        "ev--summary",
+        "ev--marker",
+        "ev--discarded",
+        "ev--cursor",
+        "ev--diag",
+        "raw--read",
+        "raw--text",
+        "raw--eol",
+        "raw--cont",
+        "raw--bad",
     }
 
     def __init__(self, **kw) -> None:
@@ -101,8 +117,12 @@ class EventsView(LineView):
         if self.raw or self.state is None:
             return ("raw", row)
         ev = self.state.events
-        return (row, ev.flags[row], ev.summary[row] is not None and len(ev.summary[row]),
-                self.state.attempt_failed(ev.turn[row], ev.attempt[row]))
+        return (
+            row,
+            ev.flags[row],
+            ev.summary[row] is not None and len(ev.summary[row]),
+            self.state.attempt_failed(ev.turn[row], ev.attempt[row]),
+        )
 
     def render_row(self, row: int, width: int) -> Strip:
         state = self.state
@@ -170,15 +190,22 @@ class EventsView(LineView):
             gap = ""
             if i > 0 and reads.turn[i - 1] == reads.turn[i] and reads.attempt[i - 1] == reads.attempt[i]:
                 gap = f" · gap {1000 * (reads.t_request[i] - reads.t_request[i - 1]):.0f} ms"
-            label = (f"── read {reads.read_index[i]} · turn {reads.turn[i] + 1}.{reads.attempt[i] + 1} · "
-                     f"+{reads.t_request[i]:.3f}s · {human_size(len(data))} @{reads.offset[i]}{gap} ")
+            label = (
+                f"── read {reads.read_index[i]} · turn {reads.turn[i] + 1}.{reads.attempt[i] + 1} · "
+                f"+{reads.t_request[i]:.3f}s · {human_size(len(data))} @{reads.offset[i]}{gap} "
+            )
             text = Text(label + "─" * max(0, width - len(label)), style=self.cstyle("raw--read"))
             return list(text.render(console, end=""))
         lines = self._lines_of(i, data)
         chunk = lines[line] if line < len(lines) else b""
         text = Text(no_wrap=True, overflow="crop")
-        continued = line == 0 and i > 0 and not reads.data[i - 1].endswith(b"\n") and \
-            reads.turn[i - 1] == reads.turn[i] and reads.attempt[i - 1] == reads.attempt[i]
+        continued = (
+            line == 0
+            and i > 0
+            and not reads.data[i - 1].endswith(b"\n")
+            and reads.turn[i - 1] == reads.turn[i]
+            and reads.attempt[i - 1] == reads.attempt[i]
+        )
         text.append("…" if continued else " ", self.cstyle("raw--cont"))
         body, eol = (chunk[:-1], True) if chunk.endswith(b"\n") else (chunk, False)
         _append_bytes(text, body, self.cstyle("raw--text"), self.cstyle("raw--bad"), self.cstyle("raw--eol"))

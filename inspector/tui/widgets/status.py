@@ -9,7 +9,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
-from inspector.state import DashboardState
+from inspector.state.fold import DashboardState
 from inspector.tui.widgets.tools import duration
 
 STATE_LABEL = {
@@ -53,8 +53,17 @@ class StatusInfo:
 
 class StatusBar(Widget):
     COMPONENT_CLASSES = {
-        "st--title", "st--source", "st--sep", "st--key", "st--value", "st--streaming", "st--paused", "st--done",
-        "st--bad", "st--travel", "st--note",
+        "st--title",
+        "st--source",
+        "st--sep",
+        "st--key",
+        "st--value",
+        "st--streaming",
+        "st--paused",
+        "st--done",
+        "st--bad",
+        "st--travel",
+        "st--note",
     }
 
     def __init__(self, **kw: Any) -> None:
@@ -64,8 +73,17 @@ class StatusBar(Widget):
         self._seen: tuple = ()
 
     def show(self, state: DashboardState, info: StatusInfo) -> None:
-        key = (id(state), state.rev_status, state.status.events, info.total_events, info.cursor, info.speed,
-               info.note, info.timing_note, self.size.width)
+        key = (
+            id(state),
+            state.rev_status,
+            state.status.events,
+            info.total_events,
+            info.cursor,
+            info.speed,
+            info.note,
+            info.timing_note,
+            self.size.width,
+        )
         if key == self._seen:
             return
         self._seen = key
@@ -88,8 +106,14 @@ class StatusBar(Widget):
         st = state.status
         out.append(*sep)
         ls = st.loop_state
-        cls = {"paused": "st--paused", "stepping": "st--paused", "waiting_retry": "st--paused",
-               "finished": "st--done", "error": "st--bad", "cancelled": "st--paused"}.get(ls, "st--streaming")
+        cls = {
+            "paused": "st--paused",
+            "stepping": "st--paused",
+            "waiting_retry": "st--paused",
+            "finished": "st--done",
+            "error": "st--bad",
+            "cancelled": "st--paused",
+        }.get(ls, "st--streaming")
         out.append(STATE_LABEL.get(ls, ls), self.c(cls))
         if state.turns:
             out.append(*sep)

@@ -1,5 +1,5 @@
 """The timing view (key `i`): per-turn timing, gap histograms, events per read, pings and the buffering verdict of
-the session so far, from `inspector.timing` on a Recording rebuilt from the dashboard's observations.
+the session so far, from `inspector.record.timing` on a Recording rebuilt from the dashboard's observations.
 
 Computed when opened, then at most `REFRESH_HZ` times a second while open, and only when something changed (new
 observations, the time-travel cursor): never per event. The Recording is built incrementally (only new
@@ -23,9 +23,9 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from inspector.recording import RecordedAttempt, Recording
-from inspector.state import History
-from inspector.timing import RecordingBuilder, analyze_attempt, format_timing_json, timing_json
+from inspector.record.recording import RecordedAttempt, Recording
+from inspector.record.timing import RecordingBuilder, analyze_attempt, format_timing_json, timing_json
+from inspector.state.travel import History
 
 REFRESH_HZ = 4
 HAR_NOTE = "HAR timing is per response, not per read"
@@ -85,8 +85,7 @@ def overall_verdict(data: dict) -> tuple[str, list[str]]:
 class TimingReport(Static):
     """The report text, colored by meaning."""
 
-    COMPONENT_CLASSES = {"tm--head", "tm--buffered", "tm--suspect", "tm--ok", "tm--muted", "tm--note",
-                         "tm--bar"}
+    COMPONENT_CLASSES = {"tm--head", "tm--buffered", "tm--suspect", "tm--ok", "tm--muted", "tm--note", "tm--bar"}
     DEFAULT_CSS = """
     TimingReport { height: auto; }
     TimingReport > .tm--head { color: $primary; text-style: bold; }
@@ -106,9 +105,12 @@ class TimingReport(Static):
         if s.startswith("turn "):
             return self.c("tm--head")
         if s.startswith("buffering: "):
-            verdict = s[len("buffering: "):].split(":", 1)[0].lower()
-            return self.c({"buffered": "tm--buffered", "suspect": "tm--suspect",
-                           "not buffered": "tm--ok"}.get(verdict, "tm--muted"))
+            verdict = s[len("buffering: ") :].split(":", 1)[0].lower()
+            return self.c(
+                {"buffered": "tm--buffered", "suspect": "tm--suspect", "not buffered": "tm--ok"}.get(
+                    verdict, "tm--muted"
+                )
+            )
         if s.startswith(("note:", "warning:", "an intermediary")):
             return self.c("tm--note")
         if s.startswith("rule:"):

@@ -12,7 +12,7 @@ from rich.text import Text
 from textual.strip import Strip
 from textual.widget import Widget
 
-from inspector.state import DashboardState, ToolEntry, call_summary
+from inspector.state.fold import DashboardState, ToolEntry, call_summary
 from inspector.tui.widgets.base import SectionView, text_strip
 
 GLYPH = {
@@ -54,8 +54,19 @@ class ToolsView(SectionView):
     """One row per tool call, grouped by turn."""
 
     COMPONENT_CLASSES = {
-        "tool--turn", "tool--head", "tool--streaming", "tool--queued", "tool--running", "tool--ok", "tool--failed",
-        "tool--cancelled", "tool--call", "tool--result", "tool--elapsed", "tool--error", "tool--empty",
+        "tool--turn",
+        "tool--head",
+        "tool--streaming",
+        "tool--queued",
+        "tool--running",
+        "tool--ok",
+        "tool--failed",
+        "tool--cancelled",
+        "tool--call",
+        "tool--result",
+        "tool--elapsed",
+        "tool--error",
+        "tool--empty",
     }
 
     def __init__(self, **kw: Any) -> None:
@@ -79,14 +90,24 @@ class ToolsView(SectionView):
             if t.turn != turn:
                 turn = t.turn
                 label = f"── turn {turn + 1} "
-                items.append((("turn", turn), 0, lambda w, label=label: [text_strip(
-                    Text(label + "─" * max(0, w - len(label)), self.cstyle("tool--turn")), console, w)]))
+                items.append(
+                    (
+                        ("turn", turn),
+                        0,
+                        lambda w, label=label: [
+                            text_strip(
+                                Text(label + "─" * max(0, w - len(label)), self.cstyle("tool--turn")), console, w
+                            )
+                        ],
+                    )
+                )
             live = self.now if t.state == "running" else None
             failed = state.attempt_failed(t.turn, t.attempt)
             items.append((tool_id, (t.version, live, failed), lambda w, t=t, f=failed: self.render_tool(t, f, w)))
         if not items:
-            items.append(("empty", 0, lambda w: [text_strip(Text("no tool calls yet", self.cstyle("tool--empty")),
-                                                            console, w)]))
+            items.append(
+                ("empty", 0, lambda w: [text_strip(Text("no tool calls yet", self.cstyle("tool--empty")), console, w)])
+            )
         self.set_items(items, self.content_width)
 
     def render_tool(self, t: ToolEntry, failed: bool, width: int) -> list[Strip]:
@@ -106,8 +127,11 @@ class ToolsView(SectionView):
         lines = [row]
         result = t.error if (t.error and t.state != "succeeded") else t.result_summary
         if result:
-            rstyle = self.cstyle("tool--error") if (t.is_error or t.state in ("failed", "timed_out", "not_run")) \
+            rstyle = (
+                self.cstyle("tool--error")
+                if (t.is_error or t.state in ("failed", "timed_out", "not_run"))
                 else self.cstyle("tool--result")
+            )
             if wide:
                 row.append("→ " + result, rstyle)
             else:
@@ -165,12 +189,20 @@ def turn_bars(state: DashboardState, turn: int, now: float) -> tuple[list[Bar], 
         if t is None:
             continue
         segs = []
-        closed = t.t_queued if t.t_queued is not None else (t.t_started if t.t_started is not None else (
-            t.t_finished if t.t_finished is not None else now))
+        closed = (
+            t.t_queued
+            if t.t_queued is not None
+            else (t.t_started if t.t_started is not None else (t.t_finished if t.t_finished is not None else now))
+        )
         segs.append((t.t_created, closed, "tl--input"))
         if t.t_queued is not None:
-            segs.append((t.t_queued, t.t_started if t.t_started is not None else (
-                t.t_finished if t.t_finished is not None else now), "tl--queued"))
+            segs.append(
+                (
+                    t.t_queued,
+                    t.t_started if t.t_started is not None else (t.t_finished if t.t_finished is not None else now),
+                    "tl--queued",
+                )
+            )
         if t.t_started is not None:
             end = t.t_finished if t.t_finished is not None else now
             segs.append((t.t_started, end, STATE_TL.get(t.state, "tl--ok")))
@@ -180,8 +212,14 @@ def turn_bars(state: DashboardState, turn: int, now: float) -> tuple[list[Bar], 
     saved = None
     tools_done = all(state.tools[i].done for i in tr.tools if i in state.tools)
     stream_done = any(state.attempts[(turn, a)].t_end is not None for a in tr.attempts if (turn, a) in state.attempts)
-    if stream_done and tools_done and stream_start is not None and stream_end is not None and run_total > 0 \
-            and last_end is not None:
+    if (
+        stream_done
+        and tools_done
+        and stream_start is not None
+        and stream_end is not None
+        and run_total > 0
+        and last_end is not None
+    ):
         sequential = (stream_end - stream_start) + run_total
         actual = last_end - stream_start
         saved = sequential - actual
@@ -202,8 +240,19 @@ class Timeline(Widget):
     """The model stream and every tool of the latest turns as bars on one time axis."""
 
     COMPONENT_CLASSES = {
-        "tl--axis", "tl--label", "tl--wait", "tl--stream", "tl--failed", "tl--input", "tl--queued", "tl--running",
-        "tl--ok", "tl--bad", "tl--cancelled", "tl--saved", "tl--empty",
+        "tl--axis",
+        "tl--label",
+        "tl--wait",
+        "tl--stream",
+        "tl--failed",
+        "tl--input",
+        "tl--queued",
+        "tl--running",
+        "tl--ok",
+        "tl--bad",
+        "tl--cancelled",
+        "tl--saved",
+        "tl--empty",
     }
     LABEL_W = 12
 
@@ -271,11 +320,20 @@ class Timeline(Widget):
                 if end < start:
                     continue
                 a = int((start - t0) * scale)
-                b = max(a + 1, int(round((end - t0) * scale))) if end > start or cls not in ("tl--wait", "tl--input",
-                                                                                             "tl--queued") else a
-                ch = "█" if cls in ("tl--stream", "tl--running", "tl--ok", "tl--bad", "tl--failed",
-                                    "tl--cancelled") else "░" if cls == "tl--input" else "·" if cls == "tl--queued" \
+                b = (
+                    max(a + 1, int(round((end - t0) * scale)))
+                    if end > start or cls not in ("tl--wait", "tl--input", "tl--queued")
+                    else a
+                )
+                ch = (
+                    "█"
+                    if cls in ("tl--stream", "tl--running", "tl--ok", "tl--bad", "tl--failed", "tl--cancelled")
+                    else "░"
+                    if cls == "tl--input"
+                    else "·"
+                    if cls == "tl--queued"
                     else "╌"
+                )
                 for x in range(max(0, a), min(cols, b)):
                     cells[x], styles[x] = ch, cls
             run_start = 0
@@ -295,8 +353,8 @@ class Timeline(Widget):
         while tick <= t1 + 1e-9:
             x = int((tick - t0) * scale)
             lab = f"{tick:.2f}".rstrip("0").rstrip(".") + "s"
-            if 0 <= x and x + len(lab) <= cols and all(c == " " for c in labels[max(0, x - 1): x + len(lab) + 1]):
-                labels[x: x + len(lab)] = list(lab)
+            if 0 <= x and x + len(lab) <= cols and all(c == " " for c in labels[max(0, x - 1) : x + len(lab) + 1]):
+                labels[x : x + len(lab)] = list(lab)
             tick += step
         marks.append("".join(labels), self.cstyle("tl--axis"))
         out.append_text(marks)

@@ -1,0 +1,665 @@
+"""The agent loop: one async loop that streams each turn through the official SDK, assembles it, runs tools with the
+streaming executor, keeps a valid history, and publishes every step as an observation.
+
+Controls (`LoopController`): pause / resume / step(event | block | turn) / cancel / speed. The loop never waits for a
+subscriber: observations are delivered inline to cheap callbacks (see `ObservationBus`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import anthropic
+import httpx2
+
+from inspector.agent import observations as O
+from inspector.agent.executor import TERMINAL, ToolCall, ToolExecutor, ToolState
+from inspector.agent.pacing import Pacer
+from inspector.agent.states import TERMINAL_LOOP_STATES, LoopState
+from inspector.agent.stepobs import step_observations
+from inspector.agent.toolbox.spec import ToolSpec
+from inspector.core.redaction import clean_headers, redact, usable_secrets
+from inspector.stream import diagnostics as D
+from inspector.stream.assembler import TurnStream
+from inspector.stream.diagnostics import Diagnostic
+from inspector.stream.protocol import ErrorEvent, Ping
+
+log = logging.getLogger("inspector.agent.loop")
+
+StepUnit = Literal["event", "block", "turn"]
+RETRYABLE_ERROR_EVENTS = frozenset({"overloaded_error", "api_error", "rate_limit_error", "timeout_error"})
+
+
+class AttemptFailed(Exception):
+    def __init__(self, reason: str, retryable: bool = True) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retryable = retryable
+
+
+class LoopError(Exception):
+    """Unrecoverable: the loop ends in the error state with this message."""
+
+
+@dataclass
+class LoopConfig:
+    model: str
+    prompt: str | None = None
+    messages: list[dict] | None = None  # an initial history, instead of prompt
+    system: str | None = None
+    max_tokens: int = 4096
+    max_turns: int = 20
+    retries: int = 2  # retries of failures AFTER the first byte (the SDK retries the rest)
+    idle_timeout: float = 30.0  # seconds without a content event (pings do not count)
+    max_concurrency: int = 10
+    extra_body: dict = field(default_factory=dict)  # e.g. {"thinking": {...}}
+    tool_definitions: list[dict] | None = None  # as sent; default: each ToolSpec.definition()
+    secrets: list[str] = field(default_factory=list, repr=False)  # (the API key) redacted from every observation
+    source: dict = field(default_factory=dict)
+    # backoff between our retries: min(0.5 * 2**n, 8) s with jitter; scaled by the pacer for scripted sources
+    backoff_base: float = 0.5
+    backoff_max: float = 8.0
+    scale_backoff: bool = False
+    seed: int = 0
+
+
+@dataclass
+class LoopResult:
+    status: str  # finished | error | cancelled
+    turns: int
+    messages: list[dict]
+    tools: list[ToolCall]
+    error: str | None = None
+
+
+class LoopController:
+    """The one object the UI and tests drive. All methods are synchronous and safe to call at any time."""
+
+    def __init__(self, loop: AgentLoop) -> None:
+        self._loop = loop
+
+    @property
+    def state(self) -> str:
+        return self._loop.state
+
+    @property
+    def paused(self) -> bool:
+        return self._loop._paused
+
+    @property
+    def events_processed(self) -> int:
+        return self._loop.events_processed
+
+    def pause(self) -> None:
+        self._loop._set_paused(True)
+
+    def resume(self) -> None:
+        self._loop._step = None
+        self._loop._set_paused(False)
+
+    def toggle_pause(self) -> None:
+        if self._loop._paused:
+            self.resume()
+        else:
+            self.pause()
+
+    def step(self, unit: StepUnit = "event") -> None:
+        if unit not in ("event", "block", "turn"):
+            raise ValueError(f"unknown step unit {unit!r}")
+        self._loop._request_step(unit)
+
+    def cancel(self) -> None:
+        self._loop._request_cancel()
+
+    # speed (scripted and replayed streams)
+    @property
+    def speed(self) -> float:
+        return self._loop.pacer.speed
+
+    @property
+    def speed_label(self) -> str:
+        return self._loop.pacer.label
+
+    def set_speed(self, speed: float) -> None:
+        self._loop.pacer.set_speed(speed)
+
+    def faster(self) -> None:
+        self._loop.pacer.faster()
+
+    def slower(self) -> None:
+        self._loop.pacer.slower()
+
+
+class AgentLoop:
+    def __init__(
+        self,
+        client: anthropic.AsyncAnthropic,
+        config: LoopConfig,
+        tools: dict[str, ToolSpec] | None = None,
+        *,
+        bus: O.ObservationBus | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        pacer: Pacer | None = None,
+    ) -> None:
+        self.client = client
+        self.config = config
+        self.tools = dict(tools or {})
+        self.bus = bus or O.ObservationBus()
+        self.clock = clock
+        self.pacer = pacer or Pacer(1.0)
+        self.controller = LoopController(self)
+        self.state = LoopState.IDLE
+        self.messages: list[dict] = []
+        self.all_tools: list[ToolCall] = []
+        self.turns = 0
+        self.events_processed = 0
+        self._t0 = 0.0
+        self._paused = False
+        self._step: StepUnit | None = None
+        self._wake = asyncio.Event()
+        self._cancel_requested = False
+        self._work: asyncio.Task | None = None
+        self._executor: ToolExecutor | None = None
+        self._ts: TurnStream | None = None
+        self._in_tools = False
+        self._turn_committed = True
+        self._rng = random.Random(config.seed)
+        self._secrets = usable_secrets(config.secrets)
+        self.result: LoopResult | None = None
+
+    # ------------------------------------------------------------------------------------------ observations
+    def now(self) -> float:
+        return self.clock() - self._t0
+
+    def _pub(self, obs: O.Observation) -> None:
+        if self._secrets:  # a relay may echo the key (in an error event, a header, the stream): never pass it on
+            obs = obs.redacted(self._secrets)
+        self.bus.publish(obs)
+
+    def _set_state(self, state: str, detail: str = "") -> None:
+        if state != self.state:
+            self.state = state
+            self._pub(O.LoopStateChanged(self.now(), state, detail))
+
+    def _running_state(self) -> str:
+        if self._paused and not self._step:
+            return LoopState.PAUSED
+        if self._step:
+            return LoopState.STEPPING
+        return LoopState.RUNNING_TOOLS if self._in_tools else LoopState.STREAMING
+
+    # ------------------------------------------------------------------------------------------ controls
+    def _sync_executor_pause(self) -> None:
+        ex = self._executor
+        if ex is None:
+            return
+        if self._paused and not self._step:
+            ex.pause()
+        else:
+            ex.resume()
+
+    def _set_paused(self, paused: bool) -> None:
+        if self.state in TERMINAL_LOOP_STATES:
+            return
+        self._paused = paused
+        self._wake.set()
+        self._sync_executor_pause()
+        if self.state != LoopState.WAITING_RETRY and self.state != LoopState.IDLE:
+            self._set_state(self._running_state())
+
+    def _request_step(self, unit: StepUnit) -> None:
+        if self.state in TERMINAL_LOOP_STATES:
+            return
+        self._paused = True
+        self._step = unit
+        self._wake.set()
+        self._sync_executor_pause()
+        if self.state != LoopState.IDLE:
+            self._set_state(LoopState.STEPPING, unit)
+
+    def _step_done(self) -> None:
+        self._step = None
+        self._sync_executor_pause()
+        self._set_state(self._running_state())
+
+    def _request_cancel(self) -> None:
+        if self.state in TERMINAL_LOOP_STATES or self._cancel_requested:
+            return
+        self._cancel_requested = True
+        self._wake.set()
+        if self._work is not None and not self._work.done():
+            self._work.cancel()
+
+    async def _gate(self) -> None:
+        """Called before each SSE event is processed: blocks while paused (unless a step allows it)."""
+        while self._paused and not self._step:
+            self._set_state(LoopState.PAUSED)
+            self._wake.clear()
+            await self._wake.wait()
+
+    # ------------------------------------------------------------------------------------------ run
+    async def run(self) -> LoopResult:
+        self._t0 = self.clock()
+        cfg = self.config
+        if cfg.messages:
+            self.messages = [dict(m) for m in cfg.messages]
+        else:
+            self.messages = [{"role": "user", "content": cfg.prompt or ""}]
+        self._pub(O.LoopStarted(self.now(), dict(cfg.source), cfg.model, cfg.prompt))
+        self._work = asyncio.ensure_future(self._run_turns())
+        if self._cancel_requested:  # cancel() before run(): honour it (nothing is sent)
+            self._work.cancel()
+        status, error = "finished", None
+        try:
+            status, error = await self._work
+        except asyncio.CancelledError:
+            if not self._cancel_requested:
+                raise  # the caller cancelled us: cleanup below still runs via finally
+            status, error = "cancelled", "cancelled by user"
+            await self._after_cancel()
+        except LoopError as e:
+            status, error = "error", str(e)
+        except Exception as e:  # never a traceback: the loop ends in the error state with a message
+            status, error = "error", f"internal error: {type(e).__name__}: {e}"
+        finally:
+            if self._executor is not None and status != "cancelled":
+                try:
+                    await self._executor.aclose()
+                except Exception:  # the result is decided; a failing cleanup must not change it
+                    log.warning("closing the tool executor failed", exc_info=True)
+        state = {"finished": LoopState.FINISHED, "error": LoopState.ERROR, "cancelled": LoopState.CANCELLED}[status]
+        self._set_state(state, error or "")
+        if error and self._secrets:
+            error = redact(error, self._secrets)
+        self.result = LoopResult(status, self.turns, self.messages, self.all_tools, error)
+        self._pub(
+            O.LoopFinished(
+                self.now(), status, self.turns, [dict(m) for m in self.messages], self.tool_summaries(), error
+            )
+        )
+        return self.result
+
+    def tool_summaries(self) -> list[dict]:
+        out = []
+        for c in self.all_tools:
+            out.append(
+                {
+                    "id": c.id,
+                    "name": c.name,
+                    "state": c.state.value,
+                    "turn": c.turn,
+                    "attempt": c.attempt,
+                    "queued_at": _rel(c.queued_at, self._t0),
+                    "started_at": _rel(c.started_at, self._t0),
+                    "finished_at": _rel(c.finished_at, self._t0),
+                }
+            )
+        return out
+
+    async def _run_turns(self) -> tuple[str, str | None]:
+        cfg = self.config
+        while True:
+            if self.turns >= cfg.max_turns:
+                return "finished", f"stopped after max turns ({cfg.max_turns})"
+            turn = self.turns
+            await self._gate()
+            self.turns += 1
+            self._turn_committed = False
+            self._pub(O.TurnStarted(self.now(), turn))
+            ts, executor = await self._turn_attempts(turn)
+            outcome = ts.outcome
+            asm = ts.assembler
+            msg = ts.final_message()
+            stop_reason = asm.stop_reason
+            # wait for the tools of this turn (the stream is done)
+            if executor.calls():
+                self._in_tools = True
+                if self.state not in (LoopState.PAUSED, LoopState.STEPPING):
+                    self._set_state(LoopState.RUNNING_TOOLS)
+                await executor.wait()
+                self._in_tools = False
+            assistant = self._history_content(ts, executor)
+            tool_uses = [b for b in assistant if b.get("type") == "tool_use"]
+            self._turn_committed = True
+            if assistant:
+                self._append({"role": "assistant", "content": assistant}, turn)
+            if tool_uses:
+                results = self._results_for(tool_uses, executor)
+                self._append({"role": "user", "content": results}, turn)
+            self._pub(O.TurnEnded(self.now(), turn, outcome, stop_reason, dict(msg.get("usage") or {})))
+            if self._step == "turn":
+                self._step_done()
+            if outcome == "truncated":
+                open_tools = [b.name for b in asm.tool_blocks() if b.open or b.input_error is not None]
+                return (
+                    "finished",
+                    f"turn {turn + 1} was cut by max_tokens: tool {', '.join(map(str, open_tools))} not run",
+                )
+            if tool_uses:
+                continue
+            if stop_reason == "pause_turn":
+                continue  # the API expects the same conversation (assistant last) to continue the turn
+            text = "".join(b.get("text", "") for b in assistant if b.get("type") == "text")
+            self._pub(O.TextFinish(self.now(), turn, text, stop_reason))
+            return "finished", None
+
+    def _append(self, message: dict, turn: int) -> None:
+        self.messages.append(message)
+        self._pub(O.MessageAppended(self.now(), turn, message))
+
+    def _history_content(self, ts: TurnStream, executor: ToolExecutor) -> list[dict]:
+        """The assistant content to keep: closed blocks (plus a partial text block when cut short). A tool_use
+        whose input failed to parse is kept with `input: {}` so the model sees its is_error result; it never ran."""
+        out: list[dict] = []
+        asm = ts.assembler
+        for i in sorted(asm.blocks):
+            b = asm.blocks[i]
+            c = b.to_content()
+            if b.open:
+                if b.type == "text" and c.get("text"):
+                    out.append(c)
+                continue
+            if b.type == "text" and not c.get("text"):
+                continue  # the API rejects empty text blocks
+            if b.is_tool and c.get("input") is None:
+                c = {k: v for k, v in c.items() if k != "input_raw"}
+                c["input"] = {}
+            out.append(c)
+        return out
+
+    def _results_for(
+        self, tool_uses: list[dict], executor: ToolExecutor, missing: str = "the tool was not run"
+    ) -> list[dict]:
+        """ONE tool_result per tool_use, in order: the executor's result, else an is_error `missing` note."""
+        by_id = {c.id: c for c in executor.calls()}
+        results = []
+        for tu in tool_uses:
+            call = by_id.get(tu["id"])
+            if call is not None and call.state in TERMINAL:
+                results.append(call.tool_result_block())
+            else:
+                results.append({"type": "tool_result", "tool_use_id": tu["id"], "content": missing, "is_error": True})
+        return results
+
+    # ------------------------------------------------------------------------------------------ attempts
+    async def _turn_attempts(self, turn: int) -> tuple[TurnStream, ToolExecutor]:
+        cfg = self.config
+        attempt = 0
+        while True:
+            executor = self._new_executor(turn, attempt)
+            try:
+                ts = await self._attempt(turn, attempt, executor)
+                self._pub(O.AttemptEnded(self.now(), turn, attempt, "complete", None, ts.outcome))
+                return ts, executor
+            except AttemptFailed as e:
+                await executor.discard(f"attempt {attempt} failed: {e.reason}")
+                outcome = self._ts.outcome if self._ts is not None else None
+                self._ts = None  # nothing of a failed attempt goes into the history
+                self._pub(O.AttemptEnded(self.now(), turn, attempt, "failed", e.reason, outcome))
+                if not e.retryable or attempt >= cfg.retries:
+                    tries = attempt + 1
+                    raise LoopError(
+                        f"turn {turn + 1} failed after {tries} attempt{'s' if tries > 1 else ''}: {e.reason}"
+                    ) from None
+                delay = min(cfg.backoff_base * 2**attempt, cfg.backoff_max) * (0.75 + 0.5 * self._rng.random())
+                self._set_state(LoopState.WAITING_RETRY, f"retrying in {delay:.1f} s: {e.reason}")
+                if cfg.scale_backoff:
+                    await self.pacer.sleep(delay)
+                else:
+                    await asyncio.sleep(delay)
+                attempt += 1
+
+    def _new_executor(self, turn: int, attempt: int) -> ToolExecutor:
+        ex = ToolExecutor(
+            self.tools,
+            max_concurrency=self.config.max_concurrency,
+            clock=self.clock,
+            on_change=self._on_tool_change,
+            turn=turn,
+            attempt=attempt,
+        )
+        self._executor = ex
+        self._sync_executor_pause()
+        return ex
+
+    def _on_tool_change(self, call: ToolCall) -> None:
+        if call not in self.all_tools:
+            self.all_tools.append(call)
+        preview = None
+        if call.result is not None:
+            text = call.result if isinstance(call.result, str) else str(call.result)
+            preview = text[:200]
+        now = self.now()
+        self._pub(
+            O.ToolStateChanged(
+                now,
+                call.turn,
+                call.attempt,
+                call.id,
+                call.name,
+                call.index,
+                call.state.value,
+                call.input,
+                call.error,
+                preview,
+                {k: v - self._t0 for k, v in call.times.items()},
+                call.safe,
+            )
+        )
+        if call.state in TERMINAL and call.state != ToolState.DISCARDED:
+            block = call.tool_result_block()
+            self._pub(
+                O.ToolResult(
+                    now,
+                    call.turn,
+                    call.attempt,
+                    call.id,
+                    call.name,
+                    block["content"],
+                    bool(block.get("is_error")),
+                    call.state.value,
+                )
+            )
+
+    def _request_body(self) -> dict:
+        cfg = self.config
+        body: dict[str, Any] = {"model": cfg.model, "max_tokens": cfg.max_tokens, "messages": self.messages}
+        if cfg.system:
+            body["system"] = cfg.system
+        if cfg.tool_definitions is not None:
+            body["tools"] = cfg.tool_definitions
+        elif self.tools:
+            body["tools"] = [t.definition() for t in self.tools.values()]
+        body.update(cfg.extra_body)
+        return body
+
+    async def _attempt(self, turn: int, attempt: int, executor: ToolExecutor) -> TurnStream:
+        body = self._request_body()
+        url = str(self.client.base_url).rstrip("/") + "/v1/messages"
+        self._pub(
+            O.AttemptStarted(
+                self.now(),
+                turn,
+                attempt,
+                "POST",
+                url,
+                clean_headers(self.client.default_headers),
+                _snapshot_body(body),
+            )
+        )
+        self._set_state(self._running_state())
+        t_sent = self.clock()
+        ts = TurnStream()
+        self._ts = ts
+        kwargs = {k: v for k, v in body.items() if k not in ("model", "max_tokens", "messages")}
+        extra = {k: kwargs.pop(k) for k in list(kwargs) if k not in ("system", "tools")}
+        try:
+            async with self.client.messages.with_streaming_response.create(
+                model=body["model"],
+                max_tokens=body["max_tokens"],
+                messages=body["messages"],
+                stream=True,
+                extra_body=extra or None,
+                **kwargs,
+            ) as resp:
+                self._pub(O.ResponseStarted(self.now(), turn, attempt, resp.status_code, clean_headers(resp.headers)))
+                # the same bytes as resp.iter_bytes(), as one generator we close ourselves on every exit (the SDK's
+                # wrapper would leave an unclosed generator behind for the GC to finalize in a stray task)
+                chunks = resp.http_response.aiter_bytes()
+                try:
+                    await self._consume(chunks, ts, turn, attempt, executor, t_sent)
+                finally:
+                    await chunks.aclose()
+        except anthropic.APIStatusError as e:
+            # HTTP errors before the first byte: the SDK already retried them; we do not retry twice.
+            raise LoopError(f"HTTP {e.status_code}: {_api_error_message(e)}") from None
+        except anthropic.APIConnectionError as e:
+            raise LoopError(f"connection failed: {e}") from None
+        return ts
+
+    async def _consume(
+        self, it, ts: TurnStream, turn: int, attempt: int, executor: ToolExecutor, t_sent: float
+    ) -> None:
+        cfg = self.config
+        read_index = 0
+        idle = cfg.idle_timeout
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + idle
+        while True:
+            timeout = deadline - loop.time()
+            try:
+                if timeout <= 0:
+                    raise TimeoutError
+                # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a cancel that lands as a read completes
+                async with asyncio.timeout(timeout if math.isfinite(idle) else None):
+                    chunk = await it.__anext__()
+            except StopAsyncIteration:
+                break
+            except TimeoutError:
+                self._diagnose(
+                    turn,
+                    attempt,
+                    Diagnostic(D.IDLE_TIMEOUT, "error", f"no content event for {idle:g} s (pings do not count)", None),
+                )
+                self._close_stream(ts, turn, attempt)
+                raise AttemptFailed(f"idle timeout: no content for {idle:g} s") from None
+            except (httpx2.TransportError, anthropic.APIConnectionError) as e:
+                self._diagnose(
+                    turn,
+                    attempt,
+                    Diagnostic(
+                        D.CONNECTION_DROPPED, "error", f"connection dropped mid-stream: {type(e).__name__}: {e}", None
+                    ),
+                )
+                self._close_stream(ts, turn, attempt)
+                raise AttemptFailed(f"connection dropped: {e}") from None
+            self._pub(O.ReadReceived(self.now(), turn, attempt, read_index, self.clock() - t_sent, chunk))
+            read_index += 1
+            for step in ts.feed(chunk):
+                was_paused = self._paused
+                await self._gate()
+                if was_paused or self._paused:
+                    deadline = loop.time() + idle  # time spent paused is not idle time
+                self._process(step, ts, turn, attempt, executor)
+                if not isinstance(step.event, Ping):
+                    deadline = loop.time() + idle
+                if isinstance(step.event, ErrorEvent):
+                    self._close_stream(ts, turn, attempt)
+                    raise AttemptFailed(
+                        f"error event: {step.event.error_type}: {step.event.message}",
+                        retryable=step.event.error_type in RETRYABLE_ERROR_EVENTS,
+                    )
+        self._close_stream(ts, turn, attempt)
+        if not ts.assembler.stopped:
+            raise AttemptFailed("stream ended before message_stop")
+
+    def _close_stream(self, ts: TurnStream, turn: int, attempt: int) -> None:
+        for d in ts.close():
+            self._diagnose(turn, attempt, d)
+        # blocks still open: their tools never run
+        ex = self._executor
+        if ex is not None:
+            for b in ts.assembler.tool_blocks():
+                if b.open and b.id and any(c.id == b.id and c.state == ToolState.STREAMING_INPUT for c in ex.calls()):
+                    ex.not_run(
+                        b.id,
+                        b.name or "?",
+                        b.index,
+                        "the block never got its content_block_stop (stream cut); the tool was not run",
+                    )
+
+    def _diagnose(self, turn: int, attempt: int, d: Diagnostic) -> None:
+        self._pub(O.DiagnosticRaised(self.now(), turn, attempt, d))
+
+    def _process(self, step, ts: TurnStream, turn: int, attempt: int, executor: ToolExecutor) -> None:
+        now = self.now()
+        self.events_processed += 1
+        asm = ts.assembler
+        for obs in step_observations(step, asm, now, turn, attempt):
+            self._pub(obs)
+        for change in step.changes:
+            kind = change[0]
+            if kind == "block_opened":
+                b = asm.blocks[change[1]]
+                if b.type == "tool_use" and b.id:
+                    executor.begin_input(b.id, b.name or "?", b.index)
+            elif kind == "block_closed":
+                b = asm.blocks[change[1]]
+                if b.type == "tool_use" and b.id:
+                    err = b.input_error.describe() if b.input_error else None
+                    executor.submit(b.id, b.name or "?", b.index, b.input if err is None else None, err)
+                if self._step == "block":
+                    self._step_done()
+        if self._step == "event":
+            self._step_done()
+
+    async def _after_cancel(self) -> None:
+        """Cancel: the HTTP response is already closed (the task was cancelled inside `async with`). Cancel the
+        tools, then keep the history valid: every kept tool_use gets a tool_result."""
+        ex, ts = self._executor, self._ts
+        self._in_tools = False
+        if ex is not None:
+            try:
+                await ex.cancel("cancelled by user")
+                await ex.aclose()
+            except Exception:  # cancel goes on: the history must still be made valid
+                log.warning("cancelling the tool executor failed", exc_info=True)
+        if self._turn_committed or ts is None or ex is None:
+            return  # the turn's messages are already in the history, or nothing of this turn is kept
+        assistant = self._history_content(ts, ex)
+        if not assistant:
+            return
+        turn = self.turns - 1
+        self._append({"role": "assistant", "content": assistant}, turn)
+        tool_uses = [b for b in assistant if b.get("type") == "tool_use"]
+        if tool_uses:
+            self._append(
+                {"role": "user", "content": self._results_for(tool_uses, ex, "cancelled by user before the tool ran")},
+                turn,
+            )
+
+
+def _snapshot_body(body: dict) -> dict:
+    out = dict(body)
+    out["messages"] = list(body.get("messages") or [])
+    return out
+
+
+def _api_error_message(e: anthropic.APIStatusError) -> str:
+    body = getattr(e, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error")
+        if isinstance(err, dict) and err.get("message"):
+            return f"{err.get('type')}: {err.get('message')}"
+    return str(e.message)
+
+
+def _rel(t: float | None, t0: float) -> float | None:
+    return None if t is None else round(t - t0, 6)

@@ -1,0 +1,336 @@
+"""The one ordered stream of typed observations the agent loop publishes.
+
+The UI, the recorder and the headless printer are subscribers. Every observation carries `t`: seconds since the
+loop started, from the loop's injectable clock. UI state is a pure fold over this stream (see `inspector.state.fold`).
+
+Three of them are the turn's outputs a harness must tell apart: `ToolUse` (a complete tool call, emitted at its
+block's stop while the stream goes on), `ToolResult` (made by the executor, never by the model) and `TextFinish`
+(the turn ended without tool calls: the loop's end).
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from inspector.core.redaction import redact
+from inspector.stream.diagnostics import Diagnostic
+from inspector.stream.sse import SSEEvent
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    t: float
+    kind: ClassVar[str] = "observation"
+
+    def redacted(self, secrets: list[str]) -> Observation:
+        """This observation with every secret (an API key) replaced, in every field; itself when none occurs."""
+        changes = {}
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, SSEEvent):
+                r = dataclasses.replace(v, data=redact(v.data, secrets))
+                if r.data != v.data:
+                    changes[f.name] = r
+            elif isinstance(v, Diagnostic):
+                if _contains(v.message, secrets) or _contains(v.raw, secrets):
+                    changes[f.name] = dataclasses.replace(
+                        v, message=redact(v.message, secrets), raw=redact(v.raw, secrets)
+                    )
+            elif _contains(v, secrets):
+                changes[f.name] = redact(v, secrets)
+        return dataclasses.replace(self, **changes) if changes else self
+
+    def to_json(self) -> dict:
+        out: dict[str, Any] = {"type": self.kind}
+        for f in dataclasses.fields(self):
+            out[f.name] = _jsonable(getattr(self, f.name))
+        return out
+
+
+def _contains(v: Any, secrets: list[str]) -> bool:
+    if v is None or isinstance(v, (int, float, bool)):
+        return False
+    if isinstance(v, (bytes, bytearray)):
+        return any(s.encode() in v for s in secrets)
+    text = v if isinstance(v, str) else repr(v)
+    return any(s in text for s in secrets)
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, (bytes, bytearray)):
+        try:
+            return bytes(v).decode("utf-8")
+        except UnicodeDecodeError:
+            return {"b64": base64.b64encode(bytes(v)).decode("ascii")}
+    if isinstance(v, Diagnostic):
+        return v.to_json()
+    if isinstance(v, SSEEvent):
+        return {
+            "event": v.event,
+            "data": v.data,
+            "id": v.id,
+            "retry": v.retry,
+            "seq": v.seq,
+            "start": v.start,
+            "end": v.end,
+            "read_index": v.read_index,
+        }
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return {f.name: _jsonable(getattr(v, f.name)) for f in dataclasses.fields(v)}
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    return v
+
+
+@dataclass(frozen=True, slots=True)
+class LoopStarted(Observation):
+    source: dict
+    model: str
+    prompt: str | None
+    kind: ClassVar[str] = "loop_started"
+
+
+@dataclass(frozen=True, slots=True)
+class LoopStateChanged(Observation):
+    state: str
+    detail: str = ""
+    kind: ClassVar[str] = "loop_state"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStarted(Observation):
+    turn: int
+    kind: ClassVar[str] = "turn_started"
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptStarted(Observation):
+    turn: int
+    attempt: int
+    method: str
+    url: str
+    headers: dict  # credentials already removed
+    body: dict
+    kind: ClassVar[str] = "attempt_started"
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseStarted(Observation):
+    """HTTP status and headers arrived (time to headers)."""
+
+    turn: int
+    attempt: int
+    status: int
+    headers: dict
+    kind: ClassVar[str] = "response_started"
+
+
+@dataclass(frozen=True, slots=True)
+class ReadReceived(Observation):
+    turn: int
+    attempt: int
+    read_index: int
+    t_request: float  # seconds since this attempt's request was sent
+    data: bytes
+    kind: ClassVar[str] = "read"
+
+
+@dataclass(frozen=True, slots=True)
+class SSEEventSeen(Observation):
+    turn: int
+    attempt: int
+    sse: SSEEvent
+    event_type: str  # the typed event's type (message_start, content_block_delta, ..., unknown, invalid)
+    index: int | None  # content block index, when the event has one
+    summary: str  # short text for a row: the text / partial_json fragment, stop reason...
+    kind: ClassVar[str] = "sse_event"
+
+
+@dataclass(frozen=True, slots=True)
+class MessageStarted(Observation):
+    turn: int
+    attempt: int
+    message: dict
+    kind: ClassVar[str] = "message_started"
+
+
+@dataclass(frozen=True, slots=True)
+class BlockOpened(Observation):
+    turn: int
+    attempt: int
+    index: int
+    block_type: str
+    block_id: str | None
+    name: str | None
+    start: dict
+    kind: ClassVar[str] = "block_opened"
+
+
+@dataclass(frozen=True, slots=True)
+class BlockDelta(Observation):
+    turn: int
+    attempt: int
+    index: int
+    delta_type: str
+    fragment: str  # the text / thinking / partial_json fragment ("" for signature/citations)
+    event_index: int
+    kind: ClassVar[str] = "block_delta"
+
+
+@dataclass(frozen=True, slots=True)
+class BlockClosed(Observation):
+    turn: int
+    attempt: int
+    index: int
+    content: dict  # the block as in the final message (tool input parsed, or input null + input_raw)
+    input_error: str | None
+    kind: ClassVar[str] = "block_closed"
+
+
+@dataclass(frozen=True, slots=True)
+class MessageUpdated(Observation):
+    """message_delta: stop reason and cumulative usage."""
+
+    turn: int
+    attempt: int
+    stop_reason: str | None
+    usage: dict
+    kind: ClassVar[str] = "message_updated"
+
+
+@dataclass(frozen=True, slots=True)
+class DiagnosticRaised(Observation):
+    turn: int
+    attempt: int
+    diagnostic: Diagnostic
+    kind: ClassVar[str] = "diagnostic"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUse(Observation):
+    """A complete tool call, emitted at its block's content_block_stop while the stream goes on."""
+
+    turn: int
+    attempt: int
+    id: str
+    name: str
+    index: int
+    input: dict
+    kind: ClassVar[str] = "tool_use"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStateChanged(Observation):
+    turn: int
+    attempt: int
+    id: str
+    name: str
+    index: int
+    state: str
+    input: dict | None
+    error: str | None
+    result_preview: str | None
+    times: dict
+    safe: bool = False  # concurrency-safe (may run beside other safe calls); unsafe calls run alone
+    kind: ClassVar[str] = "tool_state"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult(Observation):
+    """A tool_result made by the executor (never by the model), as it goes into the next user message."""
+
+    turn: int
+    attempt: int
+    tool_use_id: str
+    name: str
+    content: Any
+    is_error: bool
+    state: str
+    kind: ClassVar[str] = "tool_result"
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptEnded(Observation):
+    turn: int
+    attempt: int
+    status: str  # complete | failed | cancelled
+    reason: str | None
+    outcome: str | None  # tool_use | text_finish | truncated | incomplete | error
+    kind: ClassVar[str] = "attempt_ended"
+
+
+@dataclass(frozen=True, slots=True)
+class MessageAppended(Observation):
+    """A message appended to the conversation history (assistant message, or the user tool_result message)."""
+
+    turn: int
+    message: dict
+    kind: ClassVar[str] = "message_appended"
+
+
+@dataclass(frozen=True, slots=True)
+class TextFinish(Observation):
+    """The turn ended without tool calls: the loop's end."""
+
+    turn: int
+    text: str
+    stop_reason: str | None
+    kind: ClassVar[str] = "text_finish"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEnded(Observation):
+    turn: int
+    outcome: str
+    stop_reason: str | None
+    usage: dict
+    kind: ClassVar[str] = "turn_ended"
+
+
+@dataclass(frozen=True, slots=True)
+class LoopFinished(Observation):
+    status: str  # finished | error | cancelled
+    turns: int
+    messages: list
+    tools: list  # [{"id", "name", "state", "queued_at", "started_at", "finished_at"}]
+    error: str | None = None
+    kind: ClassVar[str] = "loop_finished"
+
+
+Subscriber = Callable[[Observation], None]
+
+
+@dataclass
+class ObservationBus:
+    """Synchronous fan-out, in order. Subscribers must be cheap (append to a buffer, write a line): the loop calls
+    them inline, so none can stall it on I/O waits, and none can miss an observation. A subscriber that raises is
+    removed and the failure kept in `errors` (never a traceback in the loop)."""
+
+    subscribers: list[Subscriber] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    count: int = 0
+
+    def subscribe(self, fn: Subscriber) -> Callable[[], None]:
+        self.subscribers.append(fn)
+
+        def unsubscribe() -> None:
+            if fn in self.subscribers:
+                self.subscribers.remove(fn)
+
+        return unsubscribe
+
+    def publish(self, obs: Observation) -> None:
+        self.count += 1
+        for fn in tuple(self.subscribers):
+            try:
+                fn(obs)
+            except Exception as e:  # a broken subscriber must not break the loop
+                self.errors.append(f"subscriber {getattr(fn, '__qualname__', fn)!s} failed: {type(e).__name__}: {e}")
+                if fn in self.subscribers:
+                    self.subscribers.remove(fn)

@@ -1,0 +1,87 @@
+"""Engine steps as observations: what every publisher (the agent loop, the proxy) says about one decoded SSE event.
+
+One mapping, so the loop and the proxy publish exactly the same observations for the same bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inspector.agent import observations as O
+from inspector.stream.assembler import MessageAssembler, Step
+from inspector.stream.protocol import (
+    ContentBlockDelta,
+    ContentBlockStart,
+    ErrorEvent,
+    InvalidEvent,
+    MessageDelta,
+    MessageStart,
+    UnknownEvent,
+)
+
+
+def summarize_event(ev: Any) -> tuple[int | None, str]:
+    """(block index, short summary) for an event row."""
+    if isinstance(ev, ContentBlockDelta):
+        d = ev.delta
+        frag = getattr(d, "text", None) or getattr(d, "partial_json", None) or getattr(d, "thinking", None)
+        if frag is None:
+            if d.type == "signature_delta":
+                frag = f"signature ({len(d.signature)} chars)"  # type: ignore[union-attr]
+                return ev.index, frag
+            return ev.index, d.type
+        s = repr(frag) if d.type != "input_json_delta" else _quote(frag)
+        return ev.index, s if len(s) <= 120 else s[:117] + "..."
+    if isinstance(ev, ContentBlockStart):
+        b = ev.content_block
+        name = f" {b.get('name')}" if b.get("name") else ""
+        bid = f" {b.get('id')}" if b.get("id") else ""
+        return ev.index, f"{b.get('type')}{name}{bid}"
+    if isinstance(ev, MessageStart):
+        m = ev.message
+        return None, f"{m.get('id')} {m.get('model')}"
+    if isinstance(ev, MessageDelta):
+        return None, f"stop_reason={ev.delta.get('stop_reason')} usage={ev.usage}"
+    if isinstance(ev, ErrorEvent):
+        return None, f"{ev.error_type}: {ev.message}"
+    if isinstance(ev, InvalidEvent):
+        return None, f"invalid: {ev.data[:100]!r}"
+    if isinstance(ev, UnknownEvent):
+        return None, f"unknown {ev.event_type}"
+    return getattr(ev, "index", None), ""
+
+
+def _quote(s: str) -> str:
+    """A partial_json fragment with visible quotes and escapes."""
+    return "`" + s.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t") + "`"
+
+
+def step_observations(step: Step, asm: MessageAssembler, now: float, turn: int, attempt: int) -> list[O.Observation]:
+    """The observations for one step: the event row, its diagnostics, and what it changed (blocks, message,
+    and a `ToolUse` at each tool_use block's stop whose input parsed)."""
+    ev = step.event
+    index, summary = summarize_event(ev)
+    out: list[O.Observation] = [O.SSEEventSeen(now, turn, attempt, step.sse, ev.type, index, summary)]
+    for d in step.diagnostics:
+        out.append(O.DiagnosticRaised(now, turn, attempt, d))
+    for change in step.changes:
+        kind = change[0]
+        if kind == "block_delta":
+            d = ev.delta  # type: ignore[union-attr]
+            frag = getattr(d, "text", None) or getattr(d, "partial_json", None) or getattr(d, "thinking", None) or ""
+            out.append(O.BlockDelta(now, turn, attempt, change[1], d.type, frag, ev.seq))
+        elif kind == "block_opened":
+            b = asm.blocks[change[1]]
+            out.append(O.BlockOpened(now, turn, attempt, b.index, b.type, b.id, b.name, dict(b.start)))
+        elif kind == "block_closed":
+            b = asm.blocks[change[1]]
+            err = b.input_error.describe() if b.input_error else None
+            out.append(O.BlockClosed(now, turn, attempt, b.index, b.to_content(), err))
+            if b.type == "tool_use" and b.id and err is None:
+                out.append(O.ToolUse(now, turn, attempt, b.id, b.name or "?", b.index, b.input))
+        elif kind == "message_start":
+            out.append(O.MessageStarted(now, turn, attempt, dict(asm.message or {})))
+        elif kind == "message_delta":
+            msg = asm.message or {}
+            out.append(O.MessageUpdated(now, turn, attempt, msg.get("stop_reason"), dict(msg.get("usage") or {})))
+    return out

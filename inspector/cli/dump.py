@@ -1,0 +1,70 @@
+"""`inspector dump`: decode and assemble a recording, a plain SSE file or a HAR, headless."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from inspector.cli.common import EXIT_FAIL, EXIT_OK, EXIT_USAGE
+from inspector.cli.common import err as _err
+
+
+def add_parser(sub: Any) -> None:
+    d = sub.add_parser("dump", help="decode and assemble a recording or SSE text file, headless")
+    d.add_argument("path", help="a recording (.jsonl) or plain SSE text (what curl -N prints); - for stdin")
+    d.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    d.add_argument("--events", action="store_true", help="with --json: one JSON object per decoded SSE event")
+    d.add_argument(
+        "--timing",
+        action="store_true",
+        help="timing analysis per turn: headers, first byte, first token, gaps, buffering verdict",
+    )
+
+    d.set_defaults(func=cmd)
+
+
+def cmd(args: argparse.Namespace) -> int:
+    import orjson
+
+    from inspector.record.dump import dump_events, dump_ok, dump_turns, format_turns
+    from inspector.record.har import load_any
+
+    try:
+        if args.path == "-":
+            recording = load_any(sys.stdin.buffer.read())
+        else:
+            recording = load_any(Path(args.path))
+    except OSError as e:
+        _err(f"cannot read {args.path}: {e.strerror or e}")
+        return EXIT_USAGE
+    except ValueError as e:
+        _err(f"{args.path}: {e}")
+        return EXIT_USAGE
+    if args.events:
+        if not args.json:
+            _err("--events needs --json")
+            return EXIT_USAGE
+        turns = dump_events(recording, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+        return EXIT_OK if dump_ok(turns) else EXIT_FAIL
+    turns = dump_turns(recording)
+    if args.json:
+        out: dict = {"turns": turns}
+        if args.timing:
+            from inspector.record.timing import timing_json
+
+            out["timing"] = timing_json(recording)
+        sys.stdout.buffer.write(orjson.dumps(out, option=orjson.OPT_NON_STR_KEYS) + b"\n")
+        sys.stdout.buffer.flush()
+    else:
+        for w in recording.warnings:
+            print(f"warning: {w}")
+        print(format_turns(turns) if turns else "no turns in this file")
+        if args.timing:
+            from inspector.record.timing import format_timing
+
+            print()
+            print(format_timing(recording))
+    return EXIT_OK if dump_ok(turns) else EXIT_FAIL

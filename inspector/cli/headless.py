@@ -1,0 +1,145 @@
+"""Headless output of `inspector run --headless`: progress lines or JSON, written by a thread."""
+
+from __future__ import annotations
+
+import queue
+import sys
+import threading
+from collections.abc import Callable
+from typing import IO, Any
+
+import orjson
+
+from inspector.agent import observations as O
+from inspector.agent.states import LoopState
+from inspector.core.fmt import short, short_text
+
+
+# ------------------------------------------------------------------------------------------------------ run
+class LineSink:
+    """Output written by a thread, so a slow or stalled reader of stdout never blocks the agent loop.
+
+    The queue is bounded: when it is full the loop waits at most `max_wait` seconds, then the line is dropped and
+    counted (`dropped`). A reader that went away (broken pipe, e.g. `| head`) calls `on_broken` once, from the writer
+    thread."""
+
+    def __init__(
+        self,
+        out: IO[bytes],
+        *,
+        maxsize: int = 50_000,
+        max_wait: float = 1.0,
+        on_broken: Callable[[], None] | None = None,
+    ) -> None:
+        self.out = out
+        self.max_wait = max_wait
+        self.on_broken = on_broken
+        self.broken = False
+        self.dropped = 0
+        self._q: queue.Queue[bytes | None] = queue.Queue(maxsize)
+        self._thread = threading.Thread(target=self._run, name="inspector-output", daemon=True)
+        self._thread.start()
+
+    def write(self, data: bytes) -> None:
+        if self.broken:
+            return
+        try:
+            self._q.put(data, timeout=self.max_wait)
+        except queue.Full:
+            self.dropped += 1
+
+    def _run(self) -> None:
+        while (item := self._q.get()) is not None:
+            if self.broken:
+                continue
+            try:
+                self.out.write(item)
+                if self._q.empty():
+                    self.out.flush()
+            except (BrokenPipeError, ValueError, OSError):
+                self.broken = True
+                if self.on_broken is not None:
+                    self.on_broken()
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Write what is queued (at most `timeout` seconds), then stop the thread."""
+        try:
+            self._q.put(None, timeout=timeout)
+        except queue.Full:
+            return
+        self._thread.join(timeout)
+        if self.dropped and not self.broken:
+            sys.stderr.write(f"inspector: {self.dropped} output lines dropped (stdout did not keep up)\n")
+
+
+def stdout_sink(**kw: Any) -> LineSink:
+    return LineSink(sys.stdout.buffer, **kw)
+
+
+class ProgressPrinter:
+    """Readable progress lines for `inspector run --headless` (a bus subscriber)."""
+
+    def __init__(self, sink: LineSink) -> None:
+        self.sink = sink
+
+    def p(self, s: str) -> None:
+        self.sink.write((s + "\n").encode("utf-8", "replace"))
+
+    def __call__(self, obs: O.Observation) -> None:
+        t = f"{obs.t:7.3f}s"
+        if isinstance(obs, O.LoopStarted):
+            src = obs.source
+            self.p(
+                f"{t} start  {src.get('type')} {src.get('name') or src.get('file') or ''} model {obs.model}".rstrip()
+            )
+        elif isinstance(obs, O.TurnStarted):
+            self.p(f"{t} turn {obs.turn + 1}")
+        elif isinstance(obs, O.AttemptStarted):
+            self.p(f"{t}   attempt {obs.attempt + 1}: POST {obs.url}")
+        elif isinstance(obs, O.ResponseStarted):
+            self.p(f"{t}   HTTP {obs.status}")
+        elif isinstance(obs, O.BlockOpened):
+            what = f" {obs.name} {obs.block_id}" if obs.name else ""
+            self.p(f"{t}   block {obs.index} open: {obs.block_type}{what}")
+        elif isinstance(obs, O.BlockClosed):
+            c = obs.content
+            if c.get("type") == "text":
+                self.p(f"{t}   block {obs.index} text: {short_text(c.get('text', ''), 300, ellipsis='...')!r}")
+            elif obs.input_error:
+                self.p(f"{t}   block {obs.index} closed: INPUT ERROR {obs.input_error}")
+            else:
+                self.p(f"{t}   block {obs.index} closed")
+        elif isinstance(obs, O.ToolUse):
+            self.p(f"{t}   tool_use {obs.name}({short(obs.input, 120, ellipsis='...')}) {obs.id}")
+        elif isinstance(obs, O.ToolStateChanged):
+            extra = f": {obs.error}" if obs.error else ""
+            self.p(f"{t}   tool {obs.name} {obs.id[-8:]} -> {obs.state}{extra}")
+        elif isinstance(obs, O.DiagnosticRaised):
+            d = obs.diagnostic
+            if d.severity != "info":
+                self.p(f"{t}   {d.severity.upper()} {d.code}: {d.message}")
+        elif isinstance(obs, O.MessageUpdated):
+            self.p(f"{t}   stop_reason {obs.stop_reason} usage {short(obs.usage, 200, ellipsis='...')}")
+        elif isinstance(obs, O.AttemptEnded):
+            if obs.status != "complete":
+                self.p(f"{t}   attempt {obs.attempt + 1} {obs.status}: {obs.reason}")
+        elif isinstance(obs, O.LoopStateChanged):
+            if obs.state in (LoopState.WAITING_RETRY,):
+                self.p(f"{t}   {obs.detail}")
+        elif isinstance(obs, O.TextFinish):
+            self.p(f"{t} answer:")
+            for line in obs.text.splitlines():
+                self.p(f"    {line}")
+        elif isinstance(obs, O.LoopFinished):
+            msg = f" ({obs.error})" if obs.error else ""
+            self.p(f"{t} {obs.status} after {obs.turns} turn{'s' if obs.turns != 1 else ''}{msg}")
+
+
+class JsonPrinter:
+    """One JSON object per observation per line (`--headless --json`)."""
+
+    def __init__(self, sink: LineSink) -> None:
+        self.sink = sink
+
+    def __call__(self, obs: O.Observation) -> None:
+        self.sink.write(orjson.dumps(obs.to_json(), option=orjson.OPT_NON_STR_KEYS) + b"\n")

@@ -1,0 +1,171 @@
+"""`inspector run` and `inspector replay` (and bare `inspector`): the agent loop on a scenario, the real API or a
+recording, in the dashboard on a terminal, headless otherwise."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import signal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from inspector.agent.pacing import parse_speed
+from inspector.cli.common import EXIT_CANCELLED, EXIT_FAIL, EXIT_OK
+from inspector.cli.common import err as _err
+from inspector.cli.common import interactive as _interactive
+from inspector.core.errors import SourceError, UsageError
+
+
+def add_parser(sub: Any) -> None:
+    r = sub.add_parser("run", help="run the agent loop on a scenario or the real API")
+    src = r.add_mutually_exclusive_group()
+    src.add_argument("--scenario", help="a built-in scenario (see `inspector scenarios`)")
+    src.add_argument("--model", help="a model name: use the real API (ANTHROPIC_API_KEY)")
+    r.add_argument("prompt", nargs="?", help="the user prompt (with --model)")
+    r.add_argument("--base-url", help="API base URL (a relay); default ANTHROPIC_BASE_URL or the public API")
+    r.add_argument("--workspace", default=".", help="root folder for the built-in file tools (with --model)")
+    r.add_argument("--allow-write", action="store_true", help="enable the write_file tool")
+    r.add_argument(
+        "--tools",
+        action="append",
+        default=[],
+        metavar="MODULE:ATTR",
+        help="load your own tool definitions (repeatable)",
+    )
+    r.add_argument("--system", help="system prompt (with --model)")
+    r.add_argument("--max-tokens", type=int, default=4096)
+    r.add_argument("--record", metavar="FILE", help="write a recording (JSON Lines) of every read")
+    r.add_argument("--speed", type=parse_speed, default=None, help="scripted pacing: 1 real time, 0.5, 4, max")
+    r.add_argument("--retries", type=int, default=2, help="retries of failures after the first byte (default 2)")
+    r.add_argument("--max-turns", type=int, default=20)
+    r.add_argument("--idle-timeout", type=float, default=None, help="seconds without content (default 30)")
+    r.add_argument("--headless", action="store_true", help="no dashboard: progress lines (or --json)")
+    r.add_argument("--json", action="store_true", help="with --headless: one JSON object per observation")
+
+    r.set_defaults(func=cmd_run)
+
+
+def add_replay_parser(sub: Any) -> None:
+    rp = sub.add_parser("replay", help="replay a recording through the same pipeline (tools not executed)")
+    rp.add_argument("path")
+    rp.add_argument(
+        "--speed", type=parse_speed, default=None, help="1 real time ... max (default: max headless, 1 in UI)"
+    )
+    rp.add_argument("--headless", action="store_true")
+    rp.add_argument("--json", action="store_true")
+
+    rp.set_defaults(func=cmd_run, prompt=None, model=None)
+
+
+def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[..., Any], dict]:
+    """A session factory (called again on restart) and the source description."""
+    from inspector.sessions import sources
+
+    if getattr(args, "command", None) == "replay":
+        recording = sources.load_recording(args.path)
+        speed = args.speed if args.speed is not None else (1.0 if tui else math.inf)
+
+        def replay(**kw: Any):
+            return sources.replay_session(recording, speed=speed, label=args.path, **kw)
+
+        return replay, {"type": "replay", "file": args.path}
+
+    if getattr(args, "model", None):
+        if not args.prompt:
+            raise UsageError('--model needs a prompt: inspector run --model M "prompt"')
+        user_tools: dict = {}
+        if args.tools:
+            from inspector.agent.toolbox.loader import ToolLoadError, load_tools
+
+            for spec in args.tools:
+                try:
+                    user_tools.update(load_tools(spec))
+                except ToolLoadError as e:
+                    raise UsageError(str(e)) from None
+        sources.require_api_key()  # fail before any UI starts
+        if not Path(args.workspace).is_dir():
+            raise SourceError(f"workspace {args.workspace!r} is not a directory")
+
+        def api(**kw: Any):
+            return sources.api_session(
+                args.model,
+                args.prompt,
+                base_url=args.base_url,
+                workspace=args.workspace,
+                allow_write=args.allow_write,
+                user_tools=user_tools,
+                system=args.system,
+                max_tokens=args.max_tokens,
+                record=args.record,
+                retries=args.retries,
+                max_turns=args.max_turns,
+                idle_timeout=args.idle_timeout if args.idle_timeout is not None else 30.0,
+                **kw,
+            )
+
+        return api, {"type": "api", "model": args.model}
+
+    name = getattr(args, "scenario", None) or sources.DEFAULT_SCENARIO
+    if getattr(args, "prompt", None):
+        raise UsageError("a prompt goes with --model; scenarios have their own")
+    from inspector.scenarios.bundled import SCENARIOS
+
+    if name not in SCENARIOS:  # before any UI starts
+        raise UsageError(f"unknown scenario {name!r}; `inspector scenarios` lists them: {', '.join(SCENARIOS)}")
+    speed = args.speed if getattr(args, "speed", None) is not None else (1.0 if tui else math.inf)
+
+    def scenario(**kw: Any):
+        return sources.scenario_session(
+            name,
+            speed=speed,
+            record=getattr(args, "record", None),
+            retries=getattr(args, "retries", 2),
+            max_turns=getattr(args, "max_turns", 20),
+            idle_timeout=getattr(args, "idle_timeout", None),
+            **kw,
+        )
+
+    return scenario, {"type": "scenario", "name": name}
+
+
+def run_headless(factory: Callable[..., Any], *, as_json: bool) -> int:
+    from inspector.cli.headless import JsonPrinter, ProgressPrinter, stdout_sink
+
+    session = factory()
+
+    async def main() -> Any:
+        loop = asyncio.get_running_loop()
+        # the reader of our output went away (e.g. `| head`): stop the loop rather than run on unwatched
+        sink = stdout_sink(on_broken=lambda: loop.call_soon_threadsafe(session.controller.cancel))
+        session.bus.subscribe(JsonPrinter(sink) if as_json else ProgressPrinter(sink))
+        try:
+            loop.add_signal_handler(signal.SIGINT, session.controller.cancel)
+        except (NotImplementedError, RuntimeError):
+            pass
+        try:
+            return await session.run()
+        finally:
+            sink.close()
+
+    result = asyncio.run(main())
+    for err in session.bus.errors:
+        _err(err)
+    return {"finished": EXIT_OK, "error": EXIT_FAIL, "cancelled": EXIT_CANCELLED}[result.status]
+
+
+def run_tui(factory: Callable[..., Any], source: dict, *, replay: bool = False) -> int:
+    from inspector.tui.app import run_dashboard
+
+    return run_dashboard(factory, source=source, replay=replay)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    tui = not args.headless and _interactive()
+    if args.json and not args.headless:
+        raise UsageError("--json goes with --headless")
+    factory, source = _make_factory(args, tui=tui)
+    if tui:
+        return run_tui(factory, source, replay=args.command == "replay")
+    return run_headless(factory, as_json=args.json)

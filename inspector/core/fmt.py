@@ -1,0 +1,57 @@
+"""Formatting, in one place: durations, sizes and short one-line previews of values, for every pane, printer and
+report. Pure functions, standard library and orjson only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+__all__ = ["duration", "seconds", "size", "short", "short_text", "short_bytes"]
+
+
+def duration(value: float | None, *, none: str = "") -> str:
+    """A duration for people: ``412 ms``, ``2.35 s``, ``1.5 min`` (``none`` when unknown)."""
+    if value is None:
+        return none
+    if value < 1:
+        return f"{value * 1000:.0f} ms"
+    if value < 60:
+        return f"{value:.2f} s"
+    return f"{value / 60:.1f} min"
+
+
+def seconds(value: float | None, *, none: str = "-") -> str:
+    """A time on a stream's clock, to the millisecond: ``0.412 s`` (``none`` when unknown)."""
+    return none if value is None else f"{value:.3f} s"
+
+
+def size(n: int) -> str:
+    """A byte count: ``812 B``, ``4.2 KB``, ``1.5 MB``."""
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KB"
+    return f"{n / 1024 / 1024:.1f} MB"
+
+
+def short_text(text: str, limit: int = 60, *, ellipsis: str = "…") -> str:
+    """``text`` cut to at most ``limit`` characters, the cut marked by ``ellipsis``."""
+    if len(text) <= limit:
+        return text
+    return text[: max(0, limit - len(ellipsis))] + ellipsis
+
+
+def short(value: Any, limit: int = 40, *, ellipsis: str = "…") -> str:
+    """A JSON-ish value on one line (strings JSON-quoted, newlines escaped), at most ``limit`` characters."""
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        text = repr(value)
+    return short_text(text.replace("\n", "\\n"), limit, ellipsis=ellipsis)
+
+
+def short_bytes(raw: bytes, limit: int = 60) -> str:
+    """The start of some bytes as a Python-quoted string (invalid UTF-8 shown as U+FFFD), ``...`` when cut."""
+    text = raw[:limit].decode("utf-8", "replace")
+    return repr(text) + ("..." if len(raw) > limit else "")

@@ -1,0 +1,439 @@
+"""The fault catalogue shared by `inspector serve` (and its in-process twin) and, for stream faults, `inspector proxy`.
+
+Faults are transformations of a scenario (``apply_faults``: Pacing fields, Fault / HttpError objects) plus two of
+the response plan (``bom``, ``drop_byte``), all rendered by :func:`render_faulted`. ``inspector serve --list-faults``
+prints :func:`faults_doc`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from inspector.core.errors import FaultError
+from inspector.scenarios.model import (
+    DropAfter,
+    ErrorEventAfter,
+    HttpError,
+    InvalidToolJson,
+    MaxTokensCut,
+    Scenario,
+    StallWithPings,
+    TurnScript,
+)
+from inspector.scenarios.render import PlannedRead, ResponsePlan, render_turn
+
+BOM = b"\xef\xbb\xbf"
+FAULT_HEADER = "x-inspector-fault"
+EVERYTHING = 1 << 40  # a proxy buffer no stream fills: everything is released at EOF
+
+
+# =====================================================================================================================
+# Faults
+# =====================================================================================================================
+
+
+@dataclass(frozen=True, slots=True)
+class FaultDef:
+    name: str
+    kind: str  # "http" | "transport" | "content" | "format"
+    summary: str
+    doc: str
+    arg: str | None = None  # what the optional argument means
+    default: float | int | None = None
+    integer: bool = False
+
+
+# Catalogue order is the order faults are applied (so the result does not depend on how the user orders them,
+# except for http_429/http_529, whose order decides which attempt gets which status).
+FAULTS: dict[str, FaultDef] = {
+    f.name: f
+    for f in (
+        FaultDef(
+            "http_429",
+            "http",
+            "429 rate_limit_error with retry-after before the stream",
+            "The first request of every turn is answered HTTP 429 rate_limit_error with `retry-after: S` and "
+            "`retry-after-ms` (scaled by --speed, like every scenario wait); the retry gets the scenario. "
+            "The SDK retries it by itself (2 retries by default).",
+            "S seconds",
+            1.0,
+        ),
+        FaultDef(
+            "http_529",
+            "http",
+            "529 overloaded_error with retry-after before the stream",
+            "Like http_429 with HTTP 529 overloaded_error. Given together with http_429, the statuses come in "
+            "the order written (attempt 0, then 1), then the scenario.",
+            "S seconds",
+            1.0,
+        ),
+        FaultDef(
+            "error_event",
+            "transport",
+            "HTTP 200, N events, then an overloaded_error event",
+            "HTTP 200, the first N protocol events (pings not counted), then `event: error` "
+            '{"type":"overloaded_error"} and EOF. The SDK raises APIStatusError and never retries it; the '
+            "harness must. First streamed attempt of each turn only (the retry is clean).",
+            "N events",
+            3,
+            True,
+        ),
+        FaultDef(
+            "drop_event",
+            "transport",
+            "the connection breaks after N events",
+            "The connection is closed after N protocol events: the chunked body never gets its last chunk, "
+            "so clients see an incomplete body (httpx: RemoteProtocolError 'incomplete chunked read'). First "
+            "streamed attempt of each turn only.",
+            "N events",
+            4,
+            True,
+        ),
+        FaultDef(
+            "drop_byte",
+            "transport",
+            "the connection breaks after N body bytes",
+            "The connection is closed after exactly N bytes of body (maybe inside an event, inside a UTF-8 "
+            "character). First streamed attempt of each turn only.",
+            "N bytes",
+            200,
+            True,
+        ),
+        FaultDef(
+            "stall",
+            "transport",
+            "after message_start: only N pings, then silence (connection open)",
+            "After message_start, only pings (one every 0.5 s, N of them), then nothing: the connection "
+            "stays open until the client gives up. Pings count as reads, so a read timeout never fires: "
+            "the harness needs an idle timeout on content events. First streamed attempt only.",
+            "N pings",
+            10,
+            True,
+        ),
+        FaultDef(
+            "invalid_tool_json",
+            "content",
+            "the last tool block's JSON is invalid at content_block_stop",
+            "Fine-grained tool streaming does not validate: the last tool_use block of each turn streams its "
+            "input JSON cut in the middle of its last string, then content_block_stop. The harness must not "
+            "run that tool (and not with {}). Every attempt; turns without a tool block are unchanged.",
+        ),
+        FaultDef(
+            "max_tokens_tool",
+            "content",
+            "max_tokens inside the first tool block",
+            "The turn hits max_tokens inside its first tool_use block: about half of its input deltas, no "
+            "content_block_stop, then message_delta stop_reason max_tokens and message_stop. Later blocks "
+            "never come; the tool must not run. Every attempt; turns without a tool block are unchanged.",
+        ),
+        FaultDef(
+            "slow_drip",
+            "format",
+            "one event per read, S seconds apart",
+            "Content keeps coming, slowly: one event per read, S seconds between events, no jitter. An idle "
+            "timeout shorter than S fires; a longer one must not. (A buffering relay that is part of the "
+            "scenario, as in proxy_buffered, still merges the reads.)",
+            "S seconds",
+            0.25,
+        ),
+        FaultDef(
+            "relay_buffer",
+            "format",
+            "a buffering relay: nothing, then everything in one burst at the end",
+            "Headers arrive on time, then the body is held back and released in one read when the stream "
+            "ends (nginx proxy_buffering on SSE; the fix is `X-Accel-Buffering: no`). Same bytes, no "
+            "typing effect; `inspector dump --timing` flags it as buffered.",
+        ),
+        FaultDef(
+            "split_events",
+            "format",
+            "every event cut across two reads at a seeded byte",
+            "Every event is cut at a seeded byte offset (maybe inside a line, a JSON string or a UTF-8 "
+            "character), so its bytes arrive in at least two reads and no read holds a whole event: a "
+            "decoder that assumes one event per read breaks. Same bytes, same total time.",
+        ),
+        FaultDef(
+            "cr",
+            "format",
+            "CR-only line endings",
+            "Lines end with a lone CR (\\r): valid SSE that line-splitting on \\n alone does not decode.",
+        ),
+        FaultDef("crlf", "format", "CRLF line endings", "Lines end with CRLF (\\r\\n): valid SSE."),
+        FaultDef(
+            "bom",
+            "format",
+            "a UTF-8 BOM before the first event",
+            "The body starts with EF BB BF. The SSE spec strips one BOM; the official Python SDK does not "
+            "(its first event loses its `event:` field and is dropped: message_start goes missing).",
+        ),
+        FaultDef(
+            "padded",
+            "format",
+            "data JSON padded with trailing spaces",
+            "Every data line gets 1-8 trailing spaces after the JSON, as the real API sometimes sends.",
+        ),
+    )
+}
+_EXCLUSIVE = [("error_event", "drop_event", "drop_byte", "stall"), ("cr", "crlf")]
+
+
+@dataclass(frozen=True, slots=True)
+class FaultSpec:
+    """One chosen fault: a catalogue name and its argument (the default when not given)."""
+
+    name: str
+    arg: float | int | None = None
+
+    def __str__(self) -> str:
+        d = FAULTS[self.name]
+        if self.arg is None or self.arg == d.default:
+            return self.name
+        return f"{self.name}:{self.arg:g}"
+
+    @property
+    def value(self) -> float | int | None:
+        return self.arg if self.arg is not None else FAULTS[self.name].default
+
+
+def parse_faults(spec: str | FaultSpec | Iterable[str | FaultSpec] | None) -> tuple[FaultSpec, ...]:
+    """``"drop_event:5,bom"`` (or a list of such strings / FaultSpecs) -> FaultSpecs. Hyphens and underscores are
+    interchangeable; ``NAME=ARG`` works too; ``none`` / empty means no fault. Raises FaultError."""
+    if spec is None:
+        return ()
+    items: list[str | FaultSpec] = [spec] if isinstance(spec, (str, FaultSpec)) else list(spec)
+    out: list[FaultSpec] = []
+    for item in items:
+        if isinstance(item, FaultSpec):
+            out.append(item)
+            continue
+        for raw in str(item).split(","):
+            raw = raw.strip()
+            if not raw or raw.lower() == "none":
+                continue
+            name, sep, arg = raw.replace("=", ":", 1).partition(":")
+            name = name.strip().lower().replace("-", "_")
+            if name not in FAULTS:
+                raise FaultError(f"unknown fault {name!r}; available: {', '.join(FAULTS)}")
+            d = FAULTS[name]
+            value: float | int | None = None
+            if sep:
+                if d.arg is None:
+                    raise FaultError(f"fault {name} takes no argument")
+                try:
+                    value = int(arg) if d.integer else float(arg)
+                except ValueError:
+                    raise FaultError(
+                        f"fault {name}: {d.arg} must be a{'n integer' if d.integer else ' number'}, not {arg!r}"
+                    ) from None
+                if value < 0 or (not d.integer and not math.isfinite(value)):
+                    raise FaultError(f"fault {name}: {d.arg} must be >= 0")
+            out.append(FaultSpec(name, value))
+    names = [f.name for f in out]
+    for group in _EXCLUSIVE:
+        chosen = [n for n in group if n in names]
+        if len(set(chosen)) > 1:
+            raise FaultError(f"faults {' and '.join(sorted(set(chosen)))} cannot be combined (choose one)")
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise FaultError(f"fault {sorted(dup)[0]} given twice")
+    return tuple(out)
+
+
+def faults_key(faults: Sequence[FaultSpec]) -> str:
+    return ",".join(str(f) for f in faults) or "none"
+
+
+def faults_doc() -> str:
+    """The text of ``inspector serve --list-faults``."""
+    lines = ["Faults (--fault NAME[:ARG][,NAME...] or the request header x-inspector-fault):", ""]
+    for d in FAULTS.values():
+        head = d.name + (f"[:{d.arg.split()[0]}]" if d.arg else "")
+        unit = d.arg.split(" ", 1)[1] if d.arg else ""
+        default = f" (default {d.default:g}{' s' if unit == 'seconds' else ' ' + unit})" if d.arg else ""
+        lines.append(f"  {head:<22}{d.summary}{default}")
+        for chunk in _wrap(d.doc, 88):
+            lines.append(" " * 24 + chunk)
+    lines += [
+        "",
+        "Transport faults (error_event, drop_event, drop_byte, stall) replace the scenario's own, hit the first",
+        "attempt of each turn that streams (after any http_429/http_529 answers) and leave retries clean.",
+        "Content and format faults apply to every attempt. A fault that needs a tool block leaves turns",
+        "without one unchanged. Same scenario + faults + requests = same bytes.",
+    ]
+    return "\n".join(lines)
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    words, lines, line = text.split(), [], ""
+    for w in words:
+        if line and len(line) + 1 + len(w) > width:
+            lines.append(line)
+            line = w
+        else:
+            line = f"{line} {w}" if line else w
+    if line:
+        lines.append(line)
+    return lines
+
+
+def first_stream_attempt(turn: TurnScript) -> int:
+    """The first attempt of a turn that is not answered with an HTTP error."""
+    taken = {e.attempt for e in turn.http_errors}
+    a = 0
+    while a in taken:
+        a += 1
+    return a
+
+
+def _shift(fault: Any, n: int) -> Any:
+    if n == 0 or fault.attempts is None:
+        return fault
+    return dataclasses.replace(fault, attempts=tuple(a + n for a in fault.attempts))
+
+
+_TRANSPORT = (ErrorEventAfter, DropAfter, StallWithPings)
+
+
+def apply_faults(scenario: Scenario, faults: str | Sequence[FaultSpec | str] | None) -> Scenario:
+    """The scenario with the chosen faults built in (a new Scenario; the original is untouched). Plan-level faults
+    (bom, drop_byte) are not visible here: use :func:`render_faulted` to render."""
+    chosen = parse_faults(faults)
+    if not chosen:
+        return scenario
+    by_name = {f.name: f for f in chosen}
+    http = [f for f in chosen if FAULTS[f.name].kind == "http"]
+    transport = next((f for f in chosen if FAULTS[f.name].kind == "transport"), None)
+    turns: list[TurnScript] = []
+    for turn in scenario.turns:
+        faults_list = list(turn.faults)
+        http_errors = list(turn.http_errors)
+        pacing = turn.pacing
+        n = len(http)
+        if n:  # our HTTP errors come first; the scenario's own attempts move back
+            faults_list = [_shift(f, n) for f in faults_list]
+            http_errors = [dataclasses.replace(e, attempt=e.attempt + n) for e in http_errors]
+            ours = []
+            for i, f in enumerate(http):
+                secs = float(f.value or 0.0)
+                ours.append(
+                    HttpError(
+                        429 if f.name == "http_429" else 529,
+                        attempt=i,
+                        retry_after=secs,
+                        retry_after_ms=int(round(secs * 1000)),
+                    )
+                )
+            http_errors = ours + http_errors
+        if transport is not None:
+            faults_list = [f for f in faults_list if not isinstance(f, _TRANSPORT)]
+            first = first_stream_attempt(dataclasses.replace(turn, http_errors=http_errors))
+            v = transport.value
+            if transport.name == "error_event":
+                faults_list.append(ErrorEventAfter(n_events=int(v), attempts=(first,)))
+            elif transport.name == "drop_event":
+                faults_list.append(DropAfter(n_events=int(v), attempts=(first,)))
+            elif transport.name == "stall":
+                faults_list.append(
+                    StallWithPings(after_events=1, ping_interval=0.5, pings=int(v), then="hang", attempts=(first,))
+                )
+            # drop_byte is applied to the plan (plan_faults)
+        tools = [i for i, _ in turn.tool_blocks()]
+        if "invalid_tool_json" in by_name and tools:
+            b = tools[-1]
+            faults_list = [f for f in faults_list if not (isinstance(f, InvalidToolJson) and f.block == b)]
+            faults_list.append(InvalidToolJson(block=b, attempts=None))
+        if "max_tokens_tool" in by_name and tools:
+            b = tools[0]
+            faults_list = [
+                f
+                for f in faults_list
+                if not isinstance(f, MaxTokensCut)
+                and not (isinstance(f, DropAfter) and f.inside_block is not None and f.inside_block >= b)
+            ]
+            faults_list.append(MaxTokensCut(block=b, attempts=None))
+        if "slow_drip" in by_name:
+            pacing = dataclasses.replace(
+                pacing,
+                event_gap=float(by_name["slow_drip"].value or 0.0),
+                jitter=0.0,
+                events_per_read=1,
+                block_pause=0.0,
+            )
+        if "relay_buffer" in by_name:
+            pacing = dataclasses.replace(pacing, proxy_buffer=EVERYTHING)
+        if "split_events" in by_name:
+            pacing = dataclasses.replace(pacing, split_events=True)
+        if "cr" in by_name:
+            pacing = dataclasses.replace(pacing, line_ending="\r")
+        if "crlf" in by_name:
+            pacing = dataclasses.replace(pacing, line_ending="\r\n")
+        if "padded" in by_name:
+            pacing = dataclasses.replace(pacing, pad=True)
+        turns.append(dataclasses.replace(turn, pacing=pacing, faults=faults_list, http_errors=http_errors))
+    return dataclasses.replace(scenario, turns=turns)
+
+
+def plan_faults(faulted: Scenario, faults: Sequence[FaultSpec], plan: ResponsePlan) -> ResponsePlan:
+    """The plan-level faults (bom, drop_byte) on a plan rendered from ``apply_faults(...)`` (``faulted``)."""
+    names = {f.name: f for f in faults}
+    if plan.status != 200 or not ({"bom", "drop_byte"} & names.keys()):
+        return plan
+    reads = list(plan.reads)
+    events = plan.events
+    end = plan.end
+    if "bom" in names:
+        if reads:
+            reads[0] = PlannedRead(reads[0].delay, BOM + reads[0].data)
+        else:
+            reads = [PlannedRead(0.0, BOM)]
+    if "drop_byte" in names and plan.attempt == first_stream_attempt(faulted.turns[plan.turn]):
+        limit = int(names["drop_byte"].value or 0)
+        cut: list[PlannedRead] = []
+        total = 0
+        for r in reads:
+            if total + len(r.data) <= limit:
+                cut.append(r)
+                total += len(r.data)
+                continue
+            if limit > total:
+                cut.append(PlannedRead(r.delay, r.data[: limit - total]))
+            break
+        reads, end = cut, "drop"
+        events = _events_of(b"".join(r.data for r in reads))
+    return dataclasses.replace(plan, reads=reads, end=end, events=events)
+
+
+def _events_of(body: bytes) -> list[tuple[str, dict]]:
+    from inspector.stream.sse import SSEDecoder
+
+    dec = SSEDecoder()
+    out = []
+    for e in dec.feed(body):  # close() is not called: an unterminated event is not complete
+        try:
+            data = orjson.loads(e.data)
+        except orjson.JSONDecodeError:
+            data = {"raw": e.data}
+        out.append((e.event, data))
+    return out
+
+
+def render_faulted(
+    scenario: Scenario,
+    faults: str | Sequence[FaultSpec | str] | None,
+    turn: int,
+    attempt: int = 0,
+    *,
+    faulted: Scenario | None = None,
+) -> ResponsePlan:
+    """``render_turn`` of the scenario with the faults built in, then the plan-level faults: exactly what
+    ``inspector serve`` sends (and :class:`FaultedScenarioServer` in process). ``faulted``: a precomputed
+    ``apply_faults(scenario, faults)``."""
+    chosen = parse_faults(faults)
+    faulted = faulted if faulted is not None else apply_faults(scenario, chosen)
+    return plan_faults(faulted, chosen, render_turn(faulted, turn, attempt))

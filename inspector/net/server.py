@@ -1,0 +1,256 @@
+"""Server plumbing shared by `serve`, `proxy` and the watched sessions: binding loopback sockets, running uvicorn
+in the foreground or a background thread, racing a response against the client's disconnect and the server's
+shutdown, and keeping planned connection drops out of the error log."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import threading
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger("inspector.net")
+
+
+class ConnectionDrop(Exception):
+    """Raised inside a response to break the connection (uvicorn closes the transport: the client sees an
+    incomplete chunked body). Filtered out of uvicorn's error log."""
+
+
+class _DropLogFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not _is_drop(exc)
+
+
+def _is_drop(exc: BaseException | None) -> bool:
+    if exc is None:
+        return False
+    if isinstance(exc, ConnectionDrop):
+        return True
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_is_drop(e) for e in exc.exceptions)
+    return False
+
+
+_FILTER = _DropLogFilter()
+
+
+def install_log_filter() -> None:
+    """Keep planned connection drops out of uvicorn's error log (idempotent)."""
+    lg = logging.getLogger("uvicorn.error")
+    if _FILTER not in lg.filters:
+        lg.addFilter(_FILTER)
+
+
+class Closable:
+    """Shutdown signalling shared by ServeApp and ProxyApp: responses race ``closing()`` (an asyncio.Event bound to
+    the server's loop at first use) and ``begin_close()`` sets it from any thread, so hanging and in-progress
+    streams end (connection dropped) before uvicorn stops."""
+
+    _closing: asyncio.Event | None = None
+    _loop: asyncio.AbstractEventLoop | None = None
+
+    def closing(self) -> asyncio.Event:
+        if self._closing is None:
+            self._closing = asyncio.Event()
+            self._loop = asyncio.get_running_loop()
+        return self._closing
+
+    def begin_close(self) -> None:
+        """End hanging and in-progress streams: call before stopping the server. Thread-safe; a no-op before the
+        server ran or after its loop closed."""
+        loop, ev = self._loop, self._closing
+        if loop is None or ev is None:
+            return
+        with contextlib.suppress(RuntimeError):  # loop already closed
+            loop.call_soon_threadsafe(ev.set)
+
+
+async def _watch_disconnect(receive) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+async def _race(main: Callable[[], Any], receive, closing: asyncio.Event) -> str:
+    """Run ``main()`` until it finishes ("done"), the client disconnects ("disconnected") or the server closes
+    ("closing"). Exceptions of ``main`` propagate."""
+    task = asyncio.ensure_future(main())
+    watch = asyncio.ensure_future(_watch_disconnect(receive))
+    stop = asyncio.ensure_future(closing.wait())
+    try:
+        done, _ = await asyncio.wait({task, watch, stop}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for t in (task, watch, stop):
+            if not t.done():
+                t.cancel()
+        for t in (watch, stop):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+    if task in done:
+        task.result()  # re-raises
+        return "done"
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
+    return "disconnected" if watch in done else "closing"
+
+
+# =====================================================================================================================
+# Running uvicorn: in this thread (the CLI) or in a background thread (tests, embedding)
+# =====================================================================================================================
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening-ready TCP socket bound to host:port (port 0: ephemeral)."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP, flags=socket.AI_PASSIVE)
+    family, _, _, _, addr = infos[0]
+    # proto must say TCP: asyncio sets TCP_NODELAY on accepted sockets only when sock.proto == IPPROTO_TCP, and
+    # without it Nagle + delayed ACK hold a read back ~40 ms after the response headers
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(addr)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def base_url_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
+
+
+def _uvicorn_server(
+    asgi_app, *, log_level: str = "warning", access_log: bool = False, ready: threading.Event | None = None
+):
+    import uvicorn
+
+    class _Server(uvicorn.Server):
+        async def startup(self, sockets=None) -> None:
+            await super().startup(sockets=sockets)
+            if ready is not None and self.started:
+                ready.set()
+
+    config = uvicorn.Config(
+        asgi_app,
+        log_level=log_level,
+        access_log=access_log,
+        server_header=False,
+        lifespan="on",
+        timeout_graceful_shutdown=2,
+        http="h11",
+        ws="none",
+    )
+    return _Server(config)
+
+
+class BackgroundServer:
+    """Run an ASGI app with uvicorn in a background thread (its own event loop), on host:port (0 = ephemeral).
+
+        with BackgroundServer(make_app(speed=math.inf)) as srv:
+            client = AsyncAnthropic(base_url=srv.base_url, ...)
+
+    ``app`` may be a :class:`ServeApp`, a proxy app (anything with ``.app`` and maybe ``begin_close()``) or an
+    ASGI callable."""
+
+    def __init__(
+        self,
+        app: Any,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        log_level: str = "warning",
+        access_log: bool = False,
+        start_timeout: float = 15.0,
+    ) -> None:
+        self.owner = app
+        self.asgi = getattr(app, "app", app)
+        self.host, self.port = host, port
+        self.log_level, self.access_log = log_level, access_log
+        self.start_timeout = start_timeout
+        self.sock: socket.socket | None = None
+        self.server = None
+        self.thread: threading.Thread | None = None
+        self.error: BaseException | None = None
+        self._ready = threading.Event()
+
+    @property
+    def base_url(self) -> str:
+        assert self.sock is not None, "not started"
+        return base_url_of(self.sock)
+
+    @property
+    def address(self) -> tuple[str, int]:
+        assert self.sock is not None, "not started"
+        host, port = self.sock.getsockname()[:2]
+        return host, port
+
+    def start(self) -> BackgroundServer:
+        self.sock = bind_socket(self.host, self.port)
+        self.server = _uvicorn_server(
+            self.asgi, log_level=self.log_level, access_log=self.access_log, ready=self._ready
+        )
+
+        def run() -> None:
+            try:
+                asyncio.run(self.server.serve(sockets=[self.sock]))
+            except BaseException as e:
+                self.error = e
+            finally:
+                self._ready.set()
+
+        self.thread = threading.Thread(target=run, name=f"uvicorn-{self.base_url}", daemon=True)
+        self.thread.start()
+        if not self._ready.wait(self.start_timeout) or self.error is not None or not self.server.started:
+            self.stop()
+            raise RuntimeError(f"server did not start: {self.error!r}")
+        return self
+
+    def stop(self) -> None:
+        begin_close = getattr(self.owner, "begin_close", None)
+        if callable(begin_close):
+            begin_close()
+        if self.server is not None:
+            self.server.should_exit = True
+        if self.thread is not None:
+            self.thread.join(timeout=15)
+            self.thread = None
+        if self.sock is not None:
+            self.sock.close()
+
+    def __enter__(self) -> BackgroundServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def run_foreground(owner: Any, sock: socket.socket, *, log_level: str = "warning", access_log: bool = False) -> None:
+    """Serve until Ctrl-C / SIGTERM (uvicorn's signal handling) on an already bound socket."""
+    server = _uvicorn_server(getattr(owner, "app", owner), log_level=log_level, access_log=access_log)
+    original = server.handle_exit
+    begin_close = getattr(owner, "begin_close", None)
+
+    def handle_exit(sig, frame) -> None:  # end hanging streams at once, then let uvicorn stop
+        if callable(begin_close):
+            begin_close()
+        original(sig, frame)
+
+    server.handle_exit = handle_exit  # type: ignore[method-assign]
+    asyncio.run(server.serve(sockets=[sock]))
+
+
+def port_problem(port: Any) -> str | None:
+    """Why ``port`` cannot be a TCP port to listen on (None when it can: 0..65535, 0 meaning ephemeral)."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        return f"--port must be 0..65535 (0: an ephemeral port), not {port!r}"
+    return None

@@ -1,0 +1,165 @@
+"""Replay a recording through the same pipeline: a fake transport serves the recorded reads with their timing
+(scaled by the pacer), and tools are not executed: their results (and durations) come from the recording."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict, deque
+from typing import Any
+
+import httpx2
+import orjson
+
+from inspector.agent.pacing import Pacer
+from inspector.agent.toolbox.spec import ToolRefused, ToolSpec
+from inspector.record.recording import RecordedAttempt, Recording
+
+
+class ReplayRefused(ToolRefused):
+    """Raised by a replayed tool to reproduce a recorded is_error result exactly."""
+
+
+class _Body(httpx2.AsyncByteStream):
+    def __init__(self, attempt: RecordedAttempt, pacer: Pacer, ending: str) -> None:
+        self.attempt = attempt
+        self.pacer = pacer
+        self.ending = ending
+
+    async def __aiter__(self):
+        last = 0.0
+        for r in self.attempt.reads:
+            if r.t is not None:
+                await self.pacer.sleep(max(0.0, r.t - last))
+                last = r.t
+            yield r.data
+        if self.ending == "drop":
+            raise httpx2.RemoteProtocolError("peer closed connection without sending complete message body (replayed)")
+        if self.ending == "hang":
+            await asyncio.Event().wait()
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _ending(attempt: RecordedAttempt) -> str:
+    end = attempt.end or {}
+    reason = str(end.get("reason") or "")
+    if end.get("status") == "failed" and reason.startswith(("connection dropped", "stream ended")):
+        return "drop"
+    if end.get("status") == "failed" and reason.startswith("idle timeout"):
+        return "hang"
+    return "eof"
+
+
+class ReplayServer:
+    """Serves the recorded attempts in recorded order, one per request (the loop makes the same requests)."""
+
+    def __init__(self, recording: Recording, pacer: Pacer | None = None) -> None:
+        self.recording = recording
+        self.pacer = pacer or Pacer(1.0)
+        self.attempts = list(recording.attempts())
+        self.served = 0
+        self.requests: list[dict] = []
+
+    async def handler(self, request: httpx2.Request) -> httpx2.Response:
+        try:
+            self.requests.append(orjson.loads(request.content))
+        except Exception:
+            self.requests.append({})
+        if self.served >= len(self.attempts):
+            body = {
+                "type": "error",
+                "error": {"type": "invalid_request_error", "message": "the recording has no more turns"},
+            }
+            return httpx2.Response(400, json=body, headers={"x-should-retry": "false"})
+        attempt = self.attempts[self.served]
+        self.served += 1
+        resp = attempt.response or {}
+        status = int(resp.get("status") or 200)
+        headers = dict(resp.get("headers") or {"content-type": "text/event-stream"})
+        headers.pop("content-length", None)
+        headers.pop("content-encoding", None)
+        headers.pop("transfer-encoding", None)
+        if status != 200:
+            headers["x-should-retry"] = "false"
+            return httpx2.Response(status, headers=headers, content=attempt.data)
+        headers.setdefault("content-type", "text/event-stream")
+        return httpx2.Response(status, headers=headers, stream=_Body(attempt, self.pacer, _ending(attempt)))
+
+
+def recorded_tools(recording: Recording, pacer: Pacer) -> tuple[dict[str, ToolSpec], list[dict] | None]:
+    """ToolSpecs that give back the recorded results (matched by name and input, in order; the last one is reused
+    by repeated calls), taking the recorded duration (scaled by the pacer). Also returns the tool definitions as
+    the recording sent them."""
+    results: dict[tuple[str, bytes], deque] = defaultdict(deque)
+    durations: dict[str, float] = {}
+    uses: dict[str, tuple[str, Any]] = {}
+    definitions: list[dict] | None = None
+    for att in recording.attempts():
+        body = (att.request or {}).get("body") or {}
+        if not isinstance(body, dict):
+            continue
+        if definitions is None and isinstance(body.get("tools"), list):
+            definitions = body["tools"]
+        for msg in body.get("messages") or []:
+            if not isinstance(msg, dict) or not isinstance(msg.get("content"), list):
+                continue
+            for b in msg["content"]:
+                if not isinstance(b, dict):
+                    continue
+                if b.get("type") == "tool_use" and isinstance(b.get("id"), str):
+                    uses[b["id"]] = (str(b.get("name")), b.get("input"))
+    seen: set[str] = set()
+    unsafe: set[str] = set()  # tools recorded as not concurrency-safe keep their barrier in the replay
+    for obs in recording.observations:
+        if obs.get("type") == "tool_state" and obs.get("safe") is False and obs.get("state") == "queued":
+            unsafe.add(str(obs.get("name")))
+        if obs.get("type") == "tool_state" and obs.get("state") in ("succeeded", "failed", "timed_out"):
+            times = obs.get("times") or {}
+            if "running" in times and obs.get("state") in times:
+                durations[obs["id"]] = max(0.0, times[obs["state"]] - times["running"])
+    # results, in the order the conversation has them (the last request holds the whole history)
+    last_body = None
+    for att in recording.attempts():
+        body = (att.request or {}).get("body")
+        if isinstance(body, dict):
+            last_body = body
+    final_msgs = []
+    for obs in recording.observations:
+        if obs.get("type") == "loop_finished" and isinstance(obs.get("messages"), list):
+            final_msgs = obs["messages"]
+    msgs = final_msgs or (last_body or {}).get("messages") or []
+    for msg in msgs:
+        if not isinstance(msg, dict) or not isinstance(msg.get("content"), list):
+            continue
+        for b in msg["content"]:
+            if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str):
+                uses[b["id"]] = (str(b.get("name")), b.get("input"))
+            if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") in uses:
+                tid = b["tool_use_id"]
+                if tid in seen:
+                    continue
+                seen.add(tid)
+                name, inp = uses[tid]
+                key = (name, orjson.dumps(inp, option=orjson.OPT_SORT_KEYS))
+                results[key].append((b.get("content"), bool(b.get("is_error")), durations.get(tid, 0.0)))
+
+    names = {n for n, _ in uses.values()} | {str(d.get("name")) for d in definitions or [] if isinstance(d, dict)}
+
+    def make(name: str) -> ToolSpec:
+        async def fn(tool_input: dict) -> Any:
+            key = (name, orjson.dumps(tool_input, option=orjson.OPT_SORT_KEYS))
+            q = results.get(key)
+            if not q:
+                raise ReplayRefused(f"no recorded result for {name}({orjson.dumps(tool_input).decode()[:80]})")
+            # a retried attempt runs the same calls again: the last recorded result for a call is reused
+            content, is_error, duration = q.popleft() if len(q) > 1 else q[0]
+            if duration:
+                await pacer.sleep(duration)
+            if is_error:
+                raise ReplayRefused(content if isinstance(content, str) else orjson.dumps(content).decode())
+            return content
+
+        return ToolSpec(name, "replayed from a recording", {"type": "object"}, fn, concurrency_safe=name not in unsafe)
+
+    return {n: make(n) for n in sorted(names)}, definitions

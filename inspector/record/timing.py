@@ -1,0 +1,582 @@
+"""Timing analysis of recorded streams (``inspector dump --timing`` and the dashboard's timing panel).
+
+Per attempt (one HTTP response): time to response headers, to the first body byte, to the first content token
+(the first non-empty text / thinking / partial_json delta), to message_stop and to the last byte; the gaps between
+reads and between events (with a small text histogram); events per read; the ping cadence; and a buffering verdict.
+All times are seconds since the attempt's request was sent (the recording's clock).
+
+The buffering rule
+==================
+
+A relay that buffers SSE (nginx ``proxy_buffering``, some serverless platforms and corporate proxies) does not change
+a byte; it changes *when* bytes arrive: nothing for a long time, then many events at once, at network speed. A model
+never does that by itself: it emits a few events per read, tens of milliseconds apart. So:
+
+- a **burst** is a run of consecutive reads that each arrive less than ``BURST_GAP`` (10 ms) after the previous one
+  (network speed, not token speed);
+- a burst is **held** when it follows a **silence** of at least ``HELD_SILENCE`` (0.5 s) with no read at all
+  (for the first burst: since the request, so a relay that also holds the headers is caught) **and** it carries at
+  least ``BURST_MIN_EVENTS`` (10) SSE events. A lone delta after a pause (the model thinking, a block pause) is not
+  a held burst; neither is a ping after a stall;
+- the stream is **buffered** when held bursts carry at least ``BUFFERED_SHARE`` (80 %) of the body bytes, and
+  **suspect** from ``SUSPECT_SHARE`` (50 %); otherwise **not buffered**. Fewer than ``MIN_EVENTS`` (10) events, a
+  non-200 response, or reads without timing (HAR, plain SSE) give **inconclusive**.
+
+Why these numbers: a real unbuffered stream has 1-3 events per read and reads 10-100 ms apart, so none of its bytes
+are in held bursts (its first read, message_start, is not a big burst even after a slow TTFB). A fully buffered stream
+(everything at EOF) has 100 % in one held burst; a relay that flushes every few KB (nginx's 4/8 KB buffers) produces
+bursts of dozens of events after silences of about a second each, which still puts most bytes in held bursts. The
+50-80 % band catches partial buffering (a relay that flushes on its own timer). The thresholds are parameters of
+:func:`buffering_verdict`; the evidence lists every held burst (time, silence before it, reads, events, bytes).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from inspector.agent import observations as O
+from inspector.core.redaction import clean_headers
+from inspector.record.recording import FORMAT, VERSION, RecordedAttempt, RecordedRead, RecordedTurn, Recording
+from inspector.stream.sse import SSEDecoder
+
+__all__ = [
+    "BUFFERED_SHARE",
+    "BURST_GAP",
+    "BURST_MIN_EVENTS",
+    "HELD_SILENCE",
+    "MIN_EVENTS",
+    "RULE",
+    "SUSPECT_SHARE",
+    "RecordingBuilder",
+    "analyze_attempt",
+    "buffering_verdict",
+    "format_timing",
+    "format_timing_json",
+    "histogram",
+    "recording_from_observations",
+    "recording_from_plans",
+    "timing_json",
+]
+
+BURST_GAP = 0.010
+HELD_SILENCE = 0.5
+BURST_MIN_EVENTS = 10
+BUFFERED_SHARE = 0.80
+SUSPECT_SHARE = 0.50
+MIN_EVENTS = 10
+
+RULE = (
+    f"buffered when >= {BUFFERED_SHARE:.0%} of the body bytes arrive in held bursts (reads < "
+    f"{BURST_GAP * 1000:g} ms apart, >= {BURST_MIN_EVENTS} events, after >= {HELD_SILENCE:g} s without any "
+    f"read); suspect from {SUSPECT_SHARE:.0%}"
+)
+
+# gap histogram bucket edges (seconds) and labels
+EDGES = (0.0, 0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, math.inf)
+LABELS = ("<1ms", "1-10ms", "10-50ms", "50-100ms", "100-250ms", "250-500ms", "0.5-1s", "1-2s", ">=2s")
+CONTENT_DELTAS = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "partial_json"}
+
+
+# --- small statistics --------------------------------------------------------------------------------------------
+
+
+def _pct(sorted_values: Sequence[float], q: float) -> float:
+    if not sorted_values:
+        return math.nan
+    k = (len(sorted_values) - 1) * q
+    lo, hi = math.floor(k), math.ceil(k)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
+
+
+def _stats(values: Sequence[float]) -> dict:
+    v = sorted(values)
+    if not v:
+        return {"count": 0}
+    return {
+        "count": len(v),
+        "min": v[0],
+        "median": _pct(v, 0.5),
+        "p90": _pct(v, 0.9),
+        "max": v[-1],
+        "mean": sum(v) / len(v),
+        "histogram": histogram(v),
+    }
+
+
+def histogram(values: Iterable[float]) -> list[dict]:
+    """Counts per gap bucket: ``[{"label", "lo", "hi", "count"}]`` (hi None for the open last bucket)."""
+    counts = [0] * len(LABELS)
+    for x in values:
+        for i in range(len(LABELS)):
+            if x < EDGES[i + 1]:
+                counts[i] += 1
+                break
+    return [
+        {
+            "label": LABELS[i],
+            "lo": EDGES[i],
+            "hi": None if math.isinf(EDGES[i + 1]) else EDGES[i + 1],
+            "count": counts[i],
+        }
+        for i in range(len(LABELS))
+    ]
+
+
+def _bars(hist: list[dict], width: int = 30, indent: str = "      ") -> list[str]:
+    nonzero = [i for i, h in enumerate(hist) if h["count"]]
+    if not nonzero:
+        return []
+    top = max(h["count"] for h in hist)
+    lines = []
+    for h in hist[nonzero[0] : nonzero[-1] + 1]:
+        n = h["count"]
+        bar = "#" * max(1 if n else 0, round(width * n / top))
+        lines.append(f"{indent}{h['label']:>10} |{bar:<{width}} {n}")
+    return lines
+
+
+# --- buffering -----------------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Read:
+    t: float
+    size: int
+    events: int
+
+
+def buffering_verdict(
+    reads: Sequence[tuple[float, int, int]],
+    *,
+    burst_gap: float = BURST_GAP,
+    held_silence: float = HELD_SILENCE,
+    burst_min_events: int = BURST_MIN_EVENTS,
+    buffered_share: float = BUFFERED_SHARE,
+    suspect_share: float = SUSPECT_SHARE,
+    min_events: int = MIN_EVENTS,
+) -> dict:
+    """The buffering verdict from ``(t, bytes, events completed)`` per read (t: seconds since the request).
+    Returns ``{"verdict", "held_share", "bursts", "held_bursts": [...], "reason", "rule"}``."""
+    rs = [_Read(float(t), int(n), int(e)) for t, n, e in reads]
+    total_bytes = sum(r.size for r in rs)
+    total_events = sum(r.events for r in rs)
+    out: dict[str, Any] = {"verdict": "inconclusive", "held_share": None, "bursts": 0, "held_bursts": [], "rule": RULE}
+    if total_events < min_events or total_bytes == 0:
+        out["reason"] = f"too short to judge ({total_events} events; the rule needs >= {min_events})"
+        return out
+    bursts: list[dict] = []
+    prev_t = 0.0
+    for r in rs:
+        if bursts and r.t - prev_t < burst_gap:
+            b = bursts[-1]
+            b["reads"] += 1
+            b["bytes"] += r.size
+            b["events"] += r.events
+            b["end"] = r.t
+        else:
+            bursts.append(
+                {"start": r.t, "end": r.t, "silence": r.t - prev_t, "reads": 1, "bytes": r.size, "events": r.events}
+            )
+        prev_t = r.t
+    held = [b for b in bursts if b["silence"] >= held_silence and b["events"] >= burst_min_events]
+    held_bytes = sum(b["bytes"] for b in held)
+    share = held_bytes / total_bytes
+    for b in held:
+        b["share"] = b["bytes"] / total_bytes
+    out.update(
+        bursts=len(bursts),
+        held_bursts=[{k: (round(v, 6) if isinstance(v, float) else v) for k, v in b.items()} for b in held],
+        held_share=share,
+    )
+    if share >= buffered_share:
+        out["verdict"] = "buffered"
+    elif share >= suspect_share:
+        out["verdict"] = "suspect"
+    else:
+        out["verdict"] = "not buffered"
+    biggest = max(held, key=lambda b: b["bytes"]) if held else None
+    if biggest is not None:
+        out["reason"] = (
+            f"{share:.0%} of {total_bytes} bytes arrived in {len(held)} held burst(s); the largest: "
+            f"{biggest['bytes']} bytes / {biggest['events']} events at {biggest['start']:.3f} s after "
+            f"{biggest['silence']:.3f} s of silence"
+        )
+    else:
+        out["reason"] = (
+            f"no held burst: {len(bursts)} bursts, largest "
+            f"{max(b['events'] for b in bursts)} events; content arrived as it was produced"
+        )
+    return out
+
+
+# --- per attempt -------------------------------------------------------------------------------------------------
+
+
+def _event_content(name: str, data: str) -> tuple[str, bool]:
+    """(event type, is it a content token)."""
+    if name == "ping":
+        return "ping", False
+    if name != "content_block_delta":
+        return name, False
+    try:
+        d = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return name, False
+    delta = d.get("delta") if isinstance(d, dict) else None
+    if not isinstance(delta, dict):
+        return name, False
+    key = CONTENT_DELTAS.get(str(delta.get("type")))
+    return name, bool(key and delta.get(key))
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(x, 6)
+
+
+def analyze_attempt(att: RecordedAttempt) -> dict:
+    """The timing of one attempt (JSON-able dict; times in seconds since its request)."""
+    resp = att.response or {}
+    status = resp.get("status")
+    reads = att.reads
+    timed = bool(reads) and all(r.t is not None for r in reads)
+    out: dict[str, Any] = {
+        "turn": att.turn,
+        "attempt": att.attempt,
+        "status": status,
+        "timing": "per-read" if timed else ("per-response" if reads else "none"),
+        "reads": len(reads),
+        "bytes": sum(len(r.data) for r in reads),
+        "headers_s": _r(resp.get("t")) if isinstance(resp.get("t"), (int, float)) else None,
+        "end": (att.end or {}).get("status"),
+        "end_s": _r((att.end or {}).get("t")) if isinstance((att.end or {}).get("t"), (int, float)) else None,
+    }
+    dec = SSEDecoder()
+    per_read_events = [0] * len(reads)
+    ev_times: list[float | None] = []
+    first_content: float | None = None
+    stop_t: float | None = None
+    pings: list[float | None] = []
+    n_events = 0
+    for i, r in enumerate(reads):
+        for e in dec.feed(r.data):
+            n_events += 1
+            per_read_events[i] += 1
+            kind, content = _event_content(e.event, e.data)
+            ev_times.append(r.t)
+            if kind == "ping":
+                pings.append(r.t)
+            if content and first_content is None:
+                first_content = r.t
+            if kind == "message_stop" and stop_t is None:
+                stop_t = r.t
+    dec.close()
+    out["events"] = n_events
+    out["events_per_read"] = {
+        "mean": _r(n_events / len(reads)) if reads else None,
+        "max": max(per_read_events) if reads else None,
+        "counts": per_read_events if len(per_read_events) <= 2000 else None,
+    }
+    if not timed:
+        out.update(
+            first_byte_s=None,
+            first_content_s=None,
+            message_stop_s=None,
+            last_byte_s=None,
+            read_gaps={"count": 0},
+            event_gaps={"count": 0},
+            pings={"count": len(pings), "interval": None},
+        )
+        out["buffering"] = {
+            "verdict": "inconclusive",
+            "held_share": None,
+            "bursts": 0,
+            "held_bursts": [],
+            "rule": RULE,
+            "reason": "no per-read timing (HAR or plain SSE: timing is per response)" if reads else "no body",
+        }
+        return out
+    ts = [float(r.t) for r in reads]  # type: ignore[arg-type]
+    nonempty = [float(r.t) for r in reads if r.data]  # type: ignore[arg-type]
+    out["first_byte_s"] = _r(nonempty[0]) if nonempty else None
+    out["first_content_s"] = _r(first_content)
+    out["message_stop_s"] = _r(stop_t)
+    out["last_byte_s"] = _r(nonempty[-1]) if nonempty else None
+    out["read_gaps"] = _round_stats(_stats([b - a for a, b in zip(ts, ts[1:])]))
+    et = [float(t) for t in ev_times if t is not None]
+    out["event_gaps"] = _round_stats(_stats([b - a for a, b in zip(et, et[1:])]))
+    pt = [float(t) for t in pings if t is not None]
+    intervals = [b - a for a, b in zip(pt, pt[1:])]
+    out["pings"] = {
+        "count": len(pings),
+        "interval": _round_stats({k: v for k, v in _stats(intervals).items() if k != "histogram"})
+        if intervals
+        else None,
+    }
+    if status not in (None, 200):
+        out["buffering"] = {
+            "verdict": "inconclusive",
+            "held_share": None,
+            "bursts": 0,
+            "held_bursts": [],
+            "rule": RULE,
+            "reason": f"HTTP {status}: not a stream",
+        }
+    else:
+        out["buffering"] = buffering_verdict([(t, len(r.data), n) for t, r, n in zip(ts, reads, per_read_events)])
+    return out
+
+
+def _round_stats(s: dict) -> dict:
+    return {k: (_r(v) if isinstance(v, float) else v) for k, v in s.items()}
+
+
+def timing_json(recording: Recording, *, analyze: Callable[[RecordedAttempt], dict] = analyze_attempt) -> dict:
+    """``{"timing": "per-read" | "per-response" | "mixed", "attempts": [analyze_attempt...], "warnings": [...]}``.
+    ``analyze``: the per-attempt analysis (the dashboard passes a caching one)."""
+    attempts = [analyze(a) for a in recording.attempts()]
+    kinds = {a["timing"] for a in attempts if a["timing"] != "none"}
+    per = "per-response" if kinds == {"per-response"} else ("per-read" if kinds <= {"per-read"} else "mixed")
+    if recording.header.get("timing") == "per-response":
+        per = "per-response"
+    return {
+        "timing": per,
+        "source": recording.header.get("source"),
+        "attempts": attempts,
+        "warnings": list(recording.warnings),
+    }
+
+
+def _s(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f} s"
+
+
+def _ms(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x * 1000:.1f} ms" if x < 1 else f"{x:.2f} s"
+
+
+def format_timing(recording: Recording) -> str:
+    """Human-readable timing report (``inspector dump --timing``)."""
+    return format_timing_json(timing_json(recording))
+
+
+def format_timing_json(data: dict) -> str:
+    """The report of :func:`format_timing` from an already computed :func:`timing_json`."""
+    lines: list[str] = []
+    if data["timing"] == "per-response":
+        lines.append(
+            "note: timing is per response, not per read (HAR / plain SSE): gaps, bursts and buffering cannot be judged"
+        )
+    for w in data["warnings"]:
+        lines.append(f"warning: {w}")
+    if not data["attempts"]:
+        lines.append("no attempts in this recording")
+    for a in data["attempts"]:
+        lines.append("")
+        lines.append(
+            f"turn {a['turn'] + 1} attempt {a['attempt'] + 1}: HTTP {a['status'] if a['status'] is not None else '?'}"
+            f", {a['reads']} reads, {a['events']} events, {a['bytes']} bytes, end {a['end'] or '-'}"
+        )
+        lines.append(
+            f"  headers {_s(a['headers_s'])} | first byte {_s(a.get('first_byte_s'))} | first content "
+            f"{_s(a.get('first_content_s'))} | message_stop {_s(a.get('message_stop_s'))} | last byte "
+            f"{_s(a.get('last_byte_s'))}" + (f" | end {_s(a['end_s'])}" if a.get("end_s") is not None else "")
+        )
+        for key, title in (("read_gaps", "gaps between reads"), ("event_gaps", "gaps between events")):
+            g = a.get(key) or {}
+            if g.get("count"):
+                lines.append(
+                    f"  {title} ({g['count']}): min {_ms(g['min'])}, median {_ms(g['median'])}, "
+                    f"p90 {_ms(g['p90'])}, max {_ms(g['max'])}"
+                )
+                lines += _bars(g["histogram"])
+        epr = a["events_per_read"]
+        if epr["mean"] is not None:
+            lines.append(f"  events per read: mean {epr['mean']:.2f}, max {epr['max']}")
+        p = a["pings"]
+        if p["count"]:
+            iv = p.get("interval")
+            cadence = f", every {_ms(iv['mean'])} on average (min {_ms(iv['min'])}, max {_ms(iv['max'])})" if iv else ""
+            lines.append(f"  pings: {p['count']}{cadence}")
+        else:
+            lines.append("  pings: none")
+        b = a["buffering"]
+        lines.append(f"  buffering: {b['verdict'].upper()}: {b.get('reason', '')}")
+        for hb in b["held_bursts"][:10]:
+            lines.append(
+                f"    held burst at {hb['start']:.3f} s after {hb['silence']:.3f} s of silence: "
+                f"{hb['reads']} read(s), {hb['events']} events, {hb['bytes']} bytes ({hb['share']:.0%})"
+            )
+        if len(b["held_bursts"]) > 10:
+            lines.append(f"    ... {len(b['held_bursts']) - 10} more held bursts")
+        if b["verdict"] in ("buffered", "suspect"):
+            lines.append(f"    rule: {b['rule']}")
+            lines.append(
+                "    an intermediary (relay, reverse proxy) probably buffers the event stream; for nginx: "
+                "`X-Accel-Buffering: no` / proxy_buffering off"
+            )
+    return "\n".join(lines).lstrip("\n")
+
+
+# --- recordings made of scenario plans (scenario time, no wall clock) ---------------------------------------------
+
+
+def recording_from_plans(plans: Iterable[Any], *, source: dict | None = None) -> Recording:
+    """A Recording of rendered ``ResponsePlan``s timed in scenario seconds (request at 0, headers at
+    ``header_delay``, each read after its planned delay): the timing a client would see at 1x, without waiting."""
+    rec = Recording(
+        header={
+            "kind": "header",
+            "format": "stream-inspector-recording",
+            "version": 1,
+            "source": source or {"type": "plan"},
+        }
+    )
+    turns: dict[int, RecordedTurn] = {}
+    t_start = 0.0
+    for plan in plans:
+        t = plan.header_delay
+        reads = []
+        for r in plan.reads:
+            t += r.delay
+            reads.append(RecordedRead(t=round(t, 9), data=r.data))
+        att = RecordedAttempt(
+            turn=plan.turn,
+            attempt=plan.attempt,
+            request={"kind": "request", "turn": plan.turn, "attempt": plan.attempt, "t": t_start},
+            response={
+                "kind": "response",
+                "turn": plan.turn,
+                "attempt": plan.attempt,
+                "t": plan.header_delay,
+                "status": plan.status,
+                "headers": dict(plan.headers),
+            },
+            reads=reads,
+            end={
+                "kind": "end",
+                "turn": plan.turn,
+                "attempt": plan.attempt,
+                "t": round(t, 9),
+                "status": {"eof": "complete", "drop": "dropped", "hang": "stalled"}[plan.end],
+                "reason": None,
+            },
+        )
+        t_start += t
+        if plan.turn not in turns:
+            turns[plan.turn] = RecordedTurn(turn=plan.turn)
+            rec.turns.append(turns[plan.turn])
+        turns[plan.turn].attempts.append(att)
+    return rec
+
+
+# --- recordings made of loop observations (what the dashboard saw) ------------------------------------------------
+
+
+class RecordingBuilder:
+    """Builds, one observation at a time, the Recording that ``Recorder`` would write for the same observations
+    (request / response / read / end lines, same clocks, same header filtering), without the JSON round trip.
+    Loop observations (``"obs"`` lines) are not kept: the timing analysis does not use them. ``count`` is the number
+    of observations added (the dashboard feeds its history incrementally). ``timed_reads=False`` drops the reads'
+    times (header ``"timing": "per-response"``), for a replay of a source without per-read timing (HAR)."""
+
+    def __init__(self, *, source: dict | None = None, timed_reads: bool = True) -> None:
+        self.recording = Recording(
+            header={"kind": "header", "format": FORMAT, "version": VERSION, "source": dict(source or {})}
+        )
+        self.timed_reads = timed_reads
+        if not timed_reads:
+            self.recording.header["timing"] = "per-response"
+        self._source_given = source is not None
+        self._turns: dict[int, RecordedTurn] = {}
+        self._attempts: dict[tuple[int, int], RecordedAttempt] = {}
+        self.count = 0
+        from inspector.record.recorder import Recorder
+
+        self._recorder = Recorder(target=self)
+
+    def _attempt(self, turn: int, attempt: int) -> RecordedAttempt:
+        att = self._attempts.get((turn, attempt))
+        if att is None:
+            if turn not in self._turns:
+                self._turns[turn] = RecordedTurn(turn=turn)
+                self.recording.turns.append(self._turns[turn])
+            att = self._attempts[(turn, attempt)] = RecordedAttempt(turn=turn, attempt=attempt)
+            self._turns[turn].attempts.append(att)
+        return att
+
+    # The observation -> recording mapping is the Recorder's (one mapping for the file and for this builder);
+    # these are the RecordingWriter methods it calls, kept in memory.
+    closed = False
+
+    def add(self, obs: O.Observation) -> None:
+        self.count += 1
+        self._recorder(obs)
+
+    def request(self, turn: int, attempt: int, t: float, method: str, url: str, headers: Any, body: Any) -> None:
+        att = self._attempt(turn, attempt)
+        if att.request is None:
+            att.request = {
+                "kind": "request",
+                "turn": turn,
+                "attempt": attempt,
+                "t": float(t),
+                "method": str(method),
+                "url": str(url),
+                "headers": clean_headers(headers),
+                "body": body,
+            }
+
+    def response(self, turn: int, attempt: int, t: float, status: int, headers: Any) -> None:
+        att = self._attempt(turn, attempt)
+        if att.response is None:
+            att.response = {
+                "kind": "response",
+                "turn": turn,
+                "attempt": attempt,
+                "t": float(t),
+                "status": status,
+                "headers": clean_headers(headers),
+            }
+
+    def read(self, turn: int, attempt: int, t: float, data: bytes) -> None:
+        self._attempt(turn, attempt).reads.append(
+            RecordedRead(t=float(t) if self.timed_reads else None, data=bytes(data))
+        )
+
+    def end(self, turn: int, attempt: int, t: float, status: str, reason: str | None = None) -> None:
+        att = self._attempt(turn, attempt)
+        if att.end is None:
+            att.end = {
+                "kind": "end",
+                "turn": turn,
+                "attempt": attempt,
+                "t": float(t),
+                "status": str(status),
+                "reason": None if reason is None else str(reason),
+            }
+
+    def observation(self, obj: dict) -> None:
+        if obj.get("type") == "loop_started" and not self._source_given:
+            self.recording.header["source"] = dict(obj.get("source") or {})
+
+    def close(self) -> None:
+        pass
+
+    def extend(self, observations: Iterable[O.Observation]) -> RecordingBuilder:
+        for obs in observations:
+            self.add(obs)
+        return self
+
+
+def recording_from_observations(observations: Iterable[O.Observation], *, source: dict | None = None) -> Recording:
+    """The Recording of a session's observations: the attempts ``--record`` writes for the same run (the header's
+    source is ``source``, else the ``LoopStarted`` one). Timing is the loop's clock: request ``t`` since the loop
+    start, response / read / end ``t`` since that attempt's request."""
+    return RecordingBuilder(source=source).extend(observations).recording

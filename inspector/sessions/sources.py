@@ -1,0 +1,275 @@
+"""Sessions: an agent loop wired to a source (a built-in scenario, the real API or a relay, or a recording), with
+its bus, controller and optional recorder. The CLI and the dashboard both build sessions through these factories;
+"restart" is calling the same factory again."""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx2
+
+from inspector.agent import observations as O
+from inspector.agent.loop import AgentLoop, LoopConfig, LoopController, LoopResult
+from inspector.agent.pacing import Pacer
+from inspector.agent.toolbox.spec import ToolSpec
+from inspector.core.errors import SourceError, UnknownScenario
+from inspector.record.recorder import Recorder
+from inspector.record.recording import Recording
+from inspector.scenarios.bundled import DEFAULT_SCENARIO
+
+log = logging.getLogger("inspector.sessions")
+
+
+@dataclass
+class Session:
+    loop: AgentLoop
+    source: dict
+    cleanups: list[Callable[[], None]] = field(default_factory=list)
+    recorder: Recorder | None = None
+
+    @property
+    def bus(self) -> O.ObservationBus:
+        return self.loop.bus
+
+    @property
+    def controller(self) -> LoopController:
+        return self.loop.controller
+
+    @property
+    def pacer(self) -> Pacer:
+        return self.loop.pacer
+
+    async def run(self) -> LoopResult:
+        try:
+            return await self.loop.run()
+        finally:
+            self.close()
+            try:
+                await self.loop.client.close()  # the SDK's connection pool
+            except Exception:  # the session has ended; a pool that fails to close is only noted
+                log.debug("closing the SDK client failed", exc_info=True)
+
+    def close(self) -> None:
+        if self.recorder is not None:
+            self.recorder.close()
+        while self.cleanups:
+            fn = self.cleanups.pop()
+            try:
+                fn()
+            except Exception:  # every cleanup runs, whatever the others do
+                log.warning("session cleanup %r failed", fn, exc_info=True)
+
+
+def _attach_recorder(session: Session, record: str | Path | None, secrets: list[str]) -> None:
+    if record:
+        try:
+            session.recorder = Recorder(record, source=session.source, secrets=secrets)
+        except OSError as e:
+            session.close()
+            raise SourceError(f"cannot write {record}: {e.strerror or e}") from None
+        session.bus.subscribe(session.recorder)
+
+
+def scenario_session(
+    name: str = DEFAULT_SCENARIO,
+    *,
+    speed: float = 1.0,
+    clock: Callable[[], float] = time.monotonic,
+    bus: O.ObservationBus | None = None,
+    record: str | Path | None = None,
+    retries: int = 2,
+    max_turns: int = 20,
+    idle_timeout: float | None = None,
+    seed: int | None = None,
+) -> Session:
+    """A built-in scripted scenario, served in process through the real SDK (no network, no key)."""
+    from inspector.scenarios.bundled import get_scenario
+    from inspector.scenarios.transport import ScenarioServer, make_client
+
+    try:
+        scenario = get_scenario(name)
+    except UnknownScenario as e:
+        raise SourceError(str(e)) from None
+    if seed is not None:
+        import dataclasses
+
+        scenario = dataclasses.replace(scenario, seed=seed)
+    pacer = Pacer(speed)
+    server = ScenarioServer(scenario, pacer)
+    client = make_client(server)
+    root = scenario.workspace_root()
+    cleanups: list[Callable[[], None]] = []
+    if scenario.workspace_copy and root is not None:
+        cleanups.append(lambda: shutil.rmtree(root.parent, ignore_errors=True))
+    tools = scenario.resolve_tools(root)
+    params = scenario.request_params(tools)
+    extra = {k: v for k, v in params.items() if k in ("thinking",)}
+    config = LoopConfig(
+        model=scenario.model,
+        prompt=scenario.prompt,
+        system=scenario.system,
+        max_tokens=scenario.max_tokens,
+        max_turns=max_turns,
+        retries=retries,
+        idle_timeout=idle_timeout if idle_timeout is not None else (scenario.idle_timeout or 30.0),
+        extra_body=extra,
+        tool_definitions=params.get("tools"),
+        source={"type": "scenario", "name": scenario.name, "seed": scenario.seed},
+        scale_backoff=True,
+        seed=scenario.seed,
+    )
+    loop = AgentLoop(client, config, tools, bus=bus, clock=clock, pacer=pacer)
+    session = Session(loop, config.source, cleanups)
+    session.server = server  # type: ignore[attr-defined]
+    session.workspace = root  # type: ignore[attr-defined]
+    _attach_recorder(session, record, [])
+    return session
+
+
+def require_api_key(api_key: str | None = None) -> str:
+    """The key given, else ANTHROPIC_API_KEY; a SourceError (one line, no key text) when there is none."""
+    key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
+    if not key:
+        raise SourceError("no API key: set ANTHROPIC_API_KEY (or use --scenario NAME for an offline demo)")
+    return key
+
+
+def api_session(
+    model: str,
+    prompt: str,
+    *,
+    api_key: str | None = None,
+    base_url: str | None = None,
+    workspace: str | Path = ".",
+    allow_write: bool = False,
+    user_tools: dict[str, ToolSpec] | None = None,
+    builtin: bool = True,
+    system: str | None = None,
+    max_tokens: int = 4096,
+    clock: Callable[[], float] = time.monotonic,
+    bus: O.ObservationBus | None = None,
+    record: str | Path | None = None,
+    retries: int = 2,
+    max_turns: int = 20,
+    idle_timeout: float = 30.0,
+    http_client: httpx2.AsyncClient | None = None,
+) -> Session:
+    """The real Messages API (or a relay via base_url), with built-in tools over a workspace and user tools."""
+    from inspector.agent.toolbox.builtin import builtin_tools
+
+    key = require_api_key(api_key)
+    base = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+    root = Path(workspace).resolve()
+    if not root.is_dir():
+        raise SourceError(f"workspace {str(workspace)!r} is not a directory")
+    tools: dict[str, ToolSpec] = dict(builtin_tools(root, allow_write=allow_write)) if builtin else {}
+    tools.update(user_tools or {})
+    kw: dict[str, Any] = {"api_key": key, "max_retries": 2}
+    if base:
+        kw["base_url"] = base
+    if http_client is not None:
+        kw["http_client"] = http_client
+    client = anthropic.AsyncAnthropic(**kw)
+    source = {"type": "api", "model": model}
+    if base:
+        source["base_url"] = base
+    config = LoopConfig(
+        model=model,
+        prompt=prompt,
+        system=system,
+        max_tokens=max_tokens,
+        max_turns=max_turns,
+        retries=retries,
+        idle_timeout=idle_timeout,
+        source=source,
+        secrets=[key],
+    )
+    loop = AgentLoop(client, config, tools, bus=bus, clock=clock, pacer=Pacer(1.0))
+    session = Session(loop, source)
+    _attach_recorder(session, record, [key])
+    return session
+
+
+def load_recording(path: str | Path | bytes) -> Recording:
+    """A recording, a plain SSE file or a HAR export, whichever it is."""
+    from inspector.record.har import load_any
+
+    try:
+        return load_any(path)
+    except OSError as e:
+        raise SourceError(f"cannot read {path}: {e.strerror or e}") from None
+    except ValueError as e:
+        raise SourceError(f"{path}: {e}") from None
+
+
+def replay_session(
+    recording: Recording | str | Path,
+    *,
+    speed: float = math.inf,
+    clock: Callable[[], float] = time.monotonic,
+    bus: O.ObservationBus | None = None,
+    label: str | None = None,
+) -> Session:
+    """A recording through the same pipeline: recorded reads with their timing, recorded tool results."""
+    from inspector.record.replay import ReplayServer, recorded_tools
+
+    if not isinstance(recording, Recording):
+        label = label or str(recording)
+        recording = load_recording(recording)
+    pacer = Pacer(speed)
+    server = ReplayServer(recording, pacer)
+    client = anthropic.AsyncAnthropic(
+        api_key="replay-no-key",
+        base_url="http://replay.local",
+        max_retries=0,
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(server.handler)),
+    )
+    tools, definitions = recorded_tools(recording, pacer)
+    first = next(iter(recording.attempts()), None)
+    body = ((first.request or {}).get("body") if first else None) or {}
+    if not isinstance(body, dict):
+        body = {}
+    messages = body.get("messages") if isinstance(body.get("messages"), list) else None
+    first_user = messages[:1] if messages else None
+    prompt = None
+    if first_user and isinstance(first_user[0].get("content"), str):
+        prompt = first_user[0]["content"]
+    hdr_source = recording.header.get("source") or {}
+    n_attempts = len(list(recording.attempts()))
+    config = LoopConfig(
+        model=str(body.get("model") or hdr_source.get("model") or "recorded"),
+        messages=first_user,
+        prompt=prompt,
+        system=body.get("system"),
+        max_tokens=int(body.get("max_tokens") or 4096),
+        max_turns=max(1, len(recording.turns)),
+        retries=max(0, n_attempts - 1),
+        idle_timeout=0.5 if math.isinf(speed) else 30.0,
+        tool_definitions=definitions,
+        source={
+            "type": "replay",
+            "file": label or "recording",
+            "recorded_source": hdr_source,
+            **(
+                {"timing_note": "HAR timing is per response, not per read"}
+                if recording.header.get("timing") == "per-response"
+                else {}
+            ),
+        },
+        scale_backoff=True,
+    )
+    config.backoff_base = 0.0  # replays do not wait between recorded attempts beyond the recorded timing
+    loop = AgentLoop(client, config, tools, bus=bus, clock=clock, pacer=pacer)
+    session = Session(loop, config.source)
+    session.server = server  # type: ignore[attr-defined]
+    session.recording = recording  # type: ignore[attr-defined]
+    return session

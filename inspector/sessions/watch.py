@@ -1,0 +1,179 @@
+"""Watch another harness in the dashboard: `inspector proxy` (the other harness's real traffic) and
+`inspector serve --tui` (what our fake API sends its clients, and when).
+
+Both are sessions the dashboard can open like the agent loop's. They publish the same observations (through
+`ProxyApp`), but the stream is another program's: pause and step do not apply (the controller says so), and
+cancel stops the server. `serve --tui` puts a recording proxy in front of the served scenarios, so the dashboard
+sees exactly the bytes clients get, with their timing as they leave.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from typing import Any
+
+from inspector.agent import observations as O
+from inspector.agent.states import TERMINAL_LOOP_STATES, LoopState
+
+log = logging.getLogger("inspector.sessions")
+
+
+class WatchController:
+    """Controls of a watched stream: nothing of another program's stream can be paused or stepped from here."""
+
+    paused = False
+
+    def __init__(self, session: WatchSession) -> None:
+        self._session = session
+        self.note = ""
+
+    @property
+    def state(self) -> str:
+        return self._session.state
+
+    @property
+    def events_processed(self) -> int:
+        return self._session.events
+
+    def _not_here(self, what: str) -> None:
+        self.note = f"{what} does not apply to a watched stream (it belongs to another program)"
+
+    def pause(self) -> None:
+        self._not_here("pause")
+
+    def resume(self) -> None:
+        self._not_here("resume")
+
+    def toggle_pause(self) -> None:
+        self._not_here("pause")
+
+    def step(self, unit: str = "event") -> None:
+        self._not_here("step")
+
+    def faster(self) -> None:
+        self._session.change_speed(+1)
+
+    def slower(self) -> None:
+        self._session.change_speed(-1)
+
+    @property
+    def speed_label(self) -> str:
+        pacer = self._session.pacer
+        return pacer.label if pacer is not None else "live"
+
+    def cancel(self) -> None:
+        self._session.stop()
+
+
+class WatchSession:
+    """A proxy (and, for `serve --tui`, the fake API behind it) as a dashboard session."""
+
+    def __init__(
+        self, proxy: Any, sock: socket.socket, *, source: dict, upstream_server: Any = None, pacer: Any = None
+    ) -> None:
+        self.proxy = proxy
+        self.sock = sock
+        self.source = source
+        self.bus: O.ObservationBus = proxy.bus
+        self.upstream_server = upstream_server  # a BackgroundServer running `serve`, or None
+        self.pacer = pacer
+        self.state = LoopState.IDLE
+        self.events = 0
+        self.controller = WatchController(self)
+        self._stop = asyncio.Event()  # set by cancel(), even before run() starts
+        self.bus.subscribe(self._count)
+
+    def _count(self, obs: O.Observation) -> None:
+        if isinstance(obs, O.SSEEventSeen):
+            self.events += 1
+        elif isinstance(obs, O.AttemptStarted):
+            self._set_state(LoopState.STREAMING)
+        elif isinstance(obs, O.TurnEnded):
+            self._set_state(LoopState.IDLE, "waiting for the next request")
+
+    def _set_state(self, state: str, detail: str = "") -> None:
+        if state != self.state and self.state not in TERMINAL_LOOP_STATES:
+            self.state = state
+            self.bus.publish(O.LoopStateChanged(self.proxy.now(), state, detail))
+
+    def change_speed(self, direction: int) -> None:
+        if self.pacer is not None:
+            self.pacer.faster() if direction > 0 else self.pacer.slower()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def run(self) -> Any:
+        from inspector.net.server import _uvicorn_server
+
+        self.bus.publish(O.LoopStarted(self.proxy.now(), dict(self.source), "", None))
+        self._set_state(LoopState.IDLE, f"listening on {self.source.get('listen')}")
+        server = _uvicorn_server(self.proxy.app, log_level="critical")
+        serving = asyncio.ensure_future(server.serve(sockets=[self.sock]))
+        stopping = asyncio.ensure_future(self._stop.wait())
+        try:
+            await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            begin_close = getattr(self.proxy, "begin_close", None)
+            if callable(begin_close):
+                begin_close()
+            server.should_exit = True
+            stopping.cancel()
+            try:
+                await serving
+            except Exception:  # its error is read from the task below
+                log.debug("the watched server stopped with an error", exc_info=True)
+            self.close()
+        error = None
+        if serving.done() and not serving.cancelled() and serving.exception() is not None:
+            error = f"server stopped: {serving.exception()}"
+        status = "error" if error else "cancelled"
+        self.state = LoopState.ERROR if error else LoopState.CANCELLED
+        self.bus.publish(O.LoopStateChanged(self.proxy.now(), self.state, error or "stopped"))
+        self.bus.publish(O.LoopFinished(self.proxy.now(), status, self.proxy.turns, [], [], error))
+        return type("WatchResult", (), {"status": status, "error": error})()
+
+    def close(self) -> None:
+        try:
+            self.proxy.close()
+        except Exception:  # closing must go on: the socket and the backend are still to close
+            log.warning("closing the proxy failed", exc_info=True)
+        self.sock.close()
+        if self.upstream_server is not None:
+            self.upstream_server.stop()
+            self.upstream_server = None
+
+
+def proxy_session(upstream: str, host: str, port: int, *, record: str | None = None) -> WatchSession:
+    from inspector.net.proxy import ProxyApp
+    from inspector.net.server import base_url_of, bind_socket
+
+    sock = bind_socket(host, port)
+    url = base_url_of(sock)
+    source = {"type": "proxy", "upstream": upstream.rstrip("/"), "listen": url}
+    proxy = ProxyApp(upstream, record=record, bus=O.ObservationBus(), listen=url, source_info=source)
+    return WatchSession(proxy, sock, source=source)
+
+
+def serve_session(
+    scenario: str, faults: Any, *, speed: float, host: str, port: int, validate_history: bool = True
+) -> WatchSession:
+    """`serve --tui`: the fake API on an internal loopback port, behind a recording proxy on host:port."""
+    from inspector.agent.pacing import speed_label
+    from inspector.net.proxy import ProxyApp
+    from inspector.net.serve import ServeApp
+    from inspector.net.server import BackgroundServer, base_url_of, bind_socket
+
+    app = ServeApp(scenario, faults, speed=speed, validate_history=validate_history)
+    backend = BackgroundServer(app).start()
+    try:
+        sock = bind_socket(host, port)
+    except OSError:
+        backend.stop()
+        raise
+    url = base_url_of(sock)
+    source = {"type": "serve", "name": scenario, "listen": url, "speed": speed_label(speed)}
+    proxy = ProxyApp(backend.base_url, bus=O.ObservationBus(), listen=url, source_info=source)
+    return WatchSession(proxy, sock, upstream_server=backend, pacer=app.pacer, source=source)

@@ -1,0 +1,1087 @@
+"""The dashboard's state: a pure, linear fold over the loop's observations (no Textual here).
+
+`DashboardState.apply(obs)` folds one observation in O(1) (amortised): rows are appended to compact columns,
+blocks keep their fragments as a list (joined lazily, cached), nothing is re-parsed per delta. The same fold serves
+the live view and time travel: `state_at(observations, k)` rebuilds the state as it was right after the k-th SSE
+event (and before the (k+1)-th), and `History` does the same in roughly constant time with checkpoints.
+
+Everything that changes carries a `version` (the number of observations applied when it last changed), so a view
+can cache what it rendered by (key, version) and the cache stays valid across time travel: the same prefix of
+observations always yields the same versions.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from array import array
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import jiter
+import orjson
+
+from inspector.agent import observations as O
+from inspector.agent.states import LoopState
+
+# ------------------------------------------------------------------------------------------------ constants
+
+# Tool executor states (see docs of the loop issue). "streaming_input" is the block still open.
+TOOL_ACTIVE = frozenset({"streaming_input", "queued", "running"})
+TOOL_DONE = frozenset({"succeeded", "failed", "timed_out", "cancelled", "discarded", "not_run"})
+TOOL_INPUT_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
+
+# Row flags of the event table
+F_ERROR = 1  # error / invalid event, or an error diagnostic points at it
+F_WARN = 2  # warning diagnostic, or an unknown event
+F_DIAG = 4  # any diagnostic points at this row
+F_MARKER = 8  # not an SSE event: the "attempt started" separator row
+
+MARKER = "attempt"  # etype of a marker row
+
+_CHAR_POS = re.compile(r"\(char (\d+)\)")
+
+
+# ------------------------------------------------------------------------------------------------ helpers
+
+
+def short(value: Any, limit: int = 40) -> str:
+    """A compact, one-line rendering of a JSON-ish value."""
+    if isinstance(value, str):
+        text = orjson.dumps(value).decode()
+    elif value is None or isinstance(value, (bool, int, float)):
+        text = orjson.dumps(value).decode()
+    else:
+        try:
+            text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+        except TypeError:
+            text = repr(value)
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= limit else text[: max(1, limit - 1)] + "…"
+
+
+def call_summary(name: str | None, tool_input: Any, limit: int = 60) -> str:
+    """``read_file(path="src/x.py")`` (arguments shortened so the whole fits about `limit` characters)."""
+    name = name or "?"
+    if tool_input is None:
+        return f"{name}(…)"
+    if not isinstance(tool_input, dict):
+        return f"{name}({short(tool_input, limit)})"
+    parts = []
+    budget = max(12, limit - len(name) - 2)
+    per = max(10, budget // max(1, len(tool_input)))
+    for k, v in tool_input.items():
+        parts.append(f"{k}={short(v, per)}")
+    args = ", ".join(parts)
+    if len(args) > budget:
+        args = args[: budget - 1] + "…"
+    return f"{name}({args})"
+
+
+def result_summary(content: Any, limit: int = 60) -> str:
+    """First line of a tool result (text or content blocks), with its size when it has more."""
+    if isinstance(content, list):
+        texts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        text = "\n".join(texts) if texts else short(content, limit)
+    elif isinstance(content, str):
+        text = content
+    elif content is None:
+        return ""
+    else:
+        text = short(content, limit)
+    lines = text.splitlines() or [""]
+    first = lines[0].strip()
+    if len(first) > limit:
+        first = first[: limit - 1] + "…"
+    if len(lines) > 1:
+        first += f"  ({len(lines)} lines, {_size(len(text.encode('utf-8', 'replace')))})"
+    return first
+
+
+def _size(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KB"
+    return f"{n / 1024 / 1024:.1f} MB"
+
+
+def human_size(n: int) -> str:
+    return _size(n)
+
+
+def _utf8_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def error_position(buffer: str, message: str | None) -> int | None:
+    """Character offset of a tool-input JSON error: from "(char N)" in the message, else by parsing again."""
+    if message:
+        m = _CHAR_POS.search(message)
+        if m:
+            return int(m.group(1))
+    if not buffer.strip():
+        return 0
+    try:
+        orjson.loads(buffer)
+    except orjson.JSONDecodeError as e:
+        return e.pos
+    return None
+
+
+# ------------------------------------------------------------------------------------------------ entries
+
+
+class EventTable:
+    """SSE event rows (plus one marker row per attempt), column by column: ~50 bytes a row plus its summary."""
+
+    __slots__ = (
+        "seq",
+        "t",
+        "etype",
+        "index",
+        "summary",
+        "read_index",
+        "turn",
+        "attempt",
+        "flags",
+        "evno",
+        "start",
+        "end",
+        "event_rows",
+    )
+
+    def __init__(self) -> None:
+        self.seq = array("l")  # SSE sequence number within its attempt (-1: marker)
+        self.t = array("d")  # seconds since loop start
+        self.etype: list[str] = []
+        self.index = array("l")  # content block index (-1: none)
+        self.summary: list[str] = []
+        self.read_index = array("l")
+        self.turn = array("l")
+        self.attempt = array("l")
+        self.flags = array("B")
+        self.evno = array("l")  # 1-based event number across the session (0: marker)
+        self.start = array("q")  # stream offsets of the event's bytes within its attempt
+        self.end = array("q")
+        self.event_rows = array("l")  # row of event k is event_rows[k - 1]
+
+    def __len__(self) -> int:
+        return len(self.etype)
+
+    def append(
+        self,
+        seq: int,
+        t: float,
+        etype: str,
+        index: int,
+        summary: str,
+        read_index: int,
+        turn: int,
+        attempt: int,
+        flags: int,
+        evno: int,
+        start: int,
+        end: int,
+    ) -> int:
+        row = len(self.etype)
+        self.seq.append(seq)
+        self.t.append(t)
+        self.etype.append(etype)
+        self.index.append(index)
+        self.summary.append(summary)
+        self.read_index.append(read_index)
+        self.turn.append(turn)
+        self.attempt.append(attempt)
+        self.flags.append(flags)
+        self.evno.append(evno)
+        self.start.append(start)
+        self.end.append(end)
+        if evno:
+            self.event_rows.append(row)
+        return row
+
+    def row(self, i: int) -> tuple:
+        """(seq, t, etype, index, summary, read_index, turn, attempt, flags, evno) of row i."""
+        return (
+            self.seq[i],
+            self.t[i],
+            self.etype[i],
+            self.index[i],
+            self.summary[i],
+            self.read_index[i],
+            self.turn[i],
+            self.attempt[i],
+            self.flags[i],
+            self.evno[i],
+        )
+
+    def copy(self) -> EventTable:
+        new = EventTable.__new__(EventTable)
+        for name in EventTable.__slots__:
+            setattr(new, name, getattr(self, name)[:])
+        return new
+
+
+class ReadTable:
+    """Network reads, column by column (the bytes are the observation's own, not copied)."""
+
+    __slots__ = ("turn", "attempt", "read_index", "t", "t_request", "data", "offset", "line_start", "lines")
+
+    def __init__(self) -> None:
+        self.turn = array("l")
+        self.attempt = array("l")
+        self.read_index = array("l")
+        self.t = array("d")
+        self.t_request = array("d")
+        self.data: list[bytes] = []
+        self.offset = array("q")  # stream offset of the read's first byte within its attempt
+        self.line_start = array("q")  # first raw-view line of this read (a header line, then its data lines)
+        self.lines = 0  # total raw-view lines
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def append(
+        self, turn: int, attempt: int, read_index: int, t: float, t_request: float, data: bytes, offset: int
+    ) -> None:
+        self.turn.append(turn)
+        self.attempt.append(attempt)
+        self.read_index.append(read_index)
+        self.t.append(t)
+        self.t_request.append(t_request)
+        self.data.append(data)
+        self.offset.append(offset)
+        self.line_start.append(self.lines)
+        n = data.count(b"\n")
+        if data and not data.endswith(b"\n"):
+            n += 1
+        self.lines += 1 + n
+
+    def locate(self, line: int) -> tuple[int, int]:
+        """(read, line within the read; -1 for its header) of a raw-view line."""
+        i = bisect.bisect_right(self.line_start, line) - 1
+        return i, line - self.line_start[i] - 1
+
+    def copy(self) -> ReadTable:
+        new = ReadTable.__new__(ReadTable)
+        for name in ReadTable.__slots__:
+            v = getattr(self, name)
+            setattr(new, name, v[:] if not isinstance(v, int) else v)
+        return new
+
+
+@dataclass(slots=True)
+class BlockEntry:
+    turn: int
+    attempt: int
+    index: int
+    type: str
+    id: str | None
+    name: str | None
+    start: dict
+    t_open: float
+    first_event: int  # event number (1-based) of content_block_start
+    fragments: list[str] = field(default_factory=list)
+    nbytes: int = 0
+    delta_type: str | None = None
+    closed: bool = False
+    t_close: float | None = None
+    last_event: int = 0
+    content: dict | None = None
+    input_error: str | None = None
+    error_pos: int | None = None
+    diagnostics: list[int] = field(default_factory=list)  # indices into DashboardState.diagnostics
+    version: int = 0
+    _joined: str | None = None
+    _joined_n: int = -1
+    _preview: tuple | None = None
+    _preview_n: int = -1
+
+    @property
+    def key(self) -> tuple[int, int, int]:
+        return (self.turn, self.attempt, self.index)
+
+    @property
+    def is_tool(self) -> bool:
+        return self.type in TOOL_INPUT_BLOCKS
+
+    def joined(self) -> str:
+        n = len(self.fragments)
+        if self._joined_n != n:
+            self._joined = "".join(self.fragments)
+            self._joined_n = n
+        return self._joined  # type: ignore[return-value]
+
+    def preview(self) -> tuple[Any, str | None]:
+        """Live partial parse of a tool block's input (trailing strings kept); cached until the next fragment.
+
+        Call at display rate, never per delta. Returns (value, error)."""
+        n = len(self.fragments)
+        if self._preview_n == n and self._preview is not None:
+            return self._preview
+        buf = self.joined()
+        if not buf.strip():
+            out: tuple[Any, str | None] = (None, None)
+        else:
+            try:
+                out = (jiter.from_json(buf.encode("utf-8", "surrogatepass"), partial_mode="trailing-strings"), None)
+            except ValueError as e:
+                out = (None, str(e))
+        self._preview, self._preview_n = out, n
+        return out
+
+    @property
+    def parsed_input(self) -> Any:
+        return None if self.content is None else self.content.get("input")
+
+    def copy(self) -> BlockEntry:
+        return BlockEntry(
+            self.turn,
+            self.attempt,
+            self.index,
+            self.type,
+            self.id,
+            self.name,
+            self.start,
+            self.t_open,
+            self.first_event,
+            self.fragments[:],
+            self.nbytes,
+            self.delta_type,
+            self.closed,
+            self.t_close,
+            self.last_event,
+            self.content,
+            self.input_error,
+            self.error_pos,
+            self.diagnostics[:],
+            self.version,
+            self._joined,
+            self._joined_n,
+            self._preview,
+            self._preview_n,
+        )
+
+
+@dataclass(slots=True)
+class ToolEntry:
+    id: str
+    name: str
+    turn: int
+    attempt: int
+    index: int
+    state: str
+    t_created: float
+    input: Any = None
+    input_summary: str = ""
+    error: str | None = None
+    result_preview: str | None = None
+    result_summary: str = ""
+    is_error: bool = False
+    t_queued: float | None = None
+    t_started: float | None = None
+    t_finished: float | None = None
+    history: list[tuple[str, float]] = field(default_factory=list)
+    version: int = 0
+
+    @property
+    def done(self) -> bool:
+        return self.state in TOOL_DONE
+
+    def elapsed(self, now: float) -> float | None:
+        """Run time so far (running) or in total (finished); None if it never started."""
+        if self.t_started is None:
+            return None
+        end = self.t_finished if self.t_finished is not None else now
+        return max(0.0, end - self.t_started)
+
+    def copy(self) -> ToolEntry:
+        return ToolEntry(
+            self.id,
+            self.name,
+            self.turn,
+            self.attempt,
+            self.index,
+            self.state,
+            self.t_created,
+            self.input,
+            self.input_summary,
+            self.error,
+            self.result_preview,
+            self.result_summary,
+            self.is_error,
+            self.t_queued,
+            self.t_started,
+            self.t_finished,
+            self.history[:],
+            self.version,
+        )
+
+
+@dataclass(slots=True)
+class AttemptEntry:
+    turn: int
+    attempt: int
+    t_start: float
+    method: str = "POST"
+    url: str = ""
+    status_code: int | None = None
+    t_response: float | None = None  # obs time of the response headers
+    ttfb: float | None = None  # seconds from request to first byte (the first read's t_request)
+    t_first_token: float | None = None  # obs time of the first non-empty content delta
+    last_gap: float | None = None  # seconds between the last two reads
+    last_read_t: float | None = None  # t_request of the last read
+    reads: int = 0
+    nbytes: int = 0
+    events: int = 0
+    model: str | None = None
+    message_id: str | None = None
+    usage: dict = field(default_factory=dict)
+    stop_reason: str | None = None
+    t_end: float | None = None
+    status: str | None = None  # complete | failed | cancelled (None: running)
+    reason: str | None = None
+    outcome: str | None = None
+    blocks: list[int] = field(default_factory=list)  # block indices in arrival order
+    version: int = 0
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (self.turn, self.attempt)
+
+    @property
+    def failed(self) -> bool:
+        return self.status in ("failed", "cancelled")
+
+    def copy(self) -> AttemptEntry:
+        return AttemptEntry(
+            self.turn,
+            self.attempt,
+            self.t_start,
+            self.method,
+            self.url,
+            self.status_code,
+            self.t_response,
+            self.ttfb,
+            self.t_first_token,
+            self.last_gap,
+            self.last_read_t,
+            self.reads,
+            self.nbytes,
+            self.events,
+            self.model,
+            self.message_id,
+            dict(self.usage),
+            self.stop_reason,
+            self.t_end,
+            self.status,
+            self.reason,
+            self.outcome,
+            self.blocks[:],
+            self.version,
+        )
+
+
+@dataclass(slots=True)
+class TurnEntry:
+    turn: int
+    t_start: float
+    attempts: list[int] = field(default_factory=list)
+    tools: list[str] = field(default_factory=list)  # tool ids in arrival order (all attempts)
+    t_end: float | None = None
+    outcome: str | None = None
+    stop_reason: str | None = None
+    usage: dict = field(default_factory=dict)
+    version: int = 0
+
+    def copy(self) -> TurnEntry:
+        return TurnEntry(
+            self.turn,
+            self.t_start,
+            self.attempts[:],
+            self.tools[:],
+            self.t_end,
+            self.outcome,
+            self.stop_reason,
+            dict(self.usage),
+            self.version,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DiagEntry:
+    t: float
+    turn: int
+    attempt: int
+    code: str
+    severity: str
+    message: str
+    event_index: int | None  # SSE seq within the attempt
+    block_index: int | None
+    evno: int | None  # session-wide event number it points at (if known)
+
+
+@dataclass(slots=True)
+class Status:
+    source: dict = field(default_factory=dict)
+    model: str | None = None
+    prompt: str | None = None
+    loop_state: str = LoopState.IDLE
+    detail: str = ""
+    turn: int = 0
+    attempt: int = 0
+    events: int = 0
+    finished: str | None = None  # loop_finished status
+    error: str | None = None
+    tokens_in: int = 0  # whole session, closed turns + the current attempt
+    tokens_out: int = 0
+    messages: int = 0
+    t_last: float = 0.0  # time of the last observation
+    version: int = 0
+
+    def copy(self) -> Status:
+        return Status(
+            self.source,
+            self.model,
+            self.prompt,
+            self.loop_state,
+            self.detail,
+            self.turn,
+            self.attempt,
+            self.events,
+            self.finished,
+            self.error,
+            self.tokens_in,
+            self.tokens_out,
+            self.messages,
+            self.t_last,
+            self.version,
+        )
+
+
+# Transcript items (the Assistant pane), append-only tuples:
+#   ("turn", turn)                       a turn starts
+#   ("text", (turn, attempt, index))     a text block (grows while open)
+#   ("thinking", (turn, attempt, index))
+#   ("tool", tool_id)                    inline tool activity (one line, follows the tool's state)
+#   ("block", (turn, attempt, index))    another block type (server tool result...)
+#   ("note", text, severity)             attempt failed, retrying, loop ended...
+TranscriptItem = tuple
+
+
+# ------------------------------------------------------------------------------------------------ the state
+
+
+class DashboardState:
+    """Everything the dashboard shows, folded from observations. Mutated in place by `apply` (O(1) each)."""
+
+    def __init__(self) -> None:
+        self.n = 0  # observations applied
+        self.events = EventTable()
+        self.reads = ReadTable()
+        self.attempts: dict[tuple[int, int], AttemptEntry] = {}
+        self.turns: dict[int, TurnEntry] = {}
+        self.blocks: dict[tuple[int, int, int], BlockEntry] = {}
+        self.block_order: list[tuple[int, int, int]] = []
+        self.tools: dict[str, ToolEntry] = {}
+        self.tool_order: list[str] = []
+        self.transcript: list[TranscriptItem] = []
+        self.diagnostics: list[DiagEntry] = []
+        self.status = Status()
+        self.attempt_first_row: dict[tuple[int, int], int] = {}
+        self.attempt_offset: dict[tuple[int, int], int] = {}  # bytes received so far per attempt
+        # Revisions per area (the observation count when the area last changed): views skip unchanged areas.
+        self.rev_events = 0
+        self.rev_blocks = 0
+        self.rev_tools = 0
+        self.rev_transcript = 0
+        self.rev_diag = 0
+        self.rev_status = 0
+
+    # -------------------------------------------------------------------------------------------- folding
+
+    def apply(self, obs: O.Observation) -> DashboardState:
+        self.n += 1
+        handler = _HANDLERS.get(type(obs))
+        if handler is not None:
+            handler(self, obs)
+        st = self.status
+        if obs.t > st.t_last:
+            st.t_last = obs.t
+        return self
+
+    def apply_all(self, observations: Iterable[O.Observation]) -> DashboardState:
+        for obs in observations:
+            self.apply(obs)
+        return self
+
+    # -- loop & turns
+    def _loop_started(self, obs: O.LoopStarted) -> None:
+        st = self.status
+        st.source, st.model, st.prompt = dict(obs.source or {}), obs.model, obs.prompt
+        self._touch_status()
+
+    def _loop_state(self, obs: O.LoopStateChanged) -> None:
+        self.status.loop_state, self.status.detail = obs.state, obs.detail
+        self._touch_status()
+
+    def _turn_started(self, obs: O.TurnStarted) -> None:
+        self.turns[obs.turn] = TurnEntry(obs.turn, obs.t, version=self.n)
+        self.status.turn = obs.turn
+        self.transcript.append(("turn", obs.turn))
+        self.rev_transcript = self.n
+        self._touch_status()
+
+    def _turn(self, turn: int, t: float) -> TurnEntry:
+        entry = self.turns.get(turn)
+        if entry is None:  # tolerate a stream without TurnStarted
+            entry = self.turns[turn] = TurnEntry(turn, t)
+            self.transcript.append(("turn", turn))
+            self.rev_transcript = self.n
+        return entry
+
+    def _attempt_started(self, obs: O.AttemptStarted) -> None:
+        key = (obs.turn, obs.attempt)
+        self.attempts[key] = AttemptEntry(obs.turn, obs.attempt, obs.t, obs.method, obs.url, version=self.n)
+        turn = self._turn(obs.turn, obs.t)
+        turn.attempts.append(obs.attempt)
+        turn.version = self.n
+        st = self.status
+        st.turn, st.attempt = obs.turn, obs.attempt
+        label = f"turn {obs.turn + 1} · attempt {obs.attempt + 1} · {obs.method} {_path(obs.url)}"
+        self.attempt_first_row[key] = len(self.events) + 1
+        self.attempt_offset[key] = 0
+        self.events.append(-1, obs.t, MARKER, -1, label, -1, obs.turn, obs.attempt, F_MARKER, 0, 0, 0)
+        self.rev_events = self.n
+        if obs.attempt > 0:
+            self.transcript.append(("note", f"retry: attempt {obs.attempt + 1} of turn {obs.turn + 1}", "warning"))
+            self.rev_transcript = self.n
+        self._touch_status()
+
+    def _attempt(self, turn: int, attempt: int, t: float) -> AttemptEntry:
+        a = self.attempts.get((turn, attempt))
+        if a is None:
+            a = self.attempts[(turn, attempt)] = AttemptEntry(turn, attempt, t)
+            self._turn(turn, t).attempts.append(attempt)
+            self.attempt_first_row.setdefault((turn, attempt), len(self.events))
+            self.attempt_offset.setdefault((turn, attempt), 0)
+        return a
+
+    def _response_started(self, obs: O.ResponseStarted) -> None:
+        a = self._attempt(obs.turn, obs.attempt, obs.t)
+        a.status_code, a.t_response, a.version = obs.status, obs.t, self.n
+        # the marker row shows the status
+        row = self.attempt_first_row.get((obs.turn, obs.attempt), 0) - 1
+        if 0 <= row < len(self.events) and self.events.flags[row] & F_MARKER:
+            self.events.summary[row] = f"{self.events.summary[row]} → {obs.status}"
+            if obs.status >= 400:
+                self.events.flags[row] |= F_ERROR
+            self.rev_events = self.n
+        self._touch_status()
+
+    def _read(self, obs: O.ReadReceived) -> None:
+        key = (obs.turn, obs.attempt)
+        a = self._attempt(obs.turn, obs.attempt, obs.t)
+        data = obs.data
+        offset = self.attempt_offset.get(key, 0)
+        self.reads.append(obs.turn, obs.attempt, obs.read_index, obs.t, obs.t_request, data, offset)
+        self.attempt_offset[key] = offset + len(data)
+        if a.ttfb is None:
+            a.ttfb = obs.t_request
+        if a.last_read_t is not None:
+            a.last_gap = obs.t_request - a.last_read_t
+        a.last_read_t = obs.t_request
+        a.reads += 1
+        a.nbytes += len(data)
+        a.version = self.n
+        self.rev_events = self.n  # the raw view
+        self._touch_status()
+
+    def _sse(self, obs: O.SSEEventSeen) -> None:
+        st = self.status
+        st.events += 1
+        a = self._attempt(obs.turn, obs.attempt, obs.t)
+        a.events += 1
+        sse = obs.sse
+        et = obs.event_type
+        flags = 0
+        if et in ("error", "invalid"):
+            flags |= F_ERROR
+        elif et == "unknown":
+            flags |= F_WARN
+        self.events.append(
+            sse.seq,
+            obs.t,
+            et,
+            -1 if obs.index is None else obs.index,
+            obs.summary,
+            sse.read_index,
+            obs.turn,
+            obs.attempt,
+            flags,
+            st.events,
+            sse.start,
+            sse.end,
+        )
+        self.rev_events = self.n
+        self._touch_status()
+
+    def _message_started(self, obs: O.MessageStarted) -> None:
+        a = self._attempt(obs.turn, obs.attempt, obs.t)
+        msg = obs.message or {}
+        a.model = msg.get("model")
+        a.message_id = msg.get("id")
+        usage = msg.get("usage")
+        if isinstance(usage, dict):
+            a.usage = {k: v for k, v in usage.items() if v is not None}
+        a.version = self.n
+        self._touch_status()
+
+    def _block_opened(self, obs: O.BlockOpened) -> None:
+        key = (obs.turn, obs.attempt, obs.index)
+        a = self._attempt(obs.turn, obs.attempt, obs.t)
+        b = BlockEntry(
+            obs.turn,
+            obs.attempt,
+            obs.index,
+            obs.block_type,
+            obs.block_id,
+            obs.name,
+            obs.start or {},
+            obs.t,
+            self.status.events,
+            version=self.n,
+        )
+        if key not in self.blocks:
+            self.block_order.append(key)
+            a.blocks.append(obs.index)
+        self.blocks[key] = b
+        self.rev_blocks = self.n
+        bt = obs.block_type
+        if bt in TOOL_INPUT_BLOCKS:
+            tool_id = obs.block_id or f"{obs.turn}.{obs.attempt}.{obs.index}"
+            if tool_id not in self.tools:
+                self._new_tool(tool_id, obs.name or "?", obs.turn, obs.attempt, obs.index, "streaming_input", obs.t)
+                self.transcript.append(("tool", tool_id))
+        elif bt == "text":
+            self.transcript.append(("text", key))
+        elif bt in ("thinking", "redacted_thinking"):
+            self.transcript.append(("thinking", key))
+        else:
+            self.transcript.append(("block", key))
+        self.rev_transcript = self.n
+
+    def _new_tool(
+        self, tool_id: str, name: str, turn: int, attempt: int, index: int, state: str, t: float
+    ) -> ToolEntry:
+        tool = ToolEntry(tool_id, name, turn, attempt, index, state, t, history=[(state, t)], version=self.n)
+        self.tools[tool_id] = tool
+        self.tool_order.append(tool_id)
+        tr = self._turn(turn, t)
+        tr.tools.append(tool_id)
+        self.rev_tools = self.n
+        return tool
+
+    def _block_delta(self, obs: O.BlockDelta) -> None:
+        b = self.blocks.get((obs.turn, obs.attempt, obs.index))
+        if b is None:
+            return
+        frag = obs.fragment
+        b.fragments.append(frag)
+        if frag:
+            b.nbytes += _utf8_len(frag)
+            a = self.attempts.get((obs.turn, obs.attempt))
+            if a is not None and a.t_first_token is None:
+                a.t_first_token = obs.t
+                self._touch_status()
+        b.delta_type = obs.delta_type
+        b.last_event = self.status.events
+        b.version = self.n
+        self.rev_blocks = self.n
+        if b.type == "text" or b.type == "thinking":
+            self.rev_transcript = self.n
+        elif b.is_tool:
+            tool = self.tools.get(b.id or "")
+            if tool is not None and tool.state == "streaming_input":
+                self.rev_tools = self.n
+
+    def _block_closed(self, obs: O.BlockClosed) -> None:
+        b = self.blocks.get((obs.turn, obs.attempt, obs.index))
+        if b is None:
+            return
+        b.closed, b.t_close, b.content, b.input_error = True, obs.t, obs.content, obs.input_error
+        b.last_event = self.status.events
+        if obs.input_error is not None:
+            b.error_pos = error_position(b.joined(), obs.input_error)
+        b.version = self.n
+        self.rev_blocks = self.n
+        self.rev_transcript = self.n
+        if b.is_tool and b.id in self.tools:
+            tool = self.tools[b.id]
+            if tool.input is None and isinstance(obs.content, dict) and obs.content.get("input") is not None:
+                tool.input = obs.content["input"]
+                tool.input_summary = call_summary(tool.name, tool.input)
+                tool.version = self.n
+                self.rev_tools = self.n
+
+    def _message_updated(self, obs: O.MessageUpdated) -> None:
+        a = self._attempt(obs.turn, obs.attempt, obs.t)
+        a.stop_reason = obs.stop_reason
+        for k, v in (obs.usage or {}).items():
+            if v is not None:
+                a.usage[k] = v  # cumulative totals: overwrite
+        a.version = self.n
+        self._touch_status()
+
+    def _diagnostic(self, obs: O.DiagnosticRaised) -> None:
+        d = obs.diagnostic
+        evno = None
+        if d.event_index is not None:
+            first = self.attempt_first_row.get((obs.turn, obs.attempt))
+            if first is not None:
+                row = first + d.event_index
+                ev = self.events
+                if 0 <= row < len(ev) and ev.seq[row] == d.event_index and ev.attempt[row] == obs.attempt:
+                    ev.flags[row] |= F_DIAG | (
+                        F_ERROR if d.severity == "error" else F_WARN if d.severity == "warning" else 0
+                    )
+                    evno = ev.evno[row]
+                    self.rev_events = self.n
+        self.diagnostics.append(
+            DiagEntry(obs.t, obs.turn, obs.attempt, d.code, d.severity, d.message, d.event_index, d.block_index, evno)
+        )
+        if d.block_index is not None:
+            b = self.blocks.get((obs.turn, obs.attempt, d.block_index))
+            if b is not None:
+                b.diagnostics.append(len(self.diagnostics) - 1)
+                b.version = self.n
+                self.rev_blocks = self.n
+        self.rev_diag = self.n
+
+    # -- tools
+    def _tool(self, obs: Any, state: str) -> ToolEntry:
+        tool = self.tools.get(obs.id)
+        if tool is None:
+            tool = self._new_tool(obs.id, obs.name, obs.turn, obs.attempt, obs.index, state, obs.t)
+            self.transcript.append(("tool", obs.id))
+            self.rev_transcript = self.n
+        return tool
+
+    def _tool_use(self, obs: O.ToolUse) -> None:
+        tool = self._tool(obs, "queued")
+        tool.input = obs.input
+        tool.input_summary = call_summary(obs.name, obs.input)
+        tool.version = self.n
+        self.rev_tools = self.n
+        self.rev_transcript = self.n
+
+    def _tool_state(self, obs: O.ToolStateChanged) -> None:
+        tool = self._tool(obs, obs.state)
+        state = obs.state
+        if state != tool.state or not tool.history:
+            tool.history.append((state, obs.t))
+        tool.state = state
+        if obs.input is not None and tool.input is None:
+            tool.input = obs.input
+            tool.input_summary = call_summary(tool.name, obs.input)
+        if obs.error is not None:
+            tool.error = obs.error
+        if obs.result_preview is not None:
+            tool.result_preview = obs.result_preview
+            if not tool.result_summary:
+                tool.result_summary = result_summary(obs.result_preview)
+        times = obs.times or {}
+        if state == "queued" and tool.t_queued is None:
+            tool.t_queued = obs.t
+        elif state == "running" and tool.t_started is None:
+            tool.t_started = obs.t
+        elif state in TOOL_DONE and tool.t_finished is None:
+            tool.t_finished = obs.t
+        # the executor's own timestamps win when it gives them (same clock)
+        done_keys = ("finished_at", state) if state in TOOL_DONE else ("finished_at",)
+        for attr, names in (
+            ("t_queued", ("queued_at", "queued")),
+            ("t_started", ("started_at", "running")),
+            ("t_finished", done_keys),
+        ):
+            for name in names:
+                v = times.get(name)
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    setattr(tool, attr, float(v))
+                    break
+        if state in TOOL_DONE and tool.t_started is None and state not in ("not_run", "discarded", "cancelled"):
+            tool.t_started = tool.t_finished
+        tool.version = self.n
+        self.rev_tools = self.n
+        self.rev_transcript = self.n
+
+    def _tool_result(self, obs: O.ToolResult) -> None:
+        tool = self.tools.get(obs.tool_use_id)
+        if tool is None:
+            return
+        tool.is_error = obs.is_error
+        tool.result_summary = result_summary(obs.content)
+        if obs.state and obs.state != tool.state:
+            tool.history.append((obs.state, obs.t))
+            tool.state = obs.state
+            if obs.state in TOOL_DONE and tool.t_finished is None:
+                tool.t_finished = obs.t
+        tool.version = self.n
+        self.rev_tools = self.n
+        self.rev_transcript = self.n
+
+    # -- ends
+    def _attempt_ended(self, obs: O.AttemptEnded) -> None:
+        a = self._attempt(obs.turn, obs.attempt, obs.t)
+        a.t_end, a.status, a.reason, a.outcome, a.version = obs.t, obs.status, obs.reason, obs.outcome, self.n
+        if obs.status != "complete":
+            why = f": {obs.reason}" if obs.reason else ""
+            self.transcript.append(
+                (
+                    "note",
+                    f"attempt {obs.attempt + 1} of turn {obs.turn + 1} {obs.status}{why}",
+                    "error" if obs.status == "failed" else "warning",
+                )
+            )
+            self.rev_transcript = self.n
+            self.rev_events = self.n  # rows of a failed attempt are shaded
+            self.rev_blocks = self.n
+        self._touch_status()
+
+    def _message_appended(self, obs: O.MessageAppended) -> None:
+        self.status.messages += 1
+        self._touch_status()
+
+    def _text_finish(self, obs: O.TextFinish) -> None:
+        self._touch_status()
+
+    def _turn_ended(self, obs: O.TurnEnded) -> None:
+        tr = self._turn(obs.turn, obs.t)
+        tr.t_end, tr.outcome, tr.stop_reason, tr.usage, tr.version = (
+            obs.t,
+            obs.outcome,
+            obs.stop_reason,
+            dict(obs.usage or {}),
+            self.n,
+        )
+        self.rev_tools = self.n  # the timeline
+        self._touch_status()
+
+    def _loop_finished(self, obs: O.LoopFinished) -> None:
+        st = self.status
+        st.finished, st.error = obs.status, obs.error
+        if obs.status in (LoopState.FINISHED, LoopState.CANCELLED, LoopState.ERROR):
+            st.loop_state = obs.status
+        if obs.status != "finished":
+            self.transcript.append(
+                (
+                    "note",
+                    f"loop {obs.status}" + (f": {obs.error}" if obs.error else ""),
+                    "error" if obs.status == "error" else "warning",
+                )
+            )
+            self.rev_transcript = self.n
+        self._touch_status()
+
+    def _touch_status(self) -> None:
+        self.status.version = self.n
+        self.rev_status = self.n
+
+    # -------------------------------------------------------------------------------------------- queries
+
+    def tokens(self) -> tuple[int, int]:
+        """Input and output tokens over the session: each turn's last attempt counts (usage is cumulative)."""
+        tin = tout = 0
+        for turn in self.turns.values():
+            if not turn.attempts:
+                continue
+            a = self.attempts.get((turn.turn, turn.attempts[-1]))
+            if a is None:
+                continue
+            u = a.usage
+            tin += (
+                int(u.get("input_tokens") or 0)
+                + int(u.get("cache_read_input_tokens") or 0)
+                + int(u.get("cache_creation_input_tokens") or 0)
+            )
+            tout += int(u.get("output_tokens") or 0)
+        return tin, tout
+
+    @property
+    def current_attempt(self) -> AttemptEntry | None:
+        st = self.status
+        return self.attempts.get((st.turn, st.attempt))
+
+    @property
+    def event_count(self) -> int:
+        return self.status.events
+
+    def attempt_failed(self, turn: int, attempt: int) -> bool:
+        a = self.attempts.get((turn, attempt))
+        return a is not None and a.failed
+
+    def turn_tools(self, turn: int) -> list[ToolEntry]:
+        tr = self.turns.get(turn)
+        return [] if tr is None else [self.tools[i] for i in tr.tools if i in self.tools]
+
+    def copy(self) -> DashboardState:
+        """An independent copy (columns are sliced: C speed; entries copied; strings and bytes shared)."""
+        new = DashboardState.__new__(DashboardState)
+        new.n = self.n
+        new.events = self.events.copy()
+        new.reads = self.reads.copy()
+        new.attempts = {k: v.copy() for k, v in self.attempts.items()}
+        new.turns = {k: v.copy() for k, v in self.turns.items()}
+        new.blocks = {k: v.copy() for k, v in self.blocks.items()}
+        new.block_order = self.block_order[:]
+        new.tools = {k: v.copy() for k, v in self.tools.items()}
+        new.tool_order = self.tool_order[:]
+        new.transcript = self.transcript[:]
+        new.diagnostics = self.diagnostics[:]
+        new.status = self.status.copy()
+        new.attempt_first_row = dict(self.attempt_first_row)
+        new.attempt_offset = dict(self.attempt_offset)
+        new.rev_events, new.rev_blocks, new.rev_tools = self.rev_events, self.rev_blocks, self.rev_tools
+        new.rev_transcript, new.rev_diag, new.rev_status = self.rev_transcript, self.rev_diag, self.rev_status
+        return new
+
+
+def _path(url: str) -> str:
+    """The path of a URL ("/v1/messages"), or the URL itself."""
+    i = url.find("://")
+    if i < 0:
+        return url or "/"
+    j = url.find("/", i + 3)
+    return url[j:] if j >= 0 else "/"
+
+
+_HANDLERS: dict[type, Callable[[DashboardState, Any], None]] = {
+    O.LoopStarted: DashboardState._loop_started,
+    O.LoopStateChanged: DashboardState._loop_state,
+    O.TurnStarted: DashboardState._turn_started,
+    O.AttemptStarted: DashboardState._attempt_started,
+    O.ResponseStarted: DashboardState._response_started,
+    O.ReadReceived: DashboardState._read,
+    O.SSEEventSeen: DashboardState._sse,
+    O.MessageStarted: DashboardState._message_started,
+    O.BlockOpened: DashboardState._block_opened,
+    O.BlockDelta: DashboardState._block_delta,
+    O.BlockClosed: DashboardState._block_closed,
+    O.MessageUpdated: DashboardState._message_updated,
+    O.DiagnosticRaised: DashboardState._diagnostic,
+    O.ToolUse: DashboardState._tool_use,
+    O.ToolStateChanged: DashboardState._tool_state,
+    O.ToolResult: DashboardState._tool_result,
+    O.AttemptEnded: DashboardState._attempt_ended,
+    O.MessageAppended: DashboardState._message_appended,
+    O.TextFinish: DashboardState._text_finish,
+    O.TurnEnded: DashboardState._turn_ended,
+    O.LoopFinished: DashboardState._loop_finished,
+}
+
+
+def fold(state: DashboardState, obs: O.Observation) -> DashboardState:
+    """Fold one observation into the state (in place) and return it."""
+    return state.apply(obs)

@@ -1,0 +1,339 @@
+"""Typed Anthropic Messages stream events, parsed from decoded SSE events.
+
+`parse_event` never raises: data that is not JSON becomes an `InvalidEvent` plus a diagnostic; unknown event and
+delta types are kept as `UnknownEvent` / `UnknownDelta` with their payload (info diagnostics).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+import orjson
+
+from inspector.stream import diagnostics as D
+from inspector.stream.diagnostics import Diagnostic
+
+# ---------------------------------------------------------------------------------------------------------- deltas
+
+
+@dataclass(slots=True)
+class TextDelta:
+    text: str
+    type: str = "text_delta"
+
+
+@dataclass(slots=True)
+class InputJsonDelta:
+    partial_json: str
+    type: str = "input_json_delta"
+
+
+@dataclass(slots=True)
+class ThinkingDelta:
+    thinking: str
+    type: str = "thinking_delta"
+
+
+@dataclass(slots=True)
+class SignatureDelta:
+    signature: str
+    type: str = "signature_delta"
+
+
+@dataclass(slots=True)
+class CitationsDelta:
+    citation: Any
+    type: str = "citations_delta"
+
+
+@dataclass(slots=True)
+class UnknownDelta:
+    type: str
+    payload: dict
+
+
+Delta = Union[TextDelta, InputJsonDelta, ThinkingDelta, SignatureDelta, CitationsDelta, UnknownDelta]
+
+# ---------------------------------------------------------------------------------------------------------- events
+
+
+@dataclass(slots=True)
+class MessageStart:
+    message: dict
+    seq: int = -1
+    type: str = "message_start"
+
+
+@dataclass(slots=True)
+class ContentBlockStart:
+    index: int
+    content_block: dict
+    seq: int = -1
+    type: str = "content_block_start"
+
+
+@dataclass(slots=True)
+class ContentBlockDelta:
+    index: int
+    delta: Delta
+    seq: int = -1
+    type: str = "content_block_delta"
+
+
+@dataclass(slots=True)
+class ContentBlockStop:
+    index: int
+    seq: int = -1
+    type: str = "content_block_stop"
+
+
+@dataclass(slots=True)
+class MessageDelta:
+    delta: dict
+    usage: dict
+    seq: int = -1
+    type: str = "message_delta"
+
+
+@dataclass(slots=True)
+class MessageStop:
+    seq: int = -1
+    type: str = "message_stop"
+
+
+@dataclass(slots=True)
+class Ping:
+    seq: int = -1
+    type: str = "ping"
+
+
+@dataclass(slots=True)
+class ErrorEvent:
+    error_type: str
+    message: str
+    error: dict = field(default_factory=dict)
+    seq: int = -1
+    type: str = "error"
+
+
+@dataclass(slots=True)
+class UnknownEvent:
+    """An event type we do not know (kept, with its payload) or a known one missing a field it needs."""
+
+    event_type: str
+    payload: Any
+    seq: int = -1
+    type: str = "unknown"
+
+
+@dataclass(slots=True)
+class InvalidEvent:
+    """Event data that is not a JSON object: kept as text."""
+
+    event_name: str
+    data: str
+    error: str
+    seq: int = -1
+    type: str = "invalid"
+
+
+StreamEvent = Union[
+    MessageStart,
+    ContentBlockStart,
+    ContentBlockDelta,
+    ContentBlockStop,
+    MessageDelta,
+    MessageStop,
+    Ping,
+    ErrorEvent,
+    UnknownEvent,
+    InvalidEvent,
+]
+
+KNOWN_EVENTS = frozenset(
+    {
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+        "ping",
+        "error",
+    }
+)
+
+
+def _parse_delta(d: Any) -> Delta | None:
+    if not isinstance(d, dict):
+        return None
+    t = d.get("type")
+    try:
+        if t == "text_delta":
+            v = d["text"]
+            return TextDelta(v) if isinstance(v, str) else None
+        if t == "input_json_delta":
+            v = d["partial_json"]
+            return InputJsonDelta(v) if isinstance(v, str) else None
+        if t == "thinking_delta":
+            v = d["thinking"]
+            return ThinkingDelta(v) if isinstance(v, str) else None
+        if t == "signature_delta":
+            v = d["signature"]
+            return SignatureDelta(v) if isinstance(v, str) else None
+        if t == "citations_delta":
+            return CitationsDelta(d["citation"])
+    except KeyError:
+        return None
+    return UnknownDelta(str(t), d)
+
+
+def _index(payload: dict) -> int | None:
+    i = payload.get("index")
+    if isinstance(i, int) and not isinstance(i, bool) and i >= 0:
+        return i
+    return None
+
+
+# The hot path: a well-formed text/input_json/thinking/signature delta (almost every event of a stream).
+_FAST_DELTAS = {
+    "text_delta": (TextDelta, "text"),
+    "input_json_delta": (InputJsonDelta, "partial_json"),
+    "thinking_delta": (ThinkingDelta, "thinking"),
+    "signature_delta": (SignatureDelta, "signature"),
+}
+_loads = orjson.loads
+_JSONDecodeError = orjson.JSONDecodeError
+_UNPARSED: Any = object()  # `payload` not given to _parse_event
+
+
+def parse_event(event_name: str, data: str, seq: int = -1) -> tuple[StreamEvent, list[Diagnostic]]:
+    """Parse one SSE event (its `event:` name and data text) into a typed stream event."""
+    try:
+        payload = _loads(data)
+    except _JSONDecodeError:
+        return _parse_event(event_name, data, seq)
+    # Fast path: a well-formed content_block_delta with a delta type in _FAST_DELTAS. Same result as the general
+    # path (_parse_event, which handles everything else). `x.__class__ is T` is the cheapest exact type test (and
+    # it rules out bool for the index, as the general path does); a missing key or an unknown delta type (KeyError)
+    # or an unhashable one (TypeError) leaves for the general path.
+    if payload.__class__ is dict and (event_name == "content_block_delta" or event_name == "message"):
+        try:
+            if payload["type"] == "content_block_delta":
+                d = payload["delta"]
+                idx = payload["index"]
+                if idx.__class__ is int and idx >= 0 and d.__class__ is dict:
+                    cls, key = _FAST_DELTAS[d["type"]]
+                    v = d[key]
+                    if v.__class__ is str:
+                        return ContentBlockDelta(idx, cls(v), seq), []
+        except (KeyError, TypeError):
+            pass
+    return _parse_event(event_name, data, seq, payload)
+
+
+def delta_head(ev: ContentBlockDelta) -> str | None:
+    """The text the API writes before the fragment's JSON string in the data of this delta event, e.g.
+    '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":': the same for every delta of a
+    block (assembler.TurnStream builds on that). None for a delta type not in _FAST_DELTAS."""
+    spec = _FAST_DELTAS.get(ev.delta.type)
+    if spec is None:
+        return None
+    return f'{{"type":"content_block_delta","index":{ev.index},"delta":{{"type":"{ev.delta.type}","{spec[1]}":'
+
+
+def _parse_event(
+    event_name: str, data: str, seq: int, payload: Any = _UNPARSED
+) -> tuple[StreamEvent, list[Diagnostic]]:
+    """The general path. `payload` is `data` already parsed, when the caller did (and it was valid JSON)."""
+    diags: list[Diagnostic] = []
+    try:
+        if payload is _UNPARSED:
+            payload = orjson.loads(data)
+    except orjson.JSONDecodeError as e:
+        diags.append(
+            Diagnostic(
+                D.INVALID_EVENT_JSON,
+                "error",
+                f"event data is not valid JSON ({e.msg} at char {e.pos})",
+                seq,
+                raw=data.encode("utf-8", "replace"),
+            )
+        )
+        return InvalidEvent(event_name, data, str(e), seq), diags
+    if not isinstance(payload, dict):
+        diags.append(
+            Diagnostic(D.INVALID_EVENT_JSON, "error", "event data is JSON but not an object", seq, raw=data.encode())
+        )
+        return InvalidEvent(event_name, data, "not an object", seq), diags
+
+    etype = payload.get("type")
+    if not isinstance(etype, str):
+        etype = event_name
+    elif event_name not in ("message", etype):
+        diags.append(
+            Diagnostic(
+                D.TYPE_MISMATCH,
+                "warning",
+                f"SSE event name {event_name!r} differs from the data's type {etype!r} (the data's type is used)",
+                seq,
+            )
+        )
+
+    def malformed(what: str) -> tuple[StreamEvent, list[Diagnostic]]:
+        diags.append(
+            Diagnostic(D.MALFORMED_EVENT, "error", f"{etype} event {what}", seq, raw=data.encode("utf-8", "replace"))
+        )
+        return UnknownEvent(etype, payload, seq), diags
+
+    if etype == "content_block_delta":
+        idx = _index(payload)
+        if idx is None:
+            return malformed("has no valid index")
+        delta = _parse_delta(payload.get("delta"))
+        if delta is None:
+            return malformed("has a missing or malformed delta")
+        if isinstance(delta, UnknownDelta):
+            diags.append(
+                Diagnostic(D.UNKNOWN_DELTA, "info", f"unknown delta type {delta.type!r} (kept)", seq, block_index=idx)
+            )
+        return ContentBlockDelta(idx, delta, seq), diags
+    if etype == "ping":
+        return Ping(seq), diags
+    if etype == "content_block_start":
+        idx = _index(payload)
+        block = payload.get("content_block")
+        if idx is None:
+            return malformed("has no valid index")
+        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+            return malformed("has no content_block with a type")
+        return ContentBlockStart(idx, block, seq), diags
+    if etype == "content_block_stop":
+        idx = _index(payload)
+        if idx is None:
+            return malformed("has no valid index")
+        return ContentBlockStop(idx, seq), diags
+    if etype == "message_start":
+        msg = payload.get("message")
+        if not isinstance(msg, dict):
+            return malformed("has no message object")
+        return MessageStart(msg, seq), diags
+    if etype == "message_delta":
+        delta = payload.get("delta")
+        usage = payload.get("usage")
+        if not isinstance(delta, dict):
+            return malformed("has no delta object")
+        return MessageDelta(delta, usage if isinstance(usage, dict) else {}, seq), diags
+    if etype == "message_stop":
+        return MessageStop(seq), diags
+    if etype == "error":
+        err = payload.get("error")
+        if not isinstance(err, dict):
+            err = {}
+        et = str(err.get("type") or "unknown_error")
+        msg = str(err.get("message") or "")
+        diags.append(Diagnostic(D.ERROR_EVENT, "error", f"error event: {et}: {msg}".rstrip(": "), seq))
+        return ErrorEvent(et, msg, err, seq), diags
+    diags.append(Diagnostic(D.UNKNOWN_EVENT, "info", f"unknown event type {etype!r} (kept)", seq))
+    return UnknownEvent(etype, payload, seq), diags

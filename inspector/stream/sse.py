@@ -1,0 +1,583 @@
+"""An incremental Server-Sent Events decoder that follows the WHATWG "event stream interpretation" exactly.
+
+Bytes in (any read boundaries), `SSEEvent`s out. Pure Python, no I/O, never raises on stream content: every oddity
+becomes a `Diagnostic` (see `inspector.stream.diagnostics`).
+
+Rules (HTML standard, 9.2.6), with what an inspector adds:
+
+- UTF-8, decoded per complete line (line terminators are ASCII, so splitting bytes first is exact, and a character
+  split across reads decodes correctly). Invalid bytes become U+FFFD (`SSE_INVALID_UTF8`, with the line's bytes).
+- ONE leading BOM is stripped (`SSE_BOM_STRIPPED`); a second one stays and spoils the first field name.
+- Lines end with CRLF, LF or CR. A CR that ends a read completes its line at once (events are never delayed); an LF
+  at the start of the next read is then swallowed as the second half of a CRLF.
+- `:` comment lines are ignored; field name = text before the first colon, value = the rest minus ONE leading space.
+- `event` sets the type, `data` appends value + LF, `id` sets the last event id unless it contains U+0000
+  (`SSE_ID_WITH_NUL`), `retry` only when all ASCII digits (`SSE_RETRY_IGNORED`); other names: `SSE_UNKNOWN_FIELD`
+  (reported once per distinct name).
+- A blank line dispatches: no data -> nothing fires (`SSE_NO_DATA` when the block had event/id/retry lines); else
+  one trailing LF is stripped and the type defaults to "message".
+- At `close()`, a block without its blank line (or a partial line) is discarded: `SSE_UNTERMINATED_EVENT`.
+
+Offsets: `start` is the first byte after the previous blank line (or 0, or 3 after a stripped BOM), so
+`[start, end)` covers the comments and ignored lines of the block. `end` is just past the first byte of the
+dispatching blank line's terminator: for a CRLF blank line, just past the CR. (Whether an LF follows a CR that ends
+a read is unknown at dispatch; excluding it always keeps every offset independent of how the stream was split.)
+The next block starts after the whole terminator.
+
+Performance: linear. A partial line is kept as a list of chunks and joined once; terminators are found with
+`bytes.find` / `split` / `splitlines` in C, never byte by byte in Python. Bytes without CR are cut at blank lines, and
+a block that is one `event:` line of a known name and one `data: ` line (the shape the API sends) becomes an event
+at once, with the decoder's state in local variables; any other block goes line by line.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+
+from inspector.stream.diagnostics import (
+    SSE_BOM_STRIPPED,
+    SSE_ID_WITH_NUL,
+    SSE_INVALID_UTF8,
+    SSE_NO_DATA,
+    SSE_RETRY_IGNORED,
+    SSE_UNKNOWN_FIELD,
+    SSE_UNTERMINATED_EVENT,
+    Diagnostic,
+    Severity,
+)
+
+__all__ = ["SSEDecoder", "SSEEvent", "iter_events"]
+
+_BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(slots=True)
+class SSEEvent:
+    """A dispatched event. (Not frozen: a frozen dataclass's __init__ costs ~4x more per event; treat as read-only.
+    The decoder's fast path sets the fields one by one, without __init__: a new field needs a line there.)"""
+
+    seq: int  # 0-based index among the events dispatched by this decoder
+    event: str  # event type; "message" when the stream gave none
+    data: str
+    id: str  # the last event id at dispatch ("" if never set)
+    retry: int | None  # reconnection time (ms) last set by a valid retry field; None if never
+    start: int  # stream offset of the first byte after the previous blank line (the block's first byte)
+    end: int  # stream offset just past the dispatching blank line (past its CR for a CRLF blank line)
+    read_index: int  # 0-based index of the feed() call whose bytes completed this event
+
+
+_make_event = SSEEvent
+assert SSEEvent.__slots__ == ("seq", "event", "data", "id", "retry", "start", "end", "read_index")  # see _process
+_split_blank = re.compile(b"\n\n").split
+_EVENT_NAMES_MAX = 256  # distinct `event:` lines a decoder remembers (see SSEDecoder._names)
+
+# The fast paths (here and in assembler.TurnStream) tell whether removeprefix()/removesuffix() removed anything with
+# `is`, the cheapest test there is: CPython returns the object itself when there is nothing to remove (for exact
+# bytes and str). Checked once, here.
+_b, _s = b"".join([b"a", b"b"]), "".join(["a", "b"])
+if not (
+    _b.removeprefix(b"x") is _b
+    and _b.removeprefix(b"") is _b
+    and _s.removeprefix("x") is _s
+    and _s.removesuffix("x") is _s
+):
+    raise ImportError(
+        "inspector.stream.sse needs removeprefix()/removesuffix() to return the object itself when they remove "
+        "nothing (as CPython does)"
+    )
+del _b, _s
+
+
+def _short(raw: bytes, limit: int = 60) -> str:
+    text = raw[:limit].decode("utf-8", "replace")
+    return repr(text) + ("..." if len(raw) > limit else "")
+
+
+class SSEDecoder:
+    """Incremental decoder: `feed()` each read, then `close()` once at the end of the stream."""
+
+    def __init__(self) -> None:
+        self.diagnostics: list[Diagnostic] = []
+        self.bytes_fed = 0
+        self.reads = 0
+        self.last_event_id = ""
+        self.retry: int | None = None
+        self._taken = 0  # diagnostics already handed out by take_diagnostics()
+        self._closed = False
+        self._seq = 0
+        # the block (event) being built
+        self._data: list[str] = []
+        self._type = ""
+        self._id_buf = ""  # the "last event ID buffer": persists across events, copied at dispatch
+        self._block_start = 0
+        self._block_fields = False  # a non-comment line was seen in this block
+        self._block_meta = False  # an event/id/retry line was seen in this block
+        self._carry: list[bytes] = []  # earlier reads' bytes of this block, up to the pending partial line
+        # the line being built
+        self._pending: list[bytes] = []  # chunks of a partial line (earlier reads only)
+        self._pending_off = 0
+        self._skip_lf = False  # the last read ended with CR: an LF first in the next read ends nothing
+        self._head: bytes | None = b""  # first bytes while a BOM is still possible; None once decided
+        self._unknown_seen: set[bytes] = set()
+        # `event:` lines seen so far (the whole line's bytes -> the event type, interned), so the hot paths decode
+        # each distinct line once. Filled by `_line`; bounded, as a stream may send any number of distinct names.
+        self._names: dict[bytes, str] = {}
+        # For each event the last feed() returned: its data as the bytes that came in, when it was one `data: `
+        # line of an API-shaped block (b"" for any other). TurnStream parses from these: no re-encoding of `data`.
+        self.raw_data: list[bytes] = []
+        # the read being processed (for raw bytes in slow-path diagnostics)
+        self._cur = b""
+        self._cur_base = 0
+
+    # ------------------------------------------------------------------------------------------------ public
+    @property
+    def events_dispatched(self) -> int:
+        """Number of events dispatched so far (= the seq the next event will get)."""
+        return self._seq
+
+    def take_diagnostics(self) -> list[Diagnostic]:
+        """The diagnostics added since the previous call (all of them stay in `diagnostics`)."""
+        new = self.diagnostics[self._taken :]
+        self._taken = len(self.diagnostics)
+        return new
+
+    def feed(self, data: bytes) -> list[SSEEvent]:
+        """Decode one read; returns the events its bytes completed."""
+        if self._closed:
+            raise RuntimeError("SSEDecoder.feed() called after close()")
+        self.raw_data = []
+        if not isinstance(data, bytes):
+            data = bytes(data)
+        ri = self.reads
+        self.reads = ri + 1
+        base = self.bytes_fed
+        self.bytes_fed = base + len(data)
+        if self._head is not None:
+            if self._head:
+                data = self._head + data
+                base = 0
+            if len(data) < 3 and _BOM.startswith(data):
+                self._head = data  # could still be a BOM: wait for more bytes (at most 2 are held)
+                return []
+            self._head = None
+            if data.startswith(_BOM):
+                self._diag(SSE_BOM_STRIPPED, "info", "leading byte order mark (U+FEFF) stripped", 0, _BOM)
+                data = data[3:]
+                base = 3
+                self._block_start = 3
+                self._pending_off = 3
+        if not data:
+            return []
+        return self._process(data, base, ri)
+
+    def close(self) -> list[SSEEvent]:
+        """End of stream. Never returns events: an unterminated event is discarded (and reported)."""
+        if self._closed:
+            return []
+        if self._head:  # fewer than 3 bytes in the whole stream, all a prefix of a BOM: plain bytes after all
+            head, self._head = self._head, None
+            self._process(head, 0, max(self.reads - 1, 0))
+        self._head = None
+        self._closed = True
+        self.raw_data = []
+        pending = self._pending
+        if pending or self._block_fields:
+            raw = b"".join(self._carry + pending)
+            what = "a partial line" if pending else "no blank line"
+            self._diag(
+                SSE_UNTERMINATED_EVENT,
+                "warning",
+                f"stream ended inside an event ({len(raw)} bytes, {what}"
+                f"{', with data' if self._data else ''}): discarded",
+                self._block_start,
+                raw,
+            )
+        self._pending = []
+        self._carry = []
+        self._data = []
+        self._type = ""
+        self._block_fields = self._block_meta = False
+        self._cur = b""
+        return []
+
+    # ------------------------------------------------------------------------------------------------ internals
+    def _diag(self, code: str, severity: Severity, message: str, offset: int, raw: bytes) -> None:
+        self.diagnostics.append(Diagnostic(code, severity, message, event_index=self._seq, offset=offset, raw=raw))
+
+    def _process(self, data: bytes, base: int, ri: int) -> list[SSEEvent]:
+        events: list[SSEEvent] = []
+        self._cur = data
+        self._cur_base = base
+        n = len(data)
+        pos = 0
+        cr_end = False
+        if self._skip_lf:
+            self._skip_lf = False
+            if data[0] == 10:  # second half of a CRLF split across reads
+                pos = 1
+                if self._block_start == base:
+                    self._block_start = base + 1
+        pending = self._pending
+        if pending:  # pos == 0 here: a pending line means the last read did not end with CR
+            i = data.find(b"\n")
+            j = data.find(b"\r", 0, i if i >= 0 else n)
+            if i < 0 and j < 0:
+                pending.append(data)
+                return events
+            t = j if j >= 0 else i
+            pending.append(data[:t])
+            line = b"".join(pending)
+            pending.pop()
+            self._carry.extend(pending)
+            pending.clear()
+            if data[t] == 13:
+                if t + 1 < n:
+                    pos = t + 2 if data[t + 1] == 10 else t + 1
+                else:
+                    pos = n
+                    cr_end = True
+            else:
+                pos = t + 1
+            self._line(line, self._pending_off)
+
+        tail = b""
+        if pos < n:
+            rest = data[pos:] if pos else data
+            off = base + pos
+            line_ = self._line
+            if b"\r" not in rest:
+                # LF-only bytes (the usual case): cut at blank lines. Every piece but the last ends just before a
+                # "\n\n" (its last line's terminator, then a blank line); the last one is the start of a block
+                # not yet complete. A piece that is one `event:` line of a known name and one `data: ` line (what
+                # the API sends) becomes an event right here, with the decoder's state in local variables (a
+                # local costs a fraction of an attribute access); any other piece goes line by line (`_lines`).
+                pieces = _split_blank(rest)  # = rest.split(b"\n\n"), which the regex engine does faster
+                last = pieces.pop()
+                if pieces and pieces[0][:1] == b"\n":
+                    # the read begins with a blank line (often: the end of an event that began in the previous
+                    # read): on its own, so that the rest of the first piece can take the fast path
+                    self._dispatch(off, off + 1, ri, events)
+                    off += 1
+                    pieces[0] = pieces[0][1:]
+                events_append = events.append
+                raw_append = self.raw_data.append
+                new = object.__new__
+                names = self._names
+                carry = self._carry  # mutated in place, never rebound
+                fields, seq, block_start = self._block_fields, self._seq, self._block_start
+                last_id, id_buf, retry = self.last_event_id, self._id_buf, self.retry
+                # The start of the last API-shaped piece (its event line, "\n", "data: ") and its event type: most
+                # pieces start the same way, which one removeprefix() tells (see the note on `is` above). Removing
+                # b"" removes nothing: then the piece goes to partition().
+                start, t = b"", ""
+                for piece in pieces:
+                    if not fields:  # the block has no field line yet (so no type, data, id or retry either)
+                        value = piece.removeprefix(start)
+                        if value is piece:  # not the last start: is the piece API-shaped at all?
+                            head, sep, value = piece.partition(b"\ndata: ")
+                            t = names.get(head)  # a known `event:` line, decoded once per distinct line
+                            if t is None or not sep:
+                                start, value = b"", None
+                            else:
+                                start = head + sep
+                        if value is not None:
+                            try:
+                                text = value.decode()
+                            except UnicodeDecodeError:
+                                pass  # `_lines` reports it
+                            else:
+                                # one data line and nothing after it? (`in` on bytes would cost several times
+                                # more: it first tries the needle as an int)
+                                if "\n" not in text:
+                                    off += len(piece) + 2
+                                    # SSEEvent(seq, t, text, ...) without its __init__, a Python call that costs
+                                    # more than building the object
+                                    ev = new(SSEEvent)
+                                    ev.seq = seq
+                                    ev.event = t
+                                    ev.data = text
+                                    ev.id = id_buf
+                                    ev.retry = retry
+                                    ev.start = block_start
+                                    ev.end = off
+                                    ev.read_index = ri
+                                    events_append(ev)
+                                    raw_append(value)
+                                    seq += 1
+                                    last_id = id_buf
+                                    block_start = off
+                                    if carry:
+                                        carry.clear()
+                                    continue
+                    # anything else, on the decoder's own state: the piece's lines, then the blank line (for an
+                    # empty piece, that makes two blank lines, as "\n\n" after a blank line is)
+                    self._block_fields, self._seq, self._block_start, self.last_event_id = (
+                        fields,
+                        seq,
+                        block_start,
+                        last_id,
+                    )
+                    lines = piece.split(b"\n")
+                    lines.append(b"")
+                    off = self._lines(lines, off, ri, events)
+                    fields, seq, block_start = self._block_fields, self._seq, self._block_start
+                    last_id, id_buf, retry = self.last_event_id, self._id_buf, self.retry
+                self._block_fields, self._seq, self._block_start, self.last_event_id = fields, seq, block_start, last_id
+                lines = last.split(b"\n")
+                tail = lines.pop()
+                if lines:
+                    self._lines(lines, off, ri, events)
+            else:
+                lines = rest.splitlines(True)
+                last = lines[-1][-1]
+                if last == 13:
+                    cr_end = True
+                elif last != 10:
+                    tail = lines.pop()
+                dispatch = self._dispatch
+                for raw in lines:
+                    if raw[-1] == 10 and len(raw) > 1 and raw[-2] == 13:
+                        content = raw[:-2]
+                    else:
+                        content = raw[:-1]
+                    if content:
+                        line_(content, off)
+                    else:
+                        dispatch(off, off + len(raw), ri, events)
+                    off += len(raw)
+            if tail:
+                pending.append(tail)
+                self._pending_off = base + n - len(tail)
+
+        # keep this block's bytes that precede the pending line (for raw bytes in diagnostics)
+        p = n - len(tail)
+        bs = self._block_start - base
+        if bs < 0:
+            if p > 0:
+                self._carry.append(data[:p])
+        elif bs < p:
+            self._carry.append(data[bs:p])
+        self._skip_lf = cr_end
+        self._cur = b""
+        return events
+
+    def _lines(self, lines: list[bytes], off: int, ri: int, events: list[SSEEvent]) -> int:
+        """Complete LF-terminated lines (without their terminators; b"" for a blank line) that start at stream offset
+        `off`; returns the offset after them. Data and known `event:` lines and dispatches are handled inline, with
+        the block's state in local variables, written back to `self` around every call into the general code
+        (`_line`, `_dispatch`, which use `self`) and once at the end."""
+        line_ = self._line
+        events_append = events.append
+        raw_append = self.raw_data.append
+        make = _make_event
+        names = self._names
+        data_buf = self._data  # mutated in place, never rebound: no write-back needed
+        data_append = data_buf.append
+        carry = self._carry  # idem
+        typ, fields, meta = self._type, self._block_fields, self._block_meta
+        seq, block_start, last_id = self._seq, self._block_start, self.last_event_id
+        id_buf, retry = self._id_buf, self.retry
+        for content in lines:
+            if content:
+                if content[:6] == b"data: ":  # a data line (a slice compare beats startswith's call)
+                    try:
+                        data_append(content[6:].decode())
+                        fields = True
+                        off += len(content) + 1
+                        continue
+                    except UnicodeDecodeError:
+                        pass  # the general code below reports it
+                else:
+                    t = names.get(content)  # a known `event:` line, decoded once per distinct line
+                    if t is not None:
+                        typ = t
+                        meta = fields = True
+                        off += len(content) + 1
+                        continue
+                # anything else (comments, id, retry, unknown fields, bad UTF-8, a new event name):
+                # the general code, on the decoder's own state
+                self._type, self._block_fields, self._block_meta = typ, fields, meta
+                self._seq, self._block_start, self.last_event_id = seq, block_start, last_id
+                line_(content, off)
+                typ, fields, meta = self._type, self._block_fields, self._block_meta
+                id_buf, retry = self._id_buf, self.retry
+                off += len(content) + 1
+            elif data_buf:  # blank line with data: dispatch (inline, the common path)
+                off += 1
+                events_append(
+                    make(
+                        seq,
+                        typ or "message",
+                        # one data line (the usual case) is its own text: skip the join
+                        data_buf[0] if len(data_buf) == 1 else "\n".join(data_buf),
+                        id_buf,
+                        retry,
+                        block_start,
+                        off,
+                        ri,
+                    )
+                )
+                raw_append(b"")
+                seq += 1
+                data_buf.clear()
+                last_id = id_buf
+                typ = ""
+                meta = fields = False
+                block_start = off
+                if carry:
+                    carry.clear()
+            else:  # blank line without data: the general code
+                self._type, self._block_fields, self._block_meta = typ, fields, meta
+                self._seq, self._block_start, self.last_event_id = seq, block_start, last_id
+                self._dispatch(off, off + 1, ri, events)
+                typ, fields, meta = self._type, self._block_fields, self._block_meta
+                seq, block_start, last_id = self._seq, self._block_start, self.last_event_id
+                off += 1
+        self._type, self._block_fields, self._block_meta = typ, fields, meta
+        self._seq, self._block_start, self.last_event_id = seq, block_start, last_id
+        return off
+
+    def _block_bytes(self, end: int) -> bytes:
+        """Raw bytes of the current block from its start to stream offset `end` (inside the current read)."""
+        base = self._cur_base
+        bs = max(self._block_start - base, 0)
+        return b"".join(self._carry) + self._cur[bs : end - base]
+
+    def _dispatch(self, off: int, next_start: int, ri: int, events: list[SSEEvent]) -> None:
+        """A blank line at stream offset `off`; the next block starts at `next_start`."""
+        data = self._data
+        if data:
+            events.append(
+                _make_event(
+                    self._seq,
+                    self._type or "message",
+                    "\n".join(data),
+                    self._id_buf,
+                    self.retry,
+                    self._block_start,
+                    off + 1,
+                    ri,
+                )
+            )
+            self.raw_data.append(b"")
+            self._seq += 1
+            data.clear()
+        elif self._block_meta:
+            self._diag(
+                SSE_NO_DATA,
+                "info",
+                "block with event/id/retry but no data fired no event (vendor SDKs would dispatch it)",
+                self._block_start,
+                self._block_bytes(off + 1),
+            )
+        self.last_event_id = self._id_buf
+        self._type = ""
+        self._block_meta = self._block_fields = False
+        self._block_start = next_start
+        if self._carry:
+            self._carry.clear()
+
+    def _bad_utf8(self, content: bytes, off: int) -> None:
+        self._diag(
+            SSE_INVALID_UTF8,
+            "warning",
+            f"line is not valid UTF-8 (invalid bytes replaced by U+FFFD): {_short(content)}",
+            off,
+            content,
+        )
+
+    def _line(self, content: bytes, off: int) -> None:
+        """One complete, non-empty line (without terminator) that starts at stream offset `off`."""
+        if content[0] == 58:  # ':' comment
+            if not content.isascii():
+                try:
+                    content.decode()
+                except UnicodeDecodeError:
+                    self._bad_utf8(content, off)
+            return
+        self._block_fields = True
+        ci = content.find(b":")
+        if ci < 0:
+            name = content
+            value = b""
+        else:
+            name = content[:ci]
+            value = content[ci + 2 :] if content[ci + 1 : ci + 2] == b" " else content[ci + 1 :]
+        if name == b"data":
+            try:
+                text = value.decode()
+            except UnicodeDecodeError:
+                self._bad_utf8(content, off)
+                text = value.decode("utf-8", "replace")
+            self._data.append(text)
+        elif name == b"event":
+            try:
+                text = value.decode()
+            except UnicodeDecodeError:
+                self._bad_utf8(content, off)
+                text = value.decode("utf-8", "replace")
+            else:
+                text = sys.intern(text)  # so `==` against a literal event name is an identity check
+                if text and len(self._names) < _EVENT_NAMES_MAX:  # (an empty name means "message": not cached)
+                    self._names[content] = text
+            self._type = text
+            self._block_meta = True
+        elif name == b"id":
+            self._block_meta = True
+            try:
+                text = value.decode()
+            except UnicodeDecodeError:
+                self._bad_utf8(content, off)
+                text = value.decode("utf-8", "replace")
+            if "\0" in text:
+                self._diag(
+                    SSE_ID_WITH_NUL,
+                    "info",
+                    f"id containing U+0000 ignored (last event id stays {self._id_buf!r})",
+                    off,
+                    content,
+                )
+            else:
+                self._id_buf = text
+        elif name == b"retry":
+            self._block_meta = True
+            if value.isdigit():  # bytes.isdigit: ASCII digits only, False when empty
+                self.retry = int(value)
+            else:
+                if not content.isascii():
+                    try:
+                        content.decode()
+                    except UnicodeDecodeError:
+                        self._bad_utf8(content, off)
+                self._diag(
+                    SSE_RETRY_IGNORED,
+                    "info",
+                    f"retry value {value.decode('utf-8', 'replace')!r} is not all ASCII digits: ignored",
+                    off,
+                    content,
+                )
+        else:
+            if not content.isascii():
+                try:
+                    content.decode()
+                except UnicodeDecodeError:
+                    self._bad_utf8(content, off)
+            if name not in self._unknown_seen:
+                self._unknown_seen.add(name)
+                self._diag(
+                    SSE_UNKNOWN_FIELD,
+                    "info",
+                    f"unknown field {name.decode('utf-8', 'replace')!r} ignored (reported once per field name)",
+                    off,
+                    content,
+                )
+
+
+def iter_events(data: bytes) -> list[SSEEvent]:
+    """Decode a whole stream at once (one feed + close). Diagnostics are dropped: use SSEDecoder to see them."""
+    decoder = SSEDecoder()
+    events = decoder.feed(data)
+    decoder.close()
+    return events
