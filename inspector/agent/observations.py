@@ -256,6 +256,62 @@ class ToolResult(Observation):
 
 
 @dataclass(frozen=True, slots=True)
+class HttpTryFailed(Observation):
+    """One HTTP try of an attempt that did not give a stream: an HTTP error status (429, 529, 5xx, 4xx) or a
+    connection failure before the first byte. The SDK retries such tries by itself inside one ``create()`` call
+    (``retry_in`` is its wait before the next try; None when it does not retry), so they are seen at the HTTP
+    layer under the SDK. Tries are counted within their attempt: ``try_index`` 0 is the first request.
+
+    ``headers`` are filtered to what explains a retry (retry-after, retry-after-ms, request-id, x-should-retry);
+    ``error_type`` / ``error_message`` come from the API's error JSON ``body`` (kept as sent, or as text)."""
+
+    turn: int
+    attempt: int
+    try_index: int
+    method: str
+    url: str
+    t_sent: float  # loop time when this try's request was sent
+    status: int | None  # None: no response (connection failure)
+    headers: dict
+    error_type: str | None
+    error_message: str | None
+    body: Any
+    connection_error: str | None
+    retry_in: float | None
+    kind: ClassVar[str] = "http_try_failed"
+
+
+@dataclass(frozen=True, slots=True)
+class ControlApplied(Observation):
+    """The user (or a test) drove the loop: pause, resume, step (event / block / turn), cancel or speed."""
+
+    control: str  # pause | resume | step_event | step_block | step_turn | cancel | speed
+    detail: str = ""
+    kind: ClassVar[str] = "control"
+
+
+@dataclass(frozen=True, slots=True)
+class StreamHeld(Observation):
+    """The loop stopped consuming the stream (paused, or a step ended): reads wait in the socket until
+    ``StreamReleased``. Timing figures leave the held interval out: a held stream is never called buffered."""
+
+    turn: int | None
+    attempt: int | None
+    by: str  # pause | step
+    kind: ClassVar[str] = "stream_held"
+
+
+@dataclass(frozen=True, slots=True)
+class StreamReleased(Observation):
+    """The loop consumes the stream again; ``held`` seconds passed since the matching ``StreamHeld``."""
+
+    turn: int | None
+    attempt: int | None
+    held: float
+    kind: ClassVar[str] = "stream_released"
+
+
+@dataclass(frozen=True, slots=True)
 class AttemptEnded(Observation):
     turn: int
     attempt: int

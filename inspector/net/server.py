@@ -129,9 +129,22 @@ def base_url_of(sock: socket.socket) -> str:
     return f"http://{host}:{port}"
 
 
+def uvicorn_options(owner: Any) -> dict[str, Any]:
+    """The uvicorn settings an app asks for itself: its ``uvicorn_options`` attribute (a dict), if it has one."""
+    options = getattr(owner, "uvicorn_options", None)
+    return dict(options) if isinstance(options, dict) else {}
+
+
 def _uvicorn_server(
-    asgi_app, *, log_level: str = "warning", access_log: bool = False, ready: threading.Event | None = None
+    asgi_app,
+    *,
+    log_level: str = "warning",
+    access_log: bool = False,
+    ready: threading.Event | None = None,
+    options: dict[str, Any] | None = None,
 ):
+    """A uvicorn server for ``asgi_app``. ``options`` are extra ``uvicorn.Config`` keywords a server chooses for
+    itself (e.g. the proxy's ``date_header=False``; ``timeout_keep_alive``; ``limit_concurrency``)."""
     import uvicorn
 
     class _Server(uvicorn.Server):
@@ -149,6 +162,7 @@ def _uvicorn_server(
         timeout_graceful_shutdown=2,
         http="h11",
         ws="none",
+        **(options or {}),
     )
     return _Server(config)
 
@@ -197,7 +211,11 @@ class BackgroundServer:
     def start(self) -> BackgroundServer:
         self.sock = bind_socket(self.host, self.port)
         self.server = _uvicorn_server(
-            self.asgi, log_level=self.log_level, access_log=self.access_log, ready=self._ready
+            self.asgi,
+            log_level=self.log_level,
+            access_log=self.access_log,
+            ready=self._ready,
+            options=uvicorn_options(self.owner),
         )
 
         def run() -> None:
@@ -236,7 +254,9 @@ class BackgroundServer:
 
 def run_foreground(owner: Any, sock: socket.socket, *, log_level: str = "warning", access_log: bool = False) -> None:
     """Serve until Ctrl-C / SIGTERM (uvicorn's signal handling) on an already bound socket."""
-    server = _uvicorn_server(getattr(owner, "app", owner), log_level=log_level, access_log=access_log)
+    server = _uvicorn_server(
+        getattr(owner, "app", owner), log_level=log_level, access_log=access_log, options=uvicorn_options(owner)
+    )
     original = server.handle_exit
     begin_close = getattr(owner, "begin_close", None)
 

@@ -106,11 +106,11 @@ class WatchSession:
         self._stop.set()
 
     async def run(self) -> Any:
-        from inspector.net.server import _uvicorn_server
+        from inspector.net.server import _uvicorn_server, uvicorn_options
 
         self.bus.publish(O.LoopStarted(self.proxy.now(), dict(self.source), "", None))
         self._set_state(LoopState.IDLE, f"listening on {self.source.get('listen')}")
-        server = _uvicorn_server(self.proxy.app, log_level="critical")
+        server = _uvicorn_server(self.proxy.app, log_level="critical", options=uvicorn_options(self.proxy))
         serving = asyncio.ensure_future(server.serve(sockets=[self.sock]))
         stopping = asyncio.ensure_future(self._stop.wait())
         try:
