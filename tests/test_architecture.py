@@ -1,45 +1,71 @@
-"""The engine never imports Textual: the UI observes it. Checked at run time, in a fresh interpreter."""
+"""The house's rules, checked at run time in fresh interpreters (import-linter checks the same layers statically).
 
+- No module outside inspector/tui imports Textual: every module of every other package is imported, found by
+  walking the package tree (a new module is checked without editing this list).
+- `inspector --help`, `inspector scenarios` and `inspector dump FILE` import neither the SDK nor Textual.
+"""
+
+from __future__ import annotations
+
+import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
-ENGINE = [
-    "inspector.stream.sse",
-    "inspector.stream.protocol",
-    "inspector.stream.assembler",
-    "inspector.stream.diagnostics",
-    "inspector.agent.observations",
-    "inspector.agent.executor",
-    "inspector.agent.loop",
-    "inspector.sessions.sources",
-    "inspector.record.recording",
-    "inspector.record.recorder",
-    "inspector.record.replay",
-    "inspector.cli.headless",
-    "inspector.scenarios.bundled",
-    "inspector.scenarios.transport",
-    "inspector.agent.toolbox.builtin",
-]
+import inspector
+
+ROOT = Path(inspector.__file__).parent
+
+
+def engine_modules() -> list[str]:
+    """Every module of the package outside inspector.tui and inspector.cli (the dashboard and the commands that
+    open it) and outside the scenario workspaces (demo files, not code of ours)."""
+    found = []
+    for info in pkgutil.walk_packages([str(ROOT)], prefix="inspector."):
+        name = info.name
+        if name.startswith(("inspector.tui", "inspector.cli", "inspector.scenarios.workspace")):
+            continue
+        if name in ("inspector.__main__",):
+            continue
+        found.append(name)
+    return sorted(found)
+
+
+def test_the_walk_finds_every_layer():
+    mods = engine_modules()
+    for layer in ("core", "stream", "agent", "record", "scenarios", "net", "sessions", "state", "testing"):
+        assert any(m.startswith(f"inspector.{layer}.") for m in mods), layer
+    assert "inspector.stream.assembler" in mods and "inspector.net.proxy" in mods
 
 
 def test_engine_modules_do_not_import_textual():
+    mods = engine_modules()
     code = (
         "import importlib, sys\n"
-        f"for m in {ENGINE!r}: importlib.import_module(m)\n"
-        "bad = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.'))\n"
+        f"for m in {mods!r}: importlib.import_module(m)\n"
+        "bad = sorted(m for m in sys.modules if m == 'textual' or m.startswith(('textual.', 'inspector.tui')))\n"
         "print(','.join(bad))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "", f"engine imported: {out.stdout.strip()}"
 
 
-def test_headless_dump_does_not_import_textual(tmp_path):
-    sse = tmp_path / "s.sse"
-    sse.write_bytes(b'event: ping\ndata: {"type": "ping"}\n\n')
+def _imports_of(argv: list[str]) -> tuple[int, set[str]]:
     code = (
         "import sys\nfrom inspector.cli import main\n"
-        f"rc = main(['dump', {str(sse)!r}])\n"
-        "print('TEXTUAL' if any(m.startswith('textual') for m in sys.modules) else 'clean', rc)\n"
+        f"rc = main({argv!r})\n"
+        "heavy = {m.split('.')[0] for m in sys.modules} & {'anthropic', 'textual', 'httpx2', 'uvicorn', 'starlette'}\n"
+        "print('MODULES', rc, ','.join(sorted(heavy)))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip().splitlines()[-1].startswith("clean")
+    line = [x for x in out.stdout.splitlines() if x.startswith("MODULES")][-1].split(" ")
+    return int(line[1]), set(filter(None, (line[2] if len(line) > 2 else "").split(",")))
+
+
+def test_help_scenarios_and_dump_import_neither_the_sdk_nor_textual(tmp_path):
+    sse = tmp_path / "s.sse"
+    sse.write_bytes(b'event: ping\ndata: {"type": "ping"}\n\n')
+    for argv in (["--help"], ["scenarios"], ["dump", str(sse)], ["dump", "--json", str(sse)]):
+        rc, heavy = _imports_of(argv)
+        assert rc in (0, 1), argv
+        assert not heavy & {"anthropic", "textual", "httpx2"}, (argv, heavy)

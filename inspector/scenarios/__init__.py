@@ -47,43 +47,10 @@ _HOMES = {
     "transport": ("DROP_MESSAGE", "RecordedRequest", "ScenarioServer", "ServedResponse", "drop_error", "make_client"),
 }
 _WHERE = {name: module for module, names in _HOMES.items() for name in names}
-__all__ = [
-    "Block",
-    "DEFAULT_SCENARIO",
-    "DROP_MESSAGE",
-    "DropAfter",
-    "ErrorEventAfter",
-    "Fault",
-    "HttpError",
-    "InvalidToolJson",
-    "MaxTokensCut",
-    "Pacing",
-    "PlannedRead",
-    "RecordedRequest",
-    "RedactedThinkingBlock",
-    "ResponsePlan",
-    "SCENARIOS",
-    "Scenario",
-    "ScenarioServer",
-    "ServedResponse",
-    "ServerToolUseBlock",
-    "Sizes",
-    "StallWithPings",
-    "TextBlock",
-    "ThinkingBlock",
-    "ToolUseBlock",
-    "TurnScript",
-    "Usage",
-    "WholeBlock",
-    "describe",
-    "drop_error",
-    "expected_blocks",
-    "expected_stop_reason",
-    "get_scenario",
-    "make_client",
-    "render_turn",
-    "render_turn_events",
-]
+
+
+def __dir__() -> list[str]:
+    return sorted(_WHERE)
 
 
 def __getattr__(name: str) -> Any:
