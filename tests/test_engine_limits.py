@@ -48,7 +48,9 @@ def wrong_types(ts: TurnStream) -> list[str]:
 @pytest.mark.parametrize("usage", [[1], "ab", 5, True])
 def test_message_start_usage_of_the_wrong_type(usage):
     ts = assemble(sse(message_start(usage=usage), *text_turn()[1:]))
-    assert wrong_types(ts) == [f"message.usage is {D_type(usage)}, expected an object or null (kept as sent, not folded)"]
+    assert wrong_types(ts) == [
+        f"message.usage is {D_type(usage)}, expected an object or null (kept as sent, not folded)"
+    ]
     d = next(d for d in ts.diagnostics if d.code == D.WRONG_TYPE)
     assert d.raw == orjson.dumps(usage)  # the raw value is kept
     assert ts.final_message()["usage"] == {"output_tokens": 20}
@@ -67,8 +69,10 @@ def test_message_delta_usage_that_is_a_number(where):
     else:
         md[1]["delta"]["usage"] = 7
     ts = assemble(sse(*text_turn()[:4], md, message_stop()))
-    assert wrong_types(ts) == [f"{'message_delta' if where == 'usage' else 'delta'}.usage is a number, expected an "
-                               "object or null (kept as sent, not folded)"]
+    assert wrong_types(ts) == [
+        f"{'message_delta' if where == 'usage' else 'delta'}.usage is a number, expected an "
+        "object or null (kept as sent, not folded)"
+    ]
     msg = ts.final_message()
     assert msg["usage"] == {"input_tokens": 10, "output_tokens": 1 if where == "usage" else 20}
     assert msg["stop_reason"] == "end_turn"

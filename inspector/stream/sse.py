@@ -303,6 +303,7 @@ class SSEDecoder:
             self._skip_lf = True
         self._block_start = self._pending_off = base + m_end
         return m_end
+
     def _process(self, data: bytes, base: int, ri: int) -> list[SSEEvent]:
         events: list[SSEEvent] = []
         self._cur = data
@@ -503,7 +504,9 @@ class SSEDecoder:
                 typ, fields, meta = self._type, self._block_fields, self._block_meta
                 id_buf, retry = self._id_buf, self.retry
                 off += len(content) + 1
-            elif data_buf and off + 1 - block_start <= limit:  # blank line with data: dispatch (inline, the common path)
+            elif (
+                data_buf and off + 1 - block_start <= limit
+            ):  # blank line with data: dispatch (inline, the common path)
                 off += 1
                 events_append(
                     make(
