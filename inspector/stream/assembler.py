@@ -42,6 +42,7 @@ from inspector.stream.protocol import (
     delta_head,
     parse_event,
 )
+from inspector.stream import sse as _sse
 from inspector.stream.sse import SSEDecoder, SSEEvent
 
 TOOL_INPUT_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
@@ -620,11 +621,11 @@ class Step:
     diagnostics: list[Diagnostic]
 
 
-# TurnStream._steps builds these without __init__, field by field: it must set every field.
-assert Step.__slots__ == ("sse", "event", "changes", "diagnostics")
-assert ContentBlockDelta.__slots__ == ("index", "delta", "seq", "type")
-assert InputJsonDelta.__slots__ == ("partial_json", "type") and TextDelta.__slots__ == ("text", "type")
-assert ThinkingDelta.__slots__ == ("thinking", "type")
+# TurnStream._steps builds Step, ContentBlockDelta and the text/json/thinking deltas without __init__, field by field:
+# it must set every field (their __slots__ are pinned by tests/test_hotpath.py).
+# The continuation path of TurnStream._steps: on where the `is` test it relies on holds (see inspector.stream.sse);
+# tests set it False to compare with the general path.
+CONTINUATION = _sse.IDENTITY_HOLDS
 
 
 class TurnStream:
@@ -666,8 +667,9 @@ class TurnStream:
         cap_filter = self.cap.filter
         loads = _loads
         new = object.__new__  # `new(C)` + attribute stores: building without the __init__ call, which costs more
+        continuation = CONTINUATION
         cont = self._cont  # dropped as soon as its block is closed or the message stopped
-        if cont is not None and (cont[3].closed or asm.stopped):
+        if cont is not None and (cont[3].closed or asm.stopped or not continuation):
             cont = None
         if cont is not None:
             head, idx, cls, block = cont
@@ -726,7 +728,7 @@ class TurnStream:
                 n = len(adiags)
             if diags:
                 self.diagnostics.extend(diags)
-            elif ev.__class__ is ContentBlockDelta and ev.delta.__class__ in _TEXT_DELTAS and changes:
+            elif continuation and ev.__class__ is ContentBlockDelta and ev.delta.__class__ in _TEXT_DELTAS and changes:
                 # a text/json/thinking fragment the block took: the next delta may continue it
                 h = delta_head(ev)  # type: ignore[arg-type]
                 if h is not None and e.data.startswith(h):

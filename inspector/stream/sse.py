@@ -77,26 +77,27 @@ class SSEEvent:
     read_index: int  # 0-based index of the feed() call whose bytes completed this event
 
 
-_make_event = SSEEvent
-assert SSEEvent.__slots__ == ("seq", "event", "data", "id", "retry", "start", "end", "read_index")  # see _process
+_make_event = SSEEvent  # (its __slots__ are pinned by tests/test_hotpath.py: _process sets them one by one)
 _split_blank = re.compile(b"\n\n").split
 _EVENT_NAMES_MAX = 256  # distinct `event:` lines a decoder remembers (see SSEDecoder._names)
 
 # The fast paths (here and in assembler.TurnStream) tell whether removeprefix()/removesuffix() removed anything with
 # `is`, the cheapest test there is: CPython returns the object itself when there is nothing to remove (for exact
-# bytes and str). Checked once, here.
-_b, _s = b"".join([b"a", b"b"]), "".join(["a", "b"])
-if not (
-    _b.removeprefix(b"x") is _b
-    and _b.removeprefix(b"") is _b
-    and _s.removeprefix("x") is _s
-    and _s.removesuffix("x") is _s
-):
-    raise ImportError(
-        "inspector.stream.sse needs removeprefix()/removesuffix() to return the object itself when they remove "
-        "nothing (as CPython does)"
+# bytes and str). Checked once, here: where it does not hold, the fast paths are off and every block takes the
+# general path (same events, diagnostics and steps; tests/test_hotpath.py forces that by setting FAST_PATHS).
+def _identity_holds() -> bool:
+    b, s = b"".join([b"a", b"b"]), "".join(["a", "b"])
+    return (
+        b.removeprefix(b"x") is b
+        and b.removeprefix(b"") is b
+        and b.removesuffix(b"x") is b
+        and s.removeprefix("x") is s
+        and s.removesuffix("x") is s
     )
-del _b, _s
+
+
+IDENTITY_HOLDS = _identity_holds()
+FAST_PATHS = IDENTITY_HOLDS  # the decoder's per-block fast path (read once per feed)
 
 
 def _short(raw: bytes, limit: int = 60) -> str:
@@ -345,7 +346,7 @@ class SSEDecoder:
             rest = data[pos:] if pos else data
             off = base + pos
             line_ = self._line
-            if b"\r" not in rest:
+            if FAST_PATHS and b"\r" not in rest:
                 # LF-only bytes (the usual case): cut at blank lines. Every piece but the last ends just before a
                 # "\n\n" (its last line's terminator, then a blank line); the last one is the start of a block
                 # not yet complete. A piece that is one `event:` line of a known name and one `data: ` line (what
