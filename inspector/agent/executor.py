@@ -38,7 +38,7 @@ from typing import Any
 
 import orjson
 
-from inspector.agent.states import TOOL_TERMINAL, ToolState
+from inspector.agent.states import TOOL_RAN, TOOL_TERMINAL, ToolState
 from inspector.agent.toolbox.spec import _CURRENT_CANCEL, ToolRefused, ToolSpec
 
 log = logging.getLogger(__name__)
@@ -49,6 +49,7 @@ THREAD_NAME_PREFIX = "inspector-tool-"
 
 
 TERMINAL = TOOL_TERMINAL
+FINISHED_AT = "finished_at"  # the key of ToolCall.times for the moment a call first became terminal
 
 
 @dataclass(eq=False)
@@ -62,7 +63,9 @@ class ToolCall:
     input_error: str | None = None
     state: ToolState = ToolState.STREAMING_INPUT
     safe: bool = False
-    times: dict[str, float] = field(default_factory=dict)  # state value -> clock time when entered
+    # state value -> clock time when entered; plus "finished_at": when the call first became terminal (the end of its
+    # run for one that ran). A call that finished and is then discarded keeps it: "discarded" is recorded apart.
+    times: dict[str, float] = field(default_factory=dict)
     result: str | list | None = None  # content of the tool_result
     is_error: bool = False
     error: str | None = None  # human message for failed / timed_out / cancelled / not_run / discarded
@@ -87,7 +90,25 @@ class ToolCall:
 
     @property
     def finished_at(self) -> float | None:
-        return self.times.get(self.state.value) if self.state in TERMINAL else None
+        """When the call first became terminal: for a call that ran, the end of its run (even if it was discarded
+        later, with its failed attempt: see `discarded_at`)."""
+        if self.state not in TERMINAL:
+            return None
+        t = self.times.get(FINISHED_AT)
+        return t if t is not None else self.times.get(self.state.value)
+
+    @property
+    def discarded_at(self) -> float | None:
+        return self.times.get(ToolState.DISCARDED.value)
+
+    @property
+    def ran_state(self) -> ToolState | None:
+        """The state its run ended in (succeeded / failed / timed_out), also after a discard; None if it never
+        finished a run."""
+        for s in TOOL_RAN:
+            if s.value in self.times:
+                return s
+        return None
 
     @property
     def duration(self) -> float | None:
@@ -380,7 +401,9 @@ class ToolExecutor:
 
     def _set_state(self, call: ToolCall, state: ToolState) -> None:
         call.state = state
-        call.times[state.value] = self._clock()
+        t = call.times[state.value] = self._clock()
+        if state in TERMINAL and FINISHED_AT not in call.times:
+            call.times[FINISHED_AT] = t  # (kept when a finished call is discarded later)
         self._emit(call)
         if state in TERMINAL:
             self._wake()

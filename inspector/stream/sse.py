@@ -81,6 +81,7 @@ _make_event = SSEEvent  # (its __slots__ are pinned by tests/test_hotpath.py: _p
 _split_blank = re.compile(b"\n\n").split
 _EVENT_NAMES_MAX = 256  # distinct `event:` lines a decoder remembers (see SSEDecoder._names)
 
+
 # The fast paths (here and in assembler.TurnStream) tell whether removeprefix()/removesuffix() removed anything with
 # `is`, the cheapest test there is: CPython returns the object itself when there is nothing to remove (for exact
 # bytes and str). Checked once, here: where it does not hold, the fast paths are off and every block takes the
