@@ -19,6 +19,7 @@ import orjson
 from orjson import JSONDecodeError
 
 from inspector.stream import diagnostics as D
+from inspector.stream import sse as _sse
 from inspector.stream.diagnostics import Diagnostic, DiagnosticCap
 from inspector.stream.protocol import (
     CitationsDelta,
@@ -42,7 +43,6 @@ from inspector.stream.protocol import (
     delta_head,
     parse_event,
 )
-from inspector.stream import sse as _sse
 from inspector.stream.sse import SSEDecoder, SSEEvent
 
 TOOL_INPUT_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
