@@ -481,7 +481,7 @@ class ToolExecutor:
             except TimeoutError as e:
                 ev.set()
                 if isinstance(cm, asyncio.Timeout) and cm.expired():
-                    if self._finish(call, ToolState.TIMED_OUT, f"timed out after {_fmt_seconds(spec.timeout)} s"):
+                    if self._finish(call, ToolState.TIMED_OUT, f"timed out after {_fmt_seconds(spec.timeout or 0)} s"):
                         self._after_error(call, spec)
                 else:
                     self._fail(call, spec, e)
@@ -545,7 +545,7 @@ class ToolExecutor:
 
     async def _invoke(self, call: ToolCall, spec: ToolSpec, ev: threading.Event) -> Any:
         fn = spec.fn
-        tool_input = copy.deepcopy(call.input)  # the call keeps the input as the model sent it
+        tool_input = copy.deepcopy(call.input) or {}  # the call keeps the input as the model sent it
         if _is_async_callable(fn):
             value = await fn(tool_input)
         else:

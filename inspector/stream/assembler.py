@@ -330,9 +330,9 @@ class MessageAssembler:
         if ev.__class__ is ContentBlockDelta and not self.stopped:
             # hot path: a text/json/thinking fragment for an open block of the matching type (same result as
             # _delta, which handles everything else)
-            block = self.blocks.get(ev.index)  # type: ignore[union-attr]
+            block = self.blocks.get(ev.index)
             if block is not None and not block.closed:
-                d = ev.delta  # type: ignore[union-attr]
+                d: Any = ev.delta
                 dc = d.__class__
                 bt = block.type
                 if dc is InputJsonDelta:
@@ -345,11 +345,11 @@ class MessageAssembler:
                     text = None
                 if text is not None:
                     block.texts.append(text)
-                    block.fragment_events.append(ev.seq)  # type: ignore[union-attr]
+                    block.fragment_events.append(ev.seq)
                     block.nbytes += len(text) if text.isascii() else len(text.encode("utf-8"))
                     block._joined = None
-                    return [("block_delta", ev.index)]  # type: ignore[union-attr]
-            return self._delta(ev)  # type: ignore[arg-type]
+                    return [("block_delta", ev.index)]
+            return self._delta(ev)
         seq = ev.seq
         if isinstance(ev, Ping):
             return []
@@ -370,12 +370,12 @@ class MessageAssembler:
         self._require_start(ev)
         if isinstance(ev, MessageDelta):
             msg = self._msg()
-            d = ev.delta
+            md = ev.delta
             # (a value of the wrong type is a protocol.wrong_type diagnostic from parse_event: not folded)
-            sr, ss = d.get("stop_reason"), d.get("stop_sequence")
+            sr, ss = md.get("stop_reason"), md.get("stop_sequence")
             msg["stop_reason"] = sr if isinstance(sr, str) else None
             msg["stop_sequence"] = ss if isinstance(ss, str) else None
-            for k, v in d.items():
+            for k, v in md.items():
                 if k not in _NOT_FROM_DELTA and v is not None and (k != "container" or isinstance(v, dict)):
                     msg[k] = v
             for k in _FROM_MESSAGE_DELTA:  # top-level fields of the event the SDK's beta accumulator folds
@@ -694,7 +694,7 @@ class TurnStream:
                     if text.__class__ is str:  # the middle is one JSON string: the data is exactly such a delta
                         texts_append(text)
                         run += 1
-                        d = new(cls)  # cls(text)
+                        d: Any = new(cls)  # cls(text)
                         if cls is InputJsonDelta:
                             d.partial_json = text
                             d.type = "input_json_delta"
@@ -704,7 +704,7 @@ class TurnStream:
                         else:
                             d.thinking = text
                             d.type = "thinking_delta"
-                        ev = new(ContentBlockDelta)  # ContentBlockDelta(idx, d, e.seq)
+                        ev: Any = new(ContentBlockDelta)  # ContentBlockDelta(idx, d, e.seq)
                         ev.index = idx
                         ev.delta = d
                         ev.seq = e.seq
@@ -730,9 +730,9 @@ class TurnStream:
                 self.diagnostics.extend(diags)
             elif continuation and ev.__class__ is ContentBlockDelta and ev.delta.__class__ in _TEXT_DELTAS and changes:
                 # a text/json/thinking fragment the block took: the next delta may continue it
-                h = delta_head(ev)  # type: ignore[arg-type]
+                h = delta_head(ev)
                 if h is not None and e.data.startswith(h):
-                    cont = (h.encode(), ev.index, ev.delta.__class__, asm.blocks[ev.index])  # type: ignore[union-attr]
+                    cont = (h.encode(), ev.index, ev.delta.__class__, asm.blocks[ev.index])
                     head, idx, cls, block = cont
                     texts_append = block.texts.append
                     change = ("block_delta", idx)
@@ -776,7 +776,7 @@ class TurnStream:
         k, n = 0, len(pending)
         for e, raw in zip(events, raws):
             j = k
-            while j < n and (pending[j].event_index is None or pending[j].event_index <= e.seq):
+            while j < n and ((ei := pending[j].event_index) is None or ei <= e.seq):
                 j += 1
             if j > k:
                 before = pending[k:j]

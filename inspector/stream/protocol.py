@@ -300,7 +300,7 @@ def _index(payload: dict) -> int | None:
 
 
 # The hot path: a well-formed text/input_json/thinking/signature delta (almost every event of a stream).
-_FAST_DELTAS = {
+_FAST_DELTAS: dict[str, tuple[Any, str]] = {
     "text_delta": (TextDelta, "text"),
     "input_json_delta": (InputJsonDelta, "partial_json"),
     "thinking_delta": (ThinkingDelta, "thinking"),

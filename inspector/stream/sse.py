@@ -35,6 +35,7 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 from inspector.stream.diagnostics import (
     SSE_BOM_STRIPPED,
@@ -372,14 +373,15 @@ class SSEDecoder:
                 # The start of the last API-shaped piece (its event line, "\n", "data: ") and its event type: most
                 # pieces start the same way, which one removeprefix() tells (see the note on `is` above). Removing
                 # b"" removes nothing: then the piece goes to partition().
-                start, t = b"", ""
+                start = b""
+                etype: str | None = ""
                 for piece in pieces:
                     if not fields:  # the block has no field line yet (so no type, data, id or retry either)
                         value = piece.removeprefix(start)
                         if value is piece:  # not the last start: is the piece API-shaped at all?
                             head, sep, value = piece.partition(b"\ndata: ")
-                            t = names.get(head)  # a known `event:` line, decoded once per distinct line
-                            if t is None or not sep:
+                            etype = names.get(head)  # a known `event:` line, decoded once per distinct line
+                            if etype is None or not sep:
                                 start, value = b"", None
                             else:
                                 start = head + sep
@@ -395,9 +397,9 @@ class SSEDecoder:
                                     off += len(piece) + 2
                                     # SSEEvent(seq, t, text, ...) without its __init__, a Python call that costs
                                     # more than building the object
-                                    ev = new(SSEEvent)
+                                    ev: Any = new(SSEEvent)
                                     ev.seq = seq
-                                    ev.event = t
+                                    ev.event = etype
                                     ev.data = text
                                     ev.id = id_buf
                                     ev.retry = retry

@@ -63,7 +63,7 @@ def _rel(root: Path, full: Path) -> str:
     return rel or "."
 
 
-def _arg_int(inp: dict, key: str, default: int | None, *, minimum: int = 0, maximum: int | None = None) -> int | None:
+def _arg_int(inp: dict, key: str, default: int, *, minimum: int = 0, maximum: int | None = None) -> int:
     v = inp.get(key, default)
     if v is None:
         return default
@@ -209,8 +209,8 @@ def _make_list_dir(root: Path):
             raise ToolRefused(f"'{path}' is not a directory; use read_file")
         try:
             entries = sorted(os.scandir(full), key=lambda e: e.name)
-        except OSError as e:
-            raise ToolRefused(f"cannot list '{path}': {e.strerror or type(e).__name__}") from None
+        except OSError as err:
+            raise ToolRefused(f"cannot list '{path}': {err.strerror or type(err).__name__}") from None
         lines = []
         for e in entries[:LIST_MAX_ENTRIES]:
             try:
@@ -317,8 +317,8 @@ def _make_write_file(root: Path, allow_write: bool):
     def write_file(inp: dict) -> str:
         if not allow_write:
             raise ToolRefused("write_file is disabled: start with --allow-write")
-        path = inp.get("path")
-        full = resolve_in_root(root, path)
+        full = resolve_in_root(root, inp.get("path"))
+        path: str = inp["path"]  # (a non-empty string: resolve_in_root checked)
         content = inp.get("content")
         if not isinstance(content, str):
             raise ToolRefused("'content' must be a string")
