@@ -17,6 +17,7 @@ from inspector.stream.assembler import TurnStream, assemble
 from inspector.stream.protocol import parse_event
 from inspector.stream.sse import DEFAULT_MAX_EVENT_BYTES, SSEDecoder
 from inspector.testing.streamgen import (
+    BETA_SHAPES,
     SHAPES,
     block_start,
     block_stop,
@@ -24,6 +25,7 @@ from inspector.testing.streamgen import (
     delta,
     encode_events,
     generate,
+    generate_beta,
     message_delta,
     message_start,
     message_stop,
@@ -208,7 +210,12 @@ _CHECKED = {
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_wrong_types_anywhere_never_raise_and_are_named(data):
-    g = generate(data.draw(st.integers(0, 10_000), label="seed"), data.draw(st.sampled_from(SHAPES)), noise=False)
+    seed = data.draw(st.integers(0, 10_000), label="seed")
+    shape = data.draw(st.sampled_from([*SHAPES, *(f"beta:{s}" for s in BETA_SHAPES)]), label="shape")
+    if shape.startswith("beta:"):
+        g = generate_beta(seed, shape[5:])
+    else:
+        g = generate(seed, shape, noise=False)
     events = json.loads(json.dumps(g.events))
     k = data.draw(st.integers(0, len(events) - 1), label="event")
     name, payload = events[k]
@@ -218,7 +225,14 @@ def test_wrong_types_anywhere_never_raise_and_are_named(data):
     for p in path:
         old = old[p]
     new = data.draw(st.sampled_from([v for v in _VALUES if _json_kind(v) != _json_kind(old)]), label="value")
-    _set(payload, path, new)
+    delete = data.draw(st.booleans(), label="delete instead") and isinstance(path[-1], str)
+    if delete:  # a missing field instead of a wrong one: never raises either
+        parent = payload
+        for p in path[:-1]:
+            parent = parent[p]
+        del parent[path[-1]]
+    else:
+        _set(payload, path, new)
     wire = encode_events(events)
     for reads in ([wire], [wire[i : i + 7] for i in range(0, len(wire), 7)]):
         ts = assemble(reads)  # never raises
@@ -228,7 +242,7 @@ def test_wrong_types_anywhere_never_raise_and_are_named(data):
         for b in msg["content"]:
             assert isinstance(b, dict)
         ts.outcome  # noqa: B018 - never raises either
-    if path in _CHECKED and _json_kind(new) not in _CHECKED[path]:
+    if not delete and path in _CHECKED and _json_kind(new) not in _CHECKED[path]:
         assert ts.diagnostics, (name, path, new)
 
 
