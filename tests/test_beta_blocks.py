@@ -214,3 +214,53 @@ def test_container_and_context_management_from_message_delta():
     )
     msg = ts.final_message()
     assert (msg["container"], msg["context_management"]) == (c, cm)
+
+
+async def test_the_loop_runs_a_tool_use_from_a_prefilled_message_start():
+    """Programmatic tool calling end to end: the loop runs the tool_use that came whole in message_start (with its
+    caller) and answers it in the next request."""
+    import asyncio
+
+    import orjson
+
+    from inspector.agent.loop import AgentLoop, LoopConfig
+    from inspector.agent.toolbox import ToolSpec
+    from inspector.testing.streamgen import text_delta as td
+
+    tool_use = {
+        "type": "tool_use",
+        "id": "toolu_prefilled_1",
+        "name": "add",
+        "input": {"a": 2, "b": 3},
+        "caller": {"type": "code_execution_20250825", "tool_id": "srvtoolu_1"},
+    }
+    first = sse(
+        message_start(
+            content=[tool_use],
+            stop_reason="tool_use",
+            usage={"input_tokens": 0, "output_tokens": 0},
+            container={"id": "container_1", "expires_at": "2025-11-30T12:00:00Z"},
+        ),
+        message_stop(),
+    )
+    second = sse(message_start(), text_start(0), td(0, "5"), block_stop(0), message_delta(), message_stop())
+    bodies: list[dict] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        bodies.append(orjson.loads(request.content))
+        data = first if len(bodies) == 1 else second
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=data)
+
+    tools = {
+        "add": ToolSpec("add", "add two numbers", {"type": "object"}, fn=lambda i: i["a"] + i["b"], concurrency_safe=True)
+    }
+    async with httpx2.AsyncClient(transport=httpx2.MockTransport(handler)) as http:
+        client = anthropic.AsyncAnthropic(api_key="k", base_url="http://t", http_client=http, max_retries=0)
+        loop = AgentLoop(client, LoopConfig(model="claude-test", prompt="add", retries=0), tools)
+        result = await asyncio.wait_for(loop.run(), 20)
+    assert result.status == "finished", result.error
+    assert [(c.name, c.input, c.result) for c in result.tools] == [("add", {"a": 2, "b": 3}, "5")]
+    assert bodies[1]["messages"][1] == {"role": "assistant", "content": [tool_use]}
+    assert bodies[1]["messages"][2]["content"] == [
+        {"type": "tool_result", "tool_use_id": "toolu_prefilled_1", "content": "5"}
+    ]
