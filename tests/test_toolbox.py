@@ -439,3 +439,18 @@ async def test_search_text_literal_and_case(ws):
     assert c.result.startswith("no matches")
     c = await run(builtin_tools(ws), "search_text", {"pattern": "'HELLO'", "literal": True, "ignore_case": True})
     assert c.result == "src/pkg/mod.py:2:     return 'Hello'"
+
+
+@pytest.mark.parametrize("tool", ["read_file", "list_dir", "search_text", "write_file"])
+async def test_socket_is_refused_not_opened(tmp_path, tool):
+    import socket
+
+    root = tmp_path / "w"  # (a short path: AF_UNIX paths are limited to ~100 bytes)
+    root.mkdir()
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.bind(str(root / "sock"))
+        c = await run(builtin_tools(root, allow_write=True), tool, {"path": "sock", "pattern": "x", "content": "d"})
+    finally:
+        s.close()
+    assert (c.state, c.result) == (ToolState.FAILED, "'sock' is a socket: refused, not opened")
