@@ -252,7 +252,9 @@ async def test_the_loop_runs_a_tool_use_from_a_prefilled_message_start():
         return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=data)
 
     tools = {
-        "add": ToolSpec("add", "add two numbers", {"type": "object"}, fn=lambda i: i["a"] + i["b"], concurrency_safe=True)
+        "add": ToolSpec(
+            "add", "add two numbers", {"type": "object"}, fn=lambda i: i["a"] + i["b"], concurrency_safe=True
+        )
     }
     async with httpx2.AsyncClient(transport=httpx2.MockTransport(handler)) as http:
         client = anthropic.AsyncAnthropic(api_key="k", base_url="http://t", http_client=http, max_retries=0)

@@ -29,6 +29,7 @@ import contextvars
 import copy
 import inspect
 import logging
+import sys
 import threading
 import time
 import traceback as _traceback
@@ -46,6 +47,44 @@ log = logging.getLogger(__name__)
 __all__ = ["ToolState", "TERMINAL", "ToolCall", "ToolExecutor", "render_result", "THREAD_NAME_PREFIX"]
 
 THREAD_NAME_PREFIX = "inspector-tool-"
+
+# While a sync tool runs in a thread, the event loop gets the GIL back only when the interpreter's switch interval
+# runs out (5 ms by default, and a CPU-bound tool takes it back at once): a 1 s pure-Python tool then left the loop
+# ~100 wakeups a second and gaps near 30-45 ms on a loaded machine. A shorter interval while any sync tool runs
+# (restored when the last one ends) halves that (tests/test_tool_stall.py measures it). Process-wide, as the GIL is.
+SYNC_TOOL_SWITCH_INTERVAL = 0.0005  # seconds
+
+
+class _SwitchInterval:
+    """Counts the running sync-tool threads (of every executor); the first lowers sys.setswitchinterval, the last
+    restores the value it found (unless someone else changed it meanwhile)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running = 0
+        self._saved: float | None = None
+        self._set: float | None = None
+
+    def enter(self) -> None:
+        with self._lock:
+            self._running += 1
+            if self._running == 1:
+                current = sys.getswitchinterval()
+                if current > SYNC_TOOL_SWITCH_INTERVAL:
+                    self._saved = current
+                    sys.setswitchinterval(SYNC_TOOL_SWITCH_INTERVAL)
+                    self._set = sys.getswitchinterval()
+
+    def exit(self) -> None:
+        with self._lock:
+            self._running -= 1
+            if self._running == 0 and self._saved is not None:
+                if sys.getswitchinterval() == self._set:  # nobody else changed it meanwhile
+                    sys.setswitchinterval(self._saved)
+                self._saved = self._set = None
+
+
+_switch_interval = _SwitchInterval()
 
 
 TERMINAL = TOOL_TERMINAL
@@ -571,6 +610,7 @@ class ToolExecutor:
                 thread_done.set_result(None)
 
         def target() -> None:
+            _switch_interval.enter()
             try:
                 value, ok = ctx.run(fn, tool_input), True
             except Exception as e:
@@ -579,6 +619,8 @@ class ToolExecutor:
                 err = RuntimeError(f"tool raised {type(e).__name__}: {e}")
                 err.__cause__ = e
                 value, ok = err, False
+            finally:
+                _switch_interval.exit()
             try:
                 loop.call_soon_threadsafe(deliver, ok, value)
             except RuntimeError:  # loop closed: nobody is waiting any more
