@@ -348,3 +348,20 @@ def test_20_mb_of_noise_gives_bounded_diagnostics():
     assert len(ts.diagnostics) <= 110
     total = sum(len(d.message) + len(d.raw or b"") for d in ts.diagnostics)
     assert total < 100_000
+
+
+def test_a_decoder_on_its_own_caps_and_sums_up_at_close():
+    d = SSEDecoder()
+    d.feed(b"".join(b"retry: x%d\n" % i for i in range(250)) + b"\n")
+    assert [x.code for x in d.diagnostics].count(D.SSE_RETRY_IGNORED) == 100
+    d.close()
+    assert d.diagnostics[-1].code == D.DIAGNOSTICS_CAPPED
+    assert d.diagnostics[-1].message.endswith("sse.retry_ignored x150")
+
+
+def test_stream_ending_inside_a_cut_off_event_reports_it_once():
+    d = SSEDecoder(max_event_bytes=100)
+    d.feed(b"data: " + b"x" * 300)
+    d.feed(b"y" * 300)
+    assert d.close() == []
+    assert [x.code for x in d.diagnostics] == [D.SSE_EVENT_TOO_LARGE]
