@@ -118,6 +118,14 @@ class DiagnosticCap:
             )
         return None
 
+    def drop_if_full(self, code: str) -> bool:
+        """True (and counted) when a diagnostic of `code` would be dropped now, its notice already given: callers
+        on noisy paths skip building it."""
+        if self.kept.get(code, 0) >= self.per_code and code in self.dropped:
+            self.dropped[code] += 1
+            return True
+        return False
+
     def summary(self) -> Diagnostic | None:
         if not self.dropped:
             return None

@@ -246,6 +246,8 @@ class SSEDecoder:
 
     # ------------------------------------------------------------------------------------------------ internals
     def _diag(self, code: str, severity: Severity, message: str, offset: int, raw: bytes) -> None:
+        if self.cap.drop_if_full(code):
+            return
         d = self.cap.filter(Diagnostic(code, severity, message, event_index=self._seq, offset=offset, raw=raw))
         if d is not None:
             self.diagnostics.append(d)
@@ -590,6 +592,8 @@ class SSEDecoder:
             self._carry.clear()
 
     def _bad_utf8(self, content: bytes, off: int) -> None:
+        if self.cap.drop_if_full(SSE_INVALID_UTF8):  # (noise: skip building the message)
+            return
         self._diag(
             SSE_INVALID_UTF8,
             "warning",
@@ -677,6 +681,8 @@ class SSEDecoder:
             if name not in self._unknown_seen:
                 if len(self._unknown_seen) < _UNKNOWN_NAMES_MAX:
                     self._unknown_seen.add(name)
+                if self.cap.drop_if_full(SSE_UNKNOWN_FIELD):  # (noise: skip building the message)
+                    return
                 self._diag(
                     SSE_UNKNOWN_FIELD,
                     "info",
