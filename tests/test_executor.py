@@ -677,7 +677,7 @@ async def test_on_change_sequence_and_times_from_the_clock():
     assert (a.duration, a.dispatch_delay) == (2.0, 0.0)
     assert (b.streaming_input_at, b.queued_at, b.started_at, b.finished_at) == (None, 2.5, 4.0, 7.0)
     assert b.dispatch_delay == 1.5 and a.turn == b.turn == 3
-    assert a.times == {"streaming_input": 1.0, "queued": 2.0, "running": 2.0, "succeeded": 4.0}
+    assert a.times == {"streaming_input": 1.0, "queued": 2.0, "running": 2.0, "succeeded": 4.0, "finished_at": 4.0}
 
 
 async def test_observer_errors_do_not_break_the_executor():
@@ -790,3 +790,28 @@ async def test_not_run_on_a_queued_call_unblocks_the_queue():
     g.release("a")
     g.release("s")
     await finish(ex)
+
+
+async def test_discarded_call_keeps_its_own_run_time():
+    """A call of a failed attempt that finished and is then discarded: its duration is its run, not the time until
+    the discard (the display reads `finished_at` from times)."""
+    now = [0.0]
+    g = Gates()
+    ex = ToolExecutor(gated_tools(g), clock=lambda: now[0], attempt=1)
+    c = submit(ex, "safe", "done")
+    await g.wait_started("done")
+    now[0] = 2.0
+    g.release("done")
+    await asyncio.wait_for(_until(lambda: c.terminal), GUARD)
+    running = submit(ex, "safe", "still")
+    await g.wait_started("still")
+    now[0] = 30.0
+    await ex.discard("stream failed; retrying")
+    assert c.state is ToolState.DISCARDED and c.ran_state is ToolState.SUCCEEDED
+    assert (c.started_at, c.finished_at, c.duration, c.discarded_at) == (0.0, 2.0, 2.0, 30.0)
+    assert c.times == {"queued": 0.0, "running": 0.0, "succeeded": 2.0, "finished_at": 2.0, "discarded": 30.0}
+    # discarded while running: its run ended at the discard
+    assert running.ran_state is None
+    assert (running.started_at, running.finished_at, running.duration) == (2.0, 30.0, 28.0)
+    g.release("still")
+    await ex.aclose()

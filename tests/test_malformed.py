@@ -482,6 +482,20 @@ CORPUS: list[Case] = [
         [D.NO_EVENTS],
         "incomplete",
     ),
+    Case(
+        "usage that is an array, a text whose text is a number (wrong JSON types: named, never a crash)",
+        sse(
+            message_start(usage=[1]),
+            block_start(0, {"type": "text", "text": 5}),
+            text_delta(0, "ok"),
+            block_stop(0),
+            message_delta(),
+            message_stop(),
+        ),
+        [D.WRONG_TYPE, D.WRONG_TYPE],
+        "text_finish",
+        content=[{"type": "text", "text": "ok"}],
+    ),
 ]
 
 

@@ -358,3 +358,99 @@ def test_load_errors_import(pkgdir, tmp_path):
     for spec in ["just_a_module", "mod:", ":attr"]:
         with pytest.raises(ToolLoadError, match="expects 'package.module:attr'"):
             load_tools(spec)
+
+
+# ------------------------------------------------------------------------------- special files, loops, regex engine
+SPECIAL_MESSAGE = "'{path}' is a FIFO (named pipe): refused, not opened"
+
+
+@pytest.mark.parametrize("tool", ["read_file", "list_dir", "search_text", "write_file"])
+async def test_fifo_is_refused_not_opened(ws, tool):
+    os.mkfifo(ws / "pipe")
+    inp = {"path": "pipe", "pattern": "x", "content": "data"}
+    c = await run(builtin_tools(ws, allow_write=True), tool, inp)  # would block its thread forever if opened
+    assert (c.state, c.result, c.is_error) == (ToolState.FAILED, SPECIAL_MESSAGE.format(path="pipe"), True)
+
+
+async def test_fifo_behind_a_symlink_is_refused(ws):
+    os.mkfifo(ws / "pipe")
+    (ws / "pipe_link").symlink_to(ws / "pipe")
+    c = await run(builtin_tools(ws), "read_file", {"path": "pipe_link"})
+    assert (c.state, c.result) == (ToolState.FAILED, SPECIAL_MESSAGE.format(path="pipe_link"))
+
+
+def test_open_regular_refuses_a_fifo_swapped_in_after_the_check(ws):
+    """The descriptor is checked (fstat), not only the path before: a FIFO never blocks the open."""
+    from inspector.agent.toolbox.builtin import _open_regular
+
+    os.mkfifo(ws / "pipe")
+    with pytest.raises(ToolRefused, match="FIFO"):
+        _open_regular(ws / "pipe", "pipe")
+    with pytest.raises(ToolRefused, match="FIFO|No such device"):  # (no reader: ENXIO, still never blocking)
+        _open_regular(ws / "pipe", "pipe", os.O_WRONLY | os.O_CREAT, "wb")
+
+
+async def test_search_and_list_skip_special_files_in_a_directory(ws):
+    os.mkfifo(ws / "src" / "pipe")
+    c = await run(builtin_tools(ws), "search_text", {"pattern": "hello", "path": "src"})
+    assert (c.state, c.result) == (ToolState.SUCCEEDED, "src/pkg/mod.py:1: def hello():")
+    c = await run(builtin_tools(ws), "list_dir", {"path": "src"})
+    assert c.result.splitlines() == ["src: 2 entries", "pipe  (a FIFO (named pipe))", "pkg/"]
+
+
+async def test_search_text_skips_symlink_loops_with_a_note(ws, tmp_path):
+    (ws / "src" / "loop_a").symlink_to(ws / "src" / "loop_b")
+    (ws / "src" / "loop_b").symlink_to(ws / "src" / "loop_a")
+    (ws / "self").symlink_to(ws / "self")
+    (ws / "src" / "up").symlink_to(ws)  # a directory loop: never descended
+    c = await run(builtin_tools(ws), "search_text", {"pattern": "hello"})
+    assert c.state is ToolState.SUCCEEDED, c.result
+    first, *rest = c.result.splitlines()
+    assert first == "[skipped: self (symlink loop), src/loop_a (symlink loop), src/loop_b (symlink loop)]"
+    assert "README.md:2: hello world" in rest and "src/pkg/mod.py:1: def hello():" in rest
+    assert str(tmp_path) not in c.result  # no host path reaches the model
+
+
+async def test_read_file_through_a_symlink_loop_is_refused(ws):
+    (ws / "self").symlink_to(ws / "self")
+    c = await run(builtin_tools(ws), "read_file", {"path": "self"})
+    assert (c.state, c.result) == (ToolState.FAILED, "path 'self' is not a valid path")
+
+
+@pytest.mark.parametrize("pattern", [r"(hello)\s+\1", r"hel(?=lo)", r"(?<!x)hello", r"(?P<w>l)(?P=w)"])
+async def test_search_text_never_falls_back_to_python_re(ws, pattern):
+    """Backreferences and lookaround: RE2 cannot compile them; the search is literal and the result says so."""
+    (ws / "odd.txt").write_text(f"x {pattern} y\n")
+    c = await run(builtin_tools(ws), "search_text", {"pattern": pattern})
+    assert c.state is ToolState.SUCCEEDED
+    note, *hits = c.result.splitlines()
+    assert note.startswith("[not a valid regex for RE2 (") and "searched as plain text" in note
+    assert hits == [f"odd.txt:1: x {pattern} y"]
+
+
+async def test_search_text_is_linear_on_a_catastrophic_pattern(ws):
+    (ws / "evil.txt").write_text("a" * 5000 + "b\n" + "a" * 40 + "\n")
+    c = await run(builtin_tools(ws), "search_text", {"pattern": "(a+)+$", "path": "evil.txt"})
+    assert (c.state, c.result) == (ToolState.SUCCEEDED, "evil.txt:2: " + "a" * 40)
+
+
+async def test_search_text_literal_and_case(ws):
+    c = await run(builtin_tools(ws), "search_text", {"pattern": "HEL+O", "literal": True, "ignore_case": True})
+    assert c.result.startswith("no matches")
+    c = await run(builtin_tools(ws), "search_text", {"pattern": "'HELLO'", "literal": True, "ignore_case": True})
+    assert c.result == "src/pkg/mod.py:2:     return 'Hello'"
+
+
+@pytest.mark.parametrize("tool", ["read_file", "list_dir", "search_text", "write_file"])
+async def test_socket_is_refused_not_opened(tmp_path, tool):
+    import socket
+
+    root = tmp_path / "w"  # (a short path: AF_UNIX paths are limited to ~100 bytes)
+    root.mkdir()
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.bind(str(root / "sock"))
+        c = await run(builtin_tools(root, allow_write=True), tool, {"path": "sock", "pattern": "x", "content": "d"})
+    finally:
+        s.close()
+    assert (c.state, c.result) == (ToolState.FAILED, "'sock' is a socket: refused, not opened")

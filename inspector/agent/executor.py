@@ -29,6 +29,7 @@ import contextvars
 import copy
 import inspect
 import logging
+import sys
 import threading
 import time
 import traceback as _traceback
@@ -38,7 +39,7 @@ from typing import Any
 
 import orjson
 
-from inspector.agent.states import TOOL_TERMINAL, ToolState
+from inspector.agent.states import TOOL_RAN, TOOL_TERMINAL, ToolState
 from inspector.agent.toolbox.spec import _CURRENT_CANCEL, ToolRefused, ToolSpec
 
 log = logging.getLogger(__name__)
@@ -47,8 +48,47 @@ __all__ = ["ToolState", "TERMINAL", "ToolCall", "ToolExecutor", "render_result",
 
 THREAD_NAME_PREFIX = "inspector-tool-"
 
+# While a sync tool runs in a thread, the event loop gets the GIL back only when the interpreter's switch interval
+# runs out (5 ms by default, and a CPU-bound tool takes it back at once): a 1 s pure-Python tool then left the loop
+# ~100 wakeups a second and gaps near 30-45 ms on a loaded machine. A shorter interval while any sync tool runs
+# (restored when the last one ends) halves that (tests/test_tool_stall.py measures it). Process-wide, as the GIL is.
+SYNC_TOOL_SWITCH_INTERVAL = 0.0005  # seconds
+
+
+class _SwitchInterval:
+    """Counts the running sync-tool threads (of every executor); the first lowers sys.setswitchinterval, the last
+    restores the value it found (unless someone else changed it meanwhile)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running = 0
+        self._saved: float | None = None
+        self._set: float | None = None
+
+    def enter(self) -> None:
+        with self._lock:
+            self._running += 1
+            if self._running == 1:
+                current = sys.getswitchinterval()
+                if current > SYNC_TOOL_SWITCH_INTERVAL:
+                    self._saved = current
+                    sys.setswitchinterval(SYNC_TOOL_SWITCH_INTERVAL)
+                    self._set = sys.getswitchinterval()
+
+    def exit(self) -> None:
+        with self._lock:
+            self._running -= 1
+            if self._running == 0 and self._saved is not None:
+                if sys.getswitchinterval() == self._set:  # nobody else changed it meanwhile
+                    sys.setswitchinterval(self._saved)
+                self._saved = self._set = None
+
+
+_switch_interval = _SwitchInterval()
+
 
 TERMINAL = TOOL_TERMINAL
+FINISHED_AT = "finished_at"  # the key of ToolCall.times for the moment a call first became terminal
 
 
 @dataclass(eq=False)
@@ -62,7 +102,9 @@ class ToolCall:
     input_error: str | None = None
     state: ToolState = ToolState.STREAMING_INPUT
     safe: bool = False
-    times: dict[str, float] = field(default_factory=dict)  # state value -> clock time when entered
+    # state value -> clock time when entered; plus "finished_at": when the call first became terminal (the end of its
+    # run for one that ran). A call that finished and is then discarded keeps it: "discarded" is recorded apart.
+    times: dict[str, float] = field(default_factory=dict)
     result: str | list | None = None  # content of the tool_result
     is_error: bool = False
     error: str | None = None  # human message for failed / timed_out / cancelled / not_run / discarded
@@ -87,7 +129,25 @@ class ToolCall:
 
     @property
     def finished_at(self) -> float | None:
-        return self.times.get(self.state.value) if self.state in TERMINAL else None
+        """When the call first became terminal: for a call that ran, the end of its run (even if it was discarded
+        later, with its failed attempt: see `discarded_at`)."""
+        if self.state not in TERMINAL:
+            return None
+        t = self.times.get(FINISHED_AT)
+        return t if t is not None else self.times.get(self.state.value)
+
+    @property
+    def discarded_at(self) -> float | None:
+        return self.times.get(ToolState.DISCARDED.value)
+
+    @property
+    def ran_state(self) -> ToolState | None:
+        """The state its run ended in (succeeded / failed / timed_out), also after a discard; None if it never
+        finished a run."""
+        for s in TOOL_RAN:
+            if s.value in self.times:
+                return s
+        return None
 
     @property
     def duration(self) -> float | None:
@@ -380,7 +440,9 @@ class ToolExecutor:
 
     def _set_state(self, call: ToolCall, state: ToolState) -> None:
         call.state = state
-        call.times[state.value] = self._clock()
+        t = call.times[state.value] = self._clock()
+        if state in TERMINAL and FINISHED_AT not in call.times:
+            call.times[FINISHED_AT] = t  # (kept when a finished call is discarded later)
         self._emit(call)
         if state in TERMINAL:
             self._wake()
@@ -458,7 +520,7 @@ class ToolExecutor:
             except TimeoutError as e:
                 ev.set()
                 if isinstance(cm, asyncio.Timeout) and cm.expired():
-                    if self._finish(call, ToolState.TIMED_OUT, f"timed out after {_fmt_seconds(spec.timeout)} s"):
+                    if self._finish(call, ToolState.TIMED_OUT, f"timed out after {_fmt_seconds(spec.timeout or 0)} s"):
                         self._after_error(call, spec)
                 else:
                     self._fail(call, spec, e)
@@ -522,7 +584,7 @@ class ToolExecutor:
 
     async def _invoke(self, call: ToolCall, spec: ToolSpec, ev: threading.Event) -> Any:
         fn = spec.fn
-        tool_input = copy.deepcopy(call.input)  # the call keeps the input as the model sent it
+        tool_input = copy.deepcopy(call.input) or {}  # the call keeps the input as the model sent it
         if _is_async_callable(fn):
             value = await fn(tool_input)
         else:
@@ -548,6 +610,7 @@ class ToolExecutor:
                 thread_done.set_result(None)
 
         def target() -> None:
+            _switch_interval.enter()
             try:
                 value, ok = ctx.run(fn, tool_input), True
             except Exception as e:
@@ -556,6 +619,8 @@ class ToolExecutor:
                 err = RuntimeError(f"tool raised {type(e).__name__}: {e}")
                 err.__cause__ = e
                 value, ok = err, False
+            finally:
+                _switch_interval.exit()
             try:
                 loop.call_soon_threadsafe(deliver, ok, value)
             except RuntimeError:  # loop closed: nobody is waiting any more

@@ -19,9 +19,11 @@ import orjson
 from orjson import JSONDecodeError
 
 from inspector.stream import diagnostics as D
-from inspector.stream.diagnostics import Diagnostic
+from inspector.stream import sse as _sse
+from inspector.stream.diagnostics import Diagnostic, DiagnosticCap
 from inspector.stream.protocol import (
     CitationsDelta,
+    CompactionDelta,
     ContentBlockDelta,
     ContentBlockStart,
     ContentBlockStop,
@@ -73,12 +75,17 @@ _DELTA_FOR_BLOCK = {
     "tool_use": ("input_json_delta",),
     "server_tool_use": ("input_json_delta",),
     "mcp_tool_use": ("input_json_delta",),
+    "compaction": ("compaction_delta",),
 }
 
 _loads = orjson.loads
 _TEXT_DELTAS = (InputJsonDelta, TextDelta, ThinkingDelta)  # the deltas that add a fragment to a block
 
 Outcome = Literal["tool_use", "text_finish", "truncated", "incomplete", "error"]
+# message_delta: delta fields not copied onto the message as they are (stop_* are set always; the others belong to
+# the message_start or to the top level of the event)
+_NOT_FROM_DELTA = frozenset({"stop_reason", "stop_sequence", "usage", "content", "id", "type", "role"})
+_FROM_MESSAGE_DELTA = ("context_management", "input_transformations")
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,14 +124,18 @@ class BlockBuffer:
     input_error: InputError | None = None
     parsed: bool = False  # tool input has been parsed (at stop)
     _joined: str | None = None
+    compaction: CompactionDelta | None = None  # the last compaction_delta (its values replace the block's)
+    prefilled: bool = False  # the block came whole inside message_start's content
 
     @property
     def id(self) -> str | None:
-        return self.start.get("id")
+        v = self.start.get("id")
+        return v if isinstance(v, str) else None  # (a wrong type is a protocol.wrong_type diagnostic)
 
     @property
     def name(self) -> str | None:
-        return self.start.get("name")
+        v = self.start.get("name")
+        return v if isinstance(v, str) else None
 
     @property
     def fragments(self) -> list[Fragment]:
@@ -171,11 +182,28 @@ class BlockBuffer:
         """Parse tool input once (at content_block_stop). Never raises."""
         self.parsed = True
         if not self.texts:
-            self.input = self.start.get("input", {})
+            start_input = self.start.get("input", {})
+            if not isinstance(start_input, dict):
+                self.input = None
+                self.input_error = InputError(
+                    f"tool input is a JSON {type(start_input).__name__}, not an object", 0, 1, 1
+                )
+                return [
+                    Diagnostic(
+                        D.TOOL_INPUT_NOT_OBJECT,
+                        "error",
+                        f"tool block {self.index} ({self.name}): the start block's {self.input_error.message}",
+                        self.stop_event,
+                        block_index=self.index,
+                        raw=orjson.dumps(start_input)[:4096],
+                    )
+                ]
+            self.input = start_input
             return []
         buf = self.joined()
         if buf == "":
-            self.input = self.start.get("input", {})
+            start_input = self.start.get("input", {})
+            self.input = start_input if isinstance(start_input, dict) else {}
             return [
                 Diagnostic(
                     D.TOOL_INPUT_EMPTY,
@@ -235,13 +263,20 @@ class BlockBuffer:
         out = dict(self.start)
         t = self.type
         if t == "text":
-            out["text"] = out.get("text", "") + self.joined()
+            if self.texts or not isinstance(out.get("text", ""), str):
+                out["text"] = _str_or_empty(out.get("text")) + self.joined()
             if self.citations is not None:
-                out["citations"] = list(out.get("citations") or []) + self.citations
+                base = out.get("citations")
+                out["citations"] = (base if isinstance(base, list) else []) + self.citations
         elif t == "thinking":
-            out["thinking"] = out.get("thinking", "") + self.joined()
+            if self.texts or not isinstance(out.get("thinking", ""), str):
+                out["thinking"] = _str_or_empty(out.get("thinking")) + self.joined()
             if self.signature is not None:
                 out["signature"] = self.signature
+        elif t == "compaction":
+            if self.compaction is not None:  # as the SDK's beta accumulator: the last delta's values replace
+                out["content"] = self.compaction.content
+                out["encrypted_content"] = self.compaction.encrypted_content
         elif self.is_tool:
             if not self.parsed:
                 # open block (no stop seen): show what arrived, never pretend it is complete (not even as the
@@ -256,6 +291,10 @@ class BlockBuffer:
         return out
 
 
+def _str_or_empty(v: Any) -> str:
+    return v if isinstance(v, str) else ""
+
+
 # What `feed` reports changed, for observers (the loop turns these into observations).
 Change = tuple  # ("message_start",) | ("block_opened", i) | ("block_delta", i) | ("block_closed", i) | ...
 
@@ -263,7 +302,8 @@ Change = tuple  # ("message_start",) | ("block_opened", i) | ("block_delta", i) 
 class MessageAssembler:
     """Folds typed stream events into blocks and a final message, with diagnostics. Never raises."""
 
-    def __init__(self) -> None:
+    def __init__(self, cap: DiagnosticCap | None = None) -> None:
+        self.cap = cap if cap is not None else DiagnosticCap()  # (TurnStream shares one per stream)
         self.message: dict | None = None
         self.blocks: dict[int, BlockBuffer] = {}
         self.order: list[int] = []  # indices in arrival order
@@ -278,16 +318,21 @@ class MessageAssembler:
 
     # -- helpers
     def _diag(self, code: str, severity: str, message: str, seq: int, block: int | None = None, raw=None) -> None:
-        self.diagnostics.append(Diagnostic(code, severity, message, seq, block_index=block, raw=raw))  # type: ignore[arg-type]
+        self._add(Diagnostic(code, severity, message, seq, block_index=block, raw=raw))  # type: ignore[arg-type]
+
+    def _add(self, d: Diagnostic) -> None:
+        kept = self.cap.filter(d)
+        if kept is not None:
+            self.diagnostics.append(kept)
 
     def feed(self, ev: StreamEvent) -> list[Change]:
         self.events += 1
         if ev.__class__ is ContentBlockDelta and not self.stopped:
             # hot path: a text/json/thinking fragment for an open block of the matching type (same result as
             # _delta, which handles everything else)
-            block = self.blocks.get(ev.index)  # type: ignore[union-attr]
+            block = self.blocks.get(ev.index)
             if block is not None and not block.closed:
-                d = ev.delta  # type: ignore[union-attr]
+                d: Any = ev.delta
                 dc = d.__class__
                 bt = block.type
                 if dc is InputJsonDelta:
@@ -300,11 +345,11 @@ class MessageAssembler:
                     text = None
                 if text is not None:
                     block.texts.append(text)
-                    block.fragment_events.append(ev.seq)  # type: ignore[union-attr]
+                    block.fragment_events.append(ev.seq)
                     block.nbytes += len(text) if text.isascii() else len(text.encode("utf-8"))
                     block._joined = None
-                    return [("block_delta", ev.index)]  # type: ignore[union-attr]
-            return self._delta(ev)  # type: ignore[arg-type]
+                    return [("block_delta", ev.index)]
+            return self._delta(ev)
         seq = ev.seq
         if isinstance(ev, Ping):
             return []
@@ -321,22 +366,26 @@ class MessageAssembler:
             if self.started:
                 self._diag(D.DUPLICATE_MESSAGE_START, "error", "second message_start (ignored)", seq)
                 return []
-            self.started = True
-            self.message = dict(ev.message)
-            self.message.setdefault("content", [])
-            self.message["usage"] = dict(self.message.get("usage") or {})
-            return [("message_start",)]
+            return self._message_start(ev)
         self._require_start(ev)
         if isinstance(ev, MessageDelta):
             msg = self._msg()
-            d = ev.delta
-            msg["stop_reason"] = d.get("stop_reason")
-            msg["stop_sequence"] = d.get("stop_sequence")
-            for k, v in d.items():
-                if k not in ("stop_reason", "stop_sequence") and v is not None:
+            md = ev.delta
+            # (a value of the wrong type is a protocol.wrong_type diagnostic from parse_event: not folded)
+            sr, ss = md.get("stop_reason"), md.get("stop_sequence")
+            msg["stop_reason"] = sr if isinstance(sr, str) else None
+            msg["stop_sequence"] = ss if isinstance(ss, str) else None
+            for k, v in md.items():
+                if k not in _NOT_FROM_DELTA and v is not None and (k != "container" or isinstance(v, dict)):
+                    msg[k] = v
+            for k in _FROM_MESSAGE_DELTA:  # top-level fields of the event the SDK's beta accumulator folds
+                v = ev.extra.get(k)
+                if v is not None:
                     msg[k] = v
             self.stop_reason = msg["stop_reason"]
-            usage = msg.setdefault("usage", {})
+            usage = msg.get("usage")
+            if not isinstance(usage, dict):
+                usage = msg["usage"] = {}
             for k, v in ev.usage.items():
                 # cumulative totals: overwrite, never add; a missing/null optional value keeps the earlier one
                 if v is not None or k == "output_tokens":
@@ -349,6 +398,54 @@ class MessageAssembler:
             self.error = ev  # diagnostic already raised by parse_event
             return [("error",)]
         return []  # Unknown / Invalid: their diagnostics come from parse_event
+
+    def _message_start(self, ev: MessageStart) -> list[Change]:
+        """The message, and the blocks it already holds (programmatic tool calling sends complete tool_use blocks
+        and a stop_reason in message_start, then message_stop with no message_delta): each becomes a closed block,
+        reported as block_opened + block_closed, as a streamed one would be."""
+        self.started = True
+        msg = self.message = dict(ev.message)
+        usage = msg.get("usage")
+        msg["usage"] = dict(usage) if isinstance(usage, dict) else {}
+        content = msg.get("content")
+        msg["content"] = []
+        sr = msg.get("stop_reason")
+        if not isinstance(sr, str):
+            sr = None
+        if "stop_reason" in msg:
+            msg["stop_reason"] = sr
+        self.stop_reason = sr
+        ss = msg.get("stop_sequence")
+        if ss is not None and not isinstance(ss, str):
+            msg["stop_sequence"] = None
+        changes: list[Change] = [("message_start",)]
+        if not isinstance(content, list):
+            return changes
+        seq = ev.seq
+        for i, block in enumerate(content):
+            if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+                continue  # protocol.wrong_type from parse_event, with the raw value
+            btype = block["type"]
+            if btype not in KNOWN_BLOCKS:
+                self._diag(D.UNKNOWN_BLOCK, "info", f"unknown content block type {btype!r} (kept)", seq, i)
+            b = BlockBuffer(i, btype, block, seq, closed=True, stop_event=seq, prefilled=True)
+            self.blocks[i] = b
+            self.order.append(i)
+            if btype == "fallback":
+                self._fallback(block)
+            if b.is_tool:
+                for d in b.parse_input():
+                    self._add(d)
+            changes.append(("block_opened", i))
+            changes.append(("block_closed", i))
+        self._next_index = len(content)
+        return changes
+
+    def _fallback(self, block: dict) -> None:
+        """A fallback block names the model serving the rest of the response (the SDK relabels the message)."""
+        to = block.get("to")
+        if isinstance(to, dict) and isinstance(to.get("model"), str):
+            self._msg()["model"] = to["model"]
 
     def _msg(self) -> dict:
         if self.message is None:
@@ -379,6 +476,8 @@ class MessageAssembler:
         btype = ev.content_block["type"]
         if btype not in KNOWN_BLOCKS:
             self._diag(D.UNKNOWN_BLOCK, "info", f"unknown content block type {btype!r} (kept)", seq, i)
+        elif btype == "fallback":
+            self._fallback(ev.content_block)
         self.blocks[i] = BlockBuffer(i, btype, ev.content_block, seq)
         self.order.append(i)
         return [("block_opened", i)]
@@ -426,9 +525,15 @@ class MessageAssembler:
         elif isinstance(delta, SignatureDelta):
             block.signature = delta.signature
         elif isinstance(delta, CitationsDelta):
+            if not isinstance(delta.citation, dict):
+                return []  # protocol.wrong_type from parse_event (kept in the event)
             if block.citations is None:
                 block.citations = []
             block.citations.append(delta.citation)
+        elif isinstance(delta, CompactionDelta):
+            block.compaction = delta
+            if isinstance(delta.content, str):
+                block.add(delta.content, seq)  # (also a fragment: for previews and the byte count)
         return [("block_delta", i)]
 
     def _stop(self, ev: ContentBlockStop) -> list[Change]:
@@ -445,7 +550,8 @@ class MessageAssembler:
         block.closed = True
         block.stop_event = seq
         if block.is_tool:
-            self.diagnostics.extend(block.parse_input())
+            for d in block.parse_input():
+                self._add(d)
         return [("block_closed", i)]
 
     # -- end of stream
@@ -473,6 +579,7 @@ class MessageAssembler:
                         block_index=i,
                     )
                 )
+        new = [k for k in map(self.cap.filter, new) if k is not None]
         self.diagnostics.extend(new)
         return new
 
@@ -482,7 +589,8 @@ class MessageAssembler:
         msg["content"] = [self.blocks[i].to_content() for i in sorted(self.blocks)]
         for k in ("id", "type", "role", "model", "stop_reason", "stop_sequence"):
             msg.setdefault(k, None)
-        msg["usage"] = dict(msg.get("usage") or {})
+        usage = msg.get("usage")
+        msg["usage"] = dict(usage) if isinstance(usage, dict) else {}
         return msg
 
     def tool_blocks(self) -> list[BlockBuffer]:
@@ -513,19 +621,25 @@ class Step:
     diagnostics: list[Diagnostic]
 
 
-# TurnStream._steps builds these without __init__, field by field: it must set every field.
-assert Step.__slots__ == ("sse", "event", "changes", "diagnostics")
-assert ContentBlockDelta.__slots__ == ("index", "delta", "seq", "type")
-assert InputJsonDelta.__slots__ == ("partial_json", "type") and TextDelta.__slots__ == ("text", "type")
-assert ThinkingDelta.__slots__ == ("thinking", "type")
+# TurnStream._steps builds Step, ContentBlockDelta and the text/json/thinking deltas without __init__, field by field:
+# it must set every field (their __slots__ are pinned by tests/test_hotpath.py).
+# The continuation path of TurnStream._steps: on where the `is` test it relies on holds (see inspector.stream.sse);
+# tests set it False to compare with the general path.
+CONTINUATION = _sse.IDENTITY_HOLDS
 
 
 class TurnStream:
     """Bytes in, steps out: SSE decoder + protocol parser + assembler for one response."""
 
-    def __init__(self) -> None:
-        self.decoder = SSEDecoder()
-        self.assembler = MessageAssembler()
+    def __init__(self, max_event_bytes: int | None = None, max_diagnostics_per_code: int = D.DEFAULT_PER_CODE) -> None:
+        # one cap for the whole stream: the first `max_diagnostics_per_code` of each code are kept, the rest
+        # counted (one diagnostics.capped notice per code, and the counts at close())
+        self.cap = DiagnosticCap(max_diagnostics_per_code)
+        if max_event_bytes is None:
+            self.decoder = SSEDecoder(cap=self.cap)
+        else:
+            self.decoder = SSEDecoder(max_event_bytes, cap=self.cap)
+        self.assembler = MessageAssembler(self.cap)
         self.diagnostics: list[Diagnostic] = []  # everything, in order seen
         self.closed = False
         self._held: list[Diagnostic] = []  # SSE diagnostics of an event not yet dispatched
@@ -550,10 +664,12 @@ class TurnStream:
         adiags = asm.diagnostics  # never rebound
         feed = asm.feed
         parse = parse_event
+        cap_filter = self.cap.filter
         loads = _loads
         new = object.__new__  # `new(C)` + attribute stores: building without the __init__ call, which costs more
+        continuation = CONTINUATION
         cont = self._cont  # dropped as soon as its block is closed or the message stopped
-        if cont is not None and (cont[3].closed or asm.stopped):
+        if cont is not None and (cont[3].closed or asm.stopped or not continuation):
             cont = None
         if cont is not None:
             head, idx, cls, block = cont
@@ -578,7 +694,7 @@ class TurnStream:
                     if text.__class__ is str:  # the middle is one JSON string: the data is exactly such a delta
                         texts_append(text)
                         run += 1
-                        d = new(cls)  # cls(text)
+                        d: Any = new(cls)  # cls(text)
                         if cls is InputJsonDelta:
                             d.partial_json = text
                             d.type = "input_json_delta"
@@ -588,7 +704,7 @@ class TurnStream:
                         else:
                             d.thinking = text
                             d.type = "thinking_delta"
-                        ev = new(ContentBlockDelta)  # ContentBlockDelta(idx, d, e.seq)
+                        ev: Any = new(ContentBlockDelta)  # ContentBlockDelta(idx, d, e.seq)
                         ev.index = idx
                         ev.delta = d
                         ev.seq = e.seq
@@ -604,17 +720,19 @@ class TurnStream:
                     self._account(block, run, e.seq)
                     run = 0
             ev, diags = parse(e.event, e.data, e.seq)
+            if diags:
+                diags = [k for k in map(cap_filter, diags) if k is not None]
             changes = feed(ev)
             if len(adiags) != n:
                 diags = diags + adiags[n:]
                 n = len(adiags)
             if diags:
                 self.diagnostics.extend(diags)
-            elif ev.__class__ is ContentBlockDelta and ev.delta.__class__ in _TEXT_DELTAS and changes:
+            elif continuation and ev.__class__ is ContentBlockDelta and ev.delta.__class__ in _TEXT_DELTAS and changes:
                 # a text/json/thinking fragment the block took: the next delta may continue it
-                h = delta_head(ev)  # type: ignore[arg-type]
+                h = delta_head(ev)
                 if h is not None and e.data.startswith(h):
-                    cont = (h.encode(), ev.index, ev.delta.__class__, asm.blocks[ev.index])  # type: ignore[union-attr]
+                    cont = (h.encode(), ev.index, ev.delta.__class__, asm.blocks[ev.index])
                     head, idx, cls, block = cont
                     texts_append = block.texts.append
                     change = ("block_delta", idx)
@@ -658,7 +776,7 @@ class TurnStream:
         k, n = 0, len(pending)
         for e, raw in zip(events, raws):
             j = k
-            while j < n and (pending[j].event_index is None or pending[j].event_index <= e.seq):
+            while j < n and ((ei := pending[j].event_index) is None or ei <= e.seq):
                 j += 1
             if j > k:
                 before = pending[k:j]
@@ -682,6 +800,9 @@ class TurnStream:
         new = self._held + self.decoder.take_diagnostics()
         self._held = []
         new += self.assembler.finish()
+        summary = self.cap.summary()
+        if summary is not None:
+            new.append(summary)
         self.diagnostics.extend(new)
         return new
 

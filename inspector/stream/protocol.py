@@ -48,12 +48,23 @@ class CitationsDelta:
 
 
 @dataclass(slots=True)
+class CompactionDelta:
+    """Beta: fills a `compaction` block (the SDK's beta accumulator sets the block's content and encrypted_content
+    to the delta's, replacing what was there)."""
+
+    content: Any = None
+    encrypted_content: Any = None
+    type: str = "compaction_delta"
+    extra: dict = field(default_factory=dict)  # other fields the delta carried (kept)
+
+
+@dataclass(slots=True)
 class UnknownDelta:
     type: str
     payload: dict
 
 
-Delta = Union[TextDelta, InputJsonDelta, ThinkingDelta, SignatureDelta, CitationsDelta, UnknownDelta]
+Delta = Union[TextDelta, InputJsonDelta, ThinkingDelta, SignatureDelta, CitationsDelta, CompactionDelta, UnknownDelta]
 
 # ---------------------------------------------------------------------------------------------------------- events
 
@@ -94,6 +105,8 @@ class MessageDelta:
     usage: dict
     seq: int = -1
     type: str = "message_delta"
+    # the event's other top-level fields, as sent (e.g. beta `context_management`, `input_transformations`)
+    extra: dict = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -184,9 +197,99 @@ def _parse_delta(d: Any) -> Delta | None:
             return SignatureDelta(v) if isinstance(v, str) else None
         if t == "citations_delta":
             return CitationsDelta(d["citation"])
+        if t == "compaction_delta":
+            return CompactionDelta(
+                d.get("content"),
+                d.get("encrypted_content"),
+                extra={k: v for k, v in d.items() if k not in ("type", "content", "encrypted_content")},
+            )
     except KeyError:
         return None
     return UnknownDelta(str(t), d)
+
+
+# --------------------------------------------------------------------------------------------------- shape checks
+# Where bytes become typed events, the fields the engine folds are checked for their JSON type. A wrong type is a
+# `protocol.wrong_type` diagnostic (the event keeps the value as sent; the assembler folds only well-typed values),
+# never an exception. (type, ...) tuples; None allows null.
+_STR, _OPT_STR, _DICT, _OPT_DICT, _LIST, _OPT_LIST = (str,), (str, None), (dict,), (dict, None), (list,), (list, None)
+_MESSAGE_FIELDS = {
+    "id": _OPT_STR,
+    "type": _OPT_STR,
+    "role": _OPT_STR,
+    "model": _OPT_STR,
+    "content": _OPT_LIST,
+    "stop_reason": _OPT_STR,
+    "stop_sequence": _OPT_STR,
+    "usage": _OPT_DICT,
+    "container": _OPT_DICT,
+}
+_TOOL_FIELDS = {"id": _STR, "name": _STR, "input": _DICT}
+BLOCK_FIELDS: dict[str, dict[str, tuple]] = {
+    "text": {"text": _STR, "citations": _OPT_LIST},
+    "thinking": {"thinking": _STR, "signature": _OPT_STR},
+    "redacted_thinking": {"data": _STR},
+    "tool_use": _TOOL_FIELDS,
+    "server_tool_use": _TOOL_FIELDS,
+    "mcp_tool_use": {**_TOOL_FIELDS, "server_name": _STR},
+    "compaction": {"content": _OPT_STR, "encrypted_content": _OPT_STR},
+}
+_DELTA_FIELDS = {"stop_reason": _OPT_STR, "stop_sequence": _OPT_STR, "container": _OPT_DICT}
+_JSON_NAMES = {str: "a string", dict: "an object", list: "an array", None: "null"}
+
+
+def _json_type(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, (int, float)):
+        return "a number"
+    return _JSON_NAMES.get(type(v), type(v).__name__)
+
+
+def _raw(v: Any) -> bytes:
+    try:
+        return orjson.dumps(v)[:4096]
+    except (TypeError, orjson.JSONEncodeError):  # pragma: no cover - parsed JSON always serializes
+        return repr(v).encode()[:4096]
+
+
+def check_fields(obj: dict, spec: dict[str, tuple], where: str, seq: int, block: int | None = None) -> list[Diagnostic]:
+    """A `protocol.wrong_type` diagnostic for each field of `obj` present with a JSON type `spec` does not allow."""
+    out: list[Diagnostic] = []
+    for key, allowed in spec.items():
+        if key not in obj:
+            continue
+        v = obj[key]
+        if v is None:
+            if None in allowed:
+                continue
+        elif any(t is not None and isinstance(v, t) and not isinstance(v, bool) for t in allowed):
+            continue
+        want = " or ".join(_JSON_NAMES[t] for t in allowed)
+        out.append(
+            Diagnostic(
+                D.WRONG_TYPE,
+                "error",
+                f"{where}.{key} is {_json_type(v)}, expected {want} (kept as sent, not folded)",
+                seq,
+                block_index=block,
+                raw=_raw(v),
+            )
+        )
+    return out
+
+
+def check_block(block: dict, where: str, seq: int, index: int | None) -> list[Diagnostic]:
+    """Field types of one content block (content_block_start's, or one pre-filled in message_start)."""
+    out = check_fields(block, BLOCK_FIELDS.get(block.get("type"), {}), where, seq, index)  # type: ignore[arg-type]
+    cits = block.get("citations")
+    if block.get("type") == "text" and isinstance(cits, list):
+        for k, c in enumerate(cits):
+            if not isinstance(c, dict):
+                out += check_fields({"x": c}, {"x": _DICT}, f"{where}.citations[{k}]", seq, index)
+    return out
 
 
 def _index(payload: dict) -> int | None:
@@ -197,7 +300,7 @@ def _index(payload: dict) -> int | None:
 
 
 # The hot path: a well-formed text/input_json/thinking/signature delta (almost every event of a stream).
-_FAST_DELTAS = {
+_FAST_DELTAS: dict[str, tuple[Any, str]] = {
     "text_delta": (TextDelta, "text"),
     "input_json_delta": (InputJsonDelta, "partial_json"),
     "thinking_delta": (ThinkingDelta, "thinking"),
@@ -270,6 +373,8 @@ def _parse_event(
 
     etype = payload.get("type")
     if not isinstance(etype, str):
+        if "type" in payload:
+            diags += check_fields(payload, {"type": _STR}, event_name, seq)
         etype = event_name
     elif event_name not in ("message", etype):
         diags.append(
@@ -298,6 +403,16 @@ def _parse_event(
             diags.append(
                 Diagnostic(D.UNKNOWN_DELTA, "info", f"unknown delta type {delta.type!r} (kept)", seq, block_index=idx)
             )
+        elif isinstance(delta, CitationsDelta):
+            diags += check_fields({"citation": delta.citation}, {"citation": _DICT}, "citations_delta", seq, idx)
+        elif isinstance(delta, CompactionDelta):
+            diags += check_fields(
+                {"content": delta.content, "encrypted_content": delta.encrypted_content},
+                {"content": _OPT_STR, "encrypted_content": _OPT_STR},
+                "compaction_delta",
+                seq,
+                idx,
+            )
         return ContentBlockDelta(idx, delta, seq), diags
     if etype == "ping":
         return Ping(seq), diags
@@ -308,6 +423,7 @@ def _parse_event(
             return malformed("has no valid index")
         if not isinstance(block, dict) or not isinstance(block.get("type"), str):
             return malformed("has no content_block with a type")
+        diags += check_block(block, "content_block", seq, idx)
         return ContentBlockStart(idx, block, seq), diags
     if etype == "content_block_stop":
         idx = _index(payload)
@@ -318,13 +434,35 @@ def _parse_event(
         msg = payload.get("message")
         if not isinstance(msg, dict):
             return malformed("has no message object")
+        diags += check_fields(msg, _MESSAGE_FIELDS, "message", seq)
+        content = msg.get("content")
+        if isinstance(content, list):
+            for k, b in enumerate(content):
+                if not isinstance(b, dict) or not isinstance(b.get("type"), str):
+                    diags.append(
+                        Diagnostic(
+                            D.WRONG_TYPE,
+                            "error",
+                            f"message.content[{k}] is not a content block with a type (kept as sent, not folded)",
+                            seq,
+                            block_index=k,
+                            raw=_raw(b),
+                        )
+                    )
+                else:
+                    diags += check_block(b, f"message.content[{k}]", seq, k)
         return MessageStart(msg, seq), diags
     if etype == "message_delta":
         delta = payload.get("delta")
         usage = payload.get("usage")
         if not isinstance(delta, dict):
             return malformed("has no delta object")
-        return MessageDelta(delta, usage if isinstance(usage, dict) else {}, seq), diags
+        diags += check_fields(delta, _DELTA_FIELDS, "delta", seq)
+        diags += check_fields(payload, {"usage": _OPT_DICT}, "message_delta", seq)
+        if "usage" in delta:
+            diags += check_fields(delta, {"usage": _OPT_DICT}, "delta", seq)
+        extra = {k: v for k, v in payload.items() if k not in ("type", "delta", "usage")}
+        return MessageDelta(delta, usage if isinstance(usage, dict) else {}, seq, extra=extra), diags
     if etype == "message_stop":
         return MessageStop(seq), diags
     if etype == "error":

@@ -35,9 +35,11 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 from inspector.stream.diagnostics import (
     SSE_BOM_STRIPPED,
+    SSE_EVENT_TOO_LARGE,
     SSE_ID_WITH_NUL,
     SSE_INVALID_UTF8,
     SSE_NO_DATA,
@@ -45,12 +47,20 @@ from inspector.stream.diagnostics import (
     SSE_UNKNOWN_FIELD,
     SSE_UNTERMINATED_EVENT,
     Diagnostic,
+    DiagnosticCap,
     Severity,
 )
 
-__all__ = ["SSEDecoder", "SSEEvent", "iter_events"]
+__all__ = ["DEFAULT_MAX_EVENT_BYTES", "SSEDecoder", "SSEEvent", "iter_events"]
 
 _BOM = b"\xef\xbb\xbf"
+# An event (its block's bytes) larger than this is cut off (sse.event_too_large): 64 MiB of data, with room for its
+# field names and line endings (a 64 MiB data line is still an event).
+DEFAULT_MAX_EVENT_BYTES = 64 * 1024 * 1024 + 4096
+_TOO_LARGE_KEEP = 1024  # bytes of a cut-off event kept in its diagnostic
+_UNKNOWN_NAMES_MAX = 1024  # distinct unknown field names remembered (each reported once)
+# a blank line in any line-ending style (a CR followed by LF is one terminator: never a CR and then an LF line)
+_blank_line = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r|\n)").search
 
 
 @dataclass(slots=True)
@@ -68,26 +78,28 @@ class SSEEvent:
     read_index: int  # 0-based index of the feed() call whose bytes completed this event
 
 
-_make_event = SSEEvent
-assert SSEEvent.__slots__ == ("seq", "event", "data", "id", "retry", "start", "end", "read_index")  # see _process
+_make_event = SSEEvent  # (its __slots__ are pinned by tests/test_hotpath.py: _process sets them one by one)
 _split_blank = re.compile(b"\n\n").split
 _EVENT_NAMES_MAX = 256  # distinct `event:` lines a decoder remembers (see SSEDecoder._names)
 
+
 # The fast paths (here and in assembler.TurnStream) tell whether removeprefix()/removesuffix() removed anything with
 # `is`, the cheapest test there is: CPython returns the object itself when there is nothing to remove (for exact
-# bytes and str). Checked once, here.
-_b, _s = b"".join([b"a", b"b"]), "".join(["a", "b"])
-if not (
-    _b.removeprefix(b"x") is _b
-    and _b.removeprefix(b"") is _b
-    and _s.removeprefix("x") is _s
-    and _s.removesuffix("x") is _s
-):
-    raise ImportError(
-        "inspector.stream.sse needs removeprefix()/removesuffix() to return the object itself when they remove "
-        "nothing (as CPython does)"
+# bytes and str). Checked once, here: where it does not hold, the fast paths are off and every block takes the
+# general path (same events, diagnostics and steps; tests/test_hotpath.py forces that by setting FAST_PATHS).
+def _identity_holds() -> bool:
+    b, s = b"".join([b"a", b"b"]), "".join(["a", "b"])
+    return (
+        b.removeprefix(b"x") is b
+        and b.removeprefix(b"") is b
+        and b.removesuffix(b"x") is b
+        and s.removeprefix("x") is s
+        and s.removesuffix("x") is s
     )
-del _b, _s
+
+
+IDENTITY_HOLDS = _identity_holds()
+FAST_PATHS = IDENTITY_HOLDS  # the decoder's per-block fast path (read once per feed)
 
 
 def _short(raw: bytes, limit: int = 60) -> str:
@@ -96,9 +108,22 @@ def _short(raw: bytes, limit: int = 60) -> str:
 
 
 class SSEDecoder:
-    """Incremental decoder: `feed()` each read, then `close()` once at the end of the stream."""
+    """Incremental decoder: `feed()` each read, then `close()` once at the end of the stream.
 
-    def __init__(self) -> None:
+    `max_event_bytes`: an event (its block, from its first byte to its blank line) larger than this is cut off: it
+    fires nothing, an `sse.event_too_large` diagnostic keeps its first bytes, and the decoder keeps none of its other
+    bytes while it skips to the block's blank line (memory stays bounded on input that never sends a newline).
+    `cap`: keeps the first diagnostics of each code (a TurnStream shares one per stream; by default the decoder has
+    its own and reports the count of the rest at `close()`)."""
+
+    def __init__(self, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, cap: DiagnosticCap | None = None) -> None:
+        if max_event_bytes < 1:
+            raise ValueError("max_event_bytes must be >= 1")
+        self.max_event_bytes = max_event_bytes
+        self._own_cap = cap is None
+        self.cap = cap if cap is not None else DiagnosticCap()
+        self._discarding = False  # inside a cut-off block: skipping to its blank line
+        self._disc_line_start = False  # (while discarding) the last byte seen ended a line
         self.diagnostics: list[Diagnostic] = []
         self.bytes_fed = 0
         self.reads = 0
@@ -170,7 +195,18 @@ class SSEDecoder:
                 self._pending_off = 3
         if not data:
             return []
-        return self._process(data, base, ri)
+        if self._discarding:
+            pos = self._skip_discarded(data, base)
+            if pos < 0:
+                return []
+            data = data[pos:]
+            base += pos
+            if not data:
+                return []
+        events = self._process(data, base, ri)
+        if base + len(data) - self._block_start > self.max_event_bytes:
+            self._cut_off()
+        return events
 
     def close(self) -> list[SSEEvent]:
         """End of stream. Never returns events: an unterminated event is discarded (and reported)."""
@@ -183,7 +219,9 @@ class SSEDecoder:
         self._closed = True
         self.raw_data = []
         pending = self._pending
-        if pending or self._block_fields:
+        if self._discarding:
+            pass  # (reported when it was cut off)
+        elif pending or self._block_fields:
             raw = b"".join(self._carry + pending)
             what = "a partial line" if pending else "no blank line"
             self._diag(
@@ -200,11 +238,76 @@ class SSEDecoder:
         self._type = ""
         self._block_fields = self._block_meta = False
         self._cur = b""
+        if self._own_cap:
+            summary = self.cap.summary()
+            if summary is not None:
+                self.diagnostics.append(summary)
         return []
 
     # ------------------------------------------------------------------------------------------------ internals
     def _diag(self, code: str, severity: Severity, message: str, offset: int, raw: bytes) -> None:
-        self.diagnostics.append(Diagnostic(code, severity, message, event_index=self._seq, offset=offset, raw=raw))
+        if self.cap.drop_if_full(code):
+            return
+        d = self.cap.filter(Diagnostic(code, severity, message, event_index=self._seq, offset=offset, raw=raw))
+        if d is not None:
+            self.diagnostics.append(d)
+
+    def _too_large(self, head: bytes) -> None:
+        """The block being built is over the limit (the same diagnostic however the stream was split)."""
+        self._diag(
+            SSE_EVENT_TOO_LARGE,
+            "error",
+            f"event over the limit of {self.max_event_bytes} bytes: cut off, nothing fired (its first "
+            f"{len(head)} bytes kept)",
+            self._block_start,
+            head,
+        )
+
+    def _head_bytes(self, extra: bytes = b"") -> bytes:
+        """The first bytes (at most _TOO_LARGE_KEEP) of the block: earlier reads' (carry, pending), then `extra`."""
+        head = b""
+        keep = min(_TOO_LARGE_KEEP, self.max_event_bytes)  # (the same however the stream was split)
+        for chunk in (*self._carry, *self._pending, extra):
+            head += chunk[: keep - len(head)]
+            if len(head) >= keep:
+                break
+        return head
+
+    def _cut_off(self) -> None:
+        """At the end of a read, the block being built is over the limit: drop what it holds and skip the rest of
+        it."""
+        self._too_large(self._head_bytes())
+        self._disc_line_start = not self._pending  # the read ended at a line's end
+        self._discarding = True
+        self._pending = []
+        self._carry.clear()
+        self._data.clear()
+        self._type = ""
+        self._block_fields = self._block_meta = False
+
+    def _skip_discarded(self, data: bytes, base: int) -> int:
+        """While discarding: the position in `data` just after the cut-off block's blank line, or -1 if `data` holds
+        none (then nothing of it is kept). Resets the block state at the end of the block."""
+        pos = 0
+        if self._skip_lf and data[:1] == b"\n":
+            pos = 1  # the LF of a CRLF whose CR ended the last read
+        self._skip_lf = False
+        if pos < len(data) and self._disc_line_start and data[pos] in (10, 13):
+            m_end = pos + (2 if data[pos : pos + 2] == b"\r\n" else 1)
+        else:
+            m = _blank_line(data, pos)
+            if m is None:
+                last = data[-1]
+                self._disc_line_start = last == 10 or last == 13
+                self._skip_lf = last == 13
+                return -1
+            m_end = m.end()
+        # the blank line ends the block (a CR at the end of the read may be the first half of a CRLF)
+        self._discarding = False
+        if data[m_end - 1] == 13 and m_end == len(data):
+            self._skip_lf = True
+        self._block_start = self._pending_off = base + m_end
+        return m_end
 
     def _process(self, data: bytes, base: int, ri: int) -> list[SSEEvent]:
         events: list[SSEEvent] = []
@@ -247,7 +350,7 @@ class SSEDecoder:
             rest = data[pos:] if pos else data
             off = base + pos
             line_ = self._line
-            if b"\r" not in rest:
+            if FAST_PATHS and b"\r" not in rest:
                 # LF-only bytes (the usual case): cut at blank lines. Every piece but the last ends just before a
                 # "\n\n" (its last line's terminator, then a blank line); the last one is the start of a block
                 # not yet complete. A piece that is one `event:` line of a known name and one `data: ` line (what
@@ -265,20 +368,22 @@ class SSEDecoder:
                 raw_append = self.raw_data.append
                 new = object.__new__
                 names = self._names
+                limit = self.max_event_bytes  # (an event over the limit takes the general path)
                 carry = self._carry  # mutated in place, never rebound
                 fields, seq, block_start = self._block_fields, self._seq, self._block_start
                 last_id, id_buf, retry = self.last_event_id, self._id_buf, self.retry
                 # The start of the last API-shaped piece (its event line, "\n", "data: ") and its event type: most
                 # pieces start the same way, which one removeprefix() tells (see the note on `is` above). Removing
                 # b"" removes nothing: then the piece goes to partition().
-                start, t = b"", ""
+                start = b""
+                etype: str | None = ""
                 for piece in pieces:
                     if not fields:  # the block has no field line yet (so no type, data, id or retry either)
                         value = piece.removeprefix(start)
                         if value is piece:  # not the last start: is the piece API-shaped at all?
                             head, sep, value = piece.partition(b"\ndata: ")
-                            t = names.get(head)  # a known `event:` line, decoded once per distinct line
-                            if t is None or not sep:
+                            etype = names.get(head)  # a known `event:` line, decoded once per distinct line
+                            if etype is None or not sep:
                                 start, value = b"", None
                             else:
                                 start = head + sep
@@ -290,13 +395,13 @@ class SSEDecoder:
                             else:
                                 # one data line and nothing after it? (`in` on bytes would cost several times
                                 # more: it first tries the needle as an int)
-                                if "\n" not in text:
+                                if "\n" not in text and off + len(piece) + 2 - block_start <= limit:
                                     off += len(piece) + 2
                                     # SSEEvent(seq, t, text, ...) without its __init__, a Python call that costs
                                     # more than building the object
-                                    ev = new(SSEEvent)
+                                    ev: Any = new(SSEEvent)
                                     ev.seq = seq
-                                    ev.event = t
+                                    ev.event = etype
                                     ev.data = text
                                     ev.id = id_buf
                                     ev.retry = retry
@@ -379,6 +484,7 @@ class SSEDecoder:
         typ, fields, meta = self._type, self._block_fields, self._block_meta
         seq, block_start, last_id = self._seq, self._block_start, self.last_event_id
         id_buf, retry = self._id_buf, self.retry
+        limit = self.max_event_bytes
         for content in lines:
             if content:
                 if content[:6] == b"data: ":  # a data line (a slice compare beats startswith's call)
@@ -404,7 +510,9 @@ class SSEDecoder:
                 typ, fields, meta = self._type, self._block_fields, self._block_meta
                 id_buf, retry = self._id_buf, self.retry
                 off += len(content) + 1
-            elif data_buf:  # blank line with data: dispatch (inline, the common path)
+            elif (
+                data_buf and off + 1 - block_start <= limit
+            ):  # blank line with data: dispatch (inline, the common path)
                 off += 1
                 events_append(
                     make(
@@ -448,7 +556,11 @@ class SSEDecoder:
     def _dispatch(self, off: int, next_start: int, ri: int, events: list[SSEEvent]) -> None:
         """A blank line at stream offset `off`; the next block starts at `next_start`."""
         data = self._data
-        if data:
+        if off + 1 - self._block_start > self.max_event_bytes:
+            bs = max(self._block_start - self._cur_base, 0)
+            self._too_large(self._head_bytes(self._cur[bs : bs + _TOO_LARGE_KEEP]))
+            data.clear()
+        elif data:
             events.append(
                 _make_event(
                     self._seq,
@@ -480,6 +592,8 @@ class SSEDecoder:
             self._carry.clear()
 
     def _bad_utf8(self, content: bytes, off: int) -> None:
+        if self.cap.drop_if_full(SSE_INVALID_UTF8):  # (noise: skip building the message)
+            return
         self._diag(
             SSE_INVALID_UTF8,
             "warning",
@@ -565,7 +679,10 @@ class SSEDecoder:
                 except UnicodeDecodeError:
                     self._bad_utf8(content, off)
             if name not in self._unknown_seen:
-                self._unknown_seen.add(name)
+                if len(self._unknown_seen) < _UNKNOWN_NAMES_MAX:
+                    self._unknown_seen.add(name)
+                if self.cap.drop_if_full(SSE_UNKNOWN_FIELD):  # (noise: skip building the message)
+                    return
                 self._diag(
                     SSE_UNKNOWN_FIELD,
                     "info",

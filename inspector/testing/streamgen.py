@@ -655,3 +655,298 @@ def tool_turn(fragments: list[str], name: str = "read_file", id: str = "toolu_1"
         message_delta("tool_use"),
         message_stop(),
     ]
+
+
+# ------------------------------------------------------------------------------------------------ beta streams
+# Every block and delta type of the SDK's beta stream types (anthropic.types.beta), for differential tests against
+# `client.beta.messages.stream`. `generate_beta(seed)` returns a valid stream and the message the beta accumulator
+# makes of it: blocks in index order, whole blocks as sent, tool inputs parsed, citations of every location type,
+# compaction blocks with the LAST compaction_delta's content and encrypted_content (the beta accumulator replaces),
+# a fallback block relabelling the message's model, `container` from message_start or message_delta,
+# `context_management` from message_delta, and (shape "prefilled") a message_start that already holds complete
+# tool_use blocks with a `caller` and a stop_reason, then message_stop with no message_delta.
+
+BETA_SHAPES = ("mixed", "prefilled", "compaction", "server_tools", "mcp", "citations")
+
+_CITATIONS = (
+    lambda r: {
+        "type": "char_location",
+        "cited_text": _text(r, 1, 4),
+        "document_index": r.randint(0, 2),
+        "document_title": r.choice([None, "Notes"]),
+        "start_char_index": 0,
+        "end_char_index": 12,
+    },
+    lambda r: {
+        "type": "page_location",
+        "cited_text": _text(r, 1, 4),
+        "document_index": 0,
+        "document_title": "Report.pdf",
+        "start_page_number": 1,
+        "end_page_number": 3,
+    },
+    lambda r: {
+        "type": "content_block_location",
+        "cited_text": _text(r, 1, 4),
+        "document_index": 1,
+        "document_title": None,
+        "start_block_index": 0,
+        "end_block_index": 2,
+    },
+    lambda r: {
+        "type": "web_search_result_location",
+        "cited_text": _text(r, 1, 4),
+        "url": "https://example.com/a",
+        "title": "Example",
+        "encrypted_index": "Eo8BCioIAhgB",
+    },
+    lambda r: {
+        "type": "search_result_location",
+        "cited_text": _text(r, 1, 4),
+        "source": "https://kb.example/doc",
+        "title": "KB",
+        "search_result_index": 0,
+        "start_block_index": 0,
+        "end_block_index": 1,
+    },
+)
+_SERVER_TOOLS = (
+    "web_search",
+    "web_fetch",
+    "code_execution",
+    "bash_code_execution",
+    "text_editor_code_execution",
+    "tool_search_tool_regex",
+)
+
+
+def _server_result(rng: random.Random, name: str, tool_use_id: str) -> dict:
+    if name == "web_search":
+        content: Any = [
+            {
+                "type": "web_search_result",
+                "url": "https://example.com/1",
+                "title": _text(rng, 1, 4),
+                "encrypted_content": "EqgfCioIARgB",
+                "page_age": "April 30, 2025",
+            }
+        ]
+        btype = "web_search_tool_result"
+    elif name == "web_fetch":
+        content = {
+            "type": "web_fetch_result",
+            "url": "https://example.com/page",
+            "retrieved_at": "2025-08-25T10:30:00Z",
+            "content": {
+                "type": "document",
+                "source": {"type": "text", "media_type": "text/plain", "data": _text(rng, 3, 12)},
+                "title": "Page",
+            },
+        }
+        btype = "web_fetch_tool_result"
+    elif name == "code_execution":
+        content = {"type": "code_execution_result", "stdout": "4\n", "stderr": "", "return_code": 0, "content": []}
+        btype = "code_execution_tool_result"
+    elif name == "bash_code_execution":
+        content = rng.choice(
+            [
+                {"type": "bash_code_execution_result", "stdout": "ok\n", "stderr": "", "return_code": 0, "content": []},
+                {"type": "bash_code_execution_tool_result_error", "error_code": "unavailable"},
+            ]
+        )
+        btype = "bash_code_execution_tool_result"
+    elif name == "text_editor_code_execution":
+        content = {
+            "type": "text_editor_code_execution_view_result",
+            "file_type": "text",
+            "content": "print(1)\n",
+            "num_lines": 1,
+            "start_line": 1,
+            "total_lines": 1,
+        }
+        btype = "text_editor_code_execution_tool_result"
+    else:
+        content = {
+            "type": "tool_search_tool_search_result",
+            "tool_references": [{"type": "tool_reference", "tool_name": rng.choice(_TOOL_NAMES)}],
+        }
+        btype = "tool_search_tool_result"
+    return {"type": btype, "tool_use_id": tool_use_id, "content": content}
+
+
+class _BetaBuilder(_Builder):
+    def whole(self, block: dict) -> None:
+        """A block that arrives whole in content_block_start, with no delta."""
+        i = self.start(copy.deepcopy(block))
+        self.stop(i)
+        self.content.append(block)
+
+    def cited_text(self) -> None:
+        rng = self.rng
+        i = self.start({"type": "text", "text": "", "citations": None})
+        text, cits = "", []
+        for maker in rng.sample(_CITATIONS, rng.randint(2, len(_CITATIONS))):
+            c = maker(rng)
+            cits.append(c)
+            self.delta(i, {"type": "citations_delta", "citation": c})
+            piece = _text(rng, 1, 6)
+            text += piece
+            self.delta(i, {"type": "text_delta", "text": piece})
+        self.stop(i)
+        self.content.append({"type": "text", "text": text, "citations": cits})
+
+    def server_tool(self, name: str) -> None:
+        rng = self.rng
+        value = {"query": _text(rng, 1, 5)} if name != "code_execution" else {"code": "print(2+2)"}
+        before = len(self.content)
+        self.tool("server_tool_use", value, name=name)
+        tool_id = self.content[before]["id"]
+        self.whole(_server_result(rng, name, tool_id))
+
+    def mcp(self) -> None:
+        rng = self.rng
+        self.whole(
+            {
+                "type": "mcp_tool_listing",
+                "mcp_server_name": "files",
+                "tools": [{"name": "search", "description": "Search", "input_schema": {"type": "object"}}],
+            }
+        )
+        value = _tool_input(rng)
+        start = {
+            "type": "mcp_tool_use",
+            "id": f"mcptoolu_{rng.getrandbits(64):016x}",
+            "name": "search",
+            "server_name": "files",
+            "input": {},
+        }
+        i = self.start(dict(start))
+        for p in _split_text(rng, _dumps_compact(value, rng), 12):
+            self.delta(i, {"type": "input_json_delta", "partial_json": p})
+        self.stop(i)
+        self.content.append({**start, "input": value})
+        self.whole(
+            {
+                "type": "mcp_tool_result",
+                "tool_use_id": start["id"],
+                "is_error": rng.random() < 0.3,
+                "content": rng.choice([_text(rng, 1, 5), [{"type": "text", "text": _text(rng, 1, 5)}]]),
+            }
+        )
+
+    def compaction(self) -> None:
+        rng = self.rng
+        i = self.start({"type": "compaction", "content": None})
+        content: Any = None
+        encrypted: Any = None
+        for _ in range(rng.randint(1, 3)):
+            content = _text(rng, 3, 20)
+            encrypted = rng.choice([None, "Enc" + "z" * rng.randint(1, 30)])
+            d: dict[str, Any] = {"type": "compaction_delta", "content": content}
+            if encrypted is not None:
+                d["encrypted_content"] = encrypted
+            self.delta(i, d)
+        self.stop(i)
+        block: dict[str, Any] = {"type": "compaction", "content": content}
+        if encrypted is not None:
+            block["encrypted_content"] = encrypted
+        self.content.append(block)
+
+
+def generate_beta(seed: int, shape: str | None = None) -> Generated:
+    """A valid beta stream (see BETA_SHAPES) and the message the SDK's beta accumulator makes of it."""
+    rng = random.Random(seed)
+    if shape is None:
+        shape = rng.choice(BETA_SHAPES)
+    if shape not in BETA_SHAPES:
+        raise ValueError(f"unknown beta shape {shape!r}")
+    b = _BetaBuilder(rng, pings=rng.random() < 0.5, empty_first=rng.random() < 0.5, extras=rng.random() < 0.5)
+    start = _message_start(rng, b.extras)
+    container = {"id": f"container_{rng.getrandbits(48):012x}", "expires_at": "2025-11-30T12:00:00Z"}
+    if shape == "prefilled" or rng.random() < 0.3:
+        start["container"] = copy.deepcopy(container)
+    if shape == "prefilled":
+        # programmatic tool calling: complete tool_use blocks (with their caller) and the stop_reason in
+        # message_start, usage all zeros, then message_stop with no message_delta
+        for k in range(rng.randint(1, 3)):
+            start["content"].append(
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_{rng.getrandbits(64):016x}",
+                    "name": rng.choice(_TOOL_NAMES),
+                    "input": _tool_input(rng),
+                    "caller": {"type": "code_execution_20250825", "tool_id": f"srvtoolu_{k:04d}"},
+                }
+            )
+        start["stop_reason"] = "tool_use"
+        start["usage"] = {"input_tokens": 0, "output_tokens": 0}
+        b.ev("message_start", {"type": "message_start", "message": copy.deepcopy(start)})
+        b.ev("message_stop", {"type": "message_stop"})
+        return Generated(encode_events(b.events, rng), copy.deepcopy(start), b.events, "beta:prefilled", seed)
+
+    b.ev("message_start", {"type": "message_start", "message": copy.deepcopy(start)})
+    message = copy.deepcopy(start)
+    stop_reason = "end_turn"
+    if shape == "compaction":
+        b.compaction()
+        b.text()
+    elif shape == "server_tools":
+        for name in rng.sample(_SERVER_TOOLS, rng.randint(2, len(_SERVER_TOOLS))):
+            b.server_tool(name)
+        b.text()
+    elif shape == "mcp":
+        b.mcp()
+        b.text()
+    elif shape == "citations":
+        b.cited_text()
+        b.cited_text()
+    else:  # mixed: a bit of everything, in random order
+        steps = [
+            b.thinking,
+            b.redacted_thinking,
+            b.cited_text,
+            b.compaction,
+            b.mcp,
+            lambda: b.server_tool(rng.choice(_SERVER_TOOLS)),
+            lambda: b.whole({"type": "container_upload", "file_id": f"file_{rng.getrandbits(40):010x}"}),
+            lambda: b.whole(
+                {
+                    "type": "advisor_tool_result",
+                    "tool_use_id": f"srvtoolu_{rng.getrandbits(40):010x}",
+                    "content": {"type": "advisor_result", "text": _text(rng, 2, 8), "stop_reason": "end_turn"},
+                }
+            ),
+        ]
+        for step in rng.sample(steps, rng.randint(3, len(steps))):
+            step()
+        if rng.random() < 0.4:
+            to = rng.choice(["claude-sonnet-4-5", "claude-haiku-4-5"])
+            b.whole(
+                {
+                    "type": "fallback",
+                    "from": {"model": message["model"]},
+                    "to": {"model": to},
+                    "trigger": {"type": "refusal", "category": "cyber"},
+                }
+            )
+            message["model"] = to
+            b.text()
+        if rng.random() < 0.5:
+            b.tool()
+            stop_reason = "tool_use"
+    delta: dict[str, Any] = {"stop_reason": stop_reason, "stop_sequence": None}
+    if rng.random() < 0.5:
+        delta["container"] = copy.deepcopy(container)
+        message["container"] = copy.deepcopy(container)
+    md: dict[str, Any] = {"type": "message_delta", "delta": delta, "usage": {"output_tokens": rng.randint(5, 500)}}
+    if rng.random() < 0.4:
+        cm = {
+            "applied_edits": [{"type": "clear_tool_uses_20250919", "cleared_tool_uses": 2, "cleared_input_tokens": 900}]
+        }
+        md["context_management"] = cm
+        message["context_management"] = copy.deepcopy(cm)
+    b.ev("message_delta", md)
+    b.ev("message_stop", {"type": "message_stop"})
+    message.update(content=b.content, stop_reason=stop_reason, stop_sequence=None)
+    message["usage"]["output_tokens"] = md["usage"]["output_tokens"]
+    return Generated(encode_events(b.events, rng), message, b.events, f"beta:{shape}", seed)

@@ -4,10 +4,13 @@ cancellable sleep for demos. Every path is confined to the workspace root."""
 from __future__ import annotations
 
 import asyncio
+import io
 import os
-import re
+import stat
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+
+import re2
 
 from inspector.agent.toolbox.spec import ToolRefused, ToolSpec, cancel_event
 
@@ -60,7 +63,7 @@ def _rel(root: Path, full: Path) -> str:
     return rel or "."
 
 
-def _arg_int(inp: dict, key: str, default: int | None, *, minimum: int = 0, maximum: int | None = None) -> int | None:
+def _arg_int(inp: dict, key: str, default: int, *, minimum: int = 0, maximum: int | None = None) -> int:
     v = inp.get(key, default)
     if v is None:
         return default
@@ -78,27 +81,92 @@ def _is_binary(head: bytes) -> bool:
     return b"\x00" in head
 
 
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def _refuse_special(full: Path, path: str) -> os.stat_result | None:
+    """stat() `full` without opening it: None if it does not exist; ToolRefused for a FIFO, socket or device (opening
+    one can block a worker thread forever, or have side effects)."""
+    try:
+        st = full.stat()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise ToolRefused(f"cannot access '{path}': {e.strerror or type(e).__name__}") from None
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        raise ToolRefused(f"'{path}' is {_kind(st.st_mode)}: refused, not opened")
+    return st
+
+
+def _open_regular(full: Path, path: str, flags: int = os.O_RDONLY, mode: str = "rb") -> IO[bytes]:
+    """Open a regular file without ever blocking on a special one: O_NONBLOCK (a FIFO opens at once), then fstat on
+    the descriptor (no race with a swap after an earlier stat). ToolRefused for anything but a regular file."""
+    try:
+        fd = os.open(full, flags | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o666)
+    except OSError as e:
+        raise ToolRefused(f"cannot open '{path}': {e.strerror or type(e).__name__}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ToolRefused(f"'{path}' is {_kind(st.st_mode)}: refused, not opened")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, mode)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _compile_pattern(pattern: str, *, literal: bool, ignore_case: bool) -> tuple[Any, str]:
+    """The pattern compiled by RE2 (linear time: no pattern can make a search take exponential time, and no Python
+    `re` is ever used), and a note for the result. A pattern RE2 cannot compile (invalid, or a feature RE2 does not
+    have: backreferences, lookaround) is searched as plain text, and the note says so."""
+    opts = re2.Options()
+    opts.log_errors = False  # (RE2 logs parse errors to stderr otherwise)
+    opts.case_sensitive = not ignore_case
+    if literal:
+        opts.literal = True
+        return re2.compile(pattern, opts), ""
+    try:
+        return re2.compile(pattern, opts), ""
+    except re2.error as e:
+        msg = e.args[0].decode("utf-8", "replace") if e.args and isinstance(e.args[0], bytes) else str(e)
+        opts.literal = True
+        return re2.compile(pattern, opts), (
+            f"[not a valid regex for RE2 ({msg}); searched as plain text. RE2 runs in linear time and has no "
+            "backreferences or lookaround]\n"
+        )
+
+
 # ------------------------------------------------------------------------------------------------------ the tools
 def _make_read_file(root: Path):
     def read_file(inp: dict) -> str:
         full = resolve_in_root(root, inp.get("path"))
         path = inp["path"]
-        if not full.exists():
+        st = _refuse_special(full, path)
+        if st is None:
             raise ToolRefused(f"no such file: '{path}'")
-        if full.is_dir():
+        if stat.S_ISDIR(st.st_mode):
             raise ToolRefused(f"'{path}' is a directory; use list_dir")
         offset = _arg_int(inp, "offset", 1, minimum=1)
         limit = _arg_int(inp, "limit", READ_DEFAULT_LIMIT, minimum=1)
-        with open(full, "rb") as f:
-            if _is_binary(f.read(8192)):
-                raise ToolRefused(f"'{path}' looks like a binary file; not shown")
         ev = cancel_event()
         out: list[str] = []
         size = 0
         last = offset - 1
         total = 0
         more_chars = False
-        with open(full, encoding="utf-8", errors="replace", newline="") as f:
+        with _open_regular(full, path) as raw:
+            if _is_binary(raw.read(8192)):
+                raise ToolRefused(f"'{path}' looks like a binary file; not shown")
+            raw.seek(0)
+            f = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
             for lineno, line in enumerate(f, start=1):
                 total = lineno
                 if lineno % 4096 == 0 and ev.is_set():
@@ -134,11 +202,15 @@ def _make_list_dir(root: Path):
     def list_dir(inp: dict) -> str:
         path = inp.get("path", ".") or "."
         full = resolve_in_root(root, path)
-        if not full.exists():
+        st = _refuse_special(full, path)
+        if st is None:
             raise ToolRefused(f"no such directory: '{path}'")
-        if not full.is_dir():
+        if not stat.S_ISDIR(st.st_mode):
             raise ToolRefused(f"'{path}' is not a directory; use read_file")
-        entries = sorted(os.scandir(full), key=lambda e: e.name)
+        try:
+            entries = sorted(os.scandir(full), key=lambda e: e.name)
+        except OSError as err:
+            raise ToolRefused(f"cannot list '{path}': {err.strerror or type(err).__name__}") from None
         lines = []
         for e in entries[:LIST_MAX_ENTRIES]:
             try:
@@ -147,7 +219,11 @@ def _make_list_dir(root: Path):
                 elif e.is_dir():
                     lines.append(f"{e.name}/")
                 else:
-                    lines.append(f"{e.name}  ({e.stat().st_size} bytes)")
+                    mode = e.stat(follow_symlinks=False).st_mode
+                    if stat.S_ISREG(mode):
+                        lines.append(f"{e.name}  ({e.stat().st_size} bytes)")
+                    else:
+                        lines.append(f"{e.name}  ({_kind(mode)})")
             except OSError:
                 lines.append(f"{e.name}  (unreadable)")
         header = f"{_rel(root, full)}: {len(entries)} entries"
@@ -165,26 +241,20 @@ def _make_search_text(root: Path):
             raise ToolRefused("'pattern' must be a non-empty string")
         path = inp.get("path", ".") or "."
         start = resolve_in_root(root, path)
-        if not start.exists():
+        st = _refuse_special(start, path)
+        if st is None:
             raise ToolRefused(f"no such file or directory: '{path}'")
         max_results = _arg_int(inp, "max_results", SEARCH_DEFAULT_RESULTS, minimum=1, maximum=SEARCH_MAX_RESULTS)
-        flags = re.IGNORECASE if inp.get("ignore_case") else 0
-        note = ""
-        if inp.get("literal"):
-            rx = re.compile(re.escape(pattern), flags)
-        else:
-            try:
-                rx = re.compile(pattern, flags)
-            except re.error as e:
-                rx = re.compile(re.escape(pattern), flags)
-                note = f"[not a valid regex ({e}); searched as plain text]\n"
+        rx, note = _compile_pattern(pattern, literal=bool(inp.get("literal")), ignore_case=bool(inp.get("ignore_case")))
+        search = rx.search
         root_r = root.resolve()
         ev = cancel_event()
         hits: list[str] = []
+        skipped: list[str] = []  # workspace-relative paths skipped, with why (never a host path)
         scanned = 0
 
         def files():
-            if start.is_file():
+            if stat.S_ISREG(st.st_mode):
                 yield start
                 return
             for dirpath, dirnames, filenames in os.walk(start, followlinks=False):
@@ -196,28 +266,45 @@ def _make_search_text(root: Path):
         for f in files():
             if ev.is_set():
                 return note + "[search cancelled]"
+            shown_path = f.relative_to(root_r).as_posix() if f.is_relative_to(root_r) else f.name
             try:
-                real = f.resolve()
-                if not real.is_relative_to(root_r) or not real.is_file():
-                    continue  # symlink leaving the root, or not a regular file
-                if real.stat().st_size > SEARCH_MAX_FILE_BYTES:
+                real = f.resolve(strict=True)
+            except RuntimeError:  # a symlink loop (Python 3.11 raises RuntimeError; later versions OSError ELOOP)
+                skipped.append(f"{shown_path} (symlink loop)")
+                continue
+            except OSError as e:
+                if e.errno == 40:  # ELOOP
+                    skipped.append(f"{shown_path} (symlink loop)")
+                continue  # a dangling symlink, or unreadable
+            try:
+                if not real.is_relative_to(root_r):
+                    continue  # symlink leaving the root
+                fst = real.stat()
+                if not stat.S_ISREG(fst.st_mode):
+                    continue  # FIFO, socket, device: never opened
+                if fst.st_size > SEARCH_MAX_FILE_BYTES:
                     continue
-                data = real.read_bytes()
-            except OSError:
+                with _open_regular(real, shown_path) as fh:
+                    data = fh.read(SEARCH_MAX_FILE_BYTES + 1)
+            except (OSError, ToolRefused):
                 continue
             if _is_binary(data[:8192]):
                 continue
             scanned += 1
             rel = f.relative_to(root_r).as_posix() if f.is_relative_to(root_r) else _rel(root, real)
-            for lineno, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
-                if rx.search(line):
+            for lineno, line in enumerate(data.splitlines(), start=1):
+                if search(line):
                     if len(hits) >= max_results:
                         truncated = True
                         break
-                    shown = line if len(line) <= SEARCH_LINE_CHARS else line[:SEARCH_LINE_CHARS] + "…"
+                    text = line.decode("utf-8", errors="replace")
+                    shown = text if len(text) <= SEARCH_LINE_CHARS else text[:SEARCH_LINE_CHARS] + "…"
                     hits.append(f"{rel}:{lineno}: {shown}")
             if truncated:
                 break
+        if skipped:
+            more = f" and {len(skipped) - 20} more" if len(skipped) > 20 else ""
+            note += f"[skipped: {', '.join(skipped[:20])}{more}]\n"
         if not hits:
             return note + f"no matches for {pattern!r} in {scanned} files"
         tail = f"\n[stopped at {max_results} matches; narrow the pattern or path]" if truncated else ""
@@ -230,16 +317,22 @@ def _make_write_file(root: Path, allow_write: bool):
     def write_file(inp: dict) -> str:
         if not allow_write:
             raise ToolRefused("write_file is disabled: start with --allow-write")
-        path = inp.get("path")
-        full = resolve_in_root(root, path)
+        full = resolve_in_root(root, inp.get("path"))
+        path: str = inp["path"]  # (a non-empty string: resolve_in_root checked)
         content = inp.get("content")
         if not isinstance(content, str):
             raise ToolRefused("'content' must be a string")
-        if full.is_dir():
+        st = _refuse_special(full, path)
+        if st is not None and stat.S_ISDIR(st.st_mode):
             raise ToolRefused(f"'{path}' is a directory")
-        full.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            full.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ToolRefused(f"cannot create the directory of '{path}': {e.strerror or type(e).__name__}") from None
         data = content.encode("utf-8")
-        full.write_bytes(data)
+        with _open_regular(full, path, os.O_WRONLY | os.O_CREAT, "wb") as f:
+            f.truncate(0)  # (after the check: O_TRUNC would act before it)
+            f.write(data)
         return f"wrote {len(data)} bytes to {_rel(root, full)}"
 
     return write_file
@@ -303,15 +396,16 @@ def builtin_tools(root: Path, *, allow_write: bool = False) -> dict[str, ToolSpe
         ToolSpec(
             name="search_text",
             description=(
-                "Search the text files under a workspace path for lines matching a Python regular expression "
-                "(an invalid regex is searched as plain text; set `literal` to always search plain text). "
+                "Search the text files under a workspace path for lines matching a regular expression (RE2 syntax, "
+                "linear time: no backreferences or lookaround; a pattern RE2 rejects is searched as plain text; set "
+                "`literal` to always search plain text). "
                 "Returns 'path:line: text' lines. Skips binary files, files over 2 MB and directories such as .git, "
                 ".venv and node_modules."
             ),
             input_schema={
                 "type": "object",
                 "properties": {
-                    "pattern": {"type": "string", "description": "Regular expression (Python syntax) or plain text."},
+                    "pattern": {"type": "string", "description": "Regular expression (RE2 syntax) or plain text."},
                     "path": {
                         "type": "string",
                         "description": "File or directory relative to the workspace root (default '.').",
