@@ -58,7 +58,7 @@ import math
 import os
 import re
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -76,6 +76,7 @@ PLAIN_FORMAT = "plain-sse"  # the `format` of the synthetic header given to a pl
 
 __all__ = [
     "FORMAT",
+    "MAX_LINE_BYTES",
     "PLAIN_FORMAT",
     "VERSION",
     "RecordedAttempt",
@@ -85,6 +86,7 @@ __all__ = [
     "RecordingError",
     "RecordingWriter",
     "is_recording",
+    "read_chunks",
     "read_recording",
 ]
 
@@ -391,33 +393,219 @@ def is_recording(first_bytes: bytes) -> bool:
     return isinstance(obj, dict) and obj.get("kind") == "header"
 
 
-def read_recording(path_or_bytes: str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes]) -> Recording:
+# --- input as a stream of chunks ----------------------------------------------------------------------------------
+
+MAX_LINE_BYTES = 64 * 1024 * 1024  # default maximum size of one line (JSONL) / one SSE line or event (plain SSE, dump)
+CHUNK_BYTES = 1024 * 1024  # plain SSE is kept as reads of about this size (what the reader got, not one bytes object)
+GIVE_UP_FACTOR = 4  # an over-long line longer than GIVE_UP_FACTOR * max_line ends the reading (e.g. /dev/zero)
+_HEAD_BYTES = 65536
+
+Source = str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes]
+ReadCallback = Callable[[RecordedAttempt, RecordedRead], None]
+
+
+def _chunks(source: Source, size: int = CHUNK_BYTES) -> tuple[Iterator[bytes], Callable[[], None]]:
+    """The input as an iterator of byte chunks (never the whole input at once, except bytes given whole) and a
+    function that closes what was opened here."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        raw = bytes(source)
+        if len(raw) <= size:
+            return iter([raw] if raw else []), lambda: None
+        return (raw[i : i + size] for i in range(0, len(raw), size)), lambda: None
+    if isinstance(source, (str, os.PathLike)):
+        f: IO[bytes] = open(Path(source), "rb")  # noqa: SIM115 (closed by the returned function)
+        return _file_chunks(f, size), f.close
+    if hasattr(source, "read"):
+        return _file_chunks(source, size), lambda: None
+    raise TypeError(f"read_recording: unsupported input {type(source).__name__}")
+
+
+def _file_chunks(f: IO[bytes], size: int) -> Iterator[bytes]:
+    reader = getattr(f, "read1", None) or f.read  # read1: what is there, without waiting to fill `size` (pipes)
+    while True:
+        chunk = reader(size)
+        if not isinstance(chunk, (bytes, bytearray)):
+            raise TypeError("read_recording needs a binary file object")
+        if not chunk:
+            return
+        yield bytes(chunk)
+
+
+def _head(chunks: Iterator[bytes]) -> bytes:
+    """The first bytes of the input: enough to tell a recording / HAR / plain SSE apart (up to the first line break,
+    at most _HEAD_BYTES unless a chunk was bigger)."""
+    parts: list[bytes] = []
+    total = 0
+    for chunk in chunks:
+        parts.append(chunk)
+        total += len(chunk)
+        if total >= _HEAD_BYTES or b"\n" in chunk:
+            break
+    return b"".join(parts)
+
+
+def _prepend(head: bytes, chunks: Iterator[bytes]) -> Iterator[bytes]:
+    if head:
+        yield head
+    yield from chunks
+
+
+@dataclass(slots=True)
+class _Line:
+    number: int  # 1-based
+    data: bytes | None  # None: longer than the maximum, not kept
+    length: int  # bytes in the line, without its "\n" (as far as it was read)
+    terminated: bool  # ended by "\n" (False: the last line of the input without one)
+    gave_up: bool = False  # the line was longer than GIVE_UP_FACTOR * max: nothing after it was read
+
+
+def _lines(chunks: Iterable[bytes], max_line: int) -> Iterator[_Line]:
+    """Split a stream of chunks into lines, keeping at most ``max_line`` bytes of any line in memory."""
+    parts: list[bytes] = []
+    size = 0
+    too_long = False
+    number = 0
+    for chunk in chunks:
+        start = 0
+        while True:
+            nl = chunk.find(b"\n", start)
+            if nl < 0:
+                piece = chunk[start:] if start else chunk
+                size += len(piece)
+                if not too_long:
+                    if size > max_line:
+                        too_long = True
+                        parts.clear()
+                    else:
+                        parts.append(piece)
+                if too_long and size > GIVE_UP_FACTOR * max_line:
+                    number += 1
+                    yield _Line(number, None, size, False, gave_up=True)
+                    return
+                break
+            piece = chunk[start:nl]
+            size += len(piece)
+            number += 1
+            if too_long or size > max_line:
+                yield _Line(number, None, size, True)
+            else:
+                parts.append(piece)
+                yield _Line(number, parts[0] if len(parts) == 1 else b"".join(parts), size, True)
+            parts = []
+            size = 0
+            too_long = False
+            start = nl + 1
+    if size or parts:
+        number += 1
+        yield _Line(number, None if too_long else b"".join(parts), size, False)
+
+
+# --- reading ------------------------------------------------------------------------------------------------------
+
+
+def read_recording(
+    path_or_bytes: Source,
+    *,
+    max_line: int = MAX_LINE_BYTES,
+    on_read: ReadCallback | None = None,
+    keep_reads: bool = True,
+) -> Recording:
     """Read a recording (or plain SSE text) from a path, from bytes (e.g. stdin) or from a binary file object.
 
-    A ``str`` is a path. A missing file raises OSError. A recording of an unsupported format version raises
-    ``RecordingError``. Damaged lines (e.g. a last line cut short by a crash) become ``warnings``; every complete
-    line is kept.
+    The input is read as a stream (chunk by chunk, line by line), never whole. A ``str`` is a path. A missing file
+    raises OSError. A recording of an unsupported format version raises ``RecordingError``. Damaged lines (a last
+    line cut short by a crash, a field of the wrong type, a line longer than ``max_line`` bytes) become
+    ``warnings`` naming the line; every good line is kept.
+
+    ``on_read(attempt, read)`` is called for every read as it is read (the attempt's request and response lines,
+    when they come first, are already set). With ``keep_reads=False`` the reads are not kept in the Recording
+    (``attempt.reads`` stays empty): memory does not grow with the reads, e.g. for ``dump``.
     """
-    if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
-        raw = bytes(path_or_bytes)
-    elif isinstance(path_or_bytes, (str, os.PathLike)):
-        raw = Path(path_or_bytes).read_bytes()
-    elif hasattr(path_or_bytes, "read"):
-        raw = path_or_bytes.read()
-        if not isinstance(raw, bytes):
-            raise TypeError("read_recording needs a binary file object")
-    else:
-        raise TypeError(f"read_recording: unsupported input {type(path_or_bytes).__name__}")
-
-    if not is_recording(raw[:65536]):
-        return _plain(raw)
-    return _parse_jsonl(raw)
+    chunks, close = _chunks(path_or_bytes)
+    try:
+        head = _head(chunks)
+        return read_chunks(_prepend(head, chunks), head, max_line=max_line, on_read=on_read, keep_reads=keep_reads)
+    finally:
+        close()
 
 
-def _plain(raw: bytes) -> Recording:
-    attempt = RecordedAttempt(turn=0, attempt=0, reads=[RecordedRead(t=None, data=raw)])
+def read_chunks(
+    chunks: Iterator[bytes],
+    head: bytes,
+    *,
+    max_line: int = MAX_LINE_BYTES,
+    on_read: ReadCallback | None = None,
+    keep_reads: bool = True,
+) -> Recording:
+    """``read_recording`` of an input given as chunks whose first bytes are ``head`` (``head`` is not consumed
+    separately: ``chunks`` starts with it)."""
+    if not is_recording(head[:_HEAD_BYTES]):
+        return _plain(chunks, max_line, on_read, keep_reads)
+    return _parse_jsonl(chunks, max_line, on_read, keep_reads)
+
+
+def _plain(chunks: Iterable[bytes], max_line: int, on_read: ReadCallback | None, keep_reads: bool) -> Recording:
+    """Plain SSE text: one attempt whose reads are the input's chunks (coalesced to about CHUNK_BYTES). The bytes
+    are kept exactly, except the part of a line beyond ``max_line`` bytes, which is dropped (with a warning)."""
+    attempt = RecordedAttempt(turn=0, attempt=0)
     header = {"kind": "header", "format": PLAIN_FORMAT, "version": None, "source": {"type": "plain"}}
-    return Recording(header=header, turns=[RecordedTurn(turn=0, attempts=[attempt])])
+    recording = Recording(header=header, turns=[RecordedTurn(turn=0, attempts=[attempt])])
+    pending: list[bytes] = []
+    pending_size = 0
+    run = 0  # bytes since the last line break
+    offset = 0  # bytes of input seen
+    dropped = 0  # bytes of over-long lines dropped
+    dropping = False
+
+    def emit(data: bytes) -> None:
+        read = RecordedRead(t=None, data=data)
+        if keep_reads:
+            attempt.reads.append(read)
+        if on_read is not None:
+            on_read(attempt, read)
+
+    for chunk in chunks:
+        last_break = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
+        if last_break < 0 and run + len(chunk) > max_line:
+            # this chunk continues (or starts) an over-long line: keep up to max_line bytes of it, drop the rest
+            keep = max(0, max_line - run) if not dropping else 0
+            if not dropping:
+                recording.warnings.append(
+                    f"byte {offset + keep}: an SSE line longer than {max_line} bytes: the rest of the line is dropped"
+                )
+                dropping = True
+            kept, lost = chunk[:keep], len(chunk) - keep
+            dropped += lost
+            run += len(chunk)
+            offset += len(chunk)
+            if kept:
+                pending.append(kept)
+                pending_size += len(kept)
+            if run > GIVE_UP_FACTOR * max_line:
+                recording.warnings.append(
+                    f"byte {offset}: the input ends in an over-long line ({run} bytes so far): stopped reading"
+                )
+                break
+            continue
+        if dropping and last_break >= 0:
+            first_break = min(i for i in (chunk.find(b"\n"), chunk.find(b"\r")) if i >= 0)
+            dropped += first_break
+            chunk = chunk[first_break:]
+            last_break -= first_break
+            dropping = False
+            run = 0
+        offset += len(chunk)
+        run = len(chunk) - last_break - 1 if last_break >= 0 else run + len(chunk)
+        pending.append(chunk)
+        pending_size += len(chunk)
+        if pending_size >= CHUNK_BYTES:
+            emit(pending[0] if len(pending) == 1 else b"".join(pending))
+            pending, pending_size = [], 0
+    if pending or not attempt.reads:
+        emit(b"".join(pending))
+    if dropped:
+        recording.header["dropped_bytes"] = dropped
+    return recording
 
 
 def _short(value: Any, limit: int = 60) -> str:
@@ -425,7 +613,9 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _check_header(header_line: bytes) -> dict:
+def _check_header(header_line: bytes | None) -> dict:
+    if header_line is None:
+        raise RecordingError("recording header line is too long")
     try:
         header = orjson.loads(header_line)
     except orjson.JSONDecodeError:
@@ -440,20 +630,127 @@ def _check_header(header_line: bytes) -> dict:
             f"recording format version {_short(version)} is not supported"
             f" (stream-inspector {__version__} reads version {VERSION})"
         )
+    if not isinstance(header.get("source"), dict):
+        header["source"] = {}
     return header
 
 
-def _parse_jsonl(raw: bytes) -> Recording:
-    lines = raw.split(b"\n")
-    ends_with_newline = raw.endswith(b"\n")
-    recording = Recording(header=_check_header(lines[0]))
+# --- shapes of the lines: a field of the wrong type is dropped (kept raw under "invalid") with a warning ---------
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _is_str(v: Any) -> bool:
+    return isinstance(v, str)
+
+
+def _is_opt_str(v: Any) -> bool:
+    return v is None or isinstance(v, str)
+
+
+def _is_status(v: Any) -> bool:
+    return _is_int(v) and 100 <= v <= 999
+
+
+def _is_headers(v: Any) -> bool:
+    return isinstance(v, dict) and all(isinstance(x, str) for x in v.values())
+
+
+def _is_dict_list(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, dict) for x in v)
+
+
+def _is_system(v: Any) -> bool:
+    return isinstance(v, str) or _is_dict_list(v)
+
+
+def _is_times(v: Any) -> bool:
+    return isinstance(v, dict) and all(_is_num(x) for x in v.values())
+
+
+# (field, check, what it must be); a field that is absent is not checked
+_SHAPES: dict[str, list[tuple[str, Callable[[Any], bool], str]]] = {
+    "request": [
+        ("t", _is_num, "a number"),
+        ("method", _is_str, "a string"),
+        ("url", _is_str, "a string"),
+        ("headers", _is_headers, "an object of strings"),
+    ],
+    "response": [
+        ("t", _is_num, "a number"),
+        ("status", _is_status, "an HTTP status"),
+        ("headers", _is_headers, "an object of strings"),
+    ],
+    "end": [
+        ("t", _is_num, "a number"),
+        ("status", _is_str, "a string"),
+        ("reason", _is_opt_str, "a string or null"),
+    ],
+}
+_BODY_SHAPE: list[tuple[str, Callable[[Any], bool], str]] = [
+    ("model", _is_str, "a string"),
+    ("messages", _is_dict_list, "a list of objects"),
+    ("max_tokens", _is_int, "an integer"),
+    ("system", _is_system, "a string or a list of objects"),
+    ("tools", _is_dict_list, "a list of objects"),
+    ("stream", lambda v: isinstance(v, bool), "true or false"),
+]
+_OBS_SHAPE: list[tuple[str, Callable[[Any], bool], str]] = [
+    ("type", _is_str, "a string"),
+    ("id", _is_str, "a string"),
+    ("name", _is_str, "a string"),
+    ("state", _is_str, "a string"),
+    ("safe", lambda v: isinstance(v, bool), "true or false"),
+    ("times", _is_times, "an object of numbers"),
+    ("messages", _is_dict_list, "a list of objects"),
+    ("t", _is_num, "a number"),
+]
+
+
+def _check_fields(
+    obj: dict, shape: list[tuple[str, Callable[[Any], bool], str]], where: str, prefix: str, warn: Any, into: dict
+) -> None:
+    for name, check, what in shape:
+        if name in obj and obj[name] is not None and not check(obj[name]):
+            value = obj.pop(name)
+            into[prefix + name] = value
+            warn(f"{where}: {prefix}{name} {_short(value, 40)} is not {what}, dropped")
+
+
+def _validate(kind: str, obj: dict, number: int, warn: Any) -> None:
+    """Drop (with a warning naming the line) the fields of a line that have the wrong type; the raw values are
+    kept under ``obj["invalid"]`` so nothing is lost, and readers can trust the types of what is left."""
+    invalid: dict = {}
+    where = f"line {number}: {kind}"
+    if kind == "obs":
+        _check_fields(obj, _OBS_SHAPE, where, "", warn, invalid)
+    else:
+        _check_fields(obj, _SHAPES[kind], where, "", warn, invalid)
+    if kind == "request" and isinstance(obj.get("body"), dict):
+        body = obj["body"] = dict(obj["body"])
+        _check_fields(body, _BODY_SHAPE, where, "body.", warn, invalid)
+    if invalid:
+        previous = obj.get("invalid")
+        obj["invalid"] = {**previous, **invalid} if isinstance(previous, dict) else invalid
+
+
+def _parse_jsonl(chunks: Iterable[bytes], max_line: int, on_read: ReadCallback | None, keep_reads: bool) -> Recording:
+    lines = _lines(chunks, max_line)
+    first = next(lines, None)
+    recording = Recording(header=_check_header(first.data if first is not None else b""))
     warn = recording.warnings.append
     turns: dict[int, RecordedTurn] = {}
     attempts: dict[tuple[int, int], RecordedAttempt] = {}
 
     def attempt_for(obj: dict, number: int) -> RecordedAttempt | None:
         turn, attempt = obj.get("turn"), obj.get("attempt")
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (turn, attempt)):
+        if not (_is_int(turn) and _is_int(attempt)):
             warn(f"line {number}: {obj['kind']} line without integer turn/attempt, skipped")
             return None
         key = (turn, attempt)
@@ -465,17 +762,22 @@ def _parse_jsonl(raw: bytes) -> Recording:
             turns[turn].attempts.append(attempts[key])
         return attempts[key]
 
-    last_index = len(lines) - 1
-    for index, line in enumerate(lines[1:], start=1):
-        number = index + 1  # 1-based line number
-        if not line.strip():
+    for line in lines:
+        number = line.number
+        if line.data is None:
+            if line.gave_up:
+                warn(f"line {number}: longer than {GIVE_UP_FACTOR * max_line} bytes, stopped reading")
+            else:
+                warn(f"line {number}: longer than {max_line} bytes ({line.length} bytes), skipped")
+            continue
+        if not line.data.strip():
             continue
         try:
-            obj = orjson.loads(line)
+            obj = orjson.loads(line.data)
         except orjson.JSONDecodeError:
-            if index == last_index and not ends_with_newline:
+            if not line.terminated:
                 warn(
-                    f"line {number}: last line is cut short ({len(line)} bytes), ignored;"
+                    f"line {number}: last line is cut short ({line.length} bytes), ignored;"
                     " the recording was probably interrupted"
                 )
             else:
@@ -488,6 +790,7 @@ def _parse_jsonl(raw: bytes) -> Recording:
         if kind == "header":
             warn(f"line {number}: second header line ignored")
         elif kind == "obs":
+            _validate(kind, obj, number, warn)
             recording.observations.append(obj)
         elif kind in ("request", "response", "end"):
             target = attempt_for(obj, number)
@@ -496,35 +799,43 @@ def _parse_jsonl(raw: bytes) -> Recording:
             if getattr(target, kind) is not None:
                 warn(f"line {number}: second {kind} line for turn {target.turn} attempt {target.attempt}, ignored")
                 continue
+            _validate(kind, obj, number, warn)
             setattr(target, kind, obj)
         elif kind == "read":
-            _add_read(obj, number, attempt_for, warn)
+            found = _read_of(obj, number, warn)
+            if found is None:
+                continue
+            target = attempt_for(obj, number)
+            if target is None:
+                continue
+            if keep_reads:
+                target.reads.append(found)
+            if on_read is not None:
+                on_read(target, found)
         else:
             recording.unknown.append(obj)
     return recording
 
 
-def _add_read(obj: dict, number: int, attempt_for: Any, warn: Any) -> None:
+def _read_of(obj: dict, number: int, warn: Any) -> RecordedRead | None:
     has_data, has_b64 = "data" in obj, "b64" in obj
     if has_data == has_b64:
         warn(f'line {number}: read line needs exactly one of "data" and "b64", skipped')
-        return
+        return None
     if has_data:
         if not isinstance(obj["data"], str):
             warn(f'line {number}: read "data" is not a string, skipped')
-            return
-        data = obj["data"].encode("utf-8")
+            return None
+        data = obj["data"].encode("utf-8", errors="surrogatepass")
     else:
         try:
             data = base64.b64decode(obj["b64"], validate=True)
         except (binascii.Error, TypeError, ValueError):
             warn(f'line {number}: read "b64" is not valid base64, skipped')
-            return
+            return None
     t = obj.get("t")
-    if isinstance(t, bool) or not isinstance(t, (int, float)):
+    if not _is_num(t):
         if t is not None:
             warn(f'line {number}: read "t" is not a number, timing dropped')
         t = None
-    target = attempt_for(obj, number)
-    if target is not None:
-        target.reads.append(RecordedRead(t=None if t is None else float(t), data=data))
+    return RecordedRead(t=None if t is None else float(t), data=data)
