@@ -399,7 +399,10 @@ def _format_turn(t: dict, failed: bool = False) -> list[str]:
         ]
         return lines + _format_diagnostics(t)
     kind = " (JSON, not streamed)" if t.get("body") == "json" else ""
-    lines = [head, f"  message {_v(m.get('id'))}  model {_v(m.get('model'))}  {t['reads']} reads, {t['bytes']} bytes{kind}"]
+    lines = [
+        head,
+        f"  message {_v(m.get('id'))}  model {_v(m.get('model'))}  {t['reads']} reads, {t['bytes']} bytes{kind}",
+    ]
     for i, b in enumerate(m.get("content") or []):
         if not isinstance(b, dict):
             lines.append(f"  [{i}] {short(b, 60, ellipsis='...')}")

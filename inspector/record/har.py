@@ -226,7 +226,9 @@ def _har_recording(raw: bytes, name: str | None) -> Recording:
             "turn": turn,
             "attempt": 0,
             "t": t_headers,
-            "status": status if isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 999 else None,
+            "status": status
+            if isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 999
+            else None,
             "headers": clean_headers(_pairs(response.get("headers"))),
         }
         body = _body(_obj(response.get("content")), number, warn)

@@ -370,6 +370,7 @@ class Recording:
         return self.header.get("format") == PLAIN_FORMAT
 
 
+_LINE_BREAK = re.compile(rb"[\r\n]")
 _HEADER_PREFIX = re.compile(rb'\A\{\s*"kind"\s*:\s*"header"')
 
 
@@ -564,43 +565,54 @@ def _plain(chunks: Iterable[bytes], max_line: int, on_read: ReadCallback | None,
         if on_read is not None:
             on_read(attempt, read)
 
-    for chunk in chunks:
-        last_break = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
-        if last_break < 0 and run + len(chunk) > max_line:
-            # this chunk continues (or starts) an over-long line: keep up to max_line bytes of it, drop the rest
-            keep = max(0, max_line - run) if not dropping else 0
-            if not dropping:
-                recording.warnings.append(
-                    f"byte {offset + keep}: an SSE line longer than {max_line} bytes: the rest of the line is dropped"
-                )
-                dropping = True
-            kept, lost = chunk[:keep], len(chunk) - keep
-            dropped += lost
-            run += len(chunk)
-            offset += len(chunk)
-            if kept:
-                pending.append(kept)
-                pending_size += len(kept)
-            if run > GIVE_UP_FACTOR * max_line:
-                recording.warnings.append(
-                    f"byte {offset}: the input ends in an over-long line ({run} bytes so far): stopped reading"
-                )
-                break
-            continue
-        if dropping and last_break >= 0:
-            first_break = min(i for i in (chunk.find(b"\n"), chunk.find(b"\r")) if i >= 0)
-            dropped += first_break
-            chunk = chunk[first_break:]
-            last_break -= first_break
-            dropping = False
-            run = 0
-        offset += len(chunk)
-        run = len(chunk) - last_break - 1 if last_break >= 0 else run + len(chunk)
-        pending.append(chunk)
-        pending_size += len(chunk)
+    def keep(data: bytes) -> None:
+        nonlocal pending, pending_size
+        if data:
+            pending.append(data)
+            pending_size += len(data)
         if pending_size >= CHUNK_BYTES:
             emit(pending[0] if len(pending) == 1 else b"".join(pending))
             pending, pending_size = [], 0
+
+    stop = False
+    for chunk in chunks:
+        offset += len(chunk)
+        if not dropping and run + len(chunk) <= max_line:  # the usual case: no line of this chunk can be too long
+            last_break = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
+            run = len(chunk) - last_break - 1 if last_break >= 0 else run + len(chunk)
+            keep(chunk)
+            continue
+        # a line may be over the limit: go through the chunk line by line
+        pos = 0
+        start = offset - len(chunk)
+        breaks = [m.start() for m in _LINE_BREAK.finditer(chunk)]
+        for end in [*breaks, len(chunk)]:
+            segment = chunk[pos:end]
+            if not dropping and run + len(segment) > max_line:
+                room = max(0, max_line - run)
+                recording.warnings.append(
+                    f"byte {start + pos + room}: an SSE line longer than {max_line} bytes: the rest of the line is"
+                    " dropped"
+                )
+                dropping = True
+                keep(segment[:room])
+                dropped += len(segment) - room
+            elif dropping:
+                dropped += len(segment)
+            else:
+                keep(segment)
+            run += len(segment)
+            if end < len(chunk):  # a line break
+                keep(chunk[end : end + 1])
+                run, dropping = 0, False
+                pos = end + 1
+            elif dropping and run > GIVE_UP_FACTOR * max_line:
+                recording.warnings.append(
+                    f"byte {offset}: the input ends in an over-long line ({run} bytes so far): stopped reading"
+                )
+                stop = True
+        if stop:
+            break
     if pending or not attempt.reads:
         emit(b"".join(pending))
     if dropped:
