@@ -19,8 +19,7 @@ import binascii
 import math
 import os
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import orjson
 

@@ -414,7 +414,7 @@ def _chunks(source: Source, size: int = CHUNK_BYTES) -> tuple[Iterator[bytes], C
             return iter([raw] if raw else []), lambda: None
         return (raw[i : i + size] for i in range(0, len(raw), size)), lambda: None
     if isinstance(source, (str, os.PathLike)):
-        f: IO[bytes] = open(Path(source), "rb")  # noqa: SIM115 (closed by the returned function)
+        f: IO[bytes] = open(Path(source), "rb")  # closed by the returned function
         return _file_chunks(f, size), f.close
     if hasattr(source, "read"):
         return _file_chunks(source, size), lambda: None
