@@ -178,7 +178,8 @@ BAD = [
     ({"kind": "request", "turn": 0, "attempt": 0, "t": 0, "body": {"tools": {"a": 1}}}, "body.tools"),
     ({"kind": "end", "turn": 0, "attempt": 0, "t": 1, "status": 5, "reason": None}, "status"),
     ({"kind": "end", "turn": 0, "attempt": 0, "t": 1, "status": "failed", "reason": ["x"]}, "reason"),
-    ({"kind": "obs", "type": "tool_state", "id": 1, "state": "succeeded", "times": {"running": "a"}}, "id"),
+    ({"kind": "obs", "type": "tool_state", "id": "t", "name": 1, "state": "succeeded"}, "name"),
+    ({"kind": "obs", "type": "tool_state", "id": "t", "state": "succeeded", "times": {"running": "a"}}, "times"),
     ({"kind": "obs", "type": "tool_state", "id": "t", "state": "succeeded", "times": []}, "times"),
     ({"kind": "obs", "type": "loop_finished", "messages": "all"}, "messages"),
 ]
@@ -197,6 +198,15 @@ def test_a_field_of_the_wrong_type_is_dropped_with_a_warning(line: dict, field: 
     # every reader copes
     turns = dump_turns(rec)
     assert "None" not in format_turns(turns)
+
+
+def test_a_tool_observation_without_a_string_id_is_skipped() -> None:
+    rec = read_recording(lines({"kind": "obs", "type": "tool_state", "id": 1, "state": "succeeded"}))
+    assert rec.observations == []
+    assert rec.warnings == [
+        "line 2: obs: id 1 is not a string, dropped",
+        "line 2: tool_state observation without a string id, skipped",
+    ]
 
 
 def test_a_bad_recorded_status_says_so_and_replay_does_not_fail_on_it(tmp_path) -> None:

@@ -803,6 +803,9 @@ def _parse_jsonl(chunks: Iterable[bytes], max_line: int, on_read: ReadCallback |
             warn(f"line {number}: second header line ignored")
         elif kind == "obs":
             _validate(kind, obj, number, warn)
+            if obj.get("type") == "tool_state" and "id" not in obj:
+                warn(f"line {number}: {obj['type']} observation without a string id, skipped")
+                continue
             recording.observations.append(obj)
         elif kind in ("request", "response", "end"):
             target = attempt_for(obj, number)
