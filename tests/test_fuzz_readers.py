@@ -7,8 +7,8 @@ Examples: 120 recordings + 80 plain SSE + 80 HAR = 280 cases, each through the l
 from __future__ import annotations
 
 import contextlib
-import math
 import io
+import math
 import sys
 from collections.abc import Iterator
 from pathlib import Path
