@@ -68,7 +68,15 @@ import orjson
 
 from inspector import __version__
 from inspector.core.errors import RecordingError
-from inspector.core.redaction import MIN_SECRET_LENGTH, REDACTED, clean_headers, redact
+from inspector.core.redaction import (
+    MIN_SECRET_LENGTH,
+    REDACTED,
+    StreamRedactor,
+    clean_headers,
+    credential_values,
+    redact,
+    usable_secrets,
+)
 
 FORMAT = "stream-inspector-recording"
 VERSION = 1
@@ -166,13 +174,12 @@ class RecordingWriter:
         for secret in secrets:
             if not isinstance(secret, str) or len(secret) < MIN_SECRET_LENGTH:
                 raise ValueError(f"secrets must be strings of at least {MIN_SECRET_LENGTH} characters")
-        self._secrets = sorted(set(secrets), key=len, reverse=True)  # longest first
-        self._secret_bytes = [s.encode("utf-8") for s in self._secrets]
-        # the forms a secret can take inside serialized JSON (escaped) and as raw text
-        self._secret_forms = sorted(
-            {form for s in self._secrets for form in (s.encode("utf-8"), orjson.dumps(s)[1:-1])}, key=len, reverse=True
-        )
+        self._secrets: list[str] = []
+        self._secret_forms: list[bytes] = []
+        # one StreamRedactor per attempt: reads are masked across read and delta boundaries (docs/secrets.md)
+        self._streams: dict[tuple[int, int], tuple[StreamRedactor, float]] = {}
         self._lock = threading.Lock()
+        self.add_secrets(secrets)
         self._closed = False
         self.lines_written = 0
         self._write(
@@ -188,8 +195,28 @@ class RecordingWriter:
 
     # --- public API -------------------------------------------------------------------------------------------
 
+    def add_secrets(self, secrets: Iterable[str]) -> None:
+        """More secrets (a key first seen late): masked in everything written from now on. Strings shorter than
+        MIN_SECRET_LENGTH are ignored here (their credential headers are dropped anyway)."""
+        secrets = [secrets] if isinstance(secrets, str) else list(secrets)
+        new = [s for s in usable_secrets(secrets) if s not in self._secrets]
+        if not new:
+            return
+        self._secrets = usable_secrets([*self._secrets, *new])  # longest first
+        # the forms a secret can take inside serialized JSON (escaped) and as raw text
+        self._secret_forms = sorted(
+            {form for s in self._secrets for form in (s.encode("utf-8"), orjson.dumps(s)[1:-1])}, key=len, reverse=True
+        )
+        for stream, _ in self._streams.values():
+            stream.add_secrets(new)
+
     def request(self, turn: int, attempt: int, t: float, method: str, url: str, headers: Any, body: Any) -> None:
-        """The request of one attempt; ``t`` is seconds since the start of the recording."""
+        """The request of one attempt; ``t`` is seconds since the start of the recording. The credentials it
+        carries (credential headers, ``?api_key=``) become secrets of this writer before anything is written."""
+        try:
+            self.add_secrets(credential_values(headers, str(url)))
+        except (TypeError, ValueError, AttributeError):  # headers of an odd shape: clean_headers copes below
+            pass
         self._write(
             {
                 "kind": "request",
@@ -217,10 +244,21 @@ class RecordingWriter:
         )
 
     def read(self, turn: int, attempt: int, t: float, data: bytes) -> None:
-        """One received network read; ``t`` is seconds since the attempt's request was sent."""
+        """One received network read; ``t`` is seconds since the attempt's request was sent.
+
+        With secrets, the read goes through the attempt's StreamRedactor first: what could be the beginning of a
+        secret is held back and written with a later read (or before the attempt's end line)."""
         raw = bytes(data)
-        for secret in self._secret_bytes:
-            raw = raw.replace(secret, REDACTED.encode())
+        if self._secrets:
+            key_ = (_int("turn", turn), _int("attempt", attempt))
+            stream = self._streams.get(key_, (None, 0.0))[0] or StreamRedactor(self._secrets)
+            self._streams[key_] = (stream, _seconds(t))
+            raw = stream.feed(raw)
+            if not raw:
+                return
+        self._write_read(turn, attempt, t, raw)
+
+    def _write_read(self, turn: int, attempt: int, t: float, raw: bytes) -> None:
         key, value = _encode_bytes(raw)
         self._write(
             {
@@ -233,7 +271,9 @@ class RecordingWriter:
         )
 
     def end(self, turn: int, attempt: int, t: float, status: str, reason: str | None = None) -> None:
-        """How the attempt ended; ``t`` is seconds since the attempt's request was sent."""
+        """How the attempt ended; ``t`` is seconds since the attempt's request was sent. Bytes still held back by
+        the attempt's StreamRedactor are written first (masked)."""
+        self._flush_stream((turn, attempt), t)
         self._write(
             {
                 "kind": "end",
@@ -253,6 +293,9 @@ class RecordingWriter:
 
     def close(self) -> None:
         """Flush and (if the writer opened it) close the file. Safe to call twice."""
+        if not self._closed:
+            for key, (_, last_t) in list(self._streams.items()):
+                self._flush_stream(key, last_t)
         with self._lock:
             if self._closed:
                 return
@@ -274,6 +317,13 @@ class RecordingWriter:
         self.close()
 
     # --- internals --------------------------------------------------------------------------------------------
+
+    def _flush_stream(self, key: tuple[Any, Any], t: float) -> None:
+        found = self._streams.pop(key, None)
+        if found is not None:
+            rest = found[0].flush()
+            if rest:
+                self._write_read(key[0], key[1], t, rest)
 
     def _redact(self, value: Any) -> Any:
         """Replace secrets in every string (keys included) of a JSON-like value."""
