@@ -173,7 +173,7 @@ def secret_spans(text: str, secrets: Iterable[str]) -> list[tuple[int, int]]:
     spans.sort()
     merged = [spans[0]]
     for a, b in spans[1:]:
-        if a <= merged[-1][1]:
+        if a < merged[-1][1]:  # (overlapping: the same occurrence seen raw and unescaped)
             merged[-1] = (merged[-1][0], max(b, merged[-1][1]))
         else:
             merged.append((a, b))
