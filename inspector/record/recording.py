@@ -38,15 +38,17 @@ string or null.
 Observation lines ``{"kind": "obs", ...}`` carry loop observations; their content is free. Lines of any other kind
 are kept by the reader (``Recording.unknown``) and are not an error, so later versions can add kinds.
 
-Secrets: the headers ``authorization``, ``x-api-key``, ``cookie``, ``set-cookie`` and ``proxy-authorization``
-(any case) are removed from request and response lines, not masked. As defence in depth the writer also takes a list
-of secret strings and replaces every occurrence of them, in any line (header, body, reads, observations), by
-``[redacted]`` before writing (inside read bytes too, before they are encoded; secrets must be at least 8 characters
-long). A line where a secret cannot be redacted without breaking the JSON is replaced by
-``{"kind": "redacted", "original_kind": ...}``. A secret split across two separate network reads is not detected.
+Secrets (docs/secrets.md): credential headers are removed from request and response lines. The writer's secrets
+(given, added with ``add_secrets``, or learned from the credentials of a recorded request) are replaced by
+``[redacted]`` in every line, as they are or JSON-escaped; reads go through a ``StreamRedactor`` per attempt, so a
+secret split across reads or deltas, or escaped, is masked too (the writer may hold back the end of a read and
+write it with a later read or before the attempt's end line). A line where a secret cannot be redacted without
+breaking the JSON is replaced by ``{"kind": "redacted", "original_kind": ...}``.
 
 Plain SSE text (what ``curl -N`` prints) is also accepted by the reader: a file that does not start with the header
-line is a one-turn, one-attempt recording whose single read is the whole file, bytes kept exactly, with no timing.
+line is a one-turn, one-attempt recording whose reads are the file's chunks (about 1 MiB each), bytes kept exactly,
+with no timing. Readers read their input as a stream, never whole; a field of the wrong type is dropped with a
+warning naming the line (its raw value kept under ``"invalid"``).
 """
 
 from __future__ import annotations
