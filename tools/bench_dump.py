@@ -115,7 +115,9 @@ def main() -> int:
             f"{name:<10} {n / MB:>6.0f} MB {rss / MB:>6.0f} MB {elapsed:>6.1f} s {code:>4} {limit / MB:>6.0f} MB"
             f"  {'yes' if ok else 'NO'}"
         )
-    print(orjson.dumps([dict(zip(("input", "size", "rss", "seconds", "exit", "limit", "met"), r)) for r in rows]).decode())
+    print(
+        orjson.dumps([dict(zip(("input", "size", "rss", "seconds", "exit", "limit", "met"), r)) for r in rows]).decode()
+    )
     return 0 if all(r[-1] for r in rows) else 1
 
 

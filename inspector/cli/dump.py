@@ -33,8 +33,12 @@ def cmd(args: argparse.Namespace) -> int:
         _err("--events needs --json")
         return EXIT_USAGE
     out_bytes = sys.stdout.buffer
+
+    def write_event(e: Any) -> None:
+        out_bytes.write(event_line(e))
+
     # decoded as read: the reads are not kept (memory does not grow with the input), except for --timing
-    dumper = Dumper(on_event=(lambda e: out_bytes.write(event_line(e))) if args.events else None)
+    dumper = Dumper(on_event=write_event if args.events else None)
     source: Any = sys.stdin.buffer if args.path == "-" else Path(args.path)
     try:
         recording = load_any(source, on_read=dumper.feed, keep_reads=bool(args.timing))

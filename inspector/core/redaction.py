@@ -68,7 +68,9 @@ def usable_secrets(secrets: Iterable[Any]) -> list[str]:
     return sorted(found, key=len, reverse=True)
 
 
-def credential_values(headers: Mapping[str, Any] | Iterable[tuple[Any, Any]] | None, url: str | None = None) -> list[str]:
+def credential_values(
+    headers: Mapping[str, Any] | Iterable[tuple[Any, Any]] | None, url: str | None = None
+) -> list[str]:
     """The secret strings a request carries: values of credential headers (``x-api-key``, ``api-key``,
     ``authorization``...), the token after an auth scheme ("Bearer sk-..."), and credential query parameters
     (``?api_key=...``). Headers are a mapping or ``(name, value)`` pairs."""
@@ -356,16 +358,16 @@ class StreamRedactor:
         index = masked.get("index")
         delta = masked.get("delta")
         if kind == "content_block_delta" and isinstance(delta, dict) and isinstance(index, int):
-            key = _TEXT_FIELDS.get(str(delta.get("type")))
-            if key is not None and isinstance(delta.get(key), str):
-                self._delta((index, key), _Held(event, delta, key))
+            field_name = _TEXT_FIELDS.get(str(delta.get("type")))
+            if field_name is not None and isinstance(delta.get(field_name), str):
+                self._delta((index, field_name), _Held(event, delta, field_name))
                 return
         if kind == "content_block_stop" and isinstance(index, int):
-            for key in [k for k in self._blocks if k[0] == index]:
-                self._release(key)
+            for block_key in [k for k in self._blocks if k[0] == index]:
+                self._release(block_key)
         elif kind in ("message_delta", "message_stop", "error", "message_start"):
-            for key in list(self._blocks):
-                self._release(key)
+            for block_key in list(self._blocks):
+                self._release(block_key)
 
     def _release(self, key: tuple[int, str]) -> None:
         block = self._blocks.pop(key, None)

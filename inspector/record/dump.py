@@ -366,7 +366,11 @@ def event_line(e: Any) -> bytes:
 
 def dump_events(recording: Recording, out: IO[bytes]) -> list[dict]:
     """`--events --json`: one line per decoded SSE event; returns the turns (as dump_turns) from the same pass."""
-    return dump_turns(recording, on_event=lambda e: out.write(event_line(e)))
+
+    def write(e: Any) -> None:
+        out.write(event_line(e))
+
+    return dump_turns(recording, on_event=write)
 
 
 def format_turns(turns: list[dict]) -> str:
@@ -410,12 +414,12 @@ def _format_turn(t: dict, failed: bool = False) -> list[str]:
         bt = _v(b.get("type"))
         if bt == "text":
             lines.append(f"  [{i}] text:")
-            text = b.get("text") if isinstance(b.get("text"), str) else ""
+            text = b["text"] if isinstance(b.get("text"), str) else ""
             for line in text.splitlines() or [""]:
                 lines.append(f"      {line}")
         elif bt == "thinking":
-            thinking = b.get("thinking") if isinstance(b.get("thinking"), str) else ""
-            signature = b.get("signature") if isinstance(b.get("signature"), str) else ""
+            thinking = b["thinking"] if isinstance(b.get("thinking"), str) else ""
+            signature = b["signature"] if isinstance(b.get("signature"), str) else ""
             lines.append(
                 f"  [{i}] thinking: {short_text(thinking, 200, ellipsis='...')!r} (signature {len(signature)} chars)"
             )

@@ -178,7 +178,7 @@ def _har_recording(raw: bytes, name: str | None) -> Recording:
         raise RecordingError(f"not a HAR file: invalid JSON ({e})") from None
     log = doc.get("log") if isinstance(doc, dict) else None
     entries = log.get("entries") if isinstance(log, dict) else None
-    if not isinstance(entries, list):
+    if not isinstance(log, dict) or not isinstance(entries, list):
         raise RecordingError("not a HAR file: no log.entries")
     del raw, doc
     creator = _obj(log.get("creator"))

@@ -814,7 +814,11 @@ def _parse_jsonl(chunks: Iterable[bytes], max_line: int, on_read: ReadCallback |
 
     def attempt_for(obj: dict, number: int) -> RecordedAttempt | None:
         turn, attempt = obj.get("turn"), obj.get("attempt")
-        if not (_is_int(turn) and _is_int(attempt)):
+        if (
+            not (isinstance(turn, int) and isinstance(attempt, int))
+            or isinstance(turn, bool)
+            or isinstance(attempt, bool)
+        ):
             warn(f"line {number}: {obj['kind']} line without integer turn/attempt, skipped")
             return None
         key = (turn, attempt)
