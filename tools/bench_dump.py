@@ -98,6 +98,22 @@ def measure(command: str) -> tuple[int, int, float]:
     return int(code), int(rss_kb) * 1024, elapsed
 
 
+def redactor_throughput() -> list[tuple[str, int, float]]:
+    """StreamRedactor (what RecordingWriter runs every read through when it has secrets) on 6 MB streams."""
+    from inspector.core.redaction import StreamRedactor
+    from inspector.testing.streamgen import big_tool_stream, text_stream
+
+    rows = []
+    for name, data in (("text", text_stream(50_000).data), ("tool input", big_tool_stream(6_000_000).data)):
+        r = StreamRedactor(["sk-ant-api03-" + "x" * 95])
+        t0 = time.perf_counter()
+        out = b"".join(r.feed(data[i : i + 4096]) for i in range(0, len(data), 4096)) + r.flush()
+        elapsed = time.perf_counter() - t0
+        assert out == data
+        rows.append((name, len(data), elapsed))
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", type=int, default=200, help="input size in MB (default 200)")
@@ -115,6 +131,10 @@ def main() -> int:
             f"{name:<10} {n / MB:>6.0f} MB {rss / MB:>6.0f} MB {elapsed:>6.1f} s {code:>4} {limit / MB:>6.0f} MB"
             f"  {'yes' if ok else 'NO'}"
         )
+    print()
+    print(f"{'redactor':<10} {'size':>9} {'time':>8} {'MB/s':>6}")
+    for name, n, elapsed in redactor_throughput():
+        print(f"{name:<10} {n / MB:>6.1f} MB {elapsed:>6.2f} s {n / MB / elapsed:>6.1f}")
     print(
         orjson.dumps([dict(zip(("input", "size", "rss", "seconds", "exit", "limit", "met"), r)) for r in rows]).decode()
     )

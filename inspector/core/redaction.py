@@ -351,8 +351,15 @@ class StreamRedactor:
         if obj is None:
             self._queue.append(_Event(raw))
             return
-        masked = redact(obj, self.secrets)
-        event = _Event(raw, obj=masked, name=name, changed=masked != obj)
+        # without a backslash, the decoded strings are the bytes as they are, which hold no secret any more; with
+        # some, a secret can only be in a string if it is in the data unescaped twice (JSON, then text escapes)
+        masked = obj
+        if b"\\" in raw:
+            once = _unescape(raw.decode("utf-8", "replace"))
+            secrets = self.secrets
+            if any(x in once for x in secrets) or ("\\" in once and any(x in _unescape(once) for x in secrets)):
+                masked = redact(obj, secrets)
+        event = _Event(raw, obj=masked, name=name, changed=masked is not obj and masked != obj)
         self._queue.append(event)
         kind = masked.get("type")
         index = masked.get("index")
@@ -405,45 +412,53 @@ class StreamRedactor:
 
     def _hold_from(self, text: str) -> int:
         """Where the part of ``text`` that could be the beginning of a secret starts (``len(text)`` if none)."""
-        window = self._max * 6 if "\\" in text[-self._max * 6 :] else self._max
-        start = max(0, len(text) - window)
-        escaped = "\\" in text[start:]
-        first = self._first
-        for p in range(start, len(text)):
-            if text[p] not in first:  # (an escaped secret begins with a backslash)
+        n = len(text)
+        window = self._max * 6
+        if "\\" not in text[-window:]:
+            best = n
+            for secret in self.secrets:  # a proper prefix of the secret at the end of the text
+                first = secret[0]
+                p = text.find(first, max(0, n - len(secret) + 1))
+                while 0 <= p < best:
+                    if secret.startswith(text[p:]):
+                        best = p
+                        break
+                    p = text.find(first, p + 1)
+            return best
+        first_chars = self._first
+        for p in range(max(0, n - window), n):
+            if text[p] not in first_chars:  # (an escaped secret begins with a backslash)
                 continue
             tail = text[p:]
             if any(s.startswith(tail) for s in self.secrets):
                 return p
-            if escaped:
-                plain = _unescape(_PARTIAL_ESCAPE.sub("", tail))
-                if any(s.startswith(plain) for s in self.secrets) and (plain or tail.startswith("\\")):
-                    return p
-        return len(text)
+            plain = _unescape(_PARTIAL_ESCAPE.sub("", tail))
+            if any(s.startswith(plain) for s in self.secrets) and (plain or tail.startswith("\\")):
+                return p
+        return n
 
 
 def _parse_event(raw: bytes) -> tuple[str | None, dict | None]:
     """The ``event:`` name and the JSON object of an SSE event's data (None, None when it is not such an event)."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return None, None
-    name = None
-    data: list[str] = []
-    for line in text.splitlines():
-        if line.startswith("data:"):
-            data.append(line[5:].removeprefix(" "))
-        elif line.startswith("event:"):
-            name = line[6:].removeprefix(" ")
-        elif line and not line.startswith(":"):
+    if b"\r" in raw:
+        raw = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    name: bytes | None = None
+    data: list[bytes] = []
+    for line in raw.split(b"\n"):
+        if line.startswith(b"data:"):
+            data.append(line[6:] if line.startswith(b"data: ") else line[5:])
+        elif line.startswith(b"event:"):
+            name = line[7:] if line.startswith(b"event: ") else line[6:]
+        elif line and not line.startswith(b":"):
             return None, None  # id:, retry: or something else: keep the bytes (masked as bytes only)
     if not data:
         return None, None
     try:
-        obj = orjson.loads("\n".join(data))
-    except orjson.JSONDecodeError:
+        obj = orjson.loads(data[0] if len(data) == 1 else b"\n".join(data))
+        text = None if name is None else name.decode("utf-8")
+    except (orjson.JSONDecodeError, UnicodeDecodeError):
         return None, None
-    return (name, obj) if isinstance(obj, dict) else (None, None)
+    return (text, obj) if isinstance(obj, dict) else (None, None)
 
 
 def _split_masked(text: str, frags: list[str], spans: list[tuple[int, int]]) -> list[str]:
