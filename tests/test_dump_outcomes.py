@@ -169,3 +169,22 @@ def test_dump_ok_follows_the_last_attempt_of_each_turn(tmp_path_factory, statuse
     assert [f["outcome"] for f in turns[0].get("failed_attempts", [])] == [
         "text_finish" if s == 200 else "http_error" for s in statuses[:-1]
     ]
+
+
+def test_text_of_an_empty_attempt_prints_no_none(capsys, tmp_path) -> None:
+    path = tmp_path / "empty.sse"
+    path.write_bytes(b"")
+    code, out = run(capsys, "dump", str(path))
+    assert code == 1
+    assert "message -  model -" in out and "stop_reason: -  stop_sequence: -" in out and "usage: -" in out
+    assert "None" not in out
+
+
+def test_max_size_option(capsys, tmp_path) -> None:
+    path = tmp_path / "big.sse"
+    path.write_bytes(b"data: " + b"x" * 3000 + b"\n\n" + sse(*text_turn("after")))
+    code, out = run(capsys, "dump", str(path), "--max-size", "0.001")  # 1048 bytes
+    assert "an SSE line longer than 1048 bytes" in out
+    assert "after" in out
+    code, _ = run(capsys, "dump", str(path), "--max-size", "0")
+    assert code == 2

@@ -279,3 +279,16 @@ def test_redaction_helpers() -> None:
     assert credential_values([], f"{URL}?api_key={CANARY}") == [CANARY]
     assert redact({"a": [f"\\u0073k{CANARY[2:]}"]}, [CANARY]) == {"a": [REDACTED]}
     assert mask_text("no secret \\n here", [CANARY]) == "no secret \\n here"
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), cuts=st.lists(st.integers(0, 5000), max_size=20))
+def test_without_the_key_the_recorded_bytes_are_the_stream_exactly(seed, cuts) -> None:
+    """The hold-back moves read boundaries but never changes a byte of a stream that holds no secret."""
+    from inspector.testing.streamgen import generate
+
+    data = generate(seed).data
+    points = sorted({c % (len(data) + 1) for c in cuts})
+    reads = [data[a:b] for a, b in itertools.pairwise([0, *points, len(data)])]
+    rec = read_recording(record(reads))
+    assert rec.turns[0].attempts[0].data == data

@@ -22,6 +22,13 @@ def add_parser(sub: Any) -> None:
         help="timing analysis per turn: headers, first byte, first token, gaps, buffering verdict",
     )
 
+    d.add_argument(
+        "--max-size",
+        type=float,
+        default=64,
+        metavar="MIB",
+        help="largest line or SSE event kept, in MiB (default 64): a bigger one is a warning/diagnostic",
+    )
     d.set_defaults(func=cmd)
 
 
@@ -32,16 +39,20 @@ def cmd(args: argparse.Namespace) -> int:
     if args.events and not args.json:
         _err("--events needs --json")
         return EXIT_USAGE
+    if not args.max_size > 0:
+        _err("--max-size must be a positive number of MiB")
+        return EXIT_USAGE
+    max_size = max(1, int(args.max_size * 1024 * 1024))
     out_bytes = sys.stdout.buffer
 
     def write_event(e: Any) -> None:
         out_bytes.write(event_line(e))
 
     # decoded as read: the reads are not kept (memory does not grow with the input), except for --timing
-    dumper = Dumper(on_event=write_event if args.events else None)
+    dumper = Dumper(on_event=write_event if args.events else None, max_event=max_size)
     source: Any = sys.stdin.buffer if args.path == "-" else Path(args.path)
     try:
-        recording = load_any(source, on_read=dumper.feed, keep_reads=bool(args.timing))
+        recording = load_any(source, max_line=max_size, on_read=dumper.feed, keep_reads=bool(args.timing))
     except OSError as e:
         _err(f"cannot read {args.path}: {e.strerror or e}")
         return EXIT_USAGE

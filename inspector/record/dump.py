@@ -436,7 +436,8 @@ def _format_turn(t: dict, failed: bool = False) -> list[str]:
             lines.append(f"  [{i}] {bt}")
     lines.append(f"  stop_reason: {_v(m.get('stop_reason'))}  stop_sequence: {_v(m.get('stop_sequence'))}")
     u = m.get("usage") if isinstance(m.get("usage"), dict) else {}
-    lines.append("  usage: " + ", ".join(f"{k} {_v(v)}" for k, v in u.items() if not isinstance(v, dict)))
+    usage = ", ".join(f"{k} {_v(v)}" for k, v in u.items() if not isinstance(v, dict))
+    lines.append(f"  usage: {usage or '-'}")
     return lines + _format_diagnostics(t)
 
 
