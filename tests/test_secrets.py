@@ -292,3 +292,42 @@ def test_without_the_key_the_recorded_bytes_are_the_stream_exactly(seed, cuts) -
     reads = [data[a:b] for a, b in itertools.pairwise([0, *points, len(data)])]
     rec = read_recording(record(reads))
     assert rec.turns[0].attempts[0].data == data
+
+
+# --- through the real pipeline: loop + Recorder + RecordingWriter, then replay ------------------------------------
+
+
+async def test_a_key_echoed_one_byte_at_a_time_never_reaches_the_recording_or_the_replay(tmp_path) -> None:
+    import asyncio
+
+    import httpx2
+
+    from inspector.sessions.sources import api_session, replay_session
+
+    text = f"your key is {CANARY}, keep it safe"
+    body = text_stream(list(text))
+
+    class OneByte(httpx2.AsyncByteStream):
+        async def __aiter__(self):
+            for i in range(len(body)):
+                yield body[i : i + 1]
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, stream=OneByte())
+
+    path = tmp_path / "api.jsonl"
+    client = httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
+    session = api_session("claude-test", "hi", api_key=CANARY, http_client=client, record=path, builtin=False)
+    async with asyncio.timeout(30):
+        await session.run()
+    session.close()
+    turns = assert_no_canary(path.read_bytes(), tmp_path)
+    assert joined_text(turns) == f"your key is {REDACTED}, keep it safe"
+
+    seen: list[bytes] = []
+    replay = replay_session(path)
+    replay.bus.subscribe(lambda obs: seen.append(orjson.dumps(obs.to_json(), default=str)))
+    async with asyncio.timeout(30):
+        await replay.run()
+    replay.close()
+    assert seen and not any(CANARY.encode() in s for s in seen)
