@@ -321,3 +321,28 @@ def test_har_size_limit_is_a_one_line_error(capsys, tmp_path) -> None:
         H.load_any.__kwdefaults__["max_har"] = old
     err = capsys.readouterr().err
     assert code == 2 and len(err.splitlines()) == 1 and "HAR file larger than" in err
+
+
+def test_har_messages_http_error_is_an_attempt_retried_by_the_next_entry(capsys, tmp_path) -> None:
+    rate_limited = sse_entry(
+        response={
+            "status": 429,
+            "headers": [{"name": "content-type", "value": "application/json"}],
+            "content": {
+                "mimeType": "application/json",
+                "text": '{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}',
+            },
+        }
+    )
+    other = sse_entry(request={"method": "GET", "url": "https://x/favicon.ico"}, response={"status": 404})
+    rec = read_har(har(rate_limited, other, sse_entry(), sse_entry()))
+    assert [[a.attempt for a in t.attempts] for t in rec.turns] == [[0, 1], [0]]
+    assert rec.header["skipped_entries"] == 1
+    turns = dump_turns(rec)
+    assert turns[0]["failed_attempts"][0]["outcome"] == "http_error"
+    assert turns[0]["failed_attempts"][0]["error"] == {"type": "rate_limit_error", "message": "slow down"}
+    assert dump_ok(turns)
+    path = tmp_path / "x.har"
+    path.write_bytes(har(rate_limited))
+    assert main(["dump", str(path)]) == 1
+    assert "http_error (HTTP 429)" in capsys.readouterr().out

@@ -1,7 +1,9 @@
 """Import HAR files (browser devtools "Save all as HAR", mitmproxy / Charles / Proxyman exports) as recordings.
 
 Every entry whose response is ``text/event-stream`` (by ``content.mimeType`` or the content-type header) becomes one
-turn with one attempt, in file order: its request (method, url, headers, ``postData`` body) and response (status,
+turn with one attempt, in file order; a Messages API call answered with an HTTP error (``POST .../messages``,
+status 400-599, e.g. a 429 in JSON) is kept too, and the entry after it is taken as its retry (the next attempt of
+the same turn). Each attempt has its request (method, url, headers, ``postData`` body) and response (status,
 headers), the body as ONE read, and an end line. ``content.text`` may be plain text or base64
 (``content.encoding == "base64"``); the bytes are kept exactly.
 
@@ -108,6 +110,20 @@ def _is_sse(entry: dict) -> bool:
     return "text/event-stream" in mime.lower() or "text/event-stream" in ctype.lower()
 
 
+def _is_messages_error(entry: dict) -> bool:
+    """A Messages API call (``POST .../messages``) answered with an HTTP error (status 400 and up): kept as an
+    attempt so that ``dump`` shows it (``http_error``), and the next call is taken as its retry."""
+    request = _obj(entry.get("request"))
+    url = request.get("url")
+    status = _obj(entry.get("response")).get("status")
+    return (
+        isinstance(url, str)
+        and url.split("?", 1)[0].rstrip("/").endswith("/messages")
+        and _is_int(status)
+        and 400 <= status <= 599
+    )
+
+
 def _when(value: Any) -> datetime | None:
     """An aware datetime (a naive one is taken to be UTC, so naive and aware times can be subtracted)."""
     if not isinstance(value, str):
@@ -195,10 +211,16 @@ def _har_recording(raw: bytes, name: str | None) -> Recording:
     }
     rec = Recording(header=header)
     warn = rec.warnings.append
-    matching = [(i, e) for i, e in enumerate(entries, 1) if isinstance(e, dict) and _is_sse(e)]
+    matching = [
+        (i, e) for i, e in enumerate(entries, 1) if isinstance(e, dict) and (_is_sse(e) or _is_messages_error(e))
+    ]
     skipped = sum(1 for e in entries if isinstance(e, dict)) - len(matching)
     t0 = next((w for w in (_when(e.get("startedDateTime")) for _, e in matching) if w is not None), None)
-    for turn, (number, entry) in enumerate(matching):
+    turn, attempt = -1, 0
+    retry_next = False  # the previous entry was an HTTP error: this one is its retry (the same turn)
+    for number, entry in matching:
+        turn, attempt = (turn, attempt + 1) if retry_next else (turn + 1, 0)
+        retry_next = _is_messages_error(entry)
         request = _obj(entry.get("request"))
         response = _obj(entry.get("response"))
         timings = _obj(entry.get("timings"))
@@ -207,11 +229,11 @@ def _har_recording(raw: bytes, name: str | None) -> Recording:
         parts = [_ms(timings.get(k)) for k in ("blocked", "dns", "connect", "send", "wait")]
         t_headers = sum(p for p in parts if p is not None) / 1000 if any(p is not None for p in parts) else None
         total = _ms(entry.get("time"))
-        att = RecordedAttempt(turn=turn, attempt=0)
+        att = RecordedAttempt(turn=turn, attempt=attempt)
         att.request = {
             "kind": "request",
             "turn": turn,
-            "attempt": 0,
+            "attempt": attempt,
             "t": t_req,
             "method": request["method"] if isinstance(request.get("method"), str) else "GET",
             "url": request["url"] if isinstance(request.get("url"), str) else "",
@@ -223,7 +245,7 @@ def _har_recording(raw: bytes, name: str | None) -> Recording:
         att.response = {
             "kind": "response",
             "turn": turn,
-            "attempt": 0,
+            "attempt": attempt,
             "t": t_headers,
             "status": status
             if isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 999
@@ -237,16 +259,21 @@ def _har_recording(raw: bytes, name: str | None) -> Recording:
         if att.response["status"] is None and status is not None and not (status == 0 and _is_int(status)):
             warn(f"entry {number}: response status {str(status)[:40]!r} is not an HTTP status, dropped")
             status = None
-        failed = bool(error) or status in (0, None)
+        failed = bool(error) or status in (0, None) or (_is_int(status) and status >= 400)
         att.end = {
             "kind": "end",
             "turn": turn,
-            "attempt": 0,
+            "attempt": attempt,
             "t": None if total is None else total / 1000,
             "status": "failed" if failed else "complete",
-            "reason": str(error) if error else ("no response" if status in (0, None) else None),
+            "reason": str(error)
+            if error
+            else ("no response" if status in (0, None) else (f"HTTP {status}" if failed else None)),
         }
-        rec.turns.append(RecordedTurn(turn=turn, attempts=[att]))
+        if attempt:
+            rec.turns[-1].attempts.append(att)
+        else:
+            rec.turns.append(RecordedTurn(turn=turn, attempts=[att]))
     if matching:
         warn(HAR_TIMING_NOTE)
     else:
