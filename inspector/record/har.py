@@ -116,12 +116,9 @@ def _is_messages_error(entry: dict) -> bool:
     request = _obj(entry.get("request"))
     url = request.get("url")
     status = _obj(entry.get("response")).get("status")
-    return (
-        isinstance(url, str)
-        and url.split("?", 1)[0].rstrip("/").endswith("/messages")
-        and _is_int(status)
-        and 400 <= status <= 599
-    )
+    if not isinstance(url, str) or not isinstance(status, int) or isinstance(status, bool):
+        return False
+    return url.split("?", 1)[0].rstrip("/").endswith("/messages") and 400 <= status <= 599
 
 
 def _when(value: Any) -> datetime | None:
