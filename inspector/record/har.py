@@ -35,10 +35,10 @@ from inspector.record.recording import (
     Recording,
     RecordingError,
     Source,
-    _chunks,
-    _head,
-    _prepend,
+    open_chunks,
+    prepend,
     read_chunks,
+    read_head,
 )
 
 __all__ = ["HAR_FORMAT", "HAR_TIMING_NOTE", "MAX_HAR_BYTES", "is_har", "load_any", "read_har"]
@@ -176,7 +176,7 @@ def read_har(path_or_bytes: Source, *, max_bytes: int = MAX_HAR_BYTES) -> Record
 
     Raises ``RecordingError`` when the data is not a HAR (not JSON, no ``log.entries``) or is bigger than
     ``max_bytes`` (a HAR is parsed whole)."""
-    chunks, close = _chunks(path_or_bytes)
+    chunks, close = open_chunks(path_or_bytes)
     try:
         raw = _whole(chunks, max_bytes)
     finally:
@@ -292,11 +292,11 @@ def load_any(
 
     Read as a stream (see ``read_recording``: ``max_line``, ``on_read``, ``keep_reads``); a HAR is parsed whole,
     up to ``max_har`` bytes (RecordingError past that)."""
-    chunks, close = _chunks(path_or_bytes)
+    chunks, close = open_chunks(path_or_bytes)
     try:
-        head = _head(chunks)
+        head = read_head(chunks)
         if is_har(head[:4096]):
-            rec = _har_recording(_whole(_prepend(head, chunks), max_har), _name(path_or_bytes))
+            rec = _har_recording(_whole(prepend(head, chunks), max_har), _name(path_or_bytes))
             if on_read is not None:
                 for att in rec.attempts():
                     for read in att.reads:
@@ -305,6 +305,6 @@ def load_any(
                 for att in rec.attempts():
                     att.reads = []
             return rec
-        return read_chunks(_prepend(head, chunks), head, max_line=max_line, on_read=on_read, keep_reads=keep_reads)
+        return read_chunks(prepend(head, chunks), head, max_line=max_line, on_read=on_read, keep_reads=keep_reads)
     finally:
         close()

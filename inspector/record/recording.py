@@ -457,7 +457,7 @@ Source = str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes]
 ReadCallback = Callable[[RecordedAttempt, RecordedRead], None]
 
 
-def _chunks(source: Source, size: int = CHUNK_BYTES) -> tuple[Iterator[bytes], Callable[[], None]]:
+def open_chunks(source: Source, size: int = CHUNK_BYTES) -> tuple[Iterator[bytes], Callable[[], None]]:
     """The input as an iterator of byte chunks (never the whole input at once, except bytes given whole) and a
     function that closes what was opened here."""
     if isinstance(source, (bytes, bytearray, memoryview)):
@@ -484,7 +484,7 @@ def _file_chunks(f: IO[bytes], size: int) -> Iterator[bytes]:
         yield bytes(chunk)
 
 
-def _head(chunks: Iterator[bytes]) -> bytes:
+def read_head(chunks: Iterator[bytes]) -> bytes:
     """The first bytes of the input: enough to tell a recording / HAR / plain SSE apart (up to the first line break,
     at most _HEAD_BYTES unless a chunk was bigger)."""
     parts: list[bytes] = []
@@ -497,7 +497,7 @@ def _head(chunks: Iterator[bytes]) -> bytes:
     return b"".join(parts)
 
 
-def _prepend(head: bytes, chunks: Iterator[bytes]) -> Iterator[bytes]:
+def prepend(head: bytes, chunks: Iterator[bytes]) -> Iterator[bytes]:
     if head:
         yield head
     yield from chunks
@@ -574,10 +574,10 @@ def read_recording(
     when they come first, are already set). With ``keep_reads=False`` the reads are not kept in the Recording
     (``attempt.reads`` stays empty): memory does not grow with the reads, e.g. for ``dump``.
     """
-    chunks, close = _chunks(path_or_bytes)
+    chunks, close = open_chunks(path_or_bytes)
     try:
-        head = _head(chunks)
-        return read_chunks(_prepend(head, chunks), head, max_line=max_line, on_read=on_read, keep_reads=keep_reads)
+        head = read_head(chunks)
+        return read_chunks(prepend(head, chunks), head, max_line=max_line, on_read=on_read, keep_reads=keep_reads)
     finally:
         close()
 
