@@ -346,3 +346,9 @@ def test_har_messages_http_error_is_an_attempt_retried_by_the_next_entry(capsys,
     path.write_bytes(har(rate_limited))
     assert main(["dump", str(path)]) == 1
     assert "http_error (HTTP 429)" in capsys.readouterr().out
+
+
+def test_warnings_are_bounded() -> None:
+    rec = read_recording(HEADER + b"garbage\n" * 5000)
+    assert len(rec.warnings) == R.MAX_WARNINGS + 1
+    assert rec.warnings[-1] == f"{5000 - R.MAX_WARNINGS} more warnings not shown"

@@ -7,6 +7,7 @@ Each `dump` runs as a subprocess of a fresh wrapper process, which reports the p
 (`resource.getrusage(RUSAGE_CHILDREN).ru_maxrss`). Inputs:
   random      random bytes (read as plain SSE: one or two diagnostics per line, kept to 1000 + a count)
   recording   a valid recording (JSON Lines) of one long text turn, in 4 KiB reads
+  damaged     a recording header followed by random bytes (one warning per line: kept to 1000 + a count)
   plain sse   a valid plain SSE file of one long text turn
   /dev/zero   `head -c SIZE /dev/zero | inspector dump -` (one endless line: cut at the line limit, reading stops)
 Target: peak RSS <= 2 x input size + 100 MB on every input.
@@ -68,6 +69,12 @@ def make_inputs(directory: Path, size: int) -> list[tuple[str, str, int]]:
     with open(rnd, "wb") as f:
         for _ in range(size // MB):
             f.write(os.urandom(MB))
+    damaged = directory / "damaged.jsonl"  # a recording header, then random bytes: one warning per "line"
+    with open(damaged, "wb") as f:
+        f.write(b'{"kind":"header","format":"stream-inspector-recording","version":1,"source":{}}\n')
+        with open(rnd, "rb") as r:
+            while chunk := r.read(MB):
+                f.write(chunk)
     plain = directory / "plain.sse"
     data = text_events(size)
     plain.write_bytes(data)
@@ -84,6 +91,7 @@ def make_inputs(directory: Path, size: int) -> list[tuple[str, str, int]]:
     return [
         ("random", f"{py} {rnd}", rnd.stat().st_size),
         ("recording", f"{py} {rec} --json", rec.stat().st_size),
+        ("damaged", f"{py} {damaged}", damaged.stat().st_size),
         ("plain sse", f"{py} {plain}", plain.stat().st_size),
         ("/dev/zero", f"head -c {size} /dev/zero | {py} -", size),
     ]

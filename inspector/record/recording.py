@@ -450,6 +450,7 @@ def is_recording(first_bytes: bytes) -> bool:
 
 MAX_LINE_BYTES = 64 * 1024 * 1024  # default maximum size of one line (JSONL) / one SSE line or event (plain SSE, dump)
 CHUNK_BYTES = 1024 * 1024  # plain SSE is kept as reads of about this size (what the reader got, not one bytes object)
+MAX_WARNINGS = 1000  # warnings kept per recording; the others are counted
 GIVE_UP_FACTOR = 4  # an over-long line longer than GIVE_UP_FACTOR * max_line ends the reading (e.g. /dev/zero)
 _HEAD_BYTES = 65536
 
@@ -808,7 +809,15 @@ def _parse_jsonl(chunks: Iterable[bytes], max_line: int, on_read: ReadCallback |
     lines = _lines(chunks, max_line)
     first = next(lines, None)
     recording = Recording(header=_check_header(first.data if first is not None else b""))
-    warn = recording.warnings.append
+    warnings = recording.warnings
+    suppressed = 0
+
+    def warn(text: str) -> None:  # at most MAX_WARNINGS kept: a damaged file must not make memory grow with it
+        nonlocal suppressed
+        if len(warnings) < MAX_WARNINGS:
+            warnings.append(text)
+        else:
+            suppressed += 1
     turns: dict[int, RecordedTurn] = {}
     attempts: dict[tuple[int, int], RecordedAttempt] = {}
 
@@ -885,6 +894,8 @@ def _parse_jsonl(chunks: Iterable[bytes], max_line: int, on_read: ReadCallback |
                 on_read(target, found)
         else:
             recording.unknown.append(obj)
+    if suppressed:
+        warnings.append(f"{suppressed} more warnings not shown")
     return recording
 
 
