@@ -97,7 +97,7 @@ class _Attempt:
             return
         if self.mode is None:
             self._buffer(data)
-            head = b"".join(self.buf).lstrip(_BLANK)
+            head = data.lstrip(_BLANK)  # (what was buffered before was blank)
             if head:
                 self.mode, self.sniffed = ("json", True) if head[:1] == b"{" else ("sse", False)
                 if self.mode == "sse":
