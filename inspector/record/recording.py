@@ -818,6 +818,7 @@ def _parse_jsonl(chunks: Iterable[bytes], max_line: int, on_read: ReadCallback |
             warnings.append(text)
         else:
             suppressed += 1
+
     turns: dict[int, RecordedTurn] = {}
     attempts: dict[tuple[int, int], RecordedAttempt] = {}
 
