@@ -81,7 +81,7 @@ def test_summary_of_a_tool_turn(capsys, write):
     assert "message msg_1  model claude-test" in out
     assert "[0] text:" in out and "      I'll read it." in out and "      Then fix." in out
     assert '[1] tool_use read_file toolu_01: {"path":"README.md"}' in out
-    assert "stop_reason: tool_use  stop_sequence: None" in out
+    assert "stop_reason: tool_use  stop_sequence: -" in out and "None" not in out
     assert "usage: input_tokens 50, output_tokens 42, cache_read_input_tokens 7" in out
     assert "diagnostics:" not in out
 

@@ -22,42 +22,59 @@ def add_parser(sub: Any) -> None:
         help="timing analysis per turn: headers, first byte, first token, gaps, buffering verdict",
     )
 
+    d.add_argument(
+        "--max-size",
+        type=float,
+        default=64,
+        metavar="MIB",
+        help="largest line or SSE event kept, in MiB (default 64): a bigger one is a warning/diagnostic",
+    )
     d.set_defaults(func=cmd)
 
 
 def cmd(args: argparse.Namespace) -> int:
-    import orjson
-
-    from inspector.record.dump import dump_events, dump_ok, dump_turns, format_turns
+    from inspector.record.dump import Dumper, dump_ok, event_line, format_turns
     from inspector.record.har import load_any
 
+    if args.events and not args.json:
+        _err("--events needs --json")
+        return EXIT_USAGE
+    if not args.max_size > 0:
+        _err("--max-size must be a positive number of MiB")
+        return EXIT_USAGE
+    max_size = max(1, int(args.max_size * 1024 * 1024))
+    out_bytes = sys.stdout.buffer
+
+    def write_event(e: Any) -> None:
+        out_bytes.write(event_line(e))
+
+    # decoded as read: the reads are not kept (memory does not grow with the input), except for --timing
+    dumper = Dumper(on_event=write_event if args.events else None, max_event=max_size)
+    source: Any = sys.stdin.buffer if args.path == "-" else Path(args.path)
     try:
-        if args.path == "-":
-            recording = load_any(sys.stdin.buffer.read())
-        else:
-            recording = load_any(Path(args.path))
+        recording = load_any(source, max_line=max_size, on_read=dumper.feed, keep_reads=bool(args.timing))
     except OSError as e:
         _err(f"cannot read {args.path}: {e.strerror or e}")
         return EXIT_USAGE
     except ValueError as e:
         _err(f"{args.path}: {e}")
         return EXIT_USAGE
+    turns = dumper.turns(recording)
     if args.events:
-        if not args.json:
-            _err("--events needs --json")
-            return EXIT_USAGE
-        turns = dump_events(recording, sys.stdout.buffer)
-        sys.stdout.buffer.flush()
+        out_bytes.flush()
         return EXIT_OK if dump_ok(turns) else EXIT_FAIL
-    turns = dump_turns(recording)
     if args.json:
+        import orjson
+
         out: dict = {"turns": turns}
+        if recording.warnings:
+            out["warnings"] = recording.warnings
         if args.timing:
             from inspector.record.timing import timing_json
 
             out["timing"] = timing_json(recording)
-        sys.stdout.buffer.write(orjson.dumps(out, option=orjson.OPT_NON_STR_KEYS) + b"\n")
-        sys.stdout.buffer.flush()
+        out_bytes.write(orjson.dumps(out, option=orjson.OPT_NON_STR_KEYS) + b"\n")
+        out_bytes.flush()
     else:
         for w in recording.warnings:
             print(f"warning: {w}")

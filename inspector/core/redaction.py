@@ -10,18 +10,25 @@ that carry them are dropped. For secrets split across network reads or deltas, o
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
+
+import orjson
 
 __all__ = [
     "CREDENTIAL_HEADERS",
     "CREDENTIAL_QUERY_PARAMS",
     "MIN_SECRET_LENGTH",
     "REDACTED",
+    "StreamRedactor",
     "clean_headers",
     "credential_values",
+    "mask_text",
     "redact",
+    "secret_spans",
     "usable_secrets",
 ]
 
@@ -61,10 +68,17 @@ def usable_secrets(secrets: Iterable[Any]) -> list[str]:
     return sorted(found, key=len, reverse=True)
 
 
-def credential_values(headers: Iterable[tuple[str, str]], url: str | None = None) -> list[str]:
-    """The secret strings a request carries: values of credential headers, the token after an auth scheme
-    ("Bearer sk-..."), and credential query parameters (``?api_key=...``)."""
+def credential_values(
+    headers: Mapping[str, Any] | Iterable[tuple[Any, Any]] | None, url: str | None = None
+) -> list[str]:
+    """The secret strings a request carries: values of credential headers (``x-api-key``, ``api-key``,
+    ``authorization``...), the token after an auth scheme ("Bearer sk-..."), and credential query parameters
+    (``?api_key=...``). Headers are a mapping or ``(name, value)`` pairs."""
     out: list[str] = []
+    if headers is None:
+        headers = ()
+    elif isinstance(headers, Mapping):
+        headers = headers.items()
 
     def add(candidate: str) -> None:
         candidate = candidate.strip()
@@ -89,10 +103,7 @@ def redact(value: Any, secrets: Iterable[str]) -> Any:
     """``value`` with every occurrence of a secret replaced by ``[redacted]``: in strings (dict keys too) and bytes,
     through dicts, lists and tuples (tuples come back as lists). Other values are returned as they are."""
     if isinstance(value, str):
-        for secret in secrets:
-            if secret in value:
-                value = value.replace(secret, REDACTED)
-        return value
+        return mask_text(value, secrets)
     if isinstance(value, (bytes, bytearray)):
         for secret in secrets:
             b = secret.encode()
@@ -104,3 +115,372 @@ def redact(value: Any, secrets: Iterable[str]) -> Any:
     if isinstance(value, (list, tuple)):
         return [redact(v, secrets) for v in value]
     return value
+
+
+# --- secrets in text, whatever the escaping ------------------------------------------------------------------------
+
+_ESCAPE = re.compile(r'\\(?:u[0-9a-fA-F]{4}|["\\/bfnrt])')
+_PARTIAL_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?\Z")
+_SIMPLE = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\", "/": "/"}
+
+
+def _unescape(text: str) -> str:
+    """JSON string escapes (``\\u0073``, ``\\n``...) decoded; anything else kept as it is."""
+    return _ESCAPE.sub(lambda m: chr(int(m[0][2:], 16)) if m[0][1] == "u" else _SIMPLE[m[0][1]], text)
+
+
+def _unescape_map(text: str) -> tuple[str, list[int], list[int]]:
+    """``_unescape(text)`` with, for each of its characters, where it starts and ends in ``text``."""
+    out: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    pos = 0
+    for m in _ESCAPE.finditer(text):
+        for i in range(pos, m.start()):
+            out.append(text[i])
+            starts.append(i)
+            ends.append(i + 1)
+        esc = m[0]
+        out.append(chr(int(esc[2:], 16)) if esc[1] == "u" else _SIMPLE[esc[1]])
+        starts.append(m.start())
+        ends.append(m.end())
+        pos = m.end()
+    for i in range(pos, len(text)):
+        out.append(text[i])
+        starts.append(i)
+        ends.append(i + 1)
+    return "".join(out), starts, ends
+
+
+def _occurrences(text: str, secret: str) -> Iterable[int]:
+    i = text.find(secret)
+    while i >= 0:
+        yield i
+        i = text.find(secret, i + 1)
+
+
+def secret_spans(text: str, secrets: Iterable[str]) -> list[tuple[int, int]]:
+    """Where the secrets occur in ``text``, as it is or JSON-escaped (``\\u0073k-...``): merged ``(start, end)``
+    spans of ``text``, in order."""
+    spans: list[tuple[int, int]] = []
+    secrets = list(secrets)
+    for secret in secrets:
+        spans.extend((i, i + len(secret)) for i in _occurrences(text, secret))
+    if "\\" in text and any(s in _unescape(text) for s in secrets):  # (the position map only when needed)
+        plain, starts, ends = _unescape_map(text)
+        for secret in secrets:
+            spans.extend((starts[i], ends[i + len(secret) - 1]) for i in _occurrences(plain, secret))
+    if not spans:
+        return []
+    spans.sort()
+    merged = [spans[0]]
+    for a, b in spans[1:]:
+        if a < merged[-1][1]:  # (overlapping: the same occurrence seen raw and unescaped)
+            merged[-1] = (merged[-1][0], max(b, merged[-1][1]))
+        else:
+            merged.append((a, b))
+    return merged
+
+
+def _apply(text: str, spans: list[tuple[int, int]]) -> str:
+    out: list[str] = []
+    pos = 0
+    for a, b in spans:
+        out.append(text[pos:a])
+        out.append(REDACTED)
+        pos = b
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def mask_text(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every occurrence of a secret, as it is or JSON-escaped, replaced by ``[redacted]``."""
+    secrets = list(secrets)
+    if not secrets or (not any(s in text for s in secrets) and "\\" not in text):
+        return text
+    spans = secret_spans(text, secrets)
+    return _apply(text, spans) if spans else text
+
+
+def _mask_bytes(data: bytes, forms: list[bytes]) -> bytes:
+    for form in forms:
+        if form in data:
+            data = data.replace(form, REDACTED.encode())
+    return data
+
+
+def _byte_forms(secrets: Iterable[str]) -> list[bytes]:
+    """The byte strings a secret can be on the wire: as it is, and JSON-escaped the way encoders write it."""
+    forms = {f for s in secrets for f in (s.encode(), orjson.dumps(s)[1:-1])}
+    return sorted(forms, key=len, reverse=True)
+
+
+# --- across reads and deltas ---------------------------------------------------------------------------------------
+
+_EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
+_TEXT_FIELDS = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "partial_json"}
+MAX_HOLD = 1024 * 1024  # bytes of an unfinished event held back at most (then masked as bytes and written)
+
+
+@dataclass(slots=True)
+class _Event:
+    raw: bytes  # as received (possibly masked as bytes)
+    obj: dict | None = None  # the parsed data, when it was changed (then the event is written again from it)
+    name: str | None = None  # the `event:` name, to write it again
+    ready: bool = True
+    changed: bool = False
+
+    def bytes(self) -> bytes:
+        if not self.changed or self.obj is None:
+            return self.raw
+        head = b"event: " + self.name.encode() + b"\n" if self.name is not None else b""
+        return head + b"data: " + orjson.dumps(self.obj) + b"\n\n"
+
+
+@dataclass(slots=True)
+class _Held:
+    event: _Event
+    delta: dict  # the event's delta object (its text field is rewritten when masked)
+    key: str  # "text", "thinking" or "partial_json"
+
+
+@dataclass(slots=True)
+class _Block:
+    held: list[_Held] = field(default_factory=list)
+
+
+class StreamRedactor:
+    """Masks known secrets in a stream of network reads before they are written anywhere, whatever the split of the
+    secret into reads or into deltas, and whatever its JSON escaping.
+
+    ``feed(read)`` returns the bytes that are safe to write now (possibly ``b""``); ``flush()`` at the end of the
+    stream returns the rest. With no secret the bytes pass through unchanged. Otherwise:
+
+    - an unfinished SSE event is held back until its blank line (at most ``MAX_HOLD`` bytes: past that, masked as
+      bytes and written but for the last bytes that could begin a secret);
+    - each event is decoded: a secret in any of its strings (as it is or ``\\u``-escaped) is masked and the event
+      written again from its JSON (other events keep their exact bytes);
+    - the text, thinking and partial_json fragments of each block are joined: a delta whose text ends with what
+      could be the beginning of a secret is held back (with the events after it, so the order is kept) until the
+      text goes on; a secret completed across deltas is masked in the fragments that carry it (the first gets
+      ``[redacted]``, the others lose their part), so the joined text reads ``[redacted]`` and the JSON stays valid;
+    - a body that is not SSE (a JSON response) is held to the end and masked as JSON (or as bytes).
+
+    ``add_secrets`` takes a key first seen late: it applies to what is fed from then on.
+    """
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self.secrets: list[str] = []
+        self._forms: list[bytes] = []
+        self._first: set[str] = set()
+        self._max = 0
+        self._buf = b""
+        self._queue: list[_Event] = []
+        self._blocks: dict[tuple[int, str], _Block] = {}
+        self.add_secrets(secrets)
+
+    def add_secrets(self, secrets: Iterable[str]) -> None:
+        new = [s for s in usable_secrets(secrets) if s not in self.secrets]
+        if not new:
+            return
+        self.secrets = usable_secrets([*self.secrets, *new])
+        self._forms = _byte_forms(self.secrets)
+        self._first = {s[0] for s in self.secrets} | {"\\"}
+        self._max = max(len(s) for s in self.secrets)
+
+    # --- bytes in, bytes out -----------------------------------------------------------------------------------
+
+    def feed(self, data: bytes) -> bytes:
+        if not self.secrets:
+            return self._drain() + self._take_buf() + bytes(data) if (self._queue or self._buf) else bytes(data)
+        buf = self._buf + bytes(data)
+        pos = 0
+        for m in _EVENT_END.finditer(buf):
+            self._event(buf[pos : m.end()])
+            pos = m.end()
+        self._buf = buf[pos:]
+        if len(self._buf) > MAX_HOLD:
+            masked = _mask_bytes(self._buf, self._forms)
+            keep = max(len(f) for f in self._forms) - 1
+            self._queue.append(_Event(masked[:-keep] if keep else masked))
+            self._buf = masked[-keep:] if keep else b""
+        return self._drain()
+
+    def flush(self) -> bytes:
+        """End of the stream: everything still held, masked."""
+        rest = self._buf
+        self._buf = b""
+        if rest:
+            if rest.lstrip()[:1] in (b"{", b"["):
+                self._queue.append(self._json_body(rest))
+            else:
+                self._event(rest)
+        for key in list(self._blocks):
+            self._release(key)
+        return self._drain()
+
+    def _take_buf(self) -> bytes:
+        rest, self._buf = self._buf, b""
+        return rest
+
+    def _drain(self) -> bytes:
+        out: list[bytes] = []
+        queue = self._queue
+        i = 0
+        while i < len(queue) and queue[i].ready:
+            out.append(queue[i].bytes())
+            i += 1
+        del queue[:i]
+        return b"".join(out)
+
+    # --- events ------------------------------------------------------------------------------------------------
+
+    def _json_body(self, raw: bytes) -> _Event:
+        try:
+            doc = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return _Event(_mask_bytes(raw, self._forms))
+        masked = redact(doc, self.secrets)
+        if masked == doc:
+            return _Event(_mask_bytes(raw, self._forms))
+        return _Event(orjson.dumps(masked))
+
+    def _event(self, raw: bytes) -> None:
+        raw = _mask_bytes(raw, self._forms)
+        name, obj = _parse_event(raw)
+        if obj is None:
+            self._queue.append(_Event(raw))
+            return
+        # without a backslash, the decoded strings are the bytes as they are, which hold no secret any more; with
+        # some, a secret can only be in a string if it is in the data unescaped twice (JSON, then text escapes)
+        masked = obj
+        if b"\\" in raw:
+            once = _unescape(raw.decode("utf-8", "replace"))
+            secrets = self.secrets
+            if any(x in once for x in secrets) or ("\\" in once and any(x in _unescape(once) for x in secrets)):
+                masked = redact(obj, secrets)
+        event = _Event(raw, obj=masked, name=name, changed=masked is not obj and masked != obj)
+        self._queue.append(event)
+        kind = masked.get("type")
+        index = masked.get("index")
+        delta = masked.get("delta")
+        if kind == "content_block_delta" and isinstance(delta, dict) and isinstance(index, int):
+            field_name = _TEXT_FIELDS.get(str(delta.get("type")))
+            if field_name is not None and isinstance(delta.get(field_name), str):
+                self._delta((index, field_name), _Held(event, delta, field_name))
+                return
+        if kind == "content_block_stop" and isinstance(index, int):
+            for block_key in [k for k in self._blocks if k[0] == index]:
+                self._release(block_key)
+        elif kind in ("message_delta", "message_stop", "error", "message_start"):
+            for block_key in list(self._blocks):
+                self._release(block_key)
+
+    def _release(self, key: tuple[int, str]) -> None:
+        block = self._blocks.pop(key, None)
+        if block is not None:
+            for held in block.held:
+                held.event.ready = True
+
+    def _delta(self, key: tuple[int, str], held: _Held) -> None:
+        block = self._blocks.setdefault(key, _Block())
+        block.held.append(held)
+        frags = [h.delta[h.key] for h in block.held]
+        text = "".join(frags)
+        spans = secret_spans(text, self.secrets)
+        if spans:  # a secret completed across deltas: mask it in the fragments that carry it
+            for h, new in zip(block.held, _split_masked(text, frags, spans), strict=True):
+                if new != h.delta[h.key]:
+                    h.delta[h.key] = new
+                    h.event.changed = True
+            frags = [h.delta[h.key] for h in block.held]
+            text = "".join(frags)
+        hold_from = self._hold_from(text)
+        end = 0
+        keep = 0
+        for h, frag in zip(block.held, frags, strict=True):
+            end += len(frag)
+            if end > hold_from:
+                break
+            h.event.ready = True
+            keep += 1
+        del block.held[:keep]
+        for h in block.held:
+            h.event.ready = False
+        if not block.held:
+            del self._blocks[key]
+
+    def _hold_from(self, text: str) -> int:
+        """Where the part of ``text`` that could be the beginning of a secret starts (``len(text)`` if none)."""
+        n = len(text)
+        window = self._max * 6
+        if "\\" not in text[-window:]:
+            best = n
+            for secret in self.secrets:  # a proper prefix of the secret at the end of the text
+                first = secret[0]
+                p = text.find(first, max(0, n - len(secret) + 1))
+                while 0 <= p < best:
+                    if secret.startswith(text[p:]):
+                        best = p
+                        break
+                    p = text.find(first, p + 1)
+            return best
+        first_chars = self._first
+        for p in range(max(0, n - window), n):
+            if text[p] not in first_chars:  # (an escaped secret begins with a backslash)
+                continue
+            tail = text[p:]
+            if any(s.startswith(tail) for s in self.secrets):
+                return p
+            plain = _unescape(_PARTIAL_ESCAPE.sub("", tail))
+            if any(s.startswith(plain) for s in self.secrets) and (plain or tail.startswith("\\")):
+                return p
+        return n
+
+
+def _parse_event(raw: bytes) -> tuple[str | None, dict | None]:
+    """The ``event:`` name and the JSON object of an SSE event's data (None, None when it is not such an event)."""
+    if b"\r" in raw:
+        raw = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    name: bytes | None = None
+    data: list[bytes] = []
+    for line in raw.split(b"\n"):
+        if line.startswith(b"data:"):
+            data.append(line[6:] if line.startswith(b"data: ") else line[5:])
+        elif line.startswith(b"event:"):
+            name = line[7:] if line.startswith(b"event: ") else line[6:]
+        elif line and not line.startswith(b":"):
+            return None, None  # id:, retry: or something else: keep the bytes (masked as bytes only)
+    if not data:
+        return None, None
+    try:
+        obj = orjson.loads(data[0] if len(data) == 1 else b"\n".join(data))
+        text = None if name is None else name.decode("utf-8")
+    except (orjson.JSONDecodeError, UnicodeDecodeError):
+        return None, None
+    return (text, obj) if isinstance(obj, dict) else (None, None)
+
+
+def _split_masked(text: str, frags: list[str], spans: list[tuple[int, int]]) -> list[str]:
+    """The fragments of ``text`` with the spans masked: the fragment where a span begins gets ``[redacted]``, the
+    characters of the span are removed from every fragment."""
+    out: list[str] = []
+    pos = 0
+    for frag in frags:
+        start, end = pos, pos + len(frag)
+        pieces: list[str] = []
+        cur = start
+        for a, b in spans:
+            if b <= start or a >= end:
+                continue
+            lo = max(a, start)
+            if lo > cur:
+                pieces.append(text[cur:lo])
+            if a >= start:
+                pieces.append(REDACTED)
+            cur = max(cur, min(b, end))
+        if cur < end:
+            pieces.append(text[cur:end])
+        out.append("".join(pieces))
+        pos = end
+    return out

@@ -1,4 +1,14 @@
-"""`inspector dump`: decode and assemble every attempt of a recording, a plain SSE file or a HAR, headless."""
+"""`inspector dump`: decode and assemble every attempt of a recording, a plain SSE file or a HAR, headless.
+
+Each attempt is decoded as its reads arrive (``Dumper.feed`` is the ``on_read`` of ``load_any``), so the reads need
+not be kept: memory does not grow with the input. How a body is decoded depends on what it is (docs/outcomes.md):
+
+- a response whose status is not 2xx is an HTTP error: ``outcome: "http_error"`` with ``status`` and the API
+  error's ``type`` and ``message`` (never SSE diagnostics: the body was never SSE);
+- a ``content-type: application/json`` body, or (without a content-type) a body whose first non-blank byte is ``{``,
+  is a non-streamed JSON response: a Message object is assembled as a message, an error object is ``"error"``;
+- anything else is SSE: decoder + protocol + assembler (``TurnStream``).
+"""
 
 from __future__ import annotations
 
@@ -8,67 +18,359 @@ from typing import IO, Any
 import orjson
 
 from inspector.core.fmt import short, short_text
-from inspector.record.recording import Recording
+from inspector.record.recording import MAX_LINE_BYTES, RecordedAttempt, RecordedRead, Recording
+from inspector.stream import diagnostics as D
 from inspector.stream.assembler import TurnStream
+
+__all__ = [
+    "BODY_TOO_LARGE",
+    "DIAGNOSTICS_DROPPED",
+    "EVENT_TOO_LARGE",
+    "HTTP_BODY_KEPT",
+    "Dumper",
+    "dump_events",
+    "dump_ok",
+    "dump_turns",
+    "format_turns",
+]
+
+EVENT_TOO_LARGE = "dump.event_too_large"  # an SSE event (or line) above the maximum size: the rest is not decoded
+BODY_TOO_LARGE = "dump.body_too_large"  # a JSON body above the maximum size: not parsed
+HTTP_BODY_KEPT = 1024 * 1024  # bytes of an HTTP error body kept for its error type and message
+MAX_DIAGNOSTICS = 1000  # diagnostics kept per attempt; the rest are counted (DIAGNOSTICS_DROPPED)
+DIAGNOSTICS_DROPPED = "dump.diagnostics_dropped"  # more than MAX_DIAGNOSTICS diagnostics: the rest are counted
+FAILING_OUTCOMES = ("incomplete", "error", "http_error")
+
+_BLANK = b" \t\r\n\xef\xbb\xbf"
+
+
+def _diag(code: str, message: str, severity: D.Severity = "error") -> dict:
+    return D.Diagnostic(code, severity, message).to_json()
+
+
+def _status(att: RecordedAttempt) -> int | None:
+    status = (att.response or {}).get("status")
+    return status if isinstance(status, int) and not isinstance(status, bool) else None
+
+
+def _content_type(att: RecordedAttempt) -> str:
+    headers = (att.response or {}).get("headers")
+    value = headers.get("content-type") if isinstance(headers, dict) else None
+    return value.lower() if isinstance(value, str) else ""
+
+
+class _Attempt:
+    """The decoding of one attempt, fed read by read."""
+
+    def __init__(self, att: RecordedAttempt, on_event: Callable[[Any], None] | None, max_event: int) -> None:
+        self.att = att
+        self.on_event = on_event
+        self.max_event = max_event
+        self.reads = 0
+        self.bytes = 0
+        self.mode: str | None = None  # "sse", "json", "http" (None: not decided yet)
+        self.sniffed = False  # json decided from the body, not from a content-type
+        self.buf: list[bytes] = []
+        self.buf_size = 0
+        self.ts: TurnStream | None = None
+        self.extra: list[dict] = []  # diagnostics of this module
+        self.stopped = False  # over a limit: the rest is not decoded
+        self.since_boundary = 0  # SSE bytes since the last blank line (an event's size so far)
+        self.tail = b""  # last bytes fed, to find a blank line across two reads
+        self.doc: Any = False  # the parsed JSON body (False: not parsed yet)
+        self.dropped: dict[str, int] = {}  # diagnostics not kept (over MAX_DIAGNOSTICS), by code
+        self.dropped_severity: D.Severity = "info"  # the most severe of them
+        status = _status(att)
+        if status is not None and not 200 <= status < 300:
+            self.mode = "http"
+        elif "application/json" in _content_type(att):
+            self.mode = "json"
+        elif "text/event-stream" in _content_type(att):
+            self.mode = "sse"
+
+    # --- feeding ---------------------------------------------------------------------------------------------
+
+    def feed(self, data: bytes) -> None:
+        self.reads += 1
+        self.bytes += len(data)
+        if self.stopped or not data:
+            return
+        if self.mode is None:
+            self._buffer(data)
+            head = data.lstrip(_BLANK)  # (what was buffered before was blank)
+            if head:
+                self.mode, self.sniffed = ("json", True) if head[:1] == b"{" else ("sse", False)
+                if self.mode == "sse":
+                    self._to_sse()
+            elif self.buf_size > self.max_event:
+                self.mode = "sse"
+                self._to_sse()
+            return
+        if self.mode == "sse":
+            self._sse(data)
+        elif self.mode == "http":
+            if self.buf_size < HTTP_BODY_KEPT:
+                self._buffer(data[: HTTP_BODY_KEPT - self.buf_size])
+        else:
+            self._buffer(data)
+            if self.buf_size > self.max_event:
+                if self.sniffed:  # not one JSON object after all: SSE (or garbage) it is
+                    self.mode = "sse"
+                    self._to_sse()
+                else:
+                    self.extra.append(
+                        _diag(BODY_TOO_LARGE, f"JSON body larger than {self.max_event} bytes: not parsed")
+                    )
+                    self.buf, self.buf_size, self.stopped = [], 0, True
+
+    def _buffer(self, data: bytes) -> None:
+        self.buf.append(data)
+        self.buf_size += len(data)
+
+    def _to_sse(self) -> None:
+        buf, self.buf, self.buf_size = self.buf, [], 0
+        for data in buf:
+            self._sse(data)
+
+    def _sse(self, data: bytes) -> None:
+        if self.stopped:
+            return
+        # the size of the event being received: bytes since the last blank line ("\n\n", "\r\r", "\r\n\r\n")
+        joint = self.tail + data[:3]
+        last = max(data.rfind(b"\n\n"), data.rfind(b"\r\r"), data.rfind(b"\n\r\n"))
+        if last >= 0:
+            since = len(data) - last - 2
+        elif max(joint.rfind(b"\n\n"), joint.rfind(b"\r\r"), joint.rfind(b"\n\r\n")) >= 0:
+            since = len(data)
+        else:
+            since = self.since_boundary + len(data)
+        if since > self.max_event:
+            self.stopped = True
+            self.extra.append(
+                _diag(EVENT_TOO_LARGE, f"an SSE event larger than {self.max_event} bytes: the rest is not decoded")
+            )
+            return
+        self.since_boundary = since
+        self.tail = data[-3:]
+        if self.ts is None:
+            self.ts = TurnStream()
+        steps = self.ts.feed(data)
+        if self.on_event is not None:
+            for step in steps:
+                self.on_event(step.sse)
+        self._trim()
+
+    def _trim(self) -> None:
+        """Keep at most MAX_DIAGNOSTICS diagnostics in the TurnStream (garbage input makes one or two per line,
+        which would make memory grow with the input); the others are counted by code. The TurnStream keeps them
+        in several lists (its own, the events' pending ones, the decoder's and the assembler's): each is trimmed
+        when it is safe to, and left alone if its shape is not the expected one."""
+        ts = self.ts
+        if ts is None:
+            return
+        kept = ts.diagnostics
+        held = getattr(ts, "_held", None)
+        if len(kept) + (len(held) if isinstance(held, list) else 0) <= MAX_DIAGNOSTICS:
+            return
+        if len(kept) > MAX_DIAGNOSTICS:
+            self._count(kept[MAX_DIAGNOSTICS:])
+            del kept[MAX_DIAGNOSTICS:]
+        if isinstance(held, list):
+            room = max(0, MAX_DIAGNOSTICS - len(kept))
+            if len(held) > room:
+                self._count(held[room:])
+                del held[room:]
+        dec = ts.decoder
+        if isinstance(getattr(dec, "_taken", None), int) and dec._taken == len(dec.diagnostics):
+            dec.diagnostics.clear()  # every one was handed to the TurnStream already
+            dec._taken = 0
+        if len(ts.assembler.diagnostics) > MAX_DIAGNOSTICS:
+            ts.assembler.diagnostics.clear()  # (copies: the TurnStream's list has them, in order)
+
+    def _count(self, dropped: list) -> None:
+        for d in dropped:
+            self.dropped[d.code] = self.dropped.get(d.code, 0) + 1
+            if d.severity == "error" or (d.severity == "warning" and self.dropped_severity == "info"):
+                self.dropped_severity = d.severity
+
+    # --- the entry -------------------------------------------------------------------------------------------
+
+    def entry(self) -> dict:
+        att = self.att
+        if self.mode is None or (self.mode == "json" and self.sniffed and not self._json_body()):
+            self.mode = "sse"
+            self._to_sse()
+        entry: dict = {"turn": att.turn, "attempt": att.attempt}
+        if self.mode == "http":
+            entry.update(self._http())
+        elif self.mode == "json":
+            entry.update(self._json())
+        else:
+            ts = self.ts or TurnStream()
+            ts.close()  # (what the end reveals is always kept: _trim ran after every feed, not after this)
+            if self.dropped:
+                counts = ", ".join(f"{code} x{n}" for code, n in sorted(self.dropped.items()))
+                more = sum(self.dropped.values())
+                self.extra.append(
+                    _diag(DIAGNOSTICS_DROPPED, f"{more} more diagnostics not kept: {counts}", self.dropped_severity)
+                )
+            entry.update(
+                message=ts.final_message(),
+                outcome=ts.outcome,
+                diagnostics=[d.to_json() for d in ts.diagnostics],
+                events=ts.assembler.events,
+            )
+        entry["diagnostics"] = entry["diagnostics"] + self.extra
+        entry["body"] = self.mode
+        entry["reads"] = self.reads
+        entry["bytes"] = self.bytes
+        status = _status(att)
+        if status not in (None, 200):
+            entry["http_status"] = status
+        return entry
+
+    def _json_body(self) -> Any:
+        """The JSON body when it is a Message or an error object, else None (parsed once)."""
+        if self.doc is False:
+            self.doc = None
+            if not self.stopped and self.buf:
+                try:
+                    doc = orjson.loads(b"".join(self.buf).strip(_BLANK))
+                except orjson.JSONDecodeError:
+                    doc = None
+                if isinstance(doc, dict) and doc.get("type") in ("message", "error"):
+                    self.doc = doc
+        return self.doc
+
+    def _http(self) -> dict:
+        status = _status(self.att)
+        try:
+            doc = orjson.loads(b"".join(self.buf))
+        except orjson.JSONDecodeError:
+            doc = None
+        error = doc.get("error") if isinstance(doc, dict) else None
+        error = error if isinstance(error, dict) else {}
+        etype = error.get("type") if isinstance(error.get("type"), str) else None
+        message = error.get("message") if isinstance(error.get("message"), str) else None
+        if message is None and self.buf and doc is None:
+            message = short_text(b"".join(self.buf)[:400].decode("utf-8", "replace"), 200, ellipsis="...")
+        text = f"HTTP {status}" + (f" {etype}" if etype else "") + (f": {message}" if message else "")
+        return {
+            "message": {},
+            "outcome": "http_error",
+            "status": status,
+            "error": {"type": etype, "message": message},
+            "diagnostics": [_diag(D.HTTP_ERROR, text)],
+            "events": 0,
+        }
+
+    def _json(self) -> dict:
+        doc = self._json_body()
+        if doc is None:
+            invalid = _diag(D.INVALID_EVENT_JSON, "the JSON response body is not a Message or an error object")
+            diags = [] if self.stopped else [invalid]  # (when stopped, BODY_TOO_LARGE says why)
+            return {"message": {}, "outcome": "incomplete", "diagnostics": diags, "events": 0}
+        if doc.get("type") == "error":
+            error = doc.get("error") if isinstance(doc.get("error"), dict) else {}
+            etype = error.get("type") if isinstance(error.get("type"), str) else None
+            message = error.get("message") if isinstance(error.get("message"), str) else None
+            return {
+                "message": {},
+                "outcome": "error",
+                "error": {"type": etype, "message": message},
+                "diagnostics": [_diag(D.ERROR_EVENT, f"error response {etype or '-'}: {message or '-'}")],
+                "events": 0,
+            }
+        content = doc.get("content") if isinstance(doc.get("content"), list) else []
+        message = {
+            "id": doc.get("id"),
+            "type": "message",
+            "role": doc.get("role", "assistant"),
+            "model": doc.get("model"),
+            "content": content,
+            "stop_reason": doc.get("stop_reason"),
+            "stop_sequence": doc.get("stop_sequence"),
+            "usage": doc.get("usage") if isinstance(doc.get("usage"), dict) else {},
+        }
+        tools = [b for b in content if isinstance(b, dict) and b.get("type") in ("tool_use", "server_tool_use")]
+        stop = doc.get("stop_reason")
+        if stop == "max_tokens" and tools:
+            outcome = "truncated"
+        elif tools or stop == "tool_use":
+            outcome = "tool_use"
+        else:
+            outcome = "text_finish"
+        return {"message": message, "outcome": outcome, "diagnostics": [], "events": 0}
+
+
+class Dumper:
+    """Decodes attempts read by read: pass ``feed`` as ``on_read`` to ``load_any`` / ``read_recording`` (with
+    ``keep_reads=False`` the reads need not be kept), then ``turns(recording)``. ``on_event`` sees every decoded
+    SSE event on the way (one decoding pass serves ``--events`` and the summary)."""
+
+    def __init__(self, on_event: Callable[[Any], None] | None = None, *, max_event: int = MAX_LINE_BYTES) -> None:
+        self.on_event = on_event
+        self.max_event = max_event
+        self._attempts: dict[tuple[int, int], _Attempt] = {}
+
+    def _for(self, att: RecordedAttempt) -> _Attempt:
+        key = (att.turn, att.attempt)
+        found = self._attempts.get(key)
+        if found is None:
+            found = self._attempts[key] = _Attempt(att, self.on_event, self.max_event)
+        return found
+
+    def feed(self, att: RecordedAttempt, read: RecordedRead) -> None:
+        self._for(att).feed(read.data)
+
+    def turns(self, recording: Recording) -> list[dict]:
+        """One entry per turn (its last attempt), with the earlier attempts listed under ``failed_attempts``."""
+        out: list[dict] = []
+        for turn in recording.turns:
+            entries = [self._for(att).entry() for att in turn.attempts]
+            if not entries:
+                continue
+            last = entries[-1]
+            if len(entries) > 1:
+                last["failed_attempts"] = entries[:-1]
+            out.append(last)
+        return out
 
 
 # ------------------------------------------------------------------------------------------------------ dump
 def dump_turns(recording: Recording, on_event: Callable[[Any], None] | None = None) -> list[dict]:
-    """One entry per turn (its last attempt), with failed earlier attempts listed under `failed_attempts`.
-    `on_event` sees every decoded SSE event on the way (one decoding pass serves `--events` and the summary)."""
-    out: list[dict] = []
-    for turn in recording.turns:
-        entries = []
-        for att in turn.attempts:
-            ts = TurnStream()
-            for r in att.reads:
-                for step in ts.feed(r.data):
-                    if on_event is not None:
-                        on_event(step.sse)
-            ts.close()
-            entries.append(_turn_entry(ts, turn.turn, att.attempt, att))
-        if not entries:
-            continue
-        last = entries[-1]
-        if len(entries) > 1:
-            last["failed_attempts"] = entries[:-1]
-        out.append(last)
-    return out
-
-
-def _turn_entry(ts: TurnStream, turn: int, attempt: int, att: Any) -> dict:
-    entry = {
-        "turn": turn,
-        "attempt": attempt,
-        "message": ts.final_message(),
-        "outcome": ts.outcome,
-        "diagnostics": [d.to_json() for d in ts.diagnostics],
-        "events": ts.assembler.events,
-        "reads": len(att.reads),
-        "bytes": sum(len(r.data) for r in att.reads),
-    }
-    if att.response and att.response.get("status") not in (None, 200):
-        entry["http_status"] = att.response.get("status")
-    return entry
+    """One entry per turn (its last attempt), with failed earlier attempts listed under `failed_attempts`, from a
+    recording whose reads were kept. `on_event` sees every decoded SSE event on the way."""
+    dumper = Dumper(on_event)
+    for att in recording.attempts():
+        for read in att.reads:
+            dumper.feed(att, read)
+    return dumper.turns(recording)
 
 
 def dump_ok(turns: list[dict]) -> bool:
-    """True when every turn is complete and has no error diagnostics."""
+    """True when the last attempt of every turn is complete (not incomplete, not an error or an HTTP error) and
+    has no error diagnostics. Earlier attempts (retried) do not count."""
     for t in turns:
-        if t["outcome"] == "incomplete":
+        if t["outcome"] in FAILING_OUTCOMES:
             return False
         if any(d["severity"] == "error" for d in t["diagnostics"]):
             return False
     return bool(turns)
 
 
+def event_line(e: Any) -> bytes:
+    """The `--events --json` line of one decoded SSE event."""
+    return orjson.dumps({"event": e.event, "data": e.data, "id": e.id, "retry": e.retry}) + b"\n"
+
+
 def dump_events(recording: Recording, out: IO[bytes]) -> list[dict]:
     """`--events --json`: one line per decoded SSE event; returns the turns (as dump_turns) from the same pass."""
 
-    def line(e: Any) -> None:
-        out.write(orjson.dumps({"event": e.event, "data": e.data, "id": e.id, "retry": e.retry}) + b"\n")
+    def write(e: Any) -> None:
+        out.write(event_line(e))
 
-    return dump_turns(recording, on_event=line)
+    return dump_turns(recording, on_event=write)
 
 
 def format_turns(turns: list[dict]) -> str:
@@ -80,6 +382,11 @@ def format_turns(turns: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _v(value: Any) -> str:
+    """A value for people: ``-`` for None (never Python's ``None``)."""
+    return "-" if value is None else str(value)
+
+
 def _format_turn(t: dict, failed: bool = False) -> list[str]:
     m = t["message"]
     # people count turns and attempts from 1 (as the dashboard shows them); JSON keeps 0-based indices
@@ -88,34 +395,57 @@ def _format_turn(t: dict, failed: bool = False) -> list[str]:
         head += " (failed attempt, retried)"
     if t.get("http_status"):
         head += f" (HTTP {t['http_status']})"
-    lines = [head, f"  message {m.get('id')}  model {m.get('model')}  {t['reads']} reads, {t['bytes']} bytes"]
+    if t["outcome"] == "http_error" or (t["outcome"] == "error" and not m):
+        error = t.get("error") or {}
+        lines = [
+            head,
+            f"  error {_v(error.get('type'))}: {_v(error.get('message'))}  {t['reads']} reads, {t['bytes']} bytes",
+        ]
+        return lines + _format_diagnostics(t)
+    kind = " (JSON, not streamed)" if t.get("body") == "json" else ""
+    lines = [
+        head,
+        f"  message {_v(m.get('id'))}  model {_v(m.get('model'))}  {t['reads']} reads, {t['bytes']} bytes{kind}",
+    ]
     for i, b in enumerate(m.get("content") or []):
-        bt = b.get("type")
+        if not isinstance(b, dict):
+            lines.append(f"  [{i}] {short(b, 60, ellipsis='...')}")
+            continue
+        bt = _v(b.get("type"))
         if bt == "text":
             lines.append(f"  [{i}] text:")
-            for line in (b.get("text") or "").splitlines() or [""]:
+            text = b["text"] if isinstance(b.get("text"), str) else ""
+            for line in text.splitlines() or [""]:
                 lines.append(f"      {line}")
         elif bt == "thinking":
+            thinking = b["thinking"] if isinstance(b.get("thinking"), str) else ""
+            signature = b["signature"] if isinstance(b.get("signature"), str) else ""
             lines.append(
-                f"  [{i}] thinking: {short_text(b.get('thinking', ''), 200, ellipsis='...')!r} (signature {len(b.get('signature') or '')} chars)"
+                f"  [{i}] thinking: {short_text(thinking, 200, ellipsis='...')!r} (signature {len(signature)} chars)"
             )
         elif bt in ("tool_use", "server_tool_use", "mcp_tool_use"):
-            if b.get("input") is None and "input_raw" in b:
-                lines.append(
-                    f"  [{i}] {bt} {b.get('name')} {b.get('id')}: INPUT NOT PARSED, raw {short_text(b['input_raw'], 200, ellipsis='...')!r}"
-                )
+            name, bid = _v(b.get("name")), _v(b.get("id"))
+            if b.get("input") is None and isinstance(b.get("input_raw"), str):
+                raw = short_text(b["input_raw"], 200, ellipsis="...")
+                lines.append(f"  [{i}] {bt} {name} {bid}: INPUT NOT PARSED, raw {raw!r}")
+            elif b.get("input") is None:
+                lines.append(f"  [{i}] {bt} {name} {bid}: -")
             else:
-                lines.append(
-                    f"  [{i}] {bt} {b.get('name')} {b.get('id')}: {short(b.get('input'), 200, ellipsis='...')}"
-                )
+                lines.append(f"  [{i}] {bt} {name} {bid}: {short(b.get('input'), 200, ellipsis='...')}")
         else:
             lines.append(f"  [{i}] {bt}")
-    lines.append(f"  stop_reason: {m.get('stop_reason')}  stop_sequence: {m.get('stop_sequence')}")
-    u = m.get("usage") or {}
-    lines.append("  usage: " + ", ".join(f"{k} {v}" for k, v in u.items() if not isinstance(v, dict)))
-    if t["diagnostics"]:
-        lines.append("  diagnostics:")
-        for d in t["diagnostics"]:
-            where = f" @event {d['event_index']}" if d.get("event_index") is not None else ""
-            lines.append(f"    {d['severity']:<7} {d['code']}{where}: {d['message']}")
+    lines.append(f"  stop_reason: {_v(m.get('stop_reason'))}  stop_sequence: {_v(m.get('stop_sequence'))}")
+    u = m.get("usage") if isinstance(m.get("usage"), dict) else {}
+    usage = ", ".join(f"{k} {_v(v)}" for k, v in u.items() if not isinstance(v, dict))
+    lines.append(f"  usage: {usage or '-'}")
+    return lines + _format_diagnostics(t)
+
+
+def _format_diagnostics(t: dict) -> list[str]:
+    if not t["diagnostics"]:
+        return []
+    lines = ["  diagnostics:"]
+    for d in t["diagnostics"]:
+        where = f" @event {d['event_index']}" if d.get("event_index") is not None else ""
+        lines.append(f"    {d['severity']:<7} {d['code']}{where}: {d['message']}")
     return lines

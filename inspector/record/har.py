@@ -1,7 +1,9 @@
 """Import HAR files (browser devtools "Save all as HAR", mitmproxy / Charles / Proxyman exports) as recordings.
 
 Every entry whose response is ``text/event-stream`` (by ``content.mimeType`` or the content-type header) becomes one
-turn with one attempt, in file order: its request (method, url, headers, ``postData`` body) and response (status,
+turn with one attempt, in file order; a Messages API call answered with an HTTP error (``POST .../messages``,
+status 400-599, e.g. a 429 in JSON) is kept too, and the entry after it is taken as its retry (the next attempt of
+the same turn). Each attempt has its request (method, url, headers, ``postData`` body) and response (status,
 headers), the body as ONE read, and an end line. ``content.text`` may be plain text or base64
 (``content.encoding == "base64"``); the bytes are kept exactly.
 
@@ -16,24 +18,32 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 import os
-from datetime import datetime
-from pathlib import Path
-from typing import IO, Any
+from datetime import UTC, datetime
+from typing import Any
 
 import orjson
 
 from inspector.core.redaction import clean_headers
 from inspector.record.recording import (
+    MAX_LINE_BYTES,
+    ReadCallback,
     RecordedAttempt,
     RecordedRead,
     RecordedTurn,
     Recording,
     RecordingError,
-    read_recording,
+    Source,
+    open_chunks,
+    prepend,
+    read_chunks,
+    read_head,
 )
 
-__all__ = ["HAR_FORMAT", "HAR_TIMING_NOTE", "is_har", "load_any", "read_har"]
+__all__ = ["HAR_FORMAT", "HAR_TIMING_NOTE", "MAX_HAR_BYTES", "is_har", "load_any", "read_har"]
+
+MAX_HAR_BYTES = 256 * 1024 * 1024  # a HAR is one JSON document, parsed whole: bigger ones are refused
 
 HAR_FORMAT = "har"
 HAR_TIMING_NOTE = (
@@ -50,25 +60,43 @@ def is_har(first_bytes: bytes) -> bool:
     return head[1:].lstrip(b" \t\r\n").startswith(b'"log"')
 
 
-def _raw(path_or_bytes: Any) -> tuple[bytes, str | None]:
-    if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
-        return bytes(path_or_bytes), None
-    if isinstance(path_or_bytes, (str, os.PathLike)):
-        return Path(path_or_bytes).read_bytes(), str(path_or_bytes)
-    if hasattr(path_or_bytes, "read"):
-        data = path_or_bytes.read()
-        if not isinstance(data, bytes):
-            raise TypeError("read_har needs a binary file object")
-        return data, getattr(path_or_bytes, "name", None)
-    raise TypeError(f"read_har: unsupported input {type(path_or_bytes).__name__}")
+def _name(source: Any) -> str | None:
+    if isinstance(source, (str, os.PathLike)):
+        return str(source)
+    return getattr(source, "name", None) if hasattr(source, "read") else None
+
+
+def _whole(chunks: Any, max_bytes: int) -> bytes:
+    """All the chunks joined, or RecordingError past ``max_bytes`` (a HAR must be parsed whole)."""
+    parts: list[bytes] = []
+    total = 0
+    for chunk in chunks:
+        total += len(chunk)
+        if total > max_bytes:
+            raise RecordingError(
+                f"HAR file larger than {max_bytes // (1024 * 1024)} MiB: too big to parse whole (export fewer entries)"
+            )
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 def _pairs(headers: Any) -> list[tuple[str, str]]:
-    out = []
-    for h in headers or []:
-        if isinstance(h, dict) and "name" in h:
-            out.append((str(h["name"]), str(h.get("value", ""))))
+    out: list[tuple[str, str]] = []
+    if not isinstance(headers, list):
+        return out
+    for h in headers:
+        if isinstance(h, dict) and isinstance(h.get("name"), str):
+            value = h.get("value", "")
+            out.append((h["name"], value if isinstance(value, str) else str(value)))
     return out
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _obj(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
 
 
 def _header(pairs: list[tuple[str, str]], name: str) -> str:
@@ -76,23 +104,36 @@ def _header(pairs: list[tuple[str, str]], name: str) -> str:
 
 
 def _is_sse(entry: dict) -> bool:
-    resp = entry.get("response") or {}
-    mime = str((resp.get("content") or {}).get("mimeType") or "")
+    resp = _obj(entry.get("response"))
+    mime = str(_obj(resp.get("content")).get("mimeType") or "")
     ctype = _header(_pairs(resp.get("headers")), "content-type")
     return "text/event-stream" in mime.lower() or "text/event-stream" in ctype.lower()
 
 
+def _is_messages_error(entry: dict) -> bool:
+    """A Messages API call (``POST .../messages``) answered with an HTTP error (status 400 and up): kept as an
+    attempt so that ``dump`` shows it (``http_error``), and the next call is taken as its retry."""
+    request = _obj(entry.get("request"))
+    url = request.get("url")
+    status = _obj(entry.get("response")).get("status")
+    if not isinstance(url, str) or not isinstance(status, int) or isinstance(status, bool):
+        return False
+    return url.split("?", 1)[0].rstrip("/").endswith("/messages") and 400 <= status <= 599
+
+
 def _when(value: Any) -> datetime | None:
+    """An aware datetime (a naive one is taken to be UTC, so naive and aware times can be subtracted)."""
     if not isinstance(value, str):
         return None
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _ms(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         return None
     return float(value)
 
@@ -115,13 +156,13 @@ def _body(content: dict, number: int, warn) -> bytes | None:
 
 
 def _request_body(request: dict) -> Any:
-    post = request.get("postData") or {}
+    post = _obj(request.get("postData"))
     text = post.get("text")
     if not isinstance(text, str):
         return None
     if str(post.get("encoding") or "").lower() == "base64":
         try:
-            text = base64.b64decode(text).decode("utf-8", errors="replace")
+            text = base64.b64decode(text, validate=False).decode("utf-8", errors="replace")
         except (binascii.Error, ValueError):
             return None
     try:
@@ -130,12 +171,17 @@ def _request_body(request: dict) -> Any:
         return text
 
 
-def read_har(path_or_bytes: str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes]) -> Recording:
+def read_har(path_or_bytes: Source, *, max_bytes: int = MAX_HAR_BYTES) -> Recording:
     """A Recording (the type ``read_recording`` returns) of the HAR's text/event-stream entries.
 
-    Raises ``RecordingError`` when the data is not a HAR (not JSON, no ``log.entries``)."""
-    raw, name = _raw(path_or_bytes)
-    return _har_recording(raw, name)
+    Raises ``RecordingError`` when the data is not a HAR (not JSON, no ``log.entries``) or is bigger than
+    ``max_bytes`` (a HAR is parsed whole)."""
+    chunks, close = open_chunks(path_or_bytes)
+    try:
+        raw = _whole(chunks, max_bytes)
+    finally:
+        close()
+    return _har_recording(raw, _name(path_or_bytes))
 
 
 def _har_recording(raw: bytes, name: str | None) -> Recording:
@@ -145,9 +191,10 @@ def _har_recording(raw: bytes, name: str | None) -> Recording:
         raise RecordingError(f"not a HAR file: invalid JSON ({e})") from None
     log = doc.get("log") if isinstance(doc, dict) else None
     entries = log.get("entries") if isinstance(log, dict) else None
-    if not isinstance(entries, list):
+    if not isinstance(log, dict) or not isinstance(entries, list):
         raise RecordingError("not a HAR file: no log.entries")
-    creator = log.get("creator") if isinstance(log.get("creator"), dict) else {}
+    del raw, doc
+    creator = _obj(log.get("creator"))
     tool = f"{creator.get('name', '?')} {creator.get('version', '')}".strip()
     source: dict[str, Any] = {"type": "har", "creator": tool}
     if name:
@@ -155,32 +202,38 @@ def _har_recording(raw: bytes, name: str | None) -> Recording:
     header = {
         "kind": "header",
         "format": HAR_FORMAT,
-        "version": log.get("version"),
+        "version": log.get("version") if isinstance(log.get("version"), str) else None,
         "source": source,
         "timing": "per-response",
     }
     rec = Recording(header=header)
     warn = rec.warnings.append
-    matching = [(i, e) for i, e in enumerate(entries, 1) if isinstance(e, dict) and _is_sse(e)]
+    matching = [
+        (i, e) for i, e in enumerate(entries, 1) if isinstance(e, dict) and (_is_sse(e) or _is_messages_error(e))
+    ]
     skipped = sum(1 for e in entries if isinstance(e, dict)) - len(matching)
     t0 = next((w for w in (_when(e.get("startedDateTime")) for _, e in matching) if w is not None), None)
-    for turn, (number, entry) in enumerate(matching):
-        request = entry.get("request") or {}
-        response = entry.get("response") or {}
-        timings = entry.get("timings") or {}
+    turn, attempt = -1, 0
+    retry_next = False  # the previous entry was an HTTP error: this one is its retry (the same turn)
+    for number, entry in matching:
+        turn, attempt = (turn, attempt + 1) if retry_next else (turn + 1, 0)
+        retry_next = _is_messages_error(entry)
+        request = _obj(entry.get("request"))
+        response = _obj(entry.get("response"))
+        timings = _obj(entry.get("timings"))
         started = _when(entry.get("startedDateTime"))
         t_req = (started - t0).total_seconds() if started is not None and t0 is not None else 0.0
         parts = [_ms(timings.get(k)) for k in ("blocked", "dns", "connect", "send", "wait")]
         t_headers = sum(p for p in parts if p is not None) / 1000 if any(p is not None for p in parts) else None
         total = _ms(entry.get("time"))
-        att = RecordedAttempt(turn=turn, attempt=0)
+        att = RecordedAttempt(turn=turn, attempt=attempt)
         att.request = {
             "kind": "request",
             "turn": turn,
-            "attempt": 0,
+            "attempt": attempt,
             "t": t_req,
-            "method": str(request.get("method") or "GET"),
-            "url": str(request.get("url") or ""),
+            "method": request["method"] if isinstance(request.get("method"), str) else "GET",
+            "url": request["url"] if isinstance(request.get("url"), str) else "",
             "headers": clean_headers(_pairs(request.get("headers"))),
             "body": _request_body(request),
             "har_entry": number,
@@ -189,25 +242,35 @@ def _har_recording(raw: bytes, name: str | None) -> Recording:
         att.response = {
             "kind": "response",
             "turn": turn,
-            "attempt": 0,
+            "attempt": attempt,
             "t": t_headers,
-            "status": int(status) if isinstance(status, int) and not isinstance(status, bool) else None,
+            "status": status
+            if isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 999
+            else None,
             "headers": clean_headers(_pairs(response.get("headers"))),
         }
-        body = _body(response.get("content") or {}, number, warn)
+        body = _body(_obj(response.get("content")), number, warn)
         if body is not None:
             att.reads.append(RecordedRead(t=None, data=body))
         error = response.get("_error") or entry.get("_error")
-        failed = bool(error) or status in (0, None)
+        if att.response["status"] is None and status is not None and not (status == 0 and _is_int(status)):
+            warn(f"entry {number}: response status {str(status)[:40]!r} is not an HTTP status, dropped")
+            status = None
+        failed = bool(error) or status in (0, None) or (_is_int(status) and status >= 400)
         att.end = {
             "kind": "end",
             "turn": turn,
-            "attempt": 0,
+            "attempt": attempt,
             "t": None if total is None else total / 1000,
             "status": "failed" if failed else "complete",
-            "reason": str(error) if error else ("no response" if status in (0, None) else None),
+            "reason": str(error)
+            if error
+            else ("no response" if status in (0, None) else (f"HTTP {status}" if failed else None)),
         }
-        rec.turns.append(RecordedTurn(turn=turn, attempts=[att]))
+        if attempt:
+            rec.turns[-1].attempts.append(att)
+        else:
+            rec.turns.append(RecordedTurn(turn=turn, attempts=[att]))
     if matching:
         warn(HAR_TIMING_NOTE)
     else:
@@ -217,9 +280,31 @@ def _har_recording(raw: bytes, name: str | None) -> Recording:
     return rec
 
 
-def load_any(path_or_bytes: str | os.PathLike[str] | bytes | bytearray | memoryview) -> Recording:
-    """A recording, a plain SSE file or a HAR file, whichever it is (for ``inspector dump`` / ``replay``)."""
-    raw, name = _raw(path_or_bytes)  # read once
-    if is_har(raw[:4096]):
-        return _har_recording(raw, name)
-    return read_recording(raw)
+def load_any(
+    path_or_bytes: Source,
+    *,
+    max_line: int = MAX_LINE_BYTES,
+    max_har: int = MAX_HAR_BYTES,
+    on_read: ReadCallback | None = None,
+    keep_reads: bool = True,
+) -> Recording:
+    """A recording, a plain SSE file or a HAR file, whichever it is (for ``inspector dump`` / ``replay``).
+
+    Read as a stream (see ``read_recording``: ``max_line``, ``on_read``, ``keep_reads``); a HAR is parsed whole,
+    up to ``max_har`` bytes (RecordingError past that)."""
+    chunks, close = open_chunks(path_or_bytes)
+    try:
+        head = read_head(chunks)
+        if is_har(head[:4096]):
+            rec = _har_recording(_whole(prepend(head, chunks), max_har), _name(path_or_bytes))
+            if on_read is not None:
+                for att in rec.attempts():
+                    for read in att.reads:
+                        on_read(att, read)
+            if not keep_reads:
+                for att in rec.attempts():
+                    att.reads = []
+            return rec
+        return read_chunks(prepend(head, chunks), head, max_line=max_line, on_read=on_read, keep_reads=keep_reads)
+    finally:
+        close()
