@@ -337,7 +337,7 @@ async def test_reads_are_forwarded_as_they_arrive(tmp_path):
                 fut.set_result(None)
 
     record = tmp_path / "paced.jsonl"
-    up_app = ServeApp(sc, speed=1.0)
+    up_app = ServeApp(sc, speed=1.0, lenient=True)
     up_app.pacer.sleeper = gate
     with BackgroundServer(up_app) as up, BackgroundServer(ProxyApp(up.base_url, record=record, clock=clock)) as px:
         chunks: list[bytes] = []
