@@ -27,19 +27,21 @@ class VirtualClockLoop(asyncio.SelectorEventLoop):
         return super().time() + self.skew
 
     def advance(self, seconds: float, *, iterations: int = 8) -> None:
+        """First let the loop run ``iterations`` times (so bytes the test already sent are received and handled),
+        then jump, then let it run ``iterations`` times more (due timers fire, the closes they schedule happen)."""
         done = threading.Event()
 
-        def step(n: int) -> None:
+        def chain(n: int, then) -> None:
             if n == 0:
-                done.set()
+                then()
             else:
-                self.call_soon(step, n - 1)
+                self.call_soon(chain, n - 1, then)
 
         def jump() -> None:
             self.skew += seconds
-            self.call_soon(step, iterations)
+            chain(iterations, done.set)
 
-        self.call_soon_threadsafe(jump)
+        self.call_soon_threadsafe(chain, iterations, jump)
         assert done.wait(10), "the server loop did not run after the clock jump"
 
 
