@@ -723,6 +723,9 @@ def test_cli_tui_validates_without_starting_anything(monkeypatch, capsys):
         def close(self):
             self.closed = True
 
+        def getsockname(self):  # the ephemeral port the probe got: the session binds that one
+            return ("127.0.0.1", 45678)
+
     monkeypatch.setattr(serve, "bind_socket", _Probe)
     monkeypatch.setattr(server.BackgroundServer, "start", _no_server)
 
@@ -734,11 +737,13 @@ def test_cli_tui_validates_without_starting_anything(monkeypatch, capsys):
 
     assert serve_main(["--tui", "--scenario", "weather", "--fault", "bom", "--port", "0", "--speed", "max"]) == 0
     assert sessions == [] and len(dashboards) == 1  # validated, nothing started: the dashboard starts the session
+    # the address is printed in full on stderr before the dashboard opens
+    assert "ANTHROPIC_BASE_URL=http://127.0.0.1:45678" in capsys.readouterr().err.splitlines()
     factory, kw = dashboards[0]
     assert kw["source"] == {"type": "serve", "name": "weather"}
     assert factory() == "session"
     ((args, kwargs),) = sessions
-    assert args == ("weather", parse_faults("bom")) and kwargs["port"] == 0 and kwargs["speed"] == math.inf
+    assert args == ("weather", parse_faults("bom")) and kwargs["port"] == 45678 and kwargs["speed"] == math.inf
     assert probes == [("127.0.0.1", 0)]
 
     def busy(host, port):
