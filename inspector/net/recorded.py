@@ -57,6 +57,8 @@ class RecordingSource:
                 self.turns.append(attempts)
         if not self.turns:
             raise RecordingError(f"{name}: the recording has no turns with a response to serve")
+        if recording.is_plain and not _events_of(b"".join(r.data for a in self.turns[0] for r in a.reads)):
+            raise RecordingError(f"{name}: neither a recording, a HAR nor SSE text (no complete SSE event in it)")
         self.warnings = list(recording.warnings)
         self.model = next((m for m in (self.recorded_model(k) for k in range(len(self.turns))) if m), "recorded")
 
