@@ -546,7 +546,17 @@ class ServeApp(Closable):
                 end_of_script_plan, name, turns, turn, attempt, model or fallback, faults
             )
         if self.recording is not None:
-            return await asyncio.to_thread(recording_faults, self.recording, faults, turn, attempt)
+            # attempts past the recorded ones all get the last recorded attempt: one cached plan for them
+            last = len(self.recording.turns[turn]) - 1 + sum(1 for f in faults if FAULTS[f.name].kind == "http")
+            key = ("\x00recording", faults_key(faults), turn, min(attempt, last), None)
+            plan = self._cached(key)
+            if plan is None:
+                plan = await asyncio.to_thread(recording_faults, self.recording, faults, turn, min(attempt, last))
+                with self._lock:
+                    self._plans[key] = plan
+                    while len(self._plans) > 64:
+                        self._plans.popitem(last=False)
+            return plan if plan.attempt == attempt else dataclasses.replace(plan, attempt=attempt)
         cached = self._cached((name, faults_key(faults), turn, attempt, model))
         if cached is not None:
             return cached
