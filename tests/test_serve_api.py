@@ -270,7 +270,9 @@ def test_every_numeric_fault_argument_is_bounded():
 def test_an_unbounded_fault_header_is_a_400(served):
     c = RawClient(served.address)
     try:
-        status, headers, raw = c.request("/v1/messages", BASE, headers={**API_HEADERS, "x-inspector-fault": "stall:3000000"})
+        status, headers, raw = c.request(
+            "/v1/messages", BASE, headers={**API_HEADERS, "x-inspector-fault": "stall:3000000"}
+        )
         assert status == 400 and "must be at most" in error_shape(status, headers, raw)["message"]
     finally:
         c.close()

@@ -180,7 +180,9 @@ async def test_faults_apply_on_top_of_a_recording(tmp_path):
         ]
         c = RawClient(srv.address)
         try:
-            status, _, raw = c.request("/v1/messages", messages_body(), headers={**API_HEADERS, "x-inspector-fault": "cr"})
+            status, _, raw = c.request(
+                "/v1/messages", messages_body(), headers={**API_HEADERS, "x-inspector-fault": "cr"}
+            )
             assert status == 400 and b"cannot apply to a recording" in raw
         finally:
             c.close()

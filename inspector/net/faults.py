@@ -351,7 +351,7 @@ def apply_faults(scenario: Scenario, faults: str | Sequence[FaultSpec | str] | N
         if transport is not None:
             faults_list = [f for f in faults_list if not isinstance(f, _TRANSPORT)]
             first = first_stream_attempt(dataclasses.replace(turn, http_errors=http_errors))
-            v = transport.value
+            v = int(transport.value or 0)
             if transport.name == "error_event":
                 faults_list.append(ErrorEventAfter(n_events=int(v), attempts=(first,)))
             elif transport.name == "drop_event":

@@ -75,7 +75,9 @@ class RecordingSource:
         except OSError as e:
             raise RecordingError(f"cannot read {os.fspath(path)}: {e.strerror or e}") from None
         except (ValueError, TypeError, KeyError, UnicodeDecodeError) as e:  # a reader that gave up: still one line
-            raise RecordingError(f"{name}: not a readable recording, HAR or SSE file ({type(e).__name__}: {e})") from None
+            raise RecordingError(
+                f"{name}: not a readable recording, HAR or SSE file ({type(e).__name__}: {e})"
+            ) from None
         return cls(rec, name)
 
     def recorded_request(self, turn: int) -> dict | None:

@@ -68,7 +68,9 @@ SCENARIO_HEADER = "x-inspector-scenario"
 SESSION_HEADER = "x-inspector-session"
 
 DEFAULT_MAX_BODY = 32 * 1024 * 1024  # the API answers 413 request_too_large past about 32 MB
-DEFAULT_HISTORY = 10_000  # exchanges and attempt counters kept (older ones are dropped, and /inspector/requests says so)
+DEFAULT_HISTORY = (
+    10_000  # exchanges and attempt counters kept (older ones are dropped, and /inspector/requests says so)
+)
 KEEP_ALIVE = 75.0  # seconds an idle keep-alive connection stays open (the usual API front ends; uvicorn's default is 5)
 HEADER_TIMEOUT = 30.0  # seconds from a request's first byte to the end of its headers
 BODY_TIMEOUT = 60.0  # seconds to receive a whole request body
@@ -335,9 +337,7 @@ class ServeApp(Closable):
                     if len(buf) > self.max_body:
                         raise too_large
         except TimeoutError:
-            raise _Rejected(
-                408, "timeout_error", f"request body not received within {self.body_timeout:g}s"
-            ) from None
+            raise _Rejected(408, "timeout_error", f"request body not received within {self.body_timeout:g}s") from None
         return bytes(buf)
 
     async def not_found(self, request):
@@ -374,9 +374,7 @@ class ServeApp(Closable):
             "limit": self.history,
             "attempt_counters": len(self.attempts),
             "attempt_counters_dropped": self.attempts_dropped,
-            "note": (
-                f"the {dropped} oldest exchanges were dropped (--history {self.history})" if dropped else None
-            ),
+            "note": (f"the {dropped} oldest exchanges were dropped (--history {self.history})" if dropped else None),
             "data": data,
         }
         return self._json(200, orjson.dumps(body))
@@ -542,9 +540,7 @@ class ServeApp(Closable):
         quarter of a second: other connections keep being served meanwhile)."""
         if ended:
             fallback = self.recording.model if self.recording is not None else self.scenarios[name].model
-            return await asyncio.to_thread(
-                end_of_script_plan, name, turns, turn, attempt, model or fallback, faults
-            )
+            return await asyncio.to_thread(end_of_script_plan, name, turns, turn, attempt, model or fallback, faults)
         if self.recording is not None:
             # attempts past the recorded ones all get the last recorded attempt: one cached plan for them
             last = len(self.recording.turns[turn]) - 1 + sum(1 for f in faults if FAULTS[f.name].kind == "http")

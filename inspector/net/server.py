@@ -180,7 +180,7 @@ def guarded_h11(header_timeout: float) -> type:
     class GuardedH11Protocol(H11Protocol):
         _header_deadline: asyncio.TimerHandle | None = None
 
-        def connection_made(self, transport) -> None:  # type: ignore[override]
+        def connection_made(self, transport) -> None:
             super().connection_made(transport)
             self.timeout_keep_alive_task = self.loop.call_later(
                 self.timeout_keep_alive, self.timeout_keep_alive_handler
@@ -255,18 +255,19 @@ class BackgroundServer:
 
     def start(self) -> BackgroundServer:
         self.sock = bind_socket(self.host, self.port)
-        self.server = _uvicorn_server(
+        server = self.server = _uvicorn_server(
             self.asgi,
             log_level=self.log_level,
             access_log=self.access_log,
             ready=self._ready,
             options=uvicorn_options(self.owner),
         )
+        sock = self.sock
 
         def run() -> None:
             try:
                 with asyncio.Runner(loop_factory=self.loop_factory) as runner:
-                    runner.run(self.server.serve(sockets=[self.sock]))
+                    runner.run(server.serve(sockets=[sock]))
             except BaseException as e:
                 self.error = e
             finally:
@@ -274,7 +275,7 @@ class BackgroundServer:
 
         self.thread = threading.Thread(target=run, name=f"uvicorn-{self.base_url}", daemon=True)
         self.thread.start()
-        if not self._ready.wait(self.start_timeout) or self.error is not None or not self.server.started:
+        if not self._ready.wait(self.start_timeout) or self.error is not None or not server.started:
             self.stop()
             raise RuntimeError(f"server did not start: {self.error!r}")
         return self
@@ -311,7 +312,7 @@ def run_foreground(owner: Any, sock: socket.socket, *, log_level: str = "warning
             begin_close()
         original(sig, frame)
 
-    server.handle_exit = handle_exit  # type: ignore[method-assign]
+    server.handle_exit = handle_exit
     asyncio.run(server.serve(sockets=[sock]))
 
 
