@@ -350,3 +350,13 @@ async def test_plans_render_off_the_event_loop(monkeypatch):
             release.set()
             msg = await slow_call
     assert msg.stop_reason is not None
+
+
+async def test_echo_model_off_answers_with_the_scenario_model():
+    with BackgroundServer(ServeApp(speed=math.inf, echo_model=False)) as srv:
+        async with sdk(srv.base_url) as client:
+            msg = await client.messages.create(
+                model="other", max_tokens=10, messages=[{"role": "user", "content": "x"}]
+            )
+    assert msg.model == get_scenario("parse_date").model
+    assert srv.owner.exchanges[-1].model == "other"  # still noted

@@ -162,7 +162,8 @@ class ServeApp(Closable):
     ``lenient``: no credential / version / body-field checks. ``strict``: past the script's last turn, the 400 of
     old instead of a placeholder end_turn reply. ``max_body``: the largest request body (413 past it). ``history``:
     how many exchanges and attempt counters are kept. ``recording``: serve a recording (a
-    :class:`RecordingSource`) instead of the scenarios."""
+    :class:`RecordingSource`) instead of the scenarios. ``echo_model=False``: answer with the scenario's model
+    instead of the request's (the exact bytes of ``render_faulted``, for byte-comparing tests)."""
 
     def __init__(
         self,
@@ -181,6 +182,7 @@ class ServeApp(Closable):
         header_timeout: float = HEADER_TIMEOUT,
         body_timeout: float = BODY_TIMEOUT,
         recording: RecordingSource | None = None,
+        echo_model: bool = True,
     ) -> None:
         self.scenarios: dict[str, Scenario] = dict(SCENARIOS)
         for sc in extra_scenarios:
@@ -201,6 +203,7 @@ class ServeApp(Closable):
         self.validate_history = validate_history
         self.on_exchange = on_exchange
         self.lenient, self.strict = lenient, strict
+        self.echo_model = echo_model
         self.max_body, self.body_timeout = max_body, body_timeout
         self.history = history
         self.exchanges: deque[Exchange] = deque(maxlen=history)
@@ -457,6 +460,8 @@ class ServeApp(Closable):
                 return self._reject(ex, 400, "invalid_request_error", problem)
         model = body.get("model") if isinstance(body.get("model"), str) and body.get("model") else None
         ex.model = model
+        if not self.echo_model:
+            model = None  # the scenario's own model, bytes exactly as rendered
         if self.recording is not None:
             name = self.recording.name
         else:
@@ -543,11 +548,13 @@ class ServeApp(Closable):
             return await asyncio.to_thread(end_of_script_plan, name, turns, turn, attempt, model or fallback, faults)
         if self.recording is not None:
             # attempts past the recorded ones all get the last recorded attempt: one cached plan for them
-            last = len(self.recording.turns[turn]) - 1 + sum(1 for f in faults if FAULTS[f.name].kind == "http")
-            key = ("\x00recording", faults_key(faults), turn, min(attempt, last), None)
+            # (the first streamed attempt, after the HTTP faults, may be a drop: the one after it is distinct)
+            http = sum(1 for f in faults if FAULTS[f.name].kind == "http")
+            same = min(attempt, max(len(self.recording.turns[turn]) - 1 + http, http + 1))
+            key = ("\x00recording", faults_key(faults), turn, same, None)
             plan = self._cached(key)
             if plan is None:
-                plan = await asyncio.to_thread(recording_faults, self.recording, faults, turn, min(attempt, last))
+                plan = await asyncio.to_thread(recording_faults, self.recording, faults, turn, same)
                 with self._lock:
                     self._plans[key] = plan
                     while len(self._plans) > 64:
