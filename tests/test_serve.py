@@ -674,6 +674,7 @@ def test_cli_prints_base_url_and_serves_on_loopback():
             proc.wait()
     err = proc.stderr.read()
     assert "-> 200 stream" in err and KEY not in err
+    assert f"ANTHROPIC_BASE_URL={m.group(1)}" in err.splitlines()  # the address, in full, on stderr too
 
 
 def test_cli_usage_errors():

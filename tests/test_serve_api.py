@@ -240,6 +240,13 @@ def test_history_is_a_ring_and_requests_says_what_it_dropped():
     assert listed["total"] == 6 and listed["kept"] == 3 and listed["dropped"] == 3 and "dropped" in listed["note"]
     assert [e["seq"] for e in listed["data"]] == [3, 4, 5]
     assert [e["history"] for e in listed["data"]] == ["ok", "ok", "first_not_user"]
+    with BackgroundServer(ServeApp(speed=math.inf)) as srv2:
+        c = RawClient(srv2.address)
+        try:
+            assert c.request("/v1/messages", BASE, headers={})[0] == 401
+        finally:
+            c.close()
+    assert srv2.owner.exchanges[-1].history == "not checked"  # rejected before the history rules
     app = srv.owner
     assert len(app.exchanges) == 3 and len(app.attempts) <= 3 and app.attempts_dropped == 2
 

@@ -141,7 +141,7 @@ class Exchange:
     seq: int = 0  # 0-based number of the request since the server started
     t: float = 0.0  # wall-clock time the request arrived (epoch seconds)
     model: str | None = None  # the model the request named (echoed back)
-    history: str = "ok"  # the history check: ok | off | <violation kind> | not checked
+    history: str = "not checked"  # the history check: ok | off | <violation kind> | not checked (rejected before)
     script_ended: bool = False  # past the script's last turn: a placeholder end_turn reply
     differs: str | None = None  # --recording: how the request differs from the recorded one (one line)
     diff: list[str] = field(default_factory=list)  # --recording: the full difference (unified diff lines)
@@ -488,6 +488,7 @@ class ServeApp(Closable):
             if v is not None:
                 ex.history = v.kind
                 return self._reject(ex, 400, "invalid_request_error", v.message, v.kind)
+            ex.history = "ok"
         else:
             ex.history = "off"
             if not isinstance(messages, list):
