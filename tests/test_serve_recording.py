@@ -247,6 +247,7 @@ def test_har_and_plain_sse_are_served(tmp_path):
     for name in ("a.har", "a.sse"):
         source = RecordingSource.load(tmp_path / name)
         assert source.plan(0, 0).body == body and len(source.turns) == 1
+        assert any("not compared" in w for w in source.warnings)  # said once, at start, not silently
 
 
 def _bad_files(tmp_path) -> dict[str, str]:

@@ -60,6 +60,8 @@ class RecordingSource:
         if recording.is_plain and not _events_of(b"".join(r.data for a in self.turns[0] for r in a.reads)):
             raise RecordingError(f"{name}: neither a recording, a HAR nor SSE text (no complete SSE event in it)")
         self.warnings = list(recording.warnings)
+        if all(self.recorded_request(k) is None for k in range(len(self.turns))):
+            self.warnings.append("the file has no recorded request bodies: requests are not compared with it")
         self.model = next((m for m in (self.recorded_model(k) for k in range(len(self.turns))) if m), "recorded")
 
     @classmethod

@@ -19,6 +19,13 @@ turn's tool_results). Attempt = how many identical requests (same scenario, faul
 and messages) the server has answered before: a retry of the same request is the next attempt. ``POST
 /inspector/reset`` forgets the attempt counters. A request that breaks the history rules gets the API's 400
 (:func:`inspector.agent.history.history_violation`, shared with the in-process ``ScenarioServer``).
+
+Like the API: 401 without credentials, 400 without ``anthropic-version`` or with a missing / wrongly typed
+``model``, ``max_tokens`` or ``stream`` (``lenient`` turns these off); the request's model is echoed back. Past the
+script's last turn a short end_turn reply (``strict``: a 400). Limits: bodies past ``max_body`` get 413 (counted as
+they arrive), slow bodies 408, slow headers and idle connections are closed (``uvicorn_options``), fault arguments
+are bounded, the exchange list and attempt counters are bounded by ``history`` (``GET /inspector/requests``).
+``recording=RecordingSource(...)`` serves a recording instead of the scenarios (``inspector/net/recorded.py``).
 """
 
 from __future__ import annotations
