@@ -191,7 +191,12 @@ async def _via_serve(app: ServeApp, messages) -> tuple[int, dict | None]:
         resp = await h.post(
             "/v1/messages",
             content=req.content,
-            headers={"content-type": "application/json", "x-inspector-scenario": "weather"},
+            headers={
+                "content-type": "application/json",
+                "x-inspector-scenario": "weather",
+                "x-api-key": "test-key",
+                "anthropic-version": "2023-06-01",
+            },
         )
         await resp.aread()
         return resp.status_code, (resp.json() if resp.status_code != 200 else None)
@@ -220,11 +225,12 @@ async def test_valid_histories_are_served_by_both(case):
     turn = sum(1 for m in messages if m["role"] == "assistant")
     inproc = ScenarioServer(sc, Pacer(math.inf))
     status_in, err_in = await _via_scenario_server(inproc, messages)
-    status_net, err_net = await _via_serve(ServeApp("weather", speed=math.inf), messages)
+    status_net, err_net = await _via_serve(ServeApp("weather", speed=math.inf, strict=True), messages)
     if turn < len(sc.turns):
         assert status_in == status_net == 200
-    else:  # past the script: the same 400 from both
+    else:  # past the script: the same 400 from both (serve --strict; by default serve answers an end_turn turn)
         assert status_in == status_net == 400 and err_in["error"] == err_net["error"]
+        assert (await _via_serve(ServeApp("weather", speed=math.inf), messages))[0] == 200
 
 
 async def test_history_check_can_be_turned_off_in_both():

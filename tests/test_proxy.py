@@ -48,7 +48,7 @@ USER = [{"role": "user", "content": "hello"}]
 
 @pytest.fixture(scope="module")
 def upstream():
-    with BackgroundServer(ServeApp(speed=math.inf)) as srv:
+    with BackgroundServer(ServeApp(speed=math.inf, lenient=True, echo_model=False)) as srv:
         yield srv
 
 
@@ -337,7 +337,7 @@ async def test_reads_are_forwarded_as_they_arrive(tmp_path):
                 fut.set_result(None)
 
     record = tmp_path / "paced.jsonl"
-    up_app = ServeApp(sc, speed=1.0)
+    up_app = ServeApp(sc, speed=1.0, lenient=True, echo_model=False)
     up_app.pacer.sleeper = gate
     with BackgroundServer(up_app) as up, BackgroundServer(ProxyApp(up.base_url, record=record, clock=clock)) as px:
         chunks: list[bytes] = []

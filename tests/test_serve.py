@@ -37,6 +37,7 @@ from inspector.stream.assembler import assemble
 from inspector.stream.sse import iter_events
 
 KEY = "sk-ant-api03-CANARY-serve-0000000000000000"
+API_HEADERS = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}  # what every SDK sends
 ALL_SCENARIOS = sorted(SCENARIOS)
 ALL_FAULTS = [None, *FAULTS]
 TRANSPORT_ERRORS = (httpx2.HTTPError, anthropic.APIConnectionError)
@@ -81,7 +82,12 @@ async def fetch(
     out = {"body": b"", "error": None, "status": None, "headers": {}, "hung": False}
     try:
         async with client.messages.with_streaming_response.create(
-            model="claude-test", max_tokens=1024, messages=messages, stream=stream, extra_headers=headers
+            # the scenario's own model: the server echoes the request's model (test_the_request_model_is_echoed)
+            model=get_scenario(scenario).model,
+            max_tokens=1024,
+            messages=messages,
+            stream=stream,
+            extra_headers=headers,
         ) as r:
             out["status"] = r.http_response.status_code
             out["headers"] = dict(r.http_response.headers)
@@ -265,7 +271,7 @@ async def test_http_429_then_529_are_retried_by_the_sdk(served):
     hdr = {"x-inspector-scenario": "weather", "x-inspector-fault": "http_429,http_529", "x-inspector-session": "h"}
     try:
         async with client.messages.with_streaming_response.create(
-            model="m", max_tokens=10, messages=USER, stream=True, extra_headers=hdr
+            model=get_scenario("weather").model, max_tokens=10, messages=USER, stream=True, extra_headers=hdr
         ) as r:
             body = await r.read()
             assert r.http_response.headers["x-scenario"].endswith("attempt=2")
@@ -279,9 +285,10 @@ async def test_http_429_then_529_are_retried_by_the_sdk(served):
 async def test_drop_is_an_incomplete_chunked_body_on_the_wire(served):
     """Not just an exception in our client: the server really closes the connection before the last chunk."""
     host, port = served.address
-    payload = orjson.dumps({"model": "m", "max_tokens": 5, "stream": True, "messages": USER})
+    payload = orjson.dumps({"model": "claude-sonnet-4-6", "max_tokens": 5, "stream": True, "messages": USER})
     request = (
         f"POST /v1/messages HTTP/1.1\r\nhost: {host}:{port}\r\ncontent-type: application/json\r\n"
+        f"x-api-key: {KEY}\r\nanthropic-version: 2023-06-01\r\n"
         f"x-inspector-fault: drop_byte:150\r\nx-inspector-session: raw\r\ncontent-length: {len(payload)}\r\n"
         f"\r\n"
     ).encode() + payload
@@ -353,7 +360,7 @@ async def test_models_and_unknown_paths(served):
         assert n.input_tokens >= 1
     finally:
         await client.close()
-    async with httpx2.AsyncClient(base_url=served.base_url) as h:
+    async with httpx2.AsyncClient(base_url=served.base_url, headers=API_HEADERS) as h:
         r = await h.get("/v2/whatever")
         assert r.status_code == 404 and r.json()["error"]["type"] == "not_found_error"
         r = await h.post(
@@ -402,7 +409,7 @@ async def converse(base_url: str, name: str, fault: str | None, session: str) ->
                 got = {"body": b"", "error": None, "x": None}
                 try:
                     async with client.messages.with_streaming_response.create(
-                        model="claude-test", max_tokens=sc.max_tokens, messages=messages, stream=True, extra_headers=hdr
+                        model=sc.model, max_tokens=sc.max_tokens, messages=messages, stream=True, extra_headers=hdr
                     ) as r:
                         got["x"] = r.http_response.headers["x-scenario"]
                         attempt = int(got["x"].rsplit("attempt=", 1)[1])
@@ -600,9 +607,9 @@ async def test_read_grouping_survives_the_socket():
     )
     plan = render_turn(sc, 0, 0)
     with BackgroundServer(ServeApp(sc, speed=1.0)) as srv:
-        async with httpx2.AsyncClient(base_url=srv.base_url) as h:
+        async with httpx2.AsyncClient(base_url=srv.base_url, headers=API_HEADERS) as h:
             async with h.stream(
-                "POST", "/v1/messages", json={"model": "m", "max_tokens": 5, "stream": True, "messages": USER}
+                "POST", "/v1/messages", json={"model": sc.model, "max_tokens": 5, "stream": True, "messages": USER}
             ) as r:
                 chunks = [c async for c in r.aiter_raw()]
     assert chunks == [r.data for r in plan.reads]
@@ -648,10 +655,11 @@ def test_cli_prints_base_url_and_serves_on_loopback():
         m = re.match(r"ANTHROPIC_BASE_URL=(http://127\.0\.0\.1:(\d+))$", lines[1].strip())
         assert m, lines
         assert "scenario weather, faults bom" in lines[0]
-        with httpx2.Client(base_url=m.group(1), timeout=10) as h:
+        with httpx2.Client(base_url=m.group(1), timeout=10, headers=API_HEADERS) as h:
             for _ in range(100):  # bounded: the socket is bound before uvicorn accepts; retry until it does
                 try:
-                    r = h.post("/v1/messages", json={"model": "m", "max_tokens": 5, "stream": True, "messages": USER})
+                    body = {"model": get_scenario("weather").model, "max_tokens": 5, "stream": True, "messages": USER}
+                    r = h.post("/v1/messages", json=body)
                     break
                 except httpx2.ConnectError:
                     continue
@@ -666,6 +674,7 @@ def test_cli_prints_base_url_and_serves_on_loopback():
             proc.wait()
     err = proc.stderr.read()
     assert "-> 200 stream" in err and KEY not in err
+    assert f"ANTHROPIC_BASE_URL={m.group(1)}" in err.splitlines()  # the address, in full, on stderr too
 
 
 def test_cli_usage_errors():
@@ -715,6 +724,9 @@ def test_cli_tui_validates_without_starting_anything(monkeypatch, capsys):
         def close(self):
             self.closed = True
 
+        def getsockname(self):  # the ephemeral port the probe got: the session binds that one
+            return ("127.0.0.1", 45678)
+
     monkeypatch.setattr(serve, "bind_socket", _Probe)
     monkeypatch.setattr(server.BackgroundServer, "start", _no_server)
 
@@ -726,11 +738,13 @@ def test_cli_tui_validates_without_starting_anything(monkeypatch, capsys):
 
     assert serve_main(["--tui", "--scenario", "weather", "--fault", "bom", "--port", "0", "--speed", "max"]) == 0
     assert sessions == [] and len(dashboards) == 1  # validated, nothing started: the dashboard starts the session
+    # the address is printed in full on stderr before the dashboard opens
+    assert "ANTHROPIC_BASE_URL=http://127.0.0.1:45678" in capsys.readouterr().err.splitlines()
     factory, kw = dashboards[0]
     assert kw["source"] == {"type": "serve", "name": "weather"}
     assert factory() == "session"
     ((args, kwargs),) = sessions
-    assert args == ("weather", parse_faults("bom")) and kwargs["port"] == 0 and kwargs["speed"] == math.inf
+    assert args == ("weather", parse_faults("bom")) and kwargs["port"] == 45678 and kwargs["speed"] == math.inf
     assert probes == [("127.0.0.1", 0)]
 
     def busy(host, port):

@@ -243,7 +243,10 @@ async def test_relay_buffering_detected_through_the_proxy_at_real_speed(tmp_path
         ],
     )  # gaps wide enough that a
     record = tmp_path / "e2e.jsonl"  # loaded machine does not merge reads in TCP
-    with BackgroundServer(ServeApp(sc, speed=1.0)) as up, BackgroundServer(ProxyApp(up.base_url, record=record)) as px:
+    with (
+        BackgroundServer(ServeApp(sc, speed=1.0, lenient=True, echo_model=False)) as up,
+        BackgroundServer(ProxyApp(up.base_url, record=record)) as px,
+    ):
         async with httpx2.AsyncClient(base_url=px.base_url, timeout=30) as h:
 
             async def call(fault: str) -> bytes:

@@ -32,7 +32,7 @@ async def ttfb(client: httpx2.AsyncClient, session: str) -> float:
 
 
 async def main(runs: int) -> None:
-    with BackgroundServer(ServeApp(speed=math.inf)) as up, BackgroundServer(ProxyApp(up.base_url)) as px:
+    with BackgroundServer(ServeApp(speed=math.inf, lenient=True)) as up, BackgroundServer(ProxyApp(up.base_url)) as px:
         async with (
             httpx2.AsyncClient(base_url=up.base_url) as direct,
             httpx2.AsyncClient(base_url=px.base_url) as proxied,

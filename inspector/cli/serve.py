@@ -9,13 +9,50 @@ from typing import Any
 from inspector.agent.pacing import parse_speed, speed_label
 from inspector.core.errors import InspectorError
 from inspector.net.faults import FAULT_HEADER, faults_doc, faults_key, parse_faults
-from inspector.net.serve import SCENARIO_HEADER, Exchange, ServeApp, format_exchange
+from inspector.net.serve import (
+    BODY_TIMEOUT,
+    DEFAULT_HISTORY,
+    DEFAULT_MAX_BODY,
+    HEADER_TIMEOUT,
+    KEEP_ALIVE,
+    SCENARIO_HEADER,
+    Exchange,
+    ServeApp,
+    format_exchange,
+)
 from inspector.net.server import base_url_of, bind_socket, port_problem, run_foreground
 from inspector.scenarios.bundled import DEFAULT_SCENARIO
 
 # =====================================================================================================================
 # CLI
 # =====================================================================================================================
+
+_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2, "mib": 1024**2}
+_UNITS.update({"g": 1000**3, "gb": 1000**3, "gib": 1024**3})
+
+
+def parse_size(value: str) -> int:
+    """A byte count from the command line: "33554432", "32MiB", "500kb" (an argparse ``type=``)."""
+    v = value.strip().lower().replace(" ", "")
+    digits = v.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = v[len(digits) :]
+    try:
+        n = float(digits) * _UNITS[unit]
+    except (ValueError, KeyError):
+        raise argparse.ArgumentTypeError(f"a size like 33554432, 32MiB or 500kB, not {value!r}") from None
+    if not 1 <= n <= 1 << 40:
+        raise argparse.ArgumentTypeError(f"size must be between 1 byte and 1 TiB, not {value!r}")
+    return int(n)
+
+
+def _positive_int(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a whole number >= 1, not {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"a whole number >= 1, not {value!r}")
+    return n
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
@@ -25,22 +62,69 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"the scenario to serve (default {DEFAULT_SCENARIO}; per request: header {SCENARIO_HEADER})",
     )
     p.add_argument(
+        "--recording",
+        metavar="FILE",
+        default=None,
+        help="serve a recording (run --record / proxy --record), a HAR or a plain SSE file instead of a scenario, "
+        "with its recorded timing (default: none, serve --scenario)",
+    )
+    p.add_argument(
         "--fault",
         action="append",
         default=[],
         metavar="NAME[:ARG][,NAME...]",
-        help=f"inject faults (repeatable; per request: header {FAULT_HEADER}); see --list-faults",
+        help=f"inject faults (repeatable; default none; per request: header {FAULT_HEADER}); see --list-faults",
     )
     p.add_argument("--list-faults", action="store_true", help="describe every fault and exit")
-    p.add_argument("--speed", type=parse_speed, default=1.0, help="pacing: 1 real time (default), 0.5, 4, max")
+    p.add_argument(
+        "--speed", type=parse_speed, default=1.0, help="pacing: 1 real time (default 1), 0.5, 4, max (no waits)"
+    )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: loopback only)")
     p.add_argument("--port", type=int, default=0, help="port (default 0: an ephemeral port, printed at start)")
-    p.add_argument("--no-history-check", action="store_true", help="do not answer history-rule violations with 400")
-    p.add_argument("--quiet", action="store_true", help="no line per request on stderr")
     p.add_argument(
-        "--tui", action="store_true", help="show what the server sends its clients, and when, in the dashboard"
+        "--no-history-check",
+        action="store_true",
+        help="do not answer history-rule violations with 400 (default: check, like the API)",
+    )
+    p.add_argument(
+        "--lenient",
+        action="store_true",
+        help="no API checks: serve requests without x-api-key/authorization or anthropic-version, or with a "
+        "missing or wrongly typed model/max_tokens/stream (default: 401/400 like the API)",
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="past the script's last turn answer 400 invalid_request_error (default: a short end_turn text reply, "
+        "flagged in the log and /inspector/requests)",
+    )
+    p.add_argument(
+        "--max-body",
+        type=parse_size,
+        default=DEFAULT_MAX_BODY,
+        metavar="SIZE",
+        help=f"largest request body, e.g. 32MiB; larger ones get 413 request_too_large (default {DEFAULT_MAX_BODY}"
+        " bytes = 32 MiB)",
+    )
+    p.add_argument(
+        "--history",
+        type=_positive_int,
+        default=DEFAULT_HISTORY,
+        metavar="N",
+        help=f"exchanges and attempt counters kept in memory, oldest dropped (default {DEFAULT_HISTORY}); "
+        "GET /inspector/requests lists them",
+    )
+    p.add_argument("--quiet", action="store_true", help="no line per request on stderr (default: one per request)")
+    p.add_argument(
+        "--tui",
+        action="store_true",
+        help="show what the server sends its clients, and when, in the dashboard (default: headless)",
     )
     p.add_argument("--log-level", default="warning", help="uvicorn log level (default warning)")
+    p.epilog = (
+        f"Connections: keep-alive {KEEP_ALIVE:g} s, request headers within {HEADER_TIMEOUT:g} s of their first "
+        f"byte, request bodies within {BODY_TIMEOUT:g} s."
+    )
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -55,6 +139,42 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
+def _fail(message: str) -> int:
+    sys.stderr.write(f"inspector serve: {message}\n")
+    return 2
+
+
+def _app_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The ServeApp keywords the options choose (recording loaded here: a bad file is a one-line error)."""
+    options: dict[str, Any] = {
+        "lenient": args.lenient,
+        "strict": args.strict,
+        "max_body": args.max_body,
+        "history": args.history,
+    }
+    if getattr(args, "recording", None):
+        from inspector.net.recorded import RecordingSource
+
+        options["recording"] = RecordingSource.load(args.recording)
+    return options
+
+
+def _announce(args: argparse.Namespace, url: str, faults: Any, options: dict[str, Any]) -> None:
+    """What is served and the address to point a harness at, in full, on stderr (and stdout when it is piped)."""
+    source = options.get("recording")
+    what = f"recording {source.name} ({len(source.turns)} turns)" if source is not None else f"scenario {args.scenario}"
+    lines = [f"inspector serve: {what}, faults {faults_key(faults)}, speed {speed_label(args.speed)}"]
+    if source is not None:
+        lines += [f"warning: {w}" for w in source.warnings]
+    lines.append(f"ANTHROPIC_BASE_URL={url}")
+    sys.stderr.write("\n".join(lines) + "\n")
+    sys.stderr.flush()
+    if not sys.stdout.isatty():  # scripts read the address from stdout
+        print(lines[0])
+        print(lines[-1])
+        sys.stdout.flush()
+
+
 def cmd(args: argparse.Namespace) -> int:
     """Run ``inspector serve`` (blocks until Ctrl-C). Exit codes: 0 ok, 2 usage error."""
     if args.list_faults:
@@ -62,8 +182,7 @@ def cmd(args: argparse.Namespace) -> int:
         return 0
     problem = port_problem(args.port)
     if problem:
-        sys.stderr.write(f"inspector serve: {problem}\n")
-        return 2
+        return _fail(problem)
     if getattr(args, "tui", False):
         return _cmd_tui(args)
 
@@ -73,27 +192,24 @@ def cmd(args: argparse.Namespace) -> int:
 
     try:
         faults = parse_faults(args.fault)
+        options = _app_options(args)
         app = ServeApp(
             args.scenario,
             faults,
             speed=args.speed,
             validate_history=not args.no_history_check,
             on_exchange=None if args.quiet else printer,
+            **options,
         )
     except InspectorError as e:
-        sys.stderr.write(f"inspector serve: {e}\n")
-        return 2
+        return _fail(str(e))
     try:
         sock = bind_socket(args.host, args.port)
     except OSError as e:
-        sys.stderr.write(f"inspector serve: cannot listen on {args.host}:{args.port}: {e.strerror or e}\n")
-        return 2
-    url = base_url_of(sock)
-    print(f"inspector serve: scenario {args.scenario}, faults {faults_key(faults)}, speed {speed_label(args.speed)}")
-    print(f"ANTHROPIC_BASE_URL={url}")
+        return _fail(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}")
+    _announce(args, base_url_of(sock), faults, options)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {args.host}, not loopback only", file=sys.stderr)
-    sys.stdout.flush()
     try:
         run_foreground(app, sock, log_level=args.log_level)
     except KeyboardInterrupt:
@@ -106,19 +222,24 @@ def cmd(args: argparse.Namespace) -> int:
 def _cmd_tui(args: argparse.Namespace) -> int:
     """``serve --tui``: the dashboard watches what the server sends (through a recording proxy in front of it).
     The arguments are validated by building a ServeApp (scenario, faults), which binds and starts nothing: the
-    dashboard's session starts the servers."""
+    dashboard's session starts the servers. The address is chosen (an ephemeral port is picked) and printed
+    before the dashboard opens."""
     try:
         faults = parse_faults(args.fault)
-        ServeApp(args.scenario, faults, speed=args.speed)
-        bind_socket(args.host, args.port).close()  # the port is free now (the session binds it again)
+        options = _app_options(args)
+        ServeApp(args.scenario, faults, speed=args.speed, **options)
+        probe = bind_socket(args.host, args.port)  # the port is free now (the session binds it again)
+        port = probe.getsockname()[1]
+        url = base_url_of(probe)
+        probe.close()
     except InspectorError as e:
-        sys.stderr.write(f"inspector serve: {e}\n")
-        return 2
+        return _fail(str(e))
     except OSError as e:
-        sys.stderr.write(f"inspector serve: cannot listen on {args.host}:{args.port}: {e.strerror or e}\n")
-        return 2
+        return _fail(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}")
     from inspector.sessions.watch import serve_session
     from inspector.tui.app import run_dashboard
+
+    _announce(args, url, faults, options)
 
     def factory(**_: Any):
         return serve_session(
@@ -126,8 +247,9 @@ def _cmd_tui(args: argparse.Namespace) -> int:
             faults,
             speed=args.speed,
             host=args.host,
-            port=args.port,
+            port=port,
             validate_history=not args.no_history_check,
+            **options,
         )
 
     run_dashboard(factory, source={"type": "serve", "name": args.scenario})

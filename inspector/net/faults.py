@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +31,9 @@ from inspector.scenarios.render import PlannedRead, ResponsePlan, render_turn
 BOM = b"\xef\xbb\xbf"
 FAULT_HEADER = "x-inspector-fault"
 EVERYTHING = 1 << 40  # a proxy buffer no stream fills: everything is released at EOF
+STALL_INLINE = 64  # stall pings rendered into the plan; the rest are generated lazily as time passes (StalledPlan)
+STALL_INTERVAL = 0.5  # scenario seconds between stall pings
+STALL_MAX = 1_000_000  # the most stall pings one request may ask for (about 5.8 days at 0.5 s)
 
 
 # =====================================================================================================================
@@ -47,6 +50,7 @@ class FaultDef:
     arg: str | None = None  # what the optional argument means
     default: float | int | None = None
     integer: bool = False
+    maximum: float | int | None = None  # the largest argument accepted (a clear 400 / usage error past it)
 
 
 # Catalogue order is the order faults are applied (so the result does not depend on how the user orders them,
@@ -63,6 +67,8 @@ FAULTS: dict[str, FaultDef] = {
             "The SDK retries it by itself (2 retries by default).",
             "S seconds",
             1.0,
+            False,
+            3600.0,
         ),
         FaultDef(
             "http_529",
@@ -72,6 +78,8 @@ FAULTS: dict[str, FaultDef] = {
             "the order written (attempt 0, then 1), then the scenario.",
             "S seconds",
             1.0,
+            False,
+            3600.0,
         ),
         FaultDef(
             "error_event",
@@ -83,6 +91,7 @@ FAULTS: dict[str, FaultDef] = {
             "N events",
             3,
             True,
+            100_000,
         ),
         FaultDef(
             "drop_event",
@@ -94,6 +103,7 @@ FAULTS: dict[str, FaultDef] = {
             "N events",
             4,
             True,
+            100_000,
         ),
         FaultDef(
             "drop_byte",
@@ -104,6 +114,7 @@ FAULTS: dict[str, FaultDef] = {
             "N bytes",
             200,
             True,
+            100_000_000,
         ),
         FaultDef(
             "stall",
@@ -115,6 +126,7 @@ FAULTS: dict[str, FaultDef] = {
             "N pings",
             10,
             True,
+            STALL_MAX,
         ),
         FaultDef(
             "invalid_tool_json",
@@ -141,6 +153,8 @@ FAULTS: dict[str, FaultDef] = {
             "scenario, as in proxy_buffered, still merges the reads.)",
             "S seconds",
             0.25,
+            False,
+            60.0,
         ),
         FaultDef(
             "relay_buffer",
@@ -233,6 +247,9 @@ def parse_faults(spec: str | FaultSpec | Iterable[str | FaultSpec] | None) -> tu
                     ) from None
                 if value < 0 or (not d.integer and not math.isfinite(value)):
                     raise FaultError(f"fault {name}: {d.arg} must be >= 0")
+                if d.maximum is not None and value > d.maximum:
+                    bound = f"{int(d.maximum)}" if d.integer else f"{d.maximum:g}"
+                    raise FaultError(f"fault {name}: {d.arg} must be at most {bound}, not {arg.strip()}")
             out.append(FaultSpec(name, value))
     names = [f.name for f in out]
     for group in _EXCLUSIVE:
@@ -255,7 +272,8 @@ def faults_doc() -> str:
     for d in FAULTS.values():
         head = d.name + (f"[:{d.arg.split()[0]}]" if d.arg else "")
         unit = d.arg.split(" ", 1)[1] if d.arg else ""
-        default = f" (default {d.default:g}{' s' if unit == 'seconds' else ' ' + unit})" if d.arg else ""
+        unit_text = " s" if unit == "seconds" else " " + unit
+        default = f" (default {d.default:g}{unit_text}, at most {d.maximum:g})" if d.arg and d.maximum else ""
         lines.append(f"  {head:<22}{d.summary}{default}")
         for chunk in _wrap(d.doc, 88):
             lines.append(" " * 24 + chunk)
@@ -333,14 +351,21 @@ def apply_faults(scenario: Scenario, faults: str | Sequence[FaultSpec | str] | N
         if transport is not None:
             faults_list = [f for f in faults_list if not isinstance(f, _TRANSPORT)]
             first = first_stream_attempt(dataclasses.replace(turn, http_errors=http_errors))
-            v = transport.value
+            v = int(transport.value or 0)
             if transport.name == "error_event":
                 faults_list.append(ErrorEventAfter(n_events=int(v), attempts=(first,)))
             elif transport.name == "drop_event":
                 faults_list.append(DropAfter(n_events=int(v), attempts=(first,)))
             elif transport.name == "stall":
+                # at most STALL_INLINE pings are rendered; plan_faults adds the rest lazily (StalledPlan)
                 faults_list.append(
-                    StallWithPings(after_events=1, ping_interval=0.5, pings=int(v), then="hang", attempts=(first,))
+                    StallWithPings(
+                        after_events=1,
+                        ping_interval=STALL_INTERVAL,
+                        pings=min(int(v), STALL_INLINE),
+                        then="hang",
+                        attempts=(first,),
+                    )
                 )
             # drop_byte is applied to the plan (plan_faults)
         tools = [i for i, _ in turn.tool_blocks()]
@@ -379,8 +404,48 @@ def apply_faults(scenario: Scenario, faults: str | Sequence[FaultSpec | str] | N
     return dataclasses.replace(scenario, turns=turns)
 
 
+@dataclass(slots=True)
+class StalledPlan(ResponsePlan):
+    """A plan whose stall goes on past its rendered reads: ``more_pings`` more reads of ``ping`` (the last rendered
+    ping read), ``ping_gap`` scenario seconds apart, generated as time passes by :func:`iter_reads` (a precomputed
+    list of a million pings would take gigabytes), then the plan's end ("hang")."""
+
+    more_pings: int = 0
+    ping: bytes = b""
+    ping_gap: float = STALL_INTERVAL
+
+
+def iter_reads(plan: ResponsePlan) -> Iterator[PlannedRead]:
+    """Every read of a plan, the lazy stall pings of a :class:`StalledPlan` included (one object at a time)."""
+    yield from plan.reads
+    if isinstance(plan, StalledPlan):
+        for _ in range(plan.more_pings):
+            yield PlannedRead(plan.ping_gap, plan.ping)
+
+
+def _stall_tail(plan: ResponsePlan, pings: int) -> ResponsePlan:
+    """The pings of a ``stall:N`` past STALL_INLINE, as a lazy tail (when the plan really ends in its ping stall)."""
+    more = pings - STALL_INLINE
+    if more <= 0 or plan.end != "hang" or not plan.reads or not plan.events or plan.events[-1][0] != "ping":
+        return plan
+    last = plan.reads[-1].data
+    if b"event: ping" not in last or last.count(b"event:") != 1:  # a relay or a split merged / cut the pings
+        return plan
+    fields = {f.name: getattr(plan, f.name) for f in dataclasses.fields(ResponsePlan)}
+    return StalledPlan(**fields, more_pings=more, ping=last, ping_gap=STALL_INTERVAL)
+
+
 def plan_faults(faulted: Scenario, faults: Sequence[FaultSpec], plan: ResponsePlan) -> ResponsePlan:
-    """The plan-level faults (bom, drop_byte) on a plan rendered from ``apply_faults(...)`` (``faulted``)."""
+    """The plan-level faults (bom, drop_byte, the lazy pings of a long stall) on a plan rendered from
+    ``apply_faults(...)`` (``faulted``)."""
+    names = {f.name: f for f in faults}
+    if plan.status == 200 and "stall" in names:
+        plan = _stall_tail(plan, int(names["stall"].value or 0))
+    return apply_plan_faults(plan, faults, first_stream_attempt=first_stream_attempt(faulted.turns[plan.turn]))
+
+
+def apply_plan_faults(plan: ResponsePlan, faults: Sequence[FaultSpec], *, first_stream_attempt: int) -> ResponsePlan:
+    """bom and drop_byte on any plan (a scenario's or a recording's); drop_byte hits ``first_stream_attempt``."""
     names = {f.name: f for f in faults}
     if plan.status != 200 or not ({"bom", "drop_byte"} & names.keys()):
         return plan
@@ -392,7 +457,7 @@ def plan_faults(faulted: Scenario, faults: Sequence[FaultSpec], plan: ResponsePl
             reads[0] = PlannedRead(reads[0].delay, BOM + reads[0].data)
         else:
             reads = [PlannedRead(0.0, BOM)]
-    if "drop_byte" in names and plan.attempt == first_stream_attempt(faulted.turns[plan.turn]):
+    if "drop_byte" in names and plan.attempt == first_stream_attempt:
         limit = int(names["drop_byte"].value or 0)
         cut: list[PlannedRead] = []
         total = 0

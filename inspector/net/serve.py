@@ -19,16 +19,26 @@ turn's tool_results). Attempt = how many identical requests (same scenario, faul
 and messages) the server has answered before: a retry of the same request is the next attempt. ``POST
 /inspector/reset`` forgets the attempt counters. A request that breaks the history rules gets the API's 400
 (:func:`inspector.agent.history.history_violation`, shared with the in-process ``ScenarioServer``).
+
+Like the API: 401 without credentials, 400 without ``anthropic-version`` or with a missing / wrongly typed
+``model``, ``max_tokens`` or ``stream`` (``lenient`` turns these off); the request's model is echoed back. Past the
+script's last turn a short end_turn reply (``strict``: a 400). Limits: bodies past ``max_body`` get 413 (counted as
+they arrive), slow bodies 408, slow headers and idle connections are closed (``uvicorn_options``), fault arguments
+are bounded, the exchange list and attempt counters are bounded by ``history`` (``GET /inspector/requests``).
+``recording=RecordingSource(...)`` serves a recording instead of the scenarios (``inspector/net/recorded.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import logging
-from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -36,8 +46,24 @@ import orjson
 from inspector.agent.history import history_violation
 from inspector.agent.pacing import Pacer
 from inspector.core.errors import FaultError, UnknownScenario
-from inspector.net.faults import FAULT_HEADER, FAULTS, FaultSpec, apply_faults, faults_key, parse_faults, render_faulted
-from inspector.net.server import Closable, ConnectionDrop, _race, install_log_filter
+from inspector.net.faults import (
+    FAULT_HEADER,
+    FAULTS,
+    FaultSpec,
+    apply_faults,
+    faults_key,
+    iter_reads,
+    parse_faults,
+    render_faulted,
+)
+from inspector.net.recorded import (
+    RecordingSource,
+    check_recording_faults,
+    end_of_script_plan,
+    recording_faults,
+    request_diff,
+)
+from inspector.net.server import Closable, ConnectionDrop, _race, guarded_h11, install_log_filter
 from inspector.scenarios.bundled import DEFAULT_SCENARIO, SCENARIOS
 from inspector.scenarios.model import (
     Scenario,
@@ -47,6 +73,15 @@ from inspector.scenarios.transport import scale_retry_headers
 
 SCENARIO_HEADER = "x-inspector-scenario"
 SESSION_HEADER = "x-inspector-session"
+
+DEFAULT_MAX_BODY = 32 * 1024 * 1024  # the API answers 413 request_too_large past about 32 MB
+DEFAULT_HISTORY = (
+    10_000  # exchanges and attempt counters kept (older ones are dropped, and /inspector/requests says so)
+)
+KEEP_ALIVE = 75.0  # seconds an idle keep-alive connection stays open (the usual API front ends; uvicorn's default is 5)
+HEADER_TIMEOUT = 30.0  # seconds from a request's first byte to the end of its headers
+BODY_TIMEOUT = 60.0  # seconds to receive a whole request body
+MAX_HEADER_BYTES = 64 * 1024  # h11_max_incomplete_event_size: the most bytes of unfinished request headers
 
 log = logging.getLogger("inspector.serve")
 
@@ -59,6 +94,38 @@ def assembled_message(plan: ResponsePlan) -> dict:
     msg = assemble([r.data for r in plan.reads]).final_message()
     msg.setdefault("type", "message")
     return msg
+
+
+def credentials_problem(headers: Mapping[str, str]) -> tuple[int, str, str] | None:
+    """The API's answer to a request without credentials or without ``anthropic-version`` (None: fine)."""
+    if not (headers.get("x-api-key") or "").strip() and not (headers.get("authorization") or "").strip():
+        return 401, "authentication_error", "x-api-key header is required"
+    if not (headers.get("anthropic-version") or "").strip():
+        return 400, "invalid_request_error", "anthropic-version: header is required"
+    return None
+
+
+def body_problem(body: dict, *, messages: bool = True) -> str | None:
+    """The API's 400 message for a Messages request body with a missing or wrongly typed required field.
+    ``messages=False``: leave ``messages`` to the history rules (:func:`history_violation`, the same answer as the
+    in-process ScenarioServer)."""
+    for name in ("model", "max_tokens", "messages") if messages else ("model", "max_tokens"):
+        if name not in body:
+            return f"{name}: Field required"
+    model, max_tokens = body["model"], body["max_tokens"]
+    if not isinstance(model, str):
+        return "model: Input should be a valid string"
+    if not model:
+        return "model: String should have at least 1 character"
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
+        return "max_tokens: Input should be a valid integer"
+    if max_tokens < 1:
+        return "max_tokens: Input should be greater than or equal to 1"
+    if messages and not isinstance(body["messages"], list):
+        return "messages: Input should be a valid list"
+    if "stream" in body and not isinstance(body["stream"], bool):
+        return "stream: Input should be a valid boolean"
+    return None
 
 
 @dataclass
@@ -78,10 +145,32 @@ class Exchange:
     end: str | None = None  # eof | drop | hang | disconnected | error
     rejected: str | None = None
     kind: str | None = None  # history violation kind
+    seq: int = 0  # 0-based number of the request since the server started
+    t: float = 0.0  # wall-clock time the request arrived (epoch seconds)
+    model: str | None = None  # the model the request named (echoed back)
+    history: str = "not checked"  # the history check: ok | off | <violation kind> | not checked (rejected before)
+    script_ended: bool = False  # past the script's last turn: a placeholder end_turn reply
+    differs: str | None = None  # --recording: how the request differs from the recorded one (one line)
+    diff: list[str] = field(default_factory=list)  # --recording: the full difference (unified diff lines)
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+class _Rejected(Exception):
+    def __init__(self, status: int, etype: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.etype, self.message = status, etype, message
 
 
 class ServeApp(Closable):
-    """State and handlers of one ``inspector serve`` server. ``app`` is the ASGI app."""
+    """State and handlers of one ``inspector serve`` server. ``app`` is the ASGI app.
+
+    ``lenient``: no credential / version / body-field checks. ``strict``: past the script's last turn, the 400 of
+    old instead of a placeholder end_turn reply. ``max_body``: the largest request body (413 past it). ``history``:
+    how many exchanges and attempt counters are kept. ``recording``: serve a recording (a
+    :class:`RecordingSource`) instead of the scenarios. ``echo_model=False``: answer with the scenario's model
+    instead of the request's (the exact bytes of ``render_faulted``, for byte-comparing tests)."""
 
     def __init__(
         self,
@@ -92,6 +181,15 @@ class ServeApp(Closable):
         validate_history: bool = True,
         extra_scenarios: Iterable[Scenario] = (),
         on_exchange: Callable[[Exchange], None] | None = None,
+        lenient: bool = False,
+        strict: bool = False,
+        max_body: int = DEFAULT_MAX_BODY,
+        history: int = DEFAULT_HISTORY,
+        keep_alive: float = KEEP_ALIVE,
+        header_timeout: float = HEADER_TIMEOUT,
+        body_timeout: float = BODY_TIMEOUT,
+        recording: RecordingSource | None = None,
+        echo_model: bool = True,
     ) -> None:
         self.scenarios: dict[str, Scenario] = dict(SCENARIOS)
         for sc in extra_scenarios:
@@ -101,15 +199,34 @@ class ServeApp(Closable):
             scenario = scenario.name
         if scenario not in self.scenarios:
             raise UnknownScenario(f"unknown scenario {scenario!r}; available: {', '.join(self.scenarios)}")
+        if max_body < 1 or history < 1:
+            raise ValueError("max_body and history must be >= 1")
         self.default_scenario = scenario
         self.default_faults = parse_faults(faults)
+        self.recording = recording
+        if recording is not None:
+            check_recording_faults(self.default_faults)
         self.pacer = Pacer(speed)
         self.validate_history = validate_history
         self.on_exchange = on_exchange
-        self.exchanges: list[Exchange] = []
-        self.attempts: dict[tuple, int] = {}
-        self._faulted: OrderedDict[tuple[str, str], Scenario] = OrderedDict()
+        self.lenient, self.strict = lenient, strict
+        self.echo_model = echo_model
+        self.max_body, self.body_timeout = max_body, body_timeout
+        self.history = history
+        self.exchanges: deque[Exchange] = deque(maxlen=history)
+        self.total_exchanges = 0
+        self.attempts: OrderedDict[tuple, int] = OrderedDict()
+        self.attempts_dropped = 0
+        self._seq = 0
+        self._lock = threading.Lock()  # the plan caches are filled from worker threads (rendering is off the loop)
+        self._faulted: OrderedDict[tuple[str, str, str | None], Scenario] = OrderedDict()
         self._plans: OrderedDict[tuple, ResponsePlan] = OrderedDict()
+        # uvicorn settings (inspector.net.server passes them to uvicorn.Config)
+        self.uvicorn_options: dict[str, Any] = {
+            "timeout_keep_alive": keep_alive,
+            "h11_max_incomplete_event_size": MAX_HEADER_BYTES,
+            "http": guarded_h11(header_timeout),
+        }
         self.app = self._build()
 
     # --- plumbing -------------------------------------------------------------------------------------------------
@@ -125,38 +242,68 @@ class ServeApp(Closable):
             Route("/v1/models/{model_id:path}", self.model, methods=["GET"]),
             Route("/inspector/reset", self.reset, methods=["POST"]),
             Route("/inspector/faults", self.fault_list, methods=["GET"]),
+            Route("/inspector/requests", self.request_list, methods=["GET"]),
             Route("/{path:path}", self.not_found, methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]),
         ]
         return Starlette(routes=routes)
 
     def _note(self, ex: Exchange) -> None:
         self.exchanges.append(ex)
+        self.total_exchanges += 1
         if self.on_exchange is not None:
             try:
                 self.on_exchange(ex)
             except Exception:  # a printer must not break the server
                 log.warning("the exchange printer failed", exc_info=True)
 
-    def faulted(self, name: str, faults: tuple[FaultSpec, ...]) -> Scenario:
-        key = (name, faults_key(faults))
-        sc = self._faulted.get(key)
+    def _new_exchange(self, request) -> Exchange:
+        ex = Exchange(request.method, request.url.path, seq=self._seq, t=time.time())
+        self._seq += 1
+        return ex
+
+    def _next_attempt(self, key: tuple) -> int:
+        attempt = self.attempts.pop(key, 0)
+        self.attempts[key] = attempt + 1  # most recently used last
+        while len(self.attempts) > self.history:
+            self.attempts.popitem(last=False)
+            self.attempts_dropped += 1
+        return attempt
+
+    def faulted(self, name: str, faults: tuple[FaultSpec, ...], model: str | None = None) -> Scenario:
+        """The scenario with the faults built in (and the request's model, when given), cached."""
+        key = (name, faults_key(faults), model)
+        with self._lock:
+            sc = self._faulted.get(key)
         if sc is None:
-            sc = apply_faults(self.scenarios[name], faults)
-            self._faulted[key] = sc
-            while len(self._faulted) > 64:
-                self._faulted.popitem(last=False)
+            base = self.scenarios[name]
+            if model is not None and model != base.model:
+                base = dataclasses.replace(base, model=model)
+            sc = apply_faults(base, faults)
+            with self._lock:
+                self._faulted[key] = sc
+                while len(self._faulted) > 64:
+                    self._faulted.popitem(last=False)
         return sc
 
-    def plan(self, name: str, faults: tuple[FaultSpec, ...], turn: int, attempt: int) -> ResponsePlan:
-        key = (name, faults_key(faults), turn, attempt)
-        plan = self._plans.get(key)
+    def plan(
+        self, name: str, faults: tuple[FaultSpec, ...], turn: int, attempt: int, model: str | None = None
+    ) -> ResponsePlan:
+        key = (name, faults_key(faults), turn, attempt, model)
+        with self._lock:
+            plan = self._plans.get(key)
         if plan is None:
             sc = self.scenarios[name]
-            plan = render_faulted(sc, faults, turn, attempt, faulted=self.faulted(name, faults))
-            self._plans[key] = plan
-            while len(self._plans) > 64:
-                self._plans.popitem(last=False)
+            faulted = self.faulted(name, faults, model)
+            plan = render_faulted(sc, faults, turn, attempt, faulted=faulted)
+            with self._lock:
+                self._plans[key] = plan
+                while len(self._plans) > 64:
+                    self._plans.popitem(last=False)
         return plan
+
+    def _cached(self, key: tuple) -> ResponsePlan | None:
+        with self._lock:
+            return self._plans.get(key)
 
     # --- handlers -------------------------------------------------------------------------------------------------
     def _json(self, status: int, body: bytes, headers: dict[str, str] | None = None):
@@ -164,17 +311,47 @@ class ServeApp(Closable):
 
         return Response(body, status_code=status, headers=headers or {}, media_type="application/json")
 
-    def _reject(self, ex: Exchange, status: int, etype: str, message: str, kind: str | None = None):
+    def _reject(self, ex: Exchange, status: int, etype: str, message: str, kind: str | None = None, close=False):
         ex.status, ex.rejected, ex.kind = status, message, kind
         # like the API: a request id in the header and the body (deterministic: derived from the error)
         rid = "req_011C" + hashlib.sha256(f"{ex.path}|{status}|{message}".encode()).hexdigest()[:20]
         body = orjson.dumps({"type": "error", "error": {"type": etype, "message": message}, "request_id": rid})
         ex.bytes = len(body)
         self._note(ex)
-        return self._json(status, body, {"request-id": rid})
+        headers = {"request-id": rid}
+        if close:  # the rest of the request is not read: the connection cannot carry another one
+            headers["connection"] = "close"
+        return self._json(status, body, headers)
+
+    def _checked(self, request, ex: Exchange):
+        """The credential / version answer for this request, or None (always None when lenient)."""
+        if self.lenient:
+            return None
+        problem = credentials_problem(request.headers)
+        if problem is not None:
+            return self._reject(ex, *problem)
+        return None
+
+    async def _read_body(self, request) -> bytes:
+        """The request body, counted as it arrives: past ``max_body`` bytes (or a content-length saying so) reading
+        stops with 413; a body that takes more than ``body_timeout`` seconds gives 408."""
+        too_large = _Rejected(413, "request_too_large", "Request exceeds the maximum allowed number of bytes.")
+        length = request.headers.get("content-length")
+        if length is not None and length.strip().isdigit() and int(length) > self.max_body:
+            raise too_large
+        buf = bytearray()
+        try:
+            async with asyncio.timeout(self.body_timeout):
+                async for chunk in request.stream():
+                    buf += chunk
+                    if len(buf) > self.max_body:
+                        raise too_large
+        except TimeoutError:
+            raise _Rejected(408, "timeout_error", f"request body not received within {self.body_timeout:g}s") from None
+        return bytes(buf)
 
     async def not_found(self, request):
-        ex = Exchange(request.method, request.url.path)
+        ex = self._new_exchange(request)
         return self._reject(ex, 404, "not_found_error", f"Not found: {request.method} {request.url.path}")
 
     async def reset(self, request):
@@ -183,13 +360,39 @@ class ServeApp(Closable):
 
     async def fault_list(self, request):
         items = [
-            {"name": d.name, "kind": d.kind, "summary": d.summary, "doc": d.doc, "arg": d.arg, "default": d.default}
+            {
+                "name": d.name,
+                "kind": d.kind,
+                "summary": d.summary,
+                "doc": d.doc,
+                "arg": d.arg,
+                "default": d.default,
+                "max": d.maximum,
+            }
             for d in FAULTS.values()
         ]
         return self._json(200, orjson.dumps({"data": items}))
 
+    async def request_list(self, request):
+        """The recent exchanges (oldest first) with their history-check result; says how many were dropped."""
+        data = [ex.to_json() for ex in list(self.exchanges)]
+        dropped = self.total_exchanges - len(data)
+        body = {
+            "total": self.total_exchanges,
+            "kept": len(data),
+            "dropped": dropped,
+            "limit": self.history,
+            "attempt_counters": len(self.attempts),
+            "attempt_counters_dropped": self.attempts_dropped,
+            "note": (f"the {dropped} oldest exchanges were dropped (--history {self.history})" if dropped else None),
+            "data": data,
+        }
+        return self._json(200, orjson.dumps(body))
+
     def _model_ids(self) -> list[str]:
         seen: list[str] = []
+        if self.recording is not None:
+            seen.append(self.recording.model)
         for sc in self.scenarios.values():
             if sc.model not in seen:
                 seen.append(sc.model)
@@ -205,6 +408,9 @@ class ServeApp(Closable):
         }
 
     async def models(self, request):
+        denied = self._checked(request, self._new_exchange(request))
+        if denied is not None:
+            return denied
         data = [self._model_obj(m) for m in self._model_ids()]
         body = {
             "data": data,
@@ -215,34 +421,60 @@ class ServeApp(Closable):
         return self._json(200, orjson.dumps(body))
 
     async def model(self, request):
+        ex = self._new_exchange(request)
+        denied = self._checked(request, ex)
+        if denied is not None:
+            return denied
         mid = request.path_params["model_id"]
         if mid not in self._model_ids():
-            return self._reject(Exchange("GET", request.url.path), 404, "not_found_error", f"model: {mid}")
+            return self._reject(ex, 404, "not_found_error", f"model: {mid}")
         return self._json(200, orjson.dumps(self._model_obj(mid)))
 
     async def count_tokens(self, request):
-        raw = await request.body()
+        ex = self._new_exchange(request)
+        denied = self._checked(request, ex)
+        if denied is not None:
+            return denied
+        try:
+            raw = await self._read_body(request)
+        except _Rejected as e:
+            return self._reject(ex, e.status, e.etype, e.message, close=True)
         try:
             body = orjson.loads(raw)
         except orjson.JSONDecodeError:
-            return self._reject(
-                Exchange("POST", request.url.path), 400, "invalid_request_error", "request body is not valid JSON"
-            )
+            return self._reject(ex, 400, "invalid_request_error", "request body is not valid JSON")
         n = max(1, len(orjson.dumps(body.get("messages") if isinstance(body, dict) else body)) // 4)
         return self._json(200, orjson.dumps({"input_tokens": n}))
 
     async def messages(self, request):
-        ex = Exchange("POST", request.url.path)
-        raw = await request.body()
+        ex = self._new_exchange(request)
+        denied = self._checked(request, ex)
+        if denied is not None:
+            return denied
+        try:
+            raw = await self._read_body(request)
+        except _Rejected as e:
+            return self._reject(ex, e.status, e.etype, e.message, close=True)
         try:
             body = orjson.loads(raw)
         except orjson.JSONDecodeError:
             return self._reject(ex, 400, "invalid_request_error", "request body is not valid JSON")
         if not isinstance(body, dict):
             return self._reject(ex, 400, "invalid_request_error", "request body must be a JSON object")
-        name = (request.headers.get(SCENARIO_HEADER) or self.default_scenario).strip()
+        if not self.lenient:
+            problem = body_problem(body, messages=not self.validate_history)
+            if problem is not None:
+                return self._reject(ex, 400, "invalid_request_error", problem)
+        model = body.get("model") if isinstance(body.get("model"), str) and body.get("model") else None
+        ex.model = model
+        if not self.echo_model:
+            model = None  # the scenario's own model, bytes exactly as rendered
+        if self.recording is not None:
+            name = self.recording.name
+        else:
+            name = (request.headers.get(SCENARIO_HEADER) or self.default_scenario).strip()
         ex.scenario = name
-        if name not in self.scenarios:
+        if self.recording is None and name not in self.scenarios:
             return self._reject(
                 ex,
                 400,
@@ -252,6 +484,8 @@ class ServeApp(Closable):
         header_faults = request.headers.get(FAULT_HEADER)
         try:
             faults = parse_faults(header_faults) if header_faults is not None else self.default_faults
+            if self.recording is not None:
+                check_recording_faults(faults)
         except FaultError as e:
             return self._reject(ex, 400, "invalid_request_error", f"{FAULT_HEADER}: {e}")
         ex.faults = faults_key(faults)
@@ -259,33 +493,38 @@ class ServeApp(Closable):
         if self.validate_history:
             v = history_violation(messages)
             if v is not None:
+                ex.history = v.kind
                 return self._reject(ex, 400, "invalid_request_error", v.message, v.kind)
-        elif not isinstance(messages, list):
-            return self._reject(ex, 400, "invalid_request_error", "messages: Field required")
-        scenario = self.scenarios[name]
+            ex.history = "ok"
+        else:
+            ex.history = "off"
+            if not isinstance(messages, list):
+                return self._reject(ex, 400, "invalid_request_error", "messages: Field required")
+        assert isinstance(messages, list)
+        turns = len(self.recording.turns) if self.recording is not None else len(self.scenarios[name].turns)
         turn = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
-        if turn >= len(scenario.turns):
+        ended = turn >= turns
+        if ended and self.strict:
             return self._reject(
                 ex,
                 400,
                 "invalid_request_error",
-                f"scenario {name!r} has {len(scenario.turns)} turns; no turn {turn} "
-                f"(this request has {turn} assistant messages)",
+                f"scenario {name!r} has {turns} turns; no turn {turn} (this request has {turn} assistant messages)",
             )
         session = request.headers.get(SESSION_HEADER, "")
         digest = hashlib.sha256(orjson.dumps(messages, option=orjson.OPT_SORT_KEYS)).hexdigest()
-        key = (name, ex.faults, session, turn, digest)
-        attempt = self.attempts.get(key, 0)
-        self.attempts[key] = attempt + 1
-        ex.turn, ex.attempt = turn, attempt
+        attempt = self._next_attempt((name, ex.faults, session, turn, digest))
+        ex.turn, ex.attempt, ex.script_ended = turn, attempt, ended
+        if self.recording is not None and not ended:
+            ex.differs, ex.diff = request_diff(self.recording.recorded_request(turn), body)
         try:
-            plan = self.plan(name, faults, turn, attempt)
+            plan = await self._plan_for(name, faults, turn, attempt, model, ended, turns)
         except (ValueError, IndexError, TypeError) as e:
             return self._reject(
                 ex,
                 500,
                 "api_error",
-                f"inspector: cannot render scenario {name!r} turn {turn} with faults {ex.faults}: {e}",
+                f"inspector: cannot render {name!r} turn {turn} with faults {ex.faults}: {e}",
             )
         stream = body.get("stream") is True
         ex.stream = stream
@@ -300,7 +539,47 @@ class ServeApp(Closable):
             return _PlanStream(self, plan, headers, ex)
         return await self._non_stream(plan, headers, ex)
 
+    async def _plan_for(
+        self,
+        name: str,
+        faults: tuple[FaultSpec, ...],
+        turn: int,
+        attempt: int,
+        model: str | None,
+        ended: bool,
+        turns: int,
+    ) -> ResponsePlan:
+        """The plan for this request, rendered in a worker thread when not cached (a big scenario takes a
+        quarter of a second: other connections keep being served meanwhile)."""
+        if ended:
+            fallback = self.recording.model if self.recording is not None else self.scenarios[name].model
+            return await asyncio.to_thread(end_of_script_plan, name, turns, turn, attempt, model or fallback, faults)
+        if self.recording is not None:
+            # attempts past the recorded ones all get the last recorded attempt: one cached plan for them
+            # (the first streamed attempt, after the HTTP faults, may be a drop: the one after it is distinct)
+            http = sum(1 for f in faults if FAULTS[f.name].kind == "http")
+            same = min(attempt, max(len(self.recording.turns[turn]) - 1 + http, http + 1))
+            key = ("\x00recording", faults_key(faults), turn, same, None)
+            plan = self._cached(key)
+            if plan is None:
+                plan = await asyncio.to_thread(recording_faults, self.recording, faults, turn, same)
+                with self._lock:
+                    self._plans[key] = plan
+                    while len(self._plans) > 64:
+                        self._plans.popitem(last=False)
+            return plan if plan.attempt == attempt else dataclasses.replace(plan, attempt=attempt)
+        cached = self._cached((name, faults_key(faults), turn, attempt, model))
+        if cached is not None:
+            return cached
+        return await asyncio.to_thread(self.plan, name, faults, turn, attempt, model)
+
     async def _non_stream(self, plan: ResponsePlan, headers: dict[str, str], ex: Exchange):
+        if plan.end == "hang":  # a stall never answers (its pings are not even counted)
+            await self.pacer.sleep(sum(r.delay for r in plan.reads))
+            out = {k: v for k, v in headers.items() if k.lower() not in ("content-type", "cache-control")}
+            out["content-type"] = "application/json"
+            ex.status = 200
+            return _Body(self, 200, out, [], ex, end="hang")
         await self.pacer.sleep(sum(r.delay for r in plan.reads))
         error = next((d for name, d in plan.events if name == "error"), None)
         out = {k: v for k, v in headers.items() if k.lower() not in ("content-type", "cache-control")}
@@ -317,8 +596,6 @@ class ServeApp(Closable):
         if plan.end == "drop":  # headers promise the whole message; half of it comes, then the connection breaks
             out["content-length"] = str(len(body))
             return _Body(self, 200, out, [body[: len(body) // 2]], ex, end="drop")
-        if plan.end == "hang":
-            return _Body(self, 200, out, [], ex, end="hang")
         return _Body(self, 200, out, [body], ex)
 
 
@@ -368,7 +645,7 @@ class _PlanStream:
         await send({"type": "http.response.start", "status": 200, "headers": _raw_headers(self.headers)})
 
         async def body() -> None:
-            for r in plan.reads:
+            for r in iter_reads(plan):  # a long stall's pings are made one by one as time passes
                 await app.pacer.sleep(r.delay)
                 await send({"type": "http.response.body", "body": r.data, "more_body": True})
                 ex.reads += 1
@@ -408,6 +685,10 @@ def format_exchange(ex: Exchange) -> str:
         else (ex.scenario or "-")
     )
     faults = f" [{ex.faults}]" if ex.faults != "none" else ""
+    if ex.script_ended:
+        where += " (past the end of the script: placeholder end_turn reply)"
+    if ex.differs:
+        where += f" (differs from the recording: {ex.differs})"
     if ex.rejected:
         return f"{ex.method} {ex.path} {where}{faults} -> {ex.status}: {ex.rejected}"
     kind = "stream" if ex.stream else "json"

@@ -153,18 +153,61 @@ def _uvicorn_server(
             if ready is not None and self.started:
                 ready.set()
 
-    config = uvicorn.Config(
-        asgi_app,
-        log_level=log_level,
-        access_log=access_log,
-        server_header=False,
-        lifespan="on",
-        timeout_graceful_shutdown=2,
-        http="h11",
-        ws="none",
-        **(options or {}),
-    )
+    settings: dict[str, Any] = {
+        "log_level": log_level,
+        "access_log": access_log,
+        "server_header": False,
+        "lifespan": "on",
+        "timeout_graceful_shutdown": 2,
+        "http": "h11",
+        "ws": "none",
+    }
+    settings.update(options or {})  # the app's own choices win (e.g. http=guarded_h11(...))
+    config = uvicorn.Config(asgi_app, **settings)
     return _Server(config)
+
+
+def guarded_h11(header_timeout: float) -> type:
+    """uvicorn's h11 protocol with two more timeouts (both on the loop's clock, so a virtual clock drives them):
+
+    - a new connection that sends nothing is closed after ``timeout_keep_alive``, like an idle keep-alive one
+      (uvicorn arms that timer only after a first response);
+    - once the first byte of a request arrives, its headers must be complete within ``header_timeout`` seconds, or
+      the connection is closed (slowloris: uvicorn cancels the keep-alive timer on every byte and has no header
+      timeout of its own). The size of incomplete headers is bounded by ``h11_max_incomplete_event_size``."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class GuardedH11Protocol(H11Protocol):
+        _header_deadline: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport) -> None:
+            super().connection_made(transport)
+            self.timeout_keep_alive_task = self.loop.call_later(
+                self.timeout_keep_alive, self.timeout_keep_alive_handler
+            )
+
+        def data_received(self, data: bytes) -> None:
+            waiting = self.cycle is None or self.cycle.response_complete
+            if waiting and self._header_deadline is None:
+                self._header_deadline = self.loop.call_later(header_timeout, self._headers_too_slow)
+            super().data_received(data)
+            if self._header_deadline is not None and self.cycle is not None and not self.cycle.response_complete:
+                self._header_deadline.cancel()  # a request's headers are in
+                self._header_deadline = None
+
+        def _headers_too_slow(self) -> None:
+            self._header_deadline = None
+            if not self.transport.is_closing():
+                log.info("closing a connection whose request headers took more than %gs", header_timeout)
+                self.transport.close()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._header_deadline is not None:
+                self._header_deadline.cancel()
+                self._header_deadline = None
+            super().connection_lost(exc)
+
+    return GuardedH11Protocol
 
 
 class BackgroundServer:
@@ -174,7 +217,7 @@ class BackgroundServer:
             client = AsyncAnthropic(base_url=srv.base_url, ...)
 
     ``app`` may be a :class:`ServeApp`, a proxy app (anything with ``.app`` and maybe ``begin_close()``) or an
-    ASGI callable."""
+    ASGI callable. ``loop_factory`` makes the server's event loop (e.g. one with a virtual clock, for tests)."""
 
     def __init__(
         self,
@@ -185,8 +228,10 @@ class BackgroundServer:
         log_level: str = "warning",
         access_log: bool = False,
         start_timeout: float = 15.0,
+        loop_factory: Callable[[], asyncio.AbstractEventLoop] | None = None,
     ) -> None:
         self.owner = app
+        self.loop_factory = loop_factory
         self.asgi = getattr(app, "app", app)
         self.host, self.port = host, port
         self.log_level, self.access_log = log_level, access_log
@@ -210,17 +255,19 @@ class BackgroundServer:
 
     def start(self) -> BackgroundServer:
         self.sock = bind_socket(self.host, self.port)
-        self.server = _uvicorn_server(
+        server = self.server = _uvicorn_server(
             self.asgi,
             log_level=self.log_level,
             access_log=self.access_log,
             ready=self._ready,
             options=uvicorn_options(self.owner),
         )
+        sock = self.sock
 
         def run() -> None:
             try:
-                asyncio.run(self.server.serve(sockets=[self.sock]))
+                with asyncio.Runner(loop_factory=self.loop_factory) as runner:
+                    runner.run(server.serve(sockets=[sock]))
             except BaseException as e:
                 self.error = e
             finally:
@@ -228,7 +275,7 @@ class BackgroundServer:
 
         self.thread = threading.Thread(target=run, name=f"uvicorn-{self.base_url}", daemon=True)
         self.thread.start()
-        if not self._ready.wait(self.start_timeout) or self.error is not None or not self.server.started:
+        if not self._ready.wait(self.start_timeout) or self.error is not None or not server.started:
             self.stop()
             raise RuntimeError(f"server did not start: {self.error!r}")
         return self
@@ -265,7 +312,7 @@ def run_foreground(owner: Any, sock: socket.socket, *, log_level: str = "warning
             begin_close()
         original(sig, frame)
 
-    server.handle_exit = handle_exit  # type: ignore[method-assign]
+    server.handle_exit = handle_exit
     asyncio.run(server.serve(sockets=[sock]))
 
 

@@ -239,7 +239,14 @@ def _protocol_events(scenario: Scenario, turn_index: int, attempt: int) -> list[
             {
                 "type": "message_delta",
                 "delta": {"stop_reason": stop_reason, "stop_sequence": stop_sequence},
-                "usage": {"output_tokens": output_tokens},
+                # as the current API sends it: cumulative totals, input and cache counts included (clients such
+                # as langchain-anthropic read usage here only)
+                "usage": {
+                    "input_tokens": usage.input_tokens,
+                    "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+                    "cache_read_input_tokens": usage.cache_read_input_tokens,
+                    "output_tokens": output_tokens,
+                },
             },
         )
     )

@@ -158,15 +158,23 @@ def proxy_session(upstream: str, host: str, port: int, *, record: str | None = N
 
 
 def serve_session(
-    scenario: str, faults: Any, *, speed: float, host: str, port: int, validate_history: bool = True
+    scenario: str,
+    faults: Any,
+    *,
+    speed: float,
+    host: str,
+    port: int,
+    validate_history: bool = True,
+    **app_options: Any,
 ) -> WatchSession:
-    """`serve --tui`: the fake API on an internal loopback port, behind a recording proxy on host:port."""
+    """`serve --tui`: the fake API on an internal loopback port, behind a recording proxy on host:port.
+    ``app_options``: more ServeApp keywords (lenient, strict, max_body, history, recording)."""
     from inspector.agent.pacing import speed_label
     from inspector.net.proxy import ProxyApp
     from inspector.net.serve import ServeApp
     from inspector.net.server import BackgroundServer, base_url_of, bind_socket
 
-    app = ServeApp(scenario, faults, speed=speed, validate_history=validate_history)
+    app = ServeApp(scenario, faults, speed=speed, validate_history=validate_history, **app_options)
     backend = BackgroundServer(app).start()
     try:
         sock = bind_socket(host, port)

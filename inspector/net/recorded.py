@@ -1,0 +1,232 @@
+"""`inspector serve --recording FILE`: a recording (``run --record`` / ``proxy --record``), a HAR or a plain SSE file
+served back over HTTP, with its recorded timing.
+
+Turn k of the recording answers the request whose conversation has k assistant messages; the recorded attempts of
+a turn answer its retries in order (attempt 0 gets the first recorded attempt, attempts past the last get the last
+one). Each attempt becomes a :class:`ResponsePlan` (recorded status, headers, reads with their gaps, end), so the
+plan-level faults apply on top (:func:`recording_faults`); faults that rewrite a scenario's events or pacing are
+refused with a clear message. :func:`request_diff` says how a request differs from the recorded one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from inspector.core.errors import FaultError, RecordingError
+from inspector.net.faults import FAULTS, FaultSpec, _events_of, apply_plan_faults
+from inspector.record.recording import RecordedAttempt, Recording
+from inspector.scenarios.model import HttpError, Scenario, TextBlock, TurnScript
+from inspector.scenarios.render import PlannedRead, ResponsePlan, render_turn
+
+# faults that work on a recorded plan (the others rewrite a scenario's events or pacing)
+RECORDING_FAULTS = ("http_429", "http_529", "drop_byte", "bom", "relay_buffer")
+# response headers that describe the recorded transfer, not the content (uvicorn frames the body itself)
+_TRANSFER_HEADERS = frozenset(
+    {"content-length", "transfer-encoding", "content-encoding", "connection", "keep-alive", "date", "server"}
+)
+DIFF_LINES = 200  # the most lines of a request diff kept per exchange
+
+
+def _stub(name: str, model: str, http: Sequence[HttpError] = ()) -> Scenario:
+    return Scenario(
+        name=name,
+        description="stand-in for HTTP errors on top of a recording",
+        prompt="",
+        turns=[TurnScript([TextBlock("-")], http_errors=list(http))],
+        model=model,
+    )
+
+
+class RecordingSource:
+    """The turns of one recording, as response plans."""
+
+    def __init__(self, recording: Recording, name: str = "recording") -> None:
+        self.recording = recording
+        self.name = name
+        turns = sorted(recording.turns, key=lambda t: t.turn)
+        self.turns: list[list[RecordedAttempt]] = []
+        for t in turns:
+            attempts = [a for a in sorted(t.attempts, key=lambda a: a.attempt) if a.reads or a.response is not None]
+            if attempts:
+                self.turns.append(attempts)
+        if not self.turns:
+            raise RecordingError(f"{name}: the recording has no turns with a response to serve")
+        if recording.is_plain and not _events_of(b"".join(r.data for a in self.turns[0] for r in a.reads)):
+            raise RecordingError(f"{name}: neither a recording, a HAR nor SSE text (no complete SSE event in it)")
+        self.warnings = list(recording.warnings)
+        if all(self.recorded_request(k) is None for k in range(len(self.turns))):
+            self.warnings.append("the file has no recorded request bodies: requests are not compared with it")
+        self.model = next((m for m in (self.recorded_model(k) for k in range(len(self.turns))) if m), "recorded")
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> RecordingSource:
+        """Read a recording, HAR or plain SSE file. Raises RecordingError (one line) for anything unreadable."""
+        from inspector.record.har import load_any
+
+        name = os.path.basename(os.fspath(path))
+        try:
+            rec = load_any(path)
+        except RecordingError as e:
+            raise RecordingError(f"{name}: {e}") from None
+        except OSError as e:
+            raise RecordingError(f"cannot read {os.fspath(path)}: {e.strerror or e}") from None
+        except (ValueError, TypeError, KeyError, UnicodeDecodeError) as e:  # a reader that gave up: still one line
+            raise RecordingError(
+                f"{name}: not a readable recording, HAR or SSE file ({type(e).__name__}: {e})"
+            ) from None
+        return cls(rec, name)
+
+    def recorded_request(self, turn: int) -> dict | None:
+        """The recorded request body of a turn (its first attempt with one), when it is a JSON object."""
+        for a in self.turns[turn]:
+            body = (a.request or {}).get("body")
+            if isinstance(body, dict):
+                return body
+        return None
+
+    def recorded_model(self, turn: int) -> str | None:
+        body = self.recorded_request(turn)
+        model = body.get("model") if body else None
+        return model if isinstance(model, str) and model else None
+
+    def plan(self, turn: int, attempt: int) -> ResponsePlan:
+        """The recorded attempt that answers attempt ``attempt`` of turn ``turn`` (the last one past the end)."""
+        attempts = self.turns[turn]
+        rec = attempts[min(attempt, len(attempts) - 1)]
+        response = rec.response or {}
+        status = response.get("status")
+        status = status if isinstance(status, int) and not isinstance(status, bool) and 100 <= status < 600 else 200
+        headers = {
+            str(k).lower(): str(v)
+            for k, v in (response.get("headers") or {}).items()
+            if str(k).lower() not in _TRANSFER_HEADERS
+        }
+        if status == 200:
+            headers.setdefault("content-type", "text/event-stream; charset=utf-8")
+        headers["x-recording"] = f"{self.name}; turn={turn}; attempt={rec.attempt}"
+        t0 = response.get("t")
+        header_delay = float(t0) if isinstance(t0, (int, float)) and not isinstance(t0, bool) and t0 >= 0 else 0.0
+        reads: list[PlannedRead] = []
+        prev = header_delay
+        for r in rec.reads:
+            if r.t is None:
+                delay = 0.0
+            else:
+                delay = max(0.0, r.t - prev)
+                prev = max(prev, r.t)
+            reads.append(PlannedRead(delay, r.data))
+        end_status = (rec.end or {}).get("status")
+        end = {"failed": "drop", "cancelled": "hang"}.get(str(end_status), "eof")
+        body = b"".join(r.data for r in reads)
+        events = _events_of(body) if status == 200 else []
+        return ResponsePlan(status, headers, reads, end, header_delay, events, turn, attempt)  # type: ignore[arg-type]
+
+    def end_of_script_model(self) -> str:
+        return self.model
+
+
+def check_recording_faults(faults: Sequence[FaultSpec]) -> None:
+    """Raise FaultError for a fault that cannot apply to a recording."""
+    for f in faults:
+        if f.name not in RECORDING_FAULTS:
+            raise FaultError(
+                f"fault {f.name} rewrites a scenario's {'events' if FAULTS[f.name].kind != 'format' else 'pacing'} "
+                f"and cannot apply to a recording; with --recording: {', '.join(RECORDING_FAULTS)}"
+            )
+
+
+def recording_faults(source: RecordingSource, faults: Sequence[FaultSpec], turn: int, attempt: int) -> ResponsePlan:
+    """What serve sends for attempt ``attempt`` of turn ``turn`` of a recording with ``faults`` on top: the HTTP
+    faults answer the first attempts (the recorded attempts move back), then the plan-level faults."""
+    check_recording_faults(faults)
+    http = [f for f in faults if FAULTS[f.name].kind == "http"]
+    if attempt < len(http):
+        f = http[attempt]
+        secs = float(f.value or 0.0)
+        err = HttpError(
+            429 if f.name == "http_429" else 529,
+            attempt=attempt,
+            retry_after=secs,
+            retry_after_ms=int(round(secs * 1000)),
+        )
+        return dataclasses.replace(render_turn(_stub(source.name, source.model, [err]), 0, attempt), turn=turn)
+    plan = source.plan(turn, attempt - len(http))
+    plan = dataclasses.replace(plan, attempt=attempt)
+    if plan.status != 200:
+        return plan
+    if any(f.name == "relay_buffer" for f in faults) and plan.reads:
+        total = sum(r.delay for r in plan.reads)
+        plan = dataclasses.replace(plan, reads=[PlannedRead(total, plan.body)])
+    return apply_plan_faults(plan, faults, first_stream_attempt=len(http))
+
+
+def end_of_script_plan(
+    name: str, turns: int, turn: int, attempt: int, model: str, faults: Sequence[FaultSpec] = ()
+) -> ResponsePlan:
+    """The answer past the last turn of a script (scenario or recording): a short end_turn text turn."""
+    from inspector.net.faults import render_faulted
+
+    text = (
+        f"[inspector serve] The script {name!r} has ended: it has {turns} turn(s) and this request asks for turn "
+        f"{turn + 1}. This is a placeholder reply (inspector serve --strict answers 400 instead)."
+    )
+    sc = Scenario(
+        name=f"{name}/end",
+        description="the reply past the end of a script",
+        prompt="",
+        turns=[TurnScript([TextBlock(text)])],
+        model=model,
+    )
+    chosen = [f for f in faults if f.name not in ("invalid_tool_json", "max_tokens_tool")]
+    return dataclasses.replace(render_faulted(sc, chosen, 0, attempt), turn=turn)
+
+
+def _canonical(body: Any) -> dict:
+    if not isinstance(body, dict):
+        return {}
+    return {k: body.get(k) for k in ("model", "system", "tools", "messages") if k in body}
+
+
+def request_diff(recorded: dict | None, got: dict) -> tuple[str | None, list[str]]:
+    """How ``got`` differs from the recorded request: (one-line summary or None when equal, unified diff lines)."""
+    if recorded is None:
+        return None, []
+    a, b = _canonical(recorded), _canonical(got)
+    if a == b:
+        return None, []
+    parts: list[str] = []
+    if a.get("model") != b.get("model"):
+        parts.append(f"model {a.get('model')!r} -> {b.get('model')!r}")
+    if a.get("system") != b.get("system"):
+        parts.append("system differs")
+    tools_a = [t.get("name") for t in a.get("tools") or [] if isinstance(t, dict)]
+    tools_b = [t.get("name") for t in b.get("tools") or [] if isinstance(t, dict)]
+    if a.get("tools") != b.get("tools"):
+        parts.append(f"tools {tools_a} -> {tools_b}" if tools_a != tools_b else "tool definitions differ")
+    ma, mb = a.get("messages") or [], b.get("messages") or []
+    if ma != mb:
+        if not isinstance(ma, list) or not isinstance(mb, list):
+            parts.append("messages differ")
+        else:
+            first = next((i for i, (x, y) in enumerate(zip(ma, mb, strict=False)) if x != y), min(len(ma), len(mb)))
+            parts.append(f"messages differ from messages.{first} ({len(ma)} recorded, {len(mb)} received)")
+    opt = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
+    lines = list(
+        difflib.unified_diff(
+            orjson.dumps(a, option=opt).decode().splitlines(),
+            orjson.dumps(b, option=opt).decode().splitlines(),
+            "recorded",
+            "received",
+            lineterm="",
+            n=2,
+        )
+    )
+    if len(lines) > DIFF_LINES:
+        lines = lines[:DIFF_LINES] + [f"... ({len(lines) - DIFF_LINES} more lines)"]
+    return "; ".join(parts) or "request differs", lines

@@ -1,0 +1,369 @@
+"""`inspector serve` answers like the API: credentials and version checks, body validation, the request's model
+echoed, usage in message_delta, a reply past the script's end, the bounded request history
+(`/inspector/requests`) and bounded fault arguments. Real loopback sockets, the official SDK where it matters."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+import tracemalloc
+
+import anthropic
+import httpx2
+import orjson
+import pytest
+from serve_support import API_HEADERS, KEY, RawClient, messages_body
+
+from inspector.core.errors import FaultError
+from inspector.net.faults import FAULTS, STALL_INLINE, STALL_MAX, StalledPlan, iter_reads, parse_faults, render_faulted
+from inspector.net.serve import ServeApp, format_exchange
+from inspector.net.server import BackgroundServer
+from inspector.scenarios.bundled import get_scenario
+from inspector.stream.sse import iter_events
+
+
+@pytest.fixture(scope="module")
+def served():
+    with BackgroundServer(ServeApp(speed=math.inf)) as srv:
+        yield srv
+
+
+def sdk(base_url: str, **kw) -> anthropic.AsyncAnthropic:
+    return anthropic.AsyncAnthropic(base_url=base_url, api_key=KEY, max_retries=0, **kw)
+
+
+def error_shape(status: int, headers: dict, body: bytes) -> dict:
+    """The API's error body, checked: exactly type/error/request_id, the same id in the header."""
+    obj = orjson.loads(body)
+    assert set(obj) == {"type", "error", "request_id"} and obj["type"] == "error"
+    assert set(obj["error"]) == {"type", "message"} and obj["error"]["message"]
+    assert headers["request-id"] == obj["request_id"]
+    return obj["error"]
+
+
+# --------------------------------------------------------------------------------------------- validation
+
+
+BASE = messages_body()
+BAD_BODIES = {
+    "no_model": ({k: v for k, v in BASE.items() if k != "model"}, "model: Field required"),
+    "no_max_tokens": ({k: v for k, v in BASE.items() if k != "max_tokens"}, "max_tokens: Field required"),
+    "no_messages": ({k: v for k, v in BASE.items() if k != "messages"}, None),  # the history rules answer
+    "model_not_string": ({**BASE, "model": 3}, "model: Input should be a valid string"),
+    "model_empty": ({**BASE, "model": ""}, "model: String should have at least 1 character"),
+    "max_tokens_string": ({**BASE, "max_tokens": "16"}, "max_tokens: Input should be a valid integer"),
+    "max_tokens_bool": ({**BASE, "max_tokens": True}, "max_tokens: Input should be a valid integer"),
+    "max_tokens_zero": ({**BASE, "max_tokens": 0}, "max_tokens: Input should be greater than or equal to 1"),
+    "messages_not_list": ({**BASE, "messages": "hi"}, None),
+    "stream_not_bool": ({**BASE, "stream": "yes"}, "stream: Input should be a valid boolean"),
+}
+
+
+def test_no_credentials_is_401_authentication_error(served):
+    c = RawClient(served.address)
+    try:
+        status, headers, body = c.request("/v1/messages", BASE, headers={"anthropic-version": "2023-06-01"})
+        assert status == 401
+        assert error_shape(status, headers, body) == {
+            "type": "authentication_error",
+            "message": "x-api-key header is required",
+        }
+        for path, method in (("/v1/models", "GET"), ("/v1/messages/count_tokens", "POST")):
+            status, headers, body = c.request(path, BASE, headers={"anthropic-version": "2023-06-01"}, method=method)
+            assert status == 401 and error_shape(status, headers, body)["type"] == "authentication_error"
+        # a bearer token is a credential too (any value: the fake API checks presence, like a harness needs)
+        status, _, _ = c.request("/v1/messages", BASE, headers={"authorization": "Bearer x", "anthropic-version": "1"})
+        assert status == 200
+    finally:
+        c.close()
+
+
+def test_missing_anthropic_version_is_400(served):
+    c = RawClient(served.address)
+    try:
+        status, headers, body = c.request("/v1/messages", BASE, headers={"x-api-key": KEY})
+        assert status == 400
+        assert error_shape(status, headers, body) == {
+            "type": "invalid_request_error",
+            "message": "anthropic-version: header is required",
+        }
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize("case", sorted(BAD_BODIES))
+def test_bad_bodies_are_400_invalid_request_error(served, case):
+    body, message = BAD_BODIES[case]
+    c = RawClient(served.address)
+    try:
+        status, headers, raw = c.request("/v1/messages", body)
+        err = error_shape(status, headers, raw)
+        assert status == 400 and err["type"] == "invalid_request_error"
+        if message is not None:
+            assert err["message"] == message
+        assert served.owner.exchanges[-1].rejected == err["message"]
+    finally:
+        c.close()
+
+
+async def test_the_sdk_sees_its_own_validation_errors(served):
+    async with anthropic.AsyncAnthropic(base_url=served.base_url, api_key=KEY, max_retries=0) as client:
+        with pytest.raises(anthropic.BadRequestError) as info:
+            await client.messages.create(model="m", max_tokens=0, messages=[{"role": "user", "content": "x"}])
+        assert info.value.body["error"]["type"] == "invalid_request_error"
+    # the SDK refuses to send without a key; a harness with a custom http client sees the 401
+    async with httpx2.AsyncClient(base_url=served.base_url) as h:
+        r = await h.post("/v1/messages", json=BASE, headers={"anthropic-version": "2023-06-01"})
+        assert r.status_code == 401
+
+
+@pytest.mark.parametrize("case", sorted(BAD_BODIES))
+def test_lenient_turns_the_checks_off(case):
+    body, message = BAD_BODIES[case]
+    with BackgroundServer(ServeApp(speed=math.inf, lenient=True)) as srv:
+        c = RawClient(srv.address)
+        try:
+            status, _, _ = c.request("/v1/messages", BASE, headers={})  # no key, no version
+            assert status == 200
+            status, _, _ = c.request("/v1/messages", body, headers={})
+            # the history rules still apply to messages; everything else is served
+            assert status == (400 if case in ("no_messages", "messages_not_list") else 200)
+        finally:
+            c.close()
+
+
+# --------------------------------------------------------------------------------------------- model and usage
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_the_request_model_is_echoed(served, stream):
+    async with sdk(served.base_url) as client:
+        if stream:
+            async with client.messages.stream(
+                model="claude-opus-echo-1", max_tokens=10, messages=[{"role": "user", "content": "x"}]
+            ) as s:
+                msg = await s.get_final_message()
+        else:
+            msg = await client.messages.create(
+                model="claude-opus-echo-1", max_tokens=10, messages=[{"role": "user", "content": "x"}]
+            )
+    assert msg.model == "claude-opus-echo-1"
+
+
+async def test_message_delta_carries_input_and_cache_usage(served):
+    sc = get_scenario("parse_date")
+    usage = sc.turns[0].usage
+    async with sdk(served.base_url) as client:
+        async with client.messages.with_streaming_response.create(
+            model=sc.model, max_tokens=10, messages=[{"role": "user", "content": "x"}], stream=True
+        ) as r:
+            raw = await r.read()
+        async with client.messages.stream(
+            model=sc.model, max_tokens=10, messages=[{"role": "user", "content": "y"}]
+        ) as s:
+            final = await s.get_final_message()
+    deltas = [orjson.loads(e.data) for e in iter_events(raw) if e.event == "message_delta"]
+    assert len(deltas) == 1
+    assert deltas[0]["usage"] == {
+        "input_tokens": usage.input_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+        "cache_read_input_tokens": usage.cache_read_input_tokens,
+        "output_tokens": deltas[0]["usage"]["output_tokens"],
+    }
+    # a client that reads usage from message_delta only (langchain-anthropic) gets the input tokens
+    assert deltas[0]["usage"]["input_tokens"] == usage.input_tokens > 0
+    assert final.usage.input_tokens == usage.input_tokens  # the SDK agrees
+
+
+# --------------------------------------------------------------------------------------------- end of the script
+
+
+def _conversation(sc_name: str) -> list[dict]:
+    """A valid history past the last turn of a scenario (every tool_use answered)."""
+    from inspector.scenarios.render import expected_blocks
+
+    sc = get_scenario(sc_name)
+    messages: list[dict] = [{"role": "user", "content": "go"}]
+    for k in range(len(sc.turns)):
+        blocks = expected_blocks(sc, k, 0)
+        messages.append({"role": "assistant", "content": blocks})
+        ids = [b["id"] for b in blocks if b.get("type") == "tool_use"]
+        results = [{"type": "tool_result", "tool_use_id": i, "content": "ok"} for i in ids]
+        messages.append({"role": "user", "content": results or "continue"})
+    return messages
+
+
+async def test_after_the_last_turn_an_end_turn_reply_is_flagged(served):
+    messages = _conversation("weather")
+    async with sdk(served.base_url) as client:
+        async with client.messages.stream(
+            model="claude-x", max_tokens=10, messages=messages, extra_headers={"x-inspector-scenario": "weather"}
+        ) as s:
+            msg = await s.get_final_message()
+    assert msg.stop_reason == "end_turn" and msg.model == "claude-x"
+    assert [b.type for b in msg.content] == ["text"] and "has ended" in msg.content[0].text
+    ex = served.owner.exchanges[-1]
+    assert ex.script_ended and ex.status == 200 and ex.turn == len(get_scenario("weather").turns)
+    assert "past the end of the script" in format_exchange(ex)
+    async with httpx2.AsyncClient(base_url=served.base_url) as h:
+        listed = (await h.get("/inspector/requests")).json()
+    assert listed["data"][-1]["script_ended"] is True
+
+
+async def test_strict_answers_400_after_the_last_turn():
+    messages = _conversation("weather")
+    with BackgroundServer(ServeApp("weather", speed=math.inf, strict=True)) as srv:
+        async with sdk(srv.base_url) as client:
+            with pytest.raises(anthropic.BadRequestError) as info:
+                await client.messages.create(model="m", max_tokens=10, messages=messages)
+    assert "no turn 2" in info.value.body["error"]["message"]
+
+
+# --------------------------------------------------------------------------------------------- bounded history
+
+
+def test_history_is_a_ring_and_requests_says_what_it_dropped():
+    with BackgroundServer(ServeApp(speed=math.inf, history=3)) as srv:
+        c = RawClient(srv.address)
+        try:
+            for i in range(5):
+                body = messages_body(messages=[{"role": "user", "content": f"m{i}"}])
+                assert c.request("/v1/messages", body)[0] == 200
+            bad = messages_body(messages=[{"role": "assistant", "content": "x"}])
+            assert c.request("/v1/messages", bad)[0] == 400
+            status, _, raw = c.request("/inspector/requests", None, method="GET")
+        finally:
+            c.close()
+    listed = orjson.loads(raw)
+    assert status == 200
+    assert listed["total"] == 6 and listed["kept"] == 3 and listed["dropped"] == 3 and "dropped" in listed["note"]
+    assert [e["seq"] for e in listed["data"]] == [3, 4, 5]
+    assert [e["history"] for e in listed["data"]] == ["ok", "ok", "first_not_user"]
+    with BackgroundServer(ServeApp(speed=math.inf)) as srv2:
+        c = RawClient(srv2.address)
+        try:
+            assert c.request("/v1/messages", BASE, headers={})[0] == 401
+        finally:
+            c.close()
+    assert srv2.owner.exchanges[-1].history == "not checked"  # rejected before the history rules
+    app = srv.owner
+    assert len(app.exchanges) == 3 and len(app.attempts) <= 3 and app.attempts_dropped == 2
+
+
+def test_attempt_counters_are_lru():
+    app = ServeApp(speed=math.inf, history=2)
+    a, b, c = ("a",), ("b",), ("c",)
+    assert [app._next_attempt(k) for k in (a, b, a, c, a, b)] == [0, 0, 1, 0, 2, 0]  # b was the oldest: dropped
+    assert list(app.attempts) == [a, b]
+
+
+# --------------------------------------------------------------------------------------------- fault bounds
+
+
+def test_every_numeric_fault_argument_is_bounded():
+    for d in FAULTS.values():
+        if d.arg is None:
+            continue
+        assert d.maximum is not None and d.default is not None and d.default <= d.maximum, d.name
+        parse_faults(f"{d.name}:{d.maximum:g}" if not d.integer else f"{d.name}:{int(d.maximum)}")
+        too_big = int(d.maximum) + 1 if d.integer else d.maximum * 2
+        with pytest.raises(FaultError, match="must be at most"):
+            parse_faults(f"{d.name}:{too_big}")
+    with pytest.raises(FaultError, match=f"stall: N pings must be at most {STALL_MAX}, not 3000000"):
+        parse_faults("stall:3000000")
+
+
+def test_an_unbounded_fault_header_is_a_400(served):
+    c = RawClient(served.address)
+    try:
+        status, headers, raw = c.request(
+            "/v1/messages", BASE, headers={**API_HEADERS, "x-inspector-fault": "stall:3000000"}
+        )
+        assert status == 400 and "must be at most" in error_shape(status, headers, raw)["message"]
+    finally:
+        c.close()
+
+
+def test_a_long_stall_is_generated_lazily():
+    tracemalloc.start()
+    try:
+        plan = render_faulted(get_scenario("parse_date"), f"stall:{STALL_MAX}", 0, 0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert isinstance(plan, StalledPlan) and plan.more_pings == STALL_MAX - STALL_INLINE
+    assert peak < 20_000_000  # a precomputed million pings took gigabytes
+    assert len(plan.reads) == 1 + STALL_INLINE
+    pings = 0
+    for r in iter_reads(plan):
+        if b"event: ping" in r.data:
+            pings += 1
+            assert r.data == plan.ping or pings <= STALL_INLINE
+    assert pings == STALL_MAX
+    # short stalls are unchanged (and identical in process)
+    small = render_faulted(get_scenario("parse_date"), "stall:10", 0, 0)
+    assert not isinstance(small, StalledPlan) and sum(b"event: ping" in r.data for r in small.reads) == 10
+
+
+async def test_a_long_stall_keeps_pinging_and_does_not_block_other_requests(served):
+    want = STALL_INLINE + 40
+    hdr = {"x-inspector-fault": f"stall:{STALL_MAX}", "x-inspector-session": "long-stall"}
+    async with sdk(served.base_url) as client:
+        async with client.messages.with_streaming_response.create(
+            model="claude-sonnet-4-6",
+            max_tokens=10,
+            messages=[{"role": "user", "content": "x"}],
+            stream=True,
+            extra_headers=hdr,
+        ) as r:
+            seen = b""
+            async for chunk in r.iter_bytes():
+                seen += chunk
+                if seen.count(b"event: ping") >= want:
+                    break
+            # meanwhile (the stall is still pinging at max speed) another request is answered
+            t0 = time.monotonic()
+            other = await client.messages.create(
+                model="claude-sonnet-4-6", max_tokens=10, messages=[{"role": "user", "content": "other"}]
+            )
+            assert other.stop_reason is not None and time.monotonic() - t0 < 30
+    assert seen.count(b"event: ping") >= want
+
+
+async def test_plans_render_off_the_event_loop(monkeypatch):
+    """A render that takes long does not stop the server answering another connection meanwhile."""
+    import threading
+
+    import inspector.net.serve as serve_mod
+
+    release = threading.Event()
+    real = serve_mod.render_faulted
+
+    def slow(*a, **k):
+        assert release.wait(20)  # the event loop must stay free while this worker thread waits
+        return real(*a, **k)
+
+    app = ServeApp(speed=math.inf)
+    with BackgroundServer(app) as srv:
+        monkeypatch.setattr(serve_mod, "render_faulted", slow)
+        async with sdk(srv.base_url) as client:
+            slow_call = asyncio.ensure_future(
+                client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "a"}])
+            )
+            async with httpx2.AsyncClient(base_url=srv.base_url, headers=API_HEADERS) as h:
+                r = await h.get("/v1/models")  # answered while the render waits
+            assert r.status_code == 200 and not slow_call.done()
+            release.set()
+            msg = await slow_call
+    assert msg.stop_reason is not None
+
+
+async def test_echo_model_off_answers_with_the_scenario_model():
+    with BackgroundServer(ServeApp(speed=math.inf, echo_model=False)) as srv:
+        async with sdk(srv.base_url) as client:
+            msg = await client.messages.create(
+                model="other", max_tokens=10, messages=[{"role": "user", "content": "x"}]
+            )
+    assert msg.model == get_scenario("parse_date").model
+    assert srv.owner.exchanges[-1].model == "other"  # still noted

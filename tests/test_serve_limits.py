@@ -1,0 +1,220 @@
+"""`inspector serve` connection limits on real loopback sockets: keep-alive long enough for real clients, idle and
+slow (slowloris) connections closed, request bodies bounded (413) and timed (408). Timeouts are driven by a
+virtual clock (the server's event loop time jumps forward), so no test waits for them in real time."""
+
+from __future__ import annotations
+
+import math
+import socket
+
+import orjson
+import pytest
+from serve_support import KEY, RawClient, VirtualClockLoop, loop_factory, messages_body
+
+from inspector.net.serve import BODY_TIMEOUT, DEFAULT_MAX_BODY, HEADER_TIMEOUT, KEEP_ALIVE, ServeApp
+from inspector.net.server import BackgroundServer
+
+
+def server(**kw) -> tuple[BackgroundServer, list[VirtualClockLoop]]:
+    loops: list[VirtualClockLoop] = []
+    srv = BackgroundServer(ServeApp(speed=math.inf, **kw), loop_factory=loop_factory(loops))
+    return srv, loops
+
+
+def test_defaults():
+    app = ServeApp()
+    assert KEEP_ALIVE >= 60 and app.uvicorn_options["timeout_keep_alive"] == KEEP_ALIVE
+    assert DEFAULT_MAX_BODY == 32 * 1024 * 1024 and app.max_body == DEFAULT_MAX_BODY
+    assert app.uvicorn_options["h11_max_incomplete_event_size"] <= 64 * 1024
+
+
+@pytest.mark.parametrize("keep_alive, survives", [(KEEP_ALIVE, True), (5.0, False)])
+def test_a_client_waiting_10s_between_requests_keeps_its_connection(keep_alive, survives):
+    """uvicorn's default (5 s) closes the idle connection and clients resend; serve keeps it 75 s. The control
+    case (keep_alive=5) shows the test sees a close when there is one."""
+    srv, loops = server(keep_alive=keep_alive)
+    with srv:
+        c = RawClient(srv.address)
+        try:
+            assert c.request("/v1/messages", messages_body())[0] == 200
+            loops[0].advance(10.0)
+            if survives:
+                status, _, body = c.request("/v1/messages", messages_body(messages=[{"role": "user", "content": "2"}]))
+                assert status == 200 and b"message_stop" in body
+                loops[0].advance(KEEP_ALIVE + 1)
+                assert c.closed_by_server()  # and an idle connection does end
+            else:
+                assert c.closed_by_server()
+        finally:
+            c.close()
+
+
+def test_a_new_connection_that_sends_nothing_is_closed_after_the_keep_alive():
+    srv, loops = server()
+    with srv:
+        c = RawClient(srv.address)
+        try:
+            loops[0].advance(KEEP_ALIVE - 5)
+            assert c.request("/v1/messages", messages_body())[0] == 200  # still open before the timeout
+            loops[0].advance(KEEP_ALIVE + 1)
+            assert c.closed_by_server()
+        finally:
+            c.close()
+        c = RawClient(srv.address)
+        try:
+            loops[0].advance(KEEP_ALIVE + 1)
+            assert c.closed_by_server()
+        finally:
+            c.close()
+
+
+def test_slowloris_headers_are_cut_off():
+    srv, loops = server()
+    with srv:
+        c = RawClient(srv.address)
+        try:
+            c.send_raw(b"POST /v1/messages HTTP/1.1\r\nhost: x\r\n")
+            loops[0].advance(HEADER_TIMEOUT / 2)
+            c.send_raw(b"x-api-key: " + KEY.encode() + b"\r\n")  # a byte now and then must not keep it alive
+            loops[0].advance(HEADER_TIMEOUT / 2 + 1)
+            assert c.closed_by_server()
+        finally:
+            c.close()
+
+
+def test_headers_that_arrive_in_time_are_served():
+    srv, loops = server()
+    with srv:
+        c = RawClient(srv.address)
+        try:
+            body = orjson.dumps(messages_body())
+            head = (
+                f"POST /v1/messages HTTP/1.1\r\nhost: x\r\nx-api-key: {KEY}\r\nanthropic-version: 2023-06-01\r\n"
+                f"content-type: application/json\r\ncontent-length: {len(body)}\r\n"
+            ).encode()
+            c.send_raw(head[:20])
+            loops[0].advance(HEADER_TIMEOUT - 5)
+            c.send_raw(head[20:] + b"\r\n" + body)
+            c.conn.send(_request_for_state())  # let the h11 client expect the response
+            c.conn.send(_end())
+            status, _, raw = c.response()
+            assert status == 200 and b"message_stop" in raw
+        finally:
+            c.close()
+
+
+def _request_for_state():
+    import h11
+
+    return h11.Request(method="POST", target="/", headers=[("host", "x"), ("content-length", "0")])
+
+
+def _end():
+    import h11
+
+    return h11.EndOfMessage()
+
+
+def test_oversized_headers_are_refused():
+    srv, _ = server()
+    with srv:
+        c = RawClient(srv.address)
+        try:
+            c.send_raw(b"POST /v1/messages HTTP/1.1\r\nhost: x\r\nx-big: " + b"a" * 200_000)
+            data = b""
+            while chunk := _recv(c.sock):
+                data += chunk
+            assert data.startswith(b"HTTP/1.1 400")  # h11's limit: uvicorn answers 400 and closes
+        finally:
+            c.close()
+
+
+def _recv(sock: socket.socket) -> bytes:
+    try:
+        return sock.recv(65536)
+    except ConnectionResetError:
+        return b""
+
+
+def test_a_body_announced_too_large_is_413_without_reading_it():
+    srv, _ = server(max_body=1000)
+    with srv:
+        c = RawClient(srv.address)
+        try:
+            c.send_raw(
+                f"POST /v1/messages HTTP/1.1\r\nhost: x\r\nx-api-key: {KEY}\r\nanthropic-version: 1\r\n"
+                f"content-type: application/json\r\ncontent-length: {200 * 1024 * 1024}\r\n\r\n".encode()
+            )
+            c.conn.send(_request_for_state())
+            c.conn.send(_end())
+            status, headers, raw = c.response()
+            assert status == 413 and headers["connection"] == "close"
+            assert orjson.loads(raw)["error"] == {
+                "type": "request_too_large",
+                "message": "Request exceeds the maximum allowed number of bytes.",
+            }
+            assert c.closed_by_server()
+        finally:
+            c.close()
+
+
+def test_a_chunked_body_is_counted_as_it_arrives():
+    srv, _ = server(max_body=1000)
+    with srv:
+        c = RawClient(srv.address)
+        try:
+            c.send_raw(
+                f"POST /v1/messages HTTP/1.1\r\nhost: x\r\nx-api-key: {KEY}\r\nanthropic-version: 1\r\n"
+                "content-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n".encode()
+            )
+            for _ in range(3):  # 1800 bytes; the server stops reading past 1000 and answers
+                c.send_raw(b"258\r\n" + b"x" * 600 + b"\r\n")
+            c.conn.send(_request_for_state())
+            c.conn.send(_end())
+            status, _, raw = c.response()
+            assert status == 413 and orjson.loads(raw)["error"]["type"] == "request_too_large"
+            assert c.closed_by_server()
+            assert srv.owner.exchanges[-1].status == 413
+        finally:
+            c.close()
+
+
+def test_a_body_at_the_limit_is_served():
+    body = orjson.dumps(messages_body())
+    srv, _ = server(max_body=len(body))
+    with srv:
+        c = RawClient(srv.address)
+        try:
+            assert c.request("/v1/messages", body)[0] == 200
+        finally:
+            c.close()
+
+
+def test_a_slow_body_times_out_with_408():
+    import threading
+
+    srv, loops = server()
+    reading = threading.Event()
+    original = srv.owner._read_body
+
+    async def read_body(request):
+        reading.set()  # the body deadline is set right after this, before the first await
+        return await original(request)
+
+    srv.owner._read_body = read_body  # type: ignore[method-assign]
+    with srv:
+        c = RawClient(srv.address)
+        try:
+            c.send_raw(
+                f"POST /v1/messages HTTP/1.1\r\nhost: x\r\nx-api-key: {KEY}\r\nanthropic-version: 1\r\n"
+                "content-type: application/json\r\ncontent-length: 100\r\n\r\n{".encode()
+            )
+            c.conn.send(_request_for_state())
+            c.conn.send(_end())
+            assert reading.wait(10)
+            loops[0].advance(BODY_TIMEOUT + 1)
+            status, _, raw = c.response()
+            assert status == 408 and orjson.loads(raw)["error"]["type"] == "timeout_error"
+            assert c.closed_by_server()
+        finally:
+            c.close()
