@@ -67,8 +67,23 @@ def main() -> int:
     py = sys.executable
     with tempfile.TemporaryDirectory() as tmp:
         rec = Path(tmp) / "weather.jsonl"
-        subprocess.run([py, "-m", "inspector", "run", "--scenario", "weather", "--speed", "max", "--headless",
-                        "--record", str(rec)], check=True, capture_output=True)
+        subprocess.run(
+            [
+                py,
+                "-m",
+                "inspector",
+                "run",
+                "--scenario",
+                "weather",
+                "--speed",
+                "max",
+                "--headless",
+                "--record",
+                str(rec),
+            ],
+            check=True,
+            capture_output=True,
+        )
         cases = [
             ("inspector --help", [py, "-c", REPORT, "--help"], 0.2),
             ("inspector scenarios", [py, "-c", REPORT, "scenarios"], 0.3),
@@ -83,8 +98,10 @@ def main() -> int:
             med = statistics.median(cpus)
             met = med <= target
             ok &= met
-            print(f"{name:<34} {med:>9.3f}s {min(cpus):>6.3f}s {max(cpus):>6.3f}s {target:>6.1f}s  "
-                  f"{'yes' if met else 'NO ':<4} {runs[-1][1] or '-'}")
+            print(
+                f"{name:<34} {med:>9.3f}s {min(cpus):>6.3f}s {max(cpus):>6.3f}s {target:>6.1f}s  "
+                f"{'yes' if met else 'NO ':<4} {runs[-1][1] or '-'}"
+            )
     return 0 if ok else 1
 
 

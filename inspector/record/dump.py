@@ -24,7 +24,6 @@ from inspector.stream.assembler import TurnStream
 
 __all__ = [
     "BODY_TOO_LARGE",
-    "DIAGNOSTICS_DROPPED",
     "EVENT_TOO_LARGE",
     "HTTP_BODY_KEPT",
     "Dumper",
@@ -37,8 +36,6 @@ __all__ = [
 EVENT_TOO_LARGE = "dump.event_too_large"  # an SSE event (or line) above the maximum size: the rest is not decoded
 BODY_TOO_LARGE = "dump.body_too_large"  # a JSON body above the maximum size: not parsed
 HTTP_BODY_KEPT = 1024 * 1024  # bytes of an HTTP error body kept for its error type and message
-MAX_DIAGNOSTICS = 1000  # diagnostics kept per attempt; the rest are counted (DIAGNOSTICS_DROPPED)
-DIAGNOSTICS_DROPPED = "dump.diagnostics_dropped"  # more than MAX_DIAGNOSTICS diagnostics: the rest are counted
 FAILING_OUTCOMES = ("incomplete", "error", "http_error")
 
 _BLANK = b" \t\r\n\xef\xbb\xbf"
@@ -78,8 +75,6 @@ class _Attempt:
         self.since_boundary = 0  # SSE bytes since the last blank line (an event's size so far)
         self.tail = b""  # last bytes fed, to find a blank line across two reads
         self.doc: Any = False  # the parsed JSON body (False: not parsed yet)
-        self.dropped: dict[str, int] = {}  # diagnostics not kept (over MAX_DIAGNOSTICS), by code
-        self.dropped_severity: D.Severity = "info"  # the most severe of them
         status = _status(att)
         if status is not None and not 200 <= status < 300:
             self.mode = "http"
@@ -153,45 +148,11 @@ class _Attempt:
         self.since_boundary = since
         self.tail = data[-3:]
         if self.ts is None:
-            self.ts = TurnStream()
+            self.ts = TurnStream(max_event_bytes=self.max_event)
         steps = self.ts.feed(data)
         if self.on_event is not None:
             for step in steps:
                 self.on_event(step.sse)
-        self._trim()
-
-    def _trim(self) -> None:
-        """Keep at most MAX_DIAGNOSTICS diagnostics in the TurnStream (garbage input makes one or two per line,
-        which would make memory grow with the input); the others are counted by code. The TurnStream keeps them
-        in several lists (its own, the events' pending ones, the decoder's and the assembler's): each is trimmed
-        when it is safe to, and left alone if its shape is not the expected one."""
-        ts = self.ts
-        if ts is None:
-            return
-        kept = ts.diagnostics
-        held = getattr(ts, "_held", None)
-        if len(kept) + (len(held) if isinstance(held, list) else 0) <= MAX_DIAGNOSTICS:
-            return
-        if len(kept) > MAX_DIAGNOSTICS:
-            self._count(kept[MAX_DIAGNOSTICS:])
-            del kept[MAX_DIAGNOSTICS:]
-        if isinstance(held, list):
-            room = max(0, MAX_DIAGNOSTICS - len(kept))
-            if len(held) > room:
-                self._count(held[room:])
-                del held[room:]
-        dec = ts.decoder
-        if isinstance(getattr(dec, "_taken", None), int) and dec._taken == len(dec.diagnostics):
-            dec.diagnostics.clear()  # every one was handed to the TurnStream already
-            dec._taken = 0
-        if len(ts.assembler.diagnostics) > MAX_DIAGNOSTICS:
-            ts.assembler.diagnostics.clear()  # (copies: the TurnStream's list has them, in order)
-
-    def _count(self, dropped: list) -> None:
-        for d in dropped:
-            self.dropped[d.code] = self.dropped.get(d.code, 0) + 1
-            if d.severity == "error" or (d.severity == "warning" and self.dropped_severity == "info"):
-                self.dropped_severity = d.severity
 
     # --- the entry -------------------------------------------------------------------------------------------
 
@@ -207,13 +168,7 @@ class _Attempt:
             entry.update(self._json())
         else:
             ts = self.ts or TurnStream()
-            ts.close()  # (what the end reveals is always kept: _trim ran after every feed, not after this)
-            if self.dropped:
-                counts = ", ".join(f"{code} x{n}" for code, n in sorted(self.dropped.items()))
-                more = sum(self.dropped.values())
-                self.extra.append(
-                    _diag(DIAGNOSTICS_DROPPED, f"{more} more diagnostics not kept: {counts}", self.dropped_severity)
-                )
+            ts.close()
             entry.update(
                 message=ts.final_message(),
                 outcome=ts.outcome,
