@@ -25,6 +25,8 @@ from inspector.agent.pacing import Pacer
 from inspector.agent.states import TERMINAL_LOOP_STATES, LoopState
 from inspector.agent.stepobs import step_observations
 from inspector.agent.toolbox.spec import ToolSpec
+from inspector.agent.tries import TryFailure, observe_client, parse_error_body
+from inspector.core.fmt import duration
 from inspector.core.redaction import clean_headers, redact, usable_secrets
 from inspector.stream import diagnostics as D
 from inspector.stream.assembler import TurnStream
@@ -173,6 +175,13 @@ class AgentLoop:
         self._rng = random.Random(config.seed)
         self._secrets = usable_secrets(config.secrets)
         self.result: LoopResult | None = None
+        # every HTTP try under the SDK (its own retries included) is reported to try_sent / try_failed
+        self._try_ctx: tuple[int, int] | None = None  # (turn, attempt) while a create() call is under way
+        self._try_index = 0
+        self._try_t_sent = 0.0  # clock() when the current try was sent
+        self._tap = observe_client(client)
+        if self._tap is not None:
+            self._tap.listener = self
 
     # ------------------------------------------------------------------------------------------ observations
     def now(self) -> float:
@@ -194,6 +203,47 @@ class AgentLoop:
         if self._step:
             return LoopState.STEPPING
         return LoopState.RUNNING_TOOLS if self._in_tools else LoopState.STREAMING
+
+    # ------------------------------------------------------------------------------------------ HTTP tries
+    def try_sent(self, request: httpx2.Request, try_index: int) -> None:
+        """The SDK sends a request (called by the wrapped transport, inline)."""
+        if self._try_ctx is None:
+            return
+        self._try_index = try_index
+        self._try_t_sent = self.clock()
+        if self.state == LoopState.WAITING_RETRY:
+            self._set_state(self._running_state())
+
+    def try_failed(self, f: TryFailure) -> None:
+        """A try failed before a stream (an error status or a connection failure): publish it, and while the SDK
+        waits to retry, the loop waits too (WAITING_RETRY, with the reason)."""
+        if self._try_ctx is None:
+            return
+        turn, attempt = self._try_ctx
+        body, etype, emsg = parse_error_body(f.body)
+        self._pub(
+            O.HttpTryFailed(
+                self.now(),
+                turn,
+                attempt,
+                f.try_index,
+                f.method,
+                f.url,
+                self._try_t_sent - self._t0,
+                f.status,
+                dict(f.headers),
+                etype,
+                emsg,
+                body,
+                f.connection_error,
+                f.retry_in,
+            )
+        )
+        if f.retry_in is not None:
+            self._set_state(
+                LoopState.WAITING_RETRY,
+                f"{O.try_failure_text(f.status, etype, f.connection_error)} · SDK retries in {duration(f.retry_in)}",
+            )
 
     # ------------------------------------------------------------------------------------------ controls
     def _sync_executor_pause(self) -> None:
@@ -495,11 +545,13 @@ class AgentLoop:
             )
         )
         self._set_state(self._running_state())
-        t_sent = self.clock()
+        self._try_t_sent = self.clock()
+        self._try_index = 0
         ts = TurnStream()
         self._ts = ts
         kwargs = {k: v for k, v in body.items() if k not in ("model", "max_tokens", "messages")}
         extra = {k: kwargs.pop(k) for k in list(kwargs) if k not in ("system", "tools")}
+        self._try_ctx = (turn, attempt)
         try:
             async with self.client.messages.with_streaming_response.create(
                 model=body["model"],
@@ -509,7 +561,19 @@ class AgentLoop:
                 extra_body=extra or None,
                 **kwargs,
             ) as resp:
-                self._pub(O.ResponseStarted(self.now(), turn, attempt, resp.status_code, clean_headers(resp.headers)))
+                self._try_ctx = None
+                t_sent = self._try_t_sent
+                self._pub(
+                    O.ResponseStarted(
+                        self.now(),
+                        turn,
+                        attempt,
+                        resp.status_code,
+                        clean_headers(resp.headers),
+                        self._try_index,
+                        t_sent - self._t0,
+                    )
+                )
                 # the same bytes as resp.iter_bytes(), as one generator we close ourselves on every exit (the SDK's
                 # wrapper would leave an unclosed generator behind for the GC to finalize in a stray task)
                 chunks = resp.http_response.aiter_bytes()
@@ -522,6 +586,8 @@ class AgentLoop:
             raise LoopError(f"HTTP {e.status_code}: {_api_error_message(e)}") from None
         except anthropic.APIConnectionError as e:
             raise LoopError(f"connection failed: {e}") from None
+        finally:
+            self._try_ctx = None
         return ts
 
     async def _consume(
