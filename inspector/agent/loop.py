@@ -100,9 +100,11 @@ class LoopController:
         return self._loop.events_processed
 
     def pause(self) -> None:
+        self._loop._control("pause")
         self._loop._set_paused(True)
 
     def resume(self) -> None:
+        self._loop._control("resume")
         self._loop._step = None
         self._loop._set_paused(False)
 
@@ -115,9 +117,12 @@ class LoopController:
     def step(self, unit: StepUnit = "event") -> None:
         if unit not in ("event", "block", "turn"):
             raise ValueError(f"unknown step unit {unit!r}")
+        self._loop._control(f"step_{unit}")
         self._loop._request_step(unit)
 
     def cancel(self) -> None:
+        if not self._loop._cancel_requested:
+            self._loop._control("cancel")
         self._loop._request_cancel()
 
     # speed (scripted and replayed streams)
@@ -131,12 +136,15 @@ class LoopController:
 
     def set_speed(self, speed: float) -> None:
         self._loop.pacer.set_speed(speed)
+        self._loop._control("speed", self._loop.pacer.label)
 
     def faster(self) -> None:
         self._loop.pacer.faster()
+        self._loop._control("speed", self._loop.pacer.label)
 
     def slower(self) -> None:
         self._loop.pacer.slower()
+        self._loop._control("speed", self._loop.pacer.label)
 
 
 class AgentLoop:
@@ -163,6 +171,8 @@ class AgentLoop:
         self.turns = 0
         self.events_processed = 0
         self._t0 = 0.0
+        self._running = False  # run() has started (observation times are known)
+        self._hold_by = "pause"  # what the next hold of the stream is due to: pause | step
         self._paused = False
         self._step: StepUnit | None = None
         self._wake = asyncio.Event()
@@ -246,6 +256,13 @@ class AgentLoop:
             )
 
     # ------------------------------------------------------------------------------------------ controls
+    def _control(self, control: str, detail: str = "") -> None:
+        """Publish a control the user applied (none before the loop starts or once it has ended: a pause before the
+        start shows as the first StreamHeld)."""
+        if self.state in TERMINAL_LOOP_STATES or not self._running:
+            return
+        self._pub(O.ControlApplied(self.now(), control, detail))
+
     def _sync_executor_pause(self) -> None:
         ex = self._executor
         if ex is None:
@@ -259,6 +276,8 @@ class AgentLoop:
         if self.state in TERMINAL_LOOP_STATES:
             return
         self._paused = paused
+        if paused:
+            self._hold_by = "pause"
         self._wake.set()
         self._sync_executor_pause()
         if self.state != LoopState.WAITING_RETRY and self.state != LoopState.IDLE:
@@ -276,6 +295,7 @@ class AgentLoop:
 
     def _step_done(self) -> None:
         self._step = None
+        self._hold_by = "step"
         self._sync_executor_pause()
         self._set_state(self._running_state())
 
@@ -287,16 +307,27 @@ class AgentLoop:
         if self._work is not None and not self._work.done():
             self._work.cancel()
 
-    async def _gate(self) -> None:
-        """Called before each SSE event is processed: blocks while paused (unless a step allows it)."""
-        while self._paused and not self._step:
-            self._set_state(LoopState.PAUSED)
-            self._wake.clear()
-            await self._wake.wait()
+    async def _gate(self, turn: int | None = None, attempt: int | None = None) -> bool:
+        """Called before each SSE event is processed (and before each turn's request): blocks while paused (unless a
+        step allows it). A hold is published as StreamHeld ... StreamReleased (timing leaves it out). True when it
+        held."""
+        if not (self._paused and not self._step):
+            return False
+        t_held = self.clock()
+        self._pub(O.StreamHeld(self.now(), turn, attempt, self._hold_by))
+        try:
+            while self._paused and not self._step:
+                self._set_state(LoopState.PAUSED)
+                self._wake.clear()
+                await self._wake.wait()
+        finally:  # a cancel while held still closes the interval
+            self._pub(O.StreamReleased(self.now(), turn, attempt, self.clock() - t_held))
+        return True
 
     # ------------------------------------------------------------------------------------------ run
     async def run(self) -> LoopResult:
         self._t0 = self.clock()
+        self._running = True
         cfg = self.config
         if cfg.messages:
             self.messages = [dict(m) for m in cfg.messages]
@@ -359,7 +390,7 @@ class AgentLoop:
             if self.turns >= cfg.max_turns:
                 return "finished", f"stopped after max turns ({cfg.max_turns})"
             turn = self.turns
-            await self._gate()
+            await self._gate(turn)
             self.turns += 1
             self._turn_committed = False
             self._pub(O.TurnStarted(self.now(), turn))
@@ -630,7 +661,7 @@ class AgentLoop:
             read_index += 1
             for step in ts.feed(chunk):
                 was_paused = self._paused
-                await self._gate()
+                await self._gate(turn, attempt)
                 if was_paused or self._paused:
                     deadline = loop.time() + idle  # time spent paused is not idle time
                 self._process(step, ts, turn, attempt, executor)
