@@ -187,6 +187,7 @@ class AgentLoop:
         self.result: LoopResult | None = None
         # every HTTP try under the SDK (its own retries included) is reported to try_sent / try_failed
         self._try_ctx: tuple[int, int] | None = None  # (turn, attempt) while a create() call is under way
+        self._open_attempt: tuple[int, int] | None = None  # started, not yet ended (a cancel ends it)
         self._try_index = 0
         self._try_t_sent = 0.0  # clock() when the current try was sent
         self._tap = observe_client(client)
@@ -477,12 +478,19 @@ class AgentLoop:
             executor = self._new_executor(turn, attempt)
             try:
                 ts = await self._attempt(turn, attempt, executor)
+                self._open_attempt = None
                 self._pub(O.AttemptEnded(self.now(), turn, attempt, "complete", None, ts.outcome))
                 return ts, executor
+            except LoopError as e:  # an HTTP error or connection failure the SDK gave up on: the loop ends
+                self._open_attempt = None
+                self._pub(O.AttemptEnded(self.now(), turn, attempt, "failed", str(e), None))
+                raise
             except AttemptFailed as e:
-                await executor.discard(f"attempt {attempt} failed: {e.reason}")
+                # people count attempts from 1 (observations keep the 0-based index)
+                await executor.discard(f"attempt {attempt + 1} failed: {e.reason}")
                 outcome = self._ts.outcome if self._ts is not None else None
                 self._ts = None  # nothing of a failed attempt goes into the history
+                self._open_attempt = None
                 self._pub(O.AttemptEnded(self.now(), turn, attempt, "failed", e.reason, outcome))
                 if not e.retryable or attempt >= cfg.retries:
                     tries = attempt + 1
@@ -564,6 +572,7 @@ class AgentLoop:
     async def _attempt(self, turn: int, attempt: int, executor: ToolExecutor) -> TurnStream:
         body = self._request_body()
         url = str(self.client.base_url).rstrip("/") + "/v1/messages"
+        self._open_attempt = (turn, attempt)
         self._pub(
             O.AttemptStarted(
                 self.now(),
@@ -718,9 +727,17 @@ class AgentLoop:
             self._step_done()
 
     async def _after_cancel(self) -> None:
-        """Cancel: the HTTP response is already closed (the task was cancelled inside `async with`). Cancel the
-        tools, then keep the history valid: every kept tool_use gets a tool_result."""
+        """Cancel: the HTTP response is already closed (the task was cancelled inside `async with`). The attempt under
+        way ends `cancelled` (a recording gets its end line). Cancel the tools, then keep the history valid: every kept
+        tool_use gets a tool_result."""
         ex, ts = self._executor, self._ts
+        if self._open_attempt is not None:
+            turn, attempt = self._open_attempt
+            self._pub(
+                O.AttemptEnded(
+                    self.now(), turn, attempt, "cancelled", "cancelled by user", ts.outcome if ts is not None else None
+                )
+            )
         self._in_tools = False
         if ex is not None:
             try:

@@ -53,6 +53,7 @@ class Recorder:
         self._offset: dict[int, int] = {}  # turn -> recorded attempts inserted for failed tries
         self._tries: dict[tuple[int, int], int] = {}  # (turn, loop attempt) -> the try whose request is written
         self._started: dict[tuple[int, int], O.AttemptStarted] = {}  # while the attempt is under way
+        self._ended: set[tuple[int, int]] = set()  # (turn, recorded attempt) whose end line is written
 
     def _rec(self, turn: int, attempt: int) -> int:
         return attempt + self._offset.get(turn, 0)
@@ -113,11 +114,20 @@ class Recorder:
             reason = f"{what}: {obs.error_message}" if obs.error_message else what
             status = "http_error" if obs.status is not None else "connection_error"
             w.end(obs.turn, rec, obs.t - t0, status, reason)
+            self._ended.add((obs.turn, rec))
         elif isinstance(obs, O.AttemptEnded):
             rec = self._rec(obs.turn, obs.attempt)
+            if (obs.turn, rec) in self._ended:
+                if obs.status != "cancelled":
+                    self._started.pop((obs.turn, obs.attempt), None)
+                    return  # the SDK gave up on this try: its end line is written
+                # cancelled while the SDK waited to retry: the try it would have sent, cancelled before a response
+                cur = self._tries.get((obs.turn, obs.attempt), 0)
+                rec = self._to_try(obs.turn, obs.attempt, cur + 1, obs.t)
             self._started.pop((obs.turn, obs.attempt), None)
             t0 = self._sent.get((obs.turn, rec), obs.t)
             w.end(obs.turn, rec, obs.t - t0, obs.status, obs.reason)
+            self._ended.add((obs.turn, rec))
         elif isinstance(obs, KEPT):
             w.observation(obs.to_json())
             if isinstance(obs, O.LoopFinished):

@@ -66,6 +66,11 @@ def _ending(attempt: RecordedAttempt) -> str:
     return "eof"
 
 
+def was_cancelled(recording: Recording) -> bool:
+    """The recorded run ended cancelled (by the user)."""
+    return any(o.get("type") == "loop_finished" and o.get("status") == "cancelled" for o in recording.observations)
+
+
 def failed_try(attempt: RecordedAttempt) -> bool:
     """A try that failed before a stream: an error status, or a connection failure (the SDK may have retried it)."""
     status = (attempt.response or {}).get("status")
@@ -122,6 +127,7 @@ class ReplayServer:
         self.received = 0  # requests received (self.requests keeps only the last KEEP_REQUESTS bodies)
         self.requests: deque[dict] = deque(maxlen=self.KEEP_REQUESTS)
         self.on_cancel = on_cancel
+        self.cancelled_run = was_cancelled(recording)
         # a failed try is retried by the SDK when the recording has a later try of the same turn
         self._retried: set[int] = set()
         for i, att in enumerate(self.attempts):
@@ -135,6 +141,9 @@ class ReplayServer:
             self.requests.append(orjson.loads(request.content))
         except Exception:
             self.requests.append({})
+        if self.served >= len(self.attempts) and self.cancelled_run and self.on_cancel is not None:
+            self.on_cancel()  # the recorded run was cancelled before this request (e.g. while its tools ran)
+            await asyncio.Event().wait()
         if self.served >= len(self.attempts):
             body = {
                 "type": "error",
@@ -168,10 +177,16 @@ class ReplayServer:
         )
 
 
-def recorded_tools(recording: Recording, pacer: Pacer) -> tuple[dict[str, ToolSpec], list[dict] | None]:
+def recorded_tools(
+    recording: Recording, pacer: Pacer, *, on_cancel: Callable[[], Callable[[], None] | None] | None = None
+) -> tuple[dict[str, ToolSpec], list[dict] | None]:
     """ToolSpecs that give back the recorded results (matched by name and input, in order; the last one is reused
     by repeated calls), taking the recorded duration (scaled by the pacer). Also returns the tool definitions as
-    the recording sent them."""
+    the recording sent them. When the recorded run was cancelled while its tools ran, a call without a recorded result
+    is where it was cancelled: it calls the callback `on_cancel()` gives back (the session's cancel) and waits."""
+    # cancelled while its tools ran: the run was cancelled and its last attempt had streamed to the end
+    last = next(reversed(list(recording.attempts())), None)
+    cancelled_run = was_cancelled(recording) and last is not None and (last.end or {}).get("status") == "complete"
     results: dict[tuple[str, bytes], deque] = defaultdict(deque)
     durations: dict[str, float] = {}
     uses: dict[str, tuple[str, Any]] = {}
@@ -231,6 +246,10 @@ def recorded_tools(recording: Recording, pacer: Pacer) -> tuple[dict[str, ToolSp
         async def fn(tool_input: dict) -> Any:
             key = (name, orjson.dumps(tool_input, option=orjson.OPT_SORT_KEYS))
             q = results.get(key)
+            cancel = on_cancel() if on_cancel is not None and cancelled_run and not q else None
+            if cancel is not None:
+                cancel()
+                await asyncio.Event().wait()
             if not q:
                 raise ReplayRefused(f"no recorded result for {name}({orjson.dumps(tool_input).decode()[:80]})")
             # a retried attempt runs the same calls again: the last recorded result for a call is reused

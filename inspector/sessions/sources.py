@@ -233,7 +233,7 @@ def replay_session(
         max_retries=sdk_max_retries(recording),  # the SDK retries the recorded failed tries as it did
         http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(server.handler)),
     )
-    tools, definitions = recorded_tools(recording, pacer)
+    tools, definitions = recorded_tools(recording, pacer, on_cancel=lambda: server.on_cancel)
     first = next(iter(recording.attempts()), None)
     body = ((first.request or {}).get("body") if first else None) or {}
     if not isinstance(body, dict):
