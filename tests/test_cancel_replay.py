@@ -108,3 +108,39 @@ async def test_a_full_disk_stops_the_recording_with_one_line_and_the_run_goes_on
     assert s.bus.errors == []  # the recorder did not raise into the bus
     recorder.close()  # closing again is quiet
     assert_no_leftovers()
+
+
+def test_run_headless_with_a_full_disk_warns_in_one_line(capsys, monkeypatch):
+    from inspector.cli import run as cli_run
+    from inspector.cli.headless import LineSink
+
+    monkeypatch.setattr("inspector.cli.headless.stdout_sink", lambda **kw: LineSink(io.BytesIO(), **kw))
+
+    def factory():
+        s = scenario_session("parse_date", speed=math.inf)
+        s.recorder = Recorder(FullDisk(3000), source=s.source)
+        s.bus.subscribe(s.recorder)
+        return s
+
+    code = cli_run.run_headless(factory, as_json=False)
+    assert code == 0
+    err = capsys.readouterr().err
+    assert err == "inspector: warning: recording stopped: cannot write the recording: no space left on device\n"
+
+
+def test_record_to_dev_full_is_a_one_line_error():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run(
+        [sys.executable, "-m", "inspector", "run", "--scenario", "parse_date", "--headless", "--record", "/dev/full"],
+        capture_output=True,
+        cwd=root,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+        timeout=60,
+    )
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.decode().count("\n") == 1 and b"Traceback" not in r.stderr
+    assert b"No space left on device" in r.stderr
