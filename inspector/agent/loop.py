@@ -168,6 +168,7 @@ class AgentLoop:
         self.state = LoopState.IDLE
         self.messages: list[dict] = []
         self.all_tools: list[ToolCall] = []
+        self._known_tools: set[int] = set()  # id() of the calls in all_tools (they stay alive there)
         self.turns = 0
         self.events_processed = 0
         self._t0 = 0.0
@@ -519,7 +520,8 @@ class AgentLoop:
         return ex
 
     def _on_tool_change(self, call: ToolCall) -> None:
-        if call not in self.all_tools:
+        if id(call) not in self._known_tools:  # (a set: a long run has thousands of calls)
+            self._known_tools.add(id(call))
             self.all_tools.append(call)
         preview = None
         if call.result is not None:
