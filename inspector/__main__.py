@@ -16,7 +16,7 @@ import sys
 _KEEPS_HANDLER = frozenset({None, "run", "replay"})
 
 
-def interrupted_while_starting(signum, frame):  # type: ignore[no-untyped-def]
+def interrupted_while_starting(signum: int, frame: object) -> None:
     os._exit(130)  # nothing to clean up yet: no output written, no file complete
 
 

@@ -165,7 +165,7 @@ class AgentLoop:
         self.clock = clock
         self.pacer = pacer or Pacer(1.0)
         self.controller = LoopController(self)
-        self.state = LoopState.IDLE
+        self.state: str = LoopState.IDLE
         self.messages: list[dict] = []
         self.all_tools: list[ToolCall] = []
         self._known_tools: set[int] = set()  # id() of the calls in all_tools (they stay alive there)

@@ -28,7 +28,7 @@ class Observation:
 
     def redacted(self, secrets: list[str]) -> Observation:
         """This observation with every secret (an API key) replaced, in every field; itself when none occurs."""
-        changes = {}
+        changes: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
             if isinstance(v, SSEEvent):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -36,16 +37,17 @@ class Recorder:
         path_or_file: str | Path | IO[bytes] | None = None,
         *,
         source: dict | None = None,
-        secrets: list[str] = (),
+        secrets: Sequence[str] = (),
         target: Any = None,
     ) -> None:
         """Writes to a file (a RecordingWriter), or to `target`: anything with RecordingWriter's methods
         (`inspector.record.timing.RecordingBuilder` keeps the recording in memory)."""
         if target is None:
+            if path_or_file is None:
+                raise ValueError("Recorder needs a path, a file or a target")
             # a key too short to redact safely (a relay's "dummy") is still never written: credential headers
             # are dropped
-            secrets = usable_secrets(secrets)
-            target = RecordingWriter(path_or_file, source=source or {}, secrets=secrets)
+            target = RecordingWriter(path_or_file, source=source or {}, secrets=usable_secrets(secrets))
         self.writer = target
         self.label = str(path_or_file) if isinstance(path_or_file, (str, Path)) else "the recording"
         self.error: str | None = None

@@ -203,12 +203,13 @@ def load_recording(path: str | Path | bytes) -> Recording:
     """A recording, a plain SSE file or a HAR export, whichever it is."""
     from inspector.record.har import load_any
 
+    label = "the input" if isinstance(path, bytes) else str(path)
     try:
         return load_any(path)
     except OSError as e:
-        raise SourceError(f"cannot read {path}: {e.strerror or e}") from None
+        raise SourceError(f"cannot read {label}: {e.strerror or e}") from None
     except ValueError as e:
-        raise SourceError(f"{path}: {e}") from None
+        raise SourceError(f"{label}: {e}") from None
 
 
 def replay_session(
