@@ -637,6 +637,7 @@ class AgentLoop:
     ) -> None:
         cfg = self.config
         read_index = 0
+        after_hold = False  # the stream was held since the last read: the next read may have waited in the socket
         idle = cfg.idle_timeout
         loop = asyncio.get_running_loop()
         deadline = loop.time() + idle
@@ -668,11 +669,15 @@ class AgentLoop:
                 )
                 self._close_stream(ts, turn, attempt)
                 raise AttemptFailed(f"connection dropped: {e}") from None
-            self._pub(O.ReadReceived(self.now(), turn, attempt, read_index, self.clock() - t_sent, chunk))
+            self._pub(
+                O.ReadReceived(self.now(), turn, attempt, read_index, self.clock() - t_sent, chunk, after_hold)
+            )
+            after_hold = False
             read_index += 1
             for step in ts.feed(chunk):
                 was_paused = self._paused
-                await self._gate(turn, attempt)
+                if await self._gate(turn, attempt):
+                    after_hold = True
                 if was_paused or self._paused:
                     deadline = loop.time() + idle  # time spent paused is not idle time
                 self._process(step, ts, turn, attempt, executor)

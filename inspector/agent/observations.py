@@ -140,7 +140,9 @@ class ReadReceived(Observation):
     read_index: int
     t_request: float  # seconds since this attempt's request was sent (the successful try's), when the read arrived
     data: bytes
-    held: bool = False  # the read arrived while the stream was held (paused): consumed later than t_request
+    # the first read consumed after the stream was held (StreamHeld ... StreamReleased): it may have waited in the
+    # socket during the hold, so t_request (when it was consumed) is an upper bound of when it arrived
+    held: bool = False
     kind: ClassVar[str] = "read"
 
 
