@@ -243,3 +243,33 @@ def test_retry_rule_matches_the_sdk(status, should, ms, secs, taken):
     # without a usable retry-after the SDK takes up to 25 % off the backoff at random; a date is relative to now
     date = secs is not None and "GMT" in secs
     assert date or 0.75 * ours <= sdk <= ours
+
+
+async def test_tries_over_real_http_against_serve_with_http_429(tmp_path):
+    # `inspector serve --fault http_429` answers the first request of every turn with a 429: the SDK retries it by
+    # itself, and every one of those tries is seen, over a real socket, through the default HTTP client
+    from inspector.net.serve import ServeApp
+    from inspector.net.server import BackgroundServer
+    from inspector.scenarios.bundled import get_scenario
+    from inspector.sessions.sources import api_session
+
+    sc = get_scenario("parse_date")
+    with BackgroundServer(ServeApp("parse_date", faults="http_429", speed=math.inf)) as srv:
+        s = api_session(
+            sc.model,
+            sc.prompt,
+            api_key="sk-test-serve-0123456789",
+            base_url=srv.base_url,
+            workspace=sc.workspace_path,
+            record=tmp_path / "serve.jsonl",
+        )
+        result, obs = await run_observed(s)
+    assert result.status == "finished", result.error
+    assert [(f.turn, f.try_index, f.status, f.error_type) for f in obs.of(O.HttpTryFailed)] == [
+        (t, 0, 429, "rate_limit_error") for t in range(result.turns)
+    ]
+    assert all(f.retry_in is not None and f.headers.get("retry-after-ms") for f in obs.of(O.HttpTryFailed))
+    rec = read_recording(tmp_path / "serve.jsonl")
+    assert [(a.turn, a.response["status"]) for a in rec.attempts()] == [
+        (t, st_) for t in range(result.turns) for st_ in (429, 200)
+    ]
