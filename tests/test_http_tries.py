@@ -273,3 +273,20 @@ async def test_tries_over_real_http_against_serve_with_http_429(tmp_path):
     assert [(a.turn, a.response["status"]) for a in rec.attempts()] == [
         (t, st_) for t in range(result.turns) for st_ in (429, 200)
     ]
+
+
+@pytest.mark.parametrize("name", ["parse_date", "rate_limited"])
+async def test_recorded_read_times_match_the_observed_ones(name, tmp_path):
+    # a read's recorded t is since its recorded request line: the same clock as ReadReceived.t_request, for the
+    # first try (request line at the attempt's start) and for a try the SDK sent after a failed one
+    path = tmp_path / "rl.jsonl"
+    s = scenario_session(name, speed=math.inf, record=path)
+    result, obs = await run_observed(s)
+    assert result.status == "finished"
+    rec = read_recording(path)
+    ok = [a for a in rec.attempts() if a.response["status"] == 200]
+    recorded = [(a.turn, a.request["t"] + r.t) for a in ok for r in a.reads]
+    sent = {o.turn: o.t_sent for o in obs.of(O.ResponseStarted)}
+    assert [t for t, _ in recorded] == [o.turn for o in obs.of(O.ReadReceived)]
+    for (turn, at), read in zip(recorded, obs.of(O.ReadReceived)):
+        assert at == pytest.approx(sent[turn] + read.t_request, abs=1e-9)

@@ -222,7 +222,8 @@ class AgentLoop:
         if self._try_ctx is None:
             return
         self._try_index = try_index
-        self._try_t_sent = self.clock()
+        if try_index > 0:  # the first try counts from the attempt's start, as its recorded request line does
+            self._try_t_sent = self.clock()
         if self.state == LoopState.WAITING_RETRY:
             self._set_state(self._running_state())
 
@@ -575,9 +576,12 @@ class AgentLoop:
         body = self._request_body()
         url = str(self.client.base_url).rstrip("/") + "/v1/messages"
         self._open_attempt = (turn, attempt)
+        # the first try's reads are timed from here: the same instant as the attempt's (recorded) request
+        self._try_t_sent = self.clock()
+        self._try_index = 0
         self._pub(
             O.AttemptStarted(
-                self.now(),
+                self._try_t_sent - self._t0,
                 turn,
                 attempt,
                 "POST",
@@ -587,8 +591,6 @@ class AgentLoop:
             )
         )
         self._set_state(self._running_state())
-        self._try_t_sent = self.clock()
-        self._try_index = 0
         ts = TurnStream()
         self._ts = ts
         kwargs = {k: v for k, v in body.items() if k not in ("model", "max_tokens", "messages")}
@@ -669,9 +671,7 @@ class AgentLoop:
                 )
                 self._close_stream(ts, turn, attempt)
                 raise AttemptFailed(f"connection dropped: {e}") from None
-            self._pub(
-                O.ReadReceived(self.now(), turn, attempt, read_index, self.clock() - t_sent, chunk, after_hold)
-            )
+            self._pub(O.ReadReceived(self.now(), turn, attempt, read_index, self.clock() - t_sent, chunk, after_hold))
             after_hold = False
             read_index += 1
             for step in ts.feed(chunk):
