@@ -290,3 +290,52 @@ async def test_recorded_read_times_match_the_observed_ones(name, tmp_path):
     assert [t for t, _ in recorded] == [o.turn for o in obs.of(O.ReadReceived)]
     for (turn, at), read in zip(recorded, obs.of(O.ReadReceived)):
         assert at == pytest.approx(sent[turn] + read.t_request, abs=1e-9)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.binary(max_size=300), st.text(max_size=200).map(str.encode)))
+def test_error_body_reader_never_raises(raw):
+    from inspector.agent.tries import parse_error_body
+
+    body, etype, msg = parse_error_body(raw)
+    assert etype is None or isinstance(etype, str)
+    assert msg is None or isinstance(msg, str)
+    if not raw:
+        assert body is None
+    elif isinstance(body, str):
+        assert body == raw.decode("utf-8", "replace")
+
+
+@pytest.mark.parametrize("encoding", [None, "gzip", "deflate", "bogus"])
+async def test_an_encoded_error_body_is_seen_decoded_and_the_sdk_gets_it_unchanged(encoding):
+    import gzip
+    import zlib
+
+    from inspector.agent.loop import AgentLoop, LoopConfig
+
+    payload = orjson.dumps({"type": "error", "error": {"type": "invalid_request_error", "message": "bad"}})
+    raw = {"gzip": gzip.compress, "deflate": zlib.compress}.get(encoding or "", lambda b: b)(payload)
+    headers = {"content-type": "application/json", "request-id": "req_1", "x-other": "dropped"}
+    if encoding:
+        headers["content-encoding"] = encoding
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(400, headers=headers, content=raw)
+
+    client = anthropic.AsyncAnthropic(
+        api_key="k" * 20,
+        base_url="http://t.local",
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)),
+    )
+    loop = AgentLoop(client, LoopConfig(model="m", prompt="hi"))
+    seen: list[O.Observation] = []
+    loop.bus.subscribe(seen.append)
+    result = await loop.run()
+    await client.close()
+    (f,) = [o for o in seen if isinstance(o, O.HttpTryFailed)]
+    assert f.status == 400 and f.retry_in is None and f.headers == {"request-id": "req_1"}
+    if encoding == "bogus":  # a body that cannot be decoded is shown as received
+        assert result.status == "error"
+        return
+    assert (f.error_type, f.error_message) == ("invalid_request_error", "bad")
+    assert result.status == "error" and result.error == "HTTP 400: invalid_request_error: bad"
