@@ -302,8 +302,13 @@ def test_error_body_reader_never_raises(raw):
     assert msg is None or isinstance(msg, str)
     if not raw:
         assert body is None
-    elif isinstance(body, str):
+        return
+    try:
+        parsed = orjson.loads(raw)
+    except orjson.JSONDecodeError:  # not JSON: kept as text
         assert body == raw.decode("utf-8", "replace")
+    else:  # JSON: kept as sent
+        assert body == parsed
 
 
 @pytest.mark.parametrize("encoding", [None, "gzip", "deflate", "bogus"])
