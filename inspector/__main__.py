@@ -1,3 +1,34 @@
-from inspector.cli import main
+"""`python -m inspector` and the `inspector` console script.
 
-raise SystemExit(main())
+Ctrl-C may come at any moment, even while the commands are still importing: from the first line of `entry()` until
+a command takes Ctrl-C over, SIGINT ends the process at once with exit status 130 and no traceback. `inspector run`
+and `inspector replay` keep this handler until their loop installs its own (Ctrl-C then cancels the loop) or the
+dashboard starts; the other commands get the usual KeyboardInterrupt back once imported (`inspector.cli.main` turns
+it into exit 130). A signal that lands before Python runs this module (while the interpreter itself starts) is
+Python's own business.
+"""
+
+import os
+import signal
+import sys
+
+# commands that keep the start-up handler until they take Ctrl-C over themselves (see inspector.cli.run)
+_KEEPS_HANDLER = frozenset({None, "run", "replay"})
+
+
+def interrupted_while_starting(signum: int, frame: object) -> None:
+    os._exit(130)  # nothing to clean up yet: no output written, no file complete
+
+
+def entry() -> int:
+    previous = signal.signal(signal.SIGINT, interrupted_while_starting)
+    from inspector.cli import main  # imported under the start-up handler, on purpose
+
+    words = [a for a in sys.argv[1:] if not a.startswith("-")]
+    if (words[0] if words else None) not in _KEEPS_HANDLER:
+        signal.signal(signal.SIGINT, previous)  # the command takes Ctrl-C as KeyboardInterrupt
+    return main()
+
+
+if __name__ == "__main__":
+    raise SystemExit(entry())

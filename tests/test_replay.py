@@ -60,8 +60,13 @@ async def test_replay_reproduces_events_and_conversation(name, tmp_path):
         (c.id, c.name, c.is_error) for c in final_attempt_calls(original)
     ]
     # the replay sends the same conversation, request by request (one per recorded attempt)
-    assert len(r.server.requests) == len(list(rec.attempts()))
-    assert [b["messages"] for b in r.server.requests] == [a.request["body"]["messages"] for a in rec.attempts()]
+    assert r.server.received == len(list(rec.attempts()))
+    # the server keeps only the last few request bodies (each holds the whole history)
+    kept = len(r.server.requests)
+    assert 0 < kept <= r.server.KEEP_REQUESTS
+    assert [b["messages"] for b in r.server.requests] == [
+        a.request["body"]["messages"] for a in list(rec.attempts())[-kept:]
+    ]
     assert r.loop.config.source["type"] == "replay"
     assert_no_leftovers()
 
@@ -139,3 +144,21 @@ async def test_recording_keeps_every_read_and_the_loop_outcome(tmp_path):
     # the file is closed at loop end: every line is complete JSON
     for line in path.read_bytes().splitlines():
         orjson.loads(line)
+
+
+async def test_replay_server_keeps_a_bounded_number_of_request_bodies(tmp_path):
+    # each request body holds the whole history: keeping them all grows with the square of the turns
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    from bench_replay_memory import write_recording
+
+    path = tmp_path / "long.jsonl"
+    write_recording(path, 12)
+    r = replay_session(path)
+    replayed, obs = await run_observed(r)
+    assert replayed.turns == 12
+    assert r.server.received == 12
+    assert len(r.server.requests) == r.server.KEEP_REQUESTS < 12
+    assert r.server.requests[-1]["messages"] == replayed.messages[:-1]

@@ -25,6 +25,8 @@ from inspector.agent.pacing import Pacer
 from inspector.agent.states import TERMINAL_LOOP_STATES, LoopState
 from inspector.agent.stepobs import step_observations
 from inspector.agent.toolbox.spec import ToolSpec
+from inspector.agent.tries import TryFailure, observe_client, parse_error_body
+from inspector.core.fmt import duration
 from inspector.core.redaction import clean_headers, redact, usable_secrets
 from inspector.stream import diagnostics as D
 from inspector.stream.assembler import TurnStream
@@ -98,9 +100,11 @@ class LoopController:
         return self._loop.events_processed
 
     def pause(self) -> None:
+        self._loop._control("pause")
         self._loop._set_paused(True)
 
     def resume(self) -> None:
+        self._loop._control("resume")
         self._loop._step = None
         self._loop._set_paused(False)
 
@@ -113,9 +117,12 @@ class LoopController:
     def step(self, unit: StepUnit = "event") -> None:
         if unit not in ("event", "block", "turn"):
             raise ValueError(f"unknown step unit {unit!r}")
+        self._loop._control(f"step_{unit}")
         self._loop._request_step(unit)
 
     def cancel(self) -> None:
+        if not self._loop._cancel_requested:
+            self._loop._control("cancel")
         self._loop._request_cancel()
 
     # speed (scripted and replayed streams)
@@ -129,12 +136,15 @@ class LoopController:
 
     def set_speed(self, speed: float) -> None:
         self._loop.pacer.set_speed(speed)
+        self._loop._control("speed", self._loop.pacer.label)
 
     def faster(self) -> None:
         self._loop.pacer.faster()
+        self._loop._control("speed", self._loop.pacer.label)
 
     def slower(self) -> None:
         self._loop.pacer.slower()
+        self._loop._control("speed", self._loop.pacer.label)
 
 
 class AgentLoop:
@@ -155,12 +165,15 @@ class AgentLoop:
         self.clock = clock
         self.pacer = pacer or Pacer(1.0)
         self.controller = LoopController(self)
-        self.state = LoopState.IDLE
+        self.state: str = LoopState.IDLE
         self.messages: list[dict] = []
         self.all_tools: list[ToolCall] = []
+        self._known_tools: set[int] = set()  # id() of the calls in all_tools (they stay alive there)
         self.turns = 0
         self.events_processed = 0
         self._t0 = 0.0
+        self._running = False  # run() has started (observation times are known)
+        self._hold_by = "pause"  # what the next hold of the stream is due to: pause | step
         self._paused = False
         self._step: StepUnit | None = None
         self._wake = asyncio.Event()
@@ -173,6 +186,14 @@ class AgentLoop:
         self._rng = random.Random(config.seed)
         self._secrets = usable_secrets(config.secrets)
         self.result: LoopResult | None = None
+        # every HTTP try under the SDK (its own retries included) is reported to try_sent / try_failed
+        self._try_ctx: tuple[int, int] | None = None  # (turn, attempt) while a create() call is under way
+        self._open_attempt: tuple[int, int] | None = None  # started, not yet ended (a cancel ends it)
+        self._try_index = 0
+        self._try_t_sent = 0.0  # clock() when the current try was sent
+        self._tap = observe_client(client)
+        if self._tap is not None:
+            self._tap.listener = self
 
     # ------------------------------------------------------------------------------------------ observations
     def now(self) -> float:
@@ -195,7 +216,56 @@ class AgentLoop:
             return LoopState.STEPPING
         return LoopState.RUNNING_TOOLS if self._in_tools else LoopState.STREAMING
 
+    # ------------------------------------------------------------------------------------------ HTTP tries
+    def try_sent(self, request: httpx2.Request, try_index: int) -> None:
+        """The SDK sends a request (called by the wrapped transport, inline)."""
+        if self._try_ctx is None:
+            return
+        self._try_index = try_index
+        if try_index > 0:  # the first try counts from the attempt's start, as its recorded request line does
+            self._try_t_sent = self.clock()
+        if self.state == LoopState.WAITING_RETRY:
+            self._set_state(self._running_state())
+
+    def try_failed(self, f: TryFailure) -> None:
+        """A try failed before a stream (an error status or a connection failure): publish it, and while the SDK
+        waits to retry, the loop waits too (WAITING_RETRY, with the reason)."""
+        if self._try_ctx is None:
+            return
+        turn, attempt = self._try_ctx
+        body, etype, emsg = parse_error_body(f.body)
+        self._pub(
+            O.HttpTryFailed(
+                self.now(),
+                turn,
+                attempt,
+                f.try_index,
+                f.method,
+                f.url,
+                self._try_t_sent - self._t0,
+                f.status,
+                dict(f.headers),
+                etype,
+                emsg,
+                body,
+                f.connection_error,
+                f.retry_in,
+            )
+        )
+        if f.retry_in is not None:
+            self._set_state(
+                LoopState.WAITING_RETRY,
+                f"{O.try_failure_text(f.status, etype, f.connection_error)} · SDK retries in {duration(f.retry_in)}",
+            )
+
     # ------------------------------------------------------------------------------------------ controls
+    def _control(self, control: str, detail: str = "") -> None:
+        """Publish a control the user applied (none before the loop starts or once it has ended: a pause before the
+        start shows as the first StreamHeld)."""
+        if self.state in TERMINAL_LOOP_STATES or not self._running:
+            return
+        self._pub(O.ControlApplied(self.now(), control, detail))
+
     def _sync_executor_pause(self) -> None:
         ex = self._executor
         if ex is None:
@@ -209,6 +279,8 @@ class AgentLoop:
         if self.state in TERMINAL_LOOP_STATES:
             return
         self._paused = paused
+        if paused:
+            self._hold_by = "pause"
         self._wake.set()
         self._sync_executor_pause()
         if self.state != LoopState.WAITING_RETRY and self.state != LoopState.IDLE:
@@ -226,6 +298,7 @@ class AgentLoop:
 
     def _step_done(self) -> None:
         self._step = None
+        self._hold_by = "step"
         self._sync_executor_pause()
         self._set_state(self._running_state())
 
@@ -237,16 +310,27 @@ class AgentLoop:
         if self._work is not None and not self._work.done():
             self._work.cancel()
 
-    async def _gate(self) -> None:
-        """Called before each SSE event is processed: blocks while paused (unless a step allows it)."""
-        while self._paused and not self._step:
-            self._set_state(LoopState.PAUSED)
-            self._wake.clear()
-            await self._wake.wait()
+    async def _gate(self, turn: int | None = None, attempt: int | None = None) -> bool:
+        """Called before each SSE event is processed (and before each turn's request): blocks while paused (unless a
+        step allows it). A hold is published as StreamHeld ... StreamReleased (timing leaves it out). True when it
+        held."""
+        if not (self._paused and not self._step):
+            return False
+        t_held = self.clock()
+        self._pub(O.StreamHeld(self.now(), turn, attempt, self._hold_by))
+        try:
+            while self._paused and not self._step:
+                self._set_state(LoopState.PAUSED)
+                self._wake.clear()
+                await self._wake.wait()
+        finally:  # a cancel while held still closes the interval
+            self._pub(O.StreamReleased(self.now(), turn, attempt, self.clock() - t_held))
+        return True
 
     # ------------------------------------------------------------------------------------------ run
     async def run(self) -> LoopResult:
         self._t0 = self.clock()
+        self._running = True
         cfg = self.config
         if cfg.messages:
             self.messages = [dict(m) for m in cfg.messages]
@@ -309,7 +393,7 @@ class AgentLoop:
             if self.turns >= cfg.max_turns:
                 return "finished", f"stopped after max turns ({cfg.max_turns})"
             turn = self.turns
-            await self._gate()
+            await self._gate(turn)
             self.turns += 1
             self._turn_committed = False
             self._pub(O.TurnStarted(self.now(), turn))
@@ -396,12 +480,19 @@ class AgentLoop:
             executor = self._new_executor(turn, attempt)
             try:
                 ts = await self._attempt(turn, attempt, executor)
+                self._open_attempt = None
                 self._pub(O.AttemptEnded(self.now(), turn, attempt, "complete", None, ts.outcome))
                 return ts, executor
+            except LoopError as e:  # an HTTP error or connection failure the SDK gave up on: the loop ends
+                self._open_attempt = None
+                self._pub(O.AttemptEnded(self.now(), turn, attempt, "failed", str(e), None))
+                raise
             except AttemptFailed as e:
-                await executor.discard(f"attempt {attempt} failed: {e.reason}")
+                # people count attempts from 1 (observations keep the 0-based index)
+                await executor.discard(f"attempt {attempt + 1} failed: {e.reason}")
                 outcome = self._ts.outcome if self._ts is not None else None
                 self._ts = None  # nothing of a failed attempt goes into the history
+                self._open_attempt = None
                 self._pub(O.AttemptEnded(self.now(), turn, attempt, "failed", e.reason, outcome))
                 if not e.retryable or attempt >= cfg.retries:
                     tries = attempt + 1
@@ -430,7 +521,8 @@ class AgentLoop:
         return ex
 
     def _on_tool_change(self, call: ToolCall) -> None:
-        if call not in self.all_tools:
+        if id(call) not in self._known_tools:  # (a set: a long run has thousands of calls)
+            self._known_tools.add(id(call))
             self.all_tools.append(call)
         preview = None
         if call.result is not None:
@@ -483,9 +575,13 @@ class AgentLoop:
     async def _attempt(self, turn: int, attempt: int, executor: ToolExecutor) -> TurnStream:
         body = self._request_body()
         url = str(self.client.base_url).rstrip("/") + "/v1/messages"
+        self._open_attempt = (turn, attempt)
+        # the first try's reads are timed from here: the same instant as the attempt's (recorded) request
+        self._try_t_sent = self.clock()
+        self._try_index = 0
         self._pub(
             O.AttemptStarted(
-                self.now(),
+                self._try_t_sent - self._t0,
                 turn,
                 attempt,
                 "POST",
@@ -495,11 +591,11 @@ class AgentLoop:
             )
         )
         self._set_state(self._running_state())
-        t_sent = self.clock()
         ts = TurnStream()
         self._ts = ts
         kwargs = {k: v for k, v in body.items() if k not in ("model", "max_tokens", "messages")}
         extra = {k: kwargs.pop(k) for k in list(kwargs) if k not in ("system", "tools")}
+        self._try_ctx = (turn, attempt)
         try:
             async with self.client.messages.with_streaming_response.create(
                 model=body["model"],
@@ -509,7 +605,19 @@ class AgentLoop:
                 extra_body=extra or None,
                 **kwargs,
             ) as resp:
-                self._pub(O.ResponseStarted(self.now(), turn, attempt, resp.status_code, clean_headers(resp.headers)))
+                self._try_ctx = None
+                t_sent = self._try_t_sent
+                self._pub(
+                    O.ResponseStarted(
+                        self.now(),
+                        turn,
+                        attempt,
+                        resp.status_code,
+                        clean_headers(resp.headers),
+                        self._try_index,
+                        t_sent - self._t0,
+                    )
+                )
                 # the same bytes as resp.iter_bytes(), as one generator we close ourselves on every exit (the SDK's
                 # wrapper would leave an unclosed generator behind for the GC to finalize in a stray task)
                 chunks = resp.http_response.aiter_bytes()
@@ -522,6 +630,8 @@ class AgentLoop:
             raise LoopError(f"HTTP {e.status_code}: {_api_error_message(e)}") from None
         except anthropic.APIConnectionError as e:
             raise LoopError(f"connection failed: {e}") from None
+        finally:
+            self._try_ctx = None
         return ts
 
     async def _consume(
@@ -529,6 +639,7 @@ class AgentLoop:
     ) -> None:
         cfg = self.config
         read_index = 0
+        after_hold = False  # the stream was held since the last read: the next read may have waited in the socket
         idle = cfg.idle_timeout
         loop = asyncio.get_running_loop()
         deadline = loop.time() + idle
@@ -560,11 +671,13 @@ class AgentLoop:
                 )
                 self._close_stream(ts, turn, attempt)
                 raise AttemptFailed(f"connection dropped: {e}") from None
-            self._pub(O.ReadReceived(self.now(), turn, attempt, read_index, self.clock() - t_sent, chunk))
+            self._pub(O.ReadReceived(self.now(), turn, attempt, read_index, self.clock() - t_sent, chunk, after_hold))
+            after_hold = False
             read_index += 1
             for step in ts.feed(chunk):
                 was_paused = self._paused
-                await self._gate()
+                if await self._gate(turn, attempt):
+                    after_hold = True
                 if was_paused or self._paused:
                     deadline = loop.time() + idle  # time spent paused is not idle time
                 self._process(step, ts, turn, attempt, executor)
@@ -621,9 +734,17 @@ class AgentLoop:
             self._step_done()
 
     async def _after_cancel(self) -> None:
-        """Cancel: the HTTP response is already closed (the task was cancelled inside `async with`). Cancel the
-        tools, then keep the history valid: every kept tool_use gets a tool_result."""
+        """Cancel: the HTTP response is already closed (the task was cancelled inside `async with`). The attempt under
+        way ends `cancelled` (a recording gets its end line). Cancel the tools, then keep the history valid: every kept
+        tool_use gets a tool_result."""
         ex, ts = self._executor, self._ts
+        if self._open_attempt is not None:
+            turn, attempt = self._open_attempt
+            self._pub(
+                O.AttemptEnded(
+                    self.now(), turn, attempt, "cancelled", "cancelled by user", ts.outcome if ts is not None else None
+                )
+            )
         self._in_tools = False
         if ex is not None:
             try:

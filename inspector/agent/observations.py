@@ -28,7 +28,7 @@ class Observation:
 
     def redacted(self, secrets: list[str]) -> Observation:
         """This observation with every secret (an API key) replaced, in every field; itself when none occurs."""
-        changes = {}
+        changes: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
             if isinstance(v, SSEEvent):
@@ -128,6 +128,8 @@ class ResponseStarted(Observation):
     attempt: int
     status: int
     headers: dict
+    try_index: int = 0  # the HTTP try of this attempt that gave the stream (> 0: the SDK retried before it)
+    t_sent: float | None = None  # loop time when that try's request was sent (None: unknown)
     kind: ClassVar[str] = "response_started"
 
 
@@ -136,8 +138,11 @@ class ReadReceived(Observation):
     turn: int
     attempt: int
     read_index: int
-    t_request: float  # seconds since this attempt's request was sent
+    t_request: float  # seconds since this attempt's request was sent (the successful try's), when the read arrived
     data: bytes
+    # the first read consumed after the stream was held (StreamHeld ... StreamReleased): it may have waited in the
+    # socket during the hold, so t_request (when it was consumed) is an upper bound of when it arrived
+    held: bool = False
     kind: ClassVar[str] = "read"
 
 
@@ -357,6 +362,13 @@ class LoopFinished(Observation):
     tools: list  # [{"id", "name", "state", "queued_at", "started_at", "finished_at"}]
     error: str | None = None
     kind: ClassVar[str] = "loop_finished"
+
+
+def try_failure_text(status: int | None, error_type: str | None, connection_error: str | None) -> str:
+    """`HTTP 429 rate_limit_error` / `connection failed (ConnectError: ...)`: a failed try, for people."""
+    if status is None:
+        return f"connection failed ({connection_error})" if connection_error else "connection failed"
+    return f"HTTP {status} {error_type}" if error_type else f"HTTP {status}"
 
 
 Subscriber = Callable[[Observation], None]

@@ -67,9 +67,14 @@ def step_observations(step: Step, asm: MessageAssembler, now: float, turn: int, 
     for change in step.changes:
         kind = change[0]
         if kind == "block_delta":
-            d = ev.delta  # type: ignore[union-attr]
-            frag = getattr(d, "text", None) or getattr(d, "partial_json", None) or getattr(d, "thinking", None) or ""
-            out.append(O.BlockDelta(now, turn, attempt, change[1], d.type, frag, ev.seq))
+            delta = ev.delta  # type: ignore[union-attr]
+            frag = (
+                getattr(delta, "text", None)
+                or getattr(delta, "partial_json", None)
+                or getattr(delta, "thinking", None)
+                or ""
+            )
+            out.append(O.BlockDelta(now, turn, attempt, change[1], delta.type, frag, ev.seq))  # type: ignore[union-attr]
         elif kind == "block_opened":
             b = asm.blocks[change[1]]
             out.append(O.BlockOpened(now, turn, attempt, b.index, b.type, b.id, b.name, dict(b.start)))

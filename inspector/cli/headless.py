@@ -12,7 +12,7 @@ import orjson
 
 from inspector.agent import observations as O
 from inspector.agent.states import LoopState
-from inspector.core.fmt import short, short_text
+from inspector.core.fmt import duration, short, short_text
 
 
 # ------------------------------------------------------------------------------------------------------ run
@@ -98,6 +98,13 @@ class ProgressPrinter:
             self.p(f"{t}   attempt {obs.attempt + 1}: POST {obs.url}")
         elif isinstance(obs, O.ResponseStarted):
             self.p(f"{t}   HTTP {obs.status}")
+        elif isinstance(obs, O.HttpTryFailed):
+            what = O.try_failure_text(obs.status, obs.error_type, obs.connection_error)
+            if obs.retry_in is not None:
+                self.p(f"{t}   {what} · SDK retries in {duration(obs.retry_in)}")
+            else:
+                msg = f": {short_text(obs.error_message, 200, ellipsis='...')}" if obs.error_message else ""
+                self.p(f"{t}   {what}{msg} · not retried")
         elif isinstance(obs, O.BlockOpened):
             what = f" {obs.name} {obs.block_id}" if obs.name else ""
             self.p(f"{t}   block {obs.index} open: {obs.block_type}{what}")
@@ -124,8 +131,8 @@ class ProgressPrinter:
             if obs.status != "complete":
                 self.p(f"{t}   attempt {obs.attempt + 1} {obs.status}: {obs.reason}")
         elif isinstance(obs, O.LoopStateChanged):
-            if obs.state in (LoopState.WAITING_RETRY,):
-                self.p(f"{t}   {obs.detail}")
+            if obs.state == LoopState.WAITING_RETRY and not obs.detail.startswith(("HTTP ", "connection failed")):
+                self.p(f"{t}   {obs.detail}")  # the SDK's waits are already on their HttpTryFailed line
         elif isinstance(obs, O.TextFinish):
             self.p(f"{t} answer:")
             for line in obs.text.splitlines():

@@ -140,23 +140,40 @@ def run_headless(factory: Callable[..., Any], *, as_json: bool) -> int:
         # the reader of our output went away (e.g. `| head`): stop the loop rather than run on unwatched
         sink = stdout_sink(on_broken=lambda: loop.call_soon_threadsafe(session.controller.cancel))
         session.bus.subscribe(JsonPrinter(sink) if as_json else ProgressPrinter(sink))
-        try:
+        try:  # from here Ctrl-C cancels the loop (it ends `cancelled`, exit 130, its recording complete)
             loop.add_signal_handler(signal.SIGINT, session.controller.cancel)
-        except (NotImplementedError, RuntimeError):
-            pass
+        except (NotImplementedError, RuntimeError, ValueError):
+            startup_sigint_done()
         try:
             return await session.run()
         finally:
             sink.close()
 
-    result = asyncio.run(main())
+    try:
+        result = asyncio.run(main())
+    finally:
+        startup_sigint_done()  # (the loop restores Python's handler when it closes; this covers a failed start)
     for err in session.bus.errors:
         _err(err)
+    recorder = getattr(session, "recorder", None)
+    if recorder is not None:
+        recorder.close()  # (already closed by the session; a failure to close is noted, never raised)
+        if recorder.error:
+            _err(f"warning: {recorder.error}")
     return {"finished": EXIT_OK, "error": EXIT_FAIL, "cancelled": EXIT_CANCELLED}[result.status]
+
+
+def startup_sigint_done() -> None:
+    """Ctrl-C is the command's from here: the start-up handler of `inspector.__main__` (exit 130 at once) gives way to
+    the usual KeyboardInterrupt."""
+    if getattr(signal.getsignal(signal.SIGINT), "__name__", "") == "interrupted_while_starting":
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def run_tui(factory: Callable[..., Any], source: dict, *, replay: bool = False) -> int:
     from inspector.tui.app import run_dashboard
+
+    startup_sigint_done()
 
     return run_dashboard(factory, source=source, replay=replay)
 

@@ -1,10 +1,18 @@
 """Replay a recording through the same pipeline: a fake transport serves the recorded reads with their timing
-(scaled by the pacer), and tools are not executed: their results (and durations) come from the recording."""
+(scaled by the pacer), and tools are not executed: their results (and durations) come from the recording.
+
+HTTP tries the SDK retried by itself (recorded as attempts of their own: a non-2xx response, or ``end`` status
+``connection_error``) are served again, status, headers and body, so the SDK retries them as it did: the server says
+``x-should-retry: true`` when the recording has a later try for the same turn, ``false`` otherwise, and scales
+``retry-after(-ms)`` by the pacer. An attempt that ended ``cancelled`` is served up to where it was cancelled, then
+the server calls ``on_cancel`` (the session cancels its loop there) and the connection stays silent."""
 
 from __future__ import annotations
 
 import asyncio
+import math
 from collections import defaultdict, deque
+from collections.abc import Callable
 from typing import Any
 
 import httpx2
@@ -20,10 +28,13 @@ class ReplayRefused(ToolRefused):
 
 
 class _Body(httpx2.AsyncByteStream):
-    def __init__(self, attempt: RecordedAttempt, pacer: Pacer, ending: str) -> None:
+    def __init__(
+        self, attempt: RecordedAttempt, pacer: Pacer, ending: str, on_cancel: Callable[[], None] | None = None
+    ) -> None:
         self.attempt = attempt
         self.pacer = pacer
         self.ending = ending
+        self.on_cancel = on_cancel
 
     async def __aiter__(self):
         last = 0.0
@@ -34,7 +45,9 @@ class _Body(httpx2.AsyncByteStream):
             yield r.data
         if self.ending == "drop":
             raise httpx2.RemoteProtocolError("peer closed connection without sending complete message body (replayed)")
-        if self.ending == "hang":
+        if self.ending == "cancel" and self.on_cancel is not None:
+            self.on_cancel()  # the recorded run was cancelled here: so is the replay
+        if self.ending in ("hang", "cancel"):
             await asyncio.Event().wait()
 
     async def aclose(self) -> None:
@@ -48,49 +61,132 @@ def _ending(attempt: RecordedAttempt) -> str:
         return "drop"
     if end.get("status") == "failed" and reason.startswith("idle timeout"):
         return "hang"
+    if end.get("status") == "cancelled":
+        return "cancel"
     return "eof"
+
+
+def was_cancelled(recording: Recording) -> bool:
+    """The recorded run ended cancelled (by the user)."""
+    return any(o.get("type") == "loop_finished" and o.get("status") == "cancelled" for o in recording.observations)
+
+
+def failed_try(attempt: RecordedAttempt) -> bool:
+    """A try that failed before a stream: an error status, or a connection failure (the SDK may have retried it)."""
+    status = (attempt.response or {}).get("status")
+    if isinstance(status, int) and not 200 <= status < 300:
+        return True
+    return attempt.response is None and (attempt.end or {}).get("status") == "connection_error"
+
+
+def sdk_max_retries(recording: Recording) -> int:
+    """How many times the replay's SDK may retry a try: at least as often as the recording shows it did; exactly
+    as often when a connection failure was the last try (the SDK retries those while it may)."""
+    longest, last_connection_failure = 0, None
+    for turn in recording.turns:
+        run = 0
+        for i, att in enumerate(turn.attempts):
+            if failed_try(att):
+                run += 1
+                later = i + 1 < len(turn.attempts)
+                if not later and att.response is None:
+                    last_connection_failure = run - 1
+            else:
+                run = 0
+            longest = max(longest, run)
+    if last_connection_failure is not None:
+        return last_connection_failure
+    return max(2, longest)
+
+
+def _scaled_retry_headers(headers: dict, speed: float) -> None:
+    if speed == 1.0:
+        return
+    for name, unit in (("retry-after-ms", 1.0), ("retry-after", 0.001)):
+        if name in headers:
+            try:
+                value = float(headers[name])
+            except (TypeError, ValueError):
+                headers.pop(name)
+                continue
+            headers[name] = f"{unit:g}" if math.isinf(speed) else f"{max(unit, value / speed):g}"
 
 
 class ReplayServer:
     """Serves the recorded attempts in recorded order, one per request (the loop makes the same requests)."""
 
-    def __init__(self, recording: Recording, pacer: Pacer | None = None) -> None:
+    KEEP_REQUESTS = 4  # request bodies kept (each holds the whole history: keeping all grows with turns squared)
+
+    def __init__(
+        self, recording: Recording, pacer: Pacer | None = None, *, on_cancel: Callable[[], None] | None = None
+    ) -> None:
         self.recording = recording
         self.pacer = pacer or Pacer(1.0)
         self.attempts = list(recording.attempts())
         self.served = 0
-        self.requests: list[dict] = []
+        self.received = 0  # requests received (self.requests keeps only the last KEEP_REQUESTS bodies)
+        self.requests: deque[dict] = deque(maxlen=self.KEEP_REQUESTS)
+        self.on_cancel = on_cancel
+        self.cancelled_run = was_cancelled(recording)
+        # a failed try is retried by the SDK when the recording has a later try of the same turn
+        self._retried: set[int] = set()
+        for i, att in enumerate(self.attempts):
+            nxt = self.attempts[i + 1] if i + 1 < len(self.attempts) else None
+            if failed_try(att) and nxt is not None and nxt.turn == att.turn:
+                self._retried.add(i)
 
     async def handler(self, request: httpx2.Request) -> httpx2.Response:
+        self.received += 1
         try:
             self.requests.append(orjson.loads(request.content))
         except Exception:
             self.requests.append({})
+        if self.served >= len(self.attempts) and self.cancelled_run and self.on_cancel is not None:
+            self.on_cancel()  # the recorded run was cancelled before this request (e.g. while its tools ran)
+            await asyncio.Event().wait()
         if self.served >= len(self.attempts):
             body = {
                 "type": "error",
                 "error": {"type": "invalid_request_error", "message": "the recording has no more turns"},
             }
             return httpx2.Response(400, json=body, headers={"x-should-retry": "false"})
-        attempt = self.attempts[self.served]
+        index = self.served
+        attempt = self.attempts[index]
         self.served += 1
+        end = attempt.end or {}
+        if attempt.response is None and end.get("status") == "connection_error":
+            await self.pacer.sleep(max(0.0, float(end.get("t") or 0.0)))
+            raise httpx2.ConnectError(str(end.get("reason") or "connection failed (replayed)"), request=request)
+        if attempt.response is None and end.get("status") == "cancelled":
+            if self.on_cancel is not None:
+                self.on_cancel()  # cancelled before the response came: so is the replay
+            await asyncio.Event().wait()
         resp = attempt.response or {}
         status = int(resp.get("status") or 200)
         headers = dict(resp.get("headers") or {"content-type": "text/event-stream"})
         headers.pop("content-length", None)
         headers.pop("content-encoding", None)
         headers.pop("transfer-encoding", None)
-        if status != 200:
-            headers["x-should-retry"] = "false"
+        if not 200 <= status < 300:
+            headers["x-should-retry"] = "true" if index in self._retried else "false"
+            _scaled_retry_headers(headers, self.pacer.speed)
             return httpx2.Response(status, headers=headers, content=attempt.data)
         headers.setdefault("content-type", "text/event-stream")
-        return httpx2.Response(status, headers=headers, stream=_Body(attempt, self.pacer, _ending(attempt)))
+        return httpx2.Response(
+            status, headers=headers, stream=_Body(attempt, self.pacer, _ending(attempt), self.on_cancel)
+        )
 
 
-def recorded_tools(recording: Recording, pacer: Pacer) -> tuple[dict[str, ToolSpec], list[dict] | None]:
+def recorded_tools(
+    recording: Recording, pacer: Pacer, *, on_cancel: Callable[[], Callable[[], None] | None] | None = None
+) -> tuple[dict[str, ToolSpec], list[dict] | None]:
     """ToolSpecs that give back the recorded results (matched by name and input, in order; the last one is reused
     by repeated calls), taking the recorded duration (scaled by the pacer). Also returns the tool definitions as
-    the recording sent them."""
+    the recording sent them. When the recorded run was cancelled while its tools ran, a call without a recorded result
+    is where it was cancelled: it calls the callback `on_cancel()` gives back (the session's cancel) and waits."""
+    # cancelled while its tools ran: the run was cancelled and its last attempt had streamed to the end
+    last = next(reversed(list(recording.attempts())), None)
+    cancelled_run = was_cancelled(recording) and last is not None and (last.end or {}).get("status") == "complete"
     results: dict[tuple[str, bytes], deque] = defaultdict(deque)
     durations: dict[str, float] = {}
     uses: dict[str, tuple[str, Any]] = {}
@@ -150,6 +246,10 @@ def recorded_tools(recording: Recording, pacer: Pacer) -> tuple[dict[str, ToolSp
         async def fn(tool_input: dict) -> Any:
             key = (name, orjson.dumps(tool_input, option=orjson.OPT_SORT_KEYS))
             q = results.get(key)
+            cancel = on_cancel() if on_cancel is not None and cancelled_run and not q else None
+            if cancel is not None:
+                cancel()
+                await asyncio.Event().wait()
             if not q:
                 raise ReplayRefused(f"no recorded result for {name}({orjson.dumps(tool_input).decode()[:80]})")
             # a retried attempt runs the same calls again: the last recorded result for a call is reused

@@ -639,6 +639,49 @@ PROXY_BUFFERED = Scenario(
 )
 
 
+# --- HTTP tries the SDK retries by itself (added with the HTTP-try observations; self-contained) ------------------
+
+SERVER_ERROR_RETRY = Scenario(
+    name="server_error_retry",
+    description="HTTP 500 with x-should-retry: true on the first try: the SDK retries it by itself, then streams.",
+    prompt=PARSE_DATE_PROMPT,
+    tools=["read_file"],
+    workspace="parse_date",
+    seed=1515,
+    turns=[
+        _answer_turn(
+            fast(),
+            http_errors=[HttpError(500, attempt=0, should_retry=True, retry_after_ms=400)],
+        )
+    ],
+    expected={"status": "finished", "turns": 1, "requests": 2, "final_stop_reason": "end_turn", "tool_calls": []},
+)
+
+CONNECTION_REFUSED = Scenario(
+    name="connection_refused",
+    description="The first try cannot connect (connection refused): the SDK backs off and retries, then streams.",
+    prompt=PARSE_DATE_PROMPT,
+    tools=["read_file"],
+    workspace="parse_date",
+    seed=1616,
+    turns=[
+        _answer_turn(
+            fast(),
+            http_errors=[
+                HttpError(
+                    503,
+                    attempt=0,
+                    error_type="overloaded_error",
+                    connect_error="[Errno 111] Connection refused",
+                    delay=0.01,
+                )
+            ],
+        )
+    ],
+    expected={"status": "finished", "turns": 1, "requests": 2, "final_stop_reason": "end_turn", "tool_calls": []},
+)
+
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -656,6 +699,8 @@ SCENARIOS: dict[str, Scenario] = {
         TOOL_RAISES,
         TOOL_HANGS,
         PROXY_BUFFERED,
+        SERVER_ERROR_RETRY,
+        CONNECTION_REFUSED,
     )
 }
 

@@ -227,6 +227,9 @@ class HttpError:
     retry_after: float | None = None
     should_retry: bool | None = None  # x-should-retry header
     delay: float = 0.05  # scenario seconds before the response
+    # the in-process fake API fails the connection instead (httpx2.ConnectError with this reason, e.g. connection
+    # refused) after `delay`; a server over real HTTP (inspector serve) still answers with `status`
+    connect_error: str | None = None
 
     def resolved_type(self) -> str:
         if self.error_type:

@@ -214,6 +214,10 @@ class ScenarioServer:
         self.responses.append(served)
 
         await self.pacer.sleep(plan.header_delay)
+        http_error = self.scenario.turns[turn].http_error_for(attempt)
+        if http_error is not None and http_error.connect_error is not None:
+            served.state = "dropped"  # no response at all: the connection failed
+            raise httpx2.ConnectError(http_error.connect_error, request=request)
         headers = dict(plan.headers)
         if plan.status != 200:
             self._scale_retry_headers(headers)

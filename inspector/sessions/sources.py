@@ -203,12 +203,13 @@ def load_recording(path: str | Path | bytes) -> Recording:
     """A recording, a plain SSE file or a HAR export, whichever it is."""
     from inspector.record.har import load_any
 
+    label = "the input" if isinstance(path, bytes) else str(path)
     try:
         return load_any(path)
     except OSError as e:
-        raise SourceError(f"cannot read {path}: {e.strerror or e}") from None
+        raise SourceError(f"cannot read {label}: {e.strerror or e}") from None
     except ValueError as e:
-        raise SourceError(f"{path}: {e}") from None
+        raise SourceError(f"{label}: {e}") from None
 
 
 def replay_session(
@@ -220,7 +221,7 @@ def replay_session(
     label: str | None = None,
 ) -> Session:
     """A recording through the same pipeline: recorded reads with their timing, recorded tool results."""
-    from inspector.record.replay import ReplayServer, recorded_tools
+    from inspector.record.replay import ReplayServer, failed_try, recorded_tools, sdk_max_retries
 
     if not isinstance(recording, Recording):
         label = label or str(recording)
@@ -230,10 +231,10 @@ def replay_session(
     client = anthropic.AsyncAnthropic(
         api_key="replay-no-key",
         base_url="http://replay.local",
-        max_retries=0,
+        max_retries=sdk_max_retries(recording),  # the SDK retries the recorded failed tries as it did
         http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(server.handler)),
     )
-    tools, definitions = recorded_tools(recording, pacer)
+    tools, definitions = recorded_tools(recording, pacer, on_cancel=lambda: server.on_cancel)
     first = next(iter(recording.attempts()), None)
     body = ((first.request or {}).get("body") if first else None) or {}
     if not isinstance(body, dict):
@@ -244,7 +245,8 @@ def replay_session(
     if first_user and isinstance(first_user[0].get("content"), str):
         prompt = first_user[0]["content"]
     hdr_source = recording.header.get("source") or {}
-    n_attempts = len(list(recording.attempts()))
+    # the loop's own attempts per turn (the tries the SDK retried by itself are not the loop's)
+    n_attempts = max((sum(1 for a in t.attempts if not failed_try(a)) for t in recording.turns), default=1)
     config = LoopConfig(
         model=str(body.get("model") or hdr_source.get("model") or "recorded"),
         messages=first_user,
@@ -269,6 +271,7 @@ def replay_session(
     )
     config.backoff_base = 0.0  # replays do not wait between recorded attempts beyond the recorded timing
     loop = AgentLoop(client, config, tools, bus=bus, clock=clock, pacer=pacer)
+    server.on_cancel = loop.controller.cancel  # a recorded cancel is replayed as a cancel at the same point
     session = Session(loop, config.source)
     session.server = server  # type: ignore[attr-defined]
     session.recording = recording  # type: ignore[attr-defined]
