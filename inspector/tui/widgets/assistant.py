@@ -77,6 +77,18 @@ class AssistantView(SectionView):
             items.append((("end", end), 0, lambda w: self._rule(end, "as--end", w)))
         self.set_items(items, self.content_width)
 
+    def detail_at(self, row: int):
+        key = self.item_key_at(row)
+        if not isinstance(key, tuple) or self.state is None:
+            return None
+        if len(key) == 3 and key in self.state.blocks:
+            return ("block", key)
+        if key[0] == "tool":
+            return ("tool", key[1])
+        if key[0] == "turn":
+            return ("turn", key[1])
+        return None
+
     # -------------------------------------------------------------------------------------------- items
     def _rule(self, label: str, cls: str, width: int) -> list[Strip]:
         head = f"── {label} "
