@@ -57,7 +57,6 @@ class KeyFooter(Footer):
     KeyFooter {
         overflow-x: hidden;
         KeyGroup.-compact { margin: 0 1 0 0; padding-left: 0; }
-        FooterLabel { margin: 0 1 0 1; }
         KeyGroup.-compact FooterKey.-grouped { margin: 0; }
     }
     """
@@ -135,7 +134,7 @@ class KeyFooter(Footer):
                             tooltip=tip or b.tooltip or b.description,
                             classes="-grouped",
                         ).data_bind(compact=Footer.compact)
-                    yield FooterLabel(binding.group.description)
+                    yield FooterLabel(f" {binding.group.description}")  # `n/b/t Step`, never `nbtStep`
             else:
                 yield FooterKey(
                     binding.key,

@@ -36,6 +36,8 @@ EXPLAIN = (
     "(stream start → last tool end): what starting each tool at its block's stop saved"
 )
 
+SHORT_EXPLAIN = "saved = sequential (stream + Σ tool runs) − actual (stream start → last tool end)"
+
 
 @dataclass
 class TurnFigures:
@@ -87,6 +89,7 @@ class Timeline(Widget):
         "tl--turn",
     }
     DEFAULT_CSS = """
+    Timeline { text-wrap: nowrap; text-overflow: ellipsis; }
     Timeline > .tl--ghost { color: $foreground-darken-2; }
     Timeline > .tl--turn { color: $foreground-muted; }
     """
@@ -115,10 +118,10 @@ class Timeline(Widget):
         state = self.state
         if state is None or not state.turns:
             return 1
-        turns = sorted(state.turns)
-        last = figures(state, turns[-1], self.now)
-        # header, compact lines of the earlier turns, the latest turn's bars, its ghost bar, axis, legend
-        return 1 + (len(turns) - 1) + len(last.bars) + (1 if last.sequential else 0) + 2
+        figs = [figures(state, t, self.now) for t in sorted(state.turns)]
+        # header, every turn in full (bars and ghost bar), axis, legend, the line saying how "saved" is computed;
+        # the CSS caps the height: `layout` then draws the earlier turns compact
+        return 1 + sum(len(f.bars) + (1 if f.sequential else 0) for f in figs) + 3
 
     def cstyle(self, name: str) -> Style:
         return self.get_component_rich_style(name, partial=True, default=Style())
@@ -135,18 +138,7 @@ class Timeline(Widget):
             return Text("timeline: nothing yet", self.cstyle("tl--empty"))
         turns = sorted(state.turns)
         figs = [figures(state, t, self.now) for t in turns]
-        # rows: header + legend + axis = 3; the rest goes to the latest turns in full, the others compact
-        room = max(1, height - 3)
-        expanded: list[TurnFigures] = []
-        used = 0
-        for fig in reversed(figs):
-            need = len(fig.bars) + (1 if fig.sequential else 0)
-            compact_rest = len(figs) - len(expanded) - 1
-            if expanded and used + need + compact_rest > room:
-                break
-            expanded.insert(0, fig)
-            used += need
-        compact = [f for f in figs if f not in expanded]
+        expanded, compact = self.layout(figs, height)
         lw = self.LABEL_W
         cols = max(4, width - lw - 1)
         out = Text(no_wrap=True, overflow="ellipsis")
@@ -161,9 +153,10 @@ class Timeline(Widget):
         span = max(t1 - t0, 1e-3)
         scale = cols / span
         out.append(f"{'timeline':<{lw}} ", self.cstyle("tl--label"))
-        out.append(f"span {span:.2f} s", self.cstyle("tl--axis"))
         if any(f.saved is not None for f in figs):
-            out.append(f"  saved vs sequential: {saved_total:.2f} s", self.cstyle("tl--saved"))
+            out.append(f"saved vs sequential {duration(saved_total)}", self.cstyle("tl--saved"))
+            out.append(" · ", self.cstyle("tl--axis"))
+        out.append(f"span {span:.2f} s", self.cstyle("tl--axis"))
         self._rows.append(None)
         for f in compact:
             out.append("\n")
@@ -181,23 +174,46 @@ class Timeline(Widget):
                 self._draw(out, [(f.start, f.start + f.sequential, "tl--ghost")], t0, scale, cols)
                 out.append(f" saved {duration(f.saved)}", self.cstyle("tl--saved"))
                 self._rows.append(("turn", f.turn))
-        out.append("\n")
-        out.append_text(self._axis(t0, t1, span, scale, cols))
-        out.append("\n")
-        out.append_text(self._legend(width))
+        if expanded:
+            out.append("\n")
+            out.append_text(self._axis(t0, t1, span, scale, cols))
+        rows = len(self._rows) + (1 if expanded else 0)
+        if rows < height:
+            out.append("\n")
+            out.append_text(self._legend(width))
+        if rows + 1 < height and any(f.saved is not None for f in figs):
+            out.append("\n")
+            out.append(SHORT_EXPLAIN, self.cstyle("tl--label"))
         return out
+
+    @staticmethod
+    def layout(figs: list[TurnFigures], height: int) -> tuple[list[TurnFigures], list[TurnFigures]]:
+        """Which turns are drawn in full (the latest that fit, with the axis) and which in one compact line each:
+        every turn is always shown, at least compactly."""
+        expanded: list[TurnFigures] = []
+        room = height - 1 - 1  # the header and the axis
+        used = len(figs)  # one compact line per turn to begin with
+        for fig in reversed(figs):
+            need = len(fig.bars) + (1 if fig.sequential else 0) - 1  # replaces its compact line
+            if used + need > room:
+                break
+            expanded.insert(0, fig)
+            used += need
+        return expanded, [f for f in figs if f not in expanded]
 
     def _compact_line(self, f: TurnFigures) -> Text:
         t = Text(no_wrap=True, overflow="ellipsis")
         model = [b for b in f.bars if b.label.startswith("model ")]
-        t.append(f"{f'turn {f.turn + 1}':<{self.LABEL_W}} ", self.cstyle("tl--turn"))
+        t.append(f"turn {f.turn + 1} ", self.cstyle("tl--turn"))
+        if f.saved is not None:
+            t.append(f"saved {duration(f.saved)} · ", self.cstyle("tl--saved"))
         if model:
             seg = model[-1].segments
             t.append(f"model {duration(seg[-1][1] - seg[0][0])}", self.cstyle("tl--turn"))
         if f.tools:
             t.append(f" · {f.tools} tool{'s' if f.tools != 1 else ''}", self.cstyle("tl--turn"))
-        if f.saved is not None:
-            t.append(f" · saved {duration(f.saved)}", self.cstyle("tl--saved"))
+        if f.sequential is not None and f.actual is not None:
+            t.append(f" · {duration(f.actual)} vs {duration(f.sequential)} sequential", self.cstyle("tl--turn"))
         return t
 
     def _target(self, f: TurnFigures, bar: Bar) -> tuple[str, Any] | None:
