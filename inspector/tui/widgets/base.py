@@ -318,6 +318,7 @@ class SectionView(LineView):
         self._item_cache: LRUCache[Hashable, list[Strip]] = LRUCache(4096)
         self._prev_items: list[tuple] = []
         self._item_starts: list[int] = []
+        self._item_keys: list[Hashable] = []
         self._prev_width = -1
 
     def on_styles_changed(self) -> None:
@@ -344,6 +345,7 @@ class SectionView(LineView):
         self._item_cache.clear()
         self._cache.clear()
         self._prev_items, self._item_starts, self._prev_width = [], [], -1
+        self._item_keys = []
 
     def on_resize(self) -> None:
         self._item_cache.clear()
@@ -381,6 +383,7 @@ class SectionView(LineView):
             new_starts.append(len(lines))
             lines.extend(self.item_lines(key, version, render, width))
         self._prev_items = [it[:2] for it in items]
+        self._item_keys = [it[0] for it in items]  # (unlike _prev_items, not cleared when styles change)
         self._item_starts = new_starts
         self._prev_width = width
         self.set_lines(lines)
@@ -412,7 +415,7 @@ class SectionView(LineView):
         if not 0 <= row < len(self._lines) or not self._item_starts:
             return None
         i = bisect.bisect_right(self._item_starts, row) - 1
-        return self._prev_items[i][0] if 0 <= i < len(self._prev_items) else None
+        return self._item_keys[i] if 0 <= i < len(self._item_keys) else None
 
     @property
     def content_width(self) -> int:
