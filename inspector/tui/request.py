@@ -59,7 +59,8 @@ def message_summary(message: Any, limit: int = 90) -> str:
         if kind == "text":
             parts.append(f"text {short(block.get('text', ''), 40)}")
         elif kind == "tool_use":
-            parts.append(f"tool_use {block.get('name')}({short(block.get('input'), 40)[1:-1]})")
+            inp = block.get("input")
+            parts.append(f"tool_use {block.get('name')}" + (f" {short(inp, 40)}" if inp is not None else ""))
         elif kind == "tool_result":
             err = " is_error" if block.get("is_error") else ""
             parts.append(f"tool_result {block.get('tool_use_id')}{err}: {short(block.get('content'), 40)}")

@@ -238,9 +238,9 @@ class BlocksView(SectionView):
                 reason = incomplete_reason(buf)
                 value, err = b.preview()
                 if reason is None:
-                    label = Text(pad + "buffer is valid JSON already ▸ ", self.cstyle("blk--label"))
+                    label = Text("buffer is valid JSON already ▸ ", self.cstyle("blk--label"))
                 else:
-                    label = Text(pad + "not valid JSON yet: ", self.cstyle("blk--label"))
+                    label = Text("not valid JSON yet: ", self.cstyle("blk--label"))
                     label.append(reason, self.cstyle("blk--more"))
                     label.append(" · repaired preview ▸ ", self.cstyle("blk--label"))
                 if err:
@@ -249,7 +249,7 @@ class BlocksView(SectionView):
                     label.append_text(_json(Text(_compact(value)[: width * 3], self.cstyle("blk--preview"))))
                 else:
                     label.append("…", self.cstyle("blk--more"))
-                out.extend(wrap_strips(label, console, width)[:4])
+                out.extend(wrap_strips(label, console, width, indent=INDENT)[:4])
             elif b.input_error is None:
                 value = b.parsed_input
                 if value is not None:

@@ -36,6 +36,7 @@ EXPLAIN = (
     "(stream start → last tool end): what starting each tool at its block's stop saved"
 )
 
+NOTE_W = 14  # " saved 830 ms" after the ghost bar
 SHORT_EXPLAIN = "saved = sequential (stream + Σ tool runs) − actual (stream start → last tool end)"
 
 
@@ -140,7 +141,8 @@ class Timeline(Widget):
         figs = [figures(state, t, self.now) for t in turns]
         expanded, compact = self.layout(figs, height)
         lw = self.LABEL_W
-        cols = max(4, width - lw - 1)
+        note_w = NOTE_W if any(f.sequential is not None for f in expanded) else 0
+        cols = max(4, width - lw - 1 - note_w)  # room after the ghost bar for its "saved" figure
         out = Text(no_wrap=True, overflow="ellipsis")
         # header
         saved_total = sum(f.saved for f in figs if f.saved is not None)
