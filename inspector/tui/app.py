@@ -294,6 +294,12 @@ class InspectorApp(App[int]):
         self.ticks = 0  # refresh timer ticks
         self.timing_analysis = TimingAnalysis()  # kept between openings of the timing view (incremental)
 
+    def get_driver_class(self) -> Any:
+        """Under textual-serve (`inspector web`), a web driver that ends the app when its browser is gone."""
+        from inspector.tui.web import driver_for
+
+        return driver_for(super().get_driver_class())
+
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
         with Grid(id="panes"):
