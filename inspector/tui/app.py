@@ -50,7 +50,7 @@ from inspector.tui.widgets.events import EventsView
 from inspector.tui.widgets.footer import KeyFooter
 from inspector.tui.widgets.status import StatusBar, StatusInfo
 from inspector.tui.widgets.timeline import Timeline
-from inspector.tui.widgets.timing import TimingAnalysis, TimingScreen
+from inspector.tui.widgets.timing import TimingAnalysis, TimingInputs, TimingScreen
 from inspector.tui.widgets.tools import ToolsView
 
 
@@ -746,7 +746,17 @@ class InspectorApp(App[int]):
             self.screen.dismiss(None)
             return
         self.flush()
-        self.push_screen(TimingScreen(self.timing_analysis))
+        self.push_screen(TimingScreen(self.timing_analysis, self.timing_inputs))
+
+    def timing_inputs(self) -> TimingInputs:
+        return TimingInputs(
+            self.history,
+            self.cursor,
+            self.timing_note(),
+            getattr(self.session, "recording", None),
+            self.source,
+            self.session_running,
+        )
 
     def action_maximize(self, n: int) -> None:
         pane = self.panes[int(n) - 1]

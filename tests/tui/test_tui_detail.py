@@ -321,3 +321,19 @@ def test_the_palette_is_built_from_the_bindings() -> None:
     assert {"control: step event", "control: pause", "view: timing", "export: export", "app: quit"} <= names
     ids = [b.id for b in InspectorApp.BINDINGS if b.id and b.description]
     assert len(names) == len(ids)
+
+
+class TestProxyAndServe:
+    @pytest.mark.parametrize("kind", ["proxy", "serve"])
+    async def test_the_address_to_point_a_harness_at_is_shown_in_full(self, kind: str) -> None:
+        url = "http://127.0.0.1:54321"
+        source = {"type": kind, "upstream": "https://api.anthropic.com", "name": "parse_date", "listen": url}
+        factory = Factory(lambda: FakeSession([O.LoopStarted(0.0, source, "", None)], source=source))
+        app = InspectorApp(factory, clock=lambda: 0.0)
+        async with app.run_test(size=SMALL) as pilot:
+            banner = app.query_one("#connect")
+            await wait_for(lambda: banner.display and banner.region.height == 1, what="the address line")
+            await pilot.pause()
+            text = str(banner.render())
+            assert f"ANTHROPIC_BASE_URL={url}" in text
+            assert banner.region.width >= len(text.strip())  # nothing cut off at 80 columns

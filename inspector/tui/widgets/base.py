@@ -119,6 +119,8 @@ class LineView(ScrollView, can_focus=True):
     LineView > .lv--selected { background: $accent 35%; }
     """
 
+    follow: reactive[bool] = reactive(True, repaint=False, init=False)
+    """Follow mode: the view sticks to the tail while the user is at the bottom (scrolling up turns it off)."""
     selected: reactive[int | None] = reactive(None)
     """The selected row (Enter opens its detail); None: nothing selected."""
 
@@ -126,7 +128,6 @@ class LineView(ScrollView, can_focus=True):
         super().__init__(name=name, id=id, classes=classes)
         self._count = 0
         self._new = 0  # rows added while the user is scrolled up
-        self.follow = True
         self._cache: LRUCache[Hashable, Strip] = LRUCache(2048)
         self._programmatic = False
         self._base: Style | None = None

@@ -12,6 +12,8 @@ replayed reads' times are the replay's own.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from rich.style import Style
@@ -29,6 +31,19 @@ from inspector.state.travel import History
 REFRESH_HZ = 4
 HAR_NOTE = "HAR timing is per response, not per read"
 VERDICT_ORDER = ("buffered", "suspect", "not buffered", "inconclusive")
+
+
+@dataclass
+class TimingInputs:
+    """What the timing view analyses: the history, the time-travel cursor, the source's timing caveat, and the
+    original recording of a source without per-read timing (a HAR import)."""
+
+    history: History
+    cursor: int | None = None
+    note: str = ""
+    original: Any = None
+    source: dict | None = None
+    running: bool = False
 
 
 class TimingAnalysis:
@@ -231,9 +246,14 @@ class TimingScreen(ModalScreen[None]):
     TimingScreen #timing-scroll { height: 1fr; scrollbar-gutter: stable; }
     """
 
-    def __init__(self, analysis: TimingAnalysis | None = None) -> None:
+    def __init__(
+        self, analysis: TimingAnalysis | None = None, inputs: Callable[[], TimingInputs] | None = None
+    ) -> None:
+        """`inputs` says what to analyse, each time the report refreshes (the dashboard passes its own; the screen
+        never reaches into the App for it)."""
         super().__init__()
         self.analysis = analysis or TimingAnalysis()
+        self.inputs = inputs or (lambda: TimingInputs(History()))
         self.data: dict | None = None
         self.verdict = ""
         self.text = ""  # the plain text shown (tests)
@@ -261,14 +281,14 @@ class TimingScreen(ModalScreen[None]):
 
     def update_report(self) -> None:
         """Recompute when the observations or the cursor changed since the last time (called by the timer)."""
-        app: Any = self.app
-        history: History = app.history
-        cursor = app.cursor
+        inputs = self.inputs()
+        history = inputs.history
+        cursor = inputs.cursor
         cut = len(history) if cursor is None else history.cut(cursor)
-        note = app.timing_note()
+        note = inputs.note
         # a source without per-read timing (HAR): the replayed reads' times are the replay's, so the report is the
         # original recording's (its time to headers and total time are real), whole, whatever the cursor
-        original = getattr(app.session, "recording", None) if note else None
+        original = inputs.original if note else None
         if isinstance(original, Recording):
             cut = cursor = None
         key = (id(history), cut, cursor, note, id(original))
@@ -281,7 +301,7 @@ class TimingScreen(ModalScreen[None]):
             if isinstance(original, Recording):
                 data = self.analysis.compute_recording(original)
             else:
-                data = self.analysis.compute(history, cut, app.source or None, timed_reads=not note)
+                data = self.analysis.compute(history, cut, inputs.source or None, timed_reads=not note)
             self.data = data
         except Exception as e:  # a report bug must not take the dashboard down
             self.data, self.verdict = None, "error"
@@ -299,7 +319,7 @@ class TimingScreen(ModalScreen[None]):
         elif cursor is not None:
             title = f"Timing · as of event {cursor} of {history.event_count} (time travel)"
         else:
-            title = f"Timing · {'live' if app.session_running else 'session'} · {history.event_count} events"
+            title = f"Timing · {'live' if inputs.running else 'session'} · {history.event_count} events"
         if note and not any(str(w).startswith(note) for w in data.get("warnings") or ()):
             out.append(f"⚠ {note}\n", r.c("tm--note"))
         out.append("verdict: ", r.c("tm--muted"))
@@ -313,4 +333,12 @@ class TimingScreen(ModalScreen[None]):
         r.update(out)
 
 
-__all__ = ["HAR_NOTE", "REFRESH_HZ", "TimingAnalysis", "TimingReport", "TimingScreen", "overall_verdict"]
+__all__ = [
+    "HAR_NOTE",
+    "REFRESH_HZ",
+    "TimingAnalysis",
+    "TimingInputs",
+    "TimingReport",
+    "TimingScreen",
+    "overall_verdict",
+]
