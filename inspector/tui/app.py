@@ -629,16 +629,21 @@ class InspectorApp(App[int]):
         self.flush()
         return True
 
+    def _ctl(self) -> ControllerLike:
+        """The running session's controller (only called once `control_available` said there is one)."""
+        assert self.controller is not None
+        return self.controller
+
     def action_toggle_pause(self) -> None:
-        self._control("pause", lambda: self.controller.toggle_pause())
+        self._control("pause", lambda: self._ctl().toggle_pause())
 
     def action_step(self, unit: str) -> None:
         if unit not in STEP_UNITS:
             return
-        self._control(f"step {unit}", lambda: self.controller.step(unit))
+        self._control(f"step {unit}", lambda: self._ctl().step(unit))
 
     def action_cancel(self) -> None:
-        self._control("cancel", lambda: self.controller.cancel())
+        self._control("cancel", lambda: self._ctl().cancel())
 
     def action_faster(self) -> None:
         self._speed(+1)
@@ -650,8 +655,7 @@ class InspectorApp(App[int]):
         """+/-: the running loop's speed, or (once it has ended) the speed the next restart starts at."""
         name = "faster" if direction > 0 else "slower"
         if self.session_running:
-            c = self.controller
-            self._control(name, lambda: c.faster() if direction > 0 else c.slower())
+            self._control(name, lambda: self._ctl().faster() if direction > 0 else self._ctl().slower())
             return
         ok, why = self.control_available(name)
         if not ok:

@@ -69,6 +69,11 @@ def message_summary(message: Any, limit: int = 90) -> str:
     return short_text(f"{role}: " + " · ".join(parts), limit + 40)
 
 
+def _messages(body: dict) -> list[Any]:
+    messages = body.get("messages")
+    return messages if isinstance(messages, list) else []
+
+
 def _tools_by_name(body: dict) -> dict[str, Any]:
     tools = body.get("tools")
     out: dict[str, Any] = {}
@@ -93,8 +98,7 @@ def request_diff(prev: dict, cur: dict) -> list[Change]:
     for name in sorted(pt.keys() & ct.keys()):
         if pt[name] != ct[name]:
             out.append(Change("~", f"tools/{name}", "definition changed"))
-    pm = prev.get("messages") if isinstance(prev.get("messages"), list) else []
-    cm = cur.get("messages") if isinstance(cur.get("messages"), list) else []
+    pm, cm = _messages(prev), _messages(cur)
     same = 0
     while same < min(len(pm), len(cm)) and pm[same] == cm[same]:
         same += 1
@@ -126,7 +130,7 @@ def request_detail(state: DashboardState, turn: int, attempt: int | None = None)
     (t, a), body = found
     out = Text()
     params = {k: v for k, v in body.items() if k not in SECTIONS}
-    messages = body.get("messages") if isinstance(body.get("messages"), list) else []
+    messages = _messages(body)
     tools = _tools_by_name(body)
     prev = previous_request(state, t)
     _section(out, f"changes since turn {prev[0][0] + 1}'s request" if prev else "changes")

@@ -26,11 +26,11 @@ EXIT_GRACE = 3.0  # seconds the app gets to exit cleanly once its client is gone
 class InspectorWebDriver(WebDriver):
     """The web driver, ending the app when the client is gone (stdin EOF) or on SIGTERM."""
 
-    _loop: asyncio.AbstractEventLoop | None = None
+    _inspector_loop: asyncio.AbstractEventLoop | None = None
     _leaving = False
 
     def start_application_mode(self) -> None:
-        self._loop = asyncio.get_running_loop()
+        self._inspector_loop = asyncio.get_running_loop()
         super().start_application_mode()
         if threading.current_thread() is threading.main_thread():
             # a Python-level handler runs between bytecodes, even while the event loop is busy
@@ -48,7 +48,7 @@ class InspectorWebDriver(WebDriver):
         if self._leaving:
             return
         self._leaving = True
-        loop = self._loop
+        loop = self._inspector_loop
         if loop is not None and not loop.is_closed():
             try:
                 asyncio.run_coroutine_threadsafe(self._app._post_message(messages.ExitApp()), loop)

@@ -8,10 +8,9 @@ from typing import Any
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual.strip import Strip
 
 from inspector.state.fold import BlockEntry, DashboardState, ToolEntry
-from inspector.tui.widgets.base import SectionView, chunk_text, text_strip, wrap_strips
+from inspector.tui.widgets.base import Line, SectionView, chunk_text, text_strip, wrap_strips
 from inspector.tui.widgets.tools import duration, streaming_call
 
 OPEN_TEXT_LIMIT = 4_000  # an open text block longer than this shows its tail until it closes
@@ -98,19 +97,19 @@ class AssistantView(SectionView):
         return None
 
     # -------------------------------------------------------------------------------------------- items
-    def _rule(self, label: str, cls: str, width: int) -> list[Strip]:
+    def _rule(self, label: str, cls: str, width: int) -> list[Line]:
         head = f"── {label} "
         return [text_strip(Text(head + "─" * max(0, width - len(head)), self.cstyle(cls)), self.app.console, width)]
 
-    def _prompt(self, prompt: str, width: int) -> list[Strip]:
+    def _prompt(self, prompt: str, width: int) -> list[Line]:
         t = Text("user ▸ ", self.cstyle("as--prompt"))
         t.append(prompt[: width * 5], self.cstyle("as--prompt"))
         return wrap_strips(t, self.app.console, width)[:4]
 
-    def _text(self, b: BlockEntry, failed: bool, width: int) -> list[Strip]:
+    def _text(self, b: BlockEntry, failed: bool, width: int) -> list[Line]:
         console = self.app.console
         text = b.joined()
-        prefix: list[Strip] = []
+        prefix: list[Line] = []
         if not b.closed and len(text) > OPEN_TEXT_LIMIT:
             cut = text.find("\n", len(text) - OPEN_TEXT_LIMIT)
             cut = cut + 1 if cut >= 0 else len(text) - OPEN_TEXT_LIMIT
@@ -125,12 +124,12 @@ class AssistantView(SectionView):
         styles = (self.cstyle("as--text"), self.cstyle("as--code"), self.cstyle("as--inline-code"))
         if failed:
             warn = self.cstyle("as--note-warning")
-            styles = tuple(s + warn for s in styles)
+            styles = (styles[0] + warn, styles[1] + warn, styles[2] + warn)
         cursor = None if (b.closed or failed or self.ended) else self.cstyle("as--cursor")
         out = prefix + markdownish_strips(text, width, styles, cursor)
         return out or [[]]
 
-    def _thinking(self, b: BlockEntry, failed: bool, width: int) -> list[Strip]:
+    def _thinking(self, b: BlockEntry, failed: bool, width: int) -> list[Line]:
         t = Text("thinking ▸ ", self.cstyle("as--thinking"))
         body = b.joined() if b.type == "thinking" else "(redacted)"
         t.append(body[: width * (THINKING_LINES + 1)].replace("\n", " "), self.cstyle("as--thinking"))
@@ -145,11 +144,11 @@ class AssistantView(SectionView):
             ]
         return lines
 
-    def _other(self, b: BlockEntry, failed: bool, width: int) -> list[Strip]:
+    def _other(self, b: BlockEntry, failed: bool, width: int) -> list[Line]:
         t = Text(f"▪ {b.type}" + (f" {b.name}" if b.name else ""), self.cstyle("as--tool"))
         return [text_strip(t, self.app.console, width)]
 
-    def _tool(self, t: ToolEntry, width: int) -> list[Strip]:
+    def _tool(self, t: ToolEntry, width: int) -> list[Line]:
         call = t.input_summary or f"{t.name}(…)"
         st = t.state
         if st == "streaming_input":
@@ -185,7 +184,7 @@ class AssistantView(SectionView):
         text.overflow = "ellipsis"
         return [text_strip(text, self.app.console, width)]
 
-    def _note(self, message: str, severity: str, width: int) -> list[Strip]:
+    def _note(self, message: str, severity: str, width: int) -> list[Line]:
         cls = "as--note-error" if severity == "error" else "as--note-warning"
         t = Text(("✗ " if severity == "error" else "⚠ ") + message, self.cstyle(cls))
         return wrap_strips(t, self.app.console, width)
@@ -240,7 +239,7 @@ def inline_spans(line: str) -> tuple[str, list[tuple[int, int, str]]]:
     return "".join(out), spans
 
 
-def markdownish_strips(text: str, width: int, styles: tuple, cursor: Style | None = None) -> list[list[Segment]]:
+def markdownish_strips(text: str, width: int, styles: tuple, cursor: Style | None = None) -> list[Line]:
     """Streamed assistant text as Markdown strips: headings and **bold** bold, *italic*, `inline code` and fenced
     code set apart, word-wrapped (a list item's continuation lines indented under its text).
 
@@ -251,7 +250,7 @@ def markdownish_strips(text: str, width: int, styles: tuple, cursor: Style | Non
     italic = plain + Style(italic=True)
     kinds = {"code": inline, "bold": bold, "italic": italic}
     width = max(8, width)
-    out: list[Strip] = []
+    out: list[Line] = []
     in_fence = False
     lines = text.split("\n")
     last = len(lines) - 1

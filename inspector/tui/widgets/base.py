@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Hashable, Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.console import Console
 from rich.segment import Segment
@@ -42,7 +42,7 @@ ROW_BINDINGS = [
 ]
 
 
-Line = list  # a list of rich Segments: one row, before it is padded to the width and given the base style
+Line = list[Segment]  # one row as rich Segments, before it is padded to the width and given the base style
 
 
 def text_strip(text: Text, console: Console, width: int, style: Style | None = None) -> Line:
@@ -107,7 +107,7 @@ def chunk_text(text: str, width: int, *, words: bool = False) -> list[tuple[int,
 class LineView(ScrollView, can_focus=True):
     """Rows rendered on demand (`render_row`), cached by `row_key`, following the tail."""
 
-    BINDINGS = CURSOR_BINDINGS + ROW_BINDINGS
+    BINDINGS: ClassVar[list[Binding | tuple[str, str] | tuple[str, str, str]]] = [*CURSOR_BINDINGS, *ROW_BINDINGS]
     COMPONENT_CLASSES = {"lv--selected"}
 
     DEFAULT_CSS = """
@@ -133,7 +133,7 @@ class LineView(ScrollView, can_focus=True):
         self._base: Style | None = None
 
     # -- to implement
-    def render_row(self, row: int, width: int) -> Strip:  # pragma: no cover - abstract
+    def render_row(self, row: int, width: int) -> Line | Strip:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def row_key(self, row: int) -> Hashable:
@@ -394,7 +394,7 @@ class SectionView(LineView):
         self._cache.clear()
         self.set_row_count(len(lines))
 
-    def render_row(self, row: int, width: int) -> Strip:
+    def render_row(self, row: int, width: int) -> Line | Strip:
         return self._lines[row]
 
     def row_key(self, row: int) -> Hashable:

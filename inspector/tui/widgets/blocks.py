@@ -11,10 +11,9 @@ import orjson
 from rich.highlighter import JSONHighlighter
 from rich.text import Text
 from textual.cache import LRUCache
-from textual.strip import Strip
 
 from inspector.state.fold import BlockEntry, DashboardState, human_size
-from inspector.tui.widgets.base import SectionView, chunk_text, text_strip, wrap_strips
+from inspector.tui.widgets.base import Line, SectionView, chunk_text, text_strip, wrap_strips
 
 BUFFER_LINES = 6  # buffer lines shown per block (the tail while open, the head once closed)
 INPUT_LINES = 12  # pretty-printed input lines shown per tool block
@@ -146,16 +145,16 @@ class BlocksView(SectionView):
         return None
 
     # -------------------------------------------------------------------------------------------- rendering
-    def _attempt_line(self, ta: tuple[int, int], failed: bool, width: int) -> list[Strip]:
+    def _attempt_line(self, ta: tuple[int, int], failed: bool, width: int) -> list[Line]:
         label = f"── turn {ta[0] + 1} · attempt {ta[1] + 1}" + (" · failed, discarded " if failed else " ")
         text = Text(label + "─" * max(0, width - len(label)), self.cstyle("blk--attempt"))
         if failed:
             text.stylize(self.cstyle("blk--discarded"))
         return [text_strip(text, self.app.console, width)]
 
-    def render_block(self, b: BlockEntry, failed: bool, width: int) -> list[Strip]:
+    def render_block(self, b: BlockEntry, failed: bool, width: int) -> list[Line]:
         console = self.app.console
-        out: list[Strip] = []
+        out: list[Line] = []
         head = Text(no_wrap=True, overflow="ellipsis")
         if b.closed and (b.input_error or any(self.state.diagnostics[i].severity == "error" for i in b.diagnostics)):
             head.append("✗ ", self.cstyle("blk--error"))

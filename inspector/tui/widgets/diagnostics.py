@@ -9,7 +9,7 @@ from rich.text import Text
 from textual.strip import Strip
 
 from inspector.state.fold import DashboardState
-from inspector.tui.widgets.base import LineView
+from inspector.tui.widgets.base import Line, LineView
 
 SEVERITY_CLASS = {"error": "diag--error", "warning": "diag--warning", "info": "diag--info"}
 GLYPH = {"error": "✗", "warning": "⚠", "info": "ℹ"}
@@ -55,7 +55,7 @@ class DiagnosticsView(LineView):
     def detail_at(self, row: int):
         return ("diagnostic", row) if 0 <= row < self.count else None
 
-    def render_row(self, row: int, width: int) -> Strip:
+    def render_row(self, row: int, width: int) -> Line | Strip:
         console = self.app.console
         if self.state is None or not self.state.diagnostics:
             words = "the stream was well-formed" if self.ended else "the stream is well-formed so far"

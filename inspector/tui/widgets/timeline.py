@@ -139,7 +139,7 @@ class Timeline(Widget):
             return Text("timeline: nothing yet", self.cstyle("tl--empty"))
         turns = sorted(state.turns)
         figs = [figures(state, t, self.now) for t in turns]
-        expanded, compact = self.layout(figs, height)
+        expanded, compact = self.plan_rows(figs, height)
         lw = self.LABEL_W
         note_w = NOTE_W if any(f.sequential is not None for f in expanded) else 0
         cols = max(4, width - lw - 1 - note_w)  # room after the ghost bar for its "saved" figure
@@ -189,7 +189,7 @@ class Timeline(Widget):
         return out
 
     @staticmethod
-    def layout(figs: list[TurnFigures], height: int) -> tuple[list[TurnFigures], list[TurnFigures]]:
+    def plan_rows(figs: list[TurnFigures], height: int) -> tuple[list[TurnFigures], list[TurnFigures]]:
         """Which turns are drawn in full (the latest that fit, with the axis) and which in one compact line each:
         every turn is always shown, at least compactly."""
         expanded: list[TurnFigures] = []
@@ -244,11 +244,11 @@ class Timeline(Widget):
                 cells[x], styles[x] = ch, cls
         run_start = 0
         while run_start < cols:
-            cls = styles[run_start]
+            run_cls = styles[run_start]
             run_end = run_start
-            while run_end < cols and styles[run_end] == cls:
+            while run_end < cols and styles[run_end] == run_cls:
                 run_end += 1
-            out.append("".join(cells[run_start:run_end]), self.cstyle(cls) if cls else None)
+            out.append("".join(cells[run_start:run_end]), self.cstyle(run_cls) if run_cls else None)
             run_start = run_end
 
     def _axis(self, t0: float, t1: float, span: float, scale: float, cols: int) -> Text:

@@ -65,6 +65,7 @@ class TimingAnalysis:
             self._history = history
             self._builder = RecordingBuilder(source=source, timed_reads=timed_reads)
         builder = self._builder
+        assert builder is not None
         obs = history.observations
         for i in range(builder.count, min(cut, len(obs))):
             builder.add(obs[i])
@@ -284,7 +285,7 @@ class TimingScreen(ModalScreen[None]):
         inputs = self.inputs()
         history = inputs.history
         cursor = inputs.cursor
-        cut = len(history) if cursor is None else history.cut(cursor)
+        cut: int | None = len(history) if cursor is None else history.cut(cursor)
         note = inputs.note
         # a source without per-read timing (HAR): the replayed reads' times are the replay's, so the report is the
         # original recording's (its time to headers and total time are real), whole, whatever the cursor
