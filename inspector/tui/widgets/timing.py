@@ -302,7 +302,9 @@ class TimingScreen(ModalScreen[None]):
             if isinstance(original, Recording):
                 data = self.analysis.compute_recording(original)
             else:
-                data = self.analysis.compute(history, cut, inputs.source or None, timed_reads=not note)
+                data = self.analysis.compute(
+                    history, len(history) if cut is None else cut, inputs.source or None, timed_reads=not note
+                )
             self.data = data
         except Exception as e:  # a report bug must not take the dashboard down
             self.data, self.verdict = None, "error"
