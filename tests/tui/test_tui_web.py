@@ -98,3 +98,101 @@ def test_a_busy_port_is_a_one_line_error(capsys: pytest.CaptureFixture[str]) -> 
         busy.close()
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"cannot listen on 127.0.0.1:{port}" in err
+
+
+def children(pid: int) -> list[int]:
+    """Every descendant process of pid (from /proc)."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parents[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parents.items() if pp == p]
+        out += kids
+        todo += kids
+    return out
+
+
+def wait_until(cond, timeout: float) -> bool:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        threading.Event().wait(0.1)  # polling a process table: no event to wait on
+    return cond()
+
+
+@pytest.mark.parametrize("how", ["client killed", "server killed"])
+def test_no_dashboard_process_remains_after_its_browser_is_gone(how: str) -> None:
+    """A websocket client (the browser) connects through textual-serve; the client's connection is torn down with
+    no close handshake, or the server is SIGKILLed: no dashboard process may remain."""
+    import asyncio
+
+    aiohttp = pytest.importorskip("aiohttp")
+    pytest.importorskip("textual_serve")
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    e = env()
+    e.pop("TEXTUAL_DRIVER")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "inspector", "web", "--port", str(port), "--scenario", "parse_date"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=e,
+        cwd=ROOT,
+    )
+    Drain(server.stdout)
+    apps: list[int] = []
+    try:
+
+        async def client() -> None:
+            async with aiohttp.ClientSession() as session:
+                for _ in range(100):  # the server is starting
+                    try:
+                        ws = await session.ws_connect(f"http://127.0.0.1:{port}/ws?width=80&height=24")
+                        break
+                    except aiohttp.ClientError:
+                        await asyncio.sleep(0.2)
+                else:
+                    raise AssertionError("the web server did not start")
+                got = 0
+                async for msg in ws:  # the dashboard is drawing: it runs
+                    got += len(msg.data) if isinstance(msg.data, (bytes, str)) else 0
+                    if got > 5000:
+                        break
+                apps.extend(children(server.pid))
+                assert apps, "no dashboard process was started"
+                if how == "client killed":
+                    ws._response.connection.transport.abort()  # no close frame: a killed browser
+                else:
+                    server.kill()
+
+        asyncio.run(client())
+        assert wait_until(lambda: not [p for p in apps if os.path.exists(f"/proc/{p}") and _alive(p)], 30), (
+            f"left running: {[p for p in apps if _alive(p)]}"
+        )
+    finally:
+        if server.poll() is None:
+            server.terminate()
+            server.wait(10)
+        for p in apps:
+            if _alive(p):
+                os.kill(p, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
