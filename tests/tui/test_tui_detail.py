@@ -337,3 +337,60 @@ class TestProxyAndServe:
             text = str(banner.render())
             assert f"ANTHROPIC_BASE_URL={url}" in text
             assert banner.region.width >= len(text.strip())  # nothing cut off at 80 columns
+
+
+class TestWordsAfterTheEnd:
+    async def test_finished_words_read_as_the_end(self) -> None:
+        obs = parse_date_observations("opening")
+        obs.append(O.LoopFinished(obs[-1].t, "finished", 1, [], [], None))  # a session that ended with no tools
+        app = InspectorApp(observations=obs, clock=lambda: 0.0)
+        async with app.run_test(size=WIDE) as pilot:
+            await pilot.pause()
+            diag = app.diagnostics_view.render_line(0).text
+            assert "the stream was well-formed" in diag and "so far" not in diag
+            assert app.tools_view.render_line(0).text.strip() == "no tool calls"
+
+    async def test_while_running_the_words_say_so_far(self) -> None:
+        app = synthetic("opening")
+        async with app.run_test(size=WIDE) as pilot:
+            await pilot.pause()
+            assert "well-formed so far" in app.diagnostics_view.render_line(0).text
+            assert app.tools_view.render_line(0).text.strip() == "no tool calls yet"
+
+    async def test_no_stray_cursor_after_a_cancel(self) -> None:
+        obs = parse_date_observations()
+        first_text = next(i for i, o in enumerate(obs) if isinstance(o, O.BlockDelta) and o.delta_type == "text_delta")
+        streaming = obs[: first_text + 2]  # the text block is open, streaming
+
+        def cursor_shown(app: InspectorApp) -> bool:
+            view = app.assistant_view
+            return any("▌" in view.render_line(y).text for y in range(view.size.height))
+
+        app = InspectorApp(observations=streaming, clock=lambda: 0.0)
+        async with app.run_test(size=WIDE) as pilot:
+            await pilot.pause()
+            assert cursor_shown(app)  # while it streams
+        t = streaming[-1].t
+        cancelled = [
+            *streaming,
+            O.LoopStateChanged(t, "cancelled", ""),
+            O.LoopFinished(t, "cancelled", 1, [], [], None),
+        ]
+        app = InspectorApp(observations=cancelled, clock=lambda: 0.0)
+        async with app.run_test(size=WIDE) as pilot:
+            await pilot.pause()
+            assert not cursor_shown(app)
+
+    async def test_an_empty_first_json_fragment_is_not_waiting_anymore(self) -> None:
+        obs = parse_date_observations("mid_tool_json")
+        start = max(i for i, o in enumerate(obs) if isinstance(o, O.BlockOpened))
+        block = obs[start]
+        cut = obs[: start + 1] + [
+            O.BlockDelta(block.t, block.turn, block.attempt, block.index, "input_json_delta", "", 0)
+        ]
+        app = InspectorApp(observations=cut, clock=lambda: 0.0)
+        async with app.run_test(size=WIDE) as pilot:
+            await pilot.pause()
+            view = app.blocks_view
+            text = "\n".join(view.render_line(y).text for y in range(view.size.height))
+            assert "1 empty fragment so far" in text and "waiting for input_json_delta" not in text

@@ -65,3 +65,44 @@ def test_message_delta_shows_json_not_python() -> None:
     usage = summary.split("usage=", 1)[1]
     assert json.loads(usage)["output_tokens"] == 42
     assert "None" not in summary and "'" not in summary
+
+
+# ------------------------------------------------------------------------------------------------ wrapping, Markdown
+
+from inspector.tui.widgets.assistant import inline_spans  # noqa: E402
+from inspector.tui.widgets.base import chunk_text  # noqa: E402
+
+
+@given(st.text(alphabet="ab \n", max_size=200), st.integers(min_value=1, max_value=30))
+def test_word_wrap_keeps_every_character_but_the_break_spaces(text: str, width: int) -> None:
+    ranges = chunk_text(text, width, words=True)
+    for s, e in ranges:
+        assert 0 <= s <= e <= len(text) and e - s <= width and "\n" not in text[s:e]
+    # what is left out is only newlines and the spaces a line broke at
+    covered = set()
+    for s, e in ranges:
+        covered.update(range(s, e))
+    assert all(text[i] in " \n" for i in range(len(text)) if i not in covered)
+
+
+def test_word_wrap_breaks_between_words() -> None:
+    text = "Full month names raise KeyError"
+    lines = [text[s:e] for s, e in chunk_text(text, 12, words=True)]
+    assert lines == ["Full month", "names raise", "KeyError"]
+
+
+def test_inline_markdown_spans() -> None:
+    clean, spans = inline_spans("**1. Full names raise `KeyError`.** `_MONTHS` is *keyed* by a*b")
+    assert clean == "1. Full names raise KeyError. _MONTHS is keyed by a*b"
+    kinds = [(clean[s:e], k) for s, e, k in spans]
+    assert kinds == [
+        ("1. Full names raise ", "bold"),
+        ("KeyError", "bold code"),
+        (".", "bold"),
+        ("_MONTHS", "code"),
+        ("keyed", "italic"),
+    ]
+
+
+def test_an_unpaired_marker_stays_as_it_is() -> None:
+    assert inline_spans("a **half-streamed bold") == ("a **half-streamed bold", [])
