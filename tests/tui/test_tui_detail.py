@@ -394,3 +394,20 @@ class TestWordsAfterTheEnd:
             view = app.blocks_view
             text = "\n".join(view.render_line(y).text for y in range(view.size.height))
             assert "1 empty fragment so far" in text and "waiting for input_json_delta" not in text
+
+
+async def test_clicking_a_disabled_footer_key_says_why() -> None:
+    factory = Factory(lambda: FakeSession(parse_date_observations(), finish_at_end=True))
+    app = InspectorApp(factory, clock=lambda: 0.0)
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_for(lambda: factory.sessions and not app.session_running and app.final_status, what="the end")
+        footer = app.query_one(KeyFooter)
+        await wait_for(
+            lambda: any(k.action == "cancel" and k.has_class("-disabled") for k in footer.query("FooterKey")),
+            what="a disabled cancel key",
+        )
+        await pilot.pause()  # the footer recomposes when the bindings change: click the current key
+        key = next(k for k in footer.query("FooterKey") if k.action == "cancel")
+        await pilot.click(key)
+        await wait_for(lambda: any("r restarts" in n.message for n in app._notifications), what="why")
+        assert factory.last.controller.calls == []

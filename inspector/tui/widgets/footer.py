@@ -45,6 +45,15 @@ ESSENTIAL = frozenset({"quit", "pause", "step-event", "step-block", "step-turn",
 PALETTE_WIDTH = 12  # "^p palette" docked on the right, with its border
 
 
+class ExplainingKey(FooterKey):
+    """A footer key that, when disabled and clicked, says why (the App's `run_action` explains a refused action)."""
+
+    async def on_mouse_down(self) -> None:
+        # FooterKey.on_mouse_down (called too: handlers run along the MRO) rings the bell for a disabled key
+        if self._disabled:
+            await self.app.run_action(self.action)
+
+
 def _rank(binding: Binding) -> int:
     bid = binding.id or binding.action
     return PRIORITY.index(bid) if bid in PRIORITY else len(PRIORITY)
@@ -125,7 +134,7 @@ class KeyFooter(Footer):
                 with KeyGroup(classes="-compact"):
                     for n, (b, on, tip) in enumerate(entry):
                         display = get_display(b) + ("/" if n < len(entry) - 1 else "")
-                        yield FooterKey(
+                        yield ExplainingKey(
                             b.key,
                             display,
                             "",
@@ -136,7 +145,7 @@ class KeyFooter(Footer):
                         ).data_bind(compact=Footer.compact)
                     yield FooterLabel(f" {binding.group.description}")  # `n/b/t Step`, never `nbtStep`
             else:
-                yield FooterKey(
+                yield ExplainingKey(
                     binding.key,
                     get_display(binding),
                     binding.description,
