@@ -36,8 +36,8 @@ CURSOR_BINDINGS = [
 ]
 # Every row can be read in full: up/down select a row, Enter (or a click) opens its detail view.
 ROW_BINDINGS = [
-    Binding("up", "select(-1)", "Previous row", show=False),
-    Binding("down", "select(1)", "Next row", show=False),
+    Binding("up", "select(-1)", "Previous row", id="row-prev", show=False, tooltip="Select the row above"),
+    Binding("down", "select(1)", "Next row", id="row-next", show=False, tooltip="Select the row below"),
     Binding("enter", "open_detail", "Detail", id="detail", tooltip="Read the selected row in full (or click a row)"),
 ]
 
