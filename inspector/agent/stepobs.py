@@ -5,6 +5,7 @@ One mapping, so the loop and the proxy publish exactly the same observations for
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from inspector.agent import observations as O
@@ -24,13 +25,19 @@ def summarize_event(ev: Any) -> tuple[int | None, str]:
     """(block index, short summary) for an event row."""
     if isinstance(ev, ContentBlockDelta):
         d = ev.delta
-        frag = getattr(d, "text", None) or getattr(d, "partial_json", None) or getattr(d, "thinking", None)
+        frag = getattr(d, "text", None)
+        if frag is None:
+            frag = getattr(d, "partial_json", None)
+        if frag is None:
+            frag = getattr(d, "thinking", None)
         if frag is None:
             if d.type == "signature_delta":
                 frag = f"signature ({len(d.signature)} chars)"  # type: ignore[union-attr]
                 return ev.index, frag
             return ev.index, d.type
-        s = repr(frag) if d.type != "input_json_delta" else _quote(frag)
+        # a JSON fragment is shown as the raw text it is (already JSON-escaped: never escaped twice); a text or
+        # thinking fragment is a decoded string, shown JSON-quoted with visible escapes
+        s = _quote(frag) if d.type == "input_json_delta" else json.dumps(frag, ensure_ascii=False)
         return ev.index, s if len(s) <= 120 else s[:117] + "..."
     if isinstance(ev, ContentBlockStart):
         b = ev.content_block
@@ -41,7 +48,7 @@ def summarize_event(ev: Any) -> tuple[int | None, str]:
         m = ev.message
         return None, f"{m.get('id')} {m.get('model')}"
     if isinstance(ev, MessageDelta):
-        return None, f"stop_reason={ev.delta.get('stop_reason')} usage={ev.usage}"
+        return None, f"stop_reason={ev.delta.get('stop_reason')} usage={json.dumps(ev.usage, default=str)}"
     if isinstance(ev, ErrorEvent):
         return None, f"{ev.error_type}: {ev.message}"
     if isinstance(ev, InvalidEvent):
@@ -52,8 +59,9 @@ def summarize_event(ev: Any) -> tuple[int | None, str]:
 
 
 def _quote(s: str) -> str:
-    """A partial_json fragment with visible quotes and escapes."""
-    return "`" + s.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t") + "`"
+    """A partial_json fragment as the JSON text it is, between backticks; only raw control characters (which JSON
+    text may carry as whitespace) are made visible."""
+    return "`" + s.replace("\n", "↵").replace("\r", "␍").replace("\t", "⇥") + "`"
 
 
 def step_observations(step: Step, asm: MessageAssembler, now: float, turn: int, attempt: int) -> list[O.Observation]:

@@ -1,4 +1,7 @@
-"""`inspector web`: the dashboard in a browser (textual-serve) on 127.0.0.1."""
+"""`inspector web`: the dashboard in a browser (textual-serve) on 127.0.0.1.
+
+Arguments are checked before serving: an unknown scenario or a busy port is a one-line error (exit 2), not a browser
+stuck on the splash screen or a traceback."""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ import argparse
 from typing import Any
 
 from inspector.cli.common import EXIT_OK
+from inspector.core.errors import UnknownScenario, UsageError
 
 
 def add_parser(sub: Any) -> None:
@@ -17,7 +21,33 @@ def add_parser(sub: Any) -> None:
     w.set_defaults(func=cmd)
 
 
+def check_args(args: argparse.Namespace) -> None:
+    """Everything that would otherwise fail inside the served app (where the browser cannot say why)."""
+    from inspector.net.server import bind_socket, port_problem
+
+    if args.scenario is not None:
+        from inspector.scenarios.bundled import SCENARIOS
+
+        if args.scenario not in SCENARIOS:
+            raise UnknownScenario(
+                f"unknown scenario {args.scenario!r}; `inspector scenarios` lists them: {', '.join(SCENARIOS)}"
+            )
+    problem = port_problem(args.port)
+    if problem:
+        raise UsageError(problem)
+    try:
+        sock = bind_socket(args.host, args.port)
+    except OSError as e:
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
+    sock.close()  # free again for the server (it binds it in a moment)
+    try:
+        import textual_serve  # noqa: F401
+    except ImportError:
+        raise UsageError("inspector web needs textual-serve: pip install textual-serve") from None
+
+
 def cmd(args: argparse.Namespace) -> int:
+    check_args(args)
     from inspector.tui.web import serve_web
 
     print(f"serving the dashboard on http://{args.host}:{args.port}")

@@ -592,6 +592,10 @@ class DashboardState:
         self.status = Status()
         self.attempt_first_row: dict[tuple[int, int], int] = {}
         self.attempt_offset: dict[tuple[int, int], int] = {}  # bytes received so far per attempt
+        # what the harness sent per attempt (AttemptStarted.body, shared, read only): the request view and its diff
+        self.requests: dict[tuple[int, int], dict] = {}
+        # tool_result blocks a request carried, by tool_use_id: why a tool a proxied harness ran failed
+        self.sent_results: dict[str, dict] = {}
         # Revisions per area (the observation count when the area last changed): views skip unchanged areas.
         self.rev_events = 0
         self.rev_blocks = 0
@@ -645,6 +649,9 @@ class DashboardState:
     def _attempt_started(self, obs: O.AttemptStarted) -> None:
         key = (obs.turn, obs.attempt)
         self.attempts[key] = AttemptEntry(obs.turn, obs.attempt, obs.t, obs.method, obs.url, version=self.n)
+        if isinstance(obs.body, dict):
+            self.requests[key] = obs.body
+            self._sent_results(obs.body)
         turn = self._turn(obs.turn, obs.t)
         turn.attempts.append(obs.attempt)
         turn.version = self.n
@@ -659,6 +666,26 @@ class DashboardState:
             self.transcript.append(("note", f"retry: attempt {obs.attempt + 1} of turn {obs.turn + 1}", "warning"))
             self.rev_transcript = self.n
         self._touch_status()
+
+    def _sent_results(self, body: dict) -> None:
+        """Remember the tool_result blocks of the request's last user message; a failed tool without an error text
+        (a proxied harness ran it: the proxy infers the state) gets the result's content as its why."""
+        messages = body.get("messages")
+        last = messages[-1] if isinstance(messages, list) and messages else None
+        content = last.get("content") if isinstance(last, dict) and last.get("role") == "user" else None
+        if not isinstance(content, list):
+            return
+        for block in content:
+            if not isinstance(block, dict) or block.get("type") != "tool_result":
+                continue
+            tid = str(block.get("tool_use_id"))
+            self.sent_results[tid] = block
+            tool = self.tools.get(tid)
+            if tool is not None and block.get("is_error") and not tool.error:
+                tool.error = result_summary(block.get("content"), 200)
+                tool.is_error = True
+                tool.version = self.n
+                self.rev_tools = self.rev_transcript = self.n
 
     def _attempt(self, turn: int, attempt: int, t: float) -> AttemptEntry:
         a = self.attempts.get((turn, attempt))
@@ -1043,6 +1070,8 @@ class DashboardState:
         new.status = self.status.copy()
         new.attempt_first_row = dict(self.attempt_first_row)
         new.attempt_offset = dict(self.attempt_offset)
+        new.requests = dict(self.requests)
+        new.sent_results = dict(self.sent_results)
         new.rev_events, new.rev_blocks, new.rev_tools = self.rev_events, self.rev_blocks, self.rev_tools
         new.rev_transcript, new.rev_diag, new.rev_status = self.rev_transcript, self.rev_diag, self.rev_status
         return new

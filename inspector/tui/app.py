@@ -21,27 +21,37 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
-from textual import on
+from rich.text import Text
+from textual import on, work
+from textual.actions import parse as parse_action
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Vertical
-from textual.message import Message
-from textual.widgets import Footer
+from textual.reactive import reactive
+from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from inspector.agent import observations as O
+from inspector.agent.pacing import SPEED_LADDER, speed_label
 from inspector.agent.states import TERMINAL_LOOP_STATES, LoopState
 from inspector.state.fold import DashboardState
 from inspector.state.travel import History
+from inspector.tui import messages as M
 from inspector.tui.commands import InspectorCommands
+from inspector.tui.detail import Detail, block_detail, diagnostic_detail, event_detail, tool_detail
 from inspector.tui.export import default_export_path, write_recording
+from inspector.tui.request import request_detail
+from inspector.tui.summary import fault_summary
 from inspector.tui.widgets.assistant import AssistantView
 from inspector.tui.widgets.blocks import BlocksView
+from inspector.tui.widgets.detail import DetailScreen
 from inspector.tui.widgets.diagnostics import DiagnosticsView
 from inspector.tui.widgets.events import EventsView
+from inspector.tui.widgets.footer import KeyFooter
 from inspector.tui.widgets.status import StatusBar, StatusInfo
-from inspector.tui.widgets.timing import TimingAnalysis, TimingScreen
-from inspector.tui.widgets.tools import Timeline, ToolsView
+from inspector.tui.widgets.timeline import Timeline
+from inspector.tui.widgets.timing import TimingAnalysis, TimingInputs, TimingScreen
+from inspector.tui.widgets.tools import ToolsView
 
 
 class ControllerLike(Protocol):
@@ -68,9 +78,18 @@ SessionFactory = Callable[..., SessionLike]
 
 STEP_UNITS = ("event", "block", "turn")
 CONTROLS = ("pause", "step", "cancel", "faster", "slower")
+CONTROL_ACTIONS = {"toggle_pause": "pause", "step": "step", "cancel": "cancel", "faster": "faster", "slower": "slower"}
 EXIT_CODES = {"finished": 0, "error": 1, "cancelled": 130}
 BUSY_BATCH = 300  # observations in one 1/30 s fold: a firehose (a replay at max speed)
 BUSY_HZ = 3  # pane repaints per second during a firehose (the status line keeps 10 Hz)
+MIN_SIZE = (60, 16)  # below this the dashboard says it is too small (maximize still works)
+
+
+def next_speed(current: float, direction: int) -> float:
+    """The next speed on the ladder up (+1) or down (-1) from `current` (which may be off the ladder)."""
+    if direction > 0:
+        return next((v for v in SPEED_LADDER if v > current), SPEED_LADDER[-1])
+    return next((v for v in reversed(SPEED_LADDER) if v < current), SPEED_LADDER[0])
 
 
 class Pane(Vertical):
@@ -85,6 +104,10 @@ class Pane(Vertical):
 
     def set_note(self, note: str) -> None:
         self.border_subtitle = note
+
+    def on_new_rows_noted(self, message: M.NewRowsNoted) -> None:
+        message.stop()
+        self.set_note(message.note)
 
 
 class InspectorApp(App[int]):
@@ -154,6 +177,13 @@ class InspectorApp(App[int]):
             tooltip="Slower scripted/replayed pacing",
         ),
         Binding("e", "export", "Export", id="export", tooltip="Export the session as a recording (.jsonl)"),
+        Binding(
+            "s",
+            "request",
+            "Request",
+            id="request",
+            tooltip="What the harness sent for this turn (system, tools, messages) and its diff with the last turn",
+        ),
         Binding("v", "toggle_raw", "Raw", id="raw", tooltip="SSE pane: events / raw bytes with read boundaries"),
         Binding(
             "i",
@@ -206,32 +236,21 @@ class InspectorApp(App[int]):
     ]
 
     # ------------------------------------------------------------------------------------------------ messages
-    class ControlUsed(Message):
-        """A control was applied to the loop (or refused, with why)."""
+    # (defined in inspector/tui/messages.py; kept here as names for callers that know them as InspectorApp.X)
+    ControlUsed = M.ControlUsed
+    SessionStarted = M.SessionStarted
+    SessionEnded = M.SessionEnded
+    CursorMoved = M.CursorMoved
+    Exported = M.Exported
 
-        def __init__(self, control: str, ok: bool, detail: str = "") -> None:
-            super().__init__()
-            self.name, self.ok, self.detail = control, ok, detail
-
-    class SessionStarted(Message):
-        def __init__(self, generation: int, source: dict) -> None:
-            super().__init__()
-            self.generation, self.source = generation, source
-
-    class SessionEnded(Message):
-        def __init__(self, generation: int, status: str, error: str | None) -> None:
-            super().__init__()
-            self.generation, self.status, self.error = generation, status, error
-
-    class CursorMoved(Message):
-        def __init__(self, cursor: int | None) -> None:
-            super().__init__()
-            self.cursor = cursor
-
-    class Exported(Message):
-        def __init__(self, path: Path | None, error: str | None = None) -> None:
-            super().__init__()
-            self.path, self.error = path, error
+    # ------------------------------------------------------------------------------------------------ reactive state
+    cursor: reactive[int | None] = reactive(None, bindings=True, init=False)
+    """Time travel: the event shown (None: live)."""
+    session_running: reactive[bool] = reactive(False, bindings=True, init=False)
+    raw: reactive[bool] = reactive(False, bindings=True, init=False)
+    """The SSE pane shows raw bytes with read boundaries instead of events."""
+    restart_speed: reactive[float | None] = reactive(None, bindings=True, init=False)
+    """The speed the next restart starts at (set by +/- once the loop has ended)."""
 
     # ------------------------------------------------------------------------------------------------ setup
     def __init__(
@@ -257,11 +276,9 @@ class InspectorApp(App[int]):
         self.autostart = autostart
         self.history = History()
         self.live = DashboardState()
-        self.cursor: int | None = None
         self.cursor_state: DashboardState | None = None
         self.session: SessionLike | None = None
         self.generation = 0
-        self.session_running = False
         self.final_status: str | None = None
         self.note = ""
         self._pending: list[O.Observation] = []
@@ -277,6 +294,12 @@ class InspectorApp(App[int]):
         self.ticks = 0  # refresh timer ticks
         self.timing_analysis = TimingAnalysis()  # kept between openings of the timing view (incremental)
 
+    def get_driver_class(self) -> Any:
+        """Under textual-serve (`inspector web`), a web driver that ends the app when its browser is gone."""
+        from inspector.tui.web import driver_for
+
+        return driver_for(super().get_driver_class())
+
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
         with Grid(id="panes"):
@@ -285,13 +308,26 @@ class InspectorApp(App[int]):
             yield Pane("③ Tools", ToolsView(id="tools"), Timeline(id="timeline"), id="tools-pane")
             yield Pane("④ Assistant", AssistantView(id="assistant"), id="assistant-pane")
         yield Pane("Diagnostics", DiagnosticsView(id="diagnostics"), id="diagnostics-pane")
-        yield Footer(compact=True)
+        yield Static(id="connect")
+        yield Static(id="too-small")
+        yield KeyFooter()
 
     def on_resize(self) -> None:
-        self.screen.set_class(self.size.height < 32, "-short")
+        self._size_classes()
+
+    def _size_classes(self) -> None:
+        w, h = self.size
+        tiny = w < MIN_SIZE[0] or h < MIN_SIZE[1]
+        self.screen.set_class(h < 32, "-short")
+        self.screen.set_class(tiny, "-tiny")
+        if tiny:
+            self.query_one("#too-small", Static).update(
+                f"The terminal is {w}×{h}: the dashboard needs at least {MIN_SIZE[0]}×{MIN_SIZE[1]}.\n"
+                "Make the window larger, or maximize one pane: 1 events · 2 blocks · 3 tools · 4 assistant."
+            )
 
     def on_mount(self) -> None:
-        self.screen.set_class(self.size.height < 32, "-short")
+        self._size_classes()
         self.events_view = self.query_one(EventsView)
         self.blocks_view = self.query_one(BlocksView)
         self.tools_view = self.query_one(ToolsView)
@@ -339,8 +375,7 @@ class InspectorApp(App[int]):
             description="agent loop",
             exit_on_error=False,
         )
-        self.post_message(self.SessionStarted(gen, self.source))
-        self.refresh_bindings()
+        self.post_message(M.SessionStarted(gen, self.source))
         return True
 
     def _on_observation(self, generation: int, obs: O.Observation) -> None:
@@ -361,9 +396,9 @@ class InspectorApp(App[int]):
             status, error = "error", f"internal error: {type(e).__name__}: {e}"
         finally:
             if gen == self.generation:
-                self.post_message(self.SessionEnded(gen, status, error))
+                self.post_message(M.SessionEnded(gen, status, error))
 
-    def on_inspector_app_session_ended(self, message: SessionEnded) -> None:
+    def on_session_ended(self, message: M.SessionEnded) -> None:
         if message.generation != self.generation:
             return
         self.session_running = False
@@ -381,7 +416,6 @@ class InspectorApp(App[int]):
             self.notify(
                 message.error or "the loop ended with an error", title="Loop error", severity="error", timeout=8
             )
-        self.refresh_bindings()
 
     def stop_session(self) -> None:
         if self._unsubscribe is not None:
@@ -498,7 +532,7 @@ class InspectorApp(App[int]):
         return ""
 
     def _titles(self, state: DashboardState) -> None:
-        events = f"① SSE events · {'raw bytes' if self.events_view.raw else state.status.events}"
+        events = f"① SSE events · {'raw bytes' if self.raw else state.status.events}"
         titles = (events, f"② Blocks · {len(state.blocks)}", f"③ Tools · {len(state.tools)}", "④ Assistant")
         for pane, title in zip(self.panes, titles):
             if pane.border_title != title:
@@ -506,13 +540,29 @@ class InspectorApp(App[int]):
         diag = self.diagnostics_pane
         n = len(state.diagnostics)
         errors = sum(1 for d in state.diagnostics[-200:] if d.severity == "error")
-        title = f"Diagnostics · {n}" + (f" · {errors} error{'s' if errors != 1 else ''}" if errors else "")
+        # the fault summary stays in the border, whatever the panes scrolled to
+        summary = fault_summary(state)
+        title = f"Diagnostics · {summary}" if summary else "Diagnostics · 0"
         if diag.border_title != title:
             diag.border_title = title
             diag.set_class(errors > 0, "-errors")
-            diag.set_class(n == 0, "-empty")
+            diag.set_class(n == 0 and not summary, "-empty")
+        self._connect_line(state)
+
+    def _connect_line(self, state: DashboardState) -> None:
+        """proxy / serve --tui: the address to point a harness at, in full."""
+        source = state.status.source or self.source or {}
+        listen = source.get("listen") if isinstance(source, dict) else None
+        banner = self.query_one("#connect", Static)
+        text = f"point a harness here:  ANTHROPIC_BASE_URL={listen}" if listen else ""
+        if getattr(banner, "_shown", None) != text:
+            banner._shown = text  # type: ignore[attr-defined]
+            banner.update(text)
+            banner.display = bool(text)
 
     def speed_label(self) -> str:
+        if self.restart_speed is not None and not self.session_running:
+            return f"next run {speed_label(self.restart_speed)}"
         c = self.session.controller if self.session is not None else None
         try:
             return str(getattr(c, "speed_label", "") or "")
@@ -527,58 +577,107 @@ class InspectorApp(App[int]):
     def control_available(self, control: str) -> tuple[bool, str]:
         if self.session is None:
             return False, "no loop is running here"
+        if control in ("faster", "slower") and not self.session_running:
+            if self.session_factory is None:
+                return False, "nothing to restart: the speed has no run to apply to"
+            return True, ""  # sets the speed of the next restart
         if not self.session_running or self.live.status.loop_state in TERMINAL_LOOP_STATES:
             return False, f"the loop has {self.final_status or self.live.status.loop_state}: r restarts"
         return True, ""
 
+    def disabled_reason(self, action: str) -> str:
+        """Why an action is disabled right now (what a disabled key says when pressed)."""
+        if action in CONTROL_ACTIONS:
+            return self.control_available(CONTROL_ACTIONS[action])[1]
+        if action == "restart":
+            return "nothing to restart: this view shows a finished list of observations"
+        return "not available here"
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # None: shown in the footer but disabled (dimmed)
-        if action in ("toggle_pause", "step", "cancel", "faster", "slower"):
-            return True if self.control_available(action)[0] else None
+        # None: shown in the footer but disabled (dimmed); pressing it says why (run_action)
+        if action in CONTROL_ACTIONS:
+            return True if self.control_available(CONTROL_ACTIONS[action])[0] else None
         if action == "restart":
             return True if self.session_factory is not None else None
         return True
+
+    async def run_action(self, action: Any, default_namespace: Any = None, namespaces: Any = None) -> bool:
+        """A disabled key pressed (or a palette command): say why instead of doing nothing."""
+        if isinstance(action, str):
+            target, name, params = parse_action(action)
+            if not target and (default_namespace is None or default_namespace is self):
+                if not self.check_action(name, params):
+                    why = self.disabled_reason(name)
+                    self.notify(why, title=f"{name.replace('_', ' ')}: not now", severity="warning", timeout=4)
+                    self.post_message(M.ControlUsed(CONTROL_ACTIONS.get(name, name), False, why))
+                    return True
+        return await super().run_action(action, default_namespace, namespaces)
 
     def _control(self, name: str, fn: Callable[[], Any]) -> bool:
         ok, why = self.control_available(name)
         if not ok:
             self.notify(why, title=name, severity="warning", timeout=3)
-            self.post_message(self.ControlUsed(name, False, why))
+            self.post_message(M.ControlUsed(name, False, why))
             return False
         try:
             fn()
         except Exception as e:
             self.notify(f"{type(e).__name__}: {e}", title=name, severity="error")
-            self.post_message(self.ControlUsed(name, False, str(e)))
+            self.post_message(M.ControlUsed(name, False, str(e)))
             return False
-        self.post_message(self.ControlUsed(name, True))
+        self.post_message(M.ControlUsed(name, True))
         self.flush()
         return True
 
+    def _ctl(self) -> ControllerLike:
+        """The running session's controller (only called once `control_available` said there is one)."""
+        assert self.controller is not None
+        return self.controller
+
     def action_toggle_pause(self) -> None:
-        self._control("pause", lambda: self.controller.toggle_pause())
+        self._control("pause", lambda: self._ctl().toggle_pause())
 
     def action_step(self, unit: str) -> None:
         if unit not in STEP_UNITS:
             return
-        self._control(f"step {unit}", lambda: self.controller.step(unit))
+        self._control(f"step {unit}", lambda: self._ctl().step(unit))
 
     def action_cancel(self) -> None:
-        self._control("cancel", lambda: self.controller.cancel())
+        self._control("cancel", lambda: self._ctl().cancel())
 
     def action_faster(self) -> None:
-        self._control("faster", lambda: self.controller.faster())
+        self._speed(+1)
 
     def action_slower(self) -> None:
-        self._control("slower", lambda: self.controller.slower())
+        self._speed(-1)
+
+    def _speed(self, direction: int) -> None:
+        """+/-: the running loop's speed, or (once it has ended) the speed the next restart starts at."""
+        name = "faster" if direction > 0 else "slower"
+        if self.session_running:
+            self._control(name, lambda: self._ctl().faster() if direction > 0 else self._ctl().slower())
+            return
+        ok, why = self.control_available(name)
+        if not ok:
+            self.notify(why, title=name, severity="warning", timeout=3)
+            self.post_message(M.ControlUsed(name, False, why))
+            return
+        current = self.restart_speed
+        if current is None:
+            current = getattr(self.controller, "speed", 1.0)
+            current = current if isinstance(current, (int, float)) else 1.0
+        self.restart_speed = next_speed(float(current), direction)
+        self.notify(f"the next run (r) starts at {speed_label(self.restart_speed)}", title="Speed", timeout=3)
+        self.post_message(M.ControlUsed(name, True, f"next run {speed_label(self.restart_speed)}"))
+        self.show()
 
     def action_restart(self) -> None:
         if self.session_factory is None:
             self.notify("nothing to restart: this view has no session", severity="warning", timeout=3)
             return
-        speed = None
+        speed = self.restart_speed
         c = self.controller
-        if c is not None:
+        if speed is None and c is not None:
             speed = getattr(c, "speed", None)
         self.stop_session()
         self.history = History()
@@ -592,18 +691,58 @@ class InspectorApp(App[int]):
             reset = getattr(view, "reset", None)
             if reset is not None:
                 reset()
+            view.selected = None
             view.follow_tail()
         if self.start_session() and speed is not None and isinstance(speed, (int, float)):
             try:
-                self.session.controller.set_speed(speed)  # type: ignore[attr-defined]
+                self.session.controller.set_speed(speed)  # type: ignore[union-attr]
             except Exception as e:  # a source without a speed (a watched stream): keep its own
                 self.log.info(f"speed not carried over to the restart: {e!r}")
-        self.post_message(self.ControlUsed("restart", True))
+        self.restart_speed = None
+        self.post_message(M.ControlUsed("restart", True))
         self.show()
 
     def action_toggle_raw(self) -> None:
-        self.events_view.set_raw(not self.events_view.raw)
+        self.raw = not self.raw
+
+    def watch_raw(self, raw: bool) -> None:
+        self.events_view.set_raw(raw)
         self.show()
+
+    # -- read anything in full
+    def action_request(self) -> None:
+        """The request view of the shown turn (what the harness sent, and the diff with the previous turn)."""
+        self.flush()
+        state = self.shown_state
+        self.open_detail(request_detail(state, state.status.turn))
+
+    def on_detail_requested(self, message: M.DetailRequested) -> None:
+        self.flush()
+        self.open_detail(self.detail_of(message.kind, message.key))
+
+    def detail_of(self, kind: str, key: Any) -> Detail:
+        state = self.shown_state
+        if kind == "event":
+            return event_detail(state, self.history, int(key))
+        if kind == "block":
+            return block_detail(state, tuple(key))
+        if kind == "tool":
+            return tool_detail(state, str(key), self.now())
+        if kind == "diagnostic":
+            return diagnostic_detail(state, self.history, int(key))
+        if kind == "attempt":
+            return request_detail(state, key[0], key[1])
+        if kind == "turn":
+            return request_detail(state, int(key))
+        return Detail(kind, Text(f"nothing to show for {kind} {key!r}"))
+
+    def open_detail(self, detail: Detail) -> None:
+        if isinstance(self.screen, DetailScreen):
+            self.screen.dismiss(None)
+        self.push_screen(DetailScreen(detail))
+
+    def on_time_travel_requested(self, message: M.TimeTravelRequested) -> None:
+        self.set_cursor(message.evno)
 
     def action_timing(self) -> None:
         """Open (or close) the timing view."""
@@ -611,7 +750,17 @@ class InspectorApp(App[int]):
             self.screen.dismiss(None)
             return
         self.flush()
-        self.push_screen(TimingScreen(self.timing_analysis))
+        self.push_screen(TimingScreen(self.timing_analysis, self.timing_inputs))
+
+    def timing_inputs(self) -> TimingInputs:
+        return TimingInputs(
+            self.history,
+            self.cursor,
+            self.timing_note(),
+            getattr(self.session, "recording", None),
+            self.source,
+            self.session_running,
+        )
 
     def action_maximize(self, n: int) -> None:
         pane = self.panes[int(n) - 1]
@@ -658,7 +807,7 @@ class InspectorApp(App[int]):
             k = max(0, min(self.history.event_count, k))
             self.cursor = k
             self.cursor_state = self.history.state_at(k)
-        self.post_message(self.CursorMoved(self.cursor))
+        self.post_message(M.CursorMoved(self.cursor))
         if k is None:
             self.events_view.follow_tail()
         self.show()
@@ -670,29 +819,28 @@ class InspectorApp(App[int]):
             self.notify("nothing to export yet", severity="warning", timeout=3)
             return
         path = default_export_path(self.export_dir, self.source or self.live.status.source)
-        observations = list(self.history.observations)
-        source = dict(self.live.status.source or self.source)
-        self.run_worker(
-            partial(write_recording, path, observations, source),
-            thread=True,
-            group="export",
-            name="export",
-            description=f"export {path.name}",
-            exit_on_error=False,
-        )
+        self.export(path, list(self.history.observations), dict(self.live.status.source or self.source))
+
+    @work(thread=True, exclusive=False, group="export", exit_on_error=False, description="export a recording")
+    def export(self, path: Path, observations: list[O.Observation], source: dict) -> None:
+        """Write the recording in a thread; say how it went with an `Exported` message (never touches widgets)."""
+        try:
+            written = write_recording(path, observations, source)
+        except Exception as e:  # a full disk, a read-only directory: a one-line error, not a traceback
+            self.post_message(M.Exported(None, f"{type(e).__name__}: {e}"))
+        else:
+            self.post_message(M.Exported(written))
+
+    def on_exported(self, message: M.Exported) -> None:
+        if message.path is not None:
+            self.notify(f"{message.path}", title="Recording exported", timeout=6)
+        else:
+            self.notify(message.error or "unknown error", title="Export failed", severity="error")
 
     @on(Worker.StateChanged)
     def _worker_changed(self, event: Worker.StateChanged) -> None:
         worker = event.worker
-        if worker.group == "export":
-            if event.state == WorkerState.SUCCESS:
-                path = worker.result
-                self.notify(f"{path}", title="Recording exported", timeout=6)
-                self.post_message(self.Exported(path))
-            elif event.state == WorkerState.ERROR:
-                self.notify(str(worker.error), title="Export failed", severity="error")
-                self.post_message(self.Exported(None, str(worker.error)))
-        elif worker.group == "session" and event.state == WorkerState.ERROR:
+        if worker.group == "session" and event.state == WorkerState.ERROR:
             # only reachable if _run_session itself failed: keep the app, show the error
             self.note = f"internal error: {worker.error}"
             self.session_running = False

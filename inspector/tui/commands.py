@@ -1,41 +1,58 @@
-"""Command palette: every control and view action, namespaced ("control: pause", "view: raw bytes", ...)."""
+"""Command palette: built from the App's BINDINGS (their descriptions, groups and tooltips), so there is one list of
+commands, not two. Namespaced by what they do ("control: step event", "view: timing", "time travel: first")."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
+from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+NAMESPACES = {
+    "pause": "control",
+    "step": "control",
+    "cancel": "control",
+    "restart": "control",
+    "faster": "control",
+    "slower": "control",
+    "export": "export",
+    "cursor": "time travel",
+    "quit": "app",
+}
+
+
+def namespace(binding: Binding) -> str:
+    bid = binding.id or binding.action
+    for prefix, ns in NAMESPACES.items():
+        if bid.startswith(prefix):
+            return ns
+    return "view"
+
+
+def command_name(binding: Binding) -> str:
+    """`control: step event` from the binding's group ("Step") and description ("Event")."""
+    label = binding.description
+    if binding.group is not None:
+        label = f"{binding.group.description} {label}"
+    return f"{namespace(binding)}: {label.lower()}"
+
+
+def binding_commands(bindings: list[Any], get_key_display: Callable[[Binding], str]) -> Iterator[tuple[str, str, str]]:
+    """(name, action, help) for every binding with an id (help: the key, then the tooltip)."""
+    for b in bindings:
+        if not isinstance(b, Binding) or not b.id or not b.description:
+            continue
+        yield command_name(b), b.action, f"{get_key_display(b)} · {b.tooltip or b.description}"
 
 
 class InspectorCommands(Provider):
     def _commands(self) -> list[tuple[str, Callable[[], Any], str]]:
-        app: Any = self.app
+        app = self.app
         return [
-            ("control: pause / resume", app.action_toggle_pause, "space · running tools go on, queued ones wait"),
-            ("control: step one event", partial(app.action_step, "event"), "n · process one SSE event, then pause"),
-            (
-                "control: step to the next block stop",
-                partial(app.action_step, "block"),
-                "b · run to content_block_stop",
-            ),
-            ("control: step to the end of the turn", partial(app.action_step, "turn"), "t · tools included"),
-            ("control: cancel", app.action_cancel, "c · close the response, cancel tools, keep the history valid"),
-            ("control: restart", app.action_restart, "r · the scenario or replay from the top"),
-            ("control: faster", app.action_faster, "+ · scripted and replayed pacing"),
-            ("control: slower", app.action_slower, "- · scripted and replayed pacing"),
-            ("view: raw bytes / events", app.action_toggle_raw, "v · the SSE pane shows reads and their bytes"),
-            ("view: timing", app.action_timing, "i · per-turn timing, gap histograms, pings, the buffering verdict"),
-            ("view: maximize SSE events", partial(app.action_maximize, 1), "1"),
-            ("view: maximize blocks", partial(app.action_maximize, 2), "2"),
-            ("view: maximize tools", partial(app.action_maximize, 3), "3"),
-            ("view: maximize assistant", partial(app.action_maximize, 4), "4"),
-            ("time travel: first event", partial(app.action_cursor, "home"), "home"),
-            ("time travel: one event back", partial(app.action_cursor, "prev"), "left"),
-            ("time travel: one event forward", partial(app.action_cursor, "next"), "right"),
-            ("time travel: back to live", partial(app.action_cursor, "end"), "end"),
-            ("export: recording", app.action_export, "e · JSON Lines, replayable with `inspector replay`"),
+            (name, partial(app.run_action, action), help_text)
+            for name, action, help_text in binding_commands(list(type(app).BINDINGS), app.get_key_display)
         ]
 
     async def discover(self) -> Hits:

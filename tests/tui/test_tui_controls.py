@@ -90,9 +90,9 @@ class TestKeys:
         async with app.run_test(size=SIZE) as pilot:
             await started(pilot, factory)
             await pilot.press("ctrl+p")
-            await pilot.press(*"control: step one event")
+            await pilot.press(*"control: step event")
             await wait_for(
-                lambda: "step one event" in str(app.screen.query("CommandList").first().get_option_at_index(0).prompt),
+                lambda: "step event" in str(app.screen.query("CommandList").first().get_option_at_index(0).prompt),
                 what="the command to be listed",
             )
             await pilot.press("enter")
@@ -273,10 +273,12 @@ class TestTail:
             app.ingest(obs[cut:])
             added = view.row_count - before
             assert added > 0 and view.scroll_y == 0  # not yanked to the bottom
-            assert app.panes[0].border_subtitle == f"+{added} new ↓ (end)"
+            # the view posts NewRowsNoted; its pane shows it in the border
+            await wait_for(lambda: app.panes[0].border_subtitle == f"+{added} new ↓ (end)", what="+N new")
             view.scroll_end(animate=False, immediate=True)
             await pilot.pause()
-            assert view.follow and app.panes[0].border_subtitle == ""
+            assert view.follow
+            await wait_for(lambda: app.panes[0].border_subtitle == "", what="the note cleared")
 
     async def test_clicking_an_event_row_time_travels_to_it(self) -> None:
         app = InspectorApp(observations=parse_date_observations(), clock=lambda: 0.0, replay=True)
@@ -284,5 +286,6 @@ class TestTail:
             view = app.events_view
             row = int(view.scroll_offset.y) + 2
             await pilot.click(view, offset=(10, 2))
+            await wait_for(lambda: app.cursor is not None, what="the click's TimeTravelRequested")
             assert app.cursor == app.live.events.evno[row] and app.cursor > 0
             assert app.events_view.cursor_evno == app.cursor

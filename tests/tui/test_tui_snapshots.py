@@ -121,3 +121,87 @@ class TestTimingView:
             await pilot.pause()
 
         assert snap_compare(app, terminal_size=WIDE, run_before=run_before)
+
+
+def _with_history():
+    """parse_date where turn 2's request carries the conversation so far (for the request diff)."""
+    import dataclasses
+
+    from inspector.agent import observations as O
+
+    messages = [{"role": "user", "content": "The parse_date tests fail: find out why."}]
+    out = []
+    for o in parse_date_observations():
+        if isinstance(o, O.AttemptStarted):
+            if o.turn == 1:
+                messages = [
+                    *messages,
+                    {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_01Rd1", "name": "read_file"}]},
+                    {
+                        "role": "user",
+                        "content": [{"type": "tool_result", "tool_use_id": "toolu_01Rd1", "content": "def parse..."}],
+                    },
+                ]
+            o = dataclasses.replace(o, body={**o.body, "system": "You are a careful engineer.", "messages": messages})
+        out.append(o)
+    return out
+
+
+async def _select_and_open(pilot, view_name: str, kind: str, nth: int = 0) -> None:
+    app = pilot.app
+    view = getattr(app, view_name)
+    view.focus()
+    rows = [r for r in range(view.row_count) if (view.detail_at(r) or ("",))[0] == kind]
+    view.selected = rows[nth]
+    await pilot.press("enter")
+    await pilot.pause()
+
+
+class TestDetailViews:
+    """Enter on a row: the row read in full."""
+
+    def test_event_detail(self, snap_compare) -> None:
+        """An input_json_delta event: pretty JSON data, raw bytes with read boundaries."""
+
+        async def run_before(pilot) -> None:
+            await _select_and_open(pilot, "events_view", "event", 12)
+
+        assert snap_compare(synthetic(), terminal_size=WIDE, run_before=run_before)
+
+    def test_tool_detail(self, snap_compare) -> None:
+        """A tool call: input, result, state history with times."""
+
+        async def run_before(pilot) -> None:
+            await _select_and_open(pilot, "tools_view", "tool", 1)
+
+        assert snap_compare(synthetic(), terminal_size=WIDE, run_before=run_before)
+
+    def test_diagnostic_detail(self, snap_compare) -> None:
+        """A diagnostic: its full text and the bytes it points at."""
+
+        async def run_before(pilot) -> None:
+            await _select_and_open(pilot, "diagnostics_view", "diagnostic", 0)
+
+        assert snap_compare(synthetic("turn1", variant="invalid_json"), terminal_size=WIDE, run_before=run_before)
+
+    def test_request_view_with_its_diff(self, snap_compare) -> None:
+        """s: what the harness sent for turn 2, and what changed since turn 1's request."""
+        app = InspectorApp(observations=_with_history(), clock=lambda: 0.0)
+        assert snap_compare(app, terminal_size=WIDE, press=["s"])
+
+
+class TestSmallAndTeaching:
+    def test_80x24_after_a_fault(self, snap_compare) -> None:
+        """A retried overloaded error at 80x24: the fault summary in the diagnostics border, essentials in the footer."""
+        assert snap_compare(synthetic(variant="overloaded"), terminal_size=SMALL)
+
+    def test_too_small_message(self, snap_compare) -> None:
+        assert snap_compare(synthetic(), terminal_size=(50, 14))
+
+    def test_timeline_legend_and_ghost_bar(self, snap_compare) -> None:
+        """Tools maximized after turn 1: the bars, the sequential ghost bar, the legend, how saved is computed."""
+        assert snap_compare(synthetic("turn1"), terminal_size=WIDE, press=["3"])
+
+    def test_repaired_preview_is_labelled(self, snap_compare) -> None:
+        """Blocks maximized mid tool JSON: the preview says it repairs a buffer that is not valid JSON yet."""
+        assert snap_compare(synthetic("mid_tool_json"), terminal_size=SMALL, press=["2"])

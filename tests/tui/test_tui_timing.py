@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 
+import pytest
 from tui_helpers import flushed, paced_session, wait_for
 
 from inspector.scenarios.bundled import get_scenario
@@ -147,3 +148,21 @@ async def test_a_har_replay_says_its_timing_is_per_response(tmp_path) -> None:
         # the replayed reads' times are the replay's: the report is the HAR's own (time to headers, total time)
         assert screen.verdict == "inconclusive" and "no per-read timing" in screen.text
         assert "headers 0.300 s" in screen.text and "end 8.200 s" in screen.text
+
+
+@pytest.mark.parametrize("variant", ["ok", "overloaded", "invalid_json", "cancelled"])
+def test_the_report_is_rendered_from_the_data_and_says_what_the_text_report_says(variant: str) -> None:
+    """Differential: the view builds its Text from timing_json's data (styled by field, no regex over its own text),
+    and says exactly what `inspector dump --timing` says."""
+    from rich.style import Style
+
+    from inspector.record.timing import RecordingBuilder, format_timing_json, timing_json
+    from inspector.tui.widgets.timing import TimingReport
+
+    builder = RecordingBuilder(source={})
+    for obs in parse_date_observations(variant=variant):
+        builder.add(obs)
+    data = timing_json(builder.recording)
+    report = TimingReport.__new__(TimingReport)
+    report.c = lambda name: Style()  # type: ignore[method-assign]
+    assert report.render_data(data).plain == format_timing_json(data)

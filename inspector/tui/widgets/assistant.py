@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual.strip import Strip
 
 from inspector.state.fold import BlockEntry, DashboardState, ToolEntry
-from inspector.tui.widgets.base import SectionView, text_strip, wrap_strips
+from inspector.tui.widgets.base import Line, SectionView, chunk_text, text_strip, wrap_strips
 from inspector.tui.widgets.tools import duration, streaming_call
 
 OPEN_TEXT_LIMIT = 4_000  # an open text block longer than this shows its tail until it closes
@@ -63,7 +63,8 @@ class AssistantView(SectionView):
                     continue
                 failed = state.attempt_failed(b.turn, b.attempt)
                 render = {"text": self._text, "thinking": self._thinking, "block": self._other}[kind]
-                items.append((item[1], (b.version, failed), lambda w, b=b, f=failed, r=render: r(b, f, w)))
+                version = (b.version, failed, self.ended)
+                items.append((item[1], version, lambda w, b=b, f=failed, r=render: r(b, f, w)))
             elif kind == "tool":
                 t = state.tools.get(item[1])
                 if t is None:
@@ -77,20 +78,38 @@ class AssistantView(SectionView):
             items.append((("end", end), 0, lambda w: self._rule(end, "as--end", w)))
         self.set_items(items, self.content_width)
 
+    @property
+    def ended(self) -> bool:
+        """The loop has ended (finished, cancelled, failed): an open block streams no more, so no cursor."""
+        st = self.state.status if self.state is not None else None
+        return st is not None and (st.finished is not None or st.loop_state in ("finished", "cancelled", "error"))
+
+    def detail_at(self, row: int):
+        key = self.item_key_at(row)
+        if not isinstance(key, tuple) or self.state is None:
+            return None
+        if len(key) == 3 and key in self.state.blocks:
+            return ("block", key)
+        if key[0] == "tool":
+            return ("tool", key[1])
+        if key[0] == "turn":
+            return ("turn", key[1])
+        return None
+
     # -------------------------------------------------------------------------------------------- items
-    def _rule(self, label: str, cls: str, width: int) -> list[Strip]:
+    def _rule(self, label: str, cls: str, width: int) -> list[Line]:
         head = f"── {label} "
         return [text_strip(Text(head + "─" * max(0, width - len(head)), self.cstyle(cls)), self.app.console, width)]
 
-    def _prompt(self, prompt: str, width: int) -> list[Strip]:
+    def _prompt(self, prompt: str, width: int) -> list[Line]:
         t = Text("user ▸ ", self.cstyle("as--prompt"))
         t.append(prompt[: width * 5], self.cstyle("as--prompt"))
         return wrap_strips(t, self.app.console, width)[:4]
 
-    def _text(self, b: BlockEntry, failed: bool, width: int) -> list[Strip]:
+    def _text(self, b: BlockEntry, failed: bool, width: int) -> list[Line]:
         console = self.app.console
         text = b.joined()
-        prefix: list[Strip] = []
+        prefix: list[Line] = []
         if not b.closed and len(text) > OPEN_TEXT_LIMIT:
             cut = text.find("\n", len(text) - OPEN_TEXT_LIMIT)
             cut = cut + 1 if cut >= 0 else len(text) - OPEN_TEXT_LIMIT
@@ -105,12 +124,12 @@ class AssistantView(SectionView):
         styles = (self.cstyle("as--text"), self.cstyle("as--code"), self.cstyle("as--inline-code"))
         if failed:
             warn = self.cstyle("as--note-warning")
-            styles = tuple(s + warn for s in styles)
-        cursor = None if (b.closed or failed) else self.cstyle("as--cursor")
+            styles = (styles[0] + warn, styles[1] + warn, styles[2] + warn)
+        cursor = None if (b.closed or failed or self.ended) else self.cstyle("as--cursor")
         out = prefix + markdownish_strips(text, width, styles, cursor)
         return out or [[]]
 
-    def _thinking(self, b: BlockEntry, failed: bool, width: int) -> list[Strip]:
+    def _thinking(self, b: BlockEntry, failed: bool, width: int) -> list[Line]:
         t = Text("thinking ▸ ", self.cstyle("as--thinking"))
         body = b.joined() if b.type == "thinking" else "(redacted)"
         t.append(body[: width * (THINKING_LINES + 1)].replace("\n", " "), self.cstyle("as--thinking"))
@@ -125,11 +144,11 @@ class AssistantView(SectionView):
             ]
         return lines
 
-    def _other(self, b: BlockEntry, failed: bool, width: int) -> list[Strip]:
+    def _other(self, b: BlockEntry, failed: bool, width: int) -> list[Line]:
         t = Text(f"▪ {b.type}" + (f" {b.name}" if b.name else ""), self.cstyle("as--tool"))
         return [text_strip(t, self.app.console, width)]
 
-    def _tool(self, t: ToolEntry, width: int) -> list[Strip]:
+    def _tool(self, t: ToolEntry, width: int) -> list[Line]:
         call = t.input_summary or f"{t.name}(…)"
         st = t.state
         if st == "streaming_input":
@@ -165,7 +184,7 @@ class AssistantView(SectionView):
         text.overflow = "ellipsis"
         return [text_strip(text, self.app.console, width)]
 
-    def _note(self, message: str, severity: str, width: int) -> list[Strip]:
+    def _note(self, message: str, severity: str, width: int) -> list[Line]:
         cls = "as--note-error" if severity == "error" else "as--note-warning"
         t = Text(("✗ " if severity == "error" else "⚠ ") + message, self.cstyle(cls))
         return wrap_strips(t, self.app.console, width)
@@ -188,14 +207,50 @@ def wrap_line(line: str, width: int) -> list[str]:
     return out
 
 
-def markdownish_strips(text: str, width: int, styles: tuple, cursor: Style | None = None) -> list[list[Segment]]:
-    """Streamed assistant text as strips: code fences and `inline code` set apart, word-wrapped.
+_INLINE = re.compile(r"`([^`]+)`|\*\*(?=\S)(.+?)(?<=\S)\*\*|(?<![*\w])\*(?=\S)([^*]+?)(?<=\S)\*(?![*\w])")
 
-    Built from segments directly (no Rich wrapping): a long transcript must not cost more to show than the stream
-    that carries it."""
+
+def inline_spans(line: str) -> tuple[str, list[tuple[int, int, str]]]:
+    """A Markdown line's text without its inline markers, and the styled spans: (start, end, kind) with kind
+    code | bold | italic. Unpaired markers stay as they are (a stream cut mid-span shows them until it closes)."""
+    spans: list[tuple[int, int, str]] = []
+    out: list[str] = []
+    pos = n = 0
+    for m in _INLINE.finditer(line):
+        out.append(line[pos : m.start()])
+        n += m.start() - pos
+        kind, body = next((k, g) for k, g in zip(("code", "bold", "italic"), m.groups()) if g is not None)
+        if kind == "code":
+            spans.append((n, n + len(body), kind))
+        else:  # emphasis may hold `code`: split it into disjoint spans ("bold", "bold code", "bold")
+            body, inner = inline_spans(body)
+            at = 0
+            for s0, s1, k in inner:
+                if s0 > at:
+                    spans.append((n + at, n + s0, kind))
+                spans.append((n + s0, n + s1, f"{kind} {k}"))
+                at = s1
+            if at < len(body):
+                spans.append((n + at, n + len(body), kind))
+        out.append(body)
+        n += len(body)
+        pos = m.end()
+    out.append(line[pos:])
+    return "".join(out), spans
+
+
+def markdownish_strips(text: str, width: int, styles: tuple, cursor: Style | None = None) -> list[Line]:
+    """Streamed assistant text as Markdown strips: headings and **bold** bold, *italic*, `inline code` and fenced
+    code set apart, word-wrapped (a list item's continuation lines indented under its text).
+
+    Built from segments directly (no Rich Markdown parse): re-rendered once per frame for the open block only (the
+    view caches every other block), so the cost follows the display rate, not the events."""
     plain, code, inline = styles
+    bold = plain + Style(bold=True)
+    italic = plain + Style(italic=True)
+    kinds = {"code": inline, "bold": bold, "italic": italic}
     width = max(8, width)
-    out: list[Strip] = []
+    out: list[Line] = []
     in_fence = False
     lines = text.split("\n")
     last = len(lines) - 1
@@ -207,22 +262,39 @@ def markdownish_strips(text: str, width: int, styles: tuple, cursor: Style | Non
         fence = line.lstrip().startswith("```")
         if fence:
             in_fence = not in_fence
-        pieces = wrap_line(line, width)
         if in_fence or fence:
-            segs_lines = [[Segment(p, code)] for p in pieces]
+            segs_lines = [[Segment(p, code)] for p in wrap_line(line, width)]
         else:
+            base = plain
+            heading = _HEADING.match(line)
+            if heading:
+                line, base = line[heading.end() :], bold
+            item = _ITEM.match(line)
+            hang = len(item.group(0)) if item and len(item.group(0)) < width // 2 else 0
+            clean, spans = inline_spans(line)
             segs_lines = []
-            ticks = 0  # backticks seen so far on this source line: odd = inside `inline code`
-            paired = line.count("`") // 2 * 2  # an unpaired last backtick opens nothing
-            for p in pieces:
-                segs: list[Segment] = []
-                for j, part in enumerate(p.split("`")):
-                    if j:
-                        ticks += 1
-                    if part:
-                        segs.append(Segment(part, inline if ticks % 2 == 1 and ticks <= paired else plain))
+            for i, (a, b) in enumerate(chunk_text(clean, width - (hang if hang else 0), words=True) or [(0, 0)]):
+                segs: list[Segment] = [Segment(" " * hang, plain)] if i and hang else []
+                at = a
+                for s0, s1, kind in spans:
+                    if s1 <= at or s0 >= b:
+                        continue
+                    if s0 > at:
+                        segs.append(Segment(clean[at:s0], base))
+                    lo, hi = max(s0, at), min(s1, b)
+                    style = base
+                    for k in kind.split():
+                        style = style + kinds[k]
+                    segs.append(Segment(clean[lo:hi], style))
+                    at = hi
+                if at < b:
+                    segs.append(Segment(clean[at:b], base))
                 segs_lines.append(segs)
         if cursor is not None and n == last:
             segs_lines[-1].append(Segment("▌", cursor))
         out.extend(segs_lines)
     return out
+
+
+_HEADING = re.compile(r"^#{1,6} ")
+_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)]) ")

@@ -7,18 +7,23 @@ Both follow the tail while the user is at the bottom and show "+N new" when the 
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Hashable, Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual import events
 from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.geometry import Size
+from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+
+from inspector.tui.messages import DetailRequested, NewRowsNoted
 
 _NULL = Style()
 
@@ -29,9 +34,15 @@ CURSOR_BINDINGS = [
     Binding("home", "app.cursor('home')", "First event", show=False),
     Binding("end", "app.cursor('end')", "Live", show=False),
 ]
+# Every row can be read in full: up/down select a row, Enter (or a click) opens its detail view.
+ROW_BINDINGS = [
+    Binding("up", "select(-1)", "Previous row", id="row-prev", show=False, tooltip="Select the row above"),
+    Binding("down", "select(1)", "Next row", id="row-next", show=False, tooltip="Select the row below"),
+    Binding("enter", "open_detail", "Detail", id="detail", tooltip="Read the selected row in full (or click a row)"),
+]
 
 
-Line = list  # a list of rich Segments: one row, before it is padded to the width and given the base style
+Line = list[Segment]  # one row as rich Segments, before it is padded to the width and given the base style
 
 
 def text_strip(text: Text, console: Console, width: int, style: Style | None = None) -> Line:
@@ -62,8 +73,9 @@ def finish_line(segments: Any, width: int, base: Style) -> Strip:
     return Strip(list(Segment.apply_style(segs, base)), width)
 
 
-def chunk_text(text: str, width: int) -> list[tuple[int, int]]:
-    """Character ranges of `text` split on newlines and then every `width` characters (hard wrap, for buffers)."""
+def chunk_text(text: str, width: int, *, words: bool = False) -> list[tuple[int, int]]:
+    """Character ranges of `text` split on newlines and then every `width` characters (hard wrap, for buffers);
+    `words`: break at the last space that fits instead (the space itself is left out), hard only inside a word."""
     width = max(1, width)
     out: list[tuple[int, int]] = []
     start = 0
@@ -75,8 +87,15 @@ def chunk_text(text: str, width: int) -> list[tuple[int, int]]:
             out.append((start, start))
         pos = start
         while pos < end:
-            out.append((pos, min(end, pos + width)))
-            pos += width
+            stop = min(end, pos + width)
+            if words and stop < end:
+                sp = text.rfind(" ", pos + 1, stop + 1)
+                if sp > pos:
+                    out.append((pos, sp))
+                    pos = sp + 1
+                    continue
+            out.append((pos, stop))
+            pos = stop
         if nl < 0:
             break
         start = nl + 1
@@ -88,7 +107,8 @@ def chunk_text(text: str, width: int) -> list[tuple[int, int]]:
 class LineView(ScrollView, can_focus=True):
     """Rows rendered on demand (`render_row`), cached by `row_key`, following the tail."""
 
-    BINDINGS = CURSOR_BINDINGS
+    BINDINGS: ClassVar[list[Binding | tuple[str, str] | tuple[str, str, str]]] = [*CURSOR_BINDINGS, *ROW_BINDINGS]
+    COMPONENT_CLASSES = {"lv--selected"}
 
     DEFAULT_CSS = """
     LineView {
@@ -96,19 +116,24 @@ class LineView(ScrollView, can_focus=True):
         overflow-y: auto;
         scrollbar-size-vertical: 1;
     }
+    LineView > .lv--selected { background: $accent 35%; }
     """
+
+    follow: reactive[bool] = reactive(True, repaint=False, init=False)
+    """Follow mode: the view sticks to the tail while the user is at the bottom (scrolling up turns it off)."""
+    selected: reactive[int | None] = reactive(None)
+    """The selected row (Enter opens its detail); None: nothing selected."""
 
     def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self._count = 0
         self._new = 0  # rows added while the user is scrolled up
-        self.follow = True
         self._cache: LRUCache[Hashable, Strip] = LRUCache(2048)
         self._programmatic = False
         self._base: Style | None = None
 
     # -- to implement
-    def render_row(self, row: int, width: int) -> Strip:  # pragma: no cover - abstract
+    def render_row(self, row: int, width: int) -> Line | Strip:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def row_key(self, row: int) -> Hashable:
@@ -189,12 +214,58 @@ class LineView(ScrollView, can_focus=True):
             self.on_new_rows(self._new)
 
     def on_new_rows(self, n: int) -> None:
-        """The "+N new" count changed (0: back at the tail)."""
-        for node in self.ancestors:
-            note = getattr(node, "set_note", None)
-            if note is not None:
-                note(f"+{n} new ↓ (end)" if n and not self.follow else "")
-                break
+        """The "+N new" count changed (0: back at the tail): the pane shows it (a message, not a reach up)."""
+        self.post_message(NewRowsNoted(f"+{n} new ↓ (end)" if n and not self.follow else ""))
+
+    # -- selection and detail
+    def detail_at(self, row: int) -> tuple[str, Any] | None:
+        """What the detail view shows for a row: (kind, key), or None (a row with nothing more to read)."""
+        return None
+
+    def watch_selected(self, old: int | None, new: int | None) -> None:
+        self.refresh()
+
+    def action_select(self, delta: int) -> None:
+        if self._count == 0:
+            return
+        if self.selected is None:
+            top = int(self.scroll_offset.y)
+            row = top + self.scrollable_content_region.height - 1 if delta < 0 else top
+        else:
+            row = self.selected + delta
+        row = max(0, min(self._count - 1, row))
+        self.selected = row
+        h = self.scrollable_content_region.height
+        y = int(self.scroll_offset.y)
+        if row < y or row >= y + h:
+            self.follow = False
+            self._programmatic = True
+            try:
+                self.scroll_to(y=row if row < y else row - h + 1, animate=False, force=True)
+            finally:
+                self._programmatic = False
+
+    def action_open_detail(self) -> None:
+        row = self.selected
+        if row is None:  # nothing selected: the last row that has a detail
+            row = next((r for r in range(self._count - 1, max(-1, self._count - 200), -1) if self.detail_at(r)), None)
+            if row is None:
+                self.notify("nothing to read in full here yet", severity="warning", timeout=3)
+                return
+            self.selected = row
+        target = self.detail_at(row)
+        if target is None:
+            self.notify("this row has nothing more to show", severity="warning", timeout=3)
+            return
+        self.post_message(DetailRequested(*target))
+
+    def on_click(self, event: events.Click) -> None:
+        row = int(self.scroll_offset.y + event.y)
+        if 0 <= row < self._count:
+            self.selected = row
+            target = self.detail_at(row)
+            if target is not None:
+                self.post_message(DetailRequested(*target))
 
     def follow_tail(self) -> None:
         self.follow = True
@@ -230,6 +301,12 @@ class LineView(ScrollView, can_focus=True):
         if strip is None:
             strip = finish_line(self.render_row(row, width), width, base)
             self._cache[key] = strip
+        return self._mark(row, strip)
+
+    def _mark(self, row: int, strip: Strip) -> Strip:
+        """The selected row, highlighted (on the way out: cached strips stay unmarked)."""
+        if row == self.selected:
+            return strip.apply_style(self.cstyle("lv--selected"))
         return strip
 
 
@@ -242,6 +319,7 @@ class SectionView(LineView):
         self._item_cache: LRUCache[Hashable, list[Strip]] = LRUCache(4096)
         self._prev_items: list[tuple] = []
         self._item_starts: list[int] = []
+        self._item_keys: list[Hashable] = []
         self._prev_width = -1
 
     def on_styles_changed(self) -> None:
@@ -268,6 +346,7 @@ class SectionView(LineView):
         self._item_cache.clear()
         self._cache.clear()
         self._prev_items, self._item_starts, self._prev_width = [], [], -1
+        self._item_keys = []
 
     def on_resize(self) -> None:
         self._item_cache.clear()
@@ -305,6 +384,7 @@ class SectionView(LineView):
             new_starts.append(len(lines))
             lines.extend(self.item_lines(key, version, render, width))
         self._prev_items = [it[:2] for it in items]
+        self._item_keys = [it[0] for it in items]  # (unlike _prev_items, not cleared when styles change)
         self._item_starts = new_starts
         self._prev_width = width
         self.set_lines(lines)
@@ -314,7 +394,7 @@ class SectionView(LineView):
         self._cache.clear()
         self.set_row_count(len(lines))
 
-    def render_row(self, row: int, width: int) -> Strip:
+    def render_row(self, row: int, width: int) -> Line | Strip:
         return self._lines[row]
 
     def row_key(self, row: int) -> Hashable:
@@ -329,7 +409,14 @@ class SectionView(LineView):
         strip = self._lines[row]
         if strip.cell_length != width:  # rendered for another width (a resize is on its way)
             strip = strip.crop_extend(0, width, self.base_style)
-        return strip
+        return self._mark(row, strip)
+
+    def item_key_at(self, row: int) -> Hashable | None:
+        """The key of the item a row belongs to (set_items' keys)."""
+        if not 0 <= row < len(self._lines) or not self._item_starts:
+            return None
+        i = bisect.bisect_right(self._item_starts, row) - 1
+        return self._item_keys[i] if 0 <= i < len(self._item_keys) else None
 
     @property
     def content_width(self) -> int:

@@ -4,16 +4,16 @@ the live partial-parse preview while open, and at close the parsed input or the 
 from __future__ import annotations
 
 import bisect
+import json
 from typing import Any
 
 import orjson
 from rich.highlighter import JSONHighlighter
 from rich.text import Text
 from textual.cache import LRUCache
-from textual.strip import Strip
 
 from inspector.state.fold import BlockEntry, DashboardState, human_size
-from inspector.tui.widgets.base import SectionView, chunk_text, text_strip, wrap_strips
+from inspector.tui.widgets.base import Line, SectionView, chunk_text, text_strip, wrap_strips
 
 BUFFER_LINES = 6  # buffer lines shown per block (the tail while open, the head once closed)
 INPUT_LINES = 12  # pretty-printed input lines shown per tool block
@@ -40,7 +40,7 @@ def fragment_text(fragments: list[str], ends: list[int], start: int, end: int, s
     return text
 
 
-def window(buf: str, width: int, lo: int, hi: int) -> tuple[list[tuple[int, int]], bool, bool]:
+def window(buf: str, width: int, lo: int, hi: int, *, words: bool = False) -> tuple[list[tuple[int, int]], bool, bool]:
     """Hard-wrapped line ranges of buf covering roughly [lo, hi): (ranges, more before, more after).
 
     Only that window is chunked (a 200 KB buffer costs the same as a small one); lines are aligned to the start
@@ -51,7 +51,7 @@ def window(buf: str, width: int, lo: int, hi: int) -> tuple[list[tuple[int, int]
     end_nl = buf.find("\n", hi)
     stop = len(buf) if end_nl < 0 else end_nl
     stop = min(stop, hi + width)
-    ranges = [(s + start, e + start) for s, e in chunk_text(buf[start:stop], width)]
+    ranges = [(s + start, e + start) for s, e in chunk_text(buf[start:stop], width, words=words)]
     return ranges, start > 0, stop < len(buf)
 
 
@@ -96,7 +96,7 @@ class BlocksView(SectionView):
         return ends
 
     def show(self, state: DashboardState) -> None:
-        key = (id(state), state.rev_blocks, self.content_width)
+        key = (id(state), state.rev_blocks, self.content_width, state.status.finished)
         if key == self._seen:
             return
         self._seen = key
@@ -121,25 +121,40 @@ class BlocksView(SectionView):
             items.append(
                 (
                     "empty",
-                    0,
+                    bool(state.status.finished),
                     lambda w: [
-                        text_strip(Text("no content blocks yet", self.cstyle("blk--meta")), self.app.console, w)
+                        text_strip(
+                            Text(
+                                "no content blocks" + ("" if state.status.finished else " yet"),
+                                self.cstyle("blk--meta"),
+                            ),
+                            self.app.console,
+                            w,
+                        )
                     ],
                 )
             )
         self.set_items(items, self.content_width)
 
+    def detail_at(self, row: int):
+        key = self.item_key_at(row)
+        if isinstance(key, tuple) and len(key) == 3 and self.state is not None and key in self.state.blocks:
+            return ("block", key)
+        if isinstance(key, tuple) and len(key) == 2 and key[0] == "attempt":
+            return ("attempt", key[1])
+        return None
+
     # -------------------------------------------------------------------------------------------- rendering
-    def _attempt_line(self, ta: tuple[int, int], failed: bool, width: int) -> list[Strip]:
+    def _attempt_line(self, ta: tuple[int, int], failed: bool, width: int) -> list[Line]:
         label = f"── turn {ta[0] + 1} · attempt {ta[1] + 1}" + (" · failed, discarded " if failed else " ")
         text = Text(label + "─" * max(0, width - len(label)), self.cstyle("blk--attempt"))
         if failed:
             text.stylize(self.cstyle("blk--discarded"))
         return [text_strip(text, self.app.console, width)]
 
-    def render_block(self, b: BlockEntry, failed: bool, width: int) -> list[Strip]:
+    def render_block(self, b: BlockEntry, failed: bool, width: int) -> list[Line]:
         console = self.app.console
-        out: list[Strip] = []
+        out: list[Line] = []
         head = Text(no_wrap=True, overflow="ellipsis")
         if b.closed and (b.input_error or any(self.state.diagnostics[i].severity == "error" for i in b.diagnostics)):
             head.append("✗ ", self.cstyle("blk--error"))
@@ -198,32 +213,42 @@ class BlocksView(SectionView):
             buffer_lines(tail)
             more(len(buf) - (tail[-1][1] if tail else rows[at][1]), "below")
         elif buf:
+            words = not b.is_tool  # text wraps at word boundaries; JSON keeps its exact columns
             if not b.closed:
-                rows, before, _ = window(buf, inner, len(buf) - span, len(buf))
+                rows, before, _ = window(buf, inner, len(buf) - span, len(buf), words=words)
                 rows = rows[-BUFFER_LINES:]
                 more(rows[0][0] if rows else 0, "above")
                 buffer_lines(rows)
             else:
-                rows, _, _ = window(buf, inner, 0, span)
+                rows, _, _ = window(buf, inner, 0, span, words=words)
                 rows = rows[:BUFFER_LINES]
                 buffer_lines(rows)
                 more(len(buf) - (rows[-1][1] if rows else 0), "below")
         elif b.is_tool and not b.closed:
-            out.append(
-                text_strip(Text(f"{pad}(waiting for input_json_delta)", self.cstyle("blk--more")), console, width)
+            waiting = (
+                f"{len(b.fragments)} empty fragment{'s' if len(b.fragments) != 1 else ''} so far"
+                if b.fragments
+                else "waiting for input_json_delta"
             )
+            out.append(text_strip(Text(f"{pad}({waiting})", self.cstyle("blk--more")), console, width))
 
         if b.is_tool:
-            if not b.closed:
+            if not b.closed and buf.strip():
+                reason = incomplete_reason(buf)
                 value, err = b.preview()
-                label = Text(pad + "preview ▸ ", self.cstyle("blk--label"))
+                if reason is None:
+                    label = Text("buffer is valid JSON already ▸ ", self.cstyle("blk--label"))
+                else:
+                    label = Text("not valid JSON yet: ", self.cstyle("blk--label"))
+                    label.append(reason, self.cstyle("blk--more"))
+                    label.append(" · repaired preview ▸ ", self.cstyle("blk--label"))
                 if err:
                     label.append(err, self.cstyle("blk--error"))
                 elif value is not None:
                     label.append_text(_json(Text(_compact(value)[: width * 3], self.cstyle("blk--preview"))))
                 else:
                     label.append("…", self.cstyle("blk--more"))
-                out.extend(wrap_strips(label, console, width)[:3])
+                out.extend(wrap_strips(label, console, width, indent=INDENT)[:4])
             elif b.input_error is None:
                 value = b.parsed_input
                 if value is not None:
@@ -246,6 +271,21 @@ class BlocksView(SectionView):
             )
             out.extend(wrap_strips(t, console, width)[:2])
         return out
+
+
+def incomplete_reason(buf: str) -> str | None:
+    """Why a tool block's buffer is not valid JSON yet (`unterminated string at col 12`); None when it is.
+
+    The partial preview is a repair of this buffer (strings closed, brackets added): a reader must never take it for
+    the input itself. Called per rendered block version (display rate), never per delta."""
+    try:
+        json.loads(buf)
+    except json.JSONDecodeError as e:
+        msg = e.msg
+        msg = msg.split(" starting at", 1)[0]  # "Unterminated string starting at" -> "Unterminated string"
+        where = f"col {e.colno}" if e.lineno == 1 else f"line {e.lineno} col {e.colno}"
+        return f"{msg[:1].lower()}{msg[1:]} at {where}"
+    return None
 
 
 def _compact(value: Any) -> str:

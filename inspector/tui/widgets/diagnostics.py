@@ -9,7 +9,7 @@ from rich.text import Text
 from textual.strip import Strip
 
 from inspector.state.fold import DashboardState
-from inspector.tui.widgets.base import LineView
+from inspector.tui.widgets.base import Line, LineView
 
 SEVERITY_CLASS = {"error": "diag--error", "warning": "diag--warning", "info": "diag--info"}
 GLYPH = {"error": "✗", "warning": "⚠", "info": "ℹ"}
@@ -32,7 +32,7 @@ class DiagnosticsView(LineView):
         self._seen: tuple = ()
 
     def show(self, state: DashboardState) -> None:
-        key = (id(state), state.rev_diag)
+        key = (id(state), state.rev_diag, bool(state.status.finished))
         if key == self._seen:
             return
         if self.state is not state:
@@ -46,16 +46,20 @@ class DiagnosticsView(LineView):
         return 0 if self.state is None else len(self.state.diagnostics)
 
     def row_key(self, row: int) -> Hashable:
-        return (row, self.count == 0)
+        return (row, self.count == 0, self.ended)
 
-    def render_row(self, row: int, width: int) -> Strip:
+    @property
+    def ended(self) -> bool:
+        return self.state is not None and bool(self.state.status.finished)
+
+    def detail_at(self, row: int):
+        return ("diagnostic", row) if 0 <= row < self.count else None
+
+    def render_row(self, row: int, width: int) -> Line | Strip:
         console = self.app.console
         if self.state is None or not self.state.diagnostics:
-            return list(
-                Text("no diagnostics: the stream is well-formed so far", self.cstyle("diag--empty")).render(
-                    console, end=""
-                )
-            )
+            words = "the stream was well-formed" if self.ended else "the stream is well-formed so far"
+            return list(Text(f"✓ no diagnostics: {words}", self.cstyle("diag--empty")).render(console, end=""))
         d = self.state.diagnostics[row]
         text = Text(no_wrap=True, overflow="crop")
         text.append(f"{GLYPH.get(d.severity, '?')} ", self.cstyle(SEVERITY_CLASS.get(d.severity, "diag--info")))

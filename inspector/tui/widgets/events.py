@@ -12,6 +12,7 @@ from textual.cache import LRUCache
 from textual.strip import Strip
 
 from inspector.state.fold import F_DIAG, F_ERROR, F_MARKER, F_WARN, DashboardState, human_size
+from inspector.tui.messages import TimeTravelRequested
 from inspector.tui.widgets.base import LineView
 
 SHORT_TYPES = {
@@ -101,16 +102,22 @@ class EventsView(LineView):
             self.show(self.state, self.cursor_evno)
         self.follow_tail()
 
-    def on_click(self, event) -> None:
-        """Click an event row: time travel to it."""
-        if self.raw or self.state is None:
-            return
-        row = int(self.scroll_offset.y + event.y)
+    def detail_at(self, row: int):
+        """An event row opens the event; an attempt's marker row opens the request it sent."""
+        if self.raw or self.state is None or not 0 <= row < len(self.state.events):
+            return None
         ev = self.state.events
-        if 0 <= row < len(ev) and ev.evno[row]:
-            set_cursor = getattr(self.app, "set_cursor", None)
-            if set_cursor is not None:
-                set_cursor(ev.evno[row])
+        if ev.flags[row] & F_MARKER:
+            return ("attempt", (ev.turn[row], ev.attempt[row]))
+        return ("event", ev.evno[row]) if ev.evno[row] else None
+
+    def on_click(self, event) -> None:
+        """Click an event row: time travel to it (LineView.on_click, called too, opens its detail)."""
+        row = int(self.scroll_offset.y + event.y)
+        if not self.raw and self.state is not None and 0 <= row < len(self.state.events):
+            evno = self.state.events.evno[row]
+            if evno:
+                self.post_message(TimeTravelRequested(evno))
 
     # -------------------------------------------------------------------------------------------- rendering
     def row_key(self, row: int) -> Hashable:

@@ -36,6 +36,8 @@ def source_label(source: dict) -> str:
         return f"api {source.get('model', '')}" + (f" via {base}" if base else "")
     if kind == "generated":
         return f"generated {source.get('events', '')} events"
+    if kind in ("proxy", "serve"):  # the address to point a harness at has its own line, in full
+        return f"{kind} {source.get('name') or source.get('upstream') or ''}".strip()
     return " ".join(str(v) for v in source.values())[:40] or kind
 
 

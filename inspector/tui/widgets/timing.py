@@ -11,8 +11,9 @@ replayed reads' times are the replay's own.
 
 from __future__ import annotations
 
-import re
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from rich.style import Style
@@ -24,13 +25,25 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from inspector.record.recording import RecordedAttempt, Recording
-from inspector.record.timing import RecordingBuilder, analyze_attempt, format_timing_json, timing_json
+from inspector.record.timing import RecordingBuilder, analyze_attempt, timing_json
 from inspector.state.travel import History
 
 REFRESH_HZ = 4
 HAR_NOTE = "HAR timing is per response, not per read"
 VERDICT_ORDER = ("buffered", "suspect", "not buffered", "inconclusive")
-BAR = re.compile(r"^\s+\S+ \|#* *\d+$")  # a histogram row of format_timing: "    10-50ms |#####    12"
+
+
+@dataclass
+class TimingInputs:
+    """What the timing view analyses: the history, the time-travel cursor, the source's timing caveat, and the
+    original recording of a source without per-read timing (a HAR import)."""
+
+    history: History
+    cursor: int | None = None
+    note: str = ""
+    original: Any = None
+    source: dict | None = None
+    running: bool = False
 
 
 class TimingAnalysis:
@@ -52,6 +65,7 @@ class TimingAnalysis:
             self._history = history
             self._builder = RecordingBuilder(source=source, timed_reads=timed_reads)
         builder = self._builder
+        assert builder is not None
         obs = history.observations
         for i in range(builder.count, min(cut, len(obs))):
             builder.add(obs[i])
@@ -100,24 +114,114 @@ class TimingReport(Static):
     def c(self, name: str) -> Style:
         return self.get_component_rich_style(name, partial=True, default=Style())
 
-    def line_style(self, line: str) -> Style:
-        s = line.strip()
-        if s.startswith("turn "):
-            return self.c("tm--head")
-        if s.startswith("buffering: "):
-            verdict = s[len("buffering: ") :].split(":", 1)[0].lower()
-            return self.c(
-                {"buffered": "tm--buffered", "suspect": "tm--suspect", "not buffered": "tm--ok"}.get(
-                    verdict, "tm--muted"
-                )
+    def verdict_style(self, verdict: str) -> Style:
+        return self.c(
+            {"buffered": "tm--buffered", "suspect": "tm--suspect", "not buffered": "tm--ok"}.get(verdict, "tm--muted")
+        )
+
+    def render_data(self, data: dict) -> Text:
+        """The report, built from the timing data itself (each part styled by what it is, never by its text)."""
+        out = Text()
+        head, muted, note, bar = self.c("tm--head"), self.c("tm--muted"), self.c("tm--note"), self.c("tm--bar")
+
+        def line(text: str = "", style: Style | None = None) -> None:
+            out.append(text + "\n", style or Style())
+
+        if data.get("timing") == "per-response":
+            line(
+                "note: timing is per response, not per read (HAR / plain SSE): gaps, bursts and buffering cannot be "
+                "judged",
+                note,
             )
-        if s.startswith(("note:", "warning:", "an intermediary")):
-            return self.c("tm--note")
-        if s.startswith("rule:"):
-            return self.c("tm--muted")
-        if BAR.match(line):
-            return self.c("tm--bar")
-        return Style()
+        for w in data.get("warnings") or ():
+            line(f"warning: {w}", note)
+        attempts = data.get("attempts") or []
+        if not attempts:
+            line("no attempts in this recording", muted)
+        for a in attempts:
+            if out:
+                line()
+            status = a["status"] if a.get("status") is not None else "?"
+            line(
+                f"turn {a['turn'] + 1} attempt {a['attempt'] + 1}: HTTP {status}, {a['reads']} reads, "
+                f"{a['events']} events, {a['bytes']} bytes, end {a.get('end') or '-'}",
+                head,
+            )
+            times = (
+                f"  headers {_s(a.get('headers_s'))} | first byte {_s(a.get('first_byte_s'))} | first content "
+                f"{_s(a.get('first_content_s'))} | message_stop {_s(a.get('message_stop_s'))} | last byte "
+                f"{_s(a.get('last_byte_s'))}"
+            )
+            line(times + (f" | end {_s(a['end_s'])}" if a.get("end_s") is not None else ""))
+            for key, title in (("read_gaps", "gaps between reads"), ("event_gaps", "gaps between events")):
+                g = a.get(key) or {}
+                if not g.get("count"):
+                    continue
+                line(
+                    f"  {title} ({g['count']}): min {_ms(g['min'])}, median {_ms(g['median'])}, p90 {_ms(g['p90'])}, "
+                    f"max {_ms(g['max'])}"
+                )
+                for label, n, width in histogram_rows(g.get("histogram") or []):
+                    out.append(f"      {label:>10} |", muted)
+                    out.append(f"{'#' * width:<30}", bar)
+                    out.append(f" {n}\n", muted)
+            epr = a.get("events_per_read") or {}
+            if epr.get("mean") is not None:
+                line(f"  events per read: mean {epr['mean']:.2f}, max {epr['max']}")
+            p = a.get("pings") or {}
+            if p.get("count"):
+                iv = p.get("interval")
+                cadence = (
+                    f", every {_ms(iv['mean'])} on average (min {_ms(iv['min'])}, max {_ms(iv['max'])})" if iv else ""
+                )
+                line(f"  pings: {p['count']}{cadence}")
+            else:
+                line("  pings: none", muted)
+            b = a.get("buffering") or {}
+            verdict = str(b.get("verdict", ""))
+            out.append("  buffering: ")
+            out.append(verdict.upper(), self.verdict_style(verdict))
+            line(f": {b.get('reason', '')}")
+            bursts = b.get("held_bursts") or []
+            for hb in bursts[:10]:
+                line(
+                    f"    held burst at {hb['start']:.3f} s after {hb['silence']:.3f} s of silence: {hb['reads']} "
+                    f"read(s), {hb['events']} events, {hb['bytes']} bytes ({hb['share']:.0%})"
+                )
+            if len(bursts) > 10:
+                line(f"    ... {len(bursts) - 10} more held bursts", muted)
+            if verdict in ("buffered", "suspect"):
+                line(f"    rule: {b.get('rule', '')}", muted)
+                line(
+                    "    an intermediary (relay, reverse proxy) probably buffers the event stream; for nginx: "
+                    "`X-Accel-Buffering: no` / proxy_buffering off",
+                    note,
+                )
+        out.rstrip()
+        return out
+
+
+def histogram_rows(hist: list[dict], width: int = 30) -> list[tuple[str, int, int]]:
+    """(label, count, bar width) of a gap histogram, from its first to its last non-empty bucket."""
+    nonzero = [i for i, h in enumerate(hist) if h["count"]]
+    if not nonzero:
+        return []
+    top = max(h["count"] for h in hist)
+    rows = []
+    for h in hist[nonzero[0] : nonzero[-1] + 1]:
+        n = h["count"]
+        rows.append((str(h["label"]), n, max(1 if n else 0, round(width * n / top))))
+    return rows
+
+
+def _s(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f} s"
+
+
+def _ms(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x * 1000:.1f} ms" if x < 1 else f"{x:.2f} s"
 
 
 class TimingScreen(ModalScreen[None]):
@@ -143,9 +247,14 @@ class TimingScreen(ModalScreen[None]):
     TimingScreen #timing-scroll { height: 1fr; scrollbar-gutter: stable; }
     """
 
-    def __init__(self, analysis: TimingAnalysis | None = None) -> None:
+    def __init__(
+        self, analysis: TimingAnalysis | None = None, inputs: Callable[[], TimingInputs] | None = None
+    ) -> None:
+        """`inputs` says what to analyse, each time the report refreshes (the dashboard passes its own; the screen
+        never reaches into the App for it)."""
         super().__init__()
         self.analysis = analysis or TimingAnalysis()
+        self.inputs = inputs or (lambda: TimingInputs(History()))
         self.data: dict | None = None
         self.verdict = ""
         self.text = ""  # the plain text shown (tests)
@@ -173,14 +282,14 @@ class TimingScreen(ModalScreen[None]):
 
     def update_report(self) -> None:
         """Recompute when the observations or the cursor changed since the last time (called by the timer)."""
-        app: Any = self.app
-        history: History = app.history
-        cursor = app.cursor
-        cut = len(history) if cursor is None else history.cut(cursor)
-        note = app.timing_note()
+        inputs = self.inputs()
+        history = inputs.history
+        cursor = inputs.cursor
+        cut: int | None = len(history) if cursor is None else history.cut(cursor)
+        note = inputs.note
         # a source without per-read timing (HAR): the replayed reads' times are the replay's, so the report is the
         # original recording's (its time to headers and total time are real), whole, whatever the cursor
-        original = getattr(app.session, "recording", None) if note else None
+        original = inputs.original if note else None
         if isinstance(original, Recording):
             cut = cursor = None
         key = (id(history), cut, cursor, note, id(original))
@@ -193,7 +302,9 @@ class TimingScreen(ModalScreen[None]):
             if isinstance(original, Recording):
                 data = self.analysis.compute_recording(original)
             else:
-                data = self.analysis.compute(history, cut, app.source or None, timed_reads=not note)
+                data = self.analysis.compute(
+                    history, len(history) if cut is None else cut, inputs.source or None, timed_reads=not note
+                )
             self.data = data
         except Exception as e:  # a report bug must not take the dashboard down
             self.data, self.verdict = None, "error"
@@ -211,20 +322,26 @@ class TimingScreen(ModalScreen[None]):
         elif cursor is not None:
             title = f"Timing · as of event {cursor} of {history.event_count} (time travel)"
         else:
-            title = f"Timing · {'live' if app.session_running else 'session'} · {history.event_count} events"
+            title = f"Timing · {'live' if inputs.running else 'session'} · {history.event_count} events"
         if note and not any(str(w).startswith(note) for w in data.get("warnings") or ()):
             out.append(f"⚠ {note}\n", r.c("tm--note"))
         out.append("verdict: ", r.c("tm--muted"))
-        out.append(self.verdict.upper(), r.line_style(f"buffering: {self.verdict}:"))
+        out.append(self.verdict.upper(), r.verdict_style(self.verdict))
         if where and self.verdict in ("buffered", "suspect"):
             out.append(f" ({', '.join(where[:6])}{' …' if len(where) > 6 else ''})", r.c("tm--muted"))
         out.append("\n\n")
-        for line in format_timing_json(data).splitlines():
-            out.append(line + "\n", r.line_style(line))
-        out.rstrip()
+        out.append_text(r.render_data(data))
         self.text = f"{title}\n{out.plain}"
         self.box.border_title = title
         r.update(out)
 
 
-__all__ = ["HAR_NOTE", "REFRESH_HZ", "TimingAnalysis", "TimingReport", "TimingScreen", "overall_verdict"]
+__all__ = [
+    "HAR_NOTE",
+    "REFRESH_HZ",
+    "TimingAnalysis",
+    "TimingInputs",
+    "TimingReport",
+    "TimingScreen",
+    "overall_verdict",
+]

@@ -76,7 +76,7 @@ class ToolsView(SectionView):
         self._seen: tuple = ()
 
     def revisions(self, state: DashboardState) -> tuple:
-        return (state.rev_tools,)
+        return (state.rev_tools, state.status.finished)
 
     def rebuild(self) -> None:
         state = self.state
@@ -105,10 +105,18 @@ class ToolsView(SectionView):
             failed = state.attempt_failed(t.turn, t.attempt)
             items.append((tool_id, (t.version, live, failed), lambda w, t=t, f=failed: self.render_tool(t, f, w)))
         if not items:
-            items.append(
-                ("empty", 0, lambda w: [text_strip(Text("no tool calls yet", self.cstyle("tool--empty")), console, w)])
-            )
+            done = bool(state.status.finished)
+            label = "no tool calls" + ("" if done else " yet")
+            items.append(("empty", done, lambda w: [text_strip(Text(label, self.cstyle("tool--empty")), console, w)]))
         self.set_items(items, self.content_width)
+
+    def detail_at(self, row: int):
+        key = self.item_key_at(row)
+        if isinstance(key, str) and self.state is not None and key in self.state.tools:
+            return ("tool", key)
+        if isinstance(key, tuple) and key[0] == "turn":
+            return ("turn", key[1])
+        return None
 
     def render_tool(self, t: ToolEntry, failed: bool, width: int) -> list[Strip]:
         console = self.app.console

@@ -1,0 +1,172 @@
+"""The request view: what the harness sent for a turn (system, tools, messages, parameters, from
+`AttemptStarted.body`) and a structured diff with the previous turn's request. Works the same for our loop,
+`proxy` and `serve --tui`: they all publish AttemptStarted with the body. Pure: no Textual."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rich.text import Text
+
+from inspector.core.fmt import short, short_text
+from inspector.state.fold import DashboardState
+from inspector.tui.detail import HEAD, MUTED, Detail, _json_block, _kv, _section
+
+SECTIONS = ("system", "tools", "messages")
+
+
+@dataclass(frozen=True)
+class Change:
+    """One difference between two requests: `op` is + (added), - (removed) or ~ (changed)."""
+
+    op: str
+    where: str  # "system", "tools/read_file", "messages[3]", "max_tokens"
+    what: str  # a one-line description
+
+
+def request_for(state: DashboardState, turn: int, attempt: int | None = None) -> tuple[tuple[int, int], dict] | None:
+    """The body sent for a turn (its last attempt unless told), with its (turn, attempt)."""
+    keys = [k for k in state.requests if k[0] == turn and (attempt is None or k[1] == attempt)]
+    if not keys:
+        return None
+    key = max(keys)
+    return key, state.requests[key]
+
+
+def previous_request(state: DashboardState, turn: int) -> tuple[tuple[int, int], dict] | None:
+    earlier = [k for k in state.requests if k[0] < turn]
+    if not earlier:
+        return None
+    key = max(earlier)
+    return key, state.requests[key]
+
+
+def message_summary(message: Any, limit: int = 90) -> str:
+    """`user: text "..." · tool_result toolu_1 (is_error)` for one message."""
+    if not isinstance(message, dict):
+        return short(message, limit)
+    role = message.get("role", "?")
+    content = message.get("content")
+    if isinstance(content, str):
+        return f"{role}: {short(content, limit)}"
+    parts = []
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, dict):
+            parts.append(short(block, 30))
+            continue
+        kind = block.get("type", "?")
+        if kind == "text":
+            parts.append(f"text {short(block.get('text', ''), 40)}")
+        elif kind == "tool_use":
+            inp = block.get("input")
+            parts.append(f"tool_use {block.get('name')}" + (f" {short(inp, 40)}" if inp is not None else ""))
+        elif kind == "tool_result":
+            err = " is_error" if block.get("is_error") else ""
+            parts.append(f"tool_result {block.get('tool_use_id')}{err}: {short(block.get('content'), 40)}")
+        else:
+            parts.append(kind)
+    return short_text(f"{role}: " + " · ".join(parts), limit + 40)
+
+
+def _messages(body: dict) -> list[Any]:
+    messages = body.get("messages")
+    return messages if isinstance(messages, list) else []
+
+
+def _tools_by_name(body: dict) -> dict[str, Any]:
+    tools = body.get("tools")
+    out: dict[str, Any] = {}
+    for i, tool in enumerate(tools if isinstance(tools, list) else []):
+        name = tool.get("name") if isinstance(tool, dict) else None
+        out[str(name or f"#{i}")] = tool
+    return out
+
+
+def request_diff(prev: dict, cur: dict) -> list[Change]:
+    """What changed from one request to the next: system, tools by name, messages (appended, changed, removed),
+    and every other parameter."""
+    out: list[Change] = []
+    if prev.get("system") != cur.get("system"):
+        op = "+" if "system" not in prev else "-" if "system" not in cur else "~"
+        out.append(Change(op, "system", short(cur.get("system", prev.get("system")), 80)))
+    pt, ct = _tools_by_name(prev), _tools_by_name(cur)
+    for name in ct.keys() - pt.keys():
+        out.append(Change("+", f"tools/{name}", "tool added"))
+    for name in pt.keys() - ct.keys():
+        out.append(Change("-", f"tools/{name}", "tool removed"))
+    for name in sorted(pt.keys() & ct.keys()):
+        if pt[name] != ct[name]:
+            out.append(Change("~", f"tools/{name}", "definition changed"))
+    pm, cm = _messages(prev), _messages(cur)
+    same = 0
+    while same < min(len(pm), len(cm)) and pm[same] == cm[same]:
+        same += 1
+    for i in range(same, max(len(pm), len(cm))):
+        if i < len(pm) and i < len(cm):
+            out.append(Change("~", f"messages[{i}]", message_summary(cm[i])))
+        elif i < len(cm):
+            out.append(Change("+", f"messages[{i}]", message_summary(cm[i])))
+        else:
+            out.append(Change("-", f"messages[{i}]", message_summary(pm[i])))
+    for key in sorted((prev.keys() | cur.keys()) - set(SECTIONS)):
+        if key not in cur:
+            out.append(Change("-", key, short(prev[key], 60)))
+        elif key not in prev:
+            out.append(Change("+", key, short(cur[key], 60)))
+        elif prev[key] != cur[key]:
+            out.append(Change("~", key, f"{short(prev[key], 30)} → {short(cur[key], 30)}"))
+    return out
+
+
+OP_STYLE = {"+": "green", "-": "red", "~": "yellow"}
+
+
+def request_detail(state: DashboardState, turn: int, attempt: int | None = None) -> Detail:
+    """The request of a turn, then its diff with the previous turn's request."""
+    found = request_for(state, turn, attempt)
+    if found is None:
+        return Detail(f"Request · turn {turn + 1}", Text("no request was seen for this turn (yet)", MUTED))
+    (t, a), body = found
+    out = Text()
+    params = {k: v for k, v in body.items() if k not in SECTIONS}
+    messages = _messages(body)
+    tools = _tools_by_name(body)
+    prev = previous_request(state, t)
+    _section(out, f"changes since turn {prev[0][0] + 1}'s request" if prev else "changes")
+    if prev is None:
+        out.append("the first request of the session: nothing to compare with\n", MUTED)
+    else:
+        changes = request_diff(prev[1], body)
+        if not changes:
+            out.append("identical to the previous request\n", MUTED)
+        for ch in changes:
+            out.append(f" {ch.op} ", OP_STYLE[ch.op])
+            out.append(f"{ch.where}  ", HEAD)
+            out.append(ch.what + "\n")
+    _section(out, "parameters")
+    for k, v in params.items():
+        _kv(out, k, short(v, 120))
+    _section(out, "system")
+    system = body.get("system")
+    if isinstance(system, str):
+        out.append(system + "\n")
+    elif system is None:
+        out.append("(none)\n", MUTED)
+    else:
+        _json_block(out, system)
+    _section(out, f"tools · {len(tools)}")
+    for name, tool in tools.items():
+        desc = tool.get("description", "") if isinstance(tool, dict) else ""
+        out.append(f"{name}", HEAD)
+        out.append(f"  {short_text(str(desc), 100)}\n" if desc else "\n", MUTED)
+    _section(out, f"messages · {len(messages)}")
+    for i, m in enumerate(messages):
+        out.append(f"[{i}] ", MUTED)
+        out.append(message_summary(m, 200) + "\n")
+    _section(out, "full body")
+    _json_block(out, body)
+    return Detail(f"Request · turn {t + 1} · attempt {a + 1} · what the harness sent", out)
+
+
+__all__ = ["Change", "message_summary", "previous_request", "request_detail", "request_diff", "request_for"]

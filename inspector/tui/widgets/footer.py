@@ -1,0 +1,172 @@
+"""The key footer: Textual's Footer, made to fit any width.
+
+The stock Footer lays every shown binding out in one scrolling row: at 80 columns it pushes `q Quit` off the screen
+(leaving a stray first letter of the next key under the palette key), and its compact groups print their keys and
+label without spaces (`nbt Stepc Cancel`). This one keeps the same FooterKey widgets (clickable, dimmed when
+disabled, with tooltips) but:
+
+- groups read `n/b/t Step`, with a space before the next key;
+- when the row does not fit, the least important keys are left out (by `PRIORITY`, binding ids): pause, step,
+  cancel and quit always stay. Everything left out is still in the command palette (ctrl+p) and still works.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from rich.cells import cell_len
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import Footer
+from textual.widgets._footer import FooterKey, FooterLabel, KeyGroup
+
+# Binding ids, most important first (what stays at 80 columns): the essentials, then by how often they are used.
+PRIORITY = (
+    "quit",
+    "pause",
+    "step-event",
+    "step-block",
+    "step-turn",
+    "cancel",
+    "restart",
+    "faster",
+    "slower",
+    "detail",
+    "request",
+    "timing",
+    "raw",
+    "export",
+    "max-events",
+    "max-blocks",
+    "max-tools",
+    "max-assistant",
+)
+ESSENTIAL = frozenset({"quit", "pause", "step-event", "step-block", "step-turn", "cancel"})
+PALETTE_WIDTH = 12  # "^p palette" docked on the right, with its border
+
+
+class ExplainingKey(FooterKey):
+    """A footer key that, when disabled and clicked, says why (the App's `run_action` explains a refused action)."""
+
+    async def on_mouse_down(self) -> None:
+        # FooterKey.on_mouse_down (called too: handlers run along the MRO) rings the bell for a disabled key
+        if self._disabled:
+            await self.app.run_action(self.action)
+
+
+def _rank(binding: Binding) -> int:
+    bid = binding.id or binding.action
+    return PRIORITY.index(bid) if bid in PRIORITY else len(PRIORITY)
+
+
+class KeyFooter(Footer):
+    """A footer whose keys fit the width: essentials always shown, groups spaced, no horizontal scrolling."""
+
+    DEFAULT_CSS = """
+    KeyFooter {
+        overflow-x: hidden;
+        KeyGroup.-compact { margin: 0 1 0 0; padding-left: 0; }
+        KeyGroup.-compact FooterKey.-grouped { margin: 0; }
+    }
+    """
+
+    def __init__(self, **kw) -> None:
+        super().__init__(compact=True, **kw)
+        self._fit_width = -1
+        self.hidden_ids: list[str] = []  # what did not fit (tests)
+
+    def on_resize(self) -> None:
+        if self.size.width != self._fit_width and self._bindings_ready:
+            self._fit_width = self.size.width
+            self.call_after_refresh(self.recompose)
+
+    @staticmethod
+    def entry_width(bindings: list[tuple[Binding, str]]) -> int:
+        """Cells one footer entry takes: `k Label ` or, for a group, `a/b/c Label `."""
+        first = bindings[0][0]
+        if first.group is not None and len(bindings) > 1:
+            keys = "/".join(display for _, display in bindings)
+            return cell_len(keys) + 1 + cell_len(first.group.description) + 1
+        _, display = bindings[0]
+        return cell_len(display) + 1 + cell_len(first.description) + 1
+
+    def choose(self, entries: list[list[tuple[Binding, bool, str]]], width: int) -> list[int]:
+        """Indices of the entries to show in `width` cells: by priority, the essentials whatever the width."""
+        get_display = self.app.get_key_display
+        widths = [self.entry_width([(b, get_display(b)) for b, _, _ in entry]) for entry in entries]
+        order = sorted(range(len(entries)), key=lambda i: min(_rank(b) for b, _, _ in entries[i]))
+        chosen: set[int] = set()
+        used = 0
+        for i in order:
+            essential = any((b.id or "") in ESSENTIAL for b, _, _ in entries[i])
+            if used + widths[i] <= width or essential:
+                chosen.add(i)
+                used += widths[i]
+        return sorted(chosen)
+
+    def compose(self) -> ComposeResult:
+        if not self._bindings_ready:
+            return
+        active = self.screen.active_bindings
+        by_action: defaultdict[str, list[tuple[Binding, bool, str]]] = defaultdict(list)
+        for _, binding, enabled, tooltip in active.values():
+            if binding.show:
+                by_action[binding.action].append((binding, enabled, tooltip))
+        # entries: consecutive actions of one group make one entry
+        entries: list[list[tuple[Binding, bool, str]]] = []
+        for items in by_action.values():
+            first = items[0]
+            group = first[0].group
+            if entries and group is not None and entries[-1][0][0].group == group:
+                entries[-1].append(first)
+            else:
+                entries.append([first])
+        width = self.size.width or self.app.size.width
+        palette = self.show_command_palette and self.app.ENABLE_COMMAND_PALETTE
+        room = max(0, width - (PALETTE_WIDTH if palette else 0))
+        shown = self.choose(entries, room)
+        self.hidden_ids = [b.id or b.action for i, e in enumerate(entries) if i not in shown for b, _, _ in e]
+        get_display = self.app.get_key_display
+        for i in shown:
+            entry = entries[i]
+            binding, enabled, tooltip = entry[0]
+            if binding.group is not None and len(entry) > 1:
+                with KeyGroup(classes="-compact"):
+                    for n, (b, on, tip) in enumerate(entry):
+                        display = get_display(b) + ("/" if n < len(entry) - 1 else "")
+                        yield ExplainingKey(
+                            b.key,
+                            display,
+                            "",
+                            b.action,
+                            disabled=not on,
+                            tooltip=tip or b.tooltip or b.description,
+                            classes="-grouped",
+                        ).data_bind(compact=Footer.compact)
+                    yield FooterLabel(f" {binding.group.description}")  # `n/b/t Step`, never `nbtStep`
+            else:
+                yield ExplainingKey(
+                    binding.key,
+                    get_display(binding),
+                    binding.description,
+                    binding.action,
+                    disabled=not enabled,
+                    tooltip=tooltip or binding.tooltip,
+                ).data_bind(compact=Footer.compact)
+        if palette:
+            try:
+                _node, binding, enabled, tooltip = active[self.app.COMMAND_PALETTE_BINDING]
+            except KeyError:
+                return
+            yield FooterKey(
+                binding.key,
+                get_display(binding),
+                binding.description,
+                binding.action,
+                classes="-command-palette",
+                disabled=not enabled,
+                tooltip=binding.tooltip or binding.description,
+            )
+
+
+__all__ = ["KeyFooter", "PRIORITY", "ESSENTIAL"]

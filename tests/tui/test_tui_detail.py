@@ -1,0 +1,413 @@
+"""Read anything in full: Enter (or a click) on every kind of row opens the right detail view; the request view and
+its diff; speed after the loop finished; disabled keys say why; the footer and small terminals."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+from tui_helpers import Factory, FakeSession, wait_for
+
+from inspector.agent import observations as O
+from inspector.state.fold import DashboardState
+from inspector.testing.synthetic import parse_date_observations
+from inspector.tui.app import InspectorApp, next_speed
+from inspector.tui.commands import binding_commands
+from inspector.tui.request import request_diff
+from inspector.tui.summary import fault_summary
+from inspector.tui.widgets.blocks import incomplete_reason
+from inspector.tui.widgets.detail import DetailScreen
+from inspector.tui.widgets.footer import ESSENTIAL, KeyFooter
+
+WIDE = (140, 42)
+SMALL = (80, 24)
+
+
+def synthetic(stop: str | None = None, variant: str = "ok", **kw) -> InspectorApp:
+    return InspectorApp(observations=parse_date_observations(stop, variant=variant), clock=lambda: 0.0, **kw)
+
+
+async def open_row(pilot, view, row: int) -> DetailScreen:
+    app = pilot.app
+    view.focus()
+    view.selected = row
+    await pilot.press("enter")
+    await wait_for(lambda: isinstance(app.screen, DetailScreen), what="the detail view")
+    return app.screen
+
+
+class TestEnterOpensTheRightDetail:
+    async def test_an_event_row_shows_its_json_and_raw_bytes(self) -> None:
+        app = synthetic()
+        async with app.run_test(size=WIDE) as pilot:
+            ev = app.live.events
+            row = next(r for r in range(len(ev)) if ev.etype[r] == "content_block_delta" and ev.index[r] == 1)
+            screen = await open_row(pilot, app.events_view, row)
+            text = screen.detail.plain
+            assert screen.detail.title.startswith(f"Event {ev.evno[row]} · content_block_delta")
+            assert '"type": "input_json_delta"' in text  # the data, as pretty JSON
+            assert "┄ read " in text and "data: {" in text  # the raw bytes, with read boundaries
+            await pilot.press("escape")
+            await wait_for(lambda: not isinstance(app.screen, DetailScreen), what="the view to close")
+
+    async def test_an_attempt_marker_row_opens_the_request_it_sent(self) -> None:
+        # turn 2's request carries turn 1's answer and the tool results (the synthetic script sends none)
+        history = [{"role": "user", "content": "fix parse_date"}]
+        obs = []
+        for o in parse_date_observations():
+            if isinstance(o, O.AttemptStarted):
+                if o.turn == 1:
+                    history = [*history, {"role": "assistant", "content": [{"type": "tool_use", "id": "t1"}]}]
+                o = dataclasses.replace(o, body={**o.body, "messages": list(history)})
+            obs.append(o)
+        app = InspectorApp(observations=obs, clock=lambda: 0.0)
+        async with app.run_test(size=WIDE) as pilot:
+            ev = app.live.events
+            marker = [r for r in range(len(ev)) if ev.etype[r] == "attempt"][1]
+            screen = await open_row(pilot, app.events_view, marker)
+            assert screen.detail.title.startswith("Request · turn 2 · attempt 1")
+            assert "changes since turn 1's request" in screen.detail.plain
+            assert "+ messages[1]" in screen.detail.plain  # the assistant's tool calls were appended
+
+    async def test_a_block_row_shows_the_whole_buffer_and_input(self) -> None:
+        app = synthetic()
+        async with app.run_test(size=WIDE) as pilot:
+            view = app.blocks_view
+            row = next(r for r in range(view.row_count) if (view.detail_at(r) or ("",))[0] == "block")
+            key = view.detail_at(row)[1]
+            screen = await open_row(pilot, view, row)
+            block = app.live.blocks[key]
+            assert block.joined() in screen.detail.plain
+
+    async def test_a_tool_row_shows_input_result_and_state_history(self) -> None:
+        app = synthetic()
+        async with app.run_test(size=WIDE) as pilot:
+            view = app.tools_view
+            row = next(r for r in range(view.row_count) if (view.detail_at(r) or ("",))[0] == "tool")
+            tool = app.live.tools[view.detail_at(row)[1]]
+            screen = await open_row(pilot, view, row)
+            text = screen.detail.plain
+            assert "── state history ──" in text and "running" in text and "succeeded" in text
+            assert f'"path": "{tool.input["path"]}"' in text
+
+    async def test_a_long_tool_error_is_readable_in_full(self) -> None:
+        long_error = "ToolError: RuntimeError: pytest could not start: ImportError: " + "x" * 400 + " END"
+        obs = parse_date_observations("tools_running")
+        tool = next(o for o in obs if isinstance(o, O.ToolStateChanged))
+        obs.append(
+            O.ToolStateChanged(
+                tool.t + 1,
+                tool.turn,
+                tool.attempt,
+                tool.id,
+                tool.name,
+                tool.index,
+                "failed",
+                None,
+                long_error,
+                None,
+                {},
+            )
+        )
+        app = InspectorApp(observations=obs, clock=lambda: 0.0)
+        async with app.run_test(size=WIDE) as pilot:
+            view = app.tools_view
+            row = next(r for r in range(view.row_count) if view.detail_at(r) == ("tool", tool.id))
+            screen = await open_row(pilot, view, row)
+            assert long_error in screen.detail.plain
+
+    async def test_a_diagnostic_row_shows_its_text_and_the_bytes(self) -> None:
+        app = synthetic("turn1", variant="invalid_json")
+        async with app.run_test(size=WIDE) as pilot:
+            state = app.live
+            assert state.diagnostics
+            i = next(i for i, d in enumerate(state.diagnostics) if d.evno is not None)
+            screen = await open_row(pilot, app.diagnostics_view, i)
+            text = screen.detail.plain
+            assert state.diagnostics[i].message in text
+            assert f"the bytes it points at (event {state.diagnostics[i].evno})" in text
+
+    async def test_a_click_on_a_timeline_bar_opens_that_tool(self) -> None:
+        app = synthetic("tools_running")
+        async with app.run_test(size=WIDE) as pilot:
+            timeline = app.timeline
+            await wait_for(lambda: any(r and r[0] == "tool" for r in timeline._rows), what="tool bars")
+            y = next(i for i, r in enumerate(timeline._rows) if r and r[0] == "tool")
+            await pilot.click(timeline, offset=(20, y))
+            await wait_for(lambda: isinstance(app.screen, DetailScreen), what="the detail view")
+            assert app.screen.detail.title.startswith("Tool read_file")
+
+    async def test_copy_puts_the_whole_text_on_the_clipboard(self) -> None:
+        app = synthetic()
+        async with app.run_test(size=WIDE) as pilot:
+            screen = await open_row(pilot, app.events_view, 3)
+            await pilot.press("c")
+            assert app.clipboard == screen.detail.plain and len(app.clipboard) > 50
+
+    async def test_the_request_key_shows_the_shown_turn(self) -> None:
+        app = synthetic()
+        async with app.run_test(size=WIDE) as pilot:
+            await pilot.press("s")
+            await wait_for(lambda: isinstance(app.screen, DetailScreen), what="the request view")
+            assert app.screen.detail.title.startswith("Request · turn 2")
+            assert '"max_tokens": 4096' in app.screen.detail.plain
+
+
+class TestRequestDiff:
+    def test_appended_changed_removed_and_parameters(self) -> None:
+        prev = {
+            "model": "m",
+            "max_tokens": 10,
+            "system": "s",
+            "tools": [{"name": "a"}, {"name": "b", "x": 1}],
+            "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "x"}],
+        }
+        cur = {
+            "model": "m",
+            "max_tokens": 20,
+            "temperature": 0,
+            "system": "s",
+            "tools": [{"name": "b", "x": 2}, {"name": "c"}],
+            "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "y"},
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": "t1", "is_error": True, "content": "boom"}],
+                },
+            ],
+        }
+        got = {(c.op, c.where) for c in request_diff(prev, cur)}
+        assert got == {
+            ("+", "tools/c"),
+            ("-", "tools/a"),
+            ("~", "tools/b"),
+            ("~", "messages[1]"),
+            ("+", "messages[2]"),
+            ("~", "max_tokens"),
+            ("+", "temperature"),
+        }
+        added = next(c for c in request_diff(prev, cur) if c.where == "messages[2]")
+        assert "tool_result t1 is_error" in added.what
+
+    def test_identical_requests_have_no_changes(self) -> None:
+        body = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
+        assert request_diff(body, dict(body)) == []
+
+    def test_a_proxied_failed_tool_says_why_from_the_next_request(self) -> None:
+        obs = parse_date_observations("turn1")
+        tool = next(o for o in obs if isinstance(o, O.ToolStateChanged))
+        state = DashboardState().apply_all(obs)
+        body = {
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": tool.id,
+                            "is_error": True,
+                            "content": "Permission denied: x",
+                        }
+                    ],
+                }
+            ]
+        }
+        state.apply(O.AttemptStarted(9.0, 1, 0, "POST", "/v1/messages", {}, body))
+        assert state.tools[tool.id].error == "Permission denied: x"
+        assert state.sent_results[tool.id]["content"] == "Permission denied: x"
+
+
+class TestControls:
+    async def test_speed_can_be_set_after_the_loop_finished_for_the_next_run(self) -> None:
+        factory = Factory(lambda: FakeSession(parse_date_observations(), finish_at_end=True))
+        app = InspectorApp(factory, clock=lambda: 0.0)
+        async with app.run_test(size=WIDE) as pilot:
+            await wait_for(lambda: factory.sessions and not app.session_running and app.final_status, what="end")
+            factory.last.controller.speed = math.inf  # it ran at max
+            await pilot.press("minus")
+            await wait_for(lambda: app.restart_speed == 10.0, what="the next run's speed")
+            assert "next run 10x" in app.speed_label()
+            await pilot.press("minus", "minus")
+            await wait_for(lambda: app.restart_speed == 2.0, what="slower again")
+            await pilot.press("r")
+            await wait_for(lambda: len(factory.sessions) == 2, what="the restart")
+            assert ("set_speed", 2.0) in factory.last.controller.calls
+            assert app.restart_speed is None
+
+    async def test_a_disabled_key_says_why(self) -> None:
+        factory = Factory(lambda: FakeSession(parse_date_observations(), finish_at_end=True))
+        app = InspectorApp(factory, clock=lambda: 0.0)
+        messages: list = []
+        async with app.run_test(size=WIDE, message_hook=messages.append) as pilot:
+            await wait_for(lambda: factory.sessions and not app.session_running and app.final_status, what="end")
+            await pilot.press("space")
+            await wait_for(lambda: any(isinstance(m, InspectorApp.ControlUsed) and not m.ok for m in messages))
+            refused = next(m for m in messages if isinstance(m, InspectorApp.ControlUsed) and not m.ok)
+            assert refused.name == "pause" and "r restarts" in refused.detail
+            assert any("r restarts" in n.message for n in app._notifications)
+            assert factory.last.controller.calls == []
+
+    def test_next_speed_walks_the_ladder_and_stops_at_its_ends(self) -> None:
+        assert next_speed(1.0, 1) == 2.0 and next_speed(math.inf, 1) == math.inf
+        assert next_speed(math.inf, -1) == 10.0 and next_speed(0.25, -1) == 0.25
+        assert next_speed(3.0, -1) == 2.0  # off the ladder
+
+
+class TestSmallTerminals:
+    @pytest.mark.parametrize("width", [60, 80, 100, 160])
+    async def test_the_footer_keeps_the_essentials_at_every_width(self, width: int) -> None:
+        app = synthetic("tools_running")
+        async with app.run_test(size=(width, 24)) as pilot:
+            footer = app.query_one(KeyFooter)
+            await wait_for(lambda: footer.query("FooterKey"), what="the footer keys")
+            await pilot.pause()
+            shown = {k.action for k in footer.query("FooterKey")}
+            for needed in ("toggle_pause", "step('event')", "step('block')", "step('turn')", "cancel", "quit"):
+                assert needed in shown, (width, shown)
+            assert not set(footer.hidden_ids) & ESSENTIAL
+            right = max(k.region.right for k in footer.query("FooterKey"))
+            assert right <= width  # nothing pushed off the screen
+
+    async def test_group_labels_are_spaced(self) -> None:
+        app = synthetic("tools_running")
+        async with app.run_test(size=SMALL) as pilot:
+            footer = app.query_one(KeyFooter)
+            await wait_for(lambda: footer.query("FooterLabel"), what="the footer groups")
+            await pilot.pause()
+            cells = [" "] * SMALL[0]
+            for w in footer.query("FooterKey, FooterLabel"):
+                text = w.render()
+                plain = getattr(text, "plain", str(text))
+                for i, ch in enumerate(plain):
+                    if 0 <= w.region.x + i < len(cells):
+                        cells[w.region.x + i] = ch
+            line = "".join(cells)
+            assert "n/b/t Step c Cancel" in line and "+/- Speed" in line and "q Quit" in line, line
+
+    async def test_below_the_minimum_the_dashboard_says_so_and_maximize_still_works(self) -> None:
+        app = synthetic()
+        async with app.run_test(size=(50, 14)) as pilot:
+            await pilot.pause()
+            assert app.screen.has_class("-tiny")
+            assert app.query_one("#too-small").display and not app.query_one("#panes").display
+            await pilot.press("4")
+            await pilot.pause()
+            assert app.screen.maximized is app.panes[3]
+            assert app.panes[3].region.height > 5
+
+    def test_the_fault_summary(self) -> None:
+        state = DashboardState().apply_all(parse_date_observations(variant="overloaded"))
+        summary = fault_summary(state)
+        assert summary.startswith("1 failed attempt")
+        assert fault_summary(DashboardState().apply_all(parse_date_observations())) == ""
+
+
+@pytest.mark.parametrize(
+    ("buf", "reason"),
+    [
+        ('{"path": "src/da', "unterminated string at col 10"),
+        ('{"a": 1', "expecting ',' delimiter at col 8"),
+        ('{"a": 1}', None),
+    ],
+)
+def test_the_repaired_preview_says_why_the_buffer_is_not_json_yet(buf: str, reason: str | None) -> None:
+    assert incomplete_reason(buf) == reason
+
+
+def test_the_palette_is_built_from_the_bindings() -> None:
+    names = {name for name, _, _ in binding_commands(InspectorApp.BINDINGS, lambda b: b.key)}
+    assert {"control: step event", "control: pause", "view: timing", "export: export", "app: quit"} <= names
+    ids = [b.id for b in InspectorApp.BINDINGS if b.id and b.description]
+    assert len(names) == len(ids)
+
+
+class TestProxyAndServe:
+    @pytest.mark.parametrize("kind", ["proxy", "serve"])
+    async def test_the_address_to_point_a_harness_at_is_shown_in_full(self, kind: str) -> None:
+        url = "http://127.0.0.1:54321"
+        source = {"type": kind, "upstream": "https://api.anthropic.com", "name": "parse_date", "listen": url}
+        factory = Factory(lambda: FakeSession([O.LoopStarted(0.0, source, "", None)], source=source))
+        app = InspectorApp(factory, clock=lambda: 0.0)
+        async with app.run_test(size=SMALL) as pilot:
+            banner = app.query_one("#connect")
+            await wait_for(lambda: banner.display and banner.region.height == 1, what="the address line")
+            await pilot.pause()
+            text = str(banner.render())
+            assert f"ANTHROPIC_BASE_URL={url}" in text
+            assert banner.region.width >= len(text.strip())  # nothing cut off at 80 columns
+
+
+class TestWordsAfterTheEnd:
+    async def test_finished_words_read_as_the_end(self) -> None:
+        obs = parse_date_observations("opening")
+        obs.append(O.LoopFinished(obs[-1].t, "finished", 1, [], [], None))  # a session that ended with no tools
+        app = InspectorApp(observations=obs, clock=lambda: 0.0)
+        async with app.run_test(size=WIDE) as pilot:
+            await pilot.pause()
+            diag = app.diagnostics_view.render_line(0).text
+            assert "the stream was well-formed" in diag and "so far" not in diag
+            assert app.tools_view.render_line(0).text.strip() == "no tool calls"
+
+    async def test_while_running_the_words_say_so_far(self) -> None:
+        app = synthetic("opening")
+        async with app.run_test(size=WIDE) as pilot:
+            await pilot.pause()
+            assert "well-formed so far" in app.diagnostics_view.render_line(0).text
+            assert app.tools_view.render_line(0).text.strip() == "no tool calls yet"
+
+    async def test_no_stray_cursor_after_a_cancel(self) -> None:
+        obs = parse_date_observations()
+        first_text = next(i for i, o in enumerate(obs) if isinstance(o, O.BlockDelta) and o.delta_type == "text_delta")
+        streaming = obs[: first_text + 2]  # the text block is open, streaming
+
+        def cursor_shown(app: InspectorApp) -> bool:
+            view = app.assistant_view
+            return any("▌" in view.render_line(y).text for y in range(view.size.height))
+
+        app = InspectorApp(observations=streaming, clock=lambda: 0.0)
+        async with app.run_test(size=WIDE) as pilot:
+            await pilot.pause()
+            assert cursor_shown(app)  # while it streams
+        t = streaming[-1].t
+        cancelled = [
+            *streaming,
+            O.LoopStateChanged(t, "cancelled", ""),
+            O.LoopFinished(t, "cancelled", 1, [], [], None),
+        ]
+        app = InspectorApp(observations=cancelled, clock=lambda: 0.0)
+        async with app.run_test(size=WIDE) as pilot:
+            await pilot.pause()
+            assert not cursor_shown(app)
+
+    async def test_an_empty_first_json_fragment_is_not_waiting_anymore(self) -> None:
+        obs = parse_date_observations("mid_tool_json")
+        start = max(i for i, o in enumerate(obs) if isinstance(o, O.BlockOpened))
+        block = obs[start]
+        cut = obs[: start + 1] + [
+            O.BlockDelta(block.t, block.turn, block.attempt, block.index, "input_json_delta", "", 0)
+        ]
+        app = InspectorApp(observations=cut, clock=lambda: 0.0)
+        async with app.run_test(size=WIDE) as pilot:
+            await pilot.pause()
+            view = app.blocks_view
+            text = "\n".join(view.render_line(y).text for y in range(view.size.height))
+            assert "1 empty fragment so far" in text and "waiting for input_json_delta" not in text
+
+
+async def test_clicking_a_disabled_footer_key_says_why() -> None:
+    factory = Factory(lambda: FakeSession(parse_date_observations(), finish_at_end=True))
+    app = InspectorApp(factory, clock=lambda: 0.0)
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_for(lambda: factory.sessions and not app.session_running and app.final_status, what="the end")
+        footer = app.query_one(KeyFooter)
+        await wait_for(
+            lambda: any(k.action == "cancel" and k.has_class("-disabled") for k in footer.query("FooterKey")),
+            what="a disabled cancel key",
+        )
+        await pilot.pause()  # the footer recomposes when the bindings change: click the current key
+        key = next(k for k in footer.query("FooterKey") if k.action == "cancel")
+        await pilot.click(key)
+        await wait_for(lambda: any("r restarts" in n.message for n in app._notifications), what="why")
+        assert factory.last.controller.calls == []
