@@ -10,7 +10,15 @@ from inspector.core.redaction import usable_secrets
 from inspector.record.recording import RecordingWriter
 
 # Observations kept in the recording beside the raw reads (enough to replay tool timing and results).
-KEPT = (O.LoopStarted, O.ToolStateChanged, O.ToolResult, O.TurnEnded, O.LoopFinished)
+KEPT = (
+    O.LoopStarted,
+    O.ToolStateChanged,
+    O.ToolResult,
+    O.TurnEnded,
+    O.LoopFinished,
+    O.StreamHeld,  # the timing analysis leaves the user's holds out
+    O.StreamReleased,
+)
 
 
 class Recorder:
