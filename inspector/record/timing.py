@@ -296,7 +296,8 @@ def unhold(t: float, holds: Sequence[tuple[float, float]]) -> float:
         if s >= t:
             break
         held += min(e, t) - s
-    return t - held
+    # rounded to the nanosecond, like recorded times: a shifted time equals the unshifted one it stands for
+    return round(t - held, 9) if held else t
 
 
 def _attempt_holds(att: RecordedAttempt, holds: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:

@@ -225,7 +225,6 @@ class EventTable:
         )
 
 
-
 class ReadTable:
     """Network reads, column by column (the bytes are the observation's own, not copied)."""
 
@@ -265,7 +264,6 @@ class ReadTable:
         """(read, line within the read; -1 for its header) of a raw-view line."""
         i = bisect.bisect_right(self.line_start, line) - 1
         return i, line - self.line_start[i] - 1
-
 
 
 @dataclass(slots=True)
@@ -334,7 +332,6 @@ class BlockEntry:
         return None if self.content is None else self.content.get("input")
 
 
-
 @dataclass(slots=True)
 class ToolEntry:
     SHARED: ClassVar[frozenset[str]] = frozenset({"input"})
@@ -374,7 +371,6 @@ class ToolEntry:
         return max(0.0, end - self.t_started)
 
 
-
 @dataclass(slots=True)
 class AttemptEntry:
     turn: int
@@ -406,6 +402,7 @@ class AttemptEntry:
     held: float = 0.0  # seconds this attempt's stream was held by the user (up to the last read)
     first_token: float | None = None  # seconds from request to the first content token, holds excluded
     tries: list[TryEntry] = field(default_factory=list)  # HTTP tries that failed before this attempt's stream
+    t_first_byte: float | None = None  # loop time of the first read
 
     @property
     def key(self) -> tuple[int, int]:
@@ -421,7 +418,6 @@ class AttemptEntry:
         return self.status in ("failed", "cancelled")
 
 
-
 @dataclass(slots=True)
 class TurnEntry:
     turn: int
@@ -433,7 +429,6 @@ class TurnEntry:
     stop_reason: str | None = None
     usage: dict = field(default_factory=dict)
     version: int = 0
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -503,7 +498,6 @@ class Status:
     last_try: str = ""  # the last failed HTTP try ("HTTP 429 rate_limit_error · SDK retries in 1.2 s")
 
 
-
 @dataclass(frozen=True, slots=True)
 class Savings:
     """Streamed execution against sequential: ``sequential = stream + tools``, ``actual`` = from the answered
@@ -524,14 +518,11 @@ class Savings:
         return self.sequential - self.actual
 
     def explain(self) -> str:
-        """How the figure is computed, with the numbers (one line for the timeline)."""
+        """How the figure is computed, with the numbers (one line under the timeline)."""
         n = f"{self.counted} used tool{'s' if self.counted != 1 else ''}"
-        out = (
-            f"sequential = stream {self.stream:.2f} s + {n} {self.tools:.2f} s = {self.sequential:.2f} s;"
-            f" streamed {self.actual:.2f} s"
-        )
+        out = f"= stream {self.stream:.2f} + {n} {self.tools:.2f} − actual {self.actual:.2f} s"
         if self.left_out:
-            out += f"; {self.left_out} discarded/not run not counted"
+            out += f" ({self.left_out} discarded/not run: not counted)"
         return out
 
 
@@ -747,9 +738,10 @@ class DashboardState:
         self.attempt_offset[key] = offset + len(data)
         # the stream's own clock: the user's holds since the request are left out
         a.held = max(0.0, self._held_at(obs.t) - a.held_base)
-        t_stream = max(0.0, obs.t_request - a.held)
+        t_stream = max(0.0, round(obs.t_request - a.held, 9)) if a.held else obs.t_request
         if a.ttfb is None:
             a.ttfb = t_stream
+            a.t_first_byte = obs.t
         if a.last_read_t is not None:
             a.last_gap = max(0.0, t_stream - a.last_read_t)
         a.last_read_t = t_stream
@@ -823,7 +815,9 @@ class DashboardState:
         if bt in TOOL_INPUT_BLOCKS:
             tool_id = obs.block_id or f"{obs.turn}.{obs.attempt}.{obs.index}"
             if tool_id not in self.tools:
-                self._new_tool(tool_id, obs.name or "?", obs.turn, obs.attempt, obs.index, ToolState.STREAMING_INPUT, obs.t)
+                self._new_tool(
+                    tool_id, obs.name or "?", obs.turn, obs.attempt, obs.index, ToolState.STREAMING_INPUT, obs.t
+                )
                 self.transcript.append(("tool", tool_id))
         elif bt == "text":
             self.transcript.append(("text", key))
@@ -855,7 +849,7 @@ class DashboardState:
             a = self.attempts.get((obs.turn, obs.attempt))
             if a is not None and a.t_first_token is None:
                 a.t_first_token = obs.t
-                a.first_token = max(0.0, obs.t - a.t_start - (self._held_at(obs.t) - a.held_base))
+                a.first_token = max(0.0, round(obs.t - a.t_start - (self._held_at(obs.t) - a.held_base), 9))
                 self._touch_status()
         b.delta_type = obs.delta_type
         b.last_event = self.status.events

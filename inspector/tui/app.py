@@ -91,6 +91,7 @@ class InspectorApp(App[int]):
     """Stream Inspector's dashboard."""
 
     CSS_PATH = "app.tcss"
+    ALLOW_IN_MAXIMIZED_VIEW = "Footer, StatusBar"  # a maximized pane keeps the loop state in view
     TITLE = "Stream Inspector"
     COMMANDS = App.COMMANDS | {InspectorCommands}
     ENABLE_COMMAND_PALETTE = True
@@ -487,6 +488,7 @@ class InspectorApp(App[int]):
             note=self.note,
             replay=self.replay,
             timing_note=self.timing_note(),
+            live_state=self.live.status.loop_state,
         )
 
     def timing_note(self) -> str:
