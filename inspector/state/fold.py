@@ -15,7 +15,7 @@ from __future__ import annotations
 import bisect
 import re
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
@@ -26,6 +26,7 @@ from inspector.agent import observations as O
 from inspector.agent.states import TOOL_RAN, TOOL_TERMINAL, LoopState, ToolState
 from inspector.core import fmt
 from inspector.core.fmt import short
+from inspector.state.columns import CHUNK, ByteStore, ChunkedTable, Column, ColView, CowDict
 
 # ------------------------------------------------------------------------------------------------ constants
 
@@ -124,12 +125,17 @@ def clone(obj: _T) -> _T:
     independently. Values inside those containers (strings, bytes, observation dicts) are shared: the fold never
     mutates them. Fields named in the class's ``SHARED`` are shared as they are (read-only observation data)."""
     cls = type(obj)
+    cow = getattr(obj, "cow_copy", None)
+    if cow is not None:
+        return cow()
     new = cls.__new__(cls)
     shared = getattr(cls, "SHARED", ())
     for name in _slots_of(cls):
         v = getattr(obj, name)
         if name not in shared:
-            if isinstance(v, (list, array)):
+            if hasattr(v, "cow_copy"):
+                v = v.cow_copy()
+            elif isinstance(v, (list, array)):
                 v = v[:]
             elif isinstance(v, (dict, set)):
                 v = v.copy()
@@ -140,42 +146,19 @@ def clone(obj: _T) -> _T:
 # ------------------------------------------------------------------------------------------------ entries
 
 
-class EventTable:
-    """SSE event rows (plus one marker row per attempt), column by column: ~50 bytes a row plus its summary."""
+class EventTable(ChunkedTable):
+    """SSE event rows (plus marker rows: attempts, HTTP tries, holds), column by column in copy-on-write chunks:
+    ~80 bytes a row; summaries are kept UTF-8 encoded in the state's spill store, out of the heap."""
 
-    __slots__ = (
-        "seq",
-        "t",
-        "etype",
-        "index",
-        "summary",
-        "read_index",
-        "turn",
-        "attempt",
-        "flags",
-        "evno",
-        "start",
-        "end",
-        "event_rows",
-    )
+    __slots__ = ("store", "event_rows")
+    # column order (the public names are list-like views: ``table.flags[row]``)
+    NAMES = ("seq", "t", "etype", "index", "read_index", "turn", "attempt", "flags", "evno", "start", "end", "s_off")
+    TYPES = ("l", "d", None, "l", "l", "l", "l", "B", "l", "q", "q", "q")
 
-    def __init__(self) -> None:
-        self.seq = array("l")  # SSE sequence number within its attempt (-1: marker)
-        self.t = array("d")  # seconds since loop start
-        self.etype: list[str] = []
-        self.index = array("l")  # content block index (-1: none)
-        self.summary: list[str] = []
-        self.read_index = array("l")
-        self.turn = array("l")
-        self.attempt = array("l")
-        self.flags = array("B")
-        self.evno = array("l")  # 1-based event number across the session (0: marker)
-        self.start = array("q")  # stream offsets of the event's bytes within its attempt
-        self.end = array("q")
-        self.event_rows = array("l")  # row of event k is event_rows[k - 1]
-
-    def __len__(self) -> int:
-        return len(self.etype)
+    def __init__(self, store: ByteStore | None = None) -> None:
+        super().__init__(self.TYPES + ("l",))  # + the summary's size
+        self.store = store if store is not None else ByteStore()
+        self.event_rows = Column("l")  # row of event k is event_rows[k - 1]
 
     def append(
         self,
@@ -192,78 +175,144 @@ class EventTable:
         start: int,
         end: int,
     ) -> int:
-        row = len(self.etype)
-        self.seq.append(seq)
-        self.t.append(t)
-        self.etype.append(etype)
-        self.index.append(index)
-        self.summary.append(summary)
-        self.read_index.append(read_index)
-        self.turn.append(turn)
-        self.attempt.append(attempt)
-        self.flags.append(flags)
-        self.evno.append(evno)
-        self.start.append(start)
-        self.end.append(end)
+        c = self._tail
+        row = self._n + len(c[0])
+        raw = summary.encode("utf-8", "surrogatepass")
+        c[0].append(seq)
+        c[1].append(t)
+        c[2].append(etype)
+        c[3].append(index)
+        c[4].append(read_index)
+        c[5].append(turn)
+        c[6].append(attempt)
+        c[7].append(flags)
+        c[8].append(evno)
+        c[9].append(start)
+        c[10].append(end)
+        c[11].append(self.store.add(raw))
+        c[12].append(len(raw))
         if evno:
             self.event_rows.append(row)
+        if len(c[0]) >= CHUNK:
+            self._seal()
         return row
+
+    @property
+    def summary(self) -> _Summaries:
+        return _Summaries(self)
 
     def row(self, i: int) -> tuple:
         """(seq, t, etype, index, summary, read_index, turn, attempt, flags, evno) of row i."""
-        return (
-            self.seq[i],
-            self.t[i],
-            self.etype[i],
-            self.index[i],
-            self.summary[i],
-            self.read_index[i],
-            self.turn[i],
-            self.attempt[i],
-            self.flags[i],
-            self.evno[i],
-        )
+        g = self.get
+        return (g(0, i), g(1, i), g(2, i), g(3, i), self.summary[i], g(4, i), g(5, i), g(6, i), g(7, i), g(8, i))
+
+    def cow_copy(self) -> EventTable:
+        new = super().cow_copy()
+        new.event_rows = self.event_rows.cow_copy()
+        return new
 
 
-class ReadTable:
-    """Network reads, column by column (the bytes are the observation's own, not copied)."""
+class _Summaries:
+    """The summary column: strings read back from the spill store; a write stores the new text."""
 
-    __slots__ = ("turn", "attempt", "read_index", "t", "t_request", "data", "offset", "line_start", "lines")
+    __slots__ = ("table",)
 
-    def __init__(self) -> None:
-        self.turn = array("l")
-        self.attempt = array("l")
-        self.read_index = array("l")
-        self.t = array("d")
-        self.t_request = array("d")
-        self.data: list[bytes] = []
-        self.offset = array("q")  # stream offset of the read's first byte within its attempt
-        self.line_start = array("q")  # first raw-view line of this read (a header line, then its data lines)
-        self.lines = 0  # total raw-view lines
+    def __init__(self, table: EventTable) -> None:
+        self.table = table
 
     def __len__(self) -> int:
-        return len(self.data)
+        return len(self.table)
+
+    def __getitem__(self, i: Any) -> Any:
+        t = self.table
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(t)))]
+        return t.store.get(t.get(11, i), t.get(12, i)).decode("utf-8", "surrogatepass")
+
+    def __setitem__(self, i: int, text: str) -> None:
+        t = self.table
+        raw = text.encode("utf-8", "surrogatepass")
+        t.set(11, i, t.store.add(raw))
+        t.set(12, i, len(raw))
+
+    def __iter__(self) -> Iterator[str]:
+        for i in range(len(self.table)):
+            yield self[i]
+
+
+class ReadTable(ChunkedTable):
+    """Network reads, column by column in copy-on-write chunks; the bytes live in the state's spill store."""
+
+    __slots__ = ("store", "lines")
+    NAMES = ("turn", "attempt", "read_index", "t", "t_request", "offset", "line_start", "d_off", "d_len")
+    TYPES = ("l", "l", "l", "d", "d", "q", "q", "q", "l")
+
+    def __init__(self, store: ByteStore | None = None) -> None:
+        super().__init__(self.TYPES)
+        self.store = store if store is not None else ByteStore()
+        self.lines = 0  # total raw-view lines
 
     def append(
         self, turn: int, attempt: int, read_index: int, t: float, t_request: float, data: bytes, offset: int
     ) -> None:
-        self.turn.append(turn)
-        self.attempt.append(attempt)
-        self.read_index.append(read_index)
-        self.t.append(t)
-        self.t_request.append(t_request)
-        self.data.append(data)
-        self.offset.append(offset)
-        self.line_start.append(self.lines)
+        c = self._tail
+        c[0].append(turn)
+        c[1].append(attempt)
+        c[2].append(read_index)
+        c[3].append(t)
+        c[4].append(t_request)
+        c[5].append(offset)
+        c[6].append(self.lines)  # first raw-view line of this read (a header line, then its data lines)
+        c[7].append(self.store.add(data))
+        c[8].append(len(data))
         n = data.count(b"\n")
         if data and not data.endswith(b"\n"):
             n += 1
         self.lines += 1 + n
+        if len(c[0]) >= CHUNK:
+            self._seal()
+
+    @property
+    def data(self) -> _Data:
+        return _Data(self)
 
     def locate(self, line: int) -> tuple[int, int]:
         """(read, line within the read; -1 for its header) of a raw-view line."""
-        i = bisect.bisect_right(self.line_start, line) - 1
-        return i, line - self.line_start[i] - 1
+        starts = self.line_start
+        i = bisect.bisect_right(starts, line) - 1
+        return i, line - starts[i] - 1
+
+
+class _Data:
+    """The bytes of each read, read back from the spill store."""
+
+    __slots__ = ("table",)
+
+    def __init__(self, table: ReadTable) -> None:
+        self.table = table
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def __getitem__(self, i: Any) -> Any:
+        t = self.table
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(t)))]
+        return t.store.get(t.get(7, i), t.get(8, i))
+
+    def __iter__(self) -> Iterator[bytes]:
+        for i in range(len(self.table)):
+            yield self[i]
+
+
+def _views(cls: type) -> None:
+    for i, name in enumerate(cls.NAMES):  # type: ignore[attr-defined]
+        if not hasattr(cls, name):
+            setattr(cls, name, property(lambda self, i=i: ColView(self, i)))
+
+
+_views(EventTable)
+_views(ReadTable)
 
 
 @dataclass(slots=True)
@@ -278,7 +327,7 @@ class BlockEntry:
     start: dict
     t_open: float
     first_event: int  # event number (1-based) of content_block_start
-    fragments: list[str] = field(default_factory=list)
+    fragments: Column = field(default_factory=Column)  # (chunked: a copy shares all but the last chunk)
     nbytes: int = 0
     delta_type: str | None = None
     closed: bool = False
@@ -544,13 +593,16 @@ class DashboardState:
 
     def __init__(self) -> None:
         self.n = 0  # observations applied
-        self.events = EventTable()
-        self.reads = ReadTable()
-        self.attempts: dict[tuple[int, int], AttemptEntry] = {}
-        self.turns: dict[int, TurnEntry] = {}
-        self.blocks: dict[tuple[int, int, int], BlockEntry] = {}
+        # bulk bytes (raw reads, event summaries) out of the heap, shared with every copy of this state
+        self.store = ByteStore()
+        self.events = EventTable(self.store)
+        self.reads = ReadTable(self.store)
+        # entries are shared with copies until the fold gets them (copy on write): checkpoints stay small
+        self.attempts: dict[tuple[int, int], AttemptEntry] = CowDict()
+        self.turns: dict[int, TurnEntry] = CowDict()
+        self.blocks: dict[tuple[int, int, int], BlockEntry] = CowDict()
         self.block_order: list[tuple[int, int, int]] = []
-        self.tools: dict[str, ToolEntry] = {}
+        self.tools: dict[str, ToolEntry] = CowDict()
         self.tool_order: list[str] = []
         self.transcript: list[TranscriptItem] = []
         self.diagnostics: list[DiagEntry] = []
@@ -560,6 +612,9 @@ class DashboardState:
         self.attempt_first_evno: dict[tuple[int, int], int] = {}  # event number of each attempt's first event
         # the user's holds of the stream (pause, step), loop time: (start, end or None while held, by)
         self.holds: list[tuple[float, float | None, str]] = []
+        # the entries the fold is working on (an attempt, a block): owned by this state, dropped on copy
+        self._ca: AttemptEntry | None = None
+        self._cb: BlockEntry | None = None
         # Revisions per area (the observation count when the area last changed): views skip unchanged areas.
         self.rev_events = 0
         self.rev_blocks = 0
@@ -675,7 +730,7 @@ class DashboardState:
 
     def _attempt_started(self, obs: O.AttemptStarted) -> None:
         key = (obs.turn, obs.attempt)
-        self.attempts[key] = AttemptEntry(obs.turn, obs.attempt, obs.t, obs.method, obs.url, version=self.n)
+        self.attempts[key] = self._ca = AttemptEntry(obs.turn, obs.attempt, obs.t, obs.method, obs.url, version=self.n)
         turn = self._turn(obs.turn, obs.t)
         turn.attempts.append(obs.attempt)
         turn.version = self.n
@@ -694,14 +749,20 @@ class DashboardState:
         self._touch_status()
 
     def _attempt(self, turn: int, attempt: int, t: float) -> AttemptEntry:
+        a = self._ca
+        if a is not None and a.attempt == attempt and a.turn == turn:
+            return a  # the current attempt (owned by this state: the cache is dropped when the state is copied)
         a = self.attempts.get((turn, attempt))
-        if a is None:
+        if a is not None:
+            self._ca = a
+        else:
             a = self.attempts[(turn, attempt)] = AttemptEntry(turn, attempt, t)
             self._turn(turn, t).attempts.append(attempt)
             self.attempt_first_row.setdefault((turn, attempt), len(self.events))
             self.attempt_first_evno.setdefault((turn, attempt), self.status.events + 1)
             self.attempt_offset.setdefault((turn, attempt), 0)
             a.held_base = self._held_at(t)
+            self._ca = a
         return a
 
     def _held_at(self, t: float) -> float:
@@ -810,6 +871,7 @@ class DashboardState:
             self.block_order.append(key)
             a.blocks.append(obs.index)
         self.blocks[key] = b
+        self._cb = b
         self.rev_blocks = self.n
         bt = obs.block_type
         if bt in TOOL_INPUT_BLOCKS:
@@ -839,14 +901,19 @@ class DashboardState:
         return tool
 
     def _block_delta(self, obs: O.BlockDelta) -> None:
-        b = self.blocks.get((obs.turn, obs.attempt, obs.index))
-        if b is None:
-            return
+        b = self._cb
+        if b is None or b.index != obs.index or b.attempt != obs.attempt or b.turn != obs.turn:
+            b = self.blocks.get((obs.turn, obs.attempt, obs.index))
+            if b is None:
+                return
+            self._cb = b  # (dropped when the state is copied, like _ca)
         frag = obs.fragment
         b.fragments.append(frag)
         if frag:
             b.nbytes += _utf8_len(frag)
-            a = self.attempts.get((obs.turn, obs.attempt))
+            a = self._ca
+            if a is None or a.attempt != obs.attempt or a.turn != obs.turn:
+                a = self.attempts.get((obs.turn, obs.attempt))
             if a is not None and a.t_first_token is None:
                 a.t_first_token = obs.t
                 a.first_token = max(0.0, round(obs.t - a.t_start - (self._held_at(obs.t) - a.held_base), 9))
@@ -1089,10 +1156,13 @@ class DashboardState:
         containers are copied (columns sliced at C speed), the values in them (strings, bytes, frozen entries,
         transcript tuples) shared."""
         new = DashboardState.__new__(DashboardState)
+        self._ca = self._cb = None  # from now on these entries are shared: reach them again through their dicts
         d = new.__dict__
         for name, v in self.__dict__.items():
             tv = type(v)
-            if tv in _CLONED:
+            if hasattr(v, "cow_copy"):
+                v = v.cow_copy()
+            elif tv in _CLONED:
                 v = clone(v)
             elif tv is dict:
                 v = {k: clone(x) if type(x) in _CLONED else x for k, x in v.items()}

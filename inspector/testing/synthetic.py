@@ -8,6 +8,8 @@ input_json_delta fragments and run while the stream goes on, then a second turn 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import orjson
 
 from inspector.agent import observations as O
@@ -579,3 +581,37 @@ def rate_limited_observations() -> list[O.Observation]:
     s.end_turn("text_finish")
     s.finish()
     return s.obs
+
+
+def generated_stream(n_events: int, *, tool_every: int = 1000, seed: int = 7) -> Iterator[O.Observation]:
+    """`generated_observations`, yielded turn by turn (soak benchmarks: a million events without holding them)."""
+    import random
+
+    rnd = random.Random(seed)
+    s = StreamScript(source={"type": "generated", "events": n_events})
+    s.loop_started("generated")
+    words = "the quick brown fox jumps over a lazy dog while streaming tokens arrive one by one".split()
+    while True:
+        s.start_turn()
+        s.start_attempt(ttfb=0.1)
+        s.message_start()
+        s.block_start(0, {"type": "text", "text": ""})
+        for _ in range(tool_every):
+            s.delta(0, " " + " ".join(rnd.choices(words, k=3)), gap=0.001)
+        s.block_stop(0)
+        tool_id = f"toolu_{s.turn:06d}"
+        s.tool_block(1, tool_id, "read_file", ['{"path": "', f"src/file_{s.turn}", '.py"}'], gap=0.001)
+        s.tool_state(tool_id, "running")
+        s.message_delta("tool_use", 300)
+        s.message_stop()
+        s.end_attempt("complete", None, "tool_use")
+        s.wait(0.01).run_tool(tool_id, "x = 1\n")
+        s.end_turn("tool_use")
+        done = s.n_events >= n_events
+        if done:
+            s.finish()
+        yield from s.obs
+        s.obs.clear()
+        s.tools.clear()
+        if done:
+            return

@@ -258,6 +258,7 @@ class InspectorApp(App[int]):
         self.autostart = autostart
         self.history = History()
         self.live = DashboardState()
+        self.history.follow(self.live)  # checkpoints for time travel are copies of the live state
         self.cursor: int | None = None
         self.cursor_state: DashboardState | None = None
         self.session: SessionLike | None = None
@@ -585,6 +586,7 @@ class InspectorApp(App[int]):
         self.stop_session()
         self.history = History()
         self.live = DashboardState()
+        self.history.follow(self.live)  # checkpoints for time travel are copies of the live state
         self._pending = []
         self.cursor = self.cursor_state = None
         self.note = ""
