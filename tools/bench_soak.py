@@ -51,6 +51,7 @@ def run_dashboard(events: int, turns: int) -> dict:
         history.append(obs)
         live.apply(obs)
         if type(obs) is O.SSEEventSeen and live.status.events >= nxt:
+            gc.freeze()  # as the app does under a firehose: long-lived objects out of the full collections
             samples.append((live.status.events, round(rss_mb(), 1), round(time.perf_counter() - t0, 1)))
             nxt += step
     fold_s = time.perf_counter() - t0

@@ -18,7 +18,7 @@ from array import array
 from collections.abc import Iterator
 from typing import Any
 
-CHUNK = 4096  # rows per chunk
+CHUNK = 1024  # rows per chunk (a copy copies at most one chunk per column)
 _MISSING = object()
 
 
@@ -111,7 +111,7 @@ class ColView:
 
     def __eq__(self, other: object) -> bool:
         try:
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other))  # type: ignore[arg-type]
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))  # type: ignore[arg-type, call-overload]
         except TypeError:
             return NotImplemented
 
@@ -148,7 +148,7 @@ class Column(ChunkedTable):
 
     def __eq__(self, other: object) -> bool:
         try:
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other))  # type: ignore[arg-type]
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))  # type: ignore[arg-type, call-overload]
         except TypeError:
             return NotImplemented
 

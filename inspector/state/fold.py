@@ -153,10 +153,10 @@ class EventTable(ChunkedTable):
     __slots__ = ("store", "event_rows")
     # column order (the public names are list-like views: ``table.flags[row]``)
     NAMES = ("seq", "t", "etype", "index", "read_index", "turn", "attempt", "flags", "evno", "start", "end", "s_off")
-    TYPES = ("l", "d", None, "l", "l", "l", "l", "B", "l", "q", "q", "q")
+    TYPES = ("i", "d", None, "i", "i", "i", "i", "B", "i", "q", "q", "q")
 
     def __init__(self, store: ByteStore | None = None) -> None:
-        super().__init__(self.TYPES + ("l",))  # + the summary's size
+        super().__init__(self.TYPES + ("i",))  # + the summary's size
         self.store = store if store is not None else ByteStore()
         self.event_rows = Column("l")  # row of event k is event_rows[k - 1]
 
@@ -200,6 +200,50 @@ class EventTable(ChunkedTable):
     @property
     def summary(self) -> _Summaries:
         return _Summaries(self)
+
+    @property
+    def seq(self) -> ColView:
+        return ColView(self, 0)
+
+    @property
+    def t(self) -> ColView:
+        return ColView(self, 1)
+
+    @property
+    def etype(self) -> ColView:
+        return ColView(self, 2)
+
+    @property
+    def index(self) -> ColView:
+        return ColView(self, 3)
+
+    @property
+    def read_index(self) -> ColView:
+        return ColView(self, 4)
+
+    @property
+    def turn(self) -> ColView:
+        return ColView(self, 5)
+
+    @property
+    def attempt(self) -> ColView:
+        return ColView(self, 6)
+
+    @property
+    def flags(self) -> ColView:
+        return ColView(self, 7)
+
+    @property
+    def evno(self) -> ColView:
+        return ColView(self, 8)
+
+    @property
+    def start(self) -> ColView:
+        return ColView(self, 9)
+
+    @property
+    def end(self) -> ColView:
+        return ColView(self, 10)
 
     def row(self, i: int) -> tuple:
         """(seq, t, etype, index, summary, read_index, turn, attempt, flags, evno) of row i."""
@@ -245,7 +289,7 @@ class ReadTable(ChunkedTable):
 
     __slots__ = ("store", "lines")
     NAMES = ("turn", "attempt", "read_index", "t", "t_request", "offset", "line_start", "d_off", "d_len")
-    TYPES = ("l", "l", "l", "d", "d", "q", "q", "q", "l")
+    TYPES = ("i", "i", "i", "d", "d", "q", "q", "q", "i")
 
     def __init__(self, store: ByteStore | None = None) -> None:
         super().__init__(self.TYPES)
@@ -276,6 +320,34 @@ class ReadTable(ChunkedTable):
     def data(self) -> _Data:
         return _Data(self)
 
+    @property
+    def turn(self) -> ColView:
+        return ColView(self, 0)
+
+    @property
+    def attempt(self) -> ColView:
+        return ColView(self, 1)
+
+    @property
+    def read_index(self) -> ColView:
+        return ColView(self, 2)
+
+    @property
+    def t(self) -> ColView:
+        return ColView(self, 3)
+
+    @property
+    def t_request(self) -> ColView:
+        return ColView(self, 4)
+
+    @property
+    def offset(self) -> ColView:
+        return ColView(self, 5)
+
+    @property
+    def line_start(self) -> ColView:
+        return ColView(self, 6)
+
     def locate(self, line: int) -> tuple[int, int]:
         """(read, line within the read; -1 for its header) of a raw-view line."""
         starts = self.line_start
@@ -303,16 +375,6 @@ class _Data:
     def __iter__(self) -> Iterator[bytes]:
         for i in range(len(self.table)):
             yield self[i]
-
-
-def _views(cls: type) -> None:
-    for i, name in enumerate(cls.NAMES):  # type: ignore[attr-defined]
-        if not hasattr(cls, name):
-            setattr(cls, name, property(lambda self, i=i: ColView(self, i)))
-
-
-_views(EventTable)
-_views(ReadTable)
 
 
 @dataclass(slots=True)

@@ -51,7 +51,7 @@ def _encode(o: O.Observation) -> tuple:
         return (cls, o.t, o.turn, o.attempt, sse, o.event_type, o.index, o.summary)  # type: ignore[attr-defined]
     names = _FIELDS.get(cls)
     if names is None:
-        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
     return (cls, *[getattr(o, n) for n in names])
 
 
@@ -153,7 +153,7 @@ class History:
     `state_at(k)` starts from the nearest checkpoint at or before event k and folds at most `spacing` events.
     """
 
-    def __init__(self, observations: Iterable[O.Observation] = (), *, spacing: int = 5000, block: int = 2048) -> None:
+    def __init__(self, observations: Iterable[O.Observation] = (), *, spacing: int = 4000, block: int = 2048) -> None:
         self.observations = SpilledObservations(block=block)
         self.event_pos = array("q")  # observation index of each SSE event
         self.spacing = spacing
