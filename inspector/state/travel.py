@@ -153,7 +153,7 @@ class History:
     `state_at(k)` starts from the nearest checkpoint at or before event k and folds at most `spacing` events.
     """
 
-    def __init__(self, observations: Iterable[O.Observation] = (), *, spacing: int = 4000, block: int = 2048) -> None:
+    def __init__(self, observations: Iterable[O.Observation] = (), *, spacing: int = 2000, block: int = 2048) -> None:
         self.observations = SpilledObservations(block=block)
         self.event_pos = array("q")  # observation index of each SSE event
         self.spacing = spacing

@@ -9,8 +9,8 @@ from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
+from inspector.core.fmt import duration
 from inspector.state.fold import DashboardState
-from inspector.tui.widgets.tools import duration
 
 STATE_LABEL = {
     "idle": "○ idle",
