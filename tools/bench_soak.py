@@ -9,8 +9,8 @@ Each mode runs in a fresh subprocess (its RSS is its own):
   * replay: a recording of N events in T turns replayed headless through ``sources.replay_session`` at max speed
     (the loop, the SDK, the in-process transport), one counting subscriber; RSS sampled every 0.5 s. Target: < 200 MB
     and flat after warm-up.
-  * serve: ``BackgroundServer(ServeApp)`` in process, R sequential streamed requests over one client; RSS every R/10.
-    Target: flat within 20 MB after warm-up.
+  * serve / proxy: ``BackgroundServer(ServeApp)`` (and ``ProxyApp`` in front of it) in process, R sequential
+    streamed requests over one client; RSS every R/10. Target: flat within 20 MB after warm-up.
 """
 
 from __future__ import annotations
@@ -83,14 +83,10 @@ def run_replay(events: int, turns: int) -> dict:
 
     from inspector.agent import observations as O
     from inspector.sessions import sources
-    from inspector.testing.synthetic import generated_stream
-    from inspector.tui.export import write_recording
 
     path = Path(tempfile.mkdtemp()) / "soak.jsonl"
-    write_recording(path, generated_stream(events, tool_every=max(1, events // turns)), {"type": "generated"})
-    import gc
-
-    gc.collect()
+    cmd = [sys.executable, __file__, "--child", "write", "--path", str(path), "--events", str(events)]
+    subprocess.run([*cmd, "--turns", str(turns)], check=True, capture_output=True)  # written by another process
     base = rss_mb()
     samples: list[tuple[float, float, int]] = []
     count = [0]
@@ -129,8 +125,11 @@ def run_replay(events: int, turns: int) -> dict:
     }
 
 
-def run_serve(requests: int) -> dict:
+def run_server(mode: str, requests: int) -> dict:
+    """`serve` (or `proxy` in front of it) in process: R sequential streamed requests; RSS after each tenth."""
     import gc
+    import math
+    from contextlib import ExitStack
 
     import httpx2
 
@@ -139,25 +138,40 @@ def run_serve(requests: int) -> dict:
 
     samples = []
     step = max(1, requests // 10)
-    with BackgroundServer(ServeApp()) as srv:
-        url = f"{srv.url}/v1/messages"
-        body = {"model": "parse_date", "max_tokens": 64, "stream": True, "messages": [{"role": "user", "content": "x"}]}
-        with httpx2.Client(timeout=30) as client:
+    with ExitStack() as stack:
+        srv = stack.enter_context(BackgroundServer(ServeApp(speed=math.inf)))
+        base = srv.base_url
+        if mode == "proxy":
+            from inspector.net.proxy import ProxyApp
+
+            base = stack.enter_context(BackgroundServer(ProxyApp(srv.base_url))).base_url
+        body = {"model": "m", "max_tokens": 64, "stream": True, "messages": [{"role": "user", "content": "x"}]}
+        headers = {"x-api-key": "sk-soak", "anthropic-version": "2023-06-01"}
+        with httpx2.Client(base_url=base, timeout=30) as client:
             for i in range(1, requests + 1):
-                with client.stream("POST", url, json=body, headers={"x-api-key": "k"}) as r:
+                with client.stream("POST", "/v1/messages", json=body, headers=headers) as r:
                     for _ in r.iter_bytes():
                         pass
+                    assert r.status_code == 200, r.status_code
                 if i % step == 0:
                     gc.collect()
                     samples.append((i, round(rss_mb(), 1)))
     rss = [s[1] for s in samples]
     warm = rss[1:] or rss
     return {
-        "mode": "serve",
+        "mode": mode,
         "requests": requests,
         "samples": samples,
         "rss_growth_after_warmup_mb": round(max(warm) - warm[0], 1),
     }
+
+
+def write(path: str, events: int, turns: int) -> dict:
+    from inspector.testing.synthetic import generated_stream
+    from inspector.tui.export import write_recording
+
+    write_recording(Path(path), generated_stream(events, tool_every=max(1, events // turns)), {"type": "generated"})
+    return {"mode": "write", "path": path}
 
 
 def child(mode: str, args: argparse.Namespace) -> dict:
@@ -165,8 +179,10 @@ def child(mode: str, args: argparse.Namespace) -> dict:
         return run_dashboard(args.events, args.turns)
     if mode == "replay":
         return run_replay(args.events, args.turns)
-    if mode == "serve":
-        return run_serve(args.requests)
+    if mode in ("serve", "proxy"):
+        return run_server(mode, args.requests)
+    if mode == "write":
+        return write(args.path, args.events, args.turns)
     raise SystemExit(f"unknown mode {mode}")
 
 
@@ -175,8 +191,9 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--turns", type=int, default=1000)
     ap.add_argument("--requests", type=int, default=100_000)
-    ap.add_argument("--only", default="dashboard,replay,serve")
+    ap.add_argument("--only", default="dashboard,replay,serve,proxy")
     ap.add_argument("--child", default="")
+    ap.add_argument("--path", default="")
     args = ap.parse_args()
     if args.child:
         print(json.dumps(child(args.child, args)))
@@ -208,10 +225,9 @@ def main() -> None:
         elif r["mode"] == "replay":
             print(f"| replay (headless) | {r['events']:,} events | peak RSS | {r['rss_peak_mb']} MB | < 200 MB |")
             print(f"| replay (headless) | | growth after warm-up | {r['rss_growth_after_warmup_mb']} MB | flat |")
-        elif r["mode"] == "serve":
-            print(
-                f"| serve | {r['requests']:,} requests | growth after warm-up | {r['rss_growth_after_warmup_mb']} MB | < 20 MB |"
-            )
+        elif r["mode"] in ("serve", "proxy"):
+            grew = r["rss_growth_after_warmup_mb"]
+            print(f"| {r['mode']} | {r['requests']:,} requests | growth after warm-up | {grew} MB | < 20 MB |")
 
 
 if __name__ == "__main__":
