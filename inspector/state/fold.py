@@ -389,7 +389,8 @@ class BlockEntry:
     start: dict
     t_open: float
     first_event: int  # event number (1-based) of content_block_start
-    fragments: Column = field(default_factory=Column)  # (chunked: a copy shares all but the last chunk)
+    # a chunked `Column` (a copy shares all but its last chunk), read like a list of str by the views
+    fragments: list[str] = field(default_factory=Column)  # type: ignore[arg-type]
     nbytes: int = 0
     delta_type: str | None = None
     closed: bool = False
