@@ -24,7 +24,16 @@ log = logging.getLogger("inspector.record")
 
 # Observations kept in the recording beside the raw reads (enough to replay tool timing and results, and the SDK's
 # retries of failed tries).
-KEPT = (O.LoopStarted, O.ToolStateChanged, O.ToolResult, O.TurnEnded, O.HttpTryFailed, O.LoopFinished)
+KEPT = (
+    O.LoopStarted,
+    O.ToolStateChanged,
+    O.ToolResult,
+    O.TurnEnded,
+    O.HttpTryFailed,
+    O.LoopFinished,
+    O.StreamHeld,  # the timing analysis leaves the user's holds out
+    O.StreamReleased,
+)
 
 
 class Recorder:

@@ -5,6 +5,16 @@ Per attempt (one HTTP response): time to response headers, to the first body byt
 reads and between events (with a small text histogram); events per read; the ping cadence; and a buffering verdict.
 All times are seconds since the attempt's request was sent (the recording's clock).
 
+Held intervals
+==============
+
+When the user pauses the loop or steps through the stream, the loop stops reading: bytes wait in the socket until
+it reads again (``StreamHeld`` / ``StreamReleased`` observations, kept in recordings as ``obs`` lines). Those
+intervals are the user's, not the stream's: every figure here is computed on the stream's own clock, where a read's
+time is its time since the request minus the held seconds before it (:func:`held_intervals`, :func:`unhold`).
+A burst that follows a hold (the socket's backlog, read at once) is never a held burst: a stream whose reads were
+held back by the user is never called buffered for that.
+
 The buffering rule
 ==================
 
@@ -54,6 +64,8 @@ __all__ = [
     "SUSPECT_SHARE",
     "RecordingBuilder",
     "analyze_attempt",
+    "held_intervals",
+    "unhold",
     "buffering_verdict",
     "format_timing",
     "format_timing_json",
@@ -153,6 +165,7 @@ class _Read:
 def buffering_verdict(
     reads: Sequence[tuple[float, int, int]],
     *,
+    released: Sequence[float] = (),
     burst_gap: float = BURST_GAP,
     held_silence: float = HELD_SILENCE,
     burst_min_events: int = BURST_MIN_EVENTS,
@@ -161,7 +174,8 @@ def buffering_verdict(
     min_events: int = MIN_EVENTS,
 ) -> dict:
     """The buffering verdict from ``(t, bytes, events completed)`` per read (t: seconds since the request).
-    Returns ``{"verdict", "held_share", "bursts", "held_bursts": [...], "reason", "rule"}``."""
+    ``released``: times (same clock) when the user released a held stream; a burst right after one is the socket's
+    backlog, never a held burst. Returns ``{"verdict", "held_share", "bursts", "held_bursts": [...], "reason", "rule"}``."""
     rs = [_Read(float(t), int(n), int(e)) for t, n, e in reads]
     total_bytes = sum(r.size for r in rs)
     total_events = sum(r.events for r in rs)
@@ -171,8 +185,10 @@ def buffering_verdict(
         return out
     bursts: list[dict] = []
     prev_t = 0.0
+    rel = sorted(released)
     for r in rs:
-        if bursts and r.t - prev_t < burst_gap:
+        after_hold = any(prev_t <= x <= r.t for x in rel)
+        if bursts and r.t - prev_t < burst_gap and not after_hold:
             b = bursts[-1]
             b["reads"] += 1
             b["bytes"] += r.size
@@ -180,10 +196,22 @@ def buffering_verdict(
             b["end"] = r.t
         else:
             bursts.append(
-                {"start": r.t, "end": r.t, "silence": r.t - prev_t, "reads": 1, "bytes": r.size, "events": r.events}
+                {
+                    "start": r.t,
+                    "end": r.t,
+                    "silence": r.t - prev_t,
+                    "reads": 1,
+                    "bytes": r.size,
+                    "events": r.events,
+                    "after_hold": after_hold,
+                }
             )
         prev_t = r.t
-    held = [b for b in bursts if b["silence"] >= held_silence and b["events"] >= burst_min_events]
+    held = [
+        b
+        for b in bursts
+        if b["silence"] >= held_silence and b["events"] >= burst_min_events and not b.pop("after_hold")
+    ]
     held_bytes = sum(b["bytes"] for b in held)
     share = held_bytes / total_bytes
     for b in held:
@@ -238,10 +266,63 @@ def _r(x: float | None) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(x, 6)
 
 
-def analyze_attempt(att: RecordedAttempt) -> dict:
-    """The timing of one attempt (JSON-able dict; times in seconds since its request)."""
+def held_intervals(recording: Recording) -> list[tuple[float, float]]:
+    """The user's holds of the stream, in loop time (``(start, end)``; ``end`` inf while still held), from the
+    recording's ``stream_held`` / ``stream_released`` observations."""
+    out: list[tuple[float, float]] = []
+    start: float | None = None
+    for o in recording.observations:
+        kind = o.get("type")
+        t = o.get("t")
+        if not isinstance(t, (int, float)):
+            continue
+        if kind == "stream_held":
+            if start is None:
+                start = float(t)
+        elif kind == "stream_released":
+            held = o.get("held")
+            s = start if start is not None else float(t) - (float(held) if isinstance(held, (int, float)) else 0.0)
+            out.append((s, float(t)))
+            start = None
+    if start is not None:
+        out.append((start, math.inf))
+    return out
+
+
+def unhold(t: float, holds: Sequence[tuple[float, float]]) -> float:
+    """A time on the stream's own clock: ``t`` minus the held seconds before it (same clock as ``holds``)."""
+    held = 0.0
+    for s, e in holds:
+        if s >= t:
+            break
+        held += min(e, t) - s
+    # rounded to the nanosecond, like recorded times: a shifted time equals the unshifted one it stands for
+    return round(t - held, 9) if held else t
+
+
+def _attempt_holds(att: RecordedAttempt, holds: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The holds that overlap an attempt, on its clock (seconds since its request)."""
+    t0 = (att.request or {}).get("t")
+    if not holds or not isinstance(t0, (int, float)):
+        return []
+    return sorted((max(0.0, s - t0), e - t0) for s, e in holds if e > t0)
+
+
+def analyze_attempt(att: RecordedAttempt, holds: Sequence[tuple[float, float]] = ()) -> dict:
+    """The timing of one attempt (JSON-able dict; times in seconds since its request, on the stream's own clock:
+    ``holds``, the user's holds in loop time from :func:`held_intervals`, are left out)."""
     resp = att.response or {}
     status = resp.get("status")
+    mine = _attempt_holds(att, holds)
+    if mine:
+        att = RecordedAttempt(
+            att.turn,
+            att.attempt,
+            att.request,
+            _unheld_line(att.response, mine),
+            [RecordedRead(None if r.t is None else unhold(r.t, mine), r.data) for r in att.reads],
+            _unheld_line(att.end, mine),
+        )
     reads = att.reads
     timed = bool(reads) and all(r.t is not None for r in reads)
     out: dict[str, Any] = {
@@ -254,6 +335,7 @@ def analyze_attempt(att: RecordedAttempt) -> dict:
         "headers_s": _r(resp.get("t")) if isinstance(resp.get("t"), (int, float)) else None,
         "end": (att.end or {}).get("status"),
         "end_s": _r((att.end or {}).get("t")) if isinstance((att.end or {}).get("t"), (int, float)) else None,
+        "held": {"count": len(mine), "seconds": _r(sum(min(e, 1e12) - s for s, e in mine))},
     }
     dec = SSEDecoder()
     per_read_events = [0] * len(reads)
@@ -327,18 +409,30 @@ def analyze_attempt(att: RecordedAttempt) -> dict:
             "reason": f"HTTP {status}: not a stream",
         }
     else:
-        out["buffering"] = buffering_verdict([(t, len(r.data), n) for t, r, n in zip(ts, reads, per_read_events)])
+        out["buffering"] = buffering_verdict(
+            [(t, len(r.data), n) for t, r, n in zip(ts, reads, per_read_events)],
+            released=[unhold(e, mine) for _s, e in mine if not math.isinf(e)],
+        )
     return out
+
+
+def _unheld_line(line: dict | None, holds: Sequence[tuple[float, float]]) -> dict | None:
+    t = (line or {}).get("t")
+    if line is None or not isinstance(t, (int, float)):
+        return line
+    return {**line, "t": unhold(float(t), holds)}
 
 
 def _round_stats(s: dict) -> dict:
     return {k: (_r(v) if isinstance(v, float) else v) for k, v in s.items()}
 
 
-def timing_json(recording: Recording, *, analyze: Callable[[RecordedAttempt], dict] = analyze_attempt) -> dict:
+def timing_json(recording: Recording, *, analyze: Callable[..., dict] = analyze_attempt) -> dict:
     """``{"timing": "per-read" | "per-response" | "mixed", "attempts": [analyze_attempt...], "warnings": [...]}``.
-    ``analyze``: the per-attempt analysis (the dashboard passes a caching one)."""
-    attempts = [analyze(a) for a in recording.attempts()]
+    ``analyze``: the per-attempt analysis, called as ``analyze(attempt, holds)`` (the dashboard passes a caching
+    one); holds are the recording's :func:`held_intervals`."""
+    holds = held_intervals(recording)
+    attempts = [analyze(a, holds) for a in recording.attempts()]
     kinds = {a["timing"] for a in attempts if a["timing"] != "none"}
     per = "per-response" if kinds == {"per-response"} else ("per-read" if kinds <= {"per-read"} else "mixed")
     if recording.header.get("timing") == "per-response":
@@ -396,6 +490,12 @@ def format_timing_json(data: dict) -> str:
                     f"p90 {_ms(g['p90'])}, max {_ms(g['max'])}"
                 )
                 lines += _bars(g["histogram"])
+        held = a.get("held") or {}
+        if held.get("count"):
+            lines.append(
+                f"  held by the user (pause / step): {held['seconds']:.3f} s in {held['count']} interval(s), "
+                "left out of every figure"
+            )
         epr = a["events_per_read"]
         if epr["mean"] is not None:
             lines.append(f"  events per read: mean {epr['mean']:.2f}, max {epr['max']}")
@@ -479,10 +579,14 @@ def recording_from_plans(plans: Iterable[Any], *, source: dict | None = None) ->
 # --- recordings made of loop observations (what the dashboard saw) ------------------------------------------------
 
 
+_HOLD_KINDS = (O.StreamHeld.kind, O.StreamReleased.kind)
+
+
 class RecordingBuilder:
     """Builds, one observation at a time, the Recording that ``Recorder`` would write for the same observations
     (request / response / read / end lines, same clocks, same header filtering), without the JSON round trip.
-    Loop observations (``"obs"`` lines) are not kept: the timing analysis does not use them. ``count`` is the number
+    Loop observations (``"obs"`` lines) are not kept, except the user's holds of the stream (the timing leaves them
+    out). ``count`` is the number
     of observations added (the dashboard feeds its history incrementally). ``timed_reads=False`` drops the reads'
     times (header ``"timing": "per-response"``), for a replay of a source without per-read timing (HAR)."""
 
@@ -497,6 +601,7 @@ class RecordingBuilder:
         self._turns: dict[int, RecordedTurn] = {}
         self._attempts: dict[tuple[int, int], RecordedAttempt] = {}
         self.count = 0
+        self.holds = 0  # hold / release observations kept (the timing view's cache key)
         from inspector.record.recorder import Recorder
 
         self._recorder = Recorder(target=self)
@@ -563,8 +668,12 @@ class RecordingBuilder:
             }
 
     def observation(self, obj: dict) -> None:
-        if obj.get("type") == "loop_started" and not self._source_given:
+        kind = obj.get("type")
+        if kind == "loop_started" and not self._source_given:
             self.recording.header["source"] = dict(obj.get("source") or {})
+        elif kind in _HOLD_KINDS:  # the timing leaves the user's holds out
+            self.recording.observations.append(obj)
+            self.holds += 1
 
     def close(self) -> None:
         pass

@@ -15,21 +15,21 @@ from __future__ import annotations
 import bisect
 import re
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 import jiter
 import orjson
 
 from inspector.agent import observations as O
-from inspector.agent.states import LoopState
+from inspector.agent.states import TOOL_RAN, TOOL_TERMINAL, LoopState, ToolState
+from inspector.core import fmt
+from inspector.core.fmt import short
+from inspector.state.columns import CHUNK, ByteStore, ChunkedTable, Column, ColView, CowDict
 
 # ------------------------------------------------------------------------------------------------ constants
 
-# Tool executor states (see docs of the loop issue). "streaming_input" is the block still open.
-TOOL_ACTIVE = frozenset({"streaming_input", "queued", "running"})
-TOOL_DONE = frozenset({"succeeded", "failed", "timed_out", "cancelled", "discarded", "not_run"})
 TOOL_INPUT_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
 
 # Row flags of the event table
@@ -46,21 +46,6 @@ _CHAR_POS = re.compile(r"\(char (\d+)\)")
 # ------------------------------------------------------------------------------------------------ helpers
 
 
-def short(value: Any, limit: int = 40) -> str:
-    """A compact, one-line rendering of a JSON-ish value."""
-    if isinstance(value, str):
-        text = orjson.dumps(value).decode()
-    elif value is None or isinstance(value, (bool, int, float)):
-        text = orjson.dumps(value).decode()
-    else:
-        try:
-            text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
-        except TypeError:
-            text = repr(value)
-    text = text.replace("\n", "\\n")
-    return text if len(text) <= limit else text[: max(1, limit - 1)] + "…"
-
-
 def call_summary(name: str | None, tool_input: Any, limit: int = 60) -> str:
     """``read_file(path="src/x.py")`` (arguments shortened so the whole fits about `limit` characters)."""
     name = name or "?"
@@ -73,10 +58,7 @@ def call_summary(name: str | None, tool_input: Any, limit: int = 60) -> str:
     per = max(10, budget // max(1, len(tool_input)))
     for k, v in tool_input.items():
         parts.append(f"{k}={short(v, per)}")
-    args = ", ".join(parts)
-    if len(args) > budget:
-        args = args[: budget - 1] + "…"
-    return f"{name}({args})"
+    return f"{name}({fmt.short_text(', '.join(parts), budget)})"
 
 
 def result_summary(content: Any, limit: int = 60) -> str:
@@ -91,24 +73,13 @@ def result_summary(content: Any, limit: int = 60) -> str:
     else:
         text = short(content, limit)
     lines = text.splitlines() or [""]
-    first = lines[0].strip()
-    if len(first) > limit:
-        first = first[: limit - 1] + "…"
+    first = fmt.short_text(lines[0].strip(), limit)
     if len(lines) > 1:
-        first += f"  ({len(lines)} lines, {_size(len(text.encode('utf-8', 'replace')))})"
+        first += f"  ({len(lines)} lines, {fmt.size(len(text.encode('utf-8', 'replace')))})"
     return first
 
 
-def _size(n: int) -> str:
-    if n < 1024:
-        return f"{n} B"
-    if n < 1024 * 1024:
-        return f"{n / 1024:.1f} KB"
-    return f"{n / 1024 / 1024:.1f} MB"
-
-
-def human_size(n: int) -> str:
-    return _size(n)
+human_size = fmt.size  # (re-exported for the widgets: the one home is inspector.core.fmt)
 
 
 def _utf8_len(text: str) -> int:
@@ -130,45 +101,64 @@ def error_position(buffer: str, message: str | None) -> int | None:
     return None
 
 
+# ------------------------------------------------------------------------------------------------ copies
+
+_T = TypeVar("_T")
+_SLOTS: dict[type, tuple[str, ...]] = {}
+
+
+def _slots_of(cls: type) -> tuple[str, ...]:
+    names = _SLOTS.get(cls)
+    if names is None:
+        seen: list[str] = []
+        for k in reversed(cls.__mro__):
+            for name in k.__dict__.get("__slots__", ()):
+                if name not in seen and name != "__weakref__":
+                    seen.append(name)
+        names = _SLOTS[cls] = tuple(seen)
+    return names
+
+
+def clone(obj: _T) -> _T:
+    """A copy of a slotted entry or table that cannot forget a field: every slot is carried over, and the mutable
+    containers in them (list, dict, set, array) are copied one level deep, so the copy and the original change
+    independently. Values inside those containers (strings, bytes, observation dicts) are shared: the fold never
+    mutates them. Fields named in the class's ``SHARED`` are shared as they are (read-only observation data)."""
+    cls = type(obj)
+    cow = getattr(obj, "cow_copy", None)
+    if cow is not None:
+        return cow()
+    new = cls.__new__(cls)
+    shared = getattr(cls, "SHARED", ())
+    for name in _slots_of(cls):
+        v = getattr(obj, name)
+        if name not in shared:
+            if hasattr(v, "cow_copy"):
+                v = v.cow_copy()
+            elif isinstance(v, (list, array)):
+                v = v[:]
+            elif isinstance(v, (dict, set)):
+                v = v.copy()
+        object.__setattr__(new, name, v)
+    return new
+
+
 # ------------------------------------------------------------------------------------------------ entries
 
 
-class EventTable:
-    """SSE event rows (plus one marker row per attempt), column by column: ~50 bytes a row plus its summary."""
+class EventTable(ChunkedTable):
+    """SSE event rows (plus marker rows: attempts, HTTP tries, holds), column by column in copy-on-write chunks:
+    ~80 bytes a row; summaries are kept UTF-8 encoded in the state's spill store, out of the heap."""
 
-    __slots__ = (
-        "seq",
-        "t",
-        "etype",
-        "index",
-        "summary",
-        "read_index",
-        "turn",
-        "attempt",
-        "flags",
-        "evno",
-        "start",
-        "end",
-        "event_rows",
-    )
+    __slots__ = ("store", "event_rows")
+    # column order (the public names are list-like views: ``table.flags[row]``)
+    NAMES = ("seq", "t", "etype", "index", "read_index", "turn", "attempt", "flags", "evno", "start", "end", "s_off")
+    TYPES = ("i", "d", None, "i", "i", "i", "i", "B", "i", "q", "q", "q")
 
-    def __init__(self) -> None:
-        self.seq = array("l")  # SSE sequence number within its attempt (-1: marker)
-        self.t = array("d")  # seconds since loop start
-        self.etype: list[str] = []
-        self.index = array("l")  # content block index (-1: none)
-        self.summary: list[str] = []
-        self.read_index = array("l")
-        self.turn = array("l")
-        self.attempt = array("l")
-        self.flags = array("B")
-        self.evno = array("l")  # 1-based event number across the session (0: marker)
-        self.start = array("q")  # stream offsets of the event's bytes within its attempt
-        self.end = array("q")
-        self.event_rows = array("l")  # row of event k is event_rows[k - 1]
-
-    def __len__(self) -> int:
-        return len(self.etype)
+    def __init__(self, store: ByteStore | None = None) -> None:
+        super().__init__(self.TYPES + ("i",))  # + the summary's size
+        self.store = store if store is not None else ByteStore()
+        self.event_rows = Column("l")  # row of event k is event_rows[k - 1]
 
     def append(
         self,
@@ -185,95 +175,211 @@ class EventTable:
         start: int,
         end: int,
     ) -> int:
-        row = len(self.etype)
-        self.seq.append(seq)
-        self.t.append(t)
-        self.etype.append(etype)
-        self.index.append(index)
-        self.summary.append(summary)
-        self.read_index.append(read_index)
-        self.turn.append(turn)
-        self.attempt.append(attempt)
-        self.flags.append(flags)
-        self.evno.append(evno)
-        self.start.append(start)
-        self.end.append(end)
+        c = self._tail
+        row = self._n + len(c[0])
+        raw = summary.encode("utf-8", "surrogatepass")
+        c[0].append(seq)
+        c[1].append(t)
+        c[2].append(etype)
+        c[3].append(index)
+        c[4].append(read_index)
+        c[5].append(turn)
+        c[6].append(attempt)
+        c[7].append(flags)
+        c[8].append(evno)
+        c[9].append(start)
+        c[10].append(end)
+        c[11].append(self.store.add(raw))
+        c[12].append(len(raw))
         if evno:
             self.event_rows.append(row)
+        if len(c[0]) >= CHUNK:
+            self._seal()
         return row
+
+    @property
+    def summary(self) -> _Summaries:
+        return _Summaries(self)
+
+    @property
+    def seq(self) -> ColView:
+        return ColView(self, 0)
+
+    @property
+    def t(self) -> ColView:
+        return ColView(self, 1)
+
+    @property
+    def etype(self) -> ColView:
+        return ColView(self, 2)
+
+    @property
+    def index(self) -> ColView:
+        return ColView(self, 3)
+
+    @property
+    def read_index(self) -> ColView:
+        return ColView(self, 4)
+
+    @property
+    def turn(self) -> ColView:
+        return ColView(self, 5)
+
+    @property
+    def attempt(self) -> ColView:
+        return ColView(self, 6)
+
+    @property
+    def flags(self) -> ColView:
+        return ColView(self, 7)
+
+    @property
+    def evno(self) -> ColView:
+        return ColView(self, 8)
+
+    @property
+    def start(self) -> ColView:
+        return ColView(self, 9)
+
+    @property
+    def end(self) -> ColView:
+        return ColView(self, 10)
 
     def row(self, i: int) -> tuple:
         """(seq, t, etype, index, summary, read_index, turn, attempt, flags, evno) of row i."""
-        return (
-            self.seq[i],
-            self.t[i],
-            self.etype[i],
-            self.index[i],
-            self.summary[i],
-            self.read_index[i],
-            self.turn[i],
-            self.attempt[i],
-            self.flags[i],
-            self.evno[i],
-        )
+        g = self.get
+        return (g(0, i), g(1, i), g(2, i), g(3, i), self.summary[i], g(4, i), g(5, i), g(6, i), g(7, i), g(8, i))
 
-    def copy(self) -> EventTable:
-        new = EventTable.__new__(EventTable)
-        for name in EventTable.__slots__:
-            setattr(new, name, getattr(self, name)[:])
+    def cow_copy(self) -> EventTable:
+        new = super().cow_copy()
+        new.event_rows = self.event_rows.cow_copy()
         return new
 
 
-class ReadTable:
-    """Network reads, column by column (the bytes are the observation's own, not copied)."""
+class _Summaries:
+    """The summary column: strings read back from the spill store; a write stores the new text."""
 
-    __slots__ = ("turn", "attempt", "read_index", "t", "t_request", "data", "offset", "line_start", "lines")
+    __slots__ = ("table",)
 
-    def __init__(self) -> None:
-        self.turn = array("l")
-        self.attempt = array("l")
-        self.read_index = array("l")
-        self.t = array("d")
-        self.t_request = array("d")
-        self.data: list[bytes] = []
-        self.offset = array("q")  # stream offset of the read's first byte within its attempt
-        self.line_start = array("q")  # first raw-view line of this read (a header line, then its data lines)
-        self.lines = 0  # total raw-view lines
+    def __init__(self, table: EventTable) -> None:
+        self.table = table
 
     def __len__(self) -> int:
-        return len(self.data)
+        return len(self.table)
+
+    def __getitem__(self, i: Any) -> Any:
+        t = self.table
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(t)))]
+        return t.store.get(t.get(11, i), t.get(12, i)).decode("utf-8", "surrogatepass")
+
+    def __setitem__(self, i: int, text: str) -> None:
+        t = self.table
+        raw = text.encode("utf-8", "surrogatepass")
+        t.set(11, i, t.store.add(raw))
+        t.set(12, i, len(raw))
+
+    def __iter__(self) -> Iterator[str]:
+        for i in range(len(self.table)):
+            yield self[i]
+
+
+class ReadTable(ChunkedTable):
+    """Network reads, column by column in copy-on-write chunks; the bytes live in the state's spill store."""
+
+    __slots__ = ("store", "lines")
+    NAMES = ("turn", "attempt", "read_index", "t", "t_request", "offset", "line_start", "d_off", "d_len")
+    TYPES = ("i", "i", "i", "d", "d", "q", "q", "q", "i")
+
+    def __init__(self, store: ByteStore | None = None) -> None:
+        super().__init__(self.TYPES)
+        self.store = store if store is not None else ByteStore()
+        self.lines = 0  # total raw-view lines
 
     def append(
         self, turn: int, attempt: int, read_index: int, t: float, t_request: float, data: bytes, offset: int
     ) -> None:
-        self.turn.append(turn)
-        self.attempt.append(attempt)
-        self.read_index.append(read_index)
-        self.t.append(t)
-        self.t_request.append(t_request)
-        self.data.append(data)
-        self.offset.append(offset)
-        self.line_start.append(self.lines)
+        c = self._tail
+        c[0].append(turn)
+        c[1].append(attempt)
+        c[2].append(read_index)
+        c[3].append(t)
+        c[4].append(t_request)
+        c[5].append(offset)
+        c[6].append(self.lines)  # first raw-view line of this read (a header line, then its data lines)
+        c[7].append(self.store.add(data))
+        c[8].append(len(data))
         n = data.count(b"\n")
         if data and not data.endswith(b"\n"):
             n += 1
         self.lines += 1 + n
+        if len(c[0]) >= CHUNK:
+            self._seal()
+
+    @property
+    def data(self) -> _Data:
+        return _Data(self)
+
+    @property
+    def turn(self) -> ColView:
+        return ColView(self, 0)
+
+    @property
+    def attempt(self) -> ColView:
+        return ColView(self, 1)
+
+    @property
+    def read_index(self) -> ColView:
+        return ColView(self, 2)
+
+    @property
+    def t(self) -> ColView:
+        return ColView(self, 3)
+
+    @property
+    def t_request(self) -> ColView:
+        return ColView(self, 4)
+
+    @property
+    def offset(self) -> ColView:
+        return ColView(self, 5)
+
+    @property
+    def line_start(self) -> ColView:
+        return ColView(self, 6)
 
     def locate(self, line: int) -> tuple[int, int]:
         """(read, line within the read; -1 for its header) of a raw-view line."""
-        i = bisect.bisect_right(self.line_start, line) - 1
-        return i, line - self.line_start[i] - 1
+        starts = self.line_start
+        i = bisect.bisect_right(starts, line) - 1
+        return i, line - starts[i] - 1
 
-    def copy(self) -> ReadTable:
-        new = ReadTable.__new__(ReadTable)
-        for name in ReadTable.__slots__:
-            v = getattr(self, name)
-            setattr(new, name, v[:] if not isinstance(v, int) else v)
-        return new
+
+class _Data:
+    """The bytes of each read, read back from the spill store."""
+
+    __slots__ = ("table",)
+
+    def __init__(self, table: ReadTable) -> None:
+        self.table = table
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def __getitem__(self, i: Any) -> Any:
+        t = self.table
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(t)))]
+        return t.store.get(t.get(7, i), t.get(8, i))
+
+    def __iter__(self) -> Iterator[bytes]:
+        for i in range(len(self.table)):
+            yield self[i]
 
 
 @dataclass(slots=True)
 class BlockEntry:
+    SHARED: ClassVar[frozenset[str]] = frozenset({"start", "content", "_preview"})
     turn: int
     attempt: int
     index: int
@@ -283,7 +389,8 @@ class BlockEntry:
     start: dict
     t_open: float
     first_event: int  # event number (1-based) of content_block_start
-    fragments: list[str] = field(default_factory=list)
+    # a chunked `Column` (a copy shares all but its last chunk), read like a list of str by the views
+    fragments: list[str] = field(default_factory=Column)  # type: ignore[arg-type]
     nbytes: int = 0
     delta_type: str | None = None
     closed: bool = False
@@ -336,37 +443,10 @@ class BlockEntry:
     def parsed_input(self) -> Any:
         return None if self.content is None else self.content.get("input")
 
-    def copy(self) -> BlockEntry:
-        return BlockEntry(
-            self.turn,
-            self.attempt,
-            self.index,
-            self.type,
-            self.id,
-            self.name,
-            self.start,
-            self.t_open,
-            self.first_event,
-            self.fragments[:],
-            self.nbytes,
-            self.delta_type,
-            self.closed,
-            self.t_close,
-            self.last_event,
-            self.content,
-            self.input_error,
-            self.error_pos,
-            self.diagnostics[:],
-            self.version,
-            self._joined,
-            self._joined_n,
-            self._preview,
-            self._preview_n,
-        )
-
 
 @dataclass(slots=True)
 class ToolEntry:
+    SHARED: ClassVar[frozenset[str]] = frozenset({"input"})
     id: str
     name: str
     turn: int
@@ -388,7 +468,12 @@ class ToolEntry:
 
     @property
     def done(self) -> bool:
-        return self.state in TOOL_DONE
+        return self.state in TOOL_TERMINAL
+
+    @property
+    def ran(self) -> bool:
+        """It ran to an end of its own (succeeded, failed, timed out): its run time is known."""
+        return self.state in TOOL_RAN or (self.t_started is not None and self.t_finished is not None)
 
     def elapsed(self, now: float) -> float | None:
         """Run time so far (running) or in total (finished); None if it never started."""
@@ -396,28 +481,6 @@ class ToolEntry:
             return None
         end = self.t_finished if self.t_finished is not None else now
         return max(0.0, end - self.t_started)
-
-    def copy(self) -> ToolEntry:
-        return ToolEntry(
-            self.id,
-            self.name,
-            self.turn,
-            self.attempt,
-            self.index,
-            self.state,
-            self.t_created,
-            self.input,
-            self.input_summary,
-            self.error,
-            self.result_preview,
-            self.result_summary,
-            self.is_error,
-            self.t_queued,
-            self.t_started,
-            self.t_finished,
-            self.history[:],
-            self.version,
-        )
 
 
 @dataclass(slots=True)
@@ -446,42 +509,25 @@ class AttemptEntry:
     outcome: str | None = None
     blocks: list[int] = field(default_factory=list)  # block indices in arrival order
     version: int = 0
+    # The user's holds (pause, step) are not the stream's time: every figure above leaves them out.
+    held_base: float = 0.0  # the session's held seconds when this attempt's request was sent
+    held: float = 0.0  # seconds this attempt's stream was held by the user (up to the last read)
+    first_token: float | None = None  # seconds from request to the first content token, holds excluded
+    tries: list[TryEntry] = field(default_factory=list)  # HTTP tries that failed before this attempt's stream
+    t_first_byte: float | None = None  # loop time of the first read
 
     @property
     def key(self) -> tuple[int, int]:
         return (self.turn, self.attempt)
 
     @property
+    def requests(self) -> int:
+        """HTTP requests sent for this attempt: the failed tries, plus the one that answered (if any)."""
+        return len(self.tries) + (1 if self.status_code is not None or self.reads else 0)
+
+    @property
     def failed(self) -> bool:
         return self.status in ("failed", "cancelled")
-
-    def copy(self) -> AttemptEntry:
-        return AttemptEntry(
-            self.turn,
-            self.attempt,
-            self.t_start,
-            self.method,
-            self.url,
-            self.status_code,
-            self.t_response,
-            self.ttfb,
-            self.t_first_token,
-            self.last_gap,
-            self.last_read_t,
-            self.reads,
-            self.nbytes,
-            self.events,
-            self.model,
-            self.message_id,
-            dict(self.usage),
-            self.stop_reason,
-            self.t_end,
-            self.status,
-            self.reason,
-            self.outcome,
-            self.blocks[:],
-            self.version,
-        )
 
 
 @dataclass(slots=True)
@@ -496,18 +542,35 @@ class TurnEntry:
     usage: dict = field(default_factory=dict)
     version: int = 0
 
-    def copy(self) -> TurnEntry:
-        return TurnEntry(
-            self.turn,
-            self.t_start,
-            self.attempts[:],
-            self.tools[:],
-            self.t_end,
-            self.outcome,
-            self.stop_reason,
-            dict(self.usage),
-            self.version,
-        )
+
+@dataclass(frozen=True, slots=True)
+class TryEntry:
+    """An HTTP try that failed before a stream (429, 529, 5xx, connection refused); the SDK may retry it."""
+
+    try_index: int  # 0-based within its attempt
+    t_sent: float
+    t: float  # when the failure was seen
+    status: int | None
+    error_type: str | None
+    error_message: str | None
+    connection_error: str | None
+    retry_in: float | None  # the SDK's wait before the next try (None: it gives up)
+    headers: dict
+
+    @property
+    def t_retry(self) -> float | None:
+        """When the SDK sends the next try (loop time), if it retries."""
+        return None if self.retry_in is None else self.t + self.retry_in
+
+    def label(self) -> str:
+        """``HTTP 429 rate_limit_error · SDK retries in 1.2 s`` (connection failures: ``connection refused``)."""
+        if self.status is not None:
+            what = f"HTTP {self.status}" + (f" {self.error_type}" if self.error_type else "")
+        else:
+            what = f"connection error: {fmt.short_text(self.connection_error or 'no response', 48)}"
+        if self.retry_in is None:
+            return f"{what} · SDK gives up"
+        return f"{what} · SDK retries in {self.retry_in:.1f} s"
 
 
 @dataclass(frozen=True, slots=True)
@@ -540,25 +603,39 @@ class Status:
     messages: int = 0
     t_last: float = 0.0  # time of the last observation
     version: int = 0
+    held_by: str | None = None  # the stream is held now: "pause" | "step"
+    held_since: float | None = None
+    held_total: float = 0.0  # seconds the stream was held over the session (closed holds)
+    control: str = ""  # the last control applied (pause, resume, step_event...)
+    last_try: str = ""  # the last failed HTTP try ("HTTP 429 rate_limit_error · SDK retries in 1.2 s")
 
-    def copy(self) -> Status:
-        return Status(
-            self.source,
-            self.model,
-            self.prompt,
-            self.loop_state,
-            self.detail,
-            self.turn,
-            self.attempt,
-            self.events,
-            self.finished,
-            self.error,
-            self.tokens_in,
-            self.tokens_out,
-            self.messages,
-            self.t_last,
-            self.version,
-        )
+
+@dataclass(frozen=True, slots=True)
+class Savings:
+    """Streamed execution against sequential: ``sequential = stream + tools``, ``actual`` = from the answered
+    attempt's request to the later of its stream end and its last used tool's end."""
+
+    stream: float  # the answered attempt: request to end of stream
+    tools: float  # run times of the used tools, added up
+    actual: float
+    counted: int  # tools counted (their results were used)
+    left_out: int  # tools not counted (failed attempt, discarded, cancelled, not run)
+
+    @property
+    def sequential(self) -> float:
+        return self.stream + self.tools
+
+    @property
+    def saved(self) -> float:
+        return self.sequential - self.actual
+
+    def explain(self) -> str:
+        """How the figure is computed, with the numbers (one line under the timeline)."""
+        n = f"{self.counted} used tool{'s' if self.counted != 1 else ''}"
+        out = f"= stream {self.stream:.2f} + {n} {self.tools:.2f} − actual {self.actual:.2f} s"
+        if self.left_out:
+            out += f" ({self.left_out} discarded/not run: not counted)"
+        return out
 
 
 # Transcript items (the Assistant pane), append-only tuples:
@@ -579,13 +656,16 @@ class DashboardState:
 
     def __init__(self) -> None:
         self.n = 0  # observations applied
-        self.events = EventTable()
-        self.reads = ReadTable()
-        self.attempts: dict[tuple[int, int], AttemptEntry] = {}
-        self.turns: dict[int, TurnEntry] = {}
-        self.blocks: dict[tuple[int, int, int], BlockEntry] = {}
+        # bulk bytes (raw reads, event summaries) out of the heap, shared with every copy of this state
+        self.store = ByteStore()
+        self.events = EventTable(self.store)
+        self.reads = ReadTable(self.store)
+        # entries are shared with copies until the fold gets them (copy on write): checkpoints stay small
+        self.attempts: dict[tuple[int, int], AttemptEntry] = CowDict()
+        self.turns: dict[int, TurnEntry] = CowDict()
+        self.blocks: dict[tuple[int, int, int], BlockEntry] = CowDict()
         self.block_order: list[tuple[int, int, int]] = []
-        self.tools: dict[str, ToolEntry] = {}
+        self.tools: dict[str, ToolEntry] = CowDict()
         self.tool_order: list[str] = []
         self.transcript: list[TranscriptItem] = []
         self.diagnostics: list[DiagEntry] = []
@@ -596,6 +676,12 @@ class DashboardState:
         self.requests: dict[tuple[int, int], dict] = {}
         # tool_result blocks a request carried, by tool_use_id: why a tool a proxied harness ran failed
         self.sent_results: dict[str, dict] = {}
+        self.attempt_first_evno: dict[tuple[int, int], int] = {}  # event number of each attempt's first event
+        # the user's holds of the stream (pause, step), loop time: (start, end or None while held, by)
+        self.holds: list[tuple[float, float | None, str]] = []
+        # the entries the fold is working on (an attempt, a block): owned by this state, dropped on copy
+        self._ca: AttemptEntry | None = None
+        self._cb: BlockEntry | None = None
         # Revisions per area (the observation count when the area last changed): views skip unchanged areas.
         self.rev_events = 0
         self.rev_blocks = 0
@@ -631,6 +717,69 @@ class DashboardState:
         self.status.loop_state, self.status.detail = obs.state, obs.detail
         self._touch_status()
 
+    def _marker(self, t: float, etype: str, label: str, turn: int, attempt: int, flags: int = F_MARKER) -> None:
+        """A row of the SSE pane that is not an event (an attempt, an HTTP try, a hold of the stream)."""
+        self.events.append(-1, t, etype, -1, label, -1, turn, attempt, flags | F_MARKER, 0, 0, 0)
+        self.rev_events = self.n
+
+    def _control(self, obs: O.ControlApplied) -> None:
+        self.status.control = obs.control
+        self._touch_status()
+
+    def _held(self, obs: O.StreamHeld) -> None:
+        st = self.status
+        if st.held_since is not None:  # already held (a step that ends inside a pause): one interval
+            return
+        st.held_by, st.held_since = obs.by, obs.t
+        self.holds.append((obs.t, None, obs.by))
+        turn = st.turn if obs.turn is None else obs.turn
+        attempt = st.attempt if obs.attempt is None else obs.attempt
+        if obs.by != "step":  # a step holds after every event: its row comes at the release only
+            self._marker(obs.t, "held", f"❚❚ stream held by {obs.by} · not counted in timing", turn, attempt)
+        self.rev_tools = self.n  # the timeline draws holds
+        self._touch_status()
+
+    def _released(self, obs: O.StreamReleased) -> None:
+        st = self.status
+        start = st.held_since if st.held_since is not None else obs.t - max(0.0, obs.held)
+        held = max(0.0, obs.held) if obs.held is not None else max(0.0, obs.t - start)
+        by = st.held_by or "pause"
+        st.held_total += held
+        st.held_by = st.held_since = None
+        if self.holds and self.holds[-1][1] is None:
+            self.holds[-1] = (self.holds[-1][0], self.holds[-1][0] + held, by)
+        else:
+            self.holds.append((obs.t - held, obs.t, by))
+        turn = st.turn if obs.turn is None else obs.turn
+        attempt = st.attempt if obs.attempt is None else obs.attempt
+        label = f"▶ stream released: held {fmt.duration(held)} by {by} · not counted in timing"
+        self._marker(obs.t, "released", label, turn, attempt)
+        self.rev_tools = self.n
+        self._touch_status()
+
+    def _http_try(self, obs: O.HttpTryFailed) -> None:
+        a = self._attempt(obs.turn, obs.attempt, obs.t_sent)
+        entry = TryEntry(
+            obs.try_index,
+            obs.t_sent,
+            obs.t,
+            obs.status,
+            obs.error_type,
+            obs.error_message,
+            obs.connection_error,
+            obs.retry_in,
+            dict(obs.headers or {}),
+        )
+        a.tries.append(entry)
+        a.version = self.n
+        label = entry.label()
+        self.status.last_try = label
+        self._marker(obs.t, "try", f"try {len(a.tries)} · {label}", obs.turn, obs.attempt, F_MARKER | F_ERROR)
+        self.transcript.append(("note", f"turn {obs.turn + 1}: {label}", "warning"))
+        self.rev_transcript = self.n
+        self.rev_tools = self.n  # the timeline draws the tries and the waits
+        self._touch_status()
+
     def _turn_started(self, obs: O.TurnStarted) -> None:
         self.turns[obs.turn] = TurnEntry(obs.turn, obs.t, version=self.n)
         self.status.turn = obs.turn
@@ -648,7 +797,7 @@ class DashboardState:
 
     def _attempt_started(self, obs: O.AttemptStarted) -> None:
         key = (obs.turn, obs.attempt)
-        self.attempts[key] = AttemptEntry(obs.turn, obs.attempt, obs.t, obs.method, obs.url, version=self.n)
+        self.attempts[key] = self._ca = AttemptEntry(obs.turn, obs.attempt, obs.t, obs.method, obs.url, version=self.n)
         if isinstance(obs.body, dict):
             self.requests[key] = obs.body
             self._sent_results(obs.body)
@@ -657,8 +806,10 @@ class DashboardState:
         turn.version = self.n
         st = self.status
         st.turn, st.attempt = obs.turn, obs.attempt
+        self.attempts[key].held_base = self._held_at(obs.t)
         label = f"turn {obs.turn + 1} · attempt {obs.attempt + 1} · {obs.method} {_path(obs.url)}"
         self.attempt_first_row[key] = len(self.events) + 1
+        self.attempt_first_evno[key] = st.events + 1
         self.attempt_offset[key] = 0
         self.events.append(-1, obs.t, MARKER, -1, label, -1, obs.turn, obs.attempt, F_MARKER, 0, 0, 0)
         self.rev_events = self.n
@@ -688,17 +839,38 @@ class DashboardState:
                 self.rev_tools = self.rev_transcript = self.n
 
     def _attempt(self, turn: int, attempt: int, t: float) -> AttemptEntry:
+        a = self._ca
+        if a is not None and a.attempt == attempt and a.turn == turn:
+            return a  # the current attempt (owned by this state: the cache is dropped when the state is copied)
         a = self.attempts.get((turn, attempt))
-        if a is None:
+        if a is not None:
+            self._ca = a
+        else:
             a = self.attempts[(turn, attempt)] = AttemptEntry(turn, attempt, t)
             self._turn(turn, t).attempts.append(attempt)
             self.attempt_first_row.setdefault((turn, attempt), len(self.events))
+            self.attempt_first_evno.setdefault((turn, attempt), self.status.events + 1)
             self.attempt_offset.setdefault((turn, attempt), 0)
+            a.held_base = self._held_at(t)
+            self._ca = a
         return a
+
+    def _held_at(self, t: float) -> float:
+        """Seconds the stream was held by the user over the session, as of loop time t."""
+        st = self.status
+        if st.held_since is None:
+            return st.held_total
+        return st.held_total + max(0.0, t - st.held_since)
 
     def _response_started(self, obs: O.ResponseStarted) -> None:
         a = self._attempt(obs.turn, obs.attempt, obs.t)
         a.status_code, a.t_response, a.version = obs.status, obs.t, self.n
+        if a.tries:  # one row per HTTP request: the answered try follows the failed ones
+            flags = F_MARKER | (F_ERROR if obs.status >= 400 else 0)
+            label = f"try {len(a.tries) + 1} · HTTP {obs.status}"
+            self._marker(obs.t, "try", label, obs.turn, obs.attempt, flags)
+            self._touch_status()
+            return
         # the marker row shows the status
         row = self.attempt_first_row.get((obs.turn, obs.attempt), 0) - 1
         if 0 <= row < len(self.events) and self.events.flags[row] & F_MARKER:
@@ -715,11 +887,15 @@ class DashboardState:
         offset = self.attempt_offset.get(key, 0)
         self.reads.append(obs.turn, obs.attempt, obs.read_index, obs.t, obs.t_request, data, offset)
         self.attempt_offset[key] = offset + len(data)
+        # the stream's own clock: the user's holds since the request are left out
+        a.held = max(0.0, self._held_at(obs.t) - a.held_base)
+        t_stream = max(0.0, round(obs.t_request - a.held, 9)) if a.held else obs.t_request
         if a.ttfb is None:
-            a.ttfb = obs.t_request
+            a.ttfb = t_stream
+            a.t_first_byte = obs.t
         if a.last_read_t is not None:
-            a.last_gap = obs.t_request - a.last_read_t
-        a.last_read_t = obs.t_request
+            a.last_gap = max(0.0, t_stream - a.last_read_t)
+        a.last_read_t = t_stream
         a.reads += 1
         a.nbytes += len(data)
         a.version = self.n
@@ -785,12 +961,15 @@ class DashboardState:
             self.block_order.append(key)
             a.blocks.append(obs.index)
         self.blocks[key] = b
+        self._cb = b
         self.rev_blocks = self.n
         bt = obs.block_type
         if bt in TOOL_INPUT_BLOCKS:
             tool_id = obs.block_id or f"{obs.turn}.{obs.attempt}.{obs.index}"
             if tool_id not in self.tools:
-                self._new_tool(tool_id, obs.name or "?", obs.turn, obs.attempt, obs.index, "streaming_input", obs.t)
+                self._new_tool(
+                    tool_id, obs.name or "?", obs.turn, obs.attempt, obs.index, ToolState.STREAMING_INPUT, obs.t
+                )
                 self.transcript.append(("tool", tool_id))
         elif bt == "text":
             self.transcript.append(("text", key))
@@ -812,16 +991,22 @@ class DashboardState:
         return tool
 
     def _block_delta(self, obs: O.BlockDelta) -> None:
-        b = self.blocks.get((obs.turn, obs.attempt, obs.index))
-        if b is None:
-            return
+        b = self._cb
+        if b is None or b.index != obs.index or b.attempt != obs.attempt or b.turn != obs.turn:
+            b = self.blocks.get((obs.turn, obs.attempt, obs.index))
+            if b is None:
+                return
+            self._cb = b  # (dropped when the state is copied, like _ca)
         frag = obs.fragment
         b.fragments.append(frag)
         if frag:
             b.nbytes += _utf8_len(frag)
-            a = self.attempts.get((obs.turn, obs.attempt))
+            a = self._ca
+            if a is None or a.attempt != obs.attempt or a.turn != obs.turn:
+                a = self.attempts.get((obs.turn, obs.attempt))
             if a is not None and a.t_first_token is None:
                 a.t_first_token = obs.t
+                a.first_token = max(0.0, round(obs.t - a.t_start - (self._held_at(obs.t) - a.held_base), 9))
                 self._touch_status()
         b.delta_type = obs.delta_type
         b.last_event = self.status.events
@@ -831,7 +1016,7 @@ class DashboardState:
             self.rev_transcript = self.n
         elif b.is_tool:
             tool = self.tools.get(b.id or "")
-            if tool is not None and tool.state == "streaming_input":
+            if tool is not None and tool.state == ToolState.STREAMING_INPUT:
                 self.rev_tools = self.n
 
     def _block_closed(self, obs: O.BlockClosed) -> None:
@@ -866,11 +1051,12 @@ class DashboardState:
         d = obs.diagnostic
         evno = None
         if d.event_index is not None:
-            first = self.attempt_first_row.get((obs.turn, obs.attempt))
-            if first is not None:
-                row = first + d.event_index
-                ev = self.events
-                if 0 <= row < len(ev) and ev.seq[row] == d.event_index and ev.attempt[row] == obs.attempt:
+            first = self.attempt_first_evno.get((obs.turn, obs.attempt))
+            ev = self.events
+            k = None if first is None else first + d.event_index  # marker rows may sit between events
+            if k is not None and 1 <= k <= len(ev.event_rows):
+                row = ev.event_rows[k - 1]
+                if ev.seq[row] == d.event_index and ev.attempt[row] == obs.attempt and ev.turn[row] == obs.turn:
                     ev.flags[row] |= F_DIAG | (
                         F_ERROR if d.severity == "error" else F_WARN if d.severity == "warning" else 0
                     )
@@ -897,7 +1083,7 @@ class DashboardState:
         return tool
 
     def _tool_use(self, obs: O.ToolUse) -> None:
-        tool = self._tool(obs, "queued")
+        tool = self._tool(obs, ToolState.QUEUED)
         tool.input = obs.input
         tool.input_summary = call_summary(obs.name, obs.input)
         tool.version = self.n
@@ -920,25 +1106,27 @@ class DashboardState:
             if not tool.result_summary:
                 tool.result_summary = result_summary(obs.result_preview)
         times = obs.times or {}
-        if state == "queued" and tool.t_queued is None:
+        if state == ToolState.QUEUED and tool.t_queued is None:
             tool.t_queued = obs.t
-        elif state == "running" and tool.t_started is None:
+        elif state == ToolState.RUNNING and tool.t_started is None:
             tool.t_started = obs.t
-        elif state in TOOL_DONE and tool.t_finished is None:
-            tool.t_finished = obs.t
         # the executor's own timestamps win when it gives them (same clock)
-        done_keys = ("finished_at", state) if state in TOOL_DONE else ("finished_at",)
-        for attr, names in (
-            ("t_queued", ("queued_at", "queued")),
-            ("t_started", ("started_at", "running")),
-            ("t_finished", done_keys),
-        ):
-            for name in names:
-                v = times.get(name)
-                if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    setattr(tool, attr, float(v))
-                    break
-        if state in TOOL_DONE and tool.t_started is None and state not in ("not_run", "discarded", "cancelled"):
+        v = _time_in(times, "queued_at", ToolState.QUEUED)
+        if v is not None:
+            tool.t_queued = v
+        v = _time_in(times, "started_at", ToolState.RUNNING)
+        if v is not None:
+            tool.t_started = v
+        if state in TOOL_TERMINAL:
+            # The end of the run, when the call ran: a call discarded or cancelled after it finished keeps its own
+            # run time (the executor keeps that end in `times`), never the time of the discard.
+            ran_end = _time_in(times, *_RAN_KEYS)
+            if ran_end is not None:
+                tool.t_finished = ran_end
+            elif tool.t_finished is None:
+                end = _time_in(times, state)
+                tool.t_finished = obs.t if end is None else end
+        if state in TOOL_RAN and tool.t_started is None:
             tool.t_started = tool.t_finished
         tool.version = self.n
         self.rev_tools = self.n
@@ -953,7 +1141,7 @@ class DashboardState:
         if obs.state and obs.state != tool.state:
             tool.history.append((obs.state, obs.t))
             tool.state = obs.state
-            if obs.state in TOOL_DONE and tool.t_finished is None:
+            if obs.state in TOOL_TERMINAL and tool.t_finished is None:
                 tool.t_finished = obs.t
         tool.version = self.n
         self.rev_tools = self.n
@@ -1054,27 +1242,80 @@ class DashboardState:
         return [] if tr is None else [self.tools[i] for i in tr.tools if i in self.tools]
 
     def copy(self) -> DashboardState:
-        """An independent copy (columns are sliced: C speed; entries copied; strings and bytes shared)."""
+        """An independent copy that cannot forget an attribute: every attribute is carried over; tables, entries and
+        containers are copied (columns sliced at C speed), the values in them (strings, bytes, frozen entries,
+        transcript tuples) shared."""
         new = DashboardState.__new__(DashboardState)
-        new.n = self.n
-        new.events = self.events.copy()
-        new.reads = self.reads.copy()
-        new.attempts = {k: v.copy() for k, v in self.attempts.items()}
-        new.turns = {k: v.copy() for k, v in self.turns.items()}
-        new.blocks = {k: v.copy() for k, v in self.blocks.items()}
-        new.block_order = self.block_order[:]
-        new.tools = {k: v.copy() for k, v in self.tools.items()}
-        new.tool_order = self.tool_order[:]
-        new.transcript = self.transcript[:]
-        new.diagnostics = self.diagnostics[:]
-        new.status = self.status.copy()
-        new.attempt_first_row = dict(self.attempt_first_row)
-        new.attempt_offset = dict(self.attempt_offset)
-        new.requests = dict(self.requests)
-        new.sent_results = dict(self.sent_results)
-        new.rev_events, new.rev_blocks, new.rev_tools = self.rev_events, self.rev_blocks, self.rev_tools
-        new.rev_transcript, new.rev_diag, new.rev_status = self.rev_transcript, self.rev_diag, self.rev_status
+        self._ca = self._cb = None  # from now on these entries are shared: reach them again through their dicts
+        d = new.__dict__
+        for name, v in self.__dict__.items():
+            tv = type(v)
+            if hasattr(v, "cow_copy"):
+                v = v.cow_copy()
+            elif tv in _CLONED:
+                v = clone(v)
+            elif tv is dict:
+                v = {k: clone(x) if type(x) in _CLONED else x for k, x in v.items()}
+            elif tv is list:
+                v = [clone(x) if type(x) in _CLONED else x for x in v]
+            d[name] = v
         return new
+
+    # -------------------------------------------------------------------------------------------- figures
+
+    def turn_savings(self, turn: int) -> Savings | None:
+        """What streamed tool execution saved in a turn, against running the same work one step after another.
+
+        Only the tools whose results were used count: the calls of the turn's answered attempt that ran (succeeded,
+        failed, timed out). Tools of a failed attempt, discarded, cancelled or never run are left out. None until
+        the attempt's stream and all its tools are done, or when no counted tool ran."""
+        tr = self.turns.get(turn)
+        if tr is None:
+            return None
+        used = None
+        for a_no in tr.attempts:
+            a = self.attempts.get((turn, a_no))
+            if a is not None and not a.failed:
+                used = a
+        if used is None or used.t_end is None:
+            return None
+        stream = used.t_end - used.t_start
+        run_total = 0.0
+        last_end = used.t_end
+        counted = left_out = 0
+        for tool_id in tr.tools:
+            t = self.tools.get(tool_id)
+            if t is None:
+                continue
+            if t.attempt != used.attempt or t.state not in TOOL_RAN:
+                if t.state not in TOOL_TERMINAL and t.attempt == used.attempt:
+                    return None  # still running
+                left_out += 1
+                continue
+            if t.t_started is None or t.t_finished is None:
+                left_out += 1
+                continue
+            counted += 1
+            run_total += max(0.0, t.t_finished - t.t_started)
+            last_end = max(last_end, t.t_finished)
+        if not counted or run_total <= 0:
+            return None
+        return Savings(stream, run_total, last_end - used.t_start, counted, left_out)
+
+
+_RAN_KEYS = (*(s.value for s in ToolState if s in TOOL_RAN), "finished_at")
+
+
+def _time_in(times: dict, *names: str) -> float | None:
+    """The first of `names` in an executor's `times` (state -> clock time) that holds a number."""
+    for name in names:
+        v = times.get(name)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return float(v)
+    return None
+
+
+_CLONED = frozenset({EventTable, ReadTable, BlockEntry, ToolEntry, AttemptEntry, TurnEntry, Status})
 
 
 def _path(url: str) -> str:
@@ -1089,6 +1330,10 @@ def _path(url: str) -> str:
 _HANDLERS: dict[type, Callable[[DashboardState, Any], None]] = {
     O.LoopStarted: DashboardState._loop_started,
     O.LoopStateChanged: DashboardState._loop_state,
+    O.ControlApplied: DashboardState._control,
+    O.StreamHeld: DashboardState._held,
+    O.StreamReleased: DashboardState._released,
+    O.HttpTryFailed: DashboardState._http_try,
     O.TurnStarted: DashboardState._turn_started,
     O.AttemptStarted: DashboardState._attempt_started,
     O.ResponseStarted: DashboardState._response_started,

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import pickle
+import tempfile
 from array import array
-from collections.abc import Iterable, Sequence
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 from inspector.agent import observations as O
 from inspector.state.fold import DashboardState
+from inspector.stream.sse import SSEEvent
 
 # ------------------------------------------------------------------------------------------------ time travel
 
@@ -32,22 +39,135 @@ def state_at(observations: Sequence[O.Observation], k: int) -> DashboardState:
     return state
 
 
-class History:
-    """The observations received so far, with time travel in near-constant time.
+_FIELDS: dict[type, tuple[str, ...]] = {}
 
-    `append` is O(1). `state_at(k)` starts from the nearest checkpoint at or before event k (a `copy()` of the
-    state taken during an earlier fold) and folds forward; checkpoints are made lazily, every `spacing` events.
+
+def _encode(o: O.Observation) -> tuple:
+    """An observation as a tuple of plain values (pickled at C speed; ~10x faster than pickling the dataclass)."""
+    cls = type(o)
+    if cls is O.SSEEventSeen:
+        e = o.sse  # type: ignore[attr-defined]
+        sse = (e.seq, e.event, e.data, e.id, e.retry, e.start, e.end, e.read_index)
+        return (cls, o.t, o.turn, o.attempt, sse, o.event_type, o.index, o.summary)  # type: ignore[attr-defined]
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return (cls, *[getattr(o, n) for n in names])
+
+
+def _decode(r: tuple) -> O.Observation:
+    cls = r[0]
+    if cls is O.SSEEventSeen:
+        return cls(r[1], r[2], r[3], SSEEvent(*r[4]), r[5], r[6], r[7])
+    return cls(*r[1:])
+
+
+class SpilledObservations(Sequence[O.Observation]):
+    """The session's observations, spilled to an unnamed temp file in pickled blocks of ``block`` observations and
+    read back on demand (a few decoded blocks cached), as Toolong keeps huge logs: RAM holds the newest block and
+    two offsets per block. Append-only; indexable and sliceable like the list it replaces."""
+
+    def __init__(self, *, block: int = 2048, cache: int = 6) -> None:
+        self.block = block
+        self._tail: list[O.Observation] = []
+        self._off = array("q")
+        self._size = array("q")
+        self._file: Any = None
+        self._end = 0
+        self._cache: OrderedDict[int, list[O.Observation]] = OrderedDict()
+        self._cache_size = cache
+        self._n = 0
+
+    def append(self, obs: O.Observation) -> None:
+        self._tail.append(obs)
+        self._n += 1
+        if len(self._tail) >= self.block:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._file is None:
+            self._file = tempfile.TemporaryFile(prefix="inspector-history-")
+        raw = pickle.dumps([_encode(o) for o in self._tail], protocol=pickle.HIGHEST_PROTOCOL)
+        os.pwrite(self._file.fileno(), raw, self._end)
+        self._off.append(self._end)
+        self._size.append(len(raw))
+        self._end += len(raw)
+        self._tail = []
+
+    def _block(self, b: int) -> list[O.Observation]:
+        hit = self._cache.get(b)
+        if hit is not None:
+            self._cache.move_to_end(b)
+            return hit
+        got = [_decode(r) for r in pickle.loads(os.pread(self._file.fileno(), self._size[b], self._off[b]))]
+        self._cache[b] = got
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return got
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            start, stop, step = i.indices(self._n)
+            if step != 1:
+                return [self[j] for j in range(start, stop, step)]
+            return list(self.range(start, stop))
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError("observation index out of range")
+        b, j = divmod(i, self.block)
+        if b == len(self._off):
+            return self._tail[j]
+        return self._block(b)[j]
+
+    def range(self, start: int, stop: int) -> Iterator[O.Observation]:
+        """Observations start..stop-1, a block at a time."""
+        i = max(0, start)
+        stop = min(stop, self._n)
+        while i < stop:
+            b, j = divmod(i, self.block)
+            blk = self._tail if b == len(self._off) else self._block(b)
+            k = min(len(blk), j + (stop - i))
+            yield from blk[j:k]
+            i += k - j
+
+    def __iter__(self) -> Iterator[O.Observation]:
+        return self.range(0, self._n)
+
+    def __bool__(self) -> bool:
+        return self._n > 0
+
+    @property
+    def spilled_bytes(self) -> int:
+        return self._end
+
+
+class History:
+    """The observations received so far (spilled to disk), with time travel in near-constant time.
+
+    `append` is O(1). Checkpoints are taken every `spacing` events: from the live state it `follow`s (a copy on
+    write: near-constant cost, sharing its sealed chunks and untouched entries), or lazily while folding forward.
+    `state_at(k)` starts from the nearest checkpoint at or before event k and folds at most `spacing` events.
     """
 
-    def __init__(self, observations: Iterable[O.Observation] = (), *, spacing: int = 2000) -> None:
-        self.observations: list[O.Observation] = []
+    def __init__(self, observations: Iterable[O.Observation] = (), *, spacing: int = 2000, block: int = 2048) -> None:
+        self.observations = SpilledObservations(block=block)
         self.event_pos = array("q")  # observation index of each SSE event
         self.spacing = spacing
         self._checkpoints: dict[int, DashboardState] = {}  # event number k -> state as of k (read only)
         self._cursor_state: DashboardState | None = None
         self._cursor_k = -1
+        self._live: DashboardState | None = None
         for obs in observations:
             self.append(obs)
+
+    def follow(self, live: DashboardState) -> None:
+        """Take checkpoints from `live`, the state the caller folds each observation into right after appending it
+        here (the dashboard's live state): no second fold."""
+        self._live = live
 
     def __len__(self) -> int:
         return len(self.observations)
@@ -58,6 +178,11 @@ class History:
 
     def append(self, obs: O.Observation) -> None:
         if type(obs) is O.SSEEventSeen:
+            k = len(self.event_pos)
+            live = self._live
+            if k and k % self.spacing == 0 and k not in self._checkpoints and live is not None:
+                if live.n == len(self.observations):  # in step: the live state is "as of event k" right now
+                    self._checkpoints[k] = live.copy()
             self.event_pos.append(len(self.observations))
         self.observations.append(obs)
 
@@ -73,11 +198,11 @@ class History:
         """The state right after the k-th SSE event. The result is the caller's (never shared)."""
         k = max(0, min(k, self.event_count))
         end = self.cut(k)
-        # move forward from the last answer when possible (stepping right is the common case)
-        if self._cursor_state is not None and self._cursor_k <= k and self._cursor_state.n <= end:
+        base_k = max((c for c in self._checkpoints if c <= k), default=0)
+        # move forward from the last answer when it is closer than the nearest checkpoint (stepping right)
+        if self._cursor_state is not None and base_k <= self._cursor_k <= k and self._cursor_state.n <= end:
             base_k, state = self._cursor_k, self._cursor_state.copy()
         else:
-            base_k = max((c for c in self._checkpoints if c <= k), default=0)
             state = self._checkpoints[base_k].copy() if base_k in self._checkpoints else DashboardState()
         obs = self.observations
         pos = state.n  # a state folded from the start of this history has applied exactly its first n observations
@@ -85,13 +210,13 @@ class History:
         next_ck = (base_k // sp + 1) * sp
         while next_ck <= k and next_ck < self.event_count:
             ck_end = self.cut(next_ck)
-            for i in range(pos, ck_end):
-                state.apply(obs[i])
+            for o in obs.range(pos, ck_end):
+                state.apply(o)
             pos = ck_end
             if next_ck not in self._checkpoints:
                 self._checkpoints[next_ck] = state.copy()
             next_ck += sp
-        for i in range(pos, end):
-            state.apply(obs[i])
+        for o in obs.range(pos, end):
+            state.apply(o)
         self._cursor_state, self._cursor_k = state.copy(), k
         return state

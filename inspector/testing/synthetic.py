@@ -8,6 +8,8 @@ input_json_delta fragments and run while the stream goes on, then a second turn 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import orjson
 
 from inspector.agent import observations as O
@@ -71,7 +73,66 @@ class StreamScript:
         self.turn_tool_ids = []
         self.emit(O.TurnStarted(self.t, self.turn))
 
-    def start_attempt(self, *, status: int = 200, ttfb: float = 0.35) -> None:
+    def hold(self, seconds: float, by: str = "pause") -> None:
+        """The user holds the stream for `seconds` (pause, or the wait after a step): the loop reads nothing."""
+        control = "pause" if by == "pause" else "step_event"
+        self.emit(O.ControlApplied(self.t, control))
+        self.emit(O.StreamHeld(self.t, self.turn, self.attempt, by))
+        if by == "pause":
+            self.state(LoopState.PAUSED, "paused by user")
+        self.wait(seconds)
+        if by == "pause":
+            self.emit(O.ControlApplied(self.t, "resume"))
+        self.emit(O.StreamReleased(self.t, self.turn, self.attempt, round(seconds, 6)))
+        if by == "pause":
+            self.state(LoopState.STREAMING)
+
+    def failed_try(
+        self,
+        status: int | None,
+        error_type: str | None = None,
+        message: str | None = None,
+        *,
+        retry_in: float | None = 0.5,
+        took: float = 0.05,
+        connection_error: str | None = None,
+    ) -> None:
+        """An HTTP try of the current attempt that failed before a stream; the SDK waits `retry_in`, then tries
+        again (the loop shows it as WAITING_RETRY)."""
+        t_sent = self.t
+        self.wait(took)
+        headers = {"retry-after-ms": str(int(retry_in * 1000))} if retry_in is not None else {}
+        body = {"type": "error", "error": {"type": error_type, "message": message}} if error_type else None
+        try_index = sum(
+            1 for o in self.obs if isinstance(o, O.HttpTryFailed) and o.turn == self.turn and o.attempt == self.attempt
+        )
+        self.emit(
+            O.HttpTryFailed(
+                self.t,
+                self.turn,
+                self.attempt,
+                try_index,
+                "POST",
+                "https://api.anthropic.com/v1/messages",
+                t_sent,
+                status,
+                headers,
+                error_type,
+                message,
+                body,
+                connection_error,
+                retry_in,
+            )
+        )
+        if retry_in is not None:
+            what = f"HTTP {status} {error_type}" if status is not None else "connection error"
+            self.state(LoopState.WAITING_RETRY, f"{what} · SDK retries in {retry_in:.1f} s")
+            self.wait(retry_in)
+            self.state(LoopState.STREAMING)
+
+    def start_attempt(self, *, status: int = 200, ttfb: float = 0.35, failed_tries: tuple = ()) -> None:
+        """A new attempt; `failed_tries`: ``(status, error_type, message, retry_in)`` per HTTP try the SDK retried
+        before the answered one."""
         self.attempt += 1
         self.seq = self.offset = self.read_index = 0
         self.blocks, self.fragments, self.usage, self.stop_reason = {}, {}, {}, None
@@ -88,6 +149,8 @@ class StreamScript:
                 body,
             )
         )
+        for try_status, error_type, message, retry_in in failed_tries:
+            self.failed_try(try_status, error_type, message, retry_in=retry_in)
         self.wait(ttfb)
         self.emit(
             O.ResponseStarted(
@@ -486,3 +549,69 @@ def generated_observations(n_events: int, *, tool_every: int = 400, seed: int = 
             break
     s.finish()
     return s.obs
+
+
+def rate_limited_observations() -> list[O.Observation]:
+    """The rate_limited scenario as observations: turn 1 gets HTTP 429 (retry-after-ms 200) and turn 2 HTTP 529
+    (retry-after-ms 300) before their streams, each retried by the SDK: 4 HTTP requests in 2 turns."""
+    s = StreamScript(source={"type": "scenario", "name": "rate_limited"})
+    s.loop_started()
+    s.start_turn()
+    s.start_attempt(
+        failed_tries=((429, "rate_limit_error", "Number of request tokens has exceeded your rate limit", 0.2),)
+    )
+    s.message_start()
+    s.text_block(0, INTRO[:2])
+    tool_id = "toolu_01Rd1"
+    s.tool_block(1, tool_id, "read_file", TOOL_PIECES[tool_id])
+    s.wait(0.01).tool_state(tool_id, "running")
+    s.message_delta("tool_use", 120)
+    s.message_stop()
+    s.end_attempt("complete", None, "tool_use")
+    s.wait(0.1).run_tool(tool_id, FILES[tool_id][1])
+    s.end_turn("tool_use")
+    s.start_turn()
+    s.start_attempt(failed_tries=((529, "overloaded_error", "Overloaded", 0.3),))
+    s.message_start(2630)
+    s.text_block(0, ANSWER[:2])
+    s.message_delta("end_turn", 90)
+    s.message_stop()
+    s.end_attempt("complete", None, "text_finish")
+    s.emit(O.TextFinish(s.t, 1, "".join(ANSWER[:2]), "end_turn"))
+    s.end_turn("text_finish")
+    s.finish()
+    return s.obs
+
+
+def generated_stream(n_events: int, *, tool_every: int = 1000, seed: int = 7) -> Iterator[O.Observation]:
+    """`generated_observations`, yielded turn by turn (soak benchmarks: a million events without holding them)."""
+    import random
+
+    rnd = random.Random(seed)
+    s = StreamScript(source={"type": "generated", "events": n_events})
+    s.loop_started("generated")
+    words = "the quick brown fox jumps over a lazy dog while streaming tokens arrive one by one".split()
+    while True:
+        s.start_turn()
+        s.start_attempt(ttfb=0.1)
+        s.message_start()
+        s.block_start(0, {"type": "text", "text": ""})
+        for _ in range(tool_every):
+            s.delta(0, " " + " ".join(rnd.choices(words, k=3)), gap=0.001)
+        s.block_stop(0)
+        tool_id = f"toolu_{s.turn:06d}"
+        s.tool_block(1, tool_id, "read_file", ['{"path": "', f"src/file_{s.turn}", '.py"}'], gap=0.001)
+        s.tool_state(tool_id, "running")
+        s.message_delta("tool_use", 300)
+        s.message_stop()
+        s.end_attempt("complete", None, "tool_use")
+        s.wait(0.01).run_tool(tool_id, "x = 1\n")
+        s.end_turn("tool_use")
+        done = s.n_events >= n_events
+        if done:
+            s.finish()
+        yield from s.obs
+        s.obs.clear()
+        s.tools.clear()
+        if done:
+            return

@@ -114,6 +114,7 @@ class InspectorApp(App[int]):
     """Stream Inspector's dashboard."""
 
     CSS_PATH = "app.tcss"
+    ALLOW_IN_MAXIMIZED_VIEW = "Footer, StatusBar"  # a maximized pane keeps the loop state in view
     TITLE = "Stream Inspector"
     COMMANDS = App.COMMANDS | {InspectorCommands}
     ENABLE_COMMAND_PALETTE = True
@@ -276,6 +277,7 @@ class InspectorApp(App[int]):
         self.autostart = autostart
         self.history = History()
         self.live = DashboardState()
+        self.history.follow(self.live)  # checkpoints for time travel are copies of the live state
         self.cursor_state: DashboardState | None = None
         self.session: SessionLike | None = None
         self.generation = 0
@@ -521,6 +523,7 @@ class InspectorApp(App[int]):
             note=self.note,
             replay=self.replay,
             timing_note=self.timing_note(),
+            live_state=self.live.status.loop_state,
         )
 
     def timing_note(self) -> str:
@@ -682,6 +685,7 @@ class InspectorApp(App[int]):
         self.stop_session()
         self.history = History()
         self.live = DashboardState()
+        self.history.follow(self.live)  # checkpoints for time travel are copies of the live state
         self._pending = []
         self.cursor = self.cursor_state = None
         self.note = ""

@@ -9,8 +9,8 @@ from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
+from inspector.core.fmt import duration
 from inspector.state.fold import DashboardState
-from inspector.tui.widgets.tools import duration
 
 STATE_LABEL = {
     "idle": "○ idle",
@@ -51,6 +51,7 @@ class StatusInfo:
     note: str = ""  # app-level problem (session failed to start...)
     replay: bool = False
     timing_note: str = ""  # a caveat about the source's timing (HAR: per response, not per read)
+    live_state: str = ""  # the live loop's state, shown beside a moment of the past (time travel)
 
 
 class StatusBar(Widget):
@@ -84,6 +85,7 @@ class StatusBar(Widget):
             info.speed,
             info.note,
             info.timing_note,
+            info.live_state,
             self.size.width,
         )
         if key == self._seen:
@@ -125,7 +127,10 @@ class StatusBar(Widget):
             out.append(str(st.attempt + 1), self.c("st--value"))
         out.append(*sep)
         if info.cursor is not None:
-            out.append(f"◀ event {info.cursor} of {info.total_events} ", self.c("st--travel"))
+            out.append(f"◀ viewing event {info.cursor} of {info.total_events} ", self.c("st--travel"))
+            if info.live_state:  # the past's figures, the present's loop state: never mixed up
+                live = STATE_LABEL.get(info.live_state, info.live_state).split(" ", 1)[-1]
+                out.append(f"· loop {live} ", self.c("st--travel"))
             if not narrow:
                 out.append("  ←/→ home end=live", self.c("st--key"))
         else:
@@ -147,21 +152,28 @@ class StatusBar(Widget):
         metrics: list[tuple[str, str]] = []
         if a is not None:
             if a.status_code is not None and not narrow:
-                metrics.append(("HTTP", str(a.status_code)))
+                tries = "".join(f"{t.status or 'no response'} → " for t in a.tries)
+                metrics.append(("HTTP", f"{tries}{a.status_code}"))
+            # the stream's own clock: the user's holds (pause, step) are left out of every figure
             if a.ttfb is not None:
                 metrics.append(("TTFB", duration(a.ttfb)))
-            if a.t_first_token is not None:
-                metrics.append(("1st token" if narrow else "first token", duration(a.t_first_token - a.t_start)))
+            if a.first_token is not None:
+                metrics.append(("1st token" if narrow else "first token", duration(a.first_token)))
             if a.last_gap is not None:
                 metrics.append(("gap" if narrow else "last gap", duration(a.last_gap)))
             if not narrow:
                 metrics.append(("reads", f"{a.reads}"))
+            if a.held and not narrow:
+                metrics.append(("held", f"{duration(a.held)} (not counted)"))
         tin, tout = state.tokens()
         if tin or tout:
             metrics.append(("tok" if narrow else "tokens", f"{tin:,} in / {tout:,} out"))
         if a is not None and a.stop_reason:
             metrics.append(("stop", a.stop_reason))
         out.append(" ")
+        if ls == "waiting_retry" and st.last_try:
+            out.append(st.last_try, self.c("st--paused"))
+            out.append(" │ " if metrics else "", self.c("st--sep"))
         for i, (k, v) in enumerate(metrics):
             if i:
                 out.append(" · ", self.c("st--sep"))

@@ -77,11 +77,11 @@ class TimingAnalysis:
             self._whole = (recording, timing_json(recording))
         return self._whole[1]
 
-    def _analyze(self, att: RecordedAttempt) -> dict:
-        sig = (len(att.reads), att.response is not None, att.end is not None)
+    def _analyze(self, att: RecordedAttempt, holds: Any = ()) -> dict:
+        sig = (len(att.reads), att.response is not None, att.end is not None, tuple(holds))
         hit = self._cache.get((att.turn, att.attempt))
         if hit is None or hit[0] != sig:
-            hit = self._cache[(att.turn, att.attempt)] = (sig, analyze_attempt(att))
+            hit = self._cache[(att.turn, att.attempt)] = (sig, analyze_attempt(att, holds))
         return hit[1]
 
 

@@ -12,7 +12,8 @@ from rich.text import Text
 from textual.strip import Strip
 from textual.widget import Widget
 
-from inspector.state.fold import DashboardState, ToolEntry, call_summary
+from inspector.core.fmt import short_text
+from inspector.state.fold import DashboardState, Savings, ToolEntry, call_summary
 from inspector.tui.widgets.base import SectionView, text_strip
 
 GLYPH = {
@@ -171,27 +172,34 @@ class Bar:
     note: str = ""
 
 
-def turn_bars(state: DashboardState, turn: int, now: float) -> tuple[list[Bar], float | None]:
-    """Bars of one turn (its attempts' streams, then its tools) and the seconds saved vs sequential execution."""
+def turn_bars(state: DashboardState, turn: int, now: float) -> tuple[list[Bar], Savings | None]:
+    """Bars of one turn (its attempts' streams with their failed HTTP tries, SDK waits and the user's holds, then
+    its tools) and what streamed execution saved (`DashboardState.turn_savings`: used tools only)."""
     tr = state.turns.get(turn)
     if tr is None:
         return [], None
     bars: list[Bar] = []
-    stream_start = stream_end = None
     for a_no in tr.attempts:
         a = state.attempts.get((turn, a_no))
         if a is None:
             continue
         end = a.t_end if a.t_end is not None else now
-        first = a.t_start + a.ttfb if a.ttfb is not None else end
         cls = "tl--failed" if a.failed else "tl--stream"
-        segs = [(a.t_start, min(first, end), "tl--wait"), (min(first, end), end, cls)]
+        segs: list[tuple[float, float, str]] = []
+        sent = a.t_start
+        for ht in a.tries:  # each failed try, then the SDK's wait before the next one
+            segs.append((ht.t_sent, ht.t, "tl--failed"))
+            if ht.t_retry is not None:
+                segs.append((ht.t, min(ht.t_retry, end), "tl--retry"))
+                sent = ht.t_retry
+        first = a.t_first_byte if a.t_first_byte is not None else end
+        segs += [(min(sent, end), min(first, end), "tl--wait"), (min(first, end), end, cls)]
+        for h0, h1, _by in state.holds:  # the user's holds: not the stream's time
+            h1 = now if h1 is None else h1
+            if h1 > a.t_start and h0 < end:
+                segs.append((max(h0, a.t_start), min(h1, end), "tl--held"))
         name = f"model t{turn + 1}" + (f".{a_no + 1}" if len(tr.attempts) > 1 else "")
         bars.append(Bar(name, segs))
-        if not a.failed:
-            stream_start, stream_end = a.t_start, end
-    run_total = 0.0
-    last_end = stream_end
     for tool_id in tr.tools:
         t = state.tools.get(tool_id)
         if t is None:
@@ -214,24 +222,8 @@ def turn_bars(state: DashboardState, turn: int, now: float) -> tuple[list[Bar], 
         if t.t_started is not None:
             end = t.t_finished if t.t_finished is not None else now
             segs.append((t.t_started, end, STATE_TL.get(t.state, "tl--ok")))
-            run_total += max(0.0, end - t.t_started)
-            last_end = end if last_end is None else max(last_end, end)
         bars.append(Bar(t.name, segs))
-    saved = None
-    tools_done = all(state.tools[i].done for i in tr.tools if i in state.tools)
-    stream_done = any(state.attempts[(turn, a)].t_end is not None for a in tr.attempts if (turn, a) in state.attempts)
-    if (
-        stream_done
-        and tools_done
-        and stream_start is not None
-        and stream_end is not None
-        and run_total > 0
-        and last_end is not None
-    ):
-        sequential = (stream_end - stream_start) + run_total
-        actual = last_end - stream_start
-        saved = sequential - actual
-    return bars, saved
+    return bars, state.turn_savings(turn)
 
 
 STATE_TL = {
@@ -261,6 +253,8 @@ class Timeline(Widget):
         "tl--cancelled",
         "tl--saved",
         "tl--empty",
+        "tl--held",
+        "tl--retry",
     }
     LABEL_W = 12
 
@@ -286,7 +280,8 @@ class Timeline(Widget):
         if state is None or not state.turns:
             return 1
         turns = sorted(state.turns)[-2:]
-        return sum(len(turn_bars(state, t, self.now)[0]) for t in turns) + 2
+        rows = [turn_bars(state, t, self.now) for t in turns]
+        return sum(len(b) for b, _ in rows) + 2 + (1 if any(s is not None for _, s in rows) else 0)
 
     def render(self) -> Text:
         state = self.state
@@ -295,7 +290,7 @@ class Timeline(Widget):
             return Text("timeline: nothing yet", self.cstyle("tl--empty"))
         # the latest turns that fit (header + axis take 2 rows)
         room = max(1, height - 2)
-        chosen: list[tuple[int, list[Bar], float | None]] = []
+        chosen: list[tuple[int, list[Bar], Savings | None]] = []
         used = 0
         for turn in sorted(state.turns, reverse=True):
             bars, saved = turn_bars(state, turn, self.now)
@@ -312,13 +307,16 @@ class Timeline(Widget):
         cols = max(4, width - lw - 1)
         scale = cols / span
         out = Text(no_wrap=True, overflow="crop")
-        saved_total = sum(s for _, _, s in chosen if s is not None)
-        has_saved = any(s is not None for _, _, s in chosen)
+        savings = [s for _, _, s in chosen if s is not None]
+        saved_total = sum(s.saved for s in savings)
+        has_saved = bool(savings)
         head = f"span {span:.2f} s"
         out.append(f"{'timeline':<{lw}} ", self.cstyle("tl--label"))
         out.append(head, self.cstyle("tl--axis"))
         if has_saved:
             out.append(f"  saved vs sequential: {saved_total:.2f} s", self.cstyle("tl--saved"))
+            # how it is computed (the latest turn's figures): used tools only
+            out.append(f"\n{'':<{lw}} {short_text(savings[-1].explain(), cols)}", self.cstyle("tl--axis"))
         out.append("\n")
         for bar in all_bars:
             out.append(f"{bar.label[:lw]:<{lw}} ", self.cstyle("tl--label"))
@@ -330,7 +328,7 @@ class Timeline(Widget):
                 a = int((start - t0) * scale)
                 b = (
                     max(a + 1, int(round((end - t0) * scale)))
-                    if end > start or cls not in ("tl--wait", "tl--input", "tl--queued")
+                    if end > start or cls not in ("tl--wait", "tl--input", "tl--queued", "tl--retry", "tl--held")
                     else a
                 )
                 ch = (
@@ -340,6 +338,10 @@ class Timeline(Widget):
                     if cls == "tl--input"
                     else "·"
                     if cls == "tl--queued"
+                    else "▒"
+                    if cls == "tl--held"
+                    else "~"
+                    if cls == "tl--retry"
                     else "╌"
                 )
                 for x in range(max(0, a), min(cols, b)):

@@ -1,0 +1,242 @@
+"""Storage for the fold's tables that stays small and copies in near-constant time (issue 10 §5).
+
+- `Column`: an append-only column in fixed-size chunks (an `array` per chunk for numbers, a list for objects). A copy
+  shares every chunk and copies none until one side writes to it (copy on write, per chunk): a checkpoint of a
+  million-row table costs a list of a few hundred chunk references.
+- `CowDict`: a dict of entries (attempts, turns, blocks, tools) whose copy shares the entries; an entry is cloned the
+  first time the fold reaches it through `get` / `[]` after a copy (the fold mutates only what it gets that way).
+- `ByteStore` / `SpilledBytes` / `SpilledStrings`: bulk data (raw reads, event summaries) kept out of the heap in an
+  append-only spill file (a few MB stay in RAM until flushed), read back on demand by offset. The store is shared by a
+  state and all its copies: records are only appended, and each copy keeps its own offsets.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from array import array
+from collections.abc import Iterator
+from typing import Any
+
+CHUNK = 1024  # rows per chunk (a copy copies at most one chunk per column)
+_MISSING = object()
+
+
+class ChunkedTable:
+    """Rows in fixed-size chunks of columns (an ``array`` per column for numbers, a list for objects). Appends go to
+    a tail chunk (plain array appends); a full tail is sealed. A copy shares every sealed chunk and copies only the
+    tail; a write into a shared sealed chunk copies that chunk first (copy on write)."""
+
+    __slots__ = ("_types", "_tail", "_sealed", "_owned", "_n")
+
+    def __init__(self, types: tuple[str | None, ...]) -> None:
+        self._types = types
+        self._tail: list[Any] = [array(tc) if tc else [] for tc in types]
+        self._sealed: list[list[Any]] = []
+        self._owned: list[bool] = []
+        self._n = 0  # rows in sealed chunks
+
+    def __len__(self) -> int:
+        return self._n + len(self._tail[0])
+
+    def _seal(self) -> None:
+        self._sealed.append(self._tail)
+        self._owned.append(True)
+        self._n += len(self._tail[0])
+        self._tail = [array(tc) if tc else [] for tc in self._types]
+
+    def get(self, col: int, i: int) -> Any:
+        if i < 0:
+            i += len(self)
+            if i < 0:
+                raise IndexError("row index out of range")
+        if i >= self._n:
+            return self._tail[col][i - self._n]
+        return self._sealed[i // CHUNK][col][i % CHUNK]
+
+    def set(self, col: int, i: int, value: Any) -> None:
+        if i < 0:
+            i += len(self)
+        if i >= self._n:
+            self._tail[col][i - self._n] = value
+            return
+        if i < 0:
+            raise IndexError("row index out of range")
+        c = i // CHUNK
+        if not self._owned[c]:
+            self._sealed[c] = [x[:] for x in self._sealed[c]]
+            self._owned[c] = True
+        self._sealed[c][col][i % CHUNK] = value
+
+    def column(self, col: int) -> Iterator[Any]:
+        for chunk in self._sealed:
+            yield from chunk[col]
+        yield from self._tail[col]
+
+    def cow_copy(self) -> Any:
+        cls = type(self)
+        new = cls.__new__(cls)
+        for k in cls.__mro__:
+            for name in k.__dict__.get("__slots__", ()):
+                if name != "__weakref__":
+                    object.__setattr__(new, name, getattr(self, name))
+        new._tail = [x[:] for x in self._tail]
+        new._sealed = self._sealed[:]
+        new._owned = [False] * len(self._sealed)
+        self._owned = [False] * len(self._sealed)
+        return new
+
+
+class ColView:
+    """Column ``col`` of a `ChunkedTable`, indexable like a list (``table.flags[row]``)."""
+
+    __slots__ = ("table", "col")
+
+    def __init__(self, table: ChunkedTable, col: int) -> None:
+        self.table, self.col = table, col
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self.table.get(self.col, j) for j in range(*i.indices(len(self.table)))]
+        return self.table.get(self.col, i)
+
+    def __setitem__(self, i: int, value: Any) -> None:
+        self.table.set(self.col, i, value)
+
+    def __iter__(self) -> Iterator[Any]:
+        return self.table.column(self.col)
+
+    def __eq__(self, other: object) -> bool:
+        try:
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))  # type: ignore[arg-type, call-overload]
+        except TypeError:
+            return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class Column(ChunkedTable):
+    """One chunked, copy-on-write column with list-like access (fragments, event rows)."""
+
+    __slots__ = ()
+
+    def __init__(self, typecode: str | None = None) -> None:
+        super().__init__((typecode,))
+
+    def append(self, value: Any) -> None:
+        tail = self._tail[0]
+        tail.append(value)
+        if len(tail) >= CHUNK:
+            self._seal()
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            start, stop, step = i.indices(len(self))
+            if step == 1 and start >= self._n:
+                return list(self._tail[0][start - self._n : stop - self._n])
+            return [self.get(0, j) for j in range(start, stop, step)]
+        return self.get(0, i)
+
+    def __setitem__(self, i: int, value: Any) -> None:
+        self.set(0, i, value)
+
+    def __iter__(self) -> Iterator[Any]:
+        return self.column(0)
+
+    def __eq__(self, other: object) -> bool:
+        try:
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))  # type: ignore[arg-type, call-overload]
+        except TypeError:
+            return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Column({list(self)!r})" if len(self) <= 8 else f"Column({len(self)} items)"
+
+
+class CowDict(dict):
+    """Entries shared with copies until the fold reaches one through ``get`` / ``[]`` (then it is cloned once).
+    Iterating (``values()``, ``items()``) gives the entries as they are: for reading only."""
+
+    __slots__ = ("owned",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.owned: set = set()
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        v = dict.get(self, key, _MISSING)
+        if v is _MISSING:
+            return default
+        if key not in self.owned:
+            from inspector.state.fold import clone
+
+            v = clone(v)
+            dict.__setitem__(self, key, v)
+            self.owned.add(key)
+        return v
+
+    def __getitem__(self, key: Any) -> Any:
+        v = self.get(key, _MISSING)
+        if v is _MISSING:
+            raise KeyError(key)
+        return v
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        dict.__setitem__(self, key, value)
+        self.owned.add(key)
+
+    def cow_copy(self) -> CowDict:
+        new = CowDict()
+        dict.update(new, self)
+        self.owned = set()
+        return new
+
+
+class ByteStore:
+    """An append-only byte store: the newest bytes in RAM, flushed to an unnamed temp file past ``FLUSH`` bytes."""
+
+    FLUSH = 4 * 1024 * 1024
+
+    __slots__ = ("_file", "_fd", "_flushed", "_buf", "flush", "__weakref__")
+
+    def __init__(self) -> None:
+        self.flush = self.FLUSH  # bytes kept in RAM before they go to the file
+        self._file: Any = None
+        self._fd = -1
+        self._flushed = 0  # bytes in the file
+        self._buf = bytearray()
+
+    def add(self, data: bytes) -> int:
+        """Store ``data``; returns its offset."""
+        off = self._flushed + len(self._buf)
+        self._buf += data
+        if len(self._buf) >= self.flush:
+            if self._file is None:
+                self._file = tempfile.TemporaryFile(prefix="inspector-spill-")
+                self._fd = self._file.fileno()
+            os.pwrite(self._fd, self._buf, self._flushed)
+            self._flushed += len(self._buf)
+            self._buf = bytearray()
+        return off
+
+    def get(self, off: int, size: int) -> bytes:
+        if off >= self._flushed:
+            start = off - self._flushed
+            return bytes(self._buf[start : start + size])
+        if off + size <= self._flushed:
+            return os.pread(self._fd, size, off)
+        head = os.pread(self._fd, self._flushed - off, off)
+        return head + bytes(self._buf[: size - len(head)])
+
+    @property
+    def size(self) -> int:
+        return self._flushed + len(self._buf)
+
+    @property
+    def in_memory(self) -> int:
+        return len(self._buf)

@@ -1,0 +1,162 @@
+"""Bounded memory for long sessions (issue 10 §5): chunked copy-on-write columns, entries shared until touched, bulk
+bytes spilled to disk, the history spilled in blocks, checkpoints taken from the live state. Each checked against a
+plain-list model (hypothesis) and against the state rebuilt from scratch."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from inspector.state import columns as C
+from inspector.state.columns import ByteStore, ChunkedTable, Column, CowDict
+from inspector.state.fold import AttemptEntry, DashboardState, EventTable
+from inspector.state.travel import History, SpilledObservations, state_at
+from inspector.testing.synthetic import generated_observations, parse_date_observations, rate_limited_observations
+
+OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("append"), st.integers(-1000, 1000)),
+        st.tuples(st.just("set"), st.integers(0, 10_000), st.integers(-1000, 1000)),
+        st.tuples(st.just("copy"), st.integers(0, 3)),
+    ),
+    max_size=300,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(OPS, st.sampled_from(["l", None]))
+def test_column_copies_are_independent(ops, typecode) -> None:
+    """Any mix of appends, writes and copies: every column (original and copies) equals its own list model."""
+    old = C.CHUNK
+    C.CHUNK = 8  # small chunks: many seals and shared chunks
+    try:
+        cols = [Column(typecode)]
+        models: list[list[int]] = [[]]
+        for op in ops:
+            target = len(cols) - 1
+            if op[0] == "append":
+                cols[target].append(op[1])
+                models[target].append(op[1])
+            elif op[0] == "set" and models[target]:
+                i = op[1] % len(models[target])
+                cols[target][i] = op[2]
+                models[target][i] = op[2]
+            elif op[0] == "copy":
+                src = op[1] % len(cols)
+                cols.append(cols[src].cow_copy())
+                models.append(list(models[src]))
+        for col, model in zip(cols, models):
+            assert list(col) == model and len(col) == len(model)
+            assert [col[i] for i in range(len(model))] == model
+            if model:
+                assert col[-1] == model[-1] and col[1:] == model[1:]
+    finally:
+        C.CHUNK = old
+
+
+def test_a_copy_costs_the_tail_only() -> None:
+    t = ChunkedTable(("l", None))
+    for i in range(3 * C.CHUNK + 5):
+        t._tail[0].append(i)
+        t._tail[1].append(str(i))
+        if len(t._tail[0]) >= C.CHUNK:
+            t._seal()
+    c = t.cow_copy()
+    assert all(a is b for a, b in zip(c._sealed, t._sealed))  # sealed chunks shared
+    assert len(c._tail[0]) == 5
+    c.set(0, 1, -1)  # copy on write: only the written chunk
+    assert t.get(0, 1) == 1 and c.get(0, 1) == -1
+    assert c._sealed[0] is not t._sealed[0] and c._sealed[1] is t._sealed[1]
+
+
+def test_cowdict_clones_an_entry_on_first_reach() -> None:
+    d = CowDict()
+    d["a"] = AttemptEntry(0, 0, 0.0)
+    c = d.cow_copy()
+    assert dict.__getitem__(c, "a") is dict.__getitem__(d, "a")
+    c["a"].usage["x"] = 1  # reached through [] -> cloned first
+    assert d["a"].usage == {} and c.get("a").usage == {"x": 1}
+    assert c.get("zz", 5) == 5
+    with pytest.raises(KeyError):
+        c["zz"]
+
+
+def test_bytestore_spills_and_reads_back() -> None:
+    store = ByteStore()
+    store.flush = 64
+    chunks = [bytes([i % 256]) * (i % 50) for i in range(300)]
+    offs = [store.add(b) for b in chunks]
+    assert store.in_memory < 64 + 50 and store.size == sum(map(len, chunks))
+    assert [store.get(o, len(b)) for o, b in zip(offs, chunks)] == chunks
+
+
+def test_event_summaries_and_read_bytes_round_trip() -> None:
+    obs = parse_date_observations(variant="invalid_json")
+    s = DashboardState().apply_all(obs)
+    s.store.flush = 256
+    for _ in range(50):  # push the summaries into the spill file
+        s.store.add(b"x" * 100)
+    assert s.store._file is not None
+    from inspector.agent import observations as O
+
+    reads = [o.data for o in obs if isinstance(o, O.ReadReceived)]
+    assert list(s.reads.data) == reads
+    seen = [o.summary for o in obs if isinstance(o, O.SSEEventSeen)]
+    assert [s.events.summary[r] for r in s.events.event_rows] == seen
+    c = s.copy()
+    c.events.summary[0] = "changed"
+    assert s.events.summary[0] != "changed" and c.events.summary[0] == "changed"
+
+
+def test_summary_keeps_any_text() -> None:
+    t = EventTable()
+    for text in ("", "é", "\ud800", "x" * 10_000, "a\nb"):
+        t.append(0, 0.0, "e", 0, text, 0, 0, 0, 0, 1, 0, 0)
+    assert list(t.summary) == ["", "é", "\ud800", "x" * 10_000, "a\nb"]
+
+
+@pytest.mark.parametrize("block", [1, 3, 64])
+def test_spilled_observations_round_trip(block) -> None:
+    obs = parse_date_observations(variant="overloaded") + rate_limited_observations()
+    so = SpilledObservations(block=block, cache=2)
+    for o in obs:
+        so.append(o)
+    assert len(so) == len(obs) and list(so) == obs
+    assert so[5:40] == obs[5:40] and so[-1] == obs[-1] and so[::7] == obs[::7]
+    assert list(so.range(10, 12)) == obs[10:12]
+    with pytest.raises(IndexError):
+        so[len(obs)]
+    if block < len(obs):
+        assert so.spilled_bytes > 0
+
+
+def test_following_the_live_state_gives_the_same_states() -> None:
+    """Checkpoints copied from the live state (as the app folds) equal states rebuilt from the start."""
+    from test_state import canon
+
+    obs = generated_observations(9000, tool_every=700)
+    h = History(spacing=1000, block=500)
+    live = DashboardState()
+    h.follow(live)
+    for o in obs:
+        h.append(o)
+        live.apply(o)
+    assert len(h._checkpoints) == 9
+    for k in (0, 1, 999, 1000, 1001, 4500, 8999, h.event_count):
+        assert canon(h.state_at(k)) == canon(state_at(obs, k)), k
+    assert canon(h.state_at(h.event_count)) == canon(live)
+    # the checkpoints did not move while the live state went on
+    assert h._checkpoints[1000].status.events == 1000
+
+
+def test_a_checkpoint_is_not_changed_by_later_folding() -> None:
+    from test_state import canon
+
+    obs = parse_date_observations(variant="overloaded")
+    s = DashboardState().apply_all(obs[:70])
+    frozen = canon(s)
+    c = s.copy()
+    for o in obs[70:]:
+        s.apply(o)
+    assert canon(c) == frozen

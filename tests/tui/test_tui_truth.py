@@ -1,0 +1,133 @@
+"""What the dashboard says is true: HTTP tries the SDK retried, the user's holds marked and left out of the timing,
+time travel that shows the moment's figures beside the live loop state, and a status line that stays in view when a
+pane is maximized. Snapshots (fixed size, frozen clock) and Pilot checks on the rendered status line."""
+
+from __future__ import annotations
+
+from inspector.agent import observations as O
+from inspector.agent.states import LoopState
+from inspector.testing.synthetic import INTRO, StreamScript, parse_date_observations, rate_limited_observations
+from inspector.tui.app import InspectorApp
+
+WIDE = (140, 42)
+
+
+def app_of(observations, **kw) -> InspectorApp:
+    return InspectorApp(observations=list(observations), clock=lambda: 0.0, **kw)
+
+
+def held_stream(*, release: bool) -> list[O.Observation]:
+    """A text turn paused by the user for 6 s after its second delta (still paused unless `release`)."""
+    s = StreamScript()
+    s.loop_started()
+    s.start_turn()
+    s.start_attempt(ttfb=0.3)
+    s.message_start()
+    s.block_start(0, {"type": "text", "text": ""})
+    for piece in INTRO[:2]:
+        s.delta(0, piece)
+    if not release:
+        s.emit(O.ControlApplied(s.t, "pause"))
+        s.emit(O.StreamHeld(s.t, 0, 0, "pause"))
+        s.state(LoopState.PAUSED, "paused by user")
+        s.wait(6.0)
+        return s.obs
+    s.hold(6.0)
+    for piece in INTRO[2:]:
+        s.delta(0, piece)
+    s.block_stop(0)
+    s.message_delta("end_turn", 30)
+    s.message_stop()
+    s.end_attempt("complete", None, "text_finish")
+    return s.obs
+
+
+def until_waiting_retry() -> list[O.Observation]:
+    obs = rate_limited_observations()
+    k = next(i for i, o in enumerate(obs) if isinstance(o, O.LoopStateChanged) and o.state == LoopState.WAITING_RETRY)
+    return obs[: k + 1]
+
+
+def status_text(app: InspectorApp) -> str:
+    return str(app.status_bar.render())
+
+
+# --- snapshots -------------------------------------------------------------------------------------------------------
+
+
+class TestTruthSnapshots:
+    def test_time_travel_while_paused(self, snap_compare) -> None:
+        """The loop is paused mid tool JSON; the cursor is back at event 12: the moment's figures (no stop reason,
+        fewer tokens, tools still streaming) and `loop paused` beside them."""
+        assert snap_compare(app_of(parse_date_observations("mid_tool_json"), cursor=12), terminal_size=WIDE)
+
+    def test_sdk_waiting_to_retry_after_429(self, snap_compare) -> None:
+        """HTTP 429 before the stream: the try's row in the SSE pane, the SDK's wait on the timeline, the reason in
+        the status line."""
+        assert snap_compare(app_of(until_waiting_retry()), terminal_size=WIDE)
+
+    def test_rate_limited_shows_four_requests(self, snap_compare) -> None:
+        assert snap_compare(app_of(rate_limited_observations()), terminal_size=WIDE)
+
+    def test_paused_stream_is_marked_and_not_timed(self, snap_compare) -> None:
+        """Paused for 6 s, then resumed: the hold's rows in the SSE pane and its span on the timeline; the figures
+        are the stream's own (first token well under a second)."""
+        assert snap_compare(app_of(held_stream(release=True)), terminal_size=WIDE)
+
+
+# --- behaviour ------------------------------------------------------------------------------------------------------
+
+
+async def test_time_travel_shows_the_moment_and_the_live_loop_state() -> None:
+    obs = parse_date_observations()
+    obs = obs[: next(i for i, o in enumerate(obs) if isinstance(o, O.AttemptEnded))]
+    obs.append(O.LoopStateChanged(obs[-1].t, LoopState.PAUSED, "paused by user"))
+    app = app_of(obs)
+    async with app.run_test(size=WIDE) as pilot:
+        await pilot.pause()
+        live = status_text(app)
+        assert "stop tool_use" in live and "❚❚ paused" in live
+        app.set_cursor(12)
+        app.flush()
+        await pilot.pause()
+        past = status_text(app)
+        total = app.history.event_count
+        assert f"◀ viewing event 12 of {total} · loop paused" in past
+        assert "● streaming" in past  # the state at that moment
+        assert "stop " not in past  # no stop reason yet at event 12
+        tin, tout = app.cursor_state.tokens()  # type: ignore[union-attr]
+        assert f"{tin:,} in / {tout:,} out" in past and (tin, tout) != app.live.tokens()
+
+
+async def test_a_maximized_pane_keeps_the_loop_state_visible() -> None:
+    app = app_of(parse_date_observations("mid_tool_json"))
+    async with app.run_test(size=WIDE) as pilot:
+        await pilot.pause()
+        for key in ("1", "2", "3", "4"):
+            await pilot.press(key)
+            await pilot.pause()
+            assert app.screen.maximized is not None
+            assert app.status_bar.region.height >= 1 and app.status_bar.region.width == WIDE[0]
+            assert "❚❚ paused" in status_text(app)
+            await pilot.press(key)  # back
+            await pilot.pause()
+            assert app.screen.maximized is None
+
+
+async def test_waiting_retry_status_names_the_http_error() -> None:
+    app = app_of(until_waiting_retry())
+    async with app.run_test(size=WIDE) as pilot:
+        await pilot.pause()
+        text = status_text(app)
+        assert "↻ waiting to retry" in text
+        assert "HTTP 429 rate_limit_error · SDK retries in 0.2 s" in text
+
+
+async def test_paused_figures_are_the_streams_own() -> None:
+    app = app_of(held_stream(release=True))
+    async with app.run_test(size=WIDE) as pilot:
+        await pilot.pause()
+        text = status_text(app)
+        a = app.live.current_attempt
+        assert a is not None and a.first_token is not None and a.first_token < 1.0
+        assert "first token 350 ms" in text and "held 6.00 s (not counted)" in text
