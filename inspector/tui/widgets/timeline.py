@@ -50,6 +50,7 @@ class TurnFigures:
     start: float | None = None  # the answered stream's start
     actual: float | None = None  # stream start → last tool end
     sequential: float | None = None  # stream + every tool run, one after the other
+    explain: str = ""  # the figure's sum, with its numbers
 
     @property
     def tools(self) -> int:
@@ -57,15 +58,15 @@ class TurnFigures:
 
 
 def figures(state: DashboardState, turn: int, now: float) -> TurnFigures:
-    bars, saved = turn_bars(state, turn, now)
-    fig = TurnFigures(turn, bars, saved)
+    """The turn's bars and its savings (`DashboardState.turn_savings`: only the tools whose results were used)."""
+    bars, savings = turn_bars(state, turn, now)
+    fig = TurnFigures(turn, bars, None if savings is None else savings.saved)
     model = [b for b in bars if b.label.startswith("model ") and b.segments and b.segments[-1][2] == "tl--stream"]
-    if saved is not None and model:
+    if savings is not None and model:
         fig.start = model[-1].segments[0][0]
-        ends = [s[1] for b in bars if not b.label.startswith("model ") for s in b.segments if s[2] in SOLID]
-        last = max(ends + [model[-1].segments[-1][1]])
-        fig.actual = last - fig.start
-        fig.sequential = fig.actual + saved
+        fig.actual = savings.actual
+        fig.sequential = savings.sequential
+        fig.explain = savings.explain()
     return fig
 
 
@@ -185,7 +186,8 @@ class Timeline(Widget):
             out.append_text(self._legend(width))
         if rows + 1 < height and any(f.saved is not None for f in figs):
             out.append("\n")
-            out.append(SHORT_EXPLAIN, self.cstyle("tl--label"))
+            last = next((f for f in reversed(figs) if f.explain), None)
+            out.append(SHORT_EXPLAIN + (f" {last.explain}" if last else ""), self.cstyle("tl--label"))
         return out
 
     @staticmethod

@@ -3,16 +3,13 @@ draws the model stream and each tool as bars on one time axis, with what streami
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
-from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
-from textual.widget import Widget
 
-from inspector.core.fmt import short_text
+from inspector.core.fmt import duration
 from inspector.state.fold import DashboardState, Savings, ToolEntry, call_summary
 from inspector.tui.widgets.base import SectionView, text_strip
 
@@ -39,16 +36,6 @@ STATE_CLASS = {
     "not_run": "tool--failed",
 }
 STATE_LABEL = {"streaming_input": "input", "timed_out": "timed out", "not_run": "not run"}
-
-
-def duration(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    if seconds < 1:
-        return f"{seconds * 1000:.0f} ms"
-    if seconds < 60:
-        return f"{seconds:.2f} s"
-    return f"{seconds / 60:.1f} min"
 
 
 class ToolsView(SectionView):
@@ -234,152 +221,3 @@ STATE_TL = {
     "cancelled": "tl--cancelled",
     "discarded": "tl--cancelled",
 }
-
-
-class Timeline(Widget):
-    """The model stream and every tool of the latest turns as bars on one time axis."""
-
-    COMPONENT_CLASSES = {
-        "tl--axis",
-        "tl--label",
-        "tl--wait",
-        "tl--stream",
-        "tl--failed",
-        "tl--input",
-        "tl--queued",
-        "tl--running",
-        "tl--ok",
-        "tl--bad",
-        "tl--cancelled",
-        "tl--saved",
-        "tl--empty",
-        "tl--held",
-        "tl--retry",
-    }
-    LABEL_W = 12
-
-    def __init__(self, **kw: Any) -> None:
-        super().__init__(**kw)
-        self.state: DashboardState | None = None
-        self.now = 0.0
-        self._seen: tuple = ()
-        self._wanted = 1
-
-    def show(self, state: DashboardState, now: float, live: bool) -> None:
-        key = (id(state), state.rev_tools, state.rev_status, round(now, 2) if live else None)
-        if key == self._seen:
-            return
-        self._seen = key
-        self.state, self.now = state, now
-        wanted = self._wanted_rows()
-        self.refresh(layout=wanted != self._wanted)
-        self._wanted = wanted
-
-    def _wanted_rows(self) -> int:
-        state = self.state
-        if state is None or not state.turns:
-            return 1
-        turns = sorted(state.turns)[-2:]
-        rows = [turn_bars(state, t, self.now) for t in turns]
-        return sum(len(b) for b, _ in rows) + 2 + (1 if any(s is not None for _, s in rows) else 0)
-
-    def render(self) -> Text:
-        state = self.state
-        width, height = self.size.width, max(1, self.size.height)
-        if state is None or not state.turns:
-            return Text("timeline: nothing yet", self.cstyle("tl--empty"))
-        # the latest turns that fit (header + axis take 2 rows)
-        room = max(1, height - 2)
-        chosen: list[tuple[int, list[Bar], Savings | None]] = []
-        used = 0
-        for turn in sorted(state.turns, reverse=True):
-            bars, saved = turn_bars(state, turn, self.now)
-            if chosen and used + len(bars) > room:
-                break
-            chosen.insert(0, (turn, bars, saved))
-            used += len(bars)
-        all_bars = [b for _, bars, _ in chosen for b in bars][-room:]
-        segs = [s for b in all_bars for s in b.segments]
-        t0 = min((s[0] for s in segs), default=0.0)
-        t1 = max((s[1] for s in segs), default=t0 + 1)
-        span = max(t1 - t0, 1e-3)
-        lw = self.LABEL_W
-        cols = max(4, width - lw - 1)
-        scale = cols / span
-        out = Text(no_wrap=True, overflow="crop")
-        savings = [s for _, _, s in chosen if s is not None]
-        saved_total = sum(s.saved for s in savings)
-        has_saved = bool(savings)
-        head = f"span {span:.2f} s"
-        out.append(f"{'timeline':<{lw}} ", self.cstyle("tl--label"))
-        out.append(head, self.cstyle("tl--axis"))
-        if has_saved:
-            out.append(f"  saved vs sequential: {saved_total:.2f} s", self.cstyle("tl--saved"))
-            # how it is computed (the latest turn's figures): used tools only
-            out.append(f"\n{'':<{lw}} {short_text(savings[-1].explain(), cols)}", self.cstyle("tl--axis"))
-        out.append("\n")
-        for bar in all_bars:
-            out.append(f"{bar.label[:lw]:<{lw}} ", self.cstyle("tl--label"))
-            cells = [" "] * cols
-            styles: list[str | None] = [None] * cols
-            for start, end, cls in bar.segments:
-                if end < start:
-                    continue
-                a = int((start - t0) * scale)
-                b = (
-                    max(a + 1, int(round((end - t0) * scale)))
-                    if end > start or cls not in ("tl--wait", "tl--input", "tl--queued", "tl--retry", "tl--held")
-                    else a
-                )
-                ch = (
-                    "█"
-                    if cls in ("tl--stream", "tl--running", "tl--ok", "tl--bad", "tl--failed", "tl--cancelled")
-                    else "░"
-                    if cls == "tl--input"
-                    else "·"
-                    if cls == "tl--queued"
-                    else "▒"
-                    if cls == "tl--held"
-                    else "~"
-                    if cls == "tl--retry"
-                    else "╌"
-                )
-                for x in range(max(0, a), min(cols, b)):
-                    cells[x], styles[x] = ch, cls
-            run_start = 0
-            while run_start < cols:
-                cls = styles[run_start]
-                run_end = run_start
-                while run_end < cols and styles[run_end] == cls:
-                    run_end += 1
-                out.append("".join(cells[run_start:run_end]), self.cstyle(cls) if cls else None)
-                run_start = run_end
-            out.append("\n")
-        # axis: ticks at round loop times
-        marks = Text(" " * (lw + 1), no_wrap=True)
-        step = _nice_step(span, max(1, cols // 10))
-        labels = [" "] * cols
-        tick = math.ceil(t0 / step - 1e-9) * step
-        while tick <= t1 + 1e-9:
-            x = int((tick - t0) * scale)
-            lab = f"{tick:.2f}".rstrip("0").rstrip(".") + "s"
-            if 0 <= x and x + len(lab) <= cols and all(c == " " for c in labels[max(0, x - 1) : x + len(lab) + 1]):
-                labels[x : x + len(lab)] = list(lab)
-            tick += step
-        marks.append("".join(labels), self.cstyle("tl--axis"))
-        out.append_text(marks)
-        return out
-
-    def cstyle(self, name: str):
-        return self.get_component_rich_style(name, partial=True, default=Style())
-
-    def get_content_height(self, container, viewport, width: int) -> int:
-        return self._wanted
-
-
-def _nice_step(span: float, ticks: int) -> float:
-    raw = span / max(1, ticks)
-    for step in (0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600):
-        if step >= raw:
-            return step
-    return raw
