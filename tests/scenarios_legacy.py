@@ -1,4 +1,5 @@
-"""The bundled scenarios as they were defined in Python before they became files (test-only: the files must render
+"""The bundled scenarios as they were defined in Python before they became files (test-only: the files in
+inspector/scenarios/bundled/ must load into the same scenarios and render the same bytes).
 
 ``expected`` says what a headless run of the agent loop should end in:
     status            "finished" | "error" | "cancelled"
@@ -17,7 +18,7 @@ import asyncio
 from inspector.agent.toolbox.spec import ToolSpec
 from inspector.core.errors import UnknownScenario
 
-from .model import (
+from inspector.scenarios.model import (
     DropAfter,
     ErrorEventAfter,
     HttpError,

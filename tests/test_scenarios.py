@@ -291,21 +291,24 @@ def test_resolve_tools_extra_and_timeouts():
     specs = hangs.resolve_tools(hangs.workspace_path)
     assert list(specs) == ["read_file", "wait_for_ci"]
     assert specs["wait_for_ci"].timeout == 1.5
-    assert get_scenario("tool_hangs").extra_tools[0].timeout is None  # the shared spec is untouched
+    assert get_scenario("tool_hangs").simulated_tools[0].hang is True
     weather = get_scenario("weather").resolve_tools(None)
     assert list(weather) == ["get_weather"]
-    assert weather["get_weather"].fn({"location": "Paris, France"})["temperature"] == 18
+    assert asyncio.run(weather["get_weather"].fn({"location": "Paris, France"}))["temperature"] == 18
+    assert asyncio.run(weather["get_weather"].fn({"location": "Oslo, Norway"}))["temperature"] == 20
     params = get_scenario("invalid_json").request_params()
     assert params["tools"][0]["eager_input_streaming"] is True
     assert get_scenario("thinking").request_params()["thinking"]["budget_tokens"] == 2048
 
 
-def test_extra_tools_behave():
-    with pytest.raises(RuntimeError):
-        get_scenario("tool_raises").extra_tools[0].fn({})
+def test_simulated_tools_behave():
+    raises = get_scenario("tool_raises")
+    with pytest.raises(RuntimeError, match="pytest could not start"):
+        asyncio.run(raises.resolve_tools(raises.workspace_path)["run_tests"].fn({}))
 
     async def go():
-        fn = get_scenario("tool_hangs").extra_tools[0].fn
+        hangs = get_scenario("tool_hangs")
+        fn = hangs.resolve_tools(hangs.workspace_path)["wait_for_ci"].fn
         task = asyncio.ensure_future(fn({"branch": "main"}))
         for _ in range(200):  # many event-loop turns, no timer: the tool never answers
             await asyncio.sleep(0)
@@ -1068,4 +1071,4 @@ async def test_pacer_sleep_is_cancellable():
 
 
 def test_toolspec_import_is_the_shared_one():
-    assert isinstance(get_scenario("weather").extra_tools[0], ToolSpec)
+    assert isinstance(get_scenario("weather").resolve_tools(None)["get_weather"], ToolSpec)
