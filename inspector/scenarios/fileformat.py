@@ -468,8 +468,6 @@ def _tool(r: _Reader, node: yaml.Node, where: str, sc: dict[str, Any]) -> None:
     if "name" not in m:
         raise _Bad()
     name = r.str_(m["name"], f"{where}.name", one_line=True)
-    if name in M.BUILTIN_TOOL_NAMES:
-        raise r.bad(m["name"], f"{where}.name: {name!r} is a built-in tool: write `builtin: {name}` to offer it")
     kw: dict[str, Any] = {"name": name}
     failed = False
     for key, vnode in m.items():
