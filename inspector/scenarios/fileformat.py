@@ -129,6 +129,7 @@ class _Reader:
 
     # --- reporting ---------------------------------------------------------------------------------------------
     def problem(self, node: yaml.Node | None, message: str) -> None:
+        message = " ".join(message.split("\n"))
         if node is None:
             self.problems.append(Problem(self.file, 1, 1, message))
         else:
@@ -355,7 +356,7 @@ def _chunk(r: _Reader, node: yaml.Node, where: str) -> M.ChunkSpec:
     )
 
 
-def _block(r: _Reader, node: yaml.Node, where: str) -> M.Block:
+def _block(r: _Reader, node: yaml.Node, where: str, offered: set[str] | None = None) -> M.Block:
     if not isinstance(node, yaml.MappingNode):
         raise r.bad(node, f"{where}: expected a block (a mapping with one of: {', '.join(BLOCK_KINDS)})")
     names = [k.value for k, _ in node.value if isinstance(k, yaml.ScalarNode)]
@@ -383,6 +384,9 @@ def _block(r: _Reader, node: yaml.Node, where: str) -> M.Block:
         return M.RedactedThinkingBlock() if data is None else M.RedactedThinkingBlock(data)
     if kind in ("tool_use", "server_tool_use"):
         kw = {"name": r.str_(m[kind], w, one_line=True)}
+        if kind == "tool_use" and offered is not None and kw["name"] not in offered:
+            listed = ", ".join(sorted(offered)) or "none"
+            r.problem(m[kind], f"{w}: tool {kw['name']!r} is not offered (tools: {listed})")
         if "input" in m:
             kw["input"] = r.dict_(m["input"], f"{where}.input")
         if "raw_json" in m:
@@ -513,7 +517,7 @@ def _case(r: _Reader, node: yaml.Node, where: str) -> M.ToolCase:
     return M.ToolCase(**kw)
 
 
-def _turn(r: _Reader, node: yaml.Node, where: str) -> tuple[M.TurnScript, dict]:
+def _turn(r: _Reader, node: yaml.Node, where: str, offered: set[str]) -> tuple[M.TurnScript, dict]:
     m = r.mapping(node, where, TURN_KEYS, ("blocks",))
     if "blocks" not in m:
         raise _Bad()
@@ -531,7 +535,7 @@ def _turn(r: _Reader, node: yaml.Node, where: str) -> tuple[M.TurnScript, dict]:
 
     blocks = []
     for i, bnode in enumerate(attempt(lambda: r.sequence(m["blocks"], f"{where}.blocks")) or []):
-        b = attempt(lambda bnode=bnode, i=i: _block(r, bnode, f"{where}.blocks[{i}]"))
+        b = attempt(lambda bnode=bnode, i=i: _block(r, bnode, f"{where}.blocks[{i}]", offered))
         blocks.append(b)
         block_nodes.append(bnode)
     kw["blocks"] = blocks
@@ -698,18 +702,9 @@ def _scenario(r: _Reader, root: yaml.Node, path: Path | None) -> M.Scenario:
             failed = True
         offered = set(sc["tools"]) | {t.name for t in sc["simulated_tools"]}
         for i, tnode in enumerate(tnodes):
-            got = attempt(lambda tnode=tnode, i=i: _turn(r, tnode, f"turns[{i}]"))
-            if got is None:
-                continue
-            turn, nodes = got
-            turns.append(turn)
-            for bi, b in enumerate(turn.blocks):
-                if isinstance(b, M.ToolUseBlock) and b.name not in offered:
-                    bnode = nodes["blocks"][bi]
-                    vnode = next((v for k, v in bnode.value if k.value == "tool_use"), bnode)
-                    listed = ", ".join(sorted(offered)) or "none"
-                    r.problem(vnode, f"turns[{i}].blocks[{bi}].tool_use: tool {b.name!r} is not offered (tools: {listed})")
-                    failed = True
+            got = attempt(lambda tnode=tnode, i=i: _turn(r, tnode, f"turns[{i}]", offered))
+            if got is not None:
+                turns.append(got[0])
     if failed or r.problems or any(k not in m for k in ("version", "description", "prompt", "turns")):
         raise _Bad()
     kw["turns"] = turns
@@ -738,6 +733,13 @@ def _workspace(ws: str, path: Path | None) -> str | None:
     return str(folder) if folder.is_dir() else None
 
 
+def _char_at(text: str, line: int, column: int) -> str:
+    lines = text.split("\n")
+    if 0 <= line < len(lines) and 0 <= column < len(lines[line]):
+        return lines[line][column]
+    return ""
+
+
 def _compose(r: _Reader, text: str) -> yaml.Node | None:
     loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
@@ -745,12 +747,20 @@ def _compose(r: _Reader, text: str) -> yaml.Node | None:
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         what = e.problem or str(e)
+        if mark is not None and _char_at(text, mark.line, mark.column) == "\t":
+            what += " (a tab: YAML indents with spaces)"
         if e.context:
             what = f"{e.context}: {what}" if e.context_mark is None or e.problem_mark is None else f"{what} ({e.context})"
+        what = " ".join(what.split("\n"))
         r.problems.append(Problem(r.file, mark.line + 1 if mark else 1, mark.column + 1 if mark else 1, f"YAML: {what}"))
         return None
+    except yaml.reader.ReaderError as e:
+        before = text[: e.position]
+        line, col = before.count("\n") + 1, e.position - (before.rfind("\n") + 1) + 1
+        r.problems.append(Problem(r.file, line, col, f"YAML: {e.reason} (character {e.character!r})"))
+        return None
     except yaml.YAMLError as e:
-        r.problem(None, f"YAML: {e}")
+        r.problem(None, "YAML: " + " ".join(str(e).split()))
         return None
     if node is None:
         r.problem(None, "the file is empty: expected a scenario mapping (see `inspector scenario new`)")
