@@ -110,7 +110,7 @@ def scenario_session(
     cleanups: list[Callable[[], None]] = []
     if scenario.workspace_copy and root is not None:
         cleanups.append(lambda: shutil.rmtree(root.parent, ignore_errors=True))
-    tools = scenario.resolve_tools(root)
+    tools = scenario.resolve_tools(root, pacer=pacer)  # simulated tool durations follow the speed
     params = scenario.request_params(tools)
     extra = {k: v for k, v in params.items() if k in ("thinking",)}
     config = LoopConfig(
