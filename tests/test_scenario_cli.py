@@ -131,6 +131,10 @@ BROKEN = {
         OK.replace(NO_PACING, "    http_errors: [{status: many}]"),
         "12:28: turns[0].http_errors[0].status: expected an integer, got 'many'",
     ),
+    "optional integer": (
+        OK.replace("ttfb: 0.2", "ping_every: often"),
+        "12:26: turns[0].pacing.ping_every: expected an integer, got 'often'",
+    ),
     "a list": ("- a\n- b\n", "1:1: scenario: expected a mapping, got a list"),
     "empty": ("", "1:1: the file is empty: expected a scenario mapping"),
     "input list": (OK.replace("input: {path: a}", "input: [a]"), "10:16: turns[0].blocks[1].input: expected a mapping"),

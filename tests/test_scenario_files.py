@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -125,3 +126,94 @@ def test_name_defaults_to_the_file_stem_and_workspace_may_be_relative(tmp_path):
 def test_load_text_without_a_path_needs_a_name():
     with pytest.raises(InspectorError, match="missing required key 'name'"):
         load_text("version: 1\ndescription: d\nprompt: p\nturns: [{blocks: [{text: hi}]}]\n")
+
+
+# --- the published JSON Schema ----------------------------------------------------------------------------------
+
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "docs" / "scenario.schema.json"
+
+
+def _valid(value, schema: dict, root: dict, where: str = "$") -> list[str]:
+    """A small validator for the JSON Schema subset docs/scenario.schema.json uses (no dependency)."""
+    if "$ref" in schema:
+        return _valid(value, root["$defs"][schema["$ref"].rsplit("/", 1)[1]], root, where)
+    errors: list[str] = []
+    if "anyOf" in schema:
+        if all(_valid(value, s, root, where) for s in schema["anyOf"]):
+            errors.append(f"{where}: matches none of anyOf")
+        return errors
+    if "const" in schema and value != schema["const"]:
+        errors.append(f"{where}: not {schema['const']!r}")
+    if "enum" in schema and value not in schema["enum"]:
+        errors.append(f"{where}: {value!r} not in enum")
+    types = schema.get("type")
+    if types is not None:
+        names = [types] if isinstance(types, str) else types
+        checks = {
+            "object": lambda v: isinstance(v, dict),
+            "array": lambda v: isinstance(v, list),
+            "string": lambda v: isinstance(v, str),
+            "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+            "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+            "boolean": lambda v: isinstance(v, bool),
+            "null": lambda v: v is None,
+        }
+        if not any(checks[n](value) for n in names):
+            return [f"{where}: {value!r} is not {types}"]
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value < schema.get("minimum", -math.inf):
+        errors.append(f"{where}: below minimum")
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        for key in schema.get("required", []):
+            if key not in value:
+                errors.append(f"{where}: missing {key}")
+        for key, v in value.items():
+            if key in props:
+                errors += _valid(v, props[key], root, f"{where}.{key}")
+            elif schema.get("additionalProperties") is False:
+                errors.append(f"{where}: unexpected {key}")
+    if isinstance(value, list):
+        if len(value) < schema.get("minItems", 0) or len(value) > schema.get("maxItems", math.inf):
+            errors.append(f"{where}: wrong number of items")
+        for i, v in enumerate(value):
+            errors += _valid(v, schema.get("items", {}), root, f"{where}[{i}]")
+    return errors
+
+
+def test_the_published_schema_is_the_loaders():
+    from inspector.scenarios.fileformat import json_schema
+
+    assert json.loads(SCHEMA_PATH.read_text(encoding="utf-8")) == json_schema()
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_bundled_files_and_the_template_match_the_schema(name):
+    import yaml
+
+    from inspector.scenarios.template import template
+
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    data = yaml.safe_load((BUNDLED_DIR / f"{name}.yaml").read_text(encoding="utf-8"))
+    assert _valid(data, schema, schema) == []
+    assert _valid(yaml.safe_load(template("x")), schema, schema) == []
+
+
+def test_the_schema_rejects_what_the_loader_rejects():
+    import yaml
+
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    data = yaml.safe_load((BUNDLED_DIR / "weather.yaml").read_text(encoding="utf-8"))
+    for path, value in (
+        (("turns", 0, "pacing", "ttfb"), "fast"),
+        (("turns", 0, "pacing", "ttfbb"), 1),
+        (("turns", 0, "faults"), [{"type": "drop_afterr", "n_events": 1}]),
+        (("turns", 0, "blocks", 0, "chunk"), 0),
+        (("tools", 0, "duration"), "slow"),
+        (("version",), 2),
+    ):
+        broken = json.loads(json.dumps(data))
+        target = broken
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+        assert _valid(broken, schema, schema), path

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import re
+import types
 import typing
 from dataclasses import dataclass
 from pathlib import Path
@@ -261,6 +262,9 @@ def _is_null(node: yaml.Node) -> bool:
 # =====================================================================================================================
 
 
+_UNIONS = (typing.Union, types.UnionType)
+
+
 def _field_hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls, vars(M))
 
@@ -269,7 +273,7 @@ def _typed(r: _Reader, hint: Any, node: yaml.Node, where: str) -> Any:
     """A value of the model's annotated type ``hint`` (the simple types dataclass fields use)."""
     args = typing.get_args(hint)
     origin = typing.get_origin(hint)
-    if origin is typing.Union and type(None) in args:
+    if origin in _UNIONS and type(None) in args:
         if _is_null(node):
             return None
         rest = [a for a in args if a is not type(None)]
@@ -989,3 +993,189 @@ def dump_scenario(sc: M.Scenario, header: str | None = None) -> str:
     if header:
         text = "".join(f"# {line}".rstrip() + "\n" for line in header.splitlines()) + text
     return text
+
+
+# =====================================================================================================================
+# JSON Schema (docs/scenario.schema.json is this, written out: tests keep the two equal)
+# =====================================================================================================================
+
+
+def _schema_of_hint(hint: Any) -> dict:
+    args = typing.get_args(hint)
+    origin = typing.get_origin(hint)
+    if origin in _UNIONS and type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        return {"anyOf": [_schema_of_hint(rest[0]), {"type": "null"}]}
+    if origin is typing.Literal:
+        if "\n" in args:
+            return {"enum": list(LINE_ENDINGS)}
+        return {"enum": list(args)}
+    if origin is tuple:
+        return {"type": "array", "items": _schema_of_hint(args[0])}
+    if hint is bool:
+        return {"type": "boolean"}
+    if hint is int:
+        return {"type": "integer"}
+    if hint is float:
+        return {"type": "number"}
+    if hint is str:
+        return {"type": "string"}
+    return {"type": "object"}
+
+
+def _schema_of_dataclass(cls: type, extra: dict | None = None) -> dict:
+    hints = _field_hints(cls)
+    props = {name: _schema_of_hint(hints[name]) for name in _init_fields(cls)}
+    props.update(extra or {})
+    out: dict[str, Any] = {"type": "object", "properties": props, "additionalProperties": False}
+    required = list(_required_fields(cls)) + [k for k in (extra or {}) if k == "type"]
+    if required:
+        out["required"] = required
+    return out
+
+
+def json_schema() -> dict:
+    """The JSON Schema of scenario files (structure and types; the loader checks the rest, with positions)."""
+    chunk = {
+        "description": "characters per delta: a size, sizes used in turn, or seeded random sizes",
+        "anyOf": [
+            {"type": "integer", "minimum": 1},
+            {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1},
+            {
+                "type": "object",
+                "properties": {"min": {"type": "integer", "minimum": 1}, "max": {"type": "integer", "minimum": 1}},
+                "required": ["min", "max"],
+                "additionalProperties": False,
+            },
+        ],
+    }
+    duration = {
+        "description": "scenario seconds, or [min, max] drawn per call (seeded)",
+        "anyOf": [
+            {"type": "number", "minimum": 0},
+            {"type": "array", "items": {"type": "number", "minimum": 0}, "minItems": 2, "maxItems": 2},
+        ],
+    }
+    tool_common = {
+        "input": {"type": "object"},
+        "raw_json": {"type": "string"},
+        "fragment": {"$ref": "#/$defs/chunk"},
+        "empty_first": {"type": "boolean"},
+        "id": {"type": ["string", "null"]},
+        "extra": {"type": "object"},
+    }
+
+    def block(kind: str, props: dict) -> dict:
+        return {"type": "object", "properties": props, "required": [kind], "additionalProperties": False}
+
+    blocks = [
+        block("text", {"text": {"type": "string"}, "chunk": {"$ref": "#/$defs/chunk"}}),
+        block(
+            "thinking",
+            {"thinking": {"type": "string"}, "signature": {"type": "string"}, "chunk": {"$ref": "#/$defs/chunk"}},
+        ),
+        block("redacted_thinking", {"redacted_thinking": {"type": ["string", "null"]}}),
+        block("tool_use", {"tool_use": {"type": "string"}, **tool_common}),
+        block("server_tool_use", {"server_tool_use": {"type": "string"}, **tool_common}),
+        block(
+            "block",
+            {
+                "block": {"type": "object", "properties": {"type": {"type": "string"}}, "required": ["type"]},
+                "result_of": {"type": ["integer", "null"], "minimum": 0},
+            },
+        ),
+    ]
+    faults = [
+        _schema_of_dataclass(cls, {"type": {"const": name}}) for name, cls in fault_types().items()
+    ]
+    case = {
+        "type": "object",
+        "properties": {
+            "input": {"type": "object"},
+            "result": {},
+            "error": {"type": ["string", "null"]},
+            "hang": {"type": "boolean"},
+            "duration": {"$ref": "#/$defs/duration"},
+        },
+        "required": ["input"],
+        "additionalProperties": False,
+    }
+    tool = {
+        "anyOf": [
+            {"enum": sorted(M.BUILTIN_TOOL_NAMES), "description": "a built-in tool over the workspace"},
+            {
+                "type": "object",
+                "description": "a built-in tool with a simulated extra duration and/or a timeout",
+                "properties": {
+                    "builtin": {"enum": sorted(M.BUILTIN_TOOL_NAMES)},
+                    "duration": {"$ref": "#/$defs/duration"},
+                    "timeout": {"type": "number", "minimum": 0},
+                },
+                "required": ["builtin"],
+                "additionalProperties": False,
+            },
+            {
+                "type": "object",
+                "description": "a simulated tool: answers `result` (or fails with `error`, or hangs) after `duration`",
+                "properties": {
+                    "name": {"type": "string"},
+                    "description": {"type": "string"},
+                    "input_schema": {"type": "object"},
+                    "result": {},
+                    "error": {"type": ["string", "null"]},
+                    "hang": {"type": "boolean"},
+                    "duration": {"$ref": "#/$defs/duration"},
+                    "concurrency_safe": {"type": "boolean"},
+                    "timeout": {"type": ["number", "null"], "minimum": 0},
+                    "cases": {"type": "array", "items": case},
+                },
+                "required": ["name"],
+                "additionalProperties": False,
+            },
+        ]
+    }
+    turn = {
+        "type": "object",
+        "properties": {
+            "blocks": {"type": "array", "items": {"anyOf": blocks}},
+            "stop_reason": {"type": "string"},
+            "stop_sequence": {"type": ["string", "null"]},
+            "usage": _schema_of_dataclass(M.Usage),
+            "pacing": _schema_of_dataclass(M.Pacing),
+            "faults": {"type": "array", "items": {"anyOf": faults}},
+            "http_errors": {"type": "array", "items": _schema_of_dataclass(M.HttpError)},
+            "message_id": {"type": ["string", "null"]},
+        },
+        "required": ["blocks"],
+        "additionalProperties": False,
+    }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://stream-inspector.invalid/scenario.schema.json",
+        "title": f"Stream Inspector scenario file ({FORMAT}, version {VERSION})",
+        "description": "See docs/scenario-format.md. `inspector scenario check FILE` checks a file with positions.",
+        "type": "object",
+        "properties": {
+            "format": {"const": FORMAT},
+            "version": {"const": VERSION},
+            "name": {"type": "string", "description": "default: the file name without .yaml"},
+            "description": {"type": "string", "description": "one line"},
+            "prompt": {"type": "string"},
+            "system": {"type": ["string", "null"]},
+            "model": {"type": "string"},
+            "max_tokens": {"type": "integer", "minimum": 1},
+            "seed": {"type": "integer"},
+            "workspace": {"type": ["string", "null"]},
+            "workspace_copy": {"type": "boolean"},
+            "allow_write": {"type": "boolean"},
+            "eager_input_streaming": {"type": "boolean"},
+            "thinking_budget": {"type": ["integer", "null"], "minimum": 1},
+            "idle_timeout": {"type": ["number", "null"], "minimum": 0},
+            "tools": {"type": "array", "items": tool},
+            "expected": {"type": "object"},
+            "turns": {"type": "array", "items": turn, "minItems": 1},
+        },
+        "required": ["version", "description", "prompt", "turns"],
+        "additionalProperties": False,
+        "$defs": {"chunk": chunk, "duration": duration},
+    }
