@@ -17,7 +17,6 @@ import asyncio
 
 from inspector.agent.toolbox.spec import ToolSpec
 from inspector.core.errors import UnknownScenario
-
 from inspector.scenarios.model import (
     DropAfter,
     ErrorEventAfter,

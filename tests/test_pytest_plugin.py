@@ -45,7 +45,7 @@ def test_the_readme_example_passes(pytester):
     result.assert_outcomes(passed=2)
 
 
-BROKEN_HARNESS = '''
+BROKEN_HARNESS = """
 import anthropic
 import pytest
 
@@ -60,7 +60,7 @@ def test_forgets_the_tool_result(inspector_server):
     with pytest.raises(anthropic.BadRequestError):
         client.messages.create(model="m", max_tokens=100, messages=messages)
     server.assert_valid_histories()
-'''
+"""
 
 
 def test_a_broken_history_fails_like_a_pytest_failure(pytester):

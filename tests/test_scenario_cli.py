@@ -186,11 +186,14 @@ def test_check_ok_and_unreadable(tmp_path, capsys):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.text(max_size=300) | st.sampled_from([v[0] for v in BROKEN.values()]).flatmap(
-    lambda base: st.tuples(st.just(base), st.integers(0, len(base)), st.text(max_size=8)).map(
-        lambda t: t[0][: t[1]] + t[2] + t[0][t[1] :]
+@given(
+    st.text(max_size=300)
+    | st.sampled_from([v[0] for v in BROKEN.values()]).flatmap(
+        lambda base: st.tuples(st.just(base), st.integers(0, len(base)), st.text(max_size=8)).map(
+            lambda t: t[0][: t[1]] + t[2] + t[0][t[1] :]
+        )
     )
-))
+)
 def test_check_never_raises_on_any_text(text):
     """Fuzz: any text is either a valid scenario or a list of problems with positions inside the file."""
     problems = check_text(text, "f.yaml")
@@ -288,9 +291,15 @@ async def test_recording_to_scenario_then_serve_gives_the_same_events(tmp_path):
             for t, turn in enumerate(rec.turns):
                 a = turn.attempts[-1]
                 body = {**a.request["body"], "stream": True}
-                r = await http.post("/v1/messages", json=body, headers={"x-api-key": "k", "anthropic-version": "2023-06-01"})
+                r = await http.post(
+                    "/v1/messages", json=body, headers={"x-api-key": "k", "anthropic-version": "2023-06-01"}
+                )
                 assert r.status_code == 200, r.text
-                assert _events(r.content) == _events(a.data) == [(n, d) for n, d in render_turn(sc, t, 0).events if n != "ping"]
+                assert (
+                    _events(r.content)
+                    == _events(a.data)
+                    == [(n, d) for n, d in render_turn(sc, t, 0).events if n != "ping"]
+                )
                 assert assemble(r.content).final_message() == assemble(a.data).final_message()
 
 

@@ -20,9 +20,8 @@ from inspector.scenarios.model import Scenario
 from inspector.scenarios.render import render_turn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-from freeze_scenarios import ATTEMPTS, plan_digest  # noqa: E402
-
-import scenarios_legacy as legacy  # noqa: E402
+import scenarios_legacy as legacy
+from freeze_scenarios import ATTEMPTS, plan_digest
 
 FROZEN = json.loads((Path(__file__).parent / "fixtures" / "bundled_render_sha256.json").read_text())
 # parse_date turn 0 changed on purpose (issue 13: a test run beside the reads); its frozen digests are the new ones

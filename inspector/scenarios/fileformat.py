@@ -112,7 +112,11 @@ class ScenarioFileError(InspectorError, ValueError):
 
     def __init__(self, problems: list[Problem]) -> None:
         self.problems = problems
-        more = f" (and {len(problems) - 1} more problems; `inspector scenario check` lists them)" if len(problems) > 1 else ""
+        more = (
+            f" (and {len(problems) - 1} more problems; `inspector scenario check` lists them)"
+            if len(problems) > 1
+            else ""
+        )
         super().__init__(f"{problems[0]}{more}" if problems else "invalid scenario file")
 
 
@@ -228,7 +232,10 @@ class _Reader:
     def num(self, node: yaml.Node, where: str, *, null: bool = False, minimum: float | None = None) -> Any:
         if null and _is_null(node):
             return None
-        if not isinstance(node, yaml.ScalarNode) or node.tag not in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float"):
+        if not isinstance(node, yaml.ScalarNode) or node.tag not in (
+            "tag:yaml.org,2002:int",
+            "tag:yaml.org,2002:float",
+        ):
             expected = "a number or null" if null else "a number"
             raise self.bad(node, f"{where}: expected {expected}, got {self.describe(node)}")
         value = float(self.plain(node))
@@ -437,7 +444,9 @@ def _fault(r: _Reader, node: yaml.Node, where: str) -> M.Fault:
     if cls is None:
         close = difflib.get_close_matches(str(tname), types, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise r.bad(tnode, f"{where}.type: unknown fault {r.describe(tnode)}{hint}; expected one of: {', '.join(types)}")
+        raise r.bad(
+            tnode, f"{where}.type: unknown fault {r.describe(tnode)}{hint}; expected one of: {', '.join(types)}"
+        )
     m = r.mapping(node, f"{where} ({tname})", ("type", *_init_fields(cls)), _required_fields(cls))
     m.pop("type", None)
     if any(k not in m for k in _required_fields(cls)):
@@ -594,17 +603,26 @@ def _check_turn(
     n = len(turn.blocks)
     for i, b in enumerate(turn.blocks):
         if isinstance(b, M.WholeBlock) and b.result_of is not None:
-            if not 0 <= b.result_of < n or not isinstance(turn.blocks[b.result_of], (M.ToolUseBlock, M.ServerToolUseBlock)):
-                r.problem(block_nodes[i], f"{where}.blocks[{i}].result_of: {b.result_of} is not a tool block of this turn")
+            if not 0 <= b.result_of < n or not isinstance(
+                turn.blocks[b.result_of], (M.ToolUseBlock, M.ServerToolUseBlock)
+            ):
+                r.problem(
+                    block_nodes[i], f"{where}.blocks[{i}].result_of: {b.result_of} is not a tool block of this turn"
+                )
     transport: list[tuple[int, Any]] = []
     for i, f in enumerate(turn.faults):
         block = getattr(f, "block", None)
         if isinstance(f, (M.MaxTokensCut, M.InvalidToolJson)) and not 0 <= f.block < n:
             r.problem(fault_nodes[i], f"{where}.faults[{i}].block: {block} is out of range (this turn has {n} blocks)")
-        elif isinstance(f, M.InvalidToolJson) and not isinstance(turn.blocks[f.block], (M.ToolUseBlock, M.ServerToolUseBlock)):
+        elif isinstance(f, M.InvalidToolJson) and not isinstance(
+            turn.blocks[f.block], (M.ToolUseBlock, M.ServerToolUseBlock)
+        ):
             r.problem(fault_nodes[i], f"{where}.faults[{i}].block: block {f.block} is not a tool block")
         if isinstance(f, M.DropAfter) and f.inside_block is not None and not 0 <= f.inside_block < n:
-            r.problem(fault_nodes[i], f"{where}.faults[{i}].inside_block: {f.inside_block} is out of range (this turn has {n} blocks)")
+            r.problem(
+                fault_nodes[i],
+                f"{where}.faults[{i}].inside_block: {f.inside_block} is out of range (this turn has {n} blocks)",
+            )
         if isinstance(f, (M.ErrorEventAfter, M.DropAfter, M.StallWithPings)):
             for j, g in transport:
                 if f.attempts is None or g.attempts is None or set(f.attempts) & set(g.attempts):
@@ -618,7 +636,10 @@ def _check_turn(
     seen: dict[int, int] = {}
     for i, e in enumerate(turn.http_errors):
         if e.attempt in seen:
-            r.problem(node, f"{where}.http_errors[{i}]: attempt {e.attempt} already has an HTTP error (http_errors[{seen[e.attempt]}])")
+            r.problem(
+                node,
+                f"{where}.http_errors[{i}]: attempt {e.attempt} already has an HTTP error (http_errors[{seen[e.attempt]}])",
+            )
         seen[e.attempt] = i
 
 
@@ -754,9 +775,13 @@ def _compose(r: _Reader, text: str) -> yaml.Node | None:
         if mark is not None and _char_at(text, mark.line, mark.column) == "\t":
             what += " (a tab: YAML indents with spaces)"
         if e.context:
-            what = f"{e.context}: {what}" if e.context_mark is None or e.problem_mark is None else f"{what} ({e.context})"
+            what = (
+                f"{e.context}: {what}" if e.context_mark is None or e.problem_mark is None else f"{what} ({e.context})"
+            )
         what = " ".join(what.split("\n"))
-        r.problems.append(Problem(r.file, mark.line + 1 if mark else 1, mark.column + 1 if mark else 1, f"YAML: {what}"))
+        r.problems.append(
+            Problem(r.file, mark.line + 1 if mark else 1, mark.column + 1 if mark else 1, f"YAML: {what}")
+        )
         return None
     except yaml.reader.ReaderError as e:
         before = text[: e.position]
@@ -916,7 +941,14 @@ def scenario_to_data(sc: M.Scenario) -> dict[str, Any]:
     for key in ("system", "model", "max_tokens", "seed"):
         if getattr(sc, key) != _default_of(M.Scenario, key):
             out[key] = getattr(sc, key)
-    for key in ("workspace", "workspace_copy", "allow_write", "eager_input_streaming", "thinking_budget", "idle_timeout"):
+    for key in (
+        "workspace",
+        "workspace_copy",
+        "allow_write",
+        "eager_input_streaming",
+        "thinking_budget",
+        "idle_timeout",
+    ):
         if getattr(sc, key) != _default_of(M.Scenario, key):
             out[key] = getattr(sc, key)
     tools: list[Any] = []
@@ -1085,9 +1117,7 @@ def json_schema() -> dict:
             },
         ),
     ]
-    faults = [
-        _schema_of_dataclass(cls, {"type": {"const": name}}) for name, cls in fault_types().items()
-    ]
+    faults = [_schema_of_dataclass(cls, {"type": {"const": name}}) for name, cls in fault_types().items()]
     case = {
         "type": "object",
         "properties": {

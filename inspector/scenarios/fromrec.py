@@ -72,6 +72,10 @@ def _events_by_read(attempt: RecordedAttempt) -> tuple[list[tuple[str, dict]], l
     return events, per_read, times
 
 
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
 def _status(attempt: RecordedAttempt) -> int | None:
     resp = attempt.response or {}
     status = resp.get("status")
@@ -218,7 +222,7 @@ def _stream_fault(attempt: RecordedAttempt, index: int) -> M.Fault | None:
     err = next(((n, d) for n, d in events if n == "error"), None)
     before = sum(1 for n, _ in events if n != "error")
     if err is not None:
-        e = err[1].get("error") if isinstance(err[1].get("error"), dict) else {}
+        e = _dict(err[1].get("error"))
         return M.ErrorEventAfter(
             n_events=before,
             error_type=str(e.get("type") or "overloaded_error"),
@@ -313,8 +317,8 @@ def scenario_from_recording(recording: Recording, name: str | None = None) -> M.
                 if streamed_model is None and isinstance(message.get("model"), str):
                     streamed_model = message["model"]
             elif n == "message_delta":
-                delta = d.get("delta") if isinstance(d.get("delta"), dict) else {}
-                u = d.get("usage") if isinstance(d.get("usage"), dict) else {}
+                delta = _dict(d.get("delta"))
+                u = _dict(d.get("usage"))
                 if isinstance(u.get("output_tokens"), int):
                     out_tokens = u["output_tokens"]
             elif n in ("content_block_start", "content_block_delta", "content_block_stop"):
@@ -326,7 +330,7 @@ def scenario_from_recording(recording: Recording, name: str | None = None) -> M.
         for b in block_list:
             if isinstance(b, M.ToolUseBlock):
                 calls.append((b.name, b.id, b.input if b.input is not None else {}))
-        usage = message.get("usage") if isinstance(message.get("usage"), dict) else {}
+        usage = _dict(message.get("usage"))
         line_ending = "\r\n" if b"\r\n" in content.data[:400] else ("\r" if b"\r" in content.data[:400] else "\n")
         faults: list[M.Fault] = []
         http_errors: list[M.HttpError] = []
@@ -377,14 +381,12 @@ def scenario_from_recording(recording: Recording, name: str | None = None) -> M.
             M.SimulatedTool(
                 name=tname,
                 description=str(d.get("description") or ""),
-                input_schema=d.get("input_schema") if isinstance(d.get("input_schema"), dict) else {"type": "object"},
+                input_schema=_dict(d.get("input_schema")) or {"type": "object"},
                 cases=cases,
             )
         )
     messages = first_request.get("messages") or []
-    prompt = next(
-        (_text_of(m.get("content")) for m in messages if isinstance(m, dict) and m.get("role") == "user"), ""
-    )
+    prompt = next((_text_of(m.get("content")) for m in messages if isinstance(m, dict) and m.get("role") == "user"), "")
     system = first_request.get("system")
     thinking = first_request.get("thinking")
     scenario_name = _name_of(recording, name)

@@ -479,7 +479,9 @@ class Scenario:
         if self.tools:
             from inspector.agent.toolbox.builtin import builtin_tools  # lazy: written in parallel, optional here
 
-            available = builtin_tools(root, allow_write=self.allow_write)
+            if root is None:
+                raise ValueError(f"scenario {self.name!r}: built-in tools {self.tools} need a workspace")
+            available = builtin_tools(Path(root), allow_write=self.allow_write)
             for name in self.tools:
                 specs[name] = available[name]
                 if name in self.tool_durations:

@@ -563,4 +563,4 @@ def expected_blocks(scenario: Scenario, turn_index: int, attempt: int = 0) -> li
 
 def expected_stop_reason(scenario: Scenario, turn_index: int, attempt: int = 0) -> str | None:
     evs = _protocol_events(scenario, turn_index, attempt)
-    return next(e.data["delta"]["stop_reason"] for e in evs if e.name == "message_delta")
+    return next((e.data or {})["delta"]["stop_reason"] for e in evs if e.name == "message_delta")

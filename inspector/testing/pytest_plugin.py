@@ -24,6 +24,7 @@ import json
 import math
 import re
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -172,7 +173,9 @@ class InspectorServer:
         if bad:
             lines = [f"{len(bad)} of {len(self.message_requests)} requests broke the Messages API's history rules:"]
             for r in bad:
-                lines.append(f"{r.describe()}: rule {r.history.kind}: {r.history.message}{_offending(r, r.history.message)}")
+                lines.append(
+                    f"{r.describe()}: rule {r.history.kind}: {r.history.message}{_offending(r, r.history.message)}"
+                )
             raise AssertionError("\n".join(lines))
 
     def assert_no_rejections(self) -> None:
@@ -248,7 +251,7 @@ class _Capture:
 
 
 @pytest.fixture
-def inspector_server():
+def inspector_server() -> Iterator[Callable[..., InspectorServer]]:
     """A factory of fake Messages API servers (stopped at the end of the test)::
 
     server = inspector_server("weather")              # or a scenario file's path, or recording="rec.jsonl"

@@ -94,7 +94,9 @@ async def test_step_turn_runs_the_tools_and_stops_at_the_turn_end() -> None:
         await wait_for(lambda: factory.last.controller.state == LoopState.PAUSED, 10, "the loop to pause")
         await flushed(app, 2)
         n = len(sse(app))
-        assert all(t.state == "succeeded" for t in app.live.tools.values()) and len(app.live.tools) == 4  # run_tests + 3 reads
+        assert (
+            all(t.state == "succeeded" for t in app.live.tools.values()) and len(app.live.tools) == 4
+        )  # run_tests + 3 reads
         await flushed(app, 3)
         assert len(sse(app)) == n  # and stays there
 
