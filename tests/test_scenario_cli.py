@@ -310,3 +310,26 @@ def test_from_recording_of_a_non_recording_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no streamed turn" in err
     assert main(["scenario", "from-recording", str(tmp_path / "missing.jsonl")]) == 2
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["scenarios"], ["scenario", "check", "WEATHER"], ["scenario", "new", "x"], ["scenario", "from-recording", "REC"]],
+)
+def test_scenario_commands_import_no_sdk_and_no_textual(argv, tmp_path):
+    import subprocess
+    import sys
+
+    from inspector.scenarios.bundled import BUNDLED_DIR
+
+    rec = tmp_path / "r.sse"
+    rec.write_bytes(render_turn(load_file(BUNDLED_DIR / "weather.yaml"), 0, 0).body)
+    argv = [str(BUNDLED_DIR / "weather.yaml") if a == "WEATHER" else str(rec) if a == "REC" else a for a in argv]
+    code = (
+        "import sys\nfrom inspector.cli import main\n"
+        f"rc = main({argv!r})\n"
+        "heavy = sorted(m for m in ('anthropic', 'textual', 'httpx2', 'uvicorn', 'starlette') if m in sys.modules)\n"
+        "print('HEAVY', rc, heavy, file=sys.stderr)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stderr.strip().splitlines()[-1] == "HEAVY 0 []", out.stderr
