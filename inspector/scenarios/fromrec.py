@@ -90,7 +90,8 @@ def _headers(attempt: RecordedAttempt) -> dict[str, str]:
 
 
 def _streamed(attempt: RecordedAttempt) -> bool:
-    return _status(attempt) in (200, None) and any(  # None: plain SSE text has no response linen == "message_start" for n, _ in _events_by_read(attempt)[0])
+    # status None: plain SSE text has no response line
+    return _status(attempt) in (200, None) and any(n == "message_start" for n, _ in _events_by_read(attempt)[0])
 
 
 def _sizes(pieces: list[str]) -> list[int]:
