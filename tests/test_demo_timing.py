@@ -12,6 +12,18 @@ from inspector.agent import observations as O
 from inspector.sessions.sources import scenario_session
 
 
+@pytest.fixture(autouse=True)
+def _no_threads(monkeypatch):
+    """The tools' real work (reading the small workspace files) runs inline, not in a worker thread: a thread's
+    real duration could otherwise race the virtual clock (which jumps when the event loop is idle)."""
+    from inspector.scenarios import model
+
+    async def inline(fn, *args):
+        return fn(*args)
+
+    monkeypatch.setattr(model, "run_sync", inline)
+
+
 async def _run_virtual(name: str, speed: float = 1.0):
     vt = VirtualTime()
     s = scenario_session(name, speed=speed, clock=vt.clock)

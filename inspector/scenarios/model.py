@@ -366,6 +366,15 @@ def simulated_spec(scenario: Scenario, tool: SimulatedTool, pacer: Any = None) -
     )
 
 
+async def _to_thread(fn: Any, *args: Any) -> Any:
+    return await asyncio.to_thread(fn, *args)
+
+
+# How a delayed built-in's sync function runs: in a worker thread. (Tests on a virtual clock swap in an inline runner
+# so that no real thread time can race the virtual clock.)
+run_sync = _to_thread
+
+
 def with_duration(scenario: Scenario, spec: ToolSpec, duration: Duration, pacer: Any = None) -> ToolSpec:
     """A built-in tool that takes ``duration`` more scenario seconds (waited before it runs) than its real work.
     A sync function then runs in a worker thread (``asyncio.to_thread`` copies the context: the cancel event stays
@@ -376,7 +385,7 @@ def with_duration(scenario: Scenario, spec: ToolSpec, duration: Duration, pacer:
         await _sleep(pacer, seconds_of(duration, _call_seed(scenario.name, scenario.seed, spec.name, args)))
         if inspect.iscoroutinefunction(inner):
             return await inner(args)
-        value = await asyncio.to_thread(inner, args)
+        value = await run_sync(inner, args)  # looked up at call time: tests may swap it
         return await value if inspect.isawaitable(value) else value
 
     return dataclasses.replace(spec, fn=fn, meta={**spec.meta, "duration": duration})
