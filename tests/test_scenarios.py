@@ -238,8 +238,9 @@ def test_scenario_validation():
 def test_parse_date_demo_shape():
     s = get_scenario("parse_date")
     t0 = expected_blocks(s, 0)
-    assert t0[0]["text"] == "I'll look at the parser, its tests and the changelog."
-    assert [b["input"]["path"] for b in t0[1:]] == ["src/dates.py", "tests/test_dates.py", "CHANGELOG.md"]
+    assert t0[0]["text"] == "I'll run the tests, then look at the parser, its tests and the changelog."
+    assert t0[1]["name"] == "run_tests" and t0[1]["input"] == {"select": "tests/test_dates.py"}
+    assert [b["input"]["path"] for b in t0[2:]] == ["src/dates.py", "tests/test_dates.py", "CHANGELOG.md"]
     assert expected_stop_reason(s, 0) == "tool_use" and expected_stop_reason(s, 1) == "end_turn"
     assert "```python" in expected_blocks(s, 1)[0]["text"]
     total = sum(render_turn(s, t).total_delay for t in range(2))
@@ -252,7 +253,7 @@ def test_parse_date_demo_shape():
         for n, d in events
         if n == "content_block_delta" and d["delta"]["type"] == "input_json_delta"
     ]
-    assert frags.count("") == 3
+    assert frags.count("") == 4
     assert all(1 <= len(f) <= 20 for f in frags if f)
     assert b"}  " in render_turn(s, 0).body or b"} \n" in render_turn(s, 0).body
 
@@ -370,7 +371,7 @@ def test_ids_look_real():
     msg_id = ev[0][1]["message"]["id"]
     assert msg_id.startswith("msg_01") and len(msg_id) == 28
     tool_ids = [d["content_block"]["id"] for n, d in ev if n == "content_block_start" and d["index"] > 0]
-    assert len(set(tool_ids)) == 3 and all(i.startswith("toolu_01") and len(i) == 30 for i in tool_ids)
+    assert len(set(tool_ids)) == 4 and all(i.startswith("toolu_01") and len(i) == 30 for i in tool_ids)
     # a retry is a new message with new ids
     assert render_turn_events(s, 0, 1)[0][1]["message"]["id"] != msg_id
 
@@ -812,7 +813,7 @@ async def test_request_recording():
     rec = server.requests[0]
     assert rec.method == "POST" and rec.path == "/v1/messages" and rec.body["stream"] is True
     assert rec.body["messages"][0]["content"] == s.prompt
-    assert [t["name"] for t in rec.body["tools"]] == ["read_file", "list_dir", "search_text"]
+    assert [t["name"] for t in rec.body["tools"]] == ["read_file", "list_dir", "search_text", "run_tests"]
     assert "scenario-no-key" in (rec.headers.get("x-api-key", "") + rec.headers.get("authorization", ""))
     assert rec.headers["x-stainless-retry-count"] == "0"
 
