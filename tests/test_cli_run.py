@@ -95,7 +95,7 @@ def test_run_headless_progress_lines(capsys):
     out, _ = capsys.readouterr()
     assert code == 0
     assert "turn 1" in out and "turn 2" in out and "turn 0" not in out
-    assert out.count("-> running") == 3 and out.count("-> succeeded") == 3
+    assert out.count("-> running") == 4 and out.count("-> succeeded") == 4  # parse_date: a test run + 3 reads
     assert "answer:" in out
     assert out.rstrip().splitlines()[-1].endswith("finished after 2 turns")
 

@@ -403,7 +403,7 @@ async def test_short_relay_key_with_a_recording(tmp_path):
         api_key=key,
         base_url="http://relay.local",
         workspace=tmp_path,
-        user_tools={t.name: t for t in sc.extra_tools},
+        user_tools=sc.resolve_tools(None),  # the scenario file's simulated get_weather
         record=record,
         http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(server.handler)),
     )

@@ -435,7 +435,7 @@ async def test_tool_execution_is_inferred_from_the_next_request(upstream, tmp_pa
             await client.close()
     assert first["status"] == second["status"] == again["status"] == 200
     tool_obs = [o for o in got if isinstance(o, O.ToolUse)]
-    assert [o.id for o in tool_obs] == [b["id"] for b in uses] and len(uses) == 3
+    assert [o.id for o in tool_obs] == [b["id"] for b in uses] and len(uses) == 4  # parse_date: run_tests + 3 reads
     inferred = [o for o in got if isinstance(o, ToolExecutionInferred)]
     assert [o.tool_use_id for o in inferred] == [b["id"] for b in uses]
     assert all(o.status == "result" and o.from_turn == 0 and o.turn == 1 for o in inferred)
@@ -455,7 +455,7 @@ async def test_tool_execution_is_inferred_from_the_next_request(upstream, tmp_pa
     ]
     rec = read_recording(record)
     lines = [o for o in rec.observations if o.get("type") == "tool_inferred"]
-    assert len(lines) == 3 and all(o["since_block_stop"] >= 0.2 for o in lines)
+    assert len(lines) == 4 and all(o["since_block_stop"] >= 0.2 for o in lines)
 
 
 # ----------------------------------------------------------------------------------------------- failures

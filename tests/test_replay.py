@@ -12,7 +12,7 @@ from test_scenarios import VirtualTime
 
 from inspector.agent import observations as O
 from inspector.record.recording import read_recording
-from inspector.scenarios.bundled import GET_WEATHER
+from inspector.scenarios.model import SimulatedTool
 from inspector.sessions.sources import replay_session, scenario_session
 
 
@@ -83,13 +83,13 @@ async def test_replay_of_an_idle_timeout(tmp_path):
 
 async def test_replay_does_not_execute_tools(tmp_path, monkeypatch):
     calls = []
-    original_fn = GET_WEATHER.fn
+    original = SimulatedTool.outcome  # the weather tool is a simulated tool of the scenario file
 
-    def counting(args):
+    def counting(self, args):
         calls.append(args)
-        return original_fn(args)
+        return original(self, args)
 
-    monkeypatch.setattr(GET_WEATHER, "fn", counting)
+    monkeypatch.setattr(SimulatedTool, "outcome", counting)
     path = tmp_path / "weather.jsonl"
     s, original, obs1, r, replayed, obs2 = await record_and_replay("weather", path)
     assert len(calls) == 1  # the original run executed the tool once; the replay did not

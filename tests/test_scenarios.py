@@ -238,8 +238,9 @@ def test_scenario_validation():
 def test_parse_date_demo_shape():
     s = get_scenario("parse_date")
     t0 = expected_blocks(s, 0)
-    assert t0[0]["text"] == "I'll look at the parser, its tests and the changelog."
-    assert [b["input"]["path"] for b in t0[1:]] == ["src/dates.py", "tests/test_dates.py", "CHANGELOG.md"]
+    assert t0[0]["text"] == "I'll run the tests, then look at the parser, its tests and the changelog."
+    assert t0[1]["name"] == "run_tests" and t0[1]["input"] == {"select": "tests/test_dates.py"}
+    assert [b["input"]["path"] for b in t0[2:]] == ["src/dates.py", "tests/test_dates.py", "CHANGELOG.md"]
     assert expected_stop_reason(s, 0) == "tool_use" and expected_stop_reason(s, 1) == "end_turn"
     assert "```python" in expected_blocks(s, 1)[0]["text"]
     total = sum(render_turn(s, t).total_delay for t in range(2))
@@ -252,7 +253,7 @@ def test_parse_date_demo_shape():
         for n, d in events
         if n == "content_block_delta" and d["delta"]["type"] == "input_json_delta"
     ]
-    assert frags.count("") == 3
+    assert frags.count("") == 4
     assert all(1 <= len(f) <= 20 for f in frags if f)
     assert b"}  " in render_turn(s, 0).body or b"} \n" in render_turn(s, 0).body
 
@@ -291,21 +292,24 @@ def test_resolve_tools_extra_and_timeouts():
     specs = hangs.resolve_tools(hangs.workspace_path)
     assert list(specs) == ["read_file", "wait_for_ci"]
     assert specs["wait_for_ci"].timeout == 1.5
-    assert get_scenario("tool_hangs").extra_tools[0].timeout is None  # the shared spec is untouched
+    assert get_scenario("tool_hangs").simulated_tools[0].hang is True
     weather = get_scenario("weather").resolve_tools(None)
     assert list(weather) == ["get_weather"]
-    assert weather["get_weather"].fn({"location": "Paris, France"})["temperature"] == 18
+    assert asyncio.run(weather["get_weather"].fn({"location": "Paris, France"}))["temperature"] == 18
+    assert asyncio.run(weather["get_weather"].fn({"location": "Oslo, Norway"}))["temperature"] == 20
     params = get_scenario("invalid_json").request_params()
     assert params["tools"][0]["eager_input_streaming"] is True
     assert get_scenario("thinking").request_params()["thinking"]["budget_tokens"] == 2048
 
 
-def test_extra_tools_behave():
-    with pytest.raises(RuntimeError):
-        get_scenario("tool_raises").extra_tools[0].fn({})
+def test_simulated_tools_behave():
+    raises = get_scenario("tool_raises")
+    with pytest.raises(RuntimeError, match="pytest could not start"):
+        asyncio.run(raises.resolve_tools(raises.workspace_path)["run_tests"].fn({}))
 
     async def go():
-        fn = get_scenario("tool_hangs").extra_tools[0].fn
+        hangs = get_scenario("tool_hangs")
+        fn = hangs.resolve_tools(hangs.workspace_path)["wait_for_ci"].fn
         task = asyncio.ensure_future(fn({"branch": "main"}))
         for _ in range(200):  # many event-loop turns, no timer: the tool never answers
             await asyncio.sleep(0)
@@ -367,7 +371,7 @@ def test_ids_look_real():
     msg_id = ev[0][1]["message"]["id"]
     assert msg_id.startswith("msg_01") and len(msg_id) == 28
     tool_ids = [d["content_block"]["id"] for n, d in ev if n == "content_block_start" and d["index"] > 0]
-    assert len(set(tool_ids)) == 3 and all(i.startswith("toolu_01") and len(i) == 30 for i in tool_ids)
+    assert len(set(tool_ids)) == 4 and all(i.startswith("toolu_01") and len(i) == 30 for i in tool_ids)
     # a retry is a new message with new ids
     assert render_turn_events(s, 0, 1)[0][1]["message"]["id"] != msg_id
 
@@ -809,7 +813,7 @@ async def test_request_recording():
     rec = server.requests[0]
     assert rec.method == "POST" and rec.path == "/v1/messages" and rec.body["stream"] is True
     assert rec.body["messages"][0]["content"] == s.prompt
-    assert [t["name"] for t in rec.body["tools"]] == ["read_file", "list_dir", "search_text"]
+    assert [t["name"] for t in rec.body["tools"]] == ["read_file", "list_dir", "search_text", "run_tests"]
     assert "scenario-no-key" in (rec.headers.get("x-api-key", "") + rec.headers.get("authorization", ""))
     assert rec.headers["x-stainless-retry-count"] == "0"
 
@@ -1068,4 +1072,4 @@ async def test_pacer_sleep_is_cancellable():
 
 
 def test_toolspec_import_is_the_shared_one():
-    assert isinstance(get_scenario("weather").extra_tools[0], ToolSpec)
+    assert isinstance(get_scenario("weather").resolve_tools(None)["get_weather"], ToolSpec)

@@ -15,7 +15,7 @@ from inspector.agent.pacing import parse_speed
 from inspector.cli.common import EXIT_CANCELLED, EXIT_FAIL, EXIT_OK
 from inspector.cli.common import err as _err
 from inspector.cli.common import interactive as _interactive
-from inspector.core.errors import SourceError, UsageError
+from inspector.core.errors import InspectorError, SourceError, UsageError
 
 
 def add_parser(sub: Any) -> None:
@@ -110,10 +110,12 @@ def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[...,
     name = getattr(args, "scenario", None) or sources.DEFAULT_SCENARIO
     if getattr(args, "prompt", None):
         raise UsageError("a prompt goes with --model; scenarios have their own")
-    from inspector.scenarios.bundled import SCENARIOS
+    from inspector.scenarios.bundled import get_scenario
 
-    if name not in SCENARIOS:  # before any UI starts
-        raise UsageError(f"unknown scenario {name!r}; `inspector scenarios` lists them: {', '.join(SCENARIOS)}")
+    try:  # a bundled name or a scenario file, checked before any UI starts
+        get_scenario(name)
+    except InspectorError as e:
+        raise UsageError(str(e)) from None
     speed = args.speed if getattr(args, "speed", None) is not None else (1.0 if tui else math.inf)
 
     def scenario(**kw: Any):

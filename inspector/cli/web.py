@@ -9,7 +9,7 @@ import argparse
 from typing import Any
 
 from inspector.cli.common import EXIT_OK
-from inspector.core.errors import UnknownScenario, UsageError
+from inspector.core.errors import UsageError
 
 
 def add_parser(sub: Any) -> None:
@@ -26,12 +26,9 @@ def check_args(args: argparse.Namespace) -> None:
     from inspector.net.server import bind_socket, port_problem
 
     if args.scenario is not None:
-        from inspector.scenarios.bundled import SCENARIOS
+        from inspector.scenarios.bundled import get_scenario
 
-        if args.scenario not in SCENARIOS:
-            raise UnknownScenario(
-                f"unknown scenario {args.scenario!r}; `inspector scenarios` lists them: {', '.join(SCENARIOS)}"
-            )
+        get_scenario(args.scenario)  # a bundled name or a scenario file (UnknownScenario / a file's one-line error)
     problem = port_problem(args.port)
     if problem:
         raise UsageError(problem)

@@ -45,7 +45,7 @@ import orjson
 
 from inspector.agent.history import history_violation
 from inspector.agent.pacing import Pacer
-from inspector.core.errors import FaultError, UnknownScenario
+from inspector.core.errors import FaultError
 from inspector.net.faults import (
     FAULT_HEADER,
     FAULTS,
@@ -64,7 +64,7 @@ from inspector.net.recorded import (
     request_diff,
 )
 from inspector.net.server import Closable, ConnectionDrop, _race, guarded_h11, install_log_filter
-from inspector.scenarios.bundled import DEFAULT_SCENARIO, SCENARIOS
+from inspector.scenarios.bundled import DEFAULT_SCENARIO, SCENARIOS, get_scenario
 from inspector.scenarios.model import (
     Scenario,
 )
@@ -197,8 +197,10 @@ class ServeApp(Closable):
         if isinstance(scenario, Scenario):
             self.scenarios[scenario.name] = scenario
             scenario = scenario.name
-        if scenario not in self.scenarios:
-            raise UnknownScenario(f"unknown scenario {scenario!r}; available: {', '.join(self.scenarios)}")
+        if scenario not in self.scenarios:  # a scenario file (the per-request header takes names only)
+            loaded = get_scenario(scenario)
+            self.scenarios[loaded.name] = loaded
+            scenario = loaded.name
         if max_body < 1 or history < 1:
             raise ValueError("max_body and history must be >= 1")
         self.default_scenario = scenario

@@ -5,6 +5,9 @@
     server = ScenarioServer(get_scenario("parse_date"), Pacer(2.0))
     client = make_client(server)
 
+Scenarios are files (docs/scenario-format.md): ``load(name_or_path)`` gives a bundled scenario by name or the
+scenario file at a path (the same as ``get_scenario``).
+
 Names are imported on first use (PEP 562), so `inspector scenarios` lists the scenarios without importing the SDK.
 """
 
@@ -14,7 +17,8 @@ import importlib
 from typing import Any
 
 _HOMES = {
-    "bundled": ("DEFAULT_SCENARIO", "SCENARIOS", "describe", "get_scenario"),
+    "bundled": ("DEFAULT_SCENARIO", "SCENARIOS", "describe", "get_scenario", "is_scenario_path", "load"),
+    "fileformat": ("Problem", "ScenarioFileError", "check_file", "dump_scenario", "load_file"),
     "model": (
         "Block",
         "DropAfter",
@@ -27,8 +31,10 @@ _HOMES = {
         "RedactedThinkingBlock",
         "Scenario",
         "ServerToolUseBlock",
+        "SimulatedTool",
         "Sizes",
         "StallWithPings",
+        "ToolCase",
         "TextBlock",
         "ThinkingBlock",
         "ToolUseBlock",

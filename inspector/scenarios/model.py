@@ -8,7 +8,11 @@ blocks, its pacing (how the bytes are timed and chunked) and its faults (what go
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import inspect
+import json
+import random
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -139,6 +143,10 @@ class Pacing:
     header_share: float = 0.75  # share of ttfb spent before the response headers
     block_pause: float = 0.0  # extra pause before each content_block_start ("the model is thinking")
     proxy_buffer: int | None = None  # a buffering proxy: bytes are released in chunks of >= N bytes, rest at EOF
+    # Exact reads (from a recording): events per read, in order (then events_per_read), and each read's delay in
+    # scenario seconds (replacing the gaps summed over its events; then the computed gaps).
+    read_events: tuple[int, ...] | None = None
+    read_delays: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.line_ending not in ("\n", "\r\n", "\r"):
@@ -147,6 +155,10 @@ class Pacing:
             raise ValueError("events_per_read must be >= 1")
         if not 0 <= self.jitter <= 1:
             raise ValueError("jitter must be in [0, 1]")
+        if self.read_events is not None and any(n < 1 for n in self.read_events):
+            raise ValueError("read_events must be >= 1 each")
+        if self.read_delays is not None and any(d < 0 for d in self.read_delays):
+            raise ValueError("read_delays must be >= 0 each")
 
 
 # --- faults ----------------------------------------------------------------------------------------------------
@@ -263,6 +275,7 @@ class TurnScript:
     pacing: Pacing = field(default_factory=Pacing)
     faults: list[Fault] = field(default_factory=list)
     http_errors: list[HttpError] = field(default_factory=list)
+    message_id: str | None = None  # None: a seeded msg_01... id
 
     def faults_for(self, attempt: int) -> list[Fault]:
         return [f for f in self.faults if f.attempts is None or attempt in f.attempts]
@@ -272,6 +285,122 @@ class TurnScript:
 
     def tool_blocks(self) -> list[tuple[int, ToolUseBlock]]:
         return [(i, b) for i, b in enumerate(self.blocks) if isinstance(b, ToolUseBlock)]
+
+
+# --- simulated tools -------------------------------------------------------------------------------------------
+# A duration: fixed scenario seconds, or (lo, hi): seeded per call (scenario seed + tool name + input).
+Duration = Union[float, tuple[float, float]]
+
+
+@dataclass(slots=True)
+class ToolCase:
+    """What a simulated tool does for calls whose input contains every key/value of ``input``."""
+
+    input: dict
+    result: Any = None
+    error: str | None = None
+    hang: bool = False
+    duration: Duration | None = None  # None: the tool's
+
+
+@dataclass(slots=True)
+class SimulatedTool:
+    """A scenario tool that is not run but simulated: after ``duration`` (scaled by the pacer) the call gets
+    ``result`` (a string, or any JSON value), fails with ``error`` (an is_error result) or never returns
+    (``hang``: only its timeout ends it). ``cases`` override that for matching inputs (first match wins)."""
+
+    name: str
+    description: str = ""
+    input_schema: dict = field(default_factory=lambda: {"type": "object"})
+    result: Any = "ok"
+    error: str | None = None
+    hang: bool = False
+    duration: Duration = 0.0
+    concurrency_safe: bool = True
+    timeout: float | None = None
+    cases: list[ToolCase] = field(default_factory=list)
+
+    def outcome(self, args: dict) -> tuple[Any, str | None, bool, Duration]:
+        """(result, error, hang, duration) for a call with input ``args``."""
+        for case in self.cases:
+            if all(k in args and args[k] == v for k, v in case.input.items()):
+                return (
+                    case.result,
+                    case.error,
+                    case.hang,
+                    self.duration if case.duration is None else case.duration,
+                )
+        return self.result, self.error, self.hang, self.duration
+
+
+def seconds_of(duration: Duration, seed: str) -> float:
+    """A duration in scenario seconds: fixed, or drawn in [lo, hi] by a RNG seeded with ``seed``."""
+    if isinstance(duration, tuple):
+        lo, hi = duration
+        return random.Random(seed).uniform(lo, hi)
+    return float(duration)
+
+
+def _call_seed(scenario_name: str, seed: int, tool: str, args: dict) -> str:
+    return f"tool/{scenario_name}/{seed}/{tool}/{json.dumps(args, sort_keys=True, default=str)}"
+
+
+def simulated_spec(scenario: Scenario, tool: SimulatedTool, pacer: Any = None) -> ToolSpec:
+    """The ToolSpec of a simulated tool: sleeps its duration on ``pacer`` (None: real seconds), then answers."""
+
+    async def fn(args: dict) -> Any:
+        result, error, hang, duration = tool.outcome(args)
+        seconds = seconds_of(duration, _call_seed(scenario.name, scenario.seed, tool.name, args))
+        await _sleep(pacer, seconds)
+        if hang:
+            await asyncio.Event().wait()
+        if error is not None:
+            raise RuntimeError(error)
+        return result
+
+    return ToolSpec(
+        name=tool.name,
+        description=tool.description,
+        input_schema=tool.input_schema,
+        fn=fn,
+        concurrency_safe=tool.concurrency_safe,
+        timeout=tool.timeout,
+        meta={"simulated": True},
+    )
+
+
+async def _to_thread(fn: Any, *args: Any) -> Any:
+    return await asyncio.to_thread(fn, *args)
+
+
+# How a delayed built-in's sync function runs: in a worker thread. (Tests on a virtual clock swap in an inline runner
+# so that no real thread time can race the virtual clock.)
+run_sync = _to_thread
+
+
+def with_duration(scenario: Scenario, spec: ToolSpec, duration: Duration, pacer: Any = None) -> ToolSpec:
+    """A built-in tool that takes ``duration`` more scenario seconds (waited before it runs) than its real work.
+    A sync function then runs in a worker thread (``asyncio.to_thread`` copies the context: the cancel event stays
+    visible to it)."""
+    inner = spec.fn
+
+    async def fn(args: dict) -> Any:
+        await _sleep(pacer, seconds_of(duration, _call_seed(scenario.name, scenario.seed, spec.name, args)))
+        if inspect.iscoroutinefunction(inner):
+            return await inner(args)
+        value = await run_sync(inner, args)  # looked up at call time: tests may swap it
+        return await value if inspect.isawaitable(value) else value
+
+    return dataclasses.replace(spec, fn=fn, meta={**spec.meta, "duration": duration})
+
+
+async def _sleep(pacer: Any, seconds: float) -> None:
+    if seconds <= 0:
+        return
+    if pacer is None:
+        await asyncio.sleep(seconds)
+    else:
+        await pacer.sleep(seconds)
 
 
 # --- scenario --------------------------------------------------------------------------------------------------
@@ -297,6 +426,9 @@ class Scenario:
     thinking_budget: int | None = None  # extended thinking: {"type": "enabled", "budget_tokens": N}
     idle_timeout: float | None = None  # seconds without a content event before the harness gives up on a stream
     expected: dict[str, Any] = field(default_factory=dict)  # what a headless run should end in
+    simulated_tools: list[SimulatedTool] = field(default_factory=list)  # scripted tools (scenario files)
+    tool_durations: dict[str, Duration] = field(default_factory=dict)  # extra scenario seconds per built-in tool
+    source_path: str | None = None  # the scenario file it was loaded from, if any
 
     def __post_init__(self) -> None:
         if not self.description or "\n" in self.description:
@@ -309,6 +441,14 @@ class Scenario:
         if unknown:
             raise ValueError(f"scenario {self.name!r}: unknown built-in tools {unknown}")
         offered = self.tool_names()
+        twice = sorted({n for n in offered if offered.count(n) > 1})
+        if twice:
+            raise ValueError(f"scenario {self.name!r}: tools offered twice: {twice}")
+        not_builtin = [n for n in self.tool_durations if n not in self.tools]
+        if not_builtin:
+            raise ValueError(
+                f"scenario {self.name!r}: tool_durations for tools that are not offered built-ins: {not_builtin}"
+            )
         for ti, turn in enumerate(self.turns):
             for bi, block in turn.tool_blocks():
                 if block.name not in offered:
@@ -320,7 +460,7 @@ class Scenario:
             raise ValueError(f"scenario {self.name!r}: no workspace folder {self.workspace!r} in {WORKSPACES_DIR}")
 
     def tool_names(self) -> list[str]:
-        return list(self.tools) + [t.name for t in self.extra_tools]
+        return list(self.tools) + [t.name for t in self.extra_tools] + [t.name for t in self.simulated_tools]
 
     @property
     def workspace_path(self) -> Path | None:
@@ -342,18 +482,26 @@ class Scenario:
         """Where tools should run: a temp copy when ``workspace_copy`` else the bundled folder."""
         return self.copy_workspace(dest_parent) if self.workspace_copy else self.workspace_path
 
-    def resolve_tools(self, root: str | Path | None) -> dict[str, ToolSpec]:
+    def resolve_tools(self, root: str | Path | None, pacer: Any = None) -> dict[str, ToolSpec]:
         """The ToolSpecs this scenario offers, by name, in request order, with ``tool_timeouts`` applied.
-        Built-in tools come from ``inspector.agent.toolbox.builtin.builtin_tools(root, allow_write=...)``."""
+        Built-in tools come from ``inspector.agent.toolbox.builtin.builtin_tools(root, allow_write=...)``, slowed
+        down by ``tool_durations``; simulated tools wait their durations. Both sleep on ``pacer`` (an
+        ``inspector.agent.pacing.Pacer``; None: real seconds)."""
         specs: dict[str, ToolSpec] = {}
         if self.tools:
             from inspector.agent.toolbox.builtin import builtin_tools  # lazy: written in parallel, optional here
 
-            available = builtin_tools(root, allow_write=self.allow_write)
+            if root is None:
+                raise ValueError(f"scenario {self.name!r}: built-in tools {self.tools} need a workspace")
+            available = builtin_tools(Path(root), allow_write=self.allow_write)
             for name in self.tools:
                 specs[name] = available[name]
+                if name in self.tool_durations:
+                    specs[name] = with_duration(self, specs[name], self.tool_durations[name], pacer)
         for spec in self.extra_tools:
             specs[spec.name] = spec
+        for sim in self.simulated_tools:
+            specs[sim.name] = simulated_spec(self, sim, pacer)
         for name, timeout in self.tool_timeouts.items():
             if name in specs:
                 specs[name] = dataclasses.replace(specs[name], timeout=timeout)
@@ -371,11 +519,13 @@ class Scenario:
                 d = tool_specs[name].definition()
             else:
                 spec = next((t for t in self.extra_tools if t.name == name), None)
-                d = (
-                    spec.definition()
-                    if spec
-                    else {"name": name, "description": f"built-in {name}", "input_schema": {"type": "object"}}
-                )
+                sim = next((t for t in self.simulated_tools if t.name == name), None)
+                if spec is not None:
+                    d = spec.definition()
+                elif sim is not None:
+                    d = {"name": sim.name, "description": sim.description, "input_schema": sim.input_schema}
+                else:
+                    d = {"name": name, "description": f"built-in {name}", "input_schema": {"type": "object"}}
             if self.eager_input_streaming:
                 d = {**d, "eager_input_streaming": True}
             tools.append(d)

@@ -138,6 +138,8 @@ def _ids_for(scenario: Scenario, turn_index: int, attempt: int) -> tuple[str, li
     turn = scenario.turns[turn_index]
     rng = _rng("ids", scenario, turn_index, attempt)
     msg_id = _id(rng, "msg_01")
+    if turn.message_id is not None:
+        msg_id = turn.message_id
     ids: list[str | None] = []
     for block in turn.blocks:
         if isinstance(block, ToolUseBlock):
@@ -407,9 +409,12 @@ def render_turn(scenario: Scenario, turn_index: int, attempt: int = 0) -> Respon
             flush()
             continue
         group.append(ev)
-        if len(group) >= p.events_per_read:
+        if len(group) >= _events_in_read(p, len(reads)):
             flush()
     flush()
+    if p.read_delays:
+        for r, delay in zip(reads, p.read_delays):
+            r.delay = delay
     partial_len = 0
     if cut_event is not None:
         partial = _serialize(cut_event, p, frng)[:cut_bytes]
@@ -433,6 +438,12 @@ def render_turn(scenario: Scenario, turn_index: int, attempt: int = 0) -> Respon
     }
     events = [(e.name, {"type": "ping"} if e.data is None else e.data) for e in evs]
     return ResponsePlan(200, headers, reads, end, p.ttfb * p.header_share, events, turn_index, attempt)
+
+
+def _events_in_read(p: Pacing, read_no: int) -> int:
+    if p.read_events and read_no < len(p.read_events):
+        return p.read_events[read_no]
+    return p.events_per_read
 
 
 SPLIT_STEP = 0.004  # scenario seconds between the pieces of one split read (< timing.BURST_GAP: a burst stays one)
@@ -559,4 +570,4 @@ def expected_blocks(scenario: Scenario, turn_index: int, attempt: int = 0) -> li
 
 def expected_stop_reason(scenario: Scenario, turn_index: int, attempt: int = 0) -> str | None:
     evs = _protocol_events(scenario, turn_index, attempt)
-    return next(e.data["delta"]["stop_reason"] for e in evs if e.name == "message_delta")
+    return next((e.data or {})["delta"]["stop_reason"] for e in evs if e.name == "message_delta")

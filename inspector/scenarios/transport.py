@@ -195,7 +195,8 @@ class ScenarioServer:
             return self._reject(rec, 400, "invalid_request_error", "messages: Field required")
         if body.get("stream") is not True:
             return self._reject(rec, 400, "invalid_request_error", "the scenario server only serves stream: true")
-        turn = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
+        listed: list = messages if isinstance(messages, list) else []
+        turn = sum(1 for m in listed if isinstance(m, dict) and m.get("role") == "assistant")
         if turn >= len(self.scenario.turns):
             return self._reject(
                 rec,

@@ -12,19 +12,20 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import anthropic
-import httpx2
+from typing import TYPE_CHECKING, Any
 
 from inspector.agent import observations as O
-from inspector.agent.loop import AgentLoop, LoopConfig, LoopController, LoopResult
 from inspector.agent.pacing import Pacer
 from inspector.agent.toolbox.spec import ToolSpec
 from inspector.core.errors import SourceError, UnknownScenario
 from inspector.record.recorder import Recorder
 from inspector.record.recording import Recording
 from inspector.scenarios.bundled import DEFAULT_SCENARIO
+
+if TYPE_CHECKING:  # the SDK (about 1 s of CPU to import) is imported by the factories, when a session is built
+    import httpx2
+
+    from inspector.agent.loop import AgentLoop, LoopController, LoopResult
 
 log = logging.getLogger("inspector.sessions")
 
@@ -92,6 +93,8 @@ def scenario_session(
     seed: int | None = None,
 ) -> Session:
     """A built-in scripted scenario, served in process through the real SDK (no network, no key)."""
+
+    from inspector.agent.loop import AgentLoop, LoopConfig
     from inspector.scenarios.bundled import get_scenario
     from inspector.scenarios.transport import ScenarioServer, make_client
 
@@ -110,7 +113,7 @@ def scenario_session(
     cleanups: list[Callable[[], None]] = []
     if scenario.workspace_copy and root is not None:
         cleanups.append(lambda: shutil.rmtree(root.parent, ignore_errors=True))
-    tools = scenario.resolve_tools(root)
+    tools = scenario.resolve_tools(root, pacer=pacer)  # simulated tool durations follow the speed
     params = scenario.request_params(tools)
     extra = {k: v for k, v in params.items() if k in ("thinking",)}
     config = LoopConfig(
@@ -164,6 +167,9 @@ def api_session(
     http_client: httpx2.AsyncClient | None = None,
 ) -> Session:
     """The real Messages API (or a relay via base_url), with built-in tools over a workspace and user tools."""
+    import anthropic
+
+    from inspector.agent.loop import AgentLoop, LoopConfig
     from inspector.agent.toolbox.builtin import builtin_tools
 
     key = require_api_key(api_key)
@@ -221,6 +227,10 @@ def replay_session(
     label: str | None = None,
 ) -> Session:
     """A recording through the same pipeline: recorded reads with their timing, recorded tool results."""
+    import anthropic
+    import httpx2
+
+    from inspector.agent.loop import AgentLoop, LoopConfig
     from inspector.record.replay import ReplayServer, failed_try, recorded_tools, sdk_max_retries
 
     if not isinstance(recording, Recording):

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import importlib
+import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
@@ -76,6 +78,8 @@ class SessionLike(Protocol):
 
 SessionFactory = Callable[..., SessionLike]
 
+# what building a session imports (the SDK and the loop): loaded in a worker thread after the first frame
+SESSION_MODULES = ("anthropic", "httpx2", "inspector.agent.loop", "inspector.scenarios.transport")
 STEP_UNITS = ("event", "block", "turn")
 CONTROLS = ("pause", "step", "cancel", "faster", "slower")
 CONTROL_ACTIONS = {"toggle_pause": "pause", "step": "step", "cancel": "cancel", "faster": "faster", "slower": "slower"}
@@ -346,10 +350,31 @@ class InspectorApp(App[int]):
         self.events_view.focus()
         if self._initial_cursor is not None:
             self.set_cursor(self._initial_cursor)
+        self.show()
         if self.session_factory is not None and self.autostart:
-            self.start_session()
-        else:
-            self.show()
+            if "anthropic" in sys.modules:
+                self.start_session()
+            else:  # the first frame first: the SDK (about a second of CPU) is imported off the UI thread
+                self.note = "starting…"
+                self.run_worker(
+                    self._import_then_start,
+                    thread=True,
+                    group="startup",
+                    name="startup",
+                    description="import the SDK",
+                    exit_on_error=False,
+                )
+
+    def _import_then_start(self) -> None:
+        """(Worker thread) import the modules a session needs, then start it on the app's loop."""
+        for module in SESSION_MODULES:
+            importlib.import_module(module)
+        self.call_from_thread(self._started_after_import)
+
+    def _started_after_import(self) -> None:
+        if self.note == "starting…":
+            self.note = ""
+        self.start_session()
 
     # ------------------------------------------------------------------------------------------------ session
     def start_session(self) -> bool:

@@ -49,7 +49,7 @@ async def test_the_whole_scenario_reaches_every_pane() -> None:
         await flushed(app)
         s = app.live
         assert s.status.loop_state == LoopState.FINISHED and s.status.events == len(sse(app)) > 50
-        assert len(s.tools) == 3 and all(t.state == "succeeded" for t in s.tools.values())
+        assert len(s.tools) == 4 and all(t.state == "succeeded" for t in s.tools.values())  # run_tests + 3 reads
         assert app.events_view.row_count == len(s.events)
         assert app.tools_view.row_count >= 4 and app.blocks_view.row_count > 10
         assert [i[0] for i in s.transcript][:2] == ["turn", "text"]
@@ -94,7 +94,9 @@ async def test_step_turn_runs_the_tools_and_stops_at_the_turn_end() -> None:
         await wait_for(lambda: factory.last.controller.state == LoopState.PAUSED, 10, "the loop to pause")
         await flushed(app, 2)
         n = len(sse(app))
-        assert all(t.state == "succeeded" for t in app.live.tools.values()) and len(app.live.tools) == 3
+        assert (
+            all(t.state == "succeeded" for t in app.live.tools.values()) and len(app.live.tools) == 4
+        )  # run_tests + 3 reads
         await flushed(app, 3)
         assert len(sse(app)) == n  # and stays there
 

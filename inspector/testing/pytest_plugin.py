@@ -1,0 +1,269 @@
+"""A pytest plugin for harness developers: a fake Anthropic Messages API per test (``inspector serve`` in process).
+
+Installed with the package (entry point ``pytest11``), it adds the ``inspector_server`` fixture, a factory::
+
+    def test_my_harness(inspector_server):
+        server = inspector_server("weather")                  # a bundled scenario, a scenario file's path,
+        # inspector_server(recording="session.jsonl")         # a recording (replayed as a scenario)
+        # inspector_server("parse_date", faults="relay_buffer,http_429")
+        run_my_harness(base_url=server.base_url, api_key="test")
+        server.assert_valid_histories()                       # every request kept the API's history rules
+        assert [r.turn for r in server.requests] == [0, 1]
+
+Each server listens on an ephemeral 127.0.0.1 port and stops at the end of the test. ``server.requests`` lists
+every request: its body, turn, attempt, status, the history check's result, and what the server answered.
+Failures name the request, the rule and the offending message.
+
+Nothing heavy is imported until a test asks for a server (uvicorn and starlette are the package's dependencies).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import math
+import re
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+__all__ = ["InspectorServer", "ServedRequest", "inspector_server"]
+
+_SECRET_HEADERS = frozenset({"x-api-key", "authorization", "cookie", "proxy-authorization"})
+_CURRENT: contextvars.ContextVar[ServedRequest | None] = contextvars.ContextVar("inspector_served", default=None)
+
+
+@dataclass
+class ServedRequest:
+    """One request the server received (0-based ``index``, ``turn`` and ``attempt``, as in recordings)."""
+
+    index: int
+    method: str
+    path: str
+    headers: dict[str, str]  # credentials removed
+    body: Any  # the parsed JSON body (None if it was not JSON)
+    raw_body: bytes = b""
+    status: int | None = None
+    turn: int | None = None
+    attempt: int | None = None
+    stream: bool | None = None
+    end: str | None = None  # eof | drop | hang | disconnected
+    rejected: str | None = None  # the 4xx/5xx message the server answered instead of the scenario
+    history: Any = None  # inspector.agent.history.Violation, or None when the messages keep the rules
+    exchange: Any = field(default=None, repr=False)  # inspector.net.serve.Exchange
+
+    @property
+    def messages(self) -> list:
+        msgs = self.body.get("messages") if isinstance(self.body, dict) else None
+        return msgs if isinstance(msgs, list) else []
+
+    def describe(self) -> str:
+        where = f"turn {self.turn + 1} attempt {(self.attempt or 0) + 1}, " if self.turn is not None else ""
+        return f"request {self.index + 1} ({self.method} {self.path}, {where}status {self.status})"
+
+
+def _offending(req: ServedRequest, message: str) -> str:
+    m = re.search(r"messages\.(\d+)", message)
+    if m is None:
+        return ""
+    i = int(m.group(1))
+    if not 0 <= i < len(req.messages):
+        return f"\n  offending message: messages[{i}] (missing: the request has {len(req.messages)} messages)"
+    text = json.dumps(req.messages[i], ensure_ascii=False, default=str)
+    if len(text) > 600:
+        text = text[:597] + "..."
+    return f"\n  offending message: messages[{i}] = {text}"
+
+
+class InspectorServer:
+    """A running fake API: ``base_url``, ``requests``, ``reset()`` and assertion helpers."""
+
+    def __init__(
+        self,
+        scenario: Any = None,
+        *,
+        recording: str | Path | None = None,
+        faults: Any = None,
+        speed: float = math.inf,
+        validate_history: bool = True,
+    ) -> None:
+        from inspector.net.serve import ServeApp
+        from inspector.net.server import BackgroundServer
+        from inspector.scenarios.bundled import DEFAULT_SCENARIO, get_scenario
+
+        if recording is not None:
+            if scenario is not None:
+                raise ValueError("inspector_server: give a scenario or a recording, not both")
+            from inspector.record.har import load_any
+            from inspector.scenarios.fromrec import scenario_from_recording
+
+            sc = scenario_from_recording(load_any(recording), name=Path(recording).stem or "recording")
+        elif scenario is None:
+            sc = get_scenario(DEFAULT_SCENARIO)
+        elif isinstance(scenario, (str, Path)):
+            sc = get_scenario(scenario)
+        else:
+            sc = scenario  # a Scenario object
+        self.scenario = sc
+        self._lock = threading.Lock()
+        self._requests: list[ServedRequest] = []
+        self.app = ServeApp(sc, faults, speed=speed, validate_history=validate_history, on_exchange=self._on_exchange)
+        self._server = BackgroundServer(_Capture(self, self.app))
+        self._server.start()
+
+    # --- plumbing -------------------------------------------------------------------------------------------------
+    def _begin(self, scope: dict, body: bytes) -> ServedRequest:
+        from inspector.agent.history import history_violation
+
+        headers = {
+            k.decode("latin-1").lower(): v.decode("latin-1")
+            for k, v in scope.get("headers", [])
+            if k.decode("latin-1").lower() not in _SECRET_HEADERS
+        }
+        try:
+            parsed = json.loads(body) if body else None
+        except ValueError:
+            parsed = None
+        with self._lock:
+            req = ServedRequest(len(self._requests), scope.get("method", "?"), scope.get("path", "?"), headers, parsed)
+            req.raw_body = body
+            if scope.get("path") == "/v1/messages" and isinstance(parsed, dict):
+                req.history = history_violation(parsed.get("messages"))
+            self._requests.append(req)
+        return req
+
+    def _on_exchange(self, ex: Any) -> None:
+        req = _CURRENT.get()
+        if req is None:
+            return
+        req.exchange = ex
+        req.status, req.turn, req.attempt = ex.status, ex.turn, ex.attempt
+        req.stream, req.end, req.rejected = ex.stream, ex.end, ex.rejected
+
+    # --- the API --------------------------------------------------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT``: give it to the SDK (``base_url=``) or as ANTHROPIC_BASE_URL."""
+        return self._server.base_url
+
+    @property
+    def requests(self) -> list[ServedRequest]:
+        """Every request so far (Messages API calls and others), in arrival order."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def message_requests(self) -> list[ServedRequest]:
+        return [r for r in self.requests if r.path == "/v1/messages"]
+
+    def reset(self) -> None:
+        """Forget the requests and the attempt counters: the next request is attempt 0 of its turn again."""
+        with self._lock:
+            self._requests.clear()
+        self.app.attempts.clear()
+
+    def assert_valid_histories(self) -> None:
+        """Every Messages request kept the API's history rules (tool_use / tool_result pairing, roles...)."""
+        __tracebackhide__ = True
+        bad = [r for r in self.message_requests if r.history is not None]
+        if bad:
+            lines = [f"{len(bad)} of {len(self.message_requests)} requests broke the Messages API's history rules:"]
+            for r in bad:
+                lines.append(
+                    f"{r.describe()}: rule {r.history.kind}: {r.history.message}{_offending(r, r.history.message)}"
+                )
+            raise AssertionError("\n".join(lines))
+
+    def assert_no_rejections(self) -> None:
+        """The server answered every request from the scenario (no 4xx from a malformed or out-of-script request)."""
+        __tracebackhide__ = True
+        bad = [r for r in self.requests if r.rejected]
+        if bad:
+            raise AssertionError(
+                f"{len(bad)} requests were rejected:\n" + "\n".join(f"{r.describe()}: {r.rejected}" for r in bad)
+            )
+
+    def close(self) -> None:
+        self._server.stop()
+
+    def __repr__(self) -> str:
+        return f"InspectorServer({self.scenario.name!r}, {len(self._requests)} requests)"
+
+
+class _Capture:
+    """ASGI wrapper: keeps each request's body and ties the server's Exchange to it (same task, same context)."""
+
+    def __init__(self, owner: InspectorServer, serve_app: Any) -> None:
+        self.owner, self.inner = owner, serve_app
+        self.uvicorn_options = getattr(serve_app, "uvicorn_options", {})
+
+    def begin_close(self) -> None:
+        self.inner.begin_close()
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            await self.inner.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        req = self.owner._begin(scope, body)
+        token = _CURRENT.set(req)
+        replayed = False
+
+        async def replay() -> dict:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        last: list[dict] = []
+
+        async def watch(message: dict) -> None:
+            if message["type"] == "http.response.start" and req.status is None:
+                req.status = message.get("status")
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                last.append(message)  # held back until the server has noted the exchange: a client that has
+                return  # the whole response also sees it in `requests`
+            await send(message)
+
+        try:
+            await self.inner.app(scope, replay, watch)
+        finally:
+            _CURRENT.reset(token)
+        for message in last:
+            await send(message)
+
+    @property
+    def app(self) -> _Capture:
+        return self
+
+
+@pytest.fixture
+def inspector_server() -> Iterator[Callable[..., InspectorServer]]:
+    """A factory of fake Messages API servers (stopped at the end of the test)::
+
+    server = inspector_server("weather")              # or a scenario file's path, or recording="rec.jsonl"
+    server = inspector_server("parse_date", faults="http_429", speed=4)
+    """
+    started: list[InspectorServer] = []
+
+    def start(scenario: Any = None, **kw: Any) -> InspectorServer:
+        server = InspectorServer(scenario, **kw)
+        started.append(server)
+        return server
+
+    yield start
+    for server in reversed(started):
+        server.close()

@@ -1,0 +1,164 @@
+"""The pytest plugin (inspector.testing.pytest_plugin): the README's example runs as written, failures name the
+request, the rule and the offending message, and the server's bookkeeping (requests, attempts, reset) is right."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from inspector.scenarios.bundled import SCENARIOS
+from inspector.scenarios.fileformat import dump_scenario
+from inspector.testing.pytest_plugin import InspectorServer
+
+pytest_plugins = ["pytester"]
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+PLUGIN = ("-p", "inspector.testing.pytest_plugin")
+HEADERS = {"x-api-key": "sk-test-secret-key", "anthropic-version": "2023-06-01"}
+
+
+@pytest.fixture(autouse=True)
+def _importable(monkeypatch):
+    """The pytester subprocess imports this checkout's inspector package (whatever the installed one is)."""
+    import os
+
+    import inspector
+
+    root = str(Path(inspector.__file__).resolve().parent.parent)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+
+
+def readme_example() -> str:
+    section = README.read_text(encoding="utf-8").split("## Test your harness in CI", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert len(blocks) == 1, "the README section has one complete python example"
+    return blocks[0]
+
+
+def test_the_readme_example_passes(pytester):
+    pytester.makepyfile(test_my_agent=readme_example())
+    result = pytester.runpytest_subprocess(*PLUGIN, "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+
+
+BROKEN_HARNESS = """
+import anthropic
+import pytest
+
+
+def test_forgets_the_tool_result(inspector_server):
+    server = inspector_server("weather")
+    client = anthropic.Anthropic(base_url=server.base_url, api_key="test-key", max_retries=0)
+    messages = [{"role": "user", "content": "What's the weather like in Paris right now?"}]
+    first = client.messages.create(model="m", max_tokens=100, messages=messages)
+    messages.append({"role": "assistant", "content": [b.model_dump() for b in first.content]})
+    messages.append({"role": "user", "content": "and tomorrow?"})  # no tool_result for the tool_use
+    with pytest.raises(anthropic.BadRequestError):
+        client.messages.create(model="m", max_tokens=100, messages=messages)
+    server.assert_valid_histories()
+"""
+
+
+def test_a_broken_history_fails_like_a_pytest_failure(pytester):
+    pytester.makepyfile(test_broken=BROKEN_HARNESS)
+    result = pytester.runpytest_subprocess(*PLUGIN, "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*1 of 2 requests broke the Messages API's history rules:*",
+            "*request 2 (POST /v1/messages, status 400): rule missing_tool_result: messages.2: `tool_use` ids were "
+            "found without `tool_result` blocks immediately after: toolu_*",
+        ]
+    )
+    assert 'offending message: messages[2] = {"role": "user", "content": "and tomorrow?"}' in result.stdout.str()
+    failure = [line for line in result.stdout.lines if line.startswith("E ")]
+    assert failure and not any("test-key" in line for line in failure)  # the API key is never shown
+
+
+def test_servers_from_a_file_and_faults_and_they_stop(pytester, tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text(dump_scenario(SCENARIOS["weather"]).replace("name: weather", "name: mine"), encoding="utf-8")
+    pytester.makepyfile(
+        test_file=f"""
+import anthropic, httpx2
+
+def test_file(inspector_server):
+    server = inspector_server({str(path)!r}, faults="http_429")
+    client = anthropic.Anthropic(base_url=server.base_url, api_key="k")
+    client.messages.create(model="m", max_tokens=10, messages=[{{"role": "user", "content": "hi"}}])
+    assert [r.status for r in server.message_requests] == [429, 200]
+    assert server.scenario.name == "mine"
+    test_file.url = server.base_url
+
+def test_stopped():
+    try:
+        httpx2.get(test_file.url + "/v1/models", timeout=2)
+    except httpx2.TransportError:
+        return
+    raise AssertionError("the server of the previous test is still up")
+"""
+    )
+    result = pytester.runpytest_subprocess(*PLUGIN, "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+
+
+def _post(server: InspectorServer, messages, **headers) -> httpx2.Response:
+    body = {"model": "m", "max_tokens": 10, "messages": messages, "stream": True}
+    return httpx2.post(server.base_url + "/v1/messages", json=body, headers={**HEADERS, **headers}, timeout=30)
+
+
+def test_requests_attempts_and_reset():
+    server = InspectorServer("weather")
+    try:
+        user = [{"role": "user", "content": "hi"}]
+        assert _post(server, user).status_code == 200
+        assert _post(server, user).status_code == 200  # the same request again: the next attempt
+        reqs = server.requests
+        assert [(r.index, r.turn, r.attempt, r.status, r.stream, r.end) for r in reqs] == [
+            (0, 0, 0, 200, True, "eof"),
+            (1, 0, 1, 200, True, "eof"),
+        ]
+        assert reqs[0].body["messages"] == user and reqs[0].history is None
+        assert "x-api-key" not in reqs[0].headers and b"sk-test" not in json.dumps(reqs[0].headers).encode()
+        server.reset()
+        assert server.requests == []
+        assert _post(server, user).status_code == 200
+        assert server.requests[0].attempt == 0  # reset forgot the attempt counters
+        bad = [{"role": "assistant", "content": "hi"}]
+        assert _post(server, bad).status_code == 400
+        assert server.requests[-1].history.kind == "first_not_user"
+        assert server.requests[-1].rejected and server.requests[-1].status == 400
+        with pytest.raises(AssertionError, match=r"request 2 \(POST /v1/messages, status 400\): rule first_not_user"):
+            server.assert_valid_histories()
+        with pytest.raises(AssertionError, match="1 requests were rejected"):
+            server.assert_no_rejections()
+    finally:
+        server.close()
+
+
+async def test_a_recording_is_served_as_recorded(tmp_path):
+    import math
+
+    from inspector.record.har import load_any
+    from inspector.sessions.sources import scenario_session
+    from inspector.stream.sse import iter_events
+
+    rec = tmp_path / "w.jsonl"
+    s = scenario_session("weather", speed=math.inf, record=rec)
+    await s.run()
+    s.close()
+    first = load_any(rec).turns[0].attempts[-1]
+    server = InspectorServer(recording=rec)
+    try:
+        async with httpx2.AsyncClient(timeout=30) as http:
+            body = {**first.request["body"], "stream": True}
+            r = await http.post(server.base_url + "/v1/messages", json=body, headers=HEADERS)
+        got = [(e.event, e.data) for e in iter_events(r.content) if e.event != "ping"]
+        want = [(e.event, e.data) for e in iter_events(first.data) if e.event != "ping"]
+        assert [(n, json.loads(d)) for n, d in got] == [(n, json.loads(d)) for n, d in want]
+    finally:
+        server.close()

@@ -1,0 +1,335 @@
+"""`inspector scenario check / new / from-recording`: every problem of a broken file with file:line:column and what
+was expected; a template that loads; a recording that becomes a scenario replaying the same events, splits and
+messages, in process and over HTTP."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import httpx2
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from inspector.cli import main
+from inspector.net.serve import ServeApp
+from inspector.net.server import BackgroundServer
+from inspector.record.har import load_any
+from inspector.scenarios.fileformat import check_text, dump_scenario, load_file, load_text
+from inspector.scenarios.fromrec import scenario_from_recording
+from inspector.scenarios.render import render_turn
+from inspector.scenarios.template import template
+from inspector.sessions.sources import scenario_session
+from inspector.stream.assembler import assemble
+from inspector.stream.sse import iter_events
+
+OK = """\
+version: 1
+name: t
+description: d
+prompt: p
+tools: [read_file]
+turns:
+  - blocks:
+      - text: hi
+      - tool_use: read_file
+        input: {path: a}
+    stop_reason: tool_use
+    pacing: {ttfb: 0.2}
+  - blocks: [{text: done}]
+"""
+
+NO_PACING = "    pacing: {ttfb: 0.2}"
+BROKEN = {
+    "number": (OK.replace("ttfb: 0.2", "ttfb: fast"), "12:20: turns[0].pacing.ttfb: expected a number, got 'fast'"),
+    "unknown key": (
+        OK.replace("ttfb: 0.2", "ttfbb: 0.2"),
+        "12:14: turns[0].pacing: unknown key 'ttfbb' (did you mean 'ttfb'?); expected one of: ttfb, event_gap,",
+    ),
+    "tool not offered": (
+        OK.replace("tool_use: read_file", "tool_use: write_files"),
+        "9:19: turns[0].blocks[1].tool_use: tool 'write_files' is not offered (tools: read_file)",
+    ),
+    "no version": (OK.replace("version: 1\n", ""), "1:1: scenario: missing required key 'version'"),
+    "version 2": (OK.replace("version: 1", "version: 2"), "1:10: version: this inspector reads version 1, got 2"),
+    "yaml syntax": (
+        OK.replace("input: {path: a}", "input: {path: a"),
+        "11:16: YAML: did not find expected ',' or '}' (while parsing a flow mapping)",
+    ),
+    "tab": (
+        OK.replace("  - blocks: [{text: done}]", "\t- blocks: [{text: done}]"),
+        "13:1: YAML: found character that cannot start any token (a tab: YAML indents with spaces)",
+    ),
+    "two block kinds": (
+        OK.replace("      - text: hi", "      - text: hi\n        thinking: hmm"),
+        "8:9: turns[0].blocks[0]: a block has exactly one of the keys text, thinking, redacted_thinking, tool_use, "
+        "server_tool_use, block; got both 'text' and 'thinking'",
+    ),
+    "no block kind": (
+        OK.replace("      - text: hi", "      - txt: hi"),
+        "8:9: turns[0].blocks[0]: a block has exactly one of the keys",
+    ),
+    "chunk 0": (
+        OK.replace("      - text: hi", "      - text: hi\n        chunk: 0"),
+        "9:16: turns[0].blocks[0].chunk: expected an integer >= 1, got 0",
+    ),
+    "chunk min > max": (
+        OK.replace("      - text: hi", "      - text: hi\n        chunk: {min: 9, max: 3}"),
+        "9:16: turns[0].blocks[0].chunk: min (9) must be <= max (3)",
+    ),
+    "unknown fault": (
+        OK.replace(NO_PACING, "    faults: [{type: drop_afterr, n_events: 3}]"),
+        "12:21: turns[0].faults[0].type: unknown fault 'drop_afterr' (did you mean 'drop_after'?); expected one of: "
+        "error_event_after, drop_after, stall_with_pings, max_tokens_cut, invalid_tool_json",
+    ),
+    "drop with both": (
+        OK.replace(NO_PACING, "    faults: [{type: drop_after, n_events: 3, inside_block: 1}]"),
+        "12:14: turns[0].faults[0]: DropAfter needs exactly one of n_events / inside_block",
+    ),
+    "fault block out of range": (
+        OK.replace(NO_PACING, "    faults: [{type: max_tokens_cut, block: 7}]"),
+        "12:14: turns[0].faults[0].block: 7 is out of range (this turn has 2 blocks)",
+    ),
+    "line ending": (
+        OK.replace("ttfb: 0.2", "line_ending: LFCR"),
+        "12:27: turns[0].pacing.line_ending: expected one of LF, CRLF, CR, got 'LFCR'",
+    ),
+    "unknown built-in": (
+        OK.replace("tools: [read_file]", "tools: [read_file, rm_rf]"),
+        "5:20: tools[1]: 'rm_rf' is not a built-in tool (list_dir, read_file, search_text, sleep, write_file)",
+    ),
+    "two-line description": (
+        OK.replace("description: d", "description: |\n  two\n  lines"),
+        "3:14: description: expected one non-empty line",
+    ),
+    "no turns": (OK.split("turns:")[0] + "turns: []\n", "6:8: turns: expected at least one turn"),
+    "duplicate key": (OK.replace("prompt: p", "prompt: p\nprompt: q"), "5:1: scenario: duplicate key 'prompt'"),
+    "duration range": (
+        OK.replace("tools: [read_file]", "tools: [{builtin: read_file, duration: [0.6, 0.2]}]"),
+        "5:40: tools[0].duration: min (0.6) must be <= max (0.2)",
+    ),
+    "missing workspace": (
+        OK.replace("prompt: p", "prompt: p\nworkspace: nowhere"),
+        "5:12: workspace: no folder 'nowhere' (a bundled workspace: parse_date; or a folder relative to the "
+        "scenario file)",
+    ),
+    "write without copy": (
+        OK.replace("prompt: p", "prompt: p\nworkspace: parse_date\nallow_write: true"),
+        "6:14: allow_write: a scenario that writes must set workspace_copy: true",
+    ),
+    "simulated tool without name": (
+        OK.replace("tools: [read_file]", "tools: [read_file, {description: x}]"),
+        "5:20: tools[1]: missing required key 'name'",
+    ),
+    "two transport faults": (
+        OK.replace(NO_PACING, "    faults: [{type: drop_after, n_events: 3}, {type: error_event_after, n_events: 2}]"),
+        "12:47: turns[0].faults[1]: at most one of error_event_after / drop_after / stall_with_pings per attempt; "
+        "faults[0] applies to the same attempts",
+    ),
+    "http status": (
+        OK.replace(NO_PACING, "    http_errors: [{status: many}]"),
+        "12:28: turns[0].http_errors[0].status: expected an integer, got 'many'",
+    ),
+    "optional integer": (
+        OK.replace("ttfb: 0.2", "ping_every: often"),
+        "12:26: turns[0].pacing.ping_every: expected an integer, got 'often'",
+    ),
+    "a list": ("- a\n- b\n", "1:1: scenario: expected a mapping, got a list"),
+    "empty": ("", "1:1: the file is empty: expected a scenario mapping"),
+    "input list": (OK.replace("input: {path: a}", "input: [a]"), "10:16: turns[0].blocks[1].input: expected a mapping"),
+    "result_of": (
+        OK.replace("  - blocks: [{text: done}]", "  - blocks: [{text: x}, {block: {type: r}, result_of: 0}]"),
+        "13:25: turns[1].blocks[1].result_of: 0 is not a tool block of this turn",
+    ),
+}
+
+
+def test_the_base_file_is_valid():
+    assert check_text(OK, "f.yaml") == []
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_check_reports_the_precise_problem(case, tmp_path, capsys):
+    text, expected = BROKEN[case]
+    path = tmp_path / "broken.yaml"
+    path.write_text(text, encoding="utf-8")
+    assert main(["scenario", "check", str(path)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out, case
+    assert out[0].startswith(f"{path}:{expected}"), out
+    assert all(line.startswith(f"{path}:") for line in out)  # every line is one problem with its position
+
+
+def test_check_lists_every_problem_not_just_the_first(tmp_path, capsys):
+    text = OK.replace("ttfb: 0.2", "ttfb: fast").replace("tool_use: read_file", "tool_use: nope")
+    text = text.replace("prompt: p", "prompt: p\nseed: many")
+    path = tmp_path / "many.yaml"
+    path.write_text(text, encoding="utf-8")
+    assert main(["scenario", "check", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "seed: expected an integer, got 'many'" in out
+    assert "pacing.ttfb: expected a number" in out and "tool 'nope' is not offered" in out
+
+
+def test_check_ok_and_unreadable(tmp_path, capsys):
+    good = tmp_path / "good.yaml"
+    good.write_text(OK, encoding="utf-8")
+    assert main(["scenario", "check", str(good)]) == 0
+    assert capsys.readouterr().out == f"{good}: ok\n"
+    bad = tmp_path / "latin1.yaml"
+    bad.write_bytes(OK.replace("prompt: p", "prompt: caf\xe9").encode("latin-1"))
+    assert main(["scenario", "check", str(bad), str(tmp_path / "missing.yaml")]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"{bad}:4:12: not UTF-8 text (byte 0xe9)"
+    assert out[1].startswith(f"{tmp_path / 'missing.yaml'}:1:1: cannot read the file")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.text(max_size=300)
+    | st.sampled_from([v[0] for v in BROKEN.values()]).flatmap(
+        lambda base: st.tuples(st.just(base), st.integers(0, len(base)), st.text(max_size=8)).map(
+            lambda t: t[0][: t[1]] + t[2] + t[0][t[1] :]
+        )
+    )
+)
+def test_check_never_raises_on_any_text(text):
+    """Fuzz: any text is either a valid scenario or a list of problems with positions inside the file."""
+    problems = check_text(text, "f.yaml")
+    lines = text.split("\n")
+    for p in problems:
+        assert 1 <= p.line <= len(lines) + 1 and p.column >= 1 and p.message and "\n" not in p.message
+    if not problems:
+        load_text(text, "f.yaml")
+
+
+def test_new_writes_a_template_that_loads(tmp_path, monkeypatch, capsys):
+    assert main(["scenario", "new", "demo"]) == 0
+    printed = capsys.readouterr().out
+    assert printed == template("demo") and printed.count("#") > 20  # commented
+    monkeypatch.chdir(tmp_path)
+    assert main(["scenario", "new", "demo", "--write"]) == 0
+    sc = load_file(tmp_path / "demo.yaml")
+    assert sc.name == "demo" and len(sc.turns) == 2 and [t.name for t in sc.simulated_tools] == ["get_weather"]
+    assert main(["scenario", "new", "demo", "--write"]) == 2  # never overwrites
+    assert "already exists" in capsys.readouterr().err
+    assert main(["scenario", "new", "../evil"]) == 2
+
+
+async def test_the_template_runs_through_the_loop(tmp_path):
+    path = tmp_path / "demo.yaml"
+    path.write_text(template("demo"), encoding="utf-8")
+    s = scenario_session(str(path), speed=math.inf)
+    result = await s.run()
+    sc = load_file(path)
+    assert result.status == sc.expected["status"] and result.turns == sc.expected["turns"]
+    assert len(s.server.requests) == sc.expected["requests"]
+    results = [b for m in result.messages for b in (m["content"] if isinstance(m["content"], list) else [])]
+    weather = next(b for b in results if b.get("type") == "tool_result" and "partly cloudy" in str(b["content"]))
+    assert not weather.get("is_error")
+
+
+# --- from a recording -------------------------------------------------------------------------------------------
+
+
+def _events(data: bytes) -> list[tuple[str, dict]]:
+    return [(e.event, json.loads(e.data)) for e in iter_events(data) if e.event != "ping"]
+
+
+def _reads_events(attempt) -> list[int]:
+    """Complete non-ping events per read (reads that complete none are folded into the next)."""
+    from inspector.stream.sse import SSEDecoder
+
+    dec, out, pending = SSEDecoder(), [], 0
+    for r in attempt.reads:
+        pending += sum(1 for e in dec.feed(r.data) if e.event != "ping")
+        if pending:
+            out.append(pending)
+            pending = 0
+    return out
+
+
+async def _record(name_or_path: str, path) -> object:
+    s = scenario_session(name_or_path, speed=math.inf, record=path)
+    result = await s.run()
+    s.close()
+    return result
+
+
+@pytest.mark.parametrize("name", ["weather", "thinking", "rate_limited", "overloaded_midstream", "drop_mid_json"])
+async def test_recording_to_scenario_file_and_back(name, tmp_path, capsys):
+    rec_path, file_path, again_path = tmp_path / "a.jsonl", tmp_path / "a.yaml", tmp_path / "b.jsonl"
+    await _record(name, rec_path)
+    assert main(["scenario", "from-recording", str(rec_path), "-o", str(file_path), "--name", "again"]) == 0
+    capsys.readouterr()
+    assert main(["scenario", "check", str(file_path)]) == 0
+    await _record(str(file_path), again_path)  # run/serve/web take the file's path: the in-process server
+    original, replayed = load_any(rec_path), load_any(again_path)
+    assert [len(t.attempts) for t in replayed.turns] == [len(t.attempts) for t in original.turns]
+    for t0, t1 in zip(original.turns, replayed.turns):
+        for a0, a1 in zip(t0.attempts, t1.attempts):
+            assert a1.response["status"] == a0.response["status"]
+        a0, a1 = t0.attempts[-1], t1.attempts[-1]
+        assert _events(a1.data) == _events(a0.data)  # the same events (message id, tool ids, usage included)
+        assert assemble(a1.data).final_message() == assemble(a0.data).final_message()
+        assert _reads_events(a1) == _reads_events(a0)  # the same events per read
+
+
+async def test_recording_to_scenario_then_serve_gives_the_same_events(tmp_path):
+    rec_path = tmp_path / "w.jsonl"
+    await _record("parse_date", rec_path)
+    rec = load_any(rec_path)
+    sc = load_text(dump_scenario(scenario_from_recording(rec, name="pd")), "pd.yaml")
+    # the splits: delta sizes and read delays as recorded
+    first = rec.turns[0].attempts[-1]
+    assert list(sc.turns[0].pacing.read_events or ()) == _reads_events(first)
+    plan = render_turn(sc, 0, 0)
+    assert plan.header_delay == pytest.approx(first.response["t"])
+    with BackgroundServer(ServeApp(sc, speed=math.inf)) as srv:
+        async with httpx2.AsyncClient(base_url=srv.base_url, timeout=30) as http:
+            for t, turn in enumerate(rec.turns):
+                a = turn.attempts[-1]
+                body = {**a.request["body"], "stream": True}
+                r = await http.post(
+                    "/v1/messages", json=body, headers={"x-api-key": "k", "anthropic-version": "2023-06-01"}
+                )
+                assert r.status_code == 200, r.text
+                assert (
+                    _events(r.content)
+                    == _events(a.data)
+                    == [(n, d) for n, d in render_turn(sc, t, 0).events if n != "ping"]
+                )
+                assert assemble(r.content).final_message() == assemble(a.data).final_message()
+
+
+def test_from_recording_of_a_non_recording_is_one_line(tmp_path, capsys):
+    path = tmp_path / "x.jsonl"
+    path.write_text("hello\n", encoding="utf-8")
+    assert main(["scenario", "from-recording", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no streamed turn" in err
+    assert main(["scenario", "from-recording", str(tmp_path / "missing.jsonl")]) == 2
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["scenarios"], ["scenario", "check", "WEATHER"], ["scenario", "new", "x"], ["scenario", "from-recording", "REC"]],
+)
+def test_scenario_commands_import_no_sdk_and_no_textual(argv, tmp_path):
+    import subprocess
+    import sys
+
+    from inspector.scenarios.bundled import BUNDLED_DIR
+
+    rec = tmp_path / "r.sse"
+    rec.write_bytes(render_turn(load_file(BUNDLED_DIR / "weather.yaml"), 0, 0).body)
+    argv = [str(BUNDLED_DIR / "weather.yaml") if a == "WEATHER" else str(rec) if a == "REC" else a for a in argv]
+    code = (
+        "import sys\nfrom inspector.cli import main\n"
+        f"rc = main({argv!r})\n"
+        "heavy = sorted(m for m in ('anthropic', 'textual', 'httpx2', 'uvicorn', 'starlette') if m in sys.modules)\n"
+        "print('HEAVY', rc, heavy, file=sys.stderr)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stderr.strip().splitlines()[-1] == "HEAVY 0 []", out.stderr
