@@ -356,14 +356,17 @@ class InspectorApp(App[int]):
                 self.start_session()
             else:  # the first frame first: the SDK (about a second of CPU) is imported off the UI thread
                 self.note = "starting…"
-                self.run_worker(
-                    self._import_then_start,
-                    thread=True,
-                    group="startup",
-                    name="startup",
-                    description="import the SDK",
-                    exit_on_error=False,
-                )
+                self.call_after_refresh(self._import_in_background)
+
+    def _import_in_background(self) -> None:
+        self.run_worker(
+            self._import_then_start,
+            thread=True,
+            group="startup",
+            name="startup",
+            description="import the SDK",
+            exit_on_error=False,
+        )
 
     def _import_then_start(self) -> None:
         """(Worker thread) import the modules a session needs, then start it on the app's loop."""
