@@ -99,7 +99,7 @@ def history_violation(messages: Any) -> Violation | None:
                     text += " (inspector: the request ends with this assistant message)"
                 return Violation("missing_tool_result", text)
             leading = 0
-            for b in _blocks(nxt.get("content")):
+            for b in _blocks(nxt.get("content") if isinstance(nxt, dict) else None):
                 if b.get("type") != "tool_result":
                     break
                 leading += 1

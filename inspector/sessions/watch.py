@@ -93,7 +93,7 @@ class WatchSession:
         elif isinstance(obs, O.TurnEnded):
             self._set_state(LoopState.IDLE, "waiting for the next request")
 
-    def _set_state(self, state: str, detail: str = "") -> None:
+    def _set_state(self, state: LoopState, detail: str = "") -> None:
         if state != self.state and self.state not in TERMINAL_LOOP_STATES:
             self.state = state
             self.bus.publish(O.LoopStateChanged(self.proxy.now(), state, detail))

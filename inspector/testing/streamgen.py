@@ -275,7 +275,7 @@ class _Builder:
         cits: list[dict] = []
         for piece in _split_text(rng, text):
             if citations and rng.random() < 0.3:
-                c = rng.choice(
+                c: dict = rng.choice(
                     [
                         {
                             "type": "char_location",
@@ -546,7 +546,7 @@ def text_stream(n_events: int, seed: int = 0) -> Generated:
 # ------------------------------------------------------------------------------------------------ hand-made events
 # Small builders for tests that write a stream event by event (valid or not): each returns (event name, payload).
 def message_start(id: str = "msg_1", model: str = "claude-test", usage: dict | None = None, **extra: Any) -> tuple:
-    msg = {
+    msg: dict[str, Any] = {
         "id": id,
         "type": "message",
         "role": "assistant",

@@ -9,6 +9,7 @@ input_json_delta fragments and run while the stream goes on, then a second turn 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import orjson
 
@@ -200,7 +201,7 @@ class StreamScript:
 
     # ---------------------------------------------------------------------------------------------- events
     def message_start(self, input_tokens: int = 1850) -> None:
-        msg = {
+        msg: dict[str, Any] = {
             "id": f"msg_01{self.turn}{self.attempt}Xq7bZ",
             "type": "message",
             "role": "assistant",

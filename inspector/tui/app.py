@@ -803,7 +803,7 @@ class InspectorApp(App[int]):
             target = pane.query_one(".pane-main") if pane.query(".pane-main") else None
             (target or pane.children[0]).focus()
 
-    def action_quit(self) -> None:
+    def action_quit(self) -> None:  # type: ignore[override]  # (App's is async; ours exits at once)
         self.stop_session()
         status = self.final_status or self.live.status.finished
         if status is None and self.session is None and self.note:

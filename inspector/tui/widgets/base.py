@@ -321,6 +321,7 @@ class SectionView(LineView):
         self._item_starts: list[int] = []
         self._item_keys: list[Hashable] = []
         self._prev_width = -1
+        self._seen: tuple = ()
 
     def on_styles_changed(self) -> None:
         self._item_cache.clear()

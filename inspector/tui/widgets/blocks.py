@@ -95,7 +95,7 @@ class BlocksView(SectionView):
         self._ends_cache[key] = ends
         return ends
 
-    def show(self, state: DashboardState) -> None:
+    def show(self, state: DashboardState, now: float = 0.0) -> None:
         key = (id(state), state.rev_blocks, self.content_width, state.status.finished)
         if key == self._seen:
             return
@@ -156,7 +156,11 @@ class BlocksView(SectionView):
         console = self.app.console
         out: list[Line] = []
         head = Text(no_wrap=True, overflow="ellipsis")
-        if b.closed and (b.input_error or any(self.state.diagnostics[i].severity == "error" for i in b.diagnostics)):
+        if b.closed and (
+            b.input_error
+            or self.state is not None
+            and any(self.state.diagnostics[i].severity == "error" for i in b.diagnostics)
+        ):
             head.append("✗ ", self.cstyle("blk--error"))
         elif b.closed:
             head.append("✓ ", self.cstyle("blk--closed"))
@@ -260,8 +264,9 @@ class BlocksView(SectionView):
                         out.append(text_strip(t, console, width))
                     if len(pretty) > INPUT_LINES:
                         out.append(text_strip(Text(f"{pad}  …", self.cstyle("blk--more")), console, width))
-        for i in b.diagnostics:
-            d = self.state.diagnostics[i]
+        state = self.state
+        for i in b.diagnostics if state is not None else ():
+            d = state.diagnostics[i]
             if d.code.startswith("tool_input.") and b.input_error is not None:
                 continue  # the caret already says it
             t = Text(pad + ("✗ " if d.severity == "error" else "⚠ "), self.cstyle("blk--diag"))

@@ -13,7 +13,7 @@ from textual.strip import Strip
 
 from inspector.state.fold import F_DIAG, F_ERROR, F_MARKER, F_WARN, DashboardState, human_size
 from inspector.tui.messages import TimeTravelRequested
-from inspector.tui.widgets.base import LineView
+from inspector.tui.widgets.base import Line, LineView
 
 SHORT_TYPES = {
     "message_start": "msg_start",
@@ -131,7 +131,7 @@ class EventsView(LineView):
             self.state.attempt_failed(ev.turn[row], ev.attempt[row]),
         )
 
-    def render_row(self, row: int, width: int) -> Strip:
+    def render_row(self, row: int, width: int) -> Line | Strip:
         state = self.state
         if state is None:
             return Strip.blank(width)
@@ -139,7 +139,7 @@ class EventsView(LineView):
             return self._render_raw(state, row, width)
         return self._render_event(state, row, width)
 
-    def _render_event(self, state: DashboardState, row: int, width: int) -> Strip:
+    def _render_event(self, state: DashboardState, row: int, width: int) -> Line | Strip:
         ev = state.events
         flags = ev.flags[row]
         console = self.app.console
@@ -188,7 +188,7 @@ class EventsView(LineView):
             self._split_cache[i] = lines
         return lines
 
-    def _render_raw(self, state: DashboardState, row: int, width: int) -> Strip:
+    def _render_raw(self, state: DashboardState, row: int, width: int) -> Line | Strip:
         reads = state.reads
         console = self.app.console
         i, line = reads.locate(row)
@@ -229,7 +229,7 @@ def _append_bytes(text: Text, data: bytes, style, bad_style, ctrl_style) -> None
     if s.isprintable():
         text.append(s, style)
         return
-    buf = []
+    buf: list[str] = []
     for ch in s:
         if ch == "\r":
             if buf:

@@ -48,10 +48,10 @@ PALETTE_WIDTH = 12  # "^p palette" docked on the right, with its border
 class ExplainingKey(FooterKey):
     """A footer key that, when disabled and clicked, says why (the App's `run_action` explains a refused action)."""
 
-    async def on_mouse_down(self) -> None:
+    def on_mouse_down(self) -> None:
         # FooterKey.on_mouse_down (called too: handlers run along the MRO) rings the bell for a disabled key
         if self._disabled:
-            await self.app.run_action(self.action)
+            self.app.call_later(self.app.run_action, self.action)
 
 
 def _rank(binding: Binding) -> int:

@@ -7,11 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
-from textual.strip import Strip
 
 from inspector.core.fmt import duration
 from inspector.state.fold import DashboardState, Savings, ToolEntry, call_summary
-from inspector.tui.widgets.base import SectionView, text_strip
+from inspector.tui.widgets.base import Line, SectionView, text_strip
 
 GLYPH = {
     "streaming_input": "⋯",
@@ -106,7 +105,7 @@ class ToolsView(SectionView):
             return ("turn", key[1])
         return None
 
-    def render_tool(self, t: ToolEntry, failed: bool, width: int) -> list[Strip]:
+    def render_tool(self, t: ToolEntry, failed: bool, width: int) -> list[Line]:
         console = self.app.console
         state_style = self.cstyle(STATE_CLASS.get(t.state, "tool--queued"))
         row = Text(no_wrap=True, overflow="ellipsis")
