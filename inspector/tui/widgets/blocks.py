@@ -264,9 +264,9 @@ class BlocksView(SectionView):
                         out.append(text_strip(t, console, width))
                     if len(pretty) > INPUT_LINES:
                         out.append(text_strip(Text(f"{pad}  …", self.cstyle("blk--more")), console, width))
-        state = self.state
-        for i in b.diagnostics if state is not None else ():
-            d = state.diagnostics[i]
+        all_diags = self.state.diagnostics if self.state is not None else []
+        for i in b.diagnostics if all_diags else ():
+            d = all_diags[i]
             if d.code.startswith("tool_input.") and b.input_error is not None:
                 continue  # the caret already says it
             t = Text(pad + ("✗ " if d.severity == "error" else "⚠ "), self.cstyle("blk--diag"))
