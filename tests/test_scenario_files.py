@@ -24,8 +24,10 @@ import scenarios_legacy as legacy
 from freeze_scenarios import ATTEMPTS, plan_digest
 
 FROZEN = json.loads((Path(__file__).parent / "fixtures" / "bundled_render_sha256.json").read_text())
-# parse_date turn 0 changed on purpose (issue 13: a test run beside the reads); its frozen digests are the new ones
-# (tools/freeze_scenarios.py), every other turn's digest was frozen from the Python definitions.
+# The digests are the Python definitions' bytes (tests/scenarios_legacy.py, and the Python definitions of
+# server_error_retry and connection_refused that the files replaced), rendered by the current renderer: every
+# message_delta carries the input and cache usage since issue 11. parse_date turn 0 changed on purpose (issue 13:
+# a test run beside the reads); its digests are the file's.
 CHANGED_ON_PURPOSE: set[tuple[str, int]] = {("parse_date", 0)}
 
 TOOL_FIELDS = ("extra_tools", "simulated_tools", "tool_timeouts", "tool_durations", "source_path")
