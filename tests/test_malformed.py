@@ -1,4 +1,4 @@
-"""A corpus of malformed and tricky streams (the real failures in ../shared/notes/anthropic-stream.md and more):
+"""A corpus of malformed and tricky streams (the real failures people hit with the Messages stream, and more):
 each gives its diagnostics and outcome, and nothing raises, however the bytes are split."""
 
 from __future__ import annotations

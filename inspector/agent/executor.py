@@ -1,6 +1,6 @@
 """Streaming tool executor: each tool starts the moment its tool_use block closes.
 
-Reference semantics (see /work/shared/notes/executor.md):
+Reference semantics (the streaming executor that Claude Code describes publicly):
 
 * `submit()` is called at content_block_stop, while the model may still stream later blocks; admission runs at once
   and the tool's task is created inside `submit()` (dispatch delay ~ one loop iteration).
