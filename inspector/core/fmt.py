@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["duration", "seconds", "size", "short", "short_text", "short_bytes"]
+__all__ = ["duration", "latency", "seconds", "size", "short", "short_text", "short_bytes"]
 
 
 def duration(value: float | None, *, none: str = "") -> str:
@@ -24,6 +24,13 @@ def duration(value: float | None, *, none: str = "") -> str:
 def seconds(value: float | None, *, none: str = "-") -> str:
     """A time on a stream's clock, to the millisecond: ``0.412 s`` (``none`` when unknown)."""
     return none if value is None else f"{value:.3f} s"
+
+
+def latency(value: float | None, *, none: str = "-") -> str:
+    """A short interval, to a tenth of a millisecond below a second: ``12.3 ms``, ``1.25 s``."""
+    if value is None:
+        return none
+    return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.2f} s"
 
 
 def size(n: int) -> str:

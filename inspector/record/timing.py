@@ -50,6 +50,7 @@ from typing import Any
 import orjson
 
 from inspector.agent import observations as O
+from inspector.core.fmt import latency, seconds
 from inspector.core.redaction import clean_headers
 from inspector.record.recording import FORMAT, VERSION, RecordedAttempt, RecordedRead, RecordedTurn, Recording
 from inspector.stream.sse import SSEDecoder
@@ -445,16 +446,6 @@ def timing_json(recording: Recording, *, analyze: Callable[..., dict] = analyze_
     }
 
 
-def _s(x: float | None) -> str:
-    return "-" if x is None else f"{x:.3f} s"
-
-
-def _ms(x: float | None) -> str:
-    if x is None:
-        return "-"
-    return f"{x * 1000:.1f} ms" if x < 1 else f"{x:.2f} s"
-
-
 def format_timing(recording: Recording) -> str:
     """Human-readable timing report (``inspector dump --timing``)."""
     return format_timing_json(timing_json(recording))
@@ -478,16 +469,16 @@ def format_timing_json(data: dict) -> str:
             f", {a['reads']} reads, {a['events']} events, {a['bytes']} bytes, end {a['end'] or '-'}"
         )
         lines.append(
-            f"  headers {_s(a['headers_s'])} | first byte {_s(a.get('first_byte_s'))} | first content "
-            f"{_s(a.get('first_content_s'))} | message_stop {_s(a.get('message_stop_s'))} | last byte "
-            f"{_s(a.get('last_byte_s'))}" + (f" | end {_s(a['end_s'])}" if a.get("end_s") is not None else "")
+            f"  headers {seconds(a['headers_s'])} | first byte {seconds(a.get('first_byte_s'))} | first content "
+            f"{seconds(a.get('first_content_s'))} | message_stop {seconds(a.get('message_stop_s'))} | last byte "
+            f"{seconds(a.get('last_byte_s'))}" + (f" | end {seconds(a['end_s'])}" if a.get("end_s") is not None else "")
         )
         for key, title in (("read_gaps", "gaps between reads"), ("event_gaps", "gaps between events")):
             g = a.get(key) or {}
             if g.get("count"):
                 lines.append(
-                    f"  {title} ({g['count']}): min {_ms(g['min'])}, median {_ms(g['median'])}, "
-                    f"p90 {_ms(g['p90'])}, max {_ms(g['max'])}"
+                    f"  {title} ({g['count']}): min {latency(g['min'])}, median {latency(g['median'])}, "
+                    f"p90 {latency(g['p90'])}, max {latency(g['max'])}"
                 )
                 lines += _bars(g["histogram"])
         held = a.get("held") or {}
@@ -502,7 +493,11 @@ def format_timing_json(data: dict) -> str:
         p = a["pings"]
         if p["count"]:
             iv = p.get("interval")
-            cadence = f", every {_ms(iv['mean'])} on average (min {_ms(iv['min'])}, max {_ms(iv['max'])})" if iv else ""
+            cadence = (
+                f", every {latency(iv['mean'])} on average (min {latency(iv['min'])}, max {latency(iv['max'])})"
+                if iv
+                else ""
+            )
             lines.append(f"  pings: {p['count']}{cadence}")
         else:
             lines.append("  pings: none")

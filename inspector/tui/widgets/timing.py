@@ -24,6 +24,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from inspector.core.fmt import latency, seconds
 from inspector.record.recording import RecordedAttempt, Recording
 from inspector.record.timing import RecordingBuilder, analyze_attempt, timing_json
 from inspector.state.travel import History
@@ -148,18 +149,18 @@ class TimingReport(Static):
                 head,
             )
             times = (
-                f"  headers {_s(a.get('headers_s'))} | first byte {_s(a.get('first_byte_s'))} | first content "
-                f"{_s(a.get('first_content_s'))} | message_stop {_s(a.get('message_stop_s'))} | last byte "
-                f"{_s(a.get('last_byte_s'))}"
+                f"  headers {seconds(a.get('headers_s'))} | first byte {seconds(a.get('first_byte_s'))} | first content "
+                f"{seconds(a.get('first_content_s'))} | message_stop {seconds(a.get('message_stop_s'))} | last byte "
+                f"{seconds(a.get('last_byte_s'))}"
             )
-            line(times + (f" | end {_s(a['end_s'])}" if a.get("end_s") is not None else ""))
+            line(times + (f" | end {seconds(a['end_s'])}" if a.get("end_s") is not None else ""))
             for key, title in (("read_gaps", "gaps between reads"), ("event_gaps", "gaps between events")):
                 g = a.get(key) or {}
                 if not g.get("count"):
                     continue
                 line(
-                    f"  {title} ({g['count']}): min {_ms(g['min'])}, median {_ms(g['median'])}, p90 {_ms(g['p90'])}, "
-                    f"max {_ms(g['max'])}"
+                    f"  {title} ({g['count']}): min {latency(g['min'])}, median {latency(g['median'])}, p90 {latency(g['p90'])}, "
+                    f"max {latency(g['max'])}"
                 )
                 for label, n, width in histogram_rows(g.get("histogram") or []):
                     out.append(f"      {label:>10} |", muted)
@@ -172,7 +173,9 @@ class TimingReport(Static):
             if p.get("count"):
                 iv = p.get("interval")
                 cadence = (
-                    f", every {_ms(iv['mean'])} on average (min {_ms(iv['min'])}, max {_ms(iv['max'])})" if iv else ""
+                    f", every {latency(iv['mean'])} on average (min {latency(iv['min'])}, max {latency(iv['max'])})"
+                    if iv
+                    else ""
                 )
                 line(f"  pings: {p['count']}{cadence}")
             else:
@@ -212,16 +215,6 @@ def histogram_rows(hist: list[dict], width: int = 30) -> list[tuple[str, int, in
         n = h["count"]
         rows.append((str(h["label"]), n, max(1 if n else 0, round(width * n / top))))
     return rows
-
-
-def _s(x: float | None) -> str:
-    return "-" if x is None else f"{x:.3f} s"
-
-
-def _ms(x: float | None) -> str:
-    if x is None:
-        return "-"
-    return f"{x * 1000:.1f} ms" if x < 1 else f"{x:.2f} s"
 
 
 class TimingScreen(ModalScreen[None]):
