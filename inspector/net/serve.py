@@ -432,35 +432,34 @@ class ServeApp(Closable):
             return self._reject(ex, 404, "not_found_error", f"model: {mid}")
         return self._json(200, orjson.dumps(self._model_obj(mid)))
 
-    async def count_tokens(self, request):
-        ex = self._new_exchange(request)
+    async def _checked_json(self, request, ex: Exchange) -> tuple[Any, Any]:
+        """The request's checks (credentials, version), then its body read within the limits and parsed as JSON:
+        ``(body, None)``, or ``(None, the error response)``."""
         denied = self._checked(request, ex)
         if denied is not None:
-            return denied
+            return None, denied
         try:
             raw = await self._read_body(request)
         except _Rejected as e:
-            return self._reject(ex, e.status, e.etype, e.message, close=True)
+            return None, self._reject(ex, e.status, e.etype, e.message, close=True)
         try:
-            body = orjson.loads(raw)
+            return orjson.loads(raw), None
         except orjson.JSONDecodeError:
-            return self._reject(ex, 400, "invalid_request_error", "request body is not valid JSON")
+            return None, self._reject(ex, 400, "invalid_request_error", "request body is not valid JSON")
+
+    async def count_tokens(self, request):
+        ex = self._new_exchange(request)
+        body, refused = await self._checked_json(request, ex)
+        if refused is not None:
+            return refused
         n = max(1, len(orjson.dumps(body.get("messages") if isinstance(body, dict) else body)) // 4)
         return self._json(200, orjson.dumps({"input_tokens": n}))
 
     async def messages(self, request):
         ex = self._new_exchange(request)
-        denied = self._checked(request, ex)
-        if denied is not None:
-            return denied
-        try:
-            raw = await self._read_body(request)
-        except _Rejected as e:
-            return self._reject(ex, e.status, e.etype, e.message, close=True)
-        try:
-            body = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return self._reject(ex, 400, "invalid_request_error", "request body is not valid JSON")
+        body, refused = await self._checked_json(request, ex)
+        if refused is not None:
+            return refused
         if not isinstance(body, dict):
             return self._reject(ex, 400, "invalid_request_error", "request body must be a JSON object")
         if not self.lenient:
