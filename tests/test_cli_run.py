@@ -151,3 +151,31 @@ def test_record_then_replay_json(capsys, tmp_path):
     assert replayed[-1]["messages"] == lines[-1]["messages"]
     sse = lambda ls: [(o["sse"]["event"], o["sse"]["data"]) for o in ls if o["type"] == "sse_event"]
     assert sse(replayed) == sse(lines)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [["--tools", "pkg.mod:TOOLS"], ["--workspace", "."], ["--allow-write"], ["--system", "x"], ["--max-tokens", "9"]],
+)
+def test_api_only_options_are_refused_with_a_scenario(capsys, extra):
+    """--tools (and the other --model options) with --scenario: refused with one line, never silently ignored."""
+    code = cli.main(["run", "--scenario", "weather", *extra, "--headless", "--speed", "max"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "goes with --model" in err and extra[0] in err
+
+
+def test_every_option_of_every_command_says_its_default():
+    """Every option's help names its default (or what it does when not given)."""
+    import argparse
+
+    from inspector.cli import COMMANDS, build_parser
+
+    for name in COMMANDS:
+        parser = build_parser([name])
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[name]
+        for action in sub._actions:
+            if not action.option_strings or action.help in (None, argparse.SUPPRESS) or action.dest == "help":
+                continue
+            if isinstance(action, argparse._StoreTrueAction) and "and exit" in (action.help or ""):
+                continue  # an action, not a setting (--list-faults)
+            assert "default" in action.help, (name, action.option_strings, action.help)

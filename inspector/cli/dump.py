@@ -14,12 +14,14 @@ from inspector.cli.common import err as _err
 def add_parser(sub: Any) -> None:
     d = sub.add_parser("dump", help="decode and assemble a recording or SSE text file, headless")
     d.add_argument("path", help="a recording (.jsonl) or plain SSE text (what curl -N prints); - for stdin")
-    d.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    d.add_argument("--events", action="store_true", help="with --json: one JSON object per decoded SSE event")
+    d.add_argument("--json", action="store_true", help="one JSON object on stdout (default: a text summary)")
+    d.add_argument(
+        "--events", action="store_true", help="with --json: one JSON object per decoded SSE event (default: off)"
+    )
     d.add_argument(
         "--timing",
         action="store_true",
-        help="timing analysis per turn: headers, first byte, first token, gaps, buffering verdict",
+        help="timing analysis per turn: headers, first byte, first token, gaps, buffering verdict (default: off)",
     )
 
     d.add_argument(

@@ -17,44 +17,72 @@ from inspector.cli.common import err as _err
 from inspector.cli.common import interactive as _interactive
 from inspector.core.errors import InspectorError, SourceError, UsageError
 
+# options that only make sense with the real API (--model): refused with --scenario instead of ignored
+API_ONLY = ("base_url", "workspace", "allow_write", "tools", "system", "max_tokens")
+
 
 def add_parser(sub: Any) -> None:
     r = sub.add_parser("run", help="run the agent loop on a scenario or the real API")
     src = r.add_mutually_exclusive_group()
-    src.add_argument("--scenario", help="a built-in scenario (see `inspector scenarios`)")
-    src.add_argument("--model", help="a model name: use the real API (ANTHROPIC_API_KEY)")
-    r.add_argument("prompt", nargs="?", help="the user prompt (with --model)")
-    r.add_argument("--base-url", help="API base URL (a relay); default ANTHROPIC_BASE_URL or the public API")
-    r.add_argument("--workspace", default=".", help="root folder for the built-in file tools (with --model)")
-    r.add_argument("--allow-write", action="store_true", help="enable the write_file tool")
+    src.add_argument(
+        "--scenario",
+        help="a bundled scenario name (see `inspector scenarios`) or the path of a scenario file "
+        "(default: parse_date, when --model is not given)",
+    )
+    src.add_argument("--model", help="a model name: use the real API with ANTHROPIC_API_KEY (default: none)")
+    r.add_argument("prompt", nargs="?", help="the user prompt (with --model; required then)")
+    r.add_argument(
+        "--base-url", help="API base URL, e.g. a relay (with --model; default: ANTHROPIC_BASE_URL, else the public API)"
+    )
+    r.add_argument(
+        "--workspace", default=None, help="root folder of the built-in file tools (with --model; default: .)"
+    )
+    r.add_argument("--allow-write", action="store_true", help="enable the write_file tool (with --model; default: off)")
     r.add_argument(
         "--tools",
         action="append",
         default=[],
         metavar="MODULE:ATTR",
-        help="load your own tool definitions (repeatable)",
+        help="load your own tool definitions, repeatable (with --model; default: none)",
     )
-    r.add_argument("--system", help="system prompt (with --model)")
-    r.add_argument("--max-tokens", type=int, default=4096)
-    r.add_argument("--record", metavar="FILE", help="write a recording (JSON Lines) of every read")
-    r.add_argument("--speed", type=parse_speed, default=None, help="scripted pacing: 1 real time, 0.5, 4, max")
-    r.add_argument("--retries", type=int, default=2, help="retries of failures after the first byte (default 2)")
-    r.add_argument("--max-turns", type=int, default=20)
-    r.add_argument("--idle-timeout", type=float, default=None, help="seconds without content (default 30)")
-    r.add_argument("--headless", action="store_true", help="no dashboard: progress lines (or --json)")
-    r.add_argument("--json", action="store_true", help="with --headless: one JSON object per observation")
+    r.add_argument("--system", help="system prompt (with --model; default: none)")
+    r.add_argument("--max-tokens", type=int, default=None, help="max_tokens per request (with --model; default: 4096)")
+    r.add_argument("--record", metavar="FILE", help="write a recording (JSON Lines) of every read (default: none)")
+    r.add_argument(
+        "--speed",
+        type=parse_speed,
+        default=None,
+        help="pacing of a scenario: 1 real time, 0.5, 4, max (default: 1 in the dashboard, max headless)",
+    )
+    r.add_argument("--retries", type=int, default=2, help="retries of failures after the first byte (default: 2)")
+    r.add_argument("--max-turns", type=int, default=20, help="stop after this many turns (default: 20)")
+    r.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=None,
+        help="seconds without a content event before an attempt fails (default: the scenario's, else 30)",
+    )
+    r.add_argument("--headless", action="store_true", help="no dashboard: progress lines, or --json (default: off)")
+    r.add_argument(
+        "--json", action="store_true", help="with --headless: one JSON object per observation (default: text lines)"
+    )
 
     r.set_defaults(func=cmd_run)
 
 
 def add_replay_parser(sub: Any) -> None:
     rp = sub.add_parser("replay", help="replay a recording through the same pipeline (tools not executed)")
-    rp.add_argument("path")
+    rp.add_argument("path", help="a recording (.jsonl), a plain SSE file or a HAR export")
     rp.add_argument(
-        "--speed", type=parse_speed, default=None, help="1 real time ... max (default: max headless, 1 in UI)"
+        "--speed",
+        type=parse_speed,
+        default=None,
+        help="1 real time, 0.5, 4, max (default: 1 in the dashboard, max headless)",
     )
-    rp.add_argument("--headless", action="store_true")
-    rp.add_argument("--json", action="store_true")
+    rp.add_argument("--headless", action="store_true", help="no dashboard: progress lines, or --json (default: off)")
+    rp.add_argument(
+        "--json", action="store_true", help="with --headless: one JSON object per observation (default: text lines)"
+    )
 
     rp.set_defaults(func=cmd_run, prompt=None, model=None)
 
@@ -85,6 +113,8 @@ def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[...,
                 except ToolLoadError as e:
                     raise UsageError(str(e)) from None
         sources.require_api_key()  # fail before any UI starts
+        args.workspace = args.workspace if args.workspace is not None else "."
+        args.max_tokens = args.max_tokens if args.max_tokens is not None else 4096
         if not Path(args.workspace).is_dir():
             raise SourceError(f"workspace {args.workspace!r} is not a directory")
 
@@ -110,6 +140,12 @@ def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[...,
     name = getattr(args, "scenario", None) or sources.DEFAULT_SCENARIO
     if getattr(args, "prompt", None):
         raise UsageError("a prompt goes with --model; scenarios have their own")
+    given = [f"--{o.replace('_', '-')}" for o in API_ONLY if getattr(args, o, None) not in (None, False, [])]
+    if given:
+        raise UsageError(
+            f"{', '.join(given)} {'goes' if len(given) == 1 else 'go'} with --model (the real API); a scenario brings "
+            "its own tools, prompt and limits"
+        )
     from inspector.scenarios.bundled import get_scenario
 
     try:  # a bundled name or a scenario file, checked before any UI starts

@@ -30,7 +30,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_check)
     n = cmds.add_parser("new", help="print a commented scenario template (or write NAME.yaml with --write)")
     n.add_argument("name", metavar="NAME")
-    n.add_argument("--write", action="store_true", help="write NAME.yaml in the current directory (never overwrites)")
+    n.add_argument(
+        "--write",
+        action="store_true",
+        help="write NAME.yaml in the current directory, never overwriting (default: print to stdout)",
+    )
     n.set_defaults(func=cmd_new)
     r = cmds.add_parser("from-recording", help="turn a recording (or HAR / SSE file) into an editable scenario file")
     r.add_argument("recording", metavar="REC")

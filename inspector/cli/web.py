@@ -14,9 +14,9 @@ from inspector.core.errors import UsageError
 
 def add_parser(sub: Any) -> None:
     w = sub.add_parser("web", help="serve the dashboard to a browser (textual-serve) on 127.0.0.1")
-    w.add_argument("--host", default="127.0.0.1")
-    w.add_argument("--port", type=int, default=8000)
-    w.add_argument("--scenario", default=None)
+    w.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)")
+    w.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    w.add_argument("--scenario", default=None, help="a bundled scenario name or a scenario file (default: parse_date)")
 
     w.set_defaults(func=cmd)
 
