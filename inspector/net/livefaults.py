@@ -29,6 +29,7 @@ import orjson
 
 from inspector.core.errors import FaultError
 from inspector.net.faults import BOM, FAULTS, FaultSpec, parse_faults
+from inspector.scenarios.render import truncate_json
 
 __all__ = ["LIVE_FAULTS", "InjectedError", "LiveFaults", "LiveStream", "parse_live_faults"]
 
@@ -48,7 +49,8 @@ LIVE_FAULTS = (
 )
 _TRANSPORT = ("error_event", "drop_event", "drop_byte", "stall")
 PING_EVENT = b'event: ping\ndata: {"type": "ping"}\n\n'
-ERROR_EVENT = b'event: error\ndata: {"type":"error","error":{"details":null,"type":"overloaded_error","message":"Overloaded"}}\n\n'
+# as serve's error_event sends it (a real one also has "details": null)
+ERROR_EVENT = b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n'
 PING_INTERVAL = 0.5  # seconds between the pings of a stall, as on serve (not scaled: a live stream is real time)
 _EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r|\n\r\n|\r\n\n")
 
@@ -147,17 +149,6 @@ def _event(name: str, data: dict) -> bytes:
     return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
 
 
-def _cut_json(s: str) -> str:
-    """``s`` cut in the middle of its last string (invalid JSON: an unterminated string); half of it without one."""
-    end = s.rfind('"')
-    start = s.rfind('"', 0, end) if end > 0 else -1
-    if start >= 0 and end - start > 2:
-        return s[: start + 1 + (end - start - 1) // 2]
-    if start >= 0:
-        return s[: start + 1]
-    return s[: max(1, len(s) // 2)]
-
-
 class LiveStream:
     """Rewrites one live SSE stream on its way to the client (see the module docstring)."""
 
@@ -243,7 +234,7 @@ class LiveStream:
         """The first tool block: its start and about half of its input deltas, then max_tokens and message_stop."""
         start = self.held[0][1]
         deltas = [(n, r, o) for n, r, o in self.held[1:] if n == "content_block_delta"]
-        keep = deltas[: len(deltas) // 2]
+        keep = deltas[: (len(deltas) + 1) // 2]  # as serve: about half, rounded up
         at = self.events + 1 + len(keep)  # the first event that is not upstream's
         self.held = []
         self._mark("max_tokens_tool", at)
@@ -274,7 +265,7 @@ class LiveStream:
             if n == "content_block_delta" and o.get("index") == idx and isinstance(d, dict):
                 parts.append(str(d.get("partial_json", "")))
         full = "".join(parts)
-        cut = _cut_json(full) if full else ""
+        cut = truncate_json(full) if full else ""
         out: list[bytes] = []
         left = len(cut)
         first_changed: int | None = None

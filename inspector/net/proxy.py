@@ -511,11 +511,10 @@ class ProxyApp(Closable):
     def _record(self, method: str, *args: Any) -> None:
         """One recording line (``RecordingWriter.<method>(*args)``). A failed write (disk full, file too large, I/O
         error) stops the recording with a warning; forwarding goes on."""
-        w = self._writer()
-        if w is None:
-            return
         try:
-            getattr(w, method)(*args)
+            w = self._writer()
+            if w is not None:
+                getattr(w, method)(*args)
         except (OSError, ValueError) as e:
             self._recording_failed(e)
 
@@ -683,8 +682,9 @@ class ProxyApp(Closable):
                     ex.end_s = self.clock() - t_req_clock
                     if outcome == "disconnected":
                         ex.end, ex.reason = "cancelled", "the client closed the connection before upstream's headers"
-                    else:
-                        ex.end, ex.reason = "dropped", "proxy shutting down"
+                        return
+                    ex.status, ex.end, ex.reason = 503, "dropped", "proxy shutting down"
+                    await self._reply_error(send, 503, "overloaded_error", "shutting down", [(b"connection", b"close")])
                     return
             if error is not None or upstream is None:
                 status, kind, reason = self._upstream_error(error)
@@ -804,7 +804,7 @@ class ProxyApp(Closable):
                         "note": "content-encoded stream: live faults not applied",
                     }
                 )
-            if sse and (self.bus is not None or self._writer() is not None):
+            if sse and (self.bus is not None or (self.writer is not None and self.recording_error is None)):
                 track.ts = TurnStream()
             self._response(track, str_headers, ex.headers_s)
         await send({"type": "http.response.start", "status": upstream.status_code, "headers": raw_headers})
@@ -906,7 +906,7 @@ class ProxyApp(Closable):
         if not pending:
             return
         turn, attempt = track.turn, track.attempt
-        w = self._writer()
+        w = self.writer if self.recording_error is None else None
         late = self._late_secrets()
         dec = track.decoder
         ts = track.ts
