@@ -646,14 +646,17 @@ class ProxyApp(Closable):
             error: BaseException | None = None
             injected = None
             if is_turn:
-                track = self._begin_turn(ex, url, in_headers, body, t_req)
+                track = self._new_track(ex, body, t_req)
                 injected = faults.http_error(track.attempt) if faults else None
             if injected is not None:  # a live http_429 / http_529: answered here, upstream never sees it
                 assert track is not None
                 ex.fault = injected.fault
+                self._begin_turn(track, url, in_headers, body)
                 await self._answer_injected(ex, track, injected, send, t_req_clock)
                 return
             if self.active >= self.max_connections:
+                if track is not None:
+                    self._begin_turn(track, url, in_headers, body)
                 reason = self._busy_message()
                 ex.status, ex.end, ex.reason = 503, "error", reason
                 await self._reply_error(send, 503, "overloaded_error", reason)
@@ -665,8 +668,13 @@ class ProxyApp(Closable):
             try:
                 request = client.build_request(method, url, headers=fwd, content=body)
                 sending = asyncio.ensure_future(client.send(request, stream=True))
+                if track is not None:  # let the request go out first: the bookkeeping overlaps upstream's wait
+                    for _ in range(3):
+                        await asyncio.sleep(0)
             except (httpx2.HTTPError, httpx2.InvalidURL) as e:
                 error = e
+            if track is not None:
+                self._begin_turn(track, url, in_headers, body)
             upstream: httpx2.Response | None = None
             if sending is not None:
                 outcome = await self._await_headers(sending, receive)
@@ -710,6 +718,8 @@ class ProxyApp(Closable):
             if ex.end_s is None:
                 ex.end_s = self.clock() - t_req_clock
             if track is not None:
+                if not track.requested:
+                    self._begin_turn(track, url, in_headers, body)
                 self._end_turn(track)
             self._finish(ex)
 
@@ -950,17 +960,23 @@ class ProxyApp(Closable):
             }
         )
 
-    def _begin_turn(
-        self, ex: ProxyExchange, url: str, headers: list[tuple[str, str]], body: bytes, t_req: float
-    ) -> _Track:
+    def _new_track(self, ex: ProxyExchange, body: bytes, t_req: float) -> _Track:
+        """A /messages request's turn and attempt (the retry rule), before anything else is done with it."""
+        digest = hashlib.sha256(body).hexdigest()
+        turn, attempt = self._turn_of(digest)
+        ex.turn, ex.attempt = turn, attempt
+        return _Track(ex, digest, t_req)
+
+    def _begin_turn(self, track: _Track, url: str, headers: list[tuple[str, str]], body: bytes) -> None:
+        """The request line and observations of an attempt (once)."""
+        if track.requested:
+            return
+        track.requested = True
+        ex, turn, attempt, t_req = track.ex, track.turn, track.attempt, track.t_req
         try:
             parsed = orjson.loads(body) if body else None
         except orjson.JSONDecodeError:
             parsed = None
-        digest = hashlib.sha256(body).hexdigest()
-        turn, attempt = self._turn_of(digest)
-        ex.turn, ex.attempt = turn, attempt
-        track = _Track(ex, digest, t_req)
         if not self._started:
             self._started = True
             self._pub(
@@ -983,13 +999,11 @@ class ProxyApp(Closable):
             clean,
             redact(body_value, late) if late else body_value,
         )
-        track.requested = True
         self._pub(
             O.AttemptStarted(t_req, turn, attempt, ex.method, url, clean, parsed if isinstance(parsed, dict) else {})
         )
         if isinstance(parsed, dict) and attempt == 0:  # a retry repeats the same results: inferred once
             self._infer(ex, turn, attempt, parsed, t_req)
-        return track
 
     def _infer(self, ex: ProxyExchange, turn: int, attempt: int, parsed: dict, t_req: float) -> None:
         found = infer_tool_executions(self.seen_tools, parsed.get("messages"), t_req)
