@@ -164,9 +164,15 @@ class LiveStream:
         self.first_tool_seen = False
         self.marks: list[tuple[str, int | None]] = []  # (fault, at_event) injected
         self.end: str | None = None  # None: go on | complete | drop | hang
+        self.formatted = False
 
     # --- output ---------------------------------------------------------------------------------------------------
     def _format(self, raw: bytes) -> list[bytes]:
+        if not self.formatted:  # format faults change every event from the first on
+            self.formatted = True
+            for name in ("split_events", "cr", "crlf"):
+                if name in self.fmt:
+                    self._mark(name, self.events)
         if "cr" in self.fmt or "crlf" in self.fmt:
             le = b"\r" if "cr" in self.fmt else b"\r\n"
             lines = [ln for ln in re.split(rb"\r\n|\r|\n", raw)]
@@ -319,7 +325,7 @@ async def run_live(
                 if room > 0:
                     await emit(data[:room])
                 stream.bytes = limit
-                stream._mark("drop_byte", stream.events)
+                stream._mark(str(t), stream.events)
                 stream.end = "drop"
                 return False
         stream.bytes += len(data)
@@ -338,7 +344,7 @@ async def run_live(
         if t is not None and protocol:
             n = int(t.value or 0)
             if t.name == "error_event" and stream.events >= n:
-                stream._mark("error_event", stream.events)
+                stream._mark(str(t), stream.events)
                 await flush_marks()
                 for piece in stream._format(ERROR_EVENT):
                     if not await out(piece):
@@ -346,7 +352,7 @@ async def run_live(
                 stream.end = "complete"
                 return False
             if t.name == "drop_event" and stream.events >= n:
-                stream._mark("drop_event", stream.events)
+                stream._mark(str(t), stream.events)
                 stream.end = "drop"
                 return False
         for ev in stream.on_event(raw):
@@ -359,7 +365,7 @@ async def run_live(
         if stream.end is not None:
             return False
         if t is not None and t.name == "stall" and name == "message_start":
-            stream._mark("stall", stream.events)
+            stream._mark(str(t), stream.events)
             await flush_marks()
             for _ in range(int(t.value or 0)):
                 await asyncio.sleep(PING_INTERVAL)
