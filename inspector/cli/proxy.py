@@ -165,6 +165,8 @@ def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int
         return 2
     url = base_url_of(sock)
     quiet = getattr(args, "quiet", False)
+    if args.headless or bus is not None or not sys.stdout.isatty():
+        sock.listen(2048)  # connections to the printed address queue until uvicorn accepts: none is refused
 
     def printer(ex: ProxyExchange) -> None:
         sys.stderr.write(format_exchange(ex) + "\n")

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 from pathlib import Path
-from typing import IO, Any, ClassVar
+from typing import IO, Any, ClassVar, cast
 
 import httpx2
 import orjson
@@ -64,6 +64,8 @@ DEFAULT_UPSTREAM = "https://api.anthropic.com"
 DEFAULT_MAX_CONNECTIONS = 1000  # upstream connections at once (streams in flight); past it: 503 at once
 DEFAULT_CONNECT_TIMEOUT = 10.0  # seconds for upstream to accept a connection
 DEFAULT_READ_TIMEOUT = 600.0  # seconds upstream may stay silent (headers, then between reads), like the SDK
+SHARD_SIZE = 32  # upstream connections per client (see ProxyApp._client)
+KEEPALIVE_EXPIRY = 30.0  # seconds an idle upstream connection is kept
 HOP_BY_HOP = frozenset(
     {
         "connection",
@@ -123,7 +125,7 @@ class InferredExecution:
     result_chars: int | None = None
 
     def to_json(self) -> dict:
-        return {f: getattr(self, f) for f in self.__slots__}  # type: ignore[attr-defined]
+        return {f: getattr(self, f) for f in self.__slots__}
 
 
 def _result_text_len(content: Any) -> int:
@@ -424,7 +426,10 @@ class ProxyApp(Closable):
         self._file: _BatchFile | None = None
         self.recording_error: str | None = None  # set when a write failed: the recording stopped there
         self._late: list[str] = []  # secrets the writer was not given (learned after it opened), longest first
-        self.client: httpx2.AsyncClient | None = None
+        self.client: httpx2.AsyncClient | None = None  # the first shard's (all: ``clients``)
+        self.clients: list[httpx2.AsyncClient] = []
+        self._ssl: Any = None
+        self._shard_active: list[int] = []
         self.exchanges: list[ProxyExchange] = []
         self.seen_tools: dict[str, SeenToolUse] = {}
         self.turns = 0
@@ -455,24 +460,47 @@ class ProxyApp(Closable):
         if self.bus is not None:
             self.bus.publish(obs)
 
-    def _client(self) -> httpx2.AsyncClient:
+    def _client(self) -> tuple[int, httpx2.AsyncClient]:
+        """The upstream client for the next request: (shard, client). The pool is split into shards of
+        ``SHARD_SIZE`` connections, each its own client: httpcore scans every connection of its pool (probing each
+        idle one's socket) for every request, so one pool of 1,000 costs milliseconds per request after a burst.
+        The least busy shard is chosen (the first among equals, so sequential requests reuse one keep-alive
+        connection); a new shard is opened only when every open one is full."""
+        busy = self._shard_active
+        if busy:
+            low = min(busy)
+            if low < SHARD_SIZE or len(busy) * SHARD_SIZE >= self.max_connections:
+                k = busy.index(low)
+                return k, self.clients[k]
+        return len(self.clients), self._new_shard()
+
+    def _new_shard(self) -> httpx2.AsyncClient:
+        k = len(self.clients)
+        size = max(1, min(SHARD_SIZE, self.max_connections - k * SHARD_SIZE))
+        if self._ssl is None:  # one TLS context for every shard (loading the CA bundle takes ~0.1 s)
+            self._ssl = httpx2.create_ssl_context(trust_env=True)
+        kw: dict[str, Any] = {
+            # read: idle time between two reads (the API pings every few seconds); pool: the proxy answers 503
+            # itself before the pool is full, this is only a backstop
+            "timeout": httpx2.Timeout(connect=self.connect_timeout, read=self.read_timeout, write=60.0, pool=5.0),
+            "limits": httpx2.Limits(
+                max_connections=size, max_keepalive_connections=size, keepalive_expiry=KEEPALIVE_EXPIRY
+            ),
+            "verify": self._ssl,
+            "follow_redirects": False,
+            "trust_env": True,  # like the SDK: HTTPS_PROXY / NO_PROXY / SSL_CERT_FILE apply upstream
+            # never keep upstream cookies: they would be added to other clients' requests
+            "cookies": CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
+        }
+        if self.transport is not None:
+            kw["transport"] = self.transport
+        client = httpx2.AsyncClient(**kw)
+        client.headers = httpx2.Headers()  # no default user-agent / accept / accept-encoding of ours
+        self.clients.append(client)
+        self._shard_active.append(0)
         if self.client is None:
-            n = self.max_connections
-            kw: dict[str, Any] = {
-                # read: idle time between two reads (the API pings every few seconds); pool: the proxy answers 503
-                # itself before the pool is full, this is only a backstop
-                "timeout": httpx2.Timeout(connect=self.connect_timeout, read=self.read_timeout, write=60.0, pool=5.0),
-                "limits": httpx2.Limits(max_connections=n, max_keepalive_connections=n, keepalive_expiry=30.0),
-                "follow_redirects": False,
-                "trust_env": True,  # like the SDK: HTTPS_PROXY / NO_PROXY / SSL_CERT_FILE apply upstream
-                # never keep upstream cookies: they would be added to other clients' requests
-                "cookies": CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
-            }
-            if self.transport is not None:
-                kw["transport"] = self.transport
-            self.client = httpx2.AsyncClient(**kw)
-            self.client.headers = httpx2.Headers()  # no default user-agent / accept / accept-encoding of ours
-        return self.client
+            self.client = client
+        return client
 
     def _learn(self, found: list[str]) -> None:
         new = [s for s in found if s not in self.secrets]
@@ -498,7 +526,9 @@ class ProxyApp(Closable):
             else:
                 self._file = _BatchFile(self.record_path, owns=False)
             try:
-                self.writer = RecordingWriter(self._file, source=self.source(), secrets=list(self.secrets))
+                self.writer = RecordingWriter(
+                    cast(IO[bytes], self._file), source=self.source(), secrets=list(self.secrets)
+                )
                 self._file.sync()
             except BaseException:
                 with contextlib.suppress(Exception):
@@ -561,9 +591,10 @@ class ProxyApp(Closable):
                 self._recording_failed(e)
 
     async def aclose(self) -> None:
-        if self.client is not None:
-            await self.client.aclose()
-            self.client = None
+        clients, self.clients, self.client, self._shard_active = self.clients, [], None, []
+        for client in clients:
+            with contextlib.suppress(Exception):
+                await client.aclose()
         self.close()
 
     def _note(self, ex: ProxyExchange) -> None:
@@ -578,6 +609,9 @@ class ProxyApp(Closable):
                 message = await receive()
                 if message["type"] == "lifespan.startup":
                     self.closing()
+                    if not self.clients:  # ready before the first request (its TLS context takes a while)
+                        with contextlib.suppress(Exception):
+                            self._new_shard()
                     await send({"type": "lifespan.startup.complete"})
                 elif message["type"] == "lifespan.shutdown":
                     await self.aclose()
@@ -638,6 +672,7 @@ class ProxyApp(Closable):
         track: _Track | None = None
         sending: asyncio.Future | None = None
         holds_connection = False
+        shard = 0
         try:
             if isinstance(faults, str):  # a bad x-inspector-fault header: the request's error, not upstream's
                 ex.status, ex.end, ex.reason = 400, "error", faults
@@ -662,8 +697,9 @@ class ProxyApp(Closable):
                 await self._reply_error(send, 503, "overloaded_error", reason)
                 ex.end_s = self.clock() - t_req_clock
                 return
-            client = self._client()
+            shard, client = self._client()
             self.active += 1
+            self._shard_active[shard] += 1
             holds_connection = True
             try:
                 request = client.build_request(method, url, headers=fwd, content=body)
@@ -713,6 +749,8 @@ class ProxyApp(Closable):
                 await _abandon(sending)
             if holds_connection:
                 self.active -= 1
+                if shard < len(self._shard_active):
+                    self._shard_active[shard] -= 1
             if ex.end is None:
                 ex.end, ex.reason = "error", ex.reason or "the proxy failed"
             if ex.end_s is None:
