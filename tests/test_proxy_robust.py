@@ -10,6 +10,7 @@ import errno
 import io
 import logging
 import math
+import re
 import threading
 
 import anthropic
@@ -417,7 +418,9 @@ async def test_a_failed_recording_write_stops_the_recording_not_the_stream(serve
                 bodies = []
                 async with httpx2.AsyncClient(base_url=px.base_url, timeout=30) as h:
                     for i in range(4):
-                        r = await _post(h, **{"x-inspector-scenario": "weather", "x-inspector-session": f"disk{room}-{i}"})
+                        r = await _post(
+                            h, **{"x-inspector-scenario": "weather", "x-inspector-session": f"disk{room}-{i}"}
+                        )
                         bodies.append((r.status_code, r.content))
             finally:
                 await c.close()
@@ -484,3 +487,37 @@ async def test_shutdown_with_open_streams_ends_every_attempt_without_tracebacks(
     assert all(a.end["reason"] == "proxy shutting down" for a in attempts)
     assert "Traceback" not in caplog.text + capsys.readouterr().err
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+# ----------------------------------------------------------------------------------------------- CLI
+
+
+def test_dashboard_path_prints_the_real_address_first_and_passes_the_options(monkeypatch, capsys):
+    """Before the dashboard opens, stderr has the address to point a harness at, with the real port even for an
+    ephemeral --listen; the dashboard's proxy gets the command line's limits, timeouts and faults."""
+    import argparse
+
+    import inspector.tui.app as tui_app
+    from inspector.cli import proxy as cli
+
+    seen: dict = {}
+
+    def fake_dashboard(factory, source):
+        seen["err_before"] = capsys.readouterr().err
+        session = factory()
+        seen["proxy"], seen["listen"] = session.proxy, session.source["listen"]
+        session.close()
+
+    monkeypatch.setattr(tui_app, "run_dashboard", fake_dashboard)
+    monkeypatch.setattr(cli.sys.stdout, "isatty", lambda: True)
+    p = argparse.ArgumentParser()
+    cli._add_arguments(p)
+    args = p.parse_args(
+        ["--listen", "127.0.0.1:0", "--max-connections", "7", "--read-timeout", "9", "--fault", "drop_event:2"]
+    )
+    assert cli.cmd(args) == 0
+    m = re.search(r"^ANTHROPIC_BASE_URL=http://127\.0\.0\.1:(\d+)$", seen["err_before"], re.M)
+    assert m and int(m.group(1)) > 0
+    assert seen["listen"] == f"http://127.0.0.1:{m.group(1)}"
+    px = seen["proxy"]
+    assert (px.max_connections, px.read_timeout, str(px.faults), px.fault_header) == (7, 9.0, "drop_event:2", True)
