@@ -203,4 +203,6 @@ def test_cli_rejects_a_fault_that_is_not_live(capsys):
 
     assert main(["--listen", "127.0.0.1:0", "--headless", "--fault", "relay_buffer"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("inspector proxy: fault relay_buffer does not apply to a live stream") and "Traceback" not in err
+    assert (
+        err.startswith("inspector proxy: fault relay_buffer does not apply to a live stream") and "Traceback" not in err
+    )

@@ -239,7 +239,9 @@ async def main(a: argparse.Namespace) -> None:
                 if i:
                     rows[k].append((fbt, total, cpu))
         nreads = 11618
-        print(f"\n2. big_input + split_events at real pacing: {len(ref or b'')} bytes in ~{nreads} reads, {a.stream_runs} runs")
+        print(
+            f"\n2. big_input + split_events at real pacing: {len(ref or b'')} bytes in ~{nreads} reads, {a.stream_runs} runs"
+        )
         print(f"{'':10} {'total s':>8} {'added ms':>9} {'CPU ms/stream':>14}")
         dt = statistics.median(t for _, t, _ in rows["direct"])
         for k, rs in rows.items():
@@ -250,7 +252,7 @@ async def main(a: argparse.Namespace) -> None:
         # 3. concurrency (a fresh proxy / mitmdump per level, for its peak RSS)
         print("\n3. concurrent streams at real pacing (parse_date, 1.6 s each)")
         print(f"{'':10} {'streams':>8} {'done':>6} {'exact':>6} {'first byte max s':>17} {'peak RSS MB':>12}")
-        expected = (await big_stream_ref(up.url or ""))
+        expected = await big_stream_ref(up.url or "")
         for n in a.levels:
             for k in ["direct", "proxy", *(["mitmdump"] if mitm_exe else [])]:
                 proc = None
@@ -288,5 +290,7 @@ if __name__ == "__main__":
         help="concurrency levels (default 50,200,1000)",
     )
     ap.add_argument("--no-mitmproxy", action="store_true", help="do not install or run mitmdump")
-    ap.add_argument("--mitm-venv", default="/tmp/bench-mitm", help="the venv mitmproxy lives in (default /tmp/bench-mitm)")
+    ap.add_argument(
+        "--mitm-venv", default="/tmp/bench-mitm", help="the venv mitmproxy lives in (default /tmp/bench-mitm)"
+    )
     asyncio.run(main(ap.parse_args()))
