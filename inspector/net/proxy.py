@@ -45,7 +45,7 @@ from inspector.agent import observations as O
 from inspector.agent.stepobs import step_observations
 from inspector.core.redaction import clean_headers, credential_values, redact, usable_secrets
 from inspector.net.faults import FAULT_HEADER
-from inspector.net.server import Closable, ConnectionDrop, _race, install_log_filter
+from inspector.net.server import Closable, ConnectionDrop, install_log_filter
 from inspector.record.recording import RecordingWriter
 from inspector.stream.assembler import TurnStream
 
@@ -265,6 +265,29 @@ async def _client_gone(receive) -> None:
         message = await receive()
         if message["type"] == "http.disconnect":
             return
+
+
+class _Watchers:
+    """The client's disconnect and the proxy's shutdown, watched once for the whole exchange (headers, then body)."""
+
+    def __init__(self, receive, closing: asyncio.Event) -> None:
+        self.gone = asyncio.ensure_future(_client_gone(receive))
+        self.stop = asyncio.ensure_future(closing.wait())
+
+    async def wait(self, main: asyncio.Future, done_name: str) -> str:
+        """``done_name`` when ``main`` finished first, else "disconnected" or "closing" (``main`` is left running)."""
+        done, _ = await asyncio.wait({main, self.gone, self.stop}, return_when=asyncio.FIRST_COMPLETED)
+        if main in done:
+            return done_name
+        return "disconnected" if self.gone in done else "closing"
+
+    async def close(self) -> None:
+        for t in (self.gone, self.stop):
+            if not t.done():
+                t.cancel()
+        for t in (self.gone, self.stop):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
 
 
 def _error_body(kind: str, message: str) -> bytes:
@@ -673,6 +696,7 @@ class ProxyApp(Closable):
         sending: asyncio.Future | None = None
         holds_connection = False
         shard = 0
+        watchers: _Watchers | None = None
         try:
             if isinstance(faults, str):  # a bad x-inspector-fault header: the request's error, not upstream's
                 ex.status, ex.end, ex.reason = 400, "error", faults
@@ -704,7 +728,7 @@ class ProxyApp(Closable):
             try:
                 request = client.build_request(method, url, headers=fwd, content=body)
                 sending = asyncio.ensure_future(client.send(request, stream=True))
-                if track is not None:  # let the request go out first: the bookkeeping overlaps upstream's wait
+                if track is not None and not self._light():  # the request goes out first: bookkeeping overlaps
                     for _ in range(3):
                         await asyncio.sleep(0)
             except (httpx2.HTTPError, httpx2.InvalidURL) as e:
@@ -713,7 +737,8 @@ class ProxyApp(Closable):
                 self._begin_turn(track, url, in_headers, body)
             upstream: httpx2.Response | None = None
             if sending is not None:
-                outcome = await self._await_headers(sending, receive)
+                watchers = _Watchers(receive, self.closing())
+                outcome = await self._await_headers(sending, watchers)
                 if outcome == "headers":
                     try:
                         upstream = sending.result()
@@ -737,7 +762,7 @@ class ProxyApp(Closable):
                 ex.end_s = self.clock() - t_req_clock
                 return
             try:
-                await self._relay(ex, track, upstream, receive, send, t_req_clock, faults)
+                await self._relay(ex, track, upstream, watchers, send, t_req_clock, faults)
             finally:
                 with contextlib.suppress(Exception):
                     await upstream.aclose()
@@ -745,6 +770,8 @@ class ProxyApp(Closable):
             ex.end, ex.reason = "dropped", "proxy shutting down"
             raise
         finally:
+            if watchers is not None:
+                await watchers.close()
             if sending is not None:
                 await _abandon(sending)
             if holds_connection:
@@ -761,23 +788,10 @@ class ProxyApp(Closable):
                 self._end_turn(track)
             self._finish(ex)
 
-    async def _await_headers(self, sending: asyncio.Future, receive) -> str:
+    async def _await_headers(self, sending: asyncio.Future, watchers: _Watchers) -> str:
         """Wait for upstream's response headers while watching the client and the proxy's shutdown: "headers" (or
         an error: the task is done), "disconnected" or "closing"."""
-        watch = asyncio.ensure_future(_client_gone(receive))
-        stop = asyncio.ensure_future(self.closing().wait())
-        try:
-            done, _ = await asyncio.wait({sending, watch, stop}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for t in (watch, stop):
-                if not t.done():
-                    t.cancel()
-            for t in (watch, stop):
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await t
-        if sending in done:
-            return "headers"
-        return "disconnected" if watch in done else "closing"
+        return await watchers.wait(sending, "headers")
 
     def _upstream_error(self, error: BaseException | None) -> tuple[int, str, str]:
         """(status, error type, message) of the proxy's answer when upstream gave no response."""
@@ -825,7 +839,7 @@ class ProxyApp(Closable):
         ex: ProxyExchange,
         track: _Track | None,
         upstream: httpx2.Response,
-        receive,
+        watchers: _Watchers,
         send,
         t_req_clock: float,
         faults: Any,
@@ -852,7 +866,7 @@ class ProxyApp(Closable):
                         "note": "content-encoded stream: live faults not applied",
                     }
                 )
-            if sse and (self.bus is not None or (self.writer is not None and self.recording_error is None)):
+            if sse and not self._light():
                 track.ts = TurnStream()
             self._response(track, str_headers, ex.headers_s)
         await send({"type": "http.response.start", "status": upstream.status_code, "headers": raw_headers})
@@ -895,7 +909,16 @@ class ProxyApp(Closable):
             assert track is not None and live is not None
             await run_live(live, upstream, emit, state, lambda fault, at: self._fault_line(track, fault, at))
 
-        outcome = await _race(pump if live is None else pump_faulted, receive, self.closing())
+        task = asyncio.ensure_future(pump() if live is None else pump_faulted())
+        try:
+            outcome = await watchers.wait(task, "done")
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        if outcome == "done":
+            task.result()  # re-raises
         ex.end_s = self.clock() - t_req_clock
         if outcome == "disconnected":
             ex.end, ex.reason = "cancelled", "the client closed the connection"
@@ -998,6 +1021,15 @@ class ProxyApp(Closable):
             }
         )
 
+    def _light(self) -> bool:
+        """Nobody needs more than the turn numbering: no bus, no recording, no exchange lines (which show the
+        inferred tool calls), so nothing is parsed or decoded."""
+        return (
+            self.bus is None
+            and self.on_exchange is None
+            and (self.record_path is None or self.recording_error is not None)
+        )
+
     def _new_track(self, ex: ProxyExchange, body: bytes, t_req: float) -> _Track:
         """A /messages request's turn and attempt (the retry rule), before anything else is done with it."""
         digest = hashlib.sha256(body).hexdigest()
@@ -1010,6 +1042,8 @@ class ProxyApp(Closable):
         if track.requested:
             return
         track.requested = True
+        if self._light():
+            return
         ex, turn, attempt, t_req = track.ex, track.turn, track.attempt, track.t_req
         try:
             parsed = orjson.loads(body) if body else None
