@@ -81,10 +81,9 @@ def serve(speed: str) -> Proc:
     return Proc([PY, "-m", "inspector.cli.serve", "--port", "0", "--speed", speed, "--quiet"])
 
 
-def proxy(upstream: str) -> Proc:
-    return Proc(
-        [PY, "-m", "inspector.cli.proxy", "--listen", "127.0.0.1:0", "--upstream", upstream, "--headless", "--quiet"]
-    )
+def proxy(upstream: str, record: str | None = None) -> Proc:
+    args = [PY, "-m", "inspector.cli.proxy", "--listen", "127.0.0.1:0", "--upstream", upstream, "--headless", "--quiet"]
+    return Proc(args + (["--record", record] if record else []))
 
 
 def free_port() -> int:
@@ -220,18 +219,28 @@ async def main(a: argparse.Namespace) -> None:
         procs.append(up)
         px = proxy(up.url or "")
         procs.append(px)
-        cont: dict[str, tuple[str, Proc | None]] = {"direct": (up.url or "", None), "proxy": (px.url or "", px)}
+        rec = proxy(up.url or "", record="/tmp/bench_proxy_recording.jsonl")
+        procs.append(rec)
+        cont: dict[str, tuple[str, Proc | None]] = {
+            "direct": (up.url or "", None),
+            "proxy": (px.url or "", px),
+            "proxy+rec": (rec.url or "", rec),  # with --record: every read decoded, assembled and written
+        }
         if mitm_exe:
             mp = mitmdump(mitm_exe, up.url or "")
             procs.append(mp)
             cont["mitmdump"] = (mp.url or "", mp)
         ref: bytes | None = None
         rows: dict[str, list[tuple[float, float, float]]] = {k: [] for k in cont}
+        up_cpu: dict[str, list[float]] = {k: [] for k in cont}
         for i in range(a.stream_runs + 1):  # the first round warms up
             for k, (url, proc) in cont.items():
                 c0 = proc.cpu() if proc else 0.0
+                u0 = up.cpu()
                 fbt, total, body = await big_stream(url, f"big-{k}-", i)
                 cpu = (proc.cpu() - c0) if proc else 0.0
+                if i:
+                    up_cpu[k].append(up.cpu() - u0)
                 if ref is None:
                     ref = body
                 if body != ref:
@@ -242,12 +251,13 @@ async def main(a: argparse.Namespace) -> None:
         print(
             f"\n2. big_input + split_events at real pacing: {len(ref or b'')} bytes in ~{nreads} reads, {a.stream_runs} runs"
         )
-        print(f"{'':10} {'total s':>8} {'added ms':>9} {'CPU ms/stream':>14}")
+        print(f"{'':10} {'total s':>8} {'added ms':>9} {'CPU ms/stream':>14} {'upstream CPU ms':>16}")
         dt = statistics.median(t for _, t, _ in rows["direct"])
         for k, rs in rows.items():
             t = statistics.median(x for _, x, _ in rs)
             cpu = statistics.median(c for _, _, c in rs) * 1e3
-            print(f"{k:10} {t:8.3f} {(t - dt) * 1e3:9.1f} {cpu if k != 'direct' else float('nan'):14.0f}")
+            ucpu = statistics.median(up_cpu[k]) * 1e3
+            print(f"{k:10} {t:8.3f} {(t - dt) * 1e3:9.1f} {cpu if k != 'direct' else float('nan'):14.0f} {ucpu:16.0f}")
 
         # 3. concurrency (a fresh proxy / mitmdump per level, for its peak RSS)
         print("\n3. concurrent streams at real pacing (parse_date, 1.6 s each)")
