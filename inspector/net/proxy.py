@@ -43,8 +43,10 @@ import orjson
 
 from inspector.agent import observations as O
 from inspector.agent.stepobs import step_observations
+from inspector.core.errors import InspectorError
 from inspector.core.redaction import clean_headers, credential_values, redact, usable_secrets
 from inspector.net.faults import FAULT_HEADER
+from inspector.net.livefaults import parse_live_faults, run_live
 from inspector.net.server import Closable, ConnectionDrop, install_log_filter
 from inspector.record.recording import RecordingWriter
 from inspector.stream.assembler import TurnStream
@@ -424,8 +426,6 @@ class ProxyApp(Closable):
         batch_interval: float = 0.01,
         on_warning: Callable[[str], None] | None = None,
     ) -> None:
-        from inspector.net.livefaults import parse_live_faults
-
         if max_connections < 1:
             raise ValueError("max_connections must be at least 1")
         self.upstream = upstream.rstrip("/")
@@ -728,7 +728,7 @@ class ProxyApp(Closable):
             try:
                 request = client.build_request(method, url, headers=fwd, content=body)
                 sending = asyncio.ensure_future(client.send(request, stream=True))
-                if track is not None and not self._light():  # the request goes out first: bookkeeping overlaps
+                if track is not None:  # let the request go out first: the bookkeeping overlaps upstream's wait
                     for _ in range(3):
                         await asyncio.sleep(0)
             except (httpx2.HTTPError, httpx2.InvalidURL) as e:
@@ -784,7 +784,8 @@ class ProxyApp(Closable):
                 ex.end_s = self.clock() - t_req_clock
             if track is not None:
                 if not track.requested:
-                    self._begin_turn(track, url, in_headers, body)
+                    with contextlib.suppress(Exception):  # it failed once already: the end line still goes out
+                        self._begin_turn(track, url, in_headers, body)
                 self._end_turn(track)
             self._finish(ex)
 
@@ -813,9 +814,6 @@ class ProxyApp(Closable):
 
     def _header_faults(self, value: str) -> Any:
         """The live faults of an ``x-inspector-fault`` header, or the error message (a str) when it is invalid."""
-        from inspector.core.errors import InspectorError
-        from inspector.net.livefaults import parse_live_faults
-
         try:
             return parse_live_faults(value)
         except InspectorError as e:
@@ -831,7 +829,7 @@ class ProxyApp(Closable):
         await send({"type": "http.response.body", "body": injected.body, "more_body": False})
         t = self.clock() - t_req_clock
         ex.first_byte_s, ex.reads, ex.bytes = t, 1, len(injected.body)
-        self._queue(track, t, injected.body)
+        self._read(track, t, injected.body)
         ex.end, ex.reason, ex.end_s = "complete", None, t
 
     async def _relay(
@@ -872,7 +870,7 @@ class ProxyApp(Closable):
         await send({"type": "http.response.start", "status": upstream.status_code, "headers": raw_headers})
         state: dict[str, Any] = {"end": "complete", "reason": None}
         clock = self.clock
-        queue = self._queue
+        queue = self._read
 
         async def pump() -> None:
             try:
@@ -904,8 +902,6 @@ class ProxyApp(Closable):
             queue(track, t, data)
 
         async def pump_faulted() -> None:
-            from inspector.net.livefaults import run_live
-
             assert track is not None and live is not None
             await run_live(live, upstream, emit, state, lambda fault, at: self._fault_line(track, fault, at))
 
@@ -949,7 +945,7 @@ class ProxyApp(Closable):
             self._failed.popitem(last=False)
 
     # --- bookkeeping: recording + observations (off the forwarding path) -------------------------------------------
-    def _queue(self, track: _Track, t: float, data: bytes) -> None:
+    def _read(self, track: _Track, t: float, data: bytes) -> None:
         """A forwarded read, to be decoded / recorded / published with the next batch."""
         track.pending.append((t, data))
         if len(track.pending) == 1:
