@@ -1,14 +1,15 @@
 """What `inspector proxy` costs, side by side with a direct connection and with mitmdump (optional contender):
 
 1. added first byte (p50 / p99) on a short stream (`inspector serve --speed max`, paired runs, interleaved);
-2. total time and CPU per stream on a many-small-reads stream (serve's big_input scenario with split_events at real
-   pacing: 1.8 MB in ~11,600 reads), the proxy's CPU read from /proc for its own process;
+2. total time and CPU per stream on a many-small-reads stream (serve's big_input scenario, `serve --fault
+   split_events`, at real pacing: 1.8 MB in ~11,600 reads), the proxy's CPU read from /proc for its own process;
 3. 50 / 200 / 1,000 concurrent streams at real pacing (parse_date, 1.6 s each): completed, byte-exact, the largest
    first-byte delay and the proxy's peak RSS.
 
 Every server (serve, the proxy, mitmdump) runs in a process of its own; the clients run here. Loopback only.
 
-    python tools/bench_proxy.py [--runs 100] [--stream-runs 5] [--levels 50,200,1000] [--no-mitmproxy]
+    python tools/bench_proxy.py [--runs 100] [--stream-runs 5] [--levels 50,200,1000] [--phases 1,2,3]
+                                [--no-mitmproxy]
 
 mitmproxy is never a dependency of the project: the bench installs it (``pip install mitmproxy``) into a venv of its
 own under /tmp (``--mitm-venv``), or skips it when that fails or with ``--no-mitmproxy``.
@@ -77,8 +78,8 @@ class Proc:
             self.p.wait()
 
 
-def serve(speed: str) -> Proc:
-    return Proc([PY, "-m", "inspector.cli.serve", "--port", "0", "--speed", speed, "--quiet"])
+def serve(speed: str, *extra: str) -> Proc:
+    return Proc([PY, "-m", "inspector.cli.serve", "--port", "0", "--speed", speed, "--quiet", *extra])
 
 
 def proxy(upstream: str, record: str | None = None) -> Proc:
@@ -165,7 +166,8 @@ async def first_byte(targets: dict[str, str], runs: int) -> dict[str, list[float
 
 
 async def big_stream(url: str, tag: str, i: int) -> tuple[float, float, bytes]:
-    h = {"x-inspector-scenario": "big_input", "x-inspector-fault": "split_events", "x-inspector-session": f"{tag}{i}"}
+    # split_events is the upstream's (serve --fault): the proxy would take an x-inspector-fault header for itself
+    h = {"x-inspector-scenario": "big_input", "x-inspector-session": f"{tag}{i}"}
     async with httpx2.AsyncClient(timeout=120) as c:
         return await one(c, url, h)
 
@@ -186,101 +188,109 @@ async def concurrent(url: str, n: int, tag: str) -> tuple[int, list[float], list
 # ----------------------------------------------------------------------------------------------- main
 
 
-async def main(a: argparse.Namespace) -> None:
-    mitm_exe = None if a.no_mitmproxy else mitm_binary(Path(a.mitm_venv), install=True)
-    procs: list[Proc] = []
-    try:
-        # 1. first byte
-        fast = serve("max")
-        procs.append(fast)
-        px = proxy(fast.url or "")
-        procs.append(px)
-        targets = {"direct": fast.url or "", "proxy": px.url or ""}
-        if mitm_exe:
-            mp = mitmdump(mitm_exe, fast.url or "")
-            procs.append(mp)
-            targets["mitmdump"] = mp.url or ""
-        fb = await first_byte(targets, a.runs)
-        print(f"\n1. first byte, weather at --speed max, {a.runs} paired runs (ms)")
-        print(f"{'':10} {'p50':>8} {'p99':>8} {'added p50':>10} {'added p99':>10}")
-        d = fb["direct"]
-        for k, xs in fb.items():
-            added = [x - y for x, y in zip(xs, d)]
-            print(
-                f"{k:10} {q(xs, 0.5) * 1e3:8.2f} {q(xs, 0.99) * 1e3:8.2f} "
-                f"{q(added, 0.5) * 1e3:10.2f} {q(added, 0.99) * 1e3:10.2f}"
-            )
-        for p in procs:
-            p.stop()
-        procs.clear()
-
-        # 2. many small reads
-        up = serve("1")
-        procs.append(up)
-        px = proxy(up.url or "")
-        procs.append(px)
-        rec = proxy(up.url or "", record="/tmp/bench_proxy_recording.jsonl")
-        procs.append(rec)
-        cont: dict[str, tuple[str, Proc | None]] = {
-            "direct": (up.url or "", None),
-            "proxy": (px.url or "", px),
-            "proxy+rec": (rec.url or "", rec),  # with --record: every read decoded, assembled and written
-        }
-        if mitm_exe:
-            mp = mitmdump(mitm_exe, up.url or "")
-            procs.append(mp)
-            cont["mitmdump"] = (mp.url or "", mp)
-        ref: bytes | None = None
-        rows: dict[str, list[tuple[float, float, float]]] = {k: [] for k in cont}
-        up_cpu: dict[str, list[float]] = {k: [] for k in cont}
-        for i in range(a.stream_runs + 1):  # the first round warms up
-            for k, (url, proc) in cont.items():
-                c0 = proc.cpu() if proc else 0.0
-                u0 = up.cpu()
-                fbt, total, body = await big_stream(url, f"big-{k}-", i)
-                cpu = (proc.cpu() - c0) if proc else 0.0
-                if i:
-                    up_cpu[k].append(up.cpu() - u0)
-                if ref is None:
-                    ref = body
-                if body != ref:
-                    print(f"  {k}: run {i} NOT byte-exact ({len(body)} bytes)")
-                if i:
-                    rows[k].append((fbt, total, cpu))
-        nreads = 11618
+async def phase_first_byte(a: argparse.Namespace, mitm_exe: Path | None, procs: list[Proc]) -> None:
+    fast = serve("max")
+    procs.append(fast)
+    px = proxy(fast.url or "")
+    procs.append(px)
+    targets = {"direct": fast.url or "", "proxy": px.url or ""}
+    if mitm_exe:
+        mp = mitmdump(mitm_exe, fast.url or "")
+        procs.append(mp)
+        targets["mitmdump"] = mp.url or ""
+    fb = await first_byte(targets, a.runs)
+    print(f"\n1. first byte, weather at --speed max, {a.runs} paired runs (ms)")
+    print(f"{'':10} {'p50':>8} {'p99':>8} {'added p50':>10} {'added p99':>10}")
+    d = fb["direct"]
+    for k, xs in fb.items():
+        added = [x - y for x, y in zip(xs, d)]
         print(
-            f"\n2. big_input + split_events at real pacing: {len(ref or b'')} bytes in ~{nreads} reads, {a.stream_runs} runs"
+            f"{k:10} {q(xs, 0.5) * 1e3:8.2f} {q(xs, 0.99) * 1e3:8.2f} "
+            f"{q(added, 0.5) * 1e3:10.2f} {q(added, 0.99) * 1e3:10.2f}"
         )
-        print(f"{'':10} {'total s':>8} {'added ms':>9} {'CPU ms/stream':>14} {'upstream CPU ms':>16}")
-        dt = statistics.median(t for _, t, _ in rows["direct"])
-        for k, rs in rows.items():
-            t = statistics.median(x for _, x, _ in rs)
-            cpu = statistics.median(c for _, _, c in rs) * 1e3
-            ucpu = statistics.median(up_cpu[k]) * 1e3
-            print(f"{k:10} {t:8.3f} {(t - dt) * 1e3:9.1f} {cpu if k != 'direct' else float('nan'):14.0f} {ucpu:16.0f}")
 
-        # 3. concurrency (a fresh proxy / mitmdump per level, for its peak RSS)
-        print("\n3. concurrent streams at real pacing (parse_date, 1.6 s each)")
-        print(f"{'':10} {'streams':>8} {'done':>6} {'exact':>6} {'first byte max s':>17} {'peak RSS MB':>12}")
-        expected = await big_stream_ref(up.url or "")
-        for n in a.levels:
-            for k in ["direct", "proxy", *(["mitmdump"] if mitm_exe else [])]:
-                proc = None
-                url = up.url or ""
-                if k == "proxy":
-                    proc = proxy(url)
-                elif k == "mitmdump" and mitm_exe:
-                    proc = mitmdump(mitm_exe, url)
-                target = proc.url if proc else url
+
+async def phase_many_reads(a: argparse.Namespace, mitm_exe: Path | None, procs: list[Proc]) -> None:
+    up = serve("1", "--fault", "split_events")
+    procs.append(up)
+    px = proxy(up.url or "")
+    procs.append(px)
+    rec = proxy(up.url or "", record="/tmp/bench_proxy_recording.jsonl")
+    procs.append(rec)
+    cont: dict[str, tuple[str, Proc | None]] = {
+        "direct": (up.url or "", None),
+        "proxy": (px.url or "", px),
+        "proxy+rec": (rec.url or "", rec),  # with --record: every read decoded, assembled and written
+    }
+    if mitm_exe:
+        mp = mitmdump(mitm_exe, up.url or "")
+        procs.append(mp)
+        cont["mitmdump"] = (mp.url or "", mp)
+    ref: bytes | None = None
+    rows: dict[str, list[tuple[float, float, float]]] = {k: [] for k in cont}
+    up_cpu: dict[str, list[float]] = {k: [] for k in cont}
+    inexact = 0
+    for i in range(a.stream_runs + 1):  # the first round warms up
+        for k, (url, proc) in cont.items():
+            c0 = proc.cpu() if proc else 0.0
+            u0 = up.cpu()
+            fbt, total, body = await big_stream(url, f"big-{k}-", i)
+            cpu = (proc.cpu() - c0) if proc else 0.0
+            if ref is None:
+                ref = body
+            inexact += body != ref
+            if i:
+                rows[k].append((fbt, total, cpu))
+                up_cpu[k].append(up.cpu() - u0)
+    print(
+        f"\n2. big_input, serve --fault split_events at real pacing: {len(ref or b'')} bytes in ~11618 reads, "
+        f"{a.stream_runs} runs, medians; {inexact} not byte-exact"
+    )
+    print(f"{'':10} {'total s':>8} {'added ms':>9} {'CPU ms/stream':>14} {'upstream CPU ms':>16}")
+    dt = statistics.median(t for _, t, _ in rows["direct"])
+    for k, rs in rows.items():
+        t = statistics.median(x for _, x, _ in rs)
+        cpu = statistics.median(c for _, _, c in rs) * 1e3
+        ucpu = statistics.median(up_cpu[k]) * 1e3
+        print(f"{k:10} {t:8.3f} {(t - dt) * 1e3:9.1f} {cpu if k != 'direct' else float('nan'):14.0f} {ucpu:16.0f}")
+
+
+async def phase_concurrency(a: argparse.Namespace, mitm_exe: Path | None, procs: list[Proc]) -> None:
+    up = serve("1")
+    procs.append(up)
+    print("\n3. concurrent streams at real pacing (parse_date, 1.6 s each)")
+    print(f"{'':10} {'streams':>8} {'done':>6} {'exact':>6} {'first byte max s':>17} {'peak RSS MB':>12}")
+    expected = await big_stream_ref(up.url or "")
+    for n in a.levels:
+        for k in ["direct", "proxy", *(["mitmdump"] if mitm_exe else [])]:
+            proc = None
+            url = up.url or ""
+            if k == "proxy":
+                proc = proxy(url)
+            elif k == "mitmdump" and mitm_exe:
+                proc = mitmdump(mitm_exe, url)
+            target = proc.url if proc else url
+            try:
                 done, fbs, bodies = await concurrent(target or "", n, f"c-{k}")
-                exact = sum(b == expected for b in bodies)
                 rss = proc.peak_rss_mb() if proc else float("nan")
+            finally:
                 if proc:
                     proc.stop()
-                print(f"{k:10} {n:8d} {done:6d} {exact:6d} {max(fbs) if fbs else float('nan'):17.3f} {rss:12.0f}")
-    finally:
-        for p in procs:
-            p.stop()
+            exact = sum(b == expected for b in bodies)
+            print(f"{k:10} {n:8d} {done:6d} {exact:6d} {max(fbs) if fbs else float('nan'):17.3f} {rss:12.0f}")
+
+
+async def main(a: argparse.Namespace) -> None:
+    mitm_exe = None if a.no_mitmproxy else mitm_binary(Path(a.mitm_venv), install=True)
+    for phase, run in ((1, phase_first_byte), (2, phase_many_reads), (3, phase_concurrency)):
+        if phase not in a.phases:
+            continue
+        procs: list[Proc] = []
+        try:
+            await run(a, mitm_exe, procs)
+        finally:
+            for p in procs:
+                p.stop()
 
 
 async def big_stream_ref(url: str) -> bytes:
@@ -300,6 +310,9 @@ if __name__ == "__main__":
         help="concurrency levels (default 50,200,1000)",
     )
     ap.add_argument("--no-mitmproxy", action="store_true", help="do not install or run mitmdump")
+    ap.add_argument(
+        "--phases", type=lambda s: {int(x) for x in s.split(",")}, default={1, 2, 3}, help="which parts (default 1,2,3)"
+    )
     ap.add_argument(
         "--mitm-venv", default="/tmp/bench-mitm", help="the venv mitmproxy lives in (default /tmp/bench-mitm)"
     )
