@@ -755,7 +755,7 @@ class ProxyApp(Closable):
                     ex.status, ex.end, ex.reason = 503, "dropped", "proxy shutting down"
                     await self._reply_error(send, 503, "overloaded_error", "shutting down", [(b"connection", b"close")])
                     return
-            if error is not None or upstream is None:
+            if error is not None or upstream is None or watchers is None:
                 status, kind, reason = self._upstream_error(error)
                 ex.status, ex.end, ex.reason = status, "error", reason
                 await self._reply_error(send, status, kind, reason)
