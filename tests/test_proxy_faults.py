@@ -10,6 +10,8 @@ import math
 import httpx2
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from inspector.core.errors import FaultError
 from inspector.net.faults import BOM
@@ -206,3 +208,78 @@ def test_cli_rejects_a_fault_that_is_not_live(capsys):
     assert (
         err.startswith("inspector proxy: fault relay_buffer does not apply to a live stream") and "Traceback" not in err
     )
+
+
+# ----------------------------------------------------------------------------------------------- fuzz: the live reader
+
+
+class _Upstream:
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = chunks
+
+    async def aiter_raw(self):
+        for c in self.chunks:
+            yield c
+
+
+def _chunked(data: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
+    return [data[a:b] for a, b in zip(points, points[1:])]
+
+
+async def _run(fault: str, chunks: list[bytes]) -> tuple[bytes, dict, list]:
+    from inspector.net.livefaults import run_live
+
+    lf = parse_live_faults(fault)
+    assert lf is not None
+    stream = lf.stream(0)
+    assert stream is not None
+    out: list[bytes] = []
+    marks: list = []
+    state: dict = {"end": "complete", "reason": None}
+
+    async def emit(b: bytes) -> None:
+        out.append(b)
+
+    await asyncio.wait_for(run_live(stream, _Upstream(chunks), emit, state, lambda f, at: marks.append((f, at))), 10)
+    return b"".join(out), state, marks
+
+
+_sse_pieces = st.sampled_from(
+    [
+        b"event: ping\ndata: {}\n\n",
+        b'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use"}}\n\n',
+        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"partial_json":"{\\"a\\": \\"bc"}}\n\n',
+        b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n',
+        b'event: message_delta\ndata: {"type":"message_delta","delta":{}}\n\n',
+        b"event: message_stop\r\ndata: {}\r\n\r\n",
+        b"data: not json\r\r",
+        b"\n",
+        b"\r",
+        b"event: x\n",
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.one_of(st.binary(max_size=300), st.lists(_sse_pieces, max_size=12).map(b"".join)), st.lists(st.integers(0, 400))
+)
+async def test_fuzz_live_reader_passes_any_bytes_through_unchanged_when_no_fault_fires(data, cuts):
+    """Any upstream bytes, cut anywhere: with a fault that never fires (a drop after more bytes than there are) the
+    client gets exactly upstream's bytes; no exception, no hang."""
+    got, state, marks = await _run(f"drop_byte:{len(data) + 1}", _chunked(data, cuts))
+    assert got == data and state["end"] == "complete" and marks == []
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.one_of(st.binary(max_size=300), st.lists(_sse_pieces, max_size=12).map(b"".join)),
+    st.lists(st.integers(0, 400)),
+    st.sampled_from(["error_event:1", "drop_event:2", "invalid_tool_json", "max_tokens_tool", "split_events", "cr"]),
+)
+async def test_fuzz_live_faults_never_raise_on_garbage(data, cuts, fault):
+    got, state, _ = await _run(fault, _chunked(data, cuts))
+    assert state["end"] in ("complete", "dropped")
+    if fault in ("split_events",):  # splitting only moves write boundaries
+        assert got == data
