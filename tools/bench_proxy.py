@@ -1,59 +1,319 @@
-"""First-byte latency added by `inspector proxy`: the same streamed request straight to `inspector serve` and
-through the proxy in front of it, measured side by side in one run (loopback, upstream at max speed).
+"""What `inspector proxy` costs, side by side with a direct connection and with mitmdump (optional contender):
 
-    python tools/bench_proxy.py [--runs 50]
+1. added first byte (p50 / p99) on a short stream (`inspector serve --speed max`, paired runs, interleaved);
+2. total time and CPU per stream on a many-small-reads stream (serve's big_input scenario, `serve --fault
+   split_events`, at real pacing: 1.8 MB in ~11,600 reads), the proxy's CPU read from /proc for its own process;
+3. 50 / 200 / 1,000 concurrent streams at real pacing (parse_date, 1.6 s each): completed, byte-exact, the largest
+   first-byte delay and the proxy's peak RSS.
+
+Every server (serve, the proxy, mitmdump) runs in a process of its own; the clients run here. Loopback only.
+
+    python tools/bench_proxy.py [--runs 100] [--stream-runs 5] [--levels 50,200,1000] [--phases 1,2,3]
+                                [--no-mitmproxy]
+
+mitmproxy is never a dependency of the project: the bench installs it (``pip install mitmproxy``) into a venv of its
+own under /tmp (``--mitm-venv``), or skips it when that fails or with ``--no-mitmproxy``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import math
+import os
+import re
+import socket
 import statistics
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import httpx2
+import orjson
 
-from inspector.net.proxy import ProxyApp
-from inspector.net.serve import ServeApp
-from inspector.net.server import BackgroundServer
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+BODY = orjson.dumps({"model": "m", "max_tokens": 5, "stream": True, "messages": [{"role": "user", "content": "hi"}]})
+TICK = os.sysconf("SC_CLK_TCK")
 
-BODY = {"model": "m", "max_tokens": 5, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+
+# ----------------------------------------------------------------------------------------------- processes
 
 
-async def ttfb(client: httpx2.AsyncClient, session: str) -> float:
+class Proc:
+    def __init__(self, args: list[str], url_re: str = r"ANTHROPIC_BASE_URL=(\S+)", url: str | None = None) -> None:
+        env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+        self.p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+        self.url = url
+        if url is None:
+            assert self.p.stdout is not None
+            for _ in range(50):  # bounded: the URL line comes first
+                line = self.p.stdout.readline()
+                if not line:
+                    break
+                m = re.search(url_re, line)
+                if m:
+                    self.url = m.group(1)
+                    break
+            if self.url is None:
+                self.stop()
+                raise RuntimeError(f"{args[:4]} did not start")
+
+    def cpu(self) -> float:
+        fields = Path(f"/proc/{self.p.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICK  # utime + stime
+
+    def peak_rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.p.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def stop(self) -> None:
+        self.p.terminate()
+        try:
+            self.p.wait(10)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+
+
+def serve(speed: str, *extra: str) -> Proc:
+    return Proc([PY, "-m", "inspector.cli.serve", "--port", "0", "--speed", speed, "--quiet", *extra])
+
+
+def proxy(upstream: str, record: str | None = None) -> Proc:
+    args = [PY, "-m", "inspector.cli.proxy", "--listen", "127.0.0.1:0", "--upstream", upstream, "--headless", "--quiet"]
+    return Proc(args + (["--record", record] if record else []))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def mitm_binary(venv: Path, install: bool) -> Path | None:
+    exe = venv / "bin" / "mitmdump"
+    if exe.exists():
+        return exe
+    if not install:
+        return None
+    print(f"installing mitmproxy into {venv} (a venv of the bench's own) ...", flush=True)
+    try:
+        subprocess.run(["python3", "-m", "venv", str(venv)], check=True, capture_output=True, timeout=300)
+        subprocess.run(
+            [str(venv / "bin" / "pip"), "install", "-q", "mitmproxy"], check=True, capture_output=True, timeout=900
+        )
+    except (subprocess.SubprocessError, OSError) as e:
+        print(f"mitmproxy skipped: could not install it ({type(e).__name__})")
+        return None
+    return exe if exe.exists() else None
+
+
+def mitmdump(exe: Path, upstream: str) -> Proc:
+    port = free_port()
+    args = [str(exe), "--mode", f"reverse:{upstream}", "--listen-host", "127.0.0.1", "--listen-port", str(port)]
+    p = Proc([*args, "--set", "stream_large_bodies=1", "--set", "connection_strategy=lazy", "-q"], url="")
+    p.url = f"http://127.0.0.1:{port}"
+    for _ in range(200):  # bounded: until it accepts
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return p
+        except OSError:
+            time.sleep(0.05)
+    p.stop()
+    raise RuntimeError("mitmdump did not start")
+
+
+# ----------------------------------------------------------------------------------------------- clients
+
+
+async def one(client: httpx2.AsyncClient, url: str, headers: dict, whole: bool = True) -> tuple[float, float, bytes]:
+    """(first byte s, total s, body) of one streamed request."""
     t0 = time.perf_counter()
-    async with client.stream(
-        "POST", "/v1/messages", json=BODY, headers={"x-inspector-session": session, "x-api-key": "bench-key-not-secret"}
-    ) as r:
-        async for _ in r.aiter_raw():
-            return time.perf_counter() - t0
-    raise RuntimeError("no body")
+    first = None
+    chunks = []
+    async with client.stream("POST", url + "/v1/messages", content=BODY, headers=headers) as r:
+        async for chunk in r.aiter_raw():
+            if first is None:
+                first = time.perf_counter() - t0
+                if not whole:
+                    break
+            chunks.append(chunk)
+    return first if first is not None else float("nan"), time.perf_counter() - t0, b"".join(chunks)
 
 
-async def main(runs: int) -> None:
-    with BackgroundServer(ServeApp(speed=math.inf, lenient=True)) as up, BackgroundServer(ProxyApp(up.base_url)) as px:
-        async with (
-            httpx2.AsyncClient(base_url=up.base_url) as direct,
-            httpx2.AsyncClient(base_url=px.base_url) as proxied,
-        ):
-            for i in range(3):  # warm both connection pools
-                await ttfb(direct, f"warm-d{i}")
-                await ttfb(proxied, f"warm-p{i}")
-            d, p = [], []
-            for i in range(runs):  # interleaved, so a busy spell of the machine hits both alike
-                d.append(await ttfb(direct, f"d{i}"))
-                p.append(await ttfb(proxied, f"p{i}"))
-    md, mp = statistics.median(d), statistics.median(p)
-    q = lambda xs: statistics.quantiles(xs, n=100)[98] * 1000
+def q(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p * (len(xs) - 1))))]
+
+
+async def first_byte(targets: dict[str, str], runs: int) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {k: [] for k in targets}
+    clients = {k: httpx2.AsyncClient(timeout=60) for k in targets}
+    try:
+        for i in range(runs + 3):  # 3 warm-up rounds; interleaved so a busy spell hits all alike
+            for k, url in targets.items():
+                h = {"x-inspector-scenario": "weather", "x-inspector-session": f"fb-{k}-{i}"}
+                fb, _, _ = await one(clients[k], url, h, whole=False)
+                if i >= 3:
+                    out[k].append(fb)
+    finally:
+        for c in clients.values():
+            await c.aclose()
+    return out
+
+
+async def big_stream(url: str, tag: str, i: int) -> tuple[float, float, bytes]:
+    # split_events is the upstream's (serve --fault): the proxy would take an x-inspector-fault header for itself
+    h = {"x-inspector-scenario": "big_input", "x-inspector-session": f"{tag}{i}"}
+    async with httpx2.AsyncClient(timeout=120) as c:
+        return await one(c, url, h)
+
+
+async def concurrent(url: str, n: int, tag: str) -> tuple[int, list[float], list[bytes]]:
+    limits = httpx2.Limits(max_connections=n + 10, max_keepalive_connections=n + 10)
+    async with httpx2.AsyncClient(timeout=120, limits=limits) as c:
+
+        async def go(i: int):
+            h = {"x-inspector-scenario": "parse_date", "x-inspector-session": f"{tag}-{n}-{i}"}
+            return await one(c, url, h)
+
+        res = await asyncio.gather(*(go(i) for i in range(n)), return_exceptions=True)
+    ok = [r for r in res if not isinstance(r, BaseException)]
+    return len(ok), [r[0] for r in ok], [r[2] for r in ok]
+
+
+# ----------------------------------------------------------------------------------------------- main
+
+
+async def phase_first_byte(a: argparse.Namespace, mitm_exe: Path | None, procs: list[Proc]) -> None:
+    fast = serve("max")
+    procs.append(fast)
+    px = proxy(fast.url or "")
+    procs.append(px)
+    targets = {"direct": fast.url or "", "proxy": px.url or ""}
+    if mitm_exe:
+        mp = mitmdump(mitm_exe, fast.url or "")
+        procs.append(mp)
+        targets["mitmdump"] = mp.url or ""
+    fb = await first_byte(targets, a.runs)
+    print(f"\n1. first byte, weather at --speed max, {a.runs} paired runs (ms)")
+    print(f"{'':10} {'p50':>8} {'p99':>8} {'added p50':>10} {'added p99':>10}")
+    d = fb["direct"]
+    for k, xs in fb.items():
+        added = [x - y for x, y in zip(xs, d)]
+        print(
+            f"{k:10} {q(xs, 0.5) * 1e3:8.2f} {q(xs, 0.99) * 1e3:8.2f} "
+            f"{q(added, 0.5) * 1e3:10.2f} {q(added, 0.99) * 1e3:10.2f}"
+        )
+
+
+async def phase_many_reads(a: argparse.Namespace, mitm_exe: Path | None, procs: list[Proc]) -> None:
+    up = serve("1", "--fault", "split_events")
+    procs.append(up)
+    px = proxy(up.url or "")
+    procs.append(px)
+    rec = proxy(up.url or "", record="/tmp/bench_proxy_recording.jsonl")
+    procs.append(rec)
+    cont: dict[str, tuple[str, Proc | None]] = {
+        "direct": (up.url or "", None),
+        "proxy": (px.url or "", px),
+        "proxy+rec": (rec.url or "", rec),  # with --record: every read decoded, assembled and written
+    }
+    if mitm_exe:
+        mp = mitmdump(mitm_exe, up.url or "")
+        procs.append(mp)
+        cont["mitmdump"] = (mp.url or "", mp)
+    ref: bytes | None = None
+    rows: dict[str, list[tuple[float, float, float]]] = {k: [] for k in cont}
+    up_cpu: dict[str, list[float]] = {k: [] for k in cont}
+    inexact = 0
+    for i in range(a.stream_runs + 1):  # the first round warms up
+        for k, (url, proc) in cont.items():
+            c0 = proc.cpu() if proc else 0.0
+            u0 = up.cpu()
+            fbt, total, body = await big_stream(url, f"big-{k}-", i)
+            cpu = (proc.cpu() - c0) if proc else 0.0
+            if ref is None:
+                ref = body
+            inexact += body != ref
+            if i:
+                rows[k].append((fbt, total, cpu))
+                up_cpu[k].append(up.cpu() - u0)
     print(
-        f"first byte over {runs} runs: direct median {md * 1000:.2f} ms (p99 {q(d):.2f}), "
-        f"via proxy median {mp * 1000:.2f} ms (p99 {q(p):.2f})"
+        f"\n2. big_input, serve --fault split_events at real pacing: {len(ref or b'')} bytes in ~11618 reads, "
+        f"{a.stream_runs} runs, medians; {inexact} not byte-exact"
     )
-    print(f"added by the proxy: {(mp - md) * 1000:.2f} ms at the median")
+    print(f"{'':10} {'total s':>8} {'added ms':>9} {'CPU ms/stream':>14} {'upstream CPU ms':>16}")
+    dt = statistics.median(t for _, t, _ in rows["direct"])
+    for k, rs in rows.items():
+        t = statistics.median(x for _, x, _ in rs)
+        cpu = statistics.median(c for _, _, c in rs) * 1e3
+        ucpu = statistics.median(up_cpu[k]) * 1e3
+        print(f"{k:10} {t:8.3f} {(t - dt) * 1e3:9.1f} {cpu if k != 'direct' else float('nan'):14.0f} {ucpu:16.0f}")
+
+
+async def phase_concurrency(a: argparse.Namespace, mitm_exe: Path | None, procs: list[Proc]) -> None:
+    up = serve("1")
+    procs.append(up)
+    print("\n3. concurrent streams at real pacing (parse_date, 1.6 s each)")
+    print(f"{'':10} {'streams':>8} {'done':>6} {'exact':>6} {'first byte max s':>17} {'peak RSS MB':>12}")
+    expected = await big_stream_ref(up.url or "")
+    for n in a.levels:
+        for k in ["direct", "proxy", *(["mitmdump"] if mitm_exe else [])]:
+            proc = None
+            url = up.url or ""
+            if k == "proxy":
+                proc = proxy(url)
+            elif k == "mitmdump" and mitm_exe:
+                proc = mitmdump(mitm_exe, url)
+            target = proc.url if proc else url
+            try:
+                done, fbs, bodies = await concurrent(target or "", n, f"c-{k}")
+                rss = proc.peak_rss_mb() if proc else float("nan")
+            finally:
+                if proc:
+                    proc.stop()
+            exact = sum(b == expected for b in bodies)
+            print(f"{k:10} {n:8d} {done:6d} {exact:6d} {max(fbs) if fbs else float('nan'):17.3f} {rss:12.0f}")
+
+
+async def main(a: argparse.Namespace) -> None:
+    mitm_exe = None if a.no_mitmproxy else mitm_binary(Path(a.mitm_venv), install=True)
+    for phase, run in ((1, phase_first_byte), (2, phase_many_reads), (3, phase_concurrency)):
+        if phase not in a.phases:
+            continue
+        procs: list[Proc] = []
+        try:
+            await run(a, mitm_exe, procs)
+        finally:
+            for p in procs:
+                p.stop()
+
+
+async def big_stream_ref(url: str) -> bytes:
+    async with httpx2.AsyncClient(timeout=60) as c:
+        _, _, body = await one(c, url, {"x-inspector-scenario": "parse_date", "x-inspector-session": "ref"})
+    return body
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=50)
-    asyncio.run(main(ap.parse_args().runs))
+    ap.add_argument("--runs", type=int, default=100, help="paired first-byte runs (default 100)")
+    ap.add_argument("--stream-runs", type=int, default=5, help="runs of the many-reads stream (default 5)")
+    ap.add_argument(
+        "--levels",
+        type=lambda s: [int(x) for x in s.split(",")],
+        default=[50, 200, 1000],
+        help="concurrency levels (default 50,200,1000)",
+    )
+    ap.add_argument("--no-mitmproxy", action="store_true", help="do not install or run mitmdump")
+    ap.add_argument(
+        "--phases", type=lambda s: {int(x) for x in s.split(",")}, default={1, 2, 3}, help="which parts (default 1,2,3)"
+    )
+    ap.add_argument(
+        "--mitm-venv", default="/tmp/bench-mitm", help="the venv mitmproxy lives in (default /tmp/bench-mitm)"
+    )
+    asyncio.run(main(ap.parse_args()))

@@ -8,7 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from inspector.agent import observations as O
-from inspector.net.proxy import DEFAULT_UPSTREAM, ProxyApp, ProxyExchange, format_exchange
+from inspector.net.proxy import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_READ_TIMEOUT,
+    DEFAULT_UPSTREAM,
+    ProxyApp,
+    ProxyExchange,
+    format_exchange,
+)
 from inspector.net.server import base_url_of, bind_socket
 
 # =====================================================================================================================
@@ -44,10 +52,73 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         help="address to listen on (default 127.0.0.1:8787; port 0: ephemeral)",
     )
     p.add_argument("--upstream", default=DEFAULT_UPSTREAM, help=f"where to forward (default {DEFAULT_UPSTREAM})")
-    p.add_argument("--record", metavar="FILE", help="write a recording (JSON Lines) of every exchange")
+    p.add_argument("--record", metavar="FILE", help="write a recording (JSON Lines) of every exchange (default: none)")
     p.add_argument("--headless", action="store_true", help="no dashboard: one line per exchange on stderr")
     p.add_argument("--quiet", action="store_true", help="with --headless: no per-exchange lines")
+    p.add_argument(
+        "--max-connections",
+        type=_positive_int,
+        default=DEFAULT_MAX_CONNECTIONS,
+        metavar="N",
+        help=f"upstream connections at once, i.e. streams in flight; past it a request gets 503 at once "
+        f"(default {DEFAULT_MAX_CONNECTIONS})",
+    )
+    p.add_argument(
+        "--connect-timeout",
+        type=_seconds,
+        default=DEFAULT_CONNECT_TIMEOUT,
+        metavar="S",
+        help=f"seconds for upstream to accept a connection; then 504 (default {DEFAULT_CONNECT_TIMEOUT:g})",
+    )
+    p.add_argument(
+        "--read-timeout",
+        type=_seconds,
+        default=DEFAULT_READ_TIMEOUT,
+        metavar="S",
+        help=f"seconds upstream may stay silent: before its headers (then 504) or between two reads, pings "
+        f"included (then the stream is dropped) (default {DEFAULT_READ_TIMEOUT:g}, like the SDK)",
+    )
+    p.add_argument(
+        "--fault",
+        action="append",
+        metavar="NAME[:ARG]",
+        help="inject a fault into the live streams (repeatable; the header x-inspector-fault chooses per request); "
+        "the stream faults of `inspector serve --list-faults` (default: none)",
+    )
     p.add_argument("--log-level", default="warning", help="uvicorn log level (default warning)")
+
+
+def _positive_int(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"needs a whole number, not {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"needs at least 1, not {n}")
+    return n
+
+
+def _seconds(value: str) -> float:
+    try:
+        s = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"needs seconds, not {value!r}") from None
+    if not s > 0 or s == float("inf"):
+        raise argparse.ArgumentTypeError(f"needs a positive number of seconds, not {value!r}")
+    return s
+
+
+def proxy_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The ProxyApp keywords the command line chose (FaultError for a bad --fault)."""
+    from inspector.net.livefaults import parse_live_faults
+
+    return {
+        "max_connections": getattr(args, "max_connections", DEFAULT_MAX_CONNECTIONS),
+        "connect_timeout": getattr(args, "connect_timeout", DEFAULT_CONNECT_TIMEOUT),
+        "read_timeout": getattr(args, "read_timeout", DEFAULT_READ_TIMEOUT),
+        "faults": parse_live_faults(getattr(args, "fault", None)),
+        "fault_header": True,
+    }
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -79,6 +150,13 @@ def record_problem(path: str | Path) -> str | None:
 
 def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int:
     """Run ``inspector proxy`` until Ctrl-C. ``bus``: an ObservationBus to publish to (the dashboard's)."""
+    from inspector.core.errors import InspectorError
+
+    try:
+        options = proxy_options(args)
+    except InspectorError as e:
+        sys.stderr.write(f"inspector proxy: {e}\n")
+        return 2
     host, port = args.listen
     try:
         sock = bind_socket(host, port)
@@ -87,9 +165,15 @@ def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int
         return 2
     url = base_url_of(sock)
     quiet = getattr(args, "quiet", False)
+    if args.headless or bus is not None or not sys.stdout.isatty():
+        sock.listen(2048)  # connections to the printed address queue until uvicorn accepts: none is refused
 
     def printer(ex: ProxyExchange) -> None:
         sys.stderr.write(format_exchange(ex) + "\n")
+        sys.stderr.flush()
+
+    def warn(message: str) -> None:
+        sys.stderr.write(f"inspector proxy: warning: {message}\n")
         sys.stderr.flush()
 
     if not args.headless and bus is None:
@@ -99,16 +183,27 @@ def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int
                 sock.close()
                 sys.stderr.write(f"inspector proxy: {problem}\n")
                 return 2
-            return _cmd_tui(args, host, port, sock)
+            return _cmd_tui(args, host, sock, options)
         sys.stderr.write("inspector proxy: stdout is not a terminal: running headless\n")
-    proxy = ProxyApp(args.upstream, record=args.record, bus=bus, on_exchange=None if quiet else printer, listen=url)
+    proxy = ProxyApp(
+        args.upstream,
+        record=args.record,
+        bus=bus,
+        on_exchange=None if quiet else printer,
+        listen=url,
+        on_warning=warn,
+        **options,
+    )
     try:
         proxy.open_recording()  # before serving: an unwritable path is a usage error, not a failure per request
     except OSError as e:
         sock.close()
         sys.stderr.write(f"inspector proxy: {_record_error(args.record, e)}\n")
         return 2
-    print(f"inspector proxy: {url} -> {proxy.upstream}" + (f", recording to {args.record}" if args.record else ""))
+    faults = f", faults {proxy.faults}" if proxy.faults else ""
+    print(
+        f"inspector proxy: {url} -> {proxy.upstream}{faults}" + (f", recording to {args.record}" if args.record else "")
+    )
     print(f"ANTHROPIC_BASE_URL={url}")
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {host}, not loopback only", file=sys.stderr)
@@ -125,15 +220,22 @@ def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int
     return 0
 
 
-def _cmd_tui(args: argparse.Namespace, host: str, port: int, sock: Any) -> int:
+def _cmd_tui(args: argparse.Namespace, host: str, sock: Any, options: dict[str, Any]) -> int:
     """The dashboard watches the other harness through the proxy (each of its requests is a turn)."""
     from inspector.sessions.watch import proxy_session
     from inspector.tui.app import run_dashboard
 
+    url = base_url_of(sock)
+    port = sock.getsockname()[1]  # the real port, also when --listen asked for an ephemeral one
     sock.close()  # the session binds its own (and binds again on restart)
+    sys.stderr.write(f"inspector proxy: {url} -> {args.upstream}\nANTHROPIC_BASE_URL={url}\n")
+    sys.stderr.flush()
 
     def factory(**_: Any):
-        return proxy_session(args.upstream, host, port, record=args.record)
+        session = proxy_session(args.upstream, host, port, record=args.record)
+        for k, v in options.items():  # the proxy's limits, timeouts and faults
+            setattr(session.proxy, k, v)
+        return session
 
     run_dashboard(factory, source={"type": "proxy", "upstream": args.upstream})
     return 0

@@ -1,0 +1,285 @@
+"""Live faults: `inspector proxy --fault ...` / the ``x-inspector-fault`` header applied to what a real upstream sends
+(here a clean `inspector serve`). Differential: each fault applied live lands where `serve` puts the same fault
+(same events, same cut), and the recording marks what was injected."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import httpx2
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from inspector.core.errors import FaultError
+from inspector.net.faults import BOM
+from inspector.net.livefaults import LiveStream, parse_live_faults
+from inspector.net.proxy import ProxyApp
+from inspector.net.serve import ServeApp, render_faulted
+from inspector.net.server import BackgroundServer
+from inspector.record.recording import read_recording
+from inspector.scenarios.bundled import get_scenario
+from inspector.stream.sse import SSEDecoder
+
+USER = [{"role": "user", "content": "why?"}]
+BODY = orjson.dumps({"model": "m", "max_tokens": 5, "stream": True, "messages": USER})
+
+
+@pytest.fixture(scope="module")
+def upstream():
+    with BackgroundServer(ServeApp(speed=math.inf)) as srv:
+        yield srv
+
+
+def events(body: bytes, pings: bool = False) -> list[tuple[str, dict]]:
+    out = []
+    for e in SSEDecoder().feed(body):
+        if e.event == "ping" and not pings:
+            continue
+        out.append((e.event, orjson.loads(e.data)))
+    return out
+
+
+def content(body: bytes) -> tuple[list, object]:
+    """(blocks as (index, type, text or raw JSON, closed), stop_reason) of a stream, whatever its chunking."""
+    blocks: dict[int, list] = {}
+    stop = None
+    for name, d in events(body):
+        if name == "content_block_start":
+            blocks[d["index"]] = [d["index"], d["content_block"]["type"], "", False]
+        elif name == "content_block_delta":
+            delta = d["delta"]
+            blocks[d["index"]][2] += delta.get("text") or delta.get("partial_json") or delta.get("thinking") or ""
+        elif name == "content_block_stop":
+            blocks[d["index"]][3] = True
+        elif name == "message_delta":
+            stop = d["delta"]["stop_reason"]
+    return [tuple(b) for b in blocks.values()], stop
+
+
+async def fetch(h: httpx2.AsyncClient, headers: dict, hang_events: int | None = None) -> tuple[int, bytes, bool]:
+    """(status, body, dropped) of one streamed request; with ``hang_events`` the client leaves after that many
+    events (pings included)."""
+    body = b""
+    try:
+        async with h.stream("POST", "/v1/messages", content=BODY, headers=headers) as r:
+            async for chunk in r.aiter_raw():
+                body += chunk
+                if hang_events is not None and len(events(body, pings=True)) >= hang_events:
+                    break
+            return r.status_code, body, False
+    except httpx2.RemoteProtocolError:
+        return 200, body, True
+
+
+# scenario, fault, what to compare with serve's rendering of the same fault
+CASES = [
+    ("parse_date", "error_event:3", "events"),
+    ("parse_date", "drop_event:4", "events"),
+    ("weather", "drop_byte:333", "bytes"),
+    ("parse_date", "stall:2", "events"),
+    ("parse_date", "split_events", "bytes"),
+    ("parse_date", "cr", "bytes"),
+    ("weather", "crlf", "bytes"),
+    ("weather", "bom", "bytes"),
+    ("parse_date", "invalid_tool_json", "content"),
+    ("parse_date", "max_tokens_tool", "content"),
+    ("weather", "max_tokens_tool", "content"),
+]
+
+
+@pytest.mark.parametrize(("name", "fault", "compare"), CASES)
+async def test_live_fault_lands_where_serve_puts_it(upstream, tmp_path, name, fault, compare):
+    record = tmp_path / "f.jsonl"
+    sc = get_scenario(name)
+    clean = render_faulted(sc, None, 0, 0)
+    served = render_faulted(sc, fault, 0, 0)  # the same fault, as serve renders it
+    hdr = {"x-inspector-scenario": name, "x-inspector-fault": fault, "x-inspector-session": f"live-{fault}"}
+    loop = asyncio.get_running_loop()
+    ended = asyncio.Queue()
+    proxy = ProxyApp(
+        upstream.base_url,
+        record=record,
+        fault_header=True,
+        on_exchange=lambda ex: loop.call_soon_threadsafe(ended.put_nowait, ex),
+    )
+    with BackgroundServer(proxy) as px:
+        async with httpx2.AsyncClient(base_url=px.base_url, timeout=30) as h:
+            hang = len(events(served.body, pings=True)) if served.end == "hang" else None
+            status, body, dropped = await fetch(h, hdr, hang)
+            first = await asyncio.wait_for(ended.get(), 30)
+            retry = await fetch(h, hdr)  # the same request again: a retry when the first failed or was cut
+    assert status == 200
+    assert dropped == (served.end == "drop")
+    if compare == "bytes":
+        assert body == served.body
+    elif compare == "events":
+        assert events(body, pings=True) == events(served.body, pings=True)
+    else:
+        assert content(body) == content(served.body)
+        assert content(body) != content(clean.body)
+    if fault == "split_events":  # no read of the recording holds a whole event
+        (att, *_) = read_recording(record).attempts()
+        assert all(r.data.count(b"\n\n") <= 1 for r in att.reads) and len(att.reads) >= 2 * len(clean.events)
+    rec = read_recording(record)
+    all_marks = [o for o in rec.observations if o.get("type") == "fault_injected"]
+    marks = [o for o in all_marks if (o["turn"], o["attempt"]) == (0, 0)]
+    assert len(marks) == 1 and marks[0]["fault"] in (fault, fault.split(":")[0])
+    # content and format faults apply to every attempt, transport faults to the first that streams only
+    assert len(all_marks) == (1 if fault.split(":")[0] in ("error_event", "drop_event", "drop_byte", "stall") else 2)
+    assert first.fault is not None
+    attempts = sorted(rec.attempts(), key=lambda a: a.request["t"])
+    transport = fault.split(":")[0] in ("error_event", "drop_event", "drop_byte", "stall")
+    if transport:  # the retry is clean (transport faults hit the first streamed attempt only)
+        assert [(a.turn, a.attempt) for a in attempts] == [(0, 0), (0, 1)]
+        assert retry[1] == render_faulted(sc, None, 0, 1).body  # upstream's attempt 1 (its ids are per attempt)
+        assert attempts[0].data == body
+    expected_at = {
+        "error_event:3": 3,
+        "drop_event:4": 4,
+        "stall:2": 1,
+        "bom": 0,
+    }.get(fault)
+    if expected_at is not None:
+        assert marks[0]["at_event"] == expected_at
+
+
+async def test_http_429_is_answered_by_the_proxy_and_the_retry_goes_upstream(upstream, tmp_path):
+    record = tmp_path / "h.jsonl"
+    app: ServeApp = upstream.owner
+    hdr = {"x-inspector-scenario": "weather", "x-inspector-session": "live-429"}
+    with BackgroundServer(ProxyApp(upstream.base_url, record=record, faults="http_429:2,http_529:0")) as px:
+        async with httpx2.AsyncClient(base_url=px.base_url, timeout=30) as h:
+            before = len(app.exchanges)
+            r1 = await h.post("/v1/messages", content=BODY, headers=hdr)
+            r2 = await h.post("/v1/messages", content=BODY, headers=hdr)
+            seen_upstream = len(app.exchanges) - before
+            r3 = await h.post("/v1/messages", content=BODY, headers=hdr)
+    assert (r1.status_code, r1.headers["retry-after"], r1.headers["retry-after-ms"]) == (429, "2", "2000")
+    assert r1.json()["error"]["type"] == "rate_limit_error"
+    assert (r2.status_code, r2.json()["error"]["type"]) == (529, "overloaded_error")
+    assert seen_upstream == 0  # upstream never saw the injected attempts
+    assert r3.status_code == 200 and r3.content == render_faulted(get_scenario("weather"), None, 0, 0).body
+    rec = read_recording(record)
+    assert [(a.turn, a.attempt, a.response["status"]) for a in rec.attempts()] == [
+        (0, 0, 429),
+        (0, 1, 529),
+        (0, 2, 200),
+    ]
+    marks = [(o["fault"], o["attempt"]) for o in rec.observations if o.get("type") == "fault_injected"]
+    assert marks == [("http_429:2", 0), ("http_529:0", 1)]
+
+
+async def test_the_fault_header_is_per_request_and_checked(upstream):
+    hdr = {"x-inspector-scenario": "weather"}
+    with BackgroundServer(ProxyApp(upstream.base_url, fault_header=True)) as px:
+        async with httpx2.AsyncClient(base_url=px.base_url, timeout=30) as h:
+            bad = await h.post("/v1/messages", content=BODY, headers={**hdr, "x-inspector-fault": "nope"})
+            slow = await h.post("/v1/messages", content=BODY, headers={**hdr, "x-inspector-fault": "slow_drip"})
+            plain = await h.post("/v1/messages", content=BODY, headers={**hdr, "x-inspector-session": "plain"})
+            bom = await h.post(
+                "/v1/messages", content=BODY, headers={**hdr, "x-inspector-fault": "bom", "x-inspector-session": "b"}
+            )
+    assert bad.status_code == 400 and "unknown fault 'nope'" in bad.json()["error"]["message"]
+    assert slow.status_code == 400 and "does not apply to a live stream" in slow.json()["error"]["message"]
+    assert plain.status_code == 200 and not plain.content.startswith(BOM)
+    assert bom.content.startswith(BOM) and bom.content[3:] == plain.content
+
+
+def test_parse_live_faults():
+    assert parse_live_faults(None) is None and parse_live_faults("none") is None
+    lf = parse_live_faults("drop_event:5,bom")
+    assert lf is not None and str(lf) == "drop_event:5,bom"
+    with pytest.raises(FaultError):
+        parse_live_faults("relay_buffer")
+    with pytest.raises(FaultError):
+        parse_live_faults("drop_event,stall")
+    assert lf.stream(0) is not None and lf.stream(1) is not None and lf.stream(1).transport is None
+    assert isinstance(lf.stream(0), LiveStream)
+
+
+def test_cli_rejects_a_fault_that_is_not_live(capsys):
+    from inspector.cli.proxy import main
+
+    assert main(["--listen", "127.0.0.1:0", "--headless", "--fault", "relay_buffer"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err.startswith("inspector proxy: fault relay_buffer does not apply to a live stream") and "Traceback" not in err
+    )
+
+
+# ----------------------------------------------------------------------------------------------- fuzz: the live reader
+
+
+class _Upstream:
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = chunks
+
+    async def aiter_raw(self):
+        for c in self.chunks:
+            yield c
+
+
+def _chunked(data: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
+    return [data[a:b] for a, b in zip(points, points[1:])]
+
+
+async def _run(fault: str, chunks: list[bytes]) -> tuple[bytes, dict, list]:
+    from inspector.net.livefaults import run_live
+
+    lf = parse_live_faults(fault)
+    assert lf is not None
+    stream = lf.stream(0)
+    assert stream is not None
+    out: list[bytes] = []
+    marks: list = []
+    state: dict = {"end": "complete", "reason": None}
+
+    async def emit(b: bytes) -> None:
+        out.append(b)
+
+    await asyncio.wait_for(run_live(stream, _Upstream(chunks), emit, state, lambda f, at: marks.append((f, at))), 10)
+    return b"".join(out), state, marks
+
+
+_sse_pieces = st.sampled_from(
+    [
+        b"event: ping\ndata: {}\n\n",
+        b'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use"}}\n\n',
+        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"partial_json":"{\\"a\\": \\"bc"}}\n\n',
+        b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n',
+        b'event: message_delta\ndata: {"type":"message_delta","delta":{}}\n\n',
+        b"event: message_stop\r\ndata: {}\r\n\r\n",
+        b"data: not json\r\r",
+        b"\n",
+        b"\r",
+        b"event: x\n",
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.one_of(st.binary(max_size=300), st.lists(_sse_pieces, max_size=12).map(b"".join)), st.lists(st.integers(0, 400))
+)
+async def test_fuzz_live_reader_passes_any_bytes_through_unchanged_when_no_fault_fires(data, cuts):
+    """Any upstream bytes, cut anywhere: with a fault that never fires (a drop after more bytes than there are) the
+    client gets exactly upstream's bytes; no exception, no hang."""
+    got, state, marks = await _run(f"drop_byte:{len(data) + 1}", _chunked(data, cuts))
+    assert got == data and state["end"] == "complete" and marks == []
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.one_of(st.binary(max_size=300), st.lists(_sse_pieces, max_size=12).map(b"".join)),
+    st.lists(st.integers(0, 400)),
+    st.sampled_from(["error_event:1", "drop_event:2", "invalid_tool_json", "max_tokens_tool", "split_events", "cr"]),
+)
+async def test_fuzz_live_faults_never_raise_on_garbage(data, cuts, fault):
+    got, state, _ = await _run(fault, _chunked(data, cuts))
+    assert state["end"] in ("complete", "dropped")
+    if fault in ("split_events",):  # splitting only moves write boundaries
+        assert got == data
