@@ -53,8 +53,12 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--upstream", default=DEFAULT_UPSTREAM, help=f"where to forward (default {DEFAULT_UPSTREAM})")
     p.add_argument("--record", metavar="FILE", help="write a recording (JSON Lines) of every exchange (default: none)")
-    p.add_argument("--headless", action="store_true", help="no dashboard: one line per exchange on stderr")
-    p.add_argument("--quiet", action="store_true", help="with --headless: no per-exchange lines")
+    p.add_argument(
+        "--headless",
+        action="store_true",
+        help="no dashboard: one line per exchange on stderr (default: the dashboard on a terminal)",
+    )
+    p.add_argument("--quiet", action="store_true", help="with --headless: no per-exchange lines (default: off)")
     p.add_argument(
         "--max-connections",
         type=_positive_int,
