@@ -29,7 +29,7 @@ BODY = orjson.dumps({"model": "m", "max_tokens": 5, "stream": True, "messages": 
 
 @pytest.fixture(scope="module")
 def upstream():
-    with BackgroundServer(ServeApp(speed=math.inf)) as srv:
+    with BackgroundServer(ServeApp(speed=math.inf, lenient=True, echo_model=False)) as srv:
         yield srv
 
 

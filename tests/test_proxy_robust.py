@@ -173,7 +173,7 @@ async def _stream(client, headers: dict, messages=USER) -> str | None:
 
 @pytest.fixture(scope="module")
 def serve():
-    with BackgroundServer(ServeApp(speed=math.inf)) as srv:
+    with BackgroundServer(ServeApp(speed=math.inf, lenient=True, echo_model=False)) as srv:
         yield srv
 
 

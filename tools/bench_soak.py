@@ -139,7 +139,7 @@ def run_server(mode: str, requests: int) -> dict:
     samples = []
     step = max(1, requests // 10)
     with ExitStack() as stack:
-        srv = stack.enter_context(BackgroundServer(ServeApp(speed=math.inf)))
+        srv = stack.enter_context(BackgroundServer(ServeApp(speed=math.inf, lenient=True)))
         base = srv.base_url
         if mode == "proxy":
             from inspector.net.proxy import ProxyApp

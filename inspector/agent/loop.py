@@ -23,7 +23,7 @@ from inspector.agent import observations as O
 from inspector.agent.executor import TERMINAL, ToolCall, ToolExecutor, ToolState
 from inspector.agent.pacing import Pacer
 from inspector.agent.states import TERMINAL_LOOP_STATES, LoopState
-from inspector.agent.stepobs import step_observations
+from inspector.agent.stepobs import step_observations, tool_transitions
 from inspector.agent.toolbox.spec import ToolSpec
 from inspector.agent.tries import TryFailure, observe_client, parse_error_body
 from inspector.core.fmt import duration
@@ -717,19 +717,13 @@ class AgentLoop:
         asm = ts.assembler
         for obs in step_observations(step, asm, now, turn, attempt):
             self._pub(obs)
-        for change in step.changes:
-            kind = change[0]
-            if kind == "block_opened":
-                b = asm.blocks[change[1]]
-                if b.type == "tool_use" and b.id:
-                    executor.begin_input(b.id, b.name or "?", b.index)
-            elif kind == "block_closed":
-                b = asm.blocks[change[1]]
-                if b.type == "tool_use" and b.id:
-                    err = b.input_error.describe() if b.input_error else None
-                    executor.submit(b.id, b.name or "?", b.index, b.input if err is None else None, err)
-                if self._step == "block":
-                    self._step_done()
+        for tr in tool_transitions(step, asm):
+            if tr.state is ToolState.STREAMING_INPUT:
+                executor.begin_input(tr.id, tr.name, tr.index)
+            else:  # QUEUED (runs) or NOT_RUN (invalid input: the executor gives it its is_error result)
+                executor.submit(tr.id, tr.name, tr.index, tr.input, tr.error)
+        if self._step == "block" and any(change[0] == "block_closed" for change in step.changes):
+            self._step_done()
         if self._step == "event":
             self._step_done()
 

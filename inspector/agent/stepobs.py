@@ -6,9 +6,11 @@ One mapping, so the loop and the proxy publish exactly the same observations for
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from inspector.agent import observations as O
+from inspector.agent.states import ToolState
 from inspector.stream.assembler import MessageAssembler, Step
 from inspector.stream.protocol import (
     ContentBlockDelta,
@@ -97,4 +99,38 @@ def step_observations(step: Step, asm: MessageAssembler, now: float, turn: int, 
         elif kind == "message_delta":
             msg = asm.message or {}
             out.append(O.MessageUpdated(now, turn, attempt, msg.get("stop_reason"), dict(msg.get("usage") or {})))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ToolTransition:
+    """What a step means for a client tool call: its input began streaming (``STREAMING_INPUT``), or its block
+    closed with the input parsed (``QUEUED``: the call can run) or unparseable (``NOT_RUN``, with ``error``)."""
+
+    state: ToolState
+    id: str
+    name: str
+    index: int
+    input: dict | None
+    error: str | None
+
+
+def tool_transitions(step: Step, asm: MessageAssembler) -> list[ToolTransition]:
+    """The one mapping from an assembler step onto tool-call states, shared by the loop (which hands the calls to
+    its executor) and the proxy (which shows another harness's calls)."""
+    out: list[ToolTransition] = []
+    for change in step.changes:
+        kind = change[0]
+        if kind not in ("block_opened", "block_closed"):
+            continue
+        b = asm.blocks[change[1]]
+        if b.type != "tool_use" or not b.id:
+            continue
+        name = b.name or "?"
+        if kind == "block_opened":
+            out.append(ToolTransition(ToolState.STREAMING_INPUT, b.id, name, b.index, None, None))
+        else:
+            err = b.input_error.describe() if b.input_error else None
+            state = ToolState.QUEUED if err is None else ToolState.NOT_RUN
+            out.append(ToolTransition(state, b.id, name, b.index, b.input if err is None else None, err))
     return out

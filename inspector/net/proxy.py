@@ -42,7 +42,8 @@ import httpx2
 import orjson
 
 from inspector.agent import observations as O
-from inspector.agent.stepobs import step_observations
+from inspector.agent.states import ToolState
+from inspector.agent.stepobs import step_observations, tool_transitions
 from inspector.core.errors import InspectorError
 from inspector.core.redaction import clean_headers, credential_values, redact, usable_secrets
 from inspector.net.faults import FAULT_HEADER
@@ -1143,39 +1144,15 @@ class ProxyApp(Closable):
             if self.bus is not None:  # nobody watching: skip building observations
                 for obs in step_observations(step, asm, now, turn, attempt):
                     self._pub(obs)
-            for change in step.changes:
-                if change[0] == "block_opened":
-                    b = asm.blocks[change[1]]
-                    if b.type == "tool_use" and b.id:
-                        self._tool_state(
-                            b.id,
-                            b.name or "?",
-                            turn,
-                            attempt,
-                            b.index,
-                            "streaming_input",
-                            None,
-                            {"streaming_input": now},
-                        )
-                elif change[0] == "block_closed":
-                    b = asm.blocks[change[1]]
-                    if b.type == "tool_use" and b.id:
-                        ok = b.input_error is None
-                        self.seen_tools[b.id] = SeenToolUse(
-                            b.id, b.name or "?", turn, attempt, b.index, now, None, b.input if ok else None
-                        )
-                        # from here on the tool is the other harness's business: shown as running (inferred)
-                        # until a later request carries its tool_result
-                        self._tool_state(
-                            b.id,
-                            b.name or "?",
-                            turn,
-                            attempt,
-                            b.index,
-                            "running",
-                            b.input if ok else None,
-                            {"running": now},
-                        )
+            for tr in tool_transitions(step, asm):
+                if tr.state is ToolState.STREAMING_INPUT:
+                    self._tool_state(tr.id, tr.name, turn, attempt, tr.index, tr.state, None, {tr.state: now})
+                    continue
+                self.seen_tools[tr.id] = SeenToolUse(tr.id, tr.name, turn, attempt, tr.index, now, None, tr.input)
+                # from here on the tool is the other harness's business: shown as running (inferred) until a
+                # later request carries its tool_result
+                running = ToolState.RUNNING
+                self._tool_state(tr.id, tr.name, turn, attempt, tr.index, running, tr.input, {running: now})
             if step.event.type == "message_stop":
                 for s in self.seen_tools.values():
                     if s.turn == turn and s.attempt == attempt and s.stream_end_t is None:
