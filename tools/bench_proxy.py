@@ -79,7 +79,7 @@ class Proc:
 
 
 def serve(speed: str, *extra: str) -> Proc:
-    return Proc([PY, "-m", "inspector.cli.serve", "--port", "0", "--speed", speed, "--quiet", *extra])
+    return Proc([PY, "-m", "inspector.cli.serve", "--port", "0", "--speed", speed, "--quiet", "--lenient", *extra])
 
 
 def proxy(upstream: str, record: str | None = None) -> Proc:
