@@ -60,11 +60,12 @@ import math
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, overload
 
 import orjson
 
@@ -395,6 +396,65 @@ class RecordedAttempt:
     def data(self) -> bytes:
         """All the bytes received in this attempt, in order."""
         return b"".join(read.data for read in self.reads)
+
+
+class SpilledReads(Sequence[RecordedRead]):
+    """An attempt's reads kept in a spill file and read back on demand: a replay of a long recording keeps only
+    each read's time, offset and length in memory (about 24 bytes a read), whatever the size of the bytes."""
+
+    __slots__ = ("_file", "_t", "_offset", "_length")
+
+    def __init__(self, spill: IO[bytes]) -> None:
+        self._file = spill
+        self._t = array("d")  # NaN: no timing
+        self._offset = array("q")
+        self._length = array("q")
+
+    def append(self, read: RecordedRead) -> None:
+        f = self._file
+        f.seek(0, os.SEEK_END)
+        self._offset.append(f.tell())
+        self._length.append(len(read.data))
+        self._t.append(math.nan if read.t is None else read.t)
+        f.write(read.data)
+
+    def __len__(self) -> int:
+        return len(self._offset)
+
+    def _get(self, i: int) -> RecordedRead:
+        t = self._t[i]
+        self._file.flush()
+        data = os.pread(self._file.fileno(), self._length[i], self._offset[i])
+        return RecordedRead(None if math.isnan(t) else t, data)
+
+    @overload
+    def __getitem__(self, i: int) -> RecordedRead: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[RecordedRead]: ...
+    def __getitem__(self, i: int | slice) -> RecordedRead | list[RecordedRead]:
+        if isinstance(i, slice):
+            return [self._get(k) for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return self._get(i)
+
+
+def spill_reads(spill: IO[bytes]) -> Callable[[RecordedAttempt, RecordedRead], None]:
+    """An ``on_read`` callback for ``read_recording(..., keep_reads=False)``: every attempt's reads go to ``spill``
+    (an open binary file, e.g. ``tempfile.TemporaryFile()``) as :class:`SpilledReads`."""
+
+    def on_read(attempt: RecordedAttempt, read: RecordedRead) -> None:
+        reads = attempt.reads
+        if not isinstance(reads, SpilledReads):
+            reads = SpilledReads(spill)
+            for earlier in attempt.reads:
+                reads.append(earlier)
+            attempt.reads = reads  # type: ignore[assignment]
+        reads.append(read)
+
+    return on_read
 
 
 @dataclass(slots=True)

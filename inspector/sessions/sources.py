@@ -206,12 +206,16 @@ def api_session(
 
 
 def load_recording(path: str | Path | bytes) -> Recording:
-    """A recording, a plain SSE file or a HAR export, whichever it is."""
+    """A recording, a plain SSE file or a HAR export, whichever it is, for a replay: the reads' bytes go to a spill
+    file (read back as the replay serves them), so memory does not grow with the size of the recording."""
+    import tempfile
+
     from inspector.record.har import load_any
+    from inspector.record.recording import spill_reads
 
     label = "the input" if isinstance(path, bytes) else str(path)
     try:
-        return load_any(path)
+        return load_any(path, on_read=spill_reads(tempfile.TemporaryFile()), keep_reads=False)
     except OSError as e:
         raise SourceError(f"cannot read {label}: {e.strerror or e}") from None
     except ValueError as e:
