@@ -446,13 +446,15 @@ def spill_reads(spill: IO[bytes]) -> Callable[[RecordedAttempt, RecordedRead], N
     (an open binary file, e.g. ``tempfile.TemporaryFile()``) as :class:`SpilledReads`."""
 
     def on_read(attempt: RecordedAttempt, read: RecordedRead) -> None:
-        reads = attempt.reads
-        if not isinstance(reads, SpilledReads):
-            reads = SpilledReads(spill)
-            for earlier in attempt.reads:
-                reads.append(earlier)
-            attempt.reads = reads  # type: ignore[assignment]
-        reads.append(read)
+        current: Any = attempt.reads
+        if isinstance(current, SpilledReads):
+            current.append(read)
+            return
+        spilled = SpilledReads(spill)
+        for earlier in current:
+            spilled.append(earlier)
+        spilled.append(read)
+        attempt.reads = spilled  # type: ignore[assignment]  # (read like a list: len, index, iterate)
 
     return on_read
 

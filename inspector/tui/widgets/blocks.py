@@ -12,7 +12,8 @@ from rich.highlighter import JSONHighlighter
 from rich.text import Text
 from textual.cache import LRUCache
 
-from inspector.state.fold import BlockEntry, DashboardState, human_size
+from inspector.state.entries import human_size
+from inspector.state.fold import BlockEntry, DashboardState
 from inspector.tui.widgets.base import Line, SectionView, chunk_text, text_strip, wrap_strips
 
 BUFFER_LINES = 6  # buffer lines shown per block (the tail while open, the head once closed)

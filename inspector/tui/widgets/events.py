@@ -11,7 +11,8 @@ from rich.text import Text
 from textual.cache import LRUCache
 from textual.strip import Strip
 
-from inspector.state.fold import F_DIAG, F_ERROR, F_MARKER, F_WARN, DashboardState, human_size
+from inspector.state.entries import human_size
+from inspector.state.fold import F_DIAG, F_ERROR, F_MARKER, F_WARN, DashboardState
 from inspector.tui.messages import TimeTravelRequested
 from inspector.tui.widgets.base import Line, LineView
 
