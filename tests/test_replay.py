@@ -148,11 +148,7 @@ async def test_recording_keeps_every_read_and_the_loop_outcome(tmp_path):
 
 async def test_replay_server_keeps_a_bounded_number_of_request_bodies(tmp_path):
     # each request body holds the whole history: keeping them all grows with the square of the turns
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-    from bench_replay_memory import write_recording
+    from inspector.testing.recordings import write_recording
 
     path = tmp_path / "long.jsonl"
     write_recording(path, 12)

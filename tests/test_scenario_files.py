@@ -7,10 +7,10 @@ import asyncio
 import dataclasses
 import json
 import math
-import sys
 from pathlib import Path
 
 import pytest
+import scenarios_legacy as legacy  # a module of tests/ (pytest puts the test folder on sys.path)
 
 from inspector.core.errors import InspectorError, UnknownScenario
 from inspector.scenarios import load
@@ -18,10 +18,7 @@ from inspector.scenarios.bundled import BUNDLED_DIR, SCENARIOS, get_scenario
 from inspector.scenarios.fileformat import dump_scenario, load_file, load_text
 from inspector.scenarios.model import Scenario
 from inspector.scenarios.render import render_turn
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-import scenarios_legacy as legacy
-from freeze_scenarios import ATTEMPTS, plan_digest
+from inspector.testing.digests import ATTEMPTS, plan_digest
 
 FROZEN = json.loads((Path(__file__).parent / "fixtures" / "bundled_render_sha256.json").read_text())
 # The digests are the Python definitions' bytes (tests/scenarios_legacy.py, and the Python definitions of

@@ -7,22 +7,11 @@ Python definitions the scenario files replaced.
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 from inspector.scenarios.bundled import SCENARIOS
 from inspector.scenarios.render import render_turn
-
-ATTEMPTS = 4
-
-
-def plan_digest(plan) -> str:
-    h = hashlib.sha256()
-    h.update(f"{plan.status}|{sorted(plan.headers.items())}|{plan.end}|{plan.header_delay!r}".encode())
-    for r in plan.reads:
-        h.update(f"|{r.delay!r}|{len(r.data)}|".encode())
-        h.update(r.data)
-    return h.hexdigest()
+from inspector.testing.digests import ATTEMPTS, plan_digest
 
 
 def digests() -> dict[str, list[list[str]]]:

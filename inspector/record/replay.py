@@ -115,7 +115,7 @@ def _scaled_retry_headers(headers: dict, speed: float) -> None:
 class ReplayServer:
     """Serves the recorded attempts in recorded order, one per request (the loop makes the same requests)."""
 
-    KEEP_REQUESTS = 4  # request bodies kept (each holds the whole history: keeping all grows with turns squared)
+    KEEP_REQUESTS = 1  # request bodies kept (each holds the whole history: keeping more grows with turns squared)
 
     def __init__(
         self, recording: Recording, pacer: Pacer | None = None, *, on_cancel: Callable[[], None] | None = None
