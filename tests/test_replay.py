@@ -158,3 +158,45 @@ async def test_replay_server_keeps_a_bounded_number_of_request_bodies(tmp_path):
     assert r.server.received == 12
     assert len(r.server.requests) == r.server.KEEP_REQUESTS < 12
     assert r.server.requests[-1]["messages"] == replayed.messages[:-1]
+
+
+def test_a_replay_keeps_reads_on_disk_and_serves_them_exactly(tmp_path):
+    """load_recording spills every read to a file (SpilledReads): the bytes come back exactly, for a recording,
+    a plain SSE file and a HAR (whose body is one read), and nothing of them stays in the Recording's memory."""
+    import base64
+
+    import orjson
+
+    from inspector.record.recording import SpilledReads
+    from inspector.sessions.sources import load_recording
+
+    body = b'event: ping\ndata: {"type": "ping"}\n\n' * 3 + "é\n\n".encode()
+    har = {
+        "log": {
+            "version": "1.2",
+            "entries": [
+                {
+                    "startedDateTime": "2025-01-01T00:00:00Z",
+                    "time": 5,
+                    "request": {"method": "POST", "url": "https://x/v1/messages", "headers": []},
+                    "response": {
+                        "status": 200,
+                        "headers": [{"name": "content-type", "value": "text/event-stream"}],
+                        "content": {
+                            "mimeType": "text/event-stream",
+                            "encoding": "base64",
+                            "text": base64.b64encode(body).decode(),
+                        },
+                    },
+                }
+            ],
+        }
+    }
+    (tmp_path / "a.har").write_bytes(orjson.dumps(har))
+    (tmp_path / "a.sse").write_bytes(body)
+    for name in ("a.har", "a.sse"):
+        rec = load_recording(tmp_path / name)
+        [att] = list(rec.attempts())
+        assert isinstance(att.reads, SpilledReads), name
+        assert att.data == body and b"".join(r.data for r in att.reads) == body, name
+        assert att.reads[-1].data == att.reads[len(att.reads) - 1].data

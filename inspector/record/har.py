@@ -297,13 +297,13 @@ def load_any(
         head = read_head(chunks)
         if is_har(head[:4096]):
             rec = _har_recording(_whole(prepend(head, chunks), max_har), _name(path_or_bytes))
-            if on_read is not None:
-                for att in rec.attempts():
-                    for read in att.reads:
+            for att in rec.attempts():
+                reads = att.reads
+                if not keep_reads:
+                    att.reads = []  # (before on_read: a callback may keep them its own way, e.g. spill_reads)
+                if on_read is not None:
+                    for read in reads:
                         on_read(att, read)
-            if not keep_reads:
-                for att in rec.attempts():
-                    att.reads = []
             return rec
         return read_chunks(prepend(head, chunks), head, max_line=max_line, on_read=on_read, keep_reads=keep_reads)
     finally:
