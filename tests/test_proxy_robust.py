@@ -521,3 +521,13 @@ def test_dashboard_path_prints_the_real_address_first_and_passes_the_options(mon
     assert seen["listen"] == f"http://127.0.0.1:{m.group(1)}"
     px = seen["proxy"]
     assert (px.max_connections, px.read_timeout, str(px.faults), px.fault_header) == (7, 9.0, "drop_event:2", True)
+
+
+def test_the_proxy_keeps_a_bounded_history_of_exchanges():
+    """A long-running proxy keeps only its last `history` exchanges: memory does not grow with every request."""
+    from inspector.net.proxy import ProxyApp, ProxyExchange
+
+    proxy = ProxyApp("http://upstream.invalid", history=3)
+    for i in range(10):
+        proxy._finish(ProxyExchange("GET", f"/v1/models/{i}"))
+    assert [e.path for e in proxy.exchanges] == ["/v1/models/7", "/v1/models/8", "/v1/models/9"]

@@ -31,7 +31,7 @@ import logging
 import re
 import time
 import zlib
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from http.cookiejar import CookieJar, DefaultCookiePolicy
@@ -63,6 +63,7 @@ __all__ = [
 
 log = logging.getLogger("inspector.net")
 
+DEFAULT_HISTORY = 1000  # exchanges kept in ProxyApp.exchanges (older ones are dropped)
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
 DEFAULT_MAX_CONNECTIONS = 1000  # upstream connections at once (streams in flight); past it: 503 at once
 DEFAULT_CONNECT_TIMEOUT = 10.0  # seconds for upstream to accept a connection
@@ -328,7 +329,8 @@ class _BatchFile:
 
 @dataclass
 class ProxyExchange:
-    """One forwarded request (kept in ``ProxyApp.exchanges``; printed by the headless CLI)."""
+    """One forwarded request (the last ``history`` are kept in ``ProxyApp.exchanges``; printed by the headless
+    CLI)."""
 
     method: str
     path: str
@@ -426,6 +428,7 @@ class ProxyApp(Closable):
         fault_header: bool = False,
         batch_interval: float = 0.01,
         on_warning: Callable[[str], None] | None = None,
+        history: int = DEFAULT_HISTORY,
     ) -> None:
         if max_connections < 1:
             raise ValueError("max_connections must be at least 1")
@@ -454,7 +457,8 @@ class ProxyApp(Closable):
         self.clients: list[httpx2.AsyncClient] = []
         self._ssl: Any = None
         self._shard_active: list[int] = []
-        self.exchanges: list[ProxyExchange] = []
+        # the most recent exchanges (a ring: a long-running proxy must not grow with every request it forwards)
+        self.exchanges: deque[ProxyExchange] = deque(maxlen=max(1, history))
         self.seen_tools: dict[str, SeenToolUse] = {}
         self.turns = 0
         self.active = 0  # upstream requests in flight (each holds one upstream connection)

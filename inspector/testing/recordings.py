@@ -4,6 +4,7 @@ as the agent loop sends it (what makes replay memory grow with the square of the
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -25,7 +26,13 @@ def write_recording(path: Path, turns: int) -> None:
             body = {"model": "m", "max_tokens": 100, "messages": messages, "tools": [tool], "stream": True}
             w.request(t, 0, float(t), "POST", "http://bench/v1/messages", {}, body)
             w.response(t, 0, 0.01, 200, {"content-type": "text/event-stream"})
-            msg = {"id": f"msg_{t}", "type": "message", "role": "assistant", "model": "m", "content": []}
+            msg: dict[str, Any] = {
+                "id": f"msg_{t}",
+                "type": "message",
+                "role": "assistant",
+                "model": "m",
+                "content": [],
+            }
             msg |= {"stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
             w.read(t, 0, 0.02, sse("message_start", {"type": "message_start", "message": msg}))
             start = {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
@@ -37,7 +44,7 @@ def write_recording(path: Path, turns: int) -> None:
                 delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": frag}}
                 w.read(t, 0, 0.02, sse("content_block_delta", delta))
             w.read(t, 0, 0.02, sse("content_block_stop", {"type": "content_block_stop", "index": 0}))
-            content = [{"type": "text", "text": "".join(text)}]
+            content: list[dict[str, Any]] = [{"type": "text", "text": "".join(text)}]
             if not last:
                 tid = f"toolu_{t:06d}"
                 block = {"type": "tool_use", "id": tid, "name": "echo", "input": {}}
