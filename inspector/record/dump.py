@@ -21,6 +21,7 @@ from inspector.core.fmt import short, short_text
 from inspector.record.recording import MAX_LINE_BYTES, RecordedAttempt, RecordedRead, Recording
 from inspector.stream import diagnostics as D
 from inspector.stream.assembler import TurnStream
+from inspector.stream.protocol import TOOL_INPUT_BLOCKS
 
 __all__ = [
     "BODY_TOO_LARGE",
@@ -378,7 +379,7 @@ def _format_turn(t: dict, failed: bool = False) -> list[str]:
             lines.append(
                 f"  [{i}] thinking: {short_text(thinking, 200, ellipsis='...')!r} (signature {len(signature)} chars)"
             )
-        elif bt in ("tool_use", "server_tool_use", "mcp_tool_use"):
+        elif bt in TOOL_INPUT_BLOCKS:
             name, bid = _v(b.get("name")), _v(b.get("id"))
             if b.get("input") is None and isinstance(b.get("input_raw"), str):
                 raw = short_text(b["input_raw"], 200, ellipsis="...")

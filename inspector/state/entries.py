@@ -17,10 +17,10 @@ from inspector.agent.states import TOOL_RAN, TOOL_TERMINAL, LoopState
 from inspector.core import fmt
 from inspector.core.fmt import short
 from inspector.state.columns import CHUNK, ByteStore, ChunkedTable, Column, ColView
+from inspector.stream.protocol import TOOL_INPUT_BLOCKS
 
 # ------------------------------------------------------------------------------------------------ constants
 
-TOOL_INPUT_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
 
 # Row flags of the event table
 F_ERROR = 1  # error / invalid event, or an error diagnostic points at it

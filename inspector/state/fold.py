@@ -25,7 +25,6 @@ from inspector.state.entries import (
     F_MARKER,
     F_WARN,
     MARKER,
-    TOOL_INPUT_BLOCKS,
     AttemptEntry,
     BlockEntry,
     DiagEntry,
@@ -43,6 +42,7 @@ from inspector.state.entries import (
     error_position,
     result_summary,
 )
+from inspector.stream.protocol import TOOL_INPUT_BLOCKS
 
 # ------------------------------------------------------------------------------------------------ the state
 

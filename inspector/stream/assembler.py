@@ -21,7 +21,10 @@ from orjson import JSONDecodeError
 from inspector.stream import diagnostics as D
 from inspector.stream import sse as _sse
 from inspector.stream.diagnostics import Diagnostic, DiagnosticCap
+from inspector.stream.protocol import DELTA_FOR_BLOCK as _DELTA_FOR_BLOCK
 from inspector.stream.protocol import (
+    KNOWN_BLOCKS,
+    TOOL_INPUT_BLOCKS,
     CitationsDelta,
     CompactionDelta,
     ContentBlockDelta,
@@ -44,39 +47,6 @@ from inspector.stream.protocol import (
     parse_event,
 )
 from inspector.stream.sse import SSEDecoder, SSEEvent
-
-TOOL_INPUT_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
-KNOWN_BLOCKS = frozenset(
-    {
-        "text",
-        "thinking",
-        "redacted_thinking",
-        "tool_use",
-        "server_tool_use",
-        "web_search_tool_result",
-        "web_fetch_tool_result",
-        "code_execution_tool_result",
-        "bash_code_execution_tool_result",
-        "text_editor_code_execution_tool_result",
-        "tool_search_tool_result",
-        "container_upload",
-        "mcp_tool_use",
-        "mcp_tool_result",
-        "compaction",
-        "fallback",
-        "mcp_tool_listing",
-        "advisor_tool_result",
-    }
-)
-# Which delta type feeds which block type (others are a delta-type mismatch).
-_DELTA_FOR_BLOCK = {
-    "text": ("text_delta", "citations_delta"),
-    "thinking": ("thinking_delta", "signature_delta"),
-    "tool_use": ("input_json_delta",),
-    "server_tool_use": ("input_json_delta",),
-    "mcp_tool_use": ("input_json_delta",),
-    "compaction": ("compaction_delta",),
-}
 
 _loads = orjson.loads
 _TEXT_DELTAS = (InputJsonDelta, TextDelta, ThinkingDelta)  # the deltas that add a fragment to a block

@@ -164,6 +164,42 @@ StreamEvent = Union[
     InvalidEvent,
 ]
 
+# --- block types: the one home of these sets (the assembler, the fold and the dump summary use them) --------------
+# blocks whose input streams as input_json_delta
+TOOL_INPUT_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
+KNOWN_BLOCKS = frozenset(
+    {
+        "text",
+        "thinking",
+        "redacted_thinking",
+        "tool_use",
+        "server_tool_use",
+        "web_search_tool_result",
+        "web_fetch_tool_result",
+        "code_execution_tool_result",
+        "bash_code_execution_tool_result",
+        "text_editor_code_execution_tool_result",
+        "tool_search_tool_result",
+        "container_upload",
+        "mcp_tool_use",
+        "mcp_tool_result",
+        "compaction",
+        "fallback",
+        "mcp_tool_listing",
+        "advisor_tool_result",
+    }
+)
+# Which delta types feed which block type (others are a delta-type mismatch).
+DELTA_FOR_BLOCK = {
+    "text": ("text_delta", "citations_delta"),
+    "thinking": ("thinking_delta", "signature_delta"),
+    "tool_use": ("input_json_delta",),
+    "server_tool_use": ("input_json_delta",),
+    "mcp_tool_use": ("input_json_delta",),
+    "compaction": ("compaction_delta",),
+}
+
+
 KNOWN_EVENTS = frozenset(
     {
         "message_start",
