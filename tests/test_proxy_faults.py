@@ -74,10 +74,13 @@ async def fetch(h: httpx2.AsyncClient, headers: dict, hang_events: int | None = 
         return 200, body, True
 
 
+TRANSPORT = ("error_event", "drop_event", "drop_in_tool", "drop_byte", "stall")
+
 # scenario, fault, what to compare with serve's rendering of the same fault
 CASES = [
     ("parse_date", "error_event:3", "events"),
     ("parse_date", "drop_event:4", "events"),
+    ("parse_date", "drop_in_tool:2", "events"),
     ("weather", "drop_byte:333", "bytes"),
     ("parse_date", "stall:2", "events"),
     ("parse_date", "split_events", "bytes"),
@@ -128,10 +131,10 @@ async def test_live_fault_lands_where_serve_puts_it(upstream, tmp_path, name, fa
     marks = [o for o in all_marks if (o["turn"], o["attempt"]) == (0, 0)]
     assert len(marks) == 1 and marks[0]["fault"] in (fault, fault.split(":")[0])
     # content and format faults apply to every attempt, transport faults to the first that streams only
-    assert len(all_marks) == (1 if fault.split(":")[0] in ("error_event", "drop_event", "drop_byte", "stall") else 2)
+    assert len(all_marks) == (1 if fault.split(":")[0] in TRANSPORT else 2)
     assert first.fault is not None
     attempts = sorted(rec.attempts(), key=lambda a: a.request["t"])
-    transport = fault.split(":")[0] in ("error_event", "drop_event", "drop_byte", "stall")
+    transport = fault.split(":")[0] in TRANSPORT
     if transport:  # the retry is clean (transport faults hit the first streamed attempt only)
         assert [(a.turn, a.attempt) for a in attempts] == [(0, 0), (0, 1)]
         assert retry[1] == render_faulted(sc, None, 0, 1).body  # upstream's attempt 1 (its ids are per attempt)

@@ -30,6 +30,9 @@ from inspector.scenarios.render import PlannedRead, ResponsePlan, render_turn
 
 BOM = b"\xef\xbb\xbf"
 FAULT_HEADER = "x-inspector-fault"
+# drop_in_tool: the tool block's fragments that pass, and the bytes of the next event sent before the break
+DROP_IN_TOOL_FRAGMENTS = 2
+DROP_IN_TOOL_CUT = 40
 EVERYTHING = 1 << 40  # a proxy buffer no stream fills: everything is released at EOF
 STALL_INLINE = 64  # stall pings rendered into the plan; the rest are generated lazily as time passes (StalledPlan)
 STALL_INTERVAL = 0.5  # scenario seconds between stall pings
@@ -104,6 +107,19 @@ FAULTS: dict[str, FaultDef] = {
             4,
             True,
             100_000,
+        ),
+        FaultDef(
+            "drop_in_tool",
+            "transport",
+            "the connection breaks inside the tool JSON of tool block K",
+            "The K-th tool_use block of the turn (1 = the first) streams its first input_json_delta fragments "
+            "(the empty first one included), then part of the next event's bytes, then the connection "
+            "breaks: the tool's JSON is never complete and its block never stops. First streamed attempt of "
+            "each turn only; a turn with fewer than K tool blocks is unchanged.",
+            "K tool block",
+            1,
+            True,
+            64,
         ),
         FaultDef(
             "drop_byte",
@@ -194,7 +210,7 @@ FAULTS: dict[str, FaultDef] = {
         ),
     )
 }
-_EXCLUSIVE = [("error_event", "drop_event", "drop_byte", "stall"), ("cr", "crlf")]
+_EXCLUSIVE = [("error_event", "drop_event", "drop_in_tool", "drop_byte", "stall"), ("cr", "crlf")]
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,8 +295,9 @@ def faults_doc() -> str:
             lines.append(" " * 24 + chunk)
     lines += [
         "",
-        "Transport faults (error_event, drop_event, drop_byte, stall) replace the scenario's own, hit the first",
-        "attempt of each turn that streams (after any http_429/http_529 answers) and leave retries clean.",
+        "Transport faults (error_event, drop_event, drop_in_tool, drop_byte, stall) replace the scenario's own,",
+        "hit the first attempt of each turn that streams (after any http_429/http_529 answers) and leave retries",
+        "clean.",
         "Content and format faults apply to every attempt. A fault that needs a tool block leaves turns",
         "without one unchanged. Same scenario + faults + requests = same bytes.",
     ]
@@ -356,6 +373,17 @@ def apply_faults(scenario: Scenario, faults: str | Sequence[FaultSpec | str] | N
                 faults_list.append(ErrorEventAfter(n_events=int(v), attempts=(first,)))
             elif transport.name == "drop_event":
                 faults_list.append(DropAfter(n_events=int(v), attempts=(first,)))
+            elif transport.name == "drop_in_tool":
+                tool_blocks = [i for i, _ in turn.tool_blocks()]
+                if 1 <= v <= len(tool_blocks):
+                    faults_list.append(
+                        DropAfter(
+                            inside_block=tool_blocks[v - 1],
+                            after_fragments=DROP_IN_TOOL_FRAGMENTS,
+                            cut_bytes=DROP_IN_TOOL_CUT,
+                            attempts=(first,),
+                        )
+                    )
             elif transport.name == "stall":
                 # at most STALL_INLINE pings are rendered; plan_faults adds the rest lazily (StalledPlan)
                 faults_list.append(

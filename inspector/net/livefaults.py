@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 
 from inspector.core.errors import FaultError
-from inspector.net.faults import BOM, FAULTS, FaultSpec, parse_faults
+from inspector.net.faults import BOM, DROP_IN_TOOL_CUT, DROP_IN_TOOL_FRAGMENTS, FAULTS, FaultSpec, parse_faults
 from inspector.scenarios.render import truncate_json
 
 __all__ = ["LIVE_FAULTS", "InjectedError", "LiveFaults", "LiveStream", "parse_live_faults"]
@@ -38,6 +38,7 @@ LIVE_FAULTS = (
     "http_529",
     "error_event",
     "drop_event",
+    "drop_in_tool",
     "drop_byte",
     "stall",
     "invalid_tool_json",
@@ -47,7 +48,7 @@ LIVE_FAULTS = (
     "crlf",
     "bom",
 )
-_TRANSPORT = ("error_event", "drop_event", "drop_byte", "stall")
+_TRANSPORT = ("error_event", "drop_event", "drop_in_tool", "drop_byte", "stall")
 PING_EVENT = b'event: ping\ndata: {"type": "ping"}\n\n'
 # as serve's error_event sends it (a real one also has "details": null)
 ERROR_EVENT = b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n'
@@ -165,6 +166,9 @@ class LiveStream:
         self.marks: list[tuple[str, int | None]] = []  # (fault, at_event) injected
         self.end: str | None = None  # None: go on | complete | drop | hang
         self.formatted = False
+        self.tools_started = 0  # drop_in_tool: tool_use blocks started so far
+        self.cut_block: int | None = None  # drop_in_tool: the index of the tool block to break inside
+        self.cut_fragments = 0  # drop_in_tool: its input_json_delta fragments passed so far
 
     # --- output ---------------------------------------------------------------------------------------------------
     def _format(self, raw: bytes) -> list[bytes]:
@@ -205,6 +209,31 @@ class LiveStream:
         else:
             out = [raw]
         return out
+
+    def tool_cut(self, name: str, raw: bytes, k: int) -> bytes | None:
+        """drop_in_tool:K: None to pass this event on; else the bytes of it to send before the connection breaks
+        (the K-th tool block got its first DROP_IN_TOOL_FRAGMENTS fragments; its JSON is never complete)."""
+        if name not in ("content_block_start", "content_block_delta", "content_block_stop"):
+            return None
+        try:
+            obj = orjson.loads(_fields(raw)[1])
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(obj, dict):
+            return None
+        if name == "content_block_start":
+            cb = obj.get("content_block")
+            if isinstance(cb, dict) and cb.get("type") == "tool_use":
+                self.tools_started += 1
+                if self.tools_started == k:
+                    self.cut_block, self.cut_fragments = obj.get("index"), 0
+            return None
+        if self.cut_block is None or obj.get("index") != self.cut_block:
+            return None
+        if name == "content_block_delta" and self.cut_fragments < DROP_IN_TOOL_FRAGMENTS:
+            self.cut_fragments += 1
+            return None
+        return raw[: max(1, min(DROP_IN_TOOL_CUT, len(raw) - 1))]
 
     def _hold(self, name: str, raw: bytes, obj: Any) -> list[bytes]:
         self.held.append((name, raw, obj))
@@ -355,6 +384,14 @@ async def run_live(
                 stream._mark(str(t), stream.events)
                 stream.end = "drop"
                 return False
+            if t.name == "drop_in_tool":
+                cut = stream.tool_cut(name, raw, n or 1)
+                if cut is not None:
+                    stream._mark(str(t), stream.events)
+                    await flush_marks()
+                    await out(cut)
+                    stream.end = "drop"
+                    return False
         for ev in stream.on_event(raw):
             for piece in stream._format(ev):
                 if not await out(piece):
