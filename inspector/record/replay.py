@@ -124,8 +124,8 @@ class ReplayServer:
         self.pacer = pacer or Pacer(1.0)
         self.attempts = list(recording.attempts())
         self.served = 0
-        self.received = 0  # requests received (self.requests keeps only the last KEEP_REQUESTS bodies)
-        self.requests: deque[dict] = deque(maxlen=self.KEEP_REQUESTS)
+        self.received = 0  # requests received (self.requests gives only the last KEEP_REQUESTS bodies)
+        self._bodies: deque[bytes] = deque(maxlen=self.KEEP_REQUESTS)  # as sent: parsed only when asked for
         self.on_cancel = on_cancel
         self.cancelled_run = was_cancelled(recording)
         # a failed try is retried by the SDK when the recording has a later try of the same turn
@@ -135,12 +135,21 @@ class ReplayServer:
             if failed_try(att) and nxt is not None and nxt.turn == att.turn:
                 self._retried.add(i)
 
+    @property
+    def requests(self) -> list[dict]:
+        """The last KEEP_REQUESTS request bodies, parsed ({} for one that is not a JSON object)."""
+        out: list[dict] = []
+        for raw in self._bodies:
+            try:
+                body = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                body = {}
+            out.append(body if isinstance(body, dict) else {})
+        return out
+
     async def handler(self, request: httpx2.Request) -> httpx2.Response:
         self.received += 1
-        try:
-            self.requests.append(orjson.loads(request.content))
-        except Exception:
-            self.requests.append({})
+        self._bodies.append(request.content)
         if self.served >= len(self.attempts) and self.cancelled_run and self.on_cancel is not None:
             self.on_cancel()  # the recorded run was cancelled before this request (e.g. while its tools ran)
             await asyncio.Event().wait()
