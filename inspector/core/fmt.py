@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["duration", "latency", "seconds", "size", "short", "short_text", "short_bytes"]
+__all__ = ["duration", "latency", "milliseconds", "seconds", "size", "short", "short_text", "short_bytes"]
 
 
 def duration(value: float | None, *, none: str = "") -> str:
@@ -31,6 +31,11 @@ def latency(value: float | None, *, none: str = "-") -> str:
     if value is None:
         return none
     return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.2f} s"
+
+
+def milliseconds(value: float | None, *, none: str = "-") -> str:
+    """A time in whole milliseconds: ``412 ms``, ``1530 ms``."""
+    return none if value is None else f"{value * 1000:.0f} ms"
 
 
 def size(n: int) -> str:

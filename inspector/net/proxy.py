@@ -45,6 +45,7 @@ from inspector.agent import observations as O
 from inspector.agent.states import ToolState
 from inspector.agent.stepobs import step_observations, tool_transitions
 from inspector.core.errors import InspectorError
+from inspector.core.fmt import milliseconds
 from inspector.core.redaction import clean_headers, credential_values, redact, usable_secrets
 from inspector.net.faults import FAULT_HEADER
 from inspector.net.livefaults import parse_live_faults, run_live
@@ -1230,7 +1231,7 @@ class ProxyApp(Closable):
 
 def format_exchange(ex: ProxyExchange) -> str:
     where = f"turn {ex.turn + 1} attempt {(ex.attempt or 0) + 1} " if ex.turn is not None else ""
-    ms = lambda s: "-" if s is None else f"{s * 1000:.0f} ms"
+    ms = milliseconds
     line = (
         f"{where}{ex.method} {ex.path} -> {ex.status} {ex.end}: {ex.reads} reads, {ex.bytes} bytes, "
         f"headers {ms(ex.headers_s)}, first byte {ms(ex.first_byte_s)}, total {ms(ex.end_s)}"

@@ -71,6 +71,7 @@ import orjson
 
 from inspector import __version__
 from inspector.core.errors import RecordingError
+from inspector.core.fmt import short_text
 from inspector.core.redaction import (
     MIN_SECRET_LENGTH,
     REDACTED,
@@ -736,8 +737,7 @@ def _plain(chunks: Iterable[bytes], max_line: int, on_read: ReadCallback | None,
 
 
 def _short(value: Any, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return short_text(repr(value), limit, ellipsis="...")
 
 
 def _check_header(header_line: bytes | None) -> dict:

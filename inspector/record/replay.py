@@ -19,6 +19,7 @@ import httpx2
 import orjson
 
 from inspector.agent.pacing import Pacer
+from inspector.agent.states import TOOL_RAN
 from inspector.agent.toolbox.spec import ToolRefused, ToolSpec
 from inspector.record.recording import RecordedAttempt, Recording
 
@@ -219,7 +220,7 @@ def recorded_tools(
     for obs in recording.observations:
         if obs.get("type") == "tool_state" and obs.get("safe") is False and obs.get("state") == "queued":
             unsafe.add(str(obs.get("name")))
-        if obs.get("type") == "tool_state" and obs.get("state") in ("succeeded", "failed", "timed_out"):
+        if obs.get("type") == "tool_state" and obs.get("state") in TOOL_RAN:
             times = obs.get("times") or {}
             if "running" in times and obs.get("state") in times:
                 durations[obs["id"]] = max(0.0, times[obs["state"]] - times["running"])

@@ -37,6 +37,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from inspector.core.fmt import short_bytes
 from inspector.stream.diagnostics import (
     SSE_BOM_STRIPPED,
     SSE_EVENT_TOO_LARGE,
@@ -100,11 +101,6 @@ def _identity_holds() -> bool:
 
 IDENTITY_HOLDS = _identity_holds()
 FAST_PATHS = IDENTITY_HOLDS  # the decoder's per-block fast path (read once per feed)
-
-
-def _short(raw: bytes, limit: int = 60) -> str:
-    text = raw[:limit].decode("utf-8", "replace")
-    return repr(text) + ("..." if len(raw) > limit else "")
 
 
 class SSEDecoder:
@@ -597,7 +593,7 @@ class SSEDecoder:
         self._diag(
             SSE_INVALID_UTF8,
             "warning",
-            f"line is not valid UTF-8 (invalid bytes replaced by U+FFFD): {_short(content)}",
+            f"line is not valid UTF-8 (invalid bytes replaced by U+FFFD): {short_bytes(content)}",
             off,
             content,
         )

@@ -31,9 +31,10 @@ from typing import Any
 
 import pytest
 
+from inspector.core.redaction import CREDENTIAL_HEADERS
+
 __all__ = ["InspectorServer", "ServedRequest", "inspector_server"]
 
-_SECRET_HEADERS = frozenset({"x-api-key", "authorization", "cookie", "proxy-authorization"})
 _CURRENT: contextvars.ContextVar[ServedRequest | None] = contextvars.ContextVar("inspector_served", default=None)
 
 
@@ -122,7 +123,7 @@ class InspectorServer:
         headers = {
             k.decode("latin-1").lower(): v.decode("latin-1")
             for k, v in scope.get("headers", [])
-            if k.decode("latin-1").lower() not in _SECRET_HEADERS
+            if k.decode("latin-1").lower() not in CREDENTIAL_HEADERS
         }
         try:
             parsed = json.loads(body) if body else None
