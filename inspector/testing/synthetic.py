@@ -522,6 +522,28 @@ def parse_date_observations(stop: str | None = None, *, variant: str = "ok") -> 
     return s.obs
 
 
+_WORDS = "the quick brown fox jumps over a lazy dog while streaming tokens arrive one by one".split()
+
+
+def _generated_turn(s: StreamScript, rnd: Any, tool_every: int) -> None:
+    """One turn of a generated session: a text block of `tool_every` deltas, then one read_file call that runs."""
+    s.start_turn()
+    s.start_attempt(ttfb=0.1)
+    s.message_start()
+    s.block_start(0, {"type": "text", "text": ""})
+    for _ in range(tool_every):
+        s.delta(0, " " + " ".join(rnd.choices(_WORDS, k=3)), gap=0.001)
+    s.block_stop(0)
+    tool_id = f"toolu_{s.turn:06d}"
+    s.tool_block(1, tool_id, "read_file", ['{"path": "', f"src/file_{s.turn}", '.py"}'], gap=0.001)
+    s.tool_state(tool_id, "running")
+    s.message_delta("tool_use", 300)
+    s.message_stop()
+    s.end_attempt("complete", None, "tool_use")
+    s.wait(0.01).run_tool(tool_id, "x = 1\n")
+    s.end_turn("tool_use")
+
+
 def generated_observations(n_events: int, *, tool_every: int = 400, seed: int = 7) -> list[O.Observation]:
     """A long synthetic session of about `n_events` SSE events: many turns of text and tool calls (benchmarks)."""
     import random
@@ -529,23 +551,8 @@ def generated_observations(n_events: int, *, tool_every: int = 400, seed: int = 
     rnd = random.Random(seed)
     s = StreamScript(source={"type": "generated", "events": n_events})
     s.loop_started("generated")
-    words = "the quick brown fox jumps over a lazy dog while streaming tokens arrive one by one".split()
     while True:
-        s.start_turn()
-        s.start_attempt(ttfb=0.1)
-        s.message_start()
-        s.block_start(0, {"type": "text", "text": ""})
-        for _ in range(tool_every):
-            s.delta(0, " " + " ".join(rnd.choices(words, k=3)), gap=0.001)
-        s.block_stop(0)
-        tool_id = f"toolu_{s.turn:06d}"
-        s.tool_block(1, tool_id, "read_file", ['{"path": "', f"src/file_{s.turn}", '.py"}'], gap=0.001)
-        s.tool_state(tool_id, "running")
-        s.message_delta("tool_use", 300)
-        s.message_stop()
-        s.end_attempt("complete", None, "tool_use")
-        s.wait(0.01).run_tool(tool_id, "x = 1\n")
-        s.end_turn("tool_use")
+        _generated_turn(s, rnd, tool_every)
         if s.n_events >= n_events:
             break
     s.finish()
@@ -591,23 +598,8 @@ def generated_stream(n_events: int, *, tool_every: int = 1000, seed: int = 7) ->
     rnd = random.Random(seed)
     s = StreamScript(source={"type": "generated", "events": n_events})
     s.loop_started("generated")
-    words = "the quick brown fox jumps over a lazy dog while streaming tokens arrive one by one".split()
     while True:
-        s.start_turn()
-        s.start_attempt(ttfb=0.1)
-        s.message_start()
-        s.block_start(0, {"type": "text", "text": ""})
-        for _ in range(tool_every):
-            s.delta(0, " " + " ".join(rnd.choices(words, k=3)), gap=0.001)
-        s.block_stop(0)
-        tool_id = f"toolu_{s.turn:06d}"
-        s.tool_block(1, tool_id, "read_file", ['{"path": "', f"src/file_{s.turn}", '.py"}'], gap=0.001)
-        s.tool_state(tool_id, "running")
-        s.message_delta("tool_use", 300)
-        s.message_stop()
-        s.end_attempt("complete", None, "tool_use")
-        s.wait(0.01).run_tool(tool_id, "x = 1\n")
-        s.end_turn("tool_use")
+        _generated_turn(s, rnd, tool_every)
         done = s.n_events >= n_events
         if done:
             s.finish()
