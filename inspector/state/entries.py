@@ -188,8 +188,8 @@ class EventTable(ChunkedTable):
         return row
 
     @property
-    def summary(self) -> _Summaries:
-        return _Summaries(self)
+    def summary(self) -> _Spilled:
+        return _Spilled(self, 11, 12, text=True)
 
     @property
     def seq(self) -> ColView:
@@ -246,30 +246,32 @@ class EventTable(ChunkedTable):
         return new
 
 
-class _Summaries:
-    """The summary column: strings read back from the spill store; a write stores the new text."""
+class _Spilled:
+    """A column whose values live in the state's spill store: the table keeps each value's offset and length in two
+    of its columns (``off``, ``size``); ``text`` columns decode the bytes as UTF-8. Writing stores the new value."""
 
-    __slots__ = ("table",)
+    __slots__ = ("table", "off", "size", "text")
 
-    def __init__(self, table: EventTable) -> None:
-        self.table = table
+    def __init__(self, table: ChunkedTable, off: int, size: int, *, text: bool) -> None:
+        self.table, self.off, self.size, self.text = table, off, size, text
 
     def __len__(self) -> int:
         return len(self.table)
 
     def __getitem__(self, i: Any) -> Any:
-        t = self.table
+        t: Any = self.table
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(t)))]
-        return t.store.get(t.get(11, i), t.get(12, i)).decode("utf-8", "surrogatepass")
+        raw = t.store.get(t.get(self.off, i), t.get(self.size, i))
+        return raw.decode("utf-8", "surrogatepass") if self.text else raw
 
-    def __setitem__(self, i: int, text: str) -> None:
-        t = self.table
-        raw = text.encode("utf-8", "surrogatepass")
-        t.set(11, i, t.store.add(raw))
-        t.set(12, i, len(raw))
+    def __setitem__(self, i: int, value: str | bytes) -> None:
+        t: Any = self.table
+        raw = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else value
+        t.set(self.off, i, t.store.add(raw))
+        t.set(self.size, i, len(raw))
 
-    def __iter__(self) -> Iterator[str]:
+    def __iter__(self) -> Iterator[Any]:
         for i in range(len(self.table)):
             yield self[i]
 
@@ -307,8 +309,8 @@ class ReadTable(ChunkedTable):
             self._seal()
 
     @property
-    def data(self) -> _Data:
-        return _Data(self)
+    def data(self) -> _Spilled:
+        return _Spilled(self, 7, 8, text=False)
 
     @property
     def turn(self) -> ColView:
@@ -343,28 +345,6 @@ class ReadTable(ChunkedTable):
         starts = self.line_start
         i = bisect.bisect_right(starts, line) - 1
         return i, line - starts[i] - 1
-
-
-class _Data:
-    """The bytes of each read, read back from the spill store."""
-
-    __slots__ = ("table",)
-
-    def __init__(self, table: ReadTable) -> None:
-        self.table = table
-
-    def __len__(self) -> int:
-        return len(self.table)
-
-    def __getitem__(self, i: Any) -> Any:
-        t = self.table
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(t)))]
-        return t.store.get(t.get(7, i), t.get(8, i))
-
-    def __iter__(self) -> Iterator[bytes]:
-        for i in range(len(self.table)):
-            yield self[i]
 
 
 @dataclass(slots=True)
