@@ -37,10 +37,6 @@ def check_args(args: argparse.Namespace) -> None:
     except OSError as e:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
     sock.close()  # free again for the server (it binds it in a moment)
-    try:
-        import textual_serve  # noqa: F401
-    except ImportError:
-        raise UsageError("inspector web needs textual-serve: pip install textual-serve") from None
 
 
 def cmd(args: argparse.Namespace) -> int:

@@ -140,17 +140,22 @@ def histogram(values: Iterable[float]) -> list[dict]:
     ]
 
 
-def _bars(hist: list[dict], width: int = 30, indent: str = "      ") -> list[str]:
+def histogram_rows(hist: list[dict], width: int = 30) -> list[tuple[str, int, int]]:
+    """(label, count, bar width) of a gap histogram, from its first to its last non-empty bucket (the text report
+    and the dashboard's timing view draw these)."""
     nonzero = [i for i, h in enumerate(hist) if h["count"]]
     if not nonzero:
         return []
     top = max(h["count"] for h in hist)
-    lines = []
+    rows = []
     for h in hist[nonzero[0] : nonzero[-1] + 1]:
         n = h["count"]
-        bar = "#" * max(1 if n else 0, round(width * n / top))
-        lines.append(f"{indent}{h['label']:>10} |{bar:<{width}} {n}")
-    return lines
+        rows.append((str(h["label"]), n, max(1 if n else 0, round(width * n / top))))
+    return rows
+
+
+def _bars(hist: list[dict], width: int = 30, indent: str = "      ") -> list[str]:
+    return [f"{indent}{label:>10} |{'#' * w:<{width}} {n}" for label, n, w in histogram_rows(hist, width)]
 
 
 # --- buffering -----------------------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from textual.widgets import Static
 
 from inspector.core.fmt import latency, seconds
 from inspector.record.recording import RecordedAttempt, Recording
-from inspector.record.timing import RecordingBuilder, analyze_attempt, timing_json
+from inspector.record.timing import RecordingBuilder, analyze_attempt, histogram_rows, timing_json
 from inspector.state.travel import History
 
 REFRESH_HZ = 4
@@ -202,19 +202,6 @@ class TimingReport(Static):
                 )
         out.rstrip()
         return out
-
-
-def histogram_rows(hist: list[dict], width: int = 30) -> list[tuple[str, int, int]]:
-    """(label, count, bar width) of a gap histogram, from its first to its last non-empty bucket."""
-    nonzero = [i for i, h in enumerate(hist) if h["count"]]
-    if not nonzero:
-        return []
-    top = max(h["count"] for h in hist)
-    rows = []
-    for h in hist[nonzero[0] : nonzero[-1] + 1]:
-        n = h["count"]
-        rows.append((str(h["label"]), n, max(1 if n else 0, round(width * n / top))))
-    return rows
 
 
 class TimingScreen(ModalScreen[None]):
