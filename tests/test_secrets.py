@@ -331,3 +331,38 @@ async def test_a_key_echoed_one_byte_at_a_time_never_reaches_the_recording_or_th
         await replay.run()
     replay.close()
     assert seen and not any(CANARY.encode() in s for s in seen)
+
+
+def test_an_export_masks_the_sessions_key_even_split_across_reads(tmp_path):
+    """The dashboard's export is given the session's key (Session.secrets) and masks it as --record does: also
+    when a relay echoes it split across two reads, which no per-observation redaction can see."""
+    from inspector.agent import observations as O
+    from inspector.tui.export import write_recording
+
+    key = "sk-ant-api03-EXPORT-CANARY-0123456789"
+    text = orjson.dumps(f"echo {key}").decode()
+    event = (
+        'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+        f'"delta":{{"type":"text_delta","text":{text}}}}}\n\n'
+    ).encode()
+    cut = event.index(b"CANARY")
+    observations = [
+        O.AttemptStarted(0.0, 0, 0, "POST", "https://api.example/v1/messages", {}, {"model": "m"}),
+        O.ReadReceived(0.1, 0, 0, 0, 0.1, event[:cut]),
+        O.ReadReceived(0.2, 0, 0, 1, 0.2, event[cut:]),
+        O.AttemptEnded(0.3, 0, 0, "complete", None, "text_finish"),
+    ]
+    path = write_recording(tmp_path / "e.jsonl", observations, {"type": "api"}, [key])
+    raw = path.read_bytes()
+    assert key.encode() not in raw and b"CANARY" not in raw
+    with_no_key = write_recording(tmp_path / "plain.jsonl", observations, {"type": "api"})
+    assert b"CANARY" in with_no_key.read_bytes()  # (the canary is really there to mask)
+
+
+def test_sessions_say_their_secrets_for_an_export(tmp_path):
+    from inspector.sessions.sources import api_session, scenario_session
+
+    key = "sk-ant-api03-SESSION-CANARY-0123456789"
+    s = api_session("claude-test", "hi", api_key=key, workspace=tmp_path)
+    assert s.secrets == [key]
+    assert scenario_session("weather").secrets == []

@@ -42,6 +42,11 @@ class Session:
         return self.loop.bus
 
     @property
+    def secrets(self) -> list[str]:
+        """The secrets of this session (its API key): every recording of it, an export too, masks them."""
+        return list(self.loop.config.secrets)
+
+    @property
     def controller(self) -> LoopController:
         return self.loop.controller
 

@@ -85,6 +85,11 @@ class WatchSession:
         self._stop = asyncio.Event()  # set by cancel(), even before run() starts
         self.bus.subscribe(self._count)
 
+    @property
+    def secrets(self) -> list[str]:
+        """The credentials the proxy has seen in requests: an export of this session masks them."""
+        return list(getattr(self.proxy, "secrets", ()) or ())
+
     def _count(self, obs: O.Observation) -> None:
         if isinstance(obs, O.SSEEventSeen):
             self.events += 1

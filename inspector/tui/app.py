@@ -851,13 +851,14 @@ class InspectorApp(App[int]):
             self.notify("nothing to export yet", severity="warning", timeout=3)
             return
         path = default_export_path(self.export_dir, self.source or self.live.status.source)
-        self.export(path, list(self.history.observations), dict(self.live.status.source or self.source))
+        secrets = list(getattr(self.session, "secrets", None) or ())  # the key, masked as --record masks it
+        self.export(path, list(self.history.observations), dict(self.live.status.source or self.source), secrets)
 
     @work(thread=True, exclusive=False, group="export", exit_on_error=False, description="export a recording")
-    def export(self, path: Path, observations: list[O.Observation], source: dict) -> None:
+    def export(self, path: Path, observations: list[O.Observation], source: dict, secrets: list[str]) -> None:
         """Write the recording in a thread; say how it went with an `Exported` message (never touches widgets)."""
         try:
-            written = write_recording(path, observations, source)
+            written = write_recording(path, observations, source, secrets)
         except Exception as e:  # a full disk, a read-only directory: a one-line error, not a traceback
             self.post_message(M.Exported(None, f"{type(e).__name__}: {e}"))
         else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from inspector.agent import observations as O
@@ -23,10 +23,13 @@ def default_export_path(directory: Path, source: dict) -> Path:
     return path
 
 
-def write_recording(path: Path, observations: Iterable[O.Observation], source: dict) -> Path:
-    """Write every read (with its timing) and the observations a replay needs. Runs in a worker thread."""
+def write_recording(
+    path: Path, observations: Iterable[O.Observation], source: dict, secrets: Sequence[str] = ()
+) -> Path:
+    """Write every read (with its timing) and the observations a replay needs. Runs in a worker thread.
+    ``secrets`` (the session's API key) are masked as `--record` masks them: also when split across reads."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    recorder = Recorder(path, source=source)
+    recorder = Recorder(path, source=source, secrets=secrets)
     try:
         for obs in observations:
             recorder(obs)
