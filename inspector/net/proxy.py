@@ -3,9 +3,10 @@
     inspector proxy --listen 127.0.0.1:8787 --upstream https://api.anthropic.com --headless --record run.jsonl
     ANTHROPIC_BASE_URL=http://127.0.0.1:8787 their-harness ...
 
-- Forwarding: method, path, query, headers (credentials included, untouched) and body go upstream with httpx2; the
-  response is streamed back read by read as it arrives (``aiter_raw``: no decoding, no buffering), so the client gets
-  exactly upstream's bytes. Hop-by-hop headers (connection, keep-alive, transfer-encoding, te, trailer, upgrade,
+- Forwarding: method, path, query, headers (credentials included, untouched) and body go upstream with the proxy's
+  own HTTP/1.1 client (:mod:`inspector.net.upstream`; httpx2 when an environment proxy applies or a transport is
+  given); the response is streamed back as it arrives (no decoding, no buffering: what arrived together goes out in
+  one write), so the client gets exactly upstream's bytes. Hop-by-hop headers (connection, keep-alive, transfer-encoding, te, trailer, upgrade,
   proxy-connection) and host / content-length are not copied (the HTTP layers set them again).
 - Turns: every ``POST .../messages`` is a turn of the other harness; a request whose body is byte-identical to the
   previous one is a retry, i.e. the next attempt of the same turn. Other requests (count_tokens, models) are
@@ -50,6 +51,7 @@ from inspector.core.redaction import clean_headers, credential_values, redact, u
 from inspector.net.faults import FAULT_HEADER
 from inspector.net.livefaults import parse_live_faults, run_live
 from inspector.net.server import Closable, ConnectionDrop, install_log_filter
+from inspector.net.upstream import UpstreamPool, UpstreamResponse, usable_for
 from inspector.record.recording import RecordingWriter
 from inspector.stream.assembler import TurnStream
 
@@ -458,6 +460,10 @@ class ProxyApp(Closable):
         self.clients: list[httpx2.AsyncClient] = []
         self._ssl: Any = None
         self._shard_active: list[int] = []
+        # the upstream client of the forwarding path (inspector/net/upstream.py); httpx2 only with a transport of the
+        # caller's or an HTTP proxy from the environment on the way upstream
+        self.pool: UpstreamPool | None = None
+        self._pools: list[UpstreamPool] = []  # every pool opened (``upstream`` may be changed while running)
         # the most recent exchanges (a ring: a long-running proxy must not grow with every request it forwards)
         self.exchanges: deque[ProxyExchange] = deque(maxlen=max(1, history))
         self.seen_tools: dict[str, SeenToolUse] = {}
@@ -502,6 +508,26 @@ class ProxyApp(Closable):
                 k = busy.index(low)
                 return k, self.clients[k]
         return len(self.clients), self._new_shard()
+
+    def _pool(self) -> UpstreamPool | None:
+        """The upstream client of the forwarding path (inspector/net/upstream.py), or None when httpx2 must go:
+        a transport of the caller's, or an HTTP proxy from the environment on the way upstream."""
+        pool = self.pool
+        if pool is None or pool.base != self.upstream:
+            if self.transport is not None or not usable_for(self.upstream):
+                return None
+            if self._ssl is None and self.upstream.startswith("https:"):
+                self._ssl = httpx2.create_ssl_context(trust_env=True)
+            ssl_context = self._ssl
+            pool = self.pool = UpstreamPool(
+                self.upstream,
+                keepalive_expiry=KEEPALIVE_EXPIRY,
+                ssl_context=(lambda: ssl_context) if ssl_context is not None else None,
+                clock=self.clock,
+            )
+            self._pools.append(pool)
+        pool.connect_timeout, pool.read_timeout = self.connect_timeout, self.read_timeout  # options set later win
+        return pool
 
     def _new_shard(self) -> httpx2.AsyncClient:
         k = len(self.clients)
@@ -621,6 +647,9 @@ class ProxyApp(Closable):
 
     async def aclose(self) -> None:
         clients, self.clients, self.client, self._shard_active = self.clients, [], None, []
+        pools, self._pools, self.pool = self._pools, [], None
+        for pool in pools:
+            await pool.aclose()
         for client in clients:
             with contextlib.suppress(Exception):
                 await client.aclose()
@@ -638,8 +667,9 @@ class ProxyApp(Closable):
                 message = await receive()
                 if message["type"] == "lifespan.startup":
                     self.closing()
-                    if not self.clients:  # ready before the first request (its TLS context takes a while)
-                        with contextlib.suppress(Exception):
+                    # ready before the first request (its TLS context takes a while)
+                    with contextlib.suppress(Exception):
+                        if self._pool() is None and not self.clients:
                             self._new_shard()
                     await send({"type": "lifespan.startup.complete"})
                 elif message["type"] == "lifespan.shutdown":
@@ -727,21 +757,28 @@ class ProxyApp(Closable):
                 await self._reply_error(send, 503, "overloaded_error", reason)
                 ex.end_s = self.clock() - t_req_clock
                 return
-            shard, client = self._client()
             self.active += 1
-            self._shard_active[shard] += 1
             holds_connection = True
             try:
-                request = client.build_request(method, url, headers=fwd, content=body)
-                sending = asyncio.ensure_future(client.send(request, stream=True))
+                pool = self._pool()
+                if pool is not None:
+                    shard = -1
+                    sending = asyncio.ensure_future(pool.send(method, target, fwd, body))
+                    yields = 1
+                else:
+                    shard, client = self._client()
+                    self._shard_active[shard] += 1
+                    request = client.build_request(method, url, headers=fwd, content=body)
+                    sending = asyncio.ensure_future(client.send(request, stream=True))
+                    yields = 3
                 if track is not None:  # let the request go out first: the bookkeeping overlaps upstream's wait
-                    for _ in range(3):
+                    for _ in range(yields):
                         await asyncio.sleep(0)
             except (httpx2.HTTPError, httpx2.InvalidURL) as e:
                 error = e
             if track is not None:
                 self._begin_turn(track, url, in_headers, body)
-            upstream: httpx2.Response | None = None
+            upstream: httpx2.Response | UpstreamResponse | None = None
             if sending is not None:
                 watchers = _Watchers(receive, self.closing())
                 outcome = await self._await_headers(sending, watchers)
@@ -782,7 +819,7 @@ class ProxyApp(Closable):
                 await _abandon(sending)
             if holds_connection:
                 self.active -= 1
-                if shard < len(self._shard_active):
+                if 0 <= shard < len(self._shard_active):
                     self._shard_active[shard] -= 1
             if ex.end is None:
                 ex.end, ex.reason = "error", ex.reason or "the proxy failed"
@@ -842,14 +879,15 @@ class ProxyApp(Closable):
         self,
         ex: ProxyExchange,
         track: _Track | None,
-        upstream: httpx2.Response,
+        upstream: httpx2.Response | UpstreamResponse,
         watchers: _Watchers,
         send,
         t_req_clock: float,
         faults: Any,
     ) -> None:
         ex.status = upstream.status_code
-        ex.headers_s = self.clock() - t_req_clock
+        t_head = upstream.t_head if isinstance(upstream, UpstreamResponse) else self.clock()
+        ex.headers_s = t_head - t_req_clock
         raw_headers = [
             (k, v) for k, v in upstream.headers.raw if k.decode("latin-1").lower() not in RESPONSE_HOP_BY_HOP
         ]
@@ -897,6 +935,34 @@ class ProxyApp(Closable):
             except httpx2.HTTPError as e:
                 state["end"], state["reason"] = "dropped", f"connection dropped: {type(e).__name__}: {e}"
 
+        async def pump_direct() -> None:
+            """Everything that arrived since the last write goes out in one write (as soon as the previous write is
+            done: nothing waits for more); each read is still recorded on its own, with its arrival time."""
+            assert isinstance(upstream, UpstreamResponse)
+            take, wait = upstream.take, upstream.wait
+            try:
+                while True:
+                    batch = take()
+                    if not batch:
+                        if upstream.complete:
+                            return
+                        await wait()
+                        continue
+                    data = batch[0][1] if len(batch) == 1 else b"".join([d for _, d in batch])
+                    await send({"type": "http.response.body", "body": data, "more_body": True})
+                    if ex.first_byte_s is None:
+                        ex.first_byte_s = batch[0][0] - t_req_clock
+                    ex.reads += len(batch)
+                    ex.bytes += len(data)
+                    if track is not None:
+                        for t, d in batch:
+                            queue(track, t - t_req_clock, d)
+            except httpx2.ReadTimeout:
+                state["end"] = "dropped"
+                state["reason"] = f"upstream sent nothing for {self.read_timeout:g} s (--read-timeout)"
+            except httpx2.HTTPError as e:
+                state["end"], state["reason"] = "dropped", f"connection dropped: {type(e).__name__}: {e}"
+
         async def emit(data: bytes) -> None:  # what a live fault lets through, or inserts
             t = clock() - t_req_clock
             await send({"type": "http.response.body", "body": data, "more_body": True})
@@ -911,7 +977,12 @@ class ProxyApp(Closable):
             assert track is not None and live is not None
             await run_live(live, upstream, emit, state, lambda fault, at: self._fault_line(track, fault, at))
 
-        task = asyncio.ensure_future(pump() if live is None else pump_faulted())
+        if live is not None:
+            task = asyncio.ensure_future(pump_faulted())
+        elif isinstance(upstream, UpstreamResponse):
+            task = asyncio.ensure_future(pump_direct())
+        else:
+            task = asyncio.ensure_future(pump())
         try:
             outcome = await watchers.wait(task, "done")
         finally:
