@@ -22,6 +22,7 @@ import httpx2
 from inspector.agent import observations as O
 from inspector.agent.executor import TERMINAL, ToolCall, ToolExecutor, ToolState
 from inspector.agent.pacing import Pacer
+from inspector.agent.redacting import RedactingPublisher
 from inspector.agent.states import TERMINAL_LOOP_STATES, LoopState
 from inspector.agent.stepobs import step_observations, tool_transitions
 from inspector.agent.toolbox.spec import ToolSpec
@@ -185,6 +186,7 @@ class AgentLoop:
         self._turn_committed = True
         self._rng = random.Random(config.seed)
         self._secrets = usable_secrets(config.secrets)
+        self._publisher = RedactingPublisher(self.bus, self._secrets)
         self.result: LoopResult | None = None
         # every HTTP try under the SDK (its own retries included) is reported to try_sent / try_failed
         self._try_ctx: tuple[int, int] | None = None  # (turn, attempt) while a create() call is under way
@@ -200,9 +202,9 @@ class AgentLoop:
         return self.clock() - self._t0
 
     def _pub(self, obs: O.Observation) -> None:
-        if self._secrets:  # a relay may echo the key (in an error event, a header, the stream): never pass it on
-            obs = obs.redacted(self._secrets)
-        self.bus.publish(obs)
+        # a relay may echo the key (in an error event, a header, the stream), even split across reads or deltas:
+        # never pass it on (the publisher holds back what could begin it; without secrets it passes everything)
+        self._publisher.publish(obs)
 
     def _set_state(self, state: str, detail: str = "") -> None:
         if state != self.state:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from inspector.core.redaction import redact
+from inspector.core.redaction import mask_bytes, mask_text, redact
 from inspector.stream.diagnostics import Diagnostic
 from inspector.stream.sse import SSEEvent
 
@@ -27,21 +27,29 @@ class Observation:
     kind: ClassVar[str] = "observation"
 
     def redacted(self, secrets: list[str]) -> Observation:
-        """This observation with every secret (an API key) replaced, in every field; itself when none occurs."""
+        """This observation with every secret (an API key) replaced, as it is or JSON-escaped, in every field; itself
+        when none occurs. Each observation on its own: for a secret split across reads or deltas, see
+        ``inspector.agent.redacting.RedactingPublisher``."""
+        if not secrets:
+            return self
         changes: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
+            if v is None or isinstance(v, (int, float, bool)):
+                continue
             if isinstance(v, SSEEvent):
-                r = dataclasses.replace(v, data=redact(v.data, secrets))
-                if r.data != v.data:
-                    changes[f.name] = r
+                data = mask_text(v.data, secrets)
+                if data != v.data:
+                    changes[f.name] = dataclasses.replace(v, data=data)
             elif isinstance(v, Diagnostic):
-                if _contains(v.message, secrets) or _contains(v.raw, secrets):
-                    changes[f.name] = dataclasses.replace(
-                        v, message=redact(v.message, secrets), raw=redact(v.raw, secrets)
-                    )
-            elif _contains(v, secrets):
-                changes[f.name] = redact(v, secrets)
+                message = mask_text(v.message, secrets)
+                raw = v.raw if v.raw is None else mask_bytes(v.raw, secrets)
+                if message != v.message or raw != v.raw:
+                    changes[f.name] = dataclasses.replace(v, message=message, raw=raw)
+            else:
+                r = redact(v, secrets)
+                if r != (list(v) if isinstance(v, tuple) else v):
+                    changes[f.name] = r
         return dataclasses.replace(self, **changes) if changes else self
 
     def to_json(self) -> dict:
@@ -49,15 +57,6 @@ class Observation:
         for f in dataclasses.fields(self):
             out[f.name] = _jsonable(getattr(self, f.name))
         return out
-
-
-def _contains(v: Any, secrets: list[str]) -> bool:
-    if v is None or isinstance(v, (int, float, bool)):
-        return False
-    if isinstance(v, (bytes, bytearray)):
-        return any(s.encode() in v for s in secrets)
-    text = v if isinstance(v, str) else repr(v)
-    return any(s in text for s in secrets)
 
 
 def _jsonable(v: Any) -> Any:

@@ -37,10 +37,7 @@ def summarize_event(ev: Any) -> tuple[int | None, str]:
                 frag = f"signature ({len(d.signature)} chars)"  # type: ignore[union-attr]
                 return ev.index, frag
             return ev.index, d.type
-        # a JSON fragment is shown as the raw text it is (already JSON-escaped: never escaped twice); a text or
-        # thinking fragment is a decoded string, shown JSON-quoted with visible escapes
-        s = _quote(frag) if d.type == "input_json_delta" else json.dumps(frag, ensure_ascii=False)
-        return ev.index, s if len(s) <= 120 else s[:117] + "..."
+        return ev.index, fragment_summary(d.type, frag)
     if isinstance(ev, ContentBlockStart):
         b = ev.content_block
         name = f" {b.get('name')}" if b.get("name") else ""
@@ -58,6 +55,13 @@ def summarize_event(ev: Any) -> tuple[int | None, str]:
     if isinstance(ev, UnknownEvent):
         return None, f"unknown {ev.event_type}"
     return getattr(ev, "index", None), ""
+
+
+def fragment_summary(delta_type: str, frag: str) -> str:
+    """The row summary of a delta's fragment. A JSON fragment is shown as the raw text it is (already JSON-escaped:
+    never escaped twice); a text or thinking fragment is a decoded string, shown JSON-quoted with visible escapes."""
+    s = _quote(frag) if delta_type == "input_json_delta" else json.dumps(frag, ensure_ascii=False)
+    return s if len(s) <= 120 else s[:117] + "..."
 
 
 def _quote(s: str) -> str:

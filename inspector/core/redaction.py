@@ -5,14 +5,15 @@ Credential headers are removed, not masked. A known secret (an API key) is repla
 occurs: in strings and bytes, through dicts, lists and tuples. Secrets shorter than ``MIN_SECRET_LENGTH`` are never
 masked (they would match ordinary JSON text and wreck a file); they are still never written, because the headers
 that carry them are dropped. For secrets split across network reads or deltas, or escaped in JSON, see
-``StreamRedactor`` and docs/secrets.md.
+``StreamRedactor`` (bytes), ``FragmentRedactor`` (the fragments of one streamed text) and docs/secrets.md.
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -23,9 +24,14 @@ __all__ = [
     "CREDENTIAL_QUERY_PARAMS",
     "MIN_SECRET_LENGTH",
     "REDACTED",
+    "STREAMED_TEXT_FIELDS",
+    "Fragment",
+    "FragmentRedactor",
+    "SecretSet",
     "StreamRedactor",
     "clean_headers",
     "credential_values",
+    "mask_bytes",
     "mask_text",
     "redact",
     "secret_spans",
@@ -105,11 +111,7 @@ def redact(value: Any, secrets: Iterable[str]) -> Any:
     if isinstance(value, str):
         return mask_text(value, secrets)
     if isinstance(value, (bytes, bytearray)):
-        for secret in secrets:
-            b = secret.encode()
-            if b in value:
-                value = value.replace(b, REDACTED.encode())
-        return bytes(value)
+        return mask_bytes(bytes(value), secrets)
     if isinstance(value, dict):
         return {redact(k, secrets) if isinstance(k, str) else k: redact(v, secrets) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -202,6 +204,20 @@ def mask_text(text: str, secrets: Iterable[str]) -> str:
     return _apply(text, spans) if spans else text
 
 
+def mask_bytes(data: bytes, secrets: Iterable[str]) -> bytes:
+    """``data`` with every occurrence of a secret replaced by ``[redacted]``: as text (as it is or JSON-escaped) when
+    the bytes are UTF-8, else as bytes (raw and JSON-escaped forms)."""
+    secrets = list(secrets)
+    if not secrets or (b"\\" not in data and not any(s.encode() in data for s in secrets)):
+        return data
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return _mask_bytes(data, _byte_forms(secrets))
+    masked = mask_text(text, secrets)
+    return data if masked is text else masked.encode("utf-8")
+
+
 def _mask_bytes(data: bytes, forms: list[bytes]) -> bytes:
     for form in forms:
         if form in data:
@@ -218,8 +234,130 @@ def _byte_forms(secrets: Iterable[str]) -> list[bytes]:
 # --- across reads and deltas ---------------------------------------------------------------------------------------
 
 _EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
-_TEXT_FIELDS = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "partial_json"}
+# the delta types whose text is streamed in fragments (joined by the reader), and the field that carries it; the
+# other deltas (signature, citations, compaction) carry whole values, masked event by event
+STREAMED_TEXT_FIELDS = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "partial_json"}
+_TEXT_FIELDS = STREAMED_TEXT_FIELDS
 MAX_HOLD = 1024 * 1024  # bytes of an unfinished event held back at most (then masked as bytes and written)
+
+
+class SecretSet:
+    """The known secrets (usable ones, longest first) and what the hold-back needs, computed once per change.
+
+    Redactors of one stream can share a set: a key learned late (``add``) reaches all of them at once."""
+
+    __slots__ = ("secrets", "forms", "first", "max")
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self.secrets: list[str] = []
+        self.forms: list[bytes] = []  # the byte forms (raw, JSON-escaped), longest first
+        self.first: set[str] = set()  # the characters a secret (or its escaped form) can begin with
+        self.max = 0  # the length of the longest secret
+        self.add(secrets)
+
+    def add(self, secrets: Iterable[str] | str) -> list[str]:
+        """Add secrets (strings shorter than MIN_SECRET_LENGTH are ignored); returns the ones that were new."""
+        new = [s for s in usable_secrets([secrets] if isinstance(secrets, str) else secrets) if s not in self.secrets]
+        if new:
+            self.secrets[:] = usable_secrets([*self.secrets, *new])  # (in place: holders of the list see it)
+            self.forms = _byte_forms(self.secrets)
+            self.first = {s[0] for s in self.secrets} | {"\\"}
+            self.max = max(len(s) for s in self.secrets)
+        return new
+
+    def __bool__(self) -> bool:
+        return bool(self.secrets)
+
+    def hold_from(self, text: str) -> int:
+        """Where the part of ``text`` that could be the beginning of a secret (as it is or JSON-escaped) starts
+        (``len(text)`` if none). Only the last ``6 * max`` characters are looked at."""
+        n = len(text)
+        window = self.max * 6
+        if "\\" not in text[-window:]:
+            best = n
+            for secret in self.secrets:  # a proper prefix of the secret at the end of the text
+                first = secret[0]
+                p = text.find(first, max(0, n - len(secret) + 1))
+                while 0 <= p < best:
+                    if secret.startswith(text[p:]):
+                        best = p
+                        break
+                    p = text.find(first, p + 1)
+            return best
+        first_chars = self.first
+        for p in range(max(0, n - window), n):
+            if text[p] not in first_chars:  # (an escaped secret begins with a backslash)
+                continue
+            tail = text[p:]
+            if any(s.startswith(tail) for s in self.secrets):
+                return p
+            plain = _unescape(_PARTIAL_ESCAPE.sub("", tail))
+            if any(s.startswith(plain) for s in self.secrets) and (plain or tail.startswith("\\")):
+                return p
+        return n
+
+
+@dataclass(slots=True, eq=False)
+class Fragment:
+    """One fragment of a streamed text (a delta's text, thinking or partial_json) in a ``FragmentRedactor``.
+
+    ``text`` is rewritten when a secret is masked (``changed``); once ``done`` it is final and may be shown."""
+
+    text: str
+    tag: Any = None  # the caller's: what carries the fragment
+    changed: bool = False
+    done: bool = False
+
+
+class FragmentRedactor:
+    """The fragments of one streamed text, in order (a content block's text, thinking or partial_json): known
+    secrets are masked whatever their split into fragments, as they are or JSON-escaped, and nothing is lost.
+
+    ``push(fragment)`` returns the fragments that are now safe to show (the pushed one or earlier ones), masked;
+    a fragment whose text (joined with the ones held before it) ends with what could be the beginning of a secret
+    is held until the text goes on; ``release()`` (the block stopped, the message or the stream ended) returns the
+    rest as it is. A secret completed across fragments is masked in the fragments that carry it: the one where it
+    begins gets ``[redacted]``, the others lose their part. So the joined fragments read as ``mask_text`` of the
+    joined text, and JSON (partial_json) stays valid JSON. The work per push is bounded by the hold (at most six
+    times the longest secret, plus the fragment): O(n) over the stream.
+    """
+
+    __slots__ = ("keys", "held")
+
+    def __init__(self, keys: SecretSet) -> None:
+        self.keys = keys
+        self.held: list[Fragment] = []
+
+    def push(self, frag: Fragment) -> list[Fragment]:
+        held = self.held
+        held.append(frag)
+        frags = [h.text for h in held]
+        text = frags[0] if len(frags) == 1 else "".join(frags)
+        spans = secret_spans(text, self.keys.secrets)
+        if spans:  # a secret completed: mask it in the fragments that carry it
+            for h, new in zip(held, _split_masked(text, frags, spans), strict=True):
+                if new != h.text:
+                    h.text = new
+                    h.changed = True
+            text = "".join(h.text for h in held)
+        hold_from = self.keys.hold_from(text)
+        end = 0
+        keep = 0
+        for h in held:
+            end += len(h.text)
+            if end > hold_from:
+                break
+            h.done = True
+            keep += 1
+        out = held[:keep]
+        del held[:keep]
+        return out
+
+    def release(self) -> list[Fragment]:
+        out, self.held = self.held, []
+        for h in out:
+            h.done = True
+        return out
 
 
 @dataclass(slots=True)
@@ -229,6 +367,7 @@ class _Event:
     name: str | None = None  # the `event:` name, to write it again
     ready: bool = True
     changed: bool = False
+    n_in: int = 0  # the bytes of the input it stands for
 
     def bytes(self) -> bytes:
         if not self.changed or self.obj is None:
@@ -244,11 +383,6 @@ class _Held:
     key: str  # "text", "thinking" or "partial_json"
 
 
-@dataclass(slots=True)
-class _Block:
-    held: list[_Held] = field(default_factory=list)
-
-
 class StreamRedactor:
     """Masks known secrets in a stream of network reads before they are written anywhere, whatever the split of the
     secret into reads or into deltas, and whatever its JSON escaping.
@@ -260,39 +394,69 @@ class StreamRedactor:
       bytes and written but for the last bytes that could begin a secret);
     - each event is decoded: a secret in any of its strings (as it is or ``\\u``-escaped) is masked and the event
       written again from its JSON (other events keep their exact bytes);
-    - the text, thinking and partial_json fragments of each block are joined: a delta whose text ends with what
-      could be the beginning of a secret is held back (with the events after it, so the order is kept) until the
-      text goes on; a secret completed across deltas is masked in the fragments that carry it (the first gets
-      ``[redacted]``, the others lose their part), so the joined text reads ``[redacted]`` and the JSON stays valid;
+    - the text, thinking and partial_json fragments of each block are joined (a ``FragmentRedactor`` per block and
+      field): a delta whose text ends with what could be the beginning of a secret is held back (with the events
+      after it, so the order is kept) until the text goes on; a secret completed across deltas is masked in the
+      fragments that carry it (the first gets ``[redacted]``, the others lose their part), so the joined text reads
+      ``[redacted]`` and the JSON stays valid;
     - a body that is not SSE (a JSON response) is held to the end and masked as JSON (or as bytes).
 
-    ``add_secrets`` takes a key first seen late: it applies to what is fed from then on.
+    ``add_secrets`` takes a key first seen late: it applies to what is fed from then on. ``secrets`` may be a
+    ``SecretSet`` shared with other redactors (then a key added to the set applies here too).
+
+    Offsets: ``in_done`` / ``out_done`` count the input bytes written so far and the bytes written for them;
+    ``out_offset(x)`` maps an offset of the input onto the output (exact for a byte written so far at an event
+    boundary, proportional inside a changed event, extrapolated past what was written).
     """
 
-    def __init__(self, secrets: Iterable[str] = ()) -> None:
-        self.secrets: list[str] = []
-        self._forms: list[bytes] = []
-        self._first: set[str] = set()
-        self._max = 0
+    def __init__(self, secrets: Iterable[str] | SecretSet = ()) -> None:
+        self.keys = secrets if isinstance(secrets, SecretSet) else SecretSet(secrets)
         self._buf = b""
         self._queue: list[_Event] = []
-        self._blocks: dict[tuple[int, str], _Block] = {}
-        self.add_secrets(secrets)
+        self._blocks: dict[tuple[int, str], FragmentRedactor] = {}
+        self.in_done = 0
+        self.out_done = 0
+        # events written with another length than they came with: (in start, in end, out start, out end), in order
+        self._moved: list[tuple[int, int, int, int]] = []
+        self._moved_starts: list[int] = []
+
+    @property
+    def secrets(self) -> list[str]:
+        return self.keys.secrets
 
     def add_secrets(self, secrets: Iterable[str]) -> None:
-        new = [s for s in usable_secrets(secrets) if s not in self.secrets]
-        if not new:
-            return
-        self.secrets = usable_secrets([*self.secrets, *new])
-        self._forms = _byte_forms(self.secrets)
-        self._first = {s[0] for s in self.secrets} | {"\\"}
-        self._max = max(len(s) for s in self.secrets)
+        self.keys.add(secrets)
+
+    @property
+    def holding(self) -> bool:
+        """Complete events are held back (behind a delta that could begin a secret)."""
+        return bool(self._queue)
+
+    def out_offset(self, x: int) -> int:
+        """Where the byte at input offset ``x`` is in the output."""
+        if x >= self.in_done:
+            return self.out_done + (x - self.in_done)
+        i = bisect_right(self._moved_starts, x) - 1
+        if i < 0:
+            return x
+        a, b, oa, ob = self._moved[i]
+        if x >= b:
+            return ob + (x - b)
+        return oa + min(x - a, ob - oa)
 
     # --- bytes in, bytes out -----------------------------------------------------------------------------------
 
     def feed(self, data: bytes) -> bytes:
-        if not self.secrets:
-            return self._drain() + self._take_buf() + bytes(data) if (self._queue or self._buf) else bytes(data)
+        if not self.keys.secrets:
+            if self._queue or self._buf:
+                out = self._drain()
+                rest = self._take_buf()
+                self._count(len(rest), len(rest))
+                out += rest
+            else:
+                out = b""
+            self._count(len(data), len(data))
+            return out + bytes(data)
         buf = self._buf + bytes(data)
         pos = 0
         for m in _EVENT_END.finditer(buf):
@@ -300,9 +464,12 @@ class StreamRedactor:
             pos = m.end()
         self._buf = buf[pos:]
         if len(self._buf) > MAX_HOLD:
-            masked = _mask_bytes(self._buf, self._forms)
-            keep = max(len(f) for f in self._forms) - 1
-            self._queue.append(_Event(masked[:-keep] if keep else masked))
+            forms = self.keys.forms
+            masked = _mask_bytes(self._buf, forms)
+            keep = max(len(f) for f in forms) - 1
+            self._queue.append(
+                _Event(masked[:-keep] if keep else masked, n_in=len(self._buf) - keep if keep else len(self._buf))
+            )
             self._buf = masked[-keep:] if keep else b""
         return self._drain()
 
@@ -323,12 +490,21 @@ class StreamRedactor:
         rest, self._buf = self._buf, b""
         return rest
 
+    def _count(self, n_in: int, n_out: int) -> None:
+        if n_in != n_out:
+            self._moved.append((self.in_done, self.in_done + n_in, self.out_done, self.out_done + n_out))
+            self._moved_starts.append(self.in_done)
+        self.in_done += n_in
+        self.out_done += n_out
+
     def _drain(self) -> bytes:
         out: list[bytes] = []
         queue = self._queue
         i = 0
         while i < len(queue) and queue[i].ready:
-            out.append(queue[i].bytes())
+            b = queue[i].bytes()
+            self._count(queue[i].n_in, len(b))
+            out.append(b)
             i += 1
         del queue[:i]
         return b"".join(out)
@@ -336,20 +512,22 @@ class StreamRedactor:
     # --- events ------------------------------------------------------------------------------------------------
 
     def _json_body(self, raw: bytes) -> _Event:
+        n = len(raw)
         try:
             doc = orjson.loads(raw)
         except orjson.JSONDecodeError:
-            return _Event(_mask_bytes(raw, self._forms))
+            return _Event(_mask_bytes(raw, self.keys.forms), n_in=n)
         masked = redact(doc, self.secrets)
         if masked == doc:
-            return _Event(_mask_bytes(raw, self._forms))
-        return _Event(orjson.dumps(masked))
+            return _Event(_mask_bytes(raw, self.keys.forms), n_in=n)
+        return _Event(orjson.dumps(masked), n_in=n)
 
     def _event(self, raw: bytes) -> None:
-        raw = _mask_bytes(raw, self._forms)
+        n_in = len(raw)
+        raw = _mask_bytes(raw, self.keys.forms)
         name, obj = _parse_event(raw)
         if obj is None:
-            self._queue.append(_Event(raw))
+            self._queue.append(_Event(raw, n_in=n_in))
             return
         # without a backslash, the decoded strings are the bytes as they are, which hold no secret any more; with
         # some, a secret can only be in a string if it is in the data unescaped twice (JSON, then text escapes)
@@ -359,7 +537,7 @@ class StreamRedactor:
             secrets = self.secrets
             if any(x in once for x in secrets) or ("\\" in once and any(x in _unescape(once) for x in secrets)):
                 masked = redact(obj, secrets)
-        event = _Event(raw, obj=masked, name=name, changed=masked is not obj and masked != obj)
+        event = _Event(raw, obj=masked, name=name, changed=masked is not obj and masked != obj, n_in=n_in)
         self._queue.append(event)
         kind = masked.get("type")
         index = masked.get("index")
@@ -379,63 +557,25 @@ class StreamRedactor:
     def _release(self, key: tuple[int, str]) -> None:
         block = self._blocks.pop(key, None)
         if block is not None:
-            for held in block.held:
-                held.event.ready = True
+            for frag in block.release():
+                frag.tag.event.ready = True
 
     def _delta(self, key: tuple[int, str], held: _Held) -> None:
-        block = self._blocks.setdefault(key, _Block())
-        block.held.append(held)
-        frags = [h.delta[h.key] for h in block.held]
-        text = "".join(frags)
-        spans = secret_spans(text, self.secrets)
-        if spans:  # a secret completed across deltas: mask it in the fragments that carry it
-            for h, new in zip(block.held, _split_masked(text, frags, spans), strict=True):
-                if new != h.delta[h.key]:
-                    h.delta[h.key] = new
-                    h.event.changed = True
-            frags = [h.delta[h.key] for h in block.held]
-            text = "".join(frags)
-        hold_from = self._hold_from(text)
-        end = 0
-        keep = 0
-        for h, frag in zip(block.held, frags, strict=True):
-            end += len(frag)
-            if end > hold_from:
-                break
-            h.event.ready = True
-            keep += 1
-        del block.held[:keep]
-        for h in block.held:
-            h.event.ready = False
+        block = self._blocks.get(key)
+        if block is None:
+            block = self._blocks[key] = FragmentRedactor(self.keys)
+        for frag in block.push(Fragment(held.delta[held.key], held)):
+            if frag.changed:
+                frag.tag.delta[frag.tag.key] = frag.text
+                frag.tag.event.changed = True
+            frag.tag.event.ready = True
+        for frag in block.held:
+            if frag.changed:
+                frag.tag.delta[frag.tag.key] = frag.text
+                frag.tag.event.changed = True
+            frag.tag.event.ready = False
         if not block.held:
             del self._blocks[key]
-
-    def _hold_from(self, text: str) -> int:
-        """Where the part of ``text`` that could be the beginning of a secret starts (``len(text)`` if none)."""
-        n = len(text)
-        window = self._max * 6
-        if "\\" not in text[-window:]:
-            best = n
-            for secret in self.secrets:  # a proper prefix of the secret at the end of the text
-                first = secret[0]
-                p = text.find(first, max(0, n - len(secret) + 1))
-                while 0 <= p < best:
-                    if secret.startswith(text[p:]):
-                        best = p
-                        break
-                    p = text.find(first, p + 1)
-            return best
-        first_chars = self._first
-        for p in range(max(0, n - window), n):
-            if text[p] not in first_chars:  # (an escaped secret begins with a backslash)
-                continue
-            tail = text[p:]
-            if any(s.startswith(tail) for s in self.secrets):
-                return p
-            plain = _unescape(_PARTIAL_ESCAPE.sub("", tail))
-            if any(s.startswith(plain) for s in self.secrets) and (plain or tail.startswith("\\")):
-                return p
-        return n
 
 
 def _parse_event(raw: bytes) -> tuple[str | None, dict | None]:

@@ -1,0 +1,302 @@
+"""The live dashboard's redaction: observations are published with every known secret masked, also when a relay
+echoes the key split across network reads or across deltas, or ``\\u``-escaped in JSON (docs/secrets.md).
+
+Redacting each observation on its own cannot see a key split across two reads or five ``text_delta`` events: every
+piece alone is harmless, the dashboard joins them (the raw reads, a block's buffer, the assistant's text). A
+``RedactingPublisher`` keeps, per attempt, the state of each stream the dashboard joins, with the same machinery the
+recording uses (``inspector.core.redaction``), so that what the dashboard shows is what the recording holds:
+
+- raw reads (``ReadReceived.data``) go through the attempt's ``StreamRedactor``: an unfinished event is held until
+  its blank line, each event masked (and written again from its JSON when it held a secret), a delta that could
+  begin a secret held until the text goes on. A read can therefore be published with fewer bytes (even none:
+  its timing is kept), and the held bytes come with a later read, or at the end of the attempt as one more read
+  (the same ``read_index`` and times as the last read);
+- the text, thinking and partial_json fragments of each block (``SSEEventSeen.sse.data`` and ``summary``,
+  ``BlockDelta.fragment``) go through one ``FragmentRedactor`` per block and field: an event (and its
+  ``BlockDelta``) whose fragment ends with what could be the beginning of a secret is held, with every later
+  observation of the attempt, until the text goes on, its block stops, the message ends or the attempt ends; a
+  secret completed across fragments reads ``[redacted]`` in the joined text, and a tool input stays valid JSON;
+- the byte offsets of each event (``sse.start`` / ``sse.end``) are moved onto the published reads, so an event's
+  raw bytes are found where the dashboard keeps them;
+- every other field, whole values (a block's content, a tool input, a message, an error), is masked as a whole with
+  ``Observation.redacted`` (as it is or JSON-escaped).
+
+Order is kept within an attempt; observations of other attempts and those of no attempt (loop state, controls)
+are not held. ``AttemptEnded`` publishes what its attempt still holds first (``LoopFinished`` and ``close()``:
+of every attempt). Without secrets, observations pass as they are.
+
+Wiring (the agent loop does this; the proxy should do the same)::
+
+    self._redacting = RedactingPublisher(bus, self.secrets)   # once, with the bus and the secrets known so far
+    self._redacting.learn(new)                                # each key first seen later (the proxy's _learn)
+    self._redacting.publish(obs)                              # instead of bus.publish(obs), for EVERY observation
+    self._redacting.close()                                   # at the end (publishes what is still held)
+
+Every observation must go through the same publisher, in the order they happen: reads before the events they
+complete (as the loop and the proxy publish them), ``AttemptEnded`` last for an attempt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from inspector.agent import observations as O
+from inspector.agent.stepobs import fragment_summary
+from inspector.core.redaction import (
+    STREAMED_TEXT_FIELDS,
+    Fragment,
+    FragmentRedactor,
+    SecretSet,
+    StreamRedactor,
+    mask_text,
+)
+
+__all__ = ["RedactingPublisher"]
+
+# events after which no fragment of the message can go on: everything held is released (as StreamRedactor does)
+_RELEASE_ALL = frozenset({"message_start", "message_delta", "message_stop", "error"})
+
+
+@dataclass(slots=True, eq=False)
+class _Pending:
+    obs: O.Observation
+    cell: Fragment | None = None  # the fragment it waits for (None: ready as soon as what precedes it is)
+    tag: Any = None  # SSEEventSeen of a delta: (parsed data, delta object, field); BlockDelta: shown as its cell
+
+
+@dataclass(slots=True, eq=False)
+class _Attempt:
+    """What one attempt's streams hold."""
+
+    reads: StreamRedactor
+    base: int  # bytes of the attempt published before it had secrets (passed as they were: offsets unchanged)
+    blocks: dict[tuple[int, str], FragmentRedactor] = field(default_factory=dict)
+    queue: deque[_Pending] = field(default_factory=deque)
+    last_read: O.ReadReceived | None = None
+    cell_seq: int = -1  # the last delta event's seq and fragment (its BlockDelta follows it)
+    cell: Fragment | None = None
+    cell_text: str = ""
+    ended: bool = False  # everything is released: offsets are final
+
+    def offset(self, x: int) -> int:
+        return x if x <= self.base else self.base + self.reads.out_offset(x - self.base)
+
+    def release(self, index: int | None = None) -> None:
+        for key in list(self.blocks):
+            if index is None or key[0] == index:
+                self.blocks.pop(key).release()
+
+
+class RedactingPublisher:
+    """Publishes observations to ``bus`` (an ``ObservationBus``, or any callable taking one observation) with every
+    known secret masked, whatever its split into reads or deltas or its escaping (see the module's docstring).
+
+    ``publish(obs)`` for every observation, in order; ``learn(secrets)`` for a key first seen late (it applies to
+    what is published from then on); ``close()`` (or ``flush()``) publishes what is still held.
+    """
+
+    def __init__(self, bus: O.ObservationBus | Callable[[O.Observation], None], secrets: Iterable[str] = ()) -> None:
+        self.bus = bus
+        self._sink: Callable[[O.Observation], None] = bus.publish if isinstance(bus, O.ObservationBus) else bus
+        self.keys = SecretSet(secrets)
+        self._attempts: dict[tuple[int, int], _Attempt] = {}
+        self._passed: dict[tuple[int, int], int] = {}  # bytes published per attempt before there was a secret
+
+    @property
+    def secrets(self) -> list[str]:
+        """The secrets masked (usable ones, longest first)."""
+        return self.keys.secrets
+
+    def learn(self, secrets: Iterable[str] | str) -> list[str]:
+        """More secrets (a key first seen late): masked in everything published from now on, in the attempts under
+        way too. Returns the ones that were new."""
+        return self.keys.add(secrets)
+
+    def close(self) -> None:
+        """Publish what every attempt still holds (masked)."""
+        for key in list(self._attempts):
+            self._end(key)
+        self._passed.clear()
+
+    flush = close
+
+    # ------------------------------------------------------------------------------------------------ publish
+
+    def publish(self, obs: O.Observation) -> None:
+        kind = type(obs)
+        if not self.keys.secrets:  # fast path: nothing to mask (only the bytes per attempt are counted)
+            if kind is O.ReadReceived:
+                key = (obs.turn, obs.attempt)  # type: ignore[attr-defined]
+                self._passed[key] = self._passed.get(key, 0) + len(obs.data)  # type: ignore[attr-defined]
+            elif kind is O.AttemptEnded:
+                self._passed.pop((obs.turn, obs.attempt), None)  # type: ignore[attr-defined]
+            self._sink(obs)
+            return
+        if kind is O.ReadReceived:
+            self._read(obs)  # type: ignore[arg-type]
+        elif kind is O.SSEEventSeen:
+            self._event(obs)  # type: ignore[arg-type]
+        elif kind is O.BlockDelta:
+            self._delta(obs)  # type: ignore[arg-type]
+        elif kind is O.AttemptEnded:
+            self._end((obs.turn, obs.attempt))  # type: ignore[attr-defined]
+            self._sink(obs.redacted(self.keys.secrets))
+        elif kind is O.LoopFinished:
+            self.close()
+            self._sink(obs.redacted(self.keys.secrets))
+        else:
+            obs = obs.redacted(self.keys.secrets)
+            st = self._attempts.get(_attempt_of(obs))  # type: ignore[arg-type]
+            if st is not None and st.queue:
+                st.queue.append(_Pending(obs))
+            else:
+                self._sink(obs)
+
+    # ------------------------------------------------------------------------------------------------ streams
+
+    def _state(self, turn: int, attempt: int) -> _Attempt:
+        key = (turn, attempt)
+        st = self._attempts.get(key)
+        if st is None:
+            st = self._attempts[key] = _Attempt(StreamRedactor(self.keys), self._passed.pop(key, 0))
+        return st
+
+    def _read(self, obs: O.ReadReceived) -> None:
+        st = self._state(obs.turn, obs.attempt)
+        st.last_read = obs
+        data = st.reads.feed(obs.data)
+        st.queue.append(_Pending(obs if data == obs.data else dataclasses.replace(obs, data=data)))
+        self._drain(st)
+
+    def _event(self, obs: O.SSEEventSeen) -> None:
+        st = self._state(obs.turn, obs.attempt)
+        et = obs.event_type
+        item = _Pending(obs)
+        if et == "content_block_delta":
+            found = _fragment_of(obs.sse.data)
+            if found is not None:
+                parsed, delta, name, index = found
+                text = delta[name]
+                cell = Fragment(text)
+                item.cell, item.tag = cell, (parsed, delta, name)
+                st.cell_seq, st.cell, st.cell_text = obs.sse.seq, cell, text
+                self._push(st, (index, name), cell)
+        elif et == "content_block_stop" and obs.index is not None:
+            st.release(obs.index)
+        elif et in _RELEASE_ALL:
+            st.release()
+        st.queue.append(item)
+        self._drain(st)
+
+    def _delta(self, obs: O.BlockDelta) -> None:
+        st = self._state(obs.turn, obs.attempt)
+        item = _Pending(obs)
+        if st.cell is not None and st.cell_seq == obs.event_index:
+            item.cell = st.cell  # the fragment of the event just seen: shown as that event shows it
+            item.tag = st.cell_text == obs.fragment  # (else masked on its own, once the event's is out)
+        elif obs.fragment and obs.delta_type in STREAMED_TEXT_FIELDS:  # (an event this publisher did not parse)
+            item.cell = Fragment(obs.fragment)
+            item.tag = True
+            self._push(st, (obs.index, STREAMED_TEXT_FIELDS[obs.delta_type]), item.cell)
+        st.cell = None
+        st.queue.append(item)
+        self._drain(st)
+
+    def _push(self, st: _Attempt, key: tuple[int, str], cell: Fragment) -> None:
+        block = st.blocks.get(key)
+        if block is None:
+            block = st.blocks[key] = FragmentRedactor(self.keys)
+        block.push(cell)
+        if not block.held:
+            del st.blocks[key]
+
+    def _end(self, key: tuple[int, int]) -> None:
+        """The attempt ended: its held bytes (one more read) and fragments are published, masked."""
+        self._passed.pop(key, None)
+        st = self._attempts.pop(key, None)
+        if st is None:
+            return
+        rest = st.reads.flush()
+        st.release()
+        st.ended = True
+        if rest:
+            last = st.last_read
+            if last is None:
+                last = O.ReadReceived(0.0, key[0], key[1], 0, 0.0, b"")
+            st.queue.append(_Pending(dataclasses.replace(last, data=rest, held=False)))
+        self._drain(st)
+
+    def _drain(self, st: _Attempt) -> None:
+        queue = st.queue
+        reads = st.reads
+        while queue:
+            item = queue[0]
+            if item.cell is not None and not item.cell.done:
+                return
+            obs = item.obs
+            if type(obs) is O.SSEEventSeen:
+                # its offsets are moved onto the published reads: wait until its bytes are out (or nothing is held
+                # as events: then the offsets are extrapolated)
+                end = obs.sse.end - st.base
+                if not st.ended and end > reads.in_done and reads.holding:
+                    return
+                obs = self._final_event(st, item)
+            elif type(obs) is O.BlockDelta:
+                cell = item.cell
+                frag = cell.text if cell is not None and item.tag else mask_text(obs.fragment, self.keys.secrets)
+                if frag != obs.fragment:
+                    obs = dataclasses.replace(obs, fragment=frag)
+            queue.popleft()
+            self._sink(obs)
+
+    def _final_event(self, st: _Attempt, item: _Pending) -> O.SSEEventSeen:
+        obs = item.obs
+        assert isinstance(obs, O.SSEEventSeen)
+        sse = obs.sse
+        secrets = self.keys.secrets
+        data, summary = sse.data, obs.summary
+        cell = item.cell
+        if cell is not None and cell.changed:
+            parsed, delta, text_field = item.tag
+            delta[text_field] = cell.text
+            data = orjson.dumps(parsed).decode("utf-8")
+            summary = fragment_summary(str(delta.get("type")), cell.text)
+        data = mask_text(data, secrets)
+        summary = mask_text(summary, secrets)
+        name, eid = mask_text(sse.event, secrets), mask_text(sse.id, secrets)
+        start, end = st.offset(sse.start), st.offset(sse.end)
+        same = data == sse.data and summary == obs.summary and name == sse.event and eid == sse.id
+        if same and start == sse.start and end == sse.end:
+            return obs
+        new = dataclasses.replace(sse, event=name, data=data, id=eid, start=start, end=end)
+        return dataclasses.replace(obs, sse=new, summary=summary)
+
+
+def _attempt_of(obs: O.Observation) -> tuple[int, int] | None:
+    turn = getattr(obs, "turn", None)
+    attempt = getattr(obs, "attempt", None)
+    return (turn, attempt) if isinstance(turn, int) and isinstance(attempt, int) else None
+
+
+def _fragment_of(data: str) -> tuple[dict, dict, str, int] | None:
+    """(parsed event, its delta, the text field, block index) of a delta event that streams text."""
+    try:
+        parsed = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(parsed, dict):
+        return None
+    delta = parsed.get("delta")
+    index = parsed.get("index")
+    if not isinstance(delta, dict) or not isinstance(index, int) or isinstance(index, bool):
+        return None
+    name = STREAMED_TEXT_FIELDS.get(str(delta.get("type")))
+    if name is None or not isinstance(delta.get(name), str):
+        return None
+    return parsed, delta, name, index

@@ -1,0 +1,71 @@
+"""Test support for "no known key reaches the dashboard": the observations a publisher (the agent loop, the proxy)
+makes of some network reads, and every text the dashboard's state can show."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import orjson
+
+from inspector.agent import observations as O
+from inspector.agent.stepobs import step_observations
+from inspector.state.fold import DashboardState
+from inspector.stream.assembler import TurnStream
+
+__all__ = ["dashboard_texts", "stream_observations"]
+
+
+def stream_observations(reads: Iterable[bytes], turn: int = 0, attempt: int = 0) -> list[O.Observation]:
+    """What the loop and the proxy publish for one attempt that received ``reads``: AttemptStarted, then each
+    ReadReceived followed by the observations of the events it completed, the stream's closing diagnostics and
+    AttemptEnded. Times are the read's number (in ms)."""
+    ts = TurnStream()
+    out: list[O.Observation] = [
+        O.AttemptStarted(0.0, turn, attempt, "POST", "https://api.example/v1/messages", {}, {"model": "m"})
+    ]
+    t = 0.0
+    for i, data in enumerate(reads):
+        t = (i + 1) / 1000
+        out.append(O.ReadReceived(t, turn, attempt, i, t, data))
+        for step in ts.feed(data):
+            out.extend(step_observations(step, ts.assembler, t, turn, attempt))
+    for d in ts.close():
+        out.append(O.DiagnosticRaised(t, turn, attempt, d))
+    status = "complete" if ts.assembler.stopped else "failed"
+    out.append(O.AttemptEnded(t, turn, attempt, status, None, ts.outcome))
+    return out
+
+
+def dashboard_texts(state: DashboardState) -> list[str]:
+    """Every text the dashboard's panes and detail views are made of, one string per thing a reader can see
+    whole: the raw reads joined per attempt (the SSE pane's raw view), the event rows, each block's buffer (the
+    Blocks pane, the Assistant pane's text) and content, the tools (inputs, errors, results), the transcript notes,
+    the diagnostics, the requests and the status."""
+    out: list[str] = []
+    reads = state.reads
+    per_attempt: dict[tuple[int, int], list[bytes]] = {}
+    for i in range(len(reads)):
+        per_attempt.setdefault((reads.turn[i], reads.attempt[i]), []).append(reads.data[i])
+    for chunks in per_attempt.values():
+        out.append(b"".join(chunks).decode("utf-8", "replace"))
+    events = state.events
+    out.extend(events.summary[i] for i in range(len(events)))
+    for b in state.blocks.values():
+        out.append(b.joined())
+        out.append(_dumps([b.start, b.content, b.input_error]))
+        if b.is_tool:
+            out.append(_dumps(b.preview()))
+    for tool in state.tools.values():
+        out.append(_dumps([tool.input, tool.input_summary, tool.error, tool.result_preview, tool.result_summary]))
+    out.append(_dumps(state.transcript))
+    out.append(_dumps([(d.code, d.message) for d in state.diagnostics]))
+    out.append(_dumps([list(state.requests.values()), state.sent_results]))
+    st = state.status
+    out.append(_dumps([st.source, st.model, st.prompt, st.detail, st.error, st.last_try]))
+    for a in state.attempts.values():
+        out.append(_dumps([a.url, a.reason, a.model, a.message_id, a.usage, a.stop_reason, a.tries]))
+    return out
+
+
+def _dumps(value: object) -> str:
+    return orjson.dumps(value, default=repr, option=orjson.OPT_NON_STR_KEYS).decode("utf-8")

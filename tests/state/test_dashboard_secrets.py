@@ -1,0 +1,103 @@
+"""Through the real agent loop: a relay that echoes the API key split across reads and deltas (and escaped) never
+shows it on the dashboard: not in the state the panes are drawn from, not in any detail view."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx2
+import orjson
+
+from inspector.agent import observations as O
+from inspector.core.redaction import REDACTED, secret_spans
+from inspector.sessions.sources import api_session
+from inspector.state.fold import DashboardState
+from inspector.state.travel import History
+from inspector.testing.secrets import dashboard_texts
+from inspector.testing.streamgen import (
+    block_stop,
+    json_delta,
+    message_delta,
+    message_start,
+    message_stop,
+    sse,
+    text_delta,
+    text_start,
+    text_turn,
+    tool_start,
+)
+from inspector.tui.detail import block_detail, diagnostic_detail, event_detail, tool_detail
+
+KEY = "sk-ant-api03-LIVE-CANARY-0123456789"
+
+
+def echoing_turn() -> bytes:
+    """The key echoed one character per text delta, then inside a tool input, \\u-escaped, three characters per
+    input_json_delta."""
+    escaped = "".join(f"\\u{ord(c):04x}" if i % 2 else c for i, c in enumerate(KEY))
+    raw = '{"path": "' + escaped + '.txt"}'
+    return sse(
+        message_start(),
+        text_start(0),
+        *(text_delta(0, c) for c in f"your key is {KEY}, keep it safe"),
+        block_stop(0),
+        tool_start(1, "toolu_1", "lookup"),
+        *(json_delta(1, raw[i : i + 3]) for i in range(0, len(raw), 3)),
+        block_stop(1),
+        message_delta("tool_use"),
+        message_stop(),
+    )
+
+
+async def run_loop(bodies: list[bytes], read_size: int) -> list[O.Observation]:
+    class Chunks(httpx2.AsyncByteStream):
+        def __init__(self, body: bytes) -> None:
+            self.body = body
+
+        async def __aiter__(self):
+            for i in range(0, len(self.body), read_size):
+                yield self.body[i : i + read_size]
+
+    answers = iter(bodies)
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, stream=Chunks(next(answers)))
+
+    client = httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
+    session = api_session("claude-test", "hi", api_key=KEY, http_client=client, builtin=False)
+    seen: list[O.Observation] = []
+    session.bus.subscribe(seen.append)
+    async with asyncio.timeout(60):
+        await session.run()
+    session.close()
+    return seen
+
+
+def shown(state: DashboardState, history: History) -> list[str]:
+    """Every text the dashboard shows: its panes' sources and every detail view."""
+    out = dashboard_texts(state)
+    for k in range(1, history.event_count + 1):
+        out.append(event_detail(state, history, k).body.plain)
+    for key in state.blocks:
+        out.append(block_detail(state, key).body.plain)
+    for tool_id in state.tools:
+        out.append(tool_detail(state, tool_id, 10.0).body.plain)
+    for i in range(len(state.diagnostics)):
+        out.append(diagnostic_detail(state, history, i).body.plain)
+    return out
+
+
+async def test_a_relay_echoing_the_key_split_across_deltas_never_reaches_the_dashboard() -> None:
+    for read_size in (7, 64):  # (the key also split across reads)
+        seen = await run_loop([echoing_turn(), sse(*text_turn("done"))], read_size)
+        assert seen and isinstance(seen[-1], O.LoopFinished) and seen[-1].status == "finished"
+        history = History(seen)
+        state = DashboardState().apply_all(seen)
+        for text in shown(state, history):
+            assert not secret_spans(text, [KEY]), text
+        for obs in seen:
+            assert not secret_spans(orjson.dumps(obs.to_json(), default=str).decode(), [KEY]), obs
+        text_block, tool_block = state.blocks[(0, 0, 0)], state.blocks[(0, 0, 1)]
+        assert text_block.joined() == f"your key is {REDACTED}, keep it safe"
+        assert orjson.loads(tool_block.joined()) == {"path": f"{REDACTED}.txt"}  # the input still parses
+        assert state.tools["toolu_1"].input == {"path": f"{REDACTED}.txt"}
