@@ -43,6 +43,7 @@ import httpx2
 import orjson
 
 from inspector.agent import observations as O
+from inspector.agent.redacting import RedactingPublisher
 from inspector.agent.states import ToolState
 from inspector.agent.stepobs import step_observations, tool_transitions
 from inspector.core.errors import InspectorError
@@ -452,6 +453,8 @@ class ProxyApp(Closable):
         self.fault_header = fault_header
         self.batch_interval = batch_interval
         self.secrets: list[str] = usable_secrets(secrets)
+        # observations reach the bus masked, also a key echoed split across reads or deltas (agent/redacting.py)
+        self._redacting = RedactingPublisher(bus, self.secrets) if bus is not None else None
         self.writer: RecordingWriter | None = None
         self._file: _BatchFile | None = None
         self.recording_error: str | None = None  # set when a write failed: the recording stopped there
@@ -492,8 +495,8 @@ class ProxyApp(Closable):
         return src
 
     def _pub(self, obs: O.Observation) -> None:
-        if self.bus is not None:
-            self.bus.publish(obs)
+        if self._redacting is not None:
+            self._redacting.publish(obs)
 
     def _client(self) -> tuple[int, httpx2.AsyncClient]:
         """The upstream client for the next request: (shard, client). The pool is split into shards of
@@ -562,6 +565,8 @@ class ProxyApp(Closable):
         if not new:
             return
         self.secrets.extend(new)
+        if self._redacting is not None:
+            self._redacting.learn(new)
         if self.writer is not None:  # the writer only knows the secrets it was opened with: redact these ourselves
             self._late = sorted({*self._late, *new}, key=len, reverse=True)  # longest first, sorted once here
 
@@ -632,6 +637,8 @@ class ProxyApp(Closable):
     def close(self) -> None:
         """Close the recording (creating it, header only, if nothing passed)."""
         self._drain()
+        if self._redacting is not None:
+            self._redacting.close()  # what attempts that never ended still hold
         try:
             w = self._writer()
         except OSError as e:

@@ -101,3 +101,43 @@ async def test_a_relay_echoing_the_key_split_across_deltas_never_reaches_the_das
         assert text_block.joined() == f"your key is {REDACTED}, keep it safe"
         assert orjson.loads(tool_block.joined()) == {"path": f"{REDACTED}.txt"}  # the input still parses
         assert state.tools["toolu_1"].input == {"path": f"{REDACTED}.txt"}
+
+
+async def test_the_proxy_dashboard_never_shows_a_key_the_upstream_echoes_split_across_reads_and_deltas() -> None:
+    """The proxy's dashboard (``inspector proxy`` on a terminal): the key the harness sends in ``x-api-key`` is
+    learned from the request; upstream echoes it split across 7-byte reads and one character per delta, and
+    ``\\u``-escaped in a tool input. The proxy's observations are published through the same redacting publisher."""
+    from inspector.net.proxy import ProxyApp
+    from inspector.net.server import BackgroundServer
+
+    body = echoing_turn()
+
+    async def upstream(scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        for i in range(0, len(body), 7):
+            await send({"type": "http.response.body", "body": body[i : i + 7], "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    bus = O.ObservationBus()
+    seen: list[O.Observation] = []
+    bus.subscribe(seen.append)
+    proxy = ProxyApp("http://127.0.0.1:9", bus=bus)
+    with BackgroundServer(upstream) as up, BackgroundServer(proxy) as px:
+        proxy.upstream = up.base_url
+        request = {"model": "m", "max_tokens": 5, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+        async with httpx2.AsyncClient(timeout=30) as client:
+            r = await client.post(
+                f"{px.base_url}/v1/messages", content=orjson.dumps(request), headers={"x-api-key": KEY}
+            )
+    assert r.content == body  # the client gets upstream's bytes, key included: it is theirs
+    assert any(isinstance(o, O.AttemptEnded) for o in seen)
+    history = History(seen)
+    state = DashboardState().apply_all(seen)
+    for text in shown(state, history):
+        assert not secret_spans(text, [KEY]), text
+    for obs in seen:
+        assert not secret_spans(orjson.dumps(obs.to_json(), default=str).decode(), [KEY]), obs
+    assert state.blocks[(0, 0, 0)].joined() == f"your key is {REDACTED}, keep it safe"
+    assert orjson.loads(state.blocks[(0, 0, 1)].joined()) == {"path": f"{REDACTED}.txt"}
