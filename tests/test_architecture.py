@@ -69,3 +69,29 @@ def test_help_scenarios_and_dump_import_neither_the_sdk_nor_textual(tmp_path):
         rc, heavy = _imports_of(argv)
         assert rc in (0, 1), argv
         assert not heavy & {"anthropic", "textual", "httpx2"}, (argv, heavy)
+
+
+def test_tests_mirror_the_packages_and_share_support_only_through_inspector_testing():
+    """Each test folder is named after the package it tests; a test module imports no other test module (that works
+    only because pytest puts test folders on sys.path): shared support is in ``inspector.testing``."""
+    import ast
+
+    tests = Path(__file__).resolve().parent
+    packages = {p.name for p in ROOT.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))}
+    assert folders <= packages, folders - packages
+    test_modules = {p.stem for p in tests.rglob("*.py")}
+    offenders = []
+    for path in tests.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            offenders += [f"{path.relative_to(tests)} imports {n}" for n in names if n.split(".")[0] in test_modules]
+            if isinstance(node, ast.Attribute) and node.attr == "path" and getattr(node.value, "id", None) == "sys":
+                offenders.append(f"{path.relative_to(tests)} touches sys.path")
+    assert not offenders, offenders
+    assert not [p for p in tests.glob("*.py") if p.name not in ("test_architecture.py", "conftest.py")]

@@ -1,8 +1,8 @@
 """Print the sha256 of every bundled scenario's rendered turns (status, headers, read delays and bytes, end), per
-turn and attempt, as JSON: the fixture tests/fixtures/bundled_render_sha256.json was made by this script from the
+turn and attempt, as JSON: the fixture tests/scenarios/fixtures/bundled_render_sha256.json was made by this script from the
 Python definitions the scenario files replaced.
 
-    PYTHONPATH=. python tools/freeze_scenarios.py > tests/fixtures/bundled_render_sha256.json
+    PYTHONPATH=. python tools/freeze_scenarios.py > tests/scenarios/fixtures/bundled_render_sha256.json
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ THREAD_NAME_PREFIX = "inspector-tool-"
 # While a sync tool runs in a thread, the event loop gets the GIL back only when the interpreter's switch interval
 # runs out (5 ms by default, and a CPU-bound tool takes it back at once): a 1 s pure-Python tool then left the loop
 # ~100 wakeups a second and gaps near 30-45 ms on a loaded machine. A shorter interval while any sync tool runs
-# (restored when the last one ends) halves that (tests/test_tool_stall.py measures it). Process-wide, as the GIL is.
+# (restored when the last one ends) halves that (tests/agent/test_tool_stall.py measures it). Process-wide, as the GIL is.
 SYNC_TOOL_SWITCH_INTERVAL = 0.0005  # seconds
 
 

@@ -592,7 +592,7 @@ class Step:
 
 
 # TurnStream._steps builds Step, ContentBlockDelta and the text/json/thinking deltas without __init__, field by field:
-# it must set every field (their __slots__ are pinned by tests/test_hotpath.py).
+# it must set every field (their __slots__ are pinned by tests/stream/test_hotpath.py).
 # The continuation path of TurnStream._steps: on where the `is` test it relies on holds (see inspector.stream.sse);
 # tests set it False to compare with the general path.
 CONTINUATION = _sse.IDENTITY_HOLDS

@@ -79,7 +79,7 @@ class SSEEvent:
     read_index: int  # 0-based index of the feed() call whose bytes completed this event
 
 
-_make_event = SSEEvent  # (its __slots__ are pinned by tests/test_hotpath.py: _process sets them one by one)
+_make_event = SSEEvent  # (its __slots__ are pinned by tests/stream/test_hotpath.py: _process sets them one by one)
 _split_blank = re.compile(b"\n\n").split
 _EVENT_NAMES_MAX = 256  # distinct `event:` lines a decoder remembers (see SSEDecoder._names)
 
@@ -87,7 +87,7 @@ _EVENT_NAMES_MAX = 256  # distinct `event:` lines a decoder remembers (see SSEDe
 # The fast paths (here and in assembler.TurnStream) tell whether removeprefix()/removesuffix() removed anything with
 # `is`, the cheapest test there is: CPython returns the object itself when there is nothing to remove (for exact
 # bytes and str). Checked once, here: where it does not hold, the fast paths are off and every block takes the
-# general path (same events, diagnostics and steps; tests/test_hotpath.py forces that by setting FAST_PATHS).
+# general path (same events, diagnostics and steps; tests/stream/test_hotpath.py forces that by setting FAST_PATHS).
 def _identity_holds() -> bool:
     b, s = b"".join([b"a", b"b"]), "".join(["a", "b"])
     return (

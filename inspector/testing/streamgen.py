@@ -131,7 +131,7 @@ def _tool_input(rng: random.Random, big_ints: bool = False) -> dict:
         }
     if kind == 3:
         # 64-bit boundaries; integers beyond 64 bits only on request (orjson turns them into floats, the SDK's
-        # jiter keeps them exact: a known difference, see tests/test_differential.py)
+        # jiter keeps them exact: a known difference, see tests/stream/test_differential.py)
         big = [123456789012345678901234567890, -(2**70) + 3, 18446744073709551616] if big_ints else []
         return {
             "expression": "a * b",

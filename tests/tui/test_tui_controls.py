@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tui_helpers import Factory, FakeSession, flushed, wait_for
 
 from inspector.agent import observations as O
 from inspector.agent.states import LoopState
 from inspector.record.recording import read_recording
+from inspector.testing.dashboard import Factory, FakeSession, flushed, wait_for
 from inspector.testing.synthetic import parse_date_observations
 from inspector.tui.app import InspectorApp
 

@@ -7,10 +7,10 @@ import dataclasses
 import math
 
 import pytest
-from tui_helpers import Factory, FakeSession, wait_for
 
 from inspector.agent import observations as O
 from inspector.state.fold import DashboardState
+from inspector.testing.dashboard import Factory, FakeSession, wait_for
 from inspector.testing.synthetic import parse_date_observations
 from inspector.tui.app import InspectorApp, next_speed
 from inspector.tui.commands import binding_commands

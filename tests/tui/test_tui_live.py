@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import math
 
-from tui_helpers import Factory, flushed, wait_for
-
 from inspector.agent import observations as O
 from inspector.agent.states import LoopState
 from inspector.sessions import sources
+from inspector.testing.dashboard import Factory, flushed, wait_for
 from inspector.tui.app import InspectorApp
 
 SIZE = (140, 42)

@@ -89,7 +89,7 @@ class TestRealScenarios:
 
     @staticmethod
     async def until_done(pilot) -> None:
-        from tui_helpers import wait_for
+        from inspector.testing.dashboard import wait_for
 
         app = pilot.app
         await wait_for(lambda: app.final_status is not None, 30, "the loop to finish")
@@ -111,7 +111,7 @@ class TestTimingView:
 
     def test_timing_of_a_buffered_stream(self, snap_compare) -> None:
         """proxy_buffered on the real loop, clock = scenario time: one held burst after 7.9 s, BUFFERED."""
-        from tui_helpers import paced_session
+        from inspector.testing.dashboard import paced_session
 
         app = InspectorApp(lambda: paced_session("proxy_buffered"), clock=lambda: 0.0)
 

@@ -8,11 +8,11 @@ import json
 import math
 
 import pytest
-from tui_helpers import flushed, paced_session, wait_for
 
 from inspector.scenarios.bundled import get_scenario
 from inspector.scenarios.render import render_turn
 from inspector.sessions import sources
+from inspector.testing.dashboard import flushed, paced_session, wait_for
 from inspector.testing.synthetic import parse_date_observations
 from inspector.tui.app import InspectorApp
 from inspector.tui.widgets.timing import HAR_NOTE, TimingScreen

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -22,30 +20,10 @@ from inspector.state.fold import (
     result_summary,
 )
 from inspector.state.travel import History, cut_index, state_at
+from inspector.testing.state import canon
 from inspector.testing.synthetic import FILES, generated_observations, parse_date_observations
 
 FULL = parse_date_observations()
-
-
-def canon(s: DashboardState) -> dict:
-    """Everything a view can see, as plain data (versions included: caches are keyed on them)."""
-    ev = s.events
-    return {
-        "n": s.n,
-        "events": [ev.row(i) for i in range(len(ev))],
-        "reads": [(s.reads.turn[i], s.reads.read_index[i], s.reads.data[i]) for i in range(len(s.reads))],
-        "blocks": {
-            k: (b.fragments, b.closed, b.content, b.input_error, b.error_pos, b.diagnostics, b.version)
-            for k, b in s.blocks.items()
-        },
-        "tools": {k: dataclasses.astuple(t) for k, t in s.tools.items()},
-        "attempts": {k: dataclasses.astuple(a) for k, a in s.attempts.items()},
-        "turns": {k: dataclasses.astuple(t) for k, t in s.turns.items()},
-        "transcript": list(s.transcript),
-        "diagnostics": list(s.diagnostics),
-        "status": dataclasses.astuple(s.status),
-        "revs": (s.rev_events, s.rev_blocks, s.rev_tools, s.rev_transcript, s.rev_diag, s.rev_status),
-    }
 
 
 def fold_all(observations) -> DashboardState:

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import math
 
-from test_loop import run_observed
-
 from inspector.agent import observations as O
 from inspector.sessions.sources import replay_session, scenario_session
+from inspector.testing.loop import run_observed
 
 
 def running_intervals(obs) -> dict[str, tuple[str, float, float]]:

@@ -7,11 +7,11 @@ import signal
 
 import orjson
 import pytest
-from test_loop import assert_valid_history
 
 import inspector.cli as cli
 from inspector.cli import headless
 from inspector.scenarios.bundled import SCENARIOS
+from inspector.testing.loop import assert_valid_history
 
 
 def run_json(capsys, *args: str) -> tuple[int, list[dict], str]:

@@ -11,7 +11,6 @@ import anthropic
 import httpx2
 import orjson
 import pytest
-from serve_support import API_HEADERS, KEY, RawClient, messages_body
 
 from inspector.cli.serve import _announce
 from inspector.cli.serve import main as serve_main
@@ -23,6 +22,7 @@ from inspector.net.server import BackgroundServer
 from inspector.record.recording import RecordingWriter, read_recording
 from inspector.scenarios.bundled import get_scenario
 from inspector.stream.assembler import assemble
+from inspector.testing.serve import API_HEADERS, KEY, RawClient, messages_body
 
 
 def sdk(base_url: str, **kw) -> anthropic.AsyncAnthropic:

@@ -7,12 +7,11 @@ import math
 import re
 
 import pytest
-from test_http_tries import Lines
-from test_loop import run_observed
 
 from inspector.agent import observations as O
 from inspector.cli.headless import ProgressPrinter
 from inspector.sessions.sources import scenario_session
+from inspector.testing.loop import Lines, run_observed
 
 ZERO = re.compile(r"\b(turn|attempt) 0\b")
 

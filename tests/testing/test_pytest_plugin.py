@@ -16,7 +16,7 @@ from inspector.testing.pytest_plugin import InspectorServer
 
 pytest_plugins = ["pytester"]
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 PLUGIN = ("-p", "inspector.testing.pytest_plugin")
 HEADERS = {"x-api-key": "sk-test-secret-key", "anthropic-version": "2023-06-01"}
 

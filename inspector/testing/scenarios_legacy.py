@@ -14,6 +14,7 @@ inspector/scenarios/bundled/ must load into the same scenarios and render the sa
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from inspector.agent.toolbox.spec import ToolSpec
 from inspector.core.errors import UnknownScenario
@@ -38,14 +39,16 @@ from inspector.scenarios.model import (
 
 def realistic(**over) -> Pacing:
     """Pacing close to the real API: ~0.4 s TTFB, 25-65 ms between events, a few events per read, pings, padding."""
-    base = dict(ttfb=0.4, event_gap=0.045, jitter=0.45, events_per_read=2, ping_every=25, pad=True, block_pause=0.08)
+    base: dict[str, Any] = dict(
+        ttfb=0.4, event_gap=0.045, jitter=0.45, events_per_read=2, ping_every=25, pad=True, block_pause=0.08
+    )
     base.update(over)
     return Pacing(**base)
 
 
 def fast(**over) -> Pacing:
     """Short pacing for the fault scenarios: the fault is the point, not the typing effect."""
-    base = dict(ttfb=0.3, event_gap=0.03, jitter=0.3, events_per_read=1, ping_every=30, pad=True)
+    base: dict[str, Any] = dict(ttfb=0.3, event_gap=0.03, jitter=0.3, events_per_read=1, ping_every=30, pad=True)
     base.update(over)
     return Pacing(**base)
 

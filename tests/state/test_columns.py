@@ -133,7 +133,7 @@ def test_spilled_observations_round_trip(block) -> None:
 
 def test_following_the_live_state_gives_the_same_states() -> None:
     """Checkpoints copied from the live state (as the app folds) equal states rebuilt from the start."""
-    from test_state import canon
+    from inspector.testing.state import canon
 
     obs = generated_observations(9000, tool_every=700)
     h = History(spacing=1000, block=500)
@@ -151,7 +151,7 @@ def test_following_the_live_state_gives_the_same_states() -> None:
 
 
 def test_a_checkpoint_is_not_changed_by_later_folding() -> None:
-    from test_state import canon
+    from inspector.testing.state import canon
 
     obs = parse_date_observations(variant="overloaded")
     s = DashboardState().apply_all(obs[:70])

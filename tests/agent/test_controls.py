@@ -12,14 +12,6 @@ import inspect
 import math
 
 import pytest
-from test_loop import (
-    Observed,
-    assert_no_leftovers,
-    assert_valid_history,
-    history_tool_ids,
-    with_tool,
-)
-from test_scenarios import VirtualTime
 
 from inspector.agent import observations as O
 from inspector.agent.executor import ToolState
@@ -28,6 +20,14 @@ from inspector.agent.states import LoopState
 from inspector.scenarios.bundled import get_scenario
 from inspector.scenarios.render import render_turn
 from inspector.sessions.sources import scenario_session
+from inspector.testing.clock import VirtualTime
+from inspector.testing.loop import (
+    Observed,
+    assert_no_leftovers,
+    assert_valid_history,
+    history_tool_ids,
+    with_tool,
+)
 
 TIMEOUT = 20.0
 

@@ -18,7 +18,7 @@ import pytest
 
 from inspector.record.recording import read_recording
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEADLINE = 60.0  # a guard against a hang, never a synchronisation
 
 

@@ -9,10 +9,10 @@ import socket
 
 import orjson
 import pytest
-from serve_support import KEY, RawClient, VirtualClockLoop, loop_factory, messages_body
 
 from inspector.net.serve import BODY_TIMEOUT, DEFAULT_MAX_BODY, HEADER_TIMEOUT, KEEP_ALIVE, ServeApp
 from inspector.net.server import BackgroundServer
+from inspector.testing.serve import KEY, RawClient, VirtualClockLoop, loop_factory, messages_body
 
 
 def server(**kw) -> tuple[BackgroundServer, list[VirtualClockLoop]]:

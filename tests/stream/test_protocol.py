@@ -185,7 +185,7 @@ def test_unknown_event_is_kept_with_its_payload():
 
 
 def test_unknown_delta_is_kept_with_its_payload():
-    # (compaction_delta used to be the example here: it is a known beta delta now, see tests/test_beta_blocks.py)
+    # (compaction_delta used to be the example here: it is a known beta delta now, see tests/stream/test_beta_blocks.py)
     data = '{"type":"content_block_delta","index":1,"delta":{"type":"summary_delta","content":"sum"}}'
     ev, diags = parse_event("content_block_delta", data, 6)
     assert isinstance(ev, ContentBlockDelta)

@@ -14,7 +14,6 @@ import pytest
 from anthropic._models import FinalRequestOptions
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_loop import assert_no_leftovers, assert_valid_history, custom_scenario, run_observed
 
 from inspector.agent import observations as O
 from inspector.agent.states import LoopState
@@ -24,19 +23,7 @@ from inspector.record.recording import read_recording
 from inspector.scenarios.bundled import fast
 from inspector.scenarios.model import HttpError, Scenario, TextBlock, TurnScript
 from inspector.sessions.sources import replay_session, scenario_session
-
-
-class Lines:
-    """A LineSink stand-in: keeps what a printer writes."""
-
-    def __init__(self) -> None:
-        self.data: list[bytes] = []
-
-    def write(self, data: bytes) -> None:
-        self.data.append(data)
-
-    def text(self) -> list[str]:
-        return b"".join(self.data).decode().splitlines()
+from inspector.testing.loop import Lines, assert_no_leftovers, assert_valid_history, custom_scenario, run_observed
 
 
 @dataclass

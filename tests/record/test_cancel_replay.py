@@ -10,12 +10,12 @@ import math
 from collections.abc import Callable
 
 import pytest
-from test_loop import Observed, assert_no_leftovers, assert_valid_history, run_observed
 
 from inspector.agent import observations as O
 from inspector.record.recorder import Recorder
 from inspector.record.recording import read_recording
 from inspector.sessions.sources import replay_session, scenario_session
+from inspector.testing.loop import Observed, assert_no_leftovers, assert_valid_history, run_observed
 
 
 def cancel_when(obs: Observed, session, pred: Callable[[O.Observation], bool]) -> None:
@@ -133,7 +133,7 @@ def test_record_to_dev_full_is_a_one_line_error():
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     r = subprocess.run(
         [sys.executable, "-m", "inspector", "run", "--scenario", "parse_date", "--headless", "--record", "/dev/full"],
         capture_output=True,

@@ -13,7 +13,6 @@ import anthropic
 import httpx2
 import orjson
 import pytest
-from serve_support import API_HEADERS, KEY, RawClient, messages_body
 
 from inspector.core.errors import FaultError
 from inspector.net.faults import FAULTS, STALL_INLINE, STALL_MAX, StalledPlan, iter_reads, parse_faults, render_faulted
@@ -21,6 +20,7 @@ from inspector.net.serve import ServeApp, format_exchange
 from inspector.net.server import BackgroundServer
 from inspector.scenarios.bundled import get_scenario
 from inspector.stream.sse import iter_events
+from inspector.testing.serve import API_HEADERS, KEY, RawClient, messages_body
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,10 @@ import asyncio
 import math
 
 import pytest
-from test_loop import Observed, assert_no_leftovers, assert_valid_history
 
 from inspector.agent import observations as O
 from inspector.sessions.sources import scenario_session
+from inspector.testing.loop import Observed, assert_no_leftovers, assert_valid_history
 
 TIMEOUT = 20.0
 

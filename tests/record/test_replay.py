@@ -7,13 +7,13 @@ import math
 
 import orjson
 import pytest
-from test_loop import assert_no_leftovers, assert_valid_history, final_attempt_calls, run_observed
-from test_scenarios import VirtualTime
 
 from inspector.agent import observations as O
 from inspector.record.recording import read_recording
 from inspector.scenarios.model import SimulatedTool
 from inspector.sessions.sources import replay_session, scenario_session
+from inspector.testing.clock import VirtualTime
+from inspector.testing.loop import assert_no_leftovers, assert_valid_history, final_attempt_calls, run_observed
 
 
 def sse_sequence(obs) -> list[tuple[int, int, str | None, str]]:

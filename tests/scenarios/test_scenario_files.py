@@ -10,7 +10,6 @@ import math
 from pathlib import Path
 
 import pytest
-import scenarios_legacy as legacy  # a module of tests/ (pytest puts the test folder on sys.path)
 
 from inspector.core.errors import InspectorError, UnknownScenario
 from inspector.scenarios import load
@@ -18,10 +17,11 @@ from inspector.scenarios.bundled import BUNDLED_DIR, SCENARIOS, get_scenario
 from inspector.scenarios.fileformat import dump_scenario, load_file, load_text
 from inspector.scenarios.model import Scenario
 from inspector.scenarios.render import render_turn
+from inspector.testing import scenarios_legacy as legacy
 from inspector.testing.digests import ATTEMPTS, plan_digest
 
 FROZEN = json.loads((Path(__file__).parent / "fixtures" / "bundled_render_sha256.json").read_text())
-# The digests are the Python definitions' bytes (tests/scenarios_legacy.py, and the Python definitions of
+# The digests are the Python definitions' bytes (inspector/testing/scenarios_legacy.py, and the Python definitions of
 # server_error_retry and connection_refused that the files replaced), rendered by the current renderer: every
 # message_delta carries the input and cache usage since issue 11. parse_date turn 0 changed on purpose (issue 13:
 # a test run beside the reads); its digests are the file's.
@@ -128,7 +128,7 @@ def test_load_text_without_a_path_needs_a_name():
 
 # --- the published JSON Schema ----------------------------------------------------------------------------------
 
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "docs" / "scenario.schema.json"
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "docs" / "scenario.schema.json"
 
 
 def _valid(value, schema: dict, root: dict, where: str = "$") -> list[str]:

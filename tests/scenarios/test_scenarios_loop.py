@@ -9,7 +9,13 @@ import inspect
 import math
 
 import pytest
-from test_loop import (
+
+from inspector.agent import observations as O
+from inspector.agent.executor import TERMINAL, ToolState
+from inspector.agent.states import LoopState
+from inspector.scenarios.bundled import SCENARIOS, get_scenario
+from inspector.sessions.sources import scenario_session
+from inspector.testing.loop import (
     Observed,
     assert_no_leftovers,
     assert_valid_history,
@@ -18,12 +24,6 @@ from test_loop import (
     run_observed,
     with_tool,
 )
-
-from inspector.agent import observations as O
-from inspector.agent.executor import TERMINAL, ToolState
-from inspector.agent.states import LoopState
-from inspector.scenarios.bundled import SCENARIOS, get_scenario
-from inspector.sessions.sources import scenario_session
 
 ALL = list(SCENARIOS)
 

@@ -5,11 +5,11 @@ over a second; exclusive_mix's write is long enough that the read behind it is v
 from __future__ import annotations
 
 import pytest
-from test_loop import run_observed
-from test_scenarios import VirtualTime
 
 from inspector.agent import observations as O
 from inspector.sessions.sources import scenario_session
+from inspector.testing.clock import VirtualTime
+from inspector.testing.loop import run_observed
 
 
 @pytest.fixture(autouse=True)
