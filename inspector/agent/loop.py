@@ -8,11 +8,12 @@ subscriber: observations are delivered inline to cheap callbacks (see `Observati
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -26,6 +27,7 @@ from inspector.agent.redacting import RedactingPublisher
 from inspector.agent.states import TERMINAL_LOOP_STATES, LoopState
 from inspector.agent.stepobs import step_observations, tool_transitions
 from inspector.agent.toolbox.spec import ToolSpec
+from inspector.agent.transcript import SpilledHistory, SplicedMessages
 from inspector.agent.tries import TryFailure, observe_client, parse_error_body
 from inspector.core.fmt import duration
 from inspector.core.redaction import clean_headers, redact, usable_secrets
@@ -77,9 +79,14 @@ class LoopConfig:
 class LoopResult:
     status: str  # finished | error | cancelled
     turns: int
-    messages: list[dict]
+    history: Sequence[dict]  # the conversation, kept out of RAM (transcript.HistoryView): `messages` reads it back
     tools: list[ToolCall]
     error: str | None = None
+
+    @functools.cached_property
+    def messages(self) -> list[dict]:
+        """The conversation as a list of dicts (read back from the spill file on first use)."""
+        return list(self.history)
 
 
 class LoopController:
@@ -167,7 +174,8 @@ class AgentLoop:
         self.pacer = pacer or Pacer(1.0)
         self.controller = LoopController(self)
         self.state: str = LoopState.IDLE
-        self.messages: list[dict] = []
+        # the history sent every turn: each message as the SDK serializes it, in a spill file (transcript.py)
+        self.messages = SpilledHistory()
         self.all_tools: list[ToolCall] = []
         self._known_tools: set[int] = set()  # id() of the calls in all_tools (they stay alive there)
         self.turns = 0
@@ -335,9 +343,9 @@ class AgentLoop:
         self._running = True
         cfg = self.config
         if cfg.messages:
-            self.messages = [dict(m) for m in cfg.messages]
+            self.messages = SpilledHistory(dict(m) for m in cfg.messages)
         else:
-            self.messages = [{"role": "user", "content": cfg.prompt or ""}]
+            self.messages = SpilledHistory([{"role": "user", "content": cfg.prompt or ""}])
         self._pub(O.LoopStarted(self.now(), dict(cfg.source), cfg.model, cfg.prompt))
         self._work = asyncio.ensure_future(self._run_turns())
         if self._cancel_requested:  # cancel() before run(): honour it (nothing is sent)
@@ -364,12 +372,10 @@ class AgentLoop:
         self._set_state(state, error or "")
         if error and self._secrets:
             error = redact(error, self._secrets)
-        self.result = LoopResult(status, self.turns, self.messages, self.all_tools, error)
-        self._pub(
-            O.LoopFinished(
-                self.now(), status, self.turns, [dict(m) for m in self.messages], self.tool_summaries(), error
-            )
-        )
+        self.result = LoopResult(status, self.turns, self.messages.view(), self.all_tools, error)
+        # the history as a view (read back on demand, the secrets masked), not a copy of every message
+        history = self.messages.view(self._secrets)
+        self._pub(O.LoopFinished(self.now(), status, self.turns, history, self.tool_summaries(), error))
         return self.result
 
     def tool_summaries(self) -> list[dict]:
@@ -562,9 +568,9 @@ class AgentLoop:
                 )
             )
 
-    def _request_body(self) -> dict:
+    def _request_body(self, messages: Sequence[dict]) -> dict:
         cfg = self.config
-        body: dict[str, Any] = {"model": cfg.model, "max_tokens": cfg.max_tokens, "messages": self.messages}
+        body: dict[str, Any] = {"model": cfg.model, "max_tokens": cfg.max_tokens, "messages": messages}
         if cfg.system:
             body["system"] = cfg.system
         if cfg.tool_definitions is not None:
@@ -575,7 +581,10 @@ class AgentLoop:
         return body
 
     async def _attempt(self, turn: int, attempt: int, executor: ToolExecutor) -> TurnStream:
-        body = self._request_body()
+        # the history as it stands for this request: published as a view (its secrets masked as it is read), sent
+        # from the spill file (the SDK serializes a placeholder, the tapped transport splices the messages in)
+        history = self.messages.view()
+        body = self._request_body(self.messages.view(self._secrets))
         url = str(self.client.base_url).rstrip("/") + "/v1/messages"
         self._open_attempt = (turn, attempt)
         # the first try's reads are timed from here: the same instant as the attempt's (recorded) request
@@ -589,7 +598,7 @@ class AgentLoop:
                 "POST",
                 url,
                 clean_headers(self.client.default_headers),
-                _snapshot_body(body),
+                dict(body),
             )
         )
         self._set_state(self._running_state())
@@ -597,17 +606,25 @@ class AgentLoop:
         self._ts = ts
         kwargs = {k: v for k, v in body.items() if k not in ("model", "max_tokens", "messages")}
         extra = {k: kwargs.pop(k) for k in list(kwargs) if k not in ("system", "tools")}
+        if self._tap is not None:
+            spliced = SplicedMessages(history)
+            messages: Any = spliced.placeholder_messages
+            self._tap.rewrite = spliced.rewrite
+        else:  # a client whose transport cannot be wrapped: the SDK is given the messages themselves
+            messages = list(history)
         self._try_ctx = (turn, attempt)
         try:
             async with self.client.messages.with_streaming_response.create(
                 model=body["model"],
                 max_tokens=body["max_tokens"],
-                messages=body["messages"],
+                messages=messages,
                 stream=True,
                 extra_body=extra or None,
                 **kwargs,
             ) as resp:
                 self._try_ctx = None
+                if self._tap is not None:
+                    self._tap.rewrite = None
                 t_sent = self._try_t_sent
                 self._pub(
                     O.ResponseStarted(
@@ -634,6 +651,8 @@ class AgentLoop:
             raise LoopError(f"connection failed: {e}") from None
         finally:
             self._try_ctx = None
+            if self._tap is not None:
+                self._tap.rewrite = None
         return ts
 
     async def _consume(
@@ -761,12 +780,6 @@ class AgentLoop:
                 {"role": "user", "content": self._results_for(tool_uses, ex, "cancelled by user before the tool ran")},
                 turn,
             )
-
-
-def _snapshot_body(body: dict) -> dict:
-    out = dict(body)
-    out["messages"] = list(body.get("messages") or [])
-    return out
 
 
 def _api_error_message(e: anthropic.APIStatusError) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -83,6 +83,8 @@ def _jsonable(v: Any) -> Any:
     if isinstance(v, dict):
         return {str(k): _jsonable(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, Sequence) and not isinstance(v, (str, memoryview)):  # a history view (agent.transcript)
         return [_jsonable(x) for x in v]
     return v
 
@@ -357,7 +359,7 @@ class TurnEnded(Observation):
 class LoopFinished(Observation):
     status: str  # finished | error | cancelled
     turns: int
-    messages: list
+    messages: Sequence  # the loop's: a transcript.HistoryView (read back on demand), not a copy of the history
     tools: list  # [{"id", "name", "state", "queued_at", "started_at", "finished_at"}]
     error: str | None = None
     kind: ClassVar[str] = "loop_finished"

@@ -3,6 +3,7 @@ sends, including the ones it retries by itself inside one ``create()`` call (429
 
     tap = observe_client(client)        # wraps the client's transport(s) in place; idempotent
     tap.listener = my_listener          # has try_sent(request, try_index) and try_failed(failure)
+    tap.rewrite = fn                    # optional: every try is sent as fn(request) (the loop's spliced history)
 
 A failed try is a non-2xx status (its body is read here, small, and handed on unchanged) or a transport error before
 a response (connection refused, reset, timeout). ``retry_in`` mirrors the SDK's own rule (``anthropic._base_client``:
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import email.utils
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -66,6 +67,8 @@ class TryTap:
     def __init__(self, max_retries: int = 2) -> None:
         self.listener: TryListener | None = None
         self.max_retries = max_retries
+        # while set, each request the SDK sends goes out as rewrite(request) (transcript.SplicedMessages.rewrite)
+        self.rewrite: Callable[[httpx2.Request], httpx2.Request] | None = None
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:
@@ -120,6 +123,8 @@ class ObservedTransport(httpx2.AsyncBaseTransport):
         self.tap = tap
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if self.tap.rewrite is not None:
+            request = self.tap.rewrite(request)
         listener = self.tap.listener
         if listener is None:
             return await self.inner.handle_async_request(request)

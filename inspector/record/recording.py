@@ -145,7 +145,14 @@ def _json_body(body: Any) -> Any:
             return orjson.loads(raw)
         except orjson.JSONDecodeError:
             return raw.decode("utf-8", errors="replace")
+    if isinstance(body, dict) and any(map(_is_view, body.values())):
+        # the loop's history view (agent.transcript: messages read back from its spill file) is written as a list
+        return {k: list(v) if _is_view(v) else v for k, v in body.items()}
     return body
+
+
+def _is_view(value: Any) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, (list, tuple, str, bytes, bytearray, memoryview))
 
 
 class RecordingWriter:

@@ -117,6 +117,7 @@ class ReplayServer:
     """Serves the recorded attempts in recorded order, one per request (the loop makes the same requests)."""
 
     KEEP_REQUESTS = 1  # request bodies kept (each holds the whole history: keeping more grows with turns squared)
+    KEEP_BODY_BYTES = 1 << 20  # a larger body is received (read through) but not kept: a long history's is MBs
 
     def __init__(
         self, recording: Recording, pacer: Pacer | None = None, *, on_cancel: Callable[[], None] | None = None
@@ -138,7 +139,8 @@ class ReplayServer:
 
     @property
     def requests(self) -> list[dict]:
-        """The last KEEP_REQUESTS request bodies, parsed ({} for one that is not a JSON object)."""
+        """The last KEEP_REQUESTS request bodies, parsed ({} for one that is not a JSON object, or larger than
+        KEEP_BODY_BYTES)."""
         out: list[dict] = []
         for raw in self._bodies:
             try:
@@ -148,9 +150,22 @@ class ReplayServer:
             out.append(body if isinstance(body, dict) else {})
         return out
 
+    async def _receive(self, request: httpx2.Request) -> None:
+        """Read the request's body through, as a server does; keep it when it is small (see KEEP_BODY_BYTES). A
+        body sent as a stream (the loop's spliced history) is never joined whole in memory."""
+        kept: list[bytes] | None = []
+        size = 0
+        async for chunk in request.stream:  # type: ignore[union-attr]
+            size += len(chunk)
+            if kept is not None and size <= self.KEEP_BODY_BYTES:
+                kept.append(chunk)
+            else:
+                kept = None
+        self._bodies.append(b"".join(kept) if kept is not None else b"")
+
     async def handler(self, request: httpx2.Request) -> httpx2.Response:
         self.received += 1
-        self._bodies.append(request.content)
+        await self._receive(request)
         if self.served >= len(self.attempts) and self.cancelled_run and self.on_cancel is not None:
             self.on_cancel()  # the recorded run was cancelled before this request (e.g. while its tools ran)
             await asyncio.Event().wait()
@@ -185,6 +200,17 @@ class ReplayServer:
         return httpx2.Response(
             status, headers=headers, stream=_Body(attempt, self.pacer, _ending(attempt), self.on_cancel)
         )
+
+
+class ReplayTransport(httpx2.AsyncBaseTransport):
+    """The SDK's transport for a replay: hands each request to ``ReplayServer.handler`` as it comes (unlike
+    ``MockTransport``, which reads a streamed body whole first)."""
+
+    def __init__(self, server: ReplayServer) -> None:
+        self.server = server
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        return await self.server.handler(request)
 
 
 def recorded_tools(

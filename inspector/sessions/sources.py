@@ -240,7 +240,7 @@ def replay_session(
     import httpx2
 
     from inspector.agent.loop import AgentLoop, LoopConfig
-    from inspector.record.replay import ReplayServer, failed_try, recorded_tools, sdk_max_retries
+    from inspector.record.replay import ReplayServer, ReplayTransport, failed_try, recorded_tools, sdk_max_retries
 
     if not isinstance(recording, Recording):
         label = label or str(recording)
@@ -251,7 +251,7 @@ def replay_session(
         api_key="replay-no-key",
         base_url="http://replay.local",
         max_retries=sdk_max_retries(recording),  # the SDK retries the recorded failed tries as it did
-        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(server.handler)),
+        http_client=httpx2.AsyncClient(transport=ReplayTransport(server)),
     )
     tools, definitions = recorded_tools(recording, pacer, on_cancel=lambda: server.on_cancel)
     first = next(iter(recording.attempts()), None)

@@ -12,7 +12,7 @@ observations always yields the same versions.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from inspector.agent import observations as O
@@ -218,7 +218,9 @@ class DashboardState:
         """Remember the tool_result blocks of the request's last user message; a failed tool without an error text
         (a proxied harness ran it: the proxy infers the state) gets the result's content as its why."""
         messages = body.get("messages")
-        last = messages[-1] if isinstance(messages, list) and messages else None
+        # a list, or the loop's history view (agent.transcript: read back from its spill file, the last one only)
+        is_seq = isinstance(messages, Sequence) and not isinstance(messages, (str, bytes))
+        last = messages[-1] if is_seq and messages else None
         content = last.get("content") if isinstance(last, dict) and last.get("role") == "user" else None
         if not isinstance(content, list):
             return

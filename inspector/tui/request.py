@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,9 +70,10 @@ def message_summary(message: Any, limit: int = 90) -> str:
     return short_text(f"{role}: " + " · ".join(parts), limit + 40)
 
 
-def _messages(body: dict) -> list[Any]:
+def _messages(body: dict) -> Sequence[Any]:
+    """A list, or the loop's history view (agent.transcript: messages read back from its spill file)."""
     messages = body.get("messages")
-    return messages if isinstance(messages, list) else []
+    return messages if isinstance(messages, Sequence) and not isinstance(messages, (str, bytes)) else []
 
 
 def _tools_by_name(body: dict) -> dict[str, Any]:
@@ -165,7 +167,7 @@ def request_detail(state: DashboardState, turn: int, attempt: int | None = None)
         out.append(f"[{i}] ", MUTED)
         out.append(message_summary(m, 200) + "\n")
     _section(out, "full body")
-    _json_block(out, body)
+    _json_block(out, body if isinstance(body.get("messages"), list) else {**body, "messages": list(messages)})
     return Detail(f"Request · turn {t + 1} · attempt {a + 1} · what the harness sent", out)
 
 

@@ -1,0 +1,234 @@
+"""The conversation history the agent loop keeps and re-sends every turn, out of RAM.
+
+A long session's history grows with every turn (the assistant's content, the tool results) and the whole of it is
+sent again with each request: held as dicts, then serialized by the SDK into one body per request, it makes the
+memory of a long run grow with its length. Here:
+
+* :class:`SpilledHistory` keeps each message as the SDK serializes it (``prepare_request_data``, then its JSON
+  encoder: compact, UTF-8), followed by ``,``, in a spill file (an unlinked temporary file). Memory holds one offset
+  per message. Reading a message back parses its bytes (a new dict each time).
+* :class:`HistoryView` is the first ``n`` messages of a store, frozen (what one request sent), optionally with the
+  session's secrets masked as it is read (the views published in observations).
+* :class:`SplicedMessages` sends a view without building it in memory: the SDK is given one placeholder message,
+  and the wrapped transport (``tries.TryTap.rewrite``) puts the stored bytes in place of the placeholder's as the
+  body is sent (a stream, with the exact ``Content-Length``). The SDK's encoder writes a list ``[a, b]`` as
+  ``[`` + a + ``,`` + b + ``]``, so the body is byte for byte the one the SDK builds from the same history.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets as _secrets
+import tempfile
+import weakref
+from array import array
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from typing import IO, Any, overload
+
+import httpx2
+import orjson
+
+from inspector.core.redaction import redact
+
+__all__ = ["HistoryView", "SpilledHistory", "SplicedMessages", "SpliceError", "sdk_json"]
+
+CHUNK = 1 << 16  # bytes per read of the spill file while a body is sent
+
+
+def sdk_json(value: Any) -> bytes:
+    """``value`` as the SDK puts it in a request body: prepared (``prepare_request_data``), then encoded by its
+    JSON encoder."""
+    from anthropic._utils._json import openapi_dumps
+    from anthropic._utils._prepare import prepare_request_data
+
+    return openapi_dumps(prepare_request_data(value, location="body"))
+
+
+def _seq_eq(a: Sequence, b: Any) -> Any:
+    if not isinstance(b, Sequence) or isinstance(b, (str, bytes, bytearray, memoryview)):
+        return NotImplemented
+    return len(a) == len(b) and all(x == y for x, y in zip(a, b, strict=True))
+
+
+class SpilledHistory(Sequence[dict]):
+    """The loop's history: append a message (a dict), read messages back (parsed from the stored bytes)."""
+
+    __slots__ = ("__weakref__", "_closer", "_ends", "_file")
+
+    def __init__(self, messages: Iterable[dict] = ()) -> None:
+        self._file: IO[bytes] | None = None  # created at the first append
+        self._closer: weakref.finalize | None = None
+        self._ends = array("q")  # per message: the offset just past its bytes and the "," after them
+        for message in messages:
+            self.append(message)
+
+    def _fd(self) -> int:
+        if self._file is None:
+            f = tempfile.TemporaryFile(buffering=0)
+            self._file = f
+            self._closer = weakref.finalize(self, f.close)  # closed with the store, never left to a warning
+        return self._file.fileno()
+
+    def append(self, message: dict) -> None:
+        data = sdk_json(message) + b","
+        fd = self._fd()
+        at = self._ends[-1] if self._ends else 0
+        view = memoryview(data)
+        while view:
+            n = os.pwrite(fd, view, at)
+            view, at = view[n:], at + n
+        self._ends.append(at)
+
+    def close(self) -> None:
+        if self._closer is not None:
+            self._closer()
+
+    def _read(self, start: int, end: int) -> bytes:
+        if end <= start:
+            return b""
+        assert self._file is not None
+        fd = self._file.fileno()
+        parts = []
+        while start < end:
+            part = os.pread(fd, end - start, start)
+            if not part:
+                raise OSError(f"the history's spill file ends at {start} (expected {end})")
+            parts.append(part)
+            start += len(part)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def encoded(self, i: int) -> bytes:
+        """Message ``i`` as the SDK serializes it."""
+        i = self._index(i, len(self))
+        start = self._ends[i - 1] if i else 0
+        return self._read(start, self._ends[i] - 1)
+
+    def _index(self, i: int, n: int) -> int:
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(i)
+        return i
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    @overload
+    def __getitem__(self, i: int) -> dict: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[dict]: ...
+    def __getitem__(self, i: int | slice) -> dict | list[dict]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        return orjson.loads(self.encoded(i))
+
+    def __eq__(self, other: object) -> bool:
+        return _seq_eq(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<SpilledHistory of {len(self)} messages>"
+
+    def view(self, secrets: Sequence[str] = ()) -> HistoryView:
+        """The messages so far, frozen (later appends are not in the view); ``secrets`` masked as they are read."""
+        return HistoryView(self, len(self), tuple(secrets))
+
+    # ------------------------------------------------------------------------------------------ the list as sent
+    def list_size(self, n: int) -> int:
+        """Bytes of the first ``n`` messages serialized as a JSON list (``[`` ... ``]``)."""
+        return 2 + (self._ends[n - 1] - 1 if n else 0)
+
+    def list_chunks(self, n: int, size: int = CHUNK) -> Iterator[bytes]:
+        """The first ``n`` messages serialized as a JSON list, in chunks read from the spill file."""
+        yield b"["
+        end = self._ends[n - 1] - 1 if n else 0  # without the "," after the last message
+        at = 0
+        while at < end:
+            stop = min(end, at + size)
+            yield self._read(at, stop)
+            at = stop
+        yield b"]"
+
+
+class HistoryView(Sequence[dict]):
+    """The first ``n`` messages of a :class:`SpilledHistory` (read only, frozen). With ``secrets``, every message is
+    read back with them masked (``core.redaction.redact``): the view is what an observation may show."""
+
+    __slots__ = ("_n", "_secrets", "_store")
+
+    def __init__(self, store: SpilledHistory, n: int, secrets: tuple[str, ...] = ()) -> None:
+        self._store = store
+        self._n = n
+        self._secrets = secrets
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, i: int) -> dict: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[dict]: ...
+    def __getitem__(self, i: int | slice) -> dict | list[dict]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(self._n))]
+        message = orjson.loads(self._store.encoded(self._store._index(i, self._n)))
+        return redact(message, self._secrets) if self._secrets else message
+
+    def __eq__(self, other: object) -> bool:
+        return _seq_eq(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<HistoryView of {self._n} messages>"
+
+    def list_size(self) -> int:
+        return self._store.list_size(self._n)
+
+    def list_chunks(self, size: int = CHUNK) -> Iterator[bytes]:
+        """The messages as the SDK serializes the list (unmasked: what is sent)."""
+        return self._store.list_chunks(self._n, size)
+
+
+class SpliceError(RuntimeError):
+    """The SDK's request body does not hold the history's placeholder exactly once: nothing is sent."""
+
+
+class SplicedMessages:
+    """One request's messages, sent from the spill file. Give ``placeholder_messages`` to the SDK as ``messages``
+    and ``rewrite`` to the tap (``TryTap.rewrite``): every HTTP try of the request, the SDK's own retries too, then
+    carries the view's messages where the placeholder's serialization was."""
+
+    def __init__(self, view: HistoryView) -> None:
+        self.view = view
+        placeholder = {"role": "user", "content": f"inspector-history-{_secrets.token_hex(16)}"}
+        self.placeholder_messages = [placeholder]
+        self.marker = sdk_json(self.placeholder_messages)
+
+    def rewrite(self, request: httpx2.Request) -> httpx2.Request:
+        content = request.content
+        at = content.find(self.marker)
+        if at < 0 or content.find(self.marker, at + 1) >= 0:
+            raise SpliceError("the request body does not hold the history's placeholder exactly once")
+        head, tail = content[:at], content[at + len(self.marker) :]
+        headers = request.headers.copy()
+        headers["Content-Length"] = str(len(head) + self.view.list_size() + len(tail))
+        return httpx2.Request(
+            request.method,
+            request.url,
+            headers=headers,
+            stream=_SplicedBody(head, self.view, tail),
+            extensions=request.extensions,
+        )
+
+
+class _SplicedBody(httpx2.AsyncByteStream):
+    def __init__(self, head: bytes, view: HistoryView, tail: bytes) -> None:
+        self.head, self.view, self.tail = head, view, tail
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield self.head
+        for chunk in self.view.list_chunks():
+            yield chunk
+        yield self.tail

@@ -1,0 +1,263 @@
+"""The loop's history out of RAM (issue 10 §5): kept as the SDK serializes it, in a spill file, and sent from there.
+
+Structure (the loop keeps offsets, not messages; observations carry views, not copies) and equivalence (every request
+body is byte for byte the SDK's own serialization of the same history, with its Content-Length)."""
+
+from __future__ import annotations
+
+import gc
+import math
+
+import anthropic
+import httpx2
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_loop import assert_valid_history, run_observed
+
+from inspector.agent import observations as O
+from inspector.agent.transcript import HistoryView, SpilledHistory, SplicedMessages, SpliceError, sdk_json
+from inspector.agent.tries import ObservedTransport, observe_client
+from inspector.record.recording import Recording, read_recording
+from inspector.record.replay import ReplayServer, ReplayTransport
+from inspector.scenarios.bundled import SCENARIOS
+from inspector.sessions.sources import replay_session, scenario_session
+
+
+class Capture(httpx2.AsyncBaseTransport):
+    """Put under the tap: reads each request as a server gets it (the whole body) and keeps its bytes and headers."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
+        self.inner = inner
+        self.sent: list[tuple[str, str, dict, bytes]] = []
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        body = b"".join([chunk async for chunk in request.stream])  # type: ignore[union-attr]
+        self.sent.append((request.method, str(request.url), dict(request.headers), body))
+        again = httpx2.Request(request.method, request.url, headers=request.headers, content=body)
+        again.extensions = request.extensions
+        return await self.inner.handle_async_request(again)
+
+
+def captured(session) -> Capture:
+    transport = session.loop.client._client._transport
+    assert isinstance(transport, ObservedTransport)
+    cap = Capture(transport.inner)
+    transport.inner = cap
+    return cap
+
+
+def _idle(name: str) -> float | None:
+    return 0.2 if name == "stall_with_pings" else None
+
+
+# ------------------------------------------------------------------------------------------------ structure
+def test_the_store_keeps_offsets_not_messages():
+    big = "x" * 10_000
+    store = SpilledHistory()
+    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"{i} {big}"} for i in range(200)]
+    for m in messages:
+        store.append(m)
+    # what it holds in memory: an array of offsets and a file; no message, no text
+    held = [getattr(store, name) for name in SpilledHistory.__slots__ if name != "__weakref__"]
+    for value in held:
+        assert not isinstance(value, (dict, list, str, bytes, bytearray)), type(value)
+    assert store._ends.itemsize == 8 and len(store._ends) == 200
+    referents = gc.get_referents(store)
+    assert not [r for r in referents if isinstance(r, (dict, list, str, bytes))]
+    # and reads back what was appended
+    assert store == messages and store[-1] == messages[-1] and store[3:5] == messages[3:5]
+    view = store.view()
+    store.append({"role": "user", "content": "later"})
+    assert len(view) == 200 and len(store) == 201  # a view is frozen
+    assert b"".join(view.list_chunks(size=777)) == sdk_json(messages)
+    assert view.list_size() == len(sdk_json(messages))
+
+
+def test_a_view_with_secrets_masks_them_as_it_reads():
+    store = SpilledHistory([{"role": "user", "content": "key sk-ant-secret-123456 here"}])
+    assert store[0]["content"] == "key sk-ant-secret-123456 here"  # what is sent
+    masked = store.view(["sk-ant-secret-123456"])
+    assert masked[0]["content"] == "key [redacted] here"
+    assert "sk-ant" not in repr(masked)
+    assert b"sk-ant-secret-123456" in b"".join(masked.list_chunks())  # the request still carries it
+
+
+async def test_the_loop_keeps_its_history_spilled_and_publishes_views():
+    s = scenario_session("parse_date", speed=math.inf)
+    result, obs = await run_observed(s)
+    assert result.status == "finished" and result.turns > 1
+    assert isinstance(s.loop.messages, SpilledHistory)
+    assert isinstance(result.history, HistoryView)
+    started = obs.of(O.AttemptStarted)
+    assert len(started) > 1
+    for o in started:  # every request's snapshot is a view (an offset count), not a copy of the history
+        assert isinstance(o.body["messages"], HistoryView)
+    fin = obs.of(O.LoopFinished)[0]
+    assert isinstance(fin.messages, HistoryView)
+    assert fin.messages == result.messages and isinstance(result.messages, list)
+    assert_valid_history(result.messages)
+    # JSON output (--json, the recorder) writes the views as lists
+    assert fin.to_json()["messages"] == orjson.loads(orjson.dumps(result.messages))
+
+
+async def test_the_sdk_is_given_a_placeholder_and_the_transport_sends_the_history():
+    s = scenario_session("parse_date", speed=math.inf)
+    built: list[int] = []  # the size of each body as the SDK built it (before the tap's rewrite)
+    tap = s.loop._tap
+    transport = s.loop.client._client._transport
+    real = transport.handle_async_request
+
+    async def spy(request):
+        built.append(len(request.content))
+        return await real(request)
+
+    transport.handle_async_request = spy
+    cap = captured(s)
+    result, _ = await run_observed(s)
+    assert result.status == "finished" and tap.rewrite is None
+    sizes = [len(body) for *_, body in cap.sent]
+    assert sizes == sorted(sizes) and sizes[-1] > sizes[0]  # the history grows on the wire...
+    assert len(set(built)) == 1  # ...not in what the SDK serializes: the same placeholder every time
+
+
+# ------------------------------------------------------------------------------------------------ equivalence
+@pytest.mark.parametrize("name", list(SCENARIOS))
+async def test_request_bodies_are_the_sdks_own(name):
+    """The same scenario run twice, with the history spliced in by the transport and with the messages handed to
+    the SDK (the fallback, as before): the same requests, byte for byte, Content-Length included."""
+
+    async def run(splice: bool):
+        s = scenario_session(name, speed=math.inf, idle_timeout=_idle(name), seed=1)
+        cap = captured(s)
+        if not splice:
+            s.loop._tap = None  # the loop hands the messages to the SDK
+        result, _ = await run_observed(s)
+        return result, cap.sent
+
+    spliced, sent_spliced = await run(True)
+    plain, sent_plain = await run(False)
+    assert spliced.status == plain.status and spliced.messages == plain.messages
+    assert len(sent_spliced) == len(sent_plain) >= 1
+    for (m1, u1, h1, b1), (m2, u2, h2, b2) in zip(sent_spliced, sent_plain, strict=True):
+        assert (m1, u1) == (m2, u2)
+        assert b1 == b2
+        assert h1 == h2
+        assert int(h1["content-length"]) == len(b1)
+
+
+json_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**53), 2**53), st.floats(allow_nan=False, allow_infinity=False), st.text()
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)),
+    max_leaves=12,
+)
+blocks = st.one_of(
+    st.builds(lambda t: {"type": "text", "text": t}, st.text()),
+    st.builds(
+        lambda i, n, inp: {"type": "tool_use", "id": i, "name": n, "input": inp},
+        st.text(min_size=1, max_size=12),
+        st.text(min_size=1, max_size=12),
+        st.dictionaries(st.text(max_size=8), json_values, max_size=4),
+    ),
+    st.builds(
+        lambda i, c, e: {"type": "tool_result", "tool_use_id": i, "content": c, "is_error": e},
+        st.text(max_size=12),
+        st.one_of(st.text(), st.lists(st.builds(lambda t: {"type": "text", "text": t}, st.text()), max_size=3)),
+        st.booleans(),
+    ),
+)
+messages_st = st.lists(
+    st.builds(
+        lambda role, content: {"role": role, "content": content},
+        st.sampled_from(["user", "assistant"]),
+        st.one_of(st.text(), st.lists(blocks, max_size=4)),
+    ),
+    min_size=0,
+    max_size=8,
+)
+
+
+async def _sent_by_sdk(messages: list[dict], splice: bool, system: str | None) -> tuple[dict, bytes]:
+    """What one `messages.create` sends: headers and body bytes (the server answers 400, no retry)."""
+    got: list[tuple[dict, bytes]] = []
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        got.append((dict(request.headers), request.content))
+        return httpx2.Response(400, json={"type": "error", "error": {"type": "invalid_request_error", "message": "x"}})
+
+    client = anthropic.AsyncAnthropic(
+        api_key="k",
+        base_url="http://t.local",
+        max_retries=0,
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)),
+    )
+    tap = observe_client(client)
+    assert tap is not None
+    kw = {"system": system} if system is not None else {}
+    if splice:
+        spliced = SplicedMessages(SpilledHistory(messages).view())
+        tap.rewrite = spliced.rewrite
+        sent_messages = spliced.placeholder_messages
+    else:
+        sent_messages = messages
+    with pytest.raises(anthropic.BadRequestError):
+        await client.messages.create(model="m", max_tokens=5, messages=sent_messages, stream=True, **kw)
+    await client.close()
+    ((headers, body),) = got
+    return headers, body
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages=messages_st, system=st.one_of(st.none(), st.text(max_size=20)))
+async def test_spliced_body_equals_the_sdks_serialization(messages, system):
+    h1, b1 = await _sent_by_sdk(messages, True, system)
+    h2, b2 = await _sent_by_sdk(messages, False, system)
+    assert b1 == b2
+    drop = {"x-stainless-retry-count", "x-stainless-read-timeout", "x-stainless-timeout"}
+    assert {k: v for k, v in h1.items() if k not in drop} == {k: v for k, v in h2.items() if k not in drop}
+    # read back, each message is what was appended (as JSON)
+    store = SpilledHistory(messages)
+    assert list(store) == orjson.loads(orjson.dumps(messages))
+
+
+def test_a_body_without_the_placeholder_is_never_sent():
+    spliced = SplicedMessages(SpilledHistory([{"role": "user", "content": "hi"}]).view())
+    request = httpx2.Request("POST", "http://t.local/v1/messages", content=b'{"messages":[]}')
+    with pytest.raises(SpliceError):
+        spliced.rewrite(request)
+
+
+# ------------------------------------------------------------------------------------------------ replay server
+async def test_the_replay_server_reads_a_large_body_through_without_keeping_it():
+    server = ReplayServer(Recording(header={}))
+    transport = ReplayTransport(server)
+    chunks = [b'{"messages":[', *([b'"' + b"y" * 60_000 + b'",'] * 40), b'"z"]}']
+
+    class Body(httpx2.AsyncByteStream):
+        async def __aiter__(self):
+            for c in chunks:
+                yield c
+
+    request = httpx2.Request("POST", "http://replay.local/v1/messages", stream=Body())
+    response = await transport.handle_async_request(request)
+    assert response.status_code == 400  # no recorded turn
+    assert server.received == 1 and list(server._bodies) == [b""] and server.requests == [{}]
+    small = httpx2.Request("POST", "http://replay.local/v1/messages", content=b'{"messages":[]}')
+    await transport.handle_async_request(small)
+    assert server.requests == [{"messages": []}]
+
+
+async def test_a_replay_sends_what_the_original_sent(tmp_path):
+    path = tmp_path / "r.jsonl"
+    s = scenario_session("parse_date", speed=math.inf, record=path)
+    original, _ = await run_observed(s)
+    r = replay_session(path)
+    cap = captured(r)
+    replayed, _ = await run_observed(r)
+    assert replayed.messages == original.messages
+    recorded = [a.request["body"] for a in read_recording(path).attempts()]
+    assert [orjson.loads(body)["messages"] for *_, body in cap.sent] == [b["messages"] for b in recorded]
