@@ -127,7 +127,8 @@ class ReplayServer:
         self.attempts = list(recording.attempts())
         self.served = 0
         self.received = 0  # requests received (self.requests gives only the last KEEP_REQUESTS bodies)
-        self._bodies: deque[bytes] = deque(maxlen=self.KEEP_REQUESTS)  # as sent: parsed only when asked for
+        # as sent, parsed only when asked for; a body over KEEP_BODY_BYTES is kept as its size
+        self._bodies: deque[bytes | int] = deque(maxlen=self.KEEP_REQUESTS)
         self.on_cancel = on_cancel
         self.cancelled_run = was_cancelled(recording)
         # a failed try is retried by the SDK when the recording has a later try of the same turn
@@ -139,15 +140,18 @@ class ReplayServer:
 
     @property
     def requests(self) -> list[dict]:
-        """The last KEEP_REQUESTS request bodies, parsed ({} for one that is not a JSON object, or larger than
-        KEEP_BODY_BYTES)."""
+        """The last KEEP_REQUESTS request bodies, parsed: a body that is not a JSON object is ``{"not_json": N}``
+        and one larger than KEEP_BODY_BYTES ``{"not_kept": N}`` (N: its size in bytes), never a silent ``{}``."""
         out: list[dict] = []
         for raw in self._bodies:
+            if isinstance(raw, int):
+                out.append({"not_kept": raw})
+                continue
             try:
                 body = orjson.loads(raw)
             except orjson.JSONDecodeError:
-                body = {}
-            out.append(body if isinstance(body, dict) else {})
+                body = None
+            out.append(body if isinstance(body, dict) else {"not_json": len(raw)})
         return out
 
     async def _receive(self, request: httpx2.Request) -> None:
@@ -161,7 +165,7 @@ class ReplayServer:
                 kept.append(chunk)
             else:
                 kept = None
-        self._bodies.append(b"".join(kept) if kept is not None else b"")
+        self._bodies.append(b"".join(kept) if kept is not None else size)
 
     async def handler(self, request: httpx2.Request) -> httpx2.Response:
         self.received += 1

@@ -40,10 +40,38 @@ def state_at(observations: Sequence[O.Observation], k: int) -> DashboardState:
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
+_PLAIN = frozenset({str, int, float, bool, type(None), bytes, list, tuple})
 
 
-def _encode(o: O.Observation) -> tuple:
-    """An observation as a tuple of plain values (pickled at C speed; ~10x faster than pickling the dataclass)."""
+class _Kept(int):
+    """In a pickled block: the index of a value kept in RAM beside the file (a live object such as the loop's
+    history view, which reads a file of its own and cannot be pickled; such values are few and small)."""
+
+
+def _spill(v: Any, kept: list) -> Any:
+    t = type(v)
+    if t in _PLAIN or dataclasses.is_dataclass(v):  # diagnostics, SSE events: plain data that pickles
+        return v
+    if t is dict:
+        if all(type(x) in _PLAIN for x in v.values()):
+            return v
+        return {k: _spill(x, kept) for k, x in v.items()}
+    kept.append(v)
+    return _Kept(len(kept) - 1)
+
+
+def _unspill(v: Any, kept: list) -> Any:
+    t = type(v)
+    if t is _Kept:
+        return kept[v]
+    if t is dict and any(type(x) is _Kept or type(x) is dict for x in v.values()):
+        return {k: _unspill(x, kept) for k, x in v.items()}
+    return v
+
+
+def _encode(o: O.Observation, kept: list) -> tuple:
+    """An observation as a tuple of plain values (pickled at C speed; ~10x faster than pickling the dataclass).
+    A field that is not plain data (or a dict holding one) is kept in ``kept`` and stands as its index."""
     cls = type(o)
     if cls is O.SSEEventSeen:
         e = o.sse  # type: ignore[attr-defined]
@@ -52,14 +80,14 @@ def _encode(o: O.Observation) -> tuple:
     names = _FIELDS.get(cls)
     if names is None:
         names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
-    return (cls, *[getattr(o, n) for n in names])
+    return (cls, *[_spill(getattr(o, n), kept) for n in names])
 
 
-def _decode(r: tuple) -> O.Observation:
+def _decode(r: tuple, kept: list) -> O.Observation:
     cls = r[0]
     if cls is O.SSEEventSeen:
         return cls(r[1], r[2], r[3], SSEEvent(*r[4]), r[5], r[6], r[7])
-    return cls(*r[1:])
+    return cls(*[_unspill(v, kept) for v in r[1:]])
 
 
 class SpilledObservations(Sequence[O.Observation]):
@@ -77,6 +105,7 @@ class SpilledObservations(Sequence[O.Observation]):
         self._cache: OrderedDict[int, list[O.Observation]] = OrderedDict()
         self._cache_size = cache
         self._n = 0
+        self._kept: list[Any] = []  # values that cannot be pickled (see _Kept)
 
     def append(self, obs: O.Observation) -> None:
         self._tail.append(obs)
@@ -87,7 +116,7 @@ class SpilledObservations(Sequence[O.Observation]):
     def _flush(self) -> None:
         if self._file is None:
             self._file = tempfile.TemporaryFile(prefix="inspector-history-")
-        raw = pickle.dumps([_encode(o) for o in self._tail], protocol=pickle.HIGHEST_PROTOCOL)
+        raw = pickle.dumps([_encode(o, self._kept) for o in self._tail], protocol=pickle.HIGHEST_PROTOCOL)
         os.pwrite(self._file.fileno(), raw, self._end)
         self._off.append(self._end)
         self._size.append(len(raw))
@@ -99,7 +128,7 @@ class SpilledObservations(Sequence[O.Observation]):
         if hit is not None:
             self._cache.move_to_end(b)
             return hit
-        got = [_decode(r) for r in pickle.loads(os.pread(self._file.fileno(), self._size[b], self._off[b]))]
+        got = [_decode(r, self._kept) for r in pickle.loads(os.pread(self._file.fileno(), self._size[b], self._off[b]))]
         self._cache[b] = got
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)

@@ -160,3 +160,32 @@ def test_a_checkpoint_is_not_changed_by_later_folding() -> None:
     for o in obs[70:]:
         s.apply(o)
     assert canon(c) == frozen
+
+
+@pytest.mark.parametrize("block", [1, 7])
+async def test_a_real_loop_session_spills_and_reads_back_its_history_views(block) -> None:
+    """The loop's observations carry live views of its spilled history (AttemptStarted.body["messages"],
+    LoopFinished.messages), which cannot be pickled: they stay in RAM beside the blocks and read back equal."""
+    import math
+
+    from inspector.agent import observations as O
+    from inspector.sessions.sources import scenario_session
+    from inspector.testing.loop import run_observed
+
+    result, observed = await run_observed(scenario_session("parse_date", speed=math.inf))
+    obs = observed.items
+    h = History(spacing=5, block=block)
+    for o in obs:
+        h.append(o)
+    assert h.observations.spilled_bytes > 0
+    back = list(h.observations)
+    starts = [o for o in back if isinstance(o, O.AttemptStarted)]
+    assert len(starts) >= 2 and [list(o.body["messages"]) for o in starts] == [
+        list(o.body["messages"]) for o in obs if isinstance(o, O.AttemptStarted)
+    ]
+    assert len(starts[-1].body["messages"]) > 1
+    (done,) = [o for o in back if isinstance(o, O.LoopFinished)]
+    assert list(done.messages) == list(result.history) and done.status == result.status
+    assert back == obs
+    # time travel folds them too
+    assert h.state_at(h.event_count).n == len(obs)

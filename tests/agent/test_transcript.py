@@ -14,7 +14,6 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_loop import assert_valid_history, run_observed
 
 from inspector.agent import observations as O
 from inspector.agent.transcript import HistoryView, SpilledHistory, SplicedMessages, SpliceError, sdk_json
@@ -23,6 +22,7 @@ from inspector.record.recording import Recording, read_recording
 from inspector.record.replay import ReplayServer, ReplayTransport
 from inspector.scenarios.bundled import SCENARIOS
 from inspector.sessions.sources import replay_session, scenario_session
+from inspector.testing.loop import assert_valid_history, run_observed
 
 
 class Capture(httpx2.AsyncBaseTransport):
@@ -245,10 +245,13 @@ async def test_the_replay_server_reads_a_large_body_through_without_keeping_it()
     request = httpx2.Request("POST", "http://replay.local/v1/messages", stream=Body())
     response = await transport.handle_async_request(request)
     assert response.status_code == 400  # no recorded turn
-    assert server.received == 1 and list(server._bodies) == [b""] and server.requests == [{}]
+    size = sum(len(c) for c in chunks)
+    assert server.received == 1 and list(server._bodies) == [size] and server.requests == [{"not_kept": size}]
     small = httpx2.Request("POST", "http://replay.local/v1/messages", content=b'{"messages":[]}')
     await transport.handle_async_request(small)
     assert server.requests == [{"messages": []}]
+    await transport.handle_async_request(httpx2.Request("POST", "http://replay.local/v1/messages", content=b"[1]"))
+    assert server.requests == [{"not_json": 3}]
 
 
 async def test_a_replay_sends_what_the_original_sent(tmp_path):
