@@ -41,6 +41,7 @@ import orjson
 
 from inspector.agent.states import TOOL_RAN, TOOL_TERMINAL, ToolState
 from inspector.agent.toolbox.spec import _CURRENT_CANCEL, ToolRefused, ToolSpec
+from inspector.core import exactjson
 
 log = logging.getLogger(__name__)
 
@@ -205,7 +206,7 @@ def render_result(value: Any, max_chars: int = 100_000) -> tuple[str | list, int
             blocks.append(b)
         return blocks, cut_total
     try:
-        text = orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+        text = exactjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
     except (TypeError, orjson.JSONEncodeError):
         text = str(value)
     return _truncate(text, max_chars)

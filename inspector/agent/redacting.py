@@ -48,6 +48,7 @@ import orjson
 
 from inspector.agent import observations as O
 from inspector.agent.stepobs import fragment_summary
+from inspector.core import exactjson
 from inspector.core.redaction import (
     STREAMED_TEXT_FIELDS,
     Fragment,
@@ -265,7 +266,7 @@ class RedactingPublisher:
         if cell is not None and cell.changed:
             parsed, delta, text_field = item.tag
             delta[text_field] = cell.text
-            data = orjson.dumps(parsed).decode("utf-8")
+            data = exactjson.dumps(parsed).decode("utf-8")
             summary = fragment_summary(str(delta.get("type")), cell.text)
         data = mask_text(data, secrets)
         summary = mask_text(summary, secrets)
@@ -287,7 +288,7 @@ def _attempt_of(obs: O.Observation) -> tuple[int, int] | None:
 def _fragment_of(data: str) -> tuple[dict, dict, str, int] | None:
     """(parsed event, its delta, the text field, block index) of a delta event that streams text."""
     try:
-        parsed = orjson.loads(data)
+        parsed = exactjson.loads(data)
     except orjson.JSONDecodeError:
         return None
     if not isinstance(parsed, dict):

@@ -26,8 +26,8 @@ from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from typing import IO, Any, overload
 
 import httpx2
-import orjson
 
+from inspector.core import exactjson
 from inspector.core.redaction import redact
 
 __all__ = ["HistoryView", "SpilledHistory", "SplicedMessages", "SpliceError", "sdk_json"]
@@ -120,7 +120,7 @@ class SpilledHistory(Sequence[dict]):
     def __getitem__(self, i: int | slice) -> dict | list[dict]:
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(len(self)))]
-        return orjson.loads(self.encoded(i))
+        return exactjson.loads(self.encoded(i))
 
     def __eq__(self, other: object) -> bool:
         return _seq_eq(self, other)
@@ -172,7 +172,7 @@ class HistoryView(Sequence[dict]):
     def __getitem__(self, i: int | slice) -> dict | list[dict]:
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(self._n))]
-        message = orjson.loads(self._store.encoded(self._store._index(i, self._n)))
+        message = exactjson.loads(self._store.encoded(self._store._index(i, self._n)))
         return redact(message, self._secrets) if self._secrets else message
 
     def __eq__(self, other: object) -> bool:

@@ -9,6 +9,7 @@ from typing import Any
 
 from inspector.cli.common import EXIT_FAIL, EXIT_OK, EXIT_USAGE
 from inspector.cli.common import err as _err
+from inspector.core import exactjson
 
 
 def add_parser(sub: Any) -> None:
@@ -75,7 +76,7 @@ def cmd(args: argparse.Namespace) -> int:
             from inspector.record.timing import timing_json
 
             out["timing"] = timing_json(recording)
-        out_bytes.write(orjson.dumps(out, option=orjson.OPT_NON_STR_KEYS) + b"\n")
+        out_bytes.write(exactjson.dumps(out, option=orjson.OPT_NON_STR_KEYS) + b"\n")
         out_bytes.flush()
     else:
         for w in recording.warnings:

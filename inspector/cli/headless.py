@@ -12,6 +12,7 @@ import orjson
 
 from inspector.agent import observations as O
 from inspector.agent.states import LoopState
+from inspector.core import exactjson
 from inspector.core.fmt import duration, short, short_text
 
 
@@ -149,4 +150,4 @@ class JsonPrinter:
         self.sink = sink
 
     def __call__(self, obs: O.Observation) -> None:
-        self.sink.write(orjson.dumps(obs.to_json(), option=orjson.OPT_NON_STR_KEYS) + b"\n")
+        self.sink.write(exactjson.dumps(obs.to_json(), option=orjson.OPT_NON_STR_KEYS) + b"\n")

@@ -7,6 +7,8 @@ from typing import Any
 
 import orjson
 
+from inspector.core import exactjson
+
 __all__ = ["duration", "latency", "milliseconds", "seconds", "size", "short", "short_text", "short_bytes"]
 
 
@@ -57,7 +59,7 @@ def short_text(text: str, limit: int = 60, *, ellipsis: str = "…") -> str:
 def short(value: Any, limit: int = 40, *, ellipsis: str = "…") -> str:
     """A JSON-ish value on one line (strings JSON-quoted, newlines escaped), at most ``limit`` characters."""
     try:
-        text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+        text = exactjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
     except TypeError:
         text = repr(value)
     return short_text(text.replace("\n", "\\n"), limit, ellipsis=ellipsis)

@@ -14,9 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-import orjson
-
 from inspector.agent import observations as O
+from inspector.core import exactjson
 from inspector.core.redaction import usable_secrets
 from inspector.record.recording import RecordingWriter
 
@@ -158,4 +157,4 @@ def _body_bytes(body: Any) -> bytes:
         return bytes(body)
     if isinstance(body, str):
         return body.encode("utf-8", "replace")
-    return orjson.dumps(body)
+    return exactjson.dumps(body)

@@ -70,6 +70,7 @@ from typing import IO, Any, overload
 import orjson
 
 from inspector import __version__
+from inspector.core import exactjson
 from inspector.core.errors import RecordingError
 from inspector.core.fmt import short_text
 from inspector.core.redaction import (
@@ -344,11 +345,11 @@ class RecordingWriter:
         if self._secrets:
             obj = self._redact(obj)
         try:
-            line = orjson.dumps(obj, default=str, option=orjson.OPT_NON_STR_KEYS)
+            line = exactjson.dumps(obj, default=str, option=orjson.OPT_NON_STR_KEYS)
         except orjson.JSONEncodeError:  # e.g. a str with a lone surrogate: replace what cannot be encoded
-            line = orjson.dumps(_scrub_surrogates(obj), default=str, option=orjson.OPT_NON_STR_KEYS)
+            line = exactjson.dumps(_scrub_surrogates(obj), default=str, option=orjson.OPT_NON_STR_KEYS)
             if self._secrets:
-                line = orjson.dumps(self._redact(orjson.loads(line)))
+                line = exactjson.dumps(self._redact(exactjson.loads(line)))
         if self._secrets and any(form in line for form in self._secret_forms):
             # last line of defence (a secret inside something turned into text by `default=str`, or spanning JSON
             # syntax): redact the text itself, and if that breaks the JSON, write a placeholder instead of the line

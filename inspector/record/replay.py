@@ -21,6 +21,7 @@ import orjson
 from inspector.agent.pacing import Pacer
 from inspector.agent.states import TOOL_RAN
 from inspector.agent.toolbox.spec import ToolRefused, ToolSpec
+from inspector.core import exactjson
 from inspector.record.recording import RecordedAttempt, Recording
 
 
@@ -277,27 +278,27 @@ def recorded_tools(
                     continue
                 seen.add(tid)
                 name, inp = uses[tid]
-                key = (name, orjson.dumps(inp, option=orjson.OPT_SORT_KEYS))
+                key = (name, exactjson.dumps(inp, option=orjson.OPT_SORT_KEYS))
                 results[key].append((b.get("content"), bool(b.get("is_error")), durations.get(tid, 0.0)))
 
     names = {n for n, _ in uses.values()} | {str(d.get("name")) for d in definitions or [] if isinstance(d, dict)}
 
     def make(name: str) -> ToolSpec:
         async def fn(tool_input: dict) -> Any:
-            key = (name, orjson.dumps(tool_input, option=orjson.OPT_SORT_KEYS))
+            key = (name, exactjson.dumps(tool_input, option=orjson.OPT_SORT_KEYS))
             q = results.get(key)
             cancel = on_cancel() if on_cancel is not None and cancelled_run and not q else None
             if cancel is not None:
                 cancel()
                 await asyncio.Event().wait()
             if not q:
-                raise ReplayRefused(f"no recorded result for {name}({orjson.dumps(tool_input).decode()[:80]})")
+                raise ReplayRefused(f"no recorded result for {name}({exactjson.dumps(tool_input).decode()[:80]})")
             # a retried attempt runs the same calls again: the last recorded result for a call is reused
             content, is_error, duration = q.popleft() if len(q) > 1 else q[0]
             if duration:
                 await pacer.sleep(duration)
             if is_error:
-                raise ReplayRefused(content if isinstance(content, str) else orjson.dumps(content).decode())
+                raise ReplayRefused(content if isinstance(content, str) else exactjson.dumps(content).decode())
             return content
 
         return ToolSpec(name, "replayed from a recording", {"type": "object"}, fn, concurrency_safe=name not in unsafe)

@@ -18,6 +18,7 @@ import jiter
 import orjson
 from orjson import JSONDecodeError
 
+from inspector.core import exactjson
 from inspector.stream import diagnostics as D
 from inspector.stream import sse as _sse
 from inspector.stream.diagnostics import Diagnostic, DiagnosticCap
@@ -198,7 +199,7 @@ class BlockBuffer:
                 )
             ]
         try:
-            value = orjson.loads(buf)
+            value = exactjson.loads(buf)
         except orjson.JSONDecodeError as e:
             self.input = None
             self.input_error = InputError(e.msg, e.pos, e.lineno, e.colno)

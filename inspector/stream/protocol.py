@@ -11,6 +11,7 @@ from typing import Any, Union
 
 import orjson
 
+from inspector.core import exactjson
 from inspector.stream import diagnostics as D
 from inspector.stream.diagnostics import Diagnostic
 
@@ -369,7 +370,7 @@ def parse_event(event_name: str, data: str, seq: int = -1) -> tuple[StreamEvent,
                         return ContentBlockDelta(idx, cls(v), seq), []
         except (KeyError, TypeError):
             pass
-    return _parse_event(event_name, data, seq, payload)
+    return _parse_event(event_name, data, seq, exactjson.exact(data, payload))  # big integers kept exact
 
 
 def delta_head(ev: ContentBlockDelta) -> str | None:
@@ -389,7 +390,7 @@ def _parse_event(
     diags: list[Diagnostic] = []
     try:
         if payload is _UNPARSED:
-            payload = orjson.loads(data)
+            payload = exactjson.loads(data)
     except orjson.JSONDecodeError as e:
         diags.append(
             Diagnostic(

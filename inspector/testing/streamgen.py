@@ -130,8 +130,8 @@ def _tool_input(rng: random.Random, big_ints: bool = False) -> dict:
             "options": {"ignore_case": True, "max_count": rng.randint(1, 1000), "context": None, "ratio": 0.25},
         }
     if kind == 3:
-        # 64-bit boundaries; integers beyond 64 bits only on request (orjson turns them into floats, the SDK's
-        # jiter keeps them exact: a known difference, see tests/stream/test_differential.py)
+        # 64-bit boundaries; integers beyond 64 bits only on request (kept exact by core.exactjson as by the SDK's
+        # jiter; tests/stream/test_differential.py compares them)
         big = [123456789012345678901234567890, -(2**70) + 3, 18446744073709551616] if big_ints else []
         return {
             "expression": "a * b",

@@ -15,6 +15,7 @@ from rich.highlighter import JSONHighlighter
 from rich.text import Text
 
 from inspector.agent import observations as O
+from inspector.core import exactjson
 from inspector.core.fmt import duration, size
 from inspector.state.fold import F_MARKER, DashboardState
 from inspector.state.travel import History
@@ -39,7 +40,7 @@ class Detail:
 def pretty(value: Any) -> str:
     """A value as indented JSON (never Python syntax); a value JSON cannot carry as its repr."""
     try:
-        return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+        return exactjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
     except TypeError:
         return json.dumps(value, indent=2, default=repr, ensure_ascii=False)
 

@@ -80,6 +80,12 @@ async def test_generated_stream_matches_the_sdk(seed):
     await compare(g.data, random.Random(seed), g.message)
 
 
+@pytest.mark.parametrize("seed", range(40))
+async def test_generated_streams_with_integers_beyond_64_bits_match_the_sdk(seed):
+    g = generate(9000 + seed, big_ints=True)
+    await compare(g.data, random.Random(seed), g.message)
+
+
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("eol", ["\r\n", "\r"])
 async def test_line_ending_variants_match_the_sdk(shape, eol):
@@ -93,15 +99,16 @@ async def test_plain_streams_match_the_sdk(seed):
     await compare(g.data, random.Random(seed), g.message)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "known difference: orjson turns integers beyond 64 bits in a tool input into floats; the SDK's jiter keeps "
-        "them exact. Keeping them exact needs a big-int-safe JSON writer everywhere the project serializes messages "
-        "(orjson.dumps refuses them)."
-    ),
+@pytest.mark.parametrize(
+    "partial_json",
+    [
+        '{"a": 123456789012345678901234567890}',
+        '{"a": [-98765432109876543210, {"b": 18446744073709551616}], "c": 18446744073709551615}',
+        '{"id": "12345678901234567890123", "x": 1.2345678901234567890123, "n": 10000000000000000000}',
+    ],
 )
-async def test_integers_beyond_64_bits_in_tool_input_match_the_sdk():
+async def test_integers_beyond_64_bits_in_tool_input_match_the_sdk(partial_json):
+    """orjson alone would read them as floats; the SDK (jiter) keeps them exact, and so do we (core.exactjson)."""
     from inspector.testing.streamgen import (
         block_stop,
         json_delta,
@@ -115,7 +122,7 @@ async def test_integers_beyond_64_bits_in_tool_input_match_the_sdk():
     data = sse(
         message_start(),
         tool_start(0, "toolu_1", "calculator"),
-        json_delta(0, '{"a": 123456789012345678901234567890}'),
+        json_delta(0, partial_json),
         block_stop(0),
         message_delta("tool_use"),
         message_stop(),

@@ -12,6 +12,7 @@ from rich.highlighter import JSONHighlighter
 from rich.text import Text
 from textual.cache import LRUCache
 
+from inspector.core import exactjson
 from inspector.state.entries import human_size
 from inspector.state.fold import BlockEntry, DashboardState
 from inspector.tui.widgets.base import Line, SectionView, chunk_text, text_strip, wrap_strips
@@ -257,7 +258,7 @@ class BlocksView(SectionView):
             elif b.input_error is None:
                 value = b.parsed_input
                 if value is not None:
-                    pretty = orjson.dumps(value, option=orjson.OPT_INDENT_2).decode().split("\n", INPUT_LINES + 1)
+                    pretty = exactjson.dumps(value, option=orjson.OPT_INDENT_2).decode().split("\n", INPUT_LINES + 1)
                     out.append(text_strip(Text(pad + "input ▾", self.cstyle("blk--label")), console, width))
                     for line in pretty[:INPUT_LINES]:
                         t = Text(pad + "  ")
@@ -296,6 +297,6 @@ def incomplete_reason(buf: str) -> str | None:
 
 def _compact(value: Any) -> str:
     try:
-        return orjson.dumps(value).decode()
+        return exactjson.dumps(value).decode()
     except TypeError:
         return repr(value)
