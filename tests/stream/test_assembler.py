@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import inspector.stream.assembler as A
+from inspector.core import exactjson
 from inspector.stream import diagnostics as D
 from inspector.stream.assembler import BlockBuffer, MessageAssembler, TurnStream, assemble
 from inspector.stream.protocol import (
@@ -678,11 +679,16 @@ class _Counting:
 
 
 def test_tool_input_is_parsed_once_at_stop_never_per_delta(monkeypatch):
-    orj = _Counting(orjson)
+    orj = _Counting(exactjson)  # orjson, keeping big integers exact
     jit = _Counting(jiter)
+    raw = _Counting(orjson)  # orjson itself: never called directly on a tool input
 
     def loads(*a, **k):
         orj.calls += 1
+        return exactjson.loads(*a, **k)
+
+    def raw_loads(*a, **k):
+        raw.calls += 1
         return orjson.loads(*a, **k)
 
     def from_json(*a, **k):
@@ -691,7 +697,9 @@ def test_tool_input_is_parsed_once_at_stop_never_per_delta(monkeypatch):
 
     orj.loads = loads
     jit.from_json = from_json
-    monkeypatch.setattr(A, "orjson", orj)
+    raw.loads = raw_loads
+    monkeypatch.setattr(A, "exactjson", orj)
+    monkeypatch.setattr(A, "orjson", raw)
     monkeypatch.setattr(A, "jiter", jit)
 
     g = big_tool_stream(20_000, fragment=20)
@@ -705,7 +713,7 @@ def test_tool_input_is_parsed_once_at_stop_never_per_delta(monkeypatch):
         assert orj.calls == (1 if saw_stop else 0), "tool input parsed before its content_block_stop"
     ts.close()
     assert saw_stop
-    assert orj.calls == 1
+    assert orj.calls == 1 and raw.calls == 0
     assert jit.calls == 0  # the live preview is the UI's business, at display rate
     assert ts.final_message() == g.message
     # a preview is one partial parse, on demand
