@@ -48,6 +48,8 @@ class Observation:
                     changes[f.name] = dataclasses.replace(v, message=message, raw=raw)
             else:
                 r = redact(v, secrets)
+                if r is v:  # unchanged (a history view masks as it is read: comparing would read it twice)
+                    continue
                 if r != (list(v) if isinstance(v, tuple) else v):
                     changes[f.name] = r
         return dataclasses.replace(self, **changes) if changes else self

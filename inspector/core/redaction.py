@@ -19,6 +19,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 import orjson
 
+from inspector.core import exactjson
+
 __all__ = [
     "CREDENTIAL_HEADERS",
     "CREDENTIAL_QUERY_PARAMS",
@@ -373,7 +375,7 @@ class _Event:
         if not self.changed or self.obj is None:
             return self.raw
         head = b"event: " + self.name.encode() + b"\n" if self.name is not None else b""
-        return head + b"data: " + orjson.dumps(self.obj) + b"\n\n"
+        return head + b"data: " + exactjson.dumps(self.obj) + b"\n\n"
 
 
 @dataclass(slots=True)
@@ -514,13 +516,13 @@ class StreamRedactor:
     def _json_body(self, raw: bytes) -> _Event:
         n = len(raw)
         try:
-            doc = orjson.loads(raw)
+            doc = exactjson.loads(raw)
         except orjson.JSONDecodeError:
             return _Event(_mask_bytes(raw, self.keys.forms), n_in=n)
         masked = redact(doc, self.secrets)
         if masked == doc:
             return _Event(_mask_bytes(raw, self.keys.forms), n_in=n)
-        return _Event(orjson.dumps(masked), n_in=n)
+        return _Event(exactjson.dumps(masked), n_in=n)
 
     def _event(self, raw: bytes) -> None:
         n_in = len(raw)
@@ -594,7 +596,7 @@ def _parse_event(raw: bytes) -> tuple[str | None, dict | None]:
     if not data:
         return None, None
     try:
-        obj = orjson.loads(data[0] if len(data) == 1 else b"\n".join(data))
+        obj = exactjson.loads(data[0] if len(data) == 1 else b"\n".join(data))
         text = None if name is None else name.decode("utf-8")
     except (orjson.JSONDecodeError, UnicodeDecodeError):
         return None, None

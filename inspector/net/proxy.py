@@ -459,7 +459,6 @@ class ProxyApp(Closable):
         self._file: _BatchFile | None = None
         self.recording_error: str | None = None  # set when a write failed: the recording stopped there
         self._late: list[str] = []  # secrets the writer was not given (learned after it opened), longest first
-        self.client: httpx2.AsyncClient | None = None  # the first shard's (all: ``clients``)
         self.clients: list[httpx2.AsyncClient] = []
         self._ssl: Any = None
         self._shard_active: list[int] = []
@@ -556,8 +555,6 @@ class ProxyApp(Closable):
         client.headers = httpx2.Headers()  # no default user-agent / accept / accept-encoding of ours
         self.clients.append(client)
         self._shard_active.append(0)
-        if self.client is None:
-            self.client = client
         return client
 
     def _learn(self, found: list[str]) -> None:
@@ -567,7 +564,10 @@ class ProxyApp(Closable):
         self.secrets.extend(new)
         if self._redacting is not None:
             self._redacting.learn(new)
-        if self.writer is not None:  # the writer only knows the secrets it was opened with: redact these ourselves
+        if self.writer is not None:
+            # the writer masks them in the reads from now on, also across read boundaries (its stream redactor)
+            self.writer.add_secrets(new)
+            # and the proxy in the request, response and observation lines it hands over
             self._late = sorted({*self._late, *new}, key=len, reverse=True)  # longest first, sorted once here
 
     def open_recording(self) -> RecordingWriter | None:
@@ -1058,7 +1058,6 @@ class ProxyApp(Closable):
             return
         turn, attempt = track.turn, track.attempt
         w = self.writer if self.recording_error is None else None
-        late = self._late_secrets()
         dec = track.decoder
         ts = track.ts
         bus = self.bus
@@ -1067,7 +1066,7 @@ class ProxyApp(Closable):
             d = dec.feed(data) if dec is not None else data
             decoded.append((t, d))
             if w is not None:
-                self._record("read", turn, attempt, t, redact(d, late) if late else d)
+                self._record("read", turn, attempt, t, d)  # the writer masks known keys, across reads too
         if bus is not None:
             for t, d in decoded:
                 now = track.t_req + t

@@ -127,9 +127,6 @@ class RecordingSource:
         events = _events_of(body) if status == 200 else []
         return ResponsePlan(status, headers, reads, end, header_delay, events, turn, attempt)  # type: ignore[arg-type]
 
-    def end_of_script_model(self) -> str:
-        return self.model
-
 
 def check_recording_faults(faults: Sequence[FaultSpec]) -> None:
     """Raise FaultError for a fault that cannot apply to a recording."""

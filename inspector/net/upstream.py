@@ -136,7 +136,6 @@ class _Connection(asyncio.Protocol):
         self.loop = asyncio.get_running_loop()
         self.transport: asyncio.Transport | None = None
         self.closed = False
-        self.reused = False
         self.idle_since = 0.0
         self._reset()
 
@@ -497,11 +496,6 @@ class UpstreamPool:
             self._ssl = self._ssl_factory() if self._ssl_factory else httpx2.create_ssl_context(trust_env=True)
         return self._ssl
 
-    def warm(self) -> None:
-        """Load the TLS context now (reading the CA bundle takes ~0.1 s), not at the first request."""
-        if self.scheme == "https":
-            self._ssl_context()
-
     def request_head(self, method: str, target: str, headers: list[tuple[str, str]], body: bytes) -> bytes:
         lines = [
             f"{method} {self.prefix}{target} HTTP/1.1".encode("latin-1"),
@@ -567,7 +561,6 @@ class UpstreamPool:
             if now - conn.idle_since > self.keepalive_expiry:
                 conn._close()
                 continue
-            conn.reused = True
             return conn
         return None
 

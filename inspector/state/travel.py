@@ -80,14 +80,15 @@ def _encode(o: O.Observation, kept: list) -> tuple:
     names = _FIELDS.get(cls)
     if names is None:
         names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
-    return (cls, *[_spill(getattr(o, n), kept) for n in names])
+    values = [getattr(o, n) for n in names]
+    return (cls, *[v if type(v) in _PLAIN else _spill(v, kept) for v in values])  # plain: no call
 
 
 def _decode(r: tuple, kept: list) -> O.Observation:
     cls = r[0]
     if cls is O.SSEEventSeen:
         return cls(r[1], r[2], r[3], SSEEvent(*r[4]), r[5], r[6], r[7])
-    return cls(*[_unspill(v, kept) for v in r[1:]])
+    return cls(*[v if type(v) in _PLAIN else _unspill(v, kept) for v in r[1:]])
 
 
 class SpilledObservations(Sequence[O.Observation]):

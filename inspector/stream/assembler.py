@@ -166,7 +166,7 @@ class BlockBuffer:
                         f"tool block {self.index} ({self.name}): the start block's {self.input_error.message}",
                         self.stop_event,
                         block_index=self.index,
-                        raw=orjson.dumps(start_input)[:4096],
+                        raw=exactjson.dumps(start_input)[:4096],
                     )
                 ]
             self.input = start_input

@@ -287,8 +287,8 @@ def _json_type(v: Any) -> str:
 
 def _raw(v: Any) -> bytes:
     try:
-        return orjson.dumps(v)[:4096]
-    except (TypeError, orjson.JSONEncodeError):  # pragma: no cover - parsed JSON always serializes
+        return exactjson.dumps(v)[:4096]
+    except TypeError:  # pragma: no cover - parsed JSON always serializes
         return repr(v).encode()[:4096]
 
 

@@ -17,7 +17,7 @@ from rich.text import Text
 from inspector.agent import observations as O
 from inspector.core import exactjson
 from inspector.core.fmt import duration, size
-from inspector.state.fold import F_MARKER, DashboardState
+from inspector.state.fold import DashboardState
 from inspector.state.travel import History
 
 _json = JSONHighlighter()
@@ -237,20 +237,12 @@ def diagnostic_detail(state: DashboardState, history: History, i: int) -> Detail
     return Detail(f"Diagnostic · {d.code}", out)
 
 
-def marker_attempt(state: DashboardState, row: int) -> tuple[int, int] | None:
-    ev = state.events
-    if 0 <= row < len(ev) and ev.flags[row] & F_MARKER:
-        return ev.turn[row], ev.attempt[row]
-    return None
-
-
 __all__ = [
     "Detail",
     "block_detail",
     "diagnostic_detail",
     "event_bytes",
     "event_detail",
-    "marker_attempt",
     "pretty",
     "tool_detail",
     "visible_bytes",

@@ -14,6 +14,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 from contextlib import redirect_stdout
 
 import anthropic
@@ -885,6 +886,63 @@ def test_proxy_has_no_copies_of_recording_helpers_and_no_imports_per_read():
     ):
         src = inspect.getsource(method)
         assert "import " not in src and "sorted(" not in src, method.__name__
+
+
+async def test_a_key_learned_after_the_recording_opened_and_echoed_across_two_reads_is_not_in_any_dump(
+    tmp_path, capsysbinary
+):
+    """The CLI opens the recording before any request, so every key is learned late. Upstream echoes it split
+    across two network reads: no reader of the recording may join it back (the proxy used to mask each read on its
+    own, and `dump` printed the key whole)."""
+    from inspector.cli import main
+    from inspector.net.proxy import ProxyApp
+    from inspector.testing.streamgen import (
+        block_stop,
+        message_delta,
+        message_start,
+        message_stop,
+        sse,
+        text_delta,
+        text_start,
+    )
+
+    body = sse(
+        message_start(), text_start(0), text_delta(0, f"your key is {KEY}, keep it"), block_stop(0),
+        message_delta("end_turn"), message_stop(),
+    )  # fmt: skip
+    cut = body.index(KEY.encode()) + 10
+    second = threading.Event()  # set by the test once the first read reached the client
+
+    async def upstream(scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body", "body": body[:cut], "more_body": True})
+        await asyncio.to_thread(second.wait, 30)
+        await send({"type": "http.response.body", "body": body[cut:], "more_body": False})
+
+    record = tmp_path / "late.jsonl"
+    proxy = ProxyApp("http://127.0.0.1:9", record=record)
+    proxy.open_recording()
+    with BackgroundServer(upstream) as up, BackgroundServer(proxy) as px:
+        proxy.upstream = up.base_url
+        request = {"model": "m", "max_tokens": 5, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+        async with httpx2.AsyncClient(timeout=30) as client:
+            async with client.stream(
+                "POST", f"{px.base_url}/v1/messages", content=orjson.dumps(request), headers={"x-api-key": KEY}
+            ) as r:
+                chunks = r.aiter_raw()
+                got = await anext(chunks)  # the first read has reached the client (and the proxy's queue)
+                second.set()
+                got += b"".join([c async for c in chunks])
+    proxy.close()
+    assert got == body  # the client gets upstream's bytes
+    assert KEY.encode() not in record.read_bytes()
+    for argv in (["dump", str(record)], ["dump", str(record), "--events", "--json"], ["dump", str(record), "--json"]):
+        capsysbinary.readouterr()
+        assert await asyncio.to_thread(main, argv) == 0
+        out = capsysbinary.readouterr().out.decode()
+        assert KEY not in out and KEY not in out.replace("\n", ""), argv
 
 
 async def test_proxy_records_lower_cased_headers_without_credentials_and_redacts_late_keys(tmp_path, monkeypatch):

@@ -366,3 +366,16 @@ def test_sessions_say_their_secrets_for_an_export(tmp_path):
     s = api_session("claude-test", "hi", api_key=key, workspace=tmp_path)
     assert s.secrets == [key]
     assert scenario_session("weather").secrets == []
+
+
+def test_a_masked_event_keeps_its_integers_beyond_64_bits() -> None:
+    """An event rewritten to mask a key is written again without turning its big integers into floats."""
+    from inspector.core import exactjson
+
+    escaped = "".join(f"\\u{ord(c):04x}" for c in CANARY)  # the key \\u-escaped: the event is parsed and rewritten
+    data = sse(message_delta("end_turn", usage={"output_tokens": 123456789012345678901234, "note": f"k {escaped}"}))
+    r = StreamRedactor([CANARY])
+    out = r.feed(data) + r.flush()
+    assert CANARY.encode() not in out and b"123456789012345678901234" in out
+    (line,) = [x for x in out.split(b"\n") if x.startswith(b"data: ")]
+    assert exactjson.loads(line[6:])["usage"] == {"output_tokens": 123456789012345678901234, "note": f"k {REDACTED}"}

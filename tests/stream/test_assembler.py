@@ -852,3 +852,16 @@ def test_line_ending_variants_give_the_same_assembly():
             other = assemble(with_line_endings(g.data, eol))
             assert other.final_message() == base.final_message() == g.message
             assert other.diagnostics == base.diagnostics == []
+
+
+def test_a_start_block_input_that_is_a_list_of_big_integers_is_a_diagnostic_not_a_crash() -> None:
+    data = sse(
+        message_start(),
+        block_start(0, {"type": "tool_use", "id": "toolu_1", "name": "calc", "input": [123456789012345678901234]}),
+        block_stop(0),
+        message_delta("tool_use"),
+        message_stop(),
+    )
+    ts = assemble([data])
+    (diag,) = [d for d in ts.diagnostics if d.code == D.TOOL_INPUT_NOT_OBJECT]
+    assert b"123456789012345678901234" in diag.raw

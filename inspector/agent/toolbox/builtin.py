@@ -4,6 +4,7 @@ cancellable sleep for demos. Every path is confined to the workspace root."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import io
 import os
 import stat
@@ -273,7 +274,7 @@ def _make_search_text(root: Path):
                 skipped.append(f"{shown_path} (symlink loop)")
                 continue
             except OSError as e:
-                if e.errno == 40:  # ELOOP
+                if e.errno == errno.ELOOP:
                     skipped.append(f"{shown_path} (symlink loop)")
                 continue  # a dangling symlink, or unreadable
             try:
