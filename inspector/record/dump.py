@@ -20,7 +20,7 @@ import orjson
 from inspector.core.fmt import short, short_text
 from inspector.record.recording import MAX_LINE_BYTES, RecordedAttempt, RecordedRead, Recording
 from inspector.stream import diagnostics as D
-from inspector.stream.assembler import TurnStream
+from inspector.stream.assembler import TurnStream, stopped_outcome
 from inspector.stream.protocol import TOOL_INPUT_BLOCKS
 
 __all__ = [
@@ -248,14 +248,11 @@ class _Attempt:
             "stop_sequence": doc.get("stop_sequence"),
             "usage": doc.get("usage") if isinstance(doc.get("usage"), dict) else {},
         }
-        tools = [b for b in content if isinstance(b, dict) and b.get("type") in ("tool_use", "server_tool_use")]
+        tools = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]  # client calls only
         stop = doc.get("stop_reason")
-        if stop == "max_tokens" and tools:
-            outcome = "truncated"
-        elif tools or stop == "tool_use":
-            outcome = "tool_use"
-        else:
-            outcome = "text_finish"
+        # a JSON body does not show which call max_tokens cut: with that stop, a call counts as cut
+        complete = 0 if stop == "max_tokens" else sum(isinstance(b.get("input"), dict) for b in tools)
+        outcome = stopped_outcome(stop, len(tools), complete, len(tools) - complete)
         return {"message": message, "outcome": outcome, "diagnostics": [], "events": 0}
 
 

@@ -574,11 +574,19 @@ class MessageAssembler:
         if not self.stopped:
             return "incomplete"
         tools = self.tool_blocks()
-        if self.stop_reason == "max_tokens" and any(b.open or b.input_error is not None for b in tools):
-            return "truncated"
-        if any(b.closed and b.input_error is None for b in tools) or (tools and self.stop_reason == "tool_use"):
-            return "tool_use"
-        return "text_finish"
+        complete = sum(b.closed and b.input_error is None for b in tools)
+        broken = sum(b.open or b.input_error is not None for b in tools)
+        return stopped_outcome(self.stop_reason, len(tools), complete, broken)
+
+
+def stopped_outcome(stop_reason: Any, tools: int, complete: int, broken: int) -> Outcome:
+    """The outcome of a message that stopped (streamed or a JSON body), from its client tool_use blocks: how many,
+    how many complete with a parsed input, how many still open or with an input that did not parse."""
+    if stop_reason == "max_tokens" and broken:
+        return "truncated"
+    if complete or (tools and stop_reason == "tool_use"):
+        return "tool_use"
+    return "text_finish"
 
 
 @dataclass(slots=True)

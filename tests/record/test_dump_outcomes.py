@@ -188,3 +188,15 @@ def test_max_size_option(capsys, tmp_path) -> None:
     assert "after" in out
     code, _ = run(capsys, "dump", str(path), "--max-size", "0")
     assert code == 2
+
+
+def test_a_json_message_with_only_a_server_tool_call_is_a_text_finish_as_when_streamed(tmp_path) -> None:
+    """Server tools (web search...) run on the API's side: the harness has no call to run, streamed or not."""
+    content = [
+        {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "q"}},
+        {"type": "text", "text": "Found it."},
+    ]
+    path = tmp_path / "s.json"
+    path.write_bytes(orjson.dumps(dict(MESSAGE, content=content, stop_reason="end_turn")))
+    [turn] = dump_turns(read_recording(path))
+    assert turn["outcome"] == "text_finish"
