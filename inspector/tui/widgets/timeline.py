@@ -22,7 +22,7 @@ from inspector.tui.messages import DetailRequested
 from inspector.tui.widgets.tools import Bar, turn_bars
 
 SOLID = frozenset({"tl--stream", "tl--running", "tl--ok", "tl--bad", "tl--failed", "tl--cancelled"})
-GLYPHS = {"tl--input": "░", "tl--queued": "·", "tl--wait": "╌", "tl--ghost": "┈"}
+GLYPHS = {"tl--input": "░", "tl--queued": "·", "tl--wait": "╌", "tl--ghost": "┈", "tl--held": "▒", "tl--retry": "╳"}
 LEGEND = (
     ("╌", "tl--wait", "waiting"),
     ("█", "tl--stream", "stream"),
@@ -31,6 +31,8 @@ LEGEND = (
     ("█", "tl--running", "running"),
     ("┈", "tl--ghost", "sequential"),
 )
+# in the legend only when drawn: the user's pause / step holds, and the waits before an SDK retry
+OCCASIONAL = (("▒", "tl--held", "held"), ("╳", "tl--retry", "retry wait"))
 EXPLAIN = (
     "saved vs sequential = (model stream + each tool's run time, one after another) − "
     "(stream start → last tool end): what starting each tool at its block's stop saved"
@@ -89,6 +91,8 @@ class Timeline(Widget):
         "tl--empty",
         "tl--ghost",
         "tl--turn",
+        "tl--held",
+        "tl--retry",
     }
     DEFAULT_CSS = """
     Timeline { text-wrap: nowrap; text-overflow: ellipsis; }
@@ -183,7 +187,8 @@ class Timeline(Widget):
         rows = len(self._rows) + (1 if expanded else 0)
         if rows < height:
             out.append("\n")
-            out.append_text(self._legend(width))
+            drawn = {seg[2] for f in figs for b in f.bars for seg in b.segments}
+            out.append_text(self._legend(width, drawn))
         if rows + 1 < height and any(f.saved is not None for f in figs):
             out.append("\n")
             last = next((f for f in reversed(figs) if f.explain), None)
@@ -267,9 +272,9 @@ class Timeline(Widget):
         marks.append("".join(labels), self.cstyle("tl--axis"))
         return marks
 
-    def _legend(self, width: int) -> Text:
+    def _legend(self, width: int, drawn: set[str] | frozenset[str] = frozenset()) -> Text:
         t = Text(no_wrap=True, overflow="ellipsis")
-        for i, (glyph, cls, label) in enumerate(LEGEND):
+        for i, (glyph, cls, label) in enumerate((*LEGEND, *(e for e in OCCASIONAL if e[1] in drawn))):
             if i:
                 t.append(" ")
             t.append(glyph, self.cstyle(cls))
