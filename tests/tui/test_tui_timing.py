@@ -150,19 +150,29 @@ async def test_a_har_replay_says_its_timing_is_per_response(tmp_path) -> None:
         assert "headers 0.300 s" in screen.text and "end 8.200 s" in screen.text
 
 
-@pytest.mark.parametrize("variant", ["ok", "overloaded", "invalid_json", "cancelled"])
+@pytest.mark.parametrize("variant", ["ok", "overloaded", "invalid_json", "cancelled", "held"])
 def test_the_report_is_rendered_from_the_data_and_says_what_the_text_report_says(variant: str) -> None:
     """Differential: the view builds its Text from timing_json's data (styled by field, no regex over its own text),
     and says exactly what `inspector dump --timing` says."""
     from rich.style import Style
 
+    from inspector.agent import observations as O
     from inspector.record.timing import RecordingBuilder, format_timing_json, timing_json
     from inspector.tui.widgets.timing import TimingReport
 
+    observations = parse_date_observations(variant="ok" if variant == "held" else variant)
+    if variant == "held":  # the user paused the stream after its fourth read
+        i = [k for k, o in enumerate(observations) if isinstance(o, O.ReadReceived)][3]
+        o = observations[i]
+        observations[i:i] = [
+            O.StreamHeld(o.t, o.turn, o.attempt, "pause"),
+            O.StreamReleased(o.t, o.turn, o.attempt, 0.4),
+        ]
     builder = RecordingBuilder(source={})
-    for obs in parse_date_observations(variant=variant):
+    for obs in observations:
         builder.add(obs)
     data = timing_json(builder.recording)
+    assert ("held by the user" in format_timing_json(data)) == (variant == "held")
     report = TimingReport.__new__(TimingReport)
     report.c = lambda name: Style()  # type: ignore[method-assign]
     assert report.render_data(data).plain == format_timing_json(data)

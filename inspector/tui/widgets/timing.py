@@ -166,6 +166,12 @@ class TimingReport(Static):
                     out.append(f"      {label:>10} |", muted)
                     out.append(f"{'#' * width:<30}", bar)
                     out.append(f" {n}\n", muted)
+            held = a.get("held") or {}
+            if held.get("count"):
+                line(
+                    f"  held by the user (pause / step): {held['seconds']:.3f} s in {held['count']} interval(s), "
+                    "left out of every figure"
+                )
             epr = a.get("events_per_read") or {}
             if epr.get("mean") is not None:
                 line(f"  events per read: mean {epr['mean']:.2f}, max {epr['max']}")
