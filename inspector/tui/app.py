@@ -290,6 +290,7 @@ class InspectorApp(App[int]):
         self._pending: list[O.Observation] = []
         self._unsubscribe: Callable[[], None] | None = None
         self._wall_last = clock()
+        self._titles_key: tuple | None = None  # what the pane titles were last counted for
         self._initial = list(observations)
         self._initial_cursor = cursor
         self.flushes = 0  # flushes that folded something (tests, benchmarks)
@@ -563,6 +564,10 @@ class InspectorApp(App[int]):
         return ""
 
     def _titles(self, state: DashboardState) -> None:
+        key = (id(state), state.n, self.raw)  # a frame where nothing was folded has nothing new to count
+        if key == self._titles_key:
+            return
+        self._titles_key = key
         events = f"① SSE events · {'raw bytes' if self.raw else state.status.events}"
         titles = (events, f"② Blocks · {len(state.blocks)}", f"③ Tools · {len(state.tools)}", "④ Assistant")
         for pane, title in zip(self.panes, titles):
