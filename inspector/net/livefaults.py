@@ -197,18 +197,13 @@ class LiveStream:
         name, data = _fields(raw)
         if name == "ping":
             return [raw] if not self.held else self._hold(name, raw, None)
+        if not self.content:
+            return [raw]  # no content fault: the event is not parsed
         try:
             obj = orjson.loads(data)
         except orjson.JSONDecodeError:
             obj = None
-        if not isinstance(obj, dict):
-            obj = {}
-        out: list[bytes] = []
-        if self.content:
-            out = self._content(name, raw, obj)
-        else:
-            out = [raw]
-        return out
+        return self._content(name, raw, obj if isinstance(obj, dict) else {})
 
     def tool_cut(self, name: str, raw: bytes, k: int) -> bytes | None:
         """drop_in_tool:K: None to pass this event on; else the bytes of it to send before the connection breaks
