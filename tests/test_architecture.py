@@ -33,7 +33,7 @@ def engine_modules() -> list[str]:
 
 def test_the_walk_finds_every_layer():
     mods = engine_modules()
-    for layer in ("core", "stream", "agent", "record", "scenarios", "net", "sessions", "state", "testing"):
+    for layer in ("core", "stream", "observe", "agent", "record", "scenarios", "net", "sessions", "state", "testing"):
         assert any(m.startswith(f"inspector.{layer}.") for m in mods), layer
     assert "inspector.stream.assembler" in mods and "inspector.net.proxy" in mods
 

@@ -28,8 +28,8 @@ import time
 
 from anthropic import beta_async_tool
 
-from inspector.agent import observations as O
-from inspector.agent.pacing import Pacer
+from inspector.core.pacing import Pacer
+from inspector.observe import observations as O
 from inspector.scenarios.bundled import get_scenario
 from inspector.scenarios.transport import ScenarioServer, make_client
 from inspector.sessions.sources import scenario_session

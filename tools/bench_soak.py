@@ -35,7 +35,7 @@ def rss_mb() -> float:
 def run_dashboard(events: int, turns: int) -> dict:
     import gc
 
-    from inspector.agent import observations as O
+    from inspector.observe import observations as O
     from inspector.state.fold import DashboardState
     from inspector.state.travel import History
     from inspector.testing.synthetic import generated_stream
@@ -81,7 +81,7 @@ def run_replay(events: int, turns: int) -> dict:
     import math
     import tempfile
 
-    from inspector.agent import observations as O
+    from inspector.observe import observations as O
     from inspector.sessions import sources
 
     path = Path(tempfile.mkdtemp()) / "soak.jsonl"

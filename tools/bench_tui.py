@@ -41,7 +41,7 @@ def make_recording(path: Path, events: int) -> int:
 
 
 async def run_noui(path: Path) -> dict:
-    from inspector.agent import observations as O
+    from inspector.observe import observations as O
     from inspector.sessions import sources
 
     session = sources.replay_session(path, speed=math.inf)

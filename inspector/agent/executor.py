@@ -39,9 +39,9 @@ from typing import Any
 
 import orjson
 
-from inspector.agent.states import TOOL_RAN, TOOL_TERMINAL, ToolState
 from inspector.agent.toolbox.spec import _CURRENT_CANCEL, ToolRefused, ToolSpec
 from inspector.core import exactjson
+from inspector.observe.states import TOOL_RAN, TOOL_TERMINAL, ToolState
 
 log = logging.getLogger(__name__)
 

@@ -20,17 +20,17 @@ from typing import Any, Literal
 import anthropic
 import httpx2
 
-from inspector.agent import observations as O
 from inspector.agent.executor import TERMINAL, ToolCall, ToolExecutor, ToolState
-from inspector.agent.pacing import Pacer
-from inspector.agent.redacting import RedactingPublisher
-from inspector.agent.states import TERMINAL_LOOP_STATES, LoopState
-from inspector.agent.stepobs import step_observations, tool_transitions
 from inspector.agent.toolbox.spec import ToolSpec
 from inspector.agent.transcript import SpilledHistory, SplicedMessages
 from inspector.agent.tries import TryFailure, observe_client, parse_error_body
 from inspector.core.fmt import duration
+from inspector.core.pacing import Pacer
 from inspector.core.redaction import clean_headers, redact, usable_secrets
+from inspector.observe import observations as O
+from inspector.observe.redacting import RedactingPublisher
+from inspector.observe.states import TERMINAL_LOOP_STATES, LoopState
+from inspector.observe.stepobs import step_observations, tool_transitions
 from inspector.stream import diagnostics as D
 from inspector.stream.assembler import TurnStream
 from inspector.stream.diagnostics import Diagnostic

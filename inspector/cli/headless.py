@@ -10,10 +10,10 @@ from typing import IO, Any
 
 import orjson
 
-from inspector.agent import observations as O
-from inspector.agent.states import LoopState
 from inspector.core import exactjson
 from inspector.core.fmt import duration, short, short_text
+from inspector.observe import observations as O
+from inspector.observe.states import LoopState
 
 
 # ------------------------------------------------------------------------------------------------------ run

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from inspector.agent import observations as O
 from inspector.net.proxy import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS,
@@ -18,6 +17,7 @@ from inspector.net.proxy import (
     format_exchange,
 )
 from inspector.net.server import base_url_of, bind_socket
+from inspector.observe import observations as O
 
 # =====================================================================================================================
 # CLI

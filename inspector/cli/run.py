@@ -11,11 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from inspector.agent.pacing import parse_speed
 from inspector.cli.common import EXIT_CANCELLED, EXIT_FAIL, EXIT_OK
 from inspector.cli.common import err as _err
 from inspector.cli.common import interactive as _interactive
 from inspector.core.errors import InspectorError, SourceError, UsageError
+from inspector.core.pacing import parse_speed
 
 # options that only make sense with the real API (--model): refused with --scenario instead of ignored
 API_ONLY = ("base_url", "workspace", "allow_write", "tools", "system", "max_tokens")

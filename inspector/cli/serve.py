@@ -6,8 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from inspector.agent.pacing import parse_speed, speed_label
 from inspector.core.errors import InspectorError
+from inspector.core.pacing import parse_speed, speed_label
 from inspector.net.faults import FAULT_HEADER, faults_doc, faults_key, parse_faults
 from inspector.net.serve import (
     BODY_TIMEOUT,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from inspector.agent.pacing import Pacer
+from inspector.core.pacing import Pacer
 from inspector.net.faults import FaultSpec, apply_faults, parse_faults, plan_faults
 from inspector.scenarios.model import (
     Scenario,

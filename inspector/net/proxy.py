@@ -42,10 +42,6 @@ from typing import IO, Any, ClassVar, cast
 import httpx2
 import orjson
 
-from inspector.agent import observations as O
-from inspector.agent.redacting import RedactingPublisher
-from inspector.agent.states import ToolState
-from inspector.agent.stepobs import step_observations, tool_transitions
 from inspector.core.errors import InspectorError
 from inspector.core.fmt import milliseconds
 from inspector.core.redaction import clean_headers, credential_values, redact, usable_secrets
@@ -53,6 +49,10 @@ from inspector.net.faults import FAULT_HEADER
 from inspector.net.livefaults import parse_live_faults, run_live
 from inspector.net.server import Closable, ConnectionDrop, install_log_filter
 from inspector.net.upstream import UpstreamPool, UpstreamResponse, usable_for
+from inspector.observe import observations as O
+from inspector.observe.redacting import RedactingPublisher
+from inspector.observe.states import ToolState
+from inspector.observe.stepobs import step_observations, tool_transitions
 from inspector.record.recording import RecordingWriter
 from inspector.stream.assembler import TurnStream
 
@@ -453,7 +453,7 @@ class ProxyApp(Closable):
         self.fault_header = fault_header
         self.batch_interval = batch_interval
         self.secrets: list[str] = usable_secrets(secrets)
-        # observations reach the bus masked, also a key echoed split across reads or deltas (agent/redacting.py)
+        # observations reach the bus masked, also a key echoed split across reads or deltas (observe/redacting.py)
         self._redacting = RedactingPublisher(bus, self.secrets) if bus is not None else None
         self.writer: RecordingWriter | None = None
         self._file: _BatchFile | None = None

@@ -18,7 +18,7 @@ Turn = number of assistant messages in the request (the conversation advances wh
 turn's tool_results). Attempt = how many identical requests (same scenario, faults, ``x-inspector-session`` header
 and messages) the server has answered before: a retry of the same request is the next attempt. ``POST
 /inspector/reset`` forgets the attempt counters. A request that breaks the history rules gets the API's 400
-(:func:`inspector.agent.history.history_violation`, shared with the in-process ``ScenarioServer``).
+(:func:`inspector.stream.history.history_violation`, shared with the in-process ``ScenarioServer``).
 
 Like the API: 401 without credentials, 400 without ``anthropic-version`` or with a missing / wrongly typed
 ``model``, ``max_tokens`` or ``stream`` (``lenient`` turns these off); the request's model is echoed back. Past the
@@ -43,9 +43,8 @@ from typing import Any
 
 import orjson
 
-from inspector.agent.history import history_violation
-from inspector.agent.pacing import Pacer
 from inspector.core.errors import FaultError
+from inspector.core.pacing import Pacer
 from inspector.net.faults import (
     FAULT_HEADER,
     FAULTS,
@@ -70,6 +69,7 @@ from inspector.scenarios.model import (
 )
 from inspector.scenarios.render import ResponsePlan
 from inspector.scenarios.transport import scale_retry_headers
+from inspector.stream.history import history_violation
 
 SCENARIO_HEADER = "x-inspector-scenario"
 SESSION_HEADER = "x-inspector-session"

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from inspector.agent import observations as O
 from inspector.core import exactjson
 from inspector.core.redaction import usable_secrets
+from inspector.observe import observations as O
 from inspector.record.recording import RecordingWriter
 
 log = logging.getLogger("inspector.record")

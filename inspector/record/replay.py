@@ -18,10 +18,10 @@ from typing import Any
 import httpx2
 import orjson
 
-from inspector.agent.pacing import Pacer
-from inspector.agent.states import TOOL_RAN
 from inspector.agent.toolbox.spec import ToolRefused, ToolSpec
 from inspector.core import exactjson
+from inspector.core.pacing import Pacer
+from inspector.observe.states import TOOL_RAN
 from inspector.record.recording import RecordedAttempt, Recording
 
 

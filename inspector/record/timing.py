@@ -49,9 +49,9 @@ from typing import Any
 
 import orjson
 
-from inspector.agent import observations as O
 from inspector.core.fmt import latency, seconds
 from inspector.core.redaction import clean_headers
+from inspector.observe import observations as O
 from inspector.record.recording import FORMAT, VERSION, RecordedAttempt, RecordedRead, RecordedTurn, Recording
 from inspector.stream.sse import SSEDecoder
 

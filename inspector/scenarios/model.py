@@ -486,7 +486,7 @@ class Scenario:
         """The ToolSpecs this scenario offers, by name, in request order, with ``tool_timeouts`` applied.
         Built-in tools come from ``inspector.agent.toolbox.builtin.builtin_tools(root, allow_write=...)``, slowed
         down by ``tool_durations``; simulated tools wait their durations. Both sleep on ``pacer`` (an
-        ``inspector.agent.pacing.Pacer``; None: real seconds)."""
+        ``inspector.core.pacing.Pacer``; None: real seconds)."""
         specs: dict[str, ToolSpec] = {}
         if self.tools:
             from inspector.agent.toolbox.builtin import builtin_tools  # lazy: written in parallel, optional here

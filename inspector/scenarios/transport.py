@@ -9,7 +9,7 @@ how many requests for that turn the server has already answered. Bodies are time
 A planned "drop" raises :class:`httpx2.RemoteProtocolError` with h11's message for a chunked body cut short, which is
 what httpx2 raises when a real server closes the connection mid-stream.
 
-Requests are checked like ``inspector serve`` checks them (the history rules come from :mod:`inspector.agent.history`);
+Requests are checked like ``inspector serve`` checks them (the history rules come from :mod:`inspector.stream.history`);
 ``render=`` chooses how a turn becomes bytes (``render_turn`` by default; ``FaultedScenarioServer`` passes serve's
 faulted renderer).
 """
@@ -26,8 +26,8 @@ import anthropic
 import httpx2
 import orjson
 
-from inspector.agent.history import history_problem, history_violation
-from inspector.agent.pacing import Pacer
+from inspector.core.pacing import Pacer
+from inspector.stream.history import history_problem, history_violation
 
 from .model import Scenario
 from .render import ResponsePlan, render_turn
@@ -139,7 +139,7 @@ class ScenarioServer:
         self.pacer = pacer or Pacer(1.0)
         self.render = render  # how a (turn, attempt) becomes the plan served (serve's faults pass their own)
         self.scale_retry_after = scale_retry_after  # retry-after(-ms) headers divided by the pacer speed
-        self.validate_history = validate_history  # the API's history 400s (inspector.agent.history, as in serve)
+        self.validate_history = validate_history  # the API's history 400s (inspector.stream.history, as in serve)
         self.requests: list[RecordedRequest] = []
         self.responses: list[ServedResponse] = []
         self.attempts: dict[int, int] = {}

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from inspector.agent import observations as O
-from inspector.agent.pacing import Pacer
 from inspector.agent.toolbox.spec import ToolSpec
 from inspector.core.errors import SourceError, UnknownScenario
+from inspector.core.pacing import Pacer
+from inspector.observe import observations as O
 from inspector.record.recorder import Recorder
 from inspector.record.recording import Recording
 from inspector.scenarios.bundled import DEFAULT_SCENARIO

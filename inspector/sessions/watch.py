@@ -14,8 +14,8 @@ import logging
 import socket
 from typing import Any
 
-from inspector.agent import observations as O
-from inspector.agent.states import TERMINAL_LOOP_STATES, LoopState
+from inspector.observe import observations as O
+from inspector.observe.states import TERMINAL_LOOP_STATES, LoopState
 
 log = logging.getLogger("inspector.sessions")
 
@@ -174,7 +174,7 @@ def serve_session(
 ) -> WatchSession:
     """`serve --tui`: the fake API on an internal loopback port, behind a recording proxy on host:port.
     ``app_options``: more ServeApp keywords (lenient, strict, max_body, history, recording)."""
-    from inspector.agent.pacing import speed_label
+    from inspector.core.pacing import speed_label
     from inspector.net.proxy import ProxyApp
     from inspector.net.serve import ServeApp
     from inspector.net.server import BackgroundServer, base_url_of, bind_socket

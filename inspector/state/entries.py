@@ -13,9 +13,9 @@ from typing import Any, ClassVar, TypeVar
 import jiter
 import orjson
 
-from inspector.agent.states import TOOL_RAN, TOOL_TERMINAL, LoopState
 from inspector.core import fmt
 from inspector.core.fmt import short
+from inspector.observe.states import TOOL_RAN, TOOL_TERMINAL, LoopState
 from inspector.state.columns import CHUNK, ByteStore, ChunkedTable, Column, ColView
 from inspector.stream.protocol import TOOL_INPUT_BLOCKS
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from inspector.agent import observations as O
-from inspector.agent.states import TOOL_RAN, TOOL_TERMINAL, LoopState, ToolState
 from inspector.core import fmt
+from inspector.observe import observations as O
+from inspector.observe.states import TOOL_RAN, TOOL_TERMINAL, LoopState, ToolState
 from inspector.state.columns import ByteStore, CowDict
 from inspector.state.entries import (
     F_DIAG,

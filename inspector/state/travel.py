@@ -11,7 +11,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from inspector.agent import observations as O
+from inspector.observe import observations as O
 from inspector.state.fold import DashboardState
 from inspector.stream.sse import SSEEvent
 

@@ -9,9 +9,9 @@ from collections.abc import Callable, Iterable
 from types import SimpleNamespace
 from typing import Any
 
-from inspector.agent import observations as O
-from inspector.agent.pacing import speed_label
-from inspector.agent.states import LoopState
+from inspector.core.pacing import speed_label
+from inspector.observe import observations as O
+from inspector.observe.states import LoopState
 
 
 class FakeController:

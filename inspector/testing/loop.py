@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from inspector.agent import observations as O
 from inspector.agent.loop import LoopResult
+from inspector.observe import observations as O
 from inspector.scenarios.bundled import SCENARIOS
 from inspector.scenarios.model import Scenario
 from inspector.sessions.sources import Session

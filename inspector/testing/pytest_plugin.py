@@ -54,7 +54,7 @@ class ServedRequest:
     stream: bool | None = None
     end: str | None = None  # eof | drop | hang | disconnected
     rejected: str | None = None  # the 4xx/5xx message the server answered instead of the scenario
-    history: Any = None  # inspector.agent.history.Violation, or None when the messages keep the rules
+    history: Any = None  # inspector.stream.history.Violation, or None when the messages keep the rules
     exchange: Any = field(default=None, repr=False)  # inspector.net.serve.Exchange
 
     @property
@@ -118,7 +118,7 @@ class InspectorServer:
 
     # --- plumbing -------------------------------------------------------------------------------------------------
     def _begin(self, scope: dict, body: bytes) -> ServedRequest:
-        from inspector.agent.history import history_violation
+        from inspector.stream.history import history_violation
 
         headers = {
             k.decode("latin-1").lower(): v.decode("latin-1")

@@ -7,8 +7,8 @@ from collections.abc import Iterable
 
 import orjson
 
-from inspector.agent import observations as O
-from inspector.agent.stepobs import step_observations
+from inspector.observe import observations as O
+from inspector.observe.stepobs import step_observations
 from inspector.state.fold import DashboardState
 from inspector.stream.assembler import TurnStream
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import orjson
 
-from inspector.agent import observations as O
-from inspector.agent.states import LoopState
+from inspector.observe import observations as O
+from inspector.observe.states import LoopState
 from inspector.stream.diagnostics import Diagnostic
 from inspector.stream.sse import SSEEvent
 

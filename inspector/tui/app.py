@@ -33,9 +33,9 @@ from textual.reactive import reactive
 from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
-from inspector.agent import observations as O
-from inspector.agent.pacing import SPEED_LADDER, speed_label
-from inspector.agent.states import TERMINAL_LOOP_STATES, LoopState
+from inspector.core.pacing import SPEED_LADDER, speed_label
+from inspector.observe import observations as O
+from inspector.observe.states import TERMINAL_LOOP_STATES, LoopState
 from inspector.state.fold import DashboardState
 from inspector.state.travel import History
 from inspector.tui import messages as M

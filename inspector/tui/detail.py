@@ -14,9 +14,9 @@ import orjson
 from rich.highlighter import JSONHighlighter
 from rich.text import Text
 
-from inspector.agent import observations as O
 from inspector.core import exactjson
 from inspector.core.fmt import duration, size
+from inspector.observe import observations as O
 from inspector.state.fold import DashboardState
 from inspector.state.travel import History
 

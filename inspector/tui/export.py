@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from inspector.agent import observations as O
+from inspector.observe import observations as O
 from inspector.record.recorder import Recorder
 
 

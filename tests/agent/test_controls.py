@@ -13,10 +13,10 @@ import math
 
 import pytest
 
-from inspector.agent import observations as O
 from inspector.agent.executor import ToolState
-from inspector.agent.pacing import SPEED_LADDER
-from inspector.agent.states import LoopState
+from inspector.core.pacing import SPEED_LADDER
+from inspector.observe import observations as O
+from inspector.observe.states import LoopState
 from inspector.scenarios.bundled import get_scenario
 from inspector.scenarios.render import render_turn
 from inspector.sessions.sources import scenario_session

@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from inspector.agent import observations as O
+from inspector.observe import observations as O
 from inspector.sessions.sources import scenario_session
 from inspector.testing.loop import Observed, assert_no_leftovers, assert_valid_history
 

@@ -15,10 +15,10 @@ from anthropic._models import FinalRequestOptions
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector.agent import observations as O
-from inspector.agent.states import LoopState
 from inspector.agent.tries import retry_wait, sdk_would_retry
 from inspector.cli.headless import JsonPrinter, ProgressPrinter
+from inspector.observe import observations as O
+from inspector.observe.states import LoopState
 from inspector.record.recording import read_recording
 from inspector.scenarios.bundled import fast
 from inspector.scenarios.model import HttpError, Scenario, TextBlock, TurnScript

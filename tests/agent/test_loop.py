@@ -10,11 +10,11 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from inspector.agent import observations as O
 from inspector.agent.executor import TERMINAL
 from inspector.agent.loop import AgentLoop, LoopConfig, LoopResult
-from inspector.agent.pacing import Pacer
-from inspector.agent.states import LoopState
+from inspector.core.pacing import Pacer
+from inspector.observe import observations as O
+from inspector.observe.states import LoopState
 from inspector.scenarios.bundled import fast, get_scenario
 from inspector.scenarios.model import HttpError, Scenario, TextBlock, TurnScript
 from inspector.scenarios.transport import ScenarioServer, make_client

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from inspector.agent import observations as O
 from inspector.agent.transcript import HistoryView, SpilledHistory, SplicedMessages, SpliceError, sdk_json
 from inspector.agent.tries import ObservedTransport, observe_client
+from inspector.observe import observations as O
 from inspector.record.recording import Recording, read_recording
 from inspector.record.replay import ReplayServer, ReplayTransport
 from inspector.scenarios.bundled import SCENARIOS

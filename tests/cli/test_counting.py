@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from inspector.agent import observations as O
 from inspector.cli.headless import ProgressPrinter
+from inspector.observe import observations as O
 from inspector.sessions.sources import scenario_session
 from inspector.testing.loop import Lines, run_observed
 

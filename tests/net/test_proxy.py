@@ -22,7 +22,6 @@ import httpx2
 import orjson
 import pytest
 
-from inspector.agent import observations as O
 from inspector.cli.proxy import parse_listen
 from inspector.net.proxy import (
     InferredExecution,
@@ -35,6 +34,7 @@ from inspector.net.proxy import (
 )
 from inspector.net.serve import ServeApp, render_faulted
 from inspector.net.server import BackgroundServer
+from inspector.observe import observations as O
 from inspector.record.recording import read_recording
 from inspector.scenarios.bundled import SCENARIOS, get_scenario
 from inspector.stream.assembler import assemble

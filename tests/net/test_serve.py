@@ -22,10 +22,9 @@ import httpx2
 import orjson
 import pytest
 
-from inspector.agent.history import history_violation
-from inspector.agent.pacing import Pacer
 from inspector.cli.serve import main as serve_main
 from inspector.core.errors import FaultError
+from inspector.core.pacing import Pacer
 from inspector.net.faults import BOM, FAULTS, apply_faults, faults_doc, parse_faults, render_faulted
 from inspector.net.inprocess import FaultedScenarioServer
 from inspector.net.serve import ServeApp, assembled_message
@@ -35,6 +34,7 @@ from inspector.scenarios.model import MaxTokensCut, Pacing, Scenario, TextBlock,
 from inspector.scenarios.render import render_turn
 from inspector.scenarios.transport import make_client
 from inspector.stream.assembler import assemble
+from inspector.stream.history import history_violation
 from inspector.stream.sse import iter_events
 
 KEY = "sk-ant-api03-CANARY-serve-0000000000000000"

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from inspector.agent import observations as O
+from inspector.observe import observations as O
 from inspector.record.recorder import Recorder
 from inspector.record.recording import read_recording
 from inspector.sessions.sources import replay_session, scenario_session

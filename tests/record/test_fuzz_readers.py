@@ -17,9 +17,9 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from inspector.agent.pacing import Pacer
 from inspector.cli import main
 from inspector.core.errors import InspectorError
+from inspector.core.pacing import Pacer
 from inspector.record.dump import dump_ok, dump_turns, format_turns
 from inspector.record.har import load_any
 from inspector.record.recording import RecordingWriter

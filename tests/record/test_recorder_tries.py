@@ -9,7 +9,7 @@ import io
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector.agent import observations as O
+from inspector.observe import observations as O
 from inspector.record.recorder import Recorder
 from inspector.record.recording import read_recording
 

@@ -8,7 +8,7 @@ import math
 import orjson
 import pytest
 
-from inspector.agent import observations as O
+from inspector.observe import observations as O
 from inspector.record.recording import read_recording
 from inspector.scenarios.model import SimulatedTool
 from inspector.sessions.sources import replay_session, scenario_session

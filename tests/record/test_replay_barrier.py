@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from inspector.agent import observations as O
+from inspector.observe import observations as O
 from inspector.sessions.sources import replay_session, scenario_session
 from inspector.testing.loop import run_observed
 

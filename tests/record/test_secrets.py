@@ -336,7 +336,7 @@ async def test_a_key_echoed_one_byte_at_a_time_never_reaches_the_recording_or_th
 def test_an_export_masks_the_sessions_key_even_split_across_reads(tmp_path):
     """The dashboard's export is given the session's key (Session.secrets) and masks it as --record does: also
     when a relay echoes it split across two reads, which no per-observation redaction can see."""
-    from inspector.agent import observations as O
+    from inspector.observe import observations as O
     from inspector.tui.export import write_recording
 
     key = "sk-ant-api03-EXPORT-CANARY-0123456789"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from inspector.agent import observations as O
+from inspector.observe import observations as O
 from inspector.sessions.sources import scenario_session
 from inspector.testing.clock import VirtualTime
 from inspector.testing.loop import run_observed

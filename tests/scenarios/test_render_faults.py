@@ -12,7 +12,7 @@ import anthropic
 import httpx2
 import pytest
 
-from inspector.agent.pacing import Pacer
+from inspector.core.pacing import Pacer
 from inspector.net.faults import first_stream_attempt
 from inspector.net.inprocess import FaultedScenarioServer
 from inspector.net.serve import apply_faults, render_faulted

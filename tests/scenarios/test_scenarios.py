@@ -16,9 +16,9 @@ from anthropic._streaming import SSEDecoder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from inspector.agent.pacing import SPEED_LADDER, Pacer, speed_label
 from inspector.agent.toolbox.spec import ToolSpec
 from inspector.core.errors import UnknownScenario
+from inspector.core.pacing import SPEED_LADDER, Pacer, speed_label
 from inspector.scenarios.bundled import BIG_CSV, SCENARIOS, get_scenario
 from inspector.scenarios.model import (
     DropAfter,

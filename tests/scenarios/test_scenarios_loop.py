@@ -10,9 +10,9 @@ import math
 
 import pytest
 
-from inspector.agent import observations as O
 from inspector.agent.executor import TERMINAL, ToolState
-from inspector.agent.states import LoopState
+from inspector.observe import observations as O
+from inspector.observe.states import LoopState
 from inspector.scenarios.bundled import SCENARIOS, get_scenario
 from inspector.sessions.sources import scenario_session
 from inspector.testing.loop import (

@@ -11,10 +11,10 @@ from pathlib import Path
 import httpx2
 import orjson
 
-from inspector.agent import observations as O
 from inspector.agent.toolbox.spec import ToolSpec
 from inspector.cli import main
 from inspector.core import fmt
+from inspector.observe import observations as O
 from inspector.sessions.sources import api_session, replay_session
 from inspector.state.travel import History
 from inspector.testing.loop import run_observed

@@ -8,8 +8,8 @@ import math
 
 import anthropic
 
-from inspector.agent import observations as O
-from inspector.agent.states import LoopState
+from inspector.observe import observations as O
+from inspector.observe.states import LoopState
 from inspector.sessions.watch import serve_session
 from inspector.state.fold import DashboardState
 

@@ -98,7 +98,7 @@ def test_event_summaries_and_read_bytes_round_trip() -> None:
     for _ in range(50):  # push the summaries into the spill file
         s.store.add(b"x" * 100)
     assert s.store._file is not None
-    from inspector.agent import observations as O
+    from inspector.observe import observations as O
 
     reads = [o.data for o in obs if isinstance(o, O.ReadReceived)]
     assert list(s.reads.data) == reads
@@ -168,7 +168,7 @@ async def test_a_real_loop_session_spills_and_reads_back_its_history_views(block
     LoopFinished.messages), which cannot be pickled: they stay in RAM beside the blocks and read back equal."""
     import math
 
-    from inspector.agent import observations as O
+    from inspector.observe import observations as O
     from inspector.sessions.sources import scenario_session
     from inspector.testing.loop import run_observed
 

@@ -8,8 +8,8 @@ import asyncio
 import httpx2
 import orjson
 
-from inspector.agent import observations as O
 from inspector.core.redaction import REDACTED, secret_spans
+from inspector.observe import observations as O
 from inspector.sessions.sources import api_session
 from inspector.state.fold import DashboardState
 from inspector.state.travel import History

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector.agent import observations as O
-from inspector.agent.states import LoopState
+from inspector.observe import observations as O
+from inspector.observe.states import LoopState
 from inspector.state.fold import (
     F_DIAG,
     F_ERROR,

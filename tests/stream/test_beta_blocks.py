@@ -10,7 +10,7 @@ import anthropic
 import httpx2
 import pytest
 
-from inspector.agent.stepobs import step_observations
+from inspector.observe.stepobs import step_observations
 from inspector.stream import diagnostics as D
 from inspector.stream.assembler import TurnStream, assemble
 from inspector.testing.streamgen import (

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from inspector.agent import observations as O
-from inspector.agent.states import LoopState
+from inspector.observe import observations as O
+from inspector.observe.states import LoopState
 from inspector.record.recording import read_recording
 from inspector.testing.dashboard import Factory, FakeSession, flushed, wait_for
 from inspector.testing.synthetic import parse_date_observations

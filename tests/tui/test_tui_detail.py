@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from inspector.agent import observations as O
+from inspector.observe import observations as O
 from inspector.state.fold import DashboardState
 from inspector.testing.dashboard import Factory, FakeSession, wait_for
 from inspector.testing.synthetic import parse_date_observations

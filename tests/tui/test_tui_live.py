@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from inspector.agent import observations as O
-from inspector.agent.states import LoopState
+from inspector.observe import observations as O
+from inspector.observe.states import LoopState
 from inspector.sessions import sources
 from inspector.testing.dashboard import Factory, flushed, wait_for
 from inspector.tui.app import InspectorApp

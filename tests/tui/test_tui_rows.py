@@ -7,7 +7,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from inspector.agent.stepobs import summarize_event
+from inspector.observe.stepobs import summarize_event
 from inspector.stream.protocol import parse_event
 
 VISIBLE = {"↵": "\n", "␍": "\r", "⇥": "\t"}

@@ -127,7 +127,7 @@ def _with_history():
     """parse_date where turn 2's request carries the conversation so far (for the request diff)."""
     import dataclasses
 
-    from inspector.agent import observations as O
+    from inspector.observe import observations as O
 
     messages = [{"role": "user", "content": "The parse_date tests fail: find out why."}]
     out = []

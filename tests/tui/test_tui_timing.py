@@ -156,7 +156,7 @@ def test_the_report_is_rendered_from_the_data_and_says_what_the_text_report_says
     and says exactly what `inspector dump --timing` says."""
     from rich.style import Style
 
-    from inspector.agent import observations as O
+    from inspector.observe import observations as O
     from inspector.record.timing import RecordingBuilder, format_timing_json, timing_json
     from inspector.tui.widgets.timing import TimingReport
 

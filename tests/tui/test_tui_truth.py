@@ -4,8 +4,8 @@ pane is maximized. Snapshots (fixed size, frozen clock) and Pilot checks on the 
 
 from __future__ import annotations
 
-from inspector.agent import observations as O
-from inspector.agent.states import LoopState
+from inspector.observe import observations as O
+from inspector.observe.states import LoopState
 from inspector.testing.synthetic import INTRO, StreamScript, parse_date_observations, rate_limited_observations
 from inspector.tui.app import InspectorApp
 

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector.agent import observations as O
-from inspector.agent.redacting import RedactingPublisher
 from inspector.core.redaction import REDACTED, StreamRedactor, mask_text, secret_spans
+from inspector.observe import observations as O
+from inspector.observe.redacting import RedactingPublisher
 from inspector.state.fold import DashboardState
 from inspector.stream.sse import SSEDecoder
 from inspector.testing.secrets import dashboard_texts, stream_observations

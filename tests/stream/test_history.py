@@ -1,4 +1,4 @@
-"""The Messages API's history rules (inspector.agent.history): every violation kind, valid histories, and the same
+"""The Messages API's history rules (inspector.stream.history): every violation kind, valid histories, and the same
 verdict (status and message) from ``inspector serve`` and from the in-process ScenarioServer."""
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ import httpx2
 import orjson
 import pytest
 
-from inspector.agent import history
-from inspector.agent.history import VIOLATION_KINDS, Violation, history_problem, history_violation
-from inspector.agent.pacing import Pacer
+from inspector.core.pacing import Pacer
 from inspector.net.inprocess import FaultedScenarioServer
 from inspector.net.serve import ServeApp
 from inspector.scenarios import transport
 from inspector.scenarios.bundled import get_scenario
 from inspector.scenarios.transport import ScenarioServer
+from inspector.stream import history
+from inspector.stream.history import VIOLATION_KINDS, Violation, history_problem, history_violation
 
 
 def assistant(*ids: str, text_first: bool = True) -> dict:

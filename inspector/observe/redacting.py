@@ -46,8 +46,6 @@ from typing import Any
 
 import orjson
 
-from inspector.agent import observations as O
-from inspector.agent.stepobs import fragment_summary
 from inspector.core import exactjson
 from inspector.core.redaction import (
     STREAMED_TEXT_FIELDS,
@@ -57,6 +55,8 @@ from inspector.core.redaction import (
     StreamRedactor,
     mask_text,
 )
+from inspector.observe import observations as O
+from inspector.observe.stepobs import fragment_summary
 
 __all__ = ["RedactingPublisher"]
 

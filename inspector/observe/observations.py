@@ -29,7 +29,7 @@ class Observation:
     def redacted(self, secrets: list[str]) -> Observation:
         """This observation with every secret (an API key) replaced, as it is or JSON-escaped, in every field; itself
         when none occurs. Each observation on its own: for a secret split across reads or deltas, see
-        ``inspector.agent.redacting.RedactingPublisher``."""
+        ``inspector.observe.redacting.RedactingPublisher``."""
         if not secrets:
             return self
         changes: dict[str, Any] = {}

@@ -9,8 +9,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from inspector.agent import observations as O
-from inspector.agent.states import ToolState
+from inspector.observe import observations as O
+from inspector.observe.states import ToolState
 from inspector.stream.assembler import MessageAssembler, Step
 from inspector.stream.protocol import (
     ContentBlockDelta,
