@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from inspector.cli import main
+from inspector.core import exactjson
 from inspector.core.errors import InspectorError
 from inspector.core.pacing import Pacer
 from inspector.record.dump import dump_ok, dump_turns, format_turns
@@ -161,7 +162,7 @@ def mutated_json_lines(draw: st.DrawFn, raw: bytes) -> bytes:
                         new = new[k]
                 except (orjson.JSONDecodeError, TypeError, KeyError):
                     new = None
-            lines[i] = orjson.dumps(replace(doc, path, new), option=orjson.OPT_NON_STR_KEYS)
+            lines[i] = exactjson.dumps(replace(doc, path, new), option=orjson.OPT_NON_STR_KEYS)  # big ints too
         elif op == "cut":
             lines[i] = lines[i][: draw(st.integers(0, max(0, len(lines[i]))))]
         elif op == "drop" and len(lines) > 1:
