@@ -90,9 +90,8 @@ def cmd(args: argparse.Namespace) -> int:
             print(f"warning: {w}")
         print(format_turns(turns) if turns else "no turns in this file")
         if args.timing:
-            from inspector.record.timing import format_timing
-
             from inspector.record.accounting import format_accounting
+            from inspector.record.timing import format_timing
 
             print()
             print(format_timing(recording))

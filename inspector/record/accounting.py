@@ -24,16 +24,19 @@ class AttemptCost:
     failed: bool
 
     def to_json(self) -> dict:
-        out = {"usage": self.usage.to_json(), "cost": self.cost.to_json()}
+        out: dict[str, Any] = {"usage": self.usage.to_json(), "cost": self.cost.to_json()}
         if self.failed:
             out["failed"] = True
         return out
 
 
 def _usage_of(entry: dict) -> tuple[Usage, str | None, Family]:
-    msg = entry.get("message") if isinstance(entry.get("message"), dict) else {}
+    found = entry.get("message")
+    msg: dict = found if isinstance(found, dict) else {}
     raw = msg.get("usage")
-    family: Family = entry.get("family") if entry.get("family") in ("anthropic", "openai") else family_of_usage(raw)
+    family: Family = "openai" if entry.get("family") == "openai" else family_of_usage(raw)
+    if entry.get("family") == "anthropic":
+        family = "anthropic"
     model = msg.get("model") if isinstance(msg.get("model"), str) else None
     return from_wire(raw, family), model, family
 

@@ -61,8 +61,8 @@ def _request_diff(prev: Any, cur: Any) -> dict:
     if not isinstance(prev, dict):
         out["messages_added"] = [_cut(m) for m in (cur.get("messages") or [])][:50]
         return out
-    pm = prev.get("messages") if isinstance(prev.get("messages"), list) else []
-    cm = cur.get("messages") if isinstance(cur.get("messages"), list) else []
+    pm: list = prev["messages"] if isinstance(prev.get("messages"), list) else []
+    cm: list = cur["messages"] if isinstance(cur.get("messages"), list) else []
     found = first_difference(prev, cur, len(pm))
     if found is not None:
         out["first_difference"] = found.reason

@@ -10,10 +10,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 pytest.importorskip("opentelemetry.sdk")
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest  # noqa: E402
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from inspector.record import otel  # noqa: E402
-from inspector.sessions import sources  # noqa: E402
+from inspector.record import otel
+from inspector.sessions import sources
 
 
 class Receiver:
@@ -25,7 +25,7 @@ class Receiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length", 0)))
                 req = ExportTraceServiceRequest()
                 req.ParseFromString(body)
