@@ -33,6 +33,7 @@ COMMANDS = {
         "replay a recording through the same pipeline (tools not executed)",
     ),
     "dump": ("inspector.cli.dump", "add_parser", "decode and assemble a recording or SSE text file, headless"),
+    "export": ("inspector.cli.export", "add_parser", "write a self-contained HTML page of a recording"),
     "scenarios": ("inspector.cli.scenarios", "add_parser", "list the built-in scenarios"),
     "scenario": ("inspector.cli.scenario", "add_parser", "check, create or convert scenario files"),
     "web": ("inspector.cli.web", "add_parser", "serve the dashboard to a browser (textual-serve) on 127.0.0.1"),

@@ -63,6 +63,11 @@ def cmd(args: argparse.Namespace) -> int:
         _err(f"{args.path}: {e}")
         return EXIT_USAGE
     turns = dumper.turns(recording)
+    totals: dict | None = None
+    if (args.json and not args.events) or args.timing:
+        from inspector.record.accounting import account, requests_of
+
+        totals = account(turns, requests_of(recording.turns))
     if args.events:
         out_bytes.flush()
         return EXIT_OK if dump_ok(turns) else EXIT_FAIL
@@ -70,6 +75,8 @@ def cmd(args: argparse.Namespace) -> int:
         import orjson
 
         out: dict = {"turns": turns}
+        if totals is not None:
+            out["total"] = totals
         if recording.warnings:
             out["warnings"] = recording.warnings
         if args.timing:
@@ -83,8 +90,12 @@ def cmd(args: argparse.Namespace) -> int:
             print(f"warning: {w}")
         print(format_turns(turns) if turns else "no turns in this file")
         if args.timing:
+            from inspector.record.accounting import format_accounting
             from inspector.record.timing import format_timing
 
             print()
             print(format_timing(recording))
+            if totals is not None:
+                print()
+                print(format_accounting(turns, totals))
     return EXIT_OK if dump_ok(turns) else EXIT_FAIL

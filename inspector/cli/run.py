@@ -67,7 +67,22 @@ def add_parser(sub: Any) -> None:
         "--json", action="store_true", help="with --headless: one JSON object per observation (default: text lines)"
     )
 
+    add_otel_arguments(r)
     r.set_defaults(func=cmd_run)
+
+
+def add_otel_arguments(p: Any) -> None:
+    p.add_argument(
+        "--otel",
+        action="store_true",
+        help="export OpenTelemetry traces over OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_HEADERS; "
+        "needs the otel extra; default: off)",
+    )
+    p.add_argument(
+        "--otel-content",
+        action="store_true",
+        help="with --otel: include messages, tool arguments and results in the spans (default: off)",
+    )
 
 
 def add_replay_parser(sub: Any) -> None:
@@ -84,6 +99,7 @@ def add_replay_parser(sub: Any) -> None:
         "--json", action="store_true", help="with --headless: one JSON object per observation (default: text lines)"
     )
 
+    add_otel_arguments(rp)
     rp.set_defaults(func=cmd_run, prompt=None, model=None)
 
 
@@ -216,11 +232,39 @@ def run_tui(factory: Callable[..., Any], source: dict, *, replay: bool = False) 
     return run_dashboard(factory, source=source, replay=replay)
 
 
+def _with_otel(factory: Callable[..., Any], args: argparse.Namespace, source: dict) -> Callable[..., Any]:
+    """Each session the factory makes (a restart makes a new one) exports its traces; the exporter is flushed
+    (bounded) and shut down with the session."""
+    try:
+        from inspector.record import otel
+    except ImportError:
+        raise UsageError("--otel needs the otel extra: pip install 'stream-inspector[otel]'") from None
+
+    def make(**kw: Any) -> Any:
+        session = factory(**kw)
+        try:
+            provider = otel.make_provider()
+        except ImportError:
+            session.close()
+            raise UsageError("--otel needs the otel extra: pip install 'stream-inspector[otel]'") from None
+        name = str(source.get("name") or source.get("model") or source.get("file") or "session")
+        session.cleanups.append(
+            otel.attach(session.bus, content=args.otel_content, conversation=name, provider=provider)
+        )
+        return session
+
+    return make
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     tui = not args.headless and _interactive()
     if args.json and not args.headless:
         raise UsageError("--json goes with --headless")
     factory, source = _make_factory(args, tui=tui)
+    if getattr(args, "otel_content", False) and not getattr(args, "otel", False):
+        raise UsageError("--otel-content goes with --otel")
+    if getattr(args, "otel", False):
+        factory = _with_otel(factory, args, source)
     if tui:
         return run_tui(factory, source, replay=args.command == "replay")
     return run_headless(factory, as_json=args.json)

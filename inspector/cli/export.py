@@ -1,0 +1,69 @@
+"""`inspector export REC -o session.html`: a self-contained HTML page of a session (or of a bundled scenario, run
+headless first), offline, searchable, with time travel. See inspector/record/htmlexport.py."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from inspector.cli.common import EXIT_OK, EXIT_USAGE, err
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("export", help="write a self-contained HTML page of a recording (or of a scenario run)")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("path", nargs="?", help="a recording (.jsonl), a plain SSE file or a HAR export")
+    src.add_argument("--scenario", help="run this scenario (bundled name or file) headless, then export it")
+    p.add_argument("-o", "--output", help="the HTML file to write (default: the input's name with .html)")
+    p.set_defaults(func=cmd)
+
+
+def _record_scenario(name: str, path: Path) -> None:
+    from inspector.sessions import sources
+
+    session = sources.scenario_session(name, speed=math.inf, record=path)
+    try:
+        asyncio.run(session.run())
+    finally:
+        session.close()
+
+
+def cmd(args: argparse.Namespace) -> int:
+    from inspector.core.errors import InspectorError
+    from inspector.record.har import load_any
+    from inspector.record.htmlexport import export
+
+    with tempfile.TemporaryDirectory(prefix="inspector-export-") as tmp:
+        if args.scenario:
+            source = Path(tmp) / "session.jsonl"
+            try:
+                _record_scenario(args.scenario, source)
+            except InspectorError as e:
+                err(str(e))
+                return EXIT_USAGE
+            default_out = Path(f"{Path(args.scenario).stem}.html")
+            title = f"scenario {args.scenario}"
+        else:
+            source = Path(args.path)
+            default_out = source.with_suffix(".html")
+            title = source.name
+        out = Path(args.output) if args.output else default_out
+        try:
+            recording = load_any(source)
+        except OSError as e:
+            err(f"cannot read {source}: {e.strerror or e}")
+            return EXIT_USAGE
+        except ValueError as e:
+            err(f"{source}: {e}")
+            return EXIT_USAGE
+        try:
+            size = export(recording, out, title=title)
+        except OSError as e:
+            err(f"cannot write {out}: {e.strerror or e}")
+            return EXIT_USAGE
+    print(f"wrote {out} ({size:,} bytes, {sum(len(a.reads) for a in recording.attempts()):,} reads)")
+    return EXIT_OK

@@ -1,0 +1,220 @@
+"""Why a prompt cache missed: compare a turn's request with the previous request of its conversation, in the order
+the cache keys them (tools, then system, then messages), up to the previous request's last cache breakpoint, and
+name the first difference.
+
+A turn "should have hit" when the previous request of the conversation cached something (it wrote or read the
+cache) and this one read nothing from the cache while writing it again. The verdicts:
+
+- ``tools changed: 'NAME' (tool i)`` / ``tools changed: tool added/removed``
+- ``system changed at char N``
+- ``message i (ROLE) edited at char N`` / ``message i removed``
+- ``TTL expired: 6.2 min since the previous request (cache lifetime 5 min)``
+- ``prefix unchanged``: the cache entry was evicted early, or the prefix is under the model's minimum cacheable length
+
+Pure functions on parsed request bodies; never raises on odd shapes (a non-dict body compares as empty).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from inspector.core import exactjson
+from inspector.observe.usage import Usage
+
+TTL_5M = 300.0
+TTL_1H = 3600.0
+
+
+@dataclass(frozen=True)
+class CacheVerdict:
+    kind: str  # "hit", "partial", "first", "no_cache", "written_again"
+    reason: str  # one line, for the status line, the request view, dump and headless lines
+    segment: str | None = None  # "tools", "system", "messages", "ttl", "prefix"
+    index: int | None = None  # tool or message index
+    char: int | None = None  # first differing character in that segment's text
+
+    def to_json(self) -> dict:
+        out: dict[str, Any] = {"kind": self.kind, "reason": self.reason}
+        for k in ("segment", "index", "char"):
+            v = getattr(self, k)
+            if v is not None:
+                out[k] = v
+        return out
+
+
+def _canon(value: Any) -> str:
+    try:
+        return exactjson.dumps(value).decode()  # as sent: key order is part of the prompt
+    except Exception:
+        return repr(value)
+
+
+def _list(body: dict, key: str) -> list:
+    v = body.get(key)
+    return v if isinstance(v, list) else []
+
+
+def _system_text(body: dict) -> str:
+    """The system prompt as the cache sees it: a string, or its blocks in order (text as is, others as JSON)."""
+    system = body.get("system", body.get("instructions"))
+    if system is None:
+        return ""
+    if isinstance(system, str):
+        return system
+    if isinstance(system, list):
+        parts = []
+        for b in system:
+            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str):
+                parts.append(b["text"])
+            else:
+                parts.append(_canon(b))
+        return "\n".join(parts)
+    return _canon(system)
+
+
+def _messages(body: dict) -> list:
+    msgs = body.get("messages")
+    if isinstance(msgs, list):
+        return msgs
+    inp = body.get("input")  # Responses API
+    if isinstance(inp, list):
+        return inp
+    if isinstance(inp, str):
+        return [{"role": "user", "content": inp}]
+    return []
+
+
+def _has_mark(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("cache_control"), dict)
+
+
+def _block_marked(message: Any) -> bool:
+    if _has_mark(message):
+        return True
+    content = message.get("content") if isinstance(message, dict) else None
+    return isinstance(content, list) and any(_has_mark(b) for b in content)
+
+
+def _ttl_of(marks: list[Any]) -> float:
+    return TTL_1H if any(isinstance(m, dict) and m.get("ttl") == "1h" for m in marks) else TTL_5M
+
+
+def breakpoints(body: Any) -> tuple[int, float] | None:
+    """How far the cached prefix of ``body`` reaches, as the number of messages it covers (-1: tools/system only),
+    and the longest lifetime marked; None when the request marks no breakpoint. A top-level ``cache_control``
+    (automatic caching) covers every message."""
+    if not isinstance(body, dict):
+        return None
+    marks: list[Any] = []
+    reach: int | None = None
+    if isinstance(body.get("cache_control"), dict):
+        marks.append(body["cache_control"])
+        reach = len(_messages(body))
+    for t in _list(body, "tools"):
+        if _has_mark(t):
+            marks.append(t["cache_control"])
+            reach = max(reach if reach is not None else -1, -1)
+    system = body.get("system")
+    if isinstance(system, list):
+        for b in system:
+            if _has_mark(b):
+                marks.append(b["cache_control"])
+                reach = max(reach if reach is not None else -1, -1)
+    for i, m in enumerate(_messages(body)):
+        if _block_marked(m):
+            content = m.get("content") if isinstance(m, dict) else None
+            for b in content if isinstance(content, list) else [m]:
+                if _has_mark(b):
+                    marks.append(b["cache_control"])
+            reach = max(reach if reach is not None else -1, i + 1)
+    if reach is None:
+        return None
+    return reach, _ttl_of(marks)
+
+
+def _first_diff(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    # compare in slices first: long prompts are compared at C speed
+    step = 4096
+    while i + step <= n and a[i : i + step] == b[i : i + step]:
+        i += step
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def _name(tool: Any, i: int) -> str:
+    if isinstance(tool, dict):
+        name = tool.get("name")
+        if not isinstance(name, str) and isinstance(tool.get("function"), dict):
+            name = tool["function"].get("name")
+        if isinstance(name, str):
+            return name
+    return f"#{i}"
+
+
+def first_difference(prev: Any, cur: Any, reach: int | None = None) -> CacheVerdict | None:
+    """The first place where ``cur``'s cacheable prefix differs from ``prev``'s, in cache order, looking at
+    ``reach`` messages of ``prev`` (None: all of them); None when that prefix is unchanged."""
+    prev = prev if isinstance(prev, dict) else {}
+    cur = cur if isinstance(cur, dict) else {}
+    pt, ct = _list(prev, "tools"), _list(cur, "tools")
+    for i in range(max(len(pt), len(ct))):
+        if i >= len(ct):
+            return CacheVerdict("written_again", f"tools changed: '{_name(pt[i], i)}' removed (tool {i})", "tools", i)
+        if i >= len(pt):
+            return CacheVerdict("written_again", f"tools changed: '{_name(ct[i], i)}' added (tool {i})", "tools", i)
+        if _canon(pt[i]) != _canon(ct[i]):
+            return CacheVerdict("written_again", f"tools changed: '{_name(ct[i], i)}' (tool {i})", "tools", i)
+    ps, cs = _system_text(prev), _system_text(cur)
+    if ps != cs:
+        n = _first_diff(ps, cs)
+        return CacheVerdict("written_again", f"system changed at char {n}", "system", None, n)
+    pm, cm = _messages(prev), _messages(cur)
+    upto = len(pm) if reach is None else max(0, min(reach, len(pm)))
+    for i in range(upto):
+        if i >= len(cm):
+            return CacheVerdict("written_again", f"message {i} removed", "messages", i)
+        a, b = _canon(pm[i]), _canon(cm[i])
+        if a != b:
+            role = cm[i].get("role") if isinstance(cm[i], dict) else None
+            n = _first_diff(a, b)
+            return CacheVerdict("written_again", f"message {i} ({role or '?'}) edited at char {n}", "messages", i, n)
+    return None
+
+
+def explain(prev_body: Any, body: Any, usage: Usage, prev_usage: Usage | None, gap_s: float | None) -> CacheVerdict:
+    """The cache verdict of one turn, given the previous request of its conversation (None: the first turn)."""
+    if not usage.reported or usage.prompt == 0:
+        return CacheVerdict("no_cache", "no usage reported")
+    if usage.cache_read and not usage.cache_write:
+        return CacheVerdict("hit", f"cache hit {usage.hit_rate or 0:.0%}")
+    if usage.cache_read:
+        return CacheVerdict("partial", f"cache hit {usage.hit_rate or 0:.0%}, prefix extended")
+    prev_cached = prev_usage is not None and (prev_usage.cache_read or prev_usage.cache_write)
+    if prev_body is None or not prev_cached:
+        if usage.cache_write:
+            return CacheVerdict("first", "cache written (first use)")
+        return CacheVerdict("no_cache", "no cache used")
+    if not usage.cache_write:
+        return CacheVerdict("no_cache", "no cache used")
+    marks = breakpoints(prev_body)
+    reach = marks[0] if marks else None
+    found = first_difference(prev_body, body, reach)
+    if found is not None:
+        return CacheVerdict(found.kind, "cache written again: " + found.reason, found.segment, found.index, found.char)
+    ttl = marks[1] if marks else TTL_5M
+    if gap_s is not None and gap_s > ttl:
+        life = "1 h" if ttl >= TTL_1H else "5 min"
+        return CacheVerdict(
+            "written_again",
+            f"cache written again: TTL expired: {gap_s / 60:.1f} min since the previous request (cache lifetime {life})",
+            "ttl",
+        )
+    return CacheVerdict(
+        "written_again",
+        "cache written again: prefix unchanged (evicted early, or under the model's minimum cacheable length)",
+        "prefix",
+    )

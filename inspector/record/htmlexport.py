@@ -1,0 +1,281 @@
+"""``inspector export REC -o session.html``: one self-contained HTML page of a session that opens in any browser,
+offline, with no external request: the turns, every event with its raw bytes and read boundaries, the block
+buffers with fragment boundaries, the tools with their states, the timeline, the timing verdict, usage and cost,
+the cache verdicts, the diagnostics and the request diff between turns. A time slider shows the state as of any
+event, as the dashboard's time travel does.
+
+It is built from the recording (already redacted when it was written) through the same engine as ``dump``, and
+every string is masked again with the secrets given (the dashboard passes its session's key) and the credential
+header rule: a key never reaches the page. The page's data is one JSON document inside the page; the page's script
+folds it on the client.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from inspector.core import exactjson
+from inspector.core.redaction import mask_text, redact
+from inspector.observe.stepobs import summarize_event
+from inspector.record.accounting import account, requests_of
+from inspector.record.cachebreak import first_difference
+from inspector.record.dump import Dumper
+from inspector.record.recording import RecordedAttempt, Recording
+from inspector.stream.assembler import TurnStream
+
+MAX_MESSAGE_CHARS = 4000  # a message shown in the request diff is cut past this (the recording has it whole)
+_CREDENTIAL = ("authorization", "x-api-key", "api-key", "proxy-authorization", "cookie")
+
+
+def _text(data: bytes) -> tuple[str, bool]:
+    """Bytes as text for the page: UTF-8 as is, otherwise base64 (flagged)."""
+    try:
+        return data.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return base64.b64encode(data).decode("ascii"), True
+
+
+def _headers(h: Any) -> dict:
+    if not isinstance(h, dict):
+        return {}
+    return {k: ("[redacted]" if str(k).lower() in _CREDENTIAL else v) for k, v in h.items()}
+
+
+def _cut(value: Any) -> Any:
+    text = exactjson.dumps(value, default=str).decode()
+    return value if len(text) <= MAX_MESSAGE_CHARS else text[:MAX_MESSAGE_CHARS] + f"... ({len(text)} chars)"
+
+
+def _request_diff(prev: Any, cur: Any) -> dict:
+    """What changed from the previous turn's request: the first difference in cache order, parameters that
+    changed, and the messages appended (cut for the page)."""
+    out: dict[str, Any] = {}
+    if not isinstance(cur, dict):
+        return {"note": "request body not kept"}
+    if not isinstance(prev, dict):
+        out["messages_added"] = [_cut(m) for m in (cur.get("messages") or [])][:50]
+        return out
+    pm: list = prev["messages"] if isinstance(prev.get("messages"), list) else []
+    cm: list = cur["messages"] if isinstance(cur.get("messages"), list) else []
+    found = first_difference(prev, cur, len(pm))
+    if found is not None:
+        out["first_difference"] = found.reason
+    params = sorted(
+        k for k in set(prev) | set(cur) if k not in ("messages", "system", "tools") and prev.get(k) != cur.get(k)
+    )
+    if params:
+        out["params_changed"] = {k: [prev.get(k), cur.get(k)] for k in params}
+    if len(cm) >= len(pm):
+        out["messages_added"] = [_cut(m) for m in cm[len(pm) :]][:50]
+    else:
+        out["messages_removed"] = len(pm) - len(cm)
+    return out
+
+
+class _Builder:
+    def __init__(self, recording: Recording, secrets: list[str]) -> None:
+        self.rec = recording
+        self.secrets = secrets
+        self.attempts: list[dict] = []
+        self.events: list[list] = []
+        self.blocks: list[dict] = []
+        self.diags: list[dict] = []
+        self.raws: dict[int, bytes] = {}  # attempt -> its whole body (while it is being decoded)
+
+    def attempt(self, att: RecordedAttempt) -> None:
+        a_idx = len(self.attempts)
+        req = att.request or {}
+        t0 = float(req["t"]) if isinstance(req.get("t"), int | float) else 0.0
+        resp = att.response or {}
+        end = att.end or {}
+        reads = list(att.reads)
+        self.raws = {a_idx: b"".join(r.data for r in reads)}
+        bounds: list[int] = []  # stream offset where each read starts
+        offset = 0
+        for r in reads:
+            bounds.append(offset)
+            offset += len(r.data)
+        self.attempts.append(
+            {
+                "turn": att.turn,
+                "attempt": att.attempt,
+                "t0": t0,
+                "method": req.get("method"),
+                "url": req.get("url"),
+                "headers": _headers(req.get("headers")),
+                "status": resp.get("status"),
+                "response_headers": _headers(resp.get("headers")),
+                "end": end.get("status"),
+                "reason": end.get("reason"),
+                "t_end": t0 + float(end["t"]) if isinstance(end.get("t"), int | float) else None,
+                "reads": [[t0 + (r.t or 0.0), bounds[i], len(r.data)] for i, r in enumerate(reads)],
+            }
+        )
+        status = resp.get("status")
+        if isinstance(status, int) and not 200 <= status < 300:
+            body, b64 = _text(b"".join(r.data for r in reads))
+            self.attempts[-1]["body"] = body[:20000]
+            self.attempts[-1]["body_b64"] = b64
+            return
+        ts = TurnStream()
+        open_blocks: dict[int, int] = {}  # block index -> position in self.blocks
+        for r in reads:
+            for step in ts.feed(r.data):
+                self._step(a_idx, t0 + (r.t or 0.0), step, ts, open_blocks)
+        for d in ts.close():
+            self.diags.append({"a": a_idx, "ev": None, "code": d.code, "severity": d.severity, "message": d.message})
+
+    def _step(self, a_idx: int, t: float, step: Any, ts: TurnStream, open_blocks: dict[int, int]) -> None:
+        sse = step.sse
+        ev_idx = len(self.events)
+        index, summary = summarize_event(step.event)
+        raw = self.rec_raw(a_idx, sse.start, sse.end)
+        self.events.append([a_idx, round(t, 6), step.event.type, index, summary, raw, sse.start, sse.read_index])
+        for d in step.diagnostics:
+            self.diags.append(
+                {
+                    "a": a_idx,
+                    "ev": ev_idx,
+                    "code": d.code,
+                    "severity": d.severity,
+                    "message": d.message,
+                    "block": d.block_index,
+                }
+            )
+        asm = ts.assembler
+        for change in step.changes:
+            kind = change[0]
+            if kind == "block_opened":
+                b = asm.blocks[change[1]]
+                open_blocks[b.index] = len(self.blocks)
+                self.blocks.append(
+                    {
+                        "a": a_idx,
+                        "index": b.index,
+                        "type": b.type,
+                        "id": b.id,
+                        "name": b.name,
+                        "open": ev_idx,
+                        "frags": [],
+                    }
+                )
+            elif kind == "block_delta":
+                pos = open_blocks.get(change[1])
+                delta = getattr(step.event, "delta", None)
+                frag = (
+                    getattr(delta, "text", None)
+                    or getattr(delta, "partial_json", None)
+                    or getattr(delta, "thinking", None)
+                    or ""
+                )
+                if pos is not None and frag:
+                    self.blocks[pos]["frags"].append([ev_idx, frag])
+            elif kind == "block_closed":
+                pos = open_blocks.pop(change[1], None)
+                if pos is not None:
+                    b = asm.blocks[change[1]]
+                    self.blocks[pos]["closed"] = ev_idx
+                    self.blocks[pos]["content"] = b.to_content()
+                    if b.input_error:
+                        self.blocks[pos]["error"] = b.input_error.describe()
+
+    def rec_raw(self, a_idx: int, start: int, end: int) -> str:
+        """An event's bytes, as text (bytes that are not UTF-8 as backslash escapes)."""
+        return self.raws[a_idx][start:end].decode("utf-8", errors="backslashreplace")
+
+
+def build(recording: Recording, *, secrets: list[str] | None = None, title: str = "session") -> dict:
+    """The page's data document (plain JSON)."""
+    secrets = [s for s in (secrets or []) if s]
+    b = _Builder(recording, secrets)
+    for att in recording.attempts():
+        b.attempt(att)
+    b.raws = {}
+    dumper = Dumper()
+    for att in recording.attempts():
+        for read in att.reads:
+            dumper.feed(att, read)
+    turns = dumper.turns(recording)
+    reqs = requests_of(recording.turns)
+    totals = account(turns, reqs)
+    diffs = []
+    prev = None
+    for r in reqs:
+        body = r.body if r else None
+        diffs.append(_request_diff(prev, body))
+        prev = body
+    for i, t in enumerate(turns):
+        t["request_diff"] = diffs[i] if i < len(diffs) else {}
+    try:
+        from inspector.record.timing import timing_json
+
+        timing = timing_json(recording)
+    except Exception as e:  # a timing analysis that fails still leaves a page: say so
+        timing = {"error": f"{type(e).__name__}"}
+    tools = _tools(recording)
+    doc = {
+        "meta": {
+            "title": title,
+            "format": "stream-inspector-html",
+            "source": recording.header.get("source"),
+            "started_at": recording.header.get("started_at"),
+            "tool_version": recording.header.get("tool_version"),
+            "price_source": totals.get("price_source"),
+        },
+        "attempts": b.attempts,
+        "events": b.events,
+        "blocks": b.blocks,
+        "diagnostics": b.diags,
+        "tools": tools,
+        "turns": turns,
+        "total": totals,
+        "timing": timing,
+        "warnings": recording.warnings,
+    }
+    if secrets:
+        doc = redact(doc, secrets)
+    return doc
+
+
+def _tools(recording: Recording) -> list[dict]:
+    """Tool calls with their state history, from the loop's recorded observations (a proxy recording has none)."""
+    calls: dict[str, dict] = {}
+    for o in recording.observations:
+        if not isinstance(o, dict) or o.get("type") != "tool_state" or not isinstance(o.get("id"), str):
+            continue
+        c = calls.setdefault(
+            o["id"], {"id": o["id"], "name": o.get("name"), "turn": o.get("turn"), "states": [], "input": None}
+        )
+        t = o.get("t") if isinstance(o.get("t"), int | float) else None
+        c["states"].append([t, o.get("state")])
+        if o.get("input") is not None:
+            c["input"] = o.get("input")
+        for k in ("error", "result_preview"):
+            if o.get(k) is not None:
+                c[k] = o.get(k)
+    return list(calls.values())
+
+
+def render(doc: dict) -> str:
+    """The page: the template with the data document inlined (``</`` escaped so no string can end the script)."""
+    template = resources.files("inspector.record").joinpath("export_page.html").read_text("utf-8")
+    data = orjson.dumps(doc, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
+    data = data.replace("</", "<\\/").replace("<!--", "<\\!--")
+    title = html.escape(str(doc["meta"].get("title") or "session"))
+    return template.replace("{{TITLE}}", title).replace("{{DATA}}", data)
+
+
+def export(recording: Recording, out: str | Path, *, secrets: list[str] | None = None, title: str = "session") -> int:
+    """Writes the page; returns its size in bytes."""
+    page = render(build(recording, secrets=secrets, title=title))
+    if secrets:
+        page = mask_text(page, secrets)
+    data = page.encode("utf-8")
+    Path(out).write_bytes(data)
+    return len(data)

@@ -1,0 +1,317 @@
+"""OpenTelemetry traces of a session, following the GenAI semantic conventions: a sink on the observation bus.
+
+- one ``invoke_agent`` parent span per conversation (the loop, the replay, one proxy conversation);
+- one ``chat {model}`` span (kind CLIENT) per attempt, with ``gen_ai.provider.name``, ``gen_ai.request.model``,
+  ``gen_ai.response.id``, ``gen_ai.response.finish_reasons``, ``gen_ai.usage.*`` (cache tokens *included* in
+  ``input_tokens``, as the convention says), ``gen_ai.response.time_to_first_chunk`` and ``error.type`` on failures;
+- one ``execute_tool {name}`` span (kind INTERNAL) per tool call.
+
+Message content goes out only with ``content=True`` (``--otel-content``, the convention's opt-in).
+
+Exporting never slows the stream: the sink only looks at a few observation kinds, builds spans with explicit
+times, and hands them to the SDK's ``BatchSpanProcessor`` (its own thread, a bounded queue that drops when the
+collector is down, an export timeout). The SDK is imported only when ``--otel`` is given (``pip install
+'stream-inspector[otel]'``). Attribute names are our own constants: the semconv package marks its ``gen_ai_*``
+constants deprecated.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from inspector.core import exactjson
+from inspector.core.redaction import mask_text
+from inspector.observe import observations as O
+from inspector.observe.usage import from_wire
+
+# GenAI semantic conventions (semantic-conventions-genai docs/gen-ai/gen-ai-spans.md)
+OPERATION = "gen_ai.operation.name"
+PROVIDER = "gen_ai.provider.name"
+REQUEST_MODEL = "gen_ai.request.model"
+REQUEST_MAX_TOKENS = "gen_ai.request.max_tokens"
+REQUEST_STREAM = "gen_ai.request.stream"
+RESPONSE_ID = "gen_ai.response.id"
+RESPONSE_MODEL = "gen_ai.response.model"
+FINISH_REASONS = "gen_ai.response.finish_reasons"
+TTFC = "gen_ai.response.time_to_first_chunk"
+INPUT_TOKENS = "gen_ai.usage.input_tokens"
+OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+CACHE_WRITE = "gen_ai.usage.cache_creation.input_tokens"
+CACHE_READ = "gen_ai.usage.cache_read.input_tokens"
+REASONING = "gen_ai.usage.reasoning.output_tokens"
+CONVERSATION_ID = "gen_ai.conversation.id"
+ERROR_TYPE = "error.type"
+TOOL_NAME = "gen_ai.tool.name"
+TOOL_CALL_ID = "gen_ai.tool.call.id"
+TOOL_TYPE = "gen_ai.tool.type"
+TOOL_ARGS = "gen_ai.tool.call.arguments"
+TOOL_RESULT = "gen_ai.tool.call.result"
+INPUT_MESSAGES = "gen_ai.input.messages"
+OUTPUT_MESSAGES = "gen_ai.output.messages"
+SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
+# ours
+ATTEMPT = "inspector.attempt"
+TURN = "inspector.turn"
+OUTCOME = "inspector.outcome"
+
+_TOOL_END = {"succeeded", "failed", "timed_out", "cancelled", "discarded", "not_run"}
+_CONTENT_EVENTS = {"content_block_start", "content_block_delta", "message_start"}
+
+
+def _provider(url: str) -> str:
+    u = (url or "").lower()
+    if "/chat/completions" in u or "/responses" in u or "openai" in u:
+        return "openai"
+    return "anthropic"
+
+
+class OtelSink:
+    """Subscribe an instance to an :class:`~inspector.observe.observations.ObservationBus`. ``tracer`` is an
+    OpenTelemetry tracer; ``clock_origin_ns`` maps the observations' clock (seconds) onto wall time."""
+
+    def __init__(
+        self,
+        tracer: Any,
+        *,
+        content: bool = False,
+        conversation: str = "session",
+        secrets: Callable[[], list[str]] | None = None,
+    ) -> None:
+        from opentelemetry import trace
+
+        self._trace = trace
+        self.tracer = tracer
+        self.content = content
+        self.conversation = conversation
+        self._secrets = secrets or (lambda: [])
+        self._origin: int | None = None  # ns at observation time 0
+        self._root: Any = None
+        self._attempts: dict[tuple[int, int], Any] = {}
+        self._first: dict[tuple[int, int], float] = {}
+        self._sent: dict[tuple[int, int], float] = {}
+        self._tools: dict[str, Any] = {}
+        self._usage: dict[tuple[int, int], dict] = {}
+        self._family: dict[tuple[int, int], str] = {}
+        self._model = "unknown"
+
+    # --- clocks ------------------------------------------------------------------------------------------------
+    def _ns(self, t: float) -> int:
+        if self._origin is None:
+            self._origin = time.time_ns() - int(t * 1e9)
+        return self._origin + int(t * 1e9)
+
+    def _text(self, value: Any) -> str:
+        if not isinstance(value, str | dict | list) and isinstance(value, Sequence):
+            value = list(value)  # a history kept out of RAM (a read-only sequence of messages)
+        text = value if isinstance(value, str) else exactjson.dumps(value, default=str).decode()
+        secrets = self._secrets()
+        return mask_text(text, secrets) if secrets else text
+
+    # --- the sink ----------------------------------------------------------------------------------------------
+    def __call__(self, obs: O.Observation) -> None:
+        kind = obs.kind
+        if kind == "sse_event" or kind == "read":
+            if kind == "sse_event":
+                key = (obs.turn, obs.attempt)  # type: ignore[attr-defined]
+                if key not in self._first and obs.event_type in _CONTENT_EVENTS:  # type: ignore[attr-defined]
+                    self._first[key] = obs.t
+            return
+        handler = self._handlers.get(kind)
+        if handler is not None:
+            handler(self, obs)
+
+    def _root_span(self, t: float) -> Any:
+        if self._root is None:
+            self._root = self.tracer.start_span(
+                f"invoke_agent {self.conversation}",
+                kind=self._trace.SpanKind.INTERNAL,
+                start_time=self._ns(t),
+                attributes={OPERATION: "invoke_agent", CONVERSATION_ID: self.conversation},
+            )
+        return self._root
+
+    def _loop_started(self, obs: O.LoopStarted) -> None:
+        self._model = obs.model or self._model
+        self._root_span(obs.t)
+
+    def _attempt_started(self, obs: O.AttemptStarted) -> None:
+        root = self._root_span(obs.t)
+        body = obs.body if isinstance(obs.body, dict) else {}
+        model = body.get("model") if isinstance(body.get("model"), str) else self._model
+        provider = _provider(obs.url)
+        key = (obs.turn, obs.attempt)
+        self._family[key] = provider
+        attrs: dict[str, Any] = {
+            OPERATION: "chat",
+            PROVIDER: provider,
+            REQUEST_MODEL: model,
+            REQUEST_STREAM: bool(body.get("stream", True)),
+            CONVERSATION_ID: self.conversation,
+            TURN: obs.turn,
+            ATTEMPT: obs.attempt,
+        }
+        if isinstance(body.get("max_tokens"), int):
+            attrs[REQUEST_MAX_TOKENS] = body["max_tokens"]
+        if self.content:
+            if body.get("messages") is not None:
+                attrs[INPUT_MESSAGES] = self._text(body["messages"])
+            if body.get("system") is not None:
+                attrs[SYSTEM_INSTRUCTIONS] = self._text(body["system"])
+        ctx = self._trace.set_span_in_context(root)
+        self._attempts[key] = self.tracer.start_span(
+            f"chat {model}", context=ctx, kind=self._trace.SpanKind.CLIENT, start_time=self._ns(obs.t), attributes=attrs
+        )
+        self._sent[key] = obs.t
+
+    def _message_started(self, obs: O.MessageStarted) -> None:
+        span = self._attempts.get((obs.turn, obs.attempt))
+        msg = obs.message if isinstance(obs.message, dict) else {}
+        if span is not None:
+            if isinstance(msg.get("id"), str):
+                span.set_attribute(RESPONSE_ID, msg["id"])
+            if isinstance(msg.get("model"), str):
+                span.set_attribute(RESPONSE_MODEL, msg["model"])
+        if isinstance(msg.get("usage"), dict):
+            self._usage.setdefault((obs.turn, obs.attempt), {}).update(msg["usage"])
+
+    def _message_updated(self, obs: O.MessageUpdated) -> None:
+        key = (obs.turn, obs.attempt)
+        if isinstance(obs.usage, dict):
+            self._usage.setdefault(key, {}).update(obs.usage)
+        span = self._attempts.get(key)
+        if span is not None and obs.stop_reason:
+            span.set_attribute(FINISH_REASONS, [obs.stop_reason])
+
+    def _http_try_failed(self, obs: O.HttpTryFailed) -> None:
+        span = self._attempts.get((obs.turn, obs.attempt))
+        if span is not None:
+            span.add_event(
+                "http_try_failed",
+                {
+                    "http.response.status_code": obs.status if obs.status is not None else 0,
+                    "error.type": obs.error_type or obs.connection_error or "http_error",
+                },
+                timestamp=self._ns(obs.t),
+            )
+
+    def _attempt_ended(self, obs: O.AttemptEnded) -> None:
+        key = (obs.turn, obs.attempt)
+        span = self._attempts.pop(key, None)
+        if span is None:
+            return
+        usage = from_wire(self._usage.pop(key, None), "openai" if self._family.get(key) == "openai" else "anthropic")
+        if usage.reported:
+            span.set_attribute(INPUT_TOKENS, usage.prompt)  # cache reads and writes included, per the convention
+            span.set_attribute(OUTPUT_TOKENS, usage.output)
+            span.set_attribute(CACHE_WRITE, usage.cache_write)
+            span.set_attribute(CACHE_READ, usage.cache_read)
+            if usage.reasoning:
+                span.set_attribute(REASONING, usage.reasoning)
+        first = self._first.pop(key, None)
+        sent = self._sent.pop(key, None)
+        if first is not None and sent is not None:
+            span.set_attribute(TTFC, max(0.0, first - sent))
+        if obs.outcome:
+            span.set_attribute(OUTCOME, obs.outcome)
+        if obs.status != "complete" or obs.outcome in ("error", "http_error", "incomplete"):
+            span.set_attribute(ERROR_TYPE, obs.outcome or obs.status)
+            span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, self._text(obs.reason or obs.status)))
+        self._family.pop(key, None)
+        span.end(end_time=self._ns(obs.t))
+
+    def _message_appended(self, obs: O.MessageAppended) -> None:
+        if not self.content or not isinstance(obs.message, dict) or obs.message.get("role") != "assistant":
+            return
+        if self._root is not None:
+            self._root.set_attribute(OUTPUT_MESSAGES, self._text([obs.message]))
+
+    def _tool_state(self, obs: O.ToolStateChanged) -> None:
+        span = self._tools.get(obs.id)
+        if span is None and obs.state not in ("streaming_input", "queued"):
+            parent = self._root_span(obs.t)
+            attrs: dict[str, Any] = {
+                OPERATION: "execute_tool",
+                TOOL_NAME: obs.name,
+                TOOL_CALL_ID: obs.id,
+                TOOL_TYPE: "function",
+                TURN: obs.turn,
+            }
+            if self.content and obs.input is not None:
+                attrs[TOOL_ARGS] = self._text(obs.input)
+            span = self._tools[obs.id] = self.tracer.start_span(
+                f"execute_tool {obs.name}",
+                context=self._trace.set_span_in_context(parent),
+                kind=self._trace.SpanKind.INTERNAL,
+                start_time=self._ns(obs.t),
+                attributes=attrs,
+            )
+        if span is not None and obs.state in _TOOL_END:
+            self._tools.pop(obs.id, None)
+            span.set_attribute(OUTCOME, obs.state)
+            if self.content and obs.result_preview is not None:
+                span.set_attribute(TOOL_RESULT, self._text(obs.result_preview))
+            if obs.state != "succeeded":
+                span.set_attribute(ERROR_TYPE, obs.state)
+                span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, self._text(obs.error or obs.state)))
+            span.end(end_time=self._ns(obs.t))
+
+    def _loop_finished(self, obs: O.Observation) -> None:
+        self.close(obs.t)
+
+    def close(self, t: float | None = None) -> None:
+        """End what is still open (a cancelled session): attempts and tools first, then the conversation."""
+        end = self._ns(t) if t is not None else time.time_ns()
+        for span in list(self._attempts.values()) + list(self._tools.values()):
+            span.set_attribute(ERROR_TYPE, "cancelled")
+            span.end(end_time=end)
+        self._attempts.clear()
+        self._tools.clear()
+        if self._root is not None:
+            self._root.end(end_time=end)
+            self._root = None
+
+    _handlers: dict[str, Callable[[OtelSink, Any], None]] = {
+        "loop_started": _loop_started,
+        "attempt_started": _attempt_started,
+        "message_started": _message_started,
+        "message_updated": _message_updated,
+        "http_try_failed": _http_try_failed,
+        "attempt_ended": _attempt_ended,
+        "message_appended": _message_appended,
+        "tool_state": _tool_state,
+        "loop_finished": _loop_finished,
+    }
+
+
+def make_provider(service: str = "stream-inspector", exporter: Any = None, *, max_queue: int = 2048) -> Any:
+    """A TracerProvider exporting over OTLP/HTTP (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_EXPORTER_OTLP_HEADERS``
+    as the SDK reads them) through a bounded batch processor. Raises ImportError when the extra is missing."""
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    if exporter is None:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        exporter = OTLPSpanExporter(timeout=5)
+    provider = TracerProvider(resource=Resource.create({"service.name": service}))
+    provider.add_span_processor(
+        BatchSpanProcessor(exporter, max_queue_size=max_queue, schedule_delay_millis=500, export_timeout_millis=5000)
+    )
+    return provider
+
+
+def attach(bus: O.ObservationBus, *, content: bool = False, conversation: str = "session", provider: Any = None) -> Any:
+    """Subscribe an OtelSink to ``bus``; returns a close function that ends open spans and flushes (bounded)."""
+    provider = provider or make_provider()
+    sink = OtelSink(provider.get_tracer("inspector"), content=content, conversation=conversation)
+    bus.subscribe(sink)
+
+    def close() -> None:
+        sink.close()
+        provider.force_flush(timeout_millis=5000)
+        provider.shutdown()
+
+    return close

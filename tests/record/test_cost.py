@@ -1,0 +1,187 @@
+"""Usage, cost and cache verdicts: the double-billing trap, unpriced models, per-attempt tiers, and why a cache missed."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import genai_prices
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from inspector.observe.usage import ZERO, Usage, from_anthropic, from_openai
+from inspector.record.accounting import Request, account
+from inspector.record.cachebreak import breakpoints, explain, first_difference
+from inspector.record.cost import price
+
+counts = st.integers(min_value=0, max_value=10**7)
+
+
+@given(counts, counts, counts, counts)
+def test_the_whole_prompt_is_the_same_number_for_both_families(inp, write, read, out):
+    """Anthropic reports the cache outside input_tokens, OpenAI inside prompt_tokens: the neutral usage has the
+    same whole prompt either way, so nothing is billed twice."""
+    a = from_anthropic(
+        {
+            "input_tokens": inp,
+            "cache_creation_input_tokens": write,
+            "cache_read_input_tokens": read,
+            "output_tokens": out,
+        }
+    )
+    o = from_openai(
+        {
+            "prompt_tokens": inp + write + read,
+            "completion_tokens": out,
+            "prompt_tokens_details": {"cached_tokens": read, "cache_write_tokens": write},
+        }
+    )
+    assert a.prompt == o.prompt == inp + write + read
+    assert (a.input, a.cache_read, a.cache_write) == (o.input, o.cache_read, o.cache_write)
+
+
+def test_responses_usage_and_reasoning():
+    u = from_openai(
+        {
+            "input_tokens": 1000,
+            "input_tokens_details": {"cached_tokens": 800},
+            "output_tokens": 300,
+            "output_tokens_details": {"reasoning_tokens": 200},
+        }
+    )
+    assert (u.input, u.cache_read, u.output, u.reasoning) == (200, 800, 300, 200)
+    assert u.hit_rate == pytest.approx(0.8)
+
+
+def test_odd_shapes_count_nothing_and_never_raise():
+    for bad in (None, [], "x", {"input_tokens": -5}, {"input_tokens": True}, {"input_tokens": "7"}):
+        u = from_anthropic(bad)
+        assert u.input == 0
+    assert from_openai({"prompt_tokens": 5, "prompt_tokens_details": {"cached_tokens": 99}}).input == 0
+
+
+def test_anthropic_cost_matches_genai_prices_own_extraction():
+    """Our mapping into genai-prices gives the price its own Anthropic extractor gives, 5m/1h split included."""
+    raw = {
+        "input_tokens": 10,
+        "cache_creation_input_tokens": 200,
+        "cache_read_input_tokens": 1000,
+        "output_tokens": 50,
+        "cache_creation": {"ephemeral_5m_input_tokens": 120, "ephemeral_1h_input_tokens": 80},
+    }
+    ours = price(from_anthropic(raw), "claude-sonnet-4-5")
+    theirs = genai_prices.extract_usage({"model": "claude-sonnet-4-5", "usage": raw}, provider_id="anthropic")
+    assert ours.total == theirs.calc_price().total_price
+    naive = genai_prices.calc_price(
+        genai_prices.Usage(input_tokens=1210 + 1000, output_tokens=50, cache_read_tokens=1000),
+        model_ref="claude-sonnet-4-5",
+        provider_id="anthropic",
+    )
+    assert ours.total != naive.total_price  # summing the cache into input twice would bill more
+
+
+def test_openai_cost_counts_cached_tokens_once():
+    u = from_openai({"prompt_tokens": 1000, "completion_tokens": 1, "prompt_tokens_details": {"cached_tokens": 500}})
+    expected = genai_prices.calc_price(
+        genai_prices.Usage(input_tokens=1000, output_tokens=1, cache_read_tokens=500),
+        model_ref="gpt-4o",
+        provider_id="openai",
+    )
+    assert price(u, "gpt-4o", "openai").total == expected.total_price
+
+
+def test_unknown_model_is_unpriced_never_guessed():
+    c = price(Usage(input=10, output=1, reported=True), "my-private-finetune-xyz")
+    assert c.total is None and "unpriced" in (c.unpriced or "")
+    assert c.to_json()["usd"] is None
+
+
+def test_long_context_tier_is_per_attempt():
+    """Two attempts of 150k input each are priced at the base rate; one of 300k is in the long-context tier."""
+    one = price(Usage(input=150_000, output=0, reported=True), "claude-sonnet-4-5")
+    big = price(Usage(input=300_000, output=0, reported=True), "claude-sonnet-4-5")
+    assert one.total is not None and big.total is not None
+    assert big.total > 2 * one.total
+
+
+def _body(system="You are terse.", tools=None, messages=None, mark=True):
+    sys_blocks = [{"type": "text", "text": system, **({"cache_control": {"type": "ephemeral"}} if mark else {})}]
+    return {"system": sys_blocks, "tools": tools or [], "messages": messages or [{"role": "user", "content": "hi"}]}
+
+
+CACHED = Usage(input=10, cache_write=2000, output=5, reported=True)
+WRITTEN = Usage(input=12, cache_write=2000, output=5, reported=True)
+READ = Usage(input=12, cache_read=2000, output=5, reported=True)
+
+
+def test_system_changed_at_char_n():
+    v = explain(_body("You are terse. Today is Monday."), _body("You are terse. Today is Tuesday."), WRITTEN, CACHED, 3)
+    assert v.kind == "written_again" and v.reason == "cache written again: system changed at char 24"
+    assert (v.segment, v.char) == ("system", 24)
+
+
+def test_tools_changed_names_the_tool():
+    t1 = [{"name": "read", "input_schema": {}}, {"name": "grep", "input_schema": {}}]
+    t2 = [{"name": "read", "input_schema": {}}, {"name": "grep", "input_schema": {"type": "object"}}]
+    v = explain(_body(tools=t1), _body(tools=t2), WRITTEN, CACHED, 3)
+    assert v.reason == "cache written again: tools changed: 'grep' (tool 1)"
+
+
+def test_earlier_message_edited():
+    marked = {"role": "assistant", "content": [{"type": "text", "text": "yes", "cache_control": {"type": "ephemeral"}}]}
+    m1 = [{"role": "user", "content": "hello there"}, marked]
+    m2 = [{"role": "user", "content": "hello where"}, marked]
+    assert explain(_body(messages=m1), _body(messages=m2), WRITTEN, CACHED, 3).segment == "messages"
+    unmarked = [{"role": "user", "content": "hello there"}, {"role": "assistant", "content": "yes"}]
+    assert explain(_body(messages=unmarked), _body(messages=m2), WRITTEN, CACHED, 3).segment == "prefix"
+    v = explain(_body(messages=m1), _body(messages=m2 + [{"role": "user", "content": "more"}]), WRITTEN, CACHED, 3)
+    assert v.segment == "messages" and v.index == 0 and "message 0 (user) edited" in v.reason
+
+
+def test_ttl_expired_and_unchanged_prefix():
+    b = _body()
+    assert "TTL expired: 6.0 min" in explain(b, b, WRITTEN, CACHED, 360).reason
+    assert "prefix unchanged" in explain(b, b, WRITTEN, CACHED, 10).reason
+    one_hour = _body()
+    one_hour["system"][0]["cache_control"]["ttl"] = "1h"
+    assert breakpoints(one_hour) == (-1, 3600.0)
+    assert "prefix unchanged" in explain(one_hour, one_hour, WRITTEN, CACHED, 360).reason
+
+
+def test_hits_and_first_writes_are_not_misses():
+    assert explain(_body(), _body(), READ, CACHED, 3).kind == "hit"
+    assert explain(None, _body(), CACHED, None, None).kind == "first"
+    assert explain(_body(), _body(), Usage(input=5, reported=True), Usage(input=5, reported=True), 1).kind == "no_cache"
+
+
+def test_messages_after_the_breakpoint_do_not_count():
+    prev = {"messages": [{"role": "user", "content": [{"type": "text", "text": "a", "cache_control": {}}]}]}
+    prev["messages"].append({"role": "assistant", "content": "draft"})
+    cur = {"messages": [prev["messages"][0], {"role": "assistant", "content": "changed"}]}
+    assert breakpoints(prev) == (1, 300.0)
+    assert first_difference(prev, cur, 1) is None
+    assert first_difference(prev, cur, None) is not None
+
+
+@given(st.text(max_size=50), st.text(max_size=50))
+def test_first_difference_char_is_where_the_texts_part(a, b):
+    v = first_difference({"system": a}, {"system": b})
+    if a == b:
+        assert v is None
+    else:
+        assert v is not None and v.char is not None
+        assert a[: v.char] == b[: v.char]
+        assert v.char == min(len(a), len(b)) or a[v.char] != b[v.char]
+
+
+def test_account_sums_failed_attempts_and_labels_them():
+    ok = {"model": "claude-sonnet-4-5", "usage": {"input_tokens": 100, "output_tokens": 10}}
+    cut = {"model": "claude-sonnet-4-5", "usage": {"input_tokens": 100, "output_tokens": 3}}
+    turns = [{"turn": 0, "message": ok, "failed_attempts": [{"turn": 0, "message": cut}]}]
+    total = account(turns, [Request(_body(), 0.0)])
+    t = turns[0]
+    assert t["usage"]["output_tokens"] == 13 and t["usage"]["input_tokens"] == 200
+    assert [a.get("failed", False) for a in t["attempt_costs"]] == [True, False]
+    assert Decimal(str(total["cost"]["usd"])) > 0
+    assert "genai-prices" in total["price_source"]
+    assert ZERO + Usage(input=1, reported=True) == Usage(input=1, reported=True)

@@ -1,0 +1,193 @@
+"""OpenTelemetry export against a real OTLP/HTTP receiver: a loopback HTTP server that decodes the protobuf with
+opentelemetry-proto. Spans, parents and GenAI attributes for scenarios with tools, a retry and a failure."""
+
+from __future__ import annotations
+
+import math
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+pytest.importorskip("opentelemetry.sdk")
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from inspector.record import otel
+from inspector.sessions import sources
+
+
+class Receiver:
+    """An OTLP/HTTP trace receiver on 127.0.0.1: every span it got, as (name, attributes, ids)."""
+
+    def __init__(self) -> None:
+        self.spans: list[dict] = []
+        self.requests = 0
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("content-length", 0)))
+                req = ExportTraceServiceRequest()
+                req.ParseFromString(body)
+                receiver.requests += 1
+                for rs in req.resource_spans:
+                    for ss in rs.scope_spans:
+                        for s in ss.spans:
+                            attrs = {}
+                            for kv in s.attributes:
+                                v = kv.value
+                                which = v.WhichOneof("value")
+                                attrs[kv.key] = (
+                                    [x.string_value for x in v.array_value.values]
+                                    if which == "array_value"
+                                    else getattr(v, which)
+                                )
+                            receiver.spans.append(
+                                {
+                                    "name": s.name,
+                                    "attrs": attrs,
+                                    "id": s.span_id.hex(),
+                                    "parent": s.parent_span_id.hex(),
+                                    "trace": s.trace_id.hex(),
+                                    "start": s.start_time_unix_nano,
+                                    "end": s.end_time_unix_nano,
+                                    "status": s.status.code,
+                                }
+                            )
+                self.send_response(200)
+                self.send_header("content-type", "application/x-protobuf")
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, *a) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}/v1/traces"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver():
+    r = Receiver()
+    yield r
+    r.close()
+
+
+async def _traced(name: str, receiver: Receiver, content: bool = False) -> list[dict]:
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    provider = otel.make_provider(exporter=OTLPSpanExporter(endpoint=receiver.endpoint, timeout=5))
+    session = sources.scenario_session(name, speed=math.inf)
+    close = otel.attach(session.bus, content=content, conversation=name, provider=provider)
+    try:
+        await session.run()
+    finally:
+        close()
+    return receiver.spans
+
+
+async def test_weather_spans_parents_and_attributes(receiver):
+    spans = await _traced("weather", receiver)
+    by = {}
+    for s in spans:
+        by.setdefault(s["name"].split(" ")[0], []).append(s)
+    (root,) = by["invoke_agent"]
+    chats, tools = by["chat"], by["execute_tool"]
+    assert len(chats) == 2 and len(tools) == 1
+    assert {s["trace"] for s in spans} == {root["trace"]}
+    assert all(s["parent"] == root["id"] for s in chats + tools)
+    first = chats[0]["attrs"]
+    assert chats[0]["name"] == "chat claude-sonnet-4-6"
+    assert first["gen_ai.operation.name"] == "chat" and first["gen_ai.provider.name"] == "anthropic"
+    assert first["gen_ai.request.model"] == "claude-sonnet-4-6"
+    assert first["gen_ai.response.id"].startswith("msg_")
+    assert first["gen_ai.response.finish_reasons"] == ["tool_use"]
+    assert first["gen_ai.usage.input_tokens"] == 410 and first["gen_ai.usage.output_tokens"] > 0
+    assert first["gen_ai.response.time_to_first_chunk"] >= 0
+    assert "error.type" not in first
+    tool = tools[0]
+    assert tool["name"] == "execute_tool get_weather" and tool["attrs"]["gen_ai.tool.call.id"].startswith("toolu_")
+    assert "gen_ai.tool.call.arguments" not in tool["attrs"]  # content only with --otel-content
+    assert "gen_ai.input.messages" not in first
+    for s in spans:
+        assert s["end"] >= s["start"] > 0
+
+
+async def test_content_is_opt_in(receiver):
+    spans = await _traced("weather", receiver, content=True)
+    chat = next(s for s in spans if s["name"].startswith("chat"))
+    tool = next(s for s in spans if s["name"].startswith("execute_tool"))
+    assert "Paris" in chat["attrs"]["gen_ai.input.messages"]
+    assert "Paris" in tool["attrs"]["gen_ai.tool.call.arguments"]
+
+
+async def test_a_retry_is_two_chat_spans_and_the_failed_one_says_why(receiver):
+    spans = await _traced("overloaded_midstream", receiver)
+    chats = [s for s in spans if s["name"].startswith("chat")]
+    failed = [s for s in chats if "error.type" in s["attrs"]]
+    assert failed, [s["attrs"] for s in chats]
+    assert all(s["status"] == 2 for s in failed)  # STATUS_CODE_ERROR
+    assert any(s["attrs"]["inspector.attempt"] == 1 for s in chats)  # the retry: attempt 1 of the same turn
+    assert sum(1 for s in chats if "error.type" not in s["attrs"]) >= 1
+
+
+async def test_a_collector_that_is_down_never_blocks_the_stream():
+    """The exporter points at a closed port: the session ends as usual and close() returns within its bound."""
+    import socket
+    import time
+
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    provider = otel.make_provider(exporter=OTLPSpanExporter(endpoint=f"http://127.0.0.1:{port}/v1/traces", timeout=1))
+    session = sources.scenario_session("weather", speed=math.inf)
+    close = otel.attach(session.bus, provider=provider)
+    result = await session.run()
+    assert result.status == "finished"
+    t0 = time.monotonic()
+    close()
+    assert time.monotonic() - t0 < 30
+
+
+def test_the_cli_exports_to_the_standard_endpoint_variable(receiver, tmp_path):
+    """`inspector run --headless --otel` reads OTEL_EXPORTER_OTLP_ENDPOINT like any OTel SDK, and a key in
+    OTEL_EXPORTER_OTLP_HEADERS reaches the collector, not the output."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ)
+    env["OTEL_EXPORTER_OTLP_ENDPOINT"] = receiver.endpoint.removesuffix("/v1/traces")
+    env["OTEL_EXPORTER_OTLP_HEADERS"] = "x-honeycomb-team=otel-canary-secret"
+    out = subprocess.run(
+        [sys.executable, "-m", "inspector", "run", "--scenario", "weather", "--headless", "--otel"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    names = sorted(s["name"] for s in receiver.spans)
+    assert names == [
+        "chat claude-sonnet-4-6",
+        "chat claude-sonnet-4-6",
+        "execute_tool get_weather",
+        "invoke_agent weather",
+    ]
+    assert "otel-canary-secret" not in out.stdout + out.stderr
+    bad = subprocess.run(
+        [sys.executable, "-m", "inspector", "run", "--scenario", "weather", "--headless", "--otel-content"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2 and "--otel-content goes with --otel" in bad.stderr
