@@ -1,0 +1,254 @@
+"""Group the requests a watched agent sends into conversations, each with its own turns and attempts.
+
+A real agent is not one conversation: Claude Code runs subagents in parallel and makes side calls (titles, quota
+checks, ``count_tokens``); the OpenAI Agents SDK runs handoffs; a test suite runs many agents at once.
+
+The rule (docs/serve-and-proxy.md, "Conversations"):
+
+1. A header names the conversation when the harness sends one: ``x-inspector-session``, or a known session header
+   of an agent (``x-claude-code-session-id``). It wins over the prefix rule.
+2. Otherwise a request *continues* a conversation when its history extends that conversation's previous request:
+   the same system prompt and tools, and the previous request's messages as its first messages. Then it is that
+   conversation's next turn.
+3. A request whose history *equals* the conversation's previous request is a retry of that turn (its next
+   attempt), unless that turn already ended well: a client that closes a failed stream and sends the same body
+   again at once is retrying, whichever connection event the proxy saw first.
+4. Anything else starts a new conversation.
+5. Side requests (``count_tokens``, ``models``, non-streamed calls, other paths) are never turns: they are listed
+   with the conversation their history extends, when there is one, or as "other requests".
+
+Compared by content, not by bytes: ``cache_control`` marks are left out (harnesses move their breakpoint to the
+newest message every turn) and so are the previous turns' thinking blocks (harnesses may drop them).
+
+Limits: two identical conversations started at the same moment (same system, tools and first message, no session
+header) are seen as one conversation whose second request is a retry; give each a header to tell them apart.
+
+Each request's prefix digests are computed once, message by message (a chain of 16-byte BLAKE2b digests), and a
+conversation is found by dictionary look-ups of those digests: the CPU per request grows with the size of that
+request's body (which is read anyway), not with the number of conversations or the length of older histories.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+SESSION_HEADERS = ("x-inspector-session", "x-claude-code-session-id")
+TURN_PATHS = ("/v1/messages", "/v1/chat/completions", "/v1/responses")
+_STRIP = frozenset({"cache_control"})
+_DROPPED_BLOCKS = frozenset({"thinking", "redacted_thinking"})
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items() if k not in _STRIP}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
+
+
+def _message_key(message: Any) -> bytes:
+    m = _clean(message)
+    if isinstance(m, dict) and isinstance(m.get("content"), list):
+        m = dict(m)
+        m["content"] = [b for b in m["content"] if not (isinstance(b, dict) and b.get("type") in _DROPPED_BLOCKS)]
+    try:
+        return orjson.dumps(m, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # an integer beyond 64 bits: its text is as good a key
+        return repr(m).encode()
+
+
+def _h(*parts: bytes) -> bytes:
+    d = hashlib.blake2b(digest_size=16)
+    for p in parts:
+        d.update(p)
+    return d.digest()
+
+
+def messages_of(body: Mapping[str, Any]) -> list:
+    msgs = body.get("messages")
+    if isinstance(msgs, list):
+        return msgs
+    inp = body.get("input")  # Responses
+    if isinstance(inp, list):
+        return inp
+    if isinstance(inp, str):
+        return [{"role": "user", "content": inp}]
+    return []
+
+
+def chain(body: Any) -> list[bytes]:
+    """The prefix digests of a request: ``chain[k]`` stands for the system, tools and the first ``k`` messages."""
+    if not isinstance(body, dict):
+        return [_h(b"opaque")]
+    head = {"system": body.get("system", body.get("instructions")), "tools": body.get("tools")}
+    out = [_h(b"head", _message_key(head))]
+    for m in messages_of(body):
+        out.append(_h(out[-1], _message_key(m)))
+    return out
+
+
+def is_side(method: str, path: str, body: Any) -> str | None:
+    """Why a request is a side request (never a turn), or None for a conversation turn."""
+    p = path.split("?", 1)[0].rstrip("/")
+    if method.upper() != "POST":
+        return f"{method.upper()} {p or '/'}"
+    if p.endswith("/count_tokens"):
+        return "count_tokens"
+    if not any(p.endswith(t) for t in TURN_PATHS):
+        return f"other path {p or '/'}"
+    if not isinstance(body, dict):
+        return "not a JSON request"
+    if body.get("stream") is not True:
+        return "not streamed"
+    return None
+
+
+@dataclass
+class Conversation:
+    id: str
+    number: int  # 1, 2, ... in order of appearance
+    tip: bytes = b""  # the previous request's last prefix digest
+    length: int = 0  # its number of messages
+    turn: int = -1
+    attempt: int = 0
+    ended_well: bool = False  # the current turn's last attempt completed
+    named_by: str | None = None  # the header that named it
+    parent: str | None = None  # the conversation whose tool call started this one (a subagent), when clear
+    model: str | None = None
+    side_requests: int = 0
+    pending_tool_inputs: list[str] = field(default_factory=list)  # its running tool calls' inputs, as text
+
+
+@dataclass(frozen=True)
+class Assignment:
+    conversation: str | None  # None: a side request of no conversation ("other requests")
+    turn: int  # -1 for side requests
+    attempt: int
+    side: str | None  # why it is a side request
+    how: str  # "header", "new", "continues", "retry", "side"
+    parent: str | None = None
+
+
+class Conversations:
+    """The proxy's conversations. ``max_conversations`` bounds memory (the oldest idle one is forgotten)."""
+
+    def __init__(self, max_conversations: int = 10_000) -> None:
+        self.max = max_conversations
+        self.by_id: OrderedDict[str, Conversation] = OrderedDict()
+        self.tips: dict[bytes, str] = {}  # prefix digest of a previous request -> conversation id
+        self.count = 0
+        self.other_requests = 0
+
+    def _new(self, named: str | None = None, how: str | None = None) -> Conversation:
+        self.count += 1
+        cid = named or f"c{self.count}"
+        conv = Conversation(cid, self.count, named_by=how)
+        self.by_id[cid] = conv
+        while len(self.by_id) > self.max:
+            old_id, old = self.by_id.popitem(last=False)
+            if self.tips.get(old.tip) == old_id:
+                del self.tips[old.tip]
+        return conv
+
+    def _move_tip(self, conv: Conversation, digests: list[bytes]) -> None:
+        if conv.tip and self.tips.get(conv.tip) == conv.id:
+            del self.tips[conv.tip]
+        conv.tip, conv.length = digests[-1], len(digests) - 1
+        self.tips[conv.tip] = conv.id
+        self.by_id.move_to_end(conv.id)
+
+    def _find(self, digests: list[bytes]) -> tuple[Conversation | None, int]:
+        """The conversation whose previous request is the longest prefix of this one (and its length)."""
+        for k in range(len(digests) - 1, -1, -1):
+            cid = self.tips.get(digests[k])
+            if cid is not None and cid in self.by_id:
+                return self.by_id[cid], k
+        return None, -1
+
+    def assign(self, method: str, path: str, headers: Mapping[str, str], body: Any) -> Assignment:
+        side = is_side(method, path, body)
+        digests = chain(body) if isinstance(body, dict) else []
+        named = None
+        for h in SESSION_HEADERS:
+            v = headers.get(h)
+            if isinstance(v, str) and v.strip():
+                named = (h, v.strip()[:200])
+                break
+        if side is not None:
+            conv: Conversation | None = None
+            if named is not None:
+                conv = self.by_id.get(named[1])
+            elif digests:
+                conv, _k = self._find(digests)
+            if conv is None:
+                self.other_requests += 1
+                return Assignment(None, -1, 0, side, "side")
+            conv.side_requests += 1
+            return Assignment(conv.id, -1, 0, side, "side")
+        n = len(digests) - 1
+        if named is not None:
+            conv = self.by_id.get(named[1])
+            if conv is None:
+                conv = self._new(named[1], named[0])
+                return self._turn(conv, digests, "header", body)
+            if conv.tip == digests[-1] and not conv.ended_well:
+                return self._retry(conv)
+            return self._turn(conv, digests, "header", body)
+        conv, k = self._find(digests)
+        if conv is not None and k == n and not conv.ended_well:
+            return self._retry(conv)
+        if conv is not None and k < n and k == conv.length:
+            return self._turn(conv, digests, "continues", body)
+        conv = self._new()
+        conv.parent = self._parent_of(body)
+        return self._turn(conv, digests, "new", body)
+
+    def _turn(self, conv: Conversation, digests: list[bytes], how: str, body: Any) -> Assignment:
+        conv.turn += 1
+        conv.attempt = 0
+        conv.ended_well = False
+        conv.pending_tool_inputs.clear()
+        if isinstance(body, dict) and isinstance(body.get("model"), str):
+            conv.model = body["model"]
+        self._move_tip(conv, digests)
+        return Assignment(conv.id, conv.turn, 0, None, how, conv.parent)
+
+    def _retry(self, conv: Conversation) -> Assignment:
+        conv.attempt += 1
+        self.by_id.move_to_end(conv.id)
+        return Assignment(conv.id, conv.turn, conv.attempt, None, "retry", conv.parent)
+
+    def ended(self, conversation: str | None, turn: int, attempt: int, ok: bool) -> None:
+        """An attempt's end: a turn that ended well is not retried by an identical request."""
+        conv = self.by_id.get(conversation or "")
+        if conv is not None and conv.turn == turn and conv.attempt == attempt:
+            conv.ended_well = ok
+
+    def tool_call(self, conversation: str | None, input_text: str) -> None:
+        """A tool call of this conversation started (its input, as text): a conversation that starts while it runs,
+        with that text as its first message, is its child (a subagent)."""
+        conv = self.by_id.get(conversation or "")
+        if conv is not None and len(input_text) >= 20:
+            conv.pending_tool_inputs.append(input_text[:4000])
+            del conv.pending_tool_inputs[:-16]
+
+    def _parent_of(self, body: Any) -> str | None:
+        msgs = messages_of(body) if isinstance(body, dict) else []
+        if not msgs or not isinstance(msgs[0], dict):
+            return None
+        first = msgs[0].get("content")
+        if isinstance(first, list):
+            first = " ".join(b.get("text", "") for b in first if isinstance(b, dict) and isinstance(b.get("text"), str))
+        if not isinstance(first, str) or len(first) < 20:
+            return None
+        for conv in reversed(self.by_id.values()):
+            for text in conv.pending_tool_inputs:
+                if first in text or text in first:
+                    return conv.id
+        return None

@@ -1,0 +1,163 @@
+"""Requests grouped into conversations: prefix rule, session headers, retries by body, side requests, subagents."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from inspector.net.conversations import Conversations, chain
+
+SYSTEM = "You are a helpful agent."
+TOOLS = [{"name": "get_weather", "input_schema": {"type": "object"}}]
+
+
+def body(messages, system=SYSTEM, tools=TOOLS, stream=True):
+    return {"model": "claude-sonnet-4-5", "system": system, "tools": tools, "messages": messages, "stream": stream}
+
+
+def user(text):
+    return {"role": "user", "content": text}
+
+
+def assistant(text, tool_id=None):
+    content = [{"type": "text", "text": text}]
+    if tool_id:
+        content.append({"type": "tool_use", "id": tool_id, "name": "get_weather", "input": {"city": text}})
+    return {"role": "assistant", "content": content}
+
+
+def result(tool_id):
+    return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_id, "content": "18 C"}]}
+
+
+def post(c, b, headers=None, path="/v1/messages"):
+    return c.assign("POST", path, headers or {}, b)
+
+
+def test_three_interleaved_conversations_keep_their_turns():
+    c = Conversations()
+    hist = {city: [user(f"Weather in {city}?")] for city in ("Paris", "Rome", "Oslo")}
+    first = {city: post(c, body(h)) for city, h in hist.items()}
+    assert {a.turn for a in first.values()} == {0} and len({a.conversation for a in first.values()}) == 3
+    for city in ("Oslo", "Paris", "Rome"):  # answers arrive in another order
+        hist[city] += [assistant(city, f"toolu_{city}"), result(f"toolu_{city}")]
+    second = {city: post(c, body(h)) for city, h in reversed(list(hist.items()))}
+    for city in hist:
+        assert second[city].conversation == first[city].conversation
+        assert (second[city].turn, second[city].attempt, second[city].how) == (1, 0, "continues")
+
+
+def test_an_identical_resend_is_the_next_attempt_unless_the_turn_ended_well():
+    c = Conversations()
+    b = body([user("hello")])
+    a0 = post(c, b)
+    a1 = post(c, b)  # the client closed a failed stream and resent at once: the close may not be seen yet
+    assert (a1.conversation, a1.turn, a1.attempt, a1.how) == (a0.conversation, 0, 1, "retry")
+    c.ended(a1.conversation, 0, 1, ok=True)
+    a2 = post(c, b)  # the same request after a complete answer: another conversation (e.g. a second run)
+    assert a2.conversation != a0.conversation and a2.how == "new"
+
+
+def test_a_session_header_wins_over_the_prefix_rule():
+    c = Conversations()
+    b = body([user("same prompt")])
+    a = post(c, b, {"x-inspector-session": "agent-1"})
+    b2 = post(c, b, {"x-inspector-session": "agent-2"})
+    assert a.conversation == "agent-1" and b2.conversation == "agent-2" and b2.turn == 0
+    later = post(c, body([user("unrelated"), assistant("x")]), {"x-claude-code-session-id": "s9"})
+    assert later.conversation == "s9"
+
+
+def test_side_requests_are_never_turns():
+    c = Conversations()
+    a = post(c, body([user("hi")]))
+    ct = post(c, body([user("hi"), assistant("ok"), user("more")], stream=False), path="/v1/messages/count_tokens")
+    assert ct.side == "count_tokens" and ct.conversation == a.conversation and ct.turn == -1
+    title = post(c, {"model": "claude-haiku-4-5", "messages": [user("title for: hi")], "max_tokens": 20})
+    assert title.side == "not streamed" and title.conversation is None
+    models = c.assign("GET", "/v1/models", {}, None)
+    assert models.side == "GET /v1/models"
+    nxt = post(c, body([user("hi"), assistant("ok"), user("more")]))
+    assert (nxt.conversation, nxt.turn) == (a.conversation, 1)  # side requests did not move the conversation
+    assert c.other_requests == 2
+
+
+def test_moved_cache_breakpoints_and_dropped_thinking_do_not_split_a_conversation():
+    c = Conversations()
+    m0 = {"role": "user", "content": [{"type": "text", "text": "go", "cache_control": {"type": "ephemeral"}}]}
+    a = post(c, body([m0]))
+    reply = {
+        "role": "assistant",
+        "content": [{"type": "thinking", "thinking": "hmm", "signature": "s"}, {"type": "text", "text": "ok"}],
+    }
+    m0_moved = {"role": "user", "content": [{"type": "text", "text": "go"}]}
+    reply_without_thinking = {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}
+    b = post(c, body([m0_moved, reply_without_thinking, user("next")]))
+    assert b.conversation == a.conversation and b.turn == 1
+    assert reply  # (the shape a harness may send instead; the same key either way)
+
+
+def test_a_subagent_started_by_a_tool_call_names_its_parent():
+    c = Conversations()
+    parent = post(c, body([user("Refactor the parser")]))
+    task = "Find every caller of parse_date in src/ and list them"
+    c.tool_call(parent.conversation, '{"prompt": "' + task + '"}')
+    child = post(c, body([user(task)], system="You are a subagent."))
+    assert child.conversation != parent.conversation and child.parent == parent.conversation
+
+
+def test_memory_is_bounded():
+    c = Conversations(max_conversations=50)
+    for i in range(500):
+        post(c, body([user(f"prompt {i}")]))
+    assert len(c.by_id) == 50 and len(c.tips) == 50
+
+
+def test_chain_is_a_prefix_chain():
+    msgs = [user("a"), assistant("b"), user("c")]
+    full, short = chain(body(msgs)), chain(body(msgs[:2]))
+    assert full[:3] == short and len(full) == 4
+
+
+@st.composite
+def sessions(draw):
+    """K conversations with distinct prompts, each of T turns, some turns retried, interleaved in any order that
+    keeps each conversation's own order."""
+    k = draw(st.integers(1, 6))
+    plans = []
+    for i in range(k):
+        turns = draw(st.integers(1, 5))
+        retries = [draw(st.integers(0, 2)) for _ in range(turns)]
+        plans.append((i, turns, retries))
+    steps = []
+    for i, turns, retries in plans:
+        for t in range(turns):
+            for a in range(retries[t] + 1):
+                steps.append((i, t, a, a == retries[t]))
+    order = draw(st.permutations(range(len(steps))))
+    # a stable merge: keep each conversation's steps in order, interleave by the drawn permutation's ranks
+    per: dict[int, list] = {}
+    for s in steps:
+        per.setdefault(s[0], []).append(s)
+    merged, cursor = [], {i: 0 for i in per}
+    for j in order:
+        i = steps[j][0]
+        merged.append(per[i][cursor[i]])
+        cursor[i] += 1
+    return merged
+
+
+@given(sessions())
+def test_any_interleaving_is_grouped_exactly(steps):
+    c = Conversations()
+    ids: dict[int, str] = {}
+    for i, t, a, last in steps:
+        msgs = [user(f"conversation {i} starts here")]
+        for j in range(t):
+            msgs += [assistant(f"{i}.{j}", f"toolu_{i}_{j}"), result(f"toolu_{i}_{j}")]
+        got = post(c, body(msgs))
+        if t == 0 and a == 0:
+            assert got.how == "new"
+            ids[i] = got.conversation
+        assert (got.conversation, got.turn, got.attempt) == (ids[i], t, a)
+        c.ended(got.conversation, t, a, ok=last)
