@@ -33,6 +33,7 @@ COMMANDS = {
         "replay a recording through the same pipeline (tools not executed)",
     ),
     "dump": ("inspector.cli.dump", "add_parser", "decode and assemble a recording or SSE text file, headless"),
+    "watch": ("inspector.cli.watch", "add_parser", "run an agent against an embedded proxy and watch it"),
     "export": ("inspector.cli.export", "add_parser", "write a self-contained HTML page of a recording"),
     "scenarios": ("inspector.cli.scenarios", "add_parser", "list the built-in scenarios"),
     "scenario": ("inspector.cli.scenario", "add_parser", "check, create or convert scenario files"),

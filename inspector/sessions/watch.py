@@ -170,6 +170,7 @@ def serve_session(
     host: str,
     port: int,
     validate_history: bool = True,
+    record: str | None = None,
     **app_options: Any,
 ) -> WatchSession:
     """`serve --tui`: the fake API on an internal loopback port, behind a recording proxy on host:port.
@@ -188,5 +189,5 @@ def serve_session(
         raise
     url = base_url_of(sock)
     source = {"type": "serve", "name": scenario, "listen": url, "speed": speed_label(speed)}
-    proxy = ProxyApp(backend.base_url, bus=O.ObservationBus(), listen=url, source_info=source)
+    proxy = ProxyApp(backend.base_url, record=record, bus=O.ObservationBus(), listen=url, source_info=source)
     return WatchSession(proxy, sock, upstream_server=backend, pacer=app.pacer, source=source)

@@ -1,0 +1,210 @@
+"""`inspector watch [options] -- COMMAND [ARGS...]`: run an agent with its API pointing at an embedded proxy, and
+watch every request it makes (see inspector/sessions/launch.py).
+
+Modes:
+- default, on a terminal: the dashboard runs in this terminal while the command runs with its stdin from
+  /dev/null and its output in a log file (`--log`, default a temporary file named at the end). When the command
+  ends, the dashboard stays open on the finished session (q quits). An agent that needs the terminal itself goes
+  with `--split`.
+- `--split`: the command keeps this terminal; the dashboard opens in a new tmux pane when inside tmux, else it is
+  served to a browser (`inspector web` style) on 127.0.0.1.
+- `--headless` (and whenever stdout is not a terminal): progress lines on stderr; the command keeps the terminal.
+- `--serve SCENARIO|RECORDING`: no upstream at all, the fake server answers (with `--fault`): a harness's own test
+  suite runs offline and deterministically.
+`--record FILE` records in every mode. The command's exit status is watch's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from inspector.cli.common import EXIT_USAGE, err
+from inspector.core.pacing import parse_speed
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "watch",
+        help="run an agent with its API base URL pointing at an embedded proxy, and watch it",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example: inspector watch --headless --record run.jsonl -- python my_agent.py",
+    )
+    p.add_argument("--upstream", help="the API to forward to (default: ANTHROPIC_BASE_URL, else the public API)")
+    p.add_argument("--record", metavar="FILE", help="write a recording of every request (default: none)")
+    p.add_argument("--headless", action="store_true", help="progress lines on stderr, no dashboard (default: off)")
+    p.add_argument(
+        "--split",
+        action="store_true",
+        help="the command keeps the terminal: the dashboard goes to a new tmux pane, or to a browser (default: off)",
+    )
+    p.add_argument(
+        "--serve",
+        metavar="SCENARIO|RECORDING",
+        help="no upstream: the fake server answers with this scenario or recording (default: none)",
+    )
+    p.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="NAME[:ARG]",
+        help="with --serve: inject faults (repeatable; see `inspector serve --list-faults`; default none)",
+    )
+    p.add_argument(
+        "--speed", type=parse_speed, default=None, help="with --serve: pacing, 1 real time .. max (default: max)"
+    )
+    p.add_argument(
+        "--log", metavar="FILE", help="dashboard mode: the command's output goes here (default: a temp file)"
+    )
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
+    p.set_defaults(func=cmd)
+
+
+def _session(args: argparse.Namespace, upstream: str) -> Any:
+    from inspector.sessions import watch as W
+
+    if args.serve:
+        from inspector.net.faults import parse_faults
+
+        faults = parse_faults(args.fault)
+        speed = args.speed if args.speed is not None else float("inf")
+        options: dict[str, Any] = {}
+        name = args.serve
+        if Path(args.serve).is_file() and not args.serve.endswith((".yaml", ".yml")):
+            from inspector.net.recorded import RecordingSource
+
+            options["recording"] = RecordingSource.load(args.serve)
+            name = "parse_date"  # (unused: the recording answers)
+        return W.serve_session(name, faults, speed=speed, host="127.0.0.1", port=0, record=args.record, **options)
+    if args.fault:
+        from inspector.core.errors import UsageError
+
+        raise UsageError("--fault goes with --serve (for a live upstream: inspector proxy --fault)")
+    return W.proxy_session(upstream, "127.0.0.1", 0, record=args.record)
+
+
+def cmd(args: argparse.Namespace) -> int:
+    from inspector.core.errors import InspectorError
+    from inspector.sessions.launch import Launched, command_env, resolve_command, upstream_from_env
+
+    argv = list(args.command)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    problem = resolve_command(argv)
+    if problem:
+        err(f"inspector watch: {problem}")
+        return EXIT_USAGE
+    env = dict(os.environ)
+    upstream = upstream_from_env(env, args.upstream)
+    try:
+        session = _session(args, upstream)
+    except (InspectorError, OSError) as e:
+        err(f"inspector watch: {getattr(e, 'strerror', None) or e}")
+        return EXIT_USAGE
+    launched = Launched(session, argv, {}, on_note=lambda m: print(m, file=sys.stderr, flush=True))
+    launched.env = command_env(env, launched.base_url)
+    what = f"serve {args.serve}" if args.serve else upstream
+    headless = args.headless or not sys.stdout.isatty()
+    if args.split and not headless:
+        return _split(args, launched, what)
+    if headless:
+        return _headless(launched, what, args.record)
+    return _dashboard(args, launched, what)
+
+
+def _headless(launched: Any, what: str, record: str | None) -> int:
+    from inspector.cli.headless import LineSink, ProgressPrinter
+
+    sink = LineSink(sys.stderr.buffer)
+    launched.session.bus.subscribe(ProgressPrinter(sink))
+    launched.start_session()
+    print(
+        f"inspector watch: {launched.base_url} -> {what}" + (f", recording to {record}" if record else ""),
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        launched.start_command()
+    except OSError as e:
+        launched.stop_session()
+        err(f"inspector watch: cannot run {launched.argv[0]}: {e.strerror or e}")
+        return EXIT_USAGE
+    status = launched.wait()
+    launched.stop_session()
+    sink.close()
+    return status
+
+
+def _dashboard(args: argparse.Namespace, launched: Any, what: str) -> int:
+    """The dashboard in this terminal; the command without it (stdin /dev/null, output to a log file)."""
+    import subprocess
+
+    from inspector.tui.app import run_dashboard
+
+    log_path = Path(args.log) if args.log else Path(tempfile.mkstemp(prefix="inspector-watch-", suffix=".log")[1])
+    log = open(log_path, "wb")
+    launched.stdin, launched.stdout, launched.stderr = subprocess.DEVNULL, log, subprocess.STDOUT
+    launched.session.sock.listen(2048)
+    started = False
+
+    def factory(**_: Any) -> Any:
+        nonlocal started
+        if not started:  # the dashboard runs the session; the command starts once, with it
+            started = True
+            launched.start_command()
+        return launched.session
+
+    try:
+        run_dashboard(factory, source={"type": "watch", "command": shlex.join(launched.argv), "upstream": what})
+    finally:
+        p = launched.process
+        if p is not None and p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        log.close()
+    status = launched.process.wait() if launched.process is not None else 1
+    print(f"inspector watch: the command's output is in {log_path}", file=sys.stderr)
+    from inspector.sessions.launch import exit_status
+
+    return exit_status(status)
+
+
+def _split(args: argparse.Namespace, launched: Any, what: str) -> int:
+    """The command keeps the terminal; the dashboard runs as `inspector proxy` in a new tmux pane (same port)."""
+    import shutil
+    import socket
+    import subprocess
+    import time
+
+    if not os.environ.get("TMUX") or not shutil.which("tmux"):
+        err("inspector watch: --split needs tmux (run inside tmux), or use --headless and `inspector dump` after")
+        return EXIT_USAGE
+    port = launched.session.sock.getsockname()[1]
+    launched.session.close()  # the pane's proxy binds this port
+    pane = [sys.executable, "-m", "inspector", "proxy", "--listen", f"127.0.0.1:{port}", "--upstream", what]
+    if args.serve:
+        err("inspector watch: --split with --serve is not supported yet: use --headless")
+        return EXIT_USAGE
+    if args.record:
+        pane += ["--record", args.record]
+    subprocess.run(["tmux", "split-window", "-h", shlex.join(pane)], check=False)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.1)
+    else:
+        err("inspector watch: the dashboard pane did not start listening")
+        return EXIT_USAGE
+    launched.start_command()
+    return launched.wait()

@@ -1,0 +1,153 @@
+"""`inspector watch -- <command>`: run another program with its API base URLs pointing at an embedded proxy (or at
+the fake server behind one), and watch what it sends and receives.
+
+- The proxy listens on an ephemeral loopback port before the command starts (connections queue until it accepts).
+- The command gets ``ANTHROPIC_BASE_URL`` (no ``/v1``, as the SDK expects) and ``OPENAI_BASE_URL`` (with ``/v1``);
+  everything else in the environment, stdin, the terminal and signals pass through.
+- Ctrl-C goes to the command first (it is in the terminal's foreground process group with us); a second Ctrl-C
+  stops watching: the command is terminated (killed after a grace period) and the proxy closes its recording, an
+  ``end`` line for every open attempt.
+- The command's exit status is watch's (a signal N gives 128 + N, as a shell reports it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+ANTHROPIC_DEFAULT = "https://api.anthropic.com"
+OPENAI_DEFAULT = "https://api.openai.com/v1"
+GRACE = 5.0  # seconds between terminate and kill after the second Ctrl-C
+
+
+def upstream_from_env(env: dict[str, str], override: str | None) -> str:
+    """The Anthropic upstream: --upstream, else what ANTHROPIC_BASE_URL held before, else the public API."""
+    return (override or env.get("ANTHROPIC_BASE_URL") or ANTHROPIC_DEFAULT).rstrip("/")
+
+
+def command_env(env: dict[str, str], base_url: str) -> dict[str, str]:
+    out = dict(env)
+    out["ANTHROPIC_BASE_URL"] = base_url
+    out["OPENAI_BASE_URL"] = base_url + "/v1"
+    out["INSPECTOR_WATCH"] = base_url  # a harness may read it to tell it is watched
+    return out
+
+
+def exit_status(returncode: int) -> int:
+    return 128 - returncode if returncode < 0 else returncode
+
+
+@dataclass
+class Launched:
+    """A watched command and the session serving it (a WatchSession: the proxy, or serve behind a proxy)."""
+
+    session: Any
+    argv: Sequence[str]
+    env: dict[str, str]
+    stdin: Any = None
+    stdout: Any = None
+    stderr: Any = None
+    process: subprocess.Popen | None = None
+    interrupts: int = 0
+    on_note: Callable[[str], None] = print
+    _thread: threading.Thread | None = None
+    _loop: asyncio.AbstractEventLoop | None = None
+    _started: threading.Event = field(default_factory=threading.Event)
+    result: Any = None
+
+    @property
+    def base_url(self) -> str:
+        from inspector.net.server import base_url_of
+
+        return base_url_of(self.session.sock)
+
+    # --- the session on its own thread and loop: the command's traffic is served whatever this thread does ------
+    def start_session(self) -> None:
+        self.session.sock.listen(2048)  # before the command starts: its first connection queues, never refused
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            self._started.set()
+            try:
+                self.result = loop.run_until_complete(self.session.run())
+            finally:
+                loop.close()
+
+        self._thread = threading.Thread(target=run, name="inspector-watch", daemon=True)
+        self._thread.start()
+        self._started.wait(10)
+
+    def stop_session(self, timeout: float = 30.0) -> None:
+        if self._loop is not None and self._thread is not None and self._thread.is_alive():
+            with contextlib.suppress(RuntimeError):  # the loop already closed
+                self._loop.call_soon_threadsafe(self.session.stop)
+            self._thread.join(timeout)
+
+    # --- the command ----------------------------------------------------------------------------------------------
+    def start_command(self) -> subprocess.Popen:
+        self.process = subprocess.Popen(
+            list(self.argv), env=self.env, stdin=self.stdin, stdout=self.stdout, stderr=self.stderr
+        )
+        return self.process
+
+    def interrupt(self) -> None:
+        """Ctrl-C: the first goes to the command (the terminal sent it to both of us); the second stops watching."""
+        self.interrupts += 1
+        if self.interrupts == 1:
+            self.on_note("inspector watch: Ctrl-C went to the command; press it again to stop watching")
+            return
+        self.on_note("inspector watch: stopping the command")
+        p = self.process
+        if p is not None and p.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                p.terminate()
+            threading.Timer(GRACE, self._kill).start()
+
+    def _kill(self) -> None:
+        p = self.process
+        if p is not None and p.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                p.kill()
+
+    def wait(self) -> int:
+        """Wait for the command, Ctrl-C handled as above; returns its exit status."""
+        assert self.process is not None
+        previous = signal.getsignal(signal.SIGINT)
+        in_main = threading.current_thread() is threading.main_thread()
+        if in_main:
+            signal.signal(signal.SIGINT, lambda *_: self.interrupt())
+        try:
+            while True:
+                try:
+                    return exit_status(self.process.wait())
+                except KeyboardInterrupt:  # (only if the handler could not be installed)
+                    self.interrupt()
+        finally:
+            if in_main:
+                signal.signal(signal.SIGINT, previous)
+
+
+def resolve_command(argv: Sequence[str]) -> str | None:
+    """A one-line problem with the command, before anything starts (None: it can be run)."""
+    if not argv:
+        return "no command: inspector watch [options] -- COMMAND [ARGS...]"
+    import shutil
+
+    exe = argv[0]
+    if os.sep in exe:
+        if not os.path.exists(exe):
+            return f"{exe}: no such file"
+        if not os.access(exe, os.X_OK):
+            return f"{exe}: not executable"
+        return None
+    if shutil.which(exe) is None:
+        return f"{exe}: command not found"
+    return None

@@ -1,0 +1,121 @@
+"""`inspector watch -- COMMAND`: the command runs against an embedded proxy (here with the fake server behind it),
+its environment points at it, its exit status is watch's, Ctrl-C goes to it first, and the recording is whole."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+AGENT = ROOT / "examples" / "weather_agent.py"
+
+
+def watch(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "inspector", "watch", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_the_example_agent_runs_offline_against_serve_and_is_recorded(tmp_path):
+    rec = tmp_path / "run.jsonl"
+    out = watch("--headless", "--serve", "weather", "--record", str(rec), "--", sys.executable, str(AGENT))
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.count("partly cloudy") == 3  # three conversations answered
+    lines = [json.loads(x) for x in rec.read_text().splitlines()]
+    requests = [x for x in lines if x["kind"] == "request"]
+    ends = [x for x in lines if x["kind"] == "end"]
+    assert len(requests) == 6 and len(ends) == 6  # two turns of three conversations, each attempt ended
+    assert "sk-ant-offline-example" not in rec.read_text()
+
+
+def test_the_environment_and_the_exit_status_pass_through(tmp_path):
+    probe = (
+        "import os, sys; print(os.environ['ANTHROPIC_BASE_URL'], os.environ['OPENAI_BASE_URL'], "
+        "os.environ.get('KEEP_ME')); sys.exit(3)"
+    )
+    out = watch("--headless", "--serve", "weather", "--", sys.executable, "-c", probe, env={"KEEP_ME": "kept"})
+    assert out.returncode == 3
+    anthropic_url, openai_url, kept = out.stdout.split()
+    assert anthropic_url.startswith("http://127.0.0.1:") and not anthropic_url.endswith("/v1")
+    assert openai_url == anthropic_url + "/v1" and kept == "kept"
+
+
+def test_the_upstream_is_what_anthropic_base_url_held(tmp_path):
+    probe = "import os; print(os.environ['ANTHROPIC_BASE_URL'])"
+    out = watch("--headless", "--", sys.executable, "-c", probe, env={"ANTHROPIC_BASE_URL": "http://127.0.0.1:9/"})
+    assert out.returncode == 0
+    assert "-> http://127.0.0.1:9" in out.stderr  # forwarded there, not to the public API
+    assert out.stdout.strip() != "http://127.0.0.1:9"
+
+
+def test_a_missing_command_is_a_one_line_error():
+    out = watch("--headless", "--", "no-such-command-xyz")
+    assert out.returncode == 2 and "no-such-command-xyz: command not found" in out.stderr
+    assert "Traceback" not in out.stderr
+    out = watch("--headless")
+    assert out.returncode == 2 and "no command" in out.stderr
+
+
+def test_ctrl_c_goes_to_the_command_first_then_stops_watching(tmp_path):
+    """The first SIGINT reaches the command (which survives it here); the second stops it, and the recording of a
+    request left open has its end line."""
+    ready = tmp_path / "ready"
+    child = (
+        "import signal, time, pathlib, sys\n"
+        "import os\n"
+        "print('pid', os.getpid(), flush=True)\n"
+        "signal.signal(signal.SIGINT, lambda *a: print('child got SIGINT', flush=True))\n"
+        f"pathlib.Path({str(ready)!r}).touch()\n"
+        "for _ in range(600): time.sleep(0.1)\n"
+    )
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "inspector",
+            "watch",
+            "--headless",
+            "--serve",
+            "weather",
+            "--",
+            sys.executable,
+            "-c",
+            child,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group: the test plays the terminal
+    )
+    deadline = time.monotonic() + 60
+    while not ready.exists():
+        assert time.monotonic() < deadline and p.poll() is None, p.stderr.read() if p.poll() is not None else ""
+        time.sleep(0.05)
+    os.killpg(p.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole foreground group
+    deadline = time.monotonic() + 30
+    # the command said it got it, and watch is still running
+    out_lines = []
+    while not any("child got SIGINT" in x for x in out_lines):
+        assert time.monotonic() < deadline
+        out_lines.append(p.stdout.readline())
+    assert p.poll() is None
+    os.killpg(p.pid, signal.SIGINT)
+    p.wait(60)
+    err = p.stderr.read()
+    assert "press it again to stop watching" in err and "Traceback" not in err
+    assert p.returncode == 128 + signal.SIGTERM  # the command's status (terminated), as a shell reports it
+    pid = int(next(x for x in out_lines if x.startswith("pid")).split()[1])
+    try:
+        os.kill(pid, 0)
+        raise AssertionError("the command is still running")
+    except ProcessLookupError:
+        pass
