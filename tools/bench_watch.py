@@ -1,0 +1,262 @@
+"""`inspector watch` at scale: N concurrent conversations of T turns (a fake agent written here, raw HTTP over
+httpx2), through `watch --headless --record` in front of `inspector serve --speed max` with a T-turn tool scenario.
+
+    python tools/bench_watch.py [--conversations 50] [--turns 20] [--json]
+
+Reports:
+  * first byte per request (p50 / p99 / max) direct to serve, through watch with 1 conversation, and through watch
+    with N conversations: the added first byte at N must stay within 2x of the single-conversation figure;
+  * lost requests (every turn of every conversation answered), byte-exact turns (each recorded attempt's bytes equal
+    what the agent received), grouping (conversations and turns in the recording, when it carries them);
+  * the watch process's peak RSS (sampled from /proc).
+Loopback only; every process is stopped at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+
+AGENT = r"""
+import asyncio, hashlib, json, os, sys, time
+import httpx2
+
+N, T, OUT = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+BASE = os.environ["ANTHROPIC_BASE_URL"]
+HEADERS = {"x-api-key": "sk-ant-bench-not-a-key", "anthropic-version": "2023-06-01", "content-type": "application/json"}
+TOOLS = [{"name": "step", "description": "One step.", "input_schema": {"type": "object", "properties": {"n": {"type": "integer"}}}}]
+
+async def conversation(client, i, stats):
+    messages = [{"role": "user", "content": f"conversation {i}: take {T} steps"}]
+    for turn in range(T):
+        body = {"model": "claude-sonnet-4-6", "max_tokens": 256, "stream": True, "tools": TOOLS, "messages": messages}
+        t0 = time.perf_counter()
+        first = None
+        chunks = []
+        async with client.stream("POST", BASE + "/v1/messages", json=body, headers=HEADERS) as r:
+            async for chunk in r.aiter_raw():
+                if first is None:
+                    first = time.perf_counter() - t0
+                chunks.append(chunk)
+        data = b"".join(chunks)
+        stats.append({"conv": i, "turn": turn, "status": r.status_code, "ttfb": first, "sha": hashlib.sha256(data).hexdigest()})
+        tool_id = None
+        content = []
+        for line in data.decode().splitlines():
+            if line.startswith("data: "):
+                ev = json.loads(line[6:])
+                if ev.get("type") == "content_block_start":
+                    b = ev["content_block"]
+                    if b["type"] == "tool_use":
+                        tool_id = b["id"]
+                        content.append({"type": "tool_use", "id": b["id"], "name": b["name"], "input": {"n": turn}})
+                    elif b["type"] == "text":
+                        content.append({"type": "text", "text": "ok"})
+        if tool_id is None:
+            return
+        messages = messages + [
+            {"role": "assistant", "content": content},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_id, "content": "done"}]},
+        ]
+
+async def main():
+    stats = []
+    limits = httpx2.Limits(max_connections=N * 2, max_keepalive_connections=N * 2)
+    async with httpx2.AsyncClient(timeout=120, limits=limits) as client:
+        await asyncio.gather(*(conversation(client, i, stats) for i in range(N)))
+    with open(OUT, "w") as f:
+        json.dump(stats, f)
+
+asyncio.run(main())
+"""
+
+
+def scenario_yaml(turns: int) -> str:
+    lines = [
+        "format: stream-inspector-scenario",
+        "version: 1",
+        "name: bench_steps",
+        "description: Many tool steps, for the watch bench.",
+        "prompt: take the steps",
+        "system: null",
+        "tools:",
+        "- name: step",
+        "  description: One step.",
+        "  input_schema: {type: object, properties: {n: {type: integer}}}",
+        "  result: done",
+        "turns:",
+    ]
+    for t in range(turns - 1):
+        lines += [
+            "- blocks:",
+            f"  - {{text: 'Step {t}.'}}",
+            "  - tool_use: step",
+            f"    input: {{n: {t}}}",
+            "  stop_reason: tool_use",
+            "  usage: {input_tokens: 100}",
+        ]
+    lines += ["- blocks:", "  - {text: 'All steps done.'}", "  usage: {input_tokens: 100}"]
+    return "\n".join(lines) + "\n"
+
+
+def q(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p * len(xs)))] if xs else float("nan")
+
+
+def start_serve(scenario: Path) -> tuple[subprocess.Popen, str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    p = subprocess.Popen(
+        [
+            PY,
+            "-m",
+            "inspector",
+            "serve",
+            "--scenario",
+            str(scenario),
+            "--speed",
+            "max",
+            "--quiet",
+            "--history",
+            "100000",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert p.stderr is not None
+    for _ in range(50):
+        line = p.stderr.readline()
+        m = re.search(r"ANTHROPIC_BASE_URL=(\S+)", line)
+        if m:
+            return p, m.group(1)
+    p.kill()
+    raise RuntimeError("serve did not start")
+
+
+def rss_sampler(pid: int, peak: list[int], stop: threading.Event) -> None:
+    while not stop.is_set():
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    peak[0] = max(peak[0], int(line.split()[1]))
+        except OSError:
+            return
+        time.sleep(0.05)
+
+
+def run_agent(n: int, t: int, tmp: Path, upstream: str, *, through_watch: bool, record: Path | None) -> dict:
+    agent = tmp / "agent.py"
+    agent.write_text(AGENT)
+    out = tmp / f"stats-{n}-{through_watch}.json"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    argv = [PY, str(agent), str(n), str(t), str(out)]
+    peak = [0]
+    t0 = time.perf_counter()
+    if through_watch:
+        cmd = [PY, "-m", "inspector", "watch", "--headless", "--upstream", upstream]
+        if record is not None:
+            cmd += ["--record", str(record)]
+        p = subprocess.Popen([*cmd, "--", *argv], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        stop = threading.Event()
+        th = threading.Thread(target=rss_sampler, args=(p.pid, peak, stop), daemon=True)
+        th.start()
+        rc = p.wait(1800)
+        stop.set()
+    else:
+        env["ANTHROPIC_BASE_URL"] = upstream
+        rc = subprocess.run(argv, env=env, timeout=1800).returncode
+    wall = time.perf_counter() - t0
+    stats = json.loads(out.read_text()) if out.exists() else []
+    return {"rc": rc, "wall": wall, "stats": stats, "rss_mb": peak[0] / 1024}
+
+
+def check_recording(record: Path, stats: list[dict]) -> dict:
+    lines = [json.loads(x) for x in record.read_text().splitlines() if x.strip()]
+    reads: dict[tuple, list[bytes]] = {}
+    requests = []
+    for x in lines:
+        key = (x.get("conversation"), x.get("turn"), x.get("attempt"))
+        if x["kind"] == "request":
+            requests.append(x)
+            reads[key] = []
+        elif x["kind"] == "read":
+            data = x["data"].encode() if "data" in x else __import__("base64").b64decode(x["b64"])
+            reads.setdefault(key, []).append(data)
+    recorded = sorted(hashlib.sha256(b"".join(v)).hexdigest() for v in reads.values())
+    received = sorted(s["sha"] for s in stats)
+    convs = {x.get("conversation") for x in requests}
+    return {
+        "requests_recorded": len(requests),
+        "byte_exact": sum(1 for a, b in zip(recorded, received, strict=False) if a == b),
+        "conversations_in_recording": len(convs - {None}) or "not recorded (no conversation ids)",
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--conversations", type=int, default=50)
+    ap.add_argument("--turns", type=int, default=20)
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        scen = tmp / "bench_steps.yaml"
+        scen.write_text(scenario_yaml(a.turns))
+        serve, url = start_serve(scen)
+        try:
+            direct = run_agent(a.conversations, a.turns, tmp, url, through_watch=False, record=None)
+            single = run_agent(1, a.turns, tmp, url, through_watch=True, record=None)
+            rec = tmp / "watch.jsonl"
+            many = run_agent(a.conversations, a.turns, tmp, url, through_watch=True, record=rec)
+            check = check_recording(rec, many["stats"])
+        finally:
+            serve.terminate()
+            serve.wait(10)
+    expected = a.conversations * a.turns
+
+    def fb(run: dict) -> dict:
+        xs = [s["ttfb"] * 1000 for s in run["stats"] if s["ttfb"] is not None]
+        return {"p50_ms": q(xs, 0.5), "p99_ms": q(xs, 0.99), "max_ms": max(xs) if xs else float("nan"), "n": len(xs)}
+
+    d, s, m = fb(direct), fb(single), fb(many)
+    report = {
+        "conversations": a.conversations,
+        "turns": a.turns,
+        "direct": d,
+        "watch_1": s,
+        "watch_n": m,
+        "added_p50_ms_1": s["p50_ms"] - d["p50_ms"],
+        "added_p50_ms_n": m["p50_ms"] - d["p50_ms"],
+        "lost": expected - len(many["stats"]),
+        "non_200": sum(1 for x in many["stats"] if x["status"] != 200),
+        "watch_rc": many["rc"],
+        "watch_peak_rss_mb": round(many["rss_mb"], 1),
+        "watch_wall_s": round(many["wall"], 2),
+        "direct_wall_s": round(direct["wall"], 2),
+        **check,
+        "expected_requests": expected,
+    }
+    if a.json:
+        print(json.dumps(report, indent=1))
+    else:
+        for k, v in report.items():
+            print(f"{k:28} {v:.2f}" if isinstance(v, float) else f"{k:28} {v}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
