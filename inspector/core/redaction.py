@@ -295,6 +295,7 @@ def redact(value: Any, secrets: Iterable[str]) -> Any:
 
 _ESCAPE = re.compile(r'\\(?:u[0-9a-fA-F]{4}|["\\/bfnrt])')
 _PARTIAL_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?\Z")
+_ESCAPE_CHARS = frozenset('\\u0123456789abcdefABCDEFbfnrt"/')  # the characters of a JSON escape
 _SIMPLE = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\", "/": "/"}
 
 
@@ -418,12 +419,13 @@ class SecretSet:
 
     Redactors of one stream can share a set: a key learned late (``add``) reaches all of them at once."""
 
-    __slots__ = ("secrets", "forms", "first", "max")
+    __slots__ = ("secrets", "forms", "first", "chars", "max")
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         self.secrets: list[str] = []
         self.forms: list[bytes] = []  # the byte forms (raw, JSON-escaped), longest first
         self.first: set[str] = set()  # the characters a secret (or its escaped form) can begin with
+        self.chars: frozenset[str] = frozenset()  # the characters a secret or its escaped form can hold
         self.max = 0  # the length of the longest secret
         self.add(secrets)
 
@@ -434,6 +436,7 @@ class SecretSet:
             self.secrets[:] = usable_secrets([*self.secrets, *new])  # (in place: holders of the list see it)
             self.forms = _byte_forms(self.secrets)
             self.first = {s[0] for s in self.secrets} | {"\\"}
+            self.chars = frozenset("".join(self.secrets)) | _ESCAPE_CHARS
             self.max = max(len(s) for s in self.secrets)
         return new
 
@@ -444,6 +447,8 @@ class SecretSet:
         """Where the part of ``text`` that could be the beginning of a secret (as it is or JSON-escaped) starts
         (``len(text)`` if none). Only the last ``6 * max`` characters are looked at."""
         n = len(text)
+        if not n or text[-1] not in self.chars:  # (a tail that begins a secret ends with one of its characters)
+            return n
         window = self.max * 6
         if "\\" not in text[-window:]:
             best = n
@@ -847,6 +852,7 @@ class _Masking:
     def __init__(self, inner: Any, lock: Any) -> None:
         self._inner = inner
         self._held = ""
+        self._held_bytes = ""  # what its .buffer holds (bytes as surrogate-escaped text)
         self._lock = lock
 
     def _mask(self, text: str) -> str:
@@ -862,6 +868,8 @@ class _Masking:
 
     def write(self, text: str) -> int:
         with self._lock:
+            if self._held_bytes:  # what the binary layer holds goes first (the order is kept)
+                self.buffer.release()
             out = self._mask(text)
             if out:
                 self._inner.write(out)
@@ -876,6 +884,8 @@ class _Masking:
             held, self._held = self._held, ""
             if held:
                 self._inner.write(held)
+            if self._held_bytes:
+                self.buffer.release()
 
     def flush(self) -> None:
         self.release()
@@ -893,7 +903,8 @@ class _Masking:
 
 
 class _MaskingBinary:
-    """``sys.stdout.buffer`` behind the guard: bytes masked the same way (as UTF-8, other bytes kept)."""
+    """``sys.stdout.buffer`` behind the guard: bytes masked the same way (read as UTF-8, other bytes kept as they
+    are), the tail that could begin a key held until the next write or ``flush()``."""
 
     def __init__(self, inner: Any, text: _Masking) -> None:
         self._inner = inner
@@ -901,18 +912,34 @@ class _MaskingBinary:
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
         raw = bytes(data)
-        self._text.flush()  # what the text layer holds goes first (the order is kept)
-        with self._text._lock:
+        text = self._text
+        with text._lock:
+            if text._held:  # what the text layer holds goes first (the order is kept)
+                held, text._held = text._held, ""
+                text._inner.write(held)
+                text._inner.flush()
             keys = PROCESS_SECRETS
-            if keys.secrets:
-                masked = mask_text(raw.decode("utf-8", "surrogateescape"), keys.secrets)
-                out = masked.encode("utf-8", "surrogateescape")
-            else:
-                out = raw
-            self._inner.write(out)
+            if not keys.secrets and not text._held_bytes:
+                self._inner.write(raw)
+                return len(raw)
+            chars = text._held_bytes + raw.decode("utf-8", "surrogateescape")
+            masked = mask_text(chars, keys.secrets) if keys.secrets else chars
+            cut = keys.hold_from(masked) if keys.secrets else len(masked)
+            text._held_bytes = masked[cut:]
+            out = masked[:cut].encode("utf-8", "surrogateescape")
+            if out:
+                self._inner.write(out)
         return len(raw)
 
+    def release(self) -> None:
+        text = self._text
+        with text._lock:
+            held, text._held_bytes = text._held_bytes, ""
+            if held:
+                self._inner.write(held.encode("utf-8", "surrogateescape"))
+
     def flush(self) -> None:
+        self.release()
         self._inner.flush()
 
     def __getattr__(self, name: str) -> Any:

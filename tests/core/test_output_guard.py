@@ -57,10 +57,12 @@ def test_stdout_and_stderr_are_masked_also_a_key_written_in_pieces() -> None:
             sys.stderr.write(KEY[20:] + " end\n")
             print("tail s", end="")  # ends with what could begin a key: written by flush or at the guard's exit
             sys.stdout.buffer.write(f"bytes {KEY}\n".encode())
+            sys.stdout.buffer.write(f"split {KEY[:15]}".encode())
+            sys.stdout.buffer.write(f"{KEY[15:]} ".encode() + b"\xff\n")  # (not UTF-8: kept as it is)
         assert sys.stdout is out and sys.stderr is errs  # put back
         assert errs.getvalue() == f"{REDACTED} end\n"
         assert out.getvalue() == f"key: {REDACTED}\ntail s"
-        assert out.buffer.getvalue() == f"bytes {REDACTED}\n".encode()
+        assert out.buffer.getvalue() == f"bytes {REDACTED}\nsplit {REDACTED} ".encode() + b"\xff\n"
 
 
 def test_a_json_escaped_key_is_masked() -> None:
