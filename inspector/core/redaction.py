@@ -992,48 +992,51 @@ def _mask_record(record: Any) -> Any:
     return record
 
 
-_installed: dict[str, Any] = {}
-
-
 def _install_process_hooks() -> None:
-    """The log record factory and the exception hooks (once per process; they mask nothing while no secret is
-    known)."""
+    """The log record factory and the exception hooks that mask (they mask nothing while no secret is known). Each
+    is installed unless it is already in place: one that something else replaced since (a test harness) is put
+    back, wrapping what is there now."""
     import logging
     import sys
     import threading
     import traceback
 
-    if _installed:
-        return
-    old_factory = logging.getLogRecordFactory()
+    if not getattr(logging.getLogRecordFactory(), "_inspector_masks", False):
+        old_factory = logging.getLogRecordFactory()
 
-    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
-        return _mask_record(old_factory(*args, **kwargs))
+        def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+            return _mask_record(old_factory(*args, **kwargs))
 
-    logging.setLogRecordFactory(factory)
-    old_hook = sys.excepthook
+        factory._inspector_masks = True  # type: ignore[attr-defined]
+        logging.setLogRecordFactory(factory)
 
-    def excepthook(kind: type[BaseException], exc: BaseException, tb: Any) -> None:
-        if not PROCESS_SECRETS.secrets:
-            old_hook(kind, exc, tb)
-            return
-        sys.stderr.write(mask_known("".join(traceback.format_exception(kind, exc, tb))))
-        sys.stderr.flush()
+    if not getattr(sys.excepthook, "_inspector_masks", False):
+        old_hook = sys.excepthook
 
-    sys.excepthook = excepthook
-    old_thread_hook = threading.excepthook
+        def excepthook(kind: type[BaseException], exc: BaseException, tb: Any) -> None:
+            if not PROCESS_SECRETS.secrets:
+                old_hook(kind, exc, tb)
+                return
+            sys.stderr.write(mask_known("".join(traceback.format_exception(kind, exc, tb))))
+            sys.stderr.flush()
 
-    def thread_hook(args: Any) -> None:
-        if not PROCESS_SECRETS.secrets or args.exc_type is SystemExit:
-            old_thread_hook(args)
-            return
-        name = args.thread.name if args.thread is not None else "?"
-        text = "".join(traceback.format_exception(args.exc_type, args.exc_value, args.exc_traceback))
-        sys.stderr.write(mask_known(f"Exception in thread {name}:\n{text}"))
-        sys.stderr.flush()
+        excepthook._inspector_masks = True  # type: ignore[attr-defined]
+        sys.excepthook = excepthook
 
-    threading.excepthook = thread_hook
-    _installed.update(factory=factory, excepthook=excepthook, thread_hook=thread_hook)
+    if not getattr(threading.excepthook, "_inspector_masks", False):
+        old_thread_hook = threading.excepthook
+
+        def thread_hook(args: Any) -> None:
+            if not PROCESS_SECRETS.secrets or args.exc_type is SystemExit:
+                old_thread_hook(args)
+                return
+            name = args.thread.name if args.thread is not None else "?"
+            text = "".join(traceback.format_exception(args.exc_type, args.exc_value, args.exc_traceback))
+            sys.stderr.write(mask_known(f"Exception in thread {name}:\n{text}"))
+            sys.stderr.flush()
+
+        thread_hook._inspector_masks = True  # type: ignore[attr-defined]
+        threading.excepthook = thread_hook
 
 
 class OutputGuard:

@@ -11,9 +11,11 @@ import sys
 import threading
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from inspector.cli.common import err
-from inspector.core.redaction import PROCESS_SECRETS, REDACTED, OutputGuard, learn, mask_known
+from inspector.core.redaction import PROCESS_SECRETS, REDACTED, OutputGuard, learn, mask_known, mask_text
 from inspector.testing.secrets import assert_no_key
 
 KEY = "sk-ant-api03-Gd7uQ2xWv9pLs4Kc1Rt8MzB6-guard"
@@ -161,3 +163,30 @@ def test_the_cli_masks_its_one_line_errors(monkeypatch) -> None:
         text = errs.getvalue()
         assert text.startswith("inspector") and REDACTED in text
         assert_no_key("sk-ant-api03-FromTheEnvironment-0123456789", {"stderr": text})
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    before=st.text(alphabet='sk-ant \\u0\n{}"', max_size=30),
+    after=st.text(alphabet='sk-ant \\u0\n{}"', max_size=30),
+    escaped=st.sets(st.integers(0, len(KEY) - 1)),
+    cuts=st.lists(st.integers(0, 200), max_size=8),
+    binary=st.booleans(),
+)
+def test_any_split_of_the_writes_reads_as_the_masked_whole(before, after, escaped, cuts, binary) -> None:
+    """Whatever the split of the writes (and the JSON escaping of the key), what reaches the stream is the masked
+    text as a whole: nothing lost, nothing reordered, no key."""
+    key = "".join(f"\\u{ord(c):04x}" if i in escaped else c for i, c in enumerate(KEY))
+    whole = f"{before}{key}{after}"
+    points = sorted({min(c, len(whole)) for c in cuts})
+    pieces = [whole[a:b] for a, b in zip([0, *points], [*points, len(whole)], strict=True)]
+    with sinks() as (out, _):
+        with OutputGuard():
+            for piece in pieces:
+                if binary:
+                    sys.stdout.buffer.write(piece.encode())
+                else:
+                    sys.stdout.write(piece)
+        got = out.buffer.getvalue().decode() if binary else out.getvalue()
+    assert got == mask_text(whole, [KEY])
+    assert_no_key(KEY, {"stdout": got})
