@@ -174,7 +174,7 @@ def env(**extra: str) -> dict[str, str]:
 
 
 @contextmanager
-def proxy_cli(upstream: str, record: Path, **extra_env: str) -> Iterator[tuple[str, dict[str, str]]]:
+def proxy_cli(upstream: str, record: Path | None, **extra_env: str) -> Iterator[tuple[str, dict[str, str]]]:
     """`inspector proxy --headless --record` in a subprocess; yields its base URL and, once stopped, its stdout and
     stderr (filled into the dict)."""
     proc = subprocess.Popen(
@@ -188,8 +188,7 @@ def proxy_cli(upstream: str, record: Path, **extra_env: str) -> Iterator[tuple[s
             "--upstream",
             upstream,
             "--headless",
-            "--record",
-            str(record),
+            *(["--record", str(record)] if record is not None else []),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -351,3 +350,22 @@ def test_run_record_against_an_echoing_relay(tmp_path) -> None:
         else:
             assert proc.returncode != 0 or b'"kind":"end"' in raw
         assert_no_key(key, {"recording": raw, "stdout": proc.stdout, "stderr": proc.stderr, **dumps(record)})
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="inspector/net/proxy.py learns a request's credentials from its headers only "
+    "(credential_values(in_headers)); without --record nothing learns the ?api_key= of the URL, so the exchange "
+    "line's reason (upstream's malformed status line quoting the key) prints it on stderr. Fixed by "
+    "credential_values(in_headers, url) in ProxyApp._handle.",
+)
+def test_a_query_key_without_a_recording_is_masked_on_stderr() -> None:
+    up = Upstream(relay_respond)
+    try:
+        with proxy_cli(f"http://127.0.0.1:{up.port}", None) as (base, outputs):
+            headers, query = FORMS["query-encoded"]
+            assert post(base, f"/bad-status/v1/messages{query}", headers).status_code == 502
+    finally:
+        up.close()
+    assert "invalid response" in outputs["stderr"]
+    assert_no_key(KEYS["query-encoded"], outputs)
