@@ -316,32 +316,7 @@ def test_run_record_against_an_echoing_relay(tmp_path) -> None:
         up = Upstream(relay_respond)
         record = tmp_path / f"run-{mode.strip('/') or 'echo'}.jsonl"
         try:
-            proc = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "inspector",
-                    "run",
-                    "--model",
-                    "m",
-                    "--base-url",
-                    f"http://127.0.0.1:{up.port}/{mode}",
-                    "--record",
-                    str(record),
-                    "--headless",
-                    "--json",
-                    "--retries",
-                    "0",
-                    "--max-turns",
-                    "1",
-                    "say it",
-                ],
-                capture_output=True,
-                text=True,
-                env=env(ANTHROPIC_API_KEY=key),
-                cwd=ROOT,
-                timeout=120,
-            )
+            proc = run_cli(f"http://127.0.0.1:{up.port}/{mode}", record, key)
         finally:
             up.close()
         raw = record.read_bytes()
@@ -369,3 +344,70 @@ def test_a_query_key_without_a_recording_is_masked_on_stderr() -> None:
         up.close()
     assert "invalid response" in outputs["stderr"]
     assert_no_key(KEYS["query-encoded"], outputs)
+
+
+def run_cli(base_url: str, record: Path | None, key: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "inspector",
+            "run",
+            "--model",
+            "m",
+            "--base-url",
+            base_url,
+            *(["--record", str(record)] if record is not None else []),
+            "--headless",
+            "--json",
+            "--retries",
+            "0",
+            "--max-turns",
+            "1",
+            "say it",
+        ],
+        capture_output=True,
+        text=True,
+        env=env(ANTHROPIC_API_KEY=key),
+        cwd=ROOT,
+        timeout=120,
+    )
+
+
+@pytest.fixture(scope="module")
+def base_url_run(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path, str]:
+    """`inspector run --base-url http://relay:KEY@host/` (a relay's key in the URL) against the echoing upstream."""
+    relay_key = canary("BaseUrl")
+    up = Upstream(relay_respond)
+    record = tmp_path_factory.mktemp("base-url") / "base-url.jsonl"
+    try:
+        proc = run_cli(f"http://relay:{relay_key}@127.0.0.1:{up.port}/", record, KEYS["x-api-key"])
+    finally:
+        up.close()
+    return proc, record, relay_key
+
+
+def test_run_with_a_relay_key_in_the_base_url_masks_the_url() -> None:
+    """Without a recording too, the URL of each attempt (in the headless output) and stderr hold no key: the CLI
+    learns --base-url's credentials."""
+    relay_key = canary("BaseUrlNoRecord")
+    up = Upstream(relay_respond)
+    try:
+        proc = run_cli(f"http://relay:{relay_key}@127.0.0.1:{up.port}/", None, KEYS["x-api-key"])
+    finally:
+        up.close()
+    assert "relay:[redacted]@127.0.0.1" in proc.stdout and f"relay:{relay_key}" not in proc.stdout
+    assert_no_key(relay_key, {"stderr": proc.stderr})
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="inspector/sessions/sources.py gives the recording and the loop's redacting publisher only the API key "
+    "as secrets: a relay key in --base-url / ANTHROPIC_BASE_URL is in the recording's header (source.base_url), and "
+    "upstream's echo of it split across deltas is not joined (the process-wide guard masks whole keys only). Fixed "
+    "by secrets=[key, *credential_values((), base)] in api_session.",
+)
+def test_run_with_a_relay_key_in_the_base_url_is_nowhere(base_url_run) -> None:
+    proc, record, relay_key = base_url_run
+    outputs = {"recording": record.read_bytes(), "stdout": proc.stdout, **dumps(record)}
+    assert_no_key(relay_key, outputs)
