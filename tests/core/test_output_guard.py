@@ -11,7 +11,7 @@ import sys
 import threading
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from inspector.cli.common import err
@@ -175,7 +175,10 @@ def test_the_cli_masks_its_one_line_errors(monkeypatch) -> None:
 )
 def test_any_split_of_the_writes_reads_as_the_masked_whole(before, after, escaped, cuts, binary) -> None:
     """Whatever the split of the writes (and the JSON escaping of the key), what reaches the stream is the masked
-    text as a whole: nothing lost, nothing reordered, no key."""
+    text as a whole: nothing lost, nothing reordered, no key. (Not after a backslash: ``\\\\u0073k-...`` is an
+    escaped backslash then the text ``u0073k-...``, a doubly escaped key, which mask_text does not read as one:
+    a documented limit of the guard, see docs/secrets.md.)"""
+    assume(not (before.endswith("\\") and 0 in escaped))
     key = "".join(f"\\u{ord(c):04x}" if i in escaped else c for i, c in enumerate(KEY))
     whole = f"{before}{key}{after}"
     points = sorted({min(c, len(whole)) for c in cuts})
@@ -190,3 +193,11 @@ def test_any_split_of_the_writes_reads_as_the_masked_whole(before, after, escape
         got = out.buffer.getvalue().decode() if binary else out.getvalue()
     assert got == mask_text(whole, [KEY])
     assert_no_key(KEY, {"stdout": got})
+
+
+def test_an_inspector_error_never_says_a_known_key() -> None:
+    from inspector.core.errors import RecordingError, SourceError
+
+    assert str(SourceError(f"cannot read /tmp/{KEY}.jsonl")) == f"cannot read /tmp/{REDACTED}.jsonl"
+    assert str(RecordingError(f"line 3: {KEY[:6]}")) == f"line 3: {KEY[:6]}"  # (what is not a key stays)
+    assert str(SourceError()) == "SourceError"
