@@ -411,3 +411,19 @@ def test_run_with_a_relay_key_in_the_base_url_is_nowhere(base_url_run) -> None:
     proc, record, relay_key = base_url_run
     outputs = {"recording": record.read_bytes(), "stdout": proc.stdout, **dumps(record)}
     assert_no_key(relay_key, outputs)
+
+
+def test_a_key_in_the_upstream_url_is_printed_and_recorded_nowhere(tmp_path) -> None:
+    """`inspector proxy --upstream http://relay:KEY@host`: its banner, its exchange lines and the recording's header
+    (source.upstream) mask the key."""
+    key = canary("Upstream")
+    up = Upstream(relay_respond)
+    record = tmp_path / "upstream.jsonl"
+    try:
+        with proxy_cli(f"http://relay:{key}@127.0.0.1:{up.port}", record) as (base, outputs):
+            assert post(base, "/v1/messages", {"x-api-key": KEYS["x-api-key"]}).status_code == 200
+    finally:
+        up.close()
+    raw = record.read_bytes()
+    assert "relay:[redacted]@127.0.0.1" in outputs["stdout"] and b"relay:[redacted]@127.0.0.1" in raw
+    assert_no_key(key, {"recording": raw, **outputs, **dumps(record)})
