@@ -224,3 +224,19 @@ def test_any_percent_encoding_of_a_query_key_is_learned(pname, key, which, plus)
 )
 def test_token_counts_are_never_hidden(name, case, value) -> None:
     assert clean_headers([(case(name), value)]) == {name: value}
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    headers=st.lists(st.tuples(st.text(max_size=30), st.text(max_size=80) | st.binary(max_size=80)), max_size=6),
+    url=st.text(max_size=120)
+    | st.builds(lambda q: f"https://[{q}@x/?{q}", st.text(max_size=40))
+    | st.builds(lambda q: f"https://u:{q}@relay/v1?api_key={q}&{q}", st.text(max_size=40)),
+)
+def test_hostile_headers_and_urls_never_raise(headers, url) -> None:
+    """Fuzz: any names, values (text or bytes) and URLs (broken IPv6 hosts, stray % and @): no exception, and
+    every learned secret is a string long enough to mask."""
+    secrets = credential_values(headers, url)
+    assert all(isinstance(s, str) and len(s) >= 8 for s in secrets)
+    kept = clean_headers(headers)
+    assert all(not is_credential(k, v) for k, v in kept.items())
