@@ -14,6 +14,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -59,6 +60,8 @@ CREDENTIAL_QUERY_PARAMS = frozenset({"api_key", "api-key", "apikey", "key", "acc
 
 
 def _text(value: Any) -> str:
+    if type(value) is str:
+        return value
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).decode("latin-1")  # the HTTP header charset
     return str(value)
@@ -109,8 +112,23 @@ def _name_words(name: str) -> set[str]:
     return {w for w in CREDENTIAL_NAME_WORDS if w in name}
 
 
+@lru_cache(maxsize=4096)  # (bounded: names are few, but a client chooses them)
+def _name_kind(key: str) -> int:
+    """What a lower-case name says: 0 nothing, 1 a credential, 2 a credential unless its value is a count."""
+    if key in CREDENTIAL_HEADERS or key in CREDENTIAL_QUERY_PARAMS:
+        return 1
+    if key in NOT_CREDENTIAL_NAMES:
+        return 0
+    words = _name_words(key)
+    if not words:
+        return 0
+    return 2 if words == {"token"} else 1
+
+
 def _key_shaped(value: str) -> bool:
     """The value (after an optional auth scheme) is a key's shape, as a whole."""
+    if "sk-" not in value and "eyJ" not in value:  # (the shapes' beginnings: most values are rejected here)
+        return False
     v = value.strip()
     m = _SCHEME.match(v)
     for candidate in (v, m[2].strip()) if m else (v,):
@@ -120,18 +138,17 @@ def _key_shaped(value: str) -> bool:
     return False
 
 
+def _credential(key: str, text: str) -> bool:
+    kind = _name_kind(key)
+    if kind == 1 or (kind == 2 and not _HARMLESS_VALUE.fullmatch(text)):
+        return True
+    return _key_shaped(text)
+
+
 def is_credential(name: Any, value: Any = "") -> bool:
     """Whether a header (or query parameter) ``name: value`` carries a credential, by its name and its value's shape
     (the rule above). Names are compared in lower case; bytes are Latin-1."""
-    key = _text(name).strip().lower()
-    if key in CREDENTIAL_HEADERS or key in CREDENTIAL_QUERY_PARAMS:
-        return True
-    text = _text(value)
-    if key not in NOT_CREDENTIAL_NAMES:
-        words = _name_words(key)
-        if words and not (words == {"token"} and _HARMLESS_VALUE.fullmatch(text)):
-            return True
-    return _key_shaped(text)
+    return _credential(_text(name).strip().lower(), _text(value))
 
 
 def clean_headers(headers: Mapping[str, Any] | Iterable[tuple[Any, Any]] | None) -> dict[str, str]:
@@ -144,7 +161,7 @@ def clean_headers(headers: Mapping[str, Any] | Iterable[tuple[Any, Any]] | None)
     for name, value in pairs:
         key = _text(name).strip().lower()
         text = _text(value)
-        if is_credential(key, text):
+        if _credential(key, text):
             continue
         out[key] = f"{out[key]}, {text}" if key in out else text
     return out
@@ -245,13 +262,13 @@ def credential_values(
     for name, value in headers:
         key = _text(name).strip().lower()
         text = _text(value)
-        if is_credential(key, text):
+        if _credential(key, text):
             for v in auth_values(text):
                 add(v)
             if "cookie" in key:
                 for v in _cookie_values(key, text):
                     add(v)
-        else:
+        elif "sk-" in text or "eyJ" in text:
             for m in KEY_SHAPE.finditer(text):
                 add(m[0])
     if url:
@@ -266,11 +283,11 @@ def credential_values(
             add(password)
             add(unquote(password))
         for name, raw_value, value in _query_pairs(parts.query if parts is not None else ""):
-            if is_credential(name, value):
+            if _credential(name.strip().lower(), value):
                 add(raw_value)
                 for v in auth_values(value):
                     add(v)
-            else:
+            elif "sk-" in value or "eyJ" in value:
                 for m in KEY_SHAPE.finditer(value):
                     add(m[0])
     learn(out)
