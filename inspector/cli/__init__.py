@@ -55,7 +55,12 @@ class _Parser(argparse.ArgumentParser):
     """Usage errors as ONE line on stderr (exit 2), not argparse's usage block."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: {message} (see {self.prog.split()[0]} --help)\n")
+        import os
+
+        from inspector.core.redaction import env_secrets, learn, mask_known
+
+        learn(env_secrets(os.environ))  # (the message can quote an argument: a key typed in the wrong place)
+        self.exit(2, mask_known(f"{self.prog}: {message} (see {self.prog.split()[0]} --help)") + "\n")
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -76,6 +81,20 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run a command. Everything it prints or logs goes through the output guard: the keys of the environment and
+    every credential a request is seen to carry are masked in stdout, stderr, log records and tracebacks."""
+    words = [a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-")]
+    if not words and any(a in ("-h", "--help", "--version") for a in (sys.argv[1:] if argv is None else argv)):
+        return _main(argv)  # the top-level help: no secret to mask, and `inspector --help` stays fast
+    import os
+
+    from inspector.core.redaction import OutputGuard
+
+    with OutputGuard(os.environ):
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         parser = build_parser(argv)
         try:

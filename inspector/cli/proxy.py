@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from inspector.cli.common import say
+from inspector.core.redaction import credential_values
 from inspector.net.proxy import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS,
@@ -159,13 +161,14 @@ def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int
     try:
         options = proxy_options(args)
     except InspectorError as e:
-        sys.stderr.write(f"inspector proxy: {e}\n")
+        say(f"inspector proxy: {e}")
         return 2
     host, port = args.listen
+    credential_values((), args.upstream)  # learned process-wide: the lines that name upstream mask its key
     try:
         sock = bind_socket(host, port)
     except OSError as e:
-        sys.stderr.write(f"inspector proxy: cannot listen on {host}:{port}: {e.strerror or e}\n")
+        say(f"inspector proxy: cannot listen on {host}:{port}: {e.strerror or e}")
         return 2
     url = base_url_of(sock)
     quiet = getattr(args, "quiet", False)
@@ -173,24 +176,24 @@ def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int
         sock.listen(2048)  # connections to the printed address queue until uvicorn accepts: none is refused
 
     def printer(ex: ProxyExchange) -> None:
-        sys.stderr.write(format_exchange(ex) + "\n")
-        sys.stderr.flush()
+        say(format_exchange(ex))  # (its reason can quote upstream's bytes: masked)
 
     def warn(message: str) -> None:
-        sys.stderr.write(f"inspector proxy: warning: {message}\n")
-        sys.stderr.flush()
+        say(f"inspector proxy: warning: {message}")
 
     if not args.headless and bus is None:
         if sys.stdout.isatty():
             problem = record_problem(args.record) if args.record else None
             if problem:
                 sock.close()
-                sys.stderr.write(f"inspector proxy: {problem}\n")
+                say(f"inspector proxy: {problem}")
                 return 2
             return _cmd_tui(args, host, sock, options)
-        sys.stderr.write("inspector proxy: stdout is not a terminal: running headless\n")
+        say("inspector proxy: stdout is not a terminal: running headless")
     proxy = ProxyApp(
         args.upstream,
+        # a key in --upstream (https://user:KEY@relay/..., ?api_key=): a secret of the recording and of every output
+        secrets=credential_values((), args.upstream),
         record=args.record,
         bus=bus,
         on_exchange=None if quiet else printer,
@@ -202,7 +205,7 @@ def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int
         proxy.open_recording()  # before serving: an unwritable path is a usage error, not a failure per request
     except OSError as e:
         sock.close()
-        sys.stderr.write(f"inspector proxy: {_record_error(args.record, e)}\n")
+        say(f"inspector proxy: {_record_error(args.record, e)}")
         return 2
     faults = f", faults {proxy.faults}" if proxy.faults else ""
     print(
@@ -247,9 +250,14 @@ def _cmd_tui(args: argparse.Namespace, host: str, sock: Any, options: dict[str, 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m inspector.cli.proxy ...`` (the same options as ``inspector proxy``)."""
+    import os
+
+    from inspector.core.redaction import OutputGuard
+
     p = argparse.ArgumentParser(prog="inspector proxy", description=__doc__.split("\n\n")[0])
     _add_arguments(p)
-    return cmd(p.parse_args(argv))
+    with OutputGuard(os.environ):  # as `inspector proxy` (inspector.cli.main) has it
+        return cmd(p.parse_args(argv))
 
 
 if __name__ == "__main__":

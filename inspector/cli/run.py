@@ -129,6 +129,10 @@ def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[...,
                 except ToolLoadError as e:
                     raise UsageError(str(e)) from None
         sources.require_api_key()  # fail before any UI starts
+        if args.base_url:  # a relay's key in --base-url (https://user:KEY@relay, ?api_key=): masked in every output
+            from inspector.core.redaction import credential_values
+
+            credential_values((), args.base_url)
         args.workspace = args.workspace if args.workspace is not None else "."
         args.max_tokens = args.max_tokens if args.max_tokens is not None else 4096
         if not Path(args.workspace).is_dir():

@@ -140,7 +140,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _fail(message: str) -> int:
-    sys.stderr.write(f"inspector serve: {message}\n")
+    from inspector.cli.common import say
+
+    say(f"inspector serve: {message}")
     return 2
 
 
@@ -186,9 +188,10 @@ def cmd(args: argparse.Namespace) -> int:
     if getattr(args, "tui", False):
         return _cmd_tui(args)
 
+    from inspector.cli.common import say
+
     def printer(ex: Exchange) -> None:
-        sys.stderr.write(format_exchange(ex) + "\n")
-        sys.stderr.flush()
+        say(format_exchange(ex))
 
     try:
         faults = parse_faults(args.fault)

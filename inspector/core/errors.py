@@ -1,5 +1,5 @@
 """The errors the user sees as one line: every failure the CLI reports (exit 2) derives from InspectorError, and its
-message is the line (never a repr, never a traceback)."""
+message is the line (never a repr, never a traceback), with every key the process knows masked."""
 
 from __future__ import annotations
 
@@ -10,7 +10,11 @@ class InspectorError(Exception):
     """Base of the errors that end a command with a one-line message."""
 
     def __str__(self) -> str:
-        return str(self.args[0]) if self.args else type(self).__name__
+        if not self.args:
+            return type(self).__name__
+        from inspector.core.redaction import mask_known  # (here: `inspector --help` imports this module, not that)
+
+        return mask_known(str(self.args[0]))  # a key the process knows never reaches the one line
 
 
 class UsageError(InspectorError):

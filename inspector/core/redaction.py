@@ -14,8 +14,9 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
 import orjson
 
@@ -23,17 +24,27 @@ from inspector.core import exactjson
 
 __all__ = [
     "CREDENTIAL_HEADERS",
+    "CREDENTIAL_NAME_WORDS",
     "CREDENTIAL_QUERY_PARAMS",
+    "KEY_SHAPE",
+    "NOT_CREDENTIAL_NAMES",
+    "PROCESS_SECRETS",
     "MIN_SECRET_LENGTH",
+    "OutputGuard",
     "REDACTED",
     "STREAMED_TEXT_FIELDS",
     "Fragment",
     "FragmentRedactor",
     "SecretSet",
     "StreamRedactor",
+    "auth_values",
     "clean_headers",
     "credential_values",
+    "env_secrets",
+    "is_credential",
+    "learn",
     "mask_bytes",
+    "mask_known",
     "mask_text",
     "redact",
     "secret_spans",
@@ -49,23 +60,109 @@ CREDENTIAL_QUERY_PARAMS = frozenset({"api_key", "api-key", "apikey", "key", "acc
 
 
 def _text(value: Any) -> str:
+    if type(value) is str:
+        return value
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).decode("latin-1")  # the HTTP header charset
     return str(value)
 
 
+# --- which headers and parameters are credentials ------------------------------------------------------------------
+#
+# A header (or a query parameter) is a credential when
+# - its name is a known one (CREDENTIAL_HEADERS, CREDENTIAL_QUERY_PARAMS), or
+# - its name holds a credential word (CREDENTIAL_NAME_WORDS: ``helicone-auth``, ``cf-aig-authorization``,
+#   ``x-portkey-api-key``, ``x-goog-api-key``, ``x-auth-token``...), unless the name is a known harmless one
+#   (NOT_CREDENTIAL_NAMES: ``www-authenticate``, ``idempotency-key``...), or the only word it holds is ``token`` and
+#   its value is a count (at most 12 digits), a time or a duration (``anthropic-ratelimit-tokens-remaining: 400000``,
+#   ``x-ratelimit-reset-tokens: 6m0s``, ``x-max-tokens: 100``: counts, not secrets, and they stay visible), or
+# - its value is shaped like a key (KEY_SHAPE: ``sk-ant-...``, ``sk-proj-...``, ``sk-...``, a JWT), after an
+#   optional auth scheme, whatever its name.
+# ``x-stainless-*``, ``anthropic-version``, ``anthropic-beta``, ``content-type``... hold no credential word and stay.
+
+CREDENTIAL_NAME_WORDS = ("auth", "key", "token", "secret", "password", "passwd", "credential", "cookie", "signature")
+NOT_CREDENTIAL_NAMES = frozenset(
+    {
+        "www-authenticate",  # a challenge (scheme, realm), not a credential
+        "proxy-authenticate",
+        "idempotency-key",  # a retry id
+        "x-idempotency-key",
+        "sec-websocket-key",  # a nonce
+        "sec-websocket-accept",
+        "keep-alive",
+    }
+)
+# a key's shape: Anthropic (sk-ant-...), OpenAI (sk-proj-..., sk-...), OpenRouter (sk-or-...), a JWT (three base64url
+# parts, the first two JSON objects: eyJ...)
+KEY_SHAPE = re.compile(
+    r"(?<![A-Za-z0-9_\-])(?:sk-[A-Za-z0-9][A-Za-z0-9_\-]{15,}|eyJ[A-Za-z0-9_\-]{6,}\.eyJ[A-Za-z0-9_\-]{6,}\.[A-Za-z0-9_\-]*)"
+)
+_HARMLESS_VALUE = re.compile(
+    r"\s*(?:[+-]?\d{1,12}(?:\.\d{1,6})?"  # a count (up to 12 digits: a longer number may be a token)
+    r"|\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?)?"  # a time (RFC 3339)
+    r"|(?:\d+(?:\.\d+)?(?:ms|us|ns|h|m|s))+"  # a duration (6m0s, 20ms)
+    r"|true|false|none|null)?\s*",
+    re.IGNORECASE,
+)
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*)\s+(\S.*)\Z", re.DOTALL)
+_AUTH_PARAM = re.compile(r'([A-Za-z][\w-]*)\s*=\s*("(?:[^"\\]|\\.)*"|[^,\s]*)')
+
+
+def _name_words(name: str) -> set[str]:
+    return {w for w in CREDENTIAL_NAME_WORDS if w in name}
+
+
+@lru_cache(maxsize=4096)  # (bounded: names are few, but a client chooses them)
+def _name_kind(key: str) -> int:
+    """What a lower-case name says: 0 nothing, 1 a credential, 2 a credential unless its value is a count."""
+    if key in CREDENTIAL_HEADERS or key in CREDENTIAL_QUERY_PARAMS:
+        return 1
+    if key in NOT_CREDENTIAL_NAMES:
+        return 0
+    words = _name_words(key)
+    if not words:
+        return 0
+    return 2 if words == {"token"} else 1
+
+
+def _key_shaped(value: str) -> bool:
+    """The value (after an optional auth scheme) is a key's shape, as a whole."""
+    if "sk-" not in value and "eyJ" not in value:  # (the shapes' beginnings: most values are rejected here)
+        return False
+    v = value.strip()
+    m = _SCHEME.match(v)
+    for candidate in (v, m[2].strip()) if m else (v,):
+        found = KEY_SHAPE.match(candidate)
+        if found and found.end() == len(candidate):
+            return True
+    return False
+
+
+def _credential(key: str, text: str) -> bool:
+    kind = _name_kind(key)
+    if kind == 1 or (kind == 2 and not _HARMLESS_VALUE.fullmatch(text)):
+        return True
+    return _key_shaped(text)
+
+
+def is_credential(name: Any, value: Any = "") -> bool:
+    """Whether a header (or query parameter) ``name: value`` carries a credential, by its name and its value's shape
+    (the rule above). Names are compared in lower case; bytes are Latin-1."""
+    return _credential(_text(name).strip().lower(), _text(value))
+
+
 def clean_headers(headers: Mapping[str, Any] | Iterable[tuple[Any, Any]] | None) -> dict[str, str]:
-    """Headers as ``{lower-case name: value}`` without credential headers; repeated names joined with ``", "``.
-    Accepts a mapping (httpx2.Headers, dict...) or ``(name, value)`` pairs; bytes are Latin-1."""
+    """Headers as ``{lower-case name: value}`` without credential headers (``is_credential``); repeated names joined
+    with ``", "``. Accepts a mapping (httpx2.Headers, dict...) or ``(name, value)`` pairs; bytes are Latin-1."""
     if headers is None:
         return {}
     pairs = headers.items() if isinstance(headers, Mapping) else headers
     out: dict[str, str] = {}
     for name, value in pairs:
         key = _text(name).strip().lower()
-        if key in CREDENTIAL_HEADERS:
-            continue
         text = _text(value)
+        if _credential(key, text):
+            continue
         out[key] = f"{out[key]}, {text}" if key in out else text
     return out
 
@@ -76,12 +173,81 @@ def usable_secrets(secrets: Iterable[Any]) -> list[str]:
     return sorted(found, key=len, reverse=True)
 
 
+def auth_values(value: str) -> list[str]:
+    """The secrets an ``Authorization``-like value carries: the whole value; with a scheme (any whitespace after
+    it), the credentials after it; for ``Basic``, also the decoded ``user:password`` and the password; for
+    auth-params (``Digest``, ``AWS4-HMAC-SHA256``...), the values of the credential-like params."""
+    v = value.strip()
+    out = [v]
+    m = _SCHEME.match(v)
+    if m is None:
+        return out
+    scheme, rest = m[1].lower(), m[2].strip()
+    out.append(rest)
+    if scheme == "basic":
+        decoded = _b64(rest)
+        if decoded is not None:
+            out.append(decoded)
+            user, sep, password = decoded.partition(":")
+            if sep:
+                out.append(password)
+    elif "=" in rest:
+        for pname, pvalue in _AUTH_PARAM.findall(rest):
+            if _name_words(pname.lower()) or pname.lower() in ("response", "credential"):
+                out.append(pvalue[1:-1] if pvalue.startswith('"') else pvalue)
+    return out
+
+
+def _b64(text: str) -> str | None:
+    import base64
+    import binascii
+
+    t = text.strip()
+    try:
+        raw = base64.b64decode(t + "=" * (-len(t) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        try:
+            raw = base64.urlsafe_b64decode(t + "=" * (-len(t) % 4))
+        except (binascii.Error, ValueError):
+            return None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
+
+
+def _cookie_values(name: str, value: str) -> list[str]:
+    pairs = value.split(";")
+    if name == "set-cookie":
+        pairs = pairs[:1]  # the rest are attributes (Path, Expires...)
+    return [p.partition("=")[2].strip() for p in pairs if "=" in p]
+
+
+def _query_pairs(query: str) -> list[tuple[str, str, str]]:
+    """``(decoded name, raw value, decoded value)`` of each ``name=value`` of a query string (``&`` or ``;``)."""
+    from urllib.parse import unquote, unquote_plus
+
+    out = []
+    for part in re.split(r"[&;]", query):
+        if not part:
+            continue
+        raw_name, _, raw_value = part.partition("=")
+        out.append((unquote_plus(raw_name), raw_value, unquote_plus(raw_value)))
+        if "+" in raw_value:  # a literal + (not encoded) in a key: learn that reading too
+            out.append((unquote_plus(raw_name), raw_value, unquote(raw_value)))
+    return out
+
+
 def credential_values(
     headers: Mapping[str, Any] | Iterable[tuple[Any, Any]] | None, url: str | None = None
 ) -> list[str]:
-    """The secret strings a request carries: values of credential headers (``x-api-key``, ``api-key``,
-    ``authorization``...), the token after an auth scheme ("Bearer sk-..."), and credential query parameters
-    (``?api_key=...``). Headers are a mapping or ``(name, value)`` pairs."""
+    """The secret strings a request carries: values of credential headers (``is_credential``: ``x-api-key``,
+    ``authorization``, ``helicone-auth``, ``cf-aig-authorization``, ``x-portkey-api-key``...), parsed by auth scheme
+    (``auth_values``: Bearer with any whitespace, Basic decoded...), cookie values, key-shaped tokens in any other
+    header, credential query parameters (as sent, percent-encoded, and decoded) and a URL's password. Headers are a
+    mapping or ``(name, value)`` pairs.
+
+    What is found is also learned process-wide (``learn``), so that every output guard masks it from now on."""
     out: list[str] = []
     if headers is None:
         headers = ()
@@ -94,16 +260,37 @@ def credential_values(
             out.append(candidate)
 
     for name, value in headers:
-        if _text(name).strip().lower() not in CREDENTIAL_HEADERS:
-            continue
-        value = _text(value).strip()
-        add(value)
-        if " " in value:
-            add(value.split(" ", 1)[1])
+        key = _text(name).strip().lower()
+        text = _text(value)
+        if _credential(key, text):
+            for v in auth_values(text):
+                add(v)
+            if "cookie" in key:
+                for v in _cookie_values(key, text):
+                    add(v)
+        elif "sk-" in text or "eyJ" in text:
+            for m in KEY_SHAPE.finditer(text):
+                add(m[0])
     if url:
-        for key, value in parse_qsl(urlsplit(url).query, keep_blank_values=False):
-            if key.lower() in CREDENTIAL_QUERY_PARAMS:
-                add(value)
+        try:
+            parts = urlsplit(str(url))
+            password = parts.password
+        except ValueError:
+            parts, password = None, None
+        if password:
+            from urllib.parse import unquote
+
+            add(password)
+            add(unquote(password))
+        for name, raw_value, value in _query_pairs(parts.query if parts is not None else ""):
+            if _credential(name.strip().lower(), value):
+                add(raw_value)
+                for v in auth_values(value):
+                    add(v)
+            elif "sk-" in value or "eyJ" in value:
+                for m in KEY_SHAPE.finditer(value):
+                    add(m[0])
+    learn(out)
     return out
 
 
@@ -125,6 +312,7 @@ def redact(value: Any, secrets: Iterable[str]) -> Any:
 
 _ESCAPE = re.compile(r'\\(?:u[0-9a-fA-F]{4}|["\\/bfnrt])')
 _PARTIAL_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?\Z")
+_ESCAPE_CHARS = frozenset('\\u0123456789abcdefABCDEFbfnrt"/')  # the characters of a JSON escape
 _SIMPLE = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\", "/": "/"}
 
 
@@ -248,12 +436,13 @@ class SecretSet:
 
     Redactors of one stream can share a set: a key learned late (``add``) reaches all of them at once."""
 
-    __slots__ = ("secrets", "forms", "first", "max")
+    __slots__ = ("secrets", "forms", "first", "chars", "max")
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         self.secrets: list[str] = []
         self.forms: list[bytes] = []  # the byte forms (raw, JSON-escaped), longest first
         self.first: set[str] = set()  # the characters a secret (or its escaped form) can begin with
+        self.chars: frozenset[str] = frozenset()  # the characters a secret or its escaped form can hold
         self.max = 0  # the length of the longest secret
         self.add(secrets)
 
@@ -264,6 +453,7 @@ class SecretSet:
             self.secrets[:] = usable_secrets([*self.secrets, *new])  # (in place: holders of the list see it)
             self.forms = _byte_forms(self.secrets)
             self.first = {s[0] for s in self.secrets} | {"\\"}
+            self.chars = frozenset("".join(self.secrets)) | _ESCAPE_CHARS
             self.max = max(len(s) for s in self.secrets)
         return new
 
@@ -274,6 +464,8 @@ class SecretSet:
         """Where the part of ``text`` that could be the beginning of a secret (as it is or JSON-escaped) starts
         (``len(text)`` if none). Only the last ``6 * max`` characters are looked at."""
         n = len(text)
+        if not n or text[-1] not in self.chars:  # (a tail that begins a secret ends with one of its characters)
+            return n
         window = self.max * 6
         if "\\" not in text[-window:]:
             best = n
@@ -626,3 +818,284 @@ def _split_masked(text: str, frags: list[str], spans: list[tuple[int, int]]) -> 
         out.append("".join(pieces))
         pos = end
     return out
+
+
+# --- the process: every string that leaves it ----------------------------------------------------------------------
+#
+# One SecretSet for the whole process, fed by every credential a request is seen to carry (``credential_values``), by
+# the keys the process was given (``learn``; the CLI learns the credential environment variables), and read by one
+# output guard (``output_guard``): sys.stdout / sys.stderr (text and .buffer) mask what they are written, every log
+# record is masked as it is made (message, arguments, traceback), and so are uncaught exceptions' tracebacks.
+
+PROCESS_SECRETS = SecretSet()  # (it grows with the distinct credentials the process sees: one or a few per client)
+
+
+def learn(secrets: Iterable[str] | str) -> list[str]:
+    """Secrets every output of this process must mask from now on; returns the new ones. Never forgets one: a
+    forgotten key would print in clear."""
+    return PROCESS_SECRETS.add(secrets)
+
+
+def mask_known(text: str) -> str:
+    """``text`` with every secret known to the process masked (as it is or JSON-escaped)."""
+    secrets = PROCESS_SECRETS.secrets
+    return mask_text(text, secrets) if secrets else text
+
+
+_ENV_CREDENTIAL = re.compile(r"(?:^|_)(?:API_?KEY|KEY|TOKEN|AUTH_TOKEN|ACCESS_TOKEN|SECRET|PASSWORD)$", re.IGNORECASE)
+_ENV_PROXY = re.compile(r"(?:^|_)PROXY$", re.IGNORECASE)
+
+
+def env_secrets(environ: Mapping[str, str]) -> list[str]:
+    """The secrets in an environment: the values of ``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_PASSWORD``...
+    (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``, ``ANTHROPIC_AUTH_TOKEN``), and the credentials in ``*_PROXY`` URLs
+    and in ``ANTHROPIC_BASE_URL``-like URLs (``https://user:KEY@relay``, ``?api_key=``)."""
+    out: list[str] = []
+    for name, value in environ.items():
+        if not value:
+            continue
+        if _ENV_CREDENTIAL.search(name) and not value.startswith(("/", "~", ".")):
+            out.extend(auth_values(value))
+        elif "://" in value and (_ENV_PROXY.search(name) or name.upper().endswith("_URL")):
+            out.extend(credential_values((), value))
+    return usable_secrets(out)
+
+
+class _Masking:
+    """A text stream's stand-in that masks the process's secrets in what it is written. The tail of a write that
+    could be the beginning of a secret is held until the next write (a key written in two pieces is still masked)
+    or ``flush()``."""
+
+    def __init__(self, inner: Any, lock: Any) -> None:
+        self._inner = inner
+        self._held = ""
+        self._held_bytes = ""  # what its .buffer holds (bytes as surrogate-escaped text)
+        self._lock = lock
+
+    def _mask(self, text: str) -> str:
+        keys = PROCESS_SECRETS
+        if not keys.secrets:
+            out, self._held = self._held + text, ""
+            return out
+        text = self._held + text
+        masked = mask_text(text, keys.secrets)
+        cut = keys.hold_from(masked)
+        self._held = masked[cut:]
+        return masked[:cut]
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            if self._held_bytes:  # what the binary layer holds goes first (the order is kept)
+                self.buffer.release()
+            out = self._mask(text)
+            if out:
+                self._inner.write(out)
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def release(self) -> None:
+        with self._lock:
+            held, self._held = self._held, ""
+            if held:
+                self._inner.write(held)
+            if self._held_bytes:
+                self.buffer.release()
+
+    def flush(self) -> None:
+        self.release()
+        self._inner.flush()
+
+    @property
+    def buffer(self) -> Any:
+        inner = getattr(self._inner, "buffer", None)
+        if inner is None:
+            raise AttributeError("buffer")
+        return _MaskingBinary(inner, self)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _MaskingBinary:
+    """``sys.stdout.buffer`` behind the guard: bytes masked the same way (read as UTF-8, other bytes kept as they
+    are), the tail that could begin a key held until the next write or ``flush()``."""
+
+    def __init__(self, inner: Any, text: _Masking) -> None:
+        self._inner = inner
+        self._text = text
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        raw = bytes(data)
+        text = self._text
+        with text._lock:
+            if text._held:  # what the text layer holds goes first (the order is kept)
+                held, text._held = text._held, ""
+                text._inner.write(held)
+                text._inner.flush()
+            keys = PROCESS_SECRETS
+            if not keys.secrets and not text._held_bytes:
+                self._inner.write(raw)
+                return len(raw)
+            chars = text._held_bytes + raw.decode("utf-8", "surrogateescape")
+            masked = mask_text(chars, keys.secrets) if keys.secrets else chars
+            cut = keys.hold_from(masked) if keys.secrets else len(masked)
+            text._held_bytes = masked[cut:]
+            out = masked[:cut].encode("utf-8", "surrogateescape")
+            if out:
+                self._inner.write(out)
+        return len(raw)
+
+    def release(self) -> None:
+        text = self._text
+        with text._lock:
+            held, text._held_bytes = text._held_bytes, ""
+            if held:
+                self._inner.write(held.encode("utf-8", "surrogateescape"))
+
+    def flush(self) -> None:
+        self.release()
+        self._inner.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def _mask_record_args(args: Any) -> Any:
+    def one(a: Any) -> Any:
+        if isinstance(a, (str, bytes, bytearray)):
+            return redact(a, PROCESS_SECRETS.secrets)
+        if isinstance(a, (int, float, type(None))):
+            return a
+        try:
+            text = str(a)
+        except Exception:
+            return a
+        masked = mask_known(text)
+        return a if masked == text else masked
+
+    if isinstance(args, Mapping):
+        return {k: one(v) for k, v in args.items()}
+    if isinstance(args, tuple):
+        return tuple(one(a) for a in args)
+    return args
+
+
+def _mask_record(record: Any) -> Any:
+    """A log record with the process's secrets masked: message, arguments (types kept where nothing changed, so
+    formatters that read them still work) and the traceback text."""
+    if not PROCESS_SECRETS.secrets:
+        return record
+    import logging
+
+    try:
+        if isinstance(record.msg, str):
+            record.msg = mask_known(record.msg)
+        if record.args:
+            record.args = _mask_record_args(record.args)
+        message = record.getMessage()
+        masked = mask_known(message)
+        if masked != message:  # (a key split across arguments)
+            record.msg, record.args = masked, ()
+        if record.exc_info and record.exc_info[0] is not None and not record.exc_text:
+            record.exc_text = mask_known(logging.Formatter().formatException(record.exc_info))
+        if record.stack_info:
+            record.stack_info = mask_known(record.stack_info)
+    except Exception:  # a record that cannot be formatted: logging reports it; never let it pass unmasked
+        record.msg, record.args = "[a log record that could not be masked]", ()
+        record.exc_info, record.exc_text = None, None
+    return record
+
+
+def _install_process_hooks() -> None:
+    """The log record factory and the exception hooks that mask (they mask nothing while no secret is known). Each
+    is installed unless it is already in place: one that something else replaced since (a test harness) is put
+    back, wrapping what is there now."""
+    import logging
+    import sys
+    import threading
+    import traceback
+
+    if not getattr(logging.getLogRecordFactory(), "_inspector_masks", False):
+        old_factory = logging.getLogRecordFactory()
+
+        def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+            return _mask_record(old_factory(*args, **kwargs))
+
+        factory._inspector_masks = True  # type: ignore[attr-defined]
+        logging.setLogRecordFactory(factory)
+
+    if not getattr(sys.excepthook, "_inspector_masks", False):
+        old_hook = sys.excepthook
+
+        def excepthook(kind: type[BaseException], exc: BaseException, tb: Any) -> None:
+            if not PROCESS_SECRETS.secrets:
+                old_hook(kind, exc, tb)
+                return
+            sys.stderr.write(mask_known("".join(traceback.format_exception(kind, exc, tb))))
+            sys.stderr.flush()
+
+        excepthook._inspector_masks = True  # type: ignore[attr-defined]
+        sys.excepthook = excepthook
+
+    if not getattr(threading.excepthook, "_inspector_masks", False):
+        old_thread_hook = threading.excepthook
+
+        def thread_hook(args: Any) -> None:
+            if not PROCESS_SECRETS.secrets or args.exc_type is SystemExit:
+                old_thread_hook(args)
+                return
+            name = args.thread.name if args.thread is not None else "?"
+            text = "".join(traceback.format_exception(args.exc_type, args.exc_value, args.exc_traceback))
+            sys.stderr.write(mask_known(f"Exception in thread {name}:\n{text}"))
+            sys.stderr.flush()
+
+        thread_hook._inspector_masks = True  # type: ignore[attr-defined]
+        threading.excepthook = thread_hook
+
+
+class OutputGuard:
+    """Mask the process's known secrets in everything it prints and logs while the guard is on:
+
+        with OutputGuard(os.environ):
+            ...
+
+    Learns the secrets of ``environ`` (``env_secrets``), puts masking stand-ins in front of sys.stdout and
+    sys.stderr (restored, their held tails written, on exit) and installs, once per process, the log record factory
+    and the exception hooks that mask. Nested guards do not wrap twice."""
+
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        self.environ = environ
+        self._saved: tuple[Any, Any] | None = None
+
+    def __enter__(self) -> OutputGuard:
+        import sys
+        import threading
+
+        if self.environ is not None:
+            learn(env_secrets(self.environ))
+        _install_process_hooks()
+        if not isinstance(sys.stderr, _Masking) and not isinstance(sys.stdout, _Masking):
+            self._saved = (sys.stdout, sys.stderr)
+            lock = threading.RLock()
+            if sys.stdout is not None:
+                sys.stdout = _Masking(sys.stdout, lock)
+            if sys.stderr is not None:
+                sys.stderr = _Masking(sys.stderr, lock)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import sys
+
+        if self._saved is None:
+            return
+        for stream in (sys.stdout, sys.stderr):
+            if isinstance(stream, _Masking):
+                try:
+                    stream.release()
+                except (OSError, ValueError):  # a closed or broken stream: nothing more can be written to it
+                    pass
+        sys.stdout, sys.stderr = self._saved
+        self._saved = None

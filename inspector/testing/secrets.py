@@ -12,7 +12,7 @@ from inspector.observe.stepobs import step_observations
 from inspector.state.fold import DashboardState
 from inspector.stream.assembler import TurnStream
 
-__all__ = ["dashboard_texts", "stream_observations"]
+__all__ = ["KEY_LEAK_LIMIT", "assert_no_key", "dashboard_texts", "longest_common_substring", "stream_observations"]
 
 
 def stream_observations(reads: Iterable[bytes], turn: int = 0, attempt: int = 0) -> list[O.Observation]:
@@ -69,3 +69,43 @@ def dashboard_texts(state: DashboardState) -> list[str]:
 
 def _dumps(value: object) -> str:
     return orjson.dumps(value, default=repr, option=orjson.OPT_NON_STR_KEYS).decode("utf-8")
+
+
+KEY_LEAK_LIMIT = 12  # the longest piece of a key an output may hold (a preview's prefix, a shared "sk-ant-api03-")
+
+
+def longest_common_substring(key: str, text: str) -> int:
+    """The length of the longest piece of ``key`` found in ``text`` (0 if none): a binary search on the length,
+    each step a substring test per position of the key (a piece of length n holds every shorter piece)."""
+    lo, hi = 0, len(key)
+    while lo < hi:
+        n = (lo + hi + 1) // 2
+        if any(key[i : i + n] in text for i in range(len(key) - n + 1)):
+            lo = n
+        else:
+            hi = n - 1
+    return lo
+
+
+def _views(output: str | bytes) -> list[str]:
+    """An output as text, as it reads once percent-decoded and once JSON-unescaped (a key hidden by an encoding
+    still counts)."""
+    from urllib.parse import unquote
+
+    from inspector.core.redaction import _unescape
+
+    text = output.decode("utf-8", "replace") if isinstance(output, (bytes, bytearray)) else str(output)
+    return [text, unquote(text), _unescape(text)]
+
+
+def assert_no_key(key: str, outputs: dict[str, str | bytes], limit: int = KEY_LEAK_LIMIT) -> None:
+    """No output holds more than ``limit`` characters in a row of ``key``, as it is, percent-decoded or
+    JSON-unescaped. ``outputs``: name -> text or bytes (the name is in the failure message)."""
+    for name, output in outputs.items():
+        for view in _views(output):
+            n = longest_common_substring(key, view)
+            if n > limit:
+                at = max(view.find(key[i : i + n]) for i in range(len(key) - n + 1))
+                raise AssertionError(
+                    f"{name}: {n} characters of the key: ...{view[max(0, at - 40) : at + n + 40]!r}..."
+                )

@@ -18,7 +18,11 @@ pytest_plugins = ["pytester"]
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 PLUGIN = ("-p", "inspector.testing.pytest_plugin")
-HEADERS = {"x-api-key": "sk-test-secret-key", "anthropic-version": "2023-06-01"}
+HEADERS = {
+    "x-api-key": "sk-test-secret-key",
+    "anthropic-version": "2023-06-01",
+    "helicone-auth": "Bearer relay-secret-0123456789",  # a relay's credential header: never shown either
+}
 
 
 @pytest.fixture(autouse=True)
@@ -124,6 +128,7 @@ def test_requests_attempts_and_reset():
         ]
         assert reqs[0].body["messages"] == user and reqs[0].history is None
         assert "x-api-key" not in reqs[0].headers and b"sk-test" not in json.dumps(reqs[0].headers).encode()
+        assert "helicone-auth" not in reqs[0].headers and reqs[0].headers["anthropic-version"] == "2023-06-01"
         server.reset()
         assert server.requests == []
         assert _post(server, user).status_code == 200
