@@ -139,3 +139,38 @@ def test_a_recorder_that_cannot_write_stops_once_and_says_so(room):
     assert len(errors) == 1 and errors[0] == rec.error
     assert "recording stopped" in errors[0] and "no space left on device" in errors[0]
     assert "\n" not in errors[0]
+
+
+@pytest.mark.parametrize("inferred", [True, False])
+async def test_a_replay_takes_measured_tool_times_only(tmp_path, inferred):
+    """A proxy recording's tool times are inferred bounds (block stop -> next request): replaying it must not make
+    the tools take that long. A measured time (the loop's) is replayed as recorded."""
+    from inspector.record.recording import RecordingWriter
+    from inspector.record.replay import recorded_tools
+
+    path = tmp_path / "r.jsonl"
+    use = {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "a"}}
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "text"}
+    body = {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [use]},
+            {"role": "user", "content": [result]},
+        ],
+    }
+    with RecordingWriter(path, source={"type": "proxy"}) as w:
+        w.request(0, 0, 0.0, "POST", "http://x/v1/messages", {}, body)
+        times = {"running": 1.0, "succeeded": 3.5}
+        state = O.ToolStateChanged(3.5, 0, 0, "toolu_1", "read_file", 1, "succeeded", {"path": "a"}, None, None, times)
+        line = state.to_json()
+        line["inferred"] = inferred
+        w.observation(line)
+    slept: list[float] = []
+
+    async def sleeper(s: float) -> None:
+        slept.append(s)
+
+    tools, _ = recorded_tools(read_recording(path), Pacer(1.0, sleeper=sleeper))
+    assert await tools["read_file"].fn({"path": "a"}) is not None
+    assert slept == ([] if inferred else [pytest.approx(2.5)])
