@@ -129,6 +129,7 @@ class Recorder:
         self._tries: dict[tuple[int, int], int] = {}  # (turn, loop attempt) -> the try whose request is written
         self._started: dict[tuple[int, int], O.AttemptStarted] = {}  # while the attempt is under way
         self._ended: set[tuple[int, int]] = set()  # (turn, recorded attempt) whose end line is written
+        self._first: dict[tuple[int, int], int] = {}  # (turn, loop attempt) -> its first recorded attempt
 
     def _rec(self, turn: int, attempt: int) -> int:
         return attempt + self._offset.get(turn, 0)
@@ -203,6 +204,7 @@ class Recorder:
         elif isinstance(obs, O.AttemptStarted):
             rec = self._rec(obs.turn, obs.attempt)
             self._sent[(obs.turn, rec)] = obs.t
+            self._first[(obs.turn, obs.attempt)] = rec
             self._tries[(obs.turn, obs.attempt)] = 0
             self._started[(obs.turn, obs.attempt)] = obs
             w.request(obs.turn, rec, obs.t, obs.method, obs.url, obs.headers, obs.body)
@@ -227,20 +229,30 @@ class Recorder:
             rec = self._rec(obs.turn, obs.attempt)
             if (obs.turn, rec) in self._ended:
                 if obs.status != "cancelled":
-                    self._started.pop((obs.turn, obs.attempt), None)
+                    self._forget(obs.turn, obs.attempt, rec)
                     return  # the SDK gave up on this try: its end line is written
                 # cancelled while the SDK waited to retry: the try it would have sent, cancelled before a response
                 cur = self._tries.get((obs.turn, obs.attempt), 0)
                 rec = self._to_try(obs.turn, obs.attempt, cur + 1, obs.t)
-            self._started.pop((obs.turn, obs.attempt), None)
             t0 = self._sent.get((obs.turn, rec), obs.t)
             w.end(obs.turn, rec, obs.t - t0, obs.status, obs.reason)
-            self._ended.add((obs.turn, rec))
+            self._forget(obs.turn, obs.attempt, rec)
         elif isinstance(obs, KEPT):
             w.observation(obs.to_json())
             if isinstance(obs, O.LoopFinished):
                 self._started.clear()
+                self._first.clear()
                 w.close()
+
+    def _forget(self, turn: int, attempt: int, rec: int) -> None:
+        """An attempt ended: what was kept to number and time its tries goes (a proxy records attempts without end,
+        its memory must not grow with them). Later attempts of the turn are numbered after ``rec``."""
+        self._started.pop((turn, attempt), None)
+        self._tries.pop((turn, attempt), None)
+        first = self._first.pop((turn, attempt), rec)
+        for r in range(min(first, rec), rec + 1):
+            self._sent.pop((turn, r), None)
+            self._ended.discard((turn, r))
 
     def close(self) -> None:
         if self._sync_handle is not None:

@@ -174,3 +174,21 @@ async def test_a_replay_takes_measured_tool_times_only(tmp_path, inferred):
     tools, _ = recorded_tools(read_recording(path), Pacer(1.0, sleeper=sleeper))
     assert await tools["read_file"].fn({"path": "a"}) is not None
     assert slept == ([] if inferred else [pytest.approx(2.5)])
+
+
+def test_the_recorders_bookkeeping_does_not_grow_with_ended_attempts():
+    """A proxy runs for days: the recorder keeps what numbers and times an attempt's tries only while it is under
+    way (it kept every attempt's request time and try count forever)."""
+    from inspector.record.recorder import Recorder
+
+    rec = Recorder(io.BytesIO(), source={})
+    for turn in range(3000):
+        rec(O.AttemptStarted(float(turn), turn, 0, "POST", "http://x/v1/messages", {}, {"model": "m"}))
+        rec(O.ReadReceived(turn + 0.1, turn, 0, 0, 0.1, b"data: x\n\n"))
+        rec(O.AttemptEnded(turn + 0.2, turn, 0, "failed" if turn % 2 else "complete", None, None))
+        if turn % 2:  # a retry, after its failed attempt ended
+            rec(O.AttemptStarted(turn + 0.3, turn, 1, "POST", "http://x/v1/messages", {}, {"model": "m"}))
+            rec(O.AttemptEnded(turn + 0.4, turn, 1, "complete", None, None))
+    sizes = [len(d) for d in (rec._sent, rec._tries, rec._started, rec._ended, rec._first)]
+    assert sizes == [0, 0, 0, 0, 0]
+    rec.close()
