@@ -312,6 +312,7 @@ class ProxyApp(Closable):
         """Publish only when somebody subscribes: the caller's bus, or a recording that still writes."""
         alive = self.recorder is not None and self.recording_error is None
         self.tracker.publish = self._redacting.publish if (self.bus is not None or alive) else None
+        self.tracker.steps = self.bus is not None  # the stream's events and blocks: for a watcher, not a recording
 
     def _learn(self, found: list[str]) -> None:
         """Keys seen in a request: masked in everything published from now on (the recording included)."""

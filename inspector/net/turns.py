@@ -157,6 +157,9 @@ class TurnTracker:
         batch_interval: float = 0.01,
     ) -> None:
         self.publish = publish
+        # whether the stream's own observations (events, blocks, message) are wanted: a recording alone keeps the
+        # reads and the attempts' and tools' observations, not what the stream engine makes of the reads
+        self.steps = publish is not None
         self.clock = clock
         self.t0 = t0
         self.source = source
@@ -231,7 +234,7 @@ class TurnTracker:
         ts = track.ts
         if dec is not None:
             pending = [(t, dec.feed(data)) for t, data in pending]
-        if self.publish is not None:
+        if self.publish is not None and (self.steps or ts is None):
             for t, d in pending:
                 now = track.t_req + t  # when it arrived
                 self._pub(O.ReadReceived(now, turn, attempt, track.read_index, t, d))
@@ -239,6 +242,10 @@ class TurnTracker:
                 if ts is not None:
                     self._steps(ts.feed(d), ts, turn, attempt, now)
         elif ts is not None:
+            if self.publish is not None:  # the reads only (a recording): the events are parsed in one go below
+                for t, d in pending:
+                    self._pub(O.ReadReceived(track.t_req + t, turn, attempt, track.read_index, t, d))
+                    track.read_index += 1
             t_last = pending[-1][0]
             self._steps(ts.feed(b"".join(d for _, d in pending)), ts, turn, attempt, track.t_req + t_last)
         else:
@@ -351,7 +358,7 @@ class TurnTracker:
     def _steps(self, steps: list, ts: Any, turn: int, attempt: int, now: float) -> None:
         asm = ts.assembler
         for step in steps:
-            if self.publish is not None:  # nobody watching: skip building observations
+            if self.steps and self.publish is not None:  # nobody watching the stream: no observations built
                 for obs in step_observations(step, asm, now, turn, attempt):
                     self._pub(obs)
             for tr in tool_transitions(step, asm):

@@ -192,3 +192,36 @@ def test_the_recorders_bookkeeping_does_not_grow_with_ended_attempts():
     sizes = [len(d) for d in (rec._sent, rec._tries, rec._started, rec._ended, rec._first)]
     assert sizes == [0, 0, 0, 0, 0]
     rec.close()
+
+
+async def test_a_recording_alone_does_not_make_the_proxy_build_the_streams_observations():
+    """Only a watcher (the caller's bus) needs the events and blocks: a recording keeps the reads, the attempts and
+    the tools, so for it the stream is parsed in one go per batch and no event observation is built; with a bus,
+    every one is published."""
+    seen: dict[str, list[type]] = {}
+    with BackgroundServer(ServeApp(speed=math.inf, lenient=True)) as serve:
+        for label in ("record", "bus"):
+            bus = O.ObservationBus() if label == "bus" else None
+            proxy = ProxyApp(serve.base_url, record=io.BytesIO(), bus=bus)
+            proxy.open_recording()
+            got: list[type] = []
+            proxy._bus.subscribe(lambda o, got=got: got.append(type(o)))
+            with BackgroundServer(proxy) as px:
+                async with httpx2.AsyncClient(timeout=30) as h:
+                    r = await h.post(
+                        f"{px.base_url}/v1/messages",
+                        json={
+                            "model": "m",
+                            "max_tokens": 9,
+                            "stream": True,
+                            "messages": [{"role": "user", "content": "x"}],
+                        },
+                        headers={"x-api-key": KEY, "x-inspector-scenario": "parse_date"},
+                    )
+                    assert r.status_code == 200
+            proxy.close()
+            seen[label] = got
+    assert O.SSEEventSeen not in seen["record"] and O.BlockDelta not in seen["record"]
+    assert O.ReadReceived in seen["record"] and O.AttemptEnded in seen["record"]
+    assert O.ToolStateChanged in seen["record"]  # the tools it saw, still inferred and recorded
+    assert O.SSEEventSeen in seen["bus"] and O.BlockDelta in seen["bus"]
