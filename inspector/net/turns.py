@@ -341,13 +341,15 @@ class TurnTracker:
         times: dict,
         error: str | None = None,
         t: float | None = None,
+        inferred: bool = True,
     ) -> None:
-        """The other harness's tool call as the dashboard's tool rows show it: its execution is inferred."""
+        """The other harness's tool call as the dashboard's tool rows show it: its execution is inferred (its input
+        streaming is seen on the wire)."""
         if self.publish is not None:
             when = self.now() if t is None else t
             self._pub(
                 O.ToolStateChanged(
-                    when, turn, attempt, id, name, index, state, tool_input, error, None, times, inferred=True
+                    when, turn, attempt, id, name, index, state, tool_input, error, None, times, inferred=inferred
                 )
             )
 
@@ -363,7 +365,9 @@ class TurnTracker:
                     self._pub(obs)
             for tr in tool_transitions(step, asm):
                 if tr.state is ToolState.STREAMING_INPUT:
-                    self._tool_state(tr.id, tr.name, turn, attempt, tr.index, tr.state, None, {tr.state: now}, t=now)
+                    self._tool_state(
+                        tr.id, tr.name, turn, attempt, tr.index, tr.state, None, {tr.state: now}, t=now, inferred=False
+                    )
                     continue
                 self.seen_tools[tr.id] = SeenToolUse(tr.id, tr.name, turn, attempt, tr.index, now, None, tr.input)
                 # from here on the tool is the other harness's business: shown as running (inferred) until a
