@@ -246,6 +246,9 @@ class ToolStateChanged(Observation):
     result_preview: str | None
     times: dict
     safe: bool = False  # concurrency-safe (may run beside other safe calls); unsafe calls run alone
+    # the times are not measured but inferred (the proxy: another harness ran the tool; its running and end times
+    # are bounds drawn from the stream and the next request, not when the tool really ran)
+    inferred: bool = False
     kind: ClassVar[str] = "tool_state"
 
 
@@ -365,6 +368,66 @@ class LoopFinished(Observation):
     tools: list  # [{"id", "name", "state", "queued_at", "started_at", "finished_at"}]
     error: str | None = None
     kind: ClassVar[str] = "loop_finished"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExecutionInferred(Observation):
+    """What a request of another harness (seen by the proxy) tells about one of its tool calls: the tool_result
+    blocks of its last user message, matched to the tool_use blocks seen streaming. ``t`` is that request's time;
+    ``since_block_stop`` (request - block stop) bounds the execution from above, it is not a measured run time.
+
+    status: ``result``, ``missing`` (a tool_use of the answered turn without a result) or ``unknown`` (a result
+    whose tool_use was never seen)."""
+
+    turn: int  # the request that revealed it
+    attempt: int
+    tool_use_id: str
+    name: str | None
+    status: str  # result | missing | unknown
+    from_turn: int | None
+    since_block_stop: float | None
+    since_stream_end: float | None
+    is_error: bool | None
+    request_t: float | None = None
+    block_stop_t: float | None = None
+    stream_end_t: float | None = None
+    result_chars: int | None = None
+    kind: ClassVar[str] = "tool_inferred"
+
+
+@dataclass(frozen=True, slots=True)
+class FaultInjected(Observation):
+    """A live fault the proxy injected into an attempt (``at_event``: protocol events before it, pings not
+    counted)."""
+
+    turn: int
+    attempt: int
+    fault: str
+    at_event: int | None
+    kind: ClassVar[str] = "fault_injected"
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyNote(Observation):
+    """Something the proxy did to (or could not do with) an attempt, for people: e.g. an encoded stream recorded as
+    received."""
+
+    turn: int
+    attempt: int
+    note: str
+    kind: ClassVar[str] = "proxy_note"
+
+
+@dataclass(frozen=True, slots=True)
+class ExchangeForwarded(Observation):
+    """A request the proxy forwarded that is not a turn (count_tokens, models, ...), once it ended."""
+
+    method: str
+    path: str
+    status: int | None
+    bytes: int
+    end: str | None
+    kind: ClassVar[str] = "proxy_exchange"
 
 
 def try_failure_text(status: int | None, error_type: str | None, connection_error: str | None) -> str:

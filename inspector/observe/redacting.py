@@ -12,7 +12,9 @@ recording uses (``inspector.core.redaction``), so that what the dashboard shows 
   its timing is kept), and the held bytes come with a later read, or at the end of the attempt as one more read
   (the same ``read_index`` and times as the last read);
 - the text, thinking and partial_json fragments of each block (``SSEEventSeen.sse.data`` and ``summary``,
-  ``BlockDelta.fragment``) go through one ``FragmentRedactor`` per block and field: an event (and its
+  ``BlockDelta.fragment``) go through one ``FragmentRedactor`` per block and field (a delta event takes its
+  fragment from the ``BlockDelta`` that follows it, parsed by the stream engine already; its JSON is parsed again
+  only to rewrite an event that held part of a key, or when no BlockDelta follows): an event (and its
   ``BlockDelta``) whose fragment ends with what could be the beginning of a secret is held, with every later
   observation of the attempt, until the text goes on, its block stops, the message ends or the attempt ends; a
   secret completed across fragments reads ``[redacted]`` in the joined text, and a tool input stays valid JSON;
@@ -25,7 +27,9 @@ Order is kept within an attempt; observations of other attempts and those of no 
 are not held. ``AttemptEnded`` publishes what its attempt still holds first (``LoopFinished`` and ``close()``:
 of every attempt). Without secrets, observations pass as they are.
 
-Wiring (the agent loop does this; the proxy should do the same)::
+This is the ONE redaction point of the live observations: the agent loop and the proxy publish through it, and the
+recorder, the dashboard and the headless printer subscribe behind it (a recording is not masked a second time).
+Wiring::
 
     self._redacting = RedactingPublisher(bus, self.secrets)   # once, with the bus and the secrets known so far
     self._redacting.learn(new)                                # each key first seen later (the proxy's _learn)
@@ -83,6 +87,9 @@ class _Attempt:
     cell_seq: int = -1  # the last delta event's seq and fragment (its BlockDelta follows it)
     cell: Fragment | None = None
     cell_text: str = ""
+    # a delta event waiting for its BlockDelta, whose fragment (parsed already by the stream engine) it then shares:
+    # the event's JSON is parsed again only when something else comes first, or when a secret was masked in it
+    awaiting: _Pending | None = None
     ended: bool = False  # everything is released: offsets are final
 
     def offset(self, x: int) -> int:
@@ -139,12 +146,16 @@ class RedactingPublisher:
                 self._passed.pop((obs.turn, obs.attempt), None)  # type: ignore[attr-defined]
             self._sink(obs)
             return
+        if kind is O.BlockDelta:
+            self._delta(obs)  # type: ignore[arg-type]
+            return
+        st = self._attempts.get(_attempt_of(obs))  # type: ignore[arg-type]
+        if st is not None and st.awaiting is not None:
+            self._resolve(st)  # its BlockDelta did not come next: the event is parsed here
         if kind is O.ReadReceived:
             self._read(obs)  # type: ignore[arg-type]
         elif kind is O.SSEEventSeen:
             self._event(obs)  # type: ignore[arg-type]
-        elif kind is O.BlockDelta:
-            self._delta(obs)  # type: ignore[arg-type]
         elif kind is O.AttemptEnded:
             self._end((obs.turn, obs.attempt))  # type: ignore[attr-defined]
             self._sink(obs.redacted(self.keys.secrets))
@@ -153,7 +164,6 @@ class RedactingPublisher:
             self._sink(obs.redacted(self.keys.secrets))
         else:
             obs = obs.redacted(self.keys.secrets)
-            st = self._attempts.get(_attempt_of(obs))  # type: ignore[arg-type]
             if st is not None and st.queue:
                 st.queue.append(_Pending(obs))
             else:
@@ -180,14 +190,10 @@ class RedactingPublisher:
         et = obs.event_type
         item = _Pending(obs)
         if et == "content_block_delta":
-            found = _fragment_of(obs.sse.data)
-            if found is not None:
-                parsed, delta, name, index = found
-                text = delta[name]
-                cell = Fragment(text)
-                item.cell, item.tag = cell, (parsed, delta, name)
-                st.cell_seq, st.cell, st.cell_text = obs.sse.seq, cell, text
-                self._push(st, (index, name), cell)
+            item.cell = _AWAITING  # held until its BlockDelta (next) brings its fragment, or until resolved
+            st.awaiting = item
+            st.queue.append(item)
+            return
         elif et == "content_block_stop" and obs.index is not None:
             st.release(obs.index)
         elif et in _RELEASE_ALL:
@@ -195,8 +201,38 @@ class RedactingPublisher:
         st.queue.append(item)
         self._drain(st)
 
+    def _resolve(self, st: _Attempt) -> None:
+        """The delta event waiting for its BlockDelta gets none: its fragment is parsed from its JSON."""
+        item, st.awaiting = st.awaiting, None
+        assert item is not None and isinstance(item.obs, O.SSEEventSeen)
+        item.cell = None
+        found = _fragment_of(item.obs.sse.data)
+        if found is not None:
+            parsed, delta, name, index = found
+            text = delta[name]
+            cell = Fragment(text)
+            item.cell, item.tag = cell, (parsed, delta, name)
+            st.cell_seq, st.cell, st.cell_text = item.obs.sse.seq, cell, text
+            self._push(st, (index, name), cell)
+        self._drain(st)
+
     def _delta(self, obs: O.BlockDelta) -> None:
         st = self._state(obs.turn, obs.attempt)
+        waiting = st.awaiting
+        if waiting is not None:
+            event = waiting.obs
+            assert isinstance(event, O.SSEEventSeen)
+            name = STREAMED_TEXT_FIELDS.get(obs.delta_type)
+            if name is not None and event.sse.seq == obs.event_index and event.index == obs.index:
+                # the event's own fragment, as the stream engine parsed it: no second parse of its JSON
+                st.awaiting = None
+                cell = Fragment(obs.fragment)
+                waiting.cell, waiting.tag = cell, obs.fragment
+                self._push(st, (obs.index, name), cell)
+                st.queue.append(_Pending(obs, cell, True))
+                self._drain(st)
+                return
+            self._resolve(st)
         item = _Pending(obs)
         if st.cell is not None and st.cell_seq == obs.event_index:
             item.cell = st.cell  # the fragment of the event just seen: shown as that event shows it
@@ -223,6 +259,8 @@ class RedactingPublisher:
         st = self._attempts.pop(key, None)
         if st is None:
             return
+        if st.awaiting is not None:
+            self._resolve(st)
         rest = st.reads.flush()
         st.release()
         st.ended = True
@@ -264,10 +302,15 @@ class RedactingPublisher:
         data, summary = sse.data, obs.summary
         cell = item.cell
         if cell is not None and cell.changed:
-            parsed, delta, text_field = item.tag
-            delta[text_field] = cell.text
-            data = exactjson.dumps(parsed).decode("utf-8")
-            summary = fragment_summary(str(delta.get("type")), cell.text)
+            tag = item.tag
+            if isinstance(tag, str):  # the fragment came with its BlockDelta: the event's JSON is parsed only now
+                found = _fragment_of(data)
+                tag = found[:3] if found is not None and found[1][found[2]] == tag else None
+            if tag is not None:
+                parsed, delta, text_field = tag
+                delta[text_field] = cell.text
+                data = exactjson.dumps(parsed).decode("utf-8")
+                summary = fragment_summary(str(delta.get("type")), cell.text)
         data = mask_text(data, secrets)
         summary = mask_text(summary, secrets)
         name, eid = mask_text(sse.event, secrets), mask_text(sse.id, secrets)
@@ -277,6 +320,9 @@ class RedactingPublisher:
             return obs
         new = dataclasses.replace(sse, event=name, data=data, id=eid, start=start, end=end)
         return dataclasses.replace(obs, sse=new, summary=summary)
+
+
+_AWAITING = Fragment("")  # never done: the queue waits behind a delta event until its fragment is known
 
 
 def _attempt_of(obs: O.Observation) -> tuple[int, int] | None:

@@ -8,11 +8,12 @@ are numbered after it. A recording without failed tries numbers attempts exactly
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from inspector.core import exactjson
 from inspector.core.redaction import usable_secrets
@@ -32,13 +33,56 @@ KEPT = (
     O.LoopFinished,
     O.StreamHeld,  # the timing analysis leaves the user's holds out
     O.StreamReleased,
+    # the proxy's: what it inferred of another harness's tools, the faults it injected, its notes, other requests
+    O.ToolExecutionInferred,
+    O.FaultInjected,
+    O.ProxyNote,
+    O.ExchangeForwarded,
 )
+
+
+class _BatchedFile:
+    """The recording's file when writes are batched: lines are buffered and reach the disk at :meth:`sync` (the
+    recorder calls it once per turn of the event loop that wrote), not at every line as RecordingWriter's own
+    ``flush()`` would; ``flush()`` is therefore a no-op."""
+
+    def __init__(self, target: Any, owns: bool) -> None:
+        self.target = target
+        self.owns = owns
+        self.closed = False
+
+    def write(self, data: bytes) -> int:
+        return self.target.write(data)
+
+    def flush(self) -> None:
+        pass
+
+    def sync(self) -> None:
+        self.target.flush()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self.target.flush()
+        finally:
+            if self.owns:
+                self.target.close()
 
 
 class Recorder:
     """Subscribe with `bus.subscribe(recorder)`. Writes one flushed line per observation it keeps.
 
-    A write that fails (a full disk) stops the recording: `error` says why, in one line; the session goes on."""
+    A write that fails (a full disk, a file too large) stops the recording: `error` says why, in one line, and
+    `on_error` is called once with it; the session goes on.
+
+    ``batched``: lines reach the disk once per turn of the event loop (a producer that publishes a batch of reads at
+    once, the proxy, costs one flush per batch), not after every line; without a running event loop, at once. The
+    file is flushed at ``close()`` whatever happens.
+
+    Redaction is not the recorder's: it writes what the bus carries, and every producer publishes through one
+    ``RedactingPublisher``. ``secrets`` are a second line of defence for a bus fed directly."""
 
     def __init__(
         self,
@@ -47,23 +91,45 @@ class Recorder:
         source: dict | None = None,
         secrets: Sequence[str] = (),
         target: Any = None,
+        batched: bool = False,
+        on_error: Callable[[str], None] | None = None,
     ) -> None:
         """Writes to a file (a RecordingWriter), or to `target`: anything with RecordingWriter's methods
         (`inspector.record.timing.RecordingBuilder` keeps the recording in memory)."""
+        self._file: _BatchedFile | None = None
         if target is None:
             if path_or_file is None:
                 raise ValueError("Recorder needs a path, a file or a target")
-            # a key too short to redact safely (a relay's "dummy") is still never written: credential headers
-            # are dropped
-            target = RecordingWriter(path_or_file, source=source or {}, secrets=usable_secrets(secrets))
+            out: Any = path_or_file
+            if batched:
+                if isinstance(path_or_file, (str, Path)):
+                    out = self._file = _BatchedFile(open(path_or_file, "wb", buffering=1 << 16), owns=True)
+                else:
+                    out = self._file = _BatchedFile(path_or_file, owns=False)
+            try:
+                # a key too short to redact safely (a relay's "dummy") is still never written: credential headers
+                # are dropped
+                target = RecordingWriter(cast(IO[bytes], out), source=source or {}, secrets=usable_secrets(secrets))
+                if self._file is not None:
+                    self._file.sync()
+            except BaseException:
+                if self._file is not None:
+                    try:
+                        self._file.close()
+                    except OSError:
+                        log.debug("closing a recording that failed to open failed too", exc_info=True)
+                raise
         self.writer = target
         self.label = str(path_or_file) if isinstance(path_or_file, (str, Path)) else "the recording"
         self.error: str | None = None
+        self.on_error = on_error
+        self._sync_handle: asyncio.Handle | None = None
         self._sent: dict[tuple[int, int], float] = {}  # (turn, recorded attempt) -> its request's loop time
         self._offset: dict[int, int] = {}  # turn -> recorded attempts inserted for failed tries
         self._tries: dict[tuple[int, int], int] = {}  # (turn, loop attempt) -> the try whose request is written
         self._started: dict[tuple[int, int], O.AttemptStarted] = {}  # while the attempt is under way
         self._ended: set[tuple[int, int]] = set()  # (turn, recorded attempt) whose end line is written
+        self._first: dict[tuple[int, int], int] = {}  # (turn, loop attempt) -> its first recorded attempt
 
     def _rec(self, turn: int, attempt: int) -> int:
         return attempt + self._offset.get(turn, 0)
@@ -87,16 +153,49 @@ class Recorder:
             return
         try:
             self._write(obs)
-        except OSError as e:
+        except (OSError, ValueError) as e:  # ValueError: the file was closed under the writer
+            self._failed(e)
+            return
+        if self._file is not None and self._sync_handle is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                self.sync()
+                return
+            self._sync_handle = loop.call_soon(self.sync)
+
+    def sync(self) -> None:
+        """Batched: what was written reaches the disk now."""
+        self._sync_handle = None
+        if self._file is None or self.error is not None or self.writer.closed:
+            return
+        try:
+            self._file.sync()
+        except (OSError, ValueError) as e:
             self._failed(e)
 
-    def _failed(self, e: OSError) -> None:
-        why = "no space left on device" if e.errno == errno.ENOSPC else (e.strerror or str(e))
+    def _failed(self, e: OSError | ValueError) -> None:
+        if self.error is not None:
+            return
+        if isinstance(e, OSError):
+            why = "no space left on device" if e.errno == errno.ENOSPC else (e.strerror or str(e))
+        else:
+            why = str(e) or type(e).__name__
         self.error = f"recording stopped: cannot write {self.label}: {why}"
         try:
             self.writer.close()
-        except OSError:
+        except (OSError, ValueError):
             log.debug("closing a failed recording failed too", exc_info=True)
+        if self._file is not None:
+            try:
+                self._file.close()
+            except (OSError, ValueError):
+                log.debug("closing a failed recording failed too", exc_info=True)
+        if self.on_error is not None:
+            try:
+                self.on_error(self.error)
+            except Exception:  # a warning callback must not break the producer
+                log.debug("the recording's on_error callback failed", exc_info=True)
 
     def _write(self, obs: O.Observation) -> None:
         w = self.writer
@@ -105,6 +204,7 @@ class Recorder:
         elif isinstance(obs, O.AttemptStarted):
             rec = self._rec(obs.turn, obs.attempt)
             self._sent[(obs.turn, rec)] = obs.t
+            self._first[(obs.turn, obs.attempt)] = rec
             self._tries[(obs.turn, obs.attempt)] = 0
             self._started[(obs.turn, obs.attempt)] = obs
             w.request(obs.turn, rec, obs.t, obs.method, obs.url, obs.headers, obs.body)
@@ -129,27 +229,43 @@ class Recorder:
             rec = self._rec(obs.turn, obs.attempt)
             if (obs.turn, rec) in self._ended:
                 if obs.status != "cancelled":
-                    self._started.pop((obs.turn, obs.attempt), None)
+                    self._forget(obs.turn, obs.attempt, rec)
                     return  # the SDK gave up on this try: its end line is written
                 # cancelled while the SDK waited to retry: the try it would have sent, cancelled before a response
                 cur = self._tries.get((obs.turn, obs.attempt), 0)
                 rec = self._to_try(obs.turn, obs.attempt, cur + 1, obs.t)
-            self._started.pop((obs.turn, obs.attempt), None)
             t0 = self._sent.get((obs.turn, rec), obs.t)
             w.end(obs.turn, rec, obs.t - t0, obs.status, obs.reason)
-            self._ended.add((obs.turn, rec))
+            self._forget(obs.turn, obs.attempt, rec)
         elif isinstance(obs, KEPT):
             w.observation(obs.to_json())
             if isinstance(obs, O.LoopFinished):
                 self._started.clear()
+                self._first.clear()
                 w.close()
 
+    def _forget(self, turn: int, attempt: int, rec: int) -> None:
+        """An attempt ended: what was kept to number and time its tries goes (a proxy records attempts without end,
+        its memory must not grow with them). Later attempts of the turn are numbered after ``rec``."""
+        self._started.pop((turn, attempt), None)
+        self._tries.pop((turn, attempt), None)
+        first = self._first.pop((turn, attempt), rec)
+        for r in range(min(first, rec), rec + 1):
+            self._sent.pop((turn, r), None)
+            self._ended.discard((turn, r))
+
     def close(self) -> None:
+        if self._sync_handle is not None:
+            self._sync_handle.cancel()
+            self._sync_handle = None
+        if self.error is not None:
+            return
         try:
             self.writer.close()
-        except OSError as e:
-            if self.error is None:
-                self._failed(e)
+            if self._file is not None:
+                self._file.close()
+        except (OSError, ValueError) as e:
+            self._failed(e)
 
 
 def _body_bytes(body: Any) -> bytes:

@@ -251,7 +251,8 @@ def recorded_tools(
     for obs in recording.observations:
         if obs.get("type") == "tool_state" and obs.get("safe") is False and obs.get("state") == "queued":
             unsafe.add(str(obs.get("name")))
-        if obs.get("type") == "tool_state" and obs.get("state") in TOOL_RAN:
+        # a run time is replayed only when it was measured (the proxy's inferred times are bounds, not runs)
+        if obs.get("type") == "tool_state" and obs.get("state") in TOOL_RAN and not obs.get("inferred"):
             times = obs.get("times") or {}
             if "running" in times and obs.get("state") in times:
                 durations[obs["id"]] = max(0.0, times[obs["state"]] - times["running"])

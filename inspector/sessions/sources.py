@@ -75,10 +75,13 @@ class Session:
                 log.warning("session cleanup %r failed", fn, exc_info=True)
 
 
-def _attach_recorder(session: Session, record: str | Path | None, secrets: list[str]) -> None:
+def _attach_recorder(session: Session, record: str | Path | None) -> None:
+    """The recording of a session: a Recorder subscribed to its bus. It writes what the bus carries, masked already:
+    the loop publishes every observation through its one RedactingPublisher (with the session's secrets), so a key
+    is masked in one place, for the dashboard and the file alike, not a second time by the writer."""
     if record:
         try:
-            session.recorder = Recorder(record, source=session.source, secrets=secrets)
+            session.recorder = Recorder(record, source=session.source)
         except OSError as e:
             session.close()
             raise SourceError(f"cannot write {record}: {e.strerror or e}") from None
@@ -139,7 +142,7 @@ def scenario_session(
     session = Session(loop, config.source, cleanups)
     session.server = server  # type: ignore[attr-defined]
     session.workspace = root  # type: ignore[attr-defined]
-    _attach_recorder(session, record, [])
+    _attach_recorder(session, record)
     return session
 
 
@@ -206,7 +209,7 @@ def api_session(
     )
     loop = AgentLoop(client, config, tools, bus=bus, clock=clock, pacer=Pacer(1.0))
     session = Session(loop, source)
-    _attach_recorder(session, record, [key])
+    _attach_recorder(session, record)
     return session
 
 

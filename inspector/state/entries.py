@@ -435,6 +435,9 @@ class ToolEntry:
     t_finished: float | None = None
     history: list[tuple[str, float]] = field(default_factory=list)
     version: int = 0
+    # its times are inferred, not measured (the proxy: another harness ran it; "running" is its block's stop and the
+    # end is the next request, an upper bound): drawn apart and never counted in "saved"
+    inferred: bool = False
 
     @property
     def done(self) -> bool:

@@ -491,6 +491,8 @@ class DashboardState:
     def _tool_state(self, obs: O.ToolStateChanged) -> None:
         tool = self._tool(obs, obs.state)
         state = obs.state
+        if obs.inferred:
+            tool.inferred = True
         if state != tool.state or not tool.history:
             tool.history.append((state, obs.t))
         tool.state = state
@@ -665,8 +667,9 @@ class DashboardState:
         """What streamed tool execution saved in a turn, against running the same work one step after another.
 
         Only the tools whose results were used count: the calls of the turn's answered attempt that ran (succeeded,
-        failed, timed out). Tools of a failed attempt, discarded, cancelled or never run are left out. None until
-        the attempt's stream and all its tools are done, or when no counted tool ran."""
+        failed, timed out). Tools of a failed attempt, discarded, cancelled or never run are left out, and so are
+        tools whose times were inferred, not measured (the proxy's: another harness ran them, maybe only after the
+        stream ended). None until the attempt's stream and all its tools are done, or when no counted tool ran."""
         tr = self.turns.get(turn)
         if tr is None:
             return None
@@ -684,6 +687,9 @@ class DashboardState:
         for tool_id in tr.tools:
             t = self.tools.get(tool_id)
             if t is None:
+                continue
+            if t.inferred:  # an inference is not a run time: it never counts
+                left_out += 1
                 continue
             if t.attempt != used.attempt or t.state not in TOOL_RAN:
                 if t.state not in TOOL_TERMINAL and t.attempt == used.attempt:

@@ -254,13 +254,13 @@ def test_retry_rule_property(ops):
     """Sequential requests (body b, failed?): a request is a retry exactly when the last request with its body
     failed and has not been retried yet; retries keep their turn, every other request opens the next turn."""
     proxy = ProxyApp("http://127.0.0.1:9")
-    from inspector.net.proxy import ProxyExchange, _Track
+    from inspector.net.turns import ProxyExchange, Track
 
     waiting: dict[int, tuple[int, int]] = {}
     turns = 0
     for body, failed in ops:
         digest = f"d{body}"
-        turn, attempt = proxy._turn_of(digest)
+        turn, attempt = proxy.tracker.turn_of(digest)
         if body in waiting:
             t, a = waiting.pop(body)
             assert (turn, attempt) == (t, a + 1)
@@ -269,7 +269,7 @@ def test_retry_rule_property(ops):
             turns += 1
         if failed:
             ex = ProxyExchange("POST", "/v1/messages", turn=turn, attempt=attempt)
-            proxy._remember_failed(_Track(ex, digest, 0.0))
+            proxy.tracker.remember_failed(Track(ex, digest, 0.0))
             waiting[body] = (turn, attempt)
     assert proxy.turns == turns
 

@@ -829,7 +829,7 @@ async def test_proxy_does_not_leave_the_upstream_request_behind_when_begin_turn_
     def broken(*a, **k):
         raise RuntimeError("bookkeeping failed")
 
-    monkeypatch.setattr(proxy, "_begin_turn", broken)
+    monkeypatch.setattr(proxy.tracker, "begin", broken)
     body = orjson.dumps({"model": "m", "max_tokens": 5, "stream": True, "messages": USER})
     scope = {
         "type": "http",
@@ -868,21 +868,38 @@ def test_serve_and_proxy_share_their_shutdown_signal():
     ProxyApp("http://x.test").begin_close()  # before it ever ran: a no-op
 
 
-def test_proxy_has_no_copies_of_recording_helpers_and_no_imports_per_read():
+def test_proxy_has_no_recording_code_of_its_own_and_no_imports_per_read():
+    """The proxy only publishes: its recording is a Recorder subscribed to its bus (one recording path), and its
+    observations are masked in one place, its RedactingPublisher (no redaction of its own)."""
     import inspect
 
     import inspector.net.proxy as proxy
-    from inspector.core import redaction
+    import inspector.net.turns as turns
+    from inspector.record.recorder import Recorder
 
-    for gone in ("_clean", "_redact_obj", "_redact_bytes", "_recorded_headers", "credential_values"):
-        assert gone not in vars(proxy) or getattr(proxy, gone) is getattr(redaction, gone, None), gone
-    assert proxy.redact is redaction.redact and proxy.clean_headers is redaction.clean_headers
+    for mod in (proxy, turns):
+        src = inspect.getsource(mod)
+        for gone in (
+            "RecordingWriter",
+            "_BatchFile",
+            "_late_",
+            "self._late",
+            "redact(",
+            "_record(",
+            "_writer(",
+            "_sync(",
+        ):
+            assert gone not in src, (mod.__name__, gone)
+    for gone in ("_record", "_writer", "_sync", "_late_secrets", "_obs_line", "writer"):
+        assert not hasattr(proxy.ProxyApp, gone), gone
+    app = proxy.ProxyApp("http://x.test", record=io.BytesIO())
+    assert isinstance(app.open_recording(), Recorder) and app.recorder in app._bus.subscribers
     for method in (
         proxy.ProxyApp._relay,
-        proxy.ProxyApp._read,
-        proxy.ProxyApp._steps,
-        proxy.ProxyApp._response,
-        proxy.ProxyApp._late_secrets,
+        turns.TurnTracker.read,
+        turns.TurnTracker._process,
+        turns.TurnTracker._steps,
+        turns.TurnTracker.response,
     ):
         src = inspect.getsource(method)
         assert "import " not in src and "sorted(" not in src, method.__name__
@@ -947,26 +964,22 @@ async def test_a_key_learned_after_the_recording_opened_and_echoed_across_two_re
 
 async def test_proxy_records_lower_cased_headers_without_credentials_and_redacts_late_keys(tmp_path, monkeypatch):
     import inspector.net.proxy as proxy_mod
+    import inspector.net.turns as turns_mod
     from inspector.record.recording import read_recording
 
-    calls = {"redact": 0, "filter_headers": 0}
-    real_redact, real_filter = proxy_mod.redact, proxy_mod.clean_headers
-
-    def redact_spy(*a, **k):
-        calls["redact"] += 1
-        return real_redact(*a, **k)
+    calls = {"filter_headers": 0}
+    real_filter = turns_mod.clean_headers
 
     def filter_spy(*a, **k):
         calls["filter_headers"] += 1
         return real_filter(*a, **k)
 
-    monkeypatch.setattr(proxy_mod, "redact", redact_spy)
-    monkeypatch.setattr(proxy_mod, "clean_headers", filter_spy)
+    monkeypatch.setattr(turns_mod, "clean_headers", filter_spy)
     other = "sk-ant-api03-OTHER-CANARY-1111111111"
     record = tmp_path / "rec.jsonl"
     with BackgroundServer(ServeApp(speed=math.inf)) as upstream:
         proxy = proxy_mod.ProxyApp(upstream.base_url, record=record)
-        proxy.open_recording()  # opened before any key is seen: every key is redacted by the proxy itself
+        proxy.open_recording()  # opened before any key is seen: every key is learned late
         with BackgroundServer(proxy) as px:
             client = client_for(px.base_url, default_headers={"Anthropic-Api-Key": other, "X-Custom-Header": "Kept"})
             try:
@@ -979,8 +992,8 @@ async def test_proxy_records_lower_cased_headers_without_credentials_and_redacts
                     await s.get_final_message()
             finally:
                 await client.close()
-        assert proxy._late_secrets() is proxy._late_secrets()  # kept, not re-sorted per read
-        assert [len(s) for s in proxy._late_secrets()] == sorted(map(len, proxy._late_secrets()), reverse=True)
+        # learned by the one redaction point, before the recorder saw anything of the request
+        assert {KEY, other} <= set(proxy._redacting.secrets)
     raw = record.read_bytes()
     assert KEY.encode() not in raw and other.encode() not in raw and b"CANARY" not in raw
     assert b"my keys are [redacted] and [redacted]" in raw
@@ -991,4 +1004,4 @@ async def test_proxy_records_lower_cased_headers_without_credentials_and_redacts
     for name in ("x-api-key", "authorization", "anthropic-api-key"):
         assert name not in headers
     assert all(k == k.lower() for k in att.response["headers"])
-    assert calls["redact"] > 0 and calls["filter_headers"] >= 2
+    assert calls["filter_headers"] >= 2

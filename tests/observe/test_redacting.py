@@ -361,3 +361,55 @@ def test_without_the_key_a_stream_is_published_unchanged(seed, cuts) -> None:
         assert fragments_of(published, index) == fragments_of(observations, index)
     strip = [o for o in published if not isinstance(o, O.ReadReceived)]
     assert strip == [o for o in observations if not isinstance(o, O.ReadReceived)]
+
+
+def _split_key_stream() -> list[O.Observation]:
+    words = ["one ", "two ", "three ", "the key "]
+    text = "".join(words) + f"{KEY} is here, and four five"
+    k = len("".join(words))
+    cuts = [0, 4, 8, 14, k + 1, k + 7, k + 14, k + len(KEY) + 9, len(text) - 5, len(text)]  # the key over 3 deltas
+    return stream_observations([text_stream([text[a:b] for a, b in itertools.pairwise(cuts)], escape={k + 2, k + 12})])
+
+
+def test_a_delta_event_shares_its_blockdeltas_fragment_instead_of_parsing_its_json(monkeypatch) -> None:
+    """The stream engine parsed every delta already (BlockDelta.fragment): the publisher uses that, and parses an
+    event's JSON again only to rewrite one that held (part of) a key. Still masked across deltas, \\u-escaped."""
+    import inspector.observe.redacting as redacting
+
+    parsed: list[str] = []
+    real = redacting._fragment_of
+
+    def counting(data: str):
+        parsed.append(data)
+        return real(data)
+
+    monkeypatch.setattr(redacting, "_fragment_of", counting)
+    out: list[O.Observation] = []
+    pub = RedactingPublisher(out.append, [KEY])
+    obs = _split_key_stream()
+    for o in obs:
+        pub.publish(o)
+    pub.close()
+    deltas = [o for o in obs if isinstance(o, O.BlockDelta)]
+    rewritten = [a for a, b in zip(obs, out, strict=True) if isinstance(a, O.SSEEventSeen) and a.sse.data != b.sse.data]
+    assert len(deltas) == 9 and 1 <= len(parsed) == len(rewritten) <= 4  # only events that held part of the key
+    state = DashboardState().apply_all(out)
+    texts = dashboard_texts(state)
+    assert not any(secret_spans(t, [KEY]) for t in texts)
+    assert any(f"the key {REDACTED} is here, and four five" in t for t in texts)
+    assert [type(o) for o in out] == [type(o) for o in obs]  # nothing lost or reordered
+
+
+def test_a_delta_event_without_its_blockdelta_is_still_masked() -> None:
+    """A producer that publishes the events only (or something else between an event and its BlockDelta): the
+    event's fragment is then taken from its JSON, and a key split across those events is still masked."""
+    obs = [o for o in _split_key_stream() if not isinstance(o, O.BlockDelta)]
+    out: list[O.Observation] = []
+    pub = RedactingPublisher(out.append, [KEY])
+    for o in obs:
+        pub.publish(o)
+    pub.close()
+    assert len(out) == len(obs)
+    events = [o for o in out if isinstance(o, O.SSEEventSeen) and o.event_type == "content_block_delta"]
+    joined = "".join(orjson.loads(e.sse.data)["delta"]["text"] for e in events)
+    assert joined == f"one two three the key {REDACTED} is here, and four five"

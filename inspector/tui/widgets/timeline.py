@@ -19,10 +19,18 @@ from textual.widget import Widget
 from inspector.core.fmt import duration
 from inspector.state.fold import DashboardState
 from inspector.tui.messages import DetailRequested
-from inspector.tui.widgets.tools import Bar, turn_bars
+from inspector.tui.widgets.tools import INFERRED_GLYPH, INFERRED_LABEL, Bar, turn_bars
 
 SOLID = frozenset({"tl--stream", "tl--running", "tl--ok", "tl--bad", "tl--failed", "tl--cancelled"})
-GLYPHS = {"tl--input": "░", "tl--queued": "·", "tl--wait": "╌", "tl--ghost": "┈", "tl--held": "▒", "tl--retry": "╳"}
+GLYPHS = {
+    "tl--input": "░",
+    "tl--queued": "·",
+    "tl--wait": "╌",
+    "tl--ghost": "┈",
+    "tl--held": "▒",
+    "tl--retry": "╳",
+    "tl--inferred": INFERRED_GLYPH,
+}
 LEGEND = (
     ("╌", "tl--wait", "waiting"),
     ("█", "tl--stream", "stream"),
@@ -32,7 +40,12 @@ LEGEND = (
     ("┈", "tl--ghost", "sequential"),
 )
 # in the legend only when drawn: the user's pause / step holds, and the waits before an SDK retry
-OCCASIONAL = (("▒", "tl--held", "held"), ("╳", "tl--retry", "retry wait"))
+# and a tool run the proxy inferred (another harness's tool: block stop -> its next request), never a measured run
+OCCASIONAL = (
+    ("▒", "tl--held", "held"),
+    ("╳", "tl--retry", "retry wait"),
+    (INFERRED_GLYPH, "tl--inferred", INFERRED_LABEL),
+)
 EXPLAIN = (
     "saved vs sequential = (model stream + each tool's run time, one after another) − "
     "(stream start → last tool end): what starting each tool at its block's stop saved"
@@ -93,6 +106,7 @@ class Timeline(Widget):
         "tl--turn",
         "tl--held",
         "tl--retry",
+        "tl--inferred",
     }
     DEFAULT_CSS = """
     Timeline { text-wrap: nowrap; text-overflow: ellipsis; }

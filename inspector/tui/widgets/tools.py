@@ -35,6 +35,9 @@ STATE_CLASS = {
     "not_run": "tool--failed",
 }
 STATE_LABEL = {"streaming_input": "input", "timed_out": "timed out", "not_run": "not run"}
+# a tool call whose times are inferred (the proxy: another harness ran it), never measured
+INFERRED_LABEL = "inferred from the next request"
+INFERRED_GLYPH = "≈"
 
 
 class ToolsView(SectionView):
@@ -54,6 +57,7 @@ class ToolsView(SectionView):
         "tool--elapsed",
         "tool--error",
         "tool--empty",
+        "tool--inferred",
     }
 
     def __init__(self, **kw: Any) -> None:
@@ -112,7 +116,10 @@ class ToolsView(SectionView):
         label = STATE_LABEL.get(t.state, t.state)
         row.append(f"{GLYPH.get(t.state, '?')} {label:<9} ", state_style)
         el = t.elapsed(self.now)
-        row.append(f"{duration(el):>8} ", self.cstyle("tool--elapsed"))
+        if t.inferred:  # an upper bound (block stop -> next request), not a run time
+            row.append(f"{'≤' + duration(el) if el is not None else duration(el):>8} ", self.cstyle("tool--inferred"))
+        else:
+            row.append(f"{duration(el):>8} ", self.cstyle("tool--elapsed"))
         call = t.input_summary or streaming_call(self.state, t)
         wide = width >= 72
         call_w = max(16, (width - 19) * 11 // 20) if wide else width - 19
@@ -131,6 +138,8 @@ class ToolsView(SectionView):
                 row.append("→ " + result, rstyle)
             else:
                 lines.append(Text("             → " + result, rstyle, no_wrap=True, overflow="ellipsis"))
+        if t.inferred:
+            lines.append(Text(f"{'':13}{INFERRED_GLYPH} {INFERRED_LABEL}", self.cstyle("tool--inferred"), no_wrap=True))
         if failed:
             for line in lines:
                 line.stylize(self.cstyle("tool--cancelled"))
@@ -207,8 +216,10 @@ def turn_bars(state: DashboardState, turn: int, now: float) -> tuple[list[Bar], 
             )
         if t.t_started is not None:
             end = t.t_finished if t.t_finished is not None else now
-            segs.append((t.t_started, end, STATE_TL.get(t.state, "tl--ok")))
-        bars.append(Bar(t.name, segs))
+            segs.append((t.t_started, end, "tl--inferred" if t.inferred else STATE_TL.get(t.state, "tl--ok")))
+        bars.append(
+            Bar(f"{INFERRED_GLYPH}{t.name}" if t.inferred else t.name, segs, INFERRED_LABEL if t.inferred else "")
+        )
     return bars, state.turn_savings(turn)
 
 

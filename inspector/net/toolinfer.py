@@ -1,0 +1,127 @@
+"""Tool execution of another harness, inferred from its requests (the proxy sees only the wire).
+
+A harness runs its tools between two requests: nothing about it crosses the wire. What does: the tool_use blocks of
+a response (each complete at its ``content_block_stop``) and, in the next request, the last user message's
+``tool_result`` blocks. Matching them by id bounds each execution from above: request time - block stop (it includes
+the rest of the stream and the harness's own overhead; a harness that runs its tools only after the stream ended
+spends part of it waiting). These are inferences, never measurements: the observations carry ``inferred=True`` and
+the dashboard draws and counts them apart (docs: "inferred from the next request").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from inspector.observe.observations import ToolExecutionInferred
+
+__all__ = ["InferredExecution", "SeenToolUse", "ToolExecutionInferred", "infer_tool_executions"]
+
+
+@dataclass(slots=True)
+class SeenToolUse:
+    """A tool_use block the proxy saw complete in a response stream (times: seconds on the proxy clock)."""
+
+    id: str
+    name: str
+    turn: int
+    attempt: int
+    index: int
+    stop_t: float  # when its content_block_stop arrived
+    stream_end_t: float | None = None  # when the response ended (message_stop or the end of the body)
+    input: Any = None
+
+
+@dataclass(slots=True)
+class InferredExecution:
+    """What the next request tells about one tool call of the other harness.
+
+    status: ``"result"`` (a tool_result for it is in the request), ``"missing"`` (a tool_use of the answered turn
+    without a result: the API will answer 400) or ``"unknown"`` (a tool_result whose tool_use the proxy never saw).
+    ``since_block_stop``: request time - block stop time, an upper bound of the execution (it includes the rest of the
+    stream and the harness's own overhead); ``since_stream_end``: request time - end of that response."""
+
+    tool_use_id: str
+    name: str | None
+    status: str
+    from_turn: int | None
+    request_t: float
+    block_stop_t: float | None = None
+    stream_end_t: float | None = None
+    since_block_stop: float | None = None
+    since_stream_end: float | None = None
+    is_error: bool | None = None
+    result_chars: int | None = None
+
+    def to_json(self) -> dict:
+        return {f: getattr(self, f) for f in self.__slots__}
+
+
+def _result_text_len(content: Any) -> int:
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, list):
+        return sum(len(b.get("text", "")) if isinstance(b, dict) else 0 for b in content)
+    return 0
+
+
+def infer_tool_executions(
+    seen: Mapping[str, SeenToolUse] | Iterable[SeenToolUse], messages: Any, request_t: float
+) -> list[InferredExecution]:
+    """Tool executions revealed by a request: the tool_result blocks of its LAST user message, matched by id to the
+    tool_use blocks seen streaming (``seen``), timed against ``request_t``. Tool uses of the answered turns that got
+    no result are reported ``missing``. Pure: no I/O, no clock."""
+    by_id = dict(seen) if isinstance(seen, Mapping) else {s.id: s for s in seen}
+    if not isinstance(messages, list) or not messages:
+        return []
+    last = messages[-1]
+    if not isinstance(last, dict) or last.get("role") != "user" or not isinstance(last.get("content"), list):
+        return []
+    out: list[InferredExecution] = []
+    answered: set[tuple[int, int]] = set()
+    got: set[str] = set()
+    for b in last["content"]:
+        if not isinstance(b, dict) or b.get("type") != "tool_result":
+            continue
+        tid = str(b.get("tool_use_id"))
+        got.add(tid)
+        s = by_id.get(tid)
+        is_error = bool(b.get("is_error")) if "is_error" in b else False
+        if s is None:
+            out.append(
+                InferredExecution(
+                    tid,
+                    None,
+                    "unknown",
+                    None,
+                    request_t,
+                    is_error=is_error,
+                    result_chars=_result_text_len(b.get("content")),
+                )
+            )
+            continue
+        answered.add((s.turn, s.attempt))
+        out.append(
+            InferredExecution(
+                tid,
+                s.name,
+                "result",
+                s.turn,
+                request_t,
+                s.stop_t,
+                s.stream_end_t,
+                round(request_t - s.stop_t, 6),
+                None if s.stream_end_t is None else round(request_t - s.stream_end_t, 6),
+                is_error,
+                _result_text_len(b.get("content")),
+            )
+        )
+    for s in by_id.values():
+        if (s.turn, s.attempt) in answered and s.id not in got:
+            out.append(
+                InferredExecution(
+                    s.id, s.name, "missing", s.turn, request_t, s.stop_t, s.stream_end_t, round(request_t - s.stop_t, 6)
+                )
+            )
+    return out
