@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
+import os
 import re
+import stat
 import types
 import typing
 from dataclasses import dataclass
@@ -31,6 +34,16 @@ from . import model as M
 FORMAT = "stream-inspector-scenario"
 VERSION = 1
 SUFFIXES = (".yaml", ".yml")
+
+# --- limits (docs/limits.md): a file cannot ask for more than this; each is refused with its file:line:column ------
+MAX_FILE_BYTES = 16 * 2**20  # the file itself
+MAX_VALUES = 1_000_000  # values (scalars, lists, mappings) once every alias (*name) is expanded
+MAX_CHARS = MAX_FILE_BYTES  # characters of all scalars once every alias is expanded: aliases cannot make a file bigger
+MAX_DEPTH = 100  # lists and mappings nested in one another
+MAX_INT_DIGITS = 100  # digits of any integer (Python refuses to read more than 4300)
+MAX_EVENTS_PER_TURN = 100_000  # SSE events one turn renders (deltas, pings, stall pings...)
+MAX_NAME = 100  # characters of a scenario name
+MAX_CHUNK_SIZES = 10_000  # sizes in a chunk / fragment list
 
 LINE_ENDINGS = {"LF": "\n", "CRLF": "\r\n", "CR": "\r"}
 _LE_NAMES = {v: k for k, v in LINE_ENDINGS.items()}
@@ -154,6 +167,8 @@ class _Reader:
             value = self._constructor.construct_object(node, deep=True)
         except yaml.YAMLError as e:
             raise self.bad(node, f"cannot read this value: {getattr(e, 'problem', None) or e}") from None
+        except (ValueError, RecursionError) as e:  # guarded by _check_graph; a last line of defence
+            raise self.bad(node, f"cannot read this value: {str(e)[:80]}") from None
         finally:
             self._constructor.constructed_objects.clear()
             self._constructor.recursive_objects.clear()
@@ -164,6 +179,8 @@ class _Reader:
             return "a mapping"
         if isinstance(node, yaml.SequenceNode):
             return "a list"
+        if _too_long_int(node):
+            return f"a {len(node.value)}-character number"
         try:
             value = self.plain(node)
         except _Bad:
@@ -218,18 +235,39 @@ class _Reader:
             raise self.bad(node, f"{where}: expected one non-empty line")
         return value
 
-    def int_(self, node: yaml.Node, where: str, *, null: bool = False, minimum: int | None = None) -> Any:
+    def int_(
+        self,
+        node: yaml.Node,
+        where: str,
+        *,
+        null: bool = False,
+        minimum: float | None = None,
+        maximum: float | None = None,
+    ) -> Any:
         if null and _is_null(node):
             return None
         if not isinstance(node, yaml.ScalarNode) or node.tag != "tag:yaml.org,2002:int":
             expected = "an integer or null" if null else "an integer"
             raise self.bad(node, f"{where}: expected {expected}, got {self.describe(node)}")
+        if _too_long_int(node):
+            bound = f"an integer <= {_n(maximum)}" if maximum is not None else "an integer"
+            raise self.bad(node, f"{where}: expected {bound}, got a {len(node.value)}-character number")
         value = self.plain(node)
         if minimum is not None and value < minimum:
-            raise self.bad(node, f"{where}: expected an integer >= {minimum}, got {value}")
+            raise self.bad(node, f"{where}: expected an integer >= {_n(minimum)}, got {value}")
+        if maximum is not None and value > maximum:
+            raise self.bad(node, f"{where}: expected an integer <= {_n(maximum)}, got {value}")
         return value
 
-    def num(self, node: yaml.Node, where: str, *, null: bool = False, minimum: float | None = None) -> Any:
+    def num(
+        self,
+        node: yaml.Node,
+        where: str,
+        *,
+        null: bool = False,
+        minimum: float | None = None,
+        maximum: float | None = None,
+    ) -> Any:
         if null and _is_null(node):
             return None
         if not isinstance(node, yaml.ScalarNode) or node.tag not in (
@@ -238,11 +276,16 @@ class _Reader:
         ):
             expected = "a number or null" if null else "a number"
             raise self.bad(node, f"{where}: expected {expected}, got {self.describe(node)}")
+        if _too_long_int(node):
+            bound = f"a number <= {_n(maximum)}" if maximum is not None else "a number"
+            raise self.bad(node, f"{where}: expected {bound}, got a {len(node.value)}-character number")
         value = float(self.plain(node))
         if value != value or value in (float("inf"), float("-inf")):
             raise self.bad(node, f"{where}: expected a finite number, got {node.value}")
         if minimum is not None and value < minimum:
-            raise self.bad(node, f"{where}: expected a number >= {minimum:g}, got {value:g}")
+            raise self.bad(node, f"{where}: expected a number >= {_n(minimum)}, got {value:g}")
+        if maximum is not None and value > maximum:
+            raise self.bad(node, f"{where}: expected a number <= {_n(maximum)}, got {value:g}")
         return value
 
     def bool_(self, node: yaml.Node, where: str) -> bool:
@@ -264,6 +307,17 @@ def _is_null(node: yaml.Node) -> bool:
     return isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null"
 
 
+def _n(x: float) -> str:
+    """A number as people write it: 3600, 0.5, 1000000 (not 1e+06)."""
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e18 else f"{x:g}"
+
+
+def _too_long_int(node: yaml.Node) -> bool:
+    return (
+        isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:int" and len(node.value) > MAX_INT_DIGITS
+    )
+
+
 # =====================================================================================================================
 # loading
 # =====================================================================================================================
@@ -276,15 +330,17 @@ def _field_hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls, vars(M))
 
 
-def _typed(r: _Reader, hint: Any, node: yaml.Node, where: str) -> Any:
-    """A value of the model's annotated type ``hint`` (the simple types dataclass fields use)."""
+def _typed(r: _Reader, hint: Any, node: yaml.Node, where: str, bounds: tuple[float, float] | None = None) -> Any:
+    """A value of the model's annotated type ``hint`` (the simple types dataclass fields use), inside ``bounds``
+    (a number; each item of a tuple)."""
     args = typing.get_args(hint)
     origin = typing.get_origin(hint)
+    lo, hi = bounds if bounds is not None else (None, None)
     if origin in _UNIONS and type(None) in args:
         if _is_null(node):
             return None
         rest = [a for a in args if a is not type(None)]
-        return _typed(r, rest[0], node, where)
+        return _typed(r, rest[0], node, where, bounds)
     if origin is typing.Literal:
         if node.tag == "tag:yaml.org,2002:str" and isinstance(node, yaml.ScalarNode) and node.value in LINE_ENDINGS:
             if "\n" in args:
@@ -298,14 +354,14 @@ def _typed(r: _Reader, hint: Any, node: yaml.Node, where: str) -> Any:
         items = r.sequence(node, where)
         out = []
         for i, item in enumerate(items):
-            out.append(_typed(r, args[0], item, f"{where}[{i}]"))
+            out.append(_typed(r, args[0], item, f"{where}[{i}]", bounds))
         return tuple(out)
     if hint is bool:
         return r.bool_(node, where)
     if hint is int:
-        return r.int_(node, where)
+        return r.int_(node, where, minimum=lo, maximum=hi)
     if hint is float:
-        return r.num(node, where)
+        return r.num(node, where, minimum=lo, maximum=hi)
     if hint is str:
         return r.str_(node, where)
     if hint is dict or origin is dict:
@@ -317,11 +373,12 @@ def _dataclass(r: _Reader, cls: type, fields: dict[str, yaml.Node], where: str, 
     """An instance of dataclass ``cls`` from the (already key-checked) ``fields``; a ValueError of its own checks
     becomes a problem at ``node``."""
     hints = _field_hints(cls)
+    bounds = {f.name: M.bounds_of(f) for f in dataclasses.fields(cls)}
     kwargs: dict[str, Any] = dict(fixed)
     failed = False
     for key, vnode in fields.items():
         try:
-            kwargs[key] = _typed(r, hints[key], vnode, f"{where}.{key}")
+            kwargs[key] = _typed(r, hints[key], vnode, f"{where}.{key}", bounds[key])
         except _Bad:
             failed = True
     if failed:
@@ -350,8 +407,8 @@ def _chunk(r: _Reader, node: yaml.Node, where: str) -> M.ChunkSpec:
         m = r.mapping(node, where, ("min", "max"), ("min", "max"))
         if "min" not in m or "max" not in m:
             raise _Bad()
-        lo = r.int_(m["min"], f"{where}.min", minimum=1)
-        hi = r.int_(m["max"], f"{where}.max", minimum=1)
+        lo = r.int_(m["min"], f"{where}.min", minimum=1, maximum=M.MAX_COUNT)
+        hi = r.int_(m["max"], f"{where}.max", minimum=1, maximum=M.MAX_COUNT)
         if lo > hi:
             raise r.bad(node, f"{where}: min ({lo}) must be <= max ({hi})")
         return M.Sizes(lo, hi)
@@ -359,9 +416,11 @@ def _chunk(r: _Reader, node: yaml.Node, where: str) -> M.ChunkSpec:
         items = r.sequence(node, where)
         if not items:
             raise r.bad(node, f"{where}: expected at least one size")
-        return [r.int_(item, f"{where}[{i}]", minimum=1) for i, item in enumerate(items)]
+        if len(items) > MAX_CHUNK_SIZES:
+            raise r.bad(node, f"{where}: expected at most {MAX_CHUNK_SIZES} sizes, got {len(items)}")
+        return [r.int_(item, f"{where}[{i}]", minimum=1, maximum=M.MAX_COUNT) for i, item in enumerate(items)]
     if isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:int":
-        return int(r.int_(node, where, minimum=1))
+        return int(r.int_(node, where, minimum=1, maximum=M.MAX_COUNT))
     raise r.bad(
         node, f"{where}: expected a size (integer >= 1), a list of sizes or {{min: N, max: M}}, got {r.describe(node)}"
     )
@@ -414,7 +473,11 @@ def _block(r: _Reader, node: yaml.Node, where: str, offered: set[str] | None = N
     content = r.dict_(m["block"], w)
     if not isinstance(content.get("type"), str):
         raise r.bad(m["block"], f"{w}: a whole block needs a string 'type' (e.g. web_search_tool_result)")
-    result_of = r.int_(m["result_of"], f"{where}.result_of", null=True, minimum=0) if "result_of" in m else None
+    result_of = (
+        r.int_(m["result_of"], f"{where}.result_of", null=True, minimum=0, maximum=M.MAX_COUNT)
+        if "result_of" in m
+        else None
+    )
     return M.WholeBlock(content, result_of)
 
 
@@ -424,12 +487,12 @@ def _duration(r: _Reader, node: yaml.Node, where: str) -> M.Duration:
         items = r.sequence(node, where)
         if len(items) != 2:
             raise r.bad(node, f"{where}: expected seconds or [min, max] seconds, got a list of {len(items)}")
-        lo = r.num(items[0], f"{where}[0]", minimum=0)
-        hi = r.num(items[1], f"{where}[1]", minimum=0)
+        lo = r.num(items[0], f"{where}[0]", minimum=0, maximum=M.MAX_SECONDS)
+        hi = r.num(items[1], f"{where}[1]", minimum=0, maximum=M.MAX_SECONDS)
         if lo > hi:
             raise r.bad(node, f"{where}: min ({lo:g}) must be <= max ({hi:g})")
         return (lo, hi)
-    return float(r.num(node, where, minimum=0))
+    return float(r.num(node, where, minimum=0, maximum=M.MAX_SECONDS))
 
 
 def _fault(r: _Reader, node: yaml.Node, where: str) -> M.Fault:
@@ -479,7 +542,7 @@ def _tool(r: _Reader, node: yaml.Node, where: str, sc: dict[str, Any]) -> None:
         if "duration" in m:
             sc["tool_durations"][name] = _duration(r, m["duration"], f"{where}.duration")
         if "timeout" in m:
-            sc["tool_timeouts"][name] = r.num(m["timeout"], f"{where}.timeout", minimum=0)
+            sc["tool_timeouts"][name] = r.num(m["timeout"], f"{where}.timeout", minimum=0, maximum=M.MAX_SECONDS)
         return
     m = r.mapping(node, where, SIM_TOOL_KEYS, ("name",))
     if "name" not in m:
@@ -503,7 +566,7 @@ def _tool(r: _Reader, node: yaml.Node, where: str, sc: dict[str, Any]) -> None:
             elif key == "duration":
                 kw[key] = _duration(r, vnode, w)
             elif key == "timeout":
-                kw[key] = r.num(vnode, w, null=True, minimum=0)
+                kw[key] = r.num(vnode, w, null=True, minimum=0, maximum=M.MAX_SECONDS)
             elif key == "cases":
                 kw[key] = [_case(r, c, f"{w}[{i}]") for i, c in enumerate(r.sequence(vnode, w))]
         except _Bad:
@@ -553,7 +616,7 @@ def _turn(r: _Reader, node: yaml.Node, where: str, offered: set[str]) -> tuple[M
         block_nodes.append(bnode)
     kw["blocks"] = blocks
     if "stop_reason" in m:
-        kw["stop_reason"] = attempt(lambda: r.str_(m["stop_reason"], f"{where}.stop_reason", one_line=True))
+        kw["stop_reason"] = attempt(lambda: _choice(r, m["stop_reason"], f"{where}.stop_reason", M.STOP_REASONS))
     if "stop_sequence" in m:
         kw["stop_sequence"] = attempt(lambda: r.str_(m["stop_sequence"], f"{where}.stop_sequence", null=True))
     if "message_id" in m:
@@ -597,10 +660,76 @@ def _turn(r: _Reader, node: yaml.Node, where: str, offered: set[str]) -> tuple[M
     return turn, {"blocks": block_nodes}
 
 
+def _choice(r: _Reader, node: yaml.Node, where: str, choices: tuple[str, ...]) -> str:
+    """One of ``choices``; an unknown one gets the "did you mean" an unknown key gets."""
+    value = r.str_(node, where)
+    if value not in choices:
+        close = difflib.get_close_matches(value, choices, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise r.bad(node, f"{where}: unknown value {r.describe(node)}{hint}; expected one of: {', '.join(choices)}")
+    return value
+
+
+def _name(r: _Reader, node: yaml.Node) -> str:
+    """A scenario name: it names temporary folders and files, so no path (``a/b``, ``..``) and one short word."""
+    name = r.str_(node, "name", one_line=True)
+    if len(name) > MAX_NAME or not _NAME.match(name):
+        raise r.bad(
+            node,
+            f"name: expected letters, digits, '_', '-' or '.' (starting with a letter or digit, at most {MAX_NAME}), "
+            f"got {r.describe(node)}",
+        )
+    return name
+
+
+NAME_PATTERN = "^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+_NAME = re.compile(NAME_PATTERN)  # names are one line: $ is the end
+
+
+def _min_chunk(spec: Any) -> tuple[int, int]:
+    """(characters, deltas) of one cycle of a chunk spec, at its smallest: a bound on the deltas a text makes."""
+    if isinstance(spec, M.Sizes):
+        return spec.lo, 1
+    if isinstance(spec, int):
+        return spec, 1
+    sizes = [int(s) for s in spec]
+    return sum(sizes), len(sizes)
+
+
+def _deltas(length: int, spec: Any) -> int:
+    chars, deltas = _min_chunk(spec)
+    return -(-length // max(chars, 1)) * deltas
+
+
+def _block_events(b: M.Block) -> int:
+    """At most how many events a block renders (start, deltas, stop)."""
+    if isinstance(b, M.TextBlock):
+        return 2 + _deltas(len(b.text), b.chunk)
+    if isinstance(b, M.ThinkingBlock):
+        return 3 + _deltas(len(b.thinking), b.chunk)
+    if isinstance(b, (M.ToolUseBlock, M.ServerToolUseBlock)):
+        text = b.raw_json if b.raw_json is not None else json.dumps(b.input)
+        return 3 + _deltas(len(text), b.fragment)
+    return 2
+
+
 def _check_turn(
     r: _Reader, turn: M.TurnScript, where: str, node: yaml.Node, block_nodes: list, fault_nodes: list
 ) -> None:
     n = len(turn.blocks)
+    sizes = [_block_events(b) for b in turn.blocks]
+    events = 3 + sum(sizes)
+    if turn.pacing.ping_every:
+        events += events // turn.pacing.ping_every
+    events += sum(f.pings for f in turn.faults if isinstance(f, M.StallWithPings))
+    if events > MAX_EVENTS_PER_TURN:
+        biggest = max(range(n), key=sizes.__getitem__) if n else None
+        r.problem(
+            node if biggest is None else block_nodes[biggest],
+            f"{where}: this turn renders up to {events} events, more than {MAX_EVENTS_PER_TURN}"
+            + (f" (blocks[{biggest}]: {sizes[biggest]})" if biggest is not None else "")
+            + "; use bigger chunks or less text",
+        )
     for i, b in enumerate(turn.blocks):
         if isinstance(b, M.WholeBlock) and b.result_of is not None:
             if not 0 <= b.result_of < n or not isinstance(
@@ -674,7 +803,7 @@ def _scenario(r: _Reader, root: yaml.Node, path: Path | None) -> M.Scenario:
         "_tool_nodes": {},
     }
     if "name" in m:
-        kw["name"] = attempt(lambda: r.str_(m["name"], "name", one_line=True))
+        kw["name"] = attempt(lambda: _name(r, m["name"]))
     elif path is not None:
         kw["name"] = path.stem
     else:
@@ -688,13 +817,11 @@ def _scenario(r: _Reader, root: yaml.Node, path: Path | None) -> M.Scenario:
             kw[key] = attempt(lambda key=key: r.str_(m[key], key, one_line=key == "model"))
     if "system" in m:
         kw["system"] = attempt(lambda: r.str_(m["system"], "system", null=True))
-    for key, minimum in (("max_tokens", 1), ("seed", None)):
+    bounds = {f.name: M.bounds_of(f) for f in dataclasses.fields(M.Scenario)}
+    hints = _field_hints(M.Scenario)
+    for key in ("max_tokens", "seed", "thinking_budget", "idle_timeout"):
         if key in m:
-            kw[key] = attempt(lambda key=key, minimum=minimum: r.int_(m[key], key, minimum=minimum))
-    if "thinking_budget" in m:
-        kw["thinking_budget"] = attempt(lambda: r.int_(m["thinking_budget"], "thinking_budget", null=True, minimum=1))
-    if "idle_timeout" in m:
-        kw["idle_timeout"] = attempt(lambda: r.num(m["idle_timeout"], "idle_timeout", null=True, minimum=0))
+            kw[key] = attempt(lambda key=key: _typed(r, hints[key], m[key], key, bounds[key]))
     for key in ("workspace_copy", "allow_write", "eager_input_streaming"):
         if key in m:
             kw[key] = attempt(lambda key=key: r.bool_(m[key], key))
@@ -736,6 +863,13 @@ def _scenario(r: _Reader, root: yaml.Node, path: Path | None) -> M.Scenario:
     kw.update({k: v for k, v in sc.items() if not k.startswith("_")})
     if path is not None:
         kw["source_path"] = str(path)
+    if sc["tools"] and kw.get("workspace") is None:
+        first = sc["tools"][0]
+        raise r.bad(
+            sc["_tool_nodes"].get(first),
+            f"tools: built-in tools ({', '.join(sc['tools'])}) run over a workspace: set `workspace:` "
+            f"(a bundled one: {', '.join(_bundled_workspaces())}; or a folder relative to the scenario file)",
+        )
     if kw.get("allow_write") and kw.get("workspace") and not kw.get("workspace_copy"):
         node = m.get("allow_write")
         raise r.bad(node, "allow_write: a scenario that writes must set workspace_copy: true (it runs on a copy)")
@@ -793,7 +927,67 @@ def _compose(r: _Reader, text: str) -> yaml.Node | None:
         return None
     if node is None:
         r.problem(None, "the file is empty: expected a scenario mapping (see `inspector scenario new`)")
-    return node
+        return None
+    return node if _check_graph(r, node) else None
+
+
+def _check_graph(r: _Reader, root: yaml.Node) -> bool:
+    """Refuse a document that is too big once its aliases are expanded (a "billion laughs": a few anchors that
+    expand to gigabytes), recursive (``&a [*a]``), nested too deep, or that holds an integer too long to read.
+    Walks each node once (the composer shares an anchor's node among its aliases), without expanding anything."""
+    values: dict[int, int] = {}  # node id -> values it holds, aliases expanded
+    chars: dict[int, int] = {}  # node id -> scalar characters it holds, aliases expanded
+    uses: dict[int, int] = {}  # node id -> parents that hold it (> 1: an anchor used by aliases)
+    nodes: dict[int, yaml.Node] = {}
+    open_: set[int] = set()
+    ok = True
+    stack: list[tuple[yaml.Node, int, bool]] = [(root, 0, False)]
+    while stack:
+        node, depth, done = stack.pop()
+        key = id(node)
+        if done:
+            open_.discard(key)
+            kids = _children(node)
+            values[key] = 1 + sum(values[id(k)] for k in kids)
+            chars[key] = (len(node.value) if isinstance(node, yaml.ScalarNode) else 0) + sum(chars[id(k)] for k in kids)
+            continue
+        uses[key] = uses.get(key, 0) + 1
+        if key in values:
+            continue
+        if key in open_:
+            r.problem(node, "YAML: a recursive alias (an anchor used inside itself)")
+            return False
+        if depth > MAX_DEPTH:
+            r.problem(node, f"YAML: lists and mappings nested more than {MAX_DEPTH} deep")
+            return False
+        if _too_long_int(node):
+            r.problem(node, f"an integer of {len(node.value)} characters (at most {MAX_INT_DIGITS})")
+            ok = False
+        nodes[key] = node
+        open_.add(key)
+        stack.append((node, depth, True))
+        stack.extend((k, depth + 1, False) for k in _children(node))
+    total, size = values[id(root)], chars[id(root)]
+    if total > MAX_VALUES or size > MAX_CHARS:
+        # blame the anchor whose copies weigh most
+        shared = [k for k, n in uses.items() if n > 1]
+        worst = max(shared, key=lambda k: (uses[k] - 1) * values[k], default=id(root))
+        what = f"{total} values" if total > MAX_VALUES else f"{size} characters"
+        limit = f"{MAX_VALUES} values" if total > MAX_VALUES else f"{MAX_CHARS} characters"
+        where = (
+            f"; the anchor here is used {uses[worst]} times, {values[worst]} values each" if worst != id(root) else ""
+        )
+        r.problem(nodes[worst], f"YAML: with its aliases expanded the file holds {what}, more than {limit}{where}")
+        return False
+    return ok
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
 
 
 def _parse(text: str, file: str, path: Path | None) -> tuple[M.Scenario | None, list[Problem]]:
@@ -809,11 +1003,31 @@ def _parse(text: str, file: str, path: Path | None) -> tuple[M.Scenario | None, 
 
 
 def _read(path: str | Path) -> tuple[str, Path]:
+    """The file's text: a regular file (not a FIFO or a device like /dev/zero) of at most MAX_FILE_BYTES."""
     p = Path(path)
+
+    def refuse(message: str) -> ScenarioFileError:
+        return ScenarioFileError([Problem(str(p), 1, 1, message)])
+
     try:
-        raw = p.read_bytes()
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block the open
     except OSError as e:
-        raise ScenarioFileError([Problem(str(p), 1, 1, f"cannot read the file: {e.strerror or e}")]) from None
+        raise refuse(f"cannot read the file: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file (a device, FIFO or socket)"
+            raise refuse(f"cannot read the file: {kind}")
+        if st.st_size > MAX_FILE_BYTES:
+            raise refuse(f"the file has {st.st_size} bytes, more than {MAX_FILE_BYTES} (docs/limits.md)")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
+        if len(raw) > MAX_FILE_BYTES:
+            raise refuse(f"the file has more than {MAX_FILE_BYTES} bytes (docs/limits.md)")
+    except OSError as e:
+        raise refuse(f"cannot read the file: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
     try:
         return raw.decode("utf-8-sig"), p
     except UnicodeDecodeError as e:
@@ -1032,32 +1246,38 @@ def dump_scenario(sc: M.Scenario, header: str | None = None) -> str:
 # =====================================================================================================================
 
 
-def _schema_of_hint(hint: Any) -> dict:
+def _schema_of_hint(hint: Any, bounds: tuple[float, float] | None = None) -> dict:
     args = typing.get_args(hint)
     origin = typing.get_origin(hint)
     if origin in _UNIONS and type(None) in args:
         rest = [a for a in args if a is not type(None)]
-        return {"anyOf": [_schema_of_hint(rest[0]), {"type": "null"}]}
+        return {"anyOf": [_schema_of_hint(rest[0], bounds), {"type": "null"}]}
     if origin is typing.Literal:
         if "\n" in args:
             return {"enum": list(LINE_ENDINGS)}
         return {"enum": list(args)}
     if origin is tuple:
-        return {"type": "array", "items": _schema_of_hint(args[0])}
+        return {"type": "array", "items": _schema_of_hint(args[0], bounds)}
     if hint is bool:
         return {"type": "boolean"}
-    if hint is int:
-        return {"type": "integer"}
-    if hint is float:
-        return {"type": "number"}
+    if hint in (int, float):
+        return {"type": "integer" if hint is int else "number", **_range(bounds)}
     if hint is str:
         return {"type": "string"}
     return {"type": "object"}
 
 
+def _range(bounds: tuple[float, float] | None) -> dict:
+    return {} if bounds is None else {"minimum": bounds[0], "maximum": bounds[1]}
+
+
+def _field_schema(cls: type, name: str) -> dict:
+    f = next(f for f in dataclasses.fields(cls) if f.name == name)
+    return _schema_of_hint(_field_hints(cls)[name], M.bounds_of(f))
+
+
 def _schema_of_dataclass(cls: type, extra: dict | None = None) -> dict:
-    hints = _field_hints(cls)
-    props = {name: _schema_of_hint(hints[name]) for name in _init_fields(cls)}
+    props = {name: _field_schema(cls, name) for name in _init_fields(cls)}
     props.update(extra or {})
     out: dict[str, Any] = {"type": "object", "properties": props, "additionalProperties": False}
     required = list(_required_fields(cls)) + [k for k in (extra or {}) if k == "type"]
@@ -1068,14 +1288,16 @@ def _schema_of_dataclass(cls: type, extra: dict | None = None) -> dict:
 
 def json_schema() -> dict:
     """The JSON Schema of scenario files (structure and types; the loader checks the rest, with positions)."""
+    size = {"type": "integer", "minimum": 1, "maximum": M.MAX_COUNT}
+    seconds = {"type": "number", "minimum": 0, "maximum": M.MAX_SECONDS}
     chunk = {
         "description": "characters per delta: a size, sizes used in turn, or seeded random sizes",
         "anyOf": [
-            {"type": "integer", "minimum": 1},
-            {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1},
+            size,
+            {"type": "array", "items": size, "minItems": 1, "maxItems": MAX_CHUNK_SIZES},
             {
                 "type": "object",
-                "properties": {"min": {"type": "integer", "minimum": 1}, "max": {"type": "integer", "minimum": 1}},
+                "properties": {"min": size, "max": size},
                 "required": ["min", "max"],
                 "additionalProperties": False,
             },
@@ -1084,8 +1306,8 @@ def json_schema() -> dict:
     duration = {
         "description": "scenario seconds, or [min, max] drawn per call (seeded)",
         "anyOf": [
-            {"type": "number", "minimum": 0},
-            {"type": "array", "items": {"type": "number", "minimum": 0}, "minItems": 2, "maxItems": 2},
+            seconds,
+            {"type": "array", "items": seconds, "minItems": 2, "maxItems": 2},
         ],
     }
     tool_common = {
@@ -1113,7 +1335,7 @@ def json_schema() -> dict:
             "block",
             {
                 "block": {"type": "object", "properties": {"type": {"type": "string"}}, "required": ["type"]},
-                "result_of": {"type": ["integer", "null"], "minimum": 0},
+                "result_of": {"type": ["integer", "null"], "minimum": 0, "maximum": M.MAX_COUNT},
             },
         ),
     ]
@@ -1139,7 +1361,7 @@ def json_schema() -> dict:
                 "properties": {
                     "builtin": {"enum": sorted(M.BUILTIN_TOOL_NAMES)},
                     "duration": {"$ref": "#/$defs/duration"},
-                    "timeout": {"type": "number", "minimum": 0},
+                    "timeout": seconds,
                 },
                 "required": ["builtin"],
                 "additionalProperties": False,
@@ -1156,7 +1378,7 @@ def json_schema() -> dict:
                     "hang": {"type": "boolean"},
                     "duration": {"$ref": "#/$defs/duration"},
                     "concurrency_safe": {"type": "boolean"},
-                    "timeout": {"type": ["number", "null"], "minimum": 0},
+                    "timeout": {"anyOf": [seconds, {"type": "null"}]},
                     "cases": {"type": "array", "items": case},
                 },
                 "required": ["name"],
@@ -1168,7 +1390,7 @@ def json_schema() -> dict:
         "type": "object",
         "properties": {
             "blocks": {"type": "array", "items": {"anyOf": blocks}},
-            "stop_reason": {"type": "string"},
+            "stop_reason": {"enum": list(M.STOP_REASONS)},
             "stop_sequence": {"type": ["string", "null"]},
             "usage": _schema_of_dataclass(M.Usage),
             "pacing": _schema_of_dataclass(M.Pacing),
@@ -1188,19 +1410,24 @@ def json_schema() -> dict:
         "properties": {
             "format": {"const": FORMAT},
             "version": {"const": VERSION},
-            "name": {"type": "string", "description": "default: the file name without .yaml"},
+            "name": {
+                "type": "string",
+                "pattern": NAME_PATTERN,
+                "maxLength": MAX_NAME,
+                "description": "default: the file name without .yaml",
+            },
             "description": {"type": "string", "description": "one line"},
             "prompt": {"type": "string"},
             "system": {"type": ["string", "null"]},
             "model": {"type": "string"},
-            "max_tokens": {"type": "integer", "minimum": 1},
-            "seed": {"type": "integer"},
+            "max_tokens": _field_schema(M.Scenario, "max_tokens"),
+            "seed": _field_schema(M.Scenario, "seed"),
             "workspace": {"type": ["string", "null"]},
             "workspace_copy": {"type": "boolean"},
             "allow_write": {"type": "boolean"},
             "eager_input_streaming": {"type": "boolean"},
-            "thinking_budget": {"type": ["integer", "null"], "minimum": 1},
-            "idle_timeout": {"type": ["number", "null"], "minimum": 0},
+            "thinking_budget": _field_schema(M.Scenario, "thinking_budget"),
+            "idle_timeout": _field_schema(M.Scenario, "idle_timeout"),
             "tools": {"type": "array", "items": tool},
             "expected": {"type": "object"},
             "turns": {"type": "array", "items": turn, "minItems": 1},
@@ -1209,3 +1436,8 @@ def json_schema() -> dict:
         "additionalProperties": False,
         "$defs": {"chunk": chunk, "duration": duration},
     }
+
+
+def json_schema_text() -> str:
+    """docs/scenario.schema.json, byte for byte (``inspector scenario schema`` prints it; a test compares)."""
+    return json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n"

@@ -38,6 +38,7 @@ turns:
     stop_reason: tool_use
     pacing: {ttfb: 0.2}
   - blocks: [{text: done}]
+workspace: parse_date
 """
 
 NO_PACING = "    pacing: {ttfb: 0.2}"
@@ -110,12 +111,12 @@ BROKEN = {
         "5:40: tools[0].duration: min (0.6) must be <= max (0.2)",
     ),
     "missing workspace": (
-        OK.replace("prompt: p", "prompt: p\nworkspace: nowhere"),
+        OK.replace("workspace: parse_date", "").replace("prompt: p", "prompt: p\nworkspace: nowhere"),
         "5:12: workspace: no folder 'nowhere' (a bundled workspace: parse_date; or a folder relative to the "
         "scenario file)",
     ),
     "write without copy": (
-        OK.replace("prompt: p", "prompt: p\nworkspace: parse_date\nallow_write: true"),
+        OK.replace("workspace: parse_date", "").replace("prompt: p", "prompt: p\nworkspace: parse_date\nallow_write: true"),
         "6:14: allow_write: a scenario that writes must set workspace_copy: true",
     ),
     "simulated tool without name": (
