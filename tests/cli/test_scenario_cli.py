@@ -116,7 +116,9 @@ BROKEN = {
         "scenario file)",
     ),
     "write without copy": (
-        OK.replace("workspace: parse_date", "").replace("prompt: p", "prompt: p\nworkspace: parse_date\nallow_write: true"),
+        OK.replace("workspace: parse_date", "").replace(
+            "prompt: p", "prompt: p\nworkspace: parse_date\nallow_write: true"
+        ),
         "6:14: allow_write: a scenario that writes must set workspace_copy: true",
     ),
     "simulated tool without name": (
