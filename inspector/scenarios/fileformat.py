@@ -309,7 +309,9 @@ def _is_null(node: yaml.Node) -> bool:
 
 def _n(x: float) -> str:
     """A number as people write it: 3600, 0.5, 1000000 (not 1e+06)."""
-    return str(int(x)) if float(x).is_integer() and abs(x) < 1e18 else f"{x:g}"
+    if isinstance(x, int):
+        return str(x)
+    return str(int(x)) if x.is_integer() and abs(x) < 1e18 else f"{x:g}"
 
 
 def _too_long_int(node: yaml.Node) -> bool:
