@@ -94,7 +94,7 @@ BROKEN = {
     ),
     "line ending": (
         OK.replace("ttfb: 0.2", "line_ending: LFCR"),
-        "12:27: turns[0].pacing.line_ending: expected one of LF, CRLF, CR, got 'LFCR'",
+        "12:27: turns[0].pacing.line_ending: unknown value 'LFCR' (did you mean 'LF'?); expected one of: LF, CRLF, CR",
     ),
     "unknown built-in": (
         OK.replace("tools: [read_file]", "tools: [read_file, rm_rf]"),
