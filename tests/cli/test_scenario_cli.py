@@ -336,3 +336,27 @@ def test_scenario_commands_import_no_sdk_and_no_textual(argv, tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stderr.strip().splitlines()[-1] == "HEAVY 0 []", out.stderr
+
+
+def test_listing_the_scenarios_loads_no_file_and_no_pydantic():
+    """`inspector scenarios` reads names and descriptions only: the validating loader (pydantic) is not imported."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from inspector.scenarios.bundled import SCENARIOS, describe
+
+    code = (
+        "import io, sys, contextlib\n"
+        "from inspector.cli import main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out): rc = main(['scenarios'])\n"
+        "print(rc, len(out.getvalue().splitlines()), 'pydantic' in sys.modules, "
+        "'inspector.scenarios.fileformat' in sys.modules)\n"
+    )
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert proc.stdout.split() == ["0", str(len(SCENARIOS)), "False", "False"], proc.stderr
+    assert describe() == [(name, sc.description) for name, sc in SCENARIOS.items()]

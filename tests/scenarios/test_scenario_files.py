@@ -114,10 +114,8 @@ def test_load_text_without_a_path_needs_a_name():
 # --- the published JSON Schema ----------------------------------------------------------------------------------
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "docs" / "scenario.schema.json"
-jsonschema = pytest.importorskip("jsonschema")  # the `test` extra installs it
-
-
 def _validator():
+    jsonschema = pytest.importorskip("jsonschema")  # the `test` extra installs it
     schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     jsonschema.Draft202012Validator.check_schema(schema)
     return jsonschema.Draft202012Validator(schema)
@@ -183,3 +181,17 @@ def test_the_schema_and_the_loader_reject_the_same(path, value, tmp_path):
     file.write_text(yaml.safe_dump(broken), encoding="utf-8")
     with pytest.raises(InspectorError):
         load_file(file)
+
+
+def test_the_file_declaration_has_the_models_fields():
+    """The flat parts of the file (pacing, usage, HTTP errors, faults) are the model's dataclasses, key for key: a
+    field added to one and not the other fails here, not in a user's file."""
+    from inspector.scenarios import filemodel as F
+    from inspector.scenarios import model as M
+
+    pairs = [(F.PacingFile, M.Pacing), (F.UsageFile, M.Usage), (F.HttpErrorFile, M.HttpError)]
+    pairs += [(F.FAULT_FILES[name], cls) for name, cls in F.fault_types().items()]
+    assert sorted(F.FAULT_FILES) == sorted(F.fault_types())
+    for file_model, cls in pairs:
+        fields = [f.name for f in dataclasses.fields(cls) if f.init]
+        assert [k for k in file_model.model_fields if k != "type"] == fields, cls.__name__
