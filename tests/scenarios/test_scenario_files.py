@@ -114,6 +114,8 @@ def test_load_text_without_a_path_needs_a_name():
 # --- the published JSON Schema ----------------------------------------------------------------------------------
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "docs" / "scenario.schema.json"
+
+
 def _validator():
     jsonschema = pytest.importorskip("jsonschema")  # the `test` extra installs it
     schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
