@@ -476,6 +476,11 @@ class Scenario:
     source_path: str | None = None  # the scenario file it was loaded from, if any
 
     def __post_init__(self) -> None:
+        path_like = not self.name or self.name in (".", "..") or any(c in self.name for c in "/\\\0\n")
+        if self.workspace_copy and path_like:  # the copy's temporary folder is named after the scenario
+            raise ValueError(
+                f"scenario {self.name!r}: a name names temporary folders: no path ('/', '..') and one line"
+            )
         if not self.description or "\n" in self.description:
             raise ValueError(f"scenario {self.name!r}: description must be one line")
         if not self.turns:

@@ -339,3 +339,40 @@ resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
 from inspector.cli import main
 sys.exit(main(sys.argv[1:]))
 """
+
+
+RUN_REFUSES = {
+    "built-in tool without a workspace": (BASE.replace("tools:\n", "tools:\n  - read_file\n"), "6:5: tools: built-in"),
+    "HTTP status 99999": (
+        BASE.replace("    pacing: {ttfb: 0.2}", "    http_errors: [{status: 99999}]"),
+        "15:28: turns[0].http_errors[0].status",
+    ),
+    "alias bomb": (BASE.replace("    result: ok", "    result: " + _bomb()), "8:"),
+    "a million events": (
+        BASE.replace("      - text: hi", "      - text: " + "x" * 1_000_000 + "\n        chunk: 1"),
+        "11:9:",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RUN_REFUSES))
+def test_run_refuses_the_file_in_one_line_before_anything_starts(case, tmp_path, capsys):
+    """`inspector run --headless --scenario FILE`: before, these passed check and then traced back, hung or grew to
+    gigabytes; now run refuses the file with the first problem, as a usage error."""
+    text, position = RUN_REFUSES[case]
+    path = tmp_path / "s.yaml"
+    path.write_text(text, encoding="utf-8")
+    assert main(["run", "--headless", "--scenario", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{path}:{position}" in err[0], err
+
+
+@pytest.mark.parametrize("name", ["../../x", "a/b", "a\\b", "..", ".", "", "x\0y"])
+def test_a_scenario_made_in_python_that_copies_its_workspace_cannot_be_named_a_path(name):
+    from inspector.scenarios.model import Scenario, TextBlock, TurnScript
+
+    turns = [TurnScript([TextBlock("hi")])]
+    with pytest.raises(ValueError, match="a name names temporary folders"):
+        Scenario(name=name, description="d", prompt="p", turns=turns, workspace="parse_date", workspace_copy=True)
+    Scenario(name="ok-name.1", description="d", prompt="p", turns=turns, workspace="parse_date", workspace_copy=True)
+    Scenario(name="stand-in/end", description="d", prompt="p", turns=turns)  # no copy: an internal name may say more
