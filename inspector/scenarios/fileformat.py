@@ -185,7 +185,7 @@ def _keys(r: _Reader, root: yaml.Node) -> bool:
                     stack.append((vnode, where))
                     continue
                 if not isinstance(knode, yaml.ScalarNode) or knode.tag != "tag:yaml.org,2002:str" or not knode.value:
-                    r.problem(knode, f"{where or 'scenario'}: keys must be names, got {r.describe(knode)}")
+                    r.problem(knode, f"{where or 'scenario'}: keys must be strings, got {r.describe(knode)}")
                     ok = False
                     continue
                 if knode.value in names:

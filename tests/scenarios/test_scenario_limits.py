@@ -376,3 +376,12 @@ def test_a_scenario_made_in_python_that_copies_its_workspace_cannot_be_named_a_p
         Scenario(name=name, description="d", prompt="p", turns=turns, workspace="parse_date", workspace_copy=True)
     Scenario(name="ok-name.1", description="d", prompt="p", turns=turns, workspace="parse_date", workspace_copy=True)
     Scenario(name="stand-in/end", description="d", prompt="p", turns=turns)  # no copy: an internal name may say more
+
+
+def test_keys_that_are_not_strings_or_twice_are_refused_where_they_are(tmp_path, capsys):
+    text = BASE.replace("        input: {q: a}", "        input: {1: a, q: b, q: c}")
+    out = _check(tmp_path, text, capsys)
+    assert out == [
+        "13:17: turns[0].blocks[1].input: keys must be strings, got 1",
+        "13:29: turns[0].blocks[1].input: duplicate key 'q'",
+    ], out
