@@ -1,6 +1,7 @@
 """Print the sha256 of every bundled scenario's rendered turns (status, headers, read delays and bytes, end), per
-turn and attempt, as JSON: the fixture tests/scenarios/fixtures/bundled_render_sha256.json was made by this script from the
-Python definitions the scenario files replaced.
+turn and attempt, as JSON. The fixture tests/scenarios/fixtures/bundled_render_sha256.json was made by this script
+from the Python definitions the scenario files replaced (that migration scaffold is gone: the fixture now pins those
+bytes). Rewrite the fixture only for a change of the rendered bytes made on purpose, and say which in the commit.
 
     PYTHONPATH=. python tools/freeze_scenarios.py > tests/scenarios/fixtures/bundled_render_sha256.json
 """

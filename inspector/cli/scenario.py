@@ -3,6 +3,7 @@
     inspector scenario check FILE...          every problem as file:line:column: message; exit 1 if any
     inspector scenario new NAME [--write]     a commented template (stdout, or NAME.yaml)
     inspector scenario from-recording REC     an editable scenario that replays a recording (stdout, or -o FILE)
+    inspector scenario schema                 the JSON Schema of scenario files (docs/scenario.schema.json is it)
 
 None of them imports the SDK or Textual.
 """
@@ -24,7 +25,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="check, create or convert scenario files",
         description="Scenario files: check them, start one from a template, or make one from a recording.",
     )
-    cmds = p.add_subparsers(dest="scenario_command", metavar="{check,new,from-recording}")
+    cmds = p.add_subparsers(dest="scenario_command", metavar="{check,new,from-recording,schema}")
     c = cmds.add_parser("check", help="check scenario files: each problem with file:line:column; exit 1 if any")
     c.add_argument("files", nargs="+", metavar="FILE")
     c.set_defaults(func=cmd_check)
@@ -41,12 +42,18 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     r.add_argument("-o", "--output", metavar="FILE", help="write the scenario here (default: stdout; never overwrites)")
     r.add_argument("--name", help="the scenario's name (default: from the recording)")
     r.set_defaults(func=cmd_from_recording)
+    s = cmds.add_parser(
+        "schema",
+        help="print the JSON Schema of scenario files (made from the loader's declaration; "
+        "docs/scenario.schema.json is this output)",
+    )
+    s.set_defaults(func=cmd_schema)
     p.set_defaults(func=lambda args: _usage(p))
     return p
 
 
 def _usage(p: argparse.ArgumentParser) -> int:
-    raise UsageError("inspector scenario: say check, new or from-recording (see inspector scenario --help)")
+    raise UsageError("inspector scenario: say check, new, from-recording or schema (see inspector scenario --help)")
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -62,6 +69,13 @@ def cmd_check(args: argparse.Namespace) -> int:
         else:
             print(f"{f}: ok")
     return EXIT_FAIL if failed else EXIT_OK
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from inspector.scenarios.fileformat import json_schema_text
+
+    sys.stdout.write(json_schema_text())
+    return EXIT_OK
 
 
 def _write_new(path: Path, text: str) -> None:

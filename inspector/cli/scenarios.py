@@ -14,9 +14,10 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd(args: argparse.Namespace) -> int:
-    from inspector.scenarios.bundled import SCENARIOS
+    from inspector.scenarios.bundled import describe
 
-    width = max(len(n) for n in SCENARIOS)
-    for name, sc in SCENARIOS.items():
-        print(f"{name:<{width}}  {sc.description}")
+    listing = describe()  # name and description: no file is loaded (checked) for a listing
+    width = max(len(n) for n, _ in listing)
+    for name, description in listing:
+        print(f"{name:<{width}}  {description}")
     return EXIT_OK

@@ -16,13 +16,15 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
 from inspector.core.errors import UnknownScenario
 
-from .fileformat import SUFFIXES, load_file
 from .model import Pacing, Scenario
+
+SUFFIXES = (".yaml", ".yml")  # fileformat.SUFFIXES (fileformat, and pydantic, are imported when a file is loaded)
 
 BUNDLED_DIR = Path(__file__).resolve().parent / "bundled_files"
 
@@ -64,19 +66,70 @@ def fast(**over: Any) -> Pacing:
     return Pacing(**base)
 
 
-def _load_bundled() -> dict[str, Scenario]:
-    files = {p.stem: p for p in BUNDLED_DIR.iterdir() if p.suffix in SUFFIXES}
-    names = [n for n in ORDER if n in files] + sorted(n for n in files if n not in ORDER)
-    out: dict[str, Scenario] = {}
-    for name in names:
-        sc = load_file(files[name])
-        if sc.name != name:
-            raise RuntimeError(f"bundled scenario file {files[name].name} names itself {sc.name!r}")
-        out[name] = sc
-    return out
+def load_file(path: str | Path) -> Scenario:
+    from .fileformat import load_file as load
+
+    return load(path)
 
 
-SCENARIOS: dict[str, Scenario] = _load_bundled()
+class _Bundled(MutableMapping[str, Scenario]):
+    """The bundled scenarios by name, in listing order. Each file is loaded (and checked) the first time it is asked
+    for: listing them (`inspector scenarios`) or running one loads no other. Tests may set and delete entries."""
+
+    def __init__(self) -> None:
+        files = {p.stem: p for p in BUNDLED_DIR.iterdir() if p.suffix in SUFFIXES}
+        names = [n for n in ORDER if n in files] + sorted(n for n in files if n not in ORDER)
+        self.files: dict[str, Path] = {n: files[n] for n in names}
+        self._names: list[str] = names
+        self._loaded: dict[str, Scenario] = {}
+
+    def __getitem__(self, name: str) -> Scenario:
+        sc = self._loaded.get(name)
+        if sc is None:
+            path = self.files[name]  # KeyError: not a bundled scenario
+            sc = load_file(path)
+            if sc.name != name:
+                raise RuntimeError(f"bundled scenario file {path.name} names itself {sc.name!r}")
+            self._loaded[name] = sc
+        return sc
+
+    def __setitem__(self, name: str, sc: Scenario) -> None:
+        if name not in self._names:
+            self._names.append(name)
+        self._loaded[name] = sc
+
+    def __delitem__(self, name: str) -> None:
+        if name not in self._names:
+            raise KeyError(name)
+        self._names.remove(name)
+        self._loaded.pop(name, None)
+        self.files.pop(name, None)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._names))
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def description(self, name: str) -> str:
+        """The one-line description, read without loading (checking) the whole file when it is not loaded yet."""
+        if name in self._loaded or name not in self.files:
+            return self[name].description
+        import yaml
+
+        with self.files[name].open(encoding="utf-8") as fh:
+            for line in fh:  # the files put `description:` near the top, on one line
+                if line.startswith("description:"):
+                    value = yaml.load(line, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+                    if isinstance(value, dict) and isinstance(value.get("description"), str):
+                        return value["description"]
+        return self[name].description
+
+
+SCENARIOS: MutableMapping[str, Scenario] = _Bundled()
 
 DEFAULT_SCENARIO = "parse_date"
 
@@ -109,8 +162,11 @@ load = get_scenario
 
 
 def describe() -> list[tuple[str, str]]:
-    """(name, one-line description) for every bundled scenario, default first."""
-    return [(s.name, s.description) for s in SCENARIOS.values()]
+    """(name, one-line description) for every bundled scenario, default first (without loading the files)."""
+    bundled = SCENARIOS
+    if isinstance(bundled, _Bundled):
+        return [(name, bundled.description(name)) for name in bundled]
+    return [(name, sc.description) for name, sc in bundled.items()]
 
 
 def __getattr__(name: str) -> Any:

@@ -6,89 +6,51 @@ JSON Schema).
     check_file("my.yaml") -> list[Problem]      # each with file:line:column and what was expected
     dump_scenario(scenario) -> str              # the YAML text of a scenario (defaults left out)
 
-The file is read with ``yaml.compose`` (``yaml.safe_load``'s parser: no tags, no objects) so every problem points at
-the line and column of the offending key or value. The Python model stays the in-memory form; a file only loads into
-it.
+The file is read with ``yaml.compose`` (``yaml.safe_load``'s parser: no tags, no objects), checked for size (aliases
+expanded), depth and duplicate keys, then validated by its one declaration, the pydantic models of ``filemodel``
+(the JSON Schema is generated from them); each error's location is mapped back to its YAML node, so every problem
+points at the line and column of the offending key or value. The Python model stays the in-memory form; a file only
+loads into it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import re
-import types
-import typing
+import json
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import BaseModel, ValidationError
 
 from inspector.core.errors import InspectorError
 
+from . import filemodel as F
 from . import model as M
 
-FORMAT = "stream-inspector-scenario"
-VERSION = 1
+FORMAT = F.FORMAT
+VERSION = F.VERSION
 SUFFIXES = (".yaml", ".yml")
 
-LINE_ENDINGS = {"LF": "\n", "CRLF": "\r\n", "CR": "\r"}
+# --- limits (docs/limits.md): a file cannot ask for more than this; each is refused with its file:line:column ------
+MAX_FILE_BYTES = 16 * 2**20  # the file itself
+MAX_VALUES = 1_000_000  # values (scalars, lists, mappings) once every alias (*name) is expanded
+MAX_CHARS = MAX_FILE_BYTES  # characters of all scalars once every alias is expanded: aliases cannot make a file bigger
+MAX_DEPTH = 100  # lists and mappings nested in one another
+MAX_INT_DIGITS = 100  # digits of any integer (Python refuses to read more than 4300)
+MAX_EVENTS_PER_TURN = 100_000  # SSE events one turn renders (deltas, pings, stall pings...)
+MAX_NAME = F.MAX_NAME
+MAX_CHUNK_SIZES = F.MAX_CHUNK_SIZES
+NAME_PATTERN = F.NAME_PATTERN
+
+LINE_ENDINGS = F.LINE_ENDINGS
 _LE_NAMES = {v: k for k, v in LINE_ENDINGS.items()}
-
-BLOCK_KINDS = ("text", "thinking", "redacted_thinking", "tool_use", "server_tool_use", "block")
-_BLOCK_KEYS: dict[str, tuple[str, ...]] = {
-    "text": ("text", "chunk"),
-    "thinking": ("thinking", "signature", "chunk"),
-    "redacted_thinking": ("redacted_thinking",),
-    "tool_use": ("tool_use", "input", "raw_json", "fragment", "empty_first", "id", "extra"),
-    "server_tool_use": ("server_tool_use", "input", "raw_json", "fragment", "empty_first", "id", "extra"),
-    "block": ("block", "result_of"),
-}
-TOP_KEYS = (
-    "format",
-    "version",
-    "name",
-    "description",
-    "prompt",
-    "system",
-    "model",
-    "max_tokens",
-    "seed",
-    "workspace",
-    "workspace_copy",
-    "allow_write",
-    "eager_input_streaming",
-    "thinking_budget",
-    "idle_timeout",
-    "tools",
-    "expected",
-    "turns",
-)
-TURN_KEYS = ("blocks", "stop_reason", "stop_sequence", "usage", "pacing", "faults", "http_errors", "message_id")
-BUILTIN_TOOL_KEYS = ("builtin", "duration", "timeout")
-SIM_TOOL_KEYS = (
-    "name",
-    "description",
-    "input_schema",
-    "result",
-    "error",
-    "hang",
-    "duration",
-    "concurrency_safe",
-    "timeout",
-    "cases",
-)
-CASE_KEYS = ("input", "result", "error", "hang", "duration")
-
-
-def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
-
-
-def fault_types() -> dict[str, type]:
-    """File name of every fault type (``error_event_after``...), from the model's ``Fault`` union: a fault class
-    added there is a file fault type at once."""
-    return {_snake(cls.__name__): cls for cls in typing.get_args(M.Fault)}
+BLOCK_KINDS = F.BLOCK_KINDS
+_snake = F._snake
+fault_types = F.fault_types
 
 
 # =====================================================================================================================
@@ -154,6 +116,8 @@ class _Reader:
             value = self._constructor.construct_object(node, deep=True)
         except yaml.YAMLError as e:
             raise self.bad(node, f"cannot read this value: {getattr(e, 'problem', None) or e}") from None
+        except (ValueError, RecursionError) as e:  # guarded by _check_graph; a last line of defence
+            raise self.bad(node, f"cannot read this value: {str(e)[:80]}") from None
         finally:
             self._constructor.constructed_objects.clear()
             self._constructor.recursive_objects.clear()
@@ -164,6 +128,8 @@ class _Reader:
             return "a mapping"
         if isinstance(node, yaml.SequenceNode):
             return "a list"
+        if _too_long_int(node):
+            return f"a {len(node.value)}-character number"
         try:
             value = self.plain(node)
         except _Bad:
@@ -171,169 +137,18 @@ class _Reader:
         text = repr(value)
         return text if len(text) <= 40 else text[:37] + "..."
 
-    def mapping(
-        self, node: yaml.Node, where: str, allowed: tuple[str, ...], required: tuple[str, ...] = ()
-    ) -> dict[str, yaml.Node]:
-        if not isinstance(node, yaml.MappingNode):
-            raise self.bad(node, f"{where}: expected a mapping, got {self.describe(node)}")
-        try:
-            self._constructor.flatten_mapping(node)  # YAML merge keys (<<: *anchor)
-        except yaml.YAMLError as e:
-            raise self.bad(node, f"{where}: {getattr(e, 'problem', None) or e}") from None
-        out: dict[str, yaml.Node] = {}
-        keys: dict[str, yaml.Node] = {}
-        for knode, vnode in node.value:
-            key = knode.value if isinstance(knode, yaml.ScalarNode) else None
-            if not isinstance(key, str) or not key:
-                self.problem(knode, f"{where}: keys must be names, got {self.describe(knode)}")
-                continue
-            if key in out:
-                self.problem(knode, f"{where}: duplicate key {key!r}")
-                continue
-            if key not in allowed:
-                close = difflib.get_close_matches(key, allowed, n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
-                self.problem(knode, f"{where}: unknown key {key!r}{hint}; expected one of: {', '.join(allowed)}")
-                continue
-            out[key] = vnode
-            keys[key] = knode
-        for key in required:
-            if key not in out:
-                self.problem(node, f"{where}: missing required key {key!r}")
-        return out
 
-    def sequence(self, node: yaml.Node, where: str) -> list[yaml.Node]:
-        if not isinstance(node, yaml.SequenceNode):
-            raise self.bad(node, f"{where}: expected a list, got {self.describe(node)}")
-        return list(node.value)
-
-    def str_(self, node: yaml.Node, where: str, *, null: bool = False, one_line: bool = False) -> Any:
-        if null and _is_null(node):
-            return None
-        if not isinstance(node, yaml.ScalarNode) or node.tag != "tag:yaml.org,2002:str":
-            expected = "a string or null" if null else "a string"
-            raise self.bad(node, f"{where}: expected {expected}, got {self.describe(node)}")
-        value = node.value
-        if one_line and (not value or "\n" in value):
-            raise self.bad(node, f"{where}: expected one non-empty line")
-        return value
-
-    def int_(self, node: yaml.Node, where: str, *, null: bool = False, minimum: int | None = None) -> Any:
-        if null and _is_null(node):
-            return None
-        if not isinstance(node, yaml.ScalarNode) or node.tag != "tag:yaml.org,2002:int":
-            expected = "an integer or null" if null else "an integer"
-            raise self.bad(node, f"{where}: expected {expected}, got {self.describe(node)}")
-        value = self.plain(node)
-        if minimum is not None and value < minimum:
-            raise self.bad(node, f"{where}: expected an integer >= {minimum}, got {value}")
-        return value
-
-    def num(self, node: yaml.Node, where: str, *, null: bool = False, minimum: float | None = None) -> Any:
-        if null and _is_null(node):
-            return None
-        if not isinstance(node, yaml.ScalarNode) or node.tag not in (
-            "tag:yaml.org,2002:int",
-            "tag:yaml.org,2002:float",
-        ):
-            expected = "a number or null" if null else "a number"
-            raise self.bad(node, f"{where}: expected {expected}, got {self.describe(node)}")
-        value = float(self.plain(node))
-        if value != value or value in (float("inf"), float("-inf")):
-            raise self.bad(node, f"{where}: expected a finite number, got {node.value}")
-        if minimum is not None and value < minimum:
-            raise self.bad(node, f"{where}: expected a number >= {minimum:g}, got {value:g}")
-        return value
-
-    def bool_(self, node: yaml.Node, where: str) -> bool:
-        if not isinstance(node, yaml.ScalarNode) or node.tag != "tag:yaml.org,2002:bool":
-            raise self.bad(node, f"{where}: expected true or false, got {self.describe(node)}")
-        return bool(self.plain(node))
-
-    def dict_(self, node: yaml.Node, where: str) -> dict:
-        if not isinstance(node, yaml.MappingNode):
-            raise self.bad(node, f"{where}: expected a mapping, got {self.describe(node)}")
-        value = self.plain(node)
-        bad = [k for k in value if not isinstance(k, str)]
-        if bad:
-            raise self.bad(node, f"{where}: keys must be strings, got {bad[0]!r}")
-        return value
+def _n(x: float) -> str:
+    """A number as people write it: 3600, 0.5, 1000000 (not 1e+06)."""
+    if isinstance(x, int):
+        return str(x)
+    return str(int(x)) if x.is_integer() and abs(x) < 1e18 else f"{x:g}"
 
 
-def _is_null(node: yaml.Node) -> bool:
-    return isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null"
-
-
-# =====================================================================================================================
-# loading
-# =====================================================================================================================
-
-
-_UNIONS = (typing.Union, types.UnionType)
-
-
-def _field_hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls, vars(M))
-
-
-def _typed(r: _Reader, hint: Any, node: yaml.Node, where: str) -> Any:
-    """A value of the model's annotated type ``hint`` (the simple types dataclass fields use)."""
-    args = typing.get_args(hint)
-    origin = typing.get_origin(hint)
-    if origin in _UNIONS and type(None) in args:
-        if _is_null(node):
-            return None
-        rest = [a for a in args if a is not type(None)]
-        return _typed(r, rest[0], node, where)
-    if origin is typing.Literal:
-        if node.tag == "tag:yaml.org,2002:str" and isinstance(node, yaml.ScalarNode) and node.value in LINE_ENDINGS:
-            if "\n" in args:
-                return LINE_ENDINGS[node.value]
-        value = r.plain(node) if isinstance(node, yaml.ScalarNode) else None
-        if value not in args:
-            shown = [_LE_NAMES.get(a, a) for a in args]
-            raise r.bad(node, f"{where}: expected one of {', '.join(map(str, shown))}, got {r.describe(node)}")
-        return value
-    if origin is tuple:
-        items = r.sequence(node, where)
-        out = []
-        for i, item in enumerate(items):
-            out.append(_typed(r, args[0], item, f"{where}[{i}]"))
-        return tuple(out)
-    if hint is bool:
-        return r.bool_(node, where)
-    if hint is int:
-        return r.int_(node, where)
-    if hint is float:
-        return r.num(node, where)
-    if hint is str:
-        return r.str_(node, where)
-    if hint is dict or origin is dict:
-        return r.dict_(node, where)
-    return r.plain(node)  # pragma: no cover - every model field type is handled above
-
-
-def _dataclass(r: _Reader, cls: type, fields: dict[str, yaml.Node], where: str, node: yaml.Node, **fixed: Any) -> Any:
-    """An instance of dataclass ``cls`` from the (already key-checked) ``fields``; a ValueError of its own checks
-    becomes a problem at ``node``."""
-    hints = _field_hints(cls)
-    kwargs: dict[str, Any] = dict(fixed)
-    failed = False
-    for key, vnode in fields.items():
-        try:
-            kwargs[key] = _typed(r, hints[key], vnode, f"{where}.{key}")
-        except _Bad:
-            failed = True
-    if failed:
-        raise _Bad()
-    try:
-        return cls(**kwargs)
-    except (ValueError, TypeError) as e:
-        raise r.bad(node, f"{where}: {e}") from None
-
-
-def _init_fields(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls) if f.init)
+def _too_long_int(node: yaml.Node) -> bool:
+    return (
+        isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:int" and len(node.value) > MAX_INT_DIGITS
+    )
 
 
 def _required_fields(cls: type) -> tuple[str, ...]:
@@ -344,263 +159,427 @@ def _required_fields(cls: type) -> tuple[str, ...]:
     )
 
 
-def _chunk(r: _Reader, node: yaml.Node, where: str) -> M.ChunkSpec:
-    """``5`` (fixed), ``[3, 5, 8]`` (sizes in turn) or ``{min: 3, max: 14}`` (seeded random sizes)."""
-    if isinstance(node, yaml.MappingNode):
-        m = r.mapping(node, where, ("min", "max"), ("min", "max"))
-        if "min" not in m or "max" not in m:
-            raise _Bad()
-        lo = r.int_(m["min"], f"{where}.min", minimum=1)
-        hi = r.int_(m["max"], f"{where}.max", minimum=1)
-        if lo > hi:
-            raise r.bad(node, f"{where}: min ({lo}) must be <= max ({hi})")
-        return M.Sizes(lo, hi)
-    if isinstance(node, yaml.SequenceNode):
-        items = r.sequence(node, where)
-        if not items:
-            raise r.bad(node, f"{where}: expected at least one size")
-        return [r.int_(item, f"{where}[{i}]", minimum=1) for i, item in enumerate(items)]
-    if isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:int":
-        return int(r.int_(node, where, minimum=1))
-    raise r.bad(
-        node, f"{where}: expected a size (integer >= 1), a list of sizes or {{min: N, max: M}}, got {r.describe(node)}"
-    )
+# =====================================================================================================================
+# loading: the data is validated by the declaration (filemodel.ScenarioFile); each error's location is mapped back
+# to its YAML node
+# =====================================================================================================================
 
 
-def _block(r: _Reader, node: yaml.Node, where: str, offered: set[str] | None = None) -> M.Block:
-    if not isinstance(node, yaml.MappingNode):
-        raise r.bad(node, f"{where}: expected a block (a mapping with one of: {', '.join(BLOCK_KINDS)})")
-    names = [k.value for k, _ in node.value if isinstance(k, yaml.ScalarNode)]
-    kinds = [k for k in names if k in BLOCK_KINDS]
-    if len(kinds) != 1:
-        got = f"both {kinds[0]!r} and {kinds[1]!r}" if len(kinds) > 1 else f"keys {', '.join(map(repr, names))}"
-        raise r.bad(node, f"{where}: a block has exactly one of the keys {', '.join(BLOCK_KINDS)}; got {got}")
-    kind = kinds[0]
-    m = r.mapping(node, f"{where} ({kind})", _BLOCK_KEYS[kind])
-    w = f"{where}.{kind}"
-    if kind == "text":
-        kw: dict[str, Any] = {"text": r.str_(m["text"], w)}
-        if "chunk" in m:
-            kw["chunk"] = _chunk(r, m["chunk"], f"{where}.chunk")
+def _keys(r: _Reader, root: yaml.Node) -> bool:
+    """Every mapping's keys are strings, each once (YAML merge keys aside): the constructor would keep the last of
+    two silently."""
+    seen: set[int] = set()
+    ok = True
+    stack: list[tuple[yaml.Node, str]] = [(root, "")]
+    while stack:
+        node, where = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((item, f"{where}[{i}]") for i, item in enumerate(node.value))
+        elif isinstance(node, yaml.MappingNode):
+            names: set[str] = set()
+            for knode, vnode in node.value:
+                if knode.tag == "tag:yaml.org,2002:merge":
+                    stack.append((vnode, where))
+                    continue
+                if not isinstance(knode, yaml.ScalarNode) or knode.tag != "tag:yaml.org,2002:str" or not knode.value:
+                    r.problem(knode, f"{where or 'scenario'}: keys must be strings, got {r.describe(knode)}")
+                    ok = False
+                    continue
+                if knode.value in names:
+                    r.problem(knode, f"{where or 'scenario'}: duplicate key {knode.value!r}")
+                    ok = False
+                names.add(knode.value)
+                stack.append((vnode, f"{where}.{knode.value}" if where else knode.value))
+    return ok
+
+
+def _node_at(root: yaml.Node, path: list[str | int]) -> tuple[yaml.Node, yaml.Node | None, int]:
+    """The node at ``path`` (keys and indexes), its key node (for a mapping value), and how many steps were found
+    (the deepest node found when the path goes further than the nodes)."""
+    node, key = root, None
+    for depth, step in enumerate(path):
+        nxt = None
+        if isinstance(node, yaml.MappingNode) and isinstance(step, str):
+            for knode, vnode in reversed(node.value):  # merged pairs come first: the file's own win
+                if isinstance(knode, yaml.ScalarNode) and knode.value == step:
+                    nxt, key = vnode, knode
+                    break
+        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and 0 <= step < len(node.value):
+            nxt, key = node.value[step], None
+        if nxt is None:
+            return node, None, depth
+        node = nxt
+    return node, key, len(path)
+
+
+def _where(path: list[str | int]) -> str:
+    out = ""
+    for step in path:
+        out += f"[{step}]" if isinstance(step, int) else (f".{step}" if out else str(step))
+    return out or "scenario"
+
+
+_BY_TAG: dict[str, type[BaseModel]] = {
+    "@text": F.TextFile,
+    "@thinking": F.ThinkingFile,
+    "@redacted_thinking": F.RedactedThinkingFile,
+    "@tool_use": F.ToolUseFile,
+    "@server_tool_use": F.ServerToolUseFile,
+    "@block": F.WholeFile,
+    "@builtin": F.BuiltinToolFile,
+    "@simulated": F.SimulatedToolFile,
+    "@range": F.SizesFile,
+    **{f"@{name}": cls for name, cls in F.FAULT_FILES.items()},
+}
+_BY_KEY: dict[str | None, type[BaseModel]] = {
+    None: F.ScenarioFile,
+    "turns": F.TurnFile,
+    "pacing": F.PacingFile,
+    "usage": F.UsageFile,
+    "http_errors": F.HttpErrorFile,
+    "cases": F.CaseFile,
+}
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "line_ending": tuple(F.LINE_ENDINGS),
+    "stop_reason": M.STOP_REASONS,
+    "then": ("hang", "eof"),
+    "builtin": F.BUILTINS,
+    "format": (FORMAT,),
+}
+_EXPECTED = {
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "int_from_float": "an integer",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "string_type": "a string",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+    "list_type": "a list",
+}
+_BOUNDS = {"greater_than_equal": (">=", "ge"), "less_than_equal": ("<=", "le")}
+
+
+def _model_of(loc: tuple) -> type[BaseModel] | None:
+    """The file model whose instance is at ``loc``."""
+    if loc and isinstance(loc[-1], str) and loc[-1].startswith("@"):
+        return _BY_TAG.get(loc[-1])
+    names = [p for p in loc if isinstance(p, str) and not p.startswith("@")]
+    return _BY_KEY.get(names[-1] if names else None)
+
+
+def _report(r: _Reader, root: yaml.Node, err: Any) -> None:
+    """One pydantic error as a problem at its node, in the words `scenario check` has always used."""
+    loc, kind, ctx = tuple(err["loc"]), err["type"], err.get("ctx") or {}
+    path = [p for p in loc if not (isinstance(p, str) and p.startswith("@"))]
+    tag = next((p[1:] for p in reversed(loc) if isinstance(p, str) and p.startswith("@")), None)
+    if kind in ("extra_forbidden", "missing"):
+        parent = loc[:-1]
+        key = str(loc[-1])
+        where = _where(path[:-1])
+        if parent and isinstance(parent[-1], str) and parent[-1][1:] in (*F.BLOCK_KINDS, *F.FAULT_FILES):
+            where += f" ({parent[-1][1:]})"  # which kind of block or fault
+        if kind == "missing":
+            node, _, _ = _node_at(root, path[:-1])
+            r.problem(node, f"{where}: missing required key {key!r}")
+            return
+        _, knode, _ = _node_at(root, path)
+        model = _model_of(parent)
+        allowed = list(model.model_fields) if model is not None else []
+        hint = F._did_you_mean(key, allowed)
+        r.problem(knode, f"{where}: unknown key {key!r}{hint}; expected one of: {', '.join(allowed)}")
+        return
+    at = ctx.get("at") if isinstance(ctx, dict) else None
+    if at:
+        path = [*path, at]
+    node, _, found = _node_at(root, path)
+    where = _where(path[:found] if found < len(path) else path)
+    got = r.describe(node)
+    if kind in _EXPECTED:
+        message = f"expected {_EXPECTED[kind]}, got {got}"
+    elif kind == "finite_number":
+        message = f"expected a finite number, got {getattr(node, 'value', got)}"
+    elif kind in _BOUNDS:
+        op, name = _BOUNDS[kind]
+        bound = ctx[name]
+        value = err["input"]
+        if isinstance(bound, float):
+            message = f"expected a number {op} {_n(bound)}, got {float(value):g}"
+        else:
+            message = f"expected an integer {op} {_n(bound)}, got {value}"
+    elif kind == "literal_error":
+        last = next((p for p in reversed(path) if isinstance(p, str)), "")
+        choices = _CHOICES.get(str(last))
+        if choices is None:
+            message = f"expected {ctx.get('expected')}, got {got}"
+        else:
+            value = err["input"]
+            hint = F._did_you_mean(value, choices) if isinstance(value, str) else ""
+            message = f"unknown value {got}{hint}; expected one of: {', '.join(choices)}"
+    elif kind == "too_short" and path and path[-1] == "turns":
+        message = "expected at least one turn"
+    elif kind == "too_short":
+        message = f"expected at least {ctx.get('min_length')} items, got {ctx.get('actual_length')}"
+    elif kind == "too_long":
+        message = f"expected at most {ctx.get('max_length')} items, got {ctx.get('actual_length')}"
+    elif kind == "value_error" and "error" in ctx:
+        message = str(ctx["error"])
+    else:
+        message = err["msg"]
+    del tag
+    r.problem(node, f"{where}: {message}")
+
+
+def _offered(r: _Reader, root: yaml.Node, data: dict) -> None:
+    """A tool_use block names an offered tool: checked on the data as it is, so that it is reported beside the
+    problems of other values."""
+    tools = data.get("tools")
+    names = set()
+    for t in tools if isinstance(tools, list) else []:
+        if isinstance(t, str):
+            names.add(t)
+        elif isinstance(t, dict):
+            name = t.get("builtin", t.get("name"))
+            if isinstance(name, str):
+                names.add(name)
+    turns = data.get("turns")
+    for ti, turn in enumerate(turns if isinstance(turns, list) else []):
+        blocks = turn.get("blocks") if isinstance(turn, dict) else None
+        for bi, block in enumerate(blocks if isinstance(blocks, list) else []):
+            if not isinstance(block, dict) or not isinstance(block.get("tool_use"), str):
+                continue
+            if len([k for k in block if k in F.BLOCK_KINDS]) != 1:
+                continue
+            name = block["tool_use"]
+            if name not in names:
+                node, _, _ = _node_at(root, ["turns", ti, "blocks", bi, "tool_use"])
+                listed = ", ".join(sorted(names)) or "none"
+                r.problem(node, f"turns[{ti}].blocks[{bi}].tool_use: tool {name!r} is not offered (tools: {listed})")
+
+
+def _chunk_of(c: Any) -> M.ChunkSpec:
+    if isinstance(c, F.SizesFile):
+        return M.Sizes(c.min, c.max)
+    return list(c) if isinstance(c, list) else int(c)
+
+
+def _duration_of(d: Any) -> M.Duration:
+    return (float(d[0]), float(d[1])) if isinstance(d, list) else float(d)
+
+
+def _given(f: Any, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The keys the file gave (the model's defaults apply to the rest)."""
+    return {k: getattr(f, k) for k in f.model_fields_set if k not in skip}
+
+
+def _block_of(b: Any) -> M.Block:
+    if isinstance(b, F.TextFile):
+        kw = _given(b, ("chunk",))
+        if "chunk" in b.model_fields_set:
+            kw["chunk"] = _chunk_of(b.chunk)
         return M.TextBlock(**kw)
-    if kind == "thinking":
-        kw = {"thinking": r.str_(m["thinking"], w)}
-        if "signature" in m:
-            kw["signature"] = r.str_(m["signature"], f"{where}.signature")
-        if "chunk" in m:
-            kw["chunk"] = _chunk(r, m["chunk"], f"{where}.chunk")
+    if isinstance(b, F.ThinkingFile):
+        kw = _given(b, ("chunk",))
+        if "chunk" in b.model_fields_set:
+            kw["chunk"] = _chunk_of(b.chunk)
         return M.ThinkingBlock(**kw)
-    if kind == "redacted_thinking":
-        data = r.str_(m["redacted_thinking"], w, null=True)
-        return M.RedactedThinkingBlock() if data is None else M.RedactedThinkingBlock(data)
-    if kind in ("tool_use", "server_tool_use"):
-        kw = {"name": r.str_(m[kind], w, one_line=True)}
-        if kind == "tool_use" and offered is not None and kw["name"] not in offered:
-            listed = ", ".join(sorted(offered)) or "none"
-            r.problem(m[kind], f"{w}: tool {kw['name']!r} is not offered (tools: {listed})")
-        if "input" in m:
-            kw["input"] = r.dict_(m["input"], f"{where}.input")
-        if "raw_json" in m:
-            kw["raw_json"] = r.str_(m["raw_json"], f"{where}.raw_json")
-        if "fragment" in m:
-            kw["fragment"] = _chunk(r, m["fragment"], f"{where}.fragment")
-        if "empty_first" in m:
-            kw["empty_first"] = r.bool_(m["empty_first"], f"{where}.empty_first")
-        if "id" in m:
-            kw["id"] = r.str_(m["id"], f"{where}.id", null=True)
-        if "extra" in m:
-            kw["extra"] = r.dict_(m["extra"], f"{where}.extra")
-        return M.ToolUseBlock(**kw) if kind == "tool_use" else M.ServerToolUseBlock(**kw)
-    content = r.dict_(m["block"], w)
-    if not isinstance(content.get("type"), str):
-        raise r.bad(m["block"], f"{w}: a whole block needs a string 'type' (e.g. web_search_tool_result)")
-    result_of = r.int_(m["result_of"], f"{where}.result_of", null=True, minimum=0) if "result_of" in m else None
-    return M.WholeBlock(content, result_of)
-
-
-def _duration(r: _Reader, node: yaml.Node, where: str) -> M.Duration:
-    """Seconds (``0.3``) or a seeded range (``[0.2, 0.6]``)."""
-    if isinstance(node, yaml.SequenceNode):
-        items = r.sequence(node, where)
-        if len(items) != 2:
-            raise r.bad(node, f"{where}: expected seconds or [min, max] seconds, got a list of {len(items)}")
-        lo = r.num(items[0], f"{where}[0]", minimum=0)
-        hi = r.num(items[1], f"{where}[1]", minimum=0)
-        if lo > hi:
-            raise r.bad(node, f"{where}: min ({lo:g}) must be <= max ({hi:g})")
-        return (lo, hi)
-    return float(r.num(node, where, minimum=0))
-
-
-def _fault(r: _Reader, node: yaml.Node, where: str) -> M.Fault:
-    types = fault_types()
-    if not isinstance(node, yaml.MappingNode):
-        raise r.bad(node, f"{where}: expected a fault mapping with a 'type' ({', '.join(types)})")
-    tnode = next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == "type"), None)
-    if tnode is None:
-        raise r.bad(node, f"{where}: missing required key 'type'; expected one of: {', '.join(types)}")
-    tname = r.plain(tnode) if isinstance(tnode, yaml.ScalarNode) else None
-    cls = types.get(tname) if isinstance(tname, str) else None
-    if cls is None:
-        close = difflib.get_close_matches(str(tname), types, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise r.bad(
-            tnode, f"{where}.type: unknown fault {r.describe(tnode)}{hint}; expected one of: {', '.join(types)}"
+    if isinstance(b, F.RedactedThinkingFile):
+        return (
+            M.RedactedThinkingBlock() if b.redacted_thinking is None else M.RedactedThinkingBlock(b.redacted_thinking)
         )
-    m = r.mapping(node, f"{where} ({tname})", ("type", *_init_fields(cls)), _required_fields(cls))
-    m.pop("type", None)
-    if any(k not in m for k in _required_fields(cls)):
-        raise _Bad()
-    return _dataclass(r, cls, m, where, node)
+    if isinstance(b, (F.ToolUseFile, F.ServerToolUseFile)):
+        kind = "tool_use" if isinstance(b, F.ToolUseFile) else "server_tool_use"
+        kw = _given(b, (kind, "fragment"))
+        kw["name"] = getattr(b, kind)
+        if "fragment" in b.model_fields_set:
+            kw["fragment"] = _chunk_of(b.fragment)
+        return M.ToolUseBlock(**kw) if kind == "tool_use" else M.ServerToolUseBlock(**kw)
+    return M.WholeBlock(b.block, b.result_of)
 
 
-def _tool(r: _Reader, node: yaml.Node, where: str, sc: dict[str, Any]) -> None:
-    if isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:str":
-        name = node.value
-        if name not in M.BUILTIN_TOOL_NAMES:
-            raise r.bad(
-                node,
-                f"{where}: {name!r} is not a built-in tool ({', '.join(sorted(M.BUILTIN_TOOL_NAMES))}); "
-                "a simulated tool is a mapping with name, description, input_schema, result...",
-            )
-        sc["tools"].append(name)
-        sc["_tool_nodes"][name] = node
-        return
-    if not isinstance(node, yaml.MappingNode):
-        raise r.bad(node, f"{where}: expected a built-in tool name or a tool mapping, got {r.describe(node)}")
-    keys = {k.value for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
-    if "builtin" in keys:
-        m = r.mapping(node, where, BUILTIN_TOOL_KEYS)
-        name = r.str_(m["builtin"], f"{where}.builtin")
-        if name not in M.BUILTIN_TOOL_NAMES:
-            raise r.bad(m["builtin"], f"{where}.builtin: expected one of {', '.join(sorted(M.BUILTIN_TOOL_NAMES))}")
-        sc["tools"].append(name)
-        sc["_tool_nodes"][name] = m["builtin"]
-        if "duration" in m:
-            sc["tool_durations"][name] = _duration(r, m["duration"], f"{where}.duration")
-        if "timeout" in m:
-            sc["tool_timeouts"][name] = r.num(m["timeout"], f"{where}.timeout", minimum=0)
-        return
-    m = r.mapping(node, where, SIM_TOOL_KEYS, ("name",))
-    if "name" not in m:
-        raise _Bad()
-    name = r.str_(m["name"], f"{where}.name", one_line=True)
-    kw: dict[str, Any] = {"name": name}
-    failed = False
-    for key, vnode in m.items():
-        w = f"{where}.{key}"
-        try:
-            if key == "description":
-                kw[key] = r.str_(vnode, w)
-            elif key == "input_schema":
-                kw[key] = r.dict_(vnode, w)
-            elif key == "result":
-                kw[key] = r.plain(vnode)
-            elif key == "error":
-                kw[key] = r.str_(vnode, w, null=True)
-            elif key in ("hang", "concurrency_safe"):
-                kw[key] = r.bool_(vnode, w)
-            elif key == "duration":
-                kw[key] = _duration(r, vnode, w)
-            elif key == "timeout":
-                kw[key] = r.num(vnode, w, null=True, minimum=0)
-            elif key == "cases":
-                kw[key] = [_case(r, c, f"{w}[{i}]") for i, c in enumerate(r.sequence(vnode, w))]
-        except _Bad:
-            failed = True
-    if failed:
-        raise _Bad()
-    sc["simulated_tools"].append(M.SimulatedTool(**kw))
-    sc["_tool_nodes"][name] = m["name"]
+def _fault_of(f: Any) -> M.Fault:
+    cls = fault_types()[f.type]
+    kw = _given(f, ("type",))
+    if kw.get("attempts") is not None:
+        kw["attempts"] = tuple(kw["attempts"])
+    return cls(**kw)
 
 
-def _case(r: _Reader, node: yaml.Node, where: str) -> M.ToolCase:
-    m = r.mapping(node, where, CASE_KEYS, ("input",))
-    if "input" not in m:
-        raise _Bad()
-    kw: dict[str, Any] = {"input": r.dict_(m["input"], f"{where}.input")}
-    if "result" in m:
-        kw["result"] = r.plain(m["result"])
-    if "error" in m:
-        kw["error"] = r.str_(m["error"], f"{where}.error", null=True)
-    if "hang" in m:
-        kw["hang"] = r.bool_(m["hang"], f"{where}.hang")
-    if "duration" in m:
-        kw["duration"] = _duration(r, m["duration"], f"{where}.duration")
-    return M.ToolCase(**kw)
+def _pacing_of(p: F.PacingFile) -> M.Pacing:
+    kw = _given(p)
+    if "line_ending" in kw:
+        kw["line_ending"] = F.LINE_ENDINGS[kw["line_ending"]]
+    for key in ("read_events", "read_delays"):
+        if kw.get(key) is not None:
+            kw[key] = tuple(kw[key])
+    return M.Pacing(**kw)
 
 
-def _turn(r: _Reader, node: yaml.Node, where: str, offered: set[str]) -> tuple[M.TurnScript, dict]:
-    m = r.mapping(node, where, TURN_KEYS, ("blocks",))
-    if "blocks" not in m:
-        raise _Bad()
-    kw: dict[str, Any] = {}
-    block_nodes: list[yaml.Node] = []
-    failed = False
-
-    def attempt(fn: Any) -> Any:
-        nonlocal failed
-        try:
-            return fn()
-        except _Bad:
-            failed = True
-            return None
-
-    blocks = []
-    for i, bnode in enumerate(attempt(lambda: r.sequence(m["blocks"], f"{where}.blocks")) or []):
-        b = attempt(lambda bnode=bnode, i=i: _block(r, bnode, f"{where}.blocks[{i}]", offered))
-        blocks.append(b)
-        block_nodes.append(bnode)
-    kw["blocks"] = blocks
-    if "stop_reason" in m:
-        kw["stop_reason"] = attempt(lambda: r.str_(m["stop_reason"], f"{where}.stop_reason", one_line=True))
-    if "stop_sequence" in m:
-        kw["stop_sequence"] = attempt(lambda: r.str_(m["stop_sequence"], f"{where}.stop_sequence", null=True))
-    if "message_id" in m:
-        kw["message_id"] = attempt(lambda: r.str_(m["message_id"], f"{where}.message_id", null=True))
-    if "usage" in m:
-
-        def usage() -> Any:
-            u = r.mapping(m["usage"], f"{where}.usage", _init_fields(M.Usage))
-            return _dataclass(r, M.Usage, u, f"{where}.usage", m["usage"])
-
-        kw["usage"] = attempt(usage)
-    if "pacing" in m:
-
-        def pacing() -> Any:
-            p = r.mapping(m["pacing"], f"{where}.pacing", _init_fields(M.Pacing))
-            return _dataclass(r, M.Pacing, p, f"{where}.pacing", m["pacing"])
-
-        kw["pacing"] = attempt(pacing)
-    fault_nodes: list[yaml.Node] = []
-    if "faults" in m:
-        faults = []
-        for i, fnode in enumerate(attempt(lambda: r.sequence(m["faults"], f"{where}.faults")) or []):
-            faults.append(attempt(lambda fnode=fnode, i=i: _fault(r, fnode, f"{where}.faults[{i}]")))
-            fault_nodes.append(fnode)
-        kw["faults"] = faults
-    if "http_errors" in m:
-        errors = []
-        for i, enode in enumerate(attempt(lambda: r.sequence(m["http_errors"], f"{where}.http_errors")) or []):
-
-            def http_error(enode: yaml.Node = enode, i: int = i) -> Any:
-                w = f"{where}.http_errors[{i}]"
-                e = r.mapping(enode, w, _init_fields(M.HttpError))
-                return _dataclass(r, M.HttpError, e, w, enode)
-
-            errors.append(attempt(http_error))
-        kw["http_errors"] = errors
-    if failed:
-        raise _Bad()
+def _turn_of(r: _Reader, t: F.TurnFile, where: str, node: yaml.Node) -> M.TurnScript:
+    kw: dict[str, Any] = _given(t, ("blocks", "usage", "pacing", "faults", "http_errors"))
+    kw["blocks"] = [_block_of(b) for b in t.blocks]
+    if "usage" in t.model_fields_set:
+        kw["usage"] = M.Usage(**_given(t.usage))
+    if "pacing" in t.model_fields_set:
+        kw["pacing"] = _pacing_of(t.pacing)
+    kw["faults"] = [_fault_of(f) for f in t.faults]
+    kw["http_errors"] = [M.HttpError(**_given(e)) for e in t.http_errors]
     turn = M.TurnScript(**kw)
+    blocks, _, _ = _node_at(node, ["blocks"])
+    faults, _, found = _node_at(node, ["faults"])
+    block_nodes = list(blocks.value) if isinstance(blocks, yaml.SequenceNode) else []
+    fault_nodes = list(faults.value) if found and isinstance(faults, yaml.SequenceNode) else []
     _check_turn(r, turn, where, node, block_nodes, fault_nodes)
-    return turn, {"blocks": block_nodes}
+    return turn
+
+
+def _build(r: _Reader, f: F.ScenarioFile, root: yaml.Node, path: Path | None) -> M.Scenario | None:
+    """The Scenario of a valid file, with the rules across values checked at their nodes."""
+    kw: dict[str, Any] = _given(f, ("format", "version", "name", "workspace", "tools", "turns"))
+    if f.name is not None:
+        kw["name"] = f.name
+    elif path is not None:
+        kw["name"] = path.stem
+    else:
+        r.problem(root, "scenario: missing required key 'name'")
+    if f.workspace is not None:
+        resolved = _workspace(f.workspace, path)
+        if resolved is None:
+            r.problem(
+                _node_at(root, ["workspace"])[0],
+                f"workspace: no folder {f.workspace!r} (a bundled workspace: {', '.join(_bundled_workspaces())}; "
+                "or a folder relative to the scenario file)",
+            )
+        kw["workspace"] = resolved
+    tools: list[str] = []
+    durations: dict[str, M.Duration] = {}
+    timeouts: dict[str, float] = {}
+    sims: list[M.SimulatedTool] = []
+    tool_nodes: dict[str, yaml.Node] = {}
+    for i, t in enumerate(f.tools):
+        tnode = _node_at(root, ["tools", i])[0]
+        if isinstance(t, str):
+            tools.append(t)
+            tool_nodes.setdefault(t, tnode)
+        elif isinstance(t, F.BuiltinToolFile):
+            tools.append(t.builtin)
+            tool_nodes.setdefault(t.builtin, _node_at(tnode, ["builtin"])[0])
+            if t.duration is not None:
+                durations[t.builtin] = _duration_of(t.duration)
+            if t.timeout is not None:
+                timeouts[t.builtin] = t.timeout
+        else:
+            kw_t = _given(t, ("duration", "cases"))
+            if "duration" in t.model_fields_set:
+                kw_t["duration"] = _duration_of(t.duration)
+            cases = []
+            for c in t.cases:
+                kw_c = _given(c, ("duration",))
+                if c.duration is not None:
+                    kw_c["duration"] = _duration_of(c.duration)
+                cases.append(M.ToolCase(**kw_c))
+            if cases:
+                kw_t["cases"] = cases
+            sims.append(M.SimulatedTool(**kw_t))
+            tool_nodes.setdefault(t.name, _node_at(tnode, ["name"])[0])
+    names = [*tools, *(s.name for s in sims)]
+    for name in sorted({n for n in names if names.count(n) > 1}):
+        r.problem(tool_nodes.get(name), f"tools: {name!r} is offered twice")
+    if tools and f.workspace is None:
+        r.problem(
+            tool_nodes[tools[0]],
+            f"tools: built-in tools ({', '.join(tools)}) run over a workspace: set `workspace:` "
+            f"(a bundled one: {', '.join(_bundled_workspaces())}; or a folder relative to the scenario file)",
+        )
+    if f.allow_write and f.workspace and not f.workspace_copy:
+        r.problem(
+            _node_at(root, ["allow_write"])[0],
+            "allow_write: a scenario that writes must set workspace_copy: true (it runs on a copy)",
+        )
+    turns = [_turn_of(r, t, f"turns[{i}]", _node_at(root, ["turns", i])[0]) for i, t in enumerate(f.turns)]
+    if r.problems:
+        return None
+    kw.update(turns=turns, tools=tools, tool_durations=durations, tool_timeouts=timeouts, simulated_tools=sims)
+    if path is not None:
+        kw["source_path"] = str(path)
+    try:
+        return M.Scenario(**kw)
+    except (ValueError, TypeError) as e:
+        r.problem(root, str(e))
+        return None
+
+
+def _validate(r: _Reader, root: yaml.Node, path: Path | None) -> M.Scenario | None:
+    if not isinstance(root, yaml.MappingNode):
+        r.problem(root, f"scenario: expected a mapping, got {r.describe(root)}")
+        return None
+    if not _keys(r, root):
+        return None
+    try:
+        data = r.plain(root)
+    except _Bad:
+        return None
+    try:
+        f = F.ScenarioFile.model_validate(data)
+    except ValidationError as e:
+        for err in e.errors(include_url=False):
+            _report(r, root, err)
+        _offered(r, root, data)
+        return None
+    _offered(r, root, data)
+    return _build(r, f, root, path) if not r.problems else None
+
+
+def _min_chunk(spec: Any) -> tuple[int, int]:
+    """(characters, deltas) of one cycle of a chunk spec, at its smallest: a bound on the deltas a text makes."""
+    if isinstance(spec, M.Sizes):
+        return spec.lo, 1
+    if isinstance(spec, int):
+        return spec, 1
+    sizes = [int(s) for s in spec]
+    return sum(sizes), len(sizes)
+
+
+def _deltas(length: int, spec: Any) -> int:
+    chars, deltas = _min_chunk(spec)
+    return -(-length // max(chars, 1)) * deltas
+
+
+def _block_events(b: M.Block) -> int:
+    """At most how many events a block renders (start, deltas, stop)."""
+    if isinstance(b, M.TextBlock):
+        return 2 + _deltas(len(b.text), b.chunk)
+    if isinstance(b, M.ThinkingBlock):
+        return 3 + _deltas(len(b.thinking), b.chunk)
+    if isinstance(b, (M.ToolUseBlock, M.ServerToolUseBlock)):
+        text = b.raw_json if b.raw_json is not None else json.dumps(b.input)
+        return 3 + _deltas(len(text), b.fragment)
+    return 2
 
 
 def _check_turn(
     r: _Reader, turn: M.TurnScript, where: str, node: yaml.Node, block_nodes: list, fault_nodes: list
 ) -> None:
     n = len(turn.blocks)
+    sizes = [_block_events(b) for b in turn.blocks]
+    events = 3 + sum(sizes)
+    if turn.pacing.ping_every:
+        events += events // turn.pacing.ping_every
+    events += sum(f.pings for f in turn.faults if isinstance(f, M.StallWithPings))
+    if events > MAX_EVENTS_PER_TURN:
+        biggest = max(range(n), key=sizes.__getitem__) if n else None
+        r.problem(
+            node if biggest is None else block_nodes[biggest],
+            f"{where}: this turn renders up to {events} events, more than {MAX_EVENTS_PER_TURN}"
+            + (f" (blocks[{biggest}]: {sizes[biggest]})" if biggest is not None else "")
+            + "; use bigger chunks or less text",
+        )
     for i, b in enumerate(turn.blocks):
         if isinstance(b, M.WholeBlock) and b.result_of is not None:
             if not 0 <= b.result_of < n or not isinstance(
@@ -641,108 +620,6 @@ def _check_turn(
                 f"{where}.http_errors[{i}]: attempt {e.attempt} already has an HTTP error (http_errors[{seen[e.attempt]}])",
             )
         seen[e.attempt] = i
-
-
-def _scenario(r: _Reader, root: yaml.Node, path: Path | None) -> M.Scenario:
-    m = r.mapping(root, "scenario", TOP_KEYS, ("version", "description", "prompt", "turns"))
-    failed = False
-
-    def attempt(fn: Any) -> Any:
-        nonlocal failed
-        try:
-            return fn()
-        except _Bad:
-            failed = True
-            return None
-
-    if "format" in m:
-        fmt = attempt(lambda: r.str_(m["format"], "format"))
-        if fmt is not None and fmt != FORMAT:
-            r.problem(m["format"], f"format: expected {FORMAT!r}, got {fmt!r}")
-            failed = True
-    if "version" in m:
-        version = attempt(lambda: r.int_(m["version"], "version"))
-        if version is not None and version != VERSION:
-            r.problem(m["version"], f"version: this inspector reads version {VERSION}, got {version}")
-            failed = True
-    kw: dict[str, Any] = {}
-    sc: dict[str, Any] = {
-        "tools": [],
-        "tool_durations": {},
-        "tool_timeouts": {},
-        "simulated_tools": [],
-        "_tool_nodes": {},
-    }
-    if "name" in m:
-        kw["name"] = attempt(lambda: r.str_(m["name"], "name", one_line=True))
-    elif path is not None:
-        kw["name"] = path.stem
-    else:
-        r.problem(root, "scenario: missing required key 'name'")
-        failed = True
-    for key in ("description",):
-        if key in m:
-            kw[key] = attempt(lambda key=key: r.str_(m[key], key, one_line=True))
-    for key in ("prompt", "model"):
-        if key in m:
-            kw[key] = attempt(lambda key=key: r.str_(m[key], key, one_line=key == "model"))
-    if "system" in m:
-        kw["system"] = attempt(lambda: r.str_(m["system"], "system", null=True))
-    for key, minimum in (("max_tokens", 1), ("seed", None)):
-        if key in m:
-            kw[key] = attempt(lambda key=key, minimum=minimum: r.int_(m[key], key, minimum=minimum))
-    if "thinking_budget" in m:
-        kw["thinking_budget"] = attempt(lambda: r.int_(m["thinking_budget"], "thinking_budget", null=True, minimum=1))
-    if "idle_timeout" in m:
-        kw["idle_timeout"] = attempt(lambda: r.num(m["idle_timeout"], "idle_timeout", null=True, minimum=0))
-    for key in ("workspace_copy", "allow_write", "eager_input_streaming"):
-        if key in m:
-            kw[key] = attempt(lambda key=key: r.bool_(m[key], key))
-    if "expected" in m:
-        kw["expected"] = attempt(lambda: r.dict_(m["expected"], "expected"))
-    if "workspace" in m:
-        ws = attempt(lambda: r.str_(m["workspace"], "workspace", null=True))
-        if ws is not None:
-            resolved = _workspace(ws, path)
-            if resolved is None:
-                r.problem(
-                    m["workspace"],
-                    f"workspace: no folder {ws!r} (a bundled workspace: {', '.join(_bundled_workspaces())}; "
-                    "or a folder relative to the scenario file)",
-                )
-                failed = True
-            kw["workspace"] = resolved
-    if "tools" in m:
-        for i, tnode in enumerate(attempt(lambda: r.sequence(m["tools"], "tools")) or []):
-            attempt(lambda tnode=tnode, i=i: _tool(r, tnode, f"tools[{i}]", sc))
-        names = [*sc["tools"], *(t.name for t in sc["simulated_tools"])]
-        for name in {n for n in names if names.count(n) > 1}:
-            r.problem(sc["_tool_nodes"].get(name), f"tools: {name!r} is offered twice")
-            failed = True
-    turns: list[M.TurnScript] = []
-    if "turns" in m:
-        tnodes = attempt(lambda: r.sequence(m["turns"], "turns")) or []
-        if not tnodes and isinstance(m["turns"], yaml.SequenceNode):
-            r.problem(m["turns"], "turns: expected at least one turn")
-            failed = True
-        offered = set(sc["tools"]) | {t.name for t in sc["simulated_tools"]}
-        for i, tnode in enumerate(tnodes):
-            got = attempt(lambda tnode=tnode, i=i: _turn(r, tnode, f"turns[{i}]", offered))
-            if got is not None:
-                turns.append(got[0])
-    if failed or r.problems or any(k not in m for k in ("version", "description", "prompt", "turns")):
-        raise _Bad()
-    kw["turns"] = turns
-    kw.update({k: v for k, v in sc.items() if not k.startswith("_")})
-    if path is not None:
-        kw["source_path"] = str(path)
-    if kw.get("allow_write") and kw.get("workspace") and not kw.get("workspace_copy"):
-        node = m.get("allow_write")
-        raise r.bad(node, "allow_write: a scenario that writes must set workspace_copy: true (it runs on a copy)")
-    try:
-        return M.Scenario(**kw)
-    except (ValueError, TypeError) as e:
-        raise r.bad(root, str(e)) from None
 
 
 def _bundled_workspaces() -> list[str]:
@@ -793,7 +670,67 @@ def _compose(r: _Reader, text: str) -> yaml.Node | None:
         return None
     if node is None:
         r.problem(None, "the file is empty: expected a scenario mapping (see `inspector scenario new`)")
-    return node
+        return None
+    return node if _check_graph(r, node) else None
+
+
+def _check_graph(r: _Reader, root: yaml.Node) -> bool:
+    """Refuse a document that is too big once its aliases are expanded (a "billion laughs": a few anchors that
+    expand to gigabytes), recursive (``&a [*a]``), nested too deep, or that holds an integer too long to read.
+    Walks each node once (the composer shares an anchor's node among its aliases), without expanding anything."""
+    values: dict[int, int] = {}  # node id -> values it holds, aliases expanded
+    chars: dict[int, int] = {}  # node id -> scalar characters it holds, aliases expanded
+    uses: dict[int, int] = {}  # node id -> parents that hold it (> 1: an anchor used by aliases)
+    nodes: dict[int, yaml.Node] = {}
+    open_: set[int] = set()
+    ok = True
+    stack: list[tuple[yaml.Node, int, bool]] = [(root, 0, False)]
+    while stack:
+        node, depth, done = stack.pop()
+        key = id(node)
+        if done:
+            open_.discard(key)
+            kids = _children(node)
+            values[key] = 1 + sum(values[id(k)] for k in kids)
+            chars[key] = (len(node.value) if isinstance(node, yaml.ScalarNode) else 0) + sum(chars[id(k)] for k in kids)
+            continue
+        uses[key] = uses.get(key, 0) + 1
+        if key in values:
+            continue
+        if key in open_:
+            r.problem(node, "YAML: a recursive alias (an anchor used inside itself)")
+            return False
+        if depth > MAX_DEPTH:
+            r.problem(node, f"YAML: lists and mappings nested more than {MAX_DEPTH} deep")
+            return False
+        if _too_long_int(node):
+            r.problem(node, f"an integer of {len(node.value)} characters (at most {MAX_INT_DIGITS})")
+            ok = False
+        nodes[key] = node
+        open_.add(key)
+        stack.append((node, depth, True))
+        stack.extend((k, depth + 1, False) for k in _children(node))
+    total, size = values[id(root)], chars[id(root)]
+    if total > MAX_VALUES or size > MAX_CHARS:
+        # blame the anchor whose copies weigh most
+        shared = [k for k, n in uses.items() if n > 1]
+        worst = max(shared, key=lambda k: (uses[k] - 1) * values[k], default=id(root))
+        what = f"{total} values" if total > MAX_VALUES else f"{size} characters"
+        limit = f"{MAX_VALUES} values" if total > MAX_VALUES else f"{MAX_CHARS} characters"
+        where = (
+            f"; the anchor here is used {uses[worst]} times, {values[worst]} values each" if worst != id(root) else ""
+        )
+        r.problem(nodes[worst], f"YAML: with its aliases expanded the file holds {what}, more than {limit}{where}")
+        return False
+    return ok
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
 
 
 def _parse(text: str, file: str, path: Path | None) -> tuple[M.Scenario | None, list[Problem]]:
@@ -801,19 +738,39 @@ def _parse(text: str, file: str, path: Path | None) -> tuple[M.Scenario | None, 
     root = _compose(r, text)
     if root is None:
         return None, r.problems
-    try:
-        sc = _scenario(r, root, path)
-    except _Bad:
-        return None, r.problems or [Problem(file, 1, 1, "invalid scenario")]
-    return sc, r.problems
+    sc = _validate(r, root, path)
+    problems = sorted(r.problems, key=lambda p: (p.line, p.column))
+    if sc is None and not problems:
+        problems = [Problem(file, 1, 1, "invalid scenario")]
+    return sc, problems
 
 
 def _read(path: str | Path) -> tuple[str, Path]:
+    """The file's text: a regular file (not a FIFO or a device like /dev/zero) of at most MAX_FILE_BYTES."""
     p = Path(path)
+
+    def refuse(message: str) -> ScenarioFileError:
+        return ScenarioFileError([Problem(str(p), 1, 1, message)])
+
     try:
-        raw = p.read_bytes()
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block the open
     except OSError as e:
-        raise ScenarioFileError([Problem(str(p), 1, 1, f"cannot read the file: {e.strerror or e}")]) from None
+        raise refuse(f"cannot read the file: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file (a device, FIFO or socket)"
+            raise refuse(f"cannot read the file: {kind}")
+        if st.st_size > MAX_FILE_BYTES:
+            raise refuse(f"the file has {st.st_size} bytes, more than {MAX_FILE_BYTES} (docs/limits.md)")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
+        if len(raw) > MAX_FILE_BYTES:
+            raise refuse(f"the file has more than {MAX_FILE_BYTES} bytes (docs/limits.md)")
+    except OSError as e:
+        raise refuse(f"cannot read the file: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
     try:
         return raw.decode("utf-8-sig"), p
     except UnicodeDecodeError as e:
@@ -1032,180 +989,20 @@ def dump_scenario(sc: M.Scenario, header: str | None = None) -> str:
 # =====================================================================================================================
 
 
-def _schema_of_hint(hint: Any) -> dict:
-    args = typing.get_args(hint)
-    origin = typing.get_origin(hint)
-    if origin in _UNIONS and type(None) in args:
-        rest = [a for a in args if a is not type(None)]
-        return {"anyOf": [_schema_of_hint(rest[0]), {"type": "null"}]}
-    if origin is typing.Literal:
-        if "\n" in args:
-            return {"enum": list(LINE_ENDINGS)}
-        return {"enum": list(args)}
-    if origin is tuple:
-        return {"type": "array", "items": _schema_of_hint(args[0])}
-    if hint is bool:
-        return {"type": "boolean"}
-    if hint is int:
-        return {"type": "integer"}
-    if hint is float:
-        return {"type": "number"}
-    if hint is str:
-        return {"type": "string"}
-    return {"type": "object"}
-
-
-def _schema_of_dataclass(cls: type, extra: dict | None = None) -> dict:
-    hints = _field_hints(cls)
-    props = {name: _schema_of_hint(hints[name]) for name in _init_fields(cls)}
-    props.update(extra or {})
-    out: dict[str, Any] = {"type": "object", "properties": props, "additionalProperties": False}
-    required = list(_required_fields(cls)) + [k for k in (extra or {}) if k == "type"]
-    if required:
-        out["required"] = required
-    return out
-
-
 def json_schema() -> dict:
-    """The JSON Schema of scenario files (structure and types; the loader checks the rest, with positions)."""
-    chunk = {
-        "description": "characters per delta: a size, sizes used in turn, or seeded random sizes",
-        "anyOf": [
-            {"type": "integer", "minimum": 1},
-            {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1},
-            {
-                "type": "object",
-                "properties": {"min": {"type": "integer", "minimum": 1}, "max": {"type": "integer", "minimum": 1}},
-                "required": ["min", "max"],
-                "additionalProperties": False,
-            },
-        ],
-    }
-    duration = {
-        "description": "scenario seconds, or [min, max] drawn per call (seeded)",
-        "anyOf": [
-            {"type": "number", "minimum": 0},
-            {"type": "array", "items": {"type": "number", "minimum": 0}, "minItems": 2, "maxItems": 2},
-        ],
-    }
-    tool_common = {
-        "input": {"type": "object"},
-        "raw_json": {"type": "string"},
-        "fragment": {"$ref": "#/$defs/chunk"},
-        "empty_first": {"type": "boolean"},
-        "id": {"type": ["string", "null"]},
-        "extra": {"type": "object"},
-    }
-
-    def block(kind: str, props: dict) -> dict:
-        return {"type": "object", "properties": props, "required": [kind], "additionalProperties": False}
-
-    blocks = [
-        block("text", {"text": {"type": "string"}, "chunk": {"$ref": "#/$defs/chunk"}}),
-        block(
-            "thinking",
-            {"thinking": {"type": "string"}, "signature": {"type": "string"}, "chunk": {"$ref": "#/$defs/chunk"}},
-        ),
-        block("redacted_thinking", {"redacted_thinking": {"type": ["string", "null"]}}),
-        block("tool_use", {"tool_use": {"type": "string"}, **tool_common}),
-        block("server_tool_use", {"server_tool_use": {"type": "string"}, **tool_common}),
-        block(
-            "block",
-            {
-                "block": {"type": "object", "properties": {"type": {"type": "string"}}, "required": ["type"]},
-                "result_of": {"type": ["integer", "null"], "minimum": 0},
-            },
-        ),
-    ]
-    faults = [_schema_of_dataclass(cls, {"type": {"const": name}}) for name, cls in fault_types().items()]
-    case = {
-        "type": "object",
-        "properties": {
-            "input": {"type": "object"},
-            "result": {},
-            "error": {"type": ["string", "null"]},
-            "hang": {"type": "boolean"},
-            "duration": {"$ref": "#/$defs/duration"},
-        },
-        "required": ["input"],
-        "additionalProperties": False,
-    }
-    tool = {
-        "anyOf": [
-            {"enum": sorted(M.BUILTIN_TOOL_NAMES), "description": "a built-in tool over the workspace"},
-            {
-                "type": "object",
-                "description": "a built-in tool with a simulated extra duration and/or a timeout",
-                "properties": {
-                    "builtin": {"enum": sorted(M.BUILTIN_TOOL_NAMES)},
-                    "duration": {"$ref": "#/$defs/duration"},
-                    "timeout": {"type": "number", "minimum": 0},
-                },
-                "required": ["builtin"],
-                "additionalProperties": False,
-            },
-            {
-                "type": "object",
-                "description": "a simulated tool: answers `result` (or fails with `error`, or hangs) after `duration`",
-                "properties": {
-                    "name": {"type": "string"},
-                    "description": {"type": "string"},
-                    "input_schema": {"type": "object"},
-                    "result": {},
-                    "error": {"type": ["string", "null"]},
-                    "hang": {"type": "boolean"},
-                    "duration": {"$ref": "#/$defs/duration"},
-                    "concurrency_safe": {"type": "boolean"},
-                    "timeout": {"type": ["number", "null"], "minimum": 0},
-                    "cases": {"type": "array", "items": case},
-                },
-                "required": ["name"],
-                "additionalProperties": False,
-            },
-        ]
-    }
-    turn = {
-        "type": "object",
-        "properties": {
-            "blocks": {"type": "array", "items": {"anyOf": blocks}},
-            "stop_reason": {"type": "string"},
-            "stop_sequence": {"type": ["string", "null"]},
-            "usage": _schema_of_dataclass(M.Usage),
-            "pacing": _schema_of_dataclass(M.Pacing),
-            "faults": {"type": "array", "items": {"anyOf": faults}},
-            "http_errors": {"type": "array", "items": _schema_of_dataclass(M.HttpError)},
-            "message_id": {"type": ["string", "null"]},
-        },
-        "required": ["blocks"],
-        "additionalProperties": False,
-    }
+    """The JSON Schema of scenario files, generated from their declaration (``filemodel.ScenarioFile``); the loader
+    checks more (tools offered, block indexes, events per turn...), with positions."""
+    generated = F.ScenarioFile.model_json_schema()
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "https://stream-inspector.invalid/scenario.schema.json",
         "title": f"Stream Inspector scenario file ({FORMAT}, version {VERSION})",
-        "description": "See docs/scenario-format.md. `inspector scenario check FILE` checks a file with positions.",
-        "type": "object",
-        "properties": {
-            "format": {"const": FORMAT},
-            "version": {"const": VERSION},
-            "name": {"type": "string", "description": "default: the file name without .yaml"},
-            "description": {"type": "string", "description": "one line"},
-            "prompt": {"type": "string"},
-            "system": {"type": ["string", "null"]},
-            "model": {"type": "string"},
-            "max_tokens": {"type": "integer", "minimum": 1},
-            "seed": {"type": "integer"},
-            "workspace": {"type": ["string", "null"]},
-            "workspace_copy": {"type": "boolean"},
-            "allow_write": {"type": "boolean"},
-            "eager_input_streaming": {"type": "boolean"},
-            "thinking_budget": {"type": ["integer", "null"], "minimum": 1},
-            "idle_timeout": {"type": ["number", "null"], "minimum": 0},
-            "tools": {"type": "array", "items": tool},
-            "expected": {"type": "object"},
-            "turns": {"type": "array", "items": turn, "minItems": 1},
-        },
-        "required": ["version", "description", "prompt", "turns"],
-        "additionalProperties": False,
-        "$defs": {"chunk": chunk, "duration": duration},
+        "description": "See docs/scenario-format.md. `inspector scenario check FILE` checks a file with positions. "
+        "Generated by `inspector scenario schema`.",
+        **{k: v for k, v in generated.items() if k not in ("title", "description")},
     }
+
+
+def json_schema_text() -> str:
+    """docs/scenario.schema.json, byte for byte (``inspector scenario schema`` prints it; a test compares)."""
+    return json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n"

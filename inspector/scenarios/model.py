@@ -28,6 +28,45 @@ BUILTIN_TOOL_NAMES = frozenset({"read_file", "list_dir", "search_text", "write_f
 
 LineEnding = Literal["\n", "\r\n", "\r"]
 
+# The stop reasons the API sends (docs: anthropic-stream notes); a scenario file names one of them.
+STOP_REASONS = (
+    "end_turn",
+    "tool_use",
+    "max_tokens",
+    "stop_sequence",
+    "pause_turn",
+    "refusal",
+    "model_context_window_exceeded",
+)
+
+# --- bounds ------------------------------------------------------------------------------------------------------
+# Every number a scenario declares is bounded where it is declared: ``metadata=between(lo, hi)`` on the field (for a
+# tuple, each item). The file loader refuses a value outside with its file:line:column, the JSON Schema carries the
+# bound (minimum / maximum), docs/limits.md lists them. They keep a file from asking for a render that never ends.
+MAX_SECONDS = 3600.0  # any duration, delay, timeout or interval, in scenario seconds
+MAX_COUNT = 1_000_000  # event / fragment / byte counts and block indexes
+MAX_PINGS = 10_000  # pings of a stall
+MAX_BYTES = 64 * 2**20  # byte sizes (a proxy's buffer)
+MAX_ATTEMPT = 100  # attempt numbers (0 = the first request of a turn)
+MAX_TOKENS = 1_000_000_000  # token counts (usage, max_tokens, thinking budget)
+MAX_SEED = 2**63 - 1
+
+
+def between(lo: float, hi: float) -> dict[str, Any]:
+    """Field metadata: the inclusive range of a number (of each item of a tuple)."""
+    return {"bounds": (lo, hi)}
+
+
+def bounds_of(f: dataclasses.Field) -> tuple[float, float] | None:
+    b = f.metadata.get("bounds")
+    return None if b is None else (b[0], b[1])
+
+
+SECONDS = between(0, MAX_SECONDS)
+COUNT = between(0, MAX_COUNT)
+ATTEMPTS = between(0, MAX_ATTEMPT)
+TOKENS = between(0, MAX_TOKENS)
+
 
 # --- sizes -----------------------------------------------------------------------------------------------------
 
@@ -132,21 +171,25 @@ Block = Union[TextBlock, ThinkingBlock, RedactedThinkingBlock, ToolUseBlock, Ser
 class Pacing:
     """How a turn's bytes are timed and cut into reads. All times are scenario seconds (scaled by the Pacer)."""
 
-    ttfb: float = 0.4  # request sent -> first body byte (headers arrive after `header_share` of it)
-    event_gap: float = 0.04  # mean time between events
-    jitter: float = 0.0  # each gap is event_gap * uniform(1 - jitter, 1 + jitter), seeded
-    events_per_read: int = 1  # events grouped into one read
+    # request sent -> first body byte (headers arrive after `header_share` of it)
+    ttfb: float = field(default=0.4, metadata=SECONDS)
+    event_gap: float = field(default=0.04, metadata=SECONDS)  # mean time between events
+    # each gap is event_gap * uniform(1 - jitter, 1 + jitter), seeded
+    jitter: float = field(default=0.0, metadata=between(0, 1))
+    events_per_read: int = field(default=1, metadata=between(1, MAX_COUNT))  # events grouped into one read
     split_events: bool = False  # cut every event across two reads at a seeded byte (maybe mid UTF-8 character)
-    ping_every: int | None = None  # a ping after every N events
+    ping_every: int | None = field(default=None, metadata=between(1, MAX_COUNT))  # a ping after every N events
     pad: bool = False  # pad data JSON with trailing spaces, like the real API
     line_ending: LineEnding = "\n"
-    header_share: float = 0.75  # share of ttfb spent before the response headers
-    block_pause: float = 0.0  # extra pause before each content_block_start ("the model is thinking")
-    proxy_buffer: int | None = None  # a buffering proxy: bytes are released in chunks of >= N bytes, rest at EOF
+    header_share: float = field(default=0.75, metadata=between(0, 1))  # share of ttfb spent before the response headers
+    # extra pause before each content_block_start ("the model is thinking")
+    block_pause: float = field(default=0.0, metadata=SECONDS)
+    # a buffering proxy: bytes are released in chunks of >= N bytes, rest at EOF
+    proxy_buffer: int | None = field(default=None, metadata=between(1, MAX_BYTES))
     # Exact reads (from a recording): events per read, in order (then events_per_read), and each read's delay in
     # scenario seconds (replacing the gaps summed over its events; then the computed gaps).
-    read_events: tuple[int, ...] | None = None
-    read_delays: tuple[float, ...] | None = None
+    read_events: tuple[int, ...] | None = field(default=None, metadata=between(1, MAX_COUNT))
+    read_delays: tuple[float, ...] | None = field(default=None, metadata=SECONDS)
 
     def __post_init__(self) -> None:
         if self.line_ending not in ("\n", "\r\n", "\r"):
@@ -170,10 +213,10 @@ class Pacing:
 class ErrorEventAfter:
     """HTTP 200, ``n_events`` events, then ``event: error`` and EOF (e.g. overloaded_error mid-stream)."""
 
-    n_events: int
+    n_events: int = field(metadata=COUNT)
     error_type: str = "overloaded_error"
     message: str = "Overloaded"
-    attempts: tuple[int, ...] | None = (0,)
+    attempts: tuple[int, ...] | None = field(default=(0,), metadata=ATTEMPTS)
 
 
 @dataclass(slots=True)
@@ -181,11 +224,11 @@ class DropAfter:
     """The connection drops: after ``n_events`` events, or inside block ``inside_block`` after ``after_fragments``
     of its deltas (the empty first partial_json counts). ``cut_bytes`` bytes of the next event are sent first."""
 
-    n_events: int | None = None
-    inside_block: int | None = None
-    after_fragments: int = 1
-    cut_bytes: int = 0
-    attempts: tuple[int, ...] | None = (0,)
+    n_events: int | None = field(default=None, metadata=COUNT)
+    inside_block: int | None = field(default=None, metadata=COUNT)
+    after_fragments: int = field(default=1, metadata=COUNT)
+    cut_bytes: int = field(default=0, metadata=COUNT)
+    attempts: tuple[int, ...] | None = field(default=(0,), metadata=ATTEMPTS)
 
     def __post_init__(self) -> None:
         if (self.n_events is None) == (self.inside_block is None):
@@ -197,11 +240,11 @@ class StallWithPings:
     """After ``after_events`` events, only pings every ``ping_interval`` s (``pings`` of them), then ``then``:
     "hang" (the connection stays open, silent) or "eof"."""
 
-    after_events: int = 1
-    ping_interval: float = 0.5
-    pings: int = 20
+    after_events: int = field(default=1, metadata=COUNT)
+    ping_interval: float = field(default=0.5, metadata=SECONDS)
+    pings: int = field(default=20, metadata=between(0, MAX_PINGS))
     then: Literal["hang", "eof"] = "hang"
-    attempts: tuple[int, ...] | None = (0,)
+    attempts: tuple[int, ...] | None = field(default=(0,), metadata=ATTEMPTS)
 
 
 @dataclass(slots=True)
@@ -209,9 +252,9 @@ class MaxTokensCut:
     """The model hits max_tokens inside block ``block``: ``keep_fragments`` of its deltas (None: about half), no
     content_block_stop, then message_delta stop_reason max_tokens and message_stop. Later blocks never come."""
 
-    block: int
-    keep_fragments: int | None = None
-    attempts: tuple[int, ...] | None = None
+    block: int = field(metadata=COUNT)
+    keep_fragments: int | None = field(default=None, metadata=COUNT)
+    attempts: tuple[int, ...] | None = field(default=None, metadata=ATTEMPTS)
 
 
 @dataclass(slots=True)
@@ -219,9 +262,9 @@ class InvalidToolJson:
     """Block ``block``'s input JSON is invalid at content_block_stop (fine-grained streaming does not validate):
     ``raw_json`` if given, else the valid JSON cut in the middle of its last string."""
 
-    block: int
+    block: int = field(metadata=COUNT)
     raw_json: str | None = None
-    attempts: tuple[int, ...] | None = None
+    attempts: tuple[int, ...] | None = field(default=None, metadata=ATTEMPTS)
 
 
 Fault = Union[ErrorEventAfter, DropAfter, StallWithPings, MaxTokensCut, InvalidToolJson]
@@ -231,14 +274,14 @@ Fault = Union[ErrorEventAfter, DropAfter, StallWithPings, MaxTokensCut, InvalidT
 class HttpError:
     """Attempt ``attempt`` of the turn is answered with an HTTP error instead of a stream."""
 
-    status: int = 429
-    attempt: int = 0
+    status: int = field(default=429, metadata=between(200, 599))  # a final HTTP status
+    attempt: int = field(default=0, metadata=ATTEMPTS)
     error_type: str | None = None  # None: from the status (rate_limit_error, overloaded_error...)
     message: str | None = None
-    retry_after_ms: int | None = None
-    retry_after: float | None = None
+    retry_after_ms: int | None = field(default=None, metadata=between(0, MAX_SECONDS * 1000))
+    retry_after: float | None = field(default=None, metadata=SECONDS)
     should_retry: bool | None = None  # x-should-retry header
-    delay: float = 0.05  # scenario seconds before the response
+    delay: float = field(default=0.05, metadata=SECONDS)  # scenario seconds before the response
     # the in-process fake API fails the connection instead (httpx2.ConnectError with this reason, e.g. connection
     # refused) after `delay`; a server over real HTTP (inspector serve) still answers with `status`
     connect_error: str | None = None
@@ -260,10 +303,10 @@ class HttpError:
 
 @dataclass(slots=True)
 class Usage:
-    input_tokens: int = 1200
-    output_tokens: int | None = None  # None: estimated from the content (about 4 characters per token)
-    cache_creation_input_tokens: int = 0
-    cache_read_input_tokens: int = 0
+    input_tokens: int = field(default=1200, metadata=TOKENS)
+    output_tokens: int | None = field(default=None, metadata=TOKENS)  # None: estimated (about 4 characters a token)
+    cache_creation_input_tokens: int = field(default=0, metadata=TOKENS)
+    cache_read_input_tokens: int = field(default=0, metadata=TOKENS)
 
 
 @dataclass(slots=True)
@@ -414,23 +457,30 @@ class Scenario:
     turns: list[TurnScript]
     system: str | None = "You are a careful coding assistant. Use the tools to look at the workspace before answering."
     model: str = "claude-sonnet-4-6"
-    max_tokens: int = 4096
+    max_tokens: int = field(default=4096, metadata=between(1, MAX_TOKENS))
     tools: list[str] = field(default_factory=list)  # built-in tool names the request offers
     extra_tools: list[ToolSpec] = field(default_factory=list)  # scenario-specific tools
     tool_timeouts: dict[str, float] = field(default_factory=dict)  # per tool name, overrides ToolSpec.timeout
-    seed: int = 0
+    seed: int = field(default=0, metadata=between(-MAX_SEED - 1, MAX_SEED))
     workspace: str | None = None  # folder name under inspector/scenarios/workspace/
     workspace_copy: bool = False  # run on a temporary copy of the workspace (required when it is written)
     allow_write: bool = False
     eager_input_streaming: bool = False  # the request marks its tools eager_input_streaming (fine-grained)
-    thinking_budget: int | None = None  # extended thinking: {"type": "enabled", "budget_tokens": N}
-    idle_timeout: float | None = None  # seconds without a content event before the harness gives up on a stream
+    # extended thinking: {"type": "enabled", "budget_tokens": N}
+    thinking_budget: int | None = field(default=None, metadata=between(1, MAX_TOKENS))
+    # seconds without a content event before the harness gives up on a stream
+    idle_timeout: float | None = field(default=None, metadata=SECONDS)
     expected: dict[str, Any] = field(default_factory=dict)  # what a headless run should end in
     simulated_tools: list[SimulatedTool] = field(default_factory=list)  # scripted tools (scenario files)
     tool_durations: dict[str, Duration] = field(default_factory=dict)  # extra scenario seconds per built-in tool
     source_path: str | None = None  # the scenario file it was loaded from, if any
 
     def __post_init__(self) -> None:
+        path_like = not self.name or self.name in (".", "..") or any(c in self.name for c in "/\\\0\n")
+        if self.workspace_copy and path_like:  # the copy's temporary folder is named after the scenario
+            raise ValueError(
+                f"scenario {self.name!r}: a name names temporary folders: no path ('/', '..') and one line"
+            )
         if not self.description or "\n" in self.description:
             raise ValueError(f"scenario {self.name!r}: description must be one line")
         if not self.turns:

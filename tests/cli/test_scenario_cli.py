@@ -38,6 +38,7 @@ turns:
     stop_reason: tool_use
     pacing: {ttfb: 0.2}
   - blocks: [{text: done}]
+workspace: parse_date
 """
 
 NO_PACING = "    pacing: {ttfb: 0.2}"
@@ -93,7 +94,7 @@ BROKEN = {
     ),
     "line ending": (
         OK.replace("ttfb: 0.2", "line_ending: LFCR"),
-        "12:27: turns[0].pacing.line_ending: expected one of LF, CRLF, CR, got 'LFCR'",
+        "12:27: turns[0].pacing.line_ending: unknown value 'LFCR' (did you mean 'LF'?); expected one of: LF, CRLF, CR",
     ),
     "unknown built-in": (
         OK.replace("tools: [read_file]", "tools: [read_file, rm_rf]"),
@@ -110,12 +111,14 @@ BROKEN = {
         "5:40: tools[0].duration: min (0.6) must be <= max (0.2)",
     ),
     "missing workspace": (
-        OK.replace("prompt: p", "prompt: p\nworkspace: nowhere"),
+        OK.replace("workspace: parse_date", "").replace("prompt: p", "prompt: p\nworkspace: nowhere"),
         "5:12: workspace: no folder 'nowhere' (a bundled workspace: parse_date; or a folder relative to the "
         "scenario file)",
     ),
     "write without copy": (
-        OK.replace("prompt: p", "prompt: p\nworkspace: parse_date\nallow_write: true"),
+        OK.replace("workspace: parse_date", "").replace(
+            "prompt: p", "prompt: p\nworkspace: parse_date\nallow_write: true"
+        ),
         "6:14: allow_write: a scenario that writes must set workspace_copy: true",
     ),
     "simulated tool without name": (
@@ -333,3 +336,27 @@ def test_scenario_commands_import_no_sdk_and_no_textual(argv, tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stderr.strip().splitlines()[-1] == "HEAVY 0 []", out.stderr
+
+
+def test_listing_the_scenarios_loads_no_file_and_no_pydantic():
+    """`inspector scenarios` reads names and descriptions only: the validating loader (pydantic) is not imported."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from inspector.scenarios.bundled import SCENARIOS, describe
+
+    code = (
+        "import io, sys, contextlib\n"
+        "from inspector.cli import main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out): rc = main(['scenarios'])\n"
+        "print(rc, len(out.getvalue().splitlines()), 'pydantic' in sys.modules, "
+        "'inspector.scenarios.fileformat' in sys.modules)\n"
+    )
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert proc.stdout.split() == ["0", str(len(SCENARIOS)), "False", "False"], proc.stderr
+    assert describe() == [(name, sc.description) for name, sc in SCENARIOS.items()]

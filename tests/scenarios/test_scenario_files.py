@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import math
 from pathlib import Path
 
 import pytest
@@ -15,19 +14,14 @@ from inspector.core.errors import InspectorError, UnknownScenario
 from inspector.scenarios import load
 from inspector.scenarios.bundled import BUNDLED_DIR, SCENARIOS, get_scenario
 from inspector.scenarios.fileformat import dump_scenario, load_file, load_text
-from inspector.scenarios.model import Scenario
 from inspector.scenarios.render import render_turn
-from inspector.testing import scenarios_legacy as legacy
 from inspector.testing.digests import ATTEMPTS, plan_digest
 
 FROZEN = json.loads((Path(__file__).parent / "fixtures" / "bundled_render_sha256.json").read_text())
-# The digests are the Python definitions' bytes (inspector/testing/scenarios_legacy.py, and the Python definitions of
-# server_error_retry and connection_refused that the files replaced), rendered by the current renderer: every
-# message_delta carries the input and cache usage since issue 11. parse_date turn 0 changed on purpose (issue 13:
-# a test run beside the reads); its digests are the file's.
-CHANGED_ON_PURPOSE: set[tuple[str, int]] = {("parse_date", 0)}
-
-TOOL_FIELDS = ("extra_tools", "simulated_tools", "tool_timeouts", "tool_durations", "source_path")
+# The digests are the bytes of the Python definitions the files replaced (the migration scaffold that held them is
+# gone: these digests pin them), rendered by the current renderer: every message_delta carries the input and cache
+# usage since issue 11. parse_date turn 0 changed on purpose (issue 13: a test run beside the reads); its digests are
+# the file's.
 
 
 def test_every_bundled_file_is_a_scenario():
@@ -46,36 +40,27 @@ def test_bundled_file_renders_the_frozen_bytes(name):
             assert plan_digest(render_turn(sc, t, a)) == FROZEN[name][t][a], (name, t, a)
 
 
-@pytest.mark.parametrize("name", sorted(legacy.SCENARIOS))
-def test_bundled_file_equals_its_python_definition(name):
-    old, new = legacy.SCENARIOS[name], SCENARIOS[name]
-    for f in dataclasses.fields(Scenario):
-        if f.name in TOOL_FIELDS or (name, 0) in CHANGED_ON_PURPOSE and f.name in ("turns", "description", "expected"):
-            continue
-        assert getattr(new, f.name) == getattr(old, f.name), f.name
-    # the Python tools became simulated tools: same names, definitions, timeouts
-    old_defs = {t.name: t.definition() for t in old.extra_tools}
-    new_tools = new.resolve_tools(new.workspace_path)
-    for tname, d in old_defs.items():
-        assert new_tools[tname].definition() == d
-        assert new_tools[tname].timeout == old.tool_timeouts.get(tname)
-    for t in range(len(old.turns)):
-        if (name, t) in CHANGED_ON_PURPOSE:
-            continue
-        for a in range(ATTEMPTS):
-            assert render_turn(new, t, a).body == render_turn(old, t, a).body
-
-
-def test_simulated_tools_answer_like_the_python_ones():
+def test_simulated_tools_answer_what_the_python_tools_did():
+    """The Python tools the files replaced (get_weather, run_tests) answered exactly this."""
     weather = SCENARIOS["weather"].resolve_tools(None)["get_weather"]
-    for args in ({"location": "Paris, France"}, {"location": "London, UK"}, {"location": "Tokyo, Japan"}):
-        assert asyncio.run(weather.fn(args)) == legacy._get_weather(args)
+    assert weather.definition()["input_schema"]["required"] == ["location"]
+    for args, temperature, conditions in (
+        ({"location": "Paris, France"}, 18, "partly cloudy"),
+        ({"location": "London, UK"}, 14, "light rain"),
+        ({"location": "Tokyo, Japan"}, 24, "clear"),
+    ):
+        assert asyncio.run(weather.fn(args)) == {
+            "location": args["location"],
+            "temperature": temperature,
+            "unit": "celsius",
+            "conditions": conditions,
+        }
     raises = SCENARIOS["tool_raises"].resolve_tools(SCENARIOS["tool_raises"].workspace_path)["run_tests"]
-    with pytest.raises(RuntimeError) as new_err:
+    with pytest.raises(RuntimeError) as err:
         asyncio.run(raises.fn({"select": "tests"}))
-    with pytest.raises(RuntimeError) as old_err:
-        legacy._run_tests({"select": "tests"})
-    assert str(new_err.value) == str(old_err.value)
+    assert str(err.value) == (
+        "pytest could not start: ImportError while loading conftest (ModuleNotFoundError: No module named 'src')"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
@@ -131,56 +116,20 @@ def test_load_text_without_a_path_needs_a_name():
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "docs" / "scenario.schema.json"
 
 
-def _valid(value, schema: dict, root: dict, where: str = "$") -> list[str]:
-    """A small validator for the JSON Schema subset docs/scenario.schema.json uses (no dependency)."""
-    if "$ref" in schema:
-        return _valid(value, root["$defs"][schema["$ref"].rsplit("/", 1)[1]], root, where)
-    errors: list[str] = []
-    if "anyOf" in schema:
-        if all(_valid(value, s, root, where) for s in schema["anyOf"]):
-            errors.append(f"{where}: matches none of anyOf")
-        return errors
-    if "const" in schema and value != schema["const"]:
-        errors.append(f"{where}: not {schema['const']!r}")
-    if "enum" in schema and value not in schema["enum"]:
-        errors.append(f"{where}: {value!r} not in enum")
-    types = schema.get("type")
-    if types is not None:
-        names = [types] if isinstance(types, str) else types
-        checks = {
-            "object": lambda v: isinstance(v, dict),
-            "array": lambda v: isinstance(v, list),
-            "string": lambda v: isinstance(v, str),
-            "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-            "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-            "boolean": lambda v: isinstance(v, bool),
-            "null": lambda v: v is None,
-        }
-        if not any(checks[n](value) for n in names):
-            return [f"{where}: {value!r} is not {types}"]
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value < schema.get("minimum", -math.inf):
-        errors.append(f"{where}: below minimum")
-    if isinstance(value, dict):
-        props = schema.get("properties", {})
-        for key in schema.get("required", []):
-            if key not in value:
-                errors.append(f"{where}: missing {key}")
-        for key, v in value.items():
-            if key in props:
-                errors += _valid(v, props[key], root, f"{where}.{key}")
-            elif schema.get("additionalProperties") is False:
-                errors.append(f"{where}: unexpected {key}")
-    if isinstance(value, list):
-        if len(value) < schema.get("minItems", 0) or len(value) > schema.get("maxItems", math.inf):
-            errors.append(f"{where}: wrong number of items")
-        for i, v in enumerate(value):
-            errors += _valid(v, schema.get("items", {}), root, f"{where}[{i}]")
-    return errors
+def _validator():
+    jsonschema = pytest.importorskip("jsonschema")  # the `test` extra installs it
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
 
 
-def test_the_published_schema_is_the_loaders():
+def test_the_published_schema_is_generated_and_cannot_drift(capsys):
+    """docs/scenario.schema.json is `inspector scenario schema`, byte for byte (regenerate it with that command)."""
+    from inspector.cli import main
     from inspector.scenarios.fileformat import json_schema
 
+    assert main(["scenario", "schema"]) == 0
+    assert capsys.readouterr().out == SCHEMA_PATH.read_text(encoding="utf-8")
     assert json.loads(SCHEMA_PATH.read_text(encoding="utf-8")) == json_schema()
 
 
@@ -190,28 +139,61 @@ def test_bundled_files_and_the_template_match_the_schema(name):
 
     from inspector.scenarios.template import template
 
-    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    validator = _validator()
     data = yaml.safe_load((BUNDLED_DIR / f"{name}.yaml").read_text(encoding="utf-8"))
-    assert _valid(data, schema, schema) == []
-    assert _valid(yaml.safe_load(template("x")), schema, schema) == []
+    assert [e.message for e in validator.iter_errors(data)] == []
+    assert [e.message for e in validator.iter_errors(yaml.safe_load(template("x")))] == []
 
 
-def test_the_schema_rejects_what_the_loader_rejects():
+SCHEMA_REJECTS = [
+    (("turns", 0, "pacing", "ttfb"), "fast"),
+    (("turns", 0, "pacing", "ttfb"), 1e12),
+    (("turns", 0, "pacing", "ttfbb"), 1),
+    (("turns", 0, "faults"), [{"type": "drop_afterr", "n_events": 1}]),
+    (("turns", 0, "faults"), [{"type": "stall_with_pings", "pings": 10**9}]),
+    (("turns", 0, "blocks", 0, "chunk"), 0),
+    (("turns", 0, "blocks", 0, "chunk"), 10**12),
+    (("turns", 0, "stop_reason"), "tool_usee"),
+    (("turns", 0, "usage"), {"input_tokens": 10**32}),
+    (("turns", 0, "http_errors"), [{"status": 99999}]),
+    (("turns", 0, "http_errors"), [{"status": -1}]),
+    (("tools", 0, "duration"), "slow"),
+    (("tools", 0, "duration"), 1e12),
+    (("name",), "../../x"),
+    (("name",), "a/b"),
+    (("seed",), 2**64),
+    (("version",), 2),
+]
+
+
+@pytest.mark.parametrize(("path", "value"), SCHEMA_REJECTS, ids=[f"{p[-1]}={str(v)[:12]}" for p, v in SCHEMA_REJECTS])
+def test_the_schema_and_the_loader_reject_the_same(path, value, tmp_path):
     import yaml
 
-    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    validator = _validator()
     data = yaml.safe_load((BUNDLED_DIR / "weather.yaml").read_text(encoding="utf-8"))
-    for path, value in (
-        (("turns", 0, "pacing", "ttfb"), "fast"),
-        (("turns", 0, "pacing", "ttfbb"), 1),
-        (("turns", 0, "faults"), [{"type": "drop_afterr", "n_events": 1}]),
-        (("turns", 0, "blocks", 0, "chunk"), 0),
-        (("tools", 0, "duration"), "slow"),
-        (("version",), 2),
-    ):
-        broken = json.loads(json.dumps(data))
-        target = broken
-        for key in path[:-1]:
-            target = target[key]
-        target[path[-1]] = value
-        assert _valid(broken, schema, schema), path
+    assert [e.message for e in validator.iter_errors(data)] == []
+    broken = json.loads(json.dumps(data))
+    target = broken
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    assert list(validator.iter_errors(broken)), path
+    file = tmp_path / "broken.yaml"
+    file.write_text(yaml.safe_dump(broken), encoding="utf-8")
+    with pytest.raises(InspectorError):
+        load_file(file)
+
+
+def test_the_file_declaration_has_the_models_fields():
+    """The flat parts of the file (pacing, usage, HTTP errors, faults) are the model's dataclasses, key for key: a
+    field added to one and not the other fails here, not in a user's file."""
+    from inspector.scenarios import filemodel as F
+    from inspector.scenarios import model as M
+
+    pairs = [(F.PacingFile, M.Pacing), (F.UsageFile, M.Usage), (F.HttpErrorFile, M.HttpError)]
+    pairs += [(F.FAULT_FILES[name], cls) for name, cls in F.fault_types().items()]
+    assert sorted(F.FAULT_FILES) == sorted(F.fault_types())
+    for file_model, cls in pairs:
+        fields = [f.name for f in dataclasses.fields(cls) if f.init]
+        assert [k for k in file_model.model_fields if k != "type"] == fields, cls.__name__
