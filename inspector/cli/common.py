@@ -10,7 +10,9 @@ EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 
 def err(msg: str) -> None:
     """One line on stderr: ``inspector: msg``."""
-    sys.stderr.write(f"inspector: {msg}\n")
+    from inspector.core.fmt import terminal
+
+    sys.stderr.write(f"inspector: {terminal(msg)}\n")
     sys.stderr.flush()
 
 

@@ -78,13 +78,15 @@ def cmd(args: argparse.Namespace) -> int:
             out["timing"] = timing_json(recording)
         out_bytes.write(exactjson.dumps(out, option=orjson.OPT_NON_STR_KEYS) + b"\n")
         out_bytes.flush()
-    else:
+    else:  # text for a terminal: what the stream holds is escaped (see fmt.terminal); --json stays exact
+        from inspector.core.fmt import terminal
+
         for w in recording.warnings:
-            print(f"warning: {w}")
-        print(format_turns(turns) if turns else "no turns in this file")
+            print(terminal(f"warning: {w}"))
+        print(terminal(format_turns(turns)) if turns else "no turns in this file")
         if args.timing:
             from inspector.record.timing import format_timing
 
             print()
-            print(format_timing(recording))
+            print(terminal(format_timing(recording)))
     return EXIT_OK if dump_ok(turns) else EXIT_FAIL
