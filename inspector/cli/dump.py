@@ -56,6 +56,8 @@ def cmd(args: argparse.Namespace) -> int:
     source: Any = sys.stdin.buffer if args.path == "-" else Path(args.path)
     try:
         recording = load_any(source, max_line=max_size, on_read=dumper.feed, keep_reads=bool(args.timing))
+    except BrokenPipeError:
+        raise  # our stdout was closed (`| head`), not the file: the CLI ends quietly (cli.main)
     except OSError as e:
         _err(f"cannot read {args.path}: {e.strerror or e}")
         return EXIT_USAGE
