@@ -20,6 +20,7 @@ import orjson
 
 from inspector.agent.toolbox.spec import ToolRefused, ToolSpec
 from inspector.core import exactjson
+from inspector.core.fmt import short
 from inspector.core.pacing import Pacer
 from inspector.observe.states import TOOL_RAN
 from inspector.record.recording import RecordedAttempt, Recording
@@ -251,10 +252,13 @@ def recorded_tools(
     for obs in recording.observations:
         if obs.get("type") == "tool_state" and obs.get("safe") is False and obs.get("state") == "queued":
             unsafe.add(str(obs.get("name")))
-        if obs.get("type") == "tool_state" and obs.get("state") in TOOL_RAN:
+        if obs.get("type") == "tool_state" and obs.get("state") in TOOL_RAN and isinstance(obs.get("id"), str):
             times = obs.get("times") or {}
-            if "running" in times and obs.get("state") in times:
-                durations[obs["id"]] = max(0.0, times[obs["state"]] - times["running"])
+            if isinstance(times, dict) and "running" in times and obs.get("state") in times:
+                try:
+                    durations[obs["id"]] = max(0.0, float(times[obs["state"]]) - float(times["running"]))
+                except (TypeError, ValueError):
+                    pass  # (not numbers: the call replays without its duration)
     # results, in the order the conversation has them (the last request holds the whole history)
     last_body = None
     for att in recording.attempts():
@@ -266,12 +270,23 @@ def recorded_tools(
         if obs.get("type") == "loop_finished" and isinstance(obs.get("messages"), list):
             final_msgs = obs["messages"]
     msgs = final_msgs or (last_body or {}).get("messages") or []
+    bad_ids: list[str] = []  # tool_results whose tool_use_id is not a string (a named warning each)
     for msg in msgs:
         if not isinstance(msg, dict) or not isinstance(msg.get("content"), list):
             continue
         for b in msg["content"]:
             if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str):
                 uses[b["id"]] = (str(b.get("name")), b.get("input"))
+            if isinstance(b, dict) and b.get("type") == "tool_result" and not isinstance(b.get("tool_use_id"), str):
+                bad = b.get("tool_use_id")
+                warning = (
+                    f"a recorded tool_result's tool_use_id is {type(bad).__name__} {short(bad, 60)}, not a string: "
+                    "its result is not replayed"
+                )
+                if warning not in bad_ids:
+                    bad_ids.append(warning)
+                    recording.warnings.append(warning)
+                continue
             if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") in uses:
                 tid = b["tool_use_id"]
                 if tid in seen:
@@ -292,7 +307,8 @@ def recorded_tools(
                 cancel()
                 await asyncio.Event().wait()
             if not q:
-                raise ReplayRefused(f"no recorded result for {name}({exactjson.dumps(tool_input).decode()[:80]})")
+                why = f" ({bad_ids[0]})" if bad_ids else ""
+                raise ReplayRefused(f"no recorded result for {name}({exactjson.dumps(tool_input).decode()[:80]}){why}")
             # a retried attempt runs the same calls again: the last recorded result for a call is reused
             content, is_error, duration = q.popleft() if len(q) > 1 else q[0]
             if duration:
