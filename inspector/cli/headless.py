@@ -94,6 +94,8 @@ class ProgressPrinter:
             self.p(
                 f"{t} start  {src.get('type')} {src.get('name') or src.get('file') or ''} model {obs.model}".rstrip()
             )
+            for w in src.get("warnings") or []:  # what the source could not do as recorded (e.g. a clamped gap)
+                self.p(f"{t}   warning: {w}")
         elif isinstance(obs, O.TurnStarted):
             self.p(f"{t} turn {obs.turn + 1}")
         elif isinstance(obs, O.AttemptStarted):

@@ -25,6 +25,57 @@ from inspector.core.pacing import Pacer
 from inspector.observe.states import TOOL_RAN
 from inspector.record.recording import RecordedAttempt, Recording
 
+# A recorded gap (between reads, before a response, before a connection failure, a tool's duration) above this is
+# paced as this, and said so (REPLAY_GAP_CLAMPED): a recording with `t: 1e12` would make a replay wait forever.
+MAX_RECORDED_GAP = 600.0
+REPLAY_GAP_CLAMPED = "replay.gap_clamped"
+
+
+def pacing_gap(gap: Any) -> float:
+    """A recorded gap as the replay paces it: a number of seconds in [0, MAX_RECORDED_GAP] (NaN, negative, not a
+    number: 0)."""
+    if isinstance(gap, bool) or not isinstance(gap, (int, float)) or not gap > 0:
+        return 0.0
+    return min(float(gap), MAX_RECORDED_GAP)
+
+
+def gap_warnings(recording: Recording, *, tool_durations: dict[str, float] | None = None) -> list[str]:
+    """One named warning per recorded gap the replay clamps (see MAX_RECORDED_GAP), at most 20 and a count."""
+    out: list[str] = []
+
+    def note(where: str, gap: float) -> None:
+        out.append(
+            f"{REPLAY_GAP_CLAMPED}: {where} was recorded {gap:g} s after the one before: paced as "
+            f"{MAX_RECORDED_GAP:g} s (recorded gaps are bounded to {MAX_RECORDED_GAP:g} s)"
+        )
+
+    for att in recording.attempts():
+        where = f"turn {att.turn + 1} attempt {att.attempt + 1}"
+        last = 0.0
+        for i, r in enumerate(att.reads):
+            t = r.t
+            if isinstance(t, (int, float)) and not isinstance(t, bool):
+                if t - last > MAX_RECORDED_GAP:
+                    note(f"{where}, read {i + 1}", t - last)
+                last = t if t == t else last  # (NaN: ignored)
+        resp_t = (att.response or {}).get("t")
+        if isinstance(resp_t, (int, float)) and not isinstance(resp_t, bool) and resp_t > MAX_RECORDED_GAP:
+            note(f"{where}, its response", float(resp_t))
+        end_t = (att.end or {}).get("t")
+        if (
+            att.response is None
+            and isinstance(end_t, (int, float))
+            and not isinstance(end_t, bool)
+            and end_t > MAX_RECORDED_GAP
+        ):
+            note(f"{where}, its connection failure", float(end_t))
+    for tid, d in (tool_durations or {}).items():
+        if d > MAX_RECORDED_GAP:
+            note(f"tool call {tid}'s result", d)
+    if len(out) > 20:
+        out[20:] = [f"{REPLAY_GAP_CLAMPED}: and {len(out) - 20} more gaps"]
+    return out
+
 
 class ReplayRefused(ToolRefused):
     """Raised by a replayed tool to reproduce a recorded is_error result exactly."""
@@ -43,7 +94,7 @@ class _Body(httpx2.AsyncByteStream):
         last = 0.0
         for r in self.attempt.reads:
             if r.t is not None:
-                await self.pacer.sleep(max(0.0, r.t - last))
+                await self.pacer.sleep(pacing_gap(r.t - last))  # (bounded: see MAX_RECORDED_GAP)
                 last = r.t
             yield r.data
         if self.ending == "drop":
@@ -133,6 +184,9 @@ class ReplayServer:
         self._bodies: deque[bytes | int] = deque(maxlen=self.KEEP_REQUESTS)
         self.on_cancel = on_cancel
         self.cancelled_run = was_cancelled(recording)
+        for w in gap_warnings(recording):  # the recorded gaps paced shorter than recorded, named
+            if w not in recording.warnings:
+                recording.warnings.append(w)
         # a failed try is retried by the SDK when the recording has a later try of the same turn
         self._retried: set[int] = set()
         for i, att in enumerate(self.attempts):
@@ -186,7 +240,7 @@ class ReplayServer:
         self.served += 1
         end = attempt.end or {}
         if attempt.response is None and end.get("status") == "connection_error":
-            await self.pacer.sleep(max(0.0, float(end.get("t") or 0.0)))
+            await self.pacer.sleep(pacing_gap(end.get("t")))
             raise httpx2.ConnectError(str(end.get("reason") or "connection failed (replayed)"), request=request)
         if attempt.response is None and end.get("status") == "cancelled":
             if self.on_cancel is not None:
@@ -259,6 +313,9 @@ def recorded_tools(
                     durations[obs["id"]] = max(0.0, float(times[obs["state"]]) - float(times["running"]))
                 except (TypeError, ValueError):
                     pass  # (not numbers: the call replays without its duration)
+    for w in gap_warnings(recording, tool_durations=durations):
+        if w not in recording.warnings and "tool call" in w:
+            recording.warnings.append(w)
     # results, in the order the conversation has them (the last request holds the whole history)
     last_body = None
     for att in recording.attempts():
@@ -312,7 +369,7 @@ def recorded_tools(
             # a retried attempt runs the same calls again: the last recorded result for a call is reused
             content, is_error, duration = q.popleft() if len(q) > 1 else q[0]
             if duration:
-                await pacer.sleep(duration)
+                await pacer.sleep(pacing_gap(duration))
             if is_error:
                 raise ReplayRefused(content if isinstance(content, str) else exactjson.dumps(content).decode())
             return content
