@@ -19,6 +19,7 @@ import httpx2
 import orjson
 
 from inspector.agent.toolbox.spec import ToolRefused, ToolSpec
+from inspector.agent.tries import INITIAL_RETRY_DELAY, MAX_RETRY_DELAY
 from inspector.core import exactjson
 from inspector.core.fmt import short
 from inspector.core.pacing import Pacer
@@ -166,6 +167,21 @@ def _scaled_retry_headers(headers: dict, speed: float) -> None:
             headers[name] = f"{unit:g}" if math.isinf(speed) else f"{max(unit, value / speed):g}"
 
 
+def _paced_sdk_backoff(headers: dict, request: httpx2.Request, speed: float) -> None:
+    """A retried try recorded without ``retry-after(-ms)``: the SDK would wait its own backoff in real time (0.5 s
+    doubling to 8 s: 20 recorded 529s took 109 s at max speed). Away from 1x, the replay says that backoff scaled by
+    the pacer as ``retry-after-ms`` (1 ms at max: the SDK ignores 0), so the SDK's waits follow the speed as the
+    reads do, and its HttpTryFailed says the wait it really makes."""
+    if speed == 1.0 or {k.lower() for k in headers} & {"retry-after-ms", "retry-after"}:
+        return
+    try:
+        k = max(0, min(int(request.headers.get("x-stainless-retry-count", "0")), 1000))
+    except ValueError:
+        k = 0
+    backoff_ms = min(INITIAL_RETRY_DELAY * 2.0**k, MAX_RETRY_DELAY) * 1000
+    headers["retry-after-ms"] = "1" if math.isinf(speed) else f"{max(1.0, backoff_ms / speed):g}"
+
+
 class ReplayServer:
     """Serves the recorded attempts in recorded order, one per request (the loop makes the same requests)."""
 
@@ -255,6 +271,8 @@ class ReplayServer:
         if not 200 <= status < 300:
             headers["x-should-retry"] = "true" if index in self._retried else "false"
             _scaled_retry_headers(headers, self.pacer.speed)
+            if index in self._retried:
+                _paced_sdk_backoff(headers, request, self.pacer.speed)
             return httpx2.Response(status, headers=headers, content=attempt.data)
         headers.setdefault("content-type", "text/event-stream")
         return httpx2.Response(
