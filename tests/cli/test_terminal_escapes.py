@@ -129,3 +129,29 @@ def test_terminal_escapes_every_control_and_keeps_everything_else(s):
     assert not raw_controls(terminal(s, newlines=False)) and "\n" not in terminal(s, newlines=False)
     if not raw_controls(s):
         assert out == s  # nothing else changes (printable text, newlines, tabs, any script)
+
+
+def test_a_scenario_tool_name_with_nul_and_escapes_never_reaches_the_terminal(monkeypatch, capsys):
+    """run --headless on a scenario whose tool name holds NUL and ESC[31m (issue 19)."""
+    from inspector.scenarios.bundled import fast
+    from inspector.scenarios.model import Scenario, SimulatedTool, TextBlock, ToolUseBlock, TurnScript
+    from inspector.testing.loop import custom_scenario
+
+    evil = "rm\x00\x1b[31m\x1b]0;pwned\x07"
+    sc = Scenario(
+        name="test_evil_tool",
+        description="test",
+        prompt="hi",
+        system=None,
+        turns=[
+            TurnScript(blocks=[ToolUseBlock(evil, {"path": "\x1b[2J"})], pacing=fast()),
+            TurnScript(blocks=[TextBlock("done \x1b[2J")], pacing=fast()),
+        ],
+        simulated_tools=[SimulatedTool(evil, result="\x1b[2Jgone", error=None)],
+    )
+    name = custom_scenario(monkeypatch, sc)
+    capsys.readouterr()
+    main(["run", "--headless", "--scenario", name, "--speed", "max"])
+    out, err = capsys.readouterr()
+    assert not raw_controls(out) and not raw_controls(err), (out, err)
+    assert "rm\\x00\\x1b[31m\\x1b]0;pwned\\x07" in out
