@@ -508,7 +508,9 @@ class AgentLoop:
                         f"turn {turn + 1} failed after {tries} attempt{'s' if tries > 1 else ''}: {e.reason}"
                     ) from None
                 delay = min(cfg.backoff_base * 2**attempt, cfg.backoff_max) * (0.75 + 0.5 * self._rng.random())
-                self._set_state(LoopState.WAITING_RETRY, f"retrying in {delay:.1f} s: {e.reason}")
+                # the wait as it lasts (scaled by the pacer, as the SDK's retry-after is): said like the SDK's waits
+                wait = self.pacer.wall_seconds(delay) if cfg.scale_backoff else delay
+                self._set_state(LoopState.WAITING_RETRY, f"retrying in {duration(wait)}: {e.reason}")
                 if cfg.scale_backoff:
                     await self.pacer.sleep(delay)
                 else:

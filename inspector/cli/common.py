@@ -10,15 +10,17 @@ EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 
 def err(msg: str, prefix: str = "inspector") -> None:
     """One line on stderr: ``inspector: msg``, with every secret the process knows masked (also when no output guard
-    is on, e.g. a command called from a test)."""
+    is on, e.g. a command called from a test), then escaped for the terminal (``fmt.terminal``)."""
     say(f"{prefix}: {msg}")
 
 
 def say(line: str) -> None:
-    """A line on stderr, with every secret the process knows masked (``core.redaction.mask_known``)."""
+    """A line on stderr: every secret the process knows masked (``core.redaction.mask_known``) first, then control
+    characters escaped for the terminal."""
+    from inspector.core.fmt import terminal
     from inspector.core.redaction import mask_known
 
-    sys.stderr.write(mask_known(line) + "\n")
+    sys.stderr.write(terminal(mask_known(line)) + "\n")
     sys.stderr.flush()
 
 

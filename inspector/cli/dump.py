@@ -56,6 +56,8 @@ def cmd(args: argparse.Namespace) -> int:
     source: Any = sys.stdin.buffer if args.path == "-" else Path(args.path)
     try:
         recording = load_any(source, max_line=max_size, on_read=dumper.feed, keep_reads=bool(args.timing))
+    except BrokenPipeError:
+        raise  # our stdout was closed (`| head`), not the file: the CLI ends quietly (cli.main)
     except OSError as e:
         _err(f"cannot read {args.path}: {e.strerror or e}")
         return EXIT_USAGE
@@ -85,17 +87,19 @@ def cmd(args: argparse.Namespace) -> int:
             out["timing"] = timing_json(recording)
         out_bytes.write(exactjson.dumps(out, option=orjson.OPT_NON_STR_KEYS) + b"\n")
         out_bytes.flush()
-    else:
+    else:  # text for a terminal: what the stream holds is escaped (see fmt.terminal); --json stays exact
+        from inspector.core.fmt import terminal
+
         for w in recording.warnings:
-            print(f"warning: {w}")
-        print(format_turns(turns) if turns else "no turns in this file")
+            print(terminal(f"warning: {w}"))
+        print(terminal(format_turns(turns)) if turns else "no turns in this file")
         if args.timing:
             from inspector.record.accounting import format_accounting
             from inspector.record.timing import format_timing
 
             print()
-            print(format_timing(recording))
+            print(terminal(format_timing(recording)))
             if totals is not None:
                 print()
-                print(format_accounting(turns, totals))
+                print(terminal(format_accounting(turns, totals)))
     return EXIT_OK if dump_ok(turns) else EXIT_FAIL

@@ -11,7 +11,7 @@ from typing import IO, Any
 import orjson
 
 from inspector.core import exactjson
-from inspector.core.fmt import duration, short, short_text
+from inspector.core.fmt import duration, short, short_text, terminal
 from inspector.observe import observations as O
 from inspector.observe.states import LoopState
 
@@ -84,7 +84,8 @@ class ProgressPrinter:
         self.sink = sink
 
     def p(self, s: str) -> None:
-        self.sink.write((s + "\n").encode("utf-8", "replace"))
+        """One line out; what the stream put in it (names, ids, text) cannot reach the terminal raw."""
+        self.sink.write((terminal(s) + "\n").encode("utf-8", "replace"))
 
     def __call__(self, obs: O.Observation) -> None:
         t = f"{obs.t:7.3f}s"
@@ -93,6 +94,8 @@ class ProgressPrinter:
             self.p(
                 f"{t} start  {src.get('type')} {src.get('name') or src.get('file') or ''} model {obs.model}".rstrip()
             )
+            for w in src.get("warnings") or []:  # what the source could not do as recorded (e.g. a clamped gap)
+                self.p(f"{t}   warning: {w}")
         elif isinstance(obs, O.TurnStarted):
             self.p(f"{t} turn {obs.turn + 1}")
         elif isinstance(obs, O.AttemptStarted):

@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import os
 import signal
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -192,11 +194,13 @@ def run_headless(factory: Callable[..., Any], *, as_json: bool) -> int:
     from inspector.cli.headless import JsonPrinter, ProgressPrinter, stdout_sink
 
     session = factory()
+    sinks: list[Any] = []
 
     async def main() -> Any:
         loop = asyncio.get_running_loop()
         # the reader of our output went away (e.g. `| head`): stop the loop rather than run on unwatched
         sink = stdout_sink(on_broken=lambda: loop.call_soon_threadsafe(session.controller.cancel))
+        sinks.append(sink)
         session.bus.subscribe(JsonPrinter(sink) if as_json else ProgressPrinter(sink))
         try:  # from here Ctrl-C cancels the loop (it ends `cancelled`, exit 130, its recording complete)
             loop.add_signal_handler(signal.SIGINT, session.controller.cancel)
@@ -218,6 +222,9 @@ def run_headless(factory: Callable[..., Any], *, as_json: bool) -> int:
         recorder.close()  # (already closed by the session; a failure to close is noted, never raised)
         if recorder.error:
             _err(f"warning: {recorder.error}")
+    if sinks and sinks[0].broken:  # stdout was closed (`| head`): a quiet end, exit 0, as every command (cli.main)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     return {"finished": EXIT_OK, "error": EXIT_FAIL, "cancelled": EXIT_CANCELLED}[result.status]
 
 

@@ -9,7 +9,17 @@ import orjson
 
 from inspector.core import exactjson
 
-__all__ = ["duration", "latency", "milliseconds", "seconds", "size", "short", "short_text", "short_bytes"]
+__all__ = [
+    "duration",
+    "latency",
+    "milliseconds",
+    "seconds",
+    "size",
+    "short",
+    "short_text",
+    "short_bytes",
+    "terminal",
+]
 
 
 def duration(value: float | None, *, none: str = "") -> str:
@@ -69,3 +79,20 @@ def short_bytes(raw: bytes, limit: int = 60) -> str:
     """The start of some bytes as a Python-quoted string (invalid UTF-8 shown as U+FFFD), ``...`` when cut."""
     text = raw[:limit].decode("utf-8", "replace")
     return repr(text) + ("..." if len(raw) > limit else "")
+
+
+# C0 controls but newline and tab, DEL, C1 controls, and the bidirectional overrides/isolates (they reorder what
+# follows on the line: "Trojan Source"): shown escaped, never sent to a terminal raw.
+_TERMINAL_UNSAFE = [*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0)]
+_BIDI = [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+_TERMINAL_TABLE = {c: f"\\x{c:02x}" for c in _TERMINAL_UNSAFE} | {c: f"\\u{c:04x}" for c in _BIDI}
+_TERMINAL_TABLE[0x0D] = "\\r"
+_TERMINAL_TABLE_LINE = _TERMINAL_TABLE | {0x0A: "\\n", 0x09: "\\t"}
+
+
+def terminal(text: str, *, newlines: bool = True) -> str:
+    """``text`` safe to print to a terminal: every control character (C0 but newline and tab, DEL, C1) and bidi
+    override is shown escaped (``\\x1b``, ``\\r``, ``\\x9b``, ``\\u202e``), so what a stream holds can never
+    clear the screen, set the window title, ring the bell or rewrite a line. ``newlines=False``: newline and tab are
+    escaped too (one line). Every text output of the CLI goes through it; JSON output stays exact."""
+    return text.translate(_TERMINAL_TABLE if newlines else _TERMINAL_TABLE_LINE)

@@ -21,6 +21,7 @@ import orjson
 from inspector.core.errors import FaultError, RecordingError
 from inspector.net.faults import FAULTS, FaultSpec, _events_of, apply_plan_faults
 from inspector.record.recording import RecordedAttempt, Recording
+from inspector.record.replay import gap_warnings, pacing_gap
 from inspector.scenarios.model import HttpError, Scenario, TextBlock, TurnScript
 from inspector.scenarios.render import PlannedRead, ResponsePlan, render_turn
 
@@ -59,7 +60,7 @@ class RecordingSource:
             raise RecordingError(f"{name}: the recording has no turns with a response to serve")
         if recording.is_plain and not _events_of(b"".join(r.data for a in self.turns[0] for r in a.reads)):
             raise RecordingError(f"{name}: neither a recording, a HAR nor SSE text (no complete SSE event in it)")
-        self.warnings = list(recording.warnings)
+        self.warnings = list(recording.warnings) + gap_warnings(recording)  # (recorded gaps are bounded when paced)
         if all(self.recorded_request(k) is None for k in range(len(self.turns))):
             self.warnings.append("the file has no recorded request bodies: requests are not compared with it")
         self.model = next((m for m in (self.recorded_model(k) for k in range(len(self.turns))) if m), "recorded")
@@ -111,14 +112,14 @@ class RecordingSource:
             headers.setdefault("content-type", "text/event-stream; charset=utf-8")
         headers["x-recording"] = f"{self.name}; turn={turn}; attempt={rec.attempt}"
         t0 = response.get("t")
-        header_delay = float(t0) if isinstance(t0, (int, float)) and not isinstance(t0, bool) and t0 >= 0 else 0.0
+        header_delay = pacing_gap(t0)  # (bounded: a recorded t of 1e12 is not waited for)
         reads: list[PlannedRead] = []
         prev = header_delay
         for r in rec.reads:
             if r.t is None:
                 delay = 0.0
             else:
-                delay = max(0.0, r.t - prev)
+                delay = pacing_gap(r.t - prev)
                 prev = max(prev, r.t)
             reads.append(PlannedRead(delay, r.data))
         end_status = (rec.end or {}).get("status")

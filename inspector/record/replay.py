@@ -19,10 +19,63 @@ import httpx2
 import orjson
 
 from inspector.agent.toolbox.spec import ToolRefused, ToolSpec
+from inspector.agent.tries import INITIAL_RETRY_DELAY, MAX_RETRY_DELAY
 from inspector.core import exactjson
+from inspector.core.fmt import short
 from inspector.core.pacing import Pacer
 from inspector.observe.states import TOOL_RAN
 from inspector.record.recording import RecordedAttempt, Recording
+
+# A recorded gap (between reads, before a response, before a connection failure, a tool's duration) above this is
+# paced as this, and said so (REPLAY_GAP_CLAMPED): a recording with `t: 1e12` would make a replay wait forever.
+MAX_RECORDED_GAP = 600.0
+REPLAY_GAP_CLAMPED = "replay.gap_clamped"
+
+
+def pacing_gap(gap: Any) -> float:
+    """A recorded gap as the replay paces it: a number of seconds in [0, MAX_RECORDED_GAP] (NaN, negative, not a
+    number: 0)."""
+    if isinstance(gap, bool) or not isinstance(gap, (int, float)) or not gap > 0:
+        return 0.0
+    return min(float(gap), MAX_RECORDED_GAP)
+
+
+def gap_warnings(recording: Recording, *, tool_durations: dict[str, float] | None = None) -> list[str]:
+    """One named warning per recorded gap the replay clamps (see MAX_RECORDED_GAP), at most 20 and a count."""
+    out: list[str] = []
+
+    def note(where: str, gap: float) -> None:
+        out.append(
+            f"{REPLAY_GAP_CLAMPED}: {where} was recorded {gap:g} s after the one before: paced as "
+            f"{MAX_RECORDED_GAP:g} s (recorded gaps are bounded to {MAX_RECORDED_GAP:g} s)"
+        )
+
+    for att in recording.attempts():
+        where = f"turn {att.turn + 1} attempt {att.attempt + 1}"
+        last = 0.0
+        for i, r in enumerate(att.reads):
+            t = r.t
+            if isinstance(t, (int, float)) and not isinstance(t, bool):
+                if t - last > MAX_RECORDED_GAP:
+                    note(f"{where}, read {i + 1}", t - last)
+                last = t if t == t else last  # (NaN: ignored)
+        resp_t = (att.response or {}).get("t")
+        if isinstance(resp_t, (int, float)) and not isinstance(resp_t, bool) and resp_t > MAX_RECORDED_GAP:
+            note(f"{where}, its response", float(resp_t))
+        end_t = (att.end or {}).get("t")
+        if (
+            att.response is None
+            and isinstance(end_t, (int, float))
+            and not isinstance(end_t, bool)
+            and end_t > MAX_RECORDED_GAP
+        ):
+            note(f"{where}, its connection failure", float(end_t))
+    for tid, d in (tool_durations or {}).items():
+        if d > MAX_RECORDED_GAP:
+            note(f"tool call {tid}'s result", d)
+    if len(out) > 20:
+        out[20:] = [f"{REPLAY_GAP_CLAMPED}: and {len(out) - 20} more gaps"]
+    return out
 
 
 class ReplayRefused(ToolRefused):
@@ -42,7 +95,7 @@ class _Body(httpx2.AsyncByteStream):
         last = 0.0
         for r in self.attempt.reads:
             if r.t is not None:
-                await self.pacer.sleep(max(0.0, r.t - last))
+                await self.pacer.sleep(pacing_gap(r.t - last))  # (bounded: see MAX_RECORDED_GAP)
                 last = r.t
             yield r.data
         if self.ending == "drop":
@@ -114,6 +167,21 @@ def _scaled_retry_headers(headers: dict, speed: float) -> None:
             headers[name] = f"{unit:g}" if math.isinf(speed) else f"{max(unit, value / speed):g}"
 
 
+def _paced_sdk_backoff(headers: dict, request: httpx2.Request, speed: float) -> None:
+    """A retried try recorded without ``retry-after(-ms)``: the SDK would wait its own backoff in real time (0.5 s
+    doubling to 8 s: 20 recorded 529s took 109 s at max speed). Away from 1x, the replay says that backoff scaled by
+    the pacer as ``retry-after-ms`` (1 ms at max: the SDK ignores 0), so the SDK's waits follow the speed as the
+    reads do, and its HttpTryFailed says the wait it really makes."""
+    if speed == 1.0 or {k.lower() for k in headers} & {"retry-after-ms", "retry-after"}:
+        return
+    try:
+        k = max(0, min(int(request.headers.get("x-stainless-retry-count", "0")), 1000))
+    except ValueError:
+        k = 0
+    backoff_ms = min(INITIAL_RETRY_DELAY * 2.0**k, MAX_RETRY_DELAY) * 1000
+    headers["retry-after-ms"] = "1" if math.isinf(speed) else f"{max(1.0, backoff_ms / speed):g}"
+
+
 class ReplayServer:
     """Serves the recorded attempts in recorded order, one per request (the loop makes the same requests)."""
 
@@ -132,6 +200,9 @@ class ReplayServer:
         self._bodies: deque[bytes | int] = deque(maxlen=self.KEEP_REQUESTS)
         self.on_cancel = on_cancel
         self.cancelled_run = was_cancelled(recording)
+        for w in gap_warnings(recording):  # the recorded gaps paced shorter than recorded, named
+            if w not in recording.warnings:
+                recording.warnings.append(w)
         # a failed try is retried by the SDK when the recording has a later try of the same turn
         self._retried: set[int] = set()
         for i, att in enumerate(self.attempts):
@@ -185,7 +256,7 @@ class ReplayServer:
         self.served += 1
         end = attempt.end or {}
         if attempt.response is None and end.get("status") == "connection_error":
-            await self.pacer.sleep(max(0.0, float(end.get("t") or 0.0)))
+            await self.pacer.sleep(pacing_gap(end.get("t")))
             raise httpx2.ConnectError(str(end.get("reason") or "connection failed (replayed)"), request=request)
         if attempt.response is None and end.get("status") == "cancelled":
             if self.on_cancel is not None:
@@ -200,6 +271,8 @@ class ReplayServer:
         if not 200 <= status < 300:
             headers["x-should-retry"] = "true" if index in self._retried else "false"
             _scaled_retry_headers(headers, self.pacer.speed)
+            if index in self._retried:
+                _paced_sdk_backoff(headers, request, self.pacer.speed)
             return httpx2.Response(status, headers=headers, content=attempt.data)
         headers.setdefault("content-type", "text/event-stream")
         return httpx2.Response(
@@ -252,10 +325,21 @@ def recorded_tools(
         if obs.get("type") == "tool_state" and obs.get("safe") is False and obs.get("state") == "queued":
             unsafe.add(str(obs.get("name")))
         # a run time is replayed only when it was measured (the proxy's inferred times are bounds, not runs)
-        if obs.get("type") == "tool_state" and obs.get("state") in TOOL_RAN and not obs.get("inferred"):
+        if (
+            obs.get("type") == "tool_state"
+            and obs.get("state") in TOOL_RAN
+            and isinstance(obs.get("id"), str)
+            and not obs.get("inferred")
+        ):
             times = obs.get("times") or {}
-            if "running" in times and obs.get("state") in times:
-                durations[obs["id"]] = max(0.0, times[obs["state"]] - times["running"])
+            if isinstance(times, dict) and "running" in times and obs.get("state") in times:
+                try:
+                    durations[obs["id"]] = max(0.0, float(times[obs["state"]]) - float(times["running"]))
+                except (TypeError, ValueError):
+                    pass  # (not numbers: the call replays without its duration)
+    for w in gap_warnings(recording, tool_durations=durations):
+        if w not in recording.warnings and "tool call" in w:
+            recording.warnings.append(w)
     # results, in the order the conversation has them (the last request holds the whole history)
     last_body = None
     for att in recording.attempts():
@@ -267,12 +351,23 @@ def recorded_tools(
         if obs.get("type") == "loop_finished" and isinstance(obs.get("messages"), list):
             final_msgs = obs["messages"]
     msgs = final_msgs or (last_body or {}).get("messages") or []
+    bad_ids: list[str] = []  # tool_results whose tool_use_id is not a string (a named warning each)
     for msg in msgs:
         if not isinstance(msg, dict) or not isinstance(msg.get("content"), list):
             continue
         for b in msg["content"]:
             if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str):
                 uses[b["id"]] = (str(b.get("name")), b.get("input"))
+            if isinstance(b, dict) and b.get("type") == "tool_result" and not isinstance(b.get("tool_use_id"), str):
+                bad = b.get("tool_use_id")
+                warning = (
+                    f"a recorded tool_result's tool_use_id is {type(bad).__name__} {short(bad, 60)}, not a string: "
+                    "its result is not replayed"
+                )
+                if warning not in bad_ids:
+                    bad_ids.append(warning)
+                    recording.warnings.append(warning)
+                continue
             if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") in uses:
                 tid = b["tool_use_id"]
                 if tid in seen:
@@ -293,11 +388,12 @@ def recorded_tools(
                 cancel()
                 await asyncio.Event().wait()
             if not q:
-                raise ReplayRefused(f"no recorded result for {name}({exactjson.dumps(tool_input).decode()[:80]})")
+                why = f" ({bad_ids[0]})" if bad_ids else ""
+                raise ReplayRefused(f"no recorded result for {name}({exactjson.dumps(tool_input).decode()[:80]}){why}")
             # a retried attempt runs the same calls again: the last recorded result for a call is reused
             content, is_error, duration = q.popleft() if len(q) > 1 else q[0]
             if duration:
-                await pacer.sleep(duration)
+                await pacer.sleep(pacing_gap(duration))
             if is_error:
                 raise ReplayRefused(content if isinstance(content, str) else exactjson.dumps(content).decode())
             return content

@@ -13,8 +13,6 @@ import dataclasses
 import inspect
 import json
 import random
-import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -520,13 +518,11 @@ class Scenario:
     def copy_workspace(self, dest_parent: str | Path | None = None) -> Path | None:
         """Copy the workspace into a fresh temp dir (under ``dest_parent`` if given); returns the copy's path.
         The caller removes it (``shutil.rmtree(path.parent)``)."""
-        src = self.workspace_path
-        if src is None:
-            return None
-        parent = Path(tempfile.mkdtemp(prefix=f"inspector-{self.name}-", dir=dest_parent))
-        dest = parent / src.name
-        shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache"))
-        return dest
+        from inspector.scenarios import workspace_copy  # (symlinks kept inside, special files skipped, cleaned up)
+
+        return workspace_copy.copy_workspace(
+            self.workspace_path, prefix=f"inspector-{self.name}-", dest_parent=dest_parent
+        )
 
     def workspace_root(self, dest_parent: str | Path | None = None) -> Path | None:
         """Where tools should run: a temp copy when ``workspace_copy`` else the bundled folder."""

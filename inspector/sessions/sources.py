@@ -288,6 +288,7 @@ def replay_session(
                 if recording.header.get("timing") == "per-response"
                 else {}
             ),
+            **({"warnings": list(recording.warnings)} if recording.warnings else {}),  # (gaps clamped, bad shapes)
         },
         scale_backoff=True,
     )

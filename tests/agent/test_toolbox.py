@@ -379,15 +379,23 @@ async def test_fifo_behind_a_symlink_is_refused(ws):
     assert (c.state, c.result) == (ToolState.FAILED, SPECIAL_MESSAGE.format(path="pipe_link"))
 
 
-def test_open_regular_refuses_a_fifo_swapped_in_after_the_check(ws):
-    """The descriptor is checked (fstat), not only the path before: a FIFO never blocks the open."""
-    from inspector.agent.toolbox.builtin import _open_regular
+def test_open_entry_refuses_a_fifo_swapped_in_after_the_check(ws):
+    """The descriptor is checked (fstat against the lstat that chose it), not only the path before: a FIFO swapped in
+    never blocks the open and is never read."""
+    from inspector.agent.toolbox.confine import Changed, open_entry
 
+    (ws / "pipe").write_text("a file, at lstat time")
+    st = os.lstat(ws / "pipe")
+    (ws / "pipe").rename(ws / "kept")  # (kept: its inode number is not reused by the FIFO)
     os.mkfifo(ws / "pipe")
-    with pytest.raises(ToolRefused, match="FIFO"):
-        _open_regular(ws / "pipe", "pipe")
-    with pytest.raises(ToolRefused, match="FIFO|No such device"):  # (no reader: ENXIO, still never blocking)
-        _open_regular(ws / "pipe", "pipe", os.O_WRONLY | os.O_CREAT, "wb")
+    dfd = os.open(ws, os.O_RDONLY)
+    try:
+        with pytest.raises(Changed):
+            open_entry(dfd, "pipe", st)
+        with pytest.raises(Changed):  # (no reader: ENXIO, still never blocking)
+            open_entry(dfd, "pipe", st, os.O_WRONLY)
+    finally:
+        os.close(dfd)
 
 
 async def test_search_and_list_skip_special_files_in_a_directory(ws):

@@ -1,19 +1,35 @@
 """Built-in tools: read-only workspace access (safe, run in parallel), an exclusive write tool (off by default) and a
-cancellable sleep for demos. Every path is confined to the workspace root."""
+cancellable sleep for demos. Every path is confined to the workspace root: opened component by component from the
+root's descriptor, never followed by the kernel (see confine.py)."""
 
 from __future__ import annotations
 
 import asyncio
-import errno
+import contextlib
 import io
 import os
+import re
+import secrets
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
 import re2
 
+from inspector.agent.toolbox.confine import (
+    DIR_FLAGS,
+    Changed,
+    kind,
+    open_entry,
+    open_regular,
+    resolve_in_root,
+    shown,
+    walk,
+)
 from inspector.agent.toolbox.spec import ToolRefused, ToolSpec, cancel_event
+
+__all__ = ["builtin_tools", "resolve_in_root", "sleep_tool"]
 
 READ_MAX_CHARS = 50_000
 READ_DEFAULT_LIMIT = 2000  # lines
@@ -23,6 +39,11 @@ SEARCH_MAX_RESULTS = 500
 SEARCH_MAX_FILE_BYTES = 2_000_000
 SEARCH_LINE_CHARS = 300
 SLEEP_MAX_SECONDS = 600.0
+SEARCH_MAX_DEPTH = 64  # directory levels below the searched path; deeper ones are skipped with a note
+READ_CHUNK_CHARS = 65536
+WRITE_RETRIES = 8
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+DIR_FLAGS_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 SKIP_DIRS = frozenset(
     {
         ".git",
@@ -41,29 +62,6 @@ SKIP_DIRS = frozenset(
 
 
 # --------------------------------------------------------------------------------------------------------- helpers
-def resolve_in_root(root: Path, path: Any) -> Path:
-    """`path` (relative to root) resolved, or ToolRefused if it is absolute or leaves the root (via `..` or a
-    symlink)."""
-    if not isinstance(path, str) or not path.strip():
-        raise ToolRefused("'path' must be a non-empty string, relative to the workspace root")
-    root_r = root.resolve()
-    p = Path(path)
-    if p.is_absolute() or p.drive or path.startswith(("/", "\\")):
-        raise ToolRefused(f"path '{path}' is outside the workspace root")
-    try:
-        full = (root_r / p).resolve()
-    except (OSError, ValueError, RuntimeError):  # NUL byte, symlink loop
-        raise ToolRefused(f"path '{path}' is not a valid path") from None
-    if not full.is_relative_to(root_r):
-        raise ToolRefused(f"path '{path}' is outside the workspace root")
-    return full
-
-
-def _rel(root: Path, full: Path) -> str:
-    rel = full.relative_to(root.resolve()).as_posix()
-    return rel or "."
-
-
 def _arg_int(inp: dict, key: str, default: int, *, minimum: int = 0, maximum: int | None = None) -> int:
     v = inp.get(key, default)
     if v is None:
@@ -82,46 +80,29 @@ def _is_binary(head: bytes) -> bool:
     return b"\x00" in head
 
 
-def _kind(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "not a regular file"
+_NEWLINE = re.compile(r"\r\n|\r|\n")
 
 
-def _refuse_special(full: Path, path: str) -> os.stat_result | None:
-    """stat() `full` without opening it: None if it does not exist; ToolRefused for a FIFO, socket or device (opening
-    one can block a worker thread forever, or have side effects)."""
-    try:
-        st = full.stat()
-    except FileNotFoundError:
-        return None
-    except OSError as e:
-        raise ToolRefused(f"cannot access '{path}': {e.strerror or type(e).__name__}") from None
-    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
-        raise ToolRefused(f"'{path}' is {_kind(st.st_mode)}: refused, not opened")
-    return st
-
-
-def _open_regular(full: Path, path: str, flags: int = os.O_RDONLY, mode: str = "rb") -> IO[bytes]:
-    """Open a regular file without ever blocking on a special one: O_NONBLOCK (a FIFO opens at once), then fstat on
-    the descriptor (no race with a swap after an earlier stat). ToolRefused for anything but a regular file."""
-    try:
-        fd = os.open(full, flags | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o666)
-    except OSError as e:
-        raise ToolRefused(f"cannot open '{path}': {e.strerror or type(e).__name__}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ToolRefused(f"'{path}' is {_kind(st.st_mode)}: refused, not opened")
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, mode)
-    except BaseException:
-        os.close(fd)
-        raise
+def _line_pieces(f: IO[str], chunk: int = READ_CHUNK_CHARS) -> Iterator[tuple[str, bool]]:
+    """The text of ``f`` as (piece, ends_a_line) pairs, read ``chunk`` characters at a time: a line of any length is
+    never held whole. Lines end at ``\n``, ``\r\n`` or ``\r`` (universal newlines, kept untranslated)."""
+    carry = ""
+    while True:
+        data = f.read(chunk)
+        if not data:
+            if carry:
+                yield carry, True  # (a lone \r at the very end)
+            return
+        data = carry + data
+        carry = ""
+        if data.endswith("\r"):  # maybe the first half of \r\n: wait for the next chunk
+            data, carry = data[:-1], "\r"
+        pos = 0
+        for m in _NEWLINE.finditer(data):
+            yield data[pos : m.end()], True
+            pos = m.end()
+        if pos < len(data):
+            yield data[pos:], False
 
 
 def _compile_pattern(pattern: str, *, literal: bool, ignore_case: bool) -> tuple[Any, str]:
@@ -148,42 +129,47 @@ def _compile_pattern(pattern: str, *, literal: bool, ignore_case: bool) -> tuple
 # ------------------------------------------------------------------------------------------------------ the tools
 def _make_read_file(root: Path):
     def read_file(inp: dict) -> str:
-        full = resolve_in_root(root, inp.get("path"))
-        path = inp["path"]
-        st = _refuse_special(full, path)
-        if st is None:
-            raise ToolRefused(f"no such file: '{path}'")
-        if stat.S_ISDIR(st.st_mode):
-            raise ToolRefused(f"'{path}' is a directory; use list_dir")
-        offset = _arg_int(inp, "offset", 1, minimum=1)
-        limit = _arg_int(inp, "limit", READ_DEFAULT_LIMIT, minimum=1)
+        path = inp.get("path")
+        fd, _rel = open_regular(
+            root, path, missing="no such file: '{path}'", directory="'{path}' is a directory; use list_dir"
+        )
+        path = shown(str(path))  # (a non-empty string: open_regular checked)
+        try:
+            offset = _arg_int(inp, "offset", 1, minimum=1)
+            limit = _arg_int(inp, "limit", READ_DEFAULT_LIMIT, minimum=1)
+        except BaseException:
+            os.close(fd)
+            raise
         ev = cancel_event()
         out: list[str] = []
         size = 0
         last = offset - 1
-        total = 0
+        lineno = 1  # the line the next piece belongs to
+        in_line = False  # a piece of line `lineno` was seen
         more_chars = False
-        with _open_regular(full, path) as raw:
+        with os.fdopen(fd, "rb") as raw:
             if _is_binary(raw.read(8192)):
                 raise ToolRefused(f"'{path}' looks like a binary file; not shown")
             raw.seek(0)
             f = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
-            for lineno, line in enumerate(f, start=1):
-                total = lineno
-                if lineno % 4096 == 0 and ev.is_set():
+            for pieces, (piece, ends) in enumerate(_line_pieces(f)):
+                if pieces % 64 == 0 and ev.is_set():
                     break
-                if lineno < offset or more_chars or lineno >= offset + limit:
-                    continue
-                if size + len(line) > READ_MAX_CHARS:
-                    out.append(line[: READ_MAX_CHARS - size])
-                    more_chars = True
+                if offset <= lineno < offset + limit:
+                    if size + len(piece) > READ_MAX_CHARS:
+                        out.append(piece[: READ_MAX_CHARS - size])
+                        more_chars = True
+                        last = lineno
+                        break  # (nothing more is returned: the rest is not read)
+                    out.append(piece)
+                    size += len(piece)
                     last = lineno
-                    continue
-                out.append(line)
-                size += len(line)
-                last = lineno
+                in_line = not ends
+                if ends:
+                    lineno += 1
+        total = lineno - (0 if in_line else 1)
         text = "".join(out)
-        if offset > 1 and offset > total:
+        if offset > 1 and offset > total and not more_chars:
             return f"[file has {total} lines; offset {offset} is past the end]"
         notes = []
         if more_chars:
@@ -202,37 +188,50 @@ def _make_read_file(root: Path):
 def _make_list_dir(root: Path):
     def list_dir(inp: dict) -> str:
         path = inp.get("path", ".") or "."
-        full = resolve_in_root(root, path)
-        st = _refuse_special(full, path)
-        if st is None:
-            raise ToolRefused(f"no such directory: '{path}'")
-        if not stat.S_ISDIR(st.st_mode):
-            raise ToolRefused(f"'{path}' is not a directory; use read_file")
-        try:
-            entries = sorted(os.scandir(full), key=lambda e: e.name)
-        except OSError as err:
-            raise ToolRefused(f"cannot list '{path}': {err.strerror or type(err).__name__}") from None
-        lines = []
-        for e in entries[:LIST_MAX_ENTRIES]:
+        with walk(root, path) as w:
+            if w.name is not None:
+                if w.st is None or w.lexical_tail:
+                    raise ToolRefused(f"no such directory: '{shown(path)}'")
+                if stat.S_ISREG(w.st.st_mode):
+                    raise ToolRefused(f"'{shown(path)}' is not a directory; use read_file")
+                raise ToolRefused(f"'{shown(path)}' is {kind(w.st.st_mode)}: refused, not opened")
             try:
-                if e.is_symlink():
-                    lines.append(f"{e.name}@")
-                elif e.is_dir():
-                    lines.append(f"{e.name}/")
-                else:
+                with os.scandir(w.dir_fd) as it:
+                    entries = sorted(it, key=lambda e: e.name)
+            except OSError as err:
+                raise ToolRefused(f"cannot list '{shown(path)}': {err.strerror or type(err).__name__}") from None
+            lines = []
+            for e in entries[:LIST_MAX_ENTRIES]:
+                try:
                     mode = e.stat(follow_symlinks=False).st_mode
-                    if stat.S_ISREG(mode):
-                        lines.append(f"{e.name}  ({e.stat().st_size} bytes)")
+                    if stat.S_ISLNK(mode):
+                        lines.append(f"{e.name}@")
+                    elif stat.S_ISDIR(mode):
+                        lines.append(f"{e.name}/")
+                    elif stat.S_ISREG(mode):
+                        lines.append(f"{e.name}  ({e.stat(follow_symlinks=False).st_size} bytes)")
                     else:
-                        lines.append(f"{e.name}  ({_kind(mode)})")
-            except OSError:
-                lines.append(f"{e.name}  (unreadable)")
-        header = f"{_rel(root, full)}: {len(entries)} entries"
+                        lines.append(f"{e.name}  ({kind(mode)})")
+                except OSError:
+                    lines.append(f"{e.name}  (unreadable)")
+            header = f"{w.rel_path}: {len(entries)} entries"
         if len(entries) > LIST_MAX_ENTRIES:
             lines.append(f"[{len(entries) - LIST_MAX_ENTRIES} more entries not shown]")
         return header + ("\n" + "\n".join(lines) if lines else "")
 
     return list_dir
+
+
+def _read_for_search(dir_fd: int, name: str, st: os.stat_result) -> bytes | None:
+    """The bytes of a regular file to search (None: skipped, too big, or changed since listed)."""
+    if not stat.S_ISREG(st.st_mode) or st.st_size > SEARCH_MAX_FILE_BYTES:
+        return None  # FIFO, socket, device: never opened
+    try:
+        fd = open_entry(dir_fd, name, st)
+    except (Changed, OSError):
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read(SEARCH_MAX_FILE_BYTES + 1)
 
 
 def _make_search_text(root: Path):
@@ -241,68 +240,97 @@ def _make_search_text(root: Path):
         if not isinstance(pattern, str) or not pattern:
             raise ToolRefused("'pattern' must be a non-empty string")
         path = inp.get("path", ".") or "."
-        start = resolve_in_root(root, path)
-        st = _refuse_special(start, path)
-        if st is None:
-            raise ToolRefused(f"no such file or directory: '{path}'")
         max_results = _arg_int(inp, "max_results", SEARCH_DEFAULT_RESULTS, minimum=1, maximum=SEARCH_MAX_RESULTS)
         rx, note = _compile_pattern(pattern, literal=bool(inp.get("literal")), ignore_case=bool(inp.get("ignore_case")))
         search = rx.search
-        root_r = root.resolve()
         ev = cancel_event()
         hits: list[str] = []
         skipped: list[str] = []  # workspace-relative paths skipped, with why (never a host path)
         scanned = 0
-
-        def files():
-            if stat.S_ISREG(st.st_mode):
-                yield start
-                return
-            for dirpath, dirnames, filenames in os.walk(start, followlinks=False):
-                dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
-                for name in sorted(filenames):
-                    yield Path(dirpath) / name
-
         truncated = False
-        for f in files():
-            if ev.is_set():
-                return note + "[search cancelled]"
-            shown_path = f.relative_to(root_r).as_posix() if f.is_relative_to(root_r) else f.name
-            try:
-                real = f.resolve(strict=True)
-            except RuntimeError:  # a symlink loop (Python 3.11 raises RuntimeError; later versions OSError ELOOP)
-                skipped.append(f"{shown_path} (symlink loop)")
-                continue
-            except OSError as e:
-                if e.errno == errno.ELOOP:
-                    skipped.append(f"{shown_path} (symlink loop)")
-                continue  # a dangling symlink, or unreadable
-            try:
-                if not real.is_relative_to(root_r):
-                    continue  # symlink leaving the root
-                fst = real.stat()
-                if not stat.S_ISREG(fst.st_mode):
-                    continue  # FIFO, socket, device: never opened
-                if fst.st_size > SEARCH_MAX_FILE_BYTES:
-                    continue
-                with _open_regular(real, shown_path) as fh:
-                    data = fh.read(SEARCH_MAX_FILE_BYTES + 1)
-            except (OSError, ToolRefused):
-                continue
-            if _is_binary(data[:8192]):
-                continue
+
+        def scan(rel: str, data: bytes | None) -> bool:
+            """Search one file's bytes; False once enough matches were found."""
+            nonlocal scanned
+            if data is None or _is_binary(data[:8192]):
+                return True
             scanned += 1
-            rel = f.relative_to(root_r).as_posix() if f.is_relative_to(root_r) else _rel(root, real)
             for lineno, line in enumerate(data.splitlines(), start=1):
                 if search(line):
                     if len(hits) >= max_results:
-                        truncated = True
-                        break
+                        return False
                     text = line.decode("utf-8", errors="replace")
-                    shown = text if len(text) <= SEARCH_LINE_CHARS else text[:SEARCH_LINE_CHARS] + "…"
-                    hits.append(f"{rel}:{lineno}: {shown}")
-            if truncated:
-                break
+                    shown_line = text if len(text) <= SEARCH_LINE_CHARS else text[:SEARCH_LINE_CHARS] + "…"
+                    hits.append(f"{rel}:{lineno}: {shown_line}")
+            return True
+
+        def linked_file(rel: str) -> bytes | None:
+            """A symlinked file, walked from the root like any path (never followed out of it)."""
+            try:
+                fd, _ = open_regular(root, rel, missing="", directory="")
+            except ToolRefused as e:
+                if str(e).endswith("is not a valid path"):
+                    skipped.append(f"{rel} (symlink loop)")
+                return None  # dangling, a directory, outside the root, special
+            with os.fdopen(fd, "rb") as fh:
+                if os.fstat(fh.fileno()).st_size > SEARCH_MAX_FILE_BYTES:
+                    return None
+                return fh.read(SEARCH_MAX_FILE_BYTES + 1)
+
+        with walk(root, path) as w:
+            if w.name is not None:  # one file
+                if w.st is None or w.lexical_tail:
+                    raise ToolRefused(f"no such file or directory: '{shown(path)}'")
+                if not stat.S_ISREG(w.st.st_mode):
+                    raise ToolRefused(f"'{shown(path)}' is {kind(w.st.st_mode)}: refused, not opened")
+                scan(w.rel_path, _read_for_search(w.dir_fd, w.name, w.st))
+            else:  # a tree, depth first, each directory opened by descriptor (never a path), no symlink followed
+                top = w.rel_path
+                stack: list[tuple[int, str, int]] = [(os.dup(w.dir_fd), "" if top == "." else top + "/", 0)]
+                try:
+                    while stack and not truncated:
+                        dfd, prefix, depth = stack.pop()
+                        try:
+                            try:
+                                with os.scandir(dfd) as it:
+                                    entries = sorted(it, key=lambda e: e.name)
+                            except OSError:
+                                continue
+                            subdirs: list[tuple[int, str, int]] = []
+                            for e in entries:
+                                if ev.is_set():
+                                    return note + "[search cancelled]"
+                                rel = prefix + e.name
+                                try:
+                                    est = e.stat(follow_symlinks=False)
+                                except OSError:
+                                    continue
+                                if stat.S_ISDIR(est.st_mode):
+                                    if e.name in SKIP_DIRS:
+                                        continue
+                                    if depth + 1 > SEARCH_MAX_DEPTH:
+                                        skipped.append(f"{rel} (deeper than {SEARCH_MAX_DEPTH} levels)")
+                                        continue
+                                    try:
+                                        sub = os.open(e.name, DIR_FLAGS, dir_fd=dfd)
+                                    except OSError:
+                                        continue  # (swapped for a symlink since listed: not followed)
+                                    subdirs.append((sub, rel + "/", depth + 1))
+                                    continue
+                                data = (
+                                    linked_file(rel)
+                                    if stat.S_ISLNK(est.st_mode)
+                                    else _read_for_search(dfd, e.name, est)
+                                )
+                                if not scan(rel, data):
+                                    truncated = True
+                                    break
+                            stack.extend(reversed(subdirs))
+                        finally:
+                            os.close(dfd)
+                finally:
+                    for dfd, _, _ in stack:
+                        os.close(dfd)
         if skipped:
             more = f" and {len(skipped) - 20} more" if len(skipped) > 20 else ""
             note += f"[skipped: {', '.join(skipped[:20])}{more}]\n"
@@ -318,25 +346,89 @@ def _make_write_file(root: Path, allow_write: bool):
     def write_file(inp: dict) -> str:
         if not allow_write:
             raise ToolRefused("write_file is disabled: start with --allow-write")
-        full = resolve_in_root(root, inp.get("path"))
-        path: str = inp["path"]  # (a non-empty string: resolve_in_root checked)
+        path = inp.get("path")
         content = inp.get("content")
-        if not isinstance(content, str):
+        if isinstance(path, str) and path.strip() and not isinstance(content, str):
             raise ToolRefused("'content' must be a string")
-        st = _refuse_special(full, path)
-        if st is not None and stat.S_ISDIR(st.st_mode):
-            raise ToolRefused(f"'{path}' is a directory")
-        try:
-            full.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise ToolRefused(f"cannot create the directory of '{path}': {e.strerror or type(e).__name__}") from None
-        data = content.encode("utf-8")
-        with _open_regular(full, path, os.O_WRONLY | os.O_CREAT, "wb") as f:
-            f.truncate(0)  # (after the check: O_TRUNC would act before it)
-            f.write(data)
-        return f"wrote {len(data)} bytes to {_rel(root, full)}"
+        data = content.encode("utf-8") if isinstance(content, str) else b""
+        for _attempt in range(WRITE_RETRIES):
+            with walk(root, path, mkdirs=True) as w:
+                path = shown(str(path))  # (a non-empty string: walk checked)
+                if not isinstance(content, str):
+                    raise ToolRefused("'content' must be a string")
+                if w.name is None:
+                    raise ToolRefused(f"'{path}' is a directory")
+                if w.st is not None and not stat.S_ISREG(w.st.st_mode):
+                    raise ToolRefused(f"'{path}' is {kind(w.st.st_mode)}: refused, not opened")
+                try:
+                    linked = _write(w.dir_fd, w.name, data, w.st, path)
+                except Changed:
+                    continue
+                note = (
+                    " (it was a hard link: replaced by a new file; its other links keep the old content)"
+                    if linked
+                    else ""
+                )
+                return f"wrote {len(data)} bytes to {w.rel_path}{note}"
+        raise ToolRefused(f"'{path}' kept changing while it was written; refused")
 
     return write_file
+
+
+def _write(dir_fd: int, name: str, data: bytes, st: os.stat_result | None, path: str) -> bool:
+    """Write ``data`` as the file ``name`` of ``dir_fd`` (``st``: its lstat, None if it does not exist); True when it
+    was a hard link, replaced (never written through: its other names may be outside the workspace). Changed if
+    the entry changed since the lstat."""
+    flags = os.O_WRONLY | os.O_NONBLOCK | DIR_FLAGS_NOFOLLOW | _O_CLOEXEC
+    try:
+        if st is None:
+            try:
+                fd = os.open(name, flags | os.O_CREAT | os.O_EXCL, 0o666, dir_fd=dir_fd)
+            except FileExistsError:
+                raise Changed from None
+        elif st.st_nlink > 1:
+            _replace(dir_fd, name, data, st, path)
+            return True
+        else:
+            fd = open_entry(dir_fd, name, st, os.O_WRONLY)
+            if os.fstat(fd).st_nlink > 1:  # (linked since the lstat: the descriptor's count is the truth)
+                os.close(fd)
+                _replace(dir_fd, name, data, st, path)
+                return True
+    except OSError as e:
+        raise ToolRefused(f"cannot write '{path}': {e.strerror or type(e).__name__}") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            os.set_blocking(f.fileno(), True)
+            f.truncate(0)
+            f.write(data)
+    except OSError as e:
+        raise ToolRefused(f"cannot write '{path}': {e.strerror or type(e).__name__}") from None
+    return False
+
+
+def _replace(dir_fd: int, name: str, data: bytes, old: os.stat_result | None, path: str) -> None:
+    """Write a new file next to ``name`` and rename it over ``name``: the old file is never opened for writing, so a
+    hard link (or a file swapped in meanwhile) to something outside the workspace is replaced, not written through.
+    The old file's permission bits are kept."""
+    tmp = f".{secrets.token_hex(8)}.inspector-write.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | DIR_FLAGS_NOFOLLOW | _O_CLOEXEC, 0o666, dir_fd=dir_fd)
+    except OSError as e:
+        raise ToolRefused(f"cannot write '{path}': {e.strerror or type(e).__name__}") from None
+    try:
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                if old is not None:
+                    os.fchmod(f.fileno(), stat.S_IMODE(old.st_mode))
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except OSError as e:
+            raise ToolRefused(f"cannot write '{path}': {e.strerror or type(e).__name__}") from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        raise
 
 
 async def sleep_tool(inp: dict) -> str:
