@@ -37,7 +37,7 @@ import orjson
 
 from inspector.core.errors import InspectorError
 from inspector.core.fmt import milliseconds
-from inspector.core.redaction import credential_values, usable_secrets
+from inspector.core.redaction import credential_values, mask_text, redact, usable_secrets
 from inspector.net.faults import FAULT_HEADER
 from inspector.net.livefaults import parse_live_faults, run_live
 from inspector.net.server import Closable, ConnectionDrop, install_log_filter
@@ -189,7 +189,8 @@ class ProxyApp(Closable):
         self.faults = parse_live_faults(faults)
         self.fault_header = fault_header
         self.batch_interval = batch_interval
-        self.secrets: list[str] = usable_secrets(secrets)
+        # a key in the upstream URL (``http://relay:KEY@host``) is a secret from the start
+        self.secrets: list[str] = usable_secrets([*(secrets or []), *credential_values([], self.upstream)])
         # the ONE redaction point: every observation reaches the bus (the dashboard's and the recorder's) masked, also
         # a key echoed split across reads or deltas or \u-escaped (observe/redacting.py); keys learned late included
         self._bus = bus if bus is not None else O.ObservationBus()
@@ -227,12 +228,13 @@ class ProxyApp(Closable):
         return self.clock() - self.t0
 
     def source(self) -> dict:
+        """How the dashboard and the recording's header name this source (a key in the upstream URL masked)."""
         if self.source_info is not None:
-            return dict(self.source_info)
+            return redact(dict(self.source_info), self.secrets)
         src = {"type": "proxy", "upstream": self.upstream}
         if self.listen:
             src["listen"] = self.listen
-        return src
+        return redact(src, self.secrets)
 
     def _client(self) -> tuple[int, httpx2.AsyncClient]:
         """The upstream client for the next request: (shard, client). The pool is split into shards of
@@ -418,7 +420,9 @@ class ProxyApp(Closable):
                 "headers": [(b"content-type", b"application/json"), *(headers or [])],
             }
         )
-        await send({"type": "http.response.body", "body": _error_body(kind, message), "more_body": False})
+        # a key the client sent never comes back in an error's text (upstream's may quote it)
+        masked = mask_text(message, self.secrets) if self.secrets else message
+        await send({"type": "http.response.body", "body": _error_body(kind, masked), "more_body": False})
 
     def _busy_message(self) -> str:
         return f"all {self.max_connections} upstream connections are busy (--max-connections)"

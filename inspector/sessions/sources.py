@@ -193,9 +193,13 @@ def api_session(
     if http_client is not None:
         kw["http_client"] = http_client
     client = anthropic.AsyncAnthropic(**kw)
+    from inspector.core.redaction import credential_values, mask_text, usable_secrets
+
+    # a relay's key in the base URL (http://user:KEY@relay, ?api_key=KEY) is a secret like the API key
+    secrets = usable_secrets([key, *(credential_values([], base) if base else [])])
     source = {"type": "api", "model": model}
     if base:
-        source["base_url"] = base
+        source["base_url"] = mask_text(base, secrets)
     config = LoopConfig(
         model=model,
         prompt=prompt,
@@ -205,7 +209,7 @@ def api_session(
         retries=retries,
         idle_timeout=idle_timeout,
         source=source,
-        secrets=[key],
+        secrets=secrets,
     )
     loop = AgentLoop(client, config, tools, bus=bus, clock=clock, pacer=Pacer(1.0))
     session = Session(loop, source)

@@ -290,12 +290,6 @@ def test_an_illegal_header_line_from_an_environment_proxy_is_masked(tmp_path) ->
     check({"recording": raw, **outputs, **dumps(record)})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="inspector/net/proxy.py answers the client's 502 with upstream's error text, which quotes the first 80 "
-    "bytes of a malformed status line (net/upstream.py): the key the client sent comes back in the error body. "
-    "Fixed when the proxy masks its error replies with its secrets (or upstream.py stops quoting raw bytes).",
-)
 def test_the_proxys_error_reply_does_not_quote_the_key(tmp_path) -> None:
     up = Upstream(relay_respond)
     try:
@@ -327,13 +321,6 @@ def test_run_record_against_an_echoing_relay(tmp_path) -> None:
         assert_no_key(key, {"recording": raw, "stdout": proc.stdout, "stderr": proc.stderr, **dumps(record)})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="inspector/net/proxy.py learns a request's credentials from its headers only "
-    "(credential_values(in_headers)); without --record nothing learns the ?api_key= of the URL, so the exchange "
-    "line's reason (upstream's malformed status line quoting the key) prints it on stderr. Fixed by "
-    "credential_values(in_headers, url) in ProxyApp._handle.",
-)
 def test_a_query_key_without_a_recording_is_masked_on_stderr() -> None:
     up = Upstream(relay_respond)
     try:
@@ -400,13 +387,6 @@ def test_run_with_a_relay_key_in_the_base_url_masks_the_url() -> None:
     assert_no_key(relay_key, {"stderr": proc.stderr})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="inspector/sessions/sources.py gives the recording and the loop's redacting publisher only the API key "
-    "as secrets: a relay key in --base-url / ANTHROPIC_BASE_URL is in the recording's header (source.base_url), and "
-    "upstream's echo of it split across deltas is not joined (the process-wide guard masks whole keys only). Fixed "
-    "by secrets=[key, *credential_values((), base)] in api_session.",
-)
 def test_run_with_a_relay_key_in_the_base_url_is_nowhere(base_url_run) -> None:
     proc, record, relay_key = base_url_run
     outputs = {"recording": record.read_bytes(), "stdout": proc.stdout, **dumps(record)}

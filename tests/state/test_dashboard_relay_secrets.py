@@ -36,12 +36,6 @@ FORMS = {
     "basic": ({"authorization": "Basic " + base64.b64encode(f"user:{KEY}".encode()).decode()}, ""),
     "query": ({}, "?api_key=" + KEY.replace("-", "%2D")),
 }
-QUERY_XFAIL = pytest.mark.xfail(
-    strict=True,
-    reason="inspector/net/proxy.py learns the credentials of a request from its headers only "
-    "(credential_values(in_headers)): a ?api_key= key is not learned for the dashboard, so the URL in the request "
-    "row and upstream's echo show it. Fixed by passing the URL: credential_values(in_headers, url).",
-)
 
 
 def echo(text: str) -> bytes:
@@ -55,7 +49,7 @@ def echo(text: str) -> bytes:
     )
 
 
-@pytest.mark.parametrize("form", [pytest.param(f, marks=QUERY_XFAIL) if f == "query" else f for f in sorted(FORMS)])
+@pytest.mark.parametrize("form", sorted(FORMS))
 async def test_the_proxy_dashboard_masks_a_relay_credential_echoed_by_upstream(form) -> None:
     from inspector.net.proxy import ProxyApp
     from inspector.net.server import BackgroundServer
