@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hashlib
 import logging
 import threading
 import time
@@ -64,12 +63,35 @@ from inspector.net.recorded import (
 )
 from inspector.net.server import Closable, ConnectionDrop, _race, guarded_h11, install_log_filter
 from inspector.scenarios.bundled import DEFAULT_SCENARIO, SCENARIOS, get_scenario
+from inspector.scenarios.fakeapi import (
+    MAX_DEPTH,
+    RateLimits,
+    RequestIds,
+    body_problem,
+    count_input_tokens,
+    credentials_problem,
+    error_body,
+    known_model,
+    messages_decision,
+    request_digest,
+)
 from inspector.scenarios.model import (
     Scenario,
 )
 from inspector.scenarios.render import ResponsePlan
 from inspector.scenarios.transport import scale_retry_headers
-from inspector.stream.history import history_violation
+
+__all__ = [
+    "SCENARIO_HEADER",
+    "SESSION_HEADER",
+    "Exchange",
+    "ServeApp",
+    "assembled_message",
+    "body_problem",
+    "credentials_problem",
+    "format_exchange",
+    "make_app",
+]
 
 SCENARIO_HEADER = "x-inspector-scenario"
 SESSION_HEADER = "x-inspector-session"
@@ -94,38 +116,6 @@ def assembled_message(plan: ResponsePlan) -> dict:
     msg = assemble([r.data for r in plan.reads]).final_message()
     msg.setdefault("type", "message")
     return msg
-
-
-def credentials_problem(headers: Mapping[str, str]) -> tuple[int, str, str] | None:
-    """The API's answer to a request without credentials or without ``anthropic-version`` (None: fine)."""
-    if not (headers.get("x-api-key") or "").strip() and not (headers.get("authorization") or "").strip():
-        return 401, "authentication_error", "x-api-key header is required"
-    if not (headers.get("anthropic-version") or "").strip():
-        return 400, "invalid_request_error", "anthropic-version: header is required"
-    return None
-
-
-def body_problem(body: dict, *, messages: bool = True) -> str | None:
-    """The API's 400 message for a Messages request body with a missing or wrongly typed required field.
-    ``messages=False``: leave ``messages`` to the history rules (:func:`history_violation`, the same answer as the
-    in-process ScenarioServer)."""
-    for name in ("model", "max_tokens", "messages") if messages else ("model", "max_tokens"):
-        if name not in body:
-            return f"{name}: Field required"
-    model, max_tokens = body["model"], body["max_tokens"]
-    if not isinstance(model, str):
-        return "model: Input should be a valid string"
-    if not model:
-        return "model: String should have at least 1 character"
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
-        return "max_tokens: Input should be a valid integer"
-    if max_tokens < 1:
-        return "max_tokens: Input should be greater than or equal to 1"
-    if messages and not isinstance(body["messages"], list):
-        return "messages: Input should be a valid list"
-    if "stream" in body and not isinstance(body["stream"], bool):
-        return "stream: Input should be a valid boolean"
-    return None
 
 
 @dataclass
@@ -190,6 +180,8 @@ class ServeApp(Closable):
         body_timeout: float = BODY_TIMEOUT,
         recording: RecordingSource | None = None,
         echo_model: bool = True,
+        request_id_seed: str | None = None,
+        ratelimits: RateLimits | None = None,
     ) -> None:
         self.scenarios: dict[str, Scenario] = dict(SCENARIOS)
         for sc in extra_scenarios:
@@ -213,6 +205,8 @@ class ServeApp(Closable):
         self.on_exchange = on_exchange
         self.lenient, self.strict = lenient, strict
         self.echo_model = echo_model
+        self.request_ids = RequestIds(request_id_seed)  # unique per response (seeded: reproducible, for tests)
+        self.ratelimits = ratelimits or RateLimits()
         self.max_body, self.body_timeout = max_body, body_timeout
         self.history = history
         self.exchanges: deque[Exchange] = deque(maxlen=history)
@@ -315,9 +309,9 @@ class ServeApp(Closable):
 
     def _reject(self, ex: Exchange, status: int, etype: str, message: str, kind: str | None = None, close=False):
         ex.status, ex.rejected, ex.kind = status, message, kind
-        # like the API: a request id in the header and the body (deterministic: derived from the error)
-        rid = "req_011C" + hashlib.sha256(f"{ex.path}|{status}|{message}".encode()).hexdigest()[:20]
-        body = orjson.dumps({"type": "error", "error": {"type": etype, "message": message}, "request_id": rid})
+        # like the API: a request id in the header and the body, unique per response
+        rid = self.request_ids.next()
+        body = error_body(etype, message, rid)
         ex.bytes = len(body)
         self._note(ex)
         headers = {"request-id": rid}
@@ -428,7 +422,7 @@ class ServeApp(Closable):
         if denied is not None:
             return denied
         mid = request.path_params["model_id"]
-        if mid not in self._model_ids():
+        if not known_model(mid, self._model_ids()):
             return self._reject(ex, 404, "not_found_error", f"model: {mid}")
         return self._json(200, orjson.dumps(self._model_obj(mid)))
 
@@ -444,28 +438,53 @@ class ServeApp(Closable):
             return None, self._reject(ex, e.status, e.etype, e.message, close=True)
         try:
             return orjson.loads(raw), None
-        except orjson.JSONDecodeError:
-            return None, self._reject(ex, 400, "invalid_request_error", "request body is not valid JSON")
+        except orjson.JSONDecodeError as e:
+            if "depth limit" in str(e):
+                message = f"request body nests deeper than {MAX_DEPTH} levels"
+            else:
+                message = "request body is not valid JSON"
+            return None, self._reject(ex, 400, "invalid_request_error", message)
 
     async def count_tokens(self, request):
+        """``POST /v1/messages/count_tokens``: the body is checked as ``/v1/messages`` checks it (but takes no
+        ``max_tokens``); the count covers everything the model would read: system, tools and messages."""
         ex = self._new_exchange(request)
         body, refused = await self._checked_json(request, ex)
         if refused is not None:
             return refused
-        n = max(1, len(orjson.dumps(body.get("messages") if isinstance(body, dict) else body)) // 4)
-        return self._json(200, orjson.dumps({"input_tokens": n}))
+        decision = messages_decision(
+            body,
+            lenient=self.lenient,
+            validate_history=self.validate_history,
+            models=self._model_ids(),
+            max_tokens_required=False,
+        )
+        ex.history = decision.history
+        if decision.rejected:
+            return self._reject(ex, decision.status, decision.etype, decision.message, decision.kind)
+        ex.model = body.get("model") if isinstance(body.get("model"), str) else None
+        n = count_input_tokens(body)
+        ex.status = 200
+        out = orjson.dumps({"input_tokens": n})
+        ex.bytes = len(out)
+        self._note(ex)
+        return self._json(200, out, {"request-id": self.request_ids.next()})
 
     async def messages(self, request):
         ex = self._new_exchange(request)
         body, refused = await self._checked_json(request, ex)
         if refused is not None:
             return refused
-        if not isinstance(body, dict):
-            return self._reject(ex, 400, "invalid_request_error", "request body must be a JSON object")
-        if not self.lenient:
-            problem = body_problem(body, messages=not self.validate_history)
-            if problem is not None:
-                return self._reject(ex, 400, "invalid_request_error", problem)
+        decision = messages_decision(
+            body, lenient=self.lenient, validate_history=self.validate_history, models=self._model_ids()
+        )
+        ex.history = decision.history
+        if decision.rejected:
+            if isinstance(body, dict) and isinstance(body.get("model"), str):
+                ex.model = body["model"]
+            return self._reject(ex, decision.status, decision.etype, decision.message, decision.kind)
+        messages = decision.messages
+        assert isinstance(messages, list) and decision.turn is not None
         model = body.get("model") if isinstance(body.get("model"), str) and body.get("model") else None
         ex.model = model
         if not self.echo_model:
@@ -490,20 +509,8 @@ class ServeApp(Closable):
         except FaultError as e:
             return self._reject(ex, 400, "invalid_request_error", f"{FAULT_HEADER}: {e}")
         ex.faults = faults_key(faults)
-        messages = body.get("messages")
-        if self.validate_history:
-            v = history_violation(messages)
-            if v is not None:
-                ex.history = v.kind
-                return self._reject(ex, 400, "invalid_request_error", v.message, v.kind)
-            ex.history = "ok"
-        else:
-            ex.history = "off"
-            if not isinstance(messages, list):
-                return self._reject(ex, 400, "invalid_request_error", "messages: Field required")
-        assert isinstance(messages, list)
         turns = len(self.recording.turns) if self.recording is not None else len(self.scenarios[name].turns)
-        turn = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
+        turn = decision.turn
         ended = turn >= turns
         if ended and self.strict:
             return self._reject(
@@ -513,8 +520,7 @@ class ServeApp(Closable):
                 f"scenario {name!r} has {turns} turns; no turn {turn} (this request has {turn} assistant messages)",
             )
         session = request.headers.get(SESSION_HEADER, "")
-        digest = hashlib.sha256(orjson.dumps(messages, option=orjson.OPT_SORT_KEYS)).hexdigest()
-        attempt = self._next_attempt((name, ex.faults, session, turn, digest))
+        attempt = self._next_attempt((name, ex.faults, session, turn, request_digest(messages)))
         ex.turn, ex.attempt, ex.script_ended = turn, attempt, ended
         if self.recording is not None and not ended:
             ex.differs, ex.diff = request_diff(self.recording.recorded_request(turn), body)
@@ -530,15 +536,33 @@ class ServeApp(Closable):
         stream = body.get("stream") is True
         ex.stream = stream
         await self.pacer.sleep(plan.header_delay)
-        headers = dict(plan.headers)
+        headers, error = self._response_headers(plan, body)
         if plan.status != 200:
-            scale_retry_headers(headers, self.pacer.speed)
-            ex.status, ex.reads, ex.bytes, ex.end = plan.status, 1, len(plan.body), "eof"
+            ex.status, ex.reads, ex.bytes, ex.end = plan.status, 1, len(error), "eof"
             self._note(ex)
-            return _Body(self, plan.status, headers, [plan.body], ex)
+            return _Body(self, plan.status, headers, [error], ex)
         if stream:
             return _PlanStream(self, plan, headers, ex)
         return await self._non_stream(plan, headers, ex)
+
+    def _response_headers(self, plan: ResponsePlan, body: dict) -> tuple[dict[str, str], bytes]:
+        """The plan's headers as this response sends them, and its error body (for a non-200 plan): a request id
+        unique to the response (in the header and the error body alike), retry-after scaled by the speed, and the
+        rate-limit headers (a scripted 429 has nothing remaining until its retry-after)."""
+        headers = dict(plan.headers)
+        error = plan.body if plan.status != 200 else b""
+        rid = self.request_ids.next()
+        rendered = headers.get("request-id")
+        if rendered and plan.status != 200:
+            error = error.replace(rendered.encode(), rid.encode())
+        headers["request-id"] = rid
+        if plan.status != 200:
+            scale_retry_headers(headers, self.pacer.speed)
+        limited = plan.status == 429
+        headers.update(
+            self.ratelimits.headers(count_input_tokens(body), limited=limited, retry_after=_retry_after(headers))
+        )
+        return headers, error
 
     async def _plan_for(
         self,
@@ -598,6 +622,16 @@ class ServeApp(Closable):
             out["content-length"] = str(len(body))
             return _Body(self, 200, out, [body[: len(body) // 2]], ex, end="drop")
         return _Body(self, 200, out, [body], ex)
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds a response asks the client to wait (retry-after-ms, else retry-after in seconds), None if neither."""
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        try:
+            return float(headers[name]) / scale
+        except (KeyError, ValueError):
+            continue
+    return None
 
 
 def _raw_headers(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:

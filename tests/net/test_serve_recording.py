@@ -205,14 +205,14 @@ async def test_a_differing_request_is_answered_and_flagged(tmp_path):
                 model="claude-sonnet-4-6", max_tokens=16, messages=[{"role": "user", "content": "hi"}]
             )
             other = await client.messages.create(
-                model="claude-opus-x", max_tokens=16, messages=[{"role": "user", "content": "something else"}]
+                model="claude-opus-4-7", max_tokens=16, messages=[{"role": "user", "content": "something else"}]
             )
         async with httpx2.AsyncClient(base_url=srv.base_url) as h:
             listed = (await h.get("/inspector/requests")).json()["data"]
     assert same.content[0].text == other.content[0].text == "hello"  # answered either way
     assert listed[0]["differs"] is None and listed[0]["diff"] == []
     differs = listed[1]["differs"]
-    assert "model 'claude-sonnet-4-6' -> 'claude-opus-x'" in differs and "messages differ from messages.0" in differs
+    assert "model 'claude-sonnet-4-6' -> 'claude-opus-4-7'" in differs and "messages differ from messages.0" in differs
     diff = "\n".join(listed[1]["diff"])
     assert '-      "content": "hi"' in diff and '+      "content": "something else"' in diff
     assert "differs from the recording" in lines[1] and "\n" not in lines[1]
