@@ -159,9 +159,9 @@ def test_valid_histories_pass(case):
 
 def test_one_implementation():
     """serve and the in-process server use the same function (no second copy of the rules)."""
-    import inspector.net.serve as serve
+    import inspector.scenarios.fakeapi as fakeapi
 
-    assert serve.history_violation is history.history_violation
+    assert fakeapi.history_violation is history.history_violation  # serve decides through fakeapi
     assert transport.history_problem is history.history_problem
     assert not hasattr(transport, "_blocks")
 
@@ -170,7 +170,7 @@ def test_one_implementation():
 
 
 def _request(messages) -> httpx2.Request:
-    body = {"model": "m", "max_tokens": 10, "stream": True, "messages": messages}
+    body = {"model": "claude-sonnet-4-6", "max_tokens": 10, "stream": True, "messages": messages}
     return httpx2.Request(
         "POST",
         "http://scenario.local/v1/messages",
