@@ -31,6 +31,7 @@ are bounded, the exchange list and attempt counters are bounded by ``history`` (
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import dataclasses
 import logging
 import threading
@@ -103,6 +104,7 @@ DEFAULT_HISTORY = (
 KEEP_ALIVE = 75.0  # seconds an idle keep-alive connection stays open (the usual API front ends; uvicorn's default is 5)
 HEADER_TIMEOUT = 30.0  # seconds from a request's first byte to the end of its headers
 BODY_TIMEOUT = 60.0  # seconds to receive a whole request body
+DIFF_BUDGET = 2.0  # seconds a --recording request diff may take (in a worker thread) before it is given up
 MAX_HEADER_BYTES = 64 * 1024  # h11_max_incomplete_event_size: the most bytes of unfinished request headers
 
 log = logging.getLogger("inspector.serve")
@@ -182,6 +184,7 @@ class ServeApp(Closable):
         echo_model: bool = True,
         request_id_seed: str | None = None,
         ratelimits: RateLimits | None = None,
+        diff_budget: float = DIFF_BUDGET,
     ) -> None:
         self.scenarios: dict[str, Scenario] = dict(SCENARIOS)
         for sc in extra_scenarios:
@@ -207,6 +210,11 @@ class ServeApp(Closable):
         self.echo_model = echo_model
         self.request_ids = RequestIds(request_id_seed)  # unique per response (seeded: reproducible, for tests)
         self.ratelimits = ratelimits or RateLimits()
+        # --recording: request diffs run in one worker thread, each within diff_budget seconds; the exchange is
+        # printed once its diff is known (the response never waits for it)
+        self.diff_budget = diff_budget
+        self._diff_pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._diffs: dict[int, asyncio.Future] = {}  # Exchange.seq -> its diff under way
         self.max_body, self.body_timeout = max_body, body_timeout
         self.history = history
         self.exchanges: deque[Exchange] = deque(maxlen=history)
@@ -246,6 +254,13 @@ class ServeApp(Closable):
     def _note(self, ex: Exchange) -> None:
         self.exchanges.append(ex)
         self.total_exchanges += 1
+        pending = self._diffs.get(ex.seq)
+        if pending is not None and not pending.done():
+            pending.add_done_callback(lambda _: self._print(ex))
+            return
+        self._print(ex)
+
+    def _print(self, ex: Exchange) -> None:
         if self.on_exchange is not None:
             try:
                 self.on_exchange(ex)
@@ -370,7 +385,11 @@ class ServeApp(Closable):
         return self._json(200, orjson.dumps({"data": items}))
 
     async def request_list(self, request):
-        """The recent exchanges (oldest first) with their history-check result; says how many were dropped."""
+        """The recent exchanges (oldest first) with their history-check result; says how many were dropped.
+        Request diffs under way are waited for first (each within its budget)."""
+        pending = list(self._diffs.values())
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
         data = [ex.to_json() for ex in list(self.exchanges)]
         dropped = self.total_exchanges - len(data)
         body = {
@@ -523,7 +542,11 @@ class ServeApp(Closable):
         attempt = self._next_attempt((name, ex.faults, session, turn, request_digest(messages)))
         ex.turn, ex.attempt, ex.script_ended = turn, attempt, ended
         if self.recording is not None and not ended:
-            ex.differs, ex.diff = request_diff(self.recording.recorded_request(turn), body)
+            recorded = self.recording.recorded_request(turn)
+            if recorded is not None:
+                seq = ex.seq
+                task = self._diffs[seq] = asyncio.ensure_future(self._request_diff(ex, recorded, body))
+                task.add_done_callback(lambda _: self._diffs.pop(seq, None))
         try:
             plan = await self._plan_for(name, faults, turn, attempt, model, ended, turns)
         except (ValueError, IndexError, TypeError) as e:
@@ -544,6 +567,20 @@ class ServeApp(Closable):
         if stream:
             return _PlanStream(self, plan, headers, ex)
         return await self._non_stream(plan, headers, ex)
+
+    async def _request_diff(self, ex: Exchange, recorded: dict, body: dict) -> None:
+        """How the request differs from the recorded one, into ``ex``: computed in a worker thread (never on the
+        event loop), within ``diff_budget`` seconds (past it, the exchange says so)."""
+        if self._diff_pool is None:
+            self._diff_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="serve-diff")
+        work = asyncio.get_running_loop().run_in_executor(self._diff_pool, request_diff, recorded, body)
+        try:
+            ex.differs, ex.diff = await asyncio.wait_for(work, self.diff_budget)
+        except TimeoutError:
+            ex.differs, ex.diff = f"not compared: the request diff took more than its {self.diff_budget:g} s", []
+        except Exception as e:  # a diff must never fail the request
+            log.warning("the request diff failed", exc_info=True)
+            ex.differs, ex.diff = f"not compared: the request diff failed ({type(e).__name__}: {e})", []
 
     def _response_headers(self, plan: ResponsePlan, body: dict) -> tuple[dict[str, str], bytes]:
         """The plan's headers as this response sends them, and its error body (for a non-200 plan): a request id
