@@ -210,6 +210,11 @@ class AgentLoop:
             self._tap.listener = self
 
     # ------------------------------------------------------------------------------------------ observations
+    def publish_to(self, bus: O.ObservationBus) -> None:
+        """Publish to ``bus`` from now on, before ``run()`` (a threaded session relays it to its subscribers)."""
+        self.bus = bus
+        self._publisher = RedactingPublisher(bus, self._secrets)
+
     def now(self) -> float:
         return self.clock() - self._t0
 
