@@ -90,7 +90,7 @@ class Session:
 
         async def main() -> LoopResult:
             self._thread_loop = asyncio.get_running_loop()
-            return await self._run_here()
+            return await self._run_here(close=False)  # closed below, once every observation was delivered
 
         def thread() -> None:
             try:
@@ -109,12 +109,27 @@ class Session:
             raise
         finally:
             relay.drain()  # what is still queued, before the caller hears the session ended
+            if done.done():
+                self.close()  # the recorder and the cleanups, after the subscribers (the recorder) got everything
+            else:  # cancelled while the loop winds down: close once it has
+                done.add_done_callback(lambda _: self._close_later(consumer, relay))
 
-    async def _run_here(self) -> LoopResult:
+    def _close_later(self, consumer: asyncio.AbstractEventLoop, relay: _Relay) -> None:
+        try:
+            consumer.call_soon_threadsafe(self._close_after, relay)
+        except RuntimeError:  # the caller's loop has closed: nobody else will deliver or close
+            self._close_after(relay)
+
+    def _close_after(self, relay: _Relay) -> None:
+        relay.drain()
+        self.close()
+
+    async def _run_here(self, *, close: bool = True) -> LoopResult:
         try:
             return await self.loop.run()
         finally:
-            self.close()
+            if close:
+                self.close()
             try:
                 await self.loop.client.close()  # the SDK's connection pool
             except Exception:  # the session has ended; a pool that fails to close is only noted

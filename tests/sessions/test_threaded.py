@@ -148,3 +148,27 @@ async def test_the_dashboard_drives_a_threaded_session():
         await flushed(app)
         assert app.live.status.loop_state == LoopState.FINISHED and len(app.live.tools) == 4
         assert factory.last._thread is not None and not factory.last._thread.is_alive()
+
+
+async def test_a_threaded_session_records_every_observation(tmp_path):
+    from inspector.record.recording import read_recording
+
+    path = tmp_path / "run.jsonl"
+    session = scenario_session("weather", speed=math.inf, record=path)
+    session.threaded = True
+    seen: list[O.Observation] = []
+
+    def consumer(obs: O.Observation) -> None:
+        if not seen:  # the consumer is slow: nothing is delivered before the session's thread has ended
+            assert session._thread is not None
+            session._thread.join(20)
+        seen.append(obs)
+
+    session.bus.subscribe(consumer)
+    result = await asyncio.wait_for(session.run(), 30)
+    assert result.status == "finished"
+    rec = read_recording(path.read_bytes())
+    assert rec.warnings == []
+    reads = [r.data for t in rec.turns for a in t.attempts for r in a.reads]
+    assert reads == [o.data for o in seen if isinstance(o, O.ReadReceived)]
+    assert rec.observations[-1]["type"] == "loop_finished"  # written before the recorder was closed
