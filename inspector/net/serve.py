@@ -37,7 +37,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +66,7 @@ from inspector.net.server import Closable, ConnectionDrop, _race, guarded_h11, i
 from inspector.scenarios.bundled import DEFAULT_SCENARIO, SCENARIOS, get_scenario
 from inspector.scenarios.fakeapi import (
     MAX_DEPTH,
+    FakeApi,
     RateLimits,
     RequestIds,
     body_problem,
@@ -73,14 +74,11 @@ from inspector.scenarios.fakeapi import (
     credentials_problem,
     error_body,
     known_model,
-    messages_decision,
-    request_digest,
 )
 from inspector.scenarios.model import (
     Scenario,
 )
 from inspector.scenarios.render import ResponsePlan
-from inspector.scenarios.transport import scale_retry_headers
 
 __all__ = [
     "SCENARIO_HEADER",
@@ -204,12 +202,18 @@ class ServeApp(Closable):
         if recording is not None:
             check_recording_faults(self.default_faults)
         self.pacer = Pacer(speed)
-        self.validate_history = validate_history
         self.on_exchange = on_exchange
-        self.lenient, self.strict = lenient, strict
         self.echo_model = echo_model
-        self.request_ids = RequestIds(request_id_seed)  # unique per response (seeded: reproducible, for tests)
-        self.ratelimits = ratelimits or RateLimits()
+        # the fake API's decisions (checks, turn and attempt, answer headers), shared with the in-process transport
+        self.api = FakeApi(
+            validate_history=validate_history,
+            lenient=lenient,
+            strict=strict,
+            history=history,
+            models=self._model_ids,
+            request_ids=RequestIds(request_id_seed),  # unique per response (seeded: reproducible, for tests)
+            ratelimits=ratelimits or RateLimits(),
+        )
         # --recording: request diffs run in one worker thread, each within diff_budget seconds; the exchange is
         # printed once its diff is known (the response never waits for it)
         self.diff_budget = diff_budget
@@ -219,8 +223,6 @@ class ServeApp(Closable):
         self.history = history
         self.exchanges: deque[Exchange] = deque(maxlen=history)
         self.total_exchanges = 0
-        self.attempts: OrderedDict[tuple, int] = OrderedDict()
-        self.attempts_dropped = 0
         self._seq = 0
         self._lock = threading.Lock()  # the plan caches are filled from worker threads (rendering is off the loop)
         self._faulted: OrderedDict[tuple[str, str, str | None], Scenario] = OrderedDict()
@@ -272,13 +274,31 @@ class ServeApp(Closable):
         self._seq += 1
         return ex
 
-    def _next_attempt(self, key: tuple) -> int:
-        attempt = self.attempts.pop(key, 0)
-        self.attempts[key] = attempt + 1  # most recently used last
-        while len(self.attempts) > self.history:
-            self.attempts.popitem(last=False)
-            self.attempts_dropped += 1
-        return attempt
+    # the core's settings and counters, under their old names
+    @property
+    def lenient(self) -> bool:
+        return self.api.lenient
+
+    @property
+    def strict(self) -> bool:
+        return self.api.strict
+
+    @property
+    def validate_history(self) -> bool:
+        return self.api.validate_history
+
+    @property
+    def attempts(self) -> OrderedDict[tuple, int]:
+        return self.api.attempts
+
+    @property
+    def attempts_dropped(self) -> int:
+        return self.api.attempts_dropped
+
+    @property
+    def request_ids(self) -> RequestIds:
+        assert self.api.request_ids is not None
+        return self.api.request_ids
 
     def faulted(self, name: str, faults: tuple[FaultSpec, ...], model: str | None = None) -> Scenario:
         """The scenario with the faults built in (and the request's model, when given), cached."""
@@ -366,7 +386,7 @@ class ServeApp(Closable):
         return self._reject(ex, 404, "not_found_error", f"Not found: {request.method} {request.url.path}")
 
     async def reset(self, request):
-        self.attempts.clear()
+        self.api.reset()
         return self._json(200, b'{"reset": true}')
 
     async def fault_list(self, request):
@@ -471,13 +491,7 @@ class ServeApp(Closable):
         body, refused = await self._checked_json(request, ex)
         if refused is not None:
             return refused
-        decision = messages_decision(
-            body,
-            lenient=self.lenient,
-            validate_history=self.validate_history,
-            models=self._model_ids(),
-            max_tokens_required=False,
-        )
+        decision = self.api.check(body, max_tokens_required=False)
         ex.history = decision.history
         if decision.rejected:
             return self._reject(ex, decision.status, decision.etype, decision.message, decision.kind)
@@ -494,9 +508,7 @@ class ServeApp(Closable):
         body, refused = await self._checked_json(request, ex)
         if refused is not None:
             return refused
-        decision = messages_decision(
-            body, lenient=self.lenient, validate_history=self.validate_history, models=self._model_ids()
-        )
+        decision = self.api.check(body)
         ex.history = decision.history
         if decision.rejected:
             if isinstance(body, dict) and isinstance(body.get("model"), str):
@@ -529,17 +541,12 @@ class ServeApp(Closable):
             return self._reject(ex, 400, "invalid_request_error", f"{FAULT_HEADER}: {e}")
         ex.faults = faults_key(faults)
         turns = len(self.recording.turns) if self.recording is not None else len(self.scenarios[name].turns)
-        turn = decision.turn
-        ended = turn >= turns
-        if ended and self.strict:
-            return self._reject(
-                ex,
-                400,
-                "invalid_request_error",
-                f"scenario {name!r} has {turns} turns; no turn {turn} (this request has {turn} assistant messages)",
-            )
         session = request.headers.get(SESSION_HEADER, "")
-        attempt = self._next_attempt((name, ex.faults, session, turn, request_digest(messages)))
+        decision = self.api.select(decision, body, name=name, turns=turns, faults=ex.faults, session=session)
+        if decision.rejected:
+            return self._reject(ex, decision.status, decision.etype, decision.message, decision.kind)
+        turn, attempt, ended = decision.turn, decision.attempt, decision.ended
+        assert turn is not None and attempt is not None
         ex.turn, ex.attempt, ex.script_ended = turn, attempt, ended
         if self.recording is not None and not ended:
             recorded = self.recording.recorded_request(turn)
@@ -559,7 +566,9 @@ class ServeApp(Closable):
         stream = body.get("stream") is True
         ex.stream = stream
         await self.pacer.sleep(plan.header_delay)
-        headers, error = self._response_headers(plan, body)
+        headers, error = self.api.response_headers(
+            plan.status, plan.headers, plan.body if plan.status != 200 else b"", body, speed=self.pacer.speed
+        )
         if plan.status != 200:
             ex.status, ex.reads, ex.bytes, ex.end = plan.status, 1, len(error), "eof"
             self._note(ex)
@@ -581,25 +590,6 @@ class ServeApp(Closable):
         except Exception as e:  # a diff must never fail the request
             log.warning("the request diff failed", exc_info=True)
             ex.differs, ex.diff = f"not compared: the request diff failed ({type(e).__name__}: {e})", []
-
-    def _response_headers(self, plan: ResponsePlan, body: dict) -> tuple[dict[str, str], bytes]:
-        """The plan's headers as this response sends them, and its error body (for a non-200 plan): a request id
-        unique to the response (in the header and the error body alike), retry-after scaled by the speed, and the
-        rate-limit headers (a scripted 429 has nothing remaining until its retry-after)."""
-        headers = dict(plan.headers)
-        error = plan.body if plan.status != 200 else b""
-        rid = self.request_ids.next()
-        rendered = headers.get("request-id")
-        if rendered and plan.status != 200:
-            error = error.replace(rendered.encode(), rid.encode())
-        headers["request-id"] = rid
-        if plan.status != 200:
-            scale_retry_headers(headers, self.pacer.speed)
-        limited = plan.status == 429
-        headers.update(
-            self.ratelimits.headers(count_input_tokens(body), limited=limited, retry_after=_retry_after(headers))
-        )
-        return headers, error
 
     async def _plan_for(
         self,
@@ -659,16 +649,6 @@ class ServeApp(Closable):
             out["content-length"] = str(len(body))
             return _Body(self, 200, out, [body[: len(body) // 2]], ex, end="drop")
         return _Body(self, 200, out, [body], ex)
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds a response asks the client to wait (retry-after-ms, else retry-after in seconds), None if neither."""
-    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        try:
-            return float(headers[name]) / scale
-        except (KeyError, ValueError):
-            continue
-    return None
 
 
 def _raw_headers(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:

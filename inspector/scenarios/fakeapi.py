@@ -11,12 +11,14 @@ bytes: they read the request, call these, and send the plan ``render`` made.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import os
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -28,6 +30,7 @@ from inspector.stream.history import history_violation
 __all__ = [
     "MAX_DEPTH",
     "Decision",
+    "FakeApi",
     "RateLimits",
     "RequestIds",
     "body_problem",
@@ -258,6 +261,8 @@ class Decision:
     history: str = "not checked"  # ok | off | <violation kind> | not checked
     turn: int | None = None
     messages: list | None = None
+    attempt: int | None = None  # set by FakeApi.select
+    ended: bool = False  # past the script's last turn (a placeholder reply, or a 400 when strict)
 
     @property
     def rejected(self) -> bool:
@@ -303,3 +308,147 @@ def messages_decision(
             return _reject(400, "invalid_request_error", "messages: Field required", history=history)
     assert isinstance(messages, list)
     return Decision(history=history, turn=turn_of(messages), messages=messages)
+
+
+class FakeApi:
+    """The fake Messages API's core, shared by its two transports (``inspector serve``'s uvicorn app and the
+    in-process ``httpx2`` transport): it validates a request (:func:`messages_decision`), chooses its turn and
+    attempt (:meth:`select`; a retry of the same request is the next attempt) and makes the answer's headers
+    (:meth:`response_headers`). The transports read bytes, render the chosen (turn, attempt) and move the bytes:
+    stream them with their pacing, or break the connection for a planned drop, each its own way.
+
+    ``lenient``: no body-field or model checks. ``strict``: past the script's last turn, a 400 (else the transport
+    serves a placeholder reply). ``stream_only``: ``stream`` must be true (the in-process server streams only).
+    ``attempts_by``: ``"request"`` counts attempts per identical request (scenario, faults, session, turn,
+    messages), ``"turn"`` per turn. ``history``: the most attempt counters kept (the oldest are dropped).
+    ``models``: the extra model ids known (None: any model). ``request_ids`` / ``ratelimits``: give every answer a
+    request id of its own / the rate-limit headers (None: the rendered headers as they are)."""
+
+    def __init__(
+        self,
+        *,
+        validate_history: bool = True,
+        lenient: bool = False,
+        strict: bool = False,
+        stream_only: bool = False,
+        attempts_by: str = "request",
+        history: int = 10_000,
+        models: Callable[[], Iterable[str]] | None = None,
+        request_ids: RequestIds | None = None,
+        ratelimits: RateLimits | None = None,
+    ) -> None:
+        if attempts_by not in ("request", "turn"):
+            raise ValueError(f"attempts_by must be 'request' or 'turn', not {attempts_by!r}")
+        self.validate_history, self.lenient, self.strict = validate_history, lenient, strict
+        self.stream_only, self.attempts_by, self.history = stream_only, attempts_by, history
+        self.models = models
+        self.request_ids, self.ratelimits = request_ids, ratelimits
+        self.attempts: OrderedDict[tuple, int] = OrderedDict()
+        self.attempts_dropped = 0
+        self._lock = threading.Lock()
+
+    def check(self, body: Any, *, max_tokens_required: bool = True) -> Decision:
+        """The API's checks of a parsed body (:func:`messages_decision` with this core's settings)."""
+        return messages_decision(
+            body,
+            lenient=self.lenient,
+            validate_history=self.validate_history,
+            models=None if self.models is None else self.models(),
+            max_tokens_required=max_tokens_required,
+        )
+
+    def select(
+        self, decision: Decision, body: dict, *, name: str, turns: int, faults: str = "none", session: str = ""
+    ) -> Decision:
+        """The turn and attempt of a checked request (or its rejection: ``stream_only``, ``strict`` past the end)."""
+        if decision.rejected:
+            return decision
+        if self.stream_only and body.get("stream") is not True:
+            return dataclasses.replace(
+                decision,
+                status=400,
+                etype="invalid_request_error",
+                message="the scenario server only serves stream: true",
+            )
+        turn = decision.turn
+        assert turn is not None and decision.messages is not None
+        ended = turn >= turns
+        if ended and self.strict:
+            return dataclasses.replace(
+                decision,
+                status=400,
+                etype="invalid_request_error",
+                message=f"scenario {name!r} has {turns} turns; no turn {turn} (this request has {turn} assistant messages)",
+            )
+        if self.attempts_by == "turn":
+            key: tuple = (name, turn)
+        else:
+            key = (name, faults, session, turn, request_digest(decision.messages))
+        return dataclasses.replace(decision, attempt=self._next_attempt(key), ended=ended)
+
+    def decide(self, body: Any, *, name: str, turns: int, faults: str = "none", session: str = "") -> Decision:
+        """:meth:`check`, then :meth:`select`."""
+        decision = self.check(body)
+        if decision.rejected:
+            return decision
+        return self.select(decision, body, name=name, turns=turns, faults=faults, session=session)
+
+    def _next_attempt(self, key: tuple) -> int:
+        with self._lock:
+            attempt = self.attempts.pop(key, 0)
+            self.attempts[key] = attempt + 1  # most recently used last
+            while len(self.attempts) > self.history:
+                self.attempts.popitem(last=False)
+                self.attempts_dropped += 1
+        return attempt
+
+    def reset(self) -> None:
+        """Forget the attempt counters (the next request of every turn is attempt 0 again)."""
+        with self._lock:
+            self.attempts.clear()
+
+    def response_headers(
+        self, plan_status: int, headers: Mapping[str, str], error: bytes, body: Any, *, speed: float = 1.0
+    ) -> tuple[dict[str, str], bytes]:
+        """An answer's headers and error body: the rendered ones with a request id of its own (the same in the
+        header and the error body), retry-after divided by ``speed`` and the rate-limit headers (a scripted 429
+        has nothing remaining until its retry-after), as this core is set up."""
+        out = dict(headers)
+        if self.request_ids is not None:
+            rid = self.request_ids.next()
+            rendered = out.get("request-id")
+            if rendered and error:
+                error = error.replace(rendered.encode(), rid.encode())
+            out["request-id"] = rid
+        if plan_status != 200:
+            scale_retry_headers(out, speed)
+        if self.ratelimits is not None:
+            tokens = count_input_tokens(body) if isinstance(body, dict) else 1
+            limited = plan_status == 429
+            out.update(self.ratelimits.headers(tokens, limited=limited, retry_after=retry_after_of(out)))
+        return out, error
+
+
+def retry_after_of(headers: Mapping[str, str]) -> float | None:
+    """Seconds a response asks the client to wait (retry-after-ms, else retry-after in seconds), None if neither."""
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        try:
+            return float(headers[name]) / scale
+        except (KeyError, ValueError):
+            continue
+    return None
+
+
+def scale_retry_headers(headers: dict[str, str], speed: float) -> None:
+    """retry-after(-ms) divided by the speed, so scripted waits follow the playback speed (in place)."""
+    if speed == 1.0:
+        return
+    if "retry-after-ms" in headers:
+        ms = float(headers["retry-after-ms"])
+        headers["retry-after-ms"] = "1" if math.isinf(speed) else f"{max(1.0, ms / speed):g}"
+    if "retry-after" in headers:
+        try:
+            secs = float(headers["retry-after"])
+        except ValueError:
+            return
+        headers["retry-after"] = "0.001" if math.isinf(speed) else f"{max(0.001, secs / speed):g}"

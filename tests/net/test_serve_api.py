@@ -259,7 +259,7 @@ def test_history_is_a_ring_and_requests_says_what_it_dropped():
 def test_attempt_counters_are_lru():
     app = ServeApp(speed=math.inf, history=2)
     a, b, c = ("a",), ("b",), ("c",)
-    assert [app._next_attempt(k) for k in (a, b, a, c, a, b)] == [0, 0, 1, 0, 2, 0]  # b was the oldest: dropped
+    assert [app.api._next_attempt(k) for k in (a, b, a, c, a, b)] == [0, 0, 1, 0, 2, 0]  # b was the oldest: dropped
     assert list(app.attempts) == [a, b]
 
 
