@@ -17,11 +17,13 @@ all in :func:`render_faulted`, which :class:`FaultedScenarioServer` uses in proc
 Turn = number of assistant messages in the request (the conversation advances when the client sends the previous
 turn's tool_results). Attempt = how many identical requests (same scenario, faults, ``x-inspector-session`` header
 and messages) the server has answered before: a retry of the same request is the next attempt. ``POST
-/inspector/reset`` forgets the attempt counters. A request that breaks the history rules gets the API's 400
-(:func:`inspector.stream.history.history_violation`, shared with the in-process ``ScenarioServer``).
+/inspector/reset`` forgets the attempt counters. A request that breaks the history rules gets the API's 400. These
+decisions are the fake API's core, :class:`inspector.scenarios.fakeapi.FakeApi`, which the in-process
+``ScenarioServer`` uses too: this module is its uvicorn transport.
 
 Like the API: 401 without credentials, 400 without ``anthropic-version`` or with a missing / wrongly typed
-``model``, ``max_tokens`` or ``stream`` (``lenient`` turns these off); the request's model is echoed back. Past the
+``model``, ``max_tokens`` or ``stream``, 404 for a model the API would not know (``lenient`` turns these off);
+unique request ids and ``anthropic-ratelimit-*`` headers; the request's model is echoed back. Past the
 script's last turn a short end_turn reply (``strict``: a 400). Limits: bodies past ``max_body`` get 413 (counted as
 they arrive), slow bodies 408, slow headers and idle connections are closed (``uvicorn_options``), fault arguments
 are bounded, the exchange list and attempt counters are bounded by ``history`` (``GET /inspector/requests``).
@@ -74,6 +76,7 @@ from inspector.scenarios.fakeapi import (
     credentials_problem,
     error_body,
     known_model,
+    load_catalogue,
 )
 from inspector.scenarios.model import (
     Scenario,
@@ -205,6 +208,8 @@ class ServeApp(Closable):
         self.on_exchange = on_exchange
         self.echo_model = echo_model
         # the fake API's decisions (checks, turn and attempt, answer headers), shared with the in-process transport
+        if not lenient:
+            load_catalogue()  # the known models, loaded before the first request (never on the event loop)
         self.api = FakeApi(
             validate_history=validate_history,
             lenient=lenient,

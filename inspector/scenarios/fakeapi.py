@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
 import math
 import os
 import threading
@@ -38,12 +39,15 @@ __all__ = [
     "credentials_problem",
     "error_body",
     "known_model",
+    "load_catalogue",
     "messages_decision",
     "nesting_depth",
     "nesting_problem",
     "request_digest",
     "turn_of",
 ]
+
+log = logging.getLogger("inspector.fakeapi")
 
 # The deepest JSON a request may nest (objects and arrays). orjson writes at most 255 levels and reads at most 1024;
 # past this depth the fake API answers 400 instead of failing in a serializer (a plain-text 500).
@@ -132,6 +136,15 @@ def count_input_tokens(body: Mapping[str, Any]) -> int:
 
 _CATALOGUE_LOCK = threading.Lock()
 _catalogue: Any = None
+
+
+def load_catalogue() -> None:
+    """Load the model catalogue now (a third of a second), not in the first request's handler: a server calls it
+    when it is built, so its event loop never waits for it."""
+    try:
+        _anthropic_catalogue()
+    except Exception:  # known_model says "known" when the catalogue cannot load
+        log.warning("genai-prices' model catalogue did not load: every model is taken as known", exc_info=True)
 
 
 def _anthropic_catalogue() -> Any:
