@@ -24,6 +24,7 @@ from inspector.agent.executor import TERMINAL, ToolCall, ToolExecutor, ToolState
 from inspector.agent.toolbox.spec import ToolSpec
 from inspector.agent.transcript import SpilledHistory, SplicedMessages
 from inspector.agent.tries import TryFailure, observe_client, parse_error_body
+from inspector.core import exactjson
 from inspector.core.fmt import duration
 from inspector.core.pacing import Pacer
 from inspector.core.redaction import clean_headers, redact, usable_secrets
@@ -201,11 +202,19 @@ class AgentLoop:
         self._open_attempt: tuple[int, int] | None = None  # started, not yet ended (a cancel ends it)
         self._try_index = 0
         self._try_t_sent = 0.0  # clock() when the current try was sent
+        self._start_pending: tuple[int, int, str, dict] | None = None  # AttemptStarted not yet published
+        self._try_headers: dict | None = None  # the current try's request headers as sent (credentials removed)
+        self._sent_body: dict | None = None  # the body of the request being sent, as the SDK made it
         self._tap = observe_client(client)
         if self._tap is not None:
             self._tap.listener = self
 
     # ------------------------------------------------------------------------------------------ observations
+    def publish_to(self, bus: O.ObservationBus) -> None:
+        """Publish to ``bus`` from now on, before ``run()`` (a threaded session relays it to its subscribers)."""
+        self.bus = bus
+        self._publisher = RedactingPublisher(bus, self._secrets)
+
     def now(self) -> float:
         return self.clock() - self._t0
 
@@ -232,8 +241,10 @@ class AgentLoop:
         if self._try_ctx is None:
             return
         self._try_index = try_index
-        if try_index > 0:  # the first try counts from the attempt's start, as its recorded request line does
-            self._try_t_sent = self.clock()
+        self._try_t_sent = self.clock()  # this try's reads are timed from here, as its recorded request line is
+        self._try_headers = clean_headers(request.headers)  # as sent (the SDK's retry count differs per try)
+        if self._start_pending is not None:
+            self._publish_started(request)
         if self.state == LoopState.WAITING_RETRY:
             self._set_state(self._running_state())
 
@@ -260,6 +271,7 @@ class AgentLoop:
                 body,
                 f.connection_error,
                 f.retry_in,
+                self._try_headers,
             )
         )
         if f.retry_in is not None:
@@ -589,21 +601,16 @@ class AgentLoop:
         body = self._request_body(self.messages.view(self._secrets))
         url = str(self.client.base_url).rstrip("/") + "/v1/messages"
         self._open_attempt = (turn, attempt)
+        self._try_headers = None
         # the first try's reads are timed from here: the same instant as the attempt's (recorded) request
         self._try_t_sent = self.clock()
         self._try_index = 0
-        self._pub(
-            O.AttemptStarted(
-                self._try_t_sent - self._t0,
-                turn,
-                attempt,
-                "POST",
-                url,
-                clean_headers(self.client.default_headers),
-                dict(body),
-            )
-        )
-        self._set_state(self._running_state())
+        # the request as sent: published when the transport sends it (try_sent), with the body and headers the SDK
+        # made (the reconstruction below only when the transport cannot be observed, or nothing was sent)
+        self._start_pending = (turn, attempt, url, body)
+        self._sent_body = None
+        if self._tap is None:
+            self._publish_started(None)
         ts = TurnStream()
         self._ts = ts
         kwargs = {k: v for k, v in body.items() if k not in ("model", "max_tokens", "messages")}
@@ -611,7 +618,7 @@ class AgentLoop:
         if self._tap is not None:
             spliced = SplicedMessages(history)
             messages: Any = spliced.placeholder_messages
-            self._tap.rewrite = spliced.rewrite
+            self._tap.rewrite = functools.partial(self._splice, spliced, body["messages"])
         else:  # a client whose transport cannot be wrapped: the SDK is given the messages themselves
             messages = list(history)
         self._try_ctx = (turn, attempt)
@@ -637,6 +644,7 @@ class AgentLoop:
                         clean_headers(resp.headers),
                         self._try_index,
                         t_sent - self._t0,
+                        self._try_headers,
                     )
                 )
                 # the same bytes as resp.iter_bytes(), as one generator we close ourselves on every exit (the SDK's
@@ -655,7 +663,44 @@ class AgentLoop:
             self._try_ctx = None
             if self._tap is not None:
                 self._tap.rewrite = None
+            if self._start_pending is not None:  # nothing reached the transport (the SDK refused to send)
+                self._publish_started(None)
         return ts
+
+    def _splice(self, spliced: SplicedMessages, shown: Any, request: httpx2.Request) -> httpx2.Request:
+        """The tap's rewrite: the request as the SDK made it (``request.content``: its JSON with the placeholder
+        history) parsed into the body an observation shows (the history as the masked view ``shown``), then the
+        request with the stored history spliced in (what is sent)."""
+        sent = spliced.rewrite(request)
+        if self._start_pending is not None:
+            try:
+                parsed = exactjson.loads(request.content)
+            except (ValueError, TypeError):
+                parsed = None
+            if isinstance(parsed, dict) and parsed.get("messages") == spliced.placeholder_messages:
+                parsed["messages"] = shown
+                self._sent_body = parsed
+        return sent
+
+    def _publish_started(self, request: httpx2.Request | None) -> None:
+        """AttemptStarted for the pending attempt: the request as sent (``request``, its body parsed in
+        ``_splice``), or the loop's reconstruction (``None``: the client's transport cannot be observed)."""
+        pending, self._start_pending = self._start_pending, None
+        if pending is None:
+            return
+        turn, attempt, url, body = pending
+        if request is not None and self._sent_body is not None:
+            method, url, headers, shown = (
+                request.method,
+                str(request.url),
+                clean_headers(request.headers),
+                self._sent_body,
+            )
+        else:
+            method, headers, shown = "POST", clean_headers(self.client.default_headers), dict(body)
+        self._sent_body = None
+        self._pub(O.AttemptStarted(self._try_t_sent - self._t0, turn, attempt, method, url, headers, shown))
+        self._set_state(self._running_state())
 
     async def _consume(
         self, it, ts: TurnStream, turn: int, attempt: int, executor: ToolExecutor, t_sent: float

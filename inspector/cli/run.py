@@ -240,7 +240,14 @@ def run_tui(factory: Callable[..., Any], source: dict, *, replay: bool = False) 
 
     startup_sigint_done()
 
-    return run_dashboard(factory, source=source, replay=replay)
+    def threaded(**kw: Any) -> Any:
+        # the loop and its HTTP on a thread of their own: a slow frame cannot delay a read or its timestamp
+        session = factory(**kw)
+        if hasattr(session, "threaded"):
+            session.threaded = True
+        return session
+
+    return run_dashboard(threaded, source=source, replay=replay)
 
 
 def _with_otel(factory: Callable[..., Any], args: argparse.Namespace, source: dict) -> Callable[..., Any]:

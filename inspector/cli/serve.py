@@ -210,11 +210,15 @@ def cmd(args: argparse.Namespace) -> int:
         sock = bind_socket(args.host, args.port)
     except OSError as e:
         return _fail(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}")
-    _announce(args, base_url_of(sock), faults, options)
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
-        print(f"warning: listening on {args.host}, not loopback only", file=sys.stderr)
+    url = base_url_of(sock)
+
+    def listening() -> None:  # announced once uvicorn listens: a client may connect as soon as it reads the line
+        _announce(args, url, faults, options)
+        if args.host not in ("127.0.0.1", "localhost", "::1"):
+            print(f"warning: listening on {args.host}, not loopback only", file=sys.stderr)
+
     try:
-        run_foreground(app, sock, log_level=args.log_level)
+        run_foreground(app, sock, log_level=args.log_level, on_ready=listening)
     except KeyboardInterrupt:
         pass
     finally:

@@ -22,6 +22,7 @@ from inspector.core.errors import FaultError, RecordingError
 from inspector.net.faults import FAULTS, FaultSpec, _events_of, apply_plan_faults
 from inspector.record.recording import RecordedAttempt, Recording
 from inspector.record.replay import gap_warnings, pacing_gap
+from inspector.scenarios.fakeapi import MAX_DEPTH, nesting_depth
 from inspector.scenarios.model import HttpError, Scenario, TextBlock, TurnScript
 from inspector.scenarios.render import PlannedRead, ResponsePlan, render_turn
 
@@ -32,6 +33,8 @@ _TRANSFER_HEADERS = frozenset(
     {"content-length", "transfer-encoding", "content-encoding", "connection", "keep-alive", "date", "server"}
 )
 DIFF_LINES = 200  # the most lines of a request diff kept per exchange
+DIFF_MESSAGES = 40  # the most messages a request diff compares line by line (from just before the first difference)
+DIFF_TEXT = 200_000  # the most characters of each side a request diff compares line by line
 
 
 def _stub(name: str, model: str, http: Sequence[HttpError] = ()) -> Scenario:
@@ -191,10 +194,23 @@ def _canonical(body: Any) -> dict:
     return {k: body.get(k) for k in ("model", "system", "tools", "messages") if k in body}
 
 
+def _window(messages: list, first: int) -> tuple[list, int]:
+    """The messages the unified diff shows: from a little before the first difference, at most DIFF_MESSAGES."""
+    start = max(0, first - 2)
+    return messages[start : start + DIFF_MESSAGES], start
+
+
 def request_diff(recorded: dict | None, got: dict) -> tuple[str | None, list[str]]:
-    """How ``got`` differs from the recorded request: (one-line summary or None when equal, unified diff lines)."""
+    """How ``got`` differs from the recorded request: (one-line summary or None when equal, unified diff lines).
+
+    Bounded: a request nesting deeper than :data:`MAX_DEPTH` is not compared (the summary says so); the unified diff
+    covers at most :data:`DIFF_MESSAGES` messages from just before the first differing one (the lines say which) and
+    at most :data:`DIFF_LINES` lines. Callers run it off the event loop, with a time budget (``ServeApp``)."""
     if recorded is None:
         return None, []
+    for who, body in (("recorded", recorded), ("received", got)):
+        if nesting_depth(body, MAX_DEPTH) > MAX_DEPTH:
+            return f"the {who} request nests deeper than {MAX_DEPTH} levels: not compared", []
     a, b = _canonical(recorded), _canonical(got)
     if a == b:
         return None, []
@@ -208,23 +224,45 @@ def request_diff(recorded: dict | None, got: dict) -> tuple[str | None, list[str
     if a.get("tools") != b.get("tools"):
         parts.append(f"tools {tools_a} -> {tools_b}" if tools_a != tools_b else "tool definitions differ")
     ma, mb = a.get("messages") or [], b.get("messages") or []
+    note: str | None = None
     if ma != mb:
         if not isinstance(ma, list) or not isinstance(mb, list):
             parts.append("messages differ")
         else:
             first = next((i for i, (x, y) in enumerate(zip(ma, mb, strict=False)) if x != y), min(len(ma), len(mb)))
             parts.append(f"messages differ from messages.{first} ({len(ma)} recorded, {len(mb)} received)")
+            wa, start = _window(ma, first)
+            wb, _ = _window(mb, first)
+            if start or len(wa) < len(ma) or len(wb) < len(mb):
+                a["messages"], b["messages"] = wa, wb
+                note = (
+                    f"(the diff shows messages.{start} to messages.{start + max(len(wa), len(wb)) - 1} only, "
+                    f"as messages[0..]: {len(ma)} recorded, {len(mb)} received)"
+                )
     opt = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
     lines = list(
         difflib.unified_diff(
-            orjson.dumps(a, option=opt).decode().splitlines(),
-            orjson.dumps(b, option=opt).decode().splitlines(),
+            _text(a, opt).splitlines(),
+            _text(b, opt).splitlines(),
             "recorded",
             "received",
             lineterm="",
             n=2,
         )
     )
+    if note is not None and lines:
+        lines.insert(0, note)
     if len(lines) > DIFF_LINES:
         lines = lines[:DIFF_LINES] + [f"... ({len(lines) - DIFF_LINES} more lines)"]
     return "; ".join(parts) or "request differs", lines
+
+
+def _text(value: dict, opt: int) -> str:
+    """The indented JSON a diff compares (at most DIFF_TEXT characters: a huge message is cut, and says so)."""
+    try:
+        text = orjson.dumps(value, option=opt).decode()
+    except TypeError as e:  # an integer orjson cannot write, say: still a diff, of the repr
+        text = f"(not JSON-writable: {e}) {value!r}"
+    if len(text) > DIFF_TEXT:
+        text = text[:DIFF_TEXT] + f"\n... ({len(text) - DIFF_TEXT} more characters not compared)"
+    return text

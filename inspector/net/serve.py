@@ -17,11 +17,13 @@ all in :func:`render_faulted`, which :class:`FaultedScenarioServer` uses in proc
 Turn = number of assistant messages in the request (the conversation advances when the client sends the previous
 turn's tool_results). Attempt = how many identical requests (same scenario, faults, ``x-inspector-session`` header
 and messages) the server has answered before: a retry of the same request is the next attempt. ``POST
-/inspector/reset`` forgets the attempt counters. A request that breaks the history rules gets the API's 400
-(:func:`inspector.stream.history.history_violation`, shared with the in-process ``ScenarioServer``).
+/inspector/reset`` forgets the attempt counters. A request that breaks the history rules gets the API's 400. These
+decisions are the fake API's core, :class:`inspector.scenarios.fakeapi.FakeApi`, which the in-process
+``ScenarioServer`` uses too: this module is its uvicorn transport.
 
 Like the API: 401 without credentials, 400 without ``anthropic-version`` or with a missing / wrongly typed
-``model``, ``max_tokens`` or ``stream`` (``lenient`` turns these off); the request's model is echoed back. Past the
+``model``, ``max_tokens`` or ``stream``, 404 for a model the API would not know (``lenient`` turns these off);
+unique request ids and ``anthropic-ratelimit-*`` headers; the request's model is echoed back. Past the
 script's last turn a short end_turn reply (``strict``: a 400). Limits: bodies past ``max_body`` get 413 (counted as
 they arrive), slow bodies 408, slow headers and idle connections are closed (``uvicorn_options``), fault arguments
 are bounded, the exchange list and attempt counters are bounded by ``history`` (``GET /inspector/requests``).
@@ -31,13 +33,13 @@ are bounded, the exchange list and attempt counters are bounded by ``history`` (
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import dataclasses
-import hashlib
 import logging
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,12 +66,34 @@ from inspector.net.recorded import (
 )
 from inspector.net.server import Closable, ConnectionDrop, _race, guarded_h11, install_log_filter
 from inspector.scenarios.bundled import DEFAULT_SCENARIO, SCENARIOS, get_scenario
+from inspector.scenarios.fakeapi import (
+    MAX_DEPTH,
+    FakeApi,
+    RateLimits,
+    RequestIds,
+    body_problem,
+    count_input_tokens,
+    credentials_problem,
+    error_body,
+    known_model,
+    load_catalogue,
+)
 from inspector.scenarios.model import (
     Scenario,
 )
 from inspector.scenarios.render import ResponsePlan
-from inspector.scenarios.transport import scale_retry_headers
-from inspector.stream.history import history_violation
+
+__all__ = [
+    "SCENARIO_HEADER",
+    "SESSION_HEADER",
+    "Exchange",
+    "ServeApp",
+    "assembled_message",
+    "body_problem",
+    "credentials_problem",
+    "format_exchange",
+    "make_app",
+]
 
 SCENARIO_HEADER = "x-inspector-scenario"
 SESSION_HEADER = "x-inspector-session"
@@ -81,6 +105,7 @@ DEFAULT_HISTORY = (
 KEEP_ALIVE = 75.0  # seconds an idle keep-alive connection stays open (the usual API front ends; uvicorn's default is 5)
 HEADER_TIMEOUT = 30.0  # seconds from a request's first byte to the end of its headers
 BODY_TIMEOUT = 60.0  # seconds to receive a whole request body
+DIFF_BUDGET = 2.0  # seconds a --recording request diff may take (in a worker thread) before it is given up
 MAX_HEADER_BYTES = 64 * 1024  # h11_max_incomplete_event_size: the most bytes of unfinished request headers
 
 log = logging.getLogger("inspector.serve")
@@ -94,38 +119,6 @@ def assembled_message(plan: ResponsePlan) -> dict:
     msg = assemble([r.data for r in plan.reads]).final_message()
     msg.setdefault("type", "message")
     return msg
-
-
-def credentials_problem(headers: Mapping[str, str]) -> tuple[int, str, str] | None:
-    """The API's answer to a request without credentials or without ``anthropic-version`` (None: fine)."""
-    if not (headers.get("x-api-key") or "").strip() and not (headers.get("authorization") or "").strip():
-        return 401, "authentication_error", "x-api-key header is required"
-    if not (headers.get("anthropic-version") or "").strip():
-        return 400, "invalid_request_error", "anthropic-version: header is required"
-    return None
-
-
-def body_problem(body: dict, *, messages: bool = True) -> str | None:
-    """The API's 400 message for a Messages request body with a missing or wrongly typed required field.
-    ``messages=False``: leave ``messages`` to the history rules (:func:`history_violation`, the same answer as the
-    in-process ScenarioServer)."""
-    for name in ("model", "max_tokens", "messages") if messages else ("model", "max_tokens"):
-        if name not in body:
-            return f"{name}: Field required"
-    model, max_tokens = body["model"], body["max_tokens"]
-    if not isinstance(model, str):
-        return "model: Input should be a valid string"
-    if not model:
-        return "model: String should have at least 1 character"
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
-        return "max_tokens: Input should be a valid integer"
-    if max_tokens < 1:
-        return "max_tokens: Input should be greater than or equal to 1"
-    if messages and not isinstance(body["messages"], list):
-        return "messages: Input should be a valid list"
-    if "stream" in body and not isinstance(body["stream"], bool):
-        return "stream: Input should be a valid boolean"
-    return None
 
 
 @dataclass
@@ -190,6 +183,9 @@ class ServeApp(Closable):
         body_timeout: float = BODY_TIMEOUT,
         recording: RecordingSource | None = None,
         echo_model: bool = True,
+        request_id_seed: str | None = None,
+        ratelimits: RateLimits | None = None,
+        diff_budget: float = DIFF_BUDGET,
     ) -> None:
         self.scenarios: dict[str, Scenario] = dict(SCENARIOS)
         for sc in extra_scenarios:
@@ -209,16 +205,29 @@ class ServeApp(Closable):
         if recording is not None:
             check_recording_faults(self.default_faults)
         self.pacer = Pacer(speed)
-        self.validate_history = validate_history
         self.on_exchange = on_exchange
-        self.lenient, self.strict = lenient, strict
         self.echo_model = echo_model
+        # the fake API's decisions (checks, turn and attempt, answer headers), shared with the in-process transport
+        if not lenient:
+            load_catalogue()  # the known models, loaded before the first request (never on the event loop)
+        self.api = FakeApi(
+            validate_history=validate_history,
+            lenient=lenient,
+            strict=strict,
+            history=history,
+            models=self._model_ids,
+            request_ids=RequestIds(request_id_seed),  # unique per response (seeded: reproducible, for tests)
+            ratelimits=ratelimits or RateLimits(),
+        )
+        # --recording: request diffs run in one worker thread, each within diff_budget seconds; the exchange is
+        # printed once its diff is known (the response never waits for it)
+        self.diff_budget = diff_budget
+        self._diff_pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._diffs: dict[int, asyncio.Future] = {}  # Exchange.seq -> its diff under way
         self.max_body, self.body_timeout = max_body, body_timeout
         self.history = history
         self.exchanges: deque[Exchange] = deque(maxlen=history)
         self.total_exchanges = 0
-        self.attempts: OrderedDict[tuple, int] = OrderedDict()
-        self.attempts_dropped = 0
         self._seq = 0
         self._lock = threading.Lock()  # the plan caches are filled from worker threads (rendering is off the loop)
         self._faulted: OrderedDict[tuple[str, str, str | None], Scenario] = OrderedDict()
@@ -252,6 +261,13 @@ class ServeApp(Closable):
     def _note(self, ex: Exchange) -> None:
         self.exchanges.append(ex)
         self.total_exchanges += 1
+        pending = self._diffs.get(ex.seq)
+        if pending is not None and not pending.done():
+            pending.add_done_callback(lambda _: self._print(ex))
+            return
+        self._print(ex)
+
+    def _print(self, ex: Exchange) -> None:
         if self.on_exchange is not None:
             try:
                 self.on_exchange(ex)
@@ -263,13 +279,31 @@ class ServeApp(Closable):
         self._seq += 1
         return ex
 
-    def _next_attempt(self, key: tuple) -> int:
-        attempt = self.attempts.pop(key, 0)
-        self.attempts[key] = attempt + 1  # most recently used last
-        while len(self.attempts) > self.history:
-            self.attempts.popitem(last=False)
-            self.attempts_dropped += 1
-        return attempt
+    # the core's settings and counters, under their old names
+    @property
+    def lenient(self) -> bool:
+        return self.api.lenient
+
+    @property
+    def strict(self) -> bool:
+        return self.api.strict
+
+    @property
+    def validate_history(self) -> bool:
+        return self.api.validate_history
+
+    @property
+    def attempts(self) -> OrderedDict[tuple, int]:
+        return self.api.attempts
+
+    @property
+    def attempts_dropped(self) -> int:
+        return self.api.attempts_dropped
+
+    @property
+    def request_ids(self) -> RequestIds:
+        assert self.api.request_ids is not None
+        return self.api.request_ids
 
     def faulted(self, name: str, faults: tuple[FaultSpec, ...], model: str | None = None) -> Scenario:
         """The scenario with the faults built in (and the request's model, when given), cached."""
@@ -315,9 +349,9 @@ class ServeApp(Closable):
 
     def _reject(self, ex: Exchange, status: int, etype: str, message: str, kind: str | None = None, close=False):
         ex.status, ex.rejected, ex.kind = status, message, kind
-        # like the API: a request id in the header and the body (deterministic: derived from the error)
-        rid = "req_011C" + hashlib.sha256(f"{ex.path}|{status}|{message}".encode()).hexdigest()[:20]
-        body = orjson.dumps({"type": "error", "error": {"type": etype, "message": message}, "request_id": rid})
+        # like the API: a request id in the header and the body, unique per response
+        rid = self.request_ids.next()
+        body = error_body(etype, message, rid)
         ex.bytes = len(body)
         self._note(ex)
         headers = {"request-id": rid}
@@ -357,7 +391,7 @@ class ServeApp(Closable):
         return self._reject(ex, 404, "not_found_error", f"Not found: {request.method} {request.url.path}")
 
     async def reset(self, request):
-        self.attempts.clear()
+        self.api.reset()
         return self._json(200, b'{"reset": true}')
 
     async def fault_list(self, request):
@@ -376,7 +410,11 @@ class ServeApp(Closable):
         return self._json(200, orjson.dumps({"data": items}))
 
     async def request_list(self, request):
-        """The recent exchanges (oldest first) with their history-check result; says how many were dropped."""
+        """The recent exchanges (oldest first) with their history-check result; says how many were dropped.
+        Request diffs under way are waited for first (each within its budget)."""
+        pending = list(self._diffs.values())
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
         data = [ex.to_json() for ex in list(self.exchanges)]
         dropped = self.total_exchanges - len(data)
         body = {
@@ -428,7 +466,7 @@ class ServeApp(Closable):
         if denied is not None:
             return denied
         mid = request.path_params["model_id"]
-        if mid not in self._model_ids():
+        if not known_model(mid, self._model_ids()):
             return self._reject(ex, 404, "not_found_error", f"model: {mid}")
         return self._json(200, orjson.dumps(self._model_obj(mid)))
 
@@ -444,28 +482,45 @@ class ServeApp(Closable):
             return None, self._reject(ex, e.status, e.etype, e.message, close=True)
         try:
             return orjson.loads(raw), None
-        except orjson.JSONDecodeError:
-            return None, self._reject(ex, 400, "invalid_request_error", "request body is not valid JSON")
+        except orjson.JSONDecodeError as e:
+            if "depth limit" in str(e):
+                message = f"request body nests deeper than {MAX_DEPTH} levels"
+            else:
+                message = "request body is not valid JSON"
+            return None, self._reject(ex, 400, "invalid_request_error", message)
 
     async def count_tokens(self, request):
+        """``POST /v1/messages/count_tokens``: the body is checked as ``/v1/messages`` checks it (but takes no
+        ``max_tokens``); the count covers everything the model would read: system, tools and messages."""
         ex = self._new_exchange(request)
         body, refused = await self._checked_json(request, ex)
         if refused is not None:
             return refused
-        n = max(1, len(orjson.dumps(body.get("messages") if isinstance(body, dict) else body)) // 4)
-        return self._json(200, orjson.dumps({"input_tokens": n}))
+        decision = self.api.check(body, max_tokens_required=False)
+        ex.history = decision.history
+        if decision.rejected:
+            return self._reject(ex, decision.status, decision.etype, decision.message, decision.kind)
+        ex.model = body.get("model") if isinstance(body.get("model"), str) else None
+        n = count_input_tokens(body)
+        ex.status = 200
+        out = orjson.dumps({"input_tokens": n})
+        ex.bytes = len(out)
+        self._note(ex)
+        return self._json(200, out, {"request-id": self.request_ids.next()})
 
     async def messages(self, request):
         ex = self._new_exchange(request)
         body, refused = await self._checked_json(request, ex)
         if refused is not None:
             return refused
-        if not isinstance(body, dict):
-            return self._reject(ex, 400, "invalid_request_error", "request body must be a JSON object")
-        if not self.lenient:
-            problem = body_problem(body, messages=not self.validate_history)
-            if problem is not None:
-                return self._reject(ex, 400, "invalid_request_error", problem)
+        decision = self.api.check(body)
+        ex.history = decision.history
+        if decision.rejected:
+            if isinstance(body, dict) and isinstance(body.get("model"), str):
+                ex.model = body["model"]
+            return self._reject(ex, decision.status, decision.etype, decision.message, decision.kind)
+        messages = decision.messages
+        assert isinstance(messages, list) and decision.turn is not None
         model = body.get("model") if isinstance(body.get("model"), str) and body.get("model") else None
         ex.model = model
         if not self.echo_model:
@@ -490,34 +545,20 @@ class ServeApp(Closable):
         except FaultError as e:
             return self._reject(ex, 400, "invalid_request_error", f"{FAULT_HEADER}: {e}")
         ex.faults = faults_key(faults)
-        messages = body.get("messages")
-        if self.validate_history:
-            v = history_violation(messages)
-            if v is not None:
-                ex.history = v.kind
-                return self._reject(ex, 400, "invalid_request_error", v.message, v.kind)
-            ex.history = "ok"
-        else:
-            ex.history = "off"
-            if not isinstance(messages, list):
-                return self._reject(ex, 400, "invalid_request_error", "messages: Field required")
-        assert isinstance(messages, list)
         turns = len(self.recording.turns) if self.recording is not None else len(self.scenarios[name].turns)
-        turn = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
-        ended = turn >= turns
-        if ended and self.strict:
-            return self._reject(
-                ex,
-                400,
-                "invalid_request_error",
-                f"scenario {name!r} has {turns} turns; no turn {turn} (this request has {turn} assistant messages)",
-            )
         session = request.headers.get(SESSION_HEADER, "")
-        digest = hashlib.sha256(orjson.dumps(messages, option=orjson.OPT_SORT_KEYS)).hexdigest()
-        attempt = self._next_attempt((name, ex.faults, session, turn, digest))
+        decision = self.api.select(decision, body, name=name, turns=turns, faults=ex.faults, session=session)
+        if decision.rejected:
+            return self._reject(ex, decision.status, decision.etype, decision.message, decision.kind)
+        turn, attempt, ended = decision.turn, decision.attempt, decision.ended
+        assert turn is not None and attempt is not None
         ex.turn, ex.attempt, ex.script_ended = turn, attempt, ended
         if self.recording is not None and not ended:
-            ex.differs, ex.diff = request_diff(self.recording.recorded_request(turn), body)
+            recorded = self.recording.recorded_request(turn)
+            if recorded is not None:
+                seq = ex.seq
+                task = self._diffs[seq] = asyncio.ensure_future(self._request_diff(ex, recorded, body))
+                task.add_done_callback(lambda _: self._diffs.pop(seq, None))
         try:
             plan = await self._plan_for(name, faults, turn, attempt, model, ended, turns)
         except (ValueError, IndexError, TypeError) as e:
@@ -530,15 +571,30 @@ class ServeApp(Closable):
         stream = body.get("stream") is True
         ex.stream = stream
         await self.pacer.sleep(plan.header_delay)
-        headers = dict(plan.headers)
+        headers, error = self.api.response_headers(
+            plan.status, plan.headers, plan.body if plan.status != 200 else b"", body, speed=self.pacer.speed
+        )
         if plan.status != 200:
-            scale_retry_headers(headers, self.pacer.speed)
-            ex.status, ex.reads, ex.bytes, ex.end = plan.status, 1, len(plan.body), "eof"
+            ex.status, ex.reads, ex.bytes, ex.end = plan.status, 1, len(error), "eof"
             self._note(ex)
-            return _Body(self, plan.status, headers, [plan.body], ex)
+            return _Body(self, plan.status, headers, [error], ex)
         if stream:
             return _PlanStream(self, plan, headers, ex)
         return await self._non_stream(plan, headers, ex)
+
+    async def _request_diff(self, ex: Exchange, recorded: dict, body: dict) -> None:
+        """How the request differs from the recorded one, into ``ex``: computed in a worker thread (never on the
+        event loop), within ``diff_budget`` seconds (past it, the exchange says so)."""
+        if self._diff_pool is None:
+            self._diff_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="serve-diff")
+        work = asyncio.get_running_loop().run_in_executor(self._diff_pool, request_diff, recorded, body)
+        try:
+            ex.differs, ex.diff = await asyncio.wait_for(work, self.diff_budget)
+        except TimeoutError:
+            ex.differs, ex.diff = f"not compared: the request diff took more than its {self.diff_budget:g} s", []
+        except Exception as e:  # a diff must never fail the request
+            log.warning("the request diff failed", exc_info=True)
+            ex.differs, ex.diff = f"not compared: the request diff failed ({type(e).__name__}: {e})", []
 
     async def _plan_for(
         self,

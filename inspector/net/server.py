@@ -142,6 +142,7 @@ def _uvicorn_server(
     access_log: bool = False,
     ready: threading.Event | None = None,
     options: dict[str, Any] | None = None,
+    on_ready: Callable[[], None] | None = None,
 ):
     """A uvicorn server for ``asgi_app``. ``options`` are extra ``uvicorn.Config`` keywords a server chooses for
     itself (e.g. the proxy's ``date_header=False``; ``timeout_keep_alive``; ``limit_concurrency``)."""
@@ -150,8 +151,11 @@ def _uvicorn_server(
     class _Server(uvicorn.Server):
         async def startup(self, sockets=None) -> None:
             await super().startup(sockets=sockets)
-            if ready is not None and self.started:
-                ready.set()
+            if self.started:
+                if on_ready is not None:  # the socket is listening: only now may its address be announced
+                    on_ready()
+                if ready is not None:
+                    ready.set()
 
     settings: dict[str, Any] = {
         "log_level": log_level,
@@ -299,10 +303,22 @@ class BackgroundServer:
         self.stop()
 
 
-def run_foreground(owner: Any, sock: socket.socket, *, log_level: str = "warning", access_log: bool = False) -> None:
-    """Serve until Ctrl-C / SIGTERM (uvicorn's signal handling) on an already bound socket."""
+def run_foreground(
+    owner: Any,
+    sock: socket.socket,
+    *,
+    log_level: str = "warning",
+    access_log: bool = False,
+    on_ready: Callable[[], None] | None = None,
+) -> None:
+    """Serve until Ctrl-C / SIGTERM (uvicorn's signal handling) on an already bound socket. ``on_ready`` is called
+    once the socket listens (e.g. to print the address a client may connect to at once)."""
     server = _uvicorn_server(
-        getattr(owner, "app", owner), log_level=log_level, access_log=access_log, options=uvicorn_options(owner)
+        getattr(owner, "app", owner),
+        log_level=log_level,
+        access_log=access_log,
+        options=uvicorn_options(owner),
+        on_ready=on_ready,
     )
     original = server.handle_exit
     begin_close = getattr(owner, "begin_close", None)

@@ -133,6 +133,7 @@ class ResponseStarted(Observation):
     headers: dict
     try_index: int = 0  # the HTTP try of this attempt that gave the stream (> 0: the SDK retried before it)
     t_sent: float | None = None  # loop time when that try's request was sent (None: unknown)
+    request_headers: dict | None = None  # that try's request headers as sent, credentials removed (None: unknown)
     kind: ClassVar[str] = "response_started"
 
 
@@ -289,6 +290,7 @@ class HttpTryFailed(Observation):
     body: Any
     connection_error: str | None
     retry_in: float | None
+    request_headers: dict | None = None  # this try's request headers as sent, credentials removed (None: unknown)
     kind: ClassVar[str] = "http_try_failed"
 
 

@@ -134,8 +134,11 @@ class Recorder:
     def _rec(self, turn: int, attempt: int) -> int:
         return attempt + self._offset.get(turn, 0)
 
-    def _to_try(self, turn: int, attempt: int, try_index: int, t_sent: float | None) -> int:
-        """The recorded attempt of a loop attempt's try `try_index`; writes its request line when it is new."""
+    def _to_try(
+        self, turn: int, attempt: int, try_index: int, t_sent: float | None, headers: dict | None = None
+    ) -> int:
+        """The recorded attempt of a loop attempt's try `try_index`; writes its request line when it is new (with
+        that try's own request headers when known: the SDK's retry count differs from try to try)."""
         cur = self._tries.get((turn, attempt))
         started = self._started.get((turn, attempt))
         if cur is None or started is None or try_index <= cur:
@@ -145,7 +148,8 @@ class Recorder:
         rec = self._rec(turn, attempt)
         t = started.t if t_sent is None else t_sent
         self._sent[(turn, rec)] = t
-        self.writer.request(turn, rec, t, started.method, started.url, started.headers, started.body)
+        sent = started.headers if headers is None else headers
+        self.writer.request(turn, rec, t, started.method, started.url, sent, started.body)
         return rec
 
     def __call__(self, obs: O.Observation) -> None:
@@ -209,11 +213,11 @@ class Recorder:
             self._started[(obs.turn, obs.attempt)] = obs
             w.request(obs.turn, rec, obs.t, obs.method, obs.url, obs.headers, obs.body)
         elif isinstance(obs, O.ResponseStarted):
-            rec = self._to_try(obs.turn, obs.attempt, obs.try_index, obs.t_sent)
+            rec = self._to_try(obs.turn, obs.attempt, obs.try_index, obs.t_sent, obs.request_headers)
             t0 = self._sent.get((obs.turn, rec), obs.t)
             w.response(obs.turn, rec, obs.t - t0, obs.status, obs.headers)
         elif isinstance(obs, O.HttpTryFailed):
-            rec = self._to_try(obs.turn, obs.attempt, obs.try_index, obs.t_sent)
+            rec = self._to_try(obs.turn, obs.attempt, obs.try_index, obs.t_sent, obs.request_headers)
             t0 = self._sent.get((obs.turn, rec), obs.t_sent)
             w.observation(obs.to_json())
             if obs.status is not None:

@@ -9,15 +9,16 @@ how many requests for that turn the server has already answered. Bodies are time
 A planned "drop" raises :class:`httpx2.RemoteProtocolError` with h11's message for a chunked body cut short, which is
 what httpx2 raises when a real server closes the connection mid-stream.
 
-Requests are checked like ``inspector serve`` checks them (the history rules come from :mod:`inspector.stream.history`);
-``render=`` chooses how a turn becomes bytes (``render_turn`` by default; ``FaultedScenarioServer`` passes serve's
-faulted renderer).
+Requests are decided by the fake API's core, :class:`inspector.scenarios.fakeapi.FakeApi` (the one ``inspector
+serve`` uses): the checks, the history rules, the turn and the attempt. This module is its in-process transport:
+the checks' settings are the in-process ones (no credentials or field checks, stream only, a 400 past the script's
+end, attempts counted per turn). ``render=`` chooses how a turn becomes bytes (``render_turn`` by default;
+``FaultedScenarioServer`` passes serve's faulted renderer).
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -27,8 +28,9 @@ import httpx2
 import orjson
 
 from inspector.core.pacing import Pacer
-from inspector.stream.history import history_problem, history_violation
+from inspector.stream.history import history_problem
 
+from .fakeapi import FakeApi, error_body, scale_retry_headers
 from .model import Scenario
 from .render import ResponsePlan, render_turn
 
@@ -139,10 +141,12 @@ class ScenarioServer:
         self.pacer = pacer or Pacer(1.0)
         self.render = render  # how a (turn, attempt) becomes the plan served (serve's faults pass their own)
         self.scale_retry_after = scale_retry_after  # retry-after(-ms) headers divided by the pacer speed
-        self.validate_history = validate_history  # the API's history 400s (inspector.stream.history, as in serve)
+        # the fake API's core, as serve uses it, with the in-process settings
+        self.api = FakeApi(
+            validate_history=validate_history, lenient=True, strict=True, stream_only=True, attempts_by="turn"
+        )
         self.requests: list[RecordedRequest] = []
         self.responses: list[ServedResponse] = []
-        self.attempts: dict[int, int] = {}
         self.closed_early: int = 0
         self._closed_early_event: asyncio.Event | None = None
 
@@ -158,10 +162,19 @@ class ScenarioServer:
         self.closed_early += 1
         self.closed_early_event.set()
 
+    @property
+    def validate_history(self) -> bool:
+        return self.api.validate_history
+
+    @property
+    def attempts(self) -> dict[int, int]:
+        """Requests answered so far, per turn (the core's counters)."""
+        return {key[1]: n for key, n in self.api.attempts.items()}
+
     def reset(self) -> None:
         self.requests.clear()
         self.responses.clear()
-        self.attempts.clear()
+        self.api.reset()
         self.closed_early = 0
         self._closed_early_event = None
 
@@ -179,35 +192,15 @@ class ScenarioServer:
         rec = RecordedRequest(request.method, request.url.path, dict(request.headers), body, None, None)
         self.requests.append(rec)
 
-        # the same checks, in the same order, with the same messages as inspector serve's ServeApp.messages
         if request.method != "POST" or not request.url.path.rstrip("/").endswith("/v1/messages"):
             return self._reject(rec, 404, "not_found_error", f"Not found: {request.method} {request.url.path}")
         if not valid_json:
             return self._reject(rec, 400, "invalid_request_error", "request body is not valid JSON")
-        if not isinstance(body, dict):
-            return self._reject(rec, 400, "invalid_request_error", "request body must be a JSON object")
-        messages = body.get("messages")
-        if self.validate_history:
-            violation = history_violation(messages)
-            if violation is not None:
-                return self._reject(rec, 400, "invalid_request_error", violation.message)
-        elif not isinstance(messages, list):
-            return self._reject(rec, 400, "invalid_request_error", "messages: Field required")
-        if body.get("stream") is not True:
-            return self._reject(rec, 400, "invalid_request_error", "the scenario server only serves stream: true")
-        listed: list = messages if isinstance(messages, list) else []
-        turn = sum(1 for m in listed if isinstance(m, dict) and m.get("role") == "assistant")
-        if turn >= len(self.scenario.turns):
-            return self._reject(
-                rec,
-                400,
-                "invalid_request_error",
-                f"scenario {self.scenario.name!r} has {len(self.scenario.turns)} turns; no turn {turn} "
-                f"(this request has {turn} assistant messages)",
-            )
-
-        attempt = self.attempts.get(turn, 0)
-        self.attempts[turn] = attempt + 1
+        decision = self.api.decide(body, name=self.scenario.name, turns=len(self.scenario.turns))
+        if decision.rejected:
+            return self._reject(rec, decision.status, decision.etype, decision.message)
+        turn, attempt = decision.turn, decision.attempt
+        assert turn is not None and attempt is not None
         rec.turn, rec.attempt = turn, attempt
         plan = self.render(self.scenario, turn, attempt)
         served = ServedResponse(turn, attempt, plan.status, plan)
@@ -219,22 +212,18 @@ class ScenarioServer:
         if http_error is not None and http_error.connect_error is not None:
             served.state = "dropped"  # no response at all: the connection failed
             raise httpx2.ConnectError(http_error.connect_error, request=request)
-        headers = dict(plan.headers)
+        speed = self.pacer.speed if self.scale_retry_after else 1.0
+        headers, error = self.api.response_headers(plan.status, plan.headers, plan.body, body, speed=speed)
         if plan.status != 200:
-            self._scale_retry_headers(headers)
             served.state = "complete"
-            served.reads_sent, served.bytes_sent = len(plan.reads), len(plan.body)
-            return httpx2.Response(plan.status, headers=headers, content=plan.body)
+            served.reads_sent, served.bytes_sent = len(plan.reads), len(error)
+            return httpx2.Response(plan.status, headers=headers, content=error)
         return httpx2.Response(200, headers=headers, stream=ScenarioStream(self, served, plan))
 
     def _reject(self, rec: RecordedRequest, status: int, etype: str, message: str) -> httpx2.Response:
         rec.rejected = message
-        body = orjson.dumps({"type": "error", "error": {"type": etype, "message": message}})
+        body = error_body(etype, message)
         return httpx2.Response(status, headers={"content-type": "application/json"}, content=body)
-
-    def _scale_retry_headers(self, headers: dict[str, str]) -> None:
-        if self.scale_retry_after:
-            scale_retry_headers(headers, self.pacer.speed)
 
     # --- convenience -------------------------------------------------------------------------------------------
     def requests_for(self, turn: int) -> list[RecordedRequest]:
@@ -251,18 +240,3 @@ def make_client(server: ScenarioServer, **kw: Any) -> anthropic.AsyncAnthropic:
     }
     params.update(kw)
     return anthropic.AsyncAnthropic(**params)
-
-
-def scale_retry_headers(headers: dict[str, str], speed: float) -> None:
-    """retry-after(-ms) divided by the speed, so scripted waits follow the playback speed (in place)."""
-    if speed == 1.0:
-        return
-    if "retry-after-ms" in headers:
-        ms = float(headers["retry-after-ms"])
-        headers["retry-after-ms"] = "1" if math.isinf(speed) else f"{max(1.0, ms / speed):g}"
-    if "retry-after" in headers:
-        try:
-            secs = float(headers["retry-after"])
-        except ValueError:
-            return
-        headers["retry-after"] = "0.001" if math.isinf(speed) else f"{max(0.001, secs / speed):g}"

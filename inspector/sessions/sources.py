@@ -4,11 +4,16 @@ its bus, controller and optional recorder. The CLI and the dashboard both build 
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import functools
 import logging
 import math
 import os
 import shutil
+import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,10 +41,17 @@ class Session:
     source: dict
     cleanups: list[Callable[[], None]] = field(default_factory=list)
     recorder: Recorder | None = None
+    # run the loop and its HTTP on a thread and event loop of their own (see run_threaded)
+    threaded: bool = False
+    _outer: O.ObservationBus | None = field(default=None, repr=False)
+    _thread_loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
+    _thread: threading.Thread | None = field(default=None, repr=False)
 
     @property
     def bus(self) -> O.ObservationBus:
-        return self.loop.bus
+        """The bus subscribers use (with ``threaded``, its observations are delivered on the loop that runs
+        ``run()``, in order)."""
+        return self._outer if self._outer is not None else self.loop.bus
 
     @property
     def secrets(self) -> list[str]:
@@ -48,6 +60,8 @@ class Session:
 
     @property
     def controller(self) -> LoopController:
+        if self.threaded:
+            return ThreadedController(self)  # type: ignore[return-value]
         return self.loop.controller
 
     @property
@@ -55,10 +69,67 @@ class Session:
         return self.loop.pacer
 
     async def run(self) -> LoopResult:
+        if self.threaded:
+            return await self.run_threaded()
+        return await self._run_here()
+
+    async def run_threaded(self) -> LoopResult:
+        """Run the loop (and its HTTP) on a thread and event loop of its own, so the moment a read arrives is taken
+        there: a consumer (the dashboard's frame, a slow subscriber) that blocks its own event loop delays neither
+        the reads nor their timestamps. Observations are relayed to :attr:`bus`'s subscribers on the caller's event
+        loop, in order (a queue drained by one callback per batch); the controller's calls run on the session's
+        loop (:class:`ThreadedController`). Cancelling the caller cancels the loop."""
+        consumer = asyncio.get_running_loop()
+        outer = self.loop.bus
+        relay = _Relay(outer, consumer)
+        inner = O.ObservationBus()
+        inner.subscribe(relay)
+        self._outer = outer
+        self.loop.publish_to(inner)
+        done: concurrent.futures.Future = concurrent.futures.Future()
+
+        async def main() -> LoopResult:
+            self._thread_loop = asyncio.get_running_loop()
+            return await self._run_here(close=False)  # closed below, once every observation was delivered
+
+        def thread() -> None:
+            try:
+                done.set_result(asyncio.run(main()))
+            except BaseException as e:  # handed to the caller, never lost in the thread
+                done.set_exception(e)
+            finally:
+                self._thread_loop = None
+
+        self._thread = threading.Thread(target=thread, name="inspector-session", daemon=True)
+        self._thread.start()
+        try:
+            return await asyncio.wrap_future(done)
+        except asyncio.CancelledError:
+            self.controller.cancel()
+            raise
+        finally:
+            relay.drain()  # what is still queued, before the caller hears the session ended
+            if done.done():
+                self.close()  # the recorder and the cleanups, after the subscribers (the recorder) got everything
+            else:  # cancelled while the loop winds down: close once it has
+                done.add_done_callback(lambda _: self._close_later(consumer, relay))
+
+    def _close_later(self, consumer: asyncio.AbstractEventLoop, relay: _Relay) -> None:
+        try:
+            consumer.call_soon_threadsafe(self._close_after, relay)
+        except RuntimeError:  # the caller's loop has closed: nobody else will deliver or close
+            self._close_after(relay)
+
+    def _close_after(self, relay: _Relay) -> None:
+        relay.drain()
+        self.close()
+
+    async def _run_here(self, *, close: bool = True) -> LoopResult:
         try:
             return await self.loop.run()
         finally:
-            self.close()
+            if close:
+                self.close()
             try:
                 await self.loop.client.close()  # the SDK's connection pool
             except Exception:  # the session has ended; a pool that fails to close is only noted
@@ -73,6 +144,70 @@ class Session:
                 fn()
             except Exception:  # every cleanup runs, whatever the others do
                 log.warning("session cleanup %r failed", fn, exc_info=True)
+
+
+class _Relay:
+    """An observation subscriber on the session's thread: queues each observation and has ``target`` publish them
+    on ``loop`` (the consumer's), in order, one scheduled drain per batch."""
+
+    def __init__(self, target: O.ObservationBus, loop: asyncio.AbstractEventLoop) -> None:
+        self.target, self.loop = target, loop
+        self.queue: deque[O.Observation] = deque()
+        self.scheduled = False
+        self.lock = threading.Lock()
+
+    def __call__(self, obs: O.Observation) -> None:
+        with self.lock:
+            self.queue.append(obs)
+            if self.scheduled:
+                return
+            self.scheduled = True
+        try:
+            self.loop.call_soon_threadsafe(self.drain)
+        except RuntimeError:  # the consumer's loop has closed: nobody is left to deliver to
+            pass
+
+    def drain(self) -> None:
+        with self.lock:
+            batch = list(self.queue)
+            self.queue.clear()
+            self.scheduled = False
+        for obs in batch:
+            self.target.publish(obs)
+
+
+class ThreadedController:
+    """A threaded session's controller: the same methods and properties as ``LoopController``; each call runs on
+    the session's event loop (``call_soon_threadsafe``), in order; before the loop runs or once it has ended,
+    directly. Reads (state, paused, speed...) read the loop's current values."""
+
+    _CALLS = frozenset({"pause", "resume", "toggle_pause", "step", "cancel", "set_speed", "faster", "slower"})
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._session.loop.controller, name)
+        if name not in self._CALLS:
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> None:
+            if name == "step" and (args or kwargs):
+                unit = args[0] if args else kwargs.get("unit")
+                if unit not in ("event", "block", "turn"):
+                    raise ValueError(f"unknown step unit {unit!r}")
+            if name == "set_speed":
+                Pacer._check(args[0] if args else kwargs["speed"])  # the caller hears a bad speed, not the loop
+            loop = self._session._thread_loop
+            if loop is None or threading.current_thread() is self._session._thread:
+                attr(*args, **kwargs)
+                return
+            try:
+                loop.call_soon_threadsafe(functools.partial(attr, *args, **kwargs))
+            except RuntimeError:  # the session's loop closed meanwhile: the loop has ended
+                attr(*args, **kwargs)
+
+        return call
 
 
 def _attach_recorder(session: Session, record: str | Path | None) -> None:

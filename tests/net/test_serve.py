@@ -138,10 +138,22 @@ def data_lines(body: bytes) -> list[bytes]:
 # ----------------------------------------------------------------------------------------------- the matrix
 
 
-@pytest.mark.parametrize("fault", ALL_FAULTS, ids=lambda f: f or "none")
-@pytest.mark.parametrize("name", ALL_SCENARIOS)
-async def test_sdk_gets_exact_bytes_for_every_scenario_and_fault(served, name, fault):
-    sc = get_scenario(name)
+# Over the socket: one case per fault (on a scenario with tool calls, so the tool faults bite) and one per scenario
+# (no fault): the socket adds nothing a fault or a scenario could change. What every fault does to every scenario is
+# checked on the rendered plans below (test_every_fault_does_what_it_says_on_every_scenario), without a socket.
+SOCKET_CASES = [("weather", f) for f in FAULTS] + [(name, None) for name in ALL_SCENARIOS]
+
+
+def _same_but_request_id(got: bytes, plan_body: bytes, got_headers: dict, plan_headers: dict) -> bool:
+    """An error body as served: the plan's, with the request id unique to the response in place of the rendered one."""
+    rendered, served = plan_headers.get("request-id"), got_headers.get("request-id")
+    if not rendered or not served:
+        return got == plan_body
+    return got == plan_body.replace(rendered.encode(), served.encode())
+
+
+@pytest.mark.parametrize(("name", "fault"), SOCKET_CASES, ids=lambda v: v or "none")
+async def test_sdk_gets_exact_bytes_for_each_scenario_and_each_fault(served, name, fault):
     plan = server_plan(served, name, fault)
     client = client_for(served.base_url)
     try:
@@ -164,7 +176,8 @@ async def test_sdk_gets_exact_bytes_for_every_scenario_and_fault(served, name, f
             assert got["headers"]["retry-after"] == "0.001"
         if "retry-after-ms" in plan.headers:
             assert got["headers"]["retry-after-ms"] == "1"
-        assert got["body"] == plan.body
+        assert _same_but_request_id(got["body"], plan.body, got["headers"], plan.headers)
+        assert err["request_id"] == got["headers"]["request-id"]
         return
 
     # exactly the scenario's bytes, whatever the fault
@@ -176,11 +189,22 @@ async def test_sdk_gets_exact_bytes_for_every_scenario_and_fault(served, name, f
     else:
         assert got["error"] is None
 
-    # ... and the fault does what --list-faults says
-    body = got["body"]
+
+@pytest.mark.parametrize("fault", ALL_FAULTS, ids=lambda f: f or "none")
+@pytest.mark.parametrize("name", ALL_SCENARIOS)
+def test_every_fault_does_what_it_says_on_every_scenario(name, fault):
+    """The whole scenario x fault cross product, on the rendered plans (what serve sends, byte for byte, as the
+    socket cases above show): each fault does what --list-faults says."""
+    sc = get_scenario(name)
+    plan = expected(name, fault)
+    if plan.status != 200:
+        err = orjson.loads(plan.body)
+        assert err["type"] == "error" and err["error"]["type"] in ("rate_limit_error", "overloaded_error", "api_error")
+        return
+    body = plan.body
     turn = apply_faults(sc, fault).turns[0]
     tools = [i for i, _ in sc.turns[0].tool_blocks()]
-    unfaulted = server_plan(served, name, None)
+    unfaulted = expected(name, None)
     clean = plan.end == "eof" and not any(e[0] == "error" for e in plan.events)  # no scenario fault in the way
     cut_by_scenario = any(isinstance(f, MaxTokensCut) for f in sc.turns[0].faults)
     if fault == "error_event":
@@ -255,12 +279,16 @@ async def test_error_event_raises_in_sdk_and_retry_is_clean(served):
     hdr = {"x-inspector-scenario": "weather", "x-inspector-fault": "error_event", "x-inspector-session": "ee"}
     try:
         with pytest.raises(anthropic.APIStatusError) as info:
-            async with client.messages.stream(model="m", max_tokens=10, messages=USER, extra_headers=hdr) as s:
+            async with client.messages.stream(
+                model="claude-sonnet-4-6", max_tokens=10, messages=USER, extra_headers=hdr
+            ) as s:
                 async for _ in s:
                     pass
         assert "overloaded_error" in str(info.value.body)
         # the harness retries the same request: attempt 1 is the scenario, clean
-        async with client.messages.stream(model="m", max_tokens=10, messages=USER, extra_headers=hdr) as s:
+        async with client.messages.stream(
+            model="claude-sonnet-4-6", max_tokens=10, messages=USER, extra_headers=hdr
+        ) as s:
             msg = await s.get_final_message()
         assert msg.stop_reason == "tool_use"
     finally:
@@ -324,20 +352,26 @@ async def test_stream_false_gets_the_assembled_message(served):
             hdr = {"x-inspector-scenario": name, "x-inspector-session": "nonstream"}
             if plan.status != 200:
                 with pytest.raises(anthropic.APIStatusError):
-                    await client.messages.create(model="m", max_tokens=10, messages=USER, extra_headers=hdr)
+                    await client.messages.create(
+                        model="claude-sonnet-4-6", max_tokens=10, messages=USER, extra_headers=hdr
+                    )
                 continue
             if plan.end != "eof":
                 with pytest.raises((anthropic.APIConnectionError, anthropic.APITimeoutError)):
                     await client.messages.create(
-                        model="m", max_tokens=10, messages=USER, extra_headers=hdr, timeout=0.5
+                        model="claude-sonnet-4-6", max_tokens=10, messages=USER, extra_headers=hdr, timeout=0.5
                     )
                 continue
             if any(e[0] == "error" for e in plan.events):  # error event after 200 -> the error status
                 with pytest.raises(anthropic.APIStatusError) as info:
-                    await client.messages.create(model="m", max_tokens=10, messages=USER, extra_headers=hdr)
+                    await client.messages.create(
+                        model="claude-sonnet-4-6", max_tokens=10, messages=USER, extra_headers=hdr
+                    )
                 assert info.value.status_code == 529
                 continue
-            msg = await client.messages.create(model="m", max_tokens=10, messages=USER, extra_headers=hdr)
+            msg = await client.messages.create(
+                model="claude-sonnet-4-6", max_tokens=10, messages=USER, extra_headers=hdr
+            )
             expected = assembled_message(plan)
             assert msg.id == expected["id"] and msg.stop_reason == expected["stop_reason"]
             assert [b.type for b in msg.content] == [b["type"] for b in expected["content"]]
@@ -357,7 +391,7 @@ async def test_models_and_unknown_paths(served):
         assert one.id == model
         with pytest.raises(anthropic.NotFoundError):
             await client.models.retrieve("nope")
-        n = await client.messages.count_tokens(model="m", messages=USER)
+        n = await client.messages.count_tokens(model="claude-sonnet-4-6", messages=USER)
         assert n.input_tokens >= 1
     finally:
         await client.close()
@@ -367,13 +401,13 @@ async def test_models_and_unknown_paths(served):
         r = await h.post(
             "/v1/messages",
             headers={"x-inspector-scenario": "nope"},
-            json={"model": "m", "max_tokens": 1, "messages": USER},
+            json={"model": "claude-sonnet-4-6", "max_tokens": 1, "messages": USER},
         )
         assert r.status_code == 400 and "unknown scenario" in r.json()["error"]["message"]
         r = await h.post(
             "/v1/messages",
             headers={"x-inspector-fault": "nope"},
-            json={"model": "m", "max_tokens": 1, "messages": USER},
+            json={"model": "claude-sonnet-4-6", "max_tokens": 1, "messages": USER},
         )
         assert r.status_code == 400 and "unknown fault" in r.json()["error"]["message"]
         r = await h.get("/inspector/faults")
@@ -514,7 +548,11 @@ async def test_history_violation_gives_its_400(served, case):
     try:
         with pytest.raises(anthropic.BadRequestError) as info:
             await client.messages.create(
-                model="m", max_tokens=10, messages=messages, stream=True, extra_headers={"x-inspector-session": "hist"}
+                model="claude-sonnet-4-6",
+                max_tokens=10,
+                messages=messages,
+                stream=True,
+                extra_headers={"x-inspector-session": "hist"},
             )
     finally:
         await client.close()
@@ -582,7 +620,10 @@ async def test_in_process_and_served_bytes_are_identical(served, fault):
             a = await fetch(c_in, scenario="parse_date", fault=fault, session=f"parity-{fault}")
             b = await fetch(c_net, scenario="parse_date", fault=fault, session=f"parity-{fault}")
             assert a["status"] == b["status"]
-            assert a["body"] == b["body"] == render_faulted(sc, fault, 0, attempt).body
+            want = render_faulted(sc, fault, 0, attempt)
+            assert a["body"] == want.body  # in process: the rendered bytes
+            # served: the same bytes; an error body carries the request id unique to its response
+            assert _same_but_request_id(b["body"], want.body, b["headers"], want.headers)
             if a["status"] == 200:  # same reads, in process
                 assert [r.data for r in inproc.responses[-1].plan.reads] == [
                     r.data for r in render_faulted(sc, fault, 0, attempt).reads
@@ -656,14 +697,11 @@ def test_cli_prints_base_url_and_serves_on_loopback():
         m = re.match(r"ANTHROPIC_BASE_URL=(http://127\.0\.0\.1:(\d+))$", lines[1].strip())
         assert m, lines
         assert "scenario weather, faults bom" in lines[0]
+        # the line is printed once the socket listens: connect at once, no retry
+        socket.create_connection(("127.0.0.1", int(m.group(2))), timeout=5).close()
         with httpx2.Client(base_url=m.group(1), timeout=10, headers=API_HEADERS) as h:
-            for _ in range(100):  # bounded: the socket is bound before uvicorn accepts; retry until it does
-                try:
-                    body = {"model": get_scenario("weather").model, "max_tokens": 5, "stream": True, "messages": USER}
-                    r = h.post("/v1/messages", json=body)
-                    break
-                except httpx2.ConnectError:
-                    continue
+            body = {"model": get_scenario("weather").model, "max_tokens": 5, "stream": True, "messages": USER}
+            r = h.post("/v1/messages", json=body)
         assert r.status_code == 200
         assert r.content == render_faulted(get_scenario("weather"), "bom", 0, 0).body
     finally:
@@ -830,7 +868,7 @@ async def test_proxy_does_not_leave_the_upstream_request_behind_when_begin_turn_
         raise RuntimeError("bookkeeping failed")
 
     monkeypatch.setattr(proxy.tracker, "begin", broken)
-    body = orjson.dumps({"model": "m", "max_tokens": 5, "stream": True, "messages": USER})
+    body = orjson.dumps({"model": "claude-sonnet-4-6", "max_tokens": 5, "stream": True, "messages": USER})
     scope = {
         "type": "http",
         "method": "POST",
@@ -943,7 +981,12 @@ async def test_a_key_learned_after_the_recording_opened_and_echoed_across_two_re
     proxy.open_recording()
     with BackgroundServer(upstream) as up, BackgroundServer(proxy) as px:
         proxy.upstream = up.base_url
-        request = {"model": "m", "max_tokens": 5, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+        request = {
+            "model": "claude-sonnet-4-6",
+            "max_tokens": 5,
+            "stream": True,
+            "messages": [{"role": "user", "content": "hi"}],
+        }
         async with httpx2.AsyncClient(timeout=30) as client:
             async with client.stream(
                 "POST", f"{px.base_url}/v1/messages", content=orjson.dumps(request), headers={"x-api-key": KEY}
@@ -984,7 +1027,7 @@ async def test_proxy_records_lower_cased_headers_without_credentials_and_redacts
             client = client_for(px.base_url, default_headers={"Anthropic-Api-Key": other, "X-Custom-Header": "Kept"})
             try:
                 async with client.messages.stream(
-                    model="m",
+                    model="claude-sonnet-4-6",
                     max_tokens=10,
                     extra_headers={"x-inspector-scenario": "weather"},
                     messages=[{"role": "user", "content": f"my keys are {KEY} and {other}"}],

@@ -110,7 +110,9 @@ def test_bad_bodies_are_400_invalid_request_error(served, case):
 async def test_the_sdk_sees_its_own_validation_errors(served):
     async with anthropic.AsyncAnthropic(base_url=served.base_url, api_key=KEY, max_retries=0) as client:
         with pytest.raises(anthropic.BadRequestError) as info:
-            await client.messages.create(model="m", max_tokens=0, messages=[{"role": "user", "content": "x"}])
+            await client.messages.create(
+                model="claude-sonnet-4-6", max_tokens=0, messages=[{"role": "user", "content": "x"}]
+            )
         assert info.value.body["error"]["type"] == "invalid_request_error"
     # the SDK refuses to send without a key; a harness with a custom http client sees the 401
     async with httpx2.AsyncClient(base_url=served.base_url) as h:
@@ -141,14 +143,14 @@ async def test_the_request_model_is_echoed(served, stream):
     async with sdk(served.base_url) as client:
         if stream:
             async with client.messages.stream(
-                model="claude-opus-echo-1", max_tokens=10, messages=[{"role": "user", "content": "x"}]
+                model="claude-opus-4-8-20260101", max_tokens=10, messages=[{"role": "user", "content": "x"}]
             ) as s:
                 msg = await s.get_final_message()
         else:
             msg = await client.messages.create(
-                model="claude-opus-echo-1", max_tokens=10, messages=[{"role": "user", "content": "x"}]
+                model="claude-opus-4-8-20260101", max_tokens=10, messages=[{"role": "user", "content": "x"}]
             )
-    assert msg.model == "claude-opus-echo-1"
+    assert msg.model == "claude-opus-4-8-20260101"
 
 
 async def test_message_delta_carries_input_and_cache_usage(served):
@@ -198,10 +200,13 @@ async def test_after_the_last_turn_an_end_turn_reply_is_flagged(served):
     messages = _conversation("weather")
     async with sdk(served.base_url) as client:
         async with client.messages.stream(
-            model="claude-x", max_tokens=10, messages=messages, extra_headers={"x-inspector-scenario": "weather"}
+            model="claude-haiku-4-5",
+            max_tokens=10,
+            messages=messages,
+            extra_headers={"x-inspector-scenario": "weather"},
         ) as s:
             msg = await s.get_final_message()
-    assert msg.stop_reason == "end_turn" and msg.model == "claude-x"
+    assert msg.stop_reason == "end_turn" and msg.model == "claude-haiku-4-5"
     assert [b.type for b in msg.content] == ["text"] and "has ended" in msg.content[0].text
     ex = served.owner.exchanges[-1]
     assert ex.script_ended and ex.status == 200 and ex.turn == len(get_scenario("weather").turns)
@@ -216,7 +221,7 @@ async def test_strict_answers_400_after_the_last_turn():
     with BackgroundServer(ServeApp("weather", speed=math.inf, strict=True)) as srv:
         async with sdk(srv.base_url) as client:
             with pytest.raises(anthropic.BadRequestError) as info:
-                await client.messages.create(model="m", max_tokens=10, messages=messages)
+                await client.messages.create(model="claude-sonnet-4-6", max_tokens=10, messages=messages)
     assert "no turn 2" in info.value.body["error"]["message"]
 
 
@@ -254,7 +259,7 @@ def test_history_is_a_ring_and_requests_says_what_it_dropped():
 def test_attempt_counters_are_lru():
     app = ServeApp(speed=math.inf, history=2)
     a, b, c = ("a",), ("b",), ("c",)
-    assert [app._next_attempt(k) for k in (a, b, a, c, a, b)] == [0, 0, 1, 0, 2, 0]  # b was the oldest: dropped
+    assert [app.api._next_attempt(k) for k in (a, b, a, c, a, b)] == [0, 0, 1, 0, 2, 0]  # b was the oldest: dropped
     assert list(app.attempts) == [a, b]
 
 
@@ -349,7 +354,9 @@ async def test_plans_render_off_the_event_loop(monkeypatch):
         monkeypatch.setattr(serve_mod, "render_faulted", slow)
         async with sdk(srv.base_url) as client:
             slow_call = asyncio.ensure_future(
-                client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "a"}])
+                client.messages.create(
+                    model="claude-sonnet-4-6", max_tokens=5, messages=[{"role": "user", "content": "a"}]
+                )
             )
             async with httpx2.AsyncClient(base_url=srv.base_url, headers=API_HEADERS) as h:
                 r = await h.get("/v1/models")  # answered while the render waits
@@ -363,7 +370,139 @@ async def test_echo_model_off_answers_with_the_scenario_model():
     with BackgroundServer(ServeApp(speed=math.inf, echo_model=False)) as srv:
         async with sdk(srv.base_url) as client:
             msg = await client.messages.create(
-                model="other", max_tokens=10, messages=[{"role": "user", "content": "x"}]
+                model="claude-opus-5", max_tokens=10, messages=[{"role": "user", "content": "x"}]
             )
     assert msg.model == get_scenario("parse_date").model
-    assert srv.owner.exchanges[-1].model == "other"  # still noted
+    assert srv.owner.exchanges[-1].model == "claude-opus-5"  # still noted
+
+
+# --------------------------------------------------------------------------------------------- what real clients hit
+
+
+def test_count_tokens_counts_the_system_prompt_and_the_tools(served):
+    c = RawClient(served.address)
+    try:
+        bare = {"model": BASE["model"], "messages": BASE["messages"]}
+        status, headers, raw = c.request("/v1/messages/count_tokens", bare)
+        assert status == 200 and headers["request-id"].startswith("req_011C")
+        small = orjson.loads(raw)["input_tokens"]
+        tools = [
+            {"name": f"tool_{i}", "description": "d" * 780, "input_schema": {"type": "object", "properties": {}}}
+            for i in range(100)
+        ]  # about 80 KB of tool definitions
+        status, _, raw = c.request("/v1/messages/count_tokens", {**bare, "system": "s" * 4000, "tools": tools})
+        big = orjson.loads(raw)["input_tokens"]
+        assert status == 200 and big >= small + 80_000 // 4 + 1000
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "message"),
+    [
+        ({"messages": [{"role": "user", "content": "x"}]}, 400, "model: Field required"),
+        ({"model": "claude-sonnet-4-6", "messages": "hi"}, 400, None),
+        ({"model": "claude-sonnet-4-6", "messages": [{"role": "assistant", "content": "x"}]}, 400, None),
+        ({"model": "claude-sonnet-4-6", "messages": [{"role": "user", "content": "x"}], "tools": {}}, 400, None),
+        ({"model": "claude-nope-1", "messages": [{"role": "user", "content": "x"}]}, 404, "model: claude-nope-1"),
+        ([1, 2], 400, "request body must be a JSON object"),
+    ],
+)
+def test_count_tokens_validates_like_messages(served, body, status, message):
+    c = RawClient(served.address)
+    try:
+        got, headers, raw = c.request("/v1/messages/count_tokens", body)
+        err = error_shape(got, headers, raw)
+        assert got == status and err["type"] == ("not_found_error" if status == 404 else "invalid_request_error")
+        if message is not None:
+            assert err["message"] == message
+    finally:
+        c.close()
+
+
+async def test_an_unknown_model_is_404_not_found_error_unless_lenient(served):
+    async with sdk(served.base_url) as client:
+        with pytest.raises(anthropic.NotFoundError) as info:
+            await client.messages.create(
+                model="claude-nope-1", max_tokens=5, messages=[{"role": "user", "content": "x"}]
+            )
+        assert info.value.body["error"] == {"type": "not_found_error", "message": "model: claude-nope-1"}
+        # models the API knows (genai-prices' catalogue, dated ids too) and the scenarios' own are answered
+        for model in ("claude-haiku-4-5-20251001", "claude-opus-4-8", get_scenario("parse_date").model):
+            msg = await client.messages.create(model=model, max_tokens=5, messages=[{"role": "user", "content": "x"}])
+            assert msg.model == model
+    async with httpx2.AsyncClient(base_url=served.base_url, headers=API_HEADERS) as h:
+        assert (await h.get("/v1/models/claude-nope-1")).status_code == 404
+        assert (await h.get("/v1/models/claude-opus-4-8")).status_code == 200
+    with BackgroundServer(ServeApp(speed=math.inf, lenient=True)) as srv:
+        async with sdk(srv.base_url) as client:
+            msg = await client.messages.create(
+                model="claude-nope-1", max_tokens=5, messages=[{"role": "user", "content": "x"}]
+            )
+        assert msg.model == "claude-nope-1"
+
+
+def test_request_ids_are_unique_per_response(served):
+    c = RawClient(served.address)
+    seen = []
+    try:
+        for _ in range(3):  # the same request, answered three times
+            status, headers, _ = c.request("/v1/messages", BASE, headers={**API_HEADERS, "x-inspector-session": "rid"})
+            assert status == 200
+            seen.append(headers["request-id"])
+        status, headers, raw = c.request("/v1/messages", {**BASE, "max_tokens": 0})
+        seen.append(error_shape(status, headers, raw) and headers["request-id"])
+        status, headers, raw = c.request("/v1/messages", {**BASE, "max_tokens": 0})
+        seen.append(headers["request-id"])
+        status, headers, raw = c.request("/v1/messages", BASE, headers={**API_HEADERS, "x-inspector-fault": "http_429"})
+        assert status == 429 and orjson.loads(raw)["request_id"] == headers["request-id"]
+        seen.append(headers["request-id"])
+    finally:
+        c.close()
+    assert len(set(seen)) == len(seen) and all(len(r) == len("req_011C") + 20 for r in seen)
+
+
+def test_rate_limit_headers_follow_the_requests_and_the_scripted_429():
+    now = [1_800_000_000.0]
+    from inspector.scenarios.fakeapi import RateLimits
+
+    limits = RateLimits(requests_limit=50, tokens_limit=100_000, clock=lambda: now[0])
+    with BackgroundServer(ServeApp(speed=math.inf, ratelimits=limits)) as srv:
+        c = RawClient(srv.address)
+        try:
+            _, h1, _ = c.request("/v1/messages", BASE)
+            now[0] += 1
+            _, h2, _ = c.request("/v1/messages", {**BASE, "system": "s" * 40_000})
+            assert h1["anthropic-ratelimit-requests-limit"] == "50"
+            assert h1["anthropic-ratelimit-requests-remaining"] == "49"
+            assert h2["anthropic-ratelimit-requests-remaining"] == "48"
+            t1 = 100_000 - int(h1["anthropic-ratelimit-tokens-remaining"])
+            t2 = int(h1["anthropic-ratelimit-tokens-remaining"]) - int(h2["anthropic-ratelimit-tokens-remaining"])
+            assert t1 >= 1 and t2 >= 10_000  # the 40 KB system prompt counts
+            assert h1["anthropic-ratelimit-requests-reset"] == "2027-01-15T08:01:00Z"  # the minute's end
+            # a scripted 429 says nothing remains until its retry-after (serve at max speed: 1 ms)
+            status, h3, _ = c.request("/v1/messages", BASE, headers={**API_HEADERS, "x-inspector-fault": "http_429:30"})
+            assert status == 429
+            assert h3["anthropic-ratelimit-requests-remaining"] == h3["anthropic-ratelimit-tokens-remaining"] == "0"
+            assert h3["anthropic-ratelimit-tokens-reset"] == "2027-01-15T08:00:02Z"
+            now[0] += 60  # a new minute: everything remains again
+            _, h4, _ = c.request("/v1/messages", BASE, headers={**API_HEADERS, "x-inspector-session": "later"})
+            assert h4["anthropic-ratelimit-requests-remaining"] == "49"
+        finally:
+            c.close()
+
+
+@pytest.mark.parametrize("depth", [300, 2000])
+def test_a_deeply_nested_request_is_a_400_not_a_500(served, depth):
+    raw_body = (
+        b'{"model":"claude-sonnet-4-6","max_tokens":5,"messages":[{"role":"user","content":"' + b"x" + b'"}],"x":'
+    )
+    raw_body += b"[" * depth + b"]" * depth + b"}"
+    c = RawClient(served.address)
+    try:
+        for path in ("/v1/messages", "/v1/messages/count_tokens"):
+            status, headers, raw = c.request(path, raw_body)
+            err = error_shape(status, headers, raw)
+            assert status == 400 and err["type"] == "invalid_request_error" and "nests deeper than" in err["message"]
+    finally:
+        c.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import math
+import threading
 
 import anthropic
 import httpx2
@@ -16,7 +17,7 @@ from inspector.cli.serve import _announce
 from inspector.cli.serve import main as serve_main
 from inspector.core.errors import FaultError, RecordingError
 from inspector.net.proxy import ProxyApp
-from inspector.net.recorded import RECORDING_FAULTS, RecordingSource, recording_faults
+from inspector.net.recorded import DIFF_LINES, RECORDING_FAULTS, RecordingSource, recording_faults, request_diff
 from inspector.net.serve import ServeApp, format_exchange
 from inspector.net.server import BackgroundServer
 from inspector.record.recording import RecordingWriter, read_recording
@@ -205,14 +206,14 @@ async def test_a_differing_request_is_answered_and_flagged(tmp_path):
                 model="claude-sonnet-4-6", max_tokens=16, messages=[{"role": "user", "content": "hi"}]
             )
             other = await client.messages.create(
-                model="claude-opus-x", max_tokens=16, messages=[{"role": "user", "content": "something else"}]
+                model="claude-opus-4-7", max_tokens=16, messages=[{"role": "user", "content": "something else"}]
             )
         async with httpx2.AsyncClient(base_url=srv.base_url) as h:
             listed = (await h.get("/inspector/requests")).json()["data"]
     assert same.content[0].text == other.content[0].text == "hello"  # answered either way
     assert listed[0]["differs"] is None and listed[0]["diff"] == []
     differs = listed[1]["differs"]
-    assert "model 'claude-sonnet-4-6' -> 'claude-opus-x'" in differs and "messages differ from messages.0" in differs
+    assert "model 'claude-sonnet-4-6' -> 'claude-opus-4-7'" in differs and "messages differ from messages.0" in differs
     diff = "\n".join(listed[1]["diff"])
     assert '-      "content": "hi"' in diff and '+      "content": "something else"' in diff
     assert "differs from the recording" in lines[1] and "\n" not in lines[1]
@@ -320,3 +321,84 @@ def test_every_serve_option_names_its_default(capsys):
             continue
         assert action.help and "default" in action.help, action.dest
     assert "--recording" in out and "--max-body" in out and "--history" in out
+
+
+# ----------------------------------------------------------------------------------------------- bounded request diffs
+
+
+def _deep(depth: int) -> object:
+    value: object = "x"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def _deep_recording(tmp_path, depth: int) -> str:
+    """A recording whose request nests ``depth`` levels (written by hand: orjson writes at most 255 levels)."""
+    path = tmp_path / "deep.jsonl"
+    _write(tmp_path, [(0.1, SSE[0]), (0.2, SSE[1]), (0.3, SSE[2])])
+    lines = (tmp_path / "hand.jsonl").read_bytes().splitlines()
+    deep = b"[" * depth + b'"x"' + b"]" * depth
+    lines[1] = lines[1].replace(b'"messages":[', b'"extra":' + deep + b',"messages":[', 1)
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return str(path)
+
+
+async def test_a_recorded_request_900_levels_deep_is_answered_and_not_compared(tmp_path):
+    source = RecordingSource.load(_deep_recording(tmp_path, 900))
+    assert "extra" in source.recorded_request(0)
+    with BackgroundServer(ServeApp(recording=source, speed=math.inf)) as srv:
+        async with sdk(srv.base_url) as client:
+            msg = await client.messages.create(
+                model="claude-sonnet-4-6", max_tokens=16, messages=[{"role": "user", "content": "hi"}]
+            )
+        async with httpx2.AsyncClient(base_url=srv.base_url) as h:
+            listed = (await h.get("/inspector/requests")).json()["data"]
+    assert msg.content[0].text == "hello"
+    assert listed[0]["status"] == 200
+    assert listed[0]["differs"] == "the recorded request nests deeper than 200 levels: not compared"
+
+
+def test_a_huge_request_diff_shows_a_window_around_the_first_difference():
+    recorded = {"model": "m", "messages": [{"role": "user", "content": f"message {i}"} for i in range(16_000)]}
+    got = {"model": "m", "messages": [dict(m) for m in recorded["messages"]]}
+    got["messages"][9_000] = {"role": "user", "content": "changed"}
+    differs, lines = request_diff(recorded, got)
+    assert differs == "messages differ from messages.9000 (16000 recorded, 16000 received)"
+    assert "messages.8998 to messages.9037 only" in lines[0]
+    assert '-      "content": "message 9000",' in lines and '+      "content": "changed",' in lines
+    assert len(lines) <= DIFF_LINES + 1
+
+
+async def test_the_request_diff_runs_off_the_event_loop_within_its_budget(tmp_path, monkeypatch):
+    """A diff that never ends (here: one waiting on an event) delays neither its own response nor any other
+    request; past the budget the exchange says so, and the printer gets the line then."""
+    import inspector.net.serve as serve_mod
+
+    release = threading.Event()
+    started = threading.Event()
+
+    def stuck(recorded, got):
+        started.set()
+        release.wait(30)
+        return "late", []
+
+    monkeypatch.setattr(serve_mod, "request_diff", stuck)
+    source = RecordingSource.load(_write(tmp_path, [(0.1, SSE[0]), (0.2, SSE[1]), (0.3, SSE[2])]))
+    printed: list[str] = []
+    app = ServeApp(recording=source, speed=math.inf, diff_budget=0.3, on_exchange=lambda ex: printed.append(ex.differs))
+    try:
+        with BackgroundServer(app) as srv:
+            async with sdk(srv.base_url) as client:
+                msg = await client.messages.create(
+                    model="claude-opus-4-7", max_tokens=16, messages=[{"role": "user", "content": "other"}]
+                )
+                assert msg.content[0].text == "hello" and started.is_set()  # answered while the diff is stuck
+                async with httpx2.AsyncClient(base_url=srv.base_url, headers=API_HEADERS) as h:
+                    assert (await h.get("/v1/models")).status_code == 200  # the loop is free
+                    listed = (await h.get("/inspector/requests")).json()["data"]
+    finally:
+        release.set()
+    first = next(x for x in listed if x["path"] == "/v1/messages")
+    assert first["differs"] == "not compared: the request diff took more than its 0.3 s"
+    assert printed[0] == first["differs"]

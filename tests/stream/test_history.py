@@ -1,20 +1,11 @@
-"""The Messages API's history rules (inspector.stream.history): every violation kind, valid histories, and the same
-verdict (status and message) from ``inspector serve`` and from the in-process ScenarioServer."""
+"""The Messages API's history rules (inspector.stream.history): every violation kind, valid histories. Both fake API
+transports decide through one core (inspector.scenarios.fakeapi, tests/scenarios/test_fakeapi.py)."""
 
 from __future__ import annotations
 
-import math
-
-import httpx2
-import orjson
 import pytest
 
-from inspector.core.pacing import Pacer
-from inspector.net.inprocess import FaultedScenarioServer
-from inspector.net.serve import ServeApp
 from inspector.scenarios import transport
-from inspector.scenarios.bundled import get_scenario
-from inspector.scenarios.transport import ScenarioServer
 from inspector.stream import history
 from inspector.stream.history import VIOLATION_KINDS, Violation, history_problem, history_violation
 
@@ -159,82 +150,8 @@ def test_valid_histories_pass(case):
 
 def test_one_implementation():
     """serve and the in-process server use the same function (no second copy of the rules)."""
-    import inspector.net.serve as serve
+    import inspector.scenarios.fakeapi as fakeapi
 
-    assert serve.history_violation is history.history_violation
+    assert fakeapi.history_violation is history.history_violation  # serve decides through fakeapi
     assert transport.history_problem is history.history_problem
     assert not hasattr(transport, "_blocks")
-
-
-# --- serve and ScenarioServer give the same answer ---------------------------------------------------------------
-
-
-def _request(messages) -> httpx2.Request:
-    body = {"model": "m", "max_tokens": 10, "stream": True, "messages": messages}
-    return httpx2.Request(
-        "POST",
-        "http://scenario.local/v1/messages",
-        content=orjson.dumps(body),
-        headers={"content-type": "application/json"},
-    )
-
-
-async def _via_scenario_server(server: ScenarioServer, messages) -> tuple[int, dict | None]:
-    resp = await server.handler(_request(messages))
-    await resp.aread()
-    return resp.status_code, (resp.json() if resp.status_code != 200 else None)
-
-
-async def _via_serve(app: ServeApp, messages) -> tuple[int, dict | None]:
-    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app.app), base_url="http://serve.local") as h:
-        req = _request(messages)
-        resp = await h.post(
-            "/v1/messages",
-            content=req.content,
-            headers={
-                "content-type": "application/json",
-                "x-inspector-scenario": "weather",
-                "x-api-key": "test-key",
-                "anthropic-version": "2023-06-01",
-            },
-        )
-        await resp.aread()
-        return resp.status_code, (resp.json() if resp.status_code != 200 else None)
-
-
-@pytest.mark.parametrize("case", sorted(CASES))
-@pytest.mark.parametrize("server_kind", ["ScenarioServer", "FaultedScenarioServer"])
-async def test_in_process_server_rejects_exactly_what_serve_rejects(case, server_kind):
-    messages, text = CASES[case]
-    sc = get_scenario("weather")
-    if server_kind == "ScenarioServer":
-        inproc = ScenarioServer(sc, Pacer(math.inf))
-    else:
-        inproc = FaultedScenarioServer(sc, "bom", Pacer(math.inf))
-    got_in = await _via_scenario_server(inproc, messages)
-    got_net = await _via_serve(ServeApp("weather", speed=math.inf), messages)
-    assert got_in[0] == got_net[0] == 400
-    assert got_in[1]["error"] == got_net[1]["error"] == {"type": "invalid_request_error", "message": text}
-    assert inproc.requests[-1].rejected == text and inproc.responses == []
-
-
-@pytest.mark.parametrize("case", sorted(VALID))
-async def test_valid_histories_are_served_by_both(case):
-    messages = VALID[case]
-    sc = get_scenario("weather")
-    turn = sum(1 for m in messages if m["role"] == "assistant")
-    inproc = ScenarioServer(sc, Pacer(math.inf))
-    status_in, err_in = await _via_scenario_server(inproc, messages)
-    status_net, err_net = await _via_serve(ServeApp("weather", speed=math.inf, strict=True), messages)
-    if turn < len(sc.turns):
-        assert status_in == status_net == 200
-    else:  # past the script: the same 400 from both (serve --strict; by default serve answers an end_turn turn)
-        assert status_in == status_net == 400 and err_in["error"] == err_net["error"]
-        assert (await _via_serve(ServeApp("weather", speed=math.inf), messages))[0] == 200
-
-
-async def test_history_check_can_be_turned_off_in_both():
-    messages = CASES["tool_result_not_first"][0]
-    inproc = ScenarioServer(get_scenario("weather"), Pacer(math.inf), validate_history=False)
-    assert (await _via_scenario_server(inproc, messages))[0] == 200
-    assert (await _via_serve(ServeApp("weather", speed=math.inf, validate_history=False), messages))[0] == 200

@@ -58,11 +58,11 @@ def test_forgets_the_tool_result(inspector_server):
     server = inspector_server("weather")
     client = anthropic.Anthropic(base_url=server.base_url, api_key="test-key", max_retries=0)
     messages = [{"role": "user", "content": "What's the weather like in Paris right now?"}]
-    first = client.messages.create(model="m", max_tokens=100, messages=messages)
+    first = client.messages.create(model="claude-sonnet-4-6", max_tokens=100, messages=messages)
     messages.append({"role": "assistant", "content": [b.model_dump() for b in first.content]})
     messages.append({"role": "user", "content": "and tomorrow?"})  # no tool_result for the tool_use
     with pytest.raises(anthropic.BadRequestError):
-        client.messages.create(model="m", max_tokens=100, messages=messages)
+        client.messages.create(model="claude-sonnet-4-6", max_tokens=100, messages=messages)
     server.assert_valid_histories()
 """
 
@@ -93,7 +93,7 @@ import anthropic, httpx2
 def test_file(inspector_server):
     server = inspector_server({str(path)!r}, faults="http_429")
     client = anthropic.Anthropic(base_url=server.base_url, api_key="k")
-    client.messages.create(model="m", max_tokens=10, messages=[{{"role": "user", "content": "hi"}}])
+    client.messages.create(model="claude-sonnet-4-6", max_tokens=10, messages=[{{"role": "user", "content": "hi"}}])
     assert [r.status for r in server.message_requests] == [429, 200]
     assert server.scenario.name == "mine"
     test_file.url = server.base_url
@@ -111,7 +111,7 @@ def test_stopped():
 
 
 def _post(server: InspectorServer, messages, **headers) -> httpx2.Response:
-    body = {"model": "m", "max_tokens": 10, "messages": messages, "stream": True}
+    body = {"model": "claude-sonnet-4-6", "max_tokens": 10, "messages": messages, "stream": True}
     return httpx2.post(server.base_url + "/v1/messages", json=body, headers={**HEADERS, **headers}, timeout=30)
 
 

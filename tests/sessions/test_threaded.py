@@ -1,0 +1,174 @@
+"""A threaded session (the dashboard's): the loop and its HTTP run on a thread and event loop of their own, so the
+time a read arrives is taken where it arrives. A consumer whose event loop blocks (a slow UI frame) leaves the
+recorded gaps as the server paced them; the observations reach the consumer in order; pause / step / cancel work."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+
+import pytest
+
+from inspector.observe import observations as O
+from inspector.scenarios.model import Pacing, Scenario, TextBlock, TurnScript
+from inspector.scenarios.render import render_turn
+from inspector.sessions.sources import scenario_session
+from inspector.testing.loop import custom_scenario
+
+PACED = Scenario(
+    name="paced_reads",
+    description="twelve reads, 40 ms apart",
+    prompt="hi",
+    seed=3,
+    turns=[
+        TurnScript(
+            [TextBlock("one two three four five six seven eight nine ten eleven twelve", chunk=6)],
+            pacing=Pacing(ttfb=0.05, event_gap=0.04, events_per_read=1),
+        )
+    ],
+)
+
+
+def _gaps(reads: list[O.ReadReceived]) -> list[float]:
+    return [b.t_request - a.t_request for a, b in zip(reads, reads[1:], strict=False)]
+
+
+async def test_a_blocked_consumer_leaves_the_recorded_gaps_unchanged(monkeypatch):
+    session = scenario_session(custom_scenario(monkeypatch, PACED), speed=1.0)
+    session.threaded = True
+    plan = render_turn(PACED, 0, 0)
+    seen: list[O.Observation] = []
+    streamed = threading.Event()  # set on the session's thread once every planned read has arrived there
+    blocked: list[bool] = []
+
+    def on_session_thread(obs: O.Observation) -> None:
+        if isinstance(obs, O.ReadReceived) and obs.read_index == len(plan.reads) - 1:
+            streamed.set()
+
+    def consumer(obs: O.Observation) -> None:
+        seen.append(obs)
+        if isinstance(obs, O.ReadReceived) and not blocked:
+            session.loop.bus.subscribe(on_session_thread)  # the session's own bus, on its thread
+            # a UI frame that blocks the consumer's event loop until the whole stream has arrived over there
+            blocked.append(streamed.wait(10))
+
+    session.bus.subscribe(consumer)
+    result = await asyncio.wait_for(session.run(), 30)
+    assert result.status == "finished"
+    assert blocked == [True], "the stream went on while the consumer was blocked"
+    reads = [o for o in seen if isinstance(o, O.ReadReceived)]
+    assert [r.read_index for r in reads] == list(range(len(plan.reads)))
+    planned = [r.delay for r in plan.reads[1:]]
+    assert len(planned) >= 10
+    for got, want in zip(_gaps(reads), planned, strict=True):
+        assert abs(got - want) < 0.15, (got, want)  # the block (the rest of the stream) would show in a gap
+    # every observation reached the consumer, in the order it was published
+    assert isinstance(seen[0], O.LoopStarted) and isinstance(seen[-1], O.LoopFinished)
+    assert [o.t for o in seen] == sorted(o.t for o in seen)
+
+
+async def test_pause_step_resume_and_cancel_reach_the_session_thread(monkeypatch):
+    session = scenario_session(custom_scenario(monkeypatch, PACED), speed=math.inf)
+    session.threaded = True
+    session.controller.pause()  # before the run: the stream is held at its first event
+    held, stepped = asyncio.Event(), asyncio.Event()
+    seen: list[O.Observation] = []
+
+    def consumer(obs: O.Observation) -> None:
+        seen.append(obs)
+        if isinstance(obs, O.StreamHeld):
+            held.set()
+        elif isinstance(obs, O.SSEEventSeen) and held.is_set():
+            stepped.set()  # an event processed while paused: the step let it through
+
+    session.bus.subscribe(consumer)
+    task = asyncio.ensure_future(session.run())
+    await asyncio.wait_for(held.wait(), 10)
+    assert session.controller.paused and not any(isinstance(o, O.SSEEventSeen) for o in seen)
+    session.controller.step("event")
+    await asyncio.wait_for(stepped.wait(), 10)
+    with pytest.raises(ValueError):
+        session.controller.step("nonsense")  # refused on the caller's side
+    session.controller.resume()
+    result = await asyncio.wait_for(task, 10)
+    assert result.status == "finished"
+    controls = [o.control for o in seen if isinstance(o, O.ControlApplied)]
+    assert controls[:2] == ["step_event", "resume"]
+
+    session = scenario_session(custom_scenario(monkeypatch, PACED), speed=1.0)
+    session.threaded = True
+    session.controller.pause()
+    held = asyncio.Event()
+    session.bus.subscribe(lambda o: held.set() if isinstance(o, O.StreamHeld) else None)
+    task = asyncio.ensure_future(session.run())
+    await asyncio.wait_for(held.wait(), 10)
+    session.controller.cancel()
+    result = await asyncio.wait_for(task, 10)
+    assert result.status == "cancelled"
+
+
+# ------------------------------------------------------------------------------------------ in the dashboard
+
+
+def _threaded_app(*, speed: float, paused: bool = False):
+    from inspector.sessions import sources
+    from inspector.testing.dashboard import Factory
+    from inspector.tui.app import InspectorApp
+
+    def make():
+        session = sources.scenario_session("parse_date", speed=speed)
+        session.threaded = True
+        if paused:
+            session.controller.pause()  # before the run: applied at once
+        return session
+
+    factory = Factory(make)
+    return InspectorApp(factory), factory
+
+
+async def test_the_dashboard_drives_a_threaded_session():
+    from inspector.observe.states import LoopState
+    from inspector.testing.dashboard import flushed, wait_for
+
+    def sse(app) -> list:
+        return [o for o in app.history.observations if isinstance(o, O.SSEEventSeen)]
+
+    app, factory = _threaded_app(speed=math.inf, paused=True)
+    async with app.run_test(size=(140, 42)) as pilot:
+        await wait_for(lambda: factory.sessions and len(app.history) >= 1, 10, "the loop to start")
+        for expected in (1, 2):
+            await pilot.press("n")
+            await wait_for(lambda: len(sse(app)) >= expected, 10, f"event {expected}")
+            await wait_for(lambda: factory.last.controller.state == LoopState.PAUSED, 10, "the loop to pause again")
+            await flushed(app, 2)
+            assert len(sse(app)) == expected  # exactly one per step
+        await pilot.press("space")
+        await wait_for(lambda: app.final_status == "finished", 30, "the loop to finish")
+        await flushed(app)
+        assert app.live.status.loop_state == LoopState.FINISHED and len(app.live.tools) == 4
+        assert factory.last._thread is not None and not factory.last._thread.is_alive()
+
+
+async def test_a_threaded_session_records_every_observation(tmp_path):
+    from inspector.record.recording import read_recording
+
+    path = tmp_path / "run.jsonl"
+    session = scenario_session("weather", speed=math.inf, record=path)
+    session.threaded = True
+    seen: list[O.Observation] = []
+
+    def consumer(obs: O.Observation) -> None:
+        if not seen:  # the consumer is slow: nothing is delivered before the session's thread has ended
+            assert session._thread is not None
+            session._thread.join(20)
+        seen.append(obs)
+
+    session.bus.subscribe(consumer)
+    result = await asyncio.wait_for(session.run(), 30)
+    assert result.status == "finished"
+    rec = read_recording(path.read_bytes())
+    assert rec.warnings == []
+    reads = [r.data for t in rec.turns for a in t.attempts for r in a.reads]
+    assert reads == [o.data for o in seen if isinstance(o, O.ReadReceived)]
+    assert rec.observations[-1]["type"] == "loop_finished"  # written before the recorder was closed
