@@ -60,6 +60,8 @@ class LoopConfig:
     prompt: str | None = None
     messages: list[dict] | None = None  # an initial history, instead of prompt
     system: str | None = None
+    system_by_turn: dict[int, str] = field(default_factory=dict)  # a system prompt for a turn (else ``system``)
+    cache_system: bool = False  # send the system prompt as a block marked cache_control (prompt caching)
     max_tokens: int = 4096
     max_turns: int = 20
     retries: int = 2  # retries of failures AFTER the first byte (the SDK retries the rest)
@@ -582,11 +584,14 @@ class AgentLoop:
                 )
             )
 
-    def _request_body(self, messages: Sequence[dict]) -> dict:
+    def _request_body(self, messages: Sequence[dict], turn: int = 0) -> dict:
         cfg = self.config
         body: dict[str, Any] = {"model": cfg.model, "max_tokens": cfg.max_tokens, "messages": messages}
-        if cfg.system:
-            body["system"] = cfg.system
+        system = cfg.system_by_turn.get(turn, cfg.system)
+        if system and cfg.cache_system:
+            body["system"] = [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
+        elif system:
+            body["system"] = system
         if cfg.tool_definitions is not None:
             body["tools"] = cfg.tool_definitions
         elif self.tools:
@@ -598,7 +603,7 @@ class AgentLoop:
         # the history as it stands for this request: published as a view (its secrets masked as it is read), sent
         # from the spill file (the SDK serializes a placeholder, the tapped transport splices the messages in)
         history = self.messages.view()
-        body = self._request_body(self.messages.view(self._secrets))
+        body = self._request_body(self.messages.view(self._secrets), turn)
         url = str(self.client.base_url).rstrip("/") + "/v1/messages"
         self._open_attempt = (turn, attempt)
         self._try_headers = None

@@ -905,6 +905,7 @@ def scenario_to_data(sc: M.Scenario) -> dict[str, Any]:
         "eager_input_streaming",
         "thinking_budget",
         "idle_timeout",
+        "cache_system",
     ):
         if getattr(sc, key) != _default_of(M.Scenario, key):
             out[key] = getattr(sc, key)

@@ -402,6 +402,9 @@ class TurnFile(_File):
     faults: list[FaultFile] = Field(default_factory=list)
     http_errors: list[HttpErrorFile] = Field(default_factory=list)
     message_id: str | None = None
+    system: str | None = Field(
+        default=None, description="the system prompt the harness sends with this turn (default: the scenario's)"
+    )
 
 
 # --- tools -----------------------------------------------------------------------------------------------------------
@@ -524,6 +527,7 @@ class ScenarioFile(_File):
     eager_input_streaming: bool = False
     thinking_budget: Annotated[int, _range(M.Scenario, "thinking_budget")] | None = None
     idle_timeout: Annotated[float, _range(M.Scenario, "idle_timeout")] | None = None
+    cache_system: bool = Field(default=False, description="the request marks its system prompt with cache_control")
     tools: list[ToolFile] = Field(default_factory=list)
     expected: dict[str, Any] = Field(default_factory=dict)
     turns: Annotated[list[TurnFile], AfterValidator(_turns), Field(min_length=1)]

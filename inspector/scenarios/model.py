@@ -317,6 +317,9 @@ class TurnScript:
     faults: list[Fault] = field(default_factory=list)
     http_errors: list[HttpError] = field(default_factory=list)
     message_id: str | None = None  # None: a seeded msg_01... id
+    # the system prompt the harness sends with this turn's request (None: the scenario's): a harness that rewrites
+    # its system prompt (the time, a counter) writes the prompt cache again; see the cache_break scenario
+    system: str | None = None
 
     def faults_for(self, attempt: int) -> list[Fault]:
         return [f for f in self.faults if f.attempts is None or attempt in f.attempts]
@@ -468,6 +471,8 @@ class Scenario:
     thinking_budget: int | None = field(default=None, metadata=between(1, MAX_TOKENS))
     # seconds without a content event before the harness gives up on a stream
     idle_timeout: float | None = field(default=None, metadata=SECONDS)
+    # the request marks its system prompt with cache_control (prompt caching: a breakpoint after the system prompt)
+    cache_system: bool = False
     expected: dict[str, Any] = field(default_factory=dict)  # what a headless run should end in
     simulated_tools: list[SimulatedTool] = field(default_factory=list)  # scripted tools (scenario files)
     tool_durations: dict[str, Duration] = field(default_factory=dict)  # extra scenario seconds per built-in tool

@@ -263,6 +263,8 @@ def scenario_session(
         model=scenario.model,
         prompt=scenario.prompt,
         system=scenario.system,
+        system_by_turn={i: t.system for i, t in enumerate(scenario.turns) if t.system is not None},
+        cache_system=scenario.cache_system,
         max_tokens=scenario.max_tokens,
         max_turns=max_turns,
         retries=retries,

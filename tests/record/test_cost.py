@@ -185,3 +185,33 @@ def test_account_sums_failed_attempts_and_labels_them():
     assert Decimal(str(total["cost"]["usd"])) > 0
     assert "genai-prices" in total["price_source"]
     assert ZERO + Usage(input=1, reported=True) == Usage(input=1, reported=True)
+
+
+def test_the_cache_break_scenario_says_why_its_second_turn_missed(tmp_path):
+    """The bundled scenario, run headless with a recording: dump --json names the first difference."""
+    import json
+    import subprocess
+    import sys
+
+    rec = tmp_path / "cb.jsonl"
+    run = subprocess.run(
+        [sys.executable, "-m", "inspector", "run", "--scenario", "cache_break", "--headless", "--record", str(rec)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    out = subprocess.run(
+        [sys.executable, "-m", "inspector", "dump", "--json", str(rec)], capture_output=True, timeout=60
+    )
+    doc = json.loads(out.stdout)
+    first, second = doc["turns"]
+    assert first["cache"]["kind"] == "first"
+    assert second["cache"] == {
+        "kind": "written_again",
+        "reason": "cache written again: system changed at char 69",
+        "segment": "system",
+        "char": 69,
+    }
+    assert second["usage"]["cache_write_tokens"] == 2048 and second["usage"]["cache_hit_rate"] == 0.0
+    assert doc["total"]["cost"]["usd"] > 0 and doc["total"]["usage"]["cache_write_tokens"] == 4096
