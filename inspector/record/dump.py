@@ -7,7 +7,10 @@ not be kept: memory does not grow with the input. How a body is decoded depends 
   error's ``type`` and ``message`` (never SSE diagnostics: the body was never SSE);
 - a ``content-type: application/json`` body, or (without a content-type) a body whose first non-blank byte is ``{``,
   is a non-streamed JSON response: a Message object is assembled as a message, an error object is ``"error"``;
-- anything else is SSE: decoder + protocol + assembler (``TurnStream``).
+- anything else is SSE: decoder + protocol + assembler. The wire format (Anthropic Messages, OpenAI Chat
+  Completions, OpenAI Responses) is told by the request path and the first event (``stream.family``); an OpenAI
+  turn's ``message`` is the final object in the provider's own shape (a ``chat.completion`` or a ``response``), with
+  the neutral blocks under ``assembled`` (docs/openai.md).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from inspector.core.fmt import short, short_text
 from inspector.record.recording import MAX_LINE_BYTES, RecordedAttempt, RecordedRead, Recording
 from inspector.stream import diagnostics as D
 from inspector.stream.assembler import TurnStream, stopped_outcome
+from inspector.stream.family import FamilyStream
+from inspector.stream.openai_common import NeutralStream
 from inspector.stream.protocol import TOOL_INPUT_BLOCKS
 
 __all__ = [
@@ -70,7 +75,7 @@ class _Attempt:
         self.sniffed = False  # json decided from the body, not from a content-type
         self.buf: list[bytes] = []
         self.buf_size = 0
-        self.ts: TurnStream | None = None
+        self.ts: FamilyStream | None = None
         self.extra: list[dict] = []  # diagnostics of this module
         self.stopped = False  # over a limit: the rest is not decoded
         self.since_boundary = 0  # SSE bytes since the last blank line (an event's size so far)
@@ -149,7 +154,9 @@ class _Attempt:
         self.since_boundary = since
         self.tail = data[-3:]
         if self.ts is None:
-            self.ts = TurnStream(max_event_bytes=self.max_event)
+            request = self.att.request
+            url = request.get("url") if isinstance(request, dict) else None
+            self.ts = FamilyStream(url if isinstance(url, str) else None, max_event_bytes=self.max_event)
         steps = self.ts.feed(data)
         if self.on_event is not None:
             for step in steps:
@@ -168,14 +175,24 @@ class _Attempt:
         elif self.mode == "json":
             entry.update(self._json())
         else:
-            ts = self.ts or TurnStream()
+            ts = self.ts.close() if self.ts is not None else TurnStream()
             ts.close()
-            entry.update(
-                message=ts.final_message(),
-                outcome=ts.outcome,
-                diagnostics=[d.to_json() for d in ts.diagnostics],
-                events=ts.assembler.events,
-            )
+            if isinstance(ts, NeutralStream):  # an OpenAI family: the provider's own shape, and the neutral blocks
+                entry.update(
+                    message=ts.final_object(),
+                    outcome=ts.outcome,
+                    diagnostics=[d.to_json() for d in ts.diagnostics],
+                    events=ts.events,
+                    family=ts.family,
+                    assembled=ts.final_message(),
+                )
+            else:
+                entry.update(
+                    message=ts.final_message(),
+                    outcome=ts.outcome,
+                    diagnostics=[d.to_json() for d in ts.diagnostics],
+                    events=ts.assembler.events,
+                )
         entry["diagnostics"] = entry["diagnostics"] + self.extra
         entry["body"] = self.mode
         entry["reads"] = self.reads
@@ -341,7 +358,7 @@ def _v(value: Any) -> str:
 
 
 def _format_turn(t: dict, failed: bool = False) -> list[str]:
-    m = t["message"]
+    m = t.get("assembled") or t["message"]  # (an OpenAI turn: its neutral blocks, in the same layout)
     # people count turns and attempts from 1 (as the dashboard shows them); JSON keeps 0-based indices
     head = f"turn {t['turn'] + 1} attempt {t['attempt'] + 1}: {t['outcome']}"
     if failed:
