@@ -6,11 +6,11 @@ it rejects one, we give a named diagnostic."""
 from __future__ import annotations
 
 import pytest
+from openai_ref import corpus, sdk_chat, sdk_response
 
 from inspector.stream.openai_chat import ChatStream
 from inspector.stream.openai_common import NeutralStream
 from inspector.stream.openai_responses import ResponsesStream
-from openai_ref import corpus, sdk_chat, sdk_response
 
 CORPUS = corpus()
 KNOWN_OUTCOMES = {"tool_use", "text_finish", "truncated", "incomplete", "error"}

@@ -1,0 +1,88 @@
+"""`inspector dump` on OpenAI streams: the family is told from the request path and the first event, `--json` gives
+each turn's final object in the provider's own shape (a chat.completion with choices, a response with output) with
+the neutral blocks under `assembled`, no corpus stream crashes it, and its JSON says what the openai SDK says."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from openai_ref import corpus, sdk_chat, sdk_response
+from test_openai_corpus import chat_view, response_view
+
+from inspector.cli import main
+from inspector.record.dump import dump_ok, dump_turns, format_turns
+from inspector.record.recording import RecordingWriter, read_recording
+
+CORPUS = corpus()
+CHAT = next(s for s in CORPUS if s.name.endswith("deepseek--deepseek-tool-call.chunks.txt"))
+RESPONSES = next(s for s in CORPUS if s.name.endswith("azure--azure-tool-call.1.chunks.txt"))
+
+
+def record(path, url: str, data: bytes, read: int = 77) -> str:
+    with RecordingWriter(str(path), source={"type": "test"}) as w:
+        w.request(0, 0, 0.0, "POST", url, {}, {"model": "m", "stream": True})
+        w.response(0, 0, 0.1, 200, {"content-type": "text/event-stream"})
+        for i in range(0, len(data), read):
+            w.read(0, 0, 0.2, data[i : i + read])
+        w.end(0, 0, 0.3, "complete")
+    return str(path)
+
+
+def dump_json(capsys, path: str) -> tuple[int, dict]:
+    code = main(["dump", "--json", path])
+    out, _ = capsys.readouterr()
+    return code, orjson.loads(out)
+
+
+def test_a_recorded_chat_stream_dumps_as_a_chat_completion(tmp_path) -> None:
+    path = record(tmp_path / "r.jsonl", "https://api.deepseek.com/v1/chat/completions", CHAT.data)
+    (turn,) = dump_turns(read_recording(path))
+    assert turn["family"] == "openai_chat" and turn["body"] == "sse"
+    assert turn["message"]["object"] == "chat.completion"
+    assert turn["outcome"] == "tool_use"
+    assert chat_view(turn["message"]) == chat_view(sdk_chat(CHAT.data))
+    assert [b["type"] for b in turn["assembled"]["content"]] == ["thinking", "tool_use"]  # (content was "")
+    tool = turn["assembled"]["content"][1]
+    assert tool["input"] == {"location": "San Francisco"}
+    assert dump_ok([turn])
+
+
+def test_a_plain_responses_file_is_told_by_its_first_event(capsys, tmp_path) -> None:
+    path = tmp_path / "stream.sse"
+    path.write_bytes(RESPONSES.data)
+    code, out = dump_json(capsys, str(path))
+    (turn,) = out["turns"]
+    assert code == 0
+    assert turn["family"] == "openai_responses" and turn["message"]["object"] == "response"
+    assert response_view(turn["message"]) == response_view(sdk_response(RESPONSES.data)[0])
+    assert turn["outcome"] == "tool_use"
+
+
+def test_the_text_dump_shows_an_openai_turn_in_the_same_layout(capsys, tmp_path) -> None:
+    path = tmp_path / "stream.sse"
+    path.write_bytes(CHAT.data)
+    assert main(["dump", str(path)]) == 0
+    out, _ = capsys.readouterr()
+    assert "tool_use weather" in out and "San Francisco" in out
+    assert "stop_reason: tool_use" in out
+    assert format_turns([]) == ""
+
+
+@pytest.mark.parametrize("s", CORPUS, ids=lambda s: s.name)
+def test_no_corpus_stream_crashes_dump_and_json_agrees_with_the_sdk(capsys, tmp_path, s) -> None:
+    path = tmp_path / "s.sse"
+    path.write_bytes(s.data)
+    code, out = dump_json(capsys, str(path))
+    assert code in (0, 1)
+    (turn,) = out["turns"]
+    assert turn["family"] == {"chat": "openai_chat", "responses": "openai_responses"}[s.family]
+    try:
+        ref = sdk_chat(s.data) if s.family == "chat" else sdk_response(s.data)[0]
+    except Exception:
+        assert turn["diagnostics"], "the SDK rejects this stream: dump must say why"
+        return
+    codes = {d["code"] for d in turn["diagnostics"]}
+    if s.family == "responses":
+        assert response_view(turn["message"]) == response_view(ref)
+    elif not codes & {"openai.chat.tool_id_repeated", "openai.chat.tool_name_repeated"}:
+        assert chat_view(turn["message"]) == chat_view(ref)
