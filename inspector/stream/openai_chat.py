@@ -113,6 +113,8 @@ class ChatStream(NeutralStream):
             self._emit(OpenAIEvent(str(obj), c, e.seq))
             return
         seq = e.seq
+        if self.assembler.started and c.get("usage") is None and self._continues(c, seq):
+            return
         if not self.assembler.started:
             for k in ("id", "model"):
                 if not isinstance(c.get(k), str) and c.get(k) is not None:
@@ -132,9 +134,7 @@ class ChatStream(NeutralStream):
                     seq,
                 )
             )
-        for k in ("id", "created", "model", "system_fingerprint", "service_tier"):
-            if self.head.get(k) is None and c.get(k) is not None:
-                self.head[k] = c[k]
+        self._head(c)
         choices = c.get("choices")
         usage = c.get("usage")
         if not isinstance(choices, list):
@@ -152,6 +152,57 @@ class ChatStream(NeutralStream):
         if isinstance(usage, dict):
             self.usage = usage
             self._emit(MessageDelta({"stop_reason": self._stop_reason()}, _neutral_usage(usage), seq))
+
+    def _continues(self, c: dict, seq: int) -> bool:
+        """The common chunk, by a shorter way: one choice, no finish_reason, no logprobs, whose delta is only a
+        `content` fragment for its open text block or only an `arguments` fragment for a known tool call. Does what
+        the general path does for it, exactly; False (nothing done) for any other chunk."""
+        choices = c.get("choices")
+        if choices.__class__ is not list or len(choices) != 1:
+            return False
+        ch = choices[0]
+        if ch.__class__ is not dict or ch.get("finish_reason") is not None or ch.get("logprobs") is not None:
+            return False
+        st = self.choices.get(ch.get("index"))  # type: ignore[arg-type]
+        delta = ch.get("delta")
+        if st is None or st.finish_reason is not None or delta.__class__ is not dict or len(delta) != 1:
+            return False
+        content = delta.get("content")
+        if content is not None:
+            i = st.blocks.get("text")
+            if content.__class__ is not str or not content or i is None or st.content is None:
+                return False
+            st.content.append(content)
+        else:
+            tcs = delta.get("tool_calls")
+            if tcs.__class__ is not list or len(tcs) != 1:
+                return False
+            tc = tcs[0]
+            if tc.__class__ is not dict or len(tc) != 2:
+                return False
+            fn = tc.get("function")
+            tool = st.tools.get(tc.get("index"))  # type: ignore[arg-type]
+            if tool is None or fn.__class__ is not dict or len(fn) != 1:
+                return False
+            content = fn.get("arguments")
+            if content.__class__ is not str or not content:
+                return False
+            st.last_tool = tc["index"]
+            tool.args.append(content)
+            i = tool.block
+            self._fragment(i, "tool_use", content, seq)
+            self._head(c)
+            return True
+        self._fragment(i, "text", content, seq)
+        self._head(c)
+        return True
+
+    def _head(self, c: dict) -> None:
+        head = self.head
+        if len(head) < 5:
+            for k in ("id", "created", "model", "system_fingerprint", "service_tier"):
+                if head.get(k) is None and c.get(k) is not None:
+                    head[k] = c[k]
 
     def _done_marker(self, e: SSEEvent) -> None:
         if self.done:

@@ -5,7 +5,7 @@ choice's finish_reason, n > 1, the usage chunk, [DONE], and each compatible serv
 from __future__ import annotations
 
 import orjson
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from openai_ref import sdk_chat, sse
 
@@ -289,3 +289,49 @@ def test_any_read_split_gives_the_same_steps_and_result(reads) -> None:
     ]
     assert [d.code for d in split.diagnostics] == [d.code for d in whole.diagnostics]
     assert split.final_object() == whole.final_object()
+
+
+CHUNKS = st.one_of(
+    st.builds(lambda t, i: ch({"content": t}, idx=i), st.sampled_from(["a", "", "é", '"']), st.integers(0, 1)),
+    st.builds(lambda t, i: ch({"refusal": t}, idx=i), st.sampled_from(["no", ""]), st.integers(0, 1)),
+    st.builds(
+        lambda k, t, i: ch({"tool_calls": [tc(k, args=t)]}, idx=i),
+        st.integers(0, 2),
+        st.sampled_from(['{"a"', ": 1}", "", "x"]),
+        st.integers(0, 1),
+    ),
+    st.builds(lambda k, i: ch({"tool_calls": [tc(k, f"id{k}", "f", "")]}, idx=i), st.integers(0, 2), st.integers(0, 1)),
+    st.builds(lambda fr, i: ch({}, fr, idx=i), st.sampled_from(["stop", "tool_calls", "length"]), st.integers(0, 1)),
+    st.builds(lambda i: ch({"content": "u"}, idx=i, usage=U), st.integers(0, 1)),
+    st.just(ch(choices=False, usage=U)),
+    st.just(ch({"tool_calls": [tc(None, args="z")]})),  # no index: continues the last tool call
+    st.builds(lambda t: ch({"content": t}, logprobs=None, system_fingerprint="fp"), st.sampled_from(["s", ""])),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(CHUNKS, max_size=25), st.booleans())
+@example(  # the shorter way must track the last tool call too (a delta without index continues it)
+    [
+        ch({"tool_calls": [tc(0, "id0", "f", "")]}),
+        ch({"tool_calls": [tc(1, "id1", "g", "")]}),
+        ch({"tool_calls": [tc(0, args='{"a"')]}),
+        ch({"tool_calls": [tc(None, args=": 1}")]}),
+        ch({}, "tool_calls"),
+    ],
+    True,
+)
+def test_the_shorter_way_for_common_chunks_gives_exactly_the_general_paths_result(chunks, done) -> None:
+    data = sse(*chunks, done=done)
+    fast, fast_steps = run(data)
+    slow = ChatStream()
+    slow._continues = lambda c, seq: False  # type: ignore[method-assign]
+    slow_steps = slow.feed(data)
+    slow.close()
+    assert [(s.sse.seq, s.event, s.changes, [d.code for d in s.diagnostics]) for s in fast_steps] == [
+        (s.sse.seq, s.event, s.changes, [d.code for d in s.diagnostics]) for s in slow_steps
+    ]
+    assert fast.final_object() == slow.final_object()
+    assert fast.final_message() == slow.final_message()
+    assert [d.to_json() for d in fast.diagnostics] == [d.to_json() for d in slow.diagnostics]
+    assert fast.outcome == slow.outcome
