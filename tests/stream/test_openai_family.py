@@ -98,3 +98,16 @@ def test_anthropic_through_family_stream_is_unchanged(reads) -> None:
     assert type(ts) is TurnStream
     assert [(s.sse.seq, s.event, s.changes) for s in steps] == [(s.sse.seq, s.event, s.changes) for s in d_steps]
     assert ts.final_message() == direct.final_message()
+
+
+def test_every_openai_diagnostic_code_is_documented() -> None:
+    from pathlib import Path
+
+    from inspector.stream import family, openai_common
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "openai.md").read_text()
+    codes = [v for k, v in vars(openai_common).items() if k.isupper() and isinstance(v, str) and "." in v]
+    codes.append(family.FAMILY_MISMATCH)
+    assert len(codes) > 20
+    missing = [c for c in codes if f"`{c}`" not in doc and f"`{c.rsplit('.', 1)[1]}`" not in doc]
+    assert not missing, missing
