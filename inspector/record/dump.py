@@ -211,7 +211,9 @@ class _Attempt:
                     doc = orjson.loads(b"".join(self.buf).strip(_BLANK))
                 except orjson.JSONDecodeError:
                     doc = None
-                if isinstance(doc, dict) and doc.get("type") in ("message", "error"):
+                if isinstance(doc, dict) and (
+                    doc.get("type") in ("message", "error") or doc.get("object") in _OPENAI_OBJECTS
+                ):
                     self.doc = doc
         return self.doc
 
@@ -243,6 +245,8 @@ class _Attempt:
             invalid = _diag(D.INVALID_EVENT_JSON, "the JSON response body is not a Message or an error object")
             diags = [] if self.stopped else [invalid]  # (when stopped, BODY_TOO_LARGE says why)
             return {"message": {}, "outcome": "incomplete", "diagnostics": diags, "events": 0}
+        if doc.get("object") in _OPENAI_OBJECTS:
+            return _openai_json(doc)
         if doc.get("type") == "error":
             error = doc.get("error") if isinstance(doc.get("error"), dict) else {}
             etype = error.get("type") if isinstance(error.get("type"), str) else None
@@ -271,6 +275,70 @@ class _Attempt:
         complete = 0 if stop == "max_tokens" else sum(isinstance(b.get("input"), dict) for b in tools)
         outcome = stopped_outcome(stop, len(tools), complete, len(tools) - complete)
         return {"message": message, "outcome": outcome, "diagnostics": [], "events": 0}
+
+
+_OPENAI_OBJECTS = {"chat.completion": "openai_chat", "response": "openai_responses"}
+
+
+def _dict(v: Any) -> dict:
+    return v if isinstance(v, dict) else {}
+
+
+def _list(v: Any) -> list:
+    return v if isinstance(v, list) else []
+
+
+def _openai_json(doc: dict) -> dict:
+    """A non-streamed OpenAI body (a chat.completion or a response): the object as sent, its outcome by the same
+    rules (a tool call counts as complete when its arguments are a JSON object)."""
+    family = _OPENAI_OBJECTS[doc["object"]]
+    args: list = []
+    diags: list[dict] = []
+    if family == "openai_chat":
+        from inspector.stream.openai_chat import STOP_REASONS
+
+        choices = _list(doc.get("choices"))
+        first = _dict(choices[0] if choices else None)
+        msg = _dict(first.get("message"))
+        calls = _list(msg.get("tool_calls"))
+        args = [_dict(c.get("function")).get("arguments") if isinstance(c, dict) else None for c in calls]
+        fr = first.get("finish_reason")
+        stop = STOP_REASONS.get(fr, fr) if isinstance(fr, str) else None
+    else:
+        status = doc.get("status")
+        if status == "failed":
+            err = _dict(doc.get("error"))
+            text = f"response.failed {err.get('code') or '-'}: {err.get('message') or '-'}"
+            return {
+                "message": doc,
+                "outcome": "error",
+                "diagnostics": [_diag(D.ERROR_EVENT, text)],
+                "events": 0,
+                "family": family,
+            }
+        output = _list(doc.get("output"))
+        calls = [o for o in output if isinstance(o, dict) and o.get("type") == "function_call"]
+        args = [c.get("arguments") for c in calls]
+        det = _dict(doc.get("incomplete_details"))
+        stop = (
+            ("max_tokens" if det.get("reason") == "max_output_tokens" else "incomplete")
+            if status == "incomplete"
+            else ("tool_use" if calls else "end_turn")
+        )
+    complete = 0
+    for a in args:
+        try:
+            complete += isinstance(orjson.loads(a), dict) if isinstance(a, str) else 0
+        except orjson.JSONDecodeError:
+            pass
+    if len(args) - complete:
+        diags.append(
+            _diag(D.TOOL_INPUT_INVALID, f"{len(args) - complete} tool call(s) whose arguments are not a JSON object")
+        )
+    if stop == "max_tokens":
+        complete = 0  # (as for a Message: with that stop a call counts as cut)
+    outcome = stopped_outcome(stop, len(args), complete, len(args) - complete)
+    return {"message": doc, "outcome": outcome, "diagnostics": diags, "events": 0, "family": family}
 
 
 class Dumper:

@@ -86,3 +86,56 @@ def test_no_corpus_stream_crashes_dump_and_json_agrees_with_the_sdk(capsys, tmp_
         assert response_view(turn["message"]) == response_view(ref)
     elif not codes & {"openai.chat.tool_id_repeated", "openai.chat.tool_name_repeated"}:
         assert chat_view(turn["message"]) == chat_view(ref)
+
+
+CHAT_JSON = {
+    "id": "chatcmpl-j",
+    "object": "chat.completion",
+    "model": "gpt-x",
+    "choices": [
+        {
+            "index": 0,
+            "message": {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}],
+            },
+            "finish_reason": "tool_calls",
+        }
+    ],
+    "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3},
+}
+RESPONSE_JSON = {
+    "id": "resp_j",
+    "object": "response",
+    "status": "completed",
+    "model": "gpt-x",
+    "output": [{"type": "message", "id": "m", "content": [{"type": "output_text", "text": "Hi"}]}],
+}
+
+
+def json_recording(path, doc: dict) -> str:
+    with RecordingWriter(str(path), source={"type": "test"}) as w:
+        w.request(0, 0, 0.0, "POST", "https://api.openai.com/v1/x", {}, {"model": "m"})
+        w.response(0, 0, 0.1, 200, {"content-type": "application/json"})
+        w.read(0, 0, 0.2, orjson.dumps(doc))
+        w.end(0, 0, 0.3, "complete")
+    return str(path)
+
+
+def test_non_streamed_openai_bodies_are_assembled_as_sent(tmp_path) -> None:
+    (t,) = dump_turns(read_recording(json_recording(tmp_path / "a.jsonl", CHAT_JSON)))
+    assert (t["body"], t["family"], t["outcome"], t["message"]) == ("json", "openai_chat", "tool_use", CHAT_JSON)
+    assert not t["diagnostics"]
+    (t,) = dump_turns(read_recording(json_recording(tmp_path / "b.jsonl", RESPONSE_JSON)))
+    assert (t["family"], t["outcome"]) == ("openai_responses", "text_finish")
+    failed = dict(RESPONSE_JSON, status="failed", error={"code": "server_error", "message": "boom"})
+    (t,) = dump_turns(read_recording(json_recording(tmp_path / "c.jsonl", failed)))
+    assert t["outcome"] == "error" and "boom" in t["diagnostics"][0]["message"]
+    bad = orjson.loads(orjson.dumps(CHAT_JSON))
+    bad["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = '{"a": '
+    (t,) = dump_turns(read_recording(json_recording(tmp_path / "d.jsonl", bad)))
+    assert t["outcome"] == "tool_use" and t["diagnostics"][0]["code"] == "tool_input.invalid_json"
+    weird = dict(CHAT_JSON, choices=[{"message": {"tool_calls": [{"function": "x"}, 5]}, "finish_reason": 7}])
+    (t,) = dump_turns(read_recording(json_recording(tmp_path / "e.jsonl", weird)))
+    assert t["family"] == "openai_chat"
