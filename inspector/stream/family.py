@@ -22,6 +22,10 @@ from inspector.stream.sse import SSEDecoder, SSEEvent
 
 Family = Literal["anthropic", "openai_chat", "openai_responses"]
 FAMILIES: tuple[Family, ...] = ("anthropic", "openai_chat", "openai_responses")
+_PROBE_SLICE = 16 * 1024
+# held without a telling event: decided then (by the path, else Anthropic), so garbage is not held for long
+_PROBE_EVENTS = 16
+_PROBE_BYTES = 4 * 1024 * 1024
 FAMILY_MISMATCH = "stream.family_mismatch"  # the first event is of another family than the request path says
 
 
@@ -86,8 +90,8 @@ def new_stream(family: Family, max_event_bytes: int | None = None) -> TurnStream
 
 class FamilyStream:
     """Bytes in, steps out, for a body of a family not known in advance. Until an event tells the family (or the
-    body ends, or `max_event_bytes` are held), bytes are held and no step comes out; then the chosen stream gets
-    them all. Without a telling event: the path's family, else Anthropic."""
+    body ends, or 16 events that do not tell came, or 4 MiB are held), bytes are held and no step comes out; then
+    the chosen stream gets them all. Without a telling event: the path's family, else Anthropic."""
 
     def __init__(self, path: str | None = None, max_event_bytes: int | None = None) -> None:
         self.path_family = family_from_path(path)
@@ -105,11 +109,15 @@ class FamilyStream:
         self._held.append(data)
         self._held_size += len(data)
         assert self._probe is not None
-        for e in self._probe.feed(data):
-            fam = family_from_event(e.event, e.data)
-            if fam is not None:
-                return self._choose(fam, e)
-        if self.max_event_bytes is not None and self._held_size > self.max_event_bytes:
+        for i in range(0, len(data), _PROBE_SLICE):  # (a big read is not decoded twice: only up to its first event)
+            for e in self._probe.feed(data[i : i + _PROBE_SLICE]):
+                fam = family_from_event(e.event, e.data)
+                if fam is not None:
+                    return self._choose(fam, e)
+                if e.seq + 1 >= _PROBE_EVENTS:
+                    return self._choose(None, None)
+        limit = _PROBE_BYTES if self.max_event_bytes is None else min(_PROBE_BYTES, self.max_event_bytes)
+        if self._held_size > limit:
             return self._choose(None, None)
         return []
 

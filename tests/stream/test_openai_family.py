@@ -111,3 +111,12 @@ def test_every_openai_diagnostic_code_is_documented() -> None:
     assert len(codes) > 20
     missing = [c for c in codes if f"`{c}`" not in doc and f"`{c.rsplit('.', 1)[1]}`" not in doc]
     assert not missing, missing
+
+
+def test_garbage_is_not_held_for_long() -> None:
+    fs = FamilyStream("https://api.openai.com/v1/chat/completions")
+    steps = fs.feed(b"data: nothing telling\n\n" * 16)
+    assert fs.family == "openai_chat" and len(steps) == 16
+    fs = FamilyStream(None)
+    fs.feed(b"x" * (4 * 1024 * 1024 + 1))
+    assert fs.family == "anthropic"
