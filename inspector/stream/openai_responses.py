@@ -21,6 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from orjson import JSONDecodeError
+from orjson import loads as _loads
+
 from inspector.stream import diagnostics as D
 from inspector.stream import openai_common as C
 from inspector.stream.diagnostics import Severity
@@ -79,6 +82,8 @@ class ResponsesStream(NeutralStream):
 
     # --- one SSE event ---------------------------------------------------------------------------------------
     def _event(self, e: SSEEvent) -> None:
+        if self._continues(e):
+            return
         if e.data.startswith("[DONE]"):
             self._note(C.DONE_MARKER, "info", "data: [DONE] in a Responses stream (OpenAI sends none; ignored)")
             return
@@ -148,6 +153,51 @@ class ResponsesStream(NeutralStream):
             self._terminal(t, d, e.seq)
         elif not t.startswith("response."):
             self._note(C.RESP_UNKNOWN_EVENT, "info", f"unknown event type {t!r} (kept)")
+
+    def _continues(self, e: SSEEvent) -> bool:
+        """The common event, by a shorter way: a non-empty text / arguments delta, named as its data's type (or
+        unnamed), with the next sequence_number (or none), for an open block of an added item, no `error` key.
+        Does what the general path does for it, exactly; False (nothing done) for any other event."""
+        try:
+            d = _loads(e.data)
+        except JSONDecodeError:
+            return False
+        if d.__class__ is not dict:
+            return False
+        t = d.get("type")
+        spec = _DELTAS.get(t)  # type: ignore[arg-type]
+        if spec is None or self._first or self.terminal is not None or self.errored or "error" in d:
+            return False
+        if e.event != "message" and e.event != t:
+            return False
+        sn = d.get("sequence_number")
+        if sn is not None and (sn.__class__ is not int or self._last_seq is None or sn != self._last_seq + 1):
+            return False
+        delta = d.get("delta")
+        if delta.__class__ is not str or not delta:
+            return False
+        kind, part, field_ = spec
+        oi = d.get("output_index")
+        it = self.items.get(oi) if oi.__class__ is int else None
+        if it is None:
+            return False
+        if field_:
+            idx = d.get(field_)
+            if idx.__class__ is not int:
+                return False
+            key: tuple = (part, idx)
+        else:
+            key = (part, 0)
+        i = it.blocks.get(key)
+        if i is None or self.assembler.blocks[i].closed:
+            return False
+        if sn is not None:
+            self._last_seq = sn
+        it.texts[key].append(delta)
+        self._fragment(
+            i, "tool_use" if kind == "tool_use" else "thinking" if kind == "thinking" else "text", delta, e.seq
+        )
+        return True
 
     def _lifecycle(self, d: dict, seq: int) -> None:
         r = d.get("response")

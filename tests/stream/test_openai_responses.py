@@ -4,6 +4,7 @@ parsed once) at their .done, reasoning summaries, refusals, custom tool input, t
 
 from __future__ import annotations
 
+import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from openai_ref import sdk_response, sse
@@ -190,3 +191,56 @@ def test_any_read_split_gives_the_same_steps_and_result(reads) -> None:
     assert [(s.sse.seq, s.event.type, s.changes) for s in s2] == [(s.sse.seq, s.event.type, s.changes) for s in s1]
     assert split.final_object() == whole.final_object()
     assert [d.code for d in split.diagnostics] == [d.code for d in whole.diagnostics]
+
+
+def _event_strategy():
+    """Events of a small Responses stream, in any order (with gaps, repeats and wrong sequence numbers)."""
+    part = {"type": "output_text", "text": ""}
+    return st.one_of(
+        st.builds(lambda: ("response.created", {"response": resp()})),
+        st.builds(
+            lambda o: ("response.output_item.added", {"output_index": o, "item": FC if o else MSG}), st.integers(0, 1)
+        ),
+        st.builds(lambda: ("response.content_part.added", {"output_index": 0, "content_index": 0, "part": part})),
+        st.builds(
+            lambda o, c, t: ("response.output_text.delta", {"output_index": o, "content_index": c, "delta": t}),
+            st.integers(0, 1),
+            st.sampled_from([0, 1, None]),
+            st.sampled_from(["a", "", "é"]),
+        ),
+        st.builds(
+            lambda o, t: ("response.function_call_arguments.delta", {"output_index": o, "delta": t}),
+            st.integers(0, 1),
+            st.sampled_from(['{"a":', "1}", ""]),
+        ),
+        st.builds(lambda: ("response.output_text.done", {"output_index": 0, "content_index": 0, "text": "a"})),
+        st.builds(lambda: ("response.function_call_arguments.done", {"output_index": 1, "arguments": '{"a":1}'})),
+        st.builds(
+            lambda o: ("response.output_item.done", {"output_index": o, "item": FCD if o else MSGD}), st.integers(0, 1)
+        ),
+        st.builds(lambda: ("response.completed", {"response": resp("completed", [MSGD, FCD])})),
+        st.builds(lambda: ("error", {"error": {"type": "x", "message": "m"}})),
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(_event_strategy(), st.sampled_from(["next", "same", "none"]), st.booleans()), max_size=25))
+def test_the_shorter_way_for_deltas_gives_exactly_the_general_paths_result(evs) -> None:
+    out, n = [], 0
+    for (t, payload), seqmode, named in evs:
+        d = {"type": t, **payload}
+        if seqmode != "none":
+            d["sequence_number"] = n
+            n += 1 if seqmode == "next" else 0
+        out.append((f"event: {t}\n".encode() if named else b"") + b"data: " + orjson.dumps(d) + b"\n\n")
+    data = b"".join(out)
+    fast, fast_steps = run(data)
+    slow = ResponsesStream()
+    slow._continues = lambda e: False  # type: ignore[method-assign]
+    slow_steps = slow.feed(data)
+    slow.close()
+    view = lambda steps: [(s.sse.seq, s.event, s.changes, [d.code for d in s.diagnostics]) for s in steps]
+    assert view(fast_steps) == view(slow_steps)
+    assert fast.final_object() == slow.final_object()
+    assert [d.to_json() for d in fast.diagnostics] == [d.to_json() for d in slow.diagnostics]
+    assert fast.outcome == slow.outcome
