@@ -211,9 +211,7 @@ class _Attempt:
                     doc = orjson.loads(b"".join(self.buf).strip(_BLANK))
                 except orjson.JSONDecodeError:
                     doc = None
-                if isinstance(doc, dict) and (
-                    doc.get("type") in ("message", "error") or doc.get("object") in _OPENAI_OBJECTS
-                ):
+                if isinstance(doc, dict) and (doc.get("type") in ("message", "error") or _openai_object(doc)):
                     self.doc = doc
         return self.doc
 
@@ -245,7 +243,7 @@ class _Attempt:
             invalid = _diag(D.INVALID_EVENT_JSON, "the JSON response body is not a Message or an error object")
             diags = [] if self.stopped else [invalid]  # (when stopped, BODY_TOO_LARGE says why)
             return {"message": {}, "outcome": "incomplete", "diagnostics": diags, "events": 0}
-        if doc.get("object") in _OPENAI_OBJECTS:
+        if _openai_object(doc):
             return _openai_json(doc)
         if doc.get("type") == "error":
             error = doc.get("error") if isinstance(doc.get("error"), dict) else {}
@@ -286,6 +284,11 @@ def _dict(v: Any) -> dict:
 
 def _list(v: Any) -> list:
     return v if isinstance(v, list) else []
+
+
+def _openai_object(doc: dict) -> bool:
+    obj = doc.get("object")
+    return isinstance(obj, str) and obj in _OPENAI_OBJECTS
 
 
 def _openai_json(doc: dict) -> dict:

@@ -163,7 +163,8 @@ class ChatStream(NeutralStream):
         ch = choices[0]
         if ch.__class__ is not dict or ch.get("finish_reason") is not None or ch.get("logprobs") is not None:
             return False
-        st = self.choices.get(ch.get("index"))  # type: ignore[arg-type]
+        idx = ch.get("index")
+        st = self.choices.get(idx) if idx.__class__ is int else None
         delta = ch.get("delta")
         if st is None or st.finish_reason is not None or delta.__class__ is not dict or len(delta) != 1:
             return False
@@ -181,13 +182,14 @@ class ChatStream(NeutralStream):
             if tc.__class__ is not dict or len(tc) != 2:
                 return False
             fn = tc.get("function")
-            tool = st.tools.get(tc.get("index"))  # type: ignore[arg-type]
+            ti = tc.get("index")
+            tool = st.tools.get(ti) if ti.__class__ is int else None
             if tool is None or fn.__class__ is not dict or len(fn) != 1:
                 return False
             content = fn.get("arguments")
             if content.__class__ is not str or not content:
                 return False
-            st.last_tool = tc["index"]
+            st.last_tool = ti
             tool.args.append(content)
             i = tool.block
             self._fragment(i, "tool_use", content, seq)

@@ -165,7 +165,7 @@ class ResponsesStream(NeutralStream):
         if d.__class__ is not dict:
             return False
         t = d.get("type")
-        spec = _DELTAS.get(t)  # type: ignore[arg-type]
+        spec = _DELTAS.get(t) if t.__class__ is str else None
         if spec is None or self._first or self.terminal is not None or self.errored or "error" in d:
             return False
         if e.event != "message" and e.event != t:

@@ -136,6 +136,8 @@ def test_non_streamed_openai_bodies_are_assembled_as_sent(tmp_path) -> None:
     bad["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = '{"a": '
     (t,) = dump_turns(read_recording(json_recording(tmp_path / "d.jsonl", bad)))
     assert t["outcome"] == "tool_use" and t["diagnostics"][0]["code"] == "tool_input.invalid_json"
+    (t,) = dump_turns(read_recording(json_recording(tmp_path / "f.jsonl", dict(CHAT_JSON, object=[]))))
+    assert t["outcome"] == "incomplete"  # not an object it knows: as before, never a crash
     weird = dict(CHAT_JSON, choices=[{"message": {"tool_calls": [{"function": "x"}, 5]}, "finish_reason": 7}])
     (t,) = dump_turns(read_recording(json_recording(tmp_path / "e.jsonl", weird)))
     assert t["family"] == "openai_chat"

@@ -5,7 +5,7 @@ from the documented set; the final object is always JSON."""
 from __future__ import annotations
 
 import orjson
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from openai_ref import corpus
 
@@ -111,6 +111,14 @@ def test_damaged_streams_never_crash_either_decoder(data, reads, which) -> None:
 
 @settings(max_examples=100, deadline=None)
 @given(st.binary(max_size=300))
+@example(b'data: {"type":[],"delta":"x"}\n\n')  # an unhashable type (found by the fuzz above)
+@example(
+    b'data: {"choices":[{"index":0,"delta":{"content":"a"}}]}\n\ndata: {"choices":[{"index":[],"delta":{"content":"b"}}]}\n\n'
+)
+@example(
+    b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a"}]}}]}\n\n'
+    b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":{},"function":{"arguments":"x"}}]}}]}\n\n'
+)
 def test_arbitrary_bytes_never_crash(data) -> None:
     for cls in (ChatStream, ResponsesStream):
         ts = cls()
