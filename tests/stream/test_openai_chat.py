@@ -7,11 +7,11 @@ from __future__ import annotations
 import orjson
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from openai_ref import sdk_chat, sse
 
 from inspector.observe import observations as O
 from inspector.observe.stepobs import step_observations
 from inspector.stream.openai_chat import ChatStream
+from inspector.testing.openai_ref import sdk_chat, sse
 
 U = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
 

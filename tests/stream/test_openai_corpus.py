@@ -6,11 +6,11 @@ it rejects one, we give a named diagnostic."""
 from __future__ import annotations
 
 import pytest
-from openai_ref import corpus, sdk_chat, sdk_response
 
 from inspector.stream.openai_chat import ChatStream
 from inspector.stream.openai_common import NeutralStream
 from inspector.stream.openai_responses import ResponsesStream
+from inspector.testing.openai_ref import chat_view, corpus, response_view, sdk_chat, sdk_response
 
 CORPUS = corpus()
 KNOWN_OUTCOMES = {"tool_use", "text_finish", "truncated", "incomplete", "error"}
@@ -21,53 +21,6 @@ def run(s) -> NeutralStream:
     ts.feed(s.data)
     ts.close()
     return ts
-
-
-def chat_view(obj: dict) -> dict:
-    """What a user compares in a chat.completion: per choice the text, refusal, reasoning, finish_reason and tool
-    calls (id, type, name, arguments); the id and model."""
-    choices = []
-    for ch in sorted(obj.get("choices") or [], key=lambda c: c.get("index", 0)):
-        m = ch.get("message") or {}
-        calls = [
-            (
-                t.get("id"),
-                t.get("type"),
-                (t.get("function") or {}).get("name"),
-                (t.get("function") or {}).get("arguments"),
-            )
-            for t in m.get("tool_calls") or []
-        ]
-        choices.append(
-            {
-                "index": ch.get("index"),
-                "content": m.get("content"),
-                "refusal": m.get("refusal"),
-                "reasoning_content": m.get("reasoning_content"),
-                "finish_reason": ch.get("finish_reason"),
-                "tool_calls": calls,
-            }
-        )
-    return {"id": obj.get("id"), "model": obj.get("model"), "choices": choices}
-
-
-def response_view(r: dict) -> dict:
-    """A response as a user compares it: id, status, model, usage, and per output item its type, id, call_id, name,
-    arguments / input, and the text of its content parts and summaries."""
-    items = []
-    for it in r.get("output") or []:
-        items.append(
-            {
-                k: it.get(k)
-                for k in ("type", "id", "call_id", "name", "arguments", "input", "status")
-                if it.get(k) is not None
-            }
-            | {
-                "content": [(p.get("type"), p.get("text"), p.get("refusal")) for p in it.get("content") or []],
-                "summary": [p.get("text") for p in it.get("summary") or []],
-            }
-        )
-    return {k: r.get(k) for k in ("id", "status", "model", "usage")} | {"output": items}
 
 
 @pytest.mark.parametrize("s", CORPUS, ids=[s.name for s in CORPUS])

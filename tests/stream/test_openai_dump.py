@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from openai_ref import corpus, sdk_chat, sdk_response
-from test_openai_corpus import chat_view, response_view
 
 from inspector.cli import main
 from inspector.record.dump import dump_ok, dump_turns, format_turns
 from inspector.record.recording import RecordingWriter, read_recording
+from inspector.testing.openai_ref import chat_view, corpus, response_view, sdk_chat, sdk_response
 
 CORPUS = corpus()
 CHAT = next(s for s in CORPUS if s.name.endswith("deepseek--deepseek-tool-call.chunks.txt"))

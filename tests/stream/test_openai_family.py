@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from openai_ref import corpus
 
 from inspector.stream.assembler import TurnStream
 from inspector.stream.family import FamilyStream, family_from_event, family_from_path, new_stream
+from inspector.testing.openai_ref import corpus
 from inspector.testing.streamgen import sse as anthropic_sse
 from inspector.testing.streamgen import tool_turn
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import orjson
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from openai_ref import corpus
 
 from inspector.stream import diagnostics as D
 from inspector.stream import family as F
@@ -15,6 +14,7 @@ from inspector.stream import openai_common as C
 from inspector.stream.family import FamilyStream
 from inspector.stream.openai_chat import ChatStream
 from inspector.stream.openai_responses import ResponsesStream
+from inspector.testing.openai_ref import corpus
 
 CORPUS = [s for s in corpus() if len(s.data) < 60_000]
 KNOWN = {v for m in (D, C) for k, v in vars(m).items() if k.isupper() and isinstance(v, str) and "." in v}

@@ -7,9 +7,9 @@ from __future__ import annotations
 import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from openai_ref import sdk_response, sse
 
 from inspector.stream.openai_responses import ResponsesStream
+from inspector.testing.openai_ref import sdk_response, sse
 
 RU = {"input_tokens": 5, "output_tokens": 7, "total_tokens": 12}
 FC = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "get_weather", "arguments": ""}

@@ -1,6 +1,8 @@
 """The references for the OpenAI decoders' tests: the openai SDK's own SSE decoder, its stream loop's rules
 ([DONE] ends it, a data object with a truthy `error` raises APIError) and its accumulators
-(`ChatCompletionStreamState`, `ResponseStreamState`); and the corpus (tests/stream/fixtures/openai/*/MANIFEST.json)."""
+(`ChatCompletionStreamState`, `ResponseStreamState`); the corpus (tests/stream/fixtures/openai/*/MANIFEST.json, in
+a source checkout); and the views a user compares (`chat_view`, `response_view`). The openai SDK is imported only
+when a reference is asked for (it is in the `test` extra)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from typing import Any
 
 import orjson
 
-FIXTURES = Path(__file__).parent / "fixtures" / "openai"
+FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "stream" / "fixtures" / "openai"
 
 
 @dataclass(frozen=True)
@@ -115,3 +117,50 @@ def sse(*objs: Any, done: bool = True, events: bool = False) -> bytes:
     if done:
         out.append(b"data: [DONE]\n\n")
     return b"".join(out)
+
+
+def chat_view(obj: dict) -> dict:
+    """What a user compares in a chat.completion: per choice the text, refusal, reasoning, finish_reason and tool
+    calls (id, type, name, arguments); the id and model."""
+    choices = []
+    for ch in sorted(obj.get("choices") or [], key=lambda c: c.get("index", 0)):
+        m = ch.get("message") or {}
+        calls = [
+            (
+                t.get("id"),
+                t.get("type"),
+                (t.get("function") or {}).get("name"),
+                (t.get("function") or {}).get("arguments"),
+            )
+            for t in m.get("tool_calls") or []
+        ]
+        choices.append(
+            {
+                "index": ch.get("index"),
+                "content": m.get("content"),
+                "refusal": m.get("refusal"),
+                "reasoning_content": m.get("reasoning_content"),
+                "finish_reason": ch.get("finish_reason"),
+                "tool_calls": calls,
+            }
+        )
+    return {"id": obj.get("id"), "model": obj.get("model"), "choices": choices}
+
+
+def response_view(r: dict) -> dict:
+    """A response as a user compares it: id, status, model, usage, and per output item its type, id, call_id, name,
+    arguments / input, and the text of its content parts and summaries."""
+    items = []
+    for it in r.get("output") or []:
+        items.append(
+            {
+                k: it.get(k)
+                for k in ("type", "id", "call_id", "name", "arguments", "input", "status")
+                if it.get(k) is not None
+            }
+            | {
+                "content": [(p.get("type"), p.get("text"), p.get("refusal")) for p in it.get("content") or []],
+                "summary": [p.get("text") for p in it.get("summary") or []],
+            }
+        )
+    return {k: r.get(k) for k in ("id", "status", "model", "usage")} | {"output": items}
