@@ -159,8 +159,11 @@ class _Attempt:
             self.ts = FamilyStream(url if isinstance(url, str) else None, max_event_bytes=self.max_event)
         steps = self.ts.feed(data)
         if self.on_event is not None:
+            last = None
             for step in steps:
-                self.on_event(step.sse)
+                if step.sse is not last:  # (an OpenAI event can give several steps: they share their sse)
+                    last = step.sse
+                    self.on_event(last)
 
     # --- the entry -------------------------------------------------------------------------------------------
 

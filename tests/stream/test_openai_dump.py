@@ -140,3 +140,14 @@ def test_non_streamed_openai_bodies_are_assembled_as_sent(tmp_path) -> None:
     weird = dict(CHAT_JSON, choices=[{"message": {"tool_calls": [{"function": "x"}, 5]}, "finish_reason": 7}])
     (t,) = dump_turns(read_recording(json_recording(tmp_path / "e.jsonl", weird)))
     assert t["family"] == "openai_chat"
+
+
+def test_events_lists_each_sse_event_once(capsys, tmp_path) -> None:
+    """`--events --json` prints the SSE events as decoded: one line each, though a chunk that finishes a choice
+    (its blocks close, the message delta) gives several steps."""
+    path = tmp_path / "s.sse"
+    path.write_bytes(CHAT.data)
+    main(["dump", "--events", "--json", str(path)])
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == CHAT.data.count(b"\n\n")
+    assert [orjson.loads(x)["data"] for x in lines][-1] == "[DONE]"
