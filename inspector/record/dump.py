@@ -159,11 +159,11 @@ class _Attempt:
             self.ts = FamilyStream(url if isinstance(url, str) else None, max_event_bytes=self.max_event)
         steps = self.ts.feed(data)
         if self.on_event is not None:
-            last = None
+            seen: Any = None
             for step in steps:
-                if step.sse is not last:  # (an OpenAI event can give several steps: they share their sse)
-                    last = step.sse
-                    self.on_event(last)
+                if step.sse is not seen:  # (an OpenAI event can give several steps: they share their sse)
+                    seen = step.sse
+                    self.on_event(seen)
 
     # --- the entry -------------------------------------------------------------------------------------------
 
