@@ -38,7 +38,9 @@ STOP_REASONS = {
     "length": "max_tokens",
     "content_filter": "refusal",
 }
-_FOLDED = frozenset({"role", "content", "refusal", "tool_calls", "reasoning_content", "reasoning", "obfuscation"})
+_FOLDED = frozenset(
+    {"role", "content", "refusal", "tool_calls", "function_call", "reasoning_content", "reasoning", "obfuscation"}
+)
 
 
 @dataclass(slots=True)
@@ -63,6 +65,7 @@ class _Choice:
     blocks: dict[str, int] = field(default_factory=dict)  # "text" / "refusal" / "thinking" -> block index
     tools: dict[int, _Tool] = field(default_factory=dict)
     last_tool: int | None = None
+    function_call: _Tool | None = None  # the deprecated `function_call` delta (no id: the legacy API has none)
     finish_reason: str | None = None
     logprobs: dict | None = None
     extra: dict = field(default_factory=dict)  # other delta fields, accumulated as the SDK does
@@ -279,6 +282,11 @@ class ChatStream(NeutralStream):
                     self._note(D.WRONG_TYPE, "error", f"choice {idx}: a tool call delta is not an object (ignored)")
         elif tcs is not None:
             self._note(D.WRONG_TYPE, "error", f"choice {idx}: tool_calls is not a list (ignored)")
+        fc = delta.get("function_call")
+        if isinstance(fc, dict):
+            self._function_call(st, fc, seq)
+        elif fc is not None:
+            self._note(D.WRONG_TYPE, "error", f"choice {idx}: function_call is not an object (ignored)")
         for k, v in delta.items():
             if k not in _FOLDED and v is not None:
                 self._unfolded(st, k, v)
@@ -404,6 +412,30 @@ class ChatStream(NeutralStream):
             tool.args.append(args)
             self._fragment(tool.block, "tool_use", args, seq)
 
+    def _function_call(self, st: _Choice, fc: dict, seq: int) -> None:
+        """The deprecated `function_call` delta: one call per choice, a tool_use block marked
+        `"openai": "function_call"` (no id)."""
+        name, args = fc.get("name"), fc.get("arguments")
+        call = st.function_call
+        if call is None:
+            first = name if isinstance(name, str) and name else None
+            start: dict[str, Any] = {"type": "tool_use", "id": None, "name": first, "input": {}, "choice": st.index}
+            start["openai"] = "function_call"
+            call = st.function_call = _Tool(self._open(start, seq), None, first, "function")
+        elif isinstance(name, str) and name:
+            if call.name is None:
+                call.name = self.assembler.blocks[call.block].start["name"] = name
+            elif not call.repeated_name:
+                call.repeated_name = True
+                self._note(
+                    C.CHAT_TOOL_NAME_REPEATED, "info", f"function_call name {name!r} sent again (the first kept)"
+                )
+        if isinstance(args, str) and args:
+            call.args.append(args)
+            self._fragment(call.block, "tool_use", args, seq)
+        elif args is not None and not isinstance(args, str):
+            self._note(D.WRONG_TYPE, "warning", "function_call arguments is not a string (ignored)", call.block)
+
     def _unfolded(self, st: _Choice, key: str, v: Any) -> None:
         if key not in self._said:
             self._said.add(key)
@@ -428,6 +460,8 @@ class ChatStream(NeutralStream):
     def _finish(self, st: _Choice, fr: str, seq: int) -> None:
         st.finish_reason = fr
         blocks = sorted(list(st.blocks.values()) + [t.block for t in st.tools.values()])
+        if st.function_call is not None:
+            blocks = sorted(blocks + [st.function_call.block])
         for i in blocks:
             b = self.assembler.blocks.get(i)
             if b is not None and not b.closed:
@@ -488,6 +522,9 @@ class ChatStream(NeutralStream):
                         }
                     )
                 msg["tool_calls"] = calls
+            if st.function_call is not None:
+                fcall = st.function_call
+                msg["function_call"] = {"name": fcall.name, "arguments": "".join(fcall.args)}
             for k, v in st.extra.items():
                 msg.setdefault(k, v)
             choices.append({"index": idx, "message": msg, "finish_reason": st.finish_reason, "logprobs": st.logprobs})

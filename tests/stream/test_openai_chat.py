@@ -335,3 +335,19 @@ def test_the_shorter_way_for_common_chunks_gives_exactly_the_general_paths_resul
     assert fast.final_message() == slow.final_message()
     assert [d.to_json() for d in fast.diagnostics] == [d.to_json() for d in slow.diagnostics]
     assert fast.outcome == slow.outcome
+
+
+def test_the_deprecated_function_call_delta_is_a_tool_block() -> None:
+    data = sse(
+        ch({"role": "assistant", "content": None, "function_call": {"name": "lookup", "arguments": ""}}),
+        ch({"function_call": {"arguments": '{"q": '}}),
+        ch({"function_call": {"arguments": '"x"}'}}),
+        ch({}, "function_call"),
+    )
+    ts, _ = run(data)
+    assert not ts.diagnostics and ts.outcome == "tool_use"
+    (b,) = ts.assembler.blocks.values()
+    assert (b.type, b.name, b.start["openai"], b.input) == ("tool_use", "lookup", "function_call", {"q": "x"})
+    msg = ts.final_object()["choices"][0]["message"]
+    assert msg["function_call"] == {"name": "lookup", "arguments": '{"q": "x"}'}
+    assert sdk_chat(data)["choices"][0]["message"]["function_call"] == msg["function_call"]
