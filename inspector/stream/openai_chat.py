@@ -73,6 +73,8 @@ class _Choice:
 
 class ChatStream(NeutralStream):
     family = "openai_chat"
+    block_end = "its choice's finish_reason"
+    message_end = "data: [DONE] after every choice's finish_reason"
 
     def __init__(self, max_event_bytes: int | None = None, max_diagnostics_per_code: int = D.DEFAULT_PER_CODE) -> None:
         super().__init__(max_event_bytes, max_diagnostics_per_code)

@@ -17,7 +17,7 @@ Pure: no I/O (import contract).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -246,7 +246,7 @@ class NeutralStream(TurnStream):
             self._note(DECODER_FAULT, "error", f"the {self.family} decoder failed at the end ({exc})", seq=None)
         new += self._notes
         self._notes = []
-        new += self.assembler.finish()
+        new += [self._reword(d) for d in self.assembler.finish()]
         summary = self.cap.summary()
         if summary is not None:
             new.append(summary)
@@ -257,6 +257,22 @@ class NeutralStream(TurnStream):
     def events(self) -> int:
         """SSE events decoded (the assembler counts neutral events, which may be more or fewer)."""
         return self.decoder.events_dispatched
+
+    # the words of this family for the end of a block and of the message (the assembler's messages name Anthropic's)
+    block_end = "its end"
+    message_end = "its end"
+
+    def _reword(self, d: Diagnostic) -> Diagnostic:
+        """The assembler's end-of-stream diagnostics in this family's words (same code, severity and indices)."""
+        if d.code == D.MISSING_MESSAGE_STOP:
+            return replace(d, message=f"stream ended before {self.message_end}")
+        if d.code == D.BLOCK_NOT_CLOSED and d.block_index is not None:
+            b = self.assembler.blocks.get(d.block_index)
+            if b is not None:
+                what = f"{b.type}{' ' + b.name if b.name else ''}"
+                tail = "; its tool will not run" if b.is_tool else ""
+                return replace(d, message=f"block {b.index} ({what}) never got {self.block_end}{tail}")
+        return d
 
     # --- to implement ----------------------------------------------------------------------------------------
     def _event(self, e: SSEEvent) -> None:

@@ -70,6 +70,8 @@ def _int(v: Any) -> int | None:
 
 class ResponsesStream(NeutralStream):
     family = "openai_responses"
+    block_end = "its .done event or its item's output_item.done"
+    message_end = "response.completed / incomplete"
 
     def __init__(self, max_event_bytes: int | None = None, max_diagnostics_per_code: int = D.DEFAULT_PER_CODE) -> None:
         super().__init__(max_event_bytes, max_diagnostics_per_code)

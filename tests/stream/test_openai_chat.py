@@ -240,6 +240,12 @@ def test_a_cut_stream_is_incomplete() -> None:
     ts, _ = run(sse(ch({"tool_calls": [tc(0, "c", "f", '{"a": ')]}), done=False))
     assert ts.outcome == "incomplete"
     assert "openai.chat.not_finished" in codes(ts)
+    # the engine's end-of-stream diagnostics speak this family's words, not Anthropic's event names
+    ends = {d.code: d.message for d in ts.diagnostics}
+    assert ends["protocol.block_not_closed"] == (
+        "block 0 (tool_use f) never got its choice's finish_reason; its tool will not run"
+    )
+    assert "message_stop" not in ends["protocol.missing_message_stop"]
     assert ts.final_object()["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] == '{"a": '
 
 
