@@ -151,3 +151,24 @@ def test_events_lists_each_sse_event_once(capsys, tmp_path) -> None:
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == CHAT.data.count(b"\n\n")
     assert [orjson.loads(x)["data"] for x in lines][-1] == "[DONE]"
+
+
+def test_a_har_with_an_openai_entry_is_decoded_by_its_url(capsys, tmp_path) -> None:
+    """A browser HAR: the entry's request URL (`/v1/responses`) and first event tell the family."""
+    entry = {
+        "startedDateTime": "2026-12-01T10:00:00.000Z",
+        "time": 120,
+        "request": {"method": "POST", "url": "https://api.openai.com/v1/responses", "headers": []},
+        "response": {
+            "status": 200,
+            "headers": [{"name": "content-type", "value": "text/event-stream"}],
+            "content": {"mimeType": "text/event-stream", "text": RESPONSES.data.decode()},
+        },
+        "timings": {"send": 1, "wait": 50, "receive": 69},
+    }
+    path = tmp_path / "x.har"
+    path.write_bytes(orjson.dumps({"log": {"version": "1.2", "creator": {"name": "t"}, "entries": [entry]}}))
+    code, out = dump_json(capsys, str(path))
+    (turn,) = out["turns"]
+    assert (code, turn["family"], turn["outcome"]) == (0, "openai_responses", "tool_use")
+    assert response_view(turn["message"]) == response_view(sdk_response(RESPONSES.data)[0])
