@@ -220,12 +220,21 @@ class ChatStream(NeutralStream):
             self._note(C.DONE_MARKER, "info", f"data {e.data[:40]!r} taken as [DONE] (as the SDK does)")
         if self.errored:
             return
-        open_ = [i for i, ch in sorted(self.choices.items()) if ch.finish_reason is None]
-        if open_ or not self.choices:
-            what = f"choice(s) {open_} had no finish_reason" if open_ else "no choice came"
-            self._note(C.CHAT_NOT_FINISHED, "error", f"data: [DONE] but {what}: the message is incomplete")
+        if not self.choices:
+            self._note(C.CHAT_NOT_FINISHED, "error", "data: [DONE] but no choice came: the message is incomplete")
             self._emit(OpenAIEvent("[DONE]", None, e.seq))
             return
+        open_ = [ch for _, ch in sorted(self.choices.items()) if ch.finish_reason is None]
+        if open_:
+            # the server ended the stream on purpose but never said why (Snowflake Cortex): the choices end here
+            self._note(
+                C.CHAT_NO_FINISH_REASON,
+                "warning",
+                f"data: [DONE] but choice(s) {[ch.index for ch in open_]} had no finish_reason: they end at [DONE]",
+            )
+            for ch in open_:
+                self._end_choice(ch, e.seq)
+            self._emit(MessageDelta({"stop_reason": self._stop_reason()}, {}, e.seq))
         self._emit(MessageStop(e.seq))
 
     def _error(self, c: dict, err: Any) -> None:
@@ -461,6 +470,11 @@ class ChatStream(NeutralStream):
 
     def _finish(self, st: _Choice, fr: str, seq: int) -> None:
         st.finish_reason = fr
+        self._end_choice(st, seq)
+        self._emit(MessageDelta({"stop_reason": self._stop_reason()}, {}, seq))
+
+    def _end_choice(self, st: _Choice, seq: int) -> None:
+        """Close the choice's blocks (its tool calls are parsed now, once)."""
         blocks = sorted(list(st.blocks.values()) + [t.block for t in st.tools.values()])
         if st.function_call is not None:
             blocks = sorted(blocks + [st.function_call.block])
@@ -473,7 +487,6 @@ class ChatStream(NeutralStream):
                 self._note(
                     C.CHAT_TOOL_NO_ID, "warning", f"choice {st.index}: tool call {ti} never got an id", tool.block
                 )
-        self._emit(MessageDelta({"stop_reason": self._stop_reason()}, {}, seq))
 
     def _stop_reason(self) -> str | None:
         reasons = [ch.finish_reason for _, ch in sorted(self.choices.items()) if ch.finish_reason is not None]

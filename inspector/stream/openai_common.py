@@ -61,7 +61,8 @@ CHAT_TOOL_INDEX_GAP = "openai.chat.tool_index_gap"  # tool-call indices not 0, 1
 CHAT_REASONING = "openai.chat.reasoning_delta"  # `reasoning_content` / `reasoning` deltas (not OpenAI's shape)
 CHAT_UNFOLDED_FIELD = "openai.chat.unfolded_delta_field"  # a delta field the engine does not fold (kept raw)
 CHAT_DELTA_AFTER_FINISH = "openai.chat.delta_after_finish"  # content for a choice after its finish_reason
-CHAT_NOT_FINISHED = "openai.chat.not_finished"  # the stream ended before a choice's finish_reason
+CHAT_NOT_FINISHED = "openai.chat.not_finished"  # the stream ended (no [DONE]) before a choice's finish_reason
+CHAT_NO_FINISH_REASON = "openai.chat.no_finish_reason"  # [DONE] came, a choice never had a finish_reason
 CHAT_TOOL_NO_ID = "openai.chat.tool_call_without_id"  # a tool call that never got an id
 # Responses
 RESP_FIRST_EVENT = "openai.responses.first_event"  # the first event is not response.created

@@ -249,8 +249,19 @@ def test_a_cut_stream_is_incomplete() -> None:
     assert ts.final_object()["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] == '{"a": '
 
 
-def test_done_before_the_finish_reason_is_incomplete() -> None:
-    ts, _ = run(sse(ch({"content": "Hi"})))
+def test_done_without_a_finish_reason_ends_the_choice_and_says_so() -> None:
+    """Snowflake Cortex never sends finish_reason: [DONE] (sent on purpose) ends the choices, named."""
+    ts, steps = run(
+        sse(ch({"content": "Hi"}), ch({"tool_calls": [tc(0, "c", "f", '{"a": 1}')]}), ch(choices=False, usage=U))
+    )
+    d = [d for d in ts.diagnostics if d.code == "openai.chat.no_finish_reason"]
+    assert d and d[0].severity == "warning"
+    assert codes(ts) == {"openai.chat.no_finish_reason", "openai.chat.whole_tool_call"}
+    assert ts.outcome == "tool_use" and ts.assembler.tool_blocks()[0].input == {"a": 1}
+    closing = [s for s in steps if ("block_closed", 1) in s.changes]
+    assert closing[0].sse.data == "[DONE]"
+    assert ts.final_object()["choices"][0]["finish_reason"] is None  # as sent
+    ts, _ = run(sse(ch(choices=False, usage=U)))
     assert ts.outcome == "incomplete" and "openai.chat.not_finished" in codes(ts)
 
 
