@@ -229,6 +229,25 @@ class ResponsesStream(NeutralStream):
                 f"response id {r.get('id')!r} after {self.response.get('id')!r} (the SDK rejects it)",
             )
 
+    def _check_output(self, r: dict) -> None:
+        """The terminal response's output against the items that streamed: an item whose type, id or call_id
+        differs is named (OpenRouter renames reasoning items; the final object is what the terminal event says)."""
+        out = r.get("output")
+        if not isinstance(out, list):
+            return
+        for oi, item in enumerate(out):
+            it = self.items.get(oi)
+            if it is None or not isinstance(item, dict):
+                continue
+            for k in ("type", "id", "call_id"):
+                if item.get(k) != it.item.get(k) and it.item.get(k) is not None:
+                    self._note(
+                        C.RESP_ID_CHANGED,
+                        "warning",
+                        f"output {oi}: {k} {item.get(k)!r} in the terminal response, {it.item.get(k)!r} as streamed",
+                    )
+                    return
+
     def _error(self, d: dict) -> None:
         self.errored = True
         err = d.get("error")
@@ -376,6 +395,7 @@ class ResponsesStream(NeutralStream):
             self._note(D.MALFORMED_EVENT, "error", f"{t} without a response object")
             r = {}
         self._check_id(r)
+        self._check_output(r)
         self.response = r
         self.terminal = t.removeprefix("response.")
         usage: dict = r["usage"] if isinstance(r.get("usage"), dict) else {}

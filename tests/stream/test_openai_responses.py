@@ -244,3 +244,15 @@ def test_the_shorter_way_for_deltas_gives_exactly_the_general_paths_result(evs) 
     assert fast.final_object() == slow.final_object()
     assert [d.to_json() for d in fast.diagnostics] == [d.to_json() for d in slow.diagnostics]
     assert fast.outcome == slow.outcome
+
+
+def test_an_item_renamed_in_the_terminal_response_is_named() -> None:
+    r = Seq()
+    item = {"type": "reasoning", "id": "rs_a", "summary": []}
+    ev = [r("response.created", response=resp()), r("response.output_item.added", output_index=0, item=item)]
+    ev += [r("response.output_item.done", output_index=0, item=item)]
+    ev += [r("response.completed", response=resp("completed", [dict(item, id="rs_b")]))]
+    ts, _ = run(sse(*ev, done=False))
+    d = [d for d in ts.diagnostics if d.code == "openai.responses.id_changed"]
+    assert d and "rs_b" in d[0].message and "rs_a" in d[0].message
+    assert ts.final_object()["output"][0]["id"] == "rs_b"  # the final object is the terminal event's, as the SDK's
