@@ -6,7 +6,11 @@
 Cases
   (a) one tool_use input of 256 KB and 1 MB in 20-byte input_json_delta fragments (ours also at 4 MB, where the
       SDK would take many minutes);
-  (b) a 50,000-event text stream.
+  (b) a 50,000-event text stream;
+  (c) the OpenAI families (Chat Completions, Responses): 1 MB of tool arguments in 20-byte fragments and 10,000
+      text events, ours (inspector.stream.family.new_stream) vs the openai SDK's ChatCompletionStreamState /
+      ResponseStreamState (target >= 20x at both; 4x the arguments <= 4.5x the time). `--family openai` runs (c)
+      alone.
 Contenders, all fed the same bytes split into the same realistic network reads (1-16 KiB, seeded):
   ours        inspector.stream.assembler.assemble(reads): SSE decode + typed events + per-index assembly + one parse at stop
   sdk stream  AsyncAnthropic.messages.stream(...) over httpx2.MockTransport, until get_final_message()
@@ -25,6 +29,7 @@ import platform
 import random
 import time
 from pathlib import Path
+from typing import Any
 
 import anthropic
 import httpx2
@@ -163,11 +168,220 @@ def size(n: int) -> str:
     return f"{n // MB} MB" if n % MB == 0 else f"{n // KB} KB"
 
 
+# ------------------------------------------------------------------------------------------------ OpenAI families
+def chat_tool_stream(n_bytes: int, frag: int) -> bytes:
+    """A Chat Completions stream with one tool call whose arguments (a JSON object of about n_bytes) arrive in
+    `frag`-byte fragments, as OpenAI sends them (index 0, id and name on the first delta), then finish and usage."""
+    args = json.dumps({"path": "a.txt", "content": "x" * max(0, n_bytes - 32)})
+    head = {"id": "chatcmpl-b", "object": "chat.completion.chunk", "created": 1, "model": "gpt-x"}
+
+    def chunk(delta: dict, fr: str | None = None) -> bytes:
+        c = dict(head, choices=[{"index": 0, "delta": delta, "finish_reason": fr}])
+        return b"data: " + json.dumps(c, separators=(",", ":")).encode() + b"\n\n"
+
+    out = [chunk({"role": "assistant", "content": None})]
+    first = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "write_file", "arguments": ""}}
+    out.append(chunk({"tool_calls": [first]}))
+    for i in range(0, len(args), frag):
+        out.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": args[i : i + frag]}}]}))
+    out.append(chunk({}, "tool_calls"))
+    usage = {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
+    out.append(b"data: " + json.dumps(dict(head, choices=[], usage=usage)).encode() + b"\n\n")
+    out.append(b"data: [DONE]\n\n")
+    return b"".join(out)
+
+
+def chat_text_stream(n_events: int) -> bytes:
+    head = {"id": "chatcmpl-t", "object": "chat.completion.chunk", "created": 1, "model": "gpt-x"}
+    out = []
+    for i in range(n_events):
+        c = dict(head, choices=[{"index": 0, "delta": {"content": f"word{i} "}, "finish_reason": None}])
+        out.append(b"data: " + json.dumps(c, separators=(",", ":")).encode() + b"\n\n")
+    out.append(
+        b"data: " + json.dumps(dict(head, choices=[{"index": 0, "delta": {}, "finish_reason": "stop"}])).encode()
+    )
+    return b"".join(out) + b"\n\ndata: [DONE]\n\n"
+
+
+def responses_tool_stream(n_bytes: int, frag: int) -> bytes:
+    """A Responses stream with one function_call whose arguments arrive in `frag`-byte deltas (event: lines and
+    sequence numbers as OpenAI sends them), then .done, output_item.done and response.completed."""
+    args = json.dumps({"path": "a.txt", "content": "x" * max(0, n_bytes - 32)})
+    seq = iter(range(10**9))
+    out = []
+
+    def ev(t: str, **kw) -> None:
+        d = {"type": t, **kw, "sequence_number": next(seq)}
+        out.append(f"event: {t}\ndata: ".encode() + json.dumps(d, separators=(",", ":")).encode() + b"\n\n")
+
+    resp = {"id": "resp_b", "object": "response", "status": "in_progress", "model": "gpt-x", "output": []}
+    item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "write_file", "arguments": ""}
+    ev("response.created", response=resp)
+    ev("response.output_item.added", output_index=0, item=item)
+    for i in range(0, len(args), frag):
+        ev("response.function_call_arguments.delta", output_index=0, item_id="fc_1", delta=args[i : i + frag])
+    ev("response.function_call_arguments.done", output_index=0, item_id="fc_1", arguments=args)
+    done = dict(item, arguments=args, status="completed")
+    ev("response.output_item.done", output_index=0, item=done)
+    ev("response.completed", response=dict(resp, status="completed", output=[done]))
+    return b"".join(out)
+
+
+def responses_text_stream(n_events: int) -> bytes:
+    seq = iter(range(10**9))
+    out = []
+
+    def ev(t: str, **kw) -> None:
+        d = {"type": t, **kw, "sequence_number": next(seq)}
+        out.append(f"event: {t}\ndata: ".encode() + json.dumps(d, separators=(",", ":")).encode() + b"\n\n")
+
+    resp = {"id": "resp_t", "object": "response", "status": "in_progress", "model": "gpt-x", "output": []}
+    msg = {"type": "message", "id": "msg_1", "role": "assistant", "status": "in_progress", "content": []}
+    ev("response.created", response=resp)
+    ev("response.output_item.added", output_index=0, item=msg)
+    ev("response.content_part.added", output_index=0, content_index=0, part={"type": "output_text", "text": ""})
+    words = [f"word{i} " for i in range(n_events)]
+    for w in words:
+        ev("response.output_text.delta", output_index=0, content_index=0, item_id="msg_1", delta=w)
+    text = "".join(words)
+    ev("response.output_text.done", output_index=0, content_index=0, item_id="msg_1", text=text)
+    done = dict(msg, status="completed", content=[{"type": "output_text", "text": text, "annotations": []}])
+    ev("response.output_item.done", output_index=0, item=done)
+    ev("response.completed", response=dict(resp, status="completed", output=[done]))
+    return b"".join(out)
+
+
+def run_ours_openai(family: str, reads: list[bytes]):
+    from inspector.stream.family import new_stream
+
+    ts = new_stream(family)  # type: ignore[arg-type]
+    for r in reads:
+        ts.feed(r)
+    ts.close()
+    return ts
+
+
+def openai_sdk_objects(family: str, data: bytes) -> list:
+    """The SDK's typed events for `data` (its SSE decoder, json, construct_type), made beforehand."""
+    from openai._models import construct_type as oa_construct
+    from openai._streaming import SSEDecoder as OASSEDecoder
+    from openai.types.chat import ChatCompletionChunk
+    from openai.types.responses import ResponseStreamEvent
+
+    t = ChatCompletionChunk if family == "openai_chat" else ResponseStreamEvent
+    out = []
+    for sse in OASSEDecoder().iter_bytes(iter([data])):
+        if sse.data.startswith("[DONE]"):
+            break
+        out.append(oa_construct(type_=t, value=sse.json()))
+    return out
+
+
+def run_openai_sdk(family: str, reads: list[bytes], objs: list | None = None):
+    """The SDK's accumulator: with `objs` its state alone on events typed beforehand; else decode + type + state."""
+    from openai import omit
+    from openai.lib.streaming.chat import ChatCompletionStreamState
+    from openai.lib.streaming.responses._responses import ResponseStreamState
+
+    if objs is None:
+        objs = openai_sdk_objects(family, b"".join(reads))
+    if family == "openai_chat":
+        chat = ChatCompletionStreamState()
+        for o in objs:
+            chat.handle_chunk(o)
+        return chat.current_completion_snapshot
+    state: Any = ResponseStreamState(input_tools=omit, text_format=omit)
+    for o in objs:
+        state.handle_event(o)
+    return state._completed_response
+
+
+def check_openai(family: str, ours: Any, sdk: Any) -> None:
+    """Ours and the SDK's final objects agree on what was streamed (the tool arguments, the text)."""
+    mine = ours.final_object()
+    if family == "openai_chat":
+        m, s = mine["choices"][0]["message"], sdk.to_dict(warnings=False)["choices"][0]["message"]
+        assert m.get("content") == s.get("content"), "chat content differs"
+        a = [t["function"]["arguments"] for t in m.get("tool_calls") or []]
+        b = [t["function"]["arguments"] for t in s.get("tool_calls") or []]
+        assert a == b, "chat tool arguments differ"
+    else:
+        s = sdk.to_dict(warnings=False)
+        assert [o.get("arguments") for o in mine["output"]] == [o.get("arguments") for o in s["output"]]
+        blocks = ours.assembler.blocks
+        joined = [b.joined() for _, b in sorted(blocks.items())]
+        done = [o.get("arguments") or "".join(p.get("text", "") for p in o.get("content") or []) for o in s["output"]]
+        assert joined == done, "responses: delta folding differs from the .done values"
+
+
+def bench_openai(quick: bool, repeat: int, families: tuple[str, ...] = ("openai_chat", "openai_responses")) -> bool:
+    """(c) both OpenAI families vs the openai SDK's accumulators: 1 MB of tool arguments (and 4x that for
+    linearity), and 10,000 text events. Targets: ours >= 20x the SDK at 1 MB of arguments and at 10k events;
+    4x the arguments cost <= 4.5x the time."""
+    import openai
+
+    print(f"(c) OpenAI families vs the openai SDK {openai.__version__} accumulators (ChatCompletionStreamState,")
+    print("    ResponseStreamState); 'SDK' = its SSE decoder + json + construct_type + state, 'accum' = state alone")
+    big = 256 * KB if quick else 1 * MB
+    frag = 20
+    n_text = 10_000
+    ok = True
+    hdr = f"{'case':>28} {'events':>7} | {'ours':>10} {'SDK':>10} {'accum':>10} | {'SDK/ours':>8} {'acc/ours':>8}"
+    print(hdr)
+    for family, tool, text in (
+        ("openai_chat", chat_tool_stream, chat_text_stream),
+        ("openai_responses", responses_tool_stream, responses_text_stream),
+    ):
+        if family not in families:
+            continue
+        for label, data in (
+            (f"{family[7:]} {size(big)} args", tool(big, frag)),
+            (f"{family[7:]} {n_text:,} text events", text(n_text)),
+        ):
+            reads = realistic_reads(data)
+            t_ours, ours = timed(lambda f=family, r=reads: run_ours_openai(f, r), repeat)
+            objs = openai_sdk_objects(family, data)
+            t_sdk, sdk = timed(lambda f=family, r=reads: run_openai_sdk(f, r), 1)
+            t0 = time.process_time()
+            run_openai_sdk(family, reads, objs)
+            t_acc = time.process_time() - t0
+            check_openai(family, ours, sdk)
+            n = ours.events
+            print(
+                f"{label:>28} {n:>7} | {fmt_t(t_ours):>10} {fmt_t(t_sdk):>10} {fmt_t(t_acc):>10} |"
+                f" {t_sdk / t_ours:7.0f}x {t_acc / t_ours:7.0f}x",
+                flush=True,
+            )
+            ok = ok and t_sdk / t_ours >= 20
+        r_mid, r_big = realistic_reads(tool(big // 4, frag)), realistic_reads(tool(big, frag))
+        t_mid = t_big = float("inf")
+        for _ in range(repeat):
+            t_mid = min(t_mid, timed(lambda f=family, r=r_mid: run_ours_openai(f, r), 1)[0])
+            t_big = min(t_big, timed(lambda f=family, r=r_big: run_ours_openai(f, r), 1)[0])
+        lin = t_big / t_mid
+        ok = ok and lin <= 4.5
+        print(f"{'':>28} linearity: {size(big)} / {size(big // 4)} args = {lin:.2f}x for 4x the input (target <= 4.5x)")
+    print(f"targets: (c) {'PASS' if ok else 'MISS'} (>= 20x the SDK at {size(big)} args and {n_text:,} events; linear)")
+    return ok
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="64 KB / 256 KB / 1 MB tool inputs and 10,000 text events")
     ap.add_argument("--repeat", type=int, default=5, help="runs of ours (best is kept); the SDK runs once at >=1 MB")
+    ap.add_argument(
+        "--family",
+        choices=("all", "anthropic", "openai", "openai_chat", "openai_responses"),
+        default="all",
+        help="which engine to measure: (a) and (b) are Anthropic, (c) the OpenAI families (default: all; one "
+        "OpenAI family at 1 MB takes about 30 s of CPU, most of it the SDK's)",
+    )
     args = ap.parse_args(argv)
+    if args.family.startswith("openai"):
+        print(f"Python {platform.python_version()} on {platform.machine()}; reads 1-16 KiB (seeded); CPU time")
+        fams = ("openai_chat", "openai_responses") if args.family == "openai" else (args.family,)
+        bench_openai(args.quick, args.repeat, fams)
+        return 0
 
     small, mid, big = (64 * KB, 256 * KB, 1 * MB) if args.quick else (256 * KB, 1 * MB, 4 * MB)
     n_text = 10_000 if args.quick else 50_000
@@ -232,6 +446,9 @@ def main(argv: list[str] | None = None) -> int:
         f"targets: (a) {'PASS' if ok_a else 'MISS'}  (b) {'PASS' if ok_b else 'MISS'}"
         + ("" if not args.quick else "  (quick sizes: not the real targets)")
     )
+    if args.family == "all":
+        print()
+        bench_openai(args.quick, args.repeat)
     return 0
 
 

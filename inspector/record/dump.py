@@ -7,7 +7,10 @@ not be kept: memory does not grow with the input. How a body is decoded depends 
   error's ``type`` and ``message`` (never SSE diagnostics: the body was never SSE);
 - a ``content-type: application/json`` body, or (without a content-type) a body whose first non-blank byte is ``{``,
   is a non-streamed JSON response: a Message object is assembled as a message, an error object is ``"error"``;
-- anything else is SSE: decoder + protocol + assembler (``TurnStream``).
+- anything else is SSE: decoder + protocol + assembler. The wire format (Anthropic Messages, OpenAI Chat
+  Completions, OpenAI Responses) is told by the request path and the first event (``stream.family``); an OpenAI
+  turn's ``message`` is the final object in the provider's own shape (a ``chat.completion`` or a ``response``), with
+  the neutral blocks under ``assembled`` (docs/openai.md).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from inspector.core.fmt import short, short_text
 from inspector.record.recording import MAX_LINE_BYTES, RecordedAttempt, RecordedRead, Recording
 from inspector.stream import diagnostics as D
 from inspector.stream.assembler import TurnStream, stopped_outcome
+from inspector.stream.family import FamilyStream
+from inspector.stream.openai_common import NeutralStream
 from inspector.stream.protocol import TOOL_INPUT_BLOCKS
 
 __all__ = [
@@ -70,7 +75,7 @@ class _Attempt:
         self.sniffed = False  # json decided from the body, not from a content-type
         self.buf: list[bytes] = []
         self.buf_size = 0
-        self.ts: TurnStream | None = None
+        self.ts: FamilyStream | None = None
         self.extra: list[dict] = []  # diagnostics of this module
         self.stopped = False  # over a limit: the rest is not decoded
         self.since_boundary = 0  # SSE bytes since the last blank line (an event's size so far)
@@ -149,11 +154,16 @@ class _Attempt:
         self.since_boundary = since
         self.tail = data[-3:]
         if self.ts is None:
-            self.ts = TurnStream(max_event_bytes=self.max_event)
+            request = self.att.request
+            url = request.get("url") if isinstance(request, dict) else None
+            self.ts = FamilyStream(url if isinstance(url, str) else None, max_event_bytes=self.max_event)
         steps = self.ts.feed(data)
         if self.on_event is not None:
+            seen: Any = None
             for step in steps:
-                self.on_event(step.sse)
+                if step.sse is not seen:  # (an OpenAI event can give several steps: they share their sse)
+                    seen = step.sse
+                    self.on_event(seen)
 
     # --- the entry -------------------------------------------------------------------------------------------
 
@@ -168,14 +178,24 @@ class _Attempt:
         elif self.mode == "json":
             entry.update(self._json())
         else:
-            ts = self.ts or TurnStream()
+            ts = self.ts.close() if self.ts is not None else TurnStream()
             ts.close()
-            entry.update(
-                message=ts.final_message(),
-                outcome=ts.outcome,
-                diagnostics=[d.to_json() for d in ts.diagnostics],
-                events=ts.assembler.events,
-            )
+            if isinstance(ts, NeutralStream):  # an OpenAI family: the provider's own shape, and the neutral blocks
+                entry.update(
+                    message=ts.final_object(),
+                    outcome=ts.outcome,
+                    diagnostics=[d.to_json() for d in ts.diagnostics],
+                    events=ts.events,
+                    family=ts.family,
+                    assembled=ts.final_message(),
+                )
+            else:
+                entry.update(
+                    message=ts.final_message(),
+                    outcome=ts.outcome,
+                    diagnostics=[d.to_json() for d in ts.diagnostics],
+                    events=ts.assembler.events,
+                )
         entry["diagnostics"] = entry["diagnostics"] + self.extra
         entry["body"] = self.mode
         entry["reads"] = self.reads
@@ -194,7 +214,7 @@ class _Attempt:
                     doc = orjson.loads(b"".join(self.buf).strip(_BLANK))
                 except orjson.JSONDecodeError:
                     doc = None
-                if isinstance(doc, dict) and doc.get("type") in ("message", "error"):
+                if isinstance(doc, dict) and (doc.get("type") in ("message", "error") or _openai_object(doc)):
                     self.doc = doc
         return self.doc
 
@@ -226,6 +246,8 @@ class _Attempt:
             invalid = _diag(D.INVALID_EVENT_JSON, "the JSON response body is not a Message or an error object")
             diags = [] if self.stopped else [invalid]  # (when stopped, BODY_TOO_LARGE says why)
             return {"message": {}, "outcome": "incomplete", "diagnostics": diags, "events": 0}
+        if _openai_object(doc):
+            return _openai_json(doc)
         if doc.get("type") == "error":
             error = doc.get("error") if isinstance(doc.get("error"), dict) else {}
             etype = error.get("type") if isinstance(error.get("type"), str) else None
@@ -254,6 +276,75 @@ class _Attempt:
         complete = 0 if stop == "max_tokens" else sum(isinstance(b.get("input"), dict) for b in tools)
         outcome = stopped_outcome(stop, len(tools), complete, len(tools) - complete)
         return {"message": message, "outcome": outcome, "diagnostics": [], "events": 0}
+
+
+_OPENAI_OBJECTS = {"chat.completion": "openai_chat", "response": "openai_responses"}
+
+
+def _dict(v: Any) -> dict:
+    return v if isinstance(v, dict) else {}
+
+
+def _list(v: Any) -> list:
+    return v if isinstance(v, list) else []
+
+
+def _openai_object(doc: dict) -> bool:
+    obj = doc.get("object")
+    return isinstance(obj, str) and obj in _OPENAI_OBJECTS
+
+
+def _openai_json(doc: dict) -> dict:
+    """A non-streamed OpenAI body (a chat.completion or a response): the object as sent, its outcome by the same
+    rules (a tool call counts as complete when its arguments are a JSON object)."""
+    family = _OPENAI_OBJECTS[doc["object"]]
+    args: list = []
+    diags: list[dict] = []
+    if family == "openai_chat":
+        from inspector.stream.openai_chat import STOP_REASONS
+
+        choices = _list(doc.get("choices"))
+        first = _dict(choices[0] if choices else None)
+        msg = _dict(first.get("message"))
+        calls = _list(msg.get("tool_calls"))
+        args = [_dict(c.get("function")).get("arguments") if isinstance(c, dict) else None for c in calls]
+        fr = first.get("finish_reason")
+        stop = STOP_REASONS.get(fr, fr) if isinstance(fr, str) else None
+    else:
+        status = doc.get("status")
+        if status == "failed":
+            err = _dict(doc.get("error"))
+            text = f"response.failed {err.get('code') or '-'}: {err.get('message') or '-'}"
+            return {
+                "message": doc,
+                "outcome": "error",
+                "diagnostics": [_diag(D.ERROR_EVENT, text)],
+                "events": 0,
+                "family": family,
+            }
+        output = _list(doc.get("output"))
+        calls = [o for o in output if isinstance(o, dict) and o.get("type") == "function_call"]
+        args = [c.get("arguments") for c in calls]
+        det = _dict(doc.get("incomplete_details"))
+        stop = (
+            ("max_tokens" if det.get("reason") == "max_output_tokens" else "incomplete")
+            if status == "incomplete"
+            else ("tool_use" if calls else "end_turn")
+        )
+    complete = 0
+    for a in args:
+        try:
+            complete += isinstance(orjson.loads(a), dict) if isinstance(a, str) else 0
+        except orjson.JSONDecodeError:
+            pass
+    if len(args) - complete:
+        diags.append(
+            _diag(D.TOOL_INPUT_INVALID, f"{len(args) - complete} tool call(s) whose arguments are not a JSON object")
+        )
+    if stop == "max_tokens":
+        complete = 0  # (as for a Message: with that stop a call counts as cut)
+    outcome = stopped_outcome(stop, len(args), complete, len(args) - complete)
+    return {"message": doc, "outcome": outcome, "diagnostics": diags, "events": 0, "family": family}
 
 
 class Dumper:
@@ -341,7 +432,7 @@ def _v(value: Any) -> str:
 
 
 def _format_turn(t: dict, failed: bool = False) -> list[str]:
-    m = t["message"]
+    m = t.get("assembled") or t["message"]  # (an OpenAI turn: its neutral blocks, in the same layout)
     # people count turns and attempts from 1 (as the dashboard shows them); JSON keeps 0-based indices
     head = f"turn {t['turn'] + 1} attempt {t['attempt'] + 1}: {t['outcome']}"
     if failed:
