@@ -48,7 +48,7 @@ from inspector.core.redaction import clean_headers, credential_values, redact, u
 from inspector.net.faults import FAULT_HEADER
 from inspector.net.livefaults import parse_live_faults, run_live
 from inspector.net.server import Closable, ConnectionDrop, install_log_filter
-from inspector.net.upstream import UpstreamPool, UpstreamResponse, usable_for
+from inspector.net.upstream import UpstreamPool, UpstreamResponse, env_proxy, error_text, usable_for
 from inspector.observe import observations as O
 from inspector.observe.redacting import RedactingPublisher
 from inspector.observe.states import ToolState
@@ -860,7 +860,12 @@ class ProxyApp(Closable):
                 "api_error",
                 f"upstream sent no response headers within {self.read_timeout:g} s (--read-timeout)",
             )
-        return 502, "api_error", f"upstream unreachable: {type(error).__name__}: {error}"
+        if isinstance(error, httpx2.RemoteProtocolError):  # upstream answered, with nothing HTTP/1.1 can read
+            return 502, "api_error", error_text(error)
+        via = env_proxy(self.upstream) if self.transport is None and error is not None else None
+        if via is not None and isinstance(error, httpx2.ConnectError | httpx2.ProxyError):
+            return 502, "api_error", f"the HTTP proxy {via} failed: {type(error).__name__}: {error_text(error)}"
+        return 502, "api_error", f"upstream unreachable: {type(error).__name__}: {error_text(error) if error else ''}"
 
     def _header_faults(self, value: str) -> Any:
         """The live faults of an ``x-inspector-fault`` header, or the error message (a str) when it is invalid."""

@@ -47,7 +47,7 @@ from urllib.parse import urlsplit
 import h11
 import httpx2
 
-__all__ = ["HIGH_WATER", "UpstreamPool", "UpstreamResponse", "usable_for"]
+__all__ = ["HIGH_WATER", "UpstreamPool", "UpstreamResponse", "env_proxy", "error_text", "usable_for"]
 
 HIGH_WATER = 1 << 20  # bytes queued for the forwarding task before reading from upstream pauses
 MAX_HEAD = 1 << 16  # bytes of a response's status line + headers
@@ -413,15 +413,36 @@ def _refusal(ev: h11.Response) -> str:
     return ""
 
 
-_REPR = re.compile(r":?\s*(?:bytearray\(|b'|b\"|'|\")")
+_REPR = re.compile(r":?\s*(?:bytearray\(|b'|b\")")
 
 
-def _h11_words(message: str) -> str:
+def _h11_words(message: str, limit: int = 80) -> str:
     """h11's error text without the bytes it quotes (``illegal status line: bytearray(b'...')`` -> ``illegal status
     line``): upstream's bytes may hold a key, and error texts reach stderr and the recording."""
     words = _REPR.split(message, maxsplit=1)[0].strip().rstrip(":")
-    words = "".join(ch for ch in words if " " <= ch <= "~")[:80]
+    words = "".join(ch for ch in words if " " <= ch <= "~")[:limit]
     return words or "malformed"
+
+
+def error_text(error: BaseException) -> str:
+    """One line about an upstream failure (this module's or httpx2's), without any bytes the error quotes."""
+    return _h11_words(str(error), 300) if str(error) else type(error).__name__
+
+
+def env_proxy(url: str) -> str | None:
+    """The HTTP proxy the environment puts between us and ``url`` as ``host:port (VARIABLE)``, credentials left out;
+    None when none applies."""
+    parts = urlsplit(url)
+    if not parts.hostname or usable_for(url):
+        return None
+    proxies = urllib.request.getproxies()
+    key = parts.scheme if proxies.get(parts.scheme) else "all"
+    p = urlsplit(proxies.get(key, ""))
+    try:
+        where = f"{p.hostname}:{p.port}" if p.port else str(p.hostname)
+    except ValueError:
+        where = str(p.hostname)
+    return f"{where} ({key.upper()}_PROXY)"
 
 
 class UpstreamPool:
