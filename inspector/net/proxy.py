@@ -433,6 +433,7 @@ class ProxyApp(Closable):
         batch_interval: float = 0.01,
         on_warning: Callable[[str], None] | None = None,
         history: int = DEFAULT_HISTORY,
+        ssl_context: Any = None,
     ) -> None:
         if max_connections < 1:
             raise ValueError("max_connections must be at least 1")
@@ -460,7 +461,7 @@ class ProxyApp(Closable):
         self.recording_error: str | None = None  # set when a write failed: the recording stopped there
         self._late: list[str] = []  # secrets the writer was not given (learned after it opened), longest first
         self.clients: list[httpx2.AsyncClient] = []
-        self._ssl: Any = None
+        self._ssl: Any = ssl_context  # upstream's TLS context (None: the SDK's, made when first needed)
         self._shard_active: list[int] = []
         # the upstream client of the forwarding path (inspector/net/upstream.py); httpx2 only with a transport of the
         # caller's or an HTTP proxy from the environment on the way upstream
@@ -510,6 +511,15 @@ class ProxyApp(Closable):
                 k = busy.index(low)
                 return k, self.clients[k]
         return len(self.clients), self._new_shard()
+
+    @property
+    def ssl_context(self) -> Any:
+        """Upstream's TLS context (``inspector proxy --ca-file / --insecure``); set before the first request."""
+        return self._ssl
+
+    @ssl_context.setter
+    def ssl_context(self, ctx: Any) -> None:
+        self._ssl = ctx
 
     def _pool(self) -> UpstreamPool | None:
         """The upstream client of the forwarding path (inspector/net/upstream.py), or None when httpx2 must go:

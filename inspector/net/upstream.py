@@ -47,7 +47,15 @@ from urllib.parse import urlsplit
 import h11
 import httpx2
 
-__all__ = ["HIGH_WATER", "UpstreamPool", "UpstreamResponse", "env_proxy", "error_text", "usable_for"]
+__all__ = [
+    "HIGH_WATER",
+    "UpstreamPool",
+    "UpstreamResponse",
+    "env_proxy",
+    "error_text",
+    "upstream_ssl_context",
+    "usable_for",
+]
 
 HIGH_WATER = 1 << 20  # bytes queued for the forwarding task before reading from upstream pauses
 MAX_HEAD = 1 << 16  # bytes of a response's status line + headers
@@ -427,6 +435,21 @@ def _h11_words(message: str, limit: int = 80) -> str:
 def error_text(error: BaseException) -> str:
     """One line about an upstream failure (this module's or httpx2's), without any bytes the error quotes."""
     return _h11_words(str(error), 300) if str(error) else type(error).__name__
+
+
+def upstream_ssl_context(ca_file: str | None = None, insecure: bool = False) -> ssl.SSLContext:
+    """The TLS context for upstream: the SDK's (``httpx2.create_ssl_context``: certifi, ``SSL_CERT_FILE``...), or
+    one that trusts only the CA certificates in ``ca_file`` (PEM; like curl's ``--cacert``), or with ``insecure``
+    one that verifies nothing (for local relays; the caller says so loudly). OSError / ssl.SSLError for an unreadable
+    or invalid ``ca_file``."""
+    if insecure:
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        return ctx
+    if ca_file:
+        return ssl.create_default_context(cafile=ca_file)
+    return httpx2.create_ssl_context(trust_env=True)
 
 
 def env_proxy(url: str) -> str | None:

@@ -2,13 +2,19 @@
 the test chose. Whatever it sends, the client gets either a well-framed forward of what h11 (RFC 9112) reads in
 those bytes, or a 502 with a one-line reason; refused framing never becomes a 200; the proxy stays up and logs no
 traceback. Each case of the issue was reproduced on main ("Exception in ASGI application", 0 bytes to the client, or
-a 504 after the read timeout)."""
+a 504 after the read timeout). Then upstream TLS: ``--ca-file`` and ``--insecure``."""
 
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 import socket
+import ssl
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import h11
 import orjson
@@ -16,6 +22,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from inspector.cli.proxy import tls_context
+from inspector.core.errors import UsageError
 from inspector.net.proxy import ProxyApp
 from inspector.net.server import BackgroundServer
 
@@ -305,3 +313,132 @@ def test_a_dead_environment_proxy_is_named_not_blamed_on_upstream(monkeypatch):
     message = orjson.loads(body)["error"]["message"]
     assert status == 502 and f"HTTP proxy 127.0.0.1:{port} (HTTP_PROXY)" in message, message
     assert "upstream unreachable" not in message and "alice" not in message and "pa55word" not in message
+
+
+# ----------------------------------------------------------------------------------------------- upstream TLS
+# `inspector proxy --ca-file` (a private CA: only it is trusted) and `--insecure` (nothing verified, said loudly at
+# start), against a loopback TLS upstream with a certificate made for this run.
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def cert_files(tmp_path_factory):
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a test certificate")
+    d = tmp_path_factory.mktemp("tls")
+    cert, key = d / "cert.pem", d / "key.pem"
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2"),
+            *("-keyout", str(key), "-out", str(cert), "-subj", "/CN=localhost"),
+            *("-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
+class TlsUpstream:
+    """A TLS server on loopback in a thread: each connection gets one request answered ``ok`` and is closed."""
+
+    def __init__(self, cert: Path, key: Path) -> None:
+        self.ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        self.ctx.load_cert_chain(cert, key)
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.stop = threading.Event()
+        self.served = 0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"https://localhost:{self.sock.getsockname()[1]}"
+
+    def __enter__(self) -> TlsUpstream:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join(10)
+        self.sock.close()
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                raw, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            try:
+                raw.settimeout(10)
+                with self.ctx.wrap_socket(raw, server_side=True) as c:
+                    data = b""
+                    while b"\r\n\r\n" not in data:
+                        data += c.recv(65536)
+                    self.served += 1
+                    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+            except (OSError, ssl.SSLError):
+                raw.close()  # a client that refused our certificate
+
+
+def test_ca_file_trusts_the_private_ca_and_the_default_refuses_it(cert_files):
+    cert, key = cert_files
+    with TlsUpstream(cert, key) as up:
+        with BackgroundServer(ProxyApp(up.url, ssl_context=tls_context(str(cert), False))) as px:
+            assert ask(px.base_url) == (200, b"ok", "")
+        with BackgroundServer(ProxyApp(up.url)) as px:  # the SDK's trust store: a self-signed CA is refused
+            status, body, problem = ask(px.base_url)
+        assert status == 502 and "TLS with localhost" in orjson.loads(body)["error"]["message"]
+        assert up.served == 1
+
+
+def test_insecure_verifies_nothing(cert_files):
+    cert, key = cert_files
+    with TlsUpstream(cert, key) as up:
+        with BackgroundServer(ProxyApp(up.url, ssl_context=tls_context(None, True))) as px:
+            assert ask(px.base_url) == (200, b"ok", "")
+
+
+def test_an_unusable_ca_file_is_a_one_line_usage_error(tmp_path):
+    bad = tmp_path / "ca.pem"
+    bad.write_text("not a certificate")
+    for path in (bad, tmp_path / "missing.pem"):
+        with pytest.raises(UsageError, match="--ca-file"):
+            tls_context(str(path), False)
+    r = subprocess.run(
+        [sys.executable, "-m", "inspector", "proxy", "--headless", "--listen", "127.0.0.1:0", "--ca-file", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--ca-file" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_insecure_is_said_at_start_on_stderr_and_in_the_start_up_line(cert_files):
+    cert, key = cert_files
+    with TlsUpstream(cert, key) as up:
+        proc = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "inspector", "proxy", "--headless", "--quiet", "--listen", "127.0.0.1:0"),
+                *("--upstream", up.url, "--insecure"),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        try:
+            assert proc.stdout is not None and proc.stderr is not None
+            first = proc.stdout.readline()
+            base = proc.stdout.readline().strip().removeprefix("ANTHROPIC_BASE_URL=")
+            assert "TLS NOT VERIFIED (--insecure)" in first and up.url in first
+            assert ask(base) == (200, b"ok", "")
+        finally:
+            proc.terminate()
+            _, err = proc.communicate(timeout=30)
+    assert "warning: --insecure: upstream's TLS certificate is NOT verified" in err
