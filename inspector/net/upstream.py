@@ -315,6 +315,8 @@ class _Connection(asyncio.Protocol):
             )
         if closing:
             return "upstream closed the connection before the end of the body"
+        if "_SWITCH_UPGRADE" in what:
+            return "upstream sent an invalid response: 101, a protocol switch nobody asked for"
         if self.in_head:
             if "status line" in what or "response line" in what:
                 if self.first_line >= 0:

@@ -332,7 +332,7 @@ def test_a_well_framed_http11_answer_is_reused_and_http10_or_trailing_bytes_are_
         (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n5\r\nhello\r\n0\r\n\r\n", "chunked"),
         (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "both"),
         (b"HTTP/1.1 999 Odd\r\nContent-Length: 0\r\n\r\n", "outside 100-599"),
-        (b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n", "invalid response"),
+        (b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n", "101, a protocol switch nobody asked for"),
         (b"HTTP/1.1 200 OK\r\nX-A: a\rb\r\n\r\n", "header line"),
         (b"HTTP/1.1 200 OK\r\nX-A: a\x00b\r\n\r\n", "header"),
         (b"HTTP/1.1 100 Continue\r\n\r\n" * (U.MAX_INTERIM + 1) + b"HTTP/1.1 200 OK\r\n\r\n", "interim"),

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from inspector.cli.proxy import tls_context
 from inspector.core.errors import UsageError
-from inspector.net.proxy import ProxyApp
+from inspector.net.proxy import ProxyApp, format_exchange
 from inspector.net.server import BackgroundServer
 
 
@@ -176,8 +176,15 @@ def logs(caplog):
         yield caplog
 
 
-def test_every_hostile_answer_is_a_502_with_a_one_line_reason_and_the_proxy_stays_up(logs, capfd):
-    with RawUpstream() as up, BackgroundServer(ProxyApp(up.url, read_timeout=30)) as px:
+def test_every_hostile_answer_is_a_502_with_a_one_line_reason_and_the_proxy_stays_up(logs, capfd, tmp_path):
+    record = tmp_path / "run.jsonl"
+    lines: list[str] = []
+    with (
+        RawUpstream() as up,
+        BackgroundServer(
+            ProxyApp(up.url, read_timeout=30, record=record, on_exchange=lambda ex: lines.append(format_exchange(ex)))
+        ) as px,
+    ):
         for name, wire in HOSTILE.items():
             up.answer = wire
             status, body, problem = ask(px.base_url)
@@ -189,7 +196,8 @@ def test_every_hostile_answer_is_a_502_with_a_one_line_reason_and_the_proxy_stay
         assert ask(px.base_url) == (200, b"ok", "")  # still up, and still forwarding
     out = capfd.readouterr()
     assert "Traceback" not in logs.text + out.err + out.out and "Exception in ASGI" not in logs.text + out.err
-    assert "SECRET" not in logs.text + out.err + out.out
+    assert "SECRET" not in logs.text + out.err + out.out + "\n".join(lines)  # the headless exchange lines too
+    assert b"SECRET" not in record.read_bytes() and b"malformed status line (44 bytes)" in record.read_bytes()
 
 
 def test_an_lf_only_head_is_read_at_once_not_a_504():
