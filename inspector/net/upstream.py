@@ -289,6 +289,9 @@ class _Connection(asyncio.Protocol):
                         self.keep_alive = False
                     break
                 else:  # PAUSED or ConnectionClosed: nothing more for this request
+                    if c.their_state is h11.SWITCHED_PROTOCOL:  # a 2xx to CONNECT: a tunnel, not an HTTP answer
+                        self._fail(httpx2.RemoteProtocolError("upstream opened a tunnel (CONNECT): not forwarded"))
+                        return
                     break
         except h11.RemoteProtocolError as e:
             if payload and not self.in_head:

@@ -347,6 +347,11 @@ def test_framing_h11_refuses_is_refused_with_a_named_reason(wire, words):
         assert not conn.keep_alive and conn.closed
 
 
+def test_a_tunnel_answer_to_connect_is_refused_not_awaited():
+    conn, fut, _ = feed([b"HTTP/1.1 200 Connection established\r\n\r\n"], method=b"CONNECT")
+    assert isinstance(conn.error, httpx2.RemoteProtocolError) and "tunnel" in str(conn.error) and fut.done()
+
+
 def test_many_interim_answers_in_one_read_are_no_recursion():
     wire = b"HTTP/1.1 100 Continue\r\n\r\n" * 5000 + b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
     conn, fut, _ = feed([wire])
