@@ -91,6 +91,19 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         help="inject a fault into the live streams (repeatable; the header x-inspector-fault chooses per request); "
         "the stream faults of `inspector serve --list-faults` (default: none)",
     )
+    tls = p.add_mutually_exclusive_group()
+    tls.add_argument(
+        "--ca-file",
+        metavar="PATH",
+        help="verify upstream's TLS certificate against the CA certificate(s) in this PEM file only, e.g. a private "
+        "CA (default: the SDK's trust store; SSL_CERT_FILE applies)",
+    )
+    tls.add_argument(
+        "--insecure",
+        action="store_true",
+        help="do NOT verify upstream's TLS certificate: for a local relay only, anyone on the way can read the API "
+        "key (default: verified; a warning is printed at start)",
+    )
     p.add_argument("--log-level", default="warning", help="uvicorn log level (default warning)")
 
 
@@ -118,13 +131,46 @@ def proxy_options(args: argparse.Namespace) -> dict[str, Any]:
     """The ProxyApp keywords the command line chose (FaultError for a bad --fault)."""
     from inspector.net.livefaults import parse_live_faults
 
-    return {
+    options: dict[str, Any] = {
         "max_connections": getattr(args, "max_connections", DEFAULT_MAX_CONNECTIONS),
         "connect_timeout": getattr(args, "connect_timeout", DEFAULT_CONNECT_TIMEOUT),
         "read_timeout": getattr(args, "read_timeout", DEFAULT_READ_TIMEOUT),
         "faults": parse_live_faults(getattr(args, "fault", None)),
         "fault_header": True,
     }
+    ca_file, insecure = getattr(args, "ca_file", None), getattr(args, "insecure", False)
+    if ca_file or insecure:
+        options["ssl_context"] = tls_context(ca_file, insecure)
+    return options
+
+
+def tls_context(ca_file: str | None, insecure: bool) -> Any:
+    """Upstream's TLS context for ``--ca-file`` / ``--insecure`` (UsageError: a CA file that cannot be used)."""
+    import ssl
+
+    from inspector.core.errors import UsageError
+    from inspector.net.upstream import upstream_ssl_context
+
+    try:
+        return upstream_ssl_context(ca_file, insecure)
+    except (OSError, ssl.SSLError) as e:
+        why = getattr(e, "strerror", None) or getattr(e, "reason", None) or type(e).__name__
+        raise UsageError(f"--ca-file {ca_file}: not a usable PEM CA certificate file ({why})") from None
+
+
+def tls_note(args: argparse.Namespace) -> str:
+    """What the start-up line says about upstream's TLS ("" for the default)."""
+    if getattr(args, "insecure", False):
+        return ", TLS NOT VERIFIED (--insecure)"
+    if getattr(args, "ca_file", None):
+        return f", TLS verified against {args.ca_file}"
+    return ""
+
+
+INSECURE_WARNING = (
+    "--insecure: upstream's TLS certificate is NOT verified; anyone between the proxy and {upstream} can read "
+    "the API key and change the answers"
+)
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -208,8 +254,11 @@ def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int
         say(f"inspector proxy: {_record_error(args.record, e)}")
         return 2
     faults = f", faults {proxy.faults}" if proxy.faults else ""
+    if getattr(args, "insecure", False):
+        warn(INSECURE_WARNING.format(upstream=proxy.upstream))
     print(
-        f"inspector proxy: {url} -> {proxy.upstream}{faults}" + (f", recording to {args.record}" if args.record else "")
+        f"inspector proxy: {url} -> {proxy.upstream}{faults}{tls_note(args)}"
+        + (f", recording to {args.record}" if args.record else "")
     )
     print(f"ANTHROPIC_BASE_URL={url}")
     if host not in ("127.0.0.1", "localhost", "::1"):
@@ -235,7 +284,9 @@ def _cmd_tui(args: argparse.Namespace, host: str, sock: Any, options: dict[str, 
     url = base_url_of(sock)
     port = sock.getsockname()[1]  # the real port, also when --listen asked for an ephemeral one
     sock.close()  # the session binds its own (and binds again on restart)
-    sys.stderr.write(f"inspector proxy: {url} -> {args.upstream}\nANTHROPIC_BASE_URL={url}\n")
+    if getattr(args, "insecure", False):
+        sys.stderr.write("inspector proxy: warning: " + INSECURE_WARNING.format(upstream=args.upstream) + "\n")
+    sys.stderr.write(f"inspector proxy: {url} -> {args.upstream}{tls_note(args)}\nANTHROPIC_BASE_URL={url}\n")
     sys.stderr.flush()
 
     def factory(**_: Any):

@@ -43,7 +43,7 @@ from inspector.net.livefaults import parse_live_faults, run_live
 from inspector.net.server import Closable, ConnectionDrop, install_log_filter
 from inspector.net.toolinfer import InferredExecution, SeenToolUse, ToolExecutionInferred, infer_tool_executions
 from inspector.net.turns import ProxyExchange, Track, TurnTracker
-from inspector.net.upstream import UpstreamPool, UpstreamResponse, usable_for
+from inspector.net.upstream import UpstreamPool, UpstreamResponse, env_proxy, error_text, usable_for
 from inspector.observe import observations as O
 from inspector.observe.redacting import RedactingPublisher
 from inspector.record.recorder import Recorder
@@ -170,6 +170,7 @@ class ProxyApp(Closable):
         batch_interval: float = 0.01,
         on_warning: Callable[[str], None] | None = None,
         history: int = DEFAULT_HISTORY,
+        ssl_context: Any = None,
     ) -> None:
         if max_connections < 1:
             raise ValueError("max_connections must be at least 1")
@@ -198,7 +199,7 @@ class ProxyApp(Closable):
         self.recorder: Recorder | None = None  # subscribed to the bus at the first exchange, or by open_recording()
         self.recording_error: str | None = None  # set when a write failed: the recording stopped there
         self.clients: list[httpx2.AsyncClient] = []
-        self._ssl: Any = None
+        self._ssl: Any = ssl_context  # upstream's TLS context (None: the SDK's, made when first needed)
         self._shard_active: list[int] = []
         # the upstream client of the forwarding path (inspector/net/upstream.py); httpx2 only with a transport of the
         # caller's or an HTTP proxy from the environment on the way upstream
@@ -249,6 +250,15 @@ class ProxyApp(Closable):
                 k = busy.index(low)
                 return k, self.clients[k]
         return len(self.clients), self._new_shard()
+
+    @property
+    def ssl_context(self) -> Any:
+        """Upstream's TLS context (``inspector proxy --ca-file / --insecure``); set before the first request."""
+        return self._ssl
+
+    @ssl_context.setter
+    def ssl_context(self, ctx: Any) -> None:
+        self._ssl = ctx
 
     def _pool(self) -> UpstreamPool | None:
         """The upstream client of the forwarding path (inspector/net/upstream.py), or None when httpx2 must go:
@@ -578,7 +588,12 @@ class ProxyApp(Closable):
                 "api_error",
                 f"upstream sent no response headers within {self.read_timeout:g} s (--read-timeout)",
             )
-        return 502, "api_error", f"upstream unreachable: {type(error).__name__}: {error}"
+        if isinstance(error, httpx2.RemoteProtocolError):  # upstream answered, with nothing HTTP/1.1 can read
+            return 502, "api_error", error_text(error)
+        via = env_proxy(self.upstream) if self.transport is None and error is not None else None
+        if via is not None and isinstance(error, httpx2.ConnectError | httpx2.ProxyError):
+            return 502, "api_error", f"the HTTP proxy {via} failed: {type(error).__name__}: {error_text(error)}"
+        return 502, "api_error", f"upstream unreachable: {type(error).__name__}: {error_text(error) if error else ''}"
 
     def _header_faults(self, value: str) -> Any:
         """The live faults of an ``x-inspector-fault`` header, or the error message (a str) when it is invalid."""

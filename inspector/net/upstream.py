@@ -3,18 +3,25 @@
 Why not httpx2 here: a streamed response read through ``httpx2`` -> ``httpcore2`` -> ``h11`` -> ``anyio`` costs about
 twenty Python calls, a cancel scope and a pause/resume of the socket per network read. The proxy forwards SSE streams
 of thousands of small reads, so that stack was most of its CPU (``tools/bench_proxy.py``). Here a read is one
-``data_received`` call: the chunked framing is removed in place and the payload is queued, with its arrival time, for
-the forwarding task, which takes everything queued at once (:meth:`UpstreamResponse.take`).
+``data_received`` call: the bytes go to an ``h11.Connection`` (the framing is h11's: RFC 9112, strictly) and the
+payload of the read is queued, with its arrival time, for the forwarding task, which takes everything queued at once
+(:meth:`UpstreamResponse.take`).
 
 What it does, and only that:
 
-- HTTP/1.1 with keep-alive, over TCP or TLS (the TLS context is the SDK's: ``httpx2.create_ssl_context``); idle
-  connections are reused last-in first-out and dropped after ``keepalive_expiry`` seconds or when upstream closes them.
-  A request that finds its reused connection closed before any byte of the answer is sent again on a new connection
-  (upstream never saw it complete: this is the stale keep-alive race every pooled client handles).
-- Bodies: ``Transfer-Encoding: chunked`` (payload only, trailers dropped, as httpx2's ``aiter_raw`` gives it),
-  ``Content-Length``, or until the connection closes. No body for HEAD, 1xx, 204 and 304. Interim 1xx answers are
-  skipped. ``Content-Encoding`` is not touched: the proxy forwards the bytes as they came.
+- HTTP/1.1 with keep-alive, over TCP or TLS (the TLS context is the SDK's: ``httpx2.create_ssl_context``, or the
+  caller's); idle connections are reused last-in first-out and dropped after ``keepalive_expiry`` seconds, when
+  upstream closes them, or when their socket has anything to read before reuse (upstream's close not yet delivered:
+  :func:`_is_dead`). A request is written once: a connection that fails after the request went out fails the
+  request; it is never sent again behind the client's back (upstream may have acted on it).
+- Framing, by h11: ``Transfer-Encoding: chunked`` (payload only, trailers dropped, as httpx2's ``aiter_raw`` gives
+  it), ``Content-Length``, or until the connection closes; no body for HEAD, 1xx, 204 and 304. What h11 refuses is
+  refused (``Content-Length: +5``, conflicting lengths, ``0x7`` chunk sizes, two Transfer-Encodings, ``chunked,
+  gzip``, bare CR or NUL in a header...), and on top of h11: a status past 599, Transfer-Encoding together with
+  Content-Length, more than ``MAX_INTERIM`` interim answers. A response whose head and refused body arrive in one
+  read fails before its head is handed out. HTTP/1.0 answers, ``Connection: close`` and bytes after the body leave
+  the connection unreused. Error texts name the fault, never upstream's bytes (they may hold a key). Interim 1xx
+  answers are skipped; 101 is refused (no upgrade is ever asked). ``Content-Encoding`` is not touched.
 - Timeouts: ``connect_timeout`` (TCP + TLS handshake) and ``read_timeout``, the longest silence allowed from upstream
   while an answer is awaited or streamed (pings count). One timer per connection, re-armed lazily.
 - Back-pressure: past ``HIGH_WATER`` bytes queued and not yet taken, reading from upstream pauses.
@@ -29,24 +36,32 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
+import select
 import ssl
 import urllib.request
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
+import h11
 import httpx2
 
-__all__ = ["HIGH_WATER", "UpstreamPool", "UpstreamResponse", "usable_for"]
+__all__ = [
+    "HIGH_WATER",
+    "UpstreamPool",
+    "UpstreamResponse",
+    "env_proxy",
+    "error_text",
+    "upstream_ssl_context",
+    "usable_for",
+]
 
 HIGH_WATER = 1 << 20  # bytes queued for the forwarding task before reading from upstream pauses
 MAX_HEAD = 1 << 16  # bytes of a response's status line + headers
 MAX_IDLE = 256  # idle keep-alive connections kept per pool
 
-# body modes
-_CHUNKED, _LENGTH, _CLOSE, _NONE = 1, 2, 3, 4
-# chunked decoder states
-_SIZE, _DATA, _DATA_END, _TRAILER = 1, 2, 3, 4
+MAX_INTERIM = 32  # interim (1xx) answers skipped before a request's response; past it upstream is refused
 
 
 def usable_for(url: str, trust_env: bool = True) -> bool:
@@ -129,7 +144,9 @@ class UpstreamResponse:
 
 
 class _Connection(asyncio.Protocol):
-    """One upstream connection and the response being read from it."""
+    """One upstream connection and the response being read from it. The framing is h11's (one ``h11.Connection``
+    per request: its reader, RFC 9112's rules), fed once per network read; :func:`_refusal` adds the few rules h11
+    leaves to its caller."""
 
     def __init__(self, pool: UpstreamPool) -> None:
         self.pool = pool
@@ -140,15 +157,15 @@ class _Connection(asyncio.Protocol):
         self._reset()
 
     def _reset(self) -> None:
-        self.head = bytearray()
+        self.h11: h11.Connection | None = None
         self.in_head = True
+        self.head_seen = 0  # bytes received before the response's head was complete (for error texts)
+        self.first_line = -1  # length of the status line once known (for error texts)
+        self.interim = 0  # 1xx answers skipped
         self.head_future: asyncio.Future | None = None
+        self.response: UpstreamResponse | None = None  # parsed, handed out at the end of its read
         self.head_method = b""
         self.got_bytes = False
-        self.mode = _NONE
-        self.remaining = 0  # _LENGTH: bytes left; _CHUNKED: bytes left in the current chunk
-        self.cstate = _SIZE
-        self.line = bytearray()  # a chunk-size / trailer line split across reads
         self.queue: list[tuple[float, bytes]] = []
         self.queued = 0
         self.paused = False
@@ -166,14 +183,20 @@ class _Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.last_read = self.loop.time()
-        if not self.active:  # bytes nobody asked for (an idle connection): it cannot be reused
+        if not self.active or self.h11 is None:  # bytes nobody asked for (an idle connection): it cannot be reused
             self._close()
+            return
+        if self.error is not None:  # refused already: the connection is closing
             return
         self.got_bytes = True
         if self.in_head:
-            self._head(data)
-        else:
-            self._body(data)
+            if self.first_line < 0:
+                nl = data.find(b"\n")
+                if nl >= 0:  # the line's length without its CR LF
+                    self.first_line = self.head_seen + nl - (nl > 0 and data[nl - 1] == 13)
+            self.head_seen += len(data)
+        self.h11.receive_data(data)
+        self._events()
 
     def eof_received(self) -> bool:
         return False  # close the transport: connection_lost follows
@@ -181,15 +204,16 @@ class _Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self._stop_timer()
-        if not self.active:
+        if not self.active or self.error is not None:
             self.pool._forget(self)
             return
         if self.in_head:
             self._fail(httpx2.RemoteProtocolError("upstream closed the connection without sending a response"))
         elif not self.body_done:
-            if self.mode == _CLOSE:
-                self._finish_body()
-            else:
+            assert self.h11 is not None
+            self.h11.receive_data(b"")  # the end of a body that lasts until the close; an error for any other
+            self._events(closing=True)
+            if not self.body_done:
                 self._fail(httpx2.RemoteProtocolError("upstream closed the connection before the end of the body"))
 
     def pause_writing(self) -> None:  # request bodies are written whole: nothing to pause
@@ -201,6 +225,11 @@ class _Connection(asyncio.Protocol):
     # --- the request ----------------------------------------------------------------------------------------------
     def start(self, head: bytes, body: bytes, method: bytes) -> asyncio.Future:
         self._reset()
+        # h11 is told the request (method and framing are what the response's framing depends on); the bytes
+        # written are the pool's own (request_head), whole
+        c = self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD)
+        c.send(h11.Request(method=method, target=b"/", headers=[(b"host", b"upstream")]))
+        c.send(h11.EndOfMessage())
         self.active = True
         self.head_method = method
         self.head_future = self.loop.create_future()
@@ -216,64 +245,92 @@ class _Connection(asyncio.Protocol):
         return self.head_future
 
     # --- parsing --------------------------------------------------------------------------------------------------
-    def _head(self, data: bytes) -> None:
-        head = self.head
-        start = max(0, len(head) - 3)
-        head += data
-        end = head.find(b"\r\n\r\n", start)
-        if end < 0:
-            if len(head) > MAX_HEAD:
-                self._fail(httpx2.RemoteProtocolError("upstream's response headers are too large"))
-            return
+    def _events(self, closing: bool = False) -> None:
+        """Take every event h11 has for the bytes received so far: the payload of this read is queued as one piece;
+        a response's head is handed out only after the whole read was parsed (a body refused in the same read
+        fails the request itself, so the head never reaches the client)."""
+        c = self.h11
+        assert c is not None
+        payload: list[bytes] = []
         try:
-            status, reason, headers = _parse_head(bytes(head[:end]))
-        except ValueError as e:
-            self._fail(httpx2.RemoteProtocolError(f"upstream sent an invalid response: {e}"))
+            while True:
+                ev = c.next_event()
+                t = type(ev)
+                if t is h11.Data:
+                    payload.append(ev.data)  # type: ignore[union-attr]
+                elif ev is h11.NEED_DATA:
+                    break
+                elif t is h11.Response:
+                    refusal = _refusal(ev)  # type: ignore[arg-type]
+                    if refusal:
+                        self._fail(httpx2.RemoteProtocolError(f"upstream sent an invalid response: {refusal}"))
+                        return
+                    self.in_head = False
+                    self.response = UpstreamResponse(
+                        self,
+                        ev.status_code,  # type: ignore[union-attr]
+                        ev.reason,  # type: ignore[union-attr]
+                        list(ev.headers.raw_items()),  # type: ignore[union-attr]
+                        self.pool.clock(),
+                    )
+                elif t is h11.InformationalResponse:  # interim (100, 103...): the real answer follows
+                    self.interim += 1
+                    if self.interim > MAX_INTERIM:
+                        self._fail(
+                            httpx2.RemoteProtocolError(f"upstream sent more than {MAX_INTERIM} interim (1xx) answers")
+                        )
+                        return
+                    self.head_seen = 0
+                    self.first_line = -1
+                elif t is h11.EndOfMessage:
+                    self.body_done = True
+                    # reusable only when h11 says so (HTTP/1.1, no Connection: close) and nothing came after the end
+                    if closing or c.their_state is not h11.DONE or c.trailing_data[0]:
+                        self.keep_alive = False
+                    break
+                else:  # PAUSED or ConnectionClosed: nothing more for this request
+                    if c.their_state is h11.SWITCHED_PROTOCOL:  # a 2xx to CONNECT: a tunnel, not an HTTP answer
+                        self._fail(httpx2.RemoteProtocolError("upstream opened a tunnel (CONNECT): not forwarded"))
+                        return
+                    break
+        except h11.RemoteProtocolError as e:
+            if payload and not self.in_head:
+                self._push(b"".join(payload))
+            self._fail(httpx2.RemoteProtocolError(self._describe(e, closing)))
             return
-        rest = bytes(head[end + 4 :])
-        if 100 <= status < 200 and status != 101:  # interim: the real answer follows
-            self.head = bytearray()
-            if rest:
-                self._head(rest)
-            return
-        self.in_head = False
-        self.head = bytearray()
-        self._body_mode(status, headers)
-        fut = self.head_future
-        if fut is not None and not fut.done():
-            fut.set_result(UpstreamResponse(self, status, reason, headers, self.pool.clock()))
-        if rest:
-            self._body(rest)
-        elif self.mode == _NONE or (self.mode == _LENGTH and self.remaining == 0):
+        if payload:
+            self._push(bytes(payload[0]) if len(payload) == 1 else b"".join(payload))
+        resp = self.response
+        if resp is not None:
+            self.response = None
+            fut = self.head_future
+            if fut is not None and not fut.done():
+                fut.set_result(resp)
+        if self.body_done:
             self._finish_body()
 
-    def _body_mode(self, status: int, headers: list[tuple[bytes, bytes]]) -> None:
-        te = cl = None
-        for k, v in headers:
-            lk = k.lower()
-            if lk == b"transfer-encoding":
-                te = v.lower()
-            elif lk == b"content-length":
-                cl = v
-            elif lk == b"connection" and b"close" in v.lower():
-                self.keep_alive = False
-        if self.head_method == b"HEAD" or status in (204, 304):
-            self.mode = _NONE
-        elif te is not None and te.rsplit(b",", 1)[-1].strip() == b"chunked":
-            self.mode = _CHUNKED
-        elif cl is not None:
-            try:
-                n = int(cl.split(b",")[0].strip())
-                if n < 0:
-                    raise ValueError
-            except ValueError:
-                self.mode = _CLOSE
-                self.keep_alive = False
-            else:
-                self.mode, self.remaining = _LENGTH, n
-        else:
-            self.mode = _CLOSE
-            self.keep_alive = False
+    def _describe(self, e: h11.RemoteProtocolError, closing: bool) -> str:
+        """A one-line account of what h11 refused, without upstream's bytes (they may hold a key)."""
+        what = _h11_words(str(e))
+        if what == "Receive buffer too long":
+            return (
+                "upstream's response headers are too large" if self.in_head else "upstream sent a too-long chunk line"
+            )
+        if closing:
+            return "upstream closed the connection before the end of the body"
+        if "_SWITCH_UPGRADE" in what:
+            return "upstream sent an invalid response: 101, a protocol switch nobody asked for"
+        if self.in_head:
+            if "status line" in what or "response line" in what:
+                if self.first_line >= 0:
+                    return f"upstream sent an invalid response: malformed status line ({self.first_line} bytes)"
+                return "upstream sent an invalid response: malformed status line"
+            return f"upstream sent an invalid response: {what} (in {self.head_seen} bytes of headers)"
+        if "chunk header" in what:
+            return "upstream sent an invalid chunk size line"
+        if "chunk" in what:
+            return f"upstream sent an invalid chunked body: {what}"
+        return f"upstream sent an invalid body: {what}"
 
     def _push(self, payload: bytes) -> None:
         self.queue.append((self.pool.clock(), payload))
@@ -284,81 +341,6 @@ class _Connection(asyncio.Protocol):
         w = self.waiter
         if w is not None and not w.done():
             w.set_result(None)
-
-    def _body(self, data: bytes) -> None:
-        mode = self.mode
-        if mode == _CHUNKED:
-            payload = self._dechunk(data)
-            if payload:
-                self._push(payload)
-            if self.body_done:
-                self._wake()
-        elif mode == _LENGTH:
-            n = self.remaining
-            if len(data) > n:  # bytes past the body: nothing was asked for them
-                data = data[:n]
-                self.keep_alive = False
-            if data:
-                self.remaining = n - len(data)
-                self._push(data)
-            if self.remaining == 0:
-                self._finish_body()
-        elif mode == _CLOSE:
-            self._push(data)
-        else:
-            self.keep_alive = False
-
-    def _dechunk(self, data: bytes) -> bytes:
-        """The payload in ``data`` (framing removed). The common read is exactly one chunk: ``size\\r\\n...\\r\\n``."""
-        out: list[bytes] = []
-        i, n = 0, len(data)
-        while i < n:
-            st = self.cstate
-            if st == _DATA:
-                k = min(self.remaining, n - i)
-                out.append(data[i : i + k] if (i or k != n) else data)
-                i += k
-                self.remaining -= k
-                if self.remaining == 0:
-                    self.cstate = _DATA_END
-            elif st == _SIZE or st == _DATA_END or st == _TRAILER:
-                j = data.find(b"\n", i)
-                if j < 0:
-                    self.line += data[i:]
-                    if len(self.line) > 4096 or (st == _DATA_END and self.line.strip(b"\r")):
-                        self._fail(httpx2.RemoteProtocolError("upstream sent an invalid chunked body"))
-                    break
-                line = bytes(self.line) + data[i:j] if self.line else data[i:j]
-                self.line = bytearray()
-                i = j + 1
-                if st == _DATA_END:
-                    if line.strip():
-                        self._fail(httpx2.RemoteProtocolError("upstream sent an invalid chunked body"))
-                        break
-                    self.cstate = _SIZE
-                elif st == _SIZE:
-                    try:
-                        size = int(line.split(b";", 1)[0].strip(), 16)
-                        if size < 0:
-                            raise ValueError
-                    except ValueError:
-                        self._fail(httpx2.RemoteProtocolError("upstream sent an invalid chunk size"))
-                        break
-                    if size == 0:
-                        self.cstate = _TRAILER
-                    else:
-                        self.remaining = size
-                        self.cstate = _DATA
-                elif not line.strip():  # the empty line after the trailers: the end
-                    if i < n:
-                        self.keep_alive = False  # bytes past the body
-                    self.body_done = True
-                    self.active = False
-                    self._stop_timer()
-                    break
-        if not out:
-            return b""
-        return out[0] if len(out) == 1 else b"".join(out)
 
     def _finish_body(self) -> None:
         self.body_done = True
@@ -427,31 +409,68 @@ class _Connection(asyncio.Protocol):
         self.pool._forget(self)
 
 
-def _parse_head(head: bytes) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
-    lines = head.split(b"\r\n")
-    status_line = lines[0]
-    parts = status_line.split(b" ", 2)
-    if len(parts) < 2 or not parts[0].startswith(b"HTTP/1."):
-        raise ValueError(f"status line {status_line[:80]!r}")
-    if len(parts[1]) != 3 or not parts[1].isdigit():
-        raise ValueError(f"status line {status_line[:80]!r}")
-    status = int(parts[1])
-    reason = parts[2] if len(parts) > 2 else b""
-    headers: list[tuple[bytes, bytes]] = []
-    for line in lines[1:]:
-        if not line:
-            continue
-        if line[:1] in (b" ", b"\t"):  # obsolete line folding: part of the previous value
-            if not headers:
-                raise ValueError("a continuation line before any header")
-            k, v = headers[-1]
-            headers[-1] = (k, v + b" " + line.strip())
-            continue
-        k, sep, v = line.partition(b":")
-        if not sep or not k or k != k.strip() or b" " in k:
-            raise ValueError(f"header line {line[:80]!r}")
-        headers.append((k, v.strip()))
-    return status, reason, headers
+def _refusal(ev: h11.Response) -> str:
+    """What the proxy refuses in a response h11 accepts ("" when nothing): a status outside RFC 9110's 100-599
+    (the client could not be given it), and Transfer-Encoding together with Content-Length (RFC 9112 section 6.1:
+    "ought to be handled as an error"; an intermediary must not forward both; mitmproxy refuses it too)."""
+    if ev.status_code > 599:
+        return f"status {ev.status_code} is outside 100-599"
+    te = cl = False
+    for name, _ in ev.headers:  # h11 gives the names lower-cased here
+        if name == b"transfer-encoding":
+            te = True
+        elif name == b"content-length":
+            cl = True
+    if te and cl:
+        return "both Transfer-Encoding and Content-Length"
+    return ""
+
+
+_REPR = re.compile(r":?\s*(?:bytearray\(|b'|b\")")
+
+
+def _h11_words(message: str, limit: int = 80) -> str:
+    """h11's error text without the bytes it quotes (``illegal status line: bytearray(b'...')`` -> ``illegal status
+    line``): upstream's bytes may hold a key, and error texts reach stderr and the recording."""
+    words = _REPR.split(message, maxsplit=1)[0].strip().rstrip(":")
+    words = "".join(ch for ch in words if " " <= ch <= "~")[:limit]
+    return words or "malformed"
+
+
+def error_text(error: BaseException) -> str:
+    """One line about an upstream failure (this module's or httpx2's), without any bytes the error quotes."""
+    return _h11_words(str(error), 300) if str(error) else type(error).__name__
+
+
+def upstream_ssl_context(ca_file: str | None = None, insecure: bool = False) -> ssl.SSLContext:
+    """The TLS context for upstream: the SDK's (``httpx2.create_ssl_context``: certifi, ``SSL_CERT_FILE``...), or
+    one that trusts only the CA certificates in ``ca_file`` (PEM; like curl's ``--cacert``), or with ``insecure``
+    one that verifies nothing (for local relays; the caller says so loudly). OSError / ssl.SSLError for an unreadable
+    or invalid ``ca_file``."""
+    if insecure:
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        return ctx
+    if ca_file:
+        return ssl.create_default_context(cafile=ca_file)
+    return httpx2.create_ssl_context(trust_env=True)
+
+
+def env_proxy(url: str) -> str | None:
+    """The HTTP proxy the environment puts between us and ``url`` as ``host:port (VARIABLE)``, credentials left out;
+    None when none applies."""
+    parts = urlsplit(url)
+    if not parts.hostname or usable_for(url):
+        return None
+    proxies = urllib.request.getproxies()
+    key = parts.scheme if proxies.get(parts.scheme) else "all"
+    p = urlsplit(proxies.get(key, ""))
+    try:
+        where = f"{p.hostname}:{p.port}" if p.port else str(p.hostname)
+    except ValueError:
+        where = str(p.hostname)
+    return f"{where} ({key.upper()}_PROXY)"
 
 
 class UpstreamPool:
@@ -513,25 +532,29 @@ class UpstreamPool:
 
     async def send(self, method: str, target: str, headers: list[tuple[str, str]], body: bytes) -> UpstreamResponse:
         """Send the request (``target``: path + query, appended to the base's path) and wait for the response
-        headers. A reused connection found closed before any answer is replaced once."""
+        headers. A request is written once: an idle connection is checked before it is reused (:func:`_is_dead`),
+        and a failure after the request was written is the request's failure, never a silent second send (upstream
+        may have acted on it: RFC 9110 section 9.2.2, a POST is not idempotent)."""
         head = self.request_head(method, target, headers, body)
         m = method.encode("latin-1")
-        for _ in range(3):
-            conn = self._idle_get()
-            fresh = conn is None
-            if conn is None:
-                conn = await self._connect()
-            fut = conn.start(head, body, m)
-            try:
-                return await fut
-            except httpx2.RemoteProtocolError:
-                if fresh or conn.got_bytes:
-                    raise
-                # a kept-alive connection that upstream had closed: the request never reached it; once more
-            except BaseException:
-                conn.release()
-                raise
-        raise httpx2.RemoteProtocolError("upstream closed every connection before answering")
+        conn = self._idle_get()
+        reused = conn is not None
+        if conn is None:
+            conn = await self._connect()
+        fut = conn.start(head, body, m)
+        try:
+            return await fut
+        except httpx2.RemoteProtocolError as e:
+            conn.release()
+            if reused and not conn.got_bytes:
+                raise httpx2.RemoteProtocolError(
+                    "upstream closed a kept-alive connection after the request was written to it, without an answer;"
+                    " not sent again (upstream may have acted on it)"
+                ) from e
+            raise
+        except BaseException:
+            conn.release()
+            raise
 
     async def _connect(self) -> _Connection:
         loop = asyncio.get_running_loop()
@@ -558,7 +581,7 @@ class UpstreamPool:
             conn = self.idle.pop()
             if conn.closed or conn.transport is None or conn.transport.is_closing():
                 continue
-            if now - conn.idle_since > self.keepalive_expiry:
+            if now - conn.idle_since > self.keepalive_expiry or _is_dead(conn.transport):
                 conn._close()
                 continue
             return conn
@@ -581,6 +604,27 @@ class UpstreamPool:
         for conn in list(self.open):
             conn._close()
         self.idle.clear()
+
+
+def _is_dead(transport: asyncio.BaseTransport) -> bool:
+    """Whether an idle connection has something to read that the event loop has not delivered yet: upstream's close
+    (EOF), a reset, or bytes nobody asked for. Either way it must not carry a request (httpcore checks the same
+    before reusing a connection). A zero-timeout poll of the socket: no read, no wait."""
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return False
+    try:
+        fd = sock.fileno()
+        if fd < 0:
+            return True
+        if hasattr(select, "poll"):
+            p = select.poll()
+            p.register(fd, select.POLLIN)
+            return bool(p.poll(0))
+        readable, _, _ = select.select([fd], [], [], 0)
+        return bool(readable)
+    except (OSError, ValueError):
+        return True
 
 
 def _monotonic() -> Callable[[], float]:

@@ -42,6 +42,9 @@ class FakeTransport:
     def resume_reading(self) -> None:
         self.paused = False
 
+    def get_extra_info(self, name: str, default=None):
+        return default  # no socket: the pool's liveness check has nothing to poll
+
 
 def feed(reads: list[bytes], method: bytes = b"GET", eof: bool = False) -> tuple[U._Connection, asyncio.Future, bytes]:
     """Run the reader over ``reads`` (then EOF): (connection, head future, payload taken)."""
@@ -163,6 +166,218 @@ def test_reader_fuzz_never_raises_and_never_hangs_silently(resp, at, noise, cut)
     assert not (conn.body_done and conn.error is None and framing != "close")
 
 
+def h11_verdict(wire: bytes, method: bytes = b"GET") -> tuple[str, int, list[tuple[bytes, bytes]], bytes, bool]:
+    """("accept" | "refuse", status, headers, payload, reusable) as h11 reads ``wire`` then EOF; "refuse": h11
+    raised, or the response did not end."""
+    c = h11.Connection(h11.CLIENT, max_incomplete_event_size=U.MAX_HEAD)
+    c.send(h11.Request(method=method, target="/", headers=[("Host", "upstream.test")]))
+    c.send(h11.EndOfMessage())
+    status, headers, payload, eof = 0, [], b"", False
+    try:
+        c.receive_data(wire)
+        while True:
+            e = c.next_event()
+            if isinstance(e, h11.Response):
+                status, headers = e.status_code, list(e.headers.raw_items())
+            elif isinstance(e, h11.Data):
+                payload += e.data
+            elif isinstance(e, h11.EndOfMessage):  # reusable: ended before EOF, h11 keeps it, no bytes after it
+                reusable = not eof and c.their_state is h11.DONE and not c.trailing_data[0]
+                return "accept", status, headers, payload, reusable
+            elif e is h11.NEED_DATA and not eof:
+                c.receive_data(b"")
+                eof = True
+            elif e is h11.NEED_DATA or e is h11.PAUSED or isinstance(e, h11.ConnectionClosed):
+                return "refuse", status, headers, payload, False
+    except h11.RemoteProtocolError:
+        return "refuse", status, headers, payload, False
+
+
+# pieces of a response head and body, one of them bent: what h11 (RFC 9112) refuses must be refused, what it reads
+# must be read to the same bytes (issue 18). The reader accepted +5, 1_0, conflicting lengths, 0x7 chunk sizes...
+LENGTHS = [
+    b"5",
+    b"+5",
+    b"1_0",
+    b"0x5",
+    b"-1",
+    b"5, 6",
+    b"5, 5",
+    b"5,5",
+    b" 5 ",
+    b"",
+    b"5a",
+    b"9" * 21,
+    b"0" * 20 + b"5",
+]
+CHUNK_SIZES = [b"5", b"0x5", b"0_5", b"+5", b"-5", b"5 ", b"5;a=b", b" 5", b"05", b"g", b"5\r5", b"", b"00000005"]
+STATUS_LINES = [
+    b"HTTP/1.1 200 OK",
+    b"HTTP/1.1 200",
+    b"HTTP/1.1 200 ",
+    b"HTTP/1.0 200 OK",
+    b"HTTP/2.0 200 OK",
+    b"HTTP/1.1 600 Odd",
+    b"HTTP/1.1 999 Odd",
+    b"HTTP/1.1 1000 Odd",
+    b"HTTP/1.1 2OO OK",
+    b"HTTP/1.1 099 Odd",
+    b"HTTP/1.1  200 OK",
+    b"http/1.1 200 OK",
+    b" HTTP/1.1 200 OK",
+    b"HTTP/1.1 200 OK sk-ant-api03-secret",
+]
+ODD_HEADERS = [
+    b"X-A: a\rb",
+    b"X-A: a\nb",
+    b"X-A: a\nX-B: b",
+    b"X-A: a\x00b",
+    b"X A: a",
+    b"X@A: a",
+    b"X-A : a",
+    b" X-A: folded",
+    b"X-A",
+    b":a",
+    b"Connection: close",
+    b"Connection: keep-alive",
+    b"X-A: \xff\xfe",
+    b"X-A:",
+]
+INTERIM = [
+    b"HTTP/1.1 100 Continue\r\n\r\n",
+    b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n",
+    b"HTTP/1.1 101 Up\r\n\r\n",
+]
+
+
+@st.composite
+def malformed(draw) -> bytes:
+    status = draw(st.sampled_from(STATUS_LINES))
+    headers = draw(st.lists(st.sampled_from(ODD_HEADERS), max_size=2))
+    framing = draw(st.sampled_from(["length", "lengths", "chunked", "te2", "te-list", "cl+te", "close", "none"]))
+    payload = b"hello"
+    body = payload
+    if framing == "length":
+        headers.append(b"Content-Length: " + draw(st.sampled_from(LENGTHS)))
+    elif framing == "lengths":
+        headers += [b"Content-Length: 5", b"Content-Length: " + draw(st.sampled_from(LENGTHS))]
+    elif framing in ("chunked", "te2", "te-list", "cl+te"):
+        headers.append(b"Transfer-Encoding: chunked")
+        if framing == "te2":
+            headers.append(b"Transfer-Encoding: " + draw(st.sampled_from([b"identity", b"chunked", b"gzip"])))
+        elif framing == "te-list":
+            headers[-1] = b"Transfer-Encoding: " + draw(
+                st.sampled_from([b"chunked, gzip", b"gzip, chunked", b"CHUNKED"])
+            )
+        elif framing == "cl+te":
+            headers.append(b"Content-Length: 5")
+        body = draw(st.sampled_from(CHUNK_SIZES)) + b"\r\nhello\r\n0\r\n\r\n"
+    elif framing == "none":
+        body = b""
+    eol = draw(st.sampled_from([b"\r\n", b"\r\n", b"\n"]))
+    interim = b"".join(draw(st.lists(st.sampled_from(INTERIM), max_size=2)))
+    extra = draw(st.sampled_from([b"", b"", b"HTTP/1.1 200 OK\r\n\r\n"]))
+    return interim + eol.join([status, *headers]) + eol + eol + body + extra
+
+
+@settings(max_examples=600, deadline=None)
+@given(malformed(), st.lists(st.integers(min_value=0, max_value=400), max_size=6))
+def test_reader_agrees_with_h11_on_malformed_responses(wire, cuts):
+    """The differential on bent responses: our reader and h11 agree on accept/refuse and on the body bytes, whatever
+    the split into reads; beyond h11, a status past 599 and Transfer-Encoding with Content-Length are refused; an
+    error text never carries upstream's bytes."""
+    conn, fut, got = feed(splits(wire, cuts), eof=True)
+    verdict, status, headers, payload, reusable = h11_verdict(wire)
+    names = {k.lower() for k, _ in headers}
+    if verdict == "accept" and (status > 599 or {b"transfer-encoding", b"content-length"} <= names):
+        verdict = "refuse"  # the proxy's two rules on top of h11's
+    ours = "accept" if (conn.body_done and conn.error is None and fut.done() and not fut.cancelled()) else "refuse"
+    assert ours == verdict, (wire, conn.error)
+    if verdict == "accept":
+        r = fut.result()
+        assert r.status_code == status and r.headers.raw == headers and got == payload
+        assert conn.keep_alive == reusable and isinstance(got, bytes)
+    else:
+        assert isinstance(conn.error, httpx2.RemoteProtocolError)
+        assert not (fut.done() and not fut.cancelled() and fut.exception() is None and conn.body_done)
+        assert b"secret" not in str(conn.error).encode() and "bytearray" not in str(conn.error)
+
+
+@pytest.mark.parametrize(
+    "wire",
+    [
+        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+        b"HTTP/1.1 200 OK\nContent-Length: 5\n\nhello",  # LF-only lines: RFC 9112 section 2.2 allows reading them
+    ],
+)
+def test_a_well_framed_http11_answer_is_reused_and_http10_or_trailing_bytes_are_not(wire):
+    conn, fut, got = feed([wire])
+    assert got == b"hello" and conn.body_done and conn.keep_alive
+    conn, fut, got = feed([wire.replace(b"HTTP/1.1", b"HTTP/1.0", 1)])  # 1.0: no keep-alive (it was kept)
+    assert got == b"hello" and not conn.keep_alive
+    conn, fut, got = feed([wire + b"HTTP/1.1 200 OK\r\n\r\n"])  # bytes nobody asked for
+    assert got == b"hello" and not conn.keep_alive
+
+
+@pytest.mark.parametrize(
+    "wire, words",
+    [
+        (b"HTTP/1.1 200 OK\r\nContent-Length: +5\r\n\r\nhello", "bad Content-Length"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 1_0\r\n\r\nhelloworld", "bad Content-Length"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!", "conflicting"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0x7\r\nhello!!\r\n0\r\n\r\n", "chunk size"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0_5\r\nhello\r\n0\r\n\r\n", "chunk size"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n\r\nhello", "multiple"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n5\r\nhello\r\n0\r\n\r\n", "chunked"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "both"),
+        (b"HTTP/1.1 999 Odd\r\nContent-Length: 0\r\n\r\n", "outside 100-599"),
+        (b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n", "101, a protocol switch nobody asked for"),
+        (b"HTTP/1.1 200 OK\r\nX-A: a\rb\r\n\r\n", "header line"),
+        (b"HTTP/1.1 200 OK\r\nX-A: a\x00b\r\n\r\n", "header"),
+        (b"HTTP/1.1 100 Continue\r\n\r\n" * (U.MAX_INTERIM + 1) + b"HTTP/1.1 200 OK\r\n\r\n", "interim"),
+    ],
+)
+def test_framing_h11_refuses_is_refused_with_a_named_reason(wire, words):
+    """Issue 18, each reproduced on main: accepted there (last Content-Length won, 0x7 read as 7, the connection
+    then reused), refused here, whatever the split."""
+    for reads in ([wire], [wire[i : i + 1] for i in range(len(wire))]):
+        conn, fut, got = feed(reads, eof=True)
+        assert isinstance(conn.error, httpx2.RemoteProtocolError) and words in str(conn.error), conn.error
+        assert not conn.keep_alive and conn.closed
+
+
+def test_a_tunnel_answer_to_connect_is_refused_not_awaited():
+    conn, fut, _ = feed([b"HTTP/1.1 200 Connection established\r\n\r\n"], method=b"CONNECT")
+    assert isinstance(conn.error, httpx2.RemoteProtocolError) and "tunnel" in str(conn.error) and fut.done()
+
+
+def test_many_interim_answers_in_one_read_are_no_recursion():
+    wire = b"HTTP/1.1 100 Continue\r\n\r\n" * 5000 + b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+    conn, fut, _ = feed([wire])
+    assert isinstance(conn.error, httpx2.RemoteProtocolError) and "interim" in str(conn.error)
+    conn, fut, got = feed([b"HTTP/1.1 100 Continue\r\n\r\n" * 3 + b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"])
+    assert fut.result().status_code == 200 and got == b"ok"
+
+
+def test_error_texts_never_echo_upstreams_bytes():
+    """A key in a malformed status line or header reached stderr and the recording's end reason (80 bytes of it)."""
+    key = b"sk-ant-api03-" + b"K" * 60
+    for wire in (
+        b"HTTP/1.1 2x0 " + key + b"\r\n\r\n",
+        b"XTTP/1.1 200 " + key + b"\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nx-api-key " + key + b"\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nx-api-key: " + key + b"\x00\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + key + b"\r\n",
+    ):
+        conn, _, _ = feed([wire], eof=True)
+        text = str(conn.error)
+        assert isinstance(conn.error, httpx2.RemoteProtocolError) and b"KKKK" not in text.encode(), text
+        assert "sk-ant" not in text
+    conn, _, _ = feed([b"XTTP/1.1 200 " + key + b"\r\n\r\n"])
+    assert str(conn.error) == "upstream sent an invalid response: malformed status line (86 bytes)"
+
+
 def test_interim_answers_are_skipped_and_head_has_no_body():
     wire = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n"
     conn, fut, payload = feed([wire], method=b"HEAD")
@@ -234,6 +449,7 @@ class Script:
         self.requests: list[bytes] = []
         self.server: asyncio.Server | None = None
         self.closed_one = asyncio.Event()
+        self.close_on: set[int] = set()  # close (no answer) after reading these requests (1-based, all connections)
 
     async def __aenter__(self) -> Script:
         self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
@@ -259,6 +475,8 @@ class Script:
                     if line.lower().startswith(b"content-length:"):
                         n = int(line.split(b":")[1])
                 self.requests.append(head + await reader.readexactly(n))
+                if len(self.requests) in self.close_on:
+                    break
                 answer = self.answers[min(len(self.requests) - 1, len(self.answers) - 1)]
                 writer.write(answer)
                 await writer.drain()
@@ -364,17 +582,19 @@ async def test_reading_pauses_past_the_high_water_mark_and_resumes_when_taken():
         await pool.aclose()
 
 
-async def test_a_request_that_meets_a_closed_idle_connection_goes_out_again_on_a_new_one(monkeypatch):
-    """The stale keep-alive race, step by step: the request is written to an idle connection that upstream had
-    already closed; the close arrives with no byte of an answer; the same request goes out once more, on a new
-    connection, and its answer is the response."""
+async def test_a_request_that_meets_a_closed_idle_connection_is_failed_not_sent_again(monkeypatch):
+    """The stale keep-alive race, step by step: the request is written to an idle connection that upstream closes
+    with no byte of an answer. Upstream may have read and acted on it, so it is not sent again on a new connection
+    behind the client's back: the request fails, with a reason that says so (it re-sent it before)."""
     pool = UpstreamPool("http://upstream.test")
     stale, fresh = U._Connection(pool), U._Connection(pool)
     for c in (stale, fresh):
         c.connection_made(FakeTransport())
     pool._idle_put(stale)
+    connects = []
 
     async def connect():
+        connects.append(1)
         return fresh
 
     monkeypatch.setattr(pool, "_connect", connect)
@@ -382,14 +602,73 @@ async def test_a_request_that_meets_a_closed_idle_connection_goes_out_again_on_a
     while not stale.transport.written:  # type: ignore[union-attr]
         await asyncio.sleep(0)
     stale.connection_lost(None)
-    while not fresh.transport.written:  # type: ignore[union-attr]
-        await asyncio.sleep(0)
-    fresh.data_received(OK)
-    r = await task
-    assert r.status_code == 200 and await body_of(r) == b"ok"
-    assert stale.transport.written == fresh.transport.written  # type: ignore[union-attr]
+    with pytest.raises(httpx2.RemoteProtocolError, match="not sent again"):
+        await task
+    assert connects == [] and fresh.transport.written == []  # type: ignore[union-attr]
+    assert not pool.idle
+
+
+async def test_a_reused_connection_upstream_drops_after_reading_the_request_is_not_re_sent():
+    """A real upstream that reads the whole second request on a kept-alive connection, then closes without an
+    answer: it sees that request once, and the client gets the failure (before: three requests arrived upstream
+    and the client saw one success)."""
+    async with Script([OK, b"", OK], close_after=None) as s:
+        s.close_on = {2}
+        pool = UpstreamPool(s.url)
+        r = await pool.send("POST", "/v1/messages", [], b'{"n":1}')
+        assert await body_of(r) == b"ok"
+        await r.aclose()
+        with pytest.raises(httpx2.RemoteProtocolError, match="not sent again"):
+            await pool.send("POST", "/v1/messages", [], b'{"n":2}')
+        await pool.aclose()
+    assert len(s.requests) == 2 and s.connections == 1
+
+
+async def test_an_idle_connection_closed_by_upstream_is_detected_before_reuse():
+    """Upstream closed the idle connection and the close is waiting on the socket, not yet seen by the event loop:
+    the pool polls the socket before reuse, and the request goes out on a new connection, written once."""
+    import select
+    import socket
+    import threading
+
+    srv = socket.create_server(("127.0.0.1", 0))
+    port = srv.getsockname()[1]
+    requests: list[bytes] = []
+    first_closed = threading.Event()
+
+    def serve() -> None:
+        for i in range(2):
+            c, _ = srv.accept()
+            with c:
+                data = b""
+                while not data.endswith(b"\r\n\r\n"):
+                    data += c.recv(65536)
+                requests.append(data)
+                c.sendall(OK)
+                if i == 0:
+                    c.shutdown(socket.SHUT_RDWR)
+                    first_closed.set()
+        srv.close()
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    pool = UpstreamPool(f"http://127.0.0.1:{port}")
+    r = await pool.send("GET", "/a", [], b"")
+    assert await body_of(r) == b"ok"
+    stale = r._conn
     await r.aclose()
-    assert pool.idle == [fresh]  # the answer was read to its end: kept for the next request
+    assert pool.idle == [stale]
+    assert first_closed.wait(10)  # blocking on purpose: the event loop must not see the close first
+    sock = stale.transport.get_extra_info("socket")  # type: ignore[union-attr]
+    assert select.select([sock.fileno()], [], [], 10)[0]  # the FIN is there, undelivered
+    writes: list[bytes] = []
+    stale.transport.write = writes.append  # type: ignore[method-assign,union-attr]
+    r = await pool.send("GET", "/b", [], b"")
+    assert await body_of(r) == b"ok"
+    await r.aclose()
+    await pool.aclose()
+    t.join(10)
+    assert writes == [] and [q.split(b" ")[1] for q in requests] == [b"/a", b"/b"]
 
 
 @pytest.fixture(scope="module")
