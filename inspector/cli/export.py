@@ -17,8 +17,15 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("export", help="write a self-contained HTML page of a recording (or of a scenario run)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("path", nargs="?", help="a recording (.jsonl), a plain SSE file or a HAR export")
-    src.add_argument("--scenario", help="run this scenario (bundled name or file) headless, then export it")
-    p.add_argument("-o", "--output", help="the HTML file to write (default: the input's name with .html)")
+    src.add_argument(
+        "--scenario",
+        help="run this scenario (bundled name or file) headless, then export it (default: none: export PATH)",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        help="the HTML file to write (default: the input's name with .html, in its folder; for --scenario, NAME.html here)",
+    )
     p.set_defaults(func=cmd)
 
 

@@ -108,9 +108,14 @@ def test_json_shape(capsys, write):
     code, out, err = run(capsys, "dump", write(TOOL_TURN), "--json")
     assert code == 0 and err == ""
     doc = one_json(out)
-    assert set(doc) == {"turns"}
+    assert set(doc) == {"turns", "total"}  # the session's usage, cost and price source (record/accounting.py)
+    assert set(doc["total"]) == {"usage", "cost", "price_source"}
     [turn] = doc["turns"]
-    assert {"message", "outcome", "diagnostics"} <= set(turn)
+    assert {"message", "outcome", "diagnostics", "usage", "cost", "cache"} <= set(turn)
+    assert turn["usage"]["cache_read_tokens"] == 7 and turn["cost"] == {
+        "usd": None,
+        "unpriced": turn["cost"]["unpriced"],
+    }
     assert turn["outcome"] == "tool_use"
     assert turn["diagnostics"] == []
     m = turn["message"]
