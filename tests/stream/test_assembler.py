@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import inspector.stream.assembler as A
+import inspector.stream.blocks as B
 from inspector.core import exactjson
 from inspector.stream import diagnostics as D
 from inspector.stream.assembler import BlockBuffer, MessageAssembler, TurnStream, assemble
@@ -698,9 +698,9 @@ def test_tool_input_is_parsed_once_at_stop_never_per_delta(monkeypatch):
     orj.loads = loads
     jit.from_json = from_json
     raw.loads = raw_loads
-    monkeypatch.setattr(A, "exactjson", orj)
-    monkeypatch.setattr(A, "orjson", raw)
-    monkeypatch.setattr(A, "jiter", jit)
+    monkeypatch.setattr(B, "exactjson", orj)  # (the block buffers parse tool input: inspector.stream.blocks)
+    monkeypatch.setattr(B, "orjson", raw)
+    monkeypatch.setattr(B, "jiter", jit)
 
     g = big_tool_stream(20_000, fragment=20)
     ts = TurnStream()
