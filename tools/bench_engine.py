@@ -15,6 +15,7 @@ Targets: (a) ours >= 500x faster than the SDK stream at 1 MB, and 4x the input c
          (b) ours >= 5x the SDK stream's events per second.
 
     python tools/bench_engine.py --parts    # only (d): what each part of the fast path buys
+    python tools/bench_engine.py --json     # only (e): core.exactjson.loads vs orjson, the old regex scan, jiter
 
 (d) The engine has one general path and one fast path (inspector.stream.fastpath), which can be turned off per
 instance. Same bytes, same reads, three ways: the general path alone (`TurnStream(fast=False)`), the decoder's fast
@@ -219,6 +220,39 @@ def bench_parts(repeat: int, n_text: int, tool_bytes: int) -> bool:
     return rate >= 300_000
 
 
+def bench_json(repeat: int) -> None:
+    """(e) JSON that keeps big integers exact: what core.exactjson.loads costs, against orjson alone (which turns
+    them into floats), the regex scan it used before, and jiter (one pass, the SDK's parser; see exactjson's doc for
+    where it differs)."""
+    import re
+    import timeit
+
+    import jiter
+    import orjson
+
+    from inspector.core import exactjson
+
+    long_re = re.compile(r"\d{19}")
+
+    def regex_loads(d):  # exactjson.loads before: orjson, then a regex scan for a run of 19 digits
+        v = orjson.loads(d)
+        return exactjson.exact(d, v) if long_re.search(d) else v
+
+    def jiter_loads(d):
+        return jiter.from_json(d.encode(), allow_inf_nan=False, cache_mode="keys")
+
+    delta = '{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\\"pa"}}'
+    big = orjson.dumps(big_tool_stream(1 * MB).message["content"][0]["input"]).decode()
+    print("(e) JSON that keeps big integers exact (str input, as the engine has it; best of", repeat, "runs)")
+    print(f"{'document':>16} | {'orjson':>10} {'exactjson':>10} {'regex scan':>10} {'jiter':>10}")
+    for label, doc, n in ((f"delta, {len(delta)} B", delta, 20_000), (f"tool input {len(big) / MB:.1f} MB", big, 5)):
+        t = [
+            min(timeit.repeat(lambda f=f, d=doc: f(d), number=n, repeat=repeat)) / n
+            for f in (orjson.loads, exactjson.loads, regex_loads, jiter_loads)
+        ]
+        print(f"{label:>16} | " + " ".join(f"{x * 1e6:8.2f}us" for x in t))
+
+
 def size(n: int) -> str:
     return f"{n // MB} MB" if n % MB == 0 else f"{n // KB} KB"
 
@@ -228,7 +262,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="64 KB / 256 KB / 1 MB tool inputs and 10,000 text events")
     ap.add_argument("--repeat", type=int, default=5, help="runs of ours (best is kept); the SDK runs once at >=1 MB")
     ap.add_argument("--parts", action="store_true", help="only (d): what each part of the fast path buys")
+    ap.add_argument("--json", action="store_true", help="only (e): the cost of keeping big integers exact")
     args = ap.parse_args(argv)
+    if args.json:
+        bench_json(args.repeat)
+        return 0
     if args.parts:
         return 0 if bench_parts(args.repeat, 10_000 if args.quick else 50_000, 256 * KB) else 1
 
@@ -290,6 +328,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print()
     ok_d = bench_parts(args.repeat, n_text, mid)
+    print()
+    bench_json(args.repeat)
     print()
     ok_a = vs >= 500 and lin <= 4.5
     ok_b = t["sdk_stream"] / t["ours"] >= 5
