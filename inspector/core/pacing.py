@@ -148,7 +148,7 @@ class Pacer:
 
     async def _wait(self, loop: asyncio.AbstractEventLoop, timeout: float | None) -> bool:
         """Wait ``timeout`` wall seconds (None: forever); True if woken early by a speed/pause change."""
-        fut: asyncio.Future = loop.create_future()
+        fut: asyncio.Future[bool] = loop.create_future()
         self._waiters.add(fut)
         handle: asyncio.TimerHandle | asyncio.Task | None = None
         if timeout is not None:
@@ -170,13 +170,13 @@ class Pacer:
         return f"Pacer({self.label})"
 
 
-def _resolve(fut: asyncio.Future) -> None:
+def _resolve(fut: asyncio.Future[bool]) -> None:
     if not fut.done():
         fut.set_result(False)
 
 
 async def _sleep_then_resolve(
-    sleeper: Callable[[float], Awaitable[object]], seconds: float, fut: asyncio.Future
+    sleeper: Callable[[float], Awaitable[object]], seconds: float, fut: asyncio.Future[bool]
 ) -> None:
     try:
         await sleeper(seconds)

@@ -148,7 +148,7 @@ class SSEDecoder:
         self._taken = len(self.diagnostics)
         return new
 
-    def feed(self, data: bytes) -> list[SSEEvent]:
+    def feed(self, data: bytes | bytearray | memoryview) -> list[SSEEvent]:
         """Decode one read; returns the events its bytes completed."""
         if self._closed:
             raise RuntimeError("SSEDecoder.feed() called after close()")

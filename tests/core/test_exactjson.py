@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import jiter
 import orjson
@@ -23,14 +24,14 @@ values = st.recursive(
 
 
 @given(values)
-def test_any_value_round_trips_exactly(value) -> None:
+def test_any_value_round_trips_exactly(value: Any) -> None:
     assert exactjson.loads(exactjson.dumps(value)) == value
     assert exactjson.loads(json.dumps(value)) == value
     assert exactjson.loads(json.dumps(value).encode()) == value
 
 
 @given(values)
-def test_where_orjson_can_it_is_orjson(value) -> None:
+def test_where_orjson_can_it_is_orjson(value: Any) -> None:
     try:
         expected = orjson.dumps(value)
     except TypeError:
@@ -58,7 +59,7 @@ def test_long_digit_runs_in_strings_and_floats_read_the_same() -> None:
 
 
 @pytest.mark.parametrize("bad", ['{"a": 1', '{"a": NaN, "n": 12345678901234567890123}', b"\xff", ""])
-def test_invalid_json_raises_orjsons_error(bad) -> None:
+def test_invalid_json_raises_orjsons_error(bad: Any) -> None:
     with pytest.raises(orjson.JSONDecodeError):
         exactjson.loads(bad)
 
@@ -75,7 +76,7 @@ def test_what_orjson_refuses_is_refused_with_its_error() -> None:
 
 
 @pytest.mark.parametrize("depth", [500, 1000])
-def test_deep_nesting_with_a_long_number_never_raises(depth) -> None:
+def test_deep_nesting_with_a_long_number_never_raises(depth: int) -> None:
     """Deeper than the standard library's recursion allows, orjson's value (the number as a float) is kept."""
     got = exactjson.loads("[" * depth + "12345678901234567890123" + "]" * depth)
     for _ in range(depth):
@@ -110,7 +111,7 @@ def test_deep_nesting_with_a_long_number_never_raises(depth) -> None:
         "01",
     ],
 )
-def test_what_orjson_refuses_loads_refuses_with_orjsons_error(bad) -> None:
+def test_what_orjson_refuses_loads_refuses_with_orjsons_error(bad: Any) -> None:
     with pytest.raises(orjson.JSONDecodeError) as got:
         exactjson.loads(bad)
     with pytest.raises(orjson.JSONDecodeError) as want:
@@ -119,8 +120,8 @@ def test_what_orjson_refuses_loads_refuses_with_orjsons_error(bad) -> None:
 
 
 @pytest.mark.parametrize("depth", [201, 300, 1000])
-def test_nesting_orjson_allows_is_read_where_jiter_stops_at_200(depth) -> None:
-    def inner(v):
+def test_nesting_orjson_allows_is_read_where_jiter_stops_at_200(depth: int) -> None:
+    def inner(v: Any) -> Any:
         for _ in range(depth):
             (v,) = v
         return v
@@ -154,7 +155,7 @@ def test_digits_of_other_scripts_never_count_as_a_long_run() -> None:
 
 
 @given(st.one_of(st.binary(max_size=80), st.text(st.sampled_from("0123456789 a.-e\u0661\ud800"), max_size=80)))
-def test_the_digit_run_scan_is_a_regex_search(data) -> None:
+def test_the_digit_run_scan_is_a_regex_search(data: Any) -> None:
     want = re.search(rb"[0-9]{19}", data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data)
     assert exactjson.has_long_digit_run(data) is (want is not None)
     if isinstance(data, bytes):
@@ -162,7 +163,7 @@ def test_the_digit_run_scan_is_a_regex_search(data) -> None:
 
 
 @given(values)
-def test_differential_with_jiter_where_both_read_it(value) -> None:
+def test_differential_with_jiter_where_both_read_it(value: Any) -> None:
     """The SDK parses with jiter: on every value both can read, exactjson gives what jiter gives (big integers
     exact, floats to the same double, the same strings)."""
     data = json.dumps(value).encode()

@@ -4,6 +4,7 @@ verdict (status and message) from ``inspector serve`` and from the in-process Sc
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import httpx2
 import orjson
@@ -19,8 +20,8 @@ from inspector.stream import history
 from inspector.stream.history import VIOLATION_KINDS, Violation, history_problem, history_violation
 
 
-def assistant(*ids: str, text_first: bool = True) -> dict:
-    content = [{"type": "text", "text": "calling"}] if text_first else []
+def assistant(*ids: str, text_first: bool = True) -> dict[str, Any]:
+    content: list[dict[str, Any]] = [{"type": "text", "text": "calling"}] if text_first else []
     content += [{"type": "tool_use", "id": i, "name": "read_file", "input": {"path": i}} for i in ids]
     return {"role": "assistant", "content": content}
 
@@ -117,12 +118,12 @@ def kind_of(case: str) -> str:
     return next(k for k in VIOLATION_KINDS if case == k or case.startswith(k + "_"))
 
 
-def test_every_kind_has_a_case():
+def test_every_kind_has_a_case() -> None:
     assert {kind_of(c) for c in CASES} == set(VIOLATION_KINDS)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_each_violation_kind(case):
+def test_each_violation_kind(case: Any) -> None:
     messages, text = CASES[case]
     v = history_violation(messages)
     assert isinstance(v, Violation)
@@ -152,12 +153,12 @@ VALID = {
 
 
 @pytest.mark.parametrize("case", sorted(VALID))
-def test_valid_histories_pass(case):
+def test_valid_histories_pass(case: Any) -> None:
     assert history_violation(VALID[case]) is None
     assert history_problem(VALID[case]) is None
 
 
-def test_one_implementation():
+def test_one_implementation() -> None:
     """serve and the in-process server use the same function (no second copy of the rules)."""
     import inspector.net.serve as serve
 
@@ -169,7 +170,7 @@ def test_one_implementation():
 # --- serve and ScenarioServer give the same answer ---------------------------------------------------------------
 
 
-def _request(messages) -> httpx2.Request:
+def _request(messages: Any) -> httpx2.Request:
     body = {"model": "m", "max_tokens": 10, "stream": True, "messages": messages}
     return httpx2.Request(
         "POST",
@@ -179,13 +180,13 @@ def _request(messages) -> httpx2.Request:
     )
 
 
-async def _via_scenario_server(server: ScenarioServer, messages) -> tuple[int, dict | None]:
+async def _via_scenario_server(server: ScenarioServer, messages: Any) -> tuple[int, dict | None]:
     resp = await server.handler(_request(messages))
     await resp.aread()
     return resp.status_code, (resp.json() if resp.status_code != 200 else None)
 
 
-async def _via_serve(app: ServeApp, messages) -> tuple[int, dict | None]:
+async def _via_serve(app: ServeApp, messages: Any) -> tuple[int, dict | None]:
     async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app.app), base_url="http://serve.local") as h:
         req = _request(messages)
         resp = await h.post(
@@ -204,7 +205,7 @@ async def _via_serve(app: ServeApp, messages) -> tuple[int, dict | None]:
 
 @pytest.mark.parametrize("case", sorted(CASES))
 @pytest.mark.parametrize("server_kind", ["ScenarioServer", "FaultedScenarioServer"])
-async def test_in_process_server_rejects_exactly_what_serve_rejects(case, server_kind):
+async def test_in_process_server_rejects_exactly_what_serve_rejects(case: Any, server_kind: Any) -> None:
     messages, text = CASES[case]
     sc = get_scenario("weather")
     if server_kind == "ScenarioServer":
@@ -214,12 +215,13 @@ async def test_in_process_server_rejects_exactly_what_serve_rejects(case, server
     got_in = await _via_scenario_server(inproc, messages)
     got_net = await _via_serve(ServeApp("weather", speed=math.inf), messages)
     assert got_in[0] == got_net[0] == 400
+    assert got_in[1] is not None and got_net[1] is not None
     assert got_in[1]["error"] == got_net[1]["error"] == {"type": "invalid_request_error", "message": text}
     assert inproc.requests[-1].rejected == text and inproc.responses == []
 
 
 @pytest.mark.parametrize("case", sorted(VALID))
-async def test_valid_histories_are_served_by_both(case):
+async def test_valid_histories_are_served_by_both(case: Any) -> None:
     messages = VALID[case]
     sc = get_scenario("weather")
     turn = sum(1 for m in messages if m["role"] == "assistant")
@@ -229,11 +231,12 @@ async def test_valid_histories_are_served_by_both(case):
     if turn < len(sc.turns):
         assert status_in == status_net == 200
     else:  # past the script: the same 400 from both (serve --strict; by default serve answers an end_turn turn)
-        assert status_in == status_net == 400 and err_in["error"] == err_net["error"]
+        assert status_in == status_net == 400 and err_in is not None and err_net is not None
+        assert err_in["error"] == err_net["error"]
         assert (await _via_serve(ServeApp("weather", speed=math.inf), messages))[0] == 200
 
 
-async def test_history_check_can_be_turned_off_in_both():
+async def test_history_check_can_be_turned_off_in_both() -> None:
     messages = CASES["tool_result_not_first"][0]
     inproc = ScenarioServer(get_scenario("weather"), Pacer(math.inf), validate_history=False)
     assert (await _via_scenario_server(inproc, messages))[0] == 200

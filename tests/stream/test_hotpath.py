@@ -7,6 +7,7 @@ candidate that is not exactly one JSON string). Each test runs both, `TurnStream
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -19,7 +20,7 @@ from inspector.testing.streamgen import SHAPES, generate, text_stream
 
 
 # ---------------------------------------------------------------------------------------------------- slots pinned
-def test_slots_the_fast_path_sets_one_by_one():
+def test_slots_the_fast_path_sets_one_by_one() -> None:
     # fastpath builds these with object.__new__ and sets every field: a new field needs a line there (and then a
     # change here); the comparisons below would also see a field left unset (AttributeError)
     assert SSEEvent.__slots__ == ("seq", "event", "data", "id", "retry", "start", "end", "read_index")
@@ -30,7 +31,7 @@ def test_slots_the_fast_path_sets_one_by_one():
     assert ThinkingDelta.__slots__ == ("thinking", "type")
 
 
-def test_no_module_global_switches_the_path_is_chosen_per_instance():
+def test_no_module_global_switches_the_path_is_chosen_per_instance() -> None:
     assert TurnStream().fast and TurnStream().decoder.fast
     slow = TurnStream(fast=False)
     assert not slow.fast and not slow.decoder.fast
@@ -38,7 +39,7 @@ def test_no_module_global_switches_the_path_is_chosen_per_instance():
 
 
 # ------------------------------------------------------------------------------------------------ the comparison
-def run(reads: list[bytes], fast: bool):
+def run(reads: list[bytes], fast: bool) -> tuple[Any, ...]:
     """Steps, diagnostics, message and block buffers, by the fast path or the general path alone."""
     ts = TurnStream(fast=fast)
     steps = [st for r in reads for st in ts.feed(r)]
@@ -103,7 +104,7 @@ event_spec = st.tuples(
 
 
 @st.composite
-def odd_streams(draw) -> bytes:
+def odd_streams(draw: st.DrawFn) -> bytes:
     out = [
         _frame(
             "message_start",
@@ -132,19 +133,19 @@ def odd_streams(draw) -> bytes:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(odd_streams(), st.lists(st.integers(0, 10**6), max_size=30))
-def test_odd_deltas_take_the_same_path_results(data, cuts):
+def test_odd_deltas_take_the_same_path_results(data: Any, cuts: list[int]) -> None:
     assert_same(cut(data, cuts))
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10**6), st.sampled_from(SHAPES), st.lists(st.integers(0, 10**7), max_size=40))
-def test_generated_streams_hot_and_general_paths_agree(seed, shape, cuts):
+def test_generated_streams_hot_and_general_paths_agree(seed: int, shape: Any, cuts: list[int]) -> None:
     g = generate(seed, shape)
     assert_same([g.data])
     assert_same(cut(g.data, cuts))
 
 
-def test_events_across_reads_take_the_fallback_and_agree():
+def test_events_across_reads_take_the_fallback_and_agree() -> None:
     """Every event split across two reads: the decoder keeps no raw bytes for it (raw_data b""), so the continuation
     path encodes its data instead."""
     g = text_stream(300, seed=5)
@@ -163,14 +164,14 @@ def test_events_across_reads_take_the_fallback_and_agree():
     assert run(tiny, True)[3] == g.message
 
 
-def test_continuation_path_is_taken_and_its_accounting_matches():
+def test_continuation_path_is_taken_and_its_accounting_matches() -> None:
     """By the fast path, most deltas skip parse_event: the block's fragment events, byte count and the assembler's
     event count must still be those of the general path."""
     g = text_stream(2000, seed=1)
     calls = 0
     real = T.parse_event
 
-    def counting(*a, **k):
+    def counting(*a: Any, **k: Any) -> Any:
         nonlocal calls
         calls += 1
         return real(*a, **k)
@@ -187,7 +188,7 @@ def test_continuation_path_is_taken_and_its_accounting_matches():
     assert n_general >= 2000 and n_fast < n_general // 10
 
 
-def test_the_decoders_general_path_gives_the_same_events_and_diagnostics():
+def test_the_decoders_general_path_gives_the_same_events_and_diagnostics() -> None:
     for seed in range(20):
         g = generate(seed)
         for reads in ([g.data], cut(g.data, list(range(0, len(g.data), 53)))):
@@ -229,7 +230,7 @@ def test_the_decoders_general_path_gives_the_same_events_and_diagnostics():
     st.lists(st.integers(0, 10**6), max_size=12),
     st.integers(8, 200),
 )
-def test_any_line_soup_decodes_the_same_both_ways(parts, cuts, limit):
+def test_any_line_soup_decodes_the_same_both_ways(parts: Any, cuts: list[int], limit: Any) -> None:
     """Any mix of fields, comments, bad UTF-8, BOMs and blank lines, split anywhere, with a small event limit: the
     fast way and the general one give the same events, raw data and diagnostics."""
     data = b"".join(parts)
