@@ -5,6 +5,8 @@ Everything else is the general path's, and this module calls the general path's 
 the general path does not. `SSEDecoder(fast=False)` / `TurnStream(fast=False)` run without it: the tests compare
 both on every case (tests/stream/test_hotpath.py), and tools/bench_engine.py measures what each part buys.
 
+0. `parse_event` (in `TurnStream._step`): a well-formed text/json/thinking delta is made without the general
+   parser's checks, which it passes by construction.
 1. `decode_lf` (in `SSEDecoder`, for bytes without CR): the bytes are cut at blank lines; a block that is one
    `event:` line of a known name and one `data: ` line (the shape the API sends) becomes an event at once, with
    the decoder's state in local variables. Any other block goes line by line through the general helpers.
@@ -26,16 +28,27 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from inspector.core import exactjson
 from inspector.stream import sse as _sse
 from inspector.stream import turn as _turn
 from inspector.stream.blocks import BlockBuffer
-from inspector.stream.protocol import ContentBlockDelta, InputJsonDelta, TextDelta, ThinkingDelta, delta_head
+from inspector.stream.protocol import (
+    _FAST_DELTAS,
+    ContentBlockDelta,
+    InputJsonDelta,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    _parse_event,
+    delta_head,
+)
 
 if TYPE_CHECKING:
+    from inspector.stream.diagnostics import Diagnostic
     from inspector.stream.sse import SSEDecoder, SSEEvent
     from inspector.stream.turn import Step, TurnStream
 
-__all__ = ["Continuation", "decode_lf", "turn_steps"]
+__all__ = ["Continuation", "decode_lf", "parse_event", "turn_steps"]
 
 _loads = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
@@ -141,6 +154,32 @@ def _pieces(dec: SSEDecoder, pieces: list[bytes], off: int, ri: int, events: lis
         last_id, id_buf, retry = dec.last_event_id, dec._id_buf, dec.retry
     dec._block_fields, dec._seq, dec._block_start, dec.last_event_id = fields, seq, block_start, last_id
     return off
+
+
+# ------------------------------------------------------------------------------------------------------ events
+def parse_event(event_name: str, data: str, seq: int = -1) -> tuple[StreamEvent, list[Diagnostic]]:
+    """protocol.parse_event, with a shorter way for a well-formed content_block_delta of a delta type in
+    protocol._FAST_DELTAS (everything else: the general protocol._parse_event, on the payload parsed here).
+    `x.__class__ is T` is the cheapest exact type test (and it rules out bool for the index, as the general path
+    does); a missing key or an unknown delta type (KeyError) or an unhashable one (TypeError) leaves for the
+    general path."""
+    try:
+        payload = _loads(data)
+    except _JSONDecodeError:
+        return _parse_event(event_name, data, seq)
+    if payload.__class__ is dict and (event_name == "content_block_delta" or event_name == "message"):
+        try:
+            if payload["type"] == "content_block_delta":
+                d = payload["delta"]
+                idx = payload["index"]
+                if idx.__class__ is int and idx >= 0 and d.__class__ is dict:
+                    cls, key = _FAST_DELTAS[d["type"]]
+                    v = d[key]
+                    if v.__class__ is str:
+                        return ContentBlockDelta(idx, cls(v), seq), []
+        except (KeyError, TypeError):
+            pass
+    return _parse_event(event_name, data, seq, exactjson.exact(data, payload))  # big integers kept exact
 
 
 # ------------------------------------------------------------------------------------------------------ steps

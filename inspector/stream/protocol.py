@@ -354,29 +354,13 @@ def parse_event(event_name: str, data: str, seq: int = -1) -> tuple[StreamEvent,
         payload = _loads(data)
     except _JSONDecodeError:
         return _parse_event(event_name, data, seq)
-    # Fast path: a well-formed content_block_delta with a delta type in _FAST_DELTAS. Same result as the general
-    # path (_parse_event, which handles everything else). `x.__class__ is T` is the cheapest exact type test (and
-    # it rules out bool for the index, as the general path does); a missing key or an unknown delta type (KeyError)
-    # or an unhashable one (TypeError) leaves for the general path.
-    if payload.__class__ is dict and (event_name == "content_block_delta" or event_name == "message"):
-        try:
-            if payload["type"] == "content_block_delta":
-                d = payload["delta"]
-                idx = payload["index"]
-                if idx.__class__ is int and idx >= 0 and d.__class__ is dict:
-                    cls, key = _FAST_DELTAS[d["type"]]
-                    v = d[key]
-                    if v.__class__ is str:
-                        return ContentBlockDelta(idx, cls(v), seq), []
-        except (KeyError, TypeError):
-            pass
     return _parse_event(event_name, data, seq, exactjson.exact(data, payload))  # big integers kept exact
 
 
 def delta_head(ev: ContentBlockDelta) -> str | None:
     """The text the API writes before the fragment's JSON string in the data of this delta event, e.g.
     '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":': the same for every delta of a
-    block (assembler.TurnStream builds on that). None for a delta type not in _FAST_DELTAS."""
+    block (inspector.stream.fastpath builds on that). None for a delta type not in _FAST_DELTAS."""
     spec = _FAST_DELTAS.get(ev.delta.type)
     if spec is None:
         return None

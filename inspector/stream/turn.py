@@ -50,6 +50,7 @@ class TurnStream:
         # counted (one diagnostics.capped notice per code, and the counts at close())
         self.cap = DiagnosticCap(max_diagnostics_per_code)
         self.fast = fast
+        self._parse = fastpath.parse_event if fast else parse_event
         if max_event_bytes is None:
             self.decoder = _sse.SSEDecoder(cap=self.cap, fast=fast)
         else:
@@ -64,7 +65,7 @@ class TurnStream:
     def _step(self, e: SSEEvent) -> Step:
         """The general path: one event parsed, folded into the message, its diagnostics kept."""
         asm = self.assembler
-        ev, diags = parse_event(e.event, e.data, e.seq)
+        ev, diags = self._parse(e.event, e.data, e.seq)
         if diags:
             diags = [k for k in map(self.cap.filter, diags) if k is not None]
         n = len(asm.diagnostics)

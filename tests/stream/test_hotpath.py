@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from inspector.stream import turn as T
 from inspector.stream.assembler import Step, TurnStream
 from inspector.stream.protocol import ContentBlockDelta, InputJsonDelta, TextDelta, ThinkingDelta
 from inspector.stream.sse import SSEDecoder, SSEEvent
@@ -164,26 +164,23 @@ def test_events_across_reads_take_the_fallback_and_agree() -> None:
     assert run(tiny, True)[3] == g.message
 
 
-def test_continuation_path_is_taken_and_its_accounting_matches() -> None:
-    """By the fast path, most deltas skip parse_event: the block's fragment events, byte count and the assembler's
-    event count must still be those of the general path."""
+def test_continuation_path_is_taken_and_its_accounting_matches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """By the fast path, most deltas skip the general step (parse, then the assembler's feed): the block's fragment
+    events, byte count and the assembler's event count must still be those of the general path."""
     g = text_stream(2000, seed=1)
     calls = 0
-    real = T.parse_event
+    real = TurnStream._step
 
-    def counting(*a: Any, **k: Any) -> Any:
+    def counting(self: TurnStream, e: SSEEvent) -> Step:
         nonlocal calls
         calls += 1
-        return real(*a, **k)
+        return real(self, e)
 
-    T.parse_event = counting  # (a plain swap, restored below: _step reads the module global at each call)
-    try:
-        fast = run([g.data], True)
-        n_fast, calls = calls, 0
-        general = run([g.data], False)
-        n_general = calls
-    finally:
-        T.parse_event = real
+    monkeypatch.setattr(TurnStream, "_step", counting)
+    fast = run([g.data], True)
+    n_fast, calls = calls, 0
+    general = run([g.data], False)
+    n_general = calls
     assert fast == general
     assert n_general >= 2000 and n_fast < n_general // 10
 

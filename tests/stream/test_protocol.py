@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inspector.stream import diagnostics as D
+from inspector.stream import fastpath
 from inspector.stream.protocol import (
     CitationsDelta,
     ContentBlockDelta,
@@ -266,6 +267,7 @@ def test_known_event_missing_a_field_it_needs_is_malformed_and_kept(name: Any, d
 )
 def test_parse_event_never_raises(name: Any, data: Any) -> None:
     ev, diags = parse_event(name, data, 1)
+    assert fastpath.parse_event(name, data, 1) == (ev, diags)
     assert ev.seq == 1
     assert all(d.code and d.severity in ("error", "warning", "info") for d in diags)
 
@@ -285,6 +287,7 @@ def test_the_delta_fast_path_gives_what_the_general_path_gives() -> None:
     for seed in range(60):
         g = generate(seed, SHAPES[seed % len(SHAPES)])
         for e in iter_events(g.data):
+            assert fastpath.parse_event(e.event, e.data, e.seq) == parse_event(e.event, e.data, e.seq)
             assert parse_event(e.event, e.data, e.seq) == _general(e.event, e.data, e.seq)
             n += 1
     odd = [
@@ -304,6 +307,9 @@ def test_the_delta_fast_path_gives_what_the_general_path_gives() -> None:
         ("content_block_delta", "{"),
     ]
     for name, data in odd:
-        assert parse_event(name, data, 3) == _general(name, data, 3), (name, data)
+        assert fastpath.parse_event(name, data, 3) == parse_event(name, data, 3) == _general(name, data, 3), (
+            name,
+            data,
+        )
     assert n > 1000
     assert callable(encode_events)  # the generator's encoder is what the streams above used
