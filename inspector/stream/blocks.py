@@ -203,7 +203,7 @@ class BlockBuffer:
         self.input = value
         return []
 
-    def to_content(self) -> dict:
+    def to_content(self) -> dict[str, Any]:
         """The block as the API's final Message has it (tool input parsed; failed input: null + input_raw)."""
         out = dict(self.start)
         t = self.type

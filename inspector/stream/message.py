@@ -52,7 +52,7 @@ class MessageAssembler:
 
     def __init__(self, cap: DiagnosticCap | None = None) -> None:
         self.cap = cap if cap is not None else DiagnosticCap()  # (TurnStream shares one per stream)
-        self.message: dict | None = None
+        self.message: dict[str, Any] | None = None
         self.blocks: dict[int, BlockBuffer] = {}
         self.order: list[int] = []  # indices in arrival order
         self.diagnostics: list[Diagnostic] = []
@@ -177,13 +177,13 @@ class MessageAssembler:
         self._next_index = len(content)
         return changes
 
-    def _fallback(self, block: dict) -> None:
+    def _fallback(self, block: dict[str, Any]) -> None:
         """A fallback block names the model serving the rest of the response (the SDK relabels the message)."""
         to = block.get("to")
         if isinstance(to, dict) and isinstance(to.get("model"), str):
             self._msg()["model"] = to["model"]
 
-    def _msg(self) -> dict:
+    def _msg(self) -> dict[str, Any]:
         if self.message is None:
             self.message = {"content": [], "usage": {}}
         return self.message
@@ -320,7 +320,7 @@ class MessageAssembler:
         return new
 
     # -- results
-    def final_message(self) -> dict:
+    def final_message(self) -> dict[str, Any]:
         msg = dict(self.message or {"id": None, "type": "message", "role": "assistant", "model": None, "usage": {}})
         msg["content"] = [self.blocks[i].to_content() for i in sorted(self.blocks)]
         for k in ("id", "type", "role", "model", "stop_reason", "stop_sequence"):
