@@ -19,7 +19,8 @@ Targets: (a) ours >= 500x faster than the SDK stream at 1 MB, and 4x the input c
 
 (d) The engine has one general path and one fast path (inspector.stream.fastpath), which can be turned off per
 instance. Same bytes, same reads, three ways: the general path alone (`TurnStream(fast=False)`), the decoder's fast
-way only (the SSE decoder with `fast=True`, the steps by the general path), and both (the default). Also what the
+way only (the SSE decoder with `fast=True`, the steps by the general path), and both (the default); then both
+ways again with every step's observations built (observe.stepobs, what the live tools do). Also what the
 parser's fast branch for a well-formed delta saves per event. Target (issue 17): the engine >= 300k
 events/s on the text stream.
 """
@@ -180,6 +181,19 @@ def run_parts(reads: list[bytes], way: str):
     return ts.final_message()
 
 
+def run_observed(reads: list[bytes], fast: bool) -> int:
+    """A turn as the live tools consume it: every step also becomes its observations (observe.stepobs)."""
+    from inspector.observe.stepobs import step_observations
+
+    ts = TurnStream(fast=fast)
+    n = 0
+    for r in reads:
+        for step in ts.feed(r):
+            n += len(step_observations(step, ts.assembler, 0.0, 0, 0))
+    ts.close()
+    return n
+
+
 def bench_parts(repeat: int, n_text: int, tool_bytes: int) -> bool:
     print("(d) what each part of the fast path buys (same reads; CPU time, best of", repeat, "runs)")
     print(
@@ -203,6 +217,18 @@ def bench_parts(repeat: int, n_text: int, tool_bytes: int) -> bool:
             f"{label:>22} {g.n_events:>7} | {fmt_t(t['general']):>10} {fmt_t(t['decoder']):>10} {fmt_t(t['fast']):>10} |"
             f" {t['general'] / t['decoder']:4.2f}x {t['decoder'] / t['fast']:4.2f}x {t['general'] / t['fast']:4.2f}x |"
             f" {ev_rate:15,.0f}"
+        )
+    # once observations are built from every step
+    for label, g in (
+        (f"text, {n_text:,} events", text_stream(n_text)),
+        (f"tool input {size(tool_bytes)}", big_tool_stream(tool_bytes)),
+    ):
+        reads = realistic_reads(g.data)
+        t_gen, _ = timed(lambda r=reads: run_observed(r, False), repeat)
+        t_fast, _ = timed(lambda r=reads: run_observed(r, True), repeat)
+        print(
+            f"with observations, {label}: general {fmt_t(t_gen).strip()}, fast {fmt_t(t_fast).strip()}:"
+            f" {t_gen / t_fast:.2f}x"
         )
     # the parser's fast branch: a well-formed text delta, fastpath.parse_event vs the general protocol.parse_event
     data = '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hello there"}}'
