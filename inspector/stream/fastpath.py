@@ -57,7 +57,7 @@ _split_blank = re.compile(b"\n\n").split  # = bytes.split(b"\n\n"), which the re
 
 
 # ------------------------------------------------------------------------------------------------------ decoder
-def lines(dec: SSEDecoder, lines: list[bytes], off: int, ri: int, events: list[SSEEvent]) -> int:
+def general_lines(dec: SSEDecoder, lines: list[bytes], off: int, ri: int, events: list[SSEEvent]) -> int:
     """Complete LF-terminated lines (without their terminators; b"" for a blank line) that start at stream offset
     `off`, through the general helpers; returns the offset after them."""
     for content in lines:
@@ -88,7 +88,7 @@ def decode_lf(dec: SSEDecoder, rest: bytes, off: int, ri: int, events: list[SSEE
     tail_lines = last.split(b"\n")
     tail = tail_lines.pop()
     if tail_lines:
-        lines(dec, tail_lines, off, ri, events)
+        general_lines(dec, tail_lines, off, ri, events)
     return tail
 
 
@@ -109,15 +109,14 @@ def _pieces(dec: SSEDecoder, pieces: list[bytes], off: int, ri: int, events: lis
     etype: str | None = ""
     for piece in pieces:
         if not fields:  # the block has no field line yet (so no type, data, id or retry either)
-            value: bytes | None = piece.removeprefix(start)
-            if len(value) == len(piece):  # type: ignore[arg-type]  # not the last start: API-shaped at all?
+            value = piece.removeprefix(start)
+            shaped = len(value) != len(piece)
+            if not shaped:  # not the last start: is the piece API-shaped at all?
                 head, sep, value = piece.partition(b"\ndata: ")
                 etype = names.get(head)  # a known `event:` line, decoded once per distinct line
-                if etype is None or not sep:
-                    start, value = b"", None
-                else:
-                    start = head + sep
-            if value is not None:
+                shaped = etype is not None and bool(sep)
+                start = head + sep if shaped else b""
+            if shaped:
                 try:
                     text = value.decode()
                 except UnicodeDecodeError:
@@ -149,7 +148,7 @@ def _pieces(dec: SSEDecoder, pieces: list[bytes], off: int, ri: int, events: lis
         dec._block_fields, dec._seq, dec._block_start, dec.last_event_id = fields, seq, block_start, last_id
         piece_lines = piece.split(b"\n")
         piece_lines.append(b"")
-        off = lines(dec, piece_lines, off, ri, events)
+        off = general_lines(dec, piece_lines, off, ri, events)
         fields, seq, block_start = dec._block_fields, dec._seq, dec._block_start
         last_id, id_buf, retry = dec.last_event_id, dec._id_buf, dec.retry
     dec._block_fields, dec._seq, dec._block_start, dec.last_event_id = fields, seq, block_start, last_id
