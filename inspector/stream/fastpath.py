@@ -1,4 +1,4 @@
-"""The engine's one fast path: shorter ways, with the same results, for the two shapes that make up most of a stream.
+"""The engine's one fast path: shorter ways, with the same results, for the shapes that make up most of a stream.
 
 Everything else is the general path's, and this module calls the general path's own helpers for it
 (`SSEDecoder._line` / `_dispatch`, `TurnStream._step`, `MessageAssembler.add_run`); nothing here decides anything
@@ -16,8 +16,13 @@ both on every case (tests/stream/test_hotpath.py), and tools/bench_engine.py mea
    step are built here exactly as the general path builds them, and the fragments of a run of such events go to
    the block at once (`MessageAssembler.add_run`).
 
-Both build their objects with `object.__new__` and attribute stores, which costs less than the dataclass
+1 and 2 build their objects with `object.__new__` and attribute stores, which costs less than the dataclass
 `__init__` call; every field is set (tests/stream/test_hotpath.py compares the objects with the general path's).
+
+What each buys (tools/bench_engine.py --parts, on a loaded 2-core machine, 10,000 text events / a 256 KB tool input
+in 1-16 KiB reads): the decoder's way 1.3-1.4x over the general path, the continuation path 2.3-2.5x more, 3.1-3.4x
+together (550k events/s); 1.7-2.0x once every step's observations are built; 2x on parsing one delta (0); 1.6x on
+building one SSEEvent.
 """
 
 from __future__ import annotations
