@@ -59,7 +59,7 @@ def test_long_digit_runs_in_strings_and_floats_read_the_same() -> None:
 
 
 @pytest.mark.parametrize("bad", ['{"a": 1', '{"a": NaN, "n": 12345678901234567890123}', b"\xff", ""])
-def test_invalid_json_raises_orjsons_error(bad: Any) -> None:
+def test_invalid_json_raises_orjsons_error(bad: str | bytes) -> None:
     with pytest.raises(orjson.JSONDecodeError):
         exactjson.loads(bad)
 
@@ -111,7 +111,7 @@ def test_deep_nesting_with_a_long_number_never_raises(depth: int) -> None:
         "01",
     ],
 )
-def test_what_orjson_refuses_loads_refuses_with_orjsons_error(bad: Any) -> None:
+def test_what_orjson_refuses_loads_refuses_with_orjsons_error(bad: str | bytes) -> None:
     with pytest.raises(orjson.JSONDecodeError) as got:
         exactjson.loads(bad)
     with pytest.raises(orjson.JSONDecodeError) as want:
@@ -155,7 +155,7 @@ def test_digits_of_other_scripts_never_count_as_a_long_run() -> None:
 
 
 @given(st.one_of(st.binary(max_size=80), st.text(st.sampled_from("0123456789 a.-e\u0661\ud800"), max_size=80)))
-def test_the_digit_run_scan_is_a_regex_search(data: Any) -> None:
+def test_the_digit_run_scan_is_a_regex_search(data: str | bytes) -> None:
     want = re.search(rb"[0-9]{19}", data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data)
     assert exactjson.has_long_digit_run(data) is (want is not None)
     if isinstance(data, bytes):

@@ -760,7 +760,7 @@ def test_fragments_are_stored_as_sent_and_joined_once(monkeypatch: pytest.Monkey
 # ------------------------------------------------------------------------------------------------ generated streams
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("eol", ["\n", "\r\n", "\r"])
-def test_every_generated_shape_assembles_exactly(shape: Any, eol: Any) -> None:
+def test_every_generated_shape_assembles_exactly(shape: str, eol: str) -> None:
     for seed in range(4):
         g = generate(seed, shape, line_ending=eol)
         ts = assemble(g.data)

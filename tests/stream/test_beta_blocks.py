@@ -85,7 +85,7 @@ async def test_generated_beta_stream_matches_the_beta_accumulator(seed: int) -> 
 
 
 @pytest.mark.parametrize("shape", BETA_SHAPES)
-async def test_every_beta_shape_matches_the_beta_accumulator(shape: Any) -> None:
+async def test_every_beta_shape_matches_the_beta_accumulator(shape: str) -> None:
     for seed in range(4):
         g = generate_beta(100 + seed, shape)
         await compare_beta(g.data, random.Random(seed), g.message)

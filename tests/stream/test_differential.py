@@ -90,7 +90,7 @@ async def test_generated_streams_with_integers_beyond_64_bits_match_the_sdk(seed
 
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("eol", ["\r\n", "\r"])
-async def test_line_ending_variants_match_the_sdk(shape: Any, eol: Any) -> None:
+async def test_line_ending_variants_match_the_sdk(shape: str, eol: str) -> None:
     g = generate(1000 + SHAPES.index(shape), shape)
     await compare(with_line_endings(g.data, eol), random.Random(7), g.message)
 

@@ -264,7 +264,7 @@ def test_event_over_the_limit_is_cut_off_and_the_stream_goes_on() -> None:
 
 
 @pytest.mark.parametrize("eol", [b"\n", b"\r\n", b"\r"])
-def test_cut_off_event_ends_at_its_blank_line_in_every_line_ending(eol: Any) -> None:
+def test_cut_off_event_ends_at_its_blank_line_in_every_line_ending(eol: bytes) -> None:
     stream = b"data: a" + eol + eol + b"data: " + b"y" * 3000 + eol + b"data: z" + eol + eol + b"data: b" + eol + eol
     whole = SSEDecoder(max_event_bytes=500)
     ev_whole = whole.feed(stream) + whole.close()

@@ -133,13 +133,13 @@ def odd_streams(draw: st.DrawFn) -> bytes:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(odd_streams(), st.lists(st.integers(0, 10**6), max_size=30))
-def test_odd_deltas_take_the_same_path_results(data: Any, cuts: list[int]) -> None:
+def test_odd_deltas_take_the_same_path_results(data: bytes, cuts: list[int]) -> None:
     assert_same(cut(data, cuts))
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10**6), st.sampled_from(SHAPES), st.lists(st.integers(0, 10**7), max_size=40))
-def test_generated_streams_hot_and_general_paths_agree(seed: int, shape: Any, cuts: list[int]) -> None:
+def test_generated_streams_hot_and_general_paths_agree(seed: int, shape: str, cuts: list[int]) -> None:
     g = generate(seed, shape)
     assert_same([g.data])
     assert_same(cut(g.data, cuts))
@@ -227,7 +227,7 @@ def test_the_decoders_general_path_gives_the_same_events_and_diagnostics() -> No
     st.lists(st.integers(0, 10**6), max_size=12),
     st.integers(8, 200),
 )
-def test_any_line_soup_decodes_the_same_both_ways(parts: Any, cuts: list[int], limit: Any) -> None:
+def test_any_line_soup_decodes_the_same_both_ways(parts: list[bytes], cuts: list[int], limit: int) -> None:
     """Any mix of fields, comments, bad UTF-8, BOMs and blank lines, split anywhere, with a small event limit: the
     fast way and the general one give the same events, raw data and diagnostics."""
     data = b"".join(parts)

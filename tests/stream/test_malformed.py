@@ -47,22 +47,22 @@ def _input_of(ts: TurnStream, i: int) -> Any:
     return ts.final_message()["content"][i]
 
 
-def _buffers_for_parallel(ts: Any) -> None:
+def _buffers_for_parallel(ts: TurnStream) -> None:
     c = ts.final_message()["content"]
     assert c[1]["input"] == {"path": "a.py"}
     assert c[2]["input"] == {"pattern": "TODO", "glob": "*.md"}
 
 
-def _unescaped_quote(ts: Any) -> None:
+def _unescaped_quote(ts: TurnStream) -> None:
     b = ts.assembler.blocks[0]
     raw = '{"command": "echo "hi" > out.txt"}'
     assert b.joined() == raw
-    assert raw[b.input_error.position] == "h"
+    assert b.input_error is not None and raw[b.input_error.position] == "h"
     c = _input_of(ts, 0)
     assert c["input"] is None and c["input_raw"] == raw
 
 
-def _second_of_pair_invalid(ts: Any) -> None:
+def _second_of_pair_invalid(ts: TurnStream) -> None:
     c = ts.final_message()["content"]
     assert c[0]["input"] == {"path": "a.txt"}
     assert c[1]["input"] is None and c[1]["input_raw"] == '{"path": "b.txt", "offset": 10'
@@ -70,12 +70,12 @@ def _second_of_pair_invalid(ts: Any) -> None:
     assert d.block_index == 1
 
 
-def _index_zero_reused(ts: Any) -> None:
+def _index_zero_reused(ts: TurnStream) -> None:
     c = ts.final_message()["content"]
     assert c == [{"type": "tool_use", "id": "toolu_a", "name": "read_file", "input": {"path": "a"}}]
 
 
-def _cut_tool(ts: Any) -> None:
+def _cut_tool(ts: TurnStream) -> None:
     c = _input_of(ts, 1)
     assert c["input"] is None and c["input_raw"] == '{"path": "notes.md", "content": "# Title\\nThe fir'
     assert ts.assembler.blocks[1].open
@@ -83,12 +83,12 @@ def _cut_tool(ts: Any) -> None:
     assert "will not run" in d.message
 
 
-def _error_after_200(ts: Any) -> None:
-    assert ts.assembler.error.error_type == "overloaded_error"
+def _error_after_200(ts: TurnStream) -> None:
+    assert ts.assembler.error is not None and ts.assembler.error.error_type == "overloaded_error"
     assert ts.final_message()["content"][0]["text"] == "Let me"
 
 
-def _utf8(ts: Any) -> None:
+def _utf8(ts: TurnStream) -> None:
     assert ts.final_message()["content"][0]["text"] == "caf\ufffd\ufffd ok"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import astuple
 from typing import Any
 
@@ -43,7 +44,7 @@ def codes(diags: list[Diagnostic]) -> list[str]:
     return [d.code for d in diags]
 
 
-def split_at(data: bytes, points: Any) -> list[bytes]:
+def split_at(data: bytes, points: Iterable[int]) -> list[bytes]:
     cuts = [0, *sorted(points), len(data)]
     return [data[a:b] for a, b in zip(cuts, cuts[1:])]
 
