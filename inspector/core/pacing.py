@@ -61,7 +61,7 @@ class Pacer:
         # None: the running loop's clock / a loop timer. A sleeper's wait is cut short (cancelled) by a wake-up.
         self.clock: Callable[[], float] | None = clock
         self.sleeper: Callable[[float], Awaitable[object]] | None = sleeper
-        self._waiters: set[asyncio.Future] = set()
+        self._waiters: set[asyncio.Future[bool]] = set()
         # Bookkeeping, handy for tests and for the UI: scenario seconds requested and number of sleep() calls.
         self.requested: float = 0.0
         self.calls: int = 0
@@ -150,7 +150,7 @@ class Pacer:
         """Wait ``timeout`` wall seconds (None: forever); True if woken early by a speed/pause change."""
         fut: asyncio.Future[bool] = loop.create_future()
         self._waiters.add(fut)
-        handle: asyncio.TimerHandle | asyncio.Task | None = None
+        handle: asyncio.TimerHandle | asyncio.Task[None] | None = None
         if timeout is not None:
             if self.sleeper is None:
                 handle = loop.call_later(timeout, _resolve, fut)
