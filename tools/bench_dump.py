@@ -11,6 +11,13 @@ Each `dump` runs as a subprocess of a fresh wrapper process, which reports the p
   plain sse   a valid plain SSE file of one long text turn
   /dev/zero   `head -c SIZE /dev/zero | inspector dump -` (one endless line: cut at the line limit, reading stops)
 Target: peak RSS <= 2 x input size + 100 MB on every input.
+
+    PYTHONPATH=. python tools/bench_dump.py --vs-sdk 512   # whole-process time: dump vs the SDK's accumulation
+
+`--vs-sdk KB`: one tool_use input of KB kilobytes in 20-byte input_json_delta fragments, as a plain SSE file. Timed as
+whole processes (start-up included; CPU time of the process, best of 3 runs): `inspector dump FILE --json` against a Python process
+that decodes the same file with the SDK's own SSE decoder and folds it with its `accumulate_event`.
+Target (issue 17): dump >= 20x faster than the SDK's accumulation at 512 KB.
 """
 
 from __future__ import annotations
@@ -122,10 +129,61 @@ def redactor_throughput() -> list[tuple[str, int, float]]:
     return rows
 
 
+SDK_ACCUMULATE = """
+import sys, json
+from anthropic._streaming import SSEDecoder
+from anthropic._models import construct_type
+from anthropic.lib.streaming._messages import accumulate_event
+from anthropic.types import RawMessageStreamEvent
+with open(sys.argv[1], "rb") as f:
+    data = f.read()
+snapshot, bufs = None, {}
+for sse in SSEDecoder().iter_bytes(iter([data])):
+    if sse.event == "ping":
+        continue
+    ev = construct_type(type_=RawMessageStreamEvent, value=json.loads(sse.data))
+    snapshot = accumulate_event(event=ev, current_snapshot=snapshot, json_bufs=bufs)
+print(len(snapshot.content))
+"""
+
+
+def best_cpu(argv: list[str], runs: int = 3) -> float:
+    """Best CPU time (user + system, of the child process: other work on a shared machine counts less) of `runs`."""
+    import resource
+
+    best = float("inf")
+    for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        best = min(best, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return best
+
+
+def vs_sdk(kb: int) -> int:
+    """Whole-process time of `inspector dump --json` vs the SDK's decoder + accumulate_event on one tool input."""
+    from inspector.testing.streamgen import big_tool_stream
+
+    with tempfile.TemporaryDirectory(prefix="bench-dump-sdk-") as tmp:
+        path = Path(tmp) / "tool.sse"
+        path.write_bytes(big_tool_stream(kb * 1024, fragment=20).data)
+        nbytes = path.stat().st_size
+        ours = best_cpu([sys.executable, "-m", "inspector", "dump", str(path), "--json"])
+        sdk = best_cpu([sys.executable, "-c", SDK_ACCUMULATE, str(path)], runs=1)
+    print(
+        f"{kb} KB tool input ({nbytes:,} bytes of SSE): dump {ours:.2f} s, "
+        f"SDK accumulation {sdk:.2f} s (whole processes): {sdk / ours:.1f}x (target >= 20x)"
+    )
+    return 0 if sdk / ours >= 20 else 1
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", type=int, default=200, help="input size in MB (default 200)")
+    ap.add_argument("--vs-sdk", type=int, metavar="KB", help="only the whole-process comparison with the SDK")
     args = ap.parse_args()
+    if args.vs_sdk:
+        return vs_sdk(args.vs_sdk)
     size = args.size * MB
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-dump-") as tmp:

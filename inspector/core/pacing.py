@@ -61,7 +61,7 @@ class Pacer:
         # None: the running loop's clock / a loop timer. A sleeper's wait is cut short (cancelled) by a wake-up.
         self.clock: Callable[[], float] | None = clock
         self.sleeper: Callable[[float], Awaitable[object]] | None = sleeper
-        self._waiters: set[asyncio.Future] = set()
+        self._waiters: set[asyncio.Future[bool]] = set()
         # Bookkeeping, handy for tests and for the UI: scenario seconds requested and number of sleep() calls.
         self.requested: float = 0.0
         self.calls: int = 0
@@ -148,9 +148,9 @@ class Pacer:
 
     async def _wait(self, loop: asyncio.AbstractEventLoop, timeout: float | None) -> bool:
         """Wait ``timeout`` wall seconds (None: forever); True if woken early by a speed/pause change."""
-        fut: asyncio.Future = loop.create_future()
+        fut: asyncio.Future[bool] = loop.create_future()
         self._waiters.add(fut)
-        handle: asyncio.TimerHandle | asyncio.Task | None = None
+        handle: asyncio.TimerHandle | asyncio.Task[None] | None = None
         if timeout is not None:
             if self.sleeper is None:
                 handle = loop.call_later(timeout, _resolve, fut)
@@ -170,13 +170,13 @@ class Pacer:
         return f"Pacer({self.label})"
 
 
-def _resolve(fut: asyncio.Future) -> None:
+def _resolve(fut: asyncio.Future[bool]) -> None:
     if not fut.done():
         fut.set_result(False)
 
 
 async def _sleep_then_resolve(
-    sleeper: Callable[[float], Awaitable[object]], seconds: float, fut: asyncio.Future
+    sleeper: Callable[[float], Awaitable[object]], seconds: float, fut: asyncio.Future[bool]
 ) -> None:
     try:
         await sleeper(seconds)

@@ -1022,7 +1022,8 @@ def _install_process_hooks() -> None:
         old_factory = logging.getLogRecordFactory()
 
         def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
-            return _mask_record(old_factory(*args, **kwargs))
+            record: logging.LogRecord = _mask_record(old_factory(*args, **kwargs))
+            return record
 
         factory._inspector_masks = True  # type: ignore[attr-defined]
         logging.setLogRecordFactory(factory)

@@ -6,7 +6,7 @@ Codes are stable strings (documented in docs/diagnostics.md) so tests, the CLI a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 Severity = Literal["error", "warning", "info"]
 
@@ -65,8 +65,8 @@ class Diagnostic:
     offset: int | None = None  # byte offset in the stream, when known
     raw: bytes | None = None  # the bytes concerned, kept so they can be shown
 
-    def to_json(self) -> dict:
-        out: dict = {
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
             "code": self.code,
             "severity": self.severity,
             "message": self.message,

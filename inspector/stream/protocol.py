@@ -56,13 +56,13 @@ class CompactionDelta:
     content: Any = None
     encrypted_content: Any = None
     type: str = "compaction_delta"
-    extra: dict = field(default_factory=dict)  # other fields the delta carried (kept)
+    extra: dict[str, Any] = field(default_factory=dict)  # other fields the delta carried (kept)
 
 
 @dataclass(slots=True)
 class UnknownDelta:
     type: str
-    payload: dict
+    payload: dict[str, Any]
 
 
 Delta = Union[TextDelta, InputJsonDelta, ThinkingDelta, SignatureDelta, CitationsDelta, CompactionDelta, UnknownDelta]
@@ -72,7 +72,7 @@ Delta = Union[TextDelta, InputJsonDelta, ThinkingDelta, SignatureDelta, Citation
 
 @dataclass(slots=True)
 class MessageStart:
-    message: dict
+    message: dict[str, Any]
     seq: int = -1
     type: str = "message_start"
 
@@ -80,7 +80,7 @@ class MessageStart:
 @dataclass(slots=True)
 class ContentBlockStart:
     index: int
-    content_block: dict
+    content_block: dict[str, Any]
     seq: int = -1
     type: str = "content_block_start"
 
@@ -102,12 +102,12 @@ class ContentBlockStop:
 
 @dataclass(slots=True)
 class MessageDelta:
-    delta: dict
-    usage: dict
+    delta: dict[str, Any]
+    usage: dict[str, Any]
     seq: int = -1
     type: str = "message_delta"
     # the event's other top-level fields, as sent (e.g. beta `context_management`, `input_transformations`)
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -126,7 +126,7 @@ class Ping:
 class ErrorEvent:
     error_type: str
     message: str
-    error: dict = field(default_factory=dict)
+    error: dict[str, Any] = field(default_factory=dict)
     seq: int = -1
     type: str = "error"
 
@@ -262,7 +262,7 @@ _MESSAGE_FIELDS = {
     "container": _OPT_DICT,
 }
 _TOOL_FIELDS = {"id": _STR, "name": _STR, "input": _DICT}
-BLOCK_FIELDS: dict[str, dict[str, tuple]] = {
+BLOCK_FIELDS: dict[str, dict[str, tuple[Any, ...]]] = {
     "text": {"text": _STR, "citations": _OPT_LIST},
     "thinking": {"thinking": _STR, "signature": _OPT_STR},
     "redacted_thinking": {"data": _STR},
@@ -292,7 +292,9 @@ def _raw(v: Any) -> bytes:
         return repr(v).encode()[:4096]
 
 
-def check_fields(obj: dict, spec: dict[str, tuple], where: str, seq: int, block: int | None = None) -> list[Diagnostic]:
+def check_fields(
+    obj: dict[str, Any], spec: dict[str, tuple[Any, ...]], where: str, seq: int, block: int | None = None
+) -> list[Diagnostic]:
     """A `protocol.wrong_type` diagnostic for each field of `obj` present with a JSON type `spec` does not allow."""
     out: list[Diagnostic] = []
     for key, allowed in spec.items():
@@ -318,7 +320,7 @@ def check_fields(obj: dict, spec: dict[str, tuple], where: str, seq: int, block:
     return out
 
 
-def check_block(block: dict, where: str, seq: int, index: int | None) -> list[Diagnostic]:
+def check_block(block: dict[str, Any], where: str, seq: int, index: int | None) -> list[Diagnostic]:
     """Field types of one content block (content_block_start's, or one pre-filled in message_start)."""
     out = check_fields(block, BLOCK_FIELDS.get(block.get("type"), {}), where, seq, index)  # type: ignore[arg-type]
     cits = block.get("citations")
@@ -329,7 +331,7 @@ def check_block(block: dict, where: str, seq: int, index: int | None) -> list[Di
     return out
 
 
-def _index(payload: dict) -> int | None:
+def _index(payload: dict[str, Any]) -> int | None:
     i = payload.get("index")
     if isinstance(i, int) and not isinstance(i, bool) and i >= 0:
         return i
@@ -354,29 +356,13 @@ def parse_event(event_name: str, data: str, seq: int = -1) -> tuple[StreamEvent,
         payload = _loads(data)
     except _JSONDecodeError:
         return _parse_event(event_name, data, seq)
-    # Fast path: a well-formed content_block_delta with a delta type in _FAST_DELTAS. Same result as the general
-    # path (_parse_event, which handles everything else). `x.__class__ is T` is the cheapest exact type test (and
-    # it rules out bool for the index, as the general path does); a missing key or an unknown delta type (KeyError)
-    # or an unhashable one (TypeError) leaves for the general path.
-    if payload.__class__ is dict and (event_name == "content_block_delta" or event_name == "message"):
-        try:
-            if payload["type"] == "content_block_delta":
-                d = payload["delta"]
-                idx = payload["index"]
-                if idx.__class__ is int and idx >= 0 and d.__class__ is dict:
-                    cls, key = _FAST_DELTAS[d["type"]]
-                    v = d[key]
-                    if v.__class__ is str:
-                        return ContentBlockDelta(idx, cls(v), seq), []
-        except (KeyError, TypeError):
-            pass
     return _parse_event(event_name, data, seq, exactjson.exact(data, payload))  # big integers kept exact
 
 
 def delta_head(ev: ContentBlockDelta) -> str | None:
     """The text the API writes before the fragment's JSON string in the data of this delta event, e.g.
     '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":': the same for every delta of a
-    block (assembler.TurnStream builds on that). None for a delta type not in _FAST_DELTAS."""
+    block (inspector.stream.fastpath builds on that). None for a delta type not in _FAST_DELTAS."""
     spec = _FAST_DELTAS.get(ev.delta.type)
     if spec is None:
         return None

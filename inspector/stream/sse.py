@@ -25,9 +25,10 @@ a read is unknown at dispatch; excluding it always keeps every offset independen
 The next block starts after the whole terminator.
 
 Performance: linear. A partial line is kept as a list of chunks and joined once; terminators are found with
-`bytes.find` / `split` / `splitlines` in C, never byte by byte in Python. Bytes without CR are cut at blank lines, and
-a block that is one `event:` line of a known name and one `data: ` line (the shape the API sends) becomes an event
-at once, with the decoder's state in local variables; any other block goes line by line.
+`bytes.find` / `split` / `splitlines` in C, never byte by byte in Python. This module is the general path: every
+line goes through `_line`, every blank line through `_dispatch`. Bytes without CR take the fast way of
+`inspector.stream.fastpath.decode_lf` (API-shaped blocks become events at once; anything else comes back to those
+two helpers), unless the decoder was made with `fast=False`.
 """
 
 from __future__ import annotations
@@ -35,9 +36,9 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import dataclass
-from typing import Any
 
 from inspector.core.fmt import short_bytes
+from inspector.stream import fastpath as _fastpath
 from inspector.stream.diagnostics import (
     SSE_BOM_STRIPPED,
     SSE_EVENT_TOO_LARGE,
@@ -67,7 +68,7 @@ _blank_line = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r|\n)").search
 @dataclass(slots=True)
 class SSEEvent:
     """A dispatched event. (Not frozen: a frozen dataclass's __init__ costs ~4x more per event; treat as read-only.
-    The decoder's fast path sets the fields one by one, without __init__: a new field needs a line there.)"""
+    inspector.stream.fastpath sets the fields one by one, without __init__: a new field needs a line there.)"""
 
     seq: int  # 0-based index among the events dispatched by this decoder
     event: str  # event type; "message" when the stream gave none
@@ -79,28 +80,7 @@ class SSEEvent:
     read_index: int  # 0-based index of the feed() call whose bytes completed this event
 
 
-_make_event = SSEEvent  # (its __slots__ are pinned by tests/stream/test_hotpath.py: _process sets them one by one)
-_split_blank = re.compile(b"\n\n").split
 _EVENT_NAMES_MAX = 256  # distinct `event:` lines a decoder remembers (see SSEDecoder._names)
-
-
-# The fast paths (here and in assembler.TurnStream) tell whether removeprefix()/removesuffix() removed anything with
-# `is`, the cheapest test there is: CPython returns the object itself when there is nothing to remove (for exact
-# bytes and str). Checked once, here: where it does not hold, the fast paths are off and every block takes the
-# general path (same events, diagnostics and steps; tests/stream/test_hotpath.py forces that by setting FAST_PATHS).
-def _identity_holds() -> bool:
-    b, s = b"".join([b"a", b"b"]), "".join(["a", "b"])
-    return (
-        b.removeprefix(b"x") is b
-        and b.removeprefix(b"") is b
-        and b.removesuffix(b"x") is b
-        and s.removeprefix("x") is s
-        and s.removesuffix("x") is s
-    )
-
-
-IDENTITY_HOLDS = _identity_holds()
-FAST_PATHS = IDENTITY_HOLDS  # the decoder's per-block fast path (read once per feed)
 
 
 class SSEDecoder:
@@ -110,11 +90,15 @@ class SSEDecoder:
     fires nothing, an `sse.event_too_large` diagnostic keeps its first bytes, and the decoder keeps none of its other
     bytes while it skips to the block's blank line (memory stays bounded on input that never sends a newline).
     `cap`: keeps the first diagnostics of each code (a TurnStream shares one per stream; by default the decoder has
-    its own and reports the count of the rest at `close()`)."""
+    its own and reports the count of the rest at `close()`).
+    `fast=False`: every block goes line by line (the general path alone; the same events and diagnostics)."""
 
-    def __init__(self, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, cap: DiagnosticCap | None = None) -> None:
+    def __init__(
+        self, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, cap: DiagnosticCap | None = None, *, fast: bool = True
+    ) -> None:
         if max_event_bytes < 1:
             raise ValueError("max_event_bytes must be >= 1")
+        self.fast = fast
         self.max_event_bytes = max_event_bytes
         self._own_cap = cap is None
         self.cap = cap if cap is not None else DiagnosticCap()
@@ -164,7 +148,7 @@ class SSEDecoder:
         self._taken = len(self.diagnostics)
         return new
 
-    def feed(self, data: bytes) -> list[SSEEvent]:
+    def feed(self, data: bytes | bytearray | memoryview) -> list[SSEEvent]:
         """Decode one read; returns the events its bytes completed."""
         if self._closed:
             raise RuntimeError("SSEDecoder.feed() called after close()")
@@ -346,90 +330,9 @@ class SSEDecoder:
             rest = data[pos:] if pos else data
             off = base + pos
             line_ = self._line
-            if FAST_PATHS and b"\r" not in rest:
-                # LF-only bytes (the usual case): cut at blank lines. Every piece but the last ends just before a
-                # "\n\n" (its last line's terminator, then a blank line); the last one is the start of a block
-                # not yet complete. A piece that is one `event:` line of a known name and one `data: ` line (what
-                # the API sends) becomes an event right here, with the decoder's state in local variables (a
-                # local costs a fraction of an attribute access); any other piece goes line by line (`_lines`).
-                pieces = _split_blank(rest)  # = rest.split(b"\n\n"), which the regex engine does faster
-                last = pieces.pop()
-                if pieces and pieces[0][:1] == b"\n":
-                    # the read begins with a blank line (often: the end of an event that began in the previous
-                    # read): on its own, so that the rest of the first piece can take the fast path
-                    self._dispatch(off, off + 1, ri, events)
-                    off += 1
-                    pieces[0] = pieces[0][1:]
-                events_append = events.append
-                raw_append = self.raw_data.append
-                new = object.__new__
-                names = self._names
-                limit = self.max_event_bytes  # (an event over the limit takes the general path)
-                carry = self._carry  # mutated in place, never rebound
-                fields, seq, block_start = self._block_fields, self._seq, self._block_start
-                last_id, id_buf, retry = self.last_event_id, self._id_buf, self.retry
-                # The start of the last API-shaped piece (its event line, "\n", "data: ") and its event type: most
-                # pieces start the same way, which one removeprefix() tells (see the note on `is` above). Removing
-                # b"" removes nothing: then the piece goes to partition().
-                start = b""
-                etype: str | None = ""
-                for piece in pieces:
-                    if not fields:  # the block has no field line yet (so no type, data, id or retry either)
-                        value = piece.removeprefix(start)
-                        if value is piece:  # not the last start: is the piece API-shaped at all?
-                            head, sep, value = piece.partition(b"\ndata: ")
-                            etype = names.get(head)  # a known `event:` line, decoded once per distinct line
-                            if etype is None or not sep:
-                                start, value = b"", None
-                            else:
-                                start = head + sep
-                        if value is not None:
-                            try:
-                                text = value.decode()
-                            except UnicodeDecodeError:
-                                pass  # `_lines` reports it
-                            else:
-                                # one data line and nothing after it? (`in` on bytes would cost several times
-                                # more: it first tries the needle as an int)
-                                if "\n" not in text and off + len(piece) + 2 - block_start <= limit:
-                                    off += len(piece) + 2
-                                    # SSEEvent(seq, t, text, ...) without its __init__, a Python call that costs
-                                    # more than building the object
-                                    ev: Any = new(SSEEvent)
-                                    ev.seq = seq
-                                    ev.event = etype
-                                    ev.data = text
-                                    ev.id = id_buf
-                                    ev.retry = retry
-                                    ev.start = block_start
-                                    ev.end = off
-                                    ev.read_index = ri
-                                    events_append(ev)
-                                    raw_append(value)
-                                    seq += 1
-                                    last_id = id_buf
-                                    block_start = off
-                                    if carry:
-                                        carry.clear()
-                                    continue
-                    # anything else, on the decoder's own state: the piece's lines, then the blank line (for an
-                    # empty piece, that makes two blank lines, as "\n\n" after a blank line is)
-                    self._block_fields, self._seq, self._block_start, self.last_event_id = (
-                        fields,
-                        seq,
-                        block_start,
-                        last_id,
-                    )
-                    lines = piece.split(b"\n")
-                    lines.append(b"")
-                    off = self._lines(lines, off, ri, events)
-                    fields, seq, block_start = self._block_fields, self._seq, self._block_start
-                    last_id, id_buf, retry = self.last_event_id, self._id_buf, self.retry
-                self._block_fields, self._seq, self._block_start, self.last_event_id = fields, seq, block_start, last_id
-                lines = last.split(b"\n")
-                tail = lines.pop()
-                if lines:
-                    self._lines(lines, off, ri, events)
+            if self.fast and b"\r" not in rest:
+                # LF-only bytes (the usual case): the fast way, which calls back the helpers below
+                tail = _fastpath.decode_lf(self, rest, off, ri, events)
             else:
                 lines = rest.splitlines(True)
                 last = lines[-1][-1]
@@ -464,85 +367,6 @@ class SSEDecoder:
         self._cur = b""
         return events
 
-    def _lines(self, lines: list[bytes], off: int, ri: int, events: list[SSEEvent]) -> int:
-        """Complete LF-terminated lines (without their terminators; b"" for a blank line) that start at stream offset
-        `off`; returns the offset after them. Data and known `event:` lines and dispatches are handled inline, with
-        the block's state in local variables, written back to `self` around every call into the general code
-        (`_line`, `_dispatch`, which use `self`) and once at the end."""
-        line_ = self._line
-        events_append = events.append
-        raw_append = self.raw_data.append
-        make = _make_event
-        names = self._names
-        data_buf = self._data  # mutated in place, never rebound: no write-back needed
-        data_append = data_buf.append
-        carry = self._carry  # idem
-        typ, fields, meta = self._type, self._block_fields, self._block_meta
-        seq, block_start, last_id = self._seq, self._block_start, self.last_event_id
-        id_buf, retry = self._id_buf, self.retry
-        limit = self.max_event_bytes
-        for content in lines:
-            if content:
-                if content[:6] == b"data: ":  # a data line (a slice compare beats startswith's call)
-                    try:
-                        data_append(content[6:].decode())
-                        fields = True
-                        off += len(content) + 1
-                        continue
-                    except UnicodeDecodeError:
-                        pass  # the general code below reports it
-                else:
-                    t = names.get(content)  # a known `event:` line, decoded once per distinct line
-                    if t is not None:
-                        typ = t
-                        meta = fields = True
-                        off += len(content) + 1
-                        continue
-                # anything else (comments, id, retry, unknown fields, bad UTF-8, a new event name):
-                # the general code, on the decoder's own state
-                self._type, self._block_fields, self._block_meta = typ, fields, meta
-                self._seq, self._block_start, self.last_event_id = seq, block_start, last_id
-                line_(content, off)
-                typ, fields, meta = self._type, self._block_fields, self._block_meta
-                id_buf, retry = self._id_buf, self.retry
-                off += len(content) + 1
-            elif (
-                data_buf and off + 1 - block_start <= limit
-            ):  # blank line with data: dispatch (inline, the common path)
-                off += 1
-                events_append(
-                    make(
-                        seq,
-                        typ or "message",
-                        # one data line (the usual case) is its own text: skip the join
-                        data_buf[0] if len(data_buf) == 1 else "\n".join(data_buf),
-                        id_buf,
-                        retry,
-                        block_start,
-                        off,
-                        ri,
-                    )
-                )
-                raw_append(b"")
-                seq += 1
-                data_buf.clear()
-                last_id = id_buf
-                typ = ""
-                meta = fields = False
-                block_start = off
-                if carry:
-                    carry.clear()
-            else:  # blank line without data: the general code
-                self._type, self._block_fields, self._block_meta = typ, fields, meta
-                self._seq, self._block_start, self.last_event_id = seq, block_start, last_id
-                self._dispatch(off, off + 1, ri, events)
-                typ, fields, meta = self._type, self._block_fields, self._block_meta
-                seq, block_start, last_id = self._seq, self._block_start, self.last_event_id
-                off += 1
-        self._type, self._block_fields, self._block_meta = typ, fields, meta
-        self._seq, self._block_start, self.last_event_id = seq, block_start, last_id
-        return off
-
     def _block_bytes(self, end: int) -> bytes:
         """Raw bytes of the current block from its start to stream offset `end` (inside the current read)."""
         base = self._cur_base
@@ -558,7 +382,7 @@ class SSEDecoder:
             data.clear()
         elif data:
             events.append(
-                _make_event(
+                SSEEvent(
                     self._seq,
                     self._type or "message",
                     "\n".join(data),

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
+from typing import Any
 
+import jiter
 import orjson
 import pytest
 from hypothesis import given
@@ -21,14 +24,14 @@ values = st.recursive(
 
 
 @given(values)
-def test_any_value_round_trips_exactly(value) -> None:
+def test_any_value_round_trips_exactly(value: Any) -> None:
     assert exactjson.loads(exactjson.dumps(value)) == value
     assert exactjson.loads(json.dumps(value)) == value
     assert exactjson.loads(json.dumps(value).encode()) == value
 
 
 @given(values)
-def test_where_orjson_can_it_is_orjson(value) -> None:
+def test_where_orjson_can_it_is_orjson(value: Any) -> None:
     try:
         expected = orjson.dumps(value)
     except TypeError:
@@ -56,7 +59,7 @@ def test_long_digit_runs_in_strings_and_floats_read_the_same() -> None:
 
 
 @pytest.mark.parametrize("bad", ['{"a": 1', '{"a": NaN, "n": 12345678901234567890123}', b"\xff", ""])
-def test_invalid_json_raises_orjsons_error(bad) -> None:
+def test_invalid_json_raises_orjsons_error(bad: str | bytes) -> None:
     with pytest.raises(orjson.JSONDecodeError):
         exactjson.loads(bad)
 
@@ -73,9 +76,95 @@ def test_what_orjson_refuses_is_refused_with_its_error() -> None:
 
 
 @pytest.mark.parametrize("depth", [500, 1000])
-def test_deep_nesting_with_a_long_number_never_raises(depth) -> None:
+def test_deep_nesting_with_a_long_number_never_raises(depth: int) -> None:
     """Deeper than the standard library's recursion allows, orjson's value (the number as a float) is kept."""
     got = exactjson.loads("[" * depth + "12345678901234567890123" + "]" * depth)
     for _ in range(depth):
         (got,) = got
     assert float(got) == 12345678901234567890123.0
+
+
+# ------------------------------------------------------------------------------------ the contract, case by case
+# Where a one-pass parser that keeps big integers (jiter, the SDK's) differs from orjson, exactjson is orjson: each
+# case below fails for `jiter.from_json(data, allow_inf_nan=False)` used as `loads` (tests/core: see the module doc).
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "1e400",  # jiter: inf (which orjson would then write as null: a silent distortion)
+        "-1e400",
+        '{"x": 1E400}',
+        "1" + "0" * 400 + ".5",
+        '"\\ud800"',  # a lone surrogate escape
+        '"\\udc00x"',
+        "NaN",
+        "[Infinity]",
+        "-Infinity",
+        "[" * 1100 + "]" * 1100,  # deeper than orjson's limit
+        b"\xff",
+        b'"\xed\xa0\x80"',  # a surrogate encoded in UTF-8
+        b"\xef\xbb\xbf{}",  # a BOM
+        "",
+        " ",
+        "1 2",
+        '{"a":1}}',
+        "[1,]",
+        "01",
+    ],
+)
+def test_what_orjson_refuses_loads_refuses_with_orjsons_error(bad: str | bytes) -> None:
+    with pytest.raises(orjson.JSONDecodeError) as got:
+        exactjson.loads(bad)
+    with pytest.raises(orjson.JSONDecodeError) as want:
+        orjson.loads(bad)
+    assert (got.value.msg, got.value.pos) == (want.value.msg, want.value.pos)  # the same message and position
+
+
+@pytest.mark.parametrize("depth", [201, 300, 1000])
+def test_nesting_orjson_allows_is_read_where_jiter_stops_at_200(depth: int) -> None:
+    def inner(v: Any) -> Any:
+        for _ in range(depth):
+            (v,) = v
+        return v
+
+    assert inner(exactjson.loads("[" * depth + "1" + "]" * depth)) == 1
+    big = inner(exactjson.loads("[" * depth + "12345678901234567890123" + "]" * depth))
+    if depth <= 300:
+        assert big == 12345678901234567890123 and type(big) is int
+    else:  # deeper than the standard library's recursion: orjson's value is kept (never an error)
+        assert float(big) == 12345678901234567890123.0
+
+
+def test_duplicate_keys_surrogate_pairs_and_nul_read_as_orjson_does() -> None:
+    for text in (
+        '{"a":1,"a":2}',
+        '"\\ud83d\\ude00"',
+        '"\\u0000"',
+        "-0",
+        "1.5e-400",
+        "[1e308]",
+        '{"a":"1234567890123456789"}',
+    ):
+        assert exactjson.loads(text) == orjson.loads(text)
+        assert exactjson.loads(text.encode()) == orjson.loads(text)
+
+
+def test_digits_of_other_scripts_never_count_as_a_long_run() -> None:
+    text = '{"n": "' + "\u0661" * 30 + '", "x": 1.5}'  # Arabic-Indic digits: never a JSON number
+    assert not exactjson.has_long_digit_run(text)
+    assert exactjson.loads(text) == orjson.loads(text)
+
+
+@given(st.one_of(st.binary(max_size=80), st.text(st.sampled_from("0123456789 a.-e\u0661\ud800"), max_size=80)))
+def test_the_digit_run_scan_is_a_regex_search(data: str | bytes) -> None:
+    want = re.search(rb"[0-9]{19}", data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data)
+    assert exactjson.has_long_digit_run(data) is (want is not None)
+    if isinstance(data, bytes):
+        assert exactjson.has_long_digit_run(bytearray(data)) is (want is not None)
+
+
+@given(values)
+def test_differential_with_jiter_where_both_read_it(value: Any) -> None:
+    """The SDK parses with jiter: on every value both can read, exactjson gives what jiter gives (big integers
+    exact, floats to the same double, the same strings)."""
+    data = json.dumps(value).encode()
+    assert exactjson.loads(data) == jiter.from_json(data, allow_inf_nan=False)

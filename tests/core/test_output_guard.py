@@ -9,6 +9,8 @@ import io
 import logging
 import sys
 import threading
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import assume, given, settings
@@ -22,22 +24,23 @@ KEY = "sk-ant-api03-Gd7uQ2xWv9pLs4Kc1Rt8MzB6-guard"
 
 
 @pytest.fixture(autouse=True)
-def known_key():
+def known_key() -> Iterator[None]:
     """KEY is known to the process for the test; the process's set is put back afterwards."""
     saved = list(PROCESS_SECRETS.secrets)
     learn([KEY])
     yield
-    PROCESS_SECRETS.__init__(saved)
+    PROCESS_SECRETS.__init__(saved)  # type: ignore[misc]  # (the process-wide object, reset in place)
 
 
 class Sink(io.StringIO):
     def __init__(self) -> None:
         super().__init__()
-        self.buffer = io.BytesIO()
+        self.bytes = io.BytesIO()
+        self.buffer = self.bytes  # type: ignore[misc]  # (what sys.stdout has, writable here)
 
 
 @contextlib.contextmanager
-def sinks():
+def sinks() -> Iterator[tuple[Sink, Sink]]:
     """sys.stdout and sys.stderr are two StringIOs (set in the test's body: pytest's capture sets its own for the
     call phase)."""
     saved = sys.stdout, sys.stderr
@@ -64,7 +67,7 @@ def test_stdout_and_stderr_are_masked_also_a_key_written_in_pieces() -> None:
         assert sys.stdout is out and sys.stderr is errs  # put back
         assert errs.getvalue() == f"{REDACTED} end\n"
         assert out.getvalue() == f"key: {REDACTED}\ntail s"
-        assert out.buffer.getvalue() == f"bytes {REDACTED}\nsplit {REDACTED} ".encode() + b"\xff\n"
+        assert out.bytes.getvalue() == f"bytes {REDACTED}\nsplit {REDACTED} ".encode() + b"\xff\n"
 
 
 def test_a_json_escaped_key_is_masked() -> None:
@@ -153,7 +156,7 @@ def test_err_masks_without_a_guard() -> None:
         assert mask_known("nothing") == "nothing"
 
 
-def test_the_cli_masks_its_one_line_errors(monkeypatch) -> None:
+def test_the_cli_masks_its_one_line_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     with sinks() as streams:
         from inspector.cli import main
 
@@ -173,7 +176,9 @@ def test_the_cli_masks_its_one_line_errors(monkeypatch) -> None:
     cuts=st.lists(st.integers(0, 200), max_size=8),
     binary=st.booleans(),
 )
-def test_any_split_of_the_writes_reads_as_the_masked_whole(before, after, escaped, cuts, binary) -> None:
+def test_any_split_of_the_writes_reads_as_the_masked_whole(
+    before: Any, after: Any, escaped: Any, cuts: list[int], binary: Any
+) -> None:
     """Whatever the split of the writes (and the JSON escaping of the key), what reaches the stream is the masked
     text as a whole: nothing lost, nothing reordered, no key. (Not after a backslash: ``\\\\u0073k-...`` is an
     escaped backslash then the text ``u0073k-...``, a doubly escaped key, which mask_text does not read as one:
@@ -190,7 +195,7 @@ def test_any_split_of_the_writes_reads_as_the_masked_whole(before, after, escape
                     sys.stdout.buffer.write(piece.encode())
                 else:
                     sys.stdout.write(piece)
-        got = out.buffer.getvalue().decode() if binary else out.getvalue()
+        got = out.bytes.getvalue().decode() if binary else out.getvalue()
     assert got == mask_text(whole, [KEY])
     assert_no_key(KEY, {"stdout": got})
 

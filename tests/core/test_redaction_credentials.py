@@ -5,6 +5,7 @@ percent-encoded query keys; and what must stay visible (rate-limit token counts,
 from __future__ import annotations
 
 import base64
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -58,14 +59,14 @@ VISIBLE = {
 }
 
 
-def learned(headers=(), url=None) -> str:
+def learned(headers: Any = (), url: Any = None) -> str:
     """The request's learned secrets applied to a text that echoes the key in every way."""
     secrets = credential_values(headers, url)
     return mask_text(f"echo {KEY} and {JWT} done", secrets)
 
 
 @pytest.mark.parametrize("name", RELAY_HEADERS)
-def test_relay_credential_headers_are_dropped_and_learned(name) -> None:
+def test_relay_credential_headers_are_dropped_and_learned(name: Any) -> None:
     for value in (KEY, f"Bearer {KEY}", f"Bearer\t{KEY}", f"bearer   {KEY}"):
         assert clean_headers({name: value, "x-stainless-lang": "python"}) == {"x-stainless-lang": "python"}
         assert KEY in credential_values({name: value})
@@ -85,7 +86,7 @@ def test_a_token_named_header_with_a_secret_value_is_a_credential() -> None:
 
 
 @pytest.mark.parametrize("value", [KEY, JWT, f"Bearer {KEY}", f"Token\t{JWT}", "sk-proj-abcdefghijklmnop1234"])
-def test_a_key_shaped_value_is_a_credential_whatever_the_name(value) -> None:
+def test_a_key_shaped_value_is_a_credential_whatever_the_name(value: Any) -> None:
     assert is_credential("x-whatever", value)
     assert clean_headers({"x-whatever": value}) == {}
 
@@ -127,7 +128,7 @@ def test_auth_params_learn_only_credential_params() -> None:
         f"anything={quote(KEY)}",
     ],
 )
-def test_query_credentials_are_learned_as_sent_and_decoded(query) -> None:
+def test_query_credentials_are_learned_as_sent_and_decoded(query: Any) -> None:
     url = f"https://relay.example/v1/messages?beta=true&{query}"
     secrets = credential_values((), url)
     assert mask_text(url, secrets).endswith(REDACTED)  # the URL as recorded
@@ -187,7 +188,9 @@ _KEYS = st.sampled_from([KEY, JWT, "sk-proj-AbCdEfGhIjKlMnOp_1234-x", "sk-or-v1-
 
 @settings(max_examples=300, deadline=None)
 @given(name=_NAMES, case=_CASE, scheme=_SCHEMES, ws=_WS, key=_KEYS, user=st.sampled_from(["", "user", "api"]))
-def test_any_credential_header_form_is_dropped_and_its_key_learned(name, case, scheme, ws, key, user) -> None:
+def test_any_credential_header_form_is_dropped_and_its_key_learned(
+    name: Any, case: Any, scheme: Any, ws: Any, key: Any, user: Any
+) -> None:
     if scheme.lower() == "basic":
         value = f"{scheme}{ws}" + base64.b64encode(f"{user}:{key}".encode()).decode()
     else:
@@ -206,7 +209,7 @@ def test_any_credential_header_form_is_dropped_and_its_key_learned(name, case, s
     which=st.sets(st.integers(0, 60)),
     plus=st.booleans(),
 )
-def test_any_percent_encoding_of_a_query_key_is_learned(pname, key, which, plus) -> None:
+def test_any_percent_encoding_of_a_query_key_is_learned(pname: Any, key: Any, which: Any, plus: Any) -> None:
     enc = "".join(f"%{ord(c):02X}" if i in which else c for i, c in enumerate(key))
     url = f"https://relay.example/v1/messages?beta=true&{quote(pname)}={enc}" + ("&x=a+b" if plus else "")
     secrets = credential_values((), url)
@@ -222,7 +225,7 @@ def test_any_percent_encoding_of_a_query_key_is_learned(pname, key, which, plus)
     value=st.integers(0, 10**9).map(str)
     | st.sampled_from(["6m0s", "1s", "20ms", "1h2m3.5s", "2026-12-01T11:30:21Z", "2026-12-01T11:30:21.5+01:00"]),
 )
-def test_token_counts_are_never_hidden(name, case, value) -> None:
+def test_token_counts_are_never_hidden(name: Any, case: Any, value: Any) -> None:
     assert clean_headers([(case(name), value)]) == {name: value}
 
 
@@ -233,7 +236,7 @@ def test_token_counts_are_never_hidden(name, case, value) -> None:
     | st.builds(lambda q: f"https://[{q}@x/?{q}", st.text(max_size=40))
     | st.builds(lambda q: f"https://u:{q}@relay/v1?api_key={q}&{q}", st.text(max_size=40)),
 )
-def test_hostile_headers_and_urls_never_raise(headers, url) -> None:
+def test_hostile_headers_and_urls_never_raise(headers: Any, url: Any) -> None:
     """Fuzz: any names, values (text or bytes) and URLs (broken IPv6 hosts, stray % and @): no exception, and
     every learned secret is a string long enough to mask."""
     secrets = credential_values(headers, url)

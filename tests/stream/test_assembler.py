@@ -4,6 +4,7 @@ merging, preview, parse-once and linear storage, and the read-split property tes
 from __future__ import annotations
 
 from dataclasses import astuple
+from typing import Any
 
 import jiter
 import orjson
@@ -11,10 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import inspector.stream.assembler as A
+import inspector.stream.blocks as B
 from inspector.core import exactjson
 from inspector.stream import diagnostics as D
 from inspector.stream.assembler import BlockBuffer, MessageAssembler, TurnStream, assemble
+from inspector.stream.diagnostics import Diagnostic
 from inspector.stream.protocol import (
     ContentBlockDelta,
     ContentBlockStart,
@@ -48,7 +50,7 @@ from inspector.testing.streamgen import (
 )
 
 
-def run(*items, reads: list[int] | None = None) -> TurnStream:
+def run(*items: Any, reads: list[int] | None = None) -> TurnStream:
     data = sse(*items)
     if reads is None:
         return assemble(data)
@@ -56,19 +58,19 @@ def run(*items, reads: list[int] | None = None) -> TurnStream:
     return assemble([data[a:b] for a, b in zip(cuts, cuts[1:])])
 
 
-def codes(ts_or_diags) -> list[str]:
+def codes(ts_or_diags: Any) -> list[str]:
     diags = ts_or_diags.diagnostics if hasattr(ts_or_diags, "diagnostics") else ts_or_diags
     return [d.code for d in diags]
 
 
-def diag(ts: TurnStream, code: str):
+def diag(ts: TurnStream, code: str) -> Diagnostic:
     found = [d for d in ts.diagnostics if d.code == code]
     assert len(found) == 1, (code, codes(ts))
     return found[0]
 
 
 # ------------------------------------------------------------------------------------------------ assembly
-def test_valid_turn_assembles_the_api_message_without_diagnostics():
+def test_valid_turn_assembles_the_api_message_without_diagnostics() -> None:
     ts = run(*text_turn("Hi there"))
     assert ts.diagnostics == []
     assert ts.outcome == "text_finish"
@@ -84,7 +86,7 @@ def test_valid_turn_assembles_the_api_message_without_diagnostics():
     }
 
 
-def test_content_is_in_index_order_and_parallel_fragments_stay_per_index():
+def test_content_is_in_index_order_and_parallel_fragments_stay_per_index() -> None:
     ts = run(
         message_start(),
         tool_start(0, "toolu_a", "read"),
@@ -106,7 +108,7 @@ def test_content_is_in_index_order_and_parallel_fragments_stay_per_index():
     assert ts.outcome == "tool_use"
 
 
-def test_thinking_signature_and_citations_fold_like_the_sdk():
+def test_thinking_signature_and_citations_fold_like_the_sdk() -> None:
     cit = {"type": "char_location", "cited_text": "c", "document_index": 0, "start_char_index": 0, "end_char_index": 1}
     ts = run(
         message_start(),
@@ -135,14 +137,14 @@ def test_thinking_signature_and_citations_fold_like_the_sdk():
     ]
 
 
-def test_text_in_the_start_block_is_kept_before_the_deltas():
+def test_text_in_the_start_block_is_kept_before_the_deltas() -> None:
     ts = run(
         message_start(), text_start(0, "pre-"), text_delta(0, "post"), block_stop(0), message_delta(), message_stop()
     )
     assert ts.final_message()["content"] == [{"type": "text", "text": "pre-post"}]
 
 
-def test_tool_without_any_delta_uses_the_start_input():
+def test_tool_without_any_delta_uses_the_start_input() -> None:
     ts = run(
         message_start(),
         block_start(0, {"type": "tool_use", "id": "t", "name": "now", "input": {}}),
@@ -155,13 +157,13 @@ def test_tool_without_any_delta_uses_the_start_input():
     assert ts.outcome == "tool_use"
 
 
-def test_empty_first_partial_json_is_harmless():
+def test_empty_first_partial_json_is_harmless() -> None:
     ts = run(*tool_turn(["", '{"path"', ': "README.md"}']))
     assert ts.diagnostics == []
     assert ts.final_message()["content"][0]["input"] == {"path": "README.md"}
 
 
-def test_server_tool_use_input_and_whole_result_block():
+def test_server_tool_use_input_and_whole_result_block() -> None:
     result = {
         "type": "web_search_tool_result",
         "tool_use_id": "srvtoolu_1",
@@ -186,7 +188,7 @@ def test_server_tool_use_input_and_whole_result_block():
     assert ts.outcome == "text_finish"
 
 
-def test_message_delta_extra_fields_are_kept_and_null_ones_do_not_overwrite():
+def test_message_delta_extra_fields_are_kept_and_null_ones_do_not_overwrite() -> None:
     ts = run(
         message_start(container={"id": "c1"}),
         text_start(0),
@@ -199,7 +201,7 @@ def test_message_delta_extra_fields_are_kept_and_null_ones_do_not_overwrite():
     assert m["stop_details"] == {"type": "x"}
 
 
-def test_stop_sequence_and_stop_reason():
+def test_stop_sequence_and_stop_reason() -> None:
     ts = run(
         message_start(),
         text_start(0),
@@ -214,7 +216,7 @@ def test_stop_sequence_and_stop_reason():
 
 
 # ------------------------------------------------------------------------------------------------ usage
-def test_usage_message_delta_overwrites_never_adds():
+def test_usage_message_delta_overwrites_never_adds() -> None:
     start_usage = {
         "input_tokens": 100,
         "cache_creation_input_tokens": 7,
@@ -240,7 +242,7 @@ def test_usage_message_delta_overwrites_never_adds():
     }
 
 
-def test_usage_null_in_message_delta_keeps_the_earlier_value():
+def test_usage_null_in_message_delta_keeps_the_earlier_value() -> None:
     ts = run(
         message_start(usage={"input_tokens": 100, "cache_read_input_tokens": 5, "output_tokens": 1}),
         message_delta(
@@ -252,7 +254,7 @@ def test_usage_null_in_message_delta_keeps_the_earlier_value():
     assert ts.final_message()["usage"] == {"input_tokens": 100, "cache_read_input_tokens": 5, "output_tokens": 2}
 
 
-def test_usage_two_message_deltas_the_last_total_wins():
+def test_usage_two_message_deltas_the_last_total_wins() -> None:
     ts = run(
         message_start(usage={"input_tokens": 1, "output_tokens": 1}),
         message_delta(None, usage={"output_tokens": 30, "server_tool_use": {"web_search_requests": 1}}),
@@ -265,7 +267,7 @@ def test_usage_two_message_deltas_the_last_total_wins():
     assert ts.final_message()["stop_reason"] == "end_turn"
 
 
-def test_final_message_does_not_alias_the_message_start_payload():
+def test_final_message_does_not_alias_the_message_start_payload() -> None:
     ts = run(*text_turn())
     m1 = ts.final_message()
     m1["usage"]["output_tokens"] = 999
@@ -275,20 +277,20 @@ def test_final_message_does_not_alias_the_message_start_payload():
 
 
 # ------------------------------------------------------------------------------------------------ diagnostics
-def test_delta_for_an_unknown_index():
+def test_delta_for_an_unknown_index() -> None:
     ts = run(message_start(), text_start(0), text_delta(3, "lost"), block_stop(0), message_delta(), message_stop())
     d = diag(ts, D.DELTA_UNKNOWN_INDEX)
     assert (d.severity, d.event_index, d.block_index) == ("error", 2, 3)
     assert ts.final_message()["content"] == [{"type": "text", "text": ""}]
 
 
-def test_stop_for_an_unknown_index():
+def test_stop_for_an_unknown_index() -> None:
     ts = run(message_start(), text_start(0), block_stop(0), block_stop(4), message_delta(), message_stop())
     d = diag(ts, D.STOP_UNKNOWN_INDEX)
     assert (d.severity, d.event_index, d.block_index) == ("error", 3, 4)
 
 
-def test_duplicate_block_start_while_open_and_after_stop():
+def test_duplicate_block_start_while_open_and_after_stop() -> None:
     ts = run(
         message_start(),
         text_start(0),
@@ -305,7 +307,7 @@ def test_duplicate_block_start_while_open_and_after_stop():
     assert ts.final_message()["content"] == [{"type": "text", "text": "a"}]  # the first start wins
 
 
-def test_index_gap():
+def test_index_gap() -> None:
     ts = run(
         message_start(), text_start(0), block_stop(0), text_start(2), block_stop(2), message_delta(), message_stop()
     )
@@ -328,14 +330,14 @@ def test_index_gap():
         ({"type": "web_search_tool_result", "tool_use_id": "s", "content": []}, json_delta(0, "{}")),
     ],
 )
-def test_delta_type_mismatch_is_an_error_and_ignored(block, bad):
+def test_delta_type_mismatch_is_an_error_and_ignored(block: Any, bad: Any) -> None:
     ts = run(message_start(), block_start(0, block), bad, block_stop(0), message_delta(), message_stop())
     d = diag(ts, D.DELTA_TYPE_MISMATCH)
     assert (d.severity, d.event_index, d.block_index) == ("error", 2, 0)
     assert ts.final_message()["content"] == [dict(block)]
 
 
-def test_delta_after_block_stop():
+def test_delta_after_block_stop() -> None:
     ts = run(
         message_start(),
         text_start(0),
@@ -350,13 +352,13 @@ def test_delta_after_block_stop():
     assert ts.final_message()["content"][0]["text"] == "a"
 
 
-def test_duplicate_block_stop():
+def test_duplicate_block_stop() -> None:
     ts = run(message_start(), text_start(0), block_stop(0), block_stop(0), message_delta(), message_stop())
     d = diag(ts, D.DUPLICATE_BLOCK_STOP)
     assert (d.severity, d.event_index) == ("warning", 3)
 
 
-def test_events_before_message_start():
+def test_events_before_message_start() -> None:
     ts = run(text_start(0), text_delta(0, "x"), message_start(), block_stop(0), message_delta(), message_stop())
     d = diag(ts, D.EVENT_BEFORE_START)
     assert (d.severity, d.event_index) == ("error", 0)
@@ -364,7 +366,7 @@ def test_events_before_message_start():
     assert ts.final_message()["id"] == "msg_1"
 
 
-def test_message_delta_before_message_start_still_assembles():
+def test_message_delta_before_message_start_still_assembles() -> None:
     ts = run(message_delta("end_turn"), message_stop())
     assert codes(ts) == [D.EVENT_BEFORE_START, D.EVENT_BEFORE_START]
     m = ts.final_message()
@@ -372,14 +374,14 @@ def test_message_delta_before_message_start_still_assembles():
     assert m["id"] is None and m["content"] == []
 
 
-def test_duplicate_message_start():
+def test_duplicate_message_start() -> None:
     ts = run(message_start(id="a"), message_start(id="b"), message_delta(), message_stop())
     d = diag(ts, D.DUPLICATE_MESSAGE_START)
     assert (d.severity, d.event_index) == ("error", 1)
     assert ts.final_message()["id"] == "a"
 
 
-def test_events_after_message_stop():
+def test_events_after_message_stop() -> None:
     ts = run(*text_turn(), text_start(1), ping(), message_delta("max_tokens"))
     after = [d for d in ts.diagnostics if d.code == D.EVENT_AFTER_STOP]
     assert [(d.event_index, d.severity) for d in after] == [(6, "warning"), (8, "warning")]  # ping is fine
@@ -388,7 +390,7 @@ def test_events_after_message_stop():
     assert len(m["content"]) == 1
 
 
-def test_missing_message_stop():
+def test_missing_message_stop() -> None:
     ts = run(*text_turn()[:-1])
     d = diag(ts, D.MISSING_MESSAGE_STOP)
     assert (d.severity, d.event_index) == ("error", None)
@@ -396,23 +398,23 @@ def test_missing_message_stop():
     assert ts.final_message()["content"][0]["text"] == "Hello"
 
 
-def test_no_events_at_all():
+def test_no_events_at_all() -> None:
     for data in (b"", b": only a comment\n\n"):
         ts = assemble(data)
         assert codes(ts) == [D.NO_EVENTS]
         assert ts.outcome == "incomplete"
 
 
-def test_unterminated_final_sse_event_is_reported_and_its_event_discarded():
+def test_unterminated_final_sse_event_is_reported_and_its_event_discarded() -> None:
     data = sse(*text_turn())
     ts = assemble(data[:-1])  # the last blank line is missing: message_stop never dispatched
     assert codes(ts) == [D.SSE_UNTERMINATED_EVENT, D.MISSING_MESSAGE_STOP]
     assert diag(ts, D.SSE_UNTERMINATED_EVENT).severity == "warning"
-    assert b"message_stop" in diag(ts, D.SSE_UNTERMINATED_EVENT).raw
+    assert b"message_stop" in (diag(ts, D.SSE_UNTERMINATED_EVENT).raw or b"")
     assert ts.outcome == "incomplete"
 
 
-def test_invalid_event_json_is_kept_and_assembly_goes_on():
+def test_invalid_event_json_is_kept_and_assembly_goes_on() -> None:
     ts = run(
         message_start(),
         text_start(0),
@@ -428,12 +430,12 @@ def test_invalid_event_json_is_kept_and_assembly_goes_on():
     assert ts.outcome == "text_finish"
 
 
-def test_invalid_tool_input_json_has_its_position():
+def test_invalid_tool_input_json_has_its_position() -> None:
     ts = run(*tool_turn(['{"path": "a",', ' "n": 1 x}']))
     d = diag(ts, D.TOOL_INPUT_INVALID)
     assert (d.severity, d.event_index, d.block_index) == ("error", 4, 0)  # the content_block_stop event
     b = ts.assembler.blocks[0]
-    assert b.input is None
+    assert b.input is None and b.input_error is not None
     assert b.input_error.position == 21
     assert (b.input_error.line, b.input_error.column) == (1, 22)
     assert '{"path": "a", "n": 1 x}'[b.input_error.position] == "x"
@@ -443,22 +445,23 @@ def test_invalid_tool_input_json_has_its_position():
     assert content["input"] is None and content["input_raw"] == '{"path": "a", "n": 1 x}'
 
 
-def test_invalid_tool_input_position_counts_characters_not_bytes():
+def test_invalid_tool_input_position_counts_characters_not_bytes() -> None:
     ts = run(*tool_turn(['{"p": "日本語🎉"', " ]"]))
     b = ts.assembler.blocks[0]
     buf = '{"p": "日本語🎉" ]'
+    assert b.input_error is not None
     assert buf[b.input_error.position] == "]"
     assert b.input_error.column == b.input_error.position + 1
 
 
-def test_invalid_tool_input_on_a_second_line():
+def test_invalid_tool_input_on_a_second_line() -> None:
     ts = run(*tool_turn(['{\n"a": 1,\n', '"b": }']))
     e = ts.assembler.blocks[0].input_error
-    assert (e.line, e.column) == (3, 6)
+    assert e is not None and (e.line, e.column) == (3, 6)
 
 
 @pytest.mark.parametrize("frags", [[" "], ["", " \n\t "], ["\r\n"]])
-def test_whitespace_only_tool_input_is_an_error(frags):
+def test_whitespace_only_tool_input_is_an_error(frags: Any) -> None:
     ts = run(*tool_turn(frags))
     d = diag(ts, D.TOOL_INPUT_EMPTY)
     assert d.severity == "error"
@@ -469,7 +472,7 @@ def test_whitespace_only_tool_input_is_an_error(frags):
     assert ts.outcome == "tool_use"  # stop_reason tool_use, but the tool has no valid input: see executor
 
 
-def test_empty_tool_input_buffer_warns_and_keeps_the_start_input():
+def test_empty_tool_input_buffer_warns_and_keeps_the_start_input() -> None:
     ts = run(*tool_turn(["", ""]))
     d = diag(ts, D.TOOL_INPUT_EMPTY)
     assert d.severity == "warning"
@@ -478,7 +481,7 @@ def test_empty_tool_input_buffer_warns_and_keeps_the_start_input():
 
 
 @pytest.mark.parametrize("js", ["[1, 2]", '"path"', "42", "null", "true"])
-def test_tool_input_that_is_not_an_object(js):
+def test_tool_input_that_is_not_an_object(js: Any) -> None:
     ts = run(*tool_turn([js]))
     d = diag(ts, D.TOOL_INPUT_NOT_OBJECT)
     assert d.severity == "error"
@@ -486,15 +489,15 @@ def test_tool_input_that_is_not_an_object(js):
     assert ts.final_message()["content"][0]["input_raw"] == js
 
 
-def test_error_event_mid_stream():
+def test_error_event_mid_stream() -> None:
     ts = run(message_start(), text_start(0), text_delta(0, "par"), error_event("overloaded_error", "Overloaded"))
     assert codes(ts) == [D.ERROR_EVENT, D.BLOCK_NOT_CLOSED]  # no missing-stop on top of the error
     assert ts.outcome == "error"
-    assert ts.assembler.error.error_type == "overloaded_error"
+    assert ts.assembler.error is not None and ts.assembler.error.error_type == "overloaded_error"
     assert diag(ts, D.BLOCK_NOT_CLOSED).severity == "warning"
 
 
-def test_invalid_utf8_becomes_replacement_with_a_diagnostic():
+def test_invalid_utf8_becomes_replacement_with_a_diagnostic() -> None:
     data = (
         sse(message_start(), text_start(0))
         + (
@@ -511,7 +514,7 @@ def test_invalid_utf8_becomes_replacement_with_a_diagnostic():
 
 
 @pytest.mark.parametrize("cut", range(1, 40))
-def test_sse_diagnostics_go_with_their_event_however_the_reads_split(cut):
+def test_sse_diagnostics_go_with_their_event_however_the_reads_split(cut: Any) -> None:
     """An SSE-layer diagnostic is attached to the step of the event it concerns and ordered before that step's
     own diagnostics, even when the read that revealed it completed no event."""
     bad = (
@@ -535,7 +538,7 @@ def test_sse_diagnostics_go_with_their_event_however_the_reads_split(cut):
     ]
 
 
-def test_sse_diagnostic_of_an_event_that_never_completes_comes_out_at_close():
+def test_sse_diagnostic_of_an_event_that_never_completes_comes_out_at_close() -> None:
     ts = TurnStream()
     steps = ts.feed(sse(message_start()) + b'event: content_block_start\ndata: {"x": "\xff"}\n')
     assert [d for s in steps for d in s.diagnostics] == []
@@ -546,7 +549,7 @@ def test_sse_diagnostic_of_an_event_that_never_completes_comes_out_at_close():
     assert ts.close() == []  # idempotent
 
 
-def test_unknown_event_block_and_delta_are_info_and_kept():
+def test_unknown_event_block_and_delta_are_info_and_kept() -> None:
     odd = {"type": "fallback", "reason": "x"}
     ts = run(
         message_start(),
@@ -570,7 +573,7 @@ def test_unknown_event_block_and_delta_are_info_and_kept():
     assert ts.outcome == "text_finish"
 
 
-def test_block_not_closed_is_an_error_unless_max_tokens():
+def test_block_not_closed_is_an_error_unless_max_tokens() -> None:
     ts = run(message_start(), text_start(0), text_delta(0, "x"), message_delta("end_turn"), message_stop())
     d = diag(ts, D.BLOCK_NOT_CLOSED)
     assert (d.severity, d.block_index, d.event_index) == ("error", 0, None)
@@ -578,7 +581,7 @@ def test_block_not_closed_is_an_error_unless_max_tokens():
 
 
 # ------------------------------------------------------------------------------------------------ outcomes
-def test_outcome_truncated_by_max_tokens_with_an_open_tool_block():
+def test_outcome_truncated_by_max_tokens_with_an_open_tool_block() -> None:
     ts = run(
         message_start(),
         text_start(0),
@@ -596,14 +599,14 @@ def test_outcome_truncated_by_max_tokens_with_an_open_tool_block():
     assert tool["input"] is None and tool["input_raw"] == '{"path": "a.txt", "content": "hal'
 
 
-def test_outcome_truncated_by_max_tokens_before_any_tool_fragment_does_not_claim_empty_input():
+def test_outcome_truncated_by_max_tokens_before_any_tool_fragment_does_not_claim_empty_input() -> None:
     ts = run(message_start(), tool_start(0), message_delta("max_tokens"), message_stop())
     assert ts.outcome == "truncated"
     tool = ts.final_message()["content"][0]
     assert tool["input"] is None and tool["input_raw"] == ""
 
 
-def test_outcome_truncated_with_invalid_json_at_stop():
+def test_outcome_truncated_with_invalid_json_at_stop() -> None:
     ts = run(
         message_start(),
         tool_start(0),
@@ -616,7 +619,7 @@ def test_outcome_truncated_with_invalid_json_at_stop():
     assert ts.outcome == "truncated"
 
 
-def test_outcome_max_tokens_text_only_is_a_text_finish():
+def test_outcome_max_tokens_text_only_is_a_text_finish() -> None:
     ts = run(*text_turn("cut mid sent", "max_tokens"))
     assert ts.outcome == "text_finish"
 
@@ -624,11 +627,11 @@ def test_outcome_max_tokens_text_only_is_a_text_finish():
 @pytest.mark.parametrize(
     "reason", ["end_turn", "stop_sequence", "refusal", "pause_turn", "model_context_window_exceeded"]
 )
-def test_outcome_text_finish(reason):
+def test_outcome_text_finish(reason: Any) -> None:
     assert run(*text_turn("x", reason)).outcome == "text_finish"
 
 
-def test_outcome_tool_use_and_error_and_incomplete():
+def test_outcome_tool_use_and_error_and_incomplete() -> None:
     assert run(*tool_turn(['{"a": 1}'])).outcome == "tool_use"
     assert run(*tool_turn(['{"a": 1}'])[:-1]).outcome == "incomplete"
     assert run(message_start(), error_event("api_error", "boom")).outcome == "error"
@@ -637,7 +640,7 @@ def test_outcome_tool_use_and_error_and_incomplete():
 
 
 # ------------------------------------------------------------------------------------------------ preview
-def test_preview_keeps_trailing_strings_of_an_open_block():
+def test_preview_keeps_trailing_strings_of_an_open_block() -> None:
     b = BlockBuffer(0, "tool_use", {"type": "tool_use", "id": "t", "name": "w", "input": {}}, 1)
     assert b.preview() == (None, None)
     b.add('{"path": "src/ma', 2)
@@ -648,7 +651,7 @@ def test_preview_keeps_trailing_strings_of_an_open_block():
     assert b.preview()[0] == {"path": "src/main.py", "lines": [1, 2]}
 
 
-def test_preview_of_whitespace_and_garbage():
+def test_preview_of_whitespace_and_garbage() -> None:
     b = BlockBuffer(0, "tool_use", {"type": "tool_use", "input": {}}, 1)
     b.add("  \n", 2)
     assert b.preview() == (None, None)
@@ -658,49 +661,49 @@ def test_preview_of_whitespace_and_garbage():
     assert value is None and err
 
 
-def test_preview_after_stop_gives_the_parse_result_and_text_blocks_give_their_text():
+def test_preview_after_stop_gives_the_parse_result_and_text_blocks_give_their_text() -> None:
     ts = run(*tool_turn(['{"a": [1', ", 2]}"]))
     assert ts.assembler.blocks[0].preview() == ({"a": [1, 2]}, None)
     bad = run(*tool_turn(['{"a": [1', ", 2}"]))
     value, err = bad.assembler.blocks[0].preview()
-    assert value is None and "char" in err
+    assert value is None and err is not None and "char" in err
     txt = run(*text_turn("hello"))
     assert txt.assembler.blocks[0].preview() == ("hello", None)
 
 
 # ------------------------------------------------------------------------------------------------ parse once
 class _Counting:
-    def __init__(self, real):
+    def __init__(self, real: Any) -> None:
         self._real = real
         self.calls = 0
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._real, name)
 
 
-def test_tool_input_is_parsed_once_at_stop_never_per_delta(monkeypatch):
+def test_tool_input_is_parsed_once_at_stop_never_per_delta(monkeypatch: pytest.MonkeyPatch) -> None:
     orj = _Counting(exactjson)  # orjson, keeping big integers exact
     jit = _Counting(jiter)
     raw = _Counting(orjson)  # orjson itself: never called directly on a tool input
 
-    def loads(*a, **k):
+    def loads(*a: Any, **k: Any) -> Any:
         orj.calls += 1
         return exactjson.loads(*a, **k)
 
-    def raw_loads(*a, **k):
+    def raw_loads(*a: Any, **k: Any) -> Any:
         raw.calls += 1
         return orjson.loads(*a, **k)
 
-    def from_json(*a, **k):
+    def from_json(*a: Any, **k: Any) -> Any:
         jit.calls += 1
         return jiter.from_json(*a, **k)
 
-    orj.loads = loads
-    jit.from_json = from_json
-    raw.loads = raw_loads
-    monkeypatch.setattr(A, "exactjson", orj)
-    monkeypatch.setattr(A, "orjson", raw)
-    monkeypatch.setattr(A, "jiter", jit)
+    orj.loads = loads  # type: ignore[attr-defined]
+    jit.from_json = from_json  # type: ignore[attr-defined]
+    raw.loads = raw_loads  # type: ignore[attr-defined]
+    monkeypatch.setattr(B, "exactjson", orj)  # (the block buffers parse tool input: inspector.stream.blocks)
+    monkeypatch.setattr(B, "orjson", raw)
+    monkeypatch.setattr(B, "jiter", jit)
 
     g = big_tool_stream(20_000, fragment=20)
     ts = TurnStream()
@@ -723,11 +726,11 @@ def test_tool_input_is_parsed_once_at_stop_never_per_delta(monkeypatch):
     assert jit.calls == 1
 
 
-def test_fragments_are_stored_as_sent_and_joined_once(monkeypatch):
+def test_fragments_are_stored_as_sent_and_joined_once(monkeypatch: pytest.MonkeyPatch) -> None:
     joins = 0
     real = BlockBuffer.joined
 
-    def joined(self):
+    def joined(self: BlockBuffer) -> str:
         nonlocal joins
         if self._joined is None:
             joins += 1
@@ -757,7 +760,7 @@ def test_fragments_are_stored_as_sent_and_joined_once(monkeypatch):
 # ------------------------------------------------------------------------------------------------ generated streams
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("eol", ["\n", "\r\n", "\r"])
-def test_every_generated_shape_assembles_exactly(shape, eol):
+def test_every_generated_shape_assembles_exactly(shape: str, eol: str) -> None:
     for seed in range(4):
         g = generate(seed, shape, line_ending=eol)
         ts = assemble(g.data)
@@ -786,7 +789,7 @@ def _inject_faults(data: bytes, k: int) -> bytes:
     return out
 
 
-def _snapshot(ts: TurnStream, steps) -> tuple:
+def _snapshot(ts: TurnStream, steps: Any) -> tuple:
     return (
         [astuple(s.sse)[:-1] for s in steps],  # all but read_index (which depends on the split, by design)
         [s.event for s in steps],
@@ -808,7 +811,7 @@ def _run_reads(reads: list[bytes]) -> tuple:
 
 
 @st.composite
-def split_streams(draw):
+def split_streams(draw: st.DrawFn) -> tuple[Any, ...]:
     seed = draw(st.integers(0, 10_000))
     shape = draw(st.sampled_from([s for s in SHAPES if s != "large_tool"] + ["large_tool"] * 1))
     eol = draw(st.sampled_from(["\n", "\r\n", "\r"]))
@@ -831,7 +834,7 @@ def split_streams(draw):
 
 @settings(max_examples=350, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(split_streams())
-def test_any_split_into_reads_gives_the_same_events_message_and_diagnostics(case):
+def test_any_split_into_reads_gives_the_same_events_message_and_diagnostics(case: Any) -> None:
     g, data, reads, faults = case
     assert b"".join(reads) == data
     whole = _run_reads([data])
@@ -844,7 +847,7 @@ def test_any_split_into_reads_gives_the_same_events_message_and_diagnostics(case
         assert _run_reads([data[i : i + 1] for i in range(len(data))]) == whole
 
 
-def test_line_ending_variants_give_the_same_assembly():
+def test_line_ending_variants_give_the_same_assembly() -> None:
     for seed in range(30):
         g = generate(seed)
         base = assemble(g.data)
@@ -864,4 +867,4 @@ def test_a_start_block_input_that_is_a_list_of_big_integers_is_a_diagnostic_not_
     )
     ts = assemble([data])
     (diag,) = [d for d in ts.diagnostics if d.code == D.TOOL_INPUT_NOT_OBJECT]
-    assert b"123456789012345678901234" in diag.raw
+    assert diag.raw is not None and b"123456789012345678901234" in diag.raw

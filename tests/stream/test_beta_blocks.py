@@ -5,6 +5,8 @@ programmatic tool calling."""
 from __future__ import annotations
 
 import random
+from collections.abc import AsyncIterator
+from typing import Any
 
 import anthropic
 import httpx2
@@ -28,7 +30,7 @@ from inspector.testing.streamgen import (
 )
 
 
-def strip_none(v):
+def strip_none(v: Any) -> Any:
     if isinstance(v, dict):
         return {k: strip_none(x) for k, x in v.items() if x is not None}
     if isinstance(v, list):
@@ -45,8 +47,8 @@ def split_reads(data: bytes, rng: random.Random) -> list[bytes]:
     return out
 
 
-async def sdk_final(reads: list[bytes], beta: bool = True):
-    async def body():
+async def sdk_final(reads: list[bytes], beta: bool = True) -> Any:
+    async def body() -> AsyncIterator[bytes]:
         for r in reads:
             yield r
 
@@ -60,7 +62,7 @@ async def sdk_final(reads: list[bytes], beta: bool = True):
             return await s.get_final_message()
 
 
-def dump(model) -> dict:
+def dump(model: Any) -> Any:
     """What the wire said, as the SDK has it: JSON mode, wire names (`from`), without the nulls it adds."""
     return strip_none(model.model_dump(mode="json", by_alias=True))
 
@@ -77,19 +79,19 @@ async def compare_beta(data: bytes, rng: random.Random, expected: dict) -> TurnS
 
 
 @pytest.mark.parametrize("seed", range(60))
-async def test_generated_beta_stream_matches_the_beta_accumulator(seed):
+async def test_generated_beta_stream_matches_the_beta_accumulator(seed: int) -> None:
     g = generate_beta(seed)
     await compare_beta(g.data, random.Random(seed), g.message)
 
 
 @pytest.mark.parametrize("shape", BETA_SHAPES)
-async def test_every_beta_shape_matches_the_beta_accumulator(shape):
+async def test_every_beta_shape_matches_the_beta_accumulator(shape: str) -> None:
     for seed in range(4):
         g = generate_beta(100 + seed, shape)
         await compare_beta(g.data, random.Random(seed), g.message)
 
 
-def test_the_beta_streams_cover_every_beta_block_and_delta_type():
+def test_the_beta_streams_cover_every_beta_block_and_delta_type() -> None:
     blocks, deltas, citations = set(), set(), set()
     for seed in range(200):
         for name, payload in generate_beta(seed).events:
@@ -103,7 +105,7 @@ def test_the_beta_streams_cover_every_beta_block_and_delta_type():
                 blocks.update(b["type"] for b in payload["message"]["content"])
     from anthropic.types.beta import BetaRawContentBlockDeltaEvent, BetaRawContentBlockStartEvent, BetaTextCitation
 
-    def literals(union) -> set[str]:
+    def literals(union: Any) -> set[str]:
         import typing
 
         if typing.get_origin(union) is typing.Annotated:
@@ -120,7 +122,7 @@ def test_the_beta_streams_cover_every_beta_block_and_delta_type():
 
 
 @pytest.mark.parametrize("seed", range(8))
-async def test_prefilled_and_citation_streams_match_the_plain_accumulator_too(seed):
+async def test_prefilled_and_citation_streams_match_the_plain_accumulator_too(seed: int) -> None:
     """Where the plain accumulator (`client.messages.stream`) knows every block: GA blocks only."""
     g = generate_beta(seed, "prefilled" if seed % 2 else "citations")
     sdk = await sdk_final([g.data], beta=False)
@@ -130,7 +132,7 @@ async def test_prefilled_and_citation_streams_match_the_plain_accumulator_too(se
 
 
 # ------------------------------------------------------------------------------------------ pre-filled message_start
-def test_prefilled_message_start_reports_blocks_and_a_tool_use_the_loop_can_run():
+def test_prefilled_message_start_reports_blocks_and_a_tool_use_the_loop_can_run() -> None:
     g = generate_beta(3, "prefilled")
     ts = TurnStream()
     steps = ts.feed(g.data)
@@ -138,7 +140,7 @@ def test_prefilled_message_start_reports_blocks_and_a_tool_use_the_loop_can_run(
     tools = [b for b in g.message["content"] if b["type"] == "tool_use"]
     first = steps[0]
     assert first.event.type == "message_start"
-    expected_changes = [("message_start",)]
+    expected_changes: list[tuple[Any, ...]] = [("message_start",)]
     for i in range(len(tools)):
         expected_changes += [("block_opened", i), ("block_closed", i)]
     assert first.changes == expected_changes
@@ -148,11 +150,11 @@ def test_prefilled_message_start_reports_blocks_and_a_tool_use_the_loop_can_run(
     ]
     assert ts.final_message()["content"] == tools  # `caller` and all, as sent
     obs = step_observations(first, ts.assembler, 0.0, 0, 0)
-    uses = [o for o in obs if type(o).__name__ == "ToolUse"]
+    uses: list[Any] = [o for o in obs if type(o).__name__ == "ToolUse"]
     assert [(u.id, u.name, u.input) for u in uses] == [(t["id"], t["name"], t["input"]) for t in tools]
 
 
-def test_prefilled_blocks_then_streamed_ones_continue_the_indices():
+def test_prefilled_blocks_then_streamed_ones_continue_the_indices() -> None:
     start = message_start(content=[{"type": "text", "text": "pre"}])
     ts = assemble(sse(start, text_start(1), text_delta(1, "post"), block_stop(1), message_delta(), message_stop()))
     assert ts.diagnostics == []
@@ -160,7 +162,7 @@ def test_prefilled_blocks_then_streamed_ones_continue_the_indices():
 
 
 # ------------------------------------------------------------------------------------------------------ compaction
-def test_compaction_deltas_fill_the_block_as_the_beta_accumulator_does():
+def test_compaction_deltas_fill_the_block_as_the_beta_accumulator_does() -> None:
     ts = assemble(
         sse(
             message_start(),
@@ -180,7 +182,7 @@ def test_compaction_deltas_fill_the_block_as_the_beta_accumulator_does():
     assert ts.assembler.blocks[0].texts == ["Summary of the", "Summary of the conversation"]
 
 
-def test_compaction_delta_for_a_text_block_is_a_mismatch():
+def test_compaction_delta_for_a_text_block_is_a_mismatch() -> None:
     ts = assemble(
         sse(
             message_start(),
@@ -194,9 +196,9 @@ def test_compaction_delta_for_a_text_block_is_a_mismatch():
     assert [d.code for d in ts.diagnostics] == [D.DELTA_TYPE_MISMATCH]
 
 
-def test_container_and_context_management_from_message_delta():
+def test_container_and_context_management_from_message_delta() -> None:
     c = {"id": "container_1", "expires_at": "2025-11-30T12:00:00Z"}
-    cm = {"applied_edits": []}
+    cm: dict[str, Any] = {"applied_edits": []}
     ts = assemble(
         sse(
             message_start(container={"id": "container_0", "expires_at": "2025-11-30T11:00:00Z"}),
@@ -216,7 +218,7 @@ def test_container_and_context_management_from_message_delta():
     assert (msg["container"], msg["context_management"]) == (c, cm)
 
 
-async def test_the_loop_runs_a_tool_use_from_a_prefilled_message_start():
+async def test_the_loop_runs_a_tool_use_from_a_prefilled_message_start() -> None:
     """Programmatic tool calling end to end: the loop runs the tool_use that came whole in message_start (with its
     caller) and answers it in the next request."""
     import asyncio

@@ -5,6 +5,8 @@ and usage."""
 from __future__ import annotations
 
 import random
+from collections.abc import AsyncIterator
+from typing import Any
 
 import anthropic
 import httpx2
@@ -14,7 +16,7 @@ from inspector.stream.assembler import assemble
 from inspector.testing.streamgen import SHAPES, generate, with_line_endings
 
 
-def strip_none(v):
+def strip_none(v: Any) -> Any:
     """Drop None-valued keys recursively (the SDK's models have optional fields the wire never sent)."""
     if isinstance(v, dict):
         return {k: strip_none(x) for k, x in v.items() if x is not None}
@@ -32,8 +34,8 @@ def split_reads(data: bytes, rng: random.Random) -> list[bytes]:
     return out
 
 
-async def sdk_final_message(reads: list[bytes]):
-    async def body():
+async def sdk_final_message(reads: list[bytes]) -> Any:
+    async def body() -> AsyncIterator[bytes]:
         for r in reads:
             yield r
 
@@ -75,26 +77,26 @@ async def compare(data: bytes, rng: random.Random, expected: dict | None = None)
 
 
 @pytest.mark.parametrize("seed", range(150))
-async def test_generated_stream_matches_the_sdk(seed):
+async def test_generated_stream_matches_the_sdk(seed: int) -> None:
     g = generate(seed)
     await compare(g.data, random.Random(seed), g.message)
 
 
 @pytest.mark.parametrize("seed", range(40))
-async def test_generated_streams_with_integers_beyond_64_bits_match_the_sdk(seed):
+async def test_generated_streams_with_integers_beyond_64_bits_match_the_sdk(seed: int) -> None:
     g = generate(9000 + seed, big_ints=True)
     await compare(g.data, random.Random(seed), g.message)
 
 
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("eol", ["\r\n", "\r"])
-async def test_line_ending_variants_match_the_sdk(shape, eol):
+async def test_line_ending_variants_match_the_sdk(shape: str, eol: str) -> None:
     g = generate(1000 + SHAPES.index(shape), shape)
     await compare(with_line_endings(g.data, eol), random.Random(7), g.message)
 
 
 @pytest.mark.parametrize("seed", range(12))
-async def test_plain_streams_match_the_sdk(seed):
+async def test_plain_streams_match_the_sdk(seed: int) -> None:
     g = generate(5000 + seed, SHAPES[seed % len(SHAPES)], noise=False)
     await compare(g.data, random.Random(seed), g.message)
 
@@ -107,7 +109,7 @@ async def test_plain_streams_match_the_sdk(seed):
         '{"id": "12345678901234567890123", "x": 1.2345678901234567890123, "n": 10000000000000000000}',
     ],
 )
-async def test_integers_beyond_64_bits_in_tool_input_match_the_sdk(partial_json):
+async def test_integers_beyond_64_bits_in_tool_input_match_the_sdk(partial_json: Any) -> None:
     """orjson alone would read them as floats; the SDK (jiter) keeps them exact, and so do we (core.exactjson)."""
     from inspector.testing.streamgen import (
         block_stop,

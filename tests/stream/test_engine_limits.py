@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import random
 import tracemalloc
+from collections.abc import Iterator
+from typing import Any
 
 import orjson
 import pytest
@@ -48,7 +50,7 @@ def wrong_types(ts: TurnStream) -> list[str]:
 
 # ------------------------------------------------------------------------------------------ the known crash sites
 @pytest.mark.parametrize("usage", [[1], "ab", 5, True])
-def test_message_start_usage_of_the_wrong_type(usage):
+def test_message_start_usage_of_the_wrong_type(usage: Any) -> None:
     ts = assemble(sse(message_start(usage=usage), *text_turn()[1:]))
     assert wrong_types(ts) == [
         f"message.usage is {D_type(usage)}, expected an object or null (kept as sent, not folded)"
@@ -59,12 +61,12 @@ def test_message_start_usage_of_the_wrong_type(usage):
     assert ts.outcome == "text_finish"
 
 
-def D_type(v) -> str:
+def D_type(v: Any) -> str:
     return {list: "an array", str: "a string", int: "a number", bool: "a boolean", dict: "an object"}[type(v)]
 
 
 @pytest.mark.parametrize("where", ["usage", "delta.usage"])
-def test_message_delta_usage_that_is_a_number(where):
+def test_message_delta_usage_that_is_a_number(where: Any) -> None:
     md = message_delta("end_turn")
     if where == "usage":
         md[1]["usage"] = 7
@@ -80,7 +82,7 @@ def test_message_delta_usage_that_is_a_number(where):
     assert msg["stop_reason"] == "end_turn"
 
 
-def test_text_block_with_text_or_citations_of_the_wrong_type():
+def test_text_block_with_text_or_citations_of_the_wrong_type() -> None:
     ts = assemble(
         sse(
             message_start(),
@@ -104,7 +106,7 @@ def test_text_block_with_text_or_citations_of_the_wrong_type():
     assert content[0]["text"] == "hi" and content[1]["text"] == ""
 
 
-def test_thinking_signature_of_the_wrong_type():
+def test_thinking_signature_of_the_wrong_type() -> None:
     ts = assemble(
         sse(
             message_start(),
@@ -120,7 +122,7 @@ def test_thinking_signature_of_the_wrong_type():
     assert ts.final_message()["content"] == [{"type": "thinking", "thinking": "hmm", "signature": "sig"}]
 
 
-def test_tool_use_start_with_fields_of_the_wrong_type_never_runs():
+def test_tool_use_start_with_fields_of_the_wrong_type_never_runs() -> None:
     ts = assemble(
         sse(
             message_start(),
@@ -135,7 +137,7 @@ def test_tool_use_start_with_fields_of_the_wrong_type_never_runs():
     assert (b.id, b.name, b.input) == (None, None, None)  # (the loop runs only a tool_use with a string id)
 
 
-def test_event_type_of_the_wrong_type():
+def test_event_type_of_the_wrong_type() -> None:
     ev, diags = parse_event("ping", '{"type": 5}')
     assert [d.code for d in diags] == [D.WRONG_TYPE] and ev.type == "ping"
 
@@ -144,7 +146,7 @@ def test_event_type_of_the_wrong_type():
 _VALUES = [5, -1, 1.5, "ab", "", [1], [], {"x": 1}, {}, True, None]
 
 
-def _json_kind(v) -> str:
+def _json_kind(v: Any) -> str:
     if v is None:
         return "null"
     if isinstance(v, bool):
@@ -154,7 +156,7 @@ def _json_kind(v) -> str:
     return type(v).__name__
 
 
-def _paths(v, prefix=()):
+def _paths(v: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
     yield prefix
     if isinstance(v, dict):
         for k, x in v.items():
@@ -164,7 +166,7 @@ def _paths(v, prefix=()):
             yield from _paths(x, (*prefix, i))
 
 
-def _set(v, path, new):
+def _set(v: Any, path: Any, new: Any) -> None:
     for p in path[:-1]:
         v = v[p]
     v[path[-1]] = new
@@ -209,7 +211,7 @@ _CHECKED = {
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
-def test_wrong_types_anywhere_never_raise_and_are_named(data):
+def test_wrong_types_anywhere_never_raise_and_are_named(data: Any) -> None:
     seed = data.draw(st.integers(0, 10_000), label="seed")
     shape = data.draw(st.sampled_from([*SHAPES, *(f"beta:{s}" for s in BETA_SHAPES)]), label="shape")
     if shape.startswith("beta:"):
@@ -247,7 +249,7 @@ def test_wrong_types_anywhere_never_raise_and_are_named(data):
 
 
 # ------------------------------------------------------------------------------------------------ event size limit
-def test_event_over_the_limit_is_cut_off_and_the_stream_goes_on():
+def test_event_over_the_limit_is_cut_off_and_the_stream_goes_on() -> None:
     big = b"data: " + b"x" * 5000 + b"\n\n"
     stream = b"data: a\n\n" + big + b"data: b\n\n"
     for reads in ([stream], [stream[i : i + 100] for i in range(0, len(stream), 100)], [bytes([c]) for c in stream]):
@@ -262,7 +264,7 @@ def test_event_over_the_limit_is_cut_off_and_the_stream_goes_on():
 
 
 @pytest.mark.parametrize("eol", [b"\n", b"\r\n", b"\r"])
-def test_cut_off_event_ends_at_its_blank_line_in_every_line_ending(eol):
+def test_cut_off_event_ends_at_its_blank_line_in_every_line_ending(eol: bytes) -> None:
     stream = b"data: a" + eol + eol + b"data: " + b"y" * 3000 + eol + b"data: z" + eol + eol + b"data: b" + eol + eol
     whole = SSEDecoder(max_event_bytes=500)
     ev_whole = whole.feed(stream) + whole.close()
@@ -275,7 +277,7 @@ def test_cut_off_event_ends_at_its_blank_line_in_every_line_ending(eol):
     assert [e.data for e in ev_whole] == ["a", "b"]
 
 
-def test_endless_line_keeps_memory_bounded():
+def test_endless_line_keeps_memory_bounded() -> None:
     """/dev/zero-like input: 64 MiB without a newline, with a 1 MiB limit. The decoder keeps no more than the limit
     plus a read."""
     d = SSEDecoder(max_event_bytes=1 << 20)
@@ -293,12 +295,12 @@ def test_endless_line_keeps_memory_bounded():
     assert d.diagnostics[0].raw == b"\0" * 1024
 
 
-def test_default_limit_is_64_mib_of_data():
+def test_default_limit_is_64_mib_of_data() -> None:
     assert DEFAULT_MAX_EVENT_BYTES >= 64 * 1024 * 1024
     assert SSEDecoder().max_event_bytes == DEFAULT_MAX_EVENT_BYTES
 
 
-def test_turnstream_passes_the_limit_and_keeps_steps_split_independent():
+def test_turnstream_passes_the_limit_and_keeps_steps_split_independent() -> None:
     events = text_turn("x" * 3000)
     wire = sse(*events)
     whole = TurnStream(max_event_bytes=2000)
@@ -315,7 +317,7 @@ def test_turnstream_passes_the_limit_and_keeps_steps_split_independent():
 
 
 # -------------------------------------------------------------------------------------------- diagnostics capped
-def test_repeated_diagnostics_are_capped_per_code():
+def test_repeated_diagnostics_are_capped_per_code() -> None:
     noise = b"".join(b"retry: x%d\n" % i for i in range(1000)) + b"\n"
     bad = sse(delta(7, {"type": "text_delta", "text": "x"})) * 500
     ts = assemble(sse(message_start(), text_start(0)) + noise + bad + sse(*text_turn()[2:]))
@@ -331,7 +333,7 @@ def test_repeated_diagnostics_are_capped_per_code():
     assert ts.final_message()["content"] == [{"type": "text", "text": "Hello"}]
 
 
-def test_cap_is_per_stream_and_the_same_however_the_bytes_are_split():
+def test_cap_is_per_stream_and_the_same_however_the_bytes_are_split() -> None:
     wire = sse(message_start()) + b": c\nfoo: 1\n\n" * 10 + sse(delta(3, {"type": "text_delta", "text": "x"})) * 300
     whole = assemble(wire)
     rng = random.Random(3)
@@ -341,7 +343,7 @@ def test_cap_is_per_stream_and_the_same_however_the_bytes_are_split():
     assert codes(whole).count(D.DELTA_UNKNOWN_INDEX) == 100
 
 
-def test_20_mb_of_noise_gives_bounded_diagnostics():
+def test_20_mb_of_noise_gives_bounded_diagnostics() -> None:
     line = b"data: {not json}\n\n"
     wire = sse(message_start()) + line * (2_000_000 // len(line))
     ts = assemble([wire[i : i + 65536] for i in range(0, len(wire), 65536)])
@@ -350,7 +352,7 @@ def test_20_mb_of_noise_gives_bounded_diagnostics():
     assert total < 100_000
 
 
-def test_a_decoder_on_its_own_caps_and_sums_up_at_close():
+def test_a_decoder_on_its_own_caps_and_sums_up_at_close() -> None:
     d = SSEDecoder()
     d.feed(b"".join(b"retry: x%d\n" % i for i in range(250)) + b"\n")
     assert [x.code for x in d.diagnostics].count(D.SSE_RETRY_IGNORED) == 100
@@ -359,7 +361,7 @@ def test_a_decoder_on_its_own_caps_and_sums_up_at_close():
     assert d.diagnostics[-1].message.endswith("sse.retry_ignored x150")
 
 
-def test_stream_ending_inside_a_cut_off_event_reports_it_once():
+def test_stream_ending_inside_a_cut_off_event_reports_it_once() -> None:
     d = SSEDecoder(max_event_bytes=100)
     d.feed(b"data: " + b"x" * 300)
     d.feed(b"y" * 300)

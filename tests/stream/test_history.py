@@ -3,6 +3,8 @@ transports decide through one core (inspector.scenarios.fakeapi, tests/scenarios
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from inspector.scenarios import transport
@@ -10,8 +12,8 @@ from inspector.stream import history
 from inspector.stream.history import VIOLATION_KINDS, Violation, history_problem, history_violation
 
 
-def assistant(*ids: str, text_first: bool = True) -> dict:
-    content = [{"type": "text", "text": "calling"}] if text_first else []
+def assistant(*ids: str, text_first: bool = True) -> dict[str, Any]:
+    content: list[dict[str, Any]] = [{"type": "text", "text": "calling"}] if text_first else []
     content += [{"type": "tool_use", "id": i, "name": "read_file", "input": {"path": i}} for i in ids]
     return {"role": "assistant", "content": content}
 
@@ -108,12 +110,12 @@ def kind_of(case: str) -> str:
     return next(k for k in VIOLATION_KINDS if case == k or case.startswith(k + "_"))
 
 
-def test_every_kind_has_a_case():
+def test_every_kind_has_a_case() -> None:
     assert {kind_of(c) for c in CASES} == set(VIOLATION_KINDS)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_each_violation_kind(case):
+def test_each_violation_kind(case: Any) -> None:
     messages, text = CASES[case]
     v = history_violation(messages)
     assert isinstance(v, Violation)
@@ -143,12 +145,12 @@ VALID = {
 
 
 @pytest.mark.parametrize("case", sorted(VALID))
-def test_valid_histories_pass(case):
+def test_valid_histories_pass(case: Any) -> None:
     assert history_violation(VALID[case]) is None
     assert history_problem(VALID[case]) is None
 
 
-def test_one_implementation():
+def test_one_implementation() -> None:
     """serve and the in-process server use the same function (no second copy of the rules)."""
     import inspector.scenarios.fakeapi as fakeapi
 

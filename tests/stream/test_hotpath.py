@@ -1,18 +1,18 @@
-"""The hot paths (the decoder's per-block fast path, TurnStream's continuation path) give exactly what the general
-path gives: same events, steps, diagnostics, block buffers and message, however the bytes are split, including the
-fallbacks (an event across reads, whose raw bytes the decoder did not keep; a continuation candidate that is not
-exactly one JSON string). Also: the __slots__ the hot paths build objects by, and the general path standing alone
-where the `removeprefix` identity does not hold."""
+"""The fast path (inspector.stream.fastpath: the decoder's per-block way, TurnStream's continuation path) gives
+exactly what the general path gives: same events, steps, diagnostics, block buffers and message, however the bytes
+are split, including the fallbacks (an event across reads, whose raw bytes the decoder did not keep; a continuation
+candidate that is not exactly one JSON string). Each test runs both, `TurnStream()` and `TurnStream(fast=False)`
+(`SSEDecoder(fast=...)` alike): nothing global is switched."""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from inspector.stream import assembler as A
-from inspector.stream import sse as S
 from inspector.stream.assembler import Step, TurnStream
 from inspector.stream.protocol import ContentBlockDelta, InputJsonDelta, TextDelta, ThinkingDelta
 from inspector.stream.sse import SSEDecoder, SSEEvent
@@ -20,9 +20,9 @@ from inspector.testing.streamgen import SHAPES, generate, text_stream
 
 
 # ---------------------------------------------------------------------------------------------------- slots pinned
-def test_slots_the_hot_paths_set_one_by_one():
-    # sse._process and TurnStream._steps build these with object.__new__ and set every field: a new field needs a
-    # line there (and then a change here)
+def test_slots_the_fast_path_sets_one_by_one() -> None:
+    # fastpath builds these with object.__new__ and sets every field: a new field needs a line there (and then a
+    # change here); the comparisons below would also see a field left unset (AttributeError)
     assert SSEEvent.__slots__ == ("seq", "event", "data", "id", "retry", "start", "end", "read_index")
     assert Step.__slots__ == ("sse", "event", "changes", "diagnostics")
     assert ContentBlockDelta.__slots__ == ("index", "delta", "seq", "type")
@@ -31,21 +31,19 @@ def test_slots_the_hot_paths_set_one_by_one():
     assert ThinkingDelta.__slots__ == ("thinking", "type")
 
 
-def test_the_identity_the_fast_paths_rely_on_holds_here():
-    assert S.IDENTITY_HOLDS is True and S.FAST_PATHS is True and A.CONTINUATION is True
+def test_no_module_global_switches_the_path_is_chosen_per_instance() -> None:
+    assert TurnStream().fast and TurnStream().decoder.fast
+    slow = TurnStream(fast=False)
+    assert not slow.fast and not slow.decoder.fast
+    assert SSEDecoder().fast and not SSEDecoder(fast=False).fast
 
 
 # ------------------------------------------------------------------------------------------------ the comparison
-def run(reads: list[bytes], fast: bool):
-    """Steps, diagnostics, message and block buffers, with the hot paths on or off."""
-    old = S.FAST_PATHS, A.CONTINUATION
-    S.FAST_PATHS = A.CONTINUATION = fast
-    try:
-        ts = TurnStream()
-        steps = [st for r in reads for st in ts.feed(r)]
-        closing = ts.close()
-    finally:
-        S.FAST_PATHS, A.CONTINUATION = old
+def run(reads: list[bytes], fast: bool) -> tuple[Any, ...]:
+    """Steps, diagnostics, message and block buffers, by the fast path or the general path alone."""
+    ts = TurnStream(fast=fast)
+    steps = [st for r in reads for st in ts.feed(r)]
+    closing = ts.close()
     blocks = {
         i: (b.type, b.texts, b.fragment_events, b.nbytes, b.closed, b.stop_event, b.input, b.input_error)
         for i, b in ts.assembler.blocks.items()
@@ -83,6 +81,8 @@ VARIANTS = {
     "spaced": lambda h, s: h.replace(",", ", ").replace(":", ": ") + json.dumps(s) + "}}",
     "other_index": lambda h, s: h.replace('"index":', '"index":9') + json.dumps(s) + "}}",
     "escaped_quote_end": lambda h, s: h + json.dumps(s + '"}}') + "}}",
+    "unclosed": lambda h, s: h + json.dumps(s),
+    "one_brace": lambda h, s: h + json.dumps(s) + "}",
 }
 
 
@@ -104,7 +104,7 @@ event_spec = st.tuples(
 
 
 @st.composite
-def odd_streams(draw) -> bytes:
+def odd_streams(draw: st.DrawFn) -> bytes:
     out = [
         _frame(
             "message_start",
@@ -133,19 +133,19 @@ def odd_streams(draw) -> bytes:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(odd_streams(), st.lists(st.integers(0, 10**6), max_size=30))
-def test_odd_deltas_take_the_same_path_results(data, cuts):
+def test_odd_deltas_take_the_same_path_results(data: bytes, cuts: list[int]) -> None:
     assert_same(cut(data, cuts))
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10**6), st.sampled_from(SHAPES), st.lists(st.integers(0, 10**7), max_size=40))
-def test_generated_streams_hot_and_general_paths_agree(seed, shape, cuts):
+def test_generated_streams_hot_and_general_paths_agree(seed: int, shape: str, cuts: list[int]) -> None:
     g = generate(seed, shape)
     assert_same([g.data])
     assert_same(cut(g.data, cuts))
 
 
-def test_events_across_reads_take_the_fallback_and_agree():
+def test_events_across_reads_take_the_fallback_and_agree() -> None:
     """Every event split across two reads: the decoder keeps no raw bytes for it (raw_data b""), so the continuation
     path encodes its data instead."""
     g = text_stream(300, seed=5)
@@ -164,43 +164,77 @@ def test_events_across_reads_take_the_fallback_and_agree():
     assert run(tiny, True)[3] == g.message
 
 
-def test_continuation_path_is_taken_and_its_accounting_matches():
-    """With the hot paths on, most deltas skip parse_event: the block's fragment events, byte count and the
-    assembler's event count must still be those of the general path."""
+def test_continuation_path_is_taken_and_its_accounting_matches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """By the fast path, most deltas skip the general step (parse, then the assembler's feed): the block's fragment
+    events, byte count and the assembler's event count must still be those of the general path."""
     g = text_stream(2000, seed=1)
     calls = 0
-    real = A.parse_event
+    real = TurnStream._step
 
-    def counting(*a, **k):
+    def counting(self: TurnStream, e: SSEEvent) -> Step:
         nonlocal calls
         calls += 1
-        return real(*a, **k)
+        return real(self, e)
 
-    A.parse_event = counting  # (a plain swap, restored below: _steps reads the module global at each call)
-    try:
-        fast = run([g.data], True)
-        n_fast, calls = calls, 0
-        general = run([g.data], False)
-        n_general = calls
-    finally:
-        A.parse_event = real
+    monkeypatch.setattr(TurnStream, "_step", counting)
+    fast = run([g.data], True)
+    n_fast, calls = calls, 0
+    general = run([g.data], False)
+    n_general = calls
     assert fast == general
     assert n_general >= 2000 and n_fast < n_general // 10
 
 
-def test_general_path_alone_gives_the_same_events_as_the_fast_path():
-    """Where the removeprefix identity does not hold, the decoder runs with FAST_PATHS off: same events."""
+def test_the_decoders_general_path_gives_the_same_events_and_diagnostics() -> None:
     for seed in range(20):
         g = generate(seed)
         for reads in ([g.data], cut(g.data, list(range(0, len(g.data), 53)))):
             outs = []
             for fast in (True, False):
-                S.FAST_PATHS = fast
-                try:
-                    d = SSEDecoder()
-                    evs = [e for r in reads for e in d.feed(r)]
-                    d.close()
-                finally:
-                    S.FAST_PATHS = True
+                d = SSEDecoder(fast=fast)
+                evs = [e for r in reads for e in d.feed(r)]
+                d.close()
                 outs.append((evs, d.diagnostics))
             assert outs[0] == outs[1]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                b"event: content_block_delta\n",
+                b"event: ping\n",
+                b"data: x\n",
+                b"data: {}\n",
+                b"data:\n",
+                b"\n",
+                b": c\n",
+                b"id: 7\n",
+                b"retry: 5\n",
+                b"retry: x\n",
+                b"foo: 1\n",
+                b"data: \xff\n",
+                b"event\n",
+                b"id: a\x00\n",
+                b"\xef\xbb\xbf",
+                b"data: caf\xc3\xa9\n",
+                b"event: \n",
+            ]
+        ),
+        max_size=40,
+    ),
+    st.lists(st.integers(0, 10**6), max_size=12),
+    st.integers(8, 200),
+)
+def test_any_line_soup_decodes_the_same_both_ways(parts: list[bytes], cuts: list[int], limit: int) -> None:
+    """Any mix of fields, comments, bad UTF-8, BOMs and blank lines, split anywhere, with a small event limit: the
+    fast way and the general one give the same events, raw data and diagnostics."""
+    data = b"".join(parts)
+    outs = []
+    for fast in (True, False):
+        d = SSEDecoder(max_event_bytes=limit, fast=fast)
+        evs = [e for r in cut(data, cuts) for e in d.feed(r)]
+        d.close()
+        outs.append((evs, d.diagnostics, d.last_event_id, d.retry, d.events_dispatched))
+    assert outs[0] == outs[1]

@@ -4,7 +4,9 @@ each gives its diagnostics and outcome, and nothing raises, however the bytes ar
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
@@ -36,31 +38,31 @@ class Case:
     codes: list[str]  # exactly these diagnostics, in this order
     outcome: str
     content: list | None = None  # expected final content, when it matters
-    check: object = None  # extra assertion: f(TurnStream)
+    check: Callable[[TurnStream], object] | None = None  # extra assertion: f(TurnStream)
     notes: str = ""
     severities: dict = field(default_factory=dict)  # code -> severity, when it matters
 
 
-def _input_of(ts, i):
+def _input_of(ts: TurnStream, i: int) -> Any:
     return ts.final_message()["content"][i]
 
 
-def _buffers_for_parallel(ts):
+def _buffers_for_parallel(ts: TurnStream) -> None:
     c = ts.final_message()["content"]
     assert c[1]["input"] == {"path": "a.py"}
     assert c[2]["input"] == {"pattern": "TODO", "glob": "*.md"}
 
 
-def _unescaped_quote(ts):
+def _unescaped_quote(ts: TurnStream) -> None:
     b = ts.assembler.blocks[0]
     raw = '{"command": "echo "hi" > out.txt"}'
     assert b.joined() == raw
-    assert raw[b.input_error.position] == "h"
+    assert b.input_error is not None and raw[b.input_error.position] == "h"
     c = _input_of(ts, 0)
     assert c["input"] is None and c["input_raw"] == raw
 
 
-def _second_of_pair_invalid(ts):
+def _second_of_pair_invalid(ts: TurnStream) -> None:
     c = ts.final_message()["content"]
     assert c[0]["input"] == {"path": "a.txt"}
     assert c[1]["input"] is None and c[1]["input_raw"] == '{"path": "b.txt", "offset": 10'
@@ -68,12 +70,12 @@ def _second_of_pair_invalid(ts):
     assert d.block_index == 1
 
 
-def _index_zero_reused(ts):
+def _index_zero_reused(ts: TurnStream) -> None:
     c = ts.final_message()["content"]
     assert c == [{"type": "tool_use", "id": "toolu_a", "name": "read_file", "input": {"path": "a"}}]
 
 
-def _cut_tool(ts):
+def _cut_tool(ts: TurnStream) -> None:
     c = _input_of(ts, 1)
     assert c["input"] is None and c["input_raw"] == '{"path": "notes.md", "content": "# Title\\nThe fir'
     assert ts.assembler.blocks[1].open
@@ -81,12 +83,12 @@ def _cut_tool(ts):
     assert "will not run" in d.message
 
 
-def _error_after_200(ts):
-    assert ts.assembler.error.error_type == "overloaded_error"
+def _error_after_200(ts: TurnStream) -> None:
+    assert ts.assembler.error is not None and ts.assembler.error.error_type == "overloaded_error"
     assert ts.final_message()["content"][0]["text"] == "Let me"
 
 
-def _utf8(ts):
+def _utf8(ts: TurnStream) -> None:
     assert ts.final_message()["content"][0]["text"] == "caf\ufffd\ufffd ok"
 
 
@@ -144,9 +146,12 @@ CORPUS: list[Case] = [
         [D.TOOL_INPUT_INVALID],
         "tool_use",
         check=lambda ts: (
-            "EOF" in ts.assembler.blocks[0].input_error.message
-            or "unexpected end" in ts.assembler.blocks[0].input_error.message.lower()
-            or ts.assembler.blocks[0].input_error.position == len('{"path": "a.txt", "content": "abc')
+            (e := ts.assembler.blocks[0].input_error) is not None
+            and (
+                "EOF" in e.message
+                or "unexpected end" in e.message.lower()
+                or e.position == len('{"path": "a.txt", "content": "abc')
+            )
         ),
     ),
     Case(
@@ -161,7 +166,7 @@ CORPUS: list[Case] = [
         sse(*tool_turn(['path": "README.md"}'])),
         [D.TOOL_INPUT_INVALID],
         "tool_use",
-        check=lambda ts: ts.assembler.blocks[0].input_error.position == 0,
+        check=lambda ts: (e := ts.assembler.blocks[0].input_error) is not None and e.position == 0,
     ),
     Case(
         "trailing garbage after the object (the SDK's partial parser silently accepts it)",
@@ -485,7 +490,7 @@ CORPUS: list[Case] = [
     Case(
         "usage that is an array, a text whose text is a number (wrong JSON types: named, never a crash)",
         sse(
-            message_start(usage=[1]),
+            message_start(usage=[1]),  # type: ignore[arg-type]  # (a wrong type on purpose)
             block_start(0, {"type": "text", "text": 5}),
             text_delta(0, "ok"),
             block_stop(0),
@@ -500,7 +505,7 @@ CORPUS: list[Case] = [
 
 
 @pytest.mark.parametrize("case", CORPUS, ids=[c.name for c in CORPUS])
-def test_malformed_stream_gives_its_diagnostics(case: Case):
+def test_malformed_stream_gives_its_diagnostics(case: Case) -> None:
     ts = assemble(case.data)
     assert [d.code for d in ts.diagnostics] == case.codes, [d.message for d in ts.diagnostics]
     assert ts.outcome == case.outcome
@@ -518,7 +523,7 @@ SMALL = [c for c in CORPUS if len(c.data) <= 200_000]  # the big ones are covere
 
 
 @pytest.mark.parametrize("case", SMALL, ids=[c.name for c in SMALL])
-def test_malformed_stream_split_anywhere_never_raises_and_agrees(case: Case):
+def test_malformed_stream_split_anywhere_never_raises_and_agrees(case: Case) -> None:
     whole = assemble(case.data)
     rng = random.Random(case.name)
     for _ in range(5):
@@ -530,7 +535,7 @@ def test_malformed_stream_split_anywhere_never_raises_and_agrees(case: Case):
         assert ts.outcome == whole.outcome
 
 
-def test_the_corpus_covers_every_protocol_and_tool_input_diagnostic():
+def test_the_corpus_covers_every_protocol_and_tool_input_diagnostic() -> None:
     seen = {d.code for c in CORPUS for d in assemble(c.data).diagnostics}
     wanted = {
         v
@@ -540,7 +545,7 @@ def test_the_corpus_covers_every_protocol_and_tool_input_diagnostic():
     assert wanted - seen == set()
 
 
-def test_random_garbage_never_raises():
+def test_random_garbage_never_raises() -> None:
     rng = random.Random(4)
     base = sse(*text_turn("hello"), *tool_turn(['{"a": 1}']))
     for _ in range(300):

@@ -4,6 +4,8 @@ choice's finish_reason, n > 1, the usage chunk, [DONE], and each compatible serv
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -16,7 +18,7 @@ from inspector.testing.openai_ref import sdk_chat, sse
 U = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
 
 
-def ch(delta=None, fr=None, idx=0, usage=None, choices=True, **extra) -> dict:
+def ch(delta: Any = None, fr: Any = None, idx: Any = 0, usage: Any = None, choices: Any = True, **extra: Any) -> dict:
     c: dict = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-x"}
     c["choices"] = [{"index": idx, "delta": delta or {}, "finish_reason": fr}] if choices else []
     if usage is not None:
@@ -25,7 +27,7 @@ def ch(delta=None, fr=None, idx=0, usage=None, choices=True, **extra) -> dict:
     return c
 
 
-def tc(i, id=None, name=None, args=None, **kw) -> dict:
+def tc(i: Any, id: Any = None, name: Any = None, args: Any = None, **kw: Any) -> dict:
     d: dict = {"function": {}}
     if i is not None:
         d["index"] = i
@@ -55,7 +57,7 @@ def run(data: bytes, reads: list[int] | None = None) -> tuple[ChatStream, list]:
     return ts, steps
 
 
-def codes(ts) -> set[str]:
+def codes(ts: Any) -> set[str]:
     return {d.code for d in ts.diagnostics}
 
 
@@ -298,7 +300,7 @@ def test_refusal_is_a_marked_text_block_and_in_the_message() -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(1, 97), max_size=40))
-def test_any_read_split_gives_the_same_steps_and_result(reads) -> None:
+def test_any_read_split_gives_the_same_steps_and_result(reads: Any) -> None:
     whole, steps_whole = run(TOOL_STREAM)
     split, steps_split = run(TOOL_STREAM, reads)
     assert [(s.sse.seq, s.event.type, s.changes) for s in steps_split] == [
@@ -338,7 +340,7 @@ CHUNKS = st.one_of(
     ],
     True,
 )
-def test_the_shorter_way_for_common_chunks_gives_exactly_the_general_paths_result(chunks, done) -> None:
+def test_the_shorter_way_for_common_chunks_gives_exactly_the_general_paths_result(chunks: Any, done: Any) -> None:
     data = sse(*chunks, done=done)
     fast, fast_steps = run(data)
     slow = ChatStream()

@@ -5,6 +5,8 @@ it rejects one, we give a named diagnostic."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from inspector.stream.openai_chat import ChatStream
@@ -16,7 +18,7 @@ CORPUS = corpus()
 KNOWN_OUTCOMES = {"tool_use", "text_finish", "truncated", "incomplete", "error"}
 
 
-def run(s) -> NeutralStream:
+def run(s: Any) -> NeutralStream:
     ts: NeutralStream = ChatStream() if s.family == "chat" else ResponsesStream()
     ts.feed(s.data)
     ts.close()
@@ -24,7 +26,7 @@ def run(s) -> NeutralStream:
 
 
 @pytest.mark.parametrize("s", CORPUS, ids=[s.name for s in CORPUS])
-def test_corpus_stream(s) -> None:
+def test_corpus_stream(s: Any) -> None:
     ts = run(s)
     assert ts.outcome in KNOWN_OUTCOMES
     for d in ts.diagnostics:
@@ -56,7 +58,7 @@ def test_corpus_stream(s) -> None:
 
 
 @pytest.mark.parametrize("s", [s for s in CORPUS if s.family == "responses"], ids=lambda s: s.name)
-def test_responses_delta_folding_matches_the_done_values(s) -> None:
+def test_responses_delta_folding_matches_the_done_values(s: Any) -> None:
     """The SDK's final object is the response.completed payload, not the deltas: our blocks (folded from the deltas)
     must say what the SDK's delta-folded snapshot says, and where that differs from the .done values we say so."""
     ts = run(s)

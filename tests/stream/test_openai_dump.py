@@ -4,6 +4,8 @@ the neutral blocks under `assembled`, no corpus stream crashes it, and its JSON 
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 import pytest
 
@@ -17,7 +19,7 @@ CHAT = next(s for s in CORPUS if s.name.endswith("deepseek--deepseek-tool-call.c
 RESPONSES = next(s for s in CORPUS if s.name.endswith("azure--azure-tool-call.1.chunks.txt"))
 
 
-def record(path, url: str, data: bytes, read: int = 77) -> str:
+def record(path: Any, url: str, data: bytes, read: int = 77) -> str:
     with RecordingWriter(str(path), source={"type": "test"}) as w:
         w.request(0, 0, 0.0, "POST", url, {}, {"model": "m", "stream": True})
         w.response(0, 0, 0.1, 200, {"content-type": "text/event-stream"})
@@ -27,13 +29,13 @@ def record(path, url: str, data: bytes, read: int = 77) -> str:
     return str(path)
 
 
-def dump_json(capsys, path: str) -> tuple[int, dict]:
+def dump_json(capsys: Any, path: str) -> tuple[int, dict]:
     code = main(["dump", "--json", path])
     out, _ = capsys.readouterr()
     return code, orjson.loads(out)
 
 
-def test_a_recorded_chat_stream_dumps_as_a_chat_completion(tmp_path) -> None:
+def test_a_recorded_chat_stream_dumps_as_a_chat_completion(tmp_path: Any) -> None:
     path = record(tmp_path / "r.jsonl", "https://api.deepseek.com/v1/chat/completions", CHAT.data)
     (turn,) = dump_turns(read_recording(path))
     assert turn["family"] == "openai_chat" and turn["body"] == "sse"
@@ -46,7 +48,7 @@ def test_a_recorded_chat_stream_dumps_as_a_chat_completion(tmp_path) -> None:
     assert dump_ok([turn])
 
 
-def test_a_plain_responses_file_is_told_by_its_first_event(capsys, tmp_path) -> None:
+def test_a_plain_responses_file_is_told_by_its_first_event(capsys: Any, tmp_path: Any) -> None:
     path = tmp_path / "stream.sse"
     path.write_bytes(RESPONSES.data)
     code, out = dump_json(capsys, str(path))
@@ -57,7 +59,7 @@ def test_a_plain_responses_file_is_told_by_its_first_event(capsys, tmp_path) -> 
     assert turn["outcome"] == "tool_use"
 
 
-def test_the_text_dump_shows_an_openai_turn_in_the_same_layout(capsys, tmp_path) -> None:
+def test_the_text_dump_shows_an_openai_turn_in_the_same_layout(capsys: Any, tmp_path: Any) -> None:
     path = tmp_path / "stream.sse"
     path.write_bytes(CHAT.data)
     assert main(["dump", str(path)]) == 0
@@ -68,7 +70,7 @@ def test_the_text_dump_shows_an_openai_turn_in_the_same_layout(capsys, tmp_path)
 
 
 @pytest.mark.parametrize("s", CORPUS, ids=lambda s: s.name)
-def test_no_corpus_stream_crashes_dump_and_json_agrees_with_the_sdk(capsys, tmp_path, s) -> None:
+def test_no_corpus_stream_crashes_dump_and_json_agrees_with_the_sdk(capsys: Any, tmp_path: Any, s: Any) -> None:
     path = tmp_path / "s.sse"
     path.write_bytes(s.data)
     code, out = dump_json(capsys, str(path))
@@ -113,7 +115,7 @@ RESPONSE_JSON = {
 }
 
 
-def json_recording(path, doc: dict) -> str:
+def json_recording(path: Any, doc: dict) -> str:
     with RecordingWriter(str(path), source={"type": "test"}) as w:
         w.request(0, 0, 0.0, "POST", "https://api.openai.com/v1/x", {}, {"model": "m"})
         w.response(0, 0, 0.1, 200, {"content-type": "application/json"})
@@ -122,7 +124,7 @@ def json_recording(path, doc: dict) -> str:
     return str(path)
 
 
-def test_non_streamed_openai_bodies_are_assembled_as_sent(tmp_path) -> None:
+def test_non_streamed_openai_bodies_are_assembled_as_sent(tmp_path: Any) -> None:
     (t,) = dump_turns(read_recording(json_recording(tmp_path / "a.jsonl", CHAT_JSON)))
     assert (t["body"], t["family"], t["outcome"], t["message"]) == ("json", "openai_chat", "tool_use", CHAT_JSON)
     assert not t["diagnostics"]
@@ -142,7 +144,7 @@ def test_non_streamed_openai_bodies_are_assembled_as_sent(tmp_path) -> None:
     assert t["family"] == "openai_chat"
 
 
-def test_events_lists_each_sse_event_once(capsys, tmp_path) -> None:
+def test_events_lists_each_sse_event_once(capsys: Any, tmp_path: Any) -> None:
     """`--events --json` prints the SSE events as decoded: one line each, though a chunk that finishes a choice
     (its blocks close, the message delta) gives several steps."""
     path = tmp_path / "s.sse"
@@ -153,7 +155,7 @@ def test_events_lists_each_sse_event_once(capsys, tmp_path) -> None:
     assert [orjson.loads(x)["data"] for x in lines][-1] == "[DONE]"
 
 
-def test_a_har_with_an_openai_entry_is_decoded_by_its_url(capsys, tmp_path) -> None:
+def test_a_har_with_an_openai_entry_is_decoded_by_its_url(capsys: Any, tmp_path: Any) -> None:
     """A browser HAR: the entry's request URL (`/v1/responses`) and first event tell the family."""
     entry = {
         "startedDateTime": "2026-12-01T10:00:00.000Z",

@@ -4,6 +4,8 @@ split; an Anthropic stream through it is exactly the TurnStream it was."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -30,7 +32,7 @@ FAM = {"chat": "openai_chat", "responses": "openai_responses"}
         (None, None),
     ],
 )
-def test_family_from_path(url, family) -> None:
+def test_family_from_path(url: Any, family: Any) -> None:
     assert family_from_path(url) == family
 
 
@@ -47,7 +49,7 @@ def test_family_from_event() -> None:
 
 
 @pytest.mark.parametrize("s", corpus(), ids=lambda s: s.name)
-def test_every_corpus_stream_is_told_by_its_first_event(s) -> None:
+def test_every_corpus_stream_is_told_by_its_first_event(s: Any) -> None:
     fs = FamilyStream(None)
     fs.feed(s.data)
     ts = fs.close()
@@ -84,7 +86,7 @@ ANTHROPIC = anthropic_sse(*tool_turn(['{"path": ', '"a.txt"}']))
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.integers(1, 300), max_size=20))
-def test_anthropic_through_family_stream_is_unchanged(reads) -> None:
+def test_anthropic_through_family_stream_is_unchanged(reads: Any) -> None:
     direct = TurnStream()
     d_steps = direct.feed(ANTHROPIC)
     direct.close()

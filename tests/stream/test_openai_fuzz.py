@@ -4,6 +4,8 @@ from the documented set; the final object is always JSON."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -30,7 +32,7 @@ JSON_VALUES = st.one_of(
 )
 
 
-def paths(v, prefix=()):
+def paths(v: Any, prefix: Any = ()) -> Any:
     yield prefix
     if isinstance(v, dict):
         for k, x in v.items():
@@ -40,7 +42,7 @@ def paths(v, prefix=()):
             yield from paths(x, (*prefix, i))
 
 
-def replace(v, path, new):
+def replace(v: Any, path: Any, new: Any) -> Any:
     if not path:
         return new
     v[path[0]] = replace(v[path[0]], path[1:], new)
@@ -48,7 +50,7 @@ def replace(v, path, new):
 
 
 @st.composite
-def damaged(draw) -> bytes:
+def damaged(draw: Any) -> bytes:
     s = draw(st.sampled_from(CORPUS))
     events = s.data.split(b"\n\n")
     for _ in range(draw(st.integers(1, 5))):
@@ -82,7 +84,7 @@ def damaged(draw) -> bytes:
     return b"\n\n".join(events)
 
 
-def check(ts) -> None:
+def check(ts: Any) -> None:
     assert ts.outcome in OUTCOMES
     for d in ts.diagnostics:
         assert d.code in KNOWN, d.code
@@ -94,8 +96,8 @@ def check(ts) -> None:
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(damaged(), st.lists(st.integers(1, 400), max_size=8), st.sampled_from(["chat", "responses", "auto"]))
-def test_damaged_streams_never_crash_either_decoder(data, reads, which) -> None:
-    ts = {"chat": ChatStream, "responses": ResponsesStream}.get(which, lambda: FamilyStream(None))()
+def test_damaged_streams_never_crash_either_decoder(data: Any, reads: Any, which: Any) -> None:
+    ts: Any = {"chat": ChatStream, "responses": ResponsesStream}.get(which, lambda: FamilyStream(None))()
     pos = 0
     for n in reads:
         ts.feed(data[pos : pos + n])
@@ -119,7 +121,7 @@ def test_damaged_streams_never_crash_either_decoder(data, reads, which) -> None:
     b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a"}]}}]}\n\n'
     b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":{},"function":{"arguments":"x"}}]}}]}\n\n'
 )
-def test_arbitrary_bytes_never_crash(data) -> None:
+def test_arbitrary_bytes_never_crash(data: Any) -> None:
     for cls in (ChatStream, ResponsesStream):
         ts = cls()
         ts.feed(data)

@@ -4,6 +4,8 @@ parsed once) at their .done, reasoning summaries, refusals, custom tool input, t
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -22,13 +24,13 @@ class Seq:
     def __init__(self) -> None:
         self.n = 0
 
-    def __call__(self, t: str, **kw) -> dict:
+    def __call__(self, t: str, **kw: Any) -> dict:
         d = {"type": t, **kw, "sequence_number": self.n}
         self.n += 1
         return d
 
 
-def resp(status="in_progress", output=None, **kw) -> dict:
+def resp(status: Any = "in_progress", output: Any = None, **kw: Any) -> dict:
     return {"id": "resp_1", "object": "response", "status": status, "model": "gpt-x", "output": output or [], **kw}
 
 
@@ -44,11 +46,11 @@ def run(data: bytes, reads: list[int] | None = None) -> tuple[ResponsesStream, l
     return ts, steps
 
 
-def codes(ts) -> set[str]:
+def codes(ts: Any) -> set[str]:
     return {d.code for d in ts.diagnostics}
 
 
-def text_and_tool(args_done='{"city":"Oslo"}', text_done="Hi there", deltas=True) -> bytes:
+def text_and_tool(args_done: Any = '{"city":"Oslo"}', text_done: Any = "Hi there", deltas: Any = True) -> bytes:
     r = Seq()
     ev = [r("response.created", response=resp()), r("response.in_progress", response=resp())]
     ev += [r("response.output_item.added", output_index=0, item=MSG)]
@@ -184,7 +186,7 @@ def test_an_event_for_an_item_never_added_is_named() -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(1, 211), max_size=30))
-def test_any_read_split_gives_the_same_steps_and_result(reads) -> None:
+def test_any_read_split_gives_the_same_steps_and_result(reads: Any) -> None:
     data = text_and_tool()
     whole, s1 = run(data)
     split, s2 = run(data, reads)
@@ -193,7 +195,7 @@ def test_any_read_split_gives_the_same_steps_and_result(reads) -> None:
     assert [d.code for d in split.diagnostics] == [d.code for d in whole.diagnostics]
 
 
-def _event_strategy():
+def _event_strategy() -> Any:
     """Events of a small Responses stream, in any order (with gaps, repeats and wrong sequence numbers)."""
     part = {"type": "output_text", "text": ""}
     return st.one_of(
@@ -225,7 +227,7 @@ def _event_strategy():
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(_event_strategy(), st.sampled_from(["next", "same", "none"]), st.booleans()), max_size=25))
-def test_the_shorter_way_for_deltas_gives_exactly_the_general_paths_result(evs) -> None:
+def test_the_shorter_way_for_deltas_gives_exactly_the_general_paths_result(evs: Any) -> None:
     out, n = [], 0
     for (t, payload), seqmode, named in evs:
         d = {"type": t, **payload}

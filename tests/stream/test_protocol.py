@@ -3,11 +3,14 @@ diagnostic it emits."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inspector.stream import diagnostics as D
+from inspector.stream import fastpath
 from inspector.stream.protocol import (
     CitationsDelta,
     ContentBlockDelta,
@@ -29,12 +32,12 @@ from inspector.stream.protocol import (
 )
 
 
-def codes(diags) -> list[str]:
+def codes(diags: Any) -> list[str]:
     return [d.code for d in diags]
 
 
 # ------------------------------------------------------------------------------------------------ known events
-def test_message_start_keeps_the_whole_message_including_unknown_fields():
+def test_message_start_keeps_the_whole_message_including_unknown_fields() -> None:
     data = (
         '{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"m",'
         '"content":[],"usage":{"input_tokens":5,"output_tokens":1,"inference_geo":"eu",'
@@ -49,7 +52,7 @@ def test_message_start_keeps_the_whole_message_including_unknown_fields():
     assert diags == []
 
 
-def test_padded_data_with_trailing_spaces_parses():
+def test_padded_data_with_trailing_spaces_parses() -> None:
     ev, diags = parse_event("content_block_stop", '{"type":"content_block_stop","index":3}      ', 7)
     assert ev == ContentBlockStop(3, 7)
     assert diags == []
@@ -69,7 +72,7 @@ def test_padded_data_with_trailing_spaces_parses():
         ),
     ],
 )
-def test_each_known_delta_type(delta, expected):
+def test_each_known_delta_type(delta: Any, expected: Any) -> None:
     import orjson
 
     data = orjson.dumps({"type": "content_block_delta", "index": 2, "delta": delta}).decode()
@@ -80,7 +83,7 @@ def test_each_known_delta_type(delta, expected):
     assert diags == []
 
 
-def test_content_block_start_keeps_the_block_as_sent():
+def test_content_block_start_keeps_the_block_as_sent() -> None:
     block = '{"type":"tool_use","id":"toolu_1","name":"read","input":{},"caller":{"type":"direct"}}'
     ev, diags = parse_event(
         "content_block_start", f'{{"type":"content_block_start","index":1,"content_block":{block}}}'
@@ -97,7 +100,7 @@ def test_content_block_start_keeps_the_block_as_sent():
     assert diags == []
 
 
-def test_message_delta_message_stop_ping():
+def test_message_delta_message_stop_ping() -> None:
     ev, diags = parse_event(
         "message_delta",
         '{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":9}}',
@@ -108,28 +111,28 @@ def test_message_delta_message_stop_ping():
     assert parse_event("ping", '{"type": "ping"}', 6) == (Ping(6), [])
 
 
-def test_message_delta_without_usage_gets_an_empty_usage():
+def test_message_delta_without_usage_gets_an_empty_usage() -> None:
     ev, diags = parse_event("message_delta", '{"type":"message_delta","delta":{"stop_reason":"end_turn"}}')
     assert isinstance(ev, MessageDelta)
     assert ev.usage == {}
     assert diags == []
 
 
-def test_the_data_type_wins_when_the_sse_name_is_missing():
+def test_the_data_type_wins_when_the_sse_name_is_missing() -> None:
     # "message" is the SSE default type: no mismatch reported
     ev, diags = parse_event("message", '{"type":"content_block_stop","index":0}', 1)
     assert ev == ContentBlockStop(0, 1)
     assert diags == []
 
 
-def test_the_sse_name_is_used_when_the_data_has_no_type():
+def test_the_sse_name_is_used_when_the_data_has_no_type() -> None:
     ev, diags = parse_event("content_block_stop", '{"index":4}', 1)
     assert ev == ContentBlockStop(4, 1)
     assert diags == []
 
 
 # ------------------------------------------------------------------------------------------------ diagnostics
-def test_error_event_is_typed_and_diagnosed():
+def test_error_event_is_typed_and_diagnosed() -> None:
     ev, diags = parse_event(
         "error", '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"r"}', 9
     )
@@ -142,7 +145,7 @@ def test_error_event_is_typed_and_diagnosed():
     assert "overloaded_error" in diags[0].message and "Overloaded" in diags[0].message
 
 
-def test_error_event_without_error_object():
+def test_error_event_without_error_object() -> None:
     ev, diags = parse_event("error", '{"type":"error"}', 0)
     assert isinstance(ev, ErrorEvent)
     assert ev.error_type == "unknown_error"
@@ -150,7 +153,7 @@ def test_error_event_without_error_object():
 
 
 @pytest.mark.parametrize("data", ["not json", '{"type":"message_stop"', "", "{'a': 1}", '{"a":1}}', "NaN"])
-def test_invalid_event_json(data):
+def test_invalid_event_json(data: Any) -> None:
     ev, diags = parse_event("message_stop", data, 3)
     assert isinstance(ev, InvalidEvent)
     assert (ev.event_name, ev.data, ev.seq) == ("message_stop", data, 3)
@@ -162,7 +165,7 @@ def test_invalid_event_json(data):
 
 
 @pytest.mark.parametrize("data", ["[1, 2]", '"message_stop"', "42", "null", "true"])
-def test_event_json_that_is_not_an_object(data):
+def test_event_json_that_is_not_an_object(data: Any) -> None:
     ev, diags = parse_event("message_stop", data, 0)
     assert isinstance(ev, InvalidEvent)
     assert ev.error == "not an object"
@@ -170,21 +173,21 @@ def test_event_json_that_is_not_an_object(data):
     assert "not an object" in diags[0].message
 
 
-def test_sse_name_differing_from_data_type_warns_and_uses_the_data_type():
+def test_sse_name_differing_from_data_type_warns_and_uses_the_data_type() -> None:
     ev, diags = parse_event("content_block_delta", '{"type":"content_block_stop","index":0}', 2)
     assert ev == ContentBlockStop(0, 2)
     assert codes(diags) == [D.TYPE_MISMATCH]
     assert diags[0].severity == "warning"
 
 
-def test_unknown_event_is_kept_with_its_payload():
+def test_unknown_event_is_kept_with_its_payload() -> None:
     ev, diags = parse_event("compaction_started", '{"type":"compaction_started","at":5}', 4)
     assert ev == UnknownEvent("compaction_started", {"type": "compaction_started", "at": 5}, 4)
     assert codes(diags) == [D.UNKNOWN_EVENT]
     assert diags[0].severity == "info"
 
 
-def test_unknown_delta_is_kept_with_its_payload():
+def test_unknown_delta_is_kept_with_its_payload() -> None:
     # (compaction_delta used to be the example here: it is a known beta delta now, see tests/stream/test_beta_blocks.py)
     data = '{"type":"content_block_delta","index":1,"delta":{"type":"summary_delta","content":"sum"}}'
     ev, diags = parse_event("content_block_delta", data, 6)
@@ -218,7 +221,7 @@ def test_unknown_delta_is_kept_with_its_payload():
         ("message_delta", '{"type":"message_delta","usage":{"output_tokens":1}}'),
     ],
 )
-def test_known_event_missing_a_field_it_needs_is_malformed_and_kept(name, data):
+def test_known_event_missing_a_field_it_needs_is_malformed_and_kept(name: Any, data: Any) -> None:
     import orjson
 
     ev, diags = parse_event(name, data, 8)
@@ -262,20 +265,21 @@ def test_known_event_missing_a_field_it_needs_is_malformed_and_kept(name, data):
         ).map(lambda v: __import__("json").dumps(v)),
     ),
 )
-def test_parse_event_never_raises(name, data):
+def test_parse_event_never_raises(name: Any, data: Any) -> None:
     ev, diags = parse_event(name, data, 1)
+    assert fastpath.parse_event(name, data, 1) == (ev, diags)
     assert ev.seq == 1
     assert all(d.code and d.severity in ("error", "warning", "info") for d in diags)
 
 
 # ------------------------------------------------------------------------------------------------ fast path
-def _general(name, data, seq):
+def _general(name: str, data: str, seq: int) -> Any:
     from inspector.stream.protocol import _parse_event
 
     return _parse_event(name, data, seq)
 
 
-def test_the_delta_fast_path_gives_what_the_general_path_gives():
+def test_the_delta_fast_path_gives_what_the_general_path_gives() -> None:
     from inspector.stream.sse import iter_events
     from inspector.testing.streamgen import SHAPES, encode_events, generate
 
@@ -283,6 +287,7 @@ def test_the_delta_fast_path_gives_what_the_general_path_gives():
     for seed in range(60):
         g = generate(seed, SHAPES[seed % len(SHAPES)])
         for e in iter_events(g.data):
+            assert fastpath.parse_event(e.event, e.data, e.seq) == parse_event(e.event, e.data, e.seq)
             assert parse_event(e.event, e.data, e.seq) == _general(e.event, e.data, e.seq)
             n += 1
     odd = [
@@ -302,6 +307,9 @@ def test_the_delta_fast_path_gives_what_the_general_path_gives():
         ("content_block_delta", "{"),
     ]
     for name, data in odd:
-        assert parse_event(name, data, 3) == _general(name, data, 3), (name, data)
+        assert fastpath.parse_event(name, data, 3) == parse_event(name, data, 3) == _general(name, data, 3), (
+            name,
+            data,
+        )
     assert n > 1000
-    assert encode_events  # the generator's encoder is what the streams above used
+    assert callable(encode_events)  # the generator's encoder is what the streams above used

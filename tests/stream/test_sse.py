@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import astuple
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -42,7 +44,7 @@ def codes(diags: list[Diagnostic]) -> list[str]:
     return [d.code for d in diags]
 
 
-def split_at(data: bytes, points) -> list[bytes]:
+def split_at(data: bytes, points: Iterable[int]) -> list[bytes]:
     cuts = [0, *sorted(points), len(data)]
     return [data[a:b] for a, b in zip(cuts, cuts[1:])]
 
@@ -60,7 +62,8 @@ def reference(stream: bytes) -> list[tuple]:
     if text.startswith("\ufeff"):
         text = text[1:]
     out = []
-    data, etype, id_buf, retry = "", "", "", None
+    retry: int | None = None
+    data, etype, id_buf = "", "", ""
     pos = 0
     for m in re.finditer(r"\r\n|\r|\n", text):  # a final line without terminator is never processed
         line = text[pos : m.start()]
@@ -96,7 +99,7 @@ def reference(stream: bytes) -> list[tuple]:
 
 
 # ------------------------------------------------------------------------------------------------ basics
-def test_single_event_fields_and_offsets():
+def test_single_event_fields_and_offsets() -> None:
     d = SSEDecoder()
     evs = d.feed(b"event: ping\ndata: {}\n\n")
     assert evs == [SSEEvent(0, "ping", "{}", "", None, 0, 22, 0)]
@@ -105,19 +108,19 @@ def test_single_event_fields_and_offsets():
     assert d.diagnostics == []
 
 
-def test_sseevent_fields():
+def test_sseevent_fields() -> None:
     (ev,) = iter_events(b"data: x\n\n")
     assert type(ev) is SSEEvent
     assert ev == SSEEvent(0, "message", "x", "", None, 0, 9, 0)
 
 
-def test_field_name_split_across_reads():
+def test_field_name_split_across_reads() -> None:
     events, diags = run([b"da", b"ta: hel", b"lo\n\n"])
     assert events == [SSEEvent(0, "message", "hello", "", None, 0, 13, 2)]
     assert diags == []
 
 
-def test_cr_lf_crlf_line_endings():
+def test_cr_lf_crlf_line_endings() -> None:
     stream = b"data: cr\r\rdata: lf\n\ndata: crlf\r\n\r\n"
     events, diags = run([stream])
     assert datas(events) == ["cr", "lf", "crlf"]
@@ -126,7 +129,7 @@ def test_cr_lf_crlf_line_endings():
     assert stream[33:] == b"\n"
 
 
-def test_multibyte_character_split_across_reads_at_every_byte():
+def test_multibyte_character_split_across_reads_at_every_byte() -> None:
     stream = "data: é€𝄞x\n\n".encode()
     for i in range(1, len(stream)):
         events, diags = run([stream[:i], stream[i:]])
@@ -136,7 +139,7 @@ def test_multibyte_character_split_across_reads_at_every_byte():
     assert datas(events) == ["é€𝄞x"] and diags == []
 
 
-def test_cr_at_read_end_then_lf_is_one_line_end():
+def test_cr_at_read_end_then_lf_is_one_line_end() -> None:
     d = SSEDecoder()
     assert d.feed(b"data: a\r") == []
     assert d.feed(b"\ndata: b\r\n\r") == [SSEEvent(0, "message", "a\nb", "", None, 0, 19, 1)]  # not delayed
@@ -146,7 +149,7 @@ def test_cr_at_read_end_then_lf_is_one_line_end():
     assert d.diagnostics == []
 
 
-def test_cr_then_cr_in_next_read_is_a_blank_line():
+def test_cr_then_cr_in_next_read_is_a_blank_line() -> None:
     d = SSEDecoder()
     assert d.feed(b"data: x\r") == []
     assert d.feed(b"\r") == [SSEEvent(0, "message", "x", "", None, 0, 9, 1)]
@@ -155,13 +158,13 @@ def test_cr_then_cr_in_next_read_is_a_blank_line():
     assert d.diagnostics == []
 
 
-def test_crlf_split_between_data_line_and_next_field():
+def test_crlf_split_between_data_line_and_next_field() -> None:
     events, diags = run([b"event: e\r", b"\ndata: 1\r", b"\n", b"\r", b"\n"])
     assert events == [SSEEvent(0, "e", "1", "", None, 0, 20, 3)]
     assert diags == []
 
 
-def test_long_comment_is_ignored_and_covered_by_the_event_block():
+def test_long_comment_is_ignored_and_covered_by_the_event_block() -> None:
     comment = b":" + b"k" * 2048 + b"\n"
     stream = comment + b"data: ok\n\n"
     for chunks in ([stream], split_at(stream, range(100, len(stream), 100))):
@@ -170,46 +173,46 @@ def test_long_comment_is_ignored_and_covered_by_the_event_block():
         assert diags == []
 
 
-def test_comment_that_looks_like_a_field():
+def test_comment_that_looks_like_a_field() -> None:
     events, diags = run([b":data:fail\n\n: also\ndata: real\n\n"])
     assert datas(events) == ["real"]
     assert diags == []
 
 
-def test_field_value_split_at_first_colon_and_one_space_stripped():
+def test_field_value_split_at_first_colon_and_one_space_stripped() -> None:
     stream = b"data: a: b\n\ndata:x\n\ndata:  two\n\ndata:\tt\n\n"
     assert datas(iter_events(stream)) == ["a: b", "x", " two", "\tt"]
 
 
-def test_data_colon_fires_empty_string():
+def test_data_colon_fires_empty_string() -> None:
     events, diags = run([b"data:\n\n"])
     assert datas(events) == [""]
     assert diags == []
 
 
-def test_data_lines_without_colon_fire_one_lf():
+def test_data_lines_without_colon_fire_one_lf() -> None:
     events, _ = run([b"data\ndata\n\n"])
     assert datas(events) == ["\n"]
 
 
-def test_multiple_data_lines_are_joined_with_lf():
+def test_multiple_data_lines_are_joined_with_lf() -> None:
     assert datas(iter_events(b"data: a\ndata: b\ndata:\n\n")) == ["a\nb\n"]
 
 
-def test_data_may_contain_nul():
+def test_data_may_contain_nul() -> None:
     events, diags = run([b"data: a\x00b\n\n"])
     assert datas(events) == ["a\x00b"]
     assert diags == []
 
 
-def test_event_type_defaults_to_message_and_resets_after_dispatch():
+def test_event_type_defaults_to_message_and_resets_after_dispatch() -> None:
     events = iter_events(b"event: one\ndata: 1\n\ndata: 2\n\nevent:\ndata: 3\n\nevent: a\nevent: b\ndata: 4\n\n")
     assert [(e.event, e.data) for e in events] == [("one", "1"), ("message", "2"), ("message", "3"), ("b", "4")]
     assert [e.seq for e in events] == [0, 1, 2, 3]
 
 
 # ------------------------------------------------------------------------------------------------ id / retry
-def test_id_persists_resets_and_nul_is_ignored():
+def test_id_persists_resets_and_nul_is_ignored() -> None:
     stream = b"id: a\ndata: 1\n\ndata: 2\n\nid: x\x00\ndata: 3\n\nid\ndata: 4\n\nid: b\ndata: 5\n\nid:\ndata: 6\n\n"
     d = SSEDecoder()
     events = d.feed(stream)
@@ -222,7 +225,7 @@ def test_id_persists_resets_and_nul_is_ignored():
     assert diag.offset == stream.index(b"id: x")
 
 
-def test_last_event_id_is_set_at_dispatch_even_without_data():
+def test_last_event_id_is_set_at_dispatch_even_without_data() -> None:
     d = SSEDecoder()
     d.feed(b"id: 7\n")
     assert d.last_event_id == ""  # not dispatched yet
@@ -231,7 +234,7 @@ def test_last_event_id_is_set_at_dispatch_even_without_data():
     assert d.feed(b"data: x\n\n")[0].id == "7"
 
 
-def test_unterminated_id_does_not_change_last_event_id():
+def test_unterminated_id_does_not_change_last_event_id() -> None:
     d = SSEDecoder()
     d.feed(b"id: 1\ndata: a\n\nid: 2\ndata: b\n")
     d.close()
@@ -239,7 +242,7 @@ def test_unterminated_id_does_not_change_last_event_id():
 
 
 @pytest.mark.parametrize("value", [b"1000x", b" 5", b"+5", b"-1", b"", b"1.5", b"\xd9\xa3", b"\xef\xbc\x95"])
-def test_invalid_retry_is_ignored(value):
+def test_invalid_retry_is_ignored(value: Any) -> None:
     d = SSEDecoder()
     events = d.feed(b"retry: 1500\ndata: a\n\nretry: " + value + b"\ndata: b\n\n")  # value after the one space
     d.close()
@@ -249,7 +252,7 @@ def test_invalid_retry_is_ignored(value):
     assert d.diagnostics[0].raw == b"retry: " + value and d.diagnostics[0].event_index == 1
 
 
-def test_valid_retry_is_accepted():
+def test_valid_retry_is_accepted() -> None:
     d = SSEDecoder()
     assert d.retry is None
     (e0,) = d.feed(b"data: a\n\n")
@@ -260,7 +263,7 @@ def test_valid_retry_is_accepted():
     assert d.diagnostics == []
 
 
-def test_retry_takes_effect_immediately_even_in_an_unterminated_block():
+def test_retry_takes_effect_immediately_even_in_an_unterminated_block() -> None:
     d = SSEDecoder()
     d.feed(b"retry: 300\n")
     d.close()
@@ -270,7 +273,7 @@ def test_retry_takes_effect_immediately_even_in_an_unterminated_block():
 
 # ------------------------------------------------------------------------------------------------ no data
 @pytest.mark.parametrize("block", [b"event: ping\n\n", b"id: 1\n\n", b"retry: 10\n\n", b"event: a\nid: 2\r\n\r\n"])
-def test_block_without_data_fires_nothing_and_is_reported(block):
+def test_block_without_data_fires_nothing_and_is_reported(block: Any) -> None:
     d = SSEDecoder()
     assert d.feed(b"data: x\n\n" + block + b"data: y\n\n") == [
         SSEEvent(0, "message", "x", "", None, 0, 9, 0),
@@ -283,11 +286,11 @@ def test_block_without_data_fires_nothing_and_is_reported(block):
     assert diag.raw == block[: len(block) - (2 if block.endswith(b"\r\n\r\n") else 1) + 1]
 
 
-def test_event_only_block_resets_type():
+def test_event_only_block_resets_type() -> None:
     assert [(e.event, e.data) for e in iter_events(b"event: ping\n\ndata: x\n\n")] == [("message", "x")]
 
 
-def test_no_data_raw_bytes_span_reads():
+def test_no_data_raw_bytes_span_reads() -> None:
     d = SSEDecoder()
     for c in [b"data: a\n\n: c\n", b"event: e", b"v\n", b"\n"]:
         d.feed(c)
@@ -296,52 +299,52 @@ def test_no_data_raw_bytes_span_reads():
     assert diag.code == SSE_NO_DATA and diag.raw == b": c\nevent: ev\n\n" and diag.offset == 9
 
 
-def test_blank_lines_and_comment_only_blocks_are_silent():
+def test_blank_lines_and_comment_only_blocks_are_silent() -> None:
     events, diags = run([b"\n\n\r\n\r: hb\n\n: hb\r\n"])
     assert events == [] and diags == []
 
 
 # ------------------------------------------------------------------------------------------------ BOM
-def test_leading_bom_stripped_once():
+def test_leading_bom_stripped_once() -> None:
     events, diags = run([BOM + b"data: a\n\n"])
     assert events == [SSEEvent(0, "message", "a", "", None, 3, 12, 0)]
     assert codes(diags) == [SSE_BOM_STRIPPED]
     assert diags[0].raw == BOM and diags[0].offset == 0 and diags[0].severity == "info"
 
 
-def test_bom_split_across_reads():
+def test_bom_split_across_reads() -> None:
     events, diags = run([b"\xef", b"\xbb", b"\xbfdata: a\n\n"])
     assert events == [SSEEvent(0, "message", "a", "", None, 3, 12, 2)]
     assert codes(diags) == [SSE_BOM_STRIPPED]
 
 
-def test_second_bom_is_kept_and_spoils_the_line():
+def test_second_bom_is_kept_and_spoils_the_line() -> None:
     events, diags = run([BOM + BOM + b"data: a\n\ndata: b\n\n"])
     assert datas(events) == ["b"]
     assert codes(diags) == [SSE_BOM_STRIPPED, SSE_UNKNOWN_FIELD]
     assert diags[1].raw == BOM + b"data: a" and diags[1].offset == 3 and "ufeffdata" in diags[1].message
 
 
-def test_bom_after_the_start_is_not_stripped():
+def test_bom_after_the_start_is_not_stripped() -> None:
     events, diags = run([b"data: a\n\n" + BOM + b"data: b\n\n"])
     assert datas(events) == ["a"]
     assert codes(diags) == [SSE_UNKNOWN_FIELD]
 
 
-def test_stream_that_is_only_a_bom_prefix():
+def test_stream_that_is_only_a_bom_prefix() -> None:
     events, diags = run([b"\xef", b"\xbb"])
     assert events == []
     assert codes(diags) == [SSE_UNTERMINATED_EVENT]
     assert diags[0].raw == b"\xef\xbb" and diags[0].offset == 0
 
 
-def test_bom_only_stream_is_silent_apart_from_the_strip():
+def test_bom_only_stream_is_silent_apart_from_the_strip() -> None:
     events, diags = run([BOM])
     assert events == [] and codes(diags) == [SSE_BOM_STRIPPED]
 
 
 # ------------------------------------------------------------------------------------------------ names
-def test_field_names_are_case_and_space_sensitive():
+def test_field_names_are_case_and_space_sensitive() -> None:
     d = SSEDecoder()
     events = d.feed(b"Data: a\ndata : b\nDATA: c\ndata: d\n\nData: e\ndata: f\n\n")
     d.close()
@@ -351,7 +354,7 @@ def test_field_names_are_case_and_space_sensitive():
     assert [x.offset for x in d.diagnostics] == [0, 8, 17]
 
 
-def test_unknown_fields_are_ignored():
+def test_unknown_fields_are_ignored() -> None:
     events, diags = run([b"foo: bar\nx\ndata: a\n\n"])
     assert datas(events) == ["a"]
     assert codes(diags) == [SSE_UNKNOWN_FIELD, SSE_UNKNOWN_FIELD]
@@ -359,7 +362,7 @@ def test_unknown_fields_are_ignored():
 
 
 # ------------------------------------------------------------------------------------------------ end of stream
-def test_unterminated_final_event_is_discarded_and_reported():
+def test_unterminated_final_event_is_discarded_and_reported() -> None:
     d = SSEDecoder()
     assert d.feed(b"data: a\n\nevent: e\ndata: b\n") == [SSEEvent(0, "message", "a", "", None, 0, 9, 0)]
     assert d.close() == []
@@ -368,7 +371,7 @@ def test_unterminated_final_event_is_discarded_and_reported():
     assert diag.raw == b"event: e\ndata: b\n" and diag.offset == 9 and diag.event_index == 1
 
 
-def test_unterminated_partial_line_raw_bytes_span_reads():
+def test_unterminated_partial_line_raw_bytes_span_reads() -> None:
     d = SSEDecoder()
     for c in [b"data: a\n\n:c\r\n", b"data: b", b"cd", b"ef"]:
         assert d.feed(c) == [] or c.startswith(b"data: a")
@@ -377,14 +380,14 @@ def test_unterminated_partial_line_raw_bytes_span_reads():
     assert diag.code == SSE_UNTERMINATED_EVENT and diag.raw == b":c\r\ndata: bcdef" and diag.offset == 9
 
 
-def test_partial_comment_at_end_is_reported_but_complete_comment_is_not():
+def test_partial_comment_at_end_is_reported_but_complete_comment_is_not() -> None:
     _, diags = run([b"data: a\n\n: hb"])
     assert codes(diags) == [SSE_UNTERMINATED_EVENT]
     _, diags = run([b"data: a\n\n: hb\n"])
     assert diags == []
 
 
-def test_close_is_idempotent_and_feed_after_close_raises():
+def test_close_is_idempotent_and_feed_after_close_raises() -> None:
     d = SSEDecoder()
     d.feed(b"data: x")
     assert d.close() == []
@@ -395,7 +398,7 @@ def test_close_is_idempotent_and_feed_after_close_raises():
 
 
 # ------------------------------------------------------------------------------------------------ UTF-8
-def test_invalid_utf8_becomes_replacement_with_diagnostic():
+def test_invalid_utf8_becomes_replacement_with_diagnostic() -> None:
     stream = b"data: a\xffb\n\nevent: \xc3(\ndata: \xe2\x82\n\n"
     d = SSEDecoder()
     events = d.feed(stream)
@@ -409,12 +412,12 @@ def test_invalid_utf8_becomes_replacement_with_diagnostic():
     assert all(x.severity == "warning" for x in d.diagnostics)
 
 
-def test_invalid_utf8_in_comment_and_unknown_field_is_reported():
+def test_invalid_utf8_in_comment_and_unknown_field_is_reported() -> None:
     _, diags = run([b": \xff\nna\xffme: v\ndata: ok\n\n"])
     assert codes(diags) == [SSE_INVALID_UTF8, SSE_INVALID_UTF8, SSE_UNKNOWN_FIELD]
 
 
-def test_invalid_utf8_split_across_reads():
+def test_invalid_utf8_split_across_reads() -> None:
     events, diags = run([b"data: a\xe2", b"\x82", b"\n\n"])
     assert datas(events) == ["a\ufffd"]
     assert codes(diags) == [SSE_INVALID_UTF8]
@@ -422,7 +425,7 @@ def test_invalid_utf8_split_across_reads():
 
 
 # ------------------------------------------------------------------------------------------------ reads, offsets, API
-def test_read_index_and_offsets_over_several_reads():
+def test_read_index_and_offsets_over_several_reads() -> None:
     d = SSEDecoder()
     assert d.feed(b"data: 1\n\ndata: 2\n") == [SSEEvent(0, "message", "1", "", None, 0, 9, 0)]
     assert d.feed(b"") == []
@@ -434,7 +437,7 @@ def test_read_index_and_offsets_over_several_reads():
     assert d.events_dispatched == 3
 
 
-def test_take_diagnostics_returns_only_new_ones():
+def test_take_diagnostics_returns_only_new_ones() -> None:
     d = SSEDecoder()
     d.feed(b"foo: 1\n")
     first = d.take_diagnostics()
@@ -447,16 +450,16 @@ def test_take_diagnostics_returns_only_new_ones():
     assert codes(d.diagnostics) == [SSE_UNKNOWN_FIELD, SSE_RETRY_IGNORED, SSE_NO_DATA]
 
 
-def test_accepts_bytearray_and_memoryview():
+def test_accepts_bytearray_and_memoryview() -> None:
     d = SSEDecoder()
     assert datas(d.feed(bytearray(b"data: a\n\n")) + d.feed(memoryview(b"data: b\n\n"))) == ["a", "b"]
 
 
-def test_iter_events():
+def test_iter_events() -> None:
     assert datas(iter_events(b"data: 1\n\ndata: 2\n\ndata: 3")) == ["1", "2"]
 
 
-def test_cr_only_stream_matches_lf_stream():
+def test_cr_only_stream_matches_lf_stream() -> None:
     lf = b"".join(b'event: e%d\ndata: {"i": %d}\n: c\n\n' % (i, i) for i in range(200))
     cr = lf.replace(b"\n", b"\r")
     crlf = lf.replace(b"\n", b"\r\n")
@@ -475,7 +478,7 @@ SMALL = (
 )
 
 
-def test_every_one_and_two_way_split_gives_identical_results():
+def test_every_one_and_two_way_split_gives_identical_results() -> None:
     want_events, want_diags = run([SMALL])
     assert [(e.event, e.data, e.id, e.retry) for e in want_events] == reference(SMALL)
     assert len(want_events) == 3
@@ -509,7 +512,7 @@ _TERM = st.sampled_from([b"\n", b"\r", b"\r\n"])
 
 
 @st.composite
-def sse_streams(draw) -> bytes:
+def sse_streams(draw: st.DrawFn) -> bytes:
     prefix = draw(st.sampled_from([b"", b"", BOM, BOM + BOM, b"\xef\xbb"]))
     blocks = draw(st.lists(st.tuples(st.lists(st.tuples(_LINE, _TERM), max_size=4), _TERM), max_size=8))
     body = b"".join(b"".join(line + term for line, term in lines) + blank for lines, blank in blocks)
@@ -519,7 +522,7 @@ def sse_streams(draw) -> bytes:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
-def test_property_any_split_gives_same_events_and_diagnostics(data):
+def test_property_any_split_gives_same_events_and_diagnostics(data: Any) -> None:
     stream = data.draw(sse_streams(), label="stream")
     points = data.draw(st.lists(st.integers(0, len(stream)), max_size=12), label="splits")
     chunks = split_at(stream, points)
@@ -548,7 +551,7 @@ def test_property_any_split_gives_same_events_and_diagnostics(data):
 
 
 # ------------------------------------------------------------------------------------------------ performance
-def test_64_mib_data_line_in_64_kib_reads_is_linear():
+def test_64_mib_data_line_in_64_kib_reads_is_linear() -> None:
     size = 64 * 1024 * 1024
     stream = b"data: " + b"x" * size + b"\r\n\r\n"
     d = SSEDecoder()
@@ -561,13 +564,13 @@ def test_64_mib_data_line_in_64_kib_reads_is_linear():
     assert d.diagnostics == []
 
 
-def test_long_line_in_tiny_reads_is_linear():
+def test_long_line_in_tiny_reads_is_linear() -> None:
     stream = b"data: " + "é".encode() * 500_000 + b"\n\n"  # 1 MB, split mid-character in 333-byte reads
     events, diags = run([stream[i : i + 333] for i in range(0, len(stream), 333)])
     assert events[0].data == "é" * 500_000 and diags == []
 
 
-def test_many_small_events_in_large_reads():
+def test_many_small_events_in_large_reads() -> None:
     one = (
         b"event: content_block_delta\n"
         b'data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}   \n\n'
