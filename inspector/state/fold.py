@@ -57,11 +57,12 @@ class DashboardState:
         self.events = EventTable(self.store)
         self.reads = ReadTable(self.store)
         # entries are shared with copies until the fold gets them (copy on write): checkpoints stay small
-        self.attempts: dict[tuple[int, int], AttemptEntry] = CowDict()
-        self.turns: dict[int, TurnEntry] = CowDict()
-        self.blocks: dict[tuple[int, int, int], BlockEntry] = CowDict()
+        # the fold changes an entry only through `mutable(key)`; readers use get / [] / values() (never a clone)
+        self.attempts: CowDict[tuple[int, int], AttemptEntry] = CowDict()
+        self.turns: CowDict[int, TurnEntry] = CowDict()
+        self.blocks: CowDict[tuple[int, int, int], BlockEntry] = CowDict()
         self.block_order: list[tuple[int, int, int]] = []
-        self.tools: dict[str, ToolEntry] = CowDict()
+        self.tools: CowDict[str, ToolEntry] = CowDict()
         self.tool_order: list[str] = []
         self.transcript: list[TranscriptItem] = []
         self.diagnostics: list[DiagEntry] = []
@@ -184,7 +185,7 @@ class DashboardState:
         self._touch_status()
 
     def _turn(self, turn: int, t: float) -> TurnEntry:
-        entry = self.turns.get(turn)
+        entry = self.turns.mutable(turn)
         if entry is None:  # tolerate a stream without TurnStarted
             entry = self.turns[turn] = TurnEntry(turn, t)
             self.transcript.append(("turn", turn))
@@ -193,7 +194,8 @@ class DashboardState:
 
     def _attempt_started(self, obs: O.AttemptStarted) -> None:
         key = (obs.turn, obs.attempt)
-        self.attempts[key] = self._ca = AttemptEntry(obs.turn, obs.attempt, obs.t, obs.method, obs.url, version=self.n)
+        a = AttemptEntry(obs.turn, obs.attempt, obs.t, obs.method, obs.url, version=self.n)
+        self.attempts[key] = self._ca = a
         if isinstance(obs.body, dict):
             self.requests[key] = obs.body
             self._sent_results(obs.body)
@@ -202,7 +204,7 @@ class DashboardState:
         turn.version = self.n
         st = self.status
         st.turn, st.attempt = obs.turn, obs.attempt
-        self.attempts[key].held_base = self._held_at(obs.t)
+        a.held_base = self._held_at(obs.t)
         label = f"turn {obs.turn + 1} · attempt {obs.attempt + 1} · {obs.method} {_path(obs.url)}"
         self.attempt_first_row[key] = len(self.events) + 1
         self.attempt_first_evno[key] = st.events + 1
@@ -231,6 +233,8 @@ class DashboardState:
             self.sent_results[tid] = block
             tool = self.tools.get(tid)
             if tool is not None and block.get("is_error") and not tool.error:
+                tool = self.tools.mutable(tid)
+                assert tool is not None
                 tool.error = result_summary(block.get("content"), 200)
                 tool.is_error = True
                 tool.version = self.n
@@ -240,7 +244,7 @@ class DashboardState:
         a = self._ca
         if a is not None and a.attempt == attempt and a.turn == turn:
             return a  # the current attempt (owned by this state: the cache is dropped when the state is copied)
-        a = self.attempts.get((turn, attempt))
+        a = self.attempts.mutable((turn, attempt))
         if a is not None:
             self._ca = a
         else:
@@ -391,7 +395,7 @@ class DashboardState:
     def _block_delta(self, obs: O.BlockDelta) -> None:
         b = self._cb
         if b is None or b.index != obs.index or b.attempt != obs.attempt or b.turn != obs.turn:
-            b = self.blocks.get((obs.turn, obs.attempt, obs.index))
+            b = self.blocks.mutable((obs.turn, obs.attempt, obs.index))
             if b is None:
                 return
             self._cb = b  # (dropped when the state is copied, like _ca)
@@ -403,6 +407,8 @@ class DashboardState:
             if a is None or a.attempt != obs.attempt or a.turn != obs.turn:
                 a = self.attempts.get((obs.turn, obs.attempt))
             if a is not None and a.t_first_token is None:
+                a = self.attempts.mutable((obs.turn, obs.attempt))
+                assert a is not None
                 a.t_first_token = obs.t
                 a.first_token = max(0.0, round(obs.t - a.t_start - (self._held_at(obs.t) - a.held_base), 9))
                 self._touch_status()
@@ -418,7 +424,7 @@ class DashboardState:
                 self.rev_tools = self.n
 
     def _block_closed(self, obs: O.BlockClosed) -> None:
-        b = self.blocks.get((obs.turn, obs.attempt, obs.index))
+        b = self.blocks.mutable((obs.turn, obs.attempt, obs.index))
         if b is None:
             return
         b.closed, b.t_close, b.content, b.input_error = True, obs.t, obs.content, obs.input_error
@@ -428,9 +434,11 @@ class DashboardState:
         b.version = self.n
         self.rev_blocks = self.n
         self.rev_transcript = self.n
-        if b.is_tool and b.id in self.tools:
-            tool = self.tools[b.id]
+        tool = self.tools.get(b.id) if b.is_tool and b.id is not None else None
+        if tool is not None:
             if tool.input is None and isinstance(obs.content, dict) and obs.content.get("input") is not None:
+                tool = self.tools.mutable(tool.id)
+                assert tool is not None
                 tool.input = obs.content["input"]
                 tool.input_summary = call_summary(tool.name, tool.input)
                 tool.version = self.n
@@ -464,7 +472,7 @@ class DashboardState:
             DiagEntry(obs.t, obs.turn, obs.attempt, d.code, d.severity, d.message, d.event_index, d.block_index, evno)
         )
         if d.block_index is not None:
-            b = self.blocks.get((obs.turn, obs.attempt, d.block_index))
+            b = self.blocks.mutable((obs.turn, obs.attempt, d.block_index))
             if b is not None:
                 b.diagnostics.append(len(self.diagnostics) - 1)
                 b.version = self.n
@@ -473,7 +481,7 @@ class DashboardState:
 
     # -- tools
     def _tool(self, obs: Any, state: str) -> ToolEntry:
-        tool = self.tools.get(obs.id)
+        tool = self.tools.mutable(obs.id)
         if tool is None:
             tool = self._new_tool(obs.id, obs.name, obs.turn, obs.attempt, obs.index, state, obs.t)
             self.transcript.append(("tool", obs.id))
@@ -531,7 +539,7 @@ class DashboardState:
         self.rev_transcript = self.n
 
     def _tool_result(self, obs: O.ToolResult) -> None:
-        tool = self.tools.get(obs.tool_use_id)
+        tool = self.tools.mutable(obs.tool_use_id)
         if tool is None:
             return
         tool.is_error = obs.is_error
