@@ -260,7 +260,7 @@ class TestSmallTerminals:
     async def test_the_footer_keeps_the_essentials_at_every_width(self, width: int) -> None:
         app = synthetic("tools_running")
         async with app.run_test(size=(width, 24)) as pilot:
-            footer = app.query_one(KeyFooter)
+            footer = app.dashboard.query_one(KeyFooter)
             await wait_for(lambda: footer.query("FooterKey"), what="the footer keys")
             await pilot.pause()
             shown = {k.action for k in footer.query("FooterKey")}
@@ -273,7 +273,7 @@ class TestSmallTerminals:
     async def test_group_labels_are_spaced(self) -> None:
         app = synthetic("tools_running")
         async with app.run_test(size=SMALL) as pilot:
-            footer = app.query_one(KeyFooter)
+            footer = app.dashboard.query_one(KeyFooter)
             await wait_for(lambda: footer.query("FooterLabel"), what="the footer groups")
             await pilot.pause()
             cells = [" "] * SMALL[0]
@@ -291,7 +291,7 @@ class TestSmallTerminals:
         async with app.run_test(size=(50, 14)) as pilot:
             await pilot.pause()
             assert app.screen.has_class("-tiny")
-            assert app.query_one("#too-small").display and not app.query_one("#panes").display
+            assert app.dashboard.query_one("#too-small").display and not app.dashboard.query_one("#panes").display
             await pilot.press("4")
             await pilot.pause()
             assert app.screen.maximized is app.panes[3]
@@ -331,7 +331,7 @@ class TestProxyAndServe:
         factory = Factory(lambda: FakeSession([O.LoopStarted(0.0, source, "", None)], source=source))
         app = InspectorApp(factory, clock=lambda: 0.0)
         async with app.run_test(size=SMALL) as pilot:
-            banner = app.query_one("#connect")
+            banner = app.dashboard.query_one("#connect")
             await wait_for(lambda: banner.display and banner.region.height == 1, what="the address line")
             await pilot.pause()
             text = str(banner.render())
@@ -401,7 +401,7 @@ async def test_clicking_a_disabled_footer_key_says_why() -> None:
     app = InspectorApp(factory, clock=lambda: 0.0)
     async with app.run_test(size=WIDE) as pilot:
         await wait_for(lambda: factory.sessions and not app.session_running and app.final_status, what="the end")
-        footer = app.query_one(KeyFooter)
+        footer = app.dashboard.query_one(KeyFooter)
         await wait_for(
             lambda: any(k.action == "cancel" and k.has_class("-disabled") for k in footer.query("FooterKey")),
             what="a disabled cancel key",

@@ -348,6 +348,8 @@ class SectionView(LineView):
         self._cache.clear()
         self._prev_items, self._item_starts, self._prev_width = [], [], -1
         self._item_keys = []
+        self._seen = ()
+        self.set_lines([])
 
     def on_resize(self) -> None:
         self._item_cache.clear()
