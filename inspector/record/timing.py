@@ -307,11 +307,16 @@ def unhold(t: float, holds: Sequence[tuple[float, float]]) -> float:
 
 
 def _attempt_holds(att: RecordedAttempt, holds: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
-    """The holds that overlap an attempt, on its clock (seconds since its request)."""
+    """The holds that overlap an attempt, on its clock (seconds since its request): from its request to its end (its
+    last read while it has no end). A hold after the attempt ended (a pause in a later turn) is not its own."""
     t0 = (att.request or {}).get("t")
     if not holds or not isinstance(t0, (int, float)):
         return []
-    return sorted((max(0.0, s - t0), e - t0) for s, e in holds if e > t0)
+    end = (att.end or {}).get("t")
+    if not isinstance(end, (int, float)):
+        timed = [r.t for r in att.reads if r.t is not None]
+        end = max(timed) if timed and att.end is not None else math.inf  # running: every later hold may be its own
+    return sorted((max(0.0, s - t0), e - t0) for s, e in holds if e > t0 and s - t0 < end)
 
 
 def analyze_attempt(att: RecordedAttempt, holds: Sequence[tuple[float, float]] = ()) -> dict:
