@@ -63,28 +63,32 @@ def cmd(args: argparse.Namespace) -> int:
         _err(f"{args.path}: {e}")
         return EXIT_USAGE
     turns = dumper.turns(recording)
+    timing: dict | None = None
+    if args.timing:
+        from inspector.record.timing import timing_json
+
+        timing = timing_json(recording)
+    ok = dump_ok(turns) and not (timing or {}).get("diagnostics")  # a buffered stream (timing.buffered) fails
     if args.events:
         out_bytes.flush()
-        return EXIT_OK if dump_ok(turns) else EXIT_FAIL
+        return EXIT_OK if ok else EXIT_FAIL
     if args.json:
         import orjson
 
         out: dict = {"turns": turns}
         if recording.warnings:
             out["warnings"] = recording.warnings
-        if args.timing:
-            from inspector.record.timing import timing_json
-
-            out["timing"] = timing_json(recording)
+        if timing is not None:
+            out["timing"] = timing
         out_bytes.write(exactjson.dumps(out, option=orjson.OPT_NON_STR_KEYS) + b"\n")
         out_bytes.flush()
     else:
         for w in recording.warnings:
             print(f"warning: {w}")
         print(format_turns(turns) if turns else "no turns in this file")
-        if args.timing:
-            from inspector.record.timing import format_timing
+        if timing is not None:
+            from inspector.record.timing import format_timing_json
 
             print()
-            print(format_timing(recording))
-    return EXIT_OK if dump_ok(turns) else EXIT_FAIL
+            print(format_timing_json(timing))
+    return EXIT_OK if ok else EXIT_FAIL

@@ -81,13 +81,19 @@ class ProgressPrinter:
     """Readable progress lines for `inspector run --headless` (a bus subscriber)."""
 
     def __init__(self, sink: LineSink) -> None:
+        from inspector.record.timing import BufferingWatch
+
         self.sink = sink
+        self.buffering = BufferingWatch()  # timing.buffered, said at the end of a buffered attempt
 
     def p(self, s: str) -> None:
         self.sink.write((s + "\n").encode("utf-8", "replace"))
 
     def __call__(self, obs: O.Observation) -> None:
         t = f"{obs.t:7.3f}s"
+        buffered = self.buffering(obs)
+        if buffered is not None:
+            self.p(f"{t}   {buffered.severity.upper()} {buffered.code}: {buffered.message}")
         if isinstance(obs, O.LoopStarted):
             src = obs.source
             self.p(

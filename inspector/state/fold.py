@@ -12,12 +12,15 @@ observations always yields the same versions.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
+from itertools import islice
 from typing import Any
 
 from inspector.core import fmt
 from inspector.observe import observations as O
 from inspector.observe.states import TOOL_RAN, TOOL_TERMINAL, LoopState, ToolState
+from inspector.record.timing import attempt_buffering, buffering_diagnostic
 from inspector.state.columns import ByteStore, CowDict
 from inspector.state.entries import (
     F_DIAG,
@@ -74,6 +77,7 @@ class DashboardState:
         # tool_result blocks a request carried, by tool_use_id: why a tool a proxied harness ran failed
         self.sent_results: dict[str, dict] = {}
         self.attempt_first_evno: dict[tuple[int, int], int] = {}  # event number of each attempt's first event
+        self.attempt_first_read: dict[tuple[int, int], int] = {}  # row of each attempt's first read (reads table)
         # the user's holds of the stream (pause, step), loop time: (start, end or None while held, by)
         self.holds: list[tuple[float, float | None, str]] = []
         # the entries the fold is working on (an attempt, a block): owned by this state, dropped on copy
@@ -287,6 +291,8 @@ class DashboardState:
         a = self._attempt(obs.turn, obs.attempt, obs.t)
         data = obs.data
         offset = self.attempt_offset.get(key, 0)
+        if key not in self.attempt_first_read:
+            self.attempt_first_read[key] = len(self.reads)
         self.reads.append(obs.turn, obs.attempt, obs.read_index, obs.t, obs.t_request, data, offset)
         self.attempt_offset[key] = offset + len(data)
         # the stream's own clock: the user's holds since the request are left out
@@ -557,6 +563,7 @@ class DashboardState:
     def _attempt_ended(self, obs: O.AttemptEnded) -> None:
         a = self._attempt(obs.turn, obs.attempt, obs.t)
         a.t_end, a.status, a.reason, a.outcome, a.version = obs.t, obs.status, obs.reason, obs.outcome, self.n
+        self._buffering(a, obs.t)
         if obs.status != "complete":
             why = f": {obs.reason}" if obs.reason else ""
             self.transcript.append(
@@ -570,6 +577,38 @@ class DashboardState:
             self.rev_events = self.n  # rows of a failed attempt are shaded
             self.rev_blocks = self.n
         self._touch_status()
+
+    def _buffering(self, a: AttemptEntry, t: float) -> None:
+        """At an attempt's end: the buffering verdict of its reads (as the timing view judges it); "buffered" is
+        the named diagnostic ``timing.buffered``. Costs the attempt's reads and events, once."""
+        first = self.attempt_first_read.get(a.key)
+        if first is None or a.status_code not in (None, 200):
+            return
+        reads, ev, key = self.reads, self.events, a.key
+        rows = [
+            (i, ri, tr, n)
+            for i, (tu, at, ri, tr, n) in enumerate(
+                zip(*(islice(reads.column(c), first, None) for c in (0, 1, 2, 4, 8))), first
+            )
+            if (tu, at) == key
+        ]
+        index = {ri: k for k, (_i, ri, _t, _n) in enumerate(rows)}
+        counts = [0] * len(rows)
+        start = max(0, self.attempt_first_row.get(key, 1) - 1)
+        for tu, at, ri, evno in zip(*(islice(ev.column(c), start, None) for c in (5, 6, 4, 8))):
+            if evno and (tu, at) == key:
+                k = index.get(ri)
+                if k is not None:
+                    counts[k] += 1
+        t0 = a.t_start
+        holds = [
+            (max(0.0, s - t0), (math.inf if e is None else e) - t0) for s, e, _by in self.holds if e is None or e > t0
+        ]
+        verdict = attempt_buffering([(tr, n, c) for (_i, _ri, tr, n), c in zip(rows, counts)], holds)
+        d = buffering_diagnostic(verdict)
+        if d is not None:
+            self.diagnostics.append(DiagEntry(t, a.turn, a.attempt, d.code, d.severity, d.message, None, None, None))
+            self.rev_diag = self.n
 
     def _message_appended(self, obs: O.MessageAppended) -> None:
         self.status.messages += 1

@@ -288,3 +288,29 @@ def test_state_and_synthetic_do_not_import_textual() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+# --- timing.buffered ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kw", [{}, {"buffered": False}, {"hold_in_silence": 3.5}])
+def test_a_buffered_attempt_is_the_named_diagnostic_the_timing_view_agrees_with(kw):
+    """Issue 18 §4: the main screen said "no diagnostics: the stream was well-formed" while `i` said BUFFERED."""
+    from inspector.record.timing import BUFFERED_CODE, recording_from_observations, timing_json
+    from inspector.testing.synthetic import buffered_observations
+
+    obs = buffered_observations(**kw)
+    s = DashboardState().apply_all(obs)
+    verdicts = [a["buffering"]["verdict"] for a in timing_json(recording_from_observations(obs))["attempts"]]
+    codes = [d.code for d in s.diagnostics]
+    assert (BUFFERED_CODE in codes) == (verdicts == ["buffered"])
+    assert verdicts == (["buffered"] if not kw else ["not buffered"])
+    if not kw:
+        (d,) = s.diagnostics
+        assert d.severity == "error" and "BUFFERED" in d.message and (d.turn, d.attempt) == (0, 0)
+        # time travel rebuilds it too (the fold is the only source)
+        assert [x.code for x in state_at(obs, 10_000).diagnostics] == [BUFFERED_CODE]
+
+
+def test_the_parse_date_run_has_no_buffering_diagnostic():
+    assert not [d for d in fold_all(FULL).diagnostics if d.code.startswith("timing.")]
