@@ -131,3 +131,25 @@ async def test_paused_figures_are_the_streams_own() -> None:
         a = app.live.current_attempt
         assert a is not None and a.first_token is not None and a.first_token < 1.0
         assert "first token 350 ms" in text and "held 6.00 s (not counted)" in text
+
+
+# --- the timeline's span -----------------------------------------------------------------------------------------
+
+
+async def test_the_timeline_header_spans_the_whole_run_at_any_size() -> None:
+    """Issue 18 §4: at 80x24 after a cancel the header said `span 1.00 s` (the run spans 3.41 s): with no room to
+    draw a turn in full it measured the drawn turns, i.e. none."""
+    from inspector.tui.widgets.timeline import figures, run_span
+
+    obs = parse_date_observations(variant="cancelled")
+    heads = {}
+    for size in ((80, 24), (160, 48)):
+        app = app_of(obs)
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause()
+            header = app.timeline.render().plain.split("\n")[0]
+            figs = [figures(app.live, t, app.now()) for t in sorted(app.live.turns)]
+            heads[size] = header[header.index("span ") :]
+    want = f"span {run_span(figs):.2f} s"
+    assert want != "span 1.00 s"
+    assert heads == {(80, 24): want, (160, 48): want}
