@@ -51,6 +51,30 @@ class TestEnterOpensTheRightDetail:
             await pilot.press("escape")
             await wait_for(lambda: not isinstance(app.screen, DetailScreen), what="the view to close")
 
+    async def test_enter_with_nothing_selected_opens_the_newest_event_not_a_request(self) -> None:
+        """Issue 18 §4: with no row selected, Enter on the SSE pane opened the request view (the last row was a
+        marker: here the "stream held" row of a pause)."""
+        from inspector.testing.synthetic import StreamScript
+
+        s = StreamScript()
+        s.loop_started()
+        s.start_turn()
+        s.start_attempt()
+        s.message_start()
+        s.block_start(0, {"type": "text", "text": ""})
+        s.delta(0, "hello")
+        s.emit(O.StreamHeld(s.t, 0, 0, "pause"))
+        app = InspectorApp(observations=s.obs, clock=lambda: 0.0)
+        async with app.run_test(size=WIDE) as pilot:
+            ev = app.live.events
+            assert ev.etype[len(ev) - 1] == "held" and app.events_view.selected is None
+            app.events_view.focus()
+            await pilot.press("enter")
+            await wait_for(lambda: isinstance(app.screen, DetailScreen), what="the detail view")
+            newest = ev.evno[ev.event_rows[-1]]
+            assert app.screen.detail.title.startswith(f"Event {newest} · content_block_delta")
+            assert app.events_view.selected == ev.event_rows[-1]  # selected, so the pane shows which
+
     async def test_an_attempt_marker_row_opens_the_request_it_sent(self) -> None:
         # turn 2's request carries turn 1's answer and the tool results (the synthetic script sends none)
         history = [{"role": "user", "content": "fix parse_date"}]

@@ -247,8 +247,8 @@ class LineView(ScrollView, can_focus=True):
 
     def action_open_detail(self) -> None:
         row = self.selected
-        if row is None:  # nothing selected: the last row that has a detail
-            row = next((r for r in range(self._count - 1, max(-1, self._count - 200), -1) if self.detail_at(r)), None)
+        if row is None:  # nothing selected: the newest row worth reading (selected first, so Enter shows which)
+            row = self.default_detail_row()
             if row is None:
                 self.notify("nothing to read in full here yet", severity="warning", timeout=3)
                 return
@@ -258,6 +258,10 @@ class LineView(ScrollView, can_focus=True):
             self.notify("this row has nothing more to show", severity="warning", timeout=3)
             return
         self.post_message(DetailRequested(*target))
+
+    def default_detail_row(self) -> int | None:
+        """The row Enter opens when none is selected: the last row that has a detail (a view may prefer another)."""
+        return next((r for r in range(self._count - 1, max(-1, self._count - 200), -1) if self.detail_at(r)), None)
 
     def on_click(self, event: events.Click) -> None:
         row = int(self.scroll_offset.y + event.y)

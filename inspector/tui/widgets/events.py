@@ -112,6 +112,12 @@ class EventsView(LineView):
             return ("attempt", (ev.turn[row], ev.attempt[row]))
         return ("event", ev.evno[row]) if ev.evno[row] else None
 
+    def default_detail_row(self) -> int | None:
+        """Enter with nothing selected opens the newest SSE event (not a marker row's request view)."""
+        if not self.raw and self.state is not None and len(self.state.events.event_rows):
+            return int(self.state.events.event_rows[-1])
+        return super().default_detail_row()
+
     def on_click(self, event) -> None:
         """Click an event row: time travel to it (LineView.on_click, called too, opens its detail)."""
         row = int(self.scroll_offset.y + event.y)
