@@ -787,10 +787,11 @@ class InspectorApp(App[int]):
             return
         path = default_export_path(self.export_dir, self.source or self.live.status.source)
         secrets = list(getattr(self.session, "secrets", None) or ())  # the key, masked as --record masks it
-        self.export(path, list(self.history.observations), dict(self.live.status.source or self.source), secrets)
+        # the spilled blocks are read back in the worker thread, not here (a long session: many MB of pickles)
+        self.export(path, self.history.observations.frozen(), dict(self.live.status.source or self.source), secrets)
 
     @work(thread=True, exclusive=False, group="export", exit_on_error=False, description="export a recording")
-    def export(self, path: Path, observations: list[O.Observation], source: dict, secrets: list[str]) -> None:
+    def export(self, path: Path, observations: Iterable[O.Observation], source: dict, secrets: list[str]) -> None:
         """Write the recording in a thread; say how it went with an `Exported` message (never touches widgets)."""
         try:
             written = write_recording(path, observations, source, secrets)

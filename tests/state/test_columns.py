@@ -249,3 +249,19 @@ async def test_a_real_loop_session_spills_and_reads_back_its_history_views(block
     assert back == obs
     # time travel folds them too
     assert h.state_at(h.event_count).n == len(obs)
+
+
+def test_a_frozen_history_prefix_stays_fixed_while_the_history_grows() -> None:
+    """The export's view of the history (read in a worker thread): the observations at freeze time, in order, read
+    back from the spill file without the live object's block cache."""
+    obs = generated_observations(3000)
+    s = SpilledObservations(block=64)
+    for o in obs[:1000]:
+        s.append(o)
+    frozen = s.frozen()
+    cache = dict(s._cache)
+    for o in obs[1000:]:
+        s.append(o)
+    assert len(frozen) == 1000 and list(frozen) == obs[:1000]
+    assert dict(s._cache) == cache  # nothing read through the live cache
+    assert list(s.frozen()) == obs

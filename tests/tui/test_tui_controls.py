@@ -213,6 +213,36 @@ class TestViews:
         assert sum(len(a.reads) for a in rec.attempts()) == len(reads)
         assert b"".join(r.data for a in rec.attempts() for r in a.reads) == b"".join(o.data for o in reads)
 
+    async def test_export_reads_the_spilled_history_in_its_worker_not_on_the_ui_thread(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Issue 17 §4: `e` listed every observation (reading back every spilled block) on the UI thread."""
+        import threading
+
+        from inspector.state.travel import History, SpilledObservations
+
+        obs = parse_date_observations()
+        app = InspectorApp(observations=obs, clock=lambda: 0.0, export_dir=tmp_path)
+        app.history = History(block=16)  # spill the history to disk in small blocks
+        app.history.follow(app.live)
+        ui = threading.get_ident()
+        read_back: list[int] = []
+        block = SpilledObservations._block
+        monkeypatch.setattr(
+            SpilledObservations, "_block", lambda self, b: read_back.append(threading.get_ident()) or block(self, b)
+        )
+        messages: list = []
+        async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
+            assert app.history.observations.spilled_bytes > 0
+            read_back.clear()
+            await pilot.press("e")
+            await wait_for(lambda: any(isinstance(m, InspectorApp.Exported) for m in messages), what="export")
+        assert ui not in read_back
+        exported = next(m for m in messages if isinstance(m, InspectorApp.Exported))
+        rec = read_recording(exported.path)
+        reads = [o for o in obs if isinstance(o, O.ReadReceived)]
+        assert b"".join(r.data for a in rec.attempts() for r in a.reads) == b"".join(o.data for o in reads)
+
     @pytest.mark.parametrize("n,pane", [(1, "events"), (2, "blocks"), (3, "tools"), (4, "assistant")])
     async def test_maximize_and_restore(self, n: int, pane: str) -> None:
         app = InspectorApp(observations=parse_date_observations(), clock=lambda: 0.0)
