@@ -713,7 +713,7 @@ class InspectorApp(App[int]):
             self.screen.dismiss(None)
         self.push_screen(DetailScreen(detail))
 
-    def on_time_travel_requested(self, message: M.TimeTravelRequested) -> None:
+    def on_events_view_time_travel_requested(self, message: EventsView.TimeTravelRequested) -> None:
         self.set_cursor(message.evno)
 
     def action_timing(self) -> None:

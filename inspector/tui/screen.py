@@ -15,9 +15,9 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from inspector.state.fold import DashboardState
-from inspector.tui import messages as M
 from inspector.tui.summary import fault_summary
 from inspector.tui.widgets.assistant import AssistantView
+from inspector.tui.widgets.base import LineView
 from inspector.tui.widgets.blocks import BlocksView
 from inspector.tui.widgets.diagnostics import DiagnosticsView
 from inspector.tui.widgets.events import EventsView
@@ -43,7 +43,7 @@ class Pane(Vertical):
     def set_note(self, note: str) -> None:
         self.border_subtitle = note
 
-    def on_new_rows_noted(self, message: M.NewRowsNoted) -> None:
+    def on_line_view_new_rows_noted(self, message: LineView.NewRowsNoted) -> None:
         message.stop()
         self.set_note(message.note)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Hashable, Iterable
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rich.console import Console
@@ -19,11 +20,12 @@ from textual import events
 from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.geometry import Size
+from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from inspector.tui.messages import DetailRequested, NewRowsNoted
+from inspector.tui.messages import DetailRequested
 
 _NULL = Style()
 
@@ -109,6 +111,12 @@ class LineView(ScrollView, can_focus=True):
 
     BINDINGS: ClassVar[list[Binding | tuple[str, str] | tuple[str, str, str]]] = [*CURSOR_BINDINGS, *ROW_BINDINGS]
     COMPONENT_CLASSES = {"lv--selected"}
+
+    @dataclass
+    class NewRowsNoted(Message):
+        """The "+N new" count changed (0: back at the tail): the pane shows `note` in its border."""
+
+        note: str
 
     DEFAULT_CSS = """
     LineView {
@@ -215,7 +223,7 @@ class LineView(ScrollView, can_focus=True):
 
     def on_new_rows(self, n: int) -> None:
         """The "+N new" count changed (0: back at the tail): the pane shows it (a message, not a reach up)."""
-        self.post_message(NewRowsNoted(f"+{n} new ↓ (end)" if n and not self.follow else ""))
+        self.post_message(self.NewRowsNoted(f"+{n} new ↓ (end)" if n and not self.follow else ""))
 
     # -- selection and detail
     def detail_at(self, row: int) -> tuple[str, Any] | None:
