@@ -573,5 +573,7 @@ class Savings:
 #   ("thinking", (turn, attempt, index))
 #   ("tool", tool_id)                    inline tool activity (one line, follows the tool's state)
 #   ("block", (turn, attempt, index))    another block type (server tool result...)
-#   ("note", text, severity)             attempt failed, retrying, loop ended...
+#   ("note", what, severity)             what happened, as data (the tui words it): ("try", turn, TryEntry),
+#                                        ("retry", turn, attempt), ("attempt_ended", turn, attempt, status, reason),
+#                                        ("loop_finished", status, error)
 TranscriptItem = tuple

@@ -176,7 +176,7 @@ class DashboardState:
         label = entry.label()
         self.status.last_try = label
         self._marker(obs.t, "try", f"try {len(a.tries)} · {label}", obs.turn, obs.attempt, F_MARKER | F_ERROR)
-        self.transcript.append(("note", f"turn {obs.turn + 1}: {label}", "warning"))
+        self.transcript.append(("note", ("try", obs.turn, entry), "warning"))
         self.rev_transcript = self.n
         self.rev_tools = self.n  # the timeline draws the tries and the waits
         self._touch_status()
@@ -216,7 +216,7 @@ class DashboardState:
         self.events.append(-1, obs.t, MARKER, -1, label, -1, obs.turn, obs.attempt, F_MARKER, 0, 0, 0)
         self.rev_events = self.n
         if obs.attempt > 0:
-            self.transcript.append(("note", f"retry: attempt {obs.attempt + 1} of turn {obs.turn + 1}", "warning"))
+            self.transcript.append(("note", ("retry", obs.turn, obs.attempt), "warning"))
             self.rev_transcript = self.n
         self._touch_status()
 
@@ -565,11 +565,10 @@ class DashboardState:
         a.t_end, a.status, a.reason, a.outcome, a.version = obs.t, obs.status, obs.reason, obs.outcome, self.n
         self._buffering(a, obs.t)
         if obs.status != "complete":
-            why = f": {obs.reason}" if obs.reason else ""
             self.transcript.append(
                 (
                     "note",
-                    f"attempt {obs.attempt + 1} of turn {obs.turn + 1} {obs.status}{why}",
+                    ("attempt_ended", obs.turn, obs.attempt, obs.status, obs.reason),
                     "error" if obs.status == "failed" else "warning",
                 )
             )
@@ -636,11 +635,7 @@ class DashboardState:
             st.loop_state = obs.status
         if obs.status != "finished":
             self.transcript.append(
-                (
-                    "note",
-                    f"loop {obs.status}" + (f": {obs.error}" if obs.error else ""),
-                    "error" if obs.status == "error" else "warning",
-                )
+                ("note", ("loop_finished", obs.status, obs.error), "error" if obs.status == "error" else "warning")
             )
             self.rev_transcript = self.n
         self._touch_status()

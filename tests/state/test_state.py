@@ -143,8 +143,9 @@ def test_overloaded_midstream_marks_the_attempt_failed_and_retries() -> None:
     err_rows = [i for i in range(len(s.events)) if s.events.etype[i] == "error"]
     assert len(err_rows) == 1 and s.events.flags[err_rows[0]] & F_ERROR
     notes = [item for item in s.transcript if item[0] == "note"]
-    assert notes[0][1].startswith("attempt 1 of turn 2 failed: overloaded_error") and notes[0][2] == "error"
-    assert notes[1][1] == "retry: attempt 2 of turn 2"
+    # what happened, as data (0-based); the wording is the tui's (tests/tui: test_notes_are_worded_by_the_tui)
+    assert notes[0][1][:4] == ("attempt_ended", 1, 0, "failed") and notes[0][1][4].startswith("overloaded_error")
+    assert notes[0][2] == "error" and notes[1][1] == ("retry", 1, 1)
     assert s.status.loop_state == LoopState.FINISHED
 
 
