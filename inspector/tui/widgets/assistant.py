@@ -89,9 +89,9 @@ class AssistantView(SectionView):
                     continue
                 live = self.now if t.state == "running" else None
                 # while its input streams the line shows the block's partial parse: the block's version counts too
-                b = state.blocks.get((t.turn, t.attempt, t.index)) if t.state == "streaming_input" else None
-                version = (t.version, live, None if b is None else b.version)
-                items.append((("tool", item[1]), version, lambda w, t=t: self._tool(t, w)))
+                tb = state.blocks.get((t.turn, t.attempt, t.index)) if t.state == "streaming_input" else None
+                tool_version = (t.version, live, None if tb is None else tb.version)
+                items.append((("tool", item[1]), tool_version, lambda w, t=t: self._tool(t, w)))
             elif kind == "note":
                 items.append((("note", i), 0, lambda w, it=item: self._note(it[1], it[2], w)))
         if st.finished:
