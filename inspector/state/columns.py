@@ -76,6 +76,18 @@ class ChunkedTable:
             yield from chunk[col]
         yield from self._tail[col]
 
+    def column_from(self, col: int, start: int) -> Iterator[Any]:
+        """Column `col` from row `start` on, without walking the rows before it (the chunks before are skipped)."""
+        start = max(0, start)
+        if start >= self._n:
+            yield from self._tail[col][start - self._n :]
+            return
+        c, off = divmod(start, CHUNK)
+        yield from self._sealed[c][col][off:]
+        for chunk in self._sealed[c + 1 :]:
+            yield from chunk[col]
+        yield from self._tail[col]
+
     def cow_copy(self) -> Any:
         cls = type(self)
         new = cls.__new__(cls)

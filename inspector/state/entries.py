@@ -444,6 +444,10 @@ class AttemptEntry:
     first_token: float | None = None  # seconds from request to the first content token, holds excluded
     tries: list[TryEntry] = field(default_factory=list)  # HTTP tries that failed before this attempt's stream
     t_first_byte: float | None = None  # loop time of the first read
+    # the longest wait for a read since the request (holds included: an upper bound of the stream's own silences);
+    # under HELD_SILENCE no burst can be a held one, so the buffering verdict is not computed
+    max_silence: float = 0.0
+    last_read_raw: float = 0.0  # t_request of the last read, holds included
 
     @property
     def key(self) -> tuple[int, int]:

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from itertools import islice
 from typing import Any
 
 from inspector.core import fmt
 from inspector.observe import observations as O
 from inspector.observe.states import TOOL_RAN, TOOL_TERMINAL, LoopState, ToolState
-from inspector.record.timing import attempt_buffering, buffering_diagnostic
+from inspector.record.timing import HELD_SILENCE, attempt_buffering, buffering_diagnostic
 from inspector.state.columns import ByteStore, CowDict
 from inspector.state.entries import (
     F_DIAG,
@@ -298,6 +297,10 @@ class DashboardState:
         # the stream's own clock: the user's holds since the request are left out
         a.held = max(0.0, self._held_at(obs.t) - a.held_base)
         t_stream = max(0.0, round(obs.t_request - a.held, 9)) if a.held else obs.t_request
+        silence = obs.t_request - a.last_read_raw
+        if silence > a.max_silence:
+            a.max_silence = silence
+        a.last_read_raw = obs.t_request
         if a.ttfb is None:
             a.ttfb = t_stream
             a.t_first_byte = obs.t
@@ -581,20 +584,18 @@ class DashboardState:
         """At an attempt's end: the buffering verdict of its reads (as the timing view judges it); "buffered" is
         the named diagnostic ``timing.buffered``. Costs the attempt's reads and events, once."""
         first = self.attempt_first_read.get(a.key)
-        if first is None or a.status_code not in (None, 200):
-            return
+        if first is None or a.status_code not in (None, 200) or a.max_silence < HELD_SILENCE:
+            return  # (no silence long enough for a held burst: not buffered, whatever the rest)
         reads, ev, key = self.reads, self.events, a.key
         rows = [
             (i, ri, tr, n)
-            for i, (tu, at, ri, tr, n) in enumerate(
-                zip(*(islice(reads.column(c), first, None) for c in (0, 1, 2, 4, 8))), first
-            )
+            for i, (tu, at, ri, tr, n) in enumerate(zip(*(reads.column_from(c, first) for c in (0, 1, 2, 4, 8))), first)
             if (tu, at) == key
         ]
         index = {ri: k for k, (_i, ri, _t, _n) in enumerate(rows)}
         counts = [0] * len(rows)
         start = max(0, self.attempt_first_row.get(key, 1) - 1)
-        for tu, at, ri, evno in zip(*(islice(ev.column(c), start, None) for c in (5, 6, 4, 8))):
+        for tu, at, ri, evno in zip(*(ev.column_from(c, start) for c in (5, 6, 4, 8))):
             if evno and (tu, at) == key:
                 k = index.get(ri)
                 if k is not None:

@@ -265,3 +265,13 @@ def test_a_frozen_history_prefix_stays_fixed_while_the_history_grows() -> None:
     assert len(frozen) == 1000 and list(frozen) == obs[:1000]
     assert dict(s._cache) == cache  # nothing read through the live cache
     assert list(s.frozen()) == obs
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 3 * C.CHUNK + 40), st.integers(0, 3 * C.CHUNK + 60))
+def test_column_from_is_the_column_from_that_row(n, start) -> None:
+    """`column_from` (the fold's attempt-end scan) skips the chunks before `start` and yields the same values."""
+    t = Column("l")
+    for i in range(n):
+        t.append(i * 7)
+    assert list(t.column_from(0, start)) == list(t.column(0))[start:]
