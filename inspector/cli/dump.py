@@ -70,9 +70,15 @@ def cmd(args: argparse.Namespace) -> int:
         from inspector.record.accounting import account, requests_of
 
         totals = account(turns, requests_of(recording.turns))
+    timing: dict | None = None
+    if args.timing:
+        from inspector.record.timing import timing_json
+
+        timing = timing_json(recording)
+    ok = dump_ok(turns) and not (timing or {}).get("diagnostics")  # a buffered stream (timing.buffered) fails
     if args.events:
         out_bytes.flush()
-        return EXIT_OK if dump_ok(turns) else EXIT_FAIL
+        return EXIT_OK if ok else EXIT_FAIL
     if args.json:
         import orjson
 
@@ -81,10 +87,8 @@ def cmd(args: argparse.Namespace) -> int:
             out["total"] = totals
         if recording.warnings:
             out["warnings"] = recording.warnings
-        if args.timing:
-            from inspector.record.timing import timing_json
-
-            out["timing"] = timing_json(recording)
+        if timing is not None:
+            out["timing"] = timing
         out_bytes.write(exactjson.dumps(out, option=orjson.OPT_NON_STR_KEYS) + b"\n")
         out_bytes.flush()
     else:  # text for a terminal: what the stream holds is escaped (see fmt.terminal); --json stays exact
@@ -93,13 +97,13 @@ def cmd(args: argparse.Namespace) -> int:
         for w in recording.warnings:
             print(terminal(f"warning: {w}"))
         print(terminal(format_turns(turns)) if turns else "no turns in this file")
-        if args.timing:
+        if timing is not None:
             from inspector.record.accounting import format_accounting
-            from inspector.record.timing import format_timing
+            from inspector.record.timing import format_timing_json
 
             print()
-            print(terminal(format_timing(recording)))
+            print(terminal(format_timing_json(timing)))
             if totals is not None:
                 print()
                 print(terminal(format_accounting(turns, totals)))
-    return EXIT_OK if dump_ok(turns) else EXIT_FAIL
+    return EXIT_OK if ok else EXIT_FAIL

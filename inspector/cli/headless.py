@@ -81,7 +81,10 @@ class ProgressPrinter:
     """Readable progress lines for `inspector run --headless` (a bus subscriber)."""
 
     def __init__(self, sink: LineSink) -> None:
+        from inspector.record.timing import BufferingWatch
+
         self.sink = sink
+        self.buffering = BufferingWatch()  # timing.buffered, said at the end of a buffered attempt
 
     def p(self, s: str) -> None:
         """One line out; what the stream put in it (names, ids, text) cannot reach the terminal raw."""
@@ -89,6 +92,9 @@ class ProgressPrinter:
 
     def __call__(self, obs: O.Observation) -> None:
         t = f"{obs.t:7.3f}s"
+        buffered = self.buffering(obs)
+        if buffered is not None:
+            self.p(f"{t}   {buffered.severity.upper()} {buffered.code}: {buffered.message}")
         if isinstance(obs, O.LoopStarted):
             src = obs.source
             self.p(

@@ -20,6 +20,7 @@ from inspector.scenarios.model import (
     DropAfter,
     ErrorEventAfter,
     HttpError,
+    InterleaveBlocks,
     InvalidToolJson,
     MaxTokensCut,
     Scenario,
@@ -159,6 +160,15 @@ FAULTS: dict[str, FaultDef] = {
             "The turn hits max_tokens inside its first tool_use block: about half of its input deltas, no "
             "content_block_stop, then message_delta stop_reason max_tokens and message_stop. Later blocks "
             "never come; the tool must not run. Every attempt; turns without a tool block are unchanged.",
+        ),
+        FaultDef(
+            "interleave_blocks",
+            "content",
+            "consecutive tool blocks stream side by side, their deltas alternating",
+            "Every run of two or more consecutive tool_use blocks opens at once, then their input_json_delta "
+            "events alternate by index, each block stopping after its last delta. The protocol allows it and "
+            "the SDK's accumulator keys by index; a harness that keeps one current buffer mixes the inputs. "
+            "Every attempt; turns with fewer than two consecutive tool blocks are unchanged.",
         ),
         FaultDef(
             "slow_drip",
@@ -410,6 +420,8 @@ def apply_faults(scenario: Scenario, faults: str | Sequence[FaultSpec | str] | N
                 and not (isinstance(f, DropAfter) and f.inside_block is not None and f.inside_block >= b)
             ]
             faults_list.append(MaxTokensCut(block=b, attempts=None))
+        if "interleave_blocks" in by_name and not any(isinstance(f, InterleaveBlocks) for f in faults_list):
+            faults_list.append(InterleaveBlocks(attempts=None))
         if "slow_drip" in by_name:
             pacing = dataclasses.replace(
                 pacing,

@@ -53,6 +53,7 @@ from inspector.core.fmt import latency, seconds
 from inspector.core.redaction import clean_headers
 from inspector.observe import observations as O
 from inspector.record.recording import FORMAT, VERSION, RecordedAttempt, RecordedRead, RecordedTurn, Recording
+from inspector.stream.diagnostics import Diagnostic
 from inspector.stream.sse import SSEDecoder
 
 __all__ = [
@@ -68,6 +69,10 @@ __all__ = [
     "held_intervals",
     "unhold",
     "buffering_verdict",
+    "attempt_buffering",
+    "buffering_diagnostic",
+    "BufferingWatch",
+    "BUFFERED_CODE",
     "format_timing",
     "format_timing_json",
     "histogram",
@@ -248,6 +253,79 @@ def buffering_verdict(
     return out
 
 
+BUFFERED_CODE = "timing.buffered"  # the verdict "buffered" as a named diagnostic (docs/diagnostics.md)
+
+
+def attempt_buffering(reads: Sequence[tuple[float, int, int]], holds: Sequence[tuple[float, float]] = ()) -> dict:
+    """The verdict of one attempt from ``(t since its request, bytes, events)`` per read, as received, and the
+    user's holds on the same clock (:func:`_attempt_holds`): held time is left out, as in :func:`analyze_attempt`."""
+    if holds:
+        reads = [(unhold(t, holds), n, e) for t, n, e in reads]
+    return buffering_verdict(reads, released=[unhold(e, holds) for _s, e in holds if not math.isinf(e)])
+
+
+def buffering_diagnostic(buffering: dict) -> Diagnostic | None:
+    """``timing.buffered`` (an error: a relay between the API and the harness held the stream back, so the harness
+    saw no streaming at all) when the verdict is "buffered"; None otherwise."""
+    if buffering.get("verdict") != "buffered":
+        return None
+    why = buffering.get("reason") or ""
+    return Diagnostic(
+        BUFFERED_CODE,
+        "error",
+        f"BUFFERED: the stream arrived in held bursts, not as produced (a buffering relay?): {why}",
+    )
+
+
+class BufferingWatch:
+    """The ``timing.buffered`` check, live, from observations (headless output): call it with every observation;
+    at an attempt's end it returns the diagnostic (or None). Keeps three numbers per read of the attempts in flight."""
+
+    def __init__(self) -> None:
+        self._t0: dict[tuple[int, int], float] = {}
+        self._reads: dict[tuple[int, int], list[list[float]]] = {}
+        self._index: dict[tuple[int, int], dict[int, int]] = {}
+        self._status: dict[tuple[int, int], int] = {}
+        self._holds: list[tuple[float, float]] = []
+        self._held_since: float | None = None
+
+    def __call__(self, obs: O.Observation) -> Diagnostic | None:
+        cls = type(obs)
+        if cls is O.ReadReceived:
+            key = (obs.turn, obs.attempt)  # type: ignore[attr-defined]
+            reads = self._reads.setdefault(key, [])
+            self._index.setdefault(key, {})[obs.read_index] = len(reads)  # type: ignore[attr-defined]
+            reads.append([obs.t_request, len(obs.data), 0])  # type: ignore[attr-defined]
+        elif cls is O.SSEEventSeen:
+            key = (obs.turn, obs.attempt)  # type: ignore[attr-defined]
+            i = self._index.get(key, {}).get(obs.sse.read_index)  # type: ignore[attr-defined]
+            if i is not None:
+                self._reads[key][i][2] += 1
+        elif cls is O.AttemptStarted:
+            key = (obs.turn, obs.attempt)  # type: ignore[attr-defined]
+            self._t0[key] = obs.t
+        elif cls is O.ResponseStarted:
+            self._status[(obs.turn, obs.attempt)] = obs.status  # type: ignore[attr-defined]
+        elif cls is O.StreamHeld:
+            if self._held_since is None:
+                self._held_since = obs.t
+        elif cls is O.StreamReleased:
+            start = self._held_since if self._held_since is not None else obs.t - max(0.0, obs.held or 0.0)  # type: ignore[attr-defined]
+            self._holds.append((start, obs.t))
+            self._held_since = None
+        elif cls is O.AttemptEnded:
+            key = (obs.turn, obs.attempt)  # type: ignore[attr-defined]
+            reads = self._reads.pop(key, [])
+            self._index.pop(key, None)
+            t0 = self._t0.pop(key, None)
+            status = self._status.pop(key, None)
+            if not reads or status not in (None, 200):
+                return None
+            holds = [(max(0.0, s - t0), e - t0) for s, e in self._holds if t0 is not None and e > t0]
+            return buffering_diagnostic(attempt_buffering([(t, int(n), int(e)) for t, n, e in reads], holds))
+        return None
+
+
 # --- per attempt -------------------------------------------------------------------------------------------------
 
 
@@ -307,11 +385,16 @@ def unhold(t: float, holds: Sequence[tuple[float, float]]) -> float:
 
 
 def _attempt_holds(att: RecordedAttempt, holds: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
-    """The holds that overlap an attempt, on its clock (seconds since its request)."""
+    """The holds that overlap an attempt, on its clock (seconds since its request): from its request to its end (its
+    last read while it has no end). A hold after the attempt ended (a pause in a later turn) is not its own."""
     t0 = (att.request or {}).get("t")
     if not holds or not isinstance(t0, (int, float)):
         return []
-    return sorted((max(0.0, s - t0), e - t0) for s, e in holds if e > t0)
+    end = (att.end or {}).get("t")
+    if not isinstance(end, (int, float)):
+        timed = [r.t for r in att.reads if r.t is not None]
+        end = max(timed) if timed and att.end is not None else math.inf  # running: every later hold may be its own
+    return sorted((max(0.0, s - t0), e - t0) for s, e in holds if e > t0 and s - t0 < end)
 
 
 def analyze_attempt(att: RecordedAttempt, holds: Sequence[tuple[float, float]] = ()) -> dict:
@@ -443,11 +526,17 @@ def timing_json(recording: Recording, *, analyze: Callable[..., dict] = analyze_
     per = "per-response" if kinds == {"per-response"} else ("per-read" if kinds <= {"per-read"} else "mixed")
     if recording.header.get("timing") == "per-response":
         per = "per-response"
+    diagnostics = []
+    for a in attempts:
+        d = buffering_diagnostic(a["buffering"])
+        if d is not None:
+            diagnostics.append({"turn": a["turn"], "attempt": a["attempt"], **d.to_json()})
     return {
         "timing": per,
         "source": recording.header.get("source"),
         "attempts": attempts,
         "warnings": list(recording.warnings),
+        "diagnostics": diagnostics,  # timing.buffered per buffered attempt (dump --timing exits 1 on one)
     }
 
 
@@ -515,6 +604,8 @@ def format_timing_json(data: dict) -> str:
             )
         if len(b["held_bursts"]) > 10:
             lines.append(f"    ... {len(b['held_bursts']) - 10} more held bursts")
+        if b["verdict"] == "buffered":
+            lines.append(f"  error   {BUFFERED_CODE}: the harness saw no streaming for this attempt")
         if b["verdict"] in ("buffered", "suspect"):
             lines.append(f"    rule: {b['rule']}")
             lines.append(

@@ -35,6 +35,7 @@ ORDER = (
     "thinking",
     "big_input",
     "exclusive_mix",
+    "parallel_buffers",
     "overloaded_midstream",
     "drop_mid_json",
     "stall_with_pings",

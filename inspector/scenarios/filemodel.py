@@ -331,12 +331,18 @@ class InvalidToolJsonFile(_File):
     attempts: Attempts = None
 
 
+class InterleaveBlocksFile(_File):
+    type: Literal["interleave_blocks"]
+    attempts: Attempts = None
+
+
 FAULT_FILES: dict[str, type[_File]] = {
     "error_event_after": ErrorEventAfterFile,
     "drop_after": DropAfterFile,
     "stall_with_pings": StallWithPingsFile,
     "max_tokens_cut": MaxTokensCutFile,
     "invalid_tool_json": InvalidToolJsonFile,
+    "interleave_blocks": InterleaveBlocksFile,
 }
 
 
@@ -373,6 +379,7 @@ FaultFile = Annotated[
         Annotated[StallWithPingsFile, Tag("@stall_with_pings")],
         Annotated[MaxTokensCutFile, Tag("@max_tokens_cut")],
         Annotated[InvalidToolJsonFile, Tag("@invalid_tool_json")],
+        Annotated[InterleaveBlocksFile, Tag("@interleave_blocks")],
         SkipJsonSchema[Annotated[dict[Any, Any], AfterValidator(_unknown_fault), Tag("@unknown")]],
         SkipJsonSchema[Annotated[dict[Any, Any], AfterValidator(_no_type), Tag("@notype")]],
         SkipJsonSchema[Annotated[Any, AfterValidator(_not_a_fault), Tag("@notafault")]],

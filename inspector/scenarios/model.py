@@ -265,7 +265,16 @@ class InvalidToolJson:
     attempts: tuple[int, ...] | None = field(default=None, metadata=ATTEMPTS)
 
 
-Fault = Union[ErrorEventAfter, DropAfter, StallWithPings, MaxTokensCut, InvalidToolJson]
+@dataclass(slots=True)
+class InterleaveBlocks:
+    """Consecutive tool blocks stream side by side: all of them open (content_block_start), then their deltas
+    alternate by index, each block stopping after its last delta. The protocol allows it (every delta names its
+    index; the SDK's accumulator keys by index); a harness that keeps one "current" buffer mixes the inputs."""
+
+    attempts: tuple[int, ...] | None = None
+
+
+Fault = Union[ErrorEventAfter, DropAfter, StallWithPings, MaxTokensCut, InvalidToolJson, InterleaveBlocks]
 
 
 @dataclass(slots=True)

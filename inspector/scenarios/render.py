@@ -21,6 +21,7 @@ from .model import (
     DropAfter,
     ErrorEventAfter,
     HttpError,
+    InterleaveBlocks,
     InvalidToolJson,
     MaxTokensCut,
     Pacing,
@@ -35,6 +36,8 @@ from .model import (
     TurnScript,
     WholeBlock,
 )
+
+TOOL_BLOCK_TYPES = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})  # blocks whose input streams as JSON
 
 End = Literal["eof", "drop", "hang"]
 Event = tuple[str, dict]
@@ -253,7 +256,47 @@ def _protocol_events(scenario: Scenario, turn_index: int, attempt: int) -> list[
         )
     )
     evs.append(_Ev("message_stop", {"type": "message_stop"}))
+    if any(isinstance(f, InterleaveBlocks) for f in faults):
+        evs = interleave_tool_blocks(evs)
     return evs
+
+
+def interleave_tool_blocks(evs: list[_Ev]) -> list[_Ev]:
+    """The InterleaveBlocks fault: every run of two or more consecutive, complete tool blocks is sent side by side
+    (their starts, then their deltas round robin by index, each stop right after its block's last delta)."""
+    segs: list[list[_Ev]] = []
+    for ev in evs:
+        if ev.block is not None and segs and segs[-1][0].block == ev.block:
+            segs[-1].append(ev)
+        else:
+            segs.append([ev])
+
+    def is_tool(seg: list[_Ev]) -> bool:
+        head, tail = seg[0], seg[-1]
+        block = (head.data or {}).get("content_block") or {}
+        return (
+            head.name == "content_block_start"
+            and tail.name == "content_block_stop"
+            and block.get("type") in TOOL_BLOCK_TYPES
+        )
+
+    out: list[_Ev] = []
+    i = 0
+    while i < len(segs):
+        j = i
+        while j < len(segs) and is_tool(segs[j]):
+            j += 1
+        if j - i < 2:
+            out.extend(segs[i])
+            i += 1
+            continue
+        run = segs[i:j]
+        out.extend(seg[0] for seg in run)  # every block opens
+        bodies = [seg[1:] for seg in run]  # deltas, then the stop
+        for k in range(max(len(b) for b in bodies)):
+            out.extend(b[k] for b in bodies if k < len(b))
+        i = j
+    return out
 
 
 def _block_start_and_deltas(

@@ -4,7 +4,8 @@
   shares every chunk and copies none until one side writes to it (copy on write, per chunk): a checkpoint of a
   million-row table costs a list of a few hundred chunk references.
 - `CowDict`: a dict of entries (attempts, turns, blocks, tools) whose copy shares the entries; an entry is cloned the
-  first time the fold reaches it through `get` / `[]` after a copy (the fold mutates only what it gets that way).
+  first time the fold asks to change it (`mutable`) after a copy. Reads never clone: readers see the shared entry.
+- `clone`: the copy of a slotted entry that cannot forget a field.
 - `ByteStore` / `SpilledBytes` / `SpilledStrings`: bulk data (raw reads, event summaries) kept out of the heap in an
   append-only spill file (a few MB stay in RAM until flushed), read back on demand by offset. The store is shared by a
   state and all its copies: records are only appended, and each copy keeps its own offsets.
@@ -16,10 +17,12 @@ import os
 import tempfile
 from array import array
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 CHUNK = 1024  # rows per chunk (a copy copies at most one chunk per column)
 _MISSING = object()
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 
 class ChunkedTable:
@@ -70,6 +73,18 @@ class ChunkedTable:
 
     def column(self, col: int) -> Iterator[Any]:
         for chunk in self._sealed:
+            yield from chunk[col]
+        yield from self._tail[col]
+
+    def column_from(self, col: int, start: int) -> Iterator[Any]:
+        """Column `col` from row `start` on, without walking the rows before it (the chunks before are skipped)."""
+        start = max(0, start)
+        if start >= self._n:
+            yield from self._tail[col][start - self._n :]
+            return
+        c, off = divmod(start, CHUNK)
+        yield from self._sealed[c][col][off:]
+        for chunk in self._sealed[c + 1 :]:
             yield from chunk[col]
         yield from self._tail[col]
 
@@ -158,9 +173,11 @@ class Column(ChunkedTable):
         return f"Column({list(self)!r})" if len(self) <= 8 else f"Column({len(self)} items)"
 
 
-class CowDict(dict):
-    """Entries shared with copies until the fold reaches one through ``get`` / ``[]`` (then it is cloned once).
-    Iterating (``values()``, ``items()``) gives the entries as they are: for reading only."""
+class CowDict(dict[_K, _V]):
+    """Entries shared with copies until the fold asks for one to change (``mutable``): then it is cloned once.
+
+    Reading (``get``, ``[]``, ``values()``, ``items()``) never clones and never changes the dict: a view may read a
+    copied state (a time-travel checkpoint) as often as it likes. Only the fold calls ``mutable``."""
 
     __slots__ = ("owned",)
 
@@ -168,33 +185,66 @@ class CowDict(dict):
         super().__init__()
         self.owned: set = set()
 
-    def get(self, key: Any, default: Any = None) -> Any:
+    def mutable(self, key: _K) -> _V | None:
+        """The entry under `key`, owned by this dict (cloned the first time after a copy), or None. For the fold."""
         v = dict.get(self, key, _MISSING)
         if v is _MISSING:
-            return default
+            return None
         if key not in self.owned:
-            from inspector.state.fold import clone
-
             v = clone(v)
-            dict.__setitem__(self, key, v)
+            dict.__setitem__(self, key, v)  # type: ignore[misc]
             self.owned.add(key)
-        return v
+        return v  # type: ignore[return-value]
 
-    def __getitem__(self, key: Any) -> Any:
-        v = self.get(key, _MISSING)
-        if v is _MISSING:
-            raise KeyError(key)
-        return v
-
-    def __setitem__(self, key: Any, value: Any) -> None:
+    def __setitem__(self, key: _K, value: _V) -> None:
         dict.__setitem__(self, key, value)
         self.owned.add(key)
 
-    def cow_copy(self) -> CowDict:
-        new = CowDict()
+    def cow_copy(self) -> CowDict[_K, _V]:
+        new: CowDict[_K, _V] = CowDict()
         dict.update(new, self)
         self.owned = set()
         return new
+
+
+_T = TypeVar("_T")
+_SLOTS: dict[type, tuple[str, ...]] = {}
+
+
+def _slots_of(cls: type) -> tuple[str, ...]:
+    names = _SLOTS.get(cls)
+    if names is None:
+        seen: list[str] = []
+        for k in reversed(cls.__mro__):
+            for name in k.__dict__.get("__slots__", ()):
+                if name not in seen and name != "__weakref__":
+                    seen.append(name)
+        names = _SLOTS[cls] = tuple(seen)
+    return names
+
+
+def clone(obj: _T) -> _T:
+    """A copy of a slotted entry or table that cannot forget a field: every slot is carried over, and the mutable
+    containers in them (list, dict, set, array) are copied one level deep, so the copy and the original change
+    independently. Values inside those containers (strings, bytes, observation dicts) are shared: the fold never
+    mutates them. Fields named in the class's ``SHARED`` are shared as they are (read-only observation data)."""
+    cls = type(obj)
+    cow = getattr(obj, "cow_copy", None)
+    if cow is not None:
+        return cow()
+    new = cls.__new__(cls)
+    shared = getattr(cls, "SHARED", ())
+    for name in _slots_of(cls):
+        v = getattr(obj, name)
+        if name not in shared:
+            if hasattr(v, "cow_copy"):
+                v = v.cow_copy()
+            elif isinstance(v, (list, array)):
+                v = v[:]
+            elif isinstance(v, (dict, set)):
+                v = v.copy()
+        object.__setattr__(new, name, v)
+    return new
 
 
 class ByteStore:

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import bisect
 import re
-from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import jiter
 import orjson
@@ -16,7 +15,9 @@ import orjson
 from inspector.core import fmt
 from inspector.core.fmt import short
 from inspector.observe.states import TOOL_RAN, TOOL_TERMINAL, LoopState
-from inspector.state.columns import CHUNK, ByteStore, ChunkedTable, Column, ColView
+from inspector.state.columns import CHUNK, ByteStore, ChunkedTable, Column, ColView, clone
+
+__all__ = ["clone"]  # (re-exported: the copy of an entry lives with the storage it copies, in state/columns)
 from inspector.stream.protocol import TOOL_INPUT_BLOCKS
 
 # ------------------------------------------------------------------------------------------------ constants
@@ -89,48 +90,6 @@ def error_position(buffer: str, message: str | None) -> int | None:
     except orjson.JSONDecodeError as e:
         return e.pos
     return None
-
-
-# ------------------------------------------------------------------------------------------------ copies
-
-_T = TypeVar("_T")
-_SLOTS: dict[type, tuple[str, ...]] = {}
-
-
-def _slots_of(cls: type) -> tuple[str, ...]:
-    names = _SLOTS.get(cls)
-    if names is None:
-        seen: list[str] = []
-        for k in reversed(cls.__mro__):
-            for name in k.__dict__.get("__slots__", ()):
-                if name not in seen and name != "__weakref__":
-                    seen.append(name)
-        names = _SLOTS[cls] = tuple(seen)
-    return names
-
-
-def clone(obj: _T) -> _T:
-    """A copy of a slotted entry or table that cannot forget a field: every slot is carried over, and the mutable
-    containers in them (list, dict, set, array) are copied one level deep, so the copy and the original change
-    independently. Values inside those containers (strings, bytes, observation dicts) are shared: the fold never
-    mutates them. Fields named in the class's ``SHARED`` are shared as they are (read-only observation data)."""
-    cls = type(obj)
-    cow = getattr(obj, "cow_copy", None)
-    if cow is not None:
-        return cow()
-    new = cls.__new__(cls)
-    shared = getattr(cls, "SHARED", ())
-    for name in _slots_of(cls):
-        v = getattr(obj, name)
-        if name not in shared:
-            if hasattr(v, "cow_copy"):
-                v = v.cow_copy()
-            elif isinstance(v, (list, array)):
-                v = v[:]
-            elif isinstance(v, (dict, set)):
-                v = v.copy()
-        object.__setattr__(new, name, v)
-    return new
 
 
 # ------------------------------------------------------------------------------------------------ entries
@@ -488,6 +447,10 @@ class AttemptEntry:
     first_token: float | None = None  # seconds from request to the first content token, holds excluded
     tries: list[TryEntry] = field(default_factory=list)  # HTTP tries that failed before this attempt's stream
     t_first_byte: float | None = None  # loop time of the first read
+    # the longest wait for a read since the request (holds included: an upper bound of the stream's own silences);
+    # under HELD_SILENCE no burst can be a held one, so the buffering verdict is not computed
+    max_silence: float = 0.0
+    last_read_raw: float = 0.0  # t_request of the last read, holds included
 
     @property
     def key(self) -> tuple[int, int]:
@@ -617,5 +580,7 @@ class Savings:
 #   ("thinking", (turn, attempt, index))
 #   ("tool", tool_id)                    inline tool activity (one line, follows the tool's state)
 #   ("block", (turn, attempt, index))    another block type (server tool result...)
-#   ("note", text, severity)             attempt failed, retrying, loop ended...
+#   ("note", what, severity)             what happened, as data (the tui words it): ("try", turn, TryEntry),
+#                                        ("retry", turn, attempt), ("attempt_ended", turn, attempt, status, reason),
+#                                        ("loop_finished", status, error)
 TranscriptItem = tuple

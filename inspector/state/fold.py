@@ -12,12 +12,14 @@ observations always yields the same versions.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from inspector.core import fmt
 from inspector.observe import observations as O
 from inspector.observe.states import TOOL_RAN, TOOL_TERMINAL, LoopState, ToolState
+from inspector.record.timing import HELD_SILENCE, attempt_buffering, buffering_diagnostic
 from inspector.state.columns import ByteStore, CowDict
 from inspector.state.entries import (
     F_DIAG,
@@ -57,11 +59,12 @@ class DashboardState:
         self.events = EventTable(self.store)
         self.reads = ReadTable(self.store)
         # entries are shared with copies until the fold gets them (copy on write): checkpoints stay small
-        self.attempts: dict[tuple[int, int], AttemptEntry] = CowDict()
-        self.turns: dict[int, TurnEntry] = CowDict()
-        self.blocks: dict[tuple[int, int, int], BlockEntry] = CowDict()
+        # the fold changes an entry only through `mutable(key)`; readers use get / [] / values() (never a clone)
+        self.attempts: CowDict[tuple[int, int], AttemptEntry] = CowDict()
+        self.turns: CowDict[int, TurnEntry] = CowDict()
+        self.blocks: CowDict[tuple[int, int, int], BlockEntry] = CowDict()
         self.block_order: list[tuple[int, int, int]] = []
-        self.tools: dict[str, ToolEntry] = CowDict()
+        self.tools: CowDict[str, ToolEntry] = CowDict()
         self.tool_order: list[str] = []
         self.transcript: list[TranscriptItem] = []
         self.diagnostics: list[DiagEntry] = []
@@ -73,6 +76,7 @@ class DashboardState:
         # tool_result blocks a request carried, by tool_use_id: why a tool a proxied harness ran failed
         self.sent_results: dict[str, dict] = {}
         self.attempt_first_evno: dict[tuple[int, int], int] = {}  # event number of each attempt's first event
+        self.attempt_first_read: dict[tuple[int, int], int] = {}  # row of each attempt's first read (reads table)
         # the user's holds of the stream (pause, step), loop time: (start, end or None while held, by)
         self.holds: list[tuple[float, float | None, str]] = []
         # the entries the fold is working on (an attempt, a block): owned by this state, dropped on copy
@@ -171,7 +175,7 @@ class DashboardState:
         label = entry.label()
         self.status.last_try = label
         self._marker(obs.t, "try", f"try {len(a.tries)} · {label}", obs.turn, obs.attempt, F_MARKER | F_ERROR)
-        self.transcript.append(("note", f"turn {obs.turn + 1}: {label}", "warning"))
+        self.transcript.append(("note", ("try", obs.turn, entry), "warning"))
         self.rev_transcript = self.n
         self.rev_tools = self.n  # the timeline draws the tries and the waits
         self._touch_status()
@@ -184,7 +188,7 @@ class DashboardState:
         self._touch_status()
 
     def _turn(self, turn: int, t: float) -> TurnEntry:
-        entry = self.turns.get(turn)
+        entry = self.turns.mutable(turn)
         if entry is None:  # tolerate a stream without TurnStarted
             entry = self.turns[turn] = TurnEntry(turn, t)
             self.transcript.append(("turn", turn))
@@ -193,7 +197,8 @@ class DashboardState:
 
     def _attempt_started(self, obs: O.AttemptStarted) -> None:
         key = (obs.turn, obs.attempt)
-        self.attempts[key] = self._ca = AttemptEntry(obs.turn, obs.attempt, obs.t, obs.method, obs.url, version=self.n)
+        a = AttemptEntry(obs.turn, obs.attempt, obs.t, obs.method, obs.url, version=self.n)
+        self.attempts[key] = self._ca = a
         if isinstance(obs.body, dict):
             self.requests[key] = obs.body
             self._sent_results(obs.body)
@@ -202,7 +207,7 @@ class DashboardState:
         turn.version = self.n
         st = self.status
         st.turn, st.attempt = obs.turn, obs.attempt
-        self.attempts[key].held_base = self._held_at(obs.t)
+        a.held_base = self._held_at(obs.t)
         label = f"turn {obs.turn + 1} · attempt {obs.attempt + 1} · {obs.method} {_path(obs.url)}"
         self.attempt_first_row[key] = len(self.events) + 1
         self.attempt_first_evno[key] = st.events + 1
@@ -210,7 +215,7 @@ class DashboardState:
         self.events.append(-1, obs.t, MARKER, -1, label, -1, obs.turn, obs.attempt, F_MARKER, 0, 0, 0)
         self.rev_events = self.n
         if obs.attempt > 0:
-            self.transcript.append(("note", f"retry: attempt {obs.attempt + 1} of turn {obs.turn + 1}", "warning"))
+            self.transcript.append(("note", ("retry", obs.turn, obs.attempt), "warning"))
             self.rev_transcript = self.n
         self._touch_status()
 
@@ -231,6 +236,8 @@ class DashboardState:
             self.sent_results[tid] = block
             tool = self.tools.get(tid)
             if tool is not None and block.get("is_error") and not tool.error:
+                tool = self.tools.mutable(tid)
+                assert tool is not None
                 tool.error = result_summary(block.get("content"), 200)
                 tool.is_error = True
                 tool.version = self.n
@@ -240,7 +247,7 @@ class DashboardState:
         a = self._ca
         if a is not None and a.attempt == attempt and a.turn == turn:
             return a  # the current attempt (owned by this state: the cache is dropped when the state is copied)
-        a = self.attempts.get((turn, attempt))
+        a = self.attempts.mutable((turn, attempt))
         if a is not None:
             self._ca = a
         else:
@@ -283,11 +290,17 @@ class DashboardState:
         a = self._attempt(obs.turn, obs.attempt, obs.t)
         data = obs.data
         offset = self.attempt_offset.get(key, 0)
+        if key not in self.attempt_first_read:
+            self.attempt_first_read[key] = len(self.reads)
         self.reads.append(obs.turn, obs.attempt, obs.read_index, obs.t, obs.t_request, data, offset)
         self.attempt_offset[key] = offset + len(data)
         # the stream's own clock: the user's holds since the request are left out
         a.held = max(0.0, self._held_at(obs.t) - a.held_base)
         t_stream = max(0.0, round(obs.t_request - a.held, 9)) if a.held else obs.t_request
+        silence = obs.t_request - a.last_read_raw
+        if silence > a.max_silence:
+            a.max_silence = silence
+        a.last_read_raw = obs.t_request
         if a.ttfb is None:
             a.ttfb = t_stream
             a.t_first_byte = obs.t
@@ -391,7 +404,7 @@ class DashboardState:
     def _block_delta(self, obs: O.BlockDelta) -> None:
         b = self._cb
         if b is None or b.index != obs.index or b.attempt != obs.attempt or b.turn != obs.turn:
-            b = self.blocks.get((obs.turn, obs.attempt, obs.index))
+            b = self.blocks.mutable((obs.turn, obs.attempt, obs.index))
             if b is None:
                 return
             self._cb = b  # (dropped when the state is copied, like _ca)
@@ -403,6 +416,8 @@ class DashboardState:
             if a is None or a.attempt != obs.attempt or a.turn != obs.turn:
                 a = self.attempts.get((obs.turn, obs.attempt))
             if a is not None and a.t_first_token is None:
+                a = self.attempts.mutable((obs.turn, obs.attempt))
+                assert a is not None
                 a.t_first_token = obs.t
                 a.first_token = max(0.0, round(obs.t - a.t_start - (self._held_at(obs.t) - a.held_base), 9))
                 self._touch_status()
@@ -418,7 +433,7 @@ class DashboardState:
                 self.rev_tools = self.n
 
     def _block_closed(self, obs: O.BlockClosed) -> None:
-        b = self.blocks.get((obs.turn, obs.attempt, obs.index))
+        b = self.blocks.mutable((obs.turn, obs.attempt, obs.index))
         if b is None:
             return
         b.closed, b.t_close, b.content, b.input_error = True, obs.t, obs.content, obs.input_error
@@ -428,9 +443,11 @@ class DashboardState:
         b.version = self.n
         self.rev_blocks = self.n
         self.rev_transcript = self.n
-        if b.is_tool and b.id in self.tools:
-            tool = self.tools[b.id]
+        tool = self.tools.get(b.id) if b.is_tool and b.id is not None else None
+        if tool is not None:
             if tool.input is None and isinstance(obs.content, dict) and obs.content.get("input") is not None:
+                tool = self.tools.mutable(tool.id)
+                assert tool is not None
                 tool.input = obs.content["input"]
                 tool.input_summary = call_summary(tool.name, tool.input)
                 tool.version = self.n
@@ -464,7 +481,7 @@ class DashboardState:
             DiagEntry(obs.t, obs.turn, obs.attempt, d.code, d.severity, d.message, d.event_index, d.block_index, evno)
         )
         if d.block_index is not None:
-            b = self.blocks.get((obs.turn, obs.attempt, d.block_index))
+            b = self.blocks.mutable((obs.turn, obs.attempt, d.block_index))
             if b is not None:
                 b.diagnostics.append(len(self.diagnostics) - 1)
                 b.version = self.n
@@ -473,7 +490,7 @@ class DashboardState:
 
     # -- tools
     def _tool(self, obs: Any, state: str) -> ToolEntry:
-        tool = self.tools.get(obs.id)
+        tool = self.tools.mutable(obs.id)
         if tool is None:
             tool = self._new_tool(obs.id, obs.name, obs.turn, obs.attempt, obs.index, state, obs.t)
             self.transcript.append(("tool", obs.id))
@@ -533,7 +550,7 @@ class DashboardState:
         self.rev_transcript = self.n
 
     def _tool_result(self, obs: O.ToolResult) -> None:
-        tool = self.tools.get(obs.tool_use_id)
+        tool = self.tools.mutable(obs.tool_use_id)
         if tool is None:
             return
         tool.is_error = obs.is_error
@@ -551,12 +568,12 @@ class DashboardState:
     def _attempt_ended(self, obs: O.AttemptEnded) -> None:
         a = self._attempt(obs.turn, obs.attempt, obs.t)
         a.t_end, a.status, a.reason, a.outcome, a.version = obs.t, obs.status, obs.reason, obs.outcome, self.n
+        self._buffering(a, obs.t)
         if obs.status != "complete":
-            why = f": {obs.reason}" if obs.reason else ""
             self.transcript.append(
                 (
                     "note",
-                    f"attempt {obs.attempt + 1} of turn {obs.turn + 1} {obs.status}{why}",
+                    ("attempt_ended", obs.turn, obs.attempt, obs.status, obs.reason),
                     "error" if obs.status == "failed" else "warning",
                 )
             )
@@ -564,6 +581,36 @@ class DashboardState:
             self.rev_events = self.n  # rows of a failed attempt are shaded
             self.rev_blocks = self.n
         self._touch_status()
+
+    def _buffering(self, a: AttemptEntry, t: float) -> None:
+        """At an attempt's end: the buffering verdict of its reads (as the timing view judges it); "buffered" is
+        the named diagnostic ``timing.buffered``. Costs the attempt's reads and events, once."""
+        first = self.attempt_first_read.get(a.key)
+        if first is None or a.status_code not in (None, 200) or a.max_silence < HELD_SILENCE:
+            return  # (no silence long enough for a held burst: not buffered, whatever the rest)
+        reads, ev, key = self.reads, self.events, a.key
+        rows = [
+            (i, ri, tr, n)
+            for i, (tu, at, ri, tr, n) in enumerate(zip(*(reads.column_from(c, first) for c in (0, 1, 2, 4, 8))), first)
+            if (tu, at) == key
+        ]
+        index = {ri: k for k, (_i, ri, _t, _n) in enumerate(rows)}
+        counts = [0] * len(rows)
+        start = max(0, self.attempt_first_row.get(key, 1) - 1)
+        for tu, at, ri, evno in zip(*(ev.column_from(c, start) for c in (5, 6, 4, 8))):
+            if evno and (tu, at) == key:
+                k = index.get(ri)
+                if k is not None:
+                    counts[k] += 1
+        t0 = a.t_start
+        holds = [
+            (max(0.0, s - t0), (math.inf if e is None else e) - t0) for s, e, _by in self.holds if e is None or e > t0
+        ]
+        verdict = attempt_buffering([(tr, n, c) for (_i, _ri, tr, n), c in zip(rows, counts)], holds)
+        d = buffering_diagnostic(verdict)
+        if d is not None:
+            self.diagnostics.append(DiagEntry(t, a.turn, a.attempt, d.code, d.severity, d.message, None, None, None))
+            self.rev_diag = self.n
 
     def _message_appended(self, obs: O.MessageAppended) -> None:
         self.status.messages += 1
@@ -591,11 +638,7 @@ class DashboardState:
             st.loop_state = obs.status
         if obs.status != "finished":
             self.transcript.append(
-                (
-                    "note",
-                    f"loop {obs.status}" + (f": {obs.error}" if obs.error else ""),
-                    "error" if obs.status == "error" else "warning",
-                )
+                ("note", ("loop_finished", obs.status, obs.error), "error" if obs.status == "error" else "warning")
             )
             self.rev_transcript = self.n
         self._touch_status()

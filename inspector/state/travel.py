@@ -174,6 +174,31 @@ class SpilledObservations(Sequence[O.Observation]):
     def spilled_bytes(self) -> int:
         return self._end
 
+    def frozen(self) -> FrozenObservations:
+        """The observations so far, as an iterable another thread may read while this one keeps appending: it
+        shares only what never changes (the written blocks, the file, the kept values) and reads with no cache."""
+        return FrozenObservations(self._file, self._off[:], self._size[:], self._tail[:], self._kept, self._n)
+
+
+class FrozenObservations:
+    """A prefix of `SpilledObservations` fixed at `frozen()` time; iterating it reads the spilled blocks back one at
+    a time (for a worker thread: the export; nothing here touches the live object's cache)."""
+
+    __slots__ = ("_file", "_off", "_size", "_tail", "_kept", "n")
+
+    def __init__(self, file: Any, off: array, size: array, tail: list, kept: list, n: int) -> None:
+        self._file, self._off, self._size, self._tail, self._kept, self.n = file, off, size, tail, kept, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self) -> Iterator[O.Observation]:
+        for b in range(len(self._off)):
+            raw = os.pread(self._file.fileno(), self._size[b], self._off[b])
+            for r in pickle.loads(raw):
+                yield _decode(r, self._kept)
+        yield from self._tail
+
 
 class History:
     """The observations received so far (spilled to disk), with time travel in near-constant time.

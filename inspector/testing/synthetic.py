@@ -591,6 +591,31 @@ def rate_limited_observations() -> list[O.Observation]:
     return s.obs
 
 
+def buffered_observations(*, buffered: bool = True, hold_in_silence: float = 0.0) -> list[O.Observation]:
+    """One text turn behind a relay that holds the body (`buffered`): message_start at once, then 3 s of silence and
+    every other event in one burst; `buffered=False` streams the same events 60 ms apart. `hold_in_silence`: the user
+    pauses the stream for that long during the silence (the burst after the release is the socket's backlog)."""
+    s = StreamScript(source={"type": "scenario", "name": "proxy_buffered"})
+    s.loop_started()
+    s.start_turn()
+    s.start_attempt()
+    s.message_start()
+    if hold_in_silence:
+        s.hold(hold_in_silence)
+    s.wait(3.0 if buffered else 0.06)
+    gap = 0.0 if buffered else 0.06
+    s.block_start(0, {"type": "text", "text": ""}, gap=gap)
+    for piece in ANSWER * 4:
+        s.delta(0, piece, gap=gap)
+    s.block_stop(0, gap=gap)
+    s.message_delta("end_turn", 164, gap=gap)
+    s.message_stop(gap=gap)
+    s.end_attempt("complete", None, "text_finish")
+    s.end_turn("text_finish")
+    s.finish()
+    return s.obs
+
+
 def generated_stream(n_events: int, *, tool_every: int = 1000, seed: int = 7) -> Iterator[O.Observation]:
     """`generated_observations`, yielded turn by turn (soak benchmarks: a million events without holding them)."""
     import random

@@ -26,11 +26,9 @@ from typing import Any, Protocol
 from rich.text import Text
 from textual import on, work
 from textual.actions import parse as parse_action
-from textual.app import App, ComposeResult
+from textual.app import App
 from textual.binding import Binding
-from textual.containers import Grid, Vertical
 from textual.reactive import reactive
-from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from inspector.core.pacing import SPEED_LADDER, speed_label
@@ -43,13 +41,12 @@ from inspector.tui.commands import InspectorCommands
 from inspector.tui.detail import Detail, block_detail, diagnostic_detail, event_detail, tool_detail
 from inspector.tui.export import default_export_path, write_recording
 from inspector.tui.request import request_detail
-from inspector.tui.summary import fault_summary
+from inspector.tui.screen import DashboardScreen, Pane
 from inspector.tui.widgets.assistant import AssistantView
 from inspector.tui.widgets.blocks import BlocksView
 from inspector.tui.widgets.detail import DetailScreen
 from inspector.tui.widgets.diagnostics import DiagnosticsView
 from inspector.tui.widgets.events import EventsView
-from inspector.tui.widgets.footer import KeyFooter
 from inspector.tui.widgets.status import StatusBar, StatusInfo
 from inspector.tui.widgets.timeline import Timeline
 from inspector.tui.widgets.timing import TimingAnalysis, TimingInputs, TimingScreen
@@ -86,7 +83,6 @@ CONTROL_ACTIONS = {"toggle_pause": "pause", "step": "step", "cancel": "cancel", 
 EXIT_CODES = {"finished": 0, "error": 1, "cancelled": 130}
 BUSY_BATCH = 300  # observations in one 1/30 s fold: a firehose (a replay at max speed)
 BUSY_HZ = 3  # pane repaints per second during a firehose (the status line keeps 10 Hz)
-MIN_SIZE = (60, 16)  # below this the dashboard says it is too small (maximize still works)
 
 
 def next_speed(current: float, direction: int) -> float:
@@ -96,29 +92,10 @@ def next_speed(current: float, direction: int) -> float:
     return next((v for v in reversed(SPEED_LADDER) if v < current), SPEED_LADDER[0])
 
 
-class Pane(Vertical):
-    """A bordered, maximizable pane; `set_note` writes the border subtitle ("+N new")."""
-
-    ALLOW_MAXIMIZE = True
-
-    def __init__(self, title: str, *children: Any, id: str) -> None:
-        super().__init__(*children, id=id)
-        self.title = title
-        self.border_title = title
-
-    def set_note(self, note: str) -> None:
-        self.border_subtitle = note
-
-    def on_new_rows_noted(self, message: M.NewRowsNoted) -> None:
-        message.stop()
-        self.set_note(message.note)
-
-
 class InspectorApp(App[int]):
     """Stream Inspector's dashboard."""
 
     CSS_PATH = "app.tcss"
-    ALLOW_IN_MAXIMIZED_VIEW = "Footer, StatusBar"  # a maximized pane keeps the loop state in view
     TITLE = "Stream Inspector"
     COMMANDS = App.COMMANDS | {InspectorCommands}
     ENABLE_COMMAND_PALETTE = True
@@ -290,7 +267,6 @@ class InspectorApp(App[int]):
         self._pending: list[O.Observation] = []
         self._unsubscribe: Callable[[], None] | None = None
         self._wall_last = clock()
-        self._titles_key: tuple | None = None  # what the pane titles were last counted for
         self._initial = list(observations)
         self._initial_cursor = cursor
         self.flushes = 0  # flushes that folded something (tests, benchmarks)
@@ -300,6 +276,7 @@ class InspectorApp(App[int]):
         self._last_status = 0.0
         self.ticks = 0  # refresh timer ticks
         self.timing_analysis = TimingAnalysis()  # kept between openings of the timing view (incremental)
+        self.dashboard = DashboardScreen()  # the panes; a restart replaces it with a fresh one
 
     def get_driver_class(self) -> Any:
         """Under textual-serve (`inspector web`), a web driver that ends the app when its browser is gone."""
@@ -307,48 +284,49 @@ class InspectorApp(App[int]):
 
         return driver_for(super().get_driver_class())
 
-    def compose(self) -> ComposeResult:
-        yield StatusBar(id="status")
-        with Grid(id="panes"):
-            yield Pane("① SSE events", EventsView(id="events"), id="events-pane")
-            yield Pane("② Blocks", BlocksView(id="blocks"), id="blocks-pane")
-            yield Pane("③ Tools", ToolsView(id="tools"), Timeline(id="timeline"), id="tools-pane")
-            yield Pane("④ Assistant", AssistantView(id="assistant"), id="assistant-pane")
-        yield Pane("Diagnostics", DiagnosticsView(id="diagnostics"), id="diagnostics-pane")
-        yield Static(id="connect")
-        yield Static(id="too-small")
-        yield KeyFooter()
+    # the panes of the current dashboard screen (a restart replaces the screen, and with it every pane)
+    @property
+    def events_view(self) -> EventsView:
+        return self.dashboard.events_view
 
-    def on_resize(self) -> None:
-        self._size_classes()
+    @property
+    def blocks_view(self) -> BlocksView:
+        return self.dashboard.blocks_view
 
-    def _size_classes(self) -> None:
-        w, h = self.size
-        tiny = w < MIN_SIZE[0] or h < MIN_SIZE[1]
-        self.screen.set_class(h < 32, "-short")
-        self.screen.set_class(tiny, "-tiny")
-        if tiny:
-            self.query_one("#too-small", Static).update(
-                f"The terminal is {w}×{h}: the dashboard needs at least {MIN_SIZE[0]}×{MIN_SIZE[1]}.\n"
-                "Make the window larger, or maximize one pane: 1 events · 2 blocks · 3 tools · 4 assistant."
-            )
+    @property
+    def tools_view(self) -> ToolsView:
+        return self.dashboard.tools_view
 
-    def on_mount(self) -> None:
-        self._size_classes()
-        self.events_view = self.query_one(EventsView)
-        self.blocks_view = self.query_one(BlocksView)
-        self.tools_view = self.query_one(ToolsView)
-        self.timeline = self.query_one(Timeline)
-        self.assistant_view = self.query_one(AssistantView)
-        self.diagnostics_view = self.query_one(DiagnosticsView)
-        self.status_bar = self.query_one(StatusBar)
-        self.panes = [self.query_one(f"#{p}-pane", Pane) for p in ("events", "blocks", "tools", "assistant")]
-        self.diagnostics_pane = self.query_one("#diagnostics-pane", Pane)
+    @property
+    def timeline(self) -> Timeline:
+        return self.dashboard.timeline
+
+    @property
+    def assistant_view(self) -> AssistantView:
+        return self.dashboard.assistant_view
+
+    @property
+    def diagnostics_view(self) -> DiagnosticsView:
+        return self.dashboard.diagnostics_view
+
+    @property
+    def status_bar(self) -> StatusBar:
+        return self.dashboard.status_bar
+
+    @property
+    def panes(self) -> list[Pane]:
+        return self.dashboard.panes
+
+    @property
+    def diagnostics_pane(self) -> Pane:
+        return self.dashboard.diagnostics_pane
+
+    async def on_mount(self) -> None:
+        await self.push_screen(self.dashboard)
         if self._initial:
             self.ingest(self._initial)
             self._initial = []
         self.set_interval(1 / self.refresh_hz, self._tick, name="flush")
-        self.events_view.focus()
         if self._initial_cursor is not None:
             self.set_cursor(self._initial_cursor)
         self.show()
@@ -500,7 +478,7 @@ class InspectorApp(App[int]):
         if not force and wall < self._busy_until and wall - self._last_show < 1 / BUSY_HZ:
             if wall - self._last_status >= 0.1:  # the counters stay live (10 Hz, 2 lines)
                 self._last_status = wall
-                self.status_bar.show(self.shown_state, self._status_info())
+                self.dashboard.show_status(self.shown_state, self._status_info())
             return
         self._last_show = wall
         self.show()
@@ -519,23 +497,15 @@ class InspectorApp(App[int]):
 
     def show(self) -> None:
         """Point every pane at the shown state (each skips the work when its part did not change)."""
-        state = self.shown_state
-        now = self.now()
-        live = self.cursor is None and self.session_running
-        for update in (
-            lambda: self.events_view.show(state, self.cursor),
-            lambda: self.blocks_view.show(state),
-            lambda: self.tools_view.show(state, now),
-            lambda: self.timeline.show(state, now, live),
-            lambda: self.assistant_view.show(state, now),
-            lambda: self.diagnostics_view.show(state),
-            lambda: self.status_bar.show(state, self._status_info()),
-            lambda: self._titles(state),
-        ):
-            try:
-                update()
-            except Exception as e:  # a display bug must not take the session down with a traceback
-                self._view_error(e)
+        self.dashboard.show(
+            self.shown_state,
+            now=self.now(),
+            cursor=self.cursor,
+            live=self.cursor is None and self.session_running,
+            info=self._status_info(),
+            source=self.source,
+            on_error=self._view_error,
+        )
 
     def _view_error(self, error: Exception) -> None:
         message = f"display error: {type(error).__name__}: {error}"
@@ -562,39 +532,6 @@ class InspectorApp(App[int]):
             if note:
                 return str(note)
         return ""
-
-    def _titles(self, state: DashboardState) -> None:
-        key = (id(state), state.n, self.raw)  # a frame where nothing was folded has nothing new to count
-        if key == self._titles_key:
-            return
-        self._titles_key = key
-        events = f"① SSE events · {'raw bytes' if self.raw else state.status.events}"
-        titles = (events, f"② Blocks · {len(state.blocks)}", f"③ Tools · {len(state.tools)}", "④ Assistant")
-        for pane, title in zip(self.panes, titles):
-            if pane.border_title != title:
-                pane.border_title = title
-        diag = self.diagnostics_pane
-        n = len(state.diagnostics)
-        errors = sum(1 for d in state.diagnostics[-200:] if d.severity == "error")
-        # the fault summary stays in the border, whatever the panes scrolled to
-        summary = fault_summary(state)
-        title = f"Diagnostics · {summary}" if summary else "Diagnostics · 0"
-        if diag.border_title != title:
-            diag.border_title = title
-            diag.set_class(errors > 0, "-errors")
-            diag.set_class(n == 0 and not summary, "-empty")
-        self._connect_line(state)
-
-    def _connect_line(self, state: DashboardState) -> None:
-        """proxy / serve --tui: the address to point a harness at, in full."""
-        source = state.status.source or self.source or {}
-        listen = source.get("listen") if isinstance(source, dict) else None
-        banner = self.query_one("#connect", Static)
-        text = f"point a harness here:  ANTHROPIC_BASE_URL={listen}" if listen else ""
-        if getattr(banner, "_shown", None) != text:
-            banner._shown = text  # type: ignore[attr-defined]
-            banner.update(text)
-            banner.display = bool(text)
 
     def speed_label(self) -> str:
         if self.restart_speed is not None and not self.session_running:
@@ -707,7 +644,7 @@ class InspectorApp(App[int]):
         self.post_message(M.ControlUsed(name, True, f"next run {speed_label(self.restart_speed)}"))
         self.show()
 
-    def action_restart(self) -> None:
+    async def action_restart(self) -> None:
         if self.session_factory is None:
             self.notify("nothing to restart: this view has no session", severity="warning", timeout=3)
             return
@@ -723,13 +660,11 @@ class InspectorApp(App[int]):
         self.cursor = self.cursor_state = None
         self.note = ""
         self.timing_analysis = TimingAnalysis()
-        for view in (self.events_view, self.blocks_view, self.tools_view, self.assistant_view, self.diagnostics_view):
-            view._cache.clear()
-            reset = getattr(view, "reset", None)
-            if reset is not None:
-                reset()
-            view.selected = None
-            view.follow_tail()
+        # a fresh screen: no pane keeps the old run's rows, caches or scroll positions
+        while len(self.screen_stack) > 1 and not isinstance(self.screen, DashboardScreen):
+            self.pop_screen()
+        self.dashboard = DashboardScreen(raw=self.raw)
+        await self.switch_screen(self.dashboard)
         if self.start_session() and speed is not None and isinstance(speed, (int, float)):
             try:
                 self.session.controller.set_speed(speed)  # type: ignore[union-attr]
@@ -743,7 +678,7 @@ class InspectorApp(App[int]):
         self.raw = not self.raw
 
     def watch_raw(self, raw: bool) -> None:
-        self.events_view.set_raw(raw)
+        self.dashboard.set_raw(raw)
         self.show()
 
     # -- read anything in full
@@ -778,7 +713,7 @@ class InspectorApp(App[int]):
             self.screen.dismiss(None)
         self.push_screen(DetailScreen(detail))
 
-    def on_time_travel_requested(self, message: M.TimeTravelRequested) -> None:
+    def on_events_view_time_travel_requested(self, message: EventsView.TimeTravelRequested) -> None:
         self.set_cursor(message.evno)
 
     def action_timing(self) -> None:
@@ -800,13 +735,8 @@ class InspectorApp(App[int]):
         )
 
     def action_maximize(self, n: int) -> None:
-        pane = self.panes[int(n) - 1]
-        if self.screen.maximized is pane:
-            self.screen.minimize()
-        else:
-            self.screen.maximize(pane, container=False)
-            target = pane.query_one(".pane-main") if pane.query(".pane-main") else None
-            (target or pane.children[0]).focus()
+        if self.screen is self.dashboard:
+            self.dashboard.toggle_maximize(int(n))
 
     def action_quit(self) -> None:  # type: ignore[override]  # (App's is async; ours exits at once)
         self.stop_session()
@@ -846,7 +776,7 @@ class InspectorApp(App[int]):
             self.cursor_state = self.history.state_at(k)
         self.post_message(M.CursorMoved(self.cursor))
         if k is None:
-            self.events_view.follow_tail()
+            self.dashboard.follow_tail()
         self.show()
 
     # -- export
@@ -857,10 +787,11 @@ class InspectorApp(App[int]):
             return
         path = default_export_path(self.export_dir, self.source or self.live.status.source)
         secrets = list(getattr(self.session, "secrets", None) or ())  # the key, masked as --record masks it
-        self.export(path, list(self.history.observations), dict(self.live.status.source or self.source), secrets)
+        # the spilled blocks are read back in the worker thread, not here (a long session: many MB of pickles)
+        self.export(path, self.history.observations.frozen(), dict(self.live.status.source or self.source), secrets)
 
     @work(thread=True, exclusive=False, group="export", exit_on_error=False, description="export a recording")
-    def export(self, path: Path, observations: list[O.Observation], source: dict, secrets: list[str]) -> None:
+    def export(self, path: Path, observations: Iterable[O.Observation], source: dict, secrets: list[str]) -> None:
         """Write the recording in a thread; say how it went with an `Exported` message (never touches widgets)."""
         try:
             written = write_recording(path, observations, source, secrets)
@@ -910,4 +841,4 @@ def run_dashboard(
     return int(code) if isinstance(code, int) else 0
 
 
-__all__ = ["InspectorApp", "run_dashboard", "SessionLike", "ControllerLike", "Pane"]
+__all__ = ["InspectorApp", "run_dashboard", "SessionLike", "ControllerLike", "Pane", "DashboardScreen"]

@@ -1,7 +1,9 @@
-"""Every message of the dashboard, in one module (Posting's layout): widgets post these, the App handles them.
+"""The dashboard's app-wide messages (Posting's layout): what the App posts, and `DetailRequested`, which several
+widgets post. A message one widget posts is a nested class of that widget (`LineView.NewRowsNoted`,
+`EventsView.TimeTravelRequested`), handled as ``on_<widget>_<message>``.
 
 Dataclass messages: fields are the payload, past tense for what happened, `...Requested` for what a widget asks for.
-Widgets never reach up to the App with `getattr(self.app, ...)` or walk their ancestors: they post one of these.
+Widgets never reach up to the App with `getattr(self.app, ...)` or walk their ancestors: they post a message.
 """
 
 from __future__ import annotations
@@ -49,13 +51,6 @@ class Exported(Message):
 
 
 @dataclass
-class TimeTravelRequested(Message):
-    """A view asks to show the state as of event `evno` (a click on an event row)."""
-
-    evno: int
-
-
-@dataclass
 class DetailRequested(Message):
     """A view asks to read one item in full: `kind` is event | block | tool | diagnostic | attempt | turn | text,
     `key` names the item in the shown state (an event number, a block key, a tool id, a diagnostic index...)."""
@@ -64,20 +59,11 @@ class DetailRequested(Message):
     key: Any
 
 
-@dataclass
-class NewRowsNoted(Message):
-    """A line view's "+N new" count changed (0: back at the tail); its pane shows it in the border."""
-
-    note: str
-
-
 __all__ = [
     "ControlUsed",
     "CursorMoved",
     "DetailRequested",
     "Exported",
-    "NewRowsNoted",
     "SessionEnded",
     "SessionStarted",
-    "TimeTravelRequested",
 ]

@@ -326,3 +326,40 @@ def test_empty_input_is_an_incomplete_turn(capsys, write):
     turn = one_json(out)["turns"][0]
     assert turn["outcome"] == "incomplete"
     assert [d["code"] for d in turn["diagnostics"]] == [D.NO_EVENTS]
+
+
+def test_dump_timing_fails_on_a_buffered_stream_with_the_named_diagnostic(capsys, tmp_path):
+    """Issue 18 §4: a buffering relay was named only in the timing view; dump --timing exited 0 on it."""
+    from inspector.record.recorder import Recorder
+    from inspector.testing.synthetic import buffered_observations
+
+    paths = {}
+    for name, kw in (("buffered", {}), ("streamed", {"buffered": False})):
+        paths[name] = p = tmp_path / f"{name}.jsonl"
+        rec = Recorder(str(p))
+        for o in buffered_observations(**kw):
+            rec(o)
+        rec.close()
+    code, out, _ = run(capsys, "dump", str(paths["buffered"]), "--timing")
+    assert code == 1 and "error   timing.buffered" in out and "buffering: BUFFERED" in out
+    code, out, _ = run(capsys, "dump", str(paths["buffered"]), "--timing", "--json")
+    (d,) = one_json(out)["timing"]["diagnostics"]
+    assert code == 1 and d["code"] == "timing.buffered" and (d["turn"], d["attempt"]) == (0, 0)
+    code, out, _ = run(capsys, "dump", str(paths["streamed"]), "--timing")
+    assert code == 0 and "timing.buffered" not in out
+    code, _out, _ = run(capsys, "dump", str(paths["buffered"]))  # without --timing the reads are not judged
+    assert code == 0
+
+
+def test_headless_lines_name_a_buffered_stream():
+    from inspector.cli.headless import ProgressPrinter
+    from inspector.testing.loop import Lines
+    from inspector.testing.synthetic import buffered_observations
+
+    for kw, want in (({}, 1), ({"buffered": False}, 0)):
+        lines = Lines()
+        printer = ProgressPrinter(lines)  # type: ignore[arg-type]
+        for o in buffered_observations(**kw):
+            printer(o)
+        hits = [ln for ln in lines.text() if "ERROR timing.buffered: BUFFERED" in ln]
+        assert len(hits) == want, lines.text()

@@ -273,3 +273,43 @@ async def test_relay_buffering_detected_through_the_proxy_at_real_speed(tmp_path
     assert by_fault["relay_buffer"]["first_byte_s"] >= 0.9 * total  # nothing before the end
     assert by_fault["none"]["first_byte_s"] < 0.5 * total
     assert not math.isnan(by_fault["none"]["read_gaps"]["median"])
+
+
+def two_turns_paused_in(paused_turn: int, held: float = 1.733) -> list:
+    """Two text turns; the user holds the stream for `held` s in the middle of turn `paused_turn` (0 or 1) only."""
+    from inspector.testing.synthetic import StreamScript
+
+    s = StreamScript()
+    s.loop_started()
+    for turn in range(2):
+        s.start_turn()
+        s.start_attempt()
+        s.message_start()
+        s.block_start(0, {"type": "text", "text": ""})
+        s.delta(0, "one ")
+        if turn == paused_turn:
+            s.hold(held)
+        s.delta(0, "two")
+        s.block_stop(0)
+        s.message_delta("end_turn", 5)
+        s.message_stop()
+        s.end_attempt("complete", None, "text_finish")
+        s.end_turn("text_finish")
+        s.wait(0.3)  # the harness thinks between turns
+    s.finish()
+    return s.obs
+
+
+@pytest.mark.parametrize("paused_turn", [0, 1])
+def test_a_hold_is_charged_to_the_turn_it_happened_in_only(paused_turn):
+    """Issue 18 §4: a pause in turn 2 only was reported as "held by the user: 1.733 s" under turn 1 AND turn 2
+    (an attempt took every hold after its request, even those after its end)."""
+    data = timing_json(recording_from_observations(two_turns_paused_in(paused_turn)))
+    held = {a["turn"]: a["held"] for a in data["attempts"]}
+    assert held[paused_turn] == {"count": 1, "seconds": 1.733}
+    assert held[1 - paused_turn] == {"count": 0, "seconds": 0}
+    text = format_timing_json(data)
+    assert text.count("held by the user") == 1
+    # and the other turn's times are its own (nothing subtracted)
+    other = next(a for a in data["attempts"] if a["turn"] == 1 - paused_turn)
+    assert other["end_s"] < 1.0

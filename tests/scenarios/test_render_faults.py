@@ -10,6 +10,7 @@ import math
 
 import anthropic
 import httpx2
+import orjson
 import pytest
 
 from inspector.core.pacing import Pacer
@@ -246,3 +247,72 @@ def test_tool_blocks_split_too():
     plan = render_turn(sc, 0, 0)
     for start, end in event_spans(plan.body, "\n"):
         assert not any(a <= start and end <= b for a, b in read_spans(plan))
+
+
+# ----------------------------------------------------------------------------------------------- interleave_blocks
+
+
+def _tool_delta_order(events) -> list[int]:
+    return [
+        d["index"] for name, d in events if name == "content_block_delta" and d["delta"]["type"] == "input_json_delta"
+    ]
+
+
+def test_parallel_buffers_streams_two_tool_blocks_side_by_side():
+    """Issue 18 §4: two tool blocks open at once, their input_json_delta's alternating by index."""
+    events = render_turn(get_scenario("parallel_buffers"), 0).events
+    names = [(n, d.get("index")) for n, d in events if n.startswith("content_block")]
+    first_delta = next(i for i, (n, idx) in enumerate(names) if n == "content_block_delta" and idx in (1, 2))
+    assert ("content_block_start", 1) in names[:first_delta] and ("content_block_start", 2) in names[:first_delta]
+    order = _tool_delta_order(events)
+    shared = 2 * min(order.count(1), order.count(2))
+    assert order[:shared] == [1, 2] * (shared // 2) and shared >= 8
+    # each block stops after its own last delta, and only then
+    for idx in (1, 2):
+        stop = names.index(("content_block_stop", idx))
+        last = max(i for i, (n, j) in enumerate(names) if n == "content_block_delta" and j == idx)
+        assert stop == last + 1 or names[last + 1][1] != idx
+
+
+def test_interleaved_inputs_need_one_buffer_per_index():
+    """The SDK's accumulator (keyed by index) gets both inputs; a harness with one current buffer does not."""
+    from anthropic.lib.streaming._messages import accumulate_event
+    from anthropic.types import RawMessageStreamEvent
+    from pydantic import TypeAdapter
+
+    sc = get_scenario("parallel_buffers")
+    events = render_turn(sc, 0).events
+    adapter = TypeAdapter(RawMessageStreamEvent)
+    snapshot, json_bufs = None, {}  # (the SDK keeps one JSON buffer per index)
+    for name, data in events:
+        if name != "ping":
+            event = adapter.validate_python(data)
+            snapshot = accumulate_event(event=event, current_snapshot=snapshot, json_bufs=json_bufs)
+    assert snapshot is not None
+    inputs = [b.input for b in snapshot.content if b.type == "tool_use"]
+    assert inputs == [{"location": "Paris, France", "unit": "celsius"}, {"location": "Tokyo, Japan", "unit": "celsius"}]
+    # one buffer, appended to by whatever block opened last: the inputs are mixed and do not parse
+    current, buffers = None, {}
+    for name, data in events:
+        if name == "content_block_start" and data["content_block"]["type"] == "tool_use":
+            current = data["index"]
+            buffers[current] = ""
+        elif name == "content_block_delta" and data["delta"]["type"] == "input_json_delta":
+            buffers[current] += data["delta"]["partial_json"]
+    with pytest.raises(ValueError):
+        orjson.loads(buffers[2])
+
+
+def test_interleave_blocks_fault_leaves_other_turns_and_scenarios_alone():
+    from inspector.net.faults import apply_faults
+
+    weather = get_scenario("weather")  # one tool block: nothing to interleave
+    assert render_turn(apply_faults(weather, "interleave_blocks"), 0).body == render_turn(weather, 0).body
+    parse_date = get_scenario("parse_date")  # several consecutive tool blocks: same events, other order
+    plain, faulted = (
+        render_turn(parse_date, 0).events,
+        render_turn(apply_faults(parse_date, "interleave_blocks"), 0).events,
+    )
+    key = lambda e: orjson.dumps(e, option=orjson.OPT_SORT_KEYS)
+    assert sorted(map(key, plain)) == sorted(map(key, faulted)) and plain != faulted
+    assert len(set(_tool_delta_order(faulted)[:6])) > 1

@@ -70,16 +70,76 @@ def test_a_copy_costs_the_tail_only() -> None:
     assert c._sealed[0] is not t._sealed[0] and c._sealed[1] is t._sealed[1]
 
 
-def test_cowdict_clones_an_entry_on_first_reach() -> None:
+def test_cowdict_clones_an_entry_only_when_the_fold_asks_to_change_it() -> None:
+    """Changed (issue 17 §4): `get` / `[]` used to clone on first read after a copy; now only `mutable` does."""
     d = CowDict()
     d["a"] = AttemptEntry(0, 0, 0.0)
     c = d.cow_copy()
-    assert dict.__getitem__(c, "a") is dict.__getitem__(d, "a")
-    c["a"].usage["x"] = 1  # reached through [] -> cloned first
+    assert c["a"] is d["a"] and c.get("a") is d["a"]  # reads share
+    assert dict.__getitem__(c, "a") is dict.__getitem__(d, "a") and not c.owned
+    m = c.mutable("a")
+    assert m is not None and m is not d["a"] and c["a"] is m  # cloned once, then owned
+    m.usage["x"] = 1
     assert d["a"].usage == {} and c.get("a").usage == {"x": 1}
-    assert c.get("zz", 5) == 5
+    assert c.mutable("a") is m
+    assert c.get("zz", 5) == 5 and c.mutable("zz") is None
     with pytest.raises(KeyError):
         c["zz"]
+
+
+ENTRY_DICTS = ("attempts", "turns", "blocks", "tools")
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000))
+def test_reading_a_copied_state_changes_nothing(cut) -> None:
+    """Issue 17 §4: a view reading a checkpoint (every entry, every query) must not clone or swap its entries."""
+    obs = parse_date_observations("tools_running")
+    s = DashboardState().apply_all(obs[: cut % (len(obs) + 1)])
+    c = s.copy()
+    before = {name: {k: id(v) for k, v in dict.items(getattr(c, name))} for name in ENTRY_DICTS}
+    for name in ENTRY_DICTS:
+        d = getattr(c, name)
+        for k in list(d):
+            assert d.get(k) is d[k]
+    c.tokens(), c.current_attempt, [c.turn_savings(t) for t in c.turns], [c.turn_tools(t) for t in c.turns]
+    for key in c.blocks:
+        c.blocks[key].joined(), c.blocks[key].preview()
+    after = {name: {k: id(v) for k, v in dict.items(getattr(c, name))} for name in ENTRY_DICTS}
+    assert after == before
+    assert all(not getattr(c, name).owned for name in ENTRY_DICTS)
+    # and the copy still changes on its own once the fold goes on
+    n = s.n
+    for o in obs[n:]:
+        c.apply(o)
+    assert c.n == len(obs) and s.n == n and len(c.tools) >= len(s.tools)
+
+
+def test_the_state_package_has_no_import_circle() -> None:
+    """Issue 17 §4: state/columns reached back into state/fold (for `clone`) inside CowDict.get: a circle."""
+    import ast
+    from pathlib import Path
+
+    import inspector.state
+
+    root = Path(inspector.state.__file__).parent
+    graph: dict[str, set[str]] = {}
+    for f in root.glob("*.py"):
+        mod = f"inspector.state.{f.stem}"
+        deps = graph.setdefault(mod, set())
+        for node in ast.walk(ast.parse(f.read_text())):  # imports inside functions count too
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("inspector.state."):
+                deps.add(node.module)
+            elif isinstance(node, ast.Import):
+                deps.update(a.name for a in node.names if a.name.startswith("inspector.state."))
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        for nxt in graph.get(start, ()):
+            if nxt == goal or (nxt not in seen and (seen.add(nxt) or reaches(nxt, goal, seen))):
+                return True
+        return False
+
+    assert [m for m in graph if reaches(m, m, set())] == []
 
 
 def test_bytestore_spills_and_reads_back() -> None:
@@ -189,3 +249,29 @@ async def test_a_real_loop_session_spills_and_reads_back_its_history_views(block
     assert back == obs
     # time travel folds them too
     assert h.state_at(h.event_count).n == len(obs)
+
+
+def test_a_frozen_history_prefix_stays_fixed_while_the_history_grows() -> None:
+    """The export's view of the history (read in a worker thread): the observations at freeze time, in order, read
+    back from the spill file without the live object's block cache."""
+    obs = generated_observations(3000)
+    s = SpilledObservations(block=64)
+    for o in obs[:1000]:
+        s.append(o)
+    frozen = s.frozen()
+    cache = dict(s._cache)
+    for o in obs[1000:]:
+        s.append(o)
+    assert len(frozen) == 1000 and list(frozen) == obs[:1000]
+    assert dict(s._cache) == cache  # nothing read through the live cache
+    assert list(s.frozen()) == obs
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 3 * C.CHUNK + 40), st.integers(0, 3 * C.CHUNK + 60))
+def test_column_from_is_the_column_from_that_row(n, start) -> None:
+    """`column_from` (the fold's attempt-end scan) skips the chunks before `start` and yields the same values."""
+    t = Column("l")
+    for i in range(n):
+        t.append(i * 7)
+    assert list(t.column_from(0, start)) == list(t.column(0))[start:]

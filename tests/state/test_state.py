@@ -143,8 +143,9 @@ def test_overloaded_midstream_marks_the_attempt_failed_and_retries() -> None:
     err_rows = [i for i in range(len(s.events)) if s.events.etype[i] == "error"]
     assert len(err_rows) == 1 and s.events.flags[err_rows[0]] & F_ERROR
     notes = [item for item in s.transcript if item[0] == "note"]
-    assert notes[0][1].startswith("attempt 1 of turn 2 failed: overloaded_error") and notes[0][2] == "error"
-    assert notes[1][1] == "retry: attempt 2 of turn 2"
+    # what happened, as data (0-based); the wording is the tui's (tests/tui: test_notes_are_worded_by_the_tui)
+    assert notes[0][1][:4] == ("attempt_ended", 1, 0, "failed") and notes[0][1][4].startswith("overloaded_error")
+    assert notes[0][2] == "error" and notes[1][1] == ("retry", 1, 1)
     assert s.status.loop_state == LoopState.FINISHED
 
 
@@ -288,3 +289,29 @@ def test_state_and_synthetic_do_not_import_textual() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+# --- timing.buffered ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kw", [{}, {"buffered": False}, {"hold_in_silence": 3.5}])
+def test_a_buffered_attempt_is_the_named_diagnostic_the_timing_view_agrees_with(kw):
+    """Issue 18 §4: the main screen said "no diagnostics: the stream was well-formed" while `i` said BUFFERED."""
+    from inspector.record.timing import BUFFERED_CODE, recording_from_observations, timing_json
+    from inspector.testing.synthetic import buffered_observations
+
+    obs = buffered_observations(**kw)
+    s = DashboardState().apply_all(obs)
+    verdicts = [a["buffering"]["verdict"] for a in timing_json(recording_from_observations(obs))["attempts"]]
+    codes = [d.code for d in s.diagnostics]
+    assert (BUFFERED_CODE in codes) == (verdicts == ["buffered"])
+    assert verdicts == (["buffered"] if not kw else ["not buffered"])
+    if not kw:
+        (d,) = s.diagnostics
+        assert d.severity == "error" and "BUFFERED" in d.message and (d.turn, d.attempt) == (0, 0)
+        # time travel rebuilds it too (the fold is the only source)
+        assert [x.code for x in state_at(obs, 10_000).diagnostics] == [BUFFERED_CODE]
+
+
+def test_the_parse_date_run_has_no_buffering_diagnostic():
+    assert not [d for d in fold_all(FULL).diagnostics if d.code.startswith("timing.")]

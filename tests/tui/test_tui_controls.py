@@ -47,7 +47,7 @@ class TestKeys:
         messages: list = []
         async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
             await started(pilot, factory)
-            app.query_one(f"#{focus}").focus()
+            app.dashboard.query_one(f"#{focus}").focus()
             for key, _call, _control in KEYS:
                 await pilot.press(key)
             calls = factory.last.controller.calls
@@ -143,6 +143,27 @@ class TestSessionLifecycle:
             assert app.live.status.loop_state != LoopState.ERROR
             assert any(isinstance(m, InspectorApp.SessionStarted) and m.generation == app.generation for m in messages)
 
+    async def test_restarting_twice_leaves_only_the_new_runs_rows(self) -> None:
+        """issue 18 §4: after `r` the Blocks, Tools and Assistant panes listed the old run's rows as well."""
+        obs = parse_date_observations("tools_running")
+        app, factory = live_app(obs)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, factory)
+            await flushed(app)
+            one_run = (app.blocks_view.row_count, app.tools_view.row_count, app.assistant_view.row_count)
+            assert all(one_run)
+            for restarts in (2, 3):
+                await pilot.press("r")
+                await wait_for(lambda: len(factory.sessions) == restarts and factory.last.started, what="restart")
+                await wait_for(lambda: len(app.history) == len(obs), what="the new run folded")
+                await flushed(app, 2)
+            rows = (app.blocks_view.row_count, app.tools_view.row_count, app.assistant_view.row_count)
+            assert rows == one_run
+            assert app.dashboard.query_one("#tools-pane").border_title == f"③ Tools · {len(app.live.tools)}"
+            await pilot.press("left")  # time travel shows the new run only too
+            await flushed(app)
+            assert app.tools_view.row_count <= one_run[1]
+
     async def test_a_crashing_session_shows_the_error_state(self) -> None:
         obs = parse_date_observations("tools_running")
         factory = Factory(lambda: FakeSession(obs, raise_error=RuntimeError("boom")))
@@ -192,12 +213,42 @@ class TestViews:
         assert sum(len(a.reads) for a in rec.attempts()) == len(reads)
         assert b"".join(r.data for a in rec.attempts() for r in a.reads) == b"".join(o.data for o in reads)
 
+    async def test_export_reads_the_spilled_history_in_its_worker_not_on_the_ui_thread(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Issue 17 §4: `e` listed every observation (reading back every spilled block) on the UI thread."""
+        import threading
+
+        from inspector.state.travel import History, SpilledObservations
+
+        obs = parse_date_observations()
+        app = InspectorApp(observations=obs, clock=lambda: 0.0, export_dir=tmp_path)
+        app.history = History(block=16)  # spill the history to disk in small blocks
+        app.history.follow(app.live)
+        ui = threading.get_ident()
+        read_back: list[int] = []
+        block = SpilledObservations._block
+        monkeypatch.setattr(
+            SpilledObservations, "_block", lambda self, b: read_back.append(threading.get_ident()) or block(self, b)
+        )
+        messages: list = []
+        async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
+            assert app.history.observations.spilled_bytes > 0
+            read_back.clear()
+            await pilot.press("e")
+            await wait_for(lambda: any(isinstance(m, InspectorApp.Exported) for m in messages), what="export")
+        assert ui not in read_back
+        exported = next(m for m in messages if isinstance(m, InspectorApp.Exported))
+        rec = read_recording(exported.path)
+        reads = [o for o in obs if isinstance(o, O.ReadReceived)]
+        assert b"".join(r.data for a in rec.attempts() for r in a.reads) == b"".join(o.data for o in reads)
+
     @pytest.mark.parametrize("n,pane", [(1, "events"), (2, "blocks"), (3, "tools"), (4, "assistant")])
     async def test_maximize_and_restore(self, n: int, pane: str) -> None:
         app = InspectorApp(observations=parse_date_observations(), clock=lambda: 0.0)
         async with app.run_test(size=SIZE) as pilot:
             await pilot.press(str(n))
-            assert app.screen.maximized is app.query_one(f"#{pane}-pane")
+            assert app.screen.maximized is app.dashboard.query_one(f"#{pane}-pane")
             await pilot.press(str(n))
             assert app.screen.maximized is None
             await pilot.press(str(n), "escape")
@@ -219,7 +270,7 @@ class TestTimeTravel:
         app = InspectorApp(observations=obs, clock=lambda: 0.0, replay=True)
         n = sum(isinstance(o, O.SSEEventSeen) for o in obs)
         async with app.run_test(size=SIZE) as pilot:
-            app.query_one(f"#{focus}").focus()
+            app.dashboard.query_one(f"#{focus}").focus()
             await pilot.press("left")
             assert app.cursor == n - 1 and app.shown_state.status.events == n - 1
             await pilot.press("home")

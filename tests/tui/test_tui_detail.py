@@ -51,6 +51,30 @@ class TestEnterOpensTheRightDetail:
             await pilot.press("escape")
             await wait_for(lambda: not isinstance(app.screen, DetailScreen), what="the view to close")
 
+    async def test_enter_with_nothing_selected_opens_the_newest_event_not_a_request(self) -> None:
+        """Issue 18 §4: with no row selected, Enter on the SSE pane opened the request view (the last row was a
+        marker: here the "stream held" row of a pause)."""
+        from inspector.testing.synthetic import StreamScript
+
+        s = StreamScript()
+        s.loop_started()
+        s.start_turn()
+        s.start_attempt()
+        s.message_start()
+        s.block_start(0, {"type": "text", "text": ""})
+        s.delta(0, "hello")
+        s.emit(O.StreamHeld(s.t, 0, 0, "pause"))
+        app = InspectorApp(observations=s.obs, clock=lambda: 0.0)
+        async with app.run_test(size=WIDE) as pilot:
+            ev = app.live.events
+            assert ev.etype[len(ev) - 1] == "held" and app.events_view.selected is None
+            app.events_view.focus()
+            await pilot.press("enter")
+            await wait_for(lambda: isinstance(app.screen, DetailScreen), what="the detail view")
+            newest = ev.evno[ev.event_rows[-1]]
+            assert app.screen.detail.title.startswith(f"Event {newest} · content_block_delta")
+            assert app.events_view.selected == ev.event_rows[-1]  # selected, so the pane shows which
+
     async def test_an_attempt_marker_row_opens_the_request_it_sent(self) -> None:
         # turn 2's request carries turn 1's answer and the tool results (the synthetic script sends none)
         history = [{"role": "user", "content": "fix parse_date"}]
@@ -260,7 +284,7 @@ class TestSmallTerminals:
     async def test_the_footer_keeps_the_essentials_at_every_width(self, width: int) -> None:
         app = synthetic("tools_running")
         async with app.run_test(size=(width, 24)) as pilot:
-            footer = app.query_one(KeyFooter)
+            footer = app.dashboard.query_one(KeyFooter)
             await wait_for(lambda: footer.query("FooterKey"), what="the footer keys")
             await pilot.pause()
             shown = {k.action for k in footer.query("FooterKey")}
@@ -273,7 +297,7 @@ class TestSmallTerminals:
     async def test_group_labels_are_spaced(self) -> None:
         app = synthetic("tools_running")
         async with app.run_test(size=SMALL) as pilot:
-            footer = app.query_one(KeyFooter)
+            footer = app.dashboard.query_one(KeyFooter)
             await wait_for(lambda: footer.query("FooterLabel"), what="the footer groups")
             await pilot.pause()
             cells = [" "] * SMALL[0]
@@ -291,7 +315,7 @@ class TestSmallTerminals:
         async with app.run_test(size=(50, 14)) as pilot:
             await pilot.pause()
             assert app.screen.has_class("-tiny")
-            assert app.query_one("#too-small").display and not app.query_one("#panes").display
+            assert app.dashboard.query_one("#too-small").display and not app.dashboard.query_one("#panes").display
             await pilot.press("4")
             await pilot.pause()
             assert app.screen.maximized is app.panes[3]
@@ -331,7 +355,7 @@ class TestProxyAndServe:
         factory = Factory(lambda: FakeSession([O.LoopStarted(0.0, source, "", None)], source=source))
         app = InspectorApp(factory, clock=lambda: 0.0)
         async with app.run_test(size=SMALL) as pilot:
-            banner = app.query_one("#connect")
+            banner = app.dashboard.query_one("#connect")
             await wait_for(lambda: banner.display and banner.region.height == 1, what="the address line")
             await pilot.pause()
             text = str(banner.render())
@@ -401,7 +425,7 @@ async def test_clicking_a_disabled_footer_key_says_why() -> None:
     app = InspectorApp(factory, clock=lambda: 0.0)
     async with app.run_test(size=WIDE) as pilot:
         await wait_for(lambda: factory.sessions and not app.session_running and app.final_status, what="the end")
-        footer = app.query_one(KeyFooter)
+        footer = app.dashboard.query_one(KeyFooter)
         await wait_for(
             lambda: any(k.action == "cancel" and k.has_class("-disabled") for k in footer.query("FooterKey")),
             what="a disabled cancel key",

@@ -101,6 +101,21 @@ class TestRealScenarios:
     def test_scenario_final_frame(self, snap_compare, name: str) -> None:
         assert snap_compare(self.app(name), terminal_size=WIDE, run_before=self.until_done)
 
+    def test_parallel_buffers_fill_side_by_side(self, snap_compare) -> None:
+        """parallel_buffers (interleave_blocks): two get_weather blocks open at once, their input deltas alternating;
+        time travel to the 9th input delta shows both buffers half filled, one per index, in the Blocks pane."""
+
+        async def mid_stream(pilot) -> None:
+            await self.until_done(pilot)
+            app = pilot.app
+            ev = app.live.events
+            rows = [r for r in ev.event_rows if ev.etype[r] == "content_block_delta" and ev.index[r] in (1, 2)]
+            assert [ev.index[r] for r in rows[:8]] == [1, 2] * 4  # the fault really interleaves
+            app.set_cursor(ev.evno[rows[8]])
+            await pilot.pause()
+
+        assert snap_compare(self.app("parallel_buffers"), terminal_size=WIDE, run_before=mid_stream)
+
 
 class TestTimingView:
     """The timing view (key i) over the dashboard."""

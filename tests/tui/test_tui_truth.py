@@ -131,3 +131,68 @@ async def test_paused_figures_are_the_streams_own() -> None:
         a = app.live.current_attempt
         assert a is not None and a.first_token is not None and a.first_token < 1.0
         assert "first token 350 ms" in text and "held 6.00 s (not counted)" in text
+
+
+# --- the timeline's span -----------------------------------------------------------------------------------------
+
+
+async def test_the_timeline_header_spans_the_whole_run_at_any_size() -> None:
+    """Issue 18 §4: at 80x24 after a cancel the header said `span 1.00 s` (the run spans 3.41 s): with no room to
+    draw a turn in full it measured the drawn turns, i.e. none."""
+    from inspector.tui.widgets.timeline import figures, run_span
+
+    obs = parse_date_observations(variant="cancelled")
+    heads = {}
+    for size in ((80, 24), (160, 48)):
+        app = app_of(obs)
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause()
+            header = app.timeline.render().plain.split("\n")[0]
+            figs = [figures(app.live, t, app.now()) for t in sorted(app.live.turns)]
+            heads[size] = header[header.index("span ") :]
+    want = f"span {run_span(figs):.2f} s"
+    assert want != "span 1.00 s"
+    assert heads == {(80, 24): want, (160, 48): want}
+
+
+# --- the notes' wording is the tui's ---------------------------------------------------------------------------
+
+
+async def test_notes_are_worded_by_the_tui() -> None:
+    """Issue 17 §4: the fold keeps what happened (0-based data); the Assistant pane words it, counting from 1."""
+    from inspector.tui.widgets.assistant import note_text
+
+    app = app_of(parse_date_observations(variant="overloaded"))
+    async with app.run_test(size=WIDE) as pilot:
+        await pilot.pause()
+        view = app.assistant_view
+        text = "\n".join(view.render_line(y).text for y in range(view.row_count))
+    assert "✗ attempt 1 of turn 2 failed: overloaded_error" in text
+    assert "⚠ retry: attempt 2 of turn 2" in text
+    assert note_text(("loop_finished", "cancelled", "cancelled by user")) == "loop cancelled: cancelled by user"
+    assert note_text(("attempt_ended", 0, 1, "cancelled", None)) == "attempt 2 of turn 1 cancelled"
+
+
+async def test_a_streaming_tool_line_follows_its_buffer_in_time_travel() -> None:
+    """The Assistant pane's "receiving input" line is the block's partial parse: cached by the tool's version only,
+    it showed the live buffer (or an older one) when time travel went back (found by the parallel_buffers snapshot)."""
+    s = StreamScript()
+    s.loop_started()
+    s.start_turn()
+    s.start_attempt()
+    s.message_start()
+    s.block_start(0, {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}})
+    for piece in ['{"location": "Pa', "ris, Fr", 'ance"']:
+        s.delta(0, piece)
+    app = app_of(s.obs)
+    async with app.run_test(size=WIDE) as pilot:
+        await pilot.pause()
+
+        def line() -> str:
+            view = app.assistant_view
+            return next(t for y in range(view.size.height) if "receiving input" in (t := view.render_line(y).text))
+
+        assert 'location="Paris, France"' in line()
+        app.set_cursor(app.history.event_count - 2)  # before the last two deltas
+        await pilot.pause()
+        assert 'location="Pa"' in line()

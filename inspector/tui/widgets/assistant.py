@@ -35,6 +35,24 @@ class AssistantView(SectionView):
         "as--more",
         "as--prompt",
     }
+    # the component classes' styles, with the widget (Toolong's LogLines)
+    DEFAULT_CSS = """
+    AssistantView > .as--turn { color: $primary; text-style: bold; }
+    AssistantView > .as--prompt { color: $secondary; text-style: italic; }
+    AssistantView > .as--text { color: $foreground; }
+    AssistantView > .as--code { color: $success-lighten-1; background: $panel; }
+    AssistantView > .as--inline-code { color: $accent-lighten-1; }
+    AssistantView > .as--cursor { color: $accent; text-style: bold; }
+    AssistantView > .as--thinking { color: $foreground-muted; text-style: italic; }
+    AssistantView > .as--tool { color: $foreground-muted; }
+    AssistantView > .as--tool-running { color: $accent; text-style: bold; }
+    AssistantView > .as--tool-ok { color: $success; }
+    AssistantView > .as--tool-bad { color: $error; text-style: bold; }
+    AssistantView > .as--note-warning { color: $warning; }
+    AssistantView > .as--note-error { color: $error; text-style: bold; }
+    AssistantView > .as--end { color: $success; }
+    AssistantView > .as--more { color: $foreground-darken-3; text-style: italic; }
+    """
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
@@ -70,7 +88,10 @@ class AssistantView(SectionView):
                 if t is None:
                     continue
                 live = self.now if t.state == "running" else None
-                items.append((("tool", item[1]), (t.version, live), lambda w, t=t: self._tool(t, w)))
+                # while its input streams the line shows the block's partial parse: the block's version counts too
+                tb = state.blocks.get((t.turn, t.attempt, t.index)) if t.state == "streaming_input" else None
+                tool_version = (t.version, live, None if tb is None else tb.version)
+                items.append((("tool", item[1]), tool_version, lambda w, t=t: self._tool(t, w)))
             elif kind == "note":
                 items.append((("note", i), 0, lambda w, it=item: self._note(it[1], it[2], w)))
         if st.finished:
@@ -184,10 +205,25 @@ class AssistantView(SectionView):
         text.overflow = "ellipsis"
         return [text_strip(text, self.app.console, width)]
 
-    def _note(self, message: str, severity: str, width: int) -> list[Line]:
+    def _note(self, what: Any, severity: str, width: int) -> list[Line]:
         cls = "as--note-error" if severity == "error" else "as--note-warning"
-        t = Text(("✗ " if severity == "error" else "⚠ ") + message, self.cstyle(cls))
+        t = Text(("✗ " if severity == "error" else "⚠ ") + note_text(what), self.cstyle(cls))
         return wrap_strips(t, self.app.console, width)
+
+
+def note_text(what: Any) -> str:
+    """The words of a transcript note (the fold keeps what happened as data; turns and attempts count from 1)."""
+    kind = what[0] if isinstance(what, tuple) and what else None
+    if kind == "try":
+        return f"turn {what[1] + 1}: {what[2].label()}"
+    if kind == "retry":
+        return f"retry: attempt {what[2] + 1} of turn {what[1] + 1}"
+    if kind == "attempt_ended":
+        _, turn, attempt, status, reason = what
+        return f"attempt {attempt + 1} of turn {turn + 1} {status}" + (f": {reason}" if reason else "")
+    if kind == "loop_finished":
+        return f"loop {what[1]}" + (f": {what[2]}" if what[2] else "")
+    return str(what)
 
 
 def wrap_line(line: str, width: int) -> list[str]:

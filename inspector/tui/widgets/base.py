@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Hashable, Iterable
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rich.console import Console
@@ -19,11 +20,12 @@ from textual import events
 from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.geometry import Size
+from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from inspector.tui.messages import DetailRequested, NewRowsNoted
+from inspector.tui.messages import DetailRequested
 
 _NULL = Style()
 
@@ -109,6 +111,12 @@ class LineView(ScrollView, can_focus=True):
 
     BINDINGS: ClassVar[list[Binding | tuple[str, str] | tuple[str, str, str]]] = [*CURSOR_BINDINGS, *ROW_BINDINGS]
     COMPONENT_CLASSES = {"lv--selected"}
+
+    @dataclass
+    class NewRowsNoted(Message):
+        """The "+N new" count changed (0: back at the tail): the pane shows `note` in its border."""
+
+        note: str
 
     DEFAULT_CSS = """
     LineView {
@@ -215,7 +223,7 @@ class LineView(ScrollView, can_focus=True):
 
     def on_new_rows(self, n: int) -> None:
         """The "+N new" count changed (0: back at the tail): the pane shows it (a message, not a reach up)."""
-        self.post_message(NewRowsNoted(f"+{n} new ↓ (end)" if n and not self.follow else ""))
+        self.post_message(self.NewRowsNoted(f"+{n} new ↓ (end)" if n and not self.follow else ""))
 
     # -- selection and detail
     def detail_at(self, row: int) -> tuple[str, Any] | None:
@@ -247,8 +255,8 @@ class LineView(ScrollView, can_focus=True):
 
     def action_open_detail(self) -> None:
         row = self.selected
-        if row is None:  # nothing selected: the last row that has a detail
-            row = next((r for r in range(self._count - 1, max(-1, self._count - 200), -1) if self.detail_at(r)), None)
+        if row is None:  # nothing selected: the newest row worth reading (selected first, so Enter shows which)
+            row = self.default_detail_row()
             if row is None:
                 self.notify("nothing to read in full here yet", severity="warning", timeout=3)
                 return
@@ -258,6 +266,10 @@ class LineView(ScrollView, can_focus=True):
             self.notify("this row has nothing more to show", severity="warning", timeout=3)
             return
         self.post_message(DetailRequested(*target))
+
+    def default_detail_row(self) -> int | None:
+        """The row Enter opens when none is selected: the last row that has a detail (a view may prefer another)."""
+        return next((r for r in range(self._count - 1, max(-1, self._count - 200), -1) if self.detail_at(r)), None)
 
     def on_click(self, event: events.Click) -> None:
         row = int(self.scroll_offset.y + event.y)
@@ -348,6 +360,8 @@ class SectionView(LineView):
         self._cache.clear()
         self._prev_items, self._item_starts, self._prev_width = [], [], -1
         self._item_keys = []
+        self._seen = ()
+        self.set_lines([])
 
     def on_resize(self) -> None:
         self._item_cache.clear()

@@ -77,6 +77,26 @@ class BlocksView(SectionView):
         "blk--diag",
         "blk--discarded",
     }
+    # the component classes' styles, with the widget (Toolong's LogLines)
+    DEFAULT_CSS = """
+    BlocksView > .blk--attempt { color: $primary; text-style: bold; }
+    BlocksView > .blk--header { color: $foreground-muted; }
+    BlocksView > .blk--type { color: $secondary; text-style: bold; }
+    BlocksView > .blk--name { color: $accent; text-style: bold; }
+    BlocksView > .blk--id { color: $foreground-darken-3; }
+    BlocksView > .blk--open { color: $warning; text-style: bold; }
+    BlocksView > .blk--closed { color: $success; text-style: bold; }
+    BlocksView > .blk--error { color: $error; text-style: bold; }
+    BlocksView > .blk--meta { color: $foreground-muted; }
+    BlocksView > .blk--frag-a { color: $foreground; background: $panel; }
+    BlocksView > .blk--frag-b { color: $foreground; background: $primary-darken-3; }
+    BlocksView > .blk--more { color: $foreground-darken-3; text-style: italic; }
+    BlocksView > .blk--preview { color: $foreground; }
+    BlocksView > .blk--label { color: $accent; }
+    BlocksView > .blk--caret { color: $error; text-style: bold; }
+    BlocksView > .blk--diag { color: $warning; }
+    BlocksView > .blk--discarded { text-style: dim; }
+    """
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)

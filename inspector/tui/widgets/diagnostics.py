@@ -25,6 +25,16 @@ class DiagnosticsView(LineView):
         "diag--message",
         "diag--empty",
     }
+    # the component classes' styles, with the widget (Toolong's LogLines)
+    DEFAULT_CSS = """
+    DiagnosticsView > .diag--error { color: $error; text-style: bold; }
+    DiagnosticsView > .diag--warning { color: $warning; text-style: bold; }
+    DiagnosticsView > .diag--info { color: $primary; }
+    DiagnosticsView > .diag--where { color: $foreground-muted; }
+    DiagnosticsView > .diag--code { color: $accent; }
+    DiagnosticsView > .diag--message { color: $foreground; }
+    DiagnosticsView > .diag--empty { color: $foreground-darken-3; text-style: italic; }
+    """
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)

@@ -6,14 +6,15 @@ Only visible rows are rendered (Line API); a million rows cost nothing until the
 from __future__ import annotations
 
 from collections.abc import Hashable
+from dataclasses import dataclass
 
 from rich.text import Text
 from textual.cache import LRUCache
+from textual.message import Message
 from textual.strip import Strip
 
 from inspector.state.entries import human_size
 from inspector.state.fold import F_DIAG, F_ERROR, F_MARKER, F_WARN, DashboardState
-from inspector.tui.messages import TimeTravelRequested
 from inspector.tui.widgets.base import Line, LineView
 
 SHORT_TYPES = {
@@ -41,6 +42,12 @@ TYPE_CLASS = {
 class EventsView(LineView):
     """SSE events (or raw bytes) of the state it was last given."""
 
+    @dataclass
+    class TimeTravelRequested(Message):
+        """A click on an event row asks to show the state as of event `evno`."""
+
+        evno: int
+
     COMPONENT_CLASSES = {
         "ev--num",
         "ev--time",
@@ -62,6 +69,28 @@ class EventsView(LineView):
         "raw--cont",
         "raw--bad",
     }
+    # the component classes' styles, with the widget (Toolong's LogLines)
+    DEFAULT_CSS = """
+    EventsView > .ev--num { color: $foreground-muted; }
+    EventsView > .ev--time { color: $foreground-darken-3; }
+    EventsView > .ev--message { color: $secondary; text-style: bold; }
+    EventsView > .ev--block { color: $success; }
+    EventsView > .ev--delta { color: $primary-lighten-2; }
+    EventsView > .ev--ping { color: $foreground-darken-3; }
+    EventsView > .ev--error { color: $error; text-style: bold; }
+    EventsView > .ev--unknown { color: $warning; }
+    EventsView > .ev--index { color: $accent; }
+    EventsView > .ev--summary { color: $foreground; }
+    EventsView > .ev--marker { color: $primary; text-style: bold; }
+    EventsView > .ev--discarded { text-style: dim; }
+    EventsView > .ev--cursor { background: $accent-darken-2; }
+    EventsView > .ev--diag { color: $warning; }
+    EventsView > .raw--read { color: $primary; }
+    EventsView > .raw--text { color: $foreground; }
+    EventsView > .raw--eol { color: $foreground-darken-3; }
+    EventsView > .raw--cont { color: $warning; }
+    EventsView > .raw--bad { color: $error; text-style: bold; }
+    """
 
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
@@ -112,13 +141,19 @@ class EventsView(LineView):
             return ("attempt", (ev.turn[row], ev.attempt[row]))
         return ("event", ev.evno[row]) if ev.evno[row] else None
 
+    def default_detail_row(self) -> int | None:
+        """Enter with nothing selected opens the newest SSE event (not a marker row's request view)."""
+        if not self.raw and self.state is not None and len(self.state.events.event_rows):
+            return int(self.state.events.event_rows[-1])
+        return super().default_detail_row()
+
     def on_click(self, event) -> None:
         """Click an event row: time travel to it (LineView.on_click, called too, opens its detail)."""
         row = int(self.scroll_offset.y + event.y)
         if not self.raw and self.state is not None and 0 <= row < len(self.state.events):
             evno = self.state.events.evno[row]
             if evno:
-                self.post_message(TimeTravelRequested(evno))
+                self.post_message(self.TimeTravelRequested(evno))
 
     # -------------------------------------------------------------------------------------------- rendering
     def row_key(self, row: int) -> Hashable:

@@ -68,6 +68,20 @@ class StatusBar(Widget):
         "st--travel",
         "st--note",
     }
+    # the component classes' styles, with the widget (Toolong's LogLines)
+    DEFAULT_CSS = """
+    StatusBar > .st--title { color: $accent; text-style: bold; }
+    StatusBar > .st--source { color: $foreground; }
+    StatusBar > .st--sep { color: $foreground-darken-3; }
+    StatusBar > .st--key { color: $foreground-muted; }
+    StatusBar > .st--value { color: $foreground; text-style: bold; }
+    StatusBar > .st--streaming { color: $success; text-style: bold; }
+    StatusBar > .st--paused { color: $warning; text-style: bold; }
+    StatusBar > .st--done { color: $success; }
+    StatusBar > .st--bad { color: $error; text-style: bold; }
+    StatusBar > .st--travel { color: $background; background: $accent; text-style: bold; }
+    StatusBar > .st--note { color: $error; }
+    """
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)

@@ -177,7 +177,8 @@ class Timeline(Widget):
         if any(f.saved is not None for f in figs):
             out.append(f"saved vs sequential {duration(saved_total)}", self.cstyle("tl--saved"))
             out.append(" · ", self.cstyle("tl--axis"))
-        out.append(f"span {span:.2f} s", self.cstyle("tl--axis"))
+        # the header spans the whole run, whatever the height let us draw in full (the axis is the drawn turns')
+        out.append(f"span {run_span(figs):.2f} s", self.cstyle("tl--axis"))
         self._rows.append(None)
         for f in compact:
             out.append("\n")
@@ -300,6 +301,19 @@ class Timeline(Widget):
         if 0 <= row < len(self._rows) and self._rows[row] is not None:
             kind, key = self._rows[row]  # type: ignore[misc]
             self.post_message(DetailRequested(kind, key))
+
+
+def run_span(figs: list[TurnFigures]) -> float:
+    """Seconds from the first drawn segment of any turn to the last end (a ghost "sequential" bar included)."""
+    segs = [s for f in figs for b in f.bars for s in b.segments]
+    if not segs:
+        return 0.0
+    t0 = min(s[0] for s in segs)
+    t1 = max(s[1] for s in segs)
+    for f in figs:
+        if f.start is not None and f.sequential is not None:
+            t1 = max(t1, f.start + f.sequential)
+    return max(0.0, t1 - t0)
 
 
 def _nice_step(span: float, ticks: int) -> float:

@@ -59,6 +59,23 @@ class ToolsView(SectionView):
         "tool--empty",
         "tool--inferred",
     }
+    # the component classes' styles, with the widget (Toolong's LogLines)
+    DEFAULT_CSS = """
+    ToolsView > .tool--turn { color: $primary; text-style: bold; }
+    ToolsView > .tool--head { color: $foreground-muted; }
+    ToolsView > .tool--streaming { color: $foreground-muted; }
+    ToolsView > .tool--queued { color: $warning; }
+    ToolsView > .tool--running { color: $accent; text-style: bold; }
+    ToolsView > .tool--ok { color: $success; }
+    ToolsView > .tool--failed { color: $error; text-style: bold; }
+    ToolsView > .tool--cancelled { color: $foreground-darken-3; }
+    ToolsView > .tool--call { color: $foreground; }
+    ToolsView > .tool--result { color: $foreground-muted; }
+    ToolsView > .tool--elapsed { color: $foreground-muted; }
+    ToolsView > .tool--error { color: $error; }
+    ToolsView > .tool--empty { color: $foreground-darken-3; text-style: italic; }
+    ToolsView > .tool--inferred { color: $warning-lighten-1; text-style: italic; }
+    """
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)

@@ -1,0 +1,197 @@
+"""The dashboard's main screen (Posting's layout: the App runs the session, a `Screen` holds the panes).
+
+The screen owns every pane and everything they cached: a restart replaces it with a fresh `DashboardScreen`, so no
+view keeps rows, item caches or scroll positions from the previous run. The App points it at a state with `show`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.containers import Grid, Vertical
+from textual.screen import Screen
+from textual.widgets import Static
+
+from inspector.state.fold import DashboardState
+from inspector.tui.summary import fault_summary
+from inspector.tui.widgets.assistant import AssistantView
+from inspector.tui.widgets.base import LineView
+from inspector.tui.widgets.blocks import BlocksView
+from inspector.tui.widgets.diagnostics import DiagnosticsView
+from inspector.tui.widgets.events import EventsView
+from inspector.tui.widgets.footer import KeyFooter
+from inspector.tui.widgets.status import StatusBar, StatusInfo
+from inspector.tui.widgets.timeline import Timeline
+from inspector.tui.widgets.tools import ToolsView
+
+MIN_SIZE = (60, 16)  # below this the dashboard says it is too small (maximize still works)
+PANE_IDS = ("events", "blocks", "tools", "assistant")
+
+
+class Pane(Vertical):
+    """A bordered, maximizable pane; `set_note` writes the border subtitle ("+N new")."""
+
+    ALLOW_MAXIMIZE = True
+
+    def __init__(self, title: str, *children: Any, id: str) -> None:
+        super().__init__(*children, id=id)
+        self.title = title
+        self.border_title = title
+
+    def set_note(self, note: str) -> None:
+        self.border_subtitle = note
+
+    def on_line_view_new_rows_noted(self, message: LineView.NewRowsNoted) -> None:
+        message.stop()
+        self.set_note(message.note)
+
+
+def pane_titles(state: DashboardState, raw: bool) -> tuple[str, str, str, str]:
+    """The four pane titles for a state (the counts a user reads first)."""
+    events = f"① SSE events · {'raw bytes' if raw else state.status.events}"
+    return (events, f"② Blocks · {len(state.blocks)}", f"③ Tools · {len(state.tools)}", "④ Assistant")
+
+
+class DashboardScreen(Screen[None]):
+    """Four live panes, the diagnostics strip, the status line and the footer. One per run of the session."""
+
+    ALLOW_IN_MAXIMIZED_VIEW = "Footer, StatusBar"  # a maximized pane keeps the loop state in view
+
+    def __init__(self, *, raw: bool = False) -> None:
+        super().__init__()
+        self.raw = raw
+        self._titles_key: tuple | None = None  # what the pane titles were last counted for
+        self._connect_text: str | None = None
+        self.ready = False
+
+    def compose(self) -> ComposeResult:
+        yield StatusBar(id="status")
+        with Grid(id="panes"):
+            yield Pane("① SSE events", EventsView(id="events"), id="events-pane")
+            yield Pane("② Blocks", BlocksView(id="blocks"), id="blocks-pane")
+            yield Pane("③ Tools", ToolsView(id="tools"), Timeline(id="timeline"), id="tools-pane")
+            yield Pane("④ Assistant", AssistantView(id="assistant"), id="assistant-pane")
+        yield Pane("Diagnostics", DiagnosticsView(id="diagnostics"), id="diagnostics-pane")
+        yield Static(id="connect")
+        yield Static(id="too-small")
+        yield KeyFooter()
+
+    def on_mount(self) -> None:
+        self.events_view = self.query_one(EventsView)
+        self.blocks_view = self.query_one(BlocksView)
+        self.tools_view = self.query_one(ToolsView)
+        self.timeline = self.query_one(Timeline)
+        self.assistant_view = self.query_one(AssistantView)
+        self.diagnostics_view = self.query_one(DiagnosticsView)
+        self.status_bar = self.query_one(StatusBar)
+        self.panes = [self.query_one(f"#{p}-pane", Pane) for p in PANE_IDS]
+        self.diagnostics_pane = self.query_one("#diagnostics-pane", Pane)
+        if self.raw:
+            self.events_view.set_raw(True)
+        self._size_classes()
+        self.events_view.focus()
+        self.ready = True
+
+    def on_resize(self) -> None:
+        self._size_classes()
+
+    def _size_classes(self) -> None:
+        w, h = self.app.size
+        tiny = w < MIN_SIZE[0] or h < MIN_SIZE[1]
+        self.set_class(h < 32, "-short")
+        self.set_class(tiny, "-tiny")
+        if tiny:
+            self.query_one("#too-small", Static).update(
+                f"The terminal is {w}×{h}: the dashboard needs at least {MIN_SIZE[0]}×{MIN_SIZE[1]}.\n"
+                "Make the window larger, or maximize one pane: 1 events · 2 blocks · 3 tools · 4 assistant."
+            )
+
+    # ------------------------------------------------------------------------------------------------ drawing
+    def show(
+        self,
+        state: DashboardState,
+        *,
+        now: float,
+        cursor: int | None,
+        live: bool,
+        info: StatusInfo,
+        source: dict,
+        on_error: Callable[[Exception], None],
+    ) -> None:
+        """Point every pane at a state (each skips the work when its part did not change)."""
+        if not self.ready:
+            return
+        for update in (
+            lambda: self.events_view.show(state, cursor),
+            lambda: self.blocks_view.show(state),
+            lambda: self.tools_view.show(state, now),
+            lambda: self.timeline.show(state, now, live),
+            lambda: self.assistant_view.show(state, now),
+            lambda: self.diagnostics_view.show(state),
+            lambda: self.status_bar.show(state, info),
+            lambda: self._titles(state, source),
+        ):
+            try:
+                update()
+            except Exception as e:  # a display bug must not take the session down with a traceback
+                on_error(e)
+
+    def show_status(self, state: DashboardState, info: StatusInfo) -> None:
+        """The status line only (a firehose: the counters stay live while the panes wait)."""
+        if self.ready:
+            self.status_bar.show(state, info)
+
+    def set_raw(self, raw: bool) -> None:
+        self.raw = raw
+        if self.ready:
+            self.events_view.set_raw(raw)
+
+    def follow_tail(self) -> None:
+        if self.ready:
+            self.events_view.follow_tail()
+
+    def _titles(self, state: DashboardState, source: dict) -> None:
+        key = (id(state), state.n, self.raw)  # a frame where nothing was folded has nothing new to count
+        if key == self._titles_key:
+            return
+        self._titles_key = key
+        for pane, title in zip(self.panes, pane_titles(state, self.raw)):
+            if pane.border_title != title:
+                pane.border_title = title
+        diag = self.diagnostics_pane
+        n = len(state.diagnostics)
+        errors = sum(1 for d in state.diagnostics[-200:] if d.severity == "error")
+        # the fault summary stays in the border, whatever the panes scrolled to
+        summary = fault_summary(state)
+        title = f"Diagnostics · {summary}" if summary else "Diagnostics · 0"
+        if diag.border_title != title:
+            diag.border_title = title
+            diag.set_class(errors > 0, "-errors")
+            diag.set_class(n == 0 and not summary, "-empty")
+        self._connect_line(state, source)
+
+    def _connect_line(self, state: DashboardState, source: dict) -> None:
+        """proxy / serve --tui: the address to point a harness at, in full."""
+        src = state.status.source or source or {}
+        listen = src.get("listen") if isinstance(src, dict) else None
+        text = f"point a harness here:  ANTHROPIC_BASE_URL={listen}" if listen else ""
+        if self._connect_text != text:
+            self._connect_text = text
+            banner = self.query_one("#connect", Static)
+            banner.update(text)
+            banner.display = bool(text)
+
+    def toggle_maximize(self, n: int) -> None:
+        """Maximize pane n (1-4), or restore it if it is maximized."""
+        pane = self.panes[int(n) - 1]
+        if self.maximized is pane:
+            self.minimize()
+        else:
+            self.maximize(pane, container=False)
+            target = pane.query_one(".pane-main") if pane.query(".pane-main") else None
+            (target or pane.children[0]).focus()
+
+
+__all__ = ["DashboardScreen", "Pane", "pane_titles", "MIN_SIZE"]
