@@ -58,7 +58,7 @@ async def _agent(client, city: str, barrier: asyncio.Barrier) -> tuple[list[str]
     return [b.id for b in uses], messages
 
 
-async def test_three_concurrent_conversations_are_grouped_with_their_tools(upstream, tmp_path):
+async def test_three_concurrent_conversations_are_grouped_with_their_tools(upstream, tmp_path, capsys):
     bus = O.ObservationBus()
     got: list[O.Observation] = []
     bus.subscribe(got.append)
@@ -122,6 +122,18 @@ async def test_three_concurrent_conversations_are_grouped_with_their_tools(upstr
     assert sorted(a.turn for a in rec.attempts()) == list(range(6))
     ex_lines = [o for o in rec.observations if o.get("type") == "proxy_exchange"]
     assert [(o["conversation"], o["side"]) for o in ex_lines] == [(rome_conv, "count_tokens")]
+    # and `dump --json` shows each conversation apart, its two turns complete
+    from inspector.cli import main
+
+    code = main(["dump", "--json", str(record)])
+    doc = orjson.loads(capsys.readouterr().out)
+    assert code == 0
+    assert sorted((c["id"], c["turns"], c["ok"]) for c in doc["conversations"]) == [
+        (c, 2, True) for c in sorted(by_conv)
+    ]
+    assert {c["id"]: [r["side"] for r in c["side_requests"]] for c in doc["conversations"]}[rome_conv] == [
+        "count_tokens"
+    ]
 
 
 async def test_an_unmatched_tool_result_says_why(upstream):
