@@ -5,6 +5,7 @@ from __future__ import annotations
 import queue
 import sys
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import IO, Any
 
@@ -80,15 +81,42 @@ def stdout_sink(**kw: Any) -> LineSink:
 class ProgressPrinter:
     """Readable progress lines for `inspector run --headless` (a bus subscriber)."""
 
+    KEEP_TURNS = 10_000  # global turns whose conversation is remembered (the oldest forgotten first)
+
     def __init__(self, sink: LineSink) -> None:
         self.sink = sink
+        # a proxy's conversations (ConversationAssigned): global turn -> (conversation, its turn there); once more
+        # than one was seen, the lines of a turn name it: "[c2] turn 1"
+        self.where: OrderedDict[int, tuple[str, int]] = OrderedDict()
+        self.conversations: set[str] = set()
 
     def p(self, s: str) -> None:
         self.sink.write((s + "\n").encode("utf-8", "replace"))
 
+    def _tag(self, obs: O.Observation) -> str:
+        """``[c2] `` for an observation of a turn of conversation c2, when there is more than one; else ""."""
+        if len(self.conversations) < 2:
+            return ""
+        turn = getattr(obs, "turn", None)
+        found = self.where.get(turn) if isinstance(turn, int) else None
+        return f"[{found[0]}] " if found is not None else ""
+
     def __call__(self, obs: O.Observation) -> None:
         t = f"{obs.t:7.3f}s"
-        if isinstance(obs, O.LoopStarted):
+        if isinstance(obs, O.ConversationAssigned):
+            self.where[obs.turn] = (obs.conversation, obs.conversation_turn)
+            while len(self.where) > self.KEEP_TURNS:
+                self.where.popitem(last=False)
+            if obs.conversation not in self.conversations and len(self.conversations) < self.KEEP_TURNS:
+                self.conversations.add(obs.conversation)
+            return
+        tag = self._tag(obs)
+        if tag:
+            t = f"{t} {tag}".rstrip()
+        if isinstance(obs, O.TurnStarted) and tag:
+            ct = self.where[obs.turn][1]
+            self.p(f"{t} turn {ct + 1} (#{obs.turn + 1})")
+        elif isinstance(obs, O.LoopStarted):
             src = obs.source
             self.p(
                 f"{t} start  {src.get('type')} {src.get('name') or src.get('file') or ''} model {obs.model}".rstrip()
