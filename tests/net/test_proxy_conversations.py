@@ -122,6 +122,15 @@ async def test_three_concurrent_conversations_are_grouped_with_their_tools(upstr
     assert sorted(a.turn for a in rec.attempts()) == list(range(6))
     ex_lines = [o for o in rec.observations if o.get("type") == "proxy_exchange"]
     assert [(o["conversation"], o["side"]) for o in ex_lines] == [(rome_conv, "count_tokens")]
+    # `serve --recording`'s source answers each conversation's turn k with that conversation's k-th turn
+    from inspector.net.recorded import RecordingSource
+
+    source = RecordingSource.load(record)
+    assert len(source.turns) == 2 and len(source.conversations) == 3
+    for att in rec.attempts():
+        conv, ct = turn_conv[att.turn]
+        served = source.conversation_for(att.request["body"])
+        assert served.plan(ct, 0).body == att.data and conv in served.name
     # and `dump --json` shows each conversation apart, its two turns complete
     from inspector.cli import main
 
