@@ -118,9 +118,11 @@ class ProgressPrinter:
             self.p(f"{t} turn {ct + 1} (#{obs.turn + 1})")
         elif isinstance(obs, O.LoopStarted):
             src = obs.source
-            self.p(
-                f"{t} start  {src.get('type')} {src.get('name') or src.get('file') or ''} model {obs.model}".rstrip()
-            )
+            many = src.get("conversations")  # a replay of many conversations: one loop each, named from the start
+            if isinstance(many, list):
+                self.conversations.update(c for c in many[: self.KEEP_TURNS] if isinstance(c, str))
+            conv = f" conversation {src['conversation']}" if isinstance(src.get("conversation"), str) else ""
+            self.p(f"{t} start  {src.get('type')} {src.get('name') or src.get('file') or ''}{conv} model {obs.model}")
         elif isinstance(obs, O.TurnStarted):
             self.p(f"{t} turn {obs.turn + 1}")
         elif isinstance(obs, O.AttemptStarted):
