@@ -451,6 +451,10 @@ class ProxyApp(Closable):
         # its conversation (net/conversations.py): a turn (or a turn's next attempt), or a side request
         assignment, parsed = self.tracker.assign(ex, method, path, in_headers, body)
         is_turn = assignment.side is None
+        if is_turn and not path.rstrip("/").endswith("/messages"):
+            # an OpenAI-format turn (chat/completions, responses): grouped, but its stream is not parsed as one of
+            # the Messages API's; watched as an exchange, as before
+            is_turn, ex.side, ex.conversation_turn = False, "OpenAI-format call (not tracked as a turn)", None
         track: Track | None = None
         sending: asyncio.Future | None = None
         holds_connection = False
