@@ -154,3 +154,55 @@ def test_a_recording_without_conversation_lines_dumps_unchanged(capsys, tmp_path
     code, out = run(capsys, "dump", str(path))
     assert code == 0 and out == format_turns(dump_turns(read_recording(path))) + "\n"
     assert "conversation" not in out
+
+
+# ------------------------------------------------------------------------------------------------ damaged lines
+from hypothesis import example, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_ANY = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 8) | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.fixed_dictionaries(
+            {"type": st.sampled_from(["conversation", "proxy_exchange"])},
+            optional={
+                "turn": _ANY,
+                "conversation": _ANY,
+                "conversation_turn": _ANY,
+                "parent": _ANY,
+                "side": _ANY,
+                "path": _ANY,
+            },
+        ),
+        max_size=8,
+    )
+)
+@example([{"type": "conversation", "turn": 1, "conversation": "c1", "conversation_turn": 0, "parent": 3}])
+@example(
+    [{"type": "conversation", "turn": 0, "conversation": "c1", "conversation_turn": 0}, {"type": "proxy_exchange"}]
+)
+def test_damaged_conversation_lines_never_break_dump(lines):
+    """Whatever a conversation or proxy_exchange line holds, dump groups what it can and never raises: every turn
+    is in exactly one conversation (its own, or None when no valid line names it)."""
+    from inspector.record.dump import conversations_of, format_conversations
+    from inspector.record.recording import RecordedAttempt, RecordedTurn, Recording
+
+    rec = Recording(header={}, turns=[RecordedTurn(t, [RecordedAttempt(t, 0)]) for t in range(3)], observations=lines)
+    turns = [
+        {"turn": t, "attempt": 0, "outcome": "text_finish", "diagnostics": [], "message": {}, "reads": 0, "bytes": 0}
+        for t in range(3)
+    ]
+    convs = conversations_of(rec, turns)
+    if convs is None:
+        assert all("conversation" not in t for t in turns)
+        return
+    assert sum(c["turns"] for c in convs) == 3
+    assert all(t["conversation"] is None or isinstance(t["conversation"], str) for t in turns)
+    assert isinstance(format_conversations(turns, convs), str)

@@ -59,9 +59,14 @@ async def _agent(client, city: str, barrier: asyncio.Barrier) -> tuple[list[str]
 
 
 async def test_three_concurrent_conversations_are_grouped_with_their_tools(upstream, tmp_path, capsys):
+    from inspector.cli.headless import ProgressPrinter
+    from inspector.testing.loop import Lines
+
     bus = O.ObservationBus()
     got: list[O.Observation] = []
     bus.subscribe(got.append)
+    progress = Lines()
+    bus.subscribe(ProgressPrinter(progress))  # type: ignore[arg-type]  # (what `inspector watch --headless` prints)
     record = tmp_path / "three.jsonl"
     lines: list[str] = []
     proxy = ProxyApp(upstream.base_url, record=record, bus=bus)
@@ -104,6 +109,8 @@ async def test_three_concurrent_conversations_are_grouped_with_their_tools(upstr
         assert ct == 1 and turn_conv[o.from_turn] == (conv, 0)
     assert len(inferred) == sum(len(i) for i in ids)
     assert not any("unknown" in line for line in lines)
+    tagged = [line for line in progress.text() if "] turn 2 (#" in line]
+    assert len(tagged) == 3 and {line.split("[", 1)[1].split("]")[0] for line in tagged} == set(by_conv)
     assert sum(line.startswith("[c") and " turn 2 " in line for line in lines) == 3
     # the side request: listed with its conversation, never a turn
     side = [o for o in got if isinstance(o, O.ExchangeForwarded)]
