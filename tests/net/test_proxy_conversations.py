@@ -250,3 +250,74 @@ async def test_an_immediate_resend_is_the_next_attempt_and_the_recording_dumps_a
             last = await h.post("/v1/messages", content=orjson.dumps(body))
             assert last.status_code == 200 and b"message_stop" in last.content
             assert "turn=1;" in last.headers["x-recording"]
+
+
+# ----------------------------------------------------------------------------------------------- the tracker alone
+
+
+def _tracker():
+    from inspector.net.turns import TurnTracker
+
+    got: list[O.Observation] = []
+    tracker = TurnTracker(got.append, clock=lambda: 0.0, t0=0.0, source=lambda: {"type": "proxy"}, detail=lambda: True)
+    return tracker, got
+
+
+def _exchange(tracker, body: dict, data: bytes, headers=()):
+    """One streamed attempt through the tracker, as the proxy drives it (request, response, reads, end)."""
+    from inspector.net.turns import ProxyExchange
+
+    raw = orjson.dumps(body)
+    ex = ProxyExchange("POST", "/v1/messages")
+    a, parsed = tracker.assign(ex, "POST", "/v1/messages", list(headers), raw)
+    track = tracker.new_track(ex, a, 0.0, parsed)
+    tracker.begin(track, "POST", "http://up/v1/messages", list(headers), raw)
+    track.set_response("text/event-stream", "", 200, True)
+    tracker.read(track, 0.01, data)
+    ex.status, ex.end, ex.end_s = 200, "complete", 0.02
+    tracker.end(track)
+    return track
+
+
+def test_a_subagent_started_by_a_tool_call_names_its_parent():
+    """A tool call's input (e.g. a Task prompt) that becomes another conversation's first message: that
+    conversation's parent is the caller's (the tool input is handed to Conversations when its block closes)."""
+    from inspector.testing.streamgen import sse, text_turn, tool_turn
+
+    tracker, got = _tracker()
+    prompt = "Research the weather history of Paris in detail"
+    task = sse(*tool_turn([orjson.dumps({"prompt": prompt}).decode()], name="Task", id="toolu_task"))
+    main_body = {"model": "m", "max_tokens": 50, "stream": True, "messages": [{"role": "user", "content": "plan"}]}
+    _exchange(tracker, main_body, task)
+    sub_body = {"model": "m", "max_tokens": 50, "stream": True, "messages": [{"role": "user", "content": prompt}]}
+    _exchange(tracker, {**sub_body, "system": "You are a research subagent."}, sse(*text_turn("done")))
+    assigned = [o for o in got if isinstance(o, O.ConversationAssigned)]
+    assert [(o.conversation, o.how, o.parent) for o in assigned] == [("c1", "new", None), ("c2", "new", "c1")]
+
+
+def test_tool_ids_repeated_across_conversations_are_matched_within_each():
+    """A mock upstream seeds tool ids by turn: two conversations get the same toolu_ id. Each result is matched to
+    its own conversation's call (before: the later call overwrote the earlier, the other result was 'unknown')."""
+    from inspector.testing.streamgen import sse, text_turn, tool_turn
+
+    tracker, got = _tracker()
+    hist = {}
+    for city in ("Paris", "Rome"):
+        hist[city] = [{"role": "user", "content": f"Weather in {city}?"}]
+        body = {"model": "m", "max_tokens": 50, "stream": True, "messages": hist[city]}
+        _exchange(tracker, body, sse(*tool_turn([f'{{"city": "{city}"}}'], name="get_weather", id="toolu_01")))
+    for city in ("Paris", "Rome"):
+        hist[city] += [
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"city": city}}],
+            },
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "18 C"}]},
+        ]
+        body = {"model": "m", "max_tokens": 50, "stream": True, "messages": hist[city]}
+        _exchange(tracker, body, sse(*text_turn("ok")))
+    inferred = [(o.turn, o.status, o.from_turn) for o in got if isinstance(o, O.ToolExecutionInferred)]
+    assert inferred == [(2, "result", 0), (3, "result", 1)]
+    states = [(o.turn, o.state) for o in got if isinstance(o, O.ToolStateChanged) and o.state == "succeeded"]
+    assert states == [(0, "succeeded"), (1, "succeeded")]
+    assert tracker.seen_tools == {}  # answered: nothing kept
