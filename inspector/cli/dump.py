@@ -63,11 +63,13 @@ def cmd(args: argparse.Namespace) -> int:
         _err(f"{args.path}: {e}")
         return EXIT_USAGE
     turns = dumper.turns(recording)
-    from inspector.record.dump import conversations_of
+    from inspector.record.dump import conversations_of, grouped_text
 
-    # a proxy recording of many conversations: each apart, each judged on its own (None: one conversation)
+    # a proxy recording of many conversations (None: one): each turn entry names its conversation, so dump_ok
+    # judges each on its own; --json lists them; the text groups the turns under each (format_turns is that, then)
     conversations = conversations_of(recording, turns)
-    ok = dump_ok(turns) and all(c["ok"] for c in conversations or ())
+    if conversations is not None and sum(c["id"] is not None for c in conversations) > 1:
+        format_turns = grouped_text(conversations)  # type: ignore[assignment]  # (the same signature)
     totals: dict | None = None
     if (args.json and not args.events) or args.timing:
         from inspector.record.accounting import account, requests_of
@@ -75,7 +77,7 @@ def cmd(args: argparse.Namespace) -> int:
         totals = account(turns, requests_of(recording.turns))
     if args.events:
         out_bytes.flush()
-        return EXIT_OK if ok else EXIT_FAIL
+        return EXIT_OK if dump_ok(turns) else EXIT_FAIL
     if args.json:
         import orjson
 
@@ -95,12 +97,7 @@ def cmd(args: argparse.Namespace) -> int:
     else:
         for w in recording.warnings:
             print(f"warning: {w}")
-        if conversations is not None and len([c for c in conversations if c["id"] is not None]) > 1:
-            from inspector.record.dump import format_conversations
-
-            print(format_conversations(turns, conversations))
-        else:
-            print(format_turns(turns) if turns else "no turns in this file")
+        print(format_turns(turns) if turns else "no turns in this file")
         if args.timing:
             from inspector.record.accounting import format_accounting
             from inspector.record.timing import format_timing
@@ -110,4 +107,4 @@ def cmd(args: argparse.Namespace) -> int:
             if totals is not None:
                 print()
                 print(format_accounting(turns, totals))
-    return EXIT_OK if ok else EXIT_FAIL
+    return EXIT_OK if dump_ok(turns) else EXIT_FAIL

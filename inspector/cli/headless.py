@@ -84,31 +84,18 @@ class ProgressPrinter:
     KEEP_TURNS = 10_000  # global turns whose conversation is remembered (the oldest forgotten first)
 
     def __init__(self, sink: LineSink) -> None:
-        self.sink = sink
         # a proxy's conversations (ConversationAssigned): global turn -> (conversation, its turn there); once more
         # than one was seen, the lines of a turn name it: "[c2] turn 1"
         self.where: OrderedDict[int, tuple[str, int]] = OrderedDict()
         self.conversations: set[str] = set()
+        self.sink = sink
 
     def p(self, s: str) -> None:
         self.sink.write((s + "\n").encode("utf-8", "replace"))
 
-    def _tag(self, obs: O.Observation) -> str:
-        """``[c2] `` for an observation of a turn of conversation c2, when there is more than one; else ""."""
-        if len(self.conversations) < 2:
-            return ""
-        turn = getattr(obs, "turn", None)
-        found = self.where.get(turn) if isinstance(turn, int) else None
-        return f"[{found[0]}] " if found is not None else ""
-
     def __call__(self, obs: O.Observation) -> None:
         t = f"{obs.t:7.3f}s"
-        if isinstance(obs, O.ConversationAssigned):
-            self.where[obs.turn] = (obs.conversation, obs.conversation_turn)
-            while len(self.where) > self.KEEP_TURNS:
-                self.where.popitem(last=False)
-            if obs.conversation not in self.conversations and len(self.conversations) < self.KEEP_TURNS:
-                self.conversations.add(obs.conversation)
+        if self._conversation(obs, t):
             return
         tag = self._tag(obs)
         if tag:
@@ -118,11 +105,9 @@ class ProgressPrinter:
             self.p(f"{t} turn {ct + 1} (#{obs.turn + 1})")
         elif isinstance(obs, O.LoopStarted):
             src = obs.source
-            many = src.get("conversations")  # a replay of many conversations: one loop each, named from the start
-            if isinstance(many, list):
-                self.conversations.update(c for c in many[: self.KEEP_TURNS] if isinstance(c, str))
-            conv = f" conversation {src['conversation']}" if isinstance(src.get("conversation"), str) else ""
-            self.p(f"{t} start  {src.get('type')} {src.get('name') or src.get('file') or ''}{conv} model {obs.model}")
+            self.p(
+                f"{t} start  {src.get('type')} {src.get('name') or src.get('file') or ''} model {obs.model}".rstrip()
+            )
         elif isinstance(obs, O.TurnStarted):
             self.p(f"{t} turn {obs.turn + 1}")
         elif isinstance(obs, O.AttemptStarted):
@@ -172,11 +157,42 @@ class ProgressPrinter:
             msg = f" ({obs.error})" if obs.error else ""
             self.p(f"{t} {obs.status} after {obs.turns} turn{'s' if obs.turns != 1 else ''}{msg}")
 
+    # --- conversations (a proxy's, or a replay of many) ----------------------------------------------------------
+    def _conversation(self, obs: O.Observation, t: str) -> bool:
+        """Keep what says which conversation a turn is; True when ``obs`` needs no line of its own."""
+        if isinstance(obs, O.ConversationAssigned):
+            self.where[obs.turn] = (obs.conversation, obs.conversation_turn)
+            while len(self.where) > self.KEEP_TURNS:
+                self.where.popitem(last=False)
+            if len(self.conversations) < self.KEEP_TURNS:
+                self.conversations.add(obs.conversation)
+            return True
+        if isinstance(obs, O.LoopStarted) and isinstance(obs.source.get("conversation"), str):
+            many = obs.source.get("conversations")  # a replay of many conversations: one loop each, all named
+            if isinstance(many, list):
+                self.conversations.update(c for c in many[: self.KEEP_TURNS] if isinstance(c, str))
+            self.p(f"{t} conversation {obs.source['conversation']}")
+        return False
+
+    def _tag(self, obs: O.Observation) -> str:
+        """``[c2] `` for an observation of a turn of conversation c2, when there is more than one; else ""."""
+        if len(self.conversations) < 2:
+            return ""
+        turn = getattr(obs, "turn", None)
+        found = self.where.get(turn) if isinstance(turn, int) else None
+        return f"[{found[0]}] " if found is not None else ""
+
 
 class JsonPrinter:
     """One JSON object per observation per line (`--headless --json`)."""
 
+    KEEP_TURNS = 10_000  # global turns whose conversation is remembered (the oldest forgotten first)
+
     def __init__(self, sink: LineSink) -> None:
+        # a proxy's conversations (ConversationAssigned): global turn -> (conversation, its turn there); once more
+        # than one was seen, the lines of a turn name it: "[c2] turn 1"
+        self.where: OrderedDict[int, tuple[str, int]] = OrderedDict()
+        self.conversations: set[str] = set()
         self.sink = sink
 
     def __call__(self, obs: O.Observation) -> None:

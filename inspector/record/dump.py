@@ -34,6 +34,7 @@ __all__ = [
     "dump_turns",
     "format_conversations",
     "format_turns",
+    "grouped_text",
 ]
 
 EVENT_TOO_LARGE = "dump.event_too_large"  # an SSE event (or line) above the maximum size: the rest is not decoded
@@ -305,7 +306,17 @@ def dump_turns(recording: Recording, on_event: Callable[[Any], None] | None = No
 
 def dump_ok(turns: list[dict]) -> bool:
     """True when the last attempt of every turn is complete (not incomplete, not an error or an HTTP error) and
-    has no error diagnostics. Earlier attempts (retried) do not count."""
+    has no error diagnostics. Earlier attempts (retried) do not count. Turns that name their conversation
+    (:func:`conversations_of`) are judged conversation by conversation: true when every one is."""
+    if any("conversation" in t for t in turns):
+        groups: dict[Any, list[dict]] = {}
+        for t in turns:
+            groups.setdefault(t.get("conversation"), []).append(t)
+        return all(_turns_ok(g) for g in groups.values())
+    return _turns_ok(turns)
+
+
+def _turns_ok(turns: list[dict]) -> bool:
     for t in turns:
         if t["outcome"] in FAILING_OUTCOMES:
             return False
@@ -460,8 +471,17 @@ def conversations_of(recording: Recording, turns: list[dict]) -> list[dict] | No
             )
     out = list(convs.values())
     for c in out:
-        c["ok"] = dump_ok([t for t in turns if t.get("conversation") == c["id"]]) if c["turns"] else True
+        c["ok"] = _turns_ok([t for t in turns if t.get("conversation") == c["id"]]) if c["turns"] else True
     return out
+
+
+def grouped_text(conversations: list[dict]) -> Callable[[list[dict]], str]:
+    """``format_turns`` for a recording of many conversations: each conversation's turns under its heading."""
+
+    def format_grouped(turns: list[dict]) -> str:
+        return format_conversations(turns, conversations)
+
+    return format_grouped
 
 
 def format_conversations(turns: list[dict], conversations: list[dict]) -> str:

@@ -78,9 +78,11 @@ async def test_many_conversations_replay_one_after_the_other_each_named(tmp_path
     result = await session.run()
     assert result.status == "finished"
     text = lines.text()
-    starts = [line.split("s ", 1)[1] for line in text if " start " in line]
-    assert starts == [
-        f"start  replay {tmp_path / 'three.jsonl'} conversation {c} model claude-sonnet-4-5" for c in CITY
+    heads = [line.split("s ", 1)[1] for line in text if " start " in line or " conversation " in line]
+    assert heads == [
+        h
+        for c in CITY
+        for h in (f"conversation {c}", f"start  replay {tmp_path / 'three.jsonl'} model claude-sonnet-4-5")
     ]
     for cid, city in CITY.items():
         mine = [line for line in text if f"[{cid}]" in line]
