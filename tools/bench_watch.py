@@ -7,7 +7,8 @@ Reports:
   * first byte per request (p50 / p99 / max) direct to serve, through watch with 1 conversation, and through watch
     with N conversations: the added first byte at N must stay within 2x of the single-conversation figure;
   * lost requests (every turn of every conversation answered), byte-exact turns (each recorded attempt's bytes equal
-    what the agent received), grouping (conversations and turns in the recording, when it carries them);
+    what the agent received), grouping (the recording's ``conversation`` lines: conversations, turns per conversation,
+    and no recorded conversation holding two agents' requests);
   * the watch process's peak RSS (sampled from /proc).
 Loopback only; every process is stopped at the end.
 """
@@ -184,25 +185,49 @@ def run_agent(n: int, t: int, tmp: Path, upstream: str, *, through_watch: bool, 
     return {"rc": rc, "wall": wall, "stats": stats, "rss_mb": peak[0] / 1024}
 
 
-def check_recording(record: Path, stats: list[dict]) -> dict:
+def check_recording(record: Path, stats: list[dict], turns: int | None = None) -> dict:
+    """Byte-exactness of the recorded attempts, and the grouping: the proxy's ``conversation`` obs lines (global turn
+    -> conversation, its turn there) against what the agent did (conversation i's first message names i)."""
     lines = [json.loads(x) for x in record.read_text().splitlines() if x.strip()]
     reads: dict[tuple, list[bytes]] = {}
     requests = []
+    where: dict[int, tuple[str, int]] = {}
     for x in lines:
-        key = (x.get("conversation"), x.get("turn"), x.get("attempt"))
+        key = (x.get("turn"), x.get("attempt"))
         if x["kind"] == "request":
             requests.append(x)
             reads[key] = []
         elif x["kind"] == "read":
             data = x["data"].encode() if "data" in x else __import__("base64").b64decode(x["b64"])
             reads.setdefault(key, []).append(data)
+        elif x["kind"] == "obs" and x.get("type") == "conversation":
+            where[x["turn"]] = (x["conversation"], x["conversation_turn"])
     recorded = sorted(hashlib.sha256(b"".join(v)).hexdigest() for v in reads.values())
     received = sorted(s["sha"] for s in stats)
-    convs = {x.get("conversation") for x in requests}
+    if not where:
+        return {
+            "requests_recorded": len(requests),
+            "byte_exact": sum(1 for a, b in zip(recorded, received, strict=False) if a == b),
+            "conversations_in_recording": "not recorded (no conversation lines)",
+        }
+    per_conv: dict[str, set[int]] = {}
+    agent_of: dict[str, set[str]] = {}  # recorded conversation -> the agent conversations whose requests it holds
+    for x in requests:
+        conv, ct = where.get(x["turn"], ("?", -1))
+        per_conv.setdefault(conv, set()).add(ct)
+        msgs = (x.get("body") or {}).get("messages") or [{}]
+        agent_of.setdefault(conv, set()).add(str(msgs[0].get("content", ""))[:40])
+    counts = sorted(len(v) for v in per_conv.values())
+    mixed = sum(1 for v in agent_of.values() if len(v) != 1)
+    ok = not mixed and "?" not in per_conv and (turns is None or all(c == turns for c in counts))
     return {
         "requests_recorded": len(requests),
         "byte_exact": sum(1 for a, b in zip(recorded, received, strict=False) if a == b),
-        "conversations_in_recording": len(convs - {None}) or "not recorded (no conversation ids)",
+        "conversations_in_recording": len(per_conv),
+        "turns_per_conversation": f"min {counts[0]}, max {counts[-1]}" if counts else "-",
+        "conversations_mixing_agents": mixed,
+        "grouping": f"{'ok' if ok else 'WRONG'}: {len(per_conv)} conversations, turns per conversation "
+        + (f"{counts[0]}..{counts[-1]}" if counts else "-"),
     }
 
 
@@ -222,7 +247,7 @@ def main() -> int:
             single = run_agent(1, a.turns, tmp, url, through_watch=True, record=None)
             rec = tmp / "watch.jsonl"
             many = run_agent(a.conversations, a.turns, tmp, url, through_watch=True, record=rec)
-            check = check_recording(rec, many["stats"])
+            check = check_recording(rec, many["stats"], a.turns)
         finally:
             serve.terminate()
             serve.wait(10)

@@ -65,6 +65,13 @@ def cmd(args: argparse.Namespace) -> int:
         _err(f"{args.path}: {e}")
         return EXIT_USAGE
     turns = dumper.turns(recording)
+    from inspector.record.dump import conversations_of, grouped_text
+
+    # a proxy recording of many conversations (None: one): each turn entry names its conversation, so dump_ok
+    # judges each on its own; --json lists them; the text groups the turns under each (format_turns is that, then)
+    conversations = conversations_of(recording, turns)
+    if conversations is not None and sum(c["id"] is not None for c in conversations) > 1:
+        format_turns = grouped_text(conversations)  # type: ignore[assignment]  # (the same signature)
     totals: dict | None = None
     if (args.json and not args.events) or args.timing:
         from inspector.record.accounting import account, requests_of
@@ -83,6 +90,8 @@ def cmd(args: argparse.Namespace) -> int:
         import orjson
 
         out: dict = {"turns": turns}
+        if conversations is not None:
+            out["conversations"] = conversations
         if totals is not None:
             out["total"] = totals
         if recording.warnings:

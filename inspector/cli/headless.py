@@ -5,6 +5,7 @@ from __future__ import annotations
 import queue
 import sys
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import IO, Any
 
@@ -80,9 +81,15 @@ def stdout_sink(**kw: Any) -> LineSink:
 class ProgressPrinter:
     """Readable progress lines for `inspector run --headless` (a bus subscriber)."""
 
+    KEEP_TURNS = 10_000  # global turns whose conversation is remembered (the oldest forgotten first)
+
     def __init__(self, sink: LineSink) -> None:
         from inspector.record.timing import BufferingWatch
 
+        # a proxy's conversations (ConversationAssigned): global turn -> (conversation, its turn there); once more
+        # than one was seen, the lines of a turn name it: "[c2] turn 1"
+        self.where: OrderedDict[int, tuple[str, int]] = OrderedDict()
+        self.conversations: set[str] = set()
         self.sink = sink
         self.buffering = BufferingWatch()  # timing.buffered, said at the end of a buffered attempt
 
@@ -95,7 +102,15 @@ class ProgressPrinter:
         buffered = self.buffering(obs)
         if buffered is not None:
             self.p(f"{t}   {buffered.severity.upper()} {buffered.code}: {buffered.message}")
-        if isinstance(obs, O.LoopStarted):
+        if self._conversation(obs, t):
+            return
+        tag = self._tag(obs)
+        if tag:
+            t = f"{t} {tag}".rstrip()
+        if isinstance(obs, O.TurnStarted) and tag:
+            ct = self.where[obs.turn][1]
+            self.p(f"{t} turn {ct + 1} (#{obs.turn + 1})")
+        elif isinstance(obs, O.LoopStarted):
             src = obs.source
             self.p(
                 f"{t} start  {src.get('type')} {src.get('name') or src.get('file') or ''} model {obs.model}".rstrip()
@@ -151,11 +166,42 @@ class ProgressPrinter:
             msg = f" ({obs.error})" if obs.error else ""
             self.p(f"{t} {obs.status} after {obs.turns} turn{'s' if obs.turns != 1 else ''}{msg}")
 
+    # --- conversations (a proxy's, or a replay of many) ----------------------------------------------------------
+    def _conversation(self, obs: O.Observation, t: str) -> bool:
+        """Keep what says which conversation a turn is; True when ``obs`` needs no line of its own."""
+        if isinstance(obs, O.ConversationAssigned):
+            self.where[obs.turn] = (obs.conversation, obs.conversation_turn)
+            while len(self.where) > self.KEEP_TURNS:
+                self.where.popitem(last=False)
+            if len(self.conversations) < self.KEEP_TURNS:
+                self.conversations.add(obs.conversation)
+            return True
+        if isinstance(obs, O.LoopStarted) and isinstance(obs.source.get("conversation"), str):
+            many = obs.source.get("conversations")  # a replay of many conversations: one loop each, all named
+            if isinstance(many, list):
+                self.conversations.update(c for c in many[: self.KEEP_TURNS] if isinstance(c, str))
+            self.p(f"{t} conversation {obs.source['conversation']}")
+        return False
+
+    def _tag(self, obs: O.Observation) -> str:
+        """``[c2] `` for an observation of a turn of conversation c2, when there is more than one; else ""."""
+        if len(self.conversations) < 2:
+            return ""
+        turn = getattr(obs, "turn", None)
+        found = self.where.get(turn) if isinstance(turn, int) else None
+        return f"[{found[0]}] " if found is not None else ""
+
 
 class JsonPrinter:
     """One JSON object per observation per line (`--headless --json`)."""
 
+    KEEP_TURNS = 10_000  # global turns whose conversation is remembered (the oldest forgotten first)
+
     def __init__(self, sink: LineSink) -> None:
+        # a proxy's conversations (ConversationAssigned): global turn -> (conversation, its turn there); once more
+        # than one was seen, the lines of a turn name it: "[c2] turn 1"
+        self.where: OrderedDict[int, tuple[str, int]] = OrderedDict()
+        self.conversations: set[str] = set()
         self.sink = sink
 
     def __call__(self, obs: O.Observation) -> None:

@@ -222,7 +222,9 @@ def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int
         sock.listen(2048)  # connections to the printed address queue until uvicorn accepts: none is refused
 
     def printer(ex: ProxyExchange) -> None:
-        say(format_exchange(ex))  # (its reason can quote upstream's bytes: masked)
+        # the conversation is named once the proxy has seen more than one ([c2] turn 1)
+        many = proxy.tracker.conversations.count > 1
+        say(format_exchange(ex, many))  # (its reason can quote upstream's bytes: masked)
 
     def warn(message: str) -> None:
         say(f"inspector proxy: warning: {message}")

@@ -53,6 +53,19 @@ def _clean(value: Any) -> Any:
 
 
 def _message_key(message: Any) -> bytes:
+    """The comparable form of a message: its JSON with sorted keys, without ``cache_control`` marks and thinking
+    blocks. Serialized once in C; only a message that may hold either (a byte search, which may say yes for text
+    that merely mentions them) is walked in Python (:func:`_slow_key`): about 4x faster on a long history."""
+    try:
+        raw = orjson.dumps(message, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        return _slow_key(message)
+    if b'"cache_control"' in raw or b'thinking"' in raw:
+        return _slow_key(message)
+    return raw
+
+
+def _slow_key(message: Any) -> bytes:
     m = _clean(message)
     if isinstance(m, dict) and isinstance(m.get("content"), list):
         m = dict(m)

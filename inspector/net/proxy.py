@@ -462,7 +462,13 @@ class ProxyApp(Closable):
             fwd.append((k, v))
 
         ex = ProxyExchange(method, path, t_request=t_req)
-        is_turn = method == "POST" and path.rstrip("/").endswith("/messages")
+        # its conversation (net/conversations.py): a turn (or a turn's next attempt), or a side request
+        assignment, parsed = self.tracker.assign(ex, method, path, in_headers, body)
+        is_turn = assignment.side is None
+        if is_turn and not path.rstrip("/").endswith("/messages"):
+            # an OpenAI-format turn (chat/completions, responses): grouped, but its stream is not parsed as one of
+            # the Messages API's; watched as an exchange, as before
+            is_turn, ex.side, ex.conversation_turn = False, "OpenAI-format call (not tracked as a turn)", None
         track: Track | None = None
         sending: asyncio.Future | None = None
         holds_connection = False
@@ -476,7 +482,7 @@ class ProxyApp(Closable):
             error: BaseException | None = None
             injected = None
             if is_turn:
-                track = self.tracker.new_track(ex, body, t_req)
+                track = self.tracker.new_track(ex, assignment, t_req, parsed)
                 injected = faults.http_error(track.attempt) if faults else None
             if injected is not None:  # a live http_429 / http_529: answered here, upstream never sees it
                 assert track is not None
@@ -741,8 +747,18 @@ class ProxyApp(Closable):
         self._note(ex)
 
 
-def format_exchange(ex: ProxyExchange) -> str:
-    where = f"turn {ex.turn + 1} attempt {(ex.attempt or 0) + 1} " if ex.turn is not None else ""
+def format_exchange(ex: ProxyExchange, conversations: bool = False) -> str:
+    """One line (and its inferred tool calls) for an exchange; ``conversations``: name the conversation (when the
+    proxy has seen more than one), as ``[c2] turn 1 (#5) attempt 1`` (#: the proxy's global turn number)."""
+    if ex.turn is not None and conversations and ex.conversation is not None:
+        ct = ex.conversation_turn if ex.conversation_turn is not None else ex.turn
+        where = f"[{ex.conversation}] turn {ct + 1} (#{ex.turn + 1}) attempt {(ex.attempt or 0) + 1} "
+    elif ex.turn is not None:
+        where = f"turn {ex.turn + 1} attempt {(ex.attempt or 0) + 1} "
+    elif conversations and ex.side:
+        where = f"[{ex.conversation or 'other requests'}] {ex.side}: "
+    else:
+        where = ""
     ms = milliseconds
     line = (
         f"{where}{ex.method} {ex.path} -> {ex.status} {ex.end}: {ex.reads} reads, {ex.bytes} bytes, "
@@ -762,4 +778,6 @@ def format_exchange(ex: ProxyExchange) -> str:
             )
         else:
             line += f"\n  tool {inf.name or '?'} {inf.tool_use_id}: {inf.status}"
+            if inf.reason:
+                line += f" ({inf.reason})"
     return line

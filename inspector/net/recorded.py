@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from inspector.core.errors import FaultError, RecordingError
+from inspector.net.conversations import chain
 from inspector.net.faults import FAULTS, FaultSpec, _events_of, apply_plan_faults
 from inspector.record.recording import RecordedAttempt, Recording
 from inspector.record.replay import gap_warnings, pacing_gap
@@ -48,12 +49,33 @@ def _stub(name: str, model: str, http: Sequence[HttpError] = ()) -> Scenario:
 
 
 class RecordingSource:
-    """The turns of one recording, as response plans."""
+    """The turns of one recording, as response plans.
 
-    def __init__(self, recording: Recording, name: str = "recording") -> None:
+    A proxy recording of many conversations (its ``conversation`` obs lines): ``turns`` are the first
+    conversation's, and :meth:`conversation_for` gives the source of the conversation a request belongs to (its
+    system, tools and first message equal that conversation's first recorded request), so that each conversation's
+    turn k answers that conversation's k-th request."""
+
+    def __init__(self, recording: Recording, name: str = "recording", only: set[int] | None = None) -> None:
         self.recording = recording
         self.name = name
         turns = sorted(recording.turns, key=lambda t: t.turn)
+        self.conversations: dict[bytes, RecordingSource] = {}  # head + first message digest -> its source
+        if only is None:
+            groups = _conversation_turns(recording)
+            if len(groups) > 1:
+                for cid, members in groups.items():
+                    try:
+                        sub = RecordingSource(recording, f"{name} {cid}", only=members)
+                    except RecordingError:
+                        continue
+                    key = sub._first_key()
+                    if key is not None:
+                        self.conversations.setdefault(key, sub)
+                first = min(groups.values(), key=min)
+                turns = [t for t in turns if t.turn in first]
+        else:
+            turns = [t for t in turns if t.turn in only]
         self.turns: list[list[RecordedAttempt]] = []
         for t in turns:
             attempts = [a for a in sorted(t.attempts, key=lambda a: a.attempt) if a.reads or a.response is not None]
@@ -85,6 +107,23 @@ class RecordingSource:
                 f"{name}: not a readable recording, HAR or SSE file ({type(e).__name__}: {e})"
             ) from None
         return cls(rec, name)
+
+    def _first_key(self) -> bytes | None:
+        body = self.recorded_request(0) if self.turns else None
+        if body is None:
+            return None
+        digests = chain(body)
+        return digests[1] if len(digests) > 1 else digests[0]
+
+    def conversation_for(self, body: Any) -> RecordingSource:
+        """The source that answers this request: its conversation's, in a recording of many conversations (matched
+        by system, tools and first message); else this one."""
+        if self.conversations and isinstance(body, dict):
+            digests = chain(body)
+            found = self.conversations.get(digests[1] if len(digests) > 1 else digests[0])
+            if found is not None:
+                return found
+        return self
 
     def recorded_request(self, turn: int) -> dict | None:
         """The recorded request body of a turn (its first attempt with one), when it is a JSON object."""
@@ -130,6 +169,19 @@ class RecordingSource:
         body = b"".join(r.data for r in reads)
         events = _events_of(body) if status == 200 else []
         return ResponsePlan(status, headers, reads, end, header_delay, events, turn, attempt)  # type: ignore[arg-type]
+
+
+def _conversation_turns(recording: Recording) -> dict[str, set[int]]:
+    """conversation -> its global turns, from a proxy recording's ``conversation`` obs lines (empty: none)."""
+    out: dict[str, set[int]] = {}
+    for o in recording.observations:
+        if (
+            o.get("type") == "conversation"
+            and isinstance(o.get("conversation"), str)
+            and isinstance(o.get("turn"), int)
+        ):
+            out.setdefault(o["conversation"], set()).add(o["turn"])
+    return out
 
 
 def check_recording_faults(faults: Sequence[FaultSpec]) -> None:

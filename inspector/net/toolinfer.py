@@ -31,6 +31,7 @@ class SeenToolUse:
     stop_t: float  # when its content_block_stop arrived
     stream_end_t: float | None = None  # when the response ended (message_stop or the end of the body)
     input: Any = None
+    conversation: str | None = None  # the conversation of the turn that streamed it (net/conversations.py)
 
 
 @dataclass(slots=True)
@@ -53,6 +54,7 @@ class InferredExecution:
     since_stream_end: float | None = None
     is_error: bool | None = None
     result_chars: int | None = None
+    reason: str | None = None  # why a result is "unknown" (or a call "missing"), for people
 
     def to_json(self) -> dict:
         return {f: getattr(self, f) for f in self.__slots__}
@@ -67,11 +69,16 @@ def _result_text_len(content: Any) -> int:
 
 
 def infer_tool_executions(
-    seen: Mapping[str, SeenToolUse] | Iterable[SeenToolUse], messages: Any, request_t: float
+    seen: Mapping[str, SeenToolUse] | Iterable[SeenToolUse],
+    messages: Any,
+    request_t: float,
+    unknown_reason: str | None = None,
 ) -> list[InferredExecution]:
     """Tool executions revealed by a request: the tool_result blocks of its LAST user message, matched by id to the
-    tool_use blocks seen streaming (``seen``), timed against ``request_t``. Tool uses of the answered turns that got
-    no result are reported ``missing``. Pure: no I/O, no clock."""
+    tool_use blocks seen streaming (``seen``: the proxy passes those of the same conversation's previous turn only),
+    timed against ``request_t``. Tool uses of the answered turns that got no result are reported ``missing``; a
+    result matched to nothing is ``unknown``, with ``unknown_reason`` (default: the proxy never saw that tool_use).
+    Pure: no I/O, no clock."""
     by_id = dict(seen) if isinstance(seen, Mapping) else {s.id: s for s in seen}
     if not isinstance(messages, list) or not messages:
         return []
@@ -98,6 +105,7 @@ def infer_tool_executions(
                     request_t,
                     is_error=is_error,
                     result_chars=_result_text_len(b.get("content")),
+                    reason=unknown_reason or "the proxy never saw a tool_use with this id",
                 )
             )
             continue
@@ -121,7 +129,15 @@ def infer_tool_executions(
         if (s.turn, s.attempt) in answered and s.id not in got:
             out.append(
                 InferredExecution(
-                    s.id, s.name, "missing", s.turn, request_t, s.stop_t, s.stream_end_t, round(request_t - s.stop_t, 6)
+                    s.id,
+                    s.name,
+                    "missing",
+                    s.turn,
+                    request_t,
+                    s.stop_t,
+                    s.stream_end_t,
+                    round(request_t - s.stop_t, 6),
+                    reason="no tool_result for it in the next request",
                 )
             )
     return out

@@ -2,41 +2,46 @@
 an attempt, published to one sink (the proxy's redacting publisher; the recorder, the dashboard and the headless
 printer subscribe to the bus behind it). Nothing here forwards bytes or writes files.
 
-- Turns: every ``POST .../messages`` is a turn of the other harness; a request whose body repeats that of an
-  attempt that failed or was cut (and was not retried yet) is that attempt's retry, i.e. the next attempt of the same
-  turn (:meth:`TurnTracker.turn_of`). Other requests are published once ended, as ``ExchangeForwarded``.
+- Conversations and turns: every request is grouped first (:mod:`inspector.net.conversations`,
+  :meth:`TurnTracker.assign`): a streamed ``POST .../messages`` (or chat/completions, responses) is a turn of its
+  conversation, or the next attempt of that conversation's current turn when it repeats its request and that turn
+  did not end well (a retry, also when the client resent before the proxy saw its close). Turn numbers stay global
+  and unique (the key of every observation); ``ConversationAssigned`` says which conversation, turn within it and
+  attempt each one is. Side requests (count_tokens, models, non-streamed calls, other paths) are never turns: they
+  are published once ended, as ``ExchangeForwarded`` with their conversation when one can be told.
 - Reads: forwarded at once by the proxy, queued here (:meth:`TurnTracker.read`) and decoded / parsed / published in
   batches (every ``batch_interval``), off the forwarding path. A read is published with the time it arrived.
 - Clocks, as the loop's (so that the recorder writes both the same way): ``AttemptStarted.t`` is when the request
   arrived (seconds since the proxy started), ``ResponseStarted.t`` when upstream's headers came, ``ReadReceived.t``
   when the read arrived (``t_request``: the same, since the request), ``AttemptEnded.t`` when the exchange ended.
-- Tool calls: their execution in the other harness is inferred from the next request
-  (:mod:`inspector.net.toolinfer`); the tool rows it gives are published with ``inferred=True``.
+- Tool calls: their execution in the other harness is inferred from the next request of the same conversation
+  (:mod:`inspector.net.toolinfer`), matched only against that conversation's previous turn; the tool rows it gives
+  are published with ``inferred=True``; a result matched to nothing says why.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import re
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from inspector.core.redaction import clean_headers
+from inspector.net.conversations import Assignment, Conversations, messages_of
 from inspector.net.toolinfer import InferredExecution, SeenToolUse, infer_tool_executions
 from inspector.observe import observations as O
 from inspector.observe.states import ToolState
 from inspector.observe.stepobs import step_observations, tool_transitions
 from inspector.stream.assembler import TurnStream
 
-__all__ = ["RETRY_MEMORY", "ProxyExchange", "Track", "TurnTracker"]
+__all__ = ["MAX_CONVERSATIONS", "ProxyExchange", "Track", "TurnTracker"]
 
-RETRY_MEMORY = 4096  # failed attempts remembered for the retry rule (oldest forgotten first)
+MAX_CONVERSATIONS = 10_000  # conversations remembered (the oldest idle one is forgotten first)
 
 # an SSE event line naming message_stop, at the start of a line (a JSON string cannot hold a raw line break)
 _STOP_LINE = re.compile(rb"(?:^|[\r\n])event: ?message_stop\r?[\r\n]")
@@ -93,6 +98,9 @@ class ProxyExchange:
     outcome: str | None = None
     inferred: list[InferredExecution] = field(default_factory=list)
     fault: str | None = None  # the live fault injected into this exchange (proxy --fault / x-inspector-fault)
+    conversation: str | None = None  # its conversation (None: a side request of no conversation)
+    conversation_turn: int | None = None  # its turn within that conversation (0-based; None for a side request)
+    side: str | None = None  # why it is not a turn (count_tokens, not streamed, ...), None for a turn
 
 
 class Track:
@@ -103,7 +111,8 @@ class Track:
         "ex",
         "turn",
         "attempt",
-        "digest",
+        "assignment",
+        "parsed",
         "t_req",
         "pending",
         "read_index",
@@ -116,11 +125,12 @@ class Track:
         "sse",
     )
 
-    def __init__(self, ex: ProxyExchange, digest: str, t_req: float) -> None:
+    def __init__(self, ex: ProxyExchange, assignment: Assignment, t_req: float, parsed: Any = None) -> None:
         self.ex = ex
         self.turn = ex.turn or 0
         self.attempt = ex.attempt or 0
-        self.digest = digest
+        self.assignment = assignment
+        self.parsed = parsed  # the request body's JSON value (None: not JSON), parsed once
         self.t_req = t_req  # proxy time of the request
         self.pending: list[tuple[float, bytes]] = []  # (seconds since the request, data)
         self.read_index = 0
@@ -137,6 +147,16 @@ class Track:
         self.decoder = _Decoder(content_encoding)
         if "text/event-stream" in content_type and parse:
             self.ts = TurnStream()
+
+
+@dataclass
+class _ConvTurns:
+    """A conversation's current turn and its previous one (global turn numbers), with the tool calls each streamed."""
+
+    turn: int
+    tools: dict[str, SeenToolUse] = field(default_factory=dict)
+    prev_turn: int | None = None
+    prev_tools: dict[str, SeenToolUse] = field(default_factory=dict)
 
 
 class TurnTracker:
@@ -165,9 +185,12 @@ class TurnTracker:
         self.source = source
         self.detail = detail
         self.batch_interval = batch_interval
-        self.seen_tools: dict[str, SeenToolUse] = {}
+        self.seen_tools: dict[str, SeenToolUse] = {}  # tool calls waiting for their result, by id (all conversations)
         self.turns = 0
-        self._failed: OrderedDict[str, tuple[int, int]] = OrderedDict()  # body digest -> failed (turn, attempt)
+        self.conversations = Conversations(MAX_CONVERSATIONS)
+        # conversation id -> its current and previous turn (global numbers) and their tool calls: a tool_result is
+        # matched only against the same conversation's previous turn
+        self._conv: OrderedDict[str, _ConvTurns] = OrderedDict()
         self._dirty: dict[int, Track] = {}  # tracks with pending reads, by id
         self._drain_handle: asyncio.TimerHandle | None = None
         self._started = False
@@ -179,29 +202,54 @@ class TurnTracker:
         if self.publish is not None:
             self.publish(obs)
 
-    # --- the retry rule -------------------------------------------------------------------------------------------
-    def turn_of(self, digest: str) -> tuple[int, int]:
-        """(turn, attempt) of a /messages request: a retry (the next attempt of a turn) only when its body repeats
-        that of an attempt that failed or was cut and has not been retried yet; anything else is a new turn."""
-        prev = self._failed.pop(digest, None)
-        if prev is not None:
-            return prev[0], prev[1] + 1
-        turn = self.turns
-        self.turns += 1
-        return turn, 0
+    # --- conversations, turns and the retry rule ------------------------------------------------------------------
+    def assign(
+        self, ex: ProxyExchange, method: str, path: str, headers: Iterable[tuple[str, str]], body: bytes
+    ) -> tuple[Assignment, Any]:
+        """Group a request (net/conversations.py): its assignment and its body's JSON value (parsed once; None
+        when it is not JSON). Sets the exchange's conversation (and, for a side request, why it is one)."""
+        parsed: Any = None
+        if body:
+            try:
+                parsed = orjson.loads(body)
+            except orjson.JSONDecodeError:
+                parsed = None
+        lower = {k.lower(): v for k, v in headers}
+        a = self.conversations.assign(method, path, lower, parsed)
+        ex.conversation, ex.side = a.conversation, a.side
+        if a.side is None:
+            ex.conversation_turn = a.turn
+        return a, parsed
 
-    def remember_failed(self, track: Track) -> None:
-        self._failed[track.digest] = (track.turn, track.attempt)
-        self._failed.move_to_end(track.digest)
-        while len(self._failed) > RETRY_MEMORY:
-            self._failed.popitem(last=False)
+    def new_track(self, ex: ProxyExchange, assignment: Assignment, t_req: float, parsed: Any = None) -> Track:
+        """A turn's request (``assignment.side`` is None): its global turn and attempt, before anything else is done
+        with it. A conversation's next turn takes the next global turn number; a retry keeps its turn's."""
+        cid = assignment.conversation or ""
+        conv = self._conv.get(cid)
+        if assignment.how == "retry" and conv is not None:
+            turn = conv.turn
+            self._conv.move_to_end(cid)
+        else:
+            turn = self.turns
+            self.turns += 1
+            if conv is None:
+                conv = self._conv[cid] = _ConvTurns(turn)
+                while len(self._conv) > MAX_CONVERSATIONS:  # forgotten: so are its tool calls
+                    _old, gone = self._conv.popitem(last=False)
+                    for tid in (*gone.tools, *gone.prev_tools):
+                        self.seen_tools.pop(tid, None)
+            else:
+                for tid in conv.prev_tools:  # two turns back: no longer matched
+                    self.seen_tools.pop(tid, None)
+                conv.prev_turn, conv.prev_tools = conv.turn, conv.tools
+                conv.turn, conv.tools = turn, {}
+            self._conv.move_to_end(cid)
+        ex.turn, ex.attempt = turn, assignment.attempt
+        return Track(ex, assignment, t_req, parsed)
 
-    def new_track(self, ex: ProxyExchange, body: bytes, t_req: float) -> Track:
-        """A /messages request's turn and attempt (the retry rule), before anything else is done with it."""
-        digest = hashlib.sha256(body).hexdigest()
-        turn, attempt = self.turn_of(digest)
-        ex.turn, ex.attempt = turn, attempt
-        return Track(ex, digest, t_req)
+    def ended_well(self, track: Track, ok: bool) -> None:
+        a = track.assignment
+        self.conversations.ended(a.conversation, a.turn, a.attempt, ok)
 
     # --- reads, in batches ----------------------------------------------------------------------------------------
     def read(self, track: Track, t: float, data: bytes) -> None:
@@ -240,14 +288,14 @@ class TurnTracker:
                 self._pub(O.ReadReceived(now, turn, attempt, track.read_index, t, d))
                 track.read_index += 1
                 if ts is not None:
-                    self._steps(ts.feed(d), ts, turn, attempt, now)
+                    self._steps(ts.feed(d), ts, track, now)
         elif ts is not None:
             if self.publish is not None:  # the reads only (a recording): the events are parsed in one go below
                 for t, d in pending:
                     self._pub(O.ReadReceived(track.t_req + t, turn, attempt, track.read_index, t, d))
                     track.read_index += 1
             t_last = pending[-1][0]
-            self._steps(ts.feed(b"".join(d for _, d in pending)), ts, turn, attempt, track.t_req + t_last)
+            self._steps(ts.feed(b"".join(d for _, d in pending)), ts, track, track.t_req + t_last)
         else:
             track.read_index += len(pending)
             if not track.saw_stop:
@@ -271,25 +319,42 @@ class TurnTracker:
         track.requested = True
         if not self.detail():
             return
-        ex, turn, attempt, t_req = track.ex, track.turn, track.attempt, track.t_req
-        try:
-            parsed = orjson.loads(body) if body else None
-        except orjson.JSONDecodeError:
-            parsed = None
+        turn, attempt, t_req = track.turn, track.attempt, track.t_req
+        parsed = track.parsed
         if not self._started:
             self._started = True
             model = str(parsed.get("model", "")) if isinstance(parsed, dict) else ""
             self._pub(O.LoopStarted(t_req, self.source(), model, None))
+        a = track.assignment
+        if a.conversation is not None:
+            self._pub(O.ConversationAssigned(t_req, turn, a.conversation, a.turn, a.attempt, a.how, a.parent))
         if attempt == 0:
             self._pub(O.TurnStarted(t_req, turn))
         # the body as sent: its JSON value (a body that is not JSON: its text, as the recording keeps it)
         sent: Any = parsed if parsed is not None else body.decode("utf-8", errors="replace")
         self._pub(O.AttemptStarted(t_req, turn, attempt, method, url, clean_headers(headers), sent))
         if isinstance(parsed, dict) and attempt == 0:  # a retry repeats the same results: inferred once
-            self._infer(ex, turn, attempt, parsed, t_req)
+            self._infer(track, parsed, t_req)
 
-    def _infer(self, ex: ProxyExchange, turn: int, attempt: int, parsed: dict, t_req: float) -> None:
-        found = infer_tool_executions(self.seen_tools, parsed.get("messages"), t_req)
+    def _infer(self, track: Track, parsed: dict, t_req: float) -> None:
+        ex, turn, attempt = track.ex, track.turn, track.attempt
+        cid = track.assignment.conversation
+        conv = self._conv.get(cid or "")
+        seen: dict[str, SeenToolUse] = {}
+        if conv is not None and conv.prev_turn is not None:
+            seen = conv.prev_tools
+            why = (
+                f"not a tool_use of the previous turn of conversation {cid} (turn {conv.prev_turn + 1}):"
+                " the proxy never saw it there"
+            )
+        elif track.assignment.how == "header":
+            why = f"conversation {cid} has no earlier turn seen by this proxy (it started before the proxy, or was forgotten)"
+        else:
+            why = (
+                f"this request starts conversation {cid}: no earlier turn of it was seen (its history matched no"
+                " conversation's previous request, or that one was forgotten)"
+            )
+        found = infer_tool_executions(seen, messages_of(parsed), t_req, why)
         ex.inferred = found
         for inf in found:
             self._pub(
@@ -308,26 +373,30 @@ class TurnTracker:
                     inf.block_stop_t,
                     inf.stream_end_t,
                     inf.result_chars,
+                    inf.reason,
                 )
             )
-            seen = self.seen_tools.get(inf.tool_use_id)
-            if seen is not None and inf.status in ("result", "missing"):
+            s = seen.get(inf.tool_use_id)
+            if s is not None and inf.status in ("result", "missing"):
                 state = "not_run" if inf.status == "missing" else ("failed" if inf.is_error else "succeeded")
-                why = "no tool_result for it in the next request" if inf.status == "missing" else None
+                why_not = "no tool_result for it in the next request" if inf.status == "missing" else None
                 self._tool_state(
-                    seen.id,
-                    seen.name,
-                    seen.turn,
-                    seen.attempt,
-                    seen.index,
+                    s.id,
+                    s.name,
+                    s.turn,
+                    s.attempt,
+                    s.index,
                     state,
-                    seen.input,
-                    {"running": seen.stop_t, state: t_req},
-                    error=why,
+                    s.input,
+                    {"running": s.stop_t, state: t_req},
+                    error=why_not,
                     t=t_req,
                 )
-            if inf.status == "result":
-                self.seen_tools.pop(inf.tool_use_id, None)
+        if conv is not None:  # matched once: the previous turn's calls are done with
+            for tid in conv.prev_tools:
+                if self.seen_tools.get(tid) is conv.prev_tools[tid]:
+                    del self.seen_tools[tid]
+            conv.prev_tools = {}
 
     def _tool_state(
         self,
@@ -357,7 +426,9 @@ class TurnTracker:
         """Upstream's status and headers, ``t`` seconds after the request arrived."""
         self._pub(O.ResponseStarted(track.t_req + t, track.turn, track.attempt, status, clean_headers(headers)))
 
-    def _steps(self, steps: list, ts: Any, turn: int, attempt: int, now: float) -> None:
+    def _steps(self, steps: list, ts: Any, track: Track, now: float) -> None:
+        turn, attempt = track.turn, track.attempt
+        cid = track.assignment.conversation
         asm = ts.assembler
         for step in steps:
             if self.steps and self.publish is not None:  # nobody watching the stream: no observations built
@@ -369,15 +440,28 @@ class TurnTracker:
                         tr.id, tr.name, turn, attempt, tr.index, tr.state, None, {tr.state: now}, t=now, inferred=False
                     )
                     continue
-                self.seen_tools[tr.id] = SeenToolUse(tr.id, tr.name, turn, attempt, tr.index, now, None, tr.input)
+                seen = SeenToolUse(tr.id, tr.name, turn, attempt, tr.index, now, None, tr.input, cid)
+                self.seen_tools[tr.id] = seen
+                conv = self._conv.get(cid or "")
+                if conv is not None and conv.turn == turn:
+                    conv.tools[tr.id] = seen
+                if isinstance(tr.input, dict):  # a subagent started by this call names it in its first message
+                    self.conversations.tool_call(cid, orjson.dumps(tr.input).decode())
                 # from here on the tool is the other harness's business: shown as running (inferred) until a
                 # later request carries its tool_result
                 running = ToolState.RUNNING
                 self._tool_state(tr.id, tr.name, turn, attempt, tr.index, running, tr.input, {running: now}, t=now)
             if step.event.type == "message_stop":
-                for s in self.seen_tools.values():
-                    if s.turn == turn and s.attempt == attempt and s.stream_end_t is None:
-                        s.stream_end_t = now
+                self._stream_ended(track, now)
+
+    def _stream_ended(self, track: Track, now: float) -> None:
+        """The tool calls this attempt streamed: its response ended at ``now`` (the first end seen counts)."""
+        conv = self._conv.get(track.assignment.conversation or "")
+        if conv is None or conv.turn != track.turn:
+            return
+        for s in conv.tools.values():
+            if s.attempt == track.attempt and s.stream_end_t is None:
+                s.stream_end_t = now
 
     def end(self, track: Track) -> None:
         """The attempt's end (once), after its pending reads; remembers a failed attempt for the retry rule."""
@@ -405,9 +489,7 @@ class TurnTracker:
                 self._pub(O.DiagnosticRaised(now, turn, attempt, d))
             outcome = ts.outcome
             stopped = ts.assembler.stopped
-            for s in self.seen_tools.values():
-                if s.turn == turn and s.attempt == attempt and s.stream_end_t is None:
-                    s.stream_end_t = now
+            self._stream_ended(track, now)
         else:
             stopped = track.saw_stop
         if ex.status is not None and ex.status != 200:
@@ -418,9 +500,12 @@ class TurnTracker:
             msg = ts.final_message()
             self._pub(O.TurnEnded(now, turn, outcome or "", msg.get("stop_reason"), dict(msg.get("usage") or {})))
         sse_cut = track.sse and not stopped  # a stream that ended before message_stop
-        if status != "complete" or (ex.status or 0) >= 400 or ex.status is None or sse_cut:
-            self.remember_failed(track)
+        failed = status != "complete" or (ex.status or 0) >= 400 or ex.status is None or sse_cut
+        # the retry rule: an identical request after this attempt is its retry unless it ended well
+        self.ended_well(track, not failed)
 
     def exchange(self, ex: ProxyExchange) -> None:
-        """A request that is not a turn, once it ended."""
-        self._pub(O.ExchangeForwarded(ex.t_request, ex.method, ex.path, ex.status, ex.bytes, ex.end))
+        """A request that is not a turn (a side request), once it ended, with its conversation when one was told."""
+        self._pub(
+            O.ExchangeForwarded(ex.t_request, ex.method, ex.path, ex.status, ex.bytes, ex.end, ex.conversation, ex.side)
+        )

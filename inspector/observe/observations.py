@@ -394,6 +394,7 @@ class ToolExecutionInferred(Observation):
     block_stop_t: float | None = None
     stream_end_t: float | None = None
     result_chars: int | None = None
+    reason: str | None = None  # why a result could not be matched (status unknown), or why a call is missing
     kind: ClassVar[str] = "tool_inferred"
 
 
@@ -429,7 +430,30 @@ class ExchangeForwarded(Observation):
     status: int | None
     bytes: int
     end: str | None
+    conversation: str | None = None  # the conversation it belongs to, when one can be told (else "other requests")
+    side: str | None = None  # why it is not a turn: count_tokens, not streamed, GET /v1/models, other path ...
     kind: ClassVar[str] = "proxy_exchange"
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationAssigned(Observation):
+    """The conversation a request of another harness (seen by the proxy) belongs to, published before its
+    ``TurnStarted`` / ``AttemptStarted``. ``turn`` stays the proxy's global turn number (the key of every other
+    observation); ``conversation_turn`` and ``attempt`` count within the conversation (0-based).
+
+    how: ``header`` (a session header named it), ``new`` (a history no conversation had), ``continues`` (it extends
+    its conversation's previous request) or ``retry`` (it repeats it: the next attempt of the same turn).
+    ``parent``: the conversation whose running tool call started this one (a subagent), when that is clear.
+    ``side``: None for a turn (side requests are ``ExchangeForwarded`` lines with their ``conversation``)."""
+
+    turn: int
+    conversation: str
+    conversation_turn: int
+    attempt: int
+    how: str
+    parent: str | None = None
+    side: str | None = None
+    kind: ClassVar[str] = "conversation"
 
 
 def try_failure_text(status: int | None, error_type: str | None, connection_error: str | None) -> str:

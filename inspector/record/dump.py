@@ -33,10 +33,13 @@ __all__ = [
     "EVENT_TOO_LARGE",
     "HTTP_BODY_KEPT",
     "Dumper",
+    "conversations_of",
     "dump_events",
     "dump_ok",
     "dump_turns",
+    "format_conversations",
     "format_turns",
+    "grouped_text",
 ]
 
 EVENT_TOO_LARGE = "dump.event_too_large"  # an SSE event (or line) above the maximum size: the rest is not decoded
@@ -394,7 +397,17 @@ def dump_turns(recording: Recording, on_event: Callable[[Any], None] | None = No
 
 def dump_ok(turns: list[dict]) -> bool:
     """True when the last attempt of every turn is complete (not incomplete, not an error or an HTTP error) and
-    has no error diagnostics. Earlier attempts (retried) do not count."""
+    has no error diagnostics. Earlier attempts (retried) do not count. Turns that name their conversation
+    (:func:`conversations_of`) are judged conversation by conversation: true when every one is."""
+    if any("conversation" in t for t in turns):
+        groups: dict[Any, list[dict]] = {}
+        for t in turns:
+            groups.setdefault(t.get("conversation"), []).append(t)
+        return all(_turns_ok(g) for g in groups.values())
+    return _turns_ok(turns)
+
+
+def _turns_ok(turns: list[dict]) -> bool:
     for t in turns:
         if t["outcome"] in FAILING_OUTCOMES:
             return False
@@ -434,7 +447,10 @@ def _v(value: Any) -> str:
 def _format_turn(t: dict, failed: bool = False) -> list[str]:
     m = t.get("assembled") or t["message"]  # (an OpenAI turn: its neutral blocks, in the same layout)
     # people count turns and attempts from 1 (as the dashboard shows them); JSON keeps 0-based indices
-    head = f"turn {t['turn'] + 1} attempt {t['attempt'] + 1}: {t['outcome']}"
+    if isinstance(t.get("conversation_turn"), int):  # under its conversation's heading: its turn there (#: global)
+        head = f"turn {t['conversation_turn'] + 1} (#{t['turn'] + 1}) attempt {t['attempt'] + 1}: {t['outcome']}"
+    else:
+        head = f"turn {t['turn'] + 1} attempt {t['attempt'] + 1}: {t['outcome']}"
     if failed:
         head += " (failed attempt, retried)"
     if t.get("http_status"):
@@ -493,3 +509,93 @@ def _format_diagnostics(t: dict) -> list[str]:
         where = f" @event {d['event_index']}" if d.get("event_index") is not None else ""
         lines.append(f"    {d['severity']:<7} {d['code']}{where}: {d['message']}")
     return lines
+
+
+# ------------------------------------------------------------------------------------------------ conversations
+def conversations_of(recording: Recording, turns: list[dict]) -> list[dict] | None:
+    """The conversations of a proxy recording (its ``conversation`` obs lines, docs/recording-format.md), in order
+    of appearance: ``{"id", "model", "turns", "attempts", "parent", "side_requests", "ok"}``; each turn entry of
+    ``turns`` (and its failed attempts) gains ``conversation`` and ``conversation_turn``. Side requests
+    (``proxy_exchange`` lines) are listed with their conversation; those of none under the id None ("other
+    requests"), which has no turns. None for a recording without conversation lines (older files, the loop's own
+    recordings): one conversation, nothing added."""
+    where: dict[int, dict] = {}
+    for line in recording.observations:
+        if line.get("type") != "conversation":
+            continue
+        turn, cid, ct = line.get("turn"), line.get("conversation"), line.get("conversation_turn")
+        if isinstance(turn, int) and isinstance(cid, str) and isinstance(ct, int) and turn not in where:
+            where[turn] = line
+    if not where:
+        return None
+    convs: dict[str | None, dict] = {}
+
+    def conv(cid: str | None) -> dict:
+        if cid not in convs:
+            convs[cid] = {"id": cid, "model": None, "turns": 0, "attempts": 0, "parent": None, "side_requests": []}
+        return convs[cid]
+
+    models: dict[int, str] = {}
+    for rt in recording.turns:
+        for att in rt.attempts:
+            body = (att.request or {}).get("body")
+            if isinstance(body, dict) and isinstance(body.get("model"), str) and rt.turn not in models:
+                models[rt.turn] = body["model"]
+    for t in turns:
+        o = where.get(t["turn"])
+        cid = o["conversation"] if o is not None else None
+        ct = o["conversation_turn"] if o is not None else None
+        for e in (*t.get("failed_attempts", []), t):
+            e["conversation"], e["conversation_turn"] = cid, ct
+        c = conv(cid)
+        c["turns"] += 1
+        c["attempts"] += 1 + len(t.get("failed_attempts", []))
+        if c["model"] is None:
+            c["model"] = models.get(t["turn"]) or (t.get("message") or {}).get("model")
+        if c["parent"] is None and o is not None and isinstance(o.get("parent"), str):
+            c["parent"] = o["parent"]
+    for line in recording.observations:
+        if line.get("type") == "proxy_exchange":
+            side_of = line.get("conversation") if isinstance(line.get("conversation"), str) else None
+            conv(side_of)["side_requests"].append(
+                {k: line.get(k) for k in ("t", "method", "path", "side", "status", "bytes", "end")}
+            )
+    out = list(convs.values())
+    for c in out:
+        c["ok"] = _turns_ok([t for t in turns if t.get("conversation") == c["id"]]) if c["turns"] else True
+    return out
+
+
+def grouped_text(conversations: list[dict]) -> Callable[[list[dict]], str]:
+    """``format_turns`` for a recording of many conversations: each conversation's turns under its heading."""
+
+    def format_grouped(turns: list[dict]) -> str:
+        return format_conversations(turns, conversations)
+
+    return format_grouped
+
+
+def format_conversations(turns: list[dict], conversations: list[dict]) -> str:
+    """The text of ``dump`` for a recording of many conversations: each conversation's turns under its heading."""
+    lines: list[str] = []
+    for c in conversations:
+        side = c["side_requests"]
+        if c["id"] is None:
+            lines.append(f"other requests ({len(side)} side request{'s' if len(side) != 1 else ''}, no conversation)")
+        else:
+            n = c["turns"]
+            extra = f", {len(side)} side request{'s' if len(side) != 1 else ''}" if side else ""
+            parent = f", started by a tool call of {c['parent']}" if c["parent"] else ""
+            verdict = "ok" if c["ok"] else "FAILED"
+            lines.append(
+                f"conversation {c['id']} (model {_v(c['model'])}, {n} turn{'s' if n != 1 else ''}{extra}{parent}):"
+                f" {verdict}"
+            )
+            lines.extend(
+                "  " + line for line in format_turns([t for t in turns if t.get("conversation") == c["id"]]).split("\n")
+            )
+        for r in side:
+            lines.append(
+                f"  side request {_v(r.get('side'))}: {_v(r.get('method'))} {_v(r.get('path'))} -> {_v(r.get('status'))}"
+            )
+    return "\n".join(lines)

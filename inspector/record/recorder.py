@@ -38,6 +38,7 @@ KEPT = (
     O.FaultInjected,
     O.ProxyNote,
     O.ExchangeForwarded,
+    O.ConversationAssigned,  # the conversation of every attempt (dump and replay group turns by it)
 )
 
 

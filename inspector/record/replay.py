@@ -205,10 +205,16 @@ class ReplayServer:
                 recording.warnings.append(w)
         # a failed try is retried by the SDK when the recording has a later try of the same turn
         self._retried: set[int] = set()
+        # an attempt the client closed and then resent (a proxy recording: the next attempt of the same turn): not
+        # the user's cancel, the client gave up; served up to there, then silent, so the loop's idle timeout
+        # retries as the client did
+        self._resent: set[int] = set()
         for i, att in enumerate(self.attempts):
             nxt = self.attempts[i + 1] if i + 1 < len(self.attempts) else None
             if failed_try(att) and nxt is not None and nxt.turn == att.turn:
                 self._retried.add(i)
+            if (att.end or {}).get("status") == "cancelled" and nxt is not None and nxt.turn == att.turn:
+                self._resent.add(i)
 
     @property
     def requests(self) -> list[dict]:
@@ -259,7 +265,7 @@ class ReplayServer:
             await self.pacer.sleep(pacing_gap(end.get("t")))
             raise httpx2.ConnectError(str(end.get("reason") or "connection failed (replayed)"), request=request)
         if attempt.response is None and end.get("status") == "cancelled":
-            if self.on_cancel is not None:
+            if self.on_cancel is not None and index not in self._resent:
                 self.on_cancel()  # cancelled before the response came: so is the replay
             await asyncio.Event().wait()
         resp = attempt.response or {}
@@ -275,9 +281,8 @@ class ReplayServer:
                 _paced_sdk_backoff(headers, request, self.pacer.speed)
             return httpx2.Response(status, headers=headers, content=attempt.data)
         headers.setdefault("content-type", "text/event-stream")
-        return httpx2.Response(
-            status, headers=headers, stream=_Body(attempt, self.pacer, _ending(attempt), self.on_cancel)
-        )
+        ending = "hang" if index in self._resent else _ending(attempt)
+        return httpx2.Response(status, headers=headers, stream=_Body(attempt, self.pacer, ending, self.on_cancel))
 
 
 class ReplayTransport(httpx2.AsyncBaseTransport):
@@ -401,3 +406,30 @@ def recorded_tools(
         return ToolSpec(name, "replayed from a recording", {"type": "object"}, fn, concurrency_safe=name not in unsafe)
 
     return {n: make(n) for n in sorted(names)}, definitions
+
+
+def split_conversations(recording: Recording) -> list[tuple[str, Recording]]:
+    """A proxy recording of many conversations (its ``conversation`` obs lines), one recording per conversation, in
+    order of appearance: its turns (with their attempts) and the observations of those turns (and those of no
+    turn). Empty when the recording has at most one conversation (it replays as it is)."""
+    where: dict[int, str] = {}
+    order: list[str] = []
+    for o in recording.observations:
+        cid, turn = o.get("conversation"), o.get("turn")
+        if o.get("type") == "conversation" and isinstance(cid, str) and isinstance(turn, int) and turn not in where:
+            where[turn] = cid
+            if cid not in order:
+                order.append(cid)
+    if len(order) < 2:
+        return []
+    out = []
+    for cid in order:
+        turns = [t for t in recording.turns if where.get(t.turn) == cid]
+        if not turns:
+            continue
+        mine = {t.turn for t in turns}
+        observations = [
+            o for o in recording.observations if not isinstance(o.get("turn"), int) or o.get("turn") in mine
+        ]
+        out.append((cid, Recording(recording.header, turns, observations, list(recording.warnings))))
+    return out

@@ -371,6 +371,58 @@ def load_recording(path: str | Path | bytes) -> Recording:
         raise SourceError(f"{label}: {e}") from None
 
 
+class _Controllers:
+    """The controller of a replay of many conversations: the conversation being replayed gets the command; a cancel
+    also stops the conversations after it."""
+
+    def __init__(self, owner: ConversationReplay) -> None:
+        self._owner = owner
+
+    def cancel(self) -> None:
+        self._owner.stopped = True
+        self._owner.loop.controller.cancel()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._owner.loop.controller, name)
+
+
+class ConversationReplay(Session):
+    """A recording of many conversations (a proxy's), replayed one conversation after the other on one bus, each
+    through its own loop. Before each one, a ``ConversationAssigned`` per turn says which conversation the turns
+    that follow belong to (the headless lines name it: ``[c2] turn 1``); ``source["conversation"]`` of each loop's
+    ``LoopStarted`` too. The result is the first that did not finish (else the last)."""
+
+    def __init__(self, parts: list[tuple[str, list[tuple[int, int]], Session]], source: dict) -> None:
+        super().__init__(parts[0][2].loop, source)
+        self.parts = parts
+        self.stopped = False
+        self._controllers = _Controllers(self)
+
+    @property
+    def controller(self) -> Any:  # (a LoopController's methods, forwarded to the conversation being replayed)
+        return self._controllers
+
+    async def run(self) -> LoopResult:
+        result: LoopResult | None = None
+        worst: LoopResult | None = None
+        for cid, turns, part in self.parts:
+            if self.stopped:
+                break
+            self.loop = part.loop
+            for turn, attempt in turns:
+                part.bus.publish(O.ConversationAssigned(0.0, turn, cid, turn, attempt, "replay"))
+            result = await part.run()
+            if worst is None and result.status != "finished":
+                worst = result
+        assert result is not None
+        return worst or result
+
+    def close(self) -> None:
+        for _cid, _turns, part in self.parts:
+            part.close()
+        super().close()
+
+
 def replay_session(
     recording: Recording | str | Path,
     *,
@@ -379,16 +431,39 @@ def replay_session(
     bus: O.ObservationBus | None = None,
     label: str | None = None,
 ) -> Session:
-    """A recording through the same pipeline: recorded reads with their timing, recorded tool results."""
+    """A recording through the same pipeline: recorded reads with their timing, recorded tool results. A proxy
+    recording of many conversations replays them one after the other (:class:`ConversationReplay`)."""
     import anthropic
     import httpx2
 
     from inspector.agent.loop import AgentLoop, LoopConfig
-    from inspector.record.replay import ReplayServer, ReplayTransport, failed_try, recorded_tools, sdk_max_retries
+    from inspector.record.replay import (
+        ReplayServer,
+        ReplayTransport,
+        failed_try,
+        recorded_tools,
+        sdk_max_retries,
+        split_conversations,
+    )
 
     if not isinstance(recording, Recording):
         label = label or str(recording)
         recording = load_recording(recording)
+    split = split_conversations(recording)
+    if split:
+        shared = bus if bus is not None else O.ObservationBus()
+        parts = []
+        names = [cid for cid, _ in split]
+        for cid, sub in split:
+            part = replay_session(sub, speed=speed, clock=clock, bus=shared, label=label)
+            part.loop.config.source = {**part.loop.config.source, "conversation": cid, "conversations": names}
+            part.source = part.loop.config.source
+            # the loop's turns are this conversation's turns, from 0 (the loop numbers its own)
+            turns = [(k, 0) for k in range(len(sub.turns))]
+            parts.append((cid, turns, part))
+        source = {**parts[0][2].source}
+        source.pop("conversation", None)
+        return ConversationReplay(parts, source)
     pacer = Pacer(speed)
     server = ReplayServer(recording, pacer)
     client = anthropic.AsyncAnthropic(

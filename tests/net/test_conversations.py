@@ -161,3 +161,24 @@ def test_any_interleaving_is_grouped_exactly(steps):
             ids[i] = got.conversation
         assert (got.conversation, got.turn, got.attempt) == (ids[i], t, a)
         c.ended(got.conversation, t, a, ok=last)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.sampled_from(["thinking", "text", "cache_control", 'a"b']),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["type", "text", "cache_control", "content", "thinking", "x"]), inner, max_size=4
+        )
+    ),
+    max_leaves=12,
+)
+
+
+@given(_JSON)
+def test_the_fast_message_key_equals_the_walked_one(message):
+    """The key is serialized once in C and walked in Python only when it may hold a cache_control mark or a
+    thinking block: the result is the same as always walking it."""
+    from inspector.net.conversations import _message_key, _slow_key
+
+    assert _message_key(message) == _slow_key(message)

@@ -479,7 +479,7 @@ async def test_upstream_unreachable_gives_502(tmp_path):
     record = tmp_path / "dead.jsonl"
     with BackgroundServer(ProxyApp(url, record=record)) as px:
         async with httpx2.AsyncClient(base_url=px.base_url) as h:
-            r = await h.post("/v1/messages", json={"model": "m", "max_tokens": 5, "messages": USER})
+            r = await h.post("/v1/messages", json={"model": "m", "max_tokens": 5, "stream": True, "messages": USER})
     assert r.status_code == 502 and "upstream unreachable" in r.json()["error"]["message"]
     att = list(read_recording(record).attempts())[0]
     assert att.end["status"] == "failed" and att.response is None

@@ -195,7 +195,9 @@ async def test_concurrent_identical_requests_are_separate_turns(tmp_path):
     n = 12
     with BackgroundServer(gate) as up, BackgroundServer(ProxyApp(up.base_url, record=record)) as px:
         async with httpx2.AsyncClient(base_url=px.base_url, timeout=30) as h:
-            tasks = [asyncio.ensure_future(_post(h)) for _ in range(n)]
+            # identical requests are told apart by a session header (without one, an identical request while the
+            # first has not ended well is its retry: the documented limit of the retry rule)
+            tasks = [asyncio.ensure_future(_post(h, **{"x-inspector-session": f"s{i}"})) for i in range(n)]
             await asyncio.wait_for(gate.when_arrived(n).wait(), 30)  # all in flight at once
             gate.release()
             rs = await asyncio.gather(*tasks)
@@ -249,28 +251,33 @@ class _nothing:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 3), st.booleans()), max_size=40))
+@given(st.lists(st.tuples(st.sampled_from(["repeat", "next"]), st.booleans()), max_size=40))
 def test_retry_rule_property(ops):
-    """Sequential requests (body b, failed?): a request is a retry exactly when the last request with its body
-    failed and has not been retried yet; retries keep their turn, every other request opens the next turn."""
+    """Sequential requests of one agent, each either repeating its previous request or continuing it, and failing
+    or not: a repeat is the next attempt of the same turn exactly when the previous attempt did not end well (the
+    retry rule, now by conversation: docs/serve-and-proxy.md "Turns and attempts"); a repeat after a good end is a
+    new conversation's turn; every other request opens the next global turn. (Before conversations, this pinned the
+    failed-attempt memory by body digest, which it replaces.)"""
     proxy = ProxyApp("http://127.0.0.1:9")
-    from inspector.net.turns import ProxyExchange, Track
+    from inspector.net.turns import ProxyExchange
 
-    waiting: dict[int, tuple[int, int]] = {}
+    messages = [{"role": "user", "content": "hello"}]
     turns = 0
-    for body, failed in ops:
-        digest = f"d{body}"
-        turn, attempt = proxy.tracker.turn_of(digest)
-        if body in waiting:
-            t, a = waiting.pop(body)
-            assert (turn, attempt) == (t, a + 1)
+    last: tuple[int, int, bool] | None = None  # (turn, attempt, ended well) of the previous request
+    for i, (op, failed) in enumerate(ops):
+        if op == "next" and last is not None:
+            messages = [*messages, {"role": "assistant", "content": f"a{i}"}, {"role": "user", "content": f"u{i}"}]
+        body = orjson.dumps({"model": "m", "max_tokens": 5, "stream": True, "messages": messages})
+        ex = ProxyExchange("POST", "/v1/messages")
+        a, parsed = proxy.tracker.assign(ex, "POST", "/v1/messages", [], body)
+        track = proxy.tracker.new_track(ex, a, 0.0, parsed)
+        if op == "repeat" and last is not None and not last[2]:
+            assert (track.turn, track.attempt, a.how) == (last[0], last[1] + 1, "retry")
         else:
-            assert (turn, attempt) == (turns, 0)
+            assert (track.turn, track.attempt) == (turns, 0)
             turns += 1
-        if failed:
-            ex = ProxyExchange("POST", "/v1/messages", turn=turn, attempt=attempt)
-            proxy.tracker.remember_failed(Track(ex, digest, 0.0))
-            waiting[body] = (turn, attempt)
+        proxy.tracker.ended_well(track, not failed)
+        last = (track.turn, track.attempt, not failed)
     assert proxy.turns == turns
 
 

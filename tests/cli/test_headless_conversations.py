@@ -1,0 +1,47 @@
+"""Headless progress lines of a proxy's many conversations: each turn's lines name its conversation ([c2] turn 1)
+once more than one was seen; with one conversation the lines are as before."""
+
+from __future__ import annotations
+
+from inspector.cli.headless import ProgressPrinter
+from inspector.observe import observations as O
+from inspector.testing.loop import Lines
+
+
+def _turn(p: ProgressPrinter, turn: int, conv: str | None, ct: int, attempt: int = 0) -> None:
+    t = 0.1 * turn
+    if conv is not None:
+        p(O.ConversationAssigned(t, turn, conv, ct, attempt, "retry" if attempt else "new"))
+    if attempt == 0:
+        p(O.TurnStarted(t, turn))
+    p(O.AttemptStarted(t, turn, attempt, "POST", "http://up/v1/messages", {}, {}))
+    p(
+        O.AttemptEnded(
+            t + 0.05, turn, attempt, "cancelled" if conv == "c2" and not attempt else "complete", "gone", None
+        )
+    )
+
+
+def test_lines_name_the_conversation_when_there_are_several():
+    lines = Lines()
+    p = ProgressPrinter(lines)  # type: ignore[arg-type]
+    _turn(p, 0, "c1", 0)
+    _turn(p, 1, "c2", 0)
+    _turn(p, 1, "c2", 0, attempt=1)
+    _turn(p, 2, "c1", 1)
+    text = [line.split("s ", 1)[1] for line in lines.text()]
+    # the first turn was printed before a second conversation existed: as before
+    assert text[:2] == ["turn 1", "  attempt 1: POST http://up/v1/messages"]
+    assert "[c2] turn 1 (#2)" in text
+    assert "[c2]   attempt 1 cancelled: gone" in text
+    assert "[c2]   attempt 2: POST http://up/v1/messages" in text
+    assert "[c1] turn 2 (#3)" in text
+
+
+def test_one_conversation_prints_as_before():
+    with_conv, without = Lines(), Lines()
+    a, b = ProgressPrinter(with_conv), ProgressPrinter(without)  # type: ignore[arg-type]
+    for turn in range(3):
+        _turn(a, turn, "c1", turn)
+        _turn(b, turn, None, turn)
+    assert with_conv.text() == without.text() and "turn 3" in " ".join(without.text())

@@ -1,0 +1,323 @@
+"""`inspector proxy` with many conversations at once (issue 21 §2): requests grouped by conversation, turns counted
+per conversation, tool calls inferred within their conversation, side requests never turns, and a client's
+immediate resend of a failed stream is the next attempt of the same turn. Real sockets on loopback, `inspector
+serve` upstream."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import anthropic
+import httpx2
+import orjson
+import pytest
+
+from inspector.net.proxy import ProxyApp, format_exchange
+from inspector.net.serve import ServeApp
+from inspector.net.server import BackgroundServer
+from inspector.observe import observations as O
+from inspector.record.recording import read_recording
+from inspector.testing.serve import API_HEADERS
+
+KEY = "sk-ant-api03-CANARY-conv-0123456789abcdefghijkl"
+CITIES = ("Paris", "Rome", "Oslo")
+
+
+@pytest.fixture(scope="module")
+def upstream():
+    with BackgroundServer(ServeApp(speed=math.inf, lenient=True, echo_model=False)) as srv:
+        yield srv
+
+
+def sdk(base_url: str) -> anthropic.AsyncAnthropic:
+    return anthropic.AsyncAnthropic(
+        base_url=base_url, api_key=KEY, max_retries=0, http_client=httpx2.AsyncClient(timeout=httpx2.Timeout(60.0))
+    )
+
+
+async def _agent(client, city: str, barrier: asyncio.Barrier) -> tuple[list[str], list[dict]]:
+    """Two turns of a weather agent for one city: the tool calls of turn 1 are answered in turn 2. The barrier
+    makes the three agents' requests interleave (all first turns, then all second turns)."""
+    hdr = {"x-inspector-scenario": "weather"}
+    messages: list[dict] = [{"role": "user", "content": f"What is the weather in {city}?"}]
+    await barrier.wait()
+    async with client.messages.stream(model="m", max_tokens=100, messages=messages, extra_headers=hdr) as s:
+        first = await s.get_final_message()
+    uses = [b for b in first.content if b.type == "tool_use"]
+    messages += [
+        {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in first.content]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": b.id, "content": f"{city}: 18 C"} for b in uses],
+        },
+    ]
+    await barrier.wait()
+    async with client.messages.stream(model="m", max_tokens=100, messages=messages, extra_headers=hdr) as s:
+        await s.get_final_message()
+    return [b.id for b in uses], messages
+
+
+async def test_three_concurrent_conversations_are_grouped_with_their_tools(upstream, tmp_path, capsys):
+    from inspector.cli.headless import ProgressPrinter
+    from inspector.testing.loop import Lines
+
+    bus = O.ObservationBus()
+    got: list[O.Observation] = []
+    bus.subscribe(got.append)
+    progress = Lines()
+    bus.subscribe(ProgressPrinter(progress))  # type: ignore[arg-type]  # (what `inspector watch --headless` prints)
+    record = tmp_path / "three.jsonl"
+    lines: list[str] = []
+    proxy = ProxyApp(upstream.base_url, record=record, bus=bus)
+    proxy.on_exchange = lambda ex: lines.append(format_exchange(ex, True))
+    with BackgroundServer(proxy) as px:
+        client = sdk(px.base_url)
+        try:
+            barrier = asyncio.Barrier(len(CITIES))
+            done = await asyncio.gather(*(_agent(client, c, barrier) for c in CITIES))
+            ids = [d[0] for d in done]
+            # a count_tokens call of the Rome conversation (its history and a new question): a side request
+            rome = [*done[1][1], {"role": "assistant", "content": "18 C"}, {"role": "user", "content": "And Milan?"}]
+            await client.post(
+                "/v1/messages/count_tokens",
+                body={"model": "m", "messages": rome},
+                cast_to=httpx2.Response,
+            )
+        finally:
+            await client.close()
+    assert all(ids) and all(len(i) >= 1 for i in ids)
+    assigned = [o for o in got if isinstance(o, O.ConversationAssigned)]
+    assert len(assigned) == 6 and sorted(o.turn for o in assigned) == list(range(6))  # global turns stay unique
+    by_conv: dict[str, list[O.ConversationAssigned]] = {}
+    for o in assigned:
+        by_conv.setdefault(o.conversation, []).append(o)
+    assert len(by_conv) == 3
+    for convs in by_conv.values():
+        assert [(o.conversation_turn, o.attempt, o.how) for o in convs] == [(0, 0, "new"), (1, 0, "continues")]
+    # each conversation's first request names its city: its second turn is the same conversation
+    starts = {o.turn: o for o in got if isinstance(o, O.AttemptStarted)}
+    for convs in by_conv.values():
+        first_city = starts[convs[0].turn].body["messages"][0]["content"]
+        assert starts[convs[1].turn].body["messages"][0]["content"] == first_city
+    # tool results matched within their conversation only: each to the first turn of the same conversation
+    inferred = [o for o in got if isinstance(o, O.ToolExecutionInferred)]
+    assert inferred and all(o.status == "result" and o.reason is None for o in inferred)
+    turn_conv = {o.turn: (o.conversation, o.conversation_turn) for o in assigned}
+    for o in inferred:
+        conv, ct = turn_conv[o.turn]
+        assert ct == 1 and turn_conv[o.from_turn] == (conv, 0)
+    assert len(inferred) == sum(len(i) for i in ids)
+    assert not any("unknown" in line for line in lines)
+    tagged = [line for line in progress.text() if "] turn 2 (#" in line]
+    assert len(tagged) == 3 and {line.split("[", 1)[1].split("]")[0] for line in tagged} == set(by_conv)
+    assert sum(line.startswith("[c") and " turn 2 " in line for line in lines) == 3
+    # the side request: listed with its conversation, never a turn
+    side = [o for o in got if isinstance(o, O.ExchangeForwarded)]
+    assert [(o.path, o.side) for o in side] == [("/v1/messages/count_tokens", "count_tokens")]
+    rome_conv = next(
+        c for c, convs in by_conv.items() if "Rome" in starts[convs[0].turn].body["messages"][0]["content"]
+    )
+    assert side[0].conversation == rome_conv
+    assert any(line.startswith(f"[{rome_conv}] count_tokens: POST /v1/messages/count_tokens") for line in lines)
+    # the recording carries the conversation of every attempt, and the side request with its conversation
+    rec = read_recording(record)
+    conv_lines = [o for o in rec.observations if o.get("type") == "conversation"]
+    assert sorted((o["turn"], o["conversation"], o["conversation_turn"]) for o in conv_lines) == sorted(
+        (o.turn, o.conversation, o.conversation_turn) for o in assigned
+    )
+    assert sorted(a.turn for a in rec.attempts()) == list(range(6))
+    ex_lines = [o for o in rec.observations if o.get("type") == "proxy_exchange"]
+    assert [(o["conversation"], o["side"]) for o in ex_lines] == [(rome_conv, "count_tokens")]
+    # `serve --recording`'s source answers each conversation's turn k with that conversation's k-th turn
+    from inspector.net.recorded import RecordingSource
+
+    source = RecordingSource.load(record)
+    assert len(source.turns) == 2 and len(source.conversations) == 3
+    for att in rec.attempts():
+        conv, ct = turn_conv[att.turn]
+        served = source.conversation_for(att.request["body"])
+        assert served.plan(ct, 0).body == att.data and conv in served.name
+    # and `dump --json` shows each conversation apart, its two turns complete
+    from inspector.cli import main
+
+    code = main(["dump", "--json", str(record)])
+    doc = orjson.loads(capsys.readouterr().out)
+    assert code == 0
+    assert sorted((c["id"], c["turns"], c["ok"]) for c in doc["conversations"]) == [
+        (c, 2, True) for c in sorted(by_conv)
+    ]
+    assert {c["id"]: [r["side"] for r in c["side_requests"]] for c in doc["conversations"]}[rome_conv] == [
+        "count_tokens"
+    ]
+
+
+async def test_an_unmatched_tool_result_says_why(upstream):
+    """A conversation the proxy joins midway (its first request already carries a tool_result): the result is
+    unknown, and the line says why (never a bare ``tool ? toolu_...: unknown``)."""
+    lines: list[str] = []
+    proxy = ProxyApp(upstream.base_url, on_exchange=lambda ex: lines.append(format_exchange(ex)))
+    messages = [
+        {"role": "user", "content": "What is the weather in Lima?"},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "toolu_lima", "name": "get_weather", "input": {}}],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_lima", "content": "20 C"}]},
+    ]
+    with BackgroundServer(proxy) as px:
+        async with httpx2.AsyncClient(base_url=px.base_url, timeout=30) as h:
+            body = {"model": "m", "max_tokens": 50, "stream": True, "messages": messages}
+            r = await h.post("/v1/messages", content=orjson.dumps(body), headers={"x-inspector-scenario": "weather"})
+    assert r.status_code == 200
+    unknown = [line for line in lines if "toolu_lima" in line]
+    assert len(unknown) == 1 and "unknown (this request starts conversation c1" in unknown[0]
+
+
+# ----------------------------------------------------------------------------------------------- immediate resend
+
+
+async def _close_then_resend(h: httpx2.AsyncClient, body: dict, hdr: dict, prefix: int) -> httpx2.Response:
+    """What langchain-anthropic and pydantic-ai do after a read timeout: read what came, close the stream, and
+    send the same body again at once (no pause for the proxy to see the close first)."""
+    async with h.stream("POST", "/v1/messages", content=orjson.dumps(body), headers=hdr) as r:
+        got = b""
+        async for chunk in r.aiter_raw():
+            got += chunk
+            if len(got) >= prefix:
+                break
+    return await h.post("/v1/messages", content=orjson.dumps(body), headers=hdr)
+
+
+def _tool_results(sse: bytes) -> tuple[dict, dict]:
+    from inspector.stream.assembler import assemble
+
+    msg = assemble(sse).final_message()
+    uses = [b for b in msg["content"] if b["type"] == "tool_use"]
+    results = [{"type": "tool_result", "tool_use_id": b["id"], "content": "ok"} for b in uses]
+    return {"role": "assistant", "content": msg["content"]}, {"role": "user", "content": results or "go on"}
+
+
+async def test_an_immediate_resend_is_the_next_attempt_and_the_recording_dumps_and_serves(upstream, tmp_path):
+    import subprocess
+    import sys
+
+    from inspector.net.recorded import RecordingSource
+    from inspector.net.serve import render_faulted
+    from inspector.scenarios.bundled import get_scenario
+
+    prefix = len(render_faulted(get_scenario("weather"), "stall:0", 0, 0).body)
+    hdr = {"x-inspector-scenario": "weather", "x-inspector-fault": "stall:0"}
+    record = tmp_path / "resend.jsonl"
+    n = 5
+    with BackgroundServer(ProxyApp(upstream.base_url, record=record)) as px:
+        async with httpx2.AsyncClient(base_url=px.base_url, timeout=30) as h:
+            for i in range(n):  # n conversations, each: turn 1 stalls, is closed and resent at once; then turn 2
+                messages: list[dict] = [{"role": "user", "content": f"Weather in city {i}?"}]
+                body = {"model": "m", "max_tokens": 50, "stream": True, "messages": messages}
+                second = await _close_then_resend(h, body, hdr, prefix)
+                assert second.status_code == 200
+                body = {**body, "messages": [*messages, *_tool_results(second.content)]}
+                calm = {"x-inspector-scenario": "weather"}
+                assert (await h.post("/v1/messages", content=orjson.dumps(body), headers=calm)).status_code == 200
+    rec = read_recording(record)
+    conv = {
+        o["turn"]: (o["conversation"], o["conversation_turn"])
+        for o in rec.observations
+        if o.get("type") == "conversation"
+    }
+    shape = sorted((conv[a.turn], a.attempt) for a in rec.attempts())
+    assert shape == sorted(
+        [((f"c{i + 1}", 0), 0) for i in range(n)]
+        + [((f"c{i + 1}", 0), 1) for i in range(n)]
+        + [((f"c{i + 1}", 1), 0) for i in range(n)]
+    )
+    assert sorted({a.turn for a in rec.attempts()}) == list(range(2 * n))
+    # dump judges it complete: every turn's last attempt ended well
+    out = subprocess.run(
+        [sys.executable, "-m", "inspector", "dump", str(record)], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    # and `serve --recording` answers each conversation's turns: the first one served back, attempt by attempt
+    source = RecordingSource.load(record)
+    with BackgroundServer(ServeApp(recording=source, speed=math.inf)) as srv:
+        async with httpx2.AsyncClient(base_url=srv.base_url, timeout=30, headers=API_HEADERS) as h:
+            messages = [{"role": "user", "content": "Weather in city 0?"}]
+            body = {"model": "m", "max_tokens": 50, "stream": True, "messages": messages}
+            second = await _close_then_resend(h, body, {}, prefix)
+            assert second.status_code == 200 and b"message_stop" in second.content
+            body = {**body, "messages": [*messages, *_tool_results(second.content)]}
+            last = await h.post("/v1/messages", content=orjson.dumps(body))
+            assert last.status_code == 200 and b"message_stop" in last.content
+            assert "turn=1;" in last.headers["x-recording"]
+
+
+# ----------------------------------------------------------------------------------------------- the tracker alone
+
+
+def _tracker():
+    from inspector.net.turns import TurnTracker
+
+    got: list[O.Observation] = []
+    tracker = TurnTracker(got.append, clock=lambda: 0.0, t0=0.0, source=lambda: {"type": "proxy"}, detail=lambda: True)
+    return tracker, got
+
+
+def _exchange(tracker, body: dict, data: bytes, headers=()):
+    """One streamed attempt through the tracker, as the proxy drives it (request, response, reads, end)."""
+    from inspector.net.turns import ProxyExchange
+
+    raw = orjson.dumps(body)
+    ex = ProxyExchange("POST", "/v1/messages")
+    a, parsed = tracker.assign(ex, "POST", "/v1/messages", list(headers), raw)
+    track = tracker.new_track(ex, a, 0.0, parsed)
+    tracker.begin(track, "POST", "http://up/v1/messages", list(headers), raw)
+    track.set_response("text/event-stream", "", 200, True)
+    tracker.read(track, 0.01, data)
+    ex.status, ex.end, ex.end_s = 200, "complete", 0.02
+    tracker.end(track)
+    return track
+
+
+def test_a_subagent_started_by_a_tool_call_names_its_parent():
+    """A tool call's input (e.g. a Task prompt) that becomes another conversation's first message: that
+    conversation's parent is the caller's (the tool input is handed to Conversations when its block closes)."""
+    from inspector.testing.streamgen import sse, text_turn, tool_turn
+
+    tracker, got = _tracker()
+    prompt = "Research the weather history of Paris in detail"
+    task = sse(*tool_turn([orjson.dumps({"prompt": prompt}).decode()], name="Task", id="toolu_task"))
+    main_body = {"model": "m", "max_tokens": 50, "stream": True, "messages": [{"role": "user", "content": "plan"}]}
+    _exchange(tracker, main_body, task)
+    sub_body = {"model": "m", "max_tokens": 50, "stream": True, "messages": [{"role": "user", "content": prompt}]}
+    _exchange(tracker, {**sub_body, "system": "You are a research subagent."}, sse(*text_turn("done")))
+    assigned = [o for o in got if isinstance(o, O.ConversationAssigned)]
+    assert [(o.conversation, o.how, o.parent) for o in assigned] == [("c1", "new", None), ("c2", "new", "c1")]
+
+
+def test_tool_ids_repeated_across_conversations_are_matched_within_each():
+    """A mock upstream seeds tool ids by turn: two conversations get the same toolu_ id. Each result is matched to
+    its own conversation's call (before: the later call overwrote the earlier, the other result was 'unknown')."""
+    from inspector.testing.streamgen import sse, text_turn, tool_turn
+
+    tracker, got = _tracker()
+    hist = {}
+    for city in ("Paris", "Rome"):
+        hist[city] = [{"role": "user", "content": f"Weather in {city}?"}]
+        body = {"model": "m", "max_tokens": 50, "stream": True, "messages": hist[city]}
+        _exchange(tracker, body, sse(*tool_turn([f'{{"city": "{city}"}}'], name="get_weather", id="toolu_01")))
+    for city in ("Paris", "Rome"):
+        hist[city] += [
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"city": city}}],
+            },
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "18 C"}]},
+        ]
+        body = {"model": "m", "max_tokens": 50, "stream": True, "messages": hist[city]}
+        _exchange(tracker, body, sse(*text_turn("ok")))
+    inferred = [(o.turn, o.status, o.from_turn) for o in got if isinstance(o, O.ToolExecutionInferred)]
+    assert inferred == [(2, "result", 0), (3, "result", 1)]
+    states = [(o.turn, o.state) for o in got if isinstance(o, O.ToolStateChanged) and o.state == "succeeded"]
+    assert states == [(0, "succeeded"), (1, "succeeded")]
+    assert tracker.seen_tools == {}  # answered: nothing kept

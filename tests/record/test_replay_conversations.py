@@ -1,0 +1,111 @@
+"""`inspector replay` of a proxy recording: many conversations are replayed one after the other, each through its
+own loop, their lines named ([c2] turn 1); an attempt the client closed and resent is replayed as a retry of the
+same turn, not as the user's cancel."""
+
+from __future__ import annotations
+
+import math
+
+from inspector.cli.headless import ProgressPrinter
+from inspector.observe import observations as O
+from inspector.record.recording import RecordingWriter, read_recording
+from inspector.record.replay import split_conversations
+from inspector.sessions.sources import ConversationReplay, replay_session
+from inspector.testing.loop import Lines
+from inspector.testing.streamgen import sse, text_turn, tool_turn
+
+CITY = {"c1": "Paris", "c2": "Rome", "c3": "Oslo"}
+TOOLS = [{"name": "get_weather", "input_schema": {"type": "object"}}]
+
+
+def proxy_recording(path, order=(("c1", 0), ("c2", 0), ("c3", 0), ("c3", 1), ("c1", 1), ("c2", 1))) -> str:
+    """What `inspector proxy --record` writes for weather agents, interleaved; c2's first turn was closed by its
+    client mid-stream and resent at once (attempt 2)."""
+    with RecordingWriter(path, source={"type": "proxy"}) as w:
+        for turn, (cid, ct) in enumerate(order):
+            city, tid = CITY[cid], f"toolu_{cid}"
+            msgs: list[dict] = [{"role": "user", "content": f"Weather in {city}?"}]
+            if ct == 1:
+                msgs += [
+                    {
+                        "role": "assistant",
+                        "content": [{"type": "tool_use", "id": tid, "name": "get_weather", "input": {"city": city}}],
+                    },
+                    {
+                        "role": "user",
+                        "content": [{"type": "tool_result", "tool_use_id": tid, "content": f"{city} 18 C"}],
+                    },
+                ]
+            body = {"model": "claude-sonnet-4-5", "max_tokens": 50, "stream": True, "messages": msgs, "tools": TOOLS}
+            if ct == 0:
+                data = sse(*tool_turn([f'{{"city": "{city}"}}'], name="get_weather", id=tid))
+            else:
+                data = sse(*text_turn(f"{city}: 18 C"))
+            ends = (
+                [("cancelled", data[: len(data) // 2]), ("complete", data)]
+                if (cid, ct) == ("c2", 0)
+                else [("complete", data)]
+            )
+            for a, (end, d) in enumerate(ends):
+                how = "retry" if a else ("new" if ct == 0 else "continues")
+                w.observation(
+                    {
+                        "type": "conversation",
+                        "t": float(turn),
+                        "turn": turn,
+                        "conversation": cid,
+                        "conversation_turn": ct,
+                        "attempt": a,
+                        "how": how,
+                        "parent": None,
+                        "side": None,
+                    }
+                )
+                w.request(turn, a, float(turn), "POST", "http://up/v1/messages", {}, body)
+                w.response(turn, a, 0.01, 200, {"content-type": "text/event-stream"})
+                w.read(turn, a, 0.02, d)
+                w.end(turn, a, 0.03, end, None if end == "complete" else "the client closed the connection")
+    return str(path)
+
+
+async def test_many_conversations_replay_one_after_the_other_each_named(tmp_path):
+    session = replay_session(proxy_recording(tmp_path / "three.jsonl"), speed=math.inf)
+    assert isinstance(session, ConversationReplay) and [cid for cid, _t, _p in session.parts] == ["c1", "c2", "c3"]
+    lines = Lines()
+    got: list[O.Observation] = []
+    session.bus.subscribe(ProgressPrinter(lines))  # type: ignore[arg-type]
+    session.bus.subscribe(got.append)
+    result = await session.run()
+    assert result.status == "finished"
+    text = lines.text()
+    heads = [line.split("s ", 1)[1] for line in text if " start " in line or " conversation " in line]
+    assert heads == [
+        h
+        for c in CITY
+        for h in (f"conversation {c}", f"start  replay {tmp_path / 'three.jsonl'} model claude-sonnet-4-5")
+    ]
+    for cid, city in CITY.items():
+        mine = [line for line in text if f"[{cid}]" in line]
+        assert any(line.endswith(f"[{cid}] turn 2 (#2)") for line in mine)
+        assert any(line.endswith(f"[{cid}] answer:") for line in mine)
+        assert any(f'tool_use get_weather({{"city":"{city}"}}) toolu_{cid}' in line for line in mine)
+    assert sum(line.endswith("finished after 2 turns") for line in text) == 3
+    # Rome's first turn: the closed attempt is served up to where it was closed, then the loop retries
+    assert any(line.endswith("[c2]   attempt 2: POST http://replay.local/v1/messages") for line in text)
+    assigned = [(o.conversation, o.conversation_turn) for o in got if isinstance(o, O.ConversationAssigned)]
+    assert assigned == [(c, k) for c in CITY for k in (0, 1)]
+    assert [o.text for o in got if isinstance(o, O.TextFinish)] == [f"{c}: 18 C" for c in CITY.values()]
+
+
+async def test_a_closed_and_resent_attempt_replays_as_a_retry_not_a_cancel(tmp_path):
+    path = proxy_recording(tmp_path / "one.jsonl", order=(("c2", 0), ("c2", 1)))
+    rec = read_recording(path)
+    assert split_conversations(rec) == []  # one conversation: replayed as it is
+    session = replay_session(rec, speed=math.inf)
+    assert not isinstance(session, ConversationReplay)
+    got: list[O.Observation] = []
+    session.bus.subscribe(got.append)
+    result = await session.run()
+    assert result.status == "finished" and result.turns == 2
+    ends = [(o.turn, o.attempt, o.status) for o in got if isinstance(o, O.AttemptEnded)]
+    assert ends == [(0, 0, "failed"), (0, 1, "complete"), (1, 0, "complete")]
