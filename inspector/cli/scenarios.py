@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from inspector.cli.common import EXIT_OK
+from inspector.core.fmt import terminal
 
 
 def add_parser(sub: Any) -> None:
@@ -19,5 +20,5 @@ def cmd(args: argparse.Namespace) -> int:
     listing = describe()  # name and description: no file is loaded (checked) for a listing
     width = max(len(n) for n, _ in listing)
     for name, description in listing:
-        print(f"{name:<{width}}  {description}")
+        print(terminal(f"{name:<{width}}  {description}"))
     return EXIT_OK

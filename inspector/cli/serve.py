@@ -169,6 +169,9 @@ def _announce(args: argparse.Namespace, url: str, faults: Any, options: dict[str
     if source is not None:
         lines += [f"warning: {w}" for w in source.warnings]
     lines.append(f"ANTHROPIC_BASE_URL={url}")
+    from inspector.core.fmt import terminal
+
+    lines = [terminal(line) for line in lines]  # a recording's name and warnings can hold control characters
     sys.stderr.write("\n".join(lines) + "\n")
     sys.stderr.flush()
     if not sys.stdout.isatty():  # scripts read the address from stdout
