@@ -34,7 +34,8 @@ def _usage_of(entry: dict) -> tuple[Usage, str | None, Family]:
     found = entry.get("message")
     msg: dict = found if isinstance(found, dict) else {}
     raw = msg.get("usage")
-    family: Family = "openai" if entry.get("family") == "openai" else family_of_usage(raw)
+    named = entry.get("family")
+    family: Family = "openai" if isinstance(named, str) and named.startswith("openai") else family_of_usage(raw)
     if entry.get("family") == "anthropic":
         family = "anthropic"
     model = msg.get("model") if isinstance(msg.get("model"), str) else None
