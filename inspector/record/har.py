@@ -110,15 +110,20 @@ def _is_sse(entry: dict) -> bool:
     return "text/event-stream" in mime.lower() or "text/event-stream" in ctype.lower()
 
 
+# the model calls of both wire families: Messages, Chat Completions, Responses
+MODEL_CALL_PATHS = ("/messages", "/chat/completions", "/responses")
+
+
 def _is_messages_error(entry: dict) -> bool:
-    """A Messages API call (``POST .../messages``) answered with an HTTP error (status 400 and up): kept as an
-    attempt so that ``dump`` shows it (``http_error``), and the next call is taken as its retry."""
+    """A model call (``POST .../messages``, ``.../chat/completions``, ``.../responses``) answered with an HTTP error
+    (status 400 and up): kept as an attempt so that ``dump`` shows it (``http_error``), and the next call is taken as
+    its retry."""
     request = _obj(entry.get("request"))
     url = request.get("url")
     status = _obj(entry.get("response")).get("status")
     if not isinstance(url, str) or not isinstance(status, int) or isinstance(status, bool):
         return False
-    return url.split("?", 1)[0].rstrip("/").endswith("/messages") and 400 <= status <= 599
+    return url.split("?", 1)[0].rstrip("/").endswith(MODEL_CALL_PATHS) and 400 <= status <= 599
 
 
 def _when(value: Any) -> datetime | None:

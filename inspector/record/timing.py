@@ -329,10 +329,59 @@ class BufferingWatch:
 # --- per attempt -------------------------------------------------------------------------------------------------
 
 
+# OpenAI Responses events whose `delta` is a content token (text, tool arguments, reasoning, refusal)
+RESPONSES_CONTENT = frozenset(
+    {
+        "response.output_text.delta",
+        "response.function_call_arguments.delta",
+        "response.custom_tool_call_input.delta",
+        "response.reasoning_summary_text.delta",
+        "response.reasoning_text.delta",
+        "response.refusal.delta",
+    }
+)
+_CHAT_CONTENT = ("content", "reasoning_content", "reasoning", "refusal")
+
+
+def _chat_content(data: str) -> tuple[str, bool]:
+    """A Chat Completions chunk (an SSE event without an `event:` line): a content token when a choice's delta
+    carries text, reasoning, a refusal or tool-call argument characters."""
+    if data.strip() == "[DONE]":
+        return "[DONE]", False
+    try:
+        d = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return "message", False
+    if not isinstance(d, dict) or not isinstance(d.get("choices"), list):
+        return "message", False
+    name = str(d.get("object") or "message")
+    for choice in d["choices"]:
+        delta = choice.get("delta") if isinstance(choice, dict) else None
+        if not isinstance(delta, dict):
+            continue
+        if any(isinstance(delta.get(k), str) and delta.get(k) for k in _CHAT_CONTENT):
+            return name, True
+        for call in delta.get("tool_calls") or []:
+            fn = call.get("function") if isinstance(call, dict) else None
+            if isinstance(fn, dict) and isinstance(fn.get("arguments"), str) and fn["arguments"]:
+                return name, True
+    return name, False
+
+
 def _event_content(name: str, data: str) -> tuple[str, bool]:
-    """(event type, is it a content token)."""
+    """(event type, is it a content token), for both wire families."""
     if name == "ping":
         return "ping", False
+    if name == "message":  # no `event:` line: an OpenAI chat chunk (Anthropic always names its events)
+        return _chat_content(data)
+    if name.startswith("response."):
+        if name not in RESPONSES_CONTENT:
+            return name, False
+        try:
+            d = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return name, False
+        return name, bool(isinstance(d, dict) and isinstance(d.get("delta"), str) and d["delta"])
     if name != "content_block_delta":
         return name, False
     try:

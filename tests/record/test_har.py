@@ -161,3 +161,25 @@ def test_load_any_dispatches(tmp_path):
     hp.write_bytes(har(entry(WEATHER0, started="2025-05-01T10:00:00Z")))
     assert load_any(hp).header["source"]["file"] == str(hp)
     assert read_recording(path).turns[0].attempts[0].data == WEATHER0
+
+
+def test_an_openai_call_answered_with_an_error_is_kept_as_an_attempt() -> None:
+    """A HAR of an OpenAI harness: the 429 on /v1/chat/completions is an attempt (http_error), like a Messages 429,
+    and the stream after it is its retry."""
+    from inspector.record.har import load_any
+
+    err = entry(
+        b'{"error":{"message":"slow down","type":"rate_limit_error"}}',
+        mime="application/json",
+        started="2025-01-01T00:00:00.000Z",
+        status=429,
+    )
+    err["request"]["url"] = "https://api.openai.com/v1/chat/completions"
+    ok = entry(
+        b'data: {"object":"chat.completion.chunk","choices":[]}\n\ndata: [DONE]\n\n', started="2025-01-01T00:00:01.000Z"
+    )
+    ok["request"]["url"] = "https://api.openai.com/v1/chat/completions"
+    rec = load_any(har(err, ok))
+    attempts = [a for t in rec.turns for a in t.attempts]
+    assert [a.response["status"] for a in attempts] == [429, 200]
+    assert len(rec.turns) == 1  # the stream is the 429's retry

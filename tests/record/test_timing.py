@@ -313,3 +313,23 @@ def test_a_hold_is_charged_to_the_turn_it_happened_in_only(paused_turn):
     # and the other turn's times are its own (nothing subtracted)
     other = next(a for a in data["attempts"] if a["turn"] == 1 - paused_turn)
     assert other["end_s"] < 1.0
+
+
+def test_openai_content_tokens_are_told_in_both_families() -> None:
+    """Time to first token and the buffering verdict read OpenAI streams too: a chat chunk with text, reasoning or
+    tool-argument characters is a content token; a role-only chunk, a usage chunk and [DONE] are not; a Responses
+    delta event is one, its lifecycle events are not."""
+    from inspector.record.timing import _event_content
+
+    chunk = '{"object":"chat.completion.chunk","choices":[{"index":0,"delta":%s}]}'
+    assert _event_content("message", chunk % '{"role":"assistant","content":""}') == ("chat.completion.chunk", False)
+    assert _event_content("message", chunk % '{"content":"Hi"}')[1] is True
+    assert _event_content("message", chunk % '{"reasoning_content":"hmm"}')[1] is True
+    args = '{"tool_calls":[{"index":0,"function":{"arguments":"{\\"a"}}]}'
+    assert _event_content("message", chunk % args)[1] is True
+    assert _event_content("message", '{"object":"chat.completion.chunk","choices":[],"usage":{}}')[1] is False
+    assert _event_content("message", "[DONE]") == ("[DONE]", False)
+    assert _event_content("message", "not json")[1] is False
+    assert _event_content("response.output_text.delta", '{"delta":"Hi"}') == ("response.output_text.delta", True)
+    assert _event_content("response.function_call_arguments.delta", '{"delta":""}')[1] is False
+    assert _event_content("response.created", '{"response":{}}')[1] is False
