@@ -354,6 +354,83 @@ def api_session(
     return session
 
 
+def require_openai_key(api_key: str | None = None) -> str:
+    """The key given, else OPENAI_API_KEY; a SourceError (one line, no key text) when there is none."""
+    key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+    if not key:
+        raise SourceError("no API key: set OPENAI_API_KEY (or use --scenario NAME for an offline demo)")
+    return key
+
+
+def openai_session(
+    model: str,
+    prompt: str,
+    *,
+    api: str = "chat",
+    api_key: str | None = None,
+    base_url: str | None = None,
+    workspace: str | Path = ".",
+    allow_write: bool = False,
+    user_tools: dict[str, ToolSpec] | None = None,
+    builtin: bool = True,
+    system: str | None = None,
+    max_tokens: int | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    bus: O.ObservationBus | None = None,
+    record: str | Path | None = None,
+    retries: int = 2,
+    max_turns: int = 20,
+    idle_timeout: float = 30.0,
+    http_client: httpx2.AsyncClient | None = None,
+) -> Session:
+    """An OpenAI API (``api``: chat for Chat Completions, responses for Responses) through the official openai SDK,
+    or a compatible server via base_url / OPENAI_BASE_URL, with the same executor, controls and built-in tools.
+    ``max_tokens`` None: not sent (the server's default)."""
+    import openai
+
+    from inspector.agent.loop import AgentLoop, LoopConfig
+    from inspector.agent.providers import APIS, OpenAIProvider
+    from inspector.agent.toolbox.builtin import builtin_tools
+
+    if api not in APIS:
+        raise SourceError(f"unknown OpenAI API {api!r}: chat or responses")
+    key = require_openai_key(api_key)
+    base = base_url or os.environ.get("OPENAI_BASE_URL") or None
+    root = Path(workspace).resolve()
+    if not root.is_dir():
+        raise SourceError(f"workspace {str(workspace)!r} is not a directory")
+    tools: dict[str, ToolSpec] = dict(builtin_tools(root, allow_write=allow_write)) if builtin else {}
+    tools.update(user_tools or {})
+    kw: dict[str, Any] = {"api_key": key, "max_retries": 2}
+    if base:
+        kw["base_url"] = base
+    if http_client is not None:
+        kw["http_client"] = http_client
+    client = openai.AsyncOpenAI(**kw)
+    from inspector.core.redaction import credential_values, mask_text, usable_secrets
+
+    secrets = usable_secrets([key, *(credential_values([], base) if base else [])])
+    source: dict[str, Any] = {"type": "api", "provider": "openai", "api": api, "model": model}
+    if base:
+        source["base_url"] = mask_text(base, secrets)
+    config = LoopConfig(
+        model=model,
+        prompt=prompt,
+        system=system,
+        max_tokens=max_tokens or 0,  # (not used by the OpenAI provider: it sends its own, when given)
+        max_turns=max_turns,
+        retries=retries,
+        idle_timeout=idle_timeout,
+        source=source,
+        secrets=secrets,
+    )
+    provider = OpenAIProvider(api, max_tokens=max_tokens)
+    loop = AgentLoop(client, config, tools, bus=bus, clock=clock, pacer=Pacer(1.0), provider=provider)
+    session = Session(loop, source)
+    _attach_recorder(session, record)
+    return session
+
+
 def load_recording(path: str | Path | bytes) -> Recording:
     """A recording, a plain SSE file or a HAR export, whichever it is, for a replay: the reads' bytes go to a spill
     file (read back as the replay serves them), so memory does not grow with the size of the recording."""
