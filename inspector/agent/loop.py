@@ -198,6 +198,7 @@ class AgentLoop:
         self._work: asyncio.Task | None = None
         self._executor: ToolExecutor | None = None
         self._ts: TurnStream | None = None
+        self._last_sse: object = None  # the SSE event of the last step processed (several steps may share one)
         self._in_tools = False
         self._turn_committed = True
         self._rng = random.Random(config.seed)
@@ -884,7 +885,8 @@ class AgentLoop:
         now = self.now()
         self.events_processed += 1
         asm = ts.assembler
-        for obs in step_observations(step, asm, now, turn, attempt):
+        prev, self._last_sse = self._last_sse, step.sse
+        for obs in step_observations(step, asm, now, turn, attempt, prev_sse=prev):
             self._pub(obs)
         for tr in tool_transitions(step, asm):
             if tr.state is ToolState.STREAMING_INPUT:

@@ -120,6 +120,8 @@ async def test_chat_parallel_tools_interleaved_start_as_calls_close_and_history_
         result = await s.run()
     assert result.status == "finished", result.error
     assert result.turns == 2 and sorted(log) == ["alpha", "beta"]
+    # one event row per SSE event (8 chunks, the usage chunk, [DONE]), though the finish chunk gives three steps
+    assert [r.sse.seq for r in obs.sse(turn=0)] == list(range(10))
     # tool_use observations with the parsed arguments, once each
     assert [(u.id, u.name, u.input) for u in obs.of(O.ToolUse)] == [
         ("call_a", "alpha", {"v": 1}),
