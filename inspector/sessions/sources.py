@@ -448,6 +448,24 @@ def load_recording(path: str | Path | bytes) -> Recording:
         raise SourceError(f"{label}: {e}") from None
 
 
+def _recorded_provider(recording: Recording, first: Any) -> Any:
+    """The OpenAI provider a recording was made with (told by its first request's path, else its source), or None
+    for the Messages API."""
+    from inspector.agent.providers import OpenAIProvider
+    from inspector.stream.family import family_from_path
+
+    url = (first.request or {}).get("url") if first is not None else None
+    family = family_from_path(url if isinstance(url, str) else None)
+    src = recording.header.get("source") or {}
+    if family is None and isinstance(src, dict) and src.get("provider") == "openai":
+        family = "openai_responses" if src.get("api") == "responses" else "openai_chat"
+    if family == "openai_chat":
+        return OpenAIProvider("chat")
+    if family == "openai_responses":
+        return OpenAIProvider("responses")
+    return None
+
+
 def replay_session(
     recording: Recording | str | Path,
     *,
@@ -468,22 +486,45 @@ def replay_session(
         recording = load_recording(recording)
     pacer = Pacer(speed)
     server = ReplayServer(recording, pacer)
-    client = anthropic.AsyncAnthropic(
-        api_key="replay-no-key",
-        base_url="http://replay.local",
-        max_retries=sdk_max_retries(recording),  # the SDK retries the recorded failed tries as it did
-        http_client=httpx2.AsyncClient(transport=ReplayTransport(server)),
-    )
-    tools, definitions = recorded_tools(recording, pacer, on_cancel=lambda: server.on_cancel)
     first = next(iter(recording.attempts()), None)
     body = ((first.request or {}).get("body") if first else None) or {}
     if not isinstance(body, dict):
         body = {}
-    messages = body.get("messages") if isinstance(body.get("messages"), list) else None
-    first_user = messages[:1] if messages else None
+    provider = _recorded_provider(recording, first)
+    transport = httpx2.AsyncClient(transport=ReplayTransport(server))
+    client: Any
+    if provider is not None:  # an OpenAI recording: the openai SDK against the replay, as it was recorded
+        import openai
+
+        client = openai.AsyncOpenAI(
+            api_key="replay-no-key",
+            base_url="http://replay.local/v1",
+            max_retries=sdk_max_retries(recording),
+            http_client=transport,
+        )
+        limit = body.get("max_completion_tokens" if provider.api == "chat" else "max_output_tokens")
+        provider.max_tokens = limit if isinstance(limit, int) and not isinstance(limit, bool) else None
+    else:
+        client = anthropic.AsyncAnthropic(
+            api_key="replay-no-key",
+            base_url="http://replay.local",
+            max_retries=sdk_max_retries(recording),  # the SDK retries the recorded failed tries as it did
+            http_client=transport,
+        )
+    tools, definitions = recorded_tools(recording, pacer, on_cancel=lambda: server.on_cancel)
+    history_key = provider.history_key if provider is not None else "messages"
+    messages = body.get(history_key) if isinstance(body.get(history_key), list) else None
+    if provider is not None and isinstance(body.get(history_key), str):  # Responses: `input` may be a string
+        messages = [{"role": "user", "content": body[history_key]}]
+    # the history the run started with: its first user message (Chat Completions: with the system message before it)
+    upto = 1
+    if provider is not None and messages:
+        upto = next((i + 1 for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"), 1)
+    first_user = messages[:upto] if messages else None
     prompt = None
-    if first_user and isinstance(first_user[0].get("content"), str):
-        prompt = first_user[0]["content"]
+    if first_user and isinstance(first_user[-1], dict) and isinstance(first_user[-1].get("content"), str):
+        prompt = first_user[-1]["content"]
+    system = body.get("system") if provider is None else body.get("instructions")
     hdr_source = recording.header.get("source") or {}
     # the loop's own attempts per turn (the tries the SDK retried by itself are not the loop's)
     n_attempts = max((sum(1 for a in t.attempts if not failed_try(a)) for t in recording.turns), default=1)
@@ -491,7 +532,7 @@ def replay_session(
         model=str(body.get("model") or hdr_source.get("model") or "recorded"),
         messages=first_user,
         prompt=prompt,
-        system=body.get("system"),
+        system=system if isinstance(system, str) or provider is None else None,
         max_tokens=int(body.get("max_tokens") or 4096),
         max_turns=max(1, len(recording.turns)),
         retries=max(0, n_attempts - 1),
@@ -511,7 +552,7 @@ def replay_session(
         scale_backoff=True,
     )
     config.backoff_base = 0.0  # replays do not wait between recorded attempts beyond the recorded timing
-    loop = AgentLoop(client, config, tools, bus=bus, clock=clock, pacer=pacer)
+    loop = AgentLoop(client, config, tools, bus=bus, clock=clock, pacer=pacer, provider=provider)
     server.on_cancel = loop.controller.cancel  # a recorded cancel is replayed as a cancel at the same point
     session = Session(loop, config.source)
     session.server = server  # type: ignore[attr-defined]

@@ -1,0 +1,158 @@
+"""A recorded OpenAI run (Chat Completions, Responses) replays through the same pipeline: the openai SDK against the
+replay transport, the recorded reads decoded by the OpenAI stream, the recorded tool results, the same history."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import pytest
+
+from inspector.agent.toolbox.spec import ToolSpec
+from inspector.observe import observations as O
+from inspector.record.dump import dump_ok, dump_turns
+from inspector.record.recording import read_recording
+from inspector.record.replay import neutral_history, tool_name
+from inspector.sessions.sources import openai_session, replay_session
+from inspector.testing.loop import RUN_TIMEOUT, Observed, assert_no_leftovers, dumps_all
+from inspector.testing.openai_fake import (
+    KEY,
+    FakeOpenAI,
+    ResponsesScript,
+    Status,
+    Stream,
+    chat_text,
+    chunk,
+    responses_text,
+    sse,
+    tool_delta,
+)
+from inspector.testing.secrets import assert_no_key
+
+
+def _tool() -> dict[str, ToolSpec]:
+    async def fn(tool_input: dict) -> str:
+        return f"weather in {tool_input['city']}: 18C"
+
+    return {"get_weather": ToolSpec("get_weather", "weather", {"type": "object"}, fn, concurrency_safe=True)}
+
+
+def _script(api: str) -> list:
+    if api == "chat":
+        first = sse(
+            chunk({"role": "assistant", "content": "Checking."}),
+            chunk(tool_delta(0, id="call_w", name="get_weather")),
+            chunk(tool_delta(0, args='{"city":')),
+            chunk(tool_delta(0, args=' "Paris"}')),
+            chunk({}, "tool_calls"),
+            chunk(None, usage={"prompt_tokens": 9, "completion_tokens": 4, "total_tokens": 13}),
+            done=True,
+        )
+        return [
+            Status(429, {"error": {"type": "rate_limit_exceeded", "message": "wait"}}, {"retry-after-ms": "1"}),
+            Stream([first]),
+            Stream([chat_text("It is 18C.")]),
+        ]
+    s = ResponsesScript()
+    fc = {"id": "fc_w", "type": "function_call", "call_id": "call_w", "name": "get_weather", "arguments": ""}
+    done = {**fc, "arguments": '{"city": "Paris"}', "status": "completed"}
+    first = b"".join(
+        [
+            s.ev("response.created", response=s.response("in_progress")),
+            s.ev("response.output_item.added", output_index=0, item=fc),
+            s.ev("response.function_call_arguments.delta", item_id="fc_w", output_index=0, delta='{"city":'),
+            s.ev("response.function_call_arguments.delta", item_id="fc_w", output_index=0, delta=' "Paris"}'),
+            s.ev(
+                "response.function_call_arguments.done", item_id="fc_w", output_index=0, arguments='{"city": "Paris"}'
+            ),
+            s.ev("response.output_item.done", output_index=0, item=done),
+            s.ev(
+                "response.completed", response=s.response("completed", [done], {"input_tokens": 5, "output_tokens": 2})
+            ),
+        ]
+    )
+    return [
+        Status(429, {"error": {"type": "rate_limit_exceeded", "message": "wait"}}, {"retry-after-ms": "1"}),
+        Stream([first]),
+        Stream([responses_text("It is 18C.")]),
+    ]
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_record_then_replay_an_openai_run(api, tmp_path):
+    path = tmp_path / "rec.jsonl"
+    fake = FakeOpenAI(_script(api))
+    s = openai_session(
+        "gpt-test",
+        "weather in Paris?",
+        api=api,
+        api_key=KEY,
+        base_url="http://fake-openai.local/v1",
+        builtin=False,
+        user_tools=_tool(),
+        http_client=fake.client(),
+        record=path,
+    )
+    obs = Observed(s.bus)
+    async with asyncio.timeout(RUN_TIMEOUT):
+        result = await s.run()
+    assert result.status == "finished", result.error
+    recorded_history = list(result.messages)
+    raw = path.read_bytes()
+    assert_no_key(KEY, {"recording": raw, "observations": dumps_all(obs.items)})
+    rec = read_recording(path)
+    # the request as sent, with its URL and headers (credentials removed), and every read
+    first = next(a for a in rec.attempts() if (a.response or {}).get("status") == 200)
+    assert first.request["url"].endswith("/chat/completions" if api == "chat" else "/responses")
+    assert "authorization" not in {k.lower() for k in first.request["headers"]} or KEY not in str(first.request)
+    # dump decodes it in the provider's shape
+    entries = dump_turns(rec)
+    assert dump_ok(entries), entries
+    fams = {e.get("family") for e in entries if e.get("family")}
+    assert fams == {"openai_chat" if api == "chat" else "openai_responses"}
+
+    # replay: the same history, the recorded tool result, the SDK's retried 429 served again
+    r = replay_session(path, speed=math.inf)
+    robs = Observed(r.bus)
+    async with asyncio.timeout(RUN_TIMEOUT):
+        replayed = await r.run()
+    assert replayed.status == "finished", replayed.error
+    assert list(replayed.messages) == recorded_history
+    assert [(f.status, f.try_index) for f in robs.of(O.HttpTryFailed)] == [(429, 0)]
+    assert [t.content for t in robs.of(O.ToolResult)] == ["weather in Paris: 18C"]
+    assert len(robs.of(O.SSEEventSeen)) == len(obs.of(O.SSEEventSeen))
+    assert r.server.requests[-1].get("messages" if api == "chat" else "input") == recorded_history[:-1]
+    assert_no_leftovers()
+
+
+def test_neutral_history_of_openai_shapes():
+    chat = [
+        {"role": "user", "content": "hi"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}},
+                {"id": "c2", "type": "function", "function": {"name": "g", "arguments": "not json"}},
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "r1"},
+    ]
+    out = neutral_history(chat)
+    assert out[1]["content"] == [
+        {"type": "tool_use", "id": "c1", "name": "f", "input": {"a": 1}},
+        {"type": "tool_use", "id": "c2", "name": "g", "input": None},
+    ]
+    assert out[2] == {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "r1"}]}
+    items = [
+        {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c", "output": "x"},
+    ]
+    assert neutral_history(items) == [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "c", "name": "f", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c", "content": "x"}]},
+    ]
+    anth = [{"role": "user", "content": [{"type": "text", "text": "x"}]}]
+    assert neutral_history(anth) == anth and neutral_history("nope") == []
+    assert tool_name({"type": "function", "function": {"name": "f"}}) == "f"
+    assert tool_name({"type": "function", "name": "g"}) == "g" and tool_name({"name": "h"}) == "h"
