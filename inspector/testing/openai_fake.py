@@ -133,7 +133,9 @@ class FakeOpenAI:
             body = orjson.loads(raw) if raw else None
         except orjson.JSONDecodeError:
             body = None
-        self.requests.append({"method": method, "path": path, "headers": dict(headers), "body": body})
+        self.requests.append(
+            {"method": method, "path": path, "headers": {k.lower(): v for k, v in headers}, "body": body}
+        )
         if not self.replies:
             return Status(400, {"error": {"type": "invalid_request_error", "message": "no more scripted replies"}})
         return self.replies.pop(0)
