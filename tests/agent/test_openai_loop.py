@@ -343,3 +343,36 @@ def test_function_tool_and_result_text_shapes():
     assert tool_result_text([{"type": "image", "source": {}}]) == '[{"type":"image","source":{}}]'
     with pytest.raises(ValueError):
         OpenAIProvider("completions")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("fault", ["cut", "error_object"])
+async def test_a_failure_after_the_first_byte_is_our_retry_and_its_tools_are_discarded(fault):
+    """A stream cut before its end (no finish_reason, no [DONE]), or an error object mid-stream with HTTP 200: the
+    loop's own retry (a new attempt), the first attempt's calls not kept, the history valid."""
+    if fault == "cut":
+        bad = sse(chunk({"role": "assistant", "content": "par"}), chunk(tool_delta(0, id="call_x", name="alpha")))
+    else:
+        bad = sse(
+            chunk({"role": "assistant", "content": "par"}),
+            {"error": {"type": "server_error", "message": "upstream hiccup"}},
+        )
+    fake = FakeOpenAI([Stream([bad]), Stream([chat_text("whole answer")])])
+    log: list[str] = []
+    s = _session(fake, "chat", _tools(log))
+    s.loop.config.backoff_base = 0.0
+    obs = Observed(s.bus)
+    async with asyncio.timeout(RUN_TIMEOUT):
+        result = await s.run()
+    assert result.status == "finished", result.error
+    ends = [(e.attempt, e.status) for e in obs.of(O.AttemptEnded)]
+    assert ends == [(0, "failed"), (1, "complete")]
+    reason = obs.of(O.AttemptEnded)[0].reason
+    assert (reason.startswith("stream ended before") if fault == "cut" else "server_error" in reason), reason
+    assert log == []  # the cut call never closed: never ran
+    assert list(result.messages) == [
+        {"role": "user", "content": "use both tools"},
+        {"role": "assistant", "content": "whole answer"},
+    ]
+    assert len(fake.requests) == 2 and fake.requests[1]["body"]["messages"] == [
+        {"role": "user", "content": "use both tools"}
+    ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import math
 
+import orjson
 import pytest
 
 from inspector.agent.toolbox.spec import ToolSpec
@@ -156,3 +157,67 @@ def test_neutral_history_of_openai_shapes():
     assert neutral_history(anth) == anth and neutral_history("nope") == []
     assert tool_name({"type": "function", "function": {"name": "f"}}) == "f"
     assert tool_name({"type": "function", "name": "g"}) == "g" and tool_name({"name": "h"}) == "h"
+
+
+def _har_entry(body: dict, sse_body: bytes, started: str) -> dict:
+    return {
+        "startedDateTime": started,
+        "time": 120.0,
+        "request": {
+            "method": "POST",
+            "url": "https://api.openai.com/v1/chat/completions",
+            "httpVersion": "HTTP/1.1",
+            "headers": [{"name": "Authorization", "value": f"Bearer {KEY}"}],
+            "postData": {"mimeType": "application/json", "text": orjson.dumps(body).decode()},
+        },
+        "response": {
+            "status": 200,
+            "statusText": "OK",
+            "httpVersion": "HTTP/1.1",
+            "headers": [{"name": "content-type", "value": "text/event-stream"}],
+            "content": {"size": len(sse_body), "mimeType": "text/event-stream", "text": sse_body.decode()},
+        },
+        "timings": {"blocked": 1.0, "dns": -1, "connect": -1, "send": 0.5, "wait": 20.0, "receive": 98.5, "ssl": -1},
+    }
+
+
+async def test_replay_an_openai_har():
+    """A browser / mitmproxy HAR of Chat Completions calls replays through the openai SDK: the tool result comes
+    from the history the next request sent (its `tool` message)."""
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+    user = {"role": "system", "content": "be brief"}, {"role": "user", "content": "weather in Paris?"}
+    call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "call_w", "type": "function", "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}}
+        ],
+    }
+    first = sse(
+        chunk({"role": "assistant", "content": None}),
+        chunk(tool_delta(0, id="call_w", name="get_weather", args='{"city":"Paris"}')),
+        chunk({}, "tool_calls"),
+        done=True,
+    )
+    body1 = {"model": "gpt-4o", "messages": list(user), "tools": tools, "stream": True}
+    body2 = {**body1, "messages": [*user, call, {"role": "tool", "tool_call_id": "call_w", "content": "18C"}]}
+    doc = {
+        "log": {
+            "version": "1.2",
+            "creator": {"name": "mitmproxy", "version": "10"},
+            "entries": [
+                _har_entry(body1, first, "2026-01-01T10:00:00.000Z"),
+                _har_entry(body2, chat_text("18C in Paris."), "2026-01-01T10:00:01.000Z"),
+            ],
+        }
+    }
+    r = replay_session(orjson.dumps(doc), speed=math.inf, label="openai.har")
+    robs = Observed(r.bus)
+    async with asyncio.timeout(RUN_TIMEOUT):
+        replayed = await r.run()
+    assert replayed.status == "finished", replayed.error
+    assert list(replayed.messages) == [*body2["messages"], {"role": "assistant", "content": "18C in Paris."}]
+    assert [t.content for t in robs.of(O.ToolResult)] == ["18C"]
+    assert r.server.requests[-1]["messages"] == body2["messages"]
+    assert r.server.requests[-1]["tools"] == tools
+    assert_no_key(KEY, {"observations": dumps_all(robs.items)})
