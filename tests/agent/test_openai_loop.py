@@ -367,7 +367,7 @@ async def test_a_failure_after_the_first_byte_is_our_retry_and_its_tools_are_dis
     ends = [(e.attempt, e.status) for e in obs.of(O.AttemptEnded)]
     assert ends == [(0, "failed"), (1, "complete")]
     reason = obs.of(O.AttemptEnded)[0].reason
-    assert (reason.startswith("stream ended before") if fault == "cut" else "server_error" in reason), reason
+    assert reason.startswith("stream ended before") if fault == "cut" else "server_error" in reason, reason
     assert log == []  # the cut call never closed: never ran
     assert list(result.messages) == [
         {"role": "user", "content": "use both tools"},
@@ -376,3 +376,30 @@ async def test_a_failure_after_the_first_byte_is_our_retry_and_its_tools_are_dis
     assert len(fake.requests) == 2 and fake.requests[1]["body"]["messages"] == [
         {"role": "user", "content": "use both tools"}
     ]
+
+
+@pytest.mark.parametrize(("header", "value"), [("retry-after", "300"), ("retry-after-ms", "200000")])
+async def test_a_wait_beyond_the_openai_sdks_limit_is_no_retry_and_said_so(header, value):
+    """The openai SDK (unlike anthropic's) does not retry when the server asks for more than 120 s: the try is shown
+    as not retried (retry_in None), never as 'SDK retries in 5 min'."""
+    err = {"error": {"type": "rate_limit_exceeded", "message": "come back later"}}
+    fake = FakeOpenAI([Status(429, err, {header: value}), Stream([chat_text("never")])])
+    s = _session(fake, "chat", {})
+    obs = Observed(s.bus)
+    async with asyncio.timeout(RUN_TIMEOUT):
+        result = await s.run()
+    assert len(fake.requests) == 1
+    assert result.status == "error" and result.error == "HTTP 429: rate_limit_exceeded: come back later"
+    (f,) = obs.of(O.HttpTryFailed)
+    assert f.retry_in is None
+    assert "waiting_retry" not in obs.states()
+
+
+async def test_a_wait_within_the_limit_is_the_servers_and_past_it_the_backoff():
+    from inspector.agent.tries import OPENAI_MAX_RETRY_AFTER, retry_wait, sdk_would_retry
+
+    assert retry_wait(0, {"retry-after": "120"}, OPENAI_MAX_RETRY_AFTER) == 120.0
+    assert retry_wait(1, {"retry-after": "0"}, OPENAI_MAX_RETRY_AFTER) == 1.0  # backoff
+    assert not sdk_would_retry(503, {"retry-after": "121", "x-should-retry": "true"}, OPENAI_MAX_RETRY_AFTER)
+    assert sdk_would_retry(503, {"retry-after": "121"})  # the anthropic SDK's rule is unchanged
+    assert retry_wait(0, {"retry-after": "300"}) == 300.0
