@@ -401,6 +401,12 @@ def recorded_tools(
                 if b.get("type") == "tool_use" and isinstance(b.get("id"), str):
                     uses[b["id"]] = (str(b.get("name")), b.get("input"))
     seen: set[str] = set()
+    # whether each recorded result was an error, as the executor said (an OpenAI tool message has no is_error)
+    recorded_errors = {
+        o["tool_use_id"]: bool(o.get("is_error"))
+        for o in recording.observations
+        if o.get("type") == "tool_result" and isinstance(o.get("tool_use_id"), str)
+    }
     unsafe: set[str] = set()  # tools recorded as not concurrency-safe keep their barrier in the replay
     for obs in recording.observations:
         if obs.get("type") == "tool_state" and obs.get("safe") is False and obs.get("state") == "queued":
@@ -456,7 +462,8 @@ def recorded_tools(
                 seen.add(tid)
                 name, inp = uses[tid]
                 key = (name, exactjson.dumps(inp, option=orjson.OPT_SORT_KEYS))
-                results[key].append((b.get("content"), bool(b.get("is_error")), durations.get(tid, 0.0)))
+                is_error = bool(b.get("is_error")) or recorded_errors.get(tid, False)
+                results[key].append((b.get("content"), is_error, durations.get(tid, 0.0)))
 
     names = {n for n, _ in uses.values()} | {n for d in definitions or [] if (n := tool_name(d)) is not None}
 

@@ -9,7 +9,7 @@ import math
 import orjson
 import pytest
 
-from inspector.agent.toolbox.spec import ToolSpec
+from inspector.agent.toolbox.spec import ToolRefused, ToolSpec
 from inspector.observe import observations as O
 from inspector.record.dump import dump_ok, dump_turns
 from inspector.record.recording import read_recording
@@ -31,8 +31,10 @@ from inspector.testing.openai_fake import (
 from inspector.testing.secrets import assert_no_key
 
 
-def _tool() -> dict[str, ToolSpec]:
+def _tool(fail: bool = False) -> dict[str, ToolSpec]:
     async def fn(tool_input: dict) -> str:
+        if fail:
+            raise ToolRefused(f"no station in {tool_input['city']}")
         return f"weather in {tool_input['city']}: 18C"
 
     return {"get_weather": ToolSpec("get_weather", "weather", {"type": "object"}, fn, concurrency_safe=True)}
@@ -79,8 +81,9 @@ def _script(api: str) -> list:
     ]
 
 
+@pytest.mark.parametrize("fail", [False, True], ids=["ok", "tool_error"])
 @pytest.mark.parametrize("api", ["chat", "responses"])
-async def test_record_then_replay_an_openai_run(api, tmp_path):
+async def test_record_then_replay_an_openai_run(api, fail, tmp_path):
     path = tmp_path / "rec.jsonl"
     fake = FakeOpenAI(_script(api))
     s = openai_session(
@@ -90,7 +93,7 @@ async def test_record_then_replay_an_openai_run(api, tmp_path):
         api_key=KEY,
         base_url="http://fake-openai.local/v1",
         builtin=False,
-        user_tools=_tool(),
+        user_tools=_tool(fail),
         http_client=fake.client(),
         record=path,
     )
@@ -120,7 +123,9 @@ async def test_record_then_replay_an_openai_run(api, tmp_path):
     assert replayed.status == "finished", replayed.error
     assert list(replayed.messages) == recorded_history
     assert [(f.status, f.try_index) for f in robs.of(O.HttpTryFailed)] == [(429, 0)]
-    assert [t.content for t in robs.of(O.ToolResult)] == ["weather in Paris: 18C"]
+    expected = "no station in Paris" if fail else "weather in Paris: 18C"
+    assert [(t.content, t.is_error) for t in robs.of(O.ToolResult)] == [(expected, fail)]
+    assert [(t.content, t.is_error) for t in obs.of(O.ToolResult)] == [(expected, fail)]
     assert len(robs.of(O.SSEEventSeen)) == len(obs.of(O.SSEEventSeen))
     assert r.server.requests[-1].get("messages" if api == "chat" else "input") == recorded_history[:-1]
     assert_no_leftovers()
