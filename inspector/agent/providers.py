@@ -7,7 +7,7 @@ this module turns them into what the API takes back:
 * Chat Completions: the assistant turn is one ``assistant`` message (``content`` text, ``tool_calls`` with each
   call's ``id``, ``function.name`` and ``function.arguments`` as streamed), each result a ``tool`` message
   (``tool_call_id``), in the calls' order, right after it.
-* Responses: the assistant turn is a ``message`` item (``output_text`` parts) and one ``function_call`` item per
+* Responses: the assistant turn is an assistant input message (its text) and one ``function_call`` item per
   call (``call_id``, ``name``, ``arguments``), each result a ``function_call_output`` item.
 
 Built-in tool definitions (``ToolSpec.definition()``: name, description, input_schema) become function tools. The
@@ -165,14 +165,8 @@ class OpenAIProvider:
                 return []
             return [msg]
         out: list[dict] = []
-        if texts:
-            out.append(
-                {
-                    "type": "message",
-                    "role": "assistant",
-                    "content": [{"type": "output_text", "text": t} for t in texts],
-                }
-            )
+        if texts:  # an input message of the assistant (the SDK's EasyInputMessageParam: its text as one string)
+            out.append({"role": "assistant", "content": "".join(texts)})
         for b in calls:
             out.append(
                 {
