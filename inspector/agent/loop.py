@@ -842,13 +842,18 @@ class AgentLoop:
             self._pub(O.ReadReceived(self.now(), turn, attempt, read_index, self.clock() - t_sent, chunk, after_hold))
             after_hold = False
             read_index += 1
-            for step in ts.feed(chunk):
-                was_paused = self._paused
-                if await self._gate(turn, attempt):
-                    after_hold = True
-                if was_paused or self._paused:
-                    deadline = loop.time() + idle  # time spent paused is not idle time
-                self._process(step, ts, turn, attempt, executor)
+            steps = ts.feed(chunk)
+            for i, step in enumerate(steps):
+                # the steps of one SSE event (an OpenAI event can give several) are one event for the controls: the
+                # stream is held before its first step only, and a step of one event ends after its last
+                if i == 0 or steps[i - 1].sse is not step.sse:
+                    was_paused = self._paused
+                    if await self._gate(turn, attempt):
+                        after_hold = True
+                    if was_paused or self._paused:
+                        deadline = loop.time() + idle  # time spent paused is not idle time
+                last_of_event = i + 1 == len(steps) or steps[i + 1].sse is not step.sse
+                self._process(step, ts, turn, attempt, executor, last_of_event)
                 if not isinstance(step.event, Ping):
                     deadline = loop.time() + idle
                 if isinstance(step.event, ErrorEvent):
@@ -881,7 +886,9 @@ class AgentLoop:
     def _diagnose(self, turn: int, attempt: int, d: Diagnostic) -> None:
         self._pub(O.DiagnosticRaised(self.now(), turn, attempt, d))
 
-    def _process(self, step, ts: TurnStream, turn: int, attempt: int, executor: ToolExecutor) -> None:
+    def _process(
+        self, step, ts: TurnStream, turn: int, attempt: int, executor: ToolExecutor, last_of_event: bool = True
+    ) -> None:
         now = self.now()
         self.events_processed += 1
         asm = ts.assembler
@@ -895,7 +902,7 @@ class AgentLoop:
                 executor.submit(tr.id, tr.name, tr.index, tr.input, tr.error)
         if self._step == "block" and any(change[0] == "block_closed" for change in step.changes):
             self._step_done()
-        if self._step == "event":
+        if self._step == "event" and last_of_event:
             self._step_done()
 
     async def _after_cancel(self) -> None:

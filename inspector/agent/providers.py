@@ -19,8 +19,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-import orjson
-
 from inspector.core import exactjson
 from inspector.stream.assembler import TurnStream
 from inspector.stream.family import new_stream
@@ -202,10 +200,3 @@ def error_message(e: Any) -> str:
         return f"{kind}: {err.get('message')}" if kind else str(err.get("message"))
     return str(getattr(e, "message", e))
 
-
-def parse_arguments(raw: str) -> Any:
-    """(For tests and the replay) a call's arguments parsed, or None."""
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None

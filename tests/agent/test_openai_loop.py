@@ -430,3 +430,34 @@ async def test_a_server_that_echoes_the_key_never_gets_it_into_an_output(tmp_pat
         result = await s.run()
     assert result.status == "finished", result.error
     assert_no_key(KEY, {"observations": dumps_all(obs.items)})
+
+
+async def test_step_event_goes_one_sse_event_at_a_time():
+    """A paused run stepped one event at a time holds once per SSE event, not once per neutral step: the finish
+    chunk (two blocks close, then the message delta) is one step of the user's."""
+    body = sse(
+        chunk({"role": "assistant", "content": "hi"}),
+        chunk(tool_delta(0, id="call_a", name="alpha", args='{"v": 1}')),
+        chunk({}, "tool_calls"),
+        chunk(None, usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}),
+        done=True,
+    )
+    fake = FakeOpenAI([Stream([body]), Stream([chat_text("ok")])])
+    s = _session(fake, "chat", _tools([]), max_turns=2)
+    obs = Observed(s.bus)
+    s.controller.pause()
+    obs.on(lambda o: s.controller.step("event") if isinstance(o, O.StreamHeld) else None)
+    async with asyncio.timeout(RUN_TIMEOUT):
+        result = await s.run()
+    assert result.status == "finished", result.error
+    holds = [h for h in obs.of(O.StreamHeld) if h.turn == 0 and h.attempt == 0]
+    rows = obs.sse(turn=0)
+    assert len(rows) == 5  # 4 chunks and [DONE]
+    assert len(holds) == len(rows) - 1  # one hold before each SSE event (the first came with the turn's hold)
+    # between two holds, exactly one event row: the whole event was processed at once
+    seq = [
+        type(o).__name__
+        for o in obs.items
+        if getattr(o, "turn", None) == 0 and isinstance(o, (O.StreamHeld, O.SSEEventSeen))
+    ]
+    assert seq == ["StreamHeld", "SSEEventSeen"] * 5  # (the first hold is the turn's, before its request)
