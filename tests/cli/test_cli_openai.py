@@ -157,9 +157,17 @@ def test_run_record_dump_replay(api, capsys, monkeypatch, tmp_path):
     events = lambda ls: [(o["sse"]["event"], o["sse"]["data"]) for o in ls if o["type"] == "sse_event"]
     assert events(replayed) == events(lines)
 
+    # export: the self-contained page of the run
+    page = tmp_path / "run.html"
+    assert cli.main(["export", str(rec), "-o", str(page)]) == 0
+    capsys.readouterr()
+    html = page.read_text()
+    assert "read_file" in html and "The note says hello." in html
+
     assert_no_key(
         KEY,
         {
+            "export": html,
             "run": run_out + run_err,
             "recording": rec.read_bytes(),
             "dump": dump_text + dump_json + timing,
