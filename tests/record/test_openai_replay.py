@@ -226,3 +226,35 @@ async def test_replay_an_openai_har():
     assert r.server.requests[-1]["messages"] == body2["messages"]
     assert r.server.requests[-1]["tools"] == tools
     assert_no_key(KEY, {"observations": dumps_all(robs.items)})
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_time_travel_over_an_openai_run(api):
+    """The dashboard's fold and time travel over an OpenAI run: as of each SSE event (one row per event), the
+    state rebuilt from checkpoints is the state folded from the start; the last one shows the tool and the answer,
+    never the key."""
+    from inspector.state.travel import History, state_at
+    from inspector.testing.secrets import dashboard_texts
+
+    fake = FakeOpenAI(_script(api))
+    s = openai_session(
+        "gpt-test",
+        "weather in Paris?",
+        api=api,
+        api_key=KEY,
+        builtin=False,
+        user_tools=_tool(),
+        http_client=fake.client(),
+    )
+    obs = Observed(s.bus)
+    async with asyncio.timeout(RUN_TIMEOUT):
+        result = await s.run()
+    assert result.status == "finished", result.error
+    h = History(obs.items, spacing=7)
+    n = h.event_count
+    assert n == len(obs.of(O.SSEEventSeen))
+    for k in range(n + 1):
+        assert dashboard_texts(h.state_at(k)) == dashboard_texts(state_at(obs.items, k))
+    last = "\n".join(dashboard_texts(h.state_at(n)))
+    assert "get_weather" in last and "It is 18C." in last
+    assert_no_key(KEY, {"dashboard": last})
