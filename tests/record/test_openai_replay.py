@@ -164,7 +164,7 @@ def test_neutral_history_of_openai_shapes():
     assert tool_name({"type": "function", "name": "g"}) == "g" and tool_name({"name": "h"}) == "h"
 
 
-def _har_entry(body: dict, sse_body: bytes, started: str) -> dict:
+def _har_entry(body: dict, sse_body: bytes, started: str, status: int = 200, mime: str = "text/event-stream") -> dict:
     return {
         "startedDateTime": started,
         "time": 120.0,
@@ -176,11 +176,11 @@ def _har_entry(body: dict, sse_body: bytes, started: str) -> dict:
             "postData": {"mimeType": "application/json", "text": orjson.dumps(body).decode()},
         },
         "response": {
-            "status": 200,
+            "status": status,
             "statusText": "OK",
             "httpVersion": "HTTP/1.1",
-            "headers": [{"name": "content-type", "value": "text/event-stream"}],
-            "content": {"size": len(sse_body), "mimeType": "text/event-stream", "text": sse_body.decode()},
+            "headers": [{"name": "content-type", "value": mime}],
+            "content": {"size": len(sse_body), "mimeType": mime, "text": sse_body.decode()},
         },
         "timings": {"blocked": 1.0, "dns": -1, "connect": -1, "send": 0.5, "wait": 20.0, "receive": 98.5, "ssl": -1},
     }
@@ -188,7 +188,7 @@ def _har_entry(body: dict, sse_body: bytes, started: str) -> dict:
 
 async def test_replay_an_openai_har():
     """A browser / mitmproxy HAR of Chat Completions calls replays through the openai SDK: the tool result comes
-    from the history the next request sent (its `tool` message)."""
+    from the history the next request sent (its `tool` message); a 429 before a stream is kept as its failed try."""
     tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
     user = {"role": "system", "content": "be brief"}, {"role": "user", "content": "weather in Paris?"}
     call = {
@@ -211,6 +211,13 @@ async def test_replay_an_openai_har():
             "version": "1.2",
             "creator": {"name": "mitmproxy", "version": "10"},
             "entries": [
+                _har_entry(
+                    body1,
+                    orjson.dumps({"error": {"type": "rate_limit_exceeded", "message": "slow down"}}),
+                    "2026-01-01T09:59:59.000Z",
+                    status=429,
+                    mime="application/json",
+                ),
                 _har_entry(body1, first, "2026-01-01T10:00:00.000Z"),
                 _har_entry(body2, chat_text("18C in Paris."), "2026-01-01T10:00:01.000Z"),
             ],
@@ -223,6 +230,8 @@ async def test_replay_an_openai_har():
     assert replayed.status == "finished", replayed.error
     assert list(replayed.messages) == [*body2["messages"], {"role": "assistant", "content": "18C in Paris."}]
     assert [t.content for t in robs.of(O.ToolResult)] == ["18C"]
+    # the 429 before the first stream is a try the SDK retried, as it was in the HAR
+    assert [(f.status, f.error_type) for f in robs.of(O.HttpTryFailed)] == [(429, "rate_limit_exceeded")]
     assert r.server.requests[-1]["messages"] == body2["messages"]
     assert r.server.requests[-1]["tools"] == tools
     assert_no_key(KEY, {"observations": dumps_all(robs.items)})
