@@ -1,8 +1,8 @@
 """Import HAR files (browser devtools "Save all as HAR", mitmproxy / Charles / Proxyman exports) as recordings.
 
 Every entry whose response is ``text/event-stream`` (by ``content.mimeType`` or the content-type header) becomes one
-turn with one attempt, in file order; a model API call answered with an HTTP error (``POST .../messages``,
-``.../chat/completions``, ``.../responses``; status 400-599, e.g. a 429 in JSON) is kept too, and the entry after it is taken as its retry (the next attempt of
+turn with one attempt, in file order; a Messages API call answered with an HTTP error (``POST .../messages``,
+status 400-599, e.g. a 429 in JSON) is kept too, and the entry after it is taken as its retry (the next attempt of
 the same turn). Each attempt has its request (method, url, headers, ``postData`` body) and response (status,
 headers), the body as ONE read, and an end line. ``content.text`` may be plain text or base64
 (``content.encoding == "base64"``); the bytes are kept exactly.
@@ -40,7 +40,6 @@ from inspector.record.recording import (
     read_chunks,
     read_head,
 )
-from inspector.stream.family import family_from_path
 
 __all__ = ["HAR_FORMAT", "HAR_TIMING_NOTE", "MAX_HAR_BYTES", "is_har", "load_any", "read_har"]
 
@@ -111,16 +110,20 @@ def _is_sse(entry: dict) -> bool:
     return "text/event-stream" in mime.lower() or "text/event-stream" in ctype.lower()
 
 
+# the model calls of both wire families: Messages, Chat Completions, Responses
+MODEL_CALL_PATHS = ("/messages", "/chat/completions", "/responses")
+
+
 def _is_messages_error(entry: dict) -> bool:
-    """A model API call (``POST .../messages``, ``.../chat/completions``, ``.../responses``) answered with an HTTP
-    error (status 400 and up): kept as an attempt so that ``dump`` shows it (``http_error``), and the next call is
-    taken as its retry."""
+    """A model call (``POST .../messages``, ``.../chat/completions``, ``.../responses``) answered with an HTTP error
+    (status 400 and up): kept as an attempt so that ``dump`` shows it (``http_error``), and the next call is taken as
+    its retry."""
     request = _obj(entry.get("request"))
     url = request.get("url")
     status = _obj(entry.get("response")).get("status")
     if not isinstance(url, str) or not isinstance(status, int) or isinstance(status, bool):
         return False
-    return family_from_path(url.split("?", 1)[0]) is not None and 400 <= status <= 599
+    return url.split("?", 1)[0].rstrip("/").endswith(MODEL_CALL_PATHS) and 400 <= status <= 599
 
 
 def _when(value: Any) -> datetime | None:
