@@ -18,6 +18,7 @@ from typing import Any
 import httpx2
 import orjson
 
+from inspector.agent.providers import OpenAIProvider
 from inspector.agent.toolbox.spec import ToolRefused, ToolSpec
 from inspector.agent.tries import INITIAL_RETRY_DELAY, MAX_RETRY_DELAY
 from inspector.core import exactjson
@@ -25,6 +26,7 @@ from inspector.core.fmt import short
 from inspector.core.pacing import Pacer
 from inspector.observe.states import TOOL_RAN
 from inspector.record.recording import RecordedAttempt, Recording
+from inspector.stream.family import family_from_path
 
 # A recorded gap (between reads, before a response, before a connection failure, a tool's duration) above this is
 # paced as this, and said so (REPLAY_GAP_CLAMPED): a recording with `t: 1e12` would make a replay wait forever.
@@ -157,6 +159,22 @@ def tool_name(definition: Any) -> str | None:
     if isinstance(fn, dict) and "name" in fn:
         return str(fn.get("name"))
     return str(definition.get("name"))
+
+
+def recorded_provider(recording: Recording) -> OpenAIProvider | None:
+    """The OpenAI provider a recording was made with (told by its first request's path, else its source), or None
+    for the Messages API."""
+    first = next(iter(recording.attempts()), None)
+    url = (first.request or {}).get("url") if first is not None else None
+    family = family_from_path(url if isinstance(url, str) else None)
+    src = recording.header.get("source") or {}
+    if family is None and isinstance(src, dict) and src.get("provider") == "openai":
+        family = "openai_responses" if src.get("api") == "responses" else "openai_chat"
+    if family == "openai_chat":
+        return OpenAIProvider("chat")
+    if family == "openai_responses":
+        return OpenAIProvider("responses")
+    return None
 
 
 class ReplayRefused(ToolRefused):

@@ -448,24 +448,6 @@ def load_recording(path: str | Path | bytes) -> Recording:
         raise SourceError(f"{label}: {e}") from None
 
 
-def _recorded_provider(recording: Recording, first: Any) -> Any:
-    """The OpenAI provider a recording was made with (told by its first request's path, else its source), or None
-    for the Messages API."""
-    from inspector.agent.providers import OpenAIProvider
-    from inspector.stream.family import family_from_path
-
-    url = (first.request or {}).get("url") if first is not None else None
-    family = family_from_path(url if isinstance(url, str) else None)
-    src = recording.header.get("source") or {}
-    if family is None and isinstance(src, dict) and src.get("provider") == "openai":
-        family = "openai_responses" if src.get("api") == "responses" else "openai_chat"
-    if family == "openai_chat":
-        return OpenAIProvider("chat")
-    if family == "openai_responses":
-        return OpenAIProvider("responses")
-    return None
-
-
 def replay_session(
     recording: Recording | str | Path,
     *,
@@ -490,7 +472,9 @@ def replay_session(
     body = ((first.request or {}).get("body") if first else None) or {}
     if not isinstance(body, dict):
         body = {}
-    provider = _recorded_provider(recording, first)
+    from inspector.record.replay import recorded_provider
+
+    provider = recorded_provider(recording)
     transport = httpx2.AsyncClient(transport=ReplayTransport(server))
     client: Any
     if provider is not None:  # an OpenAI recording: the openai SDK against the replay, as it was recorded
