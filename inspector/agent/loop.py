@@ -477,7 +477,9 @@ class AgentLoop:
                 self._append({"role": "user", "content": results}, turn)
             return
         raw = {
-            b.id: b.joined() for b in ts.assembler.tool_blocks() if isinstance(b.id, str) and not b.open and b.parsed
+            b.id: b.joined()
+            for b in ts.assembler.tool_blocks()
+            if isinstance(b.id, str) and not b.open and b.parsed and b.input_error is None
         }
         for m in p.assistant_messages(assistant, raw):
             self._append(m, turn)

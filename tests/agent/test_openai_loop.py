@@ -461,3 +461,26 @@ async def test_step_event_goes_one_sse_event_at_a_time():
         if getattr(o, "turn", None) == 0 and isinstance(o, (O.StreamHeld, O.SSEEventSeen))
     ]
     assert seq == ["StreamHeld", "SSEEventSeen"] * 5  # (the first hold is the turn's, before its request)
+
+
+async def test_arguments_that_do_not_parse_are_not_run_and_go_back_as_an_empty_object():
+    """A call whose arguments are not JSON: never run, its tool message says why, and the history sends `{}` as its
+    arguments (never the broken text, which a server parsing the history would refuse)."""
+    body = sse(
+        chunk({"role": "assistant", "content": None}),
+        chunk(tool_delta(0, id="call_bad", name="alpha", args='{"v": 1')),
+        chunk(tool_delta(1, id="call_ok", name="beta", args='{"v": 2}')),
+        chunk({}, "tool_calls"),
+        done=True,
+    )
+    fake = FakeOpenAI([Stream([body]), Stream([chat_text("ok")])])
+    log: list[str] = []
+    s = _session(fake, "chat", _tools(log))
+    async with asyncio.timeout(RUN_TIMEOUT):
+        result = await s.run()
+    assert result.status == "finished", result.error
+    assert log == ["beta"]
+    msgs = fake.requests[1]["body"]["messages"]
+    assert [c["function"]["arguments"] for c in msgs[1]["tool_calls"]] == ["{}", '{"v": 2}']
+    assert msgs[2]["tool_call_id"] == "call_bad" and "not" in msgs[2]["content"].lower()
+    assert_valid_chat_history(msgs)
