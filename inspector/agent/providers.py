@@ -199,4 +199,3 @@ def error_message(e: Any) -> str:
         kind = err.get("type") or err.get("code")
         return f"{kind}: {err.get('message')}" if kind else str(err.get("message"))
     return str(getattr(e, "message", e))
-
