@@ -21,6 +21,7 @@ import anthropic
 import httpx2
 
 from inspector.agent.executor import TERMINAL, ToolCall, ToolExecutor, ToolState
+from inspector.agent.providers import RETRYABLE_ERRORS, OpenAIProvider
 from inspector.agent.toolbox.spec import ToolSpec
 from inspector.agent.transcript import SpilledHistory, SplicedMessages
 from inspector.agent.tries import TryFailure, observe_client, parse_error_body
@@ -161,15 +162,19 @@ class LoopController:
 class AgentLoop:
     def __init__(
         self,
-        client: anthropic.AsyncAnthropic,
+        client: anthropic.AsyncAnthropic | Any,  # an openai.AsyncOpenAI with an OpenAI provider
         config: LoopConfig,
         tools: dict[str, ToolSpec] | None = None,
         *,
         bus: O.ObservationBus | None = None,
         clock: Callable[[], float] = time.monotonic,
         pacer: Pacer | None = None,
+        provider: OpenAIProvider | None = None,
     ) -> None:
         self.client = client
+        # None: the Messages API through the anthropic SDK; else an OpenAI API through the openai SDK (``client`` is
+        # then an ``openai.AsyncOpenAI``)
+        self.provider = provider
         self.config = config
         self.tools = dict(tools or {})
         self.bus = bus or O.ObservationBus()
@@ -193,6 +198,7 @@ class AgentLoop:
         self._work: asyncio.Task | None = None
         self._executor: ToolExecutor | None = None
         self._ts: TurnStream | None = None
+        self._last_sse: object = None  # the SSE event of the last step processed (several steps may share one)
         self._in_tools = False
         self._turn_committed = True
         self._rng = random.Random(config.seed)
@@ -358,6 +364,8 @@ class AgentLoop:
         cfg = self.config
         if cfg.messages:
             self.messages = SpilledHistory(dict(m) for m in cfg.messages)
+        elif self.provider is not None:  # (Chat Completions: the system prompt is the history's first message)
+            self.messages = SpilledHistory(self.provider.initial_messages(cfg.prompt or "", cfg.system))
         else:
             self.messages = SpilledHistory([{"role": "user", "content": cfg.prompt or ""}])
         self._pub(O.LoopStarted(self.now(), dict(cfg.source), cfg.model, cfg.prompt))
@@ -434,11 +442,7 @@ class AgentLoop:
             assistant = self._history_content(ts, executor)
             tool_uses = [b for b in assistant if b.get("type") == "tool_use"]
             self._turn_committed = True
-            if assistant:
-                self._append({"role": "assistant", "content": assistant}, turn)
-            if tool_uses:
-                results = self._results_for(tool_uses, executor)
-                self._append({"role": "user", "content": results}, turn)
+            self._append_turn(ts, assistant, tool_uses, self._results_for(tool_uses, executor), turn)
             self._pub(O.TurnEnded(self.now(), turn, outcome, stop_reason, dict(msg.get("usage") or {})))
             if self._step == "turn":
                 self._step_done()
@@ -459,6 +463,28 @@ class AgentLoop:
     def _append(self, message: dict, turn: int) -> None:
         self.messages.append(message)
         self._pub(O.MessageAppended(self.now(), turn, message))
+
+    def _append_turn(
+        self, ts: TurnStream, assistant: list[dict], tool_uses: list[dict], results: list[dict], turn: int
+    ) -> None:
+        """The assistant turn and its tool results into the history, in the API's own shape: Messages (an
+        assistant message, then one user message of tool_result blocks) or the provider's (OpenAI)."""
+        p = self.provider
+        if p is None:
+            if assistant:
+                self._append({"role": "assistant", "content": assistant}, turn)
+            if tool_uses:
+                self._append({"role": "user", "content": results}, turn)
+            return
+        raw = {
+            b.id: b.joined()
+            for b in ts.assembler.tool_blocks()
+            if isinstance(b.id, str) and not b.open and b.parsed and b.input_error is None
+        }
+        for m in p.assistant_messages(assistant, raw):
+            self._append(m, turn)
+        for m in p.result_messages(results if tool_uses else []):
+            self._append(m, turn)
 
     def _history_content(self, ts: TurnStream, executor: ToolExecutor) -> list[dict]:
         """The assistant content to keep: closed blocks (plus a partial text block when cut short). A tool_use
@@ -600,6 +626,8 @@ class AgentLoop:
         return body
 
     async def _attempt(self, turn: int, attempt: int, executor: ToolExecutor) -> TurnStream:
+        if self.provider is not None:
+            return await self._attempt_openai(self.provider, turn, attempt, executor)
         # the history as it stands for this request: published as a view (its secrets masked as it is read), sent
         # from the spill file (the SDK serializes a placeholder, the tapped transport splices the messages in)
         history = self.messages.view()
@@ -672,6 +700,73 @@ class AgentLoop:
                 self._publish_started(None)
         return ts
 
+    async def _attempt_openai(self, p: OpenAIProvider, turn: int, attempt: int, executor: ToolExecutor) -> TurnStream:
+        """One attempt over the openai SDK: as ``_attempt`` (every HTTP try tapped, the history spliced in from the
+        spill file, the raw bytes read through ``with_streaming_response``), decoded by the API's OpenAI stream."""
+        import openai
+
+        cfg = self.config
+        history = self.messages.view()
+        tools = cfg.tool_definitions
+        if tools is None and self.tools:
+            tools = [t.definition() for t in self.tools.values()]
+        system = cfg.system_by_turn.get(turn, cfg.system)
+        body = p.request_body(cfg.model, self.messages.view(self._secrets), system, tools, dict(cfg.extra_body))
+        url = p.url(self.client)
+        self._open_attempt = (turn, attempt)
+        self._try_headers = None
+        self._try_t_sent = self.clock()
+        self._try_index = 0
+        self._start_pending = (turn, attempt, url, body)
+        self._sent_body = None
+        if self._tap is None:
+            self._publish_started(None)
+        ts = p.new_stream()
+        self._ts = ts
+        if self._tap is not None:
+            spliced = SplicedMessages(history)
+            sent: Any = spliced.placeholder_messages
+            self._tap.rewrite = functools.partial(self._splice, spliced, body[p.history_key])
+        else:
+            sent = list(history)
+        self._try_ctx = (turn, attempt)
+        try:
+            async with p.open(self.client, body, sent) as resp:
+                self._try_ctx = None
+                if self._tap is not None:
+                    self._tap.rewrite = None
+                t_sent = self._try_t_sent
+                self._pub(
+                    O.ResponseStarted(
+                        self.now(),
+                        turn,
+                        attempt,
+                        resp.status_code,
+                        clean_headers(resp.headers),
+                        self._try_index,
+                        t_sent - self._t0,
+                        self._try_headers,
+                    )
+                )
+                chunks = resp.http_response.aiter_bytes()
+                try:
+                    await self._consume(chunks, ts, turn, attempt, executor, t_sent)
+                finally:
+                    await chunks.aclose()
+        except openai.APIStatusError as e:
+            from inspector.agent.providers import error_message
+
+            raise LoopError(f"HTTP {e.status_code}: {error_message(e)}") from None
+        except openai.APIConnectionError as e:
+            raise LoopError(f"connection failed: {e}") from None
+        finally:
+            self._try_ctx = None
+            if self._tap is not None:
+                self._tap.rewrite = None
+            if self._start_pending is not None:
+                self._publish_started(None)
+        return ts
+
     def _splice(self, spliced: SplicedMessages, shown: Any, request: httpx2.Request) -> httpx2.Request:
         """The tap's rewrite: the request as the SDK made it (``request.content``: its JSON with the placeholder
         history) parsed into the body an observation shows (the history as the masked view ``shown``), then the
@@ -682,8 +777,10 @@ class AgentLoop:
                 parsed = exactjson.loads(request.content)
             except (ValueError, TypeError):
                 parsed = None
-            if isinstance(parsed, dict) and parsed.get("messages") == spliced.placeholder_messages:
-                parsed["messages"] = shown
+            key = self.provider.history_key if self.provider is not None else "messages"
+            held = parsed.get(key) if isinstance(parsed, dict) else None
+            if isinstance(parsed, dict) and held == spliced.placeholder_messages:
+                parsed[key] = shown
                 self._sent_body = parsed
         return sent
 
@@ -747,24 +844,31 @@ class AgentLoop:
             self._pub(O.ReadReceived(self.now(), turn, attempt, read_index, self.clock() - t_sent, chunk, after_hold))
             after_hold = False
             read_index += 1
-            for step in ts.feed(chunk):
-                was_paused = self._paused
-                if await self._gate(turn, attempt):
-                    after_hold = True
-                if was_paused or self._paused:
-                    deadline = loop.time() + idle  # time spent paused is not idle time
-                self._process(step, ts, turn, attempt, executor)
+            steps = ts.feed(chunk)
+            for i, step in enumerate(steps):
+                # the steps of one SSE event (an OpenAI event can give several) are one event for the controls: the
+                # stream is held before its first step only, and a step of one event ends after its last
+                if i == 0 or steps[i - 1].sse is not step.sse:
+                    was_paused = self._paused
+                    if await self._gate(turn, attempt):
+                        after_hold = True
+                    if was_paused or self._paused:
+                        deadline = loop.time() + idle  # time spent paused is not idle time
+                last_of_event = i + 1 == len(steps) or steps[i + 1].sse is not step.sse
+                self._process(step, ts, turn, attempt, executor, last_of_event)
                 if not isinstance(step.event, Ping):
                     deadline = loop.time() + idle
                 if isinstance(step.event, ErrorEvent):
                     self._close_stream(ts, turn, attempt)
                     raise AttemptFailed(
                         f"error event: {step.event.error_type}: {step.event.message}",
-                        retryable=step.event.error_type in RETRYABLE_ERROR_EVENTS,
+                        retryable=step.event.error_type in RETRYABLE_ERROR_EVENTS
+                        or (self.provider is not None and step.event.error_type in RETRYABLE_ERRORS),
                     )
         self._close_stream(ts, turn, attempt)
         if not ts.assembler.stopped:
-            raise AttemptFailed("stream ended before message_stop")
+            end = "message_stop" if self.provider is None else getattr(ts, "message_end", "its end")
+            raise AttemptFailed(f"stream ended before {end}")
 
     def _close_stream(self, ts: TurnStream, turn: int, attempt: int) -> None:
         for d in ts.close():
@@ -784,11 +888,14 @@ class AgentLoop:
     def _diagnose(self, turn: int, attempt: int, d: Diagnostic) -> None:
         self._pub(O.DiagnosticRaised(self.now(), turn, attempt, d))
 
-    def _process(self, step, ts: TurnStream, turn: int, attempt: int, executor: ToolExecutor) -> None:
+    def _process(
+        self, step, ts: TurnStream, turn: int, attempt: int, executor: ToolExecutor, last_of_event: bool = True
+    ) -> None:
         now = self.now()
         self.events_processed += 1
         asm = ts.assembler
-        for obs in step_observations(step, asm, now, turn, attempt):
+        prev, self._last_sse = self._last_sse, step.sse
+        for obs in step_observations(step, asm, now, turn, attempt, prev_sse=prev):
             self._pub(obs)
         for tr in tool_transitions(step, asm):
             if tr.state is ToolState.STREAMING_INPUT:
@@ -797,7 +904,7 @@ class AgentLoop:
                 executor.submit(tr.id, tr.name, tr.index, tr.input, tr.error)
         if self._step == "block" and any(change[0] == "block_closed" for change in step.changes):
             self._step_done()
-        if self._step == "event":
+        if self._step == "event" and last_of_event:
             self._step_done()
 
     async def _after_cancel(self) -> None:
@@ -825,13 +932,9 @@ class AgentLoop:
         if not assistant:
             return
         turn = self.turns - 1
-        self._append({"role": "assistant", "content": assistant}, turn)
         tool_uses = [b for b in assistant if b.get("type") == "tool_use"]
-        if tool_uses:
-            self._append(
-                {"role": "user", "content": self._results_for(tool_uses, ex, "cancelled by user before the tool ran")},
-                turn,
-            )
+        results = self._results_for(tool_uses, ex, "cancelled by user before the tool ran") if tool_uses else []
+        self._append_turn(ts, assistant, tool_uses, results, turn)
 
 
 def _api_error_message(e: anthropic.APIStatusError) -> str:

@@ -10,12 +10,14 @@ a response (connection refused, reset, timeout). ``retry_in`` mirrors the SDK's 
 ``_should_retry``, ``_calculate_retry_timeout``): ``x-should-retry`` wins, else 408/409/429/5xx are retried, connection
 errors always, while retries remain; the wait is ``retry-after-ms``, else ``retry-after`` (seconds or an HTTP date)
 when positive, else the backoff ``min(0.5 * 2**k, 8)`` s (the SDK takes up to 25 % off that at random: the value
-here is the upper bound).
+here is the upper bound). The openai SDK's rule differs in one point (``openai._base_client``): a wait asked for above
+120 s means no retry at all, and a wait outside (0, 120] s is replaced by the backoff (``TryTap.max_retry_after``).
 """
 
 from __future__ import annotations
 
 import email.utils
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -64,9 +66,12 @@ class TryListener(Protocol):
 class TryTap:
     """What the wrapped transports report to: one listener (the agent loop) and the SDK client's max_retries."""
 
-    def __init__(self, max_retries: int = 2) -> None:
+    def __init__(self, max_retries: int = 2, max_retry_after: float | None = None) -> None:
         self.listener: TryListener | None = None
         self.max_retries = max_retries
+        # the openai SDK's rule (MAX_RETRY_AFTER_DELAY): a server-asked wait is honoured up to this many seconds and
+        # a longer one means no retry at all; None: the anthropic SDK's (any positive wait is honoured)
+        self.max_retry_after = max_retry_after
         # while set, each request the SDK sends goes out as rewrite(request) (transcript.SplicedMessages.rewrite)
         self.rewrite: Callable[[httpx2.Request], httpx2.Request] | None = None
 
@@ -91,7 +96,14 @@ def parse_retry_after(headers: Mapping[str, str]) -> float | None:
     return float(email.utils.mktime_tz(parsed) - time.time())
 
 
-def sdk_would_retry(status: int, headers: Mapping[str, str]) -> bool:
+OPENAI_MAX_RETRY_AFTER = 120.0  # openai._constants.MAX_RETRY_AFTER_DELAY
+
+
+def sdk_would_retry(status: int, headers: Mapping[str, str], max_retry_after: float | None = None) -> bool:
+    if max_retry_after is not None:  # the openai SDK: a wait asked for beyond its limit is no retry, whatever else
+        after = parse_retry_after(headers)
+        if after is not None and math.isfinite(after) and after > max_retry_after:
+            return False
     should = headers.get("x-should-retry")
     if should == "true":
         return True
@@ -100,10 +112,13 @@ def sdk_would_retry(status: int, headers: Mapping[str, str]) -> bool:
     return status in (408, 409, 429) or status >= 500
 
 
-def retry_wait(retries_taken: int, headers: Mapping[str, str] | None) -> float:
+def retry_wait(retries_taken: int, headers: Mapping[str, str] | None, max_retry_after: float | None = None) -> float:
     """The SDK's wait before its next try (the backoff without its random reduction of up to 25 %)."""
     after = parse_retry_after(headers) if headers is not None else None
-    if after is not None and after > 0:
+    if max_retry_after is not None:  # the openai SDK honours 0 < wait <= its limit, else backs off
+        if after is not None and math.isfinite(after) and 0 < after <= max_retry_after:
+            return after
+    elif after is not None and after > 0:
         return min(after, 4_294_967.0)
     return min(INITIAL_RETRY_DELAY * pow(2.0, min(retries_taken, 1000)), MAX_RETRY_DELAY)
 
@@ -143,7 +158,7 @@ class ObservedTransport(httpx2.AsyncBaseTransport):
                     {},
                     b"",
                     _describe(e),
-                    retry_wait(k, None) if remaining > 0 else None,
+                    retry_wait(k, None, self.tap.max_retry_after) if remaining > 0 else None,
                 )
             )
             raise
@@ -162,7 +177,7 @@ class ObservedTransport(httpx2.AsyncBaseTransport):
             close = getattr(response.stream, "aclose", None)
             if close is not None:
                 await close()
-        retry = remaining > 0 and sdk_would_retry(status, headers)
+        retry = remaining > 0 and sdk_would_retry(status, headers, self.tap.max_retry_after)
         decoded = _decoded(status, headers, raw)
         listener.try_failed(
             TryFailure(
@@ -173,7 +188,7 @@ class ObservedTransport(httpx2.AsyncBaseTransport):
                 _kept(headers),
                 decoded[:MAX_ERROR_BODY],
                 None,
-                retry_wait(k, headers) if retry else None,
+                retry_wait(k, headers, self.tap.max_retry_after) if retry else None,
             )
         )
         return httpx2.Response(
@@ -219,7 +234,7 @@ def parse_error_body(body: bytes) -> tuple[Any, str | None, str | None]:
 
 
 def observe_client(client: Any) -> TryTap | None:
-    """Wrap the transports of an ``anthropic.AsyncAnthropic``'s HTTP client (in place) so every try is reported;
+    """Wrap the transports of an ``anthropic.AsyncAnthropic``'s (or an ``openai.AsyncOpenAI``'s) HTTP client (in place) so every try is reported;
     the same tap when already wrapped; None when the client has no transport to wrap."""
     http = getattr(client, "_client", None)
     inner = getattr(http, "_transport", None)
@@ -227,7 +242,8 @@ def observe_client(client: Any) -> TryTap | None:
         return inner.tap
     if not isinstance(inner, httpx2.AsyncBaseTransport):
         return None
-    tap = TryTap(int(getattr(client, "max_retries", 2) or 0))
+    is_openai = type(client).__module__.split(".", 1)[0] == "openai"
+    tap = TryTap(int(getattr(client, "max_retries", 2) or 0), OPENAI_MAX_RETRY_AFTER if is_openai else None)
     http._transport = ObservedTransport(inner, tap)  # type: ignore[union-attr]
     mounts = getattr(http, "_mounts", None)
     if isinstance(mounts, dict):  # proxies from the environment

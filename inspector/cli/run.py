@@ -20,7 +20,7 @@ from inspector.core.errors import InspectorError, SourceError, UsageError
 from inspector.core.pacing import parse_speed
 
 # options that only make sense with the real API (--model): refused with --scenario instead of ignored
-API_ONLY = ("base_url", "workspace", "allow_write", "tools", "system", "max_tokens")
+API_ONLY = ("provider", "api", "base_url", "workspace", "allow_write", "tools", "system", "max_tokens")
 
 
 def add_parser(sub: Any) -> None:
@@ -31,10 +31,28 @@ def add_parser(sub: Any) -> None:
         help="a bundled scenario name (see `inspector scenarios`) or the path of a scenario file "
         "(default: parse_date, when --model is not given)",
     )
-    src.add_argument("--model", help="a model name: use the real API with ANTHROPIC_API_KEY (default: none)")
+    src.add_argument(
+        "--model",
+        help="a model name: use the real API with ANTHROPIC_API_KEY (OPENAI_API_KEY with --provider openai) "
+        "(default: none)",
+    )
     r.add_argument("prompt", nargs="?", help="the user prompt (with --model; required then)")
     r.add_argument(
-        "--base-url", help="API base URL, e.g. a relay (with --model; default: ANTHROPIC_BASE_URL, else the public API)"
+        "--provider",
+        choices=("anthropic", "openai"),
+        default=None,
+        help="whose API and SDK (with --model): anthropic (Messages) or openai (default: anthropic)",
+    )
+    r.add_argument(
+        "--api",
+        choices=("chat", "responses"),
+        default=None,
+        help="with --provider openai: Chat Completions (chat) or Responses (default: chat)",
+    )
+    r.add_argument(
+        "--base-url",
+        help="API base URL, e.g. a relay or a compatible server (with --model; default: ANTHROPIC_BASE_URL, or "
+        "OPENAI_BASE_URL with --provider openai, else the public API)",
     )
     r.add_argument(
         "--workspace", default=None, help="root folder of the built-in file tools (with --model; default: .)"
@@ -48,7 +66,12 @@ def add_parser(sub: Any) -> None:
         help="load your own tool definitions, repeatable (with --model; default: none)",
     )
     r.add_argument("--system", help="system prompt (with --model; default: none)")
-    r.add_argument("--max-tokens", type=int, default=None, help="max_tokens per request (with --model; default: 4096)")
+    r.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        help="max_tokens per request (with --model; default: 4096; with --provider openai: not sent)",
+    )
     r.add_argument("--record", metavar="FILE", help="write a recording (JSON Lines) of every read (default: none)")
     r.add_argument(
         "--speed",
@@ -130,15 +153,43 @@ def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[...,
                     user_tools.update(load_tools(spec))
                 except ToolLoadError as e:
                     raise UsageError(str(e)) from None
-        sources.require_api_key()  # fail before any UI starts
+        provider = args.provider or "anthropic"
+        if args.api is not None and provider != "openai":
+            raise UsageError("--api goes with --provider openai")
+        if provider == "openai":
+            sources.require_openai_key()  # fail before any UI starts
+        else:
+            sources.require_api_key()
         if args.base_url:  # a relay's key in --base-url (https://user:KEY@relay, ?api_key=): masked in every output
             from inspector.core.redaction import credential_values
 
             credential_values((), args.base_url)
         args.workspace = args.workspace if args.workspace is not None else "."
-        args.max_tokens = args.max_tokens if args.max_tokens is not None else 4096
         if not Path(args.workspace).is_dir():
             raise SourceError(f"workspace {args.workspace!r} is not a directory")
+        if provider == "openai":
+            api_name = args.api or "chat"
+
+            def openai_api(**kw: Any):
+                return sources.openai_session(
+                    args.model,
+                    args.prompt,
+                    api=api_name,
+                    base_url=args.base_url,
+                    workspace=args.workspace,
+                    allow_write=args.allow_write,
+                    user_tools=user_tools,
+                    system=args.system,
+                    max_tokens=args.max_tokens,
+                    record=args.record,
+                    retries=args.retries,
+                    max_turns=args.max_turns,
+                    idle_timeout=args.idle_timeout if args.idle_timeout is not None else 30.0,
+                    **kw,
+                )
+
+            return openai_api, {"type": "api", "provider": "openai", "api": api_name, "model": args.model}
+        args.max_tokens = args.max_tokens if args.max_tokens is not None else 4096
 
         def api(**kw: Any):
             return sources.api_session(

@@ -70,12 +70,20 @@ def _quote(s: str) -> str:
     return "`" + s.replace("\n", "↵").replace("\r", "␍").replace("\t", "⇥") + "`"
 
 
-def step_observations(step: Step, asm: MessageAssembler, now: float, turn: int, attempt: int) -> list[O.Observation]:
+def step_observations(
+    step: Step, asm: MessageAssembler, now: float, turn: int, attempt: int, *, prev_sse: object = None
+) -> list[O.Observation]:
     """The observations for one step: the event row, its diagnostics, and what it changed (blocks, message,
-    and a `ToolUse` at each tool_use block's stop whose input parsed)."""
+    and a `ToolUse` at each tool_use block's stop whose input parsed).
+
+    One OpenAI SSE event can give several steps, which share their ``sse`` (the same object): the event row is said
+    once, with the first of them. ``prev_sse``: the ``sse`` of the step before (the caller's); a step whose ``sse``
+    is that one gives no second row."""
     ev = step.event
-    index, summary = summarize_event(ev)
-    out: list[O.Observation] = [O.SSEEventSeen(now, turn, attempt, step.sse, ev.type, index, summary)]
+    out: list[O.Observation] = []
+    if step.sse is None or step.sse is not prev_sse:
+        index, summary = summarize_event(ev)
+        out.append(O.SSEEventSeen(now, turn, attempt, step.sse, ev.type, index, summary))
     for d in step.diagnostics:
         out.append(O.DiagnosticRaised(now, turn, attempt, d))
     for change in step.changes:

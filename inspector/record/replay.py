@@ -18,6 +18,7 @@ from typing import Any
 import httpx2
 import orjson
 
+from inspector.agent.providers import OpenAIProvider
 from inspector.agent.toolbox.spec import ToolRefused, ToolSpec
 from inspector.agent.tries import INITIAL_RETRY_DELAY, MAX_RETRY_DELAY
 from inspector.core import exactjson
@@ -25,6 +26,7 @@ from inspector.core.fmt import short
 from inspector.core.pacing import Pacer
 from inspector.observe.states import TOOL_RAN
 from inspector.record.recording import RecordedAttempt, Recording
+from inspector.stream.family import family_from_path
 
 # A recorded gap (between reads, before a response, before a connection failure, a tool's duration) above this is
 # paced as this, and said so (REPLAY_GAP_CLAMPED): a recording with `t: 1e12` would make a replay wait forever.
@@ -76,6 +78,103 @@ def gap_warnings(recording: Recording, *, tool_durations: dict[str, float] | Non
     if len(out) > 20:
         out[20:] = [f"{REPLAY_GAP_CLAMPED}: and {len(out) - 20} more gaps"]
     return out
+
+
+def neutral_history(messages: Any) -> list:
+    """A recorded history in the Messages API's shape, whatever API it was sent to: OpenAI Chat Completions
+    (assistant ``tool_calls``, ``tool`` messages) and Responses items (``function_call``, ``function_call_output``)
+    become ``tool_use`` / ``tool_result`` blocks (arguments parsed; arguments that do not parse: ``None``), so a
+    replay finds each call's recorded result by name and input. Messages API history is returned as it is."""
+    if not isinstance(messages, list):
+        return []
+    out: list = []
+    for m in messages:
+        if not isinstance(m, dict):
+            out.append(m)
+            continue
+        calls = m.get("tool_calls")
+        if m.get("role") == "assistant" and isinstance(calls, list):
+            blocks = []
+            for c in calls:
+                fn = c.get("function") if isinstance(c, dict) else None
+                if isinstance(fn, dict):
+                    blocks.append(
+                        {
+                            "type": "tool_use",
+                            "id": c.get("id"),
+                            "name": fn.get("name"),
+                            "input": _args(fn.get("arguments")),
+                        }
+                    )
+            out.append({"role": "assistant", "content": blocks})
+        elif m.get("role") == "tool":
+            out.append(
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": m.get("tool_call_id"), "content": m.get("content")}
+                    ],
+                }
+            )
+        elif m.get("type") == "function_call":
+            block = {
+                "type": "tool_use",
+                "id": m.get("call_id"),
+                "name": m.get("name"),
+                "input": _args(m.get("arguments")),
+            }
+            out.append({"role": "assistant", "content": [block]})
+        elif m.get("type") == "function_call_output":
+            out.append(
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": m.get("call_id"), "content": m.get("output")}],
+                }
+            )
+        else:
+            out.append(m)
+    return out
+
+
+def _args(raw: Any) -> Any:
+    if not isinstance(raw, str):
+        return None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def history_of(body: dict) -> Any:
+    """The history a recorded request body sent: ``messages`` (Messages, Chat Completions) or ``input``
+    (Responses)."""
+    return body.get("messages") if "messages" in body else body.get("input")
+
+
+def tool_name(definition: Any) -> str | None:
+    """A tool definition's name, in the Messages API's or OpenAI's shape (``function.name`` for Chat)."""
+    if not isinstance(definition, dict):
+        return None
+    fn = definition.get("function")
+    if isinstance(fn, dict) and "name" in fn:
+        return str(fn.get("name"))
+    return str(definition.get("name"))
+
+
+def recorded_provider(recording: Recording) -> OpenAIProvider | None:
+    """The OpenAI provider a recording was made with (told by its first request's path, else its source), or None
+    for the Messages API."""
+    first = next(iter(recording.attempts()), None)
+    url = (first.request or {}).get("url") if first is not None else None
+    family = family_from_path(url if isinstance(url, str) else None)
+    src = recording.header.get("source") or {}
+    if family is None and isinstance(src, dict) and src.get("provider") == "openai":
+        family = "openai_responses" if src.get("api") == "responses" else "openai_chat"
+    if family == "openai_chat":
+        return OpenAIProvider("chat")
+    if family == "openai_responses":
+        return OpenAIProvider("responses")
+    return None
 
 
 class ReplayRefused(ToolRefused):
@@ -316,7 +415,7 @@ def recorded_tools(
             continue
         if definitions is None and isinstance(body.get("tools"), list):
             definitions = body["tools"]
-        for msg in body.get("messages") or []:
+        for msg in neutral_history(history_of(body)):
             if not isinstance(msg, dict) or not isinstance(msg.get("content"), list):
                 continue
             for b in msg["content"]:
@@ -325,6 +424,12 @@ def recorded_tools(
                 if b.get("type") == "tool_use" and isinstance(b.get("id"), str):
                     uses[b["id"]] = (str(b.get("name")), b.get("input"))
     seen: set[str] = set()
+    # whether each recorded result was an error, as the executor said (an OpenAI tool message has no is_error)
+    recorded_errors = {
+        o["tool_use_id"]: bool(o.get("is_error"))
+        for o in recording.observations
+        if o.get("type") == "tool_result" and isinstance(o.get("tool_use_id"), str)
+    }
     unsafe: set[str] = set()  # tools recorded as not concurrency-safe keep their barrier in the replay
     for obs in recording.observations:
         if obs.get("type") == "tool_state" and obs.get("safe") is False and obs.get("state") == "queued":
@@ -354,8 +459,8 @@ def recorded_tools(
     final_msgs = []
     for obs in recording.observations:
         if obs.get("type") == "loop_finished" and isinstance(obs.get("messages"), list):
-            final_msgs = obs["messages"]
-    msgs = final_msgs or (last_body or {}).get("messages") or []
+            final_msgs = neutral_history(obs["messages"])
+    msgs = final_msgs or neutral_history(history_of(last_body or {}))
     bad_ids: list[str] = []  # tool_results whose tool_use_id is not a string (a named warning each)
     for msg in msgs:
         if not isinstance(msg, dict) or not isinstance(msg.get("content"), list):
@@ -380,9 +485,10 @@ def recorded_tools(
                 seen.add(tid)
                 name, inp = uses[tid]
                 key = (name, exactjson.dumps(inp, option=orjson.OPT_SORT_KEYS))
-                results[key].append((b.get("content"), bool(b.get("is_error")), durations.get(tid, 0.0)))
+                is_error = bool(b.get("is_error")) or recorded_errors.get(tid, False)
+                results[key].append((b.get("content"), is_error, durations.get(tid, 0.0)))
 
-    names = {n for n, _ in uses.values()} | {str(d.get("name")) for d in definitions or [] if isinstance(d, dict)}
+    names = {n for n, _ in uses.values()} | {n for d in definitions or [] if (n := tool_name(d)) is not None}
 
     def make(name: str) -> ToolSpec:
         async def fn(tool_input: dict) -> Any:

@@ -354,6 +354,83 @@ def api_session(
     return session
 
 
+def require_openai_key(api_key: str | None = None) -> str:
+    """The key given, else OPENAI_API_KEY; a SourceError (one line, no key text) when there is none."""
+    key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+    if not key:
+        raise SourceError("no API key: set OPENAI_API_KEY (or use --scenario NAME for an offline demo)")
+    return key
+
+
+def openai_session(
+    model: str,
+    prompt: str,
+    *,
+    api: str = "chat",
+    api_key: str | None = None,
+    base_url: str | None = None,
+    workspace: str | Path = ".",
+    allow_write: bool = False,
+    user_tools: dict[str, ToolSpec] | None = None,
+    builtin: bool = True,
+    system: str | None = None,
+    max_tokens: int | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    bus: O.ObservationBus | None = None,
+    record: str | Path | None = None,
+    retries: int = 2,
+    max_turns: int = 20,
+    idle_timeout: float = 30.0,
+    http_client: httpx2.AsyncClient | None = None,
+) -> Session:
+    """An OpenAI API (``api``: chat for Chat Completions, responses for Responses) through the official openai SDK,
+    or a compatible server via base_url / OPENAI_BASE_URL, with the same executor, controls and built-in tools.
+    ``max_tokens`` None: not sent (the server's default)."""
+    import openai
+
+    from inspector.agent.loop import AgentLoop, LoopConfig
+    from inspector.agent.providers import APIS, OpenAIProvider
+    from inspector.agent.toolbox.builtin import builtin_tools
+
+    if api not in APIS:
+        raise SourceError(f"unknown OpenAI API {api!r}: chat or responses")
+    key = require_openai_key(api_key)
+    base = base_url or os.environ.get("OPENAI_BASE_URL") or None
+    root = Path(workspace).resolve()
+    if not root.is_dir():
+        raise SourceError(f"workspace {str(workspace)!r} is not a directory")
+    tools: dict[str, ToolSpec] = dict(builtin_tools(root, allow_write=allow_write)) if builtin else {}
+    tools.update(user_tools or {})
+    kw: dict[str, Any] = {"api_key": key, "max_retries": 2}
+    if base:
+        kw["base_url"] = base
+    if http_client is not None:
+        kw["http_client"] = http_client
+    client = openai.AsyncOpenAI(**kw)
+    from inspector.core.redaction import credential_values, mask_text, usable_secrets
+
+    secrets = usable_secrets([key, *(credential_values([], base) if base else [])])
+    source: dict[str, Any] = {"type": "api", "provider": "openai", "api": api, "model": model}
+    if base:
+        source["base_url"] = mask_text(base, secrets)
+    config = LoopConfig(
+        model=model,
+        prompt=prompt,
+        system=system,
+        max_tokens=max_tokens or 0,  # (not used by the OpenAI provider: it sends its own, when given)
+        max_turns=max_turns,
+        retries=retries,
+        idle_timeout=idle_timeout,
+        source=source,
+        secrets=secrets,
+    )
+    provider = OpenAIProvider(api, max_tokens=max_tokens)
+    loop = AgentLoop(client, config, tools, bus=bus, clock=clock, pacer=Pacer(1.0), provider=provider)
+    session = Session(loop, source)
+    _attach_recorder(session, record)
+    return session
+
+
 def load_recording(path: str | Path | bytes) -> Recording:
     """A recording, a plain SSE file or a HAR export, whichever it is, for a replay: the reads' bytes go to a spill
     file (read back as the replay serves them), so memory does not grow with the size of the recording."""
@@ -466,22 +543,47 @@ def replay_session(
         return ConversationReplay(parts, source)
     pacer = Pacer(speed)
     server = ReplayServer(recording, pacer)
-    client = anthropic.AsyncAnthropic(
-        api_key="replay-no-key",
-        base_url="http://replay.local",
-        max_retries=sdk_max_retries(recording),  # the SDK retries the recorded failed tries as it did
-        http_client=httpx2.AsyncClient(transport=ReplayTransport(server)),
-    )
-    tools, definitions = recorded_tools(recording, pacer, on_cancel=lambda: server.on_cancel)
     first = next(iter(recording.attempts()), None)
     body = ((first.request or {}).get("body") if first else None) or {}
     if not isinstance(body, dict):
         body = {}
-    messages = body.get("messages") if isinstance(body.get("messages"), list) else None
-    first_user = messages[:1] if messages else None
+    from inspector.record.replay import recorded_provider
+
+    provider = recorded_provider(recording)
+    transport = httpx2.AsyncClient(transport=ReplayTransport(server))
+    client: Any
+    if provider is not None:  # an OpenAI recording: the openai SDK against the replay, as it was recorded
+        import openai
+
+        client = openai.AsyncOpenAI(
+            api_key="replay-no-key",
+            base_url="http://replay.local/v1",
+            max_retries=sdk_max_retries(recording),
+            http_client=transport,
+        )
+        limit = body.get("max_completion_tokens" if provider.api == "chat" else "max_output_tokens")
+        provider.max_tokens = limit if isinstance(limit, int) and not isinstance(limit, bool) else None
+    else:
+        client = anthropic.AsyncAnthropic(
+            api_key="replay-no-key",
+            base_url="http://replay.local",
+            max_retries=sdk_max_retries(recording),  # the SDK retries the recorded failed tries as it did
+            http_client=transport,
+        )
+    tools, definitions = recorded_tools(recording, pacer, on_cancel=lambda: server.on_cancel)
+    history_key = provider.history_key if provider is not None else "messages"
+    messages = body.get(history_key) if isinstance(body.get(history_key), list) else None
+    if provider is not None and isinstance(body.get(history_key), str):  # Responses: `input` may be a string
+        messages = [{"role": "user", "content": body[history_key]}]
+    # the history the run started with: its first user message (Chat Completions: with the system message before it)
+    upto = 1
+    if provider is not None and messages:
+        upto = next((i + 1 for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"), 1)
+    first_user = messages[:upto] if messages else None
     prompt = None
-    if first_user and isinstance(first_user[0].get("content"), str):
-        prompt = first_user[0]["content"]
+    if first_user and isinstance(first_user[-1], dict) and isinstance(first_user[-1].get("content"), str):
+        prompt = first_user[-1]["content"]
+    system = body.get("system") if provider is None else body.get("instructions")
     hdr_source = recording.header.get("source") or {}
     # the loop's own attempts per turn (the tries the SDK retried by itself are not the loop's)
     n_attempts = max((sum(1 for a in t.attempts if not failed_try(a)) for t in recording.turns), default=1)
@@ -489,7 +591,7 @@ def replay_session(
         model=str(body.get("model") or hdr_source.get("model") or "recorded"),
         messages=first_user,
         prompt=prompt,
-        system=body.get("system"),
+        system=system if isinstance(system, str) or provider is None else None,
         max_tokens=int(body.get("max_tokens") or 4096),
         max_turns=max(1, len(recording.turns)),
         retries=max(0, n_attempts - 1),
@@ -509,7 +611,7 @@ def replay_session(
         scale_backoff=True,
     )
     config.backoff_base = 0.0  # replays do not wait between recorded attempts beyond the recorded timing
-    loop = AgentLoop(client, config, tools, bus=bus, clock=clock, pacer=pacer)
+    loop = AgentLoop(client, config, tools, bus=bus, clock=clock, pacer=pacer, provider=provider)
     server.on_cancel = loop.controller.cancel  # a recorded cancel is replayed as a cancel at the same point
     session = Session(loop, config.source)
     session.server = server  # type: ignore[attr-defined]

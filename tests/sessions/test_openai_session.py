@@ -1,0 +1,48 @@
+"""The OpenAI session as the dashboard runs it: threaded (the loop and its HTTP on a thread of their own), the
+observations relayed in order, the openai client closed at the end; and its source and secrets."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from inspector.core.errors import SourceError
+from inspector.observe import observations as O
+from inspector.sessions.sources import openai_session
+from inspector.testing.loop import RUN_TIMEOUT, Observed
+from inspector.testing.openai_fake import KEY, FakeOpenAI, Stream, chat_text, responses_text
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_threaded_openai_session(api):
+    fake = FakeOpenAI([Stream([chat_text("hello") if api == "chat" else responses_text("hello")])])
+    s = openai_session("gpt-test", "hi", api=api, api_key=KEY, builtin=False, http_client=fake.client())
+    s.threaded = True
+    obs = Observed(s.bus)
+    async with asyncio.timeout(RUN_TIMEOUT):
+        result = await s.run()
+    assert result.status == "finished", result.error
+    assert list(result.messages) == [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    assert isinstance(obs.items[0], O.LoopStarted) and isinstance(obs.items[-1], O.LoopFinished)
+    assert s.loop.client.is_closed()
+    assert s.secrets == [KEY]
+    assert s.source == {"type": "api", "provider": "openai", "api": api, "model": "gpt-test"}
+
+
+def test_openai_session_refuses_what_it_cannot_run(monkeypatch, tmp_path):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(SourceError, match="OPENAI_API_KEY"):
+        openai_session("m", "p")
+    with pytest.raises(SourceError, match="chat or responses"):
+        openai_session("m", "p", api="completions", api_key=KEY)
+    with pytest.raises(SourceError, match="not a directory"):
+        openai_session("m", "p", api_key=KEY, workspace=tmp_path / "missing")
+
+
+def test_base_url_credentials_are_secrets(monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://user:relay-secret-0123456789@127.0.0.1:9/v1")
+    s = openai_session("m", "p", api_key=KEY, builtin=False)
+    assert "relay-secret-0123456789" in s.secrets
+    assert "relay-secret-0123456789" not in str(s.source)
+    assert str(s.loop.client.base_url).startswith("http://user:relay-secret-0123456789@127.0.0.1:9/v1")
