@@ -117,6 +117,7 @@ class InspectorServer:
         faults: Any = None,
         speed: float = math.inf,
         validate_history: bool = True,
+        lenient: bool = False,
     ) -> None:
         from inspector.net.serve import ServeApp
         from inspector.net.server import BackgroundServer
@@ -138,7 +139,14 @@ class InspectorServer:
         self.scenario = sc
         self._lock = threading.Lock()
         self._requests: list[ServedRequest] = []
-        self.app = ServeApp(sc, faults, speed=speed, validate_history=validate_history, on_exchange=self._on_exchange)
+        self.app = ServeApp(
+            sc,
+            faults,
+            speed=speed,
+            validate_history=validate_history,
+            lenient=lenient,  # no credential / field / model checks (like `inspector serve --lenient`)
+            on_exchange=self._on_exchange,
+        )
         self._server = BackgroundServer(_Capture(self, self.app))
         self._server.start()
 
