@@ -5,7 +5,9 @@
 
 An Anthropic-compatible server (uvicorn + starlette): ``POST /v1/messages`` (``stream: true`` answers the scenario's
 SSE bytes with its pacing and read grouping; ``stream: false`` the assembled Message JSON),
-``POST /v1/messages/count_tokens``, ``GET /v1/models``. Bodies come from
+``POST /v1/messages/count_tokens``, ``GET /v1/models``; for OpenAI clients ``POST /v1/chat/completions`` and
+``POST /v1/responses`` answer the same scenarios in OpenAI's wire formats (``render_openai``; the OpenAI checks are
+``fakeapi.openai_decision``) and ``GET /v1/models`` answers OpenAI's list to a request of that family. Bodies come from
 ``inspector.scenarios.render.render_turn``: the same bytes, in the same reads, as the in-process ``ScenarioServer``.
 
 Which scenario: ``--scenario NAME`` (default parse_date) or the request header ``x-inspector-scenario: NAME``.

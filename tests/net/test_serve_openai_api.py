@@ -208,3 +208,21 @@ def test_attempts_are_counted_per_family(inspector_server):
         ("/v1/chat/completions", 0, 429),
         ("/v1/messages", 0, 429),
     ]
+
+
+@pytest.mark.parametrize("path", ["/chat/completions", "/responses"])
+def test_stream_false_with_an_error_event_is_an_http_error(inspector_server, path):
+    server = inspector_server("weather", faults="error_event")
+    r = post(server, path, {"model": SC.model, "messages": [USER], "input": "hi"})
+    assert r.status_code == 503 and err(r)["type"] == "server_error"
+
+
+def test_no_key_in_what_the_fixture_keeps(inspector_server):
+    server = inspector_server("weather")
+    client = openai.OpenAI(base_url=server.openai_base_url, api_key=KEY)
+    client.chat.completions.create(model=SC.model, messages=[USER])
+    with pytest.raises(openai.BadRequestError) as info:
+        client.chat.completions.create(model=SC.model, messages=[USER, {"role": "wizard", "content": KEY[:5]}])
+    assert KEY not in str(info.value.body)
+    for r in server.requests:
+        assert KEY not in repr(r.headers) and KEY not in json.dumps(r.exchange.to_json() if r.exchange else {})
