@@ -168,12 +168,17 @@ def _announce(args: argparse.Namespace, url: str, faults: Any, options: dict[str
     lines = [f"inspector serve: {what}, faults {faults_key(faults)}, speed {speed_label(args.speed)}"]
     if source is not None:
         lines += [f"warning: {w}" for w in source.warnings]
+    openai_line = None if source is not None else f"OPENAI_BASE_URL={url}/v1"  # the same scenarios, OpenAI's formats
+    if openai_line is not None:
+        lines.append(openai_line)
     lines.append(f"ANTHROPIC_BASE_URL={url}")
     sys.stderr.write("\n".join(lines) + "\n")
     sys.stderr.flush()
-    if not sys.stdout.isatty():  # scripts read the address from stdout
+    if not sys.stdout.isatty():  # scripts read the address from stdout (the Anthropic one second, as ever)
         print(lines[0])
         print(lines[-1])
+        if openai_line is not None:
+            print(openai_line)
         sys.stdout.flush()
 
 

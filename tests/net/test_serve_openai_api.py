@@ -226,3 +226,17 @@ def test_no_key_in_what_the_fixture_keeps(inspector_server):
     assert KEY not in str(info.value.body)
     for r in server.requests:
         assert KEY not in repr(r.headers) and KEY not in json.dumps(r.exchange.to_json() if r.exchange else {})
+
+
+def test_serve_announces_the_openai_base_url_too(capsys):
+    from inspector.cli.serve import _announce
+
+    class Args:
+        scenario, speed = "weather", 1.0
+
+    _announce(Args, "http://127.0.0.1:1", (), {})
+    captured = capsys.readouterr()
+    err = captured.err.splitlines()
+    assert err[-2:] == ["OPENAI_BASE_URL=http://127.0.0.1:1/v1", "ANTHROPIC_BASE_URL=http://127.0.0.1:1"]
+    out = captured.out.splitlines()  # piped: the Anthropic address stays the second line
+    assert out[1:] == ["ANTHROPIC_BASE_URL=http://127.0.0.1:1", "OPENAI_BASE_URL=http://127.0.0.1:1/v1"]
