@@ -301,6 +301,9 @@ def faults_doc() -> str:
         "clean.",
         "Content and format faults apply to every attempt. A fault that needs a tool block leaves turns",
         "without one unchanged. Same scenario + faults + requests = same bytes.",
+        "OpenAI clients (/v1/chat/completions, /v1/responses) get every fault in that family's own form: the",
+        "OpenAI error JSON, data: {\"error\": ...} / event: error, finish_reason length / response.incomplete,",
+        "SSE comments (: keep-alive) for stall pings (docs/serve-and-proxy.md).",
     ]
     return "\n".join(lines)
 
