@@ -225,3 +225,14 @@ def test_anthropic_bytes_are_unchanged_by_the_openai_renderers():
     before = render_turn(sc, 0, 0).body
     render_openai_turn(sc, 0, 0, api="chat")
     assert render_turn(sc, 0, 0).body == before and b"event: message_start" in before
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_long_stall_is_generated_lazily_in_the_openai_form(api):
+    from inspector.net.faults import STALL_INLINE, StalledPlan, iter_reads
+
+    plan = render_faulted(SCENARIOS["weather"], "stall:1000000", 0, 0, api=api)
+    assert isinstance(plan, StalledPlan) and plan.more_pings == 1_000_000 - STALL_INLINE
+    assert plan.ping == b": keep-alive\n\n" and len(plan.reads) < 2 * STALL_INLINE
+    reads = iter_reads(plan)
+    assert all(next(reads) for _ in range(STALL_INLINE + 10))
