@@ -714,7 +714,8 @@ class ServeApp(Closable):
         assert turn is not None and attempt is not None
         ex.turn, ex.attempt, ex.script_ended = turn, attempt, ended
         options = body.get("stream_options")
-        include_usage = api == "chat" and isinstance(options, dict) and options.get("include_usage") is True
+        asked = isinstance(options, dict) and options.get("include_usage") is True
+        include_usage = api == "chat" and (asked or body.get("stream") is not True)  # a chat.completion has usage
         try:
             if ended:
                 plan = await asyncio.to_thread(

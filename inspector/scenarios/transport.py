@@ -12,7 +12,9 @@ what httpx2 raises when a real server closes the connection mid-stream.
 Requests are decided by the fake API's core, :class:`inspector.scenarios.fakeapi.FakeApi` (the one ``inspector
 serve`` uses): the checks, the history rules, the turn and the attempt. This module is its in-process transport:
 the checks' settings are the in-process ones (no credentials or field checks, stream only, a 400 past the script's
-end, attempts counted per turn). ``render=`` chooses how a turn becomes bytes (``render_turn`` by default;
+end, attempts counted per turn). ``/v1/chat/completions`` and ``/v1/responses`` are answered too (OpenAI's checks
+and wire formats, ``render_openai=``; the openai SDK takes ``http_client=httpx2.AsyncClient(transport=...)``).
+``render=`` chooses how a turn becomes bytes (``render_turn`` by default;
 ``FaultedScenarioServer`` passes serve's faulted renderer).
 """
 

@@ -240,3 +240,12 @@ def test_serve_announces_the_openai_base_url_too(capsys):
     assert err[-2:] == ["OPENAI_BASE_URL=http://127.0.0.1:1/v1", "ANTHROPIC_BASE_URL=http://127.0.0.1:1"]
     out = captured.out.splitlines()  # piped: the Anthropic address stays the second line
     assert out[1:] == ["ANTHROPIC_BASE_URL=http://127.0.0.1:1", "OPENAI_BASE_URL=http://127.0.0.1:1/v1"]
+
+
+def test_a_chat_completion_always_has_usage(inspector_server):
+    server = inspector_server("weather")
+    reply = openai.OpenAI(base_url=server.openai_base_url, api_key=KEY).chat.completions.create(
+        model=SC.model, messages=[USER]
+    )
+    assert reply.usage is not None and reply.usage.prompt_tokens == 410
+    assert reply.usage.total_tokens == reply.usage.prompt_tokens + reply.usage.completion_tokens
