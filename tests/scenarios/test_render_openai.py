@@ -236,3 +236,20 @@ def test_a_long_stall_is_generated_lazily_in_the_openai_form(api):
     assert plan.ping == b": keep-alive\n\n" and len(plan.reads) < 2 * STALL_INLINE
     reads = iter_reads(plan)
     assert all(next(reads) for _ in range(STALL_INLINE + 10))
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_drop_in_tool_k_breaks_inside_the_kth_call(api):
+    sc = SCENARIOS["parse_date"]
+    full = [b["raw_json"] for b in expected_blocks(sc, 0, 0) if b["type"] == "tool_use"]
+    plan = render_faulted(sc, "drop_in_tool:3", 0, 0, api=api)
+    assert plan.end == "drop"
+    got: dict[int, str] = {}
+    for _, d in decoded(plan):
+        if api == "chat":
+            for tc in (d["choices"][0]["delta"].get("tool_calls") or []) if d["choices"] else []:
+                got[tc["index"]] = got.get(tc["index"], "") + tc["function"].get("arguments", "")
+        elif d["type"] == "response.function_call_arguments.delta":
+            got[d["output_index"] - 1] = got.get(d["output_index"] - 1, "") + d["delta"]
+    assert [got[0], got[1]] == full[:2]  # the calls before it are whole
+    assert got[2] and full[2].startswith(got[2]) and got[2] != full[2] and 3 not in got
