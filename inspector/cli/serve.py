@@ -89,8 +89,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--lenient",
         action="store_true",
-        help="no API checks: serve requests without x-api-key/authorization or anthropic-version, or with a "
-        "missing or wrongly typed model/max_tokens/stream (default: 401/400 like the API)",
+        help="no API checks: serve requests without x-api-key/authorization or anthropic-version (OpenAI "
+        "endpoints: without a bearer key), or with a missing or wrongly typed model/max_tokens/stream "
+        "(default: 401/400 like the API)",
     )
     p.add_argument(
         "--strict",
