@@ -302,7 +302,7 @@ def faults_doc() -> str:
         "Content and format faults apply to every attempt. A fault that needs a tool block leaves turns",
         "without one unchanged. Same scenario + faults + requests = same bytes.",
         "OpenAI clients (/v1/chat/completions, /v1/responses) get every fault in that family's own form: the",
-        "OpenAI error JSON, data: {\"error\": ...} / event: error, finish_reason length / response.incomplete,",
+        'OpenAI error JSON, data: {"error": ...} / event: error, finish_reason length / response.incomplete,',
         "SSE comments (: keep-alive) for stall pings (docs/serve-and-proxy.md).",
     ]
     return "\n".join(lines)
@@ -531,15 +531,17 @@ def render_faulted(
     faulted: Scenario | None = None,
     api: Api | None = None,
     include_usage: bool = False,
+    echo: dict | None = None,
 ) -> ResponsePlan:
     """``render_turn`` of the scenario with the faults built in, then the plan-level faults: exactly what
     ``inspector serve`` sends (and :class:`FaultedScenarioServer` in process). ``faulted``: a precomputed
     ``apply_faults(scenario, faults)``. ``api``: ``"chat"`` / ``"responses"`` renders the OpenAI form
-    (``render_openai_turn``; ``include_usage``: chat's ``stream_options.include_usage``); None: Anthropic."""
+    (``render_openai_turn``; ``include_usage``: chat's ``stream_options.include_usage``; ``echo``: the request
+    fields a Response echoes); None: Anthropic."""
     chosen = parse_faults(faults)
     faulted = faulted if faulted is not None else apply_faults(scenario, chosen)
     if api is None:
         plan = render_turn(faulted, turn, attempt)
     else:
-        plan = render_openai_turn(faulted, turn, attempt, api=api, include_usage=include_usage)
+        plan = render_openai_turn(faulted, turn, attempt, api=api, include_usage=include_usage, echo=echo)
     return plan_faults(faulted, chosen, plan)

@@ -44,9 +44,9 @@ class FaultedScenarioServer(ScenarioServer):
         return plan_faults(faulted, self.faults, render_turn(faulted, turn, attempt))
 
     def render_openai_plan(
-        self, faulted: Scenario, turn: int, attempt: int, api: str, include_usage: bool
+        self, faulted: Scenario, turn: int, attempt: int, api: str, include_usage: bool, echo: dict
     ) -> ResponsePlan:
         """What serve sends for this turn and attempt to ``/v1/chat/completions`` (``api="chat"``) or
-        ``/v1/responses``."""
-        plan = render_openai_turn(faulted, turn, attempt, api=api, include_usage=include_usage)  # type: ignore[arg-type]
+        ``/v1/responses`` (``echo``: the request fields its Response echoes)."""
+        plan = render_openai_turn(faulted, turn, attempt, api=api, include_usage=include_usage, echo=echo)  # type: ignore[arg-type]
         return plan_faults(faulted, self.faults, plan)

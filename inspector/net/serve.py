@@ -83,12 +83,13 @@ from inspector.scenarios.fakeapi import (
     load_catalogue,
     openai_credentials_problem,
     openai_error_body,
+    request_digest,
 )
 from inspector.scenarios.model import (
     Scenario,
 )
 from inspector.scenarios.render import ResponsePlan
-from inspector.scenarios.render_openai import Api, assembled_chat, assembled_response, openai_error
+from inspector.scenarios.render_openai import Api, assembled_chat, assembled_response, openai_error, response_echo
 
 __all__ = [
     "SCENARIO_HEADER",
@@ -339,16 +340,20 @@ class ServeApp(Closable):
         model: str | None = None,
         api: Api | None = None,
         include_usage: bool = False,
+        echo: dict | None = None,
     ) -> ResponsePlan:
         """The plan of (scenario, faults, turn, attempt, model), cached; ``api``: the OpenAI form (``chat`` /
-        ``responses``; ``include_usage``: chat's ``stream_options.include_usage``), None: Anthropic."""
-        key = _plan_key(name, faults, turn, attempt, model, api, include_usage)
+        ``responses``; ``include_usage``: chat's ``stream_options.include_usage``; ``echo``: the request fields a
+        Response echoes), None: Anthropic."""
+        key = _plan_key(name, faults, turn, attempt, model, api, include_usage, echo)
         with self._lock:
             plan = self._plans.get(key)
         if plan is None:
             sc = self.scenarios[name]
             faulted = self.faulted(name, faults, model)
-            plan = render_faulted(sc, faults, turn, attempt, faulted=faulted, api=api, include_usage=include_usage)
+            plan = render_faulted(
+                sc, faults, turn, attempt, faulted=faulted, api=api, include_usage=include_usage, echo=echo
+            )
             with self._lock:
                 self._plans[key] = plan
                 while len(self._plans) > 64:
@@ -730,9 +735,12 @@ class ServeApp(Closable):
                     include_usage,
                 )
             else:
-                cached = self._cached(_plan_key(name, faults, turn, attempt, model, api, include_usage))
+                echo = response_echo(body) if api == "responses" else None
+                cached = self._cached(_plan_key(name, faults, turn, attempt, model, api, include_usage, echo))
                 if cached is None:
-                    cached = await asyncio.to_thread(self.plan, name, faults, turn, attempt, model, api, include_usage)
+                    cached = await asyncio.to_thread(
+                        self.plan, name, faults, turn, attempt, model, api, include_usage, echo
+                    )
                 plan = cached
         except (ValueError, IndexError, TypeError) as e:
             return self._openai_reject(
@@ -854,9 +862,12 @@ def _plan_key(
     model: str | None,
     api: Api | None = None,
     include_usage: bool = False,
+    echo: dict | None = None,
 ) -> tuple:
     key: tuple = (name, faults_key(faults), turn, attempt, model)
-    return key if api is None else (*key, api, include_usage)
+    if api is None:
+        return key
+    return (*key, api, include_usage, request_digest(echo) if echo else None)
 
 
 def _raw_headers(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:

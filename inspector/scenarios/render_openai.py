@@ -281,8 +281,36 @@ def responses_usage(scenario: Scenario, turn_index: int, attempt: int) -> dict:
     }
 
 
-def _response_obj(scenario: Scenario, turn_index: int, ids: _Ids, status: str, output: list) -> dict:
-    return {
+# The request fields a Response object echoes back (as OpenAI's does), when the request has them.
+RESPONSE_ECHO = (
+    "instructions",
+    "max_output_tokens",
+    "metadata",
+    "parallel_tool_calls",
+    "previous_response_id",
+    "reasoning",
+    "store",
+    "temperature",
+    "text",
+    "tool_choice",
+    "tools",
+    "top_p",
+    "truncation",
+    "user",
+)
+
+
+def response_echo(body: Any) -> dict:
+    """The fields of a Responses request its Response object echoes (see :data:`RESPONSE_ECHO`)."""
+    if not isinstance(body, dict):
+        return {}
+    return {k: body[k] for k in RESPONSE_ECHO if k in body}
+
+
+def _response_obj(
+    scenario: Scenario, turn_index: int, ids: _Ids, status: str, output: list, echo: dict | None = None
+) -> dict:
+    obj = {
         "id": ids.response,
         "object": "response",
         "created_at": CREATED + turn_index,
@@ -309,9 +337,12 @@ def _response_obj(scenario: Scenario, turn_index: int, ids: _Ids, status: str, o
         "user": None,
         "metadata": {},
     }
+    if echo:
+        obj.update(echo)
+    return obj
 
 
-def _responses_events(scenario: Scenario, turn_index: int, attempt: int) -> list[_Ev]:
+def _responses_events(scenario: Scenario, turn_index: int, attempt: int, echo: dict | None = None) -> list[_Ev]:
     ids = _Ids(scenario, turn_index, attempt)
     blocks, cut_block, keep = _pieces(scenario, turn_index, attempt)
     turn = scenario.turns[turn_index]
@@ -322,8 +353,8 @@ def _responses_events(scenario: Scenario, turn_index: int, attempt: int) -> list
         evs.append(e)
         return e
 
-    ev("response.created", response=_response_obj(scenario, turn_index, ids, "in_progress", []))
-    ev("response.in_progress", response=_response_obj(scenario, turn_index, ids, "in_progress", []))
+    ev("response.created", response=_response_obj(scenario, turn_index, ids, "in_progress", [], echo))
+    ev("response.in_progress", response=_response_obj(scenario, turn_index, ids, "in_progress", [], echo))
     output: list[dict] = []
     for i, (kind, pieces) in enumerate(blocks):
         cut = i == cut_block
@@ -409,7 +440,7 @@ def _responses_events(scenario: Scenario, turn_index: int, attempt: int) -> list
         if cut:
             break
     status, reason = RESPONSES_STATUS.get(_stop(scenario, turn_index, cut_block), ("completed", None))
-    final_response = _response_obj(scenario, turn_index, ids, status, output)
+    final_response = _response_obj(scenario, turn_index, ids, status, output, echo)
     final_response["usage"] = responses_usage(scenario, turn_index, attempt)
     if reason is not None:
         final_response["incomplete_details"] = {"reason": reason}
@@ -438,10 +469,17 @@ def _serialize_responses(ev: _Ev, p: Pacing, frng: random.Random) -> bytes:
 
 
 def render_openai_turn(
-    scenario: Scenario, turn_index: int, attempt: int = 0, *, api: Api, include_usage: bool = False
+    scenario: Scenario,
+    turn_index: int,
+    attempt: int = 0,
+    *,
+    api: Api,
+    include_usage: bool = False,
+    echo: dict | None = None,
 ) -> ResponsePlan:
     """The turn's answer to ``POST /v1/chat/completions`` (``api="chat"``; ``include_usage``: the request's
-    ``stream_options.include_usage``) or ``POST /v1/responses`` (``api="responses"``), with ``stream: true``."""
+    ``stream_options.include_usage``) or ``POST /v1/responses`` (``api="responses"``; ``echo``: the request fields
+    its Response object echoes, :func:`response_echo`), with ``stream: true``."""
     if api not in APIS:
         raise ValueError(f"api must be one of {APIS}, not {api!r}")
     if not 0 <= turn_index < len(scenario.turns):
@@ -458,7 +496,7 @@ def render_openai_turn(
         )
         serialize = _serialize_chat
     else:
-        evs = _responses_events(scenario, turn_index, attempt)
+        evs = _responses_events(scenario, turn_index, attempt, echo)
         timeline = _timeline(
             scenario, turn_index, attempt, evs, error_event=_responses_error, ping=_ping, periodic_pings=False
         )

@@ -35,7 +35,7 @@ from inspector.stream.history import history_problem
 from .fakeapi import FakeApi, error_body, openai_error_body, scale_retry_headers
 from .model import Scenario
 from .render import ResponsePlan, render_turn
-from .render_openai import render_openai_turn
+from .render_openai import render_openai_turn, response_echo
 
 __all__ = [
     "DROP_MESSAGE",
@@ -52,13 +52,16 @@ __all__ = [
 
 # (scenario, turn index, attempt) -> the plan to serve; render_turn by default
 Renderer = Callable[[Scenario, int, int], ResponsePlan]
-# (scenario, turn index, attempt, api "chat" | "responses", include_usage) -> the OpenAI plan; render_openai_turn
-OpenAIRenderer = Callable[[Scenario, int, int, str, bool], ResponsePlan]
+# (scenario, turn index, attempt, api "chat" | "responses", include_usage, the fields a Response echoes) -> the
+# OpenAI plan; render_openai_turn by default
+OpenAIRenderer = Callable[[Scenario, int, int, str, bool, dict], ResponsePlan]
 OPENAI_PATHS = {"/v1/chat/completions": "chat", "/v1/responses": "responses"}
 
 
-def _render_openai(scenario: Scenario, turn: int, attempt: int, api: str, include_usage: bool) -> ResponsePlan:
-    return render_openai_turn(scenario, turn, attempt, api=api, include_usage=include_usage)  # type: ignore[arg-type]
+def _render_openai(
+    scenario: Scenario, turn: int, attempt: int, api: str, include_usage: bool, echo: dict
+) -> ResponsePlan:
+    return render_openai_turn(scenario, turn, attempt, api=api, include_usage=include_usage, echo=echo)  # type: ignore[arg-type]
 
 
 DROP_MESSAGE = "peer closed connection without sending complete message body (incomplete chunked read)"
@@ -230,7 +233,8 @@ class ScenarioServer:
             assert isinstance(body, dict)
             options = body.get("stream_options")
             usage = api == "chat" and isinstance(options, dict) and options.get("include_usage") is True
-            plan = self.render_openai(self.scenario, turn, attempt, api, usage)
+            echo = response_echo(body) if api == "responses" else {}
+            plan = self.render_openai(self.scenario, turn, attempt, api, usage, echo)
             if api == "responses" and plan.status == 200 and plan.events:
                 self.api.remember_response(plan.events[0][1]["response"]["id"], turn)
         served = ServedResponse(turn, attempt, plan.status, plan)

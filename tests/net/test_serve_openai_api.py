@@ -249,3 +249,26 @@ def test_a_chat_completion_always_has_usage(inspector_server):
     )
     assert reply.usage is not None and reply.usage.prompt_tokens == 410
     assert reply.usage.total_tokens == reply.usage.prompt_tokens + reply.usage.completion_tokens
+
+
+def test_a_response_echoes_the_request_fields(inspector_server):
+    server = inspector_server("weather")
+    client = openai.OpenAI(base_url=server.openai_base_url, api_key=KEY)
+    tools = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}, "strict": False}]
+    with client.responses.stream(
+        model="gpt-4o", input="hi", tools=tools, instructions="Be brief.", metadata={"run": "7"}, temperature=0.2
+    ) as s:
+        events = list(s)
+        final = s.get_final_response()
+    assert events[0].type == "response.created" and events[0].response.instructions == "Be brief."
+    assert final.instructions == "Be brief." and final.metadata == {"run": "7"} and final.temperature == 0.2
+    assert [t.name for t in final.tools] == ["get_weather"] and final.model == "gpt-4o"
+    chained = client.responses.create(
+        model="gpt-4o",
+        previous_response_id=final.id,
+        input=[{"type": "function_call_output", "call_id": final.output[1].call_id, "output": "18"}],
+    )
+    assert chained.previous_response_id == final.id
+    server.reset()  # attempt 0 again: the same turn, attempt and model as the first request, only the echo differs
+    plain = client.responses.create(model="gpt-4o", input="hi")
+    assert plain.instructions is None and plain.tools == []  # a cached plan never leaks another request's echo
