@@ -83,13 +83,19 @@ from inspector.scenarios.fakeapi import (
     load_catalogue,
     openai_credentials_problem,
     openai_error_body,
-    request_digest,
 )
 from inspector.scenarios.model import (
     Scenario,
 )
 from inspector.scenarios.render import ResponsePlan
-from inspector.scenarios.render_openai import Api, assembled_chat, assembled_response, openai_error, response_echo
+from inspector.scenarios.render_openai import (
+    Api,
+    assembled_chat,
+    assembled_response,
+    echo_key,
+    openai_error,
+    response_echo,
+)
 
 __all__ = [
     "SCENARIO_HEADER",
@@ -867,7 +873,7 @@ def _plan_key(
     key: tuple = (name, faults_key(faults), turn, attempt, model)
     if api is None:
         return key
-    return (*key, api, include_usage, request_digest(echo) if echo else None)
+    return (*key, api, include_usage, echo_key(echo))
 
 
 def _raw_headers(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:

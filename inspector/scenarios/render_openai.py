@@ -29,6 +29,7 @@ their ``type``. Ids are seeded like the Anthropic ones (``chatcmpl-``, ``resp_``
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import string
@@ -305,6 +306,13 @@ def response_echo(body: Any) -> dict:
     if not isinstance(body, dict):
         return {}
     return {k: body[k] for k in RESPONSE_ECHO if k in body}
+
+
+def echo_key(echo: dict | None) -> str | None:
+    """What tells two echoes apart in a plan cache (a digest of the fields, keys sorted; None: no echo)."""
+    if not echo:
+        return None
+    return hashlib.sha256(orjson.dumps(echo, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 def _response_obj(
