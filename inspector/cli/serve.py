@@ -89,8 +89,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--lenient",
         action="store_true",
-        help="no API checks: serve requests without x-api-key/authorization or anthropic-version, or with a "
-        "missing or wrongly typed model/max_tokens/stream (default: 401/400 like the API)",
+        help="no API checks: serve requests without x-api-key/authorization or anthropic-version (OpenAI "
+        "endpoints: without a bearer key), or with a missing or wrongly typed model/max_tokens/stream "
+        "(default: 401/400 like the API)",
     )
     p.add_argument(
         "--strict",
@@ -168,15 +169,20 @@ def _announce(args: argparse.Namespace, url: str, faults: Any, options: dict[str
     lines = [f"inspector serve: {what}, faults {faults_key(faults)}, speed {speed_label(args.speed)}"]
     if source is not None:
         lines += [f"warning: {w}" for w in source.warnings]
+    openai_line = None if source is not None else f"OPENAI_BASE_URL={url}/v1"  # the same scenarios, OpenAI's formats
+    if openai_line is not None:
+        lines.append(openai_line)
     lines.append(f"ANTHROPIC_BASE_URL={url}")
     from inspector.core.fmt import terminal
 
     lines = [terminal(line) for line in lines]  # a recording's name and warnings can hold control characters
     sys.stderr.write("\n".join(lines) + "\n")
     sys.stderr.flush()
-    if not sys.stdout.isatty():  # scripts read the address from stdout
+    if not sys.stdout.isatty():  # scripts read the address from stdout (the Anthropic one second, as ever)
         print(lines[0])
         print(lines[-1])
+        if openai_line is not None:
+            print(openai_line)
         sys.stdout.flush()
 
 

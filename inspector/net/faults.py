@@ -28,6 +28,7 @@ from inspector.scenarios.model import (
     TurnScript,
 )
 from inspector.scenarios.render import PlannedRead, ResponsePlan, render_turn
+from inspector.scenarios.render_openai import KEEP_ALIVE, Api, render_openai_turn
 
 BOM = b"\xef\xbb\xbf"
 FAULT_HEADER = "x-inspector-fault"
@@ -310,6 +311,9 @@ def faults_doc() -> str:
         "clean.",
         "Content and format faults apply to every attempt. A fault that needs a tool block leaves turns",
         "without one unchanged. Same scenario + faults + requests = same bytes.",
+        "OpenAI clients (/v1/chat/completions, /v1/responses) get every fault in that family's own form: the",
+        'OpenAI error JSON, data: {"error": ...} / event: error, finish_reason length / response.incomplete,',
+        "SSE comments (: keep-alive) for stall pings (docs/serve-and-proxy.md).",
     ]
     return "\n".join(lines)
 
@@ -469,7 +473,9 @@ def _stall_tail(plan: ResponsePlan, pings: int) -> ResponsePlan:
     if more <= 0 or plan.end != "hang" or not plan.reads or not plan.events or plan.events[-1][0] != "ping":
         return plan
     last = plan.reads[-1].data
-    if b"event: ping" not in last or last.count(b"event:") != 1:  # a relay or a split merged / cut the pings
+    one_ping = b"event: ping" in last and last.count(b"event:") == 1
+    one_keep_alive = last.rstrip(b"\r\n") == KEEP_ALIVE  # the OpenAI form (an SSE comment)
+    if not (one_ping or one_keep_alive):  # a relay or a split merged / cut the pings
         return plan
     fields = {f.name: getattr(plan, f.name) for f in dataclasses.fields(ResponsePlan)}
     return StalledPlan(**fields, more_pings=more, ping=last, ping_gap=STALL_INTERVAL)
@@ -535,10 +541,19 @@ def render_faulted(
     attempt: int = 0,
     *,
     faulted: Scenario | None = None,
+    api: Api | None = None,
+    include_usage: bool = False,
+    echo: dict | None = None,
 ) -> ResponsePlan:
     """``render_turn`` of the scenario with the faults built in, then the plan-level faults: exactly what
     ``inspector serve`` sends (and :class:`FaultedScenarioServer` in process). ``faulted``: a precomputed
-    ``apply_faults(scenario, faults)``."""
+    ``apply_faults(scenario, faults)``. ``api``: ``"chat"`` / ``"responses"`` renders the OpenAI form
+    (``render_openai_turn``; ``include_usage``: chat's ``stream_options.include_usage``; ``echo``: the request
+    fields a Response echoes); None: Anthropic."""
     chosen = parse_faults(faults)
     faulted = faulted if faulted is not None else apply_faults(scenario, chosen)
-    return plan_faults(faulted, chosen, render_turn(faulted, turn, attempt))
+    if api is None:
+        plan = render_turn(faulted, turn, attempt)
+    else:
+        plan = render_openai_turn(faulted, turn, attempt, api=api, include_usage=include_usage, echo=echo)
+    return plan_faults(faulted, chosen, plan)

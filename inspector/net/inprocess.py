@@ -12,6 +12,7 @@ from inspector.scenarios.model import (
     Scenario,
 )
 from inspector.scenarios.render import ResponsePlan, render_turn
+from inspector.scenarios.render_openai import render_openai_turn
 from inspector.scenarios.transport import ScenarioServer
 
 
@@ -30,8 +31,22 @@ class FaultedScenarioServer(ScenarioServer):
     ) -> None:
         self.faults = parse_faults(faults)
         self.original = scenario
-        super().__init__(apply_faults(scenario, self.faults), pacer, render=self.render_plan, **kw)
+        super().__init__(
+            apply_faults(scenario, self.faults),
+            pacer,
+            render=self.render_plan,
+            render_openai=self.render_openai_plan,
+            **kw,
+        )
 
     def render_plan(self, faulted: Scenario, turn: int, attempt: int) -> ResponsePlan:
         """What serve sends for this turn and attempt (``faulted`` is this server's ``apply_faults`` scenario)."""
         return plan_faults(faulted, self.faults, render_turn(faulted, turn, attempt))
+
+    def render_openai_plan(
+        self, faulted: Scenario, turn: int, attempt: int, api: str, include_usage: bool, echo: dict
+    ) -> ResponsePlan:
+        """What serve sends for this turn and attempt to ``/v1/chat/completions`` (``api="chat"``) or
+        ``/v1/responses`` (``echo``: the request fields its Response echoes)."""
+        plan = render_openai_turn(faulted, turn, attempt, api=api, include_usage=include_usage, echo=echo)  # type: ignore[arg-type]
+        return plan_faults(faulted, self.faults, plan)

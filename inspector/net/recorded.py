@@ -220,9 +220,17 @@ def recording_faults(source: RecordingSource, faults: Sequence[FaultSpec], turn:
 
 
 def end_of_script_plan(
-    name: str, turns: int, turn: int, attempt: int, model: str, faults: Sequence[FaultSpec] = ()
+    name: str,
+    turns: int,
+    turn: int,
+    attempt: int,
+    model: str,
+    faults: Sequence[FaultSpec] = (),
+    api: Any = None,
+    include_usage: bool = False,
 ) -> ResponsePlan:
-    """The answer past the last turn of a script (scenario or recording): a short end_turn text turn."""
+    """The answer past the last turn of a script (scenario or recording): a short end_turn text turn (``api``:
+    in the OpenAI form ``chat`` / ``responses``, as ``render_faulted`` takes it)."""
     from inspector.net.faults import render_faulted
 
     text = (
@@ -237,7 +245,8 @@ def end_of_script_plan(
         model=model,
     )
     chosen = [f for f in faults if f.name not in ("invalid_tool_json", "max_tokens_tool")]
-    return dataclasses.replace(render_faulted(sc, chosen, 0, attempt), turn=turn)
+    plan = render_faulted(sc, chosen, 0, attempt, api=api, include_usage=include_usage)
+    return dataclasses.replace(plan, turn=turn)
 
 
 def _canonical(body: Any) -> dict:

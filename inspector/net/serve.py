@@ -5,7 +5,9 @@
 
 An Anthropic-compatible server (uvicorn + starlette): ``POST /v1/messages`` (``stream: true`` answers the scenario's
 SSE bytes with its pacing and read grouping; ``stream: false`` the assembled Message JSON),
-``POST /v1/messages/count_tokens``, ``GET /v1/models``. Bodies come from
+``POST /v1/messages/count_tokens``, ``GET /v1/models``; for OpenAI clients ``POST /v1/chat/completions`` and
+``POST /v1/responses`` answer the same scenarios in OpenAI's wire formats (``render_openai``; the OpenAI checks are
+``fakeapi.openai_decision``) and ``GET /v1/models`` answers OpenAI's list to a request of that family. Bodies come from
 ``inspector.scenarios.render.render_turn``: the same bytes, in the same reads, as the in-process ``ScenarioServer``.
 
 Which scenario: ``--scenario NAME`` (default parse_date) or the request header ``x-inspector-scenario: NAME``.
@@ -68,6 +70,7 @@ from inspector.net.server import Closable, ConnectionDrop, _race, guarded_h11, i
 from inspector.scenarios.bundled import DEFAULT_SCENARIO, SCENARIOS, get_scenario
 from inspector.scenarios.fakeapi import (
     MAX_DEPTH,
+    Decision,
     FakeApi,
     RateLimits,
     RequestIds,
@@ -76,12 +79,23 @@ from inspector.scenarios.fakeapi import (
     credentials_problem,
     error_body,
     known_model,
+    known_openai_model,
     load_catalogue,
+    openai_credentials_problem,
+    openai_error_body,
 )
 from inspector.scenarios.model import (
     Scenario,
 )
 from inspector.scenarios.render import ResponsePlan
+from inspector.scenarios.render_openai import (
+    Api,
+    assembled_chat,
+    assembled_response,
+    echo_key,
+    openai_error,
+    response_echo,
+)
 
 __all__ = [
     "SCENARIO_HEADER",
@@ -249,6 +263,8 @@ class ServeApp(Closable):
         routes = [
             Route("/v1/messages", self.messages, methods=["POST"]),
             Route("/v1/messages/count_tokens", self.count_tokens, methods=["POST"]),
+            Route("/v1/chat/completions", self.chat_completions, methods=["POST"]),
+            Route("/v1/responses", self.responses, methods=["POST"]),
             Route("/v1/models", self.models, methods=["GET"]),
             Route("/v1/models/{model_id:path}", self.model, methods=["GET"]),
             Route("/inspector/reset", self.reset, methods=["POST"]),
@@ -322,15 +338,28 @@ class ServeApp(Closable):
         return sc
 
     def plan(
-        self, name: str, faults: tuple[FaultSpec, ...], turn: int, attempt: int, model: str | None = None
+        self,
+        name: str,
+        faults: tuple[FaultSpec, ...],
+        turn: int,
+        attempt: int,
+        model: str | None = None,
+        api: Api | None = None,
+        include_usage: bool = False,
+        echo: dict | None = None,
     ) -> ResponsePlan:
-        key = (name, faults_key(faults), turn, attempt, model)
+        """The plan of (scenario, faults, turn, attempt, model), cached; ``api``: the OpenAI form (``chat`` /
+        ``responses``; ``include_usage``: chat's ``stream_options.include_usage``; ``echo``: the request fields a
+        Response echoes), None: Anthropic."""
+        key = _plan_key(name, faults, turn, attempt, model, api, include_usage, echo)
         with self._lock:
             plan = self._plans.get(key)
         if plan is None:
             sc = self.scenarios[name]
             faulted = self.faulted(name, faults, model)
-            plan = render_faulted(sc, faults, turn, attempt, faulted=faulted)
+            plan = render_faulted(
+                sc, faults, turn, attempt, faulted=faulted, api=api, include_usage=include_usage, echo=echo
+            )
             with self._lock:
                 self._plans[key] = plan
                 while len(self._plans) > 64:
@@ -447,8 +476,25 @@ class ServeApp(Closable):
             "created_at": "2025-01-01T00:00:00Z",
         }
 
+    @staticmethod
+    def _openai_family(request) -> bool:
+        """A request of the OpenAI family: a bearer key and no ``anthropic-version`` (the Anthropic SDK always sends
+        that header, the openai SDK never does)."""
+        auth = (request.headers.get("authorization") or "").strip().lower()
+        return auth.startswith("bearer") and not (request.headers.get("anthropic-version") or "").strip()
+
+    @staticmethod
+    def _openai_model_obj(mid: str) -> dict:
+        return {"id": mid, "object": "model", "created": 1735689600, "owned_by": "inspector"}
+
     async def models(self, request):
-        denied = self._checked(request, self._new_exchange(request))
+        """``GET /v1/models``: the Anthropic list, or OpenAI's (``{"object": "list", "data": [...]}``) for a request
+        of the OpenAI family."""
+        ex = self._new_exchange(request)
+        if self._openai_family(request):
+            data = [self._openai_model_obj(m) for m in self._model_ids()]
+            return self._json(200, orjson.dumps({"object": "list", "data": data}))
+        denied = self._checked(request, ex)
         if denied is not None:
             return denied
         data = [self._model_obj(m) for m in self._model_ids()]
@@ -462,6 +508,12 @@ class ServeApp(Closable):
 
     async def model(self, request):
         ex = self._new_exchange(request)
+        if self._openai_family(request):
+            mid = request.path_params["model_id"]
+            if not self.lenient and not known_openai_model(mid, self._model_ids()):
+                message = f"The model '{mid}' does not exist"
+                return self._openai_reject(ex, 404, "invalid_request_error", message, "model", "model_not_found")
+            return self._json(200, orjson.dumps(self._openai_model_obj(mid)))
         denied = self._checked(request, ex)
         if denied is not None:
             return denied
@@ -582,6 +634,145 @@ class ServeApp(Closable):
             return _PlanStream(self, plan, headers, ex)
         return await self._non_stream(plan, headers, ex)
 
+    # --- the OpenAI family ----------------------------------------------------------------------------------------
+    async def chat_completions(self, request):
+        """``POST /v1/chat/completions``: the scenario's turn as chat completion chunks (or a ``chat.completion``)."""
+        return await self._openai(request, "chat")
+
+    async def responses(self, request):
+        """``POST /v1/responses``: the scenario's turn as Responses events (or a ``response``)."""
+        return await self._openai(request, "responses")
+
+    def _openai_reject(
+        self,
+        ex: Exchange,
+        status: int,
+        etype: str,
+        message: str,
+        param: str | None = None,
+        code: str | None = None,
+        kind: str | None = None,
+        close: bool = False,
+    ):
+        ex.status, ex.rejected, ex.kind = status, message, kind
+        body = openai_error_body(etype, message, param, code)
+        ex.bytes = len(body)
+        self._note(ex)
+        headers = {"x-request-id": self.api.openai_request_id()}
+        if close:
+            headers["connection"] = "close"
+        return self._json(status, body, headers)
+
+    async def _openai(self, request, api: Api):
+        ex = self._new_exchange(request)
+        if not self.lenient:
+            problem = openai_credentials_problem(request.headers)
+            if problem is not None:
+                return self._openai_reject(ex, *problem)
+        try:
+            raw = await self._read_body(request)
+        except _Rejected as e:
+            return self._openai_reject(ex, e.status, "invalid_request_error", e.message, close=True)
+        try:
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError as e:
+            too_deep = "depth limit" in str(e)
+            message = (
+                f"request body nests deeper than {MAX_DEPTH} levels"
+                if too_deep
+                else "We could not parse the JSON body of your request. (HINT: This likely means you aren't using "
+                "your HTTP library correctly. The OpenAI API expects a JSON payload.)"
+            )
+            return self._openai_reject(ex, 400, "invalid_request_error", message)
+        decision: Decision = self.api.check_openai(body, api)
+        ex.history = decision.history
+        if isinstance(body, dict) and isinstance(body.get("model"), str):
+            ex.model = body["model"]
+        if decision.rejected:
+            return self._openai_reject(
+                ex, decision.status, decision.etype, decision.message, decision.param, decision.code, decision.kind
+            )
+        if self.recording is not None:
+            return self._openai_reject(
+                ex, 400, "invalid_request_error", f"this server replays an Anthropic recording: {ex.path} is not served"
+            )
+        model = ex.model or None
+        if not self.echo_model:
+            model = None
+        name = (request.headers.get(SCENARIO_HEADER) or self.default_scenario).strip()
+        ex.scenario = name
+        if name not in self.scenarios:
+            return self._openai_reject(
+                ex,
+                400,
+                "invalid_request_error",
+                f"{SCENARIO_HEADER}: unknown scenario {name!r}; available: {', '.join(self.scenarios)}",
+            )
+        header_faults = request.headers.get(FAULT_HEADER)
+        try:
+            faults = parse_faults(header_faults) if header_faults is not None else self.default_faults
+        except FaultError as e:
+            return self._openai_reject(ex, 400, "invalid_request_error", f"{FAULT_HEADER}: {e}")
+        ex.faults = faults_key(faults)
+        turns = len(self.scenarios[name].turns)
+        session = request.headers.get(SESSION_HEADER, "")
+        decision = self.api.select(
+            decision, body, name=name, turns=turns, faults=ex.faults, session=session, family=api
+        )
+        if decision.rejected:
+            return self._openai_reject(ex, decision.status, decision.etype, decision.message, decision.param)
+        turn, attempt, ended = decision.turn, decision.attempt, decision.ended
+        assert turn is not None and attempt is not None
+        ex.turn, ex.attempt, ex.script_ended = turn, attempt, ended
+        options = body.get("stream_options")
+        asked = isinstance(options, dict) and options.get("include_usage") is True
+        include_usage = api == "chat" and (asked or body.get("stream") is not True)  # a chat.completion has usage
+        try:
+            if ended:
+                plan = await asyncio.to_thread(
+                    end_of_script_plan,
+                    name,
+                    turns,
+                    turn,
+                    attempt,
+                    model or self.scenarios[name].model,
+                    faults,
+                    api,
+                    include_usage,
+                )
+            else:
+                echo = response_echo(body) if api == "responses" else None
+                cached = self._cached(_plan_key(name, faults, turn, attempt, model, api, include_usage, echo))
+                if cached is None:
+                    cached = await asyncio.to_thread(
+                        self.plan, name, faults, turn, attempt, model, api, include_usage, echo
+                    )
+                plan = cached
+        except (ValueError, IndexError, TypeError) as e:
+            return self._openai_reject(
+                ex, 500, "server_error", f"inspector: cannot render {name!r} turn {turn} with faults {ex.faults}: {e}"
+            )
+        if api == "responses" and plan.status == 200 and plan.events and plan.events[0][0] == "response.created":
+            self.api.remember_response(plan.events[0][1]["response"]["id"], turn)
+        stream = body.get("stream") is True
+        ex.stream = stream
+        await self.pacer.sleep(plan.header_delay)
+        headers, error = self.api.response_headers(
+            plan.status,
+            plan.headers,
+            plan.body if plan.status != 200 else b"",
+            body,
+            speed=self.pacer.speed,
+            family="openai",
+        )
+        if plan.status != 200:
+            ex.status, ex.reads, ex.bytes, ex.end = plan.status, 1, len(error), "eof"
+            self._note(ex)
+            return _Body(self, plan.status, headers, [error], ex)
+        if stream:
+            return _PlanStream(self, plan, headers, ex)
+        return await self._non_stream(plan, headers, ex, api)
+
     async def _request_diff(self, ex: Exchange, recorded: dict, body: dict) -> None:
         """How the request differs from the recorded one, into ``ex``: computed in a worker thread (never on the
         event loop), within ``diff_budget`` seconds (past it, the exchange says so)."""
@@ -625,12 +816,12 @@ class ServeApp(Closable):
                     while len(self._plans) > 64:
                         self._plans.popitem(last=False)
             return plan if plan.attempt == attempt else dataclasses.replace(plan, attempt=attempt)
-        cached = self._cached((name, faults_key(faults), turn, attempt, model))
+        cached = self._cached(_plan_key(name, faults, turn, attempt, model))
         if cached is not None:
             return cached
         return await asyncio.to_thread(self.plan, name, faults, turn, attempt, model)
 
-    async def _non_stream(self, plan: ResponsePlan, headers: dict[str, str], ex: Exchange):
+    async def _non_stream(self, plan: ResponsePlan, headers: dict[str, str], ex: Exchange, api: Api | None = None):
         if plan.end == "hang":  # a stall never answers (its pings are not even counted)
             await self.pacer.sleep(sum(r.delay for r in plan.reads))
             out = {k: v for k, v in headers.items() if k.lower() not in ("content-type", "cache-control")}
@@ -643,17 +834,46 @@ class ServeApp(Closable):
         out["content-type"] = "application/json"
         if error is not None:
             etype = str((error.get("error") or {}).get("type") or "api_error")
-            status = {"overloaded_error": 529, "rate_limit_error": 429, "api_error": 500}.get(etype, 500)
-            body = orjson.dumps(error)
+            if api is None:
+                status = {"overloaded_error": 529, "rate_limit_error": 429, "api_error": 500}.get(etype, 500)
+                body = orjson.dumps(error)
+            else:  # OpenAI: {"error": {...}}; an overloaded engine is a 503, a rate limit a 429
+                err = error.get("error") or openai_error("api_error")
+                code = err.get("code")
+                status = (
+                    429 if code == "rate_limit_exceeded" else 503 if "overloaded" in str(err.get("message")) else 500
+                )
+                body = orjson.dumps({"error": {k: err.get(k) for k in ("message", "type", "param", "code")}})
             ex.status, ex.bytes, ex.end = status, len(body), "eof"
             self._note(ex)
             return _Body(self, status, out, [body], ex)
-        body = orjson.dumps(assembled_message(plan))
+        if api == "chat":
+            body = orjson.dumps(assembled_chat(plan))
+        elif api == "responses":
+            body = orjson.dumps(assembled_response(plan))
+        else:
+            body = orjson.dumps(assembled_message(plan))
         ex.status, ex.bytes = 200, len(body)
         if plan.end == "drop":  # headers promise the whole message; half of it comes, then the connection breaks
             out["content-length"] = str(len(body))
             return _Body(self, 200, out, [body[: len(body) // 2]], ex, end="drop")
         return _Body(self, 200, out, [body], ex)
+
+
+def _plan_key(
+    name: str,
+    faults: tuple[FaultSpec, ...],
+    turn: int,
+    attempt: int,
+    model: str | None,
+    api: Api | None = None,
+    include_usage: bool = False,
+    echo: dict | None = None,
+) -> tuple:
+    key: tuple = (name, faults_key(faults), turn, attempt, model)
+    if api is None:
+        return key
+    return (*key, api, include_usage, echo_key(echo))
 
 
 def _raw_headers(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:

@@ -35,7 +35,13 @@ __all__ = [
     "RateLimits",
     "RequestIds",
     "body_problem",
+    "chat_history_problem",
     "count_input_tokens",
+    "openai_credentials_problem",
+    "openai_decision",
+    "openai_error_body",
+    "openai_turn_of",
+    "responses_history_problem",
     "credentials_problem",
     "error_body",
     "known_model",
@@ -136,6 +142,7 @@ def count_input_tokens(body: Mapping[str, Any]) -> int:
 
 _CATALOGUE_LOCK = threading.Lock()
 _catalogue: Any = None
+_openai_catalogue_: Any = None
 
 
 def load_catalogue() -> None:
@@ -143,6 +150,7 @@ def load_catalogue() -> None:
     when it is built, so its event loop never waits for it."""
     try:
         _anthropic_catalogue()
+        _openai_catalogue()
     except Exception:  # known_model says "known" when the catalogue cannot load
         log.warning("genai-prices' model catalogue did not load: every model is taken as known", exc_info=True)
 
@@ -156,6 +164,27 @@ def _anthropic_catalogue() -> Any:
 
             _catalogue = get_snapshot().find_provider(None, "anthropic", None)
         return _catalogue
+
+
+def _openai_catalogue() -> Any:
+    """genai-prices' OpenAI provider, loaded once, lazily."""
+    global _openai_catalogue_
+    with _CATALOGUE_LOCK:
+        if _openai_catalogue_ is None:
+            from genai_prices.data_snapshot import get_snapshot
+
+            _openai_catalogue_ = get_snapshot().find_provider(None, "openai", None)
+        return _openai_catalogue_
+
+
+def known_openai_model(model: str, extra: Iterable[str] = ()) -> bool:
+    """Whether OpenAI (or this server: the scenarios' models, ``extra``) would know ``model``."""
+    if model in extra:
+        return True
+    try:
+        return _openai_catalogue().find_model(model) is not None
+    except Exception:  # a catalogue that cannot load must not turn every request into a 404
+        return True
 
 
 def known_model(model: str, extra: Iterable[str] = ()) -> bool:
@@ -215,6 +244,15 @@ def _rfc3339(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _duration(seconds: float) -> str:
+    """OpenAI's reset duration: ``6m0s``, ``1s``, ``20ms``."""
+    if seconds < 1:
+        return f"{max(0, round(seconds * 1000))}ms"
+    whole = math.ceil(seconds)
+    minutes, secs = divmod(whole, 60)
+    return f"{minutes}m{secs}s" if minutes else f"{secs}s"
+
+
 class RateLimits:
     """The ``anthropic-ratelimit-requests-*`` and ``-tokens-*`` headers harnesses pace themselves by: a limit per
     minute, what remains of it in the current minute (this server's requests and their input tokens, by
@@ -235,7 +273,9 @@ class RateLimits:
         self._tokens = 0
         self._lock = threading.Lock()
 
-    def headers(self, tokens: int, *, limited: bool = False, retry_after: float | None = None) -> dict[str, str]:
+    def headers(
+        self, tokens: int, *, limited: bool = False, retry_after: float | None = None, family: str = "anthropic"
+    ) -> dict[str, str]:
         """Count one request of ``tokens`` input tokens and return its headers. ``limited``: the answer is a
         scripted 429 (nothing remains until ``retry_after`` seconds from now)."""
         now = self.clock()
@@ -251,6 +291,16 @@ class RateLimits:
                 self._tokens += max(0, tokens)
                 requests_left = max(0, self.requests_limit - self._requests)
                 tokens_left = max(0, self.tokens_limit - self._tokens)
+        if family != "anthropic":  # OpenAI's names; the resets are durations ("6m0s", "1s")
+            wait = _duration(max(0.0, reset - now))
+            return {
+                "x-ratelimit-limit-requests": str(self.requests_limit),
+                "x-ratelimit-remaining-requests": str(requests_left),
+                "x-ratelimit-reset-requests": wait,
+                "x-ratelimit-limit-tokens": str(self.tokens_limit),
+                "x-ratelimit-remaining-tokens": str(tokens_left),
+                "x-ratelimit-reset-tokens": wait,
+            }
         stamp = _rfc3339(math.ceil(reset))
         return {
             "anthropic-ratelimit-requests-limit": str(self.requests_limit),
@@ -276,6 +326,8 @@ class Decision:
     messages: list | None = None
     attempt: int | None = None  # set by FakeApi.select
     ended: bool = False  # past the script's last turn (a placeholder reply, or a 400 when strict)
+    param: str | None = None  # OpenAI errors: the parameter at fault
+    code: str | None = None  # OpenAI errors: the error code
 
     @property
     def rejected(self) -> bool:
@@ -323,6 +375,225 @@ def messages_decision(
     return Decision(history=history, turn=turn_of(messages), messages=messages)
 
 
+# --- the OpenAI family (/v1/chat/completions, /v1/responses) ----------------------------------------------------
+
+CHAT_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+_ASSISTANT_ITEMS = ("function_call", "reasoning")
+
+
+def openai_credentials_problem(headers: Mapping[str, str]) -> tuple[int, str, str] | None:
+    """OpenAI's 401 for a request without a bearer key (an ``x-api-key`` header does not count)."""
+    auth = (headers.get("authorization") or "").strip()
+    scheme, _, key = auth.partition(" ")
+    if scheme.lower() != "bearer" or not key.strip():
+        return (
+            401,
+            "invalid_request_error",
+            "You didn't provide an API key. You need to provide your API key in an Authorization header using "
+            "Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
+        )
+    return None
+
+
+def openai_error_body(etype: str, message: str, param: str | None = None, code: str | None = None) -> bytes:
+    """OpenAI's error body: ``{"error": {"message", "type", "param", "code"}}``."""
+    return orjson.dumps({"error": {"message": message, "type": etype, "param": param, "code": code}})
+
+
+def _is_assistant_item(item: Any) -> bool:
+    if not isinstance(item, dict):
+        return False
+    return item.get("role") == "assistant" or item.get("type") in _ASSISTANT_ITEMS
+
+
+def openai_turn_of(api: str, history: Any) -> int:
+    """The turn an OpenAI request asks for: its assistant messages (chat ``messages``), or its runs of assistant
+    output items (Responses ``input``: an assistant message, ``function_call`` and ``reasoning`` items in a row
+    are the output of one response, one turn; a string input is turn 0)."""
+    if not isinstance(history, list):
+        return 0
+    if api == "chat":
+        return turn_of(history)
+    runs, inside = 0, False
+    for item in history:
+        here = _is_assistant_item(item)
+        if here and not inside:
+            runs += 1
+        inside = here
+    return runs
+
+
+def chat_history_problem(messages: list) -> tuple[str, str | None, str | None] | None:
+    """OpenAI's 400 (message, param, code) for a chat history that breaks its rules: an unknown role, an assistant
+    ``tool_calls`` message not followed by a ``tool`` message for each of its calls, a ``tool`` message that
+    answers no pending call."""
+    if not messages:
+        return (
+            "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+            "messages",
+            "empty_array",
+        )
+    pending: dict[str, int] = {}  # tool_call_id -> index of the assistant message that made it
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict):
+            return f"Invalid type for 'messages[{i}]': expected an object.", f"messages.[{i}]", "invalid_type"
+        role = m.get("role")
+        if role not in CHAT_ROLES:
+            return (
+                f"Invalid value: {role!r}. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', "
+                "and 'developer'.",
+                f"messages.[{i}].role",
+                "invalid_value",
+            )
+        if role == "tool":
+            call_id = m.get("tool_call_id")
+            if not isinstance(call_id, str) or call_id not in pending:
+                return (
+                    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with "
+                    "'tool_calls'.",
+                    f"messages.[{i}].role",
+                    None,
+                )
+            del pending[call_id]
+            continue
+        if pending:
+            first = min(pending.values())
+            return (
+                "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+                f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(pending)}",
+                f"messages.[{first}].role",
+                None,
+            )
+        if role == "assistant":
+            for call in m.get("tool_calls") or []:
+                if isinstance(call, dict) and isinstance(call.get("id"), str):
+                    pending[call["id"]] = i
+    if pending:
+        first = min(pending.values())
+        return (
+            "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+            f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(pending)}",
+            f"messages.[{first}].role",
+            None,
+        )
+    return None
+
+
+def responses_history_problem(items: Any, *, continued: bool = False) -> tuple[str, str | None, str | None] | None:
+    """OpenAI's 400 for a Responses ``input`` whose function calls and outputs do not pair: a ``function_call``
+    without a later ``function_call_output`` of its ``call_id``, an output without its call (not checked when the
+    request continues a stored response, ``continued``: the call is in that response)."""
+    if not isinstance(items, list):
+        return None
+    calls: dict[str, int] = {}
+    answered: set[str] = set()
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        kind, call_id = item.get("type"), item.get("call_id")
+        if kind == "function_call" and isinstance(call_id, str):
+            calls[call_id] = 1
+        elif kind == "function_call_output":
+            if not isinstance(call_id, str) or (call_id not in calls and not continued):
+                return f"No tool call found for function call output with call_id {call_id}.", "input", None
+            answered.add(call_id)
+    missing = [c for c in calls if c not in answered]
+    if missing:
+        return f"No tool output found for function call {missing[0]}.", "input", None
+    return None
+
+
+def _openai_reject(message: str, param: str | None = None, code: str | None = None, status: int = 400) -> Decision:
+    return Decision(status, "invalid_request_error", message, param=param, code=code)
+
+
+def openai_decision(
+    body: Any,
+    api: str,
+    *,
+    lenient: bool = False,
+    validate_history: bool = True,
+    models: Iterable[str] | None = None,
+    previous_turn: Callable[[str], int | None] | None = None,
+) -> Decision:
+    """The checks of ``POST /v1/chat/completions`` (``api="chat"``) and ``POST /v1/responses``
+    (``api="responses"``) on a parsed body, as OpenAI answers them: a JSON object, nesting depth, ``model`` and
+    ``messages`` / ``input`` (not when ``lenient``), the model (``models``: the extra known ids; None: any), the
+    history rules (``validate_history``). ``previous_turn``: the turn a stored response id answered (Responses'
+    ``previous_response_id``; None: unknown, a 400). The turn when it passes; ``Decision.messages`` is what makes
+    two requests the same (the history, and the previous response id)."""
+    if not isinstance(body, dict):
+        return _openai_reject("We could not parse the JSON body of your request.", None, None)
+    deep = nesting_problem(body)
+    if deep is not None:
+        return _openai_reject(deep)
+    field = "messages" if api == "chat" else "input"
+    history = body.get(field)
+    if not lenient:
+        model = body.get("model")
+        if "model" not in body:
+            return _openai_reject(
+                "you must provide a model parameter" if api == "chat" else "Missing required parameter: 'model'.",
+                None if api == "chat" else "model",
+                None if api == "chat" else "missing_required_parameter",
+            )
+        if not isinstance(model, str) or not model:
+            return _openai_reject("Invalid type for 'model': expected a string.", "model", "invalid_type")
+        if field not in body and not (api == "responses" and body.get("previous_response_id")):
+            return _openai_reject(f"Missing required parameter: '{field}'.", field, "missing_required_parameter")
+        if api == "chat" and not isinstance(history, list):
+            return _openai_reject("Invalid type for 'messages': expected an array.", "messages", "invalid_type")
+        if api == "responses" and field in body and not isinstance(history, (str, list)):
+            return _openai_reject("Invalid type for 'input': expected a string or an array.", "input", "invalid_type")
+        if "stream" in body and not isinstance(body["stream"], bool):
+            return _openai_reject("Invalid type for 'stream': expected a boolean.", "stream", "invalid_type")
+        if "tools" in body and not isinstance(body["tools"], list):
+            return _openai_reject("Invalid type for 'tools': expected an array.", "tools", "invalid_type")
+        if models is not None and not known_openai_model(model, models):
+            return Decision(
+                404,
+                "invalid_request_error",
+                f"The model `{model}` does not exist or you do not have access to it.",
+                code="model_not_found",
+            )
+    base = 0
+    previous = body.get("previous_response_id") if api == "responses" else None
+    if previous is not None:
+        turn_before = previous_turn(previous) if previous_turn is not None and isinstance(previous, str) else None
+        if turn_before is None:
+            return _openai_reject(
+                f"Previous response with id '{previous}' not found.",
+                "previous_response_id",
+                "previous_response_not_found",
+            )
+        base = turn_before + 1
+    items = history if isinstance(history, list) else []
+    if validate_history:
+        problem = (
+            chat_history_problem(items)
+            if api == "chat"
+            else responses_history_problem(items, continued=previous is not None)
+        )
+        if problem is not None:
+            message, param, code = problem
+            return Decision(
+                400,
+                "invalid_request_error",
+                message,
+                kind="openai_history",
+                history="openai_history",
+                param=param,
+                code=code,
+            )
+        history_state = "ok"
+    else:
+        history_state = "off"
+        if api == "chat" and not isinstance(history, list):
+            return _openai_reject("Missing required parameter: 'messages'.", "messages", "missing_required_parameter")
+    key = [previous, history] if previous is not None else history
+    return Decision(history=history_state, turn=base + openai_turn_of(api, history), messages=[key])
+
+
 class FakeApi:
     """The fake Messages API's core, shared by its two transports (``inspector serve``'s uvicorn app and the
     in-process ``httpx2`` transport): it validates a request (:func:`messages_decision`), chooses its turn and
@@ -358,6 +629,7 @@ class FakeApi:
         self.request_ids, self.ratelimits = request_ids, ratelimits
         self.attempts: OrderedDict[tuple, int] = OrderedDict()
         self.attempts_dropped = 0
+        self.responses: OrderedDict[str, int] = OrderedDict()  # Responses ids answered -> their turn (bounded)
         self._lock = threading.Lock()
 
     def check(self, body: Any, *, max_tokens_required: bool = True) -> Decision:
@@ -370,10 +642,43 @@ class FakeApi:
             max_tokens_required=max_tokens_required,
         )
 
+    def check_openai(self, body: Any, api: str) -> Decision:
+        """OpenAI's checks of a parsed ``/v1/chat/completions`` (``api="chat"``) or ``/v1/responses`` body
+        (:func:`openai_decision` with this core's settings and its stored response ids)."""
+        return openai_decision(
+            body,
+            api,
+            lenient=self.lenient,
+            validate_history=self.validate_history,
+            models=None if self.models is None else self.models(),
+            previous_turn=self.previous_turn,
+        )
+
+    def remember_response(self, response_id: str, turn: int) -> None:
+        """A Responses answer's id and its turn, for a later ``previous_response_id`` (the oldest are dropped)."""
+        with self._lock:
+            self.responses.pop(response_id, None)
+            self.responses[response_id] = turn
+            while len(self.responses) > self.history:
+                self.responses.popitem(last=False)
+
+    def previous_turn(self, response_id: str) -> int | None:
+        with self._lock:
+            return self.responses.get(response_id)
+
     def select(
-        self, decision: Decision, body: dict, *, name: str, turns: int, faults: str = "none", session: str = ""
+        self,
+        decision: Decision,
+        body: dict,
+        *,
+        name: str,
+        turns: int,
+        faults: str = "none",
+        session: str = "",
+        family: str = "anthropic",
     ) -> Decision:
-        """The turn and attempt of a checked request (or its rejection: ``stream_only``, ``strict`` past the end)."""
+        """The turn and attempt of a checked request (or its rejection: ``stream_only``, ``strict`` past the end).
+        ``family``: ``anthropic``, ``chat`` or ``responses``: each counts its attempts apart."""
         if decision.rejected:
             return decision
         if self.stream_only and body.get("stream") is not True:
@@ -397,6 +702,8 @@ class FakeApi:
             key: tuple = (name, turn)
         else:
             key = (name, faults, session, turn, request_digest(decision.messages))
+        if family != "anthropic":
+            key = (family, *key)
         return dataclasses.replace(decision, attempt=self._next_attempt(key), ended=ended)
 
     def decide(self, body: Any, *, name: str, turns: int, faults: str = "none", session: str = "") -> Decision:
@@ -420,13 +727,37 @@ class FakeApi:
         with self._lock:
             self.attempts.clear()
 
+    def openai_request_id(self) -> str:
+        """A request id of OpenAI's shape (``req_`` + 32 hex digits), unique per response."""
+        rid = self.request_ids.next() if self.request_ids is not None else os.urandom(16).hex()
+        return "req_" + hashlib.sha256(rid.encode()).hexdigest()[:32]
+
     def response_headers(
-        self, plan_status: int, headers: Mapping[str, str], error: bytes, body: Any, *, speed: float = 1.0
+        self,
+        plan_status: int,
+        headers: Mapping[str, str],
+        error: bytes,
+        body: Any,
+        *,
+        speed: float = 1.0,
+        family: str = "anthropic",
     ) -> tuple[dict[str, str], bytes]:
         """An answer's headers and error body: the rendered ones with a request id of its own (the same in the
         header and the error body), retry-after divided by ``speed`` and the rate-limit headers (a scripted 429
         has nothing remaining until its retry-after), as this core is set up."""
         out = dict(headers)
+        if family != "anthropic":  # OpenAI: x-request-id and x-ratelimit-* (the error body holds no id)
+            if self.request_ids is not None:
+                out["x-request-id"] = self.openai_request_id()
+            if plan_status != 200:
+                scale_retry_headers(out, speed)
+            if self.ratelimits is not None:
+                tokens = count_input_tokens(body) if isinstance(body, dict) else 1
+                limited = plan_status == 429
+                out.update(
+                    self.ratelimits.headers(tokens, limited=limited, retry_after=retry_after_of(out), family="openai")
+                )
+            return out, error
         if self.request_ids is not None:
             rid = self.request_ids.next()
             rendered = out.get("request-id")

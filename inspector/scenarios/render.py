@@ -135,6 +135,9 @@ class _Ev:
     block: int | None = None  # content index for block events
     delta_no: int | None = None  # 1-based delta number within its block
     standalone: bool = False  # sent in a read of its own (error event, stall pings)
+    starts_block: bool = False  # gets the block pause (the OpenAI forms of content_block_start)
+    stops_block: bool = False  # the OpenAI forms of content_block_stop (a drop inside a block comes before it)
+    raw: bytes | None = None  # the exact data bytes (OpenAI's ``[DONE]``), instead of the JSON of ``data``
 
 
 def _ids_for(scenario: Scenario, turn_index: int, attempt: int) -> tuple[str, list[str | None], str]:
@@ -337,21 +340,43 @@ def _drop_position(evs: list[_Ev], fault: DropAfter) -> int:
     """How many protocol events are sent before the drop."""
     if fault.n_events is not None:
         return min(fault.n_events, len(evs))
-    for pos, ev in enumerate(evs):
-        if ev.block == fault.inside_block and ev.name == "content_block_delta" and ev.delta_no == fault.after_fragments:
+    for pos, ev in enumerate(evs):  # (only a block's deltas carry delta_no)
+        if ev.block == fault.inside_block and ev.delta_no == fault.after_fragments:
             return pos + 1
     for pos, ev in enumerate(evs):  # fewer deltas than asked: drop right before the block's stop
-        if ev.block == fault.inside_block and ev.name == "content_block_stop":
+        if ev.block == fault.inside_block and (ev.name == "content_block_stop" or ev.stops_block):
             return pos
+    last = [pos for pos, ev in enumerate(evs) if ev.block == fault.inside_block]
+    if last:  # a form without a block stop (OpenAI chat): right after the block's last event
+        return last[-1] + 1
     raise ValueError(f"DropAfter: block {fault.inside_block} does not exist in this turn")
 
 
-def _timeline(scenario: Scenario, turn_index: int, attempt: int) -> tuple[list[_Ev], End, _Ev | None, int]:
-    """Events in order with gaps, how the body ends, and for a drop the event cut short + bytes of it sent."""
+def _anthropic_error(fault: ErrorEventAfter) -> _Ev:
+    return _Ev(
+        "error", {"type": "error", "error": {"type": fault.error_type, "message": fault.message}}, standalone=True
+    )
+
+
+def _timeline(
+    scenario: Scenario,
+    turn_index: int,
+    attempt: int,
+    evs: list[_Ev] | None = None,
+    *,
+    error_event: Any = _anthropic_error,
+    ping: Any = None,
+    periodic_pings: bool = True,
+) -> tuple[list[_Ev], End, _Ev | None, int]:
+    """Events in order with gaps, how the body ends, and for a drop the event cut short + bytes of it sent.
+    ``evs``: the protocol events (None: the Anthropic ones); ``error_event``: the event an ErrorEventAfter sends;
+    ``ping``: makes one stall ping (None: an Anthropic ping); ``periodic_pings``: Pacing.ping_every applies."""
     turn = scenario.turns[turn_index]
     p = turn.pacing
     trng = _rng("timing", scenario, turn_index, attempt)
-    evs = _protocol_events(scenario, turn_index, attempt)
+    if evs is None:
+        evs = _protocol_events(scenario, turn_index, attempt)
+    make_ping = ping if ping is not None else (lambda: _Ev("ping", None))
     fault = _transport_fault(turn, attempt)
 
     end: End = "eof"
@@ -360,13 +385,7 @@ def _timeline(scenario: Scenario, turn_index: int, attempt: int) -> tuple[list[_
     tail: list[_Ev] = []
     if isinstance(fault, ErrorEventAfter):
         evs = evs[: fault.n_events]
-        tail = [
-            _Ev(
-                "error",
-                {"type": "error", "error": {"type": fault.error_type, "message": fault.message}},
-                standalone=True,
-            )
-        ]
+        tail = [error_event(fault)]
     elif isinstance(fault, DropAfter):
         pos = _drop_position(evs, fault)
         if fault.cut_bytes > 0 and pos < len(evs):
@@ -375,11 +394,15 @@ def _timeline(scenario: Scenario, turn_index: int, attempt: int) -> tuple[list[_
         end = "drop"
     elif isinstance(fault, StallWithPings):
         evs = evs[: fault.after_events]
-        tail = [_Ev("ping", None, gap=fault.ping_interval, standalone=True) for _ in range(fault.pings)]
+        tail = []
+        for _ in range(fault.pings):
+            stall_ping = make_ping()
+            stall_ping.gap, stall_ping.standalone = fault.ping_interval, True
+            tail.append(stall_ping)
         end = fault.then
 
     # Pings every N protocol events (not inside the stall tail, which is pings only).
-    if p.ping_every:
+    if p.ping_every and periodic_pings:
         with_pings: list[_Ev] = []
         for n, ev in enumerate(evs, 1):
             with_pings.append(ev)
@@ -393,7 +416,7 @@ def _timeline(scenario: Scenario, turn_index: int, attempt: int) -> tuple[list[_
             ev.gap = p.ttfb * (1 - p.header_share)
             continue
         gap = p.event_gap * (trng.uniform(1 - p.jitter, 1 + p.jitter) if p.jitter else 1.0)
-        if ev.name == "content_block_start":
+        if ev.name == "content_block_start" or ev.starts_block:
             gap += p.block_pause
         ev.gap = gap
     for ev in tail:
@@ -402,7 +425,7 @@ def _timeline(scenario: Scenario, turn_index: int, attempt: int) -> tuple[list[_
     if not evs and tail:  # the fault hits before any event: the first byte still waits for the TTFB
         tail[0].gap = p.ttfb * (1 - p.header_share)
     if cut_event is not None:
-        cut_event = _Ev(cut_event.name, cut_event.data, gap=p.event_gap)
+        cut_event = _Ev(cut_event.name, cut_event.data, gap=p.event_gap, raw=cut_event.raw)
     return evs + tail, end, cut_event, cut_bytes
 
 
@@ -428,10 +451,32 @@ def render_turn(scenario: Scenario, turn_index: int, attempt: int = 0) -> Respon
     if http_error is not None:
         return _render_http_error(scenario, turn_index, attempt, http_error)
 
-    p = turn.pacing
     _, _, request_id = _ids_for(scenario, turn_index, attempt)
+    headers = {
+        "content-type": "text/event-stream; charset=utf-8",
+        "cache-control": "no-cache",
+        "request-id": request_id,
+        "anthropic-organization-id": "00000000-0000-4000-8000-000000000000",
+        "x-scenario": f"{scenario.name}; turn={turn_index}; attempt={attempt}",
+    }
+    return plan_of_timeline(
+        scenario, turn_index, attempt, _timeline(scenario, turn_index, attempt), _serialize, headers
+    )
+
+
+def plan_of_timeline(
+    scenario: Scenario,
+    turn_index: int,
+    attempt: int,
+    timeline: tuple[list[_Ev], End, _Ev | None, int],
+    serialize: Any,
+    headers: dict[str, str],
+) -> ResponsePlan:
+    """The reads of a timeline (``_timeline``'s result), each event serialized by ``serialize(ev, pacing, rng)``,
+    grouped and split as the turn's pacing says: the part every wire format shares."""
+    p = scenario.turns[turn_index].pacing
     frng = _rng("format", scenario, turn_index, attempt)
-    evs, end, cut_event, cut_bytes = _timeline(scenario, turn_index, attempt)
+    evs, end, cut_event, cut_bytes = timeline
 
     # One serialized chunk per event, grouped events_per_read at a time (the tail: error / stall pings alone).
     reads: list[PlannedRead] = []
@@ -440,7 +485,7 @@ def render_turn(scenario: Scenario, turn_index: int, attempt: int = 0) -> Respon
 
     def flush() -> None:
         if group:
-            chunks = [_serialize(e, p, frng) for e in group]
+            chunks = [serialize(e, p, frng) for e in group]
             chunk_lens.extend(len(c) for c in chunks)
             reads.append(PlannedRead(sum(e.gap for e in group), b"".join(chunks)))
             group.clear()
@@ -460,7 +505,7 @@ def render_turn(scenario: Scenario, turn_index: int, attempt: int = 0) -> Respon
             r.delay = delay
     partial_len = 0
     if cut_event is not None:
-        partial = _serialize(cut_event, p, frng)[:cut_bytes]
+        partial = serialize(cut_event, p, frng)[:cut_bytes]
         if partial:
             reads.append(PlannedRead(cut_event.gap, partial))
             partial_len = len(partial)
@@ -472,13 +517,6 @@ def render_turn(scenario: Scenario, turn_index: int, attempt: int = 0) -> Respon
         cuts = _event_cuts(chunk_lens, partial_len, len(p.line_ending), _rng("split", scenario, turn_index, attempt))
         reads = _split_reads(reads, cuts)
 
-    headers = {
-        "content-type": "text/event-stream; charset=utf-8",
-        "cache-control": "no-cache",
-        "request-id": request_id,
-        "anthropic-organization-id": "00000000-0000-4000-8000-000000000000",
-        "x-scenario": f"{scenario.name}; turn={turn_index}; attempt={attempt}",
-    }
     events = [(e.name, {"type": "ping"} if e.data is None else e.data) for e in evs]
     return ResponsePlan(200, headers, reads, end, p.ttfb * p.header_share, events, turn_index, attempt)
 

@@ -12,7 +12,9 @@ what httpx2 raises when a real server closes the connection mid-stream.
 Requests are decided by the fake API's core, :class:`inspector.scenarios.fakeapi.FakeApi` (the one ``inspector
 serve`` uses): the checks, the history rules, the turn and the attempt. This module is its in-process transport:
 the checks' settings are the in-process ones (no credentials or field checks, stream only, a 400 past the script's
-end, attempts counted per turn). ``render=`` chooses how a turn becomes bytes (``render_turn`` by default;
+end, attempts counted per turn). ``/v1/chat/completions`` and ``/v1/responses`` are answered too (OpenAI's checks
+and wire formats, ``render_openai=``; the openai SDK takes ``http_client=httpx2.AsyncClient(transport=...)``).
+``render=`` chooses how a turn becomes bytes (``render_turn`` by default;
 ``FaultedScenarioServer`` passes serve's faulted renderer).
 """
 
@@ -30,9 +32,10 @@ import orjson
 from inspector.core.pacing import Pacer
 from inspector.stream.history import history_problem
 
-from .fakeapi import FakeApi, error_body, scale_retry_headers
+from .fakeapi import FakeApi, error_body, openai_error_body, scale_retry_headers
 from .model import Scenario
 from .render import ResponsePlan, render_turn
+from .render_openai import render_openai_turn, response_echo
 
 __all__ = [
     "DROP_MESSAGE",
@@ -49,6 +52,17 @@ __all__ = [
 
 # (scenario, turn index, attempt) -> the plan to serve; render_turn by default
 Renderer = Callable[[Scenario, int, int], ResponsePlan]
+# (scenario, turn index, attempt, api "chat" | "responses", include_usage, the fields a Response echoes) -> the
+# OpenAI plan; render_openai_turn by default
+OpenAIRenderer = Callable[[Scenario, int, int, str, bool, dict], ResponsePlan]
+OPENAI_PATHS = {"/v1/chat/completions": "chat", "/v1/responses": "responses"}
+
+
+def _render_openai(
+    scenario: Scenario, turn: int, attempt: int, api: str, include_usage: bool, echo: dict
+) -> ResponsePlan:
+    return render_openai_turn(scenario, turn, attempt, api=api, include_usage=include_usage, echo=echo)  # type: ignore[arg-type]
+
 
 DROP_MESSAGE = "peer closed connection without sending complete message body (incomplete chunked read)"
 
@@ -136,10 +150,12 @@ class ScenarioServer:
         scale_retry_after: bool = True,
         validate_history: bool = True,
         render: Renderer = render_turn,
+        render_openai: OpenAIRenderer = _render_openai,
     ) -> None:
         self.scenario = scenario
         self.pacer = pacer or Pacer(1.0)
         self.render = render  # how a (turn, attempt) becomes the plan served (serve's faults pass their own)
+        self.render_openai = render_openai  # the same for /v1/chat/completions and /v1/responses
         self.scale_retry_after = scale_retry_after  # retry-after(-ms) headers divided by the pacer speed
         # the fake API's core, as serve uses it, with the in-process settings
         self.api = FakeApi(
@@ -192,17 +208,35 @@ class ScenarioServer:
         rec = RecordedRequest(request.method, request.url.path, dict(request.headers), body, None, None)
         self.requests.append(rec)
 
-        if request.method != "POST" or not request.url.path.rstrip("/").endswith("/v1/messages"):
+        path = request.url.path.rstrip("/")
+        api = next((a for p, a in OPENAI_PATHS.items() if path.endswith(p)), None)
+        if request.method != "POST" or (api is None and not path.endswith("/v1/messages")):
             return self._reject(rec, 404, "not_found_error", f"Not found: {request.method} {request.url.path}")
         if not valid_json:
-            return self._reject(rec, 400, "invalid_request_error", "request body is not valid JSON")
-        decision = self.api.decide(body, name=self.scenario.name, turns=len(self.scenario.turns))
+            return self._reject(rec, 400, "invalid_request_error", "request body is not valid JSON", api)
+        if api is None:
+            decision = self.api.decide(body, name=self.scenario.name, turns=len(self.scenario.turns))
+        else:  # the OpenAI families: the same core, OpenAI's checks, attempts counted apart
+            decision = self.api.check_openai(body, api)
+            if not decision.rejected:
+                assert isinstance(body, dict)
+                turns = len(self.scenario.turns)
+                decision = self.api.select(decision, body, name=self.scenario.name, turns=turns, family=api)
         if decision.rejected:
-            return self._reject(rec, decision.status, decision.etype, decision.message)
+            return self._reject(rec, decision.status, decision.etype, decision.message, api, decision.param)
         turn, attempt = decision.turn, decision.attempt
         assert turn is not None and attempt is not None
         rec.turn, rec.attempt = turn, attempt
-        plan = self.render(self.scenario, turn, attempt)
+        if api is None:
+            plan = self.render(self.scenario, turn, attempt)
+        else:
+            assert isinstance(body, dict)
+            options = body.get("stream_options")
+            usage = api == "chat" and isinstance(options, dict) and options.get("include_usage") is True
+            echo = response_echo(body) if api == "responses" else {}
+            plan = self.render_openai(self.scenario, turn, attempt, api, usage, echo)
+            if api == "responses" and plan.status == 200 and plan.events:
+                self.api.remember_response(plan.events[0][1]["response"]["id"], turn)
         served = ServedResponse(turn, attempt, plan.status, plan)
         rec.response = served
         self.responses.append(served)
@@ -213,16 +247,27 @@ class ScenarioServer:
             served.state = "dropped"  # no response at all: the connection failed
             raise httpx2.ConnectError(http_error.connect_error, request=request)
         speed = self.pacer.speed if self.scale_retry_after else 1.0
-        headers, error = self.api.response_headers(plan.status, plan.headers, plan.body, body, speed=speed)
+        family = "anthropic" if api is None else "openai"
+        headers, error = self.api.response_headers(
+            plan.status, plan.headers, plan.body, body, speed=speed, family=family
+        )
         if plan.status != 200:
             served.state = "complete"
             served.reads_sent, served.bytes_sent = len(plan.reads), len(error)
             return httpx2.Response(plan.status, headers=headers, content=error)
         return httpx2.Response(200, headers=headers, stream=ScenarioStream(self, served, plan))
 
-    def _reject(self, rec: RecordedRequest, status: int, etype: str, message: str) -> httpx2.Response:
+    def _reject(
+        self,
+        rec: RecordedRequest,
+        status: int,
+        etype: str,
+        message: str,
+        api: str | None = None,
+        param: str | None = None,
+    ) -> httpx2.Response:
         rec.rejected = message
-        body = error_body(etype, message)
+        body = error_body(etype, message) if api is None else openai_error_body(etype, message, param)
         return httpx2.Response(status, headers={"content-type": "application/json"}, content=body)
 
     # --- convenience -------------------------------------------------------------------------------------------

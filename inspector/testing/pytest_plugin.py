@@ -7,6 +7,7 @@ Installed with the package (entry point ``pytest11``), it adds the ``inspector_s
         # inspector_server(recording="session.jsonl")         # a recording (replayed as a scenario)
         # inspector_server("parse_date", faults="relay_buffer,http_429")
         run_my_harness(base_url=server.base_url, api_key="test")
+        # openai.OpenAI(base_url=server.openai_base_url, api_key="test"): the same scenario, in OpenAI's formats
         server.assert_valid_histories()                       # every request kept the API's history rules
         assert [r.turn for r in server.requests] == [0, 1]
 
@@ -67,8 +68,33 @@ class ServedRequest:
         return f"request {self.index + 1} ({self.method} {self.path}, {where}status {self.status})"
 
 
+OPENAI_PATHS = {"/v1/chat/completions": "chat", "/v1/responses": "responses"}
+
+
+@dataclass(frozen=True)
+class OpenAIViolation:
+    """An OpenAI history rule a request broke (``kind``: ``openai_history``; ``param``: where)."""
+
+    kind: str
+    message: str
+    param: str | None = None
+
+
+def _openai_violation(api: str, body: dict) -> OpenAIViolation | None:
+    from inspector.scenarios.fakeapi import chat_history_problem, responses_history_problem
+
+    if api == "chat":
+        messages = body.get("messages")
+        problem = chat_history_problem(messages) if isinstance(messages, list) else None
+    else:
+        problem = responses_history_problem(body.get("input"), continued=bool(body.get("previous_response_id")))
+    if problem is None:
+        return None
+    return OpenAIViolation("openai_history", problem[0], problem[1])
+
+
 def _offending(req: ServedRequest, message: str) -> str:
-    m = re.search(r"messages\.(\d+)", message)
+    m = re.search(r"messages\.\[?(\d+)", message)
     if m is None:
         return ""
     i = int(m.group(1))
@@ -91,6 +117,7 @@ class InspectorServer:
         faults: Any = None,
         speed: float = math.inf,
         validate_history: bool = True,
+        lenient: bool = False,
     ) -> None:
         from inspector.net.serve import ServeApp
         from inspector.net.server import BackgroundServer
@@ -112,7 +139,14 @@ class InspectorServer:
         self.scenario = sc
         self._lock = threading.Lock()
         self._requests: list[ServedRequest] = []
-        self.app = ServeApp(sc, faults, speed=speed, validate_history=validate_history, on_exchange=self._on_exchange)
+        self.app = ServeApp(
+            sc,
+            faults,
+            speed=speed,
+            validate_history=validate_history,
+            lenient=lenient,  # no credential / field / model checks (like `inspector serve --lenient`)
+            on_exchange=self._on_exchange,
+        )
         self._server = BackgroundServer(_Capture(self, self.app))
         self._server.start()
 
@@ -132,8 +166,11 @@ class InspectorServer:
         with self._lock:
             req = ServedRequest(len(self._requests), scope.get("method", "?"), scope.get("path", "?"), headers, parsed)
             req.raw_body = body
-            if scope.get("path") == "/v1/messages" and isinstance(parsed, dict):
+            path = scope.get("path")
+            if path == "/v1/messages" and isinstance(parsed, dict):
                 req.history = history_violation(parsed.get("messages"))
+            elif path in OPENAI_PATHS and isinstance(parsed, dict):
+                req.history = _openai_violation(OPENAI_PATHS[path], parsed)
             self._requests.append(req)
         return req
 
@@ -152,6 +189,12 @@ class InspectorServer:
         return self._server.base_url
 
     @property
+    def openai_base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1``: the same server for the openai SDK (``openai.OpenAI(base_url=...)`` or
+        OPENAI_BASE_URL), which answers ``/v1/chat/completions`` and ``/v1/responses`` from the same scenario."""
+        return self._server.base_url + "/v1"
+
+    @property
     def requests(self) -> list[ServedRequest]:
         """Every request so far (Messages API calls and others), in arrival order."""
         with self._lock:
@@ -159,7 +202,8 @@ class InspectorServer:
 
     @property
     def message_requests(self) -> list[ServedRequest]:
-        return [r for r in self.requests if r.path == "/v1/messages"]
+        """The model requests: ``/v1/messages``, ``/v1/chat/completions`` and ``/v1/responses``."""
+        return [r for r in self.requests if r.path == "/v1/messages" or r.path in OPENAI_PATHS]
 
     def reset(self) -> None:
         """Forget the requests and the attempt counters: the next request is attempt 0 of its turn again."""
@@ -168,11 +212,14 @@ class InspectorServer:
         self.app.attempts.clear()
 
     def assert_valid_histories(self) -> None:
-        """Every Messages request kept the API's history rules (tool_use / tool_result pairing, roles...)."""
+        """Every model request kept its API's history rules (Messages: tool_use / tool_result pairing, roles...;
+        chat: each assistant ``tool_calls`` answered by ``tool`` messages; Responses: each ``function_call`` by its
+        ``function_call_output``)."""
         __tracebackhide__ = True
         bad = [r for r in self.message_requests if r.history is not None]
         if bad:
-            lines = [f"{len(bad)} of {len(self.message_requests)} requests broke the Messages API's history rules:"]
+            rules = "the Messages API's" if all(r.path == "/v1/messages" for r in bad) else "their API's"
+            lines = [f"{len(bad)} of {len(self.message_requests)} requests broke {rules} history rules:"]
             for r in bad:
                 lines.append(
                     f"{r.describe()}: rule {r.history.kind}: {r.history.message}{_offending(r, r.history.message)}"

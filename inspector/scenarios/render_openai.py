@@ -1,0 +1,610 @@
+"""Scenario -> OpenAI bytes: the same scripted turn as ``render.render_turn``, in the wire format of the endpoint that
+is called, ``/v1/chat/completions`` (``api="chat"``) or ``/v1/responses`` (``api="responses"``).
+
+One scenario model, two renderers. The text and tool-argument fragments are the Anthropic renderer's (the same
+seeded chunking), the pacing is the same (``render._timeline``: gaps, reads, splits, relays), the faults are the
+same objects, each in this family's own form:
+
+- text -> ``delta.content`` chunks / a ``message`` item with ``response.output_text.delta``;
+- tool_use -> ``delta.tool_calls[i]`` (index per tool call, ``id`` and ``name`` on the first chunk only,
+  ``function.arguments`` fragments) / a ``function_call`` item with ``response.function_call_arguments.delta`` and
+  ``.done``; thinking -> ``delta.reasoning_content`` / a ``reasoning`` item with reasoning summary events;
+  redacted thinking -> nothing (chat) / a ``reasoning`` item with ``encrypted_content``; server tool blocks and whole
+  blocks have no OpenAI form and are left out;
+- stop reasons: end_turn / stop_sequence / pause_turn -> ``stop`` / ``completed``; tool_use -> ``tool_calls`` /
+  ``completed``; max_tokens -> ``length`` / ``incomplete`` (``max_output_tokens``); refusal -> ``content_filter``
+  / ``incomplete`` (``content_filter``);
+- usage in a last ``choices: []`` chunk when ``stream_options.include_usage`` is set (chat; every other chunk then
+  carries ``usage: null``) and in ``response.completed`` (Responses); chat ends with ``data: [DONE]``;
+- ErrorEventAfter -> ``data: {"error": {...}}`` (chat) / ``event: error`` with an ``error`` object (Responses, as
+  recorded OpenAI streams send it: the SDK raises APIError on both); stall pings -> SSE comments ``: keep-alive``
+  (OpenAI sends no ping events; ``Pacing.ping_every`` adds none); HttpError -> the OpenAI error JSON with
+  ``x-request-id``, ``retry-after`` / ``retry-after-ms`` / ``x-should-retry`` (what the openai SDK reads).
+
+``plan.events`` holds (name, data): chat chunks are ``("chunk", chunk)``, the end ``("[DONE]", {})``, a mid-stream
+error ``("error", {"error": ...})``, a stall ping ``("ping", {"type": "ping"})``; Responses events are named by
+their ``type``. Ids are seeded like the Anthropic ones (``chatcmpl-``, ``resp_``, ``msg_``, ``rs_``, ``fc_``,
+``call_``): same inputs, same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import string
+from typing import Any, Literal
+
+import orjson
+
+from .model import (
+    ErrorEventAfter,
+    HttpError,
+    MaxTokensCut,
+    Pacing,
+    RedactedThinkingBlock,
+    Scenario,
+    ServerToolUseBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+)
+from .render import (
+    PlannedRead,
+    ResponsePlan,
+    _block_json_texts,
+    _chunks,
+    _estimate_tokens,
+    _Ev,
+    _rng,
+    _timeline,
+    plan_of_timeline,
+)
+
+Api = Literal["chat", "responses"]
+APIS: tuple[Api, ...] = ("chat", "responses")
+
+CREATED = 1767225600  # 2026-01-01T00:00:00Z: the ``created`` / ``created_at`` of every rendered answer (+ turn)
+KEEP_ALIVE = b": keep-alive"
+_B62 = string.digits + string.ascii_letters
+_HEX = "0123456789abcdef"
+
+CHAT_FINISH = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "content_filter",
+}
+# Responses: (status, incomplete_details.reason)
+RESPONSES_STATUS = {
+    "max_tokens": ("incomplete", "max_output_tokens"),
+    "model_context_window_exceeded": ("incomplete", "max_output_tokens"),
+    "refusal": ("incomplete", "content_filter"),
+}
+
+# Anthropic error type -> (OpenAI error type, code, default message)
+_ERRORS = {
+    "rate_limit_error": ("requests", "rate_limit_exceeded", "Rate limit reached for requests. Please try again later."),
+    "overloaded_error": ("server_error", None, "The engine is currently overloaded, please try again later."),
+    "api_error": ("server_error", None, "The server had an error while processing your request. Sorry about that!"),
+    "authentication_error": ("invalid_request_error", "invalid_api_key", "Incorrect API key provided."),
+    "permission_error": ("invalid_request_error", None, "You are not allowed to make this request."),
+    "not_found_error": ("invalid_request_error", None, "Not found."),
+    "request_too_large": ("invalid_request_error", None, "Request too large."),
+    "invalid_request_error": ("invalid_request_error", None, "Invalid request."),
+}
+
+
+def openai_error(etype: str, message: str | None = None) -> dict:
+    """The OpenAI ``error`` object for an Anthropic error type (``{"message", "type", "param", "code"}``)."""
+    otype, code, default = _ERRORS.get(etype, ("server_error", None, "The server had an error."))
+    return {"message": message or default, "type": otype, "param": None, "code": code}
+
+
+def _id(rng: random.Random, prefix: str, n: int, alphabet: str = _B62) -> str:
+    return prefix + "".join(rng.choice(alphabet) for _ in range(n))
+
+
+class _Ids:
+    def __init__(self, scenario: Scenario, turn_index: int, attempt: int) -> None:
+        rng = _rng("ids-openai", scenario, turn_index, attempt)
+        self.completion = _id(rng, "chatcmpl-", 29)
+        self.response = _id(rng, "resp_", 48, _HEX)
+        self.fingerprint = _id(rng, "fp_", 10, _HEX)
+        self.request = _id(rng, "req_", 32, _HEX)
+        self.items: list[str] = []
+        self.calls: list[str] = []
+        for block in scenario.turns[turn_index].blocks:
+            prefix = {TextBlock: "msg_", ThinkingBlock: "rs_", RedactedThinkingBlock: "rs_"}.get(type(block), "fc_")
+            self.items.append(_id(rng, prefix, 48, _HEX))
+            given = getattr(block, "id", None)
+            self.calls.append(given if isinstance(given, str) and given.startswith("call_") else _id(rng, "call_", 24))
+
+
+def _pieces(scenario: Scenario, turn_index: int, attempt: int) -> tuple[list[tuple[str, list[str]]], int | None, int]:
+    """Per block: (kind, the Anthropic renderer's delta texts, same seeded chunks), the block a MaxTokensCut cuts
+    (None) and how many of its pieces it keeps. kind: text | thinking | tool | redacted | none."""
+    turn = scenario.turns[turn_index]
+    crng = _rng("chunks", scenario, turn_index, attempt)  # consumed in the Anthropic renderer's order
+    json_texts = _block_json_texts(turn, attempt)
+    out: list[tuple[str, list[str]]] = []
+    for i, block in enumerate(turn.blocks):
+        if isinstance(block, TextBlock):
+            out.append(("text", _chunks(block.text, block.chunk, crng)))
+        elif isinstance(block, ThinkingBlock):
+            # the signature delta has no OpenAI form: an empty piece keeps the Anthropic delta count
+            out.append(("thinking", [*_chunks(block.thinking, block.chunk, crng), ""]))
+        elif isinstance(block, (ToolUseBlock, ServerToolUseBlock)):
+            pieces = _chunks(json_texts[i], block.fragment, crng)
+            if block.empty_first:
+                pieces.insert(0, "")
+            out.append(("tool" if isinstance(block, ToolUseBlock) else "none", pieces))
+        elif isinstance(block, RedactedThinkingBlock):
+            out.append(("redacted", []))
+        else:
+            out.append(("none", []))
+    cut = next((f for f in turn.faults_for(attempt) if isinstance(f, MaxTokensCut)), None)
+    if cut is None:
+        return out, None, 0
+    n = len(out[cut.block][1])
+    keep = cut.keep_fragments if cut.keep_fragments is not None else (n + 1) // 2
+    return out, cut.block, max(0, keep)
+
+
+def _stop(scenario: Scenario, turn_index: int, cut_block: int | None) -> str:
+    return "max_tokens" if cut_block is not None else scenario.turns[turn_index].stop_reason
+
+
+def _output_tokens(scenario: Scenario, turn_index: int, attempt: int) -> int:
+    turn = scenario.turns[turn_index]
+    if turn.usage.output_tokens is not None:
+        return turn.usage.output_tokens
+    return _estimate_tokens(turn, _block_json_texts(turn, attempt))
+
+
+# --- chat completions ------------------------------------------------------------------------------------------
+
+
+def chat_usage(scenario: Scenario, turn_index: int, attempt: int) -> dict:
+    u = scenario.turns[turn_index].usage
+    prompt = u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens
+    completion = _output_tokens(scenario, turn_index, attempt)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": u.cache_read_input_tokens, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": 0,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
+    }
+
+
+def _chat_events(scenario: Scenario, turn_index: int, attempt: int, include_usage: bool) -> list[_Ev]:
+    ids = _Ids(scenario, turn_index, attempt)
+    blocks, cut_block, keep = _pieces(scenario, turn_index, attempt)
+
+    def chunk(delta: dict, finish: str | None = None) -> dict:
+        c: dict[str, Any] = {
+            "id": ids.completion,
+            "object": "chat.completion.chunk",
+            "created": CREATED + turn_index,
+            "model": scenario.model,
+            "service_tier": "default",
+            "system_fingerprint": ids.fingerprint,
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        }
+        if include_usage:
+            c["usage"] = None
+        return c
+
+    evs = [_Ev("chunk", chunk({"role": "assistant", "content": "", "refusal": None}))]
+    calls = 0
+    for i, (kind, pieces) in enumerate(blocks):
+        if i == cut_block:
+            pieces = pieces[:keep]
+        if kind in ("text", "thinking"):
+            field = "content" if kind == "text" else "reasoning_content"
+            for n, piece in enumerate(pieces, 1):
+                if piece:
+                    evs.append(_Ev("chunk", chunk({field: piece}), block=i, delta_no=n, starts_block=n == 1))
+        elif kind == "tool":
+            block = scenario.turns[turn_index].blocks[i]
+            assert isinstance(block, ToolUseBlock)
+            first = {"index": calls, "id": ids.calls[i], "type": "function"}
+            first["function"] = {"name": block.name, "arguments": ""}
+            empty_first = bool(pieces) and pieces[0] == "" and block.empty_first
+            evs.append(
+                _Ev(
+                    "chunk",
+                    chunk({"tool_calls": [first]}),
+                    block=i,
+                    delta_no=1 if empty_first else None,
+                    starts_block=True,
+                )
+            )
+            for n, piece in enumerate(pieces, 1):
+                if n == 1 and empty_first:
+                    continue
+                delta = {"tool_calls": [{"index": calls, "function": {"arguments": piece}}]}
+                evs.append(_Ev("chunk", chunk(delta), block=i, delta_no=n))
+            calls += 1
+        if i == cut_block:
+            break
+    finish = CHAT_FINISH.get(_stop(scenario, turn_index, cut_block), "stop")
+    evs.append(_Ev("chunk", chunk({}, finish)))
+    if include_usage:
+        last = chunk({})
+        last["choices"] = []
+        last["usage"] = chat_usage(scenario, turn_index, attempt)
+        evs.append(_Ev("chunk", last))
+    evs.append(_Ev("[DONE]", {}, raw=b"[DONE]"))
+    return evs
+
+
+def _chat_error(fault: ErrorEventAfter) -> _Ev:
+    return _Ev("error", {"error": openai_error(fault.error_type, None)}, standalone=True)
+
+
+def _ping() -> _Ev:
+    return _Ev("ping", None)
+
+
+def _serialize_chat(ev: _Ev, p: Pacing, frng: random.Random) -> bytes:
+    le = p.line_ending.encode()
+    if ev.data is None:
+        return KEEP_ALIVE + le + le
+    data = ev.raw if ev.raw is not None else orjson.dumps(ev.data)
+    if p.pad and ev.raw is None:
+        data += b" " * frng.randint(1, 8)
+    return b"data: " + data + le + le
+
+
+# --- responses -------------------------------------------------------------------------------------------------
+
+
+def responses_usage(scenario: Scenario, turn_index: int, attempt: int) -> dict:
+    u = scenario.turns[turn_index].usage
+    inp = u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens
+    out = _output_tokens(scenario, turn_index, attempt)
+    return {
+        "input_tokens": inp,
+        "input_tokens_details": {"cached_tokens": u.cache_read_input_tokens},
+        "output_tokens": out,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": inp + out,
+    }
+
+
+# The request fields a Response object echoes back (as OpenAI's does), when the request has them.
+RESPONSE_ECHO = (
+    "instructions",
+    "max_output_tokens",
+    "metadata",
+    "parallel_tool_calls",
+    "previous_response_id",
+    "reasoning",
+    "store",
+    "temperature",
+    "text",
+    "tool_choice",
+    "tools",
+    "top_p",
+    "truncation",
+    "user",
+)
+
+
+def response_echo(body: Any) -> dict:
+    """The fields of a Responses request its Response object echoes (see :data:`RESPONSE_ECHO`)."""
+    if not isinstance(body, dict):
+        return {}
+    return {k: body[k] for k in RESPONSE_ECHO if k in body}
+
+
+def echo_key(echo: dict | None) -> str | None:
+    """What tells two echoes apart in a plan cache (a digest of the fields, keys sorted; None: no echo)."""
+    if not echo:
+        return None
+    return hashlib.sha256(orjson.dumps(echo, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def _response_obj(
+    scenario: Scenario, turn_index: int, ids: _Ids, status: str, output: list, echo: dict | None = None
+) -> dict:
+    obj = {
+        "id": ids.response,
+        "object": "response",
+        "created_at": CREATED + turn_index,
+        "status": status,
+        "background": False,
+        "error": None,
+        "incomplete_details": None,
+        "instructions": None,
+        "max_output_tokens": None,
+        "model": scenario.model,
+        "output": output,
+        "parallel_tool_calls": True,
+        "previous_response_id": None,
+        "reasoning": {"effort": None, "summary": None},
+        "service_tier": "default",
+        "store": True,
+        "temperature": 1.0,
+        "text": {"format": {"type": "text"}},
+        "tool_choice": "auto",
+        "tools": [],
+        "top_p": 1.0,
+        "truncation": "disabled",
+        "usage": None,
+        "user": None,
+        "metadata": {},
+    }
+    if echo:
+        obj.update(echo)
+    return obj
+
+
+def _responses_events(scenario: Scenario, turn_index: int, attempt: int, echo: dict | None = None) -> list[_Ev]:
+    ids = _Ids(scenario, turn_index, attempt)
+    blocks, cut_block, keep = _pieces(scenario, turn_index, attempt)
+    turn = scenario.turns[turn_index]
+    evs: list[_Ev] = []
+
+    def ev(etype: str, block: int | None = None, **fields: Any) -> _Ev:
+        e = _Ev(etype, {"type": etype, "sequence_number": len(evs), **fields}, block=block)
+        evs.append(e)
+        return e
+
+    ev("response.created", response=_response_obj(scenario, turn_index, ids, "in_progress", [], echo))
+    ev("response.in_progress", response=_response_obj(scenario, turn_index, ids, "in_progress", [], echo))
+    output: list[dict] = []
+    for i, (kind, pieces) in enumerate(blocks):
+        cut = i == cut_block
+        if cut:
+            pieces = pieces[:keep]
+        o, item_id = len(output), ids.items[i]
+        status = "incomplete" if cut else "completed"
+        if kind == "text":
+            item = {"id": item_id, "type": "message", "status": "in_progress", "content": [], "role": "assistant"}
+            ev("response.output_item.added", i, output_index=o, item=item).starts_block = True
+            part = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
+            ev("response.content_part.added", i, item_id=item_id, output_index=o, content_index=0, part=part)
+            for n, piece in enumerate(pieces, 1):
+                if piece:
+                    d = ev("response.output_text.delta", i, item_id=item_id, output_index=o, content_index=0)
+                    d.data = {**(d.data or {}), "delta": piece, "logprobs": []}
+                    d.delta_no = n
+            text = "".join(pieces)
+            done_part = {**part, "text": text}
+            final = {**item, "status": status, "content": [done_part]}
+            if not cut:
+                ev("response.output_text.done", i, item_id=item_id, output_index=o, content_index=0, text=text)
+                evs[-1].data = {**(evs[-1].data or {}), "logprobs": []}
+                evs[-1].stops_block = True
+                ev("response.content_part.done", i, item_id=item_id, output_index=o, content_index=0, part=done_part)
+                ev("response.output_item.done", i, output_index=o, item=final)
+            output.append(final)
+        elif kind in ("thinking", "redacted"):
+            item = {"id": item_id, "type": "reasoning", "summary": []}
+            block = turn.blocks[i]
+            if isinstance(block, RedactedThinkingBlock):
+                item["encrypted_content"] = block.data
+            ev("response.output_item.added", i, output_index=o, item=item).starts_block = True
+            text = "".join(pieces)
+            final = dict(item)
+            if kind == "thinking":
+                part = {"type": "summary_text", "text": ""}
+                ev("response.reasoning_summary_part.added", i, item_id=item_id, output_index=o, summary_index=0)
+                evs[-1].data = {**(evs[-1].data or {}), "part": part}
+                for n, piece in enumerate(pieces, 1):
+                    if piece:
+                        d = ev("response.reasoning_summary_text.delta", i, item_id=item_id, output_index=o)
+                        d.data = {**(d.data or {}), "summary_index": 0, "delta": piece}
+                        d.delta_no = n
+                final["summary"] = [{"type": "summary_text", "text": text}]
+                if not cut:
+                    ev("response.reasoning_summary_text.done", i, item_id=item_id, output_index=o, summary_index=0)
+                    evs[-1].data = {**(evs[-1].data or {}), "text": text}
+                    evs[-1].stops_block = True
+                    ev("response.reasoning_summary_part.done", i, item_id=item_id, output_index=o, summary_index=0)
+                    evs[-1].data = {**(evs[-1].data or {}), "part": final["summary"][0]}
+            if not cut:
+                ev("response.output_item.done", i, output_index=o, item=final)
+            output.append(final)
+        elif kind == "tool":
+            block = turn.blocks[i]
+            assert isinstance(block, ToolUseBlock)
+            item = {
+                "id": item_id,
+                "type": "function_call",
+                "status": "in_progress",
+                "arguments": "",
+                "call_id": ids.calls[i],
+                "name": block.name,
+            }
+            added = ev("response.output_item.added", i, output_index=o, item=item)
+            added.starts_block = True
+            empty_first = bool(pieces) and pieces[0] == "" and block.empty_first
+            if empty_first:
+                added.delta_no = 1
+            for n, piece in enumerate(pieces, 1):
+                if n == 1 and empty_first:
+                    continue
+                d = ev("response.function_call_arguments.delta", i, item_id=item_id, output_index=o, delta=piece)
+                d.delta_no = n
+            args = "".join(pieces)
+            final = {**item, "status": status, "arguments": args}
+            if not cut:
+                ev("response.function_call_arguments.done", i, item_id=item_id, output_index=o, arguments=args)
+                evs[-1].stops_block = True
+                ev("response.output_item.done", i, output_index=o, item=final)
+            output.append(final)
+        if cut:
+            break
+    status, reason = RESPONSES_STATUS.get(_stop(scenario, turn_index, cut_block), ("completed", None))
+    final_response = _response_obj(scenario, turn_index, ids, status, output, echo)
+    final_response["usage"] = responses_usage(scenario, turn_index, attempt)
+    if reason is not None:
+        final_response["incomplete_details"] = {"reason": reason}
+    ev(f"response.{status}", response=final_response)
+    return evs
+
+
+def _responses_error(fault: ErrorEventAfter) -> _Ev:
+    # as recorded OpenAI streams send it (an ``error`` object: the SDK raises APIError); sequence_number set later
+    err = openai_error(fault.error_type, None)
+    data = {"type": "error", "sequence_number": 0, "error": {**err, "code": err["code"] or err["type"]}}
+    return _Ev("error", data, standalone=True)
+
+
+def _serialize_responses(ev: _Ev, p: Pacing, frng: random.Random) -> bytes:
+    le = p.line_ending.encode()
+    if ev.data is None:
+        return KEEP_ALIVE + le + le
+    data = orjson.dumps(ev.data)
+    if p.pad:
+        data += b" " * frng.randint(1, 8)
+    return b"event: " + ev.name.encode() + le + b"data: " + data + le + le
+
+
+# --- the plan --------------------------------------------------------------------------------------------------
+
+
+def render_openai_turn(
+    scenario: Scenario,
+    turn_index: int,
+    attempt: int = 0,
+    *,
+    api: Api,
+    include_usage: bool = False,
+    echo: dict | None = None,
+) -> ResponsePlan:
+    """The turn's answer to ``POST /v1/chat/completions`` (``api="chat"``; ``include_usage``: the request's
+    ``stream_options.include_usage``) or ``POST /v1/responses`` (``api="responses"``; ``echo``: the request fields
+    its Response object echoes, :func:`response_echo`), with ``stream: true``."""
+    if api not in APIS:
+        raise ValueError(f"api must be one of {APIS}, not {api!r}")
+    if not 0 <= turn_index < len(scenario.turns):
+        raise IndexError(f"scenario {scenario.name!r} has {len(scenario.turns)} turns, no turn {turn_index}")
+    turn = scenario.turns[turn_index]
+    ids = _Ids(scenario, turn_index, attempt)
+    http_error = turn.http_error_for(attempt)
+    if http_error is not None:
+        return _render_http_error(scenario, turn_index, attempt, http_error, ids)
+    if api == "chat":
+        evs = _chat_events(scenario, turn_index, attempt, include_usage)
+        timeline = _timeline(
+            scenario, turn_index, attempt, evs, error_event=_chat_error, ping=_ping, periodic_pings=False
+        )
+        serialize = _serialize_chat
+    else:
+        evs = _responses_events(scenario, turn_index, attempt, echo)
+        timeline = _timeline(
+            scenario, turn_index, attempt, evs, error_event=_responses_error, ping=_ping, periodic_pings=False
+        )
+        seq = 0
+        for e in timeline[0]:  # the error event takes the next sequence number after the events sent
+            if e.data is not None and "sequence_number" in e.data:
+                if e.name == "error":
+                    e.data = {**e.data, "sequence_number": seq}
+                seq = e.data["sequence_number"] + 1
+        serialize = _serialize_responses
+    headers = {
+        "content-type": "text/event-stream; charset=utf-8",
+        "cache-control": "no-cache",
+        "x-request-id": ids.request,
+        "openai-processing-ms": "120",
+        "x-scenario": f"{scenario.name}; turn={turn_index}; attempt={attempt}; api={api}",
+    }
+    return plan_of_timeline(scenario, turn_index, attempt, timeline, serialize, headers)
+
+
+def _render_http_error(scenario: Scenario, turn_index: int, attempt: int, err: HttpError, ids: _Ids) -> ResponsePlan:
+    body = orjson.dumps({"error": openai_error(err.resolved_type(), err.message)})
+    headers = {
+        "content-type": "application/json",
+        "x-request-id": ids.request,
+        "x-scenario": f"{scenario.name}; turn={turn_index}; attempt={attempt}",
+    }
+    if err.retry_after_ms is not None:
+        headers["retry-after-ms"] = str(err.retry_after_ms)
+    if err.retry_after is not None:
+        headers["retry-after"] = f"{err.retry_after:g}"
+    if err.should_retry is not None:
+        headers["x-should-retry"] = "true" if err.should_retry else "false"
+    return ResponsePlan(err.status, headers, [PlannedRead(0.0, body)], "eof", err.delay, [], turn_index, attempt)
+
+
+# --- stream: false ---------------------------------------------------------------------------------------------
+
+
+def assembled_chat(plan: ResponsePlan) -> dict:
+    """The ``chat.completion`` a non-streaming request gets: the plan's chunks merged (content, reasoning_content,
+    tool calls by index, finish_reason, usage)."""
+    content: list[str] = []
+    reasoning: list[str] = []
+    calls: dict[int, dict] = {}
+    finish = None
+    usage = None
+    head: dict = {}
+    for name, c in plan.events:
+        if name != "chunk":
+            continue
+        head = head or c
+        if c.get("usage"):
+            usage = c["usage"]
+        for choice in c.get("choices") or []:
+            delta = choice.get("delta") or {}
+            content.append(delta.get("content") or "")
+            reasoning.append(delta.get("reasoning_content") or "")
+            for tc in delta.get("tool_calls") or []:
+                call = calls.setdefault(
+                    tc["index"], {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
+                )
+                call["id"] = tc.get("id") or call["id"]
+                fn = tc.get("function") or {}
+                call["function"]["name"] += fn.get("name") or ""
+                call["function"]["arguments"] += fn.get("arguments") or ""
+            finish = choice.get("finish_reason") or finish
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(content) or None, "refusal": None}
+    if any(reasoning):
+        message["reasoning_content"] = "".join(reasoning)
+    if calls:
+        message["tool_calls"] = [calls[k] for k in sorted(calls)]
+    return {
+        "id": head.get("id"),
+        "object": "chat.completion",
+        "created": head.get("created"),
+        "model": head.get("model"),
+        "system_fingerprint": head.get("system_fingerprint"),
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
+        "usage": usage,
+    }
+
+
+def assembled_response(plan: ResponsePlan) -> dict:
+    """The ``response`` a non-streaming request gets: the one ``response.completed`` / ``.incomplete`` carries."""
+    for name, data in reversed(plan.events):
+        if name in ("response.completed", "response.incomplete", "response.failed"):
+            return dict(data["response"])
+    raise ValueError("the plan has no final response event")
+
+
+def tool_arguments(plan: ResponsePlan, api: Api) -> list[str]:
+    """The argument texts of the plan's tool calls, in order (for tests and diagnostics)."""
+    if api == "chat":
+        return [c["function"]["arguments"] for c in assembled_chat(plan)["choices"][0]["message"].get("tool_calls", [])]
+    return [i["arguments"] for i in assembled_response(plan)["output"] if i["type"] == "function_call"]
+
+
+def json_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None

@@ -1,0 +1,225 @@
+"""Every fault of the catalogue in both OpenAI families, through a socket: the bytes on the wire in that family's
+form, and what the openai SDK makes of them (one case per fault per family)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import httpx2
+import openai
+import pytest
+
+from inspector.net.faults import BOM, FAULTS
+from inspector.scenarios.bundled import get_scenario
+
+pytest_plugins = ["inspector.testing.pytest_plugin"]
+
+KEY = "sk-proj-CANARY-openai-faults-000000000"
+SC = get_scenario("weather")
+ARGS = json.dumps(SC.turns[0].blocks[1].input)  # the scripted tool call's arguments, as the API formats them
+TEXT = SC.turns[0].blocks[0].text
+CHAT_TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+RESP_TOOLS = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]
+PATHS = {"chat": "/chat/completions", "responses": "/responses"}
+
+
+def body_of(api: str) -> dict:
+    if api == "chat":
+        return {
+            "model": SC.model,
+            "messages": [{"role": "user", "content": SC.prompt}],
+            "tools": CHAT_TOOLS,
+            "stream": True,
+        }
+    return {"model": SC.model, "input": SC.prompt, "tools": RESP_TOOLS, "stream": True}
+
+
+def raw(server, api: str) -> tuple[int, dict, bytes, str | None]:
+    """One streamed request by hand: status, headers, the body bytes received, and how reading ended."""
+    got = bytearray()
+    ended = None
+    with httpx2.Client(timeout=httpx2.Timeout(2.0)) as http:
+        with http.stream(
+            "POST", server.openai_base_url + PATHS[api], json=body_of(api), headers={"authorization": f"Bearer {KEY}"}
+        ) as r:
+            try:
+                for chunk in r.iter_raw():
+                    got += chunk
+            except httpx2.ReadTimeout:
+                ended = "timeout"
+            except httpx2.RemoteProtocolError:
+                ended = "drop"
+            status, headers = r.status_code, dict(r.headers)
+    ex = server.message_requests[-1].exchange  # (a hanging stall is not noted yet)
+    server.raw_reads = None if ex is None else ex.reads  # the reads the server sent
+    server.reset()  # the SDK's request is attempt 0 again
+    return status, headers, bytes(got), ended
+
+
+def sdk(server, api: str, **kw):
+    """The turn through the SDK's streaming helper: (finish / status, text, tool arguments) or the exception."""
+    client = openai.OpenAI(base_url=server.openai_base_url, api_key=KEY, **kw)
+    try:
+        if api == "chat":
+            with client.chat.completions.stream(
+                model=SC.model, messages=[{"role": "user", "content": SC.prompt}], tools=CHAT_TOOLS
+            ) as s:
+                f = s.get_final_completion()
+            m = f.choices[0]
+            return m.finish_reason, m.message.content, [t.function.arguments for t in m.message.tool_calls or []]
+        with client.responses.stream(model=SC.model, input=SC.prompt, tools=RESP_TOOLS) as s:
+            r = s.get_final_response()
+        return r.status, r.output_text, [o.arguments for o in r.output if o.type == "function_call"]
+    except Exception as e:  # the outcome under test
+        return e
+
+
+def events(api: str, body: bytes) -> list:
+    """The data objects of a body (chat: ``[DONE]`` as the string)."""
+    out = []
+    for block in re.split(rb"\r\n\r\n|\n\n|\r\r", body.removeprefix(BOM)):
+        for line in re.split(rb"\r\n|\n|\r", block):
+            if line.startswith(b"data: "):
+                data = line[6:].strip()
+                out.append("[DONE]" if data == b"[DONE]" else json.loads(data))
+    return out
+
+
+def streamed_args(api: str, evs: list) -> str:
+    if api == "chat":
+        return "".join(
+            tc["function"].get("arguments", "")
+            for e in evs
+            if isinstance(e, dict)
+            for c in e.get("choices", [])
+            for tc in c["delta"].get("tool_calls", [])
+        )
+    return "".join(e["delta"] for e in evs if e.get("type") == "response.function_call_arguments.delta")
+
+
+CLEAN = {"chat": ("tool_calls", TEXT, [ARGS]), "responses": ("completed", TEXT, [ARGS])}
+APIS = ["chat", "responses"]
+
+
+def test_every_fault_has_a_case():
+    assert set(FAULTS) == {n.split("[")[0] for n in CASES}
+
+
+def _http(code: str, status: int, etype: str):
+    def check(server, api):
+        st, headers, body, _ = raw(server, api)
+        assert st == status
+        err = json.loads(body)["error"]
+        assert err["type"] == etype and err["code"] == code and set(err) == {"message", "type", "param", "code"}
+        assert headers["retry-after"] and headers["retry-after-ms"] and headers["x-request-id"].startswith("req_")
+        assert "x-ratelimit-remaining-requests" in headers
+        e = sdk(server, api, max_retries=0)
+        assert isinstance(e, openai.APIStatusError) and e.status_code == status and e.code == code
+        server.reset()
+        assert sdk(server, api) == CLEAN[api]  # the SDK retries by itself
+        assert [r.attempt for r in server.message_requests][-2:] == [0, 1]
+
+    return check
+
+
+def _error_event(server, api):
+    _, _, body, ended = raw(server, api)
+    evs = events(api, body)
+    assert ended is None and "[DONE]" not in evs
+    assert evs[-1]["error"]["type"] == "server_error"
+    if api == "responses":
+        assert body.rstrip().rsplit(b"\n\n", 1)[-1].startswith(b"event: error")
+        assert evs[-1]["sequence_number"] == evs[-2]["sequence_number"] + 1
+    e = sdk(server, api, max_retries=0)
+    assert type(e) is openai.APIError and "overloaded" in str(e)
+
+
+def _drop(server, api):
+    _, _, body, ended = raw(server, api)
+    assert ended == "drop"
+    e = sdk(server, api, max_retries=0)
+    assert isinstance(e, openai.APIConnectionError)
+    assert server.message_requests[-1].end == "drop"
+
+
+def _drop_in_tool(server, api):
+    _, _, body, ended = raw(server, api)
+    assert ended == "drop"
+    partial = streamed_args(api, events(api, body[: body.rfind(b"\n\n") + 2]))
+    assert partial and ARGS.startswith(partial) and partial != ARGS
+    assert isinstance(sdk(server, api, max_retries=0), openai.APIConnectionError)
+
+
+def _stall(server, api):
+    _, _, body, ended = raw(server, api)
+    assert ended == "timeout"
+    assert body.count(b": keep-alive\n\n") == 2 and len(events(api, body)) == 1
+    e = sdk(server, api, max_retries=0, timeout=httpx2.Timeout(1.0))
+    assert isinstance(e, openai.APITimeoutError)
+
+
+def _invalid_tool_json(server, api):
+    _, _, body, _ = raw(server, api)
+    cut = streamed_args(api, events(api, body))
+    with pytest.raises(ValueError):
+        json.loads(cut)
+    assert ARGS.startswith(cut)
+    assert sdk(server, api) == (CLEAN[api][0], TEXT, [cut])
+
+
+def _max_tokens_tool(server, api):
+    _, _, body, _ = raw(server, api)
+    evs = events(api, body)
+    if api == "chat":
+        assert [c["finish_reason"] for c in evs[-2]["choices"]] == ["length"] and evs[-1] == "[DONE]"
+        assert isinstance(sdk(server, api), openai.LengthFinishReasonError)
+    else:
+        assert evs[-1]["type"] == "response.incomplete"
+        assert evs[-1]["response"]["incomplete_details"] == {"reason": "max_output_tokens"}
+        assert evs[-1]["response"]["output"][-1]["status"] == "incomplete"
+        e = sdk(server, api)
+        assert isinstance(e, RuntimeError) and "response.completed" in str(e)
+
+
+def _format(check_body):
+    def check(server, api):
+        _, _, body, ended = raw(server, api)
+        assert ended is None
+        check_body(server, api, body)
+        assert sdk(server, api) == CLEAN[api]
+
+    return check
+
+
+def _reads(server) -> int:
+    return server.raw_reads
+
+
+CASES = {
+    "http_429": _http("rate_limit_exceeded", 429, "requests"),
+    "http_529": _http(None, 529, "server_error"),
+    "error_event": _error_event,
+    "drop_event": _drop,
+    "drop_in_tool": _drop_in_tool,
+    "drop_byte": _drop,
+    "stall[2]": _stall,
+    "invalid_tool_json": _invalid_tool_json,
+    "max_tokens_tool": _max_tokens_tool,
+    "slow_drip": _format(lambda s, api, b: len(events(api, b)) == _reads(s) or pytest.fail("one event per read")),
+    "relay_buffer": _format(lambda s, api, b: _reads(s) == 1 or pytest.fail("one burst")),
+    "split_events": _format(lambda s, api, b: _reads(s) > len(events(api, b)) or pytest.fail("split")),
+    "cr": _format(lambda s, api, b: (b"\r" in b and b"\n" not in b) or pytest.fail("CR only")),
+    "crlf": _format(lambda s, api, b: b.count(b"\r\n\r\n") == len(events(api, b)) or pytest.fail("CRLF")),
+    "bom": _format(lambda s, api, b: (b.startswith(BOM) and b.count(BOM) == 1) or pytest.fail("BOM")),
+    "padded": _format(lambda s, api, b: re.search(rb"\} +\n", b) is not None or pytest.fail("padded")),
+}
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("case", list(CASES))
+def test_fault_in_the_openai_families(inspector_server, case, api):
+    name, _, arg = case.partition("[")
+    fault = f"{name}:{arg.rstrip(']')}" if arg else name
+    server = inspector_server("weather", faults=fault)
+    CASES[case](server, api)

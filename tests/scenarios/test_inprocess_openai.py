@@ -1,0 +1,64 @@
+"""The in-process fake API (``ScenarioServer``, ``FaultedScenarioServer``) answers the OpenAI families too, through
+the same core: the openai SDK over its ``httpx2.MockTransport`` gets the scripted turns, with serve's bytes."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import httpx2
+import openai
+
+from inspector.core.pacing import Pacer
+from inspector.net.faults import render_faulted
+from inspector.net.inprocess import FaultedScenarioServer
+from inspector.scenarios.bundled import get_scenario
+from inspector.scenarios.transport import ScenarioServer
+
+SC = get_scenario("weather")
+TOOLS = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]
+
+
+def client(server: ScenarioServer, **kw) -> openai.AsyncOpenAI:
+    http = httpx2.AsyncClient(transport=server.transport())
+    return openai.AsyncOpenAI(base_url="http://scenario.local/v1", api_key="k", http_client=http, **kw)
+
+
+async def test_chat_and_responses_in_process():
+    server = ScenarioServer(SC, Pacer(math.inf))
+    c = client(server)
+    async with c.chat.completions.stream(model=SC.model, messages=[{"role": "user", "content": "hi"}]) as s:
+        final = await s.get_final_completion()
+    call = final.choices[0].message.tool_calls[0]
+    assert json.loads(call.function.arguments) == SC.turns[0].blocks[1].input
+    async with c.responses.stream(model=SC.model, input="hi", tools=TOOLS) as s:
+        resp = await s.get_final_response()
+    fc = next(o for o in resp.output if o.type == "function_call")
+    outputs = [{"type": "function_call_output", "call_id": fc.call_id, "output": "18"}]
+    async with c.responses.stream(model=SC.model, input=outputs, previous_response_id=resp.id) as s:
+        second = await s.get_final_response()
+    assert second.output_text == SC.turns[1].blocks[0].text
+    assert [(r.path, r.turn, r.attempt) for r in server.requests] == [
+        ("/v1/chat/completions", 0, 0),
+        ("/v1/responses", 0, 0),
+        ("/v1/responses", 1, 0),
+    ]
+
+
+async def test_the_in_process_checks_answer_in_openai_form():
+    server = ScenarioServer(SC, Pacer(math.inf))
+    r = await httpx2.AsyncClient(transport=server.transport()).post(
+        "http://scenario.local/v1/chat/completions",
+        json={"model": "m", "messages": [{"role": "assistant", "tool_calls": [{"id": "call_1"}]}], "stream": True},
+    )
+    assert r.status_code == 400 and r.json()["error"]["param"] == "messages.[0].role"
+
+
+async def test_faulted_in_process_is_serves_bytes_and_the_sdk_retries():
+    server = FaultedScenarioServer(SC, "http_429,padded", Pacer(math.inf))
+    c = client(server)
+    async with c.chat.completions.stream(model=SC.model, messages=[{"role": "user", "content": "hi"}]) as s:
+        await s.get_final_completion()
+    assert [(r.turn, r.attempt, r.response.status) for r in server.requests] == [(0, 0, 429), (0, 1, 200)]
+    served = server.requests[-1].response.plan
+    assert served.body == render_faulted(SC, "http_429,padded", 0, 1, api="chat").body
