@@ -577,8 +577,10 @@ class ServeApp(Closable):
         ex.model = model
         if not self.echo_model:
             model = None  # the scenario's own model, bytes exactly as rendered
-        if self.recording is not None:
-            name = self.recording.name
+        # a recording of many conversations answers each request from its own conversation's turns
+        rec = self.recording.conversation_for(body) if self.recording is not None else None
+        if rec is not None:
+            name = rec.name
         else:
             name = (request.headers.get(SCENARIO_HEADER) or self.default_scenario).strip()
         ex.scenario = name
@@ -597,7 +599,7 @@ class ServeApp(Closable):
         except FaultError as e:
             return self._reject(ex, 400, "invalid_request_error", f"{FAULT_HEADER}: {e}")
         ex.faults = faults_key(faults)
-        turns = len(self.recording.turns) if self.recording is not None else len(self.scenarios[name].turns)
+        turns = len(rec.turns) if rec is not None else len(self.scenarios[name].turns)
         session = request.headers.get(SESSION_HEADER, "")
         decision = self.api.select(decision, body, name=name, turns=turns, faults=ex.faults, session=session)
         if decision.rejected:
@@ -605,14 +607,14 @@ class ServeApp(Closable):
         turn, attempt, ended = decision.turn, decision.attempt, decision.ended
         assert turn is not None and attempt is not None
         ex.turn, ex.attempt, ex.script_ended = turn, attempt, ended
-        if self.recording is not None and not ended:
-            recorded = self.recording.recorded_request(turn)
+        if rec is not None and not ended:
+            recorded = rec.recorded_request(turn)
             if recorded is not None:
                 seq = ex.seq
                 task = self._diffs[seq] = asyncio.ensure_future(self._request_diff(ex, recorded, body))
                 task.add_done_callback(lambda _: self._diffs.pop(seq, None))
         try:
-            plan = await self._plan_for(name, faults, turn, attempt, model, ended, turns)
+            plan = await self._plan_for(name, faults, turn, attempt, model, ended, turns, rec)
         except (ValueError, IndexError, TypeError) as e:
             return self._reject(
                 ex,
@@ -796,21 +798,24 @@ class ServeApp(Closable):
         model: str | None,
         ended: bool,
         turns: int,
+        recording: RecordingSource | None = None,
     ) -> ResponsePlan:
         """The plan for this request, rendered in a worker thread when not cached (a big scenario takes a
         quarter of a second: other connections keep being served meanwhile)."""
+        recording = recording if recording is not None else self.recording
         if ended:
-            fallback = self.recording.model if self.recording is not None else self.scenarios[name].model
+            fallback = recording.model if recording is not None else self.scenarios[name].model
             return await asyncio.to_thread(end_of_script_plan, name, turns, turn, attempt, model or fallback, faults)
-        if self.recording is not None:
+        if recording is not None:
             # attempts past the recorded ones all get the last recorded attempt: one cached plan for them
-            # (the first streamed attempt, after the HTTP faults, may be a drop: the one after it is distinct)
+            # (the first streamed attempt, after the HTTP faults, may be a drop: the one after it is distinct);
+            # keyed by the conversation (its name), so that conversations never share an answer
             http = sum(1 for f in faults if FAULTS[f.name].kind == "http")
-            same = min(attempt, max(len(self.recording.turns[turn]) - 1 + http, http + 1))
-            key = ("\x00recording", faults_key(faults), turn, same, None)
+            same = min(attempt, max(len(recording.turns[turn]) - 1 + http, http + 1))
+            key = ("\x00recording", recording.name, faults_key(faults), turn, same, None)
             plan = self._cached(key)
             if plan is None:
-                plan = await asyncio.to_thread(recording_faults, self.recording, faults, turn, same)
+                plan = await asyncio.to_thread(recording_faults, recording, faults, turn, same)
                 with self._lock:
                     self._plans[key] = plan
                     while len(self._plans) > 64:

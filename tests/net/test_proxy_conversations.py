@@ -321,3 +321,40 @@ def test_tool_ids_repeated_across_conversations_are_matched_within_each():
     states = [(o.turn, o.state) for o in got if isinstance(o, O.ToolStateChanged) and o.state == "succeeded"]
     assert states == [(0, "succeeded"), (1, "succeeded")]
     assert tracker.seen_tools == {}  # answered: nothing kept
+
+
+async def test_serve_recording_answers_each_conversation_from_its_own_turns(upstream, tmp_path):
+    """Two conversations recorded through the proxy, each answered by another scenario (other bytes): `serve
+    --recording` of that file answers a request of the second conversation with the second conversation's recorded
+    bytes (before, every request was answered from the file's first conversation)."""
+    from inspector.net.recorded import RecordingSource
+
+    record = tmp_path / "two.jsonl"
+    sent = {"weather": "Weather in Paris?", "thinking": "Think about the tree."}
+    with BackgroundServer(ProxyApp(upstream.base_url, record=record)) as px:
+        async with httpx2.AsyncClient(base_url=px.base_url, timeout=30) as h:
+            for scenario, prompt in sent.items():
+                body = {
+                    "model": "m",
+                    "max_tokens": 50,
+                    "stream": True,
+                    "messages": [{"role": "user", "content": prompt}],
+                }
+                r = await h.post("/v1/messages", content=orjson.dumps(body), headers={"x-inspector-scenario": scenario})
+                assert r.status_code == 200
+    rec = read_recording(record)
+    recorded = {a.request["body"]["messages"][0]["content"]: a.data for a in rec.attempts()}
+    assert recorded[sent["weather"]] != recorded[sent["thinking"]]
+    source = RecordingSource.load(record)
+    with BackgroundServer(ServeApp(recording=source, speed=math.inf)) as srv:
+        async with httpx2.AsyncClient(base_url=srv.base_url, timeout=30, headers=API_HEADERS) as h:
+            for prompt in reversed(list(sent.values())):  # the second conversation first
+                body = {
+                    "model": "m",
+                    "max_tokens": 50,
+                    "stream": True,
+                    "messages": [{"role": "user", "content": prompt}],
+                }
+                r = await h.post("/v1/messages", content=orjson.dumps(body))
+                assert r.status_code == 200
+                assert r.content == recorded[prompt], prompt
