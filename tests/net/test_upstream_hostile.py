@@ -88,8 +88,9 @@ def ask(base_url: str) -> tuple[int | None, bytes, str]:
     host, port = base_url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=30) as s:
         s.sendall(
-            b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
-            b"Connection: close\r\n\r\n{}"
+            # a streamed call: a turn of a conversation, recorded as an attempt (a non-streamed call is a side request)
+            b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 16\r\n"
+            b'Connection: close\r\n\r\n{"stream": true}'
         )
         raw = b""
         while True:
