@@ -40,6 +40,7 @@ PLAIN_FORMAT = "plain-sse"  # the `format` of the synthetic header given to a pl
 
 __all__ = [
     "FORMAT",
+    "KNOWN_KINDS",
     "LINE_MODELS",
     "PLAIN_FORMAT",
     "VERSION",
