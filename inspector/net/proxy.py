@@ -464,11 +464,7 @@ class ProxyApp(Closable):
         ex = ProxyExchange(method, path, t_request=t_req)
         # its conversation (net/conversations.py): a turn (or a turn's next attempt), or a side request
         assignment, parsed = self.tracker.assign(ex, method, path, in_headers, body)
-        is_turn = assignment.side is None
-        if is_turn and not path.rstrip("/").endswith("/messages"):
-            # an OpenAI-format turn (chat/completions, responses): grouped, but its stream is not parsed as one of
-            # the Messages API's; watched as an exchange, as before
-            is_turn, ex.side, ex.conversation_turn = False, "OpenAI-format call (not tracked as a turn)", None
+        is_turn = assignment.side is None  # a streamed Messages, Chat Completions or Responses call
         track: Track | None = None
         sending: asyncio.Future | None = None
         holds_connection = False

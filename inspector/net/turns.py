@@ -38,13 +38,18 @@ from inspector.observe import observations as O
 from inspector.observe.states import ToolState
 from inspector.observe.stepobs import step_observations, tool_transitions
 from inspector.stream.assembler import TurnStream
+from inspector.stream.family import family_from_path, new_stream
 
 __all__ = ["MAX_CONVERSATIONS", "ProxyExchange", "Track", "TurnTracker"]
 
 MAX_CONVERSATIONS = 10_000  # conversations remembered (the oldest idle one is forgotten first)
 
 # an SSE event line naming message_stop, at the start of a line (a JSON string cannot hold a raw line break)
-_STOP_LINE = re.compile(rb"(?:^|[\r\n])event: ?message_stop\r?[\r\n]")
+# the end of a stream of either family: Messages' message_stop, Responses' terminal events, Chat's data: [DONE]
+_STOP_LINE = re.compile(
+    rb"(?:^|[\r\n])(?:event: ?(?:message_stop|response\.completed|response\.incomplete|response\.failed)"
+    rb"|data: ?\[DONE\])\r?[\r\n]"
+)
 
 
 class _Decoder:
@@ -123,6 +128,8 @@ class Track:
         "requested",
         "ended",
         "sse",
+        "family",
+        "last_sse",
     )
 
     def __init__(self, ex: ProxyExchange, assignment: Assignment, t_req: float, parsed: Any = None) -> None:
@@ -141,12 +148,14 @@ class Track:
         self.requested = False  # its AttemptStarted was published
         self.ended = False  # its AttemptEnded was published
         self.sse = False  # the response is text/event-stream with status 200
+        self.family = family_from_path(ex.path) or "anthropic"  # its wire family, by the request path
+        self.last_sse: Any = None  # the SSE event of the last step published (one event may give several steps)
 
     def set_response(self, content_type: str, content_encoding: str, status: int, parse: bool) -> None:
         self.sse = "text/event-stream" in content_type and status == 200
         self.decoder = _Decoder(content_encoding)
         if "text/event-stream" in content_type and parse:
-            self.ts = TurnStream()
+            self.ts = new_stream(self.family)  # the same engine; an OpenAI family's decoder in front
 
 
 @dataclass
@@ -432,8 +441,9 @@ class TurnTracker:
         asm = ts.assembler
         for step in steps:
             if self.steps and self.publish is not None:  # nobody watching the stream: no observations built
-                for obs in step_observations(step, asm, now, turn, attempt):
+                for obs in step_observations(step, asm, now, turn, attempt, prev_sse=track.last_sse):
                     self._pub(obs)
+                track.last_sse = step.sse
             for tr in tool_transitions(step, asm):
                 if tr.state is ToolState.STREAMING_INPUT:
                     self._tool_state(
