@@ -325,10 +325,14 @@ class DashboardState:
             flags |= F_ERROR
         elif et == "unknown":
             flags |= F_WARN
+        # the event's name on the wire: Anthropic's and Responses' `event:` names; a Chat Completions chunk has none
+        # (its SSE event is "message"), it is a "chunk" (the neutral type stays in `et` for the flags above)
+        wire = sse.event
+        name = wire if wire.startswith("response.") else ("chunk" if wire == "message" and et != "invalid" else et)
         self.events.append(
             sse.seq,
             obs.t,
-            et,
+            name,
             -1 if obs.index is None else obs.index,
             obs.summary,
             sse.read_index,
