@@ -35,6 +35,7 @@ class ConversationEntry:
     id: str
     number: int  # 1, 2, ... in order of appearance
     t_start: float
+    first_obs: int = 0  # the index of its first observation (its first ConversationAssigned) in the session
     parent: str | None = None  # the conversation whose tool call started this one (a subagent)
     model: str | None = None
     turns: list[int] = field(default_factory=list)  # its global turn numbers, in order
@@ -66,6 +67,7 @@ class ConversationEntry:
             self.id,
             self.number,
             self.t_start,
+            self.first_obs,
             self.parent,
             self.model,
             list(self.turns),
@@ -101,6 +103,7 @@ class ConversationTable:
         self.order: list[str] = []
         self.by_turn: dict[int, str] = {}
         self.other_requests = 0  # side requests of no conversation
+        self.streaming = 0  # conversations with an attempt streaming now
         self.rev = 0  # the observation count when anything here last changed
         self.n = 0
 
@@ -136,6 +139,8 @@ class ConversationTable:
         c = self.by_id[cid]
         c.t_last = max(c.t_last, obs.t)
         if tp is O.AttemptStarted:
+            if c.open_attempt is None:
+                self.streaming += 1
             c.open_attempt = (turn, obs.attempt)  # type: ignore[attr-defined]
             c.attempts += 1
             body = obs.body  # type: ignore[attr-defined]
@@ -155,6 +160,7 @@ class ConversationTable:
         elif tp is O.AttemptEnded:
             if c.open_attempt == (turn, obs.attempt):  # type: ignore[attr-defined]
                 c.open_attempt = None
+                self.streaming -= 1
             c.last_status = obs.status  # type: ignore[attr-defined]
         elif tp is O.TurnEnded:
             c.stop_reason = obs.stop_reason  # type: ignore[attr-defined]
@@ -166,7 +172,7 @@ class ConversationTable:
     def _assigned(self, obs: O.ConversationAssigned) -> None:
         c = self.by_id.get(obs.conversation)
         if c is None:
-            c = ConversationEntry(obs.conversation, len(self.order) + 1, obs.t, obs.parent)
+            c = ConversationEntry(obs.conversation, len(self.order) + 1, obs.t, self.n - 1, obs.parent)
             self.by_id[obs.conversation] = c
             self.order.append(obs.conversation)
         if obs.turn not in self.by_turn:
@@ -206,7 +212,7 @@ class ConversationTable:
         new.by_id = {k: v.copy() for k, v in self.by_id.items()}
         new.order = list(self.order)
         new.by_turn = dict(self.by_turn)
-        new.other_requests, new.rev, new.n = self.other_requests, self.rev, self.n
+        new.other_requests, new.streaming, new.rev, new.n = self.other_requests, self.streaming, self.rev, self.n
         return new
 
 
@@ -215,13 +221,19 @@ class ConversationFilter:
     from those that belong to no turn: the loop's state, holds without a turn). Fed in order, O(1) per observation;
     an observation of another conversation's turn is skipped without being folded."""
 
-    def __init__(self, conversation: str) -> None:
+    def __init__(self, conversation: str, seed: DashboardState | None = None) -> None:
+        """`seed`: the session's state before the conversation's first observation; what belongs to no turn (the
+        source, the loop's state) is carried over from it, so the filter can start at that observation."""
         from inspector.state.fold import DashboardState
 
         self.conversation = conversation
         self.turns: set[int] = set()
         self.state: DashboardState = DashboardState()
         self.seen = 0  # observations offered (folded or skipped)
+        if seed is not None:
+            st, src = self.state.status, seed.status
+            st.source, st.model, st.prompt = dict(src.source), src.model, src.prompt
+            st.loop_state, st.detail, st.control = src.loop_state, src.detail, src.control
 
     def apply(self, obs: O.Observation) -> None:
         self.seen += 1

@@ -34,6 +34,7 @@ from textual.worker import Worker, WorkerState
 from inspector.core.pacing import SPEED_LADDER, speed_label
 from inspector.observe import observations as O
 from inspector.observe.states import TERMINAL_LOOP_STATES, LoopState
+from inspector.state.conversations import ConversationFilter
 from inspector.state.fold import DashboardState
 from inspector.state.travel import History
 from inspector.tui import messages as M
@@ -44,6 +45,7 @@ from inspector.tui.request import request_detail
 from inspector.tui.screen import DashboardScreen, Pane
 from inspector.tui.widgets.assistant import AssistantView
 from inspector.tui.widgets.blocks import BlocksView
+from inspector.tui.widgets.conversations import ConversationsView
 from inspector.tui.widgets.detail import DetailScreen
 from inspector.tui.widgets.diagnostics import DiagnosticsView
 from inspector.tui.widgets.events import EventsView
@@ -206,6 +208,20 @@ class InspectorApp(App[int]):
             group=Binding.Group("Max", compact=True),
             tooltip="Maximize the Assistant pane",
         ),
+        Binding(
+            "l",
+            "conversations",
+            "Conversations",
+            id="conversations",
+            tooltip="The conversation list (open / close); enter on a row shows that conversation in the panes",
+        ),
+        Binding(
+            "f",
+            "follow_newest",
+            "Follow newest",
+            id="follow-newest",
+            tooltip="The panes follow the newest conversation (on / off)",
+        ),
         Binding("left", "cursor('prev')", "Back", id="cursor-prev", show=False, tooltip="Time travel: one event back"),
         Binding(
             "right", "cursor('next')", "Forward", id="cursor-next", show=False, tooltip="Time travel: one event forward"
@@ -277,6 +293,11 @@ class InspectorApp(App[int]):
         self.ticks = 0  # refresh timer ticks
         self.timing_analysis = TimingAnalysis()  # kept between openings of the timing view (incremental)
         self.dashboard = DashboardScreen()  # the panes; a restart replaces it with a fresh one
+        # a proxied session of several conversations: the one the panes show (None: all) and its own fold
+        self.selected_conversation: str | None = None
+        self.follow_newest = False
+        self.conversation_filter: ConversationFilter | None = None
+        self._many_conversations = False
 
     def get_driver_class(self) -> Any:
         """Under textual-serve (`inspector web`), a web driver that ends the app when its browser is gone."""
@@ -463,6 +484,11 @@ class InspectorApp(App[int]):
             for obs in batch:
                 history.append(obs)
                 live.apply(obs)
+            if self.conversation_filter is not None:
+                cf = self.conversation_filter
+                for obs in batch:
+                    cf.apply(obs)
+            self._conversations_changed()
             self._wall_last = self.clock()
             self.flushes += 1
             if len(batch) >= BUSY_BATCH:
@@ -485,7 +511,65 @@ class InspectorApp(App[int]):
 
     @property
     def shown_state(self) -> DashboardState:
-        return self.cursor_state if self.cursor is not None and self.cursor_state is not None else self.live
+        if self.cursor is not None and self.cursor_state is not None:
+            return self.cursor_state
+        if self.conversation_filter is not None:
+            return self.conversation_filter.state
+        return self.live
+
+    # -- conversations (a proxied session)
+    def _conversations_changed(self) -> None:
+        """After a fold: the keys appear with the second conversation; follow-newest moves to a new one."""
+        table = self.live.conversations
+        many = len(table) >= 2
+        if many != self._many_conversations:
+            self._many_conversations = many
+            self.refresh_bindings()
+        if self.follow_newest and table.newest is not None and table.newest != self.selected_conversation:
+            self.select_conversation(table.newest, follow=True)
+
+    def select_conversation(self, conversation: str | None, *, follow: bool = False) -> None:
+        """Show one conversation in the panes (None: the whole session). Its view is folded once from the
+        session's observations from its first on (then kept up to date, O(1) per observation)."""
+        self.follow_newest = follow
+        if conversation == self.selected_conversation:
+            return
+        entry = self.live.conversations.by_id.get(conversation or "")
+        if conversation is not None and entry is None:
+            return
+        self.selected_conversation = conversation
+        if entry is None:
+            self.conversation_filter = None
+        else:
+            first = entry.first_obs
+            # what belongs to no turn (source, loop state) from the live state; later changes are folded in order
+            cf = ConversationFilter(entry.id, self.live)
+            for obs in self.history.observations.range(first, len(self.history.observations)):
+                cf.apply(obs)
+            self.conversation_filter = cf
+        self.dashboard.reset_panes()
+        self.post_message(M.ConversationShown(conversation, follow))
+        self.show()
+
+    def action_conversations(self) -> None:
+        self.dashboard.toggle_list()
+        self.show()
+
+    def action_follow_newest(self) -> None:
+        if self.follow_newest:
+            self.follow_newest = False
+            self.post_message(M.ConversationShown(self.selected_conversation, False))
+            self.notify("the panes stay on this conversation", title="Follow newest: off", timeout=3)
+            self.show()
+            return
+        newest = self.live.conversations.newest
+        self.select_conversation(newest, follow=True)
+        self.notify(f"the panes show the newest conversation ({newest})", title="Follow newest: on", timeout=3)
+        self.show()
+
+    def on_conversations_view_conversation_chosen(self, message: ConversationsView.ConversationChosen) -> None:
+        message.stop()
+        self.select_conversation(message.conversation)
 
     def now(self) -> float:
         """Loop time for elapsed labels: the last observation's time, advanced by the clock while the loop runs."""
@@ -497,6 +581,8 @@ class InspectorApp(App[int]):
 
     def show(self) -> None:
         """Point every pane at the shown state (each skips the work when its part did not change)."""
+        at = self.cursor_state if self.cursor is not None else None
+        traveling = at is not None
         self.dashboard.show(
             self.shown_state,
             now=self.now(),
@@ -505,6 +591,12 @@ class InspectorApp(App[int]):
             info=self._status_info(),
             source=self.source,
             on_error=self._view_error,
+            # (time travel shows the whole session as of an event: the list says so, "● all")
+            conversations=(
+                (at or self.live).conversations,
+                None if traveling else self.selected_conversation,
+                self.follow_newest and not traveling,
+            ),
         )
 
     def _view_error(self, error: Exception) -> None:
@@ -572,6 +664,8 @@ class InspectorApp(App[int]):
             return True if self.control_available(CONTROL_ACTIONS[action])[0] else None
         if action == "restart":
             return True if self.session_factory is not None else None
+        if action in ("conversations", "follow_newest"):
+            return self._many_conversations  # (hidden, not dimmed, for a single conversation)
         return True
 
     async def run_action(self, action: Any, default_namespace: Any = None, namespaces: Any = None) -> bool:
@@ -659,6 +753,9 @@ class InspectorApp(App[int]):
         self._pending = []
         self.cursor = self.cursor_state = None
         self.note = ""
+        self.selected_conversation, self.conversation_filter, self.follow_newest = None, None, False
+        self._many_conversations = False
+        self.refresh_bindings()
         self.timing_analysis = TimingAnalysis()
         # a fresh screen: no pane keeps the old run's rows, caches or scroll positions
         while len(self.screen_stack) > 1 and not isinstance(self.screen, DashboardScreen):

@@ -36,6 +36,7 @@ def test_three_interleaved_conversations_give_three_entries() -> None:
     assert c1.model == c2.model == c3.model == "claude-sonnet-4-5"
     assert c1.state == FINISHED and c2.state == WAITING_TOOLS and c3.state == STREAMING
     assert c3.parent == "c1" and c1.parent is None
+    assert table.streaming == 1
     # c1's tokens are the whole parse_date session's (each turn's last usage); the others a part of it
     alone = fold(parse_date_observations())
     assert (c1.tokens_in, c1.tokens_out) == alone.tokens() == (1850 + 2630, 187 + 164)
@@ -126,3 +127,17 @@ def test_any_interleaving_gives_each_conversation_its_own_turns(k: int, rnd) -> 
         assert (c.tokens_in, c.tokens_out) == (1850 + 2630, 187 + 164)
         view = ConversationFilter(c.id).apply_all(merged).state
         assert view.tokens() == (1850 + 2630, 187 + 164)
+
+
+def test_a_filter_started_at_the_conversations_first_observation_equals_the_whole_fold() -> None:
+    """(What follow-newest does: it starts the new conversation's view at its first observation, seeded.)"""
+    whole = fold(OBS)
+    for cid in ("c1", "c2", "c3"):
+        first = whole.conversations.by_id[cid].first_obs
+        assert type(OBS[first]) is O.ConversationAssigned and OBS[first].conversation == cid
+        seed = fold(OBS[:first])
+        late = ConversationFilter(cid, seed).apply_all(OBS[first:]).state
+        full = ConversationFilter(cid).apply_all(OBS).state
+        assert late.status.source == full.status.source and late.status.loop_state == full.status.loop_state
+        assert late.status.events == full.status.events and late.block_order == full.block_order
+        assert late.tool_order == full.tool_order and late.tokens() == full.tokens()

@@ -1,0 +1,130 @@
+"""The dashboard of a proxied session with several conversations: the list, its key, selection, follow-newest,
+the collapsed line at 80x24, and no list at all for a single conversation (issue 21 §2)."""
+
+from __future__ import annotations
+
+from inspector.testing.conversations import interleaved_conversations
+from inspector.testing.synthetic import parse_date_observations
+from inspector.tui import messages as M
+from inspector.tui.app import InspectorApp
+from inspector.tui.widgets.conversations import ConversationsView
+
+WIDE = (160, 48)
+SMALL = (80, 24)
+
+
+def three(**kw) -> InspectorApp:
+    obs = interleaved_conversations(3, stops={1: "turn1", 2: "mid_tool_json"}, parents={2: "c1"})
+    return InspectorApp(observations=obs, clock=lambda: 0.0, **kw)
+
+
+def footer_keys(app: InspectorApp) -> set[str]:
+    return {b.id for _k, b, enabled, _t in app.screen.active_bindings.values() if b.show and b.id and enabled}
+
+
+def turns_in_events(app: InspectorApp) -> set[int]:
+    ev = app.events_view.state.events
+    return {ev.turn[i] for i in range(len(ev))}
+
+
+class TestConversationList:
+    async def test_the_list_shows_every_conversation_and_enter_selects_one(self) -> None:
+        app = three()
+        messages: list = []
+        async with app.run_test(size=WIDE, message_hook=messages.append) as pilot:
+            await pilot.pause()
+            assert app.dashboard.has_class("-conversations") and app.dashboard.conversations_pane.display
+            view = app.dashboard.conversations_view
+            assert view.row_count == 4  # all, c1, c2, c3
+            assert {"conversations", "follow-newest"} <= footer_keys(app)
+            assert turns_in_events(app) == {0, 1, 2, 3}  # the whole session at first
+            await pilot.press("l")  # (open at this size: l closes it, and again opens and focuses it)
+            assert not app.dashboard.conversations_pane.display and app.dashboard.conversations_line.display
+            await pilot.press("l")
+            assert app.dashboard.conversations_pane.display and view.has_focus
+            await pilot.press("down", "down", "enter")  # row 2: c2
+            await pilot.pause()
+            assert app.selected_conversation == "c2"
+            assert turns_in_events(app) == {1}
+            assert {k[0] for k in app.blocks_view.state.block_order} == {1}
+            assert {t.turn for t in app.tools_view.state.tools.values()} == {1}
+            assert {it[1][0] for it in app.assistant_view.state.transcript if it[0] == "text"} == {1}
+            await pilot.press("up", "up", "enter")  # "all conversations"
+            await pilot.pause()
+            assert app.selected_conversation is None and turns_in_events(app) == {0, 1, 2, 3}
+        shown = [m for m in messages if isinstance(m, M.ConversationShown)]
+        assert [m.conversation for m in shown] == ["c2", None]
+
+    async def test_follow_newest_toggles_and_moves_to_a_new_conversation(self) -> None:
+        mixed = interleaved_conversations(3)
+        late = [o for o in mixed if getattr(o, "turn", None) is not None and o.turn % 3 == 2]  # c3 starts last
+        obs = [o for o in mixed if o not in late] + late
+        cut = len(obs) - len(late)
+        app = InspectorApp(observations=obs[:cut], clock=lambda: 0.0)
+        async with app.run_test(size=WIDE) as pilot:
+            await pilot.pause()
+            await pilot.press("f")
+            assert app.follow_newest and app.selected_conversation == "c2"
+            assert turns_in_events(app) == {1, 4}
+            app.ingest(obs[cut:])  # c3 starts: the panes move to it
+            await pilot.pause()
+            assert app.selected_conversation == "c3" and turns_in_events(app) == {2, 5}
+            assert "following newest" in str(app.dashboard.conversations_pane.border_title)
+            await pilot.press("f")
+            assert not app.follow_newest and app.selected_conversation == "c3"
+
+    async def test_choosing_a_conversation_turns_follow_newest_off(self) -> None:
+        app = three()
+        async with app.run_test(size=WIDE) as pilot:
+            await pilot.press("f")
+            assert app.follow_newest and app.selected_conversation == "c3"
+            app.dashboard.conversations_view.post_message(ConversationsView.ConversationChosen("c1"))
+            await pilot.pause()
+            assert not app.follow_newest and app.selected_conversation == "c1"
+            assert turns_in_events(app) == {0, 3}
+
+    async def test_time_travel_shows_the_whole_session_and_says_so(self) -> None:
+        app = three()
+        async with app.run_test(size=WIDE) as pilot:
+            app.select_conversation("c2")
+            await pilot.pause()
+            view = app.dashboard.conversations_view
+            assert view.shown == "c2" and turns_in_events(app) == {1}
+            await pilot.press("left")  # one event back: the session as of that event, every conversation
+            await pilot.pause()
+            assert app.cursor is not None and view.shown is None and turns_in_events(app) == {0, 1, 2, 3}
+            await pilot.press("end")
+            await pilot.pause()
+            assert app.cursor is None and view.shown == "c2" and turns_in_events(app) == {1}
+
+    async def test_at_80x24_the_list_is_one_line_and_l_opens_it(self) -> None:
+        app = three()
+        async with app.run_test(size=SMALL) as pilot:
+            await pilot.pause()
+            line = app.dashboard.conversations_line
+            assert line.display and not app.dashboard.conversations_pane.display
+            assert "3 conversations" in str(line.render()) and "l list" in str(line.render())
+            await pilot.press("l")
+            assert app.dashboard.conversations_pane.display and not line.display
+
+    async def test_a_single_conversation_shows_no_list_and_no_keys(self) -> None:
+        for obs in (parse_date_observations(), interleaved_conversations(1)):
+            app = InspectorApp(observations=obs, clock=lambda: 0.0)
+            async with app.run_test(size=WIDE) as pilot:
+                await pilot.pause()
+                assert not app.dashboard.conversations_pane.display
+                assert not app.dashboard.conversations_line.display
+                assert not {"conversations", "follow-newest"} & footer_keys(app)
+                await pilot.press("l", "f")
+                assert app.selected_conversation is None and not app.follow_newest
+
+
+class TestConversationSnapshots:
+    def test_conversation_list(self, snap_compare) -> None:
+        assert snap_compare(three(), terminal_size=WIDE)
+
+    def test_conversation_list_collapsed(self, snap_compare) -> None:
+        assert snap_compare(three(), terminal_size=SMALL)
+
+    def test_one_conversation_selected(self, snap_compare) -> None:
+        assert snap_compare(three(), terminal_size=WIDE, press=["l", "l", "down", "down", "enter"])
