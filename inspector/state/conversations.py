@@ -175,7 +175,9 @@ class ConversationTable:
             c = ConversationEntry(obs.conversation, len(self.order) + 1, obs.t, self.n - 1, obs.parent)
             self.by_id[obs.conversation] = c
             self.order.append(obs.conversation)
-        if obs.turn not in self.by_turn:
+        if self.by_turn.get(obs.turn) != obs.conversation:
+            # (a replay of a recording of many conversations runs each in its own loop, one after the other: their
+            # turn numbers start over; a turn number is that of the conversation that was assigned it last)
             c.turns.append(obs.turn)
         self.by_turn[obs.turn] = obs.conversation
         if obs.parent and not c.parent:
@@ -240,7 +242,8 @@ class ConversationFilter:
         if type(obs) is O.ConversationAssigned:
             if obs.conversation == self.conversation:
                 self.turns.add(obs.turn)
-            else:
+            else:  # that turn number is another conversation's from now on (a replay's loops start over at 0)
+                self.turns.discard(obs.turn)
                 return
         elif type(obs) is O.ExchangeForwarded:
             if obs.conversation != self.conversation:

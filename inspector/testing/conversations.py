@@ -56,4 +56,19 @@ def interleaved_conversations(
     return out
 
 
-__all__ = ["interleaved_conversations"]
+def replayed_conversations(k: int = 2) -> list[O.Observation]:
+    """`k` conversations as `inspector replay` of a proxy recording publishes them: one after the other, each
+    through its own loop (its turn numbers start over at 0), its `ConversationAssigned` lines first."""
+    out: list[O.Observation] = []
+    for j in range(k):
+        cid = f"c{j + 1}"
+        session = parse_date_observations()
+        turns = sorted({o.turn for o in session if type(o) is O.TurnStarted})
+        out += [O.ConversationAssigned(0.0, t, cid, t, 0, "replay") for t in turns]
+        for obs in session:
+            changes = {n: f"{getattr(obs, n)}_{cid}" for n in _ID_FIELDS if isinstance(getattr(obs, n, None), str)}
+            out.append(dataclasses.replace(obs, **changes) if changes else obs)
+    return out
+
+
+__all__ = ["interleaved_conversations", "replayed_conversations"]

@@ -16,7 +16,7 @@ from inspector.state.conversations import (
 )
 from inspector.state.fold import DashboardState
 from inspector.state.travel import History
-from inspector.testing.conversations import interleaved_conversations
+from inspector.testing.conversations import interleaved_conversations, replayed_conversations
 from inspector.testing.synthetic import parse_date_observations
 
 # c1 finishes, c2 stops with its three tools running (waiting), c3 is cut while its tool JSON streams
@@ -141,3 +141,19 @@ def test_a_filter_started_at_the_conversations_first_observation_equals_the_whol
         assert late.status.source == full.status.source and late.status.loop_state == full.status.loop_state
         assert late.status.events == full.status.events and late.block_order == full.block_order
         assert late.tool_order == full.tool_order and late.tokens() == full.tokens()
+
+
+def test_a_replay_of_many_conversations_starts_turn_numbers_over_per_conversation() -> None:
+    """`inspector replay` runs each conversation through its own loop: turns 0, 1 again for c2. A turn number
+    belongs to the conversation assigned it last, in the table and in each conversation's view."""
+    obs = replayed_conversations(2)
+    s = fold(obs)
+    c1, c2 = s.conversations.by_id["c1"], s.conversations.by_id["c2"]
+    assert c1.turns == c2.turns == [0, 1]
+    assert c1.state == c2.state == FINISHED
+    assert (c1.tokens_in, c1.tokens_out) == (c2.tokens_in, c2.tokens_out) == (1850 + 2630, 187 + 164)
+    alone = fold(parse_date_observations())
+    for cid in ("c1", "c2"):
+        view = ConversationFilter(cid).apply_all(obs).state
+        assert view.status.events == alone.status.events  # its own events only, not the other's
+        assert view.tool_order and all(t.endswith(f"_{cid}") for t in view.tool_order)
