@@ -8,6 +8,7 @@ interleaved one by one, as concurrent agents' streams arrive.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from inspector.observe import observations as O
 from inspector.testing.synthetic import parse_date_observations
@@ -66,7 +67,9 @@ def replayed_conversations(k: int = 2) -> list[O.Observation]:
         turns = sorted({o.turn for o in session if type(o) is O.TurnStarted})
         out += [O.ConversationAssigned(0.0, t, cid, t, 0, "replay") for t in turns]
         for obs in session:
-            changes = {n: f"{getattr(obs, n)}_{cid}" for n in _ID_FIELDS if isinstance(getattr(obs, n, None), str)}
+            changes: dict[str, Any] = {
+                n: f"{getattr(obs, n)}_{cid}" for n in _ID_FIELDS if isinstance(getattr(obs, n, None), str)
+            }
             out.append(dataclasses.replace(obs, **changes) if changes else obs)
     return out
 
