@@ -11,9 +11,10 @@ conversation: model, turns, state, last activity, tokens and side requests, in O
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from inspector.observe import observations as O
 
@@ -223,15 +224,19 @@ class ConversationFilter:
     from those that belong to no turn: the loop's state, holds without a turn). Fed in order, O(1) per observation;
     an observation of another conversation's turn is skipped without being folded."""
 
-    def __init__(self, conversation: str, seed: DashboardState | None = None) -> None:
+    def __init__(self, conversation: str, seed: DashboardState | None = None, events_before: int = 0) -> None:
         """`seed`: the session's state before the conversation's first observation; what belongs to no turn (the
-        source, the loop's state) is carried over from it, so the filter can start at that observation."""
+        source, the loop's state) is carried over from it, so the filter can start at that observation.
+        `events_before`: the session's SSE events before that observation (to number events as the session does)."""
         from inspector.state.fold import DashboardState
 
         self.conversation = conversation
         self.turns: set[int] = set()
         self.state: DashboardState = DashboardState()
         self.seen = 0  # observations offered (folded or skipped)
+        self.session_events = events_before  # the session's SSE events offered so far
+        # the session's event number of each of this view's events (its own are numbered 1, 2, ... like any state)
+        self.event_map = array("q")
         if seed is not None:
             st, src = self.state.status, seed.status
             st.source, st.model, st.prompt = dict(src.source), src.model, src.prompt
@@ -250,8 +255,13 @@ class ConversationFilter:
                 return
         else:
             turn = getattr(obs, "turn", None)
+            is_event = type(obs) is O.SSEEventSeen
+            if is_event:
+                self.session_events += 1
             if turn is not None and turn not in self.turns:
                 return
+            if is_event:
+                self.event_map.append(self.session_events)
         self.state.apply(obs)
 
     def apply_all(self, observations: Iterable[O.Observation]) -> ConversationFilter:
@@ -259,11 +269,57 @@ class ConversationFilter:
             self.apply(obs)
         return self
 
+    def session_event(self, evno: int) -> int | None:
+        """The session's number of this view's event `evno` (1-based), or None."""
+        return self.event_map[evno - 1] if 1 <= evno <= len(self.event_map) else None
+
+    def events_of(self, history: EventSource) -> ConversationEvents:
+        """The session's history seen through this view's event numbers (for the detail views)."""
+        return ConversationEvents(history, self.event_map)
+
+
+class EventSource(Protocol):
+    """Where a detail view finds event k's own observation: `observations[event_pos[k - 1]]` (a `History`)."""
+
+    @property
+    def observations(self) -> Sequence[O.Observation]: ...
+    @property
+    def event_pos(self) -> Sequence[int]: ...
+    @property
+    def event_count(self) -> int: ...
+
+
+class _Positions(Sequence[int]):
+    def __init__(self, pos: Sequence[int], event_map: Sequence[int]) -> None:
+        self.pos, self.map = pos, event_map
+
+    def __len__(self) -> int:
+        return len(self.map)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self.pos[g - 1] for g in self.map[i]]
+        return self.pos[self.map[i] - 1]
+
+
+class ConversationEvents:
+    """A session's history as one conversation's view numbers its events (an `EventSource`)."""
+
+    def __init__(self, history: EventSource, event_map: Sequence[int]) -> None:
+        self.observations = history.observations
+        self.event_pos = _Positions(history.event_pos, event_map)
+
+    @property
+    def event_count(self) -> int:
+        return len(self.event_pos)
+
 
 __all__ = [
     "ConversationEntry",
     "ConversationTable",
     "ConversationFilter",
+    "ConversationEvents",
+    "EventSource",
     "STREAMING",
     "WAITING_TOOLS",
     "IDLE",

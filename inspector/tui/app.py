@@ -14,6 +14,7 @@ Launch: `run_dashboard(session_factory)` where the factory returns a Session-lik
 from __future__ import annotations
 
 import asyncio
+import bisect
 import gc
 import importlib
 import sys
@@ -34,7 +35,7 @@ from textual.worker import Worker, WorkerState
 from inspector.core.pacing import SPEED_LADDER, speed_label
 from inspector.observe import observations as O
 from inspector.observe.states import TERMINAL_LOOP_STATES, LoopState
-from inspector.state.conversations import ConversationFilter
+from inspector.state.conversations import ConversationFilter, EventSource
 from inspector.state.fold import DashboardState
 from inspector.state.travel import History
 from inspector.tui import messages as M
@@ -543,7 +544,8 @@ class InspectorApp(App[int]):
         else:
             first = entry.first_obs
             # what belongs to no turn (source, loop state) from the live state; later changes are folded in order
-            cf = ConversationFilter(entry.id, self.live)
+            before = bisect.bisect_left(self.history.event_pos, first)  # the session's events before it
+            cf = ConversationFilter(entry.id, self.live, before)
             for obs in self.history.observations.range(first, len(self.history.observations)):
                 cf.apply(obs)
             self.conversation_filter = cf
@@ -791,14 +793,15 @@ class InspectorApp(App[int]):
 
     def detail_of(self, kind: str, key: Any) -> Detail:
         state = self.shown_state
+        events = self.shown_events()
         if kind == "event":
-            return event_detail(state, self.history, int(key))
+            return event_detail(state, events, int(key))
         if kind == "block":
             return block_detail(state, tuple(key))
         if kind == "tool":
             return tool_detail(state, str(key), self.now())
         if kind == "diagnostic":
-            return diagnostic_detail(state, self.history, int(key))
+            return diagnostic_detail(state, events, int(key))
         if kind == "attempt":
             return request_detail(state, key[0], key[1])
         if kind == "turn":
@@ -810,7 +813,20 @@ class InspectorApp(App[int]):
             self.screen.dismiss(None)
         self.push_screen(DetailScreen(detail))
 
+    def shown_events(self) -> EventSource:
+        """The history as the shown state numbers its events (one conversation's view numbers its own)."""
+        cf = self.conversation_filter
+        if cf is not None and self.cursor is None:
+            return cf.events_of(self.history)
+        return self.history
+
     def on_events_view_time_travel_requested(self, message: EventsView.TimeTravelRequested) -> None:
+        cf = self.conversation_filter
+        if cf is not None and self.cursor is None:  # the view's event k: the session's event number
+            evno = cf.session_event(message.evno)
+            if evno is not None:
+                self.set_cursor(evno)
+            return
         self.set_cursor(message.evno)
 
     def action_timing(self) -> None:

@@ -157,3 +157,29 @@ def test_a_replay_of_many_conversations_starts_turn_numbers_over_per_conversatio
         view = ConversationFilter(cid).apply_all(obs).state
         assert view.status.events == alone.status.events  # its own events only, not the other's
         assert view.tool_order and all(t.endswith(f"_{cid}") for t in view.tool_order)
+
+
+def test_a_views_event_numbers_map_to_the_sessions_events() -> None:
+    """The detail view and time travel need the session's event of a view's row: `event_map` / `events_of`."""
+    h = History()
+    for o in OBS:
+        h.append(o)
+    for cid in ("c1", "c2", "c3"):
+        cf = ConversationFilter(cid).apply_all(OBS)
+        view = cf.state
+        events = cf.events_of(h)
+        assert events.event_count == view.status.events == len(cf.event_map)
+        for local in range(1, view.status.events + 1):
+            row = view.events.event_rows[local - 1]
+            obs = events.observations[events.event_pos[local - 1]]
+            assert type(obs) is O.SSEEventSeen and obs.turn == view.events.turn[row]
+            assert obs.sse.seq == view.events.seq[row]
+            g = cf.session_event(local)
+            assert g is not None and h.observations[h.event_pos[g - 1]] is obs
+        assert cf.session_event(0) is None and cf.session_event(view.status.events + 1) is None
+    # started at the conversation's first observation, the numbers are the same
+    whole = fold(OBS)
+    first = whole.conversations.by_id["c3"].first_obs
+    before = sum(type(o) is O.SSEEventSeen for o in OBS[:first])
+    late = ConversationFilter("c3", whole, before).apply_all(OBS[first:])
+    assert list(late.event_map) == list(ConversationFilter("c3").apply_all(OBS).event_map)

@@ -97,6 +97,20 @@ class TestConversationList:
             await pilot.pause()
             assert app.cursor is None and view.shown == "c2" and turns_in_events(app) == {1}
 
+    async def test_a_rows_detail_and_time_travel_are_of_that_conversations_event(self) -> None:
+        app = three()
+        async with app.run_test(size=WIDE) as pilot:
+            app.select_conversation("c2")  # global turn 1: "turn · attempt 2 · 1" in a detail
+            await pilot.pause()
+            detail = app.detail_of("event", 1)
+            assert detail.title == "Event 1 · message_start" and "2 · 1" in detail.plain.split("turn · attempt")[1][:8]
+            app.post_message(app.events_view.TimeTravelRequested(1))
+            await pilot.pause()
+            g = app.conversation_filter.session_event(1)
+            assert g is not None and g > 1 and app.cursor == g  # the session's number of c2's first event
+            obs = app.history.observations[app.history.event_pos[g - 1]]
+            assert obs.turn == 1 and obs.event_type == "message_start"
+
     async def test_at_80x24_the_list_is_one_line_and_l_opens_it(self) -> None:
         app = three()
         async with app.run_test(size=SMALL) as pilot:
