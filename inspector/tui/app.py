@@ -85,6 +85,7 @@ CONTROLS = ("pause", "step", "cancel", "faster", "slower")
 CONTROL_ACTIONS = {"toggle_pause": "pause", "step": "step", "cancel": "cancel", "faster": "faster", "slower": "slower"}
 EXIT_CODES = {"finished": 0, "error": 1, "cancelled": 130}
 BUSY_BATCH = 300  # observations in one 1/30 s fold: a firehose (a replay at max speed)
+SYNC_SELECT = 5000  # observations a chosen conversation's view folds on the UI thread (more: in a worker thread)
 BUSY_HZ = 3  # pane repaints per second during a firehose (the status line keeps 10 Hz)
 
 
@@ -101,6 +102,7 @@ class InspectorApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "Stream Inspector"
     COMMANDS = App.COMMANDS | {InspectorCommands}
+    SYNC_SELECT = SYNC_SELECT
     ENABLE_COMMAND_PALETTE = True
 
     BINDINGS = [
@@ -299,6 +301,7 @@ class InspectorApp(App[int]):
         self.follow_newest = False
         self.conversation_filter: ConversationFilter | None = None
         self._many_conversations = False
+        self._select_gen = 0  # a conversation's view folded in a worker is installed only if still chosen
 
     def get_driver_class(self) -> Any:
         """Under textual-serve (`inspector web`), a web driver that ends the app when its browser is gone."""
@@ -531,7 +534,9 @@ class InspectorApp(App[int]):
 
     def select_conversation(self, conversation: str | None, *, follow: bool = False) -> None:
         """Show one conversation in the panes (None: the whole session). Its view is folded once from the
-        session's observations from its first on (then kept up to date, O(1) per observation)."""
+        session's observations from its first on (then kept up to date, O(1) per observation): on the UI thread
+        for up to `SYNC_SELECT` observations, else in a worker thread (reading the spilled history costs about
+        30 us an observation) while the panes keep showing what they showed, the status line saying so."""
         self.follow_newest = follow
         if conversation == self.selected_conversation:
             return
@@ -539,18 +544,54 @@ class InspectorApp(App[int]):
         if conversation is not None and entry is None:
             return
         self.selected_conversation = conversation
+        self._select_gen += 1
         if entry is None:
-            self.conversation_filter = None
-        else:
-            first = entry.first_obs
-            # what belongs to no turn (source, loop state) from the live state; later changes are folded in order
-            before = bisect.bisect_left(self.history.event_pos, first)  # the session's events before it
-            cf = ConversationFilter(entry.id, self.live, before)
-            for obs in self.history.observations.range(first, len(self.history.observations)):
+            self._install_filter(None, 0, self._select_gen)
+            return
+        first = entry.first_obs
+        history = self.history
+        # what belongs to no turn (source, loop state) from the live state; later changes are folded in order
+        before = bisect.bisect_left(history.event_pos, first)  # the session's events before it
+        cf = ConversationFilter(entry.id, self.live, before)
+        total = len(history.observations)
+        if total - first <= self.SYNC_SELECT:
+            for obs in history.observations.range(first, total):
                 cf.apply(obs)
-            self.conversation_filter = cf
+            self._install_filter(cf, total, self._select_gen)
+            return
+        self.note = f"reading the turns of {entry.id}…"
+        self.show()
+        self.run_worker(
+            partial(self._fold_conversation, cf, history.observations.frozen(), first, self._select_gen),
+            thread=True,
+            group="conversation",
+            name=f"conversation-{entry.id}",
+            description="fold one conversation's observations",
+            exit_on_error=False,
+        )
+
+    def _fold_conversation(self, cf: ConversationFilter, frozen: Iterable[O.Observation], first: int, gen: int) -> None:
+        """(Worker thread) fold the conversation's view from the frozen history; only `cf` is touched here."""
+        n = 0
+        for i, obs in enumerate(frozen):
+            if i >= first:
+                cf.apply(obs)
+            n = i + 1
+        self.call_from_thread(self._install_filter, cf, n, gen)
+
+    def _install_filter(self, cf: ConversationFilter | None, folded: int, gen: int) -> None:
+        """Point the panes at a conversation's view (None: the whole session), once it has every observation."""
+        if gen != self._select_gen:
+            return  # another choice came since
+        if cf is not None:
+            history = self.history
+            for obs in history.observations.range(folded, len(history.observations)):  # flushed meanwhile
+                cf.apply(obs)
+        if self.note.startswith("reading the turns of "):
+            self.note = ""
+        self.conversation_filter = cf
         self.dashboard.reset_panes()
-        self.post_message(M.ConversationShown(conversation, follow))
+        self.post_message(M.ConversationShown(self.selected_conversation, self.follow_newest))
         self.show()
 
     def action_conversations(self) -> None:
@@ -756,6 +797,7 @@ class InspectorApp(App[int]):
         self.cursor = self.cursor_state = None
         self.note = ""
         self.selected_conversation, self.conversation_filter, self.follow_newest = None, None, False
+        self._select_gen += 1
         self._many_conversations = False
         self.refresh_bindings()
         self.timing_analysis = TimingAnalysis()

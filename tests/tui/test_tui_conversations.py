@@ -111,6 +111,25 @@ class TestConversationList:
             obs = app.history.observations[app.history.event_pos[g - 1]]
             assert obs.turn == 1 and obs.event_type == "message_start"
 
+    async def test_a_long_sessions_view_is_folded_off_the_ui_thread_and_the_last_choice_wins(self) -> None:
+        app = three()
+        app.SYNC_SELECT = 0  # every choice folds in a worker thread (as one of a long session does)
+        messages: list = []
+        async with app.run_test(size=WIDE, message_hook=messages.append) as pilot:
+            await pilot.pause()
+            app.select_conversation("c2")
+            assert app.conversation_filter is None and app.note == "reading the turns of c2…"
+            app.select_conversation("c3")  # before c2's view is ready: c3's is the one installed
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            assert app.selected_conversation == "c3" and app.conversation_filter is not None
+            assert app.conversation_filter.conversation == "c3" and turns_in_events(app) == {2}
+            assert app.note == ""
+            app.ingest(interleaved_conversations(3, stops={1: "turn1", 2: "mid_tool_json"})[-5:])  # (c1's, say)
+            await pilot.pause()
+            assert turns_in_events(app) == {2}
+        assert [m.conversation for m in messages if isinstance(m, M.ConversationShown)] == ["c3"]
+
     async def test_at_80x24_the_list_is_one_line_and_l_opens_it(self) -> None:
         app = three()
         async with app.run_test(size=SMALL) as pilot:
