@@ -699,6 +699,8 @@ class InspectorApp(App[int]):
             return self.control_available(CONTROL_ACTIONS[action])[1]
         if action == "restart":
             return "nothing to restart: this view shows a finished list of observations"
+        if action in ("conversations", "follow_newest"):
+            return "this session has one conversation: the panes show it"
         return "not available here"
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -150,6 +150,8 @@ class TestConversationList:
                 assert not {"conversations", "follow-newest"} & footer_keys(app)
                 await pilot.press("l", "f")
                 assert app.selected_conversation is None and not app.follow_newest
+                await app.run_action("conversations")  # (the palette's way): says why
+                assert any("one conversation" in n.message for n in app._notifications)
 
 
 class TestConversationSnapshots:
