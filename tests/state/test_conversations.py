@@ -183,3 +183,24 @@ def test_a_views_event_numbers_map_to_the_sessions_events() -> None:
     before = sum(type(o) is O.SSEEventSeen for o in OBS[:first])
     late = ConversationFilter("c3", whole, before).apply_all(OBS[first:])
     assert list(late.event_map) == list(ConversationFilter("c3").apply_all(OBS).event_map)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, len(OBS) - 1), max_size=40, unique=True), st.randoms(use_true_random=False))
+def test_the_table_never_raises_and_stays_consistent_when_observations_are_dropped_or_repeated(drop, rnd) -> None:
+    """Dropped, repeated or out-of-place observations (a cut recording, a crashed proxy) never raise; the counts the
+    list shows stay the sums of what each conversation holds."""
+    obs = [o for i, o in enumerate(OBS) if i not in set(drop)]
+    for _ in range(5):  # a few observations again, somewhere later
+        i = rnd.randrange(len(obs))
+        obs.insert(rnd.randrange(i, len(obs) + 1), obs[i])
+    obs.append(O.ConversationAssigned(99.0, 7, "c9", 0, 3, "retry", "nobody"))  # an attempt of an unknown turn
+    obs.append(O.MessageUpdated(99.1, 7, 3, None, {"input_tokens": "many", "output_tokens": True}))  # bad usage
+    table = fold(obs).conversations
+    assert table.streaming == sum(1 for c in table if c.open_attempt is not None)
+    for c in table:
+        assert c.tokens_in == sum(v[0] for v in c._usage.values()) >= 0
+        assert c.tokens_out == sum(v[1] for v in c._usage.values()) >= 0
+        assert c.state in ("streaming", "waiting for tools", "idle", "finished", "failed")
+        assert len(set(c.turns)) == len(c.turns)
+    assert table.by_id["c9"].tokens_in == 0 and table.by_id["c9"].parent == "nobody"
