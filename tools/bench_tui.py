@@ -8,6 +8,14 @@ Reports, each measured in a fresh subprocess (so peak RSS is per mode):
   * ratio UI / no UI (target <= 2);
   * pause latency: replaying at max speed in the dashboard, the time from pressing space to the event counter
     standing still (target <= 100 ms), and how many events still arrived after the key press.
+
+    .venv/bin/python tools/bench_tui.py --conversations 200 [--json]
+
+The conversations variant (issue 21 §3): a proxied session of N interleaved conversations (and, to compare, of 3)
+in the headless dashboard at 160x48; the frame cost, per frame, of folding one observation of a conversation and
+repainting (the panes' `show`, plus rendering every visible line of the conversation list), with the panes on all
+conversations and on one. The target: the cost at N is about the cost at 3 (it does not grow with conversations that
+are not shown).
 """
 
 from __future__ import annotations
@@ -106,8 +114,51 @@ async def run_pause(path: Path, after_events: int) -> dict:
         return {"latency": latency, "events_after_press": last_value - shown_at_press, "loop_state": state}
 
 
+async def frame_cost(k: int, frames: int = 200) -> dict:
+    """Mean ms per frame: fold one observation of a conversation, point the panes at the state, render the
+    conversation list's visible lines; with the panes on all conversations, then on one (c1)."""
+    from inspector.observe import observations as O
+    from inspector.testing.conversations import interleaved_conversations
+    from inspector.tui.app import InspectorApp
+
+    obs = interleaved_conversations(k)
+    app = InspectorApp(observations=obs, clock=lambda: 0.0)
+    out: dict = {"conversations": k, "observations": len(obs)}
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        view = app.dashboard.conversations_view
+        for label, chosen in (("all", None), ("one", "c1")):
+            app.select_conversation(chosen)
+            await pilot.pause()
+            t = obs[-1].t
+            t0 = time.perf_counter()
+            for i in range(frames):
+                t += 0.01
+                cid = f"c{1 + (i * 7) % k}"  # side requests of varied conversations: every frame changes the table
+                app.ingest([O.ExchangeForwarded(t, "POST", "/v1/messages/count_tokens", 200, 10, "ok", cid, "count")])
+                for y in range(view.size.height):
+                    view.render_line(y)
+            out[f"{label}_ms"] = round((time.perf_counter() - t0) / frames * 1000, 3)
+        # choosing the first conversation (whose view reads the whole history): the UI thread's part, and until ready
+        app.select_conversation(None)
+        t0 = time.perf_counter()
+        app.select_conversation("c2")
+        out["select_ui_ms"] = round((time.perf_counter() - t0) * 1000, 2)
+        await app.workers.wait_for_complete()
+        while app.conversation_filter is None or app.conversation_filter.conversation != "c2":
+            await asyncio.sleep(0.001)
+        out["select_ready_ms"] = round((time.perf_counter() - t0) * 1000, 1)
+    return out
+
+
+async def run_conversations(k: int) -> dict:
+    return {"small": await frame_cost(3), "large": await frame_cost(k)}
+
+
 def child(mode: str, path: Path, after: int) -> None:
-    if mode == "noui":
+    if mode.startswith("conv"):
+        out = asyncio.run(run_conversations(int(mode[4:])))
+    elif mode == "noui":
         out = asyncio.run(run_noui(path))
     elif mode == "ui":
         out = asyncio.run(run_ui(path))
@@ -137,12 +188,27 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--events", type=int, default=100_000)
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--child", choices=("noui", "ui", "pause"))
+    ap.add_argument("--child")
+    ap.add_argument("--conversations", type=int, default=0, help="the conversations variant with N conversations")
     ap.add_argument("--path")
     ap.add_argument("--after", type=int, default=20_000)
     args = ap.parse_args()
     if args.child:
         child(args.child, Path(args.path), args.after)
+        return 0
+    if args.conversations:
+        conv = spawn(f"conv{args.conversations}", Path("-"), 0)
+        small, large = conv["small"], conv["large"]
+        if args.json:
+            print(json.dumps(conv, indent=2))
+        else:
+            print("frame cost (fold one observation + show + render the list's visible lines), ms per frame:")
+            for c in (small, large):
+                print(
+                    f"  {c['conversations']:4d} conversations ({c['observations']:,} observations):"
+                    f" panes on all {c['all_ms']:.2f} ms, on one {c['one_ms']:.2f} ms;"
+                    f" choosing c2: {c['select_ui_ms']:.1f} ms on the UI thread, ready in {c['select_ready_ms']:.0f} ms"
+                )
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "generated.jsonl"

@@ -21,6 +21,7 @@ from inspector.observe import observations as O
 from inspector.observe.states import TOOL_RAN, TOOL_TERMINAL, LoopState, ToolState
 from inspector.record.timing import HELD_SILENCE, attempt_buffering, buffering_diagnostic
 from inspector.state.columns import ByteStore, CowDict
+from inspector.state.conversations import ConversationTable
 from inspector.state.entries import (
     F_DIAG,
     F_ERROR,
@@ -79,6 +80,8 @@ class DashboardState:
         self.attempt_first_read: dict[tuple[int, int], int] = {}  # row of each attempt's first read (reads table)
         # the user's holds of the stream (pause, step), loop time: (start, end or None while held, by)
         self.holds: list[tuple[float, float | None, str]] = []
+        # a proxied session's conversations (ConversationAssigned): model, turns, state, tokens per conversation
+        self.conversations = ConversationTable()
         # the entries the fold is working on (an attempt, a block): owned by this state, dropped on copy
         self._ca: AttemptEntry | None = None
         self._cb: BlockEntry | None = None
@@ -97,6 +100,7 @@ class DashboardState:
         handler = _HANDLERS.get(type(obs))
         if handler is not None:
             handler(self, obs)
+        self.conversations.apply(obs)
         st = self.status
         if obs.t > st.t_last:
             st.t_last = obs.t

@@ -14,6 +14,7 @@ Launch: `run_dashboard(session_factory)` where the factory returns a Session-lik
 from __future__ import annotations
 
 import asyncio
+import bisect
 import gc
 import importlib
 import sys
@@ -34,6 +35,7 @@ from textual.worker import Worker, WorkerState
 from inspector.core.pacing import SPEED_LADDER, speed_label
 from inspector.observe import observations as O
 from inspector.observe.states import TERMINAL_LOOP_STATES, LoopState
+from inspector.state.conversations import ConversationFilter, EventSource
 from inspector.state.fold import DashboardState
 from inspector.state.travel import History
 from inspector.tui import messages as M
@@ -44,6 +46,7 @@ from inspector.tui.request import request_detail
 from inspector.tui.screen import DashboardScreen, Pane
 from inspector.tui.widgets.assistant import AssistantView
 from inspector.tui.widgets.blocks import BlocksView
+from inspector.tui.widgets.conversations import ConversationsView
 from inspector.tui.widgets.detail import DetailScreen
 from inspector.tui.widgets.diagnostics import DiagnosticsView
 from inspector.tui.widgets.events import EventsView
@@ -82,6 +85,7 @@ CONTROLS = ("pause", "step", "cancel", "faster", "slower")
 CONTROL_ACTIONS = {"toggle_pause": "pause", "step": "step", "cancel": "cancel", "faster": "faster", "slower": "slower"}
 EXIT_CODES = {"finished": 0, "error": 1, "cancelled": 130}
 BUSY_BATCH = 300  # observations in one 1/30 s fold: a firehose (a replay at max speed)
+SYNC_SELECT = 5000  # observations a chosen conversation's view folds on the UI thread (more: in a worker thread)
 BUSY_HZ = 3  # pane repaints per second during a firehose (the status line keeps 10 Hz)
 
 
@@ -98,6 +102,7 @@ class InspectorApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "Stream Inspector"
     COMMANDS = App.COMMANDS | {InspectorCommands}
+    SYNC_SELECT = SYNC_SELECT
     ENABLE_COMMAND_PALETTE = True
 
     BINDINGS = [
@@ -206,6 +211,20 @@ class InspectorApp(App[int]):
             group=Binding.Group("Max", compact=True),
             tooltip="Maximize the Assistant pane",
         ),
+        Binding(
+            "l",
+            "conversations",
+            "Conversations",
+            id="conversations",
+            tooltip="The conversation list (open / close); enter on a row shows that conversation in the panes",
+        ),
+        Binding(
+            "f",
+            "follow_newest",
+            "Follow newest",
+            id="follow-newest",
+            tooltip="The panes follow the newest conversation (on / off)",
+        ),
         Binding("left", "cursor('prev')", "Back", id="cursor-prev", show=False, tooltip="Time travel: one event back"),
         Binding(
             "right", "cursor('next')", "Forward", id="cursor-next", show=False, tooltip="Time travel: one event forward"
@@ -277,6 +296,12 @@ class InspectorApp(App[int]):
         self.ticks = 0  # refresh timer ticks
         self.timing_analysis = TimingAnalysis()  # kept between openings of the timing view (incremental)
         self.dashboard = DashboardScreen()  # the panes; a restart replaces it with a fresh one
+        # a proxied session of several conversations: the one the panes show (None: all) and its own fold
+        self.selected_conversation: str | None = None
+        self.follow_newest = False
+        self.conversation_filter: ConversationFilter | None = None
+        self._many_conversations = False
+        self._select_gen = 0  # a conversation's view folded in a worker is installed only if still chosen
 
     def get_driver_class(self) -> Any:
         """Under textual-serve (`inspector web`), a web driver that ends the app when its browser is gone."""
@@ -463,6 +488,11 @@ class InspectorApp(App[int]):
             for obs in batch:
                 history.append(obs)
                 live.apply(obs)
+            if self.conversation_filter is not None:
+                cf = self.conversation_filter
+                for obs in batch:
+                    cf.apply(obs)
+            self._conversations_changed()
             self._wall_last = self.clock()
             self.flushes += 1
             if len(batch) >= BUSY_BATCH:
@@ -485,7 +515,104 @@ class InspectorApp(App[int]):
 
     @property
     def shown_state(self) -> DashboardState:
-        return self.cursor_state if self.cursor is not None and self.cursor_state is not None else self.live
+        if self.cursor is not None and self.cursor_state is not None:
+            return self.cursor_state
+        if self.conversation_filter is not None:
+            return self.conversation_filter.state
+        return self.live
+
+    # -- conversations (a proxied session)
+    def _conversations_changed(self) -> None:
+        """After a fold: the keys appear with the second conversation; follow-newest moves to a new one."""
+        table = self.live.conversations
+        many = len(table) >= 2
+        if many != self._many_conversations:
+            self._many_conversations = many
+            self.refresh_bindings()
+        if self.follow_newest and table.newest is not None and table.newest != self.selected_conversation:
+            self.select_conversation(table.newest, follow=True)
+
+    def select_conversation(self, conversation: str | None, *, follow: bool = False) -> None:
+        """Show one conversation in the panes (None: the whole session). Its view is folded once from the
+        session's observations from its first on (then kept up to date, O(1) per observation): on the UI thread
+        for up to `SYNC_SELECT` observations, else in a worker thread (reading the spilled history costs about
+        30 us an observation) while the panes keep showing what they showed, the status line saying so."""
+        self.follow_newest = follow
+        if conversation == self.selected_conversation:
+            return
+        entry = self.live.conversations.by_id.get(conversation or "")
+        if conversation is not None and entry is None:
+            return
+        self.selected_conversation = conversation
+        self._select_gen += 1
+        if entry is None:
+            self._install_filter(None, 0, self._select_gen)
+            return
+        first = entry.first_obs
+        history = self.history
+        # what belongs to no turn (source, loop state) from the live state; later changes are folded in order
+        before = bisect.bisect_left(history.event_pos, first)  # the session's events before it
+        cf = ConversationFilter(entry.id, self.live, before)
+        total = len(history.observations)
+        if total - first <= self.SYNC_SELECT:
+            for obs in history.observations.range(first, total):
+                cf.apply(obs)
+            self._install_filter(cf, total, self._select_gen)
+            return
+        self.note = f"reading the turns of {entry.id}…"
+        self.show()
+        self.run_worker(
+            partial(self._fold_conversation, cf, history.observations.frozen(), first, self._select_gen),
+            thread=True,
+            group="conversation",
+            name=f"conversation-{entry.id}",
+            description="fold one conversation's observations",
+            exit_on_error=False,
+        )
+
+    def _fold_conversation(self, cf: ConversationFilter, frozen: Iterable[O.Observation], first: int, gen: int) -> None:
+        """(Worker thread) fold the conversation's view from the frozen history; only `cf` is touched here."""
+        n = 0
+        for i, obs in enumerate(frozen):
+            if i >= first:
+                cf.apply(obs)
+            n = i + 1
+        self.call_from_thread(self._install_filter, cf, n, gen)
+
+    def _install_filter(self, cf: ConversationFilter | None, folded: int, gen: int) -> None:
+        """Point the panes at a conversation's view (None: the whole session), once it has every observation."""
+        if gen != self._select_gen:
+            return  # another choice came since
+        if cf is not None:
+            history = self.history
+            for obs in history.observations.range(folded, len(history.observations)):  # flushed meanwhile
+                cf.apply(obs)
+        if self.note.startswith("reading the turns of "):
+            self.note = ""
+        self.conversation_filter = cf
+        self.dashboard.reset_panes()
+        self.post_message(M.ConversationShown(self.selected_conversation, self.follow_newest))
+        self.show()
+
+    def action_conversations(self) -> None:
+        self.dashboard.toggle_list()
+        self.show()
+
+    def action_follow_newest(self) -> None:
+        if self.follow_newest:
+            self.follow_newest = False
+            self.post_message(M.ConversationShown(self.selected_conversation, False))
+            self.notify("the panes stay on this conversation", title="Follow newest: off", timeout=3)
+            self.show()
+            return
+        newest = self.live.conversations.newest
+        self.select_conversation(newest, follow=True)
+        self.notify(f"the panes show the newest conversation ({newest})", title="Follow newest: on", timeout=3)
+        self.show()
+
+    def on_conversations_view_conversation_chosen(self, message: ConversationsView.ConversationChosen) -> None:
+        message.stop()
+        self.select_conversation(message.conversation)
 
     def now(self) -> float:
         """Loop time for elapsed labels: the last observation's time, advanced by the clock while the loop runs."""
@@ -497,6 +624,8 @@ class InspectorApp(App[int]):
 
     def show(self) -> None:
         """Point every pane at the shown state (each skips the work when its part did not change)."""
+        at = self.cursor_state if self.cursor is not None else None
+        traveling = at is not None
         self.dashboard.show(
             self.shown_state,
             now=self.now(),
@@ -505,6 +634,12 @@ class InspectorApp(App[int]):
             info=self._status_info(),
             source=self.source,
             on_error=self._view_error,
+            # (time travel shows the whole session as of an event: the list says so, "● all")
+            conversations=(
+                (at or self.live).conversations,
+                None if traveling else self.selected_conversation,
+                self.follow_newest and not traveling,
+            ),
         )
 
     def _view_error(self, error: Exception) -> None:
@@ -564,6 +699,8 @@ class InspectorApp(App[int]):
             return self.control_available(CONTROL_ACTIONS[action])[1]
         if action == "restart":
             return "nothing to restart: this view shows a finished list of observations"
+        if action in ("conversations", "follow_newest"):
+            return "this session has one conversation: the panes show it"
         return "not available here"
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -572,6 +709,8 @@ class InspectorApp(App[int]):
             return True if self.control_available(CONTROL_ACTIONS[action])[0] else None
         if action == "restart":
             return True if self.session_factory is not None else None
+        if action in ("conversations", "follow_newest"):
+            return self._many_conversations  # (hidden, not dimmed, for a single conversation)
         return True
 
     async def run_action(self, action: Any, default_namespace: Any = None, namespaces: Any = None) -> bool:
@@ -659,6 +798,10 @@ class InspectorApp(App[int]):
         self._pending = []
         self.cursor = self.cursor_state = None
         self.note = ""
+        self.selected_conversation, self.conversation_filter, self.follow_newest = None, None, False
+        self._select_gen += 1
+        self._many_conversations = False
+        self.refresh_bindings()
         self.timing_analysis = TimingAnalysis()
         # a fresh screen: no pane keeps the old run's rows, caches or scroll positions
         while len(self.screen_stack) > 1 and not isinstance(self.screen, DashboardScreen):
@@ -694,14 +837,15 @@ class InspectorApp(App[int]):
 
     def detail_of(self, kind: str, key: Any) -> Detail:
         state = self.shown_state
+        events = self.shown_events()
         if kind == "event":
-            return event_detail(state, self.history, int(key))
+            return event_detail(state, events, int(key))
         if kind == "block":
             return block_detail(state, tuple(key))
         if kind == "tool":
             return tool_detail(state, str(key), self.now())
         if kind == "diagnostic":
-            return diagnostic_detail(state, self.history, int(key))
+            return diagnostic_detail(state, events, int(key))
         if kind == "attempt":
             return request_detail(state, key[0], key[1])
         if kind == "turn":
@@ -713,7 +857,20 @@ class InspectorApp(App[int]):
             self.screen.dismiss(None)
         self.push_screen(DetailScreen(detail))
 
+    def shown_events(self) -> EventSource:
+        """The history as the shown state numbers its events (one conversation's view numbers its own)."""
+        cf = self.conversation_filter
+        if cf is not None and self.cursor is None:
+            return cf.events_of(self.history)
+        return self.history
+
     def on_events_view_time_travel_requested(self, message: EventsView.TimeTravelRequested) -> None:
+        cf = self.conversation_filter
+        if cf is not None and self.cursor is None:  # the view's event k: the session's event number
+            evno = cf.session_event(message.evno)
+            if evno is not None:
+                self.set_cursor(evno)
+            return
         self.set_cursor(message.evno)
 
     def action_timing(self) -> None:

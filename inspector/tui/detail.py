@@ -17,8 +17,8 @@ from rich.text import Text
 from inspector.core import exactjson
 from inspector.core.fmt import duration, size
 from inspector.observe import observations as O
+from inspector.state.conversations import EventSource
 from inspector.state.fold import DashboardState
-from inspector.state.travel import History
 
 _json = JSONHighlighter()
 HEAD = "bold"
@@ -102,7 +102,7 @@ def event_bytes(state: DashboardState, turn: int, attempt: int, start: int, end:
         out.append("(the bytes of this event were not kept)\n", MUTED)
 
 
-def event_detail(state: DashboardState, history: History, evno: int) -> Detail:
+def event_detail(state: DashboardState, history: EventSource, evno: int) -> Detail:
     """Event k: its data as pretty JSON, its raw bytes with read boundaries, the diagnostics pointing at it."""
     if not 1 <= evno <= history.event_count:
         return Detail(f"event {evno}", Text("this event is not in the history", ERR))
@@ -214,7 +214,7 @@ def tool_detail(state: DashboardState, tool_id: str, now: float) -> Detail:
     return Detail(f"Tool {t.name} · {t.state}", out)
 
 
-def diagnostic_detail(state: DashboardState, history: History, i: int) -> Detail:
+def diagnostic_detail(state: DashboardState, history: EventSource, i: int) -> Detail:
     if not 0 <= i < len(state.diagnostics):
         return Detail("diagnostic", Text("no such diagnostic", ERR))
     d = state.diagnostics[i]

@@ -67,3 +67,11 @@ __all__ = [
     "SessionEnded",
     "SessionStarted",
 ]
+
+
+@dataclass
+class ConversationShown(Message):
+    """The panes now show this conversation (None: the whole session); `follow`: they follow the newest."""
+
+    conversation: str | None
+    follow: bool

@@ -14,11 +14,13 @@ from textual.containers import Grid, Vertical
 from textual.screen import Screen
 from textual.widgets import Static
 
+from inspector.state.conversations import ConversationTable
 from inspector.state.fold import DashboardState
 from inspector.tui.summary import fault_summary
 from inspector.tui.widgets.assistant import AssistantView
 from inspector.tui.widgets.base import LineView
 from inspector.tui.widgets.blocks import BlocksView
+from inspector.tui.widgets.conversations import ConversationsLine, ConversationsView
 from inspector.tui.widgets.diagnostics import DiagnosticsView
 from inspector.tui.widgets.events import EventsView
 from inspector.tui.widgets.footer import KeyFooter
@@ -26,6 +28,7 @@ from inspector.tui.widgets.status import StatusBar, StatusInfo
 from inspector.tui.widgets.timeline import Timeline
 from inspector.tui.widgets.tools import ToolsView
 
+CONVERSATION_ROWS = 6  # the list pane's most rows (it scrolls beyond)
 MIN_SIZE = (60, 16)  # below this the dashboard says it is too small (maximize still works)
 PANE_IDS = ("events", "blocks", "tools", "assistant")
 
@@ -65,9 +68,14 @@ class DashboardScreen(Screen[None]):
         self._titles_key: tuple | None = None  # what the pane titles were last counted for
         self._connect_text: str | None = None
         self.ready = False
+        self.list_open: bool | None = None  # the conversation list: None opens it when the terminal is tall enough
+        self._conv_key: tuple | None = None
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
+        # a proxied session of several conversations: the list (a pane), or its one line (shown from 2 on)
+        yield ConversationsLine(id="conversations-line")
+        yield Pane("Conversations", ConversationsView(id="conversations"), id="conversations-pane")
         with Grid(id="panes"):
             yield Pane("① SSE events", EventsView(id="events"), id="events-pane")
             yield Pane("② Blocks", BlocksView(id="blocks"), id="blocks-pane")
@@ -88,6 +96,9 @@ class DashboardScreen(Screen[None]):
         self.status_bar = self.query_one(StatusBar)
         self.panes = [self.query_one(f"#{p}-pane", Pane) for p in PANE_IDS]
         self.diagnostics_pane = self.query_one("#diagnostics-pane", Pane)
+        self.conversations_view = self.query_one(ConversationsView)
+        self.conversations_line = self.query_one(ConversationsLine)
+        self.conversations_pane = self.query_one("#conversations-pane", Pane)
         if self.raw:
             self.events_view.set_raw(True)
         self._size_classes()
@@ -119,11 +130,14 @@ class DashboardScreen(Screen[None]):
         info: StatusInfo,
         source: dict,
         on_error: Callable[[Exception], None],
+        conversations: tuple[ConversationTable, str | None, bool] | None = None,
     ) -> None:
-        """Point every pane at a state (each skips the work when its part did not change)."""
+        """Point every pane at a state (each skips the work when its part did not change). `conversations`: the
+        session's table, the conversation the panes show (None: all) and whether they follow the newest."""
         if not self.ready:
             return
         for update in (
+            lambda: self.show_conversations(conversations, now),
             lambda: self.events_view.show(state, cursor),
             lambda: self.blocks_view.show(state),
             lambda: self.tools_view.show(state, now),
@@ -142,6 +156,54 @@ class DashboardScreen(Screen[None]):
         """The status line only (a firehose: the counters stay live while the panes wait)."""
         if self.ready:
             self.status_bar.show(state, info)
+
+    def list_is_open(self) -> bool:
+        return self.list_open if self.list_open is not None else not self.has_class("-short")
+
+    def show_conversations(self, conversations: tuple[ConversationTable, str | None, bool] | None, now: float) -> None:
+        """The list (or its line) from two conversations on; nothing at all for a single conversation. A frame
+        costs the visible rows only (the view is virtualized; the line's counts are kept by the table)."""
+        table, shown, follow = conversations or (None, None, False)
+        n = len(table) if table is not None else 0
+        many = n >= 2
+        is_open = self.list_is_open()
+        key = (many, is_open, min(n, CONVERSATION_ROWS + 1), table.other_requests > 0 if table else False)
+        if key != self._conv_key:
+            self._conv_key = key
+            self.set_class(many, "-conversations")
+            self.set_class(is_open, "-conv-open")
+            rows = min(n + 1 + (1 if key[3] else 0), CONVERSATION_ROWS)
+            self.conversations_pane.styles.height = rows + 2
+        if not many or table is None:
+            return
+        if is_open:
+            self.conversations_view.show(table, now, shown)
+            title = f"Conversations · {n}" + (" · following newest (f)" if follow else "")
+            if self.conversations_pane.border_title != title:
+                self.conversations_pane.border_title = title
+                self.conversations_pane.border_subtitle = "enter: show in the panes · l: close"
+        else:
+            self.conversations_line.show(table, shown, follow)
+
+    def toggle_list(self) -> bool:
+        """Open or close the conversation list (l); returns whether it is open now."""
+        self.list_open = not self.list_is_open()
+        self._conv_key = None
+        if self.list_open and self.ready:
+            self.conversations_view.focus()
+        elif self.ready and self.conversations_view.has_focus:
+            self.events_view.focus()
+        return self.list_open
+
+    def reset_panes(self) -> None:
+        """The panes now show another state (another conversation): forget their rendered items, whose versions
+        belong to the previous state."""
+        if not self.ready:
+            return
+        for view in (self.blocks_view, self.tools_view, self.assistant_view):
+            view.reset()
+        self.events_view.follow_tail()
+        self._titles_key = None
 
     def set_raw(self, raw: bool) -> None:
         self.raw = raw

@@ -28,6 +28,8 @@ PRIORITY = (
     "step-block",
     "step-turn",
     "cancel",
+    "conversations",
+    "follow-newest",
     "restart",
     "faster",
     "slower",

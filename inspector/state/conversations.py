@@ -1,0 +1,328 @@
+"""The conversations of a proxied session, folded from observations (no Textual here).
+
+The proxy publishes a `ConversationAssigned` before each turn's request (global turn -> conversation, its own turn,
+attempt, how, parent); every other observation carries the global turn. `ConversationTable.apply` keeps, per
+conversation: model, turns, state, last activity, tokens and side requests, in O(1) per observation. Side requests
+(`ExchangeForwarded`) are counted with their conversation, or as "other requests"; never as turns.
+
+`ConversationFilter` folds only one conversation's observations (and those of no turn) into its own
+`DashboardState`: the four panes shown on that state list that conversation's rows only, with no change to them.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from inspector.observe import observations as O
+
+if TYPE_CHECKING:
+    from inspector.state.fold import DashboardState
+
+# the states a conversation is in, as the list shows them
+STREAMING = "streaming"
+WAITING_TOOLS = "waiting for tools"
+IDLE = "idle"
+FINISHED = "finished"
+FAILED = "failed"
+# stop reasons after which the model is done with the conversation (until a person writes again)
+_FINAL_STOPS = frozenset({"end_turn", "stop_sequence", "max_tokens", "refusal", "model_context_window_exceeded"})
+
+
+@dataclass(slots=True)
+class ConversationEntry:
+    id: str
+    number: int  # 1, 2, ... in order of appearance
+    t_start: float
+    first_obs: int = 0  # the index of its first observation (its first ConversationAssigned) in the session
+    parent: str | None = None  # the conversation whose tool call started this one (a subagent)
+    model: str | None = None
+    turns: list[int] = field(default_factory=list)  # its global turn numbers, in order
+    attempts: int = 0  # attempts over all its turns (retries included)
+    open_attempt: tuple[int, int] | None = None  # the attempt streaming now
+    last_status: str | None = None  # the last attempt's end: complete | failed | cancelled
+    stop_reason: str | None = None  # its last turn's
+    t_last: float = 0.0  # last activity (loop time)
+    tokens_in: int = 0
+    tokens_out: int = 0
+    side_requests: int = 0
+    version: int = 0
+    _usage: dict[int, tuple[int, int]] = field(default_factory=dict)  # global turn -> its last attempt's tokens
+
+    @property
+    def state(self) -> str:
+        if self.open_attempt is not None:
+            return STREAMING
+        if self.last_status in ("failed", "cancelled"):
+            return FAILED
+        if self.stop_reason == "tool_use":
+            return WAITING_TOOLS
+        if self.stop_reason in _FINAL_STOPS:
+            return FINISHED
+        return IDLE
+
+    def copy(self) -> ConversationEntry:
+        return ConversationEntry(
+            self.id,
+            self.number,
+            self.t_start,
+            self.first_obs,
+            self.parent,
+            self.model,
+            list(self.turns),
+            self.attempts,
+            self.open_attempt,
+            self.last_status,
+            self.stop_reason,
+            self.t_last,
+            self.tokens_in,
+            self.tokens_out,
+            self.side_requests,
+            self.version,
+            dict(self._usage),
+        )
+
+
+def _tokens(usage: dict) -> tuple[int, int]:
+    def num(k: str) -> int:
+        v = usage.get(k)
+        return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+    return (
+        num("input_tokens") + num("cache_read_input_tokens") + num("cache_creation_input_tokens"),
+        num("output_tokens"),
+    )
+
+
+class ConversationTable:
+    """Conversations in order of appearance; `by_turn` maps a global turn to its conversation."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[str, ConversationEntry] = {}
+        self.order: list[str] = []
+        self.by_turn: dict[int, str] = {}
+        self.other_requests = 0  # side requests of no conversation
+        self.streaming = 0  # conversations with an attempt streaming now
+        self.rev = 0  # the observation count when anything here last changed
+        self.n = 0
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def __iter__(self) -> Iterator[ConversationEntry]:
+        return (self.by_id[c] for c in self.order)
+
+    @property
+    def newest(self) -> str | None:
+        return self.order[-1] if self.order else None
+
+    def turns_of(self, cid: str) -> list[int]:
+        entry = self.by_id.get(cid)
+        return [] if entry is None else entry.turns
+
+    def apply(self, obs: O.Observation) -> None:
+        self.n += 1
+        tp = type(obs)
+        if tp is O.ConversationAssigned:
+            self._assigned(obs)  # type: ignore[arg-type]
+            return
+        if tp is O.ExchangeForwarded:
+            self._side(obs)  # type: ignore[arg-type]
+            return
+        turn = getattr(obs, "turn", None)
+        if turn is None or not self.by_turn:
+            return
+        cid = self.by_turn.get(turn)
+        if cid is None:
+            return
+        c = self.by_id[cid]
+        c.t_last = max(c.t_last, obs.t)
+        if tp is O.AttemptStarted:
+            if c.open_attempt is None:
+                self.streaming += 1
+            c.open_attempt = (turn, obs.attempt)  # type: ignore[attr-defined]
+            c.attempts += 1
+            body = obs.body  # type: ignore[attr-defined]
+            if isinstance(body, dict) and isinstance(body.get("model"), str):
+                c.model = c.model or body["model"]
+        elif tp is O.MessageStarted:
+            msg = obs.message or {}  # type: ignore[attr-defined]
+            if isinstance(msg.get("model"), str):
+                c.model = msg["model"]
+            if isinstance(msg.get("usage"), dict):
+                self._usage(c, turn, msg["usage"], merge=False)
+        elif tp is O.MessageUpdated:
+            if obs.usage:  # type: ignore[attr-defined]
+                self._usage(c, turn, obs.usage, merge=True)  # type: ignore[attr-defined]
+            if obs.stop_reason is not None:  # type: ignore[attr-defined]
+                c.stop_reason = obs.stop_reason  # type: ignore[attr-defined]
+        elif tp is O.AttemptEnded:
+            if c.open_attempt == (turn, obs.attempt):  # type: ignore[attr-defined]
+                c.open_attempt = None
+                self.streaming -= 1
+            c.last_status = obs.status  # type: ignore[attr-defined]
+        elif tp is O.TurnEnded:
+            c.stop_reason = obs.stop_reason  # type: ignore[attr-defined]
+            if obs.usage:  # type: ignore[attr-defined]
+                self._usage(c, turn, obs.usage, merge=False)  # type: ignore[attr-defined]
+        c.version = self.n
+        self.rev = self.n
+
+    def _assigned(self, obs: O.ConversationAssigned) -> None:
+        c = self.by_id.get(obs.conversation)
+        if c is None:
+            c = ConversationEntry(obs.conversation, len(self.order) + 1, obs.t, self.n - 1, obs.parent)
+            self.by_id[obs.conversation] = c
+            self.order.append(obs.conversation)
+        if self.by_turn.get(obs.turn) != obs.conversation:
+            # (a replay of a recording of many conversations runs each in its own loop, one after the other: their
+            # turn numbers start over; a turn number is that of the conversation that was assigned it last)
+            c.turns.append(obs.turn)
+        self.by_turn[obs.turn] = obs.conversation
+        if obs.parent and not c.parent:
+            c.parent = obs.parent
+        if obs.attempt == 0:  # a new turn: the previous turn's end no longer describes it
+            c.stop_reason = None
+        c.t_last = max(c.t_last, obs.t)
+        c.version = self.rev = self.n
+
+    def _side(self, obs: O.ExchangeForwarded) -> None:
+        c = self.by_id.get(obs.conversation or "")
+        if c is None:
+            self.other_requests += 1
+        else:
+            c.side_requests += 1
+            c.t_last = max(c.t_last, obs.t)
+            c.version = self.n
+        self.rev = self.n
+
+    def _usage(self, c: ConversationEntry, turn: int, usage: dict, *, merge: bool) -> None:
+        """A turn's usage (cumulative per attempt): the conversation's totals count each turn's latest value."""
+        tin, tout = _tokens(usage)
+        old_in, old_out = c._usage.get(turn, (0, 0))
+        if merge:  # a message_delta may carry output tokens only: keep the input the message_start said
+            tin = tin or old_in
+            tout = tout or old_out
+        c._usage[turn] = (tin, tout)
+        c.tokens_in += tin - old_in
+        c.tokens_out += tout - old_out
+
+    def cow_copy(self) -> ConversationTable:
+        """An independent copy (a checkpoint): conversations are few and small next to the session's rows."""
+        new = ConversationTable()
+        new.by_id = {k: v.copy() for k, v in self.by_id.items()}
+        new.order = list(self.order)
+        new.by_turn = dict(self.by_turn)
+        new.other_requests, new.streaming, new.rev, new.n = self.other_requests, self.streaming, self.rev, self.n
+        return new
+
+
+class ConversationFilter:
+    """One conversation's view of the session: a `DashboardState` folded from its turns' observations only (and
+    from those that belong to no turn: the loop's state, holds without a turn). Fed in order, O(1) per observation;
+    an observation of another conversation's turn is skipped without being folded."""
+
+    def __init__(self, conversation: str, seed: DashboardState | None = None, events_before: int = 0) -> None:
+        """`seed`: the session's state before the conversation's first observation; what belongs to no turn (the
+        source, the loop's state) is carried over from it, so the filter can start at that observation.
+        `events_before`: the session's SSE events before that observation (to number events as the session does)."""
+        from inspector.state.fold import DashboardState
+
+        self.conversation = conversation
+        self.turns: set[int] = set()
+        self.state: DashboardState = DashboardState()
+        self.seen = 0  # observations offered (folded or skipped)
+        self.session_events = events_before  # the session's SSE events offered so far
+        # the session's event number of each of this view's events (its own are numbered 1, 2, ... like any state)
+        self.event_map = array("q")
+        if seed is not None:
+            st, src = self.state.status, seed.status
+            st.source, st.model, st.prompt = dict(src.source), src.model, src.prompt
+            st.loop_state, st.detail, st.control = src.loop_state, src.detail, src.control
+
+    def apply(self, obs: O.Observation) -> None:
+        self.seen += 1
+        if type(obs) is O.ConversationAssigned:
+            if obs.conversation == self.conversation:
+                self.turns.add(obs.turn)
+            else:  # that turn number is another conversation's from now on (a replay's loops start over at 0)
+                self.turns.discard(obs.turn)
+                return
+        elif type(obs) is O.ExchangeForwarded:
+            if obs.conversation != self.conversation:
+                return
+        else:
+            turn = getattr(obs, "turn", None)
+            is_event = type(obs) is O.SSEEventSeen
+            if is_event:
+                self.session_events += 1
+            if turn is not None and turn not in self.turns:
+                return
+            if is_event:
+                self.event_map.append(self.session_events)
+        self.state.apply(obs)
+
+    def apply_all(self, observations: Iterable[O.Observation]) -> ConversationFilter:
+        for obs in observations:
+            self.apply(obs)
+        return self
+
+    def session_event(self, evno: int) -> int | None:
+        """The session's number of this view's event `evno` (1-based), or None."""
+        return self.event_map[evno - 1] if 1 <= evno <= len(self.event_map) else None
+
+    def events_of(self, history: EventSource) -> ConversationEvents:
+        """The session's history seen through this view's event numbers (for the detail views)."""
+        return ConversationEvents(history, self.event_map)
+
+
+class EventSource(Protocol):
+    """Where a detail view finds event k's own observation: `observations[event_pos[k - 1]]` (a `History`)."""
+
+    @property
+    def observations(self) -> Sequence[O.Observation]: ...
+    @property
+    def event_pos(self) -> Sequence[int]: ...
+    @property
+    def event_count(self) -> int: ...
+
+
+class _Positions(Sequence[int]):
+    def __init__(self, pos: Sequence[int], event_map: Sequence[int]) -> None:
+        self.pos, self.map = pos, event_map
+
+    def __len__(self) -> int:
+        return len(self.map)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self.pos[g - 1] for g in self.map[i]]
+        return self.pos[self.map[i] - 1]
+
+
+class ConversationEvents:
+    """A session's history as one conversation's view numbers its events (an `EventSource`)."""
+
+    def __init__(self, history: EventSource, event_map: Sequence[int]) -> None:
+        self.observations = history.observations
+        self.event_pos = _Positions(history.event_pos, event_map)
+
+    @property
+    def event_count(self) -> int:
+        return len(self.event_pos)
+
+
+__all__ = [
+    "ConversationEntry",
+    "ConversationTable",
+    "ConversationFilter",
+    "ConversationEvents",
+    "EventSource",
+    "STREAMING",
+    "WAITING_TOOLS",
+    "IDLE",
+    "FINISHED",
+    "FAILED",
+]

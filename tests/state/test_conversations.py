@@ -1,0 +1,206 @@
+"""Conversations in the fold: per conversation model, turns, state, tokens; one conversation's view of the panes."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from inspector.observe import observations as O
+from inspector.state.conversations import (
+    FAILED,
+    FINISHED,
+    STREAMING,
+    WAITING_TOOLS,
+    ConversationFilter,
+    ConversationTable,
+)
+from inspector.state.fold import DashboardState
+from inspector.state.travel import History
+from inspector.testing.conversations import interleaved_conversations, replayed_conversations
+from inspector.testing.synthetic import parse_date_observations
+
+# c1 finishes, c2 stops with its three tools running (waiting), c3 is cut while its tool JSON streams
+OBS = interleaved_conversations(3, stops={1: "turn1", 2: "mid_tool_json"}, parents={2: "c1"})
+
+
+def fold(observations) -> DashboardState:
+    return DashboardState().apply_all(observations)
+
+
+def test_three_interleaved_conversations_give_three_entries() -> None:
+    s = fold(OBS)
+    table = s.conversations
+    assert [c.id for c in table] == ["c1", "c2", "c3"] and table.newest == "c3"
+    c1, c2, c3 = (table.by_id[c] for c in ("c1", "c2", "c3"))
+    assert c1.turns == [0, 3] and c2.turns == [1] and c3.turns == [2]  # global turns, interleaved
+    assert c1.model == c2.model == c3.model == "claude-sonnet-4-5"
+    assert c1.state == FINISHED and c2.state == WAITING_TOOLS and c3.state == STREAMING
+    assert c3.parent == "c1" and c1.parent is None
+    assert table.streaming == 1
+    # c1's tokens are the whole parse_date session's (each turn's last usage); the others a part of it
+    alone = fold(parse_date_observations())
+    assert (c1.tokens_in, c1.tokens_out) == alone.tokens() == (1850 + 2630, 187 + 164)
+    assert (c2.tokens_in, c2.tokens_out) == (1850, 187)
+    assert c3.tokens_in == 1850 and c3.tokens_out < 187
+    assert c1.t_last > c1.t_start and c3.t_last >= c3.t_start
+
+
+def test_selecting_one_filters_the_panes_rows_to_its_turns() -> None:
+    whole = fold(OBS)
+    for cid in ("c1", "c2", "c3"):
+        turns = set(whole.conversations.turns_of(cid))
+        view = ConversationFilter(cid).apply_all(OBS).state
+        ev = view.events
+        assert ev and {ev.turn[i] for i in range(len(ev))} == turns  # SSE rows and markers
+        assert view.block_order and {k[0] for k in view.block_order} == turns
+        assert view.tool_order and {view.tools[t].turn for t in view.tool_order} <= turns  # (turn 2 calls none)
+        assert all(t.endswith(f"_{cid}") for t in view.tool_order)
+        keys = [item[1] for item in view.transcript if item[0] in ("text", "thinking", "block")]
+        assert keys and {k[0] for k in keys} == turns  # the assistant pane
+        assert set(view.turns.keys()) == turns
+        assert view.status.source == whole.status.source  # what belongs to no turn is kept
+    c1 = ConversationFilter("c1").apply_all(OBS).state
+    alone = fold(parse_date_observations())
+    assert c1.status.events == alone.status.events and c1.tokens() == alone.tokens()
+
+
+def test_side_requests_are_listed_with_their_conversation_or_as_other_requests() -> None:
+    side = [
+        O.ExchangeForwarded(9.0, "POST", "/v1/messages/count_tokens", 200, 10, "complete", "c2", "count_tokens"),
+        O.ExchangeForwarded(9.1, "GET", "/v1/models", 200, 10, "complete", None, "GET /v1/models"),
+    ]
+    s = fold(OBS + side)
+    assert s.conversations.by_id["c2"].side_requests == 1 and s.conversations.other_requests == 1
+    assert s.conversations.by_id["c2"].turns == [1]  # never a turn
+    assert len(s.turns) == 4
+
+
+def test_a_failed_attempt_is_the_failed_state_and_a_retry_counts_once() -> None:
+    s = fold(interleaved_conversations(2, variants={1: "overloaded_fatal"}))
+    c2 = s.conversations.by_id["c2"]
+    assert c2.state == FAILED and c2.attempts >= 2
+    assert s.conversations.by_id["c1"].state == FINISHED
+
+
+def test_a_single_session_without_the_proxy_has_no_conversations() -> None:
+    s = fold(parse_date_observations())
+    assert len(s.conversations) == 0 and s.conversations.other_requests == 0
+
+
+def test_checkpoints_copy_the_table() -> None:
+    h = History()
+    live = DashboardState()
+    h.follow(live)
+    for o in OBS:
+        h.append(o)
+        live.apply(o)
+    early = h.state_at(3)
+    assert len(early.conversations) <= 3 and early.conversations.by_id["c1"].tokens_in <= 1850
+    assert live.conversations.by_id["c1"].tokens_in == 1850 + 2630
+    copy = live.copy()
+    copy.conversations.by_id["c1"].tokens_in = 0
+    assert live.conversations.by_id["c1"].tokens_in == 1850 + 2630
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 6), st.randoms(use_true_random=False))
+def test_any_interleaving_gives_each_conversation_its_own_turns(k: int, rnd) -> None:
+    """Whatever order the conversations' observations arrive in (each in its own order), each entry and each
+    filtered view count only that conversation's turns and tokens."""
+    per = [
+        [o for o in interleaved_conversations(k) if getattr(o, "turn", None) is not None and o.turn % k == j]
+        for j in range(k)
+    ]
+    merged: list[O.Observation] = []
+    cursors = [0] * k
+    while any(cursors[j] < len(per[j]) for j in range(k)):
+        j = rnd.choice([j for j in range(k) if cursors[j] < len(per[j])])
+        merged.append(per[j][cursors[j]])
+        cursors[j] += 1
+    table = ConversationTable()
+    for o in merged:
+        table.apply(o)
+    assert len(table) == k
+    for j in range(k):
+        c = table.by_id[f"c{j + 1}"]
+        assert c.turns == [j, k + j] and c.state == FINISHED
+        assert (c.tokens_in, c.tokens_out) == (1850 + 2630, 187 + 164)
+        view = ConversationFilter(c.id).apply_all(merged).state
+        assert view.tokens() == (1850 + 2630, 187 + 164)
+
+
+def test_a_filter_started_at_the_conversations_first_observation_equals_the_whole_fold() -> None:
+    """(What follow-newest does: it starts the new conversation's view at its first observation, seeded.)"""
+    whole = fold(OBS)
+    for cid in ("c1", "c2", "c3"):
+        first = whole.conversations.by_id[cid].first_obs
+        assert type(OBS[first]) is O.ConversationAssigned and OBS[first].conversation == cid
+        seed = fold(OBS[:first])
+        late = ConversationFilter(cid, seed).apply_all(OBS[first:]).state
+        full = ConversationFilter(cid).apply_all(OBS).state
+        assert late.status.source == full.status.source and late.status.loop_state == full.status.loop_state
+        assert late.status.events == full.status.events and late.block_order == full.block_order
+        assert late.tool_order == full.tool_order and late.tokens() == full.tokens()
+
+
+def test_a_replay_of_many_conversations_starts_turn_numbers_over_per_conversation() -> None:
+    """`inspector replay` runs each conversation through its own loop: turns 0, 1 again for c2. A turn number
+    belongs to the conversation assigned it last, in the table and in each conversation's view."""
+    obs = replayed_conversations(2)
+    s = fold(obs)
+    c1, c2 = s.conversations.by_id["c1"], s.conversations.by_id["c2"]
+    assert c1.turns == c2.turns == [0, 1]
+    assert c1.state == c2.state == FINISHED
+    assert (c1.tokens_in, c1.tokens_out) == (c2.tokens_in, c2.tokens_out) == (1850 + 2630, 187 + 164)
+    alone = fold(parse_date_observations())
+    for cid in ("c1", "c2"):
+        view = ConversationFilter(cid).apply_all(obs).state
+        assert view.status.events == alone.status.events  # its own events only, not the other's
+        assert view.tool_order and all(t.endswith(f"_{cid}") for t in view.tool_order)
+
+
+def test_a_views_event_numbers_map_to_the_sessions_events() -> None:
+    """The detail view and time travel need the session's event of a view's row: `event_map` / `events_of`."""
+    h = History()
+    for o in OBS:
+        h.append(o)
+    for cid in ("c1", "c2", "c3"):
+        cf = ConversationFilter(cid).apply_all(OBS)
+        view = cf.state
+        events = cf.events_of(h)
+        assert events.event_count == view.status.events == len(cf.event_map)
+        for local in range(1, view.status.events + 1):
+            row = view.events.event_rows[local - 1]
+            obs = events.observations[events.event_pos[local - 1]]
+            assert type(obs) is O.SSEEventSeen and obs.turn == view.events.turn[row]
+            assert obs.sse.seq == view.events.seq[row]
+            g = cf.session_event(local)
+            assert g is not None and h.observations[h.event_pos[g - 1]] is obs
+        assert cf.session_event(0) is None and cf.session_event(view.status.events + 1) is None
+    # started at the conversation's first observation, the numbers are the same
+    whole = fold(OBS)
+    first = whole.conversations.by_id["c3"].first_obs
+    before = sum(type(o) is O.SSEEventSeen for o in OBS[:first])
+    late = ConversationFilter("c3", whole, before).apply_all(OBS[first:])
+    assert list(late.event_map) == list(ConversationFilter("c3").apply_all(OBS).event_map)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, len(OBS) - 1), max_size=40, unique=True), st.randoms(use_true_random=False))
+def test_the_table_never_raises_and_stays_consistent_when_observations_are_dropped_or_repeated(drop, rnd) -> None:
+    """Dropped, repeated or out-of-place observations (a cut recording, a crashed proxy) never raise; the counts the
+    list shows stay the sums of what each conversation holds."""
+    obs = [o for i, o in enumerate(OBS) if i not in set(drop)]
+    for _ in range(5):  # a few observations again, somewhere later
+        i = rnd.randrange(len(obs))
+        obs.insert(rnd.randrange(i, len(obs) + 1), obs[i])
+    obs.append(O.ConversationAssigned(99.0, 7, "c9", 0, 3, "retry", "nobody"))  # an attempt of an unknown turn
+    obs.append(O.MessageUpdated(99.1, 7, 3, None, {"input_tokens": "many", "output_tokens": True}))  # bad usage
+    table = fold(obs).conversations
+    assert table.streaming == sum(1 for c in table if c.open_attempt is not None)
+    for c in table:
+        assert c.tokens_in == sum(v[0] for v in c._usage.values()) >= 0
+        assert c.tokens_out == sum(v[1] for v in c._usage.values()) >= 0
+        assert c.state in ("streaming", "waiting for tools", "idle", "finished", "failed")
+        assert len(set(c.turns)) == len(c.turns)
+    assert table.by_id["c9"].tokens_in == 0 and table.by_id["c9"].parent == "nobody"

@@ -1,0 +1,165 @@
+"""The dashboard of a proxied session with several conversations: the list, its key, selection, follow-newest,
+the collapsed line at 80x24, and no list at all for a single conversation (issue 21 §2)."""
+
+from __future__ import annotations
+
+from inspector.testing.conversations import interleaved_conversations
+from inspector.testing.synthetic import parse_date_observations
+from inspector.tui import messages as M
+from inspector.tui.app import InspectorApp
+from inspector.tui.widgets.conversations import ConversationsView
+
+WIDE = (160, 48)
+SMALL = (80, 24)
+
+
+def three(**kw) -> InspectorApp:
+    obs = interleaved_conversations(3, stops={1: "turn1", 2: "mid_tool_json"}, parents={2: "c1"})
+    return InspectorApp(observations=obs, clock=lambda: 0.0, **kw)
+
+
+def footer_keys(app: InspectorApp) -> set[str]:
+    return {b.id for _k, b, enabled, _t in app.screen.active_bindings.values() if b.show and b.id and enabled}
+
+
+def turns_in_events(app: InspectorApp) -> set[int]:
+    ev = app.events_view.state.events
+    return {ev.turn[i] for i in range(len(ev))}
+
+
+class TestConversationList:
+    async def test_the_list_shows_every_conversation_and_enter_selects_one(self) -> None:
+        app = three()
+        messages: list = []
+        async with app.run_test(size=WIDE, message_hook=messages.append) as pilot:
+            await pilot.pause()
+            assert app.dashboard.has_class("-conversations") and app.dashboard.conversations_pane.display
+            view = app.dashboard.conversations_view
+            assert view.row_count == 4  # all, c1, c2, c3
+            assert {"conversations", "follow-newest"} <= footer_keys(app)
+            assert turns_in_events(app) == {0, 1, 2, 3}  # the whole session at first
+            await pilot.press("l")  # (open at this size: l closes it, and again opens and focuses it)
+            assert not app.dashboard.conversations_pane.display and app.dashboard.conversations_line.display
+            await pilot.press("l")
+            assert app.dashboard.conversations_pane.display and view.has_focus
+            await pilot.press("down", "down", "enter")  # row 2: c2
+            await pilot.pause()
+            assert app.selected_conversation == "c2"
+            assert turns_in_events(app) == {1}
+            assert {k[0] for k in app.blocks_view.state.block_order} == {1}
+            assert {t.turn for t in app.tools_view.state.tools.values()} == {1}
+            assert {it[1][0] for it in app.assistant_view.state.transcript if it[0] == "text"} == {1}
+            await pilot.press("up", "up", "enter")  # "all conversations"
+            await pilot.pause()
+            assert app.selected_conversation is None and turns_in_events(app) == {0, 1, 2, 3}
+        shown = [m for m in messages if isinstance(m, M.ConversationShown)]
+        assert [m.conversation for m in shown] == ["c2", None]
+
+    async def test_follow_newest_toggles_and_moves_to_a_new_conversation(self) -> None:
+        mixed = interleaved_conversations(3)
+        late = [o for o in mixed if getattr(o, "turn", None) is not None and o.turn % 3 == 2]  # c3 starts last
+        obs = [o for o in mixed if o not in late] + late
+        cut = len(obs) - len(late)
+        app = InspectorApp(observations=obs[:cut], clock=lambda: 0.0)
+        async with app.run_test(size=WIDE) as pilot:
+            await pilot.pause()
+            await pilot.press("f")
+            assert app.follow_newest and app.selected_conversation == "c2"
+            assert turns_in_events(app) == {1, 4}
+            app.ingest(obs[cut:])  # c3 starts: the panes move to it
+            await pilot.pause()
+            assert app.selected_conversation == "c3" and turns_in_events(app) == {2, 5}
+            assert "following newest" in str(app.dashboard.conversations_pane.border_title)
+            await pilot.press("f")
+            assert not app.follow_newest and app.selected_conversation == "c3"
+
+    async def test_choosing_a_conversation_turns_follow_newest_off(self) -> None:
+        app = three()
+        async with app.run_test(size=WIDE) as pilot:
+            await pilot.press("f")
+            assert app.follow_newest and app.selected_conversation == "c3"
+            app.dashboard.conversations_view.post_message(ConversationsView.ConversationChosen("c1"))
+            await pilot.pause()
+            assert not app.follow_newest and app.selected_conversation == "c1"
+            assert turns_in_events(app) == {0, 3}
+
+    async def test_time_travel_shows_the_whole_session_and_says_so(self) -> None:
+        app = three()
+        async with app.run_test(size=WIDE) as pilot:
+            app.select_conversation("c2")
+            await pilot.pause()
+            view = app.dashboard.conversations_view
+            assert view.shown == "c2" and turns_in_events(app) == {1}
+            await pilot.press("left")  # one event back: the session as of that event, every conversation
+            await pilot.pause()
+            assert app.cursor is not None and view.shown is None and turns_in_events(app) == {0, 1, 2, 3}
+            await pilot.press("end")
+            await pilot.pause()
+            assert app.cursor is None and view.shown == "c2" and turns_in_events(app) == {1}
+
+    async def test_a_rows_detail_and_time_travel_are_of_that_conversations_event(self) -> None:
+        app = three()
+        async with app.run_test(size=WIDE) as pilot:
+            app.select_conversation("c2")  # global turn 1: "turn · attempt 2 · 1" in a detail
+            await pilot.pause()
+            detail = app.detail_of("event", 1)
+            assert detail.title == "Event 1 · message_start" and "2 · 1" in detail.plain.split("turn · attempt")[1][:8]
+            app.post_message(app.events_view.TimeTravelRequested(1))
+            await pilot.pause()
+            g = app.conversation_filter.session_event(1)
+            assert g is not None and g > 1 and app.cursor == g  # the session's number of c2's first event
+            obs = app.history.observations[app.history.event_pos[g - 1]]
+            assert obs.turn == 1 and obs.event_type == "message_start"
+
+    async def test_a_long_sessions_view_is_folded_off_the_ui_thread_and_the_last_choice_wins(self) -> None:
+        app = three()
+        app.SYNC_SELECT = 0  # every choice folds in a worker thread (as one of a long session does)
+        messages: list = []
+        async with app.run_test(size=WIDE, message_hook=messages.append) as pilot:
+            await pilot.pause()
+            app.select_conversation("c2")
+            assert app.conversation_filter is None and app.note == "reading the turns of c2…"
+            app.select_conversation("c3")  # before c2's view is ready: c3's is the one installed
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            assert app.selected_conversation == "c3" and app.conversation_filter is not None
+            assert app.conversation_filter.conversation == "c3" and turns_in_events(app) == {2}
+            assert app.note == ""
+            app.ingest(interleaved_conversations(3, stops={1: "turn1", 2: "mid_tool_json"})[-5:])  # (c1's, say)
+            await pilot.pause()
+            assert turns_in_events(app) == {2}
+        assert [m.conversation for m in messages if isinstance(m, M.ConversationShown)] == ["c3"]
+
+    async def test_at_80x24_the_list_is_one_line_and_l_opens_it(self) -> None:
+        app = three()
+        async with app.run_test(size=SMALL) as pilot:
+            await pilot.pause()
+            line = app.dashboard.conversations_line
+            assert line.display and not app.dashboard.conversations_pane.display
+            assert "3 conversations" in str(line.render()) and "l list" in str(line.render())
+            await pilot.press("l")
+            assert app.dashboard.conversations_pane.display and not line.display
+
+    async def test_a_single_conversation_shows_no_list_and_no_keys(self) -> None:
+        for obs in (parse_date_observations(), interleaved_conversations(1)):
+            app = InspectorApp(observations=obs, clock=lambda: 0.0)
+            async with app.run_test(size=WIDE) as pilot:
+                await pilot.pause()
+                assert not app.dashboard.conversations_pane.display
+                assert not app.dashboard.conversations_line.display
+                assert not {"conversations", "follow-newest"} & footer_keys(app)
+                await pilot.press("l", "f")
+                assert app.selected_conversation is None and not app.follow_newest
+                await app.run_action("conversations")  # (the palette's way): says why
+                assert any("one conversation" in n.message for n in app._notifications)
+
+
+class TestConversationSnapshots:
+    def test_conversation_list(self, snap_compare) -> None:
+        assert snap_compare(three(), terminal_size=WIDE)
+
+    def test_conversation_list_collapsed(self, snap_compare) -> None:
+        assert snap_compare(three(), terminal_size=SMALL)
+
+    def test_one_conversation_selected(self, snap_compare) -> None:
+        assert snap_compare(three(), terminal_size=WIDE, press=["l", "l", "down", "down", "enter"])
