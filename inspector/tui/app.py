@@ -35,7 +35,8 @@ from textual.worker import Worker, WorkerState
 from inspector.core.pacing import SPEED_LADDER, speed_label
 from inspector.observe import observations as O
 from inspector.observe.states import TERMINAL_LOOP_STATES, LoopState
-from inspector.state.conversations import ConversationFilter, EventSource
+from inspector.state.conversations import EventSource
+from inspector.state.convfilter import ConversationFilter
 from inspector.state.fold import DashboardState
 from inspector.state.travel import History
 from inspector.tui import messages as M

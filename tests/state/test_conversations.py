@@ -11,9 +11,9 @@ from inspector.state.conversations import (
     FINISHED,
     STREAMING,
     WAITING_TOOLS,
-    ConversationFilter,
     ConversationTable,
 )
+from inspector.state.convfilter import ConversationFilter
 from inspector.state.fold import DashboardState
 from inspector.state.travel import History
 from inspector.testing.conversations import interleaved_conversations, replayed_conversations
