@@ -65,7 +65,7 @@ async def run_ui(path: Path) -> dict:
 
     app = InspectorApp(factory, replay=True)
     async with app.run_test(size=(160, 48)) as pilot:
-        while app.final_status is None:
+        while app.final_status is None:  # noqa: ASYNC110 (watches the app like a user would: it has no event for it)
             await asyncio.sleep(0.005)
         app.flush()
         wall = time.perf_counter() - started[0]
@@ -85,7 +85,7 @@ async def run_pause(path: Path, after_events: int) -> dict:
 
     app = InspectorApp(lambda: sources.replay_session(path, speed=math.inf), replay=True)
     async with app.run_test(size=(160, 48)):
-        while app.live.status.events < after_events:
+        while app.live.status.events < after_events:  # noqa: ASYNC110 (as above)
             await asyncio.sleep(0.001)
         shown_at_press = app.live.status.events
         t0 = time.perf_counter()

@@ -18,6 +18,7 @@ from inspector.stream import diagnostics as D
 from inspector.stream.assembler import TurnStream, assemble
 from inspector.stream.protocol import parse_event
 from inspector.stream.sse import DEFAULT_MAX_EVENT_BYTES, SSEDecoder
+from inspector.testing.hyp import examples
 from inspector.testing.streamgen import (
     BETA_SHAPES,
     SHAPES,
@@ -209,7 +210,7 @@ _CHECKED = {
 }
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_wrong_types_anywhere_never_raise_and_are_named(data: Any) -> None:
     seed = data.draw(st.integers(0, 10_000), label="seed")
@@ -338,7 +339,7 @@ def test_cap_is_per_stream_and_the_same_however_the_bytes_are_split() -> None:
     whole = assemble(wire)
     rng = random.Random(3)
     cuts = sorted(rng.sample(range(1, len(wire)), 40))
-    split = assemble([wire[a:b] for a, b in zip([0, *cuts], [*cuts, len(wire)])])
+    split = assemble([wire[a:b] for a, b in zip([0, *cuts], [*cuts, len(wire)], strict=True)])
     assert split.diagnostics == whole.diagnostics
     assert codes(whole).count(D.DELTA_UNKNOWN_INDEX) == 100
 
