@@ -211,7 +211,7 @@ _CHECKED = {
 }
 
 
-def test_a_final_message_with_an_integer_past_64_bits_is_still_written():
+def test_a_final_message_with_an_integer_past_64_bits_is_still_written() -> None:
     """The case a varying seed found (seed 40, beta:mixed, event 16's index made a string): the tool input that is
     left holds an integer orjson cannot write; the message is still JSON, written exactly."""
     events = json.loads(json.dumps(generate_beta(40, "mixed").events))
