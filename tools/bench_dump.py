@@ -202,7 +202,9 @@ def main() -> int:
     for name, n, elapsed in redactor_throughput():
         print(f"{name:<10} {n / MB:>6.1f} MB {elapsed:>6.2f} s {n / MB / elapsed:>6.1f}")
     print(
-        orjson.dumps([dict(zip(("input", "size", "rss", "seconds", "exit", "limit", "met"), r)) for r in rows]).decode()
+        orjson.dumps(
+            [dict(zip(("input", "size", "rss", "seconds", "exit", "limit", "met"), r, strict=True)) for r in rows]
+        ).decode()
     )
     return 0 if all(r[-1] for r in rows) else 1
 

@@ -203,7 +203,7 @@ async def phase_first_byte(a: argparse.Namespace, mitm_exe: Path | None, procs: 
     print(f"{'':10} {'p50':>8} {'p99':>8} {'added p50':>10} {'added p99':>10}")
     d = fb["direct"]
     for k, xs in fb.items():
-        added = [x - y for x, y in zip(xs, d)]
+        added = [x - y for x, y in zip(xs, d, strict=True)]
         print(
             f"{k:10} {q(xs, 0.5) * 1e3:8.2f} {q(xs, 0.99) * 1e3:8.2f} "
             f"{q(added, 0.5) * 1e3:10.2f} {q(added, 0.99) * 1e3:10.2f}"

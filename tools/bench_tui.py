@@ -73,7 +73,7 @@ async def run_ui(path: Path) -> dict:
 
     app = InspectorApp(factory, replay=True)
     async with app.run_test(size=(160, 48)) as pilot:
-        while app.final_status is None:
+        while app.final_status is None:  # noqa: ASYNC110 (watches the app like a user would: it has no event for it)
             await asyncio.sleep(0.005)
         app.flush()
         wall = time.perf_counter() - started[0]
@@ -93,7 +93,7 @@ async def run_pause(path: Path, after_events: int) -> dict:
 
     app = InspectorApp(lambda: sources.replay_session(path, speed=math.inf), replay=True)
     async with app.run_test(size=(160, 48)):
-        while app.live.status.events < after_events:
+        while app.live.status.events < after_events:  # noqa: ASYNC110 (as above)
             await asyncio.sleep(0.001)
         shown_at_press = app.live.status.events
         t0 = time.perf_counter()
@@ -145,7 +145,7 @@ async def frame_cost(k: int, frames: int = 200) -> dict:
         app.select_conversation("c2")
         out["select_ui_ms"] = round((time.perf_counter() - t0) * 1000, 2)
         await app.workers.wait_for_complete()
-        while app.conversation_filter is None or app.conversation_filter.conversation != "c2":
+        while app.conversation_filter is None or app.conversation_filter.conversation != "c2":  # noqa: ASYNC110 (a bench polls the app)
             await asyncio.sleep(0.001)
         out["select_ready_ms"] = round((time.perf_counter() - t0) * 1000, 1)
     return out

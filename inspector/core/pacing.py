@@ -146,16 +146,16 @@ class Pacer:
                 return  # the timer fired: done
             remaining -= (now() - start) * speed
 
-    async def _wait(self, loop: asyncio.AbstractEventLoop, timeout: float | None) -> bool:
-        """Wait ``timeout`` wall seconds (None: forever); True if woken early by a speed/pause change."""
+    async def _wait(self, loop: asyncio.AbstractEventLoop, wall_seconds: float | None) -> bool:
+        """Wait ``wall_seconds`` (None: forever); True if woken early by a speed/pause change."""
         fut: asyncio.Future[bool] = loop.create_future()
         self._waiters.add(fut)
         handle: asyncio.TimerHandle | asyncio.Task[None] | None = None
-        if timeout is not None:
+        if wall_seconds is not None:
             if self.sleeper is None:
-                handle = loop.call_later(timeout, _resolve, fut)
+                handle = loop.call_later(wall_seconds, _resolve, fut)
             else:
-                handle = loop.create_task(_sleep_then_resolve(self.sleeper, timeout, fut))
+                handle = loop.create_task(_sleep_then_resolve(self.sleeper, wall_seconds, fut))
         try:
             woken = await fut
         finally:
@@ -182,7 +182,7 @@ async def _sleep_then_resolve(
         await sleeper(seconds)
     except asyncio.CancelledError:
         raise  # woken early (or the sleep was cancelled): the wake-up has already settled `fut`
-    except BaseException as e:  # a failing sleeper fails the sleep instead of hanging it
+    except BaseException as e:  # noqa: BLE001 (a failing sleeper fails the sleep instead of hanging it)
         if not fut.done():
             fut.set_exception(e)
         return

@@ -908,6 +908,33 @@ class _Masking:
         self.release()
         self._inner.flush()
 
+    def write_bytes(self, sink: Any, raw: bytes) -> None:
+        """Its ``.buffer``'s write into ``sink`` (the inner binary stream): ``raw`` masked the same way (read as UTF-8,
+        other bytes kept as they are), after what the text layer holds; the tail that could begin a key is held."""
+        with self._lock:
+            if self._held:  # what the text layer holds goes first (the order is kept)
+                held, self._held = self._held, ""
+                self._inner.write(held)
+                self._inner.flush()
+            keys = PROCESS_SECRETS
+            if not keys.secrets and not self._held_bytes:
+                sink.write(raw)
+                return
+            chars = self._held_bytes + raw.decode("utf-8", "surrogateescape")
+            masked = mask_text(chars, keys.secrets) if keys.secrets else chars
+            cut = keys.hold_from(masked) if keys.secrets else len(masked)
+            self._held_bytes = masked[cut:]
+            out = masked[:cut].encode("utf-8", "surrogateescape")
+            if out:
+                sink.write(out)
+
+    def release_bytes(self, sink: Any) -> None:
+        """Write what its ``.buffer`` holds into ``sink``."""
+        with self._lock:
+            held, self._held_bytes = self._held_bytes, ""
+            if held:
+                sink.write(held.encode("utf-8", "surrogateescape"))
+
     @property
     def buffer(self) -> Any:
         inner = getattr(self._inner, "buffer", None)
@@ -929,31 +956,11 @@ class _MaskingBinary:
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
         raw = bytes(data)
-        text = self._text
-        with text._lock:
-            if text._held:  # what the text layer holds goes first (the order is kept)
-                held, text._held = text._held, ""
-                text._inner.write(held)
-                text._inner.flush()
-            keys = PROCESS_SECRETS
-            if not keys.secrets and not text._held_bytes:
-                self._inner.write(raw)
-                return len(raw)
-            chars = text._held_bytes + raw.decode("utf-8", "surrogateescape")
-            masked = mask_text(chars, keys.secrets) if keys.secrets else chars
-            cut = keys.hold_from(masked) if keys.secrets else len(masked)
-            text._held_bytes = masked[cut:]
-            out = masked[:cut].encode("utf-8", "surrogateescape")
-            if out:
-                self._inner.write(out)
+        self._text.write_bytes(self._inner, raw)
         return len(raw)
 
     def release(self) -> None:
-        text = self._text
-        with text._lock:
-            held, text._held_bytes = text._held_bytes, ""
-            if held:
-                self._inner.write(held.encode("utf-8", "surrogateescape"))
+        self._text.release_bytes(self._inner)
 
     def flush(self) -> None:
         self.release()
@@ -971,7 +978,7 @@ def _mask_record_args(args: Any) -> Any:
             return a
         try:
             text = str(a)
-        except Exception:
+        except Exception:  # noqa: BLE001 (an argument's own __str__ may raise anything: the log call must not fail)
             return a
         masked = mask_known(text)
         return a if masked == text else masked
@@ -1003,7 +1010,7 @@ def _mask_record(record: Any) -> Any:
             record.exc_text = mask_known(logging.Formatter().formatException(record.exc_info))
         if record.stack_info:
             record.stack_info = mask_known(record.stack_info)
-    except Exception:  # a record that cannot be formatted: logging reports it; never let it pass unmasked
+    except Exception:  # noqa: BLE001 (a record that cannot be formatted: never let it pass unmasked)
         record.msg, record.args = "[a log record that could not be masked]", ()
         record.exc_info, record.exc_text = None, None
     return record
@@ -1018,17 +1025,17 @@ def _install_process_hooks() -> None:
     import threading
     import traceback
 
-    if not getattr(logging.getLogRecordFactory(), "_inspector_masks", False):
+    if not getattr(logging.getLogRecordFactory(), "inspector_masks", False):
         old_factory = logging.getLogRecordFactory()
 
         def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
             record: logging.LogRecord = _mask_record(old_factory(*args, **kwargs))
             return record
 
-        factory._inspector_masks = True  # type: ignore[attr-defined]
+        factory.inspector_masks = True  # type: ignore[attr-defined]
         logging.setLogRecordFactory(factory)
 
-    if not getattr(sys.excepthook, "_inspector_masks", False):
+    if not getattr(sys.excepthook, "inspector_masks", False):
         old_hook = sys.excepthook
 
         def excepthook(kind: type[BaseException], exc: BaseException, tb: Any) -> None:
@@ -1038,10 +1045,10 @@ def _install_process_hooks() -> None:
             sys.stderr.write(mask_known("".join(traceback.format_exception(kind, exc, tb))))
             sys.stderr.flush()
 
-        excepthook._inspector_masks = True  # type: ignore[attr-defined]
+        excepthook.inspector_masks = True  # type: ignore[attr-defined]
         sys.excepthook = excepthook
 
-    if not getattr(threading.excepthook, "_inspector_masks", False):
+    if not getattr(threading.excepthook, "inspector_masks", False):
         old_thread_hook = threading.excepthook
 
         def thread_hook(args: Any) -> None:
@@ -1053,7 +1060,7 @@ def _install_process_hooks() -> None:
             sys.stderr.write(mask_known(f"Exception in thread {name}:\n{text}"))
             sys.stderr.flush()
 
-        thread_hook._inspector_masks = True  # type: ignore[attr-defined]
+        thread_hook.inspector_masks = True  # type: ignore[attr-defined]
         threading.excepthook = thread_hook
 
 

@@ -171,12 +171,12 @@ class LiveStream:
         self.cut_fragments = 0  # drop_in_tool: its input_json_delta fragments passed so far
 
     # --- output ---------------------------------------------------------------------------------------------------
-    def _format(self, raw: bytes) -> list[bytes]:
+    def frames(self, raw: bytes) -> list[bytes]:
         if not self.formatted:  # format faults change every event from the first on
             self.formatted = True
             for name in ("split_events", "cr", "crlf"):
                 if name in self.fmt:
-                    self._mark(name, self.events)
+                    self.mark(name, self.events)
         if "cr" in self.fmt or "crlf" in self.fmt:
             le = b"\r" if "cr" in self.fmt else b"\r\n"
             lines = [ln for ln in re.split(rb"\r\n|\r|\n", raw)]
@@ -189,7 +189,7 @@ class LiveStream:
         return [raw]
 
     # --- the event rules ------------------------------------------------------------------------------------------
-    def _mark(self, fault: str, at: int | None) -> None:
+    def mark(self, fault: str, at: int | None) -> None:
         self.marks.append((fault, at))
 
     def on_event(self, raw: bytes) -> list[bytes]:
@@ -267,7 +267,7 @@ class LiveStream:
         keep = deltas[: (len(deltas) + 1) // 2]  # as serve: about half, rounded up
         at = self.events + 1 + len(keep)  # the first event that is not upstream's
         self.held = []
-        self._mark("max_tokens_tool", at)
+        self.mark("max_tokens_tool", at)
         self.end = "complete"
         usage = {"output_tokens": max(1, len(keep))}
         return [
@@ -315,7 +315,7 @@ class LiveStream:
                 continue
             out.append(raw)
         if full and first_changed is not None:
-            self._mark("invalid_tool_json", self.events - len(held) + first_changed)
+            self.mark("invalid_tool_json", self.events - len(held) + first_changed)
         return out
 
 
@@ -340,7 +340,7 @@ async def run_live(
         nonlocal bom
         if bom:
             bom = False
-            stream._mark("bom", 0)
+            stream.mark("bom", 0)
             data = BOM + data
         if t is not None and t.name == "drop_byte":
             limit = int(t.value or 0)
@@ -349,7 +349,7 @@ async def run_live(
                 if room > 0:
                     await emit(data[:room])
                 stream.bytes = limit
-                stream._mark(str(t), stream.events)
+                stream.mark(str(t), stream.events)
                 stream.end = "drop"
                 return False
         stream.bytes += len(data)
@@ -368,27 +368,27 @@ async def run_live(
         if t is not None and protocol:
             n = int(t.value or 0)
             if t.name == "error_event" and stream.events >= n:
-                stream._mark(str(t), stream.events)
+                stream.mark(str(t), stream.events)
                 await flush_marks()
-                for piece in stream._format(ERROR_EVENT):
+                for piece in stream.frames(ERROR_EVENT):
                     if not await out(piece):
                         return False
                 stream.end = "complete"
                 return False
             if t.name == "drop_event" and stream.events >= n:
-                stream._mark(str(t), stream.events)
+                stream.mark(str(t), stream.events)
                 stream.end = "drop"
                 return False
             if t.name == "drop_in_tool":
                 cut = stream.tool_cut(name, raw, n or 1)
                 if cut is not None:
-                    stream._mark(str(t), stream.events)
+                    stream.mark(str(t), stream.events)
                     await flush_marks()
                     await out(cut)
                     stream.end = "drop"
                     return False
         for ev in stream.on_event(raw):
-            for piece in stream._format(ev):
+            for piece in stream.frames(ev):
                 if not await out(piece):
                     return False
         if protocol:
@@ -397,11 +397,11 @@ async def run_live(
         if stream.end is not None:
             return False
         if t is not None and t.name == "stall" and name == "message_start":
-            stream._mark(str(t), stream.events)
+            stream.mark(str(t), stream.events)
             await flush_marks()
             for _ in range(int(t.value or 0)):
                 await asyncio.sleep(PING_INTERVAL)
-                for piece in stream._format(PING_EVENT):
+                for piece in stream.frames(PING_EVENT):
                     if not await out(piece):
                         return False
             stream.end = "hang"

@@ -95,7 +95,7 @@ async def _abandon(sending: asyncio.Future) -> None:
     sending.cancel()
     try:
         response = await sending
-    except BaseException:
+    except BaseException:  # noqa: BLE001 (cleanup: how the abandoned request ended is reported by its owner)
         return
     with contextlib.suppress(Exception):
         await response.aclose()

@@ -272,7 +272,7 @@ class BackgroundServer:
             try:
                 with asyncio.Runner(loop_factory=self.loop_factory) as runner:
                     runner.run(server.serve(sockets=[sock]))
-            except BaseException as e:
+            except BaseException as e:  # noqa: BLE001 (any end of the server thread is handed to its starter)
                 self.error = e
             finally:
                 self._ready.set()

@@ -184,7 +184,7 @@ class _Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self.last_read = self.loop.time()
         if not self.active or self.h11 is None:  # bytes nobody asked for (an idle connection): it cannot be reused
-            self._close()
+            self.abort()
             return
         if self.error is not None:  # refused already: the connection is closing
             return
@@ -205,7 +205,7 @@ class _Connection(asyncio.Protocol):
         self.closed = True
         self._stop_timer()
         if not self.active or self.error is not None:
-            self.pool._forget(self)
+            self.pool.forget(self)
             return
         if self.in_head:
             self._fail(httpx2.RemoteProtocolError("upstream closed the connection without sending a response"))
@@ -362,7 +362,7 @@ class _Connection(asyncio.Protocol):
         if fut is not None and not fut.done():
             fut.set_exception(error)
         self._wake()
-        self._close()
+        self.abort()
 
     # --- read timeout ---------------------------------------------------------------------------------------------
     def _arm(self) -> None:
@@ -396,17 +396,18 @@ class _Connection(asyncio.Protocol):
         self.waiter = None
         if self.body_done and self.keep_alive and self.error is None and not self.closed and not self.queue:
             self.active = False
-            self.pool._idle_put(self)
+            self.pool.put_idle(self)
         else:
             self.active = False
-            self._close()
+            self.abort()
 
-    def _close(self) -> None:
+    def abort(self) -> None:
+        """Close this connection now (its transport aborted) and take it out of its pool."""
         self.keep_alive = False
         if self.transport is not None and not self.transport.is_closing():
             self.transport.abort()
         self.closed = True
-        self.pool._forget(self)
+        self.pool.forget(self)
 
 
 def _refusal(ev: h11.Response) -> str:
@@ -582,19 +583,21 @@ class UpstreamPool:
             if conn.closed or conn.transport is None or conn.transport.is_closing():
                 continue
             if now - conn.idle_since > self.keepalive_expiry or _is_dead(conn.transport):
-                conn._close()
+                conn.abort()
                 continue
             return conn
         return None
 
-    def _idle_put(self, conn: _Connection) -> None:
+    def put_idle(self, conn: _Connection) -> None:
+        """Keep a finished connection for the next request (or close it: the pool is closed or full)."""
         if self.closed or len(self.idle) >= MAX_IDLE:
-            conn._close()
+            conn.abort()
             return
         conn.idle_since = conn.loop.time()
         self.idle.append(conn)
 
-    def _forget(self, conn: _Connection) -> None:
+    def forget(self, conn: _Connection) -> None:
+        """A connection closed: no longer open, no longer idle."""
         self.open.discard(conn)
         with contextlib.suppress(ValueError):
             self.idle.remove(conn)
@@ -602,7 +605,7 @@ class UpstreamPool:
     async def aclose(self) -> None:
         self.closed = True
         for conn in list(self.open):
-            conn._close()
+            conn.abort()
         self.idle.clear()
 
 

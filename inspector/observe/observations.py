@@ -490,7 +490,7 @@ class ObservationBus:
         for fn in tuple(self.subscribers):
             try:
                 fn(obs)
-            except Exception as e:  # a broken subscriber must not break the loop
+            except Exception as e:  # noqa: BLE001 (a broken subscriber must not break the loop)
                 self.errors.append(f"subscriber {getattr(fn, '__qualname__', fn)!s} failed: {type(e).__name__}: {e}")
                 if fn in self.subscribers:
                     self.subscribers.remove(fn)

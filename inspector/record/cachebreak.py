@@ -46,7 +46,7 @@ class CacheVerdict:
 def _canon(value: Any) -> str:
     try:
         return exactjson.dumps(value).decode()  # as sent: key order is part of the prompt
-    except Exception:
+    except (TypeError, RecursionError):  # orjson.JSONEncodeError (a lone surrogate...), a nesting too deep
         return repr(value)
 
 

@@ -55,11 +55,11 @@ FREE = Cost(Decimal(0), Decimal(0), Decimal(0))
 
 def price_source() -> str:
     """The price data's name and date, shown beside every cost."""
-    try:
-        from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
+    try:
         v = version("genai-prices")
-    except Exception:
+    except PackageNotFoundError:
         return "prices: genai-prices not installed"
     return f"prices: genai-prices {v} (bundled data, not updated)"
 
@@ -92,7 +92,7 @@ def price(usage: Usage, model: str | None, family: Family = "anthropic", provide
             calc = genai_prices.calc_price(genai_prices.Usage(**counts), model_ref=model, provider_id=pid)
     except LookupError:
         return Cost(None, unpriced=f"unpriced: no price for {model!r} ({pid})")
-    except Exception as e:  # a price table that cannot price this usage: say so, never guess
+    except Exception as e:  # noqa: BLE001 (a price table that cannot price this usage: say so, never guess)
         return Cost(None, unpriced=f"unpriced: {type(e).__name__}")
     return Cost(calc.total_price, calc.input_price, calc.output_price, calc.model.id)
 

@@ -216,7 +216,7 @@ def build(recording: Recording, *, secrets: list[str] | None = None, title: str 
         from inspector.record.timing import timing_json
 
         timing = timing_json(recording)
-    except Exception as e:  # a timing analysis that fails still leaves a page: say so
+    except Exception as e:  # noqa: BLE001 (a timing analysis that fails still leaves a page: say so)
         timing = {"error": f"{type(e).__name__}"}
     tools = _tools(recording)
     doc = {

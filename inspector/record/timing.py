@@ -45,6 +45,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import orjson
@@ -526,11 +527,11 @@ def analyze_attempt(att: RecordedAttempt, holds: Sequence[tuple[float, float]] =
     out["first_content_s"] = _r(first_content)
     out["message_stop_s"] = _r(stop_t)
     out["last_byte_s"] = _r(nonempty[-1]) if nonempty else None
-    out["read_gaps"] = _round_stats(_stats([b - a for a, b in zip(ts, ts[1:])]))
+    out["read_gaps"] = _round_stats(_stats([b - a for a, b in pairwise(ts)]))
     et = [float(t) for t in ev_times if t is not None]
-    out["event_gaps"] = _round_stats(_stats([b - a for a, b in zip(et, et[1:])]))
+    out["event_gaps"] = _round_stats(_stats([b - a for a, b in pairwise(et)]))
     pt = [float(t) for t in pings if t is not None]
-    intervals = [b - a for a, b in zip(pt, pt[1:])]
+    intervals = [b - a for a, b in pairwise(pt)]
     out["pings"] = {
         "count": len(pings),
         "interval": _round_stats({k: v for k, v in _stats(intervals).items() if k != "histogram"})
@@ -548,7 +549,7 @@ def analyze_attempt(att: RecordedAttempt, holds: Sequence[tuple[float, float]] =
         }
     else:
         out["buffering"] = buffering_verdict(
-            [(t, len(r.data), n) for t, r, n in zip(ts, reads, per_read_events)],
+            [(t, len(r.data), n) for t, r, n in zip(ts, reads, per_read_events, strict=True)],
             released=[unhold(e, mine) for _s, e in mine if not math.isinf(e)],
         )
     return out

@@ -49,7 +49,7 @@ NAME_PATTERN = F.NAME_PATTERN
 LINE_ENDINGS = F.LINE_ENDINGS
 _LE_NAMES = {v: k for k, v in LINE_ENDINGS.items()}
 BLOCK_KINDS = F.BLOCK_KINDS
-_snake = F._snake
+_snake = F.snake_name
 fault_types = F.fault_types
 
 
@@ -292,7 +292,7 @@ def _report(r: _Reader, root: yaml.Node, err: Any) -> None:
         _, knode, _ = _node_at(root, path)
         model = _model_of(parent)
         allowed = list(model.model_fields) if model is not None else []
-        hint = F._did_you_mean(key, allowed)
+        hint = F.did_you_mean(key, allowed)
         r.problem(knode, f"{where}: unknown key {key!r}{hint}; expected one of: {', '.join(allowed)}")
         return
     at = ctx.get("at") if isinstance(ctx, dict) else None
@@ -320,7 +320,7 @@ def _report(r: _Reader, root: yaml.Node, err: Any) -> None:
             message = f"expected {ctx.get('expected')}, got {got}"
         else:
             value = err["input"]
-            hint = F._did_you_mean(value, choices) if isinstance(value, str) else ""
+            hint = F.did_you_mean(value, choices) if isinstance(value, str) else ""
             message = f"unknown value {got}{hint}; expected one of: {', '.join(choices)}"
     elif kind == "too_short" and path and path[-1] == "turns":
         message = "expected at least one turn"

@@ -40,7 +40,7 @@ LINE_ENDINGS = {"LF": "\n", "CRLF": "\r\n", "CR": "\r"}
 BLOCK_KINDS = ("text", "thinking", "redacted_thinking", "tool_use", "server_tool_use", "block")
 
 
-def _snake(name: str) -> str:
+def snake_name(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
@@ -48,7 +48,7 @@ def fault_types() -> dict[str, type]:
     """File name of every fault type (``error_event_after``...), from the model's ``Fault`` union."""
     import typing
 
-    return {_snake(cls.__name__): cls for cls in typing.get_args(M.Fault)}
+    return {snake_name(cls.__name__): cls for cls in typing.get_args(M.Fault)}
 
 
 class _File(BaseModel):
@@ -100,7 +100,7 @@ def _one_line(value: str) -> str:
 OneLine = Annotated[str, AfterValidator(_one_line)]
 
 
-def _did_you_mean(value: Any, choices: tuple[str, ...] | list[str]) -> str:
+def did_you_mean(value: Any, choices: tuple[str, ...] | list[str]) -> str:
     close = difflib.get_close_matches(str(value), list(choices), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
@@ -367,7 +367,7 @@ def _unknown_fault(v: dict) -> Any:
     shown = repr(t) if isinstance(t, str) else "a " + type(t).__name__
     raise _custom(
         "fault",
-        f"unknown fault {shown}{_did_you_mean(t, tuple(FAULT_FILES))}; expected one of: {', '.join(FAULT_FILES)}",
+        f"unknown fault {shown}{did_you_mean(t, tuple(FAULT_FILES))}; expected one of: {', '.join(FAULT_FILES)}",
         at="type",
     )
 

@@ -48,7 +48,7 @@ class ConversationEntry:
     tokens_out: int = 0
     side_requests: int = 0
     version: int = 0
-    _usage: dict[int, tuple[int, int]] = field(default_factory=dict)  # global turn -> its last attempt's tokens
+    turn_usage: dict[int, tuple[int, int]] = field(default_factory=dict)  # global turn -> its last attempt's tokens
 
     @property
     def state(self) -> str:
@@ -80,7 +80,7 @@ class ConversationEntry:
             self.tokens_out,
             self.side_requests,
             self.version,
-            dict(self._usage),
+            dict(self.turn_usage),
         )
 
 
@@ -200,11 +200,11 @@ class ConversationTable:
     def _usage(self, c: ConversationEntry, turn: int, usage: dict, *, merge: bool) -> None:
         """A turn's usage (cumulative per attempt): the conversation's totals count each turn's latest value."""
         tin, tout = _tokens(usage)
-        old_in, old_out = c._usage.get(turn, (0, 0))
+        old_in, old_out = c.turn_usage.get(turn, (0, 0))
         if merge:  # a message_delta may carry output tokens only: keep the input the message_start said
             tin = tin or old_in
             tout = tout or old_out
-        c._usage[turn] = (tin, tout)
+        c.turn_usage[turn] = (tin, tout)
         c.tokens_in += tin - old_in
         c.tokens_out += tout - old_out
 

@@ -75,7 +75,7 @@ class BlockBuffer:
     @property
     def fragments(self) -> list[Fragment]:
         """The raw fragments with the event each came from (built on demand)."""
-        return [Fragment(t, e) for t, e in zip(self.texts, self.fragment_events)]
+        return [Fragment(t, e) for t, e in zip(self.texts, self.fragment_events, strict=True)]
 
     @property
     def is_tool(self) -> bool:

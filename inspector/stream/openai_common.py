@@ -191,7 +191,7 @@ class NeutralStream(TurnStream):
         self._notes = []
         try:
             self._event(e)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 (a decoder bug becomes a named diagnostic, the stream goes on)
             self._note(
                 DECODER_FAULT,
                 "error",
@@ -243,7 +243,7 @@ class NeutralStream(TurnStream):
         self._notes = []
         try:
             self._end()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 (a decoder bug becomes a named diagnostic)
             self._note(DECODER_FAULT, "error", f"the {self.family} decoder failed at the end ({exc})", seq=None)
         new += self._notes
         self._notes = []

@@ -98,7 +98,7 @@ class TurnStream:
             return self._steps(events, raws)
         steps: list[Step] = []
         k, n = 0, len(pending)
-        for e, raw in zip(events, raws):
+        for e, raw in zip(events, raws, strict=True):
             j = k
             while j < n and ((ei := pending[j].event_index) is None or ei <= e.seq):
                 j += 1

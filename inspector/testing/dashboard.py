@@ -112,7 +112,9 @@ class Factory:
         return self.sessions[-1]
 
 
-async def wait_for(cond: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
+# (ASYNC109: `timeout` is the helper's give-up deadline, the one thing every caller tunes; an asyncio.timeout at
+# each of the many call sites would only repeat it)
+async def wait_for(cond: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:  # noqa: ASYNC109
     """Poll a condition (yielding to the event loop) until it holds; fail after `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while not cond():
@@ -121,7 +123,7 @@ async def wait_for(cond: Callable[[], bool], timeout: float = 10.0, what: str = 
         await asyncio.sleep(0.002)
 
 
-async def flushed(app: Any, n: int = 1, timeout: float = 10.0) -> None:
+async def flushed(app: Any, n: int = 1, timeout: float = 10.0) -> None:  # noqa: ASYNC109 (as wait_for)
     """Wait until the app's refresh timer has run `n` more times (a frame boundary)."""
     target = app.ticks + n
     await wait_for(lambda: app.ticks >= target, timeout, f"{n} refresh ticks")

@@ -107,7 +107,8 @@ class Observed:
         """Run `hook` inline for every later observation (inside the loop, before its next step)."""
         self._hooks.append(hook)
 
-    async def wait_for(self, cond: Callable[[], bool], timeout: float = RUN_TIMEOUT) -> None:
+    # (ASYNC109: a test helper's give-up deadline, applied with asyncio.timeout inside; callers only tune it)
+    async def wait_for(self, cond: Callable[[], bool], timeout: float = RUN_TIMEOUT) -> None:  # noqa: ASYNC109
         async with asyncio.timeout(timeout):
             while not cond():
                 self._changed.clear()
@@ -130,7 +131,7 @@ class Observed:
         return [o.state for o in self.of(O.ToolStateChanged) if o.id == tool_id]
 
 
-async def run_observed(session: Session, timeout: float = RUN_TIMEOUT) -> tuple[LoopResult, Observed]:
+async def run_observed(session: Session, timeout: float = RUN_TIMEOUT) -> tuple[LoopResult, Observed]:  # noqa: ASYNC109 (as wait_for)
     obs = Observed(session.bus)
     async with asyncio.timeout(timeout):
         result = await session.run()

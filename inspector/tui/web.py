@@ -51,7 +51,8 @@ class InspectorWebDriver(WebDriver):
         loop = self._inspector_loop
         if loop is not None and not loop.is_closed():
             try:
-                asyncio.run_coroutine_threadsafe(self._app._post_message(messages.ExitApp()), loop)
+                # (SLF001: Textual's awaitable post, the one to run on the app's loop from this thread)
+                asyncio.run_coroutine_threadsafe(self._app._post_message(messages.ExitApp()), loop)  # noqa: SLF001
             except RuntimeError:  # the loop is already gone
                 pass
         watchdog = threading.Timer(EXIT_GRACE, os._exit, (0,))

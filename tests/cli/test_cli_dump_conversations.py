@@ -7,6 +7,7 @@ import orjson
 
 from inspector.cli import main
 from inspector.record.recording import RecordingWriter
+from inspector.testing.hyp import examples
 from inspector.testing.streamgen import sse, text_turn, tool_turn
 
 SSE_HDR = {"content-type": "text/event-stream"}
@@ -167,7 +168,7 @@ _ANY = st.recursive(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     st.lists(
         st.fixed_dictionaries(

@@ -23,6 +23,7 @@ from inspector.scenarios.template import template
 from inspector.sessions.sources import scenario_session
 from inspector.stream.assembler import assemble
 from inspector.stream.sse import iter_events
+from inspector.testing.hyp import examples
 
 OK = """\
 version: 1
@@ -188,7 +189,7 @@ def test_check_ok_and_unreadable(tmp_path, capsys):
     assert out[1].startswith(f"{tmp_path / 'missing.yaml'}:1:1: cannot read the file")
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.text(max_size=300)
     | st.sampled_from([v[0] for v in BROKEN.values()]).flatmap(
@@ -270,8 +271,8 @@ async def test_recording_to_scenario_file_and_back(name, tmp_path, capsys):
     await _record(str(file_path), again_path)  # run/serve/web take the file's path: the in-process server
     original, replayed = load_any(rec_path), load_any(again_path)
     assert [len(t.attempts) for t in replayed.turns] == [len(t.attempts) for t in original.turns]
-    for t0, t1 in zip(original.turns, replayed.turns):
-        for a0, a1 in zip(t0.attempts, t1.attempts):
+    for t0, t1 in zip(original.turns, replayed.turns, strict=True):
+        for a0, a1 in zip(t0.attempts, t1.attempts, strict=True):
             assert a1.response["status"] == a0.response["status"]
         a0, a1 = t0.attempts[-1], t1.attempts[-1]
         assert _events(a1.data) == _events(a0.data)  # the same events (message id, tool ids, usage included)

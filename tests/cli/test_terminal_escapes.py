@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from inspector.cli import main
 from inspector.cli.headless import ProgressPrinter
 from inspector.core.fmt import terminal
+from inspector.testing.hyp import examples
 from inspector.testing.streamgen import (
     block_stop,
     json_delta,
@@ -59,7 +60,7 @@ def evil_stream(evil: str) -> bytes:
 )
 def test_control_characters_in_every_printed_field_never_reach_the_terminal(tmp_path_factory, capsys, argv):
     @given(evil=EVIL)
-    @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
     def prop(evil: str) -> None:
         p = tmp_path_factory.mktemp("evil") / "s.sse"
         p.write_bytes(evil_stream(evil))
@@ -98,7 +99,7 @@ def test_errors_on_stderr_are_escaped(capsys):
 
 
 @given(evil=EVIL)
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 def test_progress_lines_escape_every_field(evil):
     """run --headless (a scenario's tool names, a stream's ids, diagnostics, errors): every progress line."""
     from inspector.observe import observations as O
@@ -122,7 +123,7 @@ def test_progress_lines_escape_every_field(evil):
 
 
 @given(st.text())
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 def test_terminal_escapes_every_control_and_keeps_everything_else(s):
     out = terminal(s)
     assert not raw_controls(out)

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from inspector.cli.common import err
 from inspector.core.redaction import PROCESS_SECRETS, REDACTED, OutputGuard, learn, mask_known, mask_text
+from inspector.testing.hyp import examples
 from inspector.testing.secrets import assert_no_key
 
 KEY = "sk-ant-api03-Gd7uQ2xWv9pLs4Kc1Rt8MzB6-guard"
@@ -168,7 +169,7 @@ def test_the_cli_masks_its_one_line_errors(monkeypatch: pytest.MonkeyPatch) -> N
         assert_no_key("sk-ant-api03-FromTheEnvironment-0123456789", {"stderr": text})
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     before=st.text(alphabet='sk-ant \\u0\n{}"', max_size=30),
     after=st.text(alphabet='sk-ant \\u0\n{}"', max_size=30),

@@ -21,6 +21,7 @@ from inspector.core.redaction import (
     is_credential,
     mask_text,
 )
+from inspector.testing.hyp import examples
 from inspector.testing.secrets import assert_no_key, longest_common_substring
 
 KEY = "sk-ant-api03-Zq8VxW3kLm0pRt7uYb2NcE5hJf9-core"
@@ -186,7 +187,7 @@ _KEYS = st.sampled_from([KEY, JWT, "sk-proj-AbCdEfGhIjKlMnOp_1234-x", "sk-or-v1-
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(name=_NAMES, case=_CASE, scheme=_SCHEMES, ws=_WS, key=_KEYS, user=st.sampled_from(["", "user", "api"]))
 def test_any_credential_header_form_is_dropped_and_its_key_learned(
     name: Any, case: Any, scheme: Any, ws: Any, key: Any, user: Any
@@ -202,7 +203,7 @@ def test_any_credential_header_form_is_dropped_and_its_key_learned(
     assert_no_key(key, {"echo": masked}, limit=min(12, len(key) - 1))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     pname=st.sampled_from(["api_key", "api-key", "apikey", "key", "access_token", "token", "x-portkey-api-key"]),
     key=_KEYS,
@@ -216,7 +217,7 @@ def test_any_percent_encoding_of_a_query_key_is_learned(pname: Any, key: Any, wh
     assert_no_key(key, {"url": mask_text(url, secrets), "echo": mask_text(f"{key}|{url}", secrets)})
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     name=st.sampled_from(
         ["anthropic-ratelimit-tokens-remaining", "x-ratelimit-limit-tokens", "x-max-tokens", "openai-tokens-used"]
@@ -229,7 +230,7 @@ def test_token_counts_are_never_hidden(name: Any, case: Any, value: Any) -> None
     assert clean_headers([(case(name), value)]) == {name: value}
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(
     headers=st.lists(st.tuples(st.text(max_size=30), st.text(max_size=80) | st.binary(max_size=80)), max_size=6),
     url=st.text(max_size=120)

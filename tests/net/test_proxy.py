@@ -161,7 +161,7 @@ async def test_proxy_streams_are_byte_identical(upstream, tmp_path):
     # in the order the requests came (a request that repeats a failed one's body is its retry: same turn)
     attempts = sorted(rec.attempts(), key=lambda a: a.request["t"])
     assert len(attempts) == len(CASES)
-    for att, (status, body) in zip(attempts, passed):  # the recording equals what passed
+    for att, (status, body) in zip(attempts, passed, strict=True):  # the recording equals what passed
         assert att.data == body
         assert att.response["status"] == status
     # drops are "failed" (connection dropped), a stall the client gave up on is "cancelled"
@@ -326,8 +326,8 @@ async def test_reads_are_forwarded_as_they_arrive(tmp_path):
     plan = render_faulted(sc, None, 0, 0)
     # the sleeps upstream's pacer asks for, in order, and the bytes the client must hold before each one ends
     delays = [plan.header_delay, *(r.delay for r in plan.reads)]
-    sent_before = [0, 0, *itertools.accumulate(len(r.data) for r in plan.reads)]  # header, read 0, read 1...
-    gates = [(d, need) for d, need in zip(delays, sent_before) if d > 0]
+    sent_before = [0, 0, *itertools.accumulate(len(r.data) for r in plan.reads[:-1])]  # header, read 0, read 1...
+    gates = [(d, need) for d, need in zip(delays, sent_before, strict=True) if d > 0]
     assert len(gates) > 10
     opened = [concurrent.futures.Future() for _ in gates]
     clock = FakeClock()
@@ -340,7 +340,7 @@ async def test_reads_are_forwarded_as_they_arrive(tmp_path):
         clock.advance(seconds)
 
     def client_holds(n: int) -> None:
-        for fut, (_, need) in zip(opened, gates):
+        for fut, (_, need) in zip(opened, gates, strict=True):
             if need <= n and not fut.done():
                 fut.set_result(None)
 
@@ -369,8 +369,12 @@ async def test_reads_are_forwarded_as_they_arrive(tmp_path):
     assert bounds <= set(itertools.accumulate(map(len, chunks)))
     assert bounds <= set(itertools.accumulate(len(rd.data) for rd in reads))
     # the recorded times are upstream's pacing (its planned delays, on the proxy's clock)
-    due = dict(zip(itertools.accumulate(len(rd.data) for rd in plan.reads), list(itertools.accumulate(delays))[1:]))
-    at = dict(zip(itertools.accumulate(len(rd.data) for rd in reads), (rd.t for rd in reads)))
+    due = dict(
+        zip(
+            itertools.accumulate(len(rd.data) for rd in plan.reads), list(itertools.accumulate(delays))[1:], strict=True
+        )
+    )
+    at = dict(zip(itertools.accumulate(len(rd.data) for rd in reads), (rd.t for rd in reads), strict=True))
     assert [at[b] for b in sorted(bounds)] == pytest.approx([due[b] for b in sorted(bounds)], abs=1e-5)
     from inspector.record.timing import timing_json
 

@@ -234,8 +234,12 @@ async def test_an_immediate_resend_is_the_next_attempt_and_the_recording_dumps_a
     )
     assert sorted({a.turn for a in rec.attempts()}) == list(range(2 * n))
     # dump judges it complete: every turn's last attempt ended well
-    out = subprocess.run(
-        [sys.executable, "-m", "inspector", "dump", str(record)], capture_output=True, text=True, timeout=120
+    out = await asyncio.to_thread(  # (a blocking subprocess.run would stall the test's event loop: ASYNC221)
+        subprocess.run,
+        [sys.executable, "-m", "inspector", "dump", str(record)],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert out.returncode == 0, out.stdout + out.stderr
     # and `serve --recording` answers each conversation's turns: the first one served back, attempt by attempt

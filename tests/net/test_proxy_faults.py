@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from itertools import pairwise
 
 import httpx2
 import orjson
@@ -22,6 +23,7 @@ from inspector.net.server import BackgroundServer
 from inspector.record.recording import read_recording
 from inspector.scenarios.bundled import get_scenario
 from inspector.stream.sse import SSEDecoder
+from inspector.testing.hyp import examples
 
 USER = [{"role": "user", "content": "why?"}]
 BODY = orjson.dumps({"model": "m", "max_tokens": 5, "stream": True, "messages": USER})
@@ -227,7 +229,7 @@ class _Upstream:
 
 def _chunked(data: bytes, cuts: list[int]) -> list[bytes]:
     points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
-    return [data[a:b] for a, b in zip(points, points[1:])]
+    return [data[a:b] for a, b in pairwise(points)]
 
 
 async def _run(fault: str, chunks: list[bytes]) -> tuple[bytes, dict, list]:
@@ -264,7 +266,7 @@ _sse_pieces = st.sampled_from(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     st.one_of(st.binary(max_size=300), st.lists(_sse_pieces, max_size=12).map(b"".join)), st.lists(st.integers(0, 400))
 )
@@ -275,7 +277,7 @@ async def test_fuzz_live_reader_passes_any_bytes_through_unchanged_when_no_fault
     assert got == data and state["end"] == "complete" and marks == []
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     st.one_of(st.binary(max_size=300), st.lists(_sse_pieces, max_size=12).map(b"".join)),
     st.lists(st.integers(0, 400)),

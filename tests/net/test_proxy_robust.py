@@ -25,6 +25,7 @@ from inspector.net.serve import ServeApp, render_faulted
 from inspector.net.server import BackgroundServer
 from inspector.record.recording import read_recording
 from inspector.scenarios.bundled import get_scenario
+from inspector.testing.hyp import examples
 
 KEY = "sk-ant-api03-CANARY-robust-0123456789abcdefghij"
 USER = [{"role": "user", "content": "hello"}]
@@ -250,7 +251,7 @@ class _nothing:
         return False
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["repeat", "next"]), st.booleans()), max_size=40))
 def test_retry_rule_property(ops):
     """Sequential requests of one agent, each either repeating its previous request or continuing it, and failing

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from inspector.core.errors import RecordingError
 from inspector.net.recorded import DIFF_LINES, RecordingSource, request_diff
 from inspector.net.serve import ServeApp, body_problem
+from inspector.testing.hyp import examples
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
@@ -35,7 +36,7 @@ LINE = st.sampled_from(
 )
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.one_of(st.binary(max_size=300), st.lists(LINE, max_size=8).map(lambda ls: HEADER + b"".join(ls))))
 def test_any_file_loads_or_is_a_recording_error(tmp_path, data):
     path = tmp_path / "fuzz.rec"
@@ -52,7 +53,7 @@ def test_any_file_loads_or_is_a_recording_error(tmp_path, data):
             assert all(r.delay >= 0 for r in plan.reads)
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(recorded=JSON, got=JSON)
 def test_request_diff_of_any_json(recorded, got):
     rec = recorded if isinstance(recorded, dict) else None
@@ -61,7 +62,7 @@ def test_request_diff_of_any_json(recorded, got):
     assert len(lines) <= DIFF_LINES + 1
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(body=st.dictionaries(st.sampled_from(["model", "max_tokens", "messages", "stream", "x"]), JSON, max_size=5))
 def test_body_problem_never_raises(body):
     problem = body_problem(body)
@@ -72,7 +73,7 @@ APP = ServeApp(speed=math.inf, history=50)
 HEADERS = {"x-api-key": "k", "anthropic-version": "2023-06-01", "content-type": "application/json"}
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(body=JSON | st.dictionaries(st.sampled_from(["model", "max_tokens", "messages", "stream"]), JSON, max_size=4))
 async def test_any_json_body_gets_200_or_the_api_error_shape(body):
     async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=APP.app), base_url="http://serve") as h:

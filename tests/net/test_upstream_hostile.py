@@ -26,6 +26,7 @@ from inspector.cli.proxy import tls_context
 from inspector.core.errors import UsageError
 from inspector.net.proxy import ProxyApp, format_exchange
 from inspector.net.server import BackgroundServer
+from inspector.testing.hyp import examples
 
 
 class RawUpstream:
@@ -280,7 +281,7 @@ def hostile_proxy():
         yield up, px
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(raw_answers())
 def test_fuzz_raw_upstream_answers_through_the_proxy(hostile_proxy, logs, wire):
     """Any bytes from upstream: a forward of exactly what h11 reads (status and body), or a 502; a refused answer

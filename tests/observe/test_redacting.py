@@ -15,6 +15,7 @@ from inspector.observe import observations as O
 from inspector.observe.redacting import RedactingPublisher
 from inspector.state.fold import DashboardState
 from inspector.stream.sse import SSEDecoder
+from inspector.testing.hyp import examples
 from inspector.testing.secrets import dashboard_texts, stream_observations
 from inspector.testing.streamgen import (
     block_stop,
@@ -322,7 +323,7 @@ def test_two_attempts_are_independent() -> None:
 TEXT = st.text(alphabet='sk-ant ab\n\\"é', max_size=12)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     before=TEXT,
     after=TEXT,
@@ -347,7 +348,7 @@ def test_no_split_lets_the_key_through(before, after, copies, delta_cuts, read_c
     assert fragments_of(published) == event_fragments_of(published) == mask_text(text, [KEY])
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(seed=st.integers(0, 10_000), cuts=st.lists(st.integers(0, 5000), max_size=20))
 def test_without_the_key_a_stream_is_published_unchanged(seed, cuts) -> None:
     """With a key that never occurs, the published observations say the same as the originals (read boundaries

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from inspector.cli import main
 from inspector.record.dump import dump_ok, dump_turns, format_turns
 from inspector.record.recording import RecordingWriter, read_recording
+from inspector.testing.hyp import examples
 from inspector.testing.streamgen import sse, text_turn, tool_turn
 
 MESSAGE = {
@@ -147,7 +148,7 @@ def test_sse_turns_keep_their_outcomes(tmp_path) -> None:
     assert turn["outcome"] == "tool_use" and turn["body"] == "sse"
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(
     statuses=st.lists(st.sampled_from([200, 400, 429, 500, 529]), min_size=1, max_size=4),
 )

@@ -27,6 +27,7 @@ from inspector.record.recording import RecordingWriter
 from inspector.record.replay import recorded_tools
 from inspector.record.timing import format_timing, timing_json
 from inspector.sessions.sources import replay_session
+from inspector.testing.hyp import examples
 from inspector.testing.streamgen import generate, sse, text_turn, tool_turn
 
 JSON_VALUES = st.one_of(
@@ -243,9 +244,9 @@ def check(data: bytes, tmp: Path) -> None:
                 orjson.loads(line)
 
 
-def fuzz(examples: int) -> settings:
+def fuzz(ci_count: int) -> settings:
     return settings(
-        max_examples=examples,
+        max_examples=examples(ci_count),
         deadline=None,
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     )

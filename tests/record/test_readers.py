@@ -18,6 +18,7 @@ from inspector.record.dump import Dumper, dump_ok, dump_turns, format_turns
 from inspector.record.har import load_any, read_har
 from inspector.record.recording import RecordingError, RecordingWriter, read_recording
 from inspector.sessions.sources import replay_session
+from inspector.testing.hyp import examples
 from inspector.testing.streamgen import generate, sse, text_turn, tool_turn
 
 SOURCE = {"type": "test"}
@@ -95,7 +96,7 @@ def test_jsonl_is_read_line_by_line_and_reads_can_be_left_out() -> None:
     assert rec.turns[0].attempts[0].request["body"] == {"model": "m", "messages": []}
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(seed=st.integers(0, 10_000), cuts=st.lists(st.integers(1, 4000), max_size=12))
 def test_dumper_fed_as_read_equals_dump_of_the_whole_recording(seed: int, cuts: list[int]) -> None:
     data = generate(seed).data
@@ -128,7 +129,8 @@ def test_overlong_plain_sse_line_is_cut_and_the_stream_goes_on() -> None:
     assert turn["message"]["content"] == [{"type": "text", "text": "after"}]
 
 
-@pytest.mark.parametrize("prefix", [b"", recording_bytes()])
+# (ids named: a recording header carries its start time, and xdist needs the same test ids in every worker)
+@pytest.mark.parametrize("prefix", [b"", recording_bytes()], ids=["plain", "after-a-header"])
 def test_an_endless_line_ends_the_reading(prefix: bytes) -> None:
     """/dev/zero: a line without end. Reading stops after GIVE_UP_FACTOR * max_line bytes, with a warning."""
     zeros = itertools.chain([prefix], itertools.repeat(b"\0" * 4096))

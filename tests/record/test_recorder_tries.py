@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from inspector.observe import observations as O
 from inspector.record.recorder import Recorder
 from inspector.record.recording import read_recording
+from inspector.testing.hyp import examples
 
 # one loop attempt: how many failed tries before it (each: an HTTP status or None for a connection failure), then
 # how it ends: complete / failed (after the first byte) / cancelled (mid-stream) / gave_up (the SDK's last try failed)
@@ -83,7 +84,7 @@ def observations(run: list[list[tuple[list, str]]]) -> tuple[list[O.Observation]
     return out, expected
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(RUN)
 def test_every_try_is_one_recorded_attempt(run):
     obs, expected = observations(run)

@@ -26,6 +26,7 @@ from inspector.record.recording import (
     is_recording,
     read_recording,
 )
+from inspector.testing.hyp import examples
 
 CANARY = "sk-ant-canary-1234567890"
 SOURCE = {"type": "scenario", "name": "parse_date"}
@@ -100,7 +101,7 @@ def test_reads_round_trip_losslessly(tmp_path: Path) -> None:
     assert b"\r" not in raw and b"\x00" not in raw
     read_lines = [line for line in lines_of(path) if line["kind"] == "read"]
     assert len(read_lines) == len(AWKWARD_READS)
-    for line, chunk in zip(read_lines, AWKWARD_READS):
+    for line, chunk in zip(read_lines, AWKWARD_READS, strict=True):
         try:
             chunk.decode("utf-8")
         except UnicodeDecodeError:
@@ -119,7 +120,7 @@ def test_reads_round_trip_losslessly(tmp_path: Path) -> None:
     assert attempt.end == {"kind": "end", "turn": 1, "attempt": 1, "t": 1.5, "status": "complete", "reason": None}
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.binary(max_size=64) | st.text(max_size=32).map(str.encode), max_size=12))
 def test_any_reads_round_trip(chunks: list[bytes]) -> None:
     out = io.BytesIO()

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from inspector.record.dump import dump_turns
 from inspector.record.recording import RecordingWriter, read_recording
+from inspector.testing.hyp import examples
 from inspector.testing.secrets import assert_no_key
 from inspector.testing.streamgen import sse, text_turn
 
@@ -66,7 +67,7 @@ def outputs(raw: bytes) -> dict[str, bytes | str]:
     }
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     name=NAMES,
     case=CASINGS,
@@ -88,7 +89,7 @@ def test_a_key_in_any_credential_header_form_is_recorded_nowhere(name, case, sch
     assert req["headers"] == {"anthropic-version": "2023-06-01", "x-stainless-lang": "python"}
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     pname=st.sampled_from(["api_key", "api-key", "apikey", "key", "access_token", "token", "auth"]),
     key=KEYS,

@@ -15,6 +15,7 @@ from inspector.cli import main
 from inspector.core.pacing import Pacer
 from inspector.record.har import load_any
 from inspector.record.replay import recorded_tools
+from inspector.testing.hyp import examples
 
 ID = re.compile(rb'"tool_use_id":"(toolu_[A-Za-z0-9_]+)"')
 
@@ -53,7 +54,7 @@ JSON = st.recursive(
 
 
 @given(value=JSON)
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_recorded_tools_accepts_any_tool_use_id_shape(weather, tmp_path_factory, value):
     p = tmp_path_factory.mktemp("shape") / "r.jsonl"
     p.write_bytes(with_id(weather, value))

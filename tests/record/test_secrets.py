@@ -24,6 +24,7 @@ from inspector.core.redaction import (
 )
 from inspector.record.dump import dump_turns
 from inspector.record.recording import RecordingWriter, read_recording
+from inspector.testing.hyp import examples
 from inspector.testing.streamgen import (
     block_stop,
     json_delta,
@@ -240,7 +241,7 @@ def test_echo_in_an_error_event_and_in_non_utf8_bytes(tmp_path) -> None:
 TEXT = st.text(alphabet='sk-ant ab\n\\"é', max_size=12)
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     before=TEXT,
     after=TEXT,
@@ -262,7 +263,7 @@ def test_no_split_or_escaping_lets_the_key_through(tmp_path, before, after, copi
     assert turns[-1]["outcome"] == "text_finish" and turns[-1]["diagnostics"] == []
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(chunks=st.lists(st.binary(max_size=40), max_size=12), cut=st.integers(0, 200))
 def test_stream_redactor_on_any_bytes_keeps_them_unless_they_hold_the_key(chunks, cut) -> None:
     data = b"".join(chunks)
@@ -281,7 +282,7 @@ def test_redaction_helpers() -> None:
     assert mask_text("no secret \\n here", [CANARY]) == "no secret \\n here"
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(seed=st.integers(0, 10_000), cuts=st.lists(st.integers(0, 5000), max_size=20))
 def test_without_the_key_the_recorded_bytes_are_the_stream_exactly(seed, cuts) -> None:
     """The hold-back moves read boundaries but never changes a byte of a stream that holds no secret."""

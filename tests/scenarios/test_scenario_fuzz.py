@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from inspector.scenarios import model as M
 from inspector.scenarios.fileformat import fault_types
+from inspector.testing.hyp import examples
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -219,8 +220,8 @@ def run_fuzz(max_examples: int) -> None:
     @settings(
         max_examples=max_examples,
         deadline=None,
-        derandomize=True,
         database=None,
+        print_blob=True,
         suppress_health_check=list(HealthCheck),
     )
     @given(scenario_texts())
@@ -235,7 +236,9 @@ import resource, sys
 resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))
 sys.path.insert(0, {here!r})
 import test_scenario_fuzz
-test_scenario_fuzz.run_fuzz({n})
+from inspector.testing import hyp
+hyp.load()  # the parent's profile (HYPOTHESIS_PROFILE / CI pass through the environment)
+test_scenario_fuzz.run_fuzz(hyp.examples({n}))
 print("fuzz: done")
 """
 
@@ -254,7 +257,7 @@ def test_fuzzed_scenario_files_never_trace_back_under_1_gib():
     assert "Traceback" not in proc.stderr, proc.stderr[-4000:]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))
 @given(scenario_texts())
 def test_fuzzed_scenario_files_in_process(tmp_path_factory, text):
     """The same property in process, so that hypothesis shrinks a failure to a small file."""

@@ -45,6 +45,7 @@ from inspector.scenarios.render import (
 )
 from inspector.scenarios.transport import DROP_MESSAGE, ScenarioServer, history_problem, make_client
 from inspector.testing.clock import VirtualTime
+from inspector.testing.hyp import examples
 
 ALL = sorted(SCENARIOS)
 TIMEOUT = 20.0  # a bound on waits that should end at once (a hang guard, never a timing assertion)
@@ -93,7 +94,7 @@ async def stream_once(client: anthropic.AsyncAnthropic, scenario: Scenario, mess
 def compare_with_script(message, scenario: Scenario, turn: int, attempt: int) -> None:
     want = expected_blocks(scenario, turn, attempt)
     assert len(message.content) == len(want)
-    for got, exp in zip(message.content, want):
+    for got, exp in zip(message.content, want, strict=True):
         assert got.type == exp["type"]
         if exp["type"] == "text":
             assert got.text == exp["text"]
@@ -864,7 +865,7 @@ async def test_variants_parse_identically_through_the_sdk(variant):
         assert variant["line_ending"].encode() + b"data: " in render_turn(s, 0).body
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     line_ending=st.sampled_from(["\n", "\r\n", "\r"]),
     events_per_read=st.integers(1, 6),

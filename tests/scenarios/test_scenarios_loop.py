@@ -85,8 +85,9 @@ async def test_bundled_scenario_ends_as_expected(name):
     if expected["turns"] > 1 and expected["tool_calls"]:
         turn1 = server.requests_for(1)[0].body["messages"]
         results = turn1[-1]["content"]
-        assert [b["tool_use_id"] for b in results] == [c.id for c in calls if c.turn == 0]
-        for b, c in zip(results, calls):
+        turn0_calls = [c for c in calls if c.turn == 0]
+        assert [b["tool_use_id"] for b in results] == [c.id for c in turn0_calls]
+        for b, c in zip(results, turn0_calls, strict=True):
             assert b == c.tool_result_block()
     assert_no_leftovers()
 
@@ -98,7 +99,7 @@ async def test_parse_date_tools_read_the_real_workspace():
     assert not any(r.get("is_error") for r in results)
     root = get_scenario("parse_date").workspace_path
     assert "11 passed" in results[0]["content"]  # the simulated test run (issue 13), then the real reads
-    for r, path in zip(results[1:], ["src/dates.py", "tests/test_dates.py", "CHANGELOG.md"]):
+    for r, path in zip(results[1:], ["src/dates.py", "tests/test_dates.py", "CHANGELOG.md"], strict=True):
         first_line = (root / path).read_text().splitlines()[0]
         assert first_line in r["content"]
 

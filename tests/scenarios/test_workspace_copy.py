@@ -16,6 +16,7 @@ from inspector.scenarios import workspace_copy
 from inspector.scenarios.bundled import get_scenario
 from inspector.scenarios.model import Scenario
 from inspector.scenarios.workspace_copy import WorkspaceCopyError, copy_workspace
+from inspector.testing.hyp import examples
 
 
 @pytest.fixture
@@ -137,7 +138,7 @@ KINDS = ["file", "dir", "link_in", "link_in_abs", "link_out", "link_out_abs", "l
 
 
 @given(st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 3)), min_size=1, max_size=12))
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_any_tree_copies_to_a_copy_that_never_leads_out(tmp_path_factory, entries):
     base = tmp_path_factory.mktemp("tree")
     src, host = base / "ws", base / "host"

@@ -4,6 +4,7 @@ merging, preview, parse-once and linear storage, and the read-split property tes
 from __future__ import annotations
 
 from dataclasses import astuple
+from itertools import pairwise
 from typing import Any
 
 import jiter
@@ -24,6 +25,7 @@ from inspector.stream.protocol import (
     InputJsonDelta,
     parse_event,
 )
+from inspector.testing.hyp import examples
 from inspector.testing.streamgen import (
     SHAPES,
     big_tool_stream,
@@ -55,7 +57,7 @@ def run(*items: Any, reads: list[int] | None = None) -> TurnStream:
     if reads is None:
         return assemble(data)
     cuts = [0, *reads, len(data)]
-    return assemble([data[a:b] for a, b in zip(cuts, cuts[1:])])
+    return assemble([data[a:b] for a, b in pairwise(cuts)])
 
 
 def codes(ts_or_diags: Any) -> list[str]:
@@ -746,7 +748,7 @@ def test_fragments_are_stored_as_sent_and_joined_once(monkeypatch: pytest.Monkey
     b = asm.blocks[0]
     assert joins == 0
     assert len(b.fragments) == len(frags)
-    assert all(fr.text is f for fr, f in zip(b.fragments, frags))  # kept, not copied
+    assert all(fr.text is f for fr, f in zip(b.fragments, frags, strict=True))  # kept, not copied
     assert [fr.event_index for fr in b.fragments] == list(range(2, len(frags) + 2))
     assert b.nbytes == sum(len(f.encode()) for f in frags)
     asm.feed(ContentBlockStop(0, len(frags) + 2))
@@ -829,10 +831,12 @@ def split_streams(draw: st.DrawFn) -> tuple[Any, ...]:
         cuts += list(range(a, min(a + 64, n)))
     cuts = sorted({c for c in cuts if 0 < c < n})
     bounds = [0, *cuts, n]
-    return g, data, [data[a:b] for a, b in zip(bounds, bounds[1:])], faults
+    return g, data, [data[a:b] for a, b in pairwise(bounds)], faults
 
 
-@settings(max_examples=350, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=examples(350), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 @given(split_streams())
 def test_any_split_into_reads_gives_the_same_events_message_and_diagnostics(case: Any) -> None:
     g, data, reads, faults = case

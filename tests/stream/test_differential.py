@@ -65,7 +65,7 @@ async def compare(data: bytes, rng: random.Random, expected: dict | None = None)
     sdk_content = [strip_none(b.model_dump()) for b in sdk.content]
     assert strip_none(ours["content"]) == sdk_content
     # tool inputs exactly (strip_none would hide a null inside an input)
-    for mine, theirs in zip(ours["content"], sdk.content):
+    for mine, theirs in zip(ours["content"], sdk.content, strict=True):
         assert mine["type"] == theirs.type
         if mine["type"] in ("tool_use", "server_tool_use"):
             assert mine["input"] == theirs.input

@@ -7,6 +7,7 @@ candidate that is not exactly one JSON string). Each test runs both, `TurnStream
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 from inspector.stream.assembler import Step, TurnStream
 from inspector.stream.protocol import ContentBlockDelta, InputJsonDelta, TextDelta, ThinkingDelta
 from inspector.stream.sse import SSEDecoder, SSEEvent
+from inspector.testing.hyp import examples
 from inspector.testing.streamgen import SHAPES, generate, text_stream
 
 
@@ -59,7 +61,7 @@ def assert_same(reads: list[bytes]) -> None:
 
 def cut(data: bytes, cuts: list[int]) -> list[bytes]:
     bounds = sorted({0, len(data), *(c % (len(data) + 1) for c in cuts)})
-    return [data[a:b] for a, b in zip(bounds, bounds[1:])]
+    return [data[a:b] for a, b in pairwise(bounds)]
 
 
 # Events the continuation path must tell apart from "the head, one JSON string, }}": each variant is the data text
@@ -131,13 +133,13 @@ def odd_streams(draw: st.DrawFn) -> bytes:
     return b"".join(out).replace(b"\n", eol.encode())
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(odd_streams(), st.lists(st.integers(0, 10**6), max_size=30))
 def test_odd_deltas_take_the_same_path_results(data: bytes, cuts: list[int]) -> None:
     assert_same(cut(data, cuts))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10**6), st.sampled_from(SHAPES), st.lists(st.integers(0, 10**7), max_size=40))
 def test_generated_streams_hot_and_general_paths_agree(seed: int, shape: str, cuts: list[int]) -> None:
     g = generate(seed, shape)
@@ -198,7 +200,7 @@ def test_the_decoders_general_path_gives_the_same_events_and_diagnostics() -> No
             assert outs[0] == outs[1]
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(
         st.sampled_from(

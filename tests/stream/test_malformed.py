@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -529,7 +530,7 @@ def test_malformed_stream_split_anywhere_never_raises_and_agrees(case: Case) -> 
     for _ in range(5):
         cuts = sorted(rng.sample(range(1, len(case.data)), min(12, max(len(case.data) - 1, 0))))
         bounds = [0, *cuts, len(case.data)]
-        ts = assemble([case.data[a:b] for a, b in zip(bounds, bounds[1:])])
+        ts = assemble([case.data[a:b] for a, b in pairwise(bounds)])
         assert ts.diagnostics == whole.diagnostics
         assert ts.final_message() == whole.final_message()
         assert ts.outcome == whole.outcome

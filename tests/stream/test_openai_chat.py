@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from inspector.observe import observations as O
 from inspector.observe.stepobs import step_observations
 from inspector.stream.openai_chat import ChatStream
+from inspector.testing.hyp import examples
 from inspector.testing.openai_ref import sdk_chat, sse
 
 U = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
@@ -298,7 +299,7 @@ def test_refusal_is_a_marked_text_block_and_in_the_message() -> None:
     assert ts.final_object()["choices"][0]["message"]["refusal"] == "No."
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.integers(1, 97), max_size=40))
 def test_any_read_split_gives_the_same_steps_and_result(reads: Any) -> None:
     whole, steps_whole = run(TOOL_STREAM)
@@ -328,7 +329,7 @@ CHUNKS = st.one_of(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(CHUNKS, max_size=25), st.booleans())
 @example(  # the shorter way must track the last tool call too (a delta without index continues it)
     [

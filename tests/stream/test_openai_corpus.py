@@ -34,7 +34,7 @@ def test_corpus_stream(s: Any) -> None:
     ours = ts.final_object()
     try:
         ref = sdk_chat(s.data) if s.family == "chat" else sdk_response(s.data)[0]
-    except Exception as exc:  # the SDK rejects the stream: we must have named why (or what it chokes on)
+    except Exception as exc:  # noqa: BLE001 (whatever the SDK raises, it rejects the stream: we must have named why)
         assert ts.diagnostics, f"the SDK rejects {s.name} ({type(exc).__name__}: {exc}) but we say nothing"
         return
     if s.family == "chat":
@@ -43,9 +43,9 @@ def test_corpus_stream(s: Any) -> None:
         if codes & {"openai.chat.tool_id_repeated", "openai.chat.tool_name_repeated"}:
             # where the SDK is wrong: it joins an id / name sent on every chunk ("call_0call_0...", a doubled name);
             # we keep the first. Its value must be ours repeated, and the rest must agree.
-            for mc, sc in zip(mine["choices"], sdk["choices"]):
+            for mc, sc in zip(mine["choices"], sdk["choices"], strict=True):
                 fixed = []
-                for (mid, mt, mn, ma), (sid, st, sn, sa) in zip(mc["tool_calls"], sc["tool_calls"]):
+                for (mid, mt, mn, ma), (sid, st, sn, sa) in zip(mc["tool_calls"], sc["tool_calls"], strict=True):
                     assert sid == mid * (len(sid) // len(mid)) and len(sid) > len(mid)
                     assert sn == mn * (len(sn) // len(mn))
                     fixed.append((mid, st, mn, sa))
@@ -64,7 +64,7 @@ def test_responses_delta_folding_matches_the_done_values(s: Any) -> None:
     ts = run(s)
     try:
         final, snap = sdk_response(s.data)
-    except Exception:
+    except Exception:  # noqa: BLE001 (whatever the SDK raises, it rejects the stream: nothing to compare)
         return
     asm = ts.assembler
     folded_text = [

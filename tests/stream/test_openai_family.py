@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from inspector.stream.assembler import TurnStream
 from inspector.stream.family import FamilyStream, family_from_event, family_from_path, new_stream
+from inspector.testing.hyp import examples
 from inspector.testing.openai_ref import corpus
 from inspector.testing.streamgen import sse as anthropic_sse
 from inspector.testing.streamgen import tool_turn
@@ -84,7 +85,7 @@ def test_without_a_telling_event_the_path_decides_else_anthropic() -> None:
 ANTHROPIC = anthropic_sse(*tool_turn(['{"path": ', '"a.txt"}']))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(st.integers(1, 300), max_size=20))
 def test_anthropic_through_family_stream_is_unchanged(reads: Any) -> None:
     direct = TurnStream()

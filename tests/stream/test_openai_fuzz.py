@@ -16,6 +16,7 @@ from inspector.stream import openai_common as C
 from inspector.stream.family import FamilyStream
 from inspector.stream.openai_chat import ChatStream
 from inspector.stream.openai_responses import ResponsesStream
+from inspector.testing.hyp import examples
 from inspector.testing.openai_ref import corpus
 
 CORPUS = [s for s in corpus() if len(s.data) < 60_000]
@@ -94,7 +95,9 @@ def check(ts: Any) -> None:
     ts.final_message()
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 @given(damaged(), st.lists(st.integers(1, 400), max_size=8), st.sampled_from(["chat", "responses", "auto"]))
 def test_damaged_streams_never_crash_either_decoder(data: Any, reads: Any, which: Any) -> None:
     ts: Any = {"chat": ChatStream, "responses": ResponsesStream}.get(which, lambda: FamilyStream(None))()
@@ -111,7 +114,7 @@ def test_damaged_streams_never_crash_either_decoder(data: Any, reads: Any, which
     check(ts)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.binary(max_size=300))
 @example(b'data: {"type":[],"delta":"x"}\n\n')  # an unhashable type (found by the fuzz above)
 @example(

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inspector.stream.openai_responses import ResponsesStream
+from inspector.testing.hyp import examples
 from inspector.testing.openai_ref import sdk_response, sse
 
 RU = {"input_tokens": 5, "output_tokens": 7, "total_tokens": 12}
@@ -184,7 +185,7 @@ def test_an_event_for_an_item_never_added_is_named() -> None:
     assert "openai.responses.unknown_reference" in codes(ts)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.integers(1, 211), max_size=30))
 def test_any_read_split_gives_the_same_steps_and_result(reads: Any) -> None:
     data = text_and_tool()
@@ -225,7 +226,7 @@ def _event_strategy() -> Any:
     )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(st.tuples(_event_strategy(), st.sampled_from(["next", "same", "none"]), st.booleans()), max_size=25))
 def test_the_shorter_way_for_deltas_gives_exactly_the_general_paths_result(evs: Any) -> None:
     out, n = [], 0

@@ -30,6 +30,7 @@ from inspector.stream.protocol import (
     UnknownEvent,
     parse_event,
 )
+from inspector.testing.hyp import examples
 
 
 def codes(diags: Any) -> list[str]:
@@ -233,7 +234,7 @@ def test_known_event_missing_a_field_it_needs_is_malformed_and_kept(name: Any, d
     assert diags[0].event_index == 8
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     name=st.text(max_size=20),
     data=st.one_of(

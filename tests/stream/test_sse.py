@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import astuple
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from inspector.stream.diagnostics import (
     Diagnostic,
 )
 from inspector.stream.sse import SSEDecoder, SSEEvent, iter_events
+from inspector.testing.hyp import examples
 
 BOM = b"\xef\xbb\xbf"
 
@@ -46,7 +48,7 @@ def codes(diags: list[Diagnostic]) -> list[str]:
 
 def split_at(data: bytes, points: Iterable[int]) -> list[bytes]:
     cuts = [0, *sorted(points), len(data)]
-    return [data[a:b] for a, b in zip(cuts, cuts[1:])]
+    return [data[a:b] for a, b in pairwise(cuts)]
 
 
 def without_read_index(events: list[SSEEvent]) -> list[tuple]:
@@ -520,7 +522,7 @@ def sse_streams(draw: st.DrawFn) -> bytes:
     return prefix + body + tail
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_property_any_split_gives_same_events_and_diagnostics(data: Any) -> None:
     stream = data.draw(sse_streams(), label="stream")

@@ -255,7 +255,7 @@ def inline_spans(line: str) -> tuple[str, list[tuple[int, int, str]]]:
     for m in _INLINE.finditer(line):
         out.append(line[pos : m.start()])
         n += m.start() - pos
-        kind, body = next((k, g) for k, g in zip(("code", "bold", "italic"), m.groups()) if g is not None)
+        kind, body = next((k, g) for k, g in zip(("code", "bold", "italic"), m.groups(), strict=True) if g is not None)
         if kind == "code":
             spans.append((n, n + len(body), kind))
         else:  # emphasis may hold `code`: split it into disjoint spans ("bold", "bold code", "bold")

@@ -93,7 +93,11 @@ def overall_verdict(data: dict) -> tuple[str, list[str]]:
         return "no attempts yet", []
     verdicts = [a["buffering"]["verdict"] for a in attempts]
     worst = min(verdicts, key=lambda v: VERDICT_ORDER.index(v) if v in VERDICT_ORDER else len(VERDICT_ORDER))
-    where = [f"turn {a['turn'] + 1} attempt {a['attempt'] + 1}" for a, v in zip(attempts, verdicts) if v == worst]
+    where = [
+        f"turn {a['turn'] + 1} attempt {a['attempt'] + 1}"
+        for a, v in zip(attempts, verdicts, strict=True)
+        if v == worst
+    ]
     return worst, where
 
 
@@ -292,7 +296,7 @@ class TimingScreen(ModalScreen[None]):
                     history, len(history) if cut is None else cut, inputs.source or None, timed_reads=not note
                 )
             self.data = data
-        except Exception as e:  # a report bug must not take the dashboard down
+        except Exception as e:  # noqa: BLE001 (a report bug must not take the dashboard down)
             self.data, self.verdict = None, "error"
             self.text = f"timing analysis failed: {type(e).__name__}: {e}"
             self.report.update(Text(self.text, self.report.c("tm--buffered")))
