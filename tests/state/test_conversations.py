@@ -199,8 +199,8 @@ def test_the_table_never_raises_and_stays_consistent_when_observations_are_dropp
     table = fold(obs).conversations
     assert table.streaming == sum(1 for c in table if c.open_attempt is not None)
     for c in table:
-        assert c.tokens_in == sum(v[0] for v in c._usage.values()) >= 0
-        assert c.tokens_out == sum(v[1] for v in c._usage.values()) >= 0
+        assert c.tokens_in == sum(v[0] for v in c.turn_usage.values()) >= 0
+        assert c.tokens_out == sum(v[1] for v in c.turn_usage.values()) >= 0
         assert c.state in ("streaming", "waiting for tools", "idle", "finished", "failed")
         assert len(set(c.turns)) == len(c.turns)
     assert table.by_id["c9"].tokens_in == 0 and table.by_id["c9"].parent == "nobody"
