@@ -820,7 +820,14 @@ class ProxyApp(Closable):
 
         async def pump_faulted() -> None:
             assert track is not None and live is not None
-            await run_live(live, upstream, emit, state, lambda fault, at: self.tracker.fault(track, fault, at))
+            await run_live(
+                live,
+                upstream,
+                emit,
+                state,
+                lambda fault, at: self.tracker.fault(track, fault, at),
+                lambda text: self.tracker.note(track, text),
+            )
 
         if live is not None:
             task = asyncio.ensure_future(pump_faulted())

@@ -385,3 +385,152 @@ def test_a_flood_of_idle_connections_is_shed_with_503_and_the_proxy_recovers():
     assert "Traceback" not in text
     assert len(text.splitlines()) <= 6, text[:2000]
     assert len(text) < 4000
+
+
+# ------------------------------------------------------------------------------------------------- endless streams
+
+_START = (
+    b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant",'
+    b'"model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}}'
+    b"\n\n"
+    b'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use",'
+    b'"id":"toolu_1","name":"t","input":{}}}\n\n'
+    b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta",'
+    b'"partial_json":"{\\"a\\": \\""}}\n\n'
+)
+_DELTA = (
+    b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta",'
+    b'"partial_json":"' + b"x" * 900 + b'"}}\n\n'
+)
+
+
+class Endless:
+    """An upstream whose /v1/messages stream never ends: one tool block of endless input_json_delta events (~1 KB
+    each, 64 KB per write), until the proxy goes away."""
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            if scope["type"] == "lifespan":
+                while (await receive())["type"] != "lifespan.shutdown":
+                    await send({"type": "lifespan.startup.complete"})
+                await send({"type": "lifespan.shutdown.complete"})
+            return
+        while (await receive()).get("more_body"):
+            pass
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body", "body": _START, "more_body": True})
+        block = _DELTA * 64
+        with contextlib.suppress(Exception):
+            while True:
+                await send({"type": "http.response.body", "body": block, "more_body": True})
+
+
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def _proxy_process(upstream: str, *args: str) -> tuple[subprocess.Popen, str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for var in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "ALL_PROXY", "all_proxy"):
+        env.pop(var, None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "inspector", "proxy", "--headless", "--listen", "127.0.0.1:0", "--upstream", upstream]
+        + list(args),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=str(ROOT),
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith(b"ANTHROPIC_BASE_URL="):
+            return proc, line.split(b"=", 1)[1].strip().decode()
+    proc.kill()
+    raise AssertionError(f"the proxy did not start: {proc.communicate()[1][:2000]!r}")
+
+
+def _stop(proc: subprocess.Popen) -> str:
+    proc.terminate()
+    try:
+        _, err = proc.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+    return err.decode(errors="replace")
+
+
+STREAM_MIB = 40
+
+
+@pytest.mark.parametrize("quiet", [True, False])
+def test_a_live_fault_on_an_endless_stream_holds_a_bounded_window(quiet):
+    """invalid_tool_json holds the last tool block back until the message ends; on an endless tool block it held
+    everything (+110 MB/s) and the client got 0 bytes. Now the client gets the stream (the block goes out
+    unchanged past the window) and the proxy's RSS stays bounded while 64 MiB pass."""
+    with BackgroundServer(Endless()) as up:
+        proc, base = _proxy_process(up.base_url, "--fault", "invalid_tool_json", *(["--quiet"] if quiet else []))
+        try:
+            before = _rss_kib(proc.pid)
+            got = 0
+            peak = before
+            with httpx2.stream(
+                "POST",
+                base + "/v1/messages",
+                content=orjson.dumps({**BODY, "stream": True}),
+                headers=HEADERS,
+                timeout=30,
+            ) as r:
+                assert r.status_code == 200
+                for chunk in r.iter_raw():
+                    got += len(chunk)
+                    if got // (4 << 20) != (got - len(chunk)) // (4 << 20):
+                        peak = max(peak, _rss_kib(proc.pid))
+                    if got >= STREAM_MIB << 20:
+                        break
+            peak = max(peak, _rss_kib(proc.pid))
+        finally:
+            err = _stop(proc)
+    assert got >= STREAM_MIB << 20
+    grown_mib = (peak - before) / 1024
+    assert grown_mib < 32, f"the proxy grew by {grown_mib:.0f} MiB while {STREAM_MIB} MiB passed"
+    assert "Traceback" not in err
+
+
+async def test_a_long_stream_is_parsed_up_to_a_budget_and_forgotten_once_the_client_left(tmp_path):
+    """Past PARSE_BUDGET bytes an attempt's stream is no longer parsed (the assembler kept ~1.4x what passed): a
+    note says so, the reads are still recorded; once the client left, no Track or TurnStream of it is alive."""
+    import gc
+
+    from inspector.net.turns import PARSE_BUDGET, Track
+    from inspector.stream.assembler import TurnStream
+
+    done = threading.Event()
+    rec = tmp_path / "long.jsonl"
+    proxy = ProxyApp("http://placeholder", record=rec, on_exchange=lambda ex: done.set())
+    got = 0
+    with BackgroundServer(Endless()) as up:
+        proxy.upstream = up.base_url
+        with BackgroundServer(proxy) as px:
+            async with httpx2.AsyncClient(base_url=px.base_url, timeout=30) as h:
+                body = orjson.dumps({**BODY, "stream": True})
+                async with h.stream("POST", "/v1/messages", content=body, headers=HEADERS) as r:
+                    async for chunk in r.aiter_raw():
+                        got += len(chunk)
+                        if got > PARSE_BUDGET + (2 << 20):
+                            break
+            assert await asyncio.to_thread(done.wait, 30), "the exchange never ended"
+            assert proxy.tracker._dirty == {}
+            gc.collect()
+            alive = [o for o in gc.get_objects() if isinstance(o, Track | TurnStream)]
+        proxy.close()
+    assert alive == []
+    notes = [
+        orjson.loads(line)
+        for line in rec.read_bytes().splitlines()
+        if b'"proxy_note"' in line and b"no longer parsed" in line
+    ]
+    assert len(notes) == 1 and str(PARSE_BUDGET) in notes[0]["note"]
+    assert KEY not in rec.read_text()
