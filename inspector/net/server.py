@@ -21,9 +21,25 @@ class ConnectionDrop(Exception):
 
 
 class _DropLogFilter(logging.Filter):
+    """Planned drops are not logged; uvicorn's line for each unreadable request (one a client can send in a loop)
+    at most once per ``ACCEPT_LOG_EVERY`` seconds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.last_invalid: float | None = None
+
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
-        return not _is_drop(exc)
+        if _is_drop(exc):
+            return False
+        if record.msg == "Invalid HTTP request received.":
+            import time
+
+            now = time.monotonic()
+            if self.last_invalid is not None and now - self.last_invalid < ACCEPT_LOG_EVERY:
+                return False
+            self.last_invalid = now
+        return True
 
 
 def _is_drop(exc: BaseException | None) -> bool:

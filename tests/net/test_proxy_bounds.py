@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import math
 import os
 import resource
@@ -534,3 +535,126 @@ async def test_a_long_stream_is_parsed_up_to_a_budget_and_forgotten_once_the_cli
     ]
     assert len(notes) == 1 and str(PARSE_BUDGET) in notes[0]["note"]
     assert KEY not in rec.read_text()
+
+
+# ------------------------------------------------------------------------------------------- windows and log lines
+
+
+class _Upstream:
+    """What run_live reads: ``aiter_raw()`` over fixed chunks; ``held`` notes the most the stream held at once."""
+
+    def __init__(self, chunks: list[bytes], stream) -> None:
+        self.chunks, self.stream, self.held = chunks, stream, 0
+
+    async def aiter_raw(self):
+        for c in self.chunks:
+            self.held = max(self.held, self.stream.held_bytes)
+            yield c
+
+
+@pytest.mark.parametrize("fault", ["invalid_tool_json", "max_tokens_tool"])
+async def test_a_held_tool_block_goes_out_unchanged_past_the_window(fault):
+    from inspector.net.livefaults import HOLD_WINDOW, parse_live_faults, run_live
+
+    live = parse_live_faults(fault).stream(0)
+    n = 3 * HOLD_WINDOW // len(_DELTA)
+    data = _START + _DELTA * n
+    up = _Upstream([data[i : i + 10_000] for i in range(0, len(data), 10_000)], live)
+    sent: list[bytes] = []
+    notes: list[str] = []
+
+    async def emit(b: bytes) -> None:
+        sent.append(b)
+
+    state: dict = {"end": "complete", "reason": None}
+    await run_live(live, up, emit, state, lambda f, at: None, notes.append)
+    assert b"".join(sent) == data  # nothing lost, nothing changed, in order
+    assert up.held <= HOLD_WINDOW + len(_DELTA)
+    assert len(notes) == 1 and fault in notes[0] and str(HOLD_WINDOW) in notes[0]
+
+
+async def test_an_event_longer_than_the_window_goes_out_as_it_came():
+    from inspector.net.livefaults import HOLD_WINDOW, parse_live_faults, run_live
+
+    live = parse_live_faults("crlf").stream(0)
+    huge = b"event: content_block_delta\ndata: " + b"y" * (3 * HOLD_WINDOW) + b"\n\n"
+    after = b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+    data = huge + after
+    up = _Upstream([data[i : i + 4096] for i in range(0, len(data), 4096)], live)
+    sent: list[bytes] = []
+    notes: list[str] = []
+
+    async def emit(b: bytes) -> None:
+        sent.append(b)
+
+    await run_live(live, up, emit, {"end": "complete", "reason": None}, lambda f, at: None, notes.append)
+    out = b"".join(sent)
+    assert out == huge + after.replace(b"\n", b"\r\n")  # the next event is rewritten again
+    assert max(len(s) for s in sent) <= HOLD_WINDOW + 4096
+    assert len(notes) == 1 and "forwarded as it came" in notes[0]
+
+
+def test_a_rate_limited_log_line_counts_what_it_skipped(caplog):
+    from inspector.net.server import RateLimitedLog
+
+    now = [0.0]
+    say = RateLimitedLog(every=10, clock=lambda: now[0])
+    with caplog.at_level("WARNING", logger="inspector.net"):
+        logged = []
+        for k in range(25):
+            now[0] = k  # one a second
+            logged.append(say("no descriptors"))
+    assert logged.count(True) == 3  # at 0, 10 and 20 s
+    assert [r.getMessage() for r in caplog.records] == [
+        "no descriptors",
+        "no descriptors (9 more since the last such line)",
+        "no descriptors (9 more since the last such line)",
+    ]
+
+
+def test_accept_errors_are_one_line_and_other_errors_go_to_the_previous_handler(caplog):
+    from inspector.net.server import quiet_accept_errors
+
+    loop = asyncio.new_event_loop()
+    seen: list[dict] = []
+    try:
+        loop.set_exception_handler(lambda lp, ctx: seen.append(ctx))
+        quiet_accept_errors(loop)
+        handler = loop.get_exception_handler()
+        assert handler is not None
+        with caplog.at_level("WARNING"):
+            for _ in range(1000):
+                err = OSError(24, "Too many open files")
+                handler(loop, {"message": "socket.accept() out of system resource", "exception": err})
+            handler(loop, {"message": "something else"})
+    finally:
+        loop.close()
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1 and "Too many open files" in lines[0]
+    assert all(r.exc_info is None for r in caplog.records)
+    assert seen == [{"message": "something else"}]
+
+
+class _Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+async def test_unreadable_requests_log_one_line_not_one_each():
+    """uvicorn logs a warning for each request it cannot read (a client can send them in a loop): one line per 10 s.
+    The handler sits on uvicorn's own logger (uvicorn's loggers do not propagate to the root)."""
+    lines = _Lines()
+    logger = logging.getLogger("uvicorn.error")
+    with BackgroundServer(ProxyApp("http://127.0.0.1:9")) as px:
+        logger.addHandler(lines)  # after uvicorn configured its logging (that removes the handlers it finds)
+        try:
+            answers = [await _raw(px.address, b"\x00garbage\r\n\r\n", timeout=5) for _ in range(20)]
+        finally:
+            logger.removeHandler(lines)
+    assert lines.lines, "the handler must see uvicorn's lines"
+    assert all(a.startswith(b"HTTP/1.1 400 ") for a in answers)
+    assert len([x for x in lines.lines if "Invalid HTTP request" in x]) <= 1
