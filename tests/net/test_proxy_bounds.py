@@ -141,6 +141,42 @@ async def test_a_refused_body_is_an_exchange_of_the_recording(tmp_path):
     assert KEY not in rec.read_text()
 
 
+async def test_a_body_slower_than_body_timeout_is_408():
+    up_app = Counting()
+    with BackgroundServer(up_app) as up, BackgroundServer(ProxyApp(up.base_url, body_timeout=0.5)) as px:
+        # 2 of the 10 bytes announced, then nothing: the answer comes once body_timeout passed
+        answer = await _raw(px.address, b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-length: 10\r\n\r\n{}")
+    assert answer.startswith(b"HTTP/1.1 408 ")
+    assert orjson.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]["type"] == "timeout_error"
+    assert up_app.requests == 0
+
+
+def test_the_command_line_sets_every_client_bound():
+    import argparse
+
+    from inspector.cli.proxy import add_parser, proxy_options
+
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers())
+    args = parser.parse_args(
+        ["proxy", "--max-body", "1MiB", "--max-clients", "7", "--keep-alive", "5", "--header-timeout", "3"]
+        + ["--body-timeout", "4"]
+    )
+    options = proxy_options(args)
+    assert {k: options[k] for k in ("max_body", "max_clients", "keep_alive", "header_timeout", "body_timeout")} == {
+        "max_body": 1024 * 1024,
+        "max_clients": 7,
+        "keep_alive": 5.0,
+        "header_timeout": 3.0,
+        "body_timeout": 4.0,
+    }
+    proxy = ProxyApp("http://127.0.0.1:9", **options)
+    assert (proxy.max_body, proxy.max_clients, proxy.uvicorn_options["timeout_keep_alive"]) == (1024 * 1024, 7, 5.0)
+    defaults = proxy_options(parser.parse_args(["proxy"]))
+    assert "max_clients" not in defaults  # from the descriptor limit, when the proxy starts
+    assert defaults["max_body"] == DEFAULT_MAX_BODY
+
+
 # ------------------------------------------------------------------------------------------------ request-targets
 
 
@@ -221,7 +257,7 @@ async def test_a_target_that_is_not_an_absolute_path_never_reaches_another_host(
                 px.address,
                 b"POST @evil.invalid/v1/messages HTTP/1.1\r\nhost: x\r\nx-api-key: "
                 + KEY.encode()
-                + b"\r\ncontent-length: 2\r\n\r\n{}",
+                + b"\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}",
             )
             good = await _raw(
                 px.address,
@@ -229,12 +265,12 @@ async def test_a_target_that_is_not_an_absolute_path_never_reaches_another_host(
                 + KEY.encode()
                 + b"\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}",
             )
+    assert all("evil.invalid" not in line for line in rp.asked), rp.asked
     assert bad.startswith(b"HTTP/1.1 400 ")
     message = orjson.loads(bad.split(b"\r\n\r\n", 1)[1])["error"]["message"]
     assert "absolute path" in message and "\n" not in message
     assert good.split(b"\r\n", 1)[0] != b""  # upstream's answer or the proxy's 502: it went to the recorder
     assert rp.asked, "the normal request must have gone through the environment proxy"
-    assert all("evil.invalid" not in line for line in rp.asked)
     assert all("api.upstream.invalid" in line for line in rp.asked)
 
 
