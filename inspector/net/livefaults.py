@@ -441,10 +441,12 @@ async def run_live(
     try:
         async for chunk in upstream.aiter_raw():
             buf += chunk
+            pos = 0  # events are cut out of buf from here (buf is sliced once per read, not once per event)
             go = True
             while go:
-                m = _EVENT_END.search(buf, max(0, scanned - 4))
+                m = _EVENT_END.search(buf, max(pos, scanned - 4))
                 if m is None or (m.end() == len(buf) and buf.endswith(b"\r") and not buf.endswith(b"\r\n\r\n")):
+                    buf = buf[pos:]
                     scanned = len(buf)
                     if len(buf) > HOLD_WINDOW:  # an event longer than the window: forwarded as it came
                         if not passing:
@@ -456,12 +458,14 @@ async def run_live(
                         go = await out(buf[:-4])
                         buf, scanned = buf[-4:], 4
                     break
-                raw, buf, scanned = buf[: m.end()], buf[m.end() :], 0
+                raw, pos, scanned = buf[pos : m.end()], m.end(), 0
                 if passing:  # the end of the overlong event
                     passing = False
                     go = await out(raw)
                 else:
                     go = await handle(raw)
+            else:
+                buf = buf[pos:]
             await flush_marks()
             if stream.end is not None or not go:
                 break
