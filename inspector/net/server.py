@@ -20,9 +20,14 @@ class ConnectionDrop(Exception):
     incomplete chunked body). Filtered out of uvicorn's error log."""
 
 
+# lines a client can make the server log in a loop: uvicorn's for each unreadable request, asyncio's for writes to a
+# connection whose client left (a stream goes on until its end is noticed)
+_NOISY = frozenset({"Invalid HTTP request received.", "socket.send() raised exception."})
+
+
 class _DropLogFilter(logging.Filter):
-    """Planned drops are not logged; uvicorn's line for each unreadable request (one a client can send in a loop)
-    at most once per ``ACCEPT_LOG_EVERY`` seconds."""
+    """Planned drops are not logged; the lines a client can cause in a loop (``_NOISY``) at most once per
+    ``ACCEPT_LOG_EVERY`` seconds."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -32,7 +37,7 @@ class _DropLogFilter(logging.Filter):
         exc = record.exc_info[1] if record.exc_info else None
         if _is_drop(exc):
             return False
-        if record.msg == "Invalid HTTP request received.":
+        if record.msg in _NOISY:
             import time
 
             now = time.monotonic()
@@ -57,9 +62,10 @@ _FILTER = _DropLogFilter()
 
 def install_log_filter() -> None:
     """Keep planned connection drops out of uvicorn's error log (idempotent)."""
-    lg = logging.getLogger("uvicorn.error")
-    if _FILTER not in lg.filters:
-        lg.addFilter(_FILTER)
+    for name in ("uvicorn.error", "asyncio"):
+        lg = logging.getLogger(name)
+        if _FILTER not in lg.filters:
+            lg.addFilter(_FILTER)
 
 
 class Closable:

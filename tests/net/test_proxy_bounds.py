@@ -528,11 +528,32 @@ def test_a_live_fault_on_an_endless_stream_holds_a_bounded_window(quiet):
                     if got >= STREAM_MIB << 20:
                         break
             peak = max(peak, _rss_kib(proc.pid))
+            after = None
+            if not quiet:  # the exchange line (stderr) says the attempt ended (the client left): what is kept after
+                line: list[bytes] = []
+
+                def exchange_line() -> None:
+                    assert proc.stderr is not None
+                    for _ in range(5):  # (asyncio's one line about writes after the client left may come first)
+                        text = proc.stderr.readline()
+                        line.append(text)
+                        if b"/v1/messages" in text or not text:
+                            return
+
+                reader = threading.Thread(target=exchange_line, daemon=True)
+                reader.start()
+                reader.join(30)
+                assert line and b"/v1/messages" in line[-1], line
+                assert len(line) <= 2, line
+                after = _rss_kib(proc.pid)
         finally:
             err = _stop(proc)
     assert got >= STREAM_MIB << 20
     grown_mib = (peak - before) / 1024
     assert grown_mib < 32, f"the proxy grew by {grown_mib:.0f} MiB while {STREAM_MIB} MiB passed"
+    if after is not None:
+        kept_mib = (after - before) / 1024
+        assert kept_mib < 32, f"the proxy kept {kept_mib:.0f} MiB after the client left"
     assert "Traceback" not in err
 
 
