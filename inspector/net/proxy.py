@@ -161,8 +161,9 @@ class _Refused(Exception):
 def target_problem(raw_path: bytes) -> str | None:
     """Why a request-target cannot be forwarded (None: fine). Only origin-form (an absolute path, maybe a query) is:
     ``@evil.invalid/v1/messages`` glued to the upstream URL would name another host (with the client's key), and
-    absolute-form or ``*`` is for a forward proxy, which this is not."""
-    if raw_path.startswith(b"/") and not raw_path.startswith(b"//"):
+    absolute-form or ``*`` is for a forward proxy, which this is not. (``//x/v1/messages`` is an absolute path, empty
+    first segment: it is forwarded, to upstream's host, as :meth:`ProxyApp._upstream_url` builds it.)"""
+    if raw_path.startswith(b"/"):
         return None
     shown = raw_path[:80].decode("latin-1")
     return f"the request-target must be an absolute path (origin-form, /v1/...), not {shown!r}"
