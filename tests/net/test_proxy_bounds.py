@@ -35,6 +35,15 @@ BODY = {"model": "claude-sonnet-4-5", "max_tokens": 5, "messages": [{"role": "us
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(autouse=True)
+def _no_tracebacks(capfd, caplog):
+    """Every test here: nothing the proxy (in this process) logged or wrote to stderr holds a traceback."""
+    yield
+    err = capfd.readouterr().err
+    assert "Traceback" not in err, err[-3000:]
+    assert [r.getMessage() for r in caplog.records if r.exc_info] == []
+
+
 class Counting:
     """An upstream that counts the requests reaching it (thread-safe) and answers 200 with the body's size."""
 
