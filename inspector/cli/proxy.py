@@ -84,6 +84,48 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"seconds upstream may stay silent: before its headers (then 504) or between two reads, pings "
         f"included (then the stream is dropped) (default {DEFAULT_READ_TIMEOUT:g}, like the SDK)",
     )
+    from inspector.cli.serve import parse_size
+    from inspector.net.proxy import DEFAULT_MAX_CLIENTS, FD_RESERVE
+    from inspector.net.serve import BODY_TIMEOUT, DEFAULT_MAX_BODY, HEADER_TIMEOUT, KEEP_ALIVE
+
+    p.add_argument(
+        "--max-body",
+        type=parse_size,
+        default=DEFAULT_MAX_BODY,
+        metavar="SIZE",
+        help=f"largest request body, e.g. 32MiB; larger ones get 413 request_too_large and are not forwarded "
+        f"(default {DEFAULT_MAX_BODY} bytes = 32 MiB, the API's)",
+    )
+    p.add_argument(
+        "--max-clients",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help=f"client connections open at once; past it a new connection gets 503 at once and is closed (default "
+        f"{DEFAULT_MAX_CLIENTS}, at most half of the open-file limit less {FD_RESERVE})",
+    )
+    p.add_argument(
+        "--keep-alive",
+        type=_seconds,
+        default=KEEP_ALIVE,
+        metavar="S",
+        help=f"seconds an idle client connection (a new one too) stays open (default {KEEP_ALIVE:g})",
+    )
+    p.add_argument(
+        "--header-timeout",
+        type=_seconds,
+        default=HEADER_TIMEOUT,
+        metavar="S",
+        help=f"seconds from a request's first byte to the end of its headers; then the connection is closed "
+        f"(default {HEADER_TIMEOUT:g})",
+    )
+    p.add_argument(
+        "--body-timeout",
+        type=_seconds,
+        default=BODY_TIMEOUT,
+        metavar="S",
+        help=f"seconds to receive a whole request body; then 408 (default {BODY_TIMEOUT:g})",
+    )
     p.add_argument(
         "--fault",
         action="append",
@@ -138,6 +180,10 @@ def proxy_options(args: argparse.Namespace) -> dict[str, Any]:
         "faults": parse_live_faults(getattr(args, "fault", None)),
         "fault_header": True,
     }
+    for name in ("max_body", "max_clients", "keep_alive", "header_timeout", "body_timeout"):
+        value = getattr(args, name, None)
+        if value is not None:
+            options[name] = value
     ca_file, insecure = getattr(args, "ca_file", None), getattr(args, "insecure", False)
     if ca_file or insecure:
         options["ssl_context"] = tls_context(ca_file, insecure)

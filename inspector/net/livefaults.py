@@ -52,6 +52,7 @@ _TRANSPORT = ("error_event", "drop_event", "drop_in_tool", "drop_byte", "stall")
 PING_EVENT = b'event: ping\ndata: {"type": "ping"}\n\n'
 # as serve's error_event sends it (a real one also has "details": null)
 ERROR_EVENT = b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n'
+HOLD_WINDOW = 1024 * 1024  # bytes a live fault may hold back (a tool block whose fate is not known yet; one event)
 PING_INTERVAL = 0.5  # seconds between the pings of a stall, as on serve (not scaled: a live stream is real time)
 _EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r|\n\r\n|\r\n\n")
 
@@ -161,6 +162,8 @@ class LiveStream:
         self.events = 0  # protocol events passed so far (pings not counted)
         self.bytes = 0
         self.held: list[tuple[str, bytes, Any]] = []  # events held back (a tool block whose fate is not known yet)
+        self.held_bytes = 0  # their size: at most HOLD_WINDOW, else they go out unchanged (see _hold)
+        self.notes: list[str] = []  # what the faults could not do (the window passed), for the recording
         self.hold_tool: int | None = None  # index of the tool block being held
         self.first_tool_seen = False
         self.marks: list[tuple[str, int | None]] = []  # (fault, at_event) injected
@@ -231,8 +234,24 @@ class LiveStream:
         return raw[: max(1, min(DROP_IN_TOOL_CUT, len(raw) - 1))]
 
     def _hold(self, name: str, raw: bytes, obj: Any) -> list[bytes]:
+        """Hold an event back; past ``HOLD_WINDOW`` bytes held, everything held goes out unchanged instead (the
+        fault is not applied to this block: an endless or huge tool block must reach the client, and the proxy
+        must not grow with it)."""
         self.held.append((name, raw, obj))
-        return []
+        self.held_bytes += len(raw)
+        if self.held_bytes <= HOLD_WINDOW:
+            return []
+        return self._release_held()
+
+    def _release_held(self) -> list[bytes]:
+        fault = "max_tokens_tool" if "max_tokens_tool" in self.content else "invalid_tool_json"
+        self.notes.append(
+            f"{fault}: the tool block passed {HOLD_WINDOW} bytes held back (the live fault's window): forwarded "
+            "unchanged"
+        )
+        out = [r for _, r, _ in self.held]
+        self.held, self.held_bytes, self.hold_tool = [], 0, None
+        return out
 
     def _content(self, name: str, raw: bytes, obj: dict) -> list[bytes]:
         cb = obj.get("content_block") if name == "content_block_start" else None
@@ -250,7 +269,7 @@ class LiveStream:
         if "invalid_tool_json" in self.content:
             if is_tool_start:  # the held tool block was not the last one: it passes unchanged
                 out = [r for _, r, _ in self.held]
-                self.held = []
+                self.held, self.held_bytes = [], 0
                 self.hold_tool = obj.get("index")
                 return out + self._hold(name, raw, obj)
             if self.held and name in ("message_delta", "message_stop", "error"):
@@ -266,7 +285,7 @@ class LiveStream:
         deltas = [(n, r, o) for n, r, o in self.held[1:] if n == "content_block_delta"]
         keep = deltas[: (len(deltas) + 1) // 2]  # as serve: about half, rounded up
         at = self.events + 1 + len(keep)  # the first event that is not upstream's
-        self.held = []
+        self.held, self.held_bytes = [], 0
         self.mark("max_tokens_tool", at)
         self.end = "complete"
         usage = {"output_tokens": max(1, len(keep))}
@@ -286,7 +305,7 @@ class LiveStream:
 
     def _invalid_json_block(self) -> list[bytes]:
         """The held (last) tool block with its input JSON cut in the middle of its last string."""
-        held, self.held = self.held, []
+        held, self.held, self.held_bytes = self.held, [], 0
         idx = self.hold_tool
         self.hold_tool = None
         parts = []
@@ -325,12 +344,18 @@ async def run_live(
     emit: Callable[[bytes], Any],
     state: dict,
     on_mark: Callable[[str, int | None], None],
+    on_note: Callable[[str], None] | None = None,
 ) -> None:
     """Read upstream's stream, transform it and ``await emit(bytes)`` what the client gets; ``state["end"]`` /
-    ``state["reason"]`` say how it ended (complete | dropped); a stall never returns (the caller's race ends it)."""
+    ``state["reason"]`` say how it ended (complete | dropped); a stall never returns (the caller's race ends it).
+    ``on_note``: told, once each, what a fault could not do (its window passed). What is held is bounded: an event
+    longer than ``HOLD_WINDOW`` bytes goes out as it came (faults do not apply to it), and so does a tool block
+    held back past it."""
     import httpx2
 
     buf = b""
+    scanned = 0  # buf[:scanned] holds no event end (a search starts a few bytes before it)
+    passing = False  # forwarding an overlong event as it came, up to its end
     t = stream.transport
     marked = 0
     bom = "bom" in stream.fmt
@@ -361,6 +386,11 @@ async def run_live(
         while marked < len(stream.marks):
             on_mark(*stream.marks[marked])
             marked += 1
+        if stream.notes:
+            notes, stream.notes = stream.notes, []
+            for text in notes:
+                if on_note is not None:
+                    on_note(text)
 
     async def handle(raw: bytes) -> bool:
         name, _ = _fields(raw)
@@ -411,14 +441,33 @@ async def run_live(
     try:
         async for chunk in upstream.aiter_raw():
             buf += chunk
+            pos = 0  # events are cut out of buf from here (buf is sliced once per read, not once per event)
             go = True
             while go:
-                m = _EVENT_END.search(buf)
+                m = _EVENT_END.search(buf, max(pos, scanned - 4))
                 if m is None or (m.end() == len(buf) and buf.endswith(b"\r") and not buf.endswith(b"\r\n\r\n")):
+                    buf = buf[pos:]
+                    scanned = len(buf)
+                    if len(buf) > HOLD_WINDOW:  # an event longer than the window: forwarded as it came
+                        if not passing:
+                            stream.notes.append(
+                                f"an event passed {HOLD_WINDOW} bytes: forwarded as it came (live faults not applied "
+                                "to it)"
+                            )
+                            passing = True
+                        go = await out(buf[:-4])
+                        buf, scanned = buf[-4:], 4
                     break
-                raw, buf = buf[: m.end()], buf[m.end() :]
-                go = await handle(raw)
-            if stream.end is not None:
+                raw, pos, scanned = buf[pos : m.end()], m.end(), 0
+                if passing:  # the end of the overlong event
+                    passing = False
+                    go = await out(raw)
+                else:
+                    go = await handle(raw)
+            else:
+                buf = buf[pos:]
+            await flush_marks()
+            if stream.end is not None or not go:
                 break
         else:
             for _, raw, _ in stream.held:  # upstream ended with a block still held: it goes out as it came

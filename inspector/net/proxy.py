@@ -30,7 +30,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 from pathlib import Path
-from typing import IO, Any, ClassVar
+from typing import IO, Any
 
 import httpx2
 import orjson
@@ -40,13 +40,15 @@ from inspector.core.fmt import milliseconds
 from inspector.core.redaction import credential_values, mask_text, redact, usable_secrets
 from inspector.net.faults import FAULT_HEADER
 from inspector.net.livefaults import parse_live_faults, run_live
-from inspector.net.server import Closable, ConnectionDrop, install_log_filter
+from inspector.net.serve import BODY_TIMEOUT, DEFAULT_MAX_BODY, HEADER_TIMEOUT, KEEP_ALIVE, MAX_HEADER_BYTES
+from inspector.net.server import Closable, ConnectionDrop, guarded_h11, install_log_filter
 from inspector.net.toolinfer import InferredExecution, SeenToolUse, ToolExecutionInferred, infer_tool_executions
 from inspector.net.turns import ProxyExchange, Track, TurnTracker
 from inspector.net.upstream import UpstreamPool, UpstreamResponse, env_proxy, error_text, usable_for
 from inspector.observe import observations as O
 from inspector.observe.redacting import RedactingPublisher
 from inspector.record.recorder import Recorder
+from inspector.scenarios.fakeapi import error_body
 
 __all__ = [
     "DEFAULT_UPSTREAM",
@@ -65,6 +67,8 @@ DEFAULT_UPSTREAM = "https://api.anthropic.com"
 DEFAULT_MAX_CONNECTIONS = 1000  # upstream connections at once (streams in flight); past it: 503 at once
 DEFAULT_CONNECT_TIMEOUT = 10.0  # seconds for upstream to accept a connection
 DEFAULT_READ_TIMEOUT = 600.0  # seconds upstream may stay silent (headers, then between reads), like the SDK
+DEFAULT_MAX_CLIENTS = 1000  # client connections open at once (capped by the descriptor limit); past it: 503
+FD_RESERVE = 64  # descriptors kept for the listening socket, the recording, logs and the TLS bundle
 SHARD_SIZE = 32  # upstream connections per client (see ProxyApp._client)
 KEEPALIVE_EXPIRY = 30.0  # seconds an idle upstream connection is kept
 HOP_BY_HOP = frozenset(
@@ -132,6 +136,39 @@ class _Watchers:
                 await t
 
 
+def max_clients_for(wanted: int = DEFAULT_MAX_CLIENTS) -> int:
+    """The client connections the proxy can hold at once: ``wanted``, but never more than half of the descriptors
+    left after ``FD_RESERVE`` (each client's stream holds one upstream connection too), at least 1."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ImportError, OSError, ValueError):
+        return max(1, wanted)
+    if soft == resource.RLIM_INFINITY:
+        return max(1, wanted)
+    return max(1, min(wanted, (soft - FD_RESERVE) // 2))
+
+
+class _Refused(Exception):
+    """A request the proxy answers itself, without forwarding it (status, the API's error type, message)."""
+
+    def __init__(self, status: int, etype: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.etype, self.message = status, etype, message
+
+
+def target_problem(raw_path: bytes) -> str | None:
+    """Why a request-target cannot be forwarded (None: fine). Only origin-form (an absolute path, maybe a query) is:
+    ``@evil.invalid/v1/messages`` glued to the upstream URL would name another host (with the client's key), and
+    absolute-form or ``*`` is for a forward proxy, which this is not. (``//x/v1/messages`` is an absolute path, empty
+    first segment: it is forwarded, to upstream's host, as :meth:`ProxyApp._upstream_url` builds it.)"""
+    if raw_path.startswith(b"/"):
+        return None
+    shown = raw_path[:80].decode("latin-1")
+    return f"the request-target must be an absolute path (origin-form, /v1/...), not {shown!r}"
+
+
 def _error_body(kind: str, message: str) -> bytes:
     return orjson.dumps({"type": "error", "error": {"type": kind, "message": f"inspector proxy: {message}"}})
 
@@ -146,9 +183,7 @@ class ProxyApp(Closable):
     the proxy's and is not forwarded). ``batch_interval``: how long reads wait to be decoded and recorded (they are
     forwarded at once). ``on_warning``: called with a one-line message (e.g. the recording stopped)."""
 
-    # the client gets upstream's date, not a second one of uvicorn's (server_header=False is net.server's default:
-    # no server header of ours either); idle client connections are kept like the API does
-    uvicorn_options: ClassVar[dict[str, Any]] = {"date_header": False, "timeout_keep_alive": 75}
+    uvicorn_options: dict[str, Any]
 
     def __init__(
         self,
@@ -171,9 +206,27 @@ class ProxyApp(Closable):
         on_warning: Callable[[str], None] | None = None,
         history: int = DEFAULT_HISTORY,
         ssl_context: Any = None,
+        max_body: int = DEFAULT_MAX_BODY,
+        body_timeout: float = BODY_TIMEOUT,
+        header_timeout: float = HEADER_TIMEOUT,
+        keep_alive: float = KEEP_ALIVE,
+        max_clients: int | None = None,
     ) -> None:
         if max_connections < 1:
             raise ValueError("max_connections must be at least 1")
+        if max_body < 1 or (max_clients is not None and max_clients < 1):
+            raise ValueError("max_body and max_clients must be at least 1")
+        self.max_body, self.body_timeout = max_body, body_timeout
+        self.max_clients = max_clients_for() if max_clients is None else max_clients
+        # the client gets upstream's date, not a second one of uvicorn's (server_header=False is net.server's
+        # default: no server header of ours either); idle client connections are kept like the API does; slow
+        # headers and connections past max_clients are cut (net/server.py)
+        self.uvicorn_options = {
+            "date_header": False,
+            "timeout_keep_alive": keep_alive,
+            "h11_max_incomplete_event_size": MAX_HEADER_BYTES,
+            "http": guarded_h11(header_timeout, self.max_clients),
+        }
         self.upstream = upstream.rstrip("/")
         self.source_info = source_info  # how the dashboard names this source (default: proxy -> upstream)
         self.record_path = record
@@ -412,15 +465,45 @@ class ProxyApp(Closable):
             return
         await self._handle(scope, receive, send)
 
-    async def _read_body(self, receive) -> bytes:
-        chunks = []
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                raise ConnectionDrop("client went away before sending its body")
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                return b"".join(chunks)
+    async def _read_body(self, receive, headers: list[tuple[str, str]]) -> bytes:
+        """The request body, counted as it arrives (like ``serve``): a content-length past ``max_body``, or the
+        bytes read passing it, is a 413 at once (nothing more is read or kept); a body that takes more than
+        ``body_timeout`` seconds is a 408."""
+        too_large = _Refused(413, "request_too_large", "Request exceeds the maximum allowed number of bytes.")
+        for k, v in headers:
+            if k.lower() == "content-length" and v.strip().isdigit() and int(v) > self.max_body:
+                raise too_large
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            async with asyncio.timeout(self.body_timeout):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        raise ConnectionDrop("client went away before sending its body")
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > self.max_body:
+                        raise too_large
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        return b"".join(chunks)
+        except TimeoutError:
+            raise _Refused(408, "timeout_error", f"request body not received within {self.body_timeout:g}s") from None
+
+    async def _refuse(self, send, ex: ProxyExchange, refused: _Refused) -> None:
+        """Answer a request the proxy does not forward (the API's error JSON; the connection closes: the rest of
+        the request may be unread) and keep its exchange."""
+        ex.status, ex.end, ex.reason = refused.status, "error", refused.message
+        body = error_body(refused.etype, f"inspector proxy: {refused.message}")
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close"),
+        ]
+        await send({"type": "http.response.start", "status": refused.status, "headers": headers})
+        ex.bytes = len(body)
+        await send({"type": "http.response.body", "body": body, "more_body": False})
 
     async def _reply_error(self, send, status: int, kind: str, message: str, headers: list | None = None) -> None:
         await send(
@@ -434,6 +517,20 @@ class ProxyApp(Closable):
         masked = mask_text(message, self.secrets) if self.secrets else message
         await send({"type": "http.response.body", "body": _error_body(kind, masked), "more_body": False})
 
+    def _upstream_url(self, raw_path: bytes, query: bytes) -> str:
+        """Upstream's URL for a request-target, built from parsed components: upstream's scheme, host and port
+        stay upstream's whatever the target holds (its path prefix, then the target's path and query)."""
+        try:
+            base = httpx2.URL(self.upstream)
+            prefix = base.raw_path.split(b"?", 1)[0].rstrip(b"/")
+            full = raw_path + (b"?" + query if query else b"")
+            url = base.copy_with(raw_path=prefix + full)
+        except (httpx2.InvalidURL, ValueError, TypeError) as e:
+            raise _Refused(400, "invalid_request_error", f"cannot forward this request-target: {e}") from None
+        if (url.scheme, url.host, url.port) != (base.scheme, base.host, base.port):  # never, by construction
+            raise _Refused(400, "invalid_request_error", "the request-target would change upstream's host")
+        return str(url)
+
     def _busy_message(self) -> str:
         return f"all {self.max_connections} upstream connections are busy (--max-connections)"
 
@@ -445,11 +542,24 @@ class ProxyApp(Closable):
         raw_path = scope.get("raw_path") or path.encode()
         query = scope.get("query_string") or b""
         target = raw_path.decode("latin-1") + (("?" + query.decode("latin-1")) if query else "")
-        url = self.upstream + target
         in_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope.get("headers", [])]
-        self._learn(credential_values(in_headers, url))
+        self._learn(credential_values(in_headers, self.upstream))
         self._open_recording_once()
-        body = await self._read_body(receive)
+        try:
+            problem = target_problem(raw_path)
+            if problem is not None:
+                raise _Refused(400, "invalid_request_error", problem)
+            url = self._upstream_url(raw_path, query)
+            body = await self._read_body(receive, in_headers)
+        except _Refused as refused:
+            ex = ProxyExchange(method, path, t_request=t_req)
+            try:
+                await self._refuse(send, ex, refused)
+            finally:
+                ex.end_s = self.clock() - t_req_clock
+                self._finish(ex)
+            return
+        self._learn(credential_values(in_headers, url))
         faults = self.faults
         fwd = []
         for k, v in in_headers:
@@ -707,7 +817,14 @@ class ProxyApp(Closable):
 
         async def pump_faulted() -> None:
             assert track is not None and live is not None
-            await run_live(live, upstream, emit, state, lambda fault, at: self.tracker.fault(track, fault, at))
+            await run_live(
+                live,
+                upstream,
+                emit,
+                state,
+                lambda fault, at: self.tracker.fault(track, fault, at),
+                lambda text: self.tracker.note(track, text),
+            )
 
         if live is not None:
             task = asyncio.ensure_future(pump_faulted())

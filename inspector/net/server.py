@@ -20,10 +20,31 @@ class ConnectionDrop(Exception):
     incomplete chunked body). Filtered out of uvicorn's error log."""
 
 
+# lines a client can make the server log in a loop: uvicorn's for each unreadable request, asyncio's for writes to a
+# connection whose client left (a stream goes on until its end is noticed)
+_NOISY = frozenset({"Invalid HTTP request received.", "socket.send() raised exception."})
+
+
 class _DropLogFilter(logging.Filter):
+    """Planned drops are not logged; the lines a client can cause in a loop (``_NOISY``) at most once per
+    ``ACCEPT_LOG_EVERY`` seconds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.last_invalid: float | None = None
+
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
-        return not _is_drop(exc)
+        if _is_drop(exc):
+            return False
+        if record.msg in _NOISY:
+            import time
+
+            now = time.monotonic()
+            if self.last_invalid is not None and now - self.last_invalid < ACCEPT_LOG_EVERY:
+                return False
+            self.last_invalid = now
+        return True
 
 
 def _is_drop(exc: BaseException | None) -> bool:
@@ -41,9 +62,10 @@ _FILTER = _DropLogFilter()
 
 def install_log_filter() -> None:
     """Keep planned connection drops out of uvicorn's error log (idempotent)."""
-    lg = logging.getLogger("uvicorn.error")
-    if _FILTER not in lg.filters:
-        lg.addFilter(_FILTER)
+    for name in ("uvicorn.error", "asyncio"):
+        lg = logging.getLogger(name)
+        if _FILTER not in lg.filters:
+            lg.addFilter(_FILTER)
 
 
 class Closable:
@@ -150,6 +172,7 @@ def _uvicorn_server(
 
     class _Server(uvicorn.Server):
         async def startup(self, sockets=None) -> None:
+            quiet_accept_errors(asyncio.get_running_loop())
             await super().startup(sockets=sockets)
             if self.started:
                 if on_ready is not None:  # the socket is listening: only now may its address be announced
@@ -171,26 +194,107 @@ def _uvicorn_server(
     return _Server(config)
 
 
-def guarded_h11(header_timeout: float) -> type:
+ACCEPT_LOG_EVERY = 10.0  # seconds between two log lines about refused accepts or shed connections
+SHED_GRACE = 1.0  # seconds a shed connection may take to read its 503 before it is closed
+SHED_BODY = (
+    b'{"type":"error","error":{"type":"overloaded_error","message":"inspector: too many open connections'
+    b' (--max-clients); try again later"}}'
+)
+SHED_RESPONSE = (
+    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\n"
+    b"retry-after: 1\r\ncontent-length: " + str(len(SHED_BODY)).encode() + b"\r\n\r\n" + SHED_BODY
+)
+
+
+class RateLimitedLog:
+    """At most one log line per ``every`` seconds (on ``clock``); the lines skipped meanwhile are counted into the
+    next one."""
+
+    def __init__(self, every: float = ACCEPT_LOG_EVERY, clock: Callable[[], float] | None = None) -> None:
+        import time
+
+        self.every = every
+        self.clock = clock or time.monotonic
+        self.last: float | None = None
+        self.skipped = 0
+
+    def __call__(self, message: str) -> bool:
+        """Log ``message`` (a warning) unless one was logged less than ``every`` seconds ago; True when logged."""
+        now = self.clock()
+        if self.last is not None and now - self.last < self.every:
+            self.skipped += 1
+            return False
+        more = f" ({self.skipped} more since the last such line)" if self.skipped else ""
+        self.last, self.skipped = now, 0
+        log.warning("%s%s", message, more)
+        return True
+
+
+def quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
+    """asyncio logs a full traceback each time ``accept()`` fails for want of descriptors (EMFILE: about 150 MB of
+    stderr in 15 s under a flood); here that is one line at most every ``ACCEPT_LOG_EVERY`` seconds. asyncio still
+    retries accepting a second later by itself. Every other error goes to the handler that was set before."""
+    previous = loop.get_exception_handler()
+    say = RateLimitedLog(clock=loop.time)
+
+    def handler(lp: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        if str(context.get("message", "")).startswith("socket.accept() out of system resource"):
+            exc = context.get("exception")
+            why = getattr(exc, "strerror", None) or type(exc).__name__
+            say(f"inspector: cannot accept connections ({why}): too many open files; retrying every second")
+            return
+        if previous is not None:
+            previous(lp, context)
+        else:
+            lp.default_exception_handler(context)
+
+    loop.set_exception_handler(handler)
+
+
+def guarded_h11(header_timeout: float, max_clients: int | None = None) -> type:
     """uvicorn's h11 protocol with two more timeouts (both on the loop's clock, so a virtual clock drives them):
 
     - a new connection that sends nothing is closed after ``timeout_keep_alive``, like an idle keep-alive one
       (uvicorn arms that timer only after a first response);
     - once the first byte of a request arrives, its headers must be complete within ``header_timeout`` seconds, or
       the connection is closed (slowloris: uvicorn cancels the keep-alive timer on every byte and has no header
-      timeout of its own). The size of incomplete headers is bounded by ``h11_max_incomplete_event_size``."""
+      timeout of its own). The size of incomplete headers is bounded by ``h11_max_incomplete_event_size``.
+
+    ``max_clients``: the most client connections open at once. A connection past it is answered a 503 (JSON, the
+    API's ``overloaded_error``, ``connection: close``) at once, without reading its request, and closed: a flood of
+    idle connections cannot take every descriptor of the process. One log line per ``ACCEPT_LOG_EVERY`` seconds
+    says so."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    shed_log = RateLimitedLog()
 
     class GuardedH11Protocol(H11Protocol):
         _header_deadline: asyncio.TimerHandle | None = None
+        _shed: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport) -> None:
+            if max_clients is not None and len(self.connections) >= max_clients:
+                self._shed_connection(transport)
+                return
             super().connection_made(transport)
             self.timeout_keep_alive_task = self.loop.call_later(
                 self.timeout_keep_alive, self.timeout_keep_alive_handler
             )
 
+        def _shed_connection(self, transport) -> None:
+            """Answer 503 and close: at once when the client reads it and closes, else after ``SHED_GRACE``
+            seconds (closing with its unread request still queued could reset the connection before the client
+            read the answer)."""
+            self.transport = transport
+            shed_log(f"inspector: {max_clients} client connections open (--max-clients): answering 503 to new ones")
+            transport.write(SHED_RESPONSE)
+            if transport.can_write_eof():
+                transport.write_eof()
+            self._shed = self.loop.call_later(SHED_GRACE, transport.close)
+
         def data_received(self, data: bytes) -> None:
+            if self._shed is not None:  # a shed connection: its request is read and dropped
+                return
             waiting = self.cycle is None or self.cycle.response_complete
             if waiting and self._header_deadline is None:
                 self._header_deadline = self.loop.call_later(header_timeout, self._headers_too_slow)
@@ -205,7 +309,16 @@ def guarded_h11(header_timeout: float) -> type:
                 log.info("closing a connection whose request headers took more than %gs", header_timeout)
                 self.transport.close()
 
+        def eof_received(self) -> None:
+            if self._shed is not None:
+                self.transport.close()
+                return
+            super().eof_received()
+
         def connection_lost(self, exc: Exception | None) -> None:
+            if self._shed is not None:
+                self._shed.cancel()
+                return
             if self._header_deadline is not None:
                 self._header_deadline.cancel()
                 self._header_deadline = None

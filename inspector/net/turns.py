@@ -43,6 +43,9 @@ from inspector.stream.family import family_from_path, new_stream
 __all__ = ["MAX_CONVERSATIONS", "ProxyExchange", "Track", "TurnTracker"]
 
 MAX_CONVERSATIONS = 10_000  # conversations remembered (the oldest idle one is forgotten first)
+# bytes of one attempt's stream parsed into events, blocks and its message (the assembler keeps what it parsed, about
+# 1.4x the bytes); past it the stream is still forwarded and its reads recorded, but no longer parsed (a note says so)
+PARSE_BUDGET = 16 * 1024 * 1024
 
 # an SSE event line naming message_stop, at the start of a line (a JSON string cannot hold a raw line break)
 # the end of a stream of either family: Messages' message_stop, Responses' terminal events, Chat's data: [DONE]
@@ -130,6 +133,7 @@ class Track:
         "sse",
         "family",
         "last_sse",
+        "parsed_bytes",
     )
 
     def __init__(self, ex: ProxyExchange, assignment: Assignment, t_req: float, parsed: Any = None) -> None:
@@ -150,6 +154,7 @@ class Track:
         self.sse = False  # the response is text/event-stream with status 200
         self.family = family_from_path(ex.path) or "anthropic"  # its wire family, by the request path
         self.last_sse: Any = None  # the SSE event of the last step published (one event may give several steps)
+        self.parsed_bytes = 0  # bytes fed to ``ts`` (at most PARSE_BUDGET: then ``ts`` is dropped)
 
     def set_response(self, content_type: str, content_encoding: str, status: int, parse: bool) -> None:
         self.sse = "text/event-stream" in content_type and status == 200
@@ -291,6 +296,21 @@ class TurnTracker:
         ts = track.ts
         if dec is not None:
             pending = [(t, dec.feed(data)) for t, data in pending]
+        if ts is not None:
+            track.parsed_bytes += sum(len(d) for _, d in pending)
+            if track.parsed_bytes > PARSE_BUDGET:  # bounded: the rest is forwarded and recorded, not parsed
+                track.ts = ts = None
+                self._pub(
+                    O.ProxyNote(
+                        track.t_req + pending[0][0],
+                        turn,
+                        attempt,
+                        f"the stream passed {PARSE_BUDGET} bytes: no longer parsed (still forwarded and its reads "
+                        "recorded)",
+                    )
+                )
+        if ts is None:  # how the stream ends is still watched (the retry rule)
+            self._watch_stop(track, pending)
         if self.publish is not None and (self.steps or ts is None):
             for t, d in pending:
                 now = track.t_req + t  # when it arrived
@@ -307,10 +327,14 @@ class TurnTracker:
             self._steps(ts.feed(b"".join(d for _, d in pending)), ts, track, track.t_req + t_last)
         else:
             track.read_index += len(pending)
-            if not track.saw_stop:
-                window = track.tail + b"".join(d for _, d in pending)
-                track.saw_stop = _STOP_LINE.search(window) is not None
-                track.tail = window[-32:]
+
+    @staticmethod
+    def _watch_stop(track: Track, pending: list[tuple[float, bytes]]) -> None:
+        """Whether an unparsed stream sent its message_stop (a window of 32 bytes carried across reads)."""
+        if not track.saw_stop:
+            window = track.tail + b"".join(d for _, d in pending)
+            track.saw_stop = _STOP_LINE.search(window) is not None
+            track.tail = window[-32:]
 
     # --- notes ----------------------------------------------------------------------------------------------------
     def note(self, track: Track, text: str) -> None:
