@@ -70,8 +70,12 @@ class Counting:
         await send({"type": "http.response.body", "body": orjson.dumps({"size": size})})
 
 
-async def _raw(  # noqa: ASYNC109 (a test helper: the timeout bounds each read)
-    address: tuple[str, int], data: bytes, *, then: bytes = b"", timeout: float = 10
+async def _raw(
+    address: tuple[str, int],
+    data: bytes,
+    *,
+    then: bytes = b"",
+    timeout: float = 10,  # noqa: ASYNC109 (a test helper: the timeout bounds each read)
 ) -> bytes:
     """Send ``data`` on a new connection (then ``then``, ignoring a reset), read until the proxy closes."""
     reader, writer = await asyncio.open_connection(*address)
