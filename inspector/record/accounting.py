@@ -255,6 +255,9 @@ def _tokens(u: dict) -> str:
     return " · ".join(parts)
 
 
+usage_text = _tokens  # `in 14 · out 28 · cache write 2,048 (5m 2,048 / 1h 0) · ...` of a Usage.to_json()
+
+
 def _usd(c: dict) -> str:
     if c.get("usd") is None:
         return str(c.get("unpriced") or "unpriced")
