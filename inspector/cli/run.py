@@ -294,6 +294,20 @@ def _with_otel(factory: Callable[..., Any], args: argparse.Namespace, source: di
     return make
 
 
+def otel_for_conversations(
+    bus: Any, args: argparse.Namespace, secrets: Callable[[], list[str]] | None = None
+) -> Callable[[], None]:
+    """``--otel`` on a proxy's bus (``proxy``, ``watch``): one parent span per conversation (ConversationAssigned).
+    Returns the close function (ends open spans, flushes, bounded); UsageError without the otel extra."""
+    try:
+        from inspector.record import otel
+
+        provider = otel.make_provider()
+    except ImportError:
+        raise UsageError("--otel needs the otel extra: pip install 'stream-inspector[otel]'") from None
+    return otel.attach_conversations(bus, content=args.otel_content, provider=provider, secrets=secrets)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     tui = not args.headless and _interactive()
     if args.json and not args.headless:
