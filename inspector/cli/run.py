@@ -233,19 +233,21 @@ def run_headless(factory: Callable[..., Any], *, as_json: bool) -> int:
 def _turn_costs(printer: Any, sink: Any, as_json: bool) -> Callable[[Any], None]:
     """Each turn's usage, cost and cache verdict, live (priced once per attempt end): a ``turn_cost`` JSON line, or
     a progress line."""
-    from inspector.record.accounting import LiveAccounting, format_turn_cost
+    from inspector.record.accounting import LiveAccounting, format_session_cost, format_turn_cost
 
     def said(d: dict) -> None:
         if as_json:
             from inspector.core import exactjson
 
             sink.write(exactjson.dumps(d) + b"\n")
+        elif d["type"] == "session_cost":
+            printer.p(f"{d['t']:7.3f}s {format_session_cost(d)}")
         else:
             tag = printer.where.get(d["turn"] - 1) if len(printer.conversations) > 1 else None
             where = f" [{tag[0]}]" if tag else ""
             printer.p(f"{d['t']:7.3f}s{where}   {format_turn_cost(d)}")
 
-    return LiveAccounting(said)
+    return LiveAccounting(said, said)
 
 
 def startup_sigint_done() -> None:

@@ -135,8 +135,12 @@ class LiveAccounting:
 
     KEEP = 10_000  # conversations whose previous turn is remembered (the oldest forgotten first)
 
-    def __init__(self, on_turn: Callable[[dict], None] | None = None) -> None:
+    def __init__(
+        self, on_turn: Callable[[dict], None] | None = None, on_total: Callable[[dict], None] | None = None
+    ) -> None:
         self.on_turn = on_turn
+        self.on_total = on_total  # at the loop's end: {"type": "session_cost", "t", "usage", "cost", ...}
+        self.by_conversation: OrderedDict[str, tuple[Usage, Cost, int]] = OrderedDict()
         self.usage: Usage = ZERO
         self.cost: Cost = FREE
         self.turns = 0
@@ -150,7 +154,7 @@ class LiveAccounting:
             self._open.setdefault(obs.turn, {})[obs.attempt] = {
                 "req": Request(obs.body, obs.t),
                 "family": family_of_url(obs.url),
-                "model": obs.body.get("model") if isinstance(obs.body, dict) else None,
+                "model": None,  # the response's (as dump prices it): the model asked for may not be the one that answered
                 "usage": {},
             }
         elif isinstance(obs, O.MessageStarted):
@@ -177,6 +181,8 @@ class LiveAccounting:
         elif isinstance(obs, O.LoopFinished):  # a turn the loop left without ending it (error, cancel)
             for turn in sorted(self._open):
                 self._close(turn, obs.t)
+            if self.on_total is not None and self.turns:
+                self.on_total(self.total_json(obs.t))
 
     def _attempt(self, turn: int, attempt: int) -> dict:
         return self._open.setdefault(turn, {}).setdefault(
@@ -212,6 +218,11 @@ class LiveAccounting:
         while len(self._prev) > self.KEEP:
             self._prev.popitem(last=False)
         self.usage, self.cost, self.turns = self.usage + usage, self.cost + cost, self.turns + 1
+        if conv is not None:
+            cu, cc, cn = self.by_conversation.pop(conv, (ZERO, FREE, 0))
+            self.by_conversation[conv] = (cu + usage, cc + cost, cn + 1)
+            while len(self.by_conversation) > self.KEEP:
+                self.by_conversation.popitem(last=False)
         if self.on_turn is not None:
             out: dict[str, Any] = {"type": "turn_cost", "t": t, "turn": turn + 1}
             if conv is not None:
@@ -221,6 +232,16 @@ class LiveAccounting:
 
     def totals(self) -> dict:
         return {"usage": self.usage.to_json(), "cost": self.cost.to_json(), "price_source": price_source()}
+
+    def total_json(self, t: float) -> dict:
+        """The session's totals (and each conversation's, when a proxy named them), as one JSON line."""
+        out: dict[str, Any] = {"type": "session_cost", "t": t, "turns": self.turns, **self.totals()}
+        if self.by_conversation:
+            out["conversations"] = {
+                c: {"turns": n, "usage": u.to_json(), "cost": k.to_json()}
+                for c, (u, k, n) in self.by_conversation.items()
+            }
+        return out
 
 
 def requests_of(recording_turns: Iterable[Any]) -> list[Request | None]:
@@ -276,6 +297,18 @@ def format_turn_cost(d: dict) -> str:
         line += f" · {len(failed)} failed attempt{'s' if len(failed) > 1 else ''} counted"
     if cache.get("kind") == "written_again":
         line += f" · {cache.get('reason')}"
+    return line
+
+
+def format_session_cost(d: dict) -> str:
+    """The headless line of a ``session_cost`` dict: the session's cost, cache hit rate and tokens."""
+    u = d.get("usage") or {}
+    rate = u.get("cache_hit_rate")
+    turns = d.get("turns", 0)
+    line = f"total {turns} turn{'s' if turns != 1 else ''}: cost {_usd(d.get('cost') or {})}"
+    line += f" · cache {'-' if rate is None else f'{rate:.0%}'} · {_tokens(u)} · {d.get('price_source', '')}"
+    for c, v in (d.get("conversations") or {}).items() if len(d.get("conversations") or {}) > 1 else ():
+        line += f"\n    [{c}] {v['turns']} turns: cost {_usd(v['cost'])} · {_tokens(v['usage'])}"
     return line
 
 

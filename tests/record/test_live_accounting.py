@@ -123,3 +123,59 @@ def test_the_family_of_a_request_path():
     assert family_of_url("http://h/v1/responses") == "openai"
     assert family_of_url("http://h/v1/messages") is None
     assert family_of_url(None) is None
+
+
+# --- a property: any sequence of turns and attempts, any usage the wire may send ------------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_count = st.one_of(st.integers(0, 10**6), st.none(), st.just(-1), st.just("12"), st.booleans())
+_usage = st.dictionaries(
+    st.sampled_from(
+        ["input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "prompt_tokens"]
+    ),
+    _count,
+    max_size=4,
+)
+_attempt = st.tuples(
+    st.sampled_from(["claude-sonnet-4-6", "claude-haiku-4-5", "nobody-knows-9", None]),
+    st.one_of(st.none(), _usage),  # None: the attempt got no message (an HTTP error)
+    st.sampled_from(["complete", "failed"]),
+)
+_turn = st.tuples(st.lists(_attempt, min_size=1, max_size=3), st.sampled_from(["A" * 80, "B" * 80]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_turn, min_size=1, max_size=4))
+def test_live_equals_account_for_any_turns(turns):
+    """The observations of any turns give what ``account`` gives for the same turns as dump entries."""
+    seen: list[dict] = []
+    live = LiveAccounting(seen.append)
+    entries: list[dict] = []
+    requests = []
+    t = 0.0
+    for n, (attempts, system) in enumerate(turns):
+        body = {"model": "claude-sonnet-4-6", "system": system, "messages": [{"role": "user", "content": "x"}]}
+        dumped = []
+        for a, (model, usage, status) in enumerate(attempts):
+            t += 1.0
+            live(O.AttemptStarted(t, n, a, "POST", "http://x/v1/messages", {}, body))
+            msg: dict = {}
+            if usage is not None:
+                msg = {"model": model, "usage": {k: v for k, v in usage.items() if v is not None}}
+                live(O.MessageStarted(t, n, a, {"model": model, "usage": usage}))
+            live(O.AttemptEnded(t, n, a, status, None, None))
+            dumped.append({"turn": n, "attempt": a, "message": msg})
+        live(O.TurnEnded(t, n, "text_finish", None, {}))
+        entry = dumped[-1]
+        if len(dumped) > 1:
+            entry["failed_attempts"] = dumped[:-1]
+        entries.append(entry)
+        from inspector.record.accounting import Request
+
+        requests.append(Request(body, t))
+    totals = account(entries, requests)
+    assert [(s["usage"], s["cost"], s["cache"], s.get("attempt_costs")) for s in seen] == [
+        (e["usage"], e["cost"], e["cache"], e.get("attempt_costs")) for e in entries
+    ]
+    assert live.totals() == totals
