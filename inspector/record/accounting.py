@@ -112,12 +112,13 @@ def warm_prices() -> None:
     import sys
     import threading
 
-    if "genai_prices" in sys.modules:
+    if "genai_prices" in sys.modules:  # (imported: warmed already, or being warmed)
         return
 
     def load() -> None:
         with contextlib.suppress(Exception):  # not installed, or broken: price() says "unpriced" then
-            import genai_prices  # noqa: F401
+            # the import, then one price: the data is loaded on the first use, also off the loop's thread
+            price(Usage(input=1, reported=True), "claude-sonnet-4-6")
 
     threading.Thread(target=load, name="inspector-prices", daemon=True).start()
 

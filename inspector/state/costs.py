@@ -28,6 +28,7 @@ class SessionCost:
     cost: Cost
     priced: int  # ended attempts counted
     running: int  # attempts still streaming (not counted yet)
+    pending: int = 0  # ended attempts not priced yet (the call's budget was spent): a later call counts them
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,9 @@ class TurnCost:
     attempts: list[tuple[int, AttemptCost]]  # (attempt number, its figures); failed ones labelled
 
 
-def _attempt(state: DashboardState, turn: int, attempt: int) -> AttemptCost | None:
+def _attempt(state: DashboardState, turn: int, attempt: int, budget: list[int] | None = None) -> AttemptCost | None:
+    """The attempt's figures once it has ended (None while it runs, or when ``budget`` [n] of new prices is spent:
+    a caller that renders prices the rest on a later frame)."""
     a = state.attempts.get((turn, attempt))
     if a is None or a.status is None:
         return None
@@ -46,6 +49,10 @@ def _attempt(state: DashboardState, turn: int, attempt: int) -> AttemptCost | No
     key = (a.model, family, repr(a.usage))
     found = _priced.get(key)
     if found is None:
+        if budget is not None:
+            if budget[0] <= 0:
+                return None
+            budget[0] -= 1
         entry: dict = {"message": {"model": a.model, "usage": a.usage} if a.usage else {}}
         if family:
             entry["family"] = family
@@ -55,17 +62,47 @@ def _attempt(state: DashboardState, turn: int, attempt: int) -> AttemptCost | No
     return found
 
 
-def session_cost(state: DashboardState) -> SessionCost:
-    """Every ended attempt of every turn (failed ones too), summed; O(attempts), each priced at most once."""
-    usage, cost, priced, running = ZERO, FREE, 0, 0
+# Running sums over the ended attempts in turn order, shared by every state (the live one, a copy, a moment of the
+# past: an ended attempt never changes, so a prefix of them is the same in all): a render verifies the prefix (a
+# comparison per attempt) and adds only what is new, instead of summing and pricing again.
+_prefix_keys: list[tuple] = []  # (turn, attempt, t_end, version, model, url, usage): equal means the same figures
+_prefix_sums: list[tuple[Usage, Cost]] = []
+
+
+def session_cost(state: DashboardState, budget: int | None = None) -> SessionCost:
+    """Every ended attempt of every turn (failed ones too), summed. ``budget``: at most this many attempts priced
+    for the first time by this call (the rest count as ``pending``: see :attr:`SessionCost.pending`)."""
+    left = [budget] if budget is not None else None
+    i, extend = 0, True  # i: how much of the shared prefix this state matches
+    usage, cost, priced, running, pending = ZERO, FREE, 0, 0, 0
     for tr in state.turns.values():
         for n in tr.attempts:
-            ac = _attempt(state, tr.turn, n)
-            if ac is None:
+            a = state.attempts.get((tr.turn, n))
+            if a is None or a.status is None:
                 running += 1
+                extend = False
+                continue
+            k = (tr.turn, n, a.t_end, a.version, a.model, a.url, a.usage)
+            if extend and i < len(_prefix_keys) and _prefix_keys[i] == k:
+                i += 1
+                continue
+            ac = _attempt(state, tr.turn, n, left)
+            if ac is None:
+                pending += 1
+                extend = False
+                continue
+            if extend:  # this state goes further than the prefix (or elsewhere): the prefix follows it
+                del _prefix_keys[i:], _prefix_sums[i:]
+                base = _prefix_sums[i - 1] if i else (ZERO, FREE)
+                _prefix_keys.append((*k[:-1], dict(a.usage)))  # a copy: compared by value
+                _prefix_sums.append((base[0] + ac.usage, base[1] + ac.cost))
+                i += 1
                 continue
             usage, cost, priced = usage + ac.usage, cost + ac.cost, priced + 1
-    return SessionCost(usage, cost, priced, running)
+    if i:
+        base_usage, base_cost = _prefix_sums[i - 1]
+        usage, cost, priced = base_usage + usage, base_cost + cost, priced + i
+    return SessionCost(usage, cost, priced, running, pending)
 
 
 def _request(state: DashboardState, turn: int) -> Request | None:

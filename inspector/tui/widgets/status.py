@@ -47,11 +47,16 @@ def cost_label(state: DashboardState) -> str:
     from inspector.record.cost import fmt_usd
     from inspector.state.costs import session_cost
 
-    sc = session_cost(state)
+    sc = session_cost(state, budget=PRICES_PER_RENDER)
+    if sc.pending:
+        return "pricing…"
     if not sc.priced or not sc.usage.reported:
         return ""
     rate = sc.usage.hit_rate
     return fmt_usd(sc.cost) + ("" if rate is None else f" · cache {rate:.0%}")
+
+
+PRICES_PER_RENDER = 50  # new attempts priced per frame at most (~20 ms): a long replay opened at its end
 
 
 @dataclass
@@ -156,6 +161,8 @@ class StatusBar(Widget):
             out.append(" · attempt " if not narrow else ".", self.c("st--key"))
             out.append(str(st.attempt + 1), self.c("st--value"))
         spent = "" if narrow else cost_label(state)  # the session's so far: `$0.0163 · cache 0%` (80x24: no room)
+        if spent == "pricing…":  # the rest on the next frames
+            self.set_timer(0.05, self.refresh)
         if spent:
             out.append(*sep)
             out.append(spent, self.c("st--value"))
