@@ -116,3 +116,32 @@ def test_proxy_otel_exports_one_parent_span_per_conversation(receiver):
         _stop(serve)
     convs = _by_conversation(receiver.spans)  # the spans were flushed when the proxy stopped
     assert len(convs) == 3 and all(len(chats) == 2 for _, chats in convs.values())
+
+
+def test_proxy_dashboard_path_exports_each_sessions_traces(receiver, monkeypatch, capsys):
+    """`proxy --otel` in the dashboard: the factory's session exports, flushed when the dashboard closes."""
+    import argparse
+
+    import inspector.tui.app as tui_app
+    from inspector.cli import proxy as cli
+    from inspector.observe import observations as O
+
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.removesuffix("/v1/traces"))
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
+
+    def fake_dashboard(factory, source):
+        session = factory()
+        body = {"model": "claude-sonnet-4-6", "messages": []}
+        for turn, conv in enumerate(["c1", "c2"]):
+            session.bus.publish(O.ConversationAssigned(0.0, turn, conv, 0, 0, "new"))
+            session.bus.publish(O.AttemptStarted(0.1, turn, 0, "POST", "http://x/v1/messages", {}, body))
+            session.bus.publish(O.AttemptEnded(0.2, turn, 0, "complete", None, "text_finish"))
+        session.close()
+
+    monkeypatch.setattr(tui_app, "run_dashboard", fake_dashboard)
+    monkeypatch.setattr(cli.sys.stdout, "isatty", lambda: True)
+    p = argparse.ArgumentParser()
+    cli._add_arguments(p)
+    assert cli.cmd(p.parse_args(["--listen", "127.0.0.1:0", "--otel"])) == 0
+    convs = _by_conversation(receiver.spans)
+    assert sorted(convs) == ["c1", "c2"] and all(len(chats) == 1 for _, chats in convs.values())
