@@ -9,6 +9,8 @@ in the same conversation (one recording = one conversation until requests carry 
 from __future__ import annotations
 
 import contextlib
+import sys
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -106,21 +108,30 @@ def family_of_url(url: Any) -> Family | None:
     return None
 
 
-def warm_prices() -> None:
-    """Import genai-prices on a thread of its own (it takes ~0.25 s), so the first attempt's end does not wait
-    for it on the loop's thread."""
-    import sys
-    import threading
+_warming: threading.Event | None = None  # set once the warm-up thread has loaded the prices
 
-    if "genai_prices" in sys.modules:  # (imported: warmed already, or being warmed)
+
+def warm_prices() -> None:
+    """Import genai-prices and load its data on a thread of its own (~0.25-0.5 s), so the first attempt's end
+    does not wait for it on the loop's thread."""
+    global _warming
+    if _warming is not None or "genai_prices" in sys.modules:
         return
+    done = _warming = threading.Event()
 
     def load() -> None:
-        with contextlib.suppress(Exception):  # not installed, or broken: price() says "unpriced" then
-            # the import, then one price: the data is loaded on the first use, also off the loop's thread
-            price(Usage(input=1, reported=True), "claude-sonnet-4-6")
+        try:
+            with contextlib.suppress(Exception):  # not installed, or broken: price() says "unpriced" then
+                price(Usage(input=1, reported=True), "claude-sonnet-4-6")  # the import, then the data's first use
+        finally:
+            done.set()
 
     threading.Thread(target=load, name="inspector-prices", daemon=True).start()
+
+
+def prices_ready() -> bool:
+    """False while the warm-up thread is still loading the prices (pricing now would wait for it)."""
+    return _warming is None or _warming.is_set()
 
 
 class LiveAccounting:
@@ -174,7 +185,8 @@ class LiveAccounting:
             self._attempt(obs.turn, obs.attempt)["responded"] = True
         elif isinstance(obs, O.AttemptEnded):
             a = self._attempt(obs.turn, obs.attempt)
-            a["cost"] = self._price(a)
+            if prices_ready():  # else at the turn's end (never wait for the warm-up on the loop's thread)
+                a["cost"] = self._price(a)
         elif isinstance(obs, O.ConversationAssigned):
             self._conv[obs.turn] = obs.conversation
         elif isinstance(obs, O.TurnEnded):

@@ -71,6 +71,9 @@ def test_an_attempt_is_priced_once_when_it_ends(monkeypatch):
     """Pricing happens at AttemptEnded, not per usage update (cost never slows the stream)."""
     import inspector.record.accounting as acc
 
+    acc.warm_prices()
+    if acc._warming is not None:
+        assert acc._warming.wait(60)  # the warm-up's own price is not this test's
     calls: list[str] = []
     real = acc.price
 
@@ -90,6 +93,21 @@ def test_an_attempt_is_priced_once_when_it_ends(monkeypatch):
     assert calls == ["p"]
     live(O.TurnEnded(0.4, 0, "text_finish", "end_turn", {}))
     assert calls == ["p"] and live.usage.output == 49
+
+
+def test_while_the_prices_load_an_attempt_is_priced_at_its_turns_end(monkeypatch):
+    """The loop's thread never waits for the warm-up: the attempt's price moves to the turn's end."""
+    import inspector.record.accounting as acc
+
+    monkeypatch.setattr(acc, "prices_ready", lambda: False)
+    seen: list[dict] = []
+    live = LiveAccounting(seen.append)
+    live(O.AttemptStarted(0.0, 0, 0, "POST", "http://x/v1/messages", {}, {}))
+    live(O.MessageStarted(0.1, 0, 0, {"model": "claude-sonnet-4-6", "usage": {"input_tokens": 10}}))
+    live(O.AttemptEnded(0.3, 0, 0, "complete", None, "text_finish"))
+    assert "cost" not in live._open[0][0]
+    live(O.TurnEnded(0.4, 0, "text_finish", "end_turn", {}))
+    assert seen[0]["cost"]["usd"] > 0
 
 
 def test_an_unknown_model_is_unpriced_not_guessed():
