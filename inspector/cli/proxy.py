@@ -46,6 +46,9 @@ def parse_listen(value: str) -> tuple[str, int]:
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
+    from inspector.cli.run import add_otel_arguments
+
+    add_otel_arguments(p)  # --otel, --otel-content: one parent span per conversation
     p.add_argument(
         "--listen",
         type=parse_listen,
@@ -255,6 +258,9 @@ def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int
     except InspectorError as e:
         say(f"inspector proxy: {e}")
         return 2
+    if getattr(args, "otel_content", False) and not getattr(args, "otel", False):
+        say("inspector proxy: --otel-content goes with --otel")
+        return 2
     host, port = args.listen
     credential_values((), args.upstream)  # learned process-wide: the lines that name upstream mask its key
     try:
@@ -284,6 +290,18 @@ def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int
                 return 2
             return _cmd_tui(args, host, sock, options)
         say("inspector proxy: stdout is not a terminal: running headless")
+    close_otel: Any = None
+    if getattr(args, "otel", False):
+        from inspector.cli.run import otel_for_conversations
+        from inspector.core.errors import UsageError
+
+        bus = bus if bus is not None else O.ObservationBus()
+        try:
+            close_otel = otel_for_conversations(bus, args, lambda: list(getattr(proxy, "secrets", ()) or ()))
+        except UsageError as e:
+            sock.close()
+            say(f"inspector proxy: {e}")
+            return 2
     proxy = ProxyApp(
         args.upstream,
         # a key in --upstream (https://user:KEY@relay/..., ?api_key=): a secret of the recording and of every output
@@ -321,6 +339,8 @@ def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int
     finally:
         proxy.close()
         sock.close()
+        if close_otel is not None:
+            close_otel()  # the open conversations' spans end, the exporter is flushed (bounded)
     return 0
 
 
@@ -337,13 +357,23 @@ def _cmd_tui(args: argparse.Namespace, host: str, sock: Any, options: dict[str, 
     sys.stderr.write(f"inspector proxy: {url} -> {args.upstream}{tls_note(args)}\nANTHROPIC_BASE_URL={url}\n")
     sys.stderr.flush()
 
+    closes: list[Any] = []
+
     def factory(**_: Any):
         session = proxy_session(args.upstream, host, port, record=args.record)
         for k, v in options.items():  # the proxy's limits, timeouts and faults
             setattr(session.proxy, k, v)
+        if getattr(args, "otel", False):  # each session (a restart makes a new one) exports its traces
+            from inspector.cli.run import otel_for_conversations
+
+            closes.append(otel_for_conversations(session.bus, args, lambda: session.secrets))
         return session
 
-    run_dashboard(factory, source={"type": "proxy", "upstream": args.upstream})
+    try:
+        run_dashboard(factory, source={"type": "proxy", "upstream": args.upstream})
+    finally:
+        for close in closes:
+            close()
     return 0
 
 

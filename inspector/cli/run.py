@@ -252,7 +252,9 @@ def run_headless(factory: Callable[..., Any], *, as_json: bool) -> int:
         # the reader of our output went away (e.g. `| head`): stop the loop rather than run on unwatched
         sink = stdout_sink(on_broken=lambda: loop.call_soon_threadsafe(session.controller.cancel))
         sinks.append(sink)
-        session.bus.subscribe(JsonPrinter(sink) if as_json else ProgressPrinter(sink))
+        printer = JsonPrinter(sink) if as_json else ProgressPrinter(sink)
+        session.bus.subscribe(_turn_costs(printer, sink, as_json))  # first: a turn's cost before the loop's end
+        session.bus.subscribe(printer)
         try:  # from here Ctrl-C cancels the loop (it ends `cancelled`, exit 130, its recording complete)
             loop.add_signal_handler(signal.SIGINT, session.controller.cancel)
         except (NotImplementedError, RuntimeError, ValueError):
@@ -277,6 +279,26 @@ def run_headless(factory: Callable[..., Any], *, as_json: bool) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     return {"finished": EXIT_OK, "error": EXIT_FAIL, "cancelled": EXIT_CANCELLED}[result.status]
+
+
+def _turn_costs(printer: Any, sink: Any, as_json: bool) -> Callable[[Any], None]:
+    """Each turn's usage, cost and cache verdict, live (priced once per attempt end): a ``turn_cost`` JSON line, or
+    a progress line."""
+    from inspector.record.accounting import LiveAccounting, format_session_cost, format_turn_cost
+
+    def said(d: dict) -> None:
+        if as_json:
+            from inspector.core import exactjson
+
+            sink.write(exactjson.dumps(d) + b"\n")
+        elif d["type"] == "session_cost":
+            printer.p(f"{d['t']:7.3f}s {format_session_cost(d)}")
+        else:
+            tag = printer.where.get(d["turn"] - 1) if len(printer.conversations) > 1 else None
+            where = f" [{tag[0]}]" if tag else ""
+            printer.p(f"{d['t']:7.3f}s{where}   {format_turn_cost(d)}")
+
+    return LiveAccounting(said, said)
 
 
 def startup_sigint_done() -> None:
@@ -323,6 +345,20 @@ def _with_otel(factory: Callable[..., Any], args: argparse.Namespace, source: di
         return session
 
     return make
+
+
+def otel_for_conversations(
+    bus: Any, args: argparse.Namespace, secrets: Callable[[], list[str]] | None = None
+) -> Callable[[], None]:
+    """``--otel`` on a proxy's bus (``proxy``, ``watch``): one parent span per conversation (ConversationAssigned).
+    Returns the close function (ends open spans, flushes, bounded); UsageError without the otel extra."""
+    try:
+        from inspector.record import otel
+
+        provider = otel.make_provider()
+    except ImportError:
+        raise UsageError("--otel needs the otel extra: pip install 'stream-inspector[otel]'") from None
+    return otel.attach_conversations(bus, content=args.otel_content, provider=provider, secrets=secrets)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -62,6 +62,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--log", metavar="FILE", help="dashboard mode: the command's output goes here (default: a temp file)"
     )
+    from inspector.cli.run import add_otel_arguments
+
+    add_otel_arguments(p)  # --otel, --otel-content: one parent span per conversation of the command
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
     p.set_defaults(func=cmd)
 
@@ -97,6 +100,8 @@ def cmd(args: argparse.Namespace) -> int:
     if argv and argv[0] == "--":
         argv = argv[1:]
     problem = resolve_command(argv)
+    if not problem and getattr(args, "otel_content", False) and not getattr(args, "otel", False):
+        problem = "--otel-content goes with --otel"
     if problem:
         err(f"inspector watch: {problem}")
         return EXIT_USAGE
@@ -107,15 +112,29 @@ def cmd(args: argparse.Namespace) -> int:
     except (InspectorError, OSError) as e:
         err(f"inspector watch: {getattr(e, 'strerror', None) or e}")
         return EXIT_USAGE
+    close_otel = None
+    if getattr(args, "otel", False):
+        from inspector.cli.run import otel_for_conversations
+
+        try:
+            close_otel = otel_for_conversations(session.bus, args, lambda: session.secrets)
+        except InspectorError as e:
+            session.close()
+            err(f"inspector watch: {e}")
+            return EXIT_USAGE
     launched = Launched(session, argv, {}, on_note=lambda m: print(m, file=sys.stderr, flush=True))
     launched.env = command_env(env, launched.base_url)
     what = f"serve {args.serve}" if args.serve else upstream
     headless = args.headless or not sys.stdout.isatty()
-    if args.split and not headless:
-        return _split(args, launched, what)
-    if headless:
-        return _headless(launched, what, args.record)
-    return _dashboard(args, launched, what)
+    try:
+        if args.split and not headless:
+            return _split(args, launched, what)
+        if headless:
+            return _headless(launched, what, args.record)
+        return _dashboard(args, launched, what)
+    finally:
+        if close_otel is not None:
+            close_otel()  # the open conversations' spans end, the exporter is flushed (bounded)
 
 
 def _headless(launched: Any, what: str, record: str | None) -> int:
@@ -191,6 +210,8 @@ def _split(args: argparse.Namespace, launched: Any, what: str) -> int:
     port = launched.session.sock.getsockname()[1]
     launched.session.close()  # the pane's proxy binds this port
     pane = [sys.executable, "-m", "inspector", "proxy", "--listen", f"127.0.0.1:{port}", "--upstream", what]
+    if getattr(args, "otel", False):  # the pane's proxy exports the traces
+        pane += ["--otel", "--otel-content"] if args.otel_content else ["--otel"]
     if args.serve:
         err("inspector watch: --split with --serve is not supported yet: use --headless")
         return EXIT_USAGE

@@ -8,10 +8,15 @@ in the same conversation (one recording = one conversation until requests carry 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import contextlib
+import sys
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from inspector.observe import observations as O
 from inspector.observe.usage import ZERO, Family, Usage, family_of_usage, from_wire
 from inspector.record.cachebreak import CacheVerdict, explain
 from inspector.record.cost import FREE, Cost, price, price_source
@@ -55,6 +60,32 @@ class Request:
     t: float | None
 
 
+def turn_figures(
+    attempts: Sequence[AttemptCost], req: Request | None, prev: tuple[Request | None, Usage] | None
+) -> tuple[Usage, Cost, CacheVerdict]:
+    """A turn's usage and cost (every attempt, failed ones too) and its cache verdict against ``prev`` (the previous
+    turn of its conversation: its request and its last attempt's usage), as ``account`` and ``LiveAccounting``
+    compute them."""
+    usage = sum((a.usage for a in attempts), ZERO)
+    cost = FREE
+    for a in attempts:
+        cost = cost + a.cost
+    last = attempts[-1].usage if attempts else ZERO
+    if prev is None:
+        return usage, cost, explain(None, None, last, None, None)
+    prev_req, prev_usage = prev
+    gap = req.t - prev_req.t if req and prev_req and req.t is not None and prev_req.t is not None else None
+    verdict = explain(prev_req.body if prev_req else None, req.body if req else None, last, prev_usage, gap)
+    return usage, cost, verdict
+
+
+def turn_json(attempts: Sequence[AttemptCost], usage: Usage, cost: Cost, verdict: CacheVerdict) -> dict:
+    out: dict[str, Any] = {"usage": usage.to_json(), "cost": cost.to_json(), "cache": verdict.to_json()}
+    if len(attempts) > 1:
+        out["attempt_costs"] = [a.to_json() for a in attempts]
+    return out
+
+
 def account(turns: Sequence[dict], requests: Sequence[Request | None]) -> dict:
     """Adds ``usage``, ``cost`` and ``cache`` to each turn entry (in place) and returns the session's totals.
     ``requests[i]`` is turn i's last attempt's request (None when not kept)."""
@@ -63,29 +94,168 @@ def account(turns: Sequence[dict], requests: Sequence[Request | None]) -> dict:
     for i, t in enumerate(turns):
         attempts = [attempt_cost(a, failed=True) for a in t.get("failed_attempts") or [] if isinstance(a, dict)]
         attempts.append(attempt_cost(t))
-        usage = sum((a.usage for a in attempts), ZERO)
-        cost = FREE
-        for a in attempts:
-            cost = cost + a.cost
-        last = attempts[-1]
         req = requests[i] if i < len(requests) else None
-        verdict: CacheVerdict
-        if prev is None:
-            verdict = explain(None, None, last.usage, None, None)
-        else:
-            prev_req, prev_usage = prev
-            gap = req.t - prev_req.t if req and prev_req and req.t is not None and prev_req.t is not None else None
-            verdict = explain(
-                prev_req.body if prev_req else None, req.body if req else None, last.usage, prev_usage, gap
-            )
-        t["usage"] = usage.to_json()
-        t["cost"] = cost.to_json()
-        t["cache"] = verdict.to_json()
-        if len(attempts) > 1:
-            t["attempt_costs"] = [a.to_json() for a in attempts]
+        usage, cost, verdict = turn_figures(attempts, req, prev)
+        t.update(turn_json(attempts, usage, cost, verdict))
         total_usage, total_cost = total_usage + usage, total_cost + cost
-        prev = (req, last.usage)
+        prev = (req, attempts[-1].usage)
     return {"usage": total_usage.to_json(), "cost": total_cost.to_json(), "price_source": price_source()}
+
+
+def family_of_url(url: Any) -> Family | None:
+    """The wire family a request's path names (an OpenAI endpoint), or None (Anthropic's, or unknown)."""
+    if isinstance(url, str) and ("/chat/completions" in url or url.rstrip("/").endswith("/responses")):
+        return "openai"
+    return None
+
+
+_warming: threading.Event | None = None  # set once the warm-up thread has loaded the prices
+
+
+def warm_prices() -> None:
+    """Import genai-prices and load its data on a thread of its own (~0.25-0.5 s), so the first attempt's end
+    does not wait for it on the loop's thread."""
+    global _warming
+    if _warming is not None or "genai_prices" in sys.modules:
+        return
+    done = _warming = threading.Event()
+
+    def load() -> None:
+        try:
+            with contextlib.suppress(Exception):  # not installed, or broken: price() says "unpriced" then
+                price(Usage(input=1, reported=True), "claude-sonnet-4-6")  # the import, then the data's first use
+        finally:
+            done.set()
+
+    threading.Thread(target=load, name="inspector-prices", daemon=True).start()
+
+
+def prices_ready() -> bool:
+    """False while the warm-up thread is still loading the prices (pricing now would wait for it)."""
+    return _warming is None or _warming.is_set()
+
+
+class LiveAccounting:
+    """The same figures as :func:`account`, live: a bus subscriber that prices each attempt once, when it ends
+    (genai-prices is imported on the first priced attempt, never per event), and computes each turn's usage, cost
+    and cache verdict when the turn ends. ``on_turn`` gets one dict per turn::
+
+        {"type": "turn_cost", "turn": 1, "usage": {...}, "cost": {...}, "cache": {...}}
+
+    (``turn`` 1-based; ``conversation`` when a proxy named it; ``attempt_costs`` when the turn took more than one
+    attempt). A proxy's conversations (``ConversationAssigned``) each compare with their own previous turn.
+    Memory: the attempts of the turns still open, and one previous turn per conversation (at most KEEP)."""
+
+    KEEP = 10_000  # conversations whose previous turn is remembered (the oldest forgotten first)
+
+    def __init__(
+        self, on_turn: Callable[[dict], None] | None = None, on_total: Callable[[dict], None] | None = None
+    ) -> None:
+        self.on_turn = on_turn
+        self.on_total = on_total  # at the loop's end: {"type": "session_cost", "t", "usage", "cost", ...}
+        self.by_conversation: OrderedDict[str, tuple[Usage, Cost, int]] = OrderedDict()
+        self.usage: Usage = ZERO
+        self.cost: Cost = FREE
+        self.turns = 0
+        self._open: dict[int, dict[int, dict]] = {}  # turn -> attempt -> {"req", "model", "usage", "family", "cost"}
+        self._conv: dict[int, str] = {}  # turn -> conversation (a proxy's)
+        self._prev: OrderedDict[str | None, tuple[Request | None, Usage]] = OrderedDict()
+        warm_prices()
+
+    def __call__(self, obs: O.Observation) -> None:
+        if isinstance(obs, O.AttemptStarted):
+            self._open.setdefault(obs.turn, {})[obs.attempt] = {
+                "req": Request(obs.body, obs.t),
+                "family": family_of_url(obs.url),
+                "model": None,  # the response's (as dump prices it): the model asked for may not be the one that answered
+                "usage": {},
+            }
+        elif isinstance(obs, O.MessageStarted):
+            a = self._attempt(obs.turn, obs.attempt)
+            msg = obs.message if isinstance(obs.message, dict) else {}
+            if isinstance(msg.get("model"), str):
+                a["model"] = msg["model"]
+            if isinstance(msg.get("usage"), dict):
+                a["usage"] = {k: v for k, v in msg["usage"].items() if v is not None}
+        elif isinstance(obs, O.MessageUpdated):
+            a = self._attempt(obs.turn, obs.attempt)
+            a["usage"].update({k: v for k, v in (obs.usage or {}).items() if v is not None})  # cumulative
+        elif isinstance(obs, O.HttpTryFailed):  # a try without a stream: recorded as an attempt of its own (free)
+            self._attempt(obs.turn, obs.attempt)["tries"] = self._attempt(obs.turn, obs.attempt).get("tries", 0) + 1
+        elif isinstance(obs, O.ResponseStarted):
+            self._attempt(obs.turn, obs.attempt)["responded"] = True
+        elif isinstance(obs, O.AttemptEnded):
+            a = self._attempt(obs.turn, obs.attempt)
+            if prices_ready():  # else at the turn's end (never wait for the warm-up on the loop's thread)
+                a["cost"] = self._price(a)
+        elif isinstance(obs, O.ConversationAssigned):
+            self._conv[obs.turn] = obs.conversation
+        elif isinstance(obs, O.TurnEnded):
+            self._close(obs.turn, obs.t)
+        elif isinstance(obs, O.LoopFinished):  # a turn the loop left without ending it (error, cancel)
+            for turn in sorted(self._open):
+                self._close(turn, obs.t)
+            if self.on_total is not None and self.turns:
+                self.on_total(self.total_json(obs.t))
+
+    def _attempt(self, turn: int, attempt: int) -> dict:
+        return self._open.setdefault(turn, {}).setdefault(
+            attempt, {"req": None, "family": None, "model": None, "usage": {}}
+        )
+
+    @staticmethod
+    def _price(a: dict) -> AttemptCost:
+        entry: dict[str, Any] = {"message": {"model": a["model"], "usage": a["usage"]} if a["usage"] else {}}
+        if a["family"]:
+            entry["family"] = a["family"]
+        return attempt_cost(entry)
+
+    def _close(self, turn: int, t: float) -> None:
+        attempts = self._open.pop(turn, None)
+        if not attempts:
+            return
+        costs: list[AttemptCost] = []
+        for n in sorted(attempts):
+            a = attempts[n]
+            costs.extend(AttemptCost(ZERO, FREE, True) for _ in range(a.get("tries", 0)))
+            if a.get("responded") or not a.get("tries"):  # else its last try was the attempt as recorded
+                c = a.get("cost") or self._price(a)
+                costs.append(AttemptCost(c.usage, c.cost, True))
+        if not costs:
+            return
+        costs[-1] = AttemptCost(costs[-1].usage, costs[-1].cost, False)
+        req = attempts[max(attempts)].get("req")
+        conv = self._conv.pop(turn, None)
+        usage, cost, verdict = turn_figures(costs, req, self._prev.get(conv))
+        self._prev[conv] = (req, costs[-1].usage)
+        self._prev.move_to_end(conv)
+        while len(self._prev) > self.KEEP:
+            self._prev.popitem(last=False)
+        self.usage, self.cost, self.turns = self.usage + usage, self.cost + cost, self.turns + 1
+        if conv is not None:
+            cu, cc, cn = self.by_conversation.pop(conv, (ZERO, FREE, 0))
+            self.by_conversation[conv] = (cu + usage, cc + cost, cn + 1)
+            while len(self.by_conversation) > self.KEEP:
+                self.by_conversation.popitem(last=False)
+        if self.on_turn is not None:
+            out: dict[str, Any] = {"type": "turn_cost", "t": t, "turn": turn + 1}
+            if conv is not None:
+                out["conversation"] = conv
+            out.update(turn_json(costs, usage, cost, verdict))
+            self.on_turn(out)
+
+    def totals(self) -> dict:
+        return {"usage": self.usage.to_json(), "cost": self.cost.to_json(), "price_source": price_source()}
+
+    def total_json(self, t: float) -> dict:
+        """The session's totals (and each conversation's, when a proxy named them), as one JSON line."""
+        out: dict[str, Any] = {"type": "session_cost", "t": t, "turns": self.turns, **self.totals()}
+        if self.by_conversation:
+            out["conversations"] = {
+                c: {"turns": n, "usage": u.to_json(), "cost": k.to_json()}
+                for c, (u, k, n) in self.by_conversation.items()
+            }
+        return out
 
 
 def requests_of(recording_turns: Iterable[Any]) -> list[Request | None]:
@@ -120,11 +290,40 @@ def _tokens(u: dict) -> str:
     return " · ".join(parts)
 
 
+usage_text = _tokens  # `in 14 · out 28 · cache write 2,048 (5m 2,048 / 1h 0) · ...` of a Usage.to_json()
+
+
 def _usd(c: dict) -> str:
     if c.get("usd") is None:
         return str(c.get("unpriced") or "unpriced")
     v = c["usd"]
     return "$0" if v == 0 else (f"${v:.4f}" if v < 0.01 else f"${v:.3f}")
+
+
+def format_turn_cost(d: dict) -> str:
+    """A headless progress line for a turn (a ``turn_cost`` dict): its usage, cost and cache hit rate, and why the
+    cache was written again when it was."""
+    u, c, cache = d.get("usage") or {}, d.get("cost") or {}, d.get("cache") or {}
+    rate = u.get("cache_hit_rate")
+    line = f"cost {_usd(c)} · cache {'-' if rate is None else f'{rate:.0%}'} · {_tokens(u)}"
+    failed = [a for a in d.get("attempt_costs") or [] if a.get("failed")]
+    if failed:
+        line += f" · {len(failed)} failed attempt{'s' if len(failed) > 1 else ''} counted"
+    if cache.get("kind") == "written_again":
+        line += f" · {cache.get('reason')}"
+    return line
+
+
+def format_session_cost(d: dict) -> str:
+    """The headless line of a ``session_cost`` dict: the session's cost, cache hit rate and tokens."""
+    u = d.get("usage") or {}
+    rate = u.get("cache_hit_rate")
+    turns = d.get("turns", 0)
+    line = f"total {turns} turn{'s' if turns != 1 else ''}: cost {_usd(d.get('cost') or {})}"
+    line += f" · cache {'-' if rate is None else f'{rate:.0%}'} · {_tokens(u)} · {d.get('price_source', '')}"
+    for c, v in (d.get("conversations") or {}).items() if len(d.get("conversations") or {}) > 1 else ():
+        line += f"\n    [{c}] {v['turns']} turns: cost {_usd(v['cost'])} · {_tokens(v['usage'])}"
+    return line
 
 
 def format_accounting(turns: Sequence[dict], totals: dict) -> str:

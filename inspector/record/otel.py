@@ -18,6 +18,7 @@ constants deprecated.
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -311,6 +312,83 @@ def attach(bus: O.ObservationBus, *, content: bool = False, conversation: str = 
 
     def close() -> None:
         sink.close()
+        provider.force_flush(timeout_millis=5000)
+        provider.shutdown()
+
+    return close
+
+
+class ConversationSinks:
+    """A proxy's bus carries many conversations (``ConversationAssigned`` names each turn's): one OtelSink each, so
+    each conversation has its own ``invoke_agent`` parent span with its attempts and tools under it. Observations of
+    a turn go to its conversation's sink; those of no turn (the loop's end) to every sink. Bounded: past ``KEEP``
+    open conversations the least recently active one is ended (its span closed); a later turn of it opens a new
+    one with the same ``gen_ai.conversation.id``."""
+
+    KEEP = 256
+    KEEP_TURNS = 10_000
+
+    def __init__(
+        self,
+        tracer: Any,
+        *,
+        content: bool = False,
+        default: str = "session",
+        secrets: Callable[[], list[str]] | None = None,
+    ) -> None:
+        self.tracer = tracer
+        self.secrets = secrets
+        self.content = content
+        self.default = default  # the conversation of a turn no ConversationAssigned named
+        self.sinks: OrderedDict[str, OtelSink] = OrderedDict()
+        self.turns: OrderedDict[int, str] = OrderedDict()
+
+    def _sink(self, conversation: str, t: float) -> OtelSink:
+        sink = self.sinks.get(conversation)
+        if sink is None:
+            sink = self.sinks[conversation] = OtelSink(
+                self.tracer, content=self.content, conversation=conversation, secrets=self.secrets
+            )
+            while len(self.sinks) > self.KEEP:
+                _, old = self.sinks.popitem(last=False)
+                old.close(t)
+        self.sinks.move_to_end(conversation)
+        return sink
+
+    def __call__(self, obs: O.Observation) -> None:
+        if isinstance(obs, O.ConversationAssigned):
+            self.turns[obs.turn] = obs.conversation
+            while len(self.turns) > self.KEEP_TURNS:
+                self.turns.popitem(last=False)
+            return
+        turn = getattr(obs, "turn", None)
+        if isinstance(turn, int):
+            self._sink(self.turns.get(turn, self.default), obs.t)(obs)
+        elif isinstance(obs, O.LoopFinished):
+            self.close(obs.t)
+
+    def close(self, t: float | None = None) -> None:
+        for sink in self.sinks.values():
+            sink.close(t)
+        self.sinks.clear()
+
+
+def attach_conversations(
+    bus: O.ObservationBus,
+    *,
+    content: bool = False,
+    provider: Any = None,
+    default: str = "session",
+    secrets: Callable[[], list[str]] | None = None,
+) -> Callable[[], None]:
+    """``attach`` for a proxy's bus (``proxy --otel``, ``watch --otel``): one parent span per conversation.
+    Returns a close function that ends open spans and flushes (bounded)."""
+    provider = provider or make_provider()
+    sinks = ConversationSinks(provider.get_tracer("inspector"), content=content, default=default, secrets=secrets)
+    bus.subscribe(sinks)
+
+    def close() -> None:
+        sinks.close()
         provider.force_flush(timeout_millis=5000)
         provider.shutdown()
 

@@ -42,7 +42,7 @@ from inspector.state.travel import History
 from inspector.tui import messages as M
 from inspector.tui.commands import InspectorCommands
 from inspector.tui.detail import Detail, block_detail, diagnostic_detail, event_detail, tool_detail
-from inspector.tui.export import default_export_path, write_recording
+from inspector.tui.export import default_export_path, write_recording_and_page
 from inspector.tui.request import request_detail
 from inspector.tui.screen import DashboardScreen, Pane
 from inspector.tui.widgets.assistant import AssistantView
@@ -164,7 +164,7 @@ class InspectorApp(App[int]):
             group=Binding.Group("Speed", compact=True),
             tooltip="Slower scripted/replayed pacing",
         ),
-        Binding("e", "export", "Export", id="export", tooltip="Export the session as a recording (.jsonl)"),
+        Binding("e", "export", "Export", id="export", tooltip="Export the recording (.jsonl) and its HTML page"),
         Binding(
             "s",
             "request",
@@ -952,15 +952,22 @@ class InspectorApp(App[int]):
     def export(self, path: Path, observations: Iterable[O.Observation], source: dict, secrets: list[str]) -> None:
         """Write the recording in a thread; say how it went with an `Exported` message (never touches widgets)."""
         try:
-            written = write_recording(path, observations, source, secrets)
+            done = write_recording_and_page(path, observations, source, secrets)
         except Exception as e:  # a full disk, a read-only directory: a one-line error, not a traceback
             self.post_message(M.Exported(None, f"{type(e).__name__}: {e}"))
         else:
-            self.post_message(M.Exported(written))
+            self.post_message(M.Exported(done.recording, page=done.page, page_error=done.page_error))
 
     def on_exported(self, message: M.Exported) -> None:
-        if message.path is not None:
-            self.notify(f"{message.path}", title="Recording exported", timeout=6)
+        if message.path is not None and message.page is not None:
+            self.notify(f"{message.path}\n{message.page}", title="Recording and HTML page exported", timeout=8)
+        elif message.path is not None:
+            self.notify(
+                f"{message.path}\npage not written: {message.page_error}",
+                title="Recording exported",
+                severity="warning",
+                timeout=8,
+            )
         else:
             self.notify(message.error or "unknown error", title="Export failed", severity="error")
 

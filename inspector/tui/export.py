@@ -1,10 +1,12 @@
-"""Export what the dashboard received as a recording (the same writer the loop's `--record` uses). No Textual."""
+"""Export what the dashboard received (`e`): the recording (the same writer the loop's `--record` uses) and, beside
+it, the self-contained HTML page of the session (``inspector export``'s), built from that recording. No Textual."""
 
 from __future__ import annotations
 
 import re
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from inspector.observe import observations as O
@@ -36,3 +38,35 @@ def write_recording(
     finally:
         recorder.close()
     return path
+
+
+@dataclass(frozen=True)
+class Exported:
+    """Where an export landed: the recording, and the page beside it (None with ``page_error`` when only the page
+    could not be written: the recording is kept either way)."""
+
+    recording: Path
+    page: Path | None
+    page_error: str | None = None
+
+
+def page_path(recording: Path) -> Path:
+    return recording.with_suffix(".html")
+
+
+def write_recording_and_page(
+    path: Path, observations: Iterable[O.Observation], source: dict, secrets: Sequence[str] = ()
+) -> Exported:
+    """Write the recording, then the HTML page of it beside it (same name, ``.html``). Runs in a worker thread. The
+    page is built from the written recording (already masked) and masked again with ``secrets``."""
+    written = write_recording(path, observations, source, secrets)
+    try:
+        from inspector.record.htmlexport import export
+        from inspector.record.recording import read_recording
+
+        page = page_path(written)
+        title = str(source.get("name") or source.get("model") or source.get("file") or "session")
+        export(read_recording(written), page, secrets=list(secrets), title=title)
+    except Exception as e:  # a full disk, a damaged line: the recording is there, the page is not; said in one line
+        return Exported(written, None, f"{type(e).__name__}: {e}")
+    return Exported(written, page)

@@ -46,8 +46,10 @@ class CursorMoved(Message):
 
 @dataclass
 class Exported(Message):
-    path: Path | None
+    path: Path | None  # the recording
     error: str | None = None
+    page: Path | None = None  # the HTML page beside it (None: see page_error)
+    page_error: str | None = None
 
 
 @dataclass

@@ -124,6 +124,31 @@ def request_diff(prev: dict, cur: dict) -> list[Change]:
 OP_STYLE = {"+": "green", "-": "red", "~": "yellow"}
 
 
+def _cost_section(out: Text, state: DashboardState, turn: int) -> None:
+    """The turn's usage, cost and cache verdict (the figures of `dump --json`), each attempt's when there were
+    several (failed ones labelled: they were billed for what they produced), and where the prices come from."""
+    from inspector.record.accounting import usage_text
+    from inspector.record.cost import fmt_usd, price_source
+    from inspector.state.costs import turn_cost
+
+    _section(out, "usage and cost")
+    tc = turn_cost(state, turn)
+    if tc is None:
+        out.append("not yet: the turn's attempts have not all ended\n", MUTED)
+        return
+    if len(tc.attempts) > 1:
+        for n, ac in tc.attempts:
+            label = f"attempt {n + 1}" + (" (failed)" if ac.failed else "")
+            _kv(out, label, f"{usage_text(ac.usage.to_json())}  ·  {fmt_usd(ac.cost)}")
+    _kv(out, "tokens", usage_text(tc.usage.to_json()))
+    rate = tc.usage.hit_rate
+    _kv(out, "cost", fmt_usd(tc.cost) if tc.cost.total is not None else tc.cost.unpriced or "unpriced")
+    _kv(out, "cache hit", "-" if rate is None else f"{rate:.0%}")
+    out.append("cache: ", MUTED)
+    out.append(tc.cache.reason + "\n", "bold red" if tc.cache.kind == "written_again" else "")
+    out.append(price_source() + "\n", MUTED)
+
+
 def request_detail(state: DashboardState, turn: int, attempt: int | None = None) -> Detail:
     """The request of a turn, then its diff with the previous turn's request."""
     found = request_for(state, turn, attempt)
@@ -146,6 +171,7 @@ def request_detail(state: DashboardState, turn: int, attempt: int | None = None)
             out.append(f" {ch.op} ", OP_STYLE[ch.op])
             out.append(f"{ch.where}  ", HEAD)
             out.append(ch.what + "\n")
+    _cost_section(out, state, t)
     _section(out, "parameters")
     for k, v in params.items():
         _kv(out, k, short(v, 120))

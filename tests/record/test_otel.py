@@ -4,72 +4,14 @@ opentelemetry-proto. Spans, parents and GenAI attributes for scenarios with tool
 from __future__ import annotations
 
 import math
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 pytest.importorskip("opentelemetry.sdk")
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from inspector.record import otel
 from inspector.sessions import sources
-
-
-class Receiver:
-    """An OTLP/HTTP trace receiver on 127.0.0.1: every span it got, as (name, attributes, ids)."""
-
-    def __init__(self) -> None:
-        self.spans: list[dict] = []
-        self.requests = 0
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("content-length", 0)))
-                req = ExportTraceServiceRequest()
-                req.ParseFromString(body)
-                receiver.requests += 1
-                for rs in req.resource_spans:
-                    for ss in rs.scope_spans:
-                        for s in ss.spans:
-                            attrs = {}
-                            for kv in s.attributes:
-                                v = kv.value
-                                which = v.WhichOneof("value")
-                                attrs[kv.key] = (
-                                    [x.string_value for x in v.array_value.values]
-                                    if which == "array_value"
-                                    else getattr(v, which)
-                                )
-                            receiver.spans.append(
-                                {
-                                    "name": s.name,
-                                    "attrs": attrs,
-                                    "id": s.span_id.hex(),
-                                    "parent": s.parent_span_id.hex(),
-                                    "trace": s.trace_id.hex(),
-                                    "start": s.start_time_unix_nano,
-                                    "end": s.end_time_unix_nano,
-                                    "status": s.status.code,
-                                }
-                            )
-                self.send_response(200)
-                self.send_header("content-type", "application/x-protobuf")
-                self.send_header("content-length", "0")
-                self.end_headers()
-
-            def log_message(self, *a) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}/v1/traces"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+from inspector.testing.otlp import Receiver
 
 
 @pytest.fixture
@@ -191,3 +133,32 @@ def test_the_cli_exports_to_the_standard_endpoint_variable(receiver, tmp_path):
         timeout=60,
     )
     assert bad.returncode == 2 and "--otel-content goes with --otel" in bad.stderr
+
+
+def test_conversation_sinks_are_bounded_and_each_conversation_has_its_own_parent():
+    """A proxy's bus: turns go to their conversation's span; past KEEP open conversations the oldest is ended."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from inspector.observe import observations as O
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    sinks = otel.ConversationSinks(provider.get_tracer("t"))
+    sinks.KEEP = 2
+    body = {"model": "claude-sonnet-4-6", "messages": []}
+    for turn, conv in enumerate(["a", "b", "a", "c"]):
+        sinks(O.ConversationAssigned(float(turn), turn, conv, 0, 0, "new"))
+        sinks(O.AttemptStarted(float(turn), turn, 0, "POST", "http://x/v1/messages", {}, body))
+        sinks(O.AttemptEnded(turn + 0.5, turn, 0, "complete", None, "text_finish"))
+    assert list(sinks.sinks) == ["a", "c"]  # b, the least recently active, was ended
+    ended = {s.name for s in exporter.get_finished_spans()}
+    assert "invoke_agent b" in ended and "invoke_agent a" not in ended
+    sinks(O.LoopFinished(9.0, "cancelled", 4, [], [], None))
+    spans = exporter.get_finished_spans()
+    roots = {s.context.span_id: s.attributes["gen_ai.conversation.id"] for s in spans if s.name.startswith("invoke")}
+    chats = [s for s in spans if s.name.startswith("chat ")]
+    assert sorted(roots.values()) == ["a", "b", "c"] and not sinks.sinks
+    assert [roots[c.parent.span_id] for c in chats] == ["a", "b", "a", "c"]

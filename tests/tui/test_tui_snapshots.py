@@ -97,7 +97,7 @@ class TestRealScenarios:
         await wait_for(lambda: app.ticks >= ticks + 2, 10, "two refresh ticks")
         await pilot.pause()
 
-    @pytest.mark.parametrize("name", ["parse_date", "invalid_json"])
+    @pytest.mark.parametrize("name", ["parse_date", "invalid_json", "cache_break"])
     def test_scenario_final_frame(self, snap_compare, name: str) -> None:
         assert snap_compare(self.app(name), terminal_size=WIDE, run_before=self.until_done)
 
@@ -203,6 +203,17 @@ class TestDetailViews:
         """s: what the harness sent for turn 2, and what changed since turn 1's request."""
         app = InspectorApp(observations=_with_history(), clock=lambda: 0.0)
         assert snap_compare(app, terminal_size=WIDE, press=["s"])
+
+    def test_request_view_of_cache_break_turn_two(self, snap_compare) -> None:
+        """s at the end of cache_break: turn 2's usage, cost and cache verdict ("system changed at char 69") beside
+        its diff with turn 1's request."""
+
+        async def run_before(pilot) -> None:
+            await TestRealScenarios.until_done(pilot)
+            await pilot.press("s")
+            await pilot.pause()
+
+        assert snap_compare(TestRealScenarios.app("cache_break"), terminal_size=WIDE, run_before=run_before)
 
 
 class TestSmallAndTeaching:

@@ -41,6 +41,24 @@ def source_label(source: dict) -> str:
     return " ".join(str(v) for v in source.values())[:40] or kind
 
 
+def cost_label(state: DashboardState) -> str:
+    """`$0.0163 · cache 0%` over the session's ended attempts (failed ones too); `unpriced` when a model has no
+    price (never a guess); "" before any attempt has ended. The price source is in the request view (`s`)."""
+    from inspector.record.cost import fmt_usd
+    from inspector.state.costs import session_cost
+
+    sc = session_cost(state, budget=PRICES_PER_RENDER)
+    if sc.pending:
+        return "pricing…"
+    if not sc.priced or not sc.usage.reported:
+        return ""
+    rate = sc.usage.hit_rate
+    return fmt_usd(sc.cost) + ("" if rate is None else f" · cache {rate:.0%}")
+
+
+PRICES_PER_RENDER = 50  # new attempts priced per frame at most (~20 ms): a long replay opened at its end
+
+
 @dataclass
 class StatusInfo:
     """What the status line shows besides the state itself."""
@@ -88,6 +106,9 @@ class StatusBar(Widget):
         self.state: DashboardState | None = None
         self.info = StatusInfo()
         self._seen: tuple = ()
+        from inspector.record.accounting import warm_prices
+
+        warm_prices()  # genai-prices imported on a thread now, not on the UI's when the first attempt ends
 
     def show(self, state: DashboardState, info: StatusInfo) -> None:
         key = (
@@ -139,6 +160,12 @@ class StatusBar(Widget):
             out.append(str(st.turn + 1), self.c("st--value"))
             out.append(" · attempt " if not narrow else ".", self.c("st--key"))
             out.append(str(st.attempt + 1), self.c("st--value"))
+        spent = "" if narrow else cost_label(state)  # the session's so far: `$0.0163 · cache 0%` (80x24: no room)
+        if spent == "pricing…":  # the rest on the next frames
+            self.set_timer(0.05, self.refresh)
+        if spent:
+            out.append(*sep)
+            out.append(spent, self.c("st--value"))
         out.append(*sep)
         if info.cursor is not None:
             out.append(f"◀ viewing event {info.cursor} of {info.total_events} ", self.c("st--travel"))
@@ -184,6 +211,7 @@ class StatusBar(Widget):
             metrics.append(("tok" if narrow else "tokens", f"{tin:,} in / {tout:,} out"))
         if a is not None and a.stop_reason:
             metrics.append(("stop", a.stop_reason))
+
         out.append(" ")
         if ls == "waiting_retry" and st.last_try:
             out.append(st.last_try, self.c("st--paused"))

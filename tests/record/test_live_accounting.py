@@ -1,0 +1,199 @@
+"""The live accounting (a bus subscriber) gives the same usage, cost and cache verdict per turn as ``dump --json``
+gives for the recording of the same session, failed attempts included."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from pathlib import Path
+
+import pytest
+
+from inspector.observe import observations as O
+from inspector.record.accounting import LiveAccounting, account, family_of_url, requests_of
+from inspector.record.dump import dump_turns
+from inspector.record.recording import read_recording
+from inspector.sessions.sources import scenario_session
+
+
+def _live_and_dumped(name: str, tmp_path: Path) -> tuple[list[dict], LiveAccounting, list[dict], dict]:
+    rec = tmp_path / f"{name}.jsonl"
+    seen: list[dict] = []
+    live = LiveAccounting(seen.append)
+    session = scenario_session(name, speed=math.inf, record=rec)
+    session.bus.subscribe(live)
+    try:
+        asyncio.run(session.run())
+    finally:
+        session.close()
+    recording = read_recording(rec)
+    turns = dump_turns(recording)
+    totals = account(turns, requests_of(recording.turns))
+    return seen, live, turns, totals
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "cache_break",
+        "server_error_retry",
+        "overloaded_midstream",
+        "weather",
+        "rate_limited",
+        "connection_refused",
+        "thinking",
+    ],
+)
+def test_the_live_figures_equal_dump_json(name, tmp_path):
+    seen, live, turns, totals = _live_and_dumped(name, tmp_path)
+    assert len(seen) == len(turns) > 0
+    for mine, dumped in zip(seen, turns, strict=True):
+        assert mine["type"] == "turn_cost" and mine["turn"] == dumped["turn"] + 1
+        for key in ("usage", "cost", "cache", "attempt_costs"):
+            assert mine.get(key) == dumped.get(key), (name, key)
+    assert live.totals() == totals
+
+
+def test_cache_break_turn_two_says_the_system_changed(tmp_path):
+    seen, live, _, _ = _live_and_dumped("cache_break", tmp_path)
+    assert seen[1]["cache"]["reason"] == "cache written again: system changed at char 69"
+    assert seen[0]["cost"]["usd"] > 0 and live.cost.total is not None and live.cost.total > 0
+
+
+def test_a_retried_turn_counts_its_failed_attempt(tmp_path):
+    seen, _, _, _ = _live_and_dumped("overloaded_midstream", tmp_path)
+    multi = [t for t in seen if "attempt_costs" in t]
+    assert multi and multi[0]["attempt_costs"][0].get("failed") is True
+    assert "failed" not in multi[0]["attempt_costs"][-1]
+
+
+def test_an_attempt_is_priced_once_when_it_ends(monkeypatch):
+    """Pricing happens at AttemptEnded, not per usage update (cost never slows the stream)."""
+    import inspector.record.accounting as acc
+
+    acc.warm_prices()
+    if acc._warming is not None:
+        assert acc._warming.wait(60)  # the warm-up's own price is not this test's
+    calls: list[str] = []
+    real = acc.price
+
+    def counting(*a, **kw):
+        calls.append("p")
+        return real(*a, **kw)
+
+    monkeypatch.setattr(acc, "price", counting)
+    live = LiveAccounting()
+    body = {"model": "claude-sonnet-4-5", "messages": []}
+    live(O.AttemptStarted(0.0, 0, 0, "POST", "http://x/v1/messages", {}, body))
+    live(O.MessageStarted(0.1, 0, 0, {"model": "claude-sonnet-4-5", "usage": {"input_tokens": 10}}))
+    for i in range(50):
+        live(O.MessageUpdated(0.2, 0, 0, None, {"output_tokens": i}))
+    assert calls == []
+    live(O.AttemptEnded(0.3, 0, 0, "complete", None, "text_finish"))
+    assert calls == ["p"]
+    live(O.TurnEnded(0.4, 0, "text_finish", "end_turn", {}))
+    assert calls == ["p"] and live.usage.output == 49
+
+
+def test_while_the_prices_load_an_attempt_is_priced_at_its_turns_end(monkeypatch):
+    """The loop's thread never waits for the warm-up: the attempt's price moves to the turn's end."""
+    import inspector.record.accounting as acc
+
+    monkeypatch.setattr(acc, "prices_ready", lambda: False)
+    seen: list[dict] = []
+    live = LiveAccounting(seen.append)
+    live(O.AttemptStarted(0.0, 0, 0, "POST", "http://x/v1/messages", {}, {}))
+    live(O.MessageStarted(0.1, 0, 0, {"model": "claude-sonnet-4-6", "usage": {"input_tokens": 10}}))
+    live(O.AttemptEnded(0.3, 0, 0, "complete", None, "text_finish"))
+    assert "cost" not in live._open[0][0]
+    live(O.TurnEnded(0.4, 0, "text_finish", "end_turn", {}))
+    assert seen[0]["cost"]["usd"] > 0
+
+
+def test_an_unknown_model_is_unpriced_not_guessed():
+    seen: list[dict] = []
+    live = LiveAccounting(seen.append)
+    live(O.AttemptStarted(0.0, 0, 0, "POST", "http://x/v1/messages", {}, {"model": "nobody-knows-9"}))
+    live(O.MessageStarted(0.1, 0, 0, {"model": "nobody-knows-9", "usage": {"input_tokens": 10, "output_tokens": 3}}))
+    live(O.AttemptEnded(0.3, 0, 0, "complete", None, "text_finish"))
+    live(O.LoopFinished(0.4, "error", 1, [], [], "boom"))  # a turn the loop never ended still counts
+    assert len(seen) == 1 and seen[0]["cost"]["usd"] is None and "nobody-knows-9" in seen[0]["cost"]["unpriced"]
+
+
+def test_conversations_compare_with_their_own_previous_turn():
+    seen: list[dict] = []
+    live = LiveAccounting(seen.append)
+    usage = {"input_tokens": 5, "cache_creation_input_tokens": 2048, "output_tokens": 1}
+    for turn, conv, system in ((0, "c1", "A" * 100), (1, "c2", "B" * 100), (2, "c1", "A" * 100)):
+        live(O.ConversationAssigned(0.0, turn, conv, 0, 0, "new"))
+        body = {"model": "claude-sonnet-4-5", "system": system, "messages": [{"role": "user", "content": "hi"}]}
+        live(O.AttemptStarted(0.0, turn, 0, "POST", "http://x/v1/messages", {}, body))
+        live(O.MessageStarted(0.1, turn, 0, {"model": "claude-sonnet-4-5", "usage": usage}))
+        live(O.AttemptEnded(0.2, turn, 0, "complete", None, "text_finish"))
+        live(O.TurnEnded(0.3, turn, "text_finish", "end_turn", {}))
+    assert [t["conversation"] for t in seen] == ["c1", "c2", "c1"]
+    assert seen[1]["cache"]["kind"] == "first"  # c2's first turn, not a change from c1's system
+    assert seen[2]["cache"]["kind"] != "first"
+
+
+def test_the_family_of_a_request_path():
+    assert family_of_url("http://127.0.0.1:1/v1/chat/completions") == "openai"
+    assert family_of_url("http://h/v1/responses") == "openai"
+    assert family_of_url("http://h/v1/messages") is None
+    assert family_of_url(None) is None
+
+
+# --- a property: any sequence of turns and attempts, any usage the wire may send ------------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_count = st.one_of(st.integers(0, 10**6), st.none(), st.just(-1), st.just("12"), st.booleans())
+_usage = st.dictionaries(
+    st.sampled_from(
+        ["input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "prompt_tokens"]
+    ),
+    _count,
+    max_size=4,
+)
+_attempt = st.tuples(
+    st.sampled_from(["claude-sonnet-4-6", "claude-haiku-4-5", "nobody-knows-9", None]),
+    st.one_of(st.none(), _usage),  # None: the attempt got no message (an HTTP error)
+    st.sampled_from(["complete", "failed"]),
+)
+_turn = st.tuples(st.lists(_attempt, min_size=1, max_size=3), st.sampled_from(["A" * 80, "B" * 80]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_turn, min_size=1, max_size=4))
+def test_live_equals_account_for_any_turns(turns):
+    """The observations of any turns give what ``account`` gives for the same turns as dump entries."""
+    seen: list[dict] = []
+    live = LiveAccounting(seen.append)
+    entries: list[dict] = []
+    requests = []
+    t = 0.0
+    for n, (attempts, system) in enumerate(turns):
+        body = {"model": "claude-sonnet-4-6", "system": system, "messages": [{"role": "user", "content": "x"}]}
+        dumped = []
+        for a, (model, usage, status) in enumerate(attempts):
+            t += 1.0
+            live(O.AttemptStarted(t, n, a, "POST", "http://x/v1/messages", {}, body))
+            msg: dict = {}
+            if usage is not None:
+                msg = {"model": model, "usage": {k: v for k, v in usage.items() if v is not None}}
+                live(O.MessageStarted(t, n, a, {"model": model, "usage": usage}))
+            live(O.AttemptEnded(t, n, a, status, None, None))
+            dumped.append({"turn": n, "attempt": a, "message": msg})
+        live(O.TurnEnded(t, n, "text_finish", None, {}))
+        entry = dumped[-1]
+        if len(dumped) > 1:
+            entry["failed_attempts"] = dumped[:-1]
+        entries.append(entry)
+        from inspector.record.accounting import Request
+
+        requests.append(Request(body, t))
+    totals = account(entries, requests)
+    assert [(s["usage"], s["cost"], s["cache"], s.get("attempt_costs")) for s in seen] == [
+        (e["usage"], e["cost"], e["cache"], e.get("attempt_costs")) for e in entries
+    ]
+    assert live.totals() == totals

@@ -1,0 +1,129 @@
+"""The status line's session cost and cache rate, and the request view's per-turn usage, cost and cache verdict:
+the same figures as the live accounting (and so as `dump --json`)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+from inspector.observe import observations as O
+from inspector.record.accounting import LiveAccounting
+from inspector.record.cost import fmt_usd
+from inspector.sessions.sources import scenario_session
+from inspector.state.costs import session_cost, turn_cost
+from inspector.state.fold import DashboardState
+from inspector.tui.request import request_detail
+from inspector.tui.widgets.status import cost_label
+
+
+def _run(name: str) -> tuple[DashboardState, LiveAccounting, list[dict]]:
+    state = DashboardState()
+    seen: list[dict] = []
+    live = LiveAccounting(seen.append)
+    session = scenario_session(name, speed=math.inf)
+    session.bus.subscribe(state.apply)
+    session.bus.subscribe(live)
+    try:
+        asyncio.run(session.run())
+    finally:
+        session.close()
+    return state, live, seen
+
+
+def test_the_status_line_says_the_session_cost_and_cache_rate():
+    state, live, _ = _run("cache_break")
+    sc = session_cost(state)
+    assert sc.cost == live.cost and sc.usage == live.usage and sc.running == 0
+    assert cost_label(state) == f"{fmt_usd(live.cost)} · cache 0%"
+    assert cost_label(state).startswith("$0.0")
+
+
+def test_a_retried_session_counts_the_failed_attempt_too():
+    state, live, seen = _run("overloaded_midstream")
+    assert session_cost(state).cost == live.cost
+    multi = next(t for t in seen if "attempt_costs" in t)
+    tc = turn_cost(state, multi["turn"] - 1)
+    assert tc is not None and [a.failed for _, a in tc.attempts] == [True, False]
+    text = request_detail(state, multi["turn"] - 1).body.plain
+    assert "attempt 1 (failed): " in text
+
+
+def test_the_request_view_of_cache_break_turn_two_names_the_change():
+    state, _, seen = _run("cache_break")
+    tc = turn_cost(state, 1)
+    assert tc is not None and tc.cache.reason == seen[1]["cache"]["reason"]
+    assert tc.cost.to_json() == seen[1]["cost"] and tc.usage.to_json() == seen[1]["usage"]
+    text = request_detail(state, 1).body.plain
+    assert "cache: cache written again: system changed at char 69" in text
+    assert "cache write 2,048" in text and f"cost: {fmt_usd(tc.cost)}" in text
+    assert "prices: genai-prices" in text
+    assert text.index("usage and cost") < text.index("── parameters")
+
+
+def test_an_unknown_model_is_unpriced_on_the_status_line():
+    state = DashboardState()
+    body = {"model": "nobody-knows-9", "messages": []}
+    state.apply(O.TurnStarted(0.0, 0))
+    state.apply(O.AttemptStarted(0.0, 0, 0, "POST", "http://x/v1/messages", {}, body))
+    state.apply(O.MessageStarted(0.1, 0, 0, {"model": "nobody-knows-9", "usage": {"input_tokens": 10}}))
+    assert cost_label(state) == ""  # still streaming: not priced yet
+    state.apply(O.MessageUpdated(0.2, 0, 0, "end_turn", {"output_tokens": 5}))
+    state.apply(O.AttemptEnded(0.3, 0, 0, "complete", None, "text_finish"))
+    assert cost_label(state) == "unpriced · cache 0%"
+    assert "unpriced: no price for 'nobody-knows-9'" in request_detail(state, 0).body.plain
+
+
+def _ended_turns(n: int, model: str = "claude-sonnet-4-6", base: int = 10) -> DashboardState:
+    state = DashboardState()
+    body = {"model": model, "messages": []}
+    for t in range(n):
+        state.apply(O.TurnStarted(0.0, t))
+        state.apply(O.AttemptStarted(0.0, t, 0, "POST", "http://x/v1/messages", {}, body))
+        usage = {"input_tokens": base + t, "cache_read_input_tokens": 100}
+        state.apply(O.MessageStarted(0.0, t, 0, {"model": model, "usage": usage}))
+        state.apply(O.AttemptEnded(0.0, t, 0, "complete", None, "text_finish"))
+    return state
+
+
+def _plain_sum(state: DashboardState) -> tuple:
+    """The figures summed the slow way: every attempt priced on its own."""
+    from inspector.observe.usage import ZERO
+    from inspector.record.accounting import attempt_cost
+    from inspector.record.cost import FREE
+
+    usage, cost = ZERO, FREE
+    for a in state.attempts.values():
+        ac = attempt_cost({"message": {"model": a.model, "usage": a.usage}})
+        usage, cost = usage + ac.usage, cost + ac.cost
+    return usage, cost
+
+
+def test_a_budget_prices_a_long_session_over_several_frames_to_the_same_sum():
+    state = _ended_turns(30, base=7)
+    first = session_cost(state, budget=4)
+    assert first.pending == 26 and first.priced == 4
+    frames = 0
+    while session_cost(state, budget=4).pending:
+        frames += 1
+        assert frames < 30
+    sc = session_cost(state)
+    assert (sc.usage, sc.cost) == _plain_sum(state) and sc.priced == 30 and sc.pending == 0
+
+
+def test_the_shared_running_sums_never_mix_sessions_or_moments():
+    """Frozen clocks give every attempt the same time: the sums of one state are never reused for another."""
+    a, b = _ended_turns(12, base=10), _ended_turns(12, base=5000)
+    for _ in range(2):
+        for state in (a, b, _ended_turns(5, base=10), _ended_turns(12, model="claude-haiku-4-5", base=10)):
+            sc = session_cost(state)
+            assert (sc.usage, sc.cost) == _plain_sum(state)
+    past = _ended_turns(12, base=10)
+    live = past.copy()
+    body = {"model": "claude-sonnet-4-6", "messages": []}
+    live.apply(O.TurnStarted(1.0, 12))
+    live.apply(O.AttemptStarted(1.0, 12, 0, "POST", "http://x/v1/messages", {}, body))
+    live.apply(O.MessageStarted(1.0, 12, 0, {"model": "claude-sonnet-4-6", "usage": {"input_tokens": 99}}))
+    assert session_cost(live).running == 1 and session_cost(live).usage == session_cost(past).usage
+    live.apply(O.AttemptEnded(2.0, 12, 0, "complete", None, "text_finish"))
+    assert (session_cost(live).usage, session_cost(live).cost) == _plain_sum(live)
+    assert (session_cost(past).usage, session_cost(past).cost) == _plain_sum(past)
