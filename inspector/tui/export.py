@@ -67,6 +67,6 @@ def write_recording_and_page(
         page = page_path(written)
         title = str(source.get("name") or source.get("model") or source.get("file") or "session")
         export(read_recording(written), page, secrets=list(secrets), title=title)
-    except Exception as e:  # a full disk, a damaged line: the recording is there, the page is not; said in one line
+    except Exception as e:  # noqa: BLE001 (a full disk, a damaged line: the recording is there, the page is not; said in one line)
         return Exported(written, None, f"{type(e).__name__}: {e}")
     return Exported(written, page)
