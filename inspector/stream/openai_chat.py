@@ -573,4 +573,10 @@ def _neutral_usage(u: dict) -> dict:
         out["input_tokens"] = u["prompt_tokens"]
     if isinstance(u.get("completion_tokens"), int):
         out["output_tokens"] = u["completion_tokens"]
+    # the cached and reasoning counts, in the Responses API's names (inside input / output, as OpenAI counts them):
+    # the cost and cache accounting reads them (observe/usage.from_openai)
+    if isinstance(u.get("prompt_tokens_details"), dict):
+        out["input_tokens_details"] = dict(u["prompt_tokens_details"])
+    if isinstance(u.get("completion_tokens_details"), dict):
+        out["output_tokens_details"] = dict(u["completion_tokens_details"])
     return out

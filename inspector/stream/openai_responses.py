@@ -404,6 +404,9 @@ class ResponsesStream(NeutralStream):
             nu["input_tokens"] = usage["input_tokens"]
         if isinstance(usage.get("output_tokens"), int):
             nu["output_tokens"] = usage["output_tokens"]
+        for k in ("input_tokens_details", "output_tokens_details"):  # cached and reasoning counts (accounting)
+            if isinstance(usage.get(k), dict):
+                nu[k] = dict(usage[k])
         if t == "response.failed":
             err: dict = r["error"] if isinstance(r.get("error"), dict) else {}
             code, message = err.get("code") or "failed", err.get("message") or "response.failed"

@@ -215,3 +215,38 @@ def test_the_cache_break_scenario_says_why_its_second_turn_missed(tmp_path):
     }
     assert second["usage"]["cache_write_tokens"] == 2048 and second["usage"]["cache_hit_rate"] == 0.0
     assert doc["total"]["cost"]["usd"] > 0 and doc["total"]["usage"]["cache_write_tokens"] == 4096
+
+
+def test_an_openai_streams_cached_and_reasoning_tokens_reach_the_accounting():
+    """Live (the loop, the proxy) the accounting reads the neutral message's usage: an OpenAI stream's cached and
+    reasoning counts are kept there (before, only input and output were: a cached prompt was priced at full rate)."""
+    from inspector.stream.openai_chat import ChatStream
+
+    usage = {
+        "prompt_tokens": 1000,
+        "completion_tokens": 50,
+        "prompt_tokens_details": {"cached_tokens": 800},
+        "completion_tokens_details": {"reasoning_tokens": 30},
+    }
+    chunks = [
+        {
+            "id": "c1",
+            "object": "chat.completion.chunk",
+            "model": "gpt-4o",
+            "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Hi"}}],
+        },
+        {
+            "id": "c1",
+            "object": "chat.completion.chunk",
+            "model": "gpt-4o",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+        },
+        {"id": "c1", "object": "chat.completion.chunk", "model": "gpt-4o", "choices": [], "usage": usage},
+    ]
+    import json
+
+    ts = ChatStream()
+    ts.feed(b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n")
+    ts.close()
+    u = from_openai(ts.final_message()["usage"])
+    assert (u.input, u.cache_read, u.output, u.reasoning) == (200, 800, 50, 30)
