@@ -94,8 +94,9 @@ class ProgressPrinter:
         self.buffering = BufferingWatch()  # timing.buffered, said at the end of a buffered attempt
 
     def p(self, s: str) -> None:
-        """One line out; what the stream put in it (names, ids, text) cannot reach the terminal raw."""
-        self.sink.write((terminal(s) + "\n").encode("utf-8", "replace"))
+        """One line out; what the stream put in it (names, ids, text) cannot reach the terminal raw, nor start a
+        line of its own (a newline in a tool name would forge a progress line): each call is one line."""
+        self.sink.write((terminal(s, newlines=False) + "\n").encode("utf-8", "replace"))
 
     def __call__(self, obs: O.Observation) -> None:
         t = f"{obs.t:7.3f}s"

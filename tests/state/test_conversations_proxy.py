@@ -14,7 +14,8 @@ from inspector.net.proxy import ProxyApp
 from inspector.net.serve import ServeApp
 from inspector.net.server import BackgroundServer
 from inspector.observe import observations as O
-from inspector.state.conversations import FINISHED, ConversationFilter
+from inspector.state.conversations import FINISHED
+from inspector.state.convfilter import ConversationFilter
 from inspector.state.fold import DashboardState
 
 KEY = "sk-ant-api03-CANARY-convui-0123456789abcdefghijkl"
