@@ -4,11 +4,17 @@ HYPOTHESIS_PROFILE names (`dev`, `ci`, `nightly`). Loaded here, before any test 
 
 Each test also starts with the secrets the process knew before it: `core.redaction` learns every credential it sees
 process-wide and never forgets one (a forgotten key would print in clear), so a key made up by one test (a
-generated one can be `00000000`) would otherwise mask the digits in a later test's output."""
+generated one can be `00000000`) would otherwise mask the digits in a later test's output.
+
+And every fuzz test (`test_fuzz*`: the readers of recordings, SSE, HAR, raw upstream answers through the proxy, live
+faults...) runs with the address space bounded (RLIMIT_AS, 1 GiB above what the process maps): an input that made a
+reader's memory explode fails as a MemoryError in that test, instead of passing on a machine with memory to spare."""
 
 from __future__ import annotations
 
+import resource
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -27,3 +33,29 @@ def _process_secrets_per_test() -> Iterator[None]:
         s.secrets[:] = []
         s.forms, s.first, s.chars, s.max = [], set(), frozenset(), 0
         s.add(known)
+
+
+HEADROOM = 1 << 30  # bytes of address space a fuzz test may map above what the process maps when it starts
+
+
+def _mapped() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmSize:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+@pytest.fixture(autouse=True)
+def _fuzz_memory_bound(request: pytest.FixtureRequest) -> Iterator[None]:
+    if not request.node.name.startswith("test_fuzz") or not Path("/proc/self/status").exists():
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = _mapped() + HEADROOM
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))

@@ -500,6 +500,19 @@ class ConversationReplay(Session):
         super().close()
 
 
+def _paced_sdk_retries(client: Any, pacer: Pacer) -> None:
+    """A replayed connection failure: the SDK backs off by itself (0.5 s doubling to 8 s) with no answer whose
+    retry-after the replay could scale, so its wait follows the replay's speed here (virtual at --speed max, issue
+    19). An answered retry's wait is not touched: the replay serves it a scaled retry-after already."""
+    sdk_wait = client._calculate_retry_timeout  # (the SDK's one place that says how long it waits)
+
+    def paced(remaining_retries: int, options: Any, response_headers: Any = None) -> float:
+        wait = float(sdk_wait(remaining_retries, options, response_headers))
+        return wait if response_headers is not None else pacer.wall_seconds(wait)
+
+    client._calculate_retry_timeout = paced
+
+
 def replay_session(
     recording: Recording | str | Path,
     *,
@@ -570,6 +583,7 @@ def replay_session(
             max_retries=sdk_max_retries(recording),  # the SDK retries the recorded failed tries as it did
             http_client=transport,
         )
+    _paced_sdk_retries(client, pacer)
     tools, definitions = recorded_tools(recording, pacer, on_cancel=lambda: server.on_cancel)
     history_key = provider.history_key if provider is not None else "messages"
     messages = body.get(history_key) if isinstance(body.get(history_key), list) else None

@@ -1,4 +1,4 @@
-"""The address-space bound of the readers' fuzz tests (tests/record/conftest.py) is in force while they run."""
+"""The address-space bound of the fuzz tests (tests/conftest.py) is in force while they run."""
 
 from __future__ import annotations
 

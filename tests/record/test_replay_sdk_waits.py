@@ -89,3 +89,25 @@ async def test_the_harness_retry_wait_is_said_as_it_lasts():
     own = [d for d in waits if d.startswith("retrying in ")]
     assert own, waits
     assert all(d.startswith("retrying in 0 ms: ") for d in own), own
+
+
+def test_the_sdk_backoff_after_a_replayed_connection_failure_is_virtual_at_max_speed(tmp_path, monkeypatch):
+    """A recorded connection failure has no answer whose retry-after the replay could scale: the SDK's own back-off
+    (0.5 s doubling) follows the replay's speed, 0 at --speed max (it waited in real time before)."""
+    import anyio
+
+    p = tmp_path / "refused.jsonl"
+    main(["run", "--headless", "--scenario", "connection_refused", "--speed", "max", "--record", str(p)])
+    tries = [orjson.loads(line) for line in p.read_bytes().splitlines() if b'"try"' in line or b"http_try" in line]
+    assert tries, "the recording holds the SDK's failed tries"
+    waits: list[float] = []
+    real_sleep = anyio.sleep
+
+    async def spy(delay: float, *a: object, **k: object) -> None:
+        waits.append(delay)
+        await real_sleep(0)
+
+    monkeypatch.setattr(anyio, "sleep", spy)
+    r = replay_session(p, speed=math.inf)
+    asyncio.run(asyncio.wait_for(run_observed(r), 60))
+    assert waits and max(waits) == 0.0, waits  # every wait the SDK asked for is virtual
