@@ -106,9 +106,13 @@ class StatusBar(Widget):
         self.state: DashboardState | None = None
         self.info = StatusInfo()
         self._seen: tuple = ()
+
+    def on_mount(self) -> None:
+        # genai-prices imported on a thread, not on the UI's when the first attempt ends; after the first frame, so
+        # that its import (~0.25 s of CPU) does not delay it (tools/bench_startup.py: the first frame's CPU)
         from inspector.record.accounting import warm_prices
 
-        warm_prices()  # genai-prices imported on a thread now, not on the UI's when the first attempt ends
+        self.call_after_refresh(lambda: self.set_timer(0.5, warm_prices))
 
     def show(self, state: DashboardState, info: StatusInfo) -> None:
         key = (
