@@ -664,29 +664,7 @@ class AgentLoop:
                 extra_body=extra or None,
                 **kwargs,
             ) as resp:
-                self._try_ctx = None
-                if self._tap is not None:
-                    self._tap.rewrite = None
-                t_sent = self._try_t_sent
-                self._pub(
-                    O.ResponseStarted(
-                        self.now(),
-                        turn,
-                        attempt,
-                        resp.status_code,
-                        clean_headers(resp.headers),
-                        self._try_index,
-                        t_sent - self._t0,
-                        self._try_headers,
-                    )
-                )
-                # the same bytes as resp.iter_bytes(), as one generator we close ourselves on every exit (the SDK's
-                # wrapper would leave an unclosed generator behind for the GC to finalize in a stray task)
-                chunks = resp.http_response.aiter_bytes()
-                try:
-                    await self._consume(chunks, ts, turn, attempt, executor, t_sent)
-                finally:
-                    await chunks.aclose()
+                await self._read_response(resp, ts, turn, attempt, executor)
         except anthropic.APIStatusError as e:
             # HTTP errors before the first byte: the SDK already retried them; we do not retry twice.
             raise LoopError(f"HTTP {e.status_code}: {_api_error_message(e)}") from None
@@ -699,6 +677,32 @@ class AgentLoop:
             if self._start_pending is not None:  # nothing reached the transport (the SDK refused to send)
                 self._publish_started(None)
         return ts
+
+    async def _read_response(self, resp: Any, ts: TurnStream, turn: int, attempt: int, executor: ToolExecutor) -> None:
+        """The streamed answer of either SDK's ``with_streaming_response``: its ResponseStarted, then its bytes."""
+        self._try_ctx = None
+        if self._tap is not None:
+            self._tap.rewrite = None
+        t_sent = self._try_t_sent
+        self._pub(
+            O.ResponseStarted(
+                self.now(),
+                turn,
+                attempt,
+                resp.status_code,
+                clean_headers(resp.headers),
+                self._try_index,
+                t_sent - self._t0,
+                self._try_headers,
+            )
+        )
+        # the same bytes as resp.iter_bytes(), as one generator we close ourselves on every exit (the SDK's wrapper
+        # would leave an unclosed generator behind for the GC to finalize in a stray task)
+        chunks = resp.http_response.aiter_bytes()
+        try:
+            await self._consume(chunks, ts, turn, attempt, executor, t_sent)
+        finally:
+            await chunks.aclose()
 
     async def _attempt_openai(self, p: OpenAIProvider, turn: int, attempt: int, executor: ToolExecutor) -> TurnStream:
         """One attempt over the openai SDK: as ``_attempt`` (every HTTP try tapped, the history spliced in from the
@@ -732,27 +736,7 @@ class AgentLoop:
         self._try_ctx = (turn, attempt)
         try:
             async with p.open(self.client, body, sent) as resp:
-                self._try_ctx = None
-                if self._tap is not None:
-                    self._tap.rewrite = None
-                t_sent = self._try_t_sent
-                self._pub(
-                    O.ResponseStarted(
-                        self.now(),
-                        turn,
-                        attempt,
-                        resp.status_code,
-                        clean_headers(resp.headers),
-                        self._try_index,
-                        t_sent - self._t0,
-                        self._try_headers,
-                    )
-                )
-                chunks = resp.http_response.aiter_bytes()
-                try:
-                    await self._consume(chunks, ts, turn, attempt, executor, t_sent)
-                finally:
-                    await chunks.aclose()
+                await self._read_response(resp, ts, turn, attempt, executor)
         except openai.APIStatusError as e:
             from inspector.agent.providers import error_message
 
