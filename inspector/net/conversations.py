@@ -100,9 +100,12 @@ def chain(body: Any) -> list[bytes]:
     if not isinstance(body, dict):
         return [_h(b"opaque")]
     head = {"system": body.get("system", body.get("instructions")), "tools": body.get("tools")}
-    out = [_h(b"head", _message_key(head))]
-    for m in messages_of(body):
-        out.append(_h(out[-1], _message_key(m)))
+    try:
+        out = [_h(b"head", _message_key(head))]
+        for m in messages_of(body):
+            out.append(_h(out[-1], _message_key(m)))
+    except RecursionError:  # a history nested deeper than Python recurses (a client can send one): compared as opaque
+        return [_h(b"opaque")]
     return out
 
 

@@ -182,3 +182,15 @@ def test_the_fast_message_key_equals_the_walked_one(message):
     from inspector.net.conversations import _message_key, _slow_key
 
     assert _message_key(message) == _slow_key(message)
+
+
+def test_a_history_nested_too_deep_is_grouped_as_opaque_never_raises():
+    """A client can send a message nested 1,000 levels deep (orjson reads it): grouping must not raise
+    RecursionError inside the proxy's handler; the request is compared as opaque."""
+    import orjson
+
+    deep = orjson.loads(b"[" * 1000 + b"]" * 1000)
+    c = Conversations()
+    a = post(c, body([user("start"), {"role": "user", "content": deep}]))
+    assert a.side is None and a.how == "new"
+    assert chain(body([{"role": "user", "content": deep}])) == chain(None)
