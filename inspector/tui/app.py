@@ -436,6 +436,11 @@ class InspectorApp(App[int]):
     def on_session_ended(self, message: M.SessionEnded) -> None:
         if message.generation != self.generation:
             return
+        if not self.is_running:
+            # Textual is shutting down (its screens are being closed, maybe gone): keep the status, draw nothing
+            self.set_reactive(InspectorApp.session_running, False)
+            self.final_status = message.status
+            return
         self.session_running = False
         self.final_status = message.status
         self.flush()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 from hypothesis import given, settings
@@ -62,7 +63,19 @@ def test_no_profile_derandomizes_and_each_prints_the_blob(restore_profile, name)
     hyp.load(name)
     assert not settings.default.derandomize
     assert settings.default.print_blob
-    assert (settings.default.deadline is None) == (name == "nightly")
+    assert settings.default.deadline == hyp.DEADLINES[name]
+    assert hyp.DEADLINES == {"dev": timedelta(milliseconds=200), "ci": None, "nightly": None}
+
+
+def test_the_profiles_do_not_inherit_what_was_loaded_before_them(restore_profile):
+    # with CI set, Hypothesis loads its own ci profile at import (derandomized, no deadline, no database): the
+    # official CI's dev profile inherited its deadline=None, which this suite pinned only on a machine without CI
+    settings.register_profile("inherited", derandomize=True, deadline=None, database=None, max_examples=7)
+    settings.load_profile("inherited")
+    hyp.load("dev")
+    assert settings.default.deadline == timedelta(milliseconds=200)
+    assert not settings.default.derandomize
+    assert settings.default.database is not None  # Hypothesis's default example database, as without CI
 
 
 def test_two_runs_draw_different_examples(restore_profile):

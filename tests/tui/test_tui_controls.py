@@ -176,6 +176,26 @@ class TestSessionLifecycle:
             await pilot.press("r")  # restart still works
             await wait_for(lambda: len(factory.sessions) == 2, what="a restart")
 
+    async def test_a_session_that_ends_while_textual_closes_its_screens_is_no_traceback(self, monkeypatch) -> None:
+        # CI saw it: the restarted session crashed while the test's app was closing; Textual had cleared its screen
+        # stack, and setting the (bindings=True) reactive asked the absent screen for its bindings
+        from unittest.mock import PropertyMock
+
+        from textual.app import ScreenStackError
+
+        from inspector.tui import messages as M
+
+        app, factory = live_app(parse_date_observations())
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, factory)
+            monkeypatch.setattr(app, "_running", False)  # Textual's _shutdown sets this first, then closes screens
+            no_screens = PropertyMock(side_effect=ScreenStackError("No screens on stack"))
+            with monkeypatch.context() as m:
+                m.setattr(InspectorApp, "screen", no_screens)
+                app.on_session_ended(M.SessionEnded(app.generation, "error", "boom"))
+            assert (app.final_status, app.session_running) == ("error", False)
+            monkeypatch.setattr(app, "_running", True)
+
     async def test_a_factory_that_fails_keeps_the_app_alive(self) -> None:
         def broken():
             raise ValueError("no API key: set ANTHROPIC_API_KEY")
