@@ -465,7 +465,16 @@ def chat_history_problem(messages: list) -> tuple[str, str | None, str | None] |
                 None,
             )
         if role == "assistant":
-            for call in m.get("tool_calls") or []:
+            calls = m.get("tool_calls")
+            if calls is not None and not isinstance(calls, list):
+                # OpenAI's own 400 for it (a fuzz case: `"tool_calls": true` raised TypeError in the handler)
+                return (
+                    f"Invalid type for 'messages[{i}].tool_calls': expected an array of objects, but got "
+                    f"{_json_type_name(calls)} instead.",
+                    f"messages[{i}].tool_calls",
+                    "invalid_type",
+                )
+            for call in calls or []:
                 if isinstance(call, dict) and isinstance(call.get("id"), str):
                     pending[call["id"]] = i
     if pending:
@@ -477,6 +486,17 @@ def chat_history_problem(messages: list) -> tuple[str, str | None, str | None] |
             None,
         )
     return None
+
+
+def _json_type_name(v: Any) -> str:
+    """How OpenAI's errors name a JSON value's type ("a boolean", "a string", ...)."""
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, (int, float)):
+        return "a number" if isinstance(v, float) else "an integer"
+    if isinstance(v, str):
+        return "a string"
+    return "an object" if isinstance(v, dict) else "null" if v is None else "an array"
 
 
 def responses_history_problem(items: Any, *, continued: bool = False) -> tuple[str, str | None, str | None] | None:

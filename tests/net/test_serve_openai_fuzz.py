@@ -7,7 +7,7 @@ import json
 import math
 
 import httpx2
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from inspector.net.serve import ServeApp
@@ -41,6 +41,8 @@ def bodies():
 
 @settings(max_examples=150, deadline=None)
 @given(body=bodies(), path=st.sampled_from(["/v1/chat/completions", "/v1/responses"]))
+# found by this test in a CI-profile run: a TypeError in the handler (a 500), not OpenAI's 400
+@example(body={"model": "gpt-4o", "messages": [{"role": "assistant", "tool_calls": True}]}, path="/v1/chat/completions")
 async def test_any_json_body_gets_200_or_the_openai_error_shape(body, path):
     async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=APP.app), base_url="http://serve") as h:
         r = await h.post(path, content=json.dumps(body), headers=HEADERS)
@@ -62,3 +64,16 @@ async def test_any_bytes_get_a_json_answer(raw):
         r = await h.post("/v1/chat/completions", content=raw, headers=HEADERS)
     assert r.status_code in (200, 400, 404), r.content
     assert r.json()
+
+
+async def test_tool_calls_that_are_not_an_array_get_openais_invalid_type_400():
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": 7}]}
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=APP.app), base_url="http://serve") as h:
+        r = await h.post("/v1/chat/completions", content=json.dumps(body), headers=HEADERS)
+    assert r.status_code == 400
+    assert r.json()["error"] == {
+        "message": "Invalid type for 'messages[1].tool_calls': expected an array of objects, but got an integer instead.",
+        "type": "invalid_request_error",
+        "param": "messages[1].tool_calls",
+        "code": "invalid_type",
+    }
