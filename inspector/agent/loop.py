@@ -12,6 +12,7 @@ import functools
 import logging
 import math
 import random
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ import httpx2
 from inspector.agent.executor import TERMINAL, ToolCall, ToolExecutor, ToolState
 from inspector.agent.providers import RETRYABLE_ERRORS, OpenAIProvider
 from inspector.agent.toolbox.spec import ToolSpec
-from inspector.agent.transcript import SpilledHistory, SplicedMessages
+from inspector.agent.transcript import HistoryView, SpilledHistory, SplicedMessages
 from inspector.agent.tries import TryFailure, observe_client, parse_error_body
 from inspector.core import exactjson
 from inspector.core.fmt import duration
@@ -213,6 +214,7 @@ class AgentLoop:
         self._start_pending: tuple[int, int, str, dict] | None = None  # AttemptStarted not yet published
         self._try_headers: dict | None = None  # the current try's request headers as sent (credentials removed)
         self._sent_body: dict | None = None  # the body of the request being sent, as the SDK made it
+        self._shown: list[dict] | None = None  # the last history published, while a subscriber keeps it (_plain)
         self._tap = observe_client(client)
         if self._tap is not None:
             self._tap.listener = self
@@ -395,9 +397,12 @@ class AgentLoop:
         if error and self._secrets:
             error = redact(error, self._secrets)
         self.result = LoopResult(status, self.turns, self.messages.view(), self.all_tools, error)
-        # the history as a view (read back on demand, the secrets masked), not a copy of every message
-        history = self.messages.view(self._secrets)
+        # the history as plain data (read back once from the spill file, the secrets masked): an observation is a
+        # value any subscriber may keep, pickle or write, never a live view of the loop's file
+        history = self._plain(self.messages.view(self._secrets))
         self._pub(O.LoopFinished(self.now(), status, self.turns, history, self.tool_summaries(), error))
+        del history
+        self._shown = None
         return self.result
 
     def tool_summaries(self) -> list[dict]:
@@ -628,8 +633,9 @@ class AgentLoop:
     async def _attempt(self, turn: int, attempt: int, executor: ToolExecutor) -> TurnStream:
         if self.provider is not None:
             return await self._attempt_openai(self.provider, turn, attempt, executor)
-        # the history as it stands for this request: published as a view (its secrets masked as it is read), sent
-        # from the spill file (the SDK serializes a placeholder, the tapped transport splices the messages in)
+        # the history as it stands for this request: published as a plain list read once from the masked view (its
+        # secrets masked as it is read), sent from the spill file (the SDK serializes a placeholder, the tapped
+        # transport splices the messages in)
         history = self.messages.view()
         body = self._request_body(self.messages.view(self._secrets), turn)
         url = str(self.client.base_url).rstrip("/") + "/v1/messages"
@@ -753,8 +759,8 @@ class AgentLoop:
 
     def _splice(self, spliced: SplicedMessages, shown: Any, request: httpx2.Request) -> httpx2.Request:
         """The tap's rewrite: the request as the SDK made it (``request.content``: its JSON with the placeholder
-        history) parsed into the body an observation shows (the history as the masked view ``shown``), then the
-        request with the stored history spliced in (what is sent)."""
+        history) parsed into the body an observation shows (the history as a plain list read from the masked view
+        ``shown``), then the request with the stored history spliced in (what is sent)."""
         sent = spliced.rewrite(request)
         if self._start_pending is not None:
             try:
@@ -764,9 +770,30 @@ class AgentLoop:
             key = self.provider.history_key if self.provider is not None else "messages"
             held = parsed.get(key) if isinstance(parsed, dict) else None
             if isinstance(parsed, dict) and held == spliced.placeholder_messages:
-                parsed[key] = shown
+                parsed[key] = self._plain(shown)
                 self._sent_body = parsed
         return sent
+
+    def _plain(self, value: Any) -> Any:
+        """A history view (a request's messages, or the final history) as the plain list it stands for, built once
+        per attempt. The messages a subscriber still holds from the previous list (the dashboard keeps every
+        request's body) are shared, not read again: a long session costs a list of references per request, not a
+        copy of the history. Only a list some subscriber keeps is remembered (``_release_shown``): otherwise the
+        loop holds no message in RAM."""
+        if not isinstance(value, HistoryView):
+            return value
+        self._release_shown()
+        prev, n = self._shown, len(value)
+        k = min(len(prev), n) if prev is not None else 0
+        out = prev[:k] if prev is not None and k else []
+        out.extend(value[k:n])
+        self._shown = out
+        return out
+
+    def _release_shown(self) -> None:
+        """Forget the last published list unless someone else holds it (refcount: this attribute and the argument)."""
+        if self._shown is not None and sys.getrefcount(self._shown) <= 2:
+            self._shown = None
 
     def _publish_started(self, request: httpx2.Request | None) -> None:
         """AttemptStarted for the pending attempt: the request as sent (``request``, its body parsed in
@@ -783,9 +810,12 @@ class AgentLoop:
                 self._sent_body,
             )
         else:
-            method, headers, shown = "POST", clean_headers(self.client.default_headers), dict(body)
+            method, headers = "POST", clean_headers(self.client.default_headers)
+            shown = {k: self._plain(v) for k, v in body.items()}
         self._sent_body = None
         self._pub(O.AttemptStarted(self._try_t_sent - self._t0, turn, attempt, method, url, headers, shown))
+        del shown
+        self._release_shown()
         self._set_state(self._running_state())
 
     async def _consume(
