@@ -42,6 +42,7 @@ from inspector.stream.protocol import ErrorEvent, Ping
 log = logging.getLogger("inspector.agent.loop")
 
 StepUnit = Literal["event", "block", "turn"]
+Control = Literal["pause", "resume", "step", "cancel", "speed"]
 RETRYABLE_ERROR_EVENTS = frozenset({"overloaded_error", "api_error", "rate_limit_error", "timeout_error"})
 
 
@@ -106,23 +107,20 @@ class LoopController:
 
     @property
     def paused(self) -> bool:
-        return self._loop._paused
+        return self._loop.paused
 
     @property
     def events_processed(self) -> int:
         return self._loop.events_processed
 
     def pause(self) -> None:
-        self._loop._control("pause")
-        self._loop._set_paused(True)
+        self._loop.control("pause")
 
     def resume(self) -> None:
-        self._loop._control("resume")
-        self._loop._step = None
-        self._loop._set_paused(False)
+        self._loop.control("resume")
 
     def toggle_pause(self) -> None:
-        if self._loop._paused:
+        if self._loop.paused:
             self.resume()
         else:
             self.pause()
@@ -130,13 +128,10 @@ class LoopController:
     def step(self, unit: StepUnit = "event") -> None:
         if unit not in ("event", "block", "turn"):
             raise ValueError(f"unknown step unit {unit!r}")
-        self._loop._control(f"step_{unit}")
-        self._loop._request_step(unit)
+        self._loop.control("step", unit)
 
     def cancel(self) -> None:
-        if not self._loop._cancel_requested:
-            self._loop._control("cancel")
-        self._loop._request_cancel()
+        self._loop.control("cancel")
 
     # speed (scripted and replayed streams)
     @property
@@ -149,15 +144,15 @@ class LoopController:
 
     def set_speed(self, speed: float) -> None:
         self._loop.pacer.set_speed(speed)
-        self._loop._control("speed", self._loop.pacer.label)
+        self._loop.control("speed")
 
     def faster(self) -> None:
         self._loop.pacer.faster()
-        self._loop._control("speed", self._loop.pacer.label)
+        self._loop.control("speed")
 
     def slower(self) -> None:
         self._loop.pacer.slower()
-        self._loop._control("speed", self._loop.pacer.label)
+        self._loop.control("speed")
 
 
 class AgentLoop:
@@ -291,7 +286,37 @@ class AgentLoop:
             )
 
     # ------------------------------------------------------------------------------------------ controls
-    def _control(self, control: str, detail: str = "") -> None:
+    @property
+    def paused(self) -> bool:
+        """Paused by the user (a step under way still lets its unit through)."""
+        return self._paused
+
+    def control(self, control: Control, unit: StepUnit = "event") -> None:
+        """Apply a control the user gave (``LoopController`` calls this; synchronous, safe at any time) and publish
+        it as ControlApplied: ``pause``, ``resume``, ``step`` (by ``unit``), ``cancel``, or ``speed`` (the pacer's
+        speed was changed: its label is published)."""
+        if control == "pause":
+            self._publish_control("pause")
+            self._set_paused(True)
+        elif control == "resume":
+            self._publish_control("resume")
+            self._step = None
+            self._set_paused(False)
+        elif control == "step":
+            if unit not in ("event", "block", "turn"):
+                raise ValueError(f"unknown step unit {unit!r}")
+            self._publish_control(f"step_{unit}")
+            self._request_step(unit)
+        elif control == "cancel":
+            if not self._cancel_requested:
+                self._publish_control("cancel")
+            self._request_cancel()
+        elif control == "speed":
+            self._publish_control("speed", self.pacer.label)
+        else:
+            raise ValueError(f"unknown control {control!r}")
+
+    def _publish_control(self, control: str, detail: str = "") -> None:
         """Publish a control the user applied (none before the loop starts or once it has ended: a pause before the
         start shows as the first StreamHeld)."""
         if self.state in TERMINAL_LOOP_STATES or not self._running:
@@ -384,7 +409,7 @@ class AgentLoop:
             await self._after_cancel()
         except LoopError as e:
             status, error = "error", str(e)
-        except Exception as e:  # never a traceback: the loop ends in the error state with a message
+        except Exception as e:  # noqa: BLE001 (never a traceback: the loop ends in the error state with a message)
             status, error = "error", f"internal error: {type(e).__name__}: {e}"
         finally:
             if self._executor is not None and status != "cancelled":

@@ -95,7 +95,7 @@ class Session:
         def thread() -> None:
             try:
                 done.set_result(asyncio.run(main()))
-            except BaseException as e:  # handed to the caller, never lost in the thread
+            except BaseException as e:  # noqa: BLE001 (handed to the caller as is, never lost in the thread)
                 done.set_exception(e)
             finally:
                 self._thread_loop = None
@@ -134,6 +134,18 @@ class Session:
                 await self.loop.client.close()  # the SDK's connection pool
             except Exception:  # the session has ended; a pool that fails to close is only noted
                 log.debug("closing the SDK client failed", exc_info=True)
+
+    def call_on_loop(self, fn: Callable[[], object]) -> None:
+        """Run ``fn`` on the event loop that runs the loop: a threaded session's (in order, from any thread), or at
+        once when called on that loop's thread, before it runs or once it has ended."""
+        loop = self._thread_loop
+        if loop is None or threading.current_thread() is self._thread:
+            fn()
+            return
+        try:
+            loop.call_soon_threadsafe(fn)
+        except RuntimeError:  # the session's loop closed meanwhile: the loop has ended
+            fn()
 
     def close(self) -> None:
         if self.recorder is not None:
@@ -196,16 +208,9 @@ class ThreadedController:
                 unit = args[0] if args else kwargs.get("unit")
                 if unit not in ("event", "block", "turn"):
                     raise ValueError(f"unknown step unit {unit!r}")
-            if name == "set_speed":
-                Pacer._check(args[0] if args else kwargs["speed"])  # the caller hears a bad speed, not the loop
-            loop = self._session._thread_loop
-            if loop is None or threading.current_thread() is self._session._thread:
-                attr(*args, **kwargs)
-                return
-            try:
-                loop.call_soon_threadsafe(functools.partial(attr, *args, **kwargs))
-            except RuntimeError:  # the session's loop closed meanwhile: the loop has ended
-                attr(*args, **kwargs)
+            if name == "set_speed":  # a Pacer refuses a bad speed (ValueError): the caller hears it, not the loop
+                Pacer(args[0] if args else kwargs["speed"])
+            self._session.call_on_loop(functools.partial(attr, *args, **kwargs))
 
         return call
 
@@ -504,13 +509,14 @@ def _paced_sdk_retries(client: Any, pacer: Pacer) -> None:
     """A replayed connection failure: the SDK backs off by itself (0.5 s doubling to 8 s) with no answer whose
     retry-after the replay could scale, so its wait follows the replay's speed here (virtual at --speed max, issue
     19). An answered retry's wait is not touched: the replay serves it a scaled retry-after already."""
-    sdk_wait = client._calculate_retry_timeout  # (the SDK's one place that says how long it waits)
+    # the SDK's one place that says how long it waits (private: the SDK offers no public hook for its backoff)
+    sdk_wait = client._calculate_retry_timeout  # noqa: SLF001
 
     def paced(remaining_retries: int, options: Any, response_headers: Any = None) -> float:
         wait = float(sdk_wait(remaining_retries, options, response_headers))
         return wait if response_headers is not None else pacer.wall_seconds(wait)
 
-    client._calculate_retry_timeout = paced
+    client._calculate_retry_timeout = paced  # noqa: SLF001 (as above)
 
 
 def replay_session(
