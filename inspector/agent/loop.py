@@ -658,12 +658,53 @@ class AgentLoop:
     async def _attempt(self, turn: int, attempt: int, executor: ToolExecutor) -> TurnStream:
         if self.provider is not None:
             return await self._attempt_openai(self.provider, turn, attempt, executor)
-        # the history as it stands for this request: published as a plain list read once from the masked view (its
-        # secrets masked as it is read), sent from the spill file (the SDK serializes a placeholder, the tapped
-        # transport splices the messages in)
-        history = self.messages.view()
         body = self._request_body(self.messages.view(self._secrets), turn)
         url = str(self.client.base_url).rstrip("/") + "/v1/messages"
+        kwargs = {k: v for k, v in body.items() if k not in ("model", "max_tokens", "messages")}
+        extra = {k: kwargs.pop(k) for k in list(kwargs) if k not in ("system", "tools")}
+
+        def open_stream(messages: Any) -> Any:
+            return self.client.messages.with_streaming_response.create(
+                model=body["model"],
+                max_tokens=body["max_tokens"],
+                messages=messages,
+                stream=True,
+                extra_body=extra or None,
+                **kwargs,
+            )
+
+        return await self._send(
+            turn,
+            attempt,
+            executor,
+            url,
+            body,
+            "messages",
+            TurnStream(),
+            open_stream,
+            (anthropic.APIStatusError, anthropic.APIConnectionError),
+            _api_error_message,
+        )
+
+    async def _send(
+        self,
+        turn: int,
+        attempt: int,
+        executor: ToolExecutor,
+        url: str,
+        body: dict,
+        key: str,
+        ts: Any,
+        open_stream: Callable[[Any], Any],
+        errors: tuple[type[Exception], type[Exception]],
+        describe: Callable[[Any], str],
+    ) -> Any:
+        """One attempt over either SDK: ``open_stream(history)`` is the SDK's ``with_streaming_response`` call for
+        ``body`` (whose history is under ``key``), ``ts`` the stream that decodes its answer; ``errors`` the SDK's
+        status and connection errors (``describe``: a status error's message). The history as it stands is
+        published as a plain list read once from the masked view, and sent from the spill file: the SDK serializes a
+        placeholder, the tapped transport splices the messages in (every HTTP try, the SDK's own retries too)."""
+        history = self.messages.view()
         self._open_attempt = (turn, attempt)
         self._try_headers = None
         # the first try's reads are timed from here: the same instant as the attempt's (recorded) request
@@ -675,31 +716,22 @@ class AgentLoop:
         self._sent_body = None
         if self._tap is None:
             self._publish_started(None)
-        ts = TurnStream()
         self._ts = ts
-        kwargs = {k: v for k, v in body.items() if k not in ("model", "max_tokens", "messages")}
-        extra = {k: kwargs.pop(k) for k in list(kwargs) if k not in ("system", "tools")}
         if self._tap is not None:
             spliced = SplicedMessages(history)
-            messages: Any = spliced.placeholder_messages
-            self._tap.rewrite = functools.partial(self._splice, spliced, body["messages"])
+            sent: Any = spliced.placeholder_messages
+            self._tap.rewrite = functools.partial(self._splice, spliced, body[key])
         else:  # a client whose transport cannot be wrapped: the SDK is given the messages themselves
-            messages = list(history)
+            sent = list(history)
+        status_error, connection_error = errors
         self._try_ctx = (turn, attempt)
         try:
-            async with self.client.messages.with_streaming_response.create(
-                model=body["model"],
-                max_tokens=body["max_tokens"],
-                messages=messages,
-                stream=True,
-                extra_body=extra or None,
-                **kwargs,
-            ) as resp:
+            async with open_stream(sent) as resp:
                 await self._read_response(resp, ts, turn, attempt, executor)
-        except anthropic.APIStatusError as e:
+        except status_error as e:
             # HTTP errors before the first byte: the SDK already retried them; we do not retry twice.
-            raise LoopError(f"HTTP {e.status_code}: {_api_error_message(e)}") from None
-        except anthropic.APIConnectionError as e:
+            raise LoopError(f"HTTP {e.status_code}: {describe(e)}") from None  # type: ignore[attr-defined]
+        except connection_error as e:
             raise LoopError(f"connection failed: {e}") from None
         finally:
             self._try_ctx = None
@@ -736,51 +768,29 @@ class AgentLoop:
             await chunks.aclose()
 
     async def _attempt_openai(self, p: OpenAIProvider, turn: int, attempt: int, executor: ToolExecutor) -> TurnStream:
-        """One attempt over the openai SDK: as ``_attempt`` (every HTTP try tapped, the history spliced in from the
-        spill file, the raw bytes read through ``with_streaming_response``), decoded by the API's OpenAI stream."""
+        """One attempt over the openai SDK (``_send``), decoded by the API's OpenAI stream."""
         import openai
 
+        from inspector.agent.providers import error_message
+
         cfg = self.config
-        history = self.messages.view()
         tools = cfg.tool_definitions
         if tools is None and self.tools:
             tools = [t.definition() for t in self.tools.values()]
         system = cfg.system_by_turn.get(turn, cfg.system)
         body = p.request_body(cfg.model, self.messages.view(self._secrets), system, tools, dict(cfg.extra_body))
-        url = p.url(self.client)
-        self._open_attempt = (turn, attempt)
-        self._try_headers = None
-        self._try_t_sent = self.clock()
-        self._try_index = 0
-        self._start_pending = (turn, attempt, url, body)
-        self._sent_body = None
-        if self._tap is None:
-            self._publish_started(None)
-        ts = p.new_stream()
-        self._ts = ts
-        if self._tap is not None:
-            spliced = SplicedMessages(history)
-            sent: Any = spliced.placeholder_messages
-            self._tap.rewrite = functools.partial(self._splice, spliced, body[p.history_key])
-        else:
-            sent = list(history)
-        self._try_ctx = (turn, attempt)
-        try:
-            async with p.open(self.client, body, sent) as resp:
-                await self._read_response(resp, ts, turn, attempt, executor)
-        except openai.APIStatusError as e:
-            from inspector.agent.providers import error_message
-
-            raise LoopError(f"HTTP {e.status_code}: {error_message(e)}") from None
-        except openai.APIConnectionError as e:
-            raise LoopError(f"connection failed: {e}") from None
-        finally:
-            self._try_ctx = None
-            if self._tap is not None:
-                self._tap.rewrite = None
-            if self._start_pending is not None:
-                self._publish_started(None)
-        return ts
+        return await self._send(
+            turn,
+            attempt,
+            executor,
+            p.url(self.client),
+            body,
+            p.history_key,
+            p.new_stream(),
+            functools.partial(p.open, self.client, body),
+            (openai.APIStatusError, openai.APIConnectionError),
+            error_message,
+        )
 
     def _splice(self, spliced: SplicedMessages, shown: Any, request: httpx2.Request) -> httpx2.Request:
         """The tap's rewrite: the request as the SDK made it (``request.content``: its JSON with the placeholder
