@@ -527,7 +527,7 @@ class ToolExecutor:
                     self._fail(call, spec, e)
             except ToolRefused as e:
                 self._finish(call, ToolState.FAILED, str(e) or type(e).__name__)
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001 (a tool may raise anything: it becomes the call's is_error result)
                 self._fail(call, spec, e)
             except BaseException as e:  # KeyboardInterrupt / SystemExit from a tool: record, then propagate
                 self._fail(call, spec, e)
@@ -537,7 +537,7 @@ class ToolExecutor:
                     return  # finished late: the result is ignored
                 try:
                     content, cut = render_result(value, self.max_result_chars)
-                except Exception as e:  # pragma: no cover - render_result falls back to str()
+                except Exception as e:  # noqa: BLE001 (str() of a tool's value runs the tool's own code)
                     self._fail(call, spec, e)
                     return
                 call.truncated_chars = cut
@@ -614,9 +614,9 @@ class ToolExecutor:
             _switch_interval.enter()
             try:
                 value, ok = ctx.run(fn, tool_input), True
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001 (a tool may raise anything: delivered to the loop as its result)
                 value, ok = e, False
-            except BaseException as e:  # SystemExit etc. must not be set on a future as is
+            except BaseException as e:  # noqa: BLE001 (SystemExit etc. must not be set on a future as is)
                 err = RuntimeError(f"tool raised {type(e).__name__}: {e}")
                 err.__cause__ = e
                 value, ok = err, False

@@ -12,6 +12,7 @@ import functools
 import logging
 import math
 import random
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ import httpx2
 from inspector.agent.executor import TERMINAL, ToolCall, ToolExecutor, ToolState
 from inspector.agent.providers import RETRYABLE_ERRORS, OpenAIProvider
 from inspector.agent.toolbox.spec import ToolSpec
-from inspector.agent.transcript import SpilledHistory, SplicedMessages
+from inspector.agent.transcript import HistoryView, SpilledHistory, SplicedMessages
 from inspector.agent.tries import TryFailure, observe_client, parse_error_body
 from inspector.core import exactjson
 from inspector.core.fmt import duration
@@ -41,6 +42,7 @@ from inspector.stream.protocol import ErrorEvent, Ping
 log = logging.getLogger("inspector.agent.loop")
 
 StepUnit = Literal["event", "block", "turn"]
+Control = Literal["pause", "resume", "step", "cancel", "speed"]
 RETRYABLE_ERROR_EVENTS = frozenset({"overloaded_error", "api_error", "rate_limit_error", "timeout_error"})
 
 
@@ -105,23 +107,20 @@ class LoopController:
 
     @property
     def paused(self) -> bool:
-        return self._loop._paused
+        return self._loop.paused
 
     @property
     def events_processed(self) -> int:
         return self._loop.events_processed
 
     def pause(self) -> None:
-        self._loop._control("pause")
-        self._loop._set_paused(True)
+        self._loop.control("pause")
 
     def resume(self) -> None:
-        self._loop._control("resume")
-        self._loop._step = None
-        self._loop._set_paused(False)
+        self._loop.control("resume")
 
     def toggle_pause(self) -> None:
-        if self._loop._paused:
+        if self._loop.paused:
             self.resume()
         else:
             self.pause()
@@ -129,13 +128,10 @@ class LoopController:
     def step(self, unit: StepUnit = "event") -> None:
         if unit not in ("event", "block", "turn"):
             raise ValueError(f"unknown step unit {unit!r}")
-        self._loop._control(f"step_{unit}")
-        self._loop._request_step(unit)
+        self._loop.control("step", unit)
 
     def cancel(self) -> None:
-        if not self._loop._cancel_requested:
-            self._loop._control("cancel")
-        self._loop._request_cancel()
+        self._loop.control("cancel")
 
     # speed (scripted and replayed streams)
     @property
@@ -148,15 +144,15 @@ class LoopController:
 
     def set_speed(self, speed: float) -> None:
         self._loop.pacer.set_speed(speed)
-        self._loop._control("speed", self._loop.pacer.label)
+        self._loop.control("speed")
 
     def faster(self) -> None:
         self._loop.pacer.faster()
-        self._loop._control("speed", self._loop.pacer.label)
+        self._loop.control("speed")
 
     def slower(self) -> None:
         self._loop.pacer.slower()
-        self._loop._control("speed", self._loop.pacer.label)
+        self._loop.control("speed")
 
 
 class AgentLoop:
@@ -213,6 +209,7 @@ class AgentLoop:
         self._start_pending: tuple[int, int, str, dict] | None = None  # AttemptStarted not yet published
         self._try_headers: dict | None = None  # the current try's request headers as sent (credentials removed)
         self._sent_body: dict | None = None  # the body of the request being sent, as the SDK made it
+        self._shown: list[dict] | None = None  # the last history published, while a subscriber keeps it (_plain)
         self._tap = observe_client(client)
         if self._tap is not None:
             self._tap.listener = self
@@ -289,7 +286,37 @@ class AgentLoop:
             )
 
     # ------------------------------------------------------------------------------------------ controls
-    def _control(self, control: str, detail: str = "") -> None:
+    @property
+    def paused(self) -> bool:
+        """Paused by the user (a step under way still lets its unit through)."""
+        return self._paused
+
+    def control(self, control: Control, unit: StepUnit = "event") -> None:
+        """Apply a control the user gave (``LoopController`` calls this; synchronous, safe at any time) and publish
+        it as ControlApplied: ``pause``, ``resume``, ``step`` (by ``unit``), ``cancel``, or ``speed`` (the pacer's
+        speed was changed: its label is published)."""
+        if control == "pause":
+            self._publish_control("pause")
+            self._set_paused(True)
+        elif control == "resume":
+            self._publish_control("resume")
+            self._step = None
+            self._set_paused(False)
+        elif control == "step":
+            if unit not in ("event", "block", "turn"):
+                raise ValueError(f"unknown step unit {unit!r}")
+            self._publish_control(f"step_{unit}")
+            self._request_step(unit)
+        elif control == "cancel":
+            if not self._cancel_requested:
+                self._publish_control("cancel")
+            self._request_cancel()
+        elif control == "speed":
+            self._publish_control("speed", self.pacer.label)
+        else:
+            raise ValueError(f"unknown control {control!r}")
+
+    def _publish_control(self, control: str, detail: str = "") -> None:
         """Publish a control the user applied (none before the loop starts or once it has ended: a pause before the
         start shows as the first StreamHeld)."""
         if self.state in TERMINAL_LOOP_STATES or not self._running:
@@ -382,7 +409,7 @@ class AgentLoop:
             await self._after_cancel()
         except LoopError as e:
             status, error = "error", str(e)
-        except Exception as e:  # never a traceback: the loop ends in the error state with a message
+        except Exception as e:  # noqa: BLE001 (never a traceback: the loop ends in the error state with a message)
             status, error = "error", f"internal error: {type(e).__name__}: {e}"
         finally:
             if self._executor is not None and status != "cancelled":
@@ -395,9 +422,12 @@ class AgentLoop:
         if error and self._secrets:
             error = redact(error, self._secrets)
         self.result = LoopResult(status, self.turns, self.messages.view(), self.all_tools, error)
-        # the history as a view (read back on demand, the secrets masked), not a copy of every message
-        history = self.messages.view(self._secrets)
+        # the history as plain data (read back once from the spill file, the secrets masked): an observation is a
+        # value any subscriber may keep, pickle or write, never a live view of the loop's file
+        history = self._plain(self.messages.view(self._secrets))
         self._pub(O.LoopFinished(self.now(), status, self.turns, history, self.tool_summaries(), error))
+        del history
+        self._shown = None
         return self.result
 
     def tool_summaries(self) -> list[dict]:
@@ -628,11 +658,53 @@ class AgentLoop:
     async def _attempt(self, turn: int, attempt: int, executor: ToolExecutor) -> TurnStream:
         if self.provider is not None:
             return await self._attempt_openai(self.provider, turn, attempt, executor)
-        # the history as it stands for this request: published as a view (its secrets masked as it is read), sent
-        # from the spill file (the SDK serializes a placeholder, the tapped transport splices the messages in)
-        history = self.messages.view()
         body = self._request_body(self.messages.view(self._secrets), turn)
         url = str(self.client.base_url).rstrip("/") + "/v1/messages"
+        kwargs = {k: v for k, v in body.items() if k not in ("model", "max_tokens", "messages")}
+        extra = {k: kwargs.pop(k) for k in list(kwargs) if k not in ("system", "tools")}
+
+        def open_stream(messages: Any) -> Any:
+            return self.client.messages.with_streaming_response.create(
+                model=body["model"],
+                max_tokens=body["max_tokens"],
+                messages=messages,
+                stream=True,
+                extra_body=extra or None,
+                **kwargs,
+            )
+
+        return await self._send(
+            turn,
+            attempt,
+            executor,
+            url,
+            body,
+            "messages",
+            TurnStream(),
+            open_stream,
+            (anthropic.APIStatusError, anthropic.APIConnectionError),
+            _api_error_message,
+        )
+
+    async def _send(
+        self,
+        turn: int,
+        attempt: int,
+        executor: ToolExecutor,
+        url: str,
+        body: dict,
+        key: str,
+        ts: Any,
+        open_stream: Callable[[Any], Any],
+        errors: tuple[type[Exception], type[Exception]],
+        describe: Callable[[Any], str],
+    ) -> Any:
+        """One attempt over either SDK: ``open_stream(history)`` is the SDK's ``with_streaming_response`` call for
+        ``body`` (whose history is under ``key``), ``ts`` the stream that decodes its answer; ``errors`` the SDK's
+        status and connection errors (``describe``: a status error's message). The history as it stands is
+        published as a plain list read once from the masked view, and sent from the spill file: the SDK serializes a
+        placeholder, the tapped transport splices the messages in (every HTTP try, the SDK's own retries too)."""
+        history = self.messages.view()
         self._open_attempt = (turn, attempt)
         self._try_headers = None
         # the first try's reads are timed from here: the same instant as the attempt's (recorded) request
@@ -644,31 +716,22 @@ class AgentLoop:
         self._sent_body = None
         if self._tap is None:
             self._publish_started(None)
-        ts = TurnStream()
         self._ts = ts
-        kwargs = {k: v for k, v in body.items() if k not in ("model", "max_tokens", "messages")}
-        extra = {k: kwargs.pop(k) for k in list(kwargs) if k not in ("system", "tools")}
         if self._tap is not None:
             spliced = SplicedMessages(history)
-            messages: Any = spliced.placeholder_messages
-            self._tap.rewrite = functools.partial(self._splice, spliced, body["messages"])
+            sent: Any = spliced.placeholder_messages
+            self._tap.rewrite = functools.partial(self._splice, spliced, body[key])
         else:  # a client whose transport cannot be wrapped: the SDK is given the messages themselves
-            messages = list(history)
+            sent = list(history)
+        status_error, connection_error = errors
         self._try_ctx = (turn, attempt)
         try:
-            async with self.client.messages.with_streaming_response.create(
-                model=body["model"],
-                max_tokens=body["max_tokens"],
-                messages=messages,
-                stream=True,
-                extra_body=extra or None,
-                **kwargs,
-            ) as resp:
+            async with open_stream(sent) as resp:
                 await self._read_response(resp, ts, turn, attempt, executor)
-        except anthropic.APIStatusError as e:
+        except status_error as e:
             # HTTP errors before the first byte: the SDK already retried them; we do not retry twice.
-            raise LoopError(f"HTTP {e.status_code}: {_api_error_message(e)}") from None
-        except anthropic.APIConnectionError as e:
+            raise LoopError(f"HTTP {e.status_code}: {describe(e)}") from None  # type: ignore[attr-defined]
+        except connection_error as e:
             raise LoopError(f"connection failed: {e}") from None
         finally:
             self._try_ctx = None
@@ -705,56 +768,34 @@ class AgentLoop:
             await chunks.aclose()
 
     async def _attempt_openai(self, p: OpenAIProvider, turn: int, attempt: int, executor: ToolExecutor) -> TurnStream:
-        """One attempt over the openai SDK: as ``_attempt`` (every HTTP try tapped, the history spliced in from the
-        spill file, the raw bytes read through ``with_streaming_response``), decoded by the API's OpenAI stream."""
+        """One attempt over the openai SDK (``_send``), decoded by the API's OpenAI stream."""
         import openai
 
+        from inspector.agent.providers import error_message
+
         cfg = self.config
-        history = self.messages.view()
         tools = cfg.tool_definitions
         if tools is None and self.tools:
             tools = [t.definition() for t in self.tools.values()]
         system = cfg.system_by_turn.get(turn, cfg.system)
         body = p.request_body(cfg.model, self.messages.view(self._secrets), system, tools, dict(cfg.extra_body))
-        url = p.url(self.client)
-        self._open_attempt = (turn, attempt)
-        self._try_headers = None
-        self._try_t_sent = self.clock()
-        self._try_index = 0
-        self._start_pending = (turn, attempt, url, body)
-        self._sent_body = None
-        if self._tap is None:
-            self._publish_started(None)
-        ts = p.new_stream()
-        self._ts = ts
-        if self._tap is not None:
-            spliced = SplicedMessages(history)
-            sent: Any = spliced.placeholder_messages
-            self._tap.rewrite = functools.partial(self._splice, spliced, body[p.history_key])
-        else:
-            sent = list(history)
-        self._try_ctx = (turn, attempt)
-        try:
-            async with p.open(self.client, body, sent) as resp:
-                await self._read_response(resp, ts, turn, attempt, executor)
-        except openai.APIStatusError as e:
-            from inspector.agent.providers import error_message
-
-            raise LoopError(f"HTTP {e.status_code}: {error_message(e)}") from None
-        except openai.APIConnectionError as e:
-            raise LoopError(f"connection failed: {e}") from None
-        finally:
-            self._try_ctx = None
-            if self._tap is not None:
-                self._tap.rewrite = None
-            if self._start_pending is not None:
-                self._publish_started(None)
-        return ts
+        return await self._send(
+            turn,
+            attempt,
+            executor,
+            p.url(self.client),
+            body,
+            p.history_key,
+            p.new_stream(),
+            functools.partial(p.open, self.client, body),
+            (openai.APIStatusError, openai.APIConnectionError),
+            error_message,
+        )
 
     def _splice(self, spliced: SplicedMessages, shown: Any, request: httpx2.Request) -> httpx2.Request:
         """The tap's rewrite: the request as the SDK made it (``request.content``: its JSON with the placeholder
-        history) parsed into the body an observation shows (the history as the masked view ``shown``), then the
-        request with the stored history spliced in (what is sent)."""
+        history) parsed into the body an observation shows (the history as a plain list read from the masked view
+        ``shown``), then the request with the stored history spliced in (what is sent)."""
         sent = spliced.rewrite(request)
         if self._start_pending is not None:
             try:
@@ -764,9 +805,30 @@ class AgentLoop:
             key = self.provider.history_key if self.provider is not None else "messages"
             held = parsed.get(key) if isinstance(parsed, dict) else None
             if isinstance(parsed, dict) and held == spliced.placeholder_messages:
-                parsed[key] = shown
+                parsed[key] = self._plain(shown)
                 self._sent_body = parsed
         return sent
+
+    def _plain(self, value: Any) -> Any:
+        """A history view (a request's messages, or the final history) as the plain list it stands for, built once
+        per attempt. The messages a subscriber still holds from the previous list (the dashboard keeps every
+        request's body) are shared, not read again: a long session costs a list of references per request, not a
+        copy of the history. Only a list some subscriber keeps is remembered (``_release_shown``): otherwise the
+        loop holds no message in RAM."""
+        if not isinstance(value, HistoryView):
+            return value
+        self._release_shown()
+        prev, n = self._shown, len(value)
+        k = min(len(prev), n) if prev is not None else 0
+        out = prev[:k] if prev is not None and k else []
+        out.extend(value[k:n])
+        self._shown = out
+        return out
+
+    def _release_shown(self) -> None:
+        """Forget the last published list unless someone else holds it (refcount: this attribute and the argument)."""
+        if self._shown is not None and sys.getrefcount(self._shown) <= 2:
+            self._shown = None
 
     def _publish_started(self, request: httpx2.Request | None) -> None:
         """AttemptStarted for the pending attempt: the request as sent (``request``, its body parsed in
@@ -783,9 +845,12 @@ class AgentLoop:
                 self._sent_body,
             )
         else:
-            method, headers, shown = "POST", clean_headers(self.client.default_headers), dict(body)
+            method, headers = "POST", clean_headers(self.client.default_headers)
+            shown = {k: self._plain(v) for k, v in body.items()}
         self._sent_body = None
         self._pub(O.AttemptStarted(self._try_t_sent - self._t0, turn, attempt, method, url, headers, shown))
+        del shown
+        self._release_shown()
         self._set_state(self._running_state())
 
     async def _consume(

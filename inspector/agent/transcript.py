@@ -44,6 +44,15 @@ def sdk_json(value: Any) -> bytes:
     return openapi_dumps(prepare_request_data(value, location="body"))
 
 
+def _in_range(i: int, n: int) -> int:
+    """Index ``i`` (negative: from the end) of a sequence of ``n``; IndexError out of range."""
+    if i < 0:
+        i += n
+    if not 0 <= i < n:
+        raise IndexError(i)
+    return i
+
+
 def _seq_eq(a: Sequence, b: Any) -> Any:
     if not isinstance(b, Sequence) or isinstance(b, (str, bytes, bytearray, memoryview)):
         return NotImplemented
@@ -99,16 +108,9 @@ class SpilledHistory(Sequence[dict]):
 
     def encoded(self, i: int) -> bytes:
         """Message ``i`` as the SDK serializes it."""
-        i = self._index(i, len(self))
+        i = _in_range(i, len(self))
         start = self._ends[i - 1] if i else 0
         return self._read(start, self._ends[i] - 1)
-
-    def _index(self, i: int, n: int) -> int:
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError(i)
-        return i
 
     def __len__(self) -> int:
         return len(self._ends)
@@ -172,7 +174,7 @@ class HistoryView(Sequence[dict]):
     def __getitem__(self, i: int | slice) -> dict | list[dict]:
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(self._n))]
-        message = exactjson.loads(self._store.encoded(self._store._index(i, self._n)))
+        message = exactjson.loads(self._store.encoded(_in_range(i, self._n)))
         return redact(message, self._secrets) if self._secrets else message
 
     def __eq__(self, other: object) -> bool:

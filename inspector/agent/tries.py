@@ -214,7 +214,7 @@ def _decoded(status: int, headers: httpx2.Headers, raw: bytes) -> bytes:
         return raw
     try:
         return httpx2.Response(status, headers=headers, content=raw).read()
-    except Exception:  # a body that does not decode is still shown, as received
+    except httpx2.DecodingError:  # a body that does not decode is still shown, as received
         return raw
 
 
@@ -244,7 +244,8 @@ def observe_client(client: Any) -> TryTap | None:
         return None
     is_openai = type(client).__module__.split(".", 1)[0] == "openai"
     tap = TryTap(int(getattr(client, "max_retries", 2) or 0), OPENAI_MAX_RETRY_AFTER if is_openai else None)
-    http._transport = ObservedTransport(inner, tap)  # type: ignore[union-attr]
+    # (httpx2's client has no public way to wrap the transport it was built with, and the SDK built this one)
+    http._transport = ObservedTransport(inner, tap)  # type: ignore[union-attr]  # noqa: SLF001
     mounts = getattr(http, "_mounts", None)
     if isinstance(mounts, dict):  # proxies from the environment
         for pattern, transport in list(mounts.items()):

@@ -366,7 +366,7 @@ class TurnEnded(Observation):
 class LoopFinished(Observation):
     status: str  # finished | error | cancelled
     turns: int
-    messages: Sequence  # the loop's: a transcript.HistoryView (read back on demand), not a copy of the history
+    messages: Sequence  # the final conversation as plain data (a list, secrets masked)
     tools: list  # [{"id", "name", "state", "queued_at", "started_at", "finished_at"}]
     error: str | None = None
     kind: ClassVar[str] = "loop_finished"

@@ -16,24 +16,11 @@ from pathlib import Path
 from typing import IO, Any, overload
 
 import orjson
-from pydantic import BaseModel
 
 from inspector import __version__
 from inspector.core.errors import RecordingError
 from inspector.core.fmt import short_text
-from inspector.record.format import (
-    FORMAT,
-    LINE_MODELS,
-    PLAIN_FORMAT,
-    VERSION,
-    HeaderLine,
-    ObsLine,
-    ReadLine,
-    RequestBody,
-    field_errors,
-    read_line_ok,
-    what,
-)
+from inspector.record.format import FORMAT, PLAIN_FORMAT, VERSION, errors_of, read_line_ok, what_of
 
 __all__ = [
     "CHUNK_BYTES",
@@ -431,7 +418,7 @@ def _check_header(header_line: bytes | None) -> tuple[dict, list[str]]:
         raise RecordingError("recording header line is not valid JSON (file cut short?)") from None
     if not isinstance(header, dict) or header.get("kind") != "header":
         raise RecordingError("recording does not start with a header line")
-    errors = field_errors(HeaderLine, header)
+    errors = errors_of("header", header)
     if "format" in errors:
         raise RecordingError(f"not a {FORMAT} file (format {_short(header.get('format'))})")
     if "version" in errors:
@@ -440,7 +427,7 @@ def _check_header(header_line: bytes | None) -> tuple[dict, list[str]]:
             f" (stream-inspector {__version__} reads version {VERSION})"
         )
     warnings: list[str] = []
-    _drop_fields(header, header, HeaderLine, errors, "line 1: header", "", warnings.append)
+    _drop_fields(header, header, "header", errors, "line 1: header", "", warnings.append)
     if not isinstance(header.get("source"), dict):
         header["source"] = {}
     return header, warnings
@@ -450,16 +437,16 @@ def _check_header(header_line: bytes | None) -> tuple[dict, list[str]]:
 
 
 def _drop_fields(
-    obj: dict, source: dict, model: type[BaseModel], errors: dict[str, str], where: str, prefix: str, warn: Any
+    obj: dict, source: dict, kind: str, errors: dict[str, str], where: str, prefix: str, warn: Any
 ) -> None:
     """Move the fields of ``source`` named in ``errors`` to ``obj["invalid"]`` (as ``prefix + name``), each with a
-    warning naming the line and what the field must be (``format.what``)."""
+    warning naming the line and what the field of a line of ``kind`` must be (``format.what_of``)."""
     invalid: dict = {}
     for name in errors:
         if name in source:
             value = source.pop(name)
             invalid[prefix + name] = value
-            warn(f"{where}: {prefix}{name} {_short(value, 40)} is not {what(model, name)}, dropped")
+            warn(f"{where}: {prefix}{name} {_short(value, 40)} is not {what_of(kind, name)}, dropped")
     if invalid:
         previous = obj.get("invalid")
         obj["invalid"] = {**previous, **invalid} if isinstance(previous, dict) else invalid
@@ -467,13 +454,15 @@ def _drop_fields(
 
 def _validate(kind: str, obj: dict, errors: dict[str, str], number: int, warn: Any) -> None:
     """Drop (with a warning naming the line) the fields of a line that do not fit its declaration (``errors``, from
-    ``format.field_errors``); the raw values are kept under ``obj["invalid"]`` so nothing is lost, and readers can
+    ``format.errors_of``); the raw values are kept under ``obj["invalid"]`` so nothing is lost, and readers can
     trust the types of what is left. A request ``body`` that is an object is checked as a ``RequestBody``."""
     where = f"line {number}: {kind}"
-    _drop_fields(obj, obj, LINE_MODELS[kind], errors, where, "", warn)
+    _drop_fields(obj, obj, kind, errors, where, "", warn)
     if kind == "request" and isinstance(obj.get("body"), dict):
-        body = obj["body"] = dict(obj["body"])
-        _drop_fields(obj, body, RequestBody, field_errors(RequestBody, body), where, "body.", warn)
+        body_errors = errors_of("body", obj["body"])
+        if body_errors:
+            body = obj["body"] = dict(obj["body"])
+            _drop_fields(obj, body, "body", body_errors, where, "body.", warn)
 
 
 _ATTEMPT_KINDS = ("request", "response", "end")
@@ -544,7 +533,7 @@ def _parse_jsonl(chunks: Iterable[bytes], max_line: int, on_read: ReadCallback |
                 found = _read_of(obj, number, warn, {})
                 ids_ok = True
             else:
-                errors = field_errors(ReadLine, obj)
+                errors = errors_of("read", obj)
                 found = _read_of(obj, number, warn, errors)
                 ids_ok = "turn" not in errors and "attempt" not in errors
             if found is None:
@@ -559,14 +548,14 @@ def _parse_jsonl(chunks: Iterable[bytes], max_line: int, on_read: ReadCallback |
         elif kind == "header":
             warn(f"line {number}: second header line ignored")
         elif kind == "obs":
-            errors = field_errors(ObsLine, obj)
+            errors = errors_of("obs", obj)
             _validate(kind, obj, errors, number, warn)
             if obj.get("type") == "tool_state" and "id" not in obj:
                 warn(f"line {number}: {obj['type']} observation without a string id, skipped")
                 continue
             recording.observations.append(obj)
         elif kind in _ATTEMPT_KINDS:
-            errors = field_errors(LINE_MODELS[kind], obj)
+            errors = errors_of(kind, obj)
             target = attempt_for(obj, number, "turn" not in errors and "attempt" not in errors)
             if target is None:
                 continue

@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from inspector.agent.toolbox.spec import ToolSpec
 from inspector.core.errors import SourceError, UnknownScenario
@@ -95,7 +95,7 @@ class Session:
         def thread() -> None:
             try:
                 done.set_result(asyncio.run(main()))
-            except BaseException as e:  # handed to the caller, never lost in the thread
+            except BaseException as e:  # noqa: BLE001 (handed to the caller as is, never lost in the thread)
                 done.set_exception(e)
             finally:
                 self._thread_loop = None
@@ -134,6 +134,18 @@ class Session:
                 await self.loop.client.close()  # the SDK's connection pool
             except Exception:  # the session has ended; a pool that fails to close is only noted
                 log.debug("closing the SDK client failed", exc_info=True)
+
+    def call_on_loop(self, fn: Callable[[], object]) -> None:
+        """Run ``fn`` on the event loop that runs the loop: a threaded session's (in order, from any thread), or at
+        once when called on that loop's thread, before it runs or once it has ended."""
+        loop = self._thread_loop
+        if loop is None or threading.current_thread() is self._thread:
+            fn()
+            return
+        try:
+            loop.call_soon_threadsafe(fn)
+        except RuntimeError:  # the session's loop closed meanwhile: the loop has ended
+            fn()
 
     def close(self) -> None:
         if self.recorder is not None:
@@ -196,16 +208,9 @@ class ThreadedController:
                 unit = args[0] if args else kwargs.get("unit")
                 if unit not in ("event", "block", "turn"):
                     raise ValueError(f"unknown step unit {unit!r}")
-            if name == "set_speed":
-                Pacer._check(args[0] if args else kwargs["speed"])  # the caller hears a bad speed, not the loop
-            loop = self._session._thread_loop
-            if loop is None or threading.current_thread() is self._session._thread:
-                attr(*args, **kwargs)
-                return
-            try:
-                loop.call_soon_threadsafe(functools.partial(attr, *args, **kwargs))
-            except RuntimeError:  # the session's loop closed meanwhile: the loop has ended
-                attr(*args, **kwargs)
+            if name == "set_speed":  # a Pacer refuses a bad speed (ValueError): the caller hears it, not the loop
+                Pacer(args[0] if args else kwargs["speed"])
+            self._session.call_on_loop(functools.partial(attr, *args, **kwargs))
 
         return call
 
@@ -291,69 +296,6 @@ def require_api_key(api_key: str | None = None) -> str:
     return key
 
 
-def api_session(
-    model: str,
-    prompt: str,
-    *,
-    api_key: str | None = None,
-    base_url: str | None = None,
-    workspace: str | Path = ".",
-    allow_write: bool = False,
-    user_tools: dict[str, ToolSpec] | None = None,
-    builtin: bool = True,
-    system: str | None = None,
-    max_tokens: int = 4096,
-    clock: Callable[[], float] = time.monotonic,
-    bus: O.ObservationBus | None = None,
-    record: str | Path | None = None,
-    retries: int = 2,
-    max_turns: int = 20,
-    idle_timeout: float = 30.0,
-    http_client: httpx2.AsyncClient | None = None,
-) -> Session:
-    """The real Messages API (or a relay via base_url), with built-in tools over a workspace and user tools."""
-    import anthropic
-
-    from inspector.agent.loop import AgentLoop, LoopConfig
-    from inspector.agent.toolbox.builtin import builtin_tools
-
-    key = require_api_key(api_key)
-    base = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
-    root = Path(workspace).resolve()
-    if not root.is_dir():
-        raise SourceError(f"workspace {str(workspace)!r} is not a directory")
-    tools: dict[str, ToolSpec] = dict(builtin_tools(root, allow_write=allow_write)) if builtin else {}
-    tools.update(user_tools or {})
-    kw: dict[str, Any] = {"api_key": key, "max_retries": 2}
-    if base:
-        kw["base_url"] = base
-    if http_client is not None:
-        kw["http_client"] = http_client
-    client = anthropic.AsyncAnthropic(**kw)
-    from inspector.core.redaction import credential_values, mask_text, usable_secrets
-
-    # a relay's key in the base URL (http://user:KEY@relay, ?api_key=KEY) is a secret like the API key
-    secrets = usable_secrets([key, *(credential_values([], base) if base else [])])
-    source = {"type": "api", "model": model}
-    if base:
-        source["base_url"] = mask_text(base, secrets)
-    config = LoopConfig(
-        model=model,
-        prompt=prompt,
-        system=system,
-        max_tokens=max_tokens,
-        max_turns=max_turns,
-        retries=retries,
-        idle_timeout=idle_timeout,
-        source=source,
-        secrets=secrets,
-    )
-    loop = AgentLoop(client, config, tools, bus=bus, clock=clock, pacer=Pacer(1.0))
-    session = Session(loop, source)
-    _attach_recorder(session, record)
-    return session
-
-
 def require_openai_key(api_key: str | None = None) -> str:
     """The key given, else OPENAI_API_KEY; a SourceError (one line, no key text) when there is none."""
     key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
@@ -362,10 +304,14 @@ def require_openai_key(api_key: str | None = None) -> str:
     return key
 
 
-def openai_session(
+PROVIDERS = ("anthropic", "openai")
+
+
+def api_session(
     model: str,
     prompt: str,
     *,
+    provider: str = "anthropic",
     api: str = "chat",
     api_key: str | None = None,
     base_url: str | None = None,
@@ -383,19 +329,23 @@ def openai_session(
     idle_timeout: float = 30.0,
     http_client: httpx2.AsyncClient | None = None,
 ) -> Session:
-    """An OpenAI API (``api``: chat for Chat Completions, responses for Responses) through the official openai SDK,
-    or a compatible server via base_url / OPENAI_BASE_URL, with the same executor, controls and built-in tools.
-    ``max_tokens`` None: not sent (the server's default)."""
-    import openai
-
+    """A real API with built-in tools over a workspace and user tools, through its official SDK: ``provider``
+    anthropic, the Messages API (or a relay via base_url / ANTHROPIC_BASE_URL; ``max_tokens`` None: 4096); or openai,
+    an OpenAI API (``api``: chat for Chat Completions, responses for Responses) or a compatible server via base_url /
+    OPENAI_BASE_URL, with the same executor, controls and tools (``max_tokens`` None: not sent, the server's
+    default)."""
     from inspector.agent.loop import AgentLoop, LoopConfig
-    from inspector.agent.providers import APIS, OpenAIProvider
+    from inspector.agent.providers import APIS, Api, OpenAIProvider
     from inspector.agent.toolbox.builtin import builtin_tools
+    from inspector.core.redaction import credential_values, mask_text, usable_secrets
 
-    if api not in APIS:
+    if provider not in PROVIDERS:
+        raise SourceError(f"unknown provider {provider!r}: anthropic or openai")
+    openai = provider == "openai"
+    if openai and api not in APIS:
         raise SourceError(f"unknown OpenAI API {api!r}: chat or responses")
-    key = require_openai_key(api_key)
-    base = base_url or os.environ.get("OPENAI_BASE_URL") or None
+    key = require_openai_key(api_key) if openai else require_api_key(api_key)
+    base = base_url or os.environ.get("OPENAI_BASE_URL" if openai else "ANTHROPIC_BASE_URL") or None
     root = Path(workspace).resolve()
     if not root.is_dir():
         raise SourceError(f"workspace {str(workspace)!r} is not a directory")
@@ -406,29 +356,42 @@ def openai_session(
         kw["base_url"] = base
     if http_client is not None:
         kw["http_client"] = http_client
-    client = openai.AsyncOpenAI(**kw)
-    from inspector.core.redaction import credential_values, mask_text, usable_secrets
+    if openai:
+        import openai as sdk
 
+        client: Any = sdk.AsyncOpenAI(**kw)
+    else:
+        import anthropic
+
+        client = anthropic.AsyncAnthropic(**kw)
+    # a relay's key in the base URL (http://user:KEY@relay, ?api_key=KEY) is a secret like the API key
     secrets = usable_secrets([key, *(credential_values([], base) if base else [])])
-    source: dict[str, Any] = {"type": "api", "provider": "openai", "api": api, "model": model}
+    source: dict[str, Any] = {"type": "api", "provider": "openai", "api": api} if openai else {"type": "api"}
+    source["model"] = model
     if base:
         source["base_url"] = mask_text(base, secrets)
     config = LoopConfig(
         model=model,
         prompt=prompt,
         system=system,
-        max_tokens=max_tokens or 0,  # (not used by the OpenAI provider: it sends its own, when given)
+        # (the OpenAI provider sends its own max tokens, when given)
+        max_tokens=(max_tokens or 0) if openai else (max_tokens if max_tokens is not None else 4096),
         max_turns=max_turns,
         retries=retries,
         idle_timeout=idle_timeout,
         source=source,
         secrets=secrets,
     )
-    provider = OpenAIProvider(api, max_tokens=max_tokens)
-    loop = AgentLoop(client, config, tools, bus=bus, clock=clock, pacer=Pacer(1.0), provider=provider)
+    family = OpenAIProvider(cast("Api", api), max_tokens=max_tokens) if openai else None  # (checked above)
+    loop = AgentLoop(client, config, tools, bus=bus, clock=clock, pacer=Pacer(1.0), provider=family)
     session = Session(loop, source)
     _attach_recorder(session, record)
     return session
+
+
+def openai_session(model: str, prompt: str, *, api: str = "chat", **kw: Any) -> Session:
+    """``api_session`` with ``provider="openai"``."""
+    return api_session(model, prompt, provider="openai", api=api, **kw)
 
 
 def load_recording(path: str | Path | bytes) -> Recording:
@@ -504,13 +467,14 @@ def _paced_sdk_retries(client: Any, pacer: Pacer) -> None:
     """A replayed connection failure: the SDK backs off by itself (0.5 s doubling to 8 s) with no answer whose
     retry-after the replay could scale, so its wait follows the replay's speed here (virtual at --speed max, issue
     19). An answered retry's wait is not touched: the replay serves it a scaled retry-after already."""
-    sdk_wait = client._calculate_retry_timeout  # (the SDK's one place that says how long it waits)
+    # the SDK's one place that says how long it waits (private: the SDK offers no public hook for its backoff)
+    sdk_wait = client._calculate_retry_timeout  # noqa: SLF001
 
     def paced(remaining_retries: int, options: Any, response_headers: Any = None) -> float:
         wait = float(sdk_wait(remaining_retries, options, response_headers))
         return wait if response_headers is not None else pacer.wall_seconds(wait)
 
-    client._calculate_retry_timeout = paced
+    client._calculate_retry_timeout = paced  # noqa: SLF001 (as above)
 
 
 def replay_session(

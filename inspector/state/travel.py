@@ -40,38 +40,11 @@ def state_at(observations: Sequence[O.Observation], k: int) -> DashboardState:
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
-_PLAIN = frozenset({str, int, float, bool, type(None), bytes, list, tuple})
 
 
-class _Kept(int):
-    """In a pickled block: the index of a value kept in RAM beside the file (a live object such as the loop's
-    history view, which reads a file of its own and cannot be pickled; such values are few and small)."""
-
-
-def _spill(v: Any, kept: list) -> Any:
-    t = type(v)
-    if t in _PLAIN or dataclasses.is_dataclass(v):  # diagnostics, SSE events: plain data that pickles
-        return v
-    if t is dict:
-        if all(type(x) in _PLAIN for x in v.values()):
-            return v
-        return {k: _spill(x, kept) for k, x in v.items()}
-    kept.append(v)
-    return _Kept(len(kept) - 1)
-
-
-def _unspill(v: Any, kept: list) -> Any:
-    t = type(v)
-    if t is _Kept:
-        return kept[v]
-    if t is dict and any(type(x) is _Kept or type(x) is dict for x in v.values()):
-        return {k: _unspill(x, kept) for k, x in v.items()}
-    return v
-
-
-def _encode(o: O.Observation, kept: list) -> tuple:
-    """An observation as a tuple of plain values (pickled at C speed; ~10x faster than pickling the dataclass).
-    A field that is not plain data (or a dict holding one) is kept in ``kept`` and stands as its index."""
+def _encode(o: O.Observation) -> tuple:
+    """An observation as a tuple of its values (pickled at C speed; ~10x faster than pickling the dataclass).
+    Observations are plain data (issue 17): no field holds a live object."""
     cls = type(o)
     if cls is O.SSEEventSeen:
         e = o.sse  # type: ignore[attr-defined]
@@ -80,15 +53,23 @@ def _encode(o: O.Observation, kept: list) -> tuple:
     names = _FIELDS.get(cls)
     if names is None:
         names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
-    values = [getattr(o, n) for n in names]
-    return (cls, *[v if type(v) in _PLAIN else _spill(v, kept) for v in values])  # plain: no call
+    return (cls, *[getattr(o, n) for n in names])
 
 
-def _decode(r: tuple, kept: list) -> O.Observation:
+def _decode(r: tuple) -> O.Observation:
     cls = r[0]
     if cls is O.SSEEventSeen:
         return cls(r[1], r[2], r[3], SSEEvent(*r[4]), r[5], r[6], r[7])
-    return cls(*[v if type(v) in _PLAIN else _unspill(v, kept) for v in r[1:]])
+    return cls(*r[1:])
+
+
+def _pickled(block: list[O.Observation]) -> bytes | None:
+    """A block as stored, or None when some value in it cannot be pickled (a tool's own object in its result):
+    that block then stays in RAM as it is, never altered and never an error."""
+    try:
+        return pickle.dumps([_encode(o) for o in block], protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 (a tool's object may raise anything while pickled: the block stays in RAM)
+        return None
 
 
 class SpilledObservations(Sequence[O.Observation]):
@@ -106,7 +87,7 @@ class SpilledObservations(Sequence[O.Observation]):
         self._cache: OrderedDict[int, list[O.Observation]] = OrderedDict()
         self._cache_size = cache
         self._n = 0
-        self._kept: list[Any] = []  # values that cannot be pickled (see _Kept)
+        self._in_ram: dict[int, list[O.Observation]] = {}  # blocks that could not be pickled (see _pickled)
 
     def append(self, obs: O.Observation) -> None:
         self._tail.append(obs)
@@ -117,8 +98,12 @@ class SpilledObservations(Sequence[O.Observation]):
     def _flush(self) -> None:
         if self._file is None:
             self._file = tempfile.TemporaryFile(prefix="inspector-history-")
-        raw = pickle.dumps([_encode(o, self._kept) for o in self._tail], protocol=pickle.HIGHEST_PROTOCOL)
-        os.pwrite(self._file.fileno(), raw, self._end)
+        raw = _pickled(self._tail)
+        if raw is None:
+            self._in_ram[len(self._off)] = self._tail
+            raw = b""
+        else:
+            os.pwrite(self._file.fileno(), raw, self._end)
         self._off.append(self._end)
         self._size.append(len(raw))
         self._end += len(raw)
@@ -129,7 +114,10 @@ class SpilledObservations(Sequence[O.Observation]):
         if hit is not None:
             self._cache.move_to_end(b)
             return hit
-        got = [_decode(r, self._kept) for r in pickle.loads(os.pread(self._file.fileno(), self._size[b], self._off[b]))]
+        kept = self._in_ram.get(b)
+        if kept is not None:
+            return kept
+        got = [_decode(r) for r in pickle.loads(os.pread(self._file.fileno(), self._size[b], self._off[b]))]
         self._cache[b] = got
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
@@ -174,29 +162,41 @@ class SpilledObservations(Sequence[O.Observation]):
     def spilled_bytes(self) -> int:
         return self._end
 
+    @property
+    def blocks_in_ram(self) -> int:
+        """Blocks that could not be pickled and stay in RAM (0 for plain observations)."""
+        return len(self._in_ram)
+
     def frozen(self) -> FrozenObservations:
         """The observations so far, as an iterable another thread may read while this one keeps appending: it
-        shares only what never changes (the written blocks, the file, the kept values) and reads with no cache."""
-        return FrozenObservations(self._file, self._off[:], self._size[:], self._tail[:], self._kept, self._n)
+        shares only what never changes (the written blocks, the file, the blocks kept in RAM) and reads with no
+        cache."""
+        return FrozenObservations(self._file, self._off[:], self._size[:], self._tail[:], dict(self._in_ram), self._n)
 
 
 class FrozenObservations:
     """A prefix of `SpilledObservations` fixed at `frozen()` time; iterating it reads the spilled blocks back one at
     a time (for a worker thread: the export; nothing here touches the live object's cache)."""
 
-    __slots__ = ("_file", "_off", "_size", "_tail", "_kept", "n")
+    __slots__ = ("_file", "_off", "_size", "_tail", "_in_ram", "n")
 
-    def __init__(self, file: Any, off: array, size: array, tail: list, kept: list, n: int) -> None:
-        self._file, self._off, self._size, self._tail, self._kept, self.n = file, off, size, tail, kept, n
+    def __init__(
+        self, file: Any, off: array, size: array, tail: list, in_ram: dict[int, list[O.Observation]], n: int
+    ) -> None:
+        self._file, self._off, self._size, self._tail, self._in_ram, self.n = file, off, size, tail, in_ram, n
 
     def __len__(self) -> int:
         return self.n
 
     def __iter__(self) -> Iterator[O.Observation]:
         for b in range(len(self._off)):
+            kept = self._in_ram.get(b)
+            if kept is not None:
+                yield from kept
+                continue
             raw = os.pread(self._file.fileno(), self._size[b], self._off[b])
             for r in pickle.loads(raw):
-                yield _decode(r, self._kept)
+                yield _decode(r)
         yield from self._tail
 
 

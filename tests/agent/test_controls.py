@@ -360,6 +360,37 @@ async def test_controls_after_the_end_are_harmless():
         s.controller.step("word")  # type: ignore[arg-type]
 
 
+async def test_the_loops_public_control_method_is_what_the_controller_drives():
+    """AgentLoop.control (public: LoopController calls it, no private member reached from outside): a pause holds
+    the stream and a resume releases it, each published once as ControlApplied; an unknown control or step unit is
+    refused before anything is published or changed."""
+    s = scenario_session("weather", speed=math.inf)
+    obs = Observed(s.bus)
+    loop = s.loop
+    done: list[O.Observation] = []
+
+    def hook(o):
+        if not done and is_sse(o):
+            done.append(o)
+            loop.control("pause")
+
+    obs.on(hook)
+    task = start(s)
+    await wait_paused(obs, s)
+    assert loop.paused and s.controller.paused
+    n = len(obs.items)
+    with pytest.raises(ValueError, match="unknown control"):
+        loop.control("jump")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown step unit"):
+        loop.control("step", "word")  # type: ignore[arg-type]
+    await spin()
+    assert len(obs.items) == n and loop.paused
+    loop.control("resume")
+    result = await finish(task)
+    assert result.status == "finished" and not loop.paused
+    assert [o.control for o in obs.of(O.ControlApplied)] == ["pause", "resume"]
+
+
 # ------------------------------------------------------------------------------------------------------ speed
 def test_faster_slower_change_the_pacer_speed():
     s = scenario_session("weather", speed=1.0)

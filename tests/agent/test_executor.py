@@ -815,3 +815,20 @@ async def test_discarded_call_keeps_its_own_run_time():
     assert (running.started_at, running.finished_at, running.duration) == (2.0, 30.0, 28.0)
     g.release("still")
     await ex.aclose()
+
+
+async def test_a_result_whose_str_raises_fails_the_call_with_the_tools_error():
+    """Fault path: a tool returns an object that neither orjson nor str() can render (its __str__ raises): the call
+    fails with that error as its is_error result; the executor goes on."""
+
+    class Unprintable:
+        def __str__(self) -> str:
+            raise RuntimeError("no text for you")
+
+    ex = ToolExecutor({"odd": spec("odd", lambda _i: Unprintable())})
+    ex.submit("t1", "odd", 0, {})
+    await ex.wait()
+    (call,) = ex.calls()
+    assert call.state is ToolState.FAILED and call.is_error
+    assert call.error == "ToolError: RuntimeError: no text for you"
+    await ex.aclose()

@@ -331,3 +331,15 @@ async def test_an_encoded_error_body_is_seen_decoded_and_the_sdk_gets_it_unchang
         return
     assert (f.error_type, f.error_message) == ("invalid_request_error", "bad")
     assert result.status == "error" and result.error == "HTTP 400: invalid_request_error: bad"
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate"])
+def test_an_error_body_that_does_not_decode_is_kept_as_received(encoding):
+    """Fault path (the decode error narrowed from any exception to httpx2.DecodingError): bytes that claim an
+    encoding they do not have are shown as received, and the headers that claimed it stay as they were."""
+    from inspector.agent.tries import _decoded
+
+    raw = b'{"type": "error"} not compressed \xff'
+    headers = httpx2.Headers({"content-encoding": encoding, "content-type": "application/json"})
+    assert _decoded(400, headers, raw) == raw
+    assert _decoded(400, httpx2.Headers({"content-type": "application/json"}), raw) == raw

@@ -1,12 +1,16 @@
 """The loop's history out of RAM (issue 10 §5): kept as the SDK serializes it, in a spill file, and sent from there.
 
-Structure (the loop keeps offsets, not messages; observations carry views, not copies) and equivalence (every request
-body is byte for byte the SDK's own serialization of the same history, with its Content-Length)."""
+Structure (the loop keeps offsets, not messages; observations carry plain lists read once per attempt) and
+equivalence (every request body is byte for byte the SDK's own serialization of the same history, with its
+Content-Length)."""
 
 from __future__ import annotations
 
+import dataclasses
 import gc
+import itertools
 import math
+import pickle
 
 import anthropic
 import httpx2
@@ -21,8 +25,12 @@ from inspector.observe import observations as O
 from inspector.record.recording import Recording, read_recording
 from inspector.record.replay import ReplayServer, ReplayTransport
 from inspector.scenarios.bundled import SCENARIOS
-from inspector.sessions.sources import replay_session, scenario_session
+from inspector.sessions.sources import openai_session, replay_session, scenario_session
+from inspector.state.travel import History
+from inspector.stream.diagnostics import Diagnostic
+from inspector.stream.sse import SSEEvent
 from inspector.testing.loop import assert_valid_history, run_observed
+from inspector.testing.openai_fake import KEY, FakeOpenAI, Stream, chat_text, responses_text
 
 
 class Capture(httpx2.AsyncBaseTransport):
@@ -84,7 +92,7 @@ def test_a_view_with_secrets_masks_them_as_it_reads():
     assert b"sk-ant-secret-123456" in b"".join(masked.list_chunks())  # the request still carries it
 
 
-async def test_the_loop_keeps_its_history_spilled_and_publishes_views():
+async def test_the_loop_keeps_its_history_spilled_and_publishes_plain_lists():
     s = scenario_session("parse_date", speed=math.inf)
     result, obs = await run_observed(s)
     assert result.status == "finished" and result.turns > 1
@@ -92,14 +100,115 @@ async def test_the_loop_keeps_its_history_spilled_and_publishes_views():
     assert isinstance(result.history, HistoryView)
     started = obs.of(O.AttemptStarted)
     assert len(started) > 1
-    for o in started:  # every request's snapshot is a view (an offset count), not a copy of the history
-        assert isinstance(o.body["messages"], HistoryView)
+    for o in started:  # every request's snapshot is plain data, built once per attempt (issue 17)
+        assert type(o.body["messages"]) is list
     fin = obs.of(O.LoopFinished)[0]
-    assert isinstance(fin.messages, HistoryView)
+    assert type(fin.messages) is list
     assert fin.messages == result.messages and isinstance(result.messages, list)
     assert_valid_history(result.messages)
     # JSON output (--json, the recorder) writes the views as lists
     assert fin.to_json()["messages"] == orjson.loads(orjson.dumps(result.messages))
+
+
+def _json_round_trip(o: O.Observation) -> O.Observation | None:
+    """``o`` rebuilt from the JSON of its fields (None when a field is bytes, an SSE event or a diagnostic: those
+    have their own encodings in ``to_json``)."""
+    values = {f.name: getattr(o, f.name) for f in dataclasses.fields(o)}
+    if any(isinstance(v, (bytes, bytearray, memoryview, SSEEvent, Diagnostic)) for v in values.values()):
+        return None
+    return type(o)(**orjson.loads(orjson.dumps(values)))
+
+
+async def _loop_session(kind: str):
+    if kind.startswith("openai-"):
+        api = kind.removeprefix("openai-")
+        fake = FakeOpenAI(
+            [
+                Stream([chat_text("one") if api == "chat" else responses_text("one")]),
+            ]
+        )
+        s = openai_session("gpt-test", f"hi {KEY}", api=api, api_key=KEY, builtin=False, http_client=fake.client())
+        return s
+    s = scenario_session("parse_date", speed=math.inf)
+    if kind == "anthropic-untapped":
+        s.loop._tap = None  # the loop hands the messages to the SDK (its reconstruction is published)
+    return s
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "anthropic-untapped", "openai-chat", "openai-responses"])
+async def test_every_loop_observation_is_plain_data(kind):
+    """Issue 17 §1: what the loop publishes round-trips through pickle and through JSON and equals itself (the
+    request's history and the final history are plain lists, not live views of the loop's spill file)."""
+    s = await _loop_session(kind)
+    result, obs = await run_observed(s)
+    assert result.status == "finished", result.error
+    json_checked = set()
+    for o in obs.items:
+        assert pickle.loads(pickle.dumps(o)) == o, type(o).__name__
+        back = _json_round_trip(o)
+        if back is not None:
+            assert back == o, type(o).__name__
+            json_checked.add(type(o))
+    assert {O.AttemptStarted, O.LoopFinished, O.MessageAppended} <= json_checked
+    (fin,) = obs.of(O.LoopFinished)
+    history = list(result.history)
+    if kind.startswith("openai-"):  # the key the user typed is masked in what is published, as before
+        assert KEY not in orjson.dumps([o.to_json() for o in obs.items]).decode()
+        assert history[0]["content"] == f"hi {KEY}" and fin.messages[0]["content"] == "hi [redacted]"
+        history[0] = fin.messages[0]
+    assert fin.messages == history
+
+
+async def test_published_histories_share_what_subscribers_keep_and_the_loop_keeps_none():
+    """Plain lists without the memory of a copy per request: while a subscriber keeps the bodies (the dashboard
+    does), each request's list shares the previous one's messages; when none does, the loop holds no list at all
+    (its memory stays the spill file's offsets)."""
+    s = scenario_session("parse_date", speed=math.inf)
+    result, obs = await run_observed(s)  # keeps every observation
+    lists = [o.body["messages"] for o in obs.of(O.AttemptStarted)] + [obs.of(O.LoopFinished)[0].messages]
+    assert len(lists) >= 3
+    for prev, cur in itertools.pairwise(lists):
+        assert len(cur) >= len(prev) and all(a is b for a, b in zip(prev, cur, strict=False))
+    full = list(result.history)
+    for cur in lists:  # and each is what the spill file holds
+        assert cur == full[: len(cur)]
+
+    s = scenario_session("parse_date", speed=math.inf)
+    held: list[tuple[type, bool]] = []  # keeps no observation, looks at the loop's memory
+    s.bus.subscribe(lambda o: held.append((type(o), s.loop._shown is not None)))
+    result = await s.run()
+    assert result.status == "finished" and len(held) > 100
+    # a list exists while its observation is published, and only then
+    assert {t for t, kept in held if kept} == {O.AttemptStarted, O.LoopFinished}
+    assert all(not kept for t, kept in held if t not in (O.AttemptStarted, O.LoopFinished))
+    assert s.loop._shown is None
+
+
+async def test_time_travel_past_spilled_blocks_shows_each_request_as_sent():
+    """A loop session of 23,000 observations (big_input) in a History that spills every 2,048: appending never
+    fails, and the state rebuilt from the spilled blocks as of any event shows each request's body as it went on
+    the wire (the state of #2,048 once failed: the loop's live views could not be pickled)."""
+    s = scenario_session("big_input", speed=math.inf)
+    cap = captured(s)
+    result, obs = await run_observed(s)
+    assert result.status == "finished" and result.turns == 2
+    wire = [orjson.loads(body) for *_, body in cap.sent]
+    h = History()  # no live state followed: time travel folds the spilled observations themselves
+    for o in obs.items:
+        h.append(o)
+    assert len(h) > 10 * 2048 and h.observations.spilled_bytes > 0
+    assert h.observations.blocks_in_ram == 0  # every block went to disk: nothing live held them back
+    starts = [(i, o) for i, o in enumerate(obs.items) if isinstance(o, O.AttemptStarted)]
+    assert [(o.turn, o.attempt) for _, o in starts] == [(0, 0), (1, 0)] and len(wire) == 2
+    assert starts[0][0] < 2048 < starts[1][0]
+    for (i, o), sent in zip(starts, wire, strict=True):
+        k = sum(1 for x in obs.items[:i] if isinstance(x, O.SSEEventSeen)) + 1  # just after its request
+        for at in (k, k + 3000, h.event_count):
+            state = h.state_at(min(at, h.event_count))
+            assert state.requests[(o.turn, o.attempt)] == sent
+    assert len(wire[1]["messages"]) == 3
+    (fin,) = [x for x in h.observations if isinstance(x, O.LoopFinished)]
+    assert fin.messages == list(result.history)
 
 
 async def test_the_sdk_is_given_a_placeholder_and_the_transport_sends_the_history():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Literal
 
 import orjson
 import pytest
@@ -17,6 +18,7 @@ from inspector.record import format as F
 from inspector.record.recording import RecordingWriter, read_recording
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "docs" / "recording.schema.json"
+CHECKS_PATH = Path(__file__).resolve().parents[2] / "inspector" / "record" / "linechecks.py"
 SECRET = "sk-ant-test-0123456789abcdef"
 
 
@@ -187,8 +189,127 @@ def test_the_read_shortcut_is_the_model_on_any_object(line):
 
 
 def test_the_shortcut_is_generated_from_the_declaration():
-    source = F.read_line_ok.__doc__ or ""
+    """The checks are inspector/record/linechecks.py, generated from the models (`python -m
+    inspector.record.linemodels`), byte for byte; a type the generator cannot compile is refused, never guessed.
+    (Before the checks covered every kind, a bounded field such as ResponseLine's status was the refused type.)"""
+    assert CHECKS_PATH.read_text(encoding="utf-8") == F.checks_source()
     for name in F.ReadLine.model_fields:
-        assert repr(name) in source
-    with pytest.raises(NotImplementedError):  # a type it cannot compile is refused, never guessed
-        F._compile(F.ResponseLine, lambda o: True)
+        assert repr(name) in (F._compile(F.ReadLine, F._ONE_OF_DATA_B64).__doc__ or "")
+    assert F._compile(F.ResponseLine)({"kind": "response", "turn": 0, "attempt": 0, "status": 200})
+
+    class Odd(F._Line):
+        kind: Literal["odd"]
+        tags: set[int] | None = None
+
+    with pytest.raises(NotImplementedError):
+        F._compile(Odd)
+    assert F.checks_main(["--write"]) == 2  # no options: the usage line, not a traceback
+
+
+LINE_BASES: dict[str, dict] = {
+    "header": {
+        "kind": "header",
+        "format": "stream-inspector-recording",
+        "version": 1,
+        "tool_version": "1.0",
+        "source": {"type": "x"},
+        "started_at": "2026-01-01T00:00:00Z",
+    },
+    "request": {
+        "kind": "request",
+        "turn": 0,
+        "attempt": 1,
+        "t": 0.5,
+        "method": "POST",
+        "url": "u",
+        "headers": {"a": "b"},
+        "body": {"model": "m"},
+    },
+    "response": {"kind": "response", "turn": 2, "attempt": 0, "t": 1, "status": 200, "headers": {}},
+    "read": {"kind": "read", "turn": 1, "attempt": 0, "t": 0.5, "data": "x"},
+    "end": {"kind": "end", "turn": 0, "attempt": 0, "t": 0.1, "status": "complete", "reason": None},
+    "obs": {
+        "kind": "obs",
+        "type": "tool_state",
+        "id": "t1",
+        "name": "n",
+        "state": "done",
+        "safe": True,
+        "times": {"queued": 0.5, "done": 1},
+        "messages": [{"role": "user"}],
+        "t": 0.0,
+    },
+    "body": {
+        "model": "m",
+        "messages": [{"role": "user", "content": "hi"}],
+        "max_tokens": 5,
+        "system": [{"type": "text"}],
+        "tools": [{"name": "x"}],
+        "stream": True,
+    },
+}
+LINE_FIELD_VALUES = st.one_of(
+    JSON_VALUES,
+    st.sampled_from(
+        [
+            *(0, 1, 2, -1, 0.5, 99, 100, 999, 1000, 2**63, 1e308, True, False, None, "", "x"),
+            *("stream-inspector-recording", "header", "request", "response", "read", "end", "obs"),
+            *({}, {"a": "b"}, {"a": 1}, {"a": 1.5}, {"a": None}, {"a": True}, [], [{}], [{"a": 1}], [1], [{}, 2]),
+        ]
+    ),
+)
+
+
+@st.composite
+def changed_lines(draw) -> tuple[str, dict]:
+    kind = draw(st.sampled_from(list(LINE_BASES)))
+    line = dict(LINE_BASES[kind])
+    keys = [*line, "kind", "turn", "attempt", "data", "b64", "other"]
+    for key, value in draw(
+        st.lists(st.tuples(st.sampled_from(keys), st.one_of(st.just(DELETE), LINE_FIELD_VALUES)), max_size=3)
+    ):
+        if value is DELETE:
+            line.pop(key, None)
+        else:
+            line[key] = value
+    return kind, line
+
+
+def test_the_base_lines_fit_and_the_checks_cover_every_model():
+    assert set(LINE_BASES) == set(F.MODELS) == set(F.LINE_OK)
+    for kind, line in LINE_BASES.items():
+        assert F.line_ok(kind, line) and F.field_errors(F.MODELS[kind], line) == {}, kind
+
+
+@settings(max_examples=1000, deadline=None)
+@given(changed_lines())
+def test_every_lines_checks_are_the_model(kind_line):
+    """line_ok (generated from the models' fields) says a line of any kind fits exactly when pydantic says so: a
+    valid line with up to three fields changed (to any JSON value) or removed."""
+    kind, line = kind_line
+    assert F.line_ok(kind, line) == (F.field_errors(F.MODELS[kind], line) == {}), line
+    assert F.errors_of(kind, line) == F.field_errors(F.MODELS[kind], line)
+
+
+def test_a_valid_recording_is_read_without_pydantic(tmp_path):
+    """The models are built on first use (issue 17 §4): reading a valid recording (the dump path) imports no
+    pydantic; a damaged line builds them to name what is wrong."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "all.jsonl"
+    path.write_bytes(b"\n".join(written_lines(tmp_path)) + b"\n")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(HEADER + orjson.dumps(BAD_LINES[0][0]) + b"\n")
+    code = (
+        "import sys\n"
+        "from inspector.record.recording import read_recording\n"
+        "rec = read_recording(sys.argv[1])\n"
+        "print(len(rec.turns), len(rec.warnings), 'pydantic' in sys.modules)\n"
+    )
+    root = str(Path(__file__).resolve().parents[2])
+    env = {"PYTHONPATH": root, "PATH": "/usr/bin:/bin"}
+    got = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env, check=True)
+    assert got.stdout.split() == ["1", "0", "False"], got.stderr
+    got = subprocess.run([sys.executable, "-c", code, str(bad)], capture_output=True, text=True, env=env, check=True)
+    assert got.stdout.split() == ["1", "1", "True"], got.stderr

@@ -46,3 +46,34 @@ def test_base_url_credentials_are_secrets(monkeypatch):
     assert "relay-secret-0123456789" in s.secrets
     assert "relay-secret-0123456789" not in str(s.source)
     assert str(s.loop.client.base_url).startswith("http://user:relay-secret-0123456789@127.0.0.1:9/v1")
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_one_api_session_for_both_families(provider, monkeypatch):
+    """``api_session`` takes the family as ``provider`` (``openai_session`` is it with provider openai): the SDK
+    client, the key and base URL variables, the source and the max tokens follow the family."""
+    import anthropic
+    import openai
+
+    from inspector.sessions.sources import api_session
+
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    s = api_session("m", "p", provider=provider, api_key=KEY, builtin=False)
+    if provider == "openai":
+        assert isinstance(s.loop.client, openai.AsyncOpenAI) and s.loop.provider is not None
+        assert s.source == {"type": "api", "provider": "openai", "api": "chat", "model": "m"}
+        assert s.loop.provider.max_tokens is None and s.loop.config.max_tokens == 0
+        same = openai_session("m", "p", api_key=KEY, builtin=False)
+        assert (same.source, same.loop.config.secrets) == (s.source, s.loop.config.secrets)
+    else:
+        assert isinstance(s.loop.client, anthropic.AsyncAnthropic) and s.loop.provider is None
+        assert s.source == {"type": "api", "model": "m"} and s.loop.config.max_tokens == 4096
+    assert s.secrets == [KEY]
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    env = "OPENAI_API_KEY" if provider == "openai" else "ANTHROPIC_API_KEY"
+    with pytest.raises(SourceError, match=env):
+        api_session("m", "p", provider=provider)
+    with pytest.raises(SourceError, match="anthropic or openai"):
+        api_session("m", "p", provider="gemini", api_key=KEY)

@@ -224,8 +224,8 @@ def test_a_checkpoint_is_not_changed_by_later_folding() -> None:
 
 @pytest.mark.parametrize("block", [1, 7])
 async def test_a_real_loop_session_spills_and_reads_back_its_history_views(block) -> None:
-    """The loop's observations carry live views of its spilled history (AttemptStarted.body["messages"],
-    LoopFinished.messages), which cannot be pickled: they stay in RAM beside the blocks and read back equal."""
+    """The loop's observations (AttemptStarted.body["messages"], LoopFinished.messages: plain lists, issue 17)
+    spill with the rest and read back equal."""
     import math
 
     from inspector.observe import observations as O
@@ -275,3 +275,22 @@ def test_column_from_is_the_column_from_that_row(n, start) -> None:
     for i in range(n):
         t.append(i * 7)
     assert list(t.column_from(0, start)) == list(t.column(0))[start:]
+
+
+def test_a_block_that_cannot_be_pickled_stays_in_ram_unaltered() -> None:
+    """Fault path: an observation holding a value pickle refuses (a tool's own object in its result) neither fails
+    the append nor is altered: its block stays in RAM, the other blocks spill, and everything reads back equal."""
+    import threading
+
+    from inspector.observe import observations as O
+
+    lock = threading.Lock()  # cannot be pickled
+    obs = [O.TurnStarted(float(i), i) for i in range(10)]
+    obs[4] = O.ToolResult(4.0, 0, 0, "t1", "odd", [{"type": "text", "text": "x", "lock": lock}], False, "completed")
+    s = SpilledObservations(block=3)
+    for o in obs:
+        s.append(o)
+    assert s.blocks_in_ram == 1 and s.spilled_bytes > 0
+    assert list(s) == obs and s[4] is obs[4] and s[4].content[0]["lock"] is lock
+    assert list(s.frozen()) == obs
+    assert [s[i] for i in range(10)] == obs

@@ -28,7 +28,7 @@ class ToolSpec:
         if callable(safe):
             try:
                 return bool(safe(tool_input))
-            except Exception:
+            except Exception:  # noqa: BLE001 (the tool's own predicate may raise anything: fail closed, not safe)
                 return False
         return bool(safe)
 
