@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
@@ -46,6 +46,8 @@ __all__ = [
     "mask_bytes",
     "mask_known",
     "mask_text",
+    "openai_ends",
+    "openai_fragments",
     "redact",
     "secret_spans",
     "usable_secrets",
@@ -562,6 +564,7 @@ class _Event:
     ready: bool = True
     changed: bool = False
     n_in: int = 0  # the bytes of the input it stands for
+    frags: list[Fragment] = field(default_factory=list)  # its streamed fragments (an OpenAI chunk may hold several)
 
     def bytes(self) -> bytes:
         if not self.changed or self.obj is None:
@@ -573,8 +576,8 @@ class _Event:
 @dataclass(slots=True)
 class _Held:
     event: _Event
-    delta: dict  # the event's delta object (its text field is rewritten when masked)
-    key: str  # "text", "thinking" or "partial_json"
+    delta: dict  # the object that holds the fragment (its text field is rewritten when masked)
+    key: str  # its field: "text", "thinking" or "partial_json"; OpenAI: "content", "arguments", "delta"...
 
 
 class StreamRedactor:
@@ -739,7 +742,7 @@ class StreamRedactor:
         if kind == "content_block_delta" and isinstance(delta, dict) and isinstance(index, int):
             field_name = _TEXT_FIELDS.get(str(delta.get("type")))
             if field_name is not None and isinstance(delta.get(field_name), str):
-                self._delta((index, field_name), _Held(event, delta, field_name))
+                self._delta([((index, field_name), _Held(event, delta, field_name))])
                 return
         if kind == "content_block_stop" and isinstance(index, int):
             for block_key in [k for k in self._blocks if k[0] == index]:
@@ -747,29 +750,117 @@ class StreamRedactor:
         elif kind in ("message_delta", "message_stop", "error", "message_start"):
             for block_key in list(self._blocks):
                 self._release(block_key)
+        else:  # an OpenAI chunk or Responses event: its fragments first, then what it ends
+            frags = openai_fragments(masked)
+            if frags:
+                self._delta([(k, _Held(event, holder, name)) for k, holder, name in frags])
+            ends = openai_ends(masked)
+            if ends is not None:
+                for block_key in [k for k in self._blocks if _ends(k, ends)]:
+                    self._release(block_key)
 
-    def _release(self, key: tuple[int, str]) -> None:
+    def _release(self, key: tuple) -> None:
         block = self._blocks.pop(key, None)
         if block is not None:
             for frag in block.release():
-                frag.tag.event.ready = True
+                event = frag.tag.event
+                event.ready = all(f.done for f in event.frags)
 
-    def _delta(self, key: tuple[int, str], held: _Held) -> None:
-        block = self._blocks.get(key)
-        if block is None:
-            block = self._blocks[key] = FragmentRedactor(self.keys)
-        for frag in block.push(Fragment(held.delta[held.key], held)):
-            if frag.changed:
-                frag.tag.delta[frag.tag.key] = frag.text
-                frag.tag.event.changed = True
-            frag.tag.event.ready = True
-        for frag in block.held:
-            if frag.changed:
-                frag.tag.delta[frag.tag.key] = frag.text
-                frag.tag.event.changed = True
-            frag.tag.event.ready = False
-        if not block.held:
-            del self._blocks[key]
+    def _delta(self, pieces: list[tuple[tuple, _Held]]) -> None:
+        """The fragments of one event (one, or an OpenAI chunk's several: it is ready once all of them are)."""
+        frags = [Fragment(held.delta[held.key], held) for _, held in pieces]
+        for frag in frags:
+            frag.tag.event.frags.append(frag)
+        for (key, _), fragment in zip(pieces, frags, strict=True):
+            block = self._blocks.get(key)
+            if block is None:
+                block = self._blocks[key] = FragmentRedactor(self.keys)
+            for frag in [*block.push(fragment), *block.held]:
+                if frag.changed:
+                    frag.tag.delta[frag.tag.key] = frag.text
+                    frag.tag.event.changed = True
+                event = frag.tag.event
+                event.ready = all(f.done for f in event.frags)
+            if not block.held:
+                del self._blocks[key]
+
+
+# the text fields of a Chat Completions delta streamed in fragments (tool call arguments: function.arguments)
+OPENAI_CHAT_TEXT_FIELDS = ("content", "reasoning_content", "reasoning", "refusal")
+
+
+def openai_fragments(obj: dict) -> list[tuple[tuple, dict, str]]:
+    """The text fragments an OpenAI stream event carries, as (key of the text they belong to, the object that holds
+    the fragment, its field); ``[]`` for an Anthropic event or one that streams no text.
+
+    - Chat Completions chunk: per choice, ``delta.content`` (and ``reasoning_content``, ``reasoning``,
+      ``refusal``), ``delta.tool_calls[i].function.arguments`` (keyed by the call's ``index``, else its position)
+      and the deprecated ``delta.function_call.arguments``; keys start with ``("chat", choice index)``;
+    - Responses: every ``response.*.delta`` event's ``delta`` string (output text, refusal, function call
+      arguments, reasoning and summary text, custom tool input...), keyed ``("resp", output_index, type, part)``.
+    """
+    choices = obj.get("choices")
+    if isinstance(choices, list):
+        out: list[tuple[tuple, dict, str]] = []
+        for n, choice in enumerate(choices):
+            if not isinstance(choice, dict) or not isinstance(choice.get("delta"), dict):
+                continue
+            ci = choice.get("index")
+            ci = ci if isinstance(ci, int) and not isinstance(ci, bool) else f"#{n}"
+            delta = choice["delta"]
+            for name in OPENAI_CHAT_TEXT_FIELDS:
+                if isinstance(delta.get(name), str):
+                    out.append((("chat", ci, name), delta, name))
+            calls = delta.get("tool_calls")
+            for j, call in enumerate(calls if isinstance(calls, list) else ()):
+                fn = call.get("function") if isinstance(call, dict) else None
+                if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
+                    ti = call.get("index")
+                    ti = ti if isinstance(ti, int) and not isinstance(ti, bool) else f"#{j}"
+                    out.append((("chat", ci, "tool", ti), fn, "arguments"))
+            fc = delta.get("function_call")
+            if isinstance(fc, dict) and isinstance(fc.get("arguments"), str):
+                out.append((("chat", ci, "function_call"), fc, "arguments"))
+        return out
+    kind = obj.get("type")
+    if isinstance(kind, str) and kind.startswith("response.") and kind.endswith(".delta"):
+        if isinstance(obj.get("delta"), str):
+            part = obj.get("content_index", obj.get("summary_index"))
+            return [(("resp", _plain(obj.get("output_index")), kind, _plain(part)), obj, "delta")]
+    return []
+
+
+def _plain(value: Any) -> Any:
+    """A key part from untrusted JSON: hashable."""
+    return value if isinstance(value, (int, str)) or value is None else repr(value)
+
+
+def openai_ends(obj: dict) -> tuple | None:
+    """The texts an OpenAI stream event ends (no fragment of them can follow), as a key prefix; ``()`` for all
+    of them; None when it ends none. A chat choice ends with its ``finish_reason``, a Responses item with its
+    ``.done`` events, everything with the response's end or an error."""
+    if obj.get("error"):
+        return ()
+    choices = obj.get("choices")
+    if isinstance(choices, list):
+        ended = [c.get("index") for c in choices if isinstance(c, dict) and c.get("finish_reason") not in (None, "")]
+        if not ended:
+            return None
+        return ("chat", ended[0]) if len(ended) == 1 and isinstance(ended[0], int) else ("chat",)
+    kind = obj.get("type")
+    if not isinstance(kind, str):
+        return None
+    if kind in ("error", "response.completed", "response.incomplete", "response.failed"):
+        return ()
+    if kind.startswith("response.") and kind.endswith(".done"):
+        return ("resp", _plain(obj.get("output_index")))
+    return None
+
+
+def _ends(key: tuple, prefix: tuple) -> bool:
+    """Whether a fragment key is among the texts an OpenAI event ends (``openai_ends``); an Anthropic block's key
+    (index, field) only by an end of everything."""
+    return key[: len(prefix)] == prefix if (not prefix or isinstance(key[0], str)) else False
 
 
 def _parse_event(raw: bytes) -> tuple[str | None, dict | None]:

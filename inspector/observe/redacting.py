@@ -58,6 +58,7 @@ from inspector.core.redaction import (
     SecretSet,
     StreamRedactor,
     mask_text,
+    openai_fragments,
 )
 from inspector.observe import observations as O
 from inspector.observe.stepobs import fragment_summary
@@ -87,6 +88,9 @@ class _Attempt:
     cell_seq: int = -1  # the last delta event's seq and fragment (its BlockDelta follows it)
     cell: Fragment | None = None
     cell_text: str = ""
+    # an OpenAI chunk's content_block_start whose chunk also streams the block's first fragment: it waits for the
+    # delta event of the same chunk (its tag, once seen) and shows the chunk as that one does
+    sibling: _Pending | None = None
     # a delta event waiting for its BlockDelta, whose fragment (parsed already by the stream engine) it then shares:
     # the event's JSON is parsed again only when something else comes first, or when a secret was masked in it
     awaiting: _Pending | None = None
@@ -189,7 +193,23 @@ class RedactingPublisher:
         st = self._state(obs.turn, obs.attempt)
         et = obs.event_type
         item = _Pending(obs)
+        sib = st.sibling
+        if sib is not None and not (et == "content_block_delta" and sib.obs.sse.seq == obs.sse.seq):  # type: ignore[attr-defined]
+            self._unlink(st)
+            sib = None
+        if (
+            et == "content_block_start"
+            and obs.index is not None
+            and '"choices"' in obs.sse.data  # (a Chat Completions chunk: an Anthropic event is not parsed here)
+            and _fragment_of(obs.sse.data, None, obs.index)
+        ):
+            item.cell = _AWAITING  # (an OpenAI chunk that opens a block with text in it)
+            st.sibling = item
+            st.queue.append(item)
+            return
         if et == "content_block_delta":
+            if sib is not None:
+                sib.tag = item
             item.cell = _AWAITING  # held until its BlockDelta (next) brings its fragment, or until resolved
             st.awaiting = item
             st.queue.append(item)
@@ -206,7 +226,7 @@ class RedactingPublisher:
         item, st.awaiting = st.awaiting, None
         assert item is not None and isinstance(item.obs, O.SSEEventSeen)
         item.cell = None
-        found = _fragment_of(item.obs.sse.data)
+        found = _fragment_of(item.obs.sse.data, None, item.obs.index)
         if found is not None:
             parsed, delta, name, index = found
             text = delta[name]
@@ -214,6 +234,7 @@ class RedactingPublisher:
             item.cell, item.tag = cell, (parsed, delta, name)
             st.cell_seq, st.cell, st.cell_text = item.obs.sse.seq, cell, text
             self._push(st, (index, name), cell)
+        self._link(st, item)
         self._drain(st)
 
     def _delta(self, obs: O.BlockDelta) -> None:
@@ -228,6 +249,7 @@ class RedactingPublisher:
                 st.awaiting = None
                 cell = Fragment(obs.fragment)
                 waiting.cell, waiting.tag = cell, obs.fragment
+                self._link(st, waiting)
                 self._push(st, (obs.index, name), cell)
                 st.queue.append(_Pending(obs, cell, True))
                 self._drain(st)
@@ -245,6 +267,22 @@ class RedactingPublisher:
         st.queue.append(item)
         self._drain(st)
 
+    @staticmethod
+    def _link(st: _Attempt, delta: _Pending) -> None:
+        """The delta event of a waiting content_block_start (the same chunk) knows its fragment now."""
+        sib = st.sibling
+        if sib is not None and sib.tag is delta:
+            sib.cell = delta.cell if delta.cell is not _AWAITING else None
+            st.sibling = None
+
+    @staticmethod
+    def _unlink(st: _Attempt) -> None:
+        """No delta event of the same chunk came: the waiting content_block_start is masked on its own."""
+        sib, st.sibling = st.sibling, None
+        if sib is not None:
+            linked = sib.tag.cell if isinstance(sib.tag, _Pending) else None
+            sib.cell = linked if linked is not _AWAITING else None
+
     def _push(self, st: _Attempt, key: tuple[int, str], cell: Fragment) -> None:
         block = st.blocks.get(key)
         if block is None:
@@ -261,6 +299,7 @@ class RedactingPublisher:
             return
         if st.awaiting is not None:
             self._resolve(st)
+        self._unlink(st)
         rest = st.reads.flush()
         st.release()
         st.ended = True
@@ -300,17 +339,22 @@ class RedactingPublisher:
         sse = obs.sse
         secrets = self.keys.secrets
         data, summary = sse.data, obs.summary
+        src = item.tag if isinstance(item.tag, _Pending) else item  # a chunk's start event shows its delta's chunk
         cell = item.cell
         if cell is not None and cell.changed:
-            tag = item.tag
+            tag = src.tag
             if isinstance(tag, str):  # the fragment came with its BlockDelta: the event's JSON is parsed only now
-                found = _fragment_of(data)
+                found = _fragment_of(data, tag, getattr(src.obs, "index", None))
                 tag = found[:3] if found is not None and found[1][found[2]] == tag else None
             if tag is not None:
                 parsed, delta, text_field = tag
                 delta[text_field] = cell.text
                 data = exactjson.dumps(parsed).decode("utf-8")
-                summary = fragment_summary(str(delta.get("type")), cell.text)
+                dtype = str(delta.get("type"))
+                if dtype not in STREAMED_TEXT_FIELDS:  # an OpenAI fragment: tool arguments are JSON text
+                    dtype = "input_json_delta" if text_field == "arguments" or "arguments" in dtype else "text_delta"
+                if src is item:
+                    summary = fragment_summary(dtype, cell.text)
         data = mask_text(data, secrets)
         summary = mask_text(summary, secrets)
         name, eid = mask_text(sse.event, secrets), mask_text(sse.id, secrets)
@@ -331,8 +375,10 @@ def _attempt_of(obs: O.Observation) -> tuple[int, int] | None:
     return (turn, attempt) if isinstance(turn, int) and isinstance(attempt, int) else None
 
 
-def _fragment_of(data: str) -> tuple[dict, dict, str, int] | None:
-    """(parsed event, its delta, the text field, block index) of a delta event that streams text."""
+def _fragment_of(data: str, want: str | None = None, block: int | None = None) -> tuple[dict, dict, str, int] | None:
+    """(parsed event, the object holding its fragment, the text field, block index) of a delta event that streams
+    text. An OpenAI chunk or Responses event (``core.redaction.openai_fragments``) may hold several: the one whose
+    text is ``want`` (the BlockDelta's fragment), else its only one; its block is the event's (``block``)."""
     try:
         parsed = exactjson.loads(data)
     except orjson.JSONDecodeError:
@@ -342,7 +388,15 @@ def _fragment_of(data: str) -> tuple[dict, dict, str, int] | None:
     delta = parsed.get("delta")
     index = parsed.get("index")
     if not isinstance(delta, dict) or not isinstance(index, int) or isinstance(index, bool):
-        return None
+        if block is None:
+            return None
+        frags = openai_fragments(parsed)
+        if want is not None:
+            frags = [f for f in frags if f[1][f[2]] == want]
+        if not frags or (want is None and len(frags) > 1):
+            return None
+        _key, holder, field_name = frags[0]
+        return parsed, holder, field_name, block
     name = STREAMED_TEXT_FIELDS.get(str(delta.get("type")))
     if name is None or not isinstance(delta.get(name), str):
         return None
