@@ -45,6 +45,7 @@ __all__ = [
     "learn",
     "mask_bytes",
     "mask_known",
+    "mask_json_text",
     "mask_text",
     "openai_ends",
     "openai_fragments",
@@ -394,6 +395,24 @@ def mask_text(text: str, secrets: Iterable[str]) -> str:
         return text
     spans = secret_spans(text, secrets)
     return _apply(text, spans) if spans else text
+
+
+def mask_json_text(text: str, secrets: Iterable[str]) -> str:
+    """``mask_text`` of a JSON document's text, also where one of its strings holds a secret escaped once more (a
+    JSON text inside a JSON string, as OpenAI's tool ``arguments`` in a ``.done`` event: ``\\\\u0073k-...`` on the
+    wire): then the document is parsed, its strings masked and it is written again."""
+    secrets = list(secrets)
+    out = mask_text(text, secrets)
+    if not secrets or "\\\\" not in out:
+        return out
+    once = _unescape(out)
+    if "\\" not in once or not any(s in _unescape(once) for s in secrets):
+        return out
+    try:
+        doc = exactjson.loads(out)
+    except orjson.JSONDecodeError:
+        return out
+    return exactjson.dumps(redact(doc, secrets)).decode("utf-8")
 
 
 def mask_bytes(data: bytes, secrets: Iterable[str]) -> bytes:

@@ -57,6 +57,7 @@ from inspector.core.redaction import (
     FragmentRedactor,
     SecretSet,
     StreamRedactor,
+    mask_json_text,
     mask_text,
     openai_fragments,
 )
@@ -355,7 +356,7 @@ class RedactingPublisher:
                     dtype = "input_json_delta" if text_field == "arguments" or "arguments" in dtype else "text_delta"
                 if src is item:
                     summary = fragment_summary(dtype, cell.text)
-        data = mask_text(data, secrets)
+        data = mask_json_text(data, secrets)
         summary = mask_text(summary, secrets)
         name, eid = mask_text(sse.event, secrets), mask_text(sse.id, secrets)
         start, end = st.offset(sse.start), st.offset(sse.end)

@@ -17,7 +17,7 @@ from inspector.observe import observations as O
 from inspector.observe.redacting import RedactingPublisher
 from inspector.state.fold import DashboardState
 from inspector.testing.hyp import examples
-from inspector.testing.secrets import dashboard_texts, stream_observations
+from inspector.testing.secrets import assert_no_key, dashboard_texts, stream_observations
 
 KEY = "sk-proj-canary-0123456789abcdef"
 
@@ -170,6 +170,8 @@ def assert_clean(published) -> DashboardState:
     state = DashboardState().apply_all(published)
     for text in [*joined, *dashboard_texts(state)]:
         assert not secret_spans(text, [KEY]), text
+    # also escaped twice (the arguments of a .done event are a JSON text inside a JSON string)
+    assert_no_key(KEY, {"observations": orjson.dumps([o.to_json() for o in published], default=str)})
     return state
 
 
@@ -298,3 +300,19 @@ def test_no_split_lets_the_key_through(family, in_args, before, after, delta_cut
     assert reads_of(published) == recorded(data, reads)
     index = 1 if in_args else 0
     assert fragments_of(published, index) == event_fragments_of(published, index) == mask_text(text, [KEY])
+
+
+@pytest.mark.parametrize("family", list(STREAMS))
+def test_a_key_partly_escaped_in_the_arguments_text_is_masked_in_the_done_events(family) -> None:
+    """The arguments text itself holds ``\\u0073k-...`` (the model escaped the first characters): on the wire it is
+    escaped twice in the events that carry the whole text (Responses ``.done``, the final output), and masked there
+    too."""
+    raw = '{"q": "' + u_escape(KEY[:5]) + KEY[5:] + '"}'
+    data = STREAMS[family](["ok"], split(raw, [4, 15, 30]))
+    observations = stream_observations([data], family=family)
+    published = publish(observations)
+    assert_clean(published)
+    assert_complete(observations, published)
+    (use,) = [o for o in published if isinstance(o, O.ToolUse)]
+    assert use.input == {"q": REDACTED}
+    assert_no_key(KEY, {"recording": recorded(data, [data])})
