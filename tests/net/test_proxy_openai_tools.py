@@ -170,6 +170,42 @@ async def test_responses_function_call_outputs_in_the_next_request_are_inferred(
     assert starts == [(0, 0), (1, 0), (2, 0)]
 
 
+async def test_responses_continued_by_previous_response_id_are_the_same_conversation(upstream, tmp_path):
+    """No session header, no history: the second request names the first response (previous_response_id) and
+    sends only the function_call_output. It is the conversation's next turn, and the result is matched."""
+    app, seen, _record = _proxy(upstream, tmp_path)
+    with BackgroundServer(app) as px:
+        client = openai.AsyncOpenAI(base_url=px.base_url + "/v1", api_key=KEY)
+        try:
+            hdr = {"x-inspector-scenario": "weather"}
+            stream = await client.responses.create(
+                model="claude-sonnet-4-6", input="Weather in Paris?", tools=RESP_TOOLS, stream=True, extra_headers=hdr
+            )
+            rid, calls = None, []
+            async for e in stream:
+                if e.type == "response.completed":
+                    rid = e.response.id
+                    calls = [i for i in e.response.output if i.type == "function_call"]
+            assert rid and len(calls) == 1
+            output = [{"type": "function_call_output", "call_id": calls[0].call_id, "output": "18 C"}]
+            stream = await client.responses.create(
+                model="claude-sonnet-4-6",
+                input=output,
+                previous_response_id=rid,
+                tools=RESP_TOOLS,
+                stream=True,
+                extra_headers=hdr,
+            )
+            [e async for e in stream]
+        finally:
+            await client.close()
+    assigned = [(o.conversation, o.conversation_turn, o.how) for o in seen if isinstance(o, O.ConversationAssigned)]
+    assert [a[1:] for a in assigned] == [(0, "new"), (1, "continues")] and assigned[0][0] == assigned[1][0]
+    (o,) = _inferred(seen, 1)
+    assert (o.tool_use_id, o.status, o.from_turn) == (calls[0].call_id, "result", 0)
+    _check_tools_pane(seen, [calls[0].call_id], [calls[0].call_id])
+
+
 # --- the pure part ----------------------------------------------------------------------------------------------
 
 
