@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
@@ -583,7 +583,7 @@ class _Event:
     ready: bool = True
     changed: bool = False
     n_in: int = 0  # the bytes of the input it stands for
-    frags: list[Fragment] = field(default_factory=list)  # its streamed fragments (an OpenAI chunk may hold several)
+    frags: list[Fragment] | None = None  # its streamed fragments when it has several (an OpenAI chunk); else None
 
     def bytes(self) -> bytes:
         if not self.changed or self.obj is None:
@@ -761,7 +761,7 @@ class StreamRedactor:
         if kind == "content_block_delta" and isinstance(delta, dict) and isinstance(index, int):
             field_name = _TEXT_FIELDS.get(str(delta.get("type")))
             if field_name is not None and isinstance(delta.get(field_name), str):
-                self._delta([((index, field_name), _Held(event, delta, field_name))])
+                self._delta((index, field_name), _Held(event, delta, field_name))
                 return
         if kind == "content_block_stop" and isinstance(index, int):
             for block_key in [k for k in self._blocks if k[0] == index]:
@@ -772,7 +772,7 @@ class StreamRedactor:
         else:  # an OpenAI chunk or Responses event: its fragments first, then what it ends
             frags = openai_fragments(masked)
             if frags:
-                self._delta([(k, _Held(event, holder, name)) for k, holder, name in frags])
+                self._deltas(frags, event)
             ends = openai_ends(masked)
             if ends is not None:
                 for block_key in [k for k in self._blocks if _ends(k, ends)]:
@@ -783,23 +783,52 @@ class StreamRedactor:
         if block is not None:
             for frag in block.release():
                 event = frag.tag.event
-                event.ready = all(f.done for f in event.frags)
+                event.ready = event.frags is None or all(f.done for f in event.frags)
 
-    def _delta(self, pieces: list[tuple[tuple, _Held]]) -> None:
-        """The fragments of one event (one, or an OpenAI chunk's several: it is ready once all of them are)."""
-        frags = [Fragment(held.delta[held.key], held) for _, held in pieces]
-        for frag in frags:
-            frag.tag.event.frags.append(frag)
-        for (key, _), fragment in zip(pieces, frags, strict=True):
+    def _delta(self, key: tuple, held: _Held) -> None:
+        """One fragment of an event (held back, with what follows it, while it could begin a secret)."""
+        block = self._blocks.get(key)
+        if block is None:
+            block = self._blocks[key] = FragmentRedactor(self.keys)
+        for frag in block.push(Fragment(held.delta[held.key], held)):
+            tag = frag.tag
+            if frag.changed:
+                tag.delta[tag.key] = frag.text
+                tag.event.changed = True
+            event = tag.event
+            event.ready = event.frags is None or all(f.done for f in event.frags)
+        for frag in block.held:
+            tag = frag.tag
+            if frag.changed:
+                tag.delta[tag.key] = frag.text
+                tag.event.changed = True
+            tag.event.ready = False
+        if not block.held:
+            del self._blocks[key]
+
+    def _deltas(self, pieces: list[tuple[tuple, dict, str]], event: _Event) -> None:
+        """The fragments of an OpenAI event (a chunk may hold several: it is ready once all of them are)."""
+        if len(pieces) == 1:
+            key, holder, name = pieces[0]
+            self._delta(key, _Held(event, holder, name))
+            return
+        helds = [_Held(event, holder, name) for _, holder, name in pieces]
+        event.frags = [Fragment(h.delta[h.key], h) for h in helds]
+        for (key, _, _), frag in zip(pieces, event.frags, strict=True):
             block = self._blocks.get(key)
             if block is None:
                 block = self._blocks[key] = FragmentRedactor(self.keys)
-            for frag in [*block.push(fragment), *block.held]:
-                if frag.changed:
-                    frag.tag.delta[frag.tag.key] = frag.text
-                    frag.tag.event.changed = True
-                event = frag.tag.event
-                event.ready = all(f.done for f in event.frags)
+            for out in block.push(frag):
+                if out.changed:
+                    out.tag.delta[out.tag.key] = out.text
+                    out.tag.event.changed = True
+                ev = out.tag.event
+                ev.ready = ev.frags is None or all(f.done for f in ev.frags)
+            for held in block.held:
+                if held.changed:
+                    held.tag.delta[held.tag.key] = held.text
+                    held.tag.event.changed = True
+                held.tag.event.ready = False
             if not block.held:
                 del self._blocks[key]
 
