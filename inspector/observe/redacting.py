@@ -75,6 +75,21 @@ class _Pending:
     obs: O.Observation
     cell: Fragment | None = None  # the fragment it waits for (None: ready as soon as what precedes it is)
     tag: Any = None  # SSEEventSeen of a delta: (parsed data, delta object, field); BlockDelta: shown as its cell
+    group: _Group | None = None  # the delta events of one OpenAI chunk that streams several fragments
+
+
+@dataclass(slots=True, eq=False)
+class _Group:
+    """The delta events of one OpenAI chunk holding several fragments (parallel tool calls, content and a call):
+    each shows the whole chunk, so none goes out before all of them are known and safe (``closed``: an event of
+    another chunk came, or the attempt ended)."""
+
+    seq: int
+    items: list[_Pending] = field(default_factory=list)
+    closed: bool = False
+
+    def ready(self) -> bool:
+        return self.closed and all(g.cell is None or g.cell.done for g in self.items)
 
 
 @dataclass(slots=True, eq=False)
@@ -92,6 +107,7 @@ class _Attempt:
     # an OpenAI chunk's content_block_start whose chunk also streams the block's first fragment: it waits for the
     # delta event of the same chunk (its tag, once seen) and shows the chunk as that one does
     sibling: _Pending | None = None
+    group: _Group | None = None  # the open group of delta events of one chunk (its seq is the current one)
     # a delta event waiting for its BlockDelta, whose fragment (parsed already by the stream engine) it then shares:
     # the event's JSON is parsed again only when something else comes first, or when a secret was masked in it
     awaiting: _Pending | None = None
@@ -194,6 +210,9 @@ class RedactingPublisher:
         st = self._state(obs.turn, obs.attempt)
         et = obs.event_type
         item = _Pending(obs)
+        if st.group is not None and st.group.seq != obs.sse.seq:
+            st.group.closed = True
+            st.group = None
         sib = st.sibling
         if sib is not None and not (et == "content_block_delta" and sib.obs.sse.seq == obs.sse.seq):  # type: ignore[attr-defined]
             self._unlink(st)
@@ -202,7 +221,7 @@ class RedactingPublisher:
             et == "content_block_start"
             and obs.index is not None
             and '"choices"' in obs.sse.data  # (a Chat Completions chunk: an Anthropic event is not parsed here)
-            and _fragment_of(obs.sse.data, None, obs.index)
+            and (_fragment_of(obs.sse.data, None, obs.index) or _several(obs.sse.data))
         ):
             item.cell = _AWAITING  # (an OpenAI chunk that opens a block with text in it)
             st.sibling = item
@@ -211,6 +230,11 @@ class RedactingPublisher:
         if et == "content_block_delta":
             if sib is not None:
                 sib.tag = item
+            if '"choices"' in obs.sse.data and _several(obs.sse.data):  # one chat chunk, several fragments
+                if st.group is None:
+                    st.group = _Group(obs.sse.seq)
+                item.group = st.group
+                st.group.items.append(item)
             item.cell = _AWAITING  # held until its BlockDelta (next) brings its fragment, or until resolved
             st.awaiting = item
             st.queue.append(item)
@@ -301,6 +325,9 @@ class RedactingPublisher:
         if st.awaiting is not None:
             self._resolve(st)
         self._unlink(st)
+        if st.group is not None:
+            st.group.closed = True
+            st.group = None
         rest = st.reads.flush()
         st.release()
         st.ended = True
@@ -317,6 +344,9 @@ class RedactingPublisher:
         while queue:
             item = queue[0]
             if item.cell is not None and not item.cell.done:
+                return
+            group = item.tag.group if isinstance(item.tag, _Pending) else item.group  # (a start shows its delta's)
+            if group is not None and not group.ready():
                 return
             obs = item.obs
             if type(obs) is O.SSEEventSeen:
@@ -342,6 +372,13 @@ class RedactingPublisher:
         data, summary = sse.data, obs.summary
         src = item.tag if isinstance(item.tag, _Pending) else item  # a chunk's start event shows its delta's chunk
         cell = item.cell
+        group = src.group
+        if group is not None and any(g.cell is not None and g.cell.changed for g in group.items):
+            data = _group_data(data, group)
+            cell = None  # (its summary: its own fragment's, masked below)
+            if src is item and item.cell is not None and item.cell.changed:
+                dtype = "input_json_delta" if obs.summary.startswith("`") else "text_delta"
+                summary = fragment_summary(dtype, item.cell.text)
         if cell is not None and cell.changed:
             tag = src.tag
             if isinstance(tag, str):  # the fragment came with its BlockDelta: the event's JSON is parsed only now
@@ -365,6 +402,40 @@ class RedactingPublisher:
             return obs
         new = dataclasses.replace(sse, event=name, data=data, id=eid, start=start, end=end)
         return dataclasses.replace(obs, sse=new, summary=summary)
+
+
+def _several(data: str) -> bool:
+    """Whether a Chat Completions chunk may stream more than one text fragment (a cheap look at its keys, then
+    ``openai_fragments``)."""
+    n = sum(data.count(f'"{k}":"') for k in ("arguments", "content", "reasoning_content", "reasoning", "refusal"))
+    if n < 2:
+        return False
+    try:
+        parsed = exactjson.loads(data)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(parsed, dict) and len(openai_fragments(parsed)) > 1
+
+
+def _group_data(data: str, group: _Group) -> str:
+    """The chunk's JSON with the fragments of every delta event of its group as they are shown (masked)."""
+    try:
+        parsed = exactjson.loads(data)
+    except orjson.JSONDecodeError:
+        return data
+    if not isinstance(parsed, dict):
+        return data
+    frags = openai_fragments(parsed)
+    used: set[int] = set()
+    for g in group.items:
+        if g.cell is None or not g.cell.changed or not isinstance(g.tag, str):
+            continue
+        for n, (_key, holder, name) in enumerate(frags):
+            if n not in used and holder[name] == g.tag:
+                holder[name] = g.cell.text
+                used.add(n)
+                break
+    return exactjson.dumps(parsed).decode("utf-8")
 
 
 _AWAITING = Fragment("")  # never done: the queue waits behind a delta event until its fragment is known

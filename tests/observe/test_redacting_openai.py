@@ -316,3 +316,90 @@ def test_a_key_partly_escaped_in_the_arguments_text_is_masked_in_the_done_events
     (use,) = [o for o in published if isinstance(o, O.ToolUse)]
     assert use.input == {"q": REDACTED}
     assert_no_key(KEY, {"recording": recorded(data, [data])})
+
+
+def test_one_chat_chunk_carrying_two_tool_calls_each_with_part_of_the_key() -> None:
+    """Parallel tool calls whose argument fragments share chunks (each chunk holds a piece of both): each call's
+    text is joined on its own, a chunk goes out once both of its fragments are safe."""
+    a = '{"q": "' + KEY + '"}'
+    b = '{"r": "x' + KEY + 'y"}'
+    ca, cb = 10, 14
+
+    def calls(*entries: str) -> bytes:
+        return _chunk('{"tool_calls":[' + ",".join(entries) + "]}")
+
+    def args(i: int, text: str) -> str:
+        return f'{{"index":{i},"function":{{"arguments":{orjson.dumps(text).decode()}}}}}'
+
+    start = '{"index":%d,"id":"call_%d","type":"function","function":{"name":"f","arguments":""}}'
+    data = b"".join(
+        [
+            _chunk('{"role":"assistant","content":null}'),
+            calls(start % (0, 0), start % (1, 1)),
+            calls(args(0, a[:ca]), args(1, b[:cb])),
+            calls(args(0, a[ca:]), args(1, b[cb:])),
+            _chunk("{}", "tool_calls"),
+            b"data: [DONE]\n\n",
+        ]
+    )
+    rec = recorded(data, [data])
+    assert_no_key(KEY, {"recording": rec})
+    ins = [orjson.loads(c["function"]["arguments"]) for c in _joined_calls(rec)]
+    assert ins == [{"q": REDACTED}, {"r": f"x{REDACTED}y"}]
+    observations = stream_observations(split(data, [100, 400, 700]), family="openai_chat")
+    published = publish(observations)
+    assert_clean(published)
+    assert_complete(observations, published)
+    assert [o.input for o in published if isinstance(o, O.ToolUse)] == ins
+
+
+def _joined_calls(body: bytes) -> list[dict]:
+    calls: dict[int, dict] = {}
+    for line in body.split(b"\n\n"):
+        if not line.startswith(b"data: {"):
+            continue
+        for ch in orjson.loads(line[6:])["choices"]:
+            for tc in ch["delta"].get("tool_calls") or []:
+                c = calls.setdefault(tc["index"], {"function": {"arguments": ""}})
+                c["function"]["arguments"] += tc["function"].get("arguments") or ""
+    return [calls[k] for k in sorted(calls)]
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(
+    a_cuts=st.lists(st.integers(0, 80), max_size=6),
+    b_cuts=st.lists(st.integers(0, 80), max_size=6),
+    with_text=st.booleans(),
+    read_cuts=st.lists(st.integers(0, 3000), max_size=12),
+)
+def test_parallel_calls_sharing_chunks_never_show_the_key(a_cuts, b_cuts, with_text, read_cuts) -> None:
+    """Two tool calls (and maybe text) whose fragments share chunks, any split: no key anywhere, nothing lost."""
+    a = '{"q": "' + KEY + '"}'
+    b = '{"r": "x' + KEY + 'y"}'
+    pa, pb = split(a, a_cuts), split(b, b_cuts)
+    text = split(f"t {KEY} u", a_cuts) if with_text else []
+    start = '{"index":%d,"id":"call_%d","type":"function","function":{"name":"f","arguments":""}}'
+    chunks = [
+        _chunk('{"role":"assistant","content":""}'),
+        _chunk('{"tool_calls":[' + start % (0, 0) + "," + start % (1, 1) + "]}"),
+    ]
+    for n in range(max(len(pa), len(pb), len(text))):
+        entries = [
+            f'{{"index":{i},"function":{{"arguments":{orjson.dumps(p[n]).decode()}}}}}'
+            for i, p in ((0, pa), (1, pb))
+            if n < len(p)
+        ]
+        content = f'"content":{orjson.dumps(text[n]).decode()},' if n < len(text) else ""
+        chunks.append(_chunk("{" + content + '"tool_calls":[' + ",".join(entries) + "]}"))
+    chunks += [_chunk("{}", "tool_calls"), b"data: [DONE]\n\n"]
+    data = b"".join(chunks)
+    reads = split(data, read_cuts)
+    rec = recorded(data, reads)
+    assert_no_key(KEY, {"recording": rec})
+    observations = stream_observations(reads, family="openai_chat")
+    published = publish(observations)
+    assert_clean(published)
+    assert_complete(observations, published)
+    assert reads_of(published) == rec
+    uses = [o.input for o in published if isinstance(o, O.ToolUse)]
+    assert uses == [{"q": REDACTED}, {"r": f"x{REDACTED}y"}]
