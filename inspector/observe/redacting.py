@@ -173,6 +173,8 @@ class RedactingPublisher:
         st = self._attempts.get(_attempt_of(obs))  # type: ignore[arg-type]
         if st is not None and st.awaiting is not None:
             self._resolve(st)  # its BlockDelta did not come next: the event is parsed here
+        if st is not None and kind not in _CHUNK_KINDS and (st.sibling is not None or st.group is not None):
+            self._settle(st)  # the chunk's observations are all out: what waited for more of them is settled
         if kind is O.ReadReceived:
             self._read(obs)  # type: ignore[arg-type]
         elif kind is O.SSEEventSeen:
@@ -290,6 +292,15 @@ class RedactingPublisher:
             self._push(st, (obs.index, STREAMED_TEXT_FIELDS[obs.delta_type]), item.cell)
         st.cell = None
         st.queue.append(item)
+        self._drain(st)
+
+    def _settle(self, st: _Attempt) -> None:
+        """The observations of one chunk are all published (another kind came: a read, a hold, the end...): a
+        block start waiting for its delta event is masked on its own, a group of delta events is complete."""
+        self._unlink(st)
+        if st.group is not None:
+            st.group.closed = True
+            st.group = None
         self._drain(st)
 
     @staticmethod
@@ -438,7 +449,11 @@ def _group_data(data: str, group: _Group) -> str:
     return exactjson.dumps(parsed).decode("utf-8")
 
 
-_AWAITING = Fragment("")  # never done: the queue waits behind a delta event until its fragment is known
+_AWAITING = Fragment("")
+# what the stream engine publishes for one SSE event (a chunk): a chunk's start, delta and group wait only for these
+_CHUNK_KINDS = frozenset(
+    {O.SSEEventSeen, O.BlockDelta, O.BlockOpened}
+)  # never done: the queue waits behind a delta event until its fragment is known
 
 
 def _attempt_of(obs: O.Observation) -> tuple[int, int] | None:

@@ -403,3 +403,24 @@ def test_parallel_calls_sharing_chunks_never_show_the_key(a_cuts, b_cuts, with_t
     assert reads_of(published) == rec
     uses = [o.input for o in published if isinstance(o, O.ToolUse)]
     assert uses == [{"q": REDACTED}, {"r": f"x{REDACTED}y"}]
+
+
+@pytest.mark.parametrize(
+    "chunk",
+    [
+        '{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"f","arguments":"{\\"v\\": 1}"}}]}',
+        '{"content":"hi","tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"f","arguments":"{}"}}]}',
+    ],
+)
+def test_what_follows_a_chunk_is_not_held_behind_it(chunk) -> None:
+    """A paused loop publishes StreamHeld after a chunk's observations and waits for the user to see it: nothing
+    the chunk left waiting (a block start, a group of deltas) may hold it back (it would never be released)."""
+    data = _chunk('{"role":"assistant","content":""}') + _chunk(chunk)
+    observations = [o for o in stream_observations([data], family="openai_chat") if not isinstance(o, O.AttemptEnded)]
+    out: list[O.Observation] = []
+    pub = RedactingPublisher(out.append, [KEY])
+    for o in observations:
+        pub.publish(o)
+    pub.publish(O.StreamHeld(1.0, 0, 0, "step"))
+    assert isinstance(out[-1], O.StreamHeld)
+    assert [type(o) for o in out[:-1]] == [type(o) for o in observations]
