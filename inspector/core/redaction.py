@@ -45,7 +45,10 @@ __all__ = [
     "learn",
     "mask_bytes",
     "mask_known",
+    "mask_json_text",
     "mask_text",
+    "openai_ends",
+    "openai_fragments",
     "redact",
     "secret_spans",
     "usable_secrets",
@@ -394,6 +397,24 @@ def mask_text(text: str, secrets: Iterable[str]) -> str:
     return _apply(text, spans) if spans else text
 
 
+def mask_json_text(text: str, secrets: Iterable[str]) -> str:
+    """``mask_text`` of a JSON document's text, also where one of its strings holds a secret escaped once more (a
+    JSON text inside a JSON string, as OpenAI's tool ``arguments`` in a ``.done`` event: ``\\\\u0073k-...`` on the
+    wire): then the document is parsed, its strings masked and it is written again."""
+    secrets = list(secrets)
+    out = mask_text(text, secrets)
+    if not secrets or "\\\\" not in out:
+        return out
+    once = _unescape(out)
+    if "\\" not in once or not any(s in _unescape(once) for s in secrets):
+        return out
+    try:
+        doc = exactjson.loads(out)
+    except orjson.JSONDecodeError:
+        return out
+    return exactjson.dumps(redact(doc, secrets)).decode("utf-8")
+
+
 def mask_bytes(data: bytes, secrets: Iterable[str]) -> bytes:
     """``data`` with every occurrence of a secret replaced by ``[redacted]``: as text (as it is or JSON-escaped) when
     the bytes are UTF-8, else as bytes (raw and JSON-escaped forms)."""
@@ -562,6 +583,7 @@ class _Event:
     ready: bool = True
     changed: bool = False
     n_in: int = 0  # the bytes of the input it stands for
+    frags: list[Fragment] | None = None  # its streamed fragments when it has several (an OpenAI chunk); else None
 
     def bytes(self) -> bytes:
         if not self.changed or self.obj is None:
@@ -573,8 +595,8 @@ class _Event:
 @dataclass(slots=True)
 class _Held:
     event: _Event
-    delta: dict  # the event's delta object (its text field is rewritten when masked)
-    key: str  # "text", "thinking" or "partial_json"
+    delta: dict  # the object that holds the fragment (its text field is rewritten when masked)
+    key: str  # its field: "text", "thinking" or "partial_json"; OpenAI: "content", "arguments", "delta"...
 
 
 class StreamRedactor:
@@ -747,29 +769,146 @@ class StreamRedactor:
         elif kind in ("message_delta", "message_stop", "error", "message_start"):
             for block_key in list(self._blocks):
                 self._release(block_key)
+        else:  # an OpenAI chunk or Responses event: its fragments first, then what it ends
+            frags = openai_fragments(masked)
+            if frags:
+                self._deltas(frags, event)
+            ends = openai_ends(masked)
+            if ends is not None:
+                for block_key in [k for k in self._blocks if _ends(k, ends)]:
+                    self._release(block_key)
 
-    def _release(self, key: tuple[int, str]) -> None:
+    def _release(self, key: tuple) -> None:
         block = self._blocks.pop(key, None)
         if block is not None:
             for frag in block.release():
-                frag.tag.event.ready = True
+                event = frag.tag.event
+                event.ready = event.frags is None or all(f.done for f in event.frags)
 
-    def _delta(self, key: tuple[int, str], held: _Held) -> None:
+    def _delta(self, key: tuple, held: _Held) -> None:
+        """One fragment of an event (held back, with what follows it, while it could begin a secret)."""
         block = self._blocks.get(key)
         if block is None:
             block = self._blocks[key] = FragmentRedactor(self.keys)
         for frag in block.push(Fragment(held.delta[held.key], held)):
+            tag = frag.tag
             if frag.changed:
-                frag.tag.delta[frag.tag.key] = frag.text
-                frag.tag.event.changed = True
-            frag.tag.event.ready = True
+                tag.delta[tag.key] = frag.text
+                tag.event.changed = True
+            event = tag.event
+            event.ready = event.frags is None or all(f.done for f in event.frags)
         for frag in block.held:
+            tag = frag.tag
             if frag.changed:
-                frag.tag.delta[frag.tag.key] = frag.text
-                frag.tag.event.changed = True
-            frag.tag.event.ready = False
+                tag.delta[tag.key] = frag.text
+                tag.event.changed = True
+            tag.event.ready = False
         if not block.held:
             del self._blocks[key]
+
+    def _deltas(self, pieces: list[tuple[tuple, dict, str]], event: _Event) -> None:
+        """The fragments of an OpenAI event (a chunk may hold several: it is ready once all of them are)."""
+        if len(pieces) == 1:
+            key, holder, name = pieces[0]
+            self._delta(key, _Held(event, holder, name))
+            return
+        helds = [_Held(event, holder, name) for _, holder, name in pieces]
+        event.frags = [Fragment(h.delta[h.key], h) for h in helds]
+        for (key, _, _), frag in zip(pieces, event.frags, strict=True):
+            block = self._blocks.get(key)
+            if block is None:
+                block = self._blocks[key] = FragmentRedactor(self.keys)
+            for out in block.push(frag):
+                if out.changed:
+                    out.tag.delta[out.tag.key] = out.text
+                    out.tag.event.changed = True
+                ev = out.tag.event
+                ev.ready = ev.frags is None or all(f.done for f in ev.frags)
+            for held in block.held:
+                if held.changed:
+                    held.tag.delta[held.tag.key] = held.text
+                    held.tag.event.changed = True
+                held.tag.event.ready = False
+            if not block.held:
+                del self._blocks[key]
+
+
+# the text fields of a Chat Completions delta streamed in fragments (tool call arguments: function.arguments)
+OPENAI_CHAT_TEXT_FIELDS = ("content", "reasoning_content", "reasoning", "refusal")
+
+
+def openai_fragments(obj: dict) -> list[tuple[tuple, dict, str]]:
+    """The text fragments an OpenAI stream event carries, as (key of the text they belong to, the object that holds
+    the fragment, its field); ``[]`` for an Anthropic event or one that streams no text.
+
+    - Chat Completions chunk: per choice, ``delta.content`` (and ``reasoning_content``, ``reasoning``,
+      ``refusal``), ``delta.tool_calls[i].function.arguments`` (keyed by the call's ``index``, else its position)
+      and the deprecated ``delta.function_call.arguments``; keys start with ``("chat", choice index)``;
+    - Responses: every ``response.*.delta`` event's ``delta`` string (output text, refusal, function call
+      arguments, reasoning and summary text, custom tool input...), keyed ``("resp", output_index, type, part)``.
+    """
+    choices = obj.get("choices")
+    if isinstance(choices, list):
+        out: list[tuple[tuple, dict, str]] = []
+        for n, choice in enumerate(choices):
+            if not isinstance(choice, dict) or not isinstance(choice.get("delta"), dict):
+                continue
+            ci = choice.get("index")
+            ci = ci if isinstance(ci, int) and not isinstance(ci, bool) else f"#{n}"
+            delta = choice["delta"]
+            for name in OPENAI_CHAT_TEXT_FIELDS:
+                if isinstance(delta.get(name), str):
+                    out.append((("chat", ci, name), delta, name))
+            calls = delta.get("tool_calls")
+            for j, call in enumerate(calls if isinstance(calls, list) else ()):
+                fn = call.get("function") if isinstance(call, dict) else None
+                if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
+                    ti = call.get("index")
+                    ti = ti if isinstance(ti, int) and not isinstance(ti, bool) else f"#{j}"
+                    out.append((("chat", ci, "tool", ti), fn, "arguments"))
+            fc = delta.get("function_call")
+            if isinstance(fc, dict) and isinstance(fc.get("arguments"), str):
+                out.append((("chat", ci, "function_call"), fc, "arguments"))
+        return out
+    kind = obj.get("type")
+    if isinstance(kind, str) and kind.startswith("response.") and kind.endswith(".delta"):
+        if isinstance(obj.get("delta"), str):
+            part = obj.get("content_index", obj.get("summary_index"))
+            return [(("resp", _plain(obj.get("output_index")), kind, _plain(part)), obj, "delta")]
+    return []
+
+
+def _plain(value: Any) -> Any:
+    """A key part from untrusted JSON: hashable."""
+    return value if isinstance(value, (int, str)) or value is None else repr(value)
+
+
+def openai_ends(obj: dict) -> tuple | None:
+    """The texts an OpenAI stream event ends (no fragment of them can follow), as a key prefix; ``()`` for all
+    of them; None when it ends none. A chat choice ends with its ``finish_reason``, a Responses item with its
+    ``.done`` events, everything with the response's end or an error."""
+    if obj.get("error"):
+        return ()
+    choices = obj.get("choices")
+    if isinstance(choices, list):
+        ended = [c.get("index") for c in choices if isinstance(c, dict) and c.get("finish_reason") not in (None, "")]
+        if not ended:
+            return None
+        return ("chat", ended[0]) if len(ended) == 1 and isinstance(ended[0], int) else ("chat",)
+    kind = obj.get("type")
+    if not isinstance(kind, str):
+        return None
+    if kind in ("error", "response.completed", "response.incomplete", "response.failed"):
+        return ()
+    if kind.startswith("response.") and kind.endswith(".done"):
+        return ("resp", _plain(obj.get("output_index")))
+    return None
+
+
+def _ends(key: tuple, prefix: tuple) -> bool:
+    """Whether a fragment key is among the texts an OpenAI event ends (``openai_ends``); an Anthropic block's key
+    (index, field) only by an end of everything."""
+    return key[: len(prefix)] == prefix if (not prefix or isinstance(key[0], str)) else False
 
 
 def _parse_event(raw: bytes) -> tuple[str | None, dict | None]:

@@ -13,6 +13,9 @@ The rule (docs/serve-and-proxy.md, "Conversations"):
 3. A request whose history *equals* the conversation's previous request is a retry of that turn (its next
    attempt), unless that turn already ended well: a client that closes a failed stream and sends the same body
    again at once is retrying, whichever connection event the proxy saw first.
+   A Responses request continued by ``previous_response_id`` (its input holds only what is new) continues the
+   conversation whose turn streamed that response (:meth:`Conversations.response_id`), as its next turn, or as a
+   retry when it repeats that conversation's previous request.
 4. Anything else starts a new conversation.
 5. Side requests (``count_tokens``, ``models``, non-streamed calls, other paths) are never turns: they are listed
    with the conversation their history extends, when there is one, or as "other requests".
@@ -158,6 +161,8 @@ class Conversations:
         self.max = max_conversations
         self.by_id: OrderedDict[str, Conversation] = OrderedDict()
         self.tips: dict[bytes, str] = {}  # prefix digest of a previous request -> conversation id
+        # Responses: response id -> the conversation whose turn streamed it (previous_response_id); bounded
+        self.responses: OrderedDict[str, str] = OrderedDict()
         self.count = 0
         self.other_requests = 0
 
@@ -216,6 +221,12 @@ class Conversations:
             if conv.tip == digests[-1] and not conv.ended_well:
                 return self._retry(conv)
             return self._turn(conv, digests, "header", body)
+        prev = body.get("previous_response_id") if isinstance(body, dict) else None
+        conv = self.by_id.get(self.responses.get(prev, "")) if isinstance(prev, str) else None
+        if conv is not None:  # a Responses request continued from a response of a known conversation
+            if conv.tip == digests[-1] and not conv.ended_well:
+                return self._retry(conv)
+            return self._turn(conv, digests, "continues", body)
         conv, k = self._find(digests)
         if conv is not None and k == n and not conv.ended_well:
             return self._retry(conv)
@@ -245,6 +256,16 @@ class Conversations:
         conv = self.by_id.get(conversation or "")
         if conv is not None and conv.turn == turn and conv.attempt == attempt:
             conv.ended_well = ok
+
+    def response_id(self, conversation: str | None, response_id: Any) -> None:
+        """A turn of this conversation streamed the Responses response ``response_id``: a request whose
+        ``previous_response_id`` names it continues the conversation."""
+        if conversation is None or not isinstance(response_id, str) or not response_id:
+            return
+        self.responses[response_id[:200]] = conversation
+        self.responses.move_to_end(response_id[:200])
+        while len(self.responses) > 4 * self.max:
+            self.responses.popitem(last=False)
 
     def tool_call(self, conversation: str | None, input_text: str) -> None:
         """A tool call of this conversation started (its input, as text): a conversation that starts while it runs,

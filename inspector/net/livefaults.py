@@ -14,6 +14,15 @@ rewritten, cut or followed by an injected event at the right place. Attempts as 
 Protocol events are counted without pings, from 0 (``at_event`` of the recording's ``fault_injected`` line: the
 index of the first event that was changed, cut or inserted). Faults that shape `serve`'s pacing (``slow_drip``,
 ``relay_buffer``, ``padded``) are not live faults.
+
+OpenAI streams (the request's path: ``/chat/completions``, ``/responses``) get every fault in that family's own
+form, as `serve` renders it (``inspector.scenarios.render_openai``): the OpenAI error JSON with ``retry-after``,
+``retry-after-ms`` and ``x-should-retry`` (http_429 / http_529); ``data: {"error": ...}`` / ``event: error``
+(error_event); SSE comments ``: keep-alive`` for the pings of a stall, which starts after the first event; a tool
+call is ``delta.tool_calls[i]`` / a ``function_call`` item (drop_in_tool, invalid_tool_json: its arguments cut in
+their last string, in the ``.done`` events and the final response too); max_tokens_tool ends with
+``finish_reason: "length"`` and ``data: [DONE]`` / ``response.incomplete`` (``max_output_tokens``). SSE comments
+are not protocol events (they are counted as pings).
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ import orjson
 from inspector.core.errors import FaultError
 from inspector.net.faults import BOM, DROP_IN_TOOL_CUT, DROP_IN_TOOL_FRAGMENTS, FAULTS, FaultSpec, parse_faults
 from inspector.scenarios.render import truncate_json
+from inspector.scenarios.render_openai import KEEP_ALIVE, chat_error_data, openai_error, responses_error_data
 
 __all__ = ["LIVE_FAULTS", "InjectedError", "LiveFaults", "LiveStream", "parse_live_faults"]
 
@@ -52,6 +62,10 @@ _TRANSPORT = ("error_event", "drop_event", "drop_in_tool", "drop_byte", "stall")
 PING_EVENT = b'event: ping\ndata: {"type": "ping"}\n\n'
 # as serve's error_event sends it (a real one also has "details": null)
 ERROR_EVENT = b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n'
+KEEP_ALIVE_EVENT = KEEP_ALIVE + b"\n\n"  # an OpenAI stream's ping (serve's stall pings)
+DONE_EVENT = b"data: [DONE]\n\n"
+OPENAI = ("openai_chat", "openai_responses")
+_RESPONSES_END = ("response.completed", "response.incomplete", "response.failed", "error")
 HOLD_WINDOW = 1024 * 1024  # bytes a live fault may hold back (a tool block whose fate is not known yet; one event)
 PING_INTERVAL = 0.5  # seconds between the pings of a stall, as on serve (not scaled: a live stream is real time)
 _EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r|\n\r\n|\r\n\n")
@@ -82,12 +96,30 @@ class LiveFaults:
     def __str__(self) -> str:
         return ",".join(str(f) for f in self.specs) or "none"
 
-    def http_error(self, attempt: int) -> InjectedError | None:
-        """The HTTP error that answers this attempt of a turn, if any (attempts 0.. get them in the order given)."""
+    def http_error(self, attempt: int, family: str = "anthropic") -> InjectedError | None:
+        """The HTTP error that answers this attempt of a turn, if any (attempts 0.. get them in the order given), in
+        the form of the request's wire family (``openai_chat`` / ``openai_responses``: the OpenAI error JSON)."""
         if attempt >= len(self.http):
             return None
         f = self.http[attempt]
         secs = float(f.value or 0.0)
+        if family in OPENAI:
+            etype = "rate_limit_error" if f.name == "http_429" else "overloaded_error"
+            err = openai_error(etype)
+            err["message"] += f" (injected by inspector proxy: {f})"
+            return InjectedError(
+                429 if f.name == "http_429" else 529,
+                [
+                    ("content-type", "application/json"),
+                    ("x-request-id", f"req_inspector_fault_{attempt}"),
+                    ("retry-after", f"{secs:g}"),
+                    ("retry-after-ms", str(int(round(secs * 1000)))),
+                    ("x-should-retry", "true"),
+                    ("x-inspector-fault", str(f)),
+                ],
+                orjson.dumps({"error": err}),
+                str(f),
+            )
         status, etype, message = (
             (429, "rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit.")
             if f.name == "http_429"
@@ -108,14 +140,15 @@ class LiveFaults:
         ]
         return InjectedError(status, headers, body, str(f))
 
-    def stream(self, attempt: int) -> LiveStream | None:
-        """The transformation of this attempt's stream (None: forwarded untouched)."""
+    def stream(self, attempt: int, family: str = "anthropic") -> LiveStream | None:
+        """The transformation of this attempt's stream (None: forwarded untouched); ``family``: the request's wire
+        family (the faults take its form)."""
         transport = self.transport if attempt == len(self.http) else None
         content = [f for f in self.specs if f.name in ("invalid_tool_json", "max_tokens_tool")]
         fmt = [f for f in self.specs if f.name in ("split_events", "cr", "crlf", "bom")]
         if transport is None and not content and not fmt:
             return None
-        return LiveStream(transport, content, fmt, attempt)
+        return LiveStream(transport, content, fmt, attempt, family)
 
 
 def parse_live_faults(spec: Any) -> LiveFaults | None:
@@ -147,6 +180,71 @@ def _fields(raw: bytes) -> tuple[str, bytes]:
     return name, b"\n".join(data)
 
 
+def is_ping(name: str, data: bytes) -> bool:
+    """An Anthropic ping or an event without data (an SSE comment such as OpenAI's ``: keep-alive``): not a
+    protocol event."""
+    return name == "ping" or not data
+
+
+def _json(raw: bytes) -> dict | None:
+    try:
+        obj = orjson.loads(_fields(raw)[1])
+    except orjson.JSONDecodeError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _chat_choice(obj: dict) -> dict:
+    choices = obj.get("choices")
+    first = choices[0] if isinstance(choices, list) and choices else None
+    return first if isinstance(first, dict) else {}
+
+
+def _chat_calls(obj: Any) -> list[tuple[Any, bool, str]]:
+    """The tool call entries of a chat chunk's first choice: (index, whether it starts the call (it has an id or a
+    name), its arguments fragment)."""
+    if not isinstance(obj, dict):
+        return []
+    delta = _chat_choice(obj).get("delta")
+    calls = delta.get("tool_calls") if isinstance(delta, dict) else None
+    out = []
+    for j, c in enumerate(calls if isinstance(calls, list) else ()):
+        if not isinstance(c, dict):
+            continue
+        fn = c.get("function")
+        fn = fn if isinstance(fn, dict) else {}
+        idx = c.get("index", j)
+        idx = idx if isinstance(idx, (int, str)) else repr(idx)
+        args = fn.get("arguments")
+        out.append((idx, bool(c.get("id") or fn.get("name")), args if isinstance(args, str) else ""))
+    return out
+
+
+def _chat_finish(obj: dict) -> bool:
+    return _chat_choice(obj).get("finish_reason") not in (None, "")
+
+
+def _chat_trim(obj: dict, idx: Any, args: str) -> dict:
+    """The chunk with the arguments of tool call ``idx`` replaced by ``args`` (its first choice)."""
+    choice = _chat_choice(obj)
+    delta = dict(choice.get("delta") or {})
+    calls = []
+    for j, c in enumerate(delta.get("tool_calls") or []):
+        if isinstance(c, dict) and c.get("index", j) == idx and isinstance(c.get("function"), dict):
+            c = {**c, "function": {**c["function"], "arguments": args}}
+        calls.append(c)
+    delta["tool_calls"] = calls
+    return {**obj, "choices": [{**choice, "delta": delta}, *obj["choices"][1:]]}
+
+
+def _same_call(a: dict, b: Any) -> bool:
+    if not isinstance(b, dict):
+        return False
+    if a.get("id") is not None and a.get("id") == b.get("id"):
+        return True
+    return a.get("call_id") is not None and a.get("call_id") == b.get("call_id")
+
+
 def _event(name: str, data: dict) -> bytes:
     return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
 
@@ -154,7 +252,15 @@ def _event(name: str, data: dict) -> bytes:
 class LiveStream:
     """Rewrites one live SSE stream on its way to the client (see the module docstring)."""
 
-    def __init__(self, transport: FaultSpec | None, content: list[FaultSpec], fmt: list[FaultSpec], attempt: int):
+    def __init__(
+        self,
+        transport: FaultSpec | None,
+        content: list[FaultSpec],
+        fmt: list[FaultSpec],
+        attempt: int,
+        family: str = "anthropic",
+    ):
+        self.family = family if family in OPENAI else "anthropic"
         self.transport = transport
         self.content = {f.name: f for f in content}
         self.fmt = {f.name: f for f in fmt}
@@ -172,6 +278,12 @@ class LiveStream:
         self.tools_started = 0  # drop_in_tool: tool_use blocks started so far
         self.cut_block: int | None = None  # drop_in_tool: the index of the tool block to break inside
         self.cut_fragments = 0  # drop_in_tool: its input_json_delta fragments passed so far
+        self._tool_seen: set = set()  # drop_in_tool (chat): the tool call indexes started so far
+        # OpenAI: the last Responses sequence_number passed, the Response object of response.created, the items done
+        self.seq = -1
+        self.response: dict | None = None
+        self.done_items: list = []
+        self.template: dict = {}  # chat: the first chunk (id, model... of the chunks the proxy writes)
 
     # --- output ---------------------------------------------------------------------------------------------------
     def frames(self, raw: bytes) -> list[bytes]:
@@ -198,7 +310,7 @@ class LiveStream:
     def on_event(self, raw: bytes) -> list[bytes]:
         """Events to send for one upstream event (maybe none: held back), in order; sets ``end`` to stop."""
         name, data = _fields(raw)
-        if name == "ping":
+        if is_ping(name, data):
             return [raw] if not self.held else self._hold(name, raw, None)
         if not self.content:
             return [raw]  # no content fault: the event is not parsed
@@ -206,11 +318,18 @@ class LiveStream:
             obj = orjson.loads(data)
         except orjson.JSONDecodeError:
             obj = None
-        return self._content(name, raw, obj if isinstance(obj, dict) else {})
+        obj = obj if isinstance(obj, dict) else {}
+        if self.family == "openai_chat":
+            return self._content_chat(raw, obj, data)
+        if self.family == "openai_responses":
+            return self._content_responses(raw, obj)
+        return self._content(name, raw, obj)
 
     def tool_cut(self, name: str, raw: bytes, k: int) -> bytes | None:
         """drop_in_tool:K: None to pass this event on; else the bytes of it to send before the connection breaks
         (the K-th tool block got its first DROP_IN_TOOL_FRAGMENTS fragments; its JSON is never complete)."""
+        if self.family != "anthropic":
+            return self._openai_tool_cut(raw, k)
         if name not in ("content_block_start", "content_block_delta", "content_block_stop"):
             return None
         try:
@@ -337,6 +456,243 @@ class LiveStream:
             self.mark("invalid_tool_json", self.events - len(held) + first_changed)
         return out
 
+    # --- OpenAI -----------------------------------------------------------------------------------------------------
+    def _openai_tool_cut(self, raw: bytes, k: int) -> bytes | None:
+        """drop_in_tool:K on an OpenAI stream: the K-th tool call (chat ``delta.tool_calls`` index, Responses
+        ``function_call`` item) streams DROP_IN_TOOL_FRAGMENTS argument fragments, its start included (it carries
+        the empty first one), then part of the next event, as serve renders it."""
+        if self.cut_block is not None:  # the fragments of the call being broken
+            if self.cut_fragments >= DROP_IN_TOOL_FRAGMENTS:
+                return raw[: max(1, min(DROP_IN_TOOL_CUT, len(raw) - 1))]
+            self.cut_fragments += 1
+            return None
+        obj = _json(raw)
+        if obj is None:
+            return None
+        if self.family == "openai_chat":
+            for idx, starts, _ in _chat_calls(obj):
+                if starts and idx not in self._tool_seen:
+                    self._tool_seen.add(idx)
+                    self.tools_started += 1
+                    if self.tools_started == k:
+                        self.cut_block, self.cut_fragments = idx, 1
+                        return None
+            return None
+        item = obj.get("item")
+        if obj.get("type") == "response.output_item.added" and isinstance(item, dict):
+            if item.get("type") == "function_call":
+                self.tools_started += 1
+                if self.tools_started == k:
+                    self.cut_block, self.cut_fragments = obj.get("output_index", k), 1
+        return None
+
+    def _content_chat(self, raw: bytes, obj: dict, data: bytes) -> list[bytes]:
+        """Content faults on a Chat Completions stream: a chunk of a tool call is held while its fate is unknown."""
+        if not self.template and obj.get("object") == "chat.completion.chunk":
+            self.template = {k: v for k, v in obj.items() if k not in ("choices", "usage", "obfuscation")}
+            if "usage" in obj:
+                self.template["usage"] = None
+        calls = _chat_calls(obj)
+        start = next((idx for idx, starts, _ in calls if starts), None)
+        mine = self.hold_tool is not None and any(c[0] == self.hold_tool for c in calls)
+        only_mine = mine and all(c[0] == self.hold_tool for c in calls) and not _chat_finish(obj)
+        ends = _chat_finish(obj) or data.strip() == b"[DONE]" or "error" in obj
+        if "max_tokens_tool" in self.content:
+            if self.hold_tool is not None:
+                if only_mine and start is None:
+                    return self._hold("chunk", raw, obj)
+                return self._chat_length_cut()
+            if start is not None and not self.first_tool_seen:
+                self.first_tool_seen = True
+                self.hold_tool = start
+                return self._hold("chunk", raw, obj)
+            return [raw]
+        if "invalid_tool_json" in self.content:
+            if start is not None and start != self.hold_tool:  # the held call was not the last one: it passes
+                out = [r for _, r, _ in self.held]
+                self.held, self.held_bytes = [], 0
+                self.hold_tool = start
+                return out + self._hold("chunk", raw, obj)
+            if self.held and ends:
+                return self._chat_invalid_json() + [raw]
+            if self.held:
+                return self._hold("chunk", raw, obj)
+        return [raw]
+
+    def _chat_length_cut(self) -> list[bytes]:
+        """max_tokens_tool (chat): the first tool call's start and about half of its argument chunks, then a chunk
+        with ``finish_reason: "length"`` and ``data: [DONE]``."""
+        start = self.held[0][1]
+        frags = [h for h in self.held[1:] if h[0] == "chunk"]  # (no keep-alive comments)
+        keep = frags[: (len(frags) + 1) // 2]  # as serve: about half, rounded up
+        at = self.events + 1 + len(keep)
+        self.held, self.held_bytes, self.hold_tool = [], 0, None
+        self.mark("max_tokens_tool", at)
+        self.end = "complete"
+        chunk = {**self.template, "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": "length"}]}
+        if "usage" in self.template:
+            chunk["usage"] = None
+        return [start, *(r for _, r, _ in keep), b"data: " + orjson.dumps(chunk) + b"\n\n", DONE_EVENT]
+
+    def _chat_invalid_json(self) -> list[bytes]:
+        """invalid_tool_json (chat): the held (last) tool call with its arguments cut in their last string."""
+        held, self.held, self.held_bytes = self.held, [], 0
+        idx, self.hold_tool = self.hold_tool, None
+        full = "".join(args for _, _, o in held for i, _, args in _chat_calls(o) if i == idx)
+        cut = truncate_json(full) if full else ""
+        if not full:
+            return [r for _, r, _ in held]
+        left = len(cut)
+        out: list[bytes] = []
+        first_changed: int | None = None
+        for k, (_, raw, o) in enumerate(held):
+            calls = [c for c in _chat_calls(o) if c[0] == idx]
+            args = "".join(a for _, _, a in calls)
+            if left >= len(args):
+                out.append(raw)
+                left -= len(args)
+                continue
+            if first_changed is None:
+                first_changed = k
+            starts = any(st for _, st, _ in calls)
+            if left > 0 or starts:
+                out.append(b"data: " + orjson.dumps(_chat_trim(o, idx, args[:left])) + b"\n\n")
+                left = 0
+        if first_changed is not None:
+            self.mark("invalid_tool_json", self.events - len(held) + first_changed)
+        return out
+
+    def _content_responses(self, raw: bytes, obj: dict) -> list[bytes]:
+        """Content faults on a Responses stream: a function_call item is held while its fate is unknown."""
+        kind = obj.get("type")
+        item = obj.get("item")
+        if kind in ("response.created", "response.in_progress") and isinstance(obj.get("response"), dict):
+            self.response = obj["response"]
+        if kind == "response.output_item.done" and isinstance(item, dict):
+            self.done_items.append(item)
+        is_call = (
+            kind == "response.output_item.added" and isinstance(item, dict) and item.get("type") == "function_call"
+        )
+        oi = obj.get("output_index")
+        if "max_tokens_tool" in self.content:
+            if self.hold_tool is not None:
+                if oi == self.hold_tool and kind == "response.function_call_arguments.delta":
+                    return self._hold(str(kind), raw, obj)
+                return self._responses_incomplete()
+            if is_call and not self.first_tool_seen:
+                self.first_tool_seen = True
+                self.hold_tool = oi
+                return self._hold(str(kind), raw, obj)
+            return self.pass_seq(raw, obj)
+        if "invalid_tool_json" in self.content:
+            if is_call:  # the held call was not the last one: it passes unchanged
+                out = [r for _, r, _ in self.held]
+                self.held, self.held_bytes = [], 0
+                self.hold_tool = oi
+                return out + self._hold(str(kind), raw, obj)
+            if self.held and kind in _RESPONSES_END:
+                return self._responses_invalid_json(obj)
+            if self.held:
+                return self._hold(str(kind), raw, obj)
+        return self.pass_seq(raw, obj)
+
+    def pass_seq(self, raw: bytes, obj: dict) -> list[bytes]:
+        n = obj.get("sequence_number")
+        if isinstance(n, int) and not isinstance(n, bool):
+            self.seq = n
+        return [raw]
+
+    def _responses_incomplete(self) -> list[bytes]:
+        """max_tokens_tool (Responses): the first function_call item's start and about half of its argument
+        deltas, then ``response.incomplete`` (``max_output_tokens``) with the items done so far and the cut one."""
+        start_raw, start = self.held[0][1], self.held[0][2]
+        deltas = [h for h in self.held[1:] if h[0] == "response.function_call_arguments.delta"]  # (no pings)
+        keep = deltas[: (len(deltas) + 1) // 2]
+        at = self.events + 1 + len(keep)
+        self.held, self.held_bytes, self.hold_tool = [], 0, None
+        self.mark("max_tokens_tool", at)
+        self.end = "complete"
+        last = keep[-1][2] if keep else start
+        seq = last.get("sequence_number")
+        seq = seq + 1 if isinstance(seq, int) else at
+        args = "".join(str(o.get("delta", "")) for _, _, o in keep)
+        cut_item = {**start["item"], "status": "incomplete", "arguments": args}
+        response = dict(self.response or {"object": "response"})
+        response.update(
+            status="incomplete", incomplete_details={"reason": "max_output_tokens"}, output=[*self.done_items, cut_item]
+        )
+        ev = {"type": "response.incomplete", "sequence_number": seq, "response": response}
+        return [start_raw, *(r for _, r, _ in keep), _event("response.incomplete", ev)]
+
+    def _responses_invalid_json(self, end: dict) -> list[bytes]:
+        """invalid_tool_json (Responses): the held (last) function_call item with its arguments cut in their last
+        string: its deltas, its ``.done`` events and the final response's output (sequence numbers renumbered)."""
+        held, self.held, self.held_bytes = self.held, [], 0
+        oi, self.hold_tool = self.hold_tool, None
+        deltas = [
+            o for n, _, o in held if n == "response.function_call_arguments.delta" and o.get("output_index") == oi
+        ]
+        full = "".join(str(o.get("delta", "")) for o in deltas)
+        if not full:  # no deltas (LM Studio): the .done event's arguments
+            done = [
+                o for n, _, o in held if n == "response.function_call_arguments.done" and o.get("output_index") == oi
+            ]
+            full = str(done[0].get("arguments", "")) if done else ""
+        if not full:
+            return [r for _, r, _ in held] + [_event(str(end.get("type")), end)]
+        cut = truncate_json(full)
+        call = held[0][2].get("item") if isinstance(held[0][2].get("item"), dict) else {}
+        left = len(cut)
+        events: list[tuple[str, dict | None, bytes]] = []
+        first_changed: int | None = None
+        for k, (n, raw, o) in enumerate(held):
+            if not isinstance(o, dict):
+                events.append((n, None, raw))
+                continue
+            if n == "response.function_call_arguments.delta" and o.get("output_index") == oi and deltas:
+                piece = str(o.get("delta", ""))
+                if left >= len(piece):
+                    left -= len(piece)
+                    events.append((n, o, raw))
+                    continue
+                first_changed = k if first_changed is None else first_changed
+                if left > 0:
+                    events.append((n, {**o, "delta": piece[:left]}, b""))
+                    left = 0
+                continue
+            if n == "response.function_call_arguments.done" and o.get("output_index") == oi:
+                first_changed = k if first_changed is None else first_changed
+                events.append((n, {**o, "arguments": cut}, b""))
+            elif n == "response.output_item.done" and o.get("output_index") == oi and isinstance(o.get("item"), dict):
+                events.append((n, {**o, "item": {**o["item"], "arguments": cut}}, b""))
+            else:
+                events.append((n, o, raw))
+        final = dict(end)
+        if isinstance(end.get("response"), dict) and isinstance(end["response"].get("output"), list):
+            output = [
+                {**it, "arguments": cut}
+                if isinstance(it, dict) and it.get("type") == "function_call" and _same_call(it, call)
+                else it
+                for it in end["response"]["output"]
+            ]
+            final["response"] = {**end["response"], "output": output}
+        events.append((str(end.get("type")), final, b""))
+        # sequence numbers stay contiguous (a delta cut away takes its number with it)
+        first = held[0][2].get("sequence_number") if isinstance(held[0][2], dict) else None
+        out: list[bytes] = []
+        for j, (n, o, raw) in enumerate(events):
+            if (
+                o is not None
+                and isinstance(first, int)
+                and "sequence_number" in o
+                and o["sequence_number"] != first + j
+            ):
+                o, raw = {**o, "sequence_number": first + j}, b""
+            out.append(raw or _event(n, o or {}))
+        if first_changed is not None:
+            self.mark("invalid_tool_json", self.events - len(held) + first_changed)
+        return out
+
 
 async def run_live(
     stream: LiveStream,
@@ -359,6 +715,17 @@ async def run_live(
     t = stream.transport
     marked = 0
     bom = "bom" in stream.fmt
+    responses = stream.family == "openai_responses"
+
+    def error_event() -> bytes:
+        """error_event's event in the stream's family (as serve renders it)."""
+        if stream.family == "openai_chat":
+            return b"data: " + orjson.dumps(chat_error_data("overloaded_error")) + b"\n\n"
+        if responses:
+            return _event(
+                "error", responses_error_data("overloaded_error", stream.seq + 1 if stream.seq >= 0 else stream.events)
+            )
+        return ERROR_EVENT
 
     async def out(data: bytes) -> bool:
         """Send, honouring drop_byte; False once the stream must stop."""
@@ -393,14 +760,14 @@ async def run_live(
                     on_note(text)
 
     async def handle(raw: bytes) -> bool:
-        name, _ = _fields(raw)
-        protocol = name != "ping"
+        name, data = _fields(raw)
+        protocol = not is_ping(name, data)
         if t is not None and protocol:
             n = int(t.value or 0)
             if t.name == "error_event" and stream.events >= n:
                 stream.mark(str(t), stream.events)
                 await flush_marks()
-                for piece in stream.frames(ERROR_EVENT):
+                for piece in stream.frames(error_event()):
                     if not await out(piece):
                         return False
                 stream.end = "complete"
@@ -423,15 +790,19 @@ async def run_live(
                     return False
         if protocol:
             stream.events += 1
+            if responses and t is not None and t.name == "error_event":  # the error event takes the next number
+                stream.pass_seq(raw, _json(raw) or {})
         await flush_marks()
         if stream.end is not None:
             return False
-        if t is not None and t.name == "stall" and name == "message_start":
+        started = (name == "message_start") if stream.family == "anthropic" else (protocol and stream.events == 1)
+        if t is not None and t.name == "stall" and started:
             stream.mark(str(t), stream.events)
             await flush_marks()
+            ping = PING_EVENT if stream.family == "anthropic" else KEEP_ALIVE_EVENT
             for _ in range(int(t.value or 0)):
                 await asyncio.sleep(PING_INTERVAL)
-                for piece in stream.frames(PING_EVENT):
+                for piece in stream.frames(ping):
                     if not await out(piece):
                         return False
             stream.end = "hang"

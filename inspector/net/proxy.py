@@ -589,7 +589,7 @@ class ProxyApp(Closable):
             injected = None
             if is_turn:
                 track = self.tracker.new_track(ex, assignment, t_req, parsed)
-                injected = faults.http_error(track.attempt) if faults else None
+                injected = faults.http_error(track.attempt, track.family) if faults else None
             if injected is not None:  # a live http_429 / http_529: answered here, upstream never sees it
                 assert track is not None
                 ex.fault = injected.fault
@@ -745,7 +745,11 @@ class ProxyApp(Closable):
         ]
         ctype = upstream.headers.get("content-type", "").lower()
         sse = "text/event-stream" in ctype
-        live = faults.stream(track.attempt) if (faults and track is not None and sse and ex.status == 200) else None
+        live = (
+            faults.stream(track.attempt, track.family)
+            if (faults and track is not None and sse and ex.status == 200)
+            else None
+        )
         if track is not None:
             str_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw_headers]
             track.set_response(ctype, upstream.headers.get("content-encoding", ""), ex.status, self._detail())

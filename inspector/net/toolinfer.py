@@ -6,6 +6,11 @@ a response (each complete at its ``content_block_stop``) and, in the next reques
 the rest of the stream and the harness's own overhead; a harness that runs its tools only after the stream ended
 spends part of it waiting). These are inferences, never measurements: the observations carry ``inferred=True`` and
 the dashboard draws and counts them apart (docs: "inferred from the next request").
+
+OpenAI requests carry the results in their own form (:func:`request_results`): Chat Completions ``role: "tool"``
+messages (``tool_call_id``), Responses ``function_call_output`` input items (``call_id``); the ones after the
+history's last assistant message (or function call) are the next request's results, as the last user message's
+``tool_result`` blocks are for Messages. They carry no error flag: ``is_error`` is None (not known), never False.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from typing import Any
 
 from inspector.observe.observations import ToolExecutionInferred
 
-__all__ = ["InferredExecution", "SeenToolUse", "ToolExecutionInferred", "infer_tool_executions"]
+__all__ = ["InferredExecution", "SeenToolUse", "ToolExecutionInferred", "infer_tool_executions", "request_results"]
 
 
 @dataclass(slots=True)
@@ -68,6 +73,34 @@ def _result_text_len(content: Any) -> int:
     return 0
 
 
+def request_results(body: Any, family: str = "anthropic") -> list:
+    """The history of a request body, shaped for :func:`infer_tool_executions`: its messages (Messages API), or, for
+    an OpenAI family (``openai_chat``, ``openai_responses``), one user message holding a ``tool_result`` block
+    (``is_error`` left out: OpenAI has none) for each result after the history's last assistant turn (chat ``tool``
+    messages, Responses ``function_call_output`` items; ``recorded.replay.neutral_history`` reads both)."""
+    if not isinstance(body, Mapping):
+        return []
+    history = body.get("messages") if family != "openai_responses" else body.get("input")
+    if family == "anthropic":
+        return history if isinstance(history, list) else []
+    if not isinstance(history, list):
+        return []
+    from inspector.record.replay import neutral_history  # (only for OpenAI requests: it imports the SDK's client)
+
+    neutral = neutral_history(history)
+    tail: list = []
+    for m in reversed(neutral):
+        if isinstance(m, dict) and (m.get("role") == "assistant" or m.get("type") == "reasoning"):
+            break
+        tail.append(m)
+    blocks = []
+    for m in reversed(tail):
+        content = m.get("content") if isinstance(m, dict) else None
+        if isinstance(content, list):
+            blocks += [{**b, "openai": True} for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+    return [{"role": "user", "content": blocks}] if blocks else []
+
+
 def infer_tool_executions(
     seen: Mapping[str, SeenToolUse] | Iterable[SeenToolUse],
     messages: Any,
@@ -94,7 +127,8 @@ def infer_tool_executions(
         tid = str(b.get("tool_use_id"))
         got.add(tid)
         s = by_id.get(tid)
-        is_error = bool(b.get("is_error")) if "is_error" in b else False
+        # (an OpenAI result has no error flag: unknown, not False)
+        is_error = None if b.get("openai") else (bool(b.get("is_error")) if "is_error" in b else False)
         if s is None:
             out.append(
                 InferredExecution(

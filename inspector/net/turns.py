@@ -32,8 +32,8 @@ from typing import Any
 import orjson
 
 from inspector.core.redaction import clean_headers
-from inspector.net.conversations import Assignment, Conversations, messages_of
-from inspector.net.toolinfer import InferredExecution, SeenToolUse, infer_tool_executions
+from inspector.net.conversations import Assignment, Conversations
+from inspector.net.toolinfer import InferredExecution, SeenToolUse, infer_tool_executions, request_results
 from inspector.observe import observations as O
 from inspector.observe.states import ToolState
 from inspector.observe.stepobs import step_observations, tool_transitions
@@ -387,7 +387,7 @@ class TurnTracker:
                 f"this request starts conversation {cid}: no earlier turn of it was seen (its history matched no"
                 " conversation's previous request, or that one was forgotten)"
             )
-        found = infer_tool_executions(seen, messages_of(parsed), t_req, why)
+        found = infer_tool_executions(seen, request_results(parsed, track.family), t_req, why)
         ex.inferred = found
         for inf in found:
             self._pub(
@@ -485,6 +485,8 @@ class TurnTracker:
                 # later request carries its tool_result
                 running = ToolState.RUNNING
                 self._tool_state(tr.id, tr.name, turn, attempt, tr.index, running, tr.input, {running: now}, t=now)
+            if step.event.type == "message_start" and track.family == "openai_responses" and asm.message:
+                self.conversations.response_id(cid, asm.message.get("id"))  # (previous_response_id continues it)
             if step.event.type == "message_stop":
                 self._stream_ended(track, now)
 

@@ -57,7 +57,9 @@ from inspector.core.redaction import (
     FragmentRedactor,
     SecretSet,
     StreamRedactor,
+    mask_json_text,
     mask_text,
+    openai_fragments,
 )
 from inspector.observe import observations as O
 from inspector.observe.stepobs import fragment_summary
@@ -73,6 +75,21 @@ class _Pending:
     obs: O.Observation
     cell: Fragment | None = None  # the fragment it waits for (None: ready as soon as what precedes it is)
     tag: Any = None  # SSEEventSeen of a delta: (parsed data, delta object, field); BlockDelta: shown as its cell
+    group: _Group | None = None  # the delta events of one OpenAI chunk that streams several fragments
+
+
+@dataclass(slots=True, eq=False)
+class _Group:
+    """The delta events of one OpenAI chunk holding several fragments (parallel tool calls, content and a call):
+    each shows the whole chunk, so none goes out before all of them are known and safe (``closed``: an event of
+    another chunk came, or the attempt ended)."""
+
+    seq: int
+    items: list[_Pending] = field(default_factory=list)
+    closed: bool = False
+
+    def ready(self) -> bool:
+        return self.closed and all(g.cell is None or g.cell.done for g in self.items)
 
 
 @dataclass(slots=True, eq=False)
@@ -87,6 +104,10 @@ class _Attempt:
     cell_seq: int = -1  # the last delta event's seq and fragment (its BlockDelta follows it)
     cell: Fragment | None = None
     cell_text: str = ""
+    # an OpenAI chunk's content_block_start whose chunk also streams the block's first fragment: it waits for the
+    # delta event of the same chunk (its tag, once seen) and shows the chunk as that one does
+    sibling: _Pending | None = None
+    group: _Group | None = None  # the open group of delta events of one chunk (its seq is the current one)
     # a delta event waiting for its BlockDelta, whose fragment (parsed already by the stream engine) it then shares:
     # the event's JSON is parsed again only when something else comes first, or when a secret was masked in it
     awaiting: _Pending | None = None
@@ -152,6 +173,8 @@ class RedactingPublisher:
         st = self._attempts.get(_attempt_of(obs))  # type: ignore[arg-type]
         if st is not None and st.awaiting is not None:
             self._resolve(st)  # its BlockDelta did not come next: the event is parsed here
+        if st is not None and kind not in _CHUNK_KINDS and (st.sibling is not None or st.group is not None):
+            self._settle(st)  # the chunk's observations are all out: what waited for more of them is settled
         if kind is O.ReadReceived:
             self._read(obs)  # type: ignore[arg-type]
         elif kind is O.SSEEventSeen:
@@ -189,7 +212,31 @@ class RedactingPublisher:
         st = self._state(obs.turn, obs.attempt)
         et = obs.event_type
         item = _Pending(obs)
+        if st.group is not None and st.group.seq != obs.sse.seq:
+            st.group.closed = True
+            st.group = None
+        sib = st.sibling
+        if sib is not None and not (et == "content_block_delta" and sib.obs.sse.seq == obs.sse.seq):  # type: ignore[attr-defined]
+            self._unlink(st)
+            sib = None
+        if (
+            et == "content_block_start"
+            and obs.index is not None
+            and '"choices"' in obs.sse.data  # (a Chat Completions chunk: an Anthropic event is not parsed here)
+            and (_fragment_of(obs.sse.data, None, obs.index) or _several(obs.sse.data))
+        ):
+            item.cell = _AWAITING  # (an OpenAI chunk that opens a block with text in it)
+            st.sibling = item
+            st.queue.append(item)
+            return
         if et == "content_block_delta":
+            if sib is not None:
+                sib.tag = item
+            if '"choices"' in obs.sse.data and _several(obs.sse.data):  # one chat chunk, several fragments
+                if st.group is None:
+                    st.group = _Group(obs.sse.seq)
+                item.group = st.group
+                st.group.items.append(item)
             item.cell = _AWAITING  # held until its BlockDelta (next) brings its fragment, or until resolved
             st.awaiting = item
             st.queue.append(item)
@@ -206,7 +253,7 @@ class RedactingPublisher:
         item, st.awaiting = st.awaiting, None
         assert item is not None and isinstance(item.obs, O.SSEEventSeen)
         item.cell = None
-        found = _fragment_of(item.obs.sse.data)
+        found = _fragment_of(item.obs.sse.data, None, item.obs.index)
         if found is not None:
             parsed, delta, name, index = found
             text = delta[name]
@@ -214,6 +261,7 @@ class RedactingPublisher:
             item.cell, item.tag = cell, (parsed, delta, name)
             st.cell_seq, st.cell, st.cell_text = item.obs.sse.seq, cell, text
             self._push(st, (index, name), cell)
+        self._link(st, item)
         self._drain(st)
 
     def _delta(self, obs: O.BlockDelta) -> None:
@@ -228,6 +276,7 @@ class RedactingPublisher:
                 st.awaiting = None
                 cell = Fragment(obs.fragment)
                 waiting.cell, waiting.tag = cell, obs.fragment
+                self._link(st, waiting)
                 self._push(st, (obs.index, name), cell)
                 st.queue.append(_Pending(obs, cell, True))
                 self._drain(st)
@@ -245,6 +294,31 @@ class RedactingPublisher:
         st.queue.append(item)
         self._drain(st)
 
+    def _settle(self, st: _Attempt) -> None:
+        """The observations of one chunk are all published (another kind came: a read, a hold, the end...): a
+        block start waiting for its delta event is masked on its own, a group of delta events is complete."""
+        self._unlink(st)
+        if st.group is not None:
+            st.group.closed = True
+            st.group = None
+        self._drain(st)
+
+    @staticmethod
+    def _link(st: _Attempt, delta: _Pending) -> None:
+        """The delta event of a waiting content_block_start (the same chunk) knows its fragment now."""
+        sib = st.sibling
+        if sib is not None and sib.tag is delta:
+            sib.cell = delta.cell if delta.cell is not _AWAITING else None
+            st.sibling = None
+
+    @staticmethod
+    def _unlink(st: _Attempt) -> None:
+        """No delta event of the same chunk came: the waiting content_block_start is masked on its own."""
+        sib, st.sibling = st.sibling, None
+        if sib is not None:
+            linked = sib.tag.cell if isinstance(sib.tag, _Pending) else None
+            sib.cell = linked if linked is not _AWAITING else None
+
     def _push(self, st: _Attempt, key: tuple[int, str], cell: Fragment) -> None:
         block = st.blocks.get(key)
         if block is None:
@@ -261,6 +335,10 @@ class RedactingPublisher:
             return
         if st.awaiting is not None:
             self._resolve(st)
+        self._unlink(st)
+        if st.group is not None:
+            st.group.closed = True
+            st.group = None
         rest = st.reads.flush()
         st.release()
         st.ended = True
@@ -277,6 +355,9 @@ class RedactingPublisher:
         while queue:
             item = queue[0]
             if item.cell is not None and not item.cell.done:
+                return
+            group = item.tag.group if isinstance(item.tag, _Pending) else item.group  # (a start shows its delta's)
+            if group is not None and not group.ready():
                 return
             obs = item.obs
             if type(obs) is O.SSEEventSeen:
@@ -300,18 +381,30 @@ class RedactingPublisher:
         sse = obs.sse
         secrets = self.keys.secrets
         data, summary = sse.data, obs.summary
+        src = item.tag if isinstance(item.tag, _Pending) else item  # a chunk's start event shows its delta's chunk
         cell = item.cell
+        group = src.group
+        if group is not None and any(g.cell is not None and g.cell.changed for g in group.items):
+            data = _group_data(data, group)
+            cell = None  # (its summary: its own fragment's, masked below)
+            if src is item and item.cell is not None and item.cell.changed:
+                dtype = "input_json_delta" if obs.summary.startswith("`") else "text_delta"
+                summary = fragment_summary(dtype, item.cell.text)
         if cell is not None and cell.changed:
-            tag = item.tag
+            tag = src.tag
             if isinstance(tag, str):  # the fragment came with its BlockDelta: the event's JSON is parsed only now
-                found = _fragment_of(data)
+                found = _fragment_of(data, tag, getattr(src.obs, "index", None))
                 tag = found[:3] if found is not None and found[1][found[2]] == tag else None
             if tag is not None:
                 parsed, delta, text_field = tag
                 delta[text_field] = cell.text
                 data = exactjson.dumps(parsed).decode("utf-8")
-                summary = fragment_summary(str(delta.get("type")), cell.text)
-        data = mask_text(data, secrets)
+                dtype = str(delta.get("type"))
+                if dtype not in STREAMED_TEXT_FIELDS:  # an OpenAI fragment: tool arguments are JSON text
+                    dtype = "input_json_delta" if text_field == "arguments" or "arguments" in dtype else "text_delta"
+                if src is item:
+                    summary = fragment_summary(dtype, cell.text)
+        data = mask_json_text(data, secrets)
         summary = mask_text(summary, secrets)
         name, eid = mask_text(sse.event, secrets), mask_text(sse.id, secrets)
         start, end = st.offset(sse.start), st.offset(sse.end)
@@ -322,7 +415,45 @@ class RedactingPublisher:
         return dataclasses.replace(obs, sse=new, summary=summary)
 
 
-_AWAITING = Fragment("")  # never done: the queue waits behind a delta event until its fragment is known
+def _several(data: str) -> bool:
+    """Whether a Chat Completions chunk may stream more than one text fragment (a cheap look at its keys, then
+    ``openai_fragments``)."""
+    n = sum(data.count(f'"{k}":"') for k in ("arguments", "content", "reasoning_content", "reasoning", "refusal"))
+    if n < 2:
+        return False
+    try:
+        parsed = exactjson.loads(data)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(parsed, dict) and len(openai_fragments(parsed)) > 1
+
+
+def _group_data(data: str, group: _Group) -> str:
+    """The chunk's JSON with the fragments of every delta event of its group as they are shown (masked)."""
+    try:
+        parsed = exactjson.loads(data)
+    except orjson.JSONDecodeError:
+        return data
+    if not isinstance(parsed, dict):
+        return data
+    frags = openai_fragments(parsed)
+    used: set[int] = set()
+    for g in group.items:
+        if g.cell is None or not g.cell.changed or not isinstance(g.tag, str):
+            continue
+        for n, (_key, holder, name) in enumerate(frags):
+            if n not in used and holder[name] == g.tag:
+                holder[name] = g.cell.text
+                used.add(n)
+                break
+    return exactjson.dumps(parsed).decode("utf-8")
+
+
+_AWAITING = Fragment("")
+# what the stream engine publishes for one SSE event (a chunk): a chunk's start, delta and group wait only for these
+_CHUNK_KINDS = frozenset(
+    {O.SSEEventSeen, O.BlockDelta, O.BlockOpened}
+)  # never done: the queue waits behind a delta event until its fragment is known
 
 
 def _attempt_of(obs: O.Observation) -> tuple[int, int] | None:
@@ -331,8 +462,10 @@ def _attempt_of(obs: O.Observation) -> tuple[int, int] | None:
     return (turn, attempt) if isinstance(turn, int) and isinstance(attempt, int) else None
 
 
-def _fragment_of(data: str) -> tuple[dict, dict, str, int] | None:
-    """(parsed event, its delta, the text field, block index) of a delta event that streams text."""
+def _fragment_of(data: str, want: str | None = None, block: int | None = None) -> tuple[dict, dict, str, int] | None:
+    """(parsed event, the object holding its fragment, the text field, block index) of a delta event that streams
+    text. An OpenAI chunk or Responses event (``core.redaction.openai_fragments``) may hold several: the one whose
+    text is ``want`` (the BlockDelta's fragment), else its only one; its block is the event's (``block``)."""
     try:
         parsed = exactjson.loads(data)
     except orjson.JSONDecodeError:
@@ -342,7 +475,15 @@ def _fragment_of(data: str) -> tuple[dict, dict, str, int] | None:
     delta = parsed.get("delta")
     index = parsed.get("index")
     if not isinstance(delta, dict) or not isinstance(index, int) or isinstance(index, bool):
-        return None
+        if block is None:
+            return None
+        frags = openai_fragments(parsed)
+        if want is not None:
+            frags = [f for f in frags if f[1][f[2]] == want]
+        if not frags or (want is None and len(frags) > 1):
+            return None
+        _key, holder, field_name = frags[0]
+        return parsed, holder, field_name, block
     name = STREAMED_TEXT_FIELDS.get(str(delta.get("type")))
     if name is None or not isinstance(delta.get(name), str):
         return None

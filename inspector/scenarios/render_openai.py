@@ -248,8 +248,20 @@ def _chat_events(scenario: Scenario, turn_index: int, attempt: int, include_usag
     return evs
 
 
+def chat_error_data(etype: str) -> dict:
+    """The data of a Chat Completions mid-stream error (``data: {"error": {...}}``: the SDK raises APIError)."""
+    return {"error": openai_error(etype, None)}
+
+
+def responses_error_data(etype: str, sequence_number: int) -> dict:
+    """The data of a Responses ``error`` event, as recorded OpenAI streams send it (an ``error`` object: the SDK
+    raises APIError)."""
+    err = openai_error(etype, None)
+    return {"type": "error", "sequence_number": sequence_number, "error": {**err, "code": err["code"] or err["type"]}}
+
+
 def _chat_error(fault: ErrorEventAfter) -> _Ev:
-    return _Ev("error", {"error": openai_error(fault.error_type, None)}, standalone=True)
+    return _Ev("error", chat_error_data(fault.error_type), standalone=True)
 
 
 def _ping() -> _Ev:
@@ -458,9 +470,7 @@ def _responses_events(scenario: Scenario, turn_index: int, attempt: int, echo: d
 
 def _responses_error(fault: ErrorEventAfter) -> _Ev:
     # as recorded OpenAI streams send it (an ``error`` object: the SDK raises APIError); sequence_number set later
-    err = openai_error(fault.error_type, None)
-    data = {"type": "error", "sequence_number": 0, "error": {**err, "code": err["code"] or err["type"]}}
-    return _Ev("error", data, standalone=True)
+    return _Ev("error", responses_error_data(fault.error_type, 0), standalone=True)
 
 
 def _serialize_responses(ev: _Ev, p: Pacing, frng: random.Random) -> bytes:

@@ -11,17 +11,22 @@ from inspector.observe import observations as O
 from inspector.observe.stepobs import step_observations
 from inspector.state.fold import DashboardState
 from inspector.stream.assembler import TurnStream
+from inspector.stream.family import new_stream
 
 __all__ = ["KEY_LEAK_LIMIT", "assert_no_key", "dashboard_texts", "longest_common_substring", "stream_observations"]
 
 
-def stream_observations(reads: Iterable[bytes], turn: int = 0, attempt: int = 0) -> list[O.Observation]:
+def stream_observations(
+    reads: Iterable[bytes], turn: int = 0, attempt: int = 0, family: str = "anthropic"
+) -> list[O.Observation]:
     """What the loop and the proxy publish for one attempt that received ``reads``: AttemptStarted, then each
     ReadReceived followed by the observations of the events it completed, the stream's closing diagnostics and
-    AttemptEnded. Times are the read's number (in ms)."""
-    ts = TurnStream()
+    AttemptEnded. Times are the read's number (in ms). ``family``: the wire family (``openai_chat``,
+    ``openai_responses``: the request path and the stream engine are that family's)."""
+    ts = TurnStream() if family == "anthropic" else new_stream(family)  # type: ignore[arg-type]
+    path = {"openai_chat": "/v1/chat/completions", "openai_responses": "/v1/responses"}.get(family, "/v1/messages")
     out: list[O.Observation] = [
-        O.AttemptStarted(0.0, turn, attempt, "POST", "https://api.example/v1/messages", {}, {"model": "m"})
+        O.AttemptStarted(0.0, turn, attempt, "POST", "https://api.example" + path, {}, {"model": "m"})
     ]
     t = 0.0
     for i, data in enumerate(reads):

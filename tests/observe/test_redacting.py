@@ -380,9 +380,9 @@ def test_a_delta_event_shares_its_blockdeltas_fragment_instead_of_parsing_its_js
     parsed: list[str] = []
     real = redacting._fragment_of
 
-    def counting(data: str):
+    def counting(data: str, *args):
         parsed.append(data)
-        return real(data)
+        return real(data, *args)
 
     monkeypatch.setattr(redacting, "_fragment_of", counting)
     out: list[O.Observation] = []
