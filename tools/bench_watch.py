@@ -2,6 +2,7 @@
 httpx2), through `watch --headless --record` in front of `inspector serve --speed max` with a T-turn tool scenario.
 
     python tools/bench_watch.py [--conversations 50] [--turns 20] [--json] [--compare OTHER_TREE]
+                                [--single-rounds 3]
 
 Reports:
   * first byte per request (p50 / p99 / max) direct to serve and through watch, each with 1 and with N
@@ -241,9 +242,21 @@ def fb(run: dict) -> dict:
     return {"p50_ms": q(xs, 0.5), "p99_ms": q(xs, 0.99), "max_ms": max(xs) if xs else float("nan"), "n": len(xs)}
 
 
+def pooled(runs: list[dict]) -> dict:
+    """Several runs as one: their samples together."""
+    return {
+        "rc": max(r["rc"] for r in runs),
+        "wall": sum(r["wall"] for r in runs),
+        "stats": [x for r in runs for x in r["stats"]],
+        "rss_mb": max(r["rss_mb"] for r in runs),
+    }
+
+
 def measure(a: argparse.Namespace, tmp: Path, url: str, root: Path, direct1: dict, directn: dict) -> dict:
     """watch(1) and watch(N) (with --record) from the tree at ``root``, against direct(1) / direct(N)."""
-    single = run_agent(1, a.turns, tmp, url, through_watch=True, record=None, root=root)
+    single = pooled(
+        [run_agent(1, a.turns, tmp, url, through_watch=True, record=None, root=root) for _ in range(a.single_rounds)]
+    )
     rec = tmp / f"watch-{time.monotonic_ns()}.jsonl"
     many = run_agent(a.conversations, a.turns, tmp, url, through_watch=True, record=rec, root=root)
     check = check_recording(rec, many["stats"], a.turns)
@@ -273,6 +286,7 @@ def main() -> int:
     ap.add_argument("--conversations", type=int, default=50)
     ap.add_argument("--turns", type=int, default=20)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--single-rounds", type=int, default=3, help="runs of the single conversation, pooled (default 3)")
     ap.add_argument("--compare", metavar="OTHER_TREE", help="also run watch from this checkout (e.g. the code before)")
     a = ap.parse_args()
     trees = {"this": ROOT, **({"compare": Path(a.compare).resolve()} if a.compare else {})}
@@ -283,7 +297,10 @@ def main() -> int:
         serve, url = start_serve(scen)
         try:
             run_agent(1, a.turns, tmp, url, through_watch=False, record=None)  # warm-up (imports, serve's caches)
-            direct1 = run_agent(1, a.turns, tmp, url, through_watch=False, record=None)
+            # the single conversation's p50 over --single-rounds runs (one run is only --turns samples)
+            direct1 = pooled(
+                [run_agent(1, a.turns, tmp, url, through_watch=False, record=None) for _ in range(a.single_rounds)]
+            )
             directn = run_agent(a.conversations, a.turns, tmp, url, through_watch=False, record=None)
             results = {name: measure(a, tmp, url, root, direct1, directn) for name, root in trees.items()}
         finally:
