@@ -3,13 +3,16 @@
 1. added first byte (p50 / p99) on a short stream (`inspector serve --speed max`, paired runs, interleaved);
 2. total time and CPU per stream on a many-small-reads stream (serve's big_input scenario, `serve --fault
    split_events`, at real pacing: 1.8 MB in ~11,600 reads), the proxy's CPU read from /proc for its own process;
-3. 50 / 200 / 1,000 concurrent streams at real pacing (parse_date, 1.6 s each): completed, byte-exact, the largest
-   first-byte delay and the proxy's peak RSS.
+3. 50 / 200 / 1,000 concurrent streams at real pacing (parse_date, 1.6 s each; ``--speed max``: a near-instant
+   upstream): completed, byte-exact, the largest first-byte delay (and its ratio to direct's), the proxy's peak RSS
+   and its CPU per request (and upstream's). ``--light``: one h11 connection per stream as the client (httpx2's
+   pool of 1,000 connections costs the client ~8 ms of CPU per request, and hides the servers' costs);
+   ``--compare TREE``: the proxy of another checkout too (before / after in the same run); ``--rounds N``.
 
 Every server (serve, the proxy, mitmdump) runs in a process of its own; the clients run here. Loopback only.
 
     python tools/bench_proxy.py [--runs 100] [--stream-runs 5] [--levels 50,200,1000] [--phases 1,2,3]
-                                [--no-mitmproxy]
+                                [--no-mitmproxy] [--speed 1|max] [--light] [--compare TREE] [--rounds N]
 
 mitmproxy is never a dependency of the project: the bench installs it (``pip install mitmproxy``) into a venv of its
 own under /tmp (``--mitm-venv``), or skips it when that fails or with ``--no-mitmproxy``.
@@ -41,9 +44,21 @@ TICK = os.sysconf("SC_CLK_TCK")
 
 
 class Proc:
-    def __init__(self, args: list[str], url_re: str = r"ANTHROPIC_BASE_URL=(\S+)", url: str | None = None) -> None:
-        env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
-        self.p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    def __init__(
+        self,
+        args: list[str],
+        url_re: str = r"ANTHROPIC_BASE_URL=(\S+)",
+        url: str | None = None,
+        root: Path = ROOT,
+    ) -> None:
+        env = dict(os.environ, PYTHONPATH=str(root), PYTHONUNBUFFERED="1")
+        self.p = subprocess.Popen(
+            args,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE if os.environ.get("BENCH_STDERR") else subprocess.DEVNULL,
+            text=True,
+            env=env,
+        )
         self.url = url
         if url is None:
             assert self.p.stdout is not None
@@ -82,9 +97,9 @@ def serve(speed: str, *extra: str) -> Proc:
     return Proc([PY, "-m", "inspector.cli.serve", "--port", "0", "--speed", speed, "--quiet", "--lenient", *extra])
 
 
-def proxy(upstream: str, record: str | None = None) -> Proc:
+def proxy(upstream: str, record: str | None = None, root: Path = ROOT) -> Proc:
     args = [PY, "-m", "inspector.cli.proxy", "--listen", "127.0.0.1:0", "--upstream", upstream, "--headless", "--quiet"]
-    return Proc(args + (["--record", record] if record else []))
+    return Proc(args + (["--record", record] if record else []), root=root)
 
 
 def free_port() -> int:
@@ -172,7 +187,78 @@ async def big_stream(url: str, tag: str, i: int) -> tuple[float, float, bytes]:
         return await one(c, url, h)
 
 
-async def concurrent(url: str, n: int, tag: str) -> tuple[int, list[float], list[bytes]]:
+class _Light(asyncio.Protocol):
+    """One request on its own connection, read with h11 (the light client of phase 3: httpx2's pool of 1,000
+    connections costs ~8 ms of client CPU per request, which would hide what the server side costs)."""
+
+    def __init__(self, request: bytes, t0: float, done: asyncio.Future) -> None:
+        import h11
+
+        self.h11 = h11
+        self.conn = h11.Connection(h11.CLIENT)
+        self.request, self.t0, self.done = request, t0, done
+        self.first: float | None = None
+        self.chunks: list[bytes] = []
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport) -> None:  # type: ignore[override]
+        self.transport = transport
+        transport.write(self.request)
+
+    def data_received(self, data: bytes) -> None:
+        h11 = self.h11
+        self.conn.receive_data(data)
+        while True:
+            ev = self.conn.next_event()
+            if isinstance(ev, h11.Data):
+                if self.first is None:
+                    self.first = time.perf_counter() - self.t0
+                self.chunks.append(bytes(ev.data))
+            elif isinstance(ev, h11.EndOfMessage):
+                self._end(None)
+                return
+            elif ev is h11.NEED_DATA:
+                return
+            elif isinstance(ev, h11.ConnectionClosed):
+                self._end(ConnectionError("closed before the end"))
+                return
+
+    def connection_lost(self, exc) -> None:
+        self._end(exc or ConnectionError("closed before the end"))
+
+    def _end(self, exc: BaseException | None) -> None:
+        if not self.done.done():
+            if exc is None:
+                first = self.first if self.first is not None else float("nan")
+                self.done.set_result((first, time.perf_counter() - self.t0, b"".join(self.chunks)))
+            else:
+                self.done.set_exception(exc)
+        if self.transport is not None:
+            self.transport.close()
+
+
+async def one_light(url: str, headers: dict) -> tuple[float, float, bytes]:
+    """(first byte s, total s, body) of one streamed request over a fresh connection, h11 on an asyncio protocol."""
+    host, _, port = url.split("//", 1)[1].rpartition(":")
+    lines = [b"POST /v1/messages HTTP/1.1", b"host: " + f"{host}:{port}".encode(), b"content-type: application/json"]
+    lines += [f"{k}: {v}".encode() for k, v in headers.items()]
+    lines += [b"content-length: %d" % len(BODY), b"", BODY]
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+    t0 = time.perf_counter()
+    await loop.create_connection(lambda: _Light(b"\r\n".join(lines), t0, done), host, int(port))
+    return await asyncio.wait_for(done, 120)
+
+
+async def concurrent(url: str, n: int, tag: str, light: bool = False) -> tuple[int, list[float], list[bytes]]:
+    if light:
+
+        async def go_light(i: int):
+            return await one_light(url, {"x-inspector-scenario": "parse_date", "x-inspector-session": f"{tag}-{n}-{i}"})
+
+        res = await asyncio.gather(*(go_light(i) for i in range(n)), return_exceptions=True)
+        ok = [r for r in res if not isinstance(r, BaseException)]
+        return len(ok), [r[0] for r in ok], [r[2] for r in ok]
     limits = httpx2.Limits(max_connections=n + 10, max_keepalive_connections=n + 10)
     async with httpx2.AsyncClient(timeout=120, limits=limits) as c:
 
@@ -256,28 +342,47 @@ async def phase_many_reads(a: argparse.Namespace, mitm_exe: Path | None, procs: 
 
 
 async def phase_concurrency(a: argparse.Namespace, mitm_exe: Path | None, procs: list[Proc]) -> None:
-    up = serve("1")
+    up = serve(a.speed)
     procs.append(up)
-    print("\n3. concurrent streams at real pacing (parse_date, 1.6 s each)")
-    print(f"{'':10} {'streams':>8} {'done':>6} {'exact':>6} {'first byte max s':>17} {'peak RSS MB':>12}")
+    pacing = "real pacing (parse_date, 1.6 s each)" if a.speed == "1" else f"upstream --speed {a.speed} (parse_date)"
+    print(f"\n3. concurrent streams at {pacing}")
+    print(
+        f"{'':10} {'streams':>8} {'done':>6} {'exact':>6} {'first byte max s':>17} {'x direct':>9} {'peak RSS MB':>12} "
+        f"{'CPU ms/req':>10} {'upstream CPU':>12}"
+    )
     expected = await big_stream_ref(up.url or "")
+    contenders = ["direct", "proxy", *(["compare"] if a.compare else []), *(["mitmdump"] if mitm_exe else [])]
     for n in a.levels:
-        for k in ["direct", "proxy", *(["mitmdump"] if mitm_exe else [])]:
-            proc = None
-            url = up.url or ""
-            if k == "proxy":
-                proc = proxy(url)
-            elif k == "mitmdump" and mitm_exe:
-                proc = mitmdump(mitm_exe, url)
-            target = proc.url if proc else url
-            try:
-                done, fbs, bodies = await concurrent(target or "", n, f"c-{k}")
-                rss = proc.peak_rss_mb() if proc else float("nan")
-            finally:
-                if proc:
-                    proc.stop()
-            exact = sum(b == expected for b in bodies)
-            print(f"{k:10} {n:8d} {done:6d} {exact:6d} {max(fbs) if fbs else float('nan'):17.3f} {rss:12.0f}")
+        for rnd in range(a.rounds):
+            base = float("nan")
+            for k in contenders:
+                proc = None
+                url = up.url or ""
+                if k == "proxy":
+                    proc = proxy(url)
+                elif k == "compare":
+                    proc = proxy(url, root=a.compare)
+                elif k == "mitmdump" and mitm_exe:
+                    proc = mitmdump(mitm_exe, url)
+                target = proc.url if proc else url
+                try:
+                    c0, u0 = (proc.cpu() if proc else 0.0), up.cpu()
+                    done, fbs, bodies = await concurrent(target or "", n, f"c-{k}-{rnd}", light=a.light)
+                    cpu = (proc.cpu() - c0) / n * 1e3 if proc else float("nan")
+                    up_cpu = (up.cpu() - u0) / n * 1e3
+                    rss = proc.peak_rss_mb() if proc else float("nan")
+                finally:
+                    if proc:
+                        proc.stop()
+                exact = sum(b == expected for b in bodies)
+                worst = max(fbs) if fbs else float("nan")
+                if k == "direct":
+                    base = worst
+                print(
+                    f"{k:10} {n:8d} {done:6d} {exact:6d} {worst:17.3f} {worst / base:9.2f} {rss:12.0f} "
+                    f"{cpu:10.2f} {up_cpu:12.2f}",
+                    flush=True,
+                )
 
 
 async def main(a: argparse.Namespace) -> None:
@@ -308,6 +413,22 @@ if __name__ == "__main__":
         type=lambda s: [int(x) for x in s.split(",")],
         default=[50, 200, 1000],
         help="concurrency levels (default 50,200,1000)",
+    )
+    ap.add_argument(
+        "--speed", default="1", help="phase 3: the upstream's pacing (1: real time; max: near-instant; default 1)"
+    )
+    ap.add_argument(
+        "--compare",
+        metavar="OTHER_TREE",
+        type=lambda s: Path(s).resolve(),
+        help="phase 3: also run the proxy from this checkout (e.g. the code before a change), interleaved",
+    )
+    ap.add_argument("--rounds", type=int, default=1, help="phase 3: rounds at each level, interleaved (default 1)")
+    ap.add_argument(
+        "--light",
+        action="store_true",
+        help="phase 3: an h11 client per connection instead of one httpx2 client (whose pool of 1,000 connections "
+        "costs ~8 ms of client CPU per request and hides the server side)",
     )
     ap.add_argument("--no-mitmproxy", action="store_true", help="do not install or run mitmdump")
     ap.add_argument(

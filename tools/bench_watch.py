@@ -1,11 +1,15 @@
 """`inspector watch` at scale: N concurrent conversations of T turns (a fake agent written here, raw HTTP over
 httpx2), through `watch --headless --record` in front of `inspector serve --speed max` with a T-turn tool scenario.
 
-    python tools/bench_watch.py [--conversations 50] [--turns 20] [--json]
+    python tools/bench_watch.py [--conversations 50] [--turns 20] [--json] [--compare OTHER_TREE]
+                                [--single-rounds 3]
 
 Reports:
-  * first byte per request (p50 / p99 / max) direct to serve, through watch with 1 conversation, and through watch
-    with N conversations: the added first byte at N must stay within 2x of the single-conversation figure;
+  * first byte per request (p50 / p99 / max) direct to serve and through watch, each with 1 and with N
+    conversations (direct(1), watch(1), direct(N), watch(N)); the added first byte (watch - direct, p50) at each
+    level: the added first byte at N must stay within 2x of the single-conversation figure (``added_ratio``);
+  * ``--compare OTHER_TREE``: watch also runs from another checkout of the project (e.g. the code before a change),
+    interleaved with this one against the same serve, so before / after come from the same run;
   * lost requests (every turn of every conversation answered), byte-exact turns (each recorded attempt's bytes equal
     what the agent received), grouping (the recording's ``conversation`` lines: conversations, turns per conversation,
     and no recorded conversation holding two agents' requests);
@@ -159,11 +163,13 @@ def rss_sampler(pid: int, peak: list[int], stop: threading.Event) -> None:
         time.sleep(0.05)
 
 
-def run_agent(n: int, t: int, tmp: Path, upstream: str, *, through_watch: bool, record: Path | None) -> dict:
+def run_agent(
+    n: int, t: int, tmp: Path, upstream: str, *, through_watch: bool, record: Path | None, root: Path = ROOT
+) -> dict:
     agent = tmp / "agent.py"
     agent.write_text(AGENT)
-    out = tmp / f"stats-{n}-{through_watch}.json"
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    out = tmp / f"stats-{n}-{through_watch}-{time.monotonic_ns()}.json"
+    env = dict(os.environ, PYTHONPATH=str(root), PYTHONUNBUFFERED="1")
     argv = [PY, str(agent), str(n), str(t), str(out)]
     peak = [0]
     t0 = time.perf_counter()
@@ -231,55 +237,89 @@ def check_recording(record: Path, stats: list[dict], turns: int | None = None) -
     }
 
 
+def fb(run: dict) -> dict:
+    xs = [s["ttfb"] * 1000 for s in run["stats"] if s["ttfb"] is not None]
+    return {"p50_ms": q(xs, 0.5), "p99_ms": q(xs, 0.99), "max_ms": max(xs) if xs else float("nan"), "n": len(xs)}
+
+
+def pooled(runs: list[dict]) -> dict:
+    """Several runs as one: their samples together."""
+    return {
+        "rc": max(r["rc"] for r in runs),
+        "wall": sum(r["wall"] for r in runs),
+        "stats": [x for r in runs for x in r["stats"]],
+        "rss_mb": max(r["rss_mb"] for r in runs),
+    }
+
+
+def measure(a: argparse.Namespace, tmp: Path, url: str, root: Path, direct1: dict, directn: dict) -> dict:
+    """watch(1) and watch(N) (with --record) from the tree at ``root``, against direct(1) / direct(N)."""
+    single = pooled(
+        [run_agent(1, a.turns, tmp, url, through_watch=True, record=None, root=root) for _ in range(a.single_rounds)]
+    )
+    rec = tmp / f"watch-{time.monotonic_ns()}.jsonl"
+    many = run_agent(a.conversations, a.turns, tmp, url, through_watch=True, record=rec, root=root)
+    check = check_recording(rec, many["stats"], a.turns)
+    d1, s, dn, m = fb(direct1), fb(single), fb(directn), fb(many)
+    added_1 = s["p50_ms"] - d1["p50_ms"]
+    added_n = m["p50_ms"] - dn["p50_ms"]
+    expected = a.conversations * a.turns
+    return {
+        "watch_1": s,
+        "watch_n": m,
+        "added_p50_ms_1": added_1,
+        "added_p50_ms_n": added_n,
+        # the target: the added first byte at N conversations within 2x of the single-conversation figure
+        "added_ratio": added_n / added_1 if added_1 > 0 else float("nan"),
+        "lost": expected - len(many["stats"]),
+        "non_200": sum(1 for x in many["stats"] if x["status"] != 200),
+        "watch_rc": many["rc"],
+        "watch_peak_rss_mb": round(many["rss_mb"], 1),
+        "watch_wall_s": round(many["wall"], 2),
+        **check,
+        "expected_requests": expected,
+    }
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--conversations", type=int, default=50)
     ap.add_argument("--turns", type=int, default=20)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--single-rounds", type=int, default=3, help="runs of the single conversation, pooled (default 3)")
+    ap.add_argument("--compare", metavar="OTHER_TREE", help="also run watch from this checkout (e.g. the code before)")
     a = ap.parse_args()
+    trees = {"this": ROOT, **({"compare": Path(a.compare).resolve()} if a.compare else {})}
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         scen = tmp / "bench_steps.yaml"
         scen.write_text(scenario_yaml(a.turns))
         serve, url = start_serve(scen)
         try:
-            direct = run_agent(a.conversations, a.turns, tmp, url, through_watch=False, record=None)
-            single = run_agent(1, a.turns, tmp, url, through_watch=True, record=None)
-            rec = tmp / "watch.jsonl"
-            many = run_agent(a.conversations, a.turns, tmp, url, through_watch=True, record=rec)
-            check = check_recording(rec, many["stats"], a.turns)
+            run_agent(1, a.turns, tmp, url, through_watch=False, record=None)  # warm-up (imports, serve's caches)
+            # the single conversation's p50 over --single-rounds runs (one run is only --turns samples)
+            direct1 = pooled(
+                [run_agent(1, a.turns, tmp, url, through_watch=False, record=None) for _ in range(a.single_rounds)]
+            )
+            directn = run_agent(a.conversations, a.turns, tmp, url, through_watch=False, record=None)
+            results = {name: measure(a, tmp, url, root, direct1, directn) for name, root in trees.items()}
         finally:
             serve.terminate()
             serve.wait(10)
-    expected = a.conversations * a.turns
-
-    def fb(run: dict) -> dict:
-        xs = [s["ttfb"] * 1000 for s in run["stats"] if s["ttfb"] is not None]
-        return {"p50_ms": q(xs, 0.5), "p99_ms": q(xs, 0.99), "max_ms": max(xs) if xs else float("nan"), "n": len(xs)}
-
-    d, s, m = fb(direct), fb(single), fb(many)
-    report = {
+    report: dict = {
         "conversations": a.conversations,
         "turns": a.turns,
-        "direct": d,
-        "watch_1": s,
-        "watch_n": m,
-        "added_p50_ms_1": s["p50_ms"] - d["p50_ms"],
-        "added_p50_ms_n": m["p50_ms"] - d["p50_ms"],
-        "lost": expected - len(many["stats"]),
-        "non_200": sum(1 for x in many["stats"] if x["status"] != 200),
-        "watch_rc": many["rc"],
-        "watch_peak_rss_mb": round(many["rss_mb"], 1),
-        "watch_wall_s": round(many["wall"], 2),
-        "direct_wall_s": round(direct["wall"], 2),
-        **check,
-        "expected_requests": expected,
+        "direct_1": fb(direct1),
+        "direct_n": fb(directn),
+        "direct_wall_s": round(directn["wall"], 2),
     }
+    for name, r in results.items():
+        report.update(r if name == "this" else {f"{name}.{k}": v for k, v in r.items()})
     if a.json:
         print(json.dumps(report, indent=1))
     else:
         for k, v in report.items():
-            print(f"{k:28} {v:.2f}" if isinstance(v, float) else f"{k:28} {v}")
+            print(f"{k:36} {v:.2f}" if isinstance(v, float) else f"{k:36} {v}")
     return 0
 
 

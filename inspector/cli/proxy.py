@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from inspector.cli.common import say
+from inspector.cli.common import interactive, say
 from inspector.core.redaction import credential_values
 from inspector.net.proxy import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -270,7 +270,7 @@ def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int
         return 2
     url = base_url_of(sock)
     quiet = getattr(args, "quiet", False)
-    if args.headless or bus is not None or not sys.stdout.isatty():
+    if args.headless or bus is not None or not interactive():
         sock.listen(2048)  # connections to the printed address queue until uvicorn accepts: none is refused
 
     def printer(ex: ProxyExchange) -> None:
@@ -282,7 +282,7 @@ def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int
         say(f"inspector proxy: warning: {message}")
 
     if not args.headless and bus is None:
-        if sys.stdout.isatty():
+        if interactive():  # a terminal, or a browser through textual-serve (watch --split outside tmux)
             problem = record_problem(args.record) if args.record else None
             if problem:
                 sock.close()

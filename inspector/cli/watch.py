@@ -197,35 +197,132 @@ def _dashboard(args: argparse.Namespace, launched: Any, what: str) -> int:
     return exit_status(status)
 
 
-def _split(args: argparse.Namespace, launched: Any, what: str) -> int:
-    """The command keeps the terminal; the dashboard runs as `inspector proxy` in a new tmux pane (same port)."""
-    import shutil
-    import socket
-    import subprocess
-    import time
+SPLIT_START = 15.0  # seconds for the dashboard's web server (or tmux pane) to start listening
+SPLIT_BROWSER = 300.0  # seconds to wait for a browser to open the dashboard before the command starts
+SPLIT_STOP = 10.0  # seconds the web server and its dashboards get to exit before they are killed
 
-    if not os.environ.get("TMUX") or not shutil.which("tmux"):
-        err("inspector watch: --split needs tmux (run inside tmux), or use --headless and `inspector dump` after")
-        return EXIT_USAGE
-    port = launched.session.sock.getsockname()[1]
-    launched.session.close()  # the pane's proxy binds this port
-    pane = [sys.executable, "-m", "inspector", "proxy", "--listen", f"127.0.0.1:{port}", "--upstream", what]
-    if getattr(args, "otel", False):  # the pane's proxy exports the traces
-        pane += ["--otel", "--otel-content"] if args.otel_content else ["--otel"]
+
+def _split(args: argparse.Namespace, launched: Any, what: str) -> int:
+    """The command keeps the terminal; the dashboard runs as `inspector proxy` (same port) in a new tmux pane when
+    inside tmux, else served to a browser by textual-serve on 127.0.0.1 (:func:`_split_web`)."""
+    import shutil
+    import subprocess
+
     if args.serve:
+        launched.session.close()
         err("inspector watch: --split with --serve is not supported yet: use --headless")
         return EXIT_USAGE
+    port = launched.session.sock.getsockname()[1]
+    launched.session.close()  # the dashboard's proxy binds this port
+    dashboard = [sys.executable, "-m", "inspector", "proxy", "--listen", f"127.0.0.1:{port}", "--upstream", what]
+    if getattr(args, "otel", False):  # the dashboard's proxy exports the traces
+        dashboard += ["--otel", "--otel-content"] if args.otel_content else ["--otel"]
     if args.record:
-        pane += ["--record", args.record]
-    subprocess.run(["tmux", "split-window", "-h", shlex.join(pane)], check=False)
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.1)
-    else:
+        dashboard += ["--record", args.record]
+    if not os.environ.get("TMUX") or not shutil.which("tmux"):
+        return _split_web(launched, dashboard, port)
+    subprocess.run(["tmux", "split-window", "-h", shlex.join(dashboard)], check=False)
+    if not _wait_listening(port, SPLIT_START):
         err("inspector watch: the dashboard pane did not start listening")
         return EXIT_USAGE
     launched.start_command()
     return launched.wait()
+
+
+def _wait_listening(port: int, timeout: float, alive: Any = None) -> bool:
+    """Whether 127.0.0.1:port accepts a connection within ``timeout`` seconds (polled; False at once when
+    ``alive()`` says the process that should listen is gone)."""
+    import socket
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return True
+        if alive is not None and not alive():
+            return False
+        time.sleep(0.1)  # nothing to wait on but another process's socket
+    return False
+
+
+def _split_web(launched: Any, dashboard: list[str], port: int) -> int:
+    """Outside tmux: the dashboard (`inspector proxy` on the command's port) is served to a browser by textual-serve
+    on 127.0.0.1 (as `inspector web` serves `inspector run`); its URL goes to stderr. The command starts once a
+    browser opened the dashboard (its proxy is then listening: before, the command's requests would be refused).
+    When the command ends, the web server and its dashboards are stopped (asked, then killed), none left running."""
+    import contextlib
+    import importlib.util
+    import signal
+    import subprocess
+
+    from inspector.net.server import bind_socket
+
+    if importlib.util.find_spec("textual_serve") is None:  # (inspector.tui.web imports it, in the server process)
+        err("inspector watch: --split outside tmux needs textual-serve (pip install textual-serve), or run in tmux")
+        return EXIT_USAGE
+    try:
+        probe = bind_socket("127.0.0.1", 0)
+    except OSError as e:
+        err(f"inspector watch: cannot listen on 127.0.0.1: {e.strerror or e}")
+        return EXIT_USAGE
+    web_port = probe.getsockname()[1]
+    probe.close()  # free again for the web server (it binds it in a moment)
+    log = tempfile.NamedTemporaryFile(prefix="inspector-watch-web-", suffix=".log", delete=False)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "inspector.tui.web", "--port", str(web_port), "--", *dashboard],
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group: the dashboards it starts are stopped with it
+    )
+    log.close()
+    url = f"http://127.0.0.1:{web_port}"
+    try:
+        if not _wait_listening(web_port, SPLIT_START, lambda: server.poll() is None):
+            err(f"inspector watch: the dashboard's web server did not start (its output: {log.name})")
+            return EXIT_USAGE
+        err(f"inspector watch: the dashboard is at {url} (open it in a browser: the command starts then)")
+        if not _wait_listening(port, SPLIT_BROWSER, lambda: server.poll() is None):
+            err(f"inspector watch: no browser opened {url} within {SPLIT_BROWSER:g} s: the command was not started")
+            return EXIT_USAGE
+        launched.start_command()
+        status = launched.wait()
+        err(f"inspector watch: the command ended; stopping the dashboard at {url}")
+        return status
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        _stop_group(server, signal.SIGTERM)
+        if server.returncode is not None and server.returncode <= 0:  # it ran, and was stopped: its log goes
+            with contextlib.suppress(OSError):
+                os.unlink(log.name)
+
+
+def _stop_group(proc: Any, sig: int) -> None:
+    """Stop a process started in a session of its own and everything left in its group: ``sig``, then SIGKILL
+    after ``SPLIT_STOP`` seconds (its dashboards end by themselves once their input is gone)."""
+    import signal
+    import time
+
+    for s in (sig, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, s)
+        except (ProcessLookupError, PermissionError):  # nobody left in the group
+            proc.poll()
+            return
+        deadline = time.monotonic() + SPLIT_STOP
+        while time.monotonic() < deadline:
+            proc.poll()  # reap the server itself
+            if not _group_alive(proc.pid):
+                return
+            time.sleep(0.1)  # other processes' exits: nothing of ours to wait on
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any process of group ``pgid`` is left (signal 0: asks, sends nothing)."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True

@@ -71,6 +71,7 @@ DEFAULT_MAX_CLIENTS = 1000  # client connections open at once (capped by the des
 FD_RESERVE = 64  # descriptors kept for the listening socket, the recording, logs and the TLS bundle
 SHARD_SIZE = 32  # upstream connections per client (see ProxyApp._client)
 KEEPALIVE_EXPIRY = 30.0  # seconds an idle upstream connection is kept
+URL_MEMO = 256  # upstream URLs of recent request-targets kept (ProxyApp._upstream_url)
 HOP_BY_HOP = frozenset(
     {
         "connection",
@@ -114,11 +115,12 @@ async def _client_gone(receive) -> None:
 
 
 class _Watchers:
-    """The client's disconnect and the proxy's shutdown, watched once for the whole exchange (headers, then body)."""
+    """The client's disconnect and the proxy's shutdown, watched once for the whole exchange (headers, then body).
+    ``stop`` is the proxy's one shutdown task, shared by every exchange (not one more task per request)."""
 
-    def __init__(self, receive, closing: asyncio.Event) -> None:
+    def __init__(self, receive, stop: asyncio.Future) -> None:
         self.gone = asyncio.ensure_future(_client_gone(receive))
-        self.stop = asyncio.ensure_future(closing.wait())
+        self.stop = stop
 
     async def wait(self, main: asyncio.Future, done_name: str) -> str:
         """``done_name`` when ``main`` finished first, else "disconnected" or "closing" (``main`` is left running)."""
@@ -128,12 +130,11 @@ class _Watchers:
         return "disconnected" if self.gone in done else "closing"
 
     async def close(self) -> None:
-        for t in (self.gone, self.stop):
-            if not t.done():
-                t.cancel()
-        for t in (self.gone, self.stop):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
+        t = self.gone
+        if not t.done():
+            t.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await t
 
 
 def max_clients_for(wanted: int = DEFAULT_MAX_CLIENTS) -> int:
@@ -226,6 +227,8 @@ class ProxyApp(Closable):
             "timeout_keep_alive": keep_alive,
             "h11_max_incomplete_event_size": MAX_HEADER_BYTES,
             "http": guarded_h11(header_timeout, self.max_clients),
+            # no X-Forwarded-* rewriting of the client's address (the proxy never uses it): one ASGI layer less
+            "proxy_headers": False,
         }
         self.upstream = upstream.rstrip("/")
         self.source_info = source_info  # how the dashboard names this source (default: proxy -> upstream)
@@ -260,6 +263,8 @@ class ProxyApp(Closable):
         self._pools: list[UpstreamPool] = []  # every pool opened (``upstream`` may be changed while running)
         # the most recent exchanges (a ring: a long-running proxy must not grow with every request it forwards)
         self.exchanges: deque[ProxyExchange] = deque(maxlen=max(1, history))
+        self._stop_task: asyncio.Future | None = None  # see _stopping()
+        self._urls: dict[tuple[str, bytes, bytes], str] = {}  # (upstream, raw path, query) -> upstream's URL
         self.active = 0  # upstream requests in flight (each holds one upstream connection)
         # turns, attempts and their observations (net/turns.py); it publishes only when somebody listens
         self.tracker = TurnTracker(
@@ -431,6 +436,9 @@ class ProxyApp(Closable):
             self.recorder.close()
 
     async def aclose(self) -> None:
+        stop, self._stop_task = self._stop_task, None
+        if stop is not None and not stop.done():
+            stop.cancel()
         clients, self.clients, self.client, self._shard_active = self.clients, [], None, []
         pools, self._pools, self.pool = self._pools, [], None
         for pool in pools:
@@ -518,6 +526,19 @@ class ProxyApp(Closable):
         await send({"type": "http.response.body", "body": _error_body(kind, masked), "more_body": False})
 
     def _upstream_url(self, raw_path: bytes, query: bytes) -> str:
+        """Upstream's URL for a request-target (see :meth:`_build_url`); the last ``URL_MEMO`` built are kept (an
+        agent sends the same few targets again and again: two URL parses per request were ~5% of the proxy's CPU
+        under a burst)."""
+        key = (self.upstream, raw_path, query)
+        url = self._urls.get(key)
+        if url is None:
+            url = self._build_url(raw_path, query)  # a target that cannot be forwarded raises, and is not kept
+            if len(self._urls) >= URL_MEMO:
+                self._urls.clear()
+            self._urls[key] = url
+        return url
+
+    def _build_url(self, raw_path: bytes, query: bytes) -> str:
         """Upstream's URL for a request-target, built from parsed components: upstream's scheme, host and port
         stay upstream's whatever the target holds (its path prefix, then the target's path and query)."""
         try:
@@ -530,6 +551,13 @@ class ProxyApp(Closable):
         if (url.scheme, url.host, url.port) != (base.scheme, base.host, base.port):  # never, by construction
             raise _Refused(400, "invalid_request_error", "the request-target would change upstream's host")
         return str(url)
+
+    def _stopping(self) -> asyncio.Future:
+        """Done when the proxy begins to close (``closing()`` is set): one task for all exchanges."""
+        fut = self._stop_task
+        if fut is None or fut.get_loop() is not asyncio.get_running_loop():
+            fut = self._stop_task = asyncio.ensure_future(self.closing().wait())
+        return fut
 
     def _busy_message(self) -> str:
         return f"all {self.max_connections} upstream connections are busy (--max-connections)"
@@ -559,7 +587,7 @@ class ProxyApp(Closable):
                 ex.end_s = self.clock() - t_req_clock
                 self._finish(ex)
             return
-        self._learn(credential_values(in_headers, url))
+        self._learn(credential_values((), url))  # the headers' keys were learned above: the URL's (a ?key=...)
         faults = self.faults
         fwd = []
         for k, v in in_headers:
@@ -627,7 +655,7 @@ class ProxyApp(Closable):
                 self.tracker.begin(track, method, url, in_headers, body)
             upstream: httpx2.Response | UpstreamResponse | None = None
             if sending is not None:
-                watchers = _Watchers(receive, self.closing())
+                watchers = _Watchers(receive, self._stopping())
                 outcome = await self._await_headers(sending, watchers)
                 if outcome == "headers":
                     try:
@@ -781,6 +809,17 @@ class ProxyApp(Closable):
             except httpx2.HTTPError as e:
                 state["end"], state["reason"] = "dropped", f"connection dropped: {type(e).__name__}: {e}"
 
+        async def forward(batch: list[tuple[float, bytes]]) -> None:
+            data = batch[0][1] if len(batch) == 1 else b"".join([d for _, d in batch])
+            await send({"type": "http.response.body", "body": data, "more_body": True})
+            if ex.first_byte_s is None:
+                ex.first_byte_s = batch[0][0] - t_req_clock
+            ex.reads += len(batch)
+            ex.bytes += len(data)
+            if track is not None:
+                for t, d in batch:
+                    queue(track, t - t_req_clock, d)
+
         async def pump_direct() -> None:
             """Everything that arrived since the last write goes out in one write (as soon as the previous write is
             done: nothing waits for more); each read is still recorded on its own, with its arrival time."""
@@ -794,15 +833,7 @@ class ProxyApp(Closable):
                             return
                         await wait()
                         continue
-                    data = batch[0][1] if len(batch) == 1 else b"".join([d for _, d in batch])
-                    await send({"type": "http.response.body", "body": data, "more_body": True})
-                    if ex.first_byte_s is None:
-                        ex.first_byte_s = batch[0][0] - t_req_clock
-                    ex.reads += len(batch)
-                    ex.bytes += len(data)
-                    if track is not None:
-                        for t, d in batch:
-                            queue(track, t - t_req_clock, d)
+                    await forward(batch)
             except httpx2.ReadTimeout:
                 state["end"] = "dropped"
                 state["reason"] = f"upstream sent nothing for {self.read_timeout:g} s (--read-timeout)"
@@ -833,6 +864,8 @@ class ProxyApp(Closable):
         if live is not None:
             task = asyncio.ensure_future(pump_faulted())
         elif isinstance(upstream, UpstreamResponse):
+            if upstream.has_data:  # what came with the headers goes out now, not a hop later from the pump's task
+                await forward(upstream.take())
             task = asyncio.ensure_future(pump_direct())
         else:
             task = asyncio.ensure_future(pump())

@@ -111,6 +111,11 @@ class UpstreamResponse:
         return q
 
     @property
+    def has_data(self) -> bool:
+        """Reads are queued (:meth:`take` returns them without raising)."""
+        return bool(self._conn.queue)
+
+    @property
     def complete(self) -> bool:
         """The body has been received to its end (and taken)."""
         c = self._conn
@@ -148,13 +153,17 @@ class _Connection(asyncio.Protocol):
     per request: its reader, RFC 9112's rules), fed once per network read; :func:`_refusal` adds the few rules h11
     leaves to its caller."""
 
-    def __init__(self, pool: UpstreamPool) -> None:
+    def __init__(self, pool: UpstreamPool, first: tuple[bytes, bytes, bytes] | None = None) -> None:
         self.pool = pool
         self.loop = asyncio.get_running_loop()
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self.idle_since = 0.0
         self._reset()
+        # the request of a new connection (head, body, method): written as soon as the connection is made, before
+        # the task that opened it resumes (under a burst, each hop through the event loop waits behind every other
+        # stream's work: the request goes out one hop earlier)
+        self.first = first
 
     def _reset(self) -> None:
         self.h11: h11.Connection | None = None
@@ -180,6 +189,9 @@ class _Connection(asyncio.Protocol):
     # --- asyncio.Protocol -----------------------------------------------------------------------------------------
     def connection_made(self, transport) -> None:
         self.transport = transport
+        first, self.first = self.first, None
+        if first is not None:
+            self.start(*first)
 
     def data_received(self, data: bytes) -> None:
         self.last_read = self.loop.time()
@@ -228,8 +240,8 @@ class _Connection(asyncio.Protocol):
         # h11 is told the request (method and framing are what the response's framing depends on); the bytes
         # written are the pool's own (request_head), whole
         c = self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD)
-        c.send(h11.Request(method=method, target=b"/", headers=[(b"host", b"upstream")]))
-        c.send(h11.EndOfMessage())
+        c.send(_told(method))
+        c.send(_END)
         self.active = True
         self.head_method = method
         self.head_future = self.loop.create_future()
@@ -410,6 +422,21 @@ class _Connection(asyncio.Protocol):
         self.pool.forget(self)
 
 
+_END = h11.EndOfMessage()
+_TOLD: dict[bytes, h11.Request] = {}
+
+
+def _told(method: bytes) -> h11.Request:
+    """The request h11 is told about (method and framing only; h11's events are immutable, so one per method is
+    built and validated once)."""
+    req = _TOLD.get(method)
+    if req is None:
+        req = h11.Request(method=method, target=b"/", headers=[(b"host", b"upstream")])
+        if len(_TOLD) < 64:  # bounded: a method is whatever token the client sent
+            _TOLD[method] = req
+    return req
+
+
 def _refusal(ev: h11.Response) -> str:
     """What the proxy refuses in a response h11 accepts ("" when nothing): a status outside RFC 9110's 100-599
     (the client could not be given it), and Transfer-Encoding together with Content-Length (RFC 9112 section 6.1:
@@ -540,9 +567,13 @@ class UpstreamPool:
         m = method.encode("latin-1")
         conn = self._idle_get()
         reused = conn is not None
-        if conn is None:
-            conn = await self._connect()
-        fut = conn.start(head, body, m)
+        if conn is None:  # a new connection writes the request itself, once made (_Connection.connection_made)
+            conn = await self._connect((head, body, m))
+            fut = conn.head_future
+            if fut is None:  # (never: connection_made ran before the connection was handed out)
+                fut = conn.start(head, body, m)
+        else:
+            fut = conn.start(head, body, m)
         try:
             return await fut
         except httpx2.RemoteProtocolError as e:
@@ -557,14 +588,14 @@ class UpstreamPool:
             conn.release()
             raise
 
-    async def _connect(self) -> _Connection:
+    async def _connect(self, first: tuple[bytes, bytes, bytes] | None = None) -> _Connection:
         loop = asyncio.get_running_loop()
         kw: dict[str, Any] = {}
         if self.scheme == "https":
             kw = {"ssl": self._ssl_context(), "server_hostname": self.host}
         try:
             async with asyncio.timeout(self.connect_timeout):
-                _, conn = await loop.create_connection(lambda: _Connection(self), self.host, self.port, **kw)
+                _, conn = await loop.create_connection(lambda: _Connection(self, first), self.host, self.port, **kw)
         except TimeoutError:
             raise httpx2.ConnectTimeout(
                 f"no connection to {self.host}:{self.port} within {self.connect_timeout:g} s"

@@ -69,7 +69,38 @@ def driver_for(driver_class: Any) -> Any:
 
 def serve_web(run_args: list[str], *, host: str = "127.0.0.1", port: int = 8000) -> None:
     """Serve `python -m inspector run ARGS` to browsers until Ctrl-C."""
+    serve_command([sys.executable, "-m", "inspector", "run", *run_args], host=host, port=port)
+
+
+def serve_command(argv: list[str], *, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Serve the dashboard of a command (``argv``: an inspector command that opens the dashboard, e.g.
+    `python -m inspector proxy --listen ...`) to browsers until Ctrl-C or SIGTERM."""
     from textual_serve.server import Server
 
-    command = " ".join(shlex.quote(a) for a in [sys.executable, "-m", "inspector", "run", *run_args])
-    Server(command, host=host, port=port).serve()
+    Server(" ".join(shlex.quote(a) for a in argv), host=host, port=port).serve()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m inspector.tui.web [--host H] --port N -- COMMAND...`: what `inspector watch --split` runs outside
+    tmux (the dashboard of its proxy, to a browser)."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m inspector.tui.web", description=main.__doc__)
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, required=True, help="port")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
+    args = p.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        p.error("a command is needed after --")
+    # SIGTERM (`inspector watch` stopping it) ends the server like Ctrl-C does: its cleanup runs
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        serve_command(command, host=args.host, port=args.port)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,224 @@
+"""`inspector watch --split` outside tmux: the command keeps the terminal (a pty here), the dashboard is served to a
+browser by textual-serve on 127.0.0.1 (its URL on stderr); the command starts once a browser opened it, its requests
+go through the dashboard's proxy, and at the end the web server and its dashboards are stopped: no process left."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pty
+import re
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+AGENT = """
+import json, os, sys, urllib.error, urllib.request
+body = json.dumps({"model": "claude-sonnet-4-6", "max_tokens": 5, "stream": True, "messages": [{"role": "user", "content": "hi"}]})
+req = urllib.request.Request(
+    os.environ["ANTHROPIC_BASE_URL"] + "/v1/messages",
+    data=body.encode(),
+    headers={"content-type": "application/json", "x-api-key": "sk-ant-split-test-not-a-key", "anthropic-version": "2023-06-01",
+             "x-inspector-scenario": "weather"},
+)
+try:
+    with urllib.request.urlopen(req, timeout=60) as r:
+        data = r.read()
+except urllib.error.HTTPError as e:
+    sys.exit(f"agent got {e.code}: {e.read()[:500]!r}")
+print("agent got", r.status, len(data), "bytes", "message_stop" in data.decode(), flush=True)
+print("tty", sys.stdout.isatty(), flush=True)
+"""
+
+
+def _env() -> dict[str, str]:
+    e = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    for k in ("TMUX", "TEXTUAL_DRIVER", "ANTHROPIC_BASE_URL"):
+        e.pop(k, None)
+    return e
+
+
+class Lines:
+    """A pipe read line by line in a thread; ``wait_for(pattern)`` returns the first match (bounded)."""
+
+    def __init__(self, stream) -> None:
+        self.lines: list[str] = []
+        self.cond = threading.Condition()
+        self.thread = threading.Thread(target=self._run, args=(stream,), daemon=True)
+        self.thread.start()
+
+    def _run(self, stream) -> None:
+        for raw in iter(stream.readline, b""):
+            with self.cond:
+                self.lines.append(raw.decode("utf-8", "replace"))
+                self.cond.notify_all()
+        with self.cond:
+            self.lines.append("")  # EOF
+            self.cond.notify_all()
+
+    def wait_for(self, pattern: str, timeout: float) -> re.Match | None:
+        rx = re.compile(pattern)
+        with self.cond:
+            ok = self.cond.wait_for(lambda: any(rx.search(x) for x in self.lines) or "" in self.lines, timeout)
+            for x in self.lines:
+                m = rx.search(x)
+                if m:
+                    return m
+        assert ok is not None
+        return None
+
+    @property
+    def text(self) -> str:
+        with self.cond:
+            return "".join(self.lines)
+
+
+def _pty_reader(fd: int, out: bytearray) -> threading.Thread:
+    def run() -> None:
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # the other side closed (EIO on Linux)
+                return
+            if not chunk:
+                return
+            out.extend(chunk)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def _descendants(pid: int) -> list[int]:
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parents[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parents.items() if pp == p]
+        out += kids
+        todo += kids
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table from /proc")
+def test_split_outside_tmux_serves_the_dashboard_to_a_browser_and_stops_it(tmp_path: Path) -> None:
+    aiohttp = pytest.importorskip("aiohttp")
+    pytest.importorskip("textual_serve")
+    agent = tmp_path / "agent.py"
+    agent.write_text(AGENT)
+    rec = tmp_path / "split.jsonl"
+    upstream = subprocess.Popen(
+        [sys.executable, "-m", "inspector", "serve", "--port", "0", "--speed", "max", "--quiet"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(),
+    )
+    up_err = Lines(upstream.stderr)
+    up_out = Lines(upstream.stdout)
+    master, slave = pty.openpty()
+    watch: subprocess.Popen | None = None
+    seen: list[int] = []
+    try:
+        m = up_out.wait_for(r"ANTHROPIC_BASE_URL=(\S+)", 60) or up_err.wait_for(r"ANTHROPIC_BASE_URL=(\S+)", 5)
+        assert m, f"serve did not start: {up_err.text[-2000:]}"
+        watch = subprocess.Popen(
+            [sys.executable, "-m", "inspector", "watch", "--split", "--upstream", m.group(1), "--record", str(rec)]
+            + ["--", sys.executable, str(agent)],
+            stdin=subprocess.DEVNULL,
+            stdout=slave,  # a terminal: the command keeps it
+            stderr=subprocess.PIPE,
+            env=_env(),
+            start_new_session=True,
+        )
+        os.close(slave)
+        slave = -1
+        terminal = bytearray()
+        _pty_reader(master, terminal)
+        err = Lines(watch.stderr)
+        found = err.wait_for(r"the dashboard is at (http://127\.0\.0\.1:(\d+))", 60)
+        assert found, f"no dashboard URL on stderr: {err.text[-3000:]}"
+        url = found.group(1)
+        assert b"agent got" not in terminal  # the command waits for the dashboard (its proxy is not up yet)
+
+        async def browser() -> None:
+            async with aiohttp.ClientSession() as session:
+                async with session.get(url) as page:  # the web server answers on loopback
+                    assert page.status == 200
+                    assert "<html" in (await page.text()).lower()
+                ws = await session.ws_connect(f"{url}/ws?width=100&height=30")
+                got = 0
+                loop = asyncio.get_running_loop()
+                ended = loop.run_in_executor(None, watch.wait, 120)
+                while not ended.done():  # the dashboard draws while the command runs through its proxy
+                    try:
+                        msg = await asyncio.wait_for(ws.receive(), 0.5)
+                    except TimeoutError:
+                        continue
+                    if msg.type in (aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.ERROR):
+                        break
+                    got += len(msg.data) if isinstance(msg.data, (bytes, str)) else 0
+                    if got and not seen:
+                        seen.extend(_descendants(watch.pid))
+                await ended
+                assert got > 0, "the dashboard drew nothing"
+
+        asyncio.run(browser())
+        assert watch.wait(60) == 0, err.text[-3000:]
+        assert seen, "no web server / dashboard process was seen"
+        deadline = 30.0
+        while deadline > 0 and [p for p in seen if _alive(p)]:
+            threading.Event().wait(0.2)  # other processes' exits: nothing to wait on
+            deadline -= 0.2
+        assert not [p for p in seen if _alive(p)], f"left running: {[p for p in seen if _alive(p)]}"
+        threading.Event().wait(0.5)  # the pty reader takes the last bytes
+        shown = terminal.decode("utf-8", "replace")
+        assert "agent got 200" in shown and "True" in shown, shown[-2000:]
+        assert "tty True" in shown  # the command kept the terminal
+        assert "stopping the dashboard" in err.text
+        assert "Traceback" not in err.text
+        lines = [json.loads(x) for x in rec.read_text().splitlines() if x.strip()]
+        assert [x for x in lines if x["kind"] == "request"], "the dashboard's proxy recorded no request"
+        assert "sk-ant-split-test-not-a-key" not in rec.read_text()
+    finally:
+        if slave >= 0:
+            os.close(slave)
+        if watch is not None and watch.poll() is None:
+            os.killpg(watch.pid, signal.SIGKILL)
+            watch.wait()
+        for p in seen:
+            if _alive(p):
+                os.kill(p, signal.SIGKILL)
+        upstream.terminate()
+        upstream.wait(10)
+        os.close(master)
+
+
+def test_split_web_server_module_needs_a_command(capsys: pytest.CaptureFixture[str]) -> None:
+    from inspector.tui.web import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--port", "1"])
+    assert e.value.code == 2
+    assert "a command is needed" in capsys.readouterr().err
