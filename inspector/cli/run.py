@@ -169,32 +169,18 @@ def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[...,
             raise SourceError(f"workspace {args.workspace!r} is not a directory")
         if provider == "openai":
             api_name = args.api or "chat"
-
-            def openai_api(**kw: Any):
-                return sources.openai_session(
-                    args.model,
-                    args.prompt,
-                    api=api_name,
-                    base_url=args.base_url,
-                    workspace=args.workspace,
-                    allow_write=args.allow_write,
-                    user_tools=user_tools,
-                    system=args.system,
-                    max_tokens=args.max_tokens,
-                    record=args.record,
-                    retries=args.retries,
-                    max_turns=args.max_turns,
-                    idle_timeout=args.idle_timeout if args.idle_timeout is not None else 30.0,
-                    **kw,
-                )
-
-            return openai_api, {"type": "api", "provider": "openai", "api": api_name, "model": args.model}
-        args.max_tokens = args.max_tokens if args.max_tokens is not None else 4096
+            source: dict[str, Any] = {"type": "api", "provider": "openai", "api": api_name, "model": args.model}
+        else:
+            api_name = "chat"  # (not read for Anthropic's Messages API)
+            args.max_tokens = args.max_tokens if args.max_tokens is not None else 4096
+            source = {"type": "api", "model": args.model}
 
         def api(**kw: Any):
             return sources.api_session(
                 args.model,
                 args.prompt,
+                provider=provider,
+                api=api_name,
                 base_url=args.base_url,
                 workspace=args.workspace,
                 allow_write=args.allow_write,
@@ -208,7 +194,7 @@ def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[...,
                 **kw,
             )
 
-        return api, {"type": "api", "model": args.model}
+        return api, source
 
     name = getattr(args, "scenario", None) or sources.DEFAULT_SCENARIO
     if getattr(args, "prompt", None):
