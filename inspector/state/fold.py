@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from inspector.core import fmt
 from inspector.observe import observations as O
@@ -97,7 +97,7 @@ class DashboardState:
 
     def apply(self, obs: O.Observation) -> DashboardState:
         self.n += 1
-        handler = _HANDLERS.get(type(obs))
+        handler = self.HANDLERS.get(type(obs))
         if handler is not None:
             handler(self, obs)
         self.conversations.apply(obs)
@@ -599,13 +599,15 @@ class DashboardState:
         reads, ev, key = self.reads, self.events, a.key
         rows = [
             (i, ri, tr, n)
-            for i, (tu, at, ri, tr, n) in enumerate(zip(*(reads.column_from(c, first) for c in (0, 1, 2, 4, 8))), first)
+            for i, (tu, at, ri, tr, n) in enumerate(
+                zip(*(reads.column_from(c, first) for c in (0, 1, 2, 4, 8)), strict=True), first
+            )
             if (tu, at) == key
         ]
         index = {ri: k for k, (_i, ri, _t, _n) in enumerate(rows)}
         counts = [0] * len(rows)
         start = max(0, self.attempt_first_row.get(key, 1) - 1)
-        for tu, at, ri, evno in zip(*(ev.column_from(c, start) for c in (5, 6, 4, 8))):
+        for tu, at, ri, evno in zip(*(ev.column_from(c, start) for c in (5, 6, 4, 8)), strict=True):
             if evno and (tu, at) == key:
                 k = index.get(ri)
                 if k is not None:
@@ -614,7 +616,7 @@ class DashboardState:
         holds = [
             (max(0.0, s - t0), (math.inf if e is None else e) - t0) for s, e, _by in self.holds if e is None or e > t0
         ]
-        verdict = attempt_buffering([(tr, n, c) for (_i, _ri, tr, n), c in zip(rows, counts)], holds)
+        verdict = attempt_buffering([(tr, n, c) for (_i, _ri, tr, n), c in zip(rows, counts, strict=True)], holds)
         d = buffering_diagnostic(verdict)
         if d is not None:
             self.diagnostics.append(DiagEntry(t, a.turn, a.attempt, d.code, d.severity, d.message, None, None, None))
@@ -757,6 +759,35 @@ class DashboardState:
             return None
         return Savings(stream, run_total, last_end - used.t_start, counted, left_out)
 
+    # what folds each kind of observation (the methods above, looked up once per observation by `apply`)
+    HANDLERS: ClassVar[dict[type, Callable[[DashboardState, Any], None]]] = {
+        O.LoopStarted: _loop_started,
+        O.LoopStateChanged: _loop_state,
+        O.ControlApplied: _control,
+        O.StreamHeld: _held,
+        O.StreamReleased: _released,
+        O.HttpTryFailed: _http_try,
+        O.TurnStarted: _turn_started,
+        O.AttemptStarted: _attempt_started,
+        O.ResponseStarted: _response_started,
+        O.ReadReceived: _read,
+        O.SSEEventSeen: _sse,
+        O.MessageStarted: _message_started,
+        O.BlockOpened: _block_opened,
+        O.BlockDelta: _block_delta,
+        O.BlockClosed: _block_closed,
+        O.MessageUpdated: _message_updated,
+        O.DiagnosticRaised: _diagnostic,
+        O.ToolUse: _tool_use,
+        O.ToolStateChanged: _tool_state,
+        O.ToolResult: _tool_result,
+        O.AttemptEnded: _attempt_ended,
+        O.MessageAppended: _message_appended,
+        O.TextFinish: _text_finish,
+        O.TurnEnded: _turn_ended,
+        O.LoopFinished: _loop_finished,
+    }
+
 
 _RAN_KEYS = (*(s.value for s in ToolState if s in TOOL_RAN), "finished_at")
 
@@ -780,35 +811,6 @@ def _path(url: str) -> str:
         return url or "/"
     j = url.find("/", i + 3)
     return url[j:] if j >= 0 else "/"
-
-
-_HANDLERS: dict[type, Callable[[DashboardState, Any], None]] = {
-    O.LoopStarted: DashboardState._loop_started,
-    O.LoopStateChanged: DashboardState._loop_state,
-    O.ControlApplied: DashboardState._control,
-    O.StreamHeld: DashboardState._held,
-    O.StreamReleased: DashboardState._released,
-    O.HttpTryFailed: DashboardState._http_try,
-    O.TurnStarted: DashboardState._turn_started,
-    O.AttemptStarted: DashboardState._attempt_started,
-    O.ResponseStarted: DashboardState._response_started,
-    O.ReadReceived: DashboardState._read,
-    O.SSEEventSeen: DashboardState._sse,
-    O.MessageStarted: DashboardState._message_started,
-    O.BlockOpened: DashboardState._block_opened,
-    O.BlockDelta: DashboardState._block_delta,
-    O.BlockClosed: DashboardState._block_closed,
-    O.MessageUpdated: DashboardState._message_updated,
-    O.DiagnosticRaised: DashboardState._diagnostic,
-    O.ToolUse: DashboardState._tool_use,
-    O.ToolStateChanged: DashboardState._tool_state,
-    O.ToolResult: DashboardState._tool_result,
-    O.AttemptEnded: DashboardState._attempt_ended,
-    O.MessageAppended: DashboardState._message_appended,
-    O.TextFinish: DashboardState._text_finish,
-    O.TurnEnded: DashboardState._turn_ended,
-    O.LoopFinished: DashboardState._loop_finished,
-}
 
 
 def fold(state: DashboardState, obs: O.Observation) -> DashboardState:
