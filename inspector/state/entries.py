@@ -373,6 +373,11 @@ class BlockEntry:
         return None if self.content is None else self.content.get("input")
 
 
+# A tool call's key: (its conversation, or "" for a session of no conversations; its tool id). Two conversations
+# may use the same tool ids (a scripted `serve` hands the same ids to every conversation): each keeps its own row.
+ToolKey = tuple[str, str]
+
+
 @dataclass(slots=True)
 class ToolEntry:
     SHARED: ClassVar[frozenset[str]] = frozenset({"input"})
@@ -397,6 +402,11 @@ class ToolEntry:
     # its times are inferred, not measured (the proxy: another harness ran it; "running" is its block's stop and the
     # end is the next request, an upper bound): drawn apart and never counted in "saved"
     inferred: bool = False
+    conversation: str = ""  # the conversation it belongs to ("": none)
+
+    @property
+    def key(self) -> ToolKey:
+        return (self.conversation, self.id)
 
     @property
     def done(self) -> bool:
@@ -471,7 +481,7 @@ class TurnEntry:
     turn: int
     t_start: float
     attempts: list[int] = field(default_factory=list)
-    tools: list[str] = field(default_factory=list)  # tool ids in arrival order (all attempts)
+    tools: list[ToolKey] = field(default_factory=list)  # its tool calls' keys in arrival order (all attempts)
     t_end: float | None = None
     outcome: str | None = None
     stop_reason: str | None = None
@@ -578,7 +588,7 @@ class Savings:
 #   ("turn", turn)                       a turn starts
 #   ("text", (turn, attempt, index))     a text block (grows while open)
 #   ("thinking", (turn, attempt, index))
-#   ("tool", tool_id)                    inline tool activity (one line, follows the tool's state)
+#   ("tool", tool_key)                   inline tool activity (one line, follows the tool's state)
 #   ("block", (turn, attempt, index))    another block type (server tool result...)
 #   ("note", what, severity)             what happened, as data (the tui words it): ("try", turn, TryEntry),
 #                                        ("retry", turn, attempt), ("attempt_ended", turn, attempt, status, reason),

@@ -36,6 +36,7 @@ from inspector.state.entries import (
     Savings,
     Status,
     ToolEntry,
+    ToolKey,
     TranscriptItem,
     TryEntry,
     TurnEntry,
@@ -65,8 +66,9 @@ class DashboardState:
         self.turns: CowDict[int, TurnEntry] = CowDict()
         self.blocks: CowDict[tuple[int, int, int], BlockEntry] = CowDict()
         self.block_order: list[tuple[int, int, int]] = []
-        self.tools: CowDict[str, ToolEntry] = CowDict()
-        self.tool_order: list[str] = []
+        # tool calls by (conversation, tool id): two conversations may use the same ids (a scripted `serve` does)
+        self.tools: CowDict[ToolKey, ToolEntry] = CowDict()
+        self.tool_order: list[ToolKey] = []
         self.transcript: list[TranscriptItem] = []
         self.diagnostics: list[DiagEntry] = []
         self.status = Status()
@@ -74,8 +76,8 @@ class DashboardState:
         self.attempt_offset: dict[tuple[int, int], int] = {}  # bytes received so far per attempt
         # what the harness sent per attempt (AttemptStarted.body, shared, read only): the request view and its diff
         self.requests: dict[tuple[int, int], dict] = {}
-        # tool_result blocks a request carried, by tool_use_id: why a tool a proxied harness ran failed
-        self.sent_results: dict[str, dict] = {}
+        # tool_result blocks a request carried, by (conversation, tool_use_id): why a tool a proxied harness ran failed
+        self.sent_results: dict[ToolKey, dict] = {}
         self.attempt_first_evno: dict[tuple[int, int], int] = {}  # event number of each attempt's first event
         self.attempt_first_read: dict[tuple[int, int], int] = {}  # row of each attempt's first read (reads table)
         # the user's holds of the stream (pause, step), loop time: (start, end or None while held, by)
@@ -205,7 +207,7 @@ class DashboardState:
         self.attempts[key] = self._ca = a
         if isinstance(obs.body, dict):
             self.requests[key] = obs.body
-            self._sent_results(obs.body)
+            self._sent_results(obs.body, self.conversation_of(obs.turn) or "")
         turn = self._turn(obs.turn, obs.t)
         turn.attempts.append(obs.attempt)
         turn.version = self.n
@@ -223,7 +225,7 @@ class DashboardState:
             self.rev_transcript = self.n
         self._touch_status()
 
-    def _sent_results(self, body: dict) -> None:
+    def _sent_results(self, body: dict, conversation: str) -> None:
         """Remember the tool_result blocks of the request's last user message; a failed tool without an error text
         (a proxied harness ran it: the proxy infers the state) gets the result's content as its why."""
         messages = body.get("messages")
@@ -236,11 +238,11 @@ class DashboardState:
         for block in content:
             if not isinstance(block, dict) or block.get("type") != "tool_result":
                 continue
-            tid = str(block.get("tool_use_id"))
-            self.sent_results[tid] = block
-            tool = self.tools.get(tid)
+            key = (conversation, str(block.get("tool_use_id")))
+            self.sent_results[key] = block
+            tool = self.tools.get(key)
             if tool is not None and block.get("is_error") and not tool.error:
-                tool = self.tools.mutable(tid)
+                tool = self.tools.mutable(key)
                 assert tool is not None
                 tool.error = result_summary(block.get("content"), 200)
                 tool.is_error = True
@@ -385,11 +387,11 @@ class DashboardState:
         bt = obs.block_type
         if bt in TOOL_INPUT_BLOCKS:
             tool_id = obs.block_id or f"{obs.turn}.{obs.attempt}.{obs.index}"
-            if tool_id not in self.tools:
-                self._new_tool(
+            if self._tool_key(obs.turn, tool_id) not in self.tools:
+                tool = self._new_tool(
                     tool_id, obs.name or "?", obs.turn, obs.attempt, obs.index, ToolState.STREAMING_INPUT, obs.t
                 )
-                self.transcript.append(("tool", tool_id))
+                self.transcript.append(("tool", tool.key))
         elif bt == "text":
             self.transcript.append(("text", key))
         elif bt in ("thinking", "redacted_thinking"):
@@ -401,11 +403,23 @@ class DashboardState:
     def _new_tool(
         self, tool_id: str, name: str, turn: int, attempt: int, index: int, state: str, t: float
     ) -> ToolEntry:
-        tool = ToolEntry(tool_id, name, turn, attempt, index, state, t, history=[(state, t)], version=self.n)
-        self.tools[tool_id] = tool
-        self.tool_order.append(tool_id)
+        tool = ToolEntry(
+            tool_id,
+            name,
+            turn,
+            attempt,
+            index,
+            state,
+            t,
+            history=[(state, t)],
+            version=self.n,
+            conversation=self.conversation_of(turn) or "",
+        )
+        key = tool.key
+        self.tools[key] = tool
+        self.tool_order.append(key)
         tr = self._turn(turn, t)
-        tr.tools.append(tool_id)
+        tr.tools.append(key)
         self.rev_tools = self.n
         return tool
 
@@ -436,7 +450,7 @@ class DashboardState:
         if b.type == "text" or b.type == "thinking":
             self.rev_transcript = self.n
         elif b.is_tool:
-            tool = self.tools.get(b.id or "")
+            tool = self.tools.get(self._block_tool_key(b))
             if tool is not None and tool.state == ToolState.STREAMING_INPUT:
                 self.rev_tools = self.n
 
@@ -451,10 +465,10 @@ class DashboardState:
         b.version = self.n
         self.rev_blocks = self.n
         self.rev_transcript = self.n
-        tool = self.tools.get(b.id) if b.is_tool and b.id is not None else None
+        tool = self.tools.get(self._block_tool_key(b)) if b.is_tool else None
         if tool is not None:
             if tool.input is None and isinstance(obs.content, dict) and obs.content.get("input") is not None:
-                tool = self.tools.mutable(tool.id)
+                tool = self.tools.mutable(tool.key)
                 assert tool is not None
                 tool.input = obs.content["input"]
                 tool.input_summary = call_summary(tool.name, tool.input)
@@ -497,11 +511,40 @@ class DashboardState:
         self.rev_diag = self.n
 
     # -- tools
+    def conversation_of(self, turn: int) -> str | None:
+        """The conversation a (global) turn belongs to, or None (not a proxied session's: our own loop's)."""
+        return self.conversations.by_turn.get(turn)
+
+    def previous_turn(self, turn: int, *, with_request: bool = False) -> int | None:
+        """The turn before `turn` in its own conversation (with no conversations, the session's previous turn): what
+        a turn's request and cache verdict are compared with. `with_request`: the previous one whose request was seen.
+        O(turns): for a view, never per observation."""
+        cid, by_turn = self.conversation_of(turn), self.conversations.by_turn
+        has = self.requests
+        best = None
+        for t in self.turns:
+            if t < turn and (best is None or t > best) and by_turn.get(t) == cid:
+                if with_request and not any((t, a) in has for a in self.turns[t].attempts):
+                    continue
+                best = t
+        return best
+
+    def _tool_key(self, turn: int, tool_id: str) -> ToolKey:
+        return (self.conversation_of(turn) or "", tool_id)
+
+    def _block_tool_key(self, b: BlockEntry) -> ToolKey:
+        """The key of the tool call a tool block streams (a block without an id: its position, as `_block_opened`)."""
+        return self._tool_key(b.turn, b.id or f"{b.turn}.{b.attempt}.{b.index}")
+
+    def tool(self, tool_id: str, conversation: str | None = None) -> ToolEntry | None:
+        """A tool call by its id, in a conversation (None: the session's own loop, of no conversation)."""
+        return self.tools.get((conversation or "", tool_id))
+
     def _tool(self, obs: Any, state: str) -> ToolEntry:
-        tool = self.tools.mutable(obs.id)
+        tool = self.tools.mutable(self._tool_key(obs.turn, obs.id))
         if tool is None:
             tool = self._new_tool(obs.id, obs.name, obs.turn, obs.attempt, obs.index, state, obs.t)
-            self.transcript.append(("tool", obs.id))
+            self.transcript.append(("tool", tool.key))
             self.rev_transcript = self.n
         return tool
 
@@ -558,7 +601,7 @@ class DashboardState:
         self.rev_transcript = self.n
 
     def _tool_result(self, obs: O.ToolResult) -> None:
-        tool = self.tools.mutable(obs.tool_use_id)
+        tool = self.tools.mutable(self._tool_key(obs.turn, obs.tool_use_id))
         if tool is None:
             return
         tool.is_error = obs.is_error
@@ -737,8 +780,8 @@ class DashboardState:
         run_total = 0.0
         last_end = used.t_end
         counted = left_out = 0
-        for tool_id in tr.tools:
-            t = self.tools.get(tool_id)
+        for key in tr.tools:
+            t = self.tools.get(key)
             if t is None:
                 continue
             if t.inferred:  # an inference is not a run time: it never counts

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,8 +18,13 @@ from inspector.state.conversations import (
 from inspector.state.convfilter import ConversationFilter
 from inspector.state.fold import DashboardState
 from inspector.state.travel import History
-from inspector.testing.conversations import interleaved_conversations, replayed_conversations
+from inspector.testing.conversations import (
+    interleaved_conversations,
+    replayed_conversations,
+    two_cached_conversations,
+)
 from inspector.testing.synthetic import parse_date_observations
+from inspector.tui.widgets.tools import turn_bars
 
 # c1 finishes, c2 stops with its three tools running (waiting), c3 is cut while its tool JSON streams
 OBS = interleaved_conversations(3, stops={1: "turn1", 2: "mid_tool_json"}, parents={2: "c1"})
@@ -54,7 +61,7 @@ def test_selecting_one_filters_the_panes_rows_to_its_turns() -> None:
         assert ev and {ev.turn[i] for i in range(len(ev))} == turns  # SSE rows and markers
         assert view.block_order and {k[0] for k in view.block_order} == turns
         assert view.tool_order and {view.tools[t].turn for t in view.tool_order} <= turns  # (turn 2 calls none)
-        assert all(t.endswith(f"_{cid}") for t in view.tool_order)
+        assert all(k[0] == cid and k[1].endswith(f"_{cid}") for k in view.tool_order)
         keys = [item[1] for item in view.transcript if item[0] in ("text", "thinking", "block")]
         assert keys and {k[0] for k in keys} == turns  # the assistant pane
         assert set(view.turns.keys()) == turns
@@ -156,7 +163,7 @@ def test_a_replay_of_many_conversations_starts_turn_numbers_over_per_conversatio
     for cid in ("c1", "c2"):
         view = ConversationFilter(cid).apply_all(obs).state
         assert view.status.events == alone.status.events  # its own events only, not the other's
-        assert view.tool_order and all(t.endswith(f"_{cid}") for t in view.tool_order)
+        assert view.tool_order and all(k[0] == cid and k[1].endswith(f"_{cid}") for k in view.tool_order)
 
 
 def test_a_views_event_numbers_map_to_the_sessions_events() -> None:
@@ -204,3 +211,113 @@ def test_the_table_never_raises_and_stays_consistent_when_observations_are_dropp
         assert c.state in ("streaming", "waiting for tools", "idle", "finished", "failed")
         assert len(set(c.turns)) == len(c.turns)
     assert table.by_id["c9"].tokens_in == 0 and table.by_id["c9"].parent == "nobody"
+
+
+# ------------------------------------------------------------------ the same tool ids in two conversations (serve)
+
+
+def _same_tool_ids(observations: list[O.Observation]) -> list[O.Observation]:
+    """The conversations with the same tool ids in every one of them, as `inspector serve` hands them out (scripted
+    scenarios), each tool result marked with its conversation ("c2: def parse_date...")."""
+    conv_of: dict[int, str] = {}
+    out: list[O.Observation] = []
+    for obs in observations:
+        if type(obs) is O.ConversationAssigned:
+            conv_of[obs.turn] = obs.conversation
+        changes: dict = {}
+        for name in ("id", "block_id", "tool_use_id"):
+            v = getattr(obs, name, None)
+            if isinstance(v, str) and "_c" in v:
+                changes[name] = v.rsplit("_c", 1)[0]
+        cid = conv_of.get(getattr(obs, "turn", -1), "?")
+        if type(obs) is O.ToolResult and isinstance(obs.content, str):
+            changes["content"] = f"{cid}: {obs.content}"
+        if type(obs) is O.ToolStateChanged and obs.result_preview is not None:
+            changes["result_preview"] = f"{cid}: {obs.result_preview}"
+        out.append(dataclasses.replace(obs, **changes) if changes else obs)
+    return out
+
+
+def test_two_conversations_with_the_same_tool_ids_keep_a_row_each() -> None:
+    """c1 ran its three tools; c2 (the same tool ids) is still running its: six rows, each with its own state,
+    result and times, keyed by (conversation, tool id); the turn, the transcript and the timeline bars follow."""
+    obs = _same_tool_ids(interleaved_conversations(2, stops={1: "tools_running"}))
+    s = fold(obs)
+    assert len(s.tools) == len(s.tool_order) == 6
+    ids = [k[1] for k in s.tool_order if k[0] == "c1"]
+    assert len(ids) == 3 and [k[1] for k in s.tool_order if k[0] == "c2"] == ids
+    for tid in ids:
+        one, two = s.tools[("c1", tid)], s.tools[("c2", tid)]
+        assert (one.conversation, two.conversation) == ("c1", "c2") and s.tool(tid, "c2") is two
+        assert one.turn in s.conversations.turns_of("c1") and two.turn in s.conversations.turns_of("c2")
+        assert one.state == "succeeded" and one.result_summary.startswith("c1: ")
+        assert two.state == "running" and not two.result_summary and two.t_finished is None
+        assert two.t_created > one.t_created and one.t_finished is not None  # (c2 runs 10 ms after c1)
+        assert [h[0] for h in one.history][-1] == "succeeded" and [h[0] for h in two.history][-1] == "running"
+    tool_items = [item[1] for item in s.transcript if item[0] == "tool"]
+    assert tool_items == s.tool_order  # one transcript line per row
+    for cid in ("c1", "c2"):
+        turn = s.conversations.turns_of(cid)[0]
+        assert [s.tools[k].conversation for k in s.turns[turn].tools] == [cid] * 3
+        bars, _saved = turn_bars(s, turn, s.status.t_last)
+        assert [b.label for b in bars[1:]] == [s.tools[(cid, t)].name for t in ids]
+    # a conversation's own view keys its rows by it too, with the same entries as the session's
+    view = ConversationFilter("c2").apply_all(obs).state
+    assert view.tool_order == [("c2", t) for t in ids]
+    assert all(view.tools[k].state == "running" for k in view.tool_order)
+
+
+def test_a_tool_result_sent_back_is_matched_in_its_own_conversation() -> None:
+    """The tool_result blocks a request carries are kept by (conversation, tool_use_id): c2's request does not
+    overwrite c1's, and an is_error result fails only its own conversation's call."""
+
+    def req(t: float, turn: int, cid: str, content: str, is_error: bool) -> list[O.Observation]:
+        block = {"type": "tool_result", "tool_use_id": "toolu_1", "content": content, "is_error": is_error}
+        body = {"model": "m", "messages": [{"role": "user", "content": [block]}]}
+        return [
+            O.ConversationAssigned(t, turn, cid, 1, 0, "continues"),
+            O.TurnStarted(t, turn),
+            O.AttemptStarted(t, turn, 0, "POST", "http://x/v1/messages", {}, body),
+        ]
+
+    def call(t: float, turn: int, cid: str) -> list[O.Observation]:
+        return [
+            O.ConversationAssigned(t, turn, cid, 0, 0, "new"),
+            O.TurnStarted(t, turn),
+            O.ToolStateChanged(
+                t, turn, 0, "toolu_1", "read_file", 1, "running", {"p": 1}, None, None, {}, inferred=True
+            ),
+        ]
+
+    obs = call(0.0, 0, "c1") + call(0.1, 1, "c2") + req(1.0, 2, "c1", "denied", True) + req(1.1, 3, "c2", "ok", False)
+    s = fold(obs)
+    assert s.sent_results[("c1", "toolu_1")]["content"] == "denied"
+    assert s.sent_results[("c2", "toolu_1")]["content"] == "ok"
+    assert s.tool("toolu_1", "c1").is_error and s.tool("toolu_1", "c1").error == "denied"
+    assert not s.tool("toolu_1", "c2").is_error and s.tool("toolu_1", "c2").error is None
+
+
+# ------------------------------------------------------------------ a turn is compared with its own conversation's
+
+
+def test_a_turns_cache_verdict_compares_it_with_its_own_conversations_previous_turn() -> None:
+    """Before: turn 1 (c2's first) was compared with turn 0 (c1's) and turn 2 (c1's second) with turn 1 (c2's):
+    "system changed" both times. Each is compared with its own conversation's turn now."""
+    from inspector.state.costs import turn_cost
+
+    s = fold(two_cached_conversations())
+    assert [s.previous_turn(t) for t in range(4)] == [None, None, 0, 1]
+    verdicts = {t: turn_cost(s, t) for t in range(4)}
+    assert all(v is not None for v in verdicts.values())
+    for t in (0, 1):  # each conversation's first turn
+        assert verdicts[t].cache.kind == "first", verdicts[t].cache  # type: ignore[union-attr]
+    for t in (2, 3):  # same system, messages extended: the prefix is unchanged (not "system changed")
+        cache = verdicts[t].cache  # type: ignore[union-attr]
+        assert cache.kind == "written_again" and cache.segment == "prefix", cache
+    # one conversation's own view gives the same verdicts
+    view = ConversationFilter("c2").apply_all(two_cached_conversations()).state
+    assert turn_cost(view, 3).cache == verdicts[3].cache  # type: ignore[union-attr]
+    # a session without conversations compares with the session's previous turn, as before
+    plain = fold([o for o in two_cached_conversations() if type(o) is not O.ConversationAssigned])
+    assert [plain.previous_turn(t) for t in range(4)] == [None, 0, 1, 2]
+    assert turn_cost(plain, 2).cache.segment == "system"  # type: ignore[union-attr]

@@ -298,7 +298,7 @@ def fault_turn() -> list[O.Observation]:
 
 def test_a_discarded_tool_shows_its_own_run_time() -> None:
     s = DashboardState().apply_all(fault_turn())
-    a = s.tools["A"]
+    a = s.tool("A")
     assert a.state == "discarded" and a.elapsed(100.0) == pytest.approx(1.0)  # not 2.0: the time until the discard
     assert [h[0] for h in a.history] == ["queued", "running", "succeeded", "discarded"]
 

@@ -17,6 +17,7 @@ from textual import events
 from textual.widget import Widget
 
 from inspector.core.fmt import duration
+from inspector.state.entries import ToolKey
 from inspector.state.fold import DashboardState
 from inspector.tui.messages import DetailRequested
 from inspector.tui.widgets.tools import INFERRED_GLYPH, INFERRED_LABEL, Bar, turn_bars
@@ -245,8 +246,8 @@ class Timeline(Widget):
             return ("turn", f.turn)
         return ("tool", self._tool_of(f, bar))
 
-    def _tool_of(self, f: TurnFigures, bar: Bar) -> str:
-        """The tool id of a tool bar (bars follow the turn's tool order after its model bars)."""
+    def _tool_of(self, f: TurnFigures, bar: Bar) -> ToolKey:
+        """The tool key of a tool bar (bars follow the turn's tool order after its model bars)."""
         state = self.state
         assert state is not None
         tools = [b for b in f.bars if not b.label.startswith("model ")]
