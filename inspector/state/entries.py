@@ -27,7 +27,7 @@ from inspector.stream.protocol import TOOL_INPUT_BLOCKS
 F_ERROR = 1  # error / invalid event, or an error diagnostic points at it
 F_WARN = 2  # warning diagnostic, or an unknown event
 F_DIAG = 4  # any diagnostic points at this row
-F_MARKER = 8  # not an SSE event: the "attempt started" separator row
+F_MARKER = 8  # not an SSE event: an attempt, an HTTP try, a hold of the stream (its facts: DashboardState.markers)
 
 MARKER = "attempt"  # etype of a marker row
 
@@ -508,15 +508,26 @@ class TryEntry:
         """When the SDK sends the next try (loop time), if it retries."""
         return None if self.retry_in is None else self.t + self.retry_in
 
-    def label(self) -> str:
-        """``HTTP 429 rate_limit_error · SDK retries in 1.2 s`` (connection failures: ``connection refused``)."""
-        if self.status is not None:
-            what = f"HTTP {self.status}" + (f" {self.error_type}" if self.error_type else "")
-        else:
-            what = f"connection error: {fmt.short_text(self.connection_error or 'no response', 48)}"
-        if self.retry_in is None:
-            return f"{what} · SDK gives up"
-        return f"{what} · SDK retries in {self.retry_in:.1f} s"
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """A row of the event table that is not an SSE event, as facts (the tui words it). `kind` is the row's etype:
+    ``attempt`` (a request was sent: its method and path; `answers`: the HTTP status it was answered with),
+    ``try`` (an HTTP try: number `try_no` within its attempt, failed (`failure`) or answered with `status` after
+    failed ones), ``held`` / ``released`` (the user held the stream: `by` whom; `held` seconds once released)."""
+
+    kind: str
+    turn: int
+    attempt: int
+    method: str = ""
+    path: str = ""
+    answers: tuple[int, ...] = ()
+    try_no: int = 0
+    status: int | None = None
+    failure: TryEntry | None = None
+    by: str = ""
+    held: float = 0.0
+    version: int = 0  # the observation count when the row last changed (a view caches the row by it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -553,7 +564,7 @@ class Status:
     held_since: float | None = None
     held_total: float = 0.0  # seconds the stream was held over the session (closed holds)
     control: str = ""  # the last control applied (pause, resume, step_event...)
-    last_try: str = ""  # the last failed HTTP try ("HTTP 429 rate_limit_error · SDK retries in 1.2 s")
+    last_try: TryEntry | None = None  # the last failed HTTP try (the status line says it while the SDK waits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -574,14 +585,6 @@ class Savings:
     @property
     def saved(self) -> float:
         return self.sequential - self.actual
-
-    def explain(self) -> str:
-        """How the figure is computed, with the numbers (one line under the timeline)."""
-        n = f"{self.counted} used tool{'s' if self.counted != 1 else ''}"
-        out = f"= stream {self.stream:.2f} + {n} {self.tools:.2f} − actual {self.actual:.2f} s"
-        if self.left_out:
-            out += f" ({self.left_out} discarded/not run: not counted)"
-        return out
 
 
 # Transcript items (the Assistant pane), append-only tuples:

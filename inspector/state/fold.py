@@ -12,11 +12,11 @@ observations always yields the same versions.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
 
-from inspector.core import fmt
 from inspector.observe import observations as O
 from inspector.observe.states import TOOL_RAN, TOOL_TERMINAL, LoopState, ToolState
 from inspector.record.timing import HELD_SILENCE, attempt_buffering, buffering_diagnostic
@@ -32,6 +32,7 @@ from inspector.state.entries import (
     BlockEntry,
     DiagEntry,
     EventTable,
+    Marker,
     ReadTable,
     Savings,
     Status,
@@ -74,6 +75,8 @@ class DashboardState:
         self.status = Status()
         self.attempt_first_row: dict[tuple[int, int], int] = {}
         self.attempt_offset: dict[tuple[int, int], int] = {}  # bytes received so far per attempt
+        # the facts of the event table's marker rows (attempts, HTTP tries, holds), by row: the tui words them
+        self.markers: CowDict[int, Marker] = CowDict()
         # what the harness sent per attempt (AttemptStarted.body, shared, read only): the request view and its diff
         self.requests: dict[tuple[int, int], dict] = {}
         # tool_result blocks a request carried, by (conversation, tool_use_id): why a tool a proxied harness ran failed
@@ -123,9 +126,11 @@ class DashboardState:
         self.status.loop_state, self.status.detail = obs.state, obs.detail
         self._touch_status()
 
-    def _marker(self, t: float, etype: str, label: str, turn: int, attempt: int, flags: int = F_MARKER) -> None:
-        """A row of the SSE pane that is not an event (an attempt, an HTTP try, a hold of the stream)."""
-        self.events.append(-1, t, etype, -1, label, -1, turn, attempt, flags | F_MARKER, 0, 0, 0)
+    def _marker(self, t: float, m: Marker, flags: int = F_MARKER) -> None:
+        """A row of the event table that is not an event (an attempt, an HTTP try, a hold of the stream): its kind
+        is its etype, its facts are kept in `markers` (no summary: the words are the tui's)."""
+        row = self.events.append(-1, t, m.kind, -1, "", -1, m.turn, m.attempt, flags | F_MARKER, 0, 0, 0)
+        self.markers[row] = m
         self.rev_events = self.n
 
     def _control(self, obs: O.ControlApplied) -> None:
@@ -141,7 +146,7 @@ class DashboardState:
         turn = st.turn if obs.turn is None else obs.turn
         attempt = st.attempt if obs.attempt is None else obs.attempt
         if obs.by != "step":  # a step holds after every event: its row comes at the release only
-            self._marker(obs.t, "held", f"❚❚ stream held by {obs.by} · not counted in timing", turn, attempt)
+            self._marker(obs.t, Marker("held", turn, attempt, by=obs.by, version=self.n))
         self.rev_tools = self.n  # the timeline draws holds
         self._touch_status()
 
@@ -158,8 +163,7 @@ class DashboardState:
             self.holds.append((obs.t - held, obs.t, by))
         turn = st.turn if obs.turn is None else obs.turn
         attempt = st.attempt if obs.attempt is None else obs.attempt
-        label = f"▶ stream released: held {fmt.duration(held)} by {by} · not counted in timing"
-        self._marker(obs.t, "released", label, turn, attempt)
+        self._marker(obs.t, Marker("released", turn, attempt, by=by, held=held, version=self.n))
         self.rev_tools = self.n
         self._touch_status()
 
@@ -178,9 +182,9 @@ class DashboardState:
         )
         a.tries.append(entry)
         a.version = self.n
-        label = entry.label()
-        self.status.last_try = label
-        self._marker(obs.t, "try", f"try {len(a.tries)} · {label}", obs.turn, obs.attempt, F_MARKER | F_ERROR)
+        self.status.last_try = entry
+        m = Marker("try", obs.turn, obs.attempt, try_no=len(a.tries), failure=entry, version=self.n)
+        self._marker(obs.t, m, F_MARKER | F_ERROR)
         self.transcript.append(("note", ("try", obs.turn, entry), "warning"))
         self.rev_transcript = self.n
         self.rev_tools = self.n  # the timeline draws the tries and the waits
@@ -214,12 +218,11 @@ class DashboardState:
         st = self.status
         st.turn, st.attempt = obs.turn, obs.attempt
         a.held_base = self._held_at(obs.t)
-        label = f"turn {obs.turn + 1} · attempt {obs.attempt + 1} · {obs.method} {_path(obs.url)}"
         self.attempt_first_row[key] = len(self.events) + 1
         self.attempt_first_evno[key] = st.events + 1
         self.attempt_offset[key] = 0
-        self.events.append(-1, obs.t, MARKER, -1, label, -1, obs.turn, obs.attempt, F_MARKER, 0, 0, 0)
-        self.rev_events = self.n
+        m = Marker(MARKER, obs.turn, obs.attempt, method=obs.method, path=_path(obs.url), version=self.n)
+        self._marker(obs.t, m)
         if obs.attempt > 0:
             self.transcript.append(("note", ("retry", obs.turn, obs.attempt), "warning"))
             self.rev_transcript = self.n
@@ -278,14 +281,15 @@ class DashboardState:
         a.status_code, a.t_response, a.version = obs.status, obs.t, self.n
         if a.tries:  # one row per HTTP request: the answered try follows the failed ones
             flags = F_MARKER | (F_ERROR if obs.status >= 400 else 0)
-            label = f"try {len(a.tries) + 1} · HTTP {obs.status}"
-            self._marker(obs.t, "try", label, obs.turn, obs.attempt, flags)
+            m = Marker("try", obs.turn, obs.attempt, try_no=len(a.tries) + 1, status=obs.status, version=self.n)
+            self._marker(obs.t, m, flags)
             self._touch_status()
             return
-        # the marker row shows the status
+        # the attempt's marker row shows the status
         row = self.attempt_first_row.get((obs.turn, obs.attempt), 0) - 1
-        if 0 <= row < len(self.events) and self.events.flags[row] & F_MARKER:
-            self.events.summary[row] = f"{self.events.summary[row]} → {obs.status}"
+        mark = self.markers.get(row)
+        if mark is not None and mark.kind == MARKER and (mark.turn, mark.attempt) == (obs.turn, obs.attempt):
+            self.markers[row] = dataclasses.replace(mark, answers=(*mark.answers, obs.status), version=self.n)
             if obs.status >= 400:
                 self.events.flags[row] |= F_ERROR
             self.rev_events = self.n

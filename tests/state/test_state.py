@@ -22,6 +22,7 @@ from inspector.state.fold import (
 from inspector.state.travel import History, cut_index, state_at
 from inspector.testing.state import canon
 from inspector.testing.synthetic import FILES, generated_observations, parse_date_observations
+from inspector.tui.widgets.wording import marker_label
 
 FULL = parse_date_observations()
 
@@ -46,7 +47,9 @@ def test_parse_date_session_folds_to_a_finished_state() -> None:
     # one marker row per attempt, before that attempt's events
     markers = [i for i in range(len(s.events)) if s.events.flags[i] & F_MARKER]
     assert len(markers) == 2 and s.events.etype[markers[0]] == MARKER
-    assert s.events.summary[markers[0]].startswith("turn 1 · attempt 1 · POST /v1/messages → 200")
+    m = s.markers[markers[0]]  # its facts; the tui words them (tui/widgets/wording.py; the snapshots show them)
+    assert (m.kind, m.turn, m.attempt, m.method, m.path, m.answers) == (MARKER, 0, 0, "POST", "/v1/messages", (200,))
+    assert marker_label(m) == "turn 1 · attempt 1 · POST /v1/messages → 200" and s.events.summary[markers[0]] == ""
     assert s.events.etype[markers[0] + 1] == "message_start"
     # event numbers are 1..n in order
     assert [s.events.evno[r] for r in s.events.event_rows] == list(range(1, n_sse + 1))

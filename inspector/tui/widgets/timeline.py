@@ -21,6 +21,7 @@ from inspector.state.entries import ToolKey
 from inspector.state.fold import DashboardState
 from inspector.tui.messages import DetailRequested
 from inspector.tui.widgets.tools import INFERRED_GLYPH, INFERRED_LABEL, Bar, turn_bars
+from inspector.tui.widgets.wording import savings_text
 
 SOLID = frozenset({"tl--stream", "tl--running", "tl--ok", "tl--bad", "tl--failed", "tl--cancelled"})
 GLYPHS = {
@@ -82,7 +83,7 @@ def figures(state: DashboardState, turn: int, now: float) -> TurnFigures:
         fig.start = model[-1].segments[0][0]
         fig.actual = savings.actual
         fig.sequential = savings.sequential
-        fig.explain = savings.explain()
+        fig.explain = savings_text(savings)
     return fig
 
 
