@@ -321,3 +321,35 @@ def test_a_turns_cache_verdict_compares_it_with_its_own_conversations_previous_t
     plain = fold([o for o in two_cached_conversations() if type(o) is not O.ConversationAssigned])
     assert [plain.previous_turn(t) for t in range(4)] == [None, 0, 1, 2]
     assert turn_cost(plain, 2).cache.segment == "system"  # type: ignore[union-attr]
+
+
+STOPS = ["turn1", "tools_running", "mid_tool_json", None]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.sampled_from(STOPS), min_size=1, max_size=4), st.randoms(use_true_random=False))
+def test_any_interleaving_of_conversations_with_the_same_tool_ids_keeps_each_ones_calls(stops, rnd) -> None:
+    """k conversations using the same tool ids, each stopped somewhere, interleaved in any order: the session's rows
+    of a conversation are exactly that conversation's own view's rows (states, results, inputs, times), and no row
+    mixes two conversations."""
+    k = len(stops)
+    obs = _same_tool_ids(interleaved_conversations(k, stops=dict(enumerate(stops))))
+    per = [[o for o in obs if getattr(o, "turn", None) is not None and o.turn % k == j] for j in range(k)]
+    merged: list[O.Observation] = [obs[0]]
+    cursors = [0] * k
+    while any(cursors[j] < len(per[j]) for j in range(k)):
+        j = rnd.choice([j for j in range(k) if cursors[j] < len(per[j])])
+        merged.append(per[j][cursors[j]])
+        cursors[j] += 1
+    s = fold(merged)
+    assert len(s.tools) == len(s.tool_order) == len(set(s.tool_order))
+    for j in range(k):
+        cid = f"c{j + 1}"
+        view = ConversationFilter(cid).apply_all(merged).state
+        mine = [key for key in s.tool_order if key[0] == cid]
+        assert view.tool_order == mine
+        for key in mine:
+            a, b = s.tools[key], view.tools[key]
+            assert (a.conversation, a.turn % k) == (cid, j)
+            assert (a.state, a.result_summary, a.input, a.history) == (b.state, b.result_summary, b.input, b.history)
+            assert not a.result_summary or a.result_summary.startswith(f"{cid}: ")
