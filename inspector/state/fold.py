@@ -102,7 +102,7 @@ class DashboardState:
 
     def apply(self, obs: O.Observation) -> DashboardState:
         self.n += 1
-        handler = self.HANDLERS.get(type(obs))
+        handler = _HANDLERS.get(type(obs))
         if handler is not None:
             handler(self, obs)
         self.conversations.apply(obs)
@@ -835,6 +835,8 @@ class DashboardState:
         O.LoopFinished: _loop_finished,
     }
 
+
+_HANDLERS = DashboardState.HANDLERS  # (a module global: `apply` looks it up once per observation)
 
 _RAN_KEYS = (*(s.value for s in ToolState if s in TOOL_RAN), "finished_at")
 
