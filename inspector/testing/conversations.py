@@ -102,4 +102,26 @@ def two_cached_conversations() -> list[O.Observation]:
     return out
 
 
-__all__ = ["interleaved_conversations", "replayed_conversations", "two_cached_conversations"]
+def with_the_same_tool_ids(observations: list[O.Observation]) -> list[O.Observation]:
+    """The conversations with the same tool ids in every one of them, as `inspector serve` hands them out (scripted
+    scenarios), each tool result marked with its conversation ("c2: def parse_date...")."""
+    conv_of: dict[int, str] = {}
+    out: list[O.Observation] = []
+    for obs in observations:
+        if type(obs) is O.ConversationAssigned:
+            conv_of[obs.turn] = obs.conversation
+        changes: dict = {}
+        for name in ("id", "block_id", "tool_use_id"):
+            v = getattr(obs, name, None)
+            if isinstance(v, str) and "_c" in v:
+                changes[name] = v.rsplit("_c", 1)[0]
+        cid = conv_of.get(getattr(obs, "turn", -1), "?")
+        if type(obs) is O.ToolResult and isinstance(obs.content, str):
+            changes["content"] = f"{cid}: {obs.content}"
+        if type(obs) is O.ToolStateChanged and obs.result_preview is not None:
+            changes["result_preview"] = f"{cid}: {obs.result_preview}"
+        out.append(dataclasses.replace(obs, **changes) if changes else obs)
+    return out
+
+
+__all__ = ["interleaved_conversations", "replayed_conversations", "two_cached_conversations", "with_the_same_tool_ids"]

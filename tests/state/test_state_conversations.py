@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +20,7 @@ from inspector.testing.conversations import (
     interleaved_conversations,
     replayed_conversations,
     two_cached_conversations,
+    with_the_same_tool_ids,
 )
 from inspector.testing.synthetic import parse_date_observations
 from inspector.tui.widgets.tools import turn_bars
@@ -216,32 +215,10 @@ def test_the_table_never_raises_and_stays_consistent_when_observations_are_dropp
 # ------------------------------------------------------------------ the same tool ids in two conversations (serve)
 
 
-def _same_tool_ids(observations: list[O.Observation]) -> list[O.Observation]:
-    """The conversations with the same tool ids in every one of them, as `inspector serve` hands them out (scripted
-    scenarios), each tool result marked with its conversation ("c2: def parse_date...")."""
-    conv_of: dict[int, str] = {}
-    out: list[O.Observation] = []
-    for obs in observations:
-        if type(obs) is O.ConversationAssigned:
-            conv_of[obs.turn] = obs.conversation
-        changes: dict = {}
-        for name in ("id", "block_id", "tool_use_id"):
-            v = getattr(obs, name, None)
-            if isinstance(v, str) and "_c" in v:
-                changes[name] = v.rsplit("_c", 1)[0]
-        cid = conv_of.get(getattr(obs, "turn", -1), "?")
-        if type(obs) is O.ToolResult and isinstance(obs.content, str):
-            changes["content"] = f"{cid}: {obs.content}"
-        if type(obs) is O.ToolStateChanged and obs.result_preview is not None:
-            changes["result_preview"] = f"{cid}: {obs.result_preview}"
-        out.append(dataclasses.replace(obs, **changes) if changes else obs)
-    return out
-
-
 def test_two_conversations_with_the_same_tool_ids_keep_a_row_each() -> None:
     """c1 ran its three tools; c2 (the same tool ids) is still running its: six rows, each with its own state,
     result and times, keyed by (conversation, tool id); the turn, the transcript and the timeline bars follow."""
-    obs = _same_tool_ids(interleaved_conversations(2, stops={1: "tools_running"}))
+    obs = with_the_same_tool_ids(interleaved_conversations(2, stops={1: "tools_running"}))
     s = fold(obs)
     assert len(s.tools) == len(s.tool_order) == 6
     ids = [k[1] for k in s.tool_order if k[0] == "c1"]
@@ -333,7 +310,7 @@ def test_any_interleaving_of_conversations_with_the_same_tool_ids_keeps_each_one
     of a conversation are exactly that conversation's own view's rows (states, results, inputs, times), and no row
     mixes two conversations."""
     k = len(stops)
-    obs = _same_tool_ids(interleaved_conversations(k, stops=dict(enumerate(stops))))
+    obs = with_the_same_tool_ids(interleaved_conversations(k, stops=dict(enumerate(stops))))
     per = [[o for o in obs if getattr(o, "turn", None) is not None and o.turn % k == j] for j in range(k)]
     merged: list[O.Observation] = [obs[0]]
     cursors = [0] * k
