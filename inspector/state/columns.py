@@ -90,7 +90,7 @@ class ChunkedTable:
 
     def cow_copy(self) -> Any:
         cls = type(self)
-        new = cls.__new__(cls)
+        new: ChunkedTable = cls.__new__(cls)
         for k in cls.__mro__:
             for name in k.__dict__.get("__slots__", ()):
                 if name != "__weakref__":
@@ -126,7 +126,7 @@ class ColView:
 
     def __eq__(self, other: object) -> bool:
         try:
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other))  # type: ignore[arg-type, call-overload]
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))  # type: ignore[arg-type, call-overload]
         except TypeError:
             return NotImplemented
 
@@ -163,7 +163,7 @@ class Column(ChunkedTable):
 
     def __eq__(self, other: object) -> bool:
         try:
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other))  # type: ignore[arg-type, call-overload]
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))  # type: ignore[arg-type, call-overload]
         except TypeError:
             return NotImplemented
 

@@ -116,7 +116,8 @@ def _request(state: DashboardState, turn: int) -> Request | None:
 
 
 def turn_cost(state: DashboardState, turn: int) -> TurnCost | None:
-    """A turn's usage, cost and cache verdict against the previous turn (None until its attempts have ended)."""
+    """A turn's usage, cost and cache verdict against the previous turn of its conversation (None until its attempts
+    have ended)."""
     tr = state.turns.get(turn)
     if tr is None or not tr.attempts:
         return None
@@ -127,9 +128,9 @@ def turn_cost(state: DashboardState, turn: int) -> TurnCost | None:
             return None
         attempts.append((n, AttemptCost(ac.usage, ac.cost, i < len(tr.attempts) - 1)))
     prev: tuple[Request | None, Usage] | None = None
-    earlier = [t for t in state.turns if t < turn]
-    if earlier:
-        pt = state.turns[max(earlier)]
+    before = state.previous_turn(turn)  # of its own conversation: another one's cache is not this one's
+    if before is not None:
+        pt = state.turns[before]
         last = _attempt(state, pt.turn, pt.attempts[-1]) if pt.attempts else None
         prev = (_request(state, pt.turn), last.usage if last is not None else ZERO)
     usage, cost, verdict = turn_figures([a for _, a in attempts], _request(state, turn), prev)

@@ -27,7 +27,7 @@ from inspector.stream.protocol import TOOL_INPUT_BLOCKS
 F_ERROR = 1  # error / invalid event, or an error diagnostic points at it
 F_WARN = 2  # warning diagnostic, or an unknown event
 F_DIAG = 4  # any diagnostic points at this row
-F_MARKER = 8  # not an SSE event: the "attempt started" separator row
+F_MARKER = 8  # not an SSE event: an attempt, an HTTP try, a hold of the stream (its facts: DashboardState.markers)
 
 MARKER = "attempt"  # etype of a marker row
 
@@ -373,6 +373,11 @@ class BlockEntry:
         return None if self.content is None else self.content.get("input")
 
 
+# A tool call's key: (its conversation, or "" for a session of no conversations; its tool id). Two conversations
+# may use the same tool ids (a scripted `serve` hands the same ids to every conversation): each keeps its own row.
+ToolKey = tuple[str, str]
+
+
 @dataclass(slots=True)
 class ToolEntry:
     SHARED: ClassVar[frozenset[str]] = frozenset({"input"})
@@ -397,6 +402,11 @@ class ToolEntry:
     # its times are inferred, not measured (the proxy: another harness ran it; "running" is its block's stop and the
     # end is the next request, an upper bound): drawn apart and never counted in "saved"
     inferred: bool = False
+    conversation: str = ""  # the conversation it belongs to ("": none)
+
+    @property
+    def key(self) -> ToolKey:
+        return (self.conversation, self.id)
 
     @property
     def done(self) -> bool:
@@ -471,7 +481,7 @@ class TurnEntry:
     turn: int
     t_start: float
     attempts: list[int] = field(default_factory=list)
-    tools: list[str] = field(default_factory=list)  # tool ids in arrival order (all attempts)
+    tools: list[ToolKey] = field(default_factory=list)  # its tool calls' keys in arrival order (all attempts)
     t_end: float | None = None
     outcome: str | None = None
     stop_reason: str | None = None
@@ -498,15 +508,26 @@ class TryEntry:
         """When the SDK sends the next try (loop time), if it retries."""
         return None if self.retry_in is None else self.t + self.retry_in
 
-    def label(self) -> str:
-        """``HTTP 429 rate_limit_error · SDK retries in 1.2 s`` (connection failures: ``connection refused``)."""
-        if self.status is not None:
-            what = f"HTTP {self.status}" + (f" {self.error_type}" if self.error_type else "")
-        else:
-            what = f"connection error: {fmt.short_text(self.connection_error or 'no response', 48)}"
-        if self.retry_in is None:
-            return f"{what} · SDK gives up"
-        return f"{what} · SDK retries in {self.retry_in:.1f} s"
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """A row of the event table that is not an SSE event, as facts (the tui words it). `kind` is the row's etype:
+    ``attempt`` (a request was sent: its method and path; `answers`: the HTTP status it was answered with),
+    ``try`` (an HTTP try: number `try_no` within its attempt, failed (`failure`) or answered with `status` after
+    failed ones), ``held`` / ``released`` (the user held the stream: `by` whom; `held` seconds once released)."""
+
+    kind: str
+    turn: int
+    attempt: int
+    method: str = ""
+    path: str = ""
+    answers: tuple[int, ...] = ()
+    try_no: int = 0
+    status: int | None = None
+    failure: TryEntry | None = None
+    by: str = ""
+    held: float = 0.0
+    version: int = 0  # the observation count when the row last changed (a view caches the row by it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -543,7 +564,7 @@ class Status:
     held_since: float | None = None
     held_total: float = 0.0  # seconds the stream was held over the session (closed holds)
     control: str = ""  # the last control applied (pause, resume, step_event...)
-    last_try: str = ""  # the last failed HTTP try ("HTTP 429 rate_limit_error · SDK retries in 1.2 s")
+    last_try: TryEntry | None = None  # the last failed HTTP try (the status line says it while the SDK waits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -565,20 +586,12 @@ class Savings:
     def saved(self) -> float:
         return self.sequential - self.actual
 
-    def explain(self) -> str:
-        """How the figure is computed, with the numbers (one line under the timeline)."""
-        n = f"{self.counted} used tool{'s' if self.counted != 1 else ''}"
-        out = f"= stream {self.stream:.2f} + {n} {self.tools:.2f} − actual {self.actual:.2f} s"
-        if self.left_out:
-            out += f" ({self.left_out} discarded/not run: not counted)"
-        return out
-
 
 # Transcript items (the Assistant pane), append-only tuples:
 #   ("turn", turn)                       a turn starts
 #   ("text", (turn, attempt, index))     a text block (grows while open)
 #   ("thinking", (turn, attempt, index))
-#   ("tool", tool_id)                    inline tool activity (one line, follows the tool's state)
+#   ("tool", tool_key)                   inline tool activity (one line, follows the tool's state)
 #   ("block", (turn, attempt, index))    another block type (server tool result...)
 #   ("note", what, severity)             what happened, as data (the tui words it): ("try", turn, TryEntry),
 #                                        ("retry", turn, attempt), ("attempt_ended", turn, attempt, status, reason),

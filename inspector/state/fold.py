@@ -12,11 +12,11 @@ observations always yields the same versions.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
-from inspector.core import fmt
 from inspector.observe import observations as O
 from inspector.observe.states import TOOL_RAN, TOOL_TERMINAL, LoopState, ToolState
 from inspector.record.timing import HELD_SILENCE, attempt_buffering, buffering_diagnostic
@@ -32,10 +32,12 @@ from inspector.state.entries import (
     BlockEntry,
     DiagEntry,
     EventTable,
+    Marker,
     ReadTable,
     Savings,
     Status,
     ToolEntry,
+    ToolKey,
     TranscriptItem,
     TryEntry,
     TurnEntry,
@@ -65,17 +67,20 @@ class DashboardState:
         self.turns: CowDict[int, TurnEntry] = CowDict()
         self.blocks: CowDict[tuple[int, int, int], BlockEntry] = CowDict()
         self.block_order: list[tuple[int, int, int]] = []
-        self.tools: CowDict[str, ToolEntry] = CowDict()
-        self.tool_order: list[str] = []
+        # tool calls by (conversation, tool id): two conversations may use the same ids (a scripted `serve` does)
+        self.tools: CowDict[ToolKey, ToolEntry] = CowDict()
+        self.tool_order: list[ToolKey] = []
         self.transcript: list[TranscriptItem] = []
         self.diagnostics: list[DiagEntry] = []
         self.status = Status()
         self.attempt_first_row: dict[tuple[int, int], int] = {}
         self.attempt_offset: dict[tuple[int, int], int] = {}  # bytes received so far per attempt
+        # the facts of the event table's marker rows (attempts, HTTP tries, holds), by row: the tui words them
+        self.markers: CowDict[int, Marker] = CowDict()
         # what the harness sent per attempt (AttemptStarted.body, shared, read only): the request view and its diff
         self.requests: dict[tuple[int, int], dict] = {}
-        # tool_result blocks a request carried, by tool_use_id: why a tool a proxied harness ran failed
-        self.sent_results: dict[str, dict] = {}
+        # tool_result blocks a request carried, by (conversation, tool_use_id): why a tool a proxied harness ran failed
+        self.sent_results: dict[ToolKey, dict] = {}
         self.attempt_first_evno: dict[tuple[int, int], int] = {}  # event number of each attempt's first event
         self.attempt_first_read: dict[tuple[int, int], int] = {}  # row of each attempt's first read (reads table)
         # the user's holds of the stream (pause, step), loop time: (start, end or None while held, by)
@@ -121,9 +126,11 @@ class DashboardState:
         self.status.loop_state, self.status.detail = obs.state, obs.detail
         self._touch_status()
 
-    def _marker(self, t: float, etype: str, label: str, turn: int, attempt: int, flags: int = F_MARKER) -> None:
-        """A row of the SSE pane that is not an event (an attempt, an HTTP try, a hold of the stream)."""
-        self.events.append(-1, t, etype, -1, label, -1, turn, attempt, flags | F_MARKER, 0, 0, 0)
+    def _marker(self, t: float, m: Marker, flags: int = F_MARKER) -> None:
+        """A row of the event table that is not an event (an attempt, an HTTP try, a hold of the stream): its kind
+        is its etype, its facts are kept in `markers` (no summary: the words are the tui's)."""
+        row = self.events.append(-1, t, m.kind, -1, "", -1, m.turn, m.attempt, flags | F_MARKER, 0, 0, 0)
+        self.markers[row] = m
         self.rev_events = self.n
 
     def _control(self, obs: O.ControlApplied) -> None:
@@ -139,7 +146,7 @@ class DashboardState:
         turn = st.turn if obs.turn is None else obs.turn
         attempt = st.attempt if obs.attempt is None else obs.attempt
         if obs.by != "step":  # a step holds after every event: its row comes at the release only
-            self._marker(obs.t, "held", f"❚❚ stream held by {obs.by} · not counted in timing", turn, attempt)
+            self._marker(obs.t, Marker("held", turn, attempt, by=obs.by, version=self.n))
         self.rev_tools = self.n  # the timeline draws holds
         self._touch_status()
 
@@ -156,8 +163,7 @@ class DashboardState:
             self.holds.append((obs.t - held, obs.t, by))
         turn = st.turn if obs.turn is None else obs.turn
         attempt = st.attempt if obs.attempt is None else obs.attempt
-        label = f"▶ stream released: held {fmt.duration(held)} by {by} · not counted in timing"
-        self._marker(obs.t, "released", label, turn, attempt)
+        self._marker(obs.t, Marker("released", turn, attempt, by=by, held=held, version=self.n))
         self.rev_tools = self.n
         self._touch_status()
 
@@ -176,9 +182,9 @@ class DashboardState:
         )
         a.tries.append(entry)
         a.version = self.n
-        label = entry.label()
-        self.status.last_try = label
-        self._marker(obs.t, "try", f"try {len(a.tries)} · {label}", obs.turn, obs.attempt, F_MARKER | F_ERROR)
+        self.status.last_try = entry
+        m = Marker("try", obs.turn, obs.attempt, try_no=len(a.tries), failure=entry, version=self.n)
+        self._marker(obs.t, m, F_MARKER | F_ERROR)
         self.transcript.append(("note", ("try", obs.turn, entry), "warning"))
         self.rev_transcript = self.n
         self.rev_tools = self.n  # the timeline draws the tries and the waits
@@ -205,25 +211,24 @@ class DashboardState:
         self.attempts[key] = self._ca = a
         if isinstance(obs.body, dict):
             self.requests[key] = obs.body
-            self._sent_results(obs.body)
+            self._sent_results(obs.body, self.conversation_of(obs.turn) or "")
         turn = self._turn(obs.turn, obs.t)
         turn.attempts.append(obs.attempt)
         turn.version = self.n
         st = self.status
         st.turn, st.attempt = obs.turn, obs.attempt
         a.held_base = self._held_at(obs.t)
-        label = f"turn {obs.turn + 1} · attempt {obs.attempt + 1} · {obs.method} {_path(obs.url)}"
         self.attempt_first_row[key] = len(self.events) + 1
         self.attempt_first_evno[key] = st.events + 1
         self.attempt_offset[key] = 0
-        self.events.append(-1, obs.t, MARKER, -1, label, -1, obs.turn, obs.attempt, F_MARKER, 0, 0, 0)
-        self.rev_events = self.n
+        m = Marker(MARKER, obs.turn, obs.attempt, method=obs.method, path=_path(obs.url), version=self.n)
+        self._marker(obs.t, m)
         if obs.attempt > 0:
             self.transcript.append(("note", ("retry", obs.turn, obs.attempt), "warning"))
             self.rev_transcript = self.n
         self._touch_status()
 
-    def _sent_results(self, body: dict) -> None:
+    def _sent_results(self, body: dict, conversation: str) -> None:
         """Remember the tool_result blocks of the request's last user message; a failed tool without an error text
         (a proxied harness ran it: the proxy infers the state) gets the result's content as its why."""
         messages = body.get("messages")
@@ -236,11 +241,11 @@ class DashboardState:
         for block in content:
             if not isinstance(block, dict) or block.get("type") != "tool_result":
                 continue
-            tid = str(block.get("tool_use_id"))
-            self.sent_results[tid] = block
-            tool = self.tools.get(tid)
+            key = (conversation, str(block.get("tool_use_id")))
+            self.sent_results[key] = block
+            tool = self.tools.get(key)
             if tool is not None and block.get("is_error") and not tool.error:
-                tool = self.tools.mutable(tid)
+                tool = self.tools.mutable(key)
                 assert tool is not None
                 tool.error = result_summary(block.get("content"), 200)
                 tool.is_error = True
@@ -276,14 +281,15 @@ class DashboardState:
         a.status_code, a.t_response, a.version = obs.status, obs.t, self.n
         if a.tries:  # one row per HTTP request: the answered try follows the failed ones
             flags = F_MARKER | (F_ERROR if obs.status >= 400 else 0)
-            label = f"try {len(a.tries) + 1} · HTTP {obs.status}"
-            self._marker(obs.t, "try", label, obs.turn, obs.attempt, flags)
+            m = Marker("try", obs.turn, obs.attempt, try_no=len(a.tries) + 1, status=obs.status, version=self.n)
+            self._marker(obs.t, m, flags)
             self._touch_status()
             return
-        # the marker row shows the status
+        # the attempt's marker row shows the status
         row = self.attempt_first_row.get((obs.turn, obs.attempt), 0) - 1
-        if 0 <= row < len(self.events) and self.events.flags[row] & F_MARKER:
-            self.events.summary[row] = f"{self.events.summary[row]} → {obs.status}"
+        mark = self.markers.get(row)
+        if mark is not None and mark.kind == MARKER and (mark.turn, mark.attempt) == (obs.turn, obs.attempt):
+            self.markers[row] = dataclasses.replace(mark, answers=(*mark.answers, obs.status), version=self.n)
             if obs.status >= 400:
                 self.events.flags[row] |= F_ERROR
             self.rev_events = self.n
@@ -385,11 +391,11 @@ class DashboardState:
         bt = obs.block_type
         if bt in TOOL_INPUT_BLOCKS:
             tool_id = obs.block_id or f"{obs.turn}.{obs.attempt}.{obs.index}"
-            if tool_id not in self.tools:
-                self._new_tool(
+            if self._tool_key(obs.turn, tool_id) not in self.tools:
+                tool = self._new_tool(
                     tool_id, obs.name or "?", obs.turn, obs.attempt, obs.index, ToolState.STREAMING_INPUT, obs.t
                 )
-                self.transcript.append(("tool", tool_id))
+                self.transcript.append(("tool", tool.key))
         elif bt == "text":
             self.transcript.append(("text", key))
         elif bt in ("thinking", "redacted_thinking"):
@@ -401,11 +407,23 @@ class DashboardState:
     def _new_tool(
         self, tool_id: str, name: str, turn: int, attempt: int, index: int, state: str, t: float
     ) -> ToolEntry:
-        tool = ToolEntry(tool_id, name, turn, attempt, index, state, t, history=[(state, t)], version=self.n)
-        self.tools[tool_id] = tool
-        self.tool_order.append(tool_id)
+        tool = ToolEntry(
+            tool_id,
+            name,
+            turn,
+            attempt,
+            index,
+            state,
+            t,
+            history=[(state, t)],
+            version=self.n,
+            conversation=self.conversation_of(turn) or "",
+        )
+        key = tool.key
+        self.tools[key] = tool
+        self.tool_order.append(key)
         tr = self._turn(turn, t)
-        tr.tools.append(tool_id)
+        tr.tools.append(key)
         self.rev_tools = self.n
         return tool
 
@@ -436,7 +454,7 @@ class DashboardState:
         if b.type == "text" or b.type == "thinking":
             self.rev_transcript = self.n
         elif b.is_tool:
-            tool = self.tools.get(b.id or "")
+            tool = self.tools.get(self._block_tool_key(b))
             if tool is not None and tool.state == ToolState.STREAMING_INPUT:
                 self.rev_tools = self.n
 
@@ -451,10 +469,10 @@ class DashboardState:
         b.version = self.n
         self.rev_blocks = self.n
         self.rev_transcript = self.n
-        tool = self.tools.get(b.id) if b.is_tool and b.id is not None else None
+        tool = self.tools.get(self._block_tool_key(b)) if b.is_tool else None
         if tool is not None:
             if tool.input is None and isinstance(obs.content, dict) and obs.content.get("input") is not None:
-                tool = self.tools.mutable(tool.id)
+                tool = self.tools.mutable(tool.key)
                 assert tool is not None
                 tool.input = obs.content["input"]
                 tool.input_summary = call_summary(tool.name, tool.input)
@@ -497,11 +515,40 @@ class DashboardState:
         self.rev_diag = self.n
 
     # -- tools
+    def conversation_of(self, turn: int) -> str | None:
+        """The conversation a (global) turn belongs to, or None (not a proxied session's: our own loop's)."""
+        return self.conversations.by_turn.get(turn)
+
+    def previous_turn(self, turn: int, *, with_request: bool = False) -> int | None:
+        """The turn before `turn` in its own conversation (with no conversations, the session's previous turn): what
+        a turn's request and cache verdict are compared with. `with_request`: the previous one whose request was seen.
+        O(turns): for a view, never per observation."""
+        cid, by_turn = self.conversation_of(turn), self.conversations.by_turn
+        has = self.requests
+        best = None
+        for t in self.turns:
+            if t < turn and (best is None or t > best) and by_turn.get(t) == cid:
+                if with_request and not any((t, a) in has for a in self.turns[t].attempts):
+                    continue
+                best = t
+        return best
+
+    def _tool_key(self, turn: int, tool_id: str) -> ToolKey:
+        return (self.conversation_of(turn) or "", tool_id)
+
+    def _block_tool_key(self, b: BlockEntry) -> ToolKey:
+        """The key of the tool call a tool block streams (a block without an id: its position, as `_block_opened`)."""
+        return self._tool_key(b.turn, b.id or f"{b.turn}.{b.attempt}.{b.index}")
+
+    def tool(self, tool_id: str, conversation: str | None = None) -> ToolEntry | None:
+        """A tool call by its id, in a conversation (None: the session's own loop, of no conversation)."""
+        return self.tools.get((conversation or "", tool_id))
+
     def _tool(self, obs: Any, state: str) -> ToolEntry:
-        tool = self.tools.mutable(obs.id)
+        tool = self.tools.mutable(self._tool_key(obs.turn, obs.id))
         if tool is None:
             tool = self._new_tool(obs.id, obs.name, obs.turn, obs.attempt, obs.index, state, obs.t)
-            self.transcript.append(("tool", obs.id))
+            self.transcript.append(("tool", tool.key))
             self.rev_transcript = self.n
         return tool
 
@@ -558,7 +605,7 @@ class DashboardState:
         self.rev_transcript = self.n
 
     def _tool_result(self, obs: O.ToolResult) -> None:
-        tool = self.tools.mutable(obs.tool_use_id)
+        tool = self.tools.mutable(self._tool_key(obs.turn, obs.tool_use_id))
         if tool is None:
             return
         tool.is_error = obs.is_error
@@ -599,13 +646,15 @@ class DashboardState:
         reads, ev, key = self.reads, self.events, a.key
         rows = [
             (i, ri, tr, n)
-            for i, (tu, at, ri, tr, n) in enumerate(zip(*(reads.column_from(c, first) for c in (0, 1, 2, 4, 8))), first)
+            for i, (tu, at, ri, tr, n) in enumerate(
+                zip(*(reads.column_from(c, first) for c in (0, 1, 2, 4, 8)), strict=True), first
+            )
             if (tu, at) == key
         ]
         index = {ri: k for k, (_i, ri, _t, _n) in enumerate(rows)}
         counts = [0] * len(rows)
         start = max(0, self.attempt_first_row.get(key, 1) - 1)
-        for tu, at, ri, evno in zip(*(ev.column_from(c, start) for c in (5, 6, 4, 8))):
+        for tu, at, ri, evno in zip(*(ev.column_from(c, start) for c in (5, 6, 4, 8)), strict=True):
             if evno and (tu, at) == key:
                 k = index.get(ri)
                 if k is not None:
@@ -614,7 +663,7 @@ class DashboardState:
         holds = [
             (max(0.0, s - t0), (math.inf if e is None else e) - t0) for s, e, _by in self.holds if e is None or e > t0
         ]
-        verdict = attempt_buffering([(tr, n, c) for (_i, _ri, tr, n), c in zip(rows, counts)], holds)
+        verdict = attempt_buffering([(tr, n, c) for (_i, _ri, tr, n), c in zip(rows, counts, strict=True)], holds)
         d = buffering_diagnostic(verdict)
         if d is not None:
             self.diagnostics.append(DiagEntry(t, a.turn, a.attempt, d.code, d.severity, d.message, None, None, None))
@@ -735,8 +784,8 @@ class DashboardState:
         run_total = 0.0
         last_end = used.t_end
         counted = left_out = 0
-        for tool_id in tr.tools:
-            t = self.tools.get(tool_id)
+        for key in tr.tools:
+            t = self.tools.get(key)
             if t is None:
                 continue
             if t.inferred:  # an inference is not a run time: it never counts
@@ -757,6 +806,37 @@ class DashboardState:
             return None
         return Savings(stream, run_total, last_end - used.t_start, counted, left_out)
 
+    # what folds each kind of observation (the methods above, looked up once per observation by `apply`)
+    HANDLERS: ClassVar[dict[type, Callable[[DashboardState, Any], None]]] = {
+        O.LoopStarted: _loop_started,
+        O.LoopStateChanged: _loop_state,
+        O.ControlApplied: _control,
+        O.StreamHeld: _held,
+        O.StreamReleased: _released,
+        O.HttpTryFailed: _http_try,
+        O.TurnStarted: _turn_started,
+        O.AttemptStarted: _attempt_started,
+        O.ResponseStarted: _response_started,
+        O.ReadReceived: _read,
+        O.SSEEventSeen: _sse,
+        O.MessageStarted: _message_started,
+        O.BlockOpened: _block_opened,
+        O.BlockDelta: _block_delta,
+        O.BlockClosed: _block_closed,
+        O.MessageUpdated: _message_updated,
+        O.DiagnosticRaised: _diagnostic,
+        O.ToolUse: _tool_use,
+        O.ToolStateChanged: _tool_state,
+        O.ToolResult: _tool_result,
+        O.AttemptEnded: _attempt_ended,
+        O.MessageAppended: _message_appended,
+        O.TextFinish: _text_finish,
+        O.TurnEnded: _turn_ended,
+        O.LoopFinished: _loop_finished,
+    }
+
+
+_HANDLERS = DashboardState.HANDLERS  # (a module global: `apply` looks it up once per observation)
 
 _RAN_KEYS = (*(s.value for s in ToolState if s in TOOL_RAN), "finished_at")
 
@@ -780,35 +860,6 @@ def _path(url: str) -> str:
         return url or "/"
     j = url.find("/", i + 3)
     return url[j:] if j >= 0 else "/"
-
-
-_HANDLERS: dict[type, Callable[[DashboardState, Any], None]] = {
-    O.LoopStarted: DashboardState._loop_started,
-    O.LoopStateChanged: DashboardState._loop_state,
-    O.ControlApplied: DashboardState._control,
-    O.StreamHeld: DashboardState._held,
-    O.StreamReleased: DashboardState._released,
-    O.HttpTryFailed: DashboardState._http_try,
-    O.TurnStarted: DashboardState._turn_started,
-    O.AttemptStarted: DashboardState._attempt_started,
-    O.ResponseStarted: DashboardState._response_started,
-    O.ReadReceived: DashboardState._read,
-    O.SSEEventSeen: DashboardState._sse,
-    O.MessageStarted: DashboardState._message_started,
-    O.BlockOpened: DashboardState._block_opened,
-    O.BlockDelta: DashboardState._block_delta,
-    O.BlockClosed: DashboardState._block_closed,
-    O.MessageUpdated: DashboardState._message_updated,
-    O.DiagnosticRaised: DashboardState._diagnostic,
-    O.ToolUse: DashboardState._tool_use,
-    O.ToolStateChanged: DashboardState._tool_state,
-    O.ToolResult: DashboardState._tool_result,
-    O.AttemptEnded: DashboardState._attempt_ended,
-    O.MessageAppended: DashboardState._message_appended,
-    O.TextFinish: DashboardState._text_finish,
-    O.TurnEnded: DashboardState._turn_ended,
-    O.LoopFinished: DashboardState._loop_finished,
-}
 
 
 def fold(state: DashboardState, obs: O.Observation) -> DashboardState:

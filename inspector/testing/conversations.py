@@ -74,4 +74,54 @@ def replayed_conversations(k: int = 2) -> list[O.Observation]:
     return out
 
 
-__all__ = ["interleaved_conversations", "replayed_conversations"]
+def two_cached_conversations() -> list[O.Observation]:
+    """c1 (system "A") and c2 (system "B") interleaved: global turns 0 (c1), 1 (c2), 2 (c1), 3 (c2). Each turn
+    writes the cache (no read), and each conversation's second request extends its first one's messages."""
+    out: list[O.Observation] = [O.LoopStarted(0.0, {"type": "proxy"}, "", "")]
+    model = "claude-sonnet-4-5"
+    for turn, (cid, own, system) in enumerate([("c1", 0, "A"), ("c2", 0, "B"), ("c1", 1, "A"), ("c2", 1, "B")]):
+        t = 1.0 + turn
+        messages: list = [{"role": "user", "content": f"hello {cid}"}]
+        if own:
+            messages += [{"role": "assistant", "content": "hi"}, {"role": "user", "content": "more"}]
+        body = {
+            "model": model,
+            "system": [{"type": "text", "text": system * 50, "cache_control": {"type": "ephemeral"}}],
+        }
+        body["messages"] = messages
+        usage = {"input_tokens": 10, "cache_creation_input_tokens": 2000, "cache_read_input_tokens": 0}
+        out += [
+            O.ConversationAssigned(t, turn, cid, own, 0, "continues" if own else "new"),
+            O.TurnStarted(t, turn),
+            O.AttemptStarted(t, turn, 0, "POST", "http://127.0.0.1/v1/messages", {}, body),
+            O.MessageStarted(t + 0.1, turn, 0, {"id": f"msg_{turn}", "model": model, "usage": usage}),
+            O.MessageUpdated(t + 0.2, turn, 0, "end_turn", {"output_tokens": 5}),
+            O.AttemptEnded(t + 0.3, turn, 0, "complete", None, "text_finish"),
+            O.TurnEnded(t + 0.3, turn, "text_finish", "end_turn", {**usage, "output_tokens": 5}),
+        ]
+    return out
+
+
+def with_the_same_tool_ids(observations: list[O.Observation]) -> list[O.Observation]:
+    """The conversations with the same tool ids in every one of them, as `inspector serve` hands them out (scripted
+    scenarios), each tool result marked with its conversation ("c2: def parse_date...")."""
+    conv_of: dict[int, str] = {}
+    out: list[O.Observation] = []
+    for obs in observations:
+        if type(obs) is O.ConversationAssigned:
+            conv_of[obs.turn] = obs.conversation
+        changes: dict = {}
+        for name in ("id", "block_id", "tool_use_id"):
+            v = getattr(obs, name, None)
+            if isinstance(v, str) and "_c" in v:
+                changes[name] = v.rsplit("_c", 1)[0]
+        cid = conv_of.get(getattr(obs, "turn", -1), "?")
+        if type(obs) is O.ToolResult and isinstance(obs.content, str):
+            changes["content"] = f"{cid}: {obs.content}"
+        if type(obs) is O.ToolStateChanged and obs.result_preview is not None:
+            changes["result_preview"] = f"{cid}: {obs.result_preview}"
+        out.append(dataclasses.replace(obs, **changes) if changes else obs)
+    return out
+
+
+__all__ = ["interleaved_conversations", "replayed_conversations", "two_cached_conversations", "with_the_same_tool_ids"]

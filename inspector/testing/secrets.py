@@ -64,7 +64,7 @@ def dashboard_texts(state: DashboardState) -> list[str]:
         out.append(_dumps([tool.input, tool.input_summary, tool.error, tool.result_preview, tool.result_summary]))
     out.append(_dumps(state.transcript))
     out.append(_dumps([(d.code, d.message) for d in state.diagnostics]))
-    out.append(_dumps([list(state.requests.values()), state.sent_results]))
+    out.append(_dumps([list(state.requests.values()), list(state.sent_results.items())]))
     st = state.status
     out.append(_dumps([st.source, st.model, st.prompt, st.detail, st.error, st.last_try]))
     for a in state.attempts.values():

@@ -25,6 +25,7 @@ def canon(s: DashboardState) -> dict:
         "turns": {k: dataclasses.astuple(t) for k, t in s.turns.items()},
         "transcript": list(s.transcript),
         "diagnostics": list(s.diagnostics),
+        "markers": dict(s.markers),
         "status": dataclasses.astuple(s.status),
         "revs": (s.rev_events, s.rev_blocks, s.rev_tools, s.rev_transcript, s.rev_diag, s.rev_status),
     }

@@ -849,7 +849,7 @@ class InspectorApp(App[int]):
         if kind == "block":
             return block_detail(state, tuple(key))
         if kind == "tool":
-            return tool_detail(state, str(key), self.now())
+            return tool_detail(state, tuple(key), self.now())  # (conversation, tool id)
         if kind == "diagnostic":
             return diagnostic_detail(state, events, int(key))
         if kind == "attempt":

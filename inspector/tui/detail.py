@@ -18,6 +18,7 @@ from inspector.core import exactjson
 from inspector.core.fmt import duration, size
 from inspector.observe import observations as O
 from inspector.state.conversations import EventSource
+from inspector.state.entries import ToolKey
 from inspector.state.fold import DashboardState
 
 _json = JSONHighlighter()
@@ -176,12 +177,15 @@ def block_detail(state: DashboardState, key: tuple[int, int, int]) -> Detail:
     return Detail(f"Block [{b.index}] {b.type}" + (f" {b.name}" if b.name else ""), out)
 
 
-def tool_detail(state: DashboardState, tool_id: str, now: float) -> Detail:
-    t = state.tools.get(tool_id)
+def tool_detail(state: DashboardState, key: ToolKey, now: float) -> Detail:
+    """A tool call, by its key (conversation, tool id)."""
+    t = state.tools.get(key)
     if t is None:
         return Detail("tool", Text("this tool call is not in the shown state", ERR))
     out = Text()
     _kv(out, "tool", f"{t.name} ({t.id})")
+    if t.conversation:
+        _kv(out, "conversation", t.conversation)
     _kv(out, "turn · attempt", f"{t.turn + 1} · {t.attempt + 1}")
     _kv(out, "state", t.state)
     el = t.elapsed(now)
@@ -200,7 +204,7 @@ def tool_detail(state: DashboardState, tool_id: str, now: float) -> Detail:
     if t.error:
         _section(out, "error")
         out.append(t.error + "\n", ERR)
-    sent = state.sent_results.get(t.id)
+    sent = state.sent_results.get(t.key)
     if sent is not None:
         _section(out, "tool_result as sent in the next request" + (" (is_error)" if sent.get("is_error") else ""))
         content = sent.get("content")

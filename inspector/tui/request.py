@@ -36,11 +36,9 @@ def request_for(state: DashboardState, turn: int, attempt: int | None = None) ->
 
 
 def previous_request(state: DashboardState, turn: int) -> tuple[tuple[int, int], dict] | None:
-    earlier = [k for k in state.requests if k[0] < turn]
-    if not earlier:
-        return None
-    key = max(earlier)
-    return key, state.requests[key]
+    """The request of the previous turn of the same conversation (its last attempt's), with its (turn, attempt)."""
+    before = state.previous_turn(turn, with_request=True)
+    return None if before is None else request_for(state, before)
 
 
 def message_summary(message: Any, limit: int = 90) -> str:
@@ -162,7 +160,9 @@ def request_detail(state: DashboardState, turn: int, attempt: int | None = None)
     prev = previous_request(state, t)
     _section(out, f"changes since turn {prev[0][0] + 1}'s request" if prev else "changes")
     if prev is None:
-        out.append("the first request of the session: nothing to compare with\n", MUTED)
+        cid = state.conversation_of(t)
+        first = f"conversation {cid}" if cid else "the session"
+        out.append(f"the first request of {first}: nothing to compare with\n", MUTED)
     else:
         changes = request_diff(prev[1], body)
         if not changes:

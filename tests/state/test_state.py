@@ -22,6 +22,7 @@ from inspector.state.fold import (
 from inspector.state.travel import History, cut_index, state_at
 from inspector.testing.state import canon
 from inspector.testing.synthetic import FILES, generated_observations, parse_date_observations
+from inspector.tui.widgets.wording import marker_label
 
 FULL = parse_date_observations()
 
@@ -46,7 +47,9 @@ def test_parse_date_session_folds_to_a_finished_state() -> None:
     # one marker row per attempt, before that attempt's events
     markers = [i for i in range(len(s.events)) if s.events.flags[i] & F_MARKER]
     assert len(markers) == 2 and s.events.etype[markers[0]] == MARKER
-    assert s.events.summary[markers[0]].startswith("turn 1 · attempt 1 · POST /v1/messages → 200")
+    m = s.markers[markers[0]]  # its facts; the tui words them (tui/widgets/wording.py; the snapshots show them)
+    assert (m.kind, m.turn, m.attempt, m.method, m.path, m.answers) == (MARKER, 0, 0, "POST", "/v1/messages", (200,))
+    assert marker_label(m) == "turn 1 · attempt 1 · POST /v1/messages → 200" and s.events.summary[markers[0]] == ""
     assert s.events.etype[markers[0] + 1] == "message_start"
     # event numbers are 1..n in order
     assert [s.events.evno[r] for r in s.events.event_rows] == list(range(1, n_sse + 1))
@@ -68,7 +71,7 @@ def test_blocks_keep_fragments_per_index() -> None:
 
 def test_tools_follow_the_executor() -> None:
     s = fold_all(FULL)
-    assert s.tool_order == list(FILES)
+    assert s.tool_order == [("", f) for f in FILES]  # (conversation, tool id): none here
     for tool in s.tools.values():
         assert tool.state == "succeeded" and not tool.is_error
         assert [h[0] for h in tool.history] == ["streaming_input", "queued", "running", "succeeded"]
@@ -78,8 +81,8 @@ def test_tools_follow_the_executor() -> None:
     stop_t = max(
         s.events.t[r] for r in s.events.event_rows if s.events.etype[r] == "message_stop" and s.events.turn[r] == 0
     )
-    assert s.tools["toolu_01Rd1"].t_started < stop_t
-    assert s.tools["toolu_01Rd1"].result_summary.startswith("def parse_date(")
+    assert s.tool("toolu_01Rd1").t_started < stop_t
+    assert s.tool("toolu_01Rd1").result_summary.startswith("def parse_date(")
 
 
 def test_transcript_interleaves_text_and_tool_activity() -> None:
@@ -87,9 +90,9 @@ def test_transcript_interleaves_text_and_tool_activity() -> None:
     assert s.transcript == [
         ("turn", 0),
         ("text", (0, 0, 0)),
-        ("tool", "toolu_01Rd1"),
-        ("tool", "toolu_01Rd2"),
-        ("tool", "toolu_01Rd3"),
+        ("tool", ("", "toolu_01Rd1")),
+        ("tool", ("", "toolu_01Rd2")),
+        ("tool", ("", "toolu_01Rd3")),
         ("turn", 1),
         ("text", (1, 0, 0)),
     ]
@@ -127,7 +130,7 @@ def test_invalid_tool_json_is_shown_with_its_position() -> None:
     b = s.blocks[(0, 0, 2)]
     assert b.closed and b.input_error and b.content["input"] is None
     assert b.error_pos is not None and b.joined()[b.error_pos - 1 : b.error_pos + 1] in ("1-", "-4")
-    tool = s.tools[b.id]
+    tool = s.tool(b.id)
     assert tool.state == "not_run" and tool.is_error and tool.t_started is None
     d = s.diagnostics[b.diagnostics[0]]
     assert d.code == "tool_input.invalid_json" and d.severity == "error" and d.evno is not None
@@ -162,7 +165,7 @@ def test_partial_preview_of_an_open_tool_block() -> None:
     b = s.blocks[(0, 0, 2)]
     assert not b.closed and b.joined() == '{"path": "tests/t'
     assert b.preview() == ({"path": "tests/t"}, None)  # the unfinished string is kept
-    assert s.tools[b.id].state == "streaming_input"
+    assert s.tool(b.id).state == "streaming_input"
     assert s.status.loop_state == LoopState.PAUSED
 
 

@@ -16,8 +16,14 @@ from inspector.state.conversations import (
 from inspector.state.convfilter import ConversationFilter
 from inspector.state.fold import DashboardState
 from inspector.state.travel import History
-from inspector.testing.conversations import interleaved_conversations, replayed_conversations
+from inspector.testing.conversations import (
+    interleaved_conversations,
+    replayed_conversations,
+    two_cached_conversations,
+    with_the_same_tool_ids,
+)
 from inspector.testing.synthetic import parse_date_observations
+from inspector.tui.widgets.tools import turn_bars
 
 # c1 finishes, c2 stops with its three tools running (waiting), c3 is cut while its tool JSON streams
 OBS = interleaved_conversations(3, stops={1: "turn1", 2: "mid_tool_json"}, parents={2: "c1"})
@@ -54,7 +60,7 @@ def test_selecting_one_filters_the_panes_rows_to_its_turns() -> None:
         assert ev and {ev.turn[i] for i in range(len(ev))} == turns  # SSE rows and markers
         assert view.block_order and {k[0] for k in view.block_order} == turns
         assert view.tool_order and {view.tools[t].turn for t in view.tool_order} <= turns  # (turn 2 calls none)
-        assert all(t.endswith(f"_{cid}") for t in view.tool_order)
+        assert all(k[0] == cid and k[1].endswith(f"_{cid}") for k in view.tool_order)
         keys = [item[1] for item in view.transcript if item[0] in ("text", "thinking", "block")]
         assert keys and {k[0] for k in keys} == turns  # the assistant pane
         assert set(view.turns.keys()) == turns
@@ -156,7 +162,7 @@ def test_a_replay_of_many_conversations_starts_turn_numbers_over_per_conversatio
     for cid in ("c1", "c2"):
         view = ConversationFilter(cid).apply_all(obs).state
         assert view.status.events == alone.status.events  # its own events only, not the other's
-        assert view.tool_order and all(t.endswith(f"_{cid}") for t in view.tool_order)
+        assert view.tool_order and all(k[0] == cid and k[1].endswith(f"_{cid}") for k in view.tool_order)
 
 
 def test_a_views_event_numbers_map_to_the_sessions_events() -> None:
@@ -204,3 +210,123 @@ def test_the_table_never_raises_and_stays_consistent_when_observations_are_dropp
         assert c.state in ("streaming", "waiting for tools", "idle", "finished", "failed")
         assert len(set(c.turns)) == len(c.turns)
     assert table.by_id["c9"].tokens_in == 0 and table.by_id["c9"].parent == "nobody"
+
+
+# ------------------------------------------------------------------ the same tool ids in two conversations (serve)
+
+
+def test_two_conversations_with_the_same_tool_ids_keep_a_row_each() -> None:
+    """c1 ran its three tools; c2 (the same tool ids) is still running its: six rows, each with its own state,
+    result and times, keyed by (conversation, tool id); the turn, the transcript and the timeline bars follow."""
+    obs = with_the_same_tool_ids(interleaved_conversations(2, stops={1: "tools_running"}))
+    s = fold(obs)
+    assert len(s.tools) == len(s.tool_order) == 6
+    ids = [k[1] for k in s.tool_order if k[0] == "c1"]
+    assert len(ids) == 3 and [k[1] for k in s.tool_order if k[0] == "c2"] == ids
+    for tid in ids:
+        one, two = s.tools[("c1", tid)], s.tools[("c2", tid)]
+        assert (one.conversation, two.conversation) == ("c1", "c2") and s.tool(tid, "c2") is two
+        assert one.turn in s.conversations.turns_of("c1") and two.turn in s.conversations.turns_of("c2")
+        assert one.state == "succeeded" and one.result_summary.startswith("c1: ")
+        assert two.state == "running" and not two.result_summary and two.t_finished is None
+        assert two.t_created > one.t_created and one.t_finished is not None  # (c2 runs 10 ms after c1)
+        assert [h[0] for h in one.history][-1] == "succeeded" and [h[0] for h in two.history][-1] == "running"
+    tool_items = [item[1] for item in s.transcript if item[0] == "tool"]
+    assert tool_items == s.tool_order  # one transcript line per row
+    for cid in ("c1", "c2"):
+        turn = s.conversations.turns_of(cid)[0]
+        assert [s.tools[k].conversation for k in s.turns[turn].tools] == [cid] * 3
+        bars, _saved = turn_bars(s, turn, s.status.t_last)
+        assert [b.label for b in bars[1:]] == [s.tools[(cid, t)].name for t in ids]
+    # a conversation's own view keys its rows by it too, with the same entries as the session's
+    view = ConversationFilter("c2").apply_all(obs).state
+    assert view.tool_order == [("c2", t) for t in ids]
+    assert all(view.tools[k].state == "running" for k in view.tool_order)
+
+
+def test_a_tool_result_sent_back_is_matched_in_its_own_conversation() -> None:
+    """The tool_result blocks a request carries are kept by (conversation, tool_use_id): c2's request does not
+    overwrite c1's, and an is_error result fails only its own conversation's call."""
+
+    def req(t: float, turn: int, cid: str, content: str, is_error: bool) -> list[O.Observation]:
+        block = {"type": "tool_result", "tool_use_id": "toolu_1", "content": content, "is_error": is_error}
+        body = {"model": "m", "messages": [{"role": "user", "content": [block]}]}
+        return [
+            O.ConversationAssigned(t, turn, cid, 1, 0, "continues"),
+            O.TurnStarted(t, turn),
+            O.AttemptStarted(t, turn, 0, "POST", "http://x/v1/messages", {}, body),
+        ]
+
+    def call(t: float, turn: int, cid: str) -> list[O.Observation]:
+        return [
+            O.ConversationAssigned(t, turn, cid, 0, 0, "new"),
+            O.TurnStarted(t, turn),
+            O.ToolStateChanged(
+                t, turn, 0, "toolu_1", "read_file", 1, "running", {"p": 1}, None, None, {}, inferred=True
+            ),
+        ]
+
+    obs = call(0.0, 0, "c1") + call(0.1, 1, "c2") + req(1.0, 2, "c1", "denied", True) + req(1.1, 3, "c2", "ok", False)
+    s = fold(obs)
+    assert s.sent_results[("c1", "toolu_1")]["content"] == "denied"
+    assert s.sent_results[("c2", "toolu_1")]["content"] == "ok"
+    assert s.tool("toolu_1", "c1").is_error and s.tool("toolu_1", "c1").error == "denied"
+    assert not s.tool("toolu_1", "c2").is_error and s.tool("toolu_1", "c2").error is None
+
+
+# ------------------------------------------------------------------ a turn is compared with its own conversation's
+
+
+def test_a_turns_cache_verdict_compares_it_with_its_own_conversations_previous_turn() -> None:
+    """Before: turn 1 (c2's first) was compared with turn 0 (c1's) and turn 2 (c1's second) with turn 1 (c2's):
+    "system changed" both times. Each is compared with its own conversation's turn now."""
+    from inspector.state.costs import turn_cost
+
+    s = fold(two_cached_conversations())
+    assert [s.previous_turn(t) for t in range(4)] == [None, None, 0, 1]
+    verdicts = {t: turn_cost(s, t) for t in range(4)}
+    assert all(v is not None for v in verdicts.values())
+    for t in (0, 1):  # each conversation's first turn
+        assert verdicts[t].cache.kind == "first", verdicts[t].cache  # type: ignore[union-attr]
+    for t in (2, 3):  # same system, messages extended: the prefix is unchanged (not "system changed")
+        cache = verdicts[t].cache  # type: ignore[union-attr]
+        assert cache.kind == "written_again" and cache.segment == "prefix", cache
+    # one conversation's own view gives the same verdicts
+    view = ConversationFilter("c2").apply_all(two_cached_conversations()).state
+    assert turn_cost(view, 3).cache == verdicts[3].cache  # type: ignore[union-attr]
+    # a session without conversations compares with the session's previous turn, as before
+    plain = fold([o for o in two_cached_conversations() if type(o) is not O.ConversationAssigned])
+    assert [plain.previous_turn(t) for t in range(4)] == [None, 0, 1, 2]
+    assert turn_cost(plain, 2).cache.segment == "system"  # type: ignore[union-attr]
+
+
+STOPS = ["turn1", "tools_running", "mid_tool_json", None]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.sampled_from(STOPS), min_size=1, max_size=4), st.randoms(use_true_random=False))
+def test_any_interleaving_of_conversations_with_the_same_tool_ids_keeps_each_ones_calls(stops, rnd) -> None:
+    """k conversations using the same tool ids, each stopped somewhere, interleaved in any order: the session's rows
+    of a conversation are exactly that conversation's own view's rows (states, results, inputs, times), and no row
+    mixes two conversations."""
+    k = len(stops)
+    obs = with_the_same_tool_ids(interleaved_conversations(k, stops=dict(enumerate(stops))))
+    per = [[o for o in obs if getattr(o, "turn", None) is not None and o.turn % k == j] for j in range(k)]
+    merged: list[O.Observation] = [obs[0]]
+    cursors = [0] * k
+    while any(cursors[j] < len(per[j]) for j in range(k)):
+        j = rnd.choice([j for j in range(k) if cursors[j] < len(per[j])])
+        merged.append(per[j][cursors[j]])
+        cursors[j] += 1
+    s = fold(merged)
+    assert len(s.tools) == len(s.tool_order) == len(set(s.tool_order))
+    for j in range(k):
+        cid = f"c{j + 1}"
+        view = ConversationFilter(cid).apply_all(merged).state
+        mine = [key for key in s.tool_order if key[0] == cid]
+        assert view.tool_order == mine
+        for key in mine:
+            a, b = s.tools[key], view.tools[key]
+            assert (a.conversation, a.turn % k) == (cid, j)
+            assert (a.state, a.result_summary, a.input, a.history) == (b.state, b.result_summary, b.input, b.history)
+            assert not a.result_summary or a.result_summary.startswith(f"{cid}: ")

@@ -36,6 +36,7 @@ from inspector.state.fold import (
 )
 from inspector.state.travel import History
 from inspector.testing.synthetic import StreamScript, parse_date_observations, rate_limited_observations
+from inspector.tui.widgets.wording import marker_label, savings_text, try_label
 
 # --- a stream, with and without the user's holds ------------------------------------------------------------------
 
@@ -197,7 +198,10 @@ def test_a_recording_file_keeps_the_holds(tmp_path) -> None:
 def test_holds_are_marked_in_the_sse_pane() -> None:
     s = DashboardState().apply_all(stream({1: (6.0, "pause"), 4: (0.5, "step")}))
     ev = s.events
-    marks = [ev.summary[i] for i in range(len(ev)) if ev.flags[i] & F_MARKER and ev.etype[i] in ("held", "released")]
+    rows = [i for i in range(len(ev)) if ev.flags[i] & F_MARKER and ev.etype[i] in ("held", "released")]
+    facts = [(s.markers[i].kind, s.markers[i].by, round(s.markers[i].held, 6)) for i in rows]
+    assert facts == [("held", "pause", 0.0), ("released", "pause", 6.0), ("released", "step", 0.5)]
+    marks = [marker_label(s.markers[i]) for i in rows]  # (the tui's words)
     assert marks[0].startswith("❚❚ stream held by pause")
     assert "held 6.00 s by pause" in marks[1]
     assert len(marks) == 3 and "by step" in marks[2]  # a step's hold: one row, at its release
@@ -228,7 +232,7 @@ def test_diagnostics_point_at_their_event_across_marker_rows() -> None:
 def test_rate_limited_shows_its_four_requests() -> None:
     s = DashboardState().apply_all(rate_limited_observations())
     ev = s.events
-    rows = [ev.summary[i] for i in range(len(ev)) if ev.etype[i] == "try"]
+    rows = [marker_label(s.markers[i]) for i in range(len(ev)) if ev.etype[i] == "try"]  # (the tui's words)
     assert rows == [
         "try 1 · HTTP 429 rate_limit_error · SDK retries in 0.2 s",
         "try 2 · HTTP 200",
@@ -245,7 +249,9 @@ def test_waiting_retry_status_names_the_try() -> None:
     k = next(i for i, o in enumerate(obs) if isinstance(o, O.LoopStateChanged) and o.state == LoopState.WAITING_RETRY)
     s = DashboardState().apply_all(obs[: k + 1])
     assert s.status.loop_state == LoopState.WAITING_RETRY
-    assert s.status.last_try == "HTTP 429 rate_limit_error · SDK retries in 0.2 s"
+    last = s.status.last_try  # the try, as facts; the status line words it
+    assert last is not None and (last.status, last.error_type, last.retry_in) == (429, "rate_limit_error", 0.2)
+    assert try_label(last) == "HTTP 429 rate_limit_error · SDK retries in 0.2 s"
 
 
 def test_connection_failure_and_giving_up() -> None:
@@ -257,7 +263,7 @@ def test_connection_failure_and_giving_up() -> None:
     s.failed_try(503, "api_error", "down", retry_in=None)
     st_ = DashboardState().apply_all(s.obs)
     a = st_.attempts[(0, 0)]
-    assert [t.label() for t in a.tries] == [
+    assert [try_label(t) for t in a.tries] == [  # (the tui's words)
         "connection error: ConnectError: connection refused · SDK retries in 0.5 s",
         "HTTP 503 api_error · SDK gives up",
     ]
@@ -298,7 +304,7 @@ def fault_turn() -> list[O.Observation]:
 
 def test_a_discarded_tool_shows_its_own_run_time() -> None:
     s = DashboardState().apply_all(fault_turn())
-    a = s.tools["A"]
+    a = s.tool("A")
     assert a.state == "discarded" and a.elapsed(100.0) == pytest.approx(1.0)  # not 2.0: the time until the discard
     assert [h[0] for h in a.history] == ["queued", "running", "succeeded", "discarded"]
 
@@ -309,7 +315,7 @@ def test_savings_count_only_the_tools_whose_results_were_used() -> None:
     assert sav is not None
     assert (sav.stream, sav.tools, sav.actual, sav.counted, sav.left_out) == pytest.approx((2.0, 3.0, 3.0, 2, 1))
     assert sav.sequential == pytest.approx(5.0) and sav.saved == pytest.approx(2.0)
-    assert sav.explain() == "= stream 2.00 + 2 used tools 3.00 − actual 3.00 s (1 discarded/not run: not counted)"
+    assert savings_text(sav) == "= stream 2.00 + 2 used tools 3.00 − actual 3.00 s (1 discarded/not run: not counted)"
 
 
 def test_savings_wait_for_the_turn_to_be_done() -> None:

@@ -309,7 +309,7 @@ class TestTimeTravel:
             past = app.shown_state
             assert app.blocks_view.state is past and app.tools_view.state is past
             assert app.assistant_view.state is past and app.events_view.state is past
-            assert not past.blocks[(0, 0, 2)].closed and past.tools["toolu_01Rd2"].state == "streaming_input"
+            assert not past.blocks[(0, 0, 2)].closed and past.tool("toolu_01Rd2").state == "streaming_input"
             assert app.events_view.cursor_evno == k
             assert app.status_bar.info.cursor == k
             # nothing was re-run: the live state is untouched

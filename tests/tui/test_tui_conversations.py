@@ -3,7 +3,8 @@ the collapsed line at 80x24, and no list at all for a single conversation (issue
 
 from __future__ import annotations
 
-from inspector.testing.conversations import interleaved_conversations
+from inspector.testing.conversations import interleaved_conversations, with_the_same_tool_ids
+from inspector.testing.dashboard import wait_for
 from inspector.testing.synthetic import parse_date_observations
 from inspector.tui import messages as M
 from inspector.tui.app import InspectorApp
@@ -163,3 +164,25 @@ class TestConversationSnapshots:
 
     def test_one_conversation_selected(self, snap_compare) -> None:
         assert snap_compare(three(), terminal_size=WIDE, press=["l", "l", "down", "down", "enter"])
+
+
+class TestTheSameToolIds:
+    async def test_two_conversations_with_the_same_tool_ids_show_a_tool_row_each(self) -> None:
+        """`serve` hands every conversation the same tool ids: the session's Tools pane keeps a row per (conversation,
+        tool id), each opening its own call (c1's succeeded with c1's result, c2's still running)."""
+        obs = with_the_same_tool_ids(interleaved_conversations(2, stops={1: "tools_running"}))
+        app = InspectorApp(observations=obs, clock=lambda: 0.0)
+        async with app.run_test(size=WIDE) as pilot:
+            view = app.tools_view
+
+            def tool_rows() -> list:
+                return [t[1] for t in map(view.detail_at, range(view.row_count)) if t and t[0] == "tool"]
+
+            await wait_for(lambda: len(tool_rows()) == 6, what="six tool rows")
+            await pilot.pause()
+            keys = tool_rows()
+            c1, c2 = ([k for k in keys if k[0] == c] for c in ("c1", "c2"))
+            assert len(c1) == len(c2) == 3 and [k[1] for k in c1] == [k[1] for k in c2]  # the same ids
+            one, two = app.detail_of("tool", c1[0]).body.plain, app.detail_of("tool", c2[0]).body.plain
+            assert "conversation: c1" in one and "c1: " in one and "succeeded" in one
+            assert "conversation: c2" in two and "c1: " not in two and "running" in two

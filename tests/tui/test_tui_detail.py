@@ -10,11 +10,12 @@ import pytest
 
 from inspector.observe import observations as O
 from inspector.state.fold import DashboardState
+from inspector.testing.conversations import two_cached_conversations
 from inspector.testing.dashboard import Factory, FakeSession, wait_for
 from inspector.testing.synthetic import parse_date_observations
 from inspector.tui.app import InspectorApp, next_speed
 from inspector.tui.commands import binding_commands
-from inspector.tui.request import request_diff
+from inspector.tui.request import previous_request, request_detail, request_diff
 from inspector.tui.summary import fault_summary
 from inspector.tui.widgets.blocks import incomplete_reason
 from inspector.tui.widgets.detail import DetailScreen
@@ -137,7 +138,7 @@ class TestEnterOpensTheRightDetail:
         app = InspectorApp(observations=obs, clock=lambda: 0.0)
         async with app.run_test(size=WIDE) as pilot:
             view = app.tools_view
-            row = next(r for r in range(view.row_count) if view.detail_at(r) == ("tool", tool.id))
+            row = next(r for r in range(view.row_count) if view.detail_at(r) == ("tool", ("", tool.id)))
             screen = await open_row(pilot, view, row)
             assert long_error in screen.detail.plain
 
@@ -215,6 +216,19 @@ class TestRequestDiff:
         added = next(c for c in request_diff(prev, cur) if c.where == "messages[2]")
         assert "tool_result t1 is_error" in added.what
 
+    def test_a_request_is_compared_with_its_own_conversations_previous_request(self) -> None:
+        """Two interleaved conversations (global turns 0 and 2 are c1's, 1 and 3 c2's): turn 3's diff is with turn 2
+        (c2's first request), not with turn 3 (c1's); a conversation's first request has nothing to compare with."""
+        state = DashboardState().apply_all(two_cached_conversations())
+        found = previous_request(state, 3)
+        assert found is not None and found[0] == (1, 0) and found[1]["system"][0]["text"].startswith("B")
+        assert previous_request(state, 1) is None and previous_request(state, 2)[0] == (0, 0)  # type: ignore[index]
+        text = request_detail(state, 3).body.plain
+        assert "changes since turn 2's request" in text and "system" not in text.split("── usage")[0]
+        assert "+ messages[1]" in text and "+ messages[2]" in text
+        first = request_detail(state, 1).body.plain
+        assert "the first request of conversation c2: nothing to compare with" in first
+
     def test_identical_requests_have_no_changes(self) -> None:
         body = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
         assert request_diff(body, dict(body)) == []
@@ -239,8 +253,8 @@ class TestRequestDiff:
             ]
         }
         state.apply(O.AttemptStarted(9.0, 1, 0, "POST", "/v1/messages", {}, body))
-        assert state.tools[tool.id].error == "Permission denied: x"
-        assert state.sent_results[tool.id]["content"] == "Permission denied: x"
+        assert state.tool(tool.id).error == "Permission denied: x"
+        assert state.sent_results[("", tool.id)]["content"] == "Permission denied: x"
 
 
 class TestControls:

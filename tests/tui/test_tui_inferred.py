@@ -46,7 +46,7 @@ async def _texts(inferred: bool) -> tuple[str, str]:
         state = app.live
         rows = [
             "\n".join(
-                "".join(seg.text for seg in line) for line in app.tools_view.render_tool(state.tools[t], False, 120)
+                "".join(seg.text for seg in line) for line in app.tools_view.render_tool(state.tool(t), False, 120)
             )
             for t in ("A", "B")
         ]

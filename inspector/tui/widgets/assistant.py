@@ -12,6 +12,7 @@ from rich.text import Text
 from inspector.state.fold import BlockEntry, DashboardState, ToolEntry
 from inspector.tui.widgets.base import Line, SectionView, chunk_text, text_strip, wrap_strips
 from inspector.tui.widgets.tools import duration, streaming_call
+from inspector.tui.widgets.wording import try_label
 
 OPEN_TEXT_LIMIT = 4_000  # an open text block longer than this shows its tail until it closes
 THINKING_LINES = 3
@@ -215,7 +216,7 @@ def note_text(what: Any) -> str:
     """The words of a transcript note (the fold keeps what happened as data; turns and attempts count from 1)."""
     kind = what[0] if isinstance(what, tuple) and what else None
     if kind == "try":
-        return f"turn {what[1] + 1}: {what[2].label()}"
+        return f"turn {what[1] + 1}: {try_label(what[2])}"
     if kind == "retry":
         return f"retry: attempt {what[2] + 1} of turn {what[1] + 1}"
     if kind == "attempt_ended":

@@ -16,6 +16,7 @@ from textual.strip import Strip
 from inspector.state.entries import human_size
 from inspector.state.fold import F_DIAG, F_ERROR, F_MARKER, F_WARN, DashboardState
 from inspector.tui.widgets.base import Line, LineView
+from inspector.tui.widgets.wording import marker_label
 
 SHORT_TYPES = {
     "message_start": "msg_start",
@@ -160,10 +161,11 @@ class EventsView(LineView):
         if self.raw or self.state is None:
             return ("raw", row)
         ev = self.state.events
+        m = self.state.markers.get(row)  # a marker row changes with its facts (an attempt's answer)
         return (
             row,
             ev.flags[row],
-            ev.summary[row] is not None and len(ev.summary[row]),
+            ("marker", m.version) if m is not None else len(ev.summary[row]),
             self.state.attempt_failed(ev.turn[row], ev.attempt[row]),
         )
 
@@ -180,7 +182,8 @@ class EventsView(LineView):
         flags = ev.flags[row]
         console = self.app.console
         if flags & F_MARKER:
-            label = f"── {ev.summary[row]} "
+            m = state.markers.get(row)
+            label = f"── {marker_label(m) if m is not None else ev.etype[row]} "
             text = Text(label + "─" * max(0, width - len(label)), style=self.cstyle("ev--marker"))
             if flags & F_ERROR:
                 text.stylize(self.cstyle("ev--error"))

@@ -11,6 +11,7 @@ from textual.widget import Widget
 
 from inspector.core.fmt import duration
 from inspector.state.fold import DashboardState
+from inspector.tui.widgets.wording import try_label
 
 STATE_LABEL = {
     "idle": "○ idle",
@@ -218,7 +219,7 @@ class StatusBar(Widget):
 
         out.append(" ")
         if ls == "waiting_retry" and st.last_try:
-            out.append(st.last_try, self.c("st--paused"))
+            out.append(try_label(st.last_try), self.c("st--paused"))
             out.append(" │ " if metrics else "", self.c("st--sep"))
         for i, (k, v) in enumerate(metrics):
             if i:

@@ -17,9 +17,11 @@ from textual import events
 from textual.widget import Widget
 
 from inspector.core.fmt import duration
+from inspector.state.entries import ToolKey
 from inspector.state.fold import DashboardState
 from inspector.tui.messages import DetailRequested
 from inspector.tui.widgets.tools import INFERRED_GLYPH, INFERRED_LABEL, Bar, turn_bars
+from inspector.tui.widgets.wording import savings_text
 
 SOLID = frozenset({"tl--stream", "tl--running", "tl--ok", "tl--bad", "tl--failed", "tl--cancelled"})
 GLYPHS = {
@@ -81,7 +83,7 @@ def figures(state: DashboardState, turn: int, now: float) -> TurnFigures:
         fig.start = model[-1].segments[0][0]
         fig.actual = savings.actual
         fig.sequential = savings.sequential
-        fig.explain = savings.explain()
+        fig.explain = savings_text(savings)
     return fig
 
 
@@ -245,8 +247,8 @@ class Timeline(Widget):
             return ("turn", f.turn)
         return ("tool", self._tool_of(f, bar))
 
-    def _tool_of(self, f: TurnFigures, bar: Bar) -> str:
-        """The tool id of a tool bar (bars follow the turn's tool order after its model bars)."""
+    def _tool_of(self, f: TurnFigures, bar: Bar) -> ToolKey:
+        """The tool key of a tool bar (bars follow the turn's tool order after its model bars)."""
         state = self.state
         assert state is not None
         tools = [b for b in f.bars if not b.label.startswith("model ")]

@@ -93,8 +93,8 @@ class ToolsView(SectionView):
         console = self.app.console
         items: list[tuple] = []
         turn = None
-        for tool_id in state.tool_order:
-            t = state.tools[tool_id]
+        for key in state.tool_order:
+            t = state.tools[key]
             if t.turn != turn:
                 turn = t.turn
                 label = f"── turn {turn + 1} "
@@ -111,7 +111,8 @@ class ToolsView(SectionView):
                 )
             live = self.now if t.state == "running" else None
             failed = state.attempt_failed(t.turn, t.attempt)
-            items.append((tool_id, (t.version, live, failed), lambda w, t=t, f=failed: self.render_tool(t, f, w)))
+            item = ("tool", key)
+            items.append((item, (t.version, live, failed), lambda w, t=t, f=failed: self.render_tool(t, f, w)))
         if not items:
             done = bool(state.status.finished)
             label = "no tool calls" + ("" if done else " yet")
@@ -120,8 +121,8 @@ class ToolsView(SectionView):
 
     def detail_at(self, row: int):
         key = self.item_key_at(row)
-        if isinstance(key, str) and self.state is not None and key in self.state.tools:
-            return ("tool", key)
+        if isinstance(key, tuple) and key[0] == "tool" and self.state is not None and key[1] in self.state.tools:
+            return ("tool", key[1])
         if isinstance(key, tuple) and key[0] == "turn":
             return ("turn", key[1])
         return None
@@ -212,8 +213,8 @@ def turn_bars(state: DashboardState, turn: int, now: float) -> tuple[list[Bar], 
                 segs.append((max(h0, a.t_start), min(h1, end), "tl--held"))
         name = f"model t{turn + 1}" + (f".{a_no + 1}" if len(tr.attempts) > 1 else "")
         bars.append(Bar(name, segs))
-    for tool_id in tr.tools:
-        t = state.tools.get(tool_id)
+    for key in tr.tools:
+        t = state.tools.get(key)
         if t is None:
             continue
         segs = []
