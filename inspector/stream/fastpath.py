@@ -52,10 +52,11 @@ from inspector.stream.protocol import (
 
 if TYPE_CHECKING:
     from inspector.stream.diagnostics import Diagnostic
+    from inspector.stream.openai_common import NeutralStream
     from inspector.stream.sse import SSEDecoder, SSEEvent
     from inspector.stream.turn import Step, TurnStream
 
-__all__ = ["Continuation", "decode_lf", "parse_event", "turn_steps"]
+__all__ = ["Continuation", "decode_lf", "neutral_steps", "parse_event", "turn_steps"]
 
 _loads = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
@@ -119,10 +120,13 @@ def _pieces(dec: SSEDecoder, pieces: list[bytes], off: int, ri: int, events: lis
             value = piece.removeprefix(start)
             shaped = len(value) != len(piece)
             if not shaped:  # not the last start: is the piece API-shaped at all?
-                head, sep, value = piece.partition(b"\ndata: ")
-                etype = names.get(head)  # a known `event:` line, decoded once per distinct line
-                shaped = etype is not None and bool(sep)
-                start = head + sep if shaped else b""
+                if piece[:6] == b"data: ":  # one `data: ` line without an `event:` line (OpenAI Chat Completions)
+                    start, etype, value, shaped = b"data: ", "message", piece[6:], True
+                else:
+                    head, sep, value = piece.partition(b"\ndata: ")
+                    etype = names.get(head)  # a known `event:` line, decoded once per distinct line
+                    shaped = etype is not None and bool(sep)
+                    start = head + sep if shaped else b""
             if shaped:
                 try:
                     text = value.decode()
@@ -282,4 +286,91 @@ def turn_steps(ts: TurnStream, events: list[SSEEvent], raws: list[bytes]) -> lis
     if run:
         asm.add_run(block, run, run_seq)  # type: ignore[arg-type]
     ts._cont = cont
+    return steps
+
+
+# ------------------------------------------------------------------------------------------------------ OpenAI steps
+_KIND_CLASSES = {"tool_use": InputJsonDelta, "thinking": ThinkingDelta, "text": TextDelta}  # as NeutralStream._fragment
+
+
+def neutral_steps(ns: NeutralStream, events: list[SSEEvent]) -> list[Step]:
+    """The steps of `events` for an OpenAI family (openai_common.NeutralStream), as `ns._event_steps` makes them
+    one by one: the continuation path of `turn_steps` for the families' argument and text deltas.
+
+    The family's own shortcut (`ns._take`: the common delta, its bookkeeping done) tells which block an event's one
+    fragment goes to. When that is the block (and the delta class) the previous event's fragment went to, with no
+    diagnostic and no other change, nothing the assembler would check has changed since (only the general path
+    opens, closes or stops anything, and any event it takes ends the run): the step is built here exactly as the
+    general path builds it, and the fragments of a run of such events go to the block at once
+    (`MessageAssembler.add_run`). Any other taken fragment goes to the assembler by `ns._fragment_steps` (the
+    general `_fragment`), and every other event by `ns._event_steps`."""
+    steps: list[Step] = []
+    append = steps.append
+    asm = ns.assembler
+    take = ns._take
+    new = object.__new__
+    step_cls = _turn.Step
+    classes = _KIND_CLASSES
+    cont = ns._neutral_cont
+    if cont is not None and (cont.block.closed or asm.stopped):
+        cont = None
+    idx, cls, block = (cont.index, cont.cls, cont.block) if cont is not None else (-1, str, None)
+    change = ("block_delta", idx)
+    run: list[str] = []  # fragments of the current run, not yet given to the block
+    run_seq = 0
+    for e in events:
+        try:
+            got = take(e)
+        except Exception:  # noqa: BLE001 (a bug of the shortcut: the general path names it as a decoder fault)
+            got = None
+        if got is not None:
+            i, kind, text = got
+            if i == idx and classes[kind] is cls:
+                if not run:
+                    run_seq = e.seq
+                run.append(text)
+                d: Any = new(cls)  # cls(text)
+                if cls is InputJsonDelta:
+                    d.partial_json = text
+                    d.type = "input_json_delta"
+                elif cls is TextDelta:
+                    d.text = text
+                    d.type = "text_delta"
+                else:
+                    d.thinking = text
+                    d.type = "thinking_delta"
+                ev: Any = new(ContentBlockDelta)  # ContentBlockDelta(idx, d, e.seq)
+                ev.index = idx
+                ev.delta = d
+                ev.seq = e.seq
+                ev.type = "content_block_delta"
+                st: Any = new(step_cls)  # Step(e, ev, [change], [])
+                st.sse = e
+                st.event = ev
+                st.changes = [change]
+                st.diagnostics = []
+                append(st)
+                continue
+            if run:
+                asm.add_run(block, run, run_seq)  # type: ignore[arg-type]
+                run = []
+            made = ns._fragment_steps(e, i, kind, text)
+            steps.extend(made)
+            cont = None
+            if len(made) == 1 and not made[0].diagnostics and made[0].changes == [("block_delta", i)]:
+                cont = Continuation(b"", i, classes[kind], asm.blocks[i])
+        else:
+            if run:
+                asm.add_run(block, run, run_seq)  # type: ignore[arg-type]
+                run = []
+            steps.extend(ns._event_steps(e))
+            cont = None
+        if cont is None:
+            idx, cls, block = -1, str, None
+        else:
+            idx, cls, block = cont.index, cont.cls, cont.block
+            change = ("block_delta", idx)
+    if run:
+        asm.add_run(block, run, run_seq)  # type: ignore[arg-type]
+    ns._neutral_cont = cont
     return steps

@@ -1,0 +1,250 @@
+"""The OpenAI families' fast path (inspector.stream.fastpath.neutral_steps with the families' `_take`, and the
+decoder's way for one `data: ` line blocks) gives exactly what the general path gives: the same steps (SSE events
+with their offsets and read index, neutral events, changes, diagnostics), block buffers (fragments and the event of
+each), assembler counts, final objects and outcome, however the bytes are split. Each test runs both,
+`ChatStream()` / `ResponsesStream()` and the same with `fast=False`: nothing global is switched."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from inspector.stream.family import new_stream
+from inspector.stream.openai_chat import ChatStream
+from inspector.stream.openai_common import NeutralStream
+from inspector.stream.openai_responses import ResponsesStream
+from inspector.testing.hyp import examples
+from inspector.testing.openai_ref import corpus
+
+CORPUS = corpus()
+FAMILY = {"chat": ChatStream, "responses": ResponsesStream}
+
+
+def run(cls: type[NeutralStream], reads: list[bytes], fast: bool) -> tuple[Any, ...]:
+    ts = cls(fast=fast)
+    steps = [s for r in reads for s in ts.feed(r)]
+    closing = ts.close()
+    blocks = {
+        i: (b.type, b.start, b.texts, b.fragment_events, b.nbytes, b.closed, b.stop_event, b.input, b.input_error)
+        for i, b in ts.assembler.blocks.items()
+    }
+    asm = ts.assembler
+    return (
+        steps,
+        closing,
+        ts.diagnostics,
+        ts.final_object(),
+        ts.final_message(),
+        blocks,
+        (asm.events, asm.order, asm.stopped, asm.error),
+        ts.outcome,
+        ts.events,
+        ts.ignored_after_end,
+    )
+
+
+def assert_same(cls: type[NeutralStream], reads: list[bytes]) -> None:
+    fast, general = run(cls, reads, True), run(cls, reads, False)
+    assert fast[0] == general[0]  # steps first: the most telling difference
+    assert fast[1:] == general[1:]
+
+
+def cut(data: bytes, cuts: list[int]) -> list[bytes]:
+    bounds = sorted({0, len(data), *(c % (len(data) + 1) for c in cuts)})
+    return [data[a:b] for a, b in pairwise(bounds)]
+
+
+def test_the_path_is_chosen_per_instance() -> None:
+    for cls in (ChatStream, ResponsesStream):
+        assert cls().fast and cls().decoder.fast
+        slow = cls(fast=False)
+        assert not slow.fast and not slow.decoder.fast
+    assert new_stream("openai_chat").fast and new_stream("openai_responses").fast
+
+
+# ------------------------------------------------------------------------------------------------ chat chunks
+HEAD = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-x"}
+
+
+def chunk(delta: Any, fr: Any = None, idx: Any = 0, **extra: Any) -> bytes:
+    c: dict = dict(HEAD, choices=[{"index": idx, "delta": delta, "finish_reason": fr}])
+    c.update(extra)
+    return b"data: " + orjson.dumps(c) + b"\n\n"
+
+
+def args(ti: Any, text: Any, **fn: Any) -> dict:
+    d: dict = {"function": {"arguments": text, **fn}}
+    if ti is not None:
+        d["index"] = ti
+    return {"tool_calls": [d]}
+
+
+FRAG = st.sampled_from(["{", '"a"', ": 1}", "é", '\\"', "", "x" * 40])
+CHAT_ODD = st.one_of(
+    st.builds(lambda t, i: chunk(args(0, t), idx=i), FRAG, st.integers(0, 1)),  # the run's own shape
+    st.builds(lambda t: chunk(args(1, t)), FRAG),  # another tool call
+    st.builds(lambda t: chunk(args(0, t)).replace(b"data: ", b"data:"), FRAG),  # no space: the general lines
+    st.builds(lambda t: chunk(args(0, t), usage={"prompt_tokens": 1}), FRAG),  # usage on it
+    st.builds(lambda t: chunk(args(0, t), obfuscation="Zq3"), FRAG),  # a top-level field the chunk may carry
+    st.builds(lambda t: chunk(args(0, t), error={"message": "boom"}), FRAG),
+    st.builds(lambda t: chunk({"content": t}), FRAG),
+    st.builds(lambda t: chunk({"content": t, "role": "assistant"}), FRAG),
+    st.builds(lambda t: chunk(args(None, t)), FRAG),  # no index: continues the last call
+    st.builds(lambda t: chunk(args(0, t, name="f")), FRAG),  # name repeated
+    st.builds(lambda t: chunk(args(True, t)), FRAG),  # a bool index is not 1
+    st.builds(lambda t: chunk(args(0, t), logprobs={"content": []}), FRAG),
+    st.builds(lambda t: chunk(args(0, t), object="x"), FRAG),
+    st.just(chunk({"tool_calls": [{"index": 1, "id": "call_b", "type": "function", "function": {"name": "g"}}]})),
+    st.just(chunk({}, "tool_calls")),
+    st.just(chunk({"role": "assistant"})),
+    st.just(b"data: [DONE]\n\n"),
+    st.just(b"data: {not json\n\n"),
+    st.just(b": keep-alive\n\n"),
+    st.just(b"event: message\ndata: " + orjson.dumps(dict(HEAD, choices=[])) + b"\n\n"),
+)
+
+
+def chat_stream(body: list[bytes]) -> bytes:
+    first = {"index": 0, "id": "call_a", "type": "function", "function": {"name": "f", "arguments": ""}}
+    opening = [chunk({"role": "assistant", "content": ""}), chunk({"content": "hi"}), chunk({"tool_calls": [first]})]
+    return b"".join([*opening, *body, chunk({}, "tool_calls"), b"data: [DONE]\n\n"])
+
+
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.one_of(CHAT_ODD, st.builds(lambda t: chunk(args(0, t)), FRAG)), max_size=30),
+    st.lists(st.integers(0, 10**6), max_size=20),
+    st.sampled_from(["\n", "\n", "\r\n"]),
+)
+def test_chat_runs_and_odd_chunks_agree_however_split(body: list[bytes], cuts: list[int], eol: str) -> None:
+    data = chat_stream(body).replace(b"\n", eol.encode())
+    assert_same(ChatStream, [data])
+    assert_same(ChatStream, cut(data, cuts))
+
+
+# ------------------------------------------------------------------------------------------------ responses events
+def rev(t: str, name: Any = True, **kw: Any) -> bytes:
+    d = {"type": t, **kw}
+    head = f"event: {t if name is True else name}\n".encode() if name else b""
+    return head + b"data: " + orjson.dumps(d) + b"\n\n"
+
+
+FC = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f", "arguments": ""}
+MSG = {"type": "message", "id": "msg_1", "role": "assistant", "content": []}
+
+
+@st.composite
+def responses_streams(draw: st.DrawFn) -> bytes:
+    seq = 0
+    out = []
+
+    def emit(t: str, name: Any = True, jump: int = 1, with_seq: bool = True, **kw: Any) -> None:
+        nonlocal seq
+        if with_seq:
+            kw["sequence_number"] = seq
+            seq += jump
+        out.append(rev(t, name, **kw))
+
+    emit("response.created", response={"id": "r", "object": "response", "output": []})
+    emit("response.output_item.added", output_index=0, item=MSG)
+    emit("response.content_part.added", output_index=0, content_index=0, part={"type": "output_text", "text": ""})
+    emit("response.output_item.added", output_index=1, item=FC)
+    for kind, text, oi, name, jump, with_seq, extra in draw(
+        st.lists(
+            st.tuples(
+                st.sampled_from(["args", "args", "args", "text", "reasoning", "args_done", "item_done", "bare"]),
+                FRAG,
+                st.sampled_from([1, 1, 1, 0, 2, True]),
+                st.sampled_from([True, True, False, "message", "response.other"]),
+                st.sampled_from([1, 1, 1, 0, 2]),
+                st.sampled_from([True, True, False]),
+                st.sampled_from([{}, {}, {"item_id": "fc_1"}, {"obfuscation": "q"}, {"error": None}]),
+            ),
+            max_size=30,
+        )
+    ):
+        if kind == "args":
+            emit("response.function_call_arguments.delta", name, jump, with_seq, output_index=oi, delta=text, **extra)
+        elif kind == "text":
+            emit("response.output_text.delta", name, jump, with_seq, output_index=0, content_index=0, delta=text)
+        elif kind == "reasoning":
+            emit(
+                "response.reasoning_summary_text.delta",
+                name,
+                jump,
+                with_seq,
+                output_index=0,
+                summary_index=0,
+                delta=text,
+            )
+        elif kind == "args_done":
+            emit("response.function_call_arguments.done", output_index=1, arguments='{"a": 1}')
+        elif kind == "item_done":
+            emit("response.output_item.done", output_index=1, item=dict(FC, arguments='{"a": 1}'))
+        else:
+            out.append(
+                b"data: " + orjson.dumps({"type": "response.function_call_arguments.delta", "delta": text}) + b"\n\n"
+            )
+    emit("response.completed", response={"id": "r", "object": "response", "status": "completed"})
+    return b"".join(out)
+
+
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(responses_streams(), st.lists(st.integers(0, 10**6), max_size=20), st.sampled_from(["\n", "\n", "\r\n"]))
+def test_responses_runs_and_odd_events_agree_however_split(data: bytes, cuts: list[int], eol: str) -> None:
+    data = data.replace(b"\n", eol.encode())
+    assert_same(ResponsesStream, [data])
+    assert_same(ResponsesStream, cut(data, cuts))
+
+
+# ------------------------------------------------------------------------------------------------ real streams
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(CORPUS), st.lists(st.integers(0, 10**7), max_size=30))
+def test_every_corpus_stream_agrees_both_ways_however_split(s: Any, cuts: list[int]) -> None:
+    assert_same(FAMILY[s.family], cut(s.data, cuts))
+
+
+@pytest.mark.parametrize("s", CORPUS, ids=[s.name for s in CORPUS])
+def test_every_corpus_stream_agrees_both_ways_whole(s: Any) -> None:
+    assert_same(FAMILY[s.family], [s.data])
+
+
+# ------------------------------------------------------------------------------------------------ the path is taken
+@pytest.mark.parametrize("cls", [ChatStream, ResponsesStream])
+def test_the_fast_path_is_taken_for_argument_deltas(cls: type[NeutralStream], monkeypatch: pytest.MonkeyPatch) -> None:
+    """2,000 argument deltas of one tool call: by the fast path, nearly none goes through the general mapping (nor
+    the assembler's feed); block, counts and steps are still the general path's."""
+    frags = [f'"k{i}": {i}, ' for i in range(2000)]
+    if cls is ChatStream:
+        data = chat_stream([chunk(args(0, f)) for f in frags])
+    else:
+        body = [rev("response.function_call_arguments.delta", output_index=0, delta=f) for f in frags]
+        data = b"".join(
+            [
+                rev("response.created", response={"id": "r", "object": "response", "output": []}),
+                rev("response.output_item.added", output_index=0, item=FC),
+                *body,
+                rev("response.completed", response={"id": "r", "object": "response", "status": "completed"}),
+            ]
+        )
+    calls = 0
+    real = cls._event_steps
+
+    def counting(self: NeutralStream, e: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return real(self, e)
+
+    monkeypatch.setattr(cls, "_event_steps", counting)
+    reads = cut(data, list(range(0, len(data), 4096)))
+    fast = run(cls, reads, True)
+    n_fast, calls = calls, 0
+    general = run(cls, reads, False)
+    assert calls >= 2000 and n_fast < 20
+    assert fast == general
+    assert "".join(fast[5][max(fast[5])][2]).startswith('"k0": 0, "k1": 1, ')
