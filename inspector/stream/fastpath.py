@@ -291,6 +291,90 @@ def turn_steps(ts: TurnStream, events: list[SSEEvent], raws: list[bytes]) -> lis
 
 # ------------------------------------------------------------------------------------------------------ OpenAI steps
 _KIND_CLASSES = {"tool_use": InputJsonDelta, "thinking": ThinkingDelta, "text": TextDelta}  # as NeutralStream._fragment
+_HOLE = "\x00inspector.hole\x00"  # the values a template is checked with (a data text holding either gets none)
+_HOLE_TOKEN = '"\\u0000inspector.hole\\u0000"'
+_HOLE_INT = 918273645546372819
+_MAX_MISSES = 3  # a run whose events keep differing from their template (a per-event field) stops learning one
+
+
+@dataclass(slots=True)
+class Template:
+    """The data text of the event a family's `_take` took last, with holes: `head`, the fragment's JSON string,
+    `mid`, `tail`, or, with a sequence counter, the counter's digits in its place before or after the fragment
+    (`counter_first`). Checked when learned: that text with any JSON string in the fragment's hole (and the
+    next counter in its hole) is the same JSON as the learned event's, but for those two values."""
+
+    event: str  # the SSE event name
+    head: str
+    mid: str
+    tail: str
+    counter: int | None  # the counter the next event must have (None: no counter hole)
+    counter_first: bool
+
+
+def _string_end(data: str, start: int) -> int:
+    """The end of the JSON string token that starts at `start` (a quote): just past its closing quote, or -1."""
+    j = start
+    while True:
+        j = data.find('"', j + 1)
+        if j < 0:
+            return -1
+        k = j
+        while data[k - 1] == "\\":
+            k -= 1
+        if (j - k) % 2 == 0:  # an even number of backslashes before it: not escaped
+            return j + 1
+
+
+def _at(v: Any, path: tuple) -> Any:
+    for k in path:
+        v = v[k]
+    return v
+
+
+def learn_template(ns: NeutralStream, e: SSEEvent) -> Template | None:
+    """A template from the event `ns._take` just took (see Template), or None: the fragment's string (or the
+    counter) not found as the value of its key, or the check fails."""
+    shape = ns._shape(e)
+    data = e.data
+    if shape is None or _HOLE_TOKEN in data or str(_HOLE_INT) in data:
+        return None
+    doc, path, ckey = shape
+    expected = _loads(orjson.dumps(doc))  # (a copy) with the holes' values
+    parent = _at(expected, path[:-1])
+    if _at(doc, path) == _HOLE:
+        return None
+    parent[path[-1]] = _HOLE
+    frags = [m.end() - 1 for m in re.finditer(rf'"{re.escape(path[-1])}"\s*:\s*"', data)][:4]
+    counters: list[tuple[int, int] | None] = [None]
+    if ckey is not None:
+        expected[ckey] = _HOLE_INT
+        spans = [m.span(1) for m in re.finditer(rf'"{re.escape(ckey)}"\s*:\s*([0-9]+)', data)][:4]
+        counters = [c for c in spans if int(data[c[0] : c[1]]) == doc[ckey]]
+    want = orjson.dumps(expected)
+    for s in frags:
+        end = _string_end(data, s)
+        if end < 0:
+            continue
+        for c in counters:
+            if c is None:
+                head, mid, tail, first = data[:s], "", data[end:], False
+                text = head + _HOLE_TOKEN + tail
+            elif c[0] >= end:
+                head, mid, tail, first = data[:s], data[end : c[0]], data[c[1] :], False
+                text = head + _HOLE_TOKEN + mid + str(_HOLE_INT) + tail
+            elif c[1] <= s:
+                head, mid, tail, first = data[: c[0]], data[c[1] : s], data[end:], True
+                text = head + str(_HOLE_INT) + mid + _HOLE_TOKEN + tail
+            else:
+                continue
+            try:
+                same = orjson.dumps(_loads(text)) == want  # (dumps: exact types, 1 is not 1.0 nor true)
+            except _JSONDecodeError:
+                same = False
+            if same:
+                return Template(e.event, head, mid, tail, None if c is None else doc[ckey] + 1, first)
+    return None
 
 
 def neutral_steps(ns: NeutralStream, events: list[SSEEvent]) -> list[Step]:
@@ -303,74 +387,140 @@ def neutral_steps(ns: NeutralStream, events: list[SSEEvent]) -> list[Step]:
     opens, closes or stops anything, and any event it takes ends the run): the step is built here exactly as the
     general path builds it, and the fragments of a run of such events go to the block at once
     (`MessageAssembler.add_run`). Any other taken fragment goes to the assembler by `ns._fragment_steps` (the
-    general `_fragment`), and every other event by `ns._event_steps`."""
+    general `_fragment`), and every other event by `ns._event_steps`.
+
+    Shorter still: an event whose data is the last taken one's but for the fragment's JSON string (and the next
+    sequence counter) is, by its Template, taken without being parsed (only the string is), its bookkeeping
+    done by `ns._take_same` for the run; the first event that differs ends the template (a per-event field, such
+    as OpenAI's `obfuscation`, makes every event differ: then after a few misses in a run no template is learned
+    and `_take` takes each one)."""
     steps: list[Step] = []
     append = steps.append
     asm = ns.assembler
     take = ns._take
+    loads = _loads
     new = object.__new__
     step_cls = _turn.Step
     classes = _KIND_CLASSES
     cont = ns._neutral_cont
+    tmpl = ns._neutral_template
     if cont is not None and (cont.block.closed or asm.stopped):
-        cont = None
+        cont = tmpl = None
     idx, cls, block = (cont.index, cont.cls, cont.block) if cont is not None else (-1, str, None)
     change = ("block_delta", idx)
     run: list[str] = []  # fragments of the current run, not yet given to the block
     run_seq = 0
+    same: list[str] = []  # fragments taken by the template, not yet given to the family (ns._take_same)
+    same_counter: int | None = None  # the sequence counter of the last of them
+    misses = ns._neutral_misses
+    # the template's parts, in locals (its counter is written back when it ends)
+    t_event, t_head, t_mid, t_tail, t_first, counter = _parts(tmpl)
     for e in events:
-        try:
-            got = take(e)
-        except Exception:  # noqa: BLE001 (a bug of the shortcut: the general path names it as a decoder fault)
-            got = None
-        if got is not None:
-            i, kind, text = got
-            if i == idx and classes[kind] is cls:
-                if not run:
-                    run_seq = e.seq
-                run.append(text)
-                d: Any = new(cls)  # cls(text)
-                if cls is InputJsonDelta:
-                    d.partial_json = text
-                    d.type = "input_json_delta"
-                elif cls is TextDelta:
-                    d.text = text
-                    d.type = "text_delta"
+        text: Any = None
+        if tmpl is not None:
+            if e.event == t_event:
+                data = e.data
+                if counter is None:
+                    pre, post = t_head, t_tail
+                elif t_first:
+                    pre, post = t_head + str(counter) + t_mid, t_tail
                 else:
-                    d.thinking = text
-                    d.type = "thinking_delta"
-                ev: Any = new(ContentBlockDelta)  # ContentBlockDelta(idx, d, e.seq)
-                ev.index = idx
-                ev.delta = d
-                ev.seq = e.seq
-                ev.type = "content_block_delta"
-                st: Any = new(step_cls)  # Step(e, ev, [change], [])
-                st.sse = e
-                st.event = ev
-                st.changes = [change]
-                st.diagnostics = []
-                append(st)
+                    pre, post = t_head, t_mid + str(counter) + t_tail
+                if data.startswith(pre) and data.endswith(post):
+                    try:
+                        text = loads(data[len(pre) : len(data) - len(post)])
+                    except _JSONDecodeError:
+                        pass
+            if text.__class__ is str and text:  # the data is the template with one JSON string: the same delta
+                same.append(text)
+                if counter is not None:
+                    same_counter = counter
+                    counter += 1
+            else:
+                text = None
+                misses += 1
+                tmpl = None
+        if text is None:
+            if same:
+                ns._take_same(same, same_counter)
+                same = []
+                same_counter = None
+            try:
+                got = take(e)
+            except Exception:  # noqa: BLE001 (a bug of the shortcut: the general path names it as a decoder fault)
+                got = None
+            if got is None or got[0] != idx or classes[got[1]] is not cls:
+                if run:
+                    asm.add_run(block, run, run_seq)  # type: ignore[arg-type]
+                    run = []
+                cont = tmpl = None
+                misses = 0
+                idx, cls, block = -1, str, None
+                if got is None:
+                    steps.extend(ns._event_steps(e))
+                    continue
+                i, kind, text = got
+                made = ns._fragment_steps(e, i, kind, text)
+                steps.extend(made)
+                if len(made) == 1 and not made[0].diagnostics and made[0].changes == [("block_delta", i)]:
+                    # the block took it: the next fragments for it may continue the run
+                    cont = Continuation(b"", i, classes[kind], asm.blocks[i])
+                    idx, cls, block = i, cont.cls, cont.block
+                    change = ("block_delta", idx)
+                    tmpl = _learn(ns, e)
+                    t_event, t_head, t_mid, t_tail, t_first, counter = _parts(tmpl)
                 continue
-            if run:
-                asm.add_run(block, run, run_seq)  # type: ignore[arg-type]
-                run = []
-            made = ns._fragment_steps(e, i, kind, text)
-            steps.extend(made)
-            cont = None
-            if len(made) == 1 and not made[0].diagnostics and made[0].changes == [("block_delta", i)]:
-                cont = Continuation(b"", i, classes[kind], asm.blocks[i])
+            text = got[2]
+            if misses < _MAX_MISSES:
+                tmpl = _learn(ns, e)
+                if tmpl is None:
+                    misses += 1
+                t_event, t_head, t_mid, t_tail, t_first, counter = _parts(tmpl)
+        # a fragment for the block the last one went to: the step, as the general path makes it
+        if not run:
+            run_seq = e.seq
+        run.append(text)
+        d: Any = new(cls)  # cls(text)
+        if cls is InputJsonDelta:
+            d.partial_json = text
+            d.type = "input_json_delta"
+        elif cls is TextDelta:
+            d.text = text
+            d.type = "text_delta"
         else:
-            if run:
-                asm.add_run(block, run, run_seq)  # type: ignore[arg-type]
-                run = []
-            steps.extend(ns._event_steps(e))
-            cont = None
-        if cont is None:
-            idx, cls, block = -1, str, None
-        else:
-            idx, cls, block = cont.index, cont.cls, cont.block
-            change = ("block_delta", idx)
+            d.thinking = text
+            d.type = "thinking_delta"
+        ev: Any = new(ContentBlockDelta)  # ContentBlockDelta(idx, d, e.seq)
+        ev.index = idx
+        ev.delta = d
+        ev.seq = e.seq
+        ev.type = "content_block_delta"
+        st: Any = new(step_cls)  # Step(e, ev, [change], [])
+        st.sse = e
+        st.event = ev
+        st.changes = [change]
+        st.diagnostics = []
+        append(st)
+    if same:
+        ns._take_same(same, same_counter)
     if run:
         asm.add_run(block, run, run_seq)  # type: ignore[arg-type]
+    if tmpl is not None:
+        tmpl.counter = counter
     ns._neutral_cont = cont
+    ns._neutral_template = tmpl
+    ns._neutral_misses = misses
     return steps
+
+
+def _parts(t: Template | None) -> tuple[str, str, str, str, bool, int | None]:
+    if t is None:
+        return "", "", "", "", False, None
+    return t.event, t.head, t.mid, t.tail, t.counter_first, t.counter
+
+
+def _learn(ns: NeutralStream, e: SSEEvent) -> Template | None:
+    try:
+        return learn_template(ns, e)
+    except Exception:  # noqa: BLE001 (no template: every event goes to `_take`, the same results more slowly)
+        return None

@@ -196,6 +196,7 @@ class ChatStream(NeutralStream):
             if content.__class__ is not str or not content or i is None or st.content is None:
                 return None
             st.content.append(content)
+            self._took = st.content
             self._head(c)
             return i, "text", content
         tcs = delta.get("tool_calls")
@@ -214,8 +215,20 @@ class ChatStream(NeutralStream):
             return None
         st.last_tool = ti
         tool.args.append(content)
+        self._took = tool.args
         self._head(c)
         return tool.block, "tool_use", content
+
+    def _shape(self, e: SSEEvent) -> tuple[dict, tuple, str | None] | None:
+        c = _loads(e.data)
+        delta = c["choices"][0]["delta"]
+        if "content" in delta:
+            return c, ("choices", 0, "delta", "content"), None
+        return c, ("choices", 0, "delta", "tool_calls", 0, "function", "arguments"), None
+
+    def _take_same(self, texts: list[str], counter: int | None) -> None:
+        # (the head, the choice and its last tool call are those of the chunk taken last: nothing else changes)
+        self._took.extend(texts)
 
     def _head(self, c: dict) -> None:
         head = self.head

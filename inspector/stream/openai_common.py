@@ -132,6 +132,9 @@ class NeutralStream(TurnStream):
         self.ignored_after_end = 0
         # the fast path's state between feeds: the block the last taken fragment went to (fastpath.neutral_steps)
         self._neutral_cont: fastpath.Continuation | None = None
+        self._neutral_template: fastpath.Template | None = None
+        self._neutral_misses = 0
+        self._took: list[str] = []  # where the last event `_take` took was kept (its family's fragment list)
 
     # --- mapping helpers -------------------------------------------------------------------------------------
     def _note(
@@ -313,6 +316,17 @@ class NeutralStream(TurnStream):
         (all but giving the fragment to the assembler) and return (block, kind, fragment) as `_fragment` takes
         them; else None, with nothing done. By default no event is taken."""
         return None
+
+    def _shape(self, e: SSEEvent) -> tuple[dict, tuple, str | None] | None:
+        """For an event `_take` just took: its data parsed, the path of the fragment's string in it and the key of
+        its sequence counter (None if it has none), which the fast path learns its template from; None: no
+        template (the fast path then asks `_take` for every event)."""
+        return None
+
+    def _take_same(self, texts: list[str], counter: int | None) -> None:
+        """The bookkeeping `_take` does, for events that are the one it took last but for their fragments `texts`
+        (and the sequence counter of the last: None without one), in order."""
+        raise NotImplementedError
 
     def _end(self) -> None:
         raise NotImplementedError

@@ -199,8 +199,18 @@ class ResponsesStream(NeutralStream):
             return None
         if sn is not None:
             self._last_seq = sn
-        it.texts[key].append(delta)
+        took = self._took = it.texts[key]
+        took.append(delta)
         return i, "tool_use" if kind == "tool_use" else "thinking" if kind == "thinking" else "text", delta
+
+    def _shape(self, e: SSEEvent) -> tuple[dict, tuple, str | None] | None:
+        d = _loads(e.data)
+        return d, ("delta",), "sequence_number" if d.get("sequence_number").__class__ is int else None
+
+    def _take_same(self, texts: list[str], counter: int | None) -> None:
+        self._took.extend(texts)
+        if counter is not None:
+            self._last_seq = counter
 
     def _lifecycle(self, d: dict, seq: int) -> None:
         r = d.get("response")

@@ -248,3 +248,157 @@ def test_the_fast_path_is_taken_for_argument_deltas(cls: type[NeutralStream], mo
     assert calls >= 2000 and n_fast < 20
     assert fast == general
     assert "".join(fast[5][max(fast[5])][2]).startswith('"k0": 0, "k1": 1, ')
+
+
+# ------------------------------------------------------------------------------------------------ templates
+# An event whose data text is the last taken one's but for the fragment's JSON string (and the next sequence
+# counter) is taken by a template, without parsing the rest: every change anywhere else must leave it to `_take`.
+CHAT_ARGS = (
+    '{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-x","choices":[{"index":0,'
+    '"delta":{"tool_calls":[{"index":0,"function":{"arguments":%s}}]},"finish_reason":null}]}'
+)
+RESP_ARGS = {  # the bench's order (counter after the fragment), OpenAI's (counter first), and none
+    "after": '{"type":"response.function_call_arguments.delta","output_index":0,"item_id":"fc_1","delta":%s,'
+    '"sequence_number":%d}',
+    "first": '{"type":"response.function_call_arguments.delta","sequence_number":%d,"item_id":"fc_1",'
+    '"output_index":0,"delta":%s}',
+    "none": '{"type":"response.function_call_arguments.delta","item_id":"delta","output_index":0,"delta":%s}',
+    # the fragment's key elsewhere before it: in a nested object, and a first "delta" the second one overrides
+    "nested": '{"type":"response.function_call_arguments.delta","x":{"delta":%s},"output_index":0,"delta":%s,'
+    '"sequence_number":%d}',
+    "duplicate": '{"type":"response.function_call_arguments.delta","output_index":0,"delta":%s,"delta":%s,'
+    '"sequence_number":%d}',
+}
+JSONISH = st.sampled_from(list('"\\,:{}[] 0123456789-.aeflnrstu') + ["\\u0022", "\\\\", "\\n", "\t", "null"])
+TOKENS = st.sampled_from(
+    ['"a"', '"a"', '"b"', '"\\""', '"\\\\"', '"\\u00e9"', ' "x" ', '"a\\\\\\""', '"}"', '""', '"a" "b"']
+)
+
+
+@st.composite
+def mutated(draw: st.DrawFn, text: str) -> str:
+    """`text`, maybe with a few characters replaced, inserted or deleted."""
+    for _ in range(draw(st.integers(0, 2))):
+        if not text:
+            break
+        at = draw(st.integers(0, len(text) - 1))
+        how = draw(st.sampled_from(["replace", "insert", "delete"]))
+        c = draw(JSONISH)
+        text = text[:at] + (c if how != "delete" else "") + text[at + (how != "insert") :]
+    return text
+
+
+def _delta_texts(draw: st.DrawFn, make: Any, n: int) -> list[str]:
+    out = []
+    for k in range(n):
+        tok = draw(st.one_of(TOKENS, st.builds(lambda s: orjson.dumps(s).decode(), st.text(max_size=4))))
+        text = make(tok, k)
+        out.append(draw(mutated(text)) if draw(st.integers(0, 3)) == 0 else text)
+    return out
+
+
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data(), st.integers(1, 12), st.lists(st.integers(0, 10**5), max_size=6))
+def test_chat_template_takes_only_what_the_general_path_takes(data: Any, n: int, cuts: list[int]) -> None:
+    body = [f"data: {t}\n\n".encode() for t in _delta_texts(data.draw, lambda tok, k: CHAT_ARGS % tok, n)]
+    stream = chat_stream([chunk(args(0, '{"a": ')), *body])
+    assert_same(ChatStream, [stream])
+    assert_same(ChatStream, cut(stream, cuts))
+
+
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data(), st.sampled_from(sorted(RESP_ARGS)), st.integers(1, 12), st.lists(st.integers(0, 10**5), max_size=6))
+def test_responses_template_takes_only_what_the_general_path_takes(
+    data: Any, order: str, n: int, cuts: list[int]
+) -> None:
+    fmt = RESP_ARGS[order]
+    jumps = data.draw(st.lists(st.sampled_from([1, 1, 1, 0, 2, -1]), min_size=n, max_size=n))
+    seqs = [2 + sum(jumps[: k + 1]) for k in range(n)]
+
+    def make(tok: str, k: int) -> str:
+        if order == "after":
+            return fmt % (tok, seqs[k])
+        if order in ("nested", "duplicate"):
+            return fmt % (data.draw(st.sampled_from(['"a"', '"b"'])), tok, seqs[k])
+        return fmt % (seqs[k], tok) if order == "first" else fmt % tok
+
+    texts = _delta_texts(data.draw, make, n)
+    name = data.draw(st.sampled_from(["response.function_call_arguments.delta", "message", "response.x"]))
+    seq0 = {} if order == "none" else {"sequence_number": 0}
+    seq1 = {} if order == "none" else {"sequence_number": 1}
+    seq2 = {} if order == "none" else {"sequence_number": 2}
+    stream = b"".join(
+        [
+            rev("response.created", response={"id": "r", "object": "response", "output": []}, **seq0),
+            rev("response.output_item.added", output_index=0, item=FC, **seq1),
+            rev("response.function_call_arguments.delta", output_index=0, delta="{", **seq2),
+            *[f"event: {name}\ndata: {t}\n\n".encode() for t in texts],
+            rev("response.completed", response={"id": "r", "object": "response", "status": "completed"}),
+        ]
+    )
+    assert_same(ResponsesStream, [stream])
+    assert_same(ResponsesStream, cut(stream, cuts))
+
+
+@pytest.mark.parametrize("order", ["after", "first", "none"])
+def test_the_template_is_learned_and_taken(order: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Deltas that differ only in their fragment (and counter) go by the template: `_take` parses almost none."""
+    calls = 0
+    real = ResponsesStream._take
+
+    def counting(self: ResponsesStream, e: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return real(self, e)
+
+    monkeypatch.setattr(ResponsesStream, "_take", counting)
+    fmt = RESP_ARGS[order]
+    frags = [orjson.dumps(f'"k{i}": "\\{i}", ').decode() for i in range(500)]
+    if order == "after":
+        texts = [fmt % (f, 2 + i) for i, f in enumerate(frags)]
+    else:
+        texts = [fmt % (2 + i, f) for i, f in enumerate(frags)] if order == "first" else [fmt % f for f in frags]
+    seq = {} if order == "none" else {"sequence_number": 0}
+    stream = b"".join(
+        [
+            rev("response.created", response={"id": "r", "object": "response", "output": []}, **seq),
+            rev(
+                "response.output_item.added",
+                output_index=0,
+                item=FC,
+                **({} if order == "none" else {"sequence_number": 1}),
+            ),
+            *[f"event: response.function_call_arguments.delta\ndata: {t}\n\n".encode() for t in texts],
+        ]
+    )
+    reads = cut(stream, list(range(0, len(stream), 1000)))
+    fast = run(ResponsesStream, reads, True)
+    assert calls < 10
+    assert fast == run(ResponsesStream, reads, False)
+    assert fast[5][0][2] == [orjson.loads(f) for f in frags]
+    # the same with a field that changes on every event (OpenAI's obfuscation): no template, `_take` takes each
+    calls = 0
+    noisy = stream.replace(b'"output_index":0,', b'"output_index":0,"obfuscation":"X",')
+    noisy = b"\n\n".join(part.replace(b'"X"', f'"{k}"'.encode()) for k, part in enumerate(noisy.split(b"\n\n")))
+    assert run(ResponsesStream, [noisy], True) == run(ResponsesStream, [noisy], False)
+    assert calls > 500
+
+
+@pytest.mark.parametrize("order", ["nested", "duplicate"])
+def test_the_fragments_key_elsewhere_in_the_data_is_not_taken_for_it(order: str) -> None:
+    """The first `"delta":` of the data is not the fragment (a nested object's, or one a later key overrides): the
+    template must hole the one the parsed data has, else an event whose other "delta" changed would be taken
+    with that one's string."""
+    fmt = RESP_ARGS[order]
+    texts = [fmt % ('"a"', '"x"', 3), fmt % ('"b"', '"x"', 4), fmt % ('"a"', '"y"', 5), fmt % ('"c"', '"y"', 6)]
+    stream = b"".join(
+        [
+            rev("response.created", response={"id": "r", "object": "response", "output": []}, sequence_number=0),
+            rev("response.output_item.added", output_index=0, item=FC, sequence_number=1),
+            rev("response.function_call_arguments.delta", output_index=0, delta="{", sequence_number=2),
+            *[f"event: response.function_call_arguments.delta\ndata: {t}\n\n".encode() for t in texts],
+        ]
+    )
+    fast = run(ResponsesStream, [stream], True)
+    assert fast == run(ResponsesStream, [stream], False)
+    assert fast[5][0][2] == ["{", "x", "x", "y", "y"]
