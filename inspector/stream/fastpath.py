@@ -291,18 +291,22 @@ def turn_steps(ts: TurnStream, events: list[SSEEvent], raws: list[bytes]) -> lis
 
 # ------------------------------------------------------------------------------------------------------ OpenAI steps
 _KIND_CLASSES = {"tool_use": InputJsonDelta, "thinking": ThinkingDelta, "text": TextDelta}  # as NeutralStream._fragment
-_HOLE = "\x00inspector.hole\x00"  # the values a template is checked with (a data text holding either gets none)
+_HOLE = "\x00inspector.hole\x00"  # the values a template is checked with (a data text holding any gets none)
 _HOLE_TOKEN = '"\\u0000inspector.hole\\u0000"'
+_FREE = "\x00inspector.free\x00"
+_FREE_TOKEN = '"\\u0000inspector.free\\u0000"'
 _HOLE_INT = 918273645546372819
-_MAX_MISSES = 3  # a run whose events keep differing from their template (a per-event field) stops learning one
+_MAX_MISSES = 3  # a run whose events keep differing from their template stops learning one
 
 
 @dataclass(slots=True)
 class Template:
     """The data text of the event a family's `_take` took last, with holes: `head`, the fragment's JSON string,
-    `mid`, `tail`, or, with a sequence counter, the counter's digits in its place before or after the fragment
-    (`counter_first`). Checked when learned: that text with any JSON string in the fragment's hole (and the
-    next counter in its hole) is the same JSON as the learned event's, but for those two values."""
+    `mid`, `tail`; with a sequence counter, the counter's digits in its place before or after the fragment
+    (`counter_first`); with a free field (one the family ignores, such as OpenAI's per-event `obfuscation`), its
+    string last, after `free_mid` (then `tail` is what follows that string), taken when it is plain ASCII letters
+    and digits. Checked when learned: that text with any JSON string in the fragment's hole (and the next counter,
+    and any string in the free field's hole) is the same JSON as the learned event's but for those values."""
 
     event: str  # the SSE event name
     head: str
@@ -310,6 +314,7 @@ class Template:
     tail: str
     counter: int | None  # the counter the next event must have (None: no counter hole)
     counter_first: bool
+    free_mid: str | None = None  # (None: no free hole)
 
 
 def _string_end(data: str, start: int) -> int:
@@ -332,48 +337,67 @@ def _at(v: Any, path: tuple) -> Any:
     return v
 
 
+def _string_spans(data: str, key: str) -> list[tuple[int, int]]:
+    """Where a string value of `key` may be in `data`: (its opening quote, just past its closing quote)."""
+    out = []
+    for m in re.finditer(rf'"{re.escape(key)}"\s*:\s*"', data):
+        end = _string_end(data, m.end() - 1)
+        if end > 0:
+            out.append((m.end() - 1, end))
+        if len(out) == 4:
+            break
+    return out
+
+
 def learn_template(ns: NeutralStream, e: SSEEvent) -> Template | None:
     """A template from the event `ns._take` just took (see Template), or None: the fragment's string (or the
-    counter) not found as the value of its key, or the check fails."""
+    counter, or the free field) not found as the value of its key, or the check fails."""
     shape = ns._shape(e)
     data = e.data
-    if shape is None or _HOLE_TOKEN in data or str(_HOLE_INT) in data:
+    if shape is None or _HOLE_TOKEN in data or _FREE_TOKEN in data or str(_HOLE_INT) in data:
         return None
-    doc, path, ckey = shape
+    doc, path, ckey, fkey = shape
     expected = _loads(orjson.dumps(doc))  # (a copy) with the holes' values
-    parent = _at(expected, path[:-1])
     if _at(doc, path) == _HOLE:
         return None
-    parent[path[-1]] = _HOLE
-    frags = [m.end() - 1 for m in re.finditer(rf'"{re.escape(path[-1])}"\s*:\s*"', data)][:4]
+    _at(expected, path[:-1])[path[-1]] = _HOLE
     counters: list[tuple[int, int] | None] = [None]
     if ckey is not None:
         expected[ckey] = _HOLE_INT
         spans = [m.span(1) for m in re.finditer(rf'"{re.escape(ckey)}"\s*:\s*([0-9]+)', data)][:4]
         counters = [c for c in spans if int(data[c[0] : c[1]]) == doc[ckey]]
+    frees: list[tuple[int, int] | None] = [None]
+    if fkey is not None:
+        if doc[fkey] == _FREE:
+            return None
+        expected[fkey] = _FREE
+        frees = list(_string_spans(data, fkey))
     want = orjson.dumps(expected)
-    for s in frags:
-        end = _string_end(data, s)
-        if end < 0:
-            continue
+    for s, end in _string_spans(data, path[-1]):
         for c in counters:
-            if c is None:
-                head, mid, tail, first = data[:s], "", data[end:], False
-                text = head + _HOLE_TOKEN + tail
-            elif c[0] >= end:
-                head, mid, tail, first = data[:s], data[end : c[0]], data[c[1] :], False
-                text = head + _HOLE_TOKEN + mid + str(_HOLE_INT) + tail
-            elif c[1] <= s:
-                head, mid, tail, first = data[: c[0]], data[c[1] : s], data[end:], True
-                text = head + str(_HOLE_INT) + mid + _HOLE_TOKEN + tail
-            else:
-                continue
-            try:
-                same = orjson.dumps(_loads(text)) == want  # (dumps: exact types, 1 is not 1.0 nor true)
-            except _JSONDecodeError:
-                same = False
-            if same:
-                return Template(e.event, head, mid, tail, None if c is None else doc[ckey] + 1, first)
+            for f in frees:
+                if f is not None and (f[0] < end or (c is not None and c[0] >= end)):
+                    continue  # (a free field is taken last, after the fragment and the counter)
+                free_mid, after = (None, data[end:]) if f is None else (data[end : f[0]], data[f[1] :])
+                free = "" if f is None else free_mid + _FREE_TOKEN  # type: ignore[operator]
+                if c is None:
+                    head, mid, tail, first = data[:s], "", after, False
+                    text = head + _HOLE_TOKEN + free + tail
+                elif c[0] >= end:
+                    head, mid, tail, first = data[:s], data[end : c[0]], data[c[1] :], False
+                    text = head + _HOLE_TOKEN + mid + str(_HOLE_INT) + tail
+                elif c[1] <= s:
+                    head, mid, tail, first = data[: c[0]], data[c[1] : s], after, True
+                    text = head + str(_HOLE_INT) + mid + _HOLE_TOKEN + free + tail
+                else:
+                    continue
+                try:
+                    same = orjson.dumps(_loads(text)) == want  # (dumps: exact types, 1 is not 1.0 nor true)
+                except _JSONDecodeError:
+                    same = False
+                if same:
+                    counter = None if c is None else doc[ckey] + 1
+                    return Template(e.event, head, mid, tail, counter, first, free_mid)
     return None
 
 
@@ -414,7 +438,7 @@ def neutral_steps(ns: NeutralStream, events: list[SSEEvent]) -> list[Step]:
     same_counter: int | None = None  # the sequence counter of the last of them
     misses = ns._neutral_misses
     # the template's parts, in locals (its counter is written back when it ends)
-    t_event, t_head, t_mid, t_tail, t_first, counter = _parts(tmpl)
+    t_event, t_head, t_mid, t_tail, t_first, counter, t_free = _parts(tmpl)
     for e in events:
         text: Any = None
         if tmpl is not None:
@@ -426,11 +450,31 @@ def neutral_steps(ns: NeutralStream, events: list[SSEEvent]) -> list[Step]:
                     pre, post = t_head + str(counter) + t_mid, t_tail
                 else:
                     pre, post = t_head, t_mid + str(counter) + t_tail
-                if data.startswith(pre) and data.endswith(post):
-                    try:
-                        text = loads(data[len(pre) : len(data) - len(post)])
-                    except _JSONDecodeError:
-                        pass
+                if t_free is None:
+                    if data.startswith(pre) and data.endswith(post):
+                        try:
+                            text = loads(data[len(pre) : len(data) - len(post)])
+                        except _JSONDecodeError:
+                            pass
+                elif data.startswith(pre) and data.endswith(post):
+                    # the free field's string ends just before `post` (the tail): plain letters and digits back to
+                    # its opening quote, and `free_mid` before that
+                    q = len(data) - len(post) - 1
+                    s = data.rfind('"', 0, q)
+                    k = s - len(t_free)
+                    free = data[s + 1 : q]
+                    if (
+                        q > len(pre)
+                        and data[q] == '"'
+                        and k >= len(pre)
+                        and free.isalnum()
+                        and free.isascii()
+                        and data.startswith(t_free, k)
+                    ):
+                        try:
+                            text = loads(data[len(pre) : k])
+                        except _JSONDecodeError:
+                            pass
             if text.__class__ is str and text:  # the data is the template with one JSON string: the same delta
                 same.append(text)
                 if counter is not None:
@@ -468,14 +512,14 @@ def neutral_steps(ns: NeutralStream, events: list[SSEEvent]) -> list[Step]:
                     idx, cls, block = i, cont.cls, cont.block
                     change = ("block_delta", idx)
                     tmpl = _learn(ns, e)
-                    t_event, t_head, t_mid, t_tail, t_first, counter = _parts(tmpl)
+                    t_event, t_head, t_mid, t_tail, t_first, counter, t_free = _parts(tmpl)
                 continue
             text = got[2]
             if misses < _MAX_MISSES:
                 tmpl = _learn(ns, e)
                 if tmpl is None:
                     misses += 1
-                t_event, t_head, t_mid, t_tail, t_first, counter = _parts(tmpl)
+                t_event, t_head, t_mid, t_tail, t_first, counter, t_free = _parts(tmpl)
         # a fragment for the block the last one went to: the step, as the general path makes it
         if not run:
             run_seq = e.seq
@@ -513,10 +557,10 @@ def neutral_steps(ns: NeutralStream, events: list[SSEEvent]) -> list[Step]:
     return steps
 
 
-def _parts(t: Template | None) -> tuple[str, str, str, str, bool, int | None]:
+def _parts(t: Template | None) -> tuple[str, str, str, str, bool, int | None, str | None]:
     if t is None:
-        return "", "", "", "", False, None
-    return t.event, t.head, t.mid, t.tail, t.counter_first, t.counter
+        return "", "", "", "", False, None, None
+    return t.event, t.head, t.mid, t.tail, t.counter_first, t.counter, t.free_mid
 
 
 def _learn(ns: NeutralStream, e: SSEEvent) -> Template | None:

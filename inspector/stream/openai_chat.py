@@ -219,12 +219,12 @@ class ChatStream(NeutralStream):
         self._head(c)
         return tool.block, "tool_use", content
 
-    def _shape(self, e: SSEEvent) -> tuple[dict, tuple, str | None] | None:
+    def _shape(self, e: SSEEvent) -> tuple[dict, tuple, str | None, str | None] | None:
         c = _loads(e.data)
-        delta = c["choices"][0]["delta"]
-        if "content" in delta:
-            return c, ("choices", 0, "delta", "content"), None
-        return c, ("choices", 0, "delta", "tool_calls", 0, "function", "arguments"), None
+        free = "obfuscation" if c.get("obfuscation").__class__ is str else None  # (OpenAI's, on every chunk)
+        if "content" in c["choices"][0]["delta"]:
+            return c, ("choices", 0, "delta", "content"), None, free
+        return c, ("choices", 0, "delta", "tool_calls", 0, "function", "arguments"), None, free
 
     def _take_same(self, texts: list[str], counter: int | None) -> None:
         # (the head, the choice and its last tool call are those of the chunk taken last: nothing else changes)

@@ -317,10 +317,11 @@ class NeutralStream(TurnStream):
         them; else None, with nothing done. By default no event is taken."""
         return None
 
-    def _shape(self, e: SSEEvent) -> tuple[dict, tuple, str | None] | None:
-        """For an event `_take` just took: its data parsed, the path of the fragment's string in it and the key of
-        its sequence counter (None if it has none), which the fast path learns its template from; None: no
-        template (the fast path then asks `_take` for every event)."""
+    def _shape(self, e: SSEEvent) -> tuple[dict, tuple, str | None, str | None] | None:
+        """For an event `_take` just took: its data parsed, the path of the fragment's string in it, the key of its
+        sequence counter and that of a top-level string field `_take` and `_event` ignore (each None if it has
+        none), which the fast path learns its template from; None: no template (the fast path then asks `_take`
+        for every event)."""
         return None
 
     def _take_same(self, texts: list[str], counter: int | None) -> None:

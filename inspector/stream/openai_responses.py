@@ -203,9 +203,11 @@ class ResponsesStream(NeutralStream):
         took.append(delta)
         return i, "tool_use" if kind == "tool_use" else "thinking" if kind == "thinking" else "text", delta
 
-    def _shape(self, e: SSEEvent) -> tuple[dict, tuple, str | None] | None:
+    def _shape(self, e: SSEEvent) -> tuple[dict, tuple, str | None, str | None] | None:
         d = _loads(e.data)
-        return d, ("delta",), "sequence_number" if d.get("sequence_number").__class__ is int else None
+        counter = "sequence_number" if d.get("sequence_number").__class__ is int else None
+        free = "obfuscation" if d.get("obfuscation").__class__ is str else None  # (OpenAI's, on every delta)
+        return d, ("delta",), counter, free
 
     def _take_same(self, texts: list[str], counter: int | None) -> None:
         self._took.extend(texts)

@@ -268,7 +268,13 @@ RESP_ARGS = {  # the bench's order (counter after the fragment), OpenAI's (count
     '"sequence_number":%d}',
     "duplicate": '{"type":"response.function_call_arguments.delta","output_index":0,"delta":%s,"delta":%s,'
     '"sequence_number":%d}',
+    # OpenAI's: the counter first and a per-event `obfuscation` last (the template's free field)
+    "obfuscated": '{"type":"response.function_call_arguments.delta","sequence_number":%d,"item_id":"fc_1",'
+    '"output_index":0,"delta":%s,"obfuscation":%s}',
 }
+FREE = st.sampled_from(
+    ['"Ab1"', '"x"', '"Ab1"', '""', '"a\\"b"', '"\u00e9"', '"a b"', "null", "7", '"obfuscation"', '"a\\x"', '"a\tb"']
+)  # (the last two are not JSON: an unknown escape, a raw tab)
 JSONISH = st.sampled_from(list('"\\,:{}[] 0123456789-.aeflnrstu') + ["\\u0022", "\\\\", "\\n", "\t", "null"])
 TOKENS = st.sampled_from(
     ['"a"', '"a"', '"b"', '"\\""', '"\\\\"', '"\\u00e9"', ' "x" ', '"a\\\\\\""', '"}"', '""', '"a" "b"']
@@ -300,7 +306,12 @@ def _delta_texts(draw: st.DrawFn, make: Any, n: int) -> list[str]:
 @settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data(), st.integers(1, 12), st.lists(st.integers(0, 10**5), max_size=6))
 def test_chat_template_takes_only_what_the_general_path_takes(data: Any, n: int, cuts: list[int]) -> None:
-    body = [f"data: {t}\n\n".encode() for t in _delta_texts(data.draw, lambda tok, k: CHAT_ARGS % tok, n)]
+    obfuscated = data.draw(st.booleans())  # OpenAI's per-chunk `obfuscation`, last (the template's free field)
+
+    def make(tok: str, k: int) -> str:
+        return CHAT_ARGS % tok if not obfuscated else (CHAT_ARGS % tok)[:-1] + f',"obfuscation":{data.draw(FREE)}}}'
+
+    body = [f"data: {t}\n\n".encode() for t in _delta_texts(data.draw, make, n)]
     stream = chat_stream([chunk(args(0, '{"a": ')), *body])
     assert_same(ChatStream, [stream])
     assert_same(ChatStream, cut(stream, cuts))
@@ -320,6 +331,8 @@ def test_responses_template_takes_only_what_the_general_path_takes(
             return fmt % (tok, seqs[k])
         if order in ("nested", "duplicate"):
             return fmt % (data.draw(st.sampled_from(['"a"', '"b"'])), tok, seqs[k])
+        if order == "obfuscated":
+            return fmt % (seqs[k], tok, data.draw(FREE))
         return fmt % (seqs[k], tok) if order == "first" else fmt % tok
 
     texts = _delta_texts(data.draw, make, n)
@@ -376,7 +389,13 @@ def test_the_template_is_learned_and_taken(order: str, monkeypatch: pytest.Monke
     assert calls < 10
     assert fast == run(ResponsesStream, reads, False)
     assert fast[5][0][2] == [orjson.loads(f) for f in frags]
-    # the same with a field that changes on every event (OpenAI's obfuscation): no template, `_take` takes each
+    # a field that changes on every event (OpenAI's obfuscation), last: the template's free field
+    calls = 0
+    parts = stream.split(b"\n\n")
+    last = b"\n\n".join(p[:-1] + b',"obfuscation":"%dz"}' % k if k > 1 else p for k, p in enumerate(parts))
+    assert run(ResponsesStream, [last], True) == run(ResponsesStream, [last], False)
+    assert calls < 10 if order != "after" else calls > 500  # (a free field after the counter only)
+    # ... and anywhere else: no template, `_take` takes each one
     calls = 0
     noisy = stream.replace(b'"output_index":0,', b'"output_index":0,"obfuscation":"X",')
     noisy = b"\n\n".join(part.replace(b'"X"', f'"{k}"'.encode()) for k, part in enumerate(noisy.split(b"\n\n")))
