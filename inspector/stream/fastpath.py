@@ -1,22 +1,31 @@
 """The engine's one fast path: shorter ways, with the same results, for the shapes that make up most of a stream.
 
 Everything else is the general path's, and this module calls the general path's own helpers for it
-(`SSEDecoder._line` / `_dispatch`, `TurnStream._step`, `MessageAssembler.add_run`); nothing here decides anything
-the general path does not. `SSEDecoder(fast=False)` / `TurnStream(fast=False)` run without it: the tests compare
+(`SSEDecoder._line` / `_dispatch`, `TurnStream._step`, `MessageAssembler.add_run`, the OpenAI families' `_take`,
+`_fragment_steps`, `_event_steps`); nothing here decides anything the general path does not. `SSEDecoder(fast=False)` / `TurnStream(fast=False)` run without it: the tests compare
 both on every case (tests/stream/test_hotpath.py), and tools/bench_engine.py measures what each part buys.
 
 0. `parse_event` (in `TurnStream._step`): a well-formed text/json/thinking delta is made without the general
    parser's checks, which it passes by construction.
 1. `decode_lf` (in `SSEDecoder`, for bytes without CR): the bytes are cut at blank lines; a block that is one
-   `event:` line of a known name and one `data: ` line (the shape the API sends) becomes an event at once, with
-   the decoder's state in local variables. Any other block goes line by line through the general helpers.
+   `event:` line of a known name and one `data: ` line (the shape the API sends), or one `data: ` line alone
+   (OpenAI Chat Completions), becomes an event at once, with the decoder's state in local variables. Any other
+   block goes line by line through the general helpers.
 2. `turn_steps` (in `TurnStream`): the continuation path. The API writes every delta of a block the same way up to
    the fragment's JSON string, so an event whose data is that head, one JSON string and "}}" is a delta for the
    block the previous delta went to. Only the string is parsed (from the bytes that came in), the event and the
    step are built here exactly as the general path builds them, and the fragments of a run of such events go to
    the block at once (`MessageAssembler.add_run`).
+3. `neutral_steps` (in `openai_common.NeutralStream`, the OpenAI families): the continuation path for their
+   argument and text deltas. The family's shortcut (`_take`: its own checks and bookkeeping, all the general
+   `_event` does for such an event but feeding the assembler) says which block an event's fragment goes to; a run
+   of fragments for the block the last one went to is built here and given to the block at once, as in 2. And an
+   event whose data is the last taken one's with another fragment string (and the next sequence_number, and any
+   plain `obfuscation`) is taken by a `Template`, checked when it is learned, parsing only the fragment's string.
+   `ChatStream(fast=False)` / `ResponsesStream(fast=False)` map every event by `_event` alone
+   (tests/stream/test_openai_fastpath.py compares both).
 
-1 and 2 build their objects with `object.__new__` and attribute stores, which costs less than the dataclass
+1, 2 and 3 build their objects with `object.__new__` and attribute stores, which costs less than the dataclass
 `__init__` call; every field is set (tests/stream/test_hotpath.py compares the objects with the general path's).
 
 What each buys (tools/bench_engine.py --parts, on a loaded 2-core machine, 10,000 text events / a 256 KB tool input
