@@ -413,10 +413,13 @@ def responses_text_stream(n_events: int) -> bytes:
     return b"".join(out)
 
 
-def run_ours_openai(family: str, reads: list[bytes]):
+def run_ours_openai(family: str, reads: list[bytes], fast: bool = True):
+    """Ours, as the proxy and dump make it (family.new_stream), or the general path alone (`fast=False`)."""
     from inspector.stream.family import new_stream
+    from inspector.stream.openai_chat import ChatStream
+    from inspector.stream.openai_responses import ResponsesStream
 
-    ts = new_stream(family)  # type: ignore[arg-type]
+    ts: Any = new_stream(family) if fast else (ChatStream if family == "openai_chat" else ResponsesStream)(fast=False)  # type: ignore[arg-type]
     for r in reads:
         ts.feed(r)
     ts.close()
@@ -560,6 +563,15 @@ def bench_openai(
         lin = t_big / t_mid
         ok = ok and lin <= 4.5
         print(f"{'':>34} linearity: {size(big)} / {size(big // 4)} args = {lin:.2f}x for 4x the input (target <= 4.5x)")
+        # what the fast path (inspector.stream.fastpath.neutral_steps, templates) buys: the general path alone
+        for obf in (False, True):
+            r = realistic_reads(tool(big // 4, frag, obf))
+            t_gen, _ = timed(lambda f=family, x=r: run_ours_openai(f, x, fast=False), repeat)
+            t_fast, _ = timed(lambda f=family, x=r: run_ours_openai(f, x), repeat)
+            print(
+                f"{'':>34} fast path: {t_gen / t_fast:.1f}x over the general path alone (fast=False) at"
+                f" {size(big // 4)} args{', obfuscated' if obf else ''} ({fmt_t(t_gen).strip()} / {fmt_t(t_fast).strip()})"
+            )
     print(
         f"targets: (c) {'PASS' if ok else 'MISS'} (ours from bytes >= 20x the SDK's accumulator alone at {size(big)}"
         " of arguments, plain and obfuscated; linear)"
