@@ -479,14 +479,26 @@ def check_openai(family: str, ours: Any, sdk: Any) -> None:
         assert joined == done, "responses: delta folding differs from the .done values"
 
 
-def run_ours_from_events(family: str, events: list) -> Any:
-    """Ours given its SSE events decoded beforehand (as the SDK's accumulator is given its events): the steps and
-    the assembly alone, without the SSE decoder (a NeutralStream's `_steps`, the step of `feed` after decoding)."""
+def run_ours_from_events(family: str, batches: list[list]) -> Any:
+    """Ours given its SSE events decoded beforehand (as the SDK's accumulator is given its events), read by read:
+    the steps and the assembly alone, without the SSE decoder (a NeutralStream's `_steps`, what `feed` does after
+    decoding)."""
     from inspector.stream.family import new_stream
 
     ts: Any = new_stream(family)  # type: ignore[arg-type]
-    ts._steps(events, [])
+    for events in batches:
+        ts._steps(events, [])
     return ts
+
+
+def timed_without_gc(fn, repeat: int) -> tuple[float, object]:
+    """`timed` with the garbage collector paused: for the SDK's accumulator, whose input (every event, built and
+    typed beforehand, all alive at once) would make Python collect more often than it does while streaming."""
+    gc.disable()
+    try:
+        return timed(fn, repeat)
+    finally:
+        gc.enable()
 
 
 def bench_openai(
@@ -507,11 +519,13 @@ def bench_openai(
     print("    ResponseStreamState). What each is given, and what its time includes:")
     print("      ours       the raw bytes, in reads of 1-16 KiB: SSE decoding, JSON parsing, the neutral steps, the")
     print("                 per-index blocks, the arguments parsed once at the end (new_stream(...).feed / close)")
-    print("      events     ours given its SSE events decoded beforehand: JSON parsing, steps, blocks, parse at end")
     print("      SDK        the SDK's whole path on the bytes: its SSE decoder + json + construct_type + the state")
     print("      accum      the SDK's state alone, given its events already SSE-decoded, JSON-parsed and typed")
     print("                 (construct_type) outside the timing: acc/ours compares its accumulation alone with our")
-    print("                 whole path from bytes (so it understates ours), acc/evs with ours from decoded events")
+    print("                 whole path from bytes (so it understates ours), acc/evs with ours from decoded events;")
+    print("                 timed with the garbage collector paused (its input, all its events alive at once, would")
+    print("                 make Python collect more than while streaming: up to a third of its time)")
+    print("      events     ours given its SSE events decoded beforehand, read by read (the same batches as `ours`)")
     big = 256 * KB if quick else 1 * MB
     frag = 20
     n_text = 10_000
@@ -536,15 +550,15 @@ def bench_openai(
             reads = realistic_reads(data)
             t_ours, ours = timed(lambda f=family, r=reads: run_ours_openai(f, r), repeat)
             dec = OurDecoder()
-            evs = [e for r in reads for e in dec.feed(r)]
-            t_evs, _ = timed(lambda f=family, x=evs: run_ours_from_events(f, x), repeat)
+            batches = [dec.feed(r) for r in reads]
+            t_evs, _ = timed(lambda f=family, x=batches: run_ours_from_events(f, x), repeat)
             objs = openai_sdk_objects(family, data)
             sdk_repeat = 1 if is_big else repeat
             t_sdk = None
             if whole_sdk:
                 t_sdk, sdk = timed(lambda f=family, r=reads: run_openai_sdk(f, r), sdk_repeat)
                 check_openai(family, ours, sdk)
-            t_acc, acc = timed(lambda f=family, r=reads, o=objs: run_openai_sdk(f, r, o), sdk_repeat)
+            t_acc, acc = timed_without_gc(lambda f=family, r=reads, o=objs: run_openai_sdk(f, r, o), sdk_repeat)
             check_openai(family, ours, acc)
             n = ours.events
             whole = f"{t_sdk / t_ours:7.0f}x" if t_sdk is not None else f"{'-':>8}"
