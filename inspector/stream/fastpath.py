@@ -1,22 +1,31 @@
 """The engine's one fast path: shorter ways, with the same results, for the shapes that make up most of a stream.
 
 Everything else is the general path's, and this module calls the general path's own helpers for it
-(`SSEDecoder._line` / `_dispatch`, `TurnStream._step`, `MessageAssembler.add_run`); nothing here decides anything
-the general path does not. `SSEDecoder(fast=False)` / `TurnStream(fast=False)` run without it: the tests compare
+(`SSEDecoder._line` / `_dispatch`, `TurnStream._step`, `MessageAssembler.add_run`, the OpenAI families' `_take`,
+`_fragment_steps`, `_event_steps`); nothing here decides anything the general path does not. `SSEDecoder(fast=False)` / `TurnStream(fast=False)` run without it: the tests compare
 both on every case (tests/stream/test_hotpath.py), and tools/bench_engine.py measures what each part buys.
 
 0. `parse_event` (in `TurnStream._step`): a well-formed text/json/thinking delta is made without the general
    parser's checks, which it passes by construction.
 1. `decode_lf` (in `SSEDecoder`, for bytes without CR): the bytes are cut at blank lines; a block that is one
-   `event:` line of a known name and one `data: ` line (the shape the API sends) becomes an event at once, with
-   the decoder's state in local variables. Any other block goes line by line through the general helpers.
+   `event:` line of a known name and one `data: ` line (the shape the API sends), or one `data: ` line alone
+   (OpenAI Chat Completions), becomes an event at once, with the decoder's state in local variables. Any other
+   block goes line by line through the general helpers.
 2. `turn_steps` (in `TurnStream`): the continuation path. The API writes every delta of a block the same way up to
    the fragment's JSON string, so an event whose data is that head, one JSON string and "}}" is a delta for the
    block the previous delta went to. Only the string is parsed (from the bytes that came in), the event and the
    step are built here exactly as the general path builds them, and the fragments of a run of such events go to
    the block at once (`MessageAssembler.add_run`).
+3. `neutral_steps` (in `openai_common.NeutralStream`, the OpenAI families): the continuation path for their
+   argument and text deltas. The family's shortcut (`_take`: its own checks and bookkeeping, all the general
+   `_event` does for such an event but feeding the assembler) says which block an event's fragment goes to; a run
+   of fragments for the block the last one went to is built here and given to the block at once, as in 2. And an
+   event whose data is the last taken one's with another fragment string (and the next sequence_number, and any
+   plain `obfuscation`) is taken by a `Template`, checked when it is learned, parsing only the fragment's string.
+   `ChatStream(fast=False)` / `ResponsesStream(fast=False)` map every event by `_event` alone
+   (tests/stream/test_openai_fastpath.py compares both).
 
-1 and 2 build their objects with `object.__new__` and attribute stores, which costs less than the dataclass
+1, 2 and 3 build their objects with `object.__new__` and attribute stores, which costs less than the dataclass
 `__init__` call; every field is set (tests/stream/test_hotpath.py compares the objects with the general path's).
 
 What each buys (tools/bench_engine.py --parts, on a loaded 2-core machine, 10,000 text events / a 256 KB tool input
@@ -52,10 +61,11 @@ from inspector.stream.protocol import (
 
 if TYPE_CHECKING:
     from inspector.stream.diagnostics import Diagnostic
+    from inspector.stream.openai_common import NeutralStream
     from inspector.stream.sse import SSEDecoder, SSEEvent
     from inspector.stream.turn import Step, TurnStream
 
-__all__ = ["Continuation", "decode_lf", "parse_event", "turn_steps"]
+__all__ = ["Continuation", "decode_lf", "neutral_steps", "parse_event", "turn_steps"]
 
 _loads = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
@@ -119,10 +129,13 @@ def _pieces(dec: SSEDecoder, pieces: list[bytes], off: int, ri: int, events: lis
             value = piece.removeprefix(start)
             shaped = len(value) != len(piece)
             if not shaped:  # not the last start: is the piece API-shaped at all?
-                head, sep, value = piece.partition(b"\ndata: ")
-                etype = names.get(head)  # a known `event:` line, decoded once per distinct line
-                shaped = etype is not None and bool(sep)
-                start = head + sep if shaped else b""
+                if piece[:6] == b"data: ":  # one `data: ` line without an `event:` line (OpenAI Chat Completions)
+                    start, etype, value, shaped = b"data: ", "message", piece[6:], True
+                else:
+                    head, sep, value = piece.partition(b"\ndata: ")
+                    etype = names.get(head)  # a known `event:` line, decoded once per distinct line
+                    shaped = etype is not None and bool(sep)
+                    start = head + sep if shaped else b""
             if shaped:
                 try:
                     text = value.decode()
@@ -283,3 +296,284 @@ def turn_steps(ts: TurnStream, events: list[SSEEvent], raws: list[bytes]) -> lis
         asm.add_run(block, run, run_seq)  # type: ignore[arg-type]
     ts._cont = cont
     return steps
+
+
+# ------------------------------------------------------------------------------------------------------ OpenAI steps
+_KIND_CLASSES = {"tool_use": InputJsonDelta, "thinking": ThinkingDelta, "text": TextDelta}  # as NeutralStream._fragment
+_HOLE = "\x00inspector.hole\x00"  # the values a template is checked with (a data text holding any gets none)
+_HOLE_TOKEN = '"\\u0000inspector.hole\\u0000"'
+_FREE = "\x00inspector.free\x00"
+_FREE_TOKEN = '"\\u0000inspector.free\\u0000"'
+_HOLE_INT = 918273645546372819
+_MAX_MISSES = 3  # a run whose events keep differing from their template stops learning one
+
+
+@dataclass(slots=True)
+class Template:
+    """The data text of the event a family's `_take` took last, with holes: `head`, the fragment's JSON string,
+    `mid`, `tail`; with a sequence counter, the counter's digits in its place before or after the fragment
+    (`counter_first`); with a free field (one the family ignores, such as OpenAI's per-event `obfuscation`), its
+    string last, after `free_mid` (then `tail` is what follows that string), taken when it is plain ASCII letters
+    and digits. Checked when learned: that text with any JSON string in the fragment's hole (and the next counter,
+    and any string in the free field's hole) is the same JSON as the learned event's but for those values."""
+
+    event: str  # the SSE event name
+    head: str
+    mid: str
+    tail: str
+    counter: int | None  # the counter the next event must have (None: no counter hole)
+    counter_first: bool
+    free_mid: str | None = None  # (None: no free hole)
+
+
+def _string_end(data: str, start: int) -> int:
+    """The end of the JSON string token that starts at `start` (a quote): just past its closing quote, or -1."""
+    j = start
+    while True:
+        j = data.find('"', j + 1)
+        if j < 0:
+            return -1
+        k = j
+        while data[k - 1] == "\\":
+            k -= 1
+        if (j - k) % 2 == 0:  # an even number of backslashes before it: not escaped
+            return j + 1
+
+
+def _at(v: Any, path: tuple) -> Any:
+    for k in path:
+        v = v[k]
+    return v
+
+
+def _string_spans(data: str, key: str) -> list[tuple[int, int]]:
+    """Where a string value of `key` may be in `data`: (its opening quote, just past its closing quote)."""
+    out = []
+    for m in re.finditer(rf'"{re.escape(key)}"\s*:\s*"', data):
+        end = _string_end(data, m.end() - 1)
+        if end > 0:
+            out.append((m.end() - 1, end))
+        if len(out) == 4:
+            break
+    return out
+
+
+def learn_template(ns: NeutralStream, e: SSEEvent) -> Template | None:
+    """A template from the event `ns._take` just took (see Template), or None: the fragment's string (or the
+    counter, or the free field) not found as the value of its key, or the check fails."""
+    shape = ns._shape(e)
+    data = e.data
+    if shape is None or _HOLE_TOKEN in data or _FREE_TOKEN in data or str(_HOLE_INT) in data:
+        return None
+    doc, path, ckey, fkey = shape
+    expected = _loads(orjson.dumps(doc))  # (a copy) with the holes' values
+    if _at(doc, path) == _HOLE:
+        return None
+    _at(expected, path[:-1])[path[-1]] = _HOLE
+    counters: list[tuple[int, int] | None] = [None]
+    if ckey is not None:
+        expected[ckey] = _HOLE_INT
+        spans = [m.span(1) for m in re.finditer(rf'"{re.escape(ckey)}"\s*:\s*([0-9]+)', data)][:4]
+        counters = [c for c in spans if int(data[c[0] : c[1]]) == doc[ckey]]
+    frees: list[tuple[int, int] | None] = [None]
+    if fkey is not None:
+        if doc[fkey] == _FREE:
+            return None
+        expected[fkey] = _FREE
+        frees = list(_string_spans(data, fkey))
+    want = orjson.dumps(expected)
+    for s, end in _string_spans(data, path[-1]):
+        for c in counters:
+            for f in frees:
+                if f is not None and (f[0] < end or (c is not None and c[0] >= end)):
+                    continue  # (a free field is taken last, after the fragment and the counter)
+                free_mid, after = (None, data[end:]) if f is None else (data[end : f[0]], data[f[1] :])
+                free = "" if f is None else free_mid + _FREE_TOKEN  # type: ignore[operator]
+                if c is None:
+                    head, mid, tail, first = data[:s], "", after, False
+                    text = head + _HOLE_TOKEN + free + tail
+                elif c[0] >= end:
+                    head, mid, tail, first = data[:s], data[end : c[0]], data[c[1] :], False
+                    text = head + _HOLE_TOKEN + mid + str(_HOLE_INT) + tail
+                elif c[1] <= s:
+                    head, mid, tail, first = data[: c[0]], data[c[1] : s], after, True
+                    text = head + str(_HOLE_INT) + mid + _HOLE_TOKEN + free + tail
+                else:
+                    continue
+                try:
+                    same = orjson.dumps(_loads(text)) == want  # (dumps: exact types, 1 is not 1.0 nor true)
+                except _JSONDecodeError:
+                    same = False
+                if same:
+                    counter = None if c is None else doc[ckey] + 1
+                    return Template(e.event, head, mid, tail, counter, first, free_mid)
+    return None
+
+
+def neutral_steps(ns: NeutralStream, events: list[SSEEvent]) -> list[Step]:
+    """The steps of `events` for an OpenAI family (openai_common.NeutralStream), as `ns._event_steps` makes them
+    one by one: the continuation path of `turn_steps` for the families' argument and text deltas.
+
+    The family's own shortcut (`ns._take`: the common delta, its bookkeeping done) tells which block an event's one
+    fragment goes to. When that is the block (and the delta class) the previous event's fragment went to, with no
+    diagnostic and no other change, nothing the assembler would check has changed since (only the general path
+    opens, closes or stops anything, and any event it takes ends the run): the step is built here exactly as the
+    general path builds it, and the fragments of a run of such events go to the block at once
+    (`MessageAssembler.add_run`). Any other taken fragment goes to the assembler by `ns._fragment_steps` (the
+    general `_fragment`), and every other event by `ns._event_steps`.
+
+    Shorter still: an event whose data is the last taken one's but for the fragment's JSON string (and the next
+    sequence counter) is, by its Template, taken without being parsed (only the string is), its bookkeeping
+    done by `ns._take_same` for the run; the first event that differs ends the template (a per-event field, such
+    as OpenAI's `obfuscation`, makes every event differ: then after a few misses in a run no template is learned
+    and `_take` takes each one)."""
+    steps: list[Step] = []
+    append = steps.append
+    asm = ns.assembler
+    take = ns._take
+    loads = _loads
+    new = object.__new__
+    step_cls = _turn.Step
+    classes = _KIND_CLASSES
+    cont = ns._neutral_cont
+    tmpl = ns._neutral_template
+    if cont is not None and (cont.block.closed or asm.stopped):
+        cont = tmpl = None
+    idx, cls, block = (cont.index, cont.cls, cont.block) if cont is not None else (-1, str, None)
+    change = ("block_delta", idx)
+    run: list[str] = []  # fragments of the current run, not yet given to the block
+    run_seq = 0
+    same: list[str] = []  # fragments taken by the template, not yet given to the family (ns._take_same)
+    same_counter: int | None = None  # the sequence counter of the last of them
+    misses = ns._neutral_misses
+    # the template's parts, in locals (its counter is written back when it ends)
+    t_event, t_head, t_mid, t_tail, t_first, counter, t_free = _parts(tmpl)
+    for e in events:
+        text: Any = None
+        if tmpl is not None:
+            if e.event == t_event:
+                data = e.data
+                if counter is None:
+                    pre, post = t_head, t_tail
+                elif t_first:
+                    pre, post = t_head + str(counter) + t_mid, t_tail
+                else:
+                    pre, post = t_head, t_mid + str(counter) + t_tail
+                if t_free is None:
+                    if data.startswith(pre) and data.endswith(post):
+                        try:
+                            text = loads(data[len(pre) : len(data) - len(post)])
+                        except _JSONDecodeError:
+                            pass
+                elif data.startswith(pre) and data.endswith(post):
+                    # the free field's string ends just before `post` (the tail): plain letters and digits back to
+                    # its opening quote, and `free_mid` before that
+                    q = len(data) - len(post) - 1
+                    s = data.rfind('"', 0, q)
+                    k = s - len(t_free)
+                    free = data[s + 1 : q]
+                    if (
+                        q > len(pre)
+                        and data[q] == '"'
+                        and k >= len(pre)
+                        and free.isalnum()
+                        and free.isascii()
+                        and data.startswith(t_free, k)
+                    ):
+                        try:
+                            text = loads(data[len(pre) : k])
+                        except _JSONDecodeError:
+                            pass
+            if text.__class__ is str and text:  # the data is the template with one JSON string: the same delta
+                same.append(text)
+                if counter is not None:
+                    same_counter = counter
+                    counter += 1
+            else:
+                text = None
+                misses += 1
+                tmpl = None
+        if text is None:
+            if same:
+                ns._take_same(same, same_counter)
+                same = []
+                same_counter = None
+            try:
+                got = take(e)
+            except Exception:  # noqa: BLE001 (a bug of the shortcut: the general path names it as a decoder fault)
+                got = None
+            if got is None or got[0] != idx or classes[got[1]] is not cls:
+                if run:
+                    asm.add_run(block, run, run_seq)  # type: ignore[arg-type]
+                    run = []
+                cont = tmpl = None
+                misses = 0
+                idx, cls, block = -1, str, None
+                if got is None:
+                    steps.extend(ns._event_steps(e))
+                    continue
+                i, kind, text = got
+                made = ns._fragment_steps(e, i, kind, text)
+                steps.extend(made)
+                if len(made) == 1 and not made[0].diagnostics and made[0].changes == [("block_delta", i)]:
+                    # the block took it: the next fragments for it may continue the run
+                    cont = Continuation(b"", i, classes[kind], asm.blocks[i])
+                    idx, cls, block = i, cont.cls, cont.block
+                    change = ("block_delta", idx)
+                    tmpl = _learn(ns, e)
+                    t_event, t_head, t_mid, t_tail, t_first, counter, t_free = _parts(tmpl)
+                continue
+            text = got[2]
+            if misses < _MAX_MISSES:
+                tmpl = _learn(ns, e)
+                if tmpl is None:
+                    misses += 1
+                t_event, t_head, t_mid, t_tail, t_first, counter, t_free = _parts(tmpl)
+        # a fragment for the block the last one went to: the step, as the general path makes it
+        if not run:
+            run_seq = e.seq
+        run.append(text)
+        d: Any = new(cls)  # cls(text)
+        if cls is InputJsonDelta:
+            d.partial_json = text
+            d.type = "input_json_delta"
+        elif cls is TextDelta:
+            d.text = text
+            d.type = "text_delta"
+        else:
+            d.thinking = text
+            d.type = "thinking_delta"
+        ev: Any = new(ContentBlockDelta)  # ContentBlockDelta(idx, d, e.seq)
+        ev.index = idx
+        ev.delta = d
+        ev.seq = e.seq
+        ev.type = "content_block_delta"
+        st: Any = new(step_cls)  # Step(e, ev, [change], [])
+        st.sse = e
+        st.event = ev
+        st.changes = [change]
+        st.diagnostics = []
+        append(st)
+    if same:
+        ns._take_same(same, same_counter)
+    if run:
+        asm.add_run(block, run, run_seq)  # type: ignore[arg-type]
+    if tmpl is not None:
+        tmpl.counter = counter
+    ns._neutral_cont = cont
+    ns._neutral_template = tmpl
+    ns._neutral_misses = misses
+    return steps
+
+
+def _parts(t: Template | None) -> tuple[str, str, str, str, bool, int | None, str | None]:
+    if t is None:
+        return "", "", "", "", False, None, None
+    return t.event, t.head, t.mid, t.tail, t.counter_first, t.counter, t.free_mid
+
+
+def _learn(ns: NeutralStream, e: SSEEvent) -> Template | None:
+    try:
+        return learn_template(ns, e)
+    except Exception:  # noqa: BLE001 (no template: every event goes to `_take`, the same results more slowly)
+        return None

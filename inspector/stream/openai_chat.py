@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from orjson import JSONDecodeError
+from orjson import loads as _loads
 
 from inspector.core import exactjson
 from inspector.stream import diagnostics as D
@@ -76,8 +78,14 @@ class ChatStream(NeutralStream):
     block_end = "its choice's finish_reason"
     message_end = "data: [DONE] after every choice's finish_reason"
 
-    def __init__(self, max_event_bytes: int | None = None, max_diagnostics_per_code: int = D.DEFAULT_PER_CODE) -> None:
-        super().__init__(max_event_bytes, max_diagnostics_per_code)
+    def __init__(
+        self,
+        max_event_bytes: int | None = None,
+        max_diagnostics_per_code: int = D.DEFAULT_PER_CODE,
+        *,
+        fast: bool = True,
+    ) -> None:
+        super().__init__(max_event_bytes, max_diagnostics_per_code, fast=fast)
         self.head: dict[str, Any] = {}  # id, created, model, system_fingerprint, service_tier (first non-null)
         self.choices: dict[int, _Choice] = {}
         self.usage: dict | None = None
@@ -118,8 +126,6 @@ class ChatStream(NeutralStream):
             self._emit(OpenAIEvent(str(obj), c, e.seq))
             return
         seq = e.seq
-        if self.assembler.started and c.get("usage") is None and self._continues(c, seq):
-            return
         if not self.assembler.started:
             for k in ("id", "model"):
                 if not isinstance(c.get(k), str) and c.get(k) is not None:
@@ -158,51 +164,71 @@ class ChatStream(NeutralStream):
             self.usage = usage
             self._emit(MessageDelta({"stop_reason": self._stop_reason()}, _neutral_usage(usage), seq))
 
-    def _continues(self, c: dict, seq: int) -> bool:
-        """The common chunk, by a shorter way: one choice, no finish_reason, no logprobs, whose delta is only a
-        `content` fragment for its open text block or only an `arguments` fragment for a known tool call. Does what
-        the general path does for it, exactly; False (nothing done) for any other chunk."""
+    def _take(self, e: SSEEvent) -> tuple[int, str, str] | None:
+        """The common chunk, by a shorter way (NeutralStream._take): a chunk object (no `error`, no usage) after the
+        first, of one choice with no finish_reason and no logprobs, whose delta is only a non-empty `content`
+        fragment for its open text block or only a non-empty `arguments` fragment for a known tool call."""
+        if self.done or self.errored or not self.assembler.started:
+            return None
+        try:
+            c = _loads(e.data)
+        except JSONDecodeError:
+            return None
+        if c.__class__ is not dict or c.get("error") or c.get("usage") is not None:
+            return None
+        obj = c.get("object")
+        if obj is not None and obj != CHUNK:
+            return None
         choices = c.get("choices")
         if choices.__class__ is not list or len(choices) != 1:
-            return False
+            return None
         ch = choices[0]
         if ch.__class__ is not dict or ch.get("finish_reason") is not None or ch.get("logprobs") is not None:
-            return False
+            return None
         idx = ch.get("index")
         st = self.choices.get(idx) if idx.__class__ is int else None
         delta = ch.get("delta")
         if st is None or st.finish_reason is not None or delta.__class__ is not dict or len(delta) != 1:
-            return False
+            return None
         content = delta.get("content")
         if content is not None:
             i = st.blocks.get("text")
             if content.__class__ is not str or not content or i is None or st.content is None:
-                return False
+                return None
             st.content.append(content)
-        else:
-            tcs = delta.get("tool_calls")
-            if tcs.__class__ is not list or len(tcs) != 1:
-                return False
-            tc = tcs[0]
-            if tc.__class__ is not dict or len(tc) != 2:
-                return False
-            fn = tc.get("function")
-            ti = tc.get("index")
-            tool = st.tools.get(ti) if ti.__class__ is int else None
-            if tool is None or fn.__class__ is not dict or len(fn) != 1:
-                return False
-            content = fn.get("arguments")
-            if content.__class__ is not str or not content:
-                return False
-            st.last_tool = ti
-            tool.args.append(content)
-            i = tool.block
-            self._fragment(i, "tool_use", content, seq)
+            self._took = st.content
             self._head(c)
-            return True
-        self._fragment(i, "text", content, seq)
+            return i, "text", content
+        tcs = delta.get("tool_calls")
+        if tcs.__class__ is not list or len(tcs) != 1:
+            return None
+        tc = tcs[0]
+        if tc.__class__ is not dict or len(tc) != 2:
+            return None
+        fn = tc.get("function")
+        ti = tc.get("index")
+        tool = st.tools.get(ti) if ti.__class__ is int else None
+        if tool is None or fn.__class__ is not dict or len(fn) != 1:
+            return None
+        content = fn.get("arguments")
+        if content.__class__ is not str or not content:
+            return None
+        st.last_tool = ti
+        tool.args.append(content)
+        self._took = tool.args
         self._head(c)
-        return True
+        return tool.block, "tool_use", content
+
+    def _shape(self, e: SSEEvent) -> tuple[dict, tuple, str | None, str | None] | None:
+        c = _loads(e.data)
+        free = "obfuscation" if c.get("obfuscation").__class__ is str else None  # (OpenAI's, on every chunk)
+        if "content" in c["choices"][0]["delta"]:
+            return c, ("choices", 0, "delta", "content"), None, free
+        return c, ("choices", 0, "delta", "tool_calls", 0, "function", "arguments"), None, free
+
+    def _take_same(self, texts: list[str], counter: int | None) -> None:
+        # (the head, the choice and its last tool call are those of the chunk taken last: nothing else changes)
+        self._took.extend(texts)
 
     def _head(self, c: dict) -> None:
         head = self.head

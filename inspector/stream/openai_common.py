@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 
 from inspector.stream import diagnostics as D
+from inspector.stream import fastpath
 from inspector.stream.assembler import Step, TurnStream
 from inspector.stream.diagnostics import Diagnostic, Severity
 from inspector.stream.protocol import (
@@ -116,13 +117,24 @@ class NeutralStream(TurnStream):
 
     family = "?"
 
-    def __init__(self, max_event_bytes: int | None = None, max_diagnostics_per_code: int = D.DEFAULT_PER_CODE) -> None:
-        super().__init__(max_event_bytes, max_diagnostics_per_code)
+    def __init__(
+        self,
+        max_event_bytes: int | None = None,
+        max_diagnostics_per_code: int = D.DEFAULT_PER_CODE,
+        *,
+        fast: bool = True,
+    ) -> None:
+        super().__init__(max_event_bytes, max_diagnostics_per_code, fast=fast)
         self._sse: SSEEvent | None = None
         self._out: list[Step] = []
         self._notes: list[Diagnostic] = []
         self._next_block = 0
         self.ignored_after_end = 0
+        # the fast path's state between feeds: the block the last taken fragment went to (fastpath.neutral_steps)
+        self._neutral_cont: fastpath.Continuation | None = None
+        self._neutral_template: fastpath.Template | None = None
+        self._neutral_misses = 0
+        self._took: list[str] = []  # where the last event `_take` took was kept (its family's fragment list)
 
     # --- mapping helpers -------------------------------------------------------------------------------------
     def _note(
@@ -180,12 +192,17 @@ class NeutralStream(TurnStream):
 
     # --- the TurnStream interface ----------------------------------------------------------------------------
     def _steps(self, events: list[SSEEvent], raws: list[bytes]) -> list[Step]:
+        """The steps of `events` (one event may give several): by `inspector.stream.fastpath.neutral_steps` (which
+        takes the common deltas by `_take`), or, with `fast=False`, each event by the general `_event`."""
+        if self.fast:
+            return fastpath.neutral_steps(self, events)
         out: list[Step] = []
         for e in events:
             out.extend(self._event_steps(e))
         return out
 
     def _event_steps(self, e: SSEEvent) -> list[Step]:
+        """The general path: one event mapped by `_event`."""
         self._sse = e
         self._out = []
         self._notes = []
@@ -198,6 +215,18 @@ class NeutralStream(TurnStream):
                 f"the {self.family} decoder could not map this event ({type(exc).__name__}: {exc})",
                 raw=e.data.encode("utf-8", "replace")[:4096],
             )
+        return self._event_done(e)
+
+    def _fragment_steps(self, e: SSEEvent, i: int, kind: str, text: str) -> list[Step]:
+        """The steps of an event `_take` took (its family's bookkeeping done): its fragment for block `i` given to
+        the assembler, as `_event` gives it (by `_fragment`)."""
+        self._sse = e
+        self._out = []
+        self._notes = []
+        self._fragment(i, kind, text, e.seq)
+        return self._event_done(e)
+
+    def _event_done(self, e: SSEEvent) -> list[Step]:
         if not self._out:
             self._emit(OpenAIEvent(e.event, None, e.seq))
         elif self._notes:
@@ -216,6 +245,8 @@ class NeutralStream(TurnStream):
         events = self.decoder.feed(data)
         pending = self._held + self.decoder.take_diagnostics()
         self._held = []
+        if not pending:
+            return self._steps(events, [])
         steps: list[Step] = []
         k, n = 0, len(pending)
         for e in events:
@@ -225,7 +256,7 @@ class NeutralStream(TurnStream):
             before = pending[k:j]
             k = j
             self.diagnostics.extend(before)
-            got = self._event_steps(e)
+            got = self._steps([e], [])
             if before:
                 got[0].diagnostics[:0] = before
             steps.extend(got)
@@ -277,6 +308,25 @@ class NeutralStream(TurnStream):
 
     # --- to implement ----------------------------------------------------------------------------------------
     def _event(self, e: SSEEvent) -> None:
+        raise NotImplementedError
+
+    def _take(self, e: SSEEvent) -> tuple[int, str, str] | None:
+        """The family's common delta, by a shorter way (for the fast path): when `_event` would map `e` to exactly
+        one non-empty fragment for an open block and nothing else, do its bookkeeping in the family's own state
+        (all but giving the fragment to the assembler) and return (block, kind, fragment) as `_fragment` takes
+        them; else None, with nothing done. By default no event is taken."""
+        return None
+
+    def _shape(self, e: SSEEvent) -> tuple[dict, tuple, str | None, str | None] | None:
+        """For an event `_take` just took: its data parsed, the path of the fragment's string in it, the key of its
+        sequence counter and that of a top-level string field `_take` and `_event` ignore (each None if it has
+        none), which the fast path learns its template from; None: no template (the fast path then asks `_take`
+        for every event)."""
+        return None
+
+    def _take_same(self, texts: list[str], counter: int | None) -> None:
+        """The bookkeeping `_take` does, for events that are the one it took last but for their fragments `texts`
+        (and the sequence counter of the last: None without one), in order."""
         raise NotImplementedError
 
     def _end(self) -> None:

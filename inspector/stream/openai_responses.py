@@ -73,8 +73,14 @@ class ResponsesStream(NeutralStream):
     block_end = "its .done event or its item's output_item.done"
     message_end = "response.completed / incomplete"
 
-    def __init__(self, max_event_bytes: int | None = None, max_diagnostics_per_code: int = D.DEFAULT_PER_CODE) -> None:
-        super().__init__(max_event_bytes, max_diagnostics_per_code)
+    def __init__(
+        self,
+        max_event_bytes: int | None = None,
+        max_diagnostics_per_code: int = D.DEFAULT_PER_CODE,
+        *,
+        fast: bool = True,
+    ) -> None:
+        super().__init__(max_event_bytes, max_diagnostics_per_code, fast=fast)
         self.response: dict | None = None  # the last lifecycle / terminal response object
         self.items: dict[int, _Item] = {}
         self.terminal: str | None = None  # completed / incomplete / failed
@@ -84,8 +90,6 @@ class ResponsesStream(NeutralStream):
 
     # --- one SSE event ---------------------------------------------------------------------------------------
     def _event(self, e: SSEEvent) -> None:
-        if self._continues(e):
-            return
         if e.data.startswith("[DONE]"):
             self._note(C.DONE_MARKER, "info", "data: [DONE] in a Responses stream (OpenAI sends none; ignored)")
             return
@@ -156,50 +160,59 @@ class ResponsesStream(NeutralStream):
         elif not t.startswith("response."):
             self._note(C.RESP_UNKNOWN_EVENT, "info", f"unknown event type {t!r} (kept)")
 
-    def _continues(self, e: SSEEvent) -> bool:
-        """The common event, by a shorter way: a non-empty text / arguments delta, named as its data's type (or
-        unnamed), with the next sequence_number (or none), for an open block of an added item, no `error` key.
-        Does what the general path does for it, exactly; False (nothing done) for any other event."""
+    def _take(self, e: SSEEvent) -> tuple[int, str, str] | None:
+        """The common event, by a shorter way (NeutralStream._take): a non-empty text / arguments delta, named as
+        its data's type (or unnamed), with the next sequence_number (or none), for an open block of an added item,
+        no `error` key."""
         try:
             d = _loads(e.data)
         except JSONDecodeError:
-            return False
+            return None
         if d.__class__ is not dict:
-            return False
+            return None
         t = d.get("type")
         spec = _DELTAS.get(t) if t.__class__ is str else None
         if spec is None or self._first or self.terminal is not None or self.errored or "error" in d:
-            return False
+            return None
         if e.event != "message" and e.event != t:
-            return False
+            return None
         sn = d.get("sequence_number")
         if sn is not None and (sn.__class__ is not int or self._last_seq is None or sn != self._last_seq + 1):
-            return False
+            return None
         delta = d.get("delta")
         if delta.__class__ is not str or not delta:
-            return False
+            return None
         kind, part, field_ = spec
         oi = d.get("output_index")
         it = self.items.get(oi) if oi.__class__ is int else None
         if it is None:
-            return False
+            return None
         if field_:
             idx = d.get(field_)
             if idx.__class__ is not int:
-                return False
+                return None
             key: tuple = (part, idx)
         else:
             key = (part, 0)
         i = it.blocks.get(key)
         if i is None or self.assembler.blocks[i].closed:
-            return False
+            return None
         if sn is not None:
             self._last_seq = sn
-        it.texts[key].append(delta)
-        self._fragment(
-            i, "tool_use" if kind == "tool_use" else "thinking" if kind == "thinking" else "text", delta, e.seq
-        )
-        return True
+        took = self._took = it.texts[key]
+        took.append(delta)
+        return i, "tool_use" if kind == "tool_use" else "thinking" if kind == "thinking" else "text", delta
+
+    def _shape(self, e: SSEEvent) -> tuple[dict, tuple, str | None, str | None] | None:
+        d = _loads(e.data)
+        counter = "sequence_number" if d.get("sequence_number").__class__ is int else None
+        free = "obfuscation" if d.get("obfuscation").__class__ is str else None  # (OpenAI's, on every delta)
+        return d, ("delta",), counter, free
+
+    def _take_same(self, texts: list[str], counter: int | None) -> None:
+        self._took.extend(texts)
+        if counter is not None:
+            self._last_seq = counter
 
     def _lifecycle(self, d: dict, seq: int) -> None:
         r = d.get("response")

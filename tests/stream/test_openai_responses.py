@@ -238,8 +238,7 @@ def test_the_shorter_way_for_deltas_gives_exactly_the_general_paths_result(evs: 
         out.append((f"event: {t}\n".encode() if named else b"") + b"data: " + orjson.dumps(d) + b"\n\n")
     data = b"".join(out)
     fast, fast_steps = run(data)
-    slow = ResponsesStream()
-    slow._continues = lambda e: False  # type: ignore[method-assign]
+    slow = ResponsesStream(fast=False)
     slow_steps = slow.feed(data)
     slow.close()
     view = lambda steps: [(s.sse.seq, s.event, s.changes, [d.code for d in s.diagnostics]) for s in steps]
