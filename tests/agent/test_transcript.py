@@ -22,6 +22,7 @@ from inspector.record.recording import Recording, read_recording
 from inspector.record.replay import ReplayServer, ReplayTransport
 from inspector.scenarios.bundled import SCENARIOS
 from inspector.sessions.sources import replay_session, scenario_session
+from inspector.testing.hyp import examples
 from inspector.testing.loop import assert_valid_history, run_observed
 
 
@@ -211,7 +212,7 @@ async def _sent_by_sdk(messages: list[dict], splice: bool, system: str | None) -
     return headers, body
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages=messages_st, system=st.one_of(st.none(), st.text(max_size=20)))
 async def test_spliced_body_equals_the_sdks_serialization(messages, system):
     h1, b1 = await _sent_by_sdk(messages, True, system)

@@ -17,6 +17,7 @@ from inspector.state.convfilter import ConversationFilter
 from inspector.state.fold import DashboardState
 from inspector.state.travel import History
 from inspector.testing.conversations import interleaved_conversations, replayed_conversations
+from inspector.testing.hyp import examples
 from inspector.testing.synthetic import parse_date_observations
 
 # c1 finishes, c2 stops with its three tools running (waiting), c3 is cut while its tool JSON streams
@@ -102,7 +103,7 @@ def test_checkpoints_copy_the_table() -> None:
     assert live.conversations.by_id["c1"].tokens_in == 1850 + 2630
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(st.integers(1, 6), st.randoms(use_true_random=False))
 def test_any_interleaving_gives_each_conversation_its_own_turns(k: int, rnd) -> None:
     """Whatever order the conversations' observations arrive in (each in its own order), each entry and each
@@ -185,7 +186,7 @@ def test_a_views_event_numbers_map_to_the_sessions_events() -> None:
     assert list(late.event_map) == list(ConversationFilter("c3").apply_all(OBS).event_map)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.integers(0, len(OBS) - 1), max_size=40, unique=True), st.randoms(use_true_random=False))
 def test_the_table_never_raises_and_stays_consistent_when_observations_are_dropped_or_repeated(drop, rnd) -> None:
     """Dropped, repeated or out-of-place observations (a cut recording, a crashed proxy) never raise; the counts the

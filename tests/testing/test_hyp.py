@@ -106,3 +106,23 @@ def test_a_failure_prints_how_to_reproduce_it(restore_profile):
     notes = "\n".join(getattr(info.value, "__notes__", []))
     assert "fails(\n    n=10,\n)" in notes  # the smallest failing example
     assert "@reproduce_failure(" in notes
+
+
+# the packages whose properties issue 17 §5 moved onto the profiles: a fixed count there ignores dev and nightly
+SCALED_AREAS = ("tests/agent", "tests/state", "inspector/agent", "inspector/state")
+
+
+def test_agent_and_state_properties_scale_with_the_profile():
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    fixed = re.compile(r"max_examples\s*=\s*\d")
+    found = [
+        f"{path.relative_to(root)}:{n}"
+        for area in SCALED_AREAS
+        for path in sorted((root / area).rglob("*.py"))
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if fixed.search(line)
+    ]
+    assert found == [], f"write max_examples=examples(N) (inspector/testing/hyp.py) instead of a fixed count: {found}"
