@@ -108,21 +108,43 @@ def test_a_failure_prints_how_to_reproduce_it(restore_profile):
     assert "@reproduce_failure(" in notes
 
 
-# the packages whose properties issue 17 §5 moved onto the profiles: a fixed count there ignores dev and nightly
-SCALED_AREAS = ("tests/agent", "tests/state", "inspector/agent", "inspector/state")
+# the test packages whose properties issue 17 §5 moved onto the profiles (inspector/agent and inspector/state have none)
+SCALED_AREAS = ("agent", "state")
 
 
-def test_agent_and_state_properties_scale_with_the_profile():
-    import re
+def _example_counts(profile: str) -> dict[str, int]:
+    """max_examples of every Hypothesis test in SCALED_AREAS, each module executed afresh under `profile` (under its
+    own name: the modules pytest collected are not touched)."""
+    import importlib.util
+    import inspect
+    import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[2]
-    fixed = re.compile(r"max_examples\s*=\s*\d")
-    found = [
-        f"{path.relative_to(root)}:{n}"
-        for area in SCALED_AREAS
-        for path in sorted((root / area).rglob("*.py"))
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-        if fixed.search(line)
-    ]
-    assert found == [], f"write max_examples=examples(N) (inspector/testing/hyp.py) instead of a fixed count: {found}"
+    hyp.load(profile)
+    counts: dict[str, int] = {}
+    for area in SCALED_AREAS:
+        for path in sorted((Path(__file__).resolve().parents[1] / area).glob("test_*.py")):
+            spec = importlib.util.spec_from_file_location(f"_profile_probe_{area}_{path.stem}", path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module  # (dataclasses look their module up there)
+            try:
+                spec.loader.exec_module(module)
+            finally:
+                del sys.modules[spec.name]
+            found = [(name, obj) for name, obj in vars(module).items() if inspect.isfunction(obj)]
+            for cname, cls in [(n, o) for n, o in vars(module).items() if inspect.isclass(o) and n.startswith("Test")]:
+                found += [(f"{cname}.{n}", o) for n, o in vars(cls).items() if inspect.isfunction(o)]
+            for name, fn in found:
+                if getattr(fn, "is_hypothesis_test", False):
+                    counts[f"{area}/{path.name}::{name}"] = fn._hypothesis_internal_use_settings.max_examples
+    return counts
+
+
+def test_agent_and_state_properties_scale_with_the_profile(restore_profile):
+    """Every property of tests/agent and tests/state runs ten times as many examples under nightly as under ci: none
+    keeps a fixed max_examples (write max_examples=examples(N))."""
+    ci, nightly = _example_counts("ci"), _example_counts("nightly")
+    assert len(ci) >= 10 and ci.keys() == nightly.keys()
+    fixed = {name: n for name, n in ci.items() if nightly[name] != 10 * n}
+    assert fixed == {}, f"max_examples that ignore the profile: {fixed}"
