@@ -8,11 +8,16 @@ generated one can be `00000000`) would otherwise mask the digits in a later test
 
 And every fuzz test (`test_fuzz*`: the readers of recordings, SSE, HAR, raw upstream answers through the proxy, live
 faults...) runs with the address space bounded (RLIMIT_AS, 1 GiB above what the process maps): an input that made a
-reader's memory explode fails as a MemoryError in that test, instead of passing on a machine with memory to spare."""
+reader's memory explode fails as a MemoryError in that test, instead of passing on a machine with memory to spare.
+
+And no server thread (`BackgroundServer`'s `uvicorn-...`) outlives the test that started it: one whose stop timed out
+goes on running in the worker (an upstream that spun after its client left burned a CPU for the rest of the run and
+slowed every later test of that worker 3-4 times)."""
 
 from __future__ import annotations
 
 import resource
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -59,3 +64,18 @@ def _fuzz_memory_bound(request: pytest.FixtureRequest) -> Iterator[None]:
         yield
     finally:
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+SERVER_THREAD = "uvicorn-"  # the name prefix of BackgroundServer's threads (inspector.net.server)
+
+
+def _server_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name.startswith(SERVER_THREAD) and t.is_alive()}
+
+
+@pytest.fixture(autouse=True)
+def _no_server_outlives_its_test() -> Iterator[None]:
+    before = _server_threads()  # (a module- or session-scoped server is up already: not this test's)
+    yield
+    left = sorted(t.name for t in _server_threads() - before)
+    assert not left, f"server threads still running after the test (their stop timed out): {left}"

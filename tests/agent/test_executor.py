@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from inspector.agent.executor import TERMINAL, THREAD_NAME_PREFIX, ToolCall, ToolExecutor, ToolState, render_result
 from inspector.agent.toolbox.spec import ToolRefused, ToolSpec, cancel_event
+from inspector.testing.hyp import examples
 
 GUARD = 5.0  # upper bound so that a broken executor fails the test instead of hanging it
 
@@ -87,10 +88,13 @@ async def finish(ex: ToolExecutor) -> list[ToolCall]:
     return await asyncio.wait_for(ex.wait(), GUARD)
 
 
-async def _until(pred):
-    """Yield to the loop until a condition holds (no timing involved; callers bound it with wait_for)."""
-    while not pred():
-        await asyncio.sleep(0)
+async def ended(ex: ToolExecutor, *calls: ToolCall) -> None:
+    """Until the executor's tasks for these calls have ended, their done callbacks included (no polling; bounded by
+    GUARD without cancelling them). A call that has no task left has ended already."""
+    tasks = [ex._tasks[c.id] for c in calls if c.id in ex._tasks]
+    if tasks:
+        _, pending = await asyncio.wait(tasks, timeout=GUARD)
+        assert not pending, f"still running after {GUARD} s: {pending}"
 
 
 def our_threads() -> list[threading.Thread]:
@@ -217,7 +221,7 @@ async def test_max_concurrency():
     ex = ToolExecutor(gated_tools(g), max_concurrency=2)
     calls = [submit(ex, "safe", k) for k in "abcde"]
     assert [c.state for c in calls] == [ToolState.RUNNING] * 2 + [ToolState.QUEUED] * 3
-    for done, nxt in zip("abc", "cde"):
+    for done, nxt in zip("abc", "cde", strict=True):
         g.release(done)
         await g.wait_started(nxt)
         assert len(ex.running()) == 2
@@ -244,7 +248,8 @@ async def test_pause_stops_admission_and_resume_restarts_it():
     assert queued.state is ToolState.QUEUED and len(ex._tasks) == 1  # nothing scheduled for b
     g.release("a")
     # Let a finish: its completion runs admission, which must not start b while paused.
-    await asyncio.wait_for(_until(lambda: running.state is ToolState.SUCCEEDED), GUARD)
+    await ended(ex, running)
+    assert running.state is ToolState.SUCCEEDED
     assert queued.state is ToolState.QUEUED and "b" not in g.started
     ex.resume()
     assert not ex.paused
@@ -268,11 +273,11 @@ async def test_pause_does_not_stop_running_tools():
 async def test_results_in_submission_order_regardless_of_completion_order():
     g = Gates()
     ex = ToolExecutor(gated_tools(g))
-    for k in "abc":
-        submit(ex, "safe", k)
+    by_key = {k: submit(ex, "safe", k) for k in "abc"}
     for k in "cba":
         g.release(k, result=f"result {k}")
-        await asyncio.wait_for(_until(lambda: g.log[-1] == ("end", k)), GUARD)
+        await ended(ex, by_key[k])
+        assert g.log[-1] == ("end", k)
     calls = await finish(ex)
     assert [c.input["k"] for c in calls] == list("abc")
     assert [b["content"] for b in ex.results()] == ["result a", "result b", "result c"]
@@ -512,7 +517,8 @@ async def test_no_sibling_cancel_by_default():
     bad = submit(ex, "safe", "bad")
     ok = submit(ex, "safe", "ok")
     g.release("bad")
-    await asyncio.wait_for(_until(lambda: bad.terminal), GUARD)
+    await ended(ex, bad)
+    assert bad.terminal
     assert ok.state is ToolState.RUNNING
     g.release("ok")
     await finish(ex)
@@ -610,7 +616,8 @@ async def test_cancel_with_a_tool_that_ignores_cancellation_is_bounded():
     await asyncio.wait_for(ex.cancel(), GUARD)
     assert c.state is ToolState.CANCELLED
     release.set()
-    await asyncio.wait_for(_until(lambda: not ex._tasks), GUARD)
+    await ended(ex, c)
+    assert not ex._tasks
     assert c.result == "cancelled by user"
 
 
@@ -620,7 +627,8 @@ async def test_discard():
     ex = ToolExecutor(gated_tools(g), attempt=1)
     done = submit(ex, "safe", "done")
     g.release("done")
-    await asyncio.wait_for(_until(lambda: done.terminal), GUARD)
+    await ended(ex, done)
+    assert done.terminal
     r = submit(ex, "unsafe", "r")
     q = submit(ex, "safe", "q")
     await g.wait_started("r")
@@ -705,7 +713,7 @@ async def test_terminal_set():
 
 
 # ------------------------------------------------------------------------------------ admission, as a property
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     kinds=st.lists(st.booleans(), min_size=1, max_size=8),
     picks=st.lists(st.integers(0, 7), min_size=8, max_size=8),
@@ -719,7 +727,7 @@ def test_admission_invariants(kinds, picks, max_conc):
         g = Gates()
         ex = ToolExecutor(gated_tools(g), max_concurrency=max_conc)
         keys = [f"c{i}" for i in range(len(kinds))]
-        calls = [submit(ex, "safe" if safe else "unsafe", k) for k, safe in zip(keys, kinds)]
+        calls = [submit(ex, "safe" if safe else "unsafe", k) for k, safe in zip(keys, kinds, strict=True)]
 
         def check():
             running = ex.running()
@@ -739,7 +747,8 @@ def test_admission_invariants(kinds, picks, max_conc):
             running = ex.running()
             victim = running[picks[len(g.log) % len(picks)] % len(running)]
             g.release(victim.input["k"])
-            await asyncio.wait_for(_until(lambda: victim.terminal), GUARD)
+            await ended(ex, victim)
+            assert victim.terminal
             check()
         await ex.wait()
         assert g.starts() == keys
@@ -802,7 +811,8 @@ async def test_discarded_call_keeps_its_own_run_time():
     await g.wait_started("done")
     now[0] = 2.0
     g.release("done")
-    await asyncio.wait_for(_until(lambda: c.terminal), GUARD)
+    await ended(ex, c)
+    assert c.terminal
     running = submit(ex, "safe", "still")
     await g.wait_started("still")
     now[0] = 30.0

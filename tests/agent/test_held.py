@@ -27,7 +27,7 @@ class FakeClock:
 def held_pairs(obs: Observed) -> list[tuple[O.StreamHeld, O.StreamReleased]]:
     items = obs.of(O.StreamHeld, O.StreamReleased)
     assert len(items) % 2 == 0
-    pairs = list(zip(items[::2], items[1::2]))
+    pairs = list(zip(items[::2], items[1::2], strict=True))
     for h, r in pairs:  # strictly alternating, for the same stream position
         assert isinstance(h, O.StreamHeld) and isinstance(r, O.StreamReleased)
         assert (h.turn, h.attempt) == (r.turn, r.attempt)

@@ -23,6 +23,7 @@ from inspector.record.recording import read_recording
 from inspector.scenarios.bundled import fast
 from inspector.scenarios.model import HttpError, Scenario, TextBlock, TurnScript
 from inspector.sessions.sources import replay_session, scenario_session
+from inspector.testing.hyp import examples
 from inspector.testing.loop import Lines, assert_no_leftovers, assert_valid_history, custom_scenario, run_observed
 
 
@@ -123,7 +124,7 @@ async def test_every_try_is_seen_recorded_and_replayed(case, tmp_path, monkeypat
     # while the SDK waits, so does the loop, saying why
     waits = [o for o in obs.of(O.LoopStateChanged) if o.state == LoopState.WAITING_RETRY]
     assert len(waits) == len(retried)
-    for w, f in zip(waits, [f for f in obs.of(O.HttpTryFailed) if f.retry_in is not None]):
+    for w, f in zip(waits, [f for f in obs.of(O.HttpTryFailed) if f.retry_in is not None], strict=True):
         assert w.detail == O.try_failure_text(f.status, f.error_type, f.connection_error) + " · " + (
             "SDK retries in " + (f"{f.retry_in * 1000:.0f} ms" if f.retry_in < 1 else f"{f.retry_in:.2f} s")
         )
@@ -133,7 +134,7 @@ async def test_every_try_is_seen_recorded_and_replayed(case, tmp_path, monkeypat
     text = lines.text()
     shown = [ln.strip().split(None, 1)[1] for ln in text if " · SDK retries in " in ln or " · not retried" in ln]
     assert len(shown) == len(case.tries)
-    for line, (_, _, status, etype, again) in zip(shown, case.tries):
+    for line, (_, _, status, etype, again) in zip(shown, case.tries, strict=True):
         head = (
             f"HTTP {status} {etype}" if status else "connection failed (ConnectError: [Errno 111] Connection refused)"
         )
@@ -209,7 +210,7 @@ HEADER_VALUES = st.one_of(
 SDK_CLIENT = anthropic.AsyncAnthropic(api_key="k" * 20, max_retries=6)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     status=st.sampled_from([400, 401, 403, 404, 408, 409, 413, 429, 500, 502, 503, 529]),
     should=st.sampled_from([None, "true", "false", "maybe"]),
@@ -275,11 +276,11 @@ async def test_recorded_read_times_match_the_observed_ones(name, tmp_path):
     recorded = [(a.turn, a.request["t"] + r.t) for a in ok for r in a.reads]
     sent = {o.turn: o.t_sent for o in obs.of(O.ResponseStarted)}
     assert [t for t, _ in recorded] == [o.turn for o in obs.of(O.ReadReceived)]
-    for (turn, at), read in zip(recorded, obs.of(O.ReadReceived)):
+    for (turn, at), read in zip(recorded, obs.of(O.ReadReceived), strict=True):
         assert at == pytest.approx(sent[turn] + read.t_request, abs=1e-9)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.one_of(st.binary(max_size=300), st.text(max_size=200).map(str.encode)))
 def test_error_body_reader_never_raises(raw):
     from inspector.agent.tries import parse_error_body

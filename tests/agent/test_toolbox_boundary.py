@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from inspector.agent.toolbox import ToolRefused, builtin_tools
 from inspector.agent.toolbox.builtin import READ_MAX_CHARS
+from inspector.testing.hyp import examples
 
 SECRET = "HOST SECRET\n"
 
@@ -272,7 +273,7 @@ def test_read_file_pieces_match_python_line_iteration_across_chunk_edges():
     from inspector.agent.toolbox.builtin import _line_pieces
 
     @given(st.text(alphabet="ab\r\n", max_size=60), st.integers(1, 7))
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=examples(300), deadline=None)
     def prop(text: str, chunk: int) -> None:
         lines: list[str] = []
         cur = ""
@@ -312,7 +313,7 @@ def maze(tmp_path_factory) -> Path:
 
 
 @given(st.lists(st.sampled_from(COMPONENTS), min_size=1, max_size=8))
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_no_path_of_dots_and_symlinks_reaches_outside(maze, parts):
     """Any path built of `..`, `.`, directories and symlinks (relative, absolute, in, out, loops): every tool either
     refuses or shows what is inside the root."""

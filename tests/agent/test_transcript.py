@@ -29,6 +29,7 @@ from inspector.sessions.sources import openai_session, replay_session, scenario_
 from inspector.state.travel import History
 from inspector.stream.diagnostics import Diagnostic
 from inspector.stream.sse import SSEEvent
+from inspector.testing.hyp import examples
 from inspector.testing.loop import assert_valid_history, run_observed
 from inspector.testing.openai_fake import KEY, FakeOpenAI, Stream, chat_text, responses_text
 
@@ -320,7 +321,7 @@ async def _sent_by_sdk(messages: list[dict], splice: bool, system: str | None) -
     return headers, body
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages=messages_st, system=st.one_of(st.none(), st.text(max_size=20)))
 async def test_spliced_body_equals_the_sdks_serialization(messages, system):
     h1, b1 = await _sent_by_sdk(messages, True, system)

@@ -136,7 +136,7 @@ def test_scenarios_lists_every_scenario(capsys):
     out, _ = capsys.readouterr()
     lines = out.splitlines()
     assert [line.split()[0] for line in lines] == list(SCENARIOS)
-    for line, sc in zip(lines, SCENARIOS.values()):
+    for line, sc in zip(lines, SCENARIOS.values(), strict=True):
         assert line.endswith(sc.description)
 
 

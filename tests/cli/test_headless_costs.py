@@ -1,25 +1,40 @@
-"""`run --headless` says each turn's usage, cost and cache verdict; `--json` carries one turn_cost line per turn."""
+"""`run --headless` says each turn's usage, cost and cache verdict; `--json` carries one turn_cost line per turn.
+
+The CLI runs in-process (`cli.main`, its output captured), as in test_cli_run: a subprocess per run re-imported the
+SDK each time; the process boundary is the smoke tests' (tests/cli/test_cli_watch.py, test_otel_proxy_watch.py)."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
+from dataclasses import dataclass
 
-ROOT = Path(__file__).resolve().parents[2]
+import pytest
 
-
-def _run(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "inspector", "run", *args], capture_output=True, text=True, timeout=120, env=env
-    )
+from inspector import cli
 
 
-def test_the_progress_lines_say_cost_and_why_the_cache_was_written_again():
-    out = _run("--scenario", "cache_break", "--headless")
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def inspector_cli(capsys):
+    """`inspector ARGS...` in this process: its exit status and what it wrote."""
+
+    def run(*args: str) -> Ran:
+        capsys.readouterr()
+        code = cli.main(list(args))
+        out, err = capsys.readouterr()
+        return Ran(code, out, err)
+
+    return run
+
+
+def test_the_progress_lines_say_cost_and_why_the_cache_was_written_again(inspector_cli):
+    out = inspector_cli("run", "--scenario", "cache_break", "--headless")
     assert out.returncode == 0, out.stderr
     lines = [ln for ln in out.stdout.splitlines() if ln.lstrip().split("s   ")[-1].startswith("cost ")]
     assert len(lines) == 2, out.stdout
@@ -27,8 +42,8 @@ def test_the_progress_lines_say_cost_and_why_the_cache_was_written_again():
     assert lines[1].endswith("cache written again: system changed at char 69")
 
 
-def test_json_carries_usage_cache_and_cost_per_turn():
-    out = _run("--scenario", "weather", "--headless", "--json")
+def test_json_carries_usage_cache_and_cost_per_turn(inspector_cli):
+    out = inspector_cli("run", "--scenario", "weather", "--headless", "--json")
     assert out.returncode == 0, out.stderr
     docs = [json.loads(ln) for ln in out.stdout.splitlines()]
     costs = [d for d in docs if d.get("type") == "turn_cost"]
@@ -38,18 +53,16 @@ def test_json_carries_usage_cache_and_cost_per_turn():
         assert c["usage"]["input_tokens"] > 0 and c["cost"]["usd"] > 0 and c["cache"]["kind"] == "no_cache"
 
 
-def test_the_session_total_comes_before_the_loop_end_and_equals_dump(tmp_path):
+def test_the_session_total_comes_before_the_loop_end_and_equals_dump(tmp_path, inspector_cli):
     rec = tmp_path / "cb.jsonl"
-    out = _run("--scenario", "cache_break", "--headless", "--json", "--record", str(rec))
+    out = inspector_cli("run", "--scenario", "cache_break", "--headless", "--json", "--record", str(rec))
     assert out.returncode == 0, out.stderr
     docs = [json.loads(ln) for ln in out.stdout.splitlines()]
     assert [d.get("type") for d in docs[-2:]] == ["session_cost", "loop_finished"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    dumped = subprocess.run(
-        [sys.executable, "-m", "inspector", "dump", "--json", str(rec)], capture_output=True, timeout=60, env=env
-    )
+    dumped = inspector_cli("dump", "--json", str(rec))
+    assert dumped.returncode == 0, dumped.stderr
     total = json.loads(dumped.stdout)["total"]
     mine = docs[-2]
     assert {k: mine[k] for k in total} == total and mine["turns"] == 2
-    text = _run("--scenario", "cache_break", "--headless").stdout.splitlines()
+    text = inspector_cli("run", "--scenario", "cache_break", "--headless").stdout.splitlines()
     assert "total 2 turns: cost $0.016 · cache 0% · in 134 · out 45 · cache write 4,096 · prices: genai" in text[-2]

@@ -12,6 +12,7 @@ from inspector.state import columns as C
 from inspector.state.columns import ByteStore, ChunkedTable, Column, CowDict
 from inspector.state.fold import AttemptEntry, DashboardState, EventTable
 from inspector.state.travel import History, SpilledObservations, state_at
+from inspector.testing.hyp import examples
 from inspector.testing.synthetic import generated_observations, parse_date_observations, rate_limited_observations
 
 OPS = st.lists(
@@ -24,7 +25,7 @@ OPS = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(OPS, st.sampled_from(["l", None]))
 def test_column_copies_are_independent(ops, typecode) -> None:
     """Any mix of appends, writes and copies: every column (original and copies) equals its own list model."""
@@ -46,7 +47,7 @@ def test_column_copies_are_independent(ops, typecode) -> None:
                 src = op[1] % len(cols)
                 cols.append(cols[src].cow_copy())
                 models.append(list(models[src]))
-        for col, model in zip(cols, models):
+        for col, model in zip(cols, models, strict=True):
             assert list(col) == model and len(col) == len(model)
             assert [col[i] for i in range(len(model))] == model
             if model:
@@ -63,7 +64,7 @@ def test_a_copy_costs_the_tail_only() -> None:
         if len(t._tail[0]) >= C.CHUNK:
             t._seal()
     c = t.cow_copy()
-    assert all(a is b for a, b in zip(c._sealed, t._sealed))  # sealed chunks shared
+    assert all(a is b for a, b in zip(c._sealed, t._sealed, strict=True))  # sealed chunks shared
     assert len(c._tail[0]) == 5
     c.set(0, 1, -1)  # copy on write: only the written chunk
     assert t.get(0, 1) == 1 and c.get(0, 1) == -1
@@ -90,7 +91,7 @@ def test_cowdict_clones_an_entry_only_when_the_fold_asks_to_change_it() -> None:
 ENTRY_DICTS = ("attempts", "turns", "blocks", "tools")
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.integers(0, 10_000))
 def test_reading_a_copied_state_changes_nothing(cut) -> None:
     """Issue 17 §4: a view reading a checkpoint (every entry, every query) must not clone or swap its entries."""
@@ -148,7 +149,7 @@ def test_bytestore_spills_and_reads_back() -> None:
     chunks = [bytes([i % 256]) * (i % 50) for i in range(300)]
     offs = [store.add(b) for b in chunks]
     assert store.in_memory < 64 + 50 and store.size == sum(map(len, chunks))
-    assert [store.get(o, len(b)) for o, b in zip(offs, chunks)] == chunks
+    assert [store.get(o, len(b)) for o, b in zip(offs, chunks, strict=True)] == chunks
 
 
 def test_event_summaries_and_read_bytes_round_trip() -> None:
@@ -267,7 +268,7 @@ def test_a_frozen_history_prefix_stays_fixed_while_the_history_grows() -> None:
     assert list(s.frozen()) == obs
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.integers(0, 3 * C.CHUNK + 40), st.integers(0, 3 * C.CHUNK + 60))
 def test_column_from_is_the_column_from_that_row(n, start) -> None:
     """`column_from` (the fold's attempt-end scan) skips the chunks before `start` and yields the same values."""

@@ -20,6 +20,7 @@ from inspector.state.fold import (
     result_summary,
 )
 from inspector.state.travel import History, cut_index, state_at
+from inspector.testing.hyp import examples
 from inspector.testing.state import canon
 from inspector.testing.synthetic import FILES, generated_observations, parse_date_observations
 from inspector.tui.widgets.wording import marker_label
@@ -177,7 +178,7 @@ def test_robust_to_missing_and_unknown_observations() -> None:
     assert s.status.t_last == 9.0
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.integers(0, len(FULL) - 1), unique=True, max_size=40))
 def test_fold_never_raises_when_observations_are_dropped(drop: list[int]) -> None:
     kept = [o for i, o in enumerate(FULL) if i not in set(drop)]
@@ -209,7 +210,7 @@ def test_state_at_mid_tool_json_shows_the_partial_buffer() -> None:
     assert not past.closed and past.fragments == b.fragments[:2]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(st.integers(0, 45), min_size=1, max_size=12))
 def test_history_matches_state_at_in_any_order(ks: list[int]) -> None:
     h = History(FULL, spacing=7)

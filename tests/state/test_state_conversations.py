@@ -22,6 +22,7 @@ from inspector.testing.conversations import (
     two_cached_conversations,
     with_the_same_tool_ids,
 )
+from inspector.testing.hyp import examples
 from inspector.testing.synthetic import parse_date_observations
 from inspector.tui.widgets.tools import turn_bars
 
@@ -108,7 +109,7 @@ def test_checkpoints_copy_the_table() -> None:
     assert live.conversations.by_id["c1"].tokens_in == 1850 + 2630
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(st.integers(1, 6), st.randoms(use_true_random=False))
 def test_any_interleaving_gives_each_conversation_its_own_turns(k: int, rnd) -> None:
     """Whatever order the conversations' observations arrive in (each in its own order), each entry and each
@@ -191,7 +192,7 @@ def test_a_views_event_numbers_map_to_the_sessions_events() -> None:
     assert list(late.event_map) == list(ConversationFilter("c3").apply_all(OBS).event_map)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.integers(0, len(OBS) - 1), max_size=40, unique=True), st.randoms(use_true_random=False))
 def test_the_table_never_raises_and_stays_consistent_when_observations_are_dropped_or_repeated(drop, rnd) -> None:
     """Dropped, repeated or out-of-place observations (a cut recording, a crashed proxy) never raise; the counts the

@@ -35,6 +35,7 @@ from inspector.state.fold import (
     clone,
 )
 from inspector.state.travel import History
+from inspector.testing.hyp import examples
 from inspector.testing.synthetic import StreamScript, parse_date_observations, rate_limited_observations
 from inspector.tui.widgets.wording import marker_label, savings_text, try_label
 
@@ -104,7 +105,7 @@ def approx_equal(a, b) -> bool:
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(approx_equal(a[k], b[k]) for k in a)
     if isinstance(a, list):
-        return len(a) == len(b) and all(approx_equal(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(approx_equal(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, float) and isinstance(b, float):
         return math.isclose(a, b, abs_tol=2e-6)
     return a == b
@@ -121,7 +122,7 @@ def test_a_six_second_pause_before_the_first_token_is_not_in_the_figures() -> No
     assert s.status.held_total == pytest.approx(6.0) and s.status.held_by is None
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     st.dictionaries(
         st.integers(0, STEPS - 1),

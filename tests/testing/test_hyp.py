@@ -106,3 +106,45 @@ def test_a_failure_prints_how_to_reproduce_it(restore_profile):
     notes = "\n".join(getattr(info.value, "__notes__", []))
     assert "fails(\n    n=10,\n)" in notes  # the smallest failing example
     assert "@reproduce_failure(" in notes
+
+
+# the test packages whose properties issue 17 §5 moved onto the profiles (inspector/agent and inspector/state have none)
+SCALED_AREAS = ("agent", "state")
+
+
+def _example_counts(profile: str) -> dict[str, int]:
+    """max_examples of every Hypothesis test in SCALED_AREAS, each module executed afresh under `profile` (under its
+    own name: the modules pytest collected are not touched)."""
+    import importlib.util
+    import inspect
+    import sys
+    from pathlib import Path
+
+    hyp.load(profile)
+    counts: dict[str, int] = {}
+    for area in SCALED_AREAS:
+        for path in sorted((Path(__file__).resolve().parents[1] / area).glob("test_*.py")):
+            spec = importlib.util.spec_from_file_location(f"_profile_probe_{area}_{path.stem}", path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module  # (dataclasses look their module up there)
+            try:
+                spec.loader.exec_module(module)
+            finally:
+                del sys.modules[spec.name]
+            found = [(name, obj) for name, obj in vars(module).items() if inspect.isfunction(obj)]
+            for cname, cls in [(n, o) for n, o in vars(module).items() if inspect.isclass(o) and n.startswith("Test")]:
+                found += [(f"{cname}.{n}", o) for n, o in vars(cls).items() if inspect.isfunction(o)]
+            for name, fn in found:
+                if getattr(fn, "is_hypothesis_test", False):
+                    counts[f"{area}/{path.name}::{name}"] = fn._hypothesis_internal_use_settings.max_examples
+    return counts
+
+
+def test_agent_and_state_properties_scale_with_the_profile(restore_profile):
+    """Every property of tests/agent and tests/state runs ten times as many examples under nightly as under ci: none
+    keeps a fixed max_examples (write max_examples=examples(N))."""
+    ci, nightly = _example_counts("ci"), _example_counts("nightly")
+    assert len(ci) >= 10 and ci.keys() == nightly.keys()
+    fixed = {name: n for name, n in ci.items() if nightly[name] != 10 * n}
+    assert fixed == {}, f"max_examples that ignore the profile: {fixed}"
