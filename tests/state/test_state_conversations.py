@@ -304,7 +304,7 @@ def test_a_turns_cache_verdict_compares_it_with_its_own_conversations_previous_t
 STOPS = ["turn1", "tools_running", "mid_tool_json", None]
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(st.lists(st.sampled_from(STOPS), min_size=1, max_size=4), st.randoms(use_true_random=False))
 def test_any_interleaving_of_conversations_with_the_same_tool_ids_keeps_each_ones_calls(stops, rnd) -> None:
     """k conversations using the same tool ids, each stopped somewhere, interleaved in any order: the session's rows
