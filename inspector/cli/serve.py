@@ -166,10 +166,17 @@ def _announce(args: argparse.Namespace, url: str, faults: Any, options: dict[str
     """What is served and the address to point a harness at, in full, on stderr (and stdout when it is piped)."""
     source = options.get("recording")
     what = f"recording {source.name} ({len(source.turns)} turns)" if source is not None else f"scenario {args.scenario}"
+    openai_recording = source is not None and source.family != "anthropic"
+    if source is not None and openai_recording:
+        from inspector.net.recorded import FAMILY_NAMES, FAMILY_PATHS
+
+        what = f"recording {source.name} ({len(source.turns)} turns, {FAMILY_NAMES[source.family]}: POST "
+        what += f"{FAMILY_PATHS[source.family]})"
     lines = [f"inspector serve: {what}, faults {faults_key(faults)}, speed {speed_label(args.speed)}"]
     if source is not None:
         lines += [f"warning: {w}" for w in source.warnings]
-    openai_line = None if source is not None else f"OPENAI_BASE_URL={url}/v1"  # the same scenarios, OpenAI's formats
+    # the same scenarios in OpenAI's formats, or a recording of an OpenAI session
+    openai_line = f"OPENAI_BASE_URL={url}/v1" if source is None or openai_recording else None
     if openai_line is not None:
         lines.append(openai_line)
     lines.append(f"ANTHROPIC_BASE_URL={url}")

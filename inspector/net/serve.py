@@ -54,7 +54,9 @@ from inspector.net.faults import (
     FAULTS,
     FaultSpec,
     apply_faults,
+    changes,
     faults_key,
+    in_effect,
     iter_reads,
     parse_faults,
     render_faulted,
@@ -65,6 +67,7 @@ from inspector.net.recorded import (
     end_of_script_plan,
     recording_faults,
     request_diff,
+    wrong_endpoint,
 )
 from inspector.net.server import Closable, ConnectionDrop, _race, guarded_h11, install_log_filter
 from inspector.scenarios.bundled import DEFAULT_SCENARIO, SCENARIOS, get_scenario
@@ -157,6 +160,7 @@ class Exchange:
     model: str | None = None  # the model the request named (echoed back)
     history: str = "not checked"  # the history check: ok | off | <violation kind> | not checked (rejected before)
     script_ended: bool = False  # past the script's last turn: a placeholder end_turn reply
+    once: str | None = None  # the @once faults and what became of them here ("drop_event@once fired here", ...)
     differs: str | None = None  # --recording: how the request differs from the recorded one (one line)
     diff: list[str] = field(default_factory=list)  # --recording: the full difference (unified diff lines)
 
@@ -577,6 +581,10 @@ class ServeApp(Closable):
         ex.model = model
         if not self.echo_model:
             model = None  # the scenario's own model, bytes exactly as rendered
+        if self.recording is not None:
+            wrong = wrong_endpoint(self.recording, None)
+            if wrong is not None:
+                return self._reject(ex, 400, "invalid_request_error", wrong)
         # a recording of many conversations answers each request from its own conversation's turns
         rec = self.recording.conversation_for(body) if self.recording is not None else None
         if rec is not None:
@@ -608,12 +616,14 @@ class ServeApp(Closable):
         assert turn is not None and attempt is not None
         ex.turn, ex.attempt, ex.script_ended = turn, attempt, ended
         if rec is not None and not ended:
-            recorded = rec.recorded_request(turn)
-            if recorded is not None:
-                seq = ex.seq
-                task = self._diffs[seq] = asyncio.ensure_future(self._request_diff(ex, recorded, body))
-                task.add_done_callback(lambda _: self._diffs.pop(seq, None))
+            self._start_diff(ex, rec, turn, body)
         try:
+            faults = await self._faults_now(
+                decision,
+                faults,
+                ex,
+                lambda fs: self._render(name, fs, turn, attempt, model, ended, turns, rec),
+            )
             plan = await self._plan_for(name, faults, turn, attempt, model, ended, turns, rec)
         except (ValueError, IndexError, TypeError) as e:
             return self._reject(
@@ -628,6 +638,7 @@ class ServeApp(Closable):
         headers, error = self.api.response_headers(
             plan.status, plan.headers, plan.body if plan.status != 200 else b"", body, speed=self.pacer.speed
         )
+        self._fault_header(headers, ex)
         if plan.status != 200:
             ex.status, ex.reads, ex.bytes, ex.end = plan.status, 1, len(error), "eof"
             self._note(ex)
@@ -694,29 +705,36 @@ class ServeApp(Closable):
             return self._openai_reject(
                 ex, decision.status, decision.etype, decision.message, decision.param, decision.code, decision.kind
             )
-        if self.recording is not None:
-            return self._openai_reject(
-                ex, 400, "invalid_request_error", f"this server replays an Anthropic recording: {ex.path} is not served"
-            )
         model = ex.model or None
         if not self.echo_model:
             model = None
-        name = (request.headers.get(SCENARIO_HEADER) or self.default_scenario).strip()
+        rec: RecordingSource | None = None
+        if self.recording is not None:  # replayed on the endpoint of its family only
+            wrong = wrong_endpoint(self.recording, api)
+            if wrong is not None:
+                return self._openai_reject(ex, 400, "invalid_request_error", wrong)
+            rec = self.recording.conversation_for(body)
+            name = rec.name
+        else:
+            name = (request.headers.get(SCENARIO_HEADER) or self.default_scenario).strip()
+            if name not in self.scenarios:
+                ex.scenario = name
+                return self._openai_reject(
+                    ex,
+                    400,
+                    "invalid_request_error",
+                    f"{SCENARIO_HEADER}: unknown scenario {name!r}; available: {', '.join(self.scenarios)}",
+                )
         ex.scenario = name
-        if name not in self.scenarios:
-            return self._openai_reject(
-                ex,
-                400,
-                "invalid_request_error",
-                f"{SCENARIO_HEADER}: unknown scenario {name!r}; available: {', '.join(self.scenarios)}",
-            )
         header_faults = request.headers.get(FAULT_HEADER)
         try:
             faults = parse_faults(header_faults) if header_faults is not None else self.default_faults
+            if rec is not None:
+                check_recording_faults(faults)
         except FaultError as e:
             return self._openai_reject(ex, 400, "invalid_request_error", f"{FAULT_HEADER}: {e}")
         ex.faults = faults_key(faults)
-        turns = len(self.scenarios[name].turns)
+        turns = len(rec.turns) if rec is not None else len(self.scenarios[name].turns)
         session = request.headers.get(SESSION_HEADER, "")
         decision = self.api.select(
             decision, body, name=name, turns=turns, faults=ex.faults, session=session, family=api
@@ -729,27 +747,27 @@ class ServeApp(Closable):
         options = body.get("stream_options")
         asked = isinstance(options, dict) and options.get("include_usage") is True
         include_usage = api == "chat" and (asked or body.get("stream") is not True)  # a chat.completion has usage
-        try:
+        echo = response_echo(body) if api == "responses" and not ended else None
+
+        def render(fs: tuple[FaultSpec, ...]) -> ResponsePlan:
             if ended:
-                plan = await asyncio.to_thread(
-                    end_of_script_plan,
-                    name,
-                    turns,
-                    turn,
-                    attempt,
-                    model or self.scenarios[name].model,
-                    faults,
-                    api,
-                    include_usage,
-                )
-            else:
-                echo = response_echo(body) if api == "responses" else None
-                cached = self._cached(_plan_key(name, faults, turn, attempt, model, api, include_usage, echo))
-                if cached is None:
-                    cached = await asyncio.to_thread(
-                        self.plan, name, faults, turn, attempt, model, api, include_usage, echo
-                    )
-                plan = cached
+                fallback = rec.model if rec is not None else self.scenarios[name].model
+                return end_of_script_plan(name, turns, turn, attempt, model or fallback, fs, api, include_usage)
+            if rec is not None:
+                return self._recorded_plan(rec, fs, turn, attempt, api)
+            return self.plan(name, fs, turn, attempt, model, api, include_usage, echo)
+
+        if rec is not None and not ended:
+            self._start_diff(ex, rec, turn, body)
+        try:
+            faults = await self._faults_now(decision, faults, ex, render)
+            plan = (
+                None
+                if ended or rec is not None
+                else self._cached(_plan_key(name, faults, turn, attempt, model, api, include_usage, echo))
+            )
+            if plan is None:
+                plan = await asyncio.to_thread(render, faults)
         except (ValueError, IndexError, TypeError) as e:
             return self._openai_reject(
                 ex, 500, "server_error", f"inspector: cannot render {name!r} turn {turn} with faults {ex.faults}: {e}"
@@ -767,6 +785,7 @@ class ServeApp(Closable):
             speed=self.pacer.speed,
             family="openai",
         )
+        self._fault_header(headers, ex)
         if plan.status != 200:
             ex.status, ex.reads, ex.bytes, ex.end = plan.status, 1, len(error), "eof"
             self._note(ex)
@@ -774,6 +793,14 @@ class ServeApp(Closable):
         if stream:
             return _PlanStream(self, plan, headers, ex)
         return await self._non_stream(plan, headers, ex, api)
+
+    def _start_diff(self, ex: Exchange, rec: RecordingSource, turn: int, body: dict) -> None:
+        """Compare the request with the recorded one of its turn, in the background (:meth:`_request_diff`)."""
+        recorded = rec.recorded_request(turn)
+        if recorded is not None:
+            seq = ex.seq
+            task = self._diffs[seq] = asyncio.ensure_future(self._request_diff(ex, recorded, body))
+            task.add_done_callback(lambda _: self._diffs.pop(seq, None))
 
     async def _request_diff(self, ex: Exchange, recorded: dict, body: dict) -> None:
         """How the request differs from the recorded one, into ``ex``: computed in a worker thread (never on the
@@ -802,29 +829,82 @@ class ServeApp(Closable):
     ) -> ResponsePlan:
         """The plan for this request, rendered in a worker thread when not cached (a big scenario takes a
         quarter of a second: other connections keep being served meanwhile)."""
+        if not ended and recording is None and self.recording is None:
+            cached = self._cached(_plan_key(name, faults, turn, attempt, model))
+            if cached is not None:
+                return cached
+        return await asyncio.to_thread(self._render, name, faults, turn, attempt, model, ended, turns, recording)
+
+    def _render(
+        self,
+        name: str,
+        faults: tuple[FaultSpec, ...],
+        turn: int,
+        attempt: int,
+        model: str | None,
+        ended: bool,
+        turns: int,
+        recording: RecordingSource | None = None,
+    ) -> ResponsePlan:
+        """:meth:`_plan_for`'s plan, rendered here (blocking: call it in a worker thread)."""
         recording = recording if recording is not None else self.recording
         if ended:
             fallback = recording.model if recording is not None else self.scenarios[name].model
-            return await asyncio.to_thread(end_of_script_plan, name, turns, turn, attempt, model or fallback, faults)
+            return end_of_script_plan(name, turns, turn, attempt, model or fallback, faults)
         if recording is not None:
-            # attempts past the recorded ones all get the last recorded attempt: one cached plan for them
-            # (the first streamed attempt, after the HTTP faults, may be a drop: the one after it is distinct);
-            # keyed by the conversation (its name), so that conversations never share an answer
-            http = sum(1 for f in faults if FAULTS[f.name].kind == "http")
-            same = min(attempt, max(len(recording.turns[turn]) - 1 + http, http + 1))
-            key = ("\x00recording", recording.name, faults_key(faults), turn, same, None)
-            plan = self._cached(key)
-            if plan is None:
-                plan = await asyncio.to_thread(recording_faults, recording, faults, turn, same)
-                with self._lock:
-                    self._plans[key] = plan
-                    while len(self._plans) > 64:
-                        self._plans.popitem(last=False)
-            return plan if plan.attempt == attempt else dataclasses.replace(plan, attempt=attempt)
-        cached = self._cached(_plan_key(name, faults, turn, attempt, model))
-        if cached is not None:
-            return cached
-        return await asyncio.to_thread(self.plan, name, faults, turn, attempt, model)
+            return self._recorded_plan(recording, faults, turn, attempt)
+        return self.plan(name, faults, turn, attempt, model)
+
+    def _recorded_plan(
+        self, recording: RecordingSource, faults: tuple[FaultSpec, ...], turn: int, attempt: int, api: Api | None = None
+    ) -> ResponsePlan:
+        """A recording's answer to attempt ``attempt`` of turn ``turn``, with the faults on top, cached (blocking).
+        Attempts past the recorded ones all get the last recorded attempt: one cached plan for them (the first
+        streamed attempt, after the HTTP faults, may be a drop: the one after it is distinct); keyed by the
+        conversation (its name), so that conversations never share an answer. ``api``: an OpenAI recording's
+        family (its HTTP faults' error form, and its events named as the OpenAI renderer names them)."""
+        http = sum(1 for f in faults if FAULTS[f.name].kind == "http")
+        same = min(attempt, max(len(recording.turns[turn]) - 1 + http, http + 1))
+        key = ("\x00recording", recording.name, faults_key(faults), turn, same, api)
+        plan = self._cached(key)
+        if plan is None:
+            plan = recording_faults(recording, faults, turn, same, api)
+            if api is not None and plan.status == 200:
+                plan = dataclasses.replace(plan, events=_openai_events(plan.events, api))
+            with self._lock:
+                self._plans[key] = plan
+                while len(self._plans) > 64:
+                    self._plans.popitem(last=False)
+        return plan if plan.attempt == attempt else dataclasses.replace(plan, attempt=attempt)
+
+    async def _faults_now(
+        self,
+        decision: Decision,
+        faults: tuple[FaultSpec, ...],
+        ex: Exchange,
+        render: Callable[[tuple[FaultSpec, ...]], ResponsePlan],
+    ) -> tuple[FaultSpec, ...]:
+        """The faults this request is answered with: the ``@turn`` ones, and the ``@once`` ones its conversation
+        turn holds (the first request one changes takes it: decided in a worker thread, which renders the answer
+        with and without it). ``ex.once`` says what became of each ``@once`` fault."""
+        once = [f for f in faults if f.once]
+        if not once:
+            return faults
+        where = f"request {ex.seq + 1}: turn {(ex.turn or 0) + 1} attempt {(ex.attempt or 0) + 1}"
+
+        def changed(held: list, fault: Any) -> bool:
+            return changes(faults, held, fault, render)
+
+        held, notes = await asyncio.to_thread(self.api.hold_once, decision, once, changed, where)
+        ex.once = "; ".join(f"{f.label} {notes[f]}" for f in once)
+        return in_effect(faults, held)
+
+    @staticmethod
+    def _fault_header(headers: dict[str, str], ex: Exchange) -> None:
+        """``x-inspector-fault`` on an answer: the faults chosen, each with its scope, and what became of the
+        ``@once`` ones (so that a recording made in front of serve keeps them)."""
+        if ex.faults != "none":
+            headers[FAULT_HEADER] = ex.faults + (f"; {ex.once}" if ex.once else "")
 
     async def _non_stream(self, plan: ResponsePlan, headers: dict[str, str], ex: Exchange, api: Api | None = None):
         if plan.end == "hang":  # a stall never answers (its pings are not even counted)
@@ -879,6 +959,23 @@ def _plan_key(
     if api is None:
         return key
     return (*key, api, include_usage, echo_key(echo))
+
+
+def _openai_events(events: list[tuple[str, dict]], api: Api) -> list[tuple[str, dict]]:
+    """A recorded OpenAI stream's events named as the OpenAI renderer names them (what ``assembled_chat`` /
+    ``assembled_response`` and the error check of a ``stream: false`` answer read): a chat chunk ``chunk``, an
+    error object ``error``, a Responses event its ``type``; anything else (``[DONE]``) keeps its SSE name."""
+    out: list[tuple[str, dict]] = []
+    for name, data in events:
+        if isinstance(data, dict) and "error" in data and data.get("type") in (None, "error"):
+            out.append(("error", data))
+        elif api == "chat" and isinstance(data, dict) and isinstance(data.get("choices"), list):
+            out.append(("chunk", data))
+        elif api == "responses" and isinstance(data, dict) and isinstance(data.get("type"), str):
+            out.append((data["type"], data))
+        else:
+            out.append((name, data))
+    return out
 
 
 def _raw_headers(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
@@ -969,6 +1066,8 @@ def format_exchange(ex: Exchange) -> str:
     faults = f" [{ex.faults}]" if ex.faults != "none" else ""
     if ex.script_ended:
         where += " (past the end of the script: placeholder end_turn reply)"
+    if ex.once:
+        where += f" ({ex.once})"
     if ex.differs:
         where += f" (differs from the recording: {ex.differs})"
     if ex.rejected:

@@ -32,7 +32,7 @@ import orjson
 from inspector.core.pacing import Pacer
 from inspector.stream.history import history_problem
 
-from .fakeapi import FakeApi, error_body, openai_error_body, scale_retry_headers
+from .fakeapi import Decision, FakeApi, error_body, openai_error_body, scale_retry_headers
 from .model import Scenario
 from .render import ResponsePlan, render_turn
 from .render_openai import render_openai_turn, response_echo
@@ -227,22 +227,15 @@ class ScenarioServer:
         turn, attempt = decision.turn, decision.attempt
         assert turn is not None and attempt is not None
         rec.turn, rec.attempt = turn, attempt
-        if api is None:
-            plan = self.render(self.scenario, turn, attempt)
-        else:
-            assert isinstance(body, dict)
-            options = body.get("stream_options")
-            usage = api == "chat" and isinstance(options, dict) and options.get("include_usage") is True
-            echo = response_echo(body) if api == "responses" else {}
-            plan = self.render_openai(self.scenario, turn, attempt, api, usage, echo)
-            if api == "responses" and plan.status == 200 and plan.events:
-                self.api.remember_response(plan.events[0][1]["response"]["id"], turn)
+        scenario, plan = self.plan_for(decision, api, body)
+        if api == "responses" and plan.status == 200 and plan.events:
+            self.api.remember_response(plan.events[0][1]["response"]["id"], turn)
         served = ServedResponse(turn, attempt, plan.status, plan)
         rec.response = served
         self.responses.append(served)
 
         await self.pacer.sleep(plan.header_delay)
-        http_error = self.scenario.turns[turn].http_error_for(attempt)
+        http_error = scenario.turns[turn].http_error_for(attempt)
         if http_error is not None and http_error.connect_error is not None:
             served.state = "dropped"  # no response at all: the connection failed
             raise httpx2.ConnectError(http_error.connect_error, request=request)
@@ -256,6 +249,24 @@ class ScenarioServer:
             served.reads_sent, served.bytes_sent = len(plan.reads), len(error)
             return httpx2.Response(plan.status, headers=headers, content=error)
         return httpx2.Response(200, headers=headers, stream=ScenarioStream(self, served, plan))
+
+    def plan_for(self, decision: Decision, api: str | None, body: Any) -> tuple[Scenario, ResponsePlan]:
+        """The scenario that answers a selected request and the plan of its turn and attempt (``api``: None for
+        the Messages API, ``chat`` / ``responses``). Subclasses choose another scenario per request (the faults in
+        effect: ``FaultedScenarioServer``)."""
+        return self.scenario, self.render_with(self.scenario, decision, api, body)
+
+    def render_with(self, scenario: Scenario, decision: Decision, api: str | None, body: Any) -> ResponsePlan:
+        """The plan of a selected request's turn and attempt, rendered from ``scenario`` by this server's renderers."""
+        turn, attempt = decision.turn, decision.attempt
+        assert turn is not None and attempt is not None
+        if api is None:
+            return self.render(scenario, turn, attempt)
+        assert isinstance(body, dict)
+        options = body.get("stream_options")
+        usage = api == "chat" and isinstance(options, dict) and options.get("include_usage") is True
+        echo = response_echo(body) if api == "responses" else {}
+        return self.render_openai(scenario, turn, attempt, api, usage, echo)
 
     def _reject(
         self,

@@ -6,6 +6,8 @@ Installed with the package (entry point ``pytest11``), it adds the ``inspector_s
         server = inspector_server("weather")                  # a bundled scenario, a scenario file's path,
         # inspector_server(recording="session.jsonl")         # a recording (replayed as a scenario)
         # inspector_server("parse_date", faults="relay_buffer,http_429")
+        # inspector_server("weather", faults="drop_event")   # one dropped stream, then none (@once, the
+        #                                                     # default of transport faults); drop_event@turn: each turn
         run_my_harness(base_url=server.base_url, api_key="test")
         # openai.OpenAI(base_url=server.openai_base_url, api_key="test"): the same scenario, in OpenAI's formats
         server.assert_valid_histories()                       # every request kept the API's history rules
@@ -56,6 +58,8 @@ class ServedRequest:
     end: str | None = None  # eof | drop | hang | disconnected
     rejected: str | None = None  # the 4xx/5xx message the server answered instead of the scenario
     history: Any = None  # inspector.stream.history.Violation, or None when the messages keep the rules
+    faults: str = "none"  # the faults chosen for it, each with its scope ("drop_event@once,bom@turn")
+    once: str | None = None  # what became of its @once faults here ("drop_event@once fired here", "... spent at ...")
     exchange: Any = field(default=None, repr=False)  # inspector.net.serve.Exchange
 
     @property
@@ -181,6 +185,7 @@ class InspectorServer:
         req.exchange = ex
         req.status, req.turn, req.attempt = ex.status, ex.turn, ex.attempt
         req.stream, req.end, req.rejected = ex.stream, ex.end, ex.rejected
+        req.faults, req.once = ex.faults, ex.once
 
     # --- the API --------------------------------------------------------------------------------------------------
     @property
@@ -206,10 +211,11 @@ class InspectorServer:
         return [r for r in self.requests if r.path == "/v1/messages" or r.path in OPENAI_PATHS]
 
     def reset(self) -> None:
-        """Forget the requests and the attempt counters: the next request is attempt 0 of its turn again."""
+        """Forget the requests and the attempt counters (the next request is attempt 0 of its turn again), and
+        re-arm the ``@once`` faults."""
         with self._lock:
             self._requests.clear()
-        self.app.attempts.clear()
+        self.app.api.reset()
 
     def assert_valid_histories(self) -> None:
         """Every model request kept its API's history rules (Messages: tool_use / tool_result pairing, roles...;
@@ -304,6 +310,12 @@ def inspector_server() -> Iterator[Callable[..., InspectorServer]]:
 
     server = inspector_server("weather")              # or a scenario file's path, or recording="rec.jsonl"
     server = inspector_server("parse_date", faults="http_429", speed=4)
+    server = inspector_server("weather", faults="drop_in_tool:1")   # one drop in a tool's JSON (@once), then clean
+
+    Faults mean what they mean for ``inspector serve --fault`` (``inspector serve --list-faults``): transport faults
+    (error_event, drop_event, drop_in_tool, drop_byte, stall) hit once per server by default (``@once``: a harness
+    that recovers by retrying, or by restarting its conversation, then completes), ``@turn`` hits each turn; HTTP,
+    content and format faults hit each turn by default. ``request.faults`` / ``request.once`` say which.
     """
     started: list[InspectorServer] = []
 
