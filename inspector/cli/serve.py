@@ -72,8 +72,10 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         "--fault",
         action="append",
         default=[],
-        metavar="NAME[:ARG][,NAME...]",
-        help=f"inject faults (repeatable; default none; per request: header {FAULT_HEADER}); see --list-faults",
+        metavar="NAME[:ARG][@once|@turn][,NAME...]",
+        help=f"inject faults (repeatable; default none; per request: header {FAULT_HEADER}); @once: the first answer "
+        "it changes only, @turn: every turn; transport faults (drops, stalls, error events) default to @once, "
+        "since a real transient fault does not recur, the others to @turn; see --list-faults",
     )
     p.add_argument("--list-faults", action="store_true", help="describe every fault and exit")
     p.add_argument(

@@ -407,6 +407,7 @@ def faults_doc() -> str:
         "by restarting its conversation gets new tool ids, a new turn, which @turn would fault again, forever),",
         "@turn for HTTP, content and format faults (a rate limit or overload the SDK's retry clears, what a",
         "model writes and how a server encodes come back every turn).",
+        "",
         "OpenAI clients (/v1/chat/completions, /v1/responses) get every fault in that family's own form: the",
         'OpenAI error JSON, data: {"error": ...} / event: error, finish_reason length / response.incomplete,',
         "SSE comments (: keep-alive) for stall pings (docs/serve-and-proxy.md).",
