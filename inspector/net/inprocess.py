@@ -75,9 +75,17 @@ class FaultedScenarioServer(ScenarioServer):
         return plan_faults(faulted, self._faults_of.get(id(faulted), self.faults), render_turn(faulted, turn, attempt))
 
     def render_openai_plan(
-        self, faulted: Scenario, turn: int, attempt: int, api: str, include_usage: bool, echo: dict
+        self, faulted: Scenario, turn: int, attempt: int, api: str, include_usage: bool, echo: dict, choices: int = 1
     ) -> ResponsePlan:
         """What serve sends for this turn and attempt to ``/v1/chat/completions`` (``api="chat"``) or
         ``/v1/responses`` (``echo``: the request fields its Response echoes)."""
-        plan = render_openai_turn(faulted, turn, attempt, api=api, include_usage=include_usage, echo=echo)  # type: ignore[arg-type]
+        plan = render_openai_turn(
+            faulted,
+            turn,
+            attempt,
+            api=api,  # type: ignore[arg-type]
+            include_usage=include_usage,
+            echo=echo,
+            choices=choices,
+        )
         return plan_faults(faulted, self._faults_of.get(id(faulted), self.faults), plan)

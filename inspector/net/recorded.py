@@ -286,6 +286,7 @@ def end_of_script_plan(
     faults: Sequence[FaultSpec] = (),
     api: Any = None,
     include_usage: bool = False,
+    choices: int = 1,
 ) -> ResponsePlan:
     """The answer past the last turn of a script (scenario or recording): a short end_turn text turn (``api``:
     in the OpenAI form ``chat`` / ``responses``, as ``render_faulted`` takes it)."""
@@ -303,7 +304,7 @@ def end_of_script_plan(
         model=model,
     )
     chosen = [f for f in faults if f.name not in ("invalid_tool_json", "max_tokens_tool")]
-    plan = render_faulted(sc, chosen, 0, attempt, api=api, include_usage=include_usage)
+    plan = render_faulted(sc, chosen, 0, attempt, api=api, include_usage=include_usage, choices=choices)
     return dataclasses.replace(plan, turn=turn)
 
 

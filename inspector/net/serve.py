@@ -92,6 +92,7 @@ from inspector.scenarios.model import (
 )
 from inspector.scenarios.render import ResponsePlan
 from inspector.scenarios.render_openai import (
+    MAX_CHOICES,
     Api,
     assembled_chat,
     assembled_response,
@@ -351,18 +352,27 @@ class ServeApp(Closable):
         api: Api | None = None,
         include_usage: bool = False,
         echo: dict | None = None,
+        choices: int = 1,
     ) -> ResponsePlan:
         """The plan of (scenario, faults, turn, attempt, model), cached; ``api``: the OpenAI form (``chat`` /
         ``responses``; ``include_usage``: chat's ``stream_options.include_usage``; ``echo``: the request fields a
         Response echoes), None: Anthropic."""
-        key = _plan_key(name, faults, turn, attempt, model, api, include_usage, echo)
+        key = _plan_key(name, faults, turn, attempt, model, api, include_usage, echo, choices)
         with self._lock:
             plan = self._plans.get(key)
         if plan is None:
             sc = self.scenarios[name]
             faulted = self.faulted(name, faults, model)
             plan = render_faulted(
-                sc, faults, turn, attempt, faulted=faulted, api=api, include_usage=include_usage, echo=echo
+                sc,
+                faults,
+                turn,
+                attempt,
+                faulted=faulted,
+                api=api,
+                include_usage=include_usage,
+                echo=echo,
+                choices=choices,
             )
             with self._lock:
                 self._plans[key] = plan
@@ -747,15 +757,18 @@ class ServeApp(Closable):
         options = body.get("stream_options")
         asked = isinstance(options, dict) and options.get("include_usage") is True
         include_usage = api == "chat" and (asked or body.get("stream") is not True)  # a chat.completion has usage
+        choices = _choices(body) if api == "chat" else 1
         echo = response_echo(body) if api == "responses" and not ended else None
 
         def render(fs: tuple[FaultSpec, ...]) -> ResponsePlan:
             if ended:
                 fallback = rec.model if rec is not None else self.scenarios[name].model
-                return end_of_script_plan(name, turns, turn, attempt, model or fallback, fs, api, include_usage)
+                return end_of_script_plan(
+                    name, turns, turn, attempt, model or fallback, fs, api, include_usage, choices
+                )
             if rec is not None:
                 return self._recorded_plan(rec, fs, turn, attempt, api)
-            return self.plan(name, fs, turn, attempt, model, api, include_usage, echo)
+            return self.plan(name, fs, turn, attempt, model, api, include_usage, echo, choices)
 
         if rec is not None and not ended:
             self._start_diff(ex, rec, turn, body)
@@ -764,7 +777,7 @@ class ServeApp(Closable):
             plan = (
                 None
                 if ended or rec is not None
-                else self._cached(_plan_key(name, faults, turn, attempt, model, api, include_usage, echo))
+                else self._cached(_plan_key(name, faults, turn, attempt, model, api, include_usage, echo, choices))
             )
             if plan is None:
                 plan = await asyncio.to_thread(render, faults)
@@ -954,11 +967,18 @@ def _plan_key(
     api: Api | None = None,
     include_usage: bool = False,
     echo: dict | None = None,
+    choices: int = 1,
 ) -> tuple:
     key: tuple = (name, faults_key(faults), turn, attempt, model)
     if api is None:
         return key
-    return (*key, api, include_usage, echo_key(echo))
+    return (*key, api, include_usage, echo_key(echo), choices)
+
+
+def _choices(body: dict) -> int:
+    """A chat request's ``n`` (checked by the fake API unless lenient: then anything but 1..128 counts as 1)."""
+    n = body.get("n")
+    return n if isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= MAX_CHOICES else 1
 
 
 def _openai_events(events: list[tuple[str, dict]], api: Api) -> list[tuple[str, dict]]:

@@ -514,6 +514,19 @@ def responses_history_problem(items: Any, *, continued: bool = False) -> tuple[s
     return None
 
 
+def _choices_problem(n: Any) -> tuple[str, str | None] | None:
+    """OpenAI's 400 (message, code) for a chat request's ``n`` that is not an integer from 1 to 128."""
+    from .render_openai import MAX_CHOICES
+
+    if isinstance(n, bool) or not isinstance(n, int):
+        return f"Invalid type for 'n': expected an integer, but got {type(n).__name__} instead.", "invalid_type"
+    if n < 1:
+        return f"{n} is less than the minimum of 1 - 'n'", None
+    if n > MAX_CHOICES:
+        return f"{n} is greater than the maximum of {MAX_CHOICES} - 'n'", None
+    return None
+
+
 def _openai_reject(message: str, param: str | None = None, code: str | None = None, status: int = 400) -> Decision:
     return Decision(status, "invalid_request_error", message, param=param, code=code)
 
@@ -560,6 +573,10 @@ def openai_decision(
             return _openai_reject("Invalid type for 'stream': expected a boolean.", "stream", "invalid_type")
         if "tools" in body and not isinstance(body["tools"], list):
             return _openai_reject("Invalid type for 'tools': expected an array.", "tools", "invalid_type")
+        if api == "chat" and body.get("n") is not None:
+            bad_n = _choices_problem(body["n"])
+            if bad_n is not None:
+                return _openai_reject(bad_n[0], "n", bad_n[1])
         if models is not None and not known_openai_model(model, models):
             return Decision(
                 404,

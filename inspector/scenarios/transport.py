@@ -35,7 +35,7 @@ from inspector.stream.history import history_problem
 from .fakeapi import Decision, FakeApi, error_body, openai_error_body, scale_retry_headers
 from .model import Scenario
 from .render import ResponsePlan, render_turn
-from .render_openai import render_openai_turn, response_echo
+from .render_openai import MAX_CHOICES, render_openai_turn, response_echo
 
 __all__ = [
     "DROP_MESSAGE",
@@ -52,16 +52,24 @@ __all__ = [
 
 # (scenario, turn index, attempt) -> the plan to serve; render_turn by default
 Renderer = Callable[[Scenario, int, int], ResponsePlan]
-# (scenario, turn index, attempt, api "chat" | "responses", include_usage, the fields a Response echoes) -> the
+# (scenario, turn index, attempt, api "chat" | "responses", include_usage, the fields a Response echoes, chat's n) -> the
 # OpenAI plan; render_openai_turn by default
-OpenAIRenderer = Callable[[Scenario, int, int, str, bool, dict], ResponsePlan]
+OpenAIRenderer = Callable[[Scenario, int, int, str, bool, dict, int], ResponsePlan]
 OPENAI_PATHS = {"/v1/chat/completions": "chat", "/v1/responses": "responses"}
 
 
 def _render_openai(
-    scenario: Scenario, turn: int, attempt: int, api: str, include_usage: bool, echo: dict
+    scenario: Scenario, turn: int, attempt: int, api: str, include_usage: bool, echo: dict, choices: int = 1
 ) -> ResponsePlan:
-    return render_openai_turn(scenario, turn, attempt, api=api, include_usage=include_usage, echo=echo)  # type: ignore[arg-type]
+    return render_openai_turn(
+        scenario,
+        turn,
+        attempt,
+        api=api,  # type: ignore[arg-type]
+        include_usage=include_usage,
+        echo=echo,
+        choices=choices,
+    )
 
 
 DROP_MESSAGE = "peer closed connection without sending complete message body (incomplete chunked read)"
@@ -266,7 +274,9 @@ class ScenarioServer:
         options = body.get("stream_options")
         usage = api == "chat" and isinstance(options, dict) and options.get("include_usage") is True
         echo = response_echo(body) if api == "responses" else {}
-        return self.render_openai(scenario, turn, attempt, api, usage, echo)
+        n = body.get("n") if api == "chat" else 1
+        choices = n if isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= MAX_CHOICES else 1
+        return self.render_openai(scenario, turn, attempt, api, usage, echo, choices)
 
     def _reject(
         self,
