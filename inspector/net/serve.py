@@ -279,7 +279,9 @@ class ServeApp(Closable):
         ]
         return Starlette(routes=routes)
 
-    def _note(self, ex: Exchange) -> None:
+    def note(self, ex: Exchange) -> None:
+        """Keep an exchange that has ended (its response's body classes call it) and print it (once its request diff
+        is known)."""
         self.exchanges.append(ex)
         self.total_exchanges += 1
         pending = self._diffs.get(ex.seq)
@@ -396,7 +398,7 @@ class ServeApp(Closable):
         rid = self.request_ids.next()
         body = error_body(etype, message, rid)
         ex.bytes = len(body)
-        self._note(ex)
+        self.note(ex)
         headers = {"request-id": rid}
         if close:  # the rest of the request is not read: the connection cannot carry another one
             headers["connection"] = "close"
@@ -571,7 +573,7 @@ class ServeApp(Closable):
         ex.status = 200
         out = orjson.dumps({"input_tokens": n})
         ex.bytes = len(out)
-        self._note(ex)
+        self.note(ex)
         return self._json(200, out, {"request-id": self.request_ids.next()})
 
     async def messages(self, request):
@@ -651,7 +653,7 @@ class ServeApp(Closable):
         self._fault_header(headers, ex)
         if plan.status != 200:
             ex.status, ex.reads, ex.bytes, ex.end = plan.status, 1, len(error), "eof"
-            self._note(ex)
+            self.note(ex)
             return _Body(self, plan.status, headers, [error], ex)
         if stream:
             return _PlanStream(self, plan, headers, ex)
@@ -680,7 +682,7 @@ class ServeApp(Closable):
         ex.status, ex.rejected, ex.kind = status, message, kind
         body = openai_error_body(etype, message, param, code)
         ex.bytes = len(body)
-        self._note(ex)
+        self.note(ex)
         headers = {"x-request-id": self.api.openai_request_id()}
         if close:
             headers["connection"] = "close"
@@ -801,7 +803,7 @@ class ServeApp(Closable):
         self._fault_header(headers, ex)
         if plan.status != 200:
             ex.status, ex.reads, ex.bytes, ex.end = plan.status, 1, len(error), "eof"
-            self._note(ex)
+            self.note(ex)
             return _Body(self, plan.status, headers, [error], ex)
         if stream:
             return _PlanStream(self, plan, headers, ex)
@@ -943,7 +945,7 @@ class ServeApp(Closable):
                 )
                 body = orjson.dumps({"error": {k: err.get(k) for k in ("message", "type", "param", "code")}})
             ex.status, ex.bytes, ex.end = status, len(body), "eof"
-            self._note(ex)
+            self.note(ex)
             return _Body(self, status, out, [body], ex)
         if api == "chat":
             body = orjson.dumps(assembled_chat(plan))
@@ -1018,17 +1020,17 @@ class _Body:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
             if self.ex.status == 200:
                 self.ex.end = "eof"
-                self.app._note(self.ex)
+                self.app.note(self.ex)
             return
         if self.end == "hang":
             outcome = await _race(lambda: asyncio.Event().wait(), receive, self.app.closing())
             self.ex.end = "disconnected" if outcome == "disconnected" else "hang"
-            self.app._note(self.ex)
+            self.app.note(self.ex)
             if outcome == "closing":
                 raise ConnectionDrop("server shutting down")
             return
         self.ex.end = "drop"
-        self.app._note(self.ex)
+        self.app.note(self.ex)
         raise ConnectionDrop("planned drop")
 
 
@@ -1055,19 +1057,19 @@ class _PlanStream:
         outcome = await _race(body, receive, app.closing())
         if outcome == "disconnected":
             ex.end = "disconnected"
-            app._note(ex)
+            app.note(ex)
             return
         if outcome == "closing":
             ex.end = "hang" if plan.end == "hang" else "closing"
-            app._note(ex)
+            app.note(ex)
             raise ConnectionDrop("server shutting down")
         if plan.end == "drop":
             ex.end = "drop"
-            app._note(ex)
+            app.note(ex)
             raise ConnectionDrop("planned drop")
         await send({"type": "http.response.body", "body": b"", "more_body": False})
         ex.end = "eof"
-        app._note(ex)
+        app.note(ex)
 
 
 def make_app(

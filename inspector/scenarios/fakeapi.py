@@ -144,6 +144,7 @@ def count_input_tokens(body: Mapping[str, Any]) -> int:
 _CATALOGUE_LOCK = threading.Lock()
 _catalogue: Any = None
 _openai_catalogue_: Any = None
+_catalogue_warned = False
 
 
 def load_catalogue() -> None:
@@ -178,14 +179,24 @@ def _openai_catalogue() -> Any:
         return _openai_catalogue_
 
 
+def _loaded(load: Callable[[], Any]) -> Any:
+    """A genai-prices catalogue, or None when it cannot load (said once in the log: every model is then known)."""
+    global _catalogue_warned
+    try:
+        return load()
+    except Exception:  # whatever the data snapshot raises: a catalogue that cannot load must not 404 every request
+        if not _catalogue_warned:
+            _catalogue_warned = True
+            log.warning("genai-prices' model catalogue did not load: every model is taken as known", exc_info=True)
+        return None
+
+
 def known_openai_model(model: str, extra: Iterable[str] = ()) -> bool:
     """Whether OpenAI (or this server: the scenarios' models, ``extra``) would know ``model``."""
     if model in extra:
         return True
-    try:
-        return _openai_catalogue().find_model(model) is not None
-    except Exception:  # a catalogue that cannot load must not turn every request into a 404
-        return True
+    catalogue = _loaded(_openai_catalogue)
+    return catalogue is None or catalogue.find_model(model) is not None
 
 
 def known_model(model: str, extra: Iterable[str] = ()) -> bool:
@@ -193,10 +204,8 @@ def known_model(model: str, extra: Iterable[str] = ()) -> bool:
     Anthropic model of genai-prices' catalogue (ids, dated ids and aliases, by its match rules)."""
     if model in extra:
         return True
-    try:
-        return _anthropic_catalogue().find_model(model) is not None
-    except Exception:  # a catalogue that cannot load must not turn every request into a 404
-        return True
+    catalogue = _loaded(_anthropic_catalogue)
+    return catalogue is None or catalogue.find_model(model) is not None
 
 
 def turn_of(messages: list) -> int:

@@ -144,7 +144,7 @@ class ScenarioStream(httpx2.AsyncByteStream):
         all_sent = served.reads_sent == len(self._plan.reads) and self._plan.end == "eof"
         if served.state in ("pending", "streaming", "hanging") and not all_sent:
             served.state = "closed_early"
-            self._server._note_closed_early(served)
+            self._server.note_closed_early(served)
         elif served.state in ("pending", "streaming") and all_sent:
             served.state = "complete"
 
@@ -182,7 +182,8 @@ class ScenarioServer:
             self._closed_early_event = asyncio.Event()
         return self._closed_early_event
 
-    def _note_closed_early(self, served: ServedResponse) -> None:
+    def note_closed_early(self, served: ServedResponse) -> None:
+        """Count a response its consumer closed before its body ended (called by its ScenarioStream)."""
         self.closed_early += 1
         self.closed_early_event.set()
 

@@ -151,7 +151,7 @@ class InspectorServer:
             lenient=lenient,  # no credential / field / model checks (like `inspector serve --lenient`)
             on_exchange=self._on_exchange,
         )
-        self._server = BackgroundServer(_Capture(self, self.app))
+        self._server = BackgroundServer(_Capture(self._begin, self.app))
         self._server.start()
 
     # --- plumbing -------------------------------------------------------------------------------------------------
@@ -251,8 +251,8 @@ class InspectorServer:
 class _Capture:
     """ASGI wrapper: keeps each request's body and ties the server's Exchange to it (same task, same context)."""
 
-    def __init__(self, owner: InspectorServer, serve_app: Any) -> None:
-        self.owner, self.inner = owner, serve_app
+    def __init__(self, begin: Callable[[dict, bytes], ServedRequest], serve_app: Any) -> None:
+        self.begin, self.inner = begin, serve_app  # begin: the owner's bookkeeping of a request (InspectorServer)
         self.uvicorn_options = getattr(serve_app, "uvicorn_options", {})
 
     def begin_close(self) -> None:
@@ -271,7 +271,7 @@ class _Capture:
             chunks.append(message.get("body", b""))
             more = message.get("more_body", False)
         body = b"".join(chunks)
-        req = self.owner._begin(scope, body)
+        req = self.begin(scope, body)
         token = _CURRENT.set(req)
         replayed = False
 
