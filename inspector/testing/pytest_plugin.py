@@ -4,7 +4,8 @@ Installed with the package (entry point ``pytest11``), it adds the ``inspector_s
 
     def test_my_harness(inspector_server):
         server = inspector_server("weather")                  # a bundled scenario, a scenario file's path,
-        # inspector_server(recording="session.jsonl")         # a recording (replayed as a scenario)
+        # inspector_server(recording="session.jsonl")         # a recording (replayed as a scenario; one of an
+        #                                                     # OpenAI session: on its endpoint, as serve --recording)
         # inspector_server("parse_date", faults="relay_buffer,http_429")
         # inspector_server("weather", faults="drop_event")   # one dropped stream, then none (@once, the
         #                                                     # default of transport faults); drop_event@turn: each turn
@@ -127,13 +128,21 @@ class InspectorServer:
         from inspector.net.server import BackgroundServer
         from inspector.scenarios.bundled import DEFAULT_SCENARIO, get_scenario
 
+        source = None  # a recording of an OpenAI session: served as `inspector serve --recording` serves it
         if recording is not None:
             if scenario is not None:
                 raise ValueError("inspector_server: give a scenario or a recording, not both")
+            from inspector.net.recorded import RecordingSource
             from inspector.record.har import load_any
             from inspector.scenarios.fromrec import scenario_from_recording
 
-            sc = scenario_from_recording(load_any(recording), name=Path(recording).stem or "recording")
+            loaded = load_any(recording)
+            source = RecordingSource(loaded, Path(recording).name or "recording")
+            if source.family == "anthropic":  # replayed as a scenario (faults and all)
+                sc = scenario_from_recording(loaded, name=Path(recording).stem or "recording")
+                source = None
+            else:  # on its family's endpoint (/v1/chat/completions or /v1/responses), with serve's recording faults
+                sc = get_scenario(DEFAULT_SCENARIO)
         elif scenario is None:
             sc = get_scenario(DEFAULT_SCENARIO)
         elif isinstance(scenario, (str, Path)):
@@ -141,6 +150,7 @@ class InspectorServer:
         else:
             sc = scenario  # a Scenario object
         self.scenario = sc
+        self.recording = source  # RecordingSource of an OpenAI recording (None: the scenario is served)
         self._lock = threading.Lock()
         self._requests: list[ServedRequest] = []
         self.app = ServeApp(
@@ -150,6 +160,7 @@ class InspectorServer:
             validate_history=validate_history,
             lenient=lenient,  # no credential / field / model checks (like `inspector serve --lenient`)
             on_exchange=self._on_exchange,
+            recording=source,
         )
         self._server = BackgroundServer(_Capture(self._begin, self.app))
         self._server.start()
@@ -245,7 +256,8 @@ class InspectorServer:
         self._server.stop()
 
     def __repr__(self) -> str:
-        return f"InspectorServer({self.scenario.name!r}, {len(self._requests)} requests)"
+        what = self.scenario.name if self.recording is None else f"recording {self.recording.name}"
+        return f"InspectorServer({what!r}, {len(self._requests)} requests)"
 
 
 class _Capture:

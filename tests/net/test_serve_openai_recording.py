@@ -23,6 +23,8 @@ from inspector.record.recording import RecordingWriter, read_recording
 from inspector.scenarios.bundled import get_scenario
 from inspector.testing.serve import API_HEADERS, messages_body
 
+pytest_plugins = ["inspector.testing.pytest_plugin"]
+
 KEY = "sk-proj-CANARY-openai-recording-0000000"
 SC = get_scenario("weather")
 CHAT_TOOLS: list[Any] = [
@@ -273,3 +275,15 @@ def test_serve_announces_the_openai_base_url_for_an_openai_recording(recordings,
         "OPENAI_BASE_URL=http://127.0.0.1:1/v1",
         "ANTHROPIC_BASE_URL=http://127.0.0.1:1",
     ]
+
+
+def test_the_fixture_replays_an_openai_recording_on_its_endpoint(recordings, inspector_server):
+    path, finals = recordings["chat"]
+    server = inspector_server(recording=path)
+    assert server.recording is not None and repr(server) == "InspectorServer('recording chat.jsonl', 0 requests)"
+    assert asyncio.run(chat_conversation(server.base_url)) == finals
+    assert [(r.path, r.turn, r.status) for r in server.message_requests] == [
+        ("/v1/chat/completions", 0, 200),
+        ("/v1/chat/completions", 1, 200),
+    ]
+    server.assert_valid_histories()
