@@ -788,7 +788,9 @@ class ServeApp(Closable):
                 ex, 500, "server_error", f"inspector: cannot render {name!r} turn {turn} with faults {ex.faults}: {e}"
             )
         if api == "responses" and plan.status == 200 and plan.events and plan.events[0][0] == "response.created":
-            self.api.remember_response(plan.events[0][1]["response"]["id"], turn)
+            created = plan.events[0][1].get("response")  # (a recorded event may lack it)
+            if isinstance(created, dict) and isinstance(created.get("id"), str):
+                self.api.remember_response(created["id"], turn)
         stream = body.get("stream") is True
         ex.stream = stream
         await self.pacer.sleep(plan.header_delay)
@@ -950,7 +952,25 @@ class ServeApp(Closable):
         if api == "chat":
             body = orjson.dumps(assembled_chat(plan))
         elif api == "responses":
-            body = orjson.dumps(assembled_response(plan))
+            try:
+                body = orjson.dumps(assembled_response(plan))
+            except ValueError:  # no final event: a stream cut before its end, or a recording that ends without one
+                started = next(
+                    (
+                        d["response"]
+                        for n, d in plan.events
+                        if n == "response.created" and isinstance(d.get("response"), dict)
+                    ),
+                    None,
+                )
+                if plan.end != "drop" or started is None:
+                    message = "inspector: the answer has no response.completed / .incomplete / .failed event: nothing "
+                    message += "to give a stream: false request (ask with stream: true to see what it has)"
+                    body = openai_error_body("server_error", message)
+                    ex.status, ex.bytes, ex.end, ex.rejected = 500, len(body), "eof", message
+                    self.note(ex)
+                    return _Body(self, 500, out, [body], ex)
+                body = orjson.dumps(started)  # the response as it started, cut by the drop below
         else:
             body = orjson.dumps(assembled_message(plan))
         ex.status, ex.bytes = 200, len(body)

@@ -287,3 +287,22 @@ def test_the_fixture_replays_an_openai_recording_on_its_endpoint(recordings, ins
         ("/v1/chat/completions", 1, 200),
     ]
     server.assert_valid_histories()
+
+
+async def test_stream_false_without_a_final_event_is_a_drop_or_a_one_line_500(tmp_path):
+    """A Responses answer cut by a drop: a stream: false request sees the connection break (as for chat); a recorded
+    stream that ends without response.completed: a 500 server_error that says why, never a traceback."""
+    with BackgroundServer(ServeApp("weather", "drop_event:3", speed=math.inf)) as srv:
+        async with httpx2.AsyncClient(base_url=srv.base_url, headers={"authorization": f"Bearer {KEY}"}) as h:
+            with pytest.raises(httpx2.RemoteProtocolError):
+                await h.post("/v1/responses", json={"model": SC.model, "input": "hi"})
+    path = tmp_path / "cut.jsonl"
+    _write(path, {"type": "api", "provider": "openai", "api": "responses"}, "http://x/v1/responses", RESP_SSE)
+    app = ServeApp(recording=RecordingSource.load(path), speed=math.inf)
+    with BackgroundServer(app) as srv:
+        async with httpx2.AsyncClient(base_url=srv.base_url, headers={"authorization": f"Bearer {KEY}"}) as h:
+            r = await h.post("/v1/responses", json={"model": "m", "input": "hi"})
+            streamed = await h.post("/v1/responses", json={"model": "m", "input": "hi", "stream": True})
+    assert r.status_code == 500 and r.json()["error"]["type"] == "server_error"
+    assert "no response.completed" in r.json()["error"]["message"]
+    assert streamed.status_code == 200 and streamed.content == RESP_SSE
