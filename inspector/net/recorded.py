@@ -42,6 +42,7 @@ FAMILY_NAMES: dict[str, str] = {
     "openai_responses": "OpenAI Responses",
 }
 API_FAMILY: dict[str, Family] = {"chat": "openai_chat", "responses": "openai_responses"}
+SNIFF_BYTES = 1 << 20  # the most response bytes read to tell a recording's family from its events
 # faults that work on a recorded plan (the others rewrite a scenario's events or pacing)
 RECORDING_FAULTS = ("http_429", "http_529", "drop_byte", "bom", "relay_buffer")
 # response headers that describe the recorded transfer, not the content (uvicorn frames the body itself)
@@ -199,16 +200,19 @@ def recording_family(recording: Recording, turns: Sequence[Sequence[RecordedAtte
     src = recording.header.get("source") if isinstance(recording.header, dict) else None
     if isinstance(src, dict) and src.get("provider") == "openai":
         return "openai_responses" if src.get("api") == "responses" else "openai_chat"
+    budget = SNIFF_BYTES  # a telling event comes first: no need to decode whole streams (a garbage file is big)
     for attempts in turns:
         for attempt in attempts:
             dec = SSEDecoder()
-            for i, read in enumerate(attempt.reads):
-                for e in dec.feed(read.data):
+            for read in attempt.reads:
+                data = read.data[:budget]
+                budget -= len(data)
+                for e in dec.feed(data):
                     family = family_from_event(e.event, e.data)
                     if family is not None:
                         return family
-                if i >= 64:  # a telling event comes first: no need to decode a whole stream
-                    break
+                if budget <= 0:
+                    return "anthropic"
     return "anthropic"
 
 
