@@ -193,6 +193,7 @@ class ServeApp(Closable):
         validate_history: bool = True,
         extra_scenarios: Iterable[Scenario] = (),
         on_exchange: Callable[[Exchange], None] | None = None,
+        on_select: Callable[[Exchange], None] | None = None,
         lenient: bool = False,
         strict: bool = False,
         max_body: int = DEFAULT_MAX_BODY,
@@ -225,6 +226,9 @@ class ServeApp(Closable):
             check_recording_faults(self.default_faults)
         self.pacer = Pacer(speed)
         self.on_exchange = on_exchange
+        self.on_select = (
+            on_select  # told of an exchange once its turn, attempt and faults are chosen (before its answer)
+        )
         self.echo_model = echo_model
         # the fake API's decisions (checks, turn and attempt, answer headers), shared with the in-process transport
         if not lenient:
@@ -289,6 +293,13 @@ class ServeApp(Closable):
             pending.add_done_callback(lambda _: self._print(ex))
             return
         self._print(ex)
+
+    def _selected(self, ex: Exchange) -> None:
+        if self.on_select is not None:
+            try:
+                self.on_select(ex)
+            except Exception:  # a watcher must not break the server
+                log.warning("the on_select watcher failed", exc_info=True)
 
     def _print(self, ex: Exchange) -> None:
         if self.on_exchange is not None:
@@ -646,6 +657,7 @@ class ServeApp(Closable):
             )
         stream = body.get("stream") is True
         ex.stream = stream
+        self._selected(ex)
         await self.pacer.sleep(plan.header_delay)
         headers, error = self.api.response_headers(
             plan.status, plan.headers, plan.body if plan.status != 200 else b"", body, speed=self.pacer.speed
@@ -793,6 +805,7 @@ class ServeApp(Closable):
                 self.api.remember_response(created["id"], turn)
         stream = body.get("stream") is True
         ex.stream = stream
+        self._selected(ex)
         await self.pacer.sleep(plan.header_delay)
         headers, error = self.api.response_headers(
             plan.status,

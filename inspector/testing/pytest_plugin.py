@@ -160,6 +160,7 @@ class InspectorServer:
             validate_history=validate_history,
             lenient=lenient,  # no credential / field / model checks (like `inspector serve --lenient`)
             on_exchange=self._on_exchange,
+            on_select=self._on_select,  # turn, attempt and faults known while the answer streams
             recording=source,
         )
         self._server = BackgroundServer(_Capture(self._begin, self.app))
@@ -188,6 +189,11 @@ class InspectorServer:
                 req.history = _openai_violation(OPENAI_PATHS[path], parsed)
             self._requests.append(req)
         return req
+
+    def _on_select(self, ex: Any) -> None:
+        req = _CURRENT.get()
+        if req is not None:
+            req.turn, req.attempt, req.faults, req.once = ex.turn, ex.attempt, ex.faults, ex.once
 
     def _on_exchange(self, ex: Any) -> None:
         req = _CURRENT.get()
