@@ -72,8 +72,10 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         "--fault",
         action="append",
         default=[],
-        metavar="NAME[:ARG][,NAME...]",
-        help=f"inject faults (repeatable; default none; per request: header {FAULT_HEADER}); see --list-faults",
+        metavar="NAME[:ARG][@once|@turn][,NAME...]",
+        help=f"inject faults (repeatable; default none; per request: header {FAULT_HEADER}); @once: the first answer "
+        "it changes only, @turn: every turn; transport faults (drops, stalls, error events) default to @once, "
+        "since a real transient fault does not recur, the others to @turn; see --list-faults",
     )
     p.add_argument("--list-faults", action="store_true", help="describe every fault and exit")
     p.add_argument(
@@ -166,10 +168,17 @@ def _announce(args: argparse.Namespace, url: str, faults: Any, options: dict[str
     """What is served and the address to point a harness at, in full, on stderr (and stdout when it is piped)."""
     source = options.get("recording")
     what = f"recording {source.name} ({len(source.turns)} turns)" if source is not None else f"scenario {args.scenario}"
+    openai_recording = source is not None and source.family != "anthropic"
+    if source is not None and openai_recording:
+        from inspector.net.recorded import FAMILY_NAMES, FAMILY_PATHS
+
+        what = f"recording {source.name} ({len(source.turns)} turns, {FAMILY_NAMES[source.family]}: POST "
+        what += f"{FAMILY_PATHS[source.family]})"
     lines = [f"inspector serve: {what}, faults {faults_key(faults)}, speed {speed_label(args.speed)}"]
     if source is not None:
         lines += [f"warning: {w}" for w in source.warnings]
-    openai_line = None if source is not None else f"OPENAI_BASE_URL={url}/v1"  # the same scenarios, OpenAI's formats
+    # the same scenarios in OpenAI's formats, or a recording of an OpenAI session
+    openai_line = f"OPENAI_BASE_URL={url}/v1" if source is None or openai_recording else None
     if openai_line is not None:
         lines.append(openai_line)
     lines.append(f"ANTHROPIC_BASE_URL={url}")

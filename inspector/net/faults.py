@@ -8,8 +8,9 @@ prints :func:`faults_doc`.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,7 +68,8 @@ FAULTS: dict[str, FaultDef] = {
             "http_429",
             "http",
             "429 rate_limit_error with retry-after before the stream",
-            "The first request of every turn is answered HTTP 429 rate_limit_error with `retry-after: S` and "
+            "The first request of every turn (@turn, the default; @once: of one turn only) is answered HTTP 429 "
+            "rate_limit_error with `retry-after: S` and "
             "`retry-after-ms` (scaled by --speed, like every scenario wait); the retry gets the scenario. "
             "The SDK retries it by itself (2 retries by default).",
             "S seconds",
@@ -92,7 +94,8 @@ FAULTS: dict[str, FaultDef] = {
             "HTTP 200, N events, then an overloaded_error event",
             "HTTP 200, the first N protocol events (pings not counted), then `event: error` "
             '{"type":"overloaded_error"} and EOF. The SDK raises APIStatusError and never retries it; the '
-            "harness must. First streamed attempt of each turn only (the retry is clean).",
+            "harness must. The first streamed attempt of a turn (the retry is clean): once (@once, the default) "
+            "or on each turn (@turn).",
             "N events",
             3,
             True,
@@ -103,8 +106,8 @@ FAULTS: dict[str, FaultDef] = {
             "transport",
             "the connection breaks after N events",
             "The connection is closed after N protocol events: the chunked body never gets its last chunk, "
-            "so clients see an incomplete body (httpx: RemoteProtocolError 'incomplete chunked read'). First "
-            "streamed attempt of each turn only.",
+            "so clients see an incomplete body (httpx: RemoteProtocolError 'incomplete chunked read'). The first "
+            "streamed attempt of a turn: once (@once, the default) or on each turn (@turn).",
             "N events",
             4,
             True,
@@ -116,8 +119,9 @@ FAULTS: dict[str, FaultDef] = {
             "the connection breaks inside the tool JSON of tool block K",
             "The K-th tool_use block of the turn (1 = the first) streams its first input_json_delta fragments "
             "(the empty first one included), then part of the next event's bytes, then the connection "
-            "breaks: the tool's JSON is never complete and its block never stops. First streamed attempt of "
-            "each turn only; a turn with fewer than K tool blocks is unchanged.",
+            "breaks: the tool's JSON is never complete and its block never stops. The first streamed attempt of "
+            "a turn with at least K tool blocks (others are unchanged): once (@once, the default) or on each "
+            "such turn (@turn).",
             "K tool block",
             1,
             True,
@@ -128,7 +132,7 @@ FAULTS: dict[str, FaultDef] = {
             "transport",
             "the connection breaks after N body bytes",
             "The connection is closed after exactly N bytes of body (maybe inside an event, inside a UTF-8 "
-            "character). First streamed attempt of each turn only.",
+            "character). The first streamed attempt of a turn: once (@once, the default) or on each turn (@turn).",
             "N bytes",
             200,
             True,
@@ -140,7 +144,8 @@ FAULTS: dict[str, FaultDef] = {
             "after message_start: only N pings, then silence (connection open)",
             "After message_start, only pings (one every 0.5 s, N of them), then nothing: the connection "
             "stays open until the client gives up. Pings count as reads, so a read timeout never fires: "
-            "the harness needs an idle timeout on content events. First streamed attempt only.",
+            "the harness needs an idle timeout on content events. The first streamed attempt of a turn: once "
+            "(@once, the default) or on each turn (@turn).",
             "N pings",
             10,
             True,
@@ -223,28 +228,82 @@ FAULTS: dict[str, FaultDef] = {
 }
 _EXCLUSIVE = [("error_event", "drop_event", "drop_in_tool", "drop_byte", "stall"), ("cr", "crlf")]
 
+# Scopes: how often a fault hits in a server's life (``NAME[:ARG]@SCOPE``)
+SCOPES: dict[str, str] = {
+    "once": "the first answer the fault changes, then never again for the life of the server (per scenario, faults "
+    "and x-inspector-session; POST /inspector/reset re-arms it); that request's own retries are numbered as "
+    "under @turn",
+    "turn": "on every turn, as each fault says (transport faults: the first streamed attempt of each turn; HTTP "
+    "faults: the first attempts of each turn; content and format faults: every attempt)",
+}
+# A transport fault is a transient failure: a real dropped connection or overloaded stream does not recur on the
+# retry, nor on the next turn, nor when the harness starts its conversation again (new tool ids are a new turn: a
+# fault per turn would hit a harness that recovers by restarting forever). HTTP errors are the server's state (rate
+# limits, overload: the SDK's own retry clears them, and they come back under load), content faults are what the
+# model writes and format faults how the server or a relay encodes: each turn.
+DEFAULT_SCOPE: dict[str, str] = {"http": "turn", "transport": "once", "content": "turn", "format": "turn"}
+
+
+def default_scope(name: str) -> str:
+    """The scope a fault has when none is written: ``once`` for transport faults, ``turn`` for the others."""
+    return DEFAULT_SCOPE[FAULTS[name].kind]
+
 
 @dataclass(frozen=True, slots=True)
 class FaultSpec:
-    """One chosen fault: a catalogue name and its argument (the default when not given)."""
+    """One chosen fault: a catalogue name, its argument (the default when not given) and its scope (``"once"`` /
+    ``"turn"``; None: the fault's default, :func:`default_scope`; :func:`parse_faults` stores a written default
+    scope as None, so that equal choices are equal)."""
 
     name: str
     arg: float | int | None = None
+    scope: str | None = None
 
     def __str__(self) -> str:
         d = FAULTS[self.name]
-        if self.arg is None or self.arg == d.default:
-            return self.name
-        return f"{self.name}:{self.arg:g}"
+        text = self.name if self.arg is None or self.arg == d.default else f"{self.name}:{self.arg:g}"
+        return text if self.scope is None or self.scope == default_scope(self.name) else f"{text}@{self.scope}"
 
     @property
     def value(self) -> float | int | None:
         return self.arg if self.arg is not None else FAULTS[self.name].default
 
+    @property
+    def effective_scope(self) -> str:
+        return self.scope if self.scope is not None else default_scope(self.name)
+
+    @property
+    def once(self) -> bool:
+        return self.effective_scope == "once"
+
+    @property
+    def label(self) -> str:
+        """``NAME[:ARG]@SCOPE``, the scope always written (what the diagnostics show)."""
+        text = str(self)
+        return text if "@" in text else f"{text}@{self.effective_scope}"
+
+
+def _did_you_mean(word: str, choices: Iterable[str], prefix: str = "") -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.4)
+    return f" (did you mean '{prefix}{close[0]}'?)" if close else ""
+
+
+def _parse_scope(name: str, text: str) -> str | None:
+    scope = text.strip().lower()
+    if scope not in SCOPES:
+        shown = f"@{text.strip()}" if text.strip() else "@"
+        hint = _did_you_mean(scope, SCOPES, "@") if scope else ""
+        raise FaultError(
+            f"fault {name}: unknown scope {shown!r}{hint}; scopes: @once, @turn (default for {name}: "
+            f"@{default_scope(name)})"
+        )
+    return None if scope == default_scope(name) else scope
+
 
 def parse_faults(spec: str | FaultSpec | Iterable[str | FaultSpec] | None) -> tuple[FaultSpec, ...]:
     """``"drop_event:5,bom"`` (or a list of such strings / FaultSpecs) -> FaultSpecs. Hyphens and underscores are
-    interchangeable; ``NAME=ARG`` works too; ``none`` / empty means no fault. Raises FaultError."""
+    interchangeable; ``NAME=ARG`` works too; ``NAME[:ARG]@once`` / ``@turn`` chooses the scope (:data:`SCOPES`;
+    default :func:`default_scope`); ``none`` / empty means no fault. Raises FaultError (one line)."""
     if spec is None:
         return ()
     items: list[str | FaultSpec] = [spec] if isinstance(spec, (str, FaultSpec)) else list(spec)
@@ -257,11 +316,13 @@ def parse_faults(spec: str | FaultSpec | Iterable[str | FaultSpec] | None) -> tu
             raw = raw.strip()
             if not raw or raw.lower() == "none":
                 continue
+            raw, at, scope_text = raw.partition("@")
             name, sep, arg = raw.replace("=", ":", 1).partition(":")
             name = name.strip().lower().replace("-", "_")
             if name not in FAULTS:
-                raise FaultError(f"unknown fault {name!r}; available: {', '.join(FAULTS)}")
+                raise FaultError(f"unknown fault {name!r}{_did_you_mean(name, FAULTS)}; available: {', '.join(FAULTS)}")
             d = FAULTS[name]
+            scope = _parse_scope(name, scope_text) if at else None
             value: float | int | None = None
             if sep:
                 if d.arg is None:
@@ -277,7 +338,7 @@ def parse_faults(spec: str | FaultSpec | Iterable[str | FaultSpec] | None) -> tu
                 if d.maximum is not None and value > d.maximum:
                     bound = f"{int(d.maximum)}" if d.integer else f"{d.maximum:g}"
                     raise FaultError(f"fault {name}: {d.arg} must be at most {bound}, not {arg.strip()}")
-            out.append(FaultSpec(name, value))
+            out.append(FaultSpec(name, value, scope))
     names = [f.name for f in out]
     for group in _EXCLUSIVE:
         chosen = [n for n in group if n in names]
@@ -290,7 +351,32 @@ def parse_faults(spec: str | FaultSpec | Iterable[str | FaultSpec] | None) -> tu
 
 
 def faults_key(faults: Sequence[FaultSpec]) -> str:
-    return ",".join(str(f) for f in faults) or "none"
+    """The faults as one string, each with its scope (``drop_event:5@once,bom@turn``; ``none``): what the
+    diagnostics show, and what tells two choices apart."""
+    return ",".join(f.label for f in faults) or "none"
+
+
+def split_scopes(faults: Sequence[FaultSpec]) -> tuple[tuple[FaultSpec, ...], tuple[FaultSpec, ...]]:
+    """(the ``@turn`` faults, the ``@once`` faults), each in the given order."""
+    return tuple(f for f in faults if not f.once), tuple(f for f in faults if f.once)
+
+
+def in_effect(faults: Sequence[FaultSpec], once: Iterable[FaultSpec]) -> tuple[FaultSpec, ...]:
+    """The faults a request is answered with: every ``@turn`` fault and the ``@once`` ones in ``once`` (those this
+    request's conversation turn holds), in the given order (which decides the HTTP faults' attempts)."""
+    held = set(once)
+    return tuple(f for f in faults if not f.once or f in held)
+
+
+def changes(
+    faults: Sequence[FaultSpec], held: Iterable[FaultSpec], fault: FaultSpec, render: Callable[[tuple], Any]
+) -> bool:
+    """Whether the ``@once`` ``fault`` changes this request's answer: its plan with the fault (and the ``@once``
+    faults already ``held``) differs from the plan without it. ``render``: faults -> the plan."""
+    held = list(held)
+    with_it = in_effect(faults, [*held, fault])
+    without = in_effect(faults, held)
+    return bool(render(with_it) != render(without))
 
 
 def faults_doc() -> str:
@@ -307,10 +393,21 @@ def faults_doc() -> str:
     lines += [
         "",
         "Transport faults (error_event, drop_event, drop_in_tool, drop_byte, stall) replace the scenario's own,",
-        "hit the first attempt of each turn that streams (after any http_429/http_529 answers) and leave retries",
+        "hit the first attempt of a turn that streams (after any http_429/http_529 answers) and leave retries",
         "clean.",
         "Content and format faults apply to every attempt. A fault that needs a tool block leaves turns",
         "without one unchanged. Same scenario + faults + requests = same bytes.",
+        "",
+        "Scopes: NAME[:ARG]@once or @turn (e.g. drop_in_tool:1@once, http_529@turn).",
+        "  @once  the first answer the fault changes, then never again while the server runs (per scenario,",
+        "         faults and x-inspector-session header; POST /inspector/reset re-arms it). The retries of that",
+        "         request are numbered as under @turn, so http_429,http_529 still come in order.",
+        "  @turn  on every turn, as described above.",
+        "Default: @once for transport faults (a real dropped connection does not recur; a harness that recovers",
+        "by restarting its conversation gets new tool ids, a new turn, which @turn would fault again, forever),",
+        "@turn for HTTP, content and format faults (a rate limit or overload the SDK's retry clears, what a",
+        "model writes and how a server encodes come back every turn).",
+        "",
         "OpenAI clients (/v1/chat/completions, /v1/responses) get every fault in that family's own form: the",
         'OpenAI error JSON, data: {"error": ...} / event: error, finish_reason length / response.incomplete,',
         "SSE comments (: keep-alive) for stall pings (docs/serve-and-proxy.md).",
@@ -544,16 +641,20 @@ def render_faulted(
     api: Api | None = None,
     include_usage: bool = False,
     echo: dict | None = None,
+    choices: int = 1,
 ) -> ResponsePlan:
     """``render_turn`` of the scenario with the faults built in, then the plan-level faults: exactly what
     ``inspector serve`` sends (and :class:`FaultedScenarioServer` in process). ``faulted``: a precomputed
     ``apply_faults(scenario, faults)``. ``api``: ``"chat"`` / ``"responses"`` renders the OpenAI form
-    (``render_openai_turn``; ``include_usage``: chat's ``stream_options.include_usage``; ``echo``: the request
+    (``render_openai_turn``; ``include_usage``: chat's ``stream_options.include_usage``; ``choices``: chat's ``n``;
+    ``echo``: the request
     fields a Response echoes); None: Anthropic."""
     chosen = parse_faults(faults)
     faulted = faulted if faulted is not None else apply_faults(scenario, chosen)
     if api is None:
         plan = render_turn(faulted, turn, attempt)
     else:
-        plan = render_openai_turn(faulted, turn, attempt, api=api, include_usage=include_usage, echo=echo)
+        plan = render_openai_turn(
+            faulted, turn, attempt, api=api, include_usage=include_usage, echo=echo, choices=choices
+        )
     return plan_faults(faulted, chosen, plan)

@@ -26,7 +26,23 @@ from inspector.record.replay import gap_warnings, pacing_gap
 from inspector.scenarios.fakeapi import MAX_DEPTH, nesting_depth
 from inspector.scenarios.model import HttpError, Scenario, TextBlock, TurnScript
 from inspector.scenarios.render import PlannedRead, ResponsePlan, render_turn
+from inspector.scenarios.render_openai import Api, render_openai_turn
+from inspector.stream.family import Family, family_from_event, family_from_path
+from inspector.stream.sse import SSEDecoder
 
+# the endpoint that answers each family's recording, and how the errors name the family
+FAMILY_PATHS: dict[str, str] = {
+    "anthropic": "/v1/messages",
+    "openai_chat": "/v1/chat/completions",
+    "openai_responses": "/v1/responses",
+}
+FAMILY_NAMES: dict[str, str] = {
+    "anthropic": "Anthropic Messages API",
+    "openai_chat": "OpenAI Chat Completions",
+    "openai_responses": "OpenAI Responses",
+}
+API_FAMILY: dict[str, Family] = {"chat": "openai_chat", "responses": "openai_responses"}
+SNIFF_BYTES = 1 << 20  # the most response bytes read to tell a recording's family from its events
 # faults that work on a recorded plan (the others rewrite a scenario's events or pacing)
 RECORDING_FAULTS = ("http_429", "http_529", "drop_byte", "bom", "relay_buffer")
 # response headers that describe the recorded transfer, not the content (uvicorn frames the body itself)
@@ -89,6 +105,7 @@ class RecordingSource:
         if all(self.recorded_request(k) is None for k in range(len(self.turns))):
             self.warnings.append("the file has no recorded request bodies: requests are not compared with it")
         self.model = next((m for m in (self.recorded_model(k) for k in range(len(self.turns))) if m), "recorded")
+        self.family: Family = recording_family(recording, self.turns)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> RecordingSource:
@@ -171,6 +188,46 @@ class RecordingSource:
         return ResponsePlan(status, headers, reads, end, header_delay, events, turn, attempt)  # type: ignore[arg-type]
 
 
+def recording_family(recording: Recording, turns: Sequence[Sequence[RecordedAttempt]] = ()) -> Family:
+    """The API a recording was made with: its first request's path (``/v1/messages``, ``/v1/chat/completions``,
+    ``/v1/responses``), else the header's source (``inspector run --provider openai``), else the first recorded
+    event that tells (a plain SSE file), else the Messages API."""
+    for attempt in recording.attempts():
+        url = (attempt.request or {}).get("url")
+        family = family_from_path(url if isinstance(url, str) else None)
+        if family is not None:
+            return family
+    src = recording.header.get("source") if isinstance(recording.header, dict) else None
+    if isinstance(src, dict) and src.get("provider") == "openai":
+        return "openai_responses" if src.get("api") == "responses" else "openai_chat"
+    budget = SNIFF_BYTES  # a telling event comes first: no need to decode whole streams (a garbage file is big)
+    for attempts in turns:
+        for attempt in attempts:
+            dec = SSEDecoder()
+            for read in attempt.reads:
+                data = read.data[:budget]
+                budget -= len(data)
+                for e in dec.feed(data):
+                    family = family_from_event(e.event, e.data)
+                    if family is not None:
+                        return family
+                if budget <= 0:
+                    return "anthropic"
+    return "anthropic"
+
+
+def wrong_endpoint(source: RecordingSource, api: str | None) -> str | None:
+    """The 400 message for a request to an endpoint of another family than the recording's (None: the right one).
+    ``api``: None for ``/v1/messages``, ``chat`` or ``responses``."""
+    asked: Family = API_FAMILY[api] if api is not None else "anthropic"
+    if asked == source.family:
+        return None
+    return (
+        f"this server replays a recording of the {FAMILY_NAMES[source.family]} ({source.name}): POST "
+        f"{FAMILY_PATHS[source.family]}, not {FAMILY_PATHS[asked]} ({FAMILY_NAMES[asked]})"
+    )
+
+
 def _conversation_turns(recording: Recording) -> dict[str, set[int]]:
     """conversation -> its global turns, from a proxy recording's ``conversation`` obs lines (empty: none)."""
     out: dict[str, set[int]] = {}
@@ -194,9 +251,12 @@ def check_recording_faults(faults: Sequence[FaultSpec]) -> None:
             )
 
 
-def recording_faults(source: RecordingSource, faults: Sequence[FaultSpec], turn: int, attempt: int) -> ResponsePlan:
+def recording_faults(
+    source: RecordingSource, faults: Sequence[FaultSpec], turn: int, attempt: int, api: Api | None = None
+) -> ResponsePlan:
     """What serve sends for attempt ``attempt`` of turn ``turn`` of a recording with ``faults`` on top: the HTTP
-    faults answer the first attempts (the recorded attempts move back), then the plan-level faults."""
+    faults answer the first attempts (the recorded attempts move back; ``api``: in that OpenAI family's error
+    form), then the plan-level faults."""
     check_recording_faults(faults)
     http = [f for f in faults if FAULTS[f.name].kind == "http"]
     if attempt < len(http):
@@ -208,7 +268,9 @@ def recording_faults(source: RecordingSource, faults: Sequence[FaultSpec], turn:
             retry_after=secs,
             retry_after_ms=int(round(secs * 1000)),
         )
-        return dataclasses.replace(render_turn(_stub(source.name, source.model, [err]), 0, attempt), turn=turn)
+        stub = _stub(source.name, source.model, [err])
+        plan = render_turn(stub, 0, attempt) if api is None else render_openai_turn(stub, 0, attempt, api=api)
+        return dataclasses.replace(plan, turn=turn)
     plan = source.plan(turn, attempt - len(http))
     plan = dataclasses.replace(plan, attempt=attempt)
     if plan.status != 200:
@@ -228,6 +290,7 @@ def end_of_script_plan(
     faults: Sequence[FaultSpec] = (),
     api: Any = None,
     include_usage: bool = False,
+    choices: int = 1,
 ) -> ResponsePlan:
     """The answer past the last turn of a script (scenario or recording): a short end_turn text turn (``api``:
     in the OpenAI form ``chat`` / ``responses``, as ``render_faulted`` takes it)."""
@@ -245,14 +308,15 @@ def end_of_script_plan(
         model=model,
     )
     chosen = [f for f in faults if f.name not in ("invalid_tool_json", "max_tokens_tool")]
-    plan = render_faulted(sc, chosen, 0, attempt, api=api, include_usage=include_usage)
+    plan = render_faulted(sc, chosen, 0, attempt, api=api, include_usage=include_usage, choices=choices)
     return dataclasses.replace(plan, turn=turn)
 
 
 def _canonical(body: Any) -> dict:
     if not isinstance(body, dict):
         return {}
-    return {k: body.get(k) for k in ("model", "system", "tools", "messages") if k in body}
+    keys = ("model", "system", "instructions", "tools", "messages", "input", "previous_response_id")
+    return {k: body.get(k) for k in keys if k in body}
 
 
 def _window(messages: list, first: int) -> tuple[list, int]:
@@ -278,8 +342,9 @@ def request_diff(recorded: dict | None, got: dict) -> tuple[str | None, list[str
     parts: list[str] = []
     if a.get("model") != b.get("model"):
         parts.append(f"model {a.get('model')!r} -> {b.get('model')!r}")
-    if a.get("system") != b.get("system"):
-        parts.append("system differs")
+    for key in ("system", "instructions", "input", "previous_response_id"):  # (the Responses API's names too)
+        if a.get(key) != b.get(key):
+            parts.append(f"{key} differs")
     tools_a = [t.get("name") for t in a.get("tools") or [] if isinstance(t, dict)]
     tools_b = [t.get("name") for t in b.get("tools") or [] if isinstance(t, dict)]
     if a.get("tools") != b.get("tools"):

@@ -54,7 +54,9 @@ from inspector.net.faults import (
     FAULTS,
     FaultSpec,
     apply_faults,
+    changes,
     faults_key,
+    in_effect,
     iter_reads,
     parse_faults,
     render_faulted,
@@ -65,6 +67,7 @@ from inspector.net.recorded import (
     end_of_script_plan,
     recording_faults,
     request_diff,
+    wrong_endpoint,
 )
 from inspector.net.server import Closable, ConnectionDrop, _race, guarded_h11, install_log_filter
 from inspector.scenarios.bundled import DEFAULT_SCENARIO, SCENARIOS, get_scenario
@@ -89,6 +92,7 @@ from inspector.scenarios.model import (
 )
 from inspector.scenarios.render import ResponsePlan
 from inspector.scenarios.render_openai import (
+    MAX_CHOICES,
     Api,
     assembled_chat,
     assembled_response,
@@ -157,6 +161,7 @@ class Exchange:
     model: str | None = None  # the model the request named (echoed back)
     history: str = "not checked"  # the history check: ok | off | <violation kind> | not checked (rejected before)
     script_ended: bool = False  # past the script's last turn: a placeholder end_turn reply
+    once: str | None = None  # the @once faults and what became of them here ("drop_event@once fired here", ...)
     differs: str | None = None  # --recording: how the request differs from the recorded one (one line)
     diff: list[str] = field(default_factory=list)  # --recording: the full difference (unified diff lines)
 
@@ -188,6 +193,7 @@ class ServeApp(Closable):
         validate_history: bool = True,
         extra_scenarios: Iterable[Scenario] = (),
         on_exchange: Callable[[Exchange], None] | None = None,
+        on_select: Callable[[Exchange], None] | None = None,
         lenient: bool = False,
         strict: bool = False,
         max_body: int = DEFAULT_MAX_BODY,
@@ -220,6 +226,9 @@ class ServeApp(Closable):
             check_recording_faults(self.default_faults)
         self.pacer = Pacer(speed)
         self.on_exchange = on_exchange
+        self.on_select = (
+            on_select  # told of an exchange once its turn, attempt and faults are chosen (before its answer)
+        )
         self.echo_model = echo_model
         # the fake API's decisions (checks, turn and attempt, answer headers), shared with the in-process transport
         if not lenient:
@@ -274,7 +283,9 @@ class ServeApp(Closable):
         ]
         return Starlette(routes=routes)
 
-    def _note(self, ex: Exchange) -> None:
+    def note(self, ex: Exchange) -> None:
+        """Keep an exchange that has ended (its response's body classes call it) and print it (once its request diff
+        is known)."""
         self.exchanges.append(ex)
         self.total_exchanges += 1
         pending = self._diffs.get(ex.seq)
@@ -282,6 +293,13 @@ class ServeApp(Closable):
             pending.add_done_callback(lambda _: self._print(ex))
             return
         self._print(ex)
+
+    def _selected(self, ex: Exchange) -> None:
+        if self.on_select is not None:
+            try:
+                self.on_select(ex)
+            except Exception:  # a watcher must not break the server
+                log.warning("the on_select watcher failed", exc_info=True)
 
     def _print(self, ex: Exchange) -> None:
         if self.on_exchange is not None:
@@ -347,18 +365,27 @@ class ServeApp(Closable):
         api: Api | None = None,
         include_usage: bool = False,
         echo: dict | None = None,
+        choices: int = 1,
     ) -> ResponsePlan:
         """The plan of (scenario, faults, turn, attempt, model), cached; ``api``: the OpenAI form (``chat`` /
         ``responses``; ``include_usage``: chat's ``stream_options.include_usage``; ``echo``: the request fields a
         Response echoes), None: Anthropic."""
-        key = _plan_key(name, faults, turn, attempt, model, api, include_usage, echo)
+        key = _plan_key(name, faults, turn, attempt, model, api, include_usage, echo, choices)
         with self._lock:
             plan = self._plans.get(key)
         if plan is None:
             sc = self.scenarios[name]
             faulted = self.faulted(name, faults, model)
             plan = render_faulted(
-                sc, faults, turn, attempt, faulted=faulted, api=api, include_usage=include_usage, echo=echo
+                sc,
+                faults,
+                turn,
+                attempt,
+                faulted=faulted,
+                api=api,
+                include_usage=include_usage,
+                echo=echo,
+                choices=choices,
             )
             with self._lock:
                 self._plans[key] = plan
@@ -382,7 +409,7 @@ class ServeApp(Closable):
         rid = self.request_ids.next()
         body = error_body(etype, message, rid)
         ex.bytes = len(body)
-        self._note(ex)
+        self.note(ex)
         headers = {"request-id": rid}
         if close:  # the rest of the request is not read: the connection cannot carry another one
             headers["connection"] = "close"
@@ -557,7 +584,7 @@ class ServeApp(Closable):
         ex.status = 200
         out = orjson.dumps({"input_tokens": n})
         ex.bytes = len(out)
-        self._note(ex)
+        self.note(ex)
         return self._json(200, out, {"request-id": self.request_ids.next()})
 
     async def messages(self, request):
@@ -577,6 +604,10 @@ class ServeApp(Closable):
         ex.model = model
         if not self.echo_model:
             model = None  # the scenario's own model, bytes exactly as rendered
+        if self.recording is not None:
+            wrong = wrong_endpoint(self.recording, None)
+            if wrong is not None:
+                return self._reject(ex, 400, "invalid_request_error", wrong)
         # a recording of many conversations answers each request from its own conversation's turns
         rec = self.recording.conversation_for(body) if self.recording is not None else None
         if rec is not None:
@@ -608,12 +639,14 @@ class ServeApp(Closable):
         assert turn is not None and attempt is not None
         ex.turn, ex.attempt, ex.script_ended = turn, attempt, ended
         if rec is not None and not ended:
-            recorded = rec.recorded_request(turn)
-            if recorded is not None:
-                seq = ex.seq
-                task = self._diffs[seq] = asyncio.ensure_future(self._request_diff(ex, recorded, body))
-                task.add_done_callback(lambda _: self._diffs.pop(seq, None))
+            self._start_diff(ex, rec, turn, body)
         try:
+            faults = await self._faults_now(
+                decision,
+                faults,
+                ex,
+                lambda fs: self._render(name, fs, turn, attempt, model, ended, turns, rec),
+            )
             plan = await self._plan_for(name, faults, turn, attempt, model, ended, turns, rec)
         except (ValueError, IndexError, TypeError) as e:
             return self._reject(
@@ -624,13 +657,15 @@ class ServeApp(Closable):
             )
         stream = body.get("stream") is True
         ex.stream = stream
+        self._selected(ex)
         await self.pacer.sleep(plan.header_delay)
         headers, error = self.api.response_headers(
             plan.status, plan.headers, plan.body if plan.status != 200 else b"", body, speed=self.pacer.speed
         )
+        self._fault_header(headers, ex)
         if plan.status != 200:
             ex.status, ex.reads, ex.bytes, ex.end = plan.status, 1, len(error), "eof"
-            self._note(ex)
+            self.note(ex)
             return _Body(self, plan.status, headers, [error], ex)
         if stream:
             return _PlanStream(self, plan, headers, ex)
@@ -659,7 +694,7 @@ class ServeApp(Closable):
         ex.status, ex.rejected, ex.kind = status, message, kind
         body = openai_error_body(etype, message, param, code)
         ex.bytes = len(body)
-        self._note(ex)
+        self.note(ex)
         headers = {"x-request-id": self.api.openai_request_id()}
         if close:
             headers["connection"] = "close"
@@ -694,29 +729,36 @@ class ServeApp(Closable):
             return self._openai_reject(
                 ex, decision.status, decision.etype, decision.message, decision.param, decision.code, decision.kind
             )
-        if self.recording is not None:
-            return self._openai_reject(
-                ex, 400, "invalid_request_error", f"this server replays an Anthropic recording: {ex.path} is not served"
-            )
         model = ex.model or None
         if not self.echo_model:
             model = None
-        name = (request.headers.get(SCENARIO_HEADER) or self.default_scenario).strip()
+        rec: RecordingSource | None = None
+        if self.recording is not None:  # replayed on the endpoint of its family only
+            wrong = wrong_endpoint(self.recording, api)
+            if wrong is not None:
+                return self._openai_reject(ex, 400, "invalid_request_error", wrong)
+            rec = self.recording.conversation_for(body)
+            name = rec.name
+        else:
+            name = (request.headers.get(SCENARIO_HEADER) or self.default_scenario).strip()
+            if name not in self.scenarios:
+                ex.scenario = name
+                return self._openai_reject(
+                    ex,
+                    400,
+                    "invalid_request_error",
+                    f"{SCENARIO_HEADER}: unknown scenario {name!r}; available: {', '.join(self.scenarios)}",
+                )
         ex.scenario = name
-        if name not in self.scenarios:
-            return self._openai_reject(
-                ex,
-                400,
-                "invalid_request_error",
-                f"{SCENARIO_HEADER}: unknown scenario {name!r}; available: {', '.join(self.scenarios)}",
-            )
         header_faults = request.headers.get(FAULT_HEADER)
         try:
             faults = parse_faults(header_faults) if header_faults is not None else self.default_faults
+            if rec is not None:
+                check_recording_faults(faults)
         except FaultError as e:
             return self._openai_reject(ex, 400, "invalid_request_error", f"{FAULT_HEADER}: {e}")
         ex.faults = faults_key(faults)
-        turns = len(self.scenarios[name].turns)
+        turns = len(rec.turns) if rec is not None else len(self.scenarios[name].turns)
         session = request.headers.get(SESSION_HEADER, "")
         decision = self.api.select(
             decision, body, name=name, turns=turns, faults=ex.faults, session=session, family=api
@@ -729,35 +771,41 @@ class ServeApp(Closable):
         options = body.get("stream_options")
         asked = isinstance(options, dict) and options.get("include_usage") is True
         include_usage = api == "chat" and (asked or body.get("stream") is not True)  # a chat.completion has usage
-        try:
+        choices = _choices(body) if api == "chat" else 1
+        echo = response_echo(body) if api == "responses" and not ended else None
+
+        def render(fs: tuple[FaultSpec, ...]) -> ResponsePlan:
             if ended:
-                plan = await asyncio.to_thread(
-                    end_of_script_plan,
-                    name,
-                    turns,
-                    turn,
-                    attempt,
-                    model or self.scenarios[name].model,
-                    faults,
-                    api,
-                    include_usage,
+                fallback = rec.model if rec is not None else self.scenarios[name].model
+                return end_of_script_plan(
+                    name, turns, turn, attempt, model or fallback, fs, api, include_usage, choices
                 )
-            else:
-                echo = response_echo(body) if api == "responses" else None
-                cached = self._cached(_plan_key(name, faults, turn, attempt, model, api, include_usage, echo))
-                if cached is None:
-                    cached = await asyncio.to_thread(
-                        self.plan, name, faults, turn, attempt, model, api, include_usage, echo
-                    )
-                plan = cached
+            if rec is not None:
+                return self._recorded_plan(rec, fs, turn, attempt, api)
+            return self.plan(name, fs, turn, attempt, model, api, include_usage, echo, choices)
+
+        if rec is not None and not ended:
+            self._start_diff(ex, rec, turn, body)
+        try:
+            faults = await self._faults_now(decision, faults, ex, render)
+            plan = (
+                None
+                if ended or rec is not None
+                else self._cached(_plan_key(name, faults, turn, attempt, model, api, include_usage, echo, choices))
+            )
+            if plan is None:
+                plan = await asyncio.to_thread(render, faults)
         except (ValueError, IndexError, TypeError) as e:
             return self._openai_reject(
                 ex, 500, "server_error", f"inspector: cannot render {name!r} turn {turn} with faults {ex.faults}: {e}"
             )
         if api == "responses" and plan.status == 200 and plan.events and plan.events[0][0] == "response.created":
-            self.api.remember_response(plan.events[0][1]["response"]["id"], turn)
+            created = plan.events[0][1].get("response")  # (a recorded event may lack it)
+            if isinstance(created, dict) and isinstance(created.get("id"), str):
+                self.api.remember_response(created["id"], turn)
         stream = body.get("stream") is True
         ex.stream = stream
+        self._selected(ex)
         await self.pacer.sleep(plan.header_delay)
         headers, error = self.api.response_headers(
             plan.status,
@@ -767,13 +815,22 @@ class ServeApp(Closable):
             speed=self.pacer.speed,
             family="openai",
         )
+        self._fault_header(headers, ex)
         if plan.status != 200:
             ex.status, ex.reads, ex.bytes, ex.end = plan.status, 1, len(error), "eof"
-            self._note(ex)
+            self.note(ex)
             return _Body(self, plan.status, headers, [error], ex)
         if stream:
             return _PlanStream(self, plan, headers, ex)
         return await self._non_stream(plan, headers, ex, api)
+
+    def _start_diff(self, ex: Exchange, rec: RecordingSource, turn: int, body: dict) -> None:
+        """Compare the request with the recorded one of its turn, in the background (:meth:`_request_diff`)."""
+        recorded = rec.recorded_request(turn)
+        if recorded is not None:
+            seq = ex.seq
+            task = self._diffs[seq] = asyncio.ensure_future(self._request_diff(ex, recorded, body))
+            task.add_done_callback(lambda _: self._diffs.pop(seq, None))
 
     async def _request_diff(self, ex: Exchange, recorded: dict, body: dict) -> None:
         """How the request differs from the recorded one, into ``ex``: computed in a worker thread (never on the
@@ -802,29 +859,82 @@ class ServeApp(Closable):
     ) -> ResponsePlan:
         """The plan for this request, rendered in a worker thread when not cached (a big scenario takes a
         quarter of a second: other connections keep being served meanwhile)."""
+        if not ended and recording is None and self.recording is None:
+            cached = self._cached(_plan_key(name, faults, turn, attempt, model))
+            if cached is not None:
+                return cached
+        return await asyncio.to_thread(self._render, name, faults, turn, attempt, model, ended, turns, recording)
+
+    def _render(
+        self,
+        name: str,
+        faults: tuple[FaultSpec, ...],
+        turn: int,
+        attempt: int,
+        model: str | None,
+        ended: bool,
+        turns: int,
+        recording: RecordingSource | None = None,
+    ) -> ResponsePlan:
+        """:meth:`_plan_for`'s plan, rendered here (blocking: call it in a worker thread)."""
         recording = recording if recording is not None else self.recording
         if ended:
             fallback = recording.model if recording is not None else self.scenarios[name].model
-            return await asyncio.to_thread(end_of_script_plan, name, turns, turn, attempt, model or fallback, faults)
+            return end_of_script_plan(name, turns, turn, attempt, model or fallback, faults)
         if recording is not None:
-            # attempts past the recorded ones all get the last recorded attempt: one cached plan for them
-            # (the first streamed attempt, after the HTTP faults, may be a drop: the one after it is distinct);
-            # keyed by the conversation (its name), so that conversations never share an answer
-            http = sum(1 for f in faults if FAULTS[f.name].kind == "http")
-            same = min(attempt, max(len(recording.turns[turn]) - 1 + http, http + 1))
-            key = ("\x00recording", recording.name, faults_key(faults), turn, same, None)
-            plan = self._cached(key)
-            if plan is None:
-                plan = await asyncio.to_thread(recording_faults, recording, faults, turn, same)
-                with self._lock:
-                    self._plans[key] = plan
-                    while len(self._plans) > 64:
-                        self._plans.popitem(last=False)
-            return plan if plan.attempt == attempt else dataclasses.replace(plan, attempt=attempt)
-        cached = self._cached(_plan_key(name, faults, turn, attempt, model))
-        if cached is not None:
-            return cached
-        return await asyncio.to_thread(self.plan, name, faults, turn, attempt, model)
+            return self._recorded_plan(recording, faults, turn, attempt)
+        return self.plan(name, faults, turn, attempt, model)
+
+    def _recorded_plan(
+        self, recording: RecordingSource, faults: tuple[FaultSpec, ...], turn: int, attempt: int, api: Api | None = None
+    ) -> ResponsePlan:
+        """A recording's answer to attempt ``attempt`` of turn ``turn``, with the faults on top, cached (blocking).
+        Attempts past the recorded ones all get the last recorded attempt: one cached plan for them (the first
+        streamed attempt, after the HTTP faults, may be a drop: the one after it is distinct); keyed by the
+        conversation (its name), so that conversations never share an answer. ``api``: an OpenAI recording's
+        family (its HTTP faults' error form, and its events named as the OpenAI renderer names them)."""
+        http = sum(1 for f in faults if FAULTS[f.name].kind == "http")
+        same = min(attempt, max(len(recording.turns[turn]) - 1 + http, http + 1))
+        key = ("\x00recording", recording.name, faults_key(faults), turn, same, api)
+        plan = self._cached(key)
+        if plan is None:
+            plan = recording_faults(recording, faults, turn, same, api)
+            if api is not None and plan.status == 200:
+                plan = dataclasses.replace(plan, events=_openai_events(plan.events, api))
+            with self._lock:
+                self._plans[key] = plan
+                while len(self._plans) > 64:
+                    self._plans.popitem(last=False)
+        return plan if plan.attempt == attempt else dataclasses.replace(plan, attempt=attempt)
+
+    async def _faults_now(
+        self,
+        decision: Decision,
+        faults: tuple[FaultSpec, ...],
+        ex: Exchange,
+        render: Callable[[tuple[FaultSpec, ...]], ResponsePlan],
+    ) -> tuple[FaultSpec, ...]:
+        """The faults this request is answered with: the ``@turn`` ones, and the ``@once`` ones its conversation
+        turn holds (the first request one changes takes it: decided in a worker thread, which renders the answer
+        with and without it). ``ex.once`` says what became of each ``@once`` fault."""
+        once = [f for f in faults if f.once]
+        if not once:
+            return faults
+        where = f"request {ex.seq + 1}: turn {(ex.turn or 0) + 1} attempt {(ex.attempt or 0) + 1}"
+
+        def changed(held: list, fault: Any) -> bool:
+            return changes(faults, held, fault, render)
+
+        held, notes = await asyncio.to_thread(self.api.hold_once, decision, once, changed, where)
+        ex.once = "; ".join(f"{f.label} {notes[f]}" for f in once)
+        return in_effect(faults, held)
+
+    @staticmethod
+    def _fault_header(headers: dict[str, str], ex: Exchange) -> None:
+        """``x-inspector-fault`` on an answer: the faults chosen, each with its scope, and what became of the
+        ``@once`` ones (so that a recording made in front of serve keeps them)."""
+        if ex.faults != "none":
+            headers[FAULT_HEADER] = ex.faults + (f"; {ex.once}" if ex.once else "")
 
     async def _non_stream(self, plan: ResponsePlan, headers: dict[str, str], ex: Exchange, api: Api | None = None):
         if plan.end == "hang":  # a stall never answers (its pings are not even counted)
@@ -850,12 +960,30 @@ class ServeApp(Closable):
                 )
                 body = orjson.dumps({"error": {k: err.get(k) for k in ("message", "type", "param", "code")}})
             ex.status, ex.bytes, ex.end = status, len(body), "eof"
-            self._note(ex)
+            self.note(ex)
             return _Body(self, status, out, [body], ex)
         if api == "chat":
             body = orjson.dumps(assembled_chat(plan))
         elif api == "responses":
-            body = orjson.dumps(assembled_response(plan))
+            try:
+                body = orjson.dumps(assembled_response(plan))
+            except ValueError:  # no final event: a stream cut before its end, or a recording that ends without one
+                started = next(
+                    (
+                        d["response"]
+                        for n, d in plan.events
+                        if n == "response.created" and isinstance(d.get("response"), dict)
+                    ),
+                    None,
+                )
+                if plan.end != "drop" or started is None:
+                    message = "inspector: the answer has no response.completed / .incomplete / .failed event: nothing "
+                    message += "to give a stream: false request (ask with stream: true to see what it has)"
+                    body = openai_error_body("server_error", message)
+                    ex.status, ex.bytes, ex.end, ex.rejected = 500, len(body), "eof", message
+                    self.note(ex)
+                    return _Body(self, 500, out, [body], ex)
+                body = orjson.dumps(started)  # the response as it started, cut by the drop below
         else:
             body = orjson.dumps(assembled_message(plan))
         ex.status, ex.bytes = 200, len(body)
@@ -874,11 +1002,35 @@ def _plan_key(
     api: Api | None = None,
     include_usage: bool = False,
     echo: dict | None = None,
+    choices: int = 1,
 ) -> tuple:
     key: tuple = (name, faults_key(faults), turn, attempt, model)
     if api is None:
         return key
-    return (*key, api, include_usage, echo_key(echo))
+    return (*key, api, include_usage, echo_key(echo), choices)
+
+
+def _choices(body: dict) -> int:
+    """A chat request's ``n`` (checked by the fake API unless lenient: then anything but 1..128 counts as 1)."""
+    n = body.get("n")
+    return n if isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= MAX_CHOICES else 1
+
+
+def _openai_events(events: list[tuple[str, dict]], api: Api) -> list[tuple[str, dict]]:
+    """A recorded OpenAI stream's events named as the OpenAI renderer names them (what ``assembled_chat`` /
+    ``assembled_response`` and the error check of a ``stream: false`` answer read): a chat chunk ``chunk``, an
+    error object ``error``, a Responses event its ``type``; anything else (``[DONE]``) keeps its SSE name."""
+    out: list[tuple[str, dict]] = []
+    for name, data in events:
+        if isinstance(data, dict) and "error" in data and data.get("type") in (None, "error"):
+            out.append(("error", data))
+        elif api == "chat" and isinstance(data, dict) and isinstance(data.get("choices"), list):
+            out.append(("chunk", data))
+        elif api == "responses" and isinstance(data, dict) and isinstance(data.get("type"), str):
+            out.append((data["type"], data))
+        else:
+            out.append((name, data))
+    return out
 
 
 def _raw_headers(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
@@ -901,17 +1053,17 @@ class _Body:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
             if self.ex.status == 200:
                 self.ex.end = "eof"
-                self.app._note(self.ex)
+                self.app.note(self.ex)
             return
         if self.end == "hang":
             outcome = await _race(lambda: asyncio.Event().wait(), receive, self.app.closing())
             self.ex.end = "disconnected" if outcome == "disconnected" else "hang"
-            self.app._note(self.ex)
+            self.app.note(self.ex)
             if outcome == "closing":
                 raise ConnectionDrop("server shutting down")
             return
         self.ex.end = "drop"
-        self.app._note(self.ex)
+        self.app.note(self.ex)
         raise ConnectionDrop("planned drop")
 
 
@@ -938,19 +1090,19 @@ class _PlanStream:
         outcome = await _race(body, receive, app.closing())
         if outcome == "disconnected":
             ex.end = "disconnected"
-            app._note(ex)
+            app.note(ex)
             return
         if outcome == "closing":
             ex.end = "hang" if plan.end == "hang" else "closing"
-            app._note(ex)
+            app.note(ex)
             raise ConnectionDrop("server shutting down")
         if plan.end == "drop":
             ex.end = "drop"
-            app._note(ex)
+            app.note(ex)
             raise ConnectionDrop("planned drop")
         await send({"type": "http.response.body", "body": b"", "more_body": False})
         ex.end = "eof"
-        app._note(ex)
+        app.note(ex)
 
 
 def make_app(
@@ -969,6 +1121,8 @@ def format_exchange(ex: Exchange) -> str:
     faults = f" [{ex.faults}]" if ex.faults != "none" else ""
     if ex.script_ended:
         where += " (past the end of the script: placeholder end_turn reply)"
+    if ex.once:
+        where += f" ({ex.once})"
     if ex.differs:
         where += f" (differs from the recording: {ex.differs})"
     if ex.rejected:

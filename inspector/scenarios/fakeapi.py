@@ -19,7 +19,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -32,6 +32,7 @@ __all__ = [
     "MAX_DEPTH",
     "Decision",
     "FakeApi",
+    "OnceOwner",
     "RateLimits",
     "RequestIds",
     "body_problem",
@@ -143,6 +144,7 @@ def count_input_tokens(body: Mapping[str, Any]) -> int:
 _CATALOGUE_LOCK = threading.Lock()
 _catalogue: Any = None
 _openai_catalogue_: Any = None
+_catalogue_warned = False
 
 
 def load_catalogue() -> None:
@@ -177,14 +179,24 @@ def _openai_catalogue() -> Any:
         return _openai_catalogue_
 
 
+def _loaded(load: Callable[[], Any]) -> Any:
+    """A genai-prices catalogue, or None when it cannot load (said once in the log: every model is then known)."""
+    global _catalogue_warned
+    try:
+        return load()
+    except Exception:  # whatever the data snapshot raises: a catalogue that cannot load must not 404 every request
+        if not _catalogue_warned:
+            _catalogue_warned = True
+            log.warning("genai-prices' model catalogue did not load: every model is taken as known", exc_info=True)
+        return None
+
+
 def known_openai_model(model: str, extra: Iterable[str] = ()) -> bool:
     """Whether OpenAI (or this server: the scenarios' models, ``extra``) would know ``model``."""
     if model in extra:
         return True
-    try:
-        return _openai_catalogue().find_model(model) is not None
-    except Exception:  # a catalogue that cannot load must not turn every request into a 404
-        return True
+    catalogue = _loaded(_openai_catalogue)
+    return catalogue is None or catalogue.find_model(model) is not None
 
 
 def known_model(model: str, extra: Iterable[str] = ()) -> bool:
@@ -192,10 +204,8 @@ def known_model(model: str, extra: Iterable[str] = ()) -> bool:
     Anthropic model of genai-prices' catalogue (ids, dated ids and aliases, by its match rules)."""
     if model in extra:
         return True
-    try:
-        return _anthropic_catalogue().find_model(model) is not None
-    except Exception:  # a catalogue that cannot load must not turn every request into a 404
-        return True
+    catalogue = _loaded(_anthropic_catalogue)
+    return catalogue is None or catalogue.find_model(model) is not None
 
 
 def turn_of(messages: list) -> int:
@@ -313,6 +323,14 @@ class RateLimits:
 
 
 @dataclass(frozen=True, slots=True)
+class OnceOwner:
+    """The request that took a hit-once fault: its attempt key and how the diagnostics name it."""
+
+    key: tuple
+    where: str
+
+
+@dataclass(frozen=True, slots=True)
 class Decision:
     """What a Messages request gets before rendering: a rejection (``status`` >= 400, ``etype``, ``message``,
     history ``kind``) or the turn to answer (``status`` 0)."""
@@ -328,6 +346,8 @@ class Decision:
     ended: bool = False  # past the script's last turn (a placeholder reply, or a 400 when strict)
     param: str | None = None  # OpenAI errors: the parameter at fault
     code: str | None = None  # OpenAI errors: the error code
+    key: tuple | None = None  # set by FakeApi.select: what its attempts are counted by (a retry has the same key)
+    group: tuple | None = None  # set by FakeApi.select: the key without the turn and the messages (a fault's @once)
 
     @property
     def rejected(self) -> bool:
@@ -523,6 +543,19 @@ def responses_history_problem(items: Any, *, continued: bool = False) -> tuple[s
     return None
 
 
+def _choices_problem(n: Any) -> tuple[str, str | None] | None:
+    """OpenAI's 400 (message, code) for a chat request's ``n`` that is not an integer from 1 to 128."""
+    from .render_openai import MAX_CHOICES
+
+    if isinstance(n, bool) or not isinstance(n, int):
+        return f"Invalid type for 'n': expected an integer, but got {type(n).__name__} instead.", "invalid_type"
+    if n < 1:
+        return f"{n} is less than the minimum of 1 - 'n'", None
+    if n > MAX_CHOICES:
+        return f"{n} is greater than the maximum of {MAX_CHOICES} - 'n'", None
+    return None
+
+
 def _openai_reject(message: str, param: str | None = None, code: str | None = None, status: int = 400) -> Decision:
     return Decision(status, "invalid_request_error", message, param=param, code=code)
 
@@ -569,6 +602,10 @@ def openai_decision(
             return _openai_reject("Invalid type for 'stream': expected a boolean.", "stream", "invalid_type")
         if "tools" in body and not isinstance(body["tools"], list):
             return _openai_reject("Invalid type for 'tools': expected an array.", "tools", "invalid_type")
+        if api == "chat" and body.get("n") is not None:
+            bad_n = _choices_problem(body["n"])
+            if bad_n is not None:
+                return _openai_reject(bad_n[0], "n", bad_n[1])
         if models is not None and not known_openai_model(model, models):
             return Decision(
                 404,
@@ -650,6 +687,7 @@ class FakeApi:
         self.attempts: OrderedDict[tuple, int] = OrderedDict()
         self.attempts_dropped = 0
         self.responses: OrderedDict[str, int] = OrderedDict()  # Responses ids answered -> their turn (bounded)
+        self.once: OrderedDict[tuple, OnceOwner] = OrderedDict()  # (group, @once item) -> the request that took it
         self._lock = threading.Lock()
 
     def check(self, body: Any, *, max_tokens_required: bool = True) -> Decision:
@@ -719,12 +757,14 @@ class FakeApi:
                 message=f"scenario {name!r} has {turns} turns; no turn {turn} (this request has {turn} assistant messages)",
             )
         if self.attempts_by == "turn":
+            group: tuple = (name,)
             key: tuple = (name, turn)
         else:
-            key = (name, faults, session, turn, request_digest(decision.messages))
+            group = (name, faults, session)
+            key = (*group, turn, request_digest(decision.messages))
         if family != "anthropic":
-            key = (family, *key)
-        return dataclasses.replace(decision, attempt=self._next_attempt(key), ended=ended)
+            group, key = (family, *group), (family, *key)
+        return dataclasses.replace(decision, attempt=self._next_attempt(key), ended=ended, key=key, group=group)
 
     def decide(self, body: Any, *, name: str, turns: int, faults: str = "none", session: str = "") -> Decision:
         """:meth:`check`, then :meth:`select`."""
@@ -743,9 +783,50 @@ class FakeApi:
         return attempt
 
     def reset(self) -> None:
-        """Forget the attempt counters (the next request of every turn is attempt 0 again)."""
+        """Forget the attempt counters (the next request of every turn is attempt 0 again) and re-arm the faults
+        that hit once."""
         with self._lock:
             self.attempts.clear()
+            self.once.clear()
+
+    def hold_once(
+        self,
+        decision: Decision,
+        items: Sequence[Hashable],
+        changes: Callable[[list, Hashable], bool],
+        where: str,
+    ) -> tuple[list, dict[Hashable, str]]:
+        """Which of a request's hit-once items (a fault with ``@once``: opaque here) are in effect for it, and a note
+        on each: ``fired here`` (the first answer the item changes: this request's key takes it), ``held`` (a
+        retry of that request: still in effect, so the retries are numbered as before), ``spent at WHERE`` (another
+        request took it: not in effect), ``armed`` (it would not change this answer: not taken yet).
+        ``changes(held, item)``: whether ``item`` changes this request's answer, given the ``held`` items.
+        ``where``: how the diagnostics name this request. One item is taken by one request key for the life of
+        this core (:meth:`reset` re-arms them; ``history`` bounds how many are kept)."""
+        assert decision.key is not None and decision.group is not None, "hold_once needs a selected decision"
+        owners: dict[Hashable, OnceOwner | None] = {}
+        with self._lock:
+            for item in items:
+                owners[item] = self.once.get((decision.group, item))
+        held = [item for item in items if (o := owners[item]) is not None and o.key == decision.key]
+        notes: dict[Hashable, str] = {}
+        for item in items:
+            owner = owners[item]
+            if owner is None:
+                if not changes(list(held), item):
+                    notes[item] = "armed"
+                    continue
+                with self._lock:  # the first request to take it wins (another may have, meanwhile)
+                    owner = self.once.setdefault((decision.group, item), OnceOwner(decision.key, where))
+                    while len(self.once) > self.history:
+                        self.once.popitem(last=False)
+                if owner.key == decision.key:
+                    held.append(item)
+            if owner.key != decision.key:
+                notes[item] = f"spent at {owner.where}"
+            else:
+                notes[item] = "fired here" if owner.where == where else f"held (fired at {owner.where})"
+        return [item for item in items if item in held], notes
 
     def openai_request_id(self) -> str:
         """A request id of OpenAI's shape (``req_`` + 32 hex digits), unique per response."""

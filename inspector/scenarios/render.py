@@ -501,7 +501,7 @@ def plan_of_timeline(
             flush()
     flush()
     if p.read_delays:
-        for r, delay in zip(reads, p.read_delays):
+        for r, delay in zip(reads, p.read_delays, strict=False):  # (recorded delays: maybe fewer or more than reads)
             r.delay = delay
     partial_len = 0
     if cut_event is not None:

@@ -29,6 +29,7 @@ their ``type``. Ids are seeded like the Anthropic ones (``chatcmpl-``, ``resp_``
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import random
@@ -66,6 +67,7 @@ APIS: tuple[Api, ...] = ("chat", "responses")
 
 CREATED = 1767225600  # 2026-01-01T00:00:00Z: the ``created`` / ``created_at`` of every rendered answer (+ turn)
 KEEP_ALIVE = b": keep-alive"
+MAX_CHOICES = 128  # the largest ``n`` OpenAI takes
 _B62 = string.digits + string.ascii_letters
 _HEX = "0123456789abcdef"
 
@@ -186,7 +188,60 @@ def chat_usage(scenario: Scenario, turn_index: int, attempt: int) -> dict:
     }
 
 
-def _chat_events(scenario: Scenario, turn_index: int, attempt: int, include_usage: bool) -> list[_Ev]:
+def _chat_events(scenario: Scenario, turn_index: int, attempt: int, include_usage: bool, choices: int = 1) -> list[_Ev]:
+    evs = _one_choice_events(scenario, turn_index, attempt, include_usage)
+    if choices == 1:
+        return evs
+    return _n_choices(scenario, turn_index, attempt, evs, choices)
+
+
+def _n_choices(scenario: Scenario, turn_index: int, attempt: int, evs: list[_Ev], choices: int) -> list[_Ev]:
+    """The chunks of ``n`` choices (a request's ``n``): a scenario scripts one answer, so each choice streams that
+    same answer, chunk by chunk, the choices in turn (index 0, 1, ... of each chunk: how OpenAI interleaves them).
+    Each choice k > 0 has tool call ids of its own (independent samples do); the usage counts every choice's
+    completion tokens. A fault's event count counts every choice's chunks."""
+    call_ids = {c: [c] for c in _Ids(scenario, turn_index, attempt).calls}
+    for k in range(1, choices):
+        rng = _rng(f"ids-openai-choice-{k}", scenario, turn_index, attempt)
+        for mine in call_ids.values():
+            mine.append(_id(rng, "call_", 24))
+    out: list[_Ev] = []
+    for ev in evs:
+        data = ev.data
+        if ev.raw is not None or not data or not data.get("choices"):  # [DONE], the usage chunk
+            if data and data.get("usage"):
+                usage = dict(data["usage"])
+                usage["completion_tokens"] *= choices
+                usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+                ev = dataclasses.replace(ev, data={**data, "usage": usage})
+            out.append(ev)
+            continue
+        for k in range(choices):
+            choice = {**data["choices"][0], "index": k}
+            calls = choice["delta"].get("tool_calls")
+            if k and calls:
+                delta = dict(choice["delta"])
+                delta["tool_calls"] = [
+                    {**t, "id": call_ids.get(t["id"], [t["id"]] * choices)[k]} if "id" in t else t for t in calls
+                ]
+                choice["delta"] = delta
+            out.append(
+                _Ev(  # (the constructor: dataclasses.replace costs twice as much, per chunk per choice)
+                    ev.name,
+                    {**data, "choices": [choice]},
+                    ev.gap,
+                    ev.block,
+                    ev.delta_no,
+                    ev.standalone,
+                    ev.starts_block and not k,
+                    ev.stops_block,
+                    ev.raw,
+                )
+            )
+    return out
+
+
+def _one_choice_events(scenario: Scenario, turn_index: int, attempt: int, include_usage: bool) -> list[_Ev]:
     ids = _Ids(scenario, turn_index, attempt)
     blocks, cut_block, keep = _pieces(scenario, turn_index, attempt)
 
@@ -494,12 +549,16 @@ def render_openai_turn(
     api: Api,
     include_usage: bool = False,
     echo: dict | None = None,
+    choices: int = 1,
 ) -> ResponsePlan:
     """The turn's answer to ``POST /v1/chat/completions`` (``api="chat"``; ``include_usage``: the request's
-    ``stream_options.include_usage``) or ``POST /v1/responses`` (``api="responses"``; ``echo``: the request fields
-    its Response object echoes, :func:`response_echo`), with ``stream: true``."""
+    ``stream_options.include_usage``; ``choices``: its ``n``, each choice the same scripted answer) or ``POST
+    /v1/responses`` (``api="responses"``; ``echo``: the request fields its Response object echoes,
+    :func:`response_echo`), with ``stream: true``."""
     if api not in APIS:
         raise ValueError(f"api must be one of {APIS}, not {api!r}")
+    if not 1 <= choices <= MAX_CHOICES:
+        raise ValueError(f"choices must be 1 to {MAX_CHOICES}, not {choices}")
     if not 0 <= turn_index < len(scenario.turns):
         raise IndexError(f"scenario {scenario.name!r} has {len(scenario.turns)} turns, no turn {turn_index}")
     turn = scenario.turns[turn_index]
@@ -508,7 +567,7 @@ def render_openai_turn(
     if http_error is not None:
         return _render_http_error(scenario, turn_index, attempt, http_error, ids)
     if api == "chat":
-        evs = _chat_events(scenario, turn_index, attempt, include_usage)
+        evs = _chat_events(scenario, turn_index, attempt, include_usage, choices)
         timeline = _timeline(
             scenario, turn_index, attempt, evs, error_event=_chat_error, ping=_ping, periodic_pings=False
         )
@@ -557,10 +616,7 @@ def _render_http_error(scenario: Scenario, turn_index: int, attempt: int, err: H
 def assembled_chat(plan: ResponsePlan) -> dict:
     """The ``chat.completion`` a non-streaming request gets: the plan's chunks merged (content, reasoning_content,
     tool calls by index, finish_reason, usage)."""
-    content: list[str] = []
-    reasoning: list[str] = []
-    calls: dict[int, dict] = {}
-    finish = None
+    merged: dict[int, dict[str, Any]] = {}  # choice index -> its content, reasoning, calls, finish_reason
     usage = None
     head: dict = {}
     for name, c in plan.events:
@@ -570,30 +626,36 @@ def assembled_chat(plan: ResponsePlan) -> dict:
         if c.get("usage"):
             usage = c["usage"]
         for choice in c.get("choices") or []:
+            index = choice.get("index") if isinstance(choice.get("index"), int) else 0
+            m = merged.setdefault(index, {"content": [], "reasoning": [], "calls": {}, "finish": None})
             delta = choice.get("delta") or {}
-            content.append(delta.get("content") or "")
-            reasoning.append(delta.get("reasoning_content") or "")
+            m["content"].append(delta.get("content") or "")
+            m["reasoning"].append(delta.get("reasoning_content") or "")
             for tc in delta.get("tool_calls") or []:
-                call = calls.setdefault(
+                call = m["calls"].setdefault(
                     tc["index"], {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
                 )
                 call["id"] = tc.get("id") or call["id"]
                 fn = tc.get("function") or {}
                 call["function"]["name"] += fn.get("name") or ""
                 call["function"]["arguments"] += fn.get("arguments") or ""
-            finish = choice.get("finish_reason") or finish
-    message: dict[str, Any] = {"role": "assistant", "content": "".join(content) or None, "refusal": None}
-    if any(reasoning):
-        message["reasoning_content"] = "".join(reasoning)
-    if calls:
-        message["tool_calls"] = [calls[k] for k in sorted(calls)]
+            m["finish"] = choice.get("finish_reason") or m["finish"]
+    out_choices = []
+    for index in sorted(merged) or [0]:
+        m = merged.get(index) or {"content": [], "reasoning": [], "calls": {}, "finish": None}
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(m["content"]) or None, "refusal": None}
+        if any(m["reasoning"]):
+            message["reasoning_content"] = "".join(m["reasoning"])
+        if m["calls"]:
+            message["tool_calls"] = [m["calls"][k] for k in sorted(m["calls"])]
+        out_choices.append({"index": index, "message": message, "logprobs": None, "finish_reason": m["finish"]})
     return {
         "id": head.get("id"),
         "object": "chat.completion",
         "created": head.get("created"),
         "model": head.get("model"),
         "system_fingerprint": head.get("system_fingerprint"),
-        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
+        "choices": out_choices,
         "usage": usage,
     }
 

@@ -32,10 +32,10 @@ import orjson
 from inspector.core.pacing import Pacer
 from inspector.stream.history import history_problem
 
-from .fakeapi import FakeApi, error_body, openai_error_body, scale_retry_headers
+from .fakeapi import Decision, FakeApi, error_body, openai_error_body, scale_retry_headers
 from .model import Scenario
 from .render import ResponsePlan, render_turn
-from .render_openai import render_openai_turn, response_echo
+from .render_openai import MAX_CHOICES, render_openai_turn, response_echo
 
 __all__ = [
     "DROP_MESSAGE",
@@ -52,16 +52,24 @@ __all__ = [
 
 # (scenario, turn index, attempt) -> the plan to serve; render_turn by default
 Renderer = Callable[[Scenario, int, int], ResponsePlan]
-# (scenario, turn index, attempt, api "chat" | "responses", include_usage, the fields a Response echoes) -> the
+# (scenario, turn index, attempt, api "chat" | "responses", include_usage, the fields a Response echoes, chat's n) -> the
 # OpenAI plan; render_openai_turn by default
-OpenAIRenderer = Callable[[Scenario, int, int, str, bool, dict], ResponsePlan]
+OpenAIRenderer = Callable[[Scenario, int, int, str, bool, dict, int], ResponsePlan]
 OPENAI_PATHS = {"/v1/chat/completions": "chat", "/v1/responses": "responses"}
 
 
 def _render_openai(
-    scenario: Scenario, turn: int, attempt: int, api: str, include_usage: bool, echo: dict
+    scenario: Scenario, turn: int, attempt: int, api: str, include_usage: bool, echo: dict, choices: int = 1
 ) -> ResponsePlan:
-    return render_openai_turn(scenario, turn, attempt, api=api, include_usage=include_usage, echo=echo)  # type: ignore[arg-type]
+    return render_openai_turn(
+        scenario,
+        turn,
+        attempt,
+        api=api,  # type: ignore[arg-type]
+        include_usage=include_usage,
+        echo=echo,
+        choices=choices,
+    )
 
 
 DROP_MESSAGE = "peer closed connection without sending complete message body (incomplete chunked read)"
@@ -136,7 +144,7 @@ class ScenarioStream(httpx2.AsyncByteStream):
         all_sent = served.reads_sent == len(self._plan.reads) and self._plan.end == "eof"
         if served.state in ("pending", "streaming", "hanging") and not all_sent:
             served.state = "closed_early"
-            self._server._note_closed_early(served)
+            self._server.note_closed_early(served)
         elif served.state in ("pending", "streaming") and all_sent:
             served.state = "complete"
 
@@ -174,7 +182,8 @@ class ScenarioServer:
             self._closed_early_event = asyncio.Event()
         return self._closed_early_event
 
-    def _note_closed_early(self, served: ServedResponse) -> None:
+    def note_closed_early(self, served: ServedResponse) -> None:
+        """Count a response its consumer closed before its body ended (called by its ScenarioStream)."""
         self.closed_early += 1
         self.closed_early_event.set()
 
@@ -227,22 +236,15 @@ class ScenarioServer:
         turn, attempt = decision.turn, decision.attempt
         assert turn is not None and attempt is not None
         rec.turn, rec.attempt = turn, attempt
-        if api is None:
-            plan = self.render(self.scenario, turn, attempt)
-        else:
-            assert isinstance(body, dict)
-            options = body.get("stream_options")
-            usage = api == "chat" and isinstance(options, dict) and options.get("include_usage") is True
-            echo = response_echo(body) if api == "responses" else {}
-            plan = self.render_openai(self.scenario, turn, attempt, api, usage, echo)
-            if api == "responses" and plan.status == 200 and plan.events:
-                self.api.remember_response(plan.events[0][1]["response"]["id"], turn)
+        scenario, plan = self.plan_for(decision, api, body)
+        if api == "responses" and plan.status == 200 and plan.events:
+            self.api.remember_response(plan.events[0][1]["response"]["id"], turn)
         served = ServedResponse(turn, attempt, plan.status, plan)
         rec.response = served
         self.responses.append(served)
 
         await self.pacer.sleep(plan.header_delay)
-        http_error = self.scenario.turns[turn].http_error_for(attempt)
+        http_error = scenario.turns[turn].http_error_for(attempt)
         if http_error is not None and http_error.connect_error is not None:
             served.state = "dropped"  # no response at all: the connection failed
             raise httpx2.ConnectError(http_error.connect_error, request=request)
@@ -256,6 +258,26 @@ class ScenarioServer:
             served.reads_sent, served.bytes_sent = len(plan.reads), len(error)
             return httpx2.Response(plan.status, headers=headers, content=error)
         return httpx2.Response(200, headers=headers, stream=ScenarioStream(self, served, plan))
+
+    def plan_for(self, decision: Decision, api: str | None, body: Any) -> tuple[Scenario, ResponsePlan]:
+        """The scenario that answers a selected request and the plan of its turn and attempt (``api``: None for
+        the Messages API, ``chat`` / ``responses``). Subclasses choose another scenario per request (the faults in
+        effect: ``FaultedScenarioServer``)."""
+        return self.scenario, self.render_with(self.scenario, decision, api, body)
+
+    def render_with(self, scenario: Scenario, decision: Decision, api: str | None, body: Any) -> ResponsePlan:
+        """The plan of a selected request's turn and attempt, rendered from ``scenario`` by this server's renderers."""
+        turn, attempt = decision.turn, decision.attempt
+        assert turn is not None and attempt is not None
+        if api is None:
+            return self.render(scenario, turn, attempt)
+        assert isinstance(body, dict)
+        options = body.get("stream_options")
+        usage = api == "chat" and isinstance(options, dict) and options.get("include_usage") is True
+        echo = response_echo(body) if api == "responses" else {}
+        n = body.get("n") if api == "chat" else 1
+        choices = n if isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= MAX_CHOICES else 1
+        return self.render_openai(scenario, turn, attempt, api, usage, echo, choices)
 
     def _reject(
         self,

@@ -4,8 +4,11 @@ Installed with the package (entry point ``pytest11``), it adds the ``inspector_s
 
     def test_my_harness(inspector_server):
         server = inspector_server("weather")                  # a bundled scenario, a scenario file's path,
-        # inspector_server(recording="session.jsonl")         # a recording (replayed as a scenario)
+        # inspector_server(recording="session.jsonl")         # a recording (replayed as a scenario; one of an
+        #                                                     # OpenAI session: on its endpoint, as serve --recording)
         # inspector_server("parse_date", faults="relay_buffer,http_429")
+        # inspector_server("weather", faults="drop_event")   # one dropped stream, then none (@once, the
+        #                                                     # default of transport faults); drop_event@turn: each turn
         run_my_harness(base_url=server.base_url, api_key="test")
         # openai.OpenAI(base_url=server.openai_base_url, api_key="test"): the same scenario, in OpenAI's formats
         server.assert_valid_histories()                       # every request kept the API's history rules
@@ -56,6 +59,8 @@ class ServedRequest:
     end: str | None = None  # eof | drop | hang | disconnected
     rejected: str | None = None  # the 4xx/5xx message the server answered instead of the scenario
     history: Any = None  # inspector.stream.history.Violation, or None when the messages keep the rules
+    faults: str = "none"  # the faults chosen for it, each with its scope ("drop_event@once,bom@turn")
+    once: str | None = None  # what became of its @once faults here ("drop_event@once fired here", "... spent at ...")
     exchange: Any = field(default=None, repr=False)  # inspector.net.serve.Exchange
 
     @property
@@ -123,13 +128,21 @@ class InspectorServer:
         from inspector.net.server import BackgroundServer
         from inspector.scenarios.bundled import DEFAULT_SCENARIO, get_scenario
 
+        source = None  # a recording of an OpenAI session: served as `inspector serve --recording` serves it
         if recording is not None:
             if scenario is not None:
                 raise ValueError("inspector_server: give a scenario or a recording, not both")
+            from inspector.net.recorded import RecordingSource
             from inspector.record.har import load_any
             from inspector.scenarios.fromrec import scenario_from_recording
 
-            sc = scenario_from_recording(load_any(recording), name=Path(recording).stem or "recording")
+            loaded = load_any(recording)
+            source = RecordingSource(loaded, Path(recording).name or "recording")
+            if source.family == "anthropic":  # replayed as a scenario (faults and all)
+                sc = scenario_from_recording(loaded, name=Path(recording).stem or "recording")
+                source = None
+            else:  # on its family's endpoint (/v1/chat/completions or /v1/responses), with serve's recording faults
+                sc = get_scenario(DEFAULT_SCENARIO)
         elif scenario is None:
             sc = get_scenario(DEFAULT_SCENARIO)
         elif isinstance(scenario, (str, Path)):
@@ -137,6 +150,7 @@ class InspectorServer:
         else:
             sc = scenario  # a Scenario object
         self.scenario = sc
+        self.recording = source  # RecordingSource of an OpenAI recording (None: the scenario is served)
         self._lock = threading.Lock()
         self._requests: list[ServedRequest] = []
         self.app = ServeApp(
@@ -146,8 +160,10 @@ class InspectorServer:
             validate_history=validate_history,
             lenient=lenient,  # no credential / field / model checks (like `inspector serve --lenient`)
             on_exchange=self._on_exchange,
+            on_select=self._on_select,  # turn, attempt and faults known while the answer streams
+            recording=source,
         )
-        self._server = BackgroundServer(_Capture(self, self.app))
+        self._server = BackgroundServer(_Capture(self._begin, self.app))
         self._server.start()
 
     # --- plumbing -------------------------------------------------------------------------------------------------
@@ -174,6 +190,11 @@ class InspectorServer:
             self._requests.append(req)
         return req
 
+    def _on_select(self, ex: Any) -> None:
+        req = _CURRENT.get()
+        if req is not None:
+            req.turn, req.attempt, req.faults, req.once = ex.turn, ex.attempt, ex.faults, ex.once
+
     def _on_exchange(self, ex: Any) -> None:
         req = _CURRENT.get()
         if req is None:
@@ -181,6 +202,7 @@ class InspectorServer:
         req.exchange = ex
         req.status, req.turn, req.attempt = ex.status, ex.turn, ex.attempt
         req.stream, req.end, req.rejected = ex.stream, ex.end, ex.rejected
+        req.faults, req.once = ex.faults, ex.once
 
     # --- the API --------------------------------------------------------------------------------------------------
     @property
@@ -206,10 +228,11 @@ class InspectorServer:
         return [r for r in self.requests if r.path == "/v1/messages" or r.path in OPENAI_PATHS]
 
     def reset(self) -> None:
-        """Forget the requests and the attempt counters: the next request is attempt 0 of its turn again."""
+        """Forget the requests and the attempt counters (the next request is attempt 0 of its turn again), and
+        re-arm the ``@once`` faults."""
         with self._lock:
             self._requests.clear()
-        self.app.attempts.clear()
+        self.app.api.reset()
 
     def assert_valid_histories(self) -> None:
         """Every model request kept its API's history rules (Messages: tool_use / tool_result pairing, roles...;
@@ -239,14 +262,15 @@ class InspectorServer:
         self._server.stop()
 
     def __repr__(self) -> str:
-        return f"InspectorServer({self.scenario.name!r}, {len(self._requests)} requests)"
+        what = self.scenario.name if self.recording is None else f"recording {self.recording.name}"
+        return f"InspectorServer({what!r}, {len(self._requests)} requests)"
 
 
 class _Capture:
     """ASGI wrapper: keeps each request's body and ties the server's Exchange to it (same task, same context)."""
 
-    def __init__(self, owner: InspectorServer, serve_app: Any) -> None:
-        self.owner, self.inner = owner, serve_app
+    def __init__(self, begin: Callable[[dict, bytes], ServedRequest], serve_app: Any) -> None:
+        self.begin, self.inner = begin, serve_app  # begin: the owner's bookkeeping of a request (InspectorServer)
         self.uvicorn_options = getattr(serve_app, "uvicorn_options", {})
 
     def begin_close(self) -> None:
@@ -265,7 +289,7 @@ class _Capture:
             chunks.append(message.get("body", b""))
             more = message.get("more_body", False)
         body = b"".join(chunks)
-        req = self.owner._begin(scope, body)
+        req = self.begin(scope, body)
         token = _CURRENT.set(req)
         replayed = False
 
@@ -304,6 +328,12 @@ def inspector_server() -> Iterator[Callable[..., InspectorServer]]:
 
     server = inspector_server("weather")              # or a scenario file's path, or recording="rec.jsonl"
     server = inspector_server("parse_date", faults="http_429", speed=4)
+    server = inspector_server("weather", faults="drop_in_tool:1")   # one drop in a tool's JSON (@once), then clean
+
+    Faults mean what they mean for ``inspector serve --fault`` (``inspector serve --list-faults``): transport faults
+    (error_event, drop_event, drop_in_tool, drop_byte, stall) hit once per server by default (``@once``: a harness
+    that recovers by retrying, or by restarting its conversation, then completes), ``@turn`` hits each turn; HTTP,
+    content and format faults hit each turn by default. ``request.faults`` / ``request.once`` say which.
     """
     started: list[InspectorServer] = []
 

@@ -495,7 +495,7 @@ async def test_client_disconnect_is_passed_upstream(upstream):
     up_ended, px_ended = asyncio.Event(), asyncio.Event()  # set from the servers' threads when an exchange ends
 
     def on_upstream(ex) -> None:
-        if ex.faults == "stall:2" and ex.end is not None:
+        if ex.faults == "stall:2@once" and ex.end is not None:
             loop.call_soon_threadsafe(up_ended.set)
 
     proxy = ProxyApp(
@@ -524,7 +524,7 @@ async def test_client_disconnect_is_passed_upstream(upstream):
                 await px_ended.wait()
     finally:
         app.on_exchange = before
-    mine = [e for e in app.exchanges if e.faults == "stall:2" and e.end is not None]
+    mine = [e for e in app.exchanges if e.faults == "stall:2@once" and e.end is not None]
     assert proxy.exchanges[-1].end == "cancelled"
     assert mine[-1].end == "disconnected"
 

@@ -207,7 +207,7 @@ async def test_an_immediate_resend_is_the_next_attempt_and_the_recording_dumps_a
     from inspector.scenarios.bundled import get_scenario
 
     prefix = len(render_faulted(get_scenario("weather"), "stall:0", 0, 0).body)
-    hdr = {"x-inspector-scenario": "weather", "x-inspector-fault": "stall:0"}
+    hdr = {"x-inspector-scenario": "weather", "x-inspector-fault": "stall:0@turn"}  # each conversation stalls
     record = tmp_path / "resend.jsonl"
     n = 5
     with BackgroundServer(ProxyApp(upstream.base_url, record=record)) as px:

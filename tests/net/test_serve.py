@@ -486,10 +486,12 @@ async def test_multi_turn_conversation_advances_with_tool_results(served, name):
         assert body == render_turn(sc, turn, attempt).body
 
 
-@pytest.mark.parametrize("fault", ["http_429,drop_event", "stall:2", "error_event:5,crlf", "drop_byte:999,bom"])
+@pytest.mark.parametrize(
+    "fault", ["http_429,drop_event@turn", "stall:2@turn", "error_event:5@turn,crlf", "drop_byte:999@turn,bom"]
+)
 async def test_multi_turn_with_faults_retries_succeed(served, fault):
     seen = await converse(served.base_url, "parse_date", fault, f"conv-faults-{fault}")
-    # every turn failed once (stream fault on its first streamed attempt), then succeeded
+    # every turn failed once (@turn: a stream fault on its first streamed attempt of each turn), then succeeded
     assert [(t, a) for t, a, _ in seen] == [(0, a0 := seen[0][1]), (0, a0 + 1), (1, a0), (1, a0 + 1)]
 
 
@@ -585,7 +587,7 @@ def test_valid_histories_pass():
 async def test_same_requests_give_same_bytes_across_servers():
     async def run_once() -> list[bytes]:
         with BackgroundServer(ServeApp(speed=math.inf)) as srv:
-            seen = await converse(srv.base_url, "parse_date", "http_429,drop_event", "det")
+            seen = await converse(srv.base_url, "parse_date", "http_429,drop_event@turn", "det")
             seen += await converse(srv.base_url, "thinking", None, "det")
         return [b for _, _, b in seen]
 

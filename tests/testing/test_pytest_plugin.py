@@ -167,3 +167,20 @@ async def test_a_recording_is_served_as_recorded(tmp_path):
         assert [(n, json.loads(d)) for n, d in got] == [(n, json.loads(d)) for n, d in want]
     finally:
         server.close()
+
+
+def test_a_request_shows_its_turn_and_attempt_while_its_answer_streams():
+    """Known when the answer starts, not only when it ends: a client that stops reading at its last event (the openai
+    SDK stops at [DONE]) and looks at `requests` at once sees them; here the answer never ends (a stall)."""
+    server = InspectorServer("weather", faults="stall:1")
+    try:
+        body = {"model": "claude-sonnet-4-6", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
+        with httpx2.stream(
+            "POST", server.base_url + "/v1/messages", json={**body, "stream": True}, headers=HEADERS, timeout=30
+        ) as r:
+            assert r.status_code == 200
+            req = server.message_requests[-1]
+            assert (req.turn, req.attempt, req.status, req.end) == (0, 0, 200, None)
+            assert req.faults == "stall:1@once" and req.once == "stall:1@once fired here"
+    finally:
+        server.close()
