@@ -89,6 +89,20 @@ class LiveFaults:
         self.by_name = {f.name: f for f in specs}
         self.http = [f for f in specs if FAULTS[f.name].kind == "http"]
         self.transport = next((f for f in specs if f.name in _TRANSPORT), None)
+        # an @once fault (net/faults.py: the default of transport faults) -> the turn that took it: that turn's
+        # attempts keep it, no other turn gets it. On a live stream the proxy cannot know in advance whether the
+        # stream will reach the fault's point, so the first stream it is applied to takes it (serve, which knows its
+        # script, gives it to the first answer it changes)
+        self._taken: dict[FaultSpec, Any] = {}
+
+    def _applies(self, f: FaultSpec, turn: Any) -> bool:
+        """Whether ``f`` applies to an attempt of ``turn`` (None: not told, every turn is its own), taking an unspent
+        @once fault for that turn."""
+        if not f.once:
+            return True
+        if turn is None:
+            turn = object()
+        return self._taken.setdefault(f, turn) == turn
 
     def __bool__(self) -> bool:
         return bool(self.specs)
@@ -96,12 +110,19 @@ class LiveFaults:
     def __str__(self) -> str:
         return ",".join(str(f) for f in self.specs) or "none"
 
-    def http_error(self, attempt: int, family: str = "anthropic") -> InjectedError | None:
+    def _http(self, turn: Any) -> list[FaultSpec]:
+        """The HTTP faults of a turn: each @turn one, and the @once ones this turn took or may still take."""
+        return [f for f in self.http if not f.once or self._taken.get(f, turn) == turn]
+
+    def http_error(self, attempt: int, family: str = "anthropic", turn: Any = None) -> InjectedError | None:
         """The HTTP error that answers this attempt of a turn, if any (attempts 0.. get them in the order given), in
-        the form of the request's wire family (``openai_chat`` / ``openai_responses``: the OpenAI error JSON)."""
-        if attempt >= len(self.http):
+        the form of the request's wire family (``openai_chat`` / ``openai_responses``: the OpenAI error JSON).
+        ``turn``: which turn the attempt is of (its retries share it), for @once faults."""
+        http = self._http(turn)
+        if attempt >= len(http):
             return None
-        f = self.http[attempt]
+        f = http[attempt]
+        self._applies(f, turn)
         secs = float(f.value or 0.0)
         if family in OPENAI:
             etype = "rate_limit_error" if f.name == "http_429" else "overloaded_error"
@@ -140,12 +161,15 @@ class LiveFaults:
         ]
         return InjectedError(status, headers, body, str(f))
 
-    def stream(self, attempt: int, family: str = "anthropic") -> LiveStream | None:
+    def stream(self, attempt: int, family: str = "anthropic", turn: Any = None) -> LiveStream | None:
         """The transformation of this attempt's stream (None: forwarded untouched); ``family``: the request's wire
-        family (the faults take its form)."""
-        transport = self.transport if attempt == len(self.http) else None
-        content = [f for f in self.specs if f.name in ("invalid_tool_json", "max_tokens_tool")]
-        fmt = [f for f in self.specs if f.name in ("split_events", "cr", "crlf", "bom")]
+        family (the faults take its form); ``turn``: which turn the attempt is of, for @once faults."""
+        t = self.transport
+        transport = t if t is not None and attempt == len(self._http(turn)) and self._applies(t, turn) else None
+        content = [
+            f for f in self.specs if f.name in ("invalid_tool_json", "max_tokens_tool") and self._applies(f, turn)
+        ]
+        fmt = [f for f in self.specs if f.name in ("split_events", "cr", "crlf", "bom") and self._applies(f, turn)]
         if transport is None and not content and not fmt:
             return None
         return LiveStream(transport, content, fmt, attempt, family)

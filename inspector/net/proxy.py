@@ -244,6 +244,7 @@ class ProxyApp(Closable):
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.faults = parse_live_faults(faults)
+        self._header_live: dict[str, Any] = {}  # x-inspector-fault value -> its live faults (_header_faults)
         self.fault_header = fault_header
         self.batch_interval = batch_interval
         # a key in the upstream URL (``http://relay:KEY@host``) is a secret from the start
@@ -617,7 +618,7 @@ class ProxyApp(Closable):
             injected = None
             if is_turn:
                 track = self.tracker.new_track(ex, assignment, t_req, parsed)
-                injected = faults.http_error(track.attempt, track.family) if faults else None
+                injected = faults.http_error(track.attempt, track.family, track.turn) if faults else None
             if injected is not None:  # a live http_429 / http_529: answered here, upstream never sees it
                 assert track is not None
                 ex.fault = injected.fault
@@ -737,10 +738,17 @@ class ProxyApp(Closable):
 
     def _header_faults(self, value: str) -> Any:
         """The live faults of an ``x-inspector-fault`` header, or the error message (a str) when it is invalid."""
+        known = self._header_live.get(value)  # the same header keeps its faults' state (an @once one stays spent)
+        if known is not None:
+            return known
         try:
-            return parse_live_faults(value)
+            faults = parse_live_faults(value)
         except InspectorError as e:
             return f"x-inspector-fault: {e}"
+        if len(self._header_live) >= 256:  # bounded: a client varying the header cannot grow it
+            self._header_live.pop(next(iter(self._header_live)))
+        self._header_live[value] = faults
+        return faults
 
     async def _answer_injected(self, ex: ProxyExchange, track: Track, injected: Any, send, t_req_clock: float) -> None:
         ex.status = injected.status
@@ -774,7 +782,7 @@ class ProxyApp(Closable):
         ctype = upstream.headers.get("content-type", "").lower()
         sse = "text/event-stream" in ctype
         live = (
-            faults.stream(track.attempt, track.family)
+            faults.stream(track.attempt, track.family, track.turn)
             if (faults and track is not None and sse and ex.status == 200)
             else None
         )

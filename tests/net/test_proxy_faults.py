@@ -288,3 +288,52 @@ async def test_fuzz_live_faults_never_raise_on_garbage(data, cuts, fault):
     assert state["end"] in ("complete", "dropped")
     if fault in ("split_events",):  # splitting only moves write boundaries
         assert got == data
+
+
+def _turn_body(question: str) -> bytes:  # a request of its own conversation (a new history): a turn of its own
+    return orjson.dumps(
+        {"model": "m", "max_tokens": 5, "stream": True, "messages": [{"role": "user", "content": question}]}
+    )
+
+
+async def _two_turns(px_url: str, headers: dict, questions: tuple[str, str] = ("one?", "two?")) -> list[bool]:
+    """Whether each of two different turns' first attempts was dropped (the same question again would be a retry)."""
+    dropped = []
+    async with httpx2.AsyncClient(base_url=px_url, timeout=30) as h:
+        for q in questions:
+            try:
+                async with h.stream("POST", "/v1/messages", content=_turn_body(q), headers=headers) as r:
+                    async for _ in r.aiter_raw():
+                        pass
+                dropped.append(False)
+            except httpx2.RemoteProtocolError:
+                dropped.append(True)
+    return dropped
+
+
+@pytest.mark.parametrize(
+    ("spec", "want"),
+    [("drop_event:3", [True, False]), ("drop_event:3@once", [True, False]), ("drop_event:3@turn", [True, True])],
+)
+async def test_a_live_transport_fault_is_once_by_default_and_each_turn_with_turn(upstream, spec, want):
+    hdr = {"x-inspector-scenario": "weather"}
+    with BackgroundServer(ProxyApp(upstream.base_url, faults=spec)) as px:
+        assert await _two_turns(px.base_url, hdr) == want
+
+
+async def test_an_http_fault_at_once_answers_one_turns_attempts_only(upstream, tmp_path):
+    hdr = {"x-inspector-scenario": "weather"}
+    with BackgroundServer(ProxyApp(upstream.base_url, faults="http_529:0@once")) as px:
+        async with httpx2.AsyncClient(base_url=px.base_url, timeout=30) as h:
+            first = await h.post("/v1/messages", content=_turn_body("one?"), headers=hdr)
+            retry = await h.post("/v1/messages", content=_turn_body("one?"), headers=hdr)  # its next attempt
+            other = await h.post("/v1/messages", content=_turn_body("two?"), headers=hdr)
+    assert (first.status_code, retry.status_code, other.status_code) == (529, 200, 200)
+
+
+async def test_the_same_fault_header_keeps_its_once_state(upstream):
+    hdr = {"x-inspector-scenario": "weather", "x-inspector-fault": "drop_event:3"}
+    with BackgroundServer(ProxyApp(upstream.base_url, fault_header=True)) as px:
+        assert await _two_turns(px.base_url, hdr) == [True, False]
+        turn = {**hdr, "x-inspector-fault": "drop_event:3@turn"}
+        assert await _two_turns(px.base_url, turn, ("three?", "four?")) == [True, True]
