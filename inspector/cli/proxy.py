@@ -132,9 +132,10 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--fault",
         action="append",
-        metavar="NAME[:ARG]",
+        metavar="NAME[:ARG][@once|@turn]",
         help="inject a fault into the live streams (repeatable; the header x-inspector-fault chooses per request); "
-        "the stream faults of `inspector serve --list-faults` (default: none)",
+        "the stream faults of `inspector serve --list-faults`; @once: one turn only (the default of drop, stall and "
+        "error faults), @turn: every turn (default: none)",
     )
     tls = p.add_mutually_exclusive_group()
     tls.add_argument(

@@ -53,8 +53,9 @@ def add_parser(sub: Any) -> None:
         "--fault",
         action="append",
         default=[],
-        metavar="NAME[:ARG]",
-        help="with --serve: inject faults (repeatable; see `inspector serve --list-faults`; default none)",
+        metavar="NAME[:ARG][@once|@turn]",
+        help="with --serve: inject faults (repeatable; see `inspector serve --list-faults`; @once: one turn only, "
+        "the default of drop, stall and error faults; @turn: every turn; default none)",
     )
     p.add_argument(
         "--speed", type=parse_speed, default=None, help="with --serve: pacing, 1 real time .. max (default: max)"
