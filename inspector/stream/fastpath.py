@@ -21,7 +21,9 @@ both on every case (tests/stream/test_hotpath.py), and tools/bench_engine.py mea
    `_event` does for such an event but feeding the assembler) says which block an event's fragment goes to; a run
    of fragments for the block the last one went to is built here and given to the block at once, as in 2. And an
    event whose data is the last taken one's with another fragment string (and the next sequence_number, and any
-   plain `obfuscation`) is taken by a `Template`, checked when it is learned, parsing only the fragment's string.
+   plain `obfuscation`) is taken by a `Template`, checked when it is learned, parsing only the fragment's string:
+   one compiled regular expression per template matches an event's data (and gives a string without escapes as
+   its text, with no JSON parse at all; tests/stream/test_openai_fastpath.py checks it against orjson).
    `ChatStream(fast=False)` / `ResponsesStream(fast=False)` map every event by `_event` alone
    (tests/stream/test_openai_fastpath.py compares both).
 
@@ -324,6 +326,36 @@ class Template:
     counter: int | None  # the counter the next event must have (None: no counter hole)
     counter_first: bool
     free_mid: str | None = None  # (None: no free hole)
+    # the template as one compiled `fullmatch` (see _template_match), and the numbers of its groups: the counter's
+    # digits (or ""), the fragment's text when its JSON string has no escape (else None), the string's JSON token
+    match: Any = None
+    groups: tuple[int, int, int] = (1, 2, 3)
+
+    def __post_init__(self) -> None:
+        if self.match is None:
+            self.match = _template_match(self)
+            if self.counter is not None and not self.counter_first:
+                self.groups = (3, 1, 2)
+
+
+# A JSON string that needs no parsing (its text is its content: no escape, no control character, no lone
+# surrogate, not empty), or else any JSON string token (given to orjson, which checks it).
+_PLAIN_OR_TOKEN = r'(?:"([^"\\\x00-\x1f\ud800-\udfff]+)"|("(?:[^"\\]|\\.)*"))'
+
+
+def _template_match(t: Template) -> Any:
+    """`t` as one regular expression's fullmatch: the data texts the template takes but for the counter's value
+    (compared by the caller) and the JSON validity of an escaped string (checked by orjson)."""
+    esc = re.escape
+    counter = "([0-9]+)" if t.counter is not None else "()"
+    free = "" if t.free_mid is None else esc(t.free_mid) + '"[A-Za-z0-9]+"'
+    if t.counter is not None and t.counter_first:
+        pattern = esc(t.head) + counter + esc(t.mid) + _PLAIN_OR_TOKEN + free + esc(t.tail)
+    elif t.counter is not None:
+        pattern = esc(t.head) + _PLAIN_OR_TOKEN + free + esc(t.mid) + counter + esc(t.tail)
+    else:
+        pattern = esc(t.head) + counter + _PLAIN_OR_TOKEN + free + esc(t.tail)
+    return re.compile(pattern, re.S).fullmatch
 
 
 def _string_end(data: str, start: int) -> int:
@@ -447,41 +479,19 @@ def neutral_steps(ns: NeutralStream, events: list[SSEEvent]) -> list[Step]:
     same_counter: int | None = None  # the sequence counter of the last of them
     misses = ns._neutral_misses
     # the template's parts, in locals (its counter is written back when it ends)
-    t_event, t_head, t_mid, t_tail, t_first, counter, t_free = _parts(tmpl)
+    t_event, t_match, t_groups, counter = _parts(tmpl)
     for e in events:
         text: Any = None
         if tmpl is not None:
             if e.event == t_event:
-                data = e.data
-                if counter is None:
-                    pre, post = t_head, t_tail
-                elif t_first:
-                    pre, post = t_head + str(counter) + t_mid, t_tail
-                else:
-                    pre, post = t_head, t_mid + str(counter) + t_tail
-                if t_free is None:
-                    if data.startswith(pre) and data.endswith(post):
+                m = t_match(e.data)
+                if m is not None:
+                    digits, text, token = m.group(*t_groups)
+                    if counter is not None and digits != str(counter):
+                        text = None
+                    elif text is None:
                         try:
-                            text = loads(data[len(pre) : len(data) - len(post)])
-                        except _JSONDecodeError:
-                            pass
-                elif data.startswith(pre) and data.endswith(post):
-                    # the free field's string ends just before `post` (the tail): plain letters and digits back to
-                    # its opening quote, and `free_mid` before that
-                    q = len(data) - len(post) - 1
-                    s = data.rfind('"', 0, q)
-                    k = s - len(t_free)
-                    free = data[s + 1 : q]
-                    if (
-                        q > len(pre)
-                        and data[q] == '"'
-                        and k >= len(pre)
-                        and free.isalnum()
-                        and free.isascii()
-                        and data.startswith(t_free, k)
-                    ):
-                        try:
-                            text = loads(data[len(pre) : k])
+                            text = loads(token)
                         except _JSONDecodeError:
                             pass
             if text.__class__ is str and text:  # the data is the template with one JSON string: the same delta
@@ -521,14 +531,14 @@ def neutral_steps(ns: NeutralStream, events: list[SSEEvent]) -> list[Step]:
                     idx, cls, block = i, cont.cls, cont.block
                     change = ("block_delta", idx)
                     tmpl = _learn(ns, e)
-                    t_event, t_head, t_mid, t_tail, t_first, counter, t_free = _parts(tmpl)
+                    t_event, t_match, t_groups, counter = _parts(tmpl)
                 continue
             text = got[2]
             if misses < _MAX_MISSES:
                 tmpl = _learn(ns, e)
                 if tmpl is None:
                     misses += 1
-                t_event, t_head, t_mid, t_tail, t_first, counter, t_free = _parts(tmpl)
+                t_event, t_match, t_groups, counter = _parts(tmpl)
         # a fragment for the block the last one went to: the step, as the general path makes it
         if not run:
             run_seq = e.seq
@@ -566,10 +576,10 @@ def neutral_steps(ns: NeutralStream, events: list[SSEEvent]) -> list[Step]:
     return steps
 
 
-def _parts(t: Template | None) -> tuple[str, str, str, str, bool, int | None, str | None]:
+def _parts(t: Template | None) -> tuple[str, Any, tuple[int, int, int], int | None]:
     if t is None:
-        return "", "", "", "", False, None, None
-    return t.event, t.head, t.mid, t.tail, t.counter_first, t.counter, t.free_mid
+        return "", None, (1, 2, 3), None
+    return t.event, t.match, t.groups, t.counter
 
 
 def _learn(ns: NeutralStream, e: SSEEvent) -> Template | None:
