@@ -326,16 +326,14 @@ class Template:
     counter: int | None  # the counter the next event must have (None: no counter hole)
     counter_first: bool
     free_mid: str | None = None  # (None: no free hole)
-    # the template as one compiled `fullmatch` (see _template_match), and the numbers of its groups: the counter's
-    # digits (or ""), the fragment's text when its JSON string has no escape (else None), the string's JSON token
+    # the template as one compiled `fullmatch` (see _template_match): its groups are the counter's digits (or "";
+    # last when the counter comes after the fragment), the fragment's text when its JSON string has no escape (else
+    # None), and the string's JSON token
     match: Any = None
-    groups: tuple[int, int, int] = (1, 2, 3)
 
     def __post_init__(self) -> None:
         if self.match is None:
             self.match = _template_match(self)
-            if self.counter is not None and not self.counter_first:
-                self.groups = (3, 1, 2)
 
 
 # A JSON string that needs no parsing (its text is its content: no escape, no control character, no lone
@@ -475,75 +473,108 @@ def neutral_steps(ns: NeutralStream, events: list[SSEEvent]) -> list[Step]:
     change = ("block_delta", idx)
     run: list[str] = []  # fragments of the current run, not yet given to the block
     run_seq = 0
-    same: list[str] = []  # fragments taken by the template, not yet given to the family (ns._take_same)
-    same_counter: int | None = None  # the sequence counter of the last of them
     misses = ns._neutral_misses
     # the template's parts, in locals (its counter is written back when it ends)
-    t_event, t_match, t_groups, counter = _parts(tmpl)
-    for e in events:
-        text: Any = None
+    t_event, t_match, t_after, counter = _parts(tmpl)
+    i, n = 0, len(events)
+    while i < n:
         if tmpl is not None:
-            if e.event == t_event:
+            # the events the template takes, one after another: each is the last taken one but for its fragment
+            # (and the next counter); their fragments go to the run, and to the family at once (`ns._take_same`)
+            # when the streak ends
+            k = len(run)
+            if not k:
+                run_seq = events[i].seq
+            while i < n:
+                e = events[i]
+                if e.event != t_event:
+                    break
                 m = t_match(e.data)
-                if m is not None:
-                    digits, text, token = m.group(*t_groups)
-                    if counter is not None and digits != str(counter):
-                        text = None
-                    elif text is None:
-                        try:
-                            text = loads(token)
-                        except _JSONDecodeError:
-                            pass
-            if text.__class__ is str and text:  # the data is the template with one JSON string: the same delta
-                same.append(text)
+                if m is None:
+                    break
+                if t_after:
+                    text, token, digits = m.groups()
+                else:
+                    digits, text, token = m.groups()
+                if counter is not None and digits != str(counter):
+                    break
+                if text is None:  # a string with escapes: orjson reads it (and says if it is not JSON)
+                    try:
+                        text = loads(token)
+                    except _JSONDecodeError:
+                        break
+                    if not text:
+                        break
                 if counter is not None:
-                    same_counter = counter
                     counter += 1
-            else:
-                text = None
-                misses += 1
-                tmpl = None
-        if text is None:
-            if same:
-                ns._take_same(same, same_counter)
-                same = []
-                same_counter = None
-            try:
-                got = take(e)
-            except Exception:  # noqa: BLE001 (a bug of the shortcut: the general path names it as a decoder fault)
-                got = None
-            if got is None or got[0] != idx or classes[got[1]] is not cls:
-                if run:
-                    asm.add_run(block, run, run_seq)  # type: ignore[arg-type]
-                    run = []
-                cont = tmpl = None
-                misses = 0
-                idx, cls, block = -1, str, None
-                if got is None:
-                    steps.extend(ns._event_steps(e))
-                    continue
-                i, kind, text = got
-                made = ns._fragment_steps(e, i, kind, text)
-                steps.extend(made)
-                if len(made) == 1 and not made[0].diagnostics and made[0].changes == [("block_delta", i)]:
-                    # the block took it: the next fragments for it may continue the run
-                    cont = Continuation(b"", i, classes[kind], asm.blocks[i])
-                    idx, cls, block = i, cont.cls, cont.block
-                    change = ("block_delta", idx)
-                    tmpl = _learn(ns, e)
-                    t_event, t_match, t_groups, counter = _parts(tmpl)
+                i += 1
+                # the step, as the general path makes it (as below)
+                run.append(text)
+                d: Any = new(cls)  # cls(text)
+                if cls is InputJsonDelta:
+                    d.partial_json = text
+                    d.type = "input_json_delta"
+                elif cls is TextDelta:
+                    d.text = text
+                    d.type = "text_delta"
+                else:
+                    d.thinking = text
+                    d.type = "thinking_delta"
+                ev: Any = new(ContentBlockDelta)  # ContentBlockDelta(idx, d, e.seq)
+                ev.index = idx
+                ev.delta = d
+                ev.seq = e.seq
+                ev.type = "content_block_delta"
+                st: Any = new(step_cls)  # Step(e, ev, [change], [])
+                st.sse = e
+                st.event = ev
+                st.changes = [change]
+                st.diagnostics = []
+                append(st)
+            if len(run) > k:
+                ns._take_same(run[k:], None if counter is None else counter - 1)
+            if i == n:
+                break
+            misses += 1  # the event at i is not the template's: `_take` takes it, or the general path
+            tmpl = None
+        e = events[i]
+        i += 1
+        try:
+            got = take(e)
+        except Exception:  # noqa: BLE001 (a bug of the shortcut: the general path names it as a decoder fault)
+            got = None
+        if got is None or got[0] != idx or classes[got[1]] is not cls:
+            if run:
+                asm.add_run(block, run, run_seq)  # type: ignore[arg-type]
+                run = []
+            cont = tmpl = None
+            misses = 0
+            idx, cls, block = -1, str, None
+            if got is None:
+                steps.extend(ns._event_steps(e))
                 continue
-            text = got[2]
-            if misses < _MAX_MISSES:
+            b, kind, text = got
+            made = ns._fragment_steps(e, b, kind, text)
+            steps.extend(made)
+            if len(made) == 1 and not made[0].diagnostics and made[0].changes == [("block_delta", b)]:
+                # the block took it: the next fragments for it may continue the run
+                cont = Continuation(b"", b, classes[kind], asm.blocks[b])
+                idx, cls, block = b, cont.cls, cont.block
+                change = ("block_delta", idx)
                 tmpl = _learn(ns, e)
-                if tmpl is None:
-                    misses += 1
-                t_event, t_match, t_groups, counter = _parts(tmpl)
+                t_event, t_match, t_after, counter = _parts(tmpl)
+            continue
+        text = got[2]
+        if misses < _MAX_MISSES:
+            tmpl = _learn(ns, e)
+            if tmpl is None:
+                misses += 1
+            t_event, t_match, t_after, counter = _parts(tmpl)
         # a fragment for the block the last one went to: the step, as the general path makes it
         if not run:
             run_seq = e.seq
         run.append(text)
-        d: Any = new(cls)  # cls(text)
+        d = new(cls)
         if cls is InputJsonDelta:
             d.partial_json = text
             d.type = "input_json_delta"
@@ -553,19 +584,17 @@ def neutral_steps(ns: NeutralStream, events: list[SSEEvent]) -> list[Step]:
         else:
             d.thinking = text
             d.type = "thinking_delta"
-        ev: Any = new(ContentBlockDelta)  # ContentBlockDelta(idx, d, e.seq)
+        ev = new(ContentBlockDelta)
         ev.index = idx
         ev.delta = d
         ev.seq = e.seq
         ev.type = "content_block_delta"
-        st: Any = new(step_cls)  # Step(e, ev, [change], [])
+        st = new(step_cls)
         st.sse = e
         st.event = ev
         st.changes = [change]
         st.diagnostics = []
         append(st)
-    if same:
-        ns._take_same(same, same_counter)
     if run:
         asm.add_run(block, run, run_seq)  # type: ignore[arg-type]
     if tmpl is not None:
@@ -576,10 +605,12 @@ def neutral_steps(ns: NeutralStream, events: list[SSEEvent]) -> list[Step]:
     return steps
 
 
-def _parts(t: Template | None) -> tuple[str, Any, tuple[int, int, int], int | None]:
+def _parts(t: Template | None) -> tuple[str, Any, bool, int | None]:
+    """The template's event name, match, whether its counter comes after the fragment (its match's groups are then
+    (text, token, digits), else (digits, text, token)), and its counter."""
     if t is None:
-        return "", None, (1, 2, 3), None
-    return t.event, t.match, t.groups, t.counter
+        return "", None, False, None
+    return t.event, t.match, t.counter is not None and not t.counter_first, t.counter
 
 
 def _learn(ns: NeutralStream, e: SSEEvent) -> Template | None:
