@@ -34,6 +34,13 @@ What each buys (tools/bench_engine.py --parts, on a loaded 2-core machine, 10,00
 in 1-16 KiB reads): the decoder's way 1.3-1.4x over the general path, the continuation path 2.3-2.5x more, 3.1-3.4x
 together (550k events/s); 1.7-2.0x once every step's observations are built; 2x on parsing one delta (0); 1.6x on
 building one SSEEvent.
+
+Where an OpenAI Responses stream's time goes (1 MB of arguments in 20-byte deltas, 52k events, OpenAI's
+`obfuscation` on each; loaded 2-core machine): about 2.3-2.5 us an event from bytes, of which the SSE decoder
+0.7-0.8 us (`_pieces`: about 0.25 us of it is the SSEEvent), the steps 1.5-1.7 us (the template's match about
+0.4 us, the three objects and two lists of a step about 0.5 us), against 45-60 us an event for the openai SDK's
+ResponseStreamState alone. The compiled match and the template's inner loop took the steps 10-20% (the whole
+path 15-20%) below the per-call string checks they replaced.
 """
 
 # ruff: noqa: SLF001 (this module is the general path's friend: the hot loop of SSEDecoder and TurnStream, moved
