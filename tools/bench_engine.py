@@ -21,6 +21,8 @@ Targets: (a) ours >= 500x faster than the SDK stream at 1 MB, and 4x the input c
 
     python tools/bench_engine.py --parts    # only (d): what each part of the fast path buys
     python tools/bench_engine.py --json     # only (e): core.exactjson.loads vs orjson, the old regex scan, jiter
+    python tools/bench_engine.py --family openai_responses --baseline-fastpath /tmp/base_fastpath.py --repeat 3
+                                            # (c) before/after in one run: another fastpath.py vs this tree's
 
 (d) The engine has one general path and one fast path (inspector.stream.fastpath), which can be turned off per
 instance. Same bytes, same reads, three ways: the general path alone (`TurnStream(fast=False)`), the decoder's fast
@@ -593,6 +595,57 @@ def bench_openai(
     return ok
 
 
+def bench_openai_baseline(path: str, repeat: int, families: tuple[str, ...]) -> None:
+    """(c) before/after in one run: `path` is another version of inspector/stream/fastpath.py (say, from
+    `git show BASE:inspector/stream/fastpath.py > /tmp/base_fastpath.py`), loaded as a module and put in the place
+    of the fast path (openai_common.fastpath) for its runs. The two versions and the SDK's accumulator (garbage
+    collector paused, as in (c)) run in turn, best of `repeat` each, on the same reads."""
+    import importlib.util
+    import sys
+
+    from inspector.stream import openai_common
+
+    spec = importlib.util.spec_from_file_location("baseline_fastpath", path)
+    assert spec is not None and spec.loader is not None, f"cannot load {path}"
+    base = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = base  # (its dataclasses look their module up)
+    spec.loader.exec_module(base)
+    ours = openai_common.fastpath
+    print(f"(c) before/after: the fast path of {path} (base) vs this tree's (new), and the SDK's accumulator alone")
+    print(f"    best of {repeat} runs of each, in turn (CPU time)")
+    streams = {
+        "openai_chat": (chat_tool_stream, chat_text_stream),
+        "openai_responses": (responses_tool_stream, responses_text_stream),
+    }
+    for family in families:
+        tool, text = streams[family]
+        for label, data in (
+            ("1 MB args", tool(MB, 20)),
+            ("1 MB args, obfuscated", tool(MB, 20, True)),
+            ("10,000 text events", text(10_000)),
+        ):
+            reads = realistic_reads(data)
+            objs = openai_sdk_objects(family, data)
+            best = {"base": float("inf"), "new": float("inf"), "sdk": float("inf")}
+            try:
+                for _ in range(repeat):
+                    for name, mod in (("base", base), ("new", ours)):
+                        openai_common.fastpath = mod  # type: ignore[attr-defined]
+                        t, got = timed(lambda f=family, r=reads: run_ours_openai(f, r), 1)
+                        best[name] = min(best[name], t)
+                    t, acc = timed_without_gc(lambda f=family, r=reads, o=objs: run_openai_sdk(f, r, o), 1)
+                    best["sdk"] = min(best["sdk"], t)
+                    check_openai(family, got, acc)
+            finally:
+                openai_common.fastpath = ours  # type: ignore[attr-defined]
+            sdk = best["sdk"]
+            print(
+                f"{family[7:] + ' ' + label:>34} | SDK accum {fmt_t(sdk)} | base {fmt_t(best['base'])}"
+                f" {sdk / best['base']:5.1f}x | new {fmt_t(best['new'])} {sdk / best['new']:5.1f}x",
+                flush=True,
+            )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="64 KB / 256 KB / 1 MB tool inputs and 10,000 text events")
@@ -609,12 +662,21 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="(c): compare with the SDK's accumulator alone, not also its whole path (which takes most of the time)",
     )
+    ap.add_argument(
+        "--baseline-fastpath",
+        metavar="FILE",
+        help="(c) before/after in one run: FILE is another version of inspector/stream/fastpath.py, measured in turn "
+        "with this tree's and the SDK's accumulator (with --family openai*; best of --repeat)",
+    )
     ap.add_argument("--parts", action="store_true", help="only (d): what each part of the fast path buys")
     ap.add_argument("--json", action="store_true", help="only (e): the cost of keeping big integers exact")
     args = ap.parse_args(argv)
     if args.family.startswith("openai"):
         print(f"Python {platform.python_version()} on {platform.machine()}; reads 1-16 KiB (seeded); CPU time")
         fams = ("openai_chat", "openai_responses") if args.family == "openai" else (args.family,)
+        if args.baseline_fastpath:
+            bench_openai_baseline(args.baseline_fastpath, args.repeat, fams)
+            return 0
         return 0 if bench_openai(args.quick, args.repeat, fams, not args.accum_only) else 1
     if args.json:
         bench_json(args.repeat)

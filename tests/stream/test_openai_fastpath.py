@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from inspector.stream import fastpath
 from inspector.stream.family import new_stream
 from inspector.stream.openai_chat import ChatStream
 from inspector.stream.openai_common import NeutralStream
@@ -421,3 +422,51 @@ def test_the_fragments_key_elsewhere_in_the_data_is_not_taken_for_it(order: str)
     fast = run(ResponsesStream, [stream], True)
     assert fast == run(ResponsesStream, [stream], False)
     assert fast[5][0][2] == ["{", "x", "x", "y", "y"]
+
+
+# Any character at all, lone surrogates and control characters included (what a `str` can hold), and JSON's own.
+ANY_CHARS = st.text(st.one_of(st.characters(exclude_categories=()), st.sampled_from('"\\u00"\\')), max_size=10)
+
+
+@settings(max_examples=examples(500), deadline=None)
+@given(ANY_CHARS, st.sampled_from(["after", "first", "none", "obfuscated"]), st.sampled_from(["Ab9", "", "a-b", "é"]))
+def test_a_templates_match_takes_a_string_exactly_as_orjson_reads_it(raw: str, order: str, free: str) -> None:
+    """The template's compiled match (fastpath._template_match) takes a fragment's JSON string without orjson when
+    it has no escape: it must take exactly what the template's definition takes (the data is the template with
+    one JSON string, by orjson, in the hole, the counter's digits, and letters and digits in the free field),
+    with the same text."""
+    head, mid, tail = '{"type":"t","delta":', ',"sequence_number":', "}"
+    counter = 41
+    token = '"' + raw + '"'
+    if order == "after":
+        t = fastpath.Template("e", head, mid, tail, counter, False)
+        data = head + token + mid + "41" + tail
+    elif order == "first":
+        t = fastpath.Template("e", head, ',"delta":', tail, counter, True)
+        data = head + "41" + ',"delta":' + token + tail
+    elif order == "none":
+        t = fastpath.Template("e", head, "", tail, None, False)
+        data = head + token + tail
+    else:
+        t = fastpath.Template("e", head, ',"delta":', tail, counter, True, ',"obfuscation":')
+        data = head + "41" + ',"delta":' + token + ',"obfuscation":"' + free + '"' + tail
+    try:
+        expected = orjson.loads(token)
+    except orjson.JSONDecodeError:
+        expected = None
+    if order == "obfuscated" and not (free.isascii() and free.isalnum()):
+        expected = None
+    if not isinstance(expected, str) or not expected:
+        expected = None
+    m = t.match(data)
+    got = None
+    if m is not None:
+        digits, text, tok = m.groups() if order != "after" else (m.group(3), m.group(1), m.group(2))
+        assert digits == ("" if order == "none" else "41")
+        if text is None:
+            try:
+                text = orjson.loads(tok)
+            except orjson.JSONDecodeError:
+                text = None
+        got = text or None
+    assert got == expected
