@@ -393,7 +393,7 @@ class InspectorApp(App[int]):
         gen = self.generation
         try:
             session = self.session_factory()
-        except Exception as e:  # a source that cannot start: say so, keep the app
+        except Exception as e:  # noqa: BLE001 (a source that cannot start, whatever the reason: said, the app kept)
             self.note = f"cannot start: {e}"
             self.notify(str(e), title="Cannot start the session", severity="error", timeout=8)
             self.show()
@@ -427,7 +427,7 @@ class InspectorApp(App[int]):
         except asyncio.CancelledError:
             status, error = "cancelled", "stopped"
             raise
-        except Exception as e:  # the loop handles its own errors; this is the last net (never a traceback)
+        except Exception as e:  # noqa: BLE001 (the loop handles its own errors; the last net: never a traceback)
             status, error = "error", f"internal error: {type(e).__name__}: {e}"
         finally:
             if gen == self.generation:
@@ -464,7 +464,7 @@ class InspectorApp(App[int]):
         if self.session is not None and self.session_running:
             try:
                 self.session.controller.cancel()
-            except Exception as e:  # the session is being dropped anyway; say why it did not cancel
+            except Exception as e:  # noqa: BLE001 (cleanup: the session is dropped anyway; logged, not raised)
                 self.log.warning(f"cancelling the session failed: {e!r}")
         self.session_running = False
         self.generation += 1  # late observations of the old session are dropped
@@ -680,7 +680,7 @@ class InspectorApp(App[int]):
         c = self.session.controller if self.session is not None else None
         try:
             return str(getattr(c, "speed_label", "") or "")
-        except Exception:
+        except Exception:  # noqa: BLE001 (a label read from the source's controller: a status line never fails)
             return ""
 
     # ------------------------------------------------------------------------------------------------ controls
@@ -739,7 +739,7 @@ class InspectorApp(App[int]):
             return False
         try:
             fn()
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 (a control that fails is said in a notification, never a traceback)
             self.notify(f"{type(e).__name__}: {e}", title=name, severity="error")
             self.post_message(M.ControlUsed(name, False, str(e)))
             return False
@@ -817,7 +817,8 @@ class InspectorApp(App[int]):
         if self.start_session() and speed is not None and isinstance(speed, (int, float)):
             try:
                 self.session.controller.set_speed(speed)  # type: ignore[union-attr]
-            except Exception as e:  # a source without a speed (a watched stream): keep its own
+            except (AttributeError, NotImplementedError, TypeError, ValueError) as e:  # a source without a speed:
+                # (a watched stream) keeps its own
                 self.log.info(f"speed not carried over to the restart: {e!r}")
         self.restart_speed = None
         self.post_message(M.ControlUsed("restart", True))
@@ -958,7 +959,7 @@ class InspectorApp(App[int]):
         """Write the recording in a thread; say how it went with an `Exported` message (never touches widgets)."""
         try:
             done = write_recording_and_page(path, observations, source, secrets)
-        except Exception as e:  # a full disk, a read-only directory: a one-line error, not a traceback
+        except Exception as e:  # noqa: BLE001 (a full disk, a read-only directory: a one-line error, no traceback)
             self.post_message(M.Exported(None, f"{type(e).__name__}: {e}"))
         else:
             self.post_message(M.Exported(done.recording, page=done.page, page_error=done.page_error))
