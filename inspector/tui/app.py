@@ -92,6 +92,8 @@ EXIT_CODES = {"finished": 0, "error": 1, "cancelled": 130}
 # every later frame a full repaint (which slows the replay's loop, which makes the batches smaller still: on a loaded
 # 2-core machine a replay at max speed brings ~1,400 a second, and used to be repainted 30 times a second)
 BUSY_RATE = 1000.0
+BUSY_FOLDS = 5  # ... for this many folds in a row (~1/6 s)
+BUSY_BATCH = 300  # observations in one fold: a firehose whatever the rate
 SYNC_SELECT = 5000  # observations a chosen conversation's view folds on the UI thread (more: in a worker thread)
 BUSY_HZ = 3  # pane repaints per second during a firehose (the status line keeps 10 Hz)
 
@@ -304,6 +306,7 @@ class InspectorApp(App[int]):
         self.flushes = 0  # flushes that folded something (tests, benchmarks)
         self._busy_until = 0.0
         self._last_fold = 0.0  # (frame clock) when the last batch was folded
+        self._fast_folds = 0  # consecutive folds above BUSY_RATE
         self.frame_clock: Callable[[], float] = time.monotonic  # paces the repaints (tests step it by hand)
         self._last_show = 0.0
         self._frozen_at = 0.0
@@ -514,8 +517,12 @@ class InspectorApp(App[int]):
         batch = self._pending
         wall = self.frame_clock()
         if batch:
-            busy = len(batch) >= BUSY_RATE * max(wall - self._last_fold, 1 / self.refresh_hz)
+            fast = len(batch) >= BUSY_RATE * max(wall - self._last_fold, 1 / self.refresh_hz)
+            self._fast_folds = self._fast_folds + 1 if fast else 0
             self._last_fold = wall
+            # a firehose: a big batch at once (the initial history), or a sustained rate (a burst of a few dozen
+            # observations, one network read's worth, is not one: the panes show it at the next frame)
+            busy = len(batch) >= BUSY_BATCH or self._fast_folds >= BUSY_FOLDS
             self._pending = []
             history, live = self.history, self.live
             for obs in batch:
