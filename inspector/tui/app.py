@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import contextlib
 import gc
 import importlib
 import sys
@@ -85,9 +86,22 @@ STEP_UNITS = ("event", "block", "turn")
 CONTROLS = ("pause", "step", "cancel", "faster", "slower")
 CONTROL_ACTIONS = {"toggle_pause": "pause", "step": "step", "cancel": "cancel", "faster": "faster", "slower": "slower"}
 EXIT_CODES = {"finished": 0, "error": 1, "cancelled": 130}
-BUSY_BATCH = 300  # observations in one 1/30 s fold: a firehose (a replay at max speed)
+# a firehose (a replay at max speed): observations arriving faster than this, per second. A real stream brings at most
+# about 600 (a read, an SSE event and a delta per token, 200 tokens a second for the fastest models); a rate, not a
+# count per fold, so that a frame that came late (a big fold, a loaded machine) does not hide the firehose and make
+# every later frame a full repaint (which slows the replay's loop, which makes the batches smaller still: on a loaded
+# 2-core machine a replay at max speed brings ~1,400 a second, and used to be repainted 30 times a second)
+BUSY_RATE = 1000.0
+BUSY_FOLDS = 5  # ... for this many folds in a row (~1/6 s)
+BUSY_BATCH = 300  # observations in one fold: a firehose whatever the rate
 SYNC_SELECT = 5000  # observations a chosen conversation's view folds on the UI thread (more: in a worker thread)
 BUSY_HZ = 3  # pane repaints per second during a firehose (the status line keeps 10 Hz)
+
+
+def _warm_prices() -> None:
+    from inspector.record.accounting import warm_prices  # (imported with it, after the first frame)
+
+    warm_prices()
 
 
 def next_speed(current: float, direction: int) -> float:
@@ -291,6 +305,9 @@ class InspectorApp(App[int]):
         self._initial_cursor = cursor
         self.flushes = 0  # flushes that folded something (tests, benchmarks)
         self._busy_until = 0.0
+        self._last_fold = 0.0  # (frame clock) when the last batch was folded
+        self._fast_folds = 0  # consecutive folds above BUSY_RATE
+        self.frame_clock: Callable[[], float] = time.monotonic  # paces the repaints (tests step it by hand)
         self._last_show = 0.0
         self._frozen_at = 0.0
         self._last_status = 0.0
@@ -356,12 +373,16 @@ class InspectorApp(App[int]):
         if self._initial_cursor is not None:
             self.set_cursor(self._initial_cursor)
         self.show()
+        if self.session_factory is not None and self.autostart and "anthropic" not in sys.modules:
+            # the first frame first: the SDK (about a second of CPU) is imported off the UI thread, then genai-prices
+            self.note = "starting…"
+            self.call_after_refresh(self._import_in_background)
+            return
         if self.session_factory is not None and self.autostart:
-            if "anthropic" in sys.modules:
-                self.start_session()
-            else:  # the first frame first: the SDK (about a second of CPU) is imported off the UI thread
-                self.note = "starting…"
-                self.call_after_refresh(self._import_in_background)
+            self.start_session()
+        # genai-prices (~0.25 s of CPU) imported on a thread, not on the UI's when the first attempt ends, and after
+        # the first frame, never while it is drawn (tools/bench_startup.py: the first frame's CPU)
+        self.call_after_refresh(lambda: self.set_timer(0.5, _warm_prices))
 
     def _import_in_background(self) -> None:
         self.run_worker(
@@ -377,6 +398,13 @@ class InspectorApp(App[int]):
         """(Worker thread) import the modules a session needs, then start it on the app's loop."""
         for module in SESSION_MODULES:
             importlib.import_module(module)
+        # then genai-prices and its data, before the session starts: not while the first frame is drawn, and not in a
+        # thread that would take the GIL from the loop's reads mid-stream (the first attempt's end prices it)
+        from inspector.observe.usage import Usage
+        from inspector.record.cost import price
+
+        with contextlib.suppress(Exception):  # not installed, or broken: the status line says "unpriced" then
+            price(Usage(input=1, reported=True), "claude-sonnet-4-6")
         self.call_from_thread(self._started_after_import)
 
     def _started_after_import(self) -> None:
@@ -393,7 +421,7 @@ class InspectorApp(App[int]):
         gen = self.generation
         try:
             session = self.session_factory()
-        except Exception as e:  # a source that cannot start: say so, keep the app
+        except Exception as e:  # noqa: BLE001 (a source that cannot start, whatever the reason: said, the app kept)
             self.note = f"cannot start: {e}"
             self.notify(str(e), title="Cannot start the session", severity="error", timeout=8)
             self.show()
@@ -427,7 +455,7 @@ class InspectorApp(App[int]):
         except asyncio.CancelledError:
             status, error = "cancelled", "stopped"
             raise
-        except Exception as e:  # the loop handles its own errors; this is the last net (never a traceback)
+        except Exception as e:  # noqa: BLE001 (the loop handles its own errors; the last net: never a traceback)
             status, error = "error", f"internal error: {type(e).__name__}: {e}"
         finally:
             if gen == self.generation:
@@ -464,7 +492,7 @@ class InspectorApp(App[int]):
         if self.session is not None and self.session_running:
             try:
                 self.session.controller.cancel()
-            except Exception as e:  # the session is being dropped anyway; say why it did not cancel
+            except Exception as e:  # noqa: BLE001 (cleanup: the session is dropped anyway; logged, not raised)
                 self.log.warning(f"cancelling the session failed: {e!r}")
         self.session_running = False
         self.generation += 1  # late observations of the old session are dropped
@@ -487,8 +515,14 @@ class InspectorApp(App[int]):
         The timer calls it with force=False: under a firehose (a replay at max speed) the panes are repainted at
         most `BUSY_HZ` times a second, so painting never takes the loop's time; the fold itself always runs."""
         batch = self._pending
-        wall = time.monotonic()
+        wall = self.frame_clock()
         if batch:
+            fast = len(batch) >= BUSY_RATE * max(wall - self._last_fold, 1 / self.refresh_hz)
+            self._fast_folds = self._fast_folds + 1 if fast else 0
+            self._last_fold = wall
+            # a firehose: a big batch at once (the initial history), or a sustained rate (a burst of a few dozen
+            # observations, one network read's worth, is not one: the panes show it at the next frame)
+            busy = len(batch) >= BUSY_BATCH or self._fast_folds >= BUSY_FOLDS
             self._pending = []
             history, live = self.history, self.live
             for obs in batch:
@@ -501,7 +535,7 @@ class InspectorApp(App[int]):
             self._conversations_changed()
             self._wall_last = self.clock()
             self.flushes += 1
-            if len(batch) >= BUSY_BATCH:
+            if busy:
                 self._busy_until = wall + 0.5
                 if wall - self._frozen_at > 1.0:
                     # A firehose allocates millions of long-lived objects (observations, rows): keep them out of
@@ -680,7 +714,7 @@ class InspectorApp(App[int]):
         c = self.session.controller if self.session is not None else None
         try:
             return str(getattr(c, "speed_label", "") or "")
-        except Exception:
+        except Exception:  # noqa: BLE001 (a label read from the source's controller: a status line never fails)
             return ""
 
     # ------------------------------------------------------------------------------------------------ controls
@@ -739,7 +773,7 @@ class InspectorApp(App[int]):
             return False
         try:
             fn()
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 (a control that fails is said in a notification, never a traceback)
             self.notify(f"{type(e).__name__}: {e}", title=name, severity="error")
             self.post_message(M.ControlUsed(name, False, str(e)))
             return False
@@ -817,7 +851,8 @@ class InspectorApp(App[int]):
         if self.start_session() and speed is not None and isinstance(speed, (int, float)):
             try:
                 self.session.controller.set_speed(speed)  # type: ignore[union-attr]
-            except Exception as e:  # a source without a speed (a watched stream): keep its own
+            except (AttributeError, NotImplementedError, TypeError, ValueError) as e:  # a source without a speed:
+                # (a watched stream) keeps its own
                 self.log.info(f"speed not carried over to the restart: {e!r}")
         self.restart_speed = None
         self.post_message(M.ControlUsed("restart", True))
@@ -958,7 +993,7 @@ class InspectorApp(App[int]):
         """Write the recording in a thread; say how it went with an `Exported` message (never touches widgets)."""
         try:
             done = write_recording_and_page(path, observations, source, secrets)
-        except Exception as e:  # a full disk, a read-only directory: a one-line error, not a traceback
+        except Exception as e:  # noqa: BLE001 (a full disk, a read-only directory: a one-line error, no traceback)
             self.post_message(M.Exported(None, f"{type(e).__name__}: {e}"))
         else:
             self.post_message(M.Exported(done.recording, page=done.page, page_error=done.page_error))

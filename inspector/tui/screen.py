@@ -149,7 +149,7 @@ class DashboardScreen(Screen[None]):
         ):
             try:
                 update()
-            except Exception as e:  # a display bug must not take the session down with a traceback
+            except Exception as e:  # noqa: BLE001 (a display bug must not take the session down with a traceback)
                 on_error(e)
 
     def show_status(self, state: DashboardState, info: StatusInfo) -> None:
@@ -219,7 +219,7 @@ class DashboardScreen(Screen[None]):
         if key == self._titles_key:
             return
         self._titles_key = key
-        for pane, title in zip(self.panes, pane_titles(state, self.raw)):
+        for pane, title in zip(self.panes, pane_titles(state, self.raw), strict=True):
             if pane.border_title != title:
                 pane.border_title = title
         diag = self.diagnostics_pane

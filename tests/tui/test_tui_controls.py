@@ -124,6 +124,26 @@ class TestKeys:
 
 
 class TestSessionLifecycle:
+    async def test_restart_of_a_source_without_a_speed_keeps_its_own(self) -> None:
+        """A watched stream's controller has no `set_speed`: the restart goes on at the source's own pace."""
+
+        def no_speed() -> FakeSession:
+            session = FakeSession(parse_date_observations())
+
+            def set_speed(speed: float) -> None:
+                raise AttributeError("'WatchController' object has no attribute 'set_speed'")
+
+            session.controller.set_speed = set_speed  # type: ignore[method-assign]
+            return session
+
+        factory = Factory(no_speed)
+        app = InspectorApp(factory, clock=lambda: 0.0)
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot, factory)
+            await pilot.press("r")
+            await wait_for(lambda: len(factory.sessions) == 2 and factory.last.started, what="a second session")
+            assert app.session is factory.last and app.is_running
+
     async def test_restart_builds_a_new_session_and_resets_the_view(self) -> None:
         app, factory = live_app()
         messages: list = []

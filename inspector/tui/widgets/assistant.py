@@ -60,6 +60,10 @@ class AssistantView(SectionView):
         self.state: DashboardState | None = None
         self.now = 0.0
         self._seen: tuple = ()
+        # (transcript items, view items) of the leading items that never change, for `_done_state` and `_done_of`
+        self._done: tuple[int, int] = (0, 0)
+        self._done_state: DashboardState | None = None
+        self._done_of: tuple = ()
 
     def revisions(self, state: DashboardState) -> tuple:
         return (state.rev_transcript, state.rev_tools, state.rev_status)
@@ -68,37 +72,59 @@ class AssistantView(SectionView):
         state = self.state
         if state is None:
             return
-        items: list[tuple] = []
+        width = self.content_width
         st = state.status
-        if st.prompt:
+        ended = self.ended
+        # the items of ended attempts, finished tools of ended turns, turn rules and notes never change (the transcript
+        # only grows): a frame walks the transcript from the first item that may still change, not from the start
+        done_n, done_items = self._done
+        if state is not self._done_state or (ended, st.prompt) != self._done_of or done_items > self.kept_items(width):
+            self._done_state, self._done_of = state, (ended, st.prompt)
+            done_n, done_items = self._done = (0, 0)
+        items: list[tuple] = []
+        if st.prompt and not done_items:
             items.append(("prompt", st.prompt, lambda w: self._prompt(st.prompt, w)))
-        for i, item in enumerate(state.transcript):
+        transcript = state.transcript
+        keep = True
+        for i in range(done_n, len(transcript)):
+            item = transcript[i]
             kind = item[0]
+            final = True
             if kind == "turn":
                 items.append((("turn", item[1]), 0, lambda w, n=item[1]: self._rule(f"turn {n + 1}", "as--turn", w)))
             elif kind in ("text", "thinking", "block"):
                 b = state.blocks.get(item[1])
                 if b is None:
+                    keep = False
                     continue
-                failed = state.attempt_failed(b.turn, b.attempt)
+                a = state.attempts.get((b.turn, b.attempt))
+                failed = a is not None and a.failed
+                final = a is not None and a.status is not None
                 render = {"text": self._text, "thinking": self._thinking, "block": self._other}[kind]
-                version = (b.version, failed, self.ended)
+                version = (b.version, failed, ended)
                 items.append((item[1], version, lambda w, b=b, f=failed, r=render: r(b, f, w)))
             elif kind == "tool":
                 t = state.tools.get(item[1])
                 if t is None:
+                    keep = False
                     continue
                 live = self.now if t.state == "running" else None
                 # while its input streams the line shows the block's partial parse: the block's version counts too
                 tb = state.blocks.get((t.turn, t.attempt, t.index)) if t.state == "streaming_input" else None
                 tool_version = (t.version, live, None if tb is None else tb.version)
                 items.append((("tool", item[1]), tool_version, lambda w, t=t: self._tool(t, w)))
+                tr = state.turns.get(t.turn)
+                final = t.done and tr is not None and tr.t_end is not None
             elif kind == "note":
                 items.append((("note", i), 0, lambda w, it=item: self._note(it[1], it[2], w)))
+            if keep and final:
+                self._done = (i + 1, done_items + len(items))
+            else:
+                keep = False
         if st.finished:
             end = f"{st.finished} · {len(state.turns)} turn{'s' if len(state.turns) != 1 else ''} · {st.t_last:.2f} s"
             items.append((("end", end), 0, lambda w: self._rule(end, "as--end", w)))
-        self.set_items(items, self.content_width)
+        self.set_items(items, width, start=done_items)
 
     @property
     def ended(self) -> bool:

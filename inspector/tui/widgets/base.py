@@ -382,27 +382,37 @@ class SectionView(LineView):
             self._item_cache[ck] = lines
         return lines
 
-    def set_items(self, items: list[tuple[Hashable, Hashable, Any]], width: int) -> None:
+    def kept_items(self, width: int) -> int:
+        """How many items of the last `set_items` a caller may leave out of the next one (`start`): all of them at the
+        same width; none once the rendered items were forgotten (a resize, new styles, a reset)."""
+        return len(self._prev_items) if width == self._prev_width else 0
+
+    def set_items(self, items: list[tuple[Hashable, Hashable, Any]], width: int, *, start: int = 0) -> None:
         """Rows from (key, version, render) items. Items are usually appended or changed at the tail (streaming):
-        the rows of the unchanged leading items are reused, so a frame costs the tail, not the whole history."""
-        prev, starts, old = self._prev_items, self._item_starts, self._lines
-        same = 0
-        n = min(len(prev), len(items))
+        the rows of the unchanged leading items are reused, so a frame costs the tail, not the whole history.
+
+        `start`: `items` are the items from `start` on; the caller vouches that the first `start` are those of the last
+        call, unchanged (at most `kept_items(width)`): a frame then does not even walk the history's items."""
+        if start > self.kept_items(width):
+            raise ValueError(f"set_items: {start} items kept, but only {self.kept_items(width)} can be")
+        prev, starts, old, keys = self._prev_items, self._item_starts, self._lines, self._item_keys
+        same = start
+        n = min(len(prev), start + len(items))
         if width == self._prev_width:
-            while same < n and prev[same] == items[same][:2]:
+            while same < n and prev[same] == items[same - start][:2]:
                 same += 1
-        if same == len(items) == len(prev):
+        if same == start + len(items) == len(prev):
             return
-        lines = old[: starts[same]] if same < len(starts) else old[:]
-        new_starts = starts[:same]
-        for key, version, render in items[same:]:
-            new_starts.append(len(lines))
-            lines.extend(self.item_lines(key, version, render, width))
-        self._prev_items = [it[:2] for it in items]
-        self._item_keys = [it[0] for it in items]  # (unlike _prev_items, not cleared when styles change)
-        self._item_starts = new_starts
+        # in place: the kept items' rows, starts and keys are not copied (a frame costs the changed tail)
+        del old[starts[same] if same < len(starts) else len(old) :]
+        del starts[same:], prev[same:], keys[same:]
+        for key, version, render in items[same - start :]:
+            starts.append(len(old))
+            old.extend(self.item_lines(key, version, render, width))
+            prev.append((key, version))
+            keys.append(key)  # (unlike _prev_items, not cleared when styles change)
         self._prev_width = width
-        self.set_lines(lines)
+        self.set_lines(old)
 
     def set_lines(self, lines: list[Strip]) -> None:
         self._lines = lines

@@ -103,6 +103,9 @@ class BlocksView(SectionView):
         self.state: DashboardState | None = None
         self._seen: tuple = ()
         self._ends_cache: LRUCache[tuple, list[int]] = LRUCache(256)
+        # (blocks, items, last attempt) of the leading blocks whose attempt has ended, for `_done_state`
+        self._done: tuple[int, int, tuple[int, int] | None] = (0, 0, None)
+        self._done_state: DashboardState | None = None
 
     def _ends(self, b: BlockEntry) -> list[int]:
         """Cumulative end offsets of a block's fragments, extended incrementally (O(new fragments))."""
@@ -129,16 +132,33 @@ class BlocksView(SectionView):
         state = self.state
         if state is None:
             return
+        width = self.content_width
+        # the items of the blocks of ended attempts never change (block_order only grows): a frame walks the blocks
+        # from the first one of an attempt still running, not the whole session's
+        done_blocks, done_items, current = self._done
+        if state is not self._done_state or done_items > self.kept_items(width):
+            self._done_state, done_blocks, done_items, current = state, 0, 0, None
+            self._done = (0, 0, None)
         items: list[tuple] = []
-        current = None
-        for key in state.block_order:
+        order = state.block_order
+        ended = True
+        for j in range(done_blocks, len(order)):
+            key = order[j]
             b = state.blocks[key]
             ta = (b.turn, b.attempt)
-            failed = state.attempt_failed(*ta)
+            a = state.attempts.get(ta)
+            failed = a is not None and a.failed
             if ta != current:
                 current = ta
                 items.append((("attempt", ta), failed, lambda w, ta=ta, f=failed: self._attempt_line(ta, f, w)))
             items.append((key, (b.version, failed), lambda w, b=b, f=failed: self.render_block(b, f, w)))
+            if ended and a is not None and a.status is not None:
+                self._done = (j + 1, done_items + len(items), current)
+            else:
+                ended = False
+        if done_items:
+            self.set_items(items, width, start=done_items)
+            return
         if not items:
             items.append(
                 (
@@ -156,7 +176,7 @@ class BlocksView(SectionView):
                     ],
                 )
             )
-        self.set_items(items, self.content_width)
+        self.set_items(items, width)
 
     def detail_at(self, row: int):
         key = self.item_key_at(row)

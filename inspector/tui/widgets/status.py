@@ -45,6 +45,8 @@ def source_label(source: dict) -> str:
 def cost_label(state: DashboardState) -> str:
     """`$0.0163 · cache 0%` over the session's ended attempts (failed ones too); `unpriced` when a model has no
     price (never a guess); "" before any attempt has ended. The price source is in the request view (`s`)."""
+    if not state.attempts:  # nothing to price yet (the first frame: the pricing modules are not even imported)
+        return ""
     from inspector.record.cost import fmt_usd
     from inspector.state.costs import session_cost
 
@@ -107,13 +109,7 @@ class StatusBar(Widget):
         self.state: DashboardState | None = None
         self.info = StatusInfo()
         self._seen: tuple = ()
-
-    def on_mount(self) -> None:
-        # genai-prices imported on a thread, not on the UI's when the first attempt ends; after the first frame, so
-        # that its import (~0.25 s of CPU) does not delay it (tools/bench_startup.py: the first frame's CPU)
-        from inspector.record.accounting import warm_prices
-
-        self.call_after_refresh(lambda: self.set_timer(0.5, warm_prices))
+        self._styles_seen: dict[str, Style] = {}
 
     def show(self, state: DashboardState, info: StatusInfo) -> None:
         key = (
@@ -134,8 +130,18 @@ class StatusBar(Widget):
         self.state, self.info = state, info
         self.refresh()
 
-    def c(self, name: str):
-        return self.get_component_rich_style(name, partial=True, default=Style())
+    def c(self, name: str) -> Style:
+        """A component class's rich style, cached until the styles change (a render reads some 30 of them, 10 times
+        a second while streaming; each read walks the widget's styles)."""
+        style = self._styles_seen.get(name)
+        if style is None:
+            style = self._styles_seen[name] = self.get_component_rich_style(name, partial=True, default=Style())
+        return style
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        if hasattr(self, "_styles_seen"):  # (not before __init__ has made it)
+            self._styles_seen.clear()
 
     def render(self) -> Text:
         state, info = self.state, self.info

@@ -74,6 +74,29 @@ class TurnFigures:
         return sum(1 for b in self.bars if not b.label.startswith("model "))
 
 
+def figures_key(state: DashboardState, turn: int, now: float) -> tuple | None:
+    """What a turn's figures depend on: the versions of its turn, attempts and tools, the holds that may overlap it,
+    and the clock while anything of it is open (None: no such turn)."""
+    tr = state.turns.get(turn)
+    if tr is None:
+        return None
+    attempts = [state.attempts.get((turn, n)) for n in tr.attempts]
+    tools = [state.tools.get(i) for i in tr.tools]
+    holds = state.holds
+    is_open = (
+        any(a is not None and a.t_end is None for a in attempts)
+        or any(t is not None and t.t_finished is None for t in tools)
+        or (bool(holds) and holds[-1][1] is None)
+    )
+    return (
+        tr.version,
+        tuple(None if a is None else a.version for a in attempts),
+        tuple(None if t is None else t.version for t in tools),
+        len(holds),
+        now if is_open else None,
+    )
+
+
 def figures(state: DashboardState, turn: int, now: float) -> TurnFigures:
     """The turn's bars and its savings (`DashboardState.turn_savings`: only the tools whose results were used)."""
     bars, savings = turn_bars(state, turn, now)
@@ -124,26 +147,53 @@ class Timeline(Widget):
         self._seen: tuple = ()
         self._wanted = 1
         self._rows: list[tuple[str, Any] | None] = []  # what each rendered row opens (detail)
+        # each turn's figures, kept while its versions stay (a frame recomputes the open turns only, not the history)
+        self._figs: dict[int, tuple[tuple, TurnFigures]] = {}
+        self._figs_state: DashboardState | None = None
         self.tooltip = EXPLAIN
 
     def show(self, state: DashboardState, now: float, live: bool) -> None:
-        key = (id(state), state.rev_tools, state.rev_status, round(now, 2) if live else None)
+        limit = max(1, self.app.size.height)
+        key = (id(state), state.rev_tools, state.rev_status, round(now, 2) if live else None, limit)
         if key == self._seen:
             return
         self._seen = key
         self.state, self.now = state, now
-        wanted = self._wanted_rows()
+        # capped at the terminal's height (the CSS caps the timeline below it: asking for more changes nothing)
+        wanted = self._wanted_rows(limit)
         self.refresh(layout=wanted != self._wanted)
         self._wanted = wanted
 
-    def _wanted_rows(self) -> int:
+    def _wanted_rows(self, limit: int) -> int:
+        """The rows the timeline asks for, at most `limit`: from the newest turn back, only as many turns as it
+        takes (a frame's cost does not grow with the session; once the cap is reached no new turn relayouts the
+        screen, which costs a full-screen reflow)."""
         state = self.state
         if state is None or not state.turns:
             return 1
-        figs = [figures(state, t, self.now) for t in sorted(state.turns)]
         # header, every turn in full (bars and ghost bar), axis, legend, the line saying how "saved" is computed;
         # the CSS caps the height: `layout` then draws the earlier turns compact
-        return 1 + sum(len(f.bars) + (1 if f.sequential else 0) for f in figs) + 3
+        rows = 1 + 3
+        for t in sorted(state.turns, reverse=True):
+            if rows >= limit:
+                return limit
+            f = self.figures(state, t)
+            rows += len(f.bars) + (1 if f.sequential else 0)
+        return min(rows, limit)
+
+    def figures(self, state: DashboardState, turn: int) -> TurnFigures:
+        """`figures(state, turn, self.now)`, from the cache while the turn is unchanged (same state object: another
+        state, a moment of the past or one conversation's view, starts a new cache)."""
+        if state is not self._figs_state:
+            self._figs, self._figs_state = {}, state
+        key = figures_key(state, turn, self.now)
+        hit = self._figs.get(turn)
+        if hit is not None and key is not None and hit[0] == key:
+            return hit[1]
+        fig = figures(state, turn, self.now)
+        if key is not None:
+            self._figs[turn] = (key, fig)
+        return fig
 
     def cstyle(self, name: str) -> Style:
         return self.get_component_rich_style(name, partial=True, default=Style())
@@ -159,7 +209,7 @@ class Timeline(Widget):
         if state is None or not state.turns:
             return Text("timeline: nothing yet", self.cstyle("tl--empty"))
         turns = sorted(state.turns)
-        figs = [figures(state, t, self.now) for t in turns]
+        figs = [self.figures(state, t) for t in turns]
         expanded, compact = self.plan_rows(figs, height)
         lw = self.LABEL_W
         note_w = NOTE_W if any(f.sequential is not None for f in expanded) else 0
@@ -182,7 +232,7 @@ class Timeline(Widget):
         # the header spans the whole run, whatever the height let us draw in full (the axis is the drawn turns')
         out.append(f"span {run_span(figs):.2f} s", self.cstyle("tl--axis"))
         self._rows.append(None)
-        for f in compact:
+        for f in compact[: max(0, height - 1)]:  # (the lines beyond the height are not seen: not drawn)
             out.append("\n")
             out.append_text(self._compact_line(f))
             self._rows.append(("turn", f.turn))
