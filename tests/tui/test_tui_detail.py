@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import pytest
 
@@ -299,8 +300,13 @@ class TestSmallTerminals:
         app = synthetic("tools_running")
         async with app.run_test(size=(width, 24)) as pilot:
             footer = app.dashboard.query_one(KeyFooter)
-            await wait_for(lambda: footer.query("FooterKey"), what="the footer keys")
-            await pilot.pause()
+            needed_keys = ("toggle_pause", "step('event')", "step('block')", "step('turn')", "cancel", "quit")
+
+            def laid_out() -> bool:  # the footer recomposes as bindings change: wait for its keys' own layout
+                keys = list(footer.query("FooterKey"))
+                return bool(keys) and all(k.region.width for k in keys) and {k.action for k in keys} >= set(needed_keys)
+
+            await wait_for(laid_out, what="the footer keys, laid out")
             shown = {k.action for k in footer.query("FooterKey")}
             for needed in ("toggle_pause", "step('event')", "step('block')", "step('turn')", "cancel", "quit"):
                 assert needed in shown, (width, shown)
@@ -312,16 +318,20 @@ class TestSmallTerminals:
         app = synthetic("tools_running")
         async with app.run_test(size=SMALL) as pilot:
             footer = app.dashboard.query_one(KeyFooter)
-            await wait_for(lambda: footer.query("FooterLabel"), what="the footer groups")
-            await pilot.pause()
-            cells = [" "] * SMALL[0]
-            for w in footer.query("FooterKey, FooterLabel"):
-                text = w.render()
-                plain = getattr(text, "plain", str(text))
-                for i, ch in enumerate(plain):
-                    if 0 <= w.region.x + i < len(cells):
-                        cells[w.region.x + i] = ch
-            line = "".join(cells)
+
+            def footer_line() -> str:  # the footer's keys and labels drawn where their layout puts them
+                cells = [" "] * SMALL[0]
+                for w in footer.query("FooterKey, FooterLabel"):
+                    text = w.render()
+                    plain = getattr(text, "plain", str(text))
+                    for i, ch in enumerate(plain):
+                        if 0 <= w.region.x + i < len(cells):
+                            cells[w.region.x + i] = ch
+                return "".join(cells)
+
+            # (under load the footer's layout lands frames after its widgets: wait for it, then check the spacing)
+            await wait_for(lambda: "q Quit" in footer_line(), what="the footer laid out")
+            line = footer_line()
             assert "n/b/t Step c Cancel" in line and "+/- Speed" in line and "q Quit" in line, line
 
     async def test_below_the_minimum_the_dashboard_says_so_and_maximize_still_works(self) -> None:
@@ -444,8 +454,12 @@ async def test_clicking_a_disabled_footer_key_says_why() -> None:
             lambda: any(k.action == "cancel" and k.has_class("-disabled") for k in footer.query("FooterKey")),
             what="a disabled cancel key",
         )
-        await pilot.pause()  # the footer recomposes when the bindings change: click the current key
-        key = next(k for k in footer.query("FooterKey") if k.action == "cancel")
-        await pilot.click(key)
+
+        # the footer recomposes when the bindings change: click the current key, once its layout has landed
+        def cancel_key() -> Any:
+            return next((k for k in footer.query("FooterKey") if k.action == "cancel" and k.region.width), None)
+
+        await wait_for(lambda: cancel_key() is not None, what="the cancel key laid out")
+        await pilot.click(cancel_key())
         await wait_for(lambda: any("r restarts" in n.message for n in app._notifications), what="why")
         assert factory.last.controller.calls == []
