@@ -179,3 +179,51 @@ def test_every_option_of_every_command_says_its_default():
             if isinstance(action, argparse._StoreTrueAction) and "and exit" in (action.help or ""):
                 continue  # an action, not a setting (--list-faults)
             assert "default" in action.help, (name, action.option_strings, action.help)
+
+
+def test_a_bundled_scenario_is_not_loaded_before_the_first_frame() -> None:
+    """`inspector` (the dashboard on a bundled scenario) checks the name only: the file (YAML + pydantic, ~0.12 s of
+    CPU) is loaded with the session, after the first frame. A scenario file is still checked before any UI starts."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import argparse, sys\n"
+        "from inspector.cli.run import _make_factory\n"
+        "a = argparse.Namespace(command='run', scenario=None, model=None, prompt=None, speed=None, record=None,\n"
+        "    retries=2, max_turns=20, idle_timeout=None, headless=False, json=False, tools=[])\n"
+        "_make_factory(a, tui=True)\n"
+        "print(sorted(m for m in ('yaml', 'pydantic') if m in sys.modules))\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        cwd=root,
+        timeout=120,
+    )
+    assert proc.stdout.strip() == "[]", proc.stderr[-2000:]
+
+
+def test_an_unknown_scenario_or_a_broken_file_is_still_a_usage_error_before_the_ui(tmp_path) -> None:
+    import argparse
+
+    from inspector.cli.run import _make_factory
+    from inspector.core.errors import UsageError
+
+    def args(name: str) -> argparse.Namespace:
+        return argparse.Namespace(
+            command="run", scenario=name, model=None, prompt=None, speed=None, record=None, retries=2,
+            max_turns=20, idle_timeout=None, headless=False, json=False, tools=[],
+        )  # fmt: skip
+
+    with pytest.raises(UsageError, match="unknown scenario 'wether'"):
+        _make_factory(args("wether"), tui=True)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nturns: 3\n")
+    with pytest.raises(UsageError, match="bad.yaml"):
+        _make_factory(args(str(bad)), tui=True)
