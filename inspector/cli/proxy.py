@@ -223,7 +223,7 @@ INSECURE_WARNING = (
 )
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Add ``inspector proxy`` to an argparse subparsers object; run it with :func:`cmd`."""
     p = subparsers.add_parser(
         "proxy",
@@ -347,7 +347,7 @@ def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int
 
 def _cmd_tui(args: argparse.Namespace, host: str, sock: Any, options: dict[str, Any]) -> int:
     """The dashboard watches the other harness through the proxy (each of its requests is a turn)."""
-    from inspector.sessions.watch import proxy_session
+    from inspector.sessions.watch import WatchSession, proxy_session
     from inspector.tui.app import run_dashboard
 
     url = base_url_of(sock)
@@ -360,7 +360,7 @@ def _cmd_tui(args: argparse.Namespace, host: str, sock: Any, options: dict[str, 
 
     closes: list[Any] = []
 
-    def factory(**_: Any):
+    def factory(**_: Any) -> WatchSession:
         session = proxy_session(args.upstream, host, port, record=args.record)
         for k, v in options.items():  # the proxy's limits, timeouts and faults
             setattr(session.proxy, k, v)
@@ -371,7 +371,9 @@ def _cmd_tui(args: argparse.Namespace, host: str, sock: Any, options: dict[str, 
         return session
 
     try:
-        run_dashboard(factory, source={"type": "proxy", "upstream": args.upstream})
+        # (ignored below) tui.app.ControllerLike declares `state` a settable attribute, WatchController's is a read-only
+        # property (the dashboard only reads it); the Protocol is to say `@property def state` (tui is not ours here)
+        run_dashboard(factory, source={"type": "proxy", "upstream": args.upstream})  # type: ignore[arg-type]
     finally:
         for close in closes:
             close()

@@ -11,7 +11,7 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inspector.cli.common import EXIT_CANCELLED, EXIT_FAIL, EXIT_OK
 from inspector.cli.common import err as _err
@@ -19,11 +19,14 @@ from inspector.cli.common import interactive as _interactive
 from inspector.core.errors import InspectorError, SourceError, UsageError
 from inspector.core.pacing import parse_speed
 
+if TYPE_CHECKING:
+    from inspector.sessions.sources import Session
+
 # options that only make sense with the real API (--model): refused with --scenario instead of ignored
 API_ONLY = ("provider", "api", "base_url", "workspace", "allow_write", "tools", "system", "max_tokens")
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     r = sub.add_parser("run", help="run the agent loop on a scenario or the real API")
     src = r.add_mutually_exclusive_group()
     src.add_argument(
@@ -110,7 +113,7 @@ def add_otel_arguments(p: Any) -> None:
     )
 
 
-def add_replay_parser(sub: Any) -> None:
+def add_replay_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     rp = sub.add_parser("replay", help="replay a recording through the same pipeline (tools not executed)")
     rp.add_argument("path", help="a recording (.jsonl), a plain SSE file or a HAR export")
     rp.add_argument(
@@ -128,7 +131,7 @@ def add_replay_parser(sub: Any) -> None:
     rp.set_defaults(func=cmd_run, prompt=None, model=None)
 
 
-def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[..., Any], dict]:
+def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[..., Session], dict[str, Any]]:
     """A session factory (called again on restart) and the source description."""
     from inspector.sessions import sources
 
@@ -136,7 +139,7 @@ def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[...,
         recording = sources.load_recording(args.path)
         speed = args.speed if args.speed is not None else (1.0 if tui else math.inf)
 
-        def replay(**kw: Any):
+        def replay(**kw: Any) -> Session:
             return sources.replay_session(recording, speed=speed, label=args.path, **kw)
 
         return replay, {"type": "replay", "file": args.path}
@@ -144,7 +147,7 @@ def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[...,
     if getattr(args, "model", None):
         if not args.prompt:
             raise UsageError('--model needs a prompt: inspector run --model M "prompt"')
-        user_tools: dict = {}
+        user_tools: dict[str, Any] = {}
         if args.tools:
             from inspector.agent.toolbox.loader import ToolLoadError, load_tools
 
@@ -175,7 +178,7 @@ def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[...,
             args.max_tokens = args.max_tokens if args.max_tokens is not None else 4096
             source = {"type": "api", "model": args.model}
 
-        def api(**kw: Any):
+        def api(**kw: Any) -> Session:
             return sources.api_session(
                 args.model,
                 args.prompt,
@@ -196,7 +199,9 @@ def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[...,
 
         return api, source
 
-    name = getattr(args, "scenario", None) or sources.DEFAULT_SCENARIO
+    from inspector.scenarios.bundled import DEFAULT_SCENARIO, get_scenario
+
+    name = getattr(args, "scenario", None) or DEFAULT_SCENARIO
     if getattr(args, "prompt", None):
         raise UsageError("a prompt goes with --model; scenarios have their own")
     given = [f"--{o.replace('_', '-')}" for o in API_ONLY if getattr(args, o, None) not in (None, False, [])]
@@ -205,15 +210,13 @@ def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[...,
             f"{', '.join(given)} {'goes' if len(given) == 1 else 'go'} with --model (the real API); a scenario brings "
             "its own tools, prompt and limits"
         )
-    from inspector.scenarios.bundled import get_scenario
-
     try:  # a bundled name or a scenario file, checked before any UI starts
         get_scenario(name)
     except InspectorError as e:
         raise UsageError(str(e)) from None
     speed = args.speed if getattr(args, "speed", None) is not None else (1.0 if tui else math.inf)
 
-    def scenario(**kw: Any):
+    def scenario(**kw: Any) -> Session:
         return sources.scenario_session(
             name,
             speed=speed,
@@ -272,7 +275,7 @@ def _turn_costs(printer: Any, sink: Any, as_json: bool) -> Callable[[Any], None]
     a progress line."""
     from inspector.record.accounting import LiveAccounting, format_session_cost, format_turn_cost
 
-    def said(d: dict) -> None:
+    def said(d: dict[str, Any]) -> None:
         if as_json:
             from inspector.core import exactjson
 
@@ -294,7 +297,7 @@ def startup_sigint_done() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-def run_tui(factory: Callable[..., Any], source: dict, *, replay: bool = False) -> int:
+def run_tui(factory: Callable[..., Any], source: dict[str, Any], *, replay: bool = False) -> int:
     from inspector.tui.app import run_dashboard
 
     startup_sigint_done()
@@ -309,7 +312,7 @@ def run_tui(factory: Callable[..., Any], source: dict, *, replay: bool = False) 
     return run_dashboard(threaded, source=source, replay=replay)
 
 
-def _with_otel(factory: Callable[..., Any], args: argparse.Namespace, source: dict) -> Callable[..., Any]:
+def _with_otel(factory: Callable[..., Any], args: argparse.Namespace, source: dict[str, Any]) -> Callable[..., Any]:
     """Each session the factory makes (a restart makes a new one) exports its traces; the exporter is flushed
     (bounded) and shut down with the session."""
     try:

@@ -54,7 +54,7 @@ class Launched:
     stdin: Any = None
     stdout: Any = None
     stderr: Any = None
-    process: subprocess.Popen | None = None
+    process: subprocess.Popen[bytes] | None = None
     interrupts: int = 0
     on_note: Callable[[str], None] = print
     _thread: threading.Thread | None = None
@@ -92,7 +92,7 @@ class Launched:
             self._thread.join(timeout)
 
     # --- the command ----------------------------------------------------------------------------------------------
-    def start_command(self) -> subprocess.Popen:
+    def start_command(self) -> subprocess.Popen[bytes]:
         self.process = subprocess.Popen(
             list(self.argv), env=self.env, stdin=self.stdin, stdout=self.stdout, stderr=self.stderr
         )

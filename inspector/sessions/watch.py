@@ -71,7 +71,7 @@ class WatchSession:
     """A proxy (and, for `serve --tui`, the fake API behind it) as a dashboard session."""
 
     def __init__(
-        self, proxy: Any, sock: socket.socket, *, source: dict, upstream_server: Any = None, pacer: Any = None
+        self, proxy: Any, sock: socket.socket, *, source: dict[str, Any], upstream_server: Any = None, pacer: Any = None
     ) -> None:
         self.proxy = proxy
         self.sock = sock
