@@ -77,3 +77,19 @@ async def test_watch_controller_cancel_before_any_request_stops_cleanly():
     result = await asyncio.wait_for(runner, 30)
     assert result.status == "cancelled"
     assert session.sock.fileno() == -1  # the listening socket is closed
+
+
+def test_watch_session_refuses_a_proxy_without_a_bus():
+    """A watched proxy must publish what passes: one built without a bus is refused at once (a named error, the
+    socket left to its owner), not a session that shows nothing."""
+    import socket
+
+    import pytest
+
+    from inspector.net.proxy import ProxyApp
+    from inspector.sessions.watch import WatchSession
+
+    proxy = ProxyApp("http://127.0.0.1:9", bus=None)
+    with socket.socket() as sock, pytest.raises(ValueError, match="observation bus"):
+        WatchSession(proxy, sock, source={"type": "proxy"})
+    proxy.close()
