@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inspector.cli.common import interactive, say
 from inspector.core.redaction import credential_values
@@ -20,6 +21,9 @@ from inspector.net.proxy import (
 )
 from inspector.net.server import base_url_of, bind_socket
 from inspector.observe import observations as O
+
+if TYPE_CHECKING:
+    import ssl
 
 # =====================================================================================================================
 # CLI
@@ -194,7 +198,7 @@ def proxy_options(args: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
-def tls_context(ca_file: str | None, insecure: bool) -> Any:
+def tls_context(ca_file: str | None, insecure: bool) -> ssl.SSLContext:
     """Upstream's TLS context for ``--ca-file`` / ``--insecure`` (UsageError: a CA file that cannot be used)."""
     import ssl
 
@@ -235,7 +239,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     return p
 
 
-def _record_error(path: Any, e: OSError) -> str:
+def _record_error(path: str | Path, e: OSError) -> str:
     return f"cannot write the recording {path}: {e.strerror or e}"
 
 
@@ -291,7 +295,7 @@ def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int
                 return 2
             return _cmd_tui(args, host, sock, options)
         say("inspector proxy: stdout is not a terminal: running headless")
-    close_otel: Any = None
+    close_otel: Callable[[], None] | None = None
     if getattr(args, "otel", False):
         from inspector.cli.run import otel_for_conversations
         from inspector.core.errors import UsageError
@@ -358,7 +362,7 @@ def _cmd_tui(args: argparse.Namespace, host: str, sock: Any, options: dict[str, 
     sys.stderr.write(f"inspector proxy: {url} -> {args.upstream}{tls_note(args)}\nANTHROPIC_BASE_URL={url}\n")
     sys.stderr.flush()
 
-    closes: list[Any] = []
+    closes: list[Callable[[], None]] = []
 
     def factory(**_: Any) -> WatchSession:
         session = proxy_session(args.upstream, host, port, record=args.record)

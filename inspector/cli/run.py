@@ -20,7 +20,12 @@ from inspector.core.errors import InspectorError, SourceError, UsageError
 from inspector.core.pacing import parse_speed
 
 if TYPE_CHECKING:
+    from inspector.agent.loop import LoopResult
+    from inspector.cli.headless import LineSink, ProgressPrinter
+    from inspector.observe.observations import Observation, ObservationBus
     from inspector.sessions.sources import Session
+
+    SessionFactory = Callable[..., Session]
 
 # options that only make sense with the real API (--model): refused with --scenario instead of ignored
 API_ONLY = ("provider", "api", "base_url", "workspace", "allow_write", "tools", "system", "max_tokens")
@@ -99,7 +104,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     r.set_defaults(func=cmd_run)
 
 
-def add_otel_arguments(p: Any) -> None:
+def add_otel_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--otel",
         action="store_true",
@@ -230,19 +235,20 @@ def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[...,
     return scenario, {"type": "scenario", "name": name}
 
 
-def run_headless(factory: Callable[..., Any], *, as_json: bool) -> int:
+def run_headless(factory: SessionFactory, *, as_json: bool) -> int:
     from inspector.cli.headless import JsonPrinter, ProgressPrinter, stdout_sink
 
     session = factory()
-    sinks: list[Any] = []
+    sinks: list[LineSink] = []
 
-    async def main() -> Any:
+    async def main() -> LoopResult:
         loop = asyncio.get_running_loop()
         # the reader of our output went away (e.g. `| head`): stop the loop rather than run on unwatched
         sink = stdout_sink(on_broken=lambda: loop.call_soon_threadsafe(session.controller.cancel))
         sinks.append(sink)
         printer = JsonPrinter(sink) if as_json else ProgressPrinter(sink)
-        session.bus.subscribe(_turn_costs(printer, sink, as_json))  # first: a turn's cost before the loop's end
+        progress = printer if isinstance(printer, ProgressPrinter) else None
+        session.bus.subscribe(_turn_costs(progress, sink))  # first: a turn's cost before the loop's end
         session.bus.subscribe(printer)
         try:  # from here Ctrl-C cancels the loop (it ends `cancelled`, exit 130, its recording complete)
             loop.add_signal_handler(signal.SIGINT, session.controller.cancel)
@@ -270,13 +276,13 @@ def run_headless(factory: Callable[..., Any], *, as_json: bool) -> int:
     return {"finished": EXIT_OK, "error": EXIT_FAIL, "cancelled": EXIT_CANCELLED}[result.status]
 
 
-def _turn_costs(printer: Any, sink: Any, as_json: bool) -> Callable[[Any], None]:
-    """Each turn's usage, cost and cache verdict, live (priced once per attempt end): a ``turn_cost`` JSON line, or
-    a progress line."""
+def _turn_costs(printer: ProgressPrinter | None, sink: LineSink) -> Callable[[Observation], None]:
+    """Each turn's usage, cost and cache verdict, live (priced once per attempt end): a progress line on ``printer``,
+    or (None: ``--json``) a ``turn_cost`` JSON line on ``sink``."""
     from inspector.record.accounting import LiveAccounting, format_session_cost, format_turn_cost
 
     def said(d: dict[str, Any]) -> None:
-        if as_json:
+        if printer is None:
             from inspector.core import exactjson
 
             sink.write(exactjson.dumps(d) + b"\n")
@@ -297,22 +303,24 @@ def startup_sigint_done() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-def run_tui(factory: Callable[..., Any], source: dict[str, Any], *, replay: bool = False) -> int:
+def run_tui(factory: SessionFactory, source: dict[str, Any], *, replay: bool = False) -> int:
     from inspector.tui.app import run_dashboard
 
     startup_sigint_done()
 
-    def threaded(**kw: Any) -> Any:
+    def threaded(**kw: Any) -> Session:
         # the loop and its HTTP on a thread of their own: a slow frame cannot delay a read or its timestamp
         session = factory(**kw)
         if hasattr(session, "threaded"):
             session.threaded = True
         return session
 
-    return run_dashboard(threaded, source=source, replay=replay)
+    # (ignored below) tui.app.SessionLike / ControllerLike declare bus, controller and state settable attributes;
+    # Session's are read-only properties (the dashboard only reads them): the Protocols are to say @property (tui)
+    return run_dashboard(threaded, source=source, replay=replay)  # type: ignore[arg-type]
 
 
-def _with_otel(factory: Callable[..., Any], args: argparse.Namespace, source: dict[str, Any]) -> Callable[..., Any]:
+def _with_otel(factory: SessionFactory, args: argparse.Namespace, source: dict[str, Any]) -> SessionFactory:
     """Each session the factory makes (a restart makes a new one) exports its traces; the exporter is flushed
     (bounded) and shut down with the session."""
     try:
@@ -320,7 +328,7 @@ def _with_otel(factory: Callable[..., Any], args: argparse.Namespace, source: di
     except ImportError:
         raise UsageError("--otel needs the otel extra: pip install 'stream-inspector[otel]'") from None
 
-    def make(**kw: Any) -> Any:
+    def make(**kw: Any) -> Session:
         session = factory(**kw)
         try:
             provider = otel.make_provider()
@@ -337,7 +345,7 @@ def _with_otel(factory: Callable[..., Any], args: argparse.Namespace, source: di
 
 
 def otel_for_conversations(
-    bus: Any, args: argparse.Namespace, secrets: Callable[[], list[str]] | None = None
+    bus: ObservationBus, args: argparse.Namespace, secrets: Callable[[], list[str]] | None = None
 ) -> Callable[[], None]:
     """``--otel`` on a proxy's bus (``proxy``, ``watch``): one parent span per conversation (ConversationAssigned).
     Returns the close function (ends open spans, flushes, bounded); UsageError without the otel extra."""

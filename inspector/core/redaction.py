@@ -13,9 +13,10 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import IO, Any, TextIO
 from urllib.parse import urlsplit
 
 import orjson
@@ -1013,7 +1014,7 @@ class _Masking:
     could be the beginning of a secret is held until the next write (a key written in two pieces is still masked)
     or ``flush()``."""
 
-    def __init__(self, inner: Any, lock: Any) -> None:
+    def __init__(self, inner: TextIO, lock: AbstractContextManager[bool]) -> None:
         self._inner = inner
         self._held = ""
         self._held_bytes = ""  # what its .buffer holds (bytes as surrogate-escaped text)
@@ -1055,7 +1056,7 @@ class _Masking:
         self.release()
         self._inner.flush()
 
-    def write_bytes(self, sink: Any, raw: bytes) -> None:
+    def write_bytes(self, sink: IO[bytes], raw: bytes) -> None:
         """Its ``.buffer``'s write into ``sink`` (the inner binary stream): ``raw`` masked the same way (read as UTF-8,
         other bytes kept as they are), after what the text layer holds; the tail that could begin a key is held."""
         with self._lock:
@@ -1075,7 +1076,7 @@ class _Masking:
             if out:
                 sink.write(out)
 
-    def release_bytes(self, sink: Any) -> None:
+    def release_bytes(self, sink: IO[bytes]) -> None:
         """Write what its ``.buffer`` holds into ``sink``."""
         with self._lock:
             held, self._held_bytes = self._held_bytes, ""
@@ -1083,8 +1084,8 @@ class _Masking:
                 sink.write(held.encode("utf-8", "surrogateescape"))
 
     @property
-    def buffer(self) -> Any:
-        inner = getattr(self._inner, "buffer", None)
+    def buffer(self) -> _MaskingBinary:
+        inner: IO[bytes] | None = getattr(self._inner, "buffer", None)  # (a StringIO has none)
         if inner is None:
             raise AttributeError("buffer")
         return _MaskingBinary(inner, self)
@@ -1097,7 +1098,7 @@ class _MaskingBinary:
     """``sys.stdout.buffer`` behind the guard: bytes masked the same way (read as UTF-8, other bytes kept as they
     are), the tail that could begin a key held until the next write or ``flush()``."""
 
-    def __init__(self, inner: Any, text: _Masking) -> None:
+    def __init__(self, inner: IO[bytes], text: _Masking) -> None:
         self._inner = inner
         self._text = text
 
