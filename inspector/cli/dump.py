@@ -12,7 +12,7 @@ from inspector.cli.common import err as _err
 from inspector.core import exactjson
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     d = sub.add_parser("dump", help="decode and assemble a recording or SSE text file, headless")
     d.add_argument("path", help="a recording (.jsonl) or plain SSE text (what curl -N prints); - for stdin")
     d.add_argument("--json", action="store_true", help="one JSON object on stdout (default: a text summary)")
@@ -72,12 +72,12 @@ def cmd(args: argparse.Namespace) -> int:
     conversations = conversations_of(recording, turns)
     if conversations is not None and sum(c["id"] is not None for c in conversations) > 1:
         format_turns = grouped_text(conversations)  # type: ignore[assignment]  # (the same signature)
-    totals: dict | None = None
+    totals: dict[str, Any] | None = None
     if (args.json and not args.events) or args.timing:
         from inspector.record.accounting import account, requests_of
 
         totals = account(turns, requests_of(recording.turns))
-    timing: dict | None = None
+    timing: dict[str, Any] | None = None
     if args.timing:
         from inspector.record.timing import timing_json
 
@@ -89,7 +89,7 @@ def cmd(args: argparse.Namespace) -> int:
     if args.json:
         import orjson
 
-        out: dict = {"turns": turns}
+        out: dict[str, Any] = {"turns": turns}
         if conversations is not None:
             out["conversations"] = conversations
         if totals is not None:

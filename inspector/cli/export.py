@@ -8,12 +8,11 @@ import asyncio
 import math
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from inspector.cli.common import EXIT_OK, EXIT_USAGE, err
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("export", help="write a self-contained HTML page of a recording (or of a scenario run)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("path", nargs="?", help="a recording (.jsonl), a plain SSE file or a HAR export")

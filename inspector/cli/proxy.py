@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inspector.cli.common import interactive, say
 from inspector.core.redaction import credential_values
@@ -20,6 +21,9 @@ from inspector.net.proxy import (
 )
 from inspector.net.server import base_url_of, bind_socket
 from inspector.observe import observations as O
+
+if TYPE_CHECKING:
+    import ssl
 
 # =====================================================================================================================
 # CLI
@@ -194,7 +198,7 @@ def proxy_options(args: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
-def tls_context(ca_file: str | None, insecure: bool) -> Any:
+def tls_context(ca_file: str | None, insecure: bool) -> ssl.SSLContext:
     """Upstream's TLS context for ``--ca-file`` / ``--insecure`` (UsageError: a CA file that cannot be used)."""
     import ssl
 
@@ -223,7 +227,7 @@ INSECURE_WARNING = (
 )
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Add ``inspector proxy`` to an argparse subparsers object; run it with :func:`cmd`."""
     p = subparsers.add_parser(
         "proxy",
@@ -235,7 +239,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
-def _record_error(path: Any, e: OSError) -> str:
+def _record_error(path: str | Path, e: OSError) -> str:
     return f"cannot write the recording {path}: {e.strerror or e}"
 
 
@@ -291,7 +295,7 @@ def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int
                 return 2
             return _cmd_tui(args, host, sock, options)
         say("inspector proxy: stdout is not a terminal: running headless")
-    close_otel: Any = None
+    close_otel: Callable[[], None] | None = None
     if getattr(args, "otel", False):
         from inspector.cli.run import otel_for_conversations
         from inspector.core.errors import UsageError
@@ -347,7 +351,7 @@ def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int
 
 def _cmd_tui(args: argparse.Namespace, host: str, sock: Any, options: dict[str, Any]) -> int:
     """The dashboard watches the other harness through the proxy (each of its requests is a turn)."""
-    from inspector.sessions.watch import proxy_session
+    from inspector.sessions.watch import WatchSession, proxy_session
     from inspector.tui.app import run_dashboard
 
     url = base_url_of(sock)
@@ -358,9 +362,9 @@ def _cmd_tui(args: argparse.Namespace, host: str, sock: Any, options: dict[str, 
     sys.stderr.write(f"inspector proxy: {url} -> {args.upstream}{tls_note(args)}\nANTHROPIC_BASE_URL={url}\n")
     sys.stderr.flush()
 
-    closes: list[Any] = []
+    closes: list[Callable[[], None]] = []
 
-    def factory(**_: Any):
+    def factory(**_: Any) -> WatchSession:
         session = proxy_session(args.upstream, host, port, record=args.record)
         for k, v in options.items():  # the proxy's limits, timeouts and faults
             setattr(session.proxy, k, v)
@@ -371,7 +375,9 @@ def _cmd_tui(args: argparse.Namespace, host: str, sock: Any, options: dict[str, 
         return session
 
     try:
-        run_dashboard(factory, source={"type": "proxy", "upstream": args.upstream})
+        # (ignored below) tui.app.ControllerLike declares `state` a settable attribute, WatchController's is a read-only
+        # property (the dashboard only reads it); the Protocol is to say `@property def state` (tui is not ours here)
+        run_dashboard(factory, source={"type": "proxy", "upstream": args.upstream})  # type: ignore[arg-type]
     finally:
         for close in closes:
             close()

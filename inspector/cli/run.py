@@ -11,7 +11,7 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inspector.cli.common import EXIT_CANCELLED, EXIT_FAIL, EXIT_OK
 from inspector.cli.common import err as _err
@@ -19,11 +19,19 @@ from inspector.cli.common import interactive as _interactive
 from inspector.core.errors import InspectorError, SourceError, UsageError
 from inspector.core.pacing import parse_speed
 
+if TYPE_CHECKING:
+    from inspector.agent.loop import LoopResult
+    from inspector.cli.headless import LineSink, ProgressPrinter
+    from inspector.observe.observations import Observation, ObservationBus
+    from inspector.sessions.sources import Session
+
+    SessionFactory = Callable[..., Session]
+
 # options that only make sense with the real API (--model): refused with --scenario instead of ignored
 API_ONLY = ("provider", "api", "base_url", "workspace", "allow_write", "tools", "system", "max_tokens")
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     r = sub.add_parser("run", help="run the agent loop on a scenario or the real API")
     src = r.add_mutually_exclusive_group()
     src.add_argument(
@@ -96,7 +104,7 @@ def add_parser(sub: Any) -> None:
     r.set_defaults(func=cmd_run)
 
 
-def add_otel_arguments(p: Any) -> None:
+def add_otel_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--otel",
         action="store_true",
@@ -110,7 +118,7 @@ def add_otel_arguments(p: Any) -> None:
     )
 
 
-def add_replay_parser(sub: Any) -> None:
+def add_replay_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     rp = sub.add_parser("replay", help="replay a recording through the same pipeline (tools not executed)")
     rp.add_argument("path", help="a recording (.jsonl), a plain SSE file or a HAR export")
     rp.add_argument(
@@ -128,7 +136,7 @@ def add_replay_parser(sub: Any) -> None:
     rp.set_defaults(func=cmd_run, prompt=None, model=None)
 
 
-def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[..., Any], dict]:
+def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[..., Session], dict[str, Any]]:
     """A session factory (called again on restart) and the source description."""
     from inspector.sessions import sources
 
@@ -136,7 +144,7 @@ def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[...,
         recording = sources.load_recording(args.path)
         speed = args.speed if args.speed is not None else (1.0 if tui else math.inf)
 
-        def replay(**kw: Any):
+        def replay(**kw: Any) -> Session:
             return sources.replay_session(recording, speed=speed, label=args.path, **kw)
 
         return replay, {"type": "replay", "file": args.path}
@@ -144,7 +152,7 @@ def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[...,
     if getattr(args, "model", None):
         if not args.prompt:
             raise UsageError('--model needs a prompt: inspector run --model M "prompt"')
-        user_tools: dict = {}
+        user_tools: dict[str, Any] = {}
         if args.tools:
             from inspector.agent.toolbox.loader import ToolLoadError, load_tools
 
@@ -175,7 +183,7 @@ def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[...,
             args.max_tokens = args.max_tokens if args.max_tokens is not None else 4096
             source = {"type": "api", "model": args.model}
 
-        def api(**kw: Any):
+        def api(**kw: Any) -> Session:
             return sources.api_session(
                 args.model,
                 args.prompt,
@@ -196,7 +204,9 @@ def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[...,
 
         return api, source
 
-    name = getattr(args, "scenario", None) or sources.DEFAULT_SCENARIO
+    from inspector.scenarios.bundled import DEFAULT_SCENARIO, SCENARIOS, get_scenario
+
+    name = getattr(args, "scenario", None) or DEFAULT_SCENARIO
     if getattr(args, "prompt", None):
         raise UsageError("a prompt goes with --model; scenarios have their own")
     given = [f"--{o.replace('_', '-')}" for o in API_ONLY if getattr(args, o, None) not in (None, False, [])]
@@ -205,8 +215,6 @@ def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[...,
             f"{', '.join(given)} {'goes' if len(given) == 1 else 'go'} with --model (the real API); a scenario brings "
             "its own tools, prompt and limits"
         )
-    from inspector.scenarios.bundled import SCENARIOS, get_scenario
-
     if name not in SCENARIOS:  # a scenario file (or an unknown name), checked before any UI starts
         try:
             get_scenario(name)
@@ -216,7 +224,7 @@ def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[...,
     # frame: YAML and pydantic cost ~0.12 s of CPU)
     speed = args.speed if getattr(args, "speed", None) is not None else (1.0 if tui else math.inf)
 
-    def scenario(**kw: Any):
+    def scenario(**kw: Any) -> Session:
         return sources.scenario_session(
             name,
             speed=speed,
@@ -230,19 +238,20 @@ def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[...,
     return scenario, {"type": "scenario", "name": name}
 
 
-def run_headless(factory: Callable[..., Any], *, as_json: bool) -> int:
+def run_headless(factory: SessionFactory, *, as_json: bool) -> int:
     from inspector.cli.headless import JsonPrinter, ProgressPrinter, stdout_sink
 
     session = factory()
-    sinks: list[Any] = []
+    sinks: list[LineSink] = []
 
-    async def main() -> Any:
+    async def main() -> LoopResult:
         loop = asyncio.get_running_loop()
         # the reader of our output went away (e.g. `| head`): stop the loop rather than run on unwatched
         sink = stdout_sink(on_broken=lambda: loop.call_soon_threadsafe(session.controller.cancel))
         sinks.append(sink)
         printer = JsonPrinter(sink) if as_json else ProgressPrinter(sink)
-        session.bus.subscribe(_turn_costs(printer, sink, as_json))  # first: a turn's cost before the loop's end
+        progress = printer if isinstance(printer, ProgressPrinter) else None
+        session.bus.subscribe(_turn_costs(progress, sink))  # first: a turn's cost before the loop's end
         session.bus.subscribe(printer)
         try:  # from here Ctrl-C cancels the loop (it ends `cancelled`, exit 130, its recording complete)
             loop.add_signal_handler(signal.SIGINT, session.controller.cancel)
@@ -270,13 +279,13 @@ def run_headless(factory: Callable[..., Any], *, as_json: bool) -> int:
     return {"finished": EXIT_OK, "error": EXIT_FAIL, "cancelled": EXIT_CANCELLED}[result.status]
 
 
-def _turn_costs(printer: Any, sink: Any, as_json: bool) -> Callable[[Any], None]:
-    """Each turn's usage, cost and cache verdict, live (priced once per attempt end): a ``turn_cost`` JSON line, or
-    a progress line."""
+def _turn_costs(printer: ProgressPrinter | None, sink: LineSink) -> Callable[[Observation], None]:
+    """Each turn's usage, cost and cache verdict, live (priced once per attempt end): a progress line on ``printer``,
+    or (None: ``--json``) a ``turn_cost`` JSON line on ``sink``."""
     from inspector.record.accounting import LiveAccounting, format_session_cost, format_turn_cost
 
-    def said(d: dict) -> None:
-        if as_json:
+    def said(d: dict[str, Any]) -> None:
+        if printer is None:
             from inspector.core import exactjson
 
             sink.write(exactjson.dumps(d) + b"\n")
@@ -297,22 +306,24 @@ def startup_sigint_done() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-def run_tui(factory: Callable[..., Any], source: dict, *, replay: bool = False) -> int:
+def run_tui(factory: SessionFactory, source: dict[str, Any], *, replay: bool = False) -> int:
     from inspector.tui.app import run_dashboard
 
     startup_sigint_done()
 
-    def threaded(**kw: Any) -> Any:
+    def threaded(**kw: Any) -> Session:
         # the loop and its HTTP on a thread of their own: a slow frame cannot delay a read or its timestamp
         session = factory(**kw)
         if hasattr(session, "threaded"):
             session.threaded = True
         return session
 
-    return run_dashboard(threaded, source=source, replay=replay)
+    # (ignored below) tui.app.SessionLike / ControllerLike declare bus, controller and state settable attributes;
+    # Session's are read-only properties (the dashboard only reads them): the Protocols are to say @property (tui)
+    return run_dashboard(threaded, source=source, replay=replay)  # type: ignore[arg-type]
 
 
-def _with_otel(factory: Callable[..., Any], args: argparse.Namespace, source: dict) -> Callable[..., Any]:
+def _with_otel(factory: SessionFactory, args: argparse.Namespace, source: dict[str, Any]) -> SessionFactory:
     """Each session the factory makes (a restart makes a new one) exports its traces; the exporter is flushed
     (bounded) and shut down with the session."""
     try:
@@ -320,7 +331,7 @@ def _with_otel(factory: Callable[..., Any], args: argparse.Namespace, source: di
     except ImportError:
         raise UsageError("--otel needs the otel extra: pip install 'stream-inspector[otel]'") from None
 
-    def make(**kw: Any) -> Any:
+    def make(**kw: Any) -> Session:
         session = factory(**kw)
         try:
             provider = otel.make_provider()
@@ -337,7 +348,7 @@ def _with_otel(factory: Callable[..., Any], args: argparse.Namespace, source: di
 
 
 def otel_for_conversations(
-    bus: Any, args: argparse.Namespace, secrets: Callable[[], list[str]] | None = None
+    bus: ObservationBus, args: argparse.Namespace, secrets: Callable[[], list[str]] | None = None
 ) -> Callable[[], None]:
     """``--otel`` on a proxy's bus (``proxy``, ``watch``): one parent span per conversation (ConversationAssigned).
     Returns the close function (ends open spans, flushes, bounded); UsageError without the otel extra."""

@@ -13,13 +13,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from inspector.cli.common import EXIT_FAIL, EXIT_OK
 from inspector.core.errors import UsageError
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "scenario",
         help="check, create or convert scenario files",

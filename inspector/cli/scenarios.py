@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from inspector.cli.common import EXIT_OK
 from inspector.core.fmt import terminal
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("scenarios", help="list the built-in scenarios")
     p.set_defaults(func=cmd)
 

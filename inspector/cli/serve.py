@@ -130,7 +130,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Add ``inspector serve`` to an argparse subparsers object; run it with :func:`cmd`."""
     p = subparsers.add_parser(
         "serve",
@@ -261,12 +261,12 @@ def _cmd_tui(args: argparse.Namespace) -> int:
         return _fail(str(e))
     except OSError as e:
         return _fail(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}")
-    from inspector.sessions.watch import serve_session
+    from inspector.sessions.watch import WatchSession, serve_session
     from inspector.tui.app import run_dashboard
 
     _announce(args, url, faults, options)
 
-    def factory(**_: Any):
+    def factory(**_: Any) -> WatchSession:
         return serve_session(
             args.scenario,
             faults,
@@ -277,7 +277,9 @@ def _cmd_tui(args: argparse.Namespace) -> int:
             **options,
         )
 
-    run_dashboard(factory, source={"type": "serve", "name": args.scenario})
+    # (ignored below) tui.app.ControllerLike declares `state` a settable attribute, WatchController's is a read-only
+    # property (the dashboard only reads it); the Protocol is to say `@property def state` (tui is not ours here)
+    run_dashboard(factory, source={"type": "serve", "name": args.scenario})  # type: ignore[arg-type]
     return 0
 
 

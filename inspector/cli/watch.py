@@ -22,13 +22,17 @@ import shlex
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inspector.cli.common import EXIT_USAGE, err
 from inspector.core.pacing import parse_speed
 
+if TYPE_CHECKING:
+    from inspector.sessions.launch import Launched
+    from inspector.sessions.watch import WatchSession
 
-def add_parser(sub: Any) -> None:
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "watch",
         help="run an agent with its API base URL pointing at an embedded proxy, and watch it",
@@ -70,7 +74,7 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=cmd)
 
 
-def _session(args: argparse.Namespace, upstream: str) -> Any:
+def _session(args: argparse.Namespace, upstream: str) -> WatchSession:
     from inspector.sessions import watch as W
 
     if args.serve:
@@ -138,7 +142,7 @@ def cmd(args: argparse.Namespace) -> int:
             close_otel()  # the open conversations' spans end, the exporter is flushed (bounded)
 
 
-def _headless(launched: Any, what: str, record: str | None) -> int:
+def _headless(launched: Launched[WatchSession], what: str, record: str | None) -> int:
     from inspector.cli.headless import LineSink, ProgressPrinter
 
     sink = LineSink(sys.stderr.buffer)
@@ -161,7 +165,7 @@ def _headless(launched: Any, what: str, record: str | None) -> int:
     return status
 
 
-def _dashboard(args: argparse.Namespace, launched: Any, what: str) -> int:
+def _dashboard(args: argparse.Namespace, launched: Launched[WatchSession], what: str) -> int:
     """The dashboard in this terminal; the command without it (stdin /dev/null, output to a log file)."""
     import subprocess
 
@@ -203,7 +207,7 @@ SPLIT_BROWSER = 300.0  # seconds to wait for a browser to open the dashboard bef
 SPLIT_STOP = 10.0  # seconds the web server and its dashboards get to exit before they are killed
 
 
-def _split(args: argparse.Namespace, launched: Any, what: str) -> int:
+def _split(args: argparse.Namespace, launched: Launched[WatchSession], what: str) -> int:
     """The command keeps the terminal; the dashboard runs as `inspector proxy` (same port) in a new tmux pane when
     inside tmux, else served to a browser by textual-serve on 127.0.0.1 (:func:`_split_web`)."""
     import shutil
@@ -247,7 +251,7 @@ def _wait_listening(port: int, timeout: float, alive: Any = None) -> bool:
     return False
 
 
-def _split_web(launched: Any, dashboard: list[str], port: int) -> int:
+def _split_web(launched: Launched[WatchSession], dashboard: list[str], port: int) -> int:
     """Outside tmux: the dashboard (`inspector proxy` on the command's port) is served to a browser by textual-serve
     on 127.0.0.1 (as `inspector web` serves `inspector run`); its URL goes to stderr. The command starts once a
     browser opened the dashboard (its proxy is then listening: before, the command's requests would be refused).

@@ -6,13 +6,12 @@ stuck on the splash screen or a traceback."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from inspector.cli.common import EXIT_OK
 from inspector.core.errors import UsageError
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     w = sub.add_parser("web", help="serve the dashboard to a browser (textual-serve) on 127.0.0.1")
     w.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)")
     w.add_argument("--port", type=int, default=8000, help="port (default: 8000)")

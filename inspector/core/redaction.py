@@ -13,9 +13,10 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import IO, Any, TextIO
 from urllib.parse import urlsplit
 
 import orjson
@@ -575,10 +576,18 @@ class FragmentRedactor:
         return out
 
 
+# The key of one streamed text a FragmentRedactor joins: an Anthropic block's (index, field), an OpenAI chat
+# choice's ("chat", choice, field[, "tool", call]) or a Responses part's ("resp", output_index, type, part); its
+# parts come from untrusted JSON (``_plain``). A prefix of it (``openai_ends``) names the texts an event ends.
+FragmentKey = tuple[int | str | None, ...]
+# One text fragment of an event: (key of its text, the JSON object that holds it, the field it is in).
+TextPiece = tuple[FragmentKey, dict[str, Any], str]
+
+
 @dataclass(slots=True)
 class _Event:
     raw: bytes  # as received (possibly masked as bytes)
-    obj: dict | None = None  # the parsed data, when it was changed (then the event is written again from it)
+    obj: dict[str, Any] | None = None  # the parsed data, when it was changed (then the event is written again from it)
     name: str | None = None  # the `event:` name, to write it again
     ready: bool = True
     changed: bool = False
@@ -595,7 +604,7 @@ class _Event:
 @dataclass(slots=True)
 class _Held:
     event: _Event
-    delta: dict  # the object that holds the fragment (its text field is rewritten when masked)
+    delta: dict[str, Any]  # the object that holds the fragment (its text field is rewritten when masked)
     key: str  # its field: "text", "thinking" or "partial_json"; OpenAI: "content", "arguments", "delta"...
 
 
@@ -629,7 +638,7 @@ class StreamRedactor:
         self.keys = secrets if isinstance(secrets, SecretSet) else SecretSet(secrets)
         self._buf = b""
         self._queue: list[_Event] = []
-        self._blocks: dict[tuple[int, str], FragmentRedactor] = {}
+        self._blocks: dict[FragmentKey, FragmentRedactor] = {}
         self.in_done = 0
         self.out_done = 0
         # events written with another length than they came with: (in start, in end, out start, out end), in order
@@ -778,14 +787,14 @@ class StreamRedactor:
                 for block_key in [k for k in self._blocks if _ends(k, ends)]:
                     self._release(block_key)
 
-    def _release(self, key: tuple) -> None:
+    def _release(self, key: FragmentKey) -> None:
         block = self._blocks.pop(key, None)
         if block is not None:
             for frag in block.release():
                 event = frag.tag.event
                 event.ready = event.frags is None or all(f.done for f in event.frags)
 
-    def _delta(self, key: tuple, held: _Held) -> None:
+    def _delta(self, key: FragmentKey, held: _Held) -> None:
         """One fragment of an event (held back, with what follows it, while it could begin a secret)."""
         block = self._blocks.get(key)
         if block is None:
@@ -806,7 +815,7 @@ class StreamRedactor:
         if not block.held:
             del self._blocks[key]
 
-    def _deltas(self, pieces: list[tuple[tuple, dict, str]], event: _Event) -> None:
+    def _deltas(self, pieces: list[TextPiece], event: _Event) -> None:
         """The fragments of an OpenAI event (a chunk may hold several: it is ready once all of them are)."""
         if len(pieces) == 1:
             key, holder, name = pieces[0]
@@ -837,7 +846,7 @@ class StreamRedactor:
 OPENAI_CHAT_TEXT_FIELDS = ("content", "reasoning_content", "reasoning", "refusal")
 
 
-def openai_fragments(obj: dict) -> list[tuple[tuple, dict, str]]:
+def openai_fragments(obj: dict[str, Any]) -> list[TextPiece]:
     """The text fragments an OpenAI stream event carries, as (key of the text they belong to, the object that holds
     the fragment, its field); ``[]`` for an Anthropic event or one that streams no text.
 
@@ -849,7 +858,7 @@ def openai_fragments(obj: dict) -> list[tuple[tuple, dict, str]]:
     """
     choices = obj.get("choices")
     if isinstance(choices, list):
-        out: list[tuple[tuple, dict, str]] = []
+        out: list[TextPiece] = []
         for n, choice in enumerate(choices):
             if not isinstance(choice, dict) or not isinstance(choice.get("delta"), dict):
                 continue
@@ -878,12 +887,12 @@ def openai_fragments(obj: dict) -> list[tuple[tuple, dict, str]]:
     return []
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> int | str | None:
     """A key part from untrusted JSON: hashable."""
     return value if isinstance(value, (int, str)) or value is None else repr(value)
 
 
-def openai_ends(obj: dict) -> tuple | None:
+def openai_ends(obj: dict[str, Any]) -> FragmentKey | None:
     """The texts an OpenAI stream event ends (no fragment of them can follow), as a key prefix; ``()`` for all
     of them; None when it ends none. A chat choice ends with its ``finish_reason``, a Responses item with its
     ``.done`` events, everything with the response's end or an error."""
@@ -905,13 +914,13 @@ def openai_ends(obj: dict) -> tuple | None:
     return None
 
 
-def _ends(key: tuple, prefix: tuple) -> bool:
+def _ends(key: FragmentKey, prefix: FragmentKey) -> bool:
     """Whether a fragment key is among the texts an OpenAI event ends (``openai_ends``); an Anthropic block's key
     (index, field) only by an end of everything."""
     return key[: len(prefix)] == prefix if (not prefix or isinstance(key[0], str)) else False
 
 
-def _parse_event(raw: bytes) -> tuple[str | None, dict | None]:
+def _parse_event(raw: bytes) -> tuple[str | None, dict[str, Any] | None]:
     """The ``event:`` name and the JSON object of an SSE event's data (None, None when it is not such an event)."""
     if b"\r" in raw:
         raw = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
@@ -1005,7 +1014,7 @@ class _Masking:
     could be the beginning of a secret is held until the next write (a key written in two pieces is still masked)
     or ``flush()``."""
 
-    def __init__(self, inner: Any, lock: Any) -> None:
+    def __init__(self, inner: TextIO, lock: AbstractContextManager[bool]) -> None:
         self._inner = inner
         self._held = ""
         self._held_bytes = ""  # what its .buffer holds (bytes as surrogate-escaped text)
@@ -1047,7 +1056,7 @@ class _Masking:
         self.release()
         self._inner.flush()
 
-    def write_bytes(self, sink: Any, raw: bytes) -> None:
+    def write_bytes(self, sink: IO[bytes], raw: bytes) -> None:
         """Its ``.buffer``'s write into ``sink`` (the inner binary stream): ``raw`` masked the same way (read as UTF-8,
         other bytes kept as they are), after what the text layer holds; the tail that could begin a key is held."""
         with self._lock:
@@ -1067,7 +1076,7 @@ class _Masking:
             if out:
                 sink.write(out)
 
-    def release_bytes(self, sink: Any) -> None:
+    def release_bytes(self, sink: IO[bytes]) -> None:
         """Write what its ``.buffer`` holds into ``sink``."""
         with self._lock:
             held, self._held_bytes = self._held_bytes, ""
@@ -1075,8 +1084,8 @@ class _Masking:
                 sink.write(held.encode("utf-8", "surrogateescape"))
 
     @property
-    def buffer(self) -> Any:
-        inner = getattr(self._inner, "buffer", None)
+    def buffer(self) -> _MaskingBinary:
+        inner: IO[bytes] | None = getattr(self._inner, "buffer", None)  # (a StringIO has none)
         if inner is None:
             raise AttributeError("buffer")
         return _MaskingBinary(inner, self)
@@ -1089,7 +1098,7 @@ class _MaskingBinary:
     """``sys.stdout.buffer`` behind the guard: bytes masked the same way (read as UTF-8, other bytes kept as they
     are), the tail that could begin a key held until the next write or ``flush()``."""
 
-    def __init__(self, inner: Any, text: _Masking) -> None:
+    def __init__(self, inner: IO[bytes], text: _Masking) -> None:
         self._inner = inner
         self._text = text
 

@@ -54,7 +54,7 @@ class Observation:
                     changes[f.name] = r
         return dataclasses.replace(self, **changes) if changes else self
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.kind}
         for f in dataclasses.fields(self):
             out[f.name] = _jsonable(getattr(self, f.name))
@@ -93,7 +93,7 @@ def _jsonable(v: Any) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class LoopStarted(Observation):
-    source: dict
+    source: dict[str, Any]
     model: str
     prompt: str | None
     kind: ClassVar[str] = "loop_started"
@@ -118,8 +118,8 @@ class AttemptStarted(Observation):
     attempt: int
     method: str
     url: str
-    headers: dict  # credentials already removed
-    body: dict
+    headers: dict[str, Any]  # credentials already removed
+    body: dict[str, Any]
     kind: ClassVar[str] = "attempt_started"
 
 
@@ -130,10 +130,12 @@ class ResponseStarted(Observation):
     turn: int
     attempt: int
     status: int
-    headers: dict
+    headers: dict[str, Any]
     try_index: int = 0  # the HTTP try of this attempt that gave the stream (> 0: the SDK retried before it)
     t_sent: float | None = None  # loop time when that try's request was sent (None: unknown)
-    request_headers: dict | None = None  # that try's request headers as sent, credentials removed (None: unknown)
+    request_headers: dict[str, Any] | None = (
+        None  # that try's request headers as sent, credentials removed (None: unknown)
+    )
     kind: ClassVar[str] = "response_started"
 
 
@@ -165,7 +167,7 @@ class SSEEventSeen(Observation):
 class MessageStarted(Observation):
     turn: int
     attempt: int
-    message: dict
+    message: dict[str, Any]
     kind: ClassVar[str] = "message_started"
 
 
@@ -177,7 +179,7 @@ class BlockOpened(Observation):
     block_type: str
     block_id: str | None
     name: str | None
-    start: dict
+    start: dict[str, Any]
     kind: ClassVar[str] = "block_opened"
 
 
@@ -197,7 +199,7 @@ class BlockClosed(Observation):
     turn: int
     attempt: int
     index: int
-    content: dict  # the block as in the final message (tool input parsed, or input null + input_raw)
+    content: dict[str, Any]  # the block as in the final message (tool input parsed, or input null + input_raw)
     input_error: str | None
     kind: ClassVar[str] = "block_closed"
 
@@ -209,7 +211,7 @@ class MessageUpdated(Observation):
     turn: int
     attempt: int
     stop_reason: str | None
-    usage: dict
+    usage: dict[str, Any]
     kind: ClassVar[str] = "message_updated"
 
 
@@ -230,7 +232,7 @@ class ToolUse(Observation):
     id: str
     name: str
     index: int
-    input: dict
+    input: dict[str, Any]
     kind: ClassVar[str] = "tool_use"
 
 
@@ -242,10 +244,10 @@ class ToolStateChanged(Observation):
     name: str
     index: int
     state: str
-    input: dict | None
+    input: dict[str, Any] | None
     error: str | None
     result_preview: str | None
-    times: dict
+    times: dict[str, Any]
     safe: bool = False  # concurrency-safe (may run beside other safe calls); unsafe calls run alone
     # the times are not measured but inferred (the proxy: another harness ran the tool; its running and end times
     # are bounds drawn from the stream and the next request, not when the tool really ran)
@@ -284,13 +286,15 @@ class HttpTryFailed(Observation):
     url: str
     t_sent: float  # loop time when this try's request was sent
     status: int | None  # None: no response (connection failure)
-    headers: dict
+    headers: dict[str, Any]
     error_type: str | None
     error_message: str | None
     body: Any
     connection_error: str | None
     retry_in: float | None
-    request_headers: dict | None = None  # this try's request headers as sent, credentials removed (None: unknown)
+    request_headers: dict[str, Any] | None = (
+        None  # this try's request headers as sent, credentials removed (None: unknown)
+    )
     kind: ClassVar[str] = "http_try_failed"
 
 
@@ -339,7 +343,7 @@ class MessageAppended(Observation):
     """A message appended to the conversation history (assistant message, or the user tool_result message)."""
 
     turn: int
-    message: dict
+    message: dict[str, Any]
     kind: ClassVar[str] = "message_appended"
 
 
@@ -358,7 +362,7 @@ class TurnEnded(Observation):
     turn: int
     outcome: str
     stop_reason: str | None
-    usage: dict
+    usage: dict[str, Any]
     kind: ClassVar[str] = "turn_ended"
 
 
@@ -366,8 +370,8 @@ class TurnEnded(Observation):
 class LoopFinished(Observation):
     status: str  # finished | error | cancelled
     turns: int
-    messages: Sequence  # the final conversation as plain data (a list, secrets masked)
-    tools: list  # [{"id", "name", "state", "queued_at", "started_at", "finished_at"}]
+    messages: Sequence[Any]  # the final conversation as plain data (a list, secrets masked)
+    tools: list[dict[str, Any]]  # [{"id", "name", "state", "queued_at", "started_at", "finished_at"}]
     error: str | None = None
     kind: ClassVar[str] = "loop_finished"
 

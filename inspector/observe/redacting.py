@@ -462,7 +462,9 @@ def _attempt_of(obs: O.Observation) -> tuple[int, int] | None:
     return (turn, attempt) if isinstance(turn, int) and isinstance(attempt, int) else None
 
 
-def _fragment_of(data: str, want: str | None = None, block: int | None = None) -> tuple[dict, dict, str, int] | None:
+def _fragment_of(
+    data: str, want: str | None = None, block: int | None = None
+) -> tuple[dict[str, Any], dict[str, Any], str, int] | None:
     """(parsed event, the object holding its fragment, the text field, block index) of a delta event that streams
     text. An OpenAI chunk or Responses event (``core.redaction.openai_fragments``) may hold several: the one whose
     text is ``want`` (the BlockDelta's fragment), else its only one; its block is the event's (``block``)."""

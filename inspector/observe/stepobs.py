@@ -123,7 +123,7 @@ class ToolTransition:
     id: str
     name: str
     index: int
-    input: dict | None
+    input: dict[str, Any] | None
     error: str | None
 
 

@@ -29,7 +29,7 @@ def _opt(value: Any) -> int | None:
     return None
 
 
-def _dict(value: Any) -> dict:
+def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
@@ -78,7 +78,7 @@ class Usage:
             self.reported or other.reported,
         )
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "input_tokens": self.input,
             "output_tokens": self.output,

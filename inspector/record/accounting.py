@@ -28,16 +28,16 @@ class AttemptCost:
     cost: Cost
     failed: bool
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"usage": self.usage.to_json(), "cost": self.cost.to_json()}
         if self.failed:
             out["failed"] = True
         return out
 
 
-def _usage_of(entry: dict) -> tuple[Usage, str | None, Family]:
+def _usage_of(entry: dict[str, Any]) -> tuple[Usage, str | None, Family]:
     found = entry.get("message")
-    msg: dict = found if isinstance(found, dict) else {}
+    msg: dict[str, Any] = found if isinstance(found, dict) else {}
     raw = msg.get("usage")
     named = entry.get("family")
     family: Family = "openai" if isinstance(named, str) and named.startswith("openai") else family_of_usage(raw)
@@ -47,7 +47,7 @@ def _usage_of(entry: dict) -> tuple[Usage, str | None, Family]:
     return from_wire(raw, family), model, family
 
 
-def attempt_cost(entry: dict, failed: bool = False) -> AttemptCost:
+def attempt_cost(entry: dict[str, Any], failed: bool = False) -> AttemptCost:
     usage, model, family = _usage_of(entry)
     return AttemptCost(usage, price(usage, model, family) if usage.reported else FREE, failed)
 
@@ -79,14 +79,14 @@ def turn_figures(
     return usage, cost, verdict
 
 
-def turn_json(attempts: Sequence[AttemptCost], usage: Usage, cost: Cost, verdict: CacheVerdict) -> dict:
+def turn_json(attempts: Sequence[AttemptCost], usage: Usage, cost: Cost, verdict: CacheVerdict) -> dict[str, Any]:
     out: dict[str, Any] = {"usage": usage.to_json(), "cost": cost.to_json(), "cache": verdict.to_json()}
     if len(attempts) > 1:
         out["attempt_costs"] = [a.to_json() for a in attempts]
     return out
 
 
-def account(turns: Sequence[dict], requests: Sequence[Request | None]) -> dict:
+def account(turns: Sequence[dict[str, Any]], requests: Sequence[Request | None]) -> dict[str, Any]:
     """Adds ``usage``, ``cost`` and ``cache`` to each turn entry (in place) and returns the session's totals.
     ``requests[i]`` is turn i's last attempt's request (None when not kept)."""
     total_usage, total_cost = ZERO, FREE
@@ -149,7 +149,9 @@ class LiveAccounting:
     KEEP = 10_000  # conversations whose previous turn is remembered (the oldest forgotten first)
 
     def __init__(
-        self, on_turn: Callable[[dict], None] | None = None, on_total: Callable[[dict], None] | None = None
+        self,
+        on_turn: Callable[[dict[str, Any]], None] | None = None,
+        on_total: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self.on_turn = on_turn
         self.on_total = on_total  # at the loop's end: {"type": "session_cost", "t", "usage", "cost", ...}
@@ -157,7 +159,9 @@ class LiveAccounting:
         self.usage: Usage = ZERO
         self.cost: Cost = FREE
         self.turns = 0
-        self._open: dict[int, dict[int, dict]] = {}  # turn -> attempt -> {"req", "model", "usage", "family", "cost"}
+        self._open: dict[
+            int, dict[int, dict[str, Any]]
+        ] = {}  # turn -> attempt -> {"req", "model", "usage", "family", "cost"}
         self._conv: dict[int, str] = {}  # turn -> conversation (a proxy's)
         self._prev: OrderedDict[str | None, tuple[Request | None, Usage]] = OrderedDict()
         warm_prices()
@@ -198,13 +202,13 @@ class LiveAccounting:
             if self.on_total is not None and self.turns:
                 self.on_total(self.total_json(obs.t))
 
-    def _attempt(self, turn: int, attempt: int) -> dict:
+    def _attempt(self, turn: int, attempt: int) -> dict[str, Any]:
         return self._open.setdefault(turn, {}).setdefault(
             attempt, {"req": None, "family": None, "model": None, "usage": {}}
         )
 
     @staticmethod
-    def _price(a: dict) -> AttemptCost:
+    def _price(a: dict[str, Any]) -> AttemptCost:
         entry: dict[str, Any] = {"message": {"model": a["model"], "usage": a["usage"]} if a["usage"] else {}}
         if a["family"]:
             entry["family"] = a["family"]
@@ -244,10 +248,10 @@ class LiveAccounting:
             out.update(turn_json(costs, usage, cost, verdict))
             self.on_turn(out)
 
-    def totals(self) -> dict:
+    def totals(self) -> dict[str, Any]:
         return {"usage": self.usage.to_json(), "cost": self.cost.to_json(), "price_source": price_source()}
 
-    def total_json(self, t: float) -> dict:
+    def total_json(self, t: float) -> dict[str, Any]:
         """The session's totals (and each conversation's, when a proxy named them), as one JSON line."""
         out: dict[str, Any] = {"type": "session_cost", "t": t, "turns": self.turns, **self.totals()}
         if self.by_conversation:
@@ -274,7 +278,7 @@ def requests_of(recording_turns: Iterable[Any]) -> list[Request | None]:
     return out
 
 
-def _tokens(u: dict) -> str:
+def _tokens(u: dict[str, Any]) -> str:
     parts = [f"in {u['input_tokens']:,}", f"out {u['output_tokens']:,}"]
     if u.get("cache_write_tokens"):
         split = ""
@@ -293,14 +297,14 @@ def _tokens(u: dict) -> str:
 usage_text = _tokens  # `in 14 · out 28 · cache write 2,048 (5m 2,048 / 1h 0) · ...` of a Usage.to_json()
 
 
-def _usd(c: dict) -> str:
+def _usd(c: dict[str, Any]) -> str:
     if c.get("usd") is None:
         return str(c.get("unpriced") or "unpriced")
     v = c["usd"]
     return "$0" if v == 0 else (f"${v:.4f}" if v < 0.01 else f"${v:.3f}")
 
 
-def format_turn_cost(d: dict) -> str:
+def format_turn_cost(d: dict[str, Any]) -> str:
     """A headless progress line for a turn (a ``turn_cost`` dict): its usage, cost and cache hit rate, and why the
     cache was written again when it was."""
     u, c, cache = d.get("usage") or {}, d.get("cost") or {}, d.get("cache") or {}
@@ -314,7 +318,7 @@ def format_turn_cost(d: dict) -> str:
     return line
 
 
-def format_session_cost(d: dict) -> str:
+def format_session_cost(d: dict[str, Any]) -> str:
     """The headless line of a ``session_cost`` dict: the session's cost, cache hit rate and tokens."""
     u = d.get("usage") or {}
     rate = u.get("cache_hit_rate")
@@ -326,7 +330,7 @@ def format_session_cost(d: dict) -> str:
     return line
 
 
-def format_accounting(turns: Sequence[dict], totals: dict) -> str:
+def format_accounting(turns: Sequence[dict[str, Any]], totals: dict[str, Any]) -> str:
     """The text report's usage, cost and cache section (``dump --timing``)."""
     lines = ["usage and cost"]
     for t in turns:

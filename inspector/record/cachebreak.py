@@ -34,7 +34,7 @@ class CacheVerdict:
     index: int | None = None  # tool or message index
     char: int | None = None  # first differing character in that segment's text
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "reason": self.reason}
         for k in ("segment", "index", "char"):
             v = getattr(self, k)
@@ -50,12 +50,12 @@ def _canon(value: Any) -> str:
         return repr(value)
 
 
-def _list(body: dict, key: str) -> list:
+def _list(body: dict[str, Any], key: str) -> list[Any]:
     v = body.get(key)
     return v if isinstance(v, list) else []
 
 
-def _system_text(body: dict) -> str:
+def _system_text(body: dict[str, Any]) -> str:
     """The system prompt as the cache sees it: a string, or its blocks in order (text as is, others as JSON)."""
     system = body.get("system", body.get("instructions"))
     if system is None:
@@ -73,7 +73,7 @@ def _system_text(body: dict) -> str:
     return _canon(system)
 
 
-def _messages(body: dict) -> list:
+def _messages(body: dict[str, Any]) -> list[Any]:
     msgs = body.get("messages")
     if isinstance(msgs, list):
         return msgs

@@ -13,6 +13,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 from inspector.observe.usage import Family, Usage
 
@@ -39,7 +40,7 @@ class Cost:
             self.model if self.model == other.model else None,
         )
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         if self.total is None:
             return {"usd": None, "unpriced": self.unpriced or "unpriced"}
         return {

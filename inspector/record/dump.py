@@ -50,7 +50,7 @@ FAILING_OUTCOMES = ("incomplete", "error", "http_error")
 _BLANK = b" \t\r\n\xef\xbb\xbf"
 
 
-def _diag(code: str, message: str, severity: D.Severity = "error") -> dict:
+def _diag(code: str, message: str, severity: D.Severity = "error") -> dict[str, Any]:
     return D.Diagnostic(code, severity, message).to_json()
 
 
@@ -79,7 +79,7 @@ class _Attempt:
         self.buf: list[bytes] = []
         self.buf_size = 0
         self.ts: FamilyStream | None = None
-        self.extra: list[dict] = []  # diagnostics of this module
+        self.extra: list[dict[str, Any]] = []  # diagnostics of this module
         self.stopped = False  # over a limit: the rest is not decoded
         self.since_boundary = 0  # SSE bytes since the last blank line (an event's size so far)
         self.tail = b""  # last bytes fed, to find a blank line across two reads
@@ -170,12 +170,12 @@ class _Attempt:
 
     # --- the entry -------------------------------------------------------------------------------------------
 
-    def entry(self) -> dict:
+    def entry(self) -> dict[str, Any]:
         att = self.att
         if self.mode is None or (self.mode == "json" and self.sniffed and not self._json_body()):
             self.mode = "sse"
             self._to_sse()
-        entry: dict = {"turn": att.turn, "attempt": att.attempt}
+        entry: dict[str, Any] = {"turn": att.turn, "attempt": att.attempt}
         if self.mode == "http":
             entry.update(self._http())
         elif self.mode == "json":
@@ -221,7 +221,7 @@ class _Attempt:
                     self.doc = doc
         return self.doc
 
-    def _http(self) -> dict:
+    def _http(self) -> dict[str, Any]:
         status = _status(self.att)
         try:
             doc = orjson.loads(b"".join(self.buf))
@@ -243,7 +243,7 @@ class _Attempt:
             "events": 0,
         }
 
-    def _json(self) -> dict:
+    def _json(self) -> dict[str, Any]:
         doc = self._json_body()
         if doc is None:
             invalid = _diag(D.INVALID_EVENT_JSON, "the JSON response body is not a Message or an error object")
@@ -284,25 +284,25 @@ class _Attempt:
 _OPENAI_OBJECTS = {"chat.completion": "openai_chat", "response": "openai_responses"}
 
 
-def _dict(v: Any) -> dict:
+def _dict(v: Any) -> dict[str, Any]:
     return v if isinstance(v, dict) else {}
 
 
-def _list(v: Any) -> list:
+def _list(v: Any) -> list[Any]:
     return v if isinstance(v, list) else []
 
 
-def _openai_object(doc: dict) -> bool:
+def _openai_object(doc: dict[str, Any]) -> bool:
     obj = doc.get("object")
     return isinstance(obj, str) and obj in _OPENAI_OBJECTS
 
 
-def _openai_json(doc: dict) -> dict:
+def _openai_json(doc: dict[str, Any]) -> dict[str, Any]:
     """A non-streamed OpenAI body (a chat.completion or a response): the object as sent, its outcome by the same
     rules (a tool call counts as complete when its arguments are a JSON object)."""
     family = _OPENAI_OBJECTS[doc["object"]]
-    args: list = []
-    diags: list[dict] = []
+    args: list[Any] = []
+    diags: list[dict[str, Any]] = []
     if family == "openai_chat":
         from inspector.stream.openai_chat import STOP_REASONS
 
@@ -370,9 +370,9 @@ class Dumper:
     def feed(self, att: RecordedAttempt, read: RecordedRead) -> None:
         self._for(att).feed(read.data)
 
-    def turns(self, recording: Recording) -> list[dict]:
+    def turns(self, recording: Recording) -> list[dict[str, Any]]:
         """One entry per turn (its last attempt), with the earlier attempts listed under ``failed_attempts``."""
-        out: list[dict] = []
+        out: list[dict[str, Any]] = []
         for turn in recording.turns:
             entries = [self._for(att).entry() for att in turn.attempts]
             if not entries:
@@ -385,7 +385,7 @@ class Dumper:
 
 
 # ------------------------------------------------------------------------------------------------------ dump
-def dump_turns(recording: Recording, on_event: Callable[[Any], None] | None = None) -> list[dict]:
+def dump_turns(recording: Recording, on_event: Callable[[Any], None] | None = None) -> list[dict[str, Any]]:
     """One entry per turn (its last attempt), with failed earlier attempts listed under `failed_attempts`, from a
     recording whose reads were kept. `on_event` sees every decoded SSE event on the way."""
     dumper = Dumper(on_event)
@@ -395,19 +395,19 @@ def dump_turns(recording: Recording, on_event: Callable[[Any], None] | None = No
     return dumper.turns(recording)
 
 
-def dump_ok(turns: list[dict]) -> bool:
+def dump_ok(turns: list[dict[str, Any]]) -> bool:
     """True when the last attempt of every turn is complete (not incomplete, not an error or an HTTP error) and
     has no error diagnostics. Earlier attempts (retried) do not count. Turns that name their conversation
     (:func:`conversations_of`) are judged conversation by conversation: true when every one is."""
     if any("conversation" in t for t in turns):
-        groups: dict[Any, list[dict]] = {}
+        groups: dict[Any, list[dict[str, Any]]] = {}
         for t in turns:
             groups.setdefault(t.get("conversation"), []).append(t)
         return all(_turns_ok(g) for g in groups.values())
     return _turns_ok(turns)
 
 
-def _turns_ok(turns: list[dict]) -> bool:
+def _turns_ok(turns: list[dict[str, Any]]) -> bool:
     for t in turns:
         if t["outcome"] in FAILING_OUTCOMES:
             return False
@@ -421,7 +421,7 @@ def event_line(e: Any) -> bytes:
     return orjson.dumps({"event": e.event, "data": e.data, "id": e.id, "retry": e.retry}) + b"\n"
 
 
-def dump_events(recording: Recording, out: IO[bytes]) -> list[dict]:
+def dump_events(recording: Recording, out: IO[bytes]) -> list[dict[str, Any]]:
     """`--events --json`: one line per decoded SSE event; returns the turns (as dump_turns) from the same pass."""
 
     def write(e: Any) -> None:
@@ -430,7 +430,7 @@ def dump_events(recording: Recording, out: IO[bytes]) -> list[dict]:
     return dump_turns(recording, on_event=write)
 
 
-def format_turns(turns: list[dict]) -> str:
+def format_turns(turns: list[dict[str, Any]]) -> str:
     lines: list[str] = []
     for t in turns:
         for failed in t.get("failed_attempts", []):
@@ -444,7 +444,7 @@ def _v(value: Any) -> str:
     return "-" if value is None else str(value)
 
 
-def _format_turn(t: dict, failed: bool = False) -> list[str]:
+def _format_turn(t: dict[str, Any], failed: bool = False) -> list[str]:
     m = t.get("assembled") or t["message"]  # (an OpenAI turn: its neutral blocks, in the same layout)
     # people count turns and attempts from 1 (as the dashboard shows them); JSON keeps 0-based indices
     if isinstance(t.get("conversation_turn"), int):  # under its conversation's heading: its turn there (#: global)
@@ -501,7 +501,7 @@ def _format_turn(t: dict, failed: bool = False) -> list[str]:
     return lines + _format_diagnostics(t)
 
 
-def _format_diagnostics(t: dict) -> list[str]:
+def _format_diagnostics(t: dict[str, Any]) -> list[str]:
     if not t["diagnostics"]:
         return []
     lines = ["  diagnostics:"]
@@ -512,14 +512,14 @@ def _format_diagnostics(t: dict) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------------ conversations
-def conversations_of(recording: Recording, turns: list[dict]) -> list[dict] | None:
+def conversations_of(recording: Recording, turns: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
     """The conversations of a proxy recording (its ``conversation`` obs lines, docs/recording-format.md), in order
     of appearance: ``{"id", "model", "turns", "attempts", "parent", "side_requests", "ok"}``; each turn entry of
     ``turns`` (and its failed attempts) gains ``conversation`` and ``conversation_turn``. Side requests
     (``proxy_exchange`` lines) are listed with their conversation; those of none under the id None ("other
     requests"), which has no turns. None for a recording without conversation lines (older files, the loop's own
     recordings): one conversation, nothing added."""
-    where: dict[int, dict] = {}
+    where: dict[int, dict[str, Any]] = {}
     for line in recording.observations:
         if line.get("type") != "conversation":
             continue
@@ -528,9 +528,9 @@ def conversations_of(recording: Recording, turns: list[dict]) -> list[dict] | No
             where[turn] = line
     if not where:
         return None
-    convs: dict[str | None, dict] = {}
+    convs: dict[str | None, dict[str, Any]] = {}
 
-    def conv(cid: str | None) -> dict:
+    def conv(cid: str | None) -> dict[str, Any]:
         if cid not in convs:
             convs[cid] = {"id": cid, "model": None, "turns": 0, "attempts": 0, "parent": None, "side_requests": []}
         return convs[cid]
@@ -566,16 +566,16 @@ def conversations_of(recording: Recording, turns: list[dict]) -> list[dict] | No
     return out
 
 
-def grouped_text(conversations: list[dict]) -> Callable[[list[dict]], str]:
+def grouped_text(conversations: list[dict[str, Any]]) -> Callable[[list[dict[str, Any]]], str]:
     """``format_turns`` for a recording of many conversations: each conversation's turns under its heading."""
 
-    def format_grouped(turns: list[dict]) -> str:
+    def format_grouped(turns: list[dict[str, Any]]) -> str:
         return format_conversations(turns, conversations)
 
     return format_grouped
 
 
-def format_conversations(turns: list[dict], conversations: list[dict]) -> str:
+def format_conversations(turns: list[dict[str, Any]], conversations: list[dict[str, Any]]) -> str:
     """The text of ``dump`` for a recording of many conversations: each conversation's turns under its heading."""
     lines: list[str] = []
     for c in conversations:

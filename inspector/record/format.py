@@ -51,17 +51,17 @@ class What:
         return f"What({self.text!r})"
 
 
-def line_ok(kind: str, obj: dict) -> bool:
+def line_ok(kind: str, obj: dict[str, Any]) -> bool:
     """Whether a parsed line of ``kind`` (header, request, response, read, end, obs; ``body``: a request body that
     is an object) fits its declaration: the generated checks, no pydantic."""
     return LINE_OK[kind](obj)
 
 
-read_line_ok: Callable[[dict], bool] = read_ok
+read_line_ok: Callable[[dict[str, Any]], bool] = read_ok
 """Whether a parsed ``read`` line fits its declaration (the reader's shortcut, one call per network read)."""
 
 
-def errors_of(kind: str, obj: dict) -> dict[str, str]:
+def errors_of(kind: str, obj: dict[str, Any]) -> dict[str, str]:
     """The fields of a parsed line of ``kind`` that do not fit its declaration (``linemodels.field_errors``);
     ``{}`` at once, without building the models, when the line fits."""
     if line_ok(kind, obj):

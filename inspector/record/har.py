@@ -20,6 +20,7 @@ import base64
 import binascii
 import math
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -95,7 +96,7 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _obj(value: Any) -> dict:
+def _obj(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
@@ -103,7 +104,7 @@ def _header(pairs: list[tuple[str, str]], name: str) -> str:
     return next((v for k, v in pairs if k.lower() == name), "")
 
 
-def _is_sse(entry: dict) -> bool:
+def _is_sse(entry: dict[str, Any]) -> bool:
     resp = _obj(entry.get("response"))
     mime = str(_obj(resp.get("content")).get("mimeType") or "")
     ctype = _header(_pairs(resp.get("headers")), "content-type")
@@ -114,7 +115,7 @@ def _is_sse(entry: dict) -> bool:
 MODEL_CALL_PATHS = ("/messages", "/chat/completions", "/responses")
 
 
-def _is_messages_error(entry: dict) -> bool:
+def _is_messages_error(entry: dict[str, Any]) -> bool:
     """A model call (``POST .../messages``, ``.../chat/completions``, ``.../responses``) answered with an HTTP error
     (status 400 and up): kept as an attempt so that ``dump`` shows it (``http_error``), and the next call is taken as
     its retry."""
@@ -143,7 +144,7 @@ def _ms(value: Any) -> float | None:
     return float(value)
 
 
-def _body(content: dict, number: int, warn) -> bytes | None:
+def _body(content: dict[str, Any], number: int, warn: Callable[[str], None]) -> bytes | None:
     text = content.get("text")
     if text is None:
         warn(f"entry {number}: no response body in the HAR (the tool did not keep it)")
@@ -160,7 +161,7 @@ def _body(content: dict, number: int, warn) -> bytes | None:
     return text.encode("utf-8", errors="surrogatepass")
 
 
-def _request_body(request: dict) -> Any:
+def _request_body(request: dict[str, Any]) -> Any:
     post = _obj(request.get("postData"))
     text = post.get("text")
     if not isinstance(text, str):

@@ -41,7 +41,7 @@ def _text(data: bytes) -> tuple[str, bool]:
         return base64.b64encode(data).decode("ascii"), True
 
 
-def _headers(h: Any) -> dict:
+def _headers(h: Any) -> dict[str, Any]:
     if not isinstance(h, dict):
         return {}
     return {k: ("[redacted]" if str(k).lower() in _CREDENTIAL else v) for k, v in h.items()}
@@ -52,7 +52,7 @@ def _cut(value: Any) -> Any:
     return value if len(text) <= MAX_MESSAGE_CHARS else text[:MAX_MESSAGE_CHARS] + f"... ({len(text)} chars)"
 
 
-def _request_diff(prev: Any, cur: Any) -> dict:
+def _request_diff(prev: Any, cur: Any) -> dict[str, Any]:
     """What changed from the previous turn's request: the first difference in cache order, parameters that
     changed, and the messages appended (cut for the page)."""
     out: dict[str, Any] = {}
@@ -61,8 +61,8 @@ def _request_diff(prev: Any, cur: Any) -> dict:
     if not isinstance(prev, dict):
         out["messages_added"] = [_cut(m) for m in (cur.get("messages") or [])][:50]
         return out
-    pm: list = prev["messages"] if isinstance(prev.get("messages"), list) else []
-    cm: list = cur["messages"] if isinstance(cur.get("messages"), list) else []
+    pm: list[Any] = prev["messages"] if isinstance(prev.get("messages"), list) else []
+    cm: list[Any] = cur["messages"] if isinstance(cur.get("messages"), list) else []
     found = first_difference(prev, cur, len(pm))
     if found is not None:
         out["first_difference"] = found.reason
@@ -82,10 +82,10 @@ class _Builder:
     def __init__(self, recording: Recording, secrets: list[str]) -> None:
         self.rec = recording
         self.secrets = secrets
-        self.attempts: list[dict] = []
-        self.events: list[list] = []
-        self.blocks: list[dict] = []
-        self.diags: list[dict] = []
+        self.attempts: list[dict[str, Any]] = []
+        self.events: list[list[Any]] = []
+        self.blocks: list[dict[str, Any]] = []
+        self.diags: list[dict[str, Any]] = []
         self.raws: dict[int, bytes] = {}  # attempt -> its whole body (while it is being decoded)
 
     def attempt(self, att: RecordedAttempt) -> None:
@@ -190,7 +190,7 @@ class _Builder:
         return self.raws[a_idx][start:end].decode("utf-8", errors="backslashreplace")
 
 
-def build(recording: Recording, *, secrets: list[str] | None = None, title: str = "session") -> dict:
+def build(recording: Recording, *, secrets: list[str] | None = None, title: str = "session") -> dict[str, Any]:
     """The page's data document (plain JSON)."""
     secrets = [s for s in (secrets or []) if s]
     b = _Builder(recording, secrets)
@@ -243,9 +243,9 @@ def build(recording: Recording, *, secrets: list[str] | None = None, title: str 
     return doc
 
 
-def _tools(recording: Recording) -> list[dict]:
+def _tools(recording: Recording) -> list[dict[str, Any]]:
     """Tool calls with their state history, from the loop's recorded observations (a proxy recording has none)."""
-    calls: dict[str, dict] = {}
+    calls: dict[str, dict[str, Any]] = {}
     for o in recording.observations:
         if not isinstance(o, dict) or o.get("type") != "tool_state" or not isinstance(o.get("id"), str):
             continue
@@ -262,7 +262,7 @@ def _tools(recording: Recording) -> list[dict]:
     return list(calls.values())
 
 
-def render(doc: dict) -> str:
+def render(doc: dict[str, Any]) -> str:
     """The page: the template with the data document inlined (``</`` escaped so no string can end the script)."""
     template = resources.files("inspector.record").joinpath("export_page.html").read_text("utf-8")
     data = orjson.dumps(doc, option=orjson.OPT_NON_STR_KEYS, default=str).decode()

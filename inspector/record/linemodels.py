@@ -242,7 +242,7 @@ def what(model: type[BaseModel], name: str) -> str:
     return "valid"
 
 
-def field_errors(model: type[BaseModel], obj: dict) -> dict[str, str]:
+def field_errors(model: type[BaseModel], obj: dict[str, Any]) -> dict[str, str]:
     """The fields of ``obj`` that do not fit ``model``, in declaration order: ``{field: error type}`` (one entry a
     field; a line-wide error, such as a read line with both ``data`` and ``b64``, is under ``""``). Empty: it fits.
     Lists and objects stop at their first bad item (FailFast), so a huge bad field costs no more than its size."""
@@ -335,15 +335,15 @@ def _fits_source(model: type[_Line], name: str, whole: str | None) -> str:
             terms.append(f"({field_name!r} in o and {check})")
         else:
             terms.append(f"({field_name!r} not in o or {check})")
-    return f"def {name}(o: dict) -> bool:\n    return " + " and ".join(terms) + "\n"
+    return f"def {name}(o: dict[str, object]) -> bool:\n    return " + " and ".join(terms) + "\n"
 
 
-def _compile(model: type[_Line], whole: str | None = None) -> Callable[[dict], bool]:
+def _compile(model: type[_Line], whole: str | None = None) -> Callable[[dict[str, Any]], bool]:
     """:func:`_fits_source` of ``model``, compiled (``whole``: the model's line-wide rule, an expression of ``o``)."""
     source = _fits_source(model, "fits", whole)
     namespace: dict[str, Any] = {}
     exec(compile(source, f"<{model.__name__} checks>", "exec"), namespace)
-    fits: Callable[[dict], bool] = namespace["fits"]
+    fits: Callable[[dict[str, Any]], bool] = namespace["fits"]
     fits.__doc__ = source
     return fits
 
@@ -372,7 +372,7 @@ def checks_source() -> str:
         names[kind] = f"{kind}_ok"
         whole = _ONE_OF_DATA_B64 if model is ReadLine else None
         parts += ["", _fits_source(model, names[kind], whole).rstrip("\n"), ""]
-    parts += ["", "LINE_OK: dict[str, Callable[[dict], bool]] = {"]
+    parts += ["", "LINE_OK: dict[str, Callable[[dict[str, object]], bool]] = {"]
     parts += [f"    {kind!r}: {name}," for kind, name in names.items()]
     parts += ["}", ""]
     return "\n".join(parts)
@@ -381,23 +381,27 @@ def checks_source() -> str:
 # --- the published schema ----------------------------------------------------------------------------------------
 
 
-def _strip_defaults(node: Any) -> Any:
+def _strip_defaults(node: object) -> object:
     """Our defaults mean "absent": the schema leaves them out."""
     if isinstance(node, dict):
-        return {k: _strip_defaults(v) for k, v in node.items() if k != "default"}
+        return _strip_object(node)
     if isinstance(node, list):
         return [_strip_defaults(v) for v in node]
     return node
 
 
-def json_schema() -> dict:
+def _strip_object(node: dict[str, Any]) -> dict[str, Any]:
+    return {k: _strip_defaults(v) for k, v in node.items() if k != "default"}
+
+
+def json_schema() -> dict[str, Any]:
     """The JSON Schema of one recording line, generated from :data:`RecordingLine` (docs/recording.schema.json)."""
     generated = TypeAdapter(RecordingLine).json_schema(ref_template="#/$defs/{model}")
     body = RequestBody.model_json_schema(ref_template="#/$defs/{model}")
     defs = {**generated.pop("$defs", {}), "RequestBody": body}
     request_body = defs["RequestLine"]["properties"]["body"]
     request_body["anyOf"] = [{"$ref": "#/$defs/RequestBody"}, {"not": {"type": "object"}}]
-    return _strip_defaults(
+    return _strip_object(
         {
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "$id": "https://stream-inspector.invalid/recording.schema.json",

@@ -93,7 +93,7 @@ class OtelSink:
         self._first: dict[tuple[int, int], float] = {}
         self._sent: dict[tuple[int, int], float] = {}
         self._tools: dict[str, Any] = {}
-        self._usage: dict[tuple[int, int], dict] = {}
+        self._usage: dict[tuple[int, int], dict[str, Any]] = {}
         self._family: dict[tuple[int, int], str] = {}
         self._model = "unknown"
 

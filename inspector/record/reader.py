@@ -54,10 +54,10 @@ class RecordedRead:
 class RecordedAttempt:
     turn: int
     attempt: int
-    request: dict | None = None
-    response: dict | None = None
+    request: dict[str, Any] | None = None
+    response: dict[str, Any] | None = None
     reads: list[RecordedRead] = field(default_factory=list)
-    end: dict | None = None
+    end: dict[str, Any] | None = None
 
     @property
     def data(self) -> bytes:
@@ -134,11 +134,13 @@ class RecordedTurn:
 
 @dataclass(slots=True)
 class Recording:
-    header: dict
+    header: dict[str, Any]
     turns: list[RecordedTurn] = field(default_factory=list)
-    observations: list[dict] = field(default_factory=list)
+    observations: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    unknown: list[dict] = field(default_factory=list)  # lines of a kind this version does not know, in file order
+    unknown: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # lines of a kind this version does not know, in file order
 
     def attempts(self) -> Iterator[RecordedAttempt]:
         """Every attempt, turn by turn, in the order they appear in the file."""
@@ -406,7 +408,7 @@ def _short(value: Any, limit: int = 60) -> str:
     return short_text(repr(value), limit, ellipsis="...")
 
 
-def _check_header(header_line: bytes | None) -> tuple[dict, list[str]]:
+def _check_header(header_line: bytes | None) -> tuple[dict[str, Any], list[str]]:
     """The header (validated through ``HeaderLine``) and the warnings about its fields: a ``format`` or a
     ``version`` that is not ours refuses the file (``RecordingError``); another field of the wrong type is dropped
     (kept raw under ``"invalid"``), and a ``source`` that is not an object becomes ``{}``."""
@@ -437,11 +439,11 @@ def _check_header(header_line: bytes | None) -> tuple[dict, list[str]]:
 
 
 def _drop_fields(
-    obj: dict, source: dict, kind: str, errors: dict[str, str], where: str, prefix: str, warn: Any
+    obj: dict[str, Any], source: dict[str, Any], kind: str, errors: dict[str, str], where: str, prefix: str, warn: Any
 ) -> None:
     """Move the fields of ``source`` named in ``errors`` to ``obj["invalid"]`` (as ``prefix + name``), each with a
     warning naming the line and what the field of a line of ``kind`` must be (``format.what_of``)."""
-    invalid: dict = {}
+    invalid: dict[str, Any] = {}
     for name in errors:
         if name in source:
             value = source.pop(name)
@@ -452,7 +454,7 @@ def _drop_fields(
         obj["invalid"] = {**previous, **invalid} if isinstance(previous, dict) else invalid
 
 
-def _validate(kind: str, obj: dict, errors: dict[str, str], number: int, warn: Any) -> None:
+def _validate(kind: str, obj: dict[str, Any], errors: dict[str, str], number: int, warn: Any) -> None:
     """Drop (with a warning naming the line) the fields of a line that do not fit its declaration (``errors``, from
     ``format.errors_of``); the raw values are kept under ``obj["invalid"]`` so nothing is lost, and readers can
     trust the types of what is left. A request ``body`` that is an object is checked as a ``RequestBody``."""
@@ -488,7 +490,7 @@ def _parse_jsonl(chunks: Iterable[bytes], max_line: int, on_read: ReadCallback |
     turns: dict[int, RecordedTurn] = {}
     attempts: dict[tuple[int, int], RecordedAttempt] = {}
 
-    def attempt_for(obj: dict, number: int, ids_ok: bool) -> RecordedAttempt | None:
+    def attempt_for(obj: dict[str, Any], number: int, ids_ok: bool) -> RecordedAttempt | None:
         """The attempt of a line whose turn and attempt fit the declaration (``ids_ok``), else None (a warning)."""
         if not ids_ok:
             warn(f"line {number}: {obj['kind']} line without integer turn/attempt, skipped")
@@ -571,7 +573,7 @@ def _parse_jsonl(chunks: Iterable[bytes], max_line: int, on_read: ReadCallback |
     return recording
 
 
-def _read_of(obj: dict, number: int, warn: Any, errors: dict[str, str]) -> RecordedRead | None:
+def _read_of(obj: dict[str, Any], number: int, warn: Any, errors: dict[str, str]) -> RecordedRead | None:
     """The read of a ``read`` line, given what does not fit ``ReadLine`` (``errors``): a line without exactly one
     string ``data`` or valid base64 ``b64`` is skipped; a ``t`` that is not a number drops the timing."""
     if "" in errors:

@@ -13,7 +13,7 @@ import errno
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any, Protocol, cast
 
 from inspector.core import exactjson
 from inspector.core.redaction import usable_secrets
@@ -42,12 +42,32 @@ KEPT = (
 )
 
 
+class RecordingTarget(Protocol):
+    """Where a Recorder writes its lines: a RecordingWriter (the file), or anything with its methods
+    (``inspector.record.timing.RecordingBuilder`` keeps the recording in memory)."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    def request(self, turn: int, attempt: int, t: float, method: str, url: str, headers: Any, body: Any) -> None: ...
+
+    def response(self, turn: int, attempt: int, t: float, status: int, headers: Any) -> None: ...
+
+    def read(self, turn: int, attempt: int, t: float, data: bytes) -> None: ...
+
+    def end(self, turn: int, attempt: int, t: float, status: str, reason: str | None = None) -> None: ...
+
+    def observation(self, obj: dict[str, Any]) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class _BatchedFile:
     """The recording's file when writes are batched: lines are buffered and reach the disk at :meth:`sync` (the
     recorder calls it once per turn of the event loop that wrote), not at every line as RecordingWriter's own
     ``flush()`` would; ``flush()`` is therefore a no-op."""
 
-    def __init__(self, target: Any, owns: bool) -> None:
+    def __init__(self, target: IO[bytes], owns: bool) -> None:
         self.target = target
         self.owns = owns
         self.closed = False
@@ -89,9 +109,9 @@ class Recorder:
         self,
         path_or_file: str | Path | IO[bytes] | None = None,
         *,
-        source: dict | None = None,
+        source: dict[str, Any] | None = None,
         secrets: Sequence[str] = (),
-        target: Any = None,
+        target: RecordingTarget | None = None,
         batched: bool = False,
         on_error: Callable[[str], None] | None = None,
     ) -> None:
@@ -120,7 +140,7 @@ class Recorder:
                     except OSError:
                         log.debug("closing a recording that failed to open failed too", exc_info=True)
                 raise
-        self.writer = target
+        self.writer: RecordingTarget = target
         self.label = str(path_or_file) if isinstance(path_or_file, (str, Path)) else "the recording"
         self.error: str | None = None
         self.on_error = on_error
@@ -136,7 +156,7 @@ class Recorder:
         return attempt + self._offset.get(turn, 0)
 
     def _to_try(
-        self, turn: int, attempt: int, try_index: int, t_sent: float | None, headers: dict | None = None
+        self, turn: int, attempt: int, try_index: int, t_sent: float | None, headers: dict[str, Any] | None = None
     ) -> int:
         """The recorded attempt of a loop attempt's try `try_index`; writes its request line when it is new (with
         that try's own request headers when known: the SDK's retry count differs from try to try)."""

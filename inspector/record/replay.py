@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections import defaultdict, deque
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx2
@@ -80,14 +80,14 @@ def gap_warnings(recording: Recording, *, tool_durations: dict[str, float] | Non
     return out
 
 
-def neutral_history(messages: Any) -> list:
+def neutral_history(messages: Any) -> list[Any]:
     """A recorded history in the Messages API's shape, whatever API it was sent to: OpenAI Chat Completions
     (assistant ``tool_calls``, ``tool`` messages) and Responses items (``function_call``, ``function_call_output``)
     become ``tool_use`` / ``tool_result`` blocks (arguments parsed; arguments that do not parse: ``None``), so a
     replay finds each call's recorded result by name and input. Messages API history is returned as it is."""
     if not isinstance(messages, list):
         return []
-    out: list = []
+    out: list[Any] = []
     for m in messages:
         if not isinstance(m, dict):
             out.append(m)
@@ -145,7 +145,7 @@ def _args(raw: Any) -> Any:
         return None
 
 
-def history_of(body: dict) -> Any:
+def history_of(body: dict[str, Any]) -> Any:
     """The history a recorded request body sent: ``messages`` (Messages, Chat Completions) or ``input``
     (Responses)."""
     return body.get("messages") if "messages" in body else body.get("input")
@@ -190,7 +190,7 @@ class _Body(httpx2.AsyncByteStream):
         self.ending = ending
         self.on_cancel = on_cancel
 
-    async def __aiter__(self):
+    async def __aiter__(self) -> AsyncIterator[bytes]:
         last = 0.0
         for r in self.attempt.reads:
             if r.t is not None:
@@ -253,7 +253,7 @@ def sdk_max_retries(recording: Recording) -> int:
     return max(2, longest)
 
 
-def _scaled_retry_headers(headers: dict, speed: float) -> None:
+def _scaled_retry_headers(headers: dict[str, Any], speed: float) -> None:
     if speed == 1.0:
         return
     for name, unit in (("retry-after-ms", 1.0), ("retry-after", 0.001)):
@@ -266,7 +266,7 @@ def _scaled_retry_headers(headers: dict, speed: float) -> None:
             headers[name] = f"{unit:g}" if math.isinf(speed) else f"{max(unit, value / speed):g}"
 
 
-def _paced_sdk_backoff(headers: dict, request: httpx2.Request, speed: float) -> None:
+def _paced_sdk_backoff(headers: dict[str, Any], request: httpx2.Request, speed: float) -> None:
     """A retried try recorded without ``retry-after(-ms)``: the SDK would wait its own backoff in real time (0.5 s
     doubling to 8 s: 20 recorded 529s took 109 s at max speed). Away from 1x, the replay says that backoff scaled by
     the pacer as ``retry-after-ms`` (1 ms at max: the SDK ignores 0), so the SDK's waits follow the speed as the
@@ -316,10 +316,10 @@ class ReplayServer:
                 self._resent.add(i)
 
     @property
-    def requests(self) -> list[dict]:
+    def requests(self) -> list[dict[str, Any]]:
         """The last KEEP_REQUESTS request bodies, parsed: a body that is not a JSON object is ``{"not_json": N}``
         and one larger than KEEP_BODY_BYTES ``{"not_kept": N}`` (N: its size in bytes), never a silent ``{}``."""
-        out: list[dict] = []
+        out: list[dict[str, Any]] = []
         for raw in self._bodies:
             if isinstance(raw, int):
                 out.append({"not_kept": raw})
@@ -397,7 +397,7 @@ class ReplayTransport(httpx2.AsyncBaseTransport):
 
 def recorded_tools(
     recording: Recording, pacer: Pacer, *, on_cancel: Callable[[], Callable[[], None] | None] | None = None
-) -> tuple[dict[str, ToolSpec], list[dict] | None]:
+) -> tuple[dict[str, ToolSpec], list[dict[str, Any]] | None]:
     """ToolSpecs that give back the recorded results (matched by name and input, in order; the last one is reused
     by repeated calls), taking the recorded duration (scaled by the pacer). Also returns the tool definitions as
     the recording sent them. When the recorded run was cancelled while its tools ran, a call without a recorded result
@@ -405,10 +405,11 @@ def recorded_tools(
     # cancelled while its tools ran: the run was cancelled and its last attempt had streamed to the end
     last = next(reversed(list(recording.attempts())), None)
     cancelled_run = was_cancelled(recording) and last is not None and (last.end or {}).get("status") == "complete"
-    results: dict[tuple[str, bytes], deque] = defaultdict(deque)
+    # (name, input) -> its recorded results in order: (content, is_error, duration)
+    results: dict[tuple[str, bytes], deque[tuple[Any, bool, float]]] = defaultdict(deque)
     durations: dict[str, float] = {}
     uses: dict[str, tuple[str, Any]] = {}
-    definitions: list[dict] | None = None
+    definitions: list[dict[str, Any]] | None = None
     for att in recording.attempts():
         body = (att.request or {}).get("body") or {}
         if not isinstance(body, dict):
@@ -491,7 +492,7 @@ def recorded_tools(
     names = {n for n, _ in uses.values()} | {n for d in definitions or [] if (n := tool_name(d)) is not None}
 
     def make(name: str) -> ToolSpec:
-        async def fn(tool_input: dict) -> Any:
+        async def fn(tool_input: dict[str, Any]) -> Any:
             key = (name, exactjson.dumps(tool_input, option=orjson.OPT_SORT_KEYS))
             q = results.get(key)
             cancel = on_cancel() if on_cancel is not None and cancelled_run and not q else None

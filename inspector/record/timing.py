@@ -112,7 +112,7 @@ def _pct(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
 
 
-def _stats(values: Sequence[float]) -> dict:
+def _stats(values: Sequence[float]) -> dict[str, Any]:
     v = sorted(values)
     if not v:
         return {"count": 0}
@@ -127,7 +127,7 @@ def _stats(values: Sequence[float]) -> dict:
     }
 
 
-def histogram(values: Iterable[float]) -> list[dict]:
+def histogram(values: Iterable[float]) -> list[dict[str, Any]]:
     """Counts per gap bucket: ``[{"label", "lo", "hi", "count"}]`` (hi None for the open last bucket)."""
     counts = [0] * len(LABELS)
     for x in values:
@@ -146,7 +146,7 @@ def histogram(values: Iterable[float]) -> list[dict]:
     ]
 
 
-def histogram_rows(hist: list[dict], width: int = 30) -> list[tuple[str, int, int]]:
+def histogram_rows(hist: list[dict[str, Any]], width: int = 30) -> list[tuple[str, int, int]]:
     """(label, count, bar width) of a gap histogram, from its first to its last non-empty bucket (the text report
     and the dashboard's timing view draw these)."""
     nonzero = [i for i, h in enumerate(hist) if h["count"]]
@@ -160,7 +160,7 @@ def histogram_rows(hist: list[dict], width: int = 30) -> list[tuple[str, int, in
     return rows
 
 
-def _bars(hist: list[dict], width: int = 30, indent: str = "      ") -> list[str]:
+def _bars(hist: list[dict[str, Any]], width: int = 30, indent: str = "      ") -> list[str]:
     return [f"{indent}{label:>10} |{'#' * w:<{width}} {n}" for label, n, w in histogram_rows(hist, width)]
 
 
@@ -184,7 +184,7 @@ def buffering_verdict(
     buffered_share: float = BUFFERED_SHARE,
     suspect_share: float = SUSPECT_SHARE,
     min_events: int = MIN_EVENTS,
-) -> dict:
+) -> dict[str, Any]:
     """The buffering verdict from ``(t, bytes, events completed)`` per read (t: seconds since the request).
     ``released``: times (same clock) when the user released a held stream; a burst right after one is the socket's
     backlog, never a held burst. Returns ``{"verdict", "held_share", "bursts", "held_bursts": [...], "reason", "rule"}``."""
@@ -195,7 +195,7 @@ def buffering_verdict(
     if total_events < min_events or total_bytes == 0:
         out["reason"] = f"too short to judge ({total_events} events; the rule needs >= {min_events})"
         return out
-    bursts: list[dict] = []
+    bursts: list[dict[str, Any]] = []
     prev_t = 0.0
     rel = sorted(released)
     for r in rs:
@@ -257,7 +257,9 @@ def buffering_verdict(
 BUFFERED_CODE = "timing.buffered"  # the verdict "buffered" as a named diagnostic (docs/diagnostics.md)
 
 
-def attempt_buffering(reads: Sequence[tuple[float, int, int]], holds: Sequence[tuple[float, float]] = ()) -> dict:
+def attempt_buffering(
+    reads: Sequence[tuple[float, int, int]], holds: Sequence[tuple[float, float]] = ()
+) -> dict[str, Any]:
     """The verdict of one attempt from ``(t since its request, bytes, events)`` per read, as received, and the
     user's holds on the same clock (:func:`_attempt_holds`): held time is left out, as in :func:`analyze_attempt`."""
     if holds:
@@ -265,7 +267,7 @@ def attempt_buffering(reads: Sequence[tuple[float, int, int]], holds: Sequence[t
     return buffering_verdict(reads, released=[unhold(e, holds) for _s, e in holds if not math.isinf(e)])
 
 
-def buffering_diagnostic(buffering: dict) -> Diagnostic | None:
+def buffering_diagnostic(buffering: dict[str, Any]) -> Diagnostic | None:
     """``timing.buffered`` (an error: a relay between the API and the harness held the stream back, so the harness
     saw no streaming at all) when the verdict is "buffered"; None otherwise."""
     if buffering.get("verdict") != "buffered":
@@ -447,7 +449,7 @@ def _attempt_holds(att: RecordedAttempt, holds: Sequence[tuple[float, float]]) -
     return sorted((max(0.0, s - t0), e - t0) for s, e in holds if e > t0 and s - t0 < end)
 
 
-def analyze_attempt(att: RecordedAttempt, holds: Sequence[tuple[float, float]] = ()) -> dict:
+def analyze_attempt(att: RecordedAttempt, holds: Sequence[tuple[float, float]] = ()) -> dict[str, Any]:
     """The timing of one attempt (JSON-able dict; times in seconds since its request, on the stream's own clock:
     ``holds``, the user's holds in loop time from :func:`held_intervals`, are left out)."""
     resp = att.response or {}
@@ -555,18 +557,18 @@ def analyze_attempt(att: RecordedAttempt, holds: Sequence[tuple[float, float]] =
     return out
 
 
-def _unheld_line(line: dict | None, holds: Sequence[tuple[float, float]]) -> dict | None:
+def _unheld_line(line: dict[str, Any] | None, holds: Sequence[tuple[float, float]]) -> dict[str, Any] | None:
     t = (line or {}).get("t")
     if line is None or not isinstance(t, (int, float)):
         return line
     return {**line, "t": unhold(float(t), holds)}
 
 
-def _round_stats(s: dict) -> dict:
+def _round_stats(s: dict[str, Any]) -> dict[str, Any]:
     return {k: (_r(v) if isinstance(v, float) else v) for k, v in s.items()}
 
 
-def timing_json(recording: Recording, *, analyze: Callable[..., dict] = analyze_attempt) -> dict:
+def timing_json(recording: Recording, *, analyze: Callable[..., dict[str, Any]] = analyze_attempt) -> dict[str, Any]:
     """``{"timing": "per-read" | "per-response" | "mixed", "attempts": [analyze_attempt...], "warnings": [...]}``.
     ``analyze``: the per-attempt analysis, called as ``analyze(attempt, holds)`` (the dashboard passes a caching
     one); holds are the recording's :func:`held_intervals`."""
@@ -595,7 +597,7 @@ def format_timing(recording: Recording) -> str:
     return format_timing_json(timing_json(recording))
 
 
-def format_timing_json(data: dict) -> str:
+def format_timing_json(data: dict[str, Any]) -> str:
     """The report of :func:`format_timing` from an already computed :func:`timing_json`."""
     lines: list[str] = []
     if data["timing"] == "per-response":
@@ -668,7 +670,7 @@ def format_timing_json(data: dict) -> str:
 # --- recordings made of scenario plans (scenario time, no wall clock) ---------------------------------------------
 
 
-def recording_from_plans(plans: Iterable[Any], *, source: dict | None = None) -> Recording:
+def recording_from_plans(plans: Iterable[Any], *, source: dict[str, Any] | None = None) -> Recording:
     """A Recording of rendered ``ResponsePlan``s timed in scenario seconds (request at 0, headers at
     ``header_delay``, each read after its planned delay): the timing a client would see at 1x, without waiting."""
     rec = Recording(
@@ -731,7 +733,7 @@ class RecordingBuilder:
     of observations added (the dashboard feeds its history incrementally). ``timed_reads=False`` drops the reads'
     times (header ``"timing": "per-response"``), for a replay of a source without per-read timing (HAR)."""
 
-    def __init__(self, *, source: dict | None = None, timed_reads: bool = True) -> None:
+    def __init__(self, *, source: dict[str, Any] | None = None, timed_reads: bool = True) -> None:
         self.recording = Recording(
             header={"kind": "header", "format": FORMAT, "version": VERSION, "source": dict(source or {})}
         )
@@ -808,7 +810,7 @@ class RecordingBuilder:
                 "reason": None if reason is None else str(reason),
             }
 
-    def observation(self, obj: dict) -> None:
+    def observation(self, obj: dict[str, Any]) -> None:
         kind = obj.get("type")
         if kind == "loop_started" and not self._source_given:
             self.recording.header["source"] = dict(obj.get("source") or {})
@@ -825,7 +827,9 @@ class RecordingBuilder:
         return self
 
 
-def recording_from_observations(observations: Iterable[O.Observation], *, source: dict | None = None) -> Recording:
+def recording_from_observations(
+    observations: Iterable[O.Observation], *, source: dict[str, Any] | None = None
+) -> Recording:
     """The Recording of a session's observations: the attempts ``--record`` writes for the same run (the header's
     source is ``source``, else the ``LoopStarted`` one). Timing is the loop's clock: request ``t`` since the loop
     start, response / read / end ``t`` since that attempt's request."""

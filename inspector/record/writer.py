@@ -92,7 +92,7 @@ class RecordingWriter:
         self,
         path_or_file: str | os.PathLike[str] | IO[bytes],
         *,
-        source: dict,
+        source: dict[str, Any],
         secrets: Iterable[str] = (),
         started_at: datetime | None = None,
     ) -> None:
@@ -219,7 +219,7 @@ class RecordingWriter:
             }
         )
 
-    def observation(self, obj: dict) -> None:
+    def observation(self, obj: dict[str, Any]) -> None:
         """A free-form loop observation, written as ``{"kind": "obs", **obj}`` (a "kind" key in obj is replaced)."""
         line = dict(obj)
         line.pop("kind", None)
@@ -263,7 +263,7 @@ class RecordingWriter:
         """Replace secrets in every string (keys included) of a JSON-like value."""
         return redact(value, self._secrets)
 
-    def _serialize(self, obj: dict) -> bytes:
+    def _serialize(self, obj: dict[str, Any]) -> bytes:
         if self._secrets:
             obj = self._redact(obj)
         try:
@@ -283,7 +283,7 @@ class RecordingWriter:
                 line = orjson.dumps({"kind": "redacted", "original_kind": self._redact(str(obj.get("kind")))})
         return line
 
-    def _write(self, obj: dict) -> None:
+    def _write(self, obj: dict[str, Any]) -> None:
         line = self._serialize(obj) + b"\n"
         with self._lock:
             if self._closed:

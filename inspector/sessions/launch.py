@@ -16,11 +16,12 @@ import asyncio
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any, Generic, Protocol, TypeVar
 
 ANTHROPIC_DEFAULT = "https://api.anthropic.com"
 OPENAI_DEFAULT = "https://api.openai.com/v1"
@@ -44,23 +45,40 @@ def exit_status(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
+class WatchedSession(Protocol):
+    """What ``Launched`` needs of the session serving the command (a WatchSession): the listening socket the
+    command's base URLs point at, ``run()`` on the session's own loop until ``stop()``."""
+
+    sock: socket.socket
+
+    async def run(self) -> object: ...
+
+    def stop(self) -> None: ...
+
+
+# a standard stream of the command, as subprocess.Popen takes it: inherited (None), a file, or PIPE/DEVNULL/STDOUT
+CommandStream = int | IO[Any] | None
+
+S = TypeVar("S", bound=WatchedSession)
+
+
 @dataclass
-class Launched:
+class Launched(Generic[S]):
     """A watched command and the session serving it (a WatchSession: the proxy, or serve behind a proxy)."""
 
-    session: Any
+    session: S
     argv: Sequence[str]
     env: dict[str, str]
-    stdin: Any = None
-    stdout: Any = None
-    stderr: Any = None
-    process: subprocess.Popen | None = None
+    stdin: CommandStream = None
+    stdout: CommandStream = None
+    stderr: CommandStream = None
+    process: subprocess.Popen[bytes] | None = None
     interrupts: int = 0
     on_note: Callable[[str], None] = print
     _thread: threading.Thread | None = None
     _loop: asyncio.AbstractEventLoop | None = None
     _started: threading.Event = field(default_factory=threading.Event)
-    result: Any = None
+    result: object = None  # what the session's run() returned
 
     @property
     def base_url(self) -> str:
@@ -92,7 +110,7 @@ class Launched:
             self._thread.join(timeout)
 
     # --- the command ----------------------------------------------------------------------------------------------
-    def start_command(self) -> subprocess.Popen:
+    def start_command(self) -> subprocess.Popen[bytes]:
         self.process = subprocess.Popen(
             list(self.argv), env=self.env, stdin=self.stdin, stdout=self.stdout, stderr=self.stderr
         )

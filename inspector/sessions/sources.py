@@ -38,7 +38,7 @@ log = logging.getLogger("inspector.sessions")
 @dataclass
 class Session:
     loop: AgentLoop
-    source: dict
+    source: dict[str, Any]
     cleanups: list[Callable[[], None]] = field(default_factory=list)
     recorder: Recorder | None = None
     # run the loop and its HTTP on a thread and event loop of their own (see run_threaded)
@@ -86,7 +86,7 @@ class Session:
         inner.subscribe(relay)
         self._outer = outer
         self.loop.publish_to(inner)
-        done: concurrent.futures.Future = concurrent.futures.Future()
+        done: concurrent.futures.Future[LoopResult] = concurrent.futures.Future()
 
         async def main() -> LoopResult:
             self._thread_loop = asyncio.get_running_loop()
@@ -432,7 +432,7 @@ class ConversationReplay(Session):
     that follow belong to (the headless lines name it: ``[c2] turn 1``); ``source["conversation"]`` of each loop's
     ``LoopStarted`` too. The result is the first that did not finish (else the last)."""
 
-    def __init__(self, parts: list[tuple[str, list[tuple[int, int]], Session]], source: dict) -> None:
+    def __init__(self, parts: list[tuple[str, list[tuple[int, int]], Session]], source: dict[str, Any]) -> None:
         super().__init__(parts[0][2].loop, source)
         self.parts = parts
         self.stopped = False

@@ -12,10 +12,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inspector.observe import observations as O
 from inspector.observe.states import TERMINAL_LOOP_STATES, LoopState
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from inspector.core.pacing import Pacer
+    from inspector.net.faults import FaultSpec
+    from inspector.net.proxy import ProxyApp
+    from inspector.net.server import BackgroundServer
 
 log = logging.getLogger("inspector.sessions")
 
@@ -71,11 +79,19 @@ class WatchSession:
     """A proxy (and, for `serve --tui`, the fake API behind it) as a dashboard session."""
 
     def __init__(
-        self, proxy: Any, sock: socket.socket, *, source: dict, upstream_server: Any = None, pacer: Any = None
+        self,
+        proxy: ProxyApp,
+        sock: socket.socket,
+        *,
+        source: dict[str, Any],
+        upstream_server: BackgroundServer | None = None,
+        pacer: Pacer | None = None,
     ) -> None:
         self.proxy = proxy
         self.sock = sock
         self.source = source
+        if proxy.bus is None:  # (a caller's mistake: a watched proxy publishes what passes)
+            raise ValueError("a watched proxy needs an observation bus")
         self.bus: O.ObservationBus = proxy.bus
         self.upstream_server = upstream_server  # a BackgroundServer running `serve`, or None
         self.pacer = pacer
@@ -164,7 +180,7 @@ def proxy_session(upstream: str, host: str, port: int, *, record: str | None = N
 
 def serve_session(
     scenario: str,
-    faults: Any,
+    faults: str | Sequence[FaultSpec | str] | None,
     *,
     speed: float,
     host: str,

@@ -4,6 +4,8 @@ split into reads or deltas and whatever its JSON escaping; nothing is lost, reor
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable, Sequence
+from typing import Any, AnyStr
 
 import orjson
 import pytest
@@ -62,12 +64,17 @@ def text_stream(fragments: list[str], escape: set[int] | None = None, *, end: bo
     return b"".join(out)
 
 
-def split(data: bytes | str, points) -> list:
-    cuts = sorted({p % (len(data) + 1) for p in points})
+def split(data: AnyStr, points: Iterable[int]) -> list[AnyStr]:
+    cuts: list[int] = sorted({p % (len(data) + 1) for p in points})
     return [data[a:b] for a, b in itertools.pairwise([0, *cuts, len(data)])]
 
 
-def publish(observations, secrets=(KEY,), late_at: int | None = None, late=KEY) -> list[O.Observation]:
+def publish(
+    observations: Iterable[O.Observation],
+    secrets: Sequence[str] = (KEY,),
+    late_at: int | None = None,
+    late: str = KEY,
+) -> list[O.Observation]:
     out: list[O.Observation] = []
     pub = RedactingPublisher(out.append, secrets)
     for i, obs in enumerate(observations):
@@ -78,15 +85,15 @@ def publish(observations, secrets=(KEY,), late_at: int | None = None, late=KEY) 
     return out
 
 
-def reads_of(published, attempt: int = 0) -> bytes:
+def reads_of(published: list[O.Observation], attempt: int = 0) -> bytes:
     return b"".join(o.data for o in published if isinstance(o, O.ReadReceived) and o.attempt == attempt)
 
 
-def fragments_of(published, index: int = 0) -> str:
+def fragments_of(published: list[O.Observation], index: int = 0) -> str:
     return "".join(o.fragment for o in published if isinstance(o, O.BlockDelta) and o.index == index)
 
 
-def event_fragments_of(published, index: int = 0) -> str:
+def event_fragments_of(published: list[O.Observation], index: int = 0) -> str:
     """The block's text as the SSE pane's event details show it, event after event."""
     out = []
     for o in published:
@@ -96,7 +103,7 @@ def event_fragments_of(published, index: int = 0) -> str:
     return "".join(out)
 
 
-def assert_clean(published, key: str = KEY) -> DashboardState:
+def assert_clean(published: list[O.Observation], key: str = KEY) -> DashboardState:
     """No observation, no joined stream and no text of the dashboard holds the key, as it is or escaped."""
     for o in published:
         blob = orjson.dumps(o.to_json(), default=str).decode()
@@ -110,7 +117,7 @@ def assert_clean(published, key: str = KEY) -> DashboardState:
     return state
 
 
-def assert_complete(observations, published) -> None:
+def assert_complete(observations: list[O.Observation], published: list[O.Observation]) -> None:
     """Nothing lost or reordered: the same observations in the same order (one more read at most: what was held
     at the end), every event's offsets pointing at its bytes in the published reads."""
     kinds = [type(o).__name__ for o in observations]
@@ -161,7 +168,7 @@ def test_key_echoed_across_two_reads() -> None:
 
 
 @pytest.mark.parametrize("per_read", [None, 1, 7])
-def test_key_echoed_one_character_per_delta(per_read) -> None:
+def test_key_echoed_one_character_per_delta(per_read: int | None) -> None:
     text = f"the key is {KEY}, keep it"
     data = text_stream(list(text))
     reads = [data] if per_read is None else [data[i : i + per_read] for i in range(0, len(data), per_read)]
@@ -171,6 +178,7 @@ def test_key_echoed_one_character_per_delta(per_read) -> None:
     assert_complete(observations, published)
     assert fragments_of(published) == event_fragments_of(published) == f"the key is {REDACTED}, keep it"
     (block,) = state.blocks.values()
+    assert block.content is not None
     assert block.joined() == block.content["text"] == f"the key is {REDACTED}, keep it"
 
 
@@ -204,7 +212,7 @@ def tool_stream(fragments: list[str]) -> bytes:
 
 
 @pytest.mark.parametrize("escaped", [False, True])
-def test_key_inside_a_tool_input_across_deltas(escaped) -> None:
+def test_key_inside_a_tool_input_across_deltas(escaped: bool) -> None:
     value = u_escape(KEY) if escaped else KEY  # \\u-escaped in the JSON text of the input
     raw = '{"query": "find ' + value + ' now", "n": 1}'
     observations = stream_observations([tool_stream(split(raw, range(0, len(raw), 3)))])
@@ -301,7 +309,9 @@ def test_whole_values_are_masked_also_escaped() -> None:
     ]
     published = publish(observations)
     assert_clean(published)
-    assert published[0].content["input_raw"] == '{"q": "' + REDACTED
+    closed = published[0]
+    assert isinstance(closed, O.BlockClosed)
+    assert closed.content["input_raw"] == '{"q": "' + REDACTED
 
 
 def test_two_attempts_are_independent() -> None:
@@ -333,7 +343,15 @@ TEXT = st.text(alphabet='sk-ant ab\n\\"é', max_size=12)
     escape=st.sets(st.integers(0, 120), max_size=40),
     cut_stream=st.booleans(),
 )
-def test_no_split_lets_the_key_through(before, after, copies, delta_cuts, read_cuts, escape, cut_stream) -> None:
+def test_no_split_lets_the_key_through(
+    before: str,
+    after: str,
+    copies: int,
+    delta_cuts: list[int],
+    read_cuts: list[int],
+    escape: set[int],
+    cut_stream: bool,
+) -> None:
     """For any split of a stream holding the key into deltas and reads, any escaping: the joined published reads
     are the recording's (the StreamRedactor's) bytes, the joined fragments are the masked text, no text of the
     dashboard holds the key, and nothing is lost or reordered."""
@@ -350,7 +368,7 @@ def test_no_split_lets_the_key_through(before, after, copies, delta_cuts, read_c
 
 @settings(max_examples=examples(40), deadline=None)
 @given(seed=st.integers(0, 10_000), cuts=st.lists(st.integers(0, 5000), max_size=20))
-def test_without_the_key_a_stream_is_published_unchanged(seed, cuts) -> None:
+def test_without_the_key_a_stream_is_published_unchanged(seed: int, cuts: list[int]) -> None:
     """With a key that never occurs, the published observations say the same as the originals (read boundaries
     may move, the bytes and fragments do not change)."""
     data = generate(seed).data
@@ -372,7 +390,9 @@ def _split_key_stream() -> list[O.Observation]:
     return stream_observations([text_stream([text[a:b] for a, b in itertools.pairwise(cuts)], escape={k + 2, k + 12})])
 
 
-def test_a_delta_event_shares_its_blockdeltas_fragment_instead_of_parsing_its_json(monkeypatch) -> None:
+def test_a_delta_event_shares_its_blockdeltas_fragment_instead_of_parsing_its_json(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The stream engine parsed every delta already (BlockDelta.fragment): the publisher uses that, and parses an
     event's JSON again only to rewrite one that held (part of) a key. Still masked across deltas, \\u-escaped."""
     import inspector.observe.redacting as redacting
@@ -380,7 +400,7 @@ def test_a_delta_event_shares_its_blockdeltas_fragment_instead_of_parsing_its_js
     parsed: list[str] = []
     real = redacting._fragment_of
 
-    def counting(data: str, *args):
+    def counting(data: str, *args: Any) -> tuple[dict[str, Any], dict[str, Any], str, int] | None:
         parsed.append(data)
         return real(data, *args)
 
@@ -392,7 +412,11 @@ def test_a_delta_event_shares_its_blockdeltas_fragment_instead_of_parsing_its_js
         pub.publish(o)
     pub.close()
     deltas = [o for o in obs if isinstance(o, O.BlockDelta)]
-    rewritten = [a for a, b in zip(obs, out, strict=True) if isinstance(a, O.SSEEventSeen) and a.sse.data != b.sse.data]
+    rewritten = [
+        a
+        for a, b in zip(obs, out, strict=True)
+        if isinstance(a, O.SSEEventSeen) and isinstance(b, O.SSEEventSeen) and a.sse.data != b.sse.data
+    ]
     assert len(deltas) == 9 and 1 <= len(parsed) == len(rewritten) <= 4  # only events that held part of the key
     state = DashboardState().apply_all(out)
     texts = dashboard_texts(state)

@@ -6,6 +6,8 @@ recording (the StreamRedactor's bytes), nor a subscriber of the live observation
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable, Sequence
+from typing import Any, AnyStr
 
 import orjson
 import pytest
@@ -48,7 +50,9 @@ def _chunk(delta_json: str, finish: str | None = None) -> bytes:
     )
 
 
-def chat_stream(text: list[str], args: list[str] = (), escape: set[int] | None = None, *, end: bool = True) -> bytes:
+def chat_stream(
+    text: list[str], args: Sequence[str] = (), escape: set[int] | None = None, *, end: bool = True
+) -> bytes:
     """A chat answer: ``text`` as ``delta.content`` chunks (the first one opens the block), then one tool call
     whose ``function.arguments`` come in ``args`` (characters at ``escape``, positions in text + args, escaped)."""
     esc = _escaped([*text, *args], escape)
@@ -69,7 +73,7 @@ def _rev(etype: str, seq: int, body: str) -> bytes:
 
 
 def responses_stream(
-    text: list[str], args: list[str] = (), escape: set[int] | None = None, *, end: bool = True
+    text: list[str], args: Sequence[str] = (), escape: set[int] | None = None, *, end: bool = True
 ) -> bytes:
     """A Responses answer: a message item whose ``response.output_text.delta`` events carry ``text``, then a
     function_call item whose ``response.function_call_arguments.delta`` events carry ``args``."""
@@ -121,12 +125,12 @@ def responses_stream(
 STREAMS = {"openai_chat": chat_stream, "openai_responses": responses_stream}
 
 
-def split(data, points) -> list:
-    cuts = sorted({p % (len(data) + 1) for p in points})
+def split(data: AnyStr, points: Iterable[int]) -> list[AnyStr]:
+    cuts: list[int] = sorted({p % (len(data) + 1) for p in points})
     return [data[a:b] for a, b in itertools.pairwise([0, *cuts, len(data)])]
 
 
-def publish(observations, secrets=(KEY,)) -> list[O.Observation]:
+def publish(observations: Iterable[O.Observation], secrets: Sequence[str] = (KEY,)) -> list[O.Observation]:
     out: list[O.Observation] = []
     pub = RedactingPublisher(out.append, secrets)
     for obs in observations:
@@ -135,15 +139,15 @@ def publish(observations, secrets=(KEY,)) -> list[O.Observation]:
     return out
 
 
-def reads_of(published) -> bytes:
+def reads_of(published: list[O.Observation]) -> bytes:
     return b"".join(o.data for o in published if isinstance(o, O.ReadReceived))
 
 
-def fragments_of(published, index: int) -> str:
+def fragments_of(published: list[O.Observation], index: int) -> str:
     return "".join(o.fragment for o in published if isinstance(o, O.BlockDelta) and o.index == index)
 
 
-def event_fragments_of(published, index: int) -> str:
+def event_fragments_of(published: list[O.Observation], index: int) -> str:
     """The block's text as the SSE pane's event details show it, event after event (the OpenAI JSON)."""
     out = []
     for o in published:
@@ -159,7 +163,7 @@ def event_fragments_of(published, index: int) -> str:
     return "".join(out)
 
 
-def assert_clean(published) -> DashboardState:
+def assert_clean(published: list[O.Observation]) -> DashboardState:
     """No observation, no joined stream and no text of the dashboard holds the key, as it is or escaped."""
     for o in published:
         blob = orjson.dumps(o.to_json(), default=str).decode()
@@ -175,7 +179,7 @@ def assert_clean(published) -> DashboardState:
     return state
 
 
-def assert_complete(observations, published) -> None:
+def assert_complete(observations: list[O.Observation], published: list[O.Observation]) -> None:
     kinds = [type(o).__name__ for o in observations]
     got = [type(o).__name__ for o in published]
     if len(got) == len(kinds) + 1:  # the held bytes, published at the attempt's end
@@ -194,7 +198,7 @@ def recorded(data: bytes, reads: list[bytes]) -> bytes:
 
 
 @pytest.mark.parametrize("family", list(STREAMS))
-def test_key_split_across_two_text_deltas(family) -> None:
+def test_key_split_across_two_text_deltas(family: str) -> None:
     text = f"your key: {KEY}."
     cut = text.index("canary")
     data = STREAMS[family]([text[:cut], text[cut:]])
@@ -211,7 +215,7 @@ def test_key_split_across_two_text_deltas(family) -> None:
 
 @pytest.mark.parametrize("family", list(STREAMS))
 @pytest.mark.parametrize("escaped", [False, True])
-def test_key_split_across_tool_argument_deltas(family, escaped) -> None:
+def test_key_split_across_tool_argument_deltas(family: str, escaped: bool) -> None:
     raw = '{"query": "find ' + (u_escape(KEY) if escaped else KEY) + ' now", "n": 1}'
     data = STREAMS[family](["ok"], split(raw, range(0, len(raw), 4)))
     observations = stream_observations(split(data, range(0, len(data), 97)), family=family)
@@ -228,7 +232,7 @@ def test_key_split_across_tool_argument_deltas(family, escaped) -> None:
 
 
 @pytest.mark.parametrize("family", list(STREAMS))
-def test_u_escaped_key_one_character_per_delta(family) -> None:
+def test_u_escaped_key_one_character_per_delta(family: str) -> None:
     text = f"k {KEY} e"
     escape = set(range(2, 2 + len(KEY), 2))  # every other character of the key as \\uXXXX on the wire
     data = STREAMS[family](list(text), [], escape)
@@ -253,7 +257,7 @@ def test_chat_chunk_that_opens_the_block_with_part_of_the_key() -> None:
 
 
 @pytest.mark.parametrize("family", list(STREAMS))
-def test_a_key_at_the_end_of_a_cut_stream_is_flushed_masked(family) -> None:
+def test_a_key_at_the_end_of_a_cut_stream_is_flushed_masked(family: str) -> None:
     data = STREAMS[family](["so: ", *KEY], [], None, end=False)
     observations = stream_observations([data], family=family)
     published = publish(observations)
@@ -262,7 +266,7 @@ def test_a_key_at_the_end_of_a_cut_stream_is_flushed_masked(family) -> None:
 
 
 @pytest.mark.parametrize("family", list(STREAMS))
-def test_without_the_key_nothing_changes(family) -> None:
+def test_without_the_key_nothing_changes(family: str) -> None:
     data = STREAMS[family](["hello ", "world"], ['{"a":', ' "sk-"}'])
     observations = stream_observations(split(data, [50, 51, 300]), family=family)
     published = publish(observations)
@@ -285,7 +289,16 @@ TEXT = st.text(alphabet='sk-proj ab\n\\"é', max_size=10)
     escape=st.sets(st.integers(0, 120), max_size=30),
     cut_stream=st.booleans(),
 )
-def test_no_split_lets_the_key_through(family, in_args, before, after, delta_cuts, read_cuts, escape, cut_stream):
+def test_no_split_lets_the_key_through(
+    family: str,
+    in_args: bool,
+    before: str,
+    after: str,
+    delta_cuts: list[int],
+    read_cuts: list[int],
+    escape: set[int],
+    cut_stream: bool,
+) -> None:
     """Any split of the key into deltas (content or tool arguments, either endpoint) and reads, any escaping:
     the recording's bytes, the published observations and the dashboard hold no key; the joined fragments are
     the masked text; nothing is lost or reordered."""
@@ -303,7 +316,7 @@ def test_no_split_lets_the_key_through(family, in_args, before, after, delta_cut
 
 
 @pytest.mark.parametrize("family", list(STREAMS))
-def test_a_key_partly_escaped_in_the_arguments_text_is_masked_in_the_done_events(family) -> None:
+def test_a_key_partly_escaped_in_the_arguments_text_is_masked_in_the_done_events(family: str) -> None:
     """The arguments text itself holds ``\\u0073k-...`` (the model escaped the first characters): on the wire it is
     escaped twice in the events that carry the whole text (Responses ``.done``, the final output), and masked there
     too."""
@@ -353,8 +366,8 @@ def test_one_chat_chunk_carrying_two_tool_calls_each_with_part_of_the_key() -> N
     assert [o.input for o in published if isinstance(o, O.ToolUse)] == ins
 
 
-def _joined_calls(body: bytes) -> list[dict]:
-    calls: dict[int, dict] = {}
+def _joined_calls(body: bytes) -> list[dict[str, Any]]:
+    calls: dict[int, dict[str, Any]] = {}
     for line in body.split(b"\n\n"):
         if not line.startswith(b"data: {"):
             continue
@@ -372,7 +385,9 @@ def _joined_calls(body: bytes) -> list[dict]:
     with_text=st.booleans(),
     read_cuts=st.lists(st.integers(0, 3000), max_size=12),
 )
-def test_parallel_calls_sharing_chunks_never_show_the_key(a_cuts, b_cuts, with_text, read_cuts) -> None:
+def test_parallel_calls_sharing_chunks_never_show_the_key(
+    a_cuts: list[int], b_cuts: list[int], with_text: bool, read_cuts: list[int]
+) -> None:
     """Two tool calls (and maybe text) whose fragments share chunks, any split: no key anywhere, nothing lost."""
     a = '{"q": "' + KEY + '"}'
     b = '{"r": "x' + KEY + 'y"}'
@@ -412,7 +427,7 @@ def test_parallel_calls_sharing_chunks_never_show_the_key(a_cuts, b_cuts, with_t
         '{"content":"hi","tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"f","arguments":"{}"}}]}',
     ],
 )
-def test_what_follows_a_chunk_is_not_held_behind_it(chunk) -> None:
+def test_what_follows_a_chunk_is_not_held_behind_it(chunk: str) -> None:
     """A paused loop publishes StreamHeld after a chunk's observations and waits for the user to see it: nothing
     the chunk left waiting (a block start, a group of deltas) may hold it back (it would never be released)."""
     data = _chunk('{"role":"assistant","content":""}') + _chunk(chunk)

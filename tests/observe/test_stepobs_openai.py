@@ -10,11 +10,13 @@ from hypothesis import strategies as st
 from inspector.observe import observations as O
 from inspector.observe.stepobs import step_observations
 from inspector.stream.family import new_stream
+from inspector.stream.openai_common import NeutralStream
 from inspector.testing.openai_fake import chunk, sse, tool_delta
 
 
 def _rows(data: bytes, cuts: list[int]) -> tuple[list[O.Observation], int, int]:
     ts = new_stream("openai_chat")
+    assert isinstance(ts, NeutralStream)  # (an OpenAI family's stream counts its events)
     obs: list[O.Observation] = []
     prev = None
     steps = 0
@@ -38,7 +40,7 @@ BODY = sse(
 )
 
 
-def test_one_event_row_per_sse_event_even_when_it_gives_several_steps():
+def test_one_event_row_per_sse_event_even_when_it_gives_several_steps() -> None:
     obs, events, steps = _rows(BODY, [])
     assert steps > events  # the case: several steps share an SSE event
     rows = [o for o in obs if isinstance(o, O.SSEEventSeen)]
@@ -51,13 +53,13 @@ def test_one_event_row_per_sse_event_even_when_it_gives_several_steps():
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(min_value=0, max_value=10_000), max_size=12))
-def test_rows_do_not_depend_on_read_boundaries(cuts):
+def test_rows_do_not_depend_on_read_boundaries(cuts: list[int]) -> None:
     obs, events, _ = _rows(BODY, cuts)
     rows = [o for o in obs if isinstance(o, O.SSEEventSeen)]
     assert [r.sse.seq for r in rows] == list(range(events))
 
 
-def test_without_prev_sse_every_step_still_gets_its_row():
+def test_without_prev_sse_every_step_still_gets_its_row() -> None:
     """The default (a caller that does not pass prev_sse: the proxy today) is unchanged: one row per step."""
     ts = new_stream("openai_chat")
     steps = ts.feed(BODY)

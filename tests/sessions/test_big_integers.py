@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import orjson
+import pytest
 
 from inspector.agent.toolbox.spec import ToolSpec
 from inspector.cli import main
@@ -26,7 +29,7 @@ INPUT_JSON = f'{{"a": {BIG}, "b": [{NEG}, 18446744073709551616]}}'
 EXPECTED = {"a": BIG, "b": [NEG, 18446744073709551616]}
 
 
-def _server(bodies: list[bytes]):
+def _server(bodies: list[bytes]) -> Callable[[httpx2.Request], httpx2.Response]:
     turns = [sse(*tool_turn([INPUT_JSON[:9], INPUT_JSON[9:30], INPUT_JSON[30:]], name="calc")), sse(*text_turn("ok"))]
 
     def handler(request: httpx2.Request) -> httpx2.Response:
@@ -36,10 +39,12 @@ def _server(bodies: list[bytes]):
     return handler
 
 
-async def test_a_big_integer_in_a_tool_input_stays_exact_everywhere(tmp_path: Path, capsysbinary) -> None:
-    got: list[dict] = []
+async def test_a_big_integer_in_a_tool_input_stays_exact_everywhere(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    got: list[dict[str, Any]] = []
 
-    def calc(inp: dict) -> str:
+    def calc(inp: dict[str, Any]) -> str:
         got.append(inp)
         return f"sum {inp['a'] + sum(inp['b'])}"
 

@@ -4,6 +4,7 @@ observations relayed in order, the openai client closed at the end; and its sour
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
@@ -15,7 +16,7 @@ from inspector.testing.openai_fake import KEY, FakeOpenAI, Stream, chat_text, re
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
-async def test_threaded_openai_session(api):
+async def test_threaded_openai_session(api: str) -> None:
     fake = FakeOpenAI([Stream([chat_text("hello") if api == "chat" else responses_text("hello")])])
     s = openai_session("gpt-test", "hi", api=api, api_key=KEY, builtin=False, http_client=fake.client())
     s.threaded = True
@@ -30,7 +31,7 @@ async def test_threaded_openai_session(api):
     assert s.source == {"type": "api", "provider": "openai", "api": api, "model": "gpt-test"}
 
 
-def test_openai_session_refuses_what_it_cannot_run(monkeypatch, tmp_path):
+def test_openai_session_refuses_what_it_cannot_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(SourceError, match="OPENAI_API_KEY"):
         openai_session("m", "p")
@@ -40,7 +41,7 @@ def test_openai_session_refuses_what_it_cannot_run(monkeypatch, tmp_path):
         openai_session("m", "p", api_key=KEY, workspace=tmp_path / "missing")
 
 
-def test_base_url_credentials_are_secrets(monkeypatch):
+def test_base_url_credentials_are_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", "http://user:relay-secret-0123456789@127.0.0.1:9/v1")
     s = openai_session("m", "p", api_key=KEY, builtin=False)
     assert "relay-secret-0123456789" in s.secrets
@@ -49,7 +50,7 @@ def test_base_url_credentials_are_secrets(monkeypatch):
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
-def test_one_api_session_for_both_families(provider, monkeypatch):
+def test_one_api_session_for_both_families(provider: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """``api_session`` takes the family as ``provider`` (``openai_session`` is it with provider openai): the SDK
     client, the key and base URL variables, the source and the max tokens follow the family."""
     import anthropic

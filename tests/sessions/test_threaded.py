@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -15,6 +17,11 @@ from inspector.scenarios.model import Pacing, Scenario, TextBlock, TurnScript
 from inspector.scenarios.render import render_turn
 from inspector.sessions.sources import scenario_session
 from inspector.testing.loop import custom_scenario
+
+if TYPE_CHECKING:
+    from inspector.sessions.sources import Session
+    from inspector.testing.dashboard import Factory
+    from inspector.tui.app import InspectorApp
 
 PACED = Scenario(
     name="paced_reads",
@@ -34,7 +41,7 @@ def _gaps(reads: list[O.ReadReceived]) -> list[float]:
     return [b.t_request - a.t_request for a, b in zip(reads, reads[1:], strict=False)]
 
 
-async def test_a_blocked_consumer_leaves_the_recorded_gaps_unchanged(monkeypatch):
+async def test_a_blocked_consumer_leaves_the_recorded_gaps_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
     session = scenario_session(custom_scenario(monkeypatch, PACED), speed=1.0)
     session.threaded = True
     plan = render_turn(PACED, 0, 0)
@@ -68,7 +75,7 @@ async def test_a_blocked_consumer_leaves_the_recorded_gaps_unchanged(monkeypatch
     assert [o.t for o in seen] == sorted(o.t for o in seen)
 
 
-async def test_pause_step_resume_and_cancel_reach_the_session_thread(monkeypatch):
+async def test_pause_step_resume_and_cancel_reach_the_session_thread(monkeypatch: pytest.MonkeyPatch) -> None:
     session = scenario_session(custom_scenario(monkeypatch, PACED), speed=math.inf)
     session.threaded = True
     session.controller.pause()  # before the run: the stream is held at its first event
@@ -89,7 +96,7 @@ async def test_pause_step_resume_and_cancel_reach_the_session_thread(monkeypatch
     session.controller.step("event")
     await asyncio.wait_for(stepped.wait(), 10)
     with pytest.raises(ValueError):
-        session.controller.step("nonsense")  # refused on the caller's side
+        session.controller.step("nonsense")  # type: ignore[arg-type]  # (the point: a bad unit is refused at run time)
     session.controller.resume()
     result = await asyncio.wait_for(task, 10)
     assert result.status == "finished"
@@ -111,12 +118,12 @@ async def test_pause_step_resume_and_cancel_reach_the_session_thread(monkeypatch
 # ------------------------------------------------------------------------------------------ in the dashboard
 
 
-def _threaded_app(*, speed: float, paused: bool = False):
+def _threaded_app(*, speed: float, paused: bool = False) -> tuple[InspectorApp, Factory]:
     from inspector.sessions import sources
     from inspector.testing.dashboard import Factory
     from inspector.tui.app import InspectorApp
 
-    def make():
+    def make() -> Session:
         session = sources.scenario_session("parse_date", speed=speed)
         session.threaded = True
         if paused:
@@ -127,16 +134,16 @@ def _threaded_app(*, speed: float, paused: bool = False):
     return InspectorApp(factory), factory
 
 
-async def test_the_dashboard_drives_a_threaded_session():
+async def test_the_dashboard_drives_a_threaded_session() -> None:
     from inspector.observe.states import LoopState
     from inspector.testing.dashboard import flushed, wait_for
 
-    def sse(app) -> list:
+    def sse(app: InspectorApp) -> list[O.SSEEventSeen]:
         return [o for o in app.history.observations if isinstance(o, O.SSEEventSeen)]
 
     app, factory = _threaded_app(speed=math.inf, paused=True)
     async with app.run_test(size=(140, 42)) as pilot:
-        await wait_for(lambda: factory.sessions and len(app.history) >= 1, 10, "the loop to start")
+        await wait_for(lambda: bool(factory.sessions) and len(app.history) >= 1, 10, "the loop to start")
         for expected in (1, 2):
             await pilot.press("n")
             await wait_for(lambda: len(sse(app)) >= expected, 10, f"event {expected}")
@@ -150,7 +157,7 @@ async def test_the_dashboard_drives_a_threaded_session():
         assert factory.last._thread is not None and not factory.last._thread.is_alive()
 
 
-async def test_a_threaded_session_records_every_observation(tmp_path):
+async def test_a_threaded_session_records_every_observation(tmp_path: Path) -> None:
     from inspector.record.recording import read_recording
 
     path = tmp_path / "run.jsonl"

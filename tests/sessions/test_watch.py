@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import math
+from typing import cast
 
 import anthropic
+from anthropic.types import ContentBlockParam, MessageParam, ToolResultBlockParam
 
 from inspector.observe import observations as O
 from inspector.observe.states import LoopState
@@ -16,26 +18,30 @@ from inspector.state.fold import DashboardState
 KEY = "sk-ant-api03-CANARY-watch-0123456789"
 
 
-async def _converse(base_url: str) -> list[str]:
+async def _converse(base_url: str) -> list[str | None]:
     client = anthropic.AsyncAnthropic(api_key=KEY, base_url=base_url, max_retries=0)
-    msgs: list[dict] = [{"role": "user", "content": "why does parse_date fail?"}]
-    stops = []
+    msgs: list[MessageParam] = [{"role": "user", "content": "why does parse_date fail?"}]
+    stops: list[str | None] = []
     for _ in range(3):
         async with client.messages.stream(model="claude-sonnet-4-6", max_tokens=100, messages=msgs) as s:
             m = await s.get_final_message()
         stops.append(m.stop_reason)
-        msgs.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in m.content]})
+        # the blocks as JSON, as a harness sends them back (the SDK's param type is that JSON's TypedDict)
+        content = [cast(ContentBlockParam, b.model_dump(exclude_none=True)) for b in m.content]
+        msgs.append({"role": "assistant", "content": content})
         uses = [b for b in m.content if b.type == "tool_use"]
         if not uses:
             break
-        results = [{"type": "tool_result", "tool_use_id": b.id, "content": "text"} for b in uses[:-1]]
+        results: list[ToolResultBlockParam] = [
+            {"type": "tool_result", "tool_use_id": b.id, "content": "text"} for b in uses[:-1]
+        ]
         results.append({"type": "tool_result", "tool_use_id": uses[-1].id, "content": "boom", "is_error": True})
         msgs.append({"role": "user", "content": results})
     await client.close()
     return stops
 
 
-async def test_serve_session_shows_what_clients_get_and_infers_their_tools():
+async def test_serve_session_shows_what_clients_get_and_infers_their_tools() -> None:
     session = serve_session("parse_date", None, speed=math.inf, host="127.0.0.1", port=0)
     seen: list[O.Observation] = []
     session.bus.subscribe(seen.append)
@@ -47,7 +53,8 @@ async def test_serve_session_shows_what_clients_get_and_infers_their_tools():
         result = await asyncio.wait_for(runner, 30)
     assert stops == ["tool_use", "end_turn"]
     assert result.status == "cancelled" and session.state == LoopState.CANCELLED
-    assert seen[0].kind == "loop_started" and seen[0].source["type"] == "serve"
+    started = seen[0]
+    assert isinstance(started, O.LoopStarted) and started.source["type"] == "serve"
     assert [o.turn for o in seen if isinstance(o, O.TurnStarted)] == [0, 1]
     # the other harness's tool calls: streaming input, then "running" in that harness from the block stop until
     # the next request carries the results (succeeded, or failed when is_error)
@@ -70,10 +77,26 @@ async def test_serve_session_shows_what_clients_get_and_infers_their_tools():
     assert KEY not in repr([o.to_json() for o in seen])
 
 
-async def test_watch_controller_cancel_before_any_request_stops_cleanly():
+async def test_watch_controller_cancel_before_any_request_stops_cleanly() -> None:
     session = serve_session("weather", None, speed=math.inf, host="127.0.0.1", port=0)
     session.controller.cancel()  # before it even started: run() ends at once, cleanly
     runner = asyncio.ensure_future(session.run())
     result = await asyncio.wait_for(runner, 30)
     assert result.status == "cancelled"
     assert session.sock.fileno() == -1  # the listening socket is closed
+
+
+def test_watch_session_refuses_a_proxy_without_a_bus() -> None:
+    """A watched proxy must publish what passes: one built without a bus is refused at once (a named error, the
+    socket left to its owner), not a session that shows nothing."""
+    import socket
+
+    import pytest
+
+    from inspector.net.proxy import ProxyApp
+    from inspector.sessions.watch import WatchSession
+
+    proxy = ProxyApp("http://127.0.0.1:9", bus=None)
+    with socket.socket() as sock, pytest.raises(ValueError, match="observation bus"):
+        WatchSession(proxy, sock, source={"type": "proxy"})
+    proxy.close()
