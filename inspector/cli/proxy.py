@@ -377,7 +377,7 @@ def _cmd_tui(args: argparse.Namespace, host: str, sock: Any, options: dict[str, 
     try:
         # (ignored below) tui.app.ControllerLike declares `state` a settable attribute, WatchController's is a read-only
         # property (the dashboard only reads it); the Protocol is to say `@property def state` (tui is not ours here)
-        run_dashboard(factory, source={"type": "proxy", "upstream": args.upstream})  # type: ignore[arg-type]
+        run_dashboard(factory, source={"type": "proxy", "upstream": args.upstream})
     finally:
         for close in closes:
             close()

@@ -320,7 +320,7 @@ def run_tui(factory: SessionFactory, source: dict[str, Any], *, replay: bool = F
 
     # (ignored below) tui.app.SessionLike / ControllerLike declare bus, controller and state settable attributes;
     # Session's are read-only properties (the dashboard only reads them): the Protocols are to say @property (tui)
-    return run_dashboard(threaded, source=source, replay=replay)  # type: ignore[arg-type]
+    return run_dashboard(threaded, source=source, replay=replay)
 
 
 def _with_otel(factory: SessionFactory, args: argparse.Namespace, source: dict[str, Any]) -> SessionFactory:

@@ -279,7 +279,7 @@ def _cmd_tui(args: argparse.Namespace) -> int:
 
     # (ignored below) tui.app.ControllerLike declares `state` a settable attribute, WatchController's is a read-only
     # property (the dashboard only reads it); the Protocol is to say `@property def state` (tui is not ours here)
-    run_dashboard(factory, source={"type": "serve", "name": args.scenario})  # type: ignore[arg-type]
+    run_dashboard(factory, source={"type": "serve", "name": args.scenario})
     return 0
 
 

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from rich.text import Text
 from textual import on, work
@@ -59,21 +59,25 @@ from inspector.tui.widgets.tools import ToolsView
 
 
 class ControllerLike(Protocol):
-    state: str
+    @property
+    def state(self) -> str: ...  # (read only: the sessions' controllers expose it as a property)
 
     def toggle_pause(self) -> None: ...
     def pause(self) -> None: ...
     def resume(self) -> None: ...
-    def step(self, unit: str = "event") -> None: ...
+    def step(self, unit: Literal["event", "block", "turn"] = "event") -> None: ...
     def cancel(self) -> None: ...
     def faster(self) -> None: ...
     def slower(self) -> None: ...
 
 
 class SessionLike(Protocol):
-    bus: O.ObservationBus
-    controller: ControllerLike
-    source: dict
+    @property
+    def bus(self) -> O.ObservationBus: ...
+    @property
+    def controller(self) -> ControllerLike: ...
+    @property
+    def source(self) -> dict: ...
 
     async def run(self) -> Any: ...
 
@@ -83,6 +87,7 @@ SessionFactory = Callable[..., SessionLike]
 # what building a session imports (the SDK and the loop): loaded in a worker thread after the first frame
 SESSION_MODULES = ("anthropic", "httpx2", "inspector.agent.loop", "inspector.scenarios.transport")
 STEP_UNITS = ("event", "block", "turn")
+_STEP_UNIT: dict[str, Literal["event", "block", "turn"]] = {"event": "event", "block": "block", "turn": "turn"}
 CONTROLS = ("pause", "step", "cancel", "faster", "slower")
 CONTROL_ACTIONS = {"toggle_pause": "pause", "step": "step", "cancel": "cancel", "faster": "faster", "slower": "slower"}
 EXIT_CODES = {"finished": 0, "error": 1, "cancelled": 130}
@@ -790,9 +795,10 @@ class InspectorApp(App[int]):
         self._control("pause", lambda: self._ctl().toggle_pause())
 
     def action_step(self, unit: str) -> None:
-        if unit not in STEP_UNITS:
+        step = _STEP_UNIT.get(unit)  # (a binding's argument is a str: the Literal the controllers take, or nothing)
+        if step is None:
             return
-        self._control(f"step {unit}", lambda: self._ctl().step(unit))
+        self._control(f"step {step}", lambda: self._ctl().step(step))
 
     def action_cancel(self) -> None:
         self._control("cancel", lambda: self._ctl().cancel())
