@@ -259,6 +259,13 @@ class FaultSpec:
     arg: float | int | None = None
     scope: str | None = None
 
+    def __post_init__(self) -> None:
+        # an argument equal to the fault's default is stored as None, as a written default scope is: equal choices
+        # are equal (`error_event:3` is `error_event`), and str() / label, which leave the default out, parse back
+        d = FAULTS.get(self.name)
+        if d is not None and self.arg is not None and self.arg == d.default:
+            object.__setattr__(self, "arg", None)
+
     def __str__(self) -> str:
         d = FAULTS[self.name]
         text = self.name if self.arg is None or self.arg == d.default else f"{self.name}:{self.arg:g}"
