@@ -337,3 +337,14 @@ async def test_the_same_fault_header_keeps_its_once_state(upstream):
         assert await _two_turns(px.base_url, hdr) == [True, False]
         turn = {**hdr, "x-inspector-fault": "drop_event:3@turn"}
         assert await _two_turns(px.base_url, turn, ("three?", "four?")) == [True, True]
+
+
+def test_a_client_varying_the_fault_header_cannot_grow_the_proxys_memory():
+    # hostile input: every request names other faults (or garbage); the per-header state stays bounded, and an
+    # invalid header is an error, never kept
+    app = ProxyApp("http://127.0.0.1:9", fault_header=True)
+    for i in range(2000):
+        assert app._header_faults(f"drop_event:{i % 900 + 1}@turn") is not None
+        assert isinstance(app._header_faults(f"nope{i}"), str)
+    assert len(app._header_live) <= 256
+    assert app._header_faults("drop_event:5") is app._header_faults("drop_event:5")  # the same state per value
