@@ -51,7 +51,7 @@ class TryFailure:
     method: str
     url: str
     status: int | None  # None: no response (connection failure)
-    headers: dict  # RETRY_HEADERS only
+    headers: dict[str, str]  # RETRY_HEADERS only
     body: bytes  # the (decoded) error body; b"" for a connection failure
     connection_error: str | None
     retry_in: float | None  # the SDK's wait before its next try; None when it will not retry
@@ -80,12 +80,13 @@ def parse_retry_after(headers: Mapping[str, str]) -> float | None:
     """Seconds the server asks to wait, as the SDK reads them: retry-after-ms, else retry-after (seconds, or an HTTP
     date); None when neither parses."""
     try:
+        # (absent: float(None) raises TypeError, caught below, as in the SDK's own reading)
         return float(headers.get("retry-after-ms", None)) / 1000  # type: ignore[arg-type]
     except (TypeError, ValueError):
         pass
     value = headers.get("retry-after")
     try:
-        return float(value)  # type: ignore[arg-type]
+        return float(value)  # type: ignore[arg-type]  # (None: TypeError, caught below)
     except (TypeError, ValueError):
         pass
     if value is None:
@@ -204,7 +205,7 @@ def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
-def _kept(headers: Mapping[str, str]) -> dict:
+def _kept(headers: Mapping[str, str]) -> dict[str, str]:
     return {k: headers[k] for k in RETRY_HEADERS if k in headers}
 
 

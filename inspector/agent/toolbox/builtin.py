@@ -11,7 +11,7 @@ import os
 import re
 import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -62,7 +62,7 @@ SKIP_DIRS = frozenset(
 
 
 # --------------------------------------------------------------------------------------------------------- helpers
-def _arg_int(inp: dict, key: str, default: int, *, minimum: int = 0, maximum: int | None = None) -> int:
+def _arg_int(inp: dict[str, Any], key: str, default: int, *, minimum: int = 0, maximum: int | None = None) -> int:
     v = inp.get(key, default)
     if v is None:
         return default
@@ -127,8 +127,8 @@ def _compile_pattern(pattern: str, *, literal: bool, ignore_case: bool) -> tuple
 
 
 # ------------------------------------------------------------------------------------------------------ the tools
-def _make_read_file(root: Path):
-    def read_file(inp: dict) -> str:
+def _make_read_file(root: Path) -> Callable[[dict[str, Any]], str]:
+    def read_file(inp: dict[str, Any]) -> str:
         path = inp.get("path")
         fd, _rel = open_regular(
             root, path, missing="no such file: '{path}'", directory="'{path}' is a directory; use list_dir"
@@ -185,8 +185,8 @@ def _make_read_file(root: Path):
     return read_file
 
 
-def _make_list_dir(root: Path):
-    def list_dir(inp: dict) -> str:
+def _make_list_dir(root: Path) -> Callable[[dict[str, Any]], str]:
+    def list_dir(inp: dict[str, Any]) -> str:
         path = inp.get("path", ".") or "."
         with walk(root, path) as w:
             if w.name is not None:
@@ -234,8 +234,8 @@ def _read_for_search(dir_fd: int, name: str, st: os.stat_result) -> bytes | None
         return fh.read(SEARCH_MAX_FILE_BYTES + 1)
 
 
-def _make_search_text(root: Path):
-    def search_text(inp: dict) -> str:
+def _make_search_text(root: Path) -> Callable[[dict[str, Any]], str]:
+    def search_text(inp: dict[str, Any]) -> str:
         pattern = inp.get("pattern")
         if not isinstance(pattern, str) or not pattern:
             raise ToolRefused("'pattern' must be a non-empty string")
@@ -342,8 +342,8 @@ def _make_search_text(root: Path):
     return search_text
 
 
-def _make_write_file(root: Path, allow_write: bool):
-    def write_file(inp: dict) -> str:
+def _make_write_file(root: Path, allow_write: bool) -> Callable[[dict[str, Any]], str]:
+    def write_file(inp: dict[str, Any]) -> str:
         if not allow_write:
             raise ToolRefused("write_file is disabled: start with --allow-write")
         path = inp.get("path")
@@ -431,7 +431,7 @@ def _replace(dir_fd: int, name: str, data: bytes, old: os.stat_result | None, pa
         raise
 
 
-async def sleep_tool(inp: dict) -> str:
+async def sleep_tool(inp: dict[str, Any]) -> str:
     seconds = inp.get("seconds", 1)
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
         raise ToolRefused(f"'seconds' must be a number >= 0, got {seconds!r}")

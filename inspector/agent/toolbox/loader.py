@@ -86,7 +86,7 @@ def _import_module(name: str) -> ModuleType:
                 sys.path.remove(cwd)
 
 
-def tool_from_dict(d: dict, where: str = "tool") -> ToolSpec:
+def tool_from_dict(d: dict[str, Any], where: str = "tool") -> ToolSpec:
     unknown = set(d) - _DICT_KEYS
     if unknown:
         raise ToolLoadError(f"{where}: unknown keys {sorted(unknown)} (allowed: {sorted(_DICT_KEYS)})")
@@ -121,7 +121,7 @@ def tool_from_dict(d: dict, where: str = "tool") -> ToolSpec:
     )
 
 
-def _is_tool_dict(d: dict) -> bool:
+def _is_tool_dict(d: dict[str, Any]) -> bool:
     return "name" in d and ("function" in d or "fn" in d or "input_schema" in d)
 
 

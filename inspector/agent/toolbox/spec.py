@@ -8,22 +8,23 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-ToolFn = Callable[[dict], Union[Any, Awaitable[Any]]]
+# a tool's input is the JSON object the model streamed (parsed); its return value is rendered by the executor
+ToolFn = Callable[[dict[str, Any]], Union[Any, Awaitable[Any]]]
 
 
 @dataclass(slots=True)
 class ToolSpec:
     name: str
     description: str
-    input_schema: dict
+    input_schema: dict[str, Any]
     fn: ToolFn  # sync functions run in a worker thread, async ones as tasks; the return value becomes the result
     # Concurrency safety, per call: a bool, or a function of the parsed input. Default: not safe (fail closed).
-    concurrency_safe: bool | Callable[[dict], bool] = False
+    concurrency_safe: bool | Callable[[dict[str, Any]], bool] = False
     timeout: float | None = None  # seconds; None: no per-tool timeout
     cancel_siblings_on_error: bool = False  # a failure cancels the other tools of the same turn
-    meta: dict = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
 
-    def is_safe(self, tool_input: dict) -> bool:
+    def is_safe(self, tool_input: dict[str, Any]) -> bool:
         safe = self.concurrency_safe
         if callable(safe):
             try:
@@ -32,7 +33,7 @@ class ToolSpec:
                 return False
         return bool(safe)
 
-    def definition(self) -> dict:
+    def definition(self) -> dict[str, Any]:
         """The tool as sent to the Messages API."""
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
 
