@@ -23,14 +23,17 @@ import tempfile
 import weakref
 from array import array
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
-from typing import IO, Any, overload
+from typing import IO, Any, TypeGuard, overload
 
 import httpx2
 
 from inspector.core import exactjson
 from inspector.core.redaction import redact
 
-__all__ = ["HistoryView", "SpilledHistory", "SplicedMessages", "SpliceError", "sdk_json"]
+__all__ = ["HistoryView", "Message", "SpilledHistory", "SplicedMessages", "SpliceError", "sdk_json"]
+
+# one message of the history: a JSON object, as the API takes it and as it is read back from the spill file
+Message = dict[str, Any]
 
 CHUNK = 1 << 16  # bytes per read of the spill file while a body is sent
 
@@ -53,20 +56,29 @@ def _in_range(i: int, n: int) -> int:
     return i
 
 
-def _seq_eq(a: Sequence, b: Any) -> Any:
-    if not isinstance(b, Sequence) or isinstance(b, (str, bytes, bytearray, memoryview)):
-        return NotImplemented
+def _is_seq(b: object) -> TypeGuard[Sequence[object]]:
+    """``b`` compares with a history: a sequence, not a string or bytes."""
+    return isinstance(b, Sequence) and not isinstance(b, (str, bytes, bytearray, memoryview))
+
+
+def _seq_eq(a: Sequence[object], b: Sequence[object]) -> bool:
     return len(a) == len(b) and all(x == y for x, y in zip(a, b, strict=True))
 
 
-class SpilledHistory(Sequence[dict]):
+def _message(data: bytes) -> Message:
+    """A stored message parsed back: the store holds only what ``SpilledHistory.append`` wrote (a message)."""
+    message: Message = exactjson.loads(data)
+    return message
+
+
+class SpilledHistory(Sequence[Message]):
     """The loop's history: append a message (a dict), read messages back (parsed from the stored bytes)."""
 
     __slots__ = ("__weakref__", "_closer", "_ends", "_file")
 
-    def __init__(self, messages: Iterable[dict] = ()) -> None:
+    def __init__(self, messages: Iterable[Message] = ()) -> None:
         self._file: IO[bytes] | None = None  # created at the first append
-        self._closer: weakref.finalize | None = None
+        self._closer: weakref.finalize[[], SpilledHistory] | None = None
         self._ends = array("q")  # per message: the offset just past its bytes and the "," after them
         for message in messages:
             self.append(message)
@@ -78,7 +90,7 @@ class SpilledHistory(Sequence[dict]):
             self._closer = weakref.finalize(self, f.close)  # closed with the store, never left to a warning
         return self._file.fileno()
 
-    def append(self, message: dict) -> None:
+    def append(self, message: Message) -> None:
         data = sdk_json(message) + b","
         fd = self._fd()
         at = self._ends[-1] if self._ends else 0
@@ -116,18 +128,20 @@ class SpilledHistory(Sequence[dict]):
         return len(self._ends)
 
     @overload
-    def __getitem__(self, i: int) -> dict: ...
+    def __getitem__(self, i: int) -> Message: ...
     @overload
-    def __getitem__(self, i: slice) -> list[dict]: ...
-    def __getitem__(self, i: int | slice) -> dict | list[dict]:
+    def __getitem__(self, i: slice) -> list[Message]: ...
+    def __getitem__(self, i: int | slice) -> Message | list[Message]:
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(len(self)))]
-        return exactjson.loads(self.encoded(i))
+        return _message(self.encoded(i))
 
     def __eq__(self, other: object) -> bool:
+        if not _is_seq(other):
+            return NotImplemented
         return _seq_eq(self, other)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # equal by value, so unhashable (as a list is)
 
     def __repr__(self) -> str:
         return f"<SpilledHistory of {len(self)} messages>"
@@ -153,7 +167,7 @@ class SpilledHistory(Sequence[dict]):
         yield b"]"
 
 
-class HistoryView(Sequence[dict]):
+class HistoryView(Sequence[Message]):
     """The first ``n`` messages of a :class:`SpilledHistory` (read only, frozen). With ``secrets``, every message is
     read back with them masked (``core.redaction.redact``): the view is what an observation may show."""
 
@@ -168,19 +182,24 @@ class HistoryView(Sequence[dict]):
         return self._n
 
     @overload
-    def __getitem__(self, i: int) -> dict: ...
+    def __getitem__(self, i: int) -> Message: ...
     @overload
-    def __getitem__(self, i: slice) -> list[dict]: ...
-    def __getitem__(self, i: int | slice) -> dict | list[dict]:
+    def __getitem__(self, i: slice) -> list[Message]: ...
+    def __getitem__(self, i: int | slice) -> Message | list[Message]:
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(self._n))]
-        message = exactjson.loads(self._store.encoded(_in_range(i, self._n)))
-        return redact(message, self._secrets) if self._secrets else message
+        message = _message(self._store.encoded(_in_range(i, self._n)))
+        if not self._secrets:
+            return message
+        masked: Message = redact(message, self._secrets)  # (a dict comes back a dict: its keys and values masked)
+        return masked
 
     def __eq__(self, other: object) -> bool:
+        if not _is_seq(other):
+            return NotImplemented
         return _seq_eq(self, other)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # equal by value, so unhashable (as a list is)
 
     def __repr__(self) -> str:
         return f"<HistoryView of {self._n} messages>"

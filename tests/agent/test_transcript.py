@@ -84,6 +84,19 @@ def test_the_store_keeps_offsets_not_messages():
     assert view.list_size() == len(sdk_json(messages))
 
 
+def test_a_history_equals_a_sequence_of_the_same_messages_and_nothing_else():
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ho"}]
+    store = SpilledHistory(messages)
+    for h in (store, store.view()):
+        assert h == messages and h == tuple(messages) and messages == h and h == store.view()
+        assert h != messages[:1] and h != [*messages[:1], {"role": "assistant", "content": "no"}]
+        # a string, bytes or a non-sequence is not a history: the comparison is not implemented (so False)
+        for other in ("hi", b"hi", None, 3, {"role": "user"}):
+            assert h.__eq__(other) is NotImplemented and h != other
+        with pytest.raises(TypeError):
+            hash(h)
+
+
 def test_a_view_with_secrets_masks_them_as_it_reads():
     store = SpilledHistory([{"role": "user", "content": "key sk-ant-secret-123456 here"}])
     assert store[0]["content"] == "key sk-ant-secret-123456 here"  # what is sent
