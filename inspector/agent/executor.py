@@ -89,6 +89,8 @@ _switch_interval = _SwitchInterval()
 
 
 TERMINAL = TOOL_TERMINAL
+# a tool_result's content: text, or content blocks (dicts with a "type") passed through
+ToolContent = str | list[dict[str, Any]]
 FINISHED_AT = "finished_at"  # the key of ToolCall.times for the moment a call first became terminal
 
 
@@ -99,14 +101,14 @@ class ToolCall:
     index: int  # content block index of the tool_use block
     turn: int = 0
     attempt: int = 0
-    input: dict | None = None
+    input: dict[str, Any] | None = None  # the parsed input, as the model sent it
     input_error: str | None = None
     state: ToolState = ToolState.STREAMING_INPUT
     safe: bool = False
     # state value -> clock time when entered; plus "finished_at": when the call first became terminal (the end of its
     # run for one that ran). A call that finished and is then discarded keeps it: "discarded" is recorded apart.
     times: dict[str, float] = field(default_factory=dict)
-    result: str | list | None = None  # content of the tool_result
+    result: ToolContent | None = None  # content of the tool_result
     is_error: bool = False
     error: str | None = None  # human message for failed / timed_out / cancelled / not_run / discarded
     traceback: str | None = None  # formatted traceback of a tool exception (for the UI, never sent)
@@ -164,7 +166,7 @@ class ToolCall:
             return None
         return self.started_at - self.queued_at
 
-    def tool_result_block(self) -> dict:
+    def tool_result_block(self) -> dict[str, Any]:
         block: dict[str, Any] = {
             "type": "tool_result",
             "tool_use_id": self.id,
@@ -182,7 +184,7 @@ def _truncate(text: str, max_chars: int) -> tuple[str, int]:
     return f"{text[:max_chars]}\n[truncated {cut} chars]", cut
 
 
-def render_result(value: Any, max_chars: int = 100_000) -> tuple[str | list, int]:
+def render_result(value: Any, max_chars: int = 100_000) -> tuple[ToolContent, int]:
     """A tool's return value -> tool_result content, plus the number of characters cut by the cap.
 
     str as is; None -> ""; a non-empty list of dicts that all have "type" -> content blocks, passed through (text
@@ -196,7 +198,7 @@ def render_result(value: Any, max_chars: int = 100_000) -> tuple[str | list, int
     if isinstance(value, list) and value and all(isinstance(b, dict) and "type" in b for b in value):
         budget = max_chars
         cut_total = 0
-        blocks = []
+        blocks: list[dict[str, Any]] = []
         for b in value:
             if b.get("type") == "text" and isinstance(b.get("text"), str):
                 text, cut = _truncate(b["text"], max(budget, 0))
@@ -253,10 +255,10 @@ class ToolExecutor:
         self._calls: dict[str, ToolCall] = {}
         self._queue: list[ToolCall] = []
         self._running: dict[str, ToolCall] = {}
-        self._tasks: dict[str, asyncio.Task] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
         self._cancel_events: dict[str, threading.Event] = {}
-        self._threads: dict[threading.Thread, asyncio.Future] = {}
-        self._waiters: list[asyncio.Future] = []
+        self._threads: dict[threading.Thread, asyncio.Future[None]] = {}  # each thread's "it has delivered"
+        self._waiters: list[asyncio.Future[None]] = []
         self._paused = False
         # Once set, every later call (begin_input / submit) is finished at once with this state and reason.
         self._abort: tuple[ToolState, str] | None = None
@@ -275,7 +277,7 @@ class ToolExecutor:
     def get(self, id: str) -> ToolCall | None:
         return self._calls.get(id)
 
-    def results(self) -> list[dict]:
+    def results(self) -> list[dict[str, Any]]:
         """tool_result blocks of the terminal calls, in submission order. Empty after `discard()`: nothing of a
         failed attempt is sent."""
         if self.discarded:
@@ -299,7 +301,9 @@ class ToolExecutor:
             self._finish(call, self._abort[0], self._abort[1])
         return call
 
-    def submit(self, id: str, name: str, index: int, input: dict | None, input_error: str | None = None) -> ToolCall:
+    def submit(
+        self, id: str, name: str, index: int, input: dict[str, Any] | None, input_error: str | None = None
+    ) -> ToolCall:
         """The tool_use block closed (content_block_stop). Queues the call and runs admission at once (must be called
         from inside the running event loop when the tool can start). A call that cannot run gets its is_error result
         now: unknown tool, unparseable input, or the executor was cancelled/discarded/aborted by a sibling."""
@@ -460,7 +464,7 @@ class ToolExecutor:
         state: ToolState,
         message: str | None = None,
         *,
-        result: str | list | None = None,
+        result: ToolContent | None = None,
         is_error: bool = True,
         traceback: str | None = None,
     ) -> bool:
@@ -495,7 +499,7 @@ class ToolExecutor:
         self._tasks[call.id] = task
         task.add_done_callback(self._task_done)
 
-    def _task_done(self, task: asyncio.Task) -> None:
+    def _task_done(self, task: asyncio.Task[None]) -> None:
         for k, t in list(self._tasks.items()):
             if t is task:
                 del self._tasks[k]
@@ -594,11 +598,13 @@ class ToolExecutor:
             value = await value
         return value
 
-    def _run_in_thread(self, call: ToolCall, fn: Callable[[dict], Any], tool_input: dict) -> asyncio.Future:
+    def _run_in_thread(
+        self, call: ToolCall, fn: Callable[[dict[str, Any]], Any], tool_input: dict[str, Any]
+    ) -> asyncio.Future[Any]:
         """Run a sync function in a dedicated daemon thread; the future resolves on the loop."""
         loop = asyncio.get_running_loop()
-        fut: asyncio.Future = loop.create_future()
-        thread_done: asyncio.Future = loop.create_future()
+        fut: asyncio.Future[Any] = loop.create_future()  # the tool's return value, or the exception it raised
+        thread_done: asyncio.Future[None] = loop.create_future()
         ctx = contextvars.copy_context()  # carries the cancel event
 
         def deliver(ok: bool, value: Any) -> None:

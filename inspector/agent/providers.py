@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 
-def function_tool(definition: dict, api: Api) -> dict:
+def function_tool(definition: dict[str, Any], api: Api) -> dict[str, Any]:
     """A tool definition as the API takes it. Already an OpenAI tool (it has ``type``): kept as given; a Messages
     API definition (``name``, ``description``, ``input_schema``): a function tool."""
     if "type" in definition and "input_schema" not in definition:
@@ -63,7 +63,7 @@ def tool_result_text(content: Any) -> str:
     return exactjson.dumps(content).decode()
 
 
-def _arguments(block: dict, raw: dict[str, str]) -> str:
+def _arguments(block: dict[str, Any], raw: dict[str, str]) -> str:
     """The call's arguments as streamed (exactly), else its parsed input as JSON (``{}`` when it did not parse:
     the call never ran and its result says why)."""
     bid = block.get("id")
@@ -93,8 +93,13 @@ class OpenAIProvider:
         return str(client.base_url).rstrip("/") + path
 
     def request_body(
-        self, model: str, messages: Any, system: str | None, tools: list[dict] | None, extra: dict
-    ) -> dict:
+        self,
+        model: str,
+        messages: Sequence[dict[str, Any]],
+        system: str | None,
+        tools: list[dict[str, Any]] | None,
+        extra: dict[str, Any],
+    ) -> dict[str, Any]:
         """The body as the loop shows it (the SDK makes the same one from ``create_kwargs``)."""
         body: dict[str, Any] = {"model": model}
         if self.api == "chat":  # (the system prompt is the history's first message: initial_messages)
@@ -115,7 +120,7 @@ class OpenAIProvider:
         body.update(extra)
         return body
 
-    def open(self, client: Any, body: dict, history: Any) -> Any:
+    def open(self, client: Any, body: dict[str, Any], history: Any) -> Any:
         """The SDK's streaming-response context manager for ``body``, with ``history`` (the placeholder the tapped
         transport splices the stored history into, or the messages themselves) where the history goes."""
         kwargs = {k: v for k, v in body.items() if k not in ("model", "messages", "input", "stream", "extra_body")}
@@ -137,13 +142,15 @@ class OpenAIProvider:
         return new_stream(self.family)  # type: ignore[arg-type]
 
     # --- the history ---------------------------------------------------------------------------------------------
-    def initial_messages(self, prompt: str, system: str | None) -> list[dict]:
+    def initial_messages(self, prompt: str, system: str | None) -> list[dict[str, Any]]:
         """The history a run starts with: Chat Completions carries the system prompt as its first message (so a
         turn's request is the stored history, sent as is); Responses sends it as ``instructions``."""
         first = [{"role": "system", "content": system}] if system and self.api == "chat" else []
         return [*first, {"role": "user", "content": prompt}]
 
-    def assistant_messages(self, content: Sequence[dict], raw_arguments: dict[str, str]) -> list[dict]:
+    def assistant_messages(
+        self, content: Sequence[dict[str, Any]], raw_arguments: dict[str, str]
+    ) -> list[dict[str, Any]]:
         """The assistant turn (neutral blocks) as this API's history entries. Thinking blocks are not sent back
         (Chat Completions has no field for them; Responses needs its encrypted reasoning item, not streamed)."""
         texts = [str(b.get("text", "")) for b in content if b.get("type") == "text" and b.get("text")]
@@ -162,7 +169,7 @@ class OpenAIProvider:
             if msg["content"] is None and not calls:
                 return []
             return [msg]
-        out: list[dict] = []
+        out: list[dict[str, Any]] = []
         if texts:  # an input message of the assistant (the SDK's EasyInputMessageParam: its text as one string)
             out.append({"role": "assistant", "content": "".join(texts)})
         for b in calls:
@@ -176,7 +183,7 @@ class OpenAIProvider:
             )
         return out
 
-    def result_messages(self, results: Sequence[dict]) -> list[dict]:
+    def result_messages(self, results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         """The tool_result blocks (one per call, in the calls' order) as this API's history entries."""
         if self.api == "chat":
             return [
