@@ -14,7 +14,7 @@ import math
 import random
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -38,6 +38,7 @@ from inspector.stream import diagnostics as D
 from inspector.stream.assembler import TurnStream
 from inspector.stream.diagnostics import Diagnostic
 from inspector.stream.protocol import ErrorEvent, Ping
+from inspector.stream.turn import Step
 
 log = logging.getLogger("inspector.agent.loop")
 
@@ -61,7 +62,7 @@ class LoopError(Exception):
 class LoopConfig:
     model: str
     prompt: str | None = None
-    messages: list[dict] | None = None  # an initial history, instead of prompt
+    messages: list[dict[str, Any]] | None = None  # an initial history, instead of prompt
     system: str | None = None
     system_by_turn: dict[int, str] = field(default_factory=dict)  # a system prompt for a turn (else ``system``)
     cache_system: bool = False  # send the system prompt as a block marked cache_control (prompt caching)
@@ -70,10 +71,10 @@ class LoopConfig:
     retries: int = 2  # retries of failures AFTER the first byte (the SDK retries the rest)
     idle_timeout: float = 30.0  # seconds without a content event (pings do not count)
     max_concurrency: int = 10
-    extra_body: dict = field(default_factory=dict)  # e.g. {"thinking": {...}}
-    tool_definitions: list[dict] | None = None  # as sent; default: each ToolSpec.definition()
+    extra_body: dict[str, Any] = field(default_factory=dict)  # e.g. {"thinking": {...}}
+    tool_definitions: list[dict[str, Any]] | None = None  # as sent; default: each ToolSpec.definition()
     secrets: list[str] = field(default_factory=list, repr=False)  # (the API key) redacted from every observation
-    source: dict = field(default_factory=dict)
+    source: dict[str, Any] = field(default_factory=dict)
     # backoff between our retries: min(0.5 * 2**n, 8) s with jitter; scaled by the pacer for scripted sources
     backoff_base: float = 0.5
     backoff_max: float = 8.0
@@ -85,12 +86,13 @@ class LoopConfig:
 class LoopResult:
     status: str  # finished | error | cancelled
     turns: int
-    history: Sequence[dict]  # the conversation, kept out of RAM (transcript.HistoryView): `messages` reads it back
+    # the conversation, kept out of RAM (transcript.HistoryView): `messages` reads it back
+    history: Sequence[dict[str, Any]]
     tools: list[ToolCall]
     error: str | None = None
 
     @functools.cached_property
-    def messages(self) -> list[dict]:
+    def messages(self) -> list[dict[str, Any]]:
         """The conversation as a list of dicts (read back from the spill file on first use)."""
         return list(self.history)
 
@@ -191,7 +193,7 @@ class AgentLoop:
         self._step: StepUnit | None = None
         self._wake = asyncio.Event()
         self._cancel_requested = False
-        self._work: asyncio.Task | None = None
+        self._work: asyncio.Task[tuple[str, str | None]] | None = None
         self._executor: ToolExecutor | None = None
         self._ts: TurnStream | None = None
         self._last_sse: object = None  # the SSE event of the last step processed (several steps may share one)
@@ -206,10 +208,12 @@ class AgentLoop:
         self._open_attempt: tuple[int, int] | None = None  # started, not yet ended (a cancel ends it)
         self._try_index = 0
         self._try_t_sent = 0.0  # clock() when the current try was sent
-        self._start_pending: tuple[int, int, str, dict] | None = None  # AttemptStarted not yet published
-        self._try_headers: dict | None = None  # the current try's request headers as sent (credentials removed)
-        self._sent_body: dict | None = None  # the body of the request being sent, as the SDK made it
-        self._shown: list[dict] | None = None  # the last history published, while a subscriber keeps it (_plain)
+        self._start_pending: tuple[int, int, str, dict[str, Any]] | None = None  # AttemptStarted not yet published
+        # the current try's request headers as sent (credentials removed)
+        self._try_headers: dict[str, str] | None = None
+        self._sent_body: dict[str, Any] | None = None  # the body of the request being sent, as the SDK made it
+        # the last history published, while a subscriber keeps it (_plain)
+        self._shown: list[dict[str, Any]] | None = None
         self._tap = observe_client(client)
         if self._tap is not None:
             self._tap.listener = self
@@ -430,7 +434,7 @@ class AgentLoop:
         self._shown = None
         return self.result
 
-    def tool_summaries(self) -> list[dict]:
+    def tool_summaries(self) -> list[dict[str, Any]]:
         out = []
         for c in self.all_tools:
             out.append(
@@ -490,12 +494,17 @@ class AgentLoop:
             self._pub(O.TextFinish(self.now(), turn, text, stop_reason))
             return "finished", None
 
-    def _append(self, message: dict, turn: int) -> None:
+    def _append(self, message: dict[str, Any], turn: int) -> None:
         self.messages.append(message)
         self._pub(O.MessageAppended(self.now(), turn, message))
 
     def _append_turn(
-        self, ts: TurnStream, assistant: list[dict], tool_uses: list[dict], results: list[dict], turn: int
+        self,
+        ts: TurnStream,
+        assistant: list[dict[str, Any]],
+        tool_uses: list[dict[str, Any]],
+        results: list[dict[str, Any]],
+        turn: int,
     ) -> None:
         """The assistant turn and its tool results into the history, in the API's own shape: Messages (an
         assistant message, then one user message of tool_result blocks) or the provider's (OpenAI)."""
@@ -516,10 +525,10 @@ class AgentLoop:
         for m in p.result_messages(results if tool_uses else []):
             self._append(m, turn)
 
-    def _history_content(self, ts: TurnStream, executor: ToolExecutor) -> list[dict]:
+    def _history_content(self, ts: TurnStream, executor: ToolExecutor) -> list[dict[str, Any]]:
         """The assistant content to keep: closed blocks (plus a partial text block when cut short). A tool_use
         whose input failed to parse is kept with `input: {}` so the model sees its is_error result; it never ran."""
-        out: list[dict] = []
+        out: list[dict[str, Any]] = []
         asm = ts.assembler
         for i in sorted(asm.blocks):
             b = asm.blocks[i]
@@ -537,8 +546,8 @@ class AgentLoop:
         return out
 
     def _results_for(
-        self, tool_uses: list[dict], executor: ToolExecutor, missing: str = "the tool was not run"
-    ) -> list[dict]:
+        self, tool_uses: list[dict[str, Any]], executor: ToolExecutor, missing: str = "the tool was not run"
+    ) -> list[dict[str, Any]]:
         """ONE tool_result per tool_use, in order: the executor's result, else an is_error `missing` note."""
         by_id = {c.id: c for c in executor.calls()}
         results = []
@@ -640,7 +649,7 @@ class AgentLoop:
                 )
             )
 
-    def _request_body(self, messages: Sequence[dict], turn: int = 0) -> dict:
+    def _request_body(self, messages: Sequence[dict[str, Any]], turn: int = 0) -> dict[str, Any]:
         cfg = self.config
         body: dict[str, Any] = {"model": cfg.model, "max_tokens": cfg.max_tokens, "messages": messages}
         system = cfg.system_by_turn.get(turn, cfg.system)
@@ -692,13 +701,13 @@ class AgentLoop:
         attempt: int,
         executor: ToolExecutor,
         url: str,
-        body: dict,
+        body: dict[str, Any],
         key: str,
-        ts: Any,
+        ts: TurnStream,
         open_stream: Callable[[Any], Any],
         errors: tuple[type[Exception], type[Exception]],
         describe: Callable[[Any], str],
-    ) -> Any:
+    ) -> TurnStream:
         """One attempt over either SDK: ``open_stream(history)`` is the SDK's ``with_streaming_response`` call for
         ``body`` (whose history is under ``key``), ``ts`` the stream that decodes its answer; ``errors`` the SDK's
         status and connection errors (``describe``: a status error's message). The history as it stands is
@@ -854,7 +863,7 @@ class AgentLoop:
         self._set_state(self._running_state())
 
     async def _consume(
-        self, it, ts: TurnStream, turn: int, attempt: int, executor: ToolExecutor, t_sent: float
+        self, it: AsyncIterator[bytes], ts: TurnStream, turn: int, attempt: int, executor: ToolExecutor, t_sent: float
     ) -> None:
         cfg = self.config
         read_index = 0
@@ -938,7 +947,7 @@ class AgentLoop:
         self._pub(O.DiagnosticRaised(self.now(), turn, attempt, d))
 
     def _process(
-        self, step, ts: TurnStream, turn: int, attempt: int, executor: ToolExecutor, last_of_event: bool = True
+        self, step: Step, ts: TurnStream, turn: int, attempt: int, executor: ToolExecutor, last_of_event: bool = True
     ) -> None:
         now = self.now()
         self.events_processed += 1
