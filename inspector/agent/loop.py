@@ -15,14 +15,15 @@ import random
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import anthropic
 import httpx2
 
 from inspector.agent.executor import TERMINAL, ToolCall, ToolExecutor, ToolState
-from inspector.agent.providers import RETRYABLE_ERRORS, OpenAIProvider
+from inspector.agent.providers import RETRYABLE_ERRORS, OpenAIProvider, OpenStream, SdkResponse
 from inspector.agent.toolbox.spec import ToolSpec
 from inspector.agent.transcript import HistoryView, SpilledHistory, SplicedMessages
 from inspector.agent.tries import TryFailure, observe_client, parse_error_body
@@ -40,11 +41,16 @@ from inspector.stream.diagnostics import Diagnostic
 from inspector.stream.protocol import ErrorEvent, Ping
 from inspector.stream.turn import Step
 
+if TYPE_CHECKING:
+    import openai
+
 log = logging.getLogger("inspector.agent.loop")
 
 StepUnit = Literal["event", "block", "turn"]
 Control = Literal["pause", "resume", "step", "cancel", "speed"]
 RETRYABLE_ERROR_EVENTS = frozenset({"overloaded_error", "api_error", "rate_limit_error", "timeout_error"})
+# the HTTP status error of the SDK an attempt goes through (the openai SDK is imported only when it is used)
+StatusError = TypeVar("StatusError", "anthropic.APIStatusError", "openai.APIStatusError")
 
 
 class AttemptFailed(Exception):
@@ -672,7 +678,7 @@ class AgentLoop:
         kwargs = {k: v for k, v in body.items() if k not in ("model", "max_tokens", "messages")}
         extra = {k: kwargs.pop(k) for k in list(kwargs) if k not in ("system", "tools")}
 
-        def open_stream(messages: Any) -> Any:
+        def open_stream(messages: Any) -> AbstractAsyncContextManager[SdkResponse]:
             return self.client.messages.with_streaming_response.create(
                 model=body["model"],
                 max_tokens=body["max_tokens"],
@@ -704,9 +710,9 @@ class AgentLoop:
         body: dict[str, Any],
         key: str,
         ts: TurnStream,
-        open_stream: Callable[[Any], Any],
-        errors: tuple[type[Exception], type[Exception]],
-        describe: Callable[[Any], str],
+        open_stream: OpenStream,
+        errors: tuple[type[StatusError], type[Exception]],
+        describe: Callable[[StatusError], str],
     ) -> TurnStream:
         """One attempt over either SDK: ``open_stream(history)`` is the SDK's ``with_streaming_response`` call for
         ``body`` (whose history is under ``key``), ``ts`` the stream that decodes its answer; ``errors`` the SDK's
@@ -728,7 +734,7 @@ class AgentLoop:
         self._ts = ts
         if self._tap is not None:
             spliced = SplicedMessages(history)
-            sent: Any = spliced.placeholder_messages
+            sent: list[dict[str, Any]] = spliced.placeholder_messages
             self._tap.rewrite = functools.partial(self._splice, spliced, body[key])
         else:  # a client whose transport cannot be wrapped: the SDK is given the messages themselves
             sent = list(history)
@@ -739,7 +745,7 @@ class AgentLoop:
                 await self._read_response(resp, ts, turn, attempt, executor)
         except status_error as e:
             # HTTP errors before the first byte: the SDK already retried them; we do not retry twice.
-            raise LoopError(f"HTTP {e.status_code}: {describe(e)}") from None  # type: ignore[attr-defined]
+            raise LoopError(f"HTTP {e.status_code}: {describe(e)}") from None
         except connection_error as e:
             raise LoopError(f"connection failed: {e}") from None
         finally:
@@ -750,7 +756,9 @@ class AgentLoop:
                 self._publish_started(None)
         return ts
 
-    async def _read_response(self, resp: Any, ts: TurnStream, turn: int, attempt: int, executor: ToolExecutor) -> None:
+    async def _read_response(
+        self, resp: SdkResponse, ts: TurnStream, turn: int, attempt: int, executor: ToolExecutor
+    ) -> None:
         """The streamed answer of either SDK's ``with_streaming_response``: its ResponseStarted, then its bytes."""
         self._try_ctx = None
         if self._tap is not None:
@@ -801,7 +809,9 @@ class AgentLoop:
             error_message,
         )
 
-    def _splice(self, spliced: SplicedMessages, shown: Any, request: httpx2.Request) -> httpx2.Request:
+    def _splice(
+        self, spliced: SplicedMessages, shown: Sequence[dict[str, Any]], request: httpx2.Request
+    ) -> httpx2.Request:
         """The tap's rewrite: the request as the SDK made it (``request.content``: its JSON with the placeholder
         history) parsed into the body an observation shows (the history as a plain list read from the masked view
         ``shown``), then the request with the stored history spliced in (what is sent)."""
@@ -818,7 +828,11 @@ class AgentLoop:
                 self._sent_body = parsed
         return sent
 
-    def _plain(self, value: Any) -> Any:
+    @overload
+    def _plain(self, value: HistoryView) -> list[dict[str, Any]]: ...
+    @overload
+    def _plain(self, value: object) -> object: ...
+    def _plain(self, value: object) -> object:
         """A history view (a request's messages, or the final history) as the plain list it stands for, built once
         per attempt. The messages a subscriber still holds from the previous list (the dashboard keeps every
         request's body) are shared, not read again: a long session costs a list of references per request, not a

@@ -16,8 +16,9 @@ SDK is imported here only when a request is made (``inspector --help`` never imp
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from inspector.core import exactjson
 from inspector.stream.assembler import TurnStream
@@ -33,9 +34,39 @@ __all__ = [
     "RETRYABLE_ERRORS",
     "Api",
     "OpenAIProvider",
+    "OpenStream",
+    "SdkResponse",
     "function_tool",
     "tool_result_text",
 ]
+
+
+class _SdkHttpResponse(Protocol):
+    def aiter_bytes(self) -> AsyncGenerator[bytes, None]: ...
+
+
+class SdkResponse(Protocol):
+    """What the loop reads of the answer of either SDK's ``with_streaming_response`` call (the anthropic and the
+    openai ``AsyncAPIResponse``): its status and headers, and the HTTP response whose bytes it streams."""
+
+    @property
+    def status_code(self) -> int: ...
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+    @property
+    def http_response(self) -> _SdkHttpResponse: ...
+
+
+# one attempt's SDK call: given the history to send (the SDK's own message types: the stored messages, or the
+# placeholder the tapped transport splices them into), the context manager of its streamed answer
+OpenStream = Callable[[Any], AbstractAsyncContextManager[SdkResponse]]
+
+if TYPE_CHECKING:  # (never run) mypy proves that both SDKs' streamed answers are SdkResponses
+    import anthropic
+    import openai
+
+    def _sdk_responses(a: anthropic.AsyncAPIResponse[Any], o: openai.AsyncAPIResponse[Any]) -> list[SdkResponse]:
+        return [a, o]
 
 
 def function_tool(definition: dict[str, Any], api: Api) -> dict[str, Any]:
@@ -120,23 +151,28 @@ class OpenAIProvider:
         body.update(extra)
         return body
 
-    def open(self, client: Any, body: dict[str, Any], history: Any) -> Any:
+    def open(self, client: Any, body: dict[str, Any], history: Any) -> AbstractAsyncContextManager[SdkResponse]:
         """The SDK's streaming-response context manager for ``body``, with ``history`` (the placeholder the tapped
         transport splices the stored history into, or the messages themselves) where the history goes."""
         kwargs = {k: v for k, v in body.items() if k not in ("model", "messages", "input", "stream", "extra_body")}
         known = ("stream_options", "max_completion_tokens", "tools", "instructions", "max_output_tokens")
         extra = {k: kwargs.pop(k) for k in list(kwargs) if k not in known}
+        # (``client`` is an openai.AsyncOpenAI, whose calls answer an AsyncAPIResponse: an SdkResponse, as
+        # _sdk_responses proves; the SDK is not imported here, so the client is not typed)
+        answer: AbstractAsyncContextManager[SdkResponse]
         if self.api == "chat":
-            return client.chat.completions.with_streaming_response.create(
+            answer = client.chat.completions.with_streaming_response.create(
                 model=body["model"],
                 messages=history,
                 stream=True,
                 extra_body=extra or None,
                 **kwargs,
             )
-        return client.responses.with_streaming_response.create(
-            model=body["model"], input=history, stream=True, extra_body=extra or None, **kwargs
-        )
+        else:
+            answer = client.responses.with_streaming_response.create(
+                model=body["model"], input=history, stream=True, extra_body=extra or None, **kwargs
+            )
+        return answer
 
     def new_stream(self) -> TurnStream:
         return new_stream(self.family)  # type: ignore[arg-type]
@@ -196,7 +232,7 @@ class OpenAIProvider:
         ]
 
 
-def error_message(e: Any) -> str:
+def error_message(e: object) -> str:
     """An openai ``APIStatusError``'s message: the body's ``error.type: error.message`` when it has one."""
     body = getattr(e, "body", None)
     err = body.get("error") if isinstance(body, dict) else None
