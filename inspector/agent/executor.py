@@ -214,7 +214,7 @@ def render_result(value: Any, max_chars: int = 100_000) -> tuple[ToolContent, in
     return _truncate(text, max_chars)
 
 
-def _is_async_callable(fn: Any) -> bool:
+def _is_async_callable(fn: object) -> bool:
     if inspect.iscoroutinefunction(fn):
         return True
     call = getattr(fn, "__call__", None)  # noqa: B004 - async callable objects

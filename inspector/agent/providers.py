@@ -41,6 +41,13 @@ __all__ = [
 ]
 
 
+class HasBaseUrl(Protocol):
+    """An SDK client, for the URL a request goes to."""
+
+    @property
+    def base_url(self) -> object: ...
+
+
 class _SdkHttpResponse(Protocol):
     def aiter_bytes(self) -> AsyncGenerator[bytes, None]: ...
 
@@ -119,7 +126,7 @@ class OpenAIProvider:
     def history_key(self) -> str:
         return "messages" if self.api == "chat" else "input"
 
-    def url(self, client: Any) -> str:
+    def url(self, client: HasBaseUrl) -> str:
         path = "/chat/completions" if self.api == "chat" else "/responses"
         return str(client.base_url).rstrip("/") + path
 

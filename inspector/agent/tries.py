@@ -234,7 +234,7 @@ def parse_error_body(body: bytes) -> tuple[Any, str | None, str | None]:
     return parsed, None, None
 
 
-def observe_client(client: Any) -> TryTap | None:
+def observe_client(client: object) -> TryTap | None:
     """Wrap the transports of an ``anthropic.AsyncAnthropic``'s (or an ``openai.AsyncOpenAI``'s) HTTP client (in place) so every try is reported;
     the same tap when already wrapped; None when the client has no transport to wrap."""
     http = getattr(client, "_client", None)

@@ -13,7 +13,7 @@ import secrets
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import re2
 
@@ -105,7 +105,13 @@ def _line_pieces(f: IO[str], chunk: int = READ_CHUNK_CHARS) -> Iterator[tuple[st
             yield data[pos:], False
 
 
-def _compile_pattern(pattern: str, *, literal: bool, ignore_case: bool) -> tuple[Any, str]:
+class _BytesPattern(Protocol):
+    """What search_text uses of an RE2 pattern (the re2 module has no type information)."""
+
+    def search(self, text: bytes) -> object: ...
+
+
+def _compile_pattern(pattern: str, *, literal: bool, ignore_case: bool) -> tuple[_BytesPattern, str]:
     """The pattern compiled by RE2 (linear time: no pattern can make a search take exponential time, and no Python
     `re` is ever used), and a note for the result. A pattern RE2 cannot compile (invalid, or a feature RE2 does not
     have: backreferences, lookaround) is searched as plain text, and the note says so."""

@@ -18,7 +18,6 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from inspector.agent.toolbox.spec import ToolRefused
 
@@ -86,7 +85,7 @@ class Walked:
     def __enter__(self) -> Walked:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -98,7 +97,7 @@ def _split(path: str) -> list[str]:
     return [c for c in path.split("/") if c not in ("", ".")]
 
 
-def _check_path(path: Any) -> str:
+def _check_path(path: object) -> str:
     if not isinstance(path, str) or not path.strip():
         raise ToolRefused("'path' must be a non-empty string, relative to the workspace root")
     if Path(path).is_absolute() or path.startswith(("/", "\\")) or Path(path).drive:
@@ -120,7 +119,7 @@ def _root_prefixes(root: Path) -> list[list[str]]:
     return out
 
 
-def walk(root: Path, path: Any, *, mkdirs: bool = False) -> Walked:
+def walk(root: Path, path: object, *, mkdirs: bool = False) -> Walked:
     """Walk ``path`` (relative to ``root``) inside the root; see the module doc. ToolRefused when it leaves the root,
     loops, is too deep or cannot be walked. ``mkdirs``: missing directories on the way are created (inside the root:
     each with ``mkdir(name, dir_fd=...)``). With ``mkdirs`` off, the components below a missing directory are applied
@@ -251,10 +250,11 @@ def open_entry(dir_fd: int, name: str, st: os.stat_result, flags: int = os.O_RDO
     return fd
 
 
-def open_regular(root: Path, path: Any, *, missing: str, directory: str) -> tuple[int, str]:
+def open_regular(root: Path, path: object, *, missing: str, directory: str) -> tuple[int, str]:
     """A regular file inside the root opened for reading, and its path below the root. ToolRefused with ``missing``
     or ``directory`` (formatted with ``path``) when it does not exist or is a directory; for a FIFO, socket or device
     (never opened); when it leaves the root."""
+    path = _check_path(path)  # (walk's first check, made here too: a string from here on)
     for _attempt in range(RETRIES):
         with walk(root, path) as w:
             if w.name is None:
@@ -272,7 +272,7 @@ def open_regular(root: Path, path: Any, *, missing: str, directory: str) -> tupl
     raise ToolRefused(f"'{shown(path)}' kept changing while it was opened; refused")
 
 
-def resolve_in_root(root: Path, path: Any) -> Path:
+def resolve_in_root(root: Path, path: object) -> Path:
     """`path` (relative to root) as a host path inside the root (symlinks resolved, each inside the root), or
     ToolRefused if it is absolute or leaves the root (via `..` or a symlink). For naming a path only: the tools open
     through `walk`, never through the returned path."""
