@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from inspector.core import exactjson
 from inspector.stream.assembler import TurnStream
-from inspector.stream.family import new_stream
+from inspector.stream.family import Family, new_stream
 
 Api = Literal["chat", "responses"]
 APIS: tuple[Api, ...] = ("chat", "responses")
@@ -119,7 +119,7 @@ class OpenAIProvider:
             raise ValueError(f"unknown OpenAI API {api!r} (chat or responses)")
         self.api: Api = api
         self.max_tokens = max_tokens  # None: not sent (the server's default)
-        self.family = "openai_chat" if api == "chat" else "openai_responses"
+        self.family: Family = "openai_chat" if api == "chat" else "openai_responses"
 
     # --- the request -------------------------------------------------------------------------------------------
     @property
@@ -182,7 +182,7 @@ class OpenAIProvider:
         return answer
 
     def new_stream(self) -> TurnStream:
-        return new_stream(self.family)  # type: ignore[arg-type]
+        return new_stream(self.family)
 
     # --- the history ---------------------------------------------------------------------------------------------
     def initial_messages(self, prompt: str, system: str | None) -> list[dict[str, Any]]:

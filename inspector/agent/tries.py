@@ -168,6 +168,7 @@ class ObservedTransport(httpx2.AsyncBaseTransport):
         # an error status: read its (small) body, report it, hand on an equivalent response
         status, headers = response.status_code, response.headers
         try:
+            # (an async transport's response: its stream is the AsyncByteStream of the union)
             raw = b"".join([chunk async for chunk in response.stream])  # type: ignore[union-attr]
         except httpx2.TransportError as e:
             listener.try_failed(
@@ -246,6 +247,7 @@ def observe_client(client: object) -> TryTap | None:
     is_openai = type(client).__module__.split(".", 1)[0] == "openai"
     tap = TryTap(int(getattr(client, "max_retries", 2) or 0), OPENAI_MAX_RETRY_AFTER if is_openai else None)
     # (httpx2's client has no public way to wrap the transport it was built with, and the SDK built this one)
+    # (http is not None: it has the transport found above)
     http._transport = ObservedTransport(inner, tap)  # type: ignore[union-attr]  # noqa: SLF001
     mounts = getattr(http, "_mounts", None)
     if isinstance(mounts, dict):  # proxies from the environment
