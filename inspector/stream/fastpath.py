@@ -377,7 +377,7 @@ def _string_end(data: str, start: int) -> int:
             return j + 1
 
 
-def _at(v: Any, path: tuple) -> Any:
+def _at(v: Any, path: tuple[str | int, ...]) -> Any:
     for k in path:
         v = v[k]
     return v
@@ -442,7 +442,9 @@ def learn_template(ns: NeutralStream, e: SSEEvent) -> Template | None:
                 except _JSONDecodeError:
                     same = False
                 if same:
-                    counter = None if c is None else doc[ckey] + 1
+                    counter = (
+                        None if c is None or ckey is None else doc[ckey] + 1
+                    )  # (a counter c is found only by ckey)
                     return Template(e.event, head, mid, tail, counter, first, free_mid)
     return None
 
