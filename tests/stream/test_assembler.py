@@ -16,13 +16,14 @@ from hypothesis import strategies as st
 import inspector.stream.blocks as B
 from inspector.core import exactjson
 from inspector.stream import diagnostics as D
-from inspector.stream.assembler import BlockBuffer, MessageAssembler, TurnStream, assemble
+from inspector.stream.assembler import BlockBuffer, Change, MessageAssembler, Outcome, Step, TurnStream, assemble
 from inspector.stream.diagnostics import Diagnostic
 from inspector.stream.protocol import (
     ContentBlockDelta,
     ContentBlockStart,
     ContentBlockStop,
     InputJsonDelta,
+    StreamEvent,
     parse_event,
 )
 from inspector.testing.hyp import examples
@@ -791,7 +792,20 @@ def _inject_faults(data: bytes, k: int) -> bytes:
     return out
 
 
-def _snapshot(ts: TurnStream, steps: Any) -> tuple:
+# what a run gives: per step its SSE event (all but read_index), event, changes and diagnostics; then the stream's
+# diagnostics, final message and outcome
+_Snapshot = tuple[
+    list[tuple[object, ...]],
+    list[StreamEvent],
+    list[list[Change]],
+    list[list[Diagnostic]],
+    list[Diagnostic],
+    dict[str, Any],
+    Outcome,
+]
+
+
+def _snapshot(ts: TurnStream, steps: list[Step]) -> _Snapshot:
     return (
         [astuple(s.sse)[:-1] for s in steps],  # all but read_index (which depends on the split, by design)
         [s.event for s in steps],
@@ -803,9 +817,9 @@ def _snapshot(ts: TurnStream, steps: Any) -> tuple:
     )
 
 
-def _run_reads(reads: list[bytes]) -> tuple:
+def _run_reads(reads: list[bytes]) -> _Snapshot:
     ts = TurnStream()
-    steps = []
+    steps: list[Step] = []
     for r in reads:
         steps += ts.feed(r)
     ts.close()
