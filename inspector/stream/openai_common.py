@@ -174,7 +174,7 @@ class NeutralStream(TurnStream):
         diags = self._notes + asm.diagnostics[n:]
         self._notes = []
         assert self._sse is not None
-        self._out.append(Step(self._sse, ev, changes, diags))  # type: ignore[arg-type]
+        self._out.append(Step(self._sse, ev, changes, diags))
         return changes
 
     def _open(self, block: dict[str, Any], seq: int) -> int:

@@ -18,6 +18,7 @@ from inspector.core import exactjson
 from inspector.stream import diagnostics as D
 from inspector.stream.assembler import BlockBuffer, Change, MessageAssembler, Outcome, Step, TurnStream, assemble
 from inspector.stream.diagnostics import Diagnostic
+from inspector.stream.openai_common import OpenAIEvent
 from inspector.stream.protocol import (
     ContentBlockDelta,
     ContentBlockStart,
@@ -796,7 +797,7 @@ def _inject_faults(data: bytes, k: int) -> bytes:
 # diagnostics, final message and outcome
 _Snapshot = tuple[
     list[tuple[object, ...]],
-    list[StreamEvent],
+    list[StreamEvent | OpenAIEvent],
     list[list[Change]],
     list[list[Diagnostic]],
     list[Diagnostic],
