@@ -123,6 +123,8 @@ class ConversationTable:
 
     def apply(self, obs: O.Observation) -> None:
         self.n += 1
+        # obs is of the exact class tp: mypy does not narrow by a stored type(obs) (one call here, not one per
+        # branch), hence the arg-type / attr-defined ignores below
         tp = type(obs)
         if tp is O.ConversationAssigned:
             self._assigned(obs)  # type: ignore[arg-type]

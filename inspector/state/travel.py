@@ -48,6 +48,7 @@ def _encode(o: O.Observation) -> _Encoded:
     """An observation as a tuple of its values (pickled at C speed; ~10x faster than pickling the dataclass).
     Observations are plain data (issue 17): no field holds a live object."""
     cls = type(o)
+    # (o is an SSEEventSeen here: mypy does not narrow by a stored type(o), hence the two attr-defined ignores)
     if cls is O.SSEEventSeen:
         e = o.sse  # type: ignore[attr-defined]
         sse = (e.seq, e.event, e.data, e.id, e.retry, e.start, e.end, e.read_index)
