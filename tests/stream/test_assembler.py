@@ -702,6 +702,7 @@ def test_tool_input_is_parsed_once_at_stop_never_per_delta(monkeypatch: pytest.M
         jit.calls += 1
         return jiter.from_json(*a, **k)
 
+    # (each wrapper gets the function it counts: an attribute a _Counting does not declare)
     orj.loads = loads  # type: ignore[attr-defined]
     jit.from_json = from_json  # type: ignore[attr-defined]
     raw.loads = raw_loads  # type: ignore[attr-defined]
