@@ -16,8 +16,8 @@ from __future__ import annotations
 import os
 import tempfile
 from array import array
-from collections.abc import Iterator
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Any, Self, TypeVar
 
 CHUNK = 1024  # rows per chunk (a copy copies at most one chunk per column)
 _MISSING = object()
@@ -88,9 +88,9 @@ class ChunkedTable:
             yield from chunk[col]
         yield from self._tail[col]
 
-    def cow_copy(self) -> Any:
+    def cow_copy(self) -> Self:
         cls = type(self)
-        new: ChunkedTable = cls.__new__(cls)
+        new: Self = cls.__new__(cls)
         for k in cls.__mro__:
             for name in k.__dict__.get("__slots__", ()):
                 if name != "__weakref__":
@@ -183,7 +183,7 @@ class CowDict(dict[_K, _V]):
 
     def __init__(self) -> None:
         super().__init__()
-        self.owned: set = set()
+        self.owned: set[_K] = set()
 
     def mutable(self, key: _K) -> _V | None:
         """The entry under `key`, owned by this dict (cloned the first time after a copy), or None. For the fold."""
@@ -229,7 +229,7 @@ def clone(obj: _T) -> _T:
     independently. Values inside those containers (strings, bytes, observation dicts) are shared: the fold never
     mutates them. Fields named in the class's ``SHARED`` are shared as they are (read-only observation data)."""
     cls = type(obj)
-    cow = getattr(obj, "cow_copy", None)
+    cow: Callable[[], _T] | None = getattr(obj, "cow_copy", None)  # (a cow_copy gives an object of its own type)
     if cow is not None:
         return cow()
     new = cls.__new__(cls)

@@ -84,7 +84,7 @@ class ConversationEntry:
         )
 
 
-def _tokens(usage: dict) -> tuple[int, int]:
+def _tokens(usage: dict[str, Any]) -> tuple[int, int]:
     def num(k: str) -> int:
         v = usage.get(k)
         return v if isinstance(v, int) and not isinstance(v, bool) else 0
@@ -123,6 +123,8 @@ class ConversationTable:
 
     def apply(self, obs: O.Observation) -> None:
         self.n += 1
+        # obs is of the exact class tp: mypy does not narrow by a stored type(obs) (one call here, not one per
+        # branch), hence the arg-type / attr-defined ignores below
         tp = type(obs)
         if tp is O.ConversationAssigned:
             self._assigned(obs)  # type: ignore[arg-type]
@@ -197,7 +199,7 @@ class ConversationTable:
             c.version = self.n
         self.rev = self.n
 
-    def _usage(self, c: ConversationEntry, turn: int, usage: dict, *, merge: bool) -> None:
+    def _usage(self, c: ConversationEntry, turn: int, usage: dict[str, Any], *, merge: bool) -> None:
         """A turn's usage (cumulative per attempt): the conversation's totals count each turn's latest value."""
         tin, tout = _tokens(usage)
         old_in, old_out = c.turn_usage.get(turn, (0, 0))

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Any
 
-from inspector.observe.usage import ZERO, Usage
+from inspector.observe.usage import ZERO, Family, Usage
 from inspector.record.accounting import AttemptCost, Request, attempt_cost, family_of_url, turn_figures
 from inspector.record.cachebreak import CacheVerdict
 from inspector.record.cost import FREE, Cost
 from inspector.state.fold import DashboardState
 
 KEEP = 20_000  # priced attempts remembered (the oldest forgotten first)
-_priced: OrderedDict[tuple, AttemptCost] = OrderedDict()
+_priced: OrderedDict[tuple[str | None, Family | None, str], AttemptCost] = OrderedDict()  # (model, family, usage)
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ def _attempt(state: DashboardState, turn: int, attempt: int, budget: list[int] |
             if budget[0] <= 0:
                 return None
             budget[0] -= 1
-        entry: dict = {"message": {"model": a.model, "usage": a.usage} if a.usage else {}}
+        entry: dict[str, Any] = {"message": {"model": a.model, "usage": a.usage} if a.usage else {}}
         if family:
             entry["family"] = family
         found = _priced[key] = attempt_cost(entry)
@@ -65,7 +66,8 @@ def _attempt(state: DashboardState, turn: int, attempt: int, budget: list[int] |
 # Running sums over the ended attempts in turn order, shared by every state (the live one, a copy, a moment of the
 # past: an ended attempt never changes, so a prefix of them is the same in all): a render verifies the prefix (a
 # comparison per attempt) and adds only what is new, instead of summing and pricing again.
-_prefix_keys: list[tuple] = []  # (turn, attempt, t_end, version, model, url, usage): equal means the same figures
+# (turn, attempt, t_end, version, model, url, usage): equal means the same figures
+_prefix_keys: list[tuple[int, int, float | None, int, str | None, str, dict[str, Any]]] = []
 _prefix_sums: list[tuple[Usage, Cost]] = []
 
 

@@ -194,7 +194,7 @@ class EventTable(ChunkedTable):
     def end(self) -> ColView:
         return ColView(self, 10)
 
-    def row(self, i: int) -> tuple:
+    def row(self, i: int) -> tuple[int, float, str, int, str, int, int, int, int, int]:
         """(seq, t, etype, index, summary, read_index, turn, attempt, flags, evno) of row i."""
         g = self.get
         return (g(0, i), g(1, i), g(2, i), g(3, i), self.summary[i], g(4, i), g(5, i), g(6, i), g(7, i), g(8, i))
@@ -315,7 +315,7 @@ class BlockEntry:
     type: str
     id: str | None
     name: str | None
-    start: dict
+    start: dict[str, Any]
     t_open: float
     first_event: int  # event number (1-based) of content_block_start
     # a chunked `Column` (a copy shares all but its last chunk), read like a list of str by the views
@@ -325,14 +325,14 @@ class BlockEntry:
     closed: bool = False
     t_close: float | None = None
     last_event: int = 0
-    content: dict | None = None
+    content: dict[str, Any] | None = None
     input_error: str | None = None
     error_pos: int | None = None
     diagnostics: list[int] = field(default_factory=list)  # indices into DashboardState.diagnostics
     version: int = 0
     _joined: str | None = None
     _joined_n: int = -1
-    _preview: tuple | None = None
+    _preview: tuple[Any, str | None] | None = None  # (the partial parse, its error)
     _preview_n: int = -1
 
     @property
@@ -443,7 +443,7 @@ class AttemptEntry:
     events: int = 0
     model: str | None = None
     message_id: str | None = None
-    usage: dict = field(default_factory=dict)
+    usage: dict[str, Any] = field(default_factory=dict)
     stop_reason: str | None = None
     t_end: float | None = None
     status: str | None = None  # complete | failed | cancelled (None: running)
@@ -485,7 +485,7 @@ class TurnEntry:
     t_end: float | None = None
     outcome: str | None = None
     stop_reason: str | None = None
-    usage: dict = field(default_factory=dict)
+    usage: dict[str, Any] = field(default_factory=dict)
     version: int = 0
 
 
@@ -501,7 +501,7 @@ class TryEntry:
     error_message: str | None
     connection_error: str | None
     retry_in: float | None  # the SDK's wait before the next try (None: it gives up)
-    headers: dict
+    headers: dict[str, Any]
 
     @property
     def t_retry(self) -> float | None:
@@ -545,7 +545,7 @@ class DiagEntry:
 
 @dataclass(slots=True)
 class Status:
-    source: dict = field(default_factory=dict)
+    source: dict[str, Any] = field(default_factory=dict)
     model: str | None = None
     prompt: str | None = None
     loop_state: str = LoopState.IDLE
@@ -596,4 +596,4 @@ class Savings:
 #   ("note", what, severity)             what happened, as data (the tui words it): ("try", turn, TryEntry),
 #                                        ("retry", turn, attempt), ("attempt_ended", turn, attempt, status, reason),
 #                                        ("loop_finished", status, error)
-TranscriptItem = tuple
+TranscriptItem = tuple[str, *tuple[Any, ...]]  # (its kind, then what that kind holds: as above)

@@ -49,6 +49,34 @@ from inspector.state.entries import (
 )
 from inspector.stream.protocol import TOOL_INPUT_BLOCKS
 
+# the fold, and the entries it makes (defined in inspector.state.entries, re-exported: the views import them here)
+__all__ = [
+    "F_DIAG",
+    "F_ERROR",
+    "F_MARKER",
+    "F_WARN",
+    "MARKER",
+    "AttemptEntry",
+    "BlockEntry",
+    "DashboardState",
+    "DiagEntry",
+    "EventTable",
+    "Marker",
+    "ReadTable",
+    "Savings",
+    "Status",
+    "ToolEntry",
+    "ToolKey",
+    "TranscriptItem",
+    "TryEntry",
+    "TurnEntry",
+    "call_summary",
+    "clone",
+    "error_position",
+    "fold",
+    "result_summary",
+]
+
 # ------------------------------------------------------------------------------------------------ the state
 
 
@@ -78,9 +106,9 @@ class DashboardState:
         # the facts of the event table's marker rows (attempts, HTTP tries, holds), by row: the tui words them
         self.markers: CowDict[int, Marker] = CowDict()
         # what the harness sent per attempt (AttemptStarted.body, shared, read only): the request view and its diff
-        self.requests: dict[tuple[int, int], dict] = {}
+        self.requests: dict[tuple[int, int], dict[str, Any]] = {}
         # tool_result blocks a request carried, by (conversation, tool_use_id): why a tool a proxied harness ran failed
-        self.sent_results: dict[ToolKey, dict] = {}
+        self.sent_results: dict[ToolKey, dict[str, Any]] = {}
         self.attempt_first_evno: dict[tuple[int, int], int] = {}  # event number of each attempt's first event
         self.attempt_first_read: dict[tuple[int, int], int] = {}  # row of each attempt's first read (reads table)
         # the user's holds of the stream (pause, step), loop time: (start, end or None while held, by)
@@ -228,7 +256,7 @@ class DashboardState:
             self.rev_transcript = self.n
         self._touch_status()
 
-    def _sent_results(self, body: dict, conversation: str) -> None:
+    def _sent_results(self, body: dict[str, Any], conversation: str) -> None:
         """Remember the tool_result blocks of the request's last user message; a failed tool without an error text
         (a proxied harness ran it: the proxy infers the state) gets the result's content as its why."""
         messages = body.get("messages")
@@ -841,7 +869,7 @@ _HANDLERS = DashboardState.HANDLERS  # (a module global: `apply` looks it up onc
 _RAN_KEYS = (*(s.value for s in ToolState if s in TOOL_RAN), "finished_at")
 
 
-def _time_in(times: dict, *names: str) -> float | None:
+def _time_in(times: dict[str, Any], *names: str) -> float | None:
     """The first of `names` in an executor's `times` (state -> clock time) that holds a number."""
     for name in names:
         v = times.get(name)

@@ -40,12 +40,15 @@ def state_at(observations: Sequence[O.Observation], k: int) -> DashboardState:
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
+# an observation as stored: its class, then its fields' values in order (an SSEEventSeen's event as a tuple)
+_Encoded = tuple[type[O.Observation], *tuple[Any, ...]]
 
 
-def _encode(o: O.Observation) -> tuple:
+def _encode(o: O.Observation) -> _Encoded:
     """An observation as a tuple of its values (pickled at C speed; ~10x faster than pickling the dataclass).
     Observations are plain data (issue 17): no field holds a live object."""
     cls = type(o)
+    # (o is an SSEEventSeen here: mypy does not narrow by a stored type(o), hence the two attr-defined ignores)
     if cls is O.SSEEventSeen:
         e = o.sse  # type: ignore[attr-defined]
         sse = (e.seq, e.event, e.data, e.id, e.retry, e.start, e.end, e.read_index)
@@ -56,10 +59,10 @@ def _encode(o: O.Observation) -> tuple:
     return (cls, *[getattr(o, n) for n in names])
 
 
-def _decode(r: tuple) -> O.Observation:
+def _decode(r: _Encoded) -> O.Observation:
     cls = r[0]
     if cls is O.SSEEventSeen:
-        return cls(r[1], r[2], r[3], SSEEvent(*r[4]), r[5], r[6], r[7])
+        return O.SSEEventSeen(r[1], r[2], r[3], SSEEvent(*r[4]), r[5], r[6], r[7])
     return cls(*r[1:])
 
 
@@ -181,7 +184,13 @@ class FrozenObservations:
     __slots__ = ("_file", "_off", "_size", "_tail", "_in_ram", "n")
 
     def __init__(
-        self, file: Any, off: array, size: array, tail: list, in_ram: dict[int, list[O.Observation]], n: int
+        self,
+        file: Any,
+        off: array[int],
+        size: array[int],
+        tail: list[O.Observation],
+        in_ram: dict[int, list[O.Observation]],
+        n: int,
     ) -> None:
         self._file, self._off, self._size, self._tail, self._in_ram, self.n = file, off, size, tail, in_ram, n
 

@@ -281,7 +281,7 @@ def turn_steps(ts: TurnStream, events: list[SSEEvent], raws: list[bytes]) -> lis
                     append(st)
                     continue
             if run:
-                asm.add_run(block, run, run_seq)  # type: ignore[arg-type]
+                asm.add_run(block, run, run_seq)  # type: ignore[arg-type]  # (a run has its block)
                 run = []
         step = general(e)
         append(step)
@@ -302,7 +302,7 @@ def turn_steps(ts: TurnStream, events: list[SSEEvent], raws: list[bytes]) -> lis
         if cont is not None and (cont.block.closed or asm.stopped):
             cont = None
     if run:
-        asm.add_run(block, run, run_seq)  # type: ignore[arg-type]
+        asm.add_run(block, run, run_seq)  # type: ignore[arg-type]  # (a run has its block)
     ts._cont = cont
     return steps
 
@@ -377,7 +377,7 @@ def _string_end(data: str, start: int) -> int:
             return j + 1
 
 
-def _at(v: Any, path: tuple) -> Any:
+def _at(v: Any, path: tuple[str | int, ...]) -> Any:
     for k in path:
         v = v[k]
     return v
@@ -425,7 +425,7 @@ def learn_template(ns: NeutralStream, e: SSEEvent) -> Template | None:
                 if f is not None and (f[0] < end or (c is not None and c[0] >= end)):
                     continue  # (a free field is taken last, after the fragment and the counter)
                 free_mid, after = (None, data[end:]) if f is None else (data[end : f[0]], data[f[1] :])
-                free = "" if f is None else free_mid + _FREE_TOKEN  # type: ignore[operator]
+                free = "" if free_mid is None else free_mid + _FREE_TOKEN  # (free_mid is None when f is)
                 if c is None:
                     head, mid, tail, first = data[:s], "", after, False
                     text = head + _HOLE_TOKEN + free + tail
@@ -442,7 +442,9 @@ def learn_template(ns: NeutralStream, e: SSEEvent) -> Template | None:
                 except _JSONDecodeError:
                     same = False
                 if same:
-                    counter = None if c is None else doc[ckey] + 1
+                    counter = (
+                        None if c is None or ckey is None else doc[ckey] + 1
+                    )  # (a counter c is found only by ckey)
                     return Template(e.event, head, mid, tail, counter, first, free_mid)
     return None
 
@@ -552,7 +554,7 @@ def neutral_steps(ns: NeutralStream, events: list[SSEEvent]) -> list[Step]:
             got = None
         if got is None or got[0] != idx or classes[got[1]] is not cls:
             if run:
-                asm.add_run(block, run, run_seq)  # type: ignore[arg-type]
+                asm.add_run(block, run, run_seq)  # type: ignore[arg-type]  # (a run has its block)
                 run = []
             cont = tmpl = None
             misses = 0
@@ -603,7 +605,7 @@ def neutral_steps(ns: NeutralStream, events: list[SSEEvent]) -> list[Step]:
         st.diagnostics = []
         append(st)
     if run:
-        asm.add_run(block, run, run_seq)  # type: ignore[arg-type]
+        asm.add_run(block, run, run_seq)  # type: ignore[arg-type]  # (a run has its block)
     if tmpl is not None:
         tmpl.counter = counter
     ns._neutral_cont = cont

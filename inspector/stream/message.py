@@ -304,11 +304,11 @@ class MessageAssembler:
         for i in self.order:
             b = self.blocks[i]
             if b.open:
-                sev = "warning" if (self.stop_reason == "max_tokens" or self.error is not None) else "error"
+                sev: Severity = "warning" if (self.stop_reason == "max_tokens" or self.error is not None) else "error"
                 new.append(
                     Diagnostic(
                         D.BLOCK_NOT_CLOSED,
-                        sev,  # type: ignore[arg-type]
+                        sev,
                         f"block {i} ({b.type}{' ' + b.name if b.name else ''}) never got its content_block_stop"
                         + ("; its tool will not run" if b.is_tool else ""),
                         None,

@@ -27,7 +27,8 @@ from orjson import loads as _loads
 from inspector.core import exactjson
 from inspector.stream import diagnostics as D
 from inspector.stream import openai_common as C
-from inspector.stream.openai_common import NeutralStream, OpenAIEvent, loads_object
+from inspector.stream.diagnostics import Severity
+from inspector.stream.openai_common import FragmentPath, NeutralStream, OpenAIEvent, loads_object
 from inspector.stream.protocol import ErrorEvent, MessageDelta, MessageStart, MessageStop
 from inspector.stream.sse import SSEEvent
 
@@ -69,8 +70,8 @@ class _Choice:
     last_tool: int | None = None
     function_call: _Tool | None = None  # the deprecated `function_call` delta (no id: the legacy API has none)
     finish_reason: str | None = None
-    logprobs: dict | None = None
-    extra: dict = field(default_factory=dict)  # other delta fields, accumulated as the SDK does
+    logprobs: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # other delta fields, accumulated as the SDK does
 
 
 class ChatStream(NeutralStream):
@@ -88,12 +89,12 @@ class ChatStream(NeutralStream):
         super().__init__(max_event_bytes, max_diagnostics_per_code, fast=fast)
         self.head: dict[str, Any] = {}  # id, created, model, system_fingerprint, service_tier (first non-null)
         self.choices: dict[int, _Choice] = {}
-        self.usage: dict | None = None
+        self.usage: dict[str, Any] | None = None
         self.done = False  # data: [DONE] seen
         self.errored = False
         self._said: set[str] = set()  # codes said once per stream
 
-    def _once(self, code: str, severity: Any, message: str, block: int | None = None) -> None:
+    def _once(self, code: str, severity: Severity, message: str, block: int | None = None) -> None:
         if code not in self._said:
             self._said.add(code)
             self._note(code, severity, message, block)
@@ -219,7 +220,7 @@ class ChatStream(NeutralStream):
         self._head(c)
         return tool.block, "tool_use", content
 
-    def _shape(self, e: SSEEvent) -> tuple[dict, tuple, str | None, str | None] | None:
+    def _shape(self, e: SSEEvent) -> tuple[dict[str, Any], FragmentPath, str | None, str | None] | None:
         c = _loads(e.data)
         free = "obfuscation" if c.get("obfuscation").__class__ is str else None  # (OpenAI's, on every chunk)
         if "content" in c["choices"][0]["delta"]:
@@ -230,7 +231,7 @@ class ChatStream(NeutralStream):
         # (the head, the choice and its last tool call are those of the chunk taken last: nothing else changes)
         self._took.extend(texts)
 
-    def _head(self, c: dict) -> None:
+    def _head(self, c: dict[str, Any]) -> None:
         head = self.head
         if len(head) < 5:
             for k in ("id", "created", "model", "system_fingerprint", "service_tier"):
@@ -263,7 +264,7 @@ class ChatStream(NeutralStream):
             self._emit(MessageDelta({"stop_reason": self._stop_reason()}, {}, e.seq))
         self._emit(MessageStop(e.seq))
 
-    def _error(self, c: dict, err: Any) -> None:
+    def _error(self, c: dict[str, Any], err: Any) -> None:
         self.errored = True
         if isinstance(err, dict):
             etype = err.get("type") or err.get("code")
@@ -276,7 +277,7 @@ class ChatStream(NeutralStream):
         self._emit(ErrorEvent(etype, message, err if isinstance(err, dict) else c, self._sse.seq if self._sse else -1))
 
     # --- one choice of a chunk -------------------------------------------------------------------------------
-    def _choice(self, ch: dict, seq: int) -> None:
+    def _choice(self, ch: dict[str, Any], seq: int) -> None:
         idx = ch.get("index")
         if not isinstance(idx, int) or isinstance(idx, bool):
             self._note(D.WRONG_TYPE, "warning", f"choice index {idx!r} is not an integer: taken as 0")
@@ -349,14 +350,16 @@ class ChatStream(NeutralStream):
         acc.append(text)
         i = st.blocks.get(kind)
         if i is None:
-            start: dict = {"type": "thinking", "thinking": ""} if kind == "thinking" else {"type": "text", "text": ""}
+            start: dict[str, Any] = (
+                {"type": "thinking", "thinking": ""} if kind == "thinking" else {"type": "text", "text": ""}
+            )
             if kind == "refusal":
                 start["openai"] = "refusal"
             start["choice"] = st.index
             i = st.blocks[kind] = self._open(start, seq)
         self._fragment(i, kind, text, seq)
 
-    def _tool(self, st: _Choice, tc: dict, seq: int) -> None:
+    def _tool(self, st: _Choice, tc: dict[str, Any], seq: int) -> None:
         ti = tc.get("index")
         tid = tc.get("id")
         fn = tc.get("function")
@@ -449,7 +452,7 @@ class ChatStream(NeutralStream):
             tool.args.append(args)
             self._fragment(tool.block, "tool_use", args, seq)
 
-    def _function_call(self, st: _Choice, fc: dict, seq: int) -> None:
+    def _function_call(self, st: _Choice, fc: dict[str, Any], seq: int) -> None:
         """The deprecated `function_call` delta: one call per choice, a tool_use block marked
         `"openai": "function_call"` (no id)."""
         name, args = fc.get("name"), fc.get("arguments")
@@ -485,7 +488,7 @@ class ChatStream(NeutralStream):
         else:
             st.extra[key] = v
 
-    def _logprobs(self, st: _Choice, lp: dict) -> None:
+    def _logprobs(self, st: _Choice, lp: dict[str, Any]) -> None:
         if st.logprobs is None:
             st.logprobs = {"content": None, "refusal": None}
         for k in ("content", "refusal"):
@@ -541,7 +544,7 @@ class ChatStream(NeutralStream):
             )
 
     # --- results ---------------------------------------------------------------------------------------------
-    def final_object(self) -> dict:
+    def final_object(self) -> dict[str, Any]:
         choices = []
         for idx, st in sorted(self.choices.items()):
             msg: dict[str, Any] = {
@@ -593,8 +596,8 @@ def _is_object(text: str) -> bool:
         return False
 
 
-def _neutral_usage(u: dict) -> dict:
-    out: dict = {}
+def _neutral_usage(u: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     if isinstance(u.get("prompt_tokens"), int):
         out["input_tokens"] = u["prompt_tokens"]
     if isinstance(u.get("completion_tokens"), int):

@@ -24,12 +24,13 @@ import orjson
 
 from inspector.stream import diagnostics as D
 from inspector.stream import fastpath
-from inspector.stream.assembler import Step, TurnStream
+from inspector.stream.assembler import Change, Step, TurnStream
 from inspector.stream.diagnostics import Diagnostic, Severity
 from inspector.stream.protocol import (
     ContentBlockDelta,
     ContentBlockStart,
     ContentBlockStop,
+    Delta,
     InputJsonDelta,
     InvalidEvent,
     StreamEvent,
@@ -78,6 +79,11 @@ RESP_ID_CHANGED = "openai.responses.id_changed"  # the response id or an item's 
 RESP_UNKNOWN_EVENT = "openai.responses.unknown_event"  # an event type the engine does not know (kept, info)
 
 
+# where a fragment's string is in an event's data (`NeutralStream._shape`): the keys and indices that lead to it,
+# the last the key of the string itself
+FragmentPath = tuple[*tuple[str | int, ...], str]
+
+
 @dataclass(slots=True)
 class OpenAIEvent:
     """An OpenAI SSE event that changed nothing neutral (kept with its payload for display)."""
@@ -88,7 +94,7 @@ class OpenAIEvent:
     type: str = "openai"
 
 
-def loads_object(e: SSEEvent) -> tuple[dict | None, Diagnostic | None]:
+def loads_object(e: SSEEvent) -> tuple[dict[str, Any] | None, Diagnostic | None]:
     """The event's data as a JSON object, or None with its diagnostic (raw bytes kept)."""
     try:
         v = orjson.loads(e.data)
@@ -160,7 +166,7 @@ class NeutralStream(TurnStream):
         if self.ignored_after_end == 1:
             self._note(EVENT_AFTER_END, "warning", f"{what} after the end of the stream: it and any later are ignored")
 
-    def _emit(self, ev: StreamEvent | OpenAIEvent) -> list:
+    def _emit(self, ev: StreamEvent | OpenAIEvent) -> list[Change]:
         """Feed one neutral event to the assembler (an OpenAIEvent is not fed) and make its step."""
         asm = self.assembler
         n = len(asm.diagnostics)
@@ -168,17 +174,17 @@ class NeutralStream(TurnStream):
         diags = self._notes + asm.diagnostics[n:]
         self._notes = []
         assert self._sse is not None
-        self._out.append(Step(self._sse, ev, changes, diags))  # type: ignore[arg-type]
+        self._out.append(Step(self._sse, ev, changes, diags))
         return changes
 
-    def _open(self, block: dict, seq: int) -> int:
+    def _open(self, block: dict[str, Any], seq: int) -> int:
         i = self._next_block
         self._next_block += 1
         self._emit(ContentBlockStart(i, block, seq))
         return i
 
     def _fragment(self, i: int, kind: str, text: str, seq: int) -> None:
-        d: Any
+        d: Delta
         if kind == "tool_use":
             d = InputJsonDelta(text)
         elif kind == "thinking":
@@ -317,7 +323,7 @@ class NeutralStream(TurnStream):
         them; else None, with nothing done. By default no event is taken."""
         return None
 
-    def _shape(self, e: SSEEvent) -> tuple[dict, tuple, str | None, str | None] | None:
+    def _shape(self, e: SSEEvent) -> tuple[dict[str, Any], FragmentPath, str | None, str | None] | None:
         """For an event `_take` just took: its data parsed, the path of the fragment's string in it, the key of its
         sequence counter and that of a top-level string field `_take` and `_event` ignore (each None if it has
         none), which the fast path learns its template from; None: no template (the fast path then asks `_take`
@@ -332,7 +338,7 @@ class NeutralStream(TurnStream):
     def _end(self) -> None:
         raise NotImplementedError
 
-    def final_object(self) -> dict:
+    def final_object(self) -> dict[str, Any]:
         """The final object in the provider's own shape (what its SDK returns)."""
         raise NotImplementedError
 

@@ -27,7 +27,7 @@ from orjson import loads as _loads
 from inspector.stream import diagnostics as D
 from inspector.stream import openai_common as C
 from inspector.stream.diagnostics import Severity
-from inspector.stream.openai_common import NeutralStream, loads_object
+from inspector.stream.openai_common import FragmentPath, NeutralStream, loads_object
 from inspector.stream.protocol import ErrorEvent, MessageDelta, MessageStart, MessageStop
 from inspector.stream.sse import SSEEvent
 
@@ -54,14 +54,18 @@ _DONES = {
     "response.custom_tool_call_input.done": ("custom", "args", None, "input"),
 }
 
+# a block of an item: (its part, "content" / "summary" / "reasoning" / "args", and the part's index: None where the
+# event's index is not an integer, 0 for "args")
+_Key = tuple[str, int | None]
+
 
 @dataclass(slots=True)
 class _Item:
     output_index: int
-    item: dict
+    item: dict[str, Any]
     done: bool = False
-    blocks: dict[tuple, int] = field(default_factory=dict)  # (part, index) -> block
-    texts: dict[tuple, list[str]] = field(default_factory=dict)  # (part, index) -> fragments
+    blocks: dict[_Key, int] = field(default_factory=dict)  # (part, index) -> block
+    texts: dict[_Key, list[str]] = field(default_factory=dict)  # (part, index) -> fragments
 
 
 def _int(v: Any) -> int | None:
@@ -81,7 +85,7 @@ class ResponsesStream(NeutralStream):
         fast: bool = True,
     ) -> None:
         super().__init__(max_event_bytes, max_diagnostics_per_code, fast=fast)
-        self.response: dict | None = None  # the last lifecycle / terminal response object
+        self.response: dict[str, Any] | None = None  # the last lifecycle / terminal response object
         self.items: dict[int, _Item] = {}
         self.terminal: str | None = None  # completed / incomplete / failed
         self.errored = False
@@ -191,7 +195,7 @@ class ResponsesStream(NeutralStream):
             idx = d.get(field_)
             if idx.__class__ is not int:
                 return None
-            key: tuple = (part, idx)
+            key: _Key = (part, idx)
         else:
             key = (part, 0)
         i = it.blocks.get(key)
@@ -203,7 +207,7 @@ class ResponsesStream(NeutralStream):
         took.append(delta)
         return i, "tool_use" if kind == "tool_use" else "thinking" if kind == "thinking" else "text", delta
 
-    def _shape(self, e: SSEEvent) -> tuple[dict, tuple, str | None, str | None] | None:
+    def _shape(self, e: SSEEvent) -> tuple[dict[str, Any], FragmentPath, str | None, str | None] | None:
         d = _loads(e.data)
         counter = "sequence_number" if d.get("sequence_number").__class__ is int else None
         free = "obfuscation" if d.get("obfuscation").__class__ is str else None  # (OpenAI's, on every delta)
@@ -214,7 +218,7 @@ class ResponsesStream(NeutralStream):
         if counter is not None:
             self._last_seq = counter
 
-    def _lifecycle(self, d: dict, seq: int) -> None:
+    def _lifecycle(self, d: dict[str, Any], seq: int) -> None:
         r = d.get("response")
         if not isinstance(r, dict):
             self._note(D.MALFORMED_EVENT, "error", f"{d.get('type')} without a response object")
@@ -234,7 +238,7 @@ class ResponsesStream(NeutralStream):
             }
             self._emit(MessageStart(msg, seq))
 
-    def _check_id(self, r: dict) -> None:
+    def _check_id(self, r: dict[str, Any]) -> None:
         if self.response is not None and r.get("id") != self.response.get("id"):
             self._note(
                 C.RESP_ID_CHANGED,
@@ -242,7 +246,7 @@ class ResponsesStream(NeutralStream):
                 f"response id {r.get('id')!r} after {self.response.get('id')!r} (the SDK rejects it)",
             )
 
-    def _check_output(self, r: dict) -> None:
+    def _check_output(self, r: dict[str, Any]) -> None:
         """The terminal response's output against the items that streamed: an item whose type, id or call_id
         differs is named (OpenRouter renames reasoning items; the final object is what the terminal event says)."""
         out = r.get("output")
@@ -261,7 +265,7 @@ class ResponsesStream(NeutralStream):
                     )
                     return
 
-    def _error(self, d: dict) -> None:
+    def _error(self, d: dict[str, Any]) -> None:
         self.errored = True
         err = d.get("error")
         src = err if isinstance(err, dict) else d
@@ -271,14 +275,14 @@ class ResponsesStream(NeutralStream):
         self._note(C.ERROR_IN_STREAM, "error", f"error event: {etype}: {message}")
         self._emit(ErrorEvent(str(etype), str(message), src, self._sse.seq if self._sse else -1))
 
-    def _item_for(self, d: dict, t: str) -> _Item | None:
+    def _item_for(self, d: dict[str, Any], t: str) -> _Item | None:
         oi = _int(d.get("output_index"))
         it = self.items.get(oi) if oi is not None else None
         if it is None:
             self._note(C.RESP_UNKNOWN_ITEM, "error", f"{t} for output_index {d.get('output_index')!r}, never added")
         return it
 
-    def _item_added(self, d: dict, seq: int) -> None:
+    def _item_added(self, d: dict[str, Any], seq: int) -> None:
         oi, item = _int(d.get("output_index")), d.get("item")
         if oi is None or not isinstance(item, dict):
             self._note(D.MALFORMED_EVENT, "error", "output_item.added without output_index or item (ignored)")
@@ -305,7 +309,7 @@ class ResponsesStream(NeutralStream):
             if isinstance(item.get("input"), str) and item["input"]:
                 self._add(it, ("args", 0), "custom", item["input"], seq)
 
-    def _part_added(self, t: str, d: dict, seq: int) -> None:
+    def _part_added(self, t: str, d: dict[str, Any], seq: int) -> None:
         it = self._item_for(d, t)
         p = d.get("part")
         if it is None or not isinstance(p, dict):
@@ -324,13 +328,13 @@ class ResponsesStream(NeutralStream):
         if isinstance(text, str) and text:
             self._add(it, key, kind, text, seq)
 
-    def _block(self, it: _Item, key: tuple, start: dict, seq: int) -> int:
+    def _block(self, it: _Item, key: _Key, start: dict[str, Any], seq: int) -> int:
         start["output_index"] = it.output_index
         i = it.blocks[key] = self._open(start, seq)
         it.texts[key] = []
         return i
 
-    def _add(self, it: _Item, key: tuple, kind: str, text: str, seq: int) -> None:
+    def _add(self, it: _Item, key: _Key, kind: str, text: str, seq: int) -> None:
         i = it.blocks.get(key)
         if i is None:  # a delta with no part added before it: the part is opened here, and that is said
             self._note(
@@ -351,7 +355,7 @@ class ResponsesStream(NeutralStream):
                 i, "tool_use" if kind == "tool_use" else "thinking" if kind == "thinking" else "text", text, seq
             )
 
-    def _done_text(self, it: _Item, key: tuple, kind: str, whole: Any, t: str, seq: int) -> None:
+    def _done_text(self, it: _Item, key: _Key, kind: str, whole: Any, t: str, seq: int) -> None:
         i = it.blocks.get(key)
         got = "".join(it.texts.get(key, []))
         if isinstance(whole, str):
@@ -374,7 +378,7 @@ class ResponsesStream(NeutralStream):
         if i is not None and not self.assembler.blocks[i].closed:
             self._close(i, seq)
 
-    def _item_done(self, d: dict, seq: int) -> None:
+    def _item_done(self, d: dict[str, Any], seq: int) -> None:
         oi, item = _int(d.get("output_index")), d.get("item")
         it = self.items.get(oi) if oi is not None else None
         if it is None or not isinstance(item, dict):
@@ -402,7 +406,7 @@ class ResponsesStream(NeutralStream):
             if not self.assembler.blocks[i].closed:
                 self._close(i, seq)
 
-    def _terminal(self, t: str, d: dict, seq: int) -> None:
+    def _terminal(self, t: str, d: dict[str, Any], seq: int) -> None:
         r = d.get("response")
         if not isinstance(r, dict):
             self._note(D.MALFORMED_EVENT, "error", f"{t} without a response object")
@@ -411,8 +415,8 @@ class ResponsesStream(NeutralStream):
         self._check_output(r)
         self.response = r
         self.terminal = t.removeprefix("response.")
-        usage: dict = r["usage"] if isinstance(r.get("usage"), dict) else {}
-        nu: dict = {}
+        usage: dict[str, Any] = r["usage"] if isinstance(r.get("usage"), dict) else {}
+        nu: dict[str, Any] = {}
         if isinstance(usage.get("input_tokens"), int):
             nu["input_tokens"] = usage["input_tokens"]
         if isinstance(usage.get("output_tokens"), int):
@@ -421,14 +425,14 @@ class ResponsesStream(NeutralStream):
             if isinstance(usage.get(k), dict):
                 nu[k] = dict(usage[k])
         if t == "response.failed":
-            err: dict = r["error"] if isinstance(r.get("error"), dict) else {}
+            err: dict[str, Any] = r["error"] if isinstance(r.get("error"), dict) else {}
             code, message = err.get("code") or "failed", err.get("message") or "response.failed"
             self._note(C.RESP_FAILED, "error", f"response.failed: {code}: {message}")
             self._emit(ErrorEvent(str(code), str(message), err, seq))
             return
         has_tool = any(it.item.get("type") == "function_call" for it in self.items.values())
         if t == "response.incomplete":
-            det: dict = r["incomplete_details"] if isinstance(r.get("incomplete_details"), dict) else {}
+            det: dict[str, Any] = r["incomplete_details"] if isinstance(r.get("incomplete_details"), dict) else {}
             reason = det.get("reason")
             reason = reason if isinstance(reason, str) else None
             self._note(C.RESP_INCOMPLETE, "warning", f"response.incomplete: {reason or 'no reason given'}")
@@ -449,8 +453,8 @@ class ResponsesStream(NeutralStream):
             )
 
     # --- results ---------------------------------------------------------------------------------------------
-    def final_object(self) -> dict:
-        r = dict(self.response) if self.response is not None else {"object": "response", "id": None}
+    def final_object(self) -> dict[str, Any]:
+        r: dict[str, Any] = dict(self.response) if self.response is not None else {"object": "response", "id": None}
         # (as the SDK: a terminal response's output is taken as sent; only a missing one is recovered)
         if r.get("output") is None or self.terminal is None:
             r["output"] = [self._folded(it) for _, it in sorted(self.items.items())]
@@ -458,7 +462,7 @@ class ResponsesStream(NeutralStream):
             r["error"] = self.assembler.error.error
         return r
 
-    def _folded(self, it: _Item) -> dict:
+    def _folded(self, it: _Item) -> dict[str, Any]:
         """An item as the stream gave it: its done item, else its added item with what streamed."""
         if it.done:
             return it.item
@@ -476,7 +480,7 @@ class ResponsesStream(NeutralStream):
         return item
 
 
-def _start(kind: str) -> dict:
+def _start(kind: str) -> dict[str, Any]:
     if kind == "thinking":
         return {"type": "thinking", "thinking": ""}
     start = {"type": "text", "text": ""}

@@ -322,7 +322,7 @@ def check_fields(
 
 def check_block(block: dict[str, Any], where: str, seq: int, index: int | None) -> list[Diagnostic]:
     """Field types of one content block (content_block_start's, or one pre-filled in message_start)."""
-    out = check_fields(block, BLOCK_FIELDS.get(block.get("type"), {}), where, seq, index)  # type: ignore[arg-type]
+    out = check_fields(block, BLOCK_FIELDS.get(block.get("type", ""), {}), where, seq, index)
     cits = block.get("citations")
     if block.get("type") == "text" and isinstance(cits, list):
         for k, c in enumerate(cits):

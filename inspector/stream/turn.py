@@ -19,6 +19,7 @@ from inspector.stream.message import Change, MessageAssembler, Outcome
 from inspector.stream.protocol import StreamEvent, parse_event
 
 if TYPE_CHECKING:
+    from inspector.stream.openai_common import OpenAIEvent
     from inspector.stream.sse import SSEEvent
 
 __all__ = ["Step", "TurnStream", "assemble"]
@@ -29,7 +30,7 @@ class Step:
     """One decoded SSE event with what it became and what it changed."""
 
     sse: SSEEvent
-    event: StreamEvent
+    event: StreamEvent | OpenAIEvent  # (an OpenAI event that changed nothing neutral: see openai_common)
     changes: list[Change]
     diagnostics: list[Diagnostic]
 

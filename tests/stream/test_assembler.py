@@ -16,13 +16,15 @@ from hypothesis import strategies as st
 import inspector.stream.blocks as B
 from inspector.core import exactjson
 from inspector.stream import diagnostics as D
-from inspector.stream.assembler import BlockBuffer, MessageAssembler, TurnStream, assemble
+from inspector.stream.assembler import BlockBuffer, Change, MessageAssembler, Outcome, Step, TurnStream, assemble
 from inspector.stream.diagnostics import Diagnostic
+from inspector.stream.openai_common import OpenAIEvent
 from inspector.stream.protocol import (
     ContentBlockDelta,
     ContentBlockStart,
     ContentBlockStop,
     InputJsonDelta,
+    StreamEvent,
     parse_event,
 )
 from inspector.testing.hyp import examples
@@ -700,6 +702,7 @@ def test_tool_input_is_parsed_once_at_stop_never_per_delta(monkeypatch: pytest.M
         jit.calls += 1
         return jiter.from_json(*a, **k)
 
+    # (each wrapper gets the function it counts: an attribute a _Counting does not declare)
     orj.loads = loads  # type: ignore[attr-defined]
     jit.from_json = from_json  # type: ignore[attr-defined]
     raw.loads = raw_loads  # type: ignore[attr-defined]
@@ -791,7 +794,20 @@ def _inject_faults(data: bytes, k: int) -> bytes:
     return out
 
 
-def _snapshot(ts: TurnStream, steps: Any) -> tuple:
+# what a run gives: per step its SSE event (all but read_index), event, changes and diagnostics; then the stream's
+# diagnostics, final message and outcome
+_Snapshot = tuple[
+    list[tuple[object, ...]],
+    list[StreamEvent | OpenAIEvent],
+    list[list[Change]],
+    list[list[Diagnostic]],
+    list[Diagnostic],
+    dict[str, Any],
+    Outcome,
+]
+
+
+def _snapshot(ts: TurnStream, steps: list[Step]) -> _Snapshot:
     return (
         [astuple(s.sse)[:-1] for s in steps],  # all but read_index (which depends on the split, by design)
         [s.event for s in steps],
@@ -803,9 +819,9 @@ def _snapshot(ts: TurnStream, steps: Any) -> tuple:
     )
 
 
-def _run_reads(reads: list[bytes]) -> tuple:
+def _run_reads(reads: list[bytes]) -> _Snapshot:
     ts = TurnStream()
-    steps = []
+    steps: list[Step] = []
     for r in reads:
         steps += ts.feed(r)
     ts.close()

@@ -67,7 +67,7 @@ def dump(model: Any) -> Any:
     return strip_none(model.model_dump(mode="json", by_alias=True))
 
 
-async def compare_beta(data: bytes, rng: random.Random, expected: dict) -> TurnStream:
+async def compare_beta(data: bytes, rng: random.Random, expected: dict[str, Any]) -> TurnStream:
     reads = split_reads(data, rng)
     sdk = await sdk_final(reads)
     ts = assemble(reads)
@@ -246,7 +246,7 @@ async def test_the_loop_runs_a_tool_use_from_a_prefilled_message_start() -> None
         message_stop(),
     )
     second = sse(message_start(), text_start(0), td(0, "5"), block_stop(0), message_delta(), message_stop())
-    bodies: list[dict] = []
+    bodies: list[dict[str, Any]] = []
 
     def handler(request: httpx2.Request) -> httpx2.Response:
         bodies.append(orjson.loads(request.content))

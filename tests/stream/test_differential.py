@@ -51,7 +51,7 @@ async def sdk_final_message(reads: list[bytes]) -> Any:
             return await stream.get_final_message()
 
 
-async def compare(data: bytes, rng: random.Random, expected: dict | None = None) -> None:
+async def compare(data: bytes, rng: random.Random, expected: dict[str, Any] | None = None) -> None:
     reads = split_reads(data, rng)
     sdk = await sdk_final_message(reads)
     ts = assemble(reads)

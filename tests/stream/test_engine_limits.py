@@ -90,7 +90,7 @@ def test_text_block_with_text_or_citations_of_the_wrong_type() -> None:
             message_start(),
             block_start(0, {"type": "text", "text": 5, "citations": 5}),
             text_delta(0, "hi"),
-            citations_delta(0, 5),  # type: ignore[arg-type]
+            citations_delta(0, 5),  # type: ignore[arg-type]  # (a wrong type on purpose)
             block_stop(0),
             block_start(1, {"type": "text", "text": 5}),
             block_stop(1),

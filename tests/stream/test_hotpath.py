@@ -94,7 +94,7 @@ def delta_event(kind: str, i: int, variant: str, s: str, name: str) -> bytes:
     return f"{head}data: {data}\n\n".encode()
 
 
-def _frame(name: str, payload: dict) -> bytes:
+def _frame(name: str, payload: dict[str, Any]) -> bytes:
     return f"event: {name}\ndata: {json.dumps(payload, separators=(',', ':'))}\n\n".encode()
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from inspector.stream import diagnostics as D
 from inspector.stream.assembler import TurnStream, assemble
+from inspector.stream.diagnostics import Severity
 from inspector.testing.streamgen import (
     block_start,
     block_stop,
@@ -38,10 +39,10 @@ class Case:
     data: bytes
     codes: list[str]  # exactly these diagnostics, in this order
     outcome: str
-    content: list | None = None  # expected final content, when it matters
+    content: list[dict[str, Any]] | None = None  # expected final content, when it matters
     check: Callable[[TurnStream], object] | None = None  # extra assertion: f(TurnStream)
     notes: str = ""
-    severities: dict = field(default_factory=dict)  # code -> severity, when it matters
+    severities: dict[str, Severity] = field(default_factory=dict)  # code -> severity, when it matters
 
 
 def _input_of(ts: TurnStream, i: int) -> Any:

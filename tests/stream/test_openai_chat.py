@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from inspector.observe import observations as O
 from inspector.observe.stepobs import step_observations
+from inspector.stream.assembler import Step
 from inspector.stream.openai_chat import ChatStream
 from inspector.testing.hyp import examples
 from inspector.testing.openai_ref import sdk_chat, sse
@@ -19,8 +20,10 @@ from inspector.testing.openai_ref import sdk_chat, sse
 U = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
 
 
-def ch(delta: Any = None, fr: Any = None, idx: Any = 0, usage: Any = None, choices: Any = True, **extra: Any) -> dict:
-    c: dict = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-x"}
+def ch(
+    delta: Any = None, fr: Any = None, idx: Any = 0, usage: Any = None, choices: Any = True, **extra: Any
+) -> dict[str, Any]:
+    c: dict[str, Any] = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-x"}
     c["choices"] = [{"index": idx, "delta": delta or {}, "finish_reason": fr}] if choices else []
     if usage is not None:
         c["usage"] = usage
@@ -28,8 +31,8 @@ def ch(delta: Any = None, fr: Any = None, idx: Any = 0, usage: Any = None, choic
     return c
 
 
-def tc(i: Any, id: Any = None, name: Any = None, args: Any = None, **kw: Any) -> dict:
-    d: dict = {"function": {}}
+def tc(i: Any, id: Any = None, name: Any = None, args: Any = None, **kw: Any) -> dict[str, Any]:
+    d: dict[str, Any] = {"function": {}}
     if i is not None:
         d["index"] = i
     if id is not None:
@@ -43,9 +46,9 @@ def tc(i: Any, id: Any = None, name: Any = None, args: Any = None, **kw: Any) ->
     return d
 
 
-def run(data: bytes, reads: list[int] | None = None) -> tuple[ChatStream, list]:
+def run(data: bytes, reads: list[int] | None = None) -> tuple[ChatStream, list[Step]]:
     ts = ChatStream()
-    steps = []
+    steps: list[Step] = []
     if reads is None:
         steps += ts.feed(data)
     else:

@@ -29,7 +29,7 @@ def record(path: Any, url: str, data: bytes, read: int = 77) -> str:
     return str(path)
 
 
-def dump_json(capsys: Any, path: str) -> tuple[int, dict]:
+def dump_json(capsys: Any, path: str) -> tuple[int, dict[str, Any]]:
     code = main(["dump", "--json", path])
     out, _ = capsys.readouterr()
     return code, orjson.loads(out)
@@ -115,7 +115,7 @@ RESPONSE_JSON = {
 }
 
 
-def json_recording(path: Any, doc: dict) -> str:
+def json_recording(path: Any, doc: dict[str, Any]) -> str:
     with RecordingWriter(str(path), source={"type": "test"}) as w:
         w.request(0, 0, 0.0, "POST", "https://api.openai.com/v1/x", {}, {"model": "m"})
         w.response(0, 0, 0.1, 200, {"content-type": "application/json"})

@@ -11,13 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inspector.stream.assembler import TurnStream
-from inspector.stream.family import FamilyStream, family_from_event, family_from_path, new_stream
+from inspector.stream.family import Family, FamilyStream, family_from_event, family_from_path, new_stream
+from inspector.stream.openai_common import NeutralStream
 from inspector.testing.hyp import examples
 from inspector.testing.openai_ref import corpus
 from inspector.testing.streamgen import sse as anthropic_sse
 from inspector.testing.streamgen import tool_turn
 
-FAM = {"chat": "openai_chat", "responses": "openai_responses"}
+FAM: dict[str, Family] = {"chat": "openai_chat", "responses": "openai_responses"}
 
 
 @pytest.mark.parametrize(
@@ -58,10 +59,11 @@ def test_every_corpus_stream_is_told_by_its_first_event(s: Any) -> None:
         # its first event is not JSON (the fixture is cut): told by the second
         assert fs.family == "openai_responses"
     assert fs.family == FAM[s.family]
-    direct = new_stream(FAM[s.family])  # type: ignore[arg-type]
+    direct = new_stream(FAM[s.family])
     direct.feed(s.data)
     direct.close()
-    assert ts.final_object() == direct.final_object()  # type: ignore[attr-defined]
+    assert isinstance(ts, NeutralStream) and isinstance(direct, NeutralStream)  # (an OpenAI family: a final object)
+    assert ts.final_object() == direct.final_object()
 
 
 def test_the_first_event_wins_over_the_path_and_says_so() -> None:

@@ -73,13 +73,13 @@ HEAD = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "mo
 
 
 def chunk(delta: Any, fr: Any = None, idx: Any = 0, **extra: Any) -> bytes:
-    c: dict = dict(HEAD, choices=[{"index": idx, "delta": delta, "finish_reason": fr}])
+    c: dict[str, Any] = dict(HEAD, choices=[{"index": idx, "delta": delta, "finish_reason": fr}])
     c.update(extra)
     return b"data: " + orjson.dumps(c) + b"\n\n"
 
 
-def args(ti: Any, text: Any, **fn: Any) -> dict:
-    d: dict = {"function": {"arguments": text, **fn}}
+def args(ti: Any, text: Any, **fn: Any) -> dict[str, Any]:
+    d: dict[str, Any] = {"function": {"arguments": text, **fn}}
     if ti is not None:
         d["index"] = ti
     return {"tool_calls": [d]}

@@ -10,6 +10,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from inspector.stream.assembler import Change, Step
 from inspector.stream.openai_responses import ResponsesStream
 from inspector.testing.hyp import examples
 from inspector.testing.openai_ref import sdk_response, sse
@@ -25,19 +26,19 @@ class Seq:
     def __init__(self) -> None:
         self.n = 0
 
-    def __call__(self, t: str, **kw: Any) -> dict:
+    def __call__(self, t: str, **kw: Any) -> dict[str, Any]:
         d = {"type": t, **kw, "sequence_number": self.n}
         self.n += 1
         return d
 
 
-def resp(status: Any = "in_progress", output: Any = None, **kw: Any) -> dict:
+def resp(status: Any = "in_progress", output: Any = None, **kw: Any) -> dict[str, Any]:
     return {"id": "resp_1", "object": "response", "status": status, "model": "gpt-x", "output": output or [], **kw}
 
 
-def run(data: bytes, reads: list[int] | None = None) -> tuple[ResponsesStream, list]:
+def run(data: bytes, reads: list[int] | None = None) -> tuple[ResponsesStream, list[Step]]:
     ts = ResponsesStream()
-    steps = []
+    steps: list[Step] = []
     pos = 0
     for n in reads or []:
         steps += ts.feed(data[pos : pos + n])
@@ -241,7 +242,10 @@ def test_the_shorter_way_for_deltas_gives_exactly_the_general_paths_result(evs: 
     slow = ResponsesStream(fast=False)
     slow_steps = slow.feed(data)
     slow.close()
-    view = lambda steps: [(s.sse.seq, s.event, s.changes, [d.code for d in s.diagnostics]) for s in steps]
+
+    def view(steps: list[Step]) -> list[tuple[int, object, list[Change], list[str]]]:
+        return [(s.sse.seq, s.event, s.changes, [d.code for d in s.diagnostics]) for s in steps]
+
     assert view(fast_steps) == view(slow_steps)
     assert fast.final_object() == slow.final_object()
     assert [d.to_json() for d in fast.diagnostics] == [d.to_json() for d in slow.diagnostics]

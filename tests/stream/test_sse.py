@@ -51,11 +51,11 @@ def split_at(data: bytes, points: Iterable[int]) -> list[bytes]:
     return [data[a:b] for a, b in pairwise(cuts)]
 
 
-def without_read_index(events: list[SSEEvent]) -> list[tuple]:
+def without_read_index(events: list[SSEEvent]) -> list[tuple[object, ...]]:
     return [astuple(e)[:-1] for e in events]
 
 
-def reference(stream: bytes) -> list[tuple]:
+def reference(stream: bytes) -> list[tuple[str, str, str, int | None]]:
     """A deliberately naive WHATWG implementation: decode everything, strip a BOM, split lines, interpret.
 
     Returns (event, data, id, retry) per dispatched event.
