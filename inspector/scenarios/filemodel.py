@@ -44,7 +44,7 @@ def snake_name(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
-def fault_types() -> dict[str, type]:
+def fault_types() -> dict[str, type[M.Fault]]:
     """File name of every fault type (``error_event_after``...), from the model's ``Fault`` union."""
     import typing
 
@@ -55,7 +55,7 @@ class _File(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
 
 
-def _field(cls: type, name: str) -> dataclasses.Field:
+def _field(cls: type, name: str) -> dataclasses.Field[Any]:
     return next(f for f in dataclasses.fields(cls) if f.name == name)
 
 
@@ -234,7 +234,7 @@ def _not_a_block(v: Any) -> Any:
     raise _custom("block", f"expected a block (a mapping with one of: {', '.join(BLOCK_KINDS)})")
 
 
-def _bad_block(v: dict) -> Any:
+def _bad_block(v: dict[Any, Any]) -> Any:
     kinds = [k for k in v if k in BLOCK_KINDS]
     got = f"both {kinds[0]!r} and {kinds[1]!r}" if len(kinds) > 1 else f"keys {', '.join(map(repr, v))}"
     raise _custom("block", f"a block has exactly one of the keys {', '.join(BLOCK_KINDS)}; got {got}")
@@ -362,7 +362,7 @@ def _no_type(v: Any) -> Any:
     raise _custom("fault", f"missing required key 'type'; expected one of: {', '.join(FAULT_FILES)}")
 
 
-def _unknown_fault(v: dict) -> Any:
+def _unknown_fault(v: dict[Any, Any]) -> Any:
     t = v["type"]
     shown = repr(t) if isinstance(t, str) else "a " + type(t).__name__
     raise _custom(
@@ -507,7 +507,7 @@ def _name(v: str) -> str:
     return v
 
 
-def _turns(v: list) -> list:
+def _turns(v: list[TurnFile]) -> list[TurnFile]:
     if not v:
         raise _custom("turns", "expected at least one turn")
     return v
