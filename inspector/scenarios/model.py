@@ -13,6 +13,7 @@ import dataclasses
 import inspect
 import json
 import random
+import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,12 +26,13 @@ if TYPE_CHECKING:
 
 WORKSPACES_DIR = Path(__file__).resolve().parent / "workspace"
 
-BUILTIN_TOOL_NAMES = frozenset({"read_file", "list_dir", "search_text", "write_file", "sleep"})
+BuiltinToolName = Literal["list_dir", "read_file", "search_text", "sleep", "write_file"]
+BUILTIN_TOOL_NAMES: frozenset[str] = frozenset(typing.get_args(BuiltinToolName))
 
 LineEnding = Literal["\n", "\r\n", "\r"]
 
 # The stop reasons the API sends (docs: anthropic-stream notes); a scenario file names one of them.
-STOP_REASONS = (
+StopReason = Literal[
     "end_turn",
     "tool_use",
     "max_tokens",
@@ -38,7 +40,8 @@ STOP_REASONS = (
     "pause_turn",
     "refusal",
     "model_context_window_exceeded",
-)
+]
+STOP_REASONS: tuple[str, ...] = typing.get_args(StopReason)
 
 # --- bounds ------------------------------------------------------------------------------------------------------
 # Every number a scenario declares is bounded where it is declared: ``metadata=between(lo, hi)`` on the field (for a
