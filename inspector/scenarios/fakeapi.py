@@ -109,15 +109,15 @@ def body_problem(body: dict[str, Any], *, messages: bool = True, max_tokens: boo
     return None
 
 
-def nesting_depth(value: Any, limit: int = MAX_DEPTH) -> int:
+def nesting_depth(value: object, limit: int = MAX_DEPTH) -> int:
     """How deep ``value`` nests (a scalar: 0, ``[]``: 1), counted without recursion; stops counting past ``limit``
     (the result is then ``limit + 1``)."""
     deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 0)]
+    stack: list[tuple[object, int]] = [(value, 0)]
     while stack:
         v, d = stack.pop()
         if isinstance(v, dict):
-            children: Iterable[Any] = v.values()
+            children: Iterable[object] = v.values()
         elif isinstance(v, list):
             children = v
         else:
@@ -131,7 +131,7 @@ def nesting_depth(value: Any, limit: int = MAX_DEPTH) -> int:
     return deepest
 
 
-def nesting_problem(value: Any, limit: int = MAX_DEPTH) -> str | None:
+def nesting_problem(value: object, limit: int = MAX_DEPTH) -> str | None:
     """The 400 message for a body that nests deeper than ``limit`` levels (None: fine)."""
     if nesting_depth(value, limit) > limit:
         return f"request body nests deeper than {limit} levels"
@@ -431,13 +431,13 @@ def openai_error_body(etype: str, message: str, param: str | None = None, code: 
     return orjson.dumps({"error": {"message": message, "type": etype, "param": param, "code": code}})
 
 
-def _is_assistant_item(item: Any) -> bool:
+def _is_assistant_item(item: object) -> bool:
     if not isinstance(item, dict):
         return False
     return item.get("role") == "assistant" or item.get("type") in _ASSISTANT_ITEMS
 
 
-def openai_turn_of(api: str, history: Any) -> int:
+def openai_turn_of(api: str, history: object) -> int:
     """The turn an OpenAI request asks for: its assistant messages (chat ``messages``), or its runs of assistant
     output items (Responses ``input``: an assistant message, ``function_call`` and ``reasoning`` items in a row
     are the output of one response, one turn; a string input is turn 0)."""
@@ -519,7 +519,7 @@ def chat_history_problem(messages: list[Any]) -> tuple[str, str | None, str | No
     return None
 
 
-def _json_type_name(v: Any) -> str:
+def _json_type_name(v: object) -> str:
     """How OpenAI's errors name a JSON value's type ("a boolean", "a string", ...)."""
     if isinstance(v, bool):
         return "a boolean"
@@ -530,7 +530,7 @@ def _json_type_name(v: Any) -> str:
     return "an object" if isinstance(v, dict) else "null" if v is None else "an array"
 
 
-def responses_history_problem(items: Any, *, continued: bool = False) -> tuple[str, str | None, str | None] | None:
+def responses_history_problem(items: object, *, continued: bool = False) -> tuple[str, str | None, str | None] | None:
     """OpenAI's 400 for a Responses ``input`` whose function calls and outputs do not pair: a ``function_call``
     without a later ``function_call_output`` of its ``call_id``, an output without its call (not checked when the
     request continues a stored response, ``continued``: the call is in that response)."""
@@ -554,7 +554,7 @@ def responses_history_problem(items: Any, *, continued: bool = False) -> tuple[s
     return None
 
 
-def _choices_problem(n: Any) -> tuple[str, str | None] | None:
+def _choices_problem(n: object) -> tuple[str, str | None] | None:
     """OpenAI's 400 (message, code) for a chat request's ``n`` that is not an integer from 1 to 128."""
     from .render_openai import MAX_CHOICES
 
