@@ -374,12 +374,12 @@ def _duration_of(d: float | list[float]) -> M.Duration:
     return (float(d[0]), float(d[1])) if isinstance(d, list) else float(d)
 
 
-def _given(f: Any, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+def _given(f: BaseModel, skip: tuple[str, ...] = ()) -> dict[str, Any]:
     """The keys the file gave (the model's defaults apply to the rest)."""
     return {k: getattr(f, k) for k in f.model_fields_set if k not in skip}
 
 
-def _block_of(b: Any) -> M.Block:
+def _block_of(b: Any) -> M.Block:  # a validated BlockFile: one of the block models (the others raise in validation)
     if isinstance(b, F.TextFile):
         kw = _given(b, ("chunk",))
         if "chunk" in b.model_fields_set:
@@ -404,7 +404,7 @@ def _block_of(b: Any) -> M.Block:
     return M.WholeBlock(b.block, b.result_of)
 
 
-def _fault_of(f: Any) -> M.Fault:
+def _fault_of(f: Any) -> M.Fault:  # a validated FaultFile: one of the fault models (the others raise in validation)
     cls = fault_types()[f.type]
     kw = _given(f, ("type",))
     if kw.get("attempts") is not None:
@@ -979,7 +979,7 @@ def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
 _Dumper.add_representer(str, _str_representer)
 
 
-def dump_data(data: Any) -> str:
+def dump_data(data: object) -> str:
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=116, default_flow_style=None)
 
 
