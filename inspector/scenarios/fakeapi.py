@@ -48,7 +48,6 @@ __all__ = [
     "responses_history_problem",
     "credentials_problem",
     "error_body",
-    "history_violation",  # the history rules the decisions use (inspector.stream.history's: one implementation)
     "known_model",
     "load_catalogue",
     "messages_decision",

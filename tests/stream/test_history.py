@@ -18,7 +18,7 @@ def assistant(*ids: str, text_first: bool = True) -> dict[str, Any]:
     return {"role": "assistant", "content": content}
 
 
-def results(*ids: str, text_before: bool = False) -> dict:
+def results(*ids: str, text_before: bool = False) -> dict[str, Any]:
     content = [{"type": "text", "text": "here you go"}] if text_before else []
     content += [{"type": "tool_result", "tool_use_id": i, "content": "ok"} for i in ids]
     return {"role": "user", "content": content}
@@ -154,6 +154,7 @@ def test_one_implementation() -> None:
     """serve and the in-process server use the same function (no second copy of the rules)."""
     import inspector.scenarios.fakeapi as fakeapi
 
-    assert fakeapi.history_violation is history.history_violation  # serve decides through fakeapi
+    # (fakeapi imports the name for its own use, it does not export it: read from its namespace)
+    assert vars(fakeapi)["history_violation"] is history.history_violation  # serve decides through fakeapi
     assert transport.history_problem is history.history_problem
     assert not hasattr(transport, "_blocks")
