@@ -125,8 +125,9 @@ class _Bundled(MutableMapping[str, Scenario]):
             for line in fh:  # the files put `description:` near the top, on one line
                 if line.startswith("description:"):
                     value = yaml.load(line, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-                    if isinstance(value, dict) and isinstance(value.get("description"), str):
-                        return value["description"]
+                    description = value.get("description") if isinstance(value, dict) else None
+                    if isinstance(description, str):
+                        return description
         return self[name].description
 
 
@@ -172,7 +173,7 @@ def describe() -> list[tuple[str, str]]:
 
 def __getattr__(name: str) -> Any:
     if name == "BIG_CSV":  # the big_input fixture's content (tests use it)
-        return SCENARIOS["big_input"].turns[0].blocks[1].input["content"]  # type: ignore[union-attr,index]
+        return SCENARIOS["big_input"].turns[0].blocks[1].input["content"]  # type: ignore[union-attr,index]  # the fixture's block 1: a tool_use with an input
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -22,11 +22,14 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
 from inspector.stream.history import history_violation
+
+if TYPE_CHECKING:
+    from genai_prices.types import Provider
 
 __all__ = [
     "MAX_DEPTH",
@@ -56,6 +59,11 @@ __all__ = [
 
 log = logging.getLogger("inspector.fakeapi")
 
+# What a request's attempts are counted by (FakeApi.select): the scenario name, the faults and the session, then the
+# turn and the digest of its messages ("request"), or the name and the turn ("turn"); an OpenAI family first.
+AttemptKey = tuple[str | int, ...]
+_Item = TypeVar("_Item", bound=Hashable)  # a hit-once item (FakeApi.hold_once): opaque to the core
+
 # The deepest JSON a request may nest (objects and arrays). orjson writes at most 255 levels and reads at most 1024;
 # past this depth the fake API answers 400 instead of failing in a serializer (a plain-text 500).
 MAX_DEPTH = 200
@@ -70,7 +78,7 @@ def credentials_problem(headers: Mapping[str, str]) -> tuple[int, str, str] | No
     return None
 
 
-def body_problem(body: dict, *, messages: bool = True, max_tokens: bool = True) -> str | None:
+def body_problem(body: dict[str, Any], *, messages: bool = True, max_tokens: bool = True) -> str | None:
     """The API's 400 message for a Messages request body with a missing or wrongly typed required field.
     ``messages=False``: leave ``messages`` to the history rules (:func:`history_violation`). ``max_tokens=False``:
     a body without it is fine (``count_tokens`` takes none)."""
@@ -100,15 +108,15 @@ def body_problem(body: dict, *, messages: bool = True, max_tokens: bool = True) 
     return None
 
 
-def nesting_depth(value: Any, limit: int = MAX_DEPTH) -> int:
+def nesting_depth(value: object, limit: int = MAX_DEPTH) -> int:
     """How deep ``value`` nests (a scalar: 0, ``[]``: 1), counted without recursion; stops counting past ``limit``
     (the result is then ``limit + 1``)."""
     deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 0)]
+    stack: list[tuple[object, int]] = [(value, 0)]
     while stack:
         v, d = stack.pop()
         if isinstance(v, dict):
-            children: Iterable[Any] = v.values()
+            children: Iterable[object] = v.values()
         elif isinstance(v, list):
             children = v
         else:
@@ -122,7 +130,7 @@ def nesting_depth(value: Any, limit: int = MAX_DEPTH) -> int:
     return deepest
 
 
-def nesting_problem(value: Any, limit: int = MAX_DEPTH) -> str | None:
+def nesting_problem(value: object, limit: int = MAX_DEPTH) -> str | None:
     """The 400 message for a body that nests deeper than ``limit`` levels (None: fine)."""
     if nesting_depth(value, limit) > limit:
         return f"request body nests deeper than {limit} levels"
@@ -142,8 +150,8 @@ def count_input_tokens(body: Mapping[str, Any]) -> int:
 
 
 _CATALOGUE_LOCK = threading.Lock()
-_catalogue: Any = None
-_openai_catalogue_: Any = None
+_catalogue: Provider | None = None
+_openai_catalogue_: Provider | None = None
 _catalogue_warned = False
 
 
@@ -157,7 +165,7 @@ def load_catalogue() -> None:
         log.warning("genai-prices' model catalogue did not load: every model is taken as known", exc_info=True)
 
 
-def _anthropic_catalogue() -> Any:
+def _anthropic_catalogue() -> Provider:
     """genai-prices' Anthropic provider (its model list and match rules), loaded once, lazily."""
     global _catalogue
     with _CATALOGUE_LOCK:
@@ -168,7 +176,7 @@ def _anthropic_catalogue() -> Any:
         return _catalogue
 
 
-def _openai_catalogue() -> Any:
+def _openai_catalogue() -> Provider:
     """genai-prices' OpenAI provider, loaded once, lazily."""
     global _openai_catalogue_
     with _CATALOGUE_LOCK:
@@ -179,7 +187,7 @@ def _openai_catalogue() -> Any:
         return _openai_catalogue_
 
 
-def _loaded(load: Callable[[], Any]) -> Any:
+def _loaded(load: Callable[[], Provider]) -> Provider | None:
     """A genai-prices catalogue, or None when it cannot load (said once in the log: every model is then known)."""
     global _catalogue_warned
     try:
@@ -208,12 +216,12 @@ def known_model(model: str, extra: Iterable[str] = ()) -> bool:
     return catalogue is None or catalogue.find_model(model) is not None
 
 
-def turn_of(messages: list) -> int:
+def turn_of(messages: list[Any]) -> int:
     """The turn a request asks for: the number of assistant messages in its conversation."""
     return sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
 
 
-def request_digest(messages: Any) -> str:
+def request_digest(messages: object) -> str:
     """What makes two requests "the same request" (a retry): a digest of the messages, keys sorted."""
     return hashlib.sha256(orjson.dumps(messages, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
@@ -274,7 +282,7 @@ class RateLimits:
         requests_limit: int = 4000,
         tokens_limit: int = 2_000_000,
         window: float = 60.0,
-        clock: Any = time.time,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.requests_limit, self.tokens_limit, self.window = requests_limit, tokens_limit, window
         self.clock = clock
@@ -326,7 +334,7 @@ class RateLimits:
 class OnceOwner:
     """The request that took a hit-once fault: its attempt key and how the diagnostics name it."""
 
-    key: tuple
+    key: AttemptKey
     where: str
 
 
@@ -341,13 +349,15 @@ class Decision:
     kind: str | None = None
     history: str = "not checked"  # ok | off | <violation kind> | not checked
     turn: int | None = None
-    messages: list | None = None
+    messages: list[Any] | None = None
     attempt: int | None = None  # set by FakeApi.select
     ended: bool = False  # past the script's last turn (a placeholder reply, or a 400 when strict)
     param: str | None = None  # OpenAI errors: the parameter at fault
     code: str | None = None  # OpenAI errors: the error code
-    key: tuple | None = None  # set by FakeApi.select: what its attempts are counted by (a retry has the same key)
-    group: tuple | None = None  # set by FakeApi.select: the key without the turn and the messages (a fault's @once)
+    key: AttemptKey | None = None  # set by FakeApi.select: what its attempts are counted by (a retry has the same key)
+    group: AttemptKey | None = (
+        None  # set by FakeApi.select: the key without the turn and the messages (a fault's @once)
+    )
 
     @property
     def rejected(self) -> bool:
@@ -420,13 +430,13 @@ def openai_error_body(etype: str, message: str, param: str | None = None, code: 
     return orjson.dumps({"error": {"message": message, "type": etype, "param": param, "code": code}})
 
 
-def _is_assistant_item(item: Any) -> bool:
+def _is_assistant_item(item: object) -> bool:
     if not isinstance(item, dict):
         return False
     return item.get("role") == "assistant" or item.get("type") in _ASSISTANT_ITEMS
 
 
-def openai_turn_of(api: str, history: Any) -> int:
+def openai_turn_of(api: str, history: object) -> int:
     """The turn an OpenAI request asks for: its assistant messages (chat ``messages``), or its runs of assistant
     output items (Responses ``input``: an assistant message, ``function_call`` and ``reasoning`` items in a row
     are the output of one response, one turn; a string input is turn 0)."""
@@ -443,7 +453,7 @@ def openai_turn_of(api: str, history: Any) -> int:
     return runs
 
 
-def chat_history_problem(messages: list) -> tuple[str, str | None, str | None] | None:
+def chat_history_problem(messages: list[Any]) -> tuple[str, str | None, str | None] | None:
     """OpenAI's 400 (message, param, code) for a chat history that breaks its rules: an unknown role, an assistant
     ``tool_calls`` message not followed by a ``tool`` message for each of its calls, a ``tool`` message that
     answers no pending call."""
@@ -508,7 +518,7 @@ def chat_history_problem(messages: list) -> tuple[str, str | None, str | None] |
     return None
 
 
-def _json_type_name(v: Any) -> str:
+def _json_type_name(v: object) -> str:
     """How OpenAI's errors name a JSON value's type ("a boolean", "a string", ...)."""
     if isinstance(v, bool):
         return "a boolean"
@@ -519,7 +529,7 @@ def _json_type_name(v: Any) -> str:
     return "an object" if isinstance(v, dict) else "null" if v is None else "an array"
 
 
-def responses_history_problem(items: Any, *, continued: bool = False) -> tuple[str, str | None, str | None] | None:
+def responses_history_problem(items: object, *, continued: bool = False) -> tuple[str, str | None, str | None] | None:
     """OpenAI's 400 for a Responses ``input`` whose function calls and outputs do not pair: a ``function_call``
     without a later ``function_call_output`` of its ``call_id``, an output without its call (not checked when the
     request continues a stored response, ``continued``: the call is in that response)."""
@@ -543,7 +553,7 @@ def responses_history_problem(items: Any, *, continued: bool = False) -> tuple[s
     return None
 
 
-def _choices_problem(n: Any) -> tuple[str, str | None] | None:
+def _choices_problem(n: object) -> tuple[str, str | None] | None:
     """OpenAI's 400 (message, code) for a chat request's ``n`` that is not an integer from 1 to 128."""
     from .render_openai import MAX_CHOICES
 
@@ -684,10 +694,12 @@ class FakeApi:
         self.stream_only, self.attempts_by, self.history = stream_only, attempts_by, history
         self.models = models
         self.request_ids, self.ratelimits = request_ids, ratelimits
-        self.attempts: OrderedDict[tuple, int] = OrderedDict()
+        self.attempts: OrderedDict[AttemptKey, int] = OrderedDict()
         self.attempts_dropped = 0
         self.responses: OrderedDict[str, int] = OrderedDict()  # Responses ids answered -> their turn (bounded)
-        self.once: OrderedDict[tuple, OnceOwner] = OrderedDict()  # (group, @once item) -> the request that took it
+        self.once: OrderedDict[tuple[AttemptKey, Hashable], OnceOwner] = (
+            OrderedDict()
+        )  # (group, @once item) -> the request that took it
         self._lock = threading.Lock()
 
     def check(self, body: Any, *, max_tokens_required: bool = True) -> Decision:
@@ -727,7 +739,7 @@ class FakeApi:
     def select(
         self,
         decision: Decision,
-        body: dict,
+        body: dict[str, Any],
         *,
         name: str,
         turns: int,
@@ -757,8 +769,8 @@ class FakeApi:
                 message=f"scenario {name!r} has {turns} turns; no turn {turn} (this request has {turn} assistant messages)",
             )
         if self.attempts_by == "turn":
-            group: tuple = (name,)
-            key: tuple = (name, turn)
+            group: AttemptKey = (name,)
+            key: AttemptKey = (name, turn)
         else:
             group = (name, faults, session)
             key = (*group, turn, request_digest(decision.messages))
@@ -773,7 +785,7 @@ class FakeApi:
             return decision
         return self.select(decision, body, name=name, turns=turns, faults=faults, session=session)
 
-    def _next_attempt(self, key: tuple) -> int:
+    def _next_attempt(self, key: AttemptKey) -> int:
         with self._lock:
             attempt = self.attempts.pop(key, 0)
             self.attempts[key] = attempt + 1  # most recently used last
@@ -792,10 +804,10 @@ class FakeApi:
     def hold_once(
         self,
         decision: Decision,
-        items: Sequence[Hashable],
-        changes: Callable[[list, Hashable], bool],
+        items: Sequence[_Item],
+        changes: Callable[[list[_Item], _Item], bool],
         where: str,
-    ) -> tuple[list, dict[Hashable, str]]:
+    ) -> tuple[list[_Item], dict[_Item, str]]:
         """Which of a request's hit-once items (a fault with ``@once``: opaque here) are in effect for it, and a note
         on each: ``fired here`` (the first answer the item changes: this request's key takes it), ``held`` (a
         retry of that request: still in effect, so the retries are numbered as before), ``spent at WHERE`` (another
@@ -804,12 +816,12 @@ class FakeApi:
         ``where``: how the diagnostics name this request. One item is taken by one request key for the life of
         this core (:meth:`reset` re-arms them; ``history`` bounds how many are kept)."""
         assert decision.key is not None and decision.group is not None, "hold_once needs a selected decision"
-        owners: dict[Hashable, OnceOwner | None] = {}
+        owners: dict[_Item, OnceOwner | None] = {}
         with self._lock:
             for item in items:
                 owners[item] = self.once.get((decision.group, item))
         held = [item for item in items if (o := owners[item]) is not None and o.key == decision.key]
-        notes: dict[Hashable, str] = {}
+        notes: dict[_Item, str] = {}
         for item in items:
             owner = owners[item]
             if owner is None:

@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from inspector.core.errors import InspectorError
 
@@ -266,7 +267,7 @@ _EXPECTED = {
 _BOUNDS = {"greater_than_equal": (">=", "ge"), "less_than_equal": ("<=", "le")}
 
 
-def _model_of(loc: tuple) -> type[BaseModel] | None:
+def _model_of(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
     """The file model whose instance is at ``loc``."""
     if loc and isinstance(loc[-1], str) and loc[-1].startswith("@"):
         return _BY_TAG.get(loc[-1])
@@ -274,7 +275,7 @@ def _model_of(loc: tuple) -> type[BaseModel] | None:
     return _BY_KEY.get(names[-1] if names else None)
 
 
-def _report(r: _Reader, root: yaml.Node, err: Any) -> None:
+def _report(r: _Reader, root: yaml.Node, err: ErrorDetails) -> None:
     """One pydantic error as a problem at its node, in the words `scenario check` has always used."""
     loc, kind, ctx = tuple(err["loc"]), err["type"], err.get("ctx") or {}
     path = [p for p in loc if not (isinstance(p, str) and p.startswith("@"))]
@@ -336,7 +337,7 @@ def _report(r: _Reader, root: yaml.Node, err: Any) -> None:
     r.problem(node, f"{where}: {message}")
 
 
-def _offered(r: _Reader, root: yaml.Node, data: dict) -> None:
+def _offered(r: _Reader, root: yaml.Node, data: dict[Any, Any]) -> None:
     """A tool_use block names an offered tool: checked on the data as it is, so that it is reported beside the
     problems of other values."""
     tools = data.get("tools")
@@ -363,22 +364,22 @@ def _offered(r: _Reader, root: yaml.Node, data: dict) -> None:
                 r.problem(node, f"turns[{ti}].blocks[{bi}].tool_use: tool {name!r} is not offered (tools: {listed})")
 
 
-def _chunk_of(c: Any) -> M.ChunkSpec:
+def _chunk_of(c: int | list[int] | F.SizesFile) -> M.ChunkSpec:
     if isinstance(c, F.SizesFile):
         return M.Sizes(c.min, c.max)
     return list(c) if isinstance(c, list) else int(c)
 
 
-def _duration_of(d: Any) -> M.Duration:
+def _duration_of(d: float | list[float]) -> M.Duration:
     return (float(d[0]), float(d[1])) if isinstance(d, list) else float(d)
 
 
-def _given(f: Any, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+def _given(f: BaseModel, skip: tuple[str, ...] = ()) -> dict[str, Any]:
     """The keys the file gave (the model's defaults apply to the rest)."""
     return {k: getattr(f, k) for k in f.model_fields_set if k not in skip}
 
 
-def _block_of(b: Any) -> M.Block:
+def _block_of(b: Any) -> M.Block:  # a validated BlockFile: one of the block models (the others raise in validation)
     if isinstance(b, F.TextFile):
         kw = _given(b, ("chunk",))
         if "chunk" in b.model_fields_set:
@@ -403,7 +404,7 @@ def _block_of(b: Any) -> M.Block:
     return M.WholeBlock(b.block, b.result_of)
 
 
-def _fault_of(f: Any) -> M.Fault:
+def _fault_of(f: Any) -> M.Fault:  # a validated FaultFile: one of the fault models (the others raise in validation)
     cls = fault_types()[f.type]
     kw = _given(f, ("type",))
     if kw.get("attempts") is not None:
@@ -536,7 +537,7 @@ def _validate(r: _Reader, root: yaml.Node, path: Path | None) -> M.Scenario | No
     return _build(r, f, root, path) if not r.problems else None
 
 
-def _min_chunk(spec: Any) -> tuple[int, int]:
+def _min_chunk(spec: M.ChunkSpec) -> tuple[int, int]:
     """(characters, deltas) of one cycle of a chunk spec, at its smallest: a bound on the deltas a text makes."""
     if isinstance(spec, M.Sizes):
         return spec.lo, 1
@@ -546,7 +547,7 @@ def _min_chunk(spec: Any) -> tuple[int, int]:
     return sum(sizes), len(sizes)
 
 
-def _deltas(length: int, spec: Any) -> int:
+def _deltas(length: int, spec: M.ChunkSpec) -> int:
     chars, deltas = _min_chunk(spec)
     return -(-length // max(chars, 1)) * deltas
 
@@ -564,7 +565,12 @@ def _block_events(b: M.Block) -> int:
 
 
 def _check_turn(
-    r: _Reader, turn: M.TurnScript, where: str, node: yaml.Node, block_nodes: list, fault_nodes: list
+    r: _Reader,
+    turn: M.TurnScript,
+    where: str,
+    node: yaml.Node,
+    block_nodes: list[yaml.Node],
+    fault_nodes: list[yaml.Node],
 ) -> None:
     n = len(turn.blocks)
     sizes = [_block_events(b) for b in turn.blocks]
@@ -588,7 +594,7 @@ def _check_turn(
                 r.problem(
                     block_nodes[i], f"{where}.blocks[{i}].result_of: {b.result_of} is not a tool block of this turn"
                 )
-    transport: list[tuple[int, Any]] = []
+    transport: list[tuple[int, M.ErrorEventAfter | M.DropAfter | M.StallWithPings]] = []
     for i, f in enumerate(turn.faults):
         block = getattr(f, "block", None)
         if isinstance(f, (M.MaxTokensCut, M.InvalidToolJson)) and not 0 <= f.block < n:
@@ -836,7 +842,7 @@ def _plain_fields(obj: Any, skip: tuple[str, ...] = ()) -> dict[str, Any]:
     return out
 
 
-def _chunk_out(spec: Any) -> Any:
+def _chunk_out(spec: M.ChunkSpec) -> int | list[int] | dict[str, int]:
     if isinstance(spec, M.Sizes):
         return {"min": spec.lo, "max": spec.hi}
     if isinstance(spec, int):
@@ -844,7 +850,7 @@ def _chunk_out(spec: Any) -> Any:
     return [int(s) for s in spec]
 
 
-def _block_out(b: M.Block) -> dict:
+def _block_out(b: M.Block) -> dict[str, Any]:
     if isinstance(b, M.TextBlock):
         d: dict[str, Any] = {"text": b.text}
         if b.chunk != _default_of(M.TextBlock, "chunk"):
@@ -881,7 +887,7 @@ def _block_out(b: M.Block) -> dict:
     return d
 
 
-def _duration_out(d: M.Duration) -> Any:
+def _duration_out(d: M.Duration) -> float | list[float]:
     return list(d) if isinstance(d, tuple) else d
 
 
@@ -973,7 +979,7 @@ def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
 _Dumper.add_representer(str, _str_representer)
 
 
-def dump_data(data: Any) -> str:
+def dump_data(data: object) -> str:
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=116, default_flow_style=None)
 
 
@@ -990,7 +996,7 @@ def dump_scenario(sc: M.Scenario, header: str | None = None) -> str:
 # =====================================================================================================================
 
 
-def json_schema() -> dict:
+def json_schema() -> dict[str, Any]:
     """The JSON Schema of scenario files, generated from their declaration (``filemodel.ScenarioFile``); the loader
     checks more (tools offered, block indexes, events per turn...), with positions."""
     generated = F.ScenarioFile.model_json_schema()

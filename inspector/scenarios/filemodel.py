@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import re
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Final, Literal, NoReturn, Union
 
 from pydantic import (
     AfterValidator,
@@ -30,7 +30,7 @@ from pydantic_core import PydanticCustomError
 
 from . import model as M
 
-FORMAT = "stream-inspector-scenario"
+FORMAT: Final = "stream-inspector-scenario"
 VERSION = 1
 MAX_NAME = 100  # characters of a scenario name
 MAX_CHUNK_SIZES = 10_000  # sizes in a chunk / fragment list
@@ -44,7 +44,7 @@ def snake_name(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
-def fault_types() -> dict[str, type]:
+def fault_types() -> dict[str, type[M.Fault]]:
     """File name of every fault type (``error_event_after``...), from the model's ``Fault`` union."""
     import typing
 
@@ -55,7 +55,7 @@ class _File(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
 
 
-def _field(cls: type, name: str) -> dataclasses.Field:
+def _field(cls: type, name: str) -> dataclasses.Field[Any]:
     return next(f for f in dataclasses.fields(cls) if f.name == name)
 
 
@@ -100,7 +100,7 @@ def _one_line(value: str) -> str:
 OneLine = Annotated[str, AfterValidator(_one_line)]
 
 
-def did_you_mean(value: Any, choices: tuple[str, ...] | list[str]) -> str:
+def did_you_mean(value: object, choices: tuple[str, ...] | list[str]) -> str:
     close = difflib.get_close_matches(str(value), list(choices), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
@@ -124,7 +124,7 @@ class SizesFile(_File):
         return self
 
 
-def _kind_of_size(v: Any) -> str:
+def _kind_of_size(v: object) -> str:
     if isinstance(v, dict):
         return "@range"
     if isinstance(v, list):
@@ -134,7 +134,7 @@ def _kind_of_size(v: Any) -> str:
     return "@bad"
 
 
-def _bad_size(v: Any) -> Any:
+def _bad_size(v: object) -> NoReturn:
     raise _custom("chunk", "expected a size (integer >= 1), a list of sizes or {min: N, max: M}")
 
 
@@ -150,7 +150,7 @@ Chunk = Annotated[
 ]
 
 
-def _kind_of_duration(v: Any) -> str:
+def _kind_of_duration(v: object) -> str:
     return "@range" if isinstance(v, list) else "@seconds"
 
 
@@ -223,18 +223,18 @@ class WholeFile(_File):
     result_of: Annotated[int, Field(ge=0, le=M.MAX_COUNT)] | None = None
 
 
-def _kind_of_block(v: Any) -> str:
+def _kind_of_block(v: object) -> str:
     if not isinstance(v, dict):
         return "@notablock"
     kinds = [k for k in v if k in BLOCK_KINDS]
     return f"@{kinds[0]}" if len(kinds) == 1 else "@bad"
 
 
-def _not_a_block(v: Any) -> Any:
+def _not_a_block(v: object) -> NoReturn:
     raise _custom("block", f"expected a block (a mapping with one of: {', '.join(BLOCK_KINDS)})")
 
 
-def _bad_block(v: dict) -> Any:
+def _bad_block(v: dict[Any, Any]) -> NoReturn:
     kinds = [k for k in v if k in BLOCK_KINDS]
     got = f"both {kinds[0]!r} and {kinds[1]!r}" if len(kinds) > 1 else f"keys {', '.join(map(repr, v))}"
     raise _custom("block", f"a block has exactly one of the keys {', '.join(BLOCK_KINDS)}; got {got}")
@@ -346,7 +346,7 @@ FAULT_FILES: dict[str, type[_File]] = {
 }
 
 
-def _kind_of_fault(v: Any) -> str:
+def _kind_of_fault(v: object) -> str:
     if not isinstance(v, dict):
         return "@notafault"
     if "type" not in v:
@@ -354,15 +354,15 @@ def _kind_of_fault(v: Any) -> str:
     return f"@{v['type']}" if isinstance(v["type"], str) and v["type"] in FAULT_FILES else "@unknown"
 
 
-def _not_a_fault(v: Any) -> Any:
+def _not_a_fault(v: object) -> NoReturn:
     raise _custom("fault", f"expected a fault mapping with a 'type' ({', '.join(FAULT_FILES)})")
 
 
-def _no_type(v: Any) -> Any:
+def _no_type(v: object) -> NoReturn:
     raise _custom("fault", f"missing required key 'type'; expected one of: {', '.join(FAULT_FILES)}")
 
 
-def _unknown_fault(v: dict) -> Any:
+def _unknown_fault(v: dict[Any, Any]) -> NoReturn:
     t = v["type"]
     shown = repr(t) if isinstance(t, str) else "a " + type(t).__name__
     raise _custom(
@@ -402,7 +402,7 @@ class HttpErrorFile(_File):
 
 class TurnFile(_File):
     blocks: list[BlockFile]
-    stop_reason: Literal[M.STOP_REASONS] = "end_turn"  # type: ignore[valid-type]
+    stop_reason: M.StopReason = "end_turn"
     stop_sequence: str | None = None
     usage: UsageFile = Field(default_factory=UsageFile)
     pacing: PacingFile = Field(default_factory=PacingFile)
@@ -432,7 +432,7 @@ def _builtin_name(v: str) -> str:
 class BuiltinToolFile(_File):
     """A built-in tool with a simulated extra duration and/or a timeout."""
 
-    builtin: Literal[BUILTINS]  # type: ignore[valid-type]
+    builtin: M.BuiltinToolName
     duration: Duration | None = None
     timeout: Seconds | None = None
 
@@ -460,7 +460,7 @@ class SimulatedToolFile(_File):
     cases: list[CaseFile] = Field(default_factory=list)
 
 
-def _kind_of_tool(v: Any) -> str:
+def _kind_of_tool(v: object) -> str:
     if isinstance(v, str):
         return "@name"
     if isinstance(v, dict):
@@ -468,7 +468,7 @@ def _kind_of_tool(v: Any) -> str:
     return "@bad"
 
 
-def _bad_tool(v: Any) -> Any:
+def _bad_tool(v: object) -> NoReturn:
     raise _custom("tool", "expected a built-in tool name or a tool mapping")
 
 
@@ -507,7 +507,7 @@ def _name(v: str) -> str:
     return v
 
 
-def _turns(v: list) -> list:
+def _turns(v: list[TurnFile]) -> list[TurnFile]:
     if not v:
         raise _custom("turns", "expected at least one turn")
     return v
@@ -516,7 +516,7 @@ def _turns(v: list) -> list:
 class ScenarioFile(_File):
     """A scenario file."""
 
-    format: Literal[FORMAT] = FORMAT  # type: ignore[valid-type]
+    format: Literal["stream-inspector-scenario"] = FORMAT  # (FORMAT: mypy checks that the two agree)
     version: Annotated[int, AfterValidator(_version), Field(json_schema_extra={"const": VERSION})]
     name: (
         Annotated[str, AfterValidator(_name), Field(json_schema_extra={"pattern": NAME_PATTERN, "maxLength": MAX_NAME})]

@@ -31,11 +31,11 @@ from . import model as M
 _SKIP_NAMES = ("ping",)
 
 
-def _events_by_read(attempt: RecordedAttempt) -> tuple[list[tuple[str, dict]], list[int], list[float | None]]:
+def _events_by_read(attempt: RecordedAttempt) -> tuple[list[tuple[str, dict[str, Any]]], list[int], list[float | None]]:
     """Decoded (name, data) events without pings, events completed per read (reads that completed none folded into
     the next) and the time of each kept read (seconds since the request; None when unknown)."""
     dec = SSEDecoder()
-    events: list[tuple[str, dict]] = []
+    events: list[tuple[str, dict[str, Any]]] = []
     per_read: list[int] = []
     times: list[float | None] = []
     pending = 0
@@ -72,7 +72,7 @@ def _events_by_read(attempt: RecordedAttempt) -> tuple[list[tuple[str, dict]], l
     return events, per_read, times
 
 
-def _dict(value: Any) -> dict:
+def _dict(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
@@ -98,7 +98,7 @@ def _sizes(pieces: list[str]) -> list[int]:
     return [len(p) for p in pieces if p]
 
 
-def _chunk(pieces: list[str], default: Any) -> Any:
+def _chunk(pieces: list[str], default: M.ChunkSpec) -> M.ChunkSpec:
     sizes = _sizes(pieces)
     if not sizes:
         return default
@@ -109,13 +109,13 @@ class _Blocks:
     """Rebuilds scenario blocks from content events."""
 
     def __init__(self) -> None:
-        self.starts: dict[int, dict] = {}
+        self.starts: dict[int, dict[str, Any]] = {}
         self.pieces: dict[int, list[str]] = {}
         self.signature: dict[int, str] = {}
         self.order: list[int] = []
         self.skipped = 0
 
-    def feed(self, name: str, data: dict) -> None:
+    def feed(self, name: str, data: dict[str, Any]) -> None:
         if name == "content_block_start" and isinstance(data.get("content_block"), dict):
             i = data.get("index")
             if isinstance(i, int) and i not in self.starts:
@@ -252,7 +252,7 @@ def _pacing(attempt: RecordedAttempt, per_read: list[int], times: list[float | N
     return M.Pacing(**kw)
 
 
-def _text_of(content: Any) -> str:
+def _text_of(content: object) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -260,7 +260,7 @@ def _text_of(content: Any) -> str:
     return json.dumps(content, ensure_ascii=False)
 
 
-def _request_body(attempt: RecordedAttempt) -> dict:
+def _request_body(attempt: RecordedAttempt) -> dict[str, Any]:
     body = (attempt.request or {}).get("body")
     return body if isinstance(body, dict) else {}
 
@@ -295,10 +295,10 @@ def scenario_from_recording(recording: Recording, name: str | None = None) -> M.
     """The scenario that replays ``recording`` (see the module doc); InspectorError-free: a recording without any
     streamed turn raises ValueError."""
     turns: list[M.TurnScript] = []
-    first_request: dict = {}
+    first_request: dict[str, Any] = {}
     skipped = 0
     streamed_model: str | None = None
-    calls: list[tuple[str, str | None, dict]] = []  # (tool name, id, input) of every tool_use, in order
+    calls: list[tuple[str, str | None, dict[str, Any]]] = []  # (tool name, id, input) of every tool_use, in order
     for rturn in recording.turns:
         attempts = rturn.attempts
         if not first_request:
@@ -309,8 +309,8 @@ def scenario_from_recording(recording: Recording, name: str | None = None) -> M.
         index = attempts.index(content)
         events, per_read, times = _events_by_read(content)
         blocks = _Blocks()
-        message: dict = {}
-        delta: dict = {}
+        message: dict[str, Any] = {}
+        delta: dict[str, Any] = {}
         out_tokens: int | None = None
         for n, d in events:
             if n == "message_start" and isinstance(d.get("message"), dict):

@@ -13,21 +13,26 @@ import dataclasses
 import inspect
 import json
 import random
+import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal, Union
 
-from inspector.agent.toolbox.spec import ToolSpec
+from inspector.agent.toolbox.spec import ToolFn, ToolSpec
+
+if TYPE_CHECKING:
+    from inspector.core.pacing import Pacer
 
 WORKSPACES_DIR = Path(__file__).resolve().parent / "workspace"
 
-BUILTIN_TOOL_NAMES = frozenset({"read_file", "list_dir", "search_text", "write_file", "sleep"})
+BuiltinToolName = Literal["list_dir", "read_file", "search_text", "sleep", "write_file"]
+BUILTIN_TOOL_NAMES: frozenset[str] = frozenset(typing.get_args(BuiltinToolName))
 
 LineEnding = Literal["\n", "\r\n", "\r"]
 
 # The stop reasons the API sends (docs: anthropic-stream notes); a scenario file names one of them.
-STOP_REASONS = (
+StopReason = Literal[
     "end_turn",
     "tool_use",
     "max_tokens",
@@ -35,7 +40,8 @@ STOP_REASONS = (
     "pause_turn",
     "refusal",
     "model_context_window_exceeded",
-)
+]
+STOP_REASONS: tuple[str, ...] = typing.get_args(StopReason)
 
 # --- bounds ------------------------------------------------------------------------------------------------------
 # Every number a scenario declares is bounded where it is declared: ``metadata=between(lo, hi)`` on the field (for a
@@ -55,7 +61,7 @@ def between(lo: float, hi: float) -> dict[str, Any]:
     return {"bounds": (lo, hi)}
 
 
-def bounds_of(f: dataclasses.Field) -> tuple[float, float] | None:
+def bounds_of(f: dataclasses.Field[Any]) -> tuple[float, float] | None:
     b = f.metadata.get("bounds")
     return None if b is None else (b[0], b[1])
 
@@ -115,12 +121,12 @@ class ToolUseBlock:
     API then behaves like fine-grained tool streaming, which does not validate), else ``json.dumps(input)``."""
 
     name: str
-    input: dict | None = None
+    input: dict[str, Any] | None = None
     raw_json: str | None = None
     fragment: ChunkSpec = Sizes(8, 20)  # characters per input_json_delta
     empty_first: bool = True  # real streams send an empty first partial_json ""
     id: str | None = None  # None: a seeded toolu_... id
-    extra: dict = field(default_factory=dict)  # extra fields merged into content_block_start (e.g. "caller")
+    extra: dict[str, Any] = field(default_factory=dict)  # extra fields merged into content_block_start (e.g. "caller")
     type: str = field(default="tool_use", init=False)
 
     def __post_init__(self) -> None:
@@ -133,12 +139,12 @@ class ServerToolUseBlock:
     """A server tool call (web_search...): streams its input like tool_use; the client never runs it."""
 
     name: str = "web_search"
-    input: dict | None = None
+    input: dict[str, Any] | None = None
     raw_json: str | None = None
     fragment: ChunkSpec = Sizes(8, 20)
     empty_first: bool = True
     id: str | None = None
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
     type: str = field(default="server_tool_use", init=False)
 
     def __post_init__(self) -> None:
@@ -151,7 +157,7 @@ class WholeBlock:
     """A block that arrives whole in content_block_start, with no deltas (server tool results and the like).
     ``result_of``: index of a (server) tool block in the same turn whose id fills ``tool_use_id``."""
 
-    content: dict
+    content: dict[str, Any]
     result_of: int | None = None
 
     @property
@@ -349,7 +355,7 @@ Duration = Union[float, tuple[float, float]]
 class ToolCase:
     """What a simulated tool does for calls whose input contains every key/value of ``input``."""
 
-    input: dict
+    input: dict[str, Any]
     result: Any = None
     error: str | None = None
     hang: bool = False
@@ -364,7 +370,7 @@ class SimulatedTool:
 
     name: str
     description: str = ""
-    input_schema: dict = field(default_factory=lambda: {"type": "object"})
+    input_schema: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
     result: Any = "ok"
     error: str | None = None
     hang: bool = False
@@ -373,7 +379,7 @@ class SimulatedTool:
     timeout: float | None = None
     cases: list[ToolCase] = field(default_factory=list)
 
-    def outcome(self, args: dict) -> tuple[Any, str | None, bool, Duration]:
+    def outcome(self, args: dict[str, Any]) -> tuple[Any, str | None, bool, Duration]:
         """(result, error, hang, duration) for a call with input ``args``."""
         for case in self.cases:
             if all(k in args and args[k] == v for k, v in case.input.items()):
@@ -394,14 +400,14 @@ def seconds_of(duration: Duration, seed: str) -> float:
     return float(duration)
 
 
-def _call_seed(scenario_name: str, seed: int, tool: str, args: dict) -> str:
+def _call_seed(scenario_name: str, seed: int, tool: str, args: dict[str, Any]) -> str:
     return f"tool/{scenario_name}/{seed}/{tool}/{json.dumps(args, sort_keys=True, default=str)}"
 
 
-def simulated_spec(scenario: Scenario, tool: SimulatedTool, pacer: Any = None) -> ToolSpec:
+def simulated_spec(scenario: Scenario, tool: SimulatedTool, pacer: Pacer | None = None) -> ToolSpec:
     """The ToolSpec of a simulated tool: sleeps its duration on ``pacer`` (None: real seconds), then answers."""
 
-    async def fn(args: dict) -> Any:
+    async def fn(args: dict[str, Any]) -> Any:
         result, error, hang, duration = tool.outcome(args)
         seconds = seconds_of(duration, _call_seed(scenario.name, scenario.seed, tool.name, args))
         await _sleep(pacer, seconds)
@@ -422,7 +428,7 @@ def simulated_spec(scenario: Scenario, tool: SimulatedTool, pacer: Any = None) -
     )
 
 
-async def _to_thread(fn: Any, *args: Any) -> Any:
+async def _to_thread(fn: ToolFn, *args: Any) -> Any:
     return await asyncio.to_thread(fn, *args)
 
 
@@ -431,13 +437,13 @@ async def _to_thread(fn: Any, *args: Any) -> Any:
 run_sync = _to_thread
 
 
-def with_duration(scenario: Scenario, spec: ToolSpec, duration: Duration, pacer: Any = None) -> ToolSpec:
+def with_duration(scenario: Scenario, spec: ToolSpec, duration: Duration, pacer: Pacer | None = None) -> ToolSpec:
     """A built-in tool that takes ``duration`` more scenario seconds (waited before it runs) than its real work.
     A sync function then runs in a worker thread (``asyncio.to_thread`` copies the context: the cancel event stays
     visible to it)."""
     inner = spec.fn
 
-    async def fn(args: dict) -> Any:
+    async def fn(args: dict[str, Any]) -> Any:
         await _sleep(pacer, seconds_of(duration, _call_seed(scenario.name, scenario.seed, spec.name, args)))
         if inspect.iscoroutinefunction(inner):
             return await inner(args)
@@ -447,7 +453,7 @@ def with_duration(scenario: Scenario, spec: ToolSpec, duration: Duration, pacer:
     return dataclasses.replace(spec, fn=fn, meta={**spec.meta, "duration": duration})
 
 
-async def _sleep(pacer: Any, seconds: float) -> None:
+async def _sleep(pacer: Pacer | None, seconds: float) -> None:
     if seconds <= 0:
         return
     if pacer is None:
@@ -542,7 +548,7 @@ class Scenario:
         """Where tools should run: a temp copy when ``workspace_copy`` else the bundled folder."""
         return self.copy_workspace(dest_parent) if self.workspace_copy else self.workspace_path
 
-    def resolve_tools(self, root: str | Path | None, pacer: Any = None) -> dict[str, ToolSpec]:
+    def resolve_tools(self, root: str | Path | None, pacer: Pacer | None = None) -> dict[str, ToolSpec]:
         """The ToolSpecs this scenario offers, by name, in request order, with ``tool_timeouts`` applied.
         Built-in tools come from ``inspector.agent.toolbox.builtin.builtin_tools(root, allow_write=...)``, slowed
         down by ``tool_durations``; simulated tools wait their durations. Both sleep on ``pacer`` (an

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 import string
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -18,6 +19,7 @@ import orjson
 
 from .model import (
     Block,
+    ChunkSpec,
     DropAfter,
     ErrorEventAfter,
     HttpError,
@@ -40,7 +42,7 @@ from .model import (
 TOOL_BLOCK_TYPES = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})  # blocks whose input streams as JSON
 
 End = Literal["eof", "drop", "hang"]
-Event = tuple[str, dict]
+Event = tuple[str, dict[str, Any]]  # (event name, its data JSON)
 
 PING_DATA = b'{"type": "ping"}'  # the real API's exact ping payload (with a space)
 _B62 = string.digits + string.ascii_letters
@@ -85,7 +87,7 @@ def _id(rng: random.Random, prefix: str, n: int = 22) -> str:
     return prefix + "".join(rng.choice(_B62) for _ in range(n))
 
 
-def _chunks(text: str, spec: Any, rng: random.Random) -> list[str]:
+def _chunks(text: str, spec: ChunkSpec, rng: random.Random) -> list[str]:
     if not text:
         return []
     if isinstance(spec, Sizes):
@@ -130,7 +132,7 @@ def truncate_json(text: str) -> str:
 @dataclass(slots=True)
 class _Ev:
     name: str
-    data: dict | None  # None: a ping (its payload is fixed bytes)
+    data: dict[str, Any] | None  # None: a ping (its payload is fixed bytes)
     gap: float = 0.0
     block: int | None = None  # content index for block events
     delta_no: int | None = None  # 1-based delta number within its block
@@ -304,7 +306,7 @@ def interleave_tool_blocks(evs: list[_Ev]) -> list[_Ev]:
 
 def _block_start_and_deltas(
     block: Block, index: int, ids: list[str | None], json_texts: dict[int, str], crng: random.Random
-) -> tuple[dict, list[dict]]:
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     if isinstance(block, TextBlock):
         return {"type": "text", "text": ""}, [
             {"type": "text_delta", "text": c} for c in _chunks(block.text, block.chunk, crng)
@@ -329,7 +331,7 @@ def _block_start_and_deltas(
     raise TypeError(f"unknown block {block!r}")
 
 
-def _transport_fault(turn: TurnScript, attempt: int):
+def _transport_fault(turn: TurnScript, attempt: int) -> ErrorEventAfter | DropAfter | StallWithPings | None:
     found = [f for f in turn.faults_for(attempt) if isinstance(f, (ErrorEventAfter, DropAfter, StallWithPings))]
     if len(found) > 1:
         raise ValueError(f"at most one of ErrorEventAfter/DropAfter/StallWithPings per attempt, got {found}")
@@ -364,8 +366,8 @@ def _timeline(
     attempt: int,
     evs: list[_Ev] | None = None,
     *,
-    error_event: Any = _anthropic_error,
-    ping: Any = None,
+    error_event: Callable[[ErrorEventAfter], _Ev] = _anthropic_error,
+    ping: Callable[[], _Ev] | None = None,
     periodic_pings: bool = True,
 ) -> tuple[list[_Ev], End, _Ev | None, int]:
     """Events in order with gaps, how the body ends, and for a drop the event cut short + bytes of it sent.
@@ -469,7 +471,7 @@ def plan_of_timeline(
     turn_index: int,
     attempt: int,
     timeline: tuple[list[_Ev], End, _Ev | None, int],
-    serialize: Any,
+    serialize: Callable[[_Ev, Pacing, random.Random], bytes],
     headers: dict[str, str],
 ) -> ResponsePlan:
     """The reads of a timeline (``_timeline``'s result), each event serialized by ``serialize(ev, pacing, rng)``,
@@ -610,12 +612,12 @@ def _render_http_error(scenario: Scenario, turn_index: int, attempt: int, err: H
 # --- what a correct consumer ends with -------------------------------------------------------------------------
 
 
-def expected_blocks(scenario: Scenario, turn_index: int, attempt: int = 0) -> list[dict]:
+def expected_blocks(scenario: Scenario, turn_index: int, attempt: int = 0) -> list[dict[str, Any]]:
     """The content a correct accumulator holds after the turn's content events (transport faults ignored).
     Tool blocks carry ``input`` (the parsed JSON, or None when it does not parse), ``raw_json`` and ``complete``
     (False when the block had no content_block_stop)."""
     evs = _protocol_events(scenario, turn_index, attempt)
-    blocks: dict[int, dict] = {}
+    blocks: dict[int, dict[str, Any]] = {}
     raw: dict[int, list[str]] = {}
     for ev in evs:
         d = ev.data or {}
@@ -651,4 +653,7 @@ def expected_blocks(scenario: Scenario, turn_index: int, attempt: int = 0) -> li
 
 def expected_stop_reason(scenario: Scenario, turn_index: int, attempt: int = 0) -> str | None:
     evs = _protocol_events(scenario, turn_index, attempt)
-    return next((e.data or {})["delta"]["stop_reason"] for e in evs if e.name == "message_delta")
+    reason = next((e.data or {})["delta"]["stop_reason"] for e in evs if e.name == "message_delta")
+    if reason is None or isinstance(reason, str):  # (the events are ours: a turn's stop_reason, or None)
+        return reason
+    raise TypeError(f"message_delta stop_reason {reason!r} is not a string")

@@ -100,7 +100,7 @@ _ERRORS = {
 }
 
 
-def openai_error(etype: str, message: str | None = None) -> dict:
+def openai_error(etype: str, message: str | None = None) -> dict[str, Any]:
     """The OpenAI ``error`` object for an Anthropic error type (``{"message", "type", "param", "code"}``)."""
     otype, code, default = _ERRORS.get(etype, ("server_error", None, "The server had an error."))
     return {"message": message or default, "type": otype, "param": None, "code": code}
@@ -170,7 +170,7 @@ def _output_tokens(scenario: Scenario, turn_index: int, attempt: int) -> int:
 # --- chat completions ------------------------------------------------------------------------------------------
 
 
-def chat_usage(scenario: Scenario, turn_index: int, attempt: int) -> dict:
+def chat_usage(scenario: Scenario, turn_index: int, attempt: int) -> dict[str, Any]:
     u = scenario.turns[turn_index].usage
     prompt = u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens
     completion = _output_tokens(scenario, turn_index, attempt)
@@ -245,7 +245,7 @@ def _one_choice_events(scenario: Scenario, turn_index: int, attempt: int, includ
     ids = _Ids(scenario, turn_index, attempt)
     blocks, cut_block, keep = _pieces(scenario, turn_index, attempt)
 
-    def chunk(delta: dict, finish: str | None = None) -> dict:
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         c: dict[str, Any] = {
             "id": ids.completion,
             "object": "chat.completion.chunk",
@@ -303,12 +303,12 @@ def _one_choice_events(scenario: Scenario, turn_index: int, attempt: int, includ
     return evs
 
 
-def chat_error_data(etype: str) -> dict:
+def chat_error_data(etype: str) -> dict[str, Any]:
     """The data of a Chat Completions mid-stream error (``data: {"error": {...}}``: the SDK raises APIError)."""
     return {"error": openai_error(etype, None)}
 
 
-def responses_error_data(etype: str, sequence_number: int) -> dict:
+def responses_error_data(etype: str, sequence_number: int) -> dict[str, Any]:
     """The data of a Responses ``error`` event, as recorded OpenAI streams send it (an ``error`` object: the SDK
     raises APIError)."""
     err = openai_error(etype, None)
@@ -336,7 +336,7 @@ def _serialize_chat(ev: _Ev, p: Pacing, frng: random.Random) -> bytes:
 # --- responses -------------------------------------------------------------------------------------------------
 
 
-def responses_usage(scenario: Scenario, turn_index: int, attempt: int) -> dict:
+def responses_usage(scenario: Scenario, turn_index: int, attempt: int) -> dict[str, Any]:
     u = scenario.turns[turn_index].usage
     inp = u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens
     out = _output_tokens(scenario, turn_index, attempt)
@@ -368,14 +368,14 @@ RESPONSE_ECHO = (
 )
 
 
-def response_echo(body: Any) -> dict:
+def response_echo(body: object) -> dict[str, Any]:
     """The fields of a Responses request its Response object echoes (see :data:`RESPONSE_ECHO`)."""
     if not isinstance(body, dict):
         return {}
     return {k: body[k] for k in RESPONSE_ECHO if k in body}
 
 
-def echo_key(echo: dict | None) -> str | None:
+def echo_key(echo: dict[str, Any] | None) -> str | None:
     """What tells two echoes apart in a plan cache (a digest of the fields, keys sorted; None: no echo)."""
     if not echo:
         return None
@@ -383,8 +383,13 @@ def echo_key(echo: dict | None) -> str | None:
 
 
 def _response_obj(
-    scenario: Scenario, turn_index: int, ids: _Ids, status: str, output: list, echo: dict | None = None
-) -> dict:
+    scenario: Scenario,
+    turn_index: int,
+    ids: _Ids,
+    status: str,
+    output: list[dict[str, Any]],
+    echo: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     obj = {
         "id": ids.response,
         "object": "response",
@@ -417,7 +422,9 @@ def _response_obj(
     return obj
 
 
-def _responses_events(scenario: Scenario, turn_index: int, attempt: int, echo: dict | None = None) -> list[_Ev]:
+def _responses_events(
+    scenario: Scenario, turn_index: int, attempt: int, echo: dict[str, Any] | None = None
+) -> list[_Ev]:
     ids = _Ids(scenario, turn_index, attempt)
     blocks, cut_block, keep = _pieces(scenario, turn_index, attempt)
     turn = scenario.turns[turn_index]
@@ -430,7 +437,7 @@ def _responses_events(scenario: Scenario, turn_index: int, attempt: int, echo: d
 
     ev("response.created", response=_response_obj(scenario, turn_index, ids, "in_progress", [], echo))
     ev("response.in_progress", response=_response_obj(scenario, turn_index, ids, "in_progress", [], echo))
-    output: list[dict] = []
+    output: list[dict[str, Any]] = []
     for i, (kind, pieces) in enumerate(blocks):
         cut = i == cut_block
         if cut:
@@ -548,7 +555,7 @@ def render_openai_turn(
     *,
     api: Api,
     include_usage: bool = False,
-    echo: dict | None = None,
+    echo: dict[str, Any] | None = None,
     choices: int = 1,
 ) -> ResponsePlan:
     """The turn's answer to ``POST /v1/chat/completions`` (``api="chat"``; ``include_usage``: the request's
@@ -613,12 +620,12 @@ def _render_http_error(scenario: Scenario, turn_index: int, attempt: int, err: H
 # --- stream: false ---------------------------------------------------------------------------------------------
 
 
-def assembled_chat(plan: ResponsePlan) -> dict:
+def assembled_chat(plan: ResponsePlan) -> dict[str, Any]:
     """The ``chat.completion`` a non-streaming request gets: the plan's chunks merged (content, reasoning_content,
     tool calls by index, finish_reason, usage)."""
     merged: dict[int, dict[str, Any]] = {}  # choice index -> its content, reasoning, calls, finish_reason
     usage = None
-    head: dict = {}
+    head: dict[str, Any] = {}
     for name, c in plan.events:
         if name != "chunk":
             continue
@@ -660,7 +667,7 @@ def assembled_chat(plan: ResponsePlan) -> dict:
     }
 
 
-def assembled_response(plan: ResponsePlan) -> dict:
+def assembled_response(plan: ResponsePlan) -> dict[str, Any]:
     """The ``response`` a non-streaming request gets: the one ``response.completed`` / ``.incomplete`` carries."""
     for name, data in reversed(plan.events):
         if name in ("response.completed", "response.incomplete", "response.failed"):

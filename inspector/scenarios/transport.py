@@ -21,7 +21,7 @@ and wire formats, ``render_openai=``; the openai SDK takes ``http_client=httpx2.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -54,18 +54,18 @@ __all__ = [
 Renderer = Callable[[Scenario, int, int], ResponsePlan]
 # (scenario, turn index, attempt, api "chat" | "responses", include_usage, the fields a Response echoes, chat's n) -> the
 # OpenAI plan; render_openai_turn by default
-OpenAIRenderer = Callable[[Scenario, int, int, str, bool, dict, int], ResponsePlan]
+OpenAIRenderer = Callable[[Scenario, int, int, str, bool, dict[str, Any], int], ResponsePlan]
 OPENAI_PATHS = {"/v1/chat/completions": "chat", "/v1/responses": "responses"}
 
 
 def _render_openai(
-    scenario: Scenario, turn: int, attempt: int, api: str, include_usage: bool, echo: dict, choices: int = 1
+    scenario: Scenario, turn: int, attempt: int, api: str, include_usage: bool, echo: dict[str, Any], choices: int = 1
 ) -> ResponsePlan:
     return render_openai_turn(
         scenario,
         turn,
         attempt,
-        api=api,  # type: ignore[arg-type]
+        api=api,  # type: ignore[arg-type]  # a str of OPENAI_PATHS' values (chat, responses); checked there
         include_usage=include_usage,
         echo=echo,
         choices=choices,
@@ -118,7 +118,7 @@ class ScenarioStream(httpx2.AsyncByteStream):
         self._plan = plan
         self._closed = False
 
-    async def __aiter__(self):
+    async def __aiter__(self) -> AsyncIterator[bytes]:
         served, plan, pacer = self._served, self._plan, self._server.pacer
         served.state = "streaming"
         for read in plan.reads:
@@ -193,8 +193,13 @@ class ScenarioServer:
 
     @property
     def attempts(self) -> dict[int, int]:
-        """Requests answered so far, per turn (the core's counters)."""
-        return {key[1]: n for key, n in self.api.attempts.items()}
+        """Requests answered so far, per turn (the core's counters, every family's requests of a turn together)."""
+        out: dict[int, int] = {}
+        for key, n in self.api.attempts.items():
+            turn = key[-1]  # attempts_by="turn": (name, turn), an OpenAI family's (family, name, turn)
+            if isinstance(turn, int):
+                out[turn] = out.get(turn, 0) + n
+        return out
 
     def reset(self) -> None:
         self.requests.clear()

@@ -8,12 +8,13 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from inspector.observe import observations as O
 from inspector.record.recorder import Recorder
 
 
-def default_export_path(directory: Path, source: dict) -> Path:
+def default_export_path(directory: Path, source: dict[str, Any]) -> Path:
     name = str(source.get("name") or source.get("model") or Path(str(source.get("file") or "session")).stem)
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "session"
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -26,7 +27,7 @@ def default_export_path(directory: Path, source: dict) -> Path:
 
 
 def write_recording(
-    path: Path, observations: Iterable[O.Observation], source: dict, secrets: Sequence[str] = ()
+    path: Path, observations: Iterable[O.Observation], source: dict[str, Any], secrets: Sequence[str] = ()
 ) -> Path:
     """Write every read (with its timing) and the observations a replay needs. Runs in a worker thread.
     ``secrets`` (the session's API key) are masked as `--record` masks them: also when split across reads."""
@@ -55,7 +56,7 @@ def page_path(recording: Path) -> Path:
 
 
 def write_recording_and_page(
-    path: Path, observations: Iterable[O.Observation], source: dict, secrets: Sequence[str] = ()
+    path: Path, observations: Iterable[O.Observation], source: dict[str, Any], secrets: Sequence[str] = ()
 ) -> Exported:
     """Write the recording, then the HTML page of it beside it (same name, ``.html``). Runs in a worker thread. The
     page is built from the written recording (already masked) and masked again with ``secrets``."""

@@ -27,7 +27,7 @@ class ControlUsed(Message):
 @dataclass
 class SessionStarted(Message):
     generation: int
-    source: dict
+    source: dict[str, Any]
 
 
 @dataclass
@@ -58,7 +58,7 @@ class DetailRequested(Message):
     `key` names the item in the shown state (an event number, a block key, a tool id, a diagnostic index...)."""
 
     kind: str
-    key: Any
+    key: object  # opaque here: the view that posts it and the App agree on it
 
 
 __all__ = [

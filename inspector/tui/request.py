@@ -26,7 +26,9 @@ class Change:
     what: str  # a one-line description
 
 
-def request_for(state: DashboardState, turn: int, attempt: int | None = None) -> tuple[tuple[int, int], dict] | None:
+def request_for(
+    state: DashboardState, turn: int, attempt: int | None = None
+) -> tuple[tuple[int, int], dict[str, Any]] | None:
     """The body sent for a turn (its last attempt unless told), with its (turn, attempt)."""
     keys = [k for k in state.requests if k[0] == turn and (attempt is None or k[1] == attempt)]
     if not keys:
@@ -35,13 +37,13 @@ def request_for(state: DashboardState, turn: int, attempt: int | None = None) ->
     return key, state.requests[key]
 
 
-def previous_request(state: DashboardState, turn: int) -> tuple[tuple[int, int], dict] | None:
+def previous_request(state: DashboardState, turn: int) -> tuple[tuple[int, int], dict[str, Any]] | None:
     """The request of the previous turn of the same conversation (its last attempt's), with its (turn, attempt)."""
     before = state.previous_turn(turn, with_request=True)
     return None if before is None else request_for(state, before)
 
 
-def message_summary(message: Any, limit: int = 90) -> str:
+def message_summary(message: object, limit: int = 90) -> str:
     """`user: text "..." · tool_result toolu_1 (is_error)` for one message."""
     if not isinstance(message, dict):
         return short(message, limit)
@@ -68,13 +70,13 @@ def message_summary(message: Any, limit: int = 90) -> str:
     return short_text(f"{role}: " + " · ".join(parts), limit + 40)
 
 
-def _messages(body: dict) -> Sequence[Any]:
+def _messages(body: dict[str, Any]) -> Sequence[Any]:
     """A list, or the loop's history view (agent.transcript: messages read back from its spill file)."""
     messages = body.get("messages")
     return messages if isinstance(messages, Sequence) and not isinstance(messages, (str, bytes)) else []
 
 
-def _tools_by_name(body: dict) -> dict[str, Any]:
+def _tools_by_name(body: dict[str, Any]) -> dict[str, Any]:
     tools = body.get("tools")
     out: dict[str, Any] = {}
     for i, tool in enumerate(tools if isinstance(tools, list) else []):
@@ -83,7 +85,7 @@ def _tools_by_name(body: dict) -> dict[str, Any]:
     return out
 
 
-def request_diff(prev: dict, cur: dict) -> list[Change]:
+def request_diff(prev: dict[str, Any], cur: dict[str, Any]) -> list[Change]:
     """What changed from one request to the next: system, tools by name, messages (appended, changed, removed),
     and every other parameter."""
     out: list[Change] = []

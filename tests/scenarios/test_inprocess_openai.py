@@ -62,3 +62,21 @@ async def test_faulted_in_process_is_serves_bytes_and_the_sdk_retries():
     assert [(r.turn, r.attempt, r.response.status) for r in server.requests] == [(0, 0, 429), (0, 1, 200)]
     served = server.requests[-1].response.plan
     assert served.body == render_faulted(SC, "http_429,padded", 0, 1, api="chat").body
+
+
+async def test_attempts_are_counted_per_turn_for_the_openai_families_too():
+    # an OpenAI family's attempt key is (family, name, turn): the counters were keyed by the scenario's name
+    server = ScenarioServer(SC, Pacer(math.inf))
+    c = client(server)
+    async with c.chat.completions.stream(model=SC.model, messages=[{"role": "user", "content": "hi"}]) as s:
+        await s.get_final_completion()
+    assert server.attempts == {0: 1}
+    async with c.responses.stream(model=SC.model, input="hi", tools=TOOLS) as s:
+        resp = await s.get_final_response()
+    fc = next(o for o in resp.output if o.type == "function_call")
+    outputs = [{"type": "function_call_output", "call_id": fc.call_id, "output": "18"}]
+    async with c.responses.stream(model=SC.model, input=outputs, previous_response_id=resp.id) as s:
+        await s.get_final_response()
+    assert server.attempts == {0: 2, 1: 1}  # both families' requests of turn 0
+    server.reset()
+    assert server.attempts == {}
