@@ -110,6 +110,29 @@ def test_stopped():
     result.assert_outcomes(passed=2)
 
 
+class _FsPath:
+    """An os.PathLike that is not a pathlib.Path (os.DirEntry, a project's own path type)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+
+def test_a_scenario_file_given_as_any_path_like(tmp_path):
+    """Any os.PathLike names a scenario file, as `get_scenario` takes it (not only a str or a pathlib.Path): the
+    server's `scenario` is the file's scenario, not the path object."""
+    path = tmp_path / "mine.yaml"
+    path.write_text(dump_scenario(SCENARIOS["weather"]).replace("name: weather", "name: mine"), encoding="utf-8")
+    server = InspectorServer(_FsPath(path))
+    try:
+        assert server.scenario.name == "mine"
+        assert repr(server) == "InspectorServer('mine', 0 requests)"
+    finally:
+        server.close()
+
+
 def _post(server: InspectorServer, messages, **headers) -> httpx2.Response:
     body = {"model": "claude-sonnet-4-6", "max_tokens": 10, "messages": messages, "stream": True}
     return httpx2.post(server.base_url + "/v1/messages", json=body, headers={**HEADERS, **headers}, timeout=30)
