@@ -98,6 +98,7 @@ def sdk_response(data: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
     from openai.lib.streaming.responses._responses import ResponseStreamState
     from openai.types.responses import ResponseStreamEvent
 
+    # (Any: the reference result is read from its private, name-mangled state below, which mypy cannot see)
     state: Any = ResponseStreamState(input_tools=omit, text_format=omit)
     for d in sdk_events(data):
         state.handle_event(construct_type(type_=ResponseStreamEvent, value=d))

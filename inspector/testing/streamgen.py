@@ -731,7 +731,7 @@ _SERVER_TOOLS = (
 
 def _server_result(rng: random.Random, name: str, tool_use_id: str) -> JSONObject:
     if name == "web_search":
-        content: Any = [
+        content: JSONObject | list[JSONObject] = [
             {
                 "type": "web_search_result",
                 "url": "https://example.com/1",
@@ -757,12 +757,11 @@ def _server_result(rng: random.Random, name: str, tool_use_id: str) -> JSONObjec
         content = {"type": "code_execution_result", "stdout": "4\n", "stderr": "", "return_code": 0, "content": []}
         btype = "code_execution_tool_result"
     elif name == "bash_code_execution":
-        content = rng.choice(
-            [
-                {"type": "bash_code_execution_result", "stdout": "ok\n", "stderr": "", "return_code": 0, "content": []},
-                {"type": "bash_code_execution_tool_result_error", "error_code": "unavailable"},
-            ]
-        )
+        outcomes: list[JSONObject] = [
+            {"type": "bash_code_execution_result", "stdout": "ok\n", "stderr": "", "return_code": 0, "content": []},
+            {"type": "bash_code_execution_tool_result_error", "error_code": "unavailable"},
+        ]
+        content = rng.choice(outcomes)
         btype = "bash_code_execution_tool_result"
     elif name == "text_editor_code_execution":
         content = {
@@ -846,8 +845,8 @@ class _BetaBuilder(_Builder):
     def compaction(self) -> None:
         rng = self.rng
         i = self.start({"type": "compaction", "content": None})
-        content: Any = None
-        encrypted: Any = None
+        content: str | None = None
+        encrypted: str | None = None
         for _ in range(rng.randint(1, 3)):
             content = _text(rng, 3, 20)
             encrypted = rng.choice([None, "Enc" + "z" * rng.randint(1, 30)])

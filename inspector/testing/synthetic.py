@@ -9,7 +9,7 @@ input_json_delta fragments and run while the stream goes on, then a second turn 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import orjson
 
@@ -17,6 +17,9 @@ from inspector.observe import observations as O
 from inspector.observe.states import LoopState
 from inspector.stream.diagnostics import Diagnostic
 from inspector.stream.sse import SSEEvent
+
+if TYPE_CHECKING:
+    import random
 
 MODEL = "claude-sonnet-4-5"
 SOURCE = {"type": "scenario", "name": "parse_date"}
@@ -529,7 +532,7 @@ def parse_date_observations(stop: str | None = None, *, variant: str = "ok") -> 
 _WORDS = "the quick brown fox jumps over a lazy dog while streaming tokens arrive one by one".split()
 
 
-def _generated_turn(s: StreamScript, rnd: Any, tool_every: int) -> None:
+def _generated_turn(s: StreamScript, rnd: random.Random, tool_every: int) -> None:
     """One turn of a generated session: a text block of `tool_every` deltas, then one read_file call that runs."""
     s.start_turn()
     s.start_attempt(ttfb=0.1)
