@@ -28,10 +28,10 @@ class VirtualTime:
         self.hold = hold
         self.asked: list[float] = []
         self.slept: list[float] = []
-        self._timers: list[tuple[float, int, asyncio.Future]] = []
+        self._timers: list[tuple[float, int, asyncio.Future[None]]] = []
         self._seq = itertools.count()
         self._changed = asyncio.Event()
-        self._driver: asyncio.Task | None = None
+        self._driver: asyncio.Task[None] | None = None
 
     def clock(self) -> float:
         return self.now

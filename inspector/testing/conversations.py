@@ -23,7 +23,7 @@ def _conversation(j: int, k: int, stop: str | None, variant: str, parent: str | 
         turn = getattr(obs, "turn", None)
         if turn is None:
             continue  # the loop's own observations: a proxy has one loop, not one per conversation
-        changes: dict = {"turn": turn * k + j, "t": obs.t + j * 0.01}
+        changes: dict[str, Any] = {"turn": turn * k + j, "t": obs.t + j * 0.01}
         for name in _ID_FIELDS:
             v = getattr(obs, name, None)
             if isinstance(v, str):
@@ -81,7 +81,7 @@ def two_cached_conversations() -> list[O.Observation]:
     model = "claude-sonnet-4-5"
     for turn, (cid, own, system) in enumerate([("c1", 0, "A"), ("c2", 0, "B"), ("c1", 1, "A"), ("c2", 1, "B")]):
         t = 1.0 + turn
-        messages: list = [{"role": "user", "content": f"hello {cid}"}]
+        messages: list[dict[str, Any]] = [{"role": "user", "content": f"hello {cid}"}]
         if own:
             messages += [{"role": "assistant", "content": "hi"}, {"role": "user", "content": "more"}]
         body = {
@@ -110,7 +110,7 @@ def with_the_same_tool_ids(observations: list[O.Observation]) -> list[O.Observat
     for obs in observations:
         if type(obs) is O.ConversationAssigned:
             conv_of[obs.turn] = obs.conversation
-        changes: dict = {}
+        changes: dict[str, Any] = {}
         for name in ("id", "block_id", "tool_use_id"):
             v = getattr(obs, name, None)
             if isinstance(v, str) and "_c" in v:

@@ -7,18 +7,30 @@ import math
 import time
 from collections.abc import Callable, Iterable
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from inspector.core.pacing import speed_label
+from inspector.core.pacing import Pacer, speed_label
 from inspector.observe import observations as O
 from inspector.observe.states import LoopState
+
+if TYPE_CHECKING:
+    from inspector.sessions.sources import Session
+
+S = TypeVar("S")
+
+
+class _Ticking(Protocol):
+    """The app's refresh-timer count (``InspectorApp.ticks``)."""
+
+    @property
+    def ticks(self) -> int: ...
 
 
 class FakeController:
     """Records every call; `state` follows pause/resume/cancel like the real one."""
 
     def __init__(self) -> None:
-        self.calls: list[Any] = []
+        self.calls: list[str | tuple[str, str | float]] = []  # "pause", ("step", unit), ("set_speed", speed)...
         self.state = LoopState.STREAMING
         self.speed = 1.0
         self.ladder = (0.25, 0.5, 1.0, 2.0, 4.0, 10.0, math.inf)
@@ -67,7 +79,7 @@ class FakeSession:
         self,
         observations: Iterable[O.Observation] = (),
         *,
-        source: dict | None = None,
+        source: dict[str, Any] | None = None,
         finish_at_end: bool = False,
         raise_error: Exception | None = None,
     ) -> None:
@@ -80,7 +92,7 @@ class FakeSession:
         self.done = asyncio.Event()
         self.started = False
 
-    async def run(self) -> Any:
+    async def run(self) -> SimpleNamespace:  # (status, error: as much of a LoopResult as the app reads)
         self.started = True
         for obs in self.observations:
             self.bus.publish(obs)
@@ -95,20 +107,21 @@ class FakeSession:
         self.done.set()
 
 
-class Factory:
-    """A session factory that remembers every session it made (restart makes a new one)."""
+class Factory(Generic[S]):
+    """A session factory that remembers every session it made (restart makes a new one); the app's keyword
+    arguments are ignored."""
 
-    def __init__(self, make: Callable[[], Any]) -> None:
+    def __init__(self, make: Callable[[], S]) -> None:
         self.make = make
-        self.sessions: list[Any] = []
+        self.sessions: list[S] = []
 
-    def __call__(self, **kw: Any) -> Any:
+    def __call__(self, **kw: Any) -> S:
         s = self.make()
         self.sessions.append(s)
         return s
 
     @property
-    def last(self) -> Any:
+    def last(self) -> S:
         return self.sessions[-1]
 
 
@@ -123,18 +136,18 @@ async def wait_for(cond: Callable[[], bool], timeout: float = 10.0, what: str = 
         await asyncio.sleep(0.002)
 
 
-async def flushed(app: Any, n: int = 1, timeout: float = 10.0) -> None:  # noqa: ASYNC109 (as wait_for)
+async def flushed(app: _Ticking, n: int = 1, timeout: float = 10.0) -> None:  # noqa: ASYNC109 (as wait_for)
     """Wait until the app's refresh timer has run `n` more times (a frame boundary)."""
     target = app.ticks + n
     await wait_for(lambda: app.ticks >= target, timeout, f"{n} refresh ticks")
 
 
-def paced_session(name: str, **kw: Any) -> Any:
+def paced_session(name: str, **kw: Any) -> Session:
     """A scenario session at max speed whose clock is scenario time (the seconds its pacer was asked to sleep):
     deterministic, no waiting, and the timing analysis sees the scripted timing (TTFB, gaps, a proxy's silence)."""
     from inspector.sessions import sources
 
-    box: list = []
+    box: list[Pacer] = []
     session = sources.scenario_session(name, speed=math.inf, clock=lambda: box[0].requested if box else 0.0, **kw)
     box.append(session.pacer)
     return session

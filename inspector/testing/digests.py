@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import hashlib
 
+from inspector.scenarios.render import ResponsePlan
+
 ATTEMPTS = 4
 
 
-def plan_digest(plan) -> str:
+def plan_digest(plan: ResponsePlan) -> str:
     h = hashlib.sha256()
     h.update(f"{plan.status}|{sorted(plan.headers.items())}|{plan.end}|{plan.header_delay!r}".encode())
     for r in plan.reads:

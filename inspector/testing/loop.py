@@ -7,11 +7,13 @@ import asyncio
 import dataclasses
 import threading
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
+from inspector.agent.executor import ToolCall
 from inspector.agent.loop import LoopResult
+from inspector.agent.toolbox.spec import ToolFn
 from inspector.observe import observations as O
 from inspector.scenarios.bundled import SCENARIOS
 from inspector.scenarios.model import Scenario
@@ -36,8 +38,10 @@ __all__ = [
 
 RUN_TIMEOUT = 20.0  # a guard against hangs; never a synchronisation
 
+T = TypeVar("T")
 
-def assert_valid_history(messages: list[dict]) -> None:
+
+def assert_valid_history(messages: list[dict[str, Any]]) -> None:
     """The API's history rule, strictly: the first message is the user's; every assistant message with tool_use
     blocks is followed by ONE user message whose content is exactly one tool_result per tool_use id, in the same
     order, with nothing between; every tool_result answers a tool_use of the message right before it; tool_use ids
@@ -81,7 +85,7 @@ def assert_valid_history(messages: list[dict]) -> None:
                 assert [r["tool_use_id"] for r in results] == prev_ids
 
 
-def history_tool_ids(messages: list[dict]) -> list[str]:
+def history_tool_ids(messages: list[dict[str, Any]]) -> list[str]:
     return [
         b["id"] for m in messages if isinstance(m["content"], list) for b in m["content"] if b.get("type") == "tool_use"
     ]
@@ -114,7 +118,8 @@ class Observed:
                 self._changed.clear()
                 await self._changed.wait()
 
-    def of(self, *types: type) -> list:
+    def of(self, *types: type[T]) -> list[T]:
+        """The observations of these types, in order."""
         return [o for o in self.items if isinstance(o, types)]
 
     def sse(self, turn: int | None = None, attempt: int | None = None) -> list[O.SSEEventSeen]:
@@ -156,7 +161,7 @@ def custom_scenario(monkeypatch: pytest.MonkeyPatch, scenario: Scenario) -> str:
     return scenario.name
 
 
-def final_attempt_calls(result: LoopResult) -> list:
+def final_attempt_calls(result: LoopResult) -> list[ToolCall]:
     """Tool calls of each turn's last (completed) attempt, in order."""
     last: dict[int, int] = {}
     for c in result.tools:
@@ -164,7 +169,7 @@ def final_attempt_calls(result: LoopResult) -> list:
     return [c for c in result.tools if c.attempt == last[c.turn]]
 
 
-def with_tool(session: Session, name: str, fn: Callable, **changes) -> None:
+def with_tool(session: Session, name: str, fn: ToolFn, **changes: Any) -> None:
     """Replace a tool's function (and other ToolSpec fields) on a built session."""
     session.loop.tools[name] = dataclasses.replace(session.loop.tools[name], fn=fn, **changes)
 

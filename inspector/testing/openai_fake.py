@@ -8,9 +8,9 @@ from __future__ import annotations
 import asyncio
 import http.server
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import httpx2
 import orjson
@@ -23,19 +23,30 @@ class Stream:
     """A 200 text/event-stream reply: bytes, or an asyncio.Event the body waits on before going on (or a
     threading.Event, for the loopback server)."""
 
-    parts: list[Any]
+    parts: Sequence[bytes | asyncio.Event | threading.Event]
 
 
 @dataclass
 class Status:
+    """A reply with this status and a JSON body (``body``: any JSON value; None is sent as ``null``)."""
+
     status: int
     body: Any = None
-    headers: dict = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class FakeRequest(TypedDict):
+    """A request the fake received: its headers' names lower-cased, its body parsed (None when not JSON)."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
 
 
 def sse(*objs: Any, done: bool = False, events: bool = False) -> bytes:
     """SSE events: each object as ``data: <json>`` (with ``event: <type>`` for Responses), then ``[DONE]``."""
-    out = []
+    out: list[bytes] = []
     for o in objs:
         head = f"event: {o['type']}\n".encode() if events and isinstance(o, dict) and "type" in o else b""
         out.append(head + b"data: " + orjson.dumps(o) + b"\n\n")
@@ -45,7 +56,14 @@ def sse(*objs: Any, done: bool = False, events: bool = False) -> bytes:
 
 
 # ---------------------------------------------------------------------------------------------- Chat Completions
-def chunk(delta: dict | None = None, finish: str | None = None, *, usage: dict | None = None, cid="chatcmpl-1"):
+def chunk(
+    delta: dict[str, Any] | None = None,
+    finish: str | None = None,
+    *,
+    usage: dict[str, Any] | None = None,
+    cid: str = "chatcmpl-1",
+) -> dict[str, Any]:
+    """A chat.completion.chunk: one choice with this delta (none when ``delta`` is None: the usage chunk)."""
     choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]
     return {
         "id": cid,
@@ -57,7 +75,7 @@ def chunk(delta: dict | None = None, finish: str | None = None, *, usage: dict |
     }
 
 
-def tool_delta(index: int, *, id: str | None = None, name: str | None = None, args: str = "") -> dict:
+def tool_delta(index: int, *, id: str | None = None, name: str | None = None, args: str = "") -> dict[str, Any]:
     tc: dict[str, Any] = {"index": index, "function": {"arguments": args}}
     if id is not None:
         tc["id"], tc["type"] = id, "function"
@@ -65,7 +83,7 @@ def tool_delta(index: int, *, id: str | None = None, name: str | None = None, ar
     return {"tool_calls": [tc]}
 
 
-def chat_text(text: str, usage: dict | None = None) -> bytes:
+def chat_text(text: str, usage: dict[str, Any] | None = None) -> bytes:
     return sse(
         chunk({"role": "assistant", "content": ""}),
         chunk({"content": text}),
@@ -88,7 +106,9 @@ class ResponsesScript:
         self.n += 1
         return sse(obj, events=True)
 
-    def response(self, status: str, output: list | None = None, usage: dict | None = None) -> dict:
+    def response(
+        self, status: str, output: list[dict[str, Any]] | None = None, usage: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         r: dict[str, Any] = {"id": self.rid, "object": "response", "status": status, "model": "gpt-test"}
         r["output"] = output or []
         if usage is not None:
@@ -126,7 +146,7 @@ class FakeOpenAI:
 
     def __init__(self, replies: Sequence[Stream | Status]) -> None:
         self.replies = list(replies)
-        self.requests: list[dict] = []
+        self.requests: list[FakeRequest] = []
 
     def _next(self, method: str, path: str, headers: Iterable[tuple[str, str]], raw: bytes) -> Stream | Status:
         try:
@@ -142,7 +162,7 @@ class FakeOpenAI:
 
     # in process (httpx2 transport)
     async def handler(self, request: httpx2.Request) -> httpx2.Response:
-        raw = b"".join([c async for c in request.stream])  # type: ignore[union-attr]
+        raw = await request.aread()
         reply = self._next(request.method, request.url.path, request.headers.items(), raw)
         if isinstance(reply, Status):
             return httpx2.Response(
@@ -185,6 +205,10 @@ class FakeOpenAI:
                     if isinstance(part, threading.Event):
                         part.wait(20)
                         continue
+                    if isinstance(part, asyncio.Event):
+                        raise TypeError(
+                            "a Stream part: an asyncio.Event waits only in client(); give serve() a threading.Event"
+                        )
                     self.wfile.write(part)
                     self.wfile.flush()
                 self.close_connection = True
@@ -204,14 +228,18 @@ class _Transport(httpx2.AsyncBaseTransport):
 
 
 class _Body(httpx2.AsyncByteStream):
-    def __init__(self, parts: list[Any]) -> None:
+    def __init__(self, parts: Sequence[bytes | asyncio.Event | threading.Event]) -> None:
         self.parts = parts
 
-    async def __aiter__(self):
+    async def __aiter__(self) -> AsyncIterator[bytes]:
         for part in self.parts:
             if isinstance(part, asyncio.Event):
                 await part.wait()
                 continue
+            if isinstance(part, threading.Event):
+                raise TypeError(
+                    "a Stream part: a threading.Event waits only in serve(); give client() an asyncio.Event"
+                )
             yield part
 
     async def aclose(self) -> None:

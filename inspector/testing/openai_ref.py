@@ -71,7 +71,7 @@ def sdk_events(data: bytes) -> list[Any]:
     return out
 
 
-def sdk_chat(data: bytes) -> dict:
+def sdk_chat(data: bytes) -> dict[str, Any]:
     """The SDK's chat.completion (its ChatCompletionStreamState snapshot, as a dict), as `.stream()` gets it: chunks
     whose `object` is not chat.completion.chunk are skipped (Azure filter events). Raises what the SDK raises."""
     from openai._models import construct_type
@@ -90,7 +90,7 @@ def sdk_chat(data: bytes) -> dict:
     return state.current_completion_snapshot.to_dict(warnings=False)
 
 
-def sdk_response(data: bytes) -> tuple[dict, dict]:
+def sdk_response(data: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
     """(final response, the delta-folded snapshot) from the SDK's ResponseStreamState. Raises what it raises
     (RuntimeError without response.completed)."""
     from openai import omit
@@ -98,6 +98,7 @@ def sdk_response(data: bytes) -> tuple[dict, dict]:
     from openai.lib.streaming.responses._responses import ResponseStreamState
     from openai.types.responses import ResponseStreamEvent
 
+    # (Any: the reference result is read from its private, name-mangled state below, which mypy cannot see)
     state: Any = ResponseStreamState(input_tools=omit, text_format=omit)
     for d in sdk_events(data):
         state.handle_event(construct_type(type_=ResponseStreamEvent, value=d))
@@ -120,7 +121,7 @@ def sse(*objs: Any, done: bool = True, events: bool = False) -> bytes:
     return b"".join(out)
 
 
-def chat_view(obj: dict) -> dict:
+def chat_view(obj: dict[str, Any]) -> dict[str, Any]:
     """What a user compares in a chat.completion: per choice the text, refusal, reasoning, finish_reason and tool
     calls (id, type, name, arguments); the id and model."""
     choices = []
@@ -148,7 +149,7 @@ def chat_view(obj: dict) -> dict:
     return {"id": obj.get("id"), "model": obj.get("model"), "choices": choices}
 
 
-def response_view(r: dict) -> dict:
+def response_view(r: dict[str, Any]) -> dict[str, Any]:
     """A response as a user compares it: id, status, model, usage, and per output item its type, id, call_id, name,
     arguments / input, and the text of its content parts and summaries."""
     items = []

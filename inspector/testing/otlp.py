@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
@@ -14,7 +15,7 @@ class Receiver:
     """An OTLP/HTTP trace receiver on 127.0.0.1: every span it got, as (name, attributes, ids)."""
 
     def __init__(self) -> None:
-        self.spans: list[dict] = []
+        self.spans: list[dict[str, Any]] = []  # name, attrs, id, parent, trace, start, end, status
         self.requests = 0
         receiver = self
 
@@ -27,7 +28,7 @@ class Receiver:
                 for rs in req.resource_spans:
                     for ss in rs.scope_spans:
                         for s in ss.spans:
-                            attrs = {}
+                            attrs: dict[str, Any] = {}
                             for kv in s.attributes:
                                 v = kv.value
                                 which = v.WhichOneof("value")
@@ -53,7 +54,7 @@ class Receiver:
                 self.send_header("content-length", "0")
                 self.end_headers()
 
-            def log_message(self, *a) -> None:
+            def log_message(self, *a: Any) -> None:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -14,6 +14,8 @@ Installed with the package (entry point ``pytest11``), it adds the ``inspector_s
         server.assert_valid_histories()                       # every request kept the API's history rules
         assert [r.turn for r in server.requests] == [0, 1]
 
+Typed: annotate the argument with the fixture's type, ``def test_x(inspector_server: InspectorServerFactory)``.
+
 Each server listens on an ephemeral 127.0.0.1 port and stops at the end of the test. ``server.requests`` lists
 every request: its body, turn, attempt, status, the history check's result, and what the server answered.
 Failures name the request, the rule and the offending message.
@@ -26,18 +28,27 @@ from __future__ import annotations
 import contextvars
 import json
 import math
+import os
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
 from inspector.core.redaction import is_credential
 
-__all__ = ["InspectorServer", "ServedRequest", "inspector_server"]
+if TYPE_CHECKING:  # (types only: nothing heavy is imported until a test asks for a server)
+    from starlette.types import Message, Receive, Scope, Send
+
+    from inspector.net.faults import FaultSpec
+    from inspector.net.serve import Exchange, ServeApp
+    from inspector.scenarios.model import Scenario
+    from inspector.stream.history import Violation
+
+__all__ = ["InspectorServer", "InspectorServerFactory", "ServedRequest", "inspector_server"]
 
 _CURRENT: contextvars.ContextVar[ServedRequest | None] = contextvars.ContextVar("inspector_served", default=None)
 
@@ -58,13 +69,13 @@ class ServedRequest:
     stream: bool | None = None
     end: str | None = None  # eof | drop | hang | disconnected
     rejected: str | None = None  # the 4xx/5xx message the server answered instead of the scenario
-    history: Any = None  # inspector.stream.history.Violation, or None when the messages keep the rules
+    history: Violation | OpenAIViolation | None = None  # None when the messages keep their API's rules
     faults: str = "none"  # the faults chosen for it, each with its scope ("drop_event@once,bom@turn")
     once: str | None = None  # what became of its @once faults here ("drop_event@once fired here", "... spent at ...")
-    exchange: Any = field(default=None, repr=False)  # inspector.net.serve.Exchange
+    exchange: Exchange | None = field(default=None, repr=False)  # what the server did with it, once it ended
 
     @property
-    def messages(self) -> list:
+    def messages(self) -> list[Any]:
         msgs = self.body.get("messages") if isinstance(self.body, dict) else None
         return msgs if isinstance(msgs, list) else []
 
@@ -85,7 +96,7 @@ class OpenAIViolation:
     param: str | None = None
 
 
-def _openai_violation(api: str, body: dict) -> OpenAIViolation | None:
+def _openai_violation(api: str, body: dict[str, Any]) -> OpenAIViolation | None:
     from inspector.scenarios.fakeapi import chat_history_problem, responses_history_problem
 
     if api == "chat":
@@ -116,10 +127,10 @@ class InspectorServer:
 
     def __init__(
         self,
-        scenario: Any = None,
+        scenario: str | os.PathLike[str] | Scenario | None = None,
         *,
-        recording: str | Path | None = None,
-        faults: Any = None,
+        recording: str | os.PathLike[str] | None = None,
+        faults: str | Sequence[FaultSpec | str] | None = None,
         speed: float = math.inf,
         validate_history: bool = True,
         lenient: bool = False,
@@ -145,7 +156,7 @@ class InspectorServer:
                 sc = get_scenario(DEFAULT_SCENARIO)
         elif scenario is None:
             sc = get_scenario(DEFAULT_SCENARIO)
-        elif isinstance(scenario, (str, Path)):
+        elif isinstance(scenario, (str, os.PathLike)):
             sc = get_scenario(scenario)
         else:
             sc = scenario  # a Scenario object
@@ -167,7 +178,7 @@ class InspectorServer:
         self._server.start()
 
     # --- plumbing -------------------------------------------------------------------------------------------------
-    def _begin(self, scope: dict, body: bytes) -> ServedRequest:
+    def _begin(self, scope: Scope, body: bytes) -> ServedRequest:
         from inspector.stream.history import history_violation
 
         headers = {  # (no credential: what a test shows of a request never holds a key)
@@ -190,12 +201,12 @@ class InspectorServer:
             self._requests.append(req)
         return req
 
-    def _on_select(self, ex: Any) -> None:
+    def _on_select(self, ex: Exchange) -> None:
         req = _CURRENT.get()
         if req is not None:
             req.turn, req.attempt, req.faults, req.once = ex.turn, ex.attempt, ex.faults, ex.once
 
-    def _on_exchange(self, ex: Any) -> None:
+    def _on_exchange(self, ex: Exchange) -> None:
         req = _CURRENT.get()
         if req is None:
             return
@@ -239,14 +250,13 @@ class InspectorServer:
         chat: each assistant ``tool_calls`` answered by ``tool`` messages; Responses: each ``function_call`` by its
         ``function_call_output``)."""
         __tracebackhide__ = True
-        bad = [r for r in self.message_requests if r.history is not None]
+        requests = self.message_requests  # (one snapshot: requests may still arrive from the harness's threads)
+        bad = [(r, r.history) for r in requests if r.history is not None]
         if bad:
-            rules = "the Messages API's" if all(r.path == "/v1/messages" for r in bad) else "their API's"
-            lines = [f"{len(bad)} of {len(self.message_requests)} requests broke {rules} history rules:"]
-            for r in bad:
-                lines.append(
-                    f"{r.describe()}: rule {r.history.kind}: {r.history.message}{_offending(r, r.history.message)}"
-                )
+            rules = "the Messages API's" if all(r.path == "/v1/messages" for r, _ in bad) else "their API's"
+            lines = [f"{len(bad)} of {len(requests)} requests broke {rules} history rules:"]
+            for r, v in bad:
+                lines.append(f"{r.describe()}: rule {v.kind}: {v.message}{_offending(r, v.message)}")
             raise AssertionError("\n".join(lines))
 
     def assert_no_rejections(self) -> None:
@@ -269,14 +279,14 @@ class InspectorServer:
 class _Capture:
     """ASGI wrapper: keeps each request's body and ties the server's Exchange to it (same task, same context)."""
 
-    def __init__(self, begin: Callable[[dict, bytes], ServedRequest], serve_app: Any) -> None:
+    def __init__(self, begin: Callable[[Scope, bytes], ServedRequest], serve_app: ServeApp) -> None:
         self.begin, self.inner = begin, serve_app  # begin: the owner's bookkeeping of a request (InspectorServer)
         self.uvicorn_options = getattr(serve_app, "uvicorn_options", {})
 
     def begin_close(self) -> None:
         self.inner.begin_close()
 
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("type") != "http":
             await self.inner.app(scope, receive, send)
             return
@@ -293,16 +303,16 @@ class _Capture:
         token = _CURRENT.set(req)
         replayed = False
 
-        async def replay() -> dict:
+        async def replay() -> Message:
             nonlocal replayed
             if not replayed:
                 replayed = True
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
-        last: list[dict] = []
+        last: list[Message] = []
 
-        async def watch(message: dict) -> None:
+        async def watch(message: Message) -> None:
             if message["type"] == "http.response.start" and req.status is None:
                 req.status = message.get("status")
             if message["type"] == "http.response.body" and not message.get("more_body", False):
@@ -322,8 +332,24 @@ class _Capture:
         return self
 
 
+class InspectorServerFactory(Protocol):
+    """The ``inspector_server`` fixture's type (annotate a test's argument with it): starts an
+    :class:`InspectorServer` with these arguments, stopped at the end of the test."""
+
+    def __call__(
+        self,
+        scenario: str | os.PathLike[str] | Scenario | None = None,
+        *,
+        recording: str | os.PathLike[str] | None = None,
+        faults: str | Sequence[FaultSpec | str] | None = None,
+        speed: float = math.inf,
+        validate_history: bool = True,
+        lenient: bool = False,
+    ) -> InspectorServer: ...
+
+
 @pytest.fixture
-def inspector_server() -> Iterator[Callable[..., InspectorServer]]:
+def inspector_server() -> Iterator[InspectorServerFactory]:
     """A factory of fake Messages API servers (stopped at the end of the test)::
 
     server = inspector_server("weather")              # or a scenario file's path, or recording="rec.jsonl"
@@ -337,8 +363,23 @@ def inspector_server() -> Iterator[Callable[..., InspectorServer]]:
     """
     started: list[InspectorServer] = []
 
-    def start(scenario: Any = None, **kw: Any) -> InspectorServer:
-        server = InspectorServer(scenario, **kw)
+    def start(
+        scenario: str | os.PathLike[str] | Scenario | None = None,
+        *,
+        recording: str | os.PathLike[str] | None = None,
+        faults: str | Sequence[FaultSpec | str] | None = None,
+        speed: float = math.inf,
+        validate_history: bool = True,
+        lenient: bool = False,
+    ) -> InspectorServer:
+        server = InspectorServer(
+            scenario,
+            recording=recording,
+            faults=faults,
+            speed=speed,
+            validate_history=validate_history,
+            lenient=lenient,
+        )
         started.append(server)
         return server
 

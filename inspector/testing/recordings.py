@@ -13,12 +13,12 @@ from inspector.record.recording import RecordingWriter
 EVENTS_PER_TURN = 200
 
 
-def sse(event: str, data: dict) -> bytes:
+def sse(event: str, data: dict[str, Any]) -> bytes:
     return b"event: " + event.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
 
 
 def write_recording(path: Path, turns: int) -> None:
-    messages: list[dict] = [{"role": "user", "content": "go"}]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
     tool = {"name": "echo", "description": "echo", "input_schema": {"type": "object"}}
     with RecordingWriter(str(path), source={"type": "bench"}) as w:
         for t in range(turns):

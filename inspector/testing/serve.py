@@ -6,12 +6,16 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
+from collections.abc import Callable
+from typing import Any
 
 import h11
 import orjson
 
 KEY = "sk-ant-api03-CANARY-serve-limits-00000000000"
 API_HEADERS = {"x-api-key": KEY, "anthropic-version": "2023-06-01", "content-type": "application/json"}
+
+RawResponse = tuple[int | None, dict[str, str], bytes]  # (status, headers, body) of RawClient.request
 
 
 class VirtualClockLoop(asyncio.SelectorEventLoop):
@@ -31,7 +35,7 @@ class VirtualClockLoop(asyncio.SelectorEventLoop):
         then jump, then let it run ``iterations`` times more (due timers fire, the closes they schedule happen)."""
         done = threading.Event()
 
-        def chain(n: int, then) -> None:
+        def chain(n: int, then: Callable[[], None]) -> None:
             if n == 0:
                 then()
             else:
@@ -45,7 +49,10 @@ class VirtualClockLoop(asyncio.SelectorEventLoop):
         assert done.wait(10), "the server loop did not run after the clock jump"
 
 
-def loop_factory(loops: list[VirtualClockLoop]):
+def loop_factory(loops: list[VirtualClockLoop]) -> Callable[[], asyncio.AbstractEventLoop]:
+    """A loop factory (``BackgroundServer(loop_factory=...)``) that makes virtual-clock loops and keeps them in
+    ``loops``."""
+
     def make() -> asyncio.AbstractEventLoop:
         loop = VirtualClockLoop()
         loops.append(loop)
@@ -68,7 +75,13 @@ class RawClient:
     def send_raw(self, data: bytes) -> None:
         self.sock.sendall(data)
 
-    def request(self, path: str, body: dict | bytes | None = None, headers: dict | None = None, method="POST"):
+    def request(
+        self,
+        path: str,
+        body: dict[str, Any] | bytes | None = None,
+        headers: dict[str, str] | None = None,
+        method: str = "POST",
+    ) -> RawResponse:
         """Send one request and read its response: (status, headers dict, body bytes)."""
         if self.conn.our_state is h11.DONE and self.conn.their_state is h11.DONE:
             self.conn.start_next_cycle()
@@ -81,8 +94,12 @@ class RawClient:
         self.sock.sendall(self.conn.send(h11.EndOfMessage()))
         return self.response()
 
-    def response(self):
-        status, headers, body = None, {}, b""
+    def response(self) -> RawResponse:
+        """Read one response: (status, headers, body); the status is None when the server closed the connection
+        before a response."""
+        status: int | None = None
+        headers: dict[str, str] = {}
+        body = b""
         while True:
             event = self.conn.next_event()
             if event is h11.NEED_DATA:
@@ -104,7 +121,12 @@ class RawClient:
             return True
 
 
-def messages_body(model: str = "claude-sonnet-4-6", **extra) -> dict:
-    body = {"model": model, "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}], "stream": True}
+def messages_body(model: str = "claude-sonnet-4-6", **extra: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": 16,
+        "messages": [{"role": "user", "content": "hi"}],
+        "stream": True,
+    }
     body.update(extra)
     return body

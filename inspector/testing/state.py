@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from inspector.state.fold import DashboardState
 
 __all__ = ["canon"]
 
 
-def canon(s: DashboardState) -> dict:
+def canon(s: DashboardState) -> dict[str, Any]:
     """Everything a view can see, as plain data (versions included: caches are keyed on them)."""
     ev = s.events
     return {

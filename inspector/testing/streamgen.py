@@ -22,10 +22,14 @@ from __future__ import annotations
 import copy
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 # Tests import names directly (the hand-made event builders at the end are public too).
+
+JSONObject: TypeAlias = dict[str, Any]  # a JSON object: an event's payload, a content block, a message
+Event: TypeAlias = tuple[str, JSONObject]  # (SSE event name, payload), as encode_events writes it
 
 SHAPES = (
     "text",
@@ -86,8 +90,8 @@ _TOOL_NAMES = ["read_file", "write_file", "list_dir", "run_tests", "grep", "calc
 @dataclass
 class Generated:
     data: bytes
-    message: dict
-    events: list[tuple[str, dict]] = field(default_factory=list)
+    message: JSONObject
+    events: list[Event] = field(default_factory=list)
     shape: str = ""
     seed: int | None = None
 
@@ -112,7 +116,7 @@ def _split_text(rng: random.Random, s: str, max_len: int = 12) -> list[str]:
     return out
 
 
-def _tool_input(rng: random.Random, big_ints: bool = False) -> dict:
+def _tool_input(rng: random.Random, big_ints: bool = False) -> JSONObject:
     kind = rng.randrange(6)
     if kind == 0:
         return {"path": rng.choice(["README.md", "src/main.py", "docs/日本.md", 'a b/c"d.txt'])}
@@ -170,7 +174,7 @@ def _dumps_compact(obj: Any, rng: random.Random | None = None) -> str:
 
 # ------------------------------------------------------------------------------------------------ wire
 def encode_events(
-    events: list[tuple[str, dict]], rng: random.Random | None = None, *, style: dict | None = None
+    events: list[Event], rng: random.Random | None = None, *, style: dict[str, bool] | None = None
 ) -> bytes:
     """Serialize (event name, payload) pairs as SSE with LF line endings.
 
@@ -210,7 +214,7 @@ def with_line_endings(data: bytes, eol: str) -> bytes:
 
 
 # ------------------------------------------------------------------------------------------------ message
-def _message_start(rng: random.Random, extras: bool) -> dict:
+def _message_start(rng: random.Random, extras: bool) -> JSONObject:
     usage: dict[str, Any] = {
         "input_tokens": rng.randint(1, 50_000),
         "cache_creation_input_tokens": rng.choice([0, 0, 1200]),
@@ -241,24 +245,24 @@ class _Builder:
         self, rng: random.Random, *, pings: bool, empty_first: bool, extras: bool, big_ints: bool = False
     ) -> None:
         self.rng = rng
-        self.events: list[tuple[str, dict]] = []
-        self.content: list[dict] = []
+        self.events: list[Event] = []
+        self.content: list[JSONObject] = []
         self.pings = pings
         self.empty_first = empty_first
         self.extras = extras
         self.big_ints = big_ints
 
-    def ev(self, name: str, payload: dict) -> None:
+    def ev(self, name: str, payload: JSONObject) -> None:
         self.events.append((name, payload))
         if self.pings and self.rng.random() < 0.08:
             self.events.append(("ping", {"type": "ping"}))
 
-    def start(self, block: dict) -> int:
+    def start(self, block: JSONObject) -> int:
         i = len(self.content)
         self.ev("content_block_start", {"type": "content_block_start", "index": i, "content_block": block})
         return i
 
-    def delta(self, i: int, d: dict) -> None:
+    def delta(self, i: int, d: JSONObject) -> None:
         self.ev("content_block_delta", {"type": "content_block_delta", "index": i, "delta": d})
 
     def stop(self, i: int) -> None:
@@ -272,10 +276,10 @@ class _Builder:
         if citations:
             start["citations"] = None
         i = self.start(start)
-        cits: list[dict] = []
+        cits: list[JSONObject] = []
         for piece in _split_text(rng, text):
             if citations and rng.random() < 0.3:
-                c: dict = rng.choice(
+                c: JSONObject = rng.choice(
                     [
                         {
                             "type": "char_location",
@@ -321,7 +325,7 @@ class _Builder:
         self.content.append({"type": "redacted_thinking", "data": data})
 
     def tool(
-        self, btype: str = "tool_use", value: dict | None = None, fragment: int = 16, name: str | None = None
+        self, btype: str = "tool_use", value: JSONObject | None = None, fragment: int = 16, name: str | None = None
     ) -> None:
         rng = self.rng
         value = _tool_input(rng, self.big_ints) if value is None else value
@@ -545,7 +549,9 @@ def text_stream(n_events: int, seed: int = 0) -> Generated:
 
 # ------------------------------------------------------------------------------------------------ hand-made events
 # Small builders for tests that write a stream event by event (valid or not): each returns (event name, payload).
-def message_start(id: str = "msg_1", model: str = "claude-test", usage: dict | None = None, **extra: Any) -> tuple:
+def message_start(
+    id: str = "msg_1", model: str = "claude-test", usage: JSONObject | None = None, **extra: Any
+) -> Event:
     msg: dict[str, Any] = {
         "id": id,
         "type": "message",
@@ -560,49 +566,52 @@ def message_start(id: str = "msg_1", model: str = "claude-test", usage: dict | N
     return ("message_start", {"type": "message_start", "message": msg})
 
 
-def block_start(i: int, block: dict) -> tuple:
+def block_start(i: int, block: JSONObject) -> Event:
     return ("content_block_start", {"type": "content_block_start", "index": i, "content_block": block})
 
 
-def text_start(i: int, text: str = "") -> tuple:
+def text_start(i: int, text: str = "") -> Event:
     return block_start(i, {"type": "text", "text": text})
 
 
-def tool_start(i: int, id: str = "toolu_1", name: str = "read_file", btype: str = "tool_use") -> tuple:
+def tool_start(i: int, id: str = "toolu_1", name: str = "read_file", btype: str = "tool_use") -> Event:
     return block_start(i, {"type": btype, "id": id, "name": name, "input": {}})
 
 
-def delta(i: int, d: dict) -> tuple:
+def delta(i: int, d: JSONObject) -> Event:
     return ("content_block_delta", {"type": "content_block_delta", "index": i, "delta": d})
 
 
-def text_delta(i: int, text: str) -> tuple:
+def text_delta(i: int, text: str) -> Event:
     return delta(i, {"type": "text_delta", "text": text})
 
 
-def json_delta(i: int, partial: str) -> tuple:
+def json_delta(i: int, partial: str) -> Event:
     return delta(i, {"type": "input_json_delta", "partial_json": partial})
 
 
-def thinking_delta(i: int, text: str) -> tuple:
+def thinking_delta(i: int, text: str) -> Event:
     return delta(i, {"type": "thinking_delta", "thinking": text})
 
 
-def signature_delta(i: int, sig: str) -> tuple:
+def signature_delta(i: int, sig: str) -> Event:
     return delta(i, {"type": "signature_delta", "signature": sig})
 
 
-def citations_delta(i: int, citation: dict) -> tuple:
+def citations_delta(i: int, citation: JSONObject) -> Event:
     return delta(i, {"type": "citations_delta", "citation": citation})
 
 
-def block_stop(i: int) -> tuple:
+def block_stop(i: int) -> Event:
     return ("content_block_stop", {"type": "content_block_stop", "index": i})
 
 
 def message_delta(
-    stop_reason: str | None = "end_turn", stop_sequence: str | None = None, usage: dict | None = None, **extra: Any
-) -> tuple:
+    stop_reason: str | None = "end_turn",
+    stop_sequence: str | None = None,
+    usage: JSONObject | None = None,
+    **extra: Any,
+) -> Event:
     d = {"stop_reason": stop_reason, "stop_sequence": stop_sequence, **extra}
     return (
         "message_delta",
@@ -610,19 +619,19 @@ def message_delta(
     )
 
 
-def message_stop() -> tuple:
+def message_stop() -> Event:
     return ("message_stop", {"type": "message_stop"})
 
 
-def ping() -> tuple:
+def ping() -> Event:
     return ("ping", {"type": "ping"})
 
 
-def error_event(etype: str = "overloaded_error", message: str = "Overloaded") -> tuple:
+def error_event(etype: str = "overloaded_error", message: str = "Overloaded") -> Event:
     return ("error", {"type": "error", "error": {"type": etype, "message": message}})
 
 
-def sse(*items: tuple | bytes | str, eol: str = "\n") -> bytes:
+def sse(*items: Event | bytes | str, eol: str = "\n") -> bytes:
     """Encode events as SSE. Items: (name, payload) tuples, or raw bytes/str written as they are."""
     out: list[bytes] = []
     for it in items:
@@ -633,7 +642,7 @@ def sse(*items: tuple | bytes | str, eol: str = "\n") -> bytes:
     return with_line_endings(b"".join(out), eol)
 
 
-def text_turn(text: str = "Hello", stop_reason: str = "end_turn") -> list[tuple]:
+def text_turn(text: str = "Hello", stop_reason: str = "end_turn") -> list[Event]:
     """The events of a plain one-text-block turn."""
     return [
         message_start(),
@@ -645,7 +654,7 @@ def text_turn(text: str = "Hello", stop_reason: str = "end_turn") -> list[tuple]
     ]
 
 
-def tool_turn(fragments: list[str], name: str = "read_file", id: str = "toolu_1") -> list[tuple]:
+def tool_turn(fragments: list[str], name: str = "read_file", id: str = "toolu_1") -> list[Event]:
     """The events of a turn with one tool call whose input arrives in these fragments."""
     return [
         message_start(),
@@ -668,7 +677,7 @@ def tool_turn(fragments: list[str], name: str = "read_file", id: str = "toolu_1"
 
 BETA_SHAPES = ("mixed", "prefilled", "compaction", "server_tools", "mcp", "citations")
 
-_CITATIONS = (
+_CITATIONS: tuple[Callable[[random.Random], JSONObject], ...] = (
     lambda r: {
         "type": "char_location",
         "cited_text": _text(r, 1, 4),
@@ -720,9 +729,9 @@ _SERVER_TOOLS = (
 )
 
 
-def _server_result(rng: random.Random, name: str, tool_use_id: str) -> dict:
+def _server_result(rng: random.Random, name: str, tool_use_id: str) -> JSONObject:
     if name == "web_search":
-        content: Any = [
+        content: JSONObject | list[JSONObject] = [
             {
                 "type": "web_search_result",
                 "url": "https://example.com/1",
@@ -748,12 +757,11 @@ def _server_result(rng: random.Random, name: str, tool_use_id: str) -> dict:
         content = {"type": "code_execution_result", "stdout": "4\n", "stderr": "", "return_code": 0, "content": []}
         btype = "code_execution_tool_result"
     elif name == "bash_code_execution":
-        content = rng.choice(
-            [
-                {"type": "bash_code_execution_result", "stdout": "ok\n", "stderr": "", "return_code": 0, "content": []},
-                {"type": "bash_code_execution_tool_result_error", "error_code": "unavailable"},
-            ]
-        )
+        outcomes: list[JSONObject] = [
+            {"type": "bash_code_execution_result", "stdout": "ok\n", "stderr": "", "return_code": 0, "content": []},
+            {"type": "bash_code_execution_tool_result_error", "error_code": "unavailable"},
+        ]
+        content = rng.choice(outcomes)
         btype = "bash_code_execution_tool_result"
     elif name == "text_editor_code_execution":
         content = {
@@ -775,7 +783,7 @@ def _server_result(rng: random.Random, name: str, tool_use_id: str) -> dict:
 
 
 class _BetaBuilder(_Builder):
-    def whole(self, block: dict) -> None:
+    def whole(self, block: JSONObject) -> None:
         """A block that arrives whole in content_block_start, with no delta."""
         i = self.start(copy.deepcopy(block))
         self.stop(i)
@@ -837,8 +845,8 @@ class _BetaBuilder(_Builder):
     def compaction(self) -> None:
         rng = self.rng
         i = self.start({"type": "compaction", "content": None})
-        content: Any = None
-        encrypted: Any = None
+        content: str | None = None
+        encrypted: str | None = None
         for _ in range(rng.randint(1, 3)):
             content = _text(rng, 3, 20)
             encrypted = rng.choice([None, "Enc" + "z" * rng.randint(1, 30)])
@@ -901,7 +909,7 @@ def generate_beta(seed: int, shape: str | None = None) -> Generated:
         b.cited_text()
         b.cited_text()
     else:  # mixed: a bit of everything, in random order
-        steps = [
+        steps: list[Callable[[], None]] = [
             b.thinking,
             b.redacted_thinking,
             b.cited_text,

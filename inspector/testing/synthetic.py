@@ -9,7 +9,7 @@ input_json_delta fragments and run while the stream goes on, then a second turn 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import orjson
 
@@ -18,9 +18,16 @@ from inspector.observe.states import LoopState
 from inspector.stream.diagnostics import Diagnostic
 from inspector.stream.sse import SSEEvent
 
+if TYPE_CHECKING:
+    import random
+
 MODEL = "claude-sonnet-4-5"
 SOURCE = {"type": "scenario", "name": "parse_date"}
 PROMPT = "parse_date('03/04/2025') returns April 3rd for US users. Find the bug and propose a fix."
+
+
+# one HTTP try the SDK retried: (status or None for a connection error, error type, message, seconds it waited)
+FailedTry: TypeAlias = tuple[int | None, str | None, str | None, float | None]
 
 
 def _q(text: str, limit: int = 80) -> str:
@@ -32,7 +39,7 @@ def _q(text: str, limit: int = 80) -> str:
 class StreamScript:
     """Builds a list of observations on a fake clock. Every method appends what the loop would publish."""
 
-    def __init__(self, *, source: dict | None = None, model: str = MODEL, t0: float = 0.0) -> None:
+    def __init__(self, *, source: dict[str, Any] | None = None, model: str = MODEL, t0: float = 0.0) -> None:
         self.obs: list[O.Observation] = []
         self.t = t0
         self.model = model
@@ -43,13 +50,13 @@ class StreamScript:
         self.offset = 0  # stream offset within the attempt
         self.read_index = 0
         self.t_request0 = 0.0
-        self.blocks: dict[int, dict] = {}
+        self.blocks: dict[int, dict[str, Any]] = {}
         self.fragments: dict[int, list[str]] = {}
-        self.usage: dict = {}
+        self.usage: dict[str, Any] = {}
         self.stop_reason: str | None = None
-        self.tools: dict[str, dict] = {}
+        self.tools: dict[str, dict[str, Any]] = {}  # id -> name, index, turn, attempt, times (state -> time)
         self.turn_tool_ids: list[str] = []
-        self.messages: list[dict] = []
+        self.messages: list[dict[str, Any]] = []
         self.n_events = 0
 
     # ---------------------------------------------------------------------------------------------- plumbing
@@ -131,7 +138,7 @@ class StreamScript:
             self.wait(retry_in)
             self.state(LoopState.STREAMING)
 
-    def start_attempt(self, *, status: int = 200, ttfb: float = 0.35, failed_tries: tuple = ()) -> None:
+    def start_attempt(self, *, status: int = 200, ttfb: float = 0.35, failed_tries: tuple[FailedTry, ...] = ()) -> None:
         """A new attempt; `failed_tries`: ``(status, error_type, message, retry_in)`` per HTTP try the SDK retried
         before the answered one."""
         self.attempt += 1
@@ -173,7 +180,7 @@ class StreamScript:
     def event(
         self,
         etype: str,
-        payload: dict,
+        payload: dict[str, Any],
         summary: str,
         *,
         index: int | None = None,
@@ -220,7 +227,7 @@ class StreamScript:
     def ping(self, gap: float = 0.05) -> None:
         self.event("ping", {"type": "ping"}, "", gap=gap)
 
-    def block_start(self, index: int, block: dict, gap: float = 0.02) -> None:
+    def block_start(self, index: int, block: dict[str, Any], gap: float = 0.02) -> None:
         btype = block["type"]
         label = " ".join(str(x) for x in (btype, block.get("name"), block.get("id")) if x)
         self.event(
@@ -361,7 +368,7 @@ class StreamScript:
         tool_id: str,
         state: str,
         *,
-        input: dict | None = None,
+        input: dict[str, Any] | None = None,
         error: str | None = None,
         preview: str | None = None,
     ) -> None:
@@ -525,7 +532,7 @@ def parse_date_observations(stop: str | None = None, *, variant: str = "ok") -> 
 _WORDS = "the quick brown fox jumps over a lazy dog while streaming tokens arrive one by one".split()
 
 
-def _generated_turn(s: StreamScript, rnd: Any, tool_every: int) -> None:
+def _generated_turn(s: StreamScript, rnd: random.Random, tool_every: int) -> None:
     """One turn of a generated session: a text block of `tool_every` deltas, then one read_file call that runs."""
     s.start_turn()
     s.start_attempt(ttfb=0.1)

@@ -20,6 +20,7 @@ from inspector.stream.sse import SSEDecoder
 from inspector.testing.hyp import examples
 from inspector.testing.secrets import dashboard_texts, stream_observations
 from inspector.testing.streamgen import (
+    block_start,
     block_stop,
     generate,
     json_delta,
@@ -231,13 +232,7 @@ def test_key_inside_a_tool_input_across_deltas(escaped: bool) -> None:
 def test_key_across_thinking_deltas_and_in_two_blocks() -> None:
     data = b"".join(
         [
-            sse(
-                message_start(),
-                (
-                    b"content_block_start",
-                    {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}},
-                ),
-            ),  # fmt: skip
+            sse(message_start(), block_start(0, {"type": "thinking", "thinking": ""})),
             *(sse(thinking_delta(0, f)) for f in split(f"hm {KEY}", [2, 9, 15])),
             sse(block_stop(0), text_start(1)),
             *(sse(text_delta(1, f)) for f in split(f"{KEY}!", [3, 20])),

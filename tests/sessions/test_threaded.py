@@ -118,7 +118,7 @@ async def test_pause_step_resume_and_cancel_reach_the_session_thread(monkeypatch
 # ------------------------------------------------------------------------------------------ in the dashboard
 
 
-def _threaded_app(*, speed: float, paused: bool = False) -> tuple[InspectorApp, Factory]:
+def _threaded_app(*, speed: float, paused: bool = False) -> tuple[InspectorApp, Factory[Session]]:
     from inspector.sessions import sources
     from inspector.testing.dashboard import Factory
     from inspector.tui.app import InspectorApp

@@ -12,12 +12,19 @@ from hypothesis import strategies as st
 from inspector.testing import hyp
 
 
+def current() -> settings:
+    """The loaded profile's settings (``settings.default`` is None only before Hypothesis has loaded one)."""
+    loaded = settings.default
+    assert loaded is not None
+    return loaded
+
+
 @pytest.fixture
 def restore_profile() -> Iterator[None]:
-    before = settings.default
+    before = current()
     yield
     settings.load_profile(hyp.profile_name())  # (the conftest's choice; the suite runs without --hypothesis-profile)
-    assert settings.default.max_examples == before.max_examples
+    assert current().max_examples == before.max_examples
 
 
 @pytest.mark.parametrize(
@@ -31,17 +38,17 @@ def restore_profile() -> Iterator[None]:
         ({"HYPOTHESIS_PROFILE": " dev "}, "dev"),
     ],
 )
-def test_the_profile_is_chosen_by_hypothesis_profile_then_ci(env, name):
+def test_the_profile_is_chosen_by_hypothesis_profile_then_ci(env: dict[str, str], name: str) -> None:
     assert hyp.profile_name(env) == name
 
 
-def test_an_unknown_profile_is_a_one_line_error():
+def test_an_unknown_profile_is_a_one_line_error() -> None:
     with pytest.raises(ValueError, match=r"HYPOTHESIS_PROFILE='fast': expected one of dev, ci, nightly"):
         hyp.profile_name({"HYPOTHESIS_PROFILE": "fast"})
 
 
-def test_the_suite_runs_under_the_profile_the_environment_names():
-    assert settings.default.max_examples == round(100 * hyp.SCALES[hyp.profile_name()])
+def test_the_suite_runs_under_the_profile_the_environment_names() -> None:
+    assert current().max_examples == round(100 * hyp.SCALES[hyp.profile_name()])
 
 
 @pytest.mark.parametrize(
@@ -52,33 +59,35 @@ def test_the_suite_runs_under_the_profile_the_environment_names():
         ("nightly", {300: 3000, 25: 250, 3: 30, 1: 10}),
     ],
 )
-def test_examples_scale_a_tests_ci_count_with_the_profile(restore_profile, name, counts):
+def test_examples_scale_a_tests_ci_count_with_the_profile(
+    restore_profile: None, name: str, counts: dict[int, int]
+) -> None:
     hyp.load(name)
     assert {n: hyp.examples(n) for n in counts} == counts
-    assert settings.default.max_examples == hyp.examples(100)
+    assert current().max_examples == hyp.examples(100)
 
 
 @pytest.mark.parametrize("name", list(hyp.SCALES))
-def test_no_profile_derandomizes_and_each_prints_the_blob(restore_profile, name):
+def test_no_profile_derandomizes_and_each_prints_the_blob(restore_profile: None, name: str) -> None:
     hyp.load(name)
-    assert not settings.default.derandomize
-    assert settings.default.print_blob
-    assert settings.default.deadline == hyp.DEADLINES[name]
+    assert not current().derandomize
+    assert current().print_blob
+    assert current().deadline == hyp.DEADLINES[name]
     assert hyp.DEADLINES == {"dev": timedelta(milliseconds=200), "ci": None, "nightly": None}
 
 
-def test_the_profiles_do_not_inherit_what_was_loaded_before_them(restore_profile):
+def test_the_profiles_do_not_inherit_what_was_loaded_before_them(restore_profile: None) -> None:
     # with CI set, Hypothesis loads its own ci profile at import (derandomized, no deadline, no database): the
     # official CI's dev profile inherited its deadline=None, which this suite pinned only on a machine without CI
     settings.register_profile("inherited", derandomize=True, deadline=None, database=None, max_examples=7)
     settings.load_profile("inherited")
     hyp.load("dev")
-    assert settings.default.deadline == timedelta(milliseconds=200)
-    assert not settings.default.derandomize
-    assert settings.default.database is not None  # Hypothesis's default example database, as without CI
+    assert current().deadline == timedelta(milliseconds=200)
+    assert not current().derandomize
+    assert current().database is not None  # Hypothesis's default example database, as without CI
 
 
-def test_two_runs_draw_different_examples(restore_profile):
+def test_two_runs_draw_different_examples(restore_profile: None) -> None:
     hyp.load("ci")
     runs: list[list[int]] = []
 
@@ -93,7 +102,7 @@ def test_two_runs_draw_different_examples(restore_profile):
     assert runs[0] != runs[1]  # the same 20 draws from 2**60 twice only if the seed were fixed
 
 
-def test_a_failure_prints_how_to_reproduce_it(restore_profile):
+def test_a_failure_prints_how_to_reproduce_it(restore_profile: None) -> None:
     hyp.load("ci")
 
     @settings(max_examples=50, database=None)
@@ -137,11 +146,11 @@ def _example_counts(profile: str) -> dict[str, int]:
                 found += [(f"{cname}.{n}", o) for n, o in vars(cls).items() if inspect.isfunction(o)]
             for name, fn in found:
                 if getattr(fn, "is_hypothesis_test", False):
-                    counts[f"{area}/{path.name}::{name}"] = fn._hypothesis_internal_use_settings.max_examples
+                    counts[f"{area}/{path.name}::{name}"] = vars(fn)["_hypothesis_internal_use_settings"].max_examples
     return counts
 
 
-def test_agent_and_state_properties_scale_with_the_profile(restore_profile):
+def test_agent_and_state_properties_scale_with_the_profile(restore_profile: None) -> None:
     """Every property of tests/agent and tests/state runs ten times as many examples under nightly as under ci: none
     keeps a fixed max_examples (write max_examples=examples(N))."""
     ci, nightly = _example_counts("ci"), _example_counts("nightly")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
@@ -26,7 +27,7 @@ HEADERS = {
 
 
 @pytest.fixture(autouse=True)
-def _importable(monkeypatch):
+def _importable(monkeypatch: pytest.MonkeyPatch) -> None:
     """The pytester subprocess imports this checkout's inspector package (whatever the installed one is)."""
     import os
 
@@ -38,12 +39,12 @@ def _importable(monkeypatch):
 
 def readme_example() -> str:
     section = README.read_text(encoding="utf-8").split("## Test your harness in CI", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    blocks: list[str] = re.findall(r"```python\n(.*?)```", section, re.S)
     assert len(blocks) == 1, "the README section has one complete python example"
     return blocks[0]
 
 
-def test_the_readme_example_passes(pytester):
+def test_the_readme_example_passes(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_my_agent=readme_example())
     result = pytester.runpytest_subprocess(*PLUGIN, "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
@@ -67,7 +68,7 @@ def test_forgets_the_tool_result(inspector_server):
 """
 
 
-def test_a_broken_history_fails_like_a_pytest_failure(pytester):
+def test_a_broken_history_fails_like_a_pytest_failure(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_broken=BROKEN_HARNESS)
     result = pytester.runpytest_subprocess(*PLUGIN, "-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
@@ -83,7 +84,7 @@ def test_a_broken_history_fails_like_a_pytest_failure(pytester):
     assert failure and not any("test-key" in line for line in failure)  # the API key is never shown
 
 
-def test_servers_from_a_file_and_faults_and_they_stop(pytester, tmp_path):
+def test_servers_from_a_file_and_faults_and_they_stop(pytester: pytest.Pytester, tmp_path: Path) -> None:
     path = tmp_path / "mine.yaml"
     path.write_text(dump_scenario(SCENARIOS["weather"]).replace("name: weather", "name: mine"), encoding="utf-8")
     pytester.makepyfile(
@@ -110,12 +111,35 @@ def test_stopped():
     result.assert_outcomes(passed=2)
 
 
-def _post(server: InspectorServer, messages, **headers) -> httpx2.Response:
+class _FsPath:
+    """An os.PathLike that is not a pathlib.Path (os.DirEntry, a project's own path type)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+
+def test_a_scenario_file_given_as_any_path_like(tmp_path: Path) -> None:
+    """Any os.PathLike names a scenario file, as `get_scenario` takes it (not only a str or a pathlib.Path): the
+    server's `scenario` is the file's scenario, not the path object."""
+    path = tmp_path / "mine.yaml"
+    path.write_text(dump_scenario(SCENARIOS["weather"]).replace("name: weather", "name: mine"), encoding="utf-8")
+    server = InspectorServer(_FsPath(path))
+    try:
+        assert server.scenario.name == "mine"
+        assert repr(server) == "InspectorServer('mine', 0 requests)"
+    finally:
+        server.close()
+
+
+def _post(server: InspectorServer, messages: list[dict[str, Any]], **headers: str) -> httpx2.Response:
     body = {"model": "claude-sonnet-4-6", "max_tokens": 10, "messages": messages, "stream": True}
     return httpx2.post(server.base_url + "/v1/messages", json=body, headers={**HEADERS, **headers}, timeout=30)
 
 
-def test_requests_attempts_and_reset():
+def test_requests_attempts_and_reset() -> None:
     server = InspectorServer("weather")
     try:
         user = [{"role": "user", "content": "hi"}]
@@ -135,7 +159,8 @@ def test_requests_attempts_and_reset():
         assert server.requests[0].attempt == 0  # reset forgot the attempt counters
         bad = [{"role": "assistant", "content": "hi"}]
         assert _post(server, bad).status_code == 400
-        assert server.requests[-1].history.kind == "first_not_user"
+        violation = server.requests[-1].history
+        assert violation is not None and violation.kind == "first_not_user"
         assert server.requests[-1].rejected and server.requests[-1].status == 400
         with pytest.raises(AssertionError, match=r"request 2 \(POST /v1/messages, status 400\): rule first_not_user"):
             server.assert_valid_histories()
@@ -145,7 +170,7 @@ def test_requests_attempts_and_reset():
         server.close()
 
 
-async def test_a_recording_is_served_as_recorded(tmp_path):
+async def test_a_recording_is_served_as_recorded(tmp_path: Path) -> None:
     import math
 
     from inspector.record.har import load_any
@@ -157,6 +182,7 @@ async def test_a_recording_is_served_as_recorded(tmp_path):
     await s.run()
     s.close()
     first = load_any(rec).turns[0].attempts[-1]
+    assert first.request is not None  # (the recorded request of the turn's last attempt)
     server = InspectorServer(recording=rec)
     try:
         async with httpx2.AsyncClient(timeout=30) as http:
@@ -169,7 +195,7 @@ async def test_a_recording_is_served_as_recorded(tmp_path):
         server.close()
 
 
-def test_a_request_shows_its_turn_and_attempt_while_its_answer_streams():
+def test_a_request_shows_its_turn_and_attempt_while_its_answer_streams() -> None:
     """Known when the answer starts, not only when it ends: a client that stops reading at its last event (the openai
     SDK stops at [DONE]) and looks at `requests` at once sees them; here the answer never ends (a stall)."""
     server = InspectorServer("weather", faults="stall:1")
