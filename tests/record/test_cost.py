@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 import genai_prices
 import pytest
@@ -54,6 +55,7 @@ def test_responses_usage_and_reasoning():
 
 
 def test_odd_shapes_count_nothing_and_never_raise():
+    bad: object
     for bad in (None, [], "x", {"input_tokens": -5}, {"input_tokens": True}, {"input_tokens": "7"}):
         u = from_anthropic(bad)
         assert u.input == 0
@@ -177,7 +179,7 @@ def test_first_difference_char_is_where_the_texts_part(a, b):
 def test_account_sums_failed_attempts_and_labels_them():
     ok = {"model": "claude-sonnet-4-5", "usage": {"input_tokens": 100, "output_tokens": 10}}
     cut = {"model": "claude-sonnet-4-5", "usage": {"input_tokens": 100, "output_tokens": 3}}
-    turns = [{"turn": 0, "message": ok, "failed_attempts": [{"turn": 0, "message": cut}]}]
+    turns: list[dict[str, Any]] = [{"turn": 0, "message": ok, "failed_attempts": [{"turn": 0, "message": cut}]}]
     total = account(turns, [Request(_body(), 0.0)])
     t = turns[0]
     assert t["usage"]["output_tokens"] == 13 and t["usage"]["input_tokens"] == 200

@@ -3,6 +3,8 @@ a JSON 200 response is assembled as a message, and no SSE diagnostic appears on 
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 import pytest
 from hypothesis import given, settings
@@ -14,7 +16,7 @@ from inspector.record.recording import RecordingWriter, read_recording
 from inspector.testing.hyp import examples
 from inspector.testing.streamgen import sse, text_turn, tool_turn
 
-MESSAGE = {
+MESSAGE: dict[str, Any] = {
     "id": "msg_json",
     "type": "message",
     "role": "assistant",

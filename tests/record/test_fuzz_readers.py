@@ -206,7 +206,7 @@ def captured() -> Iterator[list[bytes]]:
     finally:
         sys.stdout, sys.stderr = out, err
         wrapper.flush()
-        got.append(wrapper.detach().getvalue())  # type: ignore[attr-defined]
+        got.append(wrapper.detach().getvalue())
 
 
 def check(data: bytes, tmp: Path) -> None:

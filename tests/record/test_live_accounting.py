@@ -70,12 +70,13 @@ def test_a_retried_turn_counts_its_failed_attempt(tmp_path):
 def test_an_attempt_is_priced_once_when_it_ends(monkeypatch):
     """Pricing happens at AttemptEnded, not per usage update (cost never slows the stream)."""
     import inspector.record.accounting as acc
+    from inspector.record import cost
 
     acc.warm_prices()
     if acc._warming is not None:
         assert acc._warming.wait(60)  # the warm-up's own price is not this test's
     calls: list[str] = []
-    real = acc.price
+    real = cost.price  # (acc.price is cost.price: accounting imports it)
 
     def counting(*a, **kw):
         calls.append("p")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from typing import Any
 
 import orjson
 import pytest
@@ -13,8 +14,8 @@ from inspector.agent.toolbox.spec import ToolRefused, ToolSpec
 from inspector.observe import observations as O
 from inspector.record.dump import dump_ok, dump_turns
 from inspector.record.recording import read_recording
-from inspector.record.replay import neutral_history, tool_name
-from inspector.sessions.sources import openai_session, replay_session
+from inspector.record.replay import ReplayServer, neutral_history, tool_name
+from inspector.sessions.sources import Session, load_recording, openai_session, replay_session
 from inspector.testing.loop import RUN_TIMEOUT, Observed, assert_no_leftovers, dumps_all
 from inspector.testing.openai_fake import (
     KEY,
@@ -29,6 +30,13 @@ from inspector.testing.openai_fake import (
     tool_delta,
 )
 from inspector.testing.secrets import assert_no_key
+
+
+def _server(session: Session) -> ReplayServer:
+    """The replay's server (replay_session sets it on the session, outside the Session's declared fields)."""
+    server = vars(session)["server"]
+    assert isinstance(server, ReplayServer)
+    return server
 
 
 def _tool(fail: bool = False) -> dict[str, ToolSpec]:
@@ -107,13 +115,15 @@ async def test_record_then_replay_an_openai_run(api, fail, tmp_path):
     rec = read_recording(path)
     # the request as sent, with its URL and headers (credentials removed), and every read
     first = next(a for a in rec.attempts() if (a.response or {}).get("status") == 200)
+    assert first.request is not None
     assert first.request["url"].endswith("/chat/completions" if api == "chat" else "/responses")
     assert "authorization" not in {k.lower() for k in first.request["headers"]}
     # the request as the server got it: the body (the spliced history), the headers but the credentials
     atts = list(rec.attempts())
-    assert [a.request["body"] for a in atts] == [r["body"] for r in fake.requests]
-    for a, r in zip(atts, fake.requests, strict=True):
-        sent = {k: v for k, v in r["headers"].items() if k != "authorization"}
+    assert [(a.request or {})["body"] for a in atts] == [r["body"] for r in fake.requests]
+    for a, req in zip(atts, fake.requests, strict=True):
+        sent = {k: v for k, v in req["headers"].items() if k != "authorization"}
+        assert a.request is not None
         assert {k.lower(): v for k, v in a.request["headers"].items()} == sent
     # dump decodes it in the provider's shape
     entries = dump_turns(rec)
@@ -133,7 +143,7 @@ async def test_record_then_replay_an_openai_run(api, fail, tmp_path):
     assert [(t.content, t.is_error) for t in robs.of(O.ToolResult)] == [(expected, fail)]
     assert [(t.content, t.is_error) for t in obs.of(O.ToolResult)] == [(expected, fail)]
     assert len(robs.of(O.SSEEventSeen)) == len(obs.of(O.SSEEventSeen))
-    assert r.server.requests[-1].get("messages" if api == "chat" else "input") == recorded_history[:-1]
+    assert _server(r).requests[-1].get("messages" if api == "chat" else "input") == recorded_history[:-1]
     assert_no_leftovers()
 
 
@@ -210,8 +220,11 @@ async def test_replay_an_openai_har():
         chunk({}, "tool_calls"),
         done=True,
     )
-    body1 = {"model": "gpt-4o", "messages": list(user), "tools": tools, "stream": True}
-    body2 = {**body1, "messages": [*user, call, {"role": "tool", "tool_call_id": "call_w", "content": "18C"}]}
+    body1: dict[str, Any] = {"model": "gpt-4o", "messages": list(user), "tools": tools, "stream": True}
+    body2: dict[str, Any] = {
+        **body1,
+        "messages": [*user, call, {"role": "tool", "tool_call_id": "call_w", "content": "18C"}],
+    }
     doc = {
         "log": {
             "version": "1.2",
@@ -229,7 +242,7 @@ async def test_replay_an_openai_har():
             ],
         }
     }
-    r = replay_session(orjson.dumps(doc), speed=math.inf, label="openai.har")
+    r = replay_session(load_recording(orjson.dumps(doc)), speed=math.inf, label="openai.har")
     robs = Observed(r.bus)
     async with asyncio.timeout(RUN_TIMEOUT):
         replayed = await r.run()
@@ -238,8 +251,8 @@ async def test_replay_an_openai_har():
     assert [t.content for t in robs.of(O.ToolResult)] == ["18C"]
     # the 429 before the first stream is a try the SDK retried, as it was in the HAR
     assert [(f.status, f.error_type) for f in robs.of(O.HttpTryFailed)] == [(429, "rate_limit_exceeded")]
-    assert r.server.requests[-1]["messages"] == body2["messages"]
-    assert r.server.requests[-1]["tools"] == tools
+    assert _server(r).requests[-1]["messages"] == body2["messages"]
+    assert _server(r).requests[-1]["tools"] == tools
     assert_no_key(KEY, {"observations": dumps_all(robs.items)})
 
 

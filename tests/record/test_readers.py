@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import io
 import itertools
+from typing import IO, Any, cast
 
 import orjson
 import pytest
@@ -75,7 +76,7 @@ def recording_bytes(*attempts: tuple[int, int, list[bytes]], status: int = 200) 
 def test_plain_sse_is_kept_as_chunks_read_incrementally() -> None:
     body = sse(*text_turn("x" * 100)) * 30000  # ~ 10 MB, many CHUNK_BYTES
     source = Chunked(body[i : i + 65536] for i in range(0, len(body), 65536))
-    rec = read_recording(source)
+    rec = read_recording(cast(IO[bytes], source))  # (Chunked is a RawIOBase: a binary file, not typed as IO)
     [att] = rec.attempts()
     assert len(att.reads) > 1 and all(len(r.data) <= 2 * R.CHUNK_BYTES for r in att.reads)
     assert att.data == body and rec.warnings == []
@@ -87,13 +88,13 @@ def test_jsonl_is_read_line_by_line_and_reads_can_be_left_out() -> None:
     raw = recording_bytes((0, 0, reads), (1, 0, [sse(*text_turn("done"))]))
     seen: list[tuple[int, int, bytes]] = []
     rec = read_recording(
-        Chunked([raw[i : i + 100] for i in range(0, len(raw), 100)]),
+        cast(IO[bytes], Chunked([raw[i : i + 100] for i in range(0, len(raw), 100)])),
         keep_reads=False,
         on_read=lambda a, r: seen.append((a.turn, a.attempt, r.data)),
     )
     assert all(a.reads == [] for a in rec.attempts())
     assert [d for t, _, d in seen if t == 0] == reads
-    assert rec.turns[0].attempts[0].request["body"] == {"model": "m", "messages": []}
+    assert (rec.turns[0].attempts[0].request or {})["body"] == {"model": "m", "messages": []}
 
 
 @settings(max_examples=examples(40), deadline=None)
@@ -121,7 +122,7 @@ def test_overlong_jsonl_line_is_skipped_with_a_warning_naming_it() -> None:
 def test_overlong_plain_sse_line_is_cut_and_the_stream_goes_on() -> None:
     body = b"data: " + b"y" * 10_000 + b"\n\n" + sse(*text_turn("after"))
     chunks = [body[i : i + 1000] for i in range(0, len(body), 1000)]
-    rec = read_recording(Chunked(chunks), max_line=3000)
+    rec = read_recording(cast(IO[bytes], Chunked(chunks)), max_line=3000)
     assert any("longer than 3000 bytes" in w for w in rec.warnings)
     data = rec.turns[0].attempts[0].data
     assert len(data) < len(body) and data.endswith(sse(*text_turn("after")))
@@ -135,7 +136,7 @@ def test_an_endless_line_ends_the_reading(prefix: bytes) -> None:
     """/dev/zero: a line without end. Reading stops after GIVE_UP_FACTOR * max_line bytes, with a warning."""
     zeros = itertools.chain([prefix], itertools.repeat(b"\0" * 4096))
     source = Chunked(zeros)
-    rec = read_recording(source, max_line=100_000)
+    rec = read_recording(cast(IO[bytes], source), max_line=100_000)
     assert any("stopped reading" in w for w in rec.warnings), rec.warnings
     assert source.given < 2 * R.GIVE_UP_FACTOR * 100_000 + 10 * R.CHUNK_BYTES
 
@@ -168,7 +169,7 @@ def lines(*objs: dict) -> bytes:
     return HEADER + b"".join(orjson.dumps(o) + b"\n" for o in objs)
 
 
-BAD = [
+BAD: list[tuple[dict[str, Any], str]] = [
     ({"kind": "response", "turn": 0, "attempt": 0, "t": 0.1, "status": "abc", "headers": {}}, "status"),
     ({"kind": "response", "turn": 0, "attempt": 0, "t": 0.1, "status": 200, "headers": ["a"]}, "headers"),
     ({"kind": "request", "turn": 0, "attempt": 0, "t": "soon", "method": "POST", "url": "u", "body": {}}, "t"),
@@ -312,15 +313,17 @@ def test_har_size_limit_is_a_one_line_error(capsys, tmp_path) -> None:
     from inspector.record import har as H
 
     old = H.MAX_HAR_BYTES
+    defaults = H.load_any.__kwdefaults__
+    assert defaults is not None
     try:
         H.MAX_HAR_BYTES = 100
-        H.load_any.__kwdefaults__["max_har"] = 100
+        defaults["max_har"] = 100
         path = tmp_path / "x.har"
         path.write_bytes(raw)
         code = main(["dump", str(path)])
     finally:
         H.MAX_HAR_BYTES = old
-        H.load_any.__kwdefaults__["max_har"] = old
+        defaults["max_har"] = old
     err = capsys.readouterr().err
     assert code == 2 and len(err.splitlines()) == 1 and "HAR file larger than" in err
 

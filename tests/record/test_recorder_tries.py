@@ -95,7 +95,7 @@ def test_every_try_is_one_recorded_attempt(run):
     assert recorder.error is None
     rec = read_recording(buf.getvalue())
     assert rec.warnings == []
-    got = [[((a.response or {}).get("status"), a.end["status"]) for a in turn.attempts] for turn in rec.turns]
+    got = [[((a.response or {}).get("status"), (a.end or {})["status"]) for a in turn.attempts] for turn in rec.turns]
     assert got == expected
     for turn in rec.turns:
         assert [a.attempt for a in turn.attempts] == list(range(len(turn.attempts)))

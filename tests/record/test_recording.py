@@ -7,7 +7,7 @@ import io
 import subprocess
 import sys
 import textwrap
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import orjson
@@ -66,7 +66,7 @@ def test_started_at_defaults_to_now_utc(tmp_path: Path) -> None:
     before = datetime.now(UTC)
     RecordingWriter(path, source={}).close()
     stamp = datetime.fromisoformat(read_recording(path).header["started_at"].replace("Z", "+00:00"))
-    assert stamp.tzinfo is not None and stamp.utcoffset().total_seconds() == 0
+    assert stamp.tzinfo is not None and stamp.utcoffset() == timedelta(0)
     assert before <= stamp <= datetime.now(UTC)
 
 
@@ -115,6 +115,7 @@ def test_reads_round_trip_losslessly(tmp_path: Path) -> None:
     assert [read.data for read in attempt.reads] == AWKWARD_READS
     assert [read.t for read in attempt.reads] == [0.25 + i / 100 for i in range(len(AWKWARD_READS))]
     assert attempt.data == b"".join(AWKWARD_READS)
+    assert attempt.request is not None and attempt.response is not None
     assert attempt.request["method"] == "POST" and attempt.request["t"] == 0.5
     assert attempt.response["status"] == 200
     assert attempt.end == {"kind": "end", "turn": 1, "attempt": 1, "t": 1.5, "status": "complete", "reason": None}
@@ -141,7 +142,7 @@ def test_writer_accepts_open_binary_file_and_leaves_it_open() -> None:
     assert not out.closed
     assert read_recording(out.getvalue()).turns[0].attempts[0].data == b"data: x\n\n"
     with pytest.raises(TypeError):
-        RecordingWriter(io.StringIO(), source=SOURCE)
+        RecordingWriter(io.StringIO(), source=SOURCE)  # type: ignore[arg-type]  # a text file, on purpose
 
 
 def test_write_after_close_fails_and_close_is_idempotent(tmp_path: Path) -> None:
@@ -186,6 +187,7 @@ def test_multi_turn_multi_attempt_grouping(tmp_path: Path) -> None:
         (2, 1, b'{"type":"error"}'),
     ]
     t1a1, t1a2, t2a1 = recording.attempts()
+    assert t1a1.end is not None and t1a2.request is not None and t2a1.response is not None and t2a1.end is not None
     assert t1a1.end["status"] == "dropped" and t1a1.end["reason"] == "connection reset"
     assert t1a2.request["body"] == {"n": 2} and t1a2.request["t"] == 1.0
     assert t2a1.response["status"] == 529 and t2a1.end["status"] == "error"
@@ -239,6 +241,7 @@ def test_canary_secret_never_reaches_the_file(tmp_path: Path) -> None:
     recording = read_recording(path)
     assert recording.warnings == []
     [attempt] = list(recording.attempts())
+    assert attempt.request is not None and attempt.response is not None and attempt.end is not None
     assert attempt.request["headers"] == {"x-echo": f"key={REDACTED}"}  # auth headers removed, not masked
     assert attempt.request["body"]["messages"][0]["content"] == f"my key is {REDACTED}"
     assert attempt.response["headers"] == {"x-request-id": f"req_{REDACTED}"}
@@ -417,7 +420,8 @@ def test_unknown_fields_on_known_kinds_are_kept() -> None:
     line = b'{"kind":"end","turn":1,"attempt":1,"t":1.0,"status":"complete","reason":null,"bytes":12}'
     recording = read_recording(header + b"\n" + line + b"\n")
     assert recording.header["future"] is True
-    assert recording.turns[0].attempts[0].end["bytes"] == 12
+    end = recording.turns[0].attempts[0].end
+    assert end is not None and end["bytes"] == 12
 
 
 @pytest.mark.parametrize("version", [2, 0, "1", None, True])

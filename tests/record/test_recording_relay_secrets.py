@@ -86,6 +86,7 @@ def test_a_key_in_any_credential_header_form_is_recorded_nowhere(name, case, sch
     raw = record(headers, URL, key, cut)
     assert_no_key(key, outputs(raw))
     req = read_recording(raw).turns[0].attempts[0].request
+    assert req is not None
     assert req["headers"] == {"anthropic-version": "2023-06-01", "x-stainless-lang": "python"}
 
 
@@ -104,4 +105,5 @@ def test_a_key_in_the_query_in_any_percent_encoding_is_recorded_nowhere(pname, k
     raw = record([("anthropic-version", "2023-06-01")], url, key, cut)
     assert_no_key(key, outputs(raw))
     req = read_recording(raw).turns[0].attempts[0].request
+    assert req is not None
     assert req["url"].startswith(f"{URL}?beta=true&{pname}=[redacted]") and req["url"].endswith("max_tokens=12345678")

@@ -10,10 +10,18 @@ import pytest
 
 from inspector.observe import observations as O
 from inspector.record.recording import read_recording
+from inspector.record.replay import ReplayServer
 from inspector.scenarios.model import SimulatedTool
-from inspector.sessions.sources import replay_session, scenario_session
+from inspector.sessions.sources import Session, replay_session, scenario_session
 from inspector.testing.clock import VirtualTime
 from inspector.testing.loop import assert_no_leftovers, assert_valid_history, final_attempt_calls, run_observed
+
+
+def _server(session: Session) -> ReplayServer:
+    """The replay's server (replay_session sets it on the session, outside the Session's declared fields)."""
+    server = vars(session)["server"]
+    assert isinstance(server, ReplayServer)
+    return server
 
 
 def sse_sequence(obs) -> list[tuple[int, int, str | None, str]]:
@@ -60,12 +68,12 @@ async def test_replay_reproduces_events_and_conversation(name, tmp_path):
         (c.id, c.name, c.is_error) for c in final_attempt_calls(original)
     ]
     # the replay sends the same conversation, request by request (one per recorded attempt)
-    assert r.server.received == len(list(rec.attempts()))
+    assert _server(r).received == len(list(rec.attempts()))
     # the server keeps only the last few request bodies (each holds the whole history)
-    kept = len(r.server.requests)
-    assert 0 < kept <= r.server.KEEP_REQUESTS
-    assert [b["messages"] for b in r.server.requests] == [
-        a.request["body"]["messages"] for a in list(rec.attempts())[-kept:]
+    kept = len(_server(r).requests)
+    assert 0 < kept <= ReplayServer.KEEP_REQUESTS
+    assert [b["messages"] for b in _server(r).requests] == [
+        (a.request or {})["body"]["messages"] for a in list(rec.attempts())[-kept:]
     ]
     assert r.loop.config.source["type"] == "replay"
     assert_no_leftovers()
@@ -138,7 +146,10 @@ async def test_recording_keeps_every_read_and_the_loop_outcome(tmp_path):
     rec = read_recording(path)
     reads = [rd.data for att in rec.attempts() for rd in att.reads]
     assert reads == [o.data for o in obs.of(O.ReadReceived)]
-    assert [(a.turn, a.attempt, a.end["status"]) for a in rec.attempts()] == [(0, 0, "complete"), (1, 0, "complete")]
+    assert [(a.turn, a.attempt, (a.end or {})["status"]) for a in rec.attempts()] == [
+        (0, 0, "complete"),
+        (1, 0, "complete"),
+    ]
     fin = [o for o in rec.observations if o["type"] == "loop_finished"]
     assert len(fin) == 1 and fin[0]["messages"] == orjson.loads(orjson.dumps(result.messages))
     # the file is closed at loop end: every line is complete JSON
@@ -155,9 +166,9 @@ async def test_replay_server_keeps_a_bounded_number_of_request_bodies(tmp_path):
     r = replay_session(path)
     replayed, obs = await run_observed(r)
     assert replayed.turns == 12
-    assert r.server.received == 12
-    assert len(r.server.requests) == r.server.KEEP_REQUESTS < 12
-    assert r.server.requests[-1]["messages"] == replayed.messages[:-1]
+    assert _server(r).received == 12
+    assert len(_server(r).requests) == ReplayServer.KEEP_REQUESTS < 12
+    assert _server(r).requests[-1]["messages"] == replayed.messages[:-1]
 
 
 def test_a_replay_keeps_reads_on_disk_and_serves_them_exactly(tmp_path):

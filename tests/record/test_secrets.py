@@ -135,6 +135,7 @@ def test_request_headers_query_and_body(tmp_path) -> None:
     )
     assert_no_canary(raw, tmp_path)
     req = read_recording(raw).turns[0].attempts[0].request
+    assert req is not None
     assert "x-api-key" not in req["headers"] and req["headers"]["x-custom"] == f"key={REDACTED}"
     assert req["url"] == f"{URL}?beta=true&api_key={REDACTED}"
 
@@ -407,6 +408,7 @@ async def test_a_sessions_recording_is_masked_in_one_place(tmp_path) -> None:
     client = httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
     session = api_session("claude-test", "hi", api_key=CANARY, http_client=client, record=path, builtin=False)
     assert session.recorder is not None
+    assert isinstance(session.recorder.writer, RecordingWriter)
     assert session.recorder.writer._secrets == []  # the writer redacts nothing itself: one redaction point
     async with asyncio.timeout(30):
         await session.run()

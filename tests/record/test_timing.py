@@ -10,8 +10,10 @@ import math
 import httpx2
 import pytest
 
+from inspector.agent.loop import LoopResult
 from inspector.net.serve import ServeApp, render_faulted
 from inspector.net.server import BackgroundServer
+from inspector.observe import observations as O
 from inspector.record.recording import RecordedAttempt, RecordedRead, RecordedTurn, Recording, read_recording
 from inspector.record.timing import (
     BUFFERED_SHARE,
@@ -169,7 +171,7 @@ def test_no_per_read_timing_is_said_plainly():
 # ----------------------------------------------------------------------------------------------- from observations
 
 
-async def _observed_run(name: str, record) -> tuple[list, object]:
+async def _observed_run(name: str, record) -> tuple[list[O.Observation], LoopResult]:
     """A scenario at max speed, recorded with --record's Recorder; the clock is scenario time (the pacer's requested
     seconds), so the timing is the script's, not zero."""
     from inspector.sessions.sources import scenario_session
@@ -265,7 +267,7 @@ async def test_relay_buffering_detected_through_the_proxy_at_real_speed(tmp_path
             bodies = await asyncio.gather(call("none"), call("relay_buffer"))
     assert bodies[0] == bodies[1] == render_turn(sc, 0, 0).body
     rec = read_recording(record)
-    by_fault = {a.request["body"]["messages"][0]["content"]: analyze_attempt(a) for a in rec.attempts()}
+    by_fault = {(a.request or {})["body"]["messages"][0]["content"]: analyze_attempt(a) for a in rec.attempts()}
     assert by_fault["none"]["buffering"]["verdict"] == "not buffered"
     assert by_fault["relay_buffer"]["buffering"]["verdict"] == "buffered"
     assert by_fault["relay_buffer"]["reads"] == 1 and by_fault["none"]["reads"] > 5
