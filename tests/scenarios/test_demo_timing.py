@@ -58,7 +58,7 @@ async def test_default_demo_saves_over_a_second_on_the_virtual_clock():
     result, obs = await _run_virtual("parse_date")
     saved, info = saved_seconds(obs, 0)
     names = {tid: sp["name"] for tid, sp in info["spans"].items()}
-    runs = {names[tid]: [] for tid in names}
+    runs: dict[str, list[float]] = {names[tid]: [] for tid in names}
     for tid, seconds in info["runs"].items():
         runs[names[tid]].append(seconds)
     assert runs["run_tests"] == [pytest.approx(1.5, abs=1e-6)]  # a test run of 1.5 s

@@ -3,6 +3,8 @@ of a well-formed agent-loop history, and the tool-call pairing rules for every g
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -67,7 +69,7 @@ def test_chat_pairing_rule_and_turn_for_every_generated_loop(loop):
         d = openai_decision({"model": "m", "messages": messages}, "chat")
         assert d.turn == turns == openai_turn_of("chat", messages)
     else:
-        assert problem is not None and removed in problem[0] and problem[1].startswith("messages.[")
+        assert problem is not None and removed in problem[0] and (problem[1] or "").startswith("messages.[")
         assert openai_decision({"model": "m", "messages": messages}, "chat").status == 400
         assert not openai_decision({"model": "m", "messages": messages}, "chat", validate_history=False).rejected
 
@@ -79,7 +81,7 @@ def item_loops(draw):
     turns = draw(st.integers(0, 4))
     removed = None
     for t in range(turns):
-        run = []
+        run: list[dict[str, Any]] = []
         if draw(st.booleans()):
             run.append({"type": "reasoning", "id": f"rs_{t}", "summary": []})
         if draw(st.booleans()):

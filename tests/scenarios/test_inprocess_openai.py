@@ -5,18 +5,22 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 import httpx2
 import openai
+from openai.types.responses import ResponseInputParam
 
 from inspector.core.pacing import Pacer
 from inspector.net.faults import render_faulted
 from inspector.net.inprocess import FaultedScenarioServer
 from inspector.scenarios.bundled import get_scenario
+from inspector.scenarios.model import TextBlock, ToolUseBlock
 from inspector.scenarios.transport import ScenarioServer
 
 SC = get_scenario("weather")
-TOOLS = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]
+# as a harness sends it (the SDK's FunctionToolParam wants "strict" too, which the fake never needed)
+TOOLS: list[Any] = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]
 
 
 def client(server: ScenarioServer, **kw) -> openai.AsyncOpenAI:
@@ -29,15 +33,17 @@ async def test_chat_and_responses_in_process():
     c = client(server)
     async with c.chat.completions.stream(model=SC.model, messages=[{"role": "user", "content": "hi"}]) as s:
         final = await s.get_final_completion()
-    call = final.choices[0].message.tool_calls[0]
-    assert json.loads(call.function.arguments) == SC.turns[0].blocks[1].input
+    calls, block = final.choices[0].message.tool_calls, SC.turns[0].blocks[1]
+    assert calls is not None and isinstance(block, ToolUseBlock)
+    assert json.loads(calls[0].function.arguments) == block.input
     async with c.responses.stream(model=SC.model, input="hi", tools=TOOLS) as s:
         resp = await s.get_final_response()
     fc = next(o for o in resp.output if o.type == "function_call")
-    outputs = [{"type": "function_call_output", "call_id": fc.call_id, "output": "18"}]
+    outputs: ResponseInputParam = [{"type": "function_call_output", "call_id": fc.call_id, "output": "18"}]
     async with c.responses.stream(model=SC.model, input=outputs, previous_response_id=resp.id) as s:
         second = await s.get_final_response()
-    assert second.output_text == SC.turns[1].blocks[0].text
+    text = SC.turns[1].blocks[0]
+    assert isinstance(text, TextBlock) and second.output_text == text.text
     assert [(r.path, r.turn, r.attempt) for r in server.requests] == [
         ("/v1/chat/completions", 0, 0),
         ("/v1/responses", 0, 0),
@@ -59,8 +65,13 @@ async def test_faulted_in_process_is_serves_bytes_and_the_sdk_retries():
     c = client(server)
     async with c.chat.completions.stream(model=SC.model, messages=[{"role": "user", "content": "hi"}]) as s:
         await s.get_final_completion()
-    assert [(r.turn, r.attempt, r.response.status) for r in server.requests] == [(0, 0, 429), (0, 1, 200)]
-    served = server.requests[-1].response.plan
+    assert [(r.turn, r.attempt, r.response and r.response.status) for r in server.requests] == [
+        (0, 0, 429),
+        (0, 1, 200),
+    ]
+    last = server.requests[-1].response
+    assert last is not None and last.plan is not None
+    served = last.plan
     assert served.body == render_faulted(SC, "http_429,padded", 0, 1, api="chat").body
 
 
@@ -74,7 +85,7 @@ async def test_attempts_are_counted_per_turn_for_the_openai_families_too():
     async with c.responses.stream(model=SC.model, input="hi", tools=TOOLS) as s:
         resp = await s.get_final_response()
     fc = next(o for o in resp.output if o.type == "function_call")
-    outputs = [{"type": "function_call_output", "call_id": fc.call_id, "output": "18"}]
+    outputs: ResponseInputParam = [{"type": "function_call_output", "call_id": fc.call_id, "output": "18"}]
     async with c.responses.stream(model=SC.model, input=outputs, previous_response_id=resp.id) as s:
         await s.get_final_response()
     assert server.attempts == {0: 2, 1: 1}  # both families' requests of turn 0

@@ -12,6 +12,7 @@ import anthropic
 import httpx2
 import orjson
 import pytest
+from anthropic.types import MessageParam, ToolResultBlockParam
 
 from inspector.core.pacing import Pacer
 from inspector.net.faults import first_stream_attempt
@@ -136,7 +137,7 @@ def test_split_events_cuts_a_drop_mid_event_too():
 # --- the SDK still gets the same messages ------------------------------------------------------------------------
 
 
-def _results_for(message) -> list[dict]:
+def _results_for(message) -> list[ToolResultBlockParam]:
     return [
         {"type": "tool_result", "tool_use_id": b.id, "content": f"result of {b.name}"}
         for b in message.content
@@ -148,7 +149,7 @@ async def converse(server: ScenarioServer, sc: Scenario, render) -> list:
     """A harness's conversation through the SDK: per turn up to 4 tries (the SDK retries HTTP errors itself),
     tool results sent back. Returns what each try ended with: the final message (as JSON) or the error type."""
     client = make_client(server, max_retries=2)
-    messages = [{"role": "user", "content": sc.prompt}]
+    messages: list[MessageParam] = [{"role": "user", "content": sc.prompt}]
     outcomes: list = []
     try:
         for turn in range(len(sc.turns)):
@@ -188,6 +189,7 @@ async def test_sdk_parses_split_streams_to_the_same_messages(name):
     assert any(kind == "message" for kind, _ in got)
     for served in split.responses:  # what the SDK read really was split inside every event
         if served.status == 200:
+            assert served.plan is not None
             assert len(served.plan.reads) >= len(served.plan.events)
 
 
@@ -214,7 +216,8 @@ async def test_scenario_server_renders_through_its_render_hook():
         await client.close()
     assert calls == [("weather", 0, 0)]
     assert body == render_turn(sc, 0, 0).reads[0].data
-    assert server.responses[-1].plan.reads == render_turn(sc, 0, 0).reads[:1]
+    plan = server.responses[-1].plan
+    assert plan is not None and plan.reads == render_turn(sc, 0, 0).reads[:1]
 
 
 def test_faulted_server_passes_its_renderer_instead_of_swapping_responses():
@@ -283,7 +286,8 @@ def test_interleaved_inputs_need_one_buffer_per_index():
     sc = get_scenario("parallel_buffers")
     events = render_turn(sc, 0).events
     adapter = TypeAdapter(RawMessageStreamEvent)
-    snapshot, json_bufs = None, {}  # (the SDK keeps one JSON buffer per index)
+    snapshot = None
+    json_bufs: dict[int, bytes] = {}  # (the SDK keeps one JSON buffer per index)
     for name, data in events:
         if name != "ping":
             event = adapter.validate_python(data)

@@ -12,9 +12,11 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from openai.types.chat import ChatCompletionMessageFunctionToolCall
 
 from inspector.net.faults import FAULTS, apply_faults, parse_faults, render_faulted
 from inspector.scenarios.bundled import SCENARIOS
+from inspector.scenarios.model import ToolUseBlock
 from inspector.scenarios.render import expected_blocks, render_turn
 from inspector.scenarios.render_openai import render_openai_turn
 from inspector.stream.sse import SSEDecoder
@@ -183,8 +185,11 @@ def test_max_tokens_tool_is_length_and_incomplete():
     chat = render_faulted(sc, "max_tokens_tool", 0, 0, api="chat")
     with pytest.raises(openai.LengthFinishReasonError) as info:
         sdk_final(chat, "chat")
-    args = info.value.completion.choices[0].message.tool_calls[0].function.arguments
-    assert args and json.dumps(sc.turns[0].blocks[1].input).startswith(args)
+    calls, block = info.value.completion.choices[0].message.tool_calls, sc.turns[0].blocks[1]
+    assert calls is not None and isinstance(calls[0], ChatCompletionMessageFunctionToolCall)
+    assert isinstance(block, ToolUseBlock)
+    args = calls[0].function.arguments
+    assert args and json.dumps(block.input).startswith(args)
     resp = render_faulted(sc, "max_tokens_tool", 0, 0, api="responses")
     last = decoded(resp)[-1][1]
     assert last["type"] == "response.incomplete"

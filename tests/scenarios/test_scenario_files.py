@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import inspect
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from inspector.core.errors import InspectorError, UnknownScenario
 from inspector.scenarios import load
@@ -40,6 +43,12 @@ def test_bundled_file_renders_the_frozen_bytes(name):
             assert plan_digest(render_turn(sc, t, a)) == FROZEN[name][t][a], (name, t, a)
 
 
+def _run(call: object) -> Any:
+    """Runs what a simulated tool's fn returned: a coroutine (ToolSpec.fn may be sync; these tools are async)."""
+    assert inspect.iscoroutine(call), call
+    return asyncio.run(call)
+
+
 def test_simulated_tools_answer_what_the_python_tools_did():
     """The Python tools the files replaced (get_weather, run_tests) answered exactly this."""
     weather = SCENARIOS["weather"].resolve_tools(None)["get_weather"]
@@ -49,7 +58,7 @@ def test_simulated_tools_answer_what_the_python_tools_did():
         ({"location": "London, UK"}, 14, "light rain"),
         ({"location": "Tokyo, Japan"}, 24, "clear"),
     ):
-        assert asyncio.run(weather.fn(args)) == {
+        assert _run(weather.fn(args)) == {
             "location": args["location"],
             "temperature": temperature,
             "unit": "celsius",
@@ -57,7 +66,7 @@ def test_simulated_tools_answer_what_the_python_tools_did():
         }
     raises = SCENARIOS["tool_raises"].resolve_tools(SCENARIOS["tool_raises"].workspace_path)["run_tests"]
     with pytest.raises(RuntimeError) as err:
-        asyncio.run(raises.fn({"select": "tests"}))
+        _run(raises.fn({"select": "tests"}))
     assert str(err.value) == (
         "pytest could not start: ImportError while loading conftest (ModuleNotFoundError: No module named 'src')"
     )
@@ -191,7 +200,11 @@ def test_the_file_declaration_has_the_models_fields():
     from inspector.scenarios import filemodel as F
     from inspector.scenarios import model as M
 
-    pairs = [(F.PacingFile, M.Pacing), (F.UsageFile, M.Usage), (F.HttpErrorFile, M.HttpError)]
+    pairs: list[tuple[type[BaseModel], type]] = [
+        (F.PacingFile, M.Pacing),
+        (F.UsageFile, M.Usage),
+        (F.HttpErrorFile, M.HttpError),
+    ]
     pairs += [(F.FAULT_FILES[name], cls) for name, cls in F.fault_types().items()]
     assert sorted(F.FAULT_FILES) == sorted(F.fault_types())
     for file_model, cls in pairs:

@@ -15,6 +15,7 @@ import pytest
 from inspector.cli import main
 from inspector.scenarios import fileformat as ff
 from inspector.scenarios.fileformat import ScenarioFileError, check_text, load_file
+from inspector.scenarios.model import TextBlock
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -260,7 +261,8 @@ def test_many_pings_every_event_count_too(tmp_path, capsys):
 def test_a_long_text_in_big_chunks_still_loads(tmp_path):
     path = tmp_path / "long.yaml"
     path.write_text(BASE.replace("      - text: hi", "      - text: " + "x" * 1_000_000 + "\n        chunk: 100"))
-    assert len(load_file(path).turns[0].blocks[0].text) == 1_000_000
+    block = load_file(path).turns[0].blocks[0]
+    assert isinstance(block, TextBlock) and len(block.text) == 1_000_000
 
 
 # --- enums, names, tools ---------------------------------------------------------------------------------------------

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import inspect
 import itertools
 import json
 import math
 import shutil
+from typing import Any
 
 import anthropic
 import httpx2
@@ -196,6 +198,7 @@ def test_parse_date_demo_shape():
 
 def test_parse_date_workspace_has_the_bug():
     root = get_scenario("parse_date").workspace_path
+    assert root is not None
     src = (root / "src" / "dates.py").read_text()
     assert "_MONTHS[month_name.lower()]" in src
     assert (root / "tests" / "test_dates.py").is_file() and (root / "CHANGELOG.md").is_file()
@@ -204,6 +207,7 @@ def test_parse_date_workspace_has_the_bug():
 def test_workspace_copy(tmp_path):
     s = get_scenario("big_input")
     root = s.workspace_root(tmp_path)
+    assert root is not None and s.workspace_path is not None
     try:
         assert root != s.workspace_path and (root / "src" / "dates.py").is_file()
         (root / "NEW.md").write_text("x")
@@ -231,17 +235,23 @@ def test_resolve_tools_extra_and_timeouts():
     assert get_scenario("tool_hangs").simulated_tools[0].hang is True
     weather = get_scenario("weather").resolve_tools(None)
     assert list(weather) == ["get_weather"]
-    assert asyncio.run(weather["get_weather"].fn({"location": "Paris, France"}))["temperature"] == 18
-    assert asyncio.run(weather["get_weather"].fn({"location": "Oslo, Norway"}))["temperature"] == 20
+    assert _run(weather["get_weather"].fn({"location": "Paris, France"}))["temperature"] == 18
+    assert _run(weather["get_weather"].fn({"location": "Oslo, Norway"}))["temperature"] == 20
     params = get_scenario("invalid_json").request_params()
     assert params["tools"][0]["eager_input_streaming"] is True
     assert get_scenario("thinking").request_params()["thinking"]["budget_tokens"] == 2048
 
 
+def _run(call: object) -> Any:
+    """Runs what a simulated tool's fn returned: a coroutine (ToolSpec.fn may be sync; these tools are async)."""
+    assert inspect.iscoroutine(call), call
+    return asyncio.run(call)
+
+
 def test_simulated_tools_behave():
     raises = get_scenario("tool_raises")
     with pytest.raises(RuntimeError, match="pytest could not start"):
-        asyncio.run(raises.resolve_tools(raises.workspace_path)["run_tests"].fn({}))
+        _run(raises.resolve_tools(raises.workspace_path)["run_tests"].fn({}))
 
     async def go():
         hangs = get_scenario("tool_hangs")
@@ -494,7 +504,8 @@ async def test_every_turn_through_the_sdk(name):
                 msg = await give_up_on_a_stall(server, stream_once(client, s, messages), stalls)
                 break
             except anthropic.APIStatusError as e:  # error event after HTTP 200
-                assert e.status_code == 200 and e.body["error"]["type"] == "overloaded_error"
+                assert e.status_code == 200 and isinstance(e.body, dict)
+                assert e.body["error"]["type"] == "overloaded_error"
             except httpx2.RemoteProtocolError as e:  # dropped connection
                 assert str(e) == DROP_MESSAGE
             except TimeoutError:  # the stall: pings, then nothing
@@ -502,7 +513,7 @@ async def test_every_turn_through_the_sdk(name):
         else:
             raise AssertionError("never succeeded")
         served = server.requests_for(turn)[-1]
-        assert served.attempt == want_attempt and served.response.state == "complete"
+        assert served.attempt == want_attempt and served.response is not None and served.response.state == "complete"
         compare_with_script(msg, s, turn, want_attempt)
         if msg.stop_reason != "tool_use":
             break
@@ -584,6 +595,7 @@ async def test_drop_raises_remote_protocol_error():
     with pytest.raises(httpx2.RemoteProtocolError, match="incomplete chunked read"):
         await stream_once(make_client(server), s, [{"role": "user", "content": s.prompt}])
     served = server.responses[0]
+    assert served.plan is not None
     assert served.state == "dropped" and served.reads_sent == len(served.plan.reads)
     assert server.closed_early == 0
     # raw bytes through the SDK see the partial event, then the error
@@ -603,14 +615,20 @@ async def test_429_and_529_are_retried_by_the_sdk():
     server = fast_server(s)
     client = make_client(server)
     msg = await stream_once(client, s, [{"role": "user", "content": s.prompt}])
-    assert [(r.turn, r.attempt, r.response.status) for r in server.requests] == [(0, 0, 429), (0, 1, 200)]
+    assert [(r.turn, r.attempt, r.response and r.response.status) for r in server.requests] == [
+        (0, 0, 429),
+        (0, 1, 200),
+    ]
     msgs = [
         {"role": "user", "content": s.prompt},
         {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in msg.content]},
         tool_results_for(msg),
     ]
     await stream_once(client, s, msgs)
-    assert [(r.turn, r.attempt, r.response.status) for r in server.requests][2:] == [(1, 0, 529), (1, 1, 200)]
+    assert [(r.turn, r.attempt, r.response and r.response.status) for r in server.requests][2:] == [
+        (1, 0, 529),
+        (1, 1, 200),
+    ]
     # with no retries the SDK surfaces the 429
     server = fast_server(s)
     with pytest.raises(anthropic.RateLimitError):
@@ -690,6 +708,7 @@ async def test_closing_early_is_observed():
                 break
     assert server.closed_early == 1 and server.closed_early_event.is_set()
     served = server.responses[0]
+    assert served.plan is not None
     assert served.state == "closed_early" and 0 < served.reads_sent < len(served.plan.reads)
     # a stream read to the end is not "closed early"
     server = fast_server(s)
@@ -709,7 +728,7 @@ def _request(body) -> httpx2.Request:
 
 
 def _history(n_assistant: int) -> list:
-    msgs = [{"role": "user", "content": "hi"}]
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": "hi"}]
     for i in range(n_assistant):
         msgs += [
             {"role": "assistant", "content": [{"type": "text", "text": f"a{i}"}]},
@@ -727,7 +746,8 @@ async def test_turn_selection_and_attempt_counter():
         await resp.aread()
     assert [(r.turn, r.attempt) for r in server.requests] == [(0, 0), (0, 1), (1, 0), (0, 2), (1, 1), (1, 2)]
     assert server.attempts == {0: 3, 1: 3}
-    assert render_turn(s, 1, 2).body == b"".join([r.data for r in server.responses[-1].plan.reads])
+    plan = server.responses[-1].plan
+    assert plan is not None and render_turn(s, 1, 2).body == b"".join([r.data for r in plan.reads])
     resp = await server.handler(_request(_body(_history(2))))  # the script has 2 turns
     assert resp.status_code == 400 and "no turn 2" in resp.json()["error"]["message"]
     server.reset()
@@ -784,13 +804,14 @@ def test_history_rule():
     ]
     assert history_problem(ok) is None
     missing = [*ok[:2], {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_A"}]}]
-    assert "toolu_B" in history_problem(missing) and "without `tool_result`" in history_problem(missing)
+    problem = history_problem(missing)
+    assert problem is not None and "toolu_B" in problem and "without `tool_result`" in problem
     stray = [
         *ok,
         {"role": "assistant", "content": "x"},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_Z"}]},
     ]
-    assert "unexpected `tool_use_id`" in history_problem(stray)
+    assert "unexpected `tool_use_id`" in (history_problem(stray) or "")
     assert history_problem([{"role": "assistant", "content": "x"}])
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import math
+from pathlib import Path
 
 import pytest
 
@@ -14,7 +15,8 @@ from inspector.agent.executor import TERMINAL, ToolState
 from inspector.observe import observations as O
 from inspector.observe.states import LoopState
 from inspector.scenarios.bundled import SCENARIOS, get_scenario
-from inspector.sessions.sources import scenario_session
+from inspector.scenarios.transport import ScenarioServer
+from inspector.sessions.sources import Session, scenario_session
 from inspector.testing.loop import (
     Observed,
     assert_no_leftovers,
@@ -28,6 +30,20 @@ from inspector.testing.loop import (
 ALL = list(SCENARIOS)
 
 
+def _server(session: Session) -> ScenarioServer:
+    """The scenario's server (scenario_session sets it on the session, outside the Session's declared fields)."""
+    server = vars(session)["server"]
+    assert isinstance(server, ScenarioServer)
+    return server
+
+
+def _workspace(session: Session) -> Path:
+    """The scenario's workspace (scenario_session sets it on the session, outside the Session's declared fields)."""
+    root = vars(session)["workspace"]
+    assert isinstance(root, Path)
+    return root
+
+
 def _idle(name: str) -> float | None:
     # stall_with_pings: a 2 s idle timeout is the scenario's point; 0.2 s proves the same at max speed
     return 0.2 if name == "stall_with_pings" else None
@@ -38,7 +54,7 @@ async def test_bundled_scenario_ends_as_expected(name):
     expected = SCENARIOS[name].expected
     s = scenario_session(name, speed=math.inf, idle_timeout=_idle(name))
     result, obs = await run_observed(s)
-    server = s.server
+    server = _server(s)
 
     assert result.status == expected["status"], result.error
     assert s.controller.state == expected["status"]
@@ -72,7 +88,7 @@ async def test_bundled_scenario_ends_as_expected(name):
         if c.id not in final_ids:  # a failed attempt's call: nothing of it reaches the history
             assert c.id not in ids
         elif c.id not in ids:  # a final-attempt call left out of the history: only a block that never closed
-            assert c.state is ToolState.NOT_RUN and "content_block_stop" in c.error
+            assert c.state is ToolState.NOT_RUN and "content_block_stop" in (c.error or "")
 
     # the requests on the wire: each later turn's request carries the history so far, tool results included
     ok = [r for r in server.requests if r.response and r.response.status == 200]
@@ -98,6 +114,7 @@ async def test_parse_date_tools_read_the_real_workspace():
     results = result.messages[2]["content"]
     assert not any(r.get("is_error") for r in results)
     root = get_scenario("parse_date").workspace_path
+    assert root is not None
     assert "11 passed" in results[0]["content"]  # the simulated test run (issue 13), then the real reads
     for r, path in zip(results[1:], ["src/dates.py", "tests/test_dates.py", "CHANGELOG.md"], strict=True):
         first_line = (root / path).read_text().splitlines()[0]
@@ -166,9 +183,9 @@ async def test_tool_runs_while_the_stream_goes_on_at_real_pacing():
     async with asyncio.timeout(20):
         result = await s.run()
     assert result.status == "finished"
-    first = next(c for c in result.tools if c.input.get("path") == "src/dates.py")
+    first = next(c for c in result.tools if (c.input or {}).get("path") == "src/dates.py")
     stop_t = next(o.t for o in obs.sse(0) if o.event_type == "message_stop")
-    assert first.state is ToolState.SUCCEEDED
+    assert first.state is ToolState.SUCCEEDED and first.finished_at is not None
     assert first.finished_at - s.loop._t0 < stop_t
 
 
@@ -204,11 +221,11 @@ async def test_failed_attempt_is_retried_and_its_tools_discarded(name, reason):
     ended = [(e.turn, e.attempt, e.status) for e in obs.of(O.AttemptEnded)]
     assert ended == [(0, 0, "failed"), (0, 1, "complete"), (1, 0, "complete")]
     failed = obs.of(O.AttemptEnded)[0]
-    assert failed.reason.startswith(reason), failed.reason
-    assert [r.attempt for r in s.server.requests_for(0)] == [0, 1]
-    assert [r.turn for r in s.server.requests] == [0, 0, 1]
+    assert failed.reason is not None and failed.reason.startswith(reason), failed.reason
+    assert [r.attempt for r in _server(s).requests_for(0)] == [0, 1]
+    assert [r.turn for r in _server(s).requests] == [0, 0, 1]
     # the retried request is the same request (same history), not one with anything of the failed attempt
-    assert s.server.requests[1].body["messages"] == s.server.requests[0].body["messages"]
+    assert _server(s).requests[1].body["messages"] == _server(s).requests[0].body["messages"]
 
     attempt0 = [c for c in result.tools if (c.turn, c.attempt) == (0, 0)]
     for c in attempt0:
@@ -231,9 +248,9 @@ async def test_stall_pings_do_not_keep_the_stream_alive():
     result, obs = await run_observed(s)
     pings = [o for o in obs.sse(0, 0) if o.event_type == "ping"]
     assert len(pings) >= 2  # pings kept coming...
-    first = s.server.responses[0]
+    first = _server(s).responses[0]
     assert first.state == "closed_early"  # ...and we still gave up on the stream (and closed it) before they ended
-    assert first.reads_sent < len(first.plan.reads)
+    assert first.plan is not None and first.reads_sent < len(first.plan.reads)
     diag = [o.diagnostic.code for o in obs.of(O.DiagnosticRaised) if o.attempt == 0]
     assert "idle_timeout" in " ".join(diag).lower().replace("-", "_")
     assert result.status == "finished"
@@ -243,7 +260,7 @@ async def test_invalid_json_tool_is_shown_not_run():
     s = scenario_session("invalid_json", speed=math.inf)
     result, obs = await run_observed(s)
     good, bad = result.tools
-    assert bad.state is ToolState.NOT_RUN and "invalid tool input JSON" in bad.error
+    assert bad.state is ToolState.NOT_RUN and "invalid tool input JSON" in (bad.error or "")
     closed = [o for o in obs.of(O.BlockClosed) if o.turn == 0 and o.index == bad.index][0]
     assert closed.input_error and closed.content["input"] is None
     assert not [o for o in obs.of(O.ToolUse) if o.id == bad.id]  # never a complete tool call
@@ -255,7 +272,7 @@ async def test_invalid_json_tool_is_shown_not_run():
 
 async def test_max_tokens_cut_says_so_and_runs_nothing():
     s = scenario_session("max_tokens_cut", speed=math.inf)
-    target = s.workspace / "src/dates.py"  # a temporary copy, removed when the session closes
+    target = _workspace(s) / "src/dates.py"  # a temporary copy, removed when the session closes
     original = target.read_text()
     at_end = []
     ran = []
@@ -266,9 +283,10 @@ async def test_max_tokens_cut_says_so_and_runs_nothing():
         result = await s.run()
     assert ran == [] and at_end == [original]
     (call,) = result.tools
-    assert call.state is ToolState.NOT_RUN and "content_block_stop" in call.error
+    assert call.state is ToolState.NOT_RUN and "content_block_stop" in (call.error or "")
     assert "running" not in obs.tool_states(call.id)
     assert result.status == "finished"
+    assert result.error is not None
     assert "max_tokens" in result.error and "write_file" in result.error and "not run" in result.error
     assert obs.of(O.TurnEnded)[-1].outcome == "truncated"
     assert result.messages[-1]["role"] == "assistant"
@@ -280,5 +298,7 @@ async def test_exclusive_mix_write_is_a_barrier():
     s = scenario_session("exclusive_mix", speed=math.inf)
     result, _ = await run_observed(s)
     read1, write, read2 = result.tools
+    assert read1.finished_at is not None and write.started_at is not None
+    assert write.finished_at is not None and read2.started_at is not None
     assert write.started_at >= read1.finished_at
     assert read2.started_at >= write.finished_at

@@ -121,7 +121,7 @@ def test_a_copy_too_big_stops_and_cleans_up(src, out, monkeypatch):
 def test_the_bundled_workspace_copies_as_before(out):
     s = get_scenario("parse_date")
     dest = s.copy_workspace(out)
-    assert dest is not None
+    assert dest is not None and s.workspace_path is not None
     src_files = sorted(
         p.relative_to(s.workspace_path).as_posix()
         for p in s.workspace_path.rglob("*")
