@@ -8,6 +8,8 @@ import errno
 import io
 import math
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,7 +21,7 @@ from inspector.sessions.sources import Session, replay_session, scenario_session
 from inspector.testing.loop import Observed, assert_no_leftovers, assert_valid_history, run_observed
 
 
-def cancel_when(obs: Observed, session, pred: Callable[[O.Observation], bool]) -> None:
+def cancel_when(obs: Observed, session: Session, pred: Callable[[O.Observation], bool]) -> None:
     done: list[O.Observation] = []
 
     def hook(o: O.Observation) -> None:
@@ -34,7 +36,7 @@ def nth_sse(obs: Observed, turn: int, n: int) -> Callable[[O.Observation], bool]
     return lambda o: isinstance(o, O.SSEEventSeen) and o.turn == turn and len(obs.sse(turn)) == n
 
 
-POINTS = {
+POINTS: dict[str, tuple[str, Callable[[Observed], Callable[[O.Observation], bool]]]] = {
     # mid-stream, at several events of turn 1 and turn 2
     "turn1_event1": ("parse_date", lambda obs: nth_sse(obs, 0, 1)),
     "turn1_event6": ("parse_date", lambda obs: nth_sse(obs, 0, 6)),
@@ -51,12 +53,12 @@ POINTS = {
 }
 
 
-def _sse(obs: Observed) -> list[tuple]:
+def _sse(obs: Observed) -> list[tuple[Any, ...]]:
     return [(o.turn, o.attempt, o.sse.event, o.sse.data) for o in obs.of(O.SSEEventSeen)]
 
 
 @pytest.mark.parametrize("point", list(POINTS))
-async def test_a_cancelled_recording_replays_to_the_same_cancelled_end(point, tmp_path):
+async def test_a_cancelled_recording_replays_to_the_same_cancelled_end(point: str, tmp_path: Path) -> None:
     name, make_pred = POINTS[point]
     path = tmp_path / "cancelled.jsonl"
     s = scenario_session(name, speed=math.inf, record=path)
@@ -99,13 +101,13 @@ class FullDisk(io.BytesIO):
         super().__init__()
         self.room = room
 
-    def write(self, data) -> int:
+    def write(self, data: bytes) -> int:  # type: ignore[override]  # (bytes: what the writer gives it)
         if self.tell() + len(data) > self.room:
             raise OSError(errno.ENOSPC, "No space left on device")
         return super().write(data)
 
 
-async def test_a_full_disk_stops_the_recording_with_one_line_and_the_run_goes_on():
+async def test_a_full_disk_stops_the_recording_with_one_line_and_the_run_goes_on() -> None:
     s = scenario_session("parse_date", speed=math.inf)
     recorder = Recorder(FullDisk(4000), source=s.source)
     s.recorder = recorder
@@ -119,13 +121,15 @@ async def test_a_full_disk_stops_the_recording_with_one_line_and_the_run_goes_on
     assert_no_leftovers()
 
 
-def test_run_headless_with_a_full_disk_warns_in_one_line(capsys, monkeypatch):
+def test_run_headless_with_a_full_disk_warns_in_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from inspector.cli import run as cli_run
     from inspector.cli.headless import LineSink
 
     monkeypatch.setattr("inspector.cli.headless.stdout_sink", lambda **kw: LineSink(io.BytesIO(), **kw))
 
-    def factory():
+    def factory() -> Session:
         s = scenario_session("parse_date", speed=math.inf)
         s.recorder = Recorder(FullDisk(3000), source=s.source)
         s.bus.subscribe(s.recorder)
@@ -137,7 +141,7 @@ def test_run_headless_with_a_full_disk_warns_in_one_line(capsys, monkeypatch):
     assert err == "inspector: warning: recording stopped: cannot write the recording: no space left on device\n"
 
 
-def test_record_to_dev_full_is_a_one_line_error():
+def test_record_to_dev_full_is_a_one_line_error() -> None:
     import subprocess
     import sys
     from pathlib import Path

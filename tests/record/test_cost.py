@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import genai_prices
@@ -19,7 +20,7 @@ counts = st.integers(min_value=0, max_value=10**7)
 
 
 @given(counts, counts, counts, counts)
-def test_the_whole_prompt_is_the_same_number_for_both_families(inp, write, read, out):
+def test_the_whole_prompt_is_the_same_number_for_both_families(inp: int, write: int, read: int, out: int) -> None:
     """Anthropic reports the cache outside input_tokens, OpenAI inside prompt_tokens: the neutral usage has the
     same whole prompt either way, so nothing is billed twice."""
     a = from_anthropic(
@@ -41,7 +42,7 @@ def test_the_whole_prompt_is_the_same_number_for_both_families(inp, write, read,
     assert (a.input, a.cache_read, a.cache_write) == (o.input, o.cache_read, o.cache_write)
 
 
-def test_responses_usage_and_reasoning():
+def test_responses_usage_and_reasoning() -> None:
     u = from_openai(
         {
             "input_tokens": 1000,
@@ -54,7 +55,7 @@ def test_responses_usage_and_reasoning():
     assert u.hit_rate == pytest.approx(0.8)
 
 
-def test_odd_shapes_count_nothing_and_never_raise():
+def test_odd_shapes_count_nothing_and_never_raise() -> None:
     bad: object
     for bad in (None, [], "x", {"input_tokens": -5}, {"input_tokens": True}, {"input_tokens": "7"}):
         u = from_anthropic(bad)
@@ -62,7 +63,7 @@ def test_odd_shapes_count_nothing_and_never_raise():
     assert from_openai({"prompt_tokens": 5, "prompt_tokens_details": {"cached_tokens": 99}}).input == 0
 
 
-def test_anthropic_cost_matches_genai_prices_own_extraction():
+def test_anthropic_cost_matches_genai_prices_own_extraction() -> None:
     """Our mapping into genai-prices gives the price its own Anthropic extractor gives, 5m/1h split included."""
     raw = {
         "input_tokens": 10,
@@ -82,7 +83,7 @@ def test_anthropic_cost_matches_genai_prices_own_extraction():
     assert ours.total != naive.total_price  # summing the cache into input twice would bill more
 
 
-def test_openai_cost_counts_cached_tokens_once():
+def test_openai_cost_counts_cached_tokens_once() -> None:
     u = from_openai({"prompt_tokens": 1000, "completion_tokens": 1, "prompt_tokens_details": {"cached_tokens": 500}})
     expected = genai_prices.calc_price(
         genai_prices.Usage(input_tokens=1000, output_tokens=1, cache_read_tokens=500),
@@ -92,13 +93,13 @@ def test_openai_cost_counts_cached_tokens_once():
     assert price(u, "gpt-4o", "openai").total == expected.total_price
 
 
-def test_unknown_model_is_unpriced_never_guessed():
+def test_unknown_model_is_unpriced_never_guessed() -> None:
     c = price(Usage(input=10, output=1, reported=True), "my-private-finetune-xyz")
     assert c.total is None and "unpriced" in (c.unpriced or "")
     assert c.to_json()["usd"] is None
 
 
-def test_long_context_tier_is_per_attempt():
+def test_long_context_tier_is_per_attempt() -> None:
     """Two attempts of 150k input each are priced at the base rate; one of 300k is in the long-context tier."""
     one = price(Usage(input=150_000, output=0, reported=True), "claude-sonnet-4-5")
     big = price(Usage(input=300_000, output=0, reported=True), "claude-sonnet-4-5")
@@ -106,7 +107,12 @@ def test_long_context_tier_is_per_attempt():
     assert big.total > 2 * one.total
 
 
-def _body(system="You are terse.", tools=None, messages=None, mark=True):
+def _body(
+    system: str = "You are terse.",
+    tools: list[dict[str, Any]] | None = None,
+    messages: list[dict[str, Any]] | None = None,
+    mark: bool = True,
+) -> dict[str, Any]:
     sys_blocks = [{"type": "text", "text": system, **({"cache_control": {"type": "ephemeral"}} if mark else {})}]
     return {"system": sys_blocks, "tools": tools or [], "messages": messages or [{"role": "user", "content": "hi"}]}
 
@@ -116,31 +122,37 @@ WRITTEN = Usage(input=12, cache_write=2000, output=5, reported=True)
 READ = Usage(input=12, cache_read=2000, output=5, reported=True)
 
 
-def test_system_changed_at_char_n():
+def test_system_changed_at_char_n() -> None:
     v = explain(_body("You are terse. Today is Monday."), _body("You are terse. Today is Tuesday."), WRITTEN, CACHED, 3)
     assert v.kind == "written_again" and v.reason == "cache written again: system changed at char 24"
     assert (v.segment, v.char) == ("system", 24)
 
 
-def test_tools_changed_names_the_tool():
+def test_tools_changed_names_the_tool() -> None:
     t1 = [{"name": "read", "input_schema": {}}, {"name": "grep", "input_schema": {}}]
     t2 = [{"name": "read", "input_schema": {}}, {"name": "grep", "input_schema": {"type": "object"}}]
     v = explain(_body(tools=t1), _body(tools=t2), WRITTEN, CACHED, 3)
     assert v.reason == "cache written again: tools changed: 'grep' (tool 1)"
 
 
-def test_earlier_message_edited():
-    marked = {"role": "assistant", "content": [{"type": "text", "text": "yes", "cache_control": {"type": "ephemeral"}}]}
-    m1 = [{"role": "user", "content": "hello there"}, marked]
-    m2 = [{"role": "user", "content": "hello where"}, marked]
+def test_earlier_message_edited() -> None:
+    marked: dict[str, Any] = {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "yes", "cache_control": {"type": "ephemeral"}}],
+    }
+    m1: list[dict[str, Any]] = [{"role": "user", "content": "hello there"}, marked]
+    m2: list[dict[str, Any]] = [{"role": "user", "content": "hello where"}, marked]
     assert explain(_body(messages=m1), _body(messages=m2), WRITTEN, CACHED, 3).segment == "messages"
-    unmarked = [{"role": "user", "content": "hello there"}, {"role": "assistant", "content": "yes"}]
+    unmarked: list[dict[str, Any]] = [
+        {"role": "user", "content": "hello there"},
+        {"role": "assistant", "content": "yes"},
+    ]
     assert explain(_body(messages=unmarked), _body(messages=m2), WRITTEN, CACHED, 3).segment == "prefix"
     v = explain(_body(messages=m1), _body(messages=m2 + [{"role": "user", "content": "more"}]), WRITTEN, CACHED, 3)
     assert v.segment == "messages" and v.index == 0 and "message 0 (user) edited" in v.reason
 
 
-def test_ttl_expired_and_unchanged_prefix():
+def test_ttl_expired_and_unchanged_prefix() -> None:
     b = _body()
     assert "TTL expired: 6.0 min" in explain(b, b, WRITTEN, CACHED, 360).reason
     assert "prefix unchanged" in explain(b, b, WRITTEN, CACHED, 10).reason
@@ -150,13 +162,13 @@ def test_ttl_expired_and_unchanged_prefix():
     assert "prefix unchanged" in explain(one_hour, one_hour, WRITTEN, CACHED, 360).reason
 
 
-def test_hits_and_first_writes_are_not_misses():
+def test_hits_and_first_writes_are_not_misses() -> None:
     assert explain(_body(), _body(), READ, CACHED, 3).kind == "hit"
     assert explain(None, _body(), CACHED, None, None).kind == "first"
     assert explain(_body(), _body(), Usage(input=5, reported=True), Usage(input=5, reported=True), 1).kind == "no_cache"
 
 
-def test_messages_after_the_breakpoint_do_not_count():
+def test_messages_after_the_breakpoint_do_not_count() -> None:
     prev = {"messages": [{"role": "user", "content": [{"type": "text", "text": "a", "cache_control": {}}]}]}
     prev["messages"].append({"role": "assistant", "content": "draft"})
     cur = {"messages": [prev["messages"][0], {"role": "assistant", "content": "changed"}]}
@@ -166,7 +178,7 @@ def test_messages_after_the_breakpoint_do_not_count():
 
 
 @given(st.text(max_size=50), st.text(max_size=50))
-def test_first_difference_char_is_where_the_texts_part(a, b):
+def test_first_difference_char_is_where_the_texts_part(a: str, b: str) -> None:
     v = first_difference({"system": a}, {"system": b})
     if a == b:
         assert v is None
@@ -176,7 +188,7 @@ def test_first_difference_char_is_where_the_texts_part(a, b):
         assert v.char == min(len(a), len(b)) or a[v.char] != b[v.char]
 
 
-def test_account_sums_failed_attempts_and_labels_them():
+def test_account_sums_failed_attempts_and_labels_them() -> None:
     ok = {"model": "claude-sonnet-4-5", "usage": {"input_tokens": 100, "output_tokens": 10}}
     cut = {"model": "claude-sonnet-4-5", "usage": {"input_tokens": 100, "output_tokens": 3}}
     turns: list[dict[str, Any]] = [{"turn": 0, "message": ok, "failed_attempts": [{"turn": 0, "message": cut}]}]
@@ -189,7 +201,9 @@ def test_account_sums_failed_attempts_and_labels_them():
     assert ZERO + Usage(input=1, reported=True) == Usage(input=1, reported=True)
 
 
-def test_the_cache_break_scenario_says_why_its_second_turn_missed(tmp_path, capsys):
+def test_the_cache_break_scenario_says_why_its_second_turn_missed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The bundled scenario, run headless with a recording: dump --json names the first difference. (In-process, as
     tests/cli/test_cli_run.py runs the CLI: two subprocesses re-imported the SDK for nothing this test checks.)"""
     import json
@@ -213,7 +227,7 @@ def test_the_cache_break_scenario_says_why_its_second_turn_missed(tmp_path, caps
     assert doc["total"]["cost"]["usd"] > 0 and doc["total"]["usage"]["cache_write_tokens"] == 4096
 
 
-def test_an_openai_streams_cached_and_reasoning_tokens_reach_the_accounting():
+def test_an_openai_streams_cached_and_reasoning_tokens_reach_the_accounting() -> None:
     """Live (the loop, the proxy) the accounting reads the neutral message's usage: an OpenAI stream's cached and
     reasoning counts are kept there (before, only input and output were: a cached prompt was priced at full rate)."""
     from inspector.stream.openai_chat import ChatStream

@@ -3,6 +3,7 @@ a JSON 200 response is assembled as a message, and no SSE diagnostic appears on 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -35,7 +36,7 @@ def error_body(etype: str, message: str) -> bytes:
     return orjson.dumps({"type": "error", "error": {"type": etype, "message": message}})
 
 
-def write(path, attempts: list[tuple[int, int, int, str, list[bytes]]]) -> str:
+def write(path: Path, attempts: list[tuple[int, int, int, str, list[bytes]]]) -> str:
     with RecordingWriter(str(path), source={"type": "test"}) as w:
         for turn, attempt, status, ctype, reads in attempts:
             w.request(turn, attempt, 0.0, "POST", "http://t/v1/messages", {}, {"model": "m"})
@@ -46,20 +47,22 @@ def write(path, attempts: list[tuple[int, int, int, str, list[bytes]]]) -> str:
     return str(path)
 
 
-def run(capsys, *argv: str) -> tuple[int, str]:
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
     code = main(list(argv))
     out, _ = capsys.readouterr()
     return code, out
 
 
-def no_sse_diagnostics(entry: dict) -> bool:
+def no_sse_diagnostics(entry: dict[str, Any]) -> bool:
     return not any(d["code"].startswith(("sse.", "protocol.no_events")) for d in entry["diagnostics"])
 
 
 @pytest.mark.parametrize(
     ("status", "etype"), [(429, "rate_limit_error"), (529, "overloaded_error"), (400, "invalid_request_error")]
 )
-def test_a_retried_http_error_is_http_error_and_does_not_fail_the_dump(capsys, tmp_path, status, etype) -> None:
+def test_a_retried_http_error_is_http_error_and_does_not_fail_the_dump(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, status: int, etype: str
+) -> None:
     body = error_body(etype, "slow down please")
     path = write(
         tmp_path / "r.jsonl",
@@ -83,7 +86,7 @@ def test_a_retried_http_error_is_http_error_and_does_not_fail_the_dump(capsys, t
     assert "None" not in out and "sse." not in out
 
 
-def test_a_final_http_error_fails_the_dump(capsys, tmp_path) -> None:
+def test_a_final_http_error_fails_the_dump(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = write(tmp_path / "r.jsonl", [(0, 0, 529, "application/json", [error_body("overloaded_error", "busy")])])
     code, out = run(capsys, "dump", path)
     assert code == 1
@@ -92,7 +95,7 @@ def test_a_final_http_error_fails_the_dump(capsys, tmp_path) -> None:
     assert code == 1 and out == ""  # no SSE event was decoded from an error body
 
 
-def test_an_http_error_body_that_is_not_json_is_kept_as_the_message(tmp_path) -> None:
+def test_an_http_error_body_that_is_not_json_is_kept_as_the_message(tmp_path: Path) -> None:
     path = write(tmp_path / "r.jsonl", [(0, 0, 502, "text/html", [b"<html>Bad gateway</html>"])])
     [turn] = dump_turns(read_recording(path))
     assert turn["outcome"] == "http_error" and turn["status"] == 502
@@ -101,7 +104,9 @@ def test_an_http_error_body_that_is_not_json_is_kept_as_the_message(tmp_path) ->
 
 
 @pytest.mark.parametrize("ctype", ["application/json", "application/json; charset=utf-8", ""])
-def test_a_json_200_response_is_assembled_as_a_message(capsys, tmp_path, ctype) -> None:
+def test_a_json_200_response_is_assembled_as_a_message(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, ctype: str
+) -> None:
     body = orjson.dumps(MESSAGE)
     path = write(tmp_path / "r.jsonl", [(0, 0, 200, ctype, [body[:33], body[33:]])])
     code, out = run(capsys, "dump", path, "--json")
@@ -112,7 +117,7 @@ def test_a_json_200_response_is_assembled_as_a_message(capsys, tmp_path, ctype) 
     assert "(JSON, not streamed)" in out and "tool_use read_file toolu_9" in out and "None" not in out
 
 
-def test_a_plain_file_holding_one_json_message_is_a_message(capsys, tmp_path) -> None:
+def test_a_plain_file_holding_one_json_message_is_a_message(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = tmp_path / "m.json"
     path.write_bytes(b"\n  " + orjson.dumps(dict(MESSAGE, stop_reason="end_turn", content=[MESSAGE["content"][0]])))
     code, out = run(capsys, "dump", str(path), "--json")
@@ -120,7 +125,7 @@ def test_a_plain_file_holding_one_json_message_is_a_message(capsys, tmp_path) ->
     assert turn["outcome"] == "text_finish" and turn["message"]["id"] == "msg_json" and code == 0
 
 
-def test_a_json_error_object_with_status_200_is_an_error(tmp_path) -> None:
+def test_a_json_error_object_with_status_200_is_an_error(tmp_path: Path) -> None:
     path = tmp_path / "e.json"
     path.write_bytes(error_body("api_error", "internal"))
     [turn] = dump_turns(read_recording(path))
@@ -129,7 +134,7 @@ def test_a_json_error_object_with_status_200_is_an_error(tmp_path) -> None:
     assert "None" not in format_turns([turn])
 
 
-def test_a_body_starting_with_a_brace_that_is_not_json_is_decoded_as_sse(tmp_path) -> None:
+def test_a_body_starting_with_a_brace_that_is_not_json_is_decoded_as_sse(tmp_path: Path) -> None:
     body = b"{oops\n\n" + sse(*text_turn("still here"))
     path = tmp_path / "s.sse"
     path.write_bytes(body)
@@ -137,14 +142,14 @@ def test_a_body_starting_with_a_brace_that_is_not_json_is_decoded_as_sse(tmp_pat
     assert turn["body"] == "sse" and turn["message"]["content"] == [{"type": "text", "text": "still here"}]
 
 
-def test_max_tokens_inside_a_tool_call_is_truncated(tmp_path) -> None:
+def test_max_tokens_inside_a_tool_call_is_truncated(tmp_path: Path) -> None:
     path = tmp_path / "t.json"
     path.write_bytes(orjson.dumps(dict(MESSAGE, stop_reason="max_tokens")))
     [turn] = dump_turns(read_recording(path))
     assert turn["outcome"] == "truncated"
 
 
-def test_sse_turns_keep_their_outcomes(tmp_path) -> None:
+def test_sse_turns_keep_their_outcomes(tmp_path: Path) -> None:
     path = write(tmp_path / "r.jsonl", [(0, 0, 200, "text/event-stream", [sse(*tool_turn(['{"a": 1}']))])])
     [turn] = dump_turns(read_recording(path))
     assert turn["outcome"] == "tool_use" and turn["body"] == "sse"
@@ -154,7 +159,9 @@ def test_sse_turns_keep_their_outcomes(tmp_path) -> None:
 @given(
     statuses=st.lists(st.sampled_from([200, 400, 429, 500, 529]), min_size=1, max_size=4),
 )
-def test_dump_ok_follows_the_last_attempt_of_each_turn(tmp_path_factory, statuses: list[int]) -> None:
+def test_dump_ok_follows_the_last_attempt_of_each_turn(
+    tmp_path_factory: pytest.TempPathFactory, statuses: list[int]
+) -> None:
     path = tmp_path_factory.mktemp("ok") / "r.jsonl"
     attempts = [
         (
@@ -174,7 +181,7 @@ def test_dump_ok_follows_the_last_attempt_of_each_turn(tmp_path_factory, statuse
     ]
 
 
-def test_text_of_an_empty_attempt_prints_no_none(capsys, tmp_path) -> None:
+def test_text_of_an_empty_attempt_prints_no_none(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = tmp_path / "empty.sse"
     path.write_bytes(b"")
     code, out = run(capsys, "dump", str(path))
@@ -183,7 +190,7 @@ def test_text_of_an_empty_attempt_prints_no_none(capsys, tmp_path) -> None:
     assert "None" not in out
 
 
-def test_max_size_option(capsys, tmp_path) -> None:
+def test_max_size_option(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = tmp_path / "big.sse"
     path.write_bytes(b"data: " + b"x" * 3000 + b"\n\n" + sse(*text_turn("after")))
     code, out = run(capsys, "dump", str(path), "--max-size", "0.001")  # 1048 bytes
@@ -193,7 +200,7 @@ def test_max_size_option(capsys, tmp_path) -> None:
     assert code == 2
 
 
-def test_a_json_message_with_only_a_server_tool_call_is_a_text_finish_as_when_streamed(tmp_path) -> None:
+def test_a_json_message_with_only_a_server_tool_call_is_a_text_finish_as_when_streamed(tmp_path: Path) -> None:
     """Server tools (web search...) run on the API's side: the harness has no call to run, streamed or not."""
     content = [
         {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "q"}},

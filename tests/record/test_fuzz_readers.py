@@ -12,6 +12,7 @@ import math
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 from hypothesis import HealthCheck, given, settings
@@ -89,7 +90,7 @@ def base_recording() -> bytes:
 
 
 def base_har() -> bytes:
-    def entry(text: str, status: int = 200, ctype: str = "text/event-stream") -> dict:
+    def entry(text: str, status: int = 200, ctype: str = "text/event-stream") -> dict[str, Any]:
         return {
             "startedDateTime": "2025-01-01T00:00:00.000Z",
             "time": 12.5,
@@ -116,7 +117,7 @@ HAR = base_har()
 PLAIN = [generate(seed).data for seed in range(8)]
 
 
-def paths(value: object, prefix: tuple = ()) -> Iterator[tuple]:
+def paths(value: object, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
     yield prefix
     if isinstance(value, dict):
         for k, v in value.items():
@@ -126,7 +127,7 @@ def paths(value: object, prefix: tuple = ()) -> Iterator[tuple]:
             yield from paths(v, (*prefix, i))
 
 
-def replace(doc: object, path: tuple, new: object) -> object:
+def replace(doc: object, path: tuple[Any, ...], new: object) -> object:
     if not path:
         return new
     *head, last = path

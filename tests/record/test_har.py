@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,12 +27,12 @@ def entry(
     base64_body: bool = False,
     mime: str = "text/event-stream",
     started: str,
-    request_body: dict | None = None,
+    request_body: dict[str, Any] | None = None,
     status: int = 200,
-    timings: dict | None = None,
+    timings: dict[str, Any] | None = None,
     time_ms: float = 1500.0,
     ctype_header: bool = True,
-) -> dict:
+) -> dict[str, Any]:
     content = {"size": len(body), "mimeType": mime}
     if base64_body:
         content.update(text=base64.b64encode(body).decode(), encoding="base64")
@@ -64,7 +66,7 @@ def entry(
     }
 
 
-def har(*entries: dict, creator: str = "WebInspector") -> bytes:
+def har(*entries: dict[str, Any], creator: str = "WebInspector") -> bytes:
     return json.dumps(
         {"log": {"version": "1.2", "creator": {"name": creator, "version": "537.36"}, "entries": list(entries)}}
     ).encode()
@@ -75,7 +77,7 @@ WEATHER1 = render_turn(get_scenario("weather"), 1, 0).body
 ODD = render_faulted(get_scenario("weather"), "bom,crlf", 0, 0).body  # a BOM and CRLF: kept byte for byte
 
 
-def test_sse_entries_become_turns_with_exact_bytes(tmp_path):
+def test_sse_entries_become_turns_with_exact_bytes(tmp_path: Path) -> None:
     json_entry = entry(b'{"data": []}', mime="application/json", started="2025-05-01T10:00:00.000Z")
     data = har(
         entry(WEATHER0, started="2025-05-01T10:00:01.000Z", request_body={"model": "m", "stream": True}),
@@ -106,7 +108,7 @@ def test_sse_entries_become_turns_with_exact_bytes(tmp_path):
         assert KEY not in json.dumps(a.request)
 
 
-def test_dump_and_timing_of_a_har():
+def test_dump_and_timing_of_a_har() -> None:
     rec = read_har(
         har(entry(WEATHER0, started="2025-05-01T10:00:00Z"), entry(WEATHER1, started="2025-05-01T10:00:02Z"))
     )
@@ -120,7 +122,7 @@ def test_dump_and_timing_of_a_har():
     assert data["attempts"][0]["headers_s"] == pytest.approx(0.4) and data["attempts"][0]["end_s"] == 1.5
 
 
-def test_mitmproxy_style_export():
+def test_mitmproxy_style_export() -> None:
     """mitmproxy: base64 bodies, -1 timings where unknown, no startedDateTime offsets to speak of."""
     e = entry(
         WEATHER0,
@@ -135,7 +137,7 @@ def test_mitmproxy_style_export():
     assert a.data == WEATHER0 and a.response["t"] is None and a.end["t"] is None
 
 
-def test_missing_bodies_errors_and_detection():
+def test_missing_bodies_errors_and_detection() -> None:
     e = entry(WEATHER0, started="2025-05-01T10:00:00Z")
     del e["response"]["content"]["text"]
     failed = entry(b"", started="2025-05-01T10:00:01Z", status=0)
@@ -153,7 +155,7 @@ def test_missing_bodies_errors_and_detection():
     assert is_har(har()) and is_har(b'\xef\xbb\xbf { "log": {') and not is_har(b'{"kind": "header"}')
 
 
-def test_load_any_dispatches(tmp_path):
+def test_load_any_dispatches(tmp_path: Path) -> None:
     assert load_any(har(entry(WEATHER0, started="2025-05-01T10:00:00Z"))).header["format"] == "har"
     assert load_any(WEATHER0).is_plain
     path = tmp_path / "r.jsonl"

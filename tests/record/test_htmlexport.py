@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -65,7 +66,7 @@ def _attr(dom: str, name: str) -> str:
     return m.group(1)
 
 
-def test_every_bundled_scenario_exports(tmp_path):
+def test_every_bundled_scenario_exports(tmp_path: Path) -> None:
     """Each bundled scenario, recorded headless and exported: a page whose event count is the engine's."""
     for name in SCENARIOS:
         rec = tmp_path / f"{name}.jsonl"
@@ -74,14 +75,14 @@ def test_every_bundled_scenario_exports(tmp_path):
         doc = build(recording, title=name)
         size = export(recording, tmp_path / f"{name}.html", title=name)
         assert 0 < size < 5_000_000
-        events: list = []
+        events: list[Any] = []
         dump_turns(recording, on_event=events.append)
         assert len(doc["events"]) == len(events), name
 
 
 @needs_browser
 @pytest.mark.parametrize("name", ["parse_date", "overloaded_midstream", "invalid_json"])
-def test_the_page_in_a_real_browser(tmp_path, name):
+def test_the_page_in_a_real_browser(tmp_path: Path, name: str) -> None:
     rec, page = tmp_path / "s.jsonl", tmp_path / "s.html"
     _record(name, rec)
     recording = load_any(rec)
@@ -105,7 +106,7 @@ def test_the_page_in_a_real_browser(tmp_path, name):
     assert f"event {k + 1}: {doc['events'][k][2]}" in dom
 
 
-def test_no_external_request_is_possible(tmp_path):
+def test_no_external_request_is_possible(tmp_path: Path) -> None:
     rec, page = tmp_path / "s.jsonl", tmp_path / "s.html"
     _record("weather", rec)
     export(load_any(rec), page)
@@ -115,7 +116,7 @@ def test_no_external_request_is_possible(tmp_path):
     assert "</script" not in text.split('id="data">', 1)[1].split("</script>", 1)[0]
 
 
-def test_a_key_never_reaches_the_page(tmp_path):
+def test_a_key_never_reaches_the_page(tmp_path: Path) -> None:
     """A key known to the session (the dashboard passes it) is masked everywhere in the page, also where a
     hand-made recording kept it in a header, a read split across two reads, and a request body."""
     key = "sk-ant-api03-" + "canaryCANARY0123456789" * 3

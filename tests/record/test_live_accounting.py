@@ -6,19 +6,23 @@ from __future__ import annotations
 import asyncio
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from inspector.observe import observations as O
 from inspector.record.accounting import LiveAccounting, account, family_of_url, requests_of
+from inspector.record.cost import Cost
 from inspector.record.dump import dump_turns
 from inspector.record.recording import read_recording
 from inspector.sessions.sources import scenario_session
 
 
-def _live_and_dumped(name: str, tmp_path: Path) -> tuple[list[dict], LiveAccounting, list[dict], dict]:
+def _live_and_dumped(
+    name: str, tmp_path: Path
+) -> tuple[list[dict[str, Any]], LiveAccounting, list[dict[str, Any]], dict[str, Any]]:
     rec = tmp_path / f"{name}.jsonl"
-    seen: list[dict] = []
+    seen: list[dict[str, Any]] = []
     live = LiveAccounting(seen.append)
     session = scenario_session(name, speed=math.inf, record=rec)
     session.bus.subscribe(live)
@@ -44,7 +48,7 @@ def _live_and_dumped(name: str, tmp_path: Path) -> tuple[list[dict], LiveAccount
         "thinking",
     ],
 )
-def test_the_live_figures_equal_dump_json(name, tmp_path):
+def test_the_live_figures_equal_dump_json(name: str, tmp_path: Path) -> None:
     seen, live, turns, totals = _live_and_dumped(name, tmp_path)
     assert len(seen) == len(turns) > 0
     for mine, dumped in zip(seen, turns, strict=True):
@@ -54,20 +58,20 @@ def test_the_live_figures_equal_dump_json(name, tmp_path):
     assert live.totals() == totals
 
 
-def test_cache_break_turn_two_says_the_system_changed(tmp_path):
+def test_cache_break_turn_two_says_the_system_changed(tmp_path: Path) -> None:
     seen, live, _, _ = _live_and_dumped("cache_break", tmp_path)
     assert seen[1]["cache"]["reason"] == "cache written again: system changed at char 69"
     assert seen[0]["cost"]["usd"] > 0 and live.cost.total is not None and live.cost.total > 0
 
 
-def test_a_retried_turn_counts_its_failed_attempt(tmp_path):
+def test_a_retried_turn_counts_its_failed_attempt(tmp_path: Path) -> None:
     seen, _, _, _ = _live_and_dumped("overloaded_midstream", tmp_path)
     multi = [t for t in seen if "attempt_costs" in t]
     assert multi and multi[0]["attempt_costs"][0].get("failed") is True
     assert "failed" not in multi[0]["attempt_costs"][-1]
 
 
-def test_an_attempt_is_priced_once_when_it_ends(monkeypatch):
+def test_an_attempt_is_priced_once_when_it_ends(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pricing happens at AttemptEnded, not per usage update (cost never slows the stream)."""
     import inspector.record.accounting as acc
     from inspector.record import cost
@@ -78,7 +82,7 @@ def test_an_attempt_is_priced_once_when_it_ends(monkeypatch):
     calls: list[str] = []
     real = cost.price  # (acc.price is cost.price: accounting imports it)
 
-    def counting(*a, **kw):
+    def counting(*a: Any, **kw: Any) -> Cost:
         calls.append("p")
         return real(*a, **kw)
 
@@ -96,12 +100,12 @@ def test_an_attempt_is_priced_once_when_it_ends(monkeypatch):
     assert calls == ["p"] and live.usage.output == 49
 
 
-def test_while_the_prices_load_an_attempt_is_priced_at_its_turns_end(monkeypatch):
+def test_while_the_prices_load_an_attempt_is_priced_at_its_turns_end(monkeypatch: pytest.MonkeyPatch) -> None:
     """The loop's thread never waits for the warm-up: the attempt's price moves to the turn's end."""
     import inspector.record.accounting as acc
 
     monkeypatch.setattr(acc, "prices_ready", lambda: False)
-    seen: list[dict] = []
+    seen: list[dict[str, Any]] = []
     live = LiveAccounting(seen.append)
     live(O.AttemptStarted(0.0, 0, 0, "POST", "http://x/v1/messages", {}, {}))
     live(O.MessageStarted(0.1, 0, 0, {"model": "claude-sonnet-4-6", "usage": {"input_tokens": 10}}))
@@ -111,8 +115,8 @@ def test_while_the_prices_load_an_attempt_is_priced_at_its_turns_end(monkeypatch
     assert seen[0]["cost"]["usd"] > 0
 
 
-def test_an_unknown_model_is_unpriced_not_guessed():
-    seen: list[dict] = []
+def test_an_unknown_model_is_unpriced_not_guessed() -> None:
+    seen: list[dict[str, Any]] = []
     live = LiveAccounting(seen.append)
     live(O.AttemptStarted(0.0, 0, 0, "POST", "http://x/v1/messages", {}, {"model": "nobody-knows-9"}))
     live(O.MessageStarted(0.1, 0, 0, {"model": "nobody-knows-9", "usage": {"input_tokens": 10, "output_tokens": 3}}))
@@ -121,8 +125,8 @@ def test_an_unknown_model_is_unpriced_not_guessed():
     assert len(seen) == 1 and seen[0]["cost"]["usd"] is None and "nobody-knows-9" in seen[0]["cost"]["unpriced"]
 
 
-def test_conversations_compare_with_their_own_previous_turn():
-    seen: list[dict] = []
+def test_conversations_compare_with_their_own_previous_turn() -> None:
+    seen: list[dict[str, Any]] = []
     live = LiveAccounting(seen.append)
     usage = {"input_tokens": 5, "cache_creation_input_tokens": 2048, "output_tokens": 1}
     for turn, conv, system in ((0, "c1", "A" * 100), (1, "c2", "B" * 100), (2, "c1", "A" * 100)):
@@ -137,7 +141,7 @@ def test_conversations_compare_with_their_own_previous_turn():
     assert seen[2]["cache"]["kind"] != "first"
 
 
-def test_the_family_of_a_request_path():
+def test_the_family_of_a_request_path() -> None:
     assert family_of_url("http://127.0.0.1:1/v1/chat/completions") == "openai"
     assert family_of_url("http://h/v1/responses") == "openai"
     assert family_of_url("http://h/v1/messages") is None
@@ -166,11 +170,11 @@ _turn = st.tuples(st.lists(_attempt, min_size=1, max_size=3), st.sampled_from(["
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(_turn, min_size=1, max_size=4))
-def test_live_equals_account_for_any_turns(turns):
+def test_live_equals_account_for_any_turns(turns: list[tuple[list[tuple[str | None, Any, str]], str]]) -> None:
     """The observations of any turns give what ``account`` gives for the same turns as dump entries."""
-    seen: list[dict] = []
+    seen: list[dict[str, Any]] = []
     live = LiveAccounting(seen.append)
-    entries: list[dict] = []
+    entries: list[dict[str, Any]] = []
     requests = []
     t = 0.0
     for n, (attempts, system) in enumerate(turns):
@@ -179,7 +183,7 @@ def test_live_equals_account_for_any_turns(turns):
         for a, (model, usage, status) in enumerate(attempts):
             t += 1.0
             live(O.AttemptStarted(t, n, a, "POST", "http://x/v1/messages", {}, body))
-            msg: dict = {}
+            msg: dict[str, Any] = {}
             if usage is not None:
                 msg = {"model": model, "usage": {k: v for k, v in usage.items() if v is not None}}
                 live(O.MessageStarted(t, n, a, {"model": model, "usage": usage}))

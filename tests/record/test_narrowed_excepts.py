@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+from typing import Any
 
 import orjson
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from inspector.record import cachebreak, cost
 
 
-def test_canon_of_a_value_json_cannot_write_is_its_repr():
+def test_canon_of_a_value_json_cannot_write_is_its_repr() -> None:
     # a lone surrogate comes out of json.loads of "\ud800": orjson refuses to write it (JSONEncodeError, a TypeError)
     value = {"system": "\ud800"}
     with pytest.raises(orjson.JSONEncodeError):
@@ -18,14 +19,14 @@ def test_canon_of_a_value_json_cannot_write_is_its_repr():
     assert cachebreak._canon(value) == repr(value)
 
 
-def test_canon_of_a_nesting_too_deep_for_orjson_is_its_repr():
-    value: list = []
+def test_canon_of_a_nesting_too_deep_for_orjson_is_its_repr() -> None:
+    value: list[Any] = []
     for _ in range(300):  # orjson stops at 254 levels (JSONEncodeError)
         value = [value]
     assert cachebreak._canon(value) == repr(value)
 
 
-def test_price_source_without_genai_prices_installed(monkeypatch):
+def test_price_source_without_genai_prices_installed(monkeypatch: pytest.MonkeyPatch) -> None:
     def missing(name: str) -> str:
         raise importlib.metadata.PackageNotFoundError(name)
 
@@ -33,6 +34,6 @@ def test_price_source_without_genai_prices_installed(monkeypatch):
     assert cost.price_source() == "prices: genai-prices not installed"
 
 
-def test_price_source_names_the_installed_version():
+def test_price_source_names_the_installed_version() -> None:
     v = importlib.metadata.version("genai-prices")
     assert cost.price_source() == f"prices: genai-prices {v} (bundled data, not updated)"

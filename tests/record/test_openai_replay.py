@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -40,7 +41,7 @@ def _server(session: Session) -> ReplayServer:
 
 
 def _tool(fail: bool = False) -> dict[str, ToolSpec]:
-    async def fn(tool_input: dict) -> str:
+    async def fn(tool_input: dict[str, Any]) -> str:
         if fail:
             raise ToolRefused(f"no station in {tool_input['city']}")
         return f"weather in {tool_input['city']}: 18C"
@@ -48,7 +49,7 @@ def _tool(fail: bool = False) -> dict[str, ToolSpec]:
     return {"get_weather": ToolSpec("get_weather", "weather", {"type": "object"}, fn, concurrency_safe=True)}
 
 
-def _script(api: str) -> list:
+def _script(api: str) -> list[Any]:
     if api == "chat":
         first = sse(
             chunk({"role": "assistant", "content": "Checking."}),
@@ -91,7 +92,7 @@ def _script(api: str) -> list:
 
 @pytest.mark.parametrize("fail", [False, True], ids=["ok", "tool_error"])
 @pytest.mark.parametrize("api", ["chat", "responses"])
-async def test_record_then_replay_an_openai_run(api, fail, tmp_path):
+async def test_record_then_replay_an_openai_run(api: str, fail: bool, tmp_path: Path) -> None:
     path = tmp_path / "rec.jsonl"
     fake = FakeOpenAI(_script(api))
     s = openai_session(
@@ -147,7 +148,7 @@ async def test_record_then_replay_an_openai_run(api, fail, tmp_path):
     assert_no_leftovers()
 
 
-def test_neutral_history_of_openai_shapes():
+def test_neutral_history_of_openai_shapes() -> None:
     chat = [
         {"role": "user", "content": "hi"},
         {
@@ -180,7 +181,9 @@ def test_neutral_history_of_openai_shapes():
     assert tool_name({"type": "function", "name": "g"}) == "g" and tool_name({"name": "h"}) == "h"
 
 
-def _har_entry(body: dict, sse_body: bytes, started: str, status: int = 200, mime: str = "text/event-stream") -> dict:
+def _har_entry(
+    body: dict[str, Any], sse_body: bytes, started: str, status: int = 200, mime: str = "text/event-stream"
+) -> dict[str, Any]:
     return {
         "startedDateTime": started,
         "time": 120.0,
@@ -202,7 +205,7 @@ def _har_entry(body: dict, sse_body: bytes, started: str, status: int = 200, mim
     }
 
 
-async def test_replay_an_openai_har():
+async def test_replay_an_openai_har() -> None:
     """A browser / mitmproxy HAR of Chat Completions calls replays through the openai SDK: the tool result comes
     from the history the next request sent (its `tool` message); a 429 before a stream is kept as its failed try."""
     tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
@@ -257,7 +260,7 @@ async def test_replay_an_openai_har():
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
-async def test_time_travel_over_an_openai_run(api):
+async def test_time_travel_over_an_openai_run(api: str) -> None:
     """The dashboard's fold and time travel over an OpenAI run: as of each SSE event (one row per event), the
     state rebuilt from checkpoints is the state folded from the start; the last one shows the tool and the answer,
     never the key."""

@@ -4,6 +4,8 @@ opentelemetry-proto. Spans, parents and GenAI attributes for scenarios with tool
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,13 +18,13 @@ from inspector.testing.otlp import Receiver
 
 
 @pytest.fixture
-def receiver():
+def receiver() -> Iterator[Receiver]:
     r = Receiver()
     yield r
     r.close()
 
 
-async def _traced(name: str, receiver: Receiver, content: bool = False) -> list[dict]:
+async def _traced(name: str, receiver: Receiver, content: bool = False) -> list[dict[str, Any]]:
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     provider = otel.make_provider(exporter=OTLPSpanExporter(endpoint=receiver.endpoint, timeout=5))
@@ -35,7 +37,7 @@ async def _traced(name: str, receiver: Receiver, content: bool = False) -> list[
     return receiver.spans
 
 
-async def test_weather_spans_parents_and_attributes(receiver):
+async def test_weather_spans_parents_and_attributes(receiver: Receiver) -> None:
     spans = await _traced("weather", receiver)
     by: dict[str, list[dict[str, Any]]] = {}
     for s in spans:
@@ -62,7 +64,7 @@ async def test_weather_spans_parents_and_attributes(receiver):
         assert s["end"] >= s["start"] > 0
 
 
-async def test_content_is_opt_in(receiver):
+async def test_content_is_opt_in(receiver: Receiver) -> None:
     spans = await _traced("weather", receiver, content=True)
     chat = next(s for s in spans if s["name"].startswith("chat"))
     tool = next(s for s in spans if s["name"].startswith("execute_tool"))
@@ -70,7 +72,7 @@ async def test_content_is_opt_in(receiver):
     assert "Paris" in tool["attrs"]["gen_ai.tool.call.arguments"]
 
 
-async def test_a_retry_is_two_chat_spans_and_the_failed_one_says_why(receiver):
+async def test_a_retry_is_two_chat_spans_and_the_failed_one_says_why(receiver: Receiver) -> None:
     spans = await _traced("overloaded_midstream", receiver)
     chats = [s for s in spans if s["name"].startswith("chat")]
     failed = [s for s in chats if "error.type" in s["attrs"]]
@@ -80,7 +82,7 @@ async def test_a_retry_is_two_chat_spans_and_the_failed_one_says_why(receiver):
     assert sum(1 for s in chats if "error.type" not in s["attrs"]) >= 1
 
 
-async def test_a_collector_that_is_down_never_blocks_the_stream():
+async def test_a_collector_that_is_down_never_blocks_the_stream() -> None:
     """The exporter points at a closed port: the session ends as usual and close() returns within its bound."""
     import socket
     import time
@@ -101,7 +103,7 @@ async def test_a_collector_that_is_down_never_blocks_the_stream():
     assert time.monotonic() - t0 < 30
 
 
-def test_the_cli_exports_to_the_standard_endpoint_variable(receiver, tmp_path):
+def test_the_cli_exports_to_the_standard_endpoint_variable(receiver: Receiver, tmp_path: Path) -> None:
     """`inspector run --headless --otel` reads OTEL_EXPORTER_OTLP_ENDPOINT like any OTel SDK, and a key in
     OTEL_EXPORTER_OTLP_HEADERS reaches the collector, not the output."""
     import os
@@ -136,7 +138,7 @@ def test_the_cli_exports_to_the_standard_endpoint_variable(receiver, tmp_path):
     assert bad.returncode == 2 and "--otel-content goes with --otel" in bad.stderr
 
 
-def test_conversation_sinks_are_bounded_and_each_conversation_has_its_own_parent():
+def test_conversation_sinks_are_bounded_and_each_conversation_has_its_own_parent() -> None:
     """A proxy's bus: turns go to their conversation's span; past KEEP open conversations the oldest is ended."""
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor

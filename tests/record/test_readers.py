@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import io
 import itertools
+from collections.abc import Iterable
+from pathlib import Path
 from typing import IO, Any, cast
 
 import orjson
@@ -28,7 +30,7 @@ SOURCE = {"type": "test"}
 class Chunked(io.RawIOBase):
     """A binary file that refuses to be read whole: every read must ask for a bounded size."""
 
-    def __init__(self, chunks, limit: int = R.CHUNK_BYTES) -> None:
+    def __init__(self, chunks: Iterable[bytes], limit: int = R.CHUNK_BYTES) -> None:
         self.chunks = iter(chunks)
         self.limit = limit
         self.pending = b""
@@ -38,7 +40,7 @@ class Chunked(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, b) -> int:
+    def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]  # (what io passes)
         size = len(b)
         self.asked.append(size)
         assert 0 < size <= max(self.limit, io.DEFAULT_BUFFER_SIZE), f"read of {size} bytes"
@@ -165,7 +167,7 @@ def test_garbage_keeps_a_bounded_number_of_diagnostics() -> None:
 HEADER = b'{"kind":"header","format":"stream-inspector-recording","version":1,"source":{}}\n'
 
 
-def lines(*objs: dict) -> bytes:
+def lines(*objs: dict[str, Any]) -> bytes:
     return HEADER + b"".join(orjson.dumps(o) + b"\n" for o in objs)
 
 
@@ -189,7 +191,7 @@ BAD: list[tuple[dict[str, Any], str]] = [
 
 
 @pytest.mark.parametrize(("line", "field"), BAD, ids=[f"{b[0]['kind']}.{b[1]}" for b in BAD])
-def test_a_field_of_the_wrong_type_is_dropped_with_a_warning(line: dict, field: str) -> None:
+def test_a_field_of_the_wrong_type_is_dropped_with_a_warning(line: dict[str, Any], field: str) -> None:
     read = {"kind": "read", "turn": 0, "attempt": 0, "t": 0.2, "data": sse(*text_turn("hi")).decode()}
     rec = read_recording(lines(line, read))
     assert any(w.startswith(f"line 2: {line['kind']}: {field} ") for w in rec.warnings), rec.warnings
@@ -212,7 +214,7 @@ def test_a_tool_observation_without_a_string_id_is_skipped() -> None:
     ]
 
 
-def test_a_bad_recorded_status_says_so_and_replay_does_not_fail_on_it(tmp_path) -> None:
+def test_a_bad_recorded_status_says_so_and_replay_does_not_fail_on_it(tmp_path: Path) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_bytes(
         lines(
@@ -252,7 +254,7 @@ def har(*entries: object) -> bytes:
     return orjson.dumps({"log": {"version": "1.2", "creator": {"name": "t"}, "entries": list(entries)}})
 
 
-def sse_entry(**over: object) -> dict:
+def sse_entry(**over: object) -> dict[str, Any]:
     entry = {
         "startedDateTime": "2025-01-01T00:00:00.000Z",
         "time": 12.5,
@@ -295,7 +297,9 @@ def sse_entry(**over: object) -> dict:
         {"startedDateTime": 7, "time": "x"},
     ],
 )
-def test_har_fields_of_the_wrong_type_do_not_crash(over: dict, capsys, tmp_path) -> None:
+def test_har_fields_of_the_wrong_type_do_not_crash(
+    over: dict[str, Any], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     raw = har(sse_entry(), sse_entry(**over))
     rec = read_har(raw)
     dump_turns(rec)
@@ -306,7 +310,7 @@ def test_har_fields_of_the_wrong_type_do_not_crash(over: dict, capsys, tmp_path)
     assert "None" not in out and "Traceback" not in out
 
 
-def test_har_size_limit_is_a_one_line_error(capsys, tmp_path) -> None:
+def test_har_size_limit_is_a_one_line_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     raw = har(sse_entry(), sse_entry())
     with pytest.raises(RecordingError, match="HAR file larger than"):
         load_any(raw, max_har=100)
@@ -328,7 +332,9 @@ def test_har_size_limit_is_a_one_line_error(capsys, tmp_path) -> None:
     assert code == 2 and len(err.splitlines()) == 1 and "HAR file larger than" in err
 
 
-def test_har_messages_http_error_is_an_attempt_retried_by_the_next_entry(capsys, tmp_path) -> None:
+def test_har_messages_http_error_is_an_attempt_retried_by_the_next_entry(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     rate_limited = sse_entry(
         response={
             "status": 429,

@@ -5,6 +5,7 @@ request and end lines, numbered 0, 1, 2... within its turn, in order, and the fi
 from __future__ import annotations
 
 import io
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -24,7 +25,9 @@ ATTEMPT = st.tuples(
 RUN = st.lists(st.lists(ATTEMPT, min_size=1, max_size=3), min_size=1, max_size=4)
 
 
-def observations(run: list[list[tuple[list, str]]]) -> tuple[list[O.Observation], list[list[tuple[int | None, str]]]]:
+def observations(
+    run: list[list[tuple[list[Any], str]]],
+) -> tuple[list[O.Observation], list[list[tuple[int | None, str]]]]:
     """The loop's observations for `run`, and the recorded attempts expected per turn: (HTTP status, end status)."""
     out: list[O.Observation] = []
     expected: list[list[tuple[int | None, str]]] = []
@@ -86,7 +89,7 @@ def observations(run: list[list[tuple[list, str]]]) -> tuple[list[O.Observation]
 
 @settings(max_examples=examples(200), deadline=None)
 @given(RUN)
-def test_every_try_is_one_recorded_attempt(run):
+def test_every_try_is_one_recorded_attempt(run: list[list[tuple[list[Any], str]]]) -> None:
     obs, expected = observations(run)
     buf = io.BytesIO()
     recorder = Recorder(buf, source={"type": "test"})

@@ -9,6 +9,7 @@ import sys
 import textwrap
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -32,7 +33,7 @@ CANARY = "sk-ant-canary-1234567890"
 SOURCE = {"type": "scenario", "name": "parse_date"}
 
 
-def lines_of(path: Path) -> list[dict]:
+def lines_of(path: Path) -> list[dict[str, Any]]:
     return [orjson.loads(line) for line in path.read_bytes().splitlines()]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import io
+from collections.abc import Callable
 
 import orjson
 from hypothesis import HealthCheck, given, settings
@@ -77,7 +78,9 @@ def outputs(raw: bytes) -> dict[str, bytes | str]:
     user=st.sampled_from(["", "u", "api"]),
     cut=st.integers(0, 10**6),
 )
-def test_a_key_in_any_credential_header_form_is_recorded_nowhere(name, case, scheme, ws, key, user, cut) -> None:
+def test_a_key_in_any_credential_header_form_is_recorded_nowhere(
+    name: str, case: Callable[[str], str], scheme: str, ws: str, key: str, user: str, cut: int
+) -> None:
     if scheme.lower() == "basic":
         value = scheme + ws + base64.b64encode(f"{user}:{key}".encode()).decode()
     else:
@@ -98,7 +101,9 @@ def test_a_key_in_any_credential_header_form_is_recorded_nowhere(name, case, sch
     lower_hex=st.booleans(),
     cut=st.integers(0, 10**6),
 )
-def test_a_key_in_the_query_in_any_percent_encoding_is_recorded_nowhere(pname, key, encoded, lower_hex, cut) -> None:
+def test_a_key_in_the_query_in_any_percent_encoding_is_recorded_nowhere(
+    pname: str, key: str, encoded: set[int], lower_hex: bool, cut: int
+) -> None:
     hexfmt = "%{:02x}" if lower_hex else "%{:02X}"
     enc = "".join(hexfmt.format(ord(c)) if i in encoded else c for i, c in enumerate(key))
     url = f"{URL}?beta=true&{pname}={enc}&max_tokens=12345678"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import orjson
 import pytest
@@ -16,6 +16,7 @@ from pydantic import TypeAdapter
 
 from inspector.record import format as F
 from inspector.record.linechecks import LINE_OK
+from inspector.record.linemodels import _Line
 from inspector.record.recording import RecordingWriter, read_recording
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "docs" / "recording.schema.json"
@@ -24,14 +25,14 @@ SECRET = "sk-ant-test-0123456789abcdef"
 
 
 @pytest.fixture(scope="module")
-def validator():
+def validator() -> Any:  # (a jsonschema Draft202012Validator: jsonschema is imported only if installed)
     jsonschema = pytest.importorskip("jsonschema")  # the `test` extra installs it
     schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     jsonschema.Draft202012Validator.check_schema(schema)
     return jsonschema.Draft202012Validator(schema)
 
 
-def test_the_published_schema_is_generated_and_cannot_drift(capsys):
+def test_the_published_schema_is_generated_and_cannot_drift(capsys: pytest.CaptureFixture[str]) -> None:
     """docs/recording.schema.json is `python -m inspector.record.format`, byte for byte (regenerate it so)."""
     assert F.main([]) == 0
     printed = capsys.readouterr().out
@@ -39,7 +40,7 @@ def test_the_published_schema_is_generated_and_cannot_drift(capsys):
     assert F.main(["--write"]) == 2  # no options: the usage line, not a traceback
 
 
-def test_the_schema_is_a_tagged_union_over_kind():
+def test_the_schema_is_a_tagged_union_over_kind() -> None:
     schema = F.json_schema()
     refs = [choice["$ref"].rsplit("/", 1)[1] for choice in schema["oneOf"]]
     assert refs == [model.__name__ for model in F.LINE_MODELS.values()]
@@ -63,7 +64,7 @@ def written_lines(tmp_path: Path) -> list[bytes]:
     return path.read_bytes().splitlines()
 
 
-def test_every_line_the_writer_writes_fits_the_declaration_and_the_schema(tmp_path, validator):
+def test_every_line_the_writer_writes_fits_the_declaration_and_the_schema(tmp_path: Path, validator: Any) -> None:
     lines = written_lines(tmp_path)
     kinds = [orjson.loads(line)["kind"] for line in lines]
     assert set(kinds) == {"header", "obs", "request", "response", "read", "end"} and kinds.count("read") >= 2
@@ -107,19 +108,21 @@ HEADER = b'{"kind":"header","format":"stream-inspector-recording","version":1,"s
 
 
 @pytest.mark.parametrize(("line", "warning"), BAD_LINES)
-def test_what_the_schema_rejects_the_reader_drops_in_the_declared_words(line, warning, validator):
+def test_what_the_schema_rejects_the_reader_drops_in_the_declared_words(
+    line: dict[str, Any], warning: str, validator: Any
+) -> None:
     assert list(validator.iter_errors(line)), line
     rec = read_recording(HEADER + orjson.dumps(line) + b"\n")
     assert rec.warnings == [warning]
 
 
-def test_lines_of_unknown_kinds_fit_the_schema_and_are_kept(validator):
+def test_lines_of_unknown_kinds_fit_the_schema_and_are_kept(validator: Any) -> None:
     line = {"kind": "from-the-future", "anything": [1, 2]}
     assert list(validator.iter_errors(line)) == []
     assert read_recording(HEADER + orjson.dumps(line) + b"\n").unknown == [line]
 
 
-def test_a_header_field_of_the_wrong_type_is_dropped_with_a_warning_and_kept():
+def test_a_header_field_of_the_wrong_type_is_dropped_with_a_warning_and_kept() -> None:
     """Before the declaration, a header's source that was not an object became {} silently, and a started_at or
     tool_version of any type passed: now each is dropped like any field of the wrong type, its raw value kept."""
     header = b'{"kind":"header","format":"stream-inspector-recording","version":1,"source":"cli","started_at":7}\n'
@@ -132,7 +135,7 @@ def test_a_header_field_of_the_wrong_type_is_dropped_with_a_warning_and_kept():
     assert rec.header["invalid"] == {"source": "cli", "started_at": 7}
 
 
-def test_a_huge_bad_field_costs_one_error_not_one_per_item():
+def test_a_huge_bad_field_costs_one_error_not_one_per_item() -> None:
     """Lists and objects stop at their first bad item (FailFast): a field of 200k bad items is one warning."""
     line = {"kind": "request", "turn": 0, "attempt": 0, "headers": {str(i): i for i in range(200_000)}}
     assert F.field_errors(F.RequestLine, line) == {"headers": "string_type"}
@@ -171,7 +174,7 @@ READ_KEYS = ["kind", "turn", "attempt", "t", "data", "b64", "other"]
         st.tuples(st.sampled_from(READ_KEYS), st.one_of(st.just(DELETE), READ_FIELD_VALUES)), min_size=1, max_size=2
     ),
 )
-def test_the_read_shortcut_is_the_model(base, changes):
+def test_the_read_shortcut_is_the_model(base: dict[str, Any], changes: list[tuple[str, Any]]) -> None:
     """read_line_ok (generated from ReadLine's fields) says a line fits exactly when pydantic says so: a valid line
     with one or two fields changed (to any JSON value) or removed."""
     line = dict(base)
@@ -185,11 +188,11 @@ def test_the_read_shortcut_is_the_model(base, changes):
 
 @settings(max_examples=200, deadline=None)
 @given(line=st.dictionaries(st.sampled_from(READ_KEYS), READ_FIELD_VALUES, max_size=7))
-def test_the_read_shortcut_is_the_model_on_any_object(line):
+def test_the_read_shortcut_is_the_model_on_any_object(line: dict[str, Any]) -> None:
     assert F.read_line_ok(line) == (F.field_errors(F.ReadLine, line) == {}), line
 
 
-def test_the_shortcut_is_generated_from_the_declaration():
+def test_the_shortcut_is_generated_from_the_declaration() -> None:
     """The checks are inspector/record/linechecks.py, generated from the models (`python -m
     inspector.record.linemodels`), byte for byte; a type the generator cannot compile is refused, never guessed.
     (Before the checks covered every kind, a bounded field such as ResponseLine's status was the refused type.)"""
@@ -198,7 +201,7 @@ def test_the_shortcut_is_generated_from_the_declaration():
         assert repr(name) in (F._compile(F.ReadLine, F._ONE_OF_DATA_B64).__doc__ or "")
     assert F._compile(F.ResponseLine)({"kind": "response", "turn": 0, "attempt": 0, "status": 200})
 
-    class Odd(F._Line):
+    class Odd(_Line):
         kind: Literal["odd"]
         tags: set[int] | None = None
 
@@ -207,7 +210,7 @@ def test_the_shortcut_is_generated_from_the_declaration():
     assert F.checks_main(["--write"]) == 2  # no options: the usage line, not a traceback
 
 
-LINE_BASES: dict[str, dict] = {
+LINE_BASES: dict[str, dict[str, Any]] = {
     "header": {
         "kind": "header",
         "format": "stream-inspector-recording",
@@ -262,7 +265,7 @@ LINE_FIELD_VALUES = st.one_of(
 
 
 @st.composite
-def changed_lines(draw) -> tuple[str, dict]:
+def changed_lines(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
     kind = draw(st.sampled_from(list(LINE_BASES)))
     line = dict(LINE_BASES[kind])
     keys = [*line, "kind", "turn", "attempt", "data", "b64", "other"]
@@ -276,7 +279,7 @@ def changed_lines(draw) -> tuple[str, dict]:
     return kind, line
 
 
-def test_the_base_lines_fit_and_the_checks_cover_every_model():
+def test_the_base_lines_fit_and_the_checks_cover_every_model() -> None:
     assert set(LINE_BASES) == set(F.MODELS) == set(LINE_OK)
     for kind, line in LINE_BASES.items():
         assert F.line_ok(kind, line) and F.field_errors(F.MODELS[kind], line) == {}, kind
@@ -284,7 +287,7 @@ def test_the_base_lines_fit_and_the_checks_cover_every_model():
 
 @settings(max_examples=1000, deadline=None)
 @given(changed_lines())
-def test_every_lines_checks_are_the_model(kind_line):
+def test_every_lines_checks_are_the_model(kind_line: tuple[str, dict[str, Any]]) -> None:
     """line_ok (generated from the models' fields) says a line of any kind fits exactly when pydantic says so: a
     valid line with up to three fields changed (to any JSON value) or removed."""
     kind, line = kind_line
@@ -292,7 +295,7 @@ def test_every_lines_checks_are_the_model(kind_line):
     assert F.errors_of(kind, line) == F.field_errors(F.MODELS[kind], line)
 
 
-def test_a_valid_recording_is_read_without_pydantic(tmp_path):
+def test_a_valid_recording_is_read_without_pydantic(tmp_path: Path) -> None:
     """The models are built on first use (issue 17 §4): reading a valid recording (the dump path) imports no
     pydantic; a damaged line builds them to name what is wrong."""
     import subprocess

@@ -4,13 +4,14 @@ barrier the other calls of its turn may not overlap, though the replay runs no t
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from inspector.observe import observations as O
 from inspector.sessions.sources import replay_session, scenario_session
-from inspector.testing.loop import run_observed
+from inspector.testing.loop import Observed, run_observed
 
 
-def running_intervals(obs) -> dict[str, tuple[str, float, float]]:
+def running_intervals(obs: Observed) -> dict[str, tuple[str, float, float]]:
     out: dict[str, tuple[str, float, float]] = {}
     for o in obs.of(O.ToolStateChanged):
         if "running" in o.times and o.state in ("succeeded", "failed", "timed_out"):
@@ -18,11 +19,11 @@ def running_intervals(obs) -> dict[str, tuple[str, float, float]]:
     return out
 
 
-def order_of_starts(obs) -> list[str]:
+def order_of_starts(obs: Observed) -> list[str]:
     return [o.name for o in obs.of(O.ToolStateChanged) if o.state == "running"]
 
 
-async def test_replayed_exclusive_tool_is_still_a_barrier(tmp_path):
+async def test_replayed_exclusive_tool_is_still_a_barrier(tmp_path: Path) -> None:
     path = tmp_path / "mix.jsonl"
     original, obs1 = await run_observed(scenario_session("exclusive_mix", speed=math.inf, record=path))
     assert original.status == "finished"

@@ -5,6 +5,9 @@ same turn, not as the user's cancel."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from inspector.cli.headless import ProgressPrinter
 from inspector.observe import observations as O
@@ -18,13 +21,15 @@ CITY = {"c1": "Paris", "c2": "Rome", "c3": "Oslo"}
 TOOLS = [{"name": "get_weather", "input_schema": {"type": "object"}}]
 
 
-def proxy_recording(path, order=(("c1", 0), ("c2", 0), ("c3", 0), ("c3", 1), ("c1", 1), ("c2", 1))) -> str:
+def proxy_recording(
+    path: Path, order: Sequence[tuple[str, int]] = (("c1", 0), ("c2", 0), ("c3", 0), ("c3", 1), ("c1", 1), ("c2", 1))
+) -> str:
     """What `inspector proxy --record` writes for weather agents, interleaved; c2's first turn was closed by its
     client mid-stream and resent at once (attempt 2)."""
     with RecordingWriter(path, source={"type": "proxy"}) as w:
         for turn, (cid, ct) in enumerate(order):
             city, tid = CITY[cid], f"toolu_{cid}"
-            msgs: list[dict] = [{"role": "user", "content": f"Weather in {city}?"}]
+            msgs: list[dict[str, Any]] = [{"role": "user", "content": f"Weather in {city}?"}]
             if ct == 1:
                 msgs += [
                     {
@@ -68,7 +73,7 @@ def proxy_recording(path, order=(("c1", 0), ("c2", 0), ("c3", 0), ("c3", 1), ("c
     return str(path)
 
 
-async def test_many_conversations_replay_one_after_the_other_each_named(tmp_path):
+async def test_many_conversations_replay_one_after_the_other_each_named(tmp_path: Path) -> None:
     session = replay_session(proxy_recording(tmp_path / "three.jsonl"), speed=math.inf)
     assert isinstance(session, ConversationReplay) and [cid for cid, _t, _p in session.parts] == ["c1", "c2", "c3"]
     lines = Lines()
@@ -97,7 +102,7 @@ async def test_many_conversations_replay_one_after_the_other_each_named(tmp_path
     assert [o.text for o in got if isinstance(o, O.TextFinish)] == [f"{c}: 18 C" for c in CITY.values()]
 
 
-async def test_a_closed_and_resent_attempt_replays_as_a_retry_not_a_cancel(tmp_path):
+async def test_a_closed_and_resent_attempt_replays_as_a_retry_not_a_cancel(tmp_path: Path) -> None:
     path = proxy_recording(tmp_path / "one.jsonl", order=(("c2", 0), ("c2", 1)))
     rec = read_recording(path)
     assert split_conversations(rec) == []  # one conversation: replayed as it is

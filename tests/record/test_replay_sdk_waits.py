@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import math
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -21,7 +22,7 @@ N = 20
 
 
 @pytest.fixture(scope="module")
-def rate_limited(tmp_path_factory) -> list[dict]:
+def rate_limited(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     p = tmp_path_factory.mktemp("rec") / "rl.jsonl"
     assert (
         main(["run", "--headless", "--json", "--scenario", "rate_limited", "--speed", "max", "--record", str(p)]) == 0
@@ -30,9 +31,9 @@ def rate_limited(tmp_path_factory) -> list[dict]:
 
 
 @pytest.fixture
-def many_529s(rate_limited, tmp_path) -> Path:
+def many_529s(rate_limited: list[dict[str, Any]], tmp_path: Path) -> Path:
     """The recording with turn 2's one 529 made 20, none with a retry-after header (as a HAR of a real outage)."""
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     failed = [o for o in rate_limited if o.get("kind") != "obs" and o.get("turn") == 1 and o.get("attempt") == 0]
     assert [o["kind"] for o in failed] == ["request", "response", "read", "end"] and failed[1]["status"] == 529
     for o in rate_limited:
@@ -53,7 +54,7 @@ def many_529s(rate_limited, tmp_path) -> Path:
     return p
 
 
-async def test_the_sdk_backoff_of_a_replay_at_max_speed_is_virtual(many_529s):
+async def test_the_sdk_backoff_of_a_replay_at_max_speed_is_virtual(many_529s: Path) -> None:
     r = replay_session(many_529s, speed=math.inf)
     result, obs = await asyncio.wait_for(run_observed(r), 60)  # (the SDK's own backoff: > 100 s before)
     assert result.status == "finished", result.error
@@ -62,7 +63,7 @@ async def test_the_sdk_backoff_of_a_replay_at_max_speed_is_virtual(many_529s):
     assert [f.retry_in for f in fails] == [0.001] * N  # the wait the SDK makes, said as it is
 
 
-async def test_the_sdk_backoff_of_a_replay_follows_a_finite_speed(many_529s):
+async def test_the_sdk_backoff_of_a_replay_follows_a_finite_speed(many_529s: Path) -> None:
     r = replay_session(many_529s, speed=1000.0)
     result, obs = await asyncio.wait_for(run_observed(r), 60)
     assert result.status == "finished", result.error
@@ -71,7 +72,9 @@ async def test_the_sdk_backoff_of_a_replay_follows_a_finite_speed(many_529s):
     assert [f.retry_in for f in obs.of(O.HttpTryFailed) if f.status == 529] == pytest.approx(want)
 
 
-async def test_a_recorded_retry_after_is_still_scaled_not_replaced(rate_limited, tmp_path):
+async def test_a_recorded_retry_after_is_still_scaled_not_replaced(
+    rate_limited: list[dict[str, Any]], tmp_path: Path
+) -> None:
     p = tmp_path / "rl.jsonl"
     p.write_bytes(b"\n".join(orjson.dumps(o) for o in rate_limited) + b"\n")
     r = replay_session(p, speed=math.inf)
@@ -80,7 +83,7 @@ async def test_a_recorded_retry_after_is_still_scaled_not_replaced(rate_limited,
     assert [f.retry_in for f in obs.of(O.HttpTryFailed)] == [0.001, 0.001]
 
 
-async def test_the_harness_retry_wait_is_said_as_it_lasts():
+async def test_the_harness_retry_wait_is_said_as_it_lasts() -> None:
     """overloaded_midstream: the loop retries a stream that failed mid-way. At max speed its wait lasts 0 ms and is
     said in the format of the SDK's waits (it said `retrying in 0.6 s` and started at once)."""
     s = scenario_session("overloaded_midstream", speed=math.inf)
@@ -91,7 +94,9 @@ async def test_the_harness_retry_wait_is_said_as_it_lasts():
     assert all(d.startswith("retrying in 0 ms: ") for d in own), own
 
 
-def test_the_sdk_backoff_after_a_replayed_connection_failure_is_virtual_at_max_speed(tmp_path, monkeypatch):
+def test_the_sdk_backoff_after_a_replayed_connection_failure_is_virtual_at_max_speed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A recorded connection failure has no answer whose retry-after the replay could scale: the SDK's own back-off
     (0.5 s doubling) follows the replay's speed, 0 at --speed max (it waited in real time before)."""
     import anyio

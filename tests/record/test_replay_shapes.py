@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -21,7 +23,7 @@ ID = re.compile(rb'"tool_use_id":"(toolu_[A-Za-z0-9_]+)"')
 
 
 @pytest.fixture(scope="module")
-def weather(tmp_path_factory) -> bytes:
+def weather(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     p = tmp_path_factory.mktemp("rec") / "weather.jsonl"
     assert main(["run", "--headless", "--json", "--scenario", "weather", "--speed", "max", "--record", str(p)]) == 0
     data = p.read_bytes()
@@ -33,7 +35,9 @@ def with_id(data: bytes, value: object) -> bytes:
     return ID.sub(lambda m: b'"tool_use_id":' + orjson.dumps(value), data)
 
 
-def test_replay_headless_json_with_a_list_tool_use_id(weather, tmp_path, capsys):
+def test_replay_headless_json_with_a_list_tool_use_id(
+    weather: bytes, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     p = tmp_path / "bad.jsonl"
     p.write_bytes(with_id(weather, ["toolu_x"]))
     capsys.readouterr()
@@ -55,7 +59,9 @@ JSON = st.recursive(
 
 @given(value=JSON)
 @settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-def test_recorded_tools_accepts_any_tool_use_id_shape(weather, tmp_path_factory, value):
+def test_recorded_tools_accepts_any_tool_use_id_shape(
+    weather: bytes, tmp_path_factory: pytest.TempPathFactory, value: Any
+) -> None:
     p = tmp_path_factory.mktemp("shape") / "r.jsonl"
     p.write_bytes(with_id(weather, value))
     rec = load_any(p)

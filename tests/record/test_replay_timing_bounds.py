@@ -20,7 +20,7 @@ from inspector.sessions.sources import replay_session
 
 
 @pytest.fixture(scope="module")
-def weather(tmp_path_factory) -> Path:
+def weather(tmp_path_factory: pytest.TempPathFactory) -> Path:
     p = tmp_path_factory.mktemp("rec") / "weather.jsonl"
     assert main(["run", "--headless", "--json", "--scenario", "weather", "--speed", "max", "--record", str(p)]) == 0
     return p
@@ -38,19 +38,21 @@ def with_huge_gap(src: Path, dest: Path, t: float = 1e12) -> Path:
 
 
 @given(st.one_of(st.floats(), st.integers(), st.none(), st.text(max_size=3), st.booleans()))
-def test_pacing_gap_is_always_a_bounded_non_negative_number(gap):
+def test_pacing_gap_is_always_a_bounded_non_negative_number(gap: float | str | None) -> None:
     g = pacing_gap(gap)
     assert isinstance(g, float) and 0.0 <= g <= MAX_RECORDED_GAP
 
 
-def test_a_huge_gap_is_named(weather, tmp_path):
+def test_a_huge_gap_is_named(weather: Path, tmp_path: Path) -> None:
     rec = load_any(with_huge_gap(weather, tmp_path / "gap.jsonl"))
     [w] = gap_warnings(rec)
     assert w.startswith(f"{REPLAY_GAP_CLAMPED}: turn 2 attempt 1, read 1 was recorded 1e+12 s after")
     assert f"paced as {MAX_RECORDED_GAP:g} s" in w
 
 
-async def test_replay_at_speed_1_paces_a_huge_gap_as_the_bound(weather, tmp_path, monkeypatch):
+async def test_replay_at_speed_1_paces_a_huge_gap_as_the_bound(
+    weather: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(replay, "MAX_RECORDED_GAP", 0.05)  # (the real bound is 10 min: the same code path)
     s = replay_session(with_huge_gap(weather, tmp_path / "gap.jsonl"), speed=1.0)
     result = await asyncio.wait_for(s.run(), 20)  # it waited 1e12 s before
@@ -58,14 +60,16 @@ async def test_replay_at_speed_1_paces_a_huge_gap_as_the_bound(weather, tmp_path
     assert any(w.startswith(REPLAY_GAP_CLAMPED) for w in s.loop.config.source["warnings"])
 
 
-def test_replay_headless_says_the_gap_was_clamped(weather, tmp_path, capsys):
+def test_replay_headless_says_the_gap_was_clamped(
+    weather: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     capsys.readouterr()
     assert main(["replay", str(with_huge_gap(weather, tmp_path / "g.jsonl")), "--headless", "--speed", "max"]) == 0
     out, _ = capsys.readouterr()
     assert f"warning: {REPLAY_GAP_CLAMPED}: turn 2 attempt 1, read 1 was recorded 1e+12 s" in out
 
 
-def test_serve_recording_plans_bounded_delays_and_warns(weather, tmp_path):
+def test_serve_recording_plans_bounded_delays_and_warns(weather: Path, tmp_path: Path) -> None:
     from inspector.net.recorded import RecordingSource
 
     src = RecordingSource(load_any(with_huge_gap(weather, tmp_path / "gap.jsonl")))

@@ -6,7 +6,9 @@ from __future__ import annotations
 import io
 import itertools
 import sys
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -70,7 +72,15 @@ def text_stream(fragments: list[str], escape: set[int] | None = None) -> bytes:
     return b"".join(body)
 
 
-def record(reads: list[bytes], *, secrets=(CANARY,), headers=None, url=URL, body=None, late=None) -> bytes:
+def record(
+    reads: list[bytes],
+    *,
+    secrets: Sequence[str] = (CANARY,),
+    headers: dict[str, Any] | None = None,
+    url: str = URL,
+    body: dict[str, Any] | None = None,
+    late: str | None = None,
+) -> bytes:
     out = io.BytesIO()
     with RecordingWriter(out, source={"type": "test"}, secrets=list(secrets)) as w:
         if late:
@@ -95,7 +105,7 @@ def cli(path: Path, *args: str) -> bytes:
         sys.stdout = old
 
 
-def assert_no_canary(raw: bytes, tmp: Path, canary: str = CANARY) -> list[dict]:
+def assert_no_canary(raw: bytes, tmp: Path, canary: str = CANARY) -> list[dict[str, Any]]:
     """Every reader: the file, read_recording (lines, joined reads), dump text, --json, --events --json, --timing."""
     forms = [canary.encode(), u_escape(canary).encode()]
 
@@ -119,14 +129,14 @@ def assert_no_canary(raw: bytes, tmp: Path, canary: str = CANARY) -> list[dict]:
     return turns
 
 
-def joined_text(turns: list[dict]) -> str:
+def joined_text(turns: list[dict[str, Any]]) -> str:
     return "".join(b.get("text", "") for b in turns[-1]["message"]["content"])
 
 
 # --- the paths ----------------------------------------------------------------------------------------------------
 
 
-def test_request_headers_query_and_body(tmp_path) -> None:
+def test_request_headers_query_and_body(tmp_path: Path) -> None:
     raw = record(
         [sse(*text_turn("hi"))],
         headers={"x-api-key": CANARY, "x-custom": f"key={CANARY}", "anthropic-version": "1"},
@@ -141,43 +151,43 @@ def test_request_headers_query_and_body(tmp_path) -> None:
 
 
 @pytest.mark.parametrize("header", ["x-api-key", "api-key", "authorization", "anthropic-api-key"])
-def test_a_credential_first_seen_in_a_request_is_learned(tmp_path, header) -> None:
+def test_a_credential_first_seen_in_a_request_is_learned(tmp_path: Path, header: str) -> None:
     value = f"Bearer {CANARY}" if header == "authorization" else CANARY
     raw = record([sse(*text_turn(f"echo {CANARY}"))], secrets=(), headers={header: value})
     turns = assert_no_canary(raw, tmp_path)
     assert joined_text(turns) == f"echo {REDACTED}"
 
 
-def test_a_query_key_is_learned(tmp_path) -> None:
+def test_a_query_key_is_learned(tmp_path: Path) -> None:
     raw = record([sse(*text_turn(f"echo {CANARY}"))], secrets=(), url=f"{URL}?api_key={CANARY}")
     assert_no_canary(raw, tmp_path)
 
 
-def test_a_key_first_seen_late(tmp_path) -> None:
+def test_a_key_first_seen_late(tmp_path: Path) -> None:
     """The writer is opened without the key; it learns it (add_secrets) before the stream echoes it."""
     raw = record([sse(*text_turn(f"late {CANARY}"))], secrets=(), late=CANARY)
     assert joined_text(assert_no_canary(raw, tmp_path)) == f"late {REDACTED}"
 
 
-def test_echo_in_one_read(tmp_path) -> None:
+def test_echo_in_one_read(tmp_path: Path) -> None:
     turns = assert_no_canary(record([sse(*text_turn(f"a {CANARY} b"))]), tmp_path)
     assert joined_text(turns) == f"a {REDACTED} b"
 
 
-def test_echo_across_two_reads(tmp_path) -> None:
+def test_echo_across_two_reads(tmp_path: Path) -> None:
     data = sse(*text_turn(f"a {CANARY} b"))
     cut = data.index(CANARY.encode()) + 5
     turns = assert_no_canary(record([data[:cut], data[cut:]]), tmp_path)
     assert joined_text(turns) == f"a {REDACTED} b"
 
 
-def test_echo_one_character_per_delta(tmp_path) -> None:
+def test_echo_one_character_per_delta(tmp_path: Path) -> None:
     text = f"key: {CANARY}!"
     turns = assert_no_canary(record([text_stream(list(text))]), tmp_path)
     assert joined_text(turns) == f"key: {REDACTED}!"
 
 
-def test_echo_one_character_per_delta_and_per_read(tmp_path) -> None:
+def test_echo_one_character_per_delta_and_per_read(tmp_path: Path) -> None:
     text = f"{CANARY}{CANARY[:5]}"
     data = text_stream(list(text))
     reads = [data[i : i + 1] for i in range(len(data))]
@@ -185,20 +195,20 @@ def test_echo_one_character_per_delta_and_per_read(tmp_path) -> None:
     assert joined_text(turns) == f"{REDACTED}{CANARY[:5]}"
 
 
-def test_u_escaped_echo(tmp_path) -> None:
+def test_u_escaped_echo(tmp_path: Path) -> None:
     text = f"x {CANARY} y"
     turns = assert_no_canary(record([text_stream([text], escape=set(range(len(text))))]), tmp_path)
     assert joined_text(turns) == f"x {REDACTED} y"
 
 
-def test_doubly_escaped_echo_in_text(tmp_path) -> None:
+def test_doubly_escaped_echo_in_text(tmp_path: Path) -> None:
     """The text itself holds the escaped key (\\u0073k-...): a reader that unescapes it would find the key."""
     escaped_in_text = u_escape(CANARY)  # the characters \ u 0 0 7 3 ...
     turns = assert_no_canary(record([sse(*text_turn(f"<{escaped_in_text}>"))]), tmp_path)
     assert joined_text(turns) == f"<{REDACTED}>"
 
 
-def test_echo_in_tool_input_across_deltas(tmp_path) -> None:
+def test_echo_in_tool_input_across_deltas(tmp_path: Path) -> None:
     partial = orjson.dumps({"cmd": f"export KEY={CANARY}"}).decode()
     fragments = [partial[i : i + 3] for i in range(0, len(partial), 3)]
     raw = record(
@@ -218,7 +228,7 @@ def test_echo_in_tool_input_across_deltas(tmp_path) -> None:
     assert block["input"] == {"cmd": f"export KEY={REDACTED}"}  # still valid JSON
 
 
-def test_echo_in_a_json_response_body(tmp_path) -> None:
+def test_echo_in_a_json_response_body(tmp_path: Path) -> None:
     body = orjson.dumps(
         {
             "type": "message",
@@ -232,7 +242,7 @@ def test_echo_in_a_json_response_body(tmp_path) -> None:
     assert_no_canary(record([body[:40], body[40:]]), tmp_path)
 
 
-def test_echo_in_an_error_event_and_in_non_utf8_bytes(tmp_path) -> None:
+def test_echo_in_an_error_event_and_in_non_utf8_bytes(tmp_path: Path) -> None:
     data = sse(message_start(), ("error", {"type": "error", "error": {"type": "x", "message": f"bad key {CANARY}"}}))
     assert_no_canary(record([data, b"\xff\xfe" + CANARY.encode() + b"\n\n"]), tmp_path)
 
@@ -251,7 +261,15 @@ TEXT = st.text(alphabet='sk-ant ab\n\\"é', max_size=12)
     read_cuts=st.lists(st.integers(0, 4000), max_size=30),
     escape=st.one_of(st.none(), st.sets(st.integers(0, 120), max_size=40)),
 )
-def test_no_split_or_escaping_lets_the_key_through(tmp_path, before, after, copies, delta_cuts, read_cuts, escape):
+def test_no_split_or_escaping_lets_the_key_through(
+    tmp_path: Path,
+    before: str,
+    after: str,
+    copies: int,
+    delta_cuts: list[int],
+    read_cuts: list[int],
+    escape: set[int] | None,
+) -> None:
     text = before + (CANARY + after) * copies
     points = sorted({c % (len(text) + 1) for c in delta_cuts})
     fragments = [text[a:b] for a, b in itertools.pairwise([0, *points, len(text)])]
@@ -266,7 +284,7 @@ def test_no_split_or_escaping_lets_the_key_through(tmp_path, before, after, copi
 
 @settings(max_examples=examples(60), deadline=None)
 @given(chunks=st.lists(st.binary(max_size=40), max_size=12), cut=st.integers(0, 200))
-def test_stream_redactor_on_any_bytes_keeps_them_unless_they_hold_the_key(chunks, cut) -> None:
+def test_stream_redactor_on_any_bytes_keeps_them_unless_they_hold_the_key(chunks: list[bytes], cut: int) -> None:
     data = b"".join(chunks)
     data = data[:cut] + CANARY.encode() + data[cut:]
     r = StreamRedactor([CANARY])
@@ -285,7 +303,7 @@ def test_redaction_helpers() -> None:
 
 @settings(max_examples=examples(40), deadline=None)
 @given(seed=st.integers(0, 10_000), cuts=st.lists(st.integers(0, 5000), max_size=20))
-def test_without_the_key_the_recorded_bytes_are_the_stream_exactly(seed, cuts) -> None:
+def test_without_the_key_the_recorded_bytes_are_the_stream_exactly(seed: int, cuts: list[int]) -> None:
     """The hold-back moves read boundaries but never changes a byte of a stream that holds no secret."""
     from inspector.testing.streamgen import generate
 
@@ -299,7 +317,7 @@ def test_without_the_key_the_recorded_bytes_are_the_stream_exactly(seed, cuts) -
 # --- through the real pipeline: loop + Recorder + RecordingWriter, then replay ------------------------------------
 
 
-async def test_a_key_echoed_one_byte_at_a_time_never_reaches_the_recording_or_the_replay(tmp_path) -> None:
+async def test_a_key_echoed_one_byte_at_a_time_never_reaches_the_recording_or_the_replay(tmp_path: Path) -> None:
     import asyncio
 
     import httpx2
@@ -310,7 +328,7 @@ async def test_a_key_echoed_one_byte_at_a_time_never_reaches_the_recording_or_th
     body = text_stream(list(text))
 
     class OneByte(httpx2.AsyncByteStream):
-        async def __aiter__(self):
+        async def __aiter__(self) -> AsyncIterator[bytes]:
             for i in range(len(body)):
                 yield body[i : i + 1]
 
@@ -335,7 +353,7 @@ async def test_a_key_echoed_one_byte_at_a_time_never_reaches_the_recording_or_th
     assert seen and not any(CANARY.encode() in s for s in seen)
 
 
-def test_an_export_masks_the_sessions_key_even_split_across_reads(tmp_path):
+def test_an_export_masks_the_sessions_key_even_split_across_reads(tmp_path: Path) -> None:
     """The dashboard's export is given the session's key (Session.secrets) and masks it as --record does: also
     when a relay echoes it split across two reads, which no per-observation redaction can see."""
     from inspector.observe import observations as O
@@ -361,7 +379,7 @@ def test_an_export_masks_the_sessions_key_even_split_across_reads(tmp_path):
     assert b"CANARY" in with_no_key.read_bytes()  # (the canary is really there to mask)
 
 
-def test_sessions_say_their_secrets_for_an_export(tmp_path):
+def test_sessions_say_their_secrets_for_an_export(tmp_path: Path) -> None:
     from inspector.sessions.sources import api_session, scenario_session
 
     key = "sk-ant-api03-SESSION-CANARY-0123456789"
@@ -383,7 +401,7 @@ def test_a_masked_event_keeps_its_integers_beyond_64_bits() -> None:
     assert exactjson.loads(line[6:])["usage"] == {"output_tokens": 123456789012345678901234, "note": f"k {REDACTED}"}
 
 
-async def test_a_sessions_recording_is_masked_in_one_place(tmp_path) -> None:
+async def test_a_sessions_recording_is_masked_in_one_place(tmp_path: Path) -> None:
     """The loop's recorder writes what its redacting publisher published: the key is masked once, on the bus, not
     again by the writer (whose stream redaction cost ~25 us per observation), and still never reaches the file,
     echoed one byte per read and \\u-escaped."""
@@ -397,7 +415,7 @@ async def test_a_sessions_recording_is_masked_in_one_place(tmp_path) -> None:
     body = text_stream(list(text), escape={3, len("your key is ") + 2})
 
     class OneByte(httpx2.AsyncByteStream):
-        async def __aiter__(self):
+        async def __aiter__(self) -> AsyncIterator[bytes]:
             for i in range(len(body)):
                 yield body[i : i + 1]
 

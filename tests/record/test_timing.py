@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import math
+from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
@@ -31,14 +33,15 @@ from inspector.record.timing import (
 )
 from inspector.scenarios.bundled import get_scenario
 from inspector.scenarios.model import Pacing, Scenario, TextBlock, TurnScript
-from inspector.scenarios.render import render_turn
+from inspector.scenarios.render import ResponsePlan, render_turn
 
 
-def verdict_of(plan) -> dict:
-    return timing_json(recording_from_plans([plan]))["attempts"][0]["buffering"]
+def verdict_of(plan: ResponsePlan) -> dict[str, Any]:
+    verdict: dict[str, Any] = timing_json(recording_from_plans([plan]))["attempts"][0]["buffering"]
+    return verdict
 
 
-def with_pacing(sc: Scenario, turn: int, **changes) -> Scenario:
+def with_pacing(sc: Scenario, turn: int, **changes: Any) -> Scenario:
     turns = list(sc.turns)
     turns[turn] = dataclasses.replace(turns[turn], pacing=dataclasses.replace(turns[turn].pacing, **changes))
     return dataclasses.replace(sc, turns=turns)
@@ -47,7 +50,7 @@ def with_pacing(sc: Scenario, turn: int, **changes) -> Scenario:
 # ----------------------------------------------------------------------------------------------- the verdict
 
 
-def test_bundled_proxy_buffered_scenario_is_flagged_with_evidence():
+def test_bundled_proxy_buffered_scenario_is_flagged_with_evidence() -> None:
     v = verdict_of(render_turn(get_scenario("proxy_buffered"), 0, 0))
     assert v["verdict"] == "buffered" and v["held_share"] == 1.0
     (burst,) = v["held_bursts"]
@@ -61,7 +64,7 @@ def test_bundled_proxy_buffered_scenario_is_flagged_with_evidence():
     "name,turn",
     [("parse_date", 0), ("parse_date", 1), ("weather", 0), ("thinking", 1), ("tool_raises", 1), ("big_input", 0)],
 )
-def test_relay_buffer_fault_is_flagged_and_the_normal_stream_is_not(name, turn):
+def test_relay_buffer_fault_is_flagged_and_the_normal_stream_is_not(name: str, turn: int) -> None:
     sc = get_scenario(name)
     normal = verdict_of(render_faulted(sc, None, turn, 0))
     relayed = verdict_of(render_faulted(sc, "relay_buffer", turn, 0))
@@ -70,14 +73,14 @@ def test_relay_buffer_fault_is_flagged_and_the_normal_stream_is_not(name, turn):
 
 
 @pytest.mark.parametrize("size", [2048, 4096, 8192])
-def test_a_relay_that_flushes_every_few_kb_is_flagged(size):
+def test_a_relay_that_flushes_every_few_kb_is_flagged(size: int) -> None:
     """nginx-style buffers: several bursts of dozens of events after ~1 s silences."""
     sc = with_pacing(get_scenario("parse_date"), 1, proxy_buffer=size)
     v = verdict_of(render_turn(sc, 1, 0))
     assert v["verdict"] == "buffered" and v["held_share"] >= BUFFERED_SHARE and len(v["held_bursts"]) >= 2
 
 
-def test_slow_first_token_and_thinking_pauses_are_not_buffering():
+def test_slow_first_token_and_thinking_pauses_are_not_buffering() -> None:
     sc = with_pacing(get_scenario("parse_date"), 1, ttfb=3.0, block_pause=2.0)
     assert verdict_of(render_turn(sc, 1, 0))["verdict"] == "not buffered"
     stall = verdict_of(render_turn(get_scenario("stall_with_pings"), 0, 0))  # only pings after a stall
@@ -86,7 +89,7 @@ def test_slow_first_token_and_thinking_pauses_are_not_buffering():
     assert verdict_of(render_turn(get_scenario("big_input"), 0, 0))["verdict"] == "not buffered"
 
 
-def test_verdict_rule_edges():
+def test_verdict_rule_edges() -> None:
     assert buffering_verdict([(1.0, 100, 3)])["verdict"] == "inconclusive"  # too few events
     assert buffering_verdict([])["verdict"] == "inconclusive"
     # half the bytes held back, half streamed: suspect
@@ -107,7 +110,7 @@ def test_verdict_rule_edges():
 # ----------------------------------------------------------------------------------------------- the measurements
 
 
-def test_per_turn_times_gaps_events_per_read_and_pings():
+def test_per_turn_times_gaps_events_per_read_and_pings() -> None:
     sc = get_scenario("parse_date")
     plan = render_turn(sc, 1, 0)
     a = analyze_attempt(next(recording_from_plans([plan]).attempts()))
@@ -134,7 +137,7 @@ def test_per_turn_times_gaps_events_per_read_and_pings():
     assert stall["first_content_s"] is None and stall["message_stop_s"] is None and stall["end"] == "stalled"
 
 
-def test_histogram_buckets_and_text():
+def test_histogram_buckets_and_text() -> None:
     h = histogram([0.0005, 0.002, 0.03, 0.03, 0.07, 0.2, 0.3, 0.7, 1.5, 9.0])
     assert [b["count"] for b in h] == [1, 1, 2, 1, 1, 1, 1, 1, 1]
     assert h[-1]["hi"] is None
@@ -148,7 +151,7 @@ def test_histogram_buckets_and_text():
     assert "HTTP 429" in text and "INCONCLUSIVE: HTTP 429: not a stream" in text
 
 
-def test_no_per_read_timing_is_said_plainly():
+def test_no_per_read_timing_is_said_plainly() -> None:
     att = RecordedAttempt(
         turn=0,
         attempt=0,
@@ -171,22 +174,22 @@ def test_no_per_read_timing_is_said_plainly():
 # ----------------------------------------------------------------------------------------------- from observations
 
 
-async def _observed_run(name: str, record) -> tuple[list[O.Observation], LoopResult]:
+async def _observed_run(name: str, record: Path) -> tuple[list[O.Observation], LoopResult]:
     """A scenario at max speed, recorded with --record's Recorder; the clock is scenario time (the pacer's requested
     seconds), so the timing is the script's, not zero."""
     from inspector.sessions.sources import scenario_session
 
-    box: list = []
+    box: list[Any] = []
     session = scenario_session(name, speed=math.inf, clock=lambda: box[0].requested if box else 0.0, record=record)
     box.append(session.pacer)
-    seen: list = []
+    seen: list[Any] = []
     session.bus.subscribe(seen.append)
     result = await session.run()
     return seen, result
 
 
 @pytest.mark.parametrize("name", ["parse_date", "proxy_buffered", "overloaded_midstream"])
-async def test_recording_from_observations_equals_the_record_file(tmp_path, name):
+async def test_recording_from_observations_equals_the_record_file(tmp_path: Path, name: str) -> None:
     """The dashboard's Recording (built from what it observed) is the one `--record` writes for the same run."""
     path = tmp_path / "rec.jsonl"
     observed, result = await _observed_run(name, path)
@@ -211,7 +214,7 @@ async def test_recording_from_observations_equals_the_record_file(tmp_path, name
         assert "buffered" not in verdicts and "not buffered" in verdicts
 
 
-def test_recording_from_observations_without_read_timing_is_inconclusive():
+def test_recording_from_observations_without_read_timing_is_inconclusive() -> None:
     from inspector.testing.synthetic import parse_date_observations
 
     obs = parse_date_observations()
@@ -226,7 +229,7 @@ def test_recording_from_observations_without_read_timing_is_inconclusive():
 # ----------------------------------------------------------------------------------------------- end to end
 
 
-async def test_relay_buffering_detected_through_the_proxy_at_real_speed(tmp_path):
+async def test_relay_buffering_detected_through_the_proxy_at_real_speed(tmp_path: Path) -> None:
     """serve at 1x, the proxy records; the relay_buffer fault is flagged, the same turn unfaulted is not."""
     from inspector.net.proxy import ProxyApp
 
@@ -277,7 +280,7 @@ async def test_relay_buffering_detected_through_the_proxy_at_real_speed(tmp_path
     assert not math.isnan(by_fault["none"]["read_gaps"]["median"])
 
 
-def two_turns_paused_in(paused_turn: int, held: float = 1.733) -> list:
+def two_turns_paused_in(paused_turn: int, held: float = 1.733) -> list[Any]:
     """Two text turns; the user holds the stream for `held` s in the middle of turn `paused_turn` (0 or 1) only."""
     from inspector.testing.synthetic import StreamScript
 
@@ -303,7 +306,7 @@ def two_turns_paused_in(paused_turn: int, held: float = 1.733) -> list:
 
 
 @pytest.mark.parametrize("paused_turn", [0, 1])
-def test_a_hold_is_charged_to_the_turn_it_happened_in_only(paused_turn):
+def test_a_hold_is_charged_to_the_turn_it_happened_in_only(paused_turn: int) -> None:
     """Issue 18 §4: a pause in turn 2 only was reported as "held by the user: 1.733 s" under turn 1 AND turn 2
     (an attempt took every hold after its request, even those after its end)."""
     data = timing_json(recording_from_observations(two_turns_paused_in(paused_turn)))
