@@ -4,27 +4,31 @@ over a second; exclusive_mix's write is long enough that the read behind it is v
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 
+from inspector.agent.loop import LoopResult
 from inspector.observe import observations as O
 from inspector.sessions.sources import scenario_session
 from inspector.testing.clock import VirtualTime
-from inspector.testing.loop import run_observed
+from inspector.testing.loop import Observed, run_observed
 
 
 @pytest.fixture(autouse=True)
-def _no_threads(monkeypatch):
+def _no_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     """The tools' real work (reading the small workspace files) runs inline, not in a worker thread: a thread's
     real duration could otherwise race the virtual clock (which jumps when the event loop is idle)."""
     from inspector.scenarios import model
 
-    async def inline(fn, *args):
+    async def inline(fn: Callable[..., Any], *args: Any) -> Any:
         return fn(*args)
 
     monkeypatch.setattr(model, "run_sync", inline)
 
 
-async def _run_virtual(name: str, speed: float = 1.0):
+async def _run_virtual(name: str, speed: float = 1.0) -> tuple[LoopResult, Observed]:
     vt = VirtualTime()
     s = scenario_session(name, speed=speed, clock=vt.clock)
     s.pacer.clock, s.pacer.sleeper = vt.clock, vt.sleep
@@ -33,16 +37,16 @@ async def _run_virtual(name: str, speed: float = 1.0):
     return result, obs
 
 
-def _tool_spans(obs, turn: int) -> dict[str, dict]:
+def _tool_spans(obs: Observed, turn: int) -> dict[str, dict[str, Any]]:
     """tool id -> {"name", state -> first virtual time it was entered} for the tools of ``turn``."""
-    spans: dict[str, dict] = {}
+    spans: dict[str, dict[str, Any]] = {}
     for o in obs.of(O.ToolStateChanged):
         if o.turn == turn:
             spans.setdefault(o.id, {"name": o.name}).setdefault(o.state, o.t)
     return spans
 
 
-def saved_seconds(obs, turn: int) -> tuple[float, dict]:
+def saved_seconds(obs: Observed, turn: int) -> tuple[float, dict[str, Any]]:
     """saved = (stream time + the tools' run times one after another) - the actual turn time, from observations."""
     attempt = max(o.attempt for o in obs.of(O.AttemptStarted) if o.turn == turn)
     start = next(o.t for o in obs.of(O.AttemptStarted) if (o.turn, o.attempt) == (turn, attempt))
@@ -54,7 +58,7 @@ def saved_seconds(obs, turn: int) -> tuple[float, dict]:
     return sequential - (last - start), {"stream": end - start, "runs": runs, "spans": spans}
 
 
-async def test_default_demo_saves_over_a_second_on_the_virtual_clock():
+async def test_default_demo_saves_over_a_second_on_the_virtual_clock() -> None:
     result, obs = await _run_virtual("parse_date")
     saved, info = saved_seconds(obs, 0)
     names = {tid: sp["name"] for tid, sp in info["spans"].items()}
@@ -71,7 +75,7 @@ async def test_default_demo_saves_over_a_second_on_the_virtual_clock():
     assert first_run < stream_end
 
 
-async def test_the_saving_scales_with_speed():
+async def test_the_saving_scales_with_speed() -> None:
     _, obs1 = await _run_virtual("parse_date", 1.0)
     _, obs2 = await _run_virtual("parse_date", 2.0)
     s1, _ = saved_seconds(obs1, 0)
@@ -79,7 +83,7 @@ async def test_the_saving_scales_with_speed():
     assert s2 == pytest.approx(s1 / 2, rel=0.05)  # simulated durations are scenario seconds, scaled by the pacer
 
 
-async def test_exclusive_mix_shows_the_barrier():
+async def test_exclusive_mix_shows_the_barrier() -> None:
     _, obs = await _run_virtual("exclusive_mix")
     spans = list(_tool_spans(obs, 0).values())
     assert [sp["name"] for sp in spans] == ["read_file", "write_file", "read_file"]

@@ -6,6 +6,7 @@ answers carry a request id of their own, the rate-limit headers and retry-after 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import httpx2
 import orjson
@@ -26,7 +27,7 @@ from inspector.testing.hyp import examples
 from inspector.testing.serve import API_HEADERS
 
 
-def test_both_transports_decide_through_the_one_core():
+def test_both_transports_decide_through_the_one_core() -> None:
     sc = get_scenario("weather")
     for api in (
         ServeApp(speed=math.inf).api,
@@ -46,7 +47,7 @@ ORPHAN_RESULT = [  # a tool_result that answers no tool_use: the history rules r
 ]
 
 
-async def _post_to_both(messages: list) -> list[tuple[int, bytes]]:
+async def _post_to_both(messages: list[Any]) -> list[tuple[int, bytes]]:
     """POST one Messages request to each transport: ``inspector serve`` (a real socket) and the in-process one."""
     body = {**BODY, "messages": messages}
     out = []
@@ -63,7 +64,7 @@ async def _post_to_both(messages: list) -> list[tuple[int, bytes]]:
     return out
 
 
-async def test_the_cores_verdict_is_each_transports_answer(monkeypatch):
+async def test_the_cores_verdict_is_each_transports_answer(monkeypatch: pytest.MonkeyPatch) -> None:
     verdict = Decision(400, "invalid_request_error", "the core said no (test verdict)")
     monkeypatch.setattr(FakeApi, "check", lambda self, body, **kw: verdict)
     for status, content in await _post_to_both([{"role": "user", "content": "hi"}]):
@@ -71,7 +72,7 @@ async def test_the_cores_verdict_is_each_transports_answer(monkeypatch):
         assert orjson.loads(content)["error"]["message"] == "the core said no (test verdict)"
 
 
-async def test_no_transport_checks_the_history_itself(monkeypatch):
+async def test_no_transport_checks_the_history_itself(monkeypatch: pytest.MonkeyPatch) -> None:
     answers = await _post_to_both(ORPHAN_RESULT)
     assert [status for status, _ in answers] == [400, 400]  # the rules reject it...
     monkeypatch.setattr(fakeapi, "history_violation", lambda messages: None)
@@ -106,7 +107,7 @@ MESSAGE = st.one_of(
 
 @settings(max_examples=examples(300), deadline=None)
 @given(st.lists(MESSAGE, max_size=6), st.booleans())
-def test_the_core_answers_exactly_the_history_rules(messages, lenient):
+def test_the_core_answers_exactly_the_history_rules(messages: list[dict[str, Any]], lenient: bool) -> None:
     api = FakeApi(lenient=lenient, strict=False, models=lambda: ["claude-sonnet-4-6"])
     body = {"model": "claude-sonnet-4-6", "max_tokens": 5, "stream": True, "messages": messages}
     d = api.decide(body, name="s", turns=3)
@@ -120,7 +121,7 @@ def test_the_core_answers_exactly_the_history_rules(messages, lenient):
         assert d.ended == (d.turn >= 3)
 
 
-def test_attempts_per_identical_request_or_per_turn():
+def test_attempts_per_identical_request_or_per_turn() -> None:
     u = [{"role": "user", "content": "hi"}]
     other = [{"role": "user", "content": "other"}]
     body = {"model": "m", "max_tokens": 5, "stream": True}
@@ -136,7 +137,7 @@ def test_attempts_per_identical_request_or_per_turn():
         FakeApi(attempts_by="never")
 
 
-def test_past_the_end_stream_only_lenient_and_models():
+def test_past_the_end_stream_only_lenient_and_models() -> None:
     u = [{"role": "user", "content": "hi"}]
     body = {"model": "claude-sonnet-4-6", "max_tokens": 5, "messages": u}
     assert FakeApi().decide(body, name="s", turns=0).ended  # a placeholder reply, by the transport
@@ -157,7 +158,7 @@ def test_past_the_end_stream_only_lenient_and_models():
     assert FakeApi().decide([body], name="s", turns=1).message == "request body must be a JSON object"
 
 
-def test_answer_headers_request_ids_ratelimits_and_retry_after():
+def test_answer_headers_request_ids_ratelimits_and_retry_after() -> None:
     api = FakeApi(request_ids=RequestIds("seed"), ratelimits=RateLimits(clock=lambda: 0.0))
     rendered = {"request-id": "req_011Crendered00000000000", "retry-after": "2", "retry-after-ms": "2000"}
     error = orjson.dumps(
@@ -188,8 +189,8 @@ def test_answer_headers_request_ids_ratelimits_and_retry_after():
         max_leaves=30,
     )
 )
-def test_nesting_depth_is_the_depth(value):
-    def depth(v) -> int:
+def test_nesting_depth_is_the_depth(value: object) -> None:
+    def depth(v: object) -> int:
         if isinstance(v, list):
             return 1 + max((depth(x) for x in v), default=0)
         if isinstance(v, dict):
@@ -200,7 +201,7 @@ def test_nesting_depth_is_the_depth(value):
     assert nesting_depth(value, limit=1) == min(depth(value), 2)
 
 
-def test_nesting_depth_past_the_limit_stops_counting():
+def test_nesting_depth_past_the_limit_stops_counting() -> None:
     deep: object = 1
     for _ in range(5000):
         deep = [deep]

@@ -14,7 +14,9 @@ def _broken() -> None:
     raise OSError("the data snapshot is unreadable")
 
 
-def test_a_catalogue_that_cannot_load_knows_every_model_and_says_so_once(monkeypatch, caplog):
+def test_a_catalogue_that_cannot_load_knows_every_model_and_says_so_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     monkeypatch.setattr(fakeapi, "_anthropic_catalogue", _broken)
     monkeypatch.setattr(fakeapi, "_openai_catalogue", _broken)
     monkeypatch.setattr(fakeapi, "_catalogue_warned", False)
@@ -25,12 +27,12 @@ def test_a_catalogue_that_cannot_load_knows_every_model_and_says_so_once(monkeyp
     assert len(said) == 1 and said[0].exc_info is not None
 
 
-def test_a_catalogue_that_loads_tells_models_apart():
+def test_a_catalogue_that_loads_tells_models_apart() -> None:
     assert fakeapi.known_model("claude-sonnet-4-6") and not fakeapi.known_model("no-such-model")
     assert fakeapi.known_openai_model("gpt-4o") and not fakeapi.known_openai_model("no-such-model")
     assert fakeapi.known_model("anything", extra=["anything"])
 
 
 @pytest.mark.parametrize("model", ["", "\x00", "[", ".*", "x" * 10_000])
-def test_odd_model_names_are_answered(model):
+def test_odd_model_names_are_answered(model: str) -> None:
     assert fakeapi.known_model(model) is False and fakeapi.known_openai_model(model) is False

@@ -27,7 +27,7 @@ bodies = st.dictionaries(keys, json_values, max_size=6) | json_values
 
 @settings(max_examples=300, deadline=None)
 @given(body=bodies, api=st.sampled_from(["chat", "responses"]), lenient=st.booleans(), history=st.booleans())
-def test_any_body_gets_a_decision_never_an_exception(body, api, lenient, history):
+def test_any_body_gets_a_decision_never_an_exception(body: Any, api: str, lenient: bool, history: bool) -> None:
     d = openai_decision(body, api, lenient=lenient, validate_history=history, models=["m"], previous_turn=lambda _: 0)
     if d.rejected:
         assert d.status in (400, 404) and d.message and d.etype == "invalid_request_error"
@@ -36,15 +36,15 @@ def test_any_body_gets_a_decision_never_an_exception(body, api, lenient, history
 
 
 @st.composite
-def loops(draw):
+def loops(draw: st.DrawFn) -> tuple[list[dict[str, Any]], int, str | None]:
     """A chat agent loop: (messages, the ids of the calls each turn made), maybe with one tool answer removed."""
-    messages: list[dict] = [{"role": "user", "content": "go"}]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
     turns = draw(st.integers(0, 4))
     removed = None
     for t in range(turns):
         n = draw(st.integers(0, 3))
         ids = [f"call_{t}_{i}" for i in range(n)]
-        assistant: dict = {"role": "assistant", "content": draw(st.sampled_from([None, "text"]))}
+        assistant: dict[str, Any] = {"role": "assistant", "content": draw(st.sampled_from([None, "text"]))}
         if ids:
             assistant["tool_calls"] = [
                 {"id": i, "type": "function", "function": {"name": "f", "arguments": "{}"}} for i in ids
@@ -61,7 +61,9 @@ def loops(draw):
 
 @settings(max_examples=200, deadline=None)
 @given(loop=loops())
-def test_chat_pairing_rule_and_turn_for_every_generated_loop(loop):
+def test_chat_pairing_rule_and_turn_for_every_generated_loop(
+    loop: tuple[list[dict[str, Any]], int, str | None],
+) -> None:
     messages, turns, removed = loop
     problem = chat_history_problem(messages)
     if removed is None:
@@ -75,9 +77,9 @@ def test_chat_pairing_rule_and_turn_for_every_generated_loop(loop):
 
 
 @st.composite
-def item_loops(draw):
+def item_loops(draw: st.DrawFn) -> tuple[list[dict[str, Any]], int, str | None]:
     """A Responses loop as input items (each response's output items in a row, then the outputs)."""
-    items: list = [{"role": "user", "content": "go"}]
+    items: list[Any] = [{"role": "user", "content": "go"}]
     turns = draw(st.integers(0, 4))
     removed = None
     for t in range(turns):
@@ -100,7 +102,9 @@ def item_loops(draw):
 
 @settings(max_examples=200, deadline=None)
 @given(loop=item_loops())
-def test_responses_pairing_rule_and_turn_for_every_generated_loop(loop):
+def test_responses_pairing_rule_and_turn_for_every_generated_loop(
+    loop: tuple[list[dict[str, Any]], int, str | None],
+) -> None:
     items, turns, removed = loop
     problem = responses_history_problem(items)
     if removed is None:
@@ -110,7 +114,7 @@ def test_responses_pairing_rule_and_turn_for_every_generated_loop(loop):
         assert problem is not None and removed in problem[0]
 
 
-def test_previous_response_id_continues_the_stored_turn_and_is_bounded():
+def test_previous_response_id_continues_the_stored_turn_and_is_bounded() -> None:
     api = FakeApi(history=2)
     api.remember_response("resp_a", 0)
     out = [{"type": "function_call_output", "call_id": "call_x", "output": "1"}]
@@ -122,7 +126,7 @@ def test_previous_response_id_continues_the_stored_turn_and_is_bounded():
     assert gone.status == 400 and gone.code == "previous_response_not_found"
 
 
-def test_attempt_keys_are_per_family():
+def test_attempt_keys_are_per_family() -> None:
     api = FakeApi()
     body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
     chat = api.select(api.check_openai(body, "chat"), body, name="s", turns=2, family="chat")

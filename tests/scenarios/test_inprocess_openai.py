@@ -23,12 +23,12 @@ SC = get_scenario("weather")
 TOOLS: list[Any] = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]
 
 
-def client(server: ScenarioServer, **kw) -> openai.AsyncOpenAI:
+def client(server: ScenarioServer, **kw: Any) -> openai.AsyncOpenAI:
     http = httpx2.AsyncClient(transport=server.transport())
     return openai.AsyncOpenAI(base_url="http://scenario.local/v1", api_key="k", http_client=http, **kw)
 
 
-async def test_chat_and_responses_in_process():
+async def test_chat_and_responses_in_process() -> None:
     server = ScenarioServer(SC, Pacer(math.inf))
     c = client(server)
     async with c.chat.completions.stream(model=SC.model, messages=[{"role": "user", "content": "hi"}]) as s:
@@ -51,7 +51,7 @@ async def test_chat_and_responses_in_process():
     ]
 
 
-async def test_the_in_process_checks_answer_in_openai_form():
+async def test_the_in_process_checks_answer_in_openai_form() -> None:
     server = ScenarioServer(SC, Pacer(math.inf))
     r = await httpx2.AsyncClient(transport=server.transport()).post(
         "http://scenario.local/v1/chat/completions",
@@ -60,7 +60,7 @@ async def test_the_in_process_checks_answer_in_openai_form():
     assert r.status_code == 400 and r.json()["error"]["param"] == "messages.[0].role"
 
 
-async def test_faulted_in_process_is_serves_bytes_and_the_sdk_retries():
+async def test_faulted_in_process_is_serves_bytes_and_the_sdk_retries() -> None:
     server = FaultedScenarioServer(SC, "http_429,padded", Pacer(math.inf))
     c = client(server)
     async with c.chat.completions.stream(model=SC.model, messages=[{"role": "user", "content": "hi"}]) as s:
@@ -75,7 +75,7 @@ async def test_faulted_in_process_is_serves_bytes_and_the_sdk_retries():
     assert served.body == render_faulted(SC, "http_429,padded", 0, 1, api="chat").body
 
 
-async def test_attempts_are_counted_per_turn_for_the_openai_families_too():
+async def test_attempts_are_counted_per_turn_for_the_openai_families_too() -> None:
     # an OpenAI family's attempt key is (family, name, turn): the counters were keyed by the scenario's name
     server = ScenarioServer(SC, Pacer(math.inf))
     c = client(server)

@@ -7,12 +7,14 @@ import asyncio
 import bisect
 import dataclasses
 import math
+from collections.abc import Callable
+from typing import Any
 
 import anthropic
 import httpx2
 import orjson
 import pytest
-from anthropic.types import MessageParam, ToolResultBlockParam
+from anthropic.types import Message, MessageParam, ToolResultBlockParam
 
 from inspector.core.pacing import Pacer
 from inspector.net.faults import first_stream_attempt
@@ -54,7 +56,7 @@ CASES = [(name, t) for name in ALL_SCENARIOS for t in range(len(SCENARIOS[name].
 
 
 @pytest.mark.parametrize("name,turn", CASES)
-def test_split_events_leaves_no_whole_event_in_any_read(name, turn):
+def test_split_events_leaves_no_whole_event_in_any_read(name: str, turn: int) -> None:
     sc = get_scenario(name)
     faulted = apply_faults(sc, "split_events")
     assert faulted.turns[turn].pacing.split_events
@@ -78,7 +80,7 @@ def test_split_events_leaves_no_whole_event_in_any_read(name, turn):
             assert b <= end - len(le), (name, turn, attempt, start, end, "a read holds a whole event")
 
 
-def test_split_events_cuts_every_event_even_with_many_events_per_read():
+def test_split_events_cuts_every_event_even_with_many_events_per_read() -> None:
     """The old fault cut each read once: with 40 events per read, 39 of them still arrived whole."""
     sc = get_scenario("big_input")
     assert sc.turns[0].pacing.events_per_read == 40
@@ -87,7 +89,7 @@ def test_split_events_cuts_every_event_even_with_many_events_per_read():
     assert len(plan.reads) >= n_events  # at least one read boundary inside every event
 
 
-def test_split_events_after_a_buffering_relay_keeps_the_burst():
+def test_split_events_after_a_buffering_relay_keeps_the_burst() -> None:
     """proxy_buffered holds everything until EOF: the split pieces still come together at the end (< BURST_GAP)."""
     from inspector.record.timing import BURST_GAP
 
@@ -99,7 +101,7 @@ def test_split_events_after_a_buffering_relay_keeps_the_burst():
     assert all(r.delay <= SPLIT_STEP < BURST_GAP for r in plan.reads[1:])
 
 
-def test_split_events_is_deterministic_and_seeded():
+def test_split_events_is_deterministic_and_seeded() -> None:
     sc = get_scenario("parse_date")
     a = render_faulted(sc, "split_events", 1, 0)
     b = render_faulted(sc, "split_events", 1, 0)
@@ -109,7 +111,7 @@ def test_split_events_is_deterministic_and_seeded():
     assert [len(r.data) for r in c.reads] != [len(r.data) for r in a.reads]
 
 
-def test_split_events_can_cut_inside_a_utf8_character():
+def test_split_events_can_cut_inside_a_utf8_character() -> None:
     text = "é" * 400  # every other byte is inside a character
     sc = Scenario(
         name="utf8",
@@ -128,7 +130,7 @@ def test_split_events_can_cut_inside_a_utf8_character():
     assert mid_char > 0
 
 
-def test_split_events_cuts_a_drop_mid_event_too():
+def test_split_events_cuts_a_drop_mid_event_too() -> None:
     sc = get_scenario("drop_mid_json")
     plan = render_faulted(sc, "split_events", 0, 0)
     assert plan.end == "drop" and plan.body == render_turn(sc, 0, 0).body
@@ -137,7 +139,7 @@ def test_split_events_cuts_a_drop_mid_event_too():
 # --- the SDK still gets the same messages ------------------------------------------------------------------------
 
 
-def _results_for(message) -> list[ToolResultBlockParam]:
+def _results_for(message: Message) -> list[ToolResultBlockParam]:
     return [
         {"type": "tool_result", "tool_use_id": b.id, "content": f"result of {b.name}"}
         for b in message.content
@@ -145,12 +147,14 @@ def _results_for(message) -> list[ToolResultBlockParam]:
     ]
 
 
-async def converse(server: ScenarioServer, sc: Scenario, render) -> list:
+async def converse(
+    server: ScenarioServer, sc: Scenario, render: Callable[[Scenario, int, int], ResponsePlan]
+) -> list[Any]:
     """A harness's conversation through the SDK: per turn up to 4 tries (the SDK retries HTTP errors itself),
     tool results sent back. Returns what each try ended with: the final message (as JSON) or the error type."""
     client = make_client(server, max_retries=2)
     messages: list[MessageParam] = [{"role": "user", "content": sc.prompt}]
-    outcomes: list = []
+    outcomes: list[Any] = []
     try:
         for turn in range(len(sc.turns)):
             final = None
@@ -179,7 +183,7 @@ async def converse(server: ScenarioServer, sc: Scenario, render) -> list:
 
 
 @pytest.mark.parametrize("name", ALL_SCENARIOS)
-async def test_sdk_parses_split_streams_to_the_same_messages(name):
+async def test_sdk_parses_split_streams_to_the_same_messages(name: str) -> None:
     sc = get_scenario(name)
     plain = ScenarioServer(sc, Pacer(math.inf))
     split = FaultedScenarioServer(sc, "split_events", Pacer(math.inf))
@@ -196,11 +200,11 @@ async def test_sdk_parses_split_streams_to_the_same_messages(name):
 # --- the render hook ----------------------------------------------------------------------------------------------
 
 
-async def test_scenario_server_renders_through_its_render_hook():
+async def test_scenario_server_renders_through_its_render_hook() -> None:
     sc = get_scenario("weather")
     calls = []
 
-    def render(scenario, turn, attempt):
+    def render(scenario: Scenario, turn: int, attempt: int) -> ResponsePlan:
         calls.append((scenario.name, turn, attempt))
         plan = render_turn(scenario, turn, attempt)
         return dataclasses.replace(plan, reads=plan.reads[:1], end="eof")
@@ -220,7 +224,7 @@ async def test_scenario_server_renders_through_its_render_hook():
     assert plan is not None and plan.reads == render_turn(sc, 0, 0).reads[:1]
 
 
-def test_faulted_server_passes_its_renderer_instead_of_swapping_responses():
+def test_faulted_server_passes_its_renderer_instead_of_swapping_responses() -> None:
     assert FaultedScenarioServer.handler is ScenarioServer.handler
     server = FaultedScenarioServer(get_scenario("parse_date"), "bom,split_events", Pacer(math.inf))
     assert server.render == server.render_plan
@@ -229,11 +233,11 @@ def test_faulted_server_passes_its_renderer_instead_of_swapping_responses():
     assert [(r.delay, r.data) for r in plan.reads] == [(r.delay, r.data) for r in want.reads]
 
 
-def test_response_plan_has_no_unused_is_stream():
+def test_response_plan_has_no_unused_is_stream() -> None:
     assert not hasattr(ResponsePlan, "is_stream")
 
 
-def test_tool_blocks_split_too():
+def test_tool_blocks_split_too() -> None:
     sc = Scenario(
         name="tools",
         description="tools",
@@ -255,13 +259,13 @@ def test_tool_blocks_split_too():
 # ----------------------------------------------------------------------------------------------- interleave_blocks
 
 
-def _tool_delta_order(events) -> list[int]:
+def _tool_delta_order(events: list[tuple[str, dict[str, Any]]]) -> list[int]:
     return [
         d["index"] for name, d in events if name == "content_block_delta" and d["delta"]["type"] == "input_json_delta"
     ]
 
 
-def test_parallel_buffers_streams_two_tool_blocks_side_by_side():
+def test_parallel_buffers_streams_two_tool_blocks_side_by_side() -> None:
     """Issue 18 §4: two tool blocks open at once, their input_json_delta's alternating by index."""
     events = render_turn(get_scenario("parallel_buffers"), 0).events
     names = [(n, d.get("index")) for n, d in events if n.startswith("content_block")]
@@ -277,7 +281,7 @@ def test_parallel_buffers_streams_two_tool_blocks_side_by_side():
         assert stop == last + 1 or names[last + 1][1] != idx
 
 
-def test_interleaved_inputs_need_one_buffer_per_index():
+def test_interleaved_inputs_need_one_buffer_per_index() -> None:
     """The SDK's accumulator (keyed by index) gets both inputs; a harness with one current buffer does not."""
     from anthropic.lib.streaming._messages import accumulate_event
     from anthropic.types import RawMessageStreamEvent
@@ -307,7 +311,7 @@ def test_interleaved_inputs_need_one_buffer_per_index():
         orjson.loads(buffers[2])
 
 
-def test_interleave_blocks_fault_leaves_other_turns_and_scenarios_alone():
+def test_interleave_blocks_fault_leaves_other_turns_and_scenarios_alone() -> None:
     from inspector.net.faults import apply_faults
 
     weather = get_scenario("weather")  # one tool block: nothing to interleave

@@ -5,6 +5,7 @@ content (one scenario model: the same text and tool JSON), for every fault combi
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import httpx2
 import openai
@@ -16,16 +17,16 @@ from openai.types.chat import ChatCompletionMessageFunctionToolCall
 
 from inspector.net.faults import FAULTS, apply_faults, parse_faults, render_faulted
 from inspector.scenarios.bundled import SCENARIOS
-from inspector.scenarios.model import ToolUseBlock
-from inspector.scenarios.render import expected_blocks, render_turn
-from inspector.scenarios.render_openai import render_openai_turn
+from inspector.scenarios.model import Scenario, ToolUseBlock, TurnScript
+from inspector.scenarios.render import ResponsePlan, expected_blocks, render_turn
+from inspector.scenarios.render_openai import Api, render_openai_turn
 from inspector.stream.sse import SSEDecoder
 
 NAMES = sorted(SCENARIOS)
-APIS = ["chat", "responses"]
+APIS: list[Api] = ["chat", "responses"]
 
 
-def sdk_client(plan) -> openai.OpenAI:
+def sdk_client(plan: ResponsePlan) -> openai.OpenAI:
     """The openai SDK over an in-memory transport that answers every request with the plan's body."""
 
     def handler(request: httpx2.Request) -> httpx2.Response:
@@ -39,7 +40,7 @@ def sdk_client(plan) -> openai.OpenAI:
     )
 
 
-def sdk_final(plan, api: str) -> tuple[str, list[tuple[str, str]]]:
+def sdk_final(plan: ResponsePlan, api: str) -> tuple[str, list[tuple[str, str]]]:
     """(text, [(tool name, arguments)]) from the SDK's accumulator: get_final_completion / get_final_response."""
     client = sdk_client(plan)
     if api == "chat":
@@ -51,14 +52,14 @@ def sdk_final(plan, api: str) -> tuple[str, list[tuple[str, str]]]:
     return resp.output_text, [(o.name, o.arguments) for o in resp.output if o.type == "function_call"]
 
 
-def anthropic_content(sc, turn: int, attempt: int) -> tuple[str, list[tuple[str, str]]]:
+def anthropic_content(sc: Scenario, turn: int, attempt: int) -> tuple[str, list[tuple[str, str]]]:
     """The same turn's text and client tool calls as the Anthropic renderer streams them (the reference)."""
     blocks = expected_blocks(sc, turn, attempt)
     text = "".join(b.get("text", "") for b in blocks if b["type"] == "text")
     return text, [(b["name"], b["raw_json"]) for b in blocks if b["type"] == "tool_use"]
 
 
-def decoded(plan) -> list:
+def decoded(plan: ResponsePlan) -> list[Any]:
     """Every complete SSE event of the body: (event name, parsed data or "[DONE]")."""
     out = []
     for e in SSEDecoder().feed(plan.body.removeprefix(b"\xef\xbb\xbf")):
@@ -68,7 +69,7 @@ def decoded(plan) -> list:
 
 @pytest.mark.parametrize("api", APIS)
 @pytest.mark.parametrize("name", NAMES)
-def test_every_bundled_turn_is_accepted_by_the_sdk_accumulators(name, api):
+def test_every_bundled_turn_is_accepted_by_the_sdk_accumulators(name: str, api: Api) -> None:
     sc = SCENARIOS[name]
     for turn, script in enumerate(sc.turns):
         if script.stop_reason in ("max_tokens", "refusal") or any(
@@ -85,7 +86,7 @@ CONTENT_OR_FORMAT = [n for n in FAULT_NAMES if FAULTS[n].kind in ("content", "fo
 
 
 @st.composite
-def faults(draw):
+def faults(draw: st.DrawFn) -> str:
     chosen = draw(st.lists(st.sampled_from(FAULT_NAMES), unique=True, max_size=4))
     if "cr" in chosen and "crlf" in chosen:
         chosen.remove("crlf")
@@ -104,7 +105,9 @@ def faults(draw):
     attempt=st.integers(0, 3),
     usage=st.booleans(),
 )
-def test_any_fault_renders_a_well_formed_deterministic_stream(name, api, fault, turn_seed, attempt, usage):
+def test_any_fault_renders_a_well_formed_deterministic_stream(
+    name: str, api: Api, fault: str, turn_seed: int, attempt: int, usage: bool
+) -> None:
     sc = SCENARIOS[name]
     turn = turn_seed % len(sc.turns)
     plan = render_faulted(sc, fault, turn, attempt, api=api, include_usage=usage)
@@ -143,7 +146,7 @@ def test_any_fault_renders_a_well_formed_deterministic_stream(name, api, fault, 
         assert plan.end == "hang" and plan.body.count(b": keep-alive") == 3
 
 
-def _first_stream_attempt(sc, fault, turn) -> int:
+def _first_stream_attempt(sc: Scenario, fault: str, turn: int) -> int:
     from inspector.net.faults import first_stream_attempt
 
     return first_stream_attempt(apply_faults(sc, fault).turns[turn])
@@ -156,7 +159,9 @@ def _first_stream_attempt(sc, fault, turn) -> int:
     fault=st.lists(st.sampled_from(CONTENT_OR_FORMAT), unique=True, max_size=3),
     turn_seed=st.integers(0, 10),
 )
-def test_the_sdk_gets_the_anthropic_content_under_content_and_format_faults(name, api, fault, turn_seed):
+def test_the_sdk_gets_the_anthropic_content_under_content_and_format_faults(
+    name: str, api: Api, fault: list[str], turn_seed: int
+) -> None:
     if "cr" in fault and "crlf" in fault:
         fault.remove("crlf")
     if "max_tokens_tool" in fault:
@@ -174,13 +179,13 @@ def test_the_sdk_gets_the_anthropic_content_under_content_and_format_faults(name
     assert sdk_final(plan, api) == anthropic_content(faulted, turn, attempt)
 
 
-def _transport(script, attempt) -> bool:
+def _transport(script: TurnScript, attempt: int) -> bool:
     return any(
         type(f).__name__ in ("ErrorEventAfter", "DropAfter", "StallWithPings") for f in script.faults_for(attempt)
     )
 
 
-def test_max_tokens_tool_is_length_and_incomplete():
+def test_max_tokens_tool_is_length_and_incomplete() -> None:
     sc = SCENARIOS["weather"]
     chat = render_faulted(sc, "max_tokens_tool", 0, 0, api="chat")
     with pytest.raises(openai.LengthFinishReasonError) as info:
@@ -197,7 +202,7 @@ def test_max_tokens_tool_is_length_and_incomplete():
     assert last["response"]["output"][-1]["arguments"] == args  # the same cut in both families
 
 
-def test_ids_are_seeded_and_shaped_like_openai():
+def test_ids_are_seeded_and_shaped_like_openai() -> None:
     sc = SCENARIOS["weather"]
     chat = decoded(render_openai_turn(sc, 0, 0, api="chat"))
     assert chat[0][1]["id"].startswith("chatcmpl-") and len(chat[0][1]["id"]) == 38
@@ -216,7 +221,7 @@ def test_ids_are_seeded_and_shaped_like_openai():
     assert render_openai_turn(sc, 0, 1, api="chat").body != render_openai_turn(sc, 0, 0, api="chat").body
 
 
-def test_usage_only_when_asked_and_in_the_last_chunk():
+def test_usage_only_when_asked_and_in_the_last_chunk() -> None:
     sc = SCENARIOS["weather"]
     without = [d for _, d in decoded(render_openai_turn(sc, 0, 0, api="chat")) if d != "[DONE]"]
     assert all("usage" not in d for d in without)
@@ -225,7 +230,7 @@ def test_usage_only_when_asked_and_in_the_last_chunk():
     assert all(d["usage"] is None for d in withu[:-1])
 
 
-def test_anthropic_bytes_are_unchanged_by_the_openai_renderers():
+def test_anthropic_bytes_are_unchanged_by_the_openai_renderers() -> None:
     sc = SCENARIOS["weather"]
     before = render_turn(sc, 0, 0).body
     render_openai_turn(sc, 0, 0, api="chat")
@@ -233,7 +238,7 @@ def test_anthropic_bytes_are_unchanged_by_the_openai_renderers():
 
 
 @pytest.mark.parametrize("api", APIS)
-def test_a_long_stall_is_generated_lazily_in_the_openai_form(api):
+def test_a_long_stall_is_generated_lazily_in_the_openai_form(api: Api) -> None:
     from inspector.net.faults import STALL_INLINE, StalledPlan, iter_reads
 
     plan = render_faulted(SCENARIOS["weather"], "stall:1000000", 0, 0, api=api)
@@ -244,7 +249,7 @@ def test_a_long_stall_is_generated_lazily_in_the_openai_form(api):
 
 
 @pytest.mark.parametrize("api", APIS)
-def test_drop_in_tool_k_breaks_inside_the_kth_call(api):
+def test_drop_in_tool_k_breaks_inside_the_kth_call(api: Api) -> None:
     sc = SCENARIOS["parse_date"]
     full = [b["raw_json"] for b in expected_blocks(sc, 0, 0) if b["type"] == "tool_use"]
     plan = render_faulted(sc, "drop_in_tool:3", 0, 0, api=api)

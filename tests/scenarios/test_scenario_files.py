@@ -27,7 +27,7 @@ FROZEN = json.loads((Path(__file__).parent / "fixtures" / "bundled_render_sha256
 # the file's.
 
 
-def test_every_bundled_file_is_a_scenario():
+def test_every_bundled_file_is_a_scenario() -> None:
     files = sorted(p.stem for p in BUNDLED_DIR.glob("*.yaml"))
     assert files == sorted(SCENARIOS) == sorted(FROZEN)
     for name, sc in SCENARIOS.items():
@@ -35,7 +35,7 @@ def test_every_bundled_file_is_a_scenario():
 
 
 @pytest.mark.parametrize("name", sorted(FROZEN))
-def test_bundled_file_renders_the_frozen_bytes(name):
+def test_bundled_file_renders_the_frozen_bytes(name: str) -> None:
     sc = get_scenario(name)
     assert len(sc.turns) == len(FROZEN[name])
     for t in range(len(sc.turns)):
@@ -49,7 +49,7 @@ def _run(call: object) -> Any:
     return asyncio.run(call)
 
 
-def test_simulated_tools_answer_what_the_python_tools_did():
+def test_simulated_tools_answer_what_the_python_tools_did() -> None:
     """The Python tools the files replaced (get_weather, run_tests) answered exactly this."""
     weather = SCENARIOS["weather"].resolve_tools(None)["get_weather"]
     assert weather.definition()["input_schema"]["required"] == ["location"]
@@ -73,7 +73,7 @@ def test_simulated_tools_answer_what_the_python_tools_did():
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_dump_then_load_is_the_same_scenario(name, tmp_path):
+def test_dump_then_load_is_the_same_scenario(name: str, tmp_path: Path) -> None:
     sc = SCENARIOS[name]
     path = tmp_path / f"{name}.yaml"
     path.write_text(dump_scenario(sc), encoding="utf-8")
@@ -81,7 +81,7 @@ def test_dump_then_load_is_the_same_scenario(name, tmp_path):
     assert dataclasses.replace(again, source_path=None) == dataclasses.replace(sc, source_path=None)
 
 
-def test_get_scenario_and_load_take_a_path(tmp_path, monkeypatch):
+def test_get_scenario_and_load_take_a_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "mine.yaml"
     path.write_text(dump_scenario(dataclasses.replace(SCENARIOS["weather"], name="mine")), encoding="utf-8")
     assert get_scenario(str(path)).name == "mine"
@@ -98,7 +98,7 @@ def test_get_scenario_and_load_take_a_path(tmp_path, monkeypatch):
     assert str(err.value).startswith("bad.yaml:") and "\n" not in str(err.value)
 
 
-def test_name_defaults_to_the_file_stem_and_workspace_may_be_relative(tmp_path):
+def test_name_defaults_to_the_file_stem_and_workspace_may_be_relative(tmp_path: Path) -> None:
     ws = tmp_path / "proj"
     ws.mkdir()
     (ws / "a.txt").write_text("hello", encoding="utf-8")
@@ -115,7 +115,7 @@ def test_name_defaults_to_the_file_stem_and_workspace_may_be_relative(tmp_path):
     assert "hello" in str(result)
 
 
-def test_load_text_without_a_path_needs_a_name():
+def test_load_text_without_a_path_needs_a_name() -> None:
     with pytest.raises(InspectorError, match="missing required key 'name'"):
         load_text("version: 1\ndescription: d\nprompt: p\nturns: [{blocks: [{text: hi}]}]\n")
 
@@ -125,14 +125,14 @@ def test_load_text_without_a_path_needs_a_name():
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "docs" / "scenario.schema.json"
 
 
-def _validator():
+def _validator() -> Any:  # (a jsonschema Draft202012Validator: jsonschema is imported only if installed)
     jsonschema = pytest.importorskip("jsonschema")  # the `test` extra installs it
     schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     jsonschema.Draft202012Validator.check_schema(schema)
     return jsonschema.Draft202012Validator(schema)
 
 
-def test_the_published_schema_is_generated_and_cannot_drift(capsys):
+def test_the_published_schema_is_generated_and_cannot_drift(capsys: pytest.CaptureFixture[str]) -> None:
     """docs/scenario.schema.json is `inspector scenario schema`, byte for byte (regenerate it with that command)."""
     from inspector.cli import main
     from inspector.scenarios.fileformat import json_schema
@@ -143,7 +143,7 @@ def test_the_published_schema_is_generated_and_cannot_drift(capsys):
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_bundled_files_and_the_template_match_the_schema(name):
+def test_bundled_files_and_the_template_match_the_schema(name: str) -> None:
     import yaml
 
     from inspector.scenarios.template import template
@@ -176,7 +176,7 @@ SCHEMA_REJECTS = [
 
 
 @pytest.mark.parametrize(("path", "value"), SCHEMA_REJECTS, ids=[f"{p[-1]}={str(v)[:12]}" for p, v in SCHEMA_REJECTS])
-def test_the_schema_and_the_loader_reject_the_same(path, value, tmp_path):
+def test_the_schema_and_the_loader_reject_the_same(path: tuple[str | int, ...], value: Any, tmp_path: Path) -> None:
     import yaml
 
     validator = _validator()
@@ -194,7 +194,7 @@ def test_the_schema_and_the_loader_reject_the_same(path, value, tmp_path):
         load_file(file)
 
 
-def test_the_file_declaration_has_the_models_fields():
+def test_the_file_declaration_has_the_models_fields() -> None:
     """The flat parts of the file (pacing, usage, HTTP errors, faults) are the model's dataclasses, key for key: a
     field added to one and not the other fails here, not in a user's file."""
     from inspector.scenarios import filemodel as F

@@ -11,7 +11,9 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -56,7 +58,7 @@ def fields_of(cls: type) -> list[str]:
     return [f.name for f in dataclasses.fields(cls) if f.init]
 
 
-def mapping(keys: list[str], extra_keys: tuple[str, ...] = ("bogus",)) -> st.SearchStrategy[dict]:
+def mapping(keys: list[str], extra_keys: tuple[str, ...] = ("bogus",)) -> st.SearchStrategy[dict[str, Any]]:
     return st.dictionaries(st.sampled_from([*keys, *extra_keys]), MOSTLY_SANE, max_size=4)
 
 
@@ -169,11 +171,11 @@ TURN_TAILS = st.one_of(
 
 
 @st.composite
-def scenario_texts(draw) -> str:
+def scenario_texts(draw: st.DrawFn) -> str:
     doc = draw(DOC)
     turns = doc.pop("turns")
     try:
-        text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+        text: str = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
         text += yaml.safe_dump({"turns": turns}, sort_keys=False, allow_unicode=True)
     except (ValueError, yaml.YAMLError):  # a value PyYAML cannot write: still a file to check
         text = "version: 1\n"
@@ -243,7 +245,7 @@ print("fuzz: done")
 """
 
 
-def test_fuzzed_scenario_files_never_trace_back_under_1_gib():
+def test_fuzzed_scenario_files_never_trace_back_under_1_gib() -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run(
         [sys.executable, "-c", _CHILD.format(limit=LIMIT, here=str(HERE), n=250)],
@@ -259,6 +261,6 @@ def test_fuzzed_scenario_files_never_trace_back_under_1_gib():
 
 @settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))
 @given(scenario_texts())
-def test_fuzzed_scenario_files_in_process(tmp_path_factory, text):
+def test_fuzzed_scenario_files_in_process(tmp_path_factory: pytest.TempPathFactory, text: str) -> None:
     """The same property in process, so that hypothesis shrinks a failure to a small file."""
     check_load_render(text, str(tmp_path_factory.mktemp("fuzz")))

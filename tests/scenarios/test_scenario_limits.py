@@ -39,7 +39,7 @@ turns:
 """
 
 
-def _check(tmp_path: Path, text: str, capsys) -> list[str]:
+def _check(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> list[str]:
     """`inspector scenario check` on ``text``: it must fail (exit 1) and print only positioned problems."""
     path = tmp_path / "s.yaml"
     path.write_text(text, encoding="utf-8")
@@ -51,7 +51,7 @@ def _check(tmp_path: Path, text: str, capsys) -> list[str]:
     return [line[len(str(path)) + 1 :] for line in out]
 
 
-def test_the_base_file_is_valid():
+def test_the_base_file_is_valid() -> None:
     assert check_text(BASE, "f.yaml") == []
 
 
@@ -77,7 +77,9 @@ BOMB_AT = {
 
 
 @pytest.mark.parametrize("where", sorted(BOMB_AT))
-def test_an_alias_bomb_is_refused_at_load_with_its_position(where, tmp_path, capsys):
+def test_an_alias_bomb_is_refused_at_load_with_its_position(
+    where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     old, new = BOMB_AT[where]
     text = BASE.replace(old, new.replace("BOMB", _bomb()))
     assert text != BASE
@@ -88,18 +90,18 @@ def test_an_alias_bomb_is_refused_at_load_with_its_position(where, tmp_path, cap
     assert f"more than {ff.MAX_VALUES} values; the anchor here is used 11 times" in out[0]
 
 
-def test_a_recursive_alias_is_refused(tmp_path, capsys):
+def test_a_recursive_alias_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = _check(tmp_path, BASE.replace("        input: {q: a}", "        input: &r {q: [*r]}"), capsys)
     assert "recursive alias" in out[0] and out[0].startswith("13:16:"), out
 
 
-def test_nesting_too_deep_is_refused(tmp_path, capsys):
+def test_nesting_too_deep_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     deep = "[" * 150 + "]" * 150
     out = _check(tmp_path, BASE.replace("        input: {q: a}", f"        input: {{q: {deep}}}"), capsys)
     assert f"nested more than {ff.MAX_DEPTH} deep" in out[0], out
 
 
-def test_shared_anchors_of_ordinary_size_still_load(tmp_path):
+def test_shared_anchors_of_ordinary_size_still_load(tmp_path: Path) -> None:
     text = BASE.replace("    pacing: {ttfb: 0.2}", "    pacing: &p {ttfb: 0.2}").replace(
         "  - blocks: [{text: done}]", "  - blocks: [{text: done}]\n    pacing: *p"
     )
@@ -127,7 +129,9 @@ LONG_INTS = {
 
 
 @pytest.mark.parametrize("case", sorted(LONG_INTS))
-def test_an_integer_too_long_is_one_line_with_its_position(case, tmp_path, capsys):
+def test_an_integer_too_long_is_one_line_with_its_position(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     old, new, position, message = LONG_INTS[case]
     out = _check(tmp_path, BASE.replace(old, new), capsys)
     assert out == [f"{position} {message}"] or (out[0].startswith(position) and message in out[0]), out
@@ -233,7 +237,9 @@ NUMBERS = {
 
 
 @pytest.mark.parametrize("case", sorted(NUMBERS))
-def test_an_absurd_number_is_refused_with_its_position(case, tmp_path, capsys):
+def test_an_absurd_number_is_refused_with_its_position(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     old, new, literal, message = NUMBERS[case]
     text = BASE.replace(old, new)
     assert text != BASE
@@ -243,14 +249,14 @@ def test_an_absurd_number_is_refused_with_its_position(case, tmp_path, capsys):
     assert text.splitlines()[int(line) - 1][int(col) - 1 :].startswith(literal), out
 
 
-def test_a_text_that_renders_millions_of_events_is_refused(tmp_path, capsys):
+def test_a_text_that_renders_millions_of_events_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     text = BASE.replace("      - text: hi", "      - text: " + "x" * 1_000_000 + "\n        chunk: 1")
     out = _check(tmp_path, text, capsys)
     assert out[0].startswith("11:9: turns[0]: this turn renders up to 1000"), out
     assert f"more than {ff.MAX_EVENTS_PER_TURN} (blocks[0]" in out[0]
 
 
-def test_many_pings_every_event_count_too(tmp_path, capsys):
+def test_many_pings_every_event_count_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     text = BASE.replace("      - text: hi", "      - text: " + "x" * 60_000 + "\n        chunk: 1").replace(
         "pacing: {ttfb: 0.2}", "pacing: {ttfb: 0.2, ping_every: 1}"
     )
@@ -258,7 +264,7 @@ def test_many_pings_every_event_count_too(tmp_path, capsys):
     assert "this turn renders up to" in out[0], out
 
 
-def test_a_long_text_in_big_chunks_still_loads(tmp_path):
+def test_a_long_text_in_big_chunks_still_loads(tmp_path: Path) -> None:
     path = tmp_path / "long.yaml"
     path.write_text(BASE.replace("      - text: hi", "      - text: " + "x" * 1_000_000 + "\n        chunk: 100"))
     block = load_file(path).turns[0].blocks[0]
@@ -268,7 +274,7 @@ def test_a_long_text_in_big_chunks_still_loads(tmp_path):
 # --- enums, names, tools ---------------------------------------------------------------------------------------------
 
 
-def test_an_unknown_stop_reason_gets_did_you_mean(tmp_path, capsys):
+def test_an_unknown_stop_reason_gets_did_you_mean(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = _check(tmp_path, BASE.replace("stop_reason: tool_use", "stop_reason: tool_usee"), capsys)
     assert out[0].startswith(
         "14:18: turns[0].stop_reason: unknown value 'tool_usee' (did you mean 'tool_use'?); expected one of: end_turn,"
@@ -276,12 +282,12 @@ def test_an_unknown_stop_reason_gets_did_you_mean(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("name", ["../../x", "a/b", "..", "x y", "-rf", "a" * 101])
-def test_a_name_that_is_a_path_is_refused(name, tmp_path, capsys):
+def test_a_name_that_is_a_path_is_refused(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = _check(tmp_path, BASE.replace("name: t", f"name: '{name}'"), capsys)
     assert out[0].startswith("2:7: name: expected letters, digits"), out
 
 
-def test_a_builtin_tool_without_a_workspace_is_refused(tmp_path, capsys):
+def test_a_builtin_tool_without_a_workspace_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     text = BASE.replace("tools:\n", "tools:\n  - read_file\n")
     out = _check(tmp_path, text, capsys)
     assert out[0].startswith("6:5: tools: built-in tools (read_file) run over a workspace: set `workspace:`"), out
@@ -293,7 +299,7 @@ def test_a_builtin_tool_without_a_workspace_is_refused(tmp_path, capsys):
 # --- the file itself ---------------------------------------------------------------------------------------------------
 
 
-def test_a_device_is_refused_not_read(capsys):
+def test_a_device_is_refused_not_read(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["scenario", "check", "/dev/zero"]) == 1
     assert (
         capsys.readouterr().out
@@ -301,14 +307,14 @@ def test_a_device_is_refused_not_read(capsys):
     )
 
 
-def test_a_fifo_is_refused_without_blocking(tmp_path, capsys):
+def test_a_fifo_is_refused_without_blocking(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     fifo = tmp_path / "s.yaml"
     os.mkfifo(fifo)
     assert main(["scenario", "check", str(fifo)]) == 1  # no writer: a blocking open would never return
     assert "not a regular file" in capsys.readouterr().out
 
 
-def test_a_folder_and_a_huge_file_are_refused(tmp_path, capsys):
+def test_a_folder_and_a_huge_file_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     huge = tmp_path / "huge.yaml"
     with huge.open("wb") as fh:
         fh.truncate(ff.MAX_FILE_BYTES + 1)  # sparse: no disk used
@@ -321,7 +327,7 @@ def test_a_folder_and_a_huge_file_are_refused(tmp_path, capsys):
     assert out[1] == f"{tmp_path}:1:1: cannot read the file: a folder"
 
 
-def test_the_real_cli_on_dev_zero_ends_at_once_in_one_line():
+def test_the_real_cli_on_dev_zero_ends_at_once_in_one_line() -> None:
     """Through `python -m inspector` under a 1 GiB address-space limit: before, it read until MemoryError."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.run(
@@ -358,7 +364,9 @@ RUN_REFUSES = {
 
 
 @pytest.mark.parametrize("case", sorted(RUN_REFUSES))
-def test_run_refuses_the_file_in_one_line_before_anything_starts(case, tmp_path, capsys):
+def test_run_refuses_the_file_in_one_line_before_anything_starts(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """`inspector run --headless --scenario FILE`: before, these passed check and then traced back, hung or grew to
     gigabytes; now run refuses the file with the first problem, as a usage error."""
     text, position = RUN_REFUSES[case]
@@ -370,7 +378,7 @@ def test_run_refuses_the_file_in_one_line_before_anything_starts(case, tmp_path,
 
 
 @pytest.mark.parametrize("name", ["../../x", "a/b", "a\\b", "..", ".", "", "x\0y"])
-def test_a_scenario_made_in_python_that_copies_its_workspace_cannot_be_named_a_path(name):
+def test_a_scenario_made_in_python_that_copies_its_workspace_cannot_be_named_a_path(name: str) -> None:
     from inspector.scenarios.model import Scenario, TextBlock, TurnScript
 
     turns = [TurnScript([TextBlock("hi")])]
@@ -380,7 +388,9 @@ def test_a_scenario_made_in_python_that_copies_its_workspace_cannot_be_named_a_p
     Scenario(name="stand-in/end", description="d", prompt="p", turns=turns)  # no copy: an internal name may say more
 
 
-def test_keys_that_are_not_strings_or_twice_are_refused_where_they_are(tmp_path, capsys):
+def test_keys_that_are_not_strings_or_twice_are_refused_where_they_are(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     text = BASE.replace("        input: {q: a}", "        input: {1: a, q: b, q: c}")
     out = _check(tmp_path, text, capsys)
     assert out == [

@@ -9,12 +9,16 @@ import itertools
 import json
 import math
 import shutil
-from typing import Any
+from collections.abc import Awaitable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, Literal
 
 import anthropic
 import httpx2
 import pytest
+from anthropic import types as sdk
 from anthropic._streaming import SSEDecoder
+from anthropic.types import Message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -23,8 +27,10 @@ from inspector.core.errors import UnknownScenario
 from inspector.core.pacing import SPEED_LADDER, Pacer, speed_label
 from inspector.scenarios.bundled import BIG_CSV, SCENARIOS, get_scenario
 from inspector.scenarios.model import (
+    Block,
     DropAfter,
     ErrorEventAfter,
+    Fault,
     InvalidToolJson,
     Pacing,
     RedactedThinkingBlock,
@@ -53,11 +59,11 @@ ALL = sorted(SCENARIOS)
 TIMEOUT = 20.0  # a bound on waits that should end at once (a hang guard, never a timing assertion)
 
 
-def fast_server(scenario: Scenario, **kw) -> ScenarioServer:
+def fast_server(scenario: Scenario, **kw: Any) -> ScenarioServer:
     return ScenarioServer(scenario, Pacer(math.inf), **kw)
 
 
-def all_attempts(scenario: Scenario):
+def all_attempts(scenario: Scenario) -> list[tuple[int, int]]:
     """(turn, attempt) pairs worth rendering: attempt 0 and 1 of every turn."""
     return [(t, a) for t in range(len(scenario.turns)) for a in (0, 1)]
 
@@ -73,11 +79,11 @@ def successful_attempt(scenario: Scenario, turn: int) -> int:
     raise AssertionError("no successful attempt")
 
 
-def sse_events(data_chunks) -> list[tuple[str | None, str]]:
+def sse_events(data_chunks: Iterable[bytes]) -> list[tuple[str | None, str]]:
     return [(e.event, e.data) for e in SSEDecoder().iter_bytes(iter(data_chunks))]
 
 
-def tool_results_for(message) -> dict:
+def tool_results_for(message: Message) -> dict[str, Any]:
     return {
         "role": "user",
         "content": [
@@ -88,23 +94,25 @@ def tool_results_for(message) -> dict:
     }
 
 
-async def stream_once(client: anthropic.AsyncAnthropic, scenario: Scenario, messages: list):
+async def stream_once(client: anthropic.AsyncAnthropic, scenario: Scenario, messages: list[Any]) -> Message:
     async with client.messages.stream(messages=messages, **scenario.request_params()) as stream:
         return await stream.get_final_message()
 
 
-def compare_with_script(message, scenario: Scenario, turn: int, attempt: int) -> None:
+def compare_with_script(message: Message, scenario: Scenario, turn: int, attempt: int) -> None:
     want = expected_blocks(scenario, turn, attempt)
     assert len(message.content) == len(want)
     for got, exp in zip(message.content, want, strict=True):
         assert got.type == exp["type"]
         if exp["type"] == "text":
-            assert got.text == exp["text"]
+            assert isinstance(got, sdk.TextBlock) and got.text == exp["text"]
         elif exp["type"] == "thinking":
+            assert isinstance(got, sdk.ThinkingBlock)
             assert got.thinking == exp["thinking"] and got.signature == exp["signature"]
         elif exp["type"] == "redacted_thinking":
-            assert got.data == exp["data"]
+            assert isinstance(got, sdk.RedactedThinkingBlock) and got.data == exp["data"]
         elif exp["type"] in ("tool_use", "server_tool_use"):
+            assert isinstance(got, (sdk.ToolUseBlock, sdk.ServerToolUseBlock))
             assert got.id == exp["id"] and got.name == exp["name"]
             if exp["complete"] and exp["input"] is not None:
                 assert got.input == exp["input"]
@@ -114,7 +122,7 @@ def compare_with_script(message, scenario: Scenario, turn: int, attempt: int) ->
 # --- the catalogue ---------------------------------------------------------------------------------------------
 
 
-def test_catalogue_and_get_scenario():
+def test_catalogue_and_get_scenario() -> None:
     assert "parse_date" in SCENARIOS
     for name in (
         "weather",
@@ -137,7 +145,7 @@ def test_catalogue_and_get_scenario():
 
 
 @pytest.mark.parametrize("name", ALL)
-def test_scenario_is_coherent(name):
+def test_scenario_is_coherent(name: str) -> None:
     s = SCENARIOS[name]
     assert s.description and "\n" not in s.description
     assert s.expected["status"] in ("finished", "error", "cancelled")
@@ -154,7 +162,7 @@ def test_scenario_is_coherent(name):
         assert s.allow_write and s.workspace_copy
 
 
-def test_scenario_validation():
+def test_scenario_validation() -> None:
     with pytest.raises(ValueError, match="not offered"):
         Scenario("x", "d", "p", [TurnScript([ToolUseBlock("read_file", {"path": "a"})])])
     with pytest.raises(ValueError, match="one line"):
@@ -173,7 +181,7 @@ def test_scenario_validation():
         DropAfter()
 
 
-def test_parse_date_demo_shape():
+def test_parse_date_demo_shape() -> None:
     s = get_scenario("parse_date")
     t0 = expected_blocks(s, 0)
     assert t0[0]["text"] == "I'll run the tests, then look at the parser, its tests and the changelog."
@@ -196,7 +204,7 @@ def test_parse_date_demo_shape():
     assert b"}  " in render_turn(s, 0).body or b"} \n" in render_turn(s, 0).body
 
 
-def test_parse_date_workspace_has_the_bug():
+def test_parse_date_workspace_has_the_bug() -> None:
     root = get_scenario("parse_date").workspace_path
     assert root is not None
     src = (root / "src" / "dates.py").read_text()
@@ -204,7 +212,7 @@ def test_parse_date_workspace_has_the_bug():
     assert (root / "tests" / "test_dates.py").is_file() and (root / "CHANGELOG.md").is_file()
 
 
-def test_workspace_copy(tmp_path):
+def test_workspace_copy(tmp_path: Path) -> None:
     s = get_scenario("big_input")
     root = s.workspace_root(tmp_path)
     assert root is not None and s.workspace_path is not None
@@ -217,7 +225,7 @@ def test_workspace_copy(tmp_path):
     assert get_scenario("parse_date").workspace_root() == get_scenario("parse_date").workspace_path
 
 
-def test_big_input_is_about_200_kb():
+def test_big_input_is_about_200_kb() -> None:
     s = get_scenario("big_input")
     block = expected_blocks(s, 0)[1]
     assert block["input"]["content"] == BIG_CSV
@@ -226,7 +234,7 @@ def test_big_input_is_about_200_kb():
     assert n_frags > 10_000
 
 
-def test_resolve_tools_extra_and_timeouts():
+def test_resolve_tools_extra_and_timeouts() -> None:
     hangs = get_scenario("tool_hangs")
     pytest.importorskip("inspector.agent.toolbox.builtin")
     specs = hangs.resolve_tools(hangs.workspace_path)
@@ -248,12 +256,12 @@ def _run(call: object) -> Any:
     return asyncio.run(call)
 
 
-def test_simulated_tools_behave():
+def test_simulated_tools_behave() -> None:
     raises = get_scenario("tool_raises")
     with pytest.raises(RuntimeError, match="pytest could not start"):
         _run(raises.resolve_tools(raises.workspace_path)["run_tests"].fn({}))
 
-    async def go():
+    async def go() -> None:
         hangs = get_scenario("tool_hangs")
         fn = hangs.resolve_tools(hangs.workspace_path)["wait_for_ci"].fn
         task = asyncio.ensure_future(fn({"branch": "main"}))
@@ -271,7 +279,7 @@ def test_simulated_tools_behave():
 
 
 @pytest.mark.parametrize("name", ALL)
-def test_render_is_deterministic(name):
+def test_render_is_deterministic(name: str) -> None:
     s = SCENARIOS[name]
     for t, a in all_attempts(s):
         p1, p2 = render_turn(s, t, a), render_turn(s, t, a)
@@ -289,7 +297,7 @@ def test_render_is_deterministic(name):
 
 
 @pytest.mark.parametrize("name", ALL)
-def test_rendered_bodies_are_valid_sse(name):
+def test_rendered_bodies_are_valid_sse(name: str) -> None:
     s = SCENARIOS[name]
     for t, a in all_attempts(s):
         plan = render_turn(s, t, a)
@@ -311,7 +319,7 @@ def test_rendered_bodies_are_valid_sse(name):
             assert starts == list(range(len(starts)))
 
 
-def test_ids_look_real():
+def test_ids_look_real() -> None:
     s = get_scenario("parse_date")
     ev = render_turn_events(s, 0)
     msg_id = ev[0][1]["message"]["id"]
@@ -322,7 +330,7 @@ def test_ids_look_real():
     assert render_turn_events(s, 0, 1)[0][1]["message"]["id"] != msg_id
 
 
-def test_http_error_plan():
+def test_http_error_plan() -> None:
     plan = render_turn(get_scenario("rate_limited"), 0, 0)
     assert plan.status == 429 and plan.headers["retry-after-ms"] == "200" and plan.headers["retry-after"] == "1"
     body = json.loads(plan.body)
@@ -332,12 +340,12 @@ def test_http_error_plan():
     assert render_turn(get_scenario("rate_limited"), 0, 1).status == 200
 
 
-def test_render_out_of_range():
+def test_render_out_of_range() -> None:
     with pytest.raises(IndexError):
         render_turn(get_scenario("weather"), 5)
 
 
-def test_fault_shapes():
+def test_fault_shapes() -> None:
     # error event after N events, then EOF
     plan = render_turn(get_scenario("overloaded_midstream"), 0, 0)
     assert plan.end == "eof" and plan.events[-1] == (
@@ -371,7 +379,7 @@ def test_fault_shapes():
     assert blocks[2]["complete"] and blocks[2]["input"] is None and blocks[2]["raw_json"].endswith('"max_by')
 
 
-def test_truncate_json():
+def test_truncate_json() -> None:
     text = json.dumps({"path": "src/dates.py"})
     cut = truncate_json(text)
     assert text.startswith(cut) and cut != text
@@ -379,7 +387,15 @@ def test_truncate_json():
         json.loads(cut)
 
 
-def _mini(blocks, *, turns_extra=(), faults=(), pacing=None, tools=("read_file",), **kw) -> Scenario:
+def _mini(
+    blocks: list[Block],
+    *,
+    turns_extra: Sequence[TurnScript] = (),
+    faults: Sequence[Fault] = (),
+    pacing: Pacing | None = None,
+    tools: Sequence[str] = ("read_file",),
+    **kw: Any,
+) -> Scenario:
     return Scenario(
         name="mini",
         description="mini",
@@ -399,7 +415,7 @@ def _mini(blocks, *, turns_extra=(), faults=(), pacing=None, tools=("read_file",
     )
 
 
-def test_chunk_specs_and_block_kinds():
+def test_chunk_specs_and_block_kinds() -> None:
     s = _mini(
         [
             ThinkingBlock("abcdefghij", signature="sig", chunk=[3, 1]),
@@ -413,7 +429,10 @@ def test_chunk_specs_and_block_kinds():
         ]
     )
     ev = render_turn_events(s, 0)
-    deltas = lambda i: [d["delta"] for n, d in ev if n == "content_block_delta" and d["index"] == i]
+
+    def deltas(i: int) -> list[dict[str, Any]]:
+        return [d["delta"] for n, d in ev if n == "content_block_delta" and d["index"] == i]
+
     assert [d.get("thinking") for d in deltas(0)] == ["abc", "d", "efg", "h", "ij", None]
     assert deltas(0)[-1] == {"type": "signature_delta", "signature": "sig"}
     assert deltas(1) == []
@@ -426,20 +445,20 @@ def test_chunk_specs_and_block_kinds():
     assert [d["partial_json"] for d in deltas(5)] == ["", '{"', 'path": "a"}']
 
 
-def test_invalid_tool_json_default_truncates():
+def test_invalid_tool_json_default_truncates() -> None:
     s = _mini([ToolUseBlock("read_file", {"path": "src/dates.py"})], faults=[InvalidToolJson(block=0)])
     b = expected_blocks(s, 0)[0]
     assert b["input"] is None and '{"path": "src/dates.py"}'.startswith(b["raw_json"])
 
 
-def test_one_transport_fault_per_attempt():
+def test_one_transport_fault_per_attempt() -> None:
     s = _mini([TextBlock("x")], faults=[ErrorEventAfter(2), DropAfter(n_events=1)])
     with pytest.raises(ValueError, match="at most one"):
         render_turn(s, 0)
     assert render_turn(s, 0, 1).end == "eof"  # both only apply to attempt 0
 
 
-def test_proxy_buffer_and_split_preserve_bytes_and_time():
+def test_proxy_buffer_and_split_preserve_bytes_and_time() -> None:
     base = get_scenario("parse_date")
     ref = render_turn(base, 1)
     for pacing in (
@@ -455,7 +474,7 @@ def test_proxy_buffer_and_split_preserve_bytes_and_time():
     assert len(burst.reads) == 1 and burst.reads[0].delay == pytest.approx(ref.total_delay - ref.header_delay)
 
 
-def realistic_variant(**kw) -> Pacing:
+def realistic_variant(**kw: Any) -> Pacing:
     return dataclasses.replace(get_scenario("parse_date").turns[1].pacing, **kw)
 
 
@@ -471,7 +490,7 @@ def with_pacing(s: Scenario, turn: int, pacing: Pacing) -> Scenario:
 SDK_WALK = [n for n in ALL if n != "big_input"]  # the SDK's O(n^2) tool-input parsing takes seconds there
 
 
-async def give_up_on_a_stall(server: ScenarioServer, coro, stalls: bool):
+async def give_up_on_a_stall(server: ScenarioServer, coro: Awaitable[Message], stalls: bool) -> Message:
     """Await ``coro``; a harness that sees the server hang (a stall: pings, then nothing) gives up on it with a
     TimeoutError, as its idle timeout would. The hang is observed on the server, not timed."""
     n = len(server.responses)
@@ -488,12 +507,12 @@ async def give_up_on_a_stall(server: ScenarioServer, coro, stalls: bool):
 
 
 @pytest.mark.parametrize("name", SDK_WALK)
-async def test_every_turn_through_the_sdk(name):
+async def test_every_turn_through_the_sdk(name: str) -> None:
     """Walk the scenario like a harness: retry failed streams, feed tool results, compare with the script."""
     s = SCENARIOS[name]
     server = fast_server(s)
     client = make_client(server)
-    messages: list = [{"role": "user", "content": s.prompt}]
+    messages: list[Any] = [{"role": "user", "content": s.prompt}]
     for turn in range(len(s.turns)):
         want_attempt = successful_attempt(s, turn)
         for _ in range(4):
@@ -526,7 +545,7 @@ async def test_every_turn_through_the_sdk(name):
     assert all(r.rejected is None for r in server.requests)
 
 
-async def test_big_input_through_the_sdk_events():
+async def test_big_input_through_the_sdk_events() -> None:
     """200 KB of tool input: the SDK's raw event stream (no accumulation) carries it intact, then turn 1 follows."""
     s = get_scenario("big_input")
     server = fast_server(s)
@@ -562,20 +581,23 @@ async def test_big_input_through_the_sdk_events():
     compare_with_script(msg, s, 1, 0)
 
 
-async def test_invalid_json_is_silently_patched_by_the_sdk():
+async def test_invalid_json_is_silently_patched_by_the_sdk() -> None:
     s = get_scenario("invalid_json")
     msg = await stream_once(make_client(fast_server(s)), s, [{"role": "user", "content": s.prompt}])
-    assert [b.input for b in msg.content[1:]] == [{"path": "src/dates.py"}, {"path": "CHANGELOG.md"}]
+    assert [b.input if isinstance(b, sdk.ToolUseBlock) else b for b in msg.content[1:]] == [
+        {"path": "src/dates.py"},
+        {"path": "CHANGELOG.md"},
+    ]
 
 
-async def test_max_tokens_cut_through_the_sdk():
+async def test_max_tokens_cut_through_the_sdk() -> None:
     s = get_scenario("max_tokens_cut")
     msg = await stream_once(make_client(fast_server(s)), s, [{"role": "user", "content": s.prompt}])
     assert msg.stop_reason == "max_tokens" and msg.content[1].type == "tool_use"
     assert msg.content[1].name == "write_file"
 
 
-async def test_error_event_is_api_status_error_then_retry_succeeds():
+async def test_error_event_is_api_status_error_then_retry_succeeds() -> None:
     s = get_scenario("overloaded_midstream")
     server = fast_server(s)
     client = make_client(server)
@@ -586,10 +608,11 @@ async def test_error_event_is_api_status_error_then_retry_succeeds():
     assert len(server.requests) == 1  # the SDK does not retry after the first byte
     msg = await stream_once(client, s, msgs)
     assert [(r.turn, r.attempt) for r in server.requests] == [(0, 0), (0, 1)]
-    assert msg.content[1].input == {"path": "src/dates.py"}
+    block = msg.content[1]
+    assert isinstance(block, sdk.ToolUseBlock) and block.input == {"path": "src/dates.py"}
 
 
-async def test_drop_raises_remote_protocol_error():
+async def test_drop_raises_remote_protocol_error() -> None:
     s = get_scenario("drop_mid_json")
     server = fast_server(s)
     with pytest.raises(httpx2.RemoteProtocolError, match="incomplete chunked read"):
@@ -610,7 +633,7 @@ async def test_drop_raises_remote_protocol_error():
     assert got == render_turn(s, 0, 0).body
 
 
-async def test_429_and_529_are_retried_by_the_sdk():
+async def test_429_and_529_are_retried_by_the_sdk() -> None:
     s = get_scenario("rate_limited")
     server = fast_server(s)
     client = make_client(server)
@@ -635,7 +658,7 @@ async def test_429_and_529_are_retried_by_the_sdk():
         await stream_once(make_client(server, max_retries=0), s, [{"role": "user", "content": s.prompt}])
 
 
-async def test_retry_after_is_scaled_by_speed():
+async def test_retry_after_is_scaled_by_speed() -> None:
     s = get_scenario("rate_limited")
     server = ScenarioServer(s, Pacer(math.inf))
     resp = await server.handler(
@@ -670,13 +693,13 @@ async def test_retry_after_is_scaled_by_speed():
     assert resp.headers["retry-after-ms"] == "200"
 
 
-async def test_stall_hangs_until_cancelled_and_close_is_observed():
+async def test_stall_hangs_until_cancelled_and_close_is_observed() -> None:
     s = get_scenario("stall_with_pings")
     server = fast_server(s)
     client = make_client(server)
     seen = []
 
-    async def consume():
+    async def consume() -> None:
         async with client.messages.stream(
             messages=[{"role": "user", "content": s.prompt}], **s.request_params()
         ) as stream:
@@ -695,10 +718,11 @@ async def test_stall_hangs_until_cancelled_and_close_is_observed():
         await task
     async with asyncio.timeout(TIMEOUT):
         await server.closed_early_event.wait()
-    assert server.closed_early == 1 and server.responses[0].state == "closed_early"
+    # (mypy keeps the narrowing to "hanging" from above across the awaits)
+    assert server.closed_early == 1 and server.responses[0].state == "closed_early"  # type: ignore[comparison-overlap]
 
 
-async def test_closing_early_is_observed():
+async def test_closing_early_is_observed() -> None:
     s = get_scenario("parse_date")
     server = fast_server(s)
     client = make_client(server)
@@ -719,15 +743,15 @@ async def test_closing_early_is_observed():
 # --- turn selection, attempts, history -------------------------------------------------------------------------
 
 
-def _body(messages, **kw) -> dict:
+def _body(messages: list[dict[str, Any]], **kw: Any) -> dict[str, Any]:
     return {"model": "m", "max_tokens": 10, "stream": True, "messages": messages, **kw}
 
 
-def _request(body) -> httpx2.Request:
+def _request(body: dict[str, Any]) -> httpx2.Request:
     return httpx2.Request("POST", "http://scenario.local/v1/messages", json=body)
 
 
-def _history(n_assistant: int) -> list:
+def _history(n_assistant: int) -> list[Any]:
     msgs: list[dict[str, Any]] = [{"role": "user", "content": "hi"}]
     for i in range(n_assistant):
         msgs += [
@@ -737,7 +761,7 @@ def _history(n_assistant: int) -> list:
     return msgs
 
 
-async def test_turn_selection_and_attempt_counter():
+async def test_turn_selection_and_attempt_counter() -> None:
     s = get_scenario("weather")
     server = fast_server(s)
     for n in (0, 0, 1, 0, 1, 1):
@@ -754,7 +778,7 @@ async def test_turn_selection_and_attempt_counter():
     assert server.requests == [] and server.attempts == {}
 
 
-async def test_past_the_script_is_a_400_through_the_sdk():
+async def test_past_the_script_is_a_400_through_the_sdk() -> None:
     s = get_scenario("weather")
     server = fast_server(s)
     with pytest.raises(anthropic.BadRequestError):
@@ -762,7 +786,7 @@ async def test_past_the_script_is_a_400_through_the_sdk():
     assert len(server.requests) == 1  # 400 is not retried
 
 
-async def test_request_recording():
+async def test_request_recording() -> None:
     s = get_scenario("parse_date")
     server = fast_server(s)
     await stream_once(make_client(server), s, [{"role": "user", "content": s.prompt}])
@@ -774,7 +798,7 @@ async def test_request_recording():
     assert rec.headers["x-stainless-retry-count"] == "0"
 
 
-async def test_non_stream_and_wrong_path_rejected():
+async def test_non_stream_and_wrong_path_rejected() -> None:
     server = fast_server(get_scenario("weather"))
     resp = await server.handler(_request({"messages": _history(0), "model": "m", "max_tokens": 1}))
     assert resp.status_code == 400
@@ -783,7 +807,7 @@ async def test_non_stream_and_wrong_path_rejected():
     assert all(r.turn is None for r in server.requests)
 
 
-def test_history_rule():
+def test_history_rule() -> None:
     tool_use = {
         "role": "assistant",
         "content": [
@@ -815,7 +839,7 @@ def test_history_rule():
     assert history_problem([{"role": "assistant", "content": "x"}])
 
 
-async def test_dangling_tool_use_is_a_400_through_the_sdk():
+async def test_dangling_tool_use_is_a_400_through_the_sdk() -> None:
     s = get_scenario("weather")
     server = fast_server(s)
     msgs = [
@@ -832,7 +856,7 @@ async def test_dangling_tool_use_is_a_400_through_the_sdk():
 
 
 @pytest.mark.parametrize("name", ["parse_date", "drop_mid_json", "overloaded_midstream", "rate_limited"])
-async def test_scheduled_delay_matches_the_plan(name):
+async def test_scheduled_delay_matches_the_plan(name: str) -> None:
     s = SCENARIOS[name]
     pacer = Pacer(math.inf)
     server = ScenarioServer(s, pacer)
@@ -846,7 +870,7 @@ async def test_scheduled_delay_matches_the_plan(name):
     assert pacer.calls == 1 + (len(plan.reads) if plan.status == 200 else 0)
 
 
-async def test_real_time_pacing_follows_speed():
+async def test_real_time_pacing_follows_speed() -> None:
     """At 10x each read comes after a tenth of its planned delay (virtual time: what the pacer asks to sleep)."""
     s = _mini([TextBlock("abcdef", chunk=1)], pacing=Pacing(ttfb=0.2, event_gap=0.02), tools=())
     plan = render_turn(s, 0)
@@ -875,7 +899,7 @@ async def test_real_time_pacing_follows_speed():
         {"proxy_buffer": 2048},
     ],
 )
-async def test_variants_parse_identically_through_the_sdk(variant):
+async def test_variants_parse_identically_through_the_sdk(variant: dict[str, Any]) -> None:
     base = get_scenario("thinking")
     msgs = [{"role": "user", "content": base.prompt}]
     ref = await stream_once(make_client(fast_server(base)), base, msgs)
@@ -895,7 +919,9 @@ async def test_variants_parse_identically_through_the_sdk(variant):
     seed=st.integers(0, 10_000),
     text=st.text(min_size=1, max_size=60),
 )
-def test_property_any_framing_decodes_to_the_same_events(line_ending, events_per_read, split, pad, seed, text):
+def test_property_any_framing_decodes_to_the_same_events(
+    line_ending: Literal["\n", "\r\n", "\r"], events_per_read: int, split: bool, pad: bool, seed: int, text: str
+) -> None:
     s = dataclasses.replace(
         _mini(
             [TextBlock(text, chunk=Sizes(1, 5)), ToolUseBlock("read_file", {"path": text})],
@@ -914,7 +940,7 @@ def test_property_any_framing_decodes_to_the_same_events(line_ending, events_per
 # --- the Pacer -------------------------------------------------------------------------------------------------
 
 
-def test_pacer_ladder_and_labels():
+def test_pacer_ladder_and_labels() -> None:
     p = Pacer()
     assert p.speed == 1.0 and p.label == "1x"
     assert [p.faster() for _ in range(5)] == [2.0, 4.0, 10.0, math.inf, math.inf]
@@ -932,7 +958,7 @@ def test_pacer_ladder_and_labels():
     assert p.speed == 2.0 and p.wall_seconds(1.0) == 0.5
 
 
-async def test_pacer_max_speed_never_sleeps():
+async def test_pacer_max_speed_never_sleeps() -> None:
     vt = VirtualTime()
     p = Pacer(math.inf, clock=vt.clock, sleeper=vt.sleep)
     for _ in range(1000):
@@ -941,7 +967,7 @@ async def test_pacer_max_speed_never_sleeps():
     assert p.requested == pytest.approx(10_000.0) and p.calls == 1000
 
 
-async def test_pacer_speed_change_takes_effect_during_a_sleep():
+async def test_pacer_speed_change_takes_effect_during_a_sleep() -> None:
     vt = VirtualTime(hold=True)  # sleeps end only when the pacer wakes them
     p = Pacer(0.25, clock=vt.clock, sleeper=vt.sleep)
     task = asyncio.create_task(p.sleep(10.0))
@@ -973,7 +999,7 @@ async def test_pacer_speed_change_takes_effect_during_a_sleep():
     assert not p._waiters
 
 
-async def test_pacer_pause_and_resume():
+async def test_pacer_pause_and_resume() -> None:
     vt = VirtualTime()
     p = Pacer(math.inf, clock=vt.clock, sleeper=vt.sleep)
     p.pause()
@@ -1007,7 +1033,7 @@ async def test_pacer_pause_and_resume():
     assert vt.slept == [pytest.approx(0.6)]
 
 
-async def test_pacer_sleep_is_cancellable():
+async def test_pacer_sleep_is_cancellable() -> None:
     p = Pacer(1.0)
     task = asyncio.create_task(p.sleep(100))
     await asyncio.sleep(0)
@@ -1028,5 +1054,5 @@ async def test_pacer_sleep_is_cancellable():
     assert not p._waiters and vt.slept == [] and all(fut.cancelled() for *_, fut in vt._timers)
 
 
-def test_toolspec_import_is_the_shared_one():
+def test_toolspec_import_is_the_shared_one() -> None:
     assert isinstance(get_scenario("weather").resolve_tools(None)["get_weather"], ToolSpec)

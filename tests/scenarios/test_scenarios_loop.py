@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,7 +52,7 @@ def _idle(name: str) -> float | None:
 
 
 @pytest.mark.parametrize("name", ALL)
-async def test_bundled_scenario_ends_as_expected(name):
+async def test_bundled_scenario_ends_as_expected(name: str) -> None:
     expected = SCENARIOS[name].expected
     s = scenario_session(name, speed=math.inf, idle_timeout=_idle(name))
     result, obs = await run_observed(s)
@@ -108,7 +110,7 @@ async def test_bundled_scenario_ends_as_expected(name):
     assert_no_leftovers()
 
 
-async def test_parse_date_tools_read_the_real_workspace():
+async def test_parse_date_tools_read_the_real_workspace() -> None:
     s = scenario_session("parse_date", speed=math.inf)
     result, _ = await run_observed(s)
     results = result.messages[2]["content"]
@@ -121,7 +123,7 @@ async def test_parse_date_tools_read_the_real_workspace():
         assert first_line in r["content"]
 
 
-async def test_a_tool_starts_before_its_turns_message_stop():
+async def test_a_tool_starts_before_its_turns_message_stop() -> None:
     """Streaming execution is real: the test run and the first read_file run while later blocks still stream."""
     s = scenario_session("parse_date", speed=math.inf)
     result, obs = await run_observed(s)
@@ -129,7 +131,7 @@ async def test_a_tool_starts_before_its_turns_message_stop():
     turn0 = [c for c in result.tools if c.turn == 0]
     assert [c.name for c in turn0] == ["run_tests", "read_file", "read_file", "read_file"]
 
-    def pos(pred) -> int:
+    def pos(pred: Callable[..., bool]) -> int:
         return next(i for i, o in enumerate(items) if pred(o))
 
     msg_stop = pos(lambda o: isinstance(o, O.SSEEventSeen) and o.turn == 0 and o.event_type == "message_stop")
@@ -164,13 +166,13 @@ async def test_a_tool_starts_before_its_turns_message_stop():
     assert tool_use < pos(lambda o: isinstance(o, O.ToolStateChanged) and o.id == first.id and o.state == "running")
 
 
-async def test_tool_runs_while_the_stream_goes_on_at_real_pacing():
+async def test_tool_runs_while_the_stream_goes_on_at_real_pacing() -> None:
     """At real pacing, the first tool (blocked until the stream has moved on) finishes before message_stop."""
     s = scenario_session("parse_date", speed=8.0)
     original = s.loop.tools["read_file"].fn
     later_block_seen = asyncio.Event()
 
-    async def read_file(args):
+    async def read_file(args: dict[str, Any]) -> Any:
         if args["path"] == "src/dates.py":
             await later_block_seen.wait()  # proves the stream is still being consumed while this tool runs
         if inspect.iscoroutinefunction(original):  # the scenario file gives read_file a simulated duration
@@ -197,7 +199,7 @@ async def test_tool_runs_while_the_stream_goes_on_at_real_pacing():
         ("stall_with_pings", "idle timeout"),
     ],
 )
-async def test_failed_attempt_is_retried_and_its_tools_discarded(name, reason):
+async def test_failed_attempt_is_retried_and_its_tools_discarded(name: str, reason: str) -> None:
     s = scenario_session(
         name,
         speed=10.0 if name == "stall_with_pings" else math.inf,
@@ -206,7 +208,7 @@ async def test_failed_attempt_is_retried_and_its_tools_discarded(name, reason):
     original = s.loop.tools["read_file"].fn
     attempt1 = asyncio.Event()
 
-    async def read_file(args):
+    async def read_file(args: dict[str, Any]) -> Any:
         # the failed attempt's tool is still running when the stream fails: it must be discarded, not sent
         await attempt1.wait()
         return await asyncio.to_thread(original, args)
@@ -243,7 +245,7 @@ async def test_failed_attempt_is_retried_and_its_tools_discarded(name, reason):
     assert_no_leftovers()
 
 
-async def test_stall_pings_do_not_keep_the_stream_alive():
+async def test_stall_pings_do_not_keep_the_stream_alive() -> None:
     s = scenario_session("stall_with_pings", speed=10.0, idle_timeout=0.3)
     result, obs = await run_observed(s)
     pings = [o for o in obs.sse(0, 0) if o.event_type == "ping"]
@@ -256,7 +258,7 @@ async def test_stall_pings_do_not_keep_the_stream_alive():
     assert result.status == "finished"
 
 
-async def test_invalid_json_tool_is_shown_not_run():
+async def test_invalid_json_tool_is_shown_not_run() -> None:
     s = scenario_session("invalid_json", speed=math.inf)
     result, obs = await run_observed(s)
     good, bad = result.tools
@@ -270,7 +272,7 @@ async def test_invalid_json_tool_is_shown_not_run():
     assert tu["id"] == bad.id and tu["input"] == {}
 
 
-async def test_max_tokens_cut_says_so_and_runs_nothing():
+async def test_max_tokens_cut_says_so_and_runs_nothing() -> None:
     s = scenario_session("max_tokens_cut", speed=math.inf)
     target = _workspace(s) / "src/dates.py"  # a temporary copy, removed when the session closes
     original = target.read_text()
@@ -294,7 +296,7 @@ async def test_max_tokens_cut_says_so_and_runs_nothing():
     assert_valid_history(result.messages)
 
 
-async def test_exclusive_mix_write_is_a_barrier():
+async def test_exclusive_mix_write_is_a_barrier() -> None:
     s = scenario_session("exclusive_mix", speed=math.inf)
     result, _ = await run_observed(s)
     read1, write, read2 = result.tools

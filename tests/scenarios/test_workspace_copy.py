@@ -7,6 +7,7 @@ import logging
 import os
 import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -33,7 +34,7 @@ def src(tmp_path: Path) -> Path:
     return ws
 
 
-def _copy(src: Path, tmp_path: Path, monkeypatch) -> Path:
+def _copy(src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Through Scenario.copy_workspace, as every caller does."""
     monkeypatch.setattr(Scenario, "workspace_path", property(lambda self: src))
     dest = get_scenario("parse_date").copy_workspace(tmp_path / "out")
@@ -47,7 +48,9 @@ def out(tmp_path: Path) -> Path:
     return tmp_path / "out"
 
 
-def test_a_symlink_out_of_the_workspace_is_not_copied_and_is_noted(src, tmp_path, out, monkeypatch, caplog):
+def test_a_symlink_out_of_the_workspace_is_not_copied_and_is_noted(
+    src: Path, tmp_path: Path, out: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     (src / "passwd").symlink_to(tmp_path / "host" / "passwd")
     (src / "pkg" / "up").symlink_to("../../host")
     (src / "null").symlink_to("/dev/null")  # (/dev/zero the same way: the copy never reads it)
@@ -64,7 +67,9 @@ def test_a_symlink_out_of_the_workspace_is_not_copied_and_is_noted(src, tmp_path
     assert not (dest / "pkg" / "__pycache__").exists()
 
 
-def test_symlinks_inside_are_copied_as_relative_links_into_the_copy(src, tmp_path, out, monkeypatch):
+def test_symlinks_inside_are_copied_as_relative_links_into_the_copy(
+    src: Path, tmp_path: Path, out: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (src / "rel_link.md").symlink_to("README.md")
     (src / "pkg" / "abs_link.md").symlink_to(src / "README.md")  # absolute, into the source: re-pointed at the copy
     (src / "pkg" / "dir_link").symlink_to("..")
@@ -79,7 +84,14 @@ def test_symlinks_inside_are_copied_as_relative_links_into_the_copy(src, tmp_pat
 
 
 @pytest.mark.parametrize("special", ["fifo", "socket"])
-def test_special_files_are_skipped_with_a_note(src, tmp_path, out, monkeypatch, caplog, special):
+def test_special_files_are_skipped_with_a_note(
+    src: Path,
+    tmp_path: Path,
+    out: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    special: str,
+) -> None:
     if special == "fifo":
         os.mkfifo(src / "pkg" / "pipe")
     else:
@@ -93,11 +105,13 @@ def test_special_files_are_skipped_with_a_note(src, tmp_path, out, monkeypatch, 
     assert [r.getMessage() for r in caplog.records] == [f"workspace copy: pkg/pipe: {what}; not copied"]
 
 
-def test_a_failure_mid_copy_removes_the_temp_dir_and_is_one_line(src, tmp_path, out, monkeypatch):
+def test_a_failure_mid_copy_removes_the_temp_dir_and_is_one_line(
+    src: Path, tmp_path: Path, out: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     real = workspace_copy._copy_file
     calls = 0
 
-    def failing(*a, **kw):
+    def failing(*a: Any, **kw: Any) -> Any:
         nonlocal calls
         calls += 1
         if calls == 2:
@@ -111,14 +125,14 @@ def test_a_failure_mid_copy_removes_the_temp_dir_and_is_one_line(src, tmp_path, 
     assert list(out.iterdir()) == []
 
 
-def test_a_copy_too_big_stops_and_cleans_up(src, out, monkeypatch):
+def test_a_copy_too_big_stops_and_cleans_up(src: Path, out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(workspace_copy, "MAX_BYTES", 8)
     with pytest.raises(WorkspaceCopyError, match="more than"):
         copy_workspace(src, prefix="t-", dest_parent=out)
     assert list(out.iterdir()) == []
 
 
-def test_the_bundled_workspace_copies_as_before(out):
+def test_the_bundled_workspace_copies_as_before(out: Path) -> None:
     s = get_scenario("parse_date")
     dest = s.copy_workspace(out)
     assert dest is not None and s.workspace_path is not None
@@ -139,7 +153,9 @@ KINDS = ["file", "dir", "link_in", "link_in_abs", "link_out", "link_out_abs", "l
 
 @given(st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 3)), min_size=1, max_size=12))
 @settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-def test_any_tree_copies_to_a_copy_that_never_leads_out(tmp_path_factory, entries):
+def test_any_tree_copies_to_a_copy_that_never_leads_out(
+    tmp_path_factory: pytest.TempPathFactory, entries: list[tuple[str, int]]
+) -> None:
     base = tmp_path_factory.mktemp("tree")
     src, host = base / "ws", base / "host"
     src.mkdir()
