@@ -811,7 +811,8 @@ class ServeApp(Closable):
                 ex, 500, "server_error", f"inspector: cannot render {name!r} turn {turn} with faults {ex.faults}: {e}"
             )
         if api == "responses" and plan.status == 200 and plan.events and plan.events[0][0] == "response.created":
-            created = plan.events[0][1].get("response")  # (a recorded event may lack it)
+            first = plan.events[0][1]
+            created = first.get("response") if isinstance(first, dict) else None  # (a recorded event may lack it)
             if isinstance(created, dict) and isinstance(created.get("id"), str):
                 self.api.remember_response(created["id"], turn)
         stream = body.get("stream") is True
@@ -961,12 +962,20 @@ class ServeApp(Closable):
         out = {k: v for k, v in headers.items() if k.lower() not in ("content-type", "cache-control")}
         out["content-type"] = "application/json"
         if error is not None:
-            etype = str((error.get("error") or {}).get("type") or "api_error")
+            # (a recorded error event, or its "error", may be something else than an object: answered all the same)
+            recorded = error.get("error") if isinstance(error, dict) else error
+            etype = str((recorded.get("type") if isinstance(recorded, dict) else None) or "api_error")
             if api is None:
                 status = {"overloaded_error": 529, "rate_limit_error": 429, "api_error": 500}.get(etype, 500)
                 body = orjson.dumps(error)
             else:  # OpenAI: {"error": {...}}; an overloaded engine is a 503, a rate limit a 429
-                err = error.get("error") or openai_error("api_error")
+                if isinstance(recorded, dict) and recorded:
+                    err = recorded
+                elif recorded:  # not an object: its text is the message
+                    text = recorded if isinstance(recorded, str) else orjson.dumps(recorded).decode()
+                    err = openai_error("api_error", text)
+                else:
+                    err = openai_error("api_error")
                 code = err.get("code")
                 status = (
                     429 if code == "rate_limit_exceeded" else 503 if "overloaded" in str(err.get("message")) else 500
@@ -985,7 +994,7 @@ class ServeApp(Closable):
                     (
                         d["response"]
                         for n, d in plan.events
-                        if n == "response.created" and isinstance(d.get("response"), dict)
+                        if n == "response.created" and isinstance(d, dict) and isinstance(d.get("response"), dict)
                     ),
                     None,
                 )
