@@ -36,7 +36,7 @@ class FaultedScenarioServer(ScenarioServer):
         self._by_faults: dict[str, Scenario] = {}
         self._faults_of: dict[int, tuple[FaultSpec, ...]] = {}  # id of such a scenario -> its faults
         # the last request's @once faults and what became of them (FakeApi.hold_once)
-        self.once_notes: dict[Hashable, str] = {}
+        self.once_notes: dict[FaultSpec, str] = {}
         super().__init__(
             apply_faults(scenario, self.faults),
             pacer,
@@ -56,10 +56,11 @@ class FaultedScenarioServer(ScenarioServer):
         def render(fs: tuple[FaultSpec, ...]) -> ResponsePlan:
             return self.render_with(self._faulted(fs), decision, api, body)
 
-        def changed(held: list[Hashable], fault: Hashable) -> bool:
+        def changed(held: Sequence[Hashable], fault: Hashable) -> bool:
             return changes(self.faults, held, fault, render)
 
-        held, self.once_notes = self.api.hold_once(decision, once, changed, where)
+        held, notes = self.api.hold_once(decision, once, changed, where)
+        self.once_notes = {f: notes[f] for f in once}  # (hold_once notes each of them)
         now = in_effect(self.faults, held)
         return self._faulted(now), render(now)
 

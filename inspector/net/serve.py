@@ -336,7 +336,7 @@ class ServeApp(Closable):
         return self.api.validate_history
 
     @property
-    def attempts(self) -> OrderedDict[tuple[Hashable, ...], int]:
+    def attempts(self) -> OrderedDict[tuple[str | int, ...], int]:
         return self.api.attempts
 
     @property
@@ -934,7 +934,7 @@ class ServeApp(Closable):
             return faults
         where = f"request {ex.seq + 1}: turn {(ex.turn or 0) + 1} attempt {(ex.attempt or 0) + 1}"
 
-        def changed(held: list[Hashable], fault: Hashable) -> bool:
+        def changed(held: Sequence[Hashable], fault: Hashable) -> bool:
             return changes(faults, held, fault, render)
 
         held, notes = await asyncio.to_thread(self.api.hold_once, decision, once, changed, where)
