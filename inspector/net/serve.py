@@ -958,10 +958,11 @@ class ServeApp(Closable):
             ex.status = 200
             return _Body(self, 200, out, [], ex, end="hang")
         await self.pacer.sleep(sum(r.delay for r in plan.reads))
-        error = next((d for name, d in plan.events if name == "error"), None)
+        error_event = next((e for e in plan.events if e[0] == "error"), None)  # (a recorded one's data may be null)
         out = {k: v for k, v in headers.items() if k.lower() not in ("content-type", "cache-control")}
         out["content-type"] = "application/json"
-        if error is not None:
+        if error_event is not None:
+            error = error_event[1]
             # (a recorded error event, or its "error", may be something else than an object: answered all the same)
             recorded = error.get("error") if isinstance(error, dict) else error
             etype = str((recorded.get("type") if isinstance(recorded, dict) else None) or "api_error")

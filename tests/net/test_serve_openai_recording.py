@@ -7,20 +7,25 @@ recording is told by its request path, its header's source or its first event.""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 from pathlib import Path
 from typing import Any
 
 import httpx2
 import openai
+import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from inspector.net.proxy import ProxyApp
 from inspector.net.recorded import RecordingSource, recording_family
-from inspector.net.serve import ServeApp
+from inspector.net.serve import Exchange, ServeApp
 from inspector.net.server import BackgroundServer
 from inspector.record.recording import RecordingWriter, read_recording
 from inspector.scenarios.bundled import get_scenario
+from inspector.testing.hyp import examples
 from inspector.testing.serve import API_HEADERS, messages_body
 
 pytest_plugins = ["inspector.testing.pytest_plugin"]
@@ -365,3 +370,31 @@ async def test_a_recorded_event_that_is_not_the_object_it_names_is_answered_neve
         assert whole.status_code == 500 and whole.content == recorded.encode()
     else:
         assert whole.status_code == 500 and whole.json()["error"]["message"] == recorded
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8,
+)
+_ERROR_DATA = st.one_of(
+    _JSON,
+    st.builds(lambda e, t: {"type": t, "error": e}, _JSON, st.sampled_from(["error", None, 3])),
+    st.builds(lambda t, m, c: {"error": {"type": t, "message": m, "code": c}}, _JSON, _JSON, _JSON),
+)
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(_ERROR_DATA, st.sampled_from([None, "chat", "responses"]))
+async def test_any_recorded_error_event_gets_an_error_answer_for_stream_false(data, api):
+    """Property: whatever JSON a recorded error event holds, a stream: false request gets an error status and a JSON
+    body: Anthropic's is the recorded data itself, OpenAI's an ``{"error": {...}}`` object."""
+    app = ServeApp(speed=math.inf, lenient=True)
+    plan = dataclasses.replace(app.plan("weather", (), 0, 0), events=[("error", data)])
+    answer = await app._non_stream(plan, {}, Exchange("POST", "/v1/messages"), api)
+    assert answer.status in (429, 500, 503, 529) and len(answer.chunks) == 1
+    body = orjson.loads(answer.chunks[0])
+    if api is None:
+        assert body == data
+    else:
+        assert set(body) == {"error"} and set(body["error"]) == {"message", "type", "param", "code"}
