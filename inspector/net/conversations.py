@@ -86,7 +86,7 @@ def _h(*parts: bytes) -> bytes:
     return d.digest()
 
 
-def messages_of(body: Mapping[str, Any]) -> list:
+def messages_of(body: Mapping[str, Any]) -> list[Any]:
     msgs = body.get("messages")
     if isinstance(msgs, list):
         return msgs

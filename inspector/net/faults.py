@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +20,7 @@ from inspector.core.errors import FaultError
 from inspector.scenarios.model import (
     DropAfter,
     ErrorEventAfter,
+    Fault,
     HttpError,
     InterleaveBlocks,
     InvalidToolJson,
@@ -28,7 +29,7 @@ from inspector.scenarios.model import (
     StallWithPings,
     TurnScript,
 )
-from inspector.scenarios.render import PlannedRead, ResponsePlan, render_turn
+from inspector.scenarios.render import Event, PlannedRead, ResponsePlan, render_turn
 from inspector.scenarios.render_openai import KEEP_ALIVE, Api, render_openai_turn
 
 BOM = b"\xef\xbb\xbf"
@@ -368,7 +369,7 @@ def split_scopes(faults: Sequence[FaultSpec]) -> tuple[tuple[FaultSpec, ...], tu
     return tuple(f for f in faults if not f.once), tuple(f for f in faults if f.once)
 
 
-def in_effect(faults: Sequence[FaultSpec], once: Iterable[FaultSpec]) -> tuple[FaultSpec, ...]:
+def in_effect(faults: Sequence[FaultSpec], once: Iterable[Hashable]) -> tuple[FaultSpec, ...]:
     """The faults a request is answered with: every ``@turn`` fault and the ``@once`` ones in ``once`` (those this
     request's conversation turn holds), in the given order (which decides the HTTP faults' attempts)."""
     held = set(once)
@@ -376,7 +377,10 @@ def in_effect(faults: Sequence[FaultSpec], once: Iterable[FaultSpec]) -> tuple[F
 
 
 def changes(
-    faults: Sequence[FaultSpec], held: Iterable[FaultSpec], fault: FaultSpec, render: Callable[[tuple], Any]
+    faults: Sequence[FaultSpec],
+    held: Iterable[Hashable],
+    fault: Hashable,
+    render: Callable[[tuple[FaultSpec, ...]], object],
 ) -> bool:
     """Whether the ``@once`` ``fault`` changes this request's answer: its plan with the fault (and the ``@once``
     faults already ``held``) differs from the plan without it. ``render``: faults -> the plan."""
@@ -444,7 +448,7 @@ def first_stream_attempt(turn: TurnScript) -> int:
     return a
 
 
-def _shift(fault: Any, n: int) -> Any:
+def _shift(fault: Fault, n: int) -> Fault:
     if n == 0 or fault.attempts is None:
         return fault
     return dataclasses.replace(fault, attempts=tuple(a + n for a in fault.attempts))
@@ -624,11 +628,11 @@ def apply_plan_faults(plan: ResponsePlan, faults: Sequence[FaultSpec], *, first_
     return dataclasses.replace(plan, reads=reads, end=end, events=events)
 
 
-def _events_of(body: bytes) -> list[tuple[str, dict]]:
+def _events_of(body: bytes) -> list[Event]:
     from inspector.stream.sse import SSEDecoder
 
     dec = SSEDecoder()
-    out = []
+    out: list[Event] = []
     for e in dec.feed(body):  # close() is not called: an unterminated event is not complete
         try:
             data = orjson.loads(e.data)
@@ -647,7 +651,7 @@ def render_faulted(
     faulted: Scenario | None = None,
     api: Api | None = None,
     include_usage: bool = False,
-    echo: dict | None = None,
+    echo: dict[str, Any] | None = None,
     choices: int = 1,
 ) -> ResponsePlan:
     """``render_turn`` of the scenario with the faults built in, then the plan-level faults: exactly what

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 from inspector.core.pacing import Pacer
@@ -35,7 +35,8 @@ class FaultedScenarioServer(ScenarioServer):
         # the scenario with each set of faults in effect built in (at most 2 ** the @once faults: a handful)
         self._by_faults: dict[str, Scenario] = {}
         self._faults_of: dict[int, tuple[FaultSpec, ...]] = {}  # id of such a scenario -> its faults
-        self.once_notes: dict = {}  # the last request's @once faults and what became of them (FakeApi.hold_once)
+        # the last request's @once faults and what became of them (FakeApi.hold_once)
+        self.once_notes: dict[FaultSpec, str] = {}
         super().__init__(
             apply_faults(scenario, self.faults),
             pacer,
@@ -55,10 +56,11 @@ class FaultedScenarioServer(ScenarioServer):
         def render(fs: tuple[FaultSpec, ...]) -> ResponsePlan:
             return self.render_with(self._faulted(fs), decision, api, body)
 
-        def changed(held: list, fault: Any) -> bool:
+        def changed(held: Sequence[Hashable], fault: Hashable) -> bool:
             return changes(self.faults, held, fault, render)
 
-        held, self.once_notes = self.api.hold_once(decision, once, changed, where)
+        held, notes = self.api.hold_once(decision, once, changed, where)
+        self.once_notes = {f: notes[f] for f in once}  # (hold_once notes each of them)
         now = in_effect(self.faults, held)
         return self._faulted(now), render(now)
 
@@ -75,7 +77,14 @@ class FaultedScenarioServer(ScenarioServer):
         return plan_faults(faulted, self._faults_of.get(id(faulted), self.faults), render_turn(faulted, turn, attempt))
 
     def render_openai_plan(
-        self, faulted: Scenario, turn: int, attempt: int, api: str, include_usage: bool, echo: dict, choices: int = 1
+        self,
+        faulted: Scenario,
+        turn: int,
+        attempt: int,
+        api: str,
+        include_usage: bool,
+        echo: dict[str, Any],
+        choices: int = 1,
     ) -> ResponsePlan:
         """What serve sends for this turn and attempt to ``/v1/chat/completions`` (``api="chat"``) or
         ``/v1/responses`` (``echo``: the request fields its Response echoes)."""
@@ -83,7 +92,7 @@ class FaultedScenarioServer(ScenarioServer):
             faulted,
             turn,
             attempt,
-            api=api,  # type: ignore[arg-type]
+            api=api,  # type: ignore[arg-type]  # an OpenAIRenderer's api is a str: "chat" / "responses" (OPENAI_PATHS)
             include_usage=include_usage,
             echo=echo,
             choices=choices,

@@ -30,9 +30,9 @@ from __future__ import annotations
 import asyncio
 import re
 import zlib
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -41,7 +41,17 @@ from inspector.net.faults import BOM, DROP_IN_TOOL_CUT, DROP_IN_TOOL_FRAGMENTS, 
 from inspector.scenarios.render import truncate_json
 from inspector.scenarios.render_openai import KEEP_ALIVE, chat_error_data, openai_error, responses_error_data
 
-__all__ = ["LIVE_FAULTS", "InjectedError", "LiveFaults", "LiveStream", "parse_live_faults"]
+__all__ = [
+    "LIVE_FAULTS",
+    "InjectedError",
+    "LiveFaultSource",
+    "LiveFaults",
+    "LiveFaultsSpec",
+    "LiveStream",
+    "RawUpstream",
+    "parse_live_faults",
+    "run_live",
+]
 
 LIVE_FAULTS = (
     "http_429",
@@ -81,7 +91,27 @@ class InjectedError:
     fault: str
 
 
-class LiveFaults:
+class LiveFaultSource(Protocol):
+    """What the proxy asks of its live faults (``ProxyApp.faults``, an ``x-inspector-fault`` header's), attempt by
+    attempt: falsy when there are none; the HTTP error that answers an attempt instead of upstream; the
+    transformation of an attempt's stream. ``family``: the request's wire family; ``turn``: which turn the attempt is
+    of (its retries share it; compared with ``==``), for @once faults. :class:`LiveFaults` is the one the proxy uses."""
+
+    def __bool__(self) -> bool: ...
+
+    def http_error(self, attempt: int, family: str = "anthropic", turn: object = None) -> InjectedError | None: ...
+
+    def stream(self, attempt: int, family: str = "anthropic", turn: object = None) -> LiveStream | None: ...
+
+
+class RawUpstream(Protocol):
+    """What :func:`run_live` reads: upstream's answer body, raw (not decoded), as it arrives (an ``httpx2.Response``,
+    the proxy's ``UpstreamResponse``)."""
+
+    def aiter_raw(self) -> AsyncIterator[bytes]: ...
+
+
+class LiveFaults(LiveFaultSource):
     """The chosen live faults; falsy when none."""
 
     def __init__(self, specs: tuple[FaultSpec, ...]) -> None:
@@ -93,9 +123,9 @@ class LiveFaults:
         # attempts keep it, no other turn gets it. On a live stream the proxy cannot know in advance whether the
         # stream will reach the fault's point, so the first stream it is applied to takes it (serve, which knows its
         # script, gives it to the first answer it changes)
-        self._taken: dict[FaultSpec, Any] = {}
+        self._taken: dict[FaultSpec, object] = {}
 
-    def _applies(self, f: FaultSpec, turn: Any) -> bool:
+    def _applies(self, f: FaultSpec, turn: object) -> bool:
         """Whether ``f`` applies to an attempt of ``turn`` (None: not told, every turn is its own), taking an unspent
         @once fault for that turn."""
         if not f.once:
@@ -110,11 +140,11 @@ class LiveFaults:
     def __str__(self) -> str:
         return ",".join(str(f) for f in self.specs) or "none"
 
-    def _http(self, turn: Any) -> list[FaultSpec]:
+    def _http(self, turn: object) -> list[FaultSpec]:
         """The HTTP faults of a turn: each @turn one, and the @once ones this turn took or may still take."""
         return [f for f in self.http if not f.once or self._taken.get(f, turn) == turn]
 
-    def http_error(self, attempt: int, family: str = "anthropic", turn: Any = None) -> InjectedError | None:
+    def http_error(self, attempt: int, family: str = "anthropic", turn: object = None) -> InjectedError | None:
         """The HTTP error that answers this attempt of a turn, if any (attempts 0.. get them in the order given), in
         the form of the request's wire family (``openai_chat`` / ``openai_responses``: the OpenAI error JSON).
         ``turn``: which turn the attempt is of (its retries share it), for @once faults."""
@@ -161,7 +191,7 @@ class LiveFaults:
         ]
         return InjectedError(status, headers, body, str(f))
 
-    def stream(self, attempt: int, family: str = "anthropic", turn: Any = None) -> LiveStream | None:
+    def stream(self, attempt: int, family: str = "anthropic", turn: object = None) -> LiveStream | None:
         """The transformation of this attempt's stream (None: forwarded untouched); ``family``: the request's wire
         family (the faults take its form); ``turn``: which turn the attempt is of, for @once faults."""
         t = self.transport
@@ -175,7 +205,12 @@ class LiveFaults:
         return LiveStream(transport, content, fmt, attempt, family)
 
 
-def parse_live_faults(spec: Any) -> LiveFaults | None:
+# what ``inspector proxy --fault`` / ``ProxyApp(faults=...)`` / an ``x-inspector-fault`` header give: the text of
+# parse_faults (or its FaultSpecs), or faults already parsed
+LiveFaultsSpec = str | FaultSpec | Iterable[str | FaultSpec] | LiveFaults | None
+
+
+def parse_live_faults(spec: LiveFaultsSpec) -> LiveFaults | None:
     """``"drop_event:5,bom"`` (as ``parse_faults``) -> LiveFaults, None for no fault; FaultError for a fault that
     does not apply to a live stream."""
     if isinstance(spec, LiveFaults):
@@ -210,7 +245,7 @@ def is_ping(name: str, data: bytes) -> bool:
     return name == "ping" or not data
 
 
-def _json(raw: bytes) -> dict | None:
+def _json(raw: bytes) -> dict[str, Any] | None:
     try:
         obj = orjson.loads(_fields(raw)[1])
     except orjson.JSONDecodeError:
@@ -218,20 +253,20 @@ def _json(raw: bytes) -> dict | None:
     return obj if isinstance(obj, dict) else None
 
 
-def _chat_choice(obj: dict) -> dict:
+def _chat_choice(obj: dict[str, Any]) -> dict[str, Any]:
     choices = obj.get("choices")
     first = choices[0] if isinstance(choices, list) and choices else None
     return first if isinstance(first, dict) else {}
 
 
-def _chat_calls(obj: Any) -> list[tuple[Any, bool, str]]:
+def _chat_calls(obj: object) -> list[tuple[int | str, bool, str]]:
     """The tool call entries of a chat chunk's first choice: (index, whether it starts the call (it has an id or a
     name), its arguments fragment)."""
     if not isinstance(obj, dict):
         return []
     delta = _chat_choice(obj).get("delta")
     calls = delta.get("tool_calls") if isinstance(delta, dict) else None
-    out = []
+    out: list[tuple[int | str, bool, str]] = []
     for j, c in enumerate(calls if isinstance(calls, list) else ()):
         if not isinstance(c, dict):
             continue
@@ -244,11 +279,11 @@ def _chat_calls(obj: Any) -> list[tuple[Any, bool, str]]:
     return out
 
 
-def _chat_finish(obj: dict) -> bool:
+def _chat_finish(obj: dict[str, Any]) -> bool:
     return _chat_choice(obj).get("finish_reason") not in (None, "")
 
 
-def _chat_trim(obj: dict, idx: Any, args: str) -> dict:
+def _chat_trim(obj: dict[str, Any], idx: object, args: str) -> dict[str, Any]:
     """The chunk with the arguments of tool call ``idx`` replaced by ``args`` (its first choice)."""
     choice = _chat_choice(obj)
     delta = dict(choice.get("delta") or {})
@@ -261,7 +296,7 @@ def _chat_trim(obj: dict, idx: Any, args: str) -> dict:
     return {**obj, "choices": [{**choice, "delta": delta}, *obj["choices"][1:]]}
 
 
-def _same_call(a: dict, b: Any) -> bool:
+def _same_call(a: dict[str, Any], b: object) -> bool:
     if not isinstance(b, dict):
         return False
     if a.get("id") is not None and a.get("id") == b.get("id"):
@@ -269,7 +304,7 @@ def _same_call(a: dict, b: Any) -> bool:
     return a.get("call_id") is not None and a.get("call_id") == b.get("call_id")
 
 
-def _event(name: str, data: dict) -> bytes:
+def _event(name: str, data: dict[str, Any]) -> bytes:
     return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
 
 
@@ -283,7 +318,7 @@ class LiveStream:
         fmt: list[FaultSpec],
         attempt: int,
         family: str = "anthropic",
-    ):
+    ) -> None:
         self.family = family if family in OPENAI else "anthropic"
         self.transport = transport
         self.content = {f.name: f for f in content}
@@ -291,23 +326,24 @@ class LiveStream:
         self.attempt = attempt
         self.events = 0  # protocol events passed so far (pings not counted)
         self.bytes = 0
-        self.held: list[tuple[str, bytes, Any]] = []  # events held back (a tool block whose fate is not known yet)
+        # events held back (a tool block whose fate is not known yet): (name, raw, data: None for a ping)
+        self.held: list[tuple[str, bytes, dict[str, Any] | None]] = []
         self.held_bytes = 0  # their size: at most HOLD_WINDOW, else they go out unchanged (see _hold)
         self.notes: list[str] = []  # what the faults could not do (the window passed), for the recording
-        self.hold_tool: int | None = None  # index of the tool block being held
+        self.hold_tool: object = None  # index of the tool block being held, as the wire gave it (None: none)
         self.first_tool_seen = False
         self.marks: list[tuple[str, int | None]] = []  # (fault, at_event) injected
         self.end: str | None = None  # None: go on | complete | drop | hang
         self.formatted = False
         self.tools_started = 0  # drop_in_tool: tool_use blocks started so far
-        self.cut_block: int | None = None  # drop_in_tool: the index of the tool block to break inside
+        self.cut_block: object = None  # drop_in_tool: the index (as the wire gave it) of the tool block to break inside
         self.cut_fragments = 0  # drop_in_tool: its input_json_delta fragments passed so far
-        self._tool_seen: set = set()  # drop_in_tool (chat): the tool call indexes started so far
+        self._tool_seen: set[int | str] = set()  # drop_in_tool (chat): the tool call indexes started so far
         # OpenAI: the last Responses sequence_number passed, the Response object of response.created, the items done
         self.seq = -1
-        self.response: dict | None = None
-        self.done_items: list = []
-        self.template: dict = {}  # chat: the first chunk (id, model... of the chunks the proxy writes)
+        self.response: dict[str, Any] | None = None
+        self.done_items: list[dict[str, Any]] = []
+        self.template: dict[str, Any] = {}  # chat: the first chunk (id, model... of the chunks the proxy writes)
 
     # --- output ---------------------------------------------------------------------------------------------------
     def frames(self, raw: bytes) -> list[bytes]:
@@ -376,7 +412,7 @@ class LiveStream:
             return None
         return raw[: max(1, min(DROP_IN_TOOL_CUT, len(raw) - 1))]
 
-    def _hold(self, name: str, raw: bytes, obj: Any) -> list[bytes]:
+    def _hold(self, name: str, raw: bytes, obj: dict[str, Any] | None) -> list[bytes]:
         """Hold an event back; past ``HOLD_WINDOW`` bytes held, everything held goes out unchanged instead (the
         fault is not applied to this block: an endless or huge tool block must reach the client, and the proxy
         must not grow with it)."""
@@ -396,7 +432,7 @@ class LiveStream:
         self.held, self.held_bytes, self.hold_tool = [], 0, None
         return out
 
-    def _content(self, name: str, raw: bytes, obj: dict) -> list[bytes]:
+    def _content(self, name: str, raw: bytes, obj: dict[str, Any]) -> list[bytes]:
         cb = obj.get("content_block") if name == "content_block_start" else None
         is_tool_start = isinstance(cb, dict) and cb.get("type") == "tool_use"
         if "max_tokens_tool" in self.content:  # it ends the stream at the first tool block: nothing else applies
@@ -425,7 +461,7 @@ class LiveStream:
     def _max_tokens_cut(self) -> list[bytes]:
         """The first tool block: its start and about half of its input deltas, then max_tokens and message_stop."""
         start = self.held[0][1]
-        deltas = [(n, r, o) for n, r, o in self.held[1:] if n == "content_block_delta"]
+        deltas = [(n, r, o) for n, r, o in self.held[1:] if n == "content_block_delta" and o is not None]
         keep = deltas[: (len(deltas) + 1) // 2]  # as serve: about half, rounded up
         at = self.events + 1 + len(keep)  # the first event that is not upstream's
         self.held, self.held_bytes = [], 0
@@ -453,8 +489,8 @@ class LiveStream:
         self.hold_tool = None
         parts = []
         for n, _, o in held:
-            d = o.get("delta") if isinstance(o, dict) else None
-            if n == "content_block_delta" and o.get("index") == idx and isinstance(d, dict):
+            d = o.get("delta") if o is not None else None
+            if n == "content_block_delta" and o is not None and o.get("index") == idx and isinstance(d, dict):
                 parts.append(str(d.get("partial_json", "")))
         full = "".join(parts)
         cut = truncate_json(full) if full else ""
@@ -462,8 +498,8 @@ class LiveStream:
         left = len(cut)
         first_changed: int | None = None
         for k, (n, raw, o) in enumerate(held):
-            d = o.get("delta") if isinstance(o, dict) else None
-            if n == "content_block_delta" and o.get("index") == idx and isinstance(d, dict):
+            d = o.get("delta") if o is not None else None
+            if n == "content_block_delta" and o is not None and o.get("index") == idx and isinstance(d, dict):
                 pj = str(d.get("partial_json", ""))
                 if left >= len(pj):
                     out.append(raw)
@@ -510,7 +546,7 @@ class LiveStream:
                     self.cut_block, self.cut_fragments = obj.get("output_index", k), 1
         return None
 
-    def _content_chat(self, raw: bytes, obj: dict, data: bytes) -> list[bytes]:
+    def _content_chat(self, raw: bytes, obj: dict[str, Any], data: bytes) -> list[bytes]:
         """Content faults on a Chat Completions stream: a chunk of a tool call is held while its fate is unknown."""
         if not self.template and obj.get("object") == "chat.completion.chunk":
             self.template = {k: v for k, v in obj.items() if k not in ("choices", "usage", "obfuscation")}
@@ -547,7 +583,7 @@ class LiveStream:
         """max_tokens_tool (chat): the first tool call's start and about half of its argument chunks, then a chunk
         with ``finish_reason: "length"`` and ``data: [DONE]``."""
         start = self.held[0][1]
-        frags = [h for h in self.held[1:] if h[0] == "chunk"]  # (no keep-alive comments)
+        frags = [h for h in self.held[1:] if h[0] == "chunk" and h[2] is not None]  # (no pings)
         keep = frags[: (len(frags) + 1) // 2]  # as serve: about half, rounded up
         at = self.events + 1 + len(keep)
         self.held, self.held_bytes, self.hold_tool = [], 0, None
@@ -572,7 +608,7 @@ class LiveStream:
         for k, (_, raw, o) in enumerate(held):
             calls = [c for c in _chat_calls(o) if c[0] == idx]
             args = "".join(a for _, _, a in calls)
-            if left >= len(args):
+            if o is None or left >= len(args):  # (a ping: no call of its own)
                 out.append(raw)
                 left -= len(args)
                 continue
@@ -586,7 +622,7 @@ class LiveStream:
             self.mark("invalid_tool_json", self.events - len(held) + first_changed)
         return out
 
-    def _content_responses(self, raw: bytes, obj: dict) -> list[bytes]:
+    def _content_responses(self, raw: bytes, obj: dict[str, Any]) -> list[bytes]:
         """Content faults on a Responses stream: a function_call item is held while its fate is unknown."""
         kind = obj.get("type")
         item = obj.get("item")
@@ -620,7 +656,7 @@ class LiveStream:
                 return self._hold(str(kind), raw, obj)
         return self.pass_seq(raw, obj)
 
-    def pass_seq(self, raw: bytes, obj: dict) -> list[bytes]:
+    def pass_seq(self, raw: bytes, obj: dict[str, Any]) -> list[bytes]:
         n = obj.get("sequence_number")
         if isinstance(n, int) and not isinstance(n, bool):
             self.seq = n
@@ -629,8 +665,9 @@ class LiveStream:
     def _responses_incomplete(self) -> list[bytes]:
         """max_tokens_tool (Responses): the first function_call item's start and about half of its argument
         deltas, then ``response.incomplete`` (``max_output_tokens``) with the items done so far and the cut one."""
-        start_raw, start = self.held[0][1], self.held[0][2]
-        deltas = [h for h in self.held[1:] if h[0] == "response.function_call_arguments.delta"]  # (no pings)
+        start_raw, start = self.held[0][1], self.held[0][2] or {}  # (the function_call item's start: never a ping)
+        kind = "response.function_call_arguments.delta"
+        deltas = [(n, r, o) for n, r, o in self.held[1:] if n == kind and o is not None]  # (no pings)
         keep = deltas[: (len(deltas) + 1) // 2]
         at = self.events + 1 + len(keep)
         self.held, self.held_bytes, self.hold_tool = [], 0, None
@@ -640,7 +677,8 @@ class LiveStream:
         seq = last.get("sequence_number")
         seq = seq + 1 if isinstance(seq, int) else at
         args = "".join(str(o.get("delta", "")) for _, _, o in keep)
-        cut_item = {**start["item"], "status": "incomplete", "arguments": args}
+        item = start.get("item")
+        cut_item = {**(item if isinstance(item, dict) else {}), "status": "incomplete", "arguments": args}
         response = dict(self.response or {"object": "response"})
         response.update(
             status="incomplete", incomplete_details={"reason": "max_output_tokens"}, output=[*self.done_items, cut_item]
@@ -648,26 +686,31 @@ class LiveStream:
         ev = {"type": "response.incomplete", "sequence_number": seq, "response": response}
         return [start_raw, *(r for _, r, _ in keep), _event("response.incomplete", ev)]
 
-    def _responses_invalid_json(self, end: dict) -> list[bytes]:
+    def _responses_invalid_json(self, end: dict[str, Any]) -> list[bytes]:
         """invalid_tool_json (Responses): the held (last) function_call item with its arguments cut in their last
         string: its deltas, its ``.done`` events and the final response's output (sequence numbers renumbered)."""
         held, self.held, self.held_bytes = self.held, [], 0
         oi, self.hold_tool = self.hold_tool, None
         deltas = [
-            o for n, _, o in held if n == "response.function_call_arguments.delta" and o.get("output_index") == oi
+            o
+            for n, _, o in held
+            if n == "response.function_call_arguments.delta" and o is not None and o.get("output_index") == oi
         ]
         full = "".join(str(o.get("delta", "")) for o in deltas)
         if not full:  # no deltas (LM Studio): the .done event's arguments
             done = [
-                o for n, _, o in held if n == "response.function_call_arguments.done" and o.get("output_index") == oi
+                o
+                for n, _, o in held
+                if n == "response.function_call_arguments.done" and o is not None and o.get("output_index") == oi
             ]
             full = str(done[0].get("arguments", "")) if done else ""
         if not full:
             return [r for _, r, _ in held] + [_event(str(end.get("type")), end)]
         cut = truncate_json(full)
-        call = held[0][2].get("item") if isinstance(held[0][2].get("item"), dict) else {}
+        start = held[0][2] or {}  # (the function_call item's start: never a ping)
+        call = start.get("item") if isinstance(start.get("item"), dict) else {}
         left = len(cut)
-        events: list[tuple[str, dict | None, bytes]] = []
+        events: list[tuple[str, dict[str, Any] | None, bytes]] = []
         first_changed: int | None = None
         for k, (n, raw, o) in enumerate(held):
             if not isinstance(o, dict):
@@ -720,9 +763,9 @@ class LiveStream:
 
 async def run_live(
     stream: LiveStream,
-    upstream: Any,
-    emit: Callable[[bytes], Any],
-    state: dict,
+    upstream: RawUpstream,
+    emit: Callable[[bytes], Awaitable[object]],
+    state: MutableMapping[str, str | None],
     on_mark: Callable[[str, int | None], None],
     on_note: Callable[[str], None] | None = None,
 ) -> None:

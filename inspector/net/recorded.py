@@ -132,7 +132,7 @@ class RecordingSource:
         digests = chain(body)
         return digests[1] if len(digests) > 1 else digests[0]
 
-    def conversation_for(self, body: Any) -> RecordingSource:
+    def conversation_for(self, body: object) -> RecordingSource:
         """The source that answers this request: its conversation's, in a recording of many conversations (matched
         by system, tools and first message); else this one."""
         if self.conversations and isinstance(body, dict):
@@ -142,7 +142,7 @@ class RecordingSource:
                 return found
         return self
 
-    def recorded_request(self, turn: int) -> dict | None:
+    def recorded_request(self, turn: int) -> dict[str, Any] | None:
         """The recorded request body of a turn (its first attempt with one), when it is a JSON object."""
         for a in self.turns[turn]:
             body = (a.request or {}).get("body")
@@ -288,7 +288,7 @@ def end_of_script_plan(
     attempt: int,
     model: str,
     faults: Sequence[FaultSpec] = (),
-    api: Any = None,
+    api: Api | None = None,
     include_usage: bool = False,
     choices: int = 1,
 ) -> ResponsePlan:
@@ -312,20 +312,20 @@ def end_of_script_plan(
     return dataclasses.replace(plan, turn=turn)
 
 
-def _canonical(body: Any) -> dict:
+def _canonical(body: object) -> dict[str, Any]:
     if not isinstance(body, dict):
         return {}
     keys = ("model", "system", "instructions", "tools", "messages", "input", "previous_response_id")
     return {k: body.get(k) for k in keys if k in body}
 
 
-def _window(messages: list, first: int) -> tuple[list, int]:
+def _window(messages: list[Any], first: int) -> tuple[list[Any], int]:
     """The messages the unified diff shows: from a little before the first difference, at most DIFF_MESSAGES."""
     start = max(0, first - 2)
     return messages[start : start + DIFF_MESSAGES], start
 
 
-def request_diff(recorded: dict | None, got: dict) -> tuple[str | None, list[str]]:
+def request_diff(recorded: dict[str, Any] | None, got: dict[str, Any]) -> tuple[str | None, list[str]]:
     """How ``got`` differs from the recorded request: (one-line summary or None when equal, unified diff lines).
 
     Bounded: a request nesting deeper than :data:`MAX_DEPTH` is not compared (the summary says so); the unified diff
@@ -383,7 +383,7 @@ def request_diff(recorded: dict | None, got: dict) -> tuple[str | None, list[str
     return "; ".join(parts) or "request differs", lines
 
 
-def _text(value: dict, opt: int) -> str:
+def _text(value: dict[str, Any], opt: int) -> str:
     """The indented JSON a diff compares (at most DIFF_TEXT characters: a huge message is cut, and says so)."""
     try:
         text = orjson.dumps(value, option=opt).decode()

@@ -41,9 +41,9 @@ import logging
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -90,7 +90,7 @@ from inspector.scenarios.fakeapi import (
 from inspector.scenarios.model import (
     Scenario,
 )
-from inspector.scenarios.render import ResponsePlan
+from inspector.scenarios.render import Event, ResponsePlan
 from inspector.scenarios.render_openai import (
     MAX_CHOICES,
     Api,
@@ -100,6 +100,12 @@ from inspector.scenarios.render_openai import (
     openai_error,
     response_echo,
 )
+
+if TYPE_CHECKING:  # starlette is imported when a server is built (`inspector --help` stays fast)
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
 __all__ = [
     "SCENARIO_HEADER",
@@ -128,8 +134,11 @@ MAX_HEADER_BYTES = 64 * 1024  # h11_max_incomplete_event_size: the most bytes of
 
 log = logging.getLogger("inspector.serve")
 
+# a plan cache's key: (scenario, faults, turn, attempt, model[, the OpenAI form's fields]), or a recording's
+PlanKey = tuple[Hashable, ...]
 
-def assembled_message(plan: ResponsePlan) -> dict:
+
+def assembled_message(plan: ResponsePlan) -> dict[str, Any]:
     """The Message a non-streaming request gets: the plan's body assembled (tool input that does not parse is
     ``null`` with ``input_raw``, as ``inspector.stream.assembler`` shows it)."""
     from inspector.stream.assembler import assemble
@@ -165,7 +174,7 @@ class Exchange:
     differs: str | None = None  # --recording: how the request differs from the recorded one (one line)
     diff: list[str] = field(default_factory=list)  # --recording: the full difference (unified diff lines)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
@@ -246,7 +255,7 @@ class ServeApp(Closable):
         # printed once its diff is known (the response never waits for it)
         self.diff_budget = diff_budget
         self._diff_pool: concurrent.futures.ThreadPoolExecutor | None = None
-        self._diffs: dict[int, asyncio.Future] = {}  # Exchange.seq -> its diff under way
+        self._diffs: dict[int, asyncio.Future[None]] = {}  # Exchange.seq -> its diff under way
         self.max_body, self.body_timeout = max_body, body_timeout
         self.history = history
         self.exchanges: deque[Exchange] = deque(maxlen=history)
@@ -254,7 +263,7 @@ class ServeApp(Closable):
         self._seq = 0
         self._lock = threading.Lock()  # the plan caches are filled from worker threads (rendering is off the loop)
         self._faulted: OrderedDict[tuple[str, str, str | None], Scenario] = OrderedDict()
-        self._plans: OrderedDict[tuple, ResponsePlan] = OrderedDict()
+        self._plans: OrderedDict[PlanKey, ResponsePlan] = OrderedDict()
         # uvicorn settings (inspector.net.server passes them to uvicorn.Config)
         self.uvicorn_options: dict[str, Any] = {
             "timeout_keep_alive": keep_alive,
@@ -264,7 +273,7 @@ class ServeApp(Closable):
         self.app = self._build()
 
     # --- plumbing -------------------------------------------------------------------------------------------------
-    def _build(self):
+    def _build(self) -> Starlette:
         from starlette.applications import Starlette
         from starlette.routing import Route
 
@@ -308,7 +317,7 @@ class ServeApp(Closable):
             except Exception:  # a printer must not break the server
                 log.warning("the exchange printer failed", exc_info=True)
 
-    def _new_exchange(self, request) -> Exchange:
+    def _new_exchange(self, request: Request) -> Exchange:
         ex = Exchange(request.method, request.url.path, seq=self._seq, t=time.time())
         self._seq += 1
         return ex
@@ -327,7 +336,7 @@ class ServeApp(Closable):
         return self.api.validate_history
 
     @property
-    def attempts(self) -> OrderedDict[tuple, int]:
+    def attempts(self) -> OrderedDict[tuple[str | int, ...], int]:
         return self.api.attempts
 
     @property
@@ -364,7 +373,7 @@ class ServeApp(Closable):
         model: str | None = None,
         api: Api | None = None,
         include_usage: bool = False,
-        echo: dict | None = None,
+        echo: dict[str, Any] | None = None,
         choices: int = 1,
     ) -> ResponsePlan:
         """The plan of (scenario, faults, turn, attempt, model), cached; ``api``: the OpenAI form (``chat`` /
@@ -393,17 +402,19 @@ class ServeApp(Closable):
                     self._plans.popitem(last=False)
         return plan
 
-    def _cached(self, key: tuple) -> ResponsePlan | None:
+    def _cached(self, key: PlanKey) -> ResponsePlan | None:
         with self._lock:
             return self._plans.get(key)
 
     # --- handlers -------------------------------------------------------------------------------------------------
-    def _json(self, status: int, body: bytes, headers: dict[str, str] | None = None):
+    def _json(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> Response:
         from starlette.responses import Response
 
         return Response(body, status_code=status, headers=headers or {}, media_type="application/json")
 
-    def _reject(self, ex: Exchange, status: int, etype: str, message: str, kind: str | None = None, close=False):
+    def _reject(
+        self, ex: Exchange, status: int, etype: str, message: str, kind: str | None = None, close: bool = False
+    ) -> Response:
         ex.status, ex.rejected, ex.kind = status, message, kind
         # like the API: a request id in the header and the body, unique per response
         rid = self.request_ids.next()
@@ -415,7 +426,7 @@ class ServeApp(Closable):
             headers["connection"] = "close"
         return self._json(status, body, headers)
 
-    def _checked(self, request, ex: Exchange):
+    def _checked(self, request: Request, ex: Exchange) -> Response | None:
         """The credential / version answer for this request, or None (always None when lenient)."""
         if self.lenient:
             return None
@@ -424,7 +435,7 @@ class ServeApp(Closable):
             return self._reject(ex, *problem)
         return None
 
-    async def _read_body(self, request) -> bytes:
+    async def _read_body(self, request: Request) -> bytes:
         """The request body, counted as it arrives: past ``max_body`` bytes (or a content-length saying so) reading
         stops with 413; a body that takes more than ``body_timeout`` seconds gives 408."""
         too_large = _Rejected(413, "request_too_large", "Request exceeds the maximum allowed number of bytes.")
@@ -442,15 +453,15 @@ class ServeApp(Closable):
             raise _Rejected(408, "timeout_error", f"request body not received within {self.body_timeout:g}s") from None
         return bytes(buf)
 
-    async def not_found(self, request):
+    async def not_found(self, request: Request) -> Response:
         ex = self._new_exchange(request)
         return self._reject(ex, 404, "not_found_error", f"Not found: {request.method} {request.url.path}")
 
-    async def reset(self, request):
+    async def reset(self, request: Request) -> Response:
         self.api.reset()
         return self._json(200, b'{"reset": true}')
 
-    async def fault_list(self, request):
+    async def fault_list(self, request: Request) -> Response:
         items = [
             {
                 "name": d.name,
@@ -465,7 +476,7 @@ class ServeApp(Closable):
         ]
         return self._json(200, orjson.dumps({"data": items}))
 
-    async def request_list(self, request):
+    async def request_list(self, request: Request) -> Response:
         """The recent exchanges (oldest first) with their history-check result; says how many were dropped.
         Request diffs under way are waited for first (each within its budget)."""
         pending = list(self._diffs.values())
@@ -495,7 +506,7 @@ class ServeApp(Closable):
         return seen
 
     @staticmethod
-    def _model_obj(mid: str) -> dict:
+    def _model_obj(mid: str) -> dict[str, Any]:
         return {
             "type": "model",
             "id": mid,
@@ -504,17 +515,17 @@ class ServeApp(Closable):
         }
 
     @staticmethod
-    def _openai_family(request) -> bool:
+    def _openai_family(request: Request) -> bool:
         """A request of the OpenAI family: a bearer key and no ``anthropic-version`` (the Anthropic SDK always sends
         that header, the openai SDK never does)."""
         auth = (request.headers.get("authorization") or "").strip().lower()
         return auth.startswith("bearer") and not (request.headers.get("anthropic-version") or "").strip()
 
     @staticmethod
-    def _openai_model_obj(mid: str) -> dict:
+    def _openai_model_obj(mid: str) -> dict[str, Any]:
         return {"id": mid, "object": "model", "created": 1735689600, "owned_by": "inspector"}
 
-    async def models(self, request):
+    async def models(self, request: Request) -> Response:
         """``GET /v1/models``: the Anthropic list, or OpenAI's (``{"object": "list", "data": [...]}``) for a request
         of the OpenAI family."""
         ex = self._new_exchange(request)
@@ -533,7 +544,7 @@ class ServeApp(Closable):
         }
         return self._json(200, orjson.dumps(body))
 
-    async def model(self, request):
+    async def model(self, request: Request) -> Response:
         ex = self._new_exchange(request)
         if self._openai_family(request):
             mid = request.path_params["model_id"]
@@ -549,7 +560,7 @@ class ServeApp(Closable):
             return self._reject(ex, 404, "not_found_error", f"model: {mid}")
         return self._json(200, orjson.dumps(self._model_obj(mid)))
 
-    async def _checked_json(self, request, ex: Exchange) -> tuple[Any, Any]:
+    async def _checked_json(self, request: Request, ex: Exchange) -> tuple[Any, Response | None]:
         """The request's checks (credentials, version), then its body read within the limits and parsed as JSON:
         ``(body, None)``, or ``(None, the error response)``."""
         denied = self._checked(request, ex)
@@ -568,7 +579,7 @@ class ServeApp(Closable):
                 message = "request body is not valid JSON"
             return None, self._reject(ex, 400, "invalid_request_error", message)
 
-    async def count_tokens(self, request):
+    async def count_tokens(self, request: Request) -> Response:
         """``POST /v1/messages/count_tokens``: the body is checked as ``/v1/messages`` checks it (but takes no
         ``max_tokens``); the count covers everything the model would read: system, tools and messages."""
         ex = self._new_exchange(request)
@@ -587,7 +598,7 @@ class ServeApp(Closable):
         self.note(ex)
         return self._json(200, out, {"request-id": self.request_ids.next()})
 
-    async def messages(self, request):
+    async def messages(self, request: Request) -> ASGIApp:
         ex = self._new_exchange(request)
         body, refused = await self._checked_json(request, ex)
         if refused is not None:
@@ -672,11 +683,11 @@ class ServeApp(Closable):
         return await self._non_stream(plan, headers, ex)
 
     # --- the OpenAI family ----------------------------------------------------------------------------------------
-    async def chat_completions(self, request):
+    async def chat_completions(self, request: Request) -> ASGIApp:
         """``POST /v1/chat/completions``: the scenario's turn as chat completion chunks (or a ``chat.completion``)."""
         return await self._openai(request, "chat")
 
-    async def responses(self, request):
+    async def responses(self, request: Request) -> ASGIApp:
         """``POST /v1/responses``: the scenario's turn as Responses events (or a ``response``)."""
         return await self._openai(request, "responses")
 
@@ -690,7 +701,7 @@ class ServeApp(Closable):
         code: str | None = None,
         kind: str | None = None,
         close: bool = False,
-    ):
+    ) -> Response:
         ex.status, ex.rejected, ex.kind = status, message, kind
         body = openai_error_body(etype, message, param, code)
         ex.bytes = len(body)
@@ -700,7 +711,7 @@ class ServeApp(Closable):
             headers["connection"] = "close"
         return self._json(status, body, headers)
 
-    async def _openai(self, request, api: Api):
+    async def _openai(self, request: Request, api: Api) -> ASGIApp:
         ex = self._new_exchange(request)
         if not self.lenient:
             problem = openai_credentials_problem(request.headers)
@@ -800,7 +811,8 @@ class ServeApp(Closable):
                 ex, 500, "server_error", f"inspector: cannot render {name!r} turn {turn} with faults {ex.faults}: {e}"
             )
         if api == "responses" and plan.status == 200 and plan.events and plan.events[0][0] == "response.created":
-            created = plan.events[0][1].get("response")  # (a recorded event may lack it)
+            first = plan.events[0][1]
+            created = first.get("response") if isinstance(first, dict) else None  # (a recorded event may lack it)
             if isinstance(created, dict) and isinstance(created.get("id"), str):
                 self.api.remember_response(created["id"], turn)
         stream = body.get("stream") is True
@@ -824,7 +836,7 @@ class ServeApp(Closable):
             return _PlanStream(self, plan, headers, ex)
         return await self._non_stream(plan, headers, ex, api)
 
-    def _start_diff(self, ex: Exchange, rec: RecordingSource, turn: int, body: dict) -> None:
+    def _start_diff(self, ex: Exchange, rec: RecordingSource, turn: int, body: dict[str, Any]) -> None:
         """Compare the request with the recorded one of its turn, in the background (:meth:`_request_diff`)."""
         recorded = rec.recorded_request(turn)
         if recorded is not None:
@@ -832,7 +844,7 @@ class ServeApp(Closable):
             task = self._diffs[seq] = asyncio.ensure_future(self._request_diff(ex, recorded, body))
             task.add_done_callback(lambda _: self._diffs.pop(seq, None))
 
-    async def _request_diff(self, ex: Exchange, recorded: dict, body: dict) -> None:
+    async def _request_diff(self, ex: Exchange, recorded: dict[str, Any], body: dict[str, Any]) -> None:
         """How the request differs from the recorded one, into ``ex``: computed in a worker thread (never on the
         event loop), within ``diff_budget`` seconds (past it, the exchange says so)."""
         if self._diff_pool is None:
@@ -922,7 +934,7 @@ class ServeApp(Closable):
             return faults
         where = f"request {ex.seq + 1}: turn {(ex.turn or 0) + 1} attempt {(ex.attempt or 0) + 1}"
 
-        def changed(held: list, fault: Any) -> bool:
+        def changed(held: Sequence[Hashable], fault: Hashable) -> bool:
             return changes(faults, held, fault, render)
 
         held, notes = await asyncio.to_thread(self.api.hold_once, decision, once, changed, where)
@@ -936,7 +948,9 @@ class ServeApp(Closable):
         if ex.faults != "none":
             headers[FAULT_HEADER] = ex.faults + (f"; {ex.once}" if ex.once else "")
 
-    async def _non_stream(self, plan: ResponsePlan, headers: dict[str, str], ex: Exchange, api: Api | None = None):
+    async def _non_stream(
+        self, plan: ResponsePlan, headers: dict[str, str], ex: Exchange, api: Api | None = None
+    ) -> _Body:
         if plan.end == "hang":  # a stall never answers (its pings are not even counted)
             await self.pacer.sleep(sum(r.delay for r in plan.reads))
             out = {k: v for k, v in headers.items() if k.lower() not in ("content-type", "cache-control")}
@@ -944,16 +958,25 @@ class ServeApp(Closable):
             ex.status = 200
             return _Body(self, 200, out, [], ex, end="hang")
         await self.pacer.sleep(sum(r.delay for r in plan.reads))
-        error = next((d for name, d in plan.events if name == "error"), None)
+        error_event = next((e for e in plan.events if e[0] == "error"), None)  # (a recorded one's data may be null)
         out = {k: v for k, v in headers.items() if k.lower() not in ("content-type", "cache-control")}
         out["content-type"] = "application/json"
-        if error is not None:
-            etype = str((error.get("error") or {}).get("type") or "api_error")
+        if error_event is not None:
+            error = error_event[1]
+            # (a recorded error event, or its "error", may be something else than an object: answered all the same)
+            recorded = error.get("error") if isinstance(error, dict) else error
+            etype = str((recorded.get("type") if isinstance(recorded, dict) else None) or "api_error")
             if api is None:
                 status = {"overloaded_error": 529, "rate_limit_error": 429, "api_error": 500}.get(etype, 500)
                 body = orjson.dumps(error)
             else:  # OpenAI: {"error": {...}}; an overloaded engine is a 503, a rate limit a 429
-                err = error.get("error") or openai_error("api_error")
+                if isinstance(recorded, dict) and recorded:
+                    err = recorded
+                elif recorded:  # not an object: its text is the message
+                    text = recorded if isinstance(recorded, str) else orjson.dumps(recorded).decode()
+                    err = openai_error("api_error", text)
+                else:
+                    err = openai_error("api_error")
                 code = err.get("code")
                 status = (
                     429 if code == "rate_limit_exceeded" else 503 if "overloaded" in str(err.get("message")) else 500
@@ -972,7 +995,7 @@ class ServeApp(Closable):
                     (
                         d["response"]
                         for n, d in plan.events
-                        if n == "response.created" and isinstance(d.get("response"), dict)
+                        if n == "response.created" and isinstance(d, dict) and isinstance(d.get("response"), dict)
                     ),
                     None,
                 )
@@ -1001,26 +1024,26 @@ def _plan_key(
     model: str | None,
     api: Api | None = None,
     include_usage: bool = False,
-    echo: dict | None = None,
+    echo: dict[str, Any] | None = None,
     choices: int = 1,
-) -> tuple:
-    key: tuple = (name, faults_key(faults), turn, attempt, model)
+) -> PlanKey:
+    key: PlanKey = (name, faults_key(faults), turn, attempt, model)
     if api is None:
         return key
     return (*key, api, include_usage, echo_key(echo), choices)
 
 
-def _choices(body: dict) -> int:
+def _choices(body: dict[str, Any]) -> int:
     """A chat request's ``n`` (checked by the fake API unless lenient: then anything but 1..128 counts as 1)."""
     n = body.get("n")
     return n if isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= MAX_CHOICES else 1
 
 
-def _openai_events(events: list[tuple[str, dict]], api: Api) -> list[tuple[str, dict]]:
+def _openai_events(events: list[Event], api: Api) -> list[Event]:
     """A recorded OpenAI stream's events named as the OpenAI renderer names them (what ``assembled_chat`` /
     ``assembled_response`` and the error check of a ``stream: false`` answer read): a chat chunk ``chunk``, an
     error object ``error``, a Responses event its ``type``; anything else (``[DONE]``) keeps its SSE name."""
-    out: list[tuple[str, dict]] = []
+    out: list[Event] = []
     for name, data in events:
         if isinstance(data, dict) and "error" in data and data.get("type") in (None, "error"):
             out.append(("error", data))
@@ -1045,7 +1068,7 @@ class _Body:
     ) -> None:
         self.app, self.status, self.headers, self.chunks, self.ex, self.end = app, status, headers, chunks, ex, end
 
-    async def __call__(self, scope, receive, send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": self.status, "headers": _raw_headers(self.headers)})
         for c in self.chunks:
             await send({"type": "http.response.body", "body": c, "more_body": True})
@@ -1073,7 +1096,7 @@ class _PlanStream:
     def __init__(self, app: ServeApp, plan: ResponsePlan, headers: dict[str, str], ex: Exchange) -> None:
         self.app, self.plan, self.headers, self.ex = app, plan, headers, ex
 
-    async def __call__(self, scope, receive, send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         app, plan, ex = self.app, self.plan, self.ex
         ex.status = 200
         await send({"type": "http.response.start", "status": 200, "headers": _raw_headers(self.headers)})
@@ -1106,7 +1129,11 @@ class _PlanStream:
 
 
 def make_app(
-    scenario: str | Scenario = DEFAULT_SCENARIO, faults: Any = None, *, speed: float = 1.0, **kw: Any
+    scenario: str | Scenario = DEFAULT_SCENARIO,
+    faults: str | Sequence[FaultSpec | str] | None = None,
+    *,
+    speed: float = 1.0,
+    **kw: Any,
 ) -> ServeApp:
     """A :class:`ServeApp` (``.app`` is the ASGI app)."""
     return ServeApp(scenario, faults, speed=speed, **kw)

@@ -61,11 +61,11 @@ class InferredExecution:
     result_chars: int | None = None
     reason: str | None = None  # why a result is "unknown" (or a call "missing"), for people
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {f: getattr(self, f) for f in self.__slots__}
 
 
-def _result_text_len(content: Any) -> int:
+def _result_text_len(content: object) -> int:
     if isinstance(content, str):
         return len(content)
     if isinstance(content, list):
@@ -73,7 +73,7 @@ def _result_text_len(content: Any) -> int:
     return 0
 
 
-def request_results(body: Any, family: str = "anthropic") -> list:
+def request_results(body: object, family: str = "anthropic") -> list[Any]:
     """The history of a request body, shaped for :func:`infer_tool_executions`: its messages (Messages API), or, for
     an OpenAI family (``openai_chat``, ``openai_responses``), one user message holding a ``tool_result`` block
     (``is_error`` left out: OpenAI has none) for each result after the history's last assistant turn (chat ``tool``
@@ -88,7 +88,7 @@ def request_results(body: Any, family: str = "anthropic") -> list:
     from inspector.record.replay import neutral_history  # (only for OpenAI requests: it imports the SDK's client)
 
     neutral = neutral_history(history)
-    tail: list = []
+    tail: list[Any] = []
     for m in reversed(neutral):
         if isinstance(m, dict) and (m.get("role") == "assistant" or m.get("type") == "reasoning"):
             break
@@ -103,7 +103,7 @@ def request_results(body: Any, family: str = "anthropic") -> list:
 
 def infer_tool_executions(
     seen: Mapping[str, SeenToolUse] | Iterable[SeenToolUse],
-    messages: Any,
+    messages: object,
     request_t: float,
     unknown_reason: str | None = None,
 ) -> list[InferredExecution]:

@@ -37,7 +37,7 @@ from inspector.net.toolinfer import InferredExecution, SeenToolUse, infer_tool_e
 from inspector.observe import observations as O
 from inspector.observe.states import ToolState
 from inspector.observe.stepobs import step_observations, tool_transitions
-from inspector.stream.assembler import TurnStream
+from inspector.stream.assembler import Step, TurnStream
 from inspector.stream.family import family_from_path, new_stream
 
 __all__ = ["MAX_CONVERSATIONS", "ProxyExchange", "Track", "TurnTracker"]
@@ -186,7 +186,7 @@ class TurnTracker:
         *,
         clock: Callable[[], float],
         t0: float,
-        source: Callable[[], dict],
+        source: Callable[[], dict[str, Any]],
         detail: Callable[[], bool],
         batch_interval: float = 0.01,
     ) -> None:
@@ -369,7 +369,7 @@ class TurnTracker:
         if isinstance(parsed, dict) and attempt == 0:  # a retry repeats the same results: inferred once
             self._infer(track, parsed, t_req)
 
-    def _infer(self, track: Track, parsed: dict, t_req: float) -> None:
+    def _infer(self, track: Track, parsed: dict[str, Any], t_req: float) -> None:
         ex, turn, attempt = track.ex, track.turn, track.attempt
         cid = track.assignment.conversation
         conv = self._conv.get(cid or "")
@@ -440,7 +440,7 @@ class TurnTracker:
         index: int,
         state: str,
         tool_input: Any,
-        times: dict,
+        times: dict[str, Any],
         error: str | None = None,
         t: float | None = None,
         inferred: bool = True,
@@ -459,7 +459,7 @@ class TurnTracker:
         """Upstream's status and headers, ``t`` seconds after the request arrived."""
         self._pub(O.ResponseStarted(track.t_req + t, track.turn, track.attempt, status, clean_headers(headers)))
 
-    def _steps(self, steps: list, ts: Any, track: Track, now: float) -> None:
+    def _steps(self, steps: list[Step], ts: TurnStream, track: Track, now: float) -> None:
         turn, attempt = track.turn, track.attempt
         cid = track.assignment.conversation
         asm = ts.assembler

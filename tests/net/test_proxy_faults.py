@@ -258,6 +258,7 @@ _sse_pieces = st.sampled_from(
         b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n',
         b'event: message_delta\ndata: {"type":"message_delta","delta":{}}\n\n',
         b"event: message_stop\r\ndata: {}\r\n\r\n",
+        b"event: content_block_delta\n\n",  # no data: a ping, whatever its name
         b"data: not json\r\r",
         b"\n",
         b"\r",

@@ -314,6 +314,100 @@ async def _run(fault: str, family: str, chunks: list[bytes]) -> tuple[bytes, dic
     return b"".join(out), state, marks
 
 
+def _sse(name: str, data: dict) -> bytes:
+    return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
+
+
+def _chat_chunk(delta: dict, finish: str | None = None) -> bytes:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return b"data: " + orjson.dumps({"object": "chat.completion.chunk", "id": "c", "choices": [choice]}) + b"\n\n"
+
+
+def _tool_stream(family: str, gap: bytes) -> list[bytes]:
+    """One tool call streamed in three argument fragments, ``gap`` (an event without data) after the first."""
+    frags = ['{"city": "Pa', "ri", 's"}']
+    if family == "anthropic":
+        start = _sse(
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "tool_use", "id": "t1", "name": "weather", "input": {}},
+            },
+        )
+        deltas = [
+            _sse(
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": f}},
+            )
+            for f in frags
+        ]
+        head = [_sse("message_start", {"type": "message_start", "message": {"id": "m", "content": []}}), start]
+        tail = [
+            _sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            _sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"}}),
+            _sse("message_stop", {"type": "message_stop"}),
+        ]
+    elif family == "openai_chat":
+        call = {"index": 0, "id": "c1", "type": "function", "function": {"name": "weather", "arguments": ""}}
+        head = [_chat_chunk({"role": "assistant"}), _chat_chunk({"tool_calls": [call]})]
+        deltas = [_chat_chunk({"tool_calls": [{"index": 0, "function": {"arguments": f}}]}) for f in frags]
+        tail = [_chat_chunk({}, "tool_calls"), b"data: [DONE]\n\n"]
+    else:
+        item = {"type": "function_call", "id": "fc", "call_id": "c1", "name": "weather", "arguments": ""}
+        head = [
+            _sse("response.created", {"type": "response.created", "sequence_number": 0, "response": {"id": "r"}}),
+            _sse(
+                "response.output_item.added",
+                {"type": "response.output_item.added", "sequence_number": 1, "output_index": 0, "item": item},
+            ),
+        ]
+        kind = "response.function_call_arguments.delta"
+        deltas = [
+            _sse(kind, {"type": kind, "sequence_number": 2 + i, "output_index": 0, "delta": f})
+            for i, f in enumerate(frags)
+        ]
+        whole = "".join(frags)
+        done = {**item, "arguments": whole, "status": "completed"}
+        tail = [
+            _sse(
+                "response.function_call_arguments.done",
+                {
+                    "type": "response.function_call_arguments.done",
+                    "sequence_number": 5,
+                    "output_index": 0,
+                    "arguments": whole,
+                },
+            ),
+            _sse(
+                "response.output_item.done",
+                {"type": "response.output_item.done", "sequence_number": 6, "output_index": 0, "item": done},
+            ),
+            _sse(
+                "response.completed",
+                {"type": "response.completed", "sequence_number": 7, "response": {"id": "r", "output": [done]}},
+            ),
+        ]
+    return [*head, deltas[0], gap, *deltas[1:], *tail]
+
+
+@pytest.mark.parametrize("fault", ["invalid_tool_json", "max_tokens_tool"])
+@pytest.mark.parametrize("family", ["anthropic", *FAMILY.values()])
+async def test_an_event_without_data_inside_a_held_tool_call_is_a_ping_whatever_its_name(family, fault):
+    """An event without data (``event: response.function_call_arguments.delta`` and a blank line) inside the tool
+    call a content fault holds back is a ping, as a keep-alive comment is: the fault comes out exactly as with a
+    comment there (it used to raise AttributeError on the Responses and Messages paths, and to count it as one of
+    the tool call's fragments on the others)."""
+    named = {"anthropic": "content_block_delta", "openai_chat": "chunk"}.get(
+        family, "response.function_call_arguments.delta"
+    )
+    dataless, comment = f"event: {named}\n\n".encode(), b": keep-alive\n\n"
+    got, state, marks = await _run(fault, family, _tool_stream(family, dataless))
+    want, want_state, want_marks = await _run(fault, family, _tool_stream(family, comment))
+    assert (state, marks) == (want_state, want_marks) and marks
+    assert got == want.replace(comment, dataless)
+
+
 _C = b'data: {"object":"chat.completion.chunk","choices":[{"index":0,"delta":%s,"finish_reason":%s}]}\n\n'
 _R = b'event: %s\ndata: {"type":"%s","sequence_number":%d,%s}\n\n'
 _openai_pieces = st.sampled_from(
@@ -358,6 +452,7 @@ _openai_pieces = st.sampled_from(
             b'"response":{"output":[{"type":"function_call","id":"fc"},3]}',
         ),
         _R % (b"response.completed", b"response.completed", 5, b'"response":null'),
+        b"event: response.function_call_arguments.delta\n\n",  # no data: a ping, whatever its name
         b"data: not json\r\r",
         b"\n",
         b"event: x\n",

@@ -7,20 +7,25 @@ recording is told by its request path, its header's source or its first event.""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 from pathlib import Path
 from typing import Any
 
 import httpx2
 import openai
+import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from inspector.net.proxy import ProxyApp
 from inspector.net.recorded import RecordingSource, recording_family
-from inspector.net.serve import ServeApp
+from inspector.net.serve import Exchange, ServeApp
 from inspector.net.server import BackgroundServer
 from inspector.record.recording import RecordingWriter, read_recording
 from inspector.scenarios.bundled import get_scenario
+from inspector.testing.hyp import examples
 from inspector.testing.serve import API_HEADERS, messages_body
 
 pytest_plugins = ["inspector.testing.pytest_plugin"]
@@ -306,3 +311,90 @@ async def test_stream_false_without_a_final_event_is_a_drop_or_a_one_line_500(tm
     assert r.status_code == 500 and r.json()["error"]["type"] == "server_error"
     assert "no response.completed" in r.json()["error"]["message"]
     assert streamed.status_code == 200 and streamed.content == RESP_SSE
+
+
+_MSG_START = (
+    b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message","role":'
+    b'"assistant","model":"rec-model","content":[],"stop_reason":null,"stop_sequence":null,"usage":'
+    b'{"input_tokens":3,"output_tokens":1}}}\n\n'
+)
+_CHUNK = b'data: {"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant"}}]}\n\n'
+_CREATED = (
+    b'event: response.created\ndata: {"type":"response.created","sequence_number":0,"response":{"id":"r",'
+    b'"object":"response","status":"in_progress","output":[]}}\n\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("family", "sse", "recorded"),
+    [
+        (
+            "anthropic",
+            _MSG_START + b'event: error\ndata: {"type":"error","error":"x"}\n\n',
+            '{"type":"error","error":"x"}',
+        ),
+        ("anthropic", _MSG_START + b"event: error\ndata: [529]\n\n", "[529]"),
+        ("openai_chat", _CHUNK + b'data: {"error":"boom"}\n\n', "boom"),
+        ("openai_chat", _CHUNK + b"event: error\ndata: [1]\n\n", "[1]"),
+        ("openai_responses", _CREATED + b'event: error\ndata: {"type":"error","error":"boom"}\n\n', "boom"),
+        ("openai_responses", _CREATED + b"event: error\ndata: [1]\n\n", "[1]"),
+        ("openai_responses", b"event: response.created\ndata: [1]\n\n", None),
+    ],
+    ids=["error-str", "error-list", "chat-error-str", "chat-list", "resp-error-str", "resp-list", "resp-created-list"],
+)
+async def test_a_recorded_event_that_is_not_the_object_it_names_is_answered_never_a_traceback(
+    tmp_path, family, sse, recorded
+):
+    """A plain SSE file whose error event (or its ``error``) is not an object, or whose ``response.created`` is not
+    one: a stream: false request gets the API's error answer (Anthropic: the recorded data as the body; OpenAI: the
+    recorded value as the message), a streamed one the recorded bytes; never the bare 500 of an exception in the
+    server (they used to raise AttributeError)."""
+    path = tmp_path / "odd.sse"
+    path.write_bytes(sse)
+    source = RecordingSource.load(path)
+    assert source.family == family
+    if family == "anthropic":
+        url, headers, body = "/v1/messages", API_HEADERS, messages_body(model=source.model)
+    else:
+        api = "chat" if family == "openai_chat" else "responses"
+        url, headers = f"/v1/{'chat/completions' if api == 'chat' else 'responses'}", {"authorization": f"Bearer {KEY}"}
+        body = {"model": source.model, ("messages" if api == "chat" else "input"): [{"role": "user", "content": "hi"}]}
+    with BackgroundServer(ServeApp(recording=source, speed=math.inf)) as srv:
+        async with httpx2.AsyncClient(base_url=srv.base_url, headers=headers) as h:
+            whole = await h.post(url, json={**body, "stream": False})
+            streamed = await h.post(url, json={**body, "stream": True})
+    assert streamed.status_code == 200 and streamed.content == sse
+    if recorded is None:  # no error in it: no final event either (the one-line 500 that says so)
+        assert whole.status_code == 500 and "no response.completed" in whole.json()["error"]["message"]
+    elif family == "anthropic":
+        assert whole.status_code == 500 and whole.content == recorded.encode()
+    else:
+        assert whole.status_code == 500 and whole.json()["error"]["message"] == recorded
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8,
+)
+_ERROR_DATA = st.one_of(
+    _JSON,
+    st.builds(lambda e, t: {"type": t, "error": e}, _JSON, st.sampled_from(["error", None, 3])),
+    st.builds(lambda t, m, c: {"error": {"type": t, "message": m, "code": c}}, _JSON, _JSON, _JSON),
+)
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(_ERROR_DATA, st.sampled_from([None, "chat", "responses"]))
+async def test_any_recorded_error_event_gets_an_error_answer_for_stream_false(data, api):
+    """Property: whatever JSON a recorded error event holds, a stream: false request gets an error status and a JSON
+    body: Anthropic's is the recorded data itself, OpenAI's an ``{"error": {...}}`` object."""
+    app = ServeApp(speed=math.inf, lenient=True)
+    plan = dataclasses.replace(app.plan("weather", (), 0, 0), events=[("error", data)])
+    answer = await app._non_stream(plan, {}, Exchange("POST", "/v1/messages"), api)
+    assert answer.status in (429, 500, 503, 529) and len(answer.chunks) == 1
+    body = orjson.loads(answer.chunks[0])
+    if api is None:
+        assert body == data
+    else:
+        assert set(body) == {"error"} and set(body["error"]) == {"message", "type", "param", "code"}
