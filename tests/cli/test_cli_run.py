@@ -69,9 +69,8 @@ def test_run_retried_fault_exit_0(capsys):
 
 def test_run_cancelled_by_sigint_exit_130(capsys, monkeypatch):
     """Ctrl-C while a tool hangs: the loop cancels cleanly, prints its last line, exits 130."""
-    real = headless.JsonPrinter
 
-    class InterruptingPrinter(real):
+    class InterruptingPrinter(headless.JsonPrinter):
         sent = False
 
         def __call__(self, obs):

@@ -96,6 +96,7 @@ def test_ctrl_c_goes_to_the_command_first_then_stops_watching(tmp_path):
         text=True,
         start_new_session=True,  # its own process group: the test plays the terminal
     )
+    assert p.stdout is not None and p.stderr is not None
     deadline = time.monotonic() + 60
     while not ready.exists():
         assert time.monotonic() < deadline and p.poll() is None, p.stderr.read() if p.poll() is not None else ""
@@ -103,7 +104,7 @@ def test_ctrl_c_goes_to_the_command_first_then_stops_watching(tmp_path):
     os.killpg(p.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole foreground group
     deadline = time.monotonic() + 30
     # the command said it got it, and watch is still running
-    out_lines = []
+    out_lines: list[str] = []
     while not any("child got SIGINT" in x for x in out_lines):
         assert time.monotonic() < deadline
         out_lines.append(p.stdout.readline())

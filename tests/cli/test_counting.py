@@ -27,7 +27,7 @@ async def test_people_count_from_one(name):
     # a failed first attempt discards its tools saying so, counted from 1
     discarded = [o for o in obs.of(O.ToolStateChanged) if o.state == "discarded"]
     for d in discarded:
-        assert d.attempt == 0 and d.error.startswith("attempt 1 failed: "), d.error
+        assert d.attempt == 0 and d.error is not None and d.error.startswith("attempt 1 failed: "), d.error
     if name == "drop_mid_json":
         assert discarded
     if name != "rate_limited":
@@ -39,4 +39,4 @@ async def test_loop_error_counts_turns_and_attempts_from_one():
     s = scenario_session("drop_mid_json", speed=math.inf, retries=0)
     result, obs = await run_observed(s)
     assert result.status == "error"
-    assert result.error.startswith("turn 1 failed after 1 attempt: connection dropped")
+    assert result.error is not None and result.error.startswith("turn 1 failed after 1 attempt: connection dropped")

@@ -52,7 +52,7 @@ def _wait_for_library(p: subprocess.Popen, marker: str) -> bool:
 
 
 def _wait_for_lines(p: subprocess.Popen, n: int) -> list[bytes]:
-    lines = []
+    lines: list[bytes] = []
     assert p.stdout is not None
     while len(lines) < n:
         line = p.stdout.readline()
@@ -89,7 +89,8 @@ def test_ctrl_c_while_the_loop_runs_cancels_and_keeps_a_replayable_recording(lin
     assert recording.warnings == []
     attempts = list(recording.attempts())
     assert attempts and all(a.end is not None for a in attempts)
-    assert attempts[-1].end["status"] in ("cancelled", "complete")  # mid-stream, or while the tools ran
+    last = attempts[-1].end
+    assert last is not None and last["status"] in ("cancelled", "complete")  # mid-stream, or while the tools ran
     # the replay ends where the run did: cancelled, exit 130, no error
     r = subprocess.run(
         [sys.executable, "-m", "inspector", "replay", str(rec), "--headless"],

@@ -139,7 +139,7 @@ def test_proxy_dashboard_path_exports_each_sessions_traces(receiver, monkeypatch
         session.close()
 
     monkeypatch.setattr(tui_app, "run_dashboard", fake_dashboard)
-    monkeypatch.setattr(cli.sys.stdout, "isatty", lambda: True)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     p = argparse.ArgumentParser()
     cli._add_arguments(p)
     assert cli.cmd(p.parse_args(["--listen", "127.0.0.1:0", "--otel"])) == 0

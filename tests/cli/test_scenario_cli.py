@@ -228,7 +228,7 @@ async def test_the_template_runs_through_the_loop(tmp_path):
     result = await s.run()
     sc = load_file(path)
     assert result.status == sc.expected["status"] and result.turns == sc.expected["turns"]
-    assert len(s.server.requests) == sc.expected["requests"]
+    assert len(s.server.requests) == sc.expected["requests"]  # type: ignore[attr-defined]  # set by scenario_session
     results = [b for m in result.messages for b in (m["content"] if isinstance(m["content"], list) else [])]
     weather = next(b for b in results if b.get("type") == "tool_result" and "partly cloudy" in str(b["content"]))
     assert not weather.get("is_error")
@@ -273,6 +273,7 @@ async def test_recording_to_scenario_file_and_back(name, tmp_path, capsys):
     assert [len(t.attempts) for t in replayed.turns] == [len(t.attempts) for t in original.turns]
     for t0, t1 in zip(original.turns, replayed.turns, strict=True):
         for a0, a1 in zip(t0.attempts, t1.attempts, strict=True):
+            assert a1.response is not None and a0.response is not None
             assert a1.response["status"] == a0.response["status"]
         a0, a1 = t0.attempts[-1], t1.attempts[-1]
         assert _events(a1.data) == _events(a0.data)  # the same events (message id, tool ids, usage included)
@@ -289,11 +290,13 @@ async def test_recording_to_scenario_then_serve_gives_the_same_events(tmp_path):
     first = rec.turns[0].attempts[-1]
     assert list(sc.turns[0].pacing.read_events or ()) == _reads_events(first)
     plan = render_turn(sc, 0, 0)
+    assert first.response is not None
     assert plan.header_delay == pytest.approx(first.response["t"])
     with BackgroundServer(ServeApp(sc, speed=math.inf)) as srv:
         async with httpx2.AsyncClient(base_url=srv.base_url, timeout=30) as http:
             for t, turn in enumerate(rec.turns):
                 a = turn.attempts[-1]
+                assert a.request is not None
                 body = {**a.request["body"], "stream": True}
                 r = await http.post(
                     "/v1/messages", json=body, headers={"x-api-key": "k", "anthropic-version": "2023-06-01"}

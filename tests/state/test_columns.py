@@ -73,7 +73,7 @@ def test_a_copy_costs_the_tail_only() -> None:
 
 def test_cowdict_clones_an_entry_only_when_the_fold_asks_to_change_it() -> None:
     """Changed (issue 17 §4): `get` / `[]` used to clone on first read after a copy; now only `mutable` does."""
-    d = CowDict()
+    d: CowDict[str, AttemptEntry] = CowDict()
     d["a"] = AttemptEntry(0, 0, 0.0)
     c = d.cow_copy()
     assert c["a"] is d["a"] and c.get("a") is d["a"]  # reads share
@@ -81,7 +81,9 @@ def test_cowdict_clones_an_entry_only_when_the_fold_asks_to_change_it() -> None:
     m = c.mutable("a")
     assert m is not None and m is not d["a"] and c["a"] is m  # cloned once, then owned
     m.usage["x"] = 1
-    assert d["a"].usage == {} and c.get("a").usage == {"x": 1}
+    got = c.get("a")
+    assert got is not None
+    assert d["a"].usage == {} and got.usage == {"x": 1}
     assert c.mutable("a") is m
     assert c.get("zz", 5) == 5 and c.mutable("zz") is None
     with pytest.raises(KeyError):
@@ -136,8 +138,12 @@ def test_the_state_package_has_no_import_circle() -> None:
 
     def reaches(start: str, goal: str, seen: set[str]) -> bool:
         for nxt in graph.get(start, ()):
-            if nxt == goal or (nxt not in seen and (seen.add(nxt) or reaches(nxt, goal, seen))):
+            if nxt == goal:
                 return True
+            if nxt not in seen:
+                seen.add(nxt)
+                if reaches(nxt, goal, seen):
+                    return True
         return False
 
     assert [m for m in graph if reaches(m, m, set())] == []
@@ -286,12 +292,13 @@ def test_a_block_that_cannot_be_pickled_stays_in_ram_unaltered() -> None:
     from inspector.observe import observations as O
 
     lock = threading.Lock()  # cannot be pickled
-    obs = [O.TurnStarted(float(i), i) for i in range(10)]
-    obs[4] = O.ToolResult(4.0, 0, 0, "t1", "odd", [{"type": "text", "text": "x", "lock": lock}], False, "completed")
+    obs: list[O.Observation] = [O.TurnStarted(float(i), i) for i in range(10)]
+    odd = O.ToolResult(4.0, 0, 0, "t1", "odd", [{"type": "text", "text": "x", "lock": lock}], False, "completed")
+    obs[4] = odd
     s = SpilledObservations(block=3)
     for o in obs:
         s.append(o)
     assert s.blocks_in_ram == 1 and s.spilled_bytes > 0
-    assert list(s) == obs and s[4] is obs[4] and s[4].content[0]["lock"] is lock
+    assert list(s) == obs and s[4] is odd and odd.content[0]["lock"] is lock
     assert list(s.frozen()) == obs
     assert [s[i] for i in range(10)] == obs

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import math
+from typing import Any, cast
 
 import anthropic
 import httpx2
 import pytest
+from anthropic.types import MessageParam
 
 from inspector.net.proxy import ProxyApp
 from inspector.net.serve import ServeApp
@@ -28,11 +30,16 @@ def upstream():
         yield srv
 
 
-async def _agent(client: anthropic.AsyncAnthropic, city: str, barrier: asyncio.Barrier) -> list[dict]:
+def _params(messages: list[dict[str, Any]]) -> list[MessageParam]:
+    """The SDK's view of the dicts built here (a tool_use block is sent as the model dumped it)."""
+    return cast("list[MessageParam]", messages)
+
+
+async def _agent(client: anthropic.AsyncAnthropic, city: str, barrier: asyncio.Barrier) -> list[dict[str, Any]]:
     hdr = {"x-inspector-scenario": "weather"}
-    messages: list[dict] = [{"role": "user", "content": f"What is the weather in {city}?"}]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": f"What is the weather in {city}?"}]
     await barrier.wait()
-    async with client.messages.stream(model="m", max_tokens=100, messages=messages, extra_headers=hdr) as s:
+    async with client.messages.stream(model="m", max_tokens=100, messages=_params(messages), extra_headers=hdr) as s:
         first = await s.get_final_message()
     uses = [b for b in first.content if b.type == "tool_use"]
     messages += [
@@ -43,7 +50,7 @@ async def _agent(client: anthropic.AsyncAnthropic, city: str, barrier: asyncio.B
         },
     ]
     await barrier.wait()
-    async with client.messages.stream(model="m", max_tokens=100, messages=messages, extra_headers=hdr) as s:
+    async with client.messages.stream(model="m", max_tokens=100, messages=_params(messages), extra_headers=hdr) as s:
         await s.get_final_message()
     return messages
 

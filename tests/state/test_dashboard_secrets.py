@@ -80,8 +80,8 @@ def shown(state: DashboardState, history: History) -> list[str]:
         out.append(event_detail(state, history, k).body.plain)
     for key in state.blocks:
         out.append(block_detail(state, key).body.plain)
-    for key in state.tools:
-        out.append(tool_detail(state, key, 10.0).body.plain)
+    for tool_key in state.tools:
+        out.append(tool_detail(state, tool_key, 10.0).body.plain)
     for i in range(len(state.diagnostics)):
         out.append(diagnostic_detail(state, history, i).body.plain)
     return out
@@ -100,7 +100,8 @@ async def test_a_relay_echoing_the_key_split_across_deltas_never_reaches_the_das
         text_block, tool_block = state.blocks[(0, 0, 0)], state.blocks[(0, 0, 1)]
         assert text_block.joined() == f"your key is {REDACTED}, keep it safe"
         assert orjson.loads(tool_block.joined()) == {"path": f"{REDACTED}.txt"}  # the input still parses
-        assert state.tool("toolu_1").input == {"path": f"{REDACTED}.txt"}
+        tool = state.tool("toolu_1")
+        assert tool is not None and tool.input == {"path": f"{REDACTED}.txt"}
 
 
 async def test_the_proxy_dashboard_never_shows_a_key_the_upstream_echoes_split_across_reads_and_deltas() -> None:

@@ -115,7 +115,7 @@ def test_any_interleaving_gives_each_conversation_its_own_turns(k: int, rnd) -> 
     """Whatever order the conversations' observations arrive in (each in its own order), each entry and each
     filtered view count only that conversation's turns and tokens."""
     per = [
-        [o for o in interleaved_conversations(k) if getattr(o, "turn", None) is not None and o.turn % k == j]
+        [o for o in interleaved_conversations(k) if (turn := getattr(o, "turn", None)) is not None and turn % k == j]
         for j in range(k)
     ]
     merged: list[O.Observation] = []
@@ -141,7 +141,8 @@ def test_a_filter_started_at_the_conversations_first_observation_equals_the_whol
     whole = fold(OBS)
     for cid in ("c1", "c2", "c3"):
         first = whole.conversations.by_id[cid].first_obs
-        assert type(OBS[first]) is O.ConversationAssigned and OBS[first].conversation == cid
+        assigned = OBS[first]
+        assert type(assigned) is O.ConversationAssigned and assigned.conversation == cid
         seed = fold(OBS[:first])
         late = ConversationFilter(cid, seed).apply_all(OBS[first:]).state
         full = ConversationFilter(cid).apply_all(OBS).state
@@ -271,8 +272,9 @@ def test_a_tool_result_sent_back_is_matched_in_its_own_conversation() -> None:
     s = fold(obs)
     assert s.sent_results[("c1", "toolu_1")]["content"] == "denied"
     assert s.sent_results[("c2", "toolu_1")]["content"] == "ok"
-    assert s.tool("toolu_1", "c1").is_error and s.tool("toolu_1", "c1").error == "denied"
-    assert not s.tool("toolu_1", "c2").is_error and s.tool("toolu_1", "c2").error is None
+    c1, c2 = s.tool("toolu_1", "c1"), s.tool("toolu_1", "c2")
+    assert c1 is not None and c1.is_error and c1.error == "denied"
+    assert c2 is not None and not c2.is_error and c2.error is None
 
 
 # ------------------------------------------------------------------ a turn is compared with its own conversation's
@@ -312,7 +314,7 @@ def test_any_interleaving_of_conversations_with_the_same_tool_ids_keeps_each_one
     mixes two conversations."""
     k = len(stops)
     obs = with_the_same_tool_ids(interleaved_conversations(k, stops=dict(enumerate(stops))))
-    per = [[o for o in obs if getattr(o, "turn", None) is not None and o.turn % k == j] for j in range(k)]
+    per = [[o for o in obs if (turn := getattr(o, "turn", None)) is not None and turn % k == j] for j in range(k)]
     merged: list[O.Observation] = [obs[0]]
     cursors = [0] * k
     while any(cursors[j] < len(per[j]) for j in range(k)):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from array import array
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -206,7 +207,7 @@ def test_holds_are_marked_in_the_sse_pane() -> None:
     assert marks[0].startswith("❚❚ stream held by pause")
     assert "held 6.00 s by pause" in marks[1]
     assert len(marks) == 3 and "by step" in marks[2]  # a step's hold: one row, at its release
-    assert [round(e - b, 6) for b, e, _ in s.holds] == [6.0, 0.5]
+    assert [None if e is None else round(e - b, 6) for b, e, _ in s.holds] == [6.0, 0.5]
     # the marker rows do not shift the event numbering nor the diagnostics' pointers
     assert s.status.events == N_DELTAS + 5
     assert [ev.evno[r] for r in ev.event_rows] == list(range(1, s.status.events + 1))
@@ -306,6 +307,7 @@ def fault_turn() -> list[O.Observation]:
 def test_a_discarded_tool_shows_its_own_run_time() -> None:
     s = DashboardState().apply_all(fault_turn())
     a = s.tool("A")
+    assert a is not None
     assert a.state == "discarded" and a.elapsed(100.0) == pytest.approx(1.0)  # not 2.0: the time until the discard
     assert [h[0] for h in a.history] == ["queued", "running", "succeeded", "discarded"]
 
@@ -325,11 +327,16 @@ def test_savings_wait_for_the_turn_to_be_done() -> None:
     assert DashboardState().apply_all(obs[:-1]).turn_savings(0) is not None
 
 
+def _run_time(t: ToolEntry) -> float:
+    assert t.t_started is not None and t.t_finished is not None, t
+    return t.t_finished - t.t_started
+
+
 def test_savings_of_the_parse_date_session() -> None:
     s = DashboardState().apply_all(parse_date_observations())
     sav = s.turn_savings(0)
     assert sav is not None and sav.counted == 3 and sav.left_out == 0
-    runs = sum(t.t_finished - t.t_started for t in s.turn_tools(0))  # type: ignore[operator]
+    runs = sum(_run_time(t) for t in s.turn_tools(0))
     assert sav.tools == pytest.approx(runs)
     assert s.turn_savings(1) is None  # no tools in turn 2
 
@@ -353,7 +360,7 @@ def test_time_travel_figures_are_those_of_the_moment() -> None:
 
 # --- copies that cannot forget a field -----------------------------------------------------------------------------
 
-ENTRIES = [
+ENTRIES: list[tuple[type[Any], tuple[Any, ...]]] = [
     (BlockEntry, (0, 0, 0, "text", None, None, {}, 0.0, 1)),
     (ToolEntry, ("t", "n", 0, 0, 0, "queued", 0.0)),
     (AttemptEntry, (0, 0, 0.0)),
@@ -374,7 +381,7 @@ def test_every_field_is_copied_and_independent(cls, args) -> None:
         elif isinstance(v, dict):
             v[f.name] = i
     c = clone(entry)
-    shared = getattr(cls, "SHARED", frozenset())
+    shared: frozenset[str] = getattr(cls, "SHARED", frozenset())
     for f in dataclasses.fields(cls):
         v, w = getattr(entry, f.name), getattr(c, f.name)
         assert w == v, f.name
