@@ -13,13 +13,14 @@ import math
 
 import pytest
 
-from inspector.agent.executor import ToolState
+from inspector.agent.executor import ToolCall, ToolState
 from inspector.core.pacing import SPEED_LADDER
 from inspector.observe import observations as O
 from inspector.observe.states import LoopState
 from inspector.scenarios.bundled import get_scenario
 from inspector.scenarios.render import render_turn
-from inspector.sessions.sources import scenario_session
+from inspector.scenarios.transport import ScenarioServer
+from inspector.sessions.sources import Session, scenario_session
 from inspector.testing.clock import VirtualTime
 from inspector.testing.loop import (
     Observed,
@@ -38,6 +39,18 @@ async def spin(n: int = 200) -> None:
         await asyncio.sleep(0)
 
 
+def _server(s: Session) -> ScenarioServer:
+    """The scripted server scenario_session serves the session from (set on the Session as an extra attribute)."""
+    server: ScenarioServer = s.server  # type: ignore[attr-defined]
+    return server
+
+
+def _calls(s: Session) -> list[ToolCall]:
+    """The calls the loop's executor was given (asserting the loop has made its executor)."""
+    assert s.loop._executor is not None
+    return s.loop._executor.calls()
+
+
 def start(session) -> asyncio.Task:
     return asyncio.ensure_future(session.run())
 
@@ -49,7 +62,7 @@ async def finish(task: asyncio.Task):
 
 def pause_at(obs: Observed, session, pred) -> None:
     """Pause inline when the first observation matching `pred` is published."""
-    done = []
+    done: list[O.Observation] = []
 
     def hook(o):
         if not done and pred(o):
@@ -81,7 +94,8 @@ async def test_pause_stops_event_flow_while_the_transport_has_data():
     assert s.controller.paused
     n, n_obs, reads = s.controller.events_processed, len(obs.sse()), len(obs.of(O.ReadReceived))
     assert n == 5
-    served = s.server.responses[0]
+    served = _server(s).responses[0]
+    assert served.plan is not None
     assert served.state == "streaming" and served.reads_sent < len(served.plan.reads)  # more data is ready
     await spin()
     assert s.controller.events_processed == n and len(obs.sse()) == n_obs
@@ -101,7 +115,7 @@ async def test_pause_at_block_stop_queues_the_tool_without_starting_it():
     task = start(s)
     await wait_paused(obs, s)
     await spin()
-    call = s.loop._executor.calls()[0]
+    call = _calls(s)[0]
     assert call.state is ToolState.QUEUED  # paused: no queued tool starts
     assert "running" not in obs.tool_states(call.id)
     s.controller.toggle_pause()
@@ -128,10 +142,10 @@ async def test_pause_lets_running_tools_finish_but_starts_nothing_new():
     await obs.wait_for(lambda: all(c.state is ToolState.SUCCEEDED for c in s.loop.all_tools))
     await spin()
     assert not obs.of(O.TurnStarted)[1:]  # the next turn waits for resume
-    assert len(s.server.requests) == 1
+    assert len(_server(s).requests) == 1
     s.controller.resume()
     result = await finish(task)
-    assert result.status == "finished" and len(s.server.requests) == 2
+    assert result.status == "finished" and len(_server(s).requests) == 2
 
 
 # ------------------------------------------------------------------------------------------------------- step
@@ -162,7 +176,7 @@ async def test_step_block_stops_right_after_the_next_content_block_stop():
     task = start(s)
     await wait_paused(obs, s)
     await spin()
-    assert s.server.requests == [] and s.controller.events_processed == 0
+    assert _server(s).requests == [] and s.controller.events_processed == 0
     for index in range(4):  # text, then three tool_use blocks
         before = len(obs.sse())
         s.controller.step("block")
@@ -173,8 +187,8 @@ async def test_step_block_stops_right_after_the_next_content_block_stop():
         assert [e.event_type for e in new].count("content_block_stop") == 1
         assert len(obs.sse()) == before + len(new)  # and nothing after it
     # the three tools were submitted at their stops while stepping
-    assert [c.state for c in s.loop._executor.calls()] == [ToolState.SUCCEEDED] * 3 or all(
-        c.state in (ToolState.RUNNING, ToolState.SUCCEEDED) for c in s.loop._executor.calls()
+    assert [c.state for c in _calls(s)] == [ToolState.SUCCEEDED] * 3 or all(
+        c.state in (ToolState.RUNNING, ToolState.SUCCEEDED) for c in _calls(s)
     )
     assert not [o for o in obs.sse() if o.event_type == "message_stop"]
     s.controller.resume()
@@ -190,12 +204,12 @@ async def test_step_turn_runs_to_the_end_of_the_turn_then_pauses():
     task = start(s)
     await wait_paused(obs, s)
     s.controller.step("turn")
-    await obs.wait_for(lambda: obs.of(O.TurnEnded) and s.controller.state == LoopState.PAUSED)
+    await obs.wait_for(lambda: bool(obs.of(O.TurnEnded)) and s.controller.state == LoopState.PAUSED)
     await spin()
     assert [t.turn for t in obs.of(O.TurnEnded)] == [0]
     assert obs.sse()[-1].event_type == "message_stop"
     assert [t.turn for t in obs.of(O.TurnStarted)] == [0]  # turn 1 not started
-    assert len(s.server.requests) == 1
+    assert len(_server(s).requests) == 1
     msgs = s.loop.messages
     assert len(msgs) == 3 and [b["type"] for b in msgs[2]["content"]] == ["tool_result"] * 4  # run_tests + 3 reads
     s.controller.step("turn")
@@ -211,12 +225,12 @@ async def test_cancel_mid_stream_closes_the_response_and_keeps_a_valid_history()
     pause_at(obs, s, lambda o: is_sse(o, "content_block_delta") and o.index == 0 and len(obs.sse(0)) == 6)
     task = start(s)
     await wait_paused(obs, s)
-    assert s.server.closed_early == 0
+    assert _server(s).closed_early == 0
     s.controller.cancel()
     result = await finish(task)
     assert result.status == "cancelled" and s.controller.state == LoopState.CANCELLED
-    assert s.server.closed_early == 1 and s.server.responses[0].state == "closed_early"
-    assert s.server.closed_early_event.is_set()
+    assert _server(s).closed_early == 1 and _server(s).responses[0].state == "closed_early"
+    assert _server(s).closed_early_event.is_set()
     assert_valid_history(result.messages)
     # the partial text that was shown is kept, nothing else
     assert [m["role"] for m in result.messages] == ["user", "assistant"]
@@ -233,16 +247,21 @@ async def test_cancel_from_outside_while_streaming_is_never_lost():
         s = scenario_session("parse_date", speed=math.inf)
         obs = Observed(s.bus)
         go = asyncio.Event()
-        obs.on(lambda o, obs=obs, go=go, k=k: go.set() if is_sse(o, turn=None) and len(obs.sse()) == k else None)
+
+        def hook(o: O.Observation, obs: Observed = obs, go: asyncio.Event = go, k: int = k) -> None:
+            if is_sse(o, turn=None) and len(obs.sse()) == k:
+                go.set()
+
+        obs.on(hook)
         task = start(s)
         await go.wait()
         s.controller.cancel()
         result = await finish(task)
         assert result.status == "cancelled", (k, result.status)
         assert_valid_history(result.messages)
-        last = s.server.responses[-1]
+        last = _server(s).responses[-1]
         assert last.state in ("closed_early", "complete"), (k, last.state)
-        assert s.server.closed_early == (last.state == "closed_early")
+        assert _server(s).closed_early == (last.state == "closed_early")
         assert_no_leftovers()
 
 
@@ -263,13 +282,13 @@ async def test_cancel_mid_stream_with_a_running_tool():
     pause_at(obs, s, lambda o: isinstance(o, O.BlockOpened) and o.turn == 0 and o.index == 3)
     task = start(s)
     await wait_paused(obs, s)
-    run_tests, first = s.loop._executor.calls()[:2]  # parse_date: run_tests, then read_file src/dates.py
+    run_tests, first = _calls(s)[:2]  # parse_date: run_tests, then read_file src/dates.py
     assert first.state is ToolState.RUNNING
     s.controller.cancel()
     result = await finish(task)
     assert result.status == "cancelled"
     assert cancelled == ["src/dates.py"]
-    assert s.server.responses[0].state == "closed_early"
+    assert _server(s).responses[0].state == "closed_early"
     assert_valid_history(result.messages)
     assert history_tool_ids(result.messages) == [run_tests.id, first.id]  # block 3 never closed: not in the history
     tr = result.messages[2]["content"][1]
@@ -298,14 +317,14 @@ async def test_cancel_mid_tool_after_the_stream():
     await obs.wait_for(
         lambda: (
             s.controller.state == LoopState.RUNNING_TOOLS
-            and running
+            and bool(running)
             and sum(c.state is ToolState.SUCCEEDED for c in s.loop.all_tools) == 3  # run_tests + 2 reads
         )
     )
     s.controller.cancel()
     result = await finish(task)
     assert result.status == "cancelled"
-    assert s.server.responses[0].state == "complete"  # the stream had ended normally
+    assert _server(s).responses[0].state == "complete"  # the stream had ended normally
     assert_valid_history(result.messages)
     results = result.messages[2]["content"]
     assert [r.get("is_error", False) for r in results] == [False, False, True, False]
@@ -315,7 +334,7 @@ async def test_cancel_mid_tool_after_the_stream():
         ToolState.CANCELLED,
         ToolState.SUCCEEDED,
     ]
-    assert len(s.server.requests) == 1
+    assert len(_server(s).requests) == 1
     assert_no_leftovers()
 
 
@@ -326,13 +345,13 @@ async def test_cancel_while_paused_between_turns_does_not_duplicate_the_turn():
     task = start(s)
     await wait_paused(obs, s)
     s.controller.step("turn")
-    await obs.wait_for(lambda: obs.of(O.TurnEnded) and s.controller.state == LoopState.PAUSED)
+    await obs.wait_for(lambda: bool(obs.of(O.TurnEnded)) and s.controller.state == LoopState.PAUSED)
     s.controller.cancel()
     result = await finish(task)
     assert result.status == "cancelled"
     assert len(result.messages) == 3
     assert_valid_history(result.messages)
-    assert len(s.server.requests) == 1
+    assert len(_server(s).requests) == 1
 
 
 async def test_cancel_during_retry_backoff_sends_nothing_of_the_failed_attempt():
@@ -344,7 +363,7 @@ async def test_cancel_during_retry_backoff_sends_nothing_of_the_failed_attempt()
     result = await finish(task)
     assert result.status == "cancelled"
     assert result.messages == [{"role": "user", "content": s.loop.config.prompt}]
-    assert len(s.server.requests) == 1
+    assert len(_server(s).requests) == 1
     assert_no_leftovers()
 
 
@@ -394,7 +413,7 @@ async def test_the_loops_public_control_method_is_what_the_controller_drives():
 # ------------------------------------------------------------------------------------------------------ speed
 def test_faster_slower_change_the_pacer_speed():
     s = scenario_session("weather", speed=1.0)
-    assert s.server.pacer is s.pacer  # the transport is paced by the controller's pacer
+    assert _server(s).pacer is s.pacer  # the transport is paced by the controller's pacer
     c = s.controller
     c.faster()
     assert (c.speed, c.speed_label, s.pacer.speed) == (2.0, "2x", 2.0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from typing import Any
 
 import orjson
 import pytest
@@ -77,6 +78,13 @@ def gated_tools(g: Gates, **extra) -> dict[str, ToolSpec]:
 
 
 _ids = iter(range(10**9))
+
+
+def key_of(c: ToolCall) -> str:
+    """The key a gated tool was submitted with (its input's "k")."""
+    assert c.input is not None, c
+    key: str = c.input["k"]
+    return key
 
 
 def submit(ex: ToolExecutor, name: str, k: str, **inp) -> ToolCall:
@@ -183,7 +191,7 @@ async def test_unsafe_tools_run_one_at_a_time_in_fifo_order():
         submit(ex, "unsafe", k)
     for k in "abcd":
         await g.wait_started(k)
-        assert len(ex.running()) == 1 and ex.running()[0].input["k"] == k
+        assert len(ex.running()) == 1 and key_of(ex.running()[0]) == k
         g.release(k)
     await finish(ex)
     assert g.starts() == list("abcd")
@@ -279,11 +287,13 @@ async def test_results_in_submission_order_regardless_of_completion_order():
         await ended(ex, by_key[k])
         assert g.log[-1] == ("end", k)
     calls = await finish(ex)
-    assert [c.input["k"] for c in calls] == list("abc")
+    assert [key_of(c) for c in calls] == list("abc")
     assert [b["content"] for b in ex.results()] == ["result a", "result b", "result c"]
     assert [b["tool_use_id"] for b in ex.results()] == [c.id for c in calls]
     assert all("is_error" not in b for b in ex.results())
-    assert [c.finished_at for c in calls] == sorted([c.finished_at for c in calls], reverse=True)
+    finished = [c.finished_at for c in calls]
+    assert None not in finished
+    assert finished == sorted([t for t in finished if t is not None], reverse=True)
 
 
 async def test_results_only_for_terminal_calls():
@@ -333,12 +343,18 @@ async def test_result_size_cap():
 
 
 def test_render_result_caps_text_blocks_jointly():
-    blocks = [{"type": "text", "text": "a" * 60}, {"type": "image", "source": {}}, {"type": "text", "text": "b" * 60}]
+    blocks: list[dict[str, Any]] = [
+        {"type": "text", "text": "a" * 60},
+        {"type": "image", "source": {}},
+        {"type": "text", "text": "b" * 60},
+    ]
     out, cut = render_result(blocks, 100)
+    assert isinstance(out, list)
     assert out[0]["text"] == "a" * 60 and out[1] == blocks[1]
     assert out[2]["text"] == "b" * 40 + "\n[truncated 20 chars]" and cut == 20
     assert blocks[2]["text"] == "b" * 60  # input not mutated
-    assert orjson.loads(render_result({1: object}, 1000)[0]) == {"1": str(object)}
+    rendered, _ = render_result({1: object}, 1000)
+    assert isinstance(rendered, str) and orjson.loads(rendered) == {"1": str(object)}
 
 
 # ------------------------------------------------------------------------------------------------ not run / errors
@@ -358,7 +374,7 @@ async def test_invalid_input_is_not_run():
     assert c.state is ToolState.NOT_RUN and c.is_error
     assert c.result == "invalid tool input JSON: Expecting ',' delimiter: line 1 column 9; the tool was not run"
     c2 = ex.submit("t2", "t", 1, [1, 2])  # type: ignore[arg-type]
-    assert c2.state is ToolState.NOT_RUN and "expected a JSON object" in c2.result
+    assert c2.state is ToolState.NOT_RUN and c2.result is not None and "expected a JSON object" in c2.result
     await finish(ex)
     assert ran == []
 
@@ -379,7 +395,7 @@ async def test_not_run_for_truncated_block():
     ex = ToolExecutor({"t": spec("t", lambda i: 1)})
     ex.begin_input("t1", "t", 2)
     c = ex.not_run("t1", "t", 2, "the tool_use block was cut by max_tokens; the tool was not run")
-    assert c.state is ToolState.NOT_RUN and c.is_error and "max_tokens" in c.result
+    assert c.state is ToolState.NOT_RUN and c.is_error and c.result is not None and "max_tokens" in c.result
     assert c.streaming_input_at is not None and c.started_at is None
     assert ex.submit("t1", "t", 2, {}) is c and c.state is ToolState.NOT_RUN  # late submit changes nothing
 
@@ -393,7 +409,7 @@ async def test_tool_exception_fails_with_message():
     await finish(ex)
     assert c.state is ToolState.FAILED and c.is_error
     assert c.result == "ToolError: ValueError: bad value" == c.error
-    assert "Traceback" in c.traceback and "bad value" in c.traceback
+    assert c.traceback is not None and "Traceback" in c.traceback and "bad value" in c.traceback
     assert "Traceback" not in c.result
 
 
@@ -409,7 +425,7 @@ async def test_sync_tool_exception_and_refusal():
     b = ex.submit("t2", "refuse", 1, {})
     await finish(ex)
     assert (a.state, a.result) == (ToolState.FAILED, "ToolError: RuntimeError: sync boom")
-    assert "sync boom" in a.traceback
+    assert a.traceback is not None and "sync boom" in a.traceback
     assert (b.state, b.result, b.is_error, b.traceback) == (ToolState.FAILED, "nope, not that", True, None)
     await ex.aclose()
 
@@ -500,7 +516,9 @@ async def test_sibling_cancel_on_error():
     await finish(ex)
     msg = "cancelled: a parallel tool call (bash) errored"
     assert bash.state is ToolState.FAILED and bash.result == "ToolError: RuntimeError: exit status 2"
-    for c in (sib, queued, ex.get("t_streaming")):
+    streaming = ex.get("t_streaming")
+    assert streaming is not None
+    for c in (sib, queued, streaming):
         assert (c.state, c.result, c.is_error) == (ToolState.CANCELLED, msg, True)
     assert "queued" not in g.started
     assert ("end", "sib") not in g.log  # really cancelled, not left running
@@ -634,6 +652,7 @@ async def test_discard():
     await g.wait_started("r")
     await ex.discard("stream failed: overloaded_error; retrying")
     # it ran, but its attempt failed: its result is never sent, and the state says so
+    assert done.error is not None
     assert done.state is ToolState.DISCARDED and "had succeeded" in done.error and "running" in done.times
     assert (r.state, q.state) == (ToolState.DISCARDED, ToolState.DISCARDED)
     assert r.result == "stream failed: overloaded_error; retrying" and r.is_error
@@ -743,7 +762,7 @@ def test_admission_invariants(kinds, picks, max_conc):
         check()
         while not all(c.terminal for c in calls):
             for c in ex.running():
-                await g.wait_started(c.input["k"])
+                await g.wait_started(key_of(c))
             running = ex.running()
             victim = running[picks[len(g.log) % len(picks)] % len(running)]
             g.release(victim.input["k"])

@@ -5,6 +5,7 @@ as it did). One case per HTTP path: 429, 529, 500 with x-should-retry: true, con
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import anthropic
@@ -20,9 +21,11 @@ from inspector.cli.headless import JsonPrinter, ProgressPrinter
 from inspector.observe import observations as O
 from inspector.observe.states import LoopState
 from inspector.record.recording import read_recording
+from inspector.record.replay import ReplayServer
 from inspector.scenarios.bundled import fast
 from inspector.scenarios.model import HttpError, Scenario, TextBlock, TurnScript
-from inspector.sessions.sources import replay_session, scenario_session
+from inspector.scenarios.transport import ScenarioServer
+from inspector.sessions.sources import Session, replay_session, scenario_session
 from inspector.testing.hyp import examples
 from inspector.testing.loop import Lines, assert_no_leftovers, assert_valid_history, custom_scenario, run_observed
 
@@ -92,6 +95,12 @@ def _tries(obs) -> list[tuple]:
     return [(o.turn, o.try_index, o.status, o.error_type, o.retry_in is not None) for o in obs.of(O.HttpTryFailed)]
 
 
+def _server(s: Session) -> ScenarioServer:
+    """The scripted server scenario_session serves the session from (set on the Session as an extra attribute)."""
+    server: ScenarioServer = s.server  # type: ignore[attr-defined]
+    return server
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 async def test_every_try_is_seen_recorded_and_replayed(case, tmp_path, monkeypatch):
     name = custom_scenario(monkeypatch, case.scenario) if case.scenario else case.name
@@ -102,7 +111,7 @@ async def test_every_try_is_seen_recorded_and_replayed(case, tmp_path, monkeypat
     s.bus.subscribe(JsonPrinter(json_lines))  # type: ignore[arg-type]
     result, obs = await run_observed(s)
     assert result.status == case.status, result.error
-    assert len(s.server.requests) == case.requests
+    assert len(_server(s).requests) == case.requests
 
     # observations: one HttpTryFailed per failed try, with its status, error type and the SDK's decision
     assert _tries(obs) == case.tries
@@ -110,7 +119,7 @@ async def test_every_try_is_seen_recorded_and_replayed(case, tmp_path, monkeypat
         assert f.url.endswith("/v1/messages") and f.method == "POST"
         assert set(f.headers) <= {"retry-after", "retry-after-ms", "request-id", "x-should-retry"}
         if f.status is None:
-            assert "Connection refused" in f.connection_error and f.body is None
+            assert f.connection_error is not None and "Connection refused" in f.connection_error and f.body is None
         else:
             assert f.connection_error is None
             assert f.body["type"] == "error" and f.body["error"]["type"] == f.error_type
@@ -125,6 +134,7 @@ async def test_every_try_is_seen_recorded_and_replayed(case, tmp_path, monkeypat
     waits = [o for o in obs.of(O.LoopStateChanged) if o.state == LoopState.WAITING_RETRY]
     assert len(waits) == len(retried)
     for w, f in zip(waits, [f for f in obs.of(O.HttpTryFailed) if f.retry_in is not None], strict=True):
+        assert f.retry_in is not None
         assert w.detail == O.try_failure_text(f.status, f.error_type, f.connection_error) + " · " + (
             "SDK retries in " + (f"{f.retry_in * 1000:.0f} ms" if f.retry_in < 1 else f"{f.retry_in:.2f} s")
         )
@@ -152,6 +162,7 @@ async def test_every_try_is_seen_recorded_and_replayed(case, tmp_path, monkeypat
     assert got == case.recorded
     for a in rec.attempts():
         assert a.request is not None and a.request["body"]["messages"]
+        assert a.end is not None
         if a.end["status"] == "http_error":
             assert orjson.loads(a.data)["type"] == "error"
 
@@ -160,7 +171,8 @@ async def test_every_try_is_seen_recorded_and_replayed(case, tmp_path, monkeypat
     replayed, obs2 = await run_observed(r)
     assert replayed.status == result.status
     assert replayed.error == result.error
-    assert r.server.received == case.requests
+    replay_server: ReplayServer = r.server  # type: ignore[attr-defined]  # set by replay_session
+    assert replay_server.received == case.requests
     assert _tries(obs2) == case.tries
     assert replayed.messages == result.messages
     assert_valid_history(replayed.messages)
@@ -174,7 +186,7 @@ async def test_reads_are_timed_from_the_try_that_streamed():
     assert result.status == "finished"
     (resp,) = obs.of(O.ResponseStarted)
     (failed,) = obs.of(O.HttpTryFailed)
-    assert resp.try_index == 1 and resp.t_sent > failed.t
+    assert resp.try_index == 1 and resp.t_sent is not None and resp.t_sent > failed.t
     for read in obs.of(O.ReadReceived):
         assert read.t - read.t_request == pytest.approx(resp.t_sent, abs=0.01)  # the backoff is >= 0.375 s
 
@@ -190,7 +202,7 @@ async def test_a_429_without_retries_left_is_not_retried(monkeypatch):
     )
     s = scenario_session(custom_scenario(monkeypatch, sc), speed=math.inf)
     result, obs = await run_observed(s)
-    assert result.status == "error" and result.error.startswith("HTTP 429")
+    assert result.status == "error" and result.error is not None and result.error.startswith("HTTP 429")
     # max_retries 2: three tries, the last one not retried
     assert [(f.try_index, f.retry_in is not None) for f in obs.of(O.HttpTryFailed)] == [
         (0, True),
@@ -242,6 +254,7 @@ async def test_tries_over_real_http_against_serve_with_http_429(tmp_path):
     from inspector.sessions.sources import api_session
 
     sc = get_scenario("parse_date")
+    assert sc.workspace_path is not None
     with BackgroundServer(ServeApp("parse_date", faults="http_429", speed=math.inf)) as srv:
         s = api_session(
             sc.model,
@@ -258,7 +271,7 @@ async def test_tries_over_real_http_against_serve_with_http_429(tmp_path):
     ]
     assert all(f.retry_in is not None and f.headers.get("retry-after-ms") for f in obs.of(O.HttpTryFailed))
     rec = read_recording(tmp_path / "serve.jsonl")
-    assert [(a.turn, a.response["status"]) for a in rec.attempts()] == [
+    assert [(a.turn, (a.response or {}).get("status")) for a in rec.attempts()] == [
         (t, st_) for t in range(result.turns) for st_ in (429, 200)
     ]
 
@@ -272,12 +285,15 @@ async def test_recorded_read_times_match_the_observed_ones(name, tmp_path):
     result, obs = await run_observed(s)
     assert result.status == "finished"
     rec = read_recording(path)
-    ok = [a for a in rec.attempts() if a.response["status"] == 200]
-    recorded = [(a.turn, a.request["t"] + r.t) for a in ok for r in a.reads]
+    ok = [a for a in rec.attempts() if (a.response or {}).get("status") == 200]
+    assert all(a.request is not None for a in ok)
+    recorded = [(a.turn, (a.request or {})["t"] + r.t) for a in ok for r in a.reads]
     sent = {o.turn: o.t_sent for o in obs.of(O.ResponseStarted)}
     assert [t for t, _ in recorded] == [o.turn for o in obs.of(O.ReadReceived)]
     for (turn, at), read in zip(recorded, obs.of(O.ReadReceived), strict=True):
-        assert at == pytest.approx(sent[turn] + read.t_request, abs=1e-9)
+        t_sent = sent[turn]
+        assert t_sent is not None
+        assert at == pytest.approx(t_sent + read.t_request, abs=1e-9)
 
 
 @settings(max_examples=examples(300), deadline=None)
@@ -307,7 +323,8 @@ async def test_an_encoded_error_body_is_seen_decoded_and_the_sdk_gets_it_unchang
     from inspector.agent.loop import AgentLoop, LoopConfig
 
     payload = orjson.dumps({"type": "error", "error": {"type": "invalid_request_error", "message": "bad"}})
-    raw = {"gzip": gzip.compress, "deflate": zlib.compress}.get(encoding or "", lambda b: b)(payload)
+    encoders: dict[str, Callable[[bytes], bytes]] = {"gzip": gzip.compress, "deflate": zlib.compress}
+    raw = encoders.get(encoding or "", lambda b: b)(payload)
     headers = {"content-type": "application/json", "request-id": "req_1", "x-other": "dropped"}
     if encoding:
         headers["content-encoding"] = encoding

@@ -363,6 +363,7 @@ async def test_a_failure_after_the_first_byte_is_our_retry_and_its_tools_are_dis
     ends = [(e.attempt, e.status) for e in obs.of(O.AttemptEnded)]
     assert ends == [(0, "failed"), (1, "complete")]
     reason = obs.of(O.AttemptEnded)[0].reason
+    assert reason is not None
     assert reason.startswith("stream ended before") if fault == "cut" else "server_error" in reason, reason
     assert log == []  # the cut call never closed: never ran
     assert list(result.messages) == [

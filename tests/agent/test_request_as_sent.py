@@ -5,6 +5,7 @@ transport; ``serve --recording`` answers that request, POSTed as recorded, with 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import httpx2
 import orjson
@@ -14,7 +15,7 @@ from inspector.net.recorded import RecordingSource
 from inspector.net.serve import ServeApp
 from inspector.net.server import BackgroundServer
 from inspector.observe import observations as O
-from inspector.record.recording import read_recording
+from inspector.record.recording import RecordedAttempt, read_recording
 from inspector.scenarios.model import HttpError, Scenario, TextBlock, TurnScript
 from inspector.sessions.sources import scenario_session
 from inspector.testing.loop import custom_scenario, run_observed
@@ -35,6 +36,12 @@ class Capture(httpx2.AsyncBaseTransport):
         return await self.inner.handle_async_request(forwarded)
 
 
+def request_of(a: RecordedAttempt) -> dict[str, Any]:
+    """The attempt's recorded request line (every attempt of these recordings has one)."""
+    assert a.request is not None, a
+    return a.request
+
+
 def captured(session) -> Capture:
     observed = session.loop.client._client._transport  # the loop's ObservedTransport
     cap = Capture(observed.inner)
@@ -49,7 +56,7 @@ async def test_the_recorded_request_is_the_request_as_sent(tmp_path):
     result, obs = await run_observed(session)
     assert result.status == "finished"
     rec = read_recording(path.read_bytes())
-    requests = [a.request for t in rec.turns for a in t.attempts]
+    requests = [request_of(a) for t in rec.turns for a in t.attempts]
     assert len(requests) == len(cap.sent) >= 2
     for req, (headers, raw) in zip(requests, cap.sent, strict=True):
         body = req["body"]
@@ -78,11 +85,11 @@ async def test_each_try_the_sdk_retried_is_recorded_with_its_own_headers(tmp_pat
     assert result.status == "finished"
     attempts = read_recording(path.read_bytes()).turns[0].attempts
     assert [(a.response or {}).get("status") for a in attempts] == [429, 200]
-    assert [a.request["headers"]["x-stainless-retry-count"] for a in attempts] == ["0", "1"]
-    assert [a.request["headers"]["x-stainless-retry-count"] for a in attempts] == [
+    assert [request_of(a)["headers"]["x-stainless-retry-count"] for a in attempts] == ["0", "1"]
+    assert [request_of(a)["headers"]["x-stainless-retry-count"] for a in attempts] == [
         h["x-stainless-retry-count"] for h, _ in cap.sent
     ]
-    assert all(sdk_json(a.request["body"]) == raw for a, (_, raw) in zip(attempts, cap.sent, strict=True))
+    assert all(sdk_json(request_of(a)["body"]) == raw for a, (_, raw) in zip(attempts, cap.sent, strict=True))
 
 
 async def test_a_recorded_request_posted_to_serve_recording_gives_back_the_recorded_bytes(tmp_path):
@@ -95,7 +102,7 @@ async def test_a_recorded_request_posted_to_serve_recording_gives_back_the_recor
         try:
             for turn in rec.turns:
                 attempt = turn.attempts[0]
-                req = attempt.request
+                req = request_of(attempt)
                 headers = {k: v for k, v in req["headers"].items() if k not in ("host", "content-length")}
                 status, got_headers, body = c.request(
                     "/v1/messages", sdk_json(req["body"]), {**headers, "x-api-key": KEY}
@@ -107,4 +114,4 @@ async def test_a_recorded_request_posted_to_serve_recording_gives_back_the_recor
             c.close()
     listed = [x for x in orjson.loads(raw)["data"] if x["path"] == "/v1/messages"]
     assert [x["differs"] for x in listed] == [None] * len(rec.turns)  # the very request that was recorded
-    assert orjson.loads(sdk_json(rec.turns[0].attempts[0].request["body"]))["stream"] is True
+    assert orjson.loads(sdk_json(request_of(rec.turns[0].attempts[0])["body"]))["stream"] is True

@@ -227,6 +227,7 @@ def test_search_text_skips_a_2000_level_tree_with_a_note(box):
     ws, _ = box
     _deep(ws, 2000)
     out = builtin_tools(ws)["search_text"].fn({"pattern": "hello|inside"})
+    assert isinstance(out, str)
     assert "real_dir/passwd:1: inside" in out
     assert "deeper than 64 levels" in out and "Recursion" not in out
 
@@ -245,6 +246,7 @@ def test_read_file_of_a_huge_single_line_holds_only_what_it_returns(tmp_path):
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
+    assert isinstance(out, str)
     assert out.startswith("z" * READ_MAX_CHARS + "\n[truncated at 50000 chars in line 1")
     assert peak < 2_000_000, f"peak {peak} bytes for a {size}-byte line"
 

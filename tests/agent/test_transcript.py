@@ -11,11 +11,13 @@ import gc
 import itertools
 import math
 import pickle
+from typing import Any, cast
 
 import anthropic
 import httpx2
 import orjson
 import pytest
+from anthropic.types import MessageParam
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -229,6 +231,7 @@ async def test_the_sdk_is_given_a_placeholder_and_the_transport_sends_the_histor
     s = scenario_session("parse_date", speed=math.inf)
     built: list[int] = []  # the size of each body as the SDK built it (before the tap's rewrite)
     tap = s.loop._tap
+    assert tap is not None
     transport = s.loop.client._client._transport
     real = transport.handle_async_request
 
@@ -236,7 +239,7 @@ async def test_the_sdk_is_given_a_placeholder_and_the_transport_sends_the_histor
         built.append(len(request.content))
         return await real(request)
 
-    transport.handle_async_request = spy
+    transport.handle_async_request = spy  # type: ignore[method-assign]  # a spy on the SDK's own transport
     cap = captured(s)
     result, _ = await run_observed(s)
     assert result.status == "finished" and tap.rewrite is None
@@ -320,7 +323,7 @@ async def _sent_by_sdk(messages: list[dict], splice: bool, system: str | None) -
     )
     tap = observe_client(client)
     assert tap is not None
-    kw = {"system": system} if system is not None else {}
+    kw: dict[str, Any] = {"system": system} if system is not None else {}
     if splice:
         spliced = SplicedMessages(SpilledHistory(messages).view())
         tap.rewrite = spliced.rewrite
@@ -328,7 +331,9 @@ async def _sent_by_sdk(messages: list[dict], splice: bool, system: str | None) -
     else:
         sent_messages = messages
     with pytest.raises(anthropic.BadRequestError):
-        await client.messages.create(model="m", max_tokens=5, messages=sent_messages, stream=True, **kw)
+        await client.messages.create(
+            model="m", max_tokens=5, messages=cast("list[MessageParam]", sent_messages), stream=True, **kw
+        )
     await client.close()
     ((headers, body),) = got
     return headers, body
@@ -385,5 +390,5 @@ async def test_a_replay_sends_what_the_original_sent(tmp_path):
     cap = captured(r)
     replayed, _ = await run_observed(r)
     assert replayed.messages == original.messages
-    recorded = [a.request["body"] for a in read_recording(path).attempts()]
+    recorded = [(a.request or {})["body"] for a in read_recording(path).attempts()]
     assert [orjson.loads(body)["messages"] for *_, body in cap.sent] == [b["messages"] for b in recorded]
