@@ -4,6 +4,8 @@ plain-list model (hypothesis) and against the state rebuilt from scratch."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -27,7 +29,7 @@ OPS = st.lists(
 
 @settings(max_examples=examples(60), deadline=None)
 @given(OPS, st.sampled_from(["l", None]))
-def test_column_copies_are_independent(ops, typecode) -> None:
+def test_column_copies_are_independent(ops: list[tuple[Any, ...]], typecode: str | None) -> None:
     """Any mix of appends, writes and copies: every column (original and copies) equals its own list model."""
     old = C.CHUNK
     C.CHUNK = 8  # small chunks: many seals and shared chunks
@@ -95,7 +97,7 @@ ENTRY_DICTS = ("attempts", "turns", "blocks", "tools")
 
 @settings(max_examples=examples(25), deadline=None)
 @given(st.integers(0, 10_000))
-def test_reading_a_copied_state_changes_nothing(cut) -> None:
+def test_reading_a_copied_state_changes_nothing(cut: int) -> None:
     """Issue 17 §4: a view reading a checkpoint (every entry, every query) must not clone or swap its entries."""
     obs = parse_date_observations("tools_running")
     s = DashboardState().apply_all(obs[: cut % (len(obs) + 1)])
@@ -184,7 +186,7 @@ def test_summary_keeps_any_text() -> None:
 
 
 @pytest.mark.parametrize("block", [1, 3, 64])
-def test_spilled_observations_round_trip(block) -> None:
+def test_spilled_observations_round_trip(block: int) -> None:
     obs = parse_date_observations(variant="overloaded") + rate_limited_observations()
     so = SpilledObservations(block=block, cache=2)
     for o in obs:
@@ -230,7 +232,7 @@ def test_a_checkpoint_is_not_changed_by_later_folding() -> None:
 
 
 @pytest.mark.parametrize("block", [1, 7])
-async def test_a_real_loop_session_spills_and_reads_back_its_history_views(block) -> None:
+async def test_a_real_loop_session_spills_and_reads_back_its_history_views(block: int) -> None:
     """The loop's observations (AttemptStarted.body["messages"], LoopFinished.messages: plain lists, issue 17)
     spill with the rest and read back equal."""
     import math
@@ -276,7 +278,7 @@ def test_a_frozen_history_prefix_stays_fixed_while_the_history_grows() -> None:
 
 @settings(max_examples=examples(60), deadline=None)
 @given(st.integers(0, 3 * C.CHUNK + 40), st.integers(0, 3 * C.CHUNK + 60))
-def test_column_from_is_the_column_from_that_row(n, start) -> None:
+def test_column_from_is_the_column_from_that_row(n: int, start: int) -> None:
     """`column_from` (the fold's attempt-end scan) skips the chunks before `start` and yields the same values."""
     t = Column("l")
     for i in range(n):

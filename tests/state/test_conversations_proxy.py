@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Iterator
 from typing import Any, cast
 
 import anthropic
@@ -25,7 +26,7 @@ CITIES = ("Paris", "Rome", "Oslo")
 
 
 @pytest.fixture(scope="module")
-def upstream():
+def upstream() -> Iterator[BackgroundServer]:
     with BackgroundServer(ServeApp(speed=math.inf, lenient=True, echo_model=False)) as srv:
         yield srv
 
@@ -55,7 +56,7 @@ async def _agent(client: anthropic.AsyncAnthropic, city: str, barrier: asyncio.B
     return messages
 
 
-async def test_three_concurrent_agents_are_three_entries_and_three_views(upstream) -> None:
+async def test_three_concurrent_agents_are_three_entries_and_three_views(upstream: BackgroundServer) -> None:
     bus = O.ObservationBus()
     got: list[O.Observation] = []
     bus.subscribe(got.append)

@@ -4,6 +4,8 @@ shows it on the dashboard: not in the state the panes are drawn from, not in any
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import httpx2
 import orjson
@@ -27,6 +29,11 @@ from inspector.testing.streamgen import (
     tool_start,
 )
 from inspector.tui.detail import block_detail, diagnostic_detail, event_detail, tool_detail
+
+# an ASGI app's arguments, as these tests' upstream uses them
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 KEY = "sk-ant-api03-LIVE-CANARY-0123456789"
 
@@ -54,7 +61,7 @@ async def run_loop(bodies: list[bytes], read_size: int) -> list[O.Observation]:
         def __init__(self, body: bytes) -> None:
             self.body = body
 
-        async def __aiter__(self):
+        async def __aiter__(self) -> AsyncIterator[bytes]:
             for i in range(0, len(self.body), read_size):
                 yield self.body[i : i + read_size]
 
@@ -113,7 +120,7 @@ async def test_the_proxy_dashboard_never_shows_a_key_the_upstream_echoes_split_a
 
     body = echoing_turn()
 
-    async def upstream(scope, receive, send) -> None:
+    async def upstream(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -28,7 +31,7 @@ from inspector.tui.widgets.wording import marker_label
 FULL = parse_date_observations()
 
 
-def fold_all(observations) -> DashboardState:
+def fold_all(observations: Iterable[O.Observation]) -> DashboardState:
     s = DashboardState()
     for o in observations:
         s = fold(s, o)
@@ -306,7 +309,7 @@ def test_state_and_synthetic_do_not_import_textual() -> None:
 
 
 @pytest.mark.parametrize("kw", [{}, {"buffered": False}, {"hold_in_silence": 3.5}])
-def test_a_buffered_attempt_is_the_named_diagnostic_the_timing_view_agrees_with(kw):
+def test_a_buffered_attempt_is_the_named_diagnostic_the_timing_view_agrees_with(kw: dict[str, Any]) -> None:
     """Issue 18 §4: the main screen said "no diagnostics: the stream was well-formed" while `i` said BUFFERED."""
     from inspector.record.timing import BUFFERED_CODE, recording_from_observations, timing_json
     from inspector.testing.synthetic import buffered_observations
@@ -324,5 +327,5 @@ def test_a_buffered_attempt_is_the_named_diagnostic_the_timing_view_agrees_with(
         assert [x.code for x in state_at(obs, 10_000).diagnostics] == [BUFFERED_CODE]
 
 
-def test_the_parse_date_run_has_no_buffering_diagnostic():
+def test_the_parse_date_run_has_no_buffering_diagnostic() -> None:
     assert not [d for d in fold_all(FULL).diagnostics if d.code.startswith("timing.")]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -30,7 +32,7 @@ from inspector.tui.widgets.tools import turn_bars
 OBS = interleaved_conversations(3, stops={1: "turn1", 2: "mid_tool_json"}, parents={2: "c1"})
 
 
-def fold(observations) -> DashboardState:
+def fold(observations: list[O.Observation]) -> DashboardState:
     return DashboardState().apply_all(observations)
 
 
@@ -72,7 +74,7 @@ def test_selecting_one_filters_the_panes_rows_to_its_turns() -> None:
 
 
 def test_side_requests_are_listed_with_their_conversation_or_as_other_requests() -> None:
-    side = [
+    side: list[O.Observation] = [
         O.ExchangeForwarded(9.0, "POST", "/v1/messages/count_tokens", 200, 10, "complete", "c2", "count_tokens"),
         O.ExchangeForwarded(9.1, "GET", "/v1/models", 200, 10, "complete", None, "GET /v1/models"),
     ]
@@ -111,7 +113,7 @@ def test_checkpoints_copy_the_table() -> None:
 
 @settings(max_examples=examples(30), deadline=None)
 @given(st.integers(1, 6), st.randoms(use_true_random=False))
-def test_any_interleaving_gives_each_conversation_its_own_turns(k: int, rnd) -> None:
+def test_any_interleaving_gives_each_conversation_its_own_turns(k: int, rnd: random.Random) -> None:
     """Whatever order the conversations' observations arrive in (each in its own order), each entry and each
     filtered view count only that conversation's turns and tokens."""
     per = [
@@ -195,7 +197,9 @@ def test_a_views_event_numbers_map_to_the_sessions_events() -> None:
 
 @settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.integers(0, len(OBS) - 1), max_size=40, unique=True), st.randoms(use_true_random=False))
-def test_the_table_never_raises_and_stays_consistent_when_observations_are_dropped_or_repeated(drop, rnd) -> None:
+def test_the_table_never_raises_and_stays_consistent_when_observations_are_dropped_or_repeated(
+    drop: list[int], rnd: random.Random
+) -> None:
     """Dropped, repeated or out-of-place observations (a cut recording, a crashed proxy) never raise; the counts the
     list shows stay the sums of what each conversation holds."""
     obs = [o for i, o in enumerate(OBS) if i not in set(drop)]
@@ -308,12 +312,16 @@ STOPS = ["turn1", "tools_running", "mid_tool_json", None]
 
 @settings(max_examples=examples(30), deadline=None)
 @given(st.lists(st.sampled_from(STOPS), min_size=1, max_size=4), st.randoms(use_true_random=False))
-def test_any_interleaving_of_conversations_with_the_same_tool_ids_keeps_each_ones_calls(stops, rnd) -> None:
+def test_any_interleaving_of_conversations_with_the_same_tool_ids_keeps_each_ones_calls(
+    stops: list[str | None], rnd: random.Random
+) -> None:
     """k conversations using the same tool ids, each stopped somewhere, interleaved in any order: the session's rows
     of a conversation are exactly that conversation's own view's rows (states, results, inputs, times), and no row
     mixes two conversations."""
     k = len(stops)
-    obs = with_the_same_tool_ids(interleaved_conversations(k, stops=dict(enumerate(stops))))
+    obs = with_the_same_tool_ids(
+        interleaved_conversations(k, stops={j: stop for j, stop in enumerate(stops) if stop is not None})
+    )
     per = [[o for o in obs if (turn := getattr(o, "turn", None)) is not None and turn % k == j] for j in range(k)]
     merged: list[O.Observation] = [obs[0]]
     cursors = [0] * k

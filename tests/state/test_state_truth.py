@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from array import array
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -85,13 +86,13 @@ def stream(holds: dict[int, tuple[float, str]] | None = None) -> list[O.Observat
 STEPS = N_DELTAS + 5
 
 
-def figures(obs: list[O.Observation]) -> dict:
+def figures(obs: list[O.Observation]) -> dict[str, Any]:
     s = DashboardState().apply_all(obs)
     a = s.attempts[(0, 0)]
     return {"ttfb": a.ttfb, "first_token": a.first_token, "last_gap": a.last_gap, "last_read": a.last_read_t}
 
 
-def timing_figures(obs: list[O.Observation]) -> dict:
+def timing_figures(obs: list[O.Observation]) -> dict[str, Any]:
     data = timing_json(recording_from_observations(obs))
     (a,) = data["attempts"]
     keys = ("headers_s", "first_byte_s", "first_content_s", "message_stop_s", "last_byte_s", "end_s")
@@ -102,14 +103,14 @@ def timing_figures(obs: list[O.Observation]) -> dict:
     return out
 
 
-def approx_equal(a, b) -> bool:
+def approx_equal(a: Any, b: Any) -> bool:
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(approx_equal(a[k], b[k]) for k in a)
     if isinstance(a, list):
         return len(a) == len(b) and all(approx_equal(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, float) and isinstance(b, float):
         return math.isclose(a, b, abs_tol=2e-6)
-    return a == b
+    return bool(a == b)
 
 
 def test_a_six_second_pause_before_the_first_token_is_not_in_the_figures() -> None:
@@ -131,7 +132,7 @@ def test_a_six_second_pause_before_the_first_token_is_not_in_the_figures() -> No
         max_size=6,
     )
 )
-def test_held_intervals_leave_every_figure_as_in_the_unheld_run(holds) -> None:
+def test_held_intervals_leave_every_figure_as_in_the_unheld_run(holds: dict[int, tuple[float, str]]) -> None:
     """Fold figures and the recording's timing analysis (TTFB, first token, gaps, histograms, verdict) of a run
     with holds equal those of the same stream without them."""
     assert approx_equal(figures(stream(holds)), figures(stream()))
@@ -183,7 +184,7 @@ def test_held_intervals_and_unhold() -> None:
     assert still == [(9.0, math.inf)]
 
 
-def test_a_recording_file_keeps_the_holds(tmp_path) -> None:
+def test_a_recording_file_keeps_the_holds(tmp_path: Path) -> None:
     """`--record` writes the holds (obs lines), so `dump --timing` of a paused session is right too."""
     from inspector.record.recorder import Recorder
     from inspector.record.recording import read_recording
@@ -275,7 +276,7 @@ def test_connection_failure_and_giving_up() -> None:
 # --- tools: run times and savings that add up --------------------------------------------------------------------
 
 
-def tool_obs(t: float, attempt: int, tid: str, state: str, times: dict) -> O.ToolStateChanged:
+def tool_obs(t: float, attempt: int, tid: str, state: str, times: dict[str, Any]) -> O.ToolStateChanged:
     return O.ToolStateChanged(t, 0, attempt, tid, "read_file", 1, state, {"path": tid}, None, None, dict(times))
 
 
@@ -370,7 +371,7 @@ ENTRIES: list[tuple[type[Any], tuple[Any, ...]]] = [
 
 
 @pytest.mark.parametrize("cls,args", ENTRIES, ids=[c.__name__ for c, _ in ENTRIES])
-def test_every_field_is_copied_and_independent(cls, args) -> None:
+def test_every_field_is_copied_and_independent(cls: type[Any], args: tuple[Any, ...]) -> None:
     """A field added later is carried by clone() too: every field of the copy equals the original's, and every
     mutable container is a different object (the fold mutates those in place)."""
     entry = cls(*args)
@@ -390,7 +391,7 @@ def test_every_field_is_copied_and_independent(cls, args) -> None:
 
 
 @pytest.mark.parametrize("cls", [EventTable, ReadTable])
-def test_tables_are_copied_column_by_column(cls) -> None:
+def test_tables_are_copied_column_by_column(cls: type[EventTable | ReadTable]) -> None:
     t = cls()
     c = clone(t)
     for name in cls.__slots__:
