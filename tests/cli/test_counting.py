@@ -17,7 +17,7 @@ ZERO = re.compile(r"\b(turn|attempt) 0\b")
 
 
 @pytest.mark.parametrize("name", ["drop_mid_json", "overloaded_midstream", "rate_limited"])
-async def test_people_count_from_one(name):
+async def test_people_count_from_one(name: str) -> None:
     s = scenario_session(name, speed=math.inf)
     lines = Lines()
     s.bus.subscribe(ProgressPrinter(lines))  # type: ignore[arg-type]
@@ -35,7 +35,7 @@ async def test_people_count_from_one(name):
         assert [e.attempt for e in obs.of(O.AttemptEnded)][:2] == [0, 1]  # observations stay 0-based
 
 
-async def test_loop_error_counts_turns_and_attempts_from_one():
+async def test_loop_error_counts_turns_and_attempts_from_one() -> None:
     s = scenario_session("drop_mid_json", speed=math.inf, retries=0)
     result, obs = await run_observed(s)
     assert result.status == "error"
