@@ -10,10 +10,13 @@ from __future__ import annotations
 import asyncio
 import inspect
 import math
+from collections.abc import Callable
+from typing import Any, TypeGuard
 
 import pytest
 
 from inspector.agent.executor import ToolCall, ToolState
+from inspector.agent.loop import LoopResult
 from inspector.core.pacing import SPEED_LADDER
 from inspector.observe import observations as O
 from inspector.observe.states import LoopState
@@ -51,20 +54,20 @@ def _calls(s: Session) -> list[ToolCall]:
     return s.loop._executor.calls()
 
 
-def start(session) -> asyncio.Task:
+def start(session: Session) -> asyncio.Task[LoopResult]:
     return asyncio.ensure_future(session.run())
 
 
-async def finish(task: asyncio.Task):
+async def finish(task: asyncio.Task[LoopResult]) -> LoopResult:
     async with asyncio.timeout(TIMEOUT):
         return await task
 
 
-def pause_at(obs: Observed, session, pred) -> None:
+def pause_at(obs: Observed, session: Session, pred: Callable[[O.Observation], bool]) -> None:
     """Pause inline when the first observation matching `pred` is published."""
     done: list[O.Observation] = []
 
-    def hook(o):
+    def hook(o: O.Observation) -> None:
         if not done and pred(o):
             done.append(o)
             session.controller.pause()
@@ -72,7 +75,7 @@ def pause_at(obs: Observed, session, pred) -> None:
     obs.on(hook)
 
 
-def is_sse(o, event_type=None, turn: int | None = 0) -> bool:
+def is_sse(o: O.Observation, event_type: str | None = None, turn: int | None = 0) -> TypeGuard[O.SSEEventSeen]:
     return (
         isinstance(o, O.SSEEventSeen)
         and (turn is None or o.turn == turn)
@@ -80,12 +83,12 @@ def is_sse(o, event_type=None, turn: int | None = 0) -> bool:
     )
 
 
-async def wait_paused(obs: Observed, session) -> None:
+async def wait_paused(obs: Observed, session: Session) -> None:
     await obs.wait_for(lambda: session.controller.state == LoopState.PAUSED)
 
 
 # ------------------------------------------------------------------------------------------------------ pause
-async def test_pause_stops_event_flow_while_the_transport_has_data():
+async def test_pause_stops_event_flow_while_the_transport_has_data() -> None:
     s = scenario_session("parse_date", speed=math.inf)
     obs = Observed(s.bus)
     pause_at(obs, s, lambda o: is_sse(o) and len(obs.sse(0)) == 5)
@@ -108,7 +111,7 @@ async def test_pause_stops_event_flow_while_the_transport_has_data():
     assert s.controller.events_processed > n
 
 
-async def test_pause_at_block_stop_queues_the_tool_without_starting_it():
+async def test_pause_at_block_stop_queues_the_tool_without_starting_it() -> None:
     s = scenario_session("parse_date", speed=math.inf)
     obs = Observed(s.bus)
     pause_at(obs, s, lambda o: isinstance(o, O.BlockClosed) and o.turn == 0 and o.index == 1)
@@ -121,15 +124,15 @@ async def test_pause_at_block_stop_queues_the_tool_without_starting_it():
     s.controller.toggle_pause()
     assert not s.controller.paused
     result = await finish(task)
-    assert result.status == "finished" and call.state is ToolState.SUCCEEDED
+    assert result.status == "finished" and [call.state] == [ToolState.SUCCEEDED]  # (a list: mypy keeps it narrowed)
 
 
-async def test_pause_lets_running_tools_finish_but_starts_nothing_new():
+async def test_pause_lets_running_tools_finish_but_starts_nothing_new() -> None:
     s = scenario_session("parse_date", speed=math.inf)
     release = asyncio.Event()
     original = s.loop.tools["read_file"].fn
 
-    async def read_file(args):
+    async def read_file(args: dict[str, Any]) -> object:
         await release.wait()
         return await asyncio.to_thread(original, args)
 
@@ -149,7 +152,7 @@ async def test_pause_lets_running_tools_finish_but_starts_nothing_new():
 
 
 # ------------------------------------------------------------------------------------------------------- step
-async def test_step_event_advances_exactly_one_sse_event():
+async def test_step_event_advances_exactly_one_sse_event() -> None:
     s = scenario_session("parse_date", speed=math.inf)
     obs = Observed(s.bus)
     pause_at(obs, s, lambda o: is_sse(o) and len(obs.sse(0)) == 3)
@@ -169,7 +172,7 @@ async def test_step_event_advances_exactly_one_sse_event():
     assert_valid_history(result.messages)
 
 
-async def test_step_block_stops_right_after_the_next_content_block_stop():
+async def test_step_block_stops_right_after_the_next_content_block_stop() -> None:
     s = scenario_session("parse_date", speed=math.inf)
     obs = Observed(s.bus)
     s.controller.pause()  # paused before the start: nothing is sent
@@ -197,7 +200,7 @@ async def test_step_block_stops_right_after_the_next_content_block_stop():
     assert_valid_history(result.messages)
 
 
-async def test_step_turn_runs_to_the_end_of_the_turn_then_pauses():
+async def test_step_turn_runs_to_the_end_of_the_turn_then_pauses() -> None:
     s = scenario_session("parse_date", speed=math.inf)
     obs = Observed(s.bus)
     s.controller.pause()
@@ -219,7 +222,7 @@ async def test_step_turn_runs_to_the_end_of_the_turn_then_pauses():
 
 
 # ----------------------------------------------------------------------------------------------------- cancel
-async def test_cancel_mid_stream_closes_the_response_and_keeps_a_valid_history():
+async def test_cancel_mid_stream_closes_the_response_and_keeps_a_valid_history() -> None:
     s = scenario_session("parse_date", speed=math.inf)
     obs = Observed(s.bus)
     pause_at(obs, s, lambda o: is_sse(o, "content_block_delta") and o.index == 0 and len(obs.sse(0)) == 6)
@@ -240,7 +243,7 @@ async def test_cancel_mid_stream_closes_the_response_and_keeps_a_valid_history()
     assert_no_leftovers()
 
 
-async def test_cancel_from_outside_while_streaming_is_never_lost():
+async def test_cancel_from_outside_while_streaming_is_never_lost() -> None:
     """The UI cancels from its own task while events flow at full speed (no pause first): at whatever point it
     lands, the loop ends cancelled with a valid history and the live response closed."""
     for k in range(2, 80, 5):
@@ -265,12 +268,12 @@ async def test_cancel_from_outside_while_streaming_is_never_lost():
         assert_no_leftovers()
 
 
-async def test_cancel_mid_stream_with_a_running_tool():
+async def test_cancel_mid_stream_with_a_running_tool() -> None:
     s = scenario_session("parse_date", speed=math.inf)
     never = asyncio.Event()
-    cancelled = []
+    cancelled: list[str] = []
 
-    async def blocked(args):
+    async def blocked(args: dict[str, Any]) -> None:
         try:
             await never.wait()
         except asyncio.CancelledError:
@@ -293,17 +296,17 @@ async def test_cancel_mid_stream_with_a_running_tool():
     assert history_tool_ids(result.messages) == [run_tests.id, first.id]  # block 3 never closed: not in the history
     tr = result.messages[2]["content"][1]
     assert tr["tool_use_id"] == first.id and tr["is_error"] is True and "cancel" in tr["content"]
-    assert first.state is ToolState.CANCELLED
+    assert [first.state] == [ToolState.CANCELLED]  # (a list: mypy keeps the state narrowed above)
     assert_no_leftovers()
 
 
-async def test_cancel_mid_tool_after_the_stream():
+async def test_cancel_mid_tool_after_the_stream() -> None:
     s = scenario_session("parse_date", speed=math.inf)
     never = asyncio.Event()
-    running = []
+    running: list[str] = []
     original = s.loop.tools["read_file"].fn
 
-    async def read_file(args):
+    async def read_file(args: dict[str, Any]) -> object:
         if args["path"] == "tests/test_dates.py":
             running.append(args["path"])
             await never.wait()
@@ -338,7 +341,7 @@ async def test_cancel_mid_tool_after_the_stream():
     assert_no_leftovers()
 
 
-async def test_cancel_while_paused_between_turns_does_not_duplicate_the_turn():
+async def test_cancel_while_paused_between_turns_does_not_duplicate_the_turn() -> None:
     s = scenario_session("parse_date", speed=math.inf)
     obs = Observed(s.bus)
     s.controller.pause()
@@ -354,7 +357,7 @@ async def test_cancel_while_paused_between_turns_does_not_duplicate_the_turn():
     assert len(_server(s).requests) == 1
 
 
-async def test_cancel_during_retry_backoff_sends_nothing_of_the_failed_attempt():
+async def test_cancel_during_retry_backoff_sends_nothing_of_the_failed_attempt() -> None:
     s = scenario_session("overloaded_midstream", speed=4.0)
     obs = Observed(s.bus)
     task = start(s)
@@ -367,7 +370,7 @@ async def test_cancel_during_retry_backoff_sends_nothing_of_the_failed_attempt()
     assert_no_leftovers()
 
 
-async def test_controls_after_the_end_are_harmless():
+async def test_controls_after_the_end_are_harmless() -> None:
     s = scenario_session("weather", speed=math.inf)
     obs = Observed(s.bus)
     result = await finish(start(s))
@@ -379,7 +382,7 @@ async def test_controls_after_the_end_are_harmless():
         s.controller.step("word")  # type: ignore[arg-type]
 
 
-async def test_the_loops_public_control_method_is_what_the_controller_drives():
+async def test_the_loops_public_control_method_is_what_the_controller_drives() -> None:
     """AgentLoop.control (public: LoopController calls it, no private member reached from outside): a pause holds
     the stream and a resume releases it, each published once as ControlApplied; an unknown control or step unit is
     refused before anything is published or changed."""
@@ -388,7 +391,7 @@ async def test_the_loops_public_control_method_is_what_the_controller_drives():
     loop = s.loop
     done: list[O.Observation] = []
 
-    def hook(o):
+    def hook(o: O.Observation) -> None:
         if not done and is_sse(o):
             done.append(o)
             loop.control("pause")
@@ -411,7 +414,7 @@ async def test_the_loops_public_control_method_is_what_the_controller_drives():
 
 
 # ------------------------------------------------------------------------------------------------------ speed
-def test_faster_slower_change_the_pacer_speed():
+def test_faster_slower_change_the_pacer_speed() -> None:
     s = scenario_session("weather", speed=1.0)
     assert _server(s).pacer is s.pacer  # the transport is paced by the controller's pacer
     c = s.controller
@@ -433,7 +436,7 @@ def test_faster_slower_change_the_pacer_speed():
     s.close()
 
 
-async def test_speed_change_takes_effect_at_once():
+async def test_speed_change_takes_effect_at_once() -> None:
     """A speed change wakes the pacer's sleepers: the request is sent at 0.25x and the scripted server starts its
     wait for the first byte (4x the planned delay, in virtual time that only a wake-up can end); the controller then
     switches to max: the sleeper is woken, recomputes its rest at max speed, and nothing is slept from then on."""

@@ -35,7 +35,7 @@ def held_pairs(obs: Observed) -> list[tuple[O.StreamHeld, O.StreamReleased]]:
     return pairs
 
 
-async def test_held_intervals_cover_exactly_the_time_held():
+async def test_held_intervals_cover_exactly_the_time_held() -> None:
     clock = FakeClock()
     s = scenario_session("parse_date", speed=math.inf, clock=clock)
     obs = Observed(s.bus)
@@ -94,7 +94,7 @@ async def test_held_intervals_cover_exactly_the_time_held():
     assert_no_leftovers()
 
 
-async def test_a_cancel_while_held_closes_the_interval():
+async def test_a_cancel_while_held_closes_the_interval() -> None:
     clock = FakeClock()
     s = scenario_session("parse_date", speed=math.inf, clock=clock)
     obs = Observed(s.bus)
@@ -112,7 +112,7 @@ async def test_a_cancel_while_held_closes_the_interval():
     assert_no_leftovers()
 
 
-async def test_speed_changes_are_controls():
+async def test_speed_changes_are_controls() -> None:
     s = scenario_session("parse_date", speed=math.inf)
     obs = Observed(s.bus)
     done: list[O.Observation] = []

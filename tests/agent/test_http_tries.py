@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import anthropic
 import httpx2
@@ -27,7 +28,14 @@ from inspector.scenarios.model import HttpError, Scenario, TextBlock, TurnScript
 from inspector.scenarios.transport import ScenarioServer
 from inspector.sessions.sources import Session, replay_session, scenario_session
 from inspector.testing.hyp import examples
-from inspector.testing.loop import Lines, assert_no_leftovers, assert_valid_history, custom_scenario, run_observed
+from inspector.testing.loop import (
+    Lines,
+    Observed,
+    assert_no_leftovers,
+    assert_valid_history,
+    custom_scenario,
+    run_observed,
+)
 
 
 @dataclass
@@ -91,7 +99,7 @@ CASES = [
 ]
 
 
-def _tries(obs) -> list[tuple]:
+def _tries(obs: Observed) -> list[tuple[int, int, int | None, str | None, bool]]:
     return [(o.turn, o.try_index, o.status, o.error_type, o.retry_in is not None) for o in obs.of(O.HttpTryFailed)]
 
 
@@ -102,7 +110,9 @@ def _server(s: Session) -> ScenarioServer:
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
-async def test_every_try_is_seen_recorded_and_replayed(case, tmp_path, monkeypatch):
+async def test_every_try_is_seen_recorded_and_replayed(
+    case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     name = custom_scenario(monkeypatch, case.scenario) if case.scenario else case.name
     path = tmp_path / "rec.jsonl"
     s = scenario_session(name, speed=math.inf, record=path)
@@ -179,7 +189,7 @@ async def test_every_try_is_seen_recorded_and_replayed(case, tmp_path, monkeypat
     assert_no_leftovers()
 
 
-async def test_reads_are_timed_from_the_try_that_streamed():
+async def test_reads_are_timed_from_the_try_that_streamed() -> None:
     # the SDK's backoff after a refused connection is not part of the stream's time to first byte
     s = scenario_session("connection_refused", speed=math.inf)
     result, obs = await run_observed(s)
@@ -191,7 +201,7 @@ async def test_reads_are_timed_from_the_try_that_streamed():
         assert read.t - read.t_request == pytest.approx(resp.t_sent, abs=0.01)  # the backoff is >= 0.375 s
 
 
-async def test_a_429_without_retries_left_is_not_retried(monkeypatch):
+async def test_a_429_without_retries_left_is_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
     errors = [HttpError(429, attempt=a, retry_after_ms=1) for a in range(3)]
     sc = Scenario(
         name="test_429_forever",
@@ -230,7 +240,9 @@ SDK_CLIENT = anthropic.AsyncAnthropic(api_key="k" * 20, max_retries=6)
     secs=HEADER_VALUES,
     taken=st.integers(0, 5),
 )
-def test_retry_rule_matches_the_sdk(status, should, ms, secs, taken):
+def test_retry_rule_matches_the_sdk(
+    status: int, should: str | None, ms: str | None, secs: str | None, taken: int
+) -> None:
     client = SDK_CLIENT
     raw = {"x-should-retry": should, "retry-after-ms": ms, "retry-after": secs}
     headers = httpx2.Headers({k: v for k, v in raw.items() if v is not None})
@@ -245,7 +257,7 @@ def test_retry_rule_matches_the_sdk(status, should, ms, secs, taken):
     assert date or 0.75 * ours <= sdk <= ours
 
 
-async def test_tries_over_real_http_against_serve_with_http_429(tmp_path):
+async def test_tries_over_real_http_against_serve_with_http_429(tmp_path: Path) -> None:
     # `inspector serve --fault http_429` answers the first request of every turn with a 429: the SDK retries it by
     # itself, and every one of those tries is seen, over a real socket, through the default HTTP client
     from inspector.net.serve import ServeApp
@@ -277,7 +289,7 @@ async def test_tries_over_real_http_against_serve_with_http_429(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["parse_date", "rate_limited"])
-async def test_recorded_read_times_match_the_observed_ones(name, tmp_path):
+async def test_recorded_read_times_match_the_observed_ones(name: str, tmp_path: Path) -> None:
     # a read's recorded t is since its recorded request line: the same clock as ReadReceived.t_request, for the
     # first try (request line at the attempt's start) and for a try the SDK sent after a failed one
     path = tmp_path / "rl.jsonl"
@@ -298,7 +310,7 @@ async def test_recorded_read_times_match_the_observed_ones(name, tmp_path):
 
 @settings(max_examples=examples(300), deadline=None)
 @given(st.one_of(st.binary(max_size=300), st.text(max_size=200).map(str.encode)))
-def test_error_body_reader_never_raises(raw):
+def test_error_body_reader_never_raises(raw: bytes) -> None:
     from inspector.agent.tries import parse_error_body
 
     body, etype, msg = parse_error_body(raw)
@@ -316,7 +328,7 @@ def test_error_body_reader_never_raises(raw):
 
 
 @pytest.mark.parametrize("encoding", [None, "gzip", "deflate", "bogus"])
-async def test_an_encoded_error_body_is_seen_decoded_and_the_sdk_gets_it_unchanged(encoding):
+async def test_an_encoded_error_body_is_seen_decoded_and_the_sdk_gets_it_unchanged(encoding: str | None) -> None:
     import gzip
     import zlib
 
@@ -324,7 +336,7 @@ async def test_an_encoded_error_body_is_seen_decoded_and_the_sdk_gets_it_unchang
 
     payload = orjson.dumps({"type": "error", "error": {"type": "invalid_request_error", "message": "bad"}})
     encoders: dict[str, Callable[[bytes], bytes]] = {"gzip": gzip.compress, "deflate": zlib.compress}
-    raw = encoders.get(encoding or "", lambda b: b)(payload)
+    raw = encoders.get(encoding or "", bytes)(payload)
     headers = {"content-type": "application/json", "request-id": "req_1", "x-other": "dropped"}
     if encoding:
         headers["content-encoding"] = encoding
@@ -352,7 +364,7 @@ async def test_an_encoded_error_body_is_seen_decoded_and_the_sdk_gets_it_unchang
 
 
 @pytest.mark.parametrize("encoding", ["gzip", "deflate"])
-def test_an_error_body_that_does_not_decode_is_kept_as_received(encoding):
+def test_an_error_body_that_does_not_decode_is_kept_as_received(encoding: str) -> None:
     """Fault path (the decode error narrowed from any exception to httpx2.DecodingError): bytes that claim an
     encoding they do not have are shown as received, and the headers that claimed it stay as they were."""
     from inspector.agent.tries import _decoded

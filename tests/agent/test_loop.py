@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +40,9 @@ def _server(s: Session) -> ScenarioServer:
     return server
 
 
-def test_assert_valid_history_rejects_what_the_api_rejects():
-    tu = lambda i: {"type": "tool_use", "id": i, "name": "t", "input": {}}
-    tr = lambda i: {"type": "tool_result", "tool_use_id": i, "content": "x"}
+def test_assert_valid_history_rejects_what_the_api_rejects() -> None:
+    tu: Callable[[str], dict[str, Any]] = lambda i: {"type": "tool_use", "id": i, "name": "t", "input": {}}
+    tr: Callable[[str], dict[str, Any]] = lambda i: {"type": "tool_result", "tool_use_id": i, "content": "x"}
     ok: list[dict[str, Any]] = [
         {"role": "user", "content": "q"},
         {"role": "assistant", "content": [tu("a"), tu("b")]},
@@ -64,7 +65,7 @@ def test_assert_valid_history_rejects_what_the_api_rejects():
 
 
 # ------------------------------------------------------------------------------------------------------- retries
-async def test_error_event_with_retries_zero_ends_in_error_with_a_clear_message():
+async def test_error_event_with_retries_zero_ends_in_error_with_a_clear_message() -> None:
     s = scenario_session("overloaded_midstream", speed=math.inf, retries=0)
     result, obs = await run_observed(s)
     assert result.status == "error" and s.controller.state == LoopState.ERROR
@@ -79,7 +80,7 @@ async def test_error_event_with_retries_zero_ends_in_error_with_a_clear_message(
     assert_no_leftovers()
 
 
-async def test_drop_with_retries_exhausted():
+async def test_drop_with_retries_exhausted() -> None:
     s = scenario_session("drop_mid_json", speed=math.inf, retries=0)
     result, obs = await run_observed(s)
     assert result.status == "error"
@@ -100,7 +101,7 @@ def _http_error_scenario(name: str, errors: list[HttpError]) -> Scenario:
     )
 
 
-async def test_http_errors_are_retried_by_the_sdk_only(monkeypatch):
+async def test_http_errors_are_retried_by_the_sdk_only(monkeypatch: pytest.MonkeyPatch) -> None:
     # three 429s: the SDK makes 3 requests (max_retries=2) and gives up; the loop must not retry on top of that
     name = custom_scenario(
         monkeypatch,
@@ -114,7 +115,7 @@ async def test_http_errors_are_retried_by_the_sdk_only(monkeypatch):
     assert len(obs.of(O.AttemptStarted)) == 1
 
 
-async def test_rate_limited_counts_requests_sdk_retries_only():
+async def test_rate_limited_counts_requests_sdk_retries_only() -> None:
     s = scenario_session("rate_limited", speed=math.inf, retries=0)  # the loop's own retries are not needed
     result, obs = await run_observed(s)
     assert result.status == "finished", result.error
@@ -129,7 +130,7 @@ async def test_rate_limited_counts_requests_sdk_retries_only():
     assert_valid_history(result.messages)
 
 
-async def test_non_retryable_error_event_is_not_retried(monkeypatch):
+async def test_non_retryable_error_event_is_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
     from inspector.scenarios.model import ErrorEventAfter
 
     sc = Scenario(
@@ -152,7 +153,7 @@ async def test_non_retryable_error_event_is_not_retried(monkeypatch):
     assert len(_server(s).requests) == 1
 
 
-async def test_max_turns_stops_the_loop():
+async def test_max_turns_stops_the_loop() -> None:
     s = scenario_session("parse_date", speed=math.inf, max_turns=1)
     result, obs = await run_observed(s)
     assert result.status == "finished" and result.turns == 1
@@ -162,7 +163,7 @@ async def test_max_turns_stops_the_loop():
     assert result.messages[-1]["role"] == "user"  # the tool results are there, ready for a next turn
 
 
-async def test_cancel_before_run_is_honoured():
+async def test_cancel_before_run_is_honoured() -> None:
     s = scenario_session("weather", speed=math.inf)
     s.controller.cancel()
     result, obs = await run_observed(s)
@@ -172,7 +173,7 @@ async def test_cancel_before_run_is_honoured():
     assert_no_leftovers()
 
 
-async def test_observation_times_come_from_the_injected_clock():
+async def test_observation_times_come_from_the_injected_clock() -> None:
     ticks = iter(range(10**9))
     clock = lambda: float(next(ticks))
     s = scenario_session("weather", speed=math.inf, clock=clock)
@@ -185,7 +186,7 @@ async def test_observation_times_come_from_the_injected_clock():
 
 
 # --------------------------------------------------------------------------------------------------- the API key
-def _api(scenario: Scenario, tmp_path: Path, **kw) -> tuple[Session, ScenarioServer, Path]:
+def _api(scenario: Scenario, tmp_path: Path, **kw: Any) -> tuple[Session, ScenarioServer, Path]:
     server = ScenarioServer(scenario, Pacer(math.inf))
     record = tmp_path / "rec.jsonl"
     session = api_session(
@@ -210,7 +211,7 @@ def _assert_no_canary(session: Session, result: LoopResult, obs: Observed, recor
         assert part.encode() not in record.read_bytes() + dumps_all(obs.items)
 
 
-async def test_api_key_never_recorded_nor_observed(tmp_path):
+async def test_api_key_never_recorded_nor_observed(tmp_path: Path) -> None:
     session, server, record = _api(get_scenario("parse_date"), tmp_path)
     result, obs = await run_observed(session)
     assert result.status == "finished", result.error
@@ -224,7 +225,7 @@ async def test_api_key_never_recorded_nor_observed(tmp_path):
     assert not {"x-api-key", "authorization"} & {k.lower() for k in started.headers}
 
 
-async def test_api_key_not_in_error_text_on_401(tmp_path):
+async def test_api_key_not_in_error_text_on_401(tmp_path: Path) -> None:
     sc = _http_error_scenario("test_401", [HttpError(401, attempt=0, message="invalid x-api-key")])
     session, server, record = _api(sc, tmp_path)
     result, obs = await run_observed(session)
@@ -234,7 +235,7 @@ async def test_api_key_not_in_error_text_on_401(tmp_path):
     _assert_no_canary(session, result, obs, record)
 
 
-async def test_api_key_echoed_by_a_relay_is_not_shown(tmp_path):
+async def test_api_key_echoed_by_a_relay_is_not_shown(tmp_path: Path) -> None:
     # some relays echo the key they rejected; the error text we show must not repeat it
     sc = _http_error_scenario("test_401_echo", [HttpError(401, attempt=0, message=f"invalid key {CANARY}")])
     session, server, record = _api(sc, tmp_path)
@@ -243,7 +244,7 @@ async def test_api_key_echoed_by_a_relay_is_not_shown(tmp_path):
     _assert_no_canary(session, result, obs, record)
 
 
-async def test_api_key_echoed_inside_the_stream_is_not_observed(tmp_path):
+async def test_api_key_echoed_inside_the_stream_is_not_observed(tmp_path: Path) -> None:
     from inspector.scenarios.model import ErrorEventAfter
 
     # a relay that echoes the key in a mid-stream error event: the reads, the SSE rows, the diagnostics, the failed
@@ -264,7 +265,7 @@ async def test_api_key_echoed_inside_the_stream_is_not_observed(tmp_path):
     _assert_no_canary(session, result, obs, record)
 
 
-async def test_short_relay_key_with_a_recording(tmp_path):
+async def test_short_relay_key_with_a_recording(tmp_path: Path) -> None:
     # a relay may accept any key, e.g. a 7-character one: too short to redact safely, it is still never written
     key = "k3y-Zq7"
     sc = get_scenario("weather")
@@ -287,7 +288,7 @@ async def test_short_relay_key_with_a_recording(tmp_path):
     assert obs.of(O.LoopStarted)[0].source == {"type": "api", "model": sc.model, "base_url": "http://relay.local"}
 
 
-async def test_api_session_without_key_fails_before_anything(monkeypatch, tmp_path):
+async def test_api_session_without_key_fails_before_anything(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from inspector.core.errors import SourceError
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
@@ -296,7 +297,7 @@ async def test_api_session_without_key_fails_before_anything(monkeypatch, tmp_pa
 
 
 # ------------------------------------------------------------------------------------------------ a bare AgentLoop
-async def test_agent_loop_with_a_plain_client_and_initial_messages():
+async def test_agent_loop_with_a_plain_client_and_initial_messages() -> None:
     sc = get_scenario("weather")
     server = ScenarioServer(sc, Pacer(math.inf))
     tools = sc.resolve_tools(None)

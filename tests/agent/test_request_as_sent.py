@@ -5,19 +5,22 @@ transport; ``serve --recording`` answers that request, POSTed as recorded, with 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import httpx2
 import orjson
+import pytest
 
 from inspector.agent.transcript import sdk_json
+from inspector.agent.tries import ObservedTransport
 from inspector.net.recorded import RecordingSource
 from inspector.net.serve import ServeApp
 from inspector.net.server import BackgroundServer
 from inspector.observe import observations as O
 from inspector.record.recording import RecordedAttempt, read_recording
 from inspector.scenarios.model import HttpError, Scenario, TextBlock, TurnScript
-from inspector.sessions.sources import scenario_session
+from inspector.sessions.sources import Session, scenario_session
 from inspector.testing.loop import custom_scenario, run_observed
 from inspector.testing.serve import KEY, RawClient
 
@@ -27,7 +30,7 @@ class Capture(httpx2.AsyncBaseTransport):
 
     def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
         self.inner = inner
-        self.sent: list[tuple[dict, bytes]] = []
+        self.sent: list[tuple[dict[str, str], bytes]] = []
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         body = b"".join([chunk async for chunk in request.stream])  # type: ignore[union-attr]
@@ -42,14 +45,15 @@ def request_of(a: RecordedAttempt) -> dict[str, Any]:
     return a.request
 
 
-def captured(session) -> Capture:
+def captured(session: Session) -> Capture:
     observed = session.loop.client._client._transport  # the loop's ObservedTransport
+    assert isinstance(observed, ObservedTransport)
     cap = Capture(observed.inner)
     observed.inner = cap
     return cap
 
 
-async def test_the_recorded_request_is_the_request_as_sent(tmp_path):
+async def test_the_recorded_request_is_the_request_as_sent(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
     session = scenario_session("weather", speed=math.inf, record=path)
     cap = captured(session)
@@ -71,7 +75,9 @@ async def test_the_recorded_request_is_the_request_as_sent(tmp_path):
     assert all(s.body["stream"] is True and "x-stainless-retry-count" in s.headers for s in started)
 
 
-async def test_each_try_the_sdk_retried_is_recorded_with_its_own_headers(tmp_path, monkeypatch):
+async def test_each_try_the_sdk_retried_is_recorded_with_its_own_headers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     sc = Scenario(
         name="retried",
         description="a 429, then the stream",
@@ -92,7 +98,7 @@ async def test_each_try_the_sdk_retried_is_recorded_with_its_own_headers(tmp_pat
     assert all(sdk_json(request_of(a)["body"]) == raw for a, (_, raw) in zip(attempts, cap.sent, strict=True))
 
 
-async def test_a_recorded_request_posted_to_serve_recording_gives_back_the_recorded_bytes(tmp_path):
+async def test_a_recorded_request_posted_to_serve_recording_gives_back_the_recorded_bytes(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
     result, _ = await run_observed(scenario_session("weather", speed=math.inf, record=path))
     assert result.status == "finished"
