@@ -10,16 +10,20 @@ from __future__ import annotations
 import asyncio
 import inspect
 import math
+from collections.abc import Callable
+from typing import Any, TypeGuard
 
 import pytest
 
-from inspector.agent.executor import ToolState
+from inspector.agent.executor import ToolCall, ToolState
+from inspector.agent.loop import LoopResult
 from inspector.core.pacing import SPEED_LADDER
 from inspector.observe import observations as O
 from inspector.observe.states import LoopState
 from inspector.scenarios.bundled import get_scenario
 from inspector.scenarios.render import render_turn
-from inspector.sessions.sources import scenario_session
+from inspector.scenarios.transport import ScenarioServer
+from inspector.sessions.sources import Session, scenario_session
 from inspector.testing.clock import VirtualTime
 from inspector.testing.loop import (
     Observed,
@@ -38,20 +42,32 @@ async def spin(n: int = 200) -> None:
         await asyncio.sleep(0)
 
 
-def start(session) -> asyncio.Task:
+def _server(s: Session) -> ScenarioServer:
+    """The scripted server scenario_session serves the session from (set on the Session as an extra attribute)."""
+    server: ScenarioServer = s.server  # type: ignore[attr-defined]
+    return server
+
+
+def _calls(s: Session) -> list[ToolCall]:
+    """The calls the loop's executor was given (asserting the loop has made its executor)."""
+    assert s.loop._executor is not None
+    return s.loop._executor.calls()
+
+
+def start(session: Session) -> asyncio.Task[LoopResult]:
     return asyncio.ensure_future(session.run())
 
 
-async def finish(task: asyncio.Task):
+async def finish(task: asyncio.Task[LoopResult]) -> LoopResult:
     async with asyncio.timeout(TIMEOUT):
         return await task
 
 
-def pause_at(obs: Observed, session, pred) -> None:
+def pause_at(obs: Observed, session: Session, pred: Callable[[O.Observation], bool]) -> None:
     """Pause inline when the first observation matching `pred` is published."""
-    done = []
+    done: list[O.Observation] = []
 
-    def hook(o):
+    def hook(o: O.Observation) -> None:
         if not done and pred(o):
             done.append(o)
             session.controller.pause()
@@ -59,7 +75,7 @@ def pause_at(obs: Observed, session, pred) -> None:
     obs.on(hook)
 
 
-def is_sse(o, event_type=None, turn: int | None = 0) -> bool:
+def is_sse(o: O.Observation, event_type: str | None = None, turn: int | None = 0) -> TypeGuard[O.SSEEventSeen]:
     return (
         isinstance(o, O.SSEEventSeen)
         and (turn is None or o.turn == turn)
@@ -67,12 +83,12 @@ def is_sse(o, event_type=None, turn: int | None = 0) -> bool:
     )
 
 
-async def wait_paused(obs: Observed, session) -> None:
+async def wait_paused(obs: Observed, session: Session) -> None:
     await obs.wait_for(lambda: session.controller.state == LoopState.PAUSED)
 
 
 # ------------------------------------------------------------------------------------------------------ pause
-async def test_pause_stops_event_flow_while_the_transport_has_data():
+async def test_pause_stops_event_flow_while_the_transport_has_data() -> None:
     s = scenario_session("parse_date", speed=math.inf)
     obs = Observed(s.bus)
     pause_at(obs, s, lambda o: is_sse(o) and len(obs.sse(0)) == 5)
@@ -81,7 +97,8 @@ async def test_pause_stops_event_flow_while_the_transport_has_data():
     assert s.controller.paused
     n, n_obs, reads = s.controller.events_processed, len(obs.sse()), len(obs.of(O.ReadReceived))
     assert n == 5
-    served = s.server.responses[0]
+    served = _server(s).responses[0]
+    assert served.plan is not None
     assert served.state == "streaming" and served.reads_sent < len(served.plan.reads)  # more data is ready
     await spin()
     assert s.controller.events_processed == n and len(obs.sse()) == n_obs
@@ -94,28 +111,28 @@ async def test_pause_stops_event_flow_while_the_transport_has_data():
     assert s.controller.events_processed > n
 
 
-async def test_pause_at_block_stop_queues_the_tool_without_starting_it():
+async def test_pause_at_block_stop_queues_the_tool_without_starting_it() -> None:
     s = scenario_session("parse_date", speed=math.inf)
     obs = Observed(s.bus)
     pause_at(obs, s, lambda o: isinstance(o, O.BlockClosed) and o.turn == 0 and o.index == 1)
     task = start(s)
     await wait_paused(obs, s)
     await spin()
-    call = s.loop._executor.calls()[0]
+    call = _calls(s)[0]
     assert call.state is ToolState.QUEUED  # paused: no queued tool starts
     assert "running" not in obs.tool_states(call.id)
     s.controller.toggle_pause()
     assert not s.controller.paused
     result = await finish(task)
-    assert result.status == "finished" and call.state is ToolState.SUCCEEDED
+    assert result.status == "finished" and [call.state] == [ToolState.SUCCEEDED]  # (a list: mypy keeps it narrowed)
 
 
-async def test_pause_lets_running_tools_finish_but_starts_nothing_new():
+async def test_pause_lets_running_tools_finish_but_starts_nothing_new() -> None:
     s = scenario_session("parse_date", speed=math.inf)
     release = asyncio.Event()
     original = s.loop.tools["read_file"].fn
 
-    async def read_file(args):
+    async def read_file(args: dict[str, Any]) -> object:
         await release.wait()
         return await asyncio.to_thread(original, args)
 
@@ -128,14 +145,14 @@ async def test_pause_lets_running_tools_finish_but_starts_nothing_new():
     await obs.wait_for(lambda: all(c.state is ToolState.SUCCEEDED for c in s.loop.all_tools))
     await spin()
     assert not obs.of(O.TurnStarted)[1:]  # the next turn waits for resume
-    assert len(s.server.requests) == 1
+    assert len(_server(s).requests) == 1
     s.controller.resume()
     result = await finish(task)
-    assert result.status == "finished" and len(s.server.requests) == 2
+    assert result.status == "finished" and len(_server(s).requests) == 2
 
 
 # ------------------------------------------------------------------------------------------------------- step
-async def test_step_event_advances_exactly_one_sse_event():
+async def test_step_event_advances_exactly_one_sse_event() -> None:
     s = scenario_session("parse_date", speed=math.inf)
     obs = Observed(s.bus)
     pause_at(obs, s, lambda o: is_sse(o) and len(obs.sse(0)) == 3)
@@ -155,14 +172,14 @@ async def test_step_event_advances_exactly_one_sse_event():
     assert_valid_history(result.messages)
 
 
-async def test_step_block_stops_right_after_the_next_content_block_stop():
+async def test_step_block_stops_right_after_the_next_content_block_stop() -> None:
     s = scenario_session("parse_date", speed=math.inf)
     obs = Observed(s.bus)
     s.controller.pause()  # paused before the start: nothing is sent
     task = start(s)
     await wait_paused(obs, s)
     await spin()
-    assert s.server.requests == [] and s.controller.events_processed == 0
+    assert _server(s).requests == [] and s.controller.events_processed == 0
     for index in range(4):  # text, then three tool_use blocks
         before = len(obs.sse())
         s.controller.step("block")
@@ -173,8 +190,8 @@ async def test_step_block_stops_right_after_the_next_content_block_stop():
         assert [e.event_type for e in new].count("content_block_stop") == 1
         assert len(obs.sse()) == before + len(new)  # and nothing after it
     # the three tools were submitted at their stops while stepping
-    assert [c.state for c in s.loop._executor.calls()] == [ToolState.SUCCEEDED] * 3 or all(
-        c.state in (ToolState.RUNNING, ToolState.SUCCEEDED) for c in s.loop._executor.calls()
+    assert [c.state for c in _calls(s)] == [ToolState.SUCCEEDED] * 3 or all(
+        c.state in (ToolState.RUNNING, ToolState.SUCCEEDED) for c in _calls(s)
     )
     assert not [o for o in obs.sse() if o.event_type == "message_stop"]
     s.controller.resume()
@@ -183,19 +200,19 @@ async def test_step_block_stops_right_after_the_next_content_block_stop():
     assert_valid_history(result.messages)
 
 
-async def test_step_turn_runs_to_the_end_of_the_turn_then_pauses():
+async def test_step_turn_runs_to_the_end_of_the_turn_then_pauses() -> None:
     s = scenario_session("parse_date", speed=math.inf)
     obs = Observed(s.bus)
     s.controller.pause()
     task = start(s)
     await wait_paused(obs, s)
     s.controller.step("turn")
-    await obs.wait_for(lambda: obs.of(O.TurnEnded) and s.controller.state == LoopState.PAUSED)
+    await obs.wait_for(lambda: bool(obs.of(O.TurnEnded)) and s.controller.state == LoopState.PAUSED)
     await spin()
     assert [t.turn for t in obs.of(O.TurnEnded)] == [0]
     assert obs.sse()[-1].event_type == "message_stop"
     assert [t.turn for t in obs.of(O.TurnStarted)] == [0]  # turn 1 not started
-    assert len(s.server.requests) == 1
+    assert len(_server(s).requests) == 1
     msgs = s.loop.messages
     assert len(msgs) == 3 and [b["type"] for b in msgs[2]["content"]] == ["tool_result"] * 4  # run_tests + 3 reads
     s.controller.step("turn")
@@ -205,18 +222,18 @@ async def test_step_turn_runs_to_the_end_of_the_turn_then_pauses():
 
 
 # ----------------------------------------------------------------------------------------------------- cancel
-async def test_cancel_mid_stream_closes_the_response_and_keeps_a_valid_history():
+async def test_cancel_mid_stream_closes_the_response_and_keeps_a_valid_history() -> None:
     s = scenario_session("parse_date", speed=math.inf)
     obs = Observed(s.bus)
     pause_at(obs, s, lambda o: is_sse(o, "content_block_delta") and o.index == 0 and len(obs.sse(0)) == 6)
     task = start(s)
     await wait_paused(obs, s)
-    assert s.server.closed_early == 0
+    assert _server(s).closed_early == 0
     s.controller.cancel()
     result = await finish(task)
     assert result.status == "cancelled" and s.controller.state == LoopState.CANCELLED
-    assert s.server.closed_early == 1 and s.server.responses[0].state == "closed_early"
-    assert s.server.closed_early_event.is_set()
+    assert _server(s).closed_early == 1 and _server(s).responses[0].state == "closed_early"
+    assert _server(s).closed_early_event.is_set()
     assert_valid_history(result.messages)
     # the partial text that was shown is kept, nothing else
     assert [m["role"] for m in result.messages] == ["user", "assistant"]
@@ -226,32 +243,37 @@ async def test_cancel_mid_stream_closes_the_response_and_keeps_a_valid_history()
     assert_no_leftovers()
 
 
-async def test_cancel_from_outside_while_streaming_is_never_lost():
+async def test_cancel_from_outside_while_streaming_is_never_lost() -> None:
     """The UI cancels from its own task while events flow at full speed (no pause first): at whatever point it
     lands, the loop ends cancelled with a valid history and the live response closed."""
     for k in range(2, 80, 5):
         s = scenario_session("parse_date", speed=math.inf)
         obs = Observed(s.bus)
         go = asyncio.Event()
-        obs.on(lambda o, obs=obs, go=go, k=k: go.set() if is_sse(o, turn=None) and len(obs.sse()) == k else None)
+
+        def hook(o: O.Observation, obs: Observed = obs, go: asyncio.Event = go, k: int = k) -> None:
+            if is_sse(o, turn=None) and len(obs.sse()) == k:
+                go.set()
+
+        obs.on(hook)
         task = start(s)
         await go.wait()
         s.controller.cancel()
         result = await finish(task)
         assert result.status == "cancelled", (k, result.status)
         assert_valid_history(result.messages)
-        last = s.server.responses[-1]
+        last = _server(s).responses[-1]
         assert last.state in ("closed_early", "complete"), (k, last.state)
-        assert s.server.closed_early == (last.state == "closed_early")
+        assert _server(s).closed_early == (last.state == "closed_early")
         assert_no_leftovers()
 
 
-async def test_cancel_mid_stream_with_a_running_tool():
+async def test_cancel_mid_stream_with_a_running_tool() -> None:
     s = scenario_session("parse_date", speed=math.inf)
     never = asyncio.Event()
-    cancelled = []
+    cancelled: list[str] = []
 
-    async def blocked(args):
+    async def blocked(args: dict[str, Any]) -> None:
         try:
             await never.wait()
         except asyncio.CancelledError:
@@ -263,28 +285,28 @@ async def test_cancel_mid_stream_with_a_running_tool():
     pause_at(obs, s, lambda o: isinstance(o, O.BlockOpened) and o.turn == 0 and o.index == 3)
     task = start(s)
     await wait_paused(obs, s)
-    run_tests, first = s.loop._executor.calls()[:2]  # parse_date: run_tests, then read_file src/dates.py
+    run_tests, first = _calls(s)[:2]  # parse_date: run_tests, then read_file src/dates.py
     assert first.state is ToolState.RUNNING
     s.controller.cancel()
     result = await finish(task)
     assert result.status == "cancelled"
     assert cancelled == ["src/dates.py"]
-    assert s.server.responses[0].state == "closed_early"
+    assert _server(s).responses[0].state == "closed_early"
     assert_valid_history(result.messages)
     assert history_tool_ids(result.messages) == [run_tests.id, first.id]  # block 3 never closed: not in the history
     tr = result.messages[2]["content"][1]
     assert tr["tool_use_id"] == first.id and tr["is_error"] is True and "cancel" in tr["content"]
-    assert first.state is ToolState.CANCELLED
+    assert [first.state] == [ToolState.CANCELLED]  # (a list: mypy keeps the state narrowed above)
     assert_no_leftovers()
 
 
-async def test_cancel_mid_tool_after_the_stream():
+async def test_cancel_mid_tool_after_the_stream() -> None:
     s = scenario_session("parse_date", speed=math.inf)
     never = asyncio.Event()
-    running = []
+    running: list[str] = []
     original = s.loop.tools["read_file"].fn
 
-    async def read_file(args):
+    async def read_file(args: dict[str, Any]) -> object:
         if args["path"] == "tests/test_dates.py":
             running.append(args["path"])
             await never.wait()
@@ -298,14 +320,14 @@ async def test_cancel_mid_tool_after_the_stream():
     await obs.wait_for(
         lambda: (
             s.controller.state == LoopState.RUNNING_TOOLS
-            and running
+            and bool(running)
             and sum(c.state is ToolState.SUCCEEDED for c in s.loop.all_tools) == 3  # run_tests + 2 reads
         )
     )
     s.controller.cancel()
     result = await finish(task)
     assert result.status == "cancelled"
-    assert s.server.responses[0].state == "complete"  # the stream had ended normally
+    assert _server(s).responses[0].state == "complete"  # the stream had ended normally
     assert_valid_history(result.messages)
     results = result.messages[2]["content"]
     assert [r.get("is_error", False) for r in results] == [False, False, True, False]
@@ -315,27 +337,27 @@ async def test_cancel_mid_tool_after_the_stream():
         ToolState.CANCELLED,
         ToolState.SUCCEEDED,
     ]
-    assert len(s.server.requests) == 1
+    assert len(_server(s).requests) == 1
     assert_no_leftovers()
 
 
-async def test_cancel_while_paused_between_turns_does_not_duplicate_the_turn():
+async def test_cancel_while_paused_between_turns_does_not_duplicate_the_turn() -> None:
     s = scenario_session("parse_date", speed=math.inf)
     obs = Observed(s.bus)
     s.controller.pause()
     task = start(s)
     await wait_paused(obs, s)
     s.controller.step("turn")
-    await obs.wait_for(lambda: obs.of(O.TurnEnded) and s.controller.state == LoopState.PAUSED)
+    await obs.wait_for(lambda: bool(obs.of(O.TurnEnded)) and s.controller.state == LoopState.PAUSED)
     s.controller.cancel()
     result = await finish(task)
     assert result.status == "cancelled"
     assert len(result.messages) == 3
     assert_valid_history(result.messages)
-    assert len(s.server.requests) == 1
+    assert len(_server(s).requests) == 1
 
 
-async def test_cancel_during_retry_backoff_sends_nothing_of_the_failed_attempt():
+async def test_cancel_during_retry_backoff_sends_nothing_of_the_failed_attempt() -> None:
     s = scenario_session("overloaded_midstream", speed=4.0)
     obs = Observed(s.bus)
     task = start(s)
@@ -344,11 +366,11 @@ async def test_cancel_during_retry_backoff_sends_nothing_of_the_failed_attempt()
     result = await finish(task)
     assert result.status == "cancelled"
     assert result.messages == [{"role": "user", "content": s.loop.config.prompt}]
-    assert len(s.server.requests) == 1
+    assert len(_server(s).requests) == 1
     assert_no_leftovers()
 
 
-async def test_controls_after_the_end_are_harmless():
+async def test_controls_after_the_end_are_harmless() -> None:
     s = scenario_session("weather", speed=math.inf)
     obs = Observed(s.bus)
     result = await finish(start(s))
@@ -360,7 +382,7 @@ async def test_controls_after_the_end_are_harmless():
         s.controller.step("word")  # type: ignore[arg-type]
 
 
-async def test_the_loops_public_control_method_is_what_the_controller_drives():
+async def test_the_loops_public_control_method_is_what_the_controller_drives() -> None:
     """AgentLoop.control (public: LoopController calls it, no private member reached from outside): a pause holds
     the stream and a resume releases it, each published once as ControlApplied; an unknown control or step unit is
     refused before anything is published or changed."""
@@ -369,7 +391,7 @@ async def test_the_loops_public_control_method_is_what_the_controller_drives():
     loop = s.loop
     done: list[O.Observation] = []
 
-    def hook(o):
+    def hook(o: O.Observation) -> None:
         if not done and is_sse(o):
             done.append(o)
             loop.control("pause")
@@ -392,9 +414,9 @@ async def test_the_loops_public_control_method_is_what_the_controller_drives():
 
 
 # ------------------------------------------------------------------------------------------------------ speed
-def test_faster_slower_change_the_pacer_speed():
+def test_faster_slower_change_the_pacer_speed() -> None:
     s = scenario_session("weather", speed=1.0)
-    assert s.server.pacer is s.pacer  # the transport is paced by the controller's pacer
+    assert _server(s).pacer is s.pacer  # the transport is paced by the controller's pacer
     c = s.controller
     c.faster()
     assert (c.speed, c.speed_label, s.pacer.speed) == (2.0, "2x", 2.0)
@@ -414,7 +436,7 @@ def test_faster_slower_change_the_pacer_speed():
     s.close()
 
 
-async def test_speed_change_takes_effect_at_once():
+async def test_speed_change_takes_effect_at_once() -> None:
     """A speed change wakes the pacer's sleepers: the request is sent at 0.25x and the scripted server starts its
     wait for the first byte (4x the planned delay, in virtual time that only a wake-up can end); the controller then
     switches to max: the sleeper is woken, recomputes its rest at max speed, and nothing is slept from then on."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
+from typing import Any
 
 import orjson
 import pytest
@@ -11,13 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inspector.agent.executor import TERMINAL, THREAD_NAME_PREFIX, ToolCall, ToolExecutor, ToolState, render_result
-from inspector.agent.toolbox.spec import ToolRefused, ToolSpec, cancel_event
+from inspector.agent.toolbox.spec import ToolFn, ToolRefused, ToolSpec, cancel_event
 from inspector.testing.hyp import examples
 
 GUARD = 5.0  # upper bound so that a broken executor fails the test instead of hanging it
 
 
-def spec(name, fn, safe=False, **kw) -> ToolSpec:
+def spec(name: str, fn: ToolFn, safe: bool | Callable[[dict[str, Any]], bool] = False, **kw: Any) -> ToolSpec:
     return ToolSpec(
         name=name, description=f"{name} tool", input_schema={"type": "object"}, fn=fn, concurrency_safe=safe, **kw
     )
@@ -35,10 +37,10 @@ class Gates:
         self.active: set[str] = set()
         self.max_active = 0
 
-    def _ev(self, d, k):
+    def _ev(self, d: dict[str, asyncio.Event], k: str) -> asyncio.Event:
         return d.setdefault(k, asyncio.Event())
 
-    async def fn(self, inp: dict):
+    async def fn(self, inp: dict[str, Any]) -> object:
         k = inp["k"]
         self.log.append(("start", k))
         self.active.add(k)
@@ -66,7 +68,7 @@ class Gates:
         return [k for what, k in self.log if what == "start"]
 
 
-def gated_tools(g: Gates, **extra) -> dict[str, ToolSpec]:
+def gated_tools(g: Gates, **extra: Any) -> dict[str, ToolSpec]:
     tools = {
         "safe": spec("safe", g.fn, safe=True),
         "unsafe": spec("unsafe", g.fn, safe=False),
@@ -79,7 +81,14 @@ def gated_tools(g: Gates, **extra) -> dict[str, ToolSpec]:
 _ids = iter(range(10**9))
 
 
-def submit(ex: ToolExecutor, name: str, k: str, **inp) -> ToolCall:
+def key_of(c: ToolCall) -> str:
+    """The key a gated tool was submitted with (its input's "k")."""
+    assert c.input is not None, c
+    key: str = c.input["k"]
+    return key
+
+
+def submit(ex: ToolExecutor, name: str, k: str, **inp: Any) -> ToolCall:
     n = next(_ids)
     return ex.submit(f"toolu_{k}_{n}", name, n, {"k": k, **inp})
 
@@ -102,15 +111,15 @@ def our_threads() -> list[threading.Thread]:
 
 
 # ----------------------------------------------------------------------------------------------------- admission
-async def test_safe_tools_overlap():
+async def test_safe_tools_overlap() -> None:
     a_started, b_started = asyncio.Event(), asyncio.Event()
 
-    async def a(inp):
+    async def a(inp: dict[str, Any]) -> str:
         a_started.set()
         await b_started.wait()  # only completes if B runs while A is running
         return "a"
 
-    async def b(inp):
+    async def b(inp: dict[str, Any]) -> str:
         b_started.set()
         await a_started.wait()
         return "b"
@@ -123,7 +132,7 @@ async def test_safe_tools_overlap():
     assert [c.result for c in calls] == ["a", "b"]
 
 
-async def test_task_is_created_inside_submit():
+async def test_task_is_created_inside_submit() -> None:
     g = Gates()
     ex = ToolExecutor(gated_tools(g))
     before = len(asyncio.all_tasks())
@@ -134,7 +143,7 @@ async def test_task_is_created_inside_submit():
     await finish(ex)
 
 
-async def test_unsafe_waits_for_running_safe_and_blocks_later_safe():
+async def test_unsafe_waits_for_running_safe_and_blocks_later_safe() -> None:
     g = Gates()
     ex = ToolExecutor(gated_tools(g))
     s1 = submit(ex, "safe", "s1")
@@ -155,7 +164,7 @@ async def test_unsafe_waits_for_running_safe_and_blocks_later_safe():
     g.release("u")
     await g.wait_started("s2")
     await g.wait_started("s3")
-    assert s2.state is ToolState.RUNNING and s3.state is ToolState.RUNNING
+    assert [s2.state, s3.state] == [ToolState.RUNNING] * 2  # (a list: mypy keeps the states narrowed above)
     g.release("s2")
     g.release("s3")
     await finish(ex)
@@ -164,7 +173,7 @@ async def test_unsafe_waits_for_running_safe_and_blocks_later_safe():
     assert g.log.index(("end", "u")) < g.log.index(("start", "s2"))
 
 
-async def test_safe_waits_for_running_unsafe():
+async def test_safe_waits_for_running_unsafe() -> None:
     g = Gates()
     ex = ToolExecutor(gated_tools(g))
     u = submit(ex, "unsafe", "u")
@@ -176,21 +185,21 @@ async def test_safe_waits_for_running_unsafe():
     await finish(ex)
 
 
-async def test_unsafe_tools_run_one_at_a_time_in_fifo_order():
+async def test_unsafe_tools_run_one_at_a_time_in_fifo_order() -> None:
     g = Gates()
     ex = ToolExecutor(gated_tools(g))
     for k in "abcd":
         submit(ex, "unsafe", k)
     for k in "abcd":
         await g.wait_started(k)
-        assert len(ex.running()) == 1 and ex.running()[0].input["k"] == k
+        assert len(ex.running()) == 1 and key_of(ex.running()[0]) == k
         g.release(k)
     await finish(ex)
     assert g.starts() == list("abcd")
     assert g.max_active == 1
 
 
-async def test_safety_is_per_call():
+async def test_safety_is_per_call() -> None:
     g = Gates()
     ex = ToolExecutor(gated_tools(g))
     r1 = submit(ex, "maybe", "r1", ro=True)
@@ -205,8 +214,8 @@ async def test_safety_is_per_call():
     await finish(ex)
 
 
-async def test_is_safe_raising_fails_closed():
-    def boom(inp):
+async def test_is_safe_raising_fails_closed() -> None:
+    def boom(inp: dict[str, Any]) -> bool:
         raise KeyError("x")
 
     g = Gates()
@@ -216,7 +225,7 @@ async def test_is_safe_raising_fails_closed():
     await finish(ex)
 
 
-async def test_max_concurrency():
+async def test_max_concurrency() -> None:
     g = Gates()
     ex = ToolExecutor(gated_tools(g), max_concurrency=2)
     calls = [submit(ex, "safe", k) for k in "abcde"]
@@ -232,13 +241,13 @@ async def test_max_concurrency():
     assert g.starts() == list("abcde")
 
 
-def test_max_concurrency_must_be_positive():
+def test_max_concurrency_must_be_positive() -> None:
     with pytest.raises(ValueError):
         ToolExecutor({}, max_concurrency=0)
 
 
 # ---------------------------------------------------------------------------------------------- pause / resume
-async def test_pause_stops_admission_and_resume_restarts_it():
+async def test_pause_stops_admission_and_resume_restarts_it() -> None:
     g = Gates()
     ex = ToolExecutor(gated_tools(g))
     running = submit(ex, "safe", "a")
@@ -258,7 +267,7 @@ async def test_pause_stops_admission_and_resume_restarts_it():
     await finish(ex)
 
 
-async def test_pause_does_not_stop_running_tools():
+async def test_pause_does_not_stop_running_tools() -> None:
     g = Gates()
     ex = ToolExecutor(gated_tools(g))
     a = submit(ex, "safe", "a")
@@ -270,7 +279,7 @@ async def test_pause_does_not_stop_running_tools():
 
 
 # --------------------------------------------------------------------------------------------------- results
-async def test_results_in_submission_order_regardless_of_completion_order():
+async def test_results_in_submission_order_regardless_of_completion_order() -> None:
     g = Gates()
     ex = ToolExecutor(gated_tools(g))
     by_key = {k: submit(ex, "safe", k) for k in "abc"}
@@ -279,14 +288,16 @@ async def test_results_in_submission_order_regardless_of_completion_order():
         await ended(ex, by_key[k])
         assert g.log[-1] == ("end", k)
     calls = await finish(ex)
-    assert [c.input["k"] for c in calls] == list("abc")
+    assert [key_of(c) for c in calls] == list("abc")
     assert [b["content"] for b in ex.results()] == ["result a", "result b", "result c"]
     assert [b["tool_use_id"] for b in ex.results()] == [c.id for c in calls]
     assert all("is_error" not in b for b in ex.results())
-    assert [c.finished_at for c in calls] == sorted([c.finished_at for c in calls], reverse=True)
+    finished = [c.finished_at for c in calls]
+    assert None not in finished
+    assert finished == sorted([t for t in finished if t is not None], reverse=True)
 
 
-async def test_results_only_for_terminal_calls():
+async def test_results_only_for_terminal_calls() -> None:
     g = Gates()
     ex = ToolExecutor(gated_tools(g))
     ex.begin_input("t0", "safe", 0)
@@ -310,8 +321,8 @@ async def test_results_only_for_terminal_calls():
         ([{"type": "text", "text": "hi"}], [{"type": "text", "text": "hi"}]),
     ],
 )
-async def test_result_rendering(value, expected):
-    async def fn(inp):
+async def test_result_rendering(value: object, expected: str | list[dict[str, Any]]) -> None:
+    async def fn(inp: dict[str, Any]) -> object:
         return value
 
     ex = ToolExecutor({"t": spec("t", fn)})
@@ -321,8 +332,8 @@ async def test_result_rendering(value, expected):
     assert c.tool_result_block() == {"type": "tool_result", "tool_use_id": "t1", "content": expected}
 
 
-async def test_result_size_cap():
-    async def fn(inp):
+async def test_result_size_cap() -> None:
+    async def fn(inp: dict[str, Any]) -> str:
         return "x" * 150
 
     ex = ToolExecutor({"t": spec("t", fn)}, max_result_chars=100)
@@ -332,17 +343,23 @@ async def test_result_size_cap():
     assert c.truncated_chars == 50
 
 
-def test_render_result_caps_text_blocks_jointly():
-    blocks = [{"type": "text", "text": "a" * 60}, {"type": "image", "source": {}}, {"type": "text", "text": "b" * 60}]
+def test_render_result_caps_text_blocks_jointly() -> None:
+    blocks: list[dict[str, Any]] = [
+        {"type": "text", "text": "a" * 60},
+        {"type": "image", "source": {}},
+        {"type": "text", "text": "b" * 60},
+    ]
     out, cut = render_result(blocks, 100)
+    assert isinstance(out, list)
     assert out[0]["text"] == "a" * 60 and out[1] == blocks[1]
     assert out[2]["text"] == "b" * 40 + "\n[truncated 20 chars]" and cut == 20
     assert blocks[2]["text"] == "b" * 60  # input not mutated
-    assert orjson.loads(render_result({1: object}, 1000)[0]) == {"1": str(object)}
+    rendered, _ = render_result({1: object}, 1000)
+    assert isinstance(rendered, str) and orjson.loads(rendered) == {"1": str(object)}
 
 
 # ------------------------------------------------------------------------------------------------ not run / errors
-async def test_unknown_tool_is_not_run():
+async def test_unknown_tool_is_not_run() -> None:
     ex = ToolExecutor({"read_file": spec("read_file", lambda i: 1), "b": spec("b", lambda i: 1)})
     c = ex.submit("t1", "nope", 0, {})
     assert c.state is ToolState.NOT_RUN and c.is_error
@@ -351,22 +368,22 @@ async def test_unknown_tool_is_not_run():
     assert await finish(ex) == [c]
 
 
-async def test_invalid_input_is_not_run():
+async def test_invalid_input_is_not_run() -> None:
     ran = []
     ex = ToolExecutor({"t": spec("t", lambda i: ran.append(i))})
     c = ex.submit("t1", "t", 0, None, input_error="Expecting ',' delimiter: line 1 column 9")
     assert c.state is ToolState.NOT_RUN and c.is_error
     assert c.result == "invalid tool input JSON: Expecting ',' delimiter: line 1 column 9; the tool was not run"
     c2 = ex.submit("t2", "t", 1, [1, 2])  # type: ignore[arg-type]
-    assert c2.state is ToolState.NOT_RUN and "expected a JSON object" in c2.result
+    assert c2.state is ToolState.NOT_RUN and c2.result is not None and "expected a JSON object" in c2.result
     await finish(ex)
     assert ran == []
 
 
-async def test_empty_input_is_empty_object():
+async def test_empty_input_is_empty_object() -> None:
     seen = []
 
-    async def fn(inp):
+    async def fn(inp: dict[str, Any]) -> None:
         seen.append(inp)
 
     ex = ToolExecutor({"t": spec("t", fn)})
@@ -375,17 +392,17 @@ async def test_empty_input_is_empty_object():
     assert seen == [{}] and c.state is ToolState.SUCCEEDED and c.result == ""
 
 
-async def test_not_run_for_truncated_block():
+async def test_not_run_for_truncated_block() -> None:
     ex = ToolExecutor({"t": spec("t", lambda i: 1)})
     ex.begin_input("t1", "t", 2)
     c = ex.not_run("t1", "t", 2, "the tool_use block was cut by max_tokens; the tool was not run")
-    assert c.state is ToolState.NOT_RUN and c.is_error and "max_tokens" in c.result
+    assert c.state is ToolState.NOT_RUN and c.is_error and c.result is not None and "max_tokens" in c.result
     assert c.streaming_input_at is not None and c.started_at is None
     assert ex.submit("t1", "t", 2, {}) is c and c.state is ToolState.NOT_RUN  # late submit changes nothing
 
 
-async def test_tool_exception_fails_with_message():
-    async def fn(inp):
+async def test_tool_exception_fails_with_message() -> None:
+    async def fn(inp: dict[str, Any]) -> None:
         raise ValueError("bad value")
 
     ex = ToolExecutor({"t": spec("t", fn)})
@@ -393,15 +410,15 @@ async def test_tool_exception_fails_with_message():
     await finish(ex)
     assert c.state is ToolState.FAILED and c.is_error
     assert c.result == "ToolError: ValueError: bad value" == c.error
-    assert "Traceback" in c.traceback and "bad value" in c.traceback
+    assert c.traceback is not None and "Traceback" in c.traceback and "bad value" in c.traceback
     assert "Traceback" not in c.result
 
 
-async def test_sync_tool_exception_and_refusal():
-    def boom(inp):
+async def test_sync_tool_exception_and_refusal() -> None:
+    def boom(inp: dict[str, Any]) -> None:
         raise RuntimeError("sync boom")
 
-    def refuse(inp):
+    def refuse(inp: dict[str, Any]) -> None:
         raise ToolRefused("nope, not that")
 
     ex = ToolExecutor({"boom": spec("boom", boom, safe=True), "refuse": spec("refuse", refuse, safe=True)})
@@ -409,15 +426,15 @@ async def test_sync_tool_exception_and_refusal():
     b = ex.submit("t2", "refuse", 1, {})
     await finish(ex)
     assert (a.state, a.result) == (ToolState.FAILED, "ToolError: RuntimeError: sync boom")
-    assert "sync boom" in a.traceback
+    assert a.traceback is not None and "sync boom" in a.traceback
     assert (b.state, b.result, b.is_error, b.traceback) == (ToolState.FAILED, "nope, not that", True, None)
     await ex.aclose()
 
 
-async def test_sync_tool_runs_in_executor_thread_and_returns():
-    names = []
+async def test_sync_tool_runs_in_executor_thread_and_returns() -> None:
+    names: list[str] = []
 
-    def fn(inp):
+    def fn(inp: dict[str, Any]) -> dict[str, Any]:
         names.append(threading.current_thread().name)
         return {"ok": inp["n"]}
 
@@ -430,8 +447,8 @@ async def test_sync_tool_runs_in_executor_thread_and_returns():
     assert our_threads() == []
 
 
-async def test_tool_cannot_mutate_recorded_input():
-    async def fn(inp):
+async def test_tool_cannot_mutate_recorded_input() -> None:
+    async def fn(inp: dict[str, Any]) -> None:
         inp["k"].append(99)
 
     ex = ToolExecutor({"t": spec("t", fn)})
@@ -441,11 +458,11 @@ async def test_tool_cannot_mutate_recorded_input():
 
 
 # -------------------------------------------------------------------------------------------------------- timeouts
-async def test_async_timeout():
+async def test_async_timeout() -> None:
     forever = asyncio.Event()
     cancelled = []
 
-    async def fn(inp):
+    async def fn(inp: dict[str, Any]) -> None:
         try:
             await forever.wait()
         except asyncio.CancelledError:
@@ -460,8 +477,8 @@ async def test_async_timeout():
     assert cancelled == [True]
 
 
-async def test_tool_raising_timeout_error_is_a_failure_not_a_timeout():
-    async def fn(inp):
+async def test_tool_raising_timeout_error_is_a_failure_not_a_timeout() -> None:
+    async def fn(inp: dict[str, Any]) -> None:
         raise TimeoutError("upstream")
 
     ex = ToolExecutor({"t": spec("t", fn, timeout=30)})
@@ -470,8 +487,8 @@ async def test_tool_raising_timeout_error_is_a_failure_not_a_timeout():
     assert (c.state, c.result) == (ToolState.FAILED, "ToolError: TimeoutError: upstream")
 
 
-async def test_sync_timeout_sets_cancel_event_and_thread_ends():
-    def fn(inp):
+async def test_sync_timeout_sets_cancel_event_and_thread_ends() -> None:
+    def fn(inp: dict[str, Any]) -> str:
         if cancel_event().wait(GUARD):  # a cooperative sync tool
             return "stopped early"
         return "not cancelled"
@@ -486,7 +503,7 @@ async def test_sync_timeout_sets_cancel_event_and_thread_ends():
 
 
 # -------------------------------------------------------------------------------------------------- sibling cancel
-async def test_sibling_cancel_on_error():
+async def test_sibling_cancel_on_error() -> None:
     g = Gates()
     g.results["bash"] = RuntimeError("exit status 2")
     ex = ToolExecutor(gated_tools(g, bash=spec("bash", g.fn, safe=True, cancel_siblings_on_error=True)))
@@ -500,7 +517,9 @@ async def test_sibling_cancel_on_error():
     await finish(ex)
     msg = "cancelled: a parallel tool call (bash) errored"
     assert bash.state is ToolState.FAILED and bash.result == "ToolError: RuntimeError: exit status 2"
-    for c in (sib, queued, ex.get("t_streaming")):
+    streaming = ex.get("t_streaming")
+    assert streaming is not None
+    for c in (sib, queued, streaming):
         assert (c.state, c.result, c.is_error) == (ToolState.CANCELLED, msg, True)
     assert "queued" not in g.started
     assert ("end", "sib") not in g.log  # really cancelled, not left running
@@ -510,7 +529,7 @@ async def test_sibling_cancel_on_error():
     assert not ex._tasks
 
 
-async def test_no_sibling_cancel_by_default():
+async def test_no_sibling_cancel_by_default() -> None:
     g = Gates()
     g.results["bad"] = RuntimeError("x")
     ex = ToolExecutor(gated_tools(g))
@@ -522,11 +541,11 @@ async def test_no_sibling_cancel_by_default():
     assert ok.state is ToolState.RUNNING
     g.release("ok")
     await finish(ex)
-    assert ok.state is ToolState.SUCCEEDED and bad.state is ToolState.FAILED
+    assert [ok.state, bad.state] == [ToolState.SUCCEEDED, ToolState.FAILED]  # (a list: mypy keeps them narrowed)
 
 
 # ---------------------------------------------------------------------------------------------- cancel / discard
-async def test_cancel_leaves_no_task_and_gives_every_call_a_result():
+async def test_cancel_leaves_no_task_and_gives_every_call_a_result() -> None:
     g = Gates()
     before = asyncio.all_tasks()
     ex = ToolExecutor(gated_tools(g))
@@ -551,11 +570,11 @@ async def test_cancel_leaves_no_task_and_gives_every_call_a_result():
     assert asyncio.all_tasks() == before
 
 
-async def test_cancel_sync_tools_leaves_no_thread():
+async def test_cancel_sync_tools_leaves_no_thread() -> None:
     loop = asyncio.get_running_loop()
     started = [loop.create_future() for _ in range(3)]
 
-    def cooperative(inp):
+    def cooperative(inp: dict[str, Any]) -> str:
         loop.call_soon_threadsafe(started[inp["i"]].set_result, None)
         ev = cancel_event()
         while not ev.wait(0.01):  # a loop that checks the cancel event
@@ -575,12 +594,12 @@ async def test_cancel_sync_tools_leaves_no_thread():
     assert all(c.result == "cancelled by user" for c in calls)  # late returns ignored
 
 
-async def test_uncooperative_sync_tool_is_reported_as_lingering():
+async def test_uncooperative_sync_tool_is_reported_as_lingering() -> None:
     loop = asyncio.get_running_loop()
     started = loop.create_future()
     stuck = threading.Event()
 
-    def uncooperative(inp):
+    def uncooperative(inp: dict[str, Any]) -> str:
         loop.call_soon_threadsafe(started.set_result, None)
         stuck.wait(GUARD)  # ignores the cancel event
         return "late"
@@ -598,10 +617,10 @@ async def test_uncooperative_sync_tool_is_reported_as_lingering():
     assert our_threads() == [] and c.result == "cancelled by user"
 
 
-async def test_cancel_with_a_tool_that_ignores_cancellation_is_bounded():
+async def test_cancel_with_a_tool_that_ignores_cancellation_is_bounded() -> None:
     release, started = asyncio.Event(), asyncio.Event()
 
-    async def stubborn(inp):
+    async def stubborn(inp: dict[str, Any]) -> str:
         started.set()
         while True:
             try:
@@ -621,7 +640,7 @@ async def test_cancel_with_a_tool_that_ignores_cancellation_is_bounded():
     assert c.result == "cancelled by user"
 
 
-async def test_discard():
+async def test_discard() -> None:
     g = Gates()
     before = asyncio.all_tasks()
     ex = ToolExecutor(gated_tools(g), attempt=1)
@@ -634,6 +653,7 @@ async def test_discard():
     await g.wait_started("r")
     await ex.discard("stream failed: overloaded_error; retrying")
     # it ran, but its attempt failed: its result is never sent, and the state says so
+    assert done.error is not None
     assert done.state is ToolState.DISCARDED and "had succeeded" in done.error and "running" in done.times
     assert (r.state, q.state) == (ToolState.DISCARDED, ToolState.DISCARDED)
     assert r.result == "stream failed: overloaded_error; retrying" and r.is_error
@@ -642,7 +662,7 @@ async def test_discard():
     assert asyncio.all_tasks() == before
 
 
-async def test_aclose_as_context_manager_cancels_pending():
+async def test_aclose_as_context_manager_cancels_pending() -> None:
     g = Gates()
     async with ToolExecutor(gated_tools(g)) as ex:
         c = submit(ex, "safe", "a")
@@ -652,7 +672,7 @@ async def test_aclose_as_context_manager_cancels_pending():
 
 
 # ------------------------------------------------------------------------------------------- on_change and times
-async def test_on_change_sequence_and_times_from_the_clock():
+async def test_on_change_sequence_and_times_from_the_clock() -> None:
     now = [0.0]
     seen: list[tuple[str, ToolState, float]] = []
     g = Gates()
@@ -688,11 +708,11 @@ async def test_on_change_sequence_and_times_from_the_clock():
     assert a.times == {"streaming_input": 1.0, "queued": 2.0, "running": 2.0, "succeeded": 4.0, "finished_at": 4.0}
 
 
-async def test_observer_errors_do_not_break_the_executor():
-    def bad(call):
+async def test_observer_errors_do_not_break_the_executor() -> None:
+    def bad(call: ToolCall) -> None:
         raise RuntimeError("observer")
 
-    async def fn(inp):
+    async def fn(inp: dict[str, Any]) -> str:
         return "ok"
 
     ex = ToolExecutor({"t": spec("t", fn)}, on_change=bad)
@@ -701,7 +721,7 @@ async def test_observer_errors_do_not_break_the_executor():
     assert c.state is ToolState.SUCCEEDED
 
 
-async def test_terminal_set():
+async def test_terminal_set() -> None:
     assert TERMINAL == {
         ToolState.SUCCEEDED,
         ToolState.FAILED,
@@ -719,17 +739,17 @@ async def test_terminal_set():
     picks=st.lists(st.integers(0, 7), min_size=8, max_size=8),
     max_conc=st.integers(1, 4),
 )
-def test_admission_invariants(kinds, picks, max_conc):
+def test_admission_invariants(kinds: list[bool], picks: list[int], max_conc: int) -> None:
     """Random safe/unsafe calls, released in random order: never an unsafe call alongside another, never more than
     max_concurrency, starts in submission order, and a call starts as soon as the rule allows it."""
 
-    async def scenario():
+    async def scenario() -> None:
         g = Gates()
         ex = ToolExecutor(gated_tools(g), max_concurrency=max_conc)
         keys = [f"c{i}" for i in range(len(kinds))]
         calls = [submit(ex, "safe" if safe else "unsafe", k) for k, safe in zip(keys, kinds, strict=True)]
 
-        def check():
+        def check() -> None:
             running = ex.running()
             assert len(running) <= max_conc
             if len(running) > 1:
@@ -743,10 +763,10 @@ def test_admission_invariants(kinds, picks, max_conc):
         check()
         while not all(c.terminal for c in calls):
             for c in ex.running():
-                await g.wait_started(c.input["k"])
+                await g.wait_started(key_of(c))
             running = ex.running()
             victim = running[picks[len(g.log) % len(picks)] % len(running)]
-            g.release(victim.input["k"])
+            g.release(key_of(victim))
             await ended(ex, victim)
             assert victim.terminal
             check()
@@ -756,7 +776,7 @@ def test_admission_invariants(kinds, picks, max_conc):
     asyncio.run(scenario())
 
 
-async def test_external_cancellation_of_a_tool_task_interrupts_the_executor():
+async def test_external_cancellation_of_a_tool_task_interrupts_the_executor() -> None:
     g = Gates()
     ex = ToolExecutor(gated_tools(g))
     a = submit(ex, "unsafe", "a")
@@ -769,11 +789,11 @@ async def test_external_cancellation_of_a_tool_task_interrupts_the_executor():
     assert [c.id for c in calls] == [a.id, b.id] and "b" not in g.started and not ex._tasks
 
 
-def test_loop_shutdown_with_queued_calls_leaves_no_pending_task(recwarn):
+def test_loop_shutdown_with_queued_calls_leaves_no_pending_task(recwarn: pytest.WarningsRecorder) -> None:
     """asyncio.run cancels the running tool tasks at exit; that must not start the queued ones."""
-    seen = []
+    seen: list[tuple[str, ToolState]] = []
 
-    async def main():
+    async def main() -> ToolExecutor:
         g = Gates()
         ex = ToolExecutor(gated_tools(g), on_change=lambda c: seen.append((c.id, c.state)))
         submit(ex, "safe", "a")
@@ -786,7 +806,7 @@ def test_loop_shutdown_with_queued_calls_leaves_no_pending_task(recwarn):
     assert not any(state is ToolState.RUNNING for cid, state in seen if "_b_" in cid)
 
 
-async def test_not_run_on_a_queued_call_unblocks_the_queue():
+async def test_not_run_on_a_queued_call_unblocks_the_queue() -> None:
     g = Gates()
     ex = ToolExecutor(gated_tools(g))
     a = submit(ex, "safe", "a")
@@ -801,7 +821,7 @@ async def test_not_run_on_a_queued_call_unblocks_the_queue():
     await finish(ex)
 
 
-async def test_discarded_call_keeps_its_own_run_time():
+async def test_discarded_call_keeps_its_own_run_time() -> None:
     """A call of a failed attempt that finished and is then discarded: its duration is its run, not the time until
     the discard (the display reads `finished_at` from times)."""
     now = [0.0]
@@ -827,7 +847,7 @@ async def test_discarded_call_keeps_its_own_run_time():
     await ex.aclose()
 
 
-async def test_a_result_whose_str_raises_fails_the_call_with_the_tools_error():
+async def test_a_result_whose_str_raises_fails_the_call_with_the_tools_error() -> None:
     """Fault path: a tool returns an object that neither orjson nor str() can render (its __str__ raises): the call
     fails with that error as its is_error result; the executor goes on."""
 

@@ -27,14 +27,15 @@ class FakeClock:
 def held_pairs(obs: Observed) -> list[tuple[O.StreamHeld, O.StreamReleased]]:
     items = obs.of(O.StreamHeld, O.StreamReleased)
     assert len(items) % 2 == 0
-    pairs = list(zip(items[::2], items[1::2], strict=True))
-    for h, r in pairs:  # strictly alternating, for the same stream position
+    pairs: list[tuple[O.StreamHeld, O.StreamReleased]] = []
+    for h, r in zip(items[::2], items[1::2], strict=True):  # strictly alternating, for the same stream position
         assert isinstance(h, O.StreamHeld) and isinstance(r, O.StreamReleased)
         assert (h.turn, h.attempt) == (r.turn, r.attempt)
+        pairs.append((h, r))
     return pairs
 
 
-async def test_held_intervals_cover_exactly_the_time_held():
+async def test_held_intervals_cover_exactly_the_time_held() -> None:
     clock = FakeClock()
     s = scenario_session("parse_date", speed=math.inf, clock=clock)
     obs = Observed(s.bus)
@@ -44,7 +45,7 @@ async def test_held_intervals_cover_exactly_the_time_held():
         return len(obs.of(O.StreamHeld))
 
     # pause in turn 2, at its third SSE event (inline: before the loop's next step)
-    paused_turn2 = []
+    paused_turn2: list[O.Observation] = []
 
     def hook(o: O.Observation) -> None:
         if not paused_turn2 and isinstance(o, O.SSEEventSeen) and o.turn == 1 and len(obs.sse(1)) == 3:
@@ -93,7 +94,7 @@ async def test_held_intervals_cover_exactly_the_time_held():
     assert_no_leftovers()
 
 
-async def test_a_cancel_while_held_closes_the_interval():
+async def test_a_cancel_while_held_closes_the_interval() -> None:
     clock = FakeClock()
     s = scenario_session("parse_date", speed=math.inf, clock=clock)
     obs = Observed(s.bus)
@@ -111,10 +112,10 @@ async def test_a_cancel_while_held_closes_the_interval():
     assert_no_leftovers()
 
 
-async def test_speed_changes_are_controls():
+async def test_speed_changes_are_controls() -> None:
     s = scenario_session("parse_date", speed=math.inf)
     obs = Observed(s.bus)
-    done = []
+    done: list[O.Observation] = []
 
     def hook(o: O.Observation) -> None:
         if not done and isinstance(o, O.SSEEventSeen):

@@ -5,7 +5,9 @@ as it did). One case per HTTP path: 429, 529, 500 with x-should-retry: true, con
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import anthropic
 import httpx2
@@ -20,11 +22,20 @@ from inspector.cli.headless import JsonPrinter, ProgressPrinter
 from inspector.observe import observations as O
 from inspector.observe.states import LoopState
 from inspector.record.recording import read_recording
+from inspector.record.replay import ReplayServer
 from inspector.scenarios.bundled import fast
 from inspector.scenarios.model import HttpError, Scenario, TextBlock, TurnScript
-from inspector.sessions.sources import replay_session, scenario_session
+from inspector.scenarios.transport import ScenarioServer
+from inspector.sessions.sources import Session, replay_session, scenario_session
 from inspector.testing.hyp import examples
-from inspector.testing.loop import Lines, assert_no_leftovers, assert_valid_history, custom_scenario, run_observed
+from inspector.testing.loop import (
+    Lines,
+    Observed,
+    assert_no_leftovers,
+    assert_valid_history,
+    custom_scenario,
+    run_observed,
+)
 
 
 @dataclass
@@ -88,12 +99,20 @@ CASES = [
 ]
 
 
-def _tries(obs) -> list[tuple]:
+def _tries(obs: Observed) -> list[tuple[int, int, int | None, str | None, bool]]:
     return [(o.turn, o.try_index, o.status, o.error_type, o.retry_in is not None) for o in obs.of(O.HttpTryFailed)]
 
 
+def _server(s: Session) -> ScenarioServer:
+    """The scripted server scenario_session serves the session from (set on the Session as an extra attribute)."""
+    server: ScenarioServer = s.server  # type: ignore[attr-defined]
+    return server
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
-async def test_every_try_is_seen_recorded_and_replayed(case, tmp_path, monkeypatch):
+async def test_every_try_is_seen_recorded_and_replayed(
+    case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     name = custom_scenario(monkeypatch, case.scenario) if case.scenario else case.name
     path = tmp_path / "rec.jsonl"
     s = scenario_session(name, speed=math.inf, record=path)
@@ -102,7 +121,7 @@ async def test_every_try_is_seen_recorded_and_replayed(case, tmp_path, monkeypat
     s.bus.subscribe(JsonPrinter(json_lines))  # type: ignore[arg-type]
     result, obs = await run_observed(s)
     assert result.status == case.status, result.error
-    assert len(s.server.requests) == case.requests
+    assert len(_server(s).requests) == case.requests
 
     # observations: one HttpTryFailed per failed try, with its status, error type and the SDK's decision
     assert _tries(obs) == case.tries
@@ -110,7 +129,7 @@ async def test_every_try_is_seen_recorded_and_replayed(case, tmp_path, monkeypat
         assert f.url.endswith("/v1/messages") and f.method == "POST"
         assert set(f.headers) <= {"retry-after", "retry-after-ms", "request-id", "x-should-retry"}
         if f.status is None:
-            assert "Connection refused" in f.connection_error and f.body is None
+            assert f.connection_error is not None and "Connection refused" in f.connection_error and f.body is None
         else:
             assert f.connection_error is None
             assert f.body["type"] == "error" and f.body["error"]["type"] == f.error_type
@@ -125,6 +144,7 @@ async def test_every_try_is_seen_recorded_and_replayed(case, tmp_path, monkeypat
     waits = [o for o in obs.of(O.LoopStateChanged) if o.state == LoopState.WAITING_RETRY]
     assert len(waits) == len(retried)
     for w, f in zip(waits, [f for f in obs.of(O.HttpTryFailed) if f.retry_in is not None], strict=True):
+        assert f.retry_in is not None
         assert w.detail == O.try_failure_text(f.status, f.error_type, f.connection_error) + " · " + (
             "SDK retries in " + (f"{f.retry_in * 1000:.0f} ms" if f.retry_in < 1 else f"{f.retry_in:.2f} s")
         )
@@ -152,6 +172,7 @@ async def test_every_try_is_seen_recorded_and_replayed(case, tmp_path, monkeypat
     assert got == case.recorded
     for a in rec.attempts():
         assert a.request is not None and a.request["body"]["messages"]
+        assert a.end is not None
         if a.end["status"] == "http_error":
             assert orjson.loads(a.data)["type"] == "error"
 
@@ -160,26 +181,27 @@ async def test_every_try_is_seen_recorded_and_replayed(case, tmp_path, monkeypat
     replayed, obs2 = await run_observed(r)
     assert replayed.status == result.status
     assert replayed.error == result.error
-    assert r.server.received == case.requests
+    replay_server: ReplayServer = r.server  # type: ignore[attr-defined]  # set by replay_session
+    assert replay_server.received == case.requests
     assert _tries(obs2) == case.tries
     assert replayed.messages == result.messages
     assert_valid_history(replayed.messages)
     assert_no_leftovers()
 
 
-async def test_reads_are_timed_from_the_try_that_streamed():
+async def test_reads_are_timed_from_the_try_that_streamed() -> None:
     # the SDK's backoff after a refused connection is not part of the stream's time to first byte
     s = scenario_session("connection_refused", speed=math.inf)
     result, obs = await run_observed(s)
     assert result.status == "finished"
     (resp,) = obs.of(O.ResponseStarted)
     (failed,) = obs.of(O.HttpTryFailed)
-    assert resp.try_index == 1 and resp.t_sent > failed.t
+    assert resp.try_index == 1 and resp.t_sent is not None and resp.t_sent > failed.t
     for read in obs.of(O.ReadReceived):
         assert read.t - read.t_request == pytest.approx(resp.t_sent, abs=0.01)  # the backoff is >= 0.375 s
 
 
-async def test_a_429_without_retries_left_is_not_retried(monkeypatch):
+async def test_a_429_without_retries_left_is_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
     errors = [HttpError(429, attempt=a, retry_after_ms=1) for a in range(3)]
     sc = Scenario(
         name="test_429_forever",
@@ -190,7 +212,7 @@ async def test_a_429_without_retries_left_is_not_retried(monkeypatch):
     )
     s = scenario_session(custom_scenario(monkeypatch, sc), speed=math.inf)
     result, obs = await run_observed(s)
-    assert result.status == "error" and result.error.startswith("HTTP 429")
+    assert result.status == "error" and result.error is not None and result.error.startswith("HTTP 429")
     # max_retries 2: three tries, the last one not retried
     assert [(f.try_index, f.retry_in is not None) for f in obs.of(O.HttpTryFailed)] == [
         (0, True),
@@ -218,7 +240,9 @@ SDK_CLIENT = anthropic.AsyncAnthropic(api_key="k" * 20, max_retries=6)
     secs=HEADER_VALUES,
     taken=st.integers(0, 5),
 )
-def test_retry_rule_matches_the_sdk(status, should, ms, secs, taken):
+def test_retry_rule_matches_the_sdk(
+    status: int, should: str | None, ms: str | None, secs: str | None, taken: int
+) -> None:
     client = SDK_CLIENT
     raw = {"x-should-retry": should, "retry-after-ms": ms, "retry-after": secs}
     headers = httpx2.Headers({k: v for k, v in raw.items() if v is not None})
@@ -233,7 +257,7 @@ def test_retry_rule_matches_the_sdk(status, should, ms, secs, taken):
     assert date or 0.75 * ours <= sdk <= ours
 
 
-async def test_tries_over_real_http_against_serve_with_http_429(tmp_path):
+async def test_tries_over_real_http_against_serve_with_http_429(tmp_path: Path) -> None:
     # `inspector serve --fault http_429` answers the first request of every turn with a 429: the SDK retries it by
     # itself, and every one of those tries is seen, over a real socket, through the default HTTP client
     from inspector.net.serve import ServeApp
@@ -242,6 +266,7 @@ async def test_tries_over_real_http_against_serve_with_http_429(tmp_path):
     from inspector.sessions.sources import api_session
 
     sc = get_scenario("parse_date")
+    assert sc.workspace_path is not None
     with BackgroundServer(ServeApp("parse_date", faults="http_429", speed=math.inf)) as srv:
         s = api_session(
             sc.model,
@@ -258,13 +283,13 @@ async def test_tries_over_real_http_against_serve_with_http_429(tmp_path):
     ]
     assert all(f.retry_in is not None and f.headers.get("retry-after-ms") for f in obs.of(O.HttpTryFailed))
     rec = read_recording(tmp_path / "serve.jsonl")
-    assert [(a.turn, a.response["status"]) for a in rec.attempts()] == [
+    assert [(a.turn, (a.response or {}).get("status")) for a in rec.attempts()] == [
         (t, st_) for t in range(result.turns) for st_ in (429, 200)
     ]
 
 
 @pytest.mark.parametrize("name", ["parse_date", "rate_limited"])
-async def test_recorded_read_times_match_the_observed_ones(name, tmp_path):
+async def test_recorded_read_times_match_the_observed_ones(name: str, tmp_path: Path) -> None:
     # a read's recorded t is since its recorded request line: the same clock as ReadReceived.t_request, for the
     # first try (request line at the attempt's start) and for a try the SDK sent after a failed one
     path = tmp_path / "rl.jsonl"
@@ -272,17 +297,20 @@ async def test_recorded_read_times_match_the_observed_ones(name, tmp_path):
     result, obs = await run_observed(s)
     assert result.status == "finished"
     rec = read_recording(path)
-    ok = [a for a in rec.attempts() if a.response["status"] == 200]
-    recorded = [(a.turn, a.request["t"] + r.t) for a in ok for r in a.reads]
+    ok = [a for a in rec.attempts() if (a.response or {}).get("status") == 200]
+    assert all(a.request is not None for a in ok)
+    recorded = [(a.turn, (a.request or {})["t"] + r.t) for a in ok for r in a.reads]
     sent = {o.turn: o.t_sent for o in obs.of(O.ResponseStarted)}
     assert [t for t, _ in recorded] == [o.turn for o in obs.of(O.ReadReceived)]
     for (turn, at), read in zip(recorded, obs.of(O.ReadReceived), strict=True):
-        assert at == pytest.approx(sent[turn] + read.t_request, abs=1e-9)
+        t_sent = sent[turn]
+        assert t_sent is not None
+        assert at == pytest.approx(t_sent + read.t_request, abs=1e-9)
 
 
 @settings(max_examples=examples(300), deadline=None)
 @given(st.one_of(st.binary(max_size=300), st.text(max_size=200).map(str.encode)))
-def test_error_body_reader_never_raises(raw):
+def test_error_body_reader_never_raises(raw: bytes) -> None:
     from inspector.agent.tries import parse_error_body
 
     body, etype, msg = parse_error_body(raw)
@@ -300,14 +328,15 @@ def test_error_body_reader_never_raises(raw):
 
 
 @pytest.mark.parametrize("encoding", [None, "gzip", "deflate", "bogus"])
-async def test_an_encoded_error_body_is_seen_decoded_and_the_sdk_gets_it_unchanged(encoding):
+async def test_an_encoded_error_body_is_seen_decoded_and_the_sdk_gets_it_unchanged(encoding: str | None) -> None:
     import gzip
     import zlib
 
     from inspector.agent.loop import AgentLoop, LoopConfig
 
     payload = orjson.dumps({"type": "error", "error": {"type": "invalid_request_error", "message": "bad"}})
-    raw = {"gzip": gzip.compress, "deflate": zlib.compress}.get(encoding or "", lambda b: b)(payload)
+    encoders: dict[str, Callable[[bytes], bytes]] = {"gzip": gzip.compress, "deflate": zlib.compress}
+    raw = encoders.get(encoding or "", bytes)(payload)
     headers = {"content-type": "application/json", "request-id": "req_1", "x-other": "dropped"}
     if encoding:
         headers["content-encoding"] = encoding
@@ -335,7 +364,7 @@ async def test_an_encoded_error_body_is_seen_decoded_and_the_sdk_gets_it_unchang
 
 
 @pytest.mark.parametrize("encoding", ["gzip", "deflate"])
-def test_an_error_body_that_does_not_decode_is_kept_as_received(encoding):
+def test_an_error_body_that_does_not_decode_is_kept_as_received(encoding: str) -> None:
     """Fault path (the decode error narrowed from any exception to httpx2.DecodingError): bytes that claim an
     encoding they do not have are shown as received, and the headers that claimed it stay as they were."""
     from inspector.agent.tries import _decoded

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
@@ -32,17 +34,23 @@ from inspector.testing.loop import (
 CANARY = "sk-ant-api03-CANARY-0123456789abcdefghijklmnopqrstuvwxyz-CANARYxx"
 
 
-def test_assert_valid_history_rejects_what_the_api_rejects():
-    tu = lambda i: {"type": "tool_use", "id": i, "name": "t", "input": {}}
-    tr = lambda i: {"type": "tool_result", "tool_use_id": i, "content": "x"}
-    ok = [
+def _server(s: Session) -> ScenarioServer:
+    """The scripted server scenario_session serves the session from (set on the Session as an extra attribute)."""
+    server: ScenarioServer = s.server  # type: ignore[attr-defined]
+    return server
+
+
+def test_assert_valid_history_rejects_what_the_api_rejects() -> None:
+    tu: Callable[[str], dict[str, Any]] = lambda i: {"type": "tool_use", "id": i, "name": "t", "input": {}}
+    tr: Callable[[str], dict[str, Any]] = lambda i: {"type": "tool_result", "tool_use_id": i, "content": "x"}
+    ok: list[dict[str, Any]] = [
         {"role": "user", "content": "q"},
         {"role": "assistant", "content": [tu("a"), tu("b")]},
         {"role": "user", "content": [tr("a"), tr("b")]},
         {"role": "assistant", "content": [{"type": "text", "text": "done"}]},
     ]
     assert_valid_history(ok)
-    bad = [
+    bad: list[list[dict[str, Any]]] = [
         ok[:2],  # dangling tool_use
         [ok[0], ok[1], {"role": "user", "content": [tr("b"), tr("a")]}],  # out of order
         [ok[0], ok[1], {"role": "user", "content": [tr("a")]}],  # missing one
@@ -57,12 +65,12 @@ def test_assert_valid_history_rejects_what_the_api_rejects():
 
 
 # ------------------------------------------------------------------------------------------------------- retries
-async def test_error_event_with_retries_zero_ends_in_error_with_a_clear_message():
+async def test_error_event_with_retries_zero_ends_in_error_with_a_clear_message() -> None:
     s = scenario_session("overloaded_midstream", speed=math.inf, retries=0)
     result, obs = await run_observed(s)
     assert result.status == "error" and s.controller.state == LoopState.ERROR
     assert result.error == "turn 1 failed after 1 attempt: error event: overloaded_error: Overloaded"
-    assert len(s.server.requests) == 1
+    assert len(_server(s).requests) == 1
     assert result.messages == [{"role": "user", "content": get_scenario("overloaded_midstream").prompt}]
     fin = obs.of(O.LoopFinished)[-1]
     assert (fin.status, fin.error) == ("error", result.error)
@@ -72,11 +80,11 @@ async def test_error_event_with_retries_zero_ends_in_error_with_a_clear_message(
     assert_no_leftovers()
 
 
-async def test_drop_with_retries_exhausted():
+async def test_drop_with_retries_exhausted() -> None:
     s = scenario_session("drop_mid_json", speed=math.inf, retries=0)
     result, obs = await run_observed(s)
     assert result.status == "error"
-    assert result.error.startswith("turn 1 failed after 1 attempt: connection dropped")
+    assert result.error is not None and result.error.startswith("turn 1 failed after 1 attempt: connection dropped")
     assert_valid_history(result.messages)
     assert history_tool_ids(result.messages) == []
     # the complete first tool call may have run, but nothing of the failed attempt reaches the history
@@ -93,7 +101,7 @@ def _http_error_scenario(name: str, errors: list[HttpError]) -> Scenario:
     )
 
 
-async def test_http_errors_are_retried_by_the_sdk_only(monkeypatch):
+async def test_http_errors_are_retried_by_the_sdk_only(monkeypatch: pytest.MonkeyPatch) -> None:
     # three 429s: the SDK makes 3 requests (max_retries=2) and gives up; the loop must not retry on top of that
     name = custom_scenario(
         monkeypatch,
@@ -102,16 +110,16 @@ async def test_http_errors_are_retried_by_the_sdk_only(monkeypatch):
     s = scenario_session(name, speed=math.inf, retries=2)
     result, obs = await run_observed(s)
     assert result.status == "error"
-    assert result.error.startswith("HTTP 429: rate_limit_error")
-    assert len(s.server.requests) == 3
+    assert result.error is not None and result.error.startswith("HTTP 429: rate_limit_error")
+    assert len(_server(s).requests) == 3
     assert len(obs.of(O.AttemptStarted)) == 1
 
 
-async def test_rate_limited_counts_requests_sdk_retries_only():
+async def test_rate_limited_counts_requests_sdk_retries_only() -> None:
     s = scenario_session("rate_limited", speed=math.inf, retries=0)  # the loop's own retries are not needed
     result, obs = await run_observed(s)
     assert result.status == "finished", result.error
-    assert [(r.turn, r.attempt, r.response.status) for r in s.server.requests] == [
+    assert [(r.turn, r.attempt, None if r.response is None else r.response.status) for r in _server(s).requests] == [
         (0, 0, 429),
         (0, 1, 200),
         (1, 0, 529),
@@ -122,7 +130,7 @@ async def test_rate_limited_counts_requests_sdk_retries_only():
     assert_valid_history(result.messages)
 
 
-async def test_non_retryable_error_event_is_not_retried(monkeypatch):
+async def test_non_retryable_error_event_is_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
     from inspector.scenarios.model import ErrorEventAfter
 
     sc = Scenario(
@@ -141,31 +149,31 @@ async def test_non_retryable_error_event_is_not_retried(monkeypatch):
     s = scenario_session(custom_scenario(monkeypatch, sc), speed=math.inf, retries=3)
     result, _ = await run_observed(s)
     assert result.status == "error"
-    assert "invalid_request_error: bad" in result.error
-    assert len(s.server.requests) == 1
+    assert result.error is not None and "invalid_request_error: bad" in result.error
+    assert len(_server(s).requests) == 1
 
 
-async def test_max_turns_stops_the_loop():
+async def test_max_turns_stops_the_loop() -> None:
     s = scenario_session("parse_date", speed=math.inf, max_turns=1)
     result, obs = await run_observed(s)
     assert result.status == "finished" and result.turns == 1
     assert result.error == "stopped after max turns (1)"
-    assert len(s.server.requests) == 1
+    assert len(_server(s).requests) == 1
     assert_valid_history(result.messages)
     assert result.messages[-1]["role"] == "user"  # the tool results are there, ready for a next turn
 
 
-async def test_cancel_before_run_is_honoured():
+async def test_cancel_before_run_is_honoured() -> None:
     s = scenario_session("weather", speed=math.inf)
     s.controller.cancel()
     result, obs = await run_observed(s)
     assert result.status == "cancelled"
-    assert s.server.requests == []
+    assert _server(s).requests == []
     assert_valid_history(result.messages)
     assert_no_leftovers()
 
 
-async def test_observation_times_come_from_the_injected_clock():
+async def test_observation_times_come_from_the_injected_clock() -> None:
     ticks = iter(range(10**9))
     clock = lambda: float(next(ticks))
     s = scenario_session("weather", speed=math.inf, clock=clock)
@@ -178,7 +186,7 @@ async def test_observation_times_come_from_the_injected_clock():
 
 
 # --------------------------------------------------------------------------------------------------- the API key
-def _api(scenario: Scenario, tmp_path: Path, **kw) -> tuple[Session, ScenarioServer, Path]:
+def _api(scenario: Scenario, tmp_path: Path, **kw: Any) -> tuple[Session, ScenarioServer, Path]:
     server = ScenarioServer(scenario, Pacer(math.inf))
     record = tmp_path / "rec.jsonl"
     session = api_session(
@@ -203,7 +211,7 @@ def _assert_no_canary(session: Session, result: LoopResult, obs: Observed, recor
         assert part.encode() not in record.read_bytes() + dumps_all(obs.items)
 
 
-async def test_api_key_never_recorded_nor_observed(tmp_path):
+async def test_api_key_never_recorded_nor_observed(tmp_path: Path) -> None:
     session, server, record = _api(get_scenario("parse_date"), tmp_path)
     result, obs = await run_observed(session)
     assert result.status == "finished", result.error
@@ -217,7 +225,7 @@ async def test_api_key_never_recorded_nor_observed(tmp_path):
     assert not {"x-api-key", "authorization"} & {k.lower() for k in started.headers}
 
 
-async def test_api_key_not_in_error_text_on_401(tmp_path):
+async def test_api_key_not_in_error_text_on_401(tmp_path: Path) -> None:
     sc = _http_error_scenario("test_401", [HttpError(401, attempt=0, message="invalid x-api-key")])
     session, server, record = _api(sc, tmp_path)
     result, obs = await run_observed(session)
@@ -227,16 +235,16 @@ async def test_api_key_not_in_error_text_on_401(tmp_path):
     _assert_no_canary(session, result, obs, record)
 
 
-async def test_api_key_echoed_by_a_relay_is_not_shown(tmp_path):
+async def test_api_key_echoed_by_a_relay_is_not_shown(tmp_path: Path) -> None:
     # some relays echo the key they rejected; the error text we show must not repeat it
     sc = _http_error_scenario("test_401_echo", [HttpError(401, attempt=0, message=f"invalid key {CANARY}")])
     session, server, record = _api(sc, tmp_path)
     result, obs = await run_observed(session)
-    assert result.status == "error" and result.error.startswith("HTTP 401")
+    assert result.status == "error" and result.error is not None and result.error.startswith("HTTP 401")
     _assert_no_canary(session, result, obs, record)
 
 
-async def test_api_key_echoed_inside_the_stream_is_not_observed(tmp_path):
+async def test_api_key_echoed_inside_the_stream_is_not_observed(tmp_path: Path) -> None:
     from inspector.scenarios.model import ErrorEventAfter
 
     # a relay that echoes the key in a mid-stream error event: the reads, the SSE rows, the diagnostics, the failed
@@ -248,16 +256,16 @@ async def test_api_key_echoed_inside_the_stream_is_not_observed(tmp_path):
     sc = dataclasses.replace(base, name="echo_in_stream", turns=[turn, *base.turns[1:]])
     session, server, record = _api(sc, tmp_path, retries=1, user_tools={t.name: t for t in sc.extra_tools})
     result, obs = await run_observed(session)
-    assert result.status == "error" and "overloaded (key [redacted])" in result.error
+    assert result.status == "error" and result.error is not None and "overloaded (key [redacted])" in result.error
     from inspector.scenarios.render import render_turn
 
     assert CANARY.encode() in b"".join(r.data for r in render_turn(sc, 0, 0).reads)  # the bytes had it
     assert [e.status for e in obs.of(O.AttemptEnded)] == ["failed", "failed"]
-    assert any("[redacted]" in o.reason for o in obs.of(O.AttemptEnded))
+    assert any(o.reason is not None and "[redacted]" in o.reason for o in obs.of(O.AttemptEnded))
     _assert_no_canary(session, result, obs, record)
 
 
-async def test_short_relay_key_with_a_recording(tmp_path):
+async def test_short_relay_key_with_a_recording(tmp_path: Path) -> None:
     # a relay may accept any key, e.g. a 7-character one: too short to redact safely, it is still never written
     key = "k3y-Zq7"
     sc = get_scenario("weather")
@@ -280,8 +288,8 @@ async def test_short_relay_key_with_a_recording(tmp_path):
     assert obs.of(O.LoopStarted)[0].source == {"type": "api", "model": sc.model, "base_url": "http://relay.local"}
 
 
-async def test_api_session_without_key_fails_before_anything(monkeypatch, tmp_path):
-    from inspector.sessions.sources import SourceError
+async def test_api_session_without_key_fails_before_anything(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from inspector.core.errors import SourceError
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with pytest.raises(SourceError, match="no API key"):
@@ -289,11 +297,11 @@ async def test_api_session_without_key_fails_before_anything(monkeypatch, tmp_pa
 
 
 # ------------------------------------------------------------------------------------------------ a bare AgentLoop
-async def test_agent_loop_with_a_plain_client_and_initial_messages():
+async def test_agent_loop_with_a_plain_client_and_initial_messages() -> None:
     sc = get_scenario("weather")
     server = ScenarioServer(sc, Pacer(math.inf))
     tools = sc.resolve_tools(None)
-    history = [
+    history: list[dict[str, Any]] = [
         {"role": "user", "content": "Earlier question"},
         {"role": "assistant", "content": [{"type": "text", "text": "Earlier answer"}]},
         {"role": "user", "content": sc.prompt},

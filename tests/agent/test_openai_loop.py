@@ -6,13 +6,15 @@ the test sets when the loop has done something."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from inspector.agent.providers import OpenAIProvider, function_tool, tool_result_text
 from inspector.agent.toolbox.spec import ToolSpec
 from inspector.observe import observations as O
-from inspector.sessions.sources import openai_session
+from inspector.sessions.sources import Session, openai_session
 from inspector.testing.loop import RUN_TIMEOUT, Observed, assert_no_leftovers, dumps_all
 from inspector.testing.openai_fake import (
     KEY,
@@ -29,7 +31,7 @@ from inspector.testing.openai_fake import (
 from inspector.testing.secrets import assert_no_key
 
 
-def assert_valid_chat_history(messages: list[dict]) -> None:
+def assert_valid_chat_history(messages: list[dict[str, Any]]) -> None:
     """Chat Completions' rule: every assistant message with tool_calls is followed by exactly one tool message per
     call, in order, before anything else; every tool message answers such a call; arguments are JSON text."""
     import orjson
@@ -54,7 +56,7 @@ def assert_valid_chat_history(messages: list[dict]) -> None:
         i += 1
 
 
-def assert_valid_responses_input(items: list[dict]) -> None:
+def assert_valid_responses_input(items: list[dict[str, Any]]) -> None:
     """Responses' rule: every function_call item has exactly one function_call_output with its call_id, after it."""
     calls = [it["call_id"] for it in items if it.get("type") == "function_call"]
     outs = [it["call_id"] for it in items if it.get("type") == "function_call_output"]
@@ -67,7 +69,7 @@ def assert_valid_responses_input(items: list[dict]) -> None:
 
 def _tools(log: list[str], gate: dict[str, asyncio.Event] | None = None) -> dict[str, ToolSpec]:
     def make(name: str) -> ToolSpec:
-        async def fn(tool_input: dict) -> str:
+        async def fn(tool_input: dict[str, Any]) -> str:
             log.append(name)
             if gate is not None and name in gate:
                 await gate[name].wait()
@@ -79,7 +81,7 @@ def _tools(log: list[str], gate: dict[str, asyncio.Event] | None = None) -> dict
     return {n: make(n) for n in ("alpha", "beta")}
 
 
-def _session(fake: FakeOpenAI, api: str, tools: dict[str, ToolSpec], **kw):
+def _session(fake: FakeOpenAI, api: str, tools: dict[str, ToolSpec], **kw: Any) -> Session:
     return openai_session(
         "gpt-test",
         "use both tools",
@@ -97,7 +99,7 @@ def _running(obs: Observed, tool_id: str) -> bool:
     return "running" in obs.tool_states(tool_id)
 
 
-async def test_chat_parallel_tools_interleaved_start_as_calls_close_and_history_is_valid():
+async def test_chat_parallel_tools_interleaved_start_as_calls_close_and_history_is_valid() -> None:
     both_running = asyncio.Event()
     calls_part = sse(
         chunk({"role": "assistant", "content": None}),
@@ -171,7 +173,7 @@ async def test_chat_parallel_tools_interleaved_start_as_calls_close_and_history_
     assert_no_leftovers()
 
 
-async def test_responses_parallel_tools_each_starts_as_its_call_closes():
+async def test_responses_parallel_tools_each_starts_as_its_call_closes() -> None:
     b_running = asyncio.Event()
     s_ = ResponsesScript()
     fa = {"id": "fc_a", "type": "function_call", "call_id": "call_a", "name": "alpha", "arguments": ""}
@@ -242,7 +244,7 @@ async def test_responses_parallel_tools_each_starts_as_its_call_closes():
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
-async def test_429_with_retry_after_ms_is_retried_by_the_sdk_and_shown_as_a_try(api):
+async def test_429_with_retry_after_ms_is_retried_by_the_sdk_and_shown_as_a_try(api: str) -> None:
     err = {"error": {"type": "rate_limit_exceeded", "message": "slow down", "code": None}}
     ok = chat_text("fine") if api == "chat" else responses_text("fine")
     fake = FakeOpenAI([Status(429, err, {"retry-after-ms": "1"}), Stream([ok])])
@@ -262,7 +264,7 @@ async def test_429_with_retry_after_ms_is_retried_by_the_sdk_and_shown_as_a_try(
     assert "waiting_retry" in obs.states()
 
 
-async def test_an_error_status_the_sdk_gives_up_on_ends_the_loop_with_one_line():
+async def test_an_error_status_the_sdk_gives_up_on_ends_the_loop_with_one_line() -> None:
     err = {"error": {"type": "invalid_request_error", "message": "bad model", "code": "model_not_found"}}
     fake = FakeOpenAI([Status(404, err)])
     s = _session(fake, "chat", {})
@@ -273,7 +275,7 @@ async def test_an_error_status_the_sdk_gives_up_on_ends_the_loop_with_one_line()
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
-async def test_cancel_mid_stream_keeps_every_tool_call_answered(api):
+async def test_cancel_mid_stream_keeps_every_tool_call_answered(api: str) -> None:
     never = asyncio.Event()  # the stream stays open: the cancel comes mid-stream
     hold = {"alpha": asyncio.Event()}  # alpha runs until cancelled
     if api == "chat":
@@ -320,7 +322,7 @@ async def test_cancel_mid_stream_keeps_every_tool_call_answered(api):
     assert_no_leftovers()
 
 
-def test_function_tool_and_result_text_shapes():
+def test_function_tool_and_result_text_shapes() -> None:
     d = {"name": "f", "description": "d", "input_schema": {"type": "object"}}
     assert function_tool(d, "chat") == {
         "type": "function",
@@ -342,7 +344,7 @@ def test_function_tool_and_result_text_shapes():
 
 
 @pytest.mark.parametrize("fault", ["cut", "error_object"])
-async def test_a_failure_after_the_first_byte_is_our_retry_and_its_tools_are_discarded(fault):
+async def test_a_failure_after_the_first_byte_is_our_retry_and_its_tools_are_discarded(fault: str) -> None:
     """A stream cut before its end (no finish_reason, no [DONE]), or an error object mid-stream with HTTP 200: the
     loop's own retry (a new attempt), the first attempt's calls not kept, the history valid."""
     if fault == "cut":
@@ -363,6 +365,7 @@ async def test_a_failure_after_the_first_byte_is_our_retry_and_its_tools_are_dis
     ends = [(e.attempt, e.status) for e in obs.of(O.AttemptEnded)]
     assert ends == [(0, "failed"), (1, "complete")]
     reason = obs.of(O.AttemptEnded)[0].reason
+    assert reason is not None
     assert reason.startswith("stream ended before") if fault == "cut" else "server_error" in reason, reason
     assert log == []  # the cut call never closed: never ran
     assert list(result.messages) == [
@@ -375,7 +378,7 @@ async def test_a_failure_after_the_first_byte_is_our_retry_and_its_tools_are_dis
 
 
 @pytest.mark.parametrize(("header", "value"), [("retry-after", "300"), ("retry-after-ms", "200000")])
-async def test_a_wait_beyond_the_openai_sdks_limit_is_no_retry_and_said_so(header, value):
+async def test_a_wait_beyond_the_openai_sdks_limit_is_no_retry_and_said_so(header: str, value: str) -> None:
     """The openai SDK (unlike anthropic's) does not retry when the server asks for more than 120 s: the try is shown
     as not retried (retry_in None), never as 'SDK retries in 5 min'."""
     err = {"error": {"type": "rate_limit_exceeded", "message": "come back later"}}
@@ -391,7 +394,7 @@ async def test_a_wait_beyond_the_openai_sdks_limit_is_no_retry_and_said_so(heade
     assert "waiting_retry" not in obs.states()
 
 
-async def test_a_wait_within_the_limit_is_the_servers_and_past_it_the_backoff():
+async def test_a_wait_within_the_limit_is_the_servers_and_past_it_the_backoff() -> None:
     from inspector.agent.tries import OPENAI_MAX_RETRY_AFTER, retry_wait, sdk_would_retry
 
     assert retry_wait(0, {"retry-after": "120"}, OPENAI_MAX_RETRY_AFTER) == 120.0
@@ -401,7 +404,7 @@ async def test_a_wait_within_the_limit_is_the_servers_and_past_it_the_backoff():
     assert retry_wait(0, {"retry-after": "300"}) == 300.0
 
 
-async def test_a_server_that_echoes_the_key_never_gets_it_into_an_output(tmp_path):
+async def test_a_server_that_echoes_the_key_never_gets_it_into_an_output(tmp_path: Path) -> None:
     """A compatible server that says the key back (in a 401's body, and in a stream's text): the error line, every
     observation and the recording mask it."""
     err = {"error": {"type": "invalid_request_error", "message": f"Incorrect API key provided: {KEY}"}}
@@ -411,6 +414,7 @@ async def test_a_server_that_echoes_the_key_never_gets_it_into_an_output(tmp_pat
     obs = Observed(s.bus)
     async with asyncio.timeout(RUN_TIMEOUT):
         result = await s.run()
+    assert result.error is not None
     assert result.status == "error" and result.error.startswith("HTTP 401: invalid_request_error: Incorrect API key")
     assert_no_key(KEY, {"error": result.error, "observations": dumps_all(obs.items), "recording": rec.read_bytes()})
 
@@ -432,7 +436,7 @@ async def test_a_server_that_echoes_the_key_never_gets_it_into_an_output(tmp_pat
     assert_no_key(KEY, {"observations": dumps_all(obs.items)})
 
 
-async def test_step_event_goes_one_sse_event_at_a_time():
+async def test_step_event_goes_one_sse_event_at_a_time() -> None:
     """A paused run stepped one event at a time holds once per SSE event, not once per neutral step: the finish
     chunk (two blocks close, then the message delta) is one step of the user's."""
     body = sse(
@@ -463,7 +467,7 @@ async def test_step_event_goes_one_sse_event_at_a_time():
     assert seq == ["StreamHeld", "SSEEventSeen"] * 5  # (the first hold is the turn's, before its request)
 
 
-async def test_arguments_that_do_not_parse_are_not_run_and_go_back_as_an_empty_object():
+async def test_arguments_that_do_not_parse_are_not_run_and_go_back_as_an_empty_object() -> None:
     """A call whose arguments are not JSON: never run, its tool message says why, and the history sends `{}` as its
     arguments (never the broken text, which a server parsing the history would refuse)."""
     body = sse(

@@ -5,18 +5,22 @@ transport; ``serve --recording`` answers that request, POSTed as recorded, with 
 from __future__ import annotations
 
 import math
+from pathlib import Path
+from typing import Any
 
 import httpx2
 import orjson
+import pytest
 
 from inspector.agent.transcript import sdk_json
+from inspector.agent.tries import ObservedTransport
 from inspector.net.recorded import RecordingSource
 from inspector.net.serve import ServeApp
 from inspector.net.server import BackgroundServer
 from inspector.observe import observations as O
-from inspector.record.recording import read_recording
+from inspector.record.recording import RecordedAttempt, read_recording
 from inspector.scenarios.model import HttpError, Scenario, TextBlock, TurnScript
-from inspector.sessions.sources import scenario_session
+from inspector.sessions.sources import Session, scenario_session
 from inspector.testing.loop import custom_scenario, run_observed
 from inspector.testing.serve import KEY, RawClient
 
@@ -26,7 +30,7 @@ class Capture(httpx2.AsyncBaseTransport):
 
     def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
         self.inner = inner
-        self.sent: list[tuple[dict, bytes]] = []
+        self.sent: list[tuple[dict[str, str], bytes]] = []
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         body = b"".join([chunk async for chunk in request.stream])  # type: ignore[union-attr]
@@ -35,21 +39,28 @@ class Capture(httpx2.AsyncBaseTransport):
         return await self.inner.handle_async_request(forwarded)
 
 
-def captured(session) -> Capture:
+def request_of(a: RecordedAttempt) -> dict[str, Any]:
+    """The attempt's recorded request line (every attempt of these recordings has one)."""
+    assert a.request is not None, a
+    return a.request
+
+
+def captured(session: Session) -> Capture:
     observed = session.loop.client._client._transport  # the loop's ObservedTransport
+    assert isinstance(observed, ObservedTransport)
     cap = Capture(observed.inner)
     observed.inner = cap
     return cap
 
 
-async def test_the_recorded_request_is_the_request_as_sent(tmp_path):
+async def test_the_recorded_request_is_the_request_as_sent(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
     session = scenario_session("weather", speed=math.inf, record=path)
     cap = captured(session)
     result, obs = await run_observed(session)
     assert result.status == "finished"
     rec = read_recording(path.read_bytes())
-    requests = [a.request for t in rec.turns for a in t.attempts]
+    requests = [request_of(a) for t in rec.turns for a in t.attempts]
     assert len(requests) == len(cap.sent) >= 2
     for req, (headers, raw) in zip(requests, cap.sent, strict=True):
         body = req["body"]
@@ -64,7 +75,9 @@ async def test_the_recorded_request_is_the_request_as_sent(tmp_path):
     assert all(s.body["stream"] is True and "x-stainless-retry-count" in s.headers for s in started)
 
 
-async def test_each_try_the_sdk_retried_is_recorded_with_its_own_headers(tmp_path, monkeypatch):
+async def test_each_try_the_sdk_retried_is_recorded_with_its_own_headers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     sc = Scenario(
         name="retried",
         description="a 429, then the stream",
@@ -78,14 +91,14 @@ async def test_each_try_the_sdk_retried_is_recorded_with_its_own_headers(tmp_pat
     assert result.status == "finished"
     attempts = read_recording(path.read_bytes()).turns[0].attempts
     assert [(a.response or {}).get("status") for a in attempts] == [429, 200]
-    assert [a.request["headers"]["x-stainless-retry-count"] for a in attempts] == ["0", "1"]
-    assert [a.request["headers"]["x-stainless-retry-count"] for a in attempts] == [
+    assert [request_of(a)["headers"]["x-stainless-retry-count"] for a in attempts] == ["0", "1"]
+    assert [request_of(a)["headers"]["x-stainless-retry-count"] for a in attempts] == [
         h["x-stainless-retry-count"] for h, _ in cap.sent
     ]
-    assert all(sdk_json(a.request["body"]) == raw for a, (_, raw) in zip(attempts, cap.sent, strict=True))
+    assert all(sdk_json(request_of(a)["body"]) == raw for a, (_, raw) in zip(attempts, cap.sent, strict=True))
 
 
-async def test_a_recorded_request_posted_to_serve_recording_gives_back_the_recorded_bytes(tmp_path):
+async def test_a_recorded_request_posted_to_serve_recording_gives_back_the_recorded_bytes(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
     result, _ = await run_observed(scenario_session("weather", speed=math.inf, record=path))
     assert result.status == "finished"
@@ -95,7 +108,7 @@ async def test_a_recorded_request_posted_to_serve_recording_gives_back_the_recor
         try:
             for turn in rec.turns:
                 attempt = turn.attempts[0]
-                req = attempt.request
+                req = request_of(attempt)
                 headers = {k: v for k, v in req["headers"].items() if k not in ("host", "content-length")}
                 status, got_headers, body = c.request(
                     "/v1/messages", sdk_json(req["body"]), {**headers, "x-api-key": KEY}
@@ -107,4 +120,4 @@ async def test_a_recorded_request_posted_to_serve_recording_gives_back_the_recor
             c.close()
     listed = [x for x in orjson.loads(raw)["data"] if x["path"] == "/v1/messages"]
     assert [x["differs"] for x in listed] == [None] * len(rec.turns)  # the very request that was recorded
-    assert orjson.loads(sdk_json(rec.turns[0].attempts[0].request["body"]))["stream"] is True
+    assert orjson.loads(sdk_json(request_of(rec.turns[0].attempts[0])["body"]))["stream"] is True

@@ -12,15 +12,16 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
-from inspector.agent.executor import SYNC_TOOL_SWITCH_INTERVAL, ToolExecutor, ToolState
+from inspector.agent.executor import SYNC_TOOL_SWITCH_INTERVAL, ToolCall, ToolExecutor, ToolState
 from inspector.agent.toolbox import ToolSpec, builtin_tools
 
 GUARD = 60.0  # seconds: a hang guard (a tool that never ends fails the test instead of hanging it), never a timing
 TICKS = 20  # turns of the loop a CPU-bound tool waits to see while it runs
 
 
-async def run_call(tools: dict[str, ToolSpec], name: str, inp: dict):
+async def run_call(tools: dict[str, ToolSpec], name: str, inp: dict[str, Any]) -> ToolCall:
     ex = ToolExecutor(tools)
     call = ex.submit("toolu_1", name, 0, inp)
     await asyncio.wait_for(ex.wait(), GUARD)
@@ -28,7 +29,7 @@ async def run_call(tools: dict[str, ToolSpec], name: str, inp: dict):
     return call
 
 
-async def test_regex_dos_pattern_is_searched_in_linear_time(tmp_path: Path):
+async def test_regex_dos_pattern_is_searched_in_linear_time(tmp_path: Path) -> None:
     root = tmp_path / "ws"
     root.mkdir()
     # (a+)+$ on "aaa...ab" backtracks 2^n steps in Python's re (36-59 s for 30 characters, holding the GIL): 50 such
@@ -39,7 +40,7 @@ async def test_regex_dos_pattern_is_searched_in_linear_time(tmp_path: Path):
     assert call.result == "evil.txt:51: aaaa"
 
 
-async def test_cpu_bound_sync_tool_leaves_the_loop_running():
+async def test_cpu_bound_sync_tool_leaves_the_loop_running() -> None:
     """A sync tool that never yields on its own (pure-Python work, holding the GIL but for the interpreter's switch
     interval) spins until it has seen the loop turn TICKS times while it runs. In a worker thread it sees them; run on
     the loop's own thread it could never see one, and gives up at GUARD saying so."""
@@ -52,7 +53,7 @@ async def test_cpu_bound_sync_tool_leaves_the_loop_running():
             ticks += 1
             await asyncio.sleep(0)
 
-    def crunch(inp: dict) -> str:
+    def crunch(inp: dict[str, Any]) -> str:
         start, n = ticks, 0
         give_up = time.monotonic() + GUARD
         while ticks - start < TICKS:
@@ -72,12 +73,12 @@ async def test_cpu_bound_sync_tool_leaves_the_loop_running():
     assert (call.state, call.result) == (ToolState.SUCCEEDED, f"saw {TICKS} turns of the loop")
 
 
-async def test_switch_interval_is_short_while_a_sync_tool_runs_and_restored_after():
+async def test_switch_interval_is_short_while_a_sync_tool_runs_and_restored_after() -> None:
     before = sys.getswitchinterval()
     inside: list[float] = []
     go = threading.Event()
 
-    def probe(inp: dict) -> str:
+    def probe(inp: dict[str, Any]) -> str:
         inside.append(sys.getswitchinterval())
         go.wait(10)
         return "ok"

@@ -7,7 +7,9 @@ import os
 import sys
 import textwrap
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, Protocol, cast
 
 import pytest
 
@@ -44,16 +46,27 @@ def ws(tmp_path: Path) -> Path:
     return root
 
 
-async def run(tools: dict[str, ToolSpec], name: str, inp: dict):
+class TextCall(Protocol):
+    """A finished call of a tool that answers in text (every builtin tool, refusals and errors included)."""
+
+    state: ToolState
+    result: str
+    is_error: bool
+    traceback: str | None
+    safe: bool
+
+
+async def run(tools: dict[str, ToolSpec], name: str, inp: dict[str, Any]) -> TextCall:
     ex = ToolExecutor(tools)
     call = ex.submit("toolu_1", name, 0, inp)
     await asyncio.wait_for(ex.wait(), GUARD)
     await ex.aclose()
-    return call
+    assert isinstance(call.result, str), call.result
+    return cast(TextCall, call)
 
 
 # --------------------------------------------------------------------------------------------------- definitions
-def test_builtin_definitions(ws):
+def test_builtin_definitions(ws: Path) -> None:
     tools = builtin_tools(ws)
     assert list(tools) == ["read_file", "list_dir", "search_text", "write_file", "sleep"]
     for t in tools.values():
@@ -68,12 +81,12 @@ def test_builtin_definitions(ws):
 
 
 # ---------------------------------------------------------------------------------------------------- read_file
-async def test_read_file(ws):
+async def test_read_file(ws: Path) -> None:
     c = await run(builtin_tools(ws), "read_file", {"path": "README.md"})
     assert (c.state, c.result, c.is_error) == (ToolState.SUCCEEDED, "# Demo\nhello world\nsecond line\n", False)
 
 
-async def test_read_file_offset_limit(ws):
+async def test_read_file_offset_limit(ws: Path) -> None:
     (ws / "many.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
     c = await run(builtin_tools(ws), "read_file", {"path": "many.txt", "offset": 3, "limit": 2})
     assert c.result == "line 3\nline 4\n[lines 3-4 of 10; use offset=5 to read more]"
@@ -83,7 +96,7 @@ async def test_read_file_offset_limit(ws):
     assert "past the end" in c.result
 
 
-async def test_read_file_char_cap(ws):
+async def test_read_file_char_cap(ws: Path) -> None:
     (ws / "big.txt").write_text("y" * (READ_MAX_CHARS + 10) + "\nnext\n")
     c = await run(builtin_tools(ws), "read_file", {"path": "big.txt"})
     assert c.state is ToolState.SUCCEEDED
@@ -101,7 +114,7 @@ async def test_read_file_char_cap(ws):
         ({"path": "README.md", "limit": "x"}, "'limit' must be an integer, got 'x'"),
     ],
 )
-async def test_read_file_refusals(ws, inp, message):
+async def test_read_file_refusals(ws: Path, inp: dict[str, Any], message: str) -> None:
     c = await run(builtin_tools(ws), "read_file", inp)
     assert (c.state, c.result, c.is_error) == (ToolState.FAILED, message, True)
 
@@ -112,7 +125,7 @@ ESCAPES = ["../outside/secret.txt", "src/../../outside/secret.txt", "link_out/se
 
 @pytest.mark.parametrize("path", ESCAPES + ["ABS"])
 @pytest.mark.parametrize("tool", ["read_file", "list_dir", "search_text", "write_file"])
-async def test_paths_cannot_leave_the_root(ws, tmp_path, tool, path):
+async def test_paths_cannot_leave_the_root(ws: Path, tmp_path: Path, tool: str, path: str) -> None:
     if path == "ABS":
         path = str(tmp_path / "outside" / "secret.txt")
     inp = {"path": path, "pattern": "hello", "content": "pwned"}
@@ -121,7 +134,7 @@ async def test_paths_cannot_leave_the_root(ws, tmp_path, tool, path):
     assert (tmp_path / "outside" / "secret.txt").read_text() == "hello secret\n"
 
 
-def test_resolve_in_root(ws):
+def test_resolve_in_root(ws: Path) -> None:
     assert resolve_in_root(ws, "src/../README.md") == (ws / "README.md").resolve()  # `..` staying inside is fine
     assert resolve_in_root(ws, "link_in.md") == (ws / "README.md").resolve()  # symlink inside the root is fine
     assert resolve_in_root(ws, ".") == ws.resolve()
@@ -133,7 +146,7 @@ def test_resolve_in_root(ws):
 
 
 # ------------------------------------------------------------------------------------------------------ list_dir
-async def test_list_dir(ws):
+async def test_list_dir(ws: Path) -> None:
     c = await run(builtin_tools(ws), "list_dir", {})
     lines = c.result.splitlines()
     assert lines[0] == ".: 7 entries"
@@ -147,7 +160,7 @@ async def test_list_dir(ws):
 
 
 # --------------------------------------------------------------------------------------------------- search_text
-async def test_search_text_regex(ws):
+async def test_search_text_regex(ws: Path) -> None:
     c = await run(builtin_tools(ws), "search_text", {"pattern": r"hel+o"})
     assert c.state is ToolState.SUCCEEDED
     lines = c.result.splitlines()
@@ -157,7 +170,7 @@ async def test_search_text_regex(ws):
     assert "secret" not in c.result
 
 
-async def test_search_text_options(ws):
+async def test_search_text_options(ws: Path) -> None:
     tools = builtin_tools(ws)
     c = await run(tools, "search_text", {"pattern": "HELLO", "path": "src", "ignore_case": True})
     assert c.result == "src/pkg/mod.py:1: def hello():\nsrc/pkg/mod.py:2:     return 'Hello'"
@@ -171,7 +184,7 @@ async def test_search_text_options(ws):
     assert c.result.count("\n") < 50
 
 
-def test_search_text_checks_cancel_event(ws):
+def test_search_text_checks_cancel_event(ws: Path) -> None:
     import threading
 
     ev = threading.Event()
@@ -184,7 +197,7 @@ def test_search_text_checks_cancel_event(ws):
 
 
 # ---------------------------------------------------------------------------------------------------- write_file
-async def test_write_file_disabled_by_default(ws):
+async def test_write_file_disabled_by_default(ws: Path) -> None:
     c = await run(builtin_tools(ws), "write_file", {"path": "new.txt", "content": "hi"})
     assert (c.state, c.result, c.is_error) == (
         ToolState.FAILED,
@@ -195,7 +208,7 @@ async def test_write_file_disabled_by_default(ws):
     assert not (ws / "new.txt").exists()
 
 
-async def test_write_file_enabled(ws):
+async def test_write_file_enabled(ws: Path) -> None:
     c = await run(builtin_tools(ws, allow_write=True), "write_file", {"path": "out/new.txt", "content": "héllo"})
     assert (c.state, c.result) == (ToolState.SUCCEEDED, "wrote 6 bytes to out/new.txt")
     assert (ws / "out" / "new.txt").read_text(encoding="utf-8") == "héllo"
@@ -203,7 +216,7 @@ async def test_write_file_enabled(ws):
 
 
 # --------------------------------------------------------------------------------------------------------- sleep
-async def test_sleep_is_cancellable():
+async def test_sleep_is_cancellable() -> None:
     tools = builtin_tools(Path("."))
     before = asyncio.all_tasks()
     ex = ToolExecutor(tools)
@@ -211,11 +224,11 @@ async def test_sleep_is_cancellable():
     b = ex.submit("t2", "sleep", 1, {"seconds": 600})
     assert a.state is b.state is ToolState.RUNNING  # safe: both run
     await asyncio.wait_for(ex.cancel(), GUARD)
-    assert a.state is b.state is ToolState.CANCELLED
+    assert [a.state, b.state] == [ToolState.CANCELLED] * 2  # (a list: mypy keeps the states narrowed above)
     assert asyncio.all_tasks() == before
 
 
-async def test_sleep_zero_and_bad_input():
+async def test_sleep_zero_and_bad_input() -> None:
     tools = builtin_tools(Path("."))
     c = await run(tools, "sleep", {"seconds": 0})
     assert c.result == "slept 0 s"
@@ -225,7 +238,7 @@ async def test_sleep_zero_and_bad_input():
 
 # -------------------------------------------------------------------------------------------------------- loader
 @pytest.fixture
-def pkgdir(tmp_path, monkeypatch):
+def pkgdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, str]]:
     """A fresh importable directory on sys.path, and a unique module name."""
     d = tmp_path / "userpkgs"
     d.mkdir()
@@ -277,7 +290,7 @@ MODULE = """
 """
 
 
-def test_load_module_forms(pkgdir):
+def test_load_module_forms(pkgdir: tuple[Path, str]) -> None:
     d, name = pkgdir
     write_module(d, name, MODULE)
     assert list(load_tools(f"{name}:ONE")) == ["echo"]
@@ -291,7 +304,7 @@ def test_load_module_forms(pkgdir):
     assert dicts["nodesc"].description == "" and dicts["nodesc"].is_safe({}) is False
 
 
-async def test_loaded_tools_run_in_the_executor(pkgdir):
+async def test_loaded_tools_run_in_the_executor(pkgdir: tuple[Path, str]) -> None:
     d, name = pkgdir
     write_module(d, name, MODULE)
     ex = ToolExecutor(load_tools(f"{name}:LIST"))
@@ -302,14 +315,14 @@ async def test_loaded_tools_run_in_the_executor(pkgdir):
     assert (a.result, b.result) == ('{"x":1}', '{"y":2}')
 
 
-def test_load_from_file_path(tmp_path):
+def test_load_from_file_path(tmp_path: Path) -> None:
     p = write_module(tmp_path, "my_tools", MODULE)
     assert list(load_tools(f"{p}:LIST")) == ["echo", "aecho"]
     rel = os.path.relpath(p)
     assert list(load_tools(f"{rel}:ONE")) == ["echo"]
 
 
-def test_load_package_module(pkgdir):
+def test_load_package_module(pkgdir: tuple[Path, str]) -> None:
     d, name = pkgdir
     (d / name).mkdir()
     (d / name / "__init__.py").write_text("")
@@ -332,7 +345,7 @@ def test_load_package_module(pkgdir):
         ("broken", "calling broken() failed: RuntimeError: cannot build"),
     ],
 )
-def test_load_errors_in_module(pkgdir, attr, message):
+def test_load_errors_in_module(pkgdir: tuple[Path, str], attr: str, message: str) -> None:
     d, name = pkgdir
     write_module(d, name, MODULE)
     with pytest.raises(ToolLoadError) as e:
@@ -341,7 +354,7 @@ def test_load_errors_in_module(pkgdir, attr, message):
     assert "\n" not in str(e.value)
 
 
-def test_load_errors_import(pkgdir, tmp_path):
+def test_load_errors_import(pkgdir: tuple[Path, str], tmp_path: Path) -> None:
     d, name = pkgdir
     with pytest.raises(ToolLoadError, match=r"^module 'no_such_module_xyz' not found"):
         load_tools("no_such_module_xyz:TOOLS")
@@ -365,21 +378,21 @@ SPECIAL_MESSAGE = "'{path}' is a FIFO (named pipe): refused, not opened"
 
 
 @pytest.mark.parametrize("tool", ["read_file", "list_dir", "search_text", "write_file"])
-async def test_fifo_is_refused_not_opened(ws, tool):
+async def test_fifo_is_refused_not_opened(ws: Path, tool: str) -> None:
     os.mkfifo(ws / "pipe")
     inp = {"path": "pipe", "pattern": "x", "content": "data"}
     c = await run(builtin_tools(ws, allow_write=True), tool, inp)  # would block its thread forever if opened
     assert (c.state, c.result, c.is_error) == (ToolState.FAILED, SPECIAL_MESSAGE.format(path="pipe"), True)
 
 
-async def test_fifo_behind_a_symlink_is_refused(ws):
+async def test_fifo_behind_a_symlink_is_refused(ws: Path) -> None:
     os.mkfifo(ws / "pipe")
     (ws / "pipe_link").symlink_to(ws / "pipe")
     c = await run(builtin_tools(ws), "read_file", {"path": "pipe_link"})
     assert (c.state, c.result) == (ToolState.FAILED, SPECIAL_MESSAGE.format(path="pipe_link"))
 
 
-def test_open_entry_refuses_a_fifo_swapped_in_after_the_check(ws):
+def test_open_entry_refuses_a_fifo_swapped_in_after_the_check(ws: Path) -> None:
     """The descriptor is checked (fstat against the lstat that chose it), not only the path before: a FIFO swapped in
     never blocks the open and is never read."""
     from inspector.agent.toolbox.confine import Changed, open_entry
@@ -398,7 +411,7 @@ def test_open_entry_refuses_a_fifo_swapped_in_after_the_check(ws):
         os.close(dfd)
 
 
-async def test_search_and_list_skip_special_files_in_a_directory(ws):
+async def test_search_and_list_skip_special_files_in_a_directory(ws: Path) -> None:
     os.mkfifo(ws / "src" / "pipe")
     c = await run(builtin_tools(ws), "search_text", {"pattern": "hello", "path": "src"})
     assert (c.state, c.result) == (ToolState.SUCCEEDED, "src/pkg/mod.py:1: def hello():")
@@ -406,7 +419,7 @@ async def test_search_and_list_skip_special_files_in_a_directory(ws):
     assert c.result.splitlines() == ["src: 2 entries", "pipe  (a FIFO (named pipe))", "pkg/"]
 
 
-async def test_search_text_skips_symlink_loops_with_a_note(ws, tmp_path):
+async def test_search_text_skips_symlink_loops_with_a_note(ws: Path, tmp_path: Path) -> None:
     (ws / "src" / "loop_a").symlink_to(ws / "src" / "loop_b")
     (ws / "src" / "loop_b").symlink_to(ws / "src" / "loop_a")
     (ws / "self").symlink_to(ws / "self")
@@ -419,14 +432,14 @@ async def test_search_text_skips_symlink_loops_with_a_note(ws, tmp_path):
     assert str(tmp_path) not in c.result  # no host path reaches the model
 
 
-async def test_read_file_through_a_symlink_loop_is_refused(ws):
+async def test_read_file_through_a_symlink_loop_is_refused(ws: Path) -> None:
     (ws / "self").symlink_to(ws / "self")
     c = await run(builtin_tools(ws), "read_file", {"path": "self"})
     assert (c.state, c.result) == (ToolState.FAILED, "path 'self' is not a valid path")
 
 
 @pytest.mark.parametrize("pattern", [r"(hello)\s+\1", r"hel(?=lo)", r"(?<!x)hello", r"(?P<w>l)(?P=w)"])
-async def test_search_text_never_falls_back_to_python_re(ws, pattern):
+async def test_search_text_never_falls_back_to_python_re(ws: Path, pattern: str) -> None:
     """Backreferences and lookaround: RE2 cannot compile them; the search is literal and the result says so."""
     (ws / "odd.txt").write_text(f"x {pattern} y\n")
     c = await run(builtin_tools(ws), "search_text", {"pattern": pattern})
@@ -436,13 +449,13 @@ async def test_search_text_never_falls_back_to_python_re(ws, pattern):
     assert hits == [f"odd.txt:1: x {pattern} y"]
 
 
-async def test_search_text_is_linear_on_a_catastrophic_pattern(ws):
+async def test_search_text_is_linear_on_a_catastrophic_pattern(ws: Path) -> None:
     (ws / "evil.txt").write_text("a" * 5000 + "b\n" + "a" * 40 + "\n")
     c = await run(builtin_tools(ws), "search_text", {"pattern": "(a+)+$", "path": "evil.txt"})
     assert (c.state, c.result) == (ToolState.SUCCEEDED, "evil.txt:2: " + "a" * 40)
 
 
-async def test_search_text_literal_and_case(ws):
+async def test_search_text_literal_and_case(ws: Path) -> None:
     c = await run(builtin_tools(ws), "search_text", {"pattern": "HEL+O", "literal": True, "ignore_case": True})
     assert c.result.startswith("no matches")
     c = await run(builtin_tools(ws), "search_text", {"pattern": "'HELLO'", "literal": True, "ignore_case": True})
@@ -450,7 +463,7 @@ async def test_search_text_literal_and_case(ws):
 
 
 @pytest.mark.parametrize("tool", ["read_file", "list_dir", "search_text", "write_file"])
-async def test_socket_is_refused_not_opened(tmp_path, tool):
+async def test_socket_is_refused_not_opened(tmp_path: Path, tool: str) -> None:
     import socket
 
     root = tmp_path / "w"  # (a short path: AF_UNIX paths are limited to ~100 bytes)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import tracemalloc
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,6 +15,7 @@ from hypothesis import strategies as st
 
 from inspector.agent.toolbox import ToolRefused, builtin_tools
 from inspector.agent.toolbox.builtin import READ_MAX_CHARS
+from inspector.agent.toolbox.spec import ToolFn
 from inspector.testing.hyp import examples
 
 SECRET = "HOST SECRET\n"
@@ -38,7 +41,7 @@ def _rmtree(top: Path) -> None:
 
 
 @pytest.fixture
-def scratch(tmp_path: Path):
+def scratch(tmp_path: Path) -> Iterator[Path]:
     """A scratch directory on tmpfs when there is one (ext4 flushes a file truncated or renamed over at close: 5 ms a
     write, which would make 10,000 writes take a minute), else under tmp_path."""
     import tempfile
@@ -105,9 +108,11 @@ class Racer:
         self.proc.wait(10)
 
 
-def _call(fn, inp: dict) -> str:
+def _call(fn: ToolFn, inp: dict[str, Any]) -> str:
     try:
-        return fn(inp)
+        out = fn(inp)
+        assert isinstance(out, str), out
+        return out
     except ToolRefused as e:
         return f"refused: {e}"
 
@@ -121,7 +126,9 @@ def _call(fn, inp: dict) -> str:
         ("search_text", {"pattern": "S.CRET|inside", "path": "real_dir"}, 2_000, "real_dir/passwd:1: inside"),
     ],
 )
-def test_a_flipping_directory_symlink_never_lets_a_tool_out(box, tool, inp, n, inside):
+def test_a_flipping_directory_symlink_never_lets_a_tool_out(
+    box: tuple[Path, Path], tool: str, inp: dict[str, Any], n: int, inside: str
+) -> None:
     ws, host = box
     fn = builtin_tools(ws)[tool].fn
     seen: dict[str, int] = {}
@@ -138,7 +145,7 @@ def test_a_flipping_directory_symlink_never_lets_a_tool_out(box, tool, inp, n, i
     assert seen.get(inside) and any(o.endswith(outside) for o in seen), seen
 
 
-def test_search_of_the_whole_tree_with_a_flipping_symlink_never_shows_the_host(box):
+def test_search_of_the_whole_tree_with_a_flipping_symlink_never_shows_the_host(box: tuple[Path, Path]) -> None:
     ws, host = box
     fn = builtin_tools(ws)["search_text"].fn
     with Racer("flip", ws, host):
@@ -151,7 +158,7 @@ def test_search_of_the_whole_tree_with_a_flipping_symlink_never_shows_the_host(b
     assert "real_dir/passwd:1: inside" in outs and "real_dir.evil/passwd:1: inside" in outs  # (the race ran)
 
 
-def test_write_file_through_a_flipping_directory_symlink_stays_inside(box):
+def test_write_file_through_a_flipping_directory_symlink_stays_inside(box: tuple[Path, Path]) -> None:
     ws, host = box
     fn = builtin_tools(ws, allow_write=True)["write_file"].fn
     with Racer("flip", ws, host):
@@ -167,7 +174,7 @@ def test_write_file_through_a_flipping_directory_symlink_stays_inside(box):
     assert refused and wrote  # (the race ran)
 
 
-def test_write_file_never_writes_through_a_hard_link(box):
+def test_write_file_never_writes_through_a_hard_link(box: tuple[Path, Path]) -> None:
     """A hard link in the workspace to a host file: the write replaces the link (a new file renamed over it), the host
     file keeps its content. Another process re-links the target during 10,000 writes."""
     ws, host = box
@@ -191,7 +198,7 @@ def test_write_file_never_writes_through_a_hard_link(box):
     assert not [p for p in ws.iterdir() if p.name.endswith(".inspector-write.tmp")]  # no temp file left behind
 
 
-def test_write_file_keeps_the_mode_of_the_file_it_replaces(box):
+def test_write_file_keeps_the_mode_of_the_file_it_replaces(box: tuple[Path, Path]) -> None:
     ws, _ = box
     (ws / "run.sh").write_text("old")
     os.chmod(ws / "run.sh", 0o751)
@@ -215,7 +222,7 @@ def _deep(ws: Path, levels: int) -> str:
 
 
 @pytest.mark.parametrize("tool", ["read_file", "list_dir", "search_text", "write_file"])
-def test_a_2000_level_path_is_a_clear_refusal_not_a_recursion_error(box, tool):
+def test_a_2000_level_path_is_a_clear_refusal_not_a_recursion_error(box: tuple[Path, Path], tool: str) -> None:
     ws, _ = box
     path = _deep(ws, 2000)
     with pytest.raises(ToolRefused, match=r"is too (deep|long): ") as e:
@@ -223,15 +230,16 @@ def test_a_2000_level_path_is_a_clear_refusal_not_a_recursion_error(box, tool):
     assert len(str(e.value)) < 300  # the path is not echoed whole
 
 
-def test_search_text_skips_a_2000_level_tree_with_a_note(box):
+def test_search_text_skips_a_2000_level_tree_with_a_note(box: tuple[Path, Path]) -> None:
     ws, _ = box
     _deep(ws, 2000)
     out = builtin_tools(ws)["search_text"].fn({"pattern": "hello|inside"})
+    assert isinstance(out, str)
     assert "real_dir/passwd:1: inside" in out
     assert "deeper than 64 levels" in out and "Recursion" not in out
 
 
-def test_read_file_of_a_huge_single_line_holds_only_what_it_returns(tmp_path):
+def test_read_file_of_a_huge_single_line_holds_only_what_it_returns(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     size = 20_000_000
@@ -245,6 +253,7 @@ def test_read_file_of_a_huge_single_line_holds_only_what_it_returns(tmp_path):
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
+    assert isinstance(out, str)
     assert out.startswith("z" * READ_MAX_CHARS + "\n[truncated at 50000 chars in line 1")
     assert peak < 2_000_000, f"peak {peak} bytes for a {size}-byte line"
 
@@ -259,14 +268,16 @@ def test_read_file_of_a_huge_single_line_holds_only_what_it_returns(tmp_path):
         ("", {}, ""),
     ],
 )
-def test_read_file_lines_are_universal_newlines_kept_untranslated(tmp_path, text, inp, expected):
+def test_read_file_lines_are_universal_newlines_kept_untranslated(
+    tmp_path: Path, text: str, inp: dict[str, Any], expected: str
+) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "t.txt").write_bytes(text.encode())
     assert builtin_tools(ws)["read_file"].fn({"path": "t.txt", **inp}) == expected
 
 
-def test_read_file_pieces_match_python_line_iteration_across_chunk_edges():
+def test_read_file_pieces_match_python_line_iteration_across_chunk_edges() -> None:
     """The chunked line reader splits exactly where Python's universal-newline iteration does, whatever the chunk."""
     import io
 
@@ -294,7 +305,7 @@ COMPONENTS = ["..", ".", "d", "e", "in_link", "out_link", "abs_out", "abs_in", "
 
 
 @pytest.fixture(scope="module")
-def maze(tmp_path_factory) -> Path:
+def maze(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("maze")
     ws = base / "ws"
     (ws / "d" / "e").mkdir(parents=True)
@@ -314,7 +325,7 @@ def maze(tmp_path_factory) -> Path:
 
 @given(st.lists(st.sampled_from(COMPONENTS), min_size=1, max_size=8))
 @settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-def test_no_path_of_dots_and_symlinks_reaches_outside(maze, parts):
+def test_no_path_of_dots_and_symlinks_reaches_outside(maze: Path, parts: list[str]) -> None:
     """Any path built of `..`, `.`, directories and symlinks (relative, absolute, in, out, loops): every tool either
     refuses or shows what is inside the root."""
     path = "/".join(parts)

@@ -11,21 +11,26 @@ import gc
 import itertools
 import math
 import pickle
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, cast
 
 import anthropic
 import httpx2
 import orjson
 import pytest
+from anthropic.types import MessageParam
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from inspector.agent.loop import LoopResult
 from inspector.agent.transcript import HistoryView, SpilledHistory, SplicedMessages, SpliceError, sdk_json
 from inspector.agent.tries import ObservedTransport, observe_client
 from inspector.observe import observations as O
 from inspector.record.recording import Recording, read_recording
 from inspector.record.replay import ReplayServer, ReplayTransport
 from inspector.scenarios.bundled import SCENARIOS
-from inspector.sessions.sources import openai_session, replay_session, scenario_session
+from inspector.sessions.sources import Session, openai_session, replay_session, scenario_session
 from inspector.state.travel import History
 from inspector.stream.diagnostics import Diagnostic
 from inspector.stream.sse import SSEEvent
@@ -39,7 +44,7 @@ class Capture(httpx2.AsyncBaseTransport):
 
     def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
         self.inner = inner
-        self.sent: list[tuple[str, str, dict, bytes]] = []
+        self.sent: list[tuple[str, str, dict[str, str], bytes]] = []
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         body = b"".join([chunk async for chunk in request.stream])  # type: ignore[union-attr]
@@ -49,7 +54,7 @@ class Capture(httpx2.AsyncBaseTransport):
         return await self.inner.handle_async_request(again)
 
 
-def captured(session) -> Capture:
+def captured(session: Session) -> Capture:
     transport = session.loop.client._client._transport
     assert isinstance(transport, ObservedTransport)
     cap = Capture(transport.inner)
@@ -62,7 +67,7 @@ def _idle(name: str) -> float | None:
 
 
 # ------------------------------------------------------------------------------------------------ structure
-def test_the_store_keeps_offsets_not_messages():
+def test_the_store_keeps_offsets_not_messages() -> None:
     big = "x" * 10_000
     store = SpilledHistory()
     messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"{i} {big}"} for i in range(200)]
@@ -84,7 +89,7 @@ def test_the_store_keeps_offsets_not_messages():
     assert view.list_size() == len(sdk_json(messages))
 
 
-def test_a_history_equals_a_sequence_of_the_same_messages_and_nothing_else():
+def test_a_history_equals_a_sequence_of_the_same_messages_and_nothing_else() -> None:
     messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ho"}]
     store = SpilledHistory(messages)
     for h in (store, store.view()):
@@ -97,7 +102,7 @@ def test_a_history_equals_a_sequence_of_the_same_messages_and_nothing_else():
             hash(h)
 
 
-def test_a_view_with_secrets_masks_them_as_it_reads():
+def test_a_view_with_secrets_masks_them_as_it_reads() -> None:
     store = SpilledHistory([{"role": "user", "content": "key sk-ant-secret-123456 here"}])
     assert store[0]["content"] == "key sk-ant-secret-123456 here"  # what is sent
     masked = store.view(["sk-ant-secret-123456"])
@@ -106,7 +111,7 @@ def test_a_view_with_secrets_masks_them_as_it_reads():
     assert b"sk-ant-secret-123456" in b"".join(masked.list_chunks())  # the request still carries it
 
 
-async def test_the_loop_keeps_its_history_spilled_and_publishes_plain_lists():
+async def test_the_loop_keeps_its_history_spilled_and_publishes_plain_lists() -> None:
     s = scenario_session("parse_date", speed=math.inf)
     result, obs = await run_observed(s)
     assert result.status == "finished" and result.turns > 1
@@ -133,7 +138,7 @@ def _json_round_trip(o: O.Observation) -> O.Observation | None:
     return type(o)(**orjson.loads(orjson.dumps(values)))
 
 
-async def _loop_session(kind: str):
+async def _loop_session(kind: str) -> Session:
     if kind.startswith("openai-"):
         api = kind.removeprefix("openai-")
         fake = FakeOpenAI(
@@ -150,7 +155,7 @@ async def _loop_session(kind: str):
 
 
 @pytest.mark.parametrize("kind", ["anthropic", "anthropic-untapped", "openai-chat", "openai-responses"])
-async def test_every_loop_observation_is_plain_data(kind):
+async def test_every_loop_observation_is_plain_data(kind: str) -> None:
     """Issue 17 §1: what the loop publishes round-trips through pickle and through JSON and equals itself (the
     request's history and the final history are plain lists, not live views of the loop's spill file)."""
     s = await _loop_session(kind)
@@ -173,7 +178,7 @@ async def test_every_loop_observation_is_plain_data(kind):
     assert fin.messages == history
 
 
-async def test_published_histories_share_what_subscribers_keep_and_the_loop_keeps_none():
+async def test_published_histories_share_what_subscribers_keep_and_the_loop_keeps_none() -> None:
     """Plain lists without the memory of a copy per request: while a subscriber keeps the bodies (the dashboard
     does), each request's list shares the previous one's messages; when none does, the loop holds no list at all
     (its memory stays the spill file's offsets)."""
@@ -198,7 +203,7 @@ async def test_published_histories_share_what_subscribers_keep_and_the_loop_keep
     assert s.loop._shown is None
 
 
-async def test_time_travel_past_spilled_blocks_shows_each_request_as_sent():
+async def test_time_travel_past_spilled_blocks_shows_each_request_as_sent() -> None:
     """A loop session of 23,000 observations (big_input) in a History that spills every 2,048: appending never
     fails, and the state rebuilt from the spilled blocks as of any event shows each request's body as it went on
     the wire (the state of #2,048 once failed: the loop's live views could not be pickled)."""
@@ -225,18 +230,19 @@ async def test_time_travel_past_spilled_blocks_shows_each_request_as_sent():
     assert fin.messages == list(result.history)
 
 
-async def test_the_sdk_is_given_a_placeholder_and_the_transport_sends_the_history():
+async def test_the_sdk_is_given_a_placeholder_and_the_transport_sends_the_history() -> None:
     s = scenario_session("parse_date", speed=math.inf)
     built: list[int] = []  # the size of each body as the SDK built it (before the tap's rewrite)
     tap = s.loop._tap
+    assert tap is not None
     transport = s.loop.client._client._transport
     real = transport.handle_async_request
 
-    async def spy(request):
+    async def spy(request: httpx2.Request) -> httpx2.Response:
         built.append(len(request.content))
         return await real(request)
 
-    transport.handle_async_request = spy
+    transport.handle_async_request = spy  # type: ignore[method-assign]  # a spy on the SDK's own transport
     cap = captured(s)
     result, _ = await run_observed(s)
     assert result.status == "finished" and tap.rewrite is None
@@ -247,11 +253,11 @@ async def test_the_sdk_is_given_a_placeholder_and_the_transport_sends_the_histor
 
 # ------------------------------------------------------------------------------------------------ equivalence
 @pytest.mark.parametrize("name", list(SCENARIOS))
-async def test_request_bodies_are_the_sdks_own(name):
+async def test_request_bodies_are_the_sdks_own(name: str) -> None:
     """The same scenario run twice, with the history spliced in by the transport and with the messages handed to
     the SDK (the fallback, as before): the same requests, byte for byte, Content-Length included."""
 
-    async def run(splice: bool):
+    async def run(splice: bool) -> tuple[LoopResult, list[tuple[str, str, dict[str, str], bytes]]]:
         s = scenario_session(name, speed=math.inf, idle_timeout=_idle(name), seed=1)
         cap = captured(s)
         if not splice:
@@ -304,9 +310,11 @@ messages_st = st.lists(
 )
 
 
-async def _sent_by_sdk(messages: list[dict], splice: bool, system: str | None) -> tuple[dict, bytes]:
+async def _sent_by_sdk(
+    messages: list[dict[str, Any]], splice: bool, system: str | None
+) -> tuple[dict[str, str], bytes]:
     """What one `messages.create` sends: headers and body bytes (the server answers 400, no retry)."""
-    got: list[tuple[dict, bytes]] = []
+    got: list[tuple[dict[str, str], bytes]] = []
 
     async def handler(request: httpx2.Request) -> httpx2.Response:
         got.append((dict(request.headers), request.content))
@@ -320,7 +328,7 @@ async def _sent_by_sdk(messages: list[dict], splice: bool, system: str | None) -
     )
     tap = observe_client(client)
     assert tap is not None
-    kw = {"system": system} if system is not None else {}
+    kw: dict[str, Any] = {"system": system} if system is not None else {}
     if splice:
         spliced = SplicedMessages(SpilledHistory(messages).view())
         tap.rewrite = spliced.rewrite
@@ -328,7 +336,9 @@ async def _sent_by_sdk(messages: list[dict], splice: bool, system: str | None) -
     else:
         sent_messages = messages
     with pytest.raises(anthropic.BadRequestError):
-        await client.messages.create(model="m", max_tokens=5, messages=sent_messages, stream=True, **kw)
+        await client.messages.create(
+            model="m", max_tokens=5, messages=cast("list[MessageParam]", sent_messages), stream=True, **kw
+        )
     await client.close()
     ((headers, body),) = got
     return headers, body
@@ -336,7 +346,7 @@ async def _sent_by_sdk(messages: list[dict], splice: bool, system: str | None) -
 
 @settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages=messages_st, system=st.one_of(st.none(), st.text(max_size=20)))
-async def test_spliced_body_equals_the_sdks_serialization(messages, system):
+async def test_spliced_body_equals_the_sdks_serialization(messages: list[dict[str, Any]], system: str | None) -> None:
     h1, b1 = await _sent_by_sdk(messages, True, system)
     h2, b2 = await _sent_by_sdk(messages, False, system)
     assert b1 == b2
@@ -347,7 +357,7 @@ async def test_spliced_body_equals_the_sdks_serialization(messages, system):
     assert list(store) == orjson.loads(orjson.dumps(messages))
 
 
-def test_a_body_without_the_placeholder_is_never_sent():
+def test_a_body_without_the_placeholder_is_never_sent() -> None:
     spliced = SplicedMessages(SpilledHistory([{"role": "user", "content": "hi"}]).view())
     request = httpx2.Request("POST", "http://t.local/v1/messages", content=b'{"messages":[]}')
     with pytest.raises(SpliceError):
@@ -355,13 +365,13 @@ def test_a_body_without_the_placeholder_is_never_sent():
 
 
 # ------------------------------------------------------------------------------------------------ replay server
-async def test_the_replay_server_reads_a_large_body_through_without_keeping_it():
+async def test_the_replay_server_reads_a_large_body_through_without_keeping_it() -> None:
     server = ReplayServer(Recording(header={}))
     transport = ReplayTransport(server)
     chunks = [b'{"messages":[', *([b'"' + b"y" * 60_000 + b'",'] * 40), b'"z"]}']
 
     class Body(httpx2.AsyncByteStream):
-        async def __aiter__(self):
+        async def __aiter__(self) -> AsyncIterator[bytes]:
             for c in chunks:
                 yield c
 
@@ -377,7 +387,7 @@ async def test_the_replay_server_reads_a_large_body_through_without_keeping_it()
     assert server.requests == [{"not_json": 3}]
 
 
-async def test_a_replay_sends_what_the_original_sent(tmp_path):
+async def test_a_replay_sends_what_the_original_sent(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     s = scenario_session("parse_date", speed=math.inf, record=path)
     original, _ = await run_observed(s)
@@ -385,5 +395,5 @@ async def test_a_replay_sends_what_the_original_sent(tmp_path):
     cap = captured(r)
     replayed, _ = await run_observed(r)
     assert replayed.messages == original.messages
-    recorded = [a.request["body"] for a in read_recording(path).attempts()]
+    recorded = [(a.request or {})["body"] for a in read_recording(path).attempts()]
     assert [orjson.loads(body)["messages"] for *_, body in cap.sent] == [b["messages"] for b in recorded]

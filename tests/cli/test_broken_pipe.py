@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def big(tmp_path_factory) -> str:
+def big(tmp_path_factory: pytest.TempPathFactory) -> str:
     p = tmp_path_factory.mktemp("bp") / "big.sse"
     p.write_bytes(text_stream(20_000).data)  # ~2.4 MB: far more output than a pipe holds
     return str(p)
@@ -35,7 +35,7 @@ def big(tmp_path_factory) -> str:
     ],
     ids=lambda a: " ".join(a),
 )
-def test_a_closed_stdout_ends_quietly_with_exit_0(big, argv):
+def test_a_closed_stdout_ends_quietly_with_exit_0(big: str, argv: list[str]) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "inspector", *[a.replace("{}", big) for a in argv]],

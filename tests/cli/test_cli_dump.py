@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import sys
+from pathlib import Path
+from typing import Any, Protocol
 
 import orjson
 import pytest
@@ -30,9 +32,13 @@ from inspector.testing.streamgen import (
 MESSAGE_KEYS = {"id", "type", "role", "model", "content", "stop_reason", "stop_sequence", "usage"}
 
 
+class Write(Protocol):
+    def __call__(self, data: bytes, name: str = "s.sse") -> str: ...
+
+
 @pytest.fixture
-def write(tmp_path):
-    def _write(data: bytes, name: str = "s.sse"):
+def write(tmp_path: Path) -> Write:
+    def _write(data: bytes, name: str = "s.sse") -> str:
         p = tmp_path / name
         p.write_bytes(data)
         return str(p)
@@ -40,19 +46,20 @@ def write(tmp_path):
     return _write
 
 
-def run(capsys, *argv) -> tuple[int, str, str]:
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
     out, err = capsys.readouterr()
     return code, out, err
 
 
-def one_json(out: str) -> dict:
+def one_json(out: str) -> dict[str, Any]:
     # exactly one line ("\n"-terminated; str.splitlines would also split at a raw U+2028, which is valid JSON)
     assert out.endswith("\n") and out.count("\n") == 1, out[:500]
-    return orjson.loads(out)
+    value: dict[str, Any] = orjson.loads(out)
+    return value
 
 
-def json_lines(out: str) -> list:
+def json_lines(out: str) -> list[Any]:
     assert out.endswith("\n")
     return [orjson.loads(x) for x in out[:-1].split("\n")]
 
@@ -73,7 +80,7 @@ TOOL_TURN = sse(
 
 
 # ------------------------------------------------------------------------------------------------ summary
-def test_summary_of_a_tool_turn(capsys, write):
+def test_summary_of_a_tool_turn(capsys: pytest.CaptureFixture[str], write: Write) -> None:
     code, out, err = run(capsys, "dump", write(TOOL_TURN))
     assert code == 0
     assert err == ""
@@ -86,7 +93,7 @@ def test_summary_of_a_tool_turn(capsys, write):
     assert "diagnostics:" not in out
 
 
-def test_summary_shows_diagnostics_and_unparsed_input(capsys, write):
+def test_summary_shows_diagnostics_and_unparsed_input(capsys: pytest.CaptureFixture[str], write: Write) -> None:
     data = sse(*tool_turn(['{"path": "a" "b"}'], name="write_file"))
     code, out, err = run(capsys, "dump", write(data))
     assert code == 1
@@ -95,7 +102,7 @@ def test_summary_shows_diagnostics_and_unparsed_input(capsys, write):
     assert f"error   {D.TOOL_INPUT_INVALID} @event 3:" in out
 
 
-def test_summary_of_thinking_and_other_blocks(capsys, write):
+def test_summary_of_thinking_and_other_blocks(capsys: pytest.CaptureFixture[str], write: Write) -> None:
     g = generate(3, "redacted_thinking", noise=False)
     code, out, _ = run(capsys, "dump", write(g.data))
     assert code == 0
@@ -104,7 +111,7 @@ def test_summary_of_thinking_and_other_blocks(capsys, write):
 
 
 # ------------------------------------------------------------------------------------------------ --json
-def test_json_shape(capsys, write):
+def test_json_shape(capsys: pytest.CaptureFixture[str], write: Write) -> None:
     code, out, err = run(capsys, "dump", write(TOOL_TURN), "--json")
     assert code == 0 and err == ""
     doc = one_json(out)
@@ -135,7 +142,9 @@ def test_json_shape(capsys, write):
     }
 
 
-def test_json_of_every_generated_shape_is_the_expected_message(capsys, write):
+def test_json_of_every_generated_shape_is_the_expected_message(
+    capsys: pytest.CaptureFixture[str], write: Write
+) -> None:
     for seed in range(12):
         g = generate(seed)
         code, out, _ = run(capsys, "dump", write(g.data), "--json")
@@ -143,7 +152,7 @@ def test_json_of_every_generated_shape_is_the_expected_message(capsys, write):
         assert one_json(out)["turns"][0]["message"] == g.message
 
 
-def test_json_failed_tool_input_is_null_with_the_raw_buffer(capsys, write):
+def test_json_failed_tool_input_is_null_with_the_raw_buffer(capsys: pytest.CaptureFixture[str], write: Write) -> None:
     data = sse(
         message_start(),
         tool_start(0, "toolu_a", "read_file"),
@@ -167,7 +176,7 @@ def test_json_failed_tool_input_is_null_with_the_raw_buffer(capsys, write):
     assert isinstance(d["message"], str) and "char 11" in d["message"]
 
 
-def test_json_of_an_error_event_and_of_a_cut_stream(capsys, write):
+def test_json_of_an_error_event_and_of_a_cut_stream(capsys: pytest.CaptureFixture[str], write: Write) -> None:
     code, out, _ = run(capsys, "dump", write(sse(message_start(), text_start(0), error_event())), "--json")
     assert code == 1
     turn = one_json(out)["turns"][0]
@@ -182,7 +191,7 @@ def test_json_of_an_error_event_and_of_a_cut_stream(capsys, write):
     assert [d["code"] for d in turn["diagnostics"]] == [D.SSE_UNTERMINATED_EVENT, D.MISSING_MESSAGE_STOP]
 
 
-def test_warnings_and_info_alone_exit_zero(capsys, write):
+def test_warnings_and_info_alone_exit_zero(capsys: pytest.CaptureFixture[str], write: Write) -> None:
     data = sse(
         message_start(),
         text_start(0),
@@ -202,7 +211,7 @@ def test_warnings_and_info_alone_exit_zero(capsys, write):
 
 
 # ------------------------------------------------------------------------------------------------ --events --json
-def test_events_json_lines(capsys, write):
+def test_events_json_lines(capsys: pytest.CaptureFixture[str], write: Write) -> None:
     data = (
         b'event: message_start\nid: 7\nretry: 1500\ndata: {"type":"message_start","message":{"id":"m"}}'
         b'\n\n: comment\ndata: {"type":"ping"}\n\n'
@@ -220,7 +229,7 @@ def test_events_json_lines(capsys, write):
     assert code == 0
 
 
-def test_events_json_of_a_generated_stream_matches_its_events(capsys, write):
+def test_events_json_of_a_generated_stream_matches_its_events(capsys: pytest.CaptureFixture[str], write: Write) -> None:
     g = generate(11, "parallel_tools", noise=False)
     code, out, _ = run(capsys, "dump", write(g.data), "--events", "--json")
     assert code == 0
@@ -229,28 +238,28 @@ def test_events_json_of_a_generated_stream_matches_its_events(capsys, write):
     assert all(x["id"] == "" and x["retry"] is None for x in lines)
 
 
-def test_events_json_exit_code_follows_the_turns(capsys, write):
+def test_events_json_exit_code_follows_the_turns(capsys: pytest.CaptureFixture[str], write: Write) -> None:
     code, out, _ = run(capsys, "dump", write(sse(*text_turn()[:-1])), "--events", "--json")
     assert code == 1
     assert len(out.splitlines()) == 5
 
 
 # ------------------------------------------------------------------------------------------------ stdin, recordings
-def test_stdin_dash(capsys, monkeypatch):
+def test_stdin_dash(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(TOOL_TURN)))
     code, out, _ = run(capsys, "dump", "-", "--json")
     assert code == 0
     assert one_json(out)["turns"][0]["message"]["content"][1]["input"] == {"path": "README.md"}
 
 
-def test_stdin_dash_summary(capsys, monkeypatch):
+def test_stdin_dash_summary(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(sse(*text_turn("from stdin")))))
     code, out, _ = run(capsys, "dump", "-")
     assert code == 0
     assert "from stdin" in out
 
 
-def test_a_recording_with_turns_and_a_retried_attempt(capsys, tmp_path):
+def test_a_recording_with_turns_and_a_retried_attempt(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     p = tmp_path / "rec.jsonl"
     w = RecordingWriter(str(p), source={"type": "test"})
     w.request(0, 0, 0.0, "POST", "http://t/v1/messages", {}, {"model": "m"})
@@ -283,7 +292,7 @@ def test_a_recording_with_turns_and_a_retried_attempt(capsys, tmp_path):
 
 
 # ------------------------------------------------------------------------------------------------ errors
-def test_missing_file_exits_2_with_one_line(capsys, tmp_path):
+def test_missing_file_exits_2_with_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, out, err = run(capsys, "dump", str(tmp_path / "nope.sse"))
     assert code == 2
     assert out == ""
@@ -291,20 +300,20 @@ def test_missing_file_exits_2_with_one_line(capsys, tmp_path):
     assert err.startswith("inspector: cannot read ") and "nope.sse" in err
 
 
-def test_directory_exits_2(capsys, tmp_path):
+def test_directory_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, out, err = run(capsys, "dump", str(tmp_path))
     assert code == 2
     assert len(err.splitlines()) == 1 and err.startswith("inspector: ")
 
 
-def test_unsupported_recording_version_exits_2(capsys, write):
+def test_unsupported_recording_version_exits_2(capsys: pytest.CaptureFixture[str], write: Write) -> None:
     path = write(b'{"kind": "header", "format": "stream-inspector-recording", "version": 99}\n', "r.jsonl")
     code, out, err = run(capsys, "dump", path)
     assert code == 2
     assert len(err.splitlines()) == 1 and err.startswith("inspector: ")
 
 
-def test_events_without_json_exits_2(capsys, write):
+def test_events_without_json_exits_2(capsys: pytest.CaptureFixture[str], write: Write) -> None:
     code, out, err = run(capsys, "dump", write(TOOL_TURN), "--events")
     assert code == 2
     assert out == ""
@@ -312,7 +321,7 @@ def test_events_without_json_exits_2(capsys, write):
 
 
 @pytest.mark.parametrize("argv", [["dump"], ["dump", "x", "--bogus"], ["dump", "--json"]])
-def test_bad_arguments_exit_2_with_an_error_line(capsys, argv):
+def test_bad_arguments_exit_2_with_an_error_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
     code, out, err = run(capsys, *argv)
     assert code == 2
     assert out == ""
@@ -320,7 +329,7 @@ def test_bad_arguments_exit_2_with_an_error_line(capsys, argv):
     assert len(lines) == 1 and lines[0].startswith("inspector")  # one line, no usage block
 
 
-def test_empty_input_is_an_incomplete_turn(capsys, write):
+def test_empty_input_is_an_incomplete_turn(capsys: pytest.CaptureFixture[str], write: Write) -> None:
     code, out, _ = run(capsys, "dump", write(b""), "--json")
     assert code == 1
     turn = one_json(out)["turns"][0]
@@ -328,7 +337,9 @@ def test_empty_input_is_an_incomplete_turn(capsys, write):
     assert [d["code"] for d in turn["diagnostics"]] == [D.NO_EVENTS]
 
 
-def test_dump_timing_fails_on_a_buffered_stream_with_the_named_diagnostic(capsys, tmp_path):
+def test_dump_timing_fails_on_a_buffered_stream_with_the_named_diagnostic(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     """Issue 18 §4: a buffering relay was named only in the timing view; dump --timing exited 0 on it."""
     from inspector.record.recorder import Recorder
     from inspector.testing.synthetic import buffered_observations
@@ -351,7 +362,7 @@ def test_dump_timing_fails_on_a_buffered_stream_with_the_named_diagnostic(capsys
     assert code == 0
 
 
-def test_headless_lines_name_a_buffered_stream():
+def test_headless_lines_name_a_buffered_stream() -> None:
     from inspector.cli.headless import ProgressPrinter
     from inspector.testing.loop import Lines
     from inspector.testing.synthetic import buffered_observations

@@ -3,7 +3,11 @@ apart in the text and in --json, each judged on its own; a recording without con
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import orjson
+import pytest
 
 from inspector.cli import main
 from inspector.record.recording import RecordingWriter
@@ -37,7 +41,7 @@ def _conv(w: RecordingWriter, turn: int, cid: str, ct: int, attempt: int = 0, ho
     )
 
 
-def many(path, cut_oslo: bool = False) -> str:
+def many(path: Path, cut_oslo: bool = False) -> str:
     """Three conversations interleaved (Paris c1, Rome c2, Oslo c3), two turns each; Rome's first turn was resent
     after a cut (attempt 2); a count_tokens of Rome and a models request of none."""
     tool = sse(*tool_turn(['{"city": "x"}'], name="get_weather"))
@@ -85,13 +89,13 @@ def many(path, cut_oslo: bool = False) -> str:
     return str(path)
 
 
-def run(capsys, *argv) -> tuple[int, str]:
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
     code = main(list(argv))
     out, _err = capsys.readouterr()
     return code, out
 
 
-def test_dump_json_lists_each_conversation_and_its_turns(capsys, tmp_path):
+def test_dump_json_lists_each_conversation_and_its_turns(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, out = run(capsys, "dump", "--json", many(tmp_path / "m.jsonl"))
     doc = orjson.loads(out)
     assert code == 0
@@ -107,7 +111,7 @@ def test_dump_json_lists_each_conversation_and_its_turns(capsys, tmp_path):
     assert all(c["ok"] for c in doc["conversations"])
 
 
-def test_dump_text_groups_turns_under_their_conversation(capsys, tmp_path):
+def test_dump_text_groups_turns_under_their_conversation(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, out = run(capsys, "dump", many(tmp_path / "m.jsonl"))
     assert code == 0
     heads = [line for line in out.splitlines() if line.startswith(("conversation ", "other requests"))]
@@ -123,7 +127,7 @@ def test_dump_text_groups_turns_under_their_conversation(capsys, tmp_path):
     assert "  side request count_tokens: POST /v1/messages/count_tokens -> 200" in c2
 
 
-def test_dump_judges_each_conversation_on_its_own(capsys, tmp_path):
+def test_dump_judges_each_conversation_on_its_own(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = many(tmp_path / "cut.jsonl", cut_oslo=True)
     code, out = run(capsys, "dump", path)
     assert code == 1
@@ -139,7 +143,9 @@ def test_dump_judges_each_conversation_on_its_own(capsys, tmp_path):
     }
 
 
-def test_a_recording_without_conversation_lines_dumps_unchanged(capsys, tmp_path):
+def test_a_recording_without_conversation_lines_dumps_unchanged(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     """Older files and the loop's own recordings: one conversation, no new keys, the same text as before."""
     from inspector.record.dump import dump_turns, format_turns
     from inspector.record.recording import read_recording
@@ -189,7 +195,7 @@ _ANY = st.recursive(
 @example(
     [{"type": "conversation", "turn": 0, "conversation": "c1", "conversation_turn": 0}, {"type": "proxy_exchange"}]
 )
-def test_damaged_conversation_lines_never_break_dump(lines):
+def test_damaged_conversation_lines_never_break_dump(lines: list[dict[str, Any]]) -> None:
     """Whatever a conversation or proxy_exchange line holds, dump groups what it can and never raises: every turn
     is in exactly one conversation (its own, or None when no valid line names it)."""
     from inspector.record.dump import conversations_of, format_conversations

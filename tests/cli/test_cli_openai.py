@@ -4,6 +4,10 @@ then `replay --headless --json` of that recording, and the key in no output."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
 import orjson
 import pytest
 
@@ -22,7 +26,9 @@ from inspector.testing.openai_fake import (
 from inspector.testing.secrets import assert_no_key
 
 
-def test_missing_openai_key_exit_2_one_line(capsys, monkeypatch):
+def test_missing_openai_key_exit_2_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-not-this-one")  # the other provider's key does not count
     code = cli.main(["run", "--provider", "openai", "--model", "gpt-test", "hello", "--headless"])
@@ -39,7 +45,9 @@ def test_missing_openai_key_exit_2_one_line(capsys, monkeypatch):
         ["run", "--scenario", "weather", "--provider", "openai", "--headless"],  # API options with a scenario
     ],
 )
-def test_api_choice_usage_errors_exit_2(capsys, monkeypatch, argv):
+def test_api_choice_usage_errors_exit_2(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, argv: list[str]
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key")
     code = cli.main(argv)
@@ -48,7 +56,7 @@ def test_api_choice_usage_errors_exit_2(capsys, monkeypatch, argv):
     assert_no_key(KEY, {"stdout": out, "stderr": err})
 
 
-def _script(api: str) -> list:
+def _script(api: str) -> list[Stream]:
     if api == "chat":
         first = sse(
             chunk({"role": "assistant", "content": None}),
@@ -78,7 +86,9 @@ def _script(api: str) -> list:
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
-def test_run_record_dump_replay(api, capsys, monkeypatch, tmp_path):
+def test_run_record_dump_replay(
+    api: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     (tmp_path / "notes.txt").write_text("hello from the notes\n")
     rec = tmp_path / "run.jsonl"
     fake = FakeOpenAI(_script(api))
@@ -154,7 +164,9 @@ def test_run_record_dump_replay(api, capsys, monkeypatch, tmp_path):
     assert code == 0, replay_err
     replayed = [orjson.loads(x) for x in replay_out.splitlines()]
     assert replayed[-1]["messages"] == fin["messages"]
-    events = lambda ls: [(o["sse"]["event"], o["sse"]["data"]) for o in ls if o["type"] == "sse_event"]
+    events: Callable[[list[dict[str, Any]]], list[Any]] = lambda ls: [
+        (o["sse"]["event"], o["sse"]["data"]) for o in ls if o["type"] == "sse_event"
+    ]
     assert events(replayed) == events(lines)
 
     # export: the self-contained page of the run

@@ -4,24 +4,28 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 
 import inspector.cli as cli
 from inspector.cli import headless
+from inspector.observe import observations as O
 from inspector.scenarios.bundled import SCENARIOS
 from inspector.testing.loop import assert_valid_history
 
 
-def run_json(capsys, *args: str) -> tuple[int, list[dict], str]:
+def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[dict[str, Any]], str]:
     code = cli.main(["run", *args, "--headless", "--json"])
     out, err = capsys.readouterr()
     lines = [orjson.loads(line) for line in out.splitlines()]
     return code, lines, err
 
 
-def test_run_weather_json_lines(capsys):
+def test_run_weather_json_lines(capsys: pytest.CaptureFixture[str]) -> None:
     code, lines, err = run_json(capsys, "--scenario", "weather", "--speed", "max")
     assert code == 0, err
     assert all(isinstance(o, dict) and "type" in o and "t" in o for o in lines)
@@ -53,7 +57,7 @@ def test_run_weather_json_lines(capsys):
     assert [o["t"] for o in lines] == sorted(o["t"] for o in lines)
 
 
-def test_run_error_exit_1(capsys):
+def test_run_error_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
     code, lines, err = run_json(capsys, "--scenario", "overloaded_midstream", "--speed", "max", "--retries", "0")
     assert code == 1
     fin = lines[-1]
@@ -61,22 +65,26 @@ def test_run_error_exit_1(capsys):
     assert "overloaded_error" in fin["error"]
 
 
-def test_run_retried_fault_exit_0(capsys):
+def test_run_retried_fault_exit_0(capsys: pytest.CaptureFixture[str]) -> None:
     code, lines, _ = run_json(capsys, "--scenario", "overloaded_midstream", "--speed", "max")
     assert code == 0
     assert [o["status"] for o in lines if o["type"] == "attempt_ended"] == ["failed", "complete", "complete"]
 
 
-def test_run_cancelled_by_sigint_exit_130(capsys, monkeypatch):
+def test_run_cancelled_by_sigint_exit_130(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """Ctrl-C while a tool hangs: the loop cancels cleanly, prints its last line, exits 130."""
-    real = headless.JsonPrinter
 
-    class InterruptingPrinter(real):
+    class InterruptingPrinter(headless.JsonPrinter):
         sent = False
 
-        def __call__(self, obs):
+        def __call__(self, obs: O.Observation) -> None:
             super().__call__(obs)
-            if not self.sent and obs.kind == "tool_state" and obs.name == "wait_for_ci" and obs.state == "running":
+            if (
+                not self.sent
+                and isinstance(obs, O.ToolStateChanged)
+                and obs.name == "wait_for_ci"
+                and obs.state == "running"
+            ):
                 self.sent = True
                 os.kill(os.getpid(), signal.SIGINT)  # handled by the loop's signal handler, as from a terminal
 
@@ -90,7 +98,7 @@ def test_run_cancelled_by_sigint_exit_130(capsys, monkeypatch):
     assert states["wait_for_ci"] == "cancelled"
 
 
-def test_run_headless_progress_lines(capsys):
+def test_run_headless_progress_lines(capsys: pytest.CaptureFixture[str]) -> None:
     code = cli.main(["run", "--scenario", "parse_date", "--headless", "--speed", "max"])
     out, _ = capsys.readouterr()
     assert code == 0
@@ -100,7 +108,7 @@ def test_run_headless_progress_lines(capsys):
     assert out.rstrip().splitlines()[-1].endswith("finished after 2 turns")
 
 
-def test_missing_api_key_exit_2_one_line(capsys, monkeypatch):
+def test_missing_api_key_exit_2_one_line(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     code = cli.main(["run", "--model", "claude-sonnet-4-5", "hello", "--headless"])
     out, err = capsys.readouterr()
@@ -120,7 +128,9 @@ def test_missing_api_key_exit_2_one_line(capsys, monkeypatch):
         ["run", "--scenario", "weather", "--headless", "--record", "/nonexistent-dir/x.jsonl"],
     ],
 )
-def test_usage_errors_exit_2(capsys, monkeypatch, argv):
+def test_usage_errors_exit_2(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, argv: list[str]
+) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key")
     code = cli.main(argv)
     _, err = capsys.readouterr()
@@ -131,7 +141,7 @@ def test_usage_errors_exit_2(capsys, monkeypatch, argv):
         assert len(err.strip().splitlines()) == 1, err
 
 
-def test_scenarios_lists_every_scenario(capsys):
+def test_scenarios_lists_every_scenario(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["scenarios"]) == 0
     out, _ = capsys.readouterr()
     lines = out.splitlines()
@@ -140,7 +150,7 @@ def test_scenarios_lists_every_scenario(capsys):
         assert line.endswith(sc.description)
 
 
-def test_record_then_replay_json(capsys, tmp_path):
+def test_record_then_replay_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = tmp_path / "weather.jsonl"
     code, lines, _ = run_json(capsys, "--scenario", "weather", "--speed", "max", "--record", str(path))
     assert code == 0 and path.exists()
@@ -149,7 +159,9 @@ def test_record_then_replay_json(capsys, tmp_path):
     replayed = [orjson.loads(line) for line in out.splitlines()]
     assert code == 0
     assert replayed[-1]["messages"] == lines[-1]["messages"]
-    sse = lambda ls: [(o["sse"]["event"], o["sse"]["data"]) for o in ls if o["type"] == "sse_event"]
+    sse: Callable[[list[dict[str, Any]]], list[Any]] = lambda ls: [
+        (o["sse"]["event"], o["sse"]["data"]) for o in ls if o["type"] == "sse_event"
+    ]
     assert sse(replayed) == sse(lines)
 
 
@@ -157,14 +169,14 @@ def test_record_then_replay_json(capsys, tmp_path):
     "extra",
     [["--tools", "pkg.mod:TOOLS"], ["--workspace", "."], ["--allow-write"], ["--system", "x"], ["--max-tokens", "9"]],
 )
-def test_api_only_options_are_refused_with_a_scenario(capsys, extra):
+def test_api_only_options_are_refused_with_a_scenario(capsys: pytest.CaptureFixture[str], extra: list[str]) -> None:
     """--tools (and the other --model options) with --scenario: refused with one line, never silently ignored."""
     code = cli.main(["run", "--scenario", "weather", *extra, "--headless", "--speed", "max"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "goes with --model" in err and extra[0] in err
 
 
-def test_every_option_of_every_command_says_its_default():
+def test_every_option_of_every_command_says_its_default() -> None:
     """Every option's help names its default (or what it does when not given)."""
     import argparse
 
@@ -209,7 +221,7 @@ def test_a_bundled_scenario_is_not_loaded_before_the_first_frame() -> None:
     assert proc.stdout.strip() == "[]", proc.stderr[-2000:]
 
 
-def test_an_unknown_scenario_or_a_broken_file_is_still_a_usage_error_before_the_ui(tmp_path) -> None:
+def test_an_unknown_scenario_or_a_broken_file_is_still_a_usage_error_before_the_ui(tmp_path: Path) -> None:
     import argparse
 
     from inspector.cli.run import _make_factory

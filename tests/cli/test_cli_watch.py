@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 AGENT = ROOT / "examples" / "weather_agent.py"
 
 
-def watch(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+def watch(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "inspector", "watch", *args],
         capture_output=True,
@@ -25,7 +25,7 @@ def watch(*args: str, env: dict | None = None, timeout: float = 120) -> subproce
     )
 
 
-def test_the_example_agent_runs_offline_against_serve_and_is_recorded(tmp_path):
+def test_the_example_agent_runs_offline_against_serve_and_is_recorded(tmp_path: Path) -> None:
     rec = tmp_path / "run.jsonl"
     out = watch("--headless", "--serve", "weather", "--record", str(rec), "--", sys.executable, str(AGENT))
     assert out.returncode == 0, out.stderr[-3000:]
@@ -37,7 +37,7 @@ def test_the_example_agent_runs_offline_against_serve_and_is_recorded(tmp_path):
     assert "sk-ant-offline-example" not in rec.read_text()
 
 
-def test_the_environment_and_the_exit_status_pass_through(tmp_path):
+def test_the_environment_and_the_exit_status_pass_through(tmp_path: Path) -> None:
     probe = (
         "import os, sys; print(os.environ['ANTHROPIC_BASE_URL'], os.environ['OPENAI_BASE_URL'], "
         "os.environ.get('KEEP_ME')); sys.exit(3)"
@@ -49,7 +49,7 @@ def test_the_environment_and_the_exit_status_pass_through(tmp_path):
     assert openai_url == anthropic_url + "/v1" and kept == "kept"
 
 
-def test_the_upstream_is_what_anthropic_base_url_held(tmp_path):
+def test_the_upstream_is_what_anthropic_base_url_held(tmp_path: Path) -> None:
     probe = "import os; print(os.environ['ANTHROPIC_BASE_URL'])"
     out = watch("--headless", "--", sys.executable, "-c", probe, env={"ANTHROPIC_BASE_URL": "http://127.0.0.1:9/"})
     assert out.returncode == 0
@@ -57,7 +57,7 @@ def test_the_upstream_is_what_anthropic_base_url_held(tmp_path):
     assert out.stdout.strip() != "http://127.0.0.1:9"
 
 
-def test_a_missing_command_is_a_one_line_error():
+def test_a_missing_command_is_a_one_line_error() -> None:
     out = watch("--headless", "--", "no-such-command-xyz")
     assert out.returncode == 2 and "no-such-command-xyz: command not found" in out.stderr
     assert "Traceback" not in out.stderr
@@ -65,7 +65,7 @@ def test_a_missing_command_is_a_one_line_error():
     assert out.returncode == 2 and "no command" in out.stderr
 
 
-def test_ctrl_c_goes_to_the_command_first_then_stops_watching(tmp_path):
+def test_ctrl_c_goes_to_the_command_first_then_stops_watching(tmp_path: Path) -> None:
     """The first SIGINT reaches the command (which survives it here); the second stops it, and the recording of a
     request left open has its end line."""
     ready = tmp_path / "ready"
@@ -96,6 +96,7 @@ def test_ctrl_c_goes_to_the_command_first_then_stops_watching(tmp_path):
         text=True,
         start_new_session=True,  # its own process group: the test plays the terminal
     )
+    assert p.stdout is not None and p.stderr is not None
     deadline = time.monotonic() + 60
     while not ready.exists():
         assert time.monotonic() < deadline and p.poll() is None, p.stderr.read() if p.poll() is not None else ""
@@ -103,7 +104,7 @@ def test_ctrl_c_goes_to_the_command_first_then_stops_watching(tmp_path):
     os.killpg(p.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole foreground group
     deadline = time.monotonic() + 30
     # the command said it got it, and watch is still running
-    out_lines = []
+    out_lines: list[str] = []
     while not any("child got SIGINT" in x for x in out_lines):
         assert time.monotonic() < deadline
         out_lines.append(p.stdout.readline())

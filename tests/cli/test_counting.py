@@ -17,7 +17,7 @@ ZERO = re.compile(r"\b(turn|attempt) 0\b")
 
 
 @pytest.mark.parametrize("name", ["drop_mid_json", "overloaded_midstream", "rate_limited"])
-async def test_people_count_from_one(name):
+async def test_people_count_from_one(name: str) -> None:
     s = scenario_session(name, speed=math.inf)
     lines = Lines()
     s.bus.subscribe(ProgressPrinter(lines))  # type: ignore[arg-type]
@@ -27,7 +27,7 @@ async def test_people_count_from_one(name):
     # a failed first attempt discards its tools saying so, counted from 1
     discarded = [o for o in obs.of(O.ToolStateChanged) if o.state == "discarded"]
     for d in discarded:
-        assert d.attempt == 0 and d.error.startswith("attempt 1 failed: "), d.error
+        assert d.attempt == 0 and d.error is not None and d.error.startswith("attempt 1 failed: "), d.error
     if name == "drop_mid_json":
         assert discarded
     if name != "rate_limited":
@@ -35,8 +35,8 @@ async def test_people_count_from_one(name):
         assert [e.attempt for e in obs.of(O.AttemptEnded)][:2] == [0, 1]  # observations stay 0-based
 
 
-async def test_loop_error_counts_turns_and_attempts_from_one():
+async def test_loop_error_counts_turns_and_attempts_from_one() -> None:
     s = scenario_session("drop_mid_json", speed=math.inf, retries=0)
     result, obs = await run_observed(s)
     assert result.status == "error"
-    assert result.error.startswith("turn 1 failed after 1 attempt: connection dropped")
+    assert result.error is not None and result.error.startswith("turn 1 failed after 1 attempt: connection dropped")

@@ -22,7 +22,7 @@ def _turn(p: ProgressPrinter, turn: int, conv: str | None, ct: int, attempt: int
     )
 
 
-def test_lines_name_the_conversation_when_there_are_several():
+def test_lines_name_the_conversation_when_there_are_several() -> None:
     lines = Lines()
     p = ProgressPrinter(lines)  # type: ignore[arg-type]
     _turn(p, 0, "c1", 0)
@@ -38,7 +38,7 @@ def test_lines_name_the_conversation_when_there_are_several():
     assert "[c1] turn 2 (#3)" in text
 
 
-def test_one_conversation_prints_as_before():
+def test_one_conversation_prints_as_before() -> None:
     with_conv, without = Lines(), Lines()
     a, b = ProgressPrinter(with_conv), ProgressPrinter(without)  # type: ignore[arg-type]
     for turn in range(3):

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
 
 import pytest
 
@@ -20,8 +22,12 @@ class Ran:
     stderr: str
 
 
+class InspectorCli(Protocol):
+    def __call__(self, *args: str) -> Ran: ...
+
+
 @pytest.fixture
-def inspector_cli(capsys):
+def inspector_cli(capsys: pytest.CaptureFixture[str]) -> InspectorCli:
     """`inspector ARGS...` in this process: its exit status and what it wrote."""
 
     def run(*args: str) -> Ran:
@@ -33,7 +39,7 @@ def inspector_cli(capsys):
     return run
 
 
-def test_the_progress_lines_say_cost_and_why_the_cache_was_written_again(inspector_cli):
+def test_the_progress_lines_say_cost_and_why_the_cache_was_written_again(inspector_cli: InspectorCli) -> None:
     out = inspector_cli("run", "--scenario", "cache_break", "--headless")
     assert out.returncode == 0, out.stderr
     lines = [ln for ln in out.stdout.splitlines() if ln.lstrip().split("s   ")[-1].startswith("cost ")]
@@ -42,7 +48,7 @@ def test_the_progress_lines_say_cost_and_why_the_cache_was_written_again(inspect
     assert lines[1].endswith("cache written again: system changed at char 69")
 
 
-def test_json_carries_usage_cache_and_cost_per_turn(inspector_cli):
+def test_json_carries_usage_cache_and_cost_per_turn(inspector_cli: InspectorCli) -> None:
     out = inspector_cli("run", "--scenario", "weather", "--headless", "--json")
     assert out.returncode == 0, out.stderr
     docs = [json.loads(ln) for ln in out.stdout.splitlines()]
@@ -53,7 +59,9 @@ def test_json_carries_usage_cache_and_cost_per_turn(inspector_cli):
         assert c["usage"]["input_tokens"] > 0 and c["cost"]["usd"] > 0 and c["cache"]["kind"] == "no_cache"
 
 
-def test_the_session_total_comes_before_the_loop_end_and_equals_dump(tmp_path, inspector_cli):
+def test_the_session_total_comes_before_the_loop_end_and_equals_dump(
+    tmp_path: Path, inspector_cli: InspectorCli
+) -> None:
     rec = tmp_path / "cb.jsonl"
     out = inspector_cli("run", "--scenario", "cache_break", "--headless", "--json", "--record", str(rec))
     assert out.returncode == 0, out.stderr

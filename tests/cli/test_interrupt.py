@@ -29,7 +29,7 @@ def _maps(pid: int) -> str:
         return ""
 
 
-def _start(args: list[str]) -> subprocess.Popen:
+def _start(args: list[str]) -> subprocess.Popen[bytes]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("TEXTUAL_DRIVER", None)
     return subprocess.Popen(
@@ -41,7 +41,7 @@ def _start(args: list[str]) -> subprocess.Popen:
     )
 
 
-def _wait_for_library(p: subprocess.Popen, marker: str) -> bool:
+def _wait_for_library(p: subprocess.Popen[bytes], marker: str) -> bool:
     """Poll until the child has `marker` mapped (it is importing our modules by then); False if it exited first."""
     end = time.monotonic() + DEADLINE
     while p.poll() is None and time.monotonic() < end:
@@ -51,8 +51,8 @@ def _wait_for_library(p: subprocess.Popen, marker: str) -> bool:
     return False
 
 
-def _wait_for_lines(p: subprocess.Popen, n: int) -> list[bytes]:
-    lines = []
+def _wait_for_lines(p: subprocess.Popen[bytes], n: int) -> list[bytes]:
+    lines: list[bytes] = []
     assert p.stdout is not None
     while len(lines) < n:
         line = p.stdout.readline()
@@ -63,7 +63,7 @@ def _wait_for_lines(p: subprocess.Popen, n: int) -> list[bytes]:
 
 
 @pytest.mark.parametrize("marker", ["orjson", "_ssl"])
-def test_ctrl_c_during_the_imports_exits_130_without_a_traceback(marker):
+def test_ctrl_c_during_the_imports_exits_130_without_a_traceback(marker: str) -> None:
     p = _start(["run", "--scenario", "parse_date", "--headless", "--speed", "1"])
     reached = _wait_for_library(p, marker)
     if reached:
@@ -75,7 +75,7 @@ def test_ctrl_c_during_the_imports_exits_130_without_a_traceback(marker):
 
 
 @pytest.mark.parametrize("lines", [1, 12])
-def test_ctrl_c_while_the_loop_runs_cancels_and_keeps_a_replayable_recording(lines, tmp_path):
+def test_ctrl_c_while_the_loop_runs_cancels_and_keeps_a_replayable_recording(lines: int, tmp_path: Path) -> None:
     rec = tmp_path / "run.jsonl"
     p = _start(["run", "--scenario", "parse_date", "--headless", "--speed", "0.5", "--record", str(rec)])
     got = _wait_for_lines(p, lines)
@@ -89,7 +89,8 @@ def test_ctrl_c_while_the_loop_runs_cancels_and_keeps_a_replayable_recording(lin
     assert recording.warnings == []
     attempts = list(recording.attempts())
     assert attempts and all(a.end is not None for a in attempts)
-    assert attempts[-1].end["status"] in ("cancelled", "complete")  # mid-stream, or while the tools ran
+    last = attempts[-1].end
+    assert last is not None and last["status"] in ("cancelled", "complete")  # mid-stream, or while the tools ran
     # the replay ends where the run did: cancelled, exit 130, no error
     r = subprocess.run(
         [sys.executable, "-m", "inspector", "replay", str(rec), "--headless"],

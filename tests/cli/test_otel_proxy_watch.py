@@ -6,9 +6,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from inspector.sessions.sources import Session
 
 pytest.importorskip("opentelemetry.sdk")
 
@@ -19,22 +23,22 @@ AGENT = ROOT / "examples" / "weather_agent.py"
 
 
 @pytest.fixture
-def receiver():
+def receiver() -> Iterator[Receiver]:
     r = Receiver()
     yield r
     r.close()
 
 
-def _env(receiver: Receiver) -> dict:
+def _env(receiver: Receiver) -> dict[str, str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env["OTEL_EXPORTER_OTLP_ENDPOINT"] = receiver.endpoint.removesuffix("/v1/traces")
     env.pop("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", None)
     return env
 
 
-def _by_conversation(spans: list[dict]) -> dict[str, tuple[dict, list[dict]]]:
+def _by_conversation(spans: list[dict[str, Any]]) -> dict[str, tuple[dict[str, Any], list[dict[str, Any]]]]:
     roots = {s["id"]: s for s in spans if s["name"].startswith("invoke_agent ")}
-    out: dict[str, tuple[dict, list[dict]]] = {}
+    out: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
     for root in roots.values():
         conv = root["attrs"]["gen_ai.conversation.id"]
         assert conv not in out, "one parent span per conversation"
@@ -45,7 +49,7 @@ def _by_conversation(spans: list[dict]) -> dict[str, tuple[dict, list[dict]]]:
     return out
 
 
-def test_watch_otel_exports_one_parent_span_per_conversation(receiver, tmp_path):
+def test_watch_otel_exports_one_parent_span_per_conversation(receiver: Receiver, tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, "-m", "inspector", "watch", "--headless", "--otel", "--serve", "weather", "--",
          sys.executable, str(AGENT)],
@@ -61,7 +65,7 @@ def test_watch_otel_exports_one_parent_span_per_conversation(receiver, tmp_path)
     assert "sk-ant-offline-example" not in repr(receiver.spans)
 
 
-def test_otel_content_without_otel_is_a_one_line_error():
+def test_otel_content_without_otel_is_a_one_line_error() -> None:
     for cmd in (["watch", "--otel-content", "--", "true"], ["proxy", "--otel-content", "--headless"]):
         out = subprocess.run(
             [sys.executable, "-m", "inspector", *cmd], capture_output=True, text=True, timeout=60,
@@ -71,7 +75,7 @@ def test_otel_content_without_otel_is_a_one_line_error():
         assert out.stderr.strip().endswith("--otel-content goes with --otel") and "Traceback" not in out.stderr
 
 
-def _started(cmd: list[str], env: dict) -> tuple[subprocess.Popen, str]:
+def _started(cmd: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "inspector", *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )
@@ -84,7 +88,7 @@ def _started(cmd: list[str], env: dict) -> tuple[subprocess.Popen, str]:
     raise AssertionError(proc.stderr.read() if proc.stderr else "no address")
 
 
-def _stop(proc: subprocess.Popen) -> str:
+def _stop(proc: subprocess.Popen[str]) -> str:
     import signal
 
     proc.send_signal(signal.SIGINT)
@@ -93,10 +97,11 @@ def _stop(proc: subprocess.Popen) -> str:
     except subprocess.TimeoutExpired:
         proc.kill()
         raise
+    assert isinstance(err, str)
     return err
 
 
-def test_proxy_otel_exports_one_parent_span_per_conversation(receiver):
+def test_proxy_otel_exports_one_parent_span_per_conversation(receiver: Receiver) -> None:
     env = _env(receiver)
     serve, upstream = _started(["serve", "--scenario", "weather", "--speed", "max", "--quiet"], env)
     try:
@@ -118,7 +123,9 @@ def test_proxy_otel_exports_one_parent_span_per_conversation(receiver):
     assert len(convs) == 3 and all(len(chats) == 2 for _, chats in convs.values())
 
 
-def test_proxy_dashboard_path_exports_each_sessions_traces(receiver, monkeypatch, capsys):
+def test_proxy_dashboard_path_exports_each_sessions_traces(
+    receiver: Receiver, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """`proxy --otel` in the dashboard: the factory's session exports, flushed when the dashboard closes."""
     import argparse
 
@@ -129,7 +136,7 @@ def test_proxy_dashboard_path_exports_each_sessions_traces(receiver, monkeypatch
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.removesuffix("/v1/traces"))
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
 
-    def fake_dashboard(factory, source):
+    def fake_dashboard(factory: Callable[[], Session], source: object) -> None:
         session = factory()
         body = {"model": "claude-sonnet-4-6", "messages": []}
         for turn, conv in enumerate(["c1", "c2"]):
@@ -139,7 +146,7 @@ def test_proxy_dashboard_path_exports_each_sessions_traces(receiver, monkeypatch
         session.close()
 
     monkeypatch.setattr(tui_app, "run_dashboard", fake_dashboard)
-    monkeypatch.setattr(cli.sys.stdout, "isatty", lambda: True)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     p = argparse.ArgumentParser()
     cli._add_arguments(p)
     assert cli.cmd(p.parse_args(["--listen", "127.0.0.1:0", "--otel"])) == 0

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
@@ -16,6 +18,7 @@ from inspector.cli import main
 from inspector.net.serve import ServeApp
 from inspector.net.server import BackgroundServer
 from inspector.record.har import load_any
+from inspector.record.recording import RecordedAttempt
 from inspector.scenarios.fileformat import check_text, dump_scenario, load_file, load_text
 from inspector.scenarios.fromrec import scenario_from_recording
 from inspector.scenarios.render import render_turn
@@ -149,12 +152,12 @@ BROKEN = {
 }
 
 
-def test_the_base_file_is_valid():
+def test_the_base_file_is_valid() -> None:
     assert check_text(OK, "f.yaml") == []
 
 
 @pytest.mark.parametrize("case", sorted(BROKEN))
-def test_check_reports_the_precise_problem(case, tmp_path, capsys):
+def test_check_reports_the_precise_problem(case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     text, expected = BROKEN[case]
     path = tmp_path / "broken.yaml"
     path.write_text(text, encoding="utf-8")
@@ -165,7 +168,7 @@ def test_check_reports_the_precise_problem(case, tmp_path, capsys):
     assert all(line.startswith(f"{path}:") for line in out)  # every line is one problem with its position
 
 
-def test_check_lists_every_problem_not_just_the_first(tmp_path, capsys):
+def test_check_lists_every_problem_not_just_the_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     text = OK.replace("ttfb: 0.2", "ttfb: fast").replace("tool_use: read_file", "tool_use: nope")
     text = text.replace("prompt: p", "prompt: p\nseed: many")
     path = tmp_path / "many.yaml"
@@ -176,7 +179,7 @@ def test_check_lists_every_problem_not_just_the_first(tmp_path, capsys):
     assert "pacing.ttfb: expected a number" in out and "tool 'nope' is not offered" in out
 
 
-def test_check_ok_and_unreadable(tmp_path, capsys):
+def test_check_ok_and_unreadable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     good = tmp_path / "good.yaml"
     good.write_text(OK, encoding="utf-8")
     assert main(["scenario", "check", str(good)]) == 0
@@ -198,7 +201,7 @@ def test_check_ok_and_unreadable(tmp_path, capsys):
         )
     )
 )
-def test_check_never_raises_on_any_text(text):
+def test_check_never_raises_on_any_text(text: str) -> None:
     """Fuzz: any text is either a valid scenario or a list of problems with positions inside the file."""
     problems = check_text(text, "f.yaml")
     lines = text.split("\n")
@@ -208,7 +211,9 @@ def test_check_never_raises_on_any_text(text):
         load_text(text, "f.yaml")
 
 
-def test_new_writes_a_template_that_loads(tmp_path, monkeypatch, capsys):
+def test_new_writes_a_template_that_loads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["scenario", "new", "demo"]) == 0
     printed = capsys.readouterr().out
     assert printed == template("demo") and printed.count("#") > 20  # commented
@@ -221,14 +226,14 @@ def test_new_writes_a_template_that_loads(tmp_path, monkeypatch, capsys):
     assert main(["scenario", "new", "../evil"]) == 2
 
 
-async def test_the_template_runs_through_the_loop(tmp_path):
+async def test_the_template_runs_through_the_loop(tmp_path: Path) -> None:
     path = tmp_path / "demo.yaml"
     path.write_text(template("demo"), encoding="utf-8")
     s = scenario_session(str(path), speed=math.inf)
     result = await s.run()
     sc = load_file(path)
     assert result.status == sc.expected["status"] and result.turns == sc.expected["turns"]
-    assert len(s.server.requests) == sc.expected["requests"]
+    assert len(s.server.requests) == sc.expected["requests"]  # type: ignore[attr-defined]  # set by scenario_session
     results = [b for m in result.messages for b in (m["content"] if isinstance(m["content"], list) else [])]
     weather = next(b for b in results if b.get("type") == "tool_result" and "partly cloudy" in str(b["content"]))
     assert not weather.get("is_error")
@@ -237,11 +242,11 @@ async def test_the_template_runs_through_the_loop(tmp_path):
 # --- from a recording -------------------------------------------------------------------------------------------
 
 
-def _events(data: bytes) -> list[tuple[str, dict]]:
+def _events(data: bytes) -> list[tuple[str, dict[str, Any]]]:
     return [(e.event, json.loads(e.data)) for e in iter_events(data) if e.event != "ping"]
 
 
-def _reads_events(attempt) -> list[int]:
+def _reads_events(attempt: RecordedAttempt) -> list[int]:
     """Complete non-ping events per read (reads that complete none are folded into the next)."""
     from inspector.stream.sse import SSEDecoder
 
@@ -254,7 +259,7 @@ def _reads_events(attempt) -> list[int]:
     return out
 
 
-async def _record(name_or_path: str, path) -> object:
+async def _record(name_or_path: str, path: Path) -> object:
     s = scenario_session(name_or_path, speed=math.inf, record=path)
     result = await s.run()
     s.close()
@@ -262,7 +267,9 @@ async def _record(name_or_path: str, path) -> object:
 
 
 @pytest.mark.parametrize("name", ["weather", "thinking", "rate_limited", "overloaded_midstream", "drop_mid_json"])
-async def test_recording_to_scenario_file_and_back(name, tmp_path, capsys):
+async def test_recording_to_scenario_file_and_back(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     rec_path, file_path, again_path = tmp_path / "a.jsonl", tmp_path / "a.yaml", tmp_path / "b.jsonl"
     await _record(name, rec_path)
     assert main(["scenario", "from-recording", str(rec_path), "-o", str(file_path), "--name", "again"]) == 0
@@ -273,6 +280,7 @@ async def test_recording_to_scenario_file_and_back(name, tmp_path, capsys):
     assert [len(t.attempts) for t in replayed.turns] == [len(t.attempts) for t in original.turns]
     for t0, t1 in zip(original.turns, replayed.turns, strict=True):
         for a0, a1 in zip(t0.attempts, t1.attempts, strict=True):
+            assert a1.response is not None and a0.response is not None
             assert a1.response["status"] == a0.response["status"]
         a0, a1 = t0.attempts[-1], t1.attempts[-1]
         assert _events(a1.data) == _events(a0.data)  # the same events (message id, tool ids, usage included)
@@ -280,7 +288,7 @@ async def test_recording_to_scenario_file_and_back(name, tmp_path, capsys):
         assert _reads_events(a1) == _reads_events(a0)  # the same events per read
 
 
-async def test_recording_to_scenario_then_serve_gives_the_same_events(tmp_path):
+async def test_recording_to_scenario_then_serve_gives_the_same_events(tmp_path: Path) -> None:
     rec_path = tmp_path / "w.jsonl"
     await _record("parse_date", rec_path)
     rec = load_any(rec_path)
@@ -289,11 +297,13 @@ async def test_recording_to_scenario_then_serve_gives_the_same_events(tmp_path):
     first = rec.turns[0].attempts[-1]
     assert list(sc.turns[0].pacing.read_events or ()) == _reads_events(first)
     plan = render_turn(sc, 0, 0)
+    assert first.response is not None
     assert plan.header_delay == pytest.approx(first.response["t"])
     with BackgroundServer(ServeApp(sc, speed=math.inf)) as srv:
         async with httpx2.AsyncClient(base_url=srv.base_url, timeout=30) as http:
             for t, turn in enumerate(rec.turns):
                 a = turn.attempts[-1]
+                assert a.request is not None
                 body = {**a.request["body"], "stream": True}
                 r = await http.post(
                     "/v1/messages", json=body, headers={"x-api-key": "k", "anthropic-version": "2023-06-01"}
@@ -307,7 +317,7 @@ async def test_recording_to_scenario_then_serve_gives_the_same_events(tmp_path):
                 assert assemble(r.content).final_message() == assemble(a.data).final_message()
 
 
-def test_from_recording_of_a_non_recording_is_one_line(tmp_path, capsys):
+def test_from_recording_of_a_non_recording_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "x.jsonl"
     path.write_text("hello\n", encoding="utf-8")
     assert main(["scenario", "from-recording", str(path)]) == 2
@@ -320,7 +330,7 @@ def test_from_recording_of_a_non_recording_is_one_line(tmp_path, capsys):
     "argv",
     [["scenarios"], ["scenario", "check", "WEATHER"], ["scenario", "new", "x"], ["scenario", "from-recording", "REC"]],
 )
-def test_scenario_commands_import_no_sdk_and_no_textual(argv, tmp_path):
+def test_scenario_commands_import_no_sdk_and_no_textual(argv: list[str], tmp_path: Path) -> None:
     import subprocess
     import sys
 
@@ -339,7 +349,7 @@ def test_scenario_commands_import_no_sdk_and_no_textual(argv, tmp_path):
     assert out.stderr.strip().splitlines()[-1] == "HEAVY 0 []", out.stderr
 
 
-def test_listing_the_scenarios_loads_no_file_and_no_pydantic():
+def test_listing_the_scenarios_loads_no_file_and_no_pydantic() -> None:
     """`inspector scenarios` reads names and descriptions only: the validating loader (pydantic) is not imported."""
     import os
     import subprocess

@@ -4,6 +4,8 @@ stderr raw in text output; --json stays exact."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -58,7 +60,9 @@ def evil_stream(evil: str) -> bytes:
     [["dump", "{}"], ["dump", "--timing", "{}"], ["replay", "{}", "--headless", "--speed", "max"]],
     ids=["dump", "dump-timing", "replay-headless"],
 )
-def test_control_characters_in_every_printed_field_never_reach_the_terminal(tmp_path_factory, capsys, argv):
+def test_control_characters_in_every_printed_field_never_reach_the_terminal(
+    tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
     @given(evil=EVIL)
     @settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
     def prop(evil: str) -> None:
@@ -72,7 +76,7 @@ def test_control_characters_in_every_printed_field_never_reach_the_terminal(tmp_
     prop()
 
 
-def test_the_classic_attacks_are_shown_escaped(tmp_path, capsys):
+def test_the_classic_attacks_are_shown_escaped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     p = tmp_path / "s.sse"
     p.write_bytes(evil_stream("\x1b]0;pwned\x07"))
     assert main(["dump", str(p)]) == 0
@@ -82,7 +86,7 @@ def test_the_classic_attacks_are_shown_escaped(tmp_path, capsys):
     assert "stop_reason: tool_use\\x1b]0;pwned\\x07" in out
 
 
-def test_json_output_stays_exact(tmp_path, capsys):
+def test_json_output_stays_exact(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     evil = "\x1b[31m\x00\x9b"
     p = tmp_path / "s.sse"
     p.write_bytes(evil_stream(evil))
@@ -92,7 +96,7 @@ def test_json_output_stays_exact(tmp_path, capsys):
     assert msg["model"] == "claude-" + evil and msg["content"][1]["name"] == "read_" + evil
 
 
-def test_errors_on_stderr_are_escaped(capsys):
+def test_errors_on_stderr_are_escaped(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["dump", "/nonexistent/\x1b]0;pwned\x07.jsonl"]) == 2
     _, err = capsys.readouterr()
     assert not raw_controls(err) and "\\x1b]0;pwned\\x07" in err
@@ -100,7 +104,7 @@ def test_errors_on_stderr_are_escaped(capsys):
 
 @given(evil=EVIL)
 @settings(max_examples=examples(200), deadline=None)
-def test_progress_lines_escape_every_field(evil):
+def test_progress_lines_escape_every_field(evil: str) -> None:
     """run --headless (a scenario's tool names, a stream's ids, diagnostics, errors): every progress line."""
     from inspector.observe import observations as O
 
@@ -124,7 +128,7 @@ def test_progress_lines_escape_every_field(evil):
 
 @given(st.text())
 @settings(max_examples=examples(500))
-def test_terminal_escapes_every_control_and_keeps_everything_else(s):
+def test_terminal_escapes_every_control_and_keeps_everything_else(s: str) -> None:
     out = terminal(s)
     assert not raw_controls(out)
     assert not raw_controls(terminal(s, newlines=False)) and "\n" not in terminal(s, newlines=False)
@@ -132,7 +136,9 @@ def test_terminal_escapes_every_control_and_keeps_everything_else(s):
         assert out == s  # nothing else changes (printable text, newlines, tabs, any script)
 
 
-def test_a_scenario_tool_name_with_nul_and_escapes_never_reaches_the_terminal(monkeypatch, capsys):
+def test_a_scenario_tool_name_with_nul_and_escapes_never_reaches_the_terminal(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """run --headless on a scenario whose tool name holds NUL and ESC[31m (issue 19)."""
     from inspector.scenarios.bundled import fast
     from inspector.scenarios.model import Scenario, SimulatedTool, TextBlock, ToolUseBlock, TurnScript

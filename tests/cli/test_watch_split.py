@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -48,13 +49,14 @@ def _env() -> dict[str, str]:
 class Lines:
     """A pipe read line by line in a thread; ``wait_for(pattern)`` returns the first match (bounded)."""
 
-    def __init__(self, stream) -> None:
+    def __init__(self, stream: IO[bytes] | None) -> None:
+        assert stream is not None, "a pipe: the process was started with stdout/stderr=PIPE"
         self.lines: list[str] = []
         self.cond = threading.Condition()
         self.thread = threading.Thread(target=self._run, args=(stream,), daemon=True)
         self.thread.start()
 
-    def _run(self, stream) -> None:
+    def _run(self, stream: IO[bytes]) -> None:
         for raw in iter(stream.readline, b""):
             with self.cond:
                 self.lines.append(raw.decode("utf-8", "replace"))
@@ -63,7 +65,7 @@ class Lines:
             self.lines.append("")  # EOF
             self.cond.notify_all()
 
-    def wait_for(self, pattern: str, timeout: float) -> re.Match | None:
+    def wait_for(self, pattern: str, timeout: float) -> re.Match[str] | None:
         rx = re.compile(pattern)
         with self.cond:
             ok = self.cond.wait_for(lambda: any(rx.search(x) for x in self.lines) or "" in self.lines, timeout)
@@ -138,7 +140,7 @@ def test_split_outside_tmux_serves_the_dashboard_to_a_browser_and_stops_it(tmp_p
     up_err = Lines(upstream.stderr)
     up_out = Lines(upstream.stdout)
     master, slave = pty.openpty()
-    watch: subprocess.Popen | None = None
+    watch: subprocess.Popen[bytes] | None = None
     seen: list[int] = []
     try:
         m = up_out.wait_for(r"ANTHROPIC_BASE_URL=(\S+)", 60) or up_err.wait_for(r"ANTHROPIC_BASE_URL=(\S+)", 5)

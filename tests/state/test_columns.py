@@ -4,6 +4,8 @@ plain-list model (hypothesis) and against the state rebuilt from scratch."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -27,7 +29,7 @@ OPS = st.lists(
 
 @settings(max_examples=examples(60), deadline=None)
 @given(OPS, st.sampled_from(["l", None]))
-def test_column_copies_are_independent(ops, typecode) -> None:
+def test_column_copies_are_independent(ops: list[tuple[Any, ...]], typecode: str | None) -> None:
     """Any mix of appends, writes and copies: every column (original and copies) equals its own list model."""
     old = C.CHUNK
     C.CHUNK = 8  # small chunks: many seals and shared chunks
@@ -73,7 +75,7 @@ def test_a_copy_costs_the_tail_only() -> None:
 
 def test_cowdict_clones_an_entry_only_when_the_fold_asks_to_change_it() -> None:
     """Changed (issue 17 §4): `get` / `[]` used to clone on first read after a copy; now only `mutable` does."""
-    d = CowDict()
+    d: CowDict[str, AttemptEntry] = CowDict()
     d["a"] = AttemptEntry(0, 0, 0.0)
     c = d.cow_copy()
     assert c["a"] is d["a"] and c.get("a") is d["a"]  # reads share
@@ -81,7 +83,9 @@ def test_cowdict_clones_an_entry_only_when_the_fold_asks_to_change_it() -> None:
     m = c.mutable("a")
     assert m is not None and m is not d["a"] and c["a"] is m  # cloned once, then owned
     m.usage["x"] = 1
-    assert d["a"].usage == {} and c.get("a").usage == {"x": 1}
+    got = c.get("a")
+    assert got is not None
+    assert d["a"].usage == {} and got.usage == {"x": 1}
     assert c.mutable("a") is m
     assert c.get("zz", 5) == 5 and c.mutable("zz") is None
     with pytest.raises(KeyError):
@@ -93,7 +97,7 @@ ENTRY_DICTS = ("attempts", "turns", "blocks", "tools")
 
 @settings(max_examples=examples(25), deadline=None)
 @given(st.integers(0, 10_000))
-def test_reading_a_copied_state_changes_nothing(cut) -> None:
+def test_reading_a_copied_state_changes_nothing(cut: int) -> None:
     """Issue 17 §4: a view reading a checkpoint (every entry, every query) must not clone or swap its entries."""
     obs = parse_date_observations("tools_running")
     s = DashboardState().apply_all(obs[: cut % (len(obs) + 1)])
@@ -136,8 +140,12 @@ def test_the_state_package_has_no_import_circle() -> None:
 
     def reaches(start: str, goal: str, seen: set[str]) -> bool:
         for nxt in graph.get(start, ()):
-            if nxt == goal or (nxt not in seen and (seen.add(nxt) or reaches(nxt, goal, seen))):
+            if nxt == goal:
                 return True
+            if nxt not in seen:
+                seen.add(nxt)
+                if reaches(nxt, goal, seen):
+                    return True
         return False
 
     assert [m for m in graph if reaches(m, m, set())] == []
@@ -178,7 +186,7 @@ def test_summary_keeps_any_text() -> None:
 
 
 @pytest.mark.parametrize("block", [1, 3, 64])
-def test_spilled_observations_round_trip(block) -> None:
+def test_spilled_observations_round_trip(block: int) -> None:
     obs = parse_date_observations(variant="overloaded") + rate_limited_observations()
     so = SpilledObservations(block=block, cache=2)
     for o in obs:
@@ -224,7 +232,7 @@ def test_a_checkpoint_is_not_changed_by_later_folding() -> None:
 
 
 @pytest.mark.parametrize("block", [1, 7])
-async def test_a_real_loop_session_spills_and_reads_back_its_history_views(block) -> None:
+async def test_a_real_loop_session_spills_and_reads_back_its_history_views(block: int) -> None:
     """The loop's observations (AttemptStarted.body["messages"], LoopFinished.messages: plain lists, issue 17)
     spill with the rest and read back equal."""
     import math
@@ -270,7 +278,7 @@ def test_a_frozen_history_prefix_stays_fixed_while_the_history_grows() -> None:
 
 @settings(max_examples=examples(60), deadline=None)
 @given(st.integers(0, 3 * C.CHUNK + 40), st.integers(0, 3 * C.CHUNK + 60))
-def test_column_from_is_the_column_from_that_row(n, start) -> None:
+def test_column_from_is_the_column_from_that_row(n: int, start: int) -> None:
     """`column_from` (the fold's attempt-end scan) skips the chunks before `start` and yields the same values."""
     t = Column("l")
     for i in range(n):
@@ -286,12 +294,13 @@ def test_a_block_that_cannot_be_pickled_stays_in_ram_unaltered() -> None:
     from inspector.observe import observations as O
 
     lock = threading.Lock()  # cannot be pickled
-    obs = [O.TurnStarted(float(i), i) for i in range(10)]
-    obs[4] = O.ToolResult(4.0, 0, 0, "t1", "odd", [{"type": "text", "text": "x", "lock": lock}], False, "completed")
+    obs: list[O.Observation] = [O.TurnStarted(float(i), i) for i in range(10)]
+    odd = O.ToolResult(4.0, 0, 0, "t1", "odd", [{"type": "text", "text": "x", "lock": lock}], False, "completed")
+    obs[4] = odd
     s = SpilledObservations(block=3)
     for o in obs:
         s.append(o)
     assert s.blocks_in_ram == 1 and s.spilled_bytes > 0
-    assert list(s) == obs and s[4] is obs[4] and s[4].content[0]["lock"] is lock
+    assert list(s) == obs and s[4] is odd and odd.content[0]["lock"] is lock
     assert list(s.frozen()) == obs
     assert [s[i] for i in range(10)] == obs

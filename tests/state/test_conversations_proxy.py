@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Iterator
+from typing import Any, cast
 
 import anthropic
 import httpx2
 import pytest
+from anthropic.types import MessageParam
 
 from inspector.net.proxy import ProxyApp
 from inspector.net.serve import ServeApp
@@ -23,16 +26,21 @@ CITIES = ("Paris", "Rome", "Oslo")
 
 
 @pytest.fixture(scope="module")
-def upstream():
+def upstream() -> Iterator[BackgroundServer]:
     with BackgroundServer(ServeApp(speed=math.inf, lenient=True, echo_model=False)) as srv:
         yield srv
 
 
-async def _agent(client: anthropic.AsyncAnthropic, city: str, barrier: asyncio.Barrier) -> list[dict]:
+def _params(messages: list[dict[str, Any]]) -> list[MessageParam]:
+    """The SDK's view of the dicts built here (a tool_use block is sent as the model dumped it)."""
+    return cast("list[MessageParam]", messages)
+
+
+async def _agent(client: anthropic.AsyncAnthropic, city: str, barrier: asyncio.Barrier) -> list[dict[str, Any]]:
     hdr = {"x-inspector-scenario": "weather"}
-    messages: list[dict] = [{"role": "user", "content": f"What is the weather in {city}?"}]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": f"What is the weather in {city}?"}]
     await barrier.wait()
-    async with client.messages.stream(model="m", max_tokens=100, messages=messages, extra_headers=hdr) as s:
+    async with client.messages.stream(model="m", max_tokens=100, messages=_params(messages), extra_headers=hdr) as s:
         first = await s.get_final_message()
     uses = [b for b in first.content if b.type == "tool_use"]
     messages += [
@@ -43,12 +51,12 @@ async def _agent(client: anthropic.AsyncAnthropic, city: str, barrier: asyncio.B
         },
     ]
     await barrier.wait()
-    async with client.messages.stream(model="m", max_tokens=100, messages=messages, extra_headers=hdr) as s:
+    async with client.messages.stream(model="m", max_tokens=100, messages=_params(messages), extra_headers=hdr) as s:
         await s.get_final_message()
     return messages
 
 
-async def test_three_concurrent_agents_are_three_entries_and_three_views(upstream) -> None:
+async def test_three_concurrent_agents_are_three_entries_and_three_views(upstream: BackgroundServer) -> None:
     bus = O.ObservationBus()
     got: list[O.Observation] = []
     bus.subscribe(got.append)

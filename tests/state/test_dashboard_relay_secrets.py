@@ -6,6 +6,8 @@ the panes are drawn from, not in a detail view, not in an observation."""
 from __future__ import annotations
 
 import base64
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import httpx2
 import orjson
@@ -26,6 +28,11 @@ from inspector.testing.streamgen import (
     text_start,
 )
 from inspector.tui.detail import block_detail, event_detail
+
+# an ASGI app's arguments, as these tests' upstream uses them
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 KEY = "sk-ant-api03-Dash-Relay-Mz4Xc7Vb1Nq8Wp2Lk6"
 FORMS = {
@@ -50,14 +57,14 @@ def echo(text: str) -> bytes:
 
 
 @pytest.mark.parametrize("form", sorted(FORMS))
-async def test_the_proxy_dashboard_masks_a_relay_credential_echoed_by_upstream(form) -> None:
+async def test_the_proxy_dashboard_masks_a_relay_credential_echoed_by_upstream(form: str) -> None:
     from inspector.net.proxy import ProxyApp
     from inspector.net.server import BackgroundServer
 
     headers, query = FORMS[form]
     body = echo(KEY)
 
-    async def upstream(scope, receive, send) -> None:
+    async def upstream(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})

@@ -4,6 +4,8 @@ shows it on the dashboard: not in the state the panes are drawn from, not in any
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import httpx2
 import orjson
@@ -27,6 +29,11 @@ from inspector.testing.streamgen import (
     tool_start,
 )
 from inspector.tui.detail import block_detail, diagnostic_detail, event_detail, tool_detail
+
+# an ASGI app's arguments, as these tests' upstream uses them
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 KEY = "sk-ant-api03-LIVE-CANARY-0123456789"
 
@@ -54,7 +61,7 @@ async def run_loop(bodies: list[bytes], read_size: int) -> list[O.Observation]:
         def __init__(self, body: bytes) -> None:
             self.body = body
 
-        async def __aiter__(self):
+        async def __aiter__(self) -> AsyncIterator[bytes]:
             for i in range(0, len(self.body), read_size):
                 yield self.body[i : i + read_size]
 
@@ -80,8 +87,8 @@ def shown(state: DashboardState, history: History) -> list[str]:
         out.append(event_detail(state, history, k).body.plain)
     for key in state.blocks:
         out.append(block_detail(state, key).body.plain)
-    for key in state.tools:
-        out.append(tool_detail(state, key, 10.0).body.plain)
+    for tool_key in state.tools:
+        out.append(tool_detail(state, tool_key, 10.0).body.plain)
     for i in range(len(state.diagnostics)):
         out.append(diagnostic_detail(state, history, i).body.plain)
     return out
@@ -100,7 +107,8 @@ async def test_a_relay_echoing_the_key_split_across_deltas_never_reaches_the_das
         text_block, tool_block = state.blocks[(0, 0, 0)], state.blocks[(0, 0, 1)]
         assert text_block.joined() == f"your key is {REDACTED}, keep it safe"
         assert orjson.loads(tool_block.joined()) == {"path": f"{REDACTED}.txt"}  # the input still parses
-        assert state.tool("toolu_1").input == {"path": f"{REDACTED}.txt"}
+        tool = state.tool("toolu_1")
+        assert tool is not None and tool.input == {"path": f"{REDACTED}.txt"}
 
 
 async def test_the_proxy_dashboard_never_shows_a_key_the_upstream_echoes_split_across_reads_and_deltas() -> None:
@@ -112,7 +120,7 @@ async def test_the_proxy_dashboard_never_shows_a_key_the_upstream_echoes_split_a
 
     body = echoing_turn()
 
-    async def upstream(scope, receive, send) -> None:
+    async def upstream(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})

@@ -3,6 +3,8 @@ next request): they are never counted in "saved vs sequential" (issue 18 §4).""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from inspector.observe import observations as O
@@ -16,7 +18,7 @@ def proxy_turns(*, inferred: bool) -> list[O.Observation]:
     0 - 1.2 s, the tool blocks stop at 0.6 and 1.0 s (shown running from there), the next request comes at 3.5 s
     with both results. Measured, that would look like two tools overlapping the stream and "saving" time."""
 
-    def tool(t: float, tid: str, index: int, state: str, times: dict) -> O.ToolStateChanged:
+    def tool(t: float, tid: str, index: int, state: str, times: dict[str, Any]) -> O.ToolStateChanged:
         return O.ToolStateChanged(
             t, 0, 0, tid, "read_file", index, state, {"path": tid}, None, None, times, inferred=inferred
         )

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -28,7 +31,7 @@ from inspector.tui.widgets.wording import marker_label
 FULL = parse_date_observations()
 
 
-def fold_all(observations) -> DashboardState:
+def fold_all(observations: Iterable[O.Observation]) -> DashboardState:
     s = DashboardState()
     for o in observations:
         s = fold(s, o)
@@ -76,14 +79,17 @@ def test_tools_follow_the_executor() -> None:
     for tool in s.tools.values():
         assert tool.state == "succeeded" and not tool.is_error
         assert [h[0] for h in tool.history] == ["streaming_input", "queued", "running", "succeeded"]
+        assert tool.t_queued is not None and tool.t_started is not None and tool.t_finished is not None
         assert tool.t_created <= tool.t_queued <= tool.t_started <= tool.t_finished
         assert tool.input_summary.startswith('read_file(path="')
     # streaming execution: the first tool started before the turn's message_stop
     stop_t = max(
         s.events.t[r] for r in s.events.event_rows if s.events.etype[r] == "message_stop" and s.events.turn[r] == 0
     )
-    assert s.tool("toolu_01Rd1").t_started < stop_t
-    assert s.tool("toolu_01Rd1").result_summary.startswith("def parse_date(")
+    first = s.tool("toolu_01Rd1")
+    assert first is not None and first.t_started is not None
+    assert first.t_started < stop_t
+    assert first.result_summary.startswith("def parse_date(")
 
 
 def test_transcript_interleaves_text_and_tool_activity() -> None:
@@ -103,7 +109,7 @@ def test_status_timings() -> None:
     s = fold_all(FULL)
     a = s.attempts[(0, 0)]
     assert a.ttfb == pytest.approx(0.35)
-    assert a.t_first_token is not None and a.t_first_token > a.t_response
+    assert a.t_first_token is not None and a.t_response is not None and a.t_first_token > a.t_response
     assert a.last_gap is not None and a.last_gap >= 0
     assert a.reads == len([o for o in FULL if isinstance(o, O.ReadReceived) and o.turn == 0])
     assert a.stop_reason == "tool_use" and a.usage == {"input_tokens": 1850, "output_tokens": 187}
@@ -129,10 +135,11 @@ def test_reads_map_to_raw_lines() -> None:
 def test_invalid_tool_json_is_shown_with_its_position() -> None:
     s = fold_all(parse_date_observations(variant="invalid_json"))
     b = s.blocks[(0, 0, 2)]
-    assert b.closed and b.input_error and b.content["input"] is None
+    assert b.closed and b.input_error and b.content is not None and b.content["input"] is None
     assert b.error_pos is not None and b.joined()[b.error_pos - 1 : b.error_pos + 1] in ("1-", "-4")
+    assert b.id is not None
     tool = s.tool(b.id)
-    assert tool.state == "not_run" and tool.is_error and tool.t_started is None
+    assert tool is not None and tool.state == "not_run" and tool.is_error and tool.t_started is None
     d = s.diagnostics[b.diagnostics[0]]
     assert d.code == "tool_input.invalid_json" and d.severity == "error" and d.evno is not None
     row = s.events.event_rows[d.evno - 1]
@@ -155,7 +162,8 @@ def test_overloaded_midstream_marks_the_attempt_failed_and_retries() -> None:
 
 def test_fatal_error_and_cancel_end_states() -> None:
     s = fold_all(parse_date_observations(variant="overloaded_fatal"))
-    assert s.status.loop_state == LoopState.ERROR and s.status.finished == "error" and "overloaded" in s.status.error
+    assert s.status.loop_state == LoopState.ERROR and s.status.finished == "error"
+    assert s.status.error is not None and "overloaded" in s.status.error
     c = fold_all(parse_date_observations(variant="cancelled"))
     assert c.status.loop_state == LoopState.CANCELLED
     assert {t.state for t in c.tools.values()} == {"cancelled"}
@@ -166,7 +174,9 @@ def test_partial_preview_of_an_open_tool_block() -> None:
     b = s.blocks[(0, 0, 2)]
     assert not b.closed and b.joined() == '{"path": "tests/t'
     assert b.preview() == ({"path": "tests/t"}, None)  # the unfinished string is kept
-    assert s.tool(b.id).state == "streaming_input"
+    assert b.id is not None
+    tool = s.tool(b.id)
+    assert tool is not None and tool.state == "streaming_input"
     assert s.status.loop_state == LoopState.PAUSED
 
 
@@ -299,7 +309,7 @@ def test_state_and_synthetic_do_not_import_textual() -> None:
 
 
 @pytest.mark.parametrize("kw", [{}, {"buffered": False}, {"hold_in_silence": 3.5}])
-def test_a_buffered_attempt_is_the_named_diagnostic_the_timing_view_agrees_with(kw):
+def test_a_buffered_attempt_is_the_named_diagnostic_the_timing_view_agrees_with(kw: dict[str, Any]) -> None:
     """Issue 18 §4: the main screen said "no diagnostics: the stream was well-formed" while `i` said BUFFERED."""
     from inspector.record.timing import BUFFERED_CODE, recording_from_observations, timing_json
     from inspector.testing.synthetic import buffered_observations
@@ -317,5 +327,5 @@ def test_a_buffered_attempt_is_the_named_diagnostic_the_timing_view_agrees_with(
         assert [x.code for x in state_at(obs, 10_000).diagnostics] == [BUFFERED_CODE]
 
 
-def test_the_parse_date_run_has_no_buffering_diagnostic():
+def test_the_parse_date_run_has_no_buffering_diagnostic() -> None:
     assert not [d for d in fold_all(FULL).diagnostics if d.code.startswith("timing.")]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -30,7 +32,7 @@ from inspector.tui.widgets.tools import turn_bars
 OBS = interleaved_conversations(3, stops={1: "turn1", 2: "mid_tool_json"}, parents={2: "c1"})
 
 
-def fold(observations) -> DashboardState:
+def fold(observations: list[O.Observation]) -> DashboardState:
     return DashboardState().apply_all(observations)
 
 
@@ -72,7 +74,7 @@ def test_selecting_one_filters_the_panes_rows_to_its_turns() -> None:
 
 
 def test_side_requests_are_listed_with_their_conversation_or_as_other_requests() -> None:
-    side = [
+    side: list[O.Observation] = [
         O.ExchangeForwarded(9.0, "POST", "/v1/messages/count_tokens", 200, 10, "complete", "c2", "count_tokens"),
         O.ExchangeForwarded(9.1, "GET", "/v1/models", 200, 10, "complete", None, "GET /v1/models"),
     ]
@@ -111,11 +113,11 @@ def test_checkpoints_copy_the_table() -> None:
 
 @settings(max_examples=examples(30), deadline=None)
 @given(st.integers(1, 6), st.randoms(use_true_random=False))
-def test_any_interleaving_gives_each_conversation_its_own_turns(k: int, rnd) -> None:
+def test_any_interleaving_gives_each_conversation_its_own_turns(k: int, rnd: random.Random) -> None:
     """Whatever order the conversations' observations arrive in (each in its own order), each entry and each
     filtered view count only that conversation's turns and tokens."""
     per = [
-        [o for o in interleaved_conversations(k) if getattr(o, "turn", None) is not None and o.turn % k == j]
+        [o for o in interleaved_conversations(k) if (turn := getattr(o, "turn", None)) is not None and turn % k == j]
         for j in range(k)
     ]
     merged: list[O.Observation] = []
@@ -141,7 +143,8 @@ def test_a_filter_started_at_the_conversations_first_observation_equals_the_whol
     whole = fold(OBS)
     for cid in ("c1", "c2", "c3"):
         first = whole.conversations.by_id[cid].first_obs
-        assert type(OBS[first]) is O.ConversationAssigned and OBS[first].conversation == cid
+        assigned = OBS[first]
+        assert type(assigned) is O.ConversationAssigned and assigned.conversation == cid
         seed = fold(OBS[:first])
         late = ConversationFilter(cid, seed).apply_all(OBS[first:]).state
         full = ConversationFilter(cid).apply_all(OBS).state
@@ -194,7 +197,9 @@ def test_a_views_event_numbers_map_to_the_sessions_events() -> None:
 
 @settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.integers(0, len(OBS) - 1), max_size=40, unique=True), st.randoms(use_true_random=False))
-def test_the_table_never_raises_and_stays_consistent_when_observations_are_dropped_or_repeated(drop, rnd) -> None:
+def test_the_table_never_raises_and_stays_consistent_when_observations_are_dropped_or_repeated(
+    drop: list[int], rnd: random.Random
+) -> None:
     """Dropped, repeated or out-of-place observations (a cut recording, a crashed proxy) never raise; the counts the
     list shows stay the sums of what each conversation holds."""
     obs = [o for i, o in enumerate(OBS) if i not in set(drop)]
@@ -271,8 +276,9 @@ def test_a_tool_result_sent_back_is_matched_in_its_own_conversation() -> None:
     s = fold(obs)
     assert s.sent_results[("c1", "toolu_1")]["content"] == "denied"
     assert s.sent_results[("c2", "toolu_1")]["content"] == "ok"
-    assert s.tool("toolu_1", "c1").is_error and s.tool("toolu_1", "c1").error == "denied"
-    assert not s.tool("toolu_1", "c2").is_error and s.tool("toolu_1", "c2").error is None
+    c1, c2 = s.tool("toolu_1", "c1"), s.tool("toolu_1", "c2")
+    assert c1 is not None and c1.is_error and c1.error == "denied"
+    assert c2 is not None and not c2.is_error and c2.error is None
 
 
 # ------------------------------------------------------------------ a turn is compared with its own conversation's
@@ -306,13 +312,17 @@ STOPS = ["turn1", "tools_running", "mid_tool_json", None]
 
 @settings(max_examples=examples(30), deadline=None)
 @given(st.lists(st.sampled_from(STOPS), min_size=1, max_size=4), st.randoms(use_true_random=False))
-def test_any_interleaving_of_conversations_with_the_same_tool_ids_keeps_each_ones_calls(stops, rnd) -> None:
+def test_any_interleaving_of_conversations_with_the_same_tool_ids_keeps_each_ones_calls(
+    stops: list[str | None], rnd: random.Random
+) -> None:
     """k conversations using the same tool ids, each stopped somewhere, interleaved in any order: the session's rows
     of a conversation are exactly that conversation's own view's rows (states, results, inputs, times), and no row
     mixes two conversations."""
     k = len(stops)
-    obs = with_the_same_tool_ids(interleaved_conversations(k, stops=dict(enumerate(stops))))
-    per = [[o for o in obs if getattr(o, "turn", None) is not None and o.turn % k == j] for j in range(k)]
+    obs = with_the_same_tool_ids(
+        interleaved_conversations(k, stops={j: stop for j, stop in enumerate(stops) if stop is not None})
+    )
+    per = [[o for o in obs if (turn := getattr(o, "turn", None)) is not None and turn % k == j] for j in range(k)]
     merged: list[O.Observation] = [obs[0]]
     cursors = [0] * k
     while any(cursors[j] < len(per[j]) for j in range(k)):

@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 import math
 from array import array
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -84,13 +86,13 @@ def stream(holds: dict[int, tuple[float, str]] | None = None) -> list[O.Observat
 STEPS = N_DELTAS + 5
 
 
-def figures(obs: list[O.Observation]) -> dict:
+def figures(obs: list[O.Observation]) -> dict[str, Any]:
     s = DashboardState().apply_all(obs)
     a = s.attempts[(0, 0)]
     return {"ttfb": a.ttfb, "first_token": a.first_token, "last_gap": a.last_gap, "last_read": a.last_read_t}
 
 
-def timing_figures(obs: list[O.Observation]) -> dict:
+def timing_figures(obs: list[O.Observation]) -> dict[str, Any]:
     data = timing_json(recording_from_observations(obs))
     (a,) = data["attempts"]
     keys = ("headers_s", "first_byte_s", "first_content_s", "message_stop_s", "last_byte_s", "end_s")
@@ -101,14 +103,14 @@ def timing_figures(obs: list[O.Observation]) -> dict:
     return out
 
 
-def approx_equal(a, b) -> bool:
+def approx_equal(a: Any, b: Any) -> bool:
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(approx_equal(a[k], b[k]) for k in a)
     if isinstance(a, list):
         return len(a) == len(b) and all(approx_equal(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, float) and isinstance(b, float):
         return math.isclose(a, b, abs_tol=2e-6)
-    return a == b
+    return bool(a == b)
 
 
 def test_a_six_second_pause_before_the_first_token_is_not_in_the_figures() -> None:
@@ -130,7 +132,7 @@ def test_a_six_second_pause_before_the_first_token_is_not_in_the_figures() -> No
         max_size=6,
     )
 )
-def test_held_intervals_leave_every_figure_as_in_the_unheld_run(holds) -> None:
+def test_held_intervals_leave_every_figure_as_in_the_unheld_run(holds: dict[int, tuple[float, str]]) -> None:
     """Fold figures and the recording's timing analysis (TTFB, first token, gaps, histograms, verdict) of a run
     with holds equal those of the same stream without them."""
     assert approx_equal(figures(stream(holds)), figures(stream()))
@@ -182,7 +184,7 @@ def test_held_intervals_and_unhold() -> None:
     assert still == [(9.0, math.inf)]
 
 
-def test_a_recording_file_keeps_the_holds(tmp_path) -> None:
+def test_a_recording_file_keeps_the_holds(tmp_path: Path) -> None:
     """`--record` writes the holds (obs lines), so `dump --timing` of a paused session is right too."""
     from inspector.record.recorder import Recorder
     from inspector.record.recording import read_recording
@@ -206,7 +208,7 @@ def test_holds_are_marked_in_the_sse_pane() -> None:
     assert marks[0].startswith("❚❚ stream held by pause")
     assert "held 6.00 s by pause" in marks[1]
     assert len(marks) == 3 and "by step" in marks[2]  # a step's hold: one row, at its release
-    assert [round(e - b, 6) for b, e, _ in s.holds] == [6.0, 0.5]
+    assert [None if e is None else round(e - b, 6) for b, e, _ in s.holds] == [6.0, 0.5]
     # the marker rows do not shift the event numbering nor the diagnostics' pointers
     assert s.status.events == N_DELTAS + 5
     assert [ev.evno[r] for r in ev.event_rows] == list(range(1, s.status.events + 1))
@@ -274,7 +276,7 @@ def test_connection_failure_and_giving_up() -> None:
 # --- tools: run times and savings that add up --------------------------------------------------------------------
 
 
-def tool_obs(t: float, attempt: int, tid: str, state: str, times: dict) -> O.ToolStateChanged:
+def tool_obs(t: float, attempt: int, tid: str, state: str, times: dict[str, Any]) -> O.ToolStateChanged:
     return O.ToolStateChanged(t, 0, attempt, tid, "read_file", 1, state, {"path": tid}, None, None, dict(times))
 
 
@@ -306,6 +308,7 @@ def fault_turn() -> list[O.Observation]:
 def test_a_discarded_tool_shows_its_own_run_time() -> None:
     s = DashboardState().apply_all(fault_turn())
     a = s.tool("A")
+    assert a is not None
     assert a.state == "discarded" and a.elapsed(100.0) == pytest.approx(1.0)  # not 2.0: the time until the discard
     assert [h[0] for h in a.history] == ["queued", "running", "succeeded", "discarded"]
 
@@ -325,11 +328,16 @@ def test_savings_wait_for_the_turn_to_be_done() -> None:
     assert DashboardState().apply_all(obs[:-1]).turn_savings(0) is not None
 
 
+def _run_time(t: ToolEntry) -> float:
+    assert t.t_started is not None and t.t_finished is not None, t
+    return t.t_finished - t.t_started
+
+
 def test_savings_of_the_parse_date_session() -> None:
     s = DashboardState().apply_all(parse_date_observations())
     sav = s.turn_savings(0)
     assert sav is not None and sav.counted == 3 and sav.left_out == 0
-    runs = sum(t.t_finished - t.t_started for t in s.turn_tools(0))  # type: ignore[operator]
+    runs = sum(_run_time(t) for t in s.turn_tools(0))
     assert sav.tools == pytest.approx(runs)
     assert s.turn_savings(1) is None  # no tools in turn 2
 
@@ -353,7 +361,7 @@ def test_time_travel_figures_are_those_of_the_moment() -> None:
 
 # --- copies that cannot forget a field -----------------------------------------------------------------------------
 
-ENTRIES = [
+ENTRIES: list[tuple[type[Any], tuple[Any, ...]]] = [
     (BlockEntry, (0, 0, 0, "text", None, None, {}, 0.0, 1)),
     (ToolEntry, ("t", "n", 0, 0, 0, "queued", 0.0)),
     (AttemptEntry, (0, 0, 0.0)),
@@ -363,7 +371,7 @@ ENTRIES = [
 
 
 @pytest.mark.parametrize("cls,args", ENTRIES, ids=[c.__name__ for c, _ in ENTRIES])
-def test_every_field_is_copied_and_independent(cls, args) -> None:
+def test_every_field_is_copied_and_independent(cls: type[Any], args: tuple[Any, ...]) -> None:
     """A field added later is carried by clone() too: every field of the copy equals the original's, and every
     mutable container is a different object (the fold mutates those in place)."""
     entry = cls(*args)
@@ -374,7 +382,7 @@ def test_every_field_is_copied_and_independent(cls, args) -> None:
         elif isinstance(v, dict):
             v[f.name] = i
     c = clone(entry)
-    shared = getattr(cls, "SHARED", frozenset())
+    shared: frozenset[str] = getattr(cls, "SHARED", frozenset())
     for f in dataclasses.fields(cls):
         v, w = getattr(entry, f.name), getattr(c, f.name)
         assert w == v, f.name
@@ -383,7 +391,7 @@ def test_every_field_is_copied_and_independent(cls, args) -> None:
 
 
 @pytest.mark.parametrize("cls", [EventTable, ReadTable])
-def test_tables_are_copied_column_by_column(cls) -> None:
+def test_tables_are_copied_column_by_column(cls: type[EventTable | ReadTable]) -> None:
     t = cls()
     c = clone(t)
     for name in cls.__slots__:
