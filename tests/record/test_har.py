@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from inspector.net.faults import BOM
-from inspector.net.serve import assembled_message, render_faulted
+from inspector.net.faults import BOM, render_faulted
+from inspector.net.serve import assembled_message
 from inspector.record.dump import dump_turns
 from inspector.record.har import HAR_TIMING_NOTE, is_har, load_any, read_har
 from inspector.record.recording import RecordingError, RecordingWriter, read_recording

@@ -13,7 +13,8 @@ import httpx2
 import pytest
 
 from inspector.agent.loop import LoopResult
-from inspector.net.serve import ServeApp, render_faulted
+from inspector.net.faults import render_faulted
+from inspector.net.serve import ServeApp
 from inspector.net.server import BackgroundServer
 from inspector.observe import observations as O
 from inspector.record.recording import RecordedAttempt, RecordedRead, RecordedTurn, Recording, read_recording

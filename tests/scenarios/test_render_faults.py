@@ -17,9 +17,8 @@ import pytest
 from anthropic.types import Message, MessageParam, ToolResultBlockParam
 
 from inspector.core.pacing import Pacer
-from inspector.net.faults import first_stream_attempt
+from inspector.net.faults import apply_faults, first_stream_attempt, render_faulted
 from inspector.net.inprocess import FaultedScenarioServer
-from inspector.net.serve import apply_faults, render_faulted
 from inspector.scenarios.bundled import SCENARIOS, get_scenario
 from inspector.scenarios.model import Pacing, Scenario, TextBlock, ToolUseBlock, TurnScript
 from inspector.scenarios.render import SPLIT_STEP, ResponsePlan, render_turn
