@@ -2,7 +2,7 @@
 httpx2), through `watch --headless --record` in front of `inspector serve --speed max` with a T-turn tool scenario.
 
     python tools/bench_watch.py [--conversations 50] [--turns 20] [--json] [--compare OTHER_TREE]
-                                [--single-rounds 3]
+                                [--single-rounds 3] [--rounds N]
 
 Reports:
   * first byte per request (p50 / p99 / max) direct to serve and through watch, each with 1 and with N
@@ -172,6 +172,7 @@ def run_agent(
     env = dict(os.environ, PYTHONPATH=str(root), PYTHONUNBUFFERED="1")
     argv = [PY, str(agent), str(n), str(t), str(out)]
     peak = [0]
+    cpu = float("nan")
     t0 = time.perf_counter()
     if through_watch:
         cmd = [PY, "-m", "inspector", "watch", "--headless", "--upstream", upstream]
@@ -181,6 +182,7 @@ def run_agent(
         stop = threading.Event()
         th = threading.Thread(target=rss_sampler, args=(p.pid, peak, stop), daemon=True)
         th.start()
+        cpu = exit_cpu(p)
         rc = p.wait(1800)
         stop.set()
     else:
@@ -188,7 +190,18 @@ def run_agent(
         rc = subprocess.run(argv, env=env, timeout=1800).returncode
     wall = time.perf_counter() - t0
     stats = json.loads(out.read_text()) if out.exists() else []
-    return {"rc": rc, "wall": wall, "stats": stats, "rss_mb": peak[0] / 1024}
+    return {"rc": rc, "wall": wall, "stats": stats, "rss_mb": peak[0] / 1024, "cpu_s": cpu}
+
+
+def exit_cpu(p: subprocess.Popen) -> float:
+    """The CPU seconds (user + system) a process used in all, read once it exited and before it is reaped (its own:
+    not its children's, e.g. the agent watch runs)."""
+    os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOWAIT)
+    try:
+        fields = Path(f"/proc/{p.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def check_recording(record: Path, stats: list[dict], turns: int | None = None) -> dict:
@@ -269,12 +282,16 @@ def measure(a: argparse.Namespace, tmp: Path, url: str, root: Path, direct1: dic
         "watch_n": m,
         "added_p50_ms_1": added_1,
         "added_p50_ms_n": added_n,
+        "direct_n_p50_ms": dn["p50_ms"],
         # the target: the added first byte at N conversations within 2x of the single-conversation figure
         "added_ratio": added_n / added_1 if added_1 > 0 else float("nan"),
         "lost": expected - len(many["stats"]),
         "non_200": sum(1 for x in many["stats"] if x["status"] != 200),
         "watch_rc": many["rc"],
         "watch_peak_rss_mb": round(many["rss_mb"], 1),
+        # watch's own CPU per request at N conversations (the proxy, the recording): steadier than the first-byte
+        # figures on a loaded machine
+        "watch_cpu_ms_per_request": round(many["cpu_s"] * 1e3 / max(1, len(many["stats"])), 2),
         "watch_wall_s": round(many["wall"], 2),
         **check,
         "expected_requests": expected,
@@ -287,6 +304,7 @@ def main() -> int:
     ap.add_argument("--turns", type=int, default=20)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--single-rounds", type=int, default=3, help="runs of the single conversation, pooled (default 3)")
+    ap.add_argument("--rounds", type=int, default=1, help="measure every tree this many times, interleaved")
     ap.add_argument("--compare", metavar="OTHER_TREE", help="also run watch from this checkout (e.g. the code before)")
     a = ap.parse_args()
     trees = {"this": ROOT, **({"compare": Path(a.compare).resolve()} if a.compare else {})}
@@ -302,7 +320,12 @@ def main() -> int:
                 [run_agent(1, a.turns, tmp, url, through_watch=False, record=None) for _ in range(a.single_rounds)]
             )
             directn = run_agent(a.conversations, a.turns, tmp, url, through_watch=False, record=None)
-            results = {name: measure(a, tmp, url, root, direct1, directn) for name, root in trees.items()}
+            rounds = []
+            for i in range(a.rounds):  # interleaved: every tree in each round, against the same serve
+                if i:  # direct(N) again: on a loaded machine the N-conversation figure drifts between rounds
+                    directn = run_agent(a.conversations, a.turns, tmp, url, through_watch=False, record=None)
+                rounds.append({name: measure(a, tmp, url, root, direct1, directn) for name, root in trees.items()})
+            results = rounds[0]
         finally:
             serve.terminate()
             serve.wait(10)
@@ -315,10 +338,34 @@ def main() -> int:
     }
     for name, r in results.items():
         report.update(r if name == "this" else {f"{name}.{k}": v for k, v in r.items()})
+    if a.rounds > 1:
+        report["rounds"] = [
+            {
+                name: {
+                    k: r[k]
+                    for k in (
+                        "direct_n_p50_ms",
+                        "added_p50_ms_1",
+                        "added_p50_ms_n",
+                        "added_ratio",
+                        "lost",
+                        "byte_exact",
+                    )
+                    + ("watch_cpu_ms_per_request",)
+                }
+                for name, r in rnd.items()
+            }
+            for rnd in rounds
+        ]
     if a.json:
         print(json.dumps(report, indent=1))
     else:
         for k, v in report.items():
+            if k == "rounds":
+                for i, rnd in enumerate(v):
+                    for name, r in rnd.items():
+                        print(f"round {i + 1} {name:8} " + " ".join(f"{kk} {vv:.2f}" for kk, vv in r.items()))
+                continue
             print(f"{k:36} {v:.2f}" if isinstance(v, float) else f"{k:36} {v}")
     return 0
 

@@ -88,6 +88,7 @@ HOP_BY_HOP = frozenset(
 RESPONSE_HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade"}
 )
+RESPONSE_HOP_BY_HOP_B = frozenset(h.encode() for h in RESPONSE_HOP_BY_HOP)
 
 
 # =====================================================================================================================
@@ -609,6 +610,28 @@ class ProxyApp(Closable):
         holds_connection = False
         shard = 0
         watchers: _Watchers | None = None
+        concluded = False
+
+        def conclude() -> None:
+            """The exchange's end, once: its attempt's end (the retry rule's input) and its line. Called as soon as
+            the client has the response's last byte (or the exchange failed), before the proxy awaits anything
+            else: a client that sends its next request at once (the same body: a new turn, or a retry) is assigned
+            after this attempt's end, not while the proxy is still closing the exchange's tasks."""
+            nonlocal concluded
+            if concluded:
+                return
+            concluded = True
+            if ex.end is None:
+                ex.end, ex.reason = "error", ex.reason or "the proxy failed"
+            if ex.end_s is None:
+                ex.end_s = self.clock() - t_req_clock
+            if track is not None:
+                if not track.requested:
+                    with contextlib.suppress(Exception):  # it failed once already: the end line still goes out
+                        self.tracker.begin(track, method, url, in_headers, body)
+                self.tracker.end(track)
+            self._finish(ex)
+
         try:
             if isinstance(faults, str):  # a bad x-inspector-fault header: the request's error, not upstream's
                 ex.status, ex.end, ex.reason = 400, "error", faults
@@ -681,7 +704,7 @@ class ProxyApp(Closable):
                 ex.end_s = self.clock() - t_req_clock
                 return
             try:
-                await self._relay(ex, track, upstream, watchers, send, t_req_clock, faults)
+                await self._relay(ex, track, upstream, watchers, send, t_req_clock, faults, conclude)
             finally:
                 with contextlib.suppress(Exception):
                     await upstream.aclose()
@@ -689,6 +712,7 @@ class ProxyApp(Closable):
             ex.end, ex.reason = "dropped", "proxy shutting down"
             raise
         finally:
+            conclude()  # before any await: see conclude()
             if watchers is not None:
                 await watchers.close()
             if sending is not None:
@@ -697,16 +721,6 @@ class ProxyApp(Closable):
                 self.active -= 1
                 if 0 <= shard < len(self._shard_active):
                     self._shard_active[shard] -= 1
-            if ex.end is None:
-                ex.end, ex.reason = "error", ex.reason or "the proxy failed"
-            if ex.end_s is None:
-                ex.end_s = self.clock() - t_req_clock
-            if track is not None:
-                if not track.requested:
-                    with contextlib.suppress(Exception):  # it failed once already: the end line still goes out
-                        self.tracker.begin(track, method, url, in_headers, body)
-                self.tracker.end(track)
-            self._finish(ex)
 
     async def _await_headers(self, sending: asyncio.Future, watchers: _Watchers) -> str:
         """Wait for upstream's response headers while watching the client and the proxy's shutdown: "headers" (or
@@ -772,14 +786,19 @@ class ProxyApp(Closable):
         send,
         t_req_clock: float,
         faults: Any,
+        on_end: Callable[[], None] | None = None,
     ) -> None:
+        """Stream upstream's response to the client; ``on_end`` is called once the client has its last byte (or the
+        stream ended otherwise), before anything else is awaited."""
         ex.status = upstream.status_code
         t_head = upstream.t_head if isinstance(upstream, UpstreamResponse) else self.clock()
         ex.headers_s = t_head - t_req_clock
-        raw_headers = [
-            (k, v) for k, v in upstream.headers.raw if k.decode("latin-1").lower() not in RESPONSE_HOP_BY_HOP
-        ]
-        ctype = upstream.headers.get("content-type", "").lower()
+        if isinstance(upstream, UpstreamResponse):
+            raw_headers = [(k, v) for k, v in upstream.raw_headers if k.lower() not in RESPONSE_HOP_BY_HOP_B]
+            ctype, cenc = upstream.header(b"content-type").lower(), upstream.header(b"content-encoding")
+        else:
+            raw_headers = [(k, v) for k, v in upstream.headers.raw if k.lower() not in RESPONSE_HOP_BY_HOP_B]
+            ctype, cenc = upstream.headers.get("content-type", "").lower(), upstream.headers.get("content-encoding", "")
         sse = "text/event-stream" in ctype
         live = (
             faults.stream(track.attempt, track.family, track.turn)
@@ -787,12 +806,13 @@ class ProxyApp(Closable):
             else None
         )
         if track is not None:
-            str_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw_headers]
-            track.set_response(ctype, upstream.headers.get("content-encoding", ""), ex.status, self._detail())
+            track.set_response(ctype, cenc, ex.status, self._detail())
             if live is not None and track.decoder is not None and track.decoder.encoding not in ("", "identity"):
                 live = None  # an encoded stream cannot be rewritten event by event: forwarded as is
                 self.tracker.note(track, "content-encoded stream: live faults not applied")
-            self.tracker.response(track, ex.status, str_headers, ex.headers_s)
+            if self.tracker.publish is not None:
+                str_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw_headers]
+                self.tracker.response(track, ex.status, str_headers, ex.headers_s)
         await send({"type": "http.response.start", "status": upstream.status_code, "headers": raw_headers})
         state: dict[str, Any] = {"end": "complete", "reason": None}
         clock = self.clock
@@ -895,7 +915,9 @@ class ProxyApp(Closable):
             ex.end, ex.reason = state["end"], state["reason"]
         if ex.end == "complete":
             await send({"type": "http.response.body", "body": b"", "more_body": False})
-        elif ex.end == "dropped":
+        if on_end is not None:
+            on_end()
+        if ex.end == "dropped":
             raise ConnectionDrop(ex.reason or "upstream dropped")
 
     def _finish(self, ex: ProxyExchange) -> None:

@@ -457,7 +457,8 @@ class TurnTracker:
 
     def response(self, track: Track, status: int, headers: list[tuple[str, str]], t: float) -> None:
         """Upstream's status and headers, ``t`` seconds after the request arrived."""
-        self._pub(O.ResponseStarted(track.t_req + t, track.turn, track.attempt, status, clean_headers(headers)))
+        if self.publish is not None:  # (their cleaning costs as much as forwarding them: only for a listener)
+            self._pub(O.ResponseStarted(track.t_req + t, track.turn, track.attempt, status, clean_headers(headers)))
 
     def _steps(self, steps: list[Step], ts: TurnStream, track: Track, now: float) -> None:
         turn, attempt = track.turn, track.attempt

@@ -82,7 +82,7 @@ class UpstreamResponse:
     body: :meth:`take` what has arrived, :meth:`wait` for more; :meth:`aiter_raw` for callers that want one read at a
     time; :meth:`aclose` when done (the connection goes back to the pool only if the body was read to its end)."""
 
-    __slots__ = ("_conn", "status_code", "reason", "headers", "t_head")
+    __slots__ = ("_conn", "status_code", "reason", "raw_headers", "_headers", "t_head")
 
     def __init__(
         self, conn: _Connection, status: int, reason: bytes, headers: list[tuple[bytes, bytes]], t_head: float
@@ -91,7 +91,23 @@ class UpstreamResponse:
         self.t_head = t_head  # when the headers arrived (the pool's clock)
         self.status_code = status
         self.reason = reason
-        self.headers = httpx2.Headers(headers)
+        self.raw_headers = headers  # as sent (names in their case), in order
+        self._headers: httpx2.Headers | None = None
+
+    @property
+    def headers(self) -> httpx2.Headers:
+        """The headers as an ``httpx2.Headers`` (built when first asked for: the forwarding path reads
+        ``raw_headers`` and :meth:`header`, and building one costs as much as parsing the response's head)."""
+        if self._headers is None:
+            self._headers = httpx2.Headers(self.raw_headers)
+        return self._headers
+
+    def header(self, name: bytes) -> str:
+        """The value of the first header called ``name`` (lower-case), latin-1 decoded; "" when there is none."""
+        for k, v in self.raw_headers:
+            if k.lower() == name:
+                return v.decode("latin-1")
+        return ""
 
     def take(self) -> list[tuple[float, bytes]]:
         """The reads queued since the last call, as (arrival time on the pool's clock, payload); [] when none is

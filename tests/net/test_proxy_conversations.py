@@ -362,3 +362,51 @@ async def test_serve_recording_answers_each_conversation_from_its_own_turns(upst
                 r = await h.post("/v1/messages", content=orjson.dumps(body))
                 assert r.status_code == 200
                 assert r.content == recorded[prompt], prompt
+
+
+async def test_the_same_body_at_once_after_a_complete_answer_is_a_new_turn_while_the_proxy_still_cleans_up(
+    upstream, monkeypatch
+):
+    """The client has the whole answer and sends the same body again at once (langchain / pydantic-ai resend with zero
+    gap): the proxy may not have finished closing the first exchange's tasks yet (here: held until the second request
+    was assigned). The attempt's end is known before that: the resend of a COMPLETE answer is a new turn, not a
+    retry. Before: the end was published after the cleanup's awaits, and the resend was counted as attempt 2 of the
+    same turn (seen under uvloop, where the next connection is often served before the cleanup resumes)."""
+    import threading
+
+    from inspector.net import proxy as proxy_mod
+
+    gate = threading.Event()
+    original = proxy_mod._Watchers.close
+
+    async def held_close(self) -> None:  # the cleanup waits (without blocking the loop) until the test opens it
+        await asyncio.get_running_loop().run_in_executor(None, gate.wait, 30)
+        await original(self)
+
+    monkeypatch.setattr(proxy_mod._Watchers, "close", held_close)
+    bus = O.ObservationBus()
+    got: list[O.Observation] = []
+    bus.subscribe(got.append)
+    body = orjson.dumps(
+        {"model": "m", "max_tokens": 50, "stream": True, "messages": [{"role": "user", "content": "resend me"}]}
+    )
+    headers = {**API_HEADERS, "x-api-key": KEY, "x-inspector-scenario": "parse_date"}
+    try:
+        with BackgroundServer(ProxyApp(upstream.base_url, bus=bus)) as px:
+            async with httpx2.AsyncClient(base_url=px.base_url, timeout=30) as h:
+                first = await h.post("/v1/messages", content=body, headers=headers)
+                second = asyncio.ensure_future(h.post("/v1/messages", content=body, headers=headers))
+                for _ in range(3000):  # bounded: until the proxy assigned the second request
+                    if sum(isinstance(o, O.AttemptStarted) for o in got) == 2:
+                        break
+                    await asyncio.sleep(0.01)
+                gate.set()
+                second_answer = await second
+    finally:
+        gate.set()
+    assert first.status_code == second_answer.status_code == 200
+    assert b"message_stop" in first.content and b"message_stop" in second_answer.content
+    starts = [(o.turn, o.attempt) for o in got if isinstance(o, O.AttemptStarted)]
+    assert starts == [(0, 0), (1, 0)]
+    assigned = [o.how for o in got if isinstance(o, O.ConversationAssigned)]
+    assert "retry" not in assigned
