@@ -96,24 +96,21 @@ def _stop(proc: subprocess.Popen) -> str:
     return err
 
 
-def test_proxy_otel_exports_one_parent_span_per_conversation(receiver):
+def test_proxy_otel_exports_one_parent_span_per_conversation(receiver, inspector_server):
     env = _env(receiver)
-    serve, upstream = _started(["serve", "--scenario", "weather", "--speed", "max", "--quiet"], env)
+    upstream = inspector_server("weather").base_url  # the fake API in this process (serve's own CLI: test_watch_split)
+    proxy, url = _started(
+        ["proxy", "--headless", "--otel", "--listen", "127.0.0.1:0", "--upstream", upstream, "--quiet"], env
+    )
     try:
-        proxy, url = _started(
-            ["proxy", "--headless", "--otel", "--listen", "127.0.0.1:0", "--upstream", upstream, "--quiet"], env
-        )
-        try:
-            agent = subprocess.run(
-                [sys.executable, str(AGENT)], capture_output=True, text=True, timeout=120,
-                env={**env, "ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-ant-offline-example"},
-            )  # fmt: skip
-            assert agent.returncode == 0, agent.stderr[-3000:]
-        finally:
-            err = _stop(proxy)
-        assert "Traceback" not in err
+        agent = subprocess.run(
+            [sys.executable, str(AGENT)], capture_output=True, text=True, timeout=120,
+            env={**env, "ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-ant-offline-example"},
+        )  # fmt: skip
+        assert agent.returncode == 0, agent.stderr[-3000:]
     finally:
-        _stop(serve)
+        err = _stop(proxy)
+    assert "Traceback" not in err
     convs = _by_conversation(receiver.spans)  # the spans were flushed when the proxy stopped
     assert len(convs) == 3 and all(len(chats) == 2 for _, chats in convs.values())
 
