@@ -23,21 +23,35 @@ SECRET = "HOST SECRET\n"
 
 def _rmtree(top: Path) -> None:
     """Remove a tree of any depth, without recursion (shutil.rmtree and os.walk recurse: a 2,000-level tree
-    overflows them)."""
-    stack = [str(top)]
-    while stack:
-        d = stack[-1]
-        subdirs = []
-        with os.scandir(d) as it:
-            for e in it:
-                if e.is_dir(follow_symlinks=False):
-                    subdirs.append(e.path)
-                else:
-                    os.unlink(e.path)
-        if subdirs:
-            stack.extend(subdirs)
-        else:
-            os.rmdir(stack.pop())
+    overflows them), one directory descriptor open at a time and every step relative to it: a path from the top
+    makes each step cost the depth (a 2,000-level tree took 2-3 s to remove)."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    fd = os.open(top, flags)
+    names: list[str] = []  # the way down from top: fd is the directory top/names[0]/names[1]/...
+    try:
+        while True:
+            sub = None
+            with os.scandir(fd) as it:
+                for e in it:
+                    if e.is_dir(follow_symlinks=False):
+                        sub = e.name
+                        break
+                    os.unlink(e.name, dir_fd=fd)
+            if sub is not None:  # down into it
+                down = os.open(sub, flags, dir_fd=fd)
+                os.close(fd)
+                fd = down
+                names.append(sub)
+            elif names:  # empty: up, and remove it
+                up = os.open("..", flags, dir_fd=fd)
+                os.close(fd)
+                fd = up
+                os.rmdir(names.pop(), dir_fd=fd)
+            else:
+                break
+    finally:
+        os.close(fd)
+    os.rmdir(top)
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from inspector import cli
 from inspector.record.recording import read_recording
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,7 +76,9 @@ def test_ctrl_c_during_the_imports_exits_130_without_a_traceback(marker: str) ->
 
 
 @pytest.mark.parametrize("lines", [1, 12])
-def test_ctrl_c_while_the_loop_runs_cancels_and_keeps_a_replayable_recording(lines: int, tmp_path: Path) -> None:
+def test_ctrl_c_while_the_loop_runs_cancels_and_keeps_a_replayable_recording(
+    lines: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     rec = tmp_path / "run.jsonl"
     p = _start(["run", "--scenario", "parse_date", "--headless", "--speed", "0.5", "--record", str(rec)])
     got = _wait_for_lines(p, lines)
@@ -91,13 +94,10 @@ def test_ctrl_c_while_the_loop_runs_cancels_and_keeps_a_replayable_recording(lin
     assert attempts and all(a.end is not None for a in attempts)
     last = attempts[-1].end
     assert last is not None and last["status"] in ("cancelled", "complete")  # mid-stream, or while the tools ran
-    # the replay ends where the run did: cancelled, exit 130, no error
-    r = subprocess.run(
-        [sys.executable, "-m", "inspector", "replay", str(rec), "--headless"],
-        capture_output=True,
-        env=dict(os.environ, PYTHONPATH=str(ROOT)),
-        cwd=ROOT,
-        timeout=DEADLINE,
-    )
-    assert r.returncode == 130, (r.returncode, r.stderr.decode()[-2000:], r.stdout.decode()[-2000:])
-    assert b"cancelled after" in r.stdout and b"Traceback" not in r.stderr
+    # the replay ends where the run did: cancelled, exit 130, no error (in this process: the signal is the run's, and
+    # a replay's own process boundary is tests/cli/test_broken_pipe.py's)
+    capsys.readouterr()
+    code = cli.main(["replay", str(rec), "--headless"])
+    rout, rerr = capsys.readouterr()
+    assert code == 130, (code, rerr[-2000:], rout[-2000:])
+    assert "cancelled after" in rout and "Traceback" not in rerr

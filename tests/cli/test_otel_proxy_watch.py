@@ -17,6 +17,7 @@ from inspector.sessions.sources import Session
 pytest.importorskip("opentelemetry.sdk")
 
 from inspector.testing.otlp import Receiver
+from inspector.testing.pytest_plugin import InspectorServerFactory
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENT = ROOT / "examples" / "weather_agent.py"
@@ -101,24 +102,23 @@ def _stop(proc: subprocess.Popen[str]) -> str:
     return err
 
 
-def test_proxy_otel_exports_one_parent_span_per_conversation(receiver: Receiver) -> None:
+def test_proxy_otel_exports_one_parent_span_per_conversation(
+    receiver: Receiver, inspector_server: InspectorServerFactory
+) -> None:
     env = _env(receiver)
-    serve, upstream = _started(["serve", "--scenario", "weather", "--speed", "max", "--quiet"], env)
+    upstream = inspector_server("weather").base_url  # the fake API in this process (serve's own CLI: test_watch_split)
+    proxy, url = _started(
+        ["proxy", "--headless", "--otel", "--listen", "127.0.0.1:0", "--upstream", upstream, "--quiet"], env
+    )
     try:
-        proxy, url = _started(
-            ["proxy", "--headless", "--otel", "--listen", "127.0.0.1:0", "--upstream", upstream, "--quiet"], env
-        )
-        try:
-            agent = subprocess.run(
-                [sys.executable, str(AGENT)], capture_output=True, text=True, timeout=120,
-                env={**env, "ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-ant-offline-example"},
-            )  # fmt: skip
-            assert agent.returncode == 0, agent.stderr[-3000:]
-        finally:
-            err = _stop(proxy)
-        assert "Traceback" not in err
+        agent = subprocess.run(
+            [sys.executable, str(AGENT)], capture_output=True, text=True, timeout=120,
+            env={**env, "ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-ant-offline-example"},
+        )  # fmt: skip
+        assert agent.returncode == 0, agent.stderr[-3000:]
     finally:
-        _stop(serve)
+        err = _stop(proxy)
+    assert "Traceback" not in err
     convs = _by_conversation(receiver.spans)  # the spans were flushed when the proxy stopped
     assert len(convs) == 3 and all(len(chats) == 2 for _, chats in convs.values())
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from inspector.observe import observations as O
 from inspector.observe.states import LoopState
+from inspector.state.columns import CHUNK
 from inspector.state.fold import (
     F_DIAG,
     F_ERROR,
@@ -261,19 +262,25 @@ def test_copy_is_deep_enough() -> None:
 
 
 def test_fold_of_a_long_session() -> None:
-    """(Its cost per observation is measured by tools/bench_tui.py, not asserted here.)"""
-    obs = generated_observations(60_000)
+    """Many turns of text and tools, past several column chunks (columns.CHUNK rows each). (Its cost per observation
+    is measured by tools/bench_tui.py with 60,000 events, not asserted here.)"""
+    obs = generated_observations(6_000)
     s = DashboardState()
     for o in obs:
         s.apply(o)
-    assert s.status.events >= 60_000
+    assert s.status.events >= 6_000
+    assert len(s.events) > 4 * CHUNK
 
 
 def test_time_travel_on_a_long_session() -> None:
-    obs = generated_observations(60_000)
-    h = History(obs)
+    """A long session at a tenth of the scale, checkpoints a tenth as far apart: the same 30 checkpoints and the
+    same moments (at a checkpoint, just after one, near the end, before the first) as 60,000 events at the default
+    spacing, over several observation blocks."""
+    obs = generated_observations(6_000)
+    h = History(obs, spacing=200)
     h.state_at(h.event_count)  # builds the checkpoints once
-    for k in (59_000, 30_001, 30_000, 100):
+    assert len(h._checkpoints) >= 29
+    for k in (5_900, 3_001, 3_000, 100):
         assert h.state_at(k).status.events == k
 
 
