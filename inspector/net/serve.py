@@ -94,6 +94,7 @@ from inspector.scenarios.render import Event, ResponsePlan
 from inspector.scenarios.render_openai import (
     MAX_CHOICES,
     Api,
+    MalformedAnswer,
     assembled_chat,
     assembled_response,
     echo_key,
@@ -985,12 +986,23 @@ class ServeApp(Closable):
             ex.status, ex.bytes, ex.end = status, len(body), "eof"
             self.note(ex)
             return _Body(self, status, out, [body], ex)
+        try:
+            assembled = assembled_chat(plan) if api == "chat" else assembled_response(plan) if api else None
+        except MalformedAnswer as e:  # a recording's event is not the shape it names: the error an API gives
+            message = f"inspector: the recorded answer is malformed: {e}: nothing to assemble for a stream: false "
+            message += "request (ask with stream: true to get the recorded bytes)"
+            body = openai_error_body("server_error", message)
+            ex.status, ex.bytes, ex.end, ex.rejected = 500, len(body), "eof", message
+            self.note(ex)
+            return _Body(self, 500, out, [body], ex)
+        except ValueError:
+            assembled = None
         if api == "chat":
-            body = orjson.dumps(assembled_chat(plan))
+            body = orjson.dumps(assembled)
         elif api == "responses":
-            try:
-                body = orjson.dumps(assembled_response(plan))
-            except ValueError:  # no final event: a stream cut before its end, or a recording that ends without one
+            if assembled is not None:
+                body = orjson.dumps(assembled)
+            else:  # no final event: a stream cut before its end, or a recording that ends without one
                 started = next(
                     (
                         d["response"]
@@ -1047,13 +1059,22 @@ def _openai_events(events: list[Event], api: Api) -> list[Event]:
     for name, data in events:
         if isinstance(data, dict) and "error" in data and data.get("type") in (None, "error"):
             out.append(("error", data))
-        elif api == "chat" and isinstance(data, dict) and isinstance(data.get("choices"), list):
+        elif api == "chat" and _chat_chunk(name, data):
             out.append(("chunk", data))
         elif api == "responses" and isinstance(data, dict) and isinstance(data.get("type"), str):
             out.append((data["type"], data))
         else:
             out.append((name, data))
     return out
+
+
+def _chat_chunk(name: str, data: object) -> bool:
+    """Whether a recorded chat event stands where a chunk does: an object with ``choices`` (of any shape) or named
+    ``chat.completion.chunk``, or JSON that is not an object (not under ``event: error``); not ``[DONE]``, not a
+    line that is not JSON. ``assembled_chat`` then names a chunk that is not a chunk's shape, never skips it."""
+    if isinstance(data, dict):
+        return "choices" in data or data.get("object") == "chat.completion.chunk"
+    return name != "error"
 
 
 def _raw_headers(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:

@@ -620,30 +620,71 @@ def _render_http_error(scenario: Scenario, turn_index: int, attempt: int, err: H
 # --- stream: false ---------------------------------------------------------------------------------------------
 
 
+class MalformedAnswer(ValueError):
+    """An answer's events are not the shapes their API names (a recorded chunk whose ``choices[0]`` is a list, a
+    ``response.completed`` whose ``response`` is a string, ...): nothing to assemble for a ``stream: false`` request.
+    The message names the event (1-based, as counted in the answer) and the field."""
+
+
+_KINDS: dict[type, str] = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "an int"}
+
+
+def _expect(value: object, want: type, what: str, n: int, name: str, optional: bool = True) -> None:
+    """Raise :class:`MalformedAnswer` unless ``value`` is a ``want`` (or None, when ``optional``); a bool is no int."""
+    if (value is None and optional) or (isinstance(value, want) and not (isinstance(value, bool) and want is int)):
+        return
+    kind = "null" if value is None else _KINDS.get(type(value), "a number")
+    raise MalformedAnswer(f"event {n} ({name}): {what} is {kind}, not {_KINDS[want]}")
+
+
 def assembled_chat(plan: ResponsePlan) -> dict[str, Any]:
     """The ``chat.completion`` a non-streaming request gets: the plan's chunks merged (content, reasoning_content,
-    tool calls by index, finish_reason, usage)."""
+    tool calls by index, finish_reason, usage). A chunk that is not the shape a chat chunk has (a recorded one:
+    ``choices`` not a list, a choice or its ``delta`` not an object, an index not an int, a text not a string, ...)
+    raises :class:`MalformedAnswer` naming it: nothing is skipped or repaired."""
     merged: dict[int, dict[str, Any]] = {}  # choice index -> its content, reasoning, calls, finish_reason
     usage = None
     head: dict[str, Any] = {}
-    for name, c in plan.events:
+    for n, (name, c) in enumerate(plan.events, 1):
         if name != "chunk":
             continue
+        _expect(c, dict, "the chunk", n, "a chat chunk", optional=False)
         head = head or c
+        _expect(c.get("usage"), dict, "usage", n, "a chat chunk")
         if c.get("usage"):
             usage = c["usage"]
-        for choice in c.get("choices") or []:
+        choices = c.get("choices", [])
+        _expect(choices, list, "choices", n, "a chat chunk", optional=False)
+        for k, choice in enumerate(choices):
+            at = f"choices[{k}]"
+            _expect(choice, dict, at, n, "a chat chunk", optional=False)
+            _expect(choice.get("index"), int, f"{at}.index", n, "a chat chunk")
             index = choice.get("index") if isinstance(choice.get("index"), int) else 0
             m = merged.setdefault(index, {"content": [], "reasoning": [], "calls": {}, "finish": None})
-            delta = choice.get("delta") or {}
+            delta = choice.get("delta")
+            _expect(delta, dict, f"{at}.delta", n, "a chat chunk")
+            delta = delta or {}
+            _expect(delta.get("content"), str, f"{at}.delta.content", n, "a chat chunk")
+            _expect(delta.get("reasoning_content"), str, f"{at}.delta.reasoning_content", n, "a chat chunk")
+            _expect(choice.get("finish_reason"), str, f"{at}.finish_reason", n, "a chat chunk")
             m["content"].append(delta.get("content") or "")
             m["reasoning"].append(delta.get("reasoning_content") or "")
-            for tc in delta.get("tool_calls") or []:
+            calls = delta.get("tool_calls")
+            _expect(calls, list, f"{at}.delta.tool_calls", n, "a chat chunk")
+            for j, tc in enumerate(calls or []):
+                tat = f"{at}.delta.tool_calls[{j}]"
+                _expect(tc, dict, tat, n, "a chat chunk", optional=False)
+                _expect(tc.get("index"), int, f"{tat}.index", n, "a chat chunk", optional=False)
+                _expect(tc.get("id"), str, f"{tat}.id", n, "a chat chunk")
+                fn = tc.get("function")
+                _expect(fn, dict, f"{tat}.function", n, "a chat chunk")
+                fn = fn or {}
+                _expect(fn.get("name"), str, f"{tat}.function.name", n, "a chat chunk")
+                _expect(fn.get("arguments"), str, f"{tat}.function.arguments", n, "a chat chunk")
                 call = m["calls"].setdefault(
                     tc["index"], {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
                 )
                 call["id"] = tc.get("id") or call["id"]
-                fn = tc.get("function") or {}
                 call["function"]["name"] += fn.get("name") or ""
                 call["function"]["arguments"] += fn.get("arguments") or ""
             m["finish"] = choice.get("finish_reason") or m["finish"]
@@ -667,10 +708,18 @@ def assembled_chat(plan: ResponsePlan) -> dict[str, Any]:
     }
 
 
+FINAL_EVENTS = ("response.completed", "response.incomplete", "response.failed")
+
+
 def assembled_response(plan: ResponsePlan) -> dict[str, Any]:
-    """The ``response`` a non-streaming request gets: the one ``response.completed`` / ``.incomplete`` carries."""
-    for name, data in reversed(plan.events):
-        if name in ("response.completed", "response.incomplete", "response.failed"):
+    """The ``response`` a non-streaming request gets: the one ``response.completed`` / ``.incomplete`` / ``.failed``
+    carries. None of them: ValueError; one whose data or ``response`` is not an object: :class:`MalformedAnswer`
+    naming it."""
+    for n in range(len(plan.events), 0, -1):
+        name, data = plan.events[n - 1]
+        if name in FINAL_EVENTS:
+            _expect(data, dict, "its data", n, name, optional=False)
+            _expect(data.get("response"), dict, "its response", n, name, optional=False)
             return dict(data["response"])
     raise ValueError("the plan has no final response event")
 

@@ -31,6 +31,8 @@ if TYPE_CHECKING:  # the SDK (about 1 s of CPU to import) is imported by the fac
     import httpx2
 
     from inspector.agent.loop import AgentLoop, LoopController, LoopResult
+    from inspector.record.replay import ReplayServer
+    from inspector.scenarios.transport import ScenarioServer
 
 log = logging.getLogger("inspector.sessions")
 
@@ -43,6 +45,12 @@ class Session:
     recorder: Recorder | None = None
     # run the loop and its HTTP on a thread and event loop of their own (see run_threaded)
     threaded: bool = False
+    # what the factory served the loop from (for tests and the dashboard; None where there is none): the in-process
+    # server (scenario_session: the ScenarioServer; replay_session: the ReplayServer), the scenario's workspace
+    # (scenario_session, when the scenario has one) and the recording replayed (replay_session)
+    server: ScenarioServer | ReplayServer | None = field(default=None, repr=False)
+    workspace: Path | None = None
+    recording: Recording | None = field(default=None, repr=False)
     _outer: O.ObservationBus | None = field(default=None, repr=False)
     _thread_loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
@@ -281,9 +289,7 @@ def scenario_session(
         seed=scenario.seed,
     )
     loop = AgentLoop(client, config, tools, bus=bus, clock=clock, pacer=pacer)
-    session = Session(loop, config.source, cleanups)
-    session.server = server  # type: ignore[attr-defined]
-    session.workspace = root  # type: ignore[attr-defined]
+    session = Session(loop, config.source, cleanups, server=server, workspace=root)
     _attach_recorder(session, record)
     return session
 
@@ -394,15 +400,19 @@ def openai_session(model: str, prompt: str, *, api: str = "chat", **kw: Any) -> 
     return api_session(model, prompt, provider="openai", api=api, **kw)
 
 
-def load_recording(path: str | Path | bytes) -> Recording:
-    """A recording, a plain SSE file or a HAR export, whichever it is, for a replay: the reads' bytes go to a spill
-    file (read back as the replay serves them), so memory does not grow with the size of the recording."""
+BYTES_LABEL = "<recording bytes>"  # what names a recording given as bytes (in errors, a replay's source["file"])
+
+
+def load_recording(path: str | Path | bytes, label: str | None = None) -> Recording:
+    """A recording, a plain SSE file or a HAR export, whichever it is (a path, or its bytes), for a replay: the
+    reads' bytes go to a spill file (read back as the replay serves them), so memory does not grow with the size of
+    the recording. ``label``: what its errors call it (default: the path, or :data:`BYTES_LABEL`)."""
     import tempfile
 
     from inspector.record.har import load_any
     from inspector.record.recording import spill_reads
 
-    label = "the input" if isinstance(path, bytes) else str(path)
+    label = label or (BYTES_LABEL if isinstance(path, bytes) else str(path))
     try:
         return load_any(path, on_read=spill_reads(tempfile.TemporaryFile()), keep_reads=False)
     except OSError as e:
@@ -478,7 +488,7 @@ def _paced_sdk_retries(client: Any, pacer: Pacer) -> None:
 
 
 def replay_session(
-    recording: Recording | str | Path,
+    recording: Recording | str | Path | bytes,
     *,
     speed: float = math.inf,
     clock: Callable[[], float] = time.monotonic,
@@ -501,8 +511,8 @@ def replay_session(
     )
 
     if not isinstance(recording, Recording):
-        label = label or str(recording)
-        recording = load_recording(recording)
+        label = label or (BYTES_LABEL if isinstance(recording, bytes) else str(recording))
+        recording = load_recording(recording, label)
     split = split_conversations(recording)
     if split:
         shared = bus if bus is not None else O.ObservationBus()
@@ -591,7 +601,5 @@ def replay_session(
     config.backoff_base = 0.0  # replays do not wait between recorded attempts beyond the recorded timing
     loop = AgentLoop(client, config, tools, bus=bus, clock=clock, pacer=pacer, provider=provider)
     server.on_cancel = loop.controller.cancel  # a recorded cancel is replayed as a cancel at the same point
-    session = Session(loop, config.source)
-    session.server = server  # type: ignore[attr-defined]
-    session.recording = recording  # type: ignore[attr-defined]
+    session = Session(loop, config.source, server=server, recording=recording)
     return session

@@ -104,8 +104,9 @@ def _tries(obs: Observed) -> list[tuple[int, int, int | None, str | None, bool]]
 
 
 def _server(s: Session) -> ScenarioServer:
-    """The scripted server scenario_session serves the session from (set on the Session as an extra attribute)."""
-    server: ScenarioServer = s.server  # type: ignore[attr-defined]
+    """The scripted server scenario_session serves the session from (``Session.server``)."""
+    server = s.server
+    assert isinstance(server, ScenarioServer)
     return server
 
 
@@ -181,7 +182,8 @@ async def test_every_try_is_seen_recorded_and_replayed(
     replayed, obs2 = await run_observed(r)
     assert replayed.status == result.status
     assert replayed.error == result.error
-    replay_server: ReplayServer = r.server  # type: ignore[attr-defined]  # set by replay_session
+    replay_server = r.server
+    assert isinstance(replay_server, ReplayServer)
     assert replay_server.received == case.requests
     assert _tries(obs2) == case.tries
     assert replayed.messages == result.messages

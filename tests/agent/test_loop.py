@@ -35,8 +35,9 @@ CANARY = "sk-ant-api03-CANARY-0123456789abcdefghijklmnopqrstuvwxyz-CANARYxx"
 
 
 def _server(s: Session) -> ScenarioServer:
-    """The scripted server scenario_session serves the session from (set on the Session as an extra attribute)."""
-    server: ScenarioServer = s.server  # type: ignore[attr-defined]
+    """The scripted server scenario_session serves the session from (``Session.server``)."""
+    server = s.server
+    assert isinstance(server, ScenarioServer)
     return server
 
 

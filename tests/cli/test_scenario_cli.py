@@ -23,6 +23,7 @@ from inspector.scenarios.fileformat import check_text, dump_scenario, load_file,
 from inspector.scenarios.fromrec import scenario_from_recording
 from inspector.scenarios.render import render_turn
 from inspector.scenarios.template import template
+from inspector.scenarios.transport import ScenarioServer
 from inspector.sessions.sources import scenario_session
 from inspector.stream.assembler import assemble
 from inspector.stream.sse import iter_events
@@ -233,7 +234,7 @@ async def test_the_template_runs_through_the_loop(tmp_path: Path) -> None:
     result = await s.run()
     sc = load_file(path)
     assert result.status == sc.expected["status"] and result.turns == sc.expected["turns"]
-    assert len(s.server.requests) == sc.expected["requests"]  # type: ignore[attr-defined]  # set by scenario_session
+    assert isinstance(s.server, ScenarioServer) and len(s.server.requests) == sc.expected["requests"]
     results = [b for m in result.messages for b in (m["content"] if isinstance(m["content"], list) else [])]
     weather = next(b for b in results if b.get("type") == "tool_result" and "partly cloudy" in str(b["content"]))
     assert not weather.get("is_error")

@@ -88,8 +88,8 @@ async def test_a_cancelled_recording_replays_to_the_same_cancelled_end(point: st
 
 
 def _server(session: Session) -> ReplayServer:
-    """The replay's server (replay_session sets it on the session, outside the Session's declared fields)."""
-    server = vars(session)["server"]
+    """The replay's server (``Session.server``: a ReplayServer for a replay_session)."""
+    server = session.server
     assert isinstance(server, ReplayServer)
     return server
 

@@ -27,8 +27,8 @@ from inspector.testing.loop import (
 
 
 def _server(session: Session) -> ReplayServer:
-    """The replay's server (replay_session sets it on the session, outside the Session's declared fields)."""
-    server = vars(session)["server"]
+    """The replay's server (``Session.server``: a ReplayServer for a replay_session)."""
+    server = session.server
     assert isinstance(server, ReplayServer)
     return server
 

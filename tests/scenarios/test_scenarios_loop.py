@@ -33,15 +33,15 @@ ALL = list(SCENARIOS)
 
 
 def _server(session: Session) -> ScenarioServer:
-    """The scenario's server (scenario_session sets it on the session, outside the Session's declared fields)."""
-    server = vars(session)["server"]
+    """The scenario's server (``Session.server``: a ScenarioServer for a scenario_session)."""
+    server = session.server
     assert isinstance(server, ScenarioServer)
     return server
 
 
 def _workspace(session: Session) -> Path:
-    """The scenario's workspace (scenario_session sets it on the session, outside the Session's declared fields)."""
-    root = vars(session)["workspace"]
+    """The scenario's workspace (``Session.workspace``)."""
+    root = session.workspace
     assert isinstance(root, Path)
     return root
 
