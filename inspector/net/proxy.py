@@ -201,7 +201,7 @@ class ProxyApp(Closable):
         bus: O.ObservationBus | None = None,
         secrets: Iterable[str] = (),
         clock: Callable[[], float] = time.monotonic,
-        on_exchange: Callable[[ProxyExchange], None] | None = None,
+        on_exchange: Callable[[ProxyExchange], object] | None = None,  # (its result is not used)
         transport: httpx2.AsyncBaseTransport | None = None,
         listen: str | None = None,
         source_info: dict[str, Any] | None = None,
