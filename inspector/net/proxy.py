@@ -30,7 +30,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any, Literal, TypeAlias
 
 import httpx2
 import orjson
@@ -39,7 +39,7 @@ from inspector.core.errors import InspectorError
 from inspector.core.fmt import milliseconds
 from inspector.core.redaction import credential_values, mask_text, redact, usable_secrets
 from inspector.net.faults import FAULT_HEADER
-from inspector.net.livefaults import parse_live_faults, run_live
+from inspector.net.livefaults import InjectedError, LiveFaultSource, LiveFaultsSpec, parse_live_faults, run_live
 from inspector.net.serve import BODY_TIMEOUT, DEFAULT_MAX_BODY, HEADER_TIMEOUT, KEEP_ALIVE, MAX_HEADER_BYTES
 from inspector.net.server import Closable, ConnectionDrop, guarded_h11, install_log_filter
 from inspector.net.toolinfer import InferredExecution, SeenToolUse, ToolExecutionInferred, infer_tool_executions
@@ -49,6 +49,12 @@ from inspector.observe import observations as O
 from inspector.observe.redacting import RedactingPublisher
 from inspector.record.recorder import Recorder
 from inspector.scenarios.fakeapi import error_body
+
+if TYPE_CHECKING:  # starlette is imported when a server is built (`inspector --help` stays fast)
+    from starlette.types import Receive, Scope, Send
+
+    # the task sending a request upstream: by the proxy's own client (UpstreamPool), or httpx2's
+    _Sending: TypeAlias = asyncio.Future[UpstreamResponse] | asyncio.Future[httpx2.Response]
 
 __all__ = [
     "DEFAULT_UPSTREAM",
@@ -96,7 +102,7 @@ RESPONSE_HOP_BY_HOP_B = frozenset(h.encode() for h in RESPONSE_HOP_BY_HOP)
 # =====================================================================================================================
 
 
-async def _abandon(sending: asyncio.Future) -> None:
+async def _abandon(sending: _Sending) -> None:
     """Cancel an upstream request task and wait for it; a response it already got is closed."""
     sending.cancel()
     try:
@@ -107,7 +113,7 @@ async def _abandon(sending: asyncio.Future) -> None:
         await response.aclose()
 
 
-async def _client_gone(receive) -> None:
+async def _client_gone(receive: Receive) -> None:
     """Returns when the client disconnects (the request body has been read already)."""
     while True:
         message = await receive()
@@ -119,11 +125,11 @@ class _Watchers:
     """The client's disconnect and the proxy's shutdown, watched once for the whole exchange (headers, then body).
     ``stop`` is the proxy's one shutdown task, shared by every exchange (not one more task per request)."""
 
-    def __init__(self, receive, stop: asyncio.Future) -> None:
+    def __init__(self, receive: Receive, stop: asyncio.Future[Literal[True]]) -> None:
         self.gone = asyncio.ensure_future(_client_gone(receive))
         self.stop = stop
 
-    async def wait(self, main: asyncio.Future, done_name: str) -> str:
+    async def wait(self, main: asyncio.Future[Any], done_name: str) -> str:  # (main's result is not read here)
         """``done_name`` when ``main`` finished first, else "disconnected" or "closing" (``main`` is left running)."""
         done, _ = await asyncio.wait({main, self.gone, self.stop}, return_when=asyncio.FIRST_COMPLETED)
         if main in done:
@@ -195,14 +201,14 @@ class ProxyApp(Closable):
         bus: O.ObservationBus | None = None,
         secrets: Iterable[str] = (),
         clock: Callable[[], float] = time.monotonic,
-        on_exchange: Callable[[ProxyExchange], None] | None = None,
+        on_exchange: Callable[[ProxyExchange], object] | None = None,  # (its result is not used)
         transport: httpx2.AsyncBaseTransport | None = None,
         listen: str | None = None,
-        source_info: dict | None = None,
+        source_info: dict[str, Any] | None = None,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         read_timeout: float | None = DEFAULT_READ_TIMEOUT,
-        faults: Any = None,
+        faults: LiveFaultsSpec = None,
         fault_header: bool = False,
         batch_interval: float = 0.01,
         on_warning: Callable[[str], None] | None = None,
@@ -244,8 +250,10 @@ class ProxyApp(Closable):
         self.max_connections = max_connections
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
-        self.faults = parse_live_faults(faults)
-        self._header_live: dict[str, Any] = {}  # x-inspector-fault value -> its live faults (_header_faults)
+        self.faults: LiveFaultSource | None = parse_live_faults(faults)
+        self._header_live: dict[
+            str, LiveFaultSource | None
+        ] = {}  # x-inspector-fault value -> its live faults (_header_faults)
         self.fault_header = fault_header
         self.batch_interval = batch_interval
         # a key in the upstream URL (``http://relay:KEY@host``) is a secret from the start
@@ -265,7 +273,7 @@ class ProxyApp(Closable):
         self._pools: list[UpstreamPool] = []  # every pool opened (``upstream`` may be changed while running)
         # the most recent exchanges (a ring: a long-running proxy must not grow with every request it forwards)
         self.exchanges: deque[ProxyExchange] = deque(maxlen=max(1, history))
-        self._stop_task: asyncio.Future | None = None  # see _stopping()
+        self._stop_task: asyncio.Future[Literal[True]] | None = None  # see _stopping()
         self._urls: dict[tuple[str, bytes, bytes], str] = {}  # (upstream, raw path, query) -> upstream's URL
         self.active = 0  # upstream requests in flight (each holds one upstream connection)
         # turns, attempts and their observations (net/turns.py); it publishes only when somebody listens
@@ -282,20 +290,22 @@ class ProxyApp(Closable):
 
     # --- plumbing -------------------------------------------------------------------------------------------------
     @property
-    def app(self):
+    def app(self) -> ProxyApp:
         return self
 
     def now(self) -> float:
         return self.clock() - self.t0
 
-    def source(self) -> dict:
+    def source(self) -> dict[str, Any]:
         """How the dashboard and the recording's header name this source (a key in the upstream URL masked)."""
         if self.source_info is not None:
-            return redact(dict(self.source_info), self.secrets)
-        src = {"type": "proxy", "upstream": self.upstream}
-        if self.listen:
-            src["listen"] = self.listen
-        return redact(src, self.secrets)
+            src = dict(self.source_info)
+        else:
+            src = {"type": "proxy", "upstream": self.upstream}
+            if self.listen:
+                src["listen"] = self.listen
+        masked: dict[str, Any] = redact(src, self.secrets)  # (redact gives a dict for a dict)
+        return masked
 
     def _client(self) -> tuple[int, httpx2.AsyncClient]:
         """The upstream client for the next request: (shard, client). The pool is split into shards of
@@ -456,7 +466,7 @@ class ProxyApp(Closable):
                 self.on_exchange(ex)
 
     # --- ASGI -----------------------------------------------------------------------------------------------------
-    async def __call__(self, scope, receive, send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             while True:
                 message = await receive()
@@ -475,7 +485,7 @@ class ProxyApp(Closable):
             return
         await self._handle(scope, receive, send)
 
-    async def _read_body(self, receive, headers: list[tuple[str, str]]) -> bytes:
+    async def _read_body(self, receive: Receive, headers: list[tuple[str, str]]) -> bytes:
         """The request body, counted as it arrives (like ``serve``): a content-length past ``max_body``, or the
         bytes read passing it, is a 413 at once (nothing more is read or kept); a body that takes more than
         ``body_timeout`` seconds is a 408."""
@@ -501,7 +511,7 @@ class ProxyApp(Closable):
         except TimeoutError:
             raise _Refused(408, "timeout_error", f"request body not received within {self.body_timeout:g}s") from None
 
-    async def _refuse(self, send, ex: ProxyExchange, refused: _Refused) -> None:
+    async def _refuse(self, send: Send, ex: ProxyExchange, refused: _Refused) -> None:
         """Answer a request the proxy does not forward (the API's error JSON; the connection closes: the rest of
         the request may be unread) and keep its exchange."""
         ex.status, ex.end, ex.reason = refused.status, "error", refused.message
@@ -515,7 +525,9 @@ class ProxyApp(Closable):
         ex.bytes = len(body)
         await send({"type": "http.response.body", "body": body, "more_body": False})
 
-    async def _reply_error(self, send, status: int, kind: str, message: str, headers: list | None = None) -> None:
+    async def _reply_error(
+        self, send: Send, status: int, kind: str, message: str, headers: list[tuple[bytes, bytes]] | None = None
+    ) -> None:
         await send(
             {
                 "type": "http.response.start",
@@ -554,7 +566,7 @@ class ProxyApp(Closable):
             raise _Refused(400, "invalid_request_error", "the request-target would change upstream's host")
         return str(url)
 
-    def _stopping(self) -> asyncio.Future:
+    def _stopping(self) -> asyncio.Future[Literal[True]]:
         """Done when the proxy begins to close (``closing()`` is set): one task for all exchanges."""
         fut = self._stop_task
         if fut is None or fut.get_loop() is not asyncio.get_running_loop():
@@ -564,7 +576,7 @@ class ProxyApp(Closable):
     def _busy_message(self) -> str:
         return f"all {self.max_connections} upstream connections are busy (--max-connections)"
 
-    async def _handle(self, scope, receive, send) -> None:
+    async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         t_req_clock = self.clock()
         t_req = t_req_clock - self.t0
         method = scope["method"]
@@ -590,7 +602,7 @@ class ProxyApp(Closable):
                 self._finish(ex)
             return
         self._learn(credential_values((), url))  # the headers' keys were learned above: the URL's (a ?key=...)
-        faults = self.faults
+        faults: LiveFaultSource | str | None = self.faults
         fwd = []
         for k, v in in_headers:
             lk = k.lower()
@@ -606,7 +618,7 @@ class ProxyApp(Closable):
         assignment, parsed = self.tracker.assign(ex, method, path, in_headers, body)
         is_turn = assignment.side is None  # a streamed Messages, Chat Completions or Responses call
         track: Track | None = None
-        sending: asyncio.Future | None = None
+        sending: _Sending | None = None
         holds_connection = False
         shard = 0
         watchers: _Watchers | None = None
@@ -722,7 +734,7 @@ class ProxyApp(Closable):
                 if 0 <= shard < len(self._shard_active):
                     self._shard_active[shard] -= 1
 
-    async def _await_headers(self, sending: asyncio.Future, watchers: _Watchers) -> str:
+    async def _await_headers(self, sending: _Sending, watchers: _Watchers) -> str:
         """Wait for upstream's response headers while watching the client and the proxy's shutdown: "headers" (or
         an error: the task is done), "disconnected" or "closing"."""
         return await watchers.wait(sending, "headers")
@@ -750,7 +762,7 @@ class ProxyApp(Closable):
             return 502, "api_error", f"the HTTP proxy {via} failed: {type(error).__name__}: {error_text(error)}"
         return 502, "api_error", f"upstream unreachable: {type(error).__name__}: {error_text(error) if error else ''}"
 
-    def _header_faults(self, value: str) -> Any:
+    def _header_faults(self, value: str) -> LiveFaultSource | str | None:
         """The live faults of an ``x-inspector-fault`` header, or the error message (a str) when it is invalid."""
         known = self._header_live.get(value)  # the same header keeps its faults' state (an @once one stays spent)
         if known is not None:
@@ -764,7 +776,9 @@ class ProxyApp(Closable):
         self._header_live[value] = faults
         return faults
 
-    async def _answer_injected(self, ex: ProxyExchange, track: Track, injected: Any, send, t_req_clock: float) -> None:
+    async def _answer_injected(
+        self, ex: ProxyExchange, track: Track, injected: InjectedError, send: Send, t_req_clock: float
+    ) -> None:
         ex.status = injected.status
         ex.headers_s = self.clock() - t_req_clock
         headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in injected.headers]
@@ -783,9 +797,9 @@ class ProxyApp(Closable):
         track: Track | None,
         upstream: httpx2.Response | UpstreamResponse,
         watchers: _Watchers,
-        send,
+        send: Send,
         t_req_clock: float,
-        faults: Any,
+        faults: LiveFaultSource | None,
         on_end: Callable[[], None] | None = None,
     ) -> None:
         """Stream upstream's response to the client; ``on_end`` is called once the client has its last byte (or the

@@ -10,7 +10,12 @@ import logging
 import socket
 import threading
 from collections.abc import Callable
-from typing import Any
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # uvicorn and starlette are imported when a server is built (`inspector --help` stays fast)
+    import uvicorn
+    from starlette.types import Receive
 
 log = logging.getLogger("inspector.net")
 
@@ -92,14 +97,14 @@ class Closable:
             loop.call_soon_threadsafe(ev.set)
 
 
-async def _watch_disconnect(receive) -> None:
+async def _watch_disconnect(receive: Receive) -> None:
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
             return
 
 
-async def _race(main: Callable[[], Any], receive, closing: asyncio.Event) -> str:
+async def _race(main: Callable[[], Any], receive: Receive, closing: asyncio.Event) -> str:
     """Run ``main()`` until it finishes ("done"), the client disconnects ("disconnected") or the server closes
     ("closing"). Exceptions of ``main`` propagate."""
     task = asyncio.ensure_future(main())
@@ -158,20 +163,20 @@ def uvicorn_options(owner: Any) -> dict[str, Any]:
 
 
 def _uvicorn_server(
-    asgi_app,
+    asgi_app: Any,
     *,
     log_level: str = "warning",
     access_log: bool = False,
     ready: threading.Event | None = None,
     options: dict[str, Any] | None = None,
     on_ready: Callable[[], None] | None = None,
-):
+) -> uvicorn.Server:
     """A uvicorn server for ``asgi_app``. ``options`` are extra ``uvicorn.Config`` keywords a server chooses for
     itself (e.g. the proxy's ``date_header=False``; ``timeout_keep_alive``; ``limit_concurrency``)."""
     import uvicorn
 
     class _Server(uvicorn.Server):
-        async def startup(self, sockets=None) -> None:
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             quiet_accept_errors(asyncio.get_running_loop())
             await super().startup(sockets=sockets)
             if self.started:
@@ -272,7 +277,8 @@ def guarded_h11(header_timeout: float, max_clients: int | None = None) -> type:
         _header_deadline: asyncio.TimerHandle | None = None
         _shed: asyncio.TimerHandle | None = None
 
-        def connection_made(self, transport) -> None:
+        # uvicorn's H11Protocol narrows the argument to a Transport likewise (a TCP server's transport is one)
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             if max_clients is not None and len(self.connections) >= max_clients:
                 self._shed_connection(transport)
                 return
@@ -281,7 +287,7 @@ def guarded_h11(header_timeout: float, max_clients: int | None = None) -> type:
                 self.timeout_keep_alive, self.timeout_keep_alive_handler
             )
 
-        def _shed_connection(self, transport) -> None:
+        def _shed_connection(self, transport: asyncio.Transport) -> None:
             """Answer 503 and close: at once when the client reads it and closes, else after ``SHED_GRACE``
             seconds (closing with its unread request still queued could reset the connection before the client
             read the answer)."""
@@ -354,7 +360,7 @@ class BackgroundServer:
         self.log_level, self.access_log = log_level, access_log
         self.start_timeout = start_timeout
         self.sock: socket.socket | None = None
-        self.server = None
+        self.server: uvicorn.Server | None = None
         self.thread: threading.Thread | None = None
         self.error: BaseException | None = None
         self._ready = threading.Event()
@@ -436,12 +442,13 @@ def run_foreground(
     original = server.handle_exit
     begin_close = getattr(owner, "begin_close", None)
 
-    def handle_exit(sig, frame) -> None:  # end hanging streams at once, then let uvicorn stop
+    def handle_exit(sig: int, frame: FrameType | None) -> None:  # end hanging streams at once, then let uvicorn stop
         if callable(begin_close):
             begin_close()
         original(sig, frame)
 
-    server.handle_exit = handle_exit
+    # uvicorn installs server.handle_exit as its signal handler when serve() starts: patched on this instance
+    server.handle_exit = handle_exit  # type: ignore[method-assign]
     asyncio.run(server.serve(sockets=[sock]))
 
 

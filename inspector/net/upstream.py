@@ -40,8 +40,8 @@ import re
 import select
 import ssl
 import urllib.request
-from collections.abc import Callable
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import h11
@@ -149,7 +149,7 @@ class UpstreamResponse:
         finally:
             c.waiter = None
 
-    async def aiter_raw(self):
+    async def aiter_raw(self) -> AsyncIterator[bytes]:
         while True:
             batch = self.take()
             if batch:
@@ -187,14 +187,14 @@ class _Connection(asyncio.Protocol):
         self.head_seen = 0  # bytes received before the response's head was complete (for error texts)
         self.first_line = -1  # length of the status line once known (for error texts)
         self.interim = 0  # 1xx answers skipped
-        self.head_future: asyncio.Future | None = None
+        self.head_future: asyncio.Future[UpstreamResponse] | None = None
         self.response: UpstreamResponse | None = None  # parsed, handed out at the end of its read
         self.head_method = b""
         self.got_bytes = False
         self.queue: list[tuple[float, bytes]] = []
         self.queued = 0
         self.paused = False
-        self.waiter: asyncio.Future | None = None
+        self.waiter: asyncio.Future[None] | None = None
         self.body_done = False
         self.keep_alive = True
         self.error: BaseException | None = None
@@ -203,8 +203,9 @@ class _Connection(asyncio.Protocol):
         self.timer: asyncio.TimerHandle | None = None
 
     # --- asyncio.Protocol -----------------------------------------------------------------------------------------
-    def connection_made(self, transport) -> None:
-        self.transport = transport
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # loop.create_connection gives a stream protocol a read/write Transport (typeshed types its result so)
+        self.transport = cast(asyncio.Transport, transport)
         first, self.first = self.first, None
         if first is not None:
             self.start(*first)
@@ -251,7 +252,7 @@ class _Connection(asyncio.Protocol):
         pass
 
     # --- the request ----------------------------------------------------------------------------------------------
-    def start(self, head: bytes, body: bytes, method: bytes) -> asyncio.Future:
+    def start(self, head: bytes, body: bytes, method: bytes) -> asyncio.Future[UpstreamResponse]:
         self._reset()
         # h11 is told the request (method and framing are what the response's framing depends on); the bytes
         # written are the pool's own (request_head), whole

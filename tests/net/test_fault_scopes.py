@@ -61,7 +61,7 @@ async def restarting_harness(
     failures: list[str] = []
     tool_ids: list[list[str]] = []
     for _ in range(tries):
-        messages: list[dict] = [{"role": "user", "content": SC.prompt}]
+        messages: list[Any] = [{"role": "user", "content": SC.prompt}]
         ids: list[str] = []
         tool_ids.append(ids)
         turn = 0
@@ -375,7 +375,7 @@ async def _openai_conversation(client: openai.AsyncOpenAI, api: str) -> bool:
             for _ in SC.turns:
                 async with client.chat.completions.stream(model=SC.model, messages=messages, tools=tools) as s:
                     msg = (await s.get_final_completion()).choices[0].message
-                calls = msg.tool_calls or []
+                calls: list[Any] = msg.tool_calls or []  # (and the Responses API's output items below)
                 messages.append(msg.model_dump(exclude_none=True))
                 if not calls:
                     return True

@@ -663,7 +663,10 @@ class _Upstream:
 async def test_a_held_tool_block_goes_out_unchanged_past_the_window(fault):
     from inspector.net.livefaults import HOLD_WINDOW, parse_live_faults, run_live
 
-    live = parse_live_faults(fault).stream(0)
+    faults = parse_live_faults(fault)
+    assert faults is not None
+    live = faults.stream(0)
+    assert live is not None
     n = 3 * HOLD_WINDOW // len(_DELTA)
     data = _START + _DELTA * n
     up = _Upstream([data[i : i + 10_000] for i in range(0, len(data), 10_000)], live)
@@ -683,7 +686,10 @@ async def test_a_held_tool_block_goes_out_unchanged_past_the_window(fault):
 async def test_an_event_longer_than_the_window_goes_out_as_it_came():
     from inspector.net.livefaults import HOLD_WINDOW, parse_live_faults, run_live
 
-    live = parse_live_faults("crlf").stream(0)
+    faults = parse_live_faults("crlf")
+    assert faults is not None
+    live = faults.stream(0)
+    assert live is not None
     huge = b"event: content_block_delta\ndata: " + b"y" * (3 * HOLD_WINDOW) + b"\n\n"
     after = b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
     data = huge + after

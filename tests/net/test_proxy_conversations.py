@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from typing import Any
 
 import anthropic
 import httpx2
@@ -104,9 +105,10 @@ async def test_three_concurrent_conversations_are_grouped_with_their_tools(upstr
     inferred = [o for o in got if isinstance(o, O.ToolExecutionInferred)]
     assert inferred and all(o.status == "result" and o.reason is None for o in inferred)
     turn_conv = {o.turn: (o.conversation, o.conversation_turn) for o in assigned}
-    for o in inferred:
-        conv, ct = turn_conv[o.turn]
-        assert ct == 1 and turn_conv[o.from_turn] == (conv, 0)
+    for inf in inferred:
+        conv, ct = turn_conv[inf.turn]
+        assert inf.from_turn is not None
+        assert ct == 1 and turn_conv[inf.from_turn] == (conv, 0)
     assert len(inferred) == sum(len(i) for i in ids)
     assert not any("unknown" in line for line in lines)
     tagged = [line for line in progress.text() if "] turn 2 (#" in line]
@@ -136,6 +138,7 @@ async def test_three_concurrent_conversations_are_grouped_with_their_tools(upstr
     assert len(source.turns) == 2 and len(source.conversations) == 3
     for att in rec.attempts():
         conv, ct = turn_conv[att.turn]
+        assert att.request is not None
         served = source.conversation_for(att.request["body"])
         assert served.plan(ct, 0).body == att.data and conv in served.name
     # and `dump --json` shows each conversation apart, its two turns complete
@@ -202,8 +205,8 @@ async def test_an_immediate_resend_is_the_next_attempt_and_the_recording_dumps_a
     import subprocess
     import sys
 
+    from inspector.net.faults import render_faulted
     from inspector.net.recorded import RecordingSource
-    from inspector.net.serve import render_faulted
     from inspector.scenarios.bundled import get_scenario
 
     prefix = len(render_faulted(get_scenario("weather"), "stall:0", 0, 0).body)
@@ -305,7 +308,7 @@ def test_tool_ids_repeated_across_conversations_are_matched_within_each():
     from inspector.testing.streamgen import sse, text_turn, tool_turn
 
     tracker, got = _tracker()
-    hist = {}
+    hist: dict[str, list[dict[str, Any]]] = {}
     for city in ("Paris", "Rome"):
         hist[city] = [{"role": "user", "content": f"Weather in {city}?"}]
         body = {"model": "m", "max_tokens": 50, "stream": True, "messages": hist[city]}
@@ -347,7 +350,10 @@ async def test_serve_recording_answers_each_conversation_from_its_own_turns(upst
                 r = await h.post("/v1/messages", content=orjson.dumps(body), headers={"x-inspector-scenario": scenario})
                 assert r.status_code == 200
     rec = read_recording(record)
-    recorded = {a.request["body"]["messages"][0]["content"]: a.data for a in rec.attempts()}
+    recorded = {}
+    for a in rec.attempts():
+        assert a.request is not None
+        recorded[a.request["body"]["messages"][0]["content"]] = a.data
     assert recorded[sent["weather"]] != recorded[sent["thinking"]]
     source = RecordingSource.load(record)
     with BackgroundServer(ServeApp(recording=source, speed=math.inf)) as srv:

@@ -15,11 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inspector.core.errors import FaultError
-from inspector.net.faults import BOM
+from inspector.net.faults import BOM, render_faulted
 from inspector.net.livefaults import LiveStream, parse_live_faults
-from inspector.net.proxy import ProxyApp
-from inspector.net.serve import ServeApp, render_faulted
+from inspector.net.proxy import ProxyApp, ProxyExchange
+from inspector.net.serve import ServeApp
 from inspector.net.server import BackgroundServer
+from inspector.record.reader import RecordedAttempt
 from inspector.record.recording import read_recording
 from inspector.scenarios.bundled import get_scenario
 from inspector.stream.sse import SSEDecoder
@@ -103,7 +104,7 @@ async def test_live_fault_lands_where_serve_puts_it(upstream, tmp_path, name, fa
     served = render_faulted(sc, fault, 0, 0)  # the same fault, as serve renders it
     hdr = {"x-inspector-scenario": name, "x-inspector-fault": fault, "x-inspector-session": f"live-{fault}"}
     loop = asyncio.get_running_loop()
-    ended = asyncio.Queue()
+    ended: asyncio.Queue[ProxyExchange] = asyncio.Queue()
     proxy = ProxyApp(
         upstream.base_url,
         record=record,
@@ -135,7 +136,12 @@ async def test_live_fault_lands_where_serve_puts_it(upstream, tmp_path, name, fa
     # content and format faults apply to every attempt, transport faults to the first that streams only
     assert len(all_marks) == (1 if fault.split(":")[0] in TRANSPORT else 2)
     assert first.fault is not None
-    attempts = sorted(rec.attempts(), key=lambda a: a.request["t"])
+
+    def started(a: RecordedAttempt) -> float:
+        assert a.request is not None
+        return a.request["t"]
+
+    attempts = sorted(rec.attempts(), key=started)
     transport = fault.split(":")[0] in TRANSPORT
     if transport:  # the retry is clean (transport faults hit the first streamed attempt only)
         assert [(a.turn, a.attempt) for a in attempts] == [(0, 0), (0, 1)]
@@ -168,7 +174,11 @@ async def test_http_429_is_answered_by_the_proxy_and_the_retry_goes_upstream(ups
     assert seen_upstream == 0  # upstream never saw the injected attempts
     assert r3.status_code == 200 and r3.content == render_faulted(get_scenario("weather"), None, 0, 0).body
     rec = read_recording(record)
-    assert [(a.turn, a.attempt, a.response["status"]) for a in rec.attempts()] == [
+    answered = []
+    for a in rec.attempts():
+        assert a.response is not None
+        answered.append((a.turn, a.attempt, a.response["status"]))
+    assert answered == [
         (0, 0, 429),
         (0, 1, 529),
         (0, 2, 200),
@@ -201,7 +211,9 @@ def test_parse_live_faults():
         parse_live_faults("relay_buffer")
     with pytest.raises(FaultError):
         parse_live_faults("drop_event,stall")
-    assert lf.stream(0) is not None and lf.stream(1) is not None and lf.stream(1).transport is None
+    assert lf.stream(0) is not None
+    s1 = lf.stream(1)
+    assert s1 is not None and s1.transport is None
     assert isinstance(lf.stream(0), LiveStream)
 
 

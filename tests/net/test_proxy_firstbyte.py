@@ -14,12 +14,13 @@ from inspector.net import upstream as U
 from inspector.net.upstream import UpstreamPool
 
 
-class FakeTransport:
+class FakeTransport(asyncio.Transport):
     def __init__(self) -> None:
+        super().__init__()
         self.written: list[bytes] = []
 
-    def write(self, data: bytes) -> None:
-        self.written.append(data)
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.written.append(bytes(data))
 
     def is_closing(self) -> bool:
         return False
@@ -92,7 +93,7 @@ def test_the_upstream_url_of_a_target_is_built_once(monkeypatch: pytest.MonkeyPa
         built.append(str(a[0]) if a else "")
         return real(*a, **k)
 
-    monkeypatch.setattr(P.httpx2, "URL", counting)
+    monkeypatch.setattr(httpx2, "URL", counting)  # (the module the proxy uses)
     app = P.ProxyApp("http://upstream.test/prefix")
     first = app._upstream_url(b"/v1/messages", b"beta=true")
     n = len(built)

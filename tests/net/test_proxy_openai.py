@@ -5,6 +5,7 @@ dumped in the provider's shape. `serve` (its OpenAI endpoints) is the upstream; 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import openai
 import pytest
@@ -16,7 +17,7 @@ from inspector.observe import observations as O
 from inspector.record.dump import dump_turns
 from inspector.record.recording import read_recording
 
-TOOLS = [
+TOOLS: list[Any] = [  # (the SDKs' tool params are TypedDicts: a plain list is passed as JSON)
     {
         "type": "function",
         "function": {
@@ -70,10 +71,13 @@ async def test_a_responses_stream_through_the_proxy_is_a_turn(upstream, tmp_path
     record = tmp_path / "responses.jsonl"
     with BackgroundServer(ProxyApp(upstream.base_url, record=record, bus=bus)) as px:
         client = openai.AsyncOpenAI(base_url=px.base_url + "/v1", api_key="sk-test-openai-proxy-0123456789")
+        rtools: list[Any] = [
+            {"type": "function", "name": "get_weather", "parameters": TOOLS[0]["function"]["parameters"]}
+        ]
         stream = await client.responses.create(
             model="claude-sonnet-4-6",
             input="Weather in Paris?",
-            tools=[{"type": "function", "name": "get_weather", "parameters": TOOLS[0]["function"]["parameters"]}],
+            tools=rtools,
             stream=True,
             extra_headers={"x-inspector-scenario": "weather"},
         )

@@ -122,8 +122,8 @@ async def test_a_key_echoed_across_openai_deltas_is_nowhere_but_in_the_clients_s
                 async for c in stream:
                     got += "".join(ch.delta.content or "" for ch in c.choices)
             else:
-                stream = await client.responses.create(model="gpt-test", input="hi", stream=True)
-                async for e in stream:
+                events = await client.responses.create(model="gpt-test", input="hi", stream=True)
+                async for e in events:
                     got += e.delta if e.type == "response.output_text.delta" else ""
         finally:
             await client.close()

@@ -197,6 +197,7 @@ def proxy_cli(upstream: str, record: Path | None, **extra_env: str) -> Iterator[
         cwd=ROOT,
     )
     outputs: dict[str, str] = {}
+    assert proc.stdout is not None  # (stdout=PIPE)
     try:
         first = [proc.stdout.readline(), proc.stdout.readline()]
         m = re.match(r"ANTHROPIC_BASE_URL=(http://127\.0\.0\.1:\d+)$", first[1].strip())
@@ -330,7 +331,7 @@ def test_a_query_key_without_a_recording_is_masked_on_stderr() -> None:
     finally:
         up.close()
     assert "invalid response" in outputs["stderr"]
-    assert_no_key(KEYS["query-encoded"], outputs)
+    assert_no_key(KEYS["query-encoded"], {**outputs})  # (a dict[str, str | bytes])
 
 
 def run_cli(base_url: str, record: Path | None, key: str) -> subprocess.CompletedProcess:

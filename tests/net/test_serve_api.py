@@ -8,6 +8,7 @@ import asyncio
 import math
 import time
 import tracemalloc
+from typing import Any
 
 import anthropic
 import httpx2
@@ -33,7 +34,7 @@ def sdk(base_url: str, **kw) -> anthropic.AsyncAnthropic:
     return anthropic.AsyncAnthropic(base_url=base_url, api_key=KEY, max_retries=0, **kw)
 
 
-def error_shape(status: int, headers: dict, body: bytes) -> dict:
+def error_shape(status: int | None, headers: dict, body: bytes) -> dict:
     """The API's error body, checked: exactly type/error/request_id, the same id in the header."""
     obj = orjson.loads(body)
     assert set(obj) == {"type", "error", "request_id"} and obj["type"] == "error"
@@ -113,7 +114,8 @@ async def test_the_sdk_sees_its_own_validation_errors(served):
             await client.messages.create(
                 model="claude-sonnet-4-6", max_tokens=0, messages=[{"role": "user", "content": "x"}]
             )
-        assert info.value.body["error"]["type"] == "invalid_request_error"
+        body = info.value.body
+        assert isinstance(body, dict) and body["error"]["type"] == "invalid_request_error"
     # the SDK refuses to send without a key; a harness with a custom http client sees the 401
     async with httpx2.AsyncClient(base_url=served.base_url) as h:
         r = await h.post("/v1/messages", json=BASE, headers={"anthropic-version": "2023-06-01"})
@@ -145,7 +147,7 @@ async def test_the_request_model_is_echoed(served, stream):
             async with client.messages.stream(
                 model="claude-opus-4-8-20260101", max_tokens=10, messages=[{"role": "user", "content": "x"}]
             ) as s:
-                msg = await s.get_final_message()
+                msg: anthropic.types.Message = await s.get_final_message()
         else:
             msg = await client.messages.create(
                 model="claude-opus-4-8-20260101", max_tokens=10, messages=[{"role": "user", "content": "x"}]
@@ -181,7 +183,7 @@ async def test_message_delta_carries_input_and_cache_usage(served):
 # --------------------------------------------------------------------------------------------- end of the script
 
 
-def _conversation(sc_name: str) -> list[dict]:
+def _conversation(sc_name: str) -> list[Any]:  # (the SDK's message params are TypedDicts)
     """A valid history past the last turn of a scenario (every tool_use answered)."""
     from inspector.scenarios.render import expected_blocks
 
@@ -207,7 +209,9 @@ async def test_after_the_last_turn_an_end_turn_reply_is_flagged(served):
         ) as s:
             msg = await s.get_final_message()
     assert msg.stop_reason == "end_turn" and msg.model == "claude-haiku-4-5"
-    assert [b.type for b in msg.content] == ["text"] and "has ended" in msg.content[0].text
+    block = msg.content[0]
+    assert [b.type for b in msg.content] == ["text"] and isinstance(block, anthropic.types.TextBlock)
+    assert "has ended" in block.text
     ex = served.owner.exchanges[-1]
     assert ex.script_ended and ex.status == 200 and ex.turn == len(get_scenario("weather").turns)
     assert "past the end of the script" in format_exchange(ex)
@@ -222,7 +226,8 @@ async def test_strict_answers_400_after_the_last_turn():
         async with sdk(srv.base_url) as client:
             with pytest.raises(anthropic.BadRequestError) as info:
                 await client.messages.create(model="claude-sonnet-4-6", max_tokens=10, messages=messages)
-    assert "no turn 2" in info.value.body["error"]["message"]
+    body = info.value.body
+    assert isinstance(body, dict) and "no turn 2" in body["error"]["message"]
 
 
 # --------------------------------------------------------------------------------------------- bounded history
@@ -343,7 +348,7 @@ async def test_plans_render_off_the_event_loop(monkeypatch):
     import inspector.net.serve as serve_mod
 
     release = threading.Event()
-    real = serve_mod.render_faulted
+    from inspector.net.faults import render_faulted as real  # (the function serve looks up, patched below)
 
     def slow(*a, **k):
         assert release.wait(20)  # the event loop must stay free while this worker thread waits
@@ -426,7 +431,9 @@ async def test_an_unknown_model_is_404_not_found_error_unless_lenient(served):
             await client.messages.create(
                 model="claude-nope-1", max_tokens=5, messages=[{"role": "user", "content": "x"}]
             )
-        assert info.value.body["error"] == {"type": "not_found_error", "message": "model: claude-nope-1"}
+        body = info.value.body
+        assert isinstance(body, dict)
+        assert body["error"] == {"type": "not_found_error", "message": "model: claude-nope-1"}
         # models the API knows (genai-prices' catalogue, dated ids too) and the scenarios' own are answered
         for model in ("claude-haiku-4-5-20251001", "claude-opus-4-8", get_scenario("parse_date").model):
             msg = await client.messages.create(model=model, max_tokens=5, messages=[{"role": "user", "content": "x"}])
@@ -444,14 +451,15 @@ async def test_an_unknown_model_is_404_not_found_error_unless_lenient(served):
 
 def test_request_ids_are_unique_per_response(served):
     c = RawClient(served.address)
-    seen = []
+    seen: list[str] = []
     try:
         for _ in range(3):  # the same request, answered three times
             status, headers, _ = c.request("/v1/messages", BASE, headers={**API_HEADERS, "x-inspector-session": "rid"})
             assert status == 200
             seen.append(headers["request-id"])
         status, headers, raw = c.request("/v1/messages", {**BASE, "max_tokens": 0})
-        seen.append(error_shape(status, headers, raw) and headers["request-id"])
+        error_shape(status, headers, raw)
+        seen.append(headers["request-id"])
         status, headers, raw = c.request("/v1/messages", {**BASE, "max_tokens": 0})
         seen.append(headers["request-id"])
         status, headers, raw = c.request("/v1/messages", BASE, headers={**API_HEADERS, "x-inspector-fault": "http_429"})

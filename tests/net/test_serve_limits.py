@@ -201,7 +201,7 @@ def test_a_slow_body_times_out_with_408():
         reading.set()  # the body deadline is set right after this, before the first await
         return await original(request)
 
-    srv.owner._read_body = read_body  # type: ignore[method-assign]
+    srv.owner._read_body = read_body
     with srv:
         c = RawClient(srv.address)
         try:

@@ -4,6 +4,7 @@ driven here by the openai SDK (its streaming helpers and accumulators are the re
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import openai
 import pytest
@@ -20,7 +21,7 @@ def client_for(server, **kw) -> openai.OpenAI:
     return openai.OpenAI(base_url=server.openai_base_url, api_key=KEY, **kw)
 
 
-def scripted(sc, turn: int) -> tuple[str, list[tuple[str, dict]]]:
+def scripted(sc, turn: int) -> tuple[str, list[tuple[str, dict[str, Any] | None]]]:
     """The text and (tool name, input) calls a turn scripts."""
     blocks = sc.turns[turn].blocks
     text = "".join(b.text for b in blocks if isinstance(b, TextBlock))
@@ -32,7 +33,7 @@ def tool_defs(sc) -> list[dict]:
     return sc.request_params().get("tools", [])
 
 
-def chat_tools(sc) -> list[dict]:
+def chat_tools(sc) -> list[Any]:  # (the SDK's tool params are TypedDicts: passed as JSON)
     return [
         {
             "type": "function",
@@ -42,7 +43,7 @@ def chat_tools(sc) -> list[dict]:
     ]
 
 
-def responses_tools(sc) -> list[dict]:
+def responses_tools(sc) -> list[Any]:
     return [
         {
             "type": "function",
@@ -65,7 +66,9 @@ def tool_result(sc, name: str, args: dict) -> str:
 
 def chat_create_turn(client, sc, messages):
     """One turn with chat.completions.create(stream=True): the chunks merged by hand."""
-    text, calls, finish = [], {}, None
+    text: list[str] = []
+    calls: dict[int, dict[str, str]] = {}
+    finish = None
     stream = client.chat.completions.create(
         model=sc.model,
         messages=messages,
@@ -129,7 +132,7 @@ def run_responses(server, sc, *, chained: bool = False) -> list[tuple[str, list]
     previous = None
     seen = []
     for _ in range(len(sc.turns) + 1):
-        kw = {"previous_response_id": previous} if chained and previous else {}
+        kw: dict[str, Any] = {"previous_response_id": previous} if chained and previous else {}
         with client.responses.stream(model=sc.model, input=items, tools=responses_tools(sc), **kw) as stream:
             resp = stream.get_final_response()
         assert resp.status == "completed" and resp.usage is not None and resp.usage.input_tokens > 0

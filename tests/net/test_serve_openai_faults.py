@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import httpx2
 import openai
@@ -12,15 +13,19 @@ import pytest
 
 from inspector.net.faults import BOM, FAULTS
 from inspector.scenarios.bundled import get_scenario
+from inspector.scenarios.model import TextBlock, ToolUseBlock
 
 pytest_plugins = ["inspector.testing.pytest_plugin"]
 
 KEY = "sk-proj-CANARY-openai-faults-000000000"
 SC = get_scenario("weather")
-ARGS = json.dumps(SC.turns[0].blocks[1].input)  # the scripted tool call's arguments, as the API formats them
-TEXT = SC.turns[0].blocks[0].text
-CHAT_TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
-RESP_TOOLS = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]
+_TEXT, _CALL = SC.turns[0].blocks[0], SC.turns[0].blocks[1]
+assert isinstance(_TEXT, TextBlock) and isinstance(_CALL, ToolUseBlock)
+ARGS = json.dumps(_CALL.input)  # the scripted tool call's arguments, as the API formats them
+TEXT = _TEXT.text
+# (the SDK's tool params are TypedDicts: these are passed as JSON)
+CHAT_TOOLS: list[Any] = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+RESP_TOOLS: list[Any] = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]
 PATHS = {"chat": "/chat/completions", "responses": "/responses"}
 
 
@@ -106,7 +111,7 @@ def test_every_fault_has_a_case():
     assert set(FAULTS) == {n.split("[")[0] for n in CASES}
 
 
-def _http(code: str, status: int, etype: str):
+def _http(code: str | None, status: int, etype: str):
     def check(server, api):
         st, headers, body, _ = raw(server, api)
         assert st == status

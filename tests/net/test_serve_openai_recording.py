@@ -123,7 +123,10 @@ async def test_the_replayed_bytes_are_the_recorded_bytes(recordings, api):
     path, _ = recordings[api]
     rec = read_recording(path)
     recorded = [b"".join(r.data for r in a.reads) for a in rec.attempts()]
-    bodies = [a.request["body"] for a in rec.attempts()]
+    bodies = []
+    for a in rec.attempts():
+        assert a.request is not None
+        bodies.append(a.request["body"])
     app = ServeApp(recording=RecordingSource.load(path), speed=math.inf)
     got = []
     with BackgroundServer(app) as srv:
@@ -139,7 +142,9 @@ async def test_the_replayed_bytes_are_the_recorded_bytes(recordings, api):
 async def test_stream_false_gets_the_assembled_answer(recordings, api):
     path, finals = recordings[api]
     rec = read_recording(path)
-    first = {**list(rec.attempts())[0].request["body"], "stream": False}
+    request = list(rec.attempts())[0].request
+    assert request is not None
+    first = {**request["body"], "stream": False}
     first.pop("stream_options", None)
     app = ServeApp(recording=RecordingSource.load(path), speed=math.inf)
     with BackgroundServer(app) as srv:
@@ -217,7 +222,9 @@ async def test_http_faults_on_a_recording_answer_in_openai_form(recordings, api)
     with BackgroundServer(app) as srv:
         replayed = await CONVERSE[api](srv.base_url, max_retries=2)  # the SDK retries the 429 by itself
         async with httpx2.AsyncClient(base_url=srv.base_url, headers={"authorization": f"Bearer {KEY}"}) as h:
-            body = list(read_recording(path).attempts())[0].request["body"]
+            request = list(read_recording(path).attempts())[0].request
+            assert request is not None
+            body = request["body"]
             where = f"/v1/{'chat/completions' if api == 'chat' else 'responses'}"
             r = await h.post(where, json=body, headers={"x-inspector-session": "by hand"})
     assert replayed == finals

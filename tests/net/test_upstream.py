@@ -23,14 +23,15 @@ from inspector.testing.hyp import examples
 # ----------------------------------------------------------------------------------------------- the reader
 
 
-class FakeTransport:
+class FakeTransport(asyncio.Transport):
     def __init__(self) -> None:
+        super().__init__()
         self.written: list[bytes] = []
         self.closing = False
         self.paused = False
 
-    def write(self, data: bytes) -> None:
-        self.written.append(data)
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.written.append(bytes(data))
 
     def is_closing(self) -> bool:
         return self.closing
