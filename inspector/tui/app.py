@@ -314,6 +314,7 @@ class InspectorApp(App[int]):
         self._fast_folds = 0  # consecutive folds above BUSY_RATE
         self.frame_clock: Callable[[], float] = time.monotonic  # paces the repaints (tests step it by hand)
         self.budget = FrameBudget(1 / refresh_hz)  # the UI work keeps to a share of the time (tui/budget.py)
+        self._unshown = False  # observations were folded since the panes were last pointed at the state
         self._frozen_at = 0.0
         self.ticks = 0  # refresh timer ticks
         self.timing_analysis = TimingAnalysis()  # kept between openings of the timing view (incremental)
@@ -541,6 +542,7 @@ class InspectorApp(App[int]):
             self._conversations_changed()
             self._wall_last = self.clock()
             self.flushes += 1
+            self._unshown = True
             if busy:
                 self._busy_until = wall + 0.5
                 if wall - self._frozen_at > 1.0:
@@ -553,7 +555,9 @@ class InspectorApp(App[int]):
             self._frozen_at = 0.0
         budget = self.budget
         budget.spent(self.dashboard.take_paint_seconds())  # Textual's layout and paint of the last frame's changes
-        if not force and not budget.due(wall):
+        # not due yet: wait, unless the stream went quiet (a tick with nothing new) with folded observations not
+        # shown yet: a burst (a network read, a step) is shown as soon as it is over, only a flood waits
+        if not force and not budget.due(wall) and (batch or not self._unshown):
             return
         start = self.frame_clock()
         self.show()
@@ -670,6 +674,7 @@ class InspectorApp(App[int]):
 
     def show(self) -> None:
         """Point every pane at the shown state (each skips the work when its part did not change)."""
+        self._unshown = False
         at = self.cursor_state if self.cursor is not None else None
         traveling = at is not None
         self.dashboard.show(

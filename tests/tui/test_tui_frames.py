@@ -84,6 +84,30 @@ async def test_a_firehose_repaints_the_panes_within_the_frame_budget_and_a_calm_
         assert show.calls == 30
 
 
+async def test_a_burst_is_shown_at_the_first_quiet_tick_whatever_the_budget() -> None:
+    """A burst (a network read's worth, a step) folded while the budget holds the frames back is shown at the next
+    tick that brings nothing new: only a flood (something new at every tick) waits for the budget."""
+    obs = generated_observations(1000)
+    app = InspectorApp(clock=lambda: 0.0)
+    clock = FrameClock()
+    async with app.run_test(size=SIZE):
+        app.frame_clock = clock
+        show = CostlyShow(app, clock, 0.3)
+        app.ingest(obs[:300])  # a costly frame: the next one not before the maximum wait
+        shown = show.calls
+        clock.t += 1 / 30
+        app._pending.extend(obs[300:340])  # a burst, mid-budget: folded, not shown
+        app.flush(force=False)
+        assert show.calls == shown and app.live.n == 340
+        clock.t += 1 / 30
+        app.flush(force=False)  # a quiet tick: shown at once
+        assert show.calls == shown + 1
+        assert not app.budget.due(clock.t)
+        clock.t += 1 / 30
+        app.flush(force=False)  # quiet, nothing new to show: no frame
+        assert show.calls == shown + 1
+
+
 async def test_textuals_paint_counts_in_the_frame_budget(monkeypatch) -> None:
     """The layout and paint Textual does after a frame (the screen's update, timed by DashboardScreen) is charged to
     that frame: paints that took 40 ms each hold the next frame back SHARE_K times as long. (Textual is pinned; if
@@ -397,3 +421,41 @@ async def test_the_status_line_styles_follow_a_theme_change() -> None:
         after = [bar.c(n) for n in names]
         assert after == [bar.get_component_rich_style(n, partial=True) for n in names]
         assert after != before
+
+
+async def test_the_panes_component_styles_are_read_once_and_follow_a_theme_change() -> None:
+    """The panes read their component styles (some ten per rendered row) from a cache: frames that render hundreds
+    of new rows read each style from Textual's styles at most once; a new theme drops them, and the rows are drawn in
+    its colors."""
+    from inspector.tui.widgets.base import LineView
+
+    obs = generated_observations(3000, tool_every=300)
+    app = InspectorApp(observations=obs[:1500], clock=lambda: 0.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        views = [v for v in app.dashboard.query(LineView)]
+        reads: list[tuple[int, tuple[str, ...]]] = []
+        for view in views:
+            inner = view.get_component_rich_style
+
+            def counted(*names, _inner=inner, _view=id(view), **k):
+                reads.append((_view, names))
+                return _inner(*names, **k)
+
+            view.get_component_rich_style = counted  # type: ignore[method-assign]
+        app.ingest(obs[1500:])  # new rows everywhere: rendered with the styles already read
+        for view in views:
+            for y in range(view.size.height):
+                view.render_line(y)
+        # a style not needed before is read once (a row of a kind not drawn yet); none is read twice
+        assert len(reads) == len(set(reads)) <= 12, reads
+        events = app.events_view
+        names = ["ev--num", "ev--time", "ev--summary"]
+        before = [events.cstyle(n) for n in names]
+        app.theme = "textual-light" if app.theme != "textual-light" else "nord"
+        await pilot.pause()
+        after = [events.cstyle(n) for n in names]
+        assert after != before
+        for view in views:
+            del view.get_component_rich_style  # (the instance's counter: back to the class's method)
+        assert after == [events.get_component_rich_style(n, partial=True) for n in names]
