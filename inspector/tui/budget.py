@@ -5,7 +5,8 @@ The rule (docs: README, "How the dashboard refreshes"): the observations are fol
 paint of what changed) keeps to a share of the time: after a frame that cost `c`, the next one comes at least
 `max(1 / refresh_hz, SHARE_K * c)` after the start of that one, and never later than `MAX_INTERVAL`. A cheap frame
 (a calm stream: a few ms) changes nothing, the screen keeps 30 frames a second; under a flood (a replay at max speed)
-a 20 ms frame is followed by ~0.25 s of folding at full speed. A control key (pause, step, cancel), a time-travel key,
+a 20 ms frame is followed by ~0.25 s of folding at full speed (the App shows a burst folded meanwhile at the first
+tick that brings nothing new: only a flood waits). A control key (pause, step, cancel), a time-travel key,
 the end of the session and every other forced refresh paint at once, whatever the budget says.
 
 Pure: no Textual, no clock of its own (the App gives it its frame clock's readings; tests give it theirs).
