@@ -5,7 +5,8 @@
 Reports, each measured in a fresh subprocess (so peak RSS is per mode):
   * no UI: the replay through the loop's observation pipeline with one cheap subscriber (wall time, peak RSS);
   * UI: the same replay driving the headless dashboard (`App.run_test`), until the final frame is folded;
-  * ratio UI / no UI (target <= 1.3, issue 17), both timed from the built session to its end;
+  * ratio UI / no UI (target <= 1.3, issue 17), both timed from the built session to its end; and the same
+    ratio in process CPU time (on a shared machine other processes stretch wall time, not CPU time);
   * pause latency: replaying at max speed in the dashboard, the time from pressing space to the event counter
     standing still (target <= 100 ms), and how many events still arrived after the key press.
 
@@ -55,10 +56,10 @@ async def run_noui(path: Path) -> dict:
     session = sources.replay_session(path, speed=math.inf)
     seen = []
     session.bus.subscribe(seen.append)  # what the dashboard's subscriber costs the loop: one append
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     result = await session.run()
-    wall = time.perf_counter() - t0
-    return {"wall": wall, "status": result.status, "events": sum(type(o) is O.SSEEventSeen for o in seen)}
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"wall": wall, "cpu": cpu, "status": result.status, "events": sum(type(o) is O.SSEEventSeen for o in seen)}
 
 
 async def run_ui(path: Path) -> dict:
@@ -71,6 +72,7 @@ async def run_ui(path: Path) -> dict:
         # the clock starts once the session is built, as in run_noui (loading the recording is not the dashboard's)
         session = sources.replay_session(path, speed=math.inf)
         started.append(time.perf_counter())
+        started.append(time.process_time())
         return session
 
     app = InspectorApp(factory, replay=True)
@@ -78,13 +80,15 @@ async def run_ui(path: Path) -> dict:
         while app.final_status is None:  # noqa: ASYNC110 (watches the app like a user would: it has no event for it)
             await asyncio.sleep(0.005)
         app.flush()
-        wall = time.perf_counter() - started[0]
+        wall, cpu = time.perf_counter() - started[0], time.process_time() - started[1]
         await pilot.pause()
         return {
             "wall": wall,
+            "cpu": cpu,
             "status": app.final_status,
             "events": app.live.status.events,
             "flushes": app.flushes,
+            "frames": app.budget.frames if hasattr(app, "budget") else None,  # (a tree from before the budget)
             "ticks": app.ticks,
         }
 
@@ -227,9 +231,13 @@ def main() -> int:
         "noui_s": round(noui["wall"], 2),
         "ui_s": round(ui["wall"], 2),
         "ratio": round(ui["wall"] / noui["wall"], 2),
+        "noui_cpu_s": round(noui["cpu"], 2),
+        "ui_cpu_s": round(ui["cpu"], 2),
+        "cpu_ratio": round(ui["cpu"] / noui["cpu"], 2),
         "noui_peak_rss_mb": noui["peak_rss_mb"],
         "ui_peak_rss_mb": ui["peak_rss_mb"],
         "ui_flushes": ui["flushes"],
+        "ui_frames": ui["frames"],
         "pause_latency_ms": round(pause["latency"] * 1000, 1),
         "events_after_pause_press": pause["events_after_press"],
         "pause_loop_state": pause["loop_state"],
@@ -244,9 +252,13 @@ def main() -> int:
         print(f"  no UI      {report['noui_s']:7.2f} s   peak RSS {report['noui_peak_rss_mb']:.0f} MB")
         print(
             f"  dashboard  {report['ui_s']:7.2f} s   peak RSS {report['ui_peak_rss_mb']:.0f} MB"
-            f"   ({report['ui_flushes']} folds)"
+            f"   ({report['ui_flushes']} folds, {report['ui_frames']} frames)"
         )
         print(f"  ratio      {report['ratio']:7.2f}     (target <= 1.3)")
+        print(
+            f"  CPU        {report['noui_cpu_s']:.2f} s vs {report['ui_cpu_s']:.2f} s: ratio {report['cpu_ratio']:.2f}"
+            "  (process CPU time over the same span: steadier than wall time on a shared machine)"
+        )
         print(
             f"  pause      {report['pause_latency_ms']:7.1f} ms  from the key press to the counter standing still"
             f" ({report['events_after_pause_press']} events after the press; loop {report['pause_loop_state']})"

@@ -41,6 +41,7 @@ from inspector.state.convfilter import ConversationFilter
 from inspector.state.fold import DashboardState
 from inspector.state.travel import History
 from inspector.tui import messages as M
+from inspector.tui.budget import FrameBudget
 from inspector.tui.commands import InspectorCommands
 from inspector.tui.detail import Detail, block_detail, diagnostic_detail, event_detail, tool_detail
 from inspector.tui.export import default_export_path, write_recording_and_page
@@ -100,7 +101,6 @@ BUSY_RATE = 1000.0
 BUSY_FOLDS = 5  # ... for this many folds in a row (~1/6 s)
 BUSY_BATCH = 300  # observations in one fold: a firehose whatever the rate
 SYNC_SELECT = 5000  # observations a chosen conversation's view folds on the UI thread (more: in a worker thread)
-BUSY_HZ = 3  # pane repaints per second during a firehose (the status line keeps 10 Hz)
 
 
 def _warm_prices() -> None:
@@ -313,9 +313,9 @@ class InspectorApp(App[int]):
         self._last_fold = 0.0  # (frame clock) when the last batch was folded
         self._fast_folds = 0  # consecutive folds above BUSY_RATE
         self.frame_clock: Callable[[], float] = time.monotonic  # paces the repaints (tests step it by hand)
-        self._last_show = 0.0
+        self.budget = FrameBudget(1 / refresh_hz)  # the UI work keeps to a share of the time (tui/budget.py)
+        self._unshown = False  # observations were folded since the panes were last pointed at the state
         self._frozen_at = 0.0
-        self._last_status = 0.0
         self.ticks = 0  # refresh timer ticks
         self.timing_analysis = TimingAnalysis()  # kept between openings of the timing view (incremental)
         self.dashboard = DashboardScreen()  # the panes; a restart replaces it with a fresh one
@@ -517,8 +517,10 @@ class InspectorApp(App[int]):
     def flush(self, *, force: bool = True) -> None:
         """Fold pending observations into the live state and refresh the panes.
 
-        The timer calls it with force=False: under a firehose (a replay at max speed) the panes are repainted at
-        most `BUSY_HZ` times a second, so painting never takes the loop's time; the fold itself always runs."""
+        The timer calls it with force=False: the fold always runs, the panes are repainted when the frame budget
+        says (`FrameBudget`: after a frame that cost c, not before ~12 c later; a cheap frame, 30 times a second), so
+        painting never takes more than a small share of the loop's time. A forced flush (a control key, the end of
+        the session) paints at once."""
         batch = self._pending
         wall = self.frame_clock()
         if batch:
@@ -540,6 +542,7 @@ class InspectorApp(App[int]):
             self._conversations_changed()
             self._wall_last = self.clock()
             self.flushes += 1
+            self._unshown = True
             if busy:
                 self._busy_until = wall + 0.5
                 if wall - self._frozen_at > 1.0:
@@ -550,13 +553,15 @@ class InspectorApp(App[int]):
         elif self._frozen_at and wall - self._frozen_at > 2.0 and wall > self._busy_until:
             gc.unfreeze()  # calm again: let the collector see everything (cyclic garbage is not leaked)
             self._frozen_at = 0.0
-        if not force and wall < self._busy_until and wall - self._last_show < 1 / BUSY_HZ:
-            if wall - self._last_status >= 0.1:  # the counters stay live (10 Hz, 2 lines)
-                self._last_status = wall
-                self.dashboard.show_status(self.shown_state, self._status_info())
+        budget = self.budget
+        budget.spent(self.dashboard.take_paint_seconds())  # Textual's layout and paint of the last frame's changes
+        # not due yet: wait, unless the stream went quiet (a tick with nothing new) with folded observations not
+        # shown yet: a burst (a network read, a step) is shown as soon as it is over, only a flood waits
+        if not force and not budget.due(wall) and (batch or not self._unshown):
             return
-        self._last_show = wall
+        start = self.frame_clock()
         self.show()
+        budget.frame(start, self.frame_clock() - start)
 
     @property
     def shown_state(self) -> DashboardState:
@@ -669,6 +674,7 @@ class InspectorApp(App[int]):
 
     def show(self) -> None:
         """Point every pane at the shown state (each skips the work when its part did not change)."""
+        self._unshown = False
         at = self.cursor_state if self.cursor is not None else None
         traveling = at is not None
         self.dashboard.show(

@@ -304,3 +304,29 @@ def test_a_block_that_cannot_be_pickled_stays_in_ram_unaltered() -> None:
     assert list(s) == obs and s[4] is odd and odd.content[0]["lock"] is lock
     assert list(s.frozen()) == obs
     assert [s[i] for i in range(10)] == obs
+
+
+def test_the_spill_encodes_classes_of_any_field_count() -> None:
+    """The spill's encoder reads a class's fields with one C getter when it has two or more (a single-field getter
+    would give a bare value, not a tuple): a class of one field, or of none, round-trips too."""
+    import dataclasses
+
+    from inspector.observe import observations as O
+    from inspector.state.travel import _decode, _encode
+
+    @dataclasses.dataclass
+    class One:
+        t: float
+
+    @dataclasses.dataclass
+    class Empty:
+        pass
+
+    @dataclasses.dataclass
+    class Three:
+        t: float
+        a: tuple[int, ...]
+        b: str
+
+    for o in (One(1.5), Empty(), Three(2.0, (1, 2), "x"), O.Observation(3.0)):
+        assert _decode(_encode(o)) == o  # type: ignore[arg-type]

@@ -139,6 +139,7 @@ class LineView(ScrollView, can_focus=True):
         self._cache: LRUCache[Hashable, Strip] = LRUCache(2048)
         self._programmatic = False
         self._base: Style | None = None
+        self._cstyles: dict[tuple[str, ...], Style] = {}  # component styles, until the styles change
 
     # -- to implement
     def render_row(self, row: int, width: int) -> Line | Strip:  # pragma: no cover - abstract
@@ -149,14 +150,21 @@ class LineView(ScrollView, can_focus=True):
 
     # -- styles
     def cstyle(self, *names: str) -> Style:
-        """A component class's rich style (partial: only what the class sets)."""
+        """A component class's rich style (partial: only what the class sets), cached until the styles change: a
+        frame reads some ten per rendered row, and each read walks the widget's styles (the status line does the
+        same, `StatusBar.c`)."""
         # before the widget's CSS is applied there are no component styles yet: render plain (caches are dropped
         # by notify_style_update when the styles arrive)
-        return self.get_component_rich_style(*names, partial=True, default=_NULL)
+        style = self._cstyles.get(names)
+        if style is None:
+            style = self._cstyles[names] = self.get_component_rich_style(*names, partial=True, default=_NULL)
+        return style
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._base = None
+        if hasattr(self, "_cstyles"):  # (not before __init__ has made it)
+            self._cstyles.clear()
         self._cache.clear()
         self.on_styles_changed()
 

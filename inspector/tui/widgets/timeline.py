@@ -161,7 +161,11 @@ class Timeline(Widget):
         self.state, self.now = state, now
         # capped at the terminal's height (the CSS caps the timeline below it: asking for more changes nothing)
         wanted = self._wanted_rows(limit)
-        self.refresh(layout=wanted != self._wanted)
+        # a new height needs a screen relayout (a full-screen reflow) only if it changes the drawn height: once the
+        # CSS cap holds the timeline below what it asks for (its height is less than that), asking for more is moot
+        height = self.size.height
+        capped = 0 < height < self._wanted and wanted >= height
+        self.refresh(layout=wanted != self._wanted and not capped)
         self._wanted = wanted
 
     def _wanted_rows(self, limit: int) -> int:
