@@ -35,11 +35,11 @@ def body_of(api: str) -> dict:
     return {"model": SC.model, "input": SC.prompt, "tools": RESP_TOOLS, "stream": True}
 
 
-def raw(server, api: str) -> tuple[int, dict, bytes, str | None]:
+def raw(server, api: str, timeout: float = 2.0) -> tuple[int, dict, bytes, str | None]:
     """One streamed request by hand: status, headers, the body bytes received, and how reading ended."""
     got = bytearray()
     ended = None
-    with httpx2.Client(timeout=httpx2.Timeout(2.0)) as http:
+    with httpx2.Client(timeout=httpx2.Timeout(timeout)) as http:
         with http.stream(
             "POST", server.openai_base_url + PATHS[api], json=body_of(api), headers={"authorization": f"Bearer {KEY}"}
         ) as r:
@@ -152,7 +152,7 @@ def _drop_in_tool(server, api):
 
 
 def _stall(server, api):
-    _, _, body, ended = raw(server, api)
+    _, _, body, ended = raw(server, api, timeout=1.0)  # waited out in full: as long as the SDK's below
     assert ended == "timeout"
     assert body.count(b": keep-alive\n\n") == 2 and len(events(api, body)) == 1
     e = sdk(server, api, max_retries=0, timeout=httpx2.Timeout(1.0))
