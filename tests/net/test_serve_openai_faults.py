@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 
 import httpx2
 import openai
@@ -12,6 +13,7 @@ import pytest
 
 from inspector.net.faults import BOM, FAULTS
 from inspector.scenarios.bundled import get_scenario
+from inspector.testing.pytest_plugin import InspectorServer
 
 pytest_plugins = ["inspector.testing.pytest_plugin"]
 
@@ -218,10 +220,24 @@ CASES = {
 }
 
 
+def _fault(case: str) -> str:
+    name, _, arg = case.partition("[")
+    return f"{name}:{arg.rstrip(']')}" if arg else name
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[dict[str, InspectorServer]]:
+    """One weather server per fault, started once for the module and shared by the two APIs' tests (a start and a
+    stop cost ~0.25 s, 34 times); each test gets its server reset(): no request of the other test, attempts at 0."""
+    pool = {case: InspectorServer("weather", faults=_fault(case)) for case in CASES}
+    yield pool
+    for server in pool.values():
+        server.close()
+
+
 @pytest.mark.parametrize("api", APIS)
 @pytest.mark.parametrize("case", list(CASES))
-def test_fault_in_the_openai_families(inspector_server, case, api):
-    name, _, arg = case.partition("[")
-    fault = f"{name}:{arg.rstrip(']')}" if arg else name
-    server = inspector_server("weather", faults=fault)
+def test_fault_in_the_openai_families(servers, case, api):
+    server = servers[case]
+    server.reset()
     CASES[case](server, api)
