@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import anthropic
 import httpx2
@@ -35,8 +36,8 @@ def _servers() -> Iterator[dict[tuple, InspectorServer]]:
     ~0.25 s each, 33 tests): started here, not in a test, so no server outlives the test that started it."""
     pool = {_key(kw): InspectorServer("weather", **kw) for kw in SHARED}
     yield pool
-    for server in pool.values():
-        server.close()
+    with ThreadPoolExecutor(len(pool)) as stopping:  # each stop waits for its loop's next tick: all at once
+        list(stopping.map(InspectorServer.close, pool.values()))
 
 
 @pytest.fixture
