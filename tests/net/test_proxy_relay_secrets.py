@@ -24,6 +24,8 @@ import httpx2
 import pytest
 
 from inspector.cli import main
+from inspector.net.proxy import ProxyApp
+from inspector.net.server import BackgroundServer
 from inspector.stream.assembler import assemble
 from inspector.testing.secrets import assert_no_key
 from inspector.testing.streamgen import (
@@ -290,13 +292,18 @@ def test_an_illegal_header_line_from_an_environment_proxy_is_masked(tmp_path) ->
     check({"recording": raw, **outputs, **dumps(record)})
 
 
-def test_the_proxys_error_reply_does_not_quote_the_key(tmp_path) -> None:
+def test_the_proxys_error_reply_does_not_quote_the_key(tmp_path, monkeypatch) -> None:
+    """The 502 body is ProxyApp's (in-process: the CLI around it is proven by the tests above)."""
+    for k in [k for k in os.environ if k.upper().endswith("_PROXY")]:
+        monkeypatch.delenv(k)
     up = Upstream(relay_respond)
+    proxy = ProxyApp(f"http://127.0.0.1:{up.port}", record=tmp_path / "r.jsonl")
     try:
-        with proxy_cli(f"http://127.0.0.1:{up.port}", tmp_path / "r.jsonl") as (base, _):
+        with BackgroundServer(proxy) as px:
             headers, query = FORMS["portkey"]
-            r = post(base, f"/bad-status/v1/messages{query}", headers)
+            r = post(px.base_url, f"/bad-status/v1/messages{query}", headers)
     finally:
+        proxy.close()
         up.close()
     assert r.status_code == 502
     assert_no_key(KEYS["portkey"], {"502 body": r.content})
