@@ -46,7 +46,7 @@ def inspector_server(_servers, inspector_server):
     out: no request of another test, attempt counters at 0, the @once faults re-armed. Other arguments get the
     plugin's own server (stopped at the end of the test)."""
 
-    def get(scenario: str = "weather", **kw) -> InspectorServer:
+    def get(scenario: str | None = None, **kw) -> InspectorServer:
         server = _servers.get(_key(kw)) if scenario == "weather" else None
         if server is None:
             return inspector_server(scenario, **kw)
