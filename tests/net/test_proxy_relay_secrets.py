@@ -24,6 +24,8 @@ import httpx2
 import pytest
 
 from inspector.cli import main
+from inspector.net.proxy import ProxyApp
+from inspector.net.server import BackgroundServer
 from inspector.stream.assembler import assemble
 from inspector.testing.secrets import assert_no_key
 from inspector.testing.streamgen import (
@@ -291,27 +293,33 @@ def test_an_illegal_header_line_from_an_environment_proxy_is_masked(tmp_path) ->
     check({"recording": raw, **outputs, **dumps(record)})
 
 
-def test_the_proxys_error_reply_does_not_quote_the_key(tmp_path) -> None:
+def test_the_proxys_error_reply_does_not_quote_the_key(tmp_path, monkeypatch) -> None:
+    """The 502 body is ProxyApp's (in-process: the CLI around it is proven by the tests above)."""
+    for k in [k for k in os.environ if k.upper().endswith("_PROXY")]:
+        monkeypatch.delenv(k)
     up = Upstream(relay_respond)
+    proxy = ProxyApp(f"http://127.0.0.1:{up.port}", record=tmp_path / "r.jsonl")
     try:
-        with proxy_cli(f"http://127.0.0.1:{up.port}", tmp_path / "r.jsonl") as (base, _):
+        with BackgroundServer(proxy) as px:
             headers, query = FORMS["portkey"]
-            r = post(base, f"/bad-status/v1/messages{query}", headers)
+            r = post(px.base_url, f"/bad-status/v1/messages{query}", headers)
     finally:
+        proxy.close()
         up.close()
     assert r.status_code == 502
     assert_no_key(KEYS["portkey"], {"502 body": r.content})
 
 
-def test_run_record_against_an_echoing_relay(tmp_path) -> None:
+def test_run_record_against_an_echoing_relay(tmp_path, monkeypatch, capfd) -> None:
     """`inspector run --record` with the key in ANTHROPIC_API_KEY, through a relay that echoes it (split across
-    deltas and reads), then one that puts it in a malformed status line."""
+    deltas and reads; in-process), then one that puts it in a malformed status line (the real CLI, a subprocess)."""
     key = KEYS["x-api-key"]
     for mode in ("", "bad-status/"):
         up = Upstream(relay_respond)
         record = tmp_path / f"run-{mode.strip('/') or 'echo'}.jsonl"
         try:
-            proc = run_cli(f"http://127.0.0.1:{up.port}/{mode}", record, key)
+            run = run_cli if mode else run_in_process(monkeypatch, capfd)
+            proc = run(f"http://127.0.0.1:{up.port}/{mode}", record, key)
         finally:
             up.close()
         raw = record.read_bytes()
@@ -362,6 +370,24 @@ def run_cli(base_url: str, record: Path | None, key: str) -> subprocess.Complete
     )
 
 
+def run_in_process(monkeypatch, capfd) -> Callable[[str, Path | None, str], subprocess.CompletedProcess]:
+    """run_cli's command, run by cli.main in this process with the same environment, its output captured by fd:
+    one `inspector run` subprocess per path is enough to prove the real CLI, the others need not pay its start-up."""
+
+    def run(base_url: str, record: Path | None, key: str) -> subprocess.CompletedProcess:
+        for k in [k for k in os.environ if k.upper().endswith("_PROXY")]:
+            monkeypatch.delenv(k)
+        monkeypatch.setenv("NO_PROXY", "")
+        monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+        capfd.readouterr()
+        argv = ["run", "--model", "m", "--base-url", base_url, *(["--record", str(record)] if record else [])]
+        code = main([*argv, "--headless", "--json", "--retries", "0", "--max-turns", "1", "say it"])
+        out, err = capfd.readouterr()
+        return subprocess.CompletedProcess(argv, code, out, err)
+
+    return run
+
+
 @pytest.fixture(scope="module")
 def base_url_run(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path, str]:
     """`inspector run --base-url http://relay:KEY@host/` (a relay's key in the URL) against the echoing upstream."""
@@ -375,13 +401,15 @@ def base_url_run(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path, s
     return proc, record, relay_key
 
 
-def test_run_with_a_relay_key_in_the_base_url_masks_the_url() -> None:
+def test_run_with_a_relay_key_in_the_base_url_masks_the_url(monkeypatch, capfd) -> None:
     """Without a recording too, the URL of each attempt (in the headless output) and stderr hold no key: the CLI
-    learns --base-url's credentials."""
+    learns --base-url's credentials. (In-process: base_url_run runs the same URL through the real CLI.)"""
     relay_key = canary("BaseUrlNoRecord")
     up = Upstream(relay_respond)
     try:
-        proc = run_cli(f"http://relay:{relay_key}@127.0.0.1:{up.port}/", None, KEYS["x-api-key"])
+        proc = run_in_process(monkeypatch, capfd)(
+            f"http://relay:{relay_key}@127.0.0.1:{up.port}/", None, KEYS["x-api-key"]
+        )
     finally:
         up.close()
     assert "relay:[redacted]@127.0.0.1" in proc.stdout and f"relay:{relay_key}" not in proc.stdout

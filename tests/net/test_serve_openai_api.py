@@ -5,6 +5,8 @@ families, ``stream: false`` answers, the placeholder past the script's end, and 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import anthropic
 import httpx2
@@ -12,12 +14,46 @@ import openai
 import pytest
 
 from inspector.scenarios.bundled import get_scenario
+from inspector.testing.pytest_plugin import InspectorServer
 
 pytest_plugins = ["inspector.testing.pytest_plugin"]
 
 KEY = "sk-proj-CANARY-openai-api-00000000000"
 SC = get_scenario("weather")
 USER = {"role": "user", "content": SC.prompt}
+
+
+SHARED = [{}, {"lenient": True}, {"validate_history": False}, {"faults": "http_429"}, {"faults": "error_event"}]
+
+
+def _key(kw: dict) -> tuple:
+    return tuple(sorted(kw.items()))
+
+
+@pytest.fixture(scope="module")
+def _servers() -> Iterator[dict[tuple, InspectorServer]]:
+    """The weather servers this module's tests ask for, started once for the module (a start and a stop cost
+    ~0.25 s each, 33 tests): started here, not in a test, so no server outlives the test that started it."""
+    pool = {_key(kw): InspectorServer("weather", **kw) for kw in SHARED}
+    yield pool
+    with ThreadPoolExecutor(len(pool)) as stopping:  # each stop waits for its loop's next tick: all at once
+        list(stopping.map(InspectorServer.close, pool.values()))
+
+
+@pytest.fixture
+def inspector_server(_servers, inspector_server):
+    """The plugin's factory, a shared server where one is kept for these arguments, reset() before it is handed
+    out: no request of another test, attempt counters at 0, the @once faults re-armed. Other arguments get the
+    plugin's own server (stopped at the end of the test)."""
+
+    def get(scenario: str | None = None, **kw) -> InspectorServer:
+        server = _servers.get(_key(kw)) if scenario == "weather" else None
+        if server is None:
+            return inspector_server(scenario, **kw)
+        server.reset()
+        return server
+
+    return get
 
 
 def post(server, path: str, body, headers=None) -> httpx2.Response:
@@ -272,3 +308,18 @@ def test_a_response_echoes_the_request_fields(inspector_server):
     server.reset()  # attempt 0 again: the same turn, attempt and model as the first request, only the echo differs
     plain = client.responses.create(model="gpt-4o", input="hi")
     assert plain.instructions is None and plain.tools == []  # a cached plan never leaks another request's echo
+
+
+def test_a_shared_server_comes_without_the_last_tests_requests_and_attempts(inspector_server):
+    """This module's servers are shared (see _servers): each hand-out is a fresh start."""
+    server = inspector_server("weather", faults="http_429")
+    oai = openai.OpenAI(base_url=server.openai_base_url, api_key=KEY, max_retries=0)
+    with pytest.raises(openai.RateLimitError):
+        oai.chat.completions.create(model=SC.model, messages=[USER])
+    oai.chat.completions.create(model=SC.model, messages=[USER])  # its retry: attempt 1, answered
+    assert [(r.attempt, r.status) for r in server.message_requests] == [(0, 429), (1, 200)]
+    again = inspector_server("weather", faults="http_429")
+    assert again is server and again.requests == []
+    with pytest.raises(openai.RateLimitError):
+        oai.chat.completions.create(model=SC.model, messages=[USER])  # attempt 0 again, not 2
+    assert [(r.attempt, r.status) for r in again.message_requests] == [(0, 429)]

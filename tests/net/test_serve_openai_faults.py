@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx2
@@ -14,6 +16,7 @@ import pytest
 from inspector.net.faults import BOM, FAULTS
 from inspector.scenarios.bundled import get_scenario
 from inspector.scenarios.model import TextBlock, ToolUseBlock
+from inspector.testing.pytest_plugin import InspectorServer
 
 pytest_plugins = ["inspector.testing.pytest_plugin"]
 
@@ -40,11 +43,11 @@ def body_of(api: str) -> dict:
     return {"model": SC.model, "input": SC.prompt, "tools": RESP_TOOLS, "stream": True}
 
 
-def raw(server, api: str) -> tuple[int, dict, bytes, str | None]:
+def raw(server, api: str, timeout: float = 2.0) -> tuple[int, dict, bytes, str | None]:
     """One streamed request by hand: status, headers, the body bytes received, and how reading ended."""
     got = bytearray()
     ended = None
-    with httpx2.Client(timeout=httpx2.Timeout(2.0)) as http:
+    with httpx2.Client(timeout=httpx2.Timeout(timeout)) as http:
         with http.stream(
             "POST", server.openai_base_url + PATHS[api], json=body_of(api), headers={"authorization": f"Bearer {KEY}"}
         ) as r:
@@ -157,7 +160,7 @@ def _drop_in_tool(server, api):
 
 
 def _stall(server, api):
-    _, _, body, ended = raw(server, api)
+    _, _, body, ended = raw(server, api, timeout=1.0)  # waited out in full: as long as the SDK's below
     assert ended == "timeout"
     assert body.count(b": keep-alive\n\n") == 2 and len(events(api, body)) == 1
     e = sdk(server, api, max_retries=0, timeout=httpx2.Timeout(1.0))
@@ -223,10 +226,24 @@ CASES = {
 }
 
 
+def _fault(case: str) -> str:
+    name, _, arg = case.partition("[")
+    return f"{name}:{arg.rstrip(']')}" if arg else name
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[dict[str, InspectorServer]]:
+    """One weather server per fault, started once for the module and shared by the two APIs' tests (a start and a
+    stop cost ~0.25 s, 34 times); each test gets its server reset(): no request of the other test, attempts at 0."""
+    pool = {case: InspectorServer("weather", faults=_fault(case)) for case in CASES}
+    yield pool
+    with ThreadPoolExecutor(len(pool)) as stopping:  # each stop waits for its loop's next tick: all at once
+        list(stopping.map(InspectorServer.close, pool.values()))
+
+
 @pytest.mark.parametrize("api", APIS)
 @pytest.mark.parametrize("case", list(CASES))
-def test_fault_in_the_openai_families(inspector_server, case, api):
-    name, _, arg = case.partition("[")
-    fault = f"{name}:{arg.rstrip(']')}" if arg else name
-    server = inspector_server("weather", faults=fault)
+def test_fault_in_the_openai_families(servers, case, api):
+    server = servers[case]
+    server.reset()
     CASES[case](server, api)
