@@ -78,7 +78,7 @@ class SessionLike(Protocol):
     @property
     def controller(self) -> ControllerLike: ...
     @property
-    def source(self) -> dict: ...
+    def source(self) -> dict[str, Any]: ...
 
     async def run(self) -> Any: ...
 
@@ -278,7 +278,7 @@ class InspectorApp(App[int]):
         self,
         session_factory: SessionFactory | None = None,
         *,
-        source: dict | None = None,
+        source: dict[str, Any] | None = None,
         replay: bool = False,
         observations: Iterable[O.Observation] = (),
         clock: Callable[[], float] = time.monotonic,
@@ -1001,7 +1001,9 @@ class InspectorApp(App[int]):
         self.export(path, self.history.observations.frozen(), dict(self.live.status.source or self.source), secrets)
 
     @work(thread=True, exclusive=False, group="export", exit_on_error=False, description="export a recording")
-    def export(self, path: Path, observations: Iterable[O.Observation], source: dict, secrets: list[str]) -> None:
+    def export(
+        self, path: Path, observations: Iterable[O.Observation], source: dict[str, Any], secrets: list[str]
+    ) -> None:
         """Write the recording in a thread; say how it went with an `Exported` message (never touches widgets)."""
         try:
             done = write_recording_and_page(path, observations, source, secrets)
@@ -1036,7 +1038,7 @@ class InspectorApp(App[int]):
 def run_dashboard(
     session_factory: SessionFactory | None = None,
     *,
-    source: dict | None = None,
+    source: dict[str, Any] | None = None,
     replay: bool = False,
     replay_observations: Sequence[O.Observation] | None = None,
     export_dir: str | Path | None = None,

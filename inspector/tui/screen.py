@@ -66,11 +66,11 @@ class DashboardScreen(Screen[None]):
     def __init__(self, *, raw: bool = False) -> None:
         super().__init__()
         self.raw = raw
-        self._titles_key: tuple | None = None  # what the pane titles were last counted for
+        self._titles_key: tuple[object, ...] | None = None  # what the pane titles were last counted for
         self._connect_text: str | None = None
         self.ready = False
         self.list_open: bool | None = None  # the conversation list: None opens it when the terminal is tall enough
-        self._conv_key: tuple | None = None
+        self._conv_key: tuple[object, ...] | None = None
         self.paint_seconds = 0.0  # Textual's layout and paint time since the App last took it (the frame budget)
 
     def compose(self) -> ComposeResult:
@@ -130,7 +130,7 @@ class DashboardScreen(Screen[None]):
         cursor: int | None,
         live: bool,
         info: StatusInfo,
-        source: dict,
+        source: dict[str, Any],
         on_error: Callable[[Exception], None],
         conversations: tuple[ConversationTable, str | None, bool] | None = None,
     ) -> None:
@@ -138,6 +138,7 @@ class DashboardScreen(Screen[None]):
         session's table, the conversation the panes show (None: all) and whether they follow the newest."""
         if not self.ready:
             return
+        update: Callable[[], object]
         for update in (
             lambda: self.show_conversations(conversations, now),
             lambda: self.events_view.show(state, cursor),
@@ -227,7 +228,7 @@ class DashboardScreen(Screen[None]):
         if self.ready:
             self.events_view.follow_tail()
 
-    def _titles(self, state: DashboardState, source: dict) -> None:
+    def _titles(self, state: DashboardState, source: dict[str, Any]) -> None:
         key = (id(state), state.n, self.raw)  # a frame where nothing was folded has nothing new to count
         if key == self._titles_key:
             return
@@ -247,7 +248,7 @@ class DashboardScreen(Screen[None]):
             diag.set_class(n == 0 and not summary, "-empty")
         self._connect_line(state, source)
 
-    def _connect_line(self, state: DashboardState, source: dict) -> None:
+    def _connect_line(self, state: DashboardState, source: dict[str, Any]) -> None:
         """proxy / serve --tui: the address to point a harness at, in full."""
         src = state.status.source or source or {}
         listen = src.get("listen") if isinstance(src, dict) else None

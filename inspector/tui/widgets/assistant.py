@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Hashable
 from typing import Any
 
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 
+from inspector.core.fmt import duration
 from inspector.state.fold import BlockEntry, DashboardState, ToolEntry
 from inspector.tui.widgets.base import Line, SectionView, chunk_text, text_strip, wrap_strips
-from inspector.tui.widgets.tools import duration, streaming_call
+from inspector.tui.widgets.tools import streaming_call
 from inspector.tui.widgets.wording import try_label
 
 OPEN_TEXT_LIMIT = 4_000  # an open text block longer than this shows its tail until it closes
@@ -59,13 +61,13 @@ class AssistantView(SectionView):
         super().__init__(**kw)
         self.state: DashboardState | None = None
         self.now = 0.0
-        self._seen: tuple = ()
+        self._seen: tuple[object, ...] = ()
         # (transcript items, view items) of the leading items that never change, for `_done_state` and `_done_of`
         self._done: tuple[int, int] = (0, 0)
         self._done_state: DashboardState | None = None
-        self._done_of: tuple = ()
+        self._done_of: tuple[object, ...] = ()
 
-    def revisions(self, state: DashboardState) -> tuple:
+    def revisions(self, state: DashboardState) -> tuple[object, ...]:
         return (state.rev_transcript, state.rev_tools, state.rev_status)
 
     def rebuild(self) -> None:
@@ -81,7 +83,7 @@ class AssistantView(SectionView):
         if state is not self._done_state or (ended, st.prompt) != self._done_of or done_items > self.kept_items(width):
             self._done_state, self._done_of = state, (ended, st.prompt)
             done_n, done_items = self._done = (0, 0)
-        items: list[tuple] = []
+        items: list[tuple[Hashable, Hashable, Any]] = []
         if st.prompt and not done_items:
             items.append(("prompt", st.prompt, lambda w: self._prompt(st.prompt, w)))
         transcript = state.transcript
@@ -132,7 +134,7 @@ class AssistantView(SectionView):
         st = self.state.status if self.state is not None else None
         return st is not None and (st.finished is not None or st.loop_state in ("finished", "cancelled", "error"))
 
-    def detail_at(self, row: int):
+    def detail_at(self, row: int) -> tuple[str, Any] | None:
         key = self.item_key_at(row)
         if not isinstance(key, tuple) or self.state is None:
             return None
@@ -302,7 +304,9 @@ def inline_spans(line: str) -> tuple[str, list[tuple[int, int, str]]]:
     return "".join(out), spans
 
 
-def markdownish_strips(text: str, width: int, styles: tuple, cursor: Style | None = None) -> list[Line]:
+def markdownish_strips(
+    text: str, width: int, styles: tuple[Style, Style, Style], cursor: Style | None = None
+) -> list[Line]:
     """Streamed assistant text as Markdown strips: headings and **bold** bold, *italic*, `inline code` and fenced
     code set apart, word-wrapped (a list item's continuation lines indented under its text).
 

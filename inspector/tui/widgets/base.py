@@ -337,17 +337,17 @@ class SectionView(LineView):
         super().__init__(**kw)
         self._lines: list[Strip] = []
         self._item_cache: LRUCache[Hashable, list[Strip]] = LRUCache(4096)
-        self._prev_items: list[tuple] = []
+        self._prev_items: list[tuple[Hashable, Hashable]] = []
         self._item_starts: list[int] = []
         self._item_keys: list[Hashable] = []
         self._prev_width = -1
-        self._seen: tuple = ()
+        self._seen: tuple[object, ...] = ()
 
     def on_styles_changed(self) -> None:
         self._item_cache.clear()
         self._prev_items = []
 
-    def revisions(self, state: Any) -> tuple:
+    def revisions(self, state: Any) -> tuple[object, ...]:
         """The state revisions this view depends on (a subclass names them)."""
         return ()
 

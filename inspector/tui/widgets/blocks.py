@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import bisect
 import json
+from collections.abc import Hashable
 from typing import Any
 
 import orjson
 from rich.highlighter import JSONHighlighter
+from rich.style import Style
 from rich.text import Text
 from textual.cache import LRUCache
 
@@ -23,7 +25,7 @@ INDENT = 2
 _json = JSONHighlighter()
 
 
-def fragment_text(fragments: list[str], ends: list[int], start: int, end: int, styles: tuple) -> Text:
+def fragment_text(fragments: list[str], ends: list[int], start: int, end: int, styles: tuple[Style, Style]) -> Text:
     """Characters [start, end) of the joined fragments, each fragment in the next of two alternating styles.
 
     `ends[i]` is the end offset of fragment i in the joined buffer (so only the fragments in range are visited)."""
@@ -101,8 +103,8 @@ class BlocksView(SectionView):
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self.state: DashboardState | None = None
-        self._seen: tuple = ()
-        self._ends_cache: LRUCache[tuple, list[int]] = LRUCache(256)
+        self._seen: tuple[object, ...] = ()
+        self._ends_cache: LRUCache[tuple[Hashable, int], list[int]] = LRUCache(256)
         # (blocks, items, last attempt) of the leading blocks whose attempt has ended, for `_done_state`
         self._done: tuple[int, int, tuple[int, int] | None] = (0, 0, None)
         self._done_state: DashboardState | None = None
@@ -139,7 +141,7 @@ class BlocksView(SectionView):
         if state is not self._done_state or done_items > self.kept_items(width):
             self._done_state, done_blocks, done_items, current = state, 0, 0, None
             self._done = (0, 0, None)
-        items: list[tuple] = []
+        items: list[tuple[Hashable, Hashable, Any]] = []
         order = state.block_order
         ended = True
         for j in range(done_blocks, len(order)):
@@ -178,7 +180,7 @@ class BlocksView(SectionView):
             )
         self.set_items(items, width)
 
-    def detail_at(self, row: int):
+    def detail_at(self, row: int) -> tuple[str, Any] | None:
         key = self.item_key_at(row)
         if isinstance(key, tuple) and len(key) == 3 and self.state is not None and key in self.state.blocks:
             return ("block", key)

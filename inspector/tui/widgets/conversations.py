@@ -90,7 +90,7 @@ class ConversationsView(LineView):
         self.table: ConversationTable | None = None
         self.now = 0.0
         self.shown: str | None = None
-        self._seen: tuple = ()
+        self._seen: tuple[object, ...] = ()
 
     def show(self, table: ConversationTable, now: float, shown: str | None) -> None:
         """Point the list at a table (cheap when nothing changed: a frame renders only the visible rows)."""

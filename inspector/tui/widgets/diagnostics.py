@@ -39,7 +39,7 @@ class DiagnosticsView(LineView):
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self.state: DashboardState | None = None
-        self._seen: tuple = ()
+        self._seen: tuple[object, ...] = ()
 
     def show(self, state: DashboardState) -> None:
         key = (id(state), state.rev_diag, bool(state.status.finished))
@@ -62,7 +62,7 @@ class DiagnosticsView(LineView):
     def ended(self) -> bool:
         return self.state is not None and bool(self.state.status.finished)
 
-    def detail_at(self, row: int):
+    def detail_at(self, row: int) -> tuple[str, Any] | None:
         return ("diagnostic", row) if 0 <= row < self.count else None
 
     def render_row(self, row: int, width: int) -> Line | Strip:

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import Any
 
+from rich.style import Style
 from rich.text import Text
+from textual import events
 from textual.cache import LRUCache
 from textual.message import Message
 from textual.strip import Strip
@@ -93,13 +96,13 @@ class EventsView(LineView):
     EventsView > .raw--bad { color: $error; text-style: bold; }
     """
 
-    def __init__(self, **kw) -> None:
+    def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self.state: DashboardState | None = None
         self.raw = False
         self.cursor_evno: int | None = None  # highlighted event (time travel)
         self._split_cache: LRUCache[int, list[bytes]] = LRUCache(256)
-        self._seen: tuple = ()
+        self._seen: tuple[object, ...] = ()
 
     # -------------------------------------------------------------------------------------------- updates
     def show(self, state: DashboardState, cursor_evno: int | None = None) -> None:
@@ -133,7 +136,7 @@ class EventsView(LineView):
             self.show(self.state, self.cursor_evno)
         self.follow_tail()
 
-    def detail_at(self, row: int):
+    def detail_at(self, row: int) -> tuple[str, Any] | None:
         """An event row opens the event; an attempt's marker row opens the request it sent."""
         if self.raw or self.state is None or not 0 <= row < len(self.state.events):
             return None
@@ -148,7 +151,7 @@ class EventsView(LineView):
             return int(self.state.events.event_rows[-1])
         return super().default_detail_row()
 
-    def on_click(self, event) -> None:
+    def on_click(self, event: events.Click) -> None:
         """Click an event row: time travel to it (LineView.on_click, called too, opens its detail)."""
         row = int(self.scroll_offset.y + event.y)
         if not self.raw and self.state is not None and 0 <= row < len(self.state.events):
@@ -262,7 +265,7 @@ class EventsView(LineView):
         return list(text.render(console, end=""))
 
 
-def _append_bytes(text: Text, data: bytes, style, bad_style, ctrl_style) -> None:
+def _append_bytes(text: Text, data: bytes, style: Style, bad_style: Style, ctrl_style: Style) -> None:
     """Bytes as text: valid UTF-8 as is, control characters as visible escapes, invalid bytes as \\xNN."""
     s = data.decode("utf-8", "backslashreplace")
     if s.isprintable():

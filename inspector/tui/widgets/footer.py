@@ -13,6 +13,7 @@ disabled, with tooltips) but:
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 from rich.cells import cell_len
 from textual.app import ComposeResult
@@ -72,7 +73,7 @@ class KeyFooter(Footer):
     }
     """
 
-    def __init__(self, **kw) -> None:
+    def __init__(self, **kw: Any) -> None:
         super().__init__(compact=True, **kw)
         self._fit_width = -1
         self.hidden_ids: list[str] = []  # what did not fit (tests)

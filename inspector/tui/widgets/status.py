@@ -26,7 +26,7 @@ STATE_LABEL = {
 }
 
 
-def source_label(source: dict) -> str:
+def source_label(source: dict[str, Any]) -> str:
     kind = source.get("type") or "?"
     if kind == "scenario":
         return f"scenario {source.get('name', '?')}"
@@ -108,7 +108,7 @@ class StatusBar(Widget):
         super().__init__(**kw)
         self.state: DashboardState | None = None
         self.info = StatusInfo()
-        self._seen: tuple = ()
+        self._seen: tuple[object, ...] = ()
         self._styles_seen: dict[str, Style] = {}
 
     def show(self, state: DashboardState, info: StatusInfo) -> None:

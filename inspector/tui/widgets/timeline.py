@@ -14,6 +14,7 @@ from typing import Any
 from rich.style import Style
 from rich.text import Text
 from textual import events
+from textual.geometry import Size
 from textual.widget import Widget
 
 from inspector.core.fmt import duration
@@ -74,7 +75,7 @@ class TurnFigures:
         return sum(1 for b in self.bars if not b.label.startswith("model "))
 
 
-def figures_key(state: DashboardState, turn: int, now: float) -> tuple | None:
+def figures_key(state: DashboardState, turn: int, now: float) -> tuple[object, ...] | None:
     """What a turn's figures depend on: the versions of its turn, attempts and tools, the holds that may overlap it,
     and the clock while anything of it is open (None: no such turn)."""
     tr = state.turns.get(turn)
@@ -144,11 +145,11 @@ class Timeline(Widget):
         super().__init__(**kw)
         self.state: DashboardState | None = None
         self.now = 0.0
-        self._seen: tuple = ()
+        self._seen: tuple[object, ...] = ()
         self._wanted = 1
         self._rows: list[tuple[str, Any] | None] = []  # what each rendered row opens (detail)
         # each turn's figures, kept while its versions stay (a frame recomputes the open turns only, not the history)
-        self._figs: dict[int, tuple[tuple, TurnFigures]] = {}
+        self._figs: dict[int, tuple[tuple[object, ...], TurnFigures]] = {}
         self._figs_state: DashboardState | None = None
         self.tooltip = EXPLAIN
 
@@ -202,7 +203,7 @@ class Timeline(Widget):
     def cstyle(self, name: str) -> Style:
         return self.get_component_rich_style(name, partial=True, default=Style())
 
-    def get_content_height(self, container, viewport, width: int) -> int:
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return self._wanted
 
     # -------------------------------------------------------------------------------------------- rendering

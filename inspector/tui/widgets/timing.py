@@ -12,7 +12,7 @@ replayed reads' times are the replay's own.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,7 +43,7 @@ class TimingInputs:
     cursor: int | None = None
     note: str = ""
     original: Any = None
-    source: dict | None = None
+    source: dict[str, Any] | None = None
     running: bool = False
 
 
@@ -53,10 +53,12 @@ class TimingAnalysis:
     def __init__(self) -> None:
         self._history: History | None = None
         self._builder: RecordingBuilder | None = None
-        self._cache: dict[tuple[int, int], tuple[tuple, dict]] = {}
-        self._whole: tuple[Recording, dict] | None = None
+        self._cache: dict[tuple[int, int], tuple[tuple[object, ...], dict[str, Any]]] = {}
+        self._whole: tuple[Recording, dict[str, Any]] | None = None
 
-    def compute(self, history: History, cut: int, source: dict | None = None, *, timed_reads: bool = True) -> dict:
+    def compute(
+        self, history: History, cut: int, source: dict[str, Any] | None = None, *, timed_reads: bool = True
+    ) -> dict[str, Any]:
         """`timed_reads=False` when the source has no per-read timing (a HAR replay): the replayed reads' times
         are the replay's, not the original's, so the analysis must not judge them."""
         b = self._builder
@@ -72,13 +74,13 @@ class TimingAnalysis:
             builder.add(obs[i])
         return timing_json(builder.recording, analyze=self._analyze)
 
-    def compute_recording(self, recording: Recording) -> dict:
+    def compute_recording(self, recording: Recording) -> dict[str, Any]:
         """The timing of a whole recording (a HAR replay's original: its per-response times are the real ones)."""
         if self._whole is None or self._whole[0] is not recording:
             self._whole = (recording, timing_json(recording))
         return self._whole[1]
 
-    def _analyze(self, att: RecordedAttempt, holds: Any = ()) -> dict:
+    def _analyze(self, att: RecordedAttempt, holds: Sequence[tuple[float, float]] = ()) -> dict[str, Any]:
         sig = (len(att.reads), att.response is not None, att.end is not None, tuple(holds))
         hit = self._cache.get((att.turn, att.attempt))
         if hit is None or hit[0] != sig:
@@ -86,7 +88,7 @@ class TimingAnalysis:
         return hit[1]
 
 
-def overall_verdict(data: dict) -> tuple[str, list[str]]:
+def overall_verdict(data: dict[str, Any]) -> tuple[str, list[str]]:
     """The session's verdict (the worst of its attempts) and which attempts carry it."""
     attempts = data.get("attempts") or []
     if not attempts:
@@ -124,7 +126,7 @@ class TimingReport(Static):
             {"buffered": "tm--buffered", "suspect": "tm--suspect", "not buffered": "tm--ok"}.get(verdict, "tm--muted")
         )
 
-    def render_data(self, data: dict) -> Text:
+    def render_data(self, data: dict[str, Any]) -> Text:
         """The report, built from the timing data itself (each part styled by what it is, never by its text)."""
         out = Text()
         head, muted, note, bar = self.c("tm--head"), self.c("tm--muted"), self.c("tm--note"), self.c("tm--bar")
@@ -245,11 +247,11 @@ class TimingScreen(ModalScreen[None]):
         super().__init__()
         self.analysis = analysis or TimingAnalysis()
         self.inputs = inputs or (lambda: TimingInputs(History()))
-        self.data: dict | None = None
+        self.data: dict[str, Any] | None = None
         self.verdict = ""
         self.text = ""  # the plain text shown (tests)
         self.computations = 0
-        self._key: tuple = ()
+        self._key: tuple[object, ...] = ()
         self._next = 0.0  # no live recomputation before this time (monotonic)
 
     def compose(self) -> ComposeResult:

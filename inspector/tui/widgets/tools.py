@@ -3,6 +3,7 @@ draws the model stream and each tool as bars on one time axis, with what streami
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,9 +82,9 @@ class ToolsView(SectionView):
         super().__init__(**kw)
         self.state: DashboardState | None = None
         self.now = 0.0
-        self._seen: tuple = ()
+        self._seen: tuple[object, ...] = ()
 
-    def revisions(self, state: DashboardState) -> tuple:
+    def revisions(self, state: DashboardState) -> tuple[object, ...]:
         return (state.rev_tools, state.status.finished)
 
     def rebuild(self) -> None:
@@ -91,7 +92,7 @@ class ToolsView(SectionView):
         if state is None:
             return
         console = self.app.console
-        items: list[tuple] = []
+        items: list[tuple[Hashable, Hashable, Any]] = []
         turn = None
         for key in state.tool_order:
             t = state.tools[key]
@@ -119,7 +120,7 @@ class ToolsView(SectionView):
             items.append(("empty", done, lambda w: [text_strip(Text(label, self.cstyle("tool--empty")), console, w)]))
         self.set_items(items, self.content_width)
 
-    def detail_at(self, row: int):
+    def detail_at(self, row: int) -> tuple[str, Any] | None:
         key = self.item_key_at(row)
         if isinstance(key, tuple) and key[0] == "tool" and self.state is not None and key[1] in self.state.tools:
             return ("tool", key[1])
