@@ -79,14 +79,9 @@ class ChatStream(NeutralStream):
     block_end = "its choice's finish_reason"
     message_end = "data: [DONE] after every choice's finish_reason"
 
-    def __init__(
-        self,
-        max_event_bytes: int | None = None,
-        max_diagnostics_per_code: int = D.DEFAULT_PER_CODE,
-        *,
-        fast: bool = True,
-    ) -> None:
-        super().__init__(max_event_bytes, max_diagnostics_per_code, fast=fast)
+    def _init_stream(self) -> None:
+        """This family's per-stream state (TurnStream.__init__ calls it last)."""
+        super()._init_stream()
         self.head: dict[str, Any] = {}  # id, created, model, system_fingerprint, service_tier (first non-null)
         self.choices: dict[int, _Choice] = {}
         self.usage: dict[str, Any] | None = None

@@ -123,14 +123,9 @@ class NeutralStream(TurnStream):
 
     family = "?"
 
-    def __init__(
-        self,
-        max_event_bytes: int | None = None,
-        max_diagnostics_per_code: int = D.DEFAULT_PER_CODE,
-        *,
-        fast: bool = True,
-    ) -> None:
-        super().__init__(max_event_bytes, max_diagnostics_per_code, fast=fast)
+    def _init_stream(self) -> None:
+        """This family's per-stream state (TurnStream.__init__ calls it last)."""
+        super()._init_stream()
         self._sse: SSEEvent | None = None
         self._out: list[Step] = []
         self._notes: list[Diagnostic] = []

@@ -77,14 +77,9 @@ class ResponsesStream(NeutralStream):
     block_end = "its .done event or its item's output_item.done"
     message_end = "response.completed / incomplete"
 
-    def __init__(
-        self,
-        max_event_bytes: int | None = None,
-        max_diagnostics_per_code: int = D.DEFAULT_PER_CODE,
-        *,
-        fast: bool = True,
-    ) -> None:
-        super().__init__(max_event_bytes, max_diagnostics_per_code, fast=fast)
+    def _init_stream(self) -> None:
+        """This family's per-stream state (TurnStream.__init__ calls it last)."""
+        super()._init_stream()
         self.response: dict[str, Any] | None = None  # the last lifecycle / terminal response object
         self.items: dict[int, _Item] = {}
         self.terminal: str | None = None  # completed / incomplete / failed

@@ -62,6 +62,11 @@ class TurnStream:
         self._held: list[Diagnostic] = []  # SSE diagnostics of an event not yet dispatched
         # the fast path's state between feeds: the block the last delta went to (see fastpath.Continuation)
         self._cont: fastpath.Continuation | None = None
+        self._init_stream()
+
+    def _init_stream(self) -> None:
+        """A subclass's own per-stream state, set last in `__init__` (a subclass overrides this, calling super(),
+        instead of repeating `__init__`'s parameters)."""
 
     def _step(self, e: SSEEvent) -> Step:
         """The general path: one event parsed, folded into the message, its diagnostics kept."""
