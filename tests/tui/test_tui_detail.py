@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from typing import Any
 
 import pytest
@@ -455,11 +456,26 @@ async def test_clicking_a_disabled_footer_key_says_why() -> None:
             what="a disabled cancel key",
         )
 
-        # the footer recomposes when the bindings change: click the current key, once its layout has landed
+        # the footer recomposes when the bindings change: click the current key, the disabled one, once its layout
+        # has landed and it is still there after the app has handled what was pending (a recompose replaces every
+        # key: the old, enabled one can still be in the DOM with its region while its replacement is mounted)
         def cancel_key() -> Any:
-            return next((k for k in footer.query("FooterKey") if k.action == "cancel" and k.region.width), None)
+            return next(
+                (
+                    k
+                    for k in footer.query("FooterKey")
+                    if k.action == "cancel" and k.has_class("-disabled") and k.is_attached and k.region.width
+                ),
+                None,
+            )
 
-        await wait_for(lambda: cancel_key() is not None, what="the cancel key laid out")
-        await pilot.click(cancel_key())
+        deadline = time.monotonic() + 10.0
+        while True:
+            key = cancel_key()
+            await pilot.pause()
+            if key is not None and key is cancel_key():
+                break
+            assert time.monotonic() < deadline, "timed out waiting for the disabled cancel key to stay laid out"
+        await pilot.click(key)
         await wait_for(lambda: any("r restarts" in n.message for n in app._notifications), what="why")
         assert factory.last.controller.calls == []
