@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from typing import Any
+
+import pytest
 
 from inspector.observe import observations as O
 from inspector.observe.states import LoopState
@@ -117,7 +121,19 @@ async def test_pause_really_stops_events_and_resume_goes_on() -> None:
         assert len(sse(app)) > n
 
 
-async def test_cancel_mid_tool_leaves_a_valid_history() -> None:
+async def test_cancel_mid_tool_leaves_a_valid_history(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the hanging tool's own 1.5 s timeout must not end it before the key press lands: on a loaded machine it once
+    # did (the tool ended 'timed_out', not 'cancelled'); here it would time out after 10 minutes
+    from inspector.scenarios import bundled
+
+    real = bundled.get_scenario
+
+    def long_timeout(name: str) -> Any:
+        s = real(name)
+        tools = [dataclasses.replace(t, timeout=600.0) for t in s.simulated_tools]
+        return dataclasses.replace(s, simulated_tools=tools)
+
+    monkeypatch.setattr(bundled, "get_scenario", long_timeout)
     app, factory = scenario_app("tool_hangs")
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(
