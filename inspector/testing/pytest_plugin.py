@@ -34,7 +34,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -332,38 +332,15 @@ class _Capture:
         return self
 
 
-class InspectorServerFactory(Protocol):
-    """The ``inspector_server`` fixture's type (annotate a test's argument with it): starts an
-    :class:`InspectorServer` with these arguments, stopped at the end of the test."""
+class InspectorServerFactory:
+    """The ``inspector_server`` fixture's value and type (annotate a test's argument with it): each call starts an
+    :class:`InspectorServer` with these arguments; every server it started is stopped at the end of the test."""
+
+    def __init__(self) -> None:
+        self.started: list[InspectorServer] = []
 
     def __call__(
         self,
-        scenario: str | os.PathLike[str] | Scenario | None = None,
-        *,
-        recording: str | os.PathLike[str] | None = None,
-        faults: str | Sequence[FaultSpec | str] | None = None,
-        speed: float = math.inf,
-        validate_history: bool = True,
-        lenient: bool = False,
-    ) -> InspectorServer: ...
-
-
-@pytest.fixture
-def inspector_server() -> Iterator[InspectorServerFactory]:
-    """A factory of fake Messages API servers (stopped at the end of the test)::
-
-    server = inspector_server("weather")              # or a scenario file's path, or recording="rec.jsonl"
-    server = inspector_server("parse_date", faults="http_429", speed=4)
-    server = inspector_server("weather", faults="drop_in_tool:1")   # one drop in a tool's JSON (@once), then clean
-
-    Faults mean what they mean for ``inspector serve --fault`` (``inspector serve --list-faults``): transport faults
-    (error_event, drop_event, drop_in_tool, drop_byte, stall) hit once per server by default (``@once``: a harness
-    that recovers by retrying, or by restarting its conversation, then completes), ``@turn`` hits each turn; HTTP,
-    content and format faults hit each turn by default. ``request.faults`` / ``request.once`` say which.
-    """
-    started: list[InspectorServer] = []
-
-    def start(
         scenario: str | os.PathLike[str] | Scenario | None = None,
         *,
         recording: str | os.PathLike[str] | None = None,
@@ -380,9 +357,27 @@ def inspector_server() -> Iterator[InspectorServerFactory]:
             validate_history=validate_history,
             lenient=lenient,
         )
-        started.append(server)
+        self.started.append(server)
         return server
 
-    yield start
-    for server in reversed(started):
-        server.close()
+    def close(self) -> None:
+        for server in reversed(self.started):
+            server.close()
+
+
+@pytest.fixture
+def inspector_server() -> Iterator[InspectorServerFactory]:
+    """A factory of fake Messages API servers (stopped at the end of the test)::
+
+    server = inspector_server("weather")              # or a scenario file's path, or recording="rec.jsonl"
+    server = inspector_server("parse_date", faults="http_429", speed=4)
+    server = inspector_server("weather", faults="drop_in_tool:1")   # one drop in a tool's JSON (@once), then clean
+
+    Faults mean what they mean for ``inspector serve --fault`` (``inspector serve --list-faults``): transport faults
+    (error_event, drop_event, drop_in_tool, drop_byte, stall) hit once per server by default (``@once``: a harness
+    that recovers by retrying, or by restarting its conversation, then completes), ``@turn`` hits each turn; HTTP,
+    content and format faults hit each turn by default. ``request.faults`` / ``request.once`` say which.
+    """
+    factory = InspectorServerFactory()
+    yield factory
+    factory.close()
