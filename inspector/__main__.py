@@ -23,6 +23,9 @@ def interrupted_while_starting(signum: int, frame: object) -> None:
 def entry() -> int:
     previous = signal.signal(signal.SIGINT, interrupted_while_starting)
     from inspector.cli import main  # imported under the start-up handler, on purpose
+    from inspector.core.gcpolicy import tune_gc
+
+    tune_gc()  # a stream's garbage is freed by reference counting: collect cycles less often (see gcpolicy)
 
     words = [a for a in sys.argv[1:] if not a.startswith("-")]
     if (words[0] if words else None) not in _KEEPS_HANDLER:

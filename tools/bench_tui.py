@@ -2,7 +2,8 @@
 
     .venv/bin/python tools/bench_tui.py [--events 100000] [--json]
 
-Reports, each measured in a fresh subprocess (so peak RSS is per mode):
+Reports, each measured in a fresh subprocess (so peak RSS is per mode) with the collector policy an `inspector`
+process runs with (inspector/core/gcpolicy.py), in every mode alike:
   * no UI: the replay through the loop's observation pipeline with one cheap subscriber (wall time, peak RSS);
   * UI: the same replay driving the headless dashboard (`App.run_test`), until the final frame is folded;
   * ratio UI / no UI (target <= 1.3, issue 17), both timed from the built session to its end; and the same
@@ -162,6 +163,12 @@ async def run_conversations(k: int) -> dict:
 
 
 def child(mode: str, path: Path, after: int) -> None:
+    try:  # the collector policy of an `inspector` process (its entry point applies it), in every mode alike
+        from inspector.core.gcpolicy import tune_gc
+
+        tune_gc()
+    except ImportError:  # (a tree from before it: --compare)
+        pass
     if mode.startswith("conv"):
         out = asyncio.run(run_conversations(int(mode[4:])))
     elif mode == "noui":
