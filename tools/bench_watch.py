@@ -2,7 +2,7 @@
 httpx2), through `watch --headless --record` in front of `inspector serve --speed max` with a T-turn tool scenario.
 
     python tools/bench_watch.py [--conversations 50] [--turns 20] [--json] [--compare OTHER_TREE]
-                                [--single-rounds 3] [--rounds N]
+                                [--single-rounds 3] [--rounds N] [--pin]
 
 Reports:
   * first byte per request (p50 / p99 / max) direct to serve and through watch, each with 1 and with N
@@ -14,6 +14,9 @@ Reports:
     what the agent received), grouping (the recording's ``conversation`` lines: conversations, turns per conversation,
     and no recorded conversation holding two agents' requests);
   * the watch process's peak RSS (sampled from /proc).
+  * ``--pin``: the load (the fake agent and serve) on CPU 0 and watch on the others, in every run (direct too). On
+    one machine the load is CPU-bound, so unpinned every ms watch spends is taken from it and shows up as added
+    first byte whatever watch's own queueing; pinned, the figure is watch's own, as in front of a remote API.
 Loopback only; every process is stopped at the end.
 """
 
@@ -29,16 +32,30 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
+# --pin: CPU sets for the load (the fake agent and serve) and for watch; None: the OS schedules everything
+PIN: dict[str, set[int]] | None = None
+
+
+def _pinned(role: str) -> Callable[[], None] | None:
+    """A ``preexec_fn`` that pins the child to ``role``'s CPUs under --pin; else None."""
+    if PIN is None:
+        return None
+    cpus = PIN[role]
+    return lambda: os.sched_setaffinity(0, cpus)
+
 
 AGENT = r"""
 import asyncio, hashlib, json, os, sys, time
 import httpx2
 
 N, T, OUT = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+if os.environ.get("BENCH_AGENT_CPUS"):  # --pin: the agent on the load's core, whoever started it
+    os.sched_setaffinity(0, {int(c) for c in os.environ["BENCH_AGENT_CPUS"].split(",")})
 BASE = os.environ["ANTHROPIC_BASE_URL"]
 HEADERS = {"x-api-key": "sk-ant-bench-not-a-key", "anthropic-version": "2023-06-01", "content-type": "application/json"}
 TOOLS = [{"name": "step", "description": "One step.", "input_schema": {"type": "object", "properties": {"n": {"type": "integer"}}}}]
@@ -141,6 +158,7 @@ def start_serve(scenario: Path) -> tuple[subprocess.Popen, str]:
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=_pinned("load"),
     )
     assert p.stderr is not None
     for _ in range(50):
@@ -170,6 +188,8 @@ def run_agent(
     agent.write_text(AGENT)
     out = tmp / f"stats-{n}-{through_watch}-{time.monotonic_ns()}.json"
     env = dict(os.environ, PYTHONPATH=str(root), PYTHONUNBUFFERED="1")
+    if PIN is not None:
+        env["BENCH_AGENT_CPUS"] = ",".join(map(str, sorted(PIN["load"])))
     argv = [PY, str(agent), str(n), str(t), str(out)]
     peak = [0]
     cpu = float("nan")
@@ -178,7 +198,13 @@ def run_agent(
         cmd = [PY, "-m", "inspector", "watch", "--headless", "--upstream", upstream]
         if record is not None:
             cmd += ["--record", str(record)]
-        p = subprocess.Popen([*cmd, "--", *argv], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        p = subprocess.Popen(
+            [*cmd, "--", *argv],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=_pinned("proxy"),
+        )
         stop = threading.Event()
         th = threading.Thread(target=rss_sampler, args=(p.pid, peak, stop), daemon=True)
         th.start()
@@ -306,7 +332,19 @@ def main() -> int:
     ap.add_argument("--single-rounds", type=int, default=3, help="runs of the single conversation, pooled (default 3)")
     ap.add_argument("--rounds", type=int, default=1, help="measure every tree this many times, interleaved")
     ap.add_argument("--compare", metavar="OTHER_TREE", help="also run watch from this checkout (e.g. the code before)")
+    ap.add_argument(
+        "--pin",
+        action="store_true",
+        help="the load (agent + serve) on CPU 0, watch on CPU 1, in every run: watch's own queueing, apart from"
+        " the CPU it takes from a load on the same cores (a real agent's API is remote)",
+    )
     a = ap.parse_args()
+    global PIN
+    if a.pin:
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) < 2:
+            ap.error("--pin needs two CPUs")
+        PIN = {"load": {cpus[0]}, "proxy": set(cpus[1:])}
     trees = {"this": ROOT, **({"compare": Path(a.compare).resolve()} if a.compare else {})}
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -330,6 +368,7 @@ def main() -> int:
             serve.terminate()
             serve.wait(10)
     report: dict = {
+        "pinned": "load on CPU 0, watch on the rest" if PIN else "no (the OS schedules every process on every CPU)",
         "conversations": a.conversations,
         "turns": a.turns,
         "direct_1": fb(direct1),
