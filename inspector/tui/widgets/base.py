@@ -8,8 +8,10 @@ Both follow the tail while the user is at the bottom and show "+N new" when the 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from math import ceil
 from typing import Any, ClassVar
 
 from rich.console import Console
@@ -19,15 +21,20 @@ from rich.text import Text
 from textual import events
 from textual.binding import Binding
 from textual.cache import LRUCache
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
+from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.strip import Strip
+from textual.visual import Visual, visualize
+from textual.widget import Widget
 
 from inspector.tui.messages import DetailRequested
 
 _NULL = Style()
+_UNPAINTED = object()
+STRIP_CACHE = 4096  # a SectionView's distinct finished lines kept (a few screens of every pane's items)  # a line not painted since the rows were forgotten
 
 # Time-travel keys work whatever pane has focus: the views hand them to the app instead of scrolling sideways.
 CURSOR_BINDINGS = [
@@ -64,6 +71,22 @@ def wrap_strips(text: Text, console: Console, width: int, style: Style | None = 
         line.rstrip_end(inner)
         out.append(pad + list(line.render(console, end="")))
     return out
+
+
+def _no_refresh(*regions: Region, **kw: Any) -> None:
+    """(A scrollbar's `refresh` while `_scrollbar_repainted_if_moved` decides.)"""
+
+
+def _drawn_bar(bar: ScrollBar) -> tuple[object, ...]:
+    """What a vertical scrollbar draws (the thumb's cells, in Textual's eighths), from its current values: the same
+    computation as `ScrollBar._render_bar` (Textual 8.2.8, pinned)."""
+    height = bar.size.height
+    virtual = ceil(bar.window_virtual_size)
+    window = ceil(bar.window_size if bar.window_size < bar.window_virtual_size else 0)
+    segments = ScrollBarRender.render_bar(
+        size=height, virtual_size=virtual, window_size=window, position=bar.position, thickness=bar.thickness
+    ).segments
+    return (height, bar.thickness, bar.display, *segments)
 
 
 def finish_line(segments: Any, width: int, base: Style) -> Strip:
@@ -140,6 +163,9 @@ class LineView(ScrollView, can_focus=True):
         self._programmatic = False
         self._base: Style | None = None
         self._cstyles: dict[tuple[str, ...], Style] = {}  # component styles, until the styles change
+        # what each visible line (y) was last painted with: (row, row key) (a SectionView: the row's strip). A frame
+        # that does not scroll repaints only the lines whose row or key changed (Toolong's `refresh_lines`)
+        self._painted: dict[int, object] = {}
 
     # -- to implement
     def render_row(self, row: int, width: int) -> Line | Strip:  # pragma: no cover - abstract
@@ -165,7 +191,7 @@ class LineView(ScrollView, can_focus=True):
         self._base = None
         if hasattr(self, "_cstyles"):  # (not before __init__ has made it)
             self._cstyles.clear()
-        self._cache.clear()
+        self.forget_rows()
         self.on_styles_changed()
 
     @property
@@ -187,27 +213,80 @@ class LineView(ScrollView, can_focus=True):
     def new_rows(self) -> int:
         return self._new
 
+    def forget_rows(self) -> None:
+        """Drop every rendered row (what rows show changed beyond their keys: another state, a cursor, a mode): the
+        next `set_row_count` repaints every visible line."""
+        self._cache.clear()
+        self._painted.clear()
+
     def set_row_count(self, count: int, *, changed: bool = True) -> None:
-        """Declare the number of rows. Follows the tail if the user was at the bottom, else counts new rows."""
+        """Declare the number of rows. Follows the tail if the user was at the bottom, else counts new rows.
+
+        `changed`: repaint what changed. A frame that scrolls repaints the view (every line shows another row); one
+        that does not repaints only the visible lines whose row key changed (an appended row below the view, a tail
+        that grew under a scrolled-up user: nothing, or the new lines), never the whole pane."""
         old = self._count
         self._count = count
+        scroll_before = round(self.scroll_y)
         width = self.scrollable_content_region.width or self.size.width
         size = Size(max(1, width), count)
-        if size != self.virtual_size:
-            # Set without the reactive's layout refresh: a line view has no children, so a new virtual size needs
-            # no screen layout (which would cost a full-screen relayout per frame while streaming). The scrollbar
-            # keeps its own copy of the virtual height: update it now (or the thumb lags behind the content).
-            self.set_reactive(ScrollView.virtual_size, size)
-            self._scroll_update(size)
+        with self._scrollbar_repainted_if_moved():
+            if size != self.virtual_size:
+                # Set without the reactive's layout refresh: a line view has no children, so a new virtual size
+                # needs no screen layout (which would cost a full-screen relayout per frame while streaming). The
+                # scrollbar keeps its own copy of the virtual height: update it now (or the thumb lags behind).
+                self.set_reactive(ScrollView.virtual_size, size)
+                self._scroll_update(size)
+            if self.follow:
+                self._scroll_to_end()
         if count < old:
             self._new = 0
-        if self.follow:
-            self._scroll_to_end()
-        elif count > old:
+        if not self.follow and count > old:
             self._new += count - old
             self.on_new_rows(self._new)
-        if changed:
+        if changed and round(self.scroll_y) == scroll_before:  # (a scroll repaints the whole view itself)
+            self.refresh_changed_rows()
+
+    @contextmanager
+    def _scrollbar_repainted_if_moved(self) -> Iterator[None]:
+        """The vertical scrollbar repaints only if what it draws changed: its reactives (virtual height, window,
+        position) each ask for a repaint, but on a long view a frame's new rows rarely move the thumb by an eighth of
+        a cell (Textual's granularity), and a repainted scrollbar costs a pane's height of lines."""
+        bar = self._vertical_scrollbar
+        if bar is None:
+            yield
+            return
+        before = _drawn_bar(bar)
+        bar.refresh = _no_refresh  # type: ignore[method-assign,assignment]  # (this instance, for the block only)
+        try:
+            yield
+        finally:
+            del bar.refresh
+            if _drawn_bar(bar) != before:
+                bar.refresh()
+
+    def painted_key(self, row: int) -> object:
+        """What line `row` is painted with, compared with the last paint of its line (None: no row, blank)."""
+        return (row, self.row_key(row)) if row < self._count else None
+
+    def refresh_changed_rows(self) -> None:
+        """Repaint the visible lines whose row or row key changed since they were painted (one region)."""
+        if not self._painted:
             self.refresh()
+            return
+        top = round(self.scroll_y)
+        height = self.scrollable_content_region.height
+        painted = self._painted
+        first = last = -1
+        for y in range(height):
+            now = self.painted_key(top + y)
+            was = painted.get(y, _UNPAINTED)
+            if now is not was and now != was:
+                if first < 0:
+                    first = y
+                last = y
+        if first >= 0:
+            self.refresh(Region(0, first, max(1, self.scrollable_content_region.width), last - first + 1))
 
     def _scroll_to_end(self) -> None:
         target = max(0, self._count - self.scrollable_content_region.height)
@@ -305,7 +384,7 @@ class LineView(ScrollView, can_focus=True):
             self._programmatic = False
 
     def on_resize(self) -> None:
-        self._cache.clear()
+        self.forget_rows()
         self.set_row_count(self._count)
 
     # -- rendering
@@ -315,8 +394,11 @@ class LineView(ScrollView, can_focus=True):
         width = self.scrollable_content_region.width
         base = self.base_style
         if row >= self._count or width <= 0:
+            self._painted[y] = None
             return Strip.blank(max(0, width), base)
-        key = (self.row_key(row), width)
+        rk = self.row_key(row)
+        self._painted[y] = (row, rk)
+        key = (rk, width)
         strip = self._cache.get(key)
         if strip is None:
             strip = finish_line(self.render_row(row, width), width, base)
@@ -342,10 +424,18 @@ class SectionView(LineView):
         self._item_keys: list[Hashable] = []
         self._prev_width = -1
         self._seen: tuple[object, ...] = ()
+        # final strips by what they show: (width, segments) -> Strip. A re-rendered item (a growing block, the open
+        # text) gets back the very Strip of every line that did not change, so the view repaints only the lines that
+        # did (and finishing a line, a Strip with its caches, is done once per distinct line)
+        self._strips: LRUCache[tuple[object, ...], Strip] = LRUCache(STRIP_CACHE)
 
     def on_styles_changed(self) -> None:
         self._item_cache.clear()
+        self._strips.clear()
         self._prev_items = []
+        self._seen = ()
+        if self.is_mounted:  # the rows hold the old styles: draw them again (not when the state next changes)
+            self.call_later(self.rebuild)
 
     def revisions(self, state: Any) -> tuple[object, ...]:
         """The state revisions this view depends on (a subclass names them)."""
@@ -365,7 +455,7 @@ class SectionView(LineView):
     def reset(self) -> None:
         """Forget every rendered item (a new session: keys and versions start over)."""
         self._item_cache.clear()
-        self._cache.clear()
+        self.forget_rows()
         self._prev_items, self._item_starts, self._prev_width = [], [], -1
         self._item_keys = []
         self._seen = ()
@@ -385,10 +475,17 @@ class SectionView(LineView):
         ck = (key, version, width)
         lines = self._item_cache.get(ck)
         if lines is None:
-            base = self.base_style
-            lines = [finish_line(s, width, base) for s in render(width)]
+            lines = [self.finish(s, width) for s in render(width)]
             self._item_cache[ck] = lines
         return lines
+
+    def finish(self, segments: Line | Strip, width: int) -> Strip:
+        """`finish_line`, once per distinct line at a width: the same segments give back the same Strip."""
+        key = (width, *segments)
+        strip = self._strips.get(key)
+        if strip is None:
+            strip = self._strips[key] = finish_line(segments, width, self.base_style)
+        return strip
 
     def kept_items(self, width: int) -> int:
         """How many items of the last `set_items` a caller may leave out of the next one (`start`): all of them at the
@@ -423,8 +520,8 @@ class SectionView(LineView):
         self.set_lines(old)
 
     def set_lines(self, lines: list[Strip]) -> None:
+        """The rows (final strips); the visible lines whose strip changed are repainted (`set_row_count`)."""
         self._lines = lines
-        self._cache.clear()
         self.set_row_count(len(lines))
 
     def render_row(self, row: int, width: int) -> Line | Strip:
@@ -433,13 +530,17 @@ class SectionView(LineView):
     def row_key(self, row: int) -> Hashable:
         return (row, id(self._lines[row]))
 
+    def painted_key(self, row: int) -> object:
+        return self._lines[row] if row < len(self._lines) else None
+
     def render_line(self, y: int) -> Strip:
         _, scroll_y = self.scroll_offset
         row = scroll_y + y
         width = self.scrollable_content_region.width
         if row >= len(self._lines) or width <= 0:
+            self._painted[y] = None
             return Strip.blank(max(0, width), self.base_style)
-        strip = self._lines[row]
+        strip = self._painted[y] = self._lines[row]
         if strip.cell_length != width:  # rendered for another width (a resize is on its way)
             strip = strip.crop_extend(0, width, self.base_style)
         return self._mark(row, strip)
@@ -461,3 +562,72 @@ def concat(parts: Iterable[list[Strip]]) -> list[Strip]:
     for p in parts:
         out.extend(p)
     return out
+
+
+class TextLines(Widget):
+    """A widget drawn from the one Text its `render()` returns (one line per newline, no wrapping), with the Line
+    API: each line a Strip cached by what it shows, and `update_lines` (instead of `refresh`) repaints only the lines
+    that changed; no repaint at all when the text is the same (the status line's second line, a timeline whose bars
+    did not move). Textual's own path would convert the whole Text to its Content and re-render every line.
+
+    A subclass's `render()` reads `self.size` (its width): the lines are rebuilt when the size or the styles change."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self._text_lines: list[Strip] = []
+        self._text_for: tuple[object, ...] | None = None  # (size) the lines were built for; None: rebuild
+        self._line_strips: LRUCache[tuple[object, ...], Strip] = LRUCache(256)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        if hasattr(self, "_line_strips"):  # (not before __init__ has made it)
+            self._text_for = None
+            self._line_strips.clear()
+
+    def _build_lines(self) -> list[Strip]:
+        width = self.size.width
+        self._text_for = (self.size,)
+        if width <= 0:
+            self._text_lines = []
+            return self._text_lines
+        style = self.visual_style
+        cache = self._line_strips
+        out: list[Strip] = []
+        text = self.render()
+        if not isinstance(text, Text):
+            text = Text(str(text))
+        for line in text.split("\n"):
+            key = (width, style, line.style, line.plain, *line.spans)
+            strip = cache.get(key)
+            if strip is None:
+                # Textual's own rendering of the line (Widget._render_content: the same strips, line by line)
+                strips = Visual.to_strips(self, visualize(self, line, markup=self._render_markup), width, 1, style)
+                strip = cache[key] = strips[0] if strips else Strip.blank(width, style.rich_style)
+            out.append(strip)
+        self._text_lines = out
+        return out
+
+    def update_lines(self) -> None:
+        """Rebuild the lines from `render()` and repaint the ones that changed (one region)."""
+        if not self.is_mounted or self._text_for != (self.size,) or self.text_selection is not None:
+            self._text_for = None
+            self.refresh()
+            return
+        old = self._text_lines
+        new = self._build_lines()
+        first = last = -1
+        for y in range(max(len(old), len(new))):
+            if y >= len(old) or y >= len(new) or old[y] is not new[y]:
+                if first < 0:
+                    first = y
+                last = y
+        if first >= 0:
+            self.refresh(Region(0, first, self.size.width, last - first + 1))
+
+    def render_line(self, y: int) -> Strip:
+        if self.text_selection is not None:  # text selected with the mouse: Textual's own path draws it
+            return super().render_line(y)
+        lines = self._text_lines if self._text_for == (self.size,) else self._build_lines()
+        if 0 <= y < len(lines):
+            return lines[y]
+        return Strip.blank(max(0, self.size.width), self.visual_style.rich_style)
