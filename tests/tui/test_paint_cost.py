@@ -20,7 +20,7 @@ from textual.widgets import Static
 
 from inspector.tui.screen import Pane
 from inspector.tui.widgets import assistant as assistant_module
-from inspector.tui.widgets.assistant import markdownish_strips
+from inspector.tui.widgets.assistant import markdownish_strips, open_text_cut
 from inspector.tui.widgets.base import LineView, SectionView, TextLines
 
 
@@ -312,3 +312,49 @@ def test_a_growing_assistant_text_wraps_its_last_line_only(monkeypatch: Any) -> 
     calls.clear()
     markdownish_strips(text + " and more\nnew", 30, STYLES, RichStyle(bold=True), cache)
     assert calls == ["new"]  # (the ended line was drawn at the last frame already)
+
+
+@given(
+    chunks=st.lists(st.text(alphabet=st.sampled_from([*"abc  \n"]), min_size=1, max_size=400), min_size=1, max_size=40),
+    limit=st.integers(10, 500),
+)
+def test_an_open_texts_shown_tail_is_bounded_and_its_start_stays_put_as_it_grows(chunks: list[str], limit: int) -> None:
+    """An open text longer than the limit shows its tail from `open_text_cut`: at most `limit` characters, starting
+    right after a newline or a space when one follows the cut's base (never mid-word then); as the text grows the
+    start only moves forward, and only when its base moves (a step of half the limit) or a break arrives after it
+    (at most twice per base: a space, then a newline): not at every frame, so the shown lines do not re-flow."""
+    text = ""
+    cuts: list[int] = []
+    bases: set[int] = set()
+    for chunk in chunks:
+        text += chunk
+        if len(text) <= limit:
+            continue
+        cut = open_text_cut(text, limit)
+        assert len(text) - cut <= limit
+        step = limit // 2
+        base = -(-(len(text) - limit) // step) * step
+        bases.add(base)
+        assert base <= cut <= len(text)
+        if "\n" in text[base:] or " " in text[base:]:
+            assert text[cut - 1] in " \n"
+            assert "\n" not in text[base : cut - 1] or text[cut - 1] == "\n"
+        if cuts:
+            assert cut >= cuts[-1]
+        cuts.append(cut)
+    assert len(set(cuts)) <= 3 * len(bases)
+
+
+def test_an_open_texts_lines_stay_the_same_strips_as_it_grows() -> None:
+    """Drawn frame after frame, an open text longer than the limit keeps the same wrapped lines but its last: the
+    pane's strips are reused (nothing to draw or repaint but the tail)."""
+    text = " ".join(f"word{i}" for i in range(3000))  # one long line, no newline (a generated session's text)
+    width = 70
+    styles = STYLES
+    cache: LRUCache[tuple[object, ...], Any] = LRUCache(64)
+    frames = []
+    for end in range(9000, 9600, 40):
+        shown = text[open_text_cut(text[:end]) : end]
+        frames.append(markdownish_strips(shown, width, styles, None, cache))
+    same = sum(a == b for a, b in zip(frames[0][:-2], frames[1][:-2], strict=False))
+    assert same == len(frames[0]) - 2

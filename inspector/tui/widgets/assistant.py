@@ -170,8 +170,7 @@ class AssistantView(SectionView):
         text = b.joined()
         prefix: list[Line] = []
         if not b.closed and len(text) > OPEN_TEXT_LIMIT:
-            cut = text.find("\n", len(text) - OPEN_TEXT_LIMIT)
-            cut = cut + 1 if cut >= 0 else len(text) - OPEN_TEXT_LIMIT
+            cut = open_text_cut(text)
             prefix = [
                 text_strip(
                     Text(f"… {cut:,} characters above (shown in full when the block closes)", self.cstyle("as--more")),
@@ -247,6 +246,20 @@ class AssistantView(SectionView):
         cls = "as--note-error" if severity == "error" else "as--note-warning"
         t = Text(("✗ " if severity == "error" else "⚠ ") + note_text(what), self.cstyle(cls))
         return wrap_strips(t, self.app.console, width)
+
+
+def open_text_cut(text: str, limit: int = OPEN_TEXT_LIMIT) -> int:
+    """Where an open text block's shown tail starts (it is longer than `limit`): after the first newline (else the
+    first space) past a point that moves by `limit // 2` at a time, so the tail is at most `limit` characters and its
+    start stays put while the text grows: the shown lines wrap the same from frame to frame (drawn once, repainted
+    only when they change), instead of re-flowing at every frame as a cut at exactly `len - limit` would."""
+    step = max(1, limit // 2)
+    base = min(len(text), -(-(len(text) - limit) // step) * step)  # the smallest multiple of step >= len - limit
+    nl = text.find("\n", base)
+    if nl >= 0:
+        return nl + 1
+    sp = text.find(" ", base)
+    return sp + 1 if sp >= 0 else base
 
 
 def note_text(what: Any) -> str:
