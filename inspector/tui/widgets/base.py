@@ -417,16 +417,18 @@ class SectionView(LineView):
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
-        self._lines: list[Strip] = []
-        self._item_cache: LRUCache[Hashable, list[Strip]] = LRUCache(4096)
+        # the rows as rendered by their items (segments, or strips), finished (`finish`) only when painted: an item
+        # whose rows are off screen (a closed 10 KB text, a long history) costs no Strip at all
+        self._rows: list[Line | Strip] = []
+        self._item_cache: LRUCache[Hashable, list[Line | Strip]] = LRUCache(4096)
         self._prev_items: list[tuple[Hashable, Hashable]] = []
         self._item_starts: list[int] = []
         self._item_keys: list[Hashable] = []
         self._prev_width = -1
         self._seen: tuple[object, ...] = ()
         # final strips by what they show: (width, segments) -> Strip. A re-rendered item (a growing block, the open
-        # text) gets back the very Strip of every line that did not change, so the view repaints only the lines that
-        # did (and finishing a line, a Strip with its caches, is done once per distinct line)
+        # text) gets back the very Strip of every line that did not change (finishing a line, a Strip with its
+        # caches, is done once per distinct line shown)
         self._strips: LRUCache[tuple[object, ...], Strip] = LRUCache(STRIP_CACHE)
 
     def on_styles_changed(self) -> None:
@@ -470,12 +472,12 @@ class SectionView(LineView):
     def rebuild(self) -> None:
         """Recompute the rows (subclasses call `set_items`)."""
 
-    def item_lines(self, key: Hashable, version: Hashable, render: Any, width: int) -> list[Strip]:
-        """An item's rows, rendered once per (key, version, width): final strips (width cells, base style)."""
+    def item_lines(self, key: Hashable, version: Hashable, render: Any, width: int) -> list[Line | Strip]:
+        """An item's rows, rendered once per (key, version, width) (finished when painted: `finish`)."""
         ck = (key, version, width)
         lines = self._item_cache.get(ck)
         if lines is None:
-            lines = [self.finish(s, width) for s in render(width)]
+            lines = list(render(width))
             self._item_cache[ck] = lines
         return lines
 
@@ -500,7 +502,7 @@ class SectionView(LineView):
         call, unchanged (at most `kept_items(width)`): a frame then does not even walk the history's items."""
         if start > self.kept_items(width):
             raise ValueError(f"set_items: {start} items kept, but only {self.kept_items(width)} can be")
-        prev, starts, old, keys = self._prev_items, self._item_starts, self._lines, self._item_keys
+        prev, starts, old, keys = self._prev_items, self._item_starts, self._rows, self._item_keys
         same = start
         n = min(len(prev), start + len(items))
         if width == self._prev_width:
@@ -519,35 +521,39 @@ class SectionView(LineView):
         self._prev_width = width
         self.set_lines(old)
 
-    def set_lines(self, lines: list[Strip]) -> None:
-        """The rows (final strips); the visible lines whose strip changed are repainted (`set_row_count`)."""
-        self._lines = lines
+    def set_lines(self, lines: list[Line | Strip]) -> None:
+        """The rows; the visible lines whose row changed (what it shows) are repainted (`set_row_count`)."""
+        self._rows = lines
         self.set_row_count(len(lines))
 
+    @property
+    def _lines(self) -> list[Strip]:
+        """Every row as painted at the current width (tests)."""
+        width = self.scrollable_content_region.width or self.content_width
+        return [self.finish(r, width) for r in self._rows]
+
     def render_row(self, row: int, width: int) -> Line | Strip:
-        return self._lines[row]
+        return self._rows[row]
 
     def row_key(self, row: int) -> Hashable:
-        return (row, id(self._lines[row]))
+        return (row, id(self._rows[row]))
 
     def painted_key(self, row: int) -> object:
-        return self._lines[row] if row < len(self._lines) else None
+        return self._rows[row] if row < len(self._rows) else None
 
     def render_line(self, y: int) -> Strip:
         _, scroll_y = self.scroll_offset
         row = scroll_y + y
         width = self.scrollable_content_region.width
-        if row >= len(self._lines) or width <= 0:
+        if row >= len(self._rows) or width <= 0:
             self._painted[y] = None
             return Strip.blank(max(0, width), self.base_style)
-        strip = self._painted[y] = self._lines[row]
-        if strip.cell_length != width:  # rendered for another width (a resize is on its way)
-            strip = strip.crop_extend(0, width, self.base_style)
-        return self._mark(row, strip)
+        raw = self._painted[y] = self._rows[row]
+        return self._mark(row, self.finish(raw, width))
 
     def item_key_at(self, row: int) -> Hashable | None:
         """The key of the item a row belongs to (set_items' keys)."""
-        if not 0 <= row < len(self._lines) or not self._item_starts:
+        if not 0 <= row < len(self._rows) or not self._item_starts:
             return None
         i = bisect.bisect_right(self._item_starts, row) - 1
         return self._item_keys[i] if 0 <= i < len(self._item_keys) else None
