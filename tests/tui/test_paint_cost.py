@@ -20,6 +20,7 @@ from textual.widgets import Static
 
 from inspector.tui.screen import Pane
 from inspector.tui.widgets import assistant as assistant_module
+from inspector.tui.widgets import base as base_module
 from inspector.tui.widgets.assistant import markdownish_strips, open_text_cut
 from inspector.tui.widgets.base import LineView, SectionView, TextLines
 
@@ -358,3 +359,25 @@ def test_an_open_texts_lines_stay_the_same_strips_as_it_grows() -> None:
         frames.append(markdownish_strips(shown, width, styles, None, cache))
     same = sum(a == b for a, b in zip(frames[0][:-2], frames[1][:-2], strict=False))
     assert same == len(frames[0]) - 2
+
+
+async def test_a_section_view_finishes_only_the_rows_it_paints(monkeypatch: Any) -> None:
+    """An item of 500 rows (a closed long text) in a 10-row view: only the rows painted become Strips (finishing a
+    row, a Strip with its caches, used to be done for every row of every rendered item)."""
+    finished: list[int] = []
+    inner = base_module.finish_line
+
+    def counted(segments: Any, width: int, base: Any) -> Any:
+        finished.append(width)
+        return inner(segments, width, base)
+
+    monkeypatch.setattr(base_module, "finish_line", counted)
+    app = PaintApp()
+    async with app.run_test(size=(60, 40)) as pilot:
+        items = app.query_one(Items)
+        items.put([("long", 0, [f"row {i}" for i in range(500)])])
+        await pilot.pause()
+        height = items.scrollable_content_region.height
+        assert items.row_count == 500
+        assert 0 < len(finished) <= 2 * height
+        assert "row 499" in screen_text(app)  # (following the tail)
