@@ -18,6 +18,8 @@ from textual.app import App, ComposeResult
 from textual.cache import LRUCache
 from textual.widgets import Static
 
+from inspector.testing.conversations import interleaved_conversations
+from inspector.tui.app import InspectorApp
 from inspector.tui.screen import Pane
 from inspector.tui.widgets import assistant as assistant_module
 from inspector.tui.widgets import base as base_module
@@ -381,3 +383,28 @@ async def test_a_section_view_finishes_only_the_rows_it_paints(monkeypatch: Any)
         assert items.row_count == 500
         assert 0 < len(finished) <= 2 * height
         assert "row 499" in screen_text(app)  # (following the tail)
+
+
+async def test_the_conversations_line_updates_without_a_screen_relayout() -> None:
+    """The one-line conversation summary (80x24) changes with the counts; its height is fixed by the CSS, so a new
+    text repaints it without a screen relayout (a full-screen reflow per frame in a busy proxy session)."""
+    obs = interleaved_conversations(3)
+    app = InspectorApp(observations=obs[: len(obs) // 2], clock=lambda: 0.0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        line = app.dashboard.conversations_line
+        assert line.display
+        before = str(line.render())
+        layouts: list[bool] = []
+        inner = line.refresh
+
+        def recorded(*a: Any, layout: bool = False, **k: Any) -> Any:
+            layouts.append(layout)
+            return inner(*a, layout=layout, **k)
+
+        line.refresh = recorded  # type: ignore[method-assign]
+        app.ingest(obs[len(obs) // 2 :])
+        await pilot.pause()
+        assert str(line.render()) != before and layouts  # it changed, and was repainted
+        assert not any(layouts)
+        assert str(line.render()).replace(" ", "") in screen_text(app).replace(" ", "")
