@@ -408,3 +408,28 @@ async def test_the_conversations_line_updates_without_a_screen_relayout() -> Non
         assert str(line.render()) != before and layouts  # it changed, and was repainted
         assert not any(layouts)
         assert str(line.render()).replace(" ", "") in screen_text(app).replace(" ", "")
+
+
+async def test_a_focus_change_keeps_the_rendered_rows_and_a_theme_change_draws_them_again() -> None:
+    """Textual re-applies every style on a focus or hover change, mostly to the same values: the views keep their
+    rendered items and strips then (they used to drop every cache at each one), and draw again when what they
+    draw with changed (a theme)."""
+    app = PaintApp()
+    async with app.run_test(size=(60, 40)) as pilot:
+        items = app.query_one(Items)
+        rows = app.query_one(Rows)
+        items.put([("a", 0, ["alpha", "beta"]), ("b", 0, ["gamma"])])
+        rows.put(["one", "two"])
+        await pilot.pause()
+        rendered, strips = list(items.renders), list(items._lines)
+        for widget in (items, rows, items, rows):
+            widget.focus()
+            await pilot.pause()
+        await pilot.hover(Items)
+        await pilot.pause()
+        assert items.renders == rendered
+        assert all(x is y for x, y in zip(strips, items._lines, strict=True))
+        app.theme = "textual-light" if app.theme != "textual-light" else "nord"
+        await pilot.pause()
+        assert items.renders == rendered + ["a", "b"]
+        assert not any(x is y for x, y in zip(strips, items._lines, strict=True))

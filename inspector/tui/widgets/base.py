@@ -166,6 +166,8 @@ class LineView(ScrollView, can_focus=True):
         # what each visible line (y) was last painted with: (row, row key) (a SectionView: the row's strip). A frame
         # that does not scroll repaints only the lines whose row or key changed (Toolong's `refresh_lines`)
         self._painted: dict[int, object] = {}
+        self._style_signature: tuple[object, ...] | None = None  # (what rows were drawn with: `_restyle`)
+        self._restyle_pending = False
 
     # -- to implement
     def render_row(self, row: int, width: int) -> Line | Strip:  # pragma: no cover - abstract
@@ -187,12 +189,33 @@ class LineView(ScrollView, can_focus=True):
         return style
 
     def notify_style_update(self) -> None:
+        """Textual re-applies the styles on every focus, hover or class change, most often to the same values: the
+        rows (and everything cached from styles) are dropped only if what they are drawn with changed, checked once
+        the styles are in place (the component styles are applied after this call)."""
         super().notify_style_update()
+        if not hasattr(self, "_painted"):  # (not before __init__ has made it)
+            return
         self._base = None
-        if hasattr(self, "_cstyles"):  # (not before __init__ has made it)
-            self._cstyles.clear()
+        if not self._restyle_pending:
+            self._restyle_pending = True
+            self.call_later(self._restyle)
+
+    def style_signature(self) -> tuple[object, ...]:
+        """What rows are drawn with: the widget's style and its component classes' styles."""
+        names = sorted(self._get_component_classes())
+        return (self.rich_style, *(self.get_component_rich_style(n, partial=True, default=_NULL) for n in names))
+
+    def _restyle(self) -> None:
+        self._restyle_pending = False
+        signature = self.style_signature()
+        if signature == self._style_signature:
+            return
+        self._style_signature = signature
+        self._base = None
+        self._cstyles.clear()
         self.forget_rows()
         self.on_styles_changed()
+        self.refresh()
 
     @property
     def base_style(self) -> Style:
@@ -437,7 +460,7 @@ class SectionView(LineView):
         self._prev_items = []
         self._seen = ()
         if self.is_mounted:  # the rows hold the old styles: draw them again (not when the state next changes)
-            self.call_later(self.rebuild)
+            self.rebuild()
 
     def revisions(self, state: Any) -> tuple[object, ...]:
         """The state revisions this view depends on (a subclass names them)."""
