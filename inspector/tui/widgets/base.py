@@ -33,8 +33,8 @@ from textual.widget import Widget
 from inspector.tui.messages import DetailRequested
 
 _NULL = Style()
-_UNPAINTED = object()
-STRIP_CACHE = 4096  # a SectionView's distinct finished lines kept (a few screens of every pane's items)  # a line not painted since the rows were forgotten
+_UNPAINTED = object()  # a line not painted since the rows were forgotten
+STRIP_CACHE = 4096  # a SectionView's distinct finished lines kept (a few screens of every pane's items)
 
 # Time-travel keys work whatever pane has focus: the views hand them to the app instead of scrolling sideways.
 CURSOR_BINDINGS = [
@@ -163,8 +163,8 @@ class LineView(ScrollView, can_focus=True):
         self._programmatic = False
         self._base: Style | None = None
         self._cstyles: dict[tuple[str, ...], Style] = {}  # component styles, until the styles change
-        # what each visible line (y) was last painted with: (row, row key) (a SectionView: the row's strip). A frame
-        # that does not scroll repaints only the lines whose row or key changed (Toolong's `refresh_lines`)
+        # what each visible line (y) was last painted with: (row, row key) (a SectionView: the row as rendered). A
+        # frame that does not scroll repaints only the lines whose row or key changed (Toolong's `refresh_lines`)
         self._painted: dict[int, object] = {}
         self._style_signature: tuple[object, ...] | None = None  # (what rows were drawn with: `_restyle`)
         self._restyle_pending = False
