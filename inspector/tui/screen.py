@@ -12,6 +12,7 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Grid, Vertical
+from textual.geometry import Region
 from textual.screen import Screen
 from textual.widgets import Static
 
@@ -43,9 +44,30 @@ class Pane(Vertical):
         super().__init__(*children, id=id)
         self.title = title
         self.border_title = title
+        self._shown = {"title": title, "subtitle": ""}  # what the borders say (markup), to skip unchanged updates
 
-    def set_note(self, note: str) -> None:
-        self.border_subtitle = note
+    def set_title(self, title: str) -> bool:
+        """Write the top border's title (False: it says that already); repaints that border line only (the counts
+        in the titles change every frame: the pane's other lines stay as they are)."""
+        return self._set_border("title", title)
+
+    def set_note(self, note: str) -> bool:
+        """Write the bottom border's subtitle ("+N new"); repaints that border line only."""
+        return self._set_border("subtitle", note)
+
+    def _set_border(self, which: str, text: str) -> bool:
+        if self._shown[which] == text:
+            return False
+        self._shown[which] = text
+        if not self.is_mounted or self.size.height < 2:
+            setattr(self, f"border_{which}", text)  # (Textual's setter: a full repaint)
+            return True
+        # what Textual's border_title setter stores (widget.py, _BorderTitle), without the full repaint it asks for
+        setattr(self, f"_border_{which}", self.render_str(text).expand_tabs(4).split()[0])
+        ox, oy = self.content_offset
+        y = 0 if which == "title" else self.outer_size.height - 1
+        self.refresh(Region(-ox, y - oy, self.outer_size.width, 1))
+        return True
 
     def on_line_view_new_rows_noted(self, message: LineView.NewRowsNoted) -> None:
         message.stop()
@@ -234,16 +256,14 @@ class DashboardScreen(Screen[None]):
             return
         self._titles_key = key
         for pane, title in zip(self.panes, pane_titles(state, self.raw), strict=True):
-            if pane.border_title != title:
-                pane.border_title = title
+            pane.set_title(title)
         diag = self.diagnostics_pane
         n = len(state.diagnostics)
         errors = sum(1 for d in state.diagnostics[-200:] if d.severity == "error")
         # the fault summary stays in the border, whatever the panes scrolled to
         summary = fault_summary(state)
         title = f"Diagnostics · {summary}" if summary else "Diagnostics · 0"
-        if diag.border_title != title:
-            diag.border_title = title
+        if diag.set_title(title):
             diag.set_class(errors > 0, "-errors")
             diag.set_class(n == 0 and not summary, "-empty")
         self._connect_line(state, source)

@@ -9,6 +9,7 @@ from typing import Any
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual.cache import LRUCache
 
 from inspector.core.fmt import duration
 from inspector.state.fold import BlockEntry, DashboardState, ToolEntry
@@ -18,6 +19,7 @@ from inspector.tui.widgets.wording import try_label
 
 OPEN_TEXT_LIMIT = 4_000  # an open text block longer than this shows its tail until it closes
 THINKING_LINES = 3
+MD_LINES = 2048  # source lines of assistant text kept drawn (a few screens)
 
 
 class AssistantView(SectionView):
@@ -66,6 +68,13 @@ class AssistantView(SectionView):
         self._done: tuple[int, int] = (0, 0)
         self._done_state: DashboardState | None = None
         self._done_of: tuple[object, ...] = ()
+        # the text's source lines as drawn (`markdownish_strips`' cache): a growing text re-wraps its last line only
+        self._md_lines: LRUCache[tuple[object, ...], tuple[list[Line], bool]] = LRUCache(MD_LINES)
+
+    def on_styles_changed(self) -> None:
+        super().on_styles_changed()
+        if hasattr(self, "_md_lines"):  # (not before __init__ has made it)
+            self._md_lines.clear()
 
     def revisions(self, state: DashboardState) -> tuple[object, ...]:
         return (state.rev_transcript, state.rev_tools, state.rev_status)
@@ -161,8 +170,7 @@ class AssistantView(SectionView):
         text = b.joined()
         prefix: list[Line] = []
         if not b.closed and len(text) > OPEN_TEXT_LIMIT:
-            cut = text.find("\n", len(text) - OPEN_TEXT_LIMIT)
-            cut = cut + 1 if cut >= 0 else len(text) - OPEN_TEXT_LIMIT
+            cut = open_text_cut(text)
             prefix = [
                 text_strip(
                     Text(f"… {cut:,} characters above (shown in full when the block closes)", self.cstyle("as--more")),
@@ -176,7 +184,7 @@ class AssistantView(SectionView):
             warn = self.cstyle("as--note-warning")
             styles = (styles[0] + warn, styles[1] + warn, styles[2] + warn)
         cursor = None if (b.closed or failed or self.ended) else self.cstyle("as--cursor")
-        out = prefix + markdownish_strips(text, width, styles, cursor)
+        out = prefix + markdownish_strips(text, width, styles, cursor, self._md_lines)
         return out or [[]]
 
     def _thinking(self, b: BlockEntry, failed: bool, width: int) -> list[Line]:
@@ -238,6 +246,20 @@ class AssistantView(SectionView):
         cls = "as--note-error" if severity == "error" else "as--note-warning"
         t = Text(("✗ " if severity == "error" else "⚠ ") + note_text(what), self.cstyle(cls))
         return wrap_strips(t, self.app.console, width)
+
+
+def open_text_cut(text: str, limit: int = OPEN_TEXT_LIMIT) -> int:
+    """Where an open text block's shown tail starts (it is longer than `limit`): after the first newline (else the
+    first space) past a point that moves by `limit // 2` at a time, so the tail is at most `limit` characters and its
+    start stays put while the text grows: the shown lines wrap the same from frame to frame (drawn once, repainted
+    only when they change), instead of re-flowing at every frame as a cut at exactly `len - limit` would."""
+    step = max(1, limit // 2)
+    base = min(len(text), -(-(len(text) - limit) // step) * step)  # the smallest multiple of step >= len - limit
+    nl = text.find("\n", base)
+    if nl >= 0:
+        return nl + 1
+    sp = text.find(" ", base)
+    return sp + 1 if sp >= 0 else base
 
 
 def note_text(what: Any) -> str:
@@ -305,62 +327,81 @@ def inline_spans(line: str) -> tuple[str, list[tuple[int, int, str]]]:
 
 
 def markdownish_strips(
-    text: str, width: int, styles: tuple[Style, Style, Style], cursor: Style | None = None
+    text: str,
+    width: int,
+    styles: tuple[Style, Style, Style],
+    cursor: Style | None = None,
+    cache: LRUCache[tuple[object, ...], tuple[list[Line], bool]] | None = None,
 ) -> list[Line]:
     """Streamed assistant text as Markdown strips: headings and **bold** bold, *italic*, `inline code` and fenced
     code set apart, word-wrapped (a list item's continuation lines indented under its text).
 
-    Built from segments directly (no Rich Markdown parse): re-rendered once per frame for the open block only (the
-    view caches every other block), so the cost follows the display rate, not the events."""
-    plain, code, inline = styles
-    bold = plain + Style(bold=True)
-    italic = plain + Style(italic=True)
-    kinds = {"code": inline, "bold": bold, "italic": italic}
+    Built from segments directly (no Rich Markdown parse), one source line at a time: each line's strips depend on
+    the line, whether a code fence is open before it, the width and the styles only. With a `cache` (the view's),
+    a line already drawn is not drawn again: a frame of a growing text wraps its last line (the one that grew) and
+    looks the others up, instead of re-wrapping the whole text."""
     width = max(8, width)
     out: list[Line] = []
     in_fence = False
     lines = text.split("\n")
-    last = len(lines) - 1
-    for n, line in enumerate(lines):
-        if "\t" in line:
-            line = line.replace("\t", "    ")
-        if not line.isprintable():
-            line = "".join(ch if ch.isprintable() else "\ufffd" for ch in line)
-        fence = line.lstrip().startswith("```")
+    for line in lines:
+        key = (line, in_fence, width, styles)
+        hit = cache.get(key) if cache is not None else None
+        if hit is None:
+            hit = _markdownish_line(line, width, styles, in_fence)
+            if cache is not None:
+                cache[key] = hit
+        drawn, fence = hit
         if fence:
             in_fence = not in_fence
-        if in_fence or fence:
-            segs_lines = [[Segment(p, code)] for p in wrap_line(line, width)]
-        else:
-            base = plain
-            heading = _HEADING.match(line)
-            if heading:
-                line, base = line[heading.end() :], bold
-            item = _ITEM.match(line)
-            hang = len(item.group(0)) if item and len(item.group(0)) < width // 2 else 0
-            clean, spans = inline_spans(line)
-            segs_lines = []
-            for i, (a, b) in enumerate(chunk_text(clean, width - (hang if hang else 0), words=True) or [(0, 0)]):
-                segs: list[Segment] = [Segment(" " * hang, plain)] if i and hang else []
-                at = a
-                for s0, s1, kind in spans:
-                    if s1 <= at or s0 >= b:
-                        continue
-                    if s0 > at:
-                        segs.append(Segment(clean[at:s0], base))
-                    lo, hi = max(s0, at), min(s1, b)
-                    style = base
-                    for k in kind.split():
-                        style = style + kinds[k]
-                    segs.append(Segment(clean[lo:hi], style))
-                    at = hi
-                if at < b:
-                    segs.append(Segment(clean[at:b], base))
-                segs_lines.append(segs)
-        if cursor is not None and n == last:
-            segs_lines[-1].append(Segment("▌", cursor))
-        out.extend(segs_lines)
+        out.extend(drawn)
+    if cursor is not None:
+        out[-1] = [*out[-1], Segment("▌", cursor)]  # (a copy: the cached line stays without the cursor)
     return out
+
+
+def _markdownish_line(
+    line: str, width: int, styles: tuple[Style, Style, Style], in_fence: bool
+) -> tuple[list[Line], bool]:
+    """One source line of `markdownish_strips` (`in_fence`: a code fence is open before it): its strips, and whether
+    it is a fence line (it opens or closes a code block)."""
+    plain, code, inline = styles
+    bold = plain + Style(bold=True)
+    italic = plain + Style(italic=True)
+    kinds = {"code": inline, "bold": bold, "italic": italic}
+    if "\t" in line:
+        line = line.replace("\t", "    ")
+    if not line.isprintable():
+        line = "".join(ch if ch.isprintable() else "\ufffd" for ch in line)
+    fence = line.lstrip().startswith("```")
+    if fence or in_fence:  # (a fence line, opening or closing, and what is inside)
+        return [[Segment(p, code)] for p in wrap_line(line, width)], fence
+    base = plain
+    heading = _HEADING.match(line)
+    if heading:
+        line, base = line[heading.end() :], bold
+    item = _ITEM.match(line)
+    hang = len(item.group(0)) if item and len(item.group(0)) < width // 2 else 0
+    clean, spans = inline_spans(line)
+    segs_lines: list[Line] = []
+    for i, (a, b) in enumerate(chunk_text(clean, width - (hang if hang else 0), words=True) or [(0, 0)]):
+        segs: list[Segment] = [Segment(" " * hang, plain)] if i and hang else []
+        at = a
+        for s0, s1, kind in spans:
+            if s1 <= at or s0 >= b:
+                continue
+            if s0 > at:
+                segs.append(Segment(clean[at:s0], base))
+            lo, hi = max(s0, at), min(s1, b)
+            style = base
+            for k in kind.split():
+                style = style + kinds[k]
+            segs.append(Segment(clean[lo:hi], style))
+            at = hi
+        if at < b:
+            segs.append(Segment(clean[at:b], base))
+        segs_lines.append(segs)
+    return segs_lines, False
 
 
 _HEADING = re.compile(r"^#{1,6} ")

@@ -8,8 +8,10 @@ Both follow the tail while the user is at the bottom and show "+N new" when the 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from math import ceil
 from typing import Any, ClassVar
 
 from rich.console import Console
@@ -19,15 +21,20 @@ from rich.text import Text
 from textual import events
 from textual.binding import Binding
 from textual.cache import LRUCache
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
+from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.strip import Strip
+from textual.visual import Visual, visualize
+from textual.widget import Widget
 
 from inspector.tui.messages import DetailRequested
 
 _NULL = Style()
+_UNPAINTED = object()  # a line not painted since the rows were forgotten
+STRIP_CACHE = 4096  # a SectionView's distinct finished lines kept (a few screens of every pane's items)
 
 # Time-travel keys work whatever pane has focus: the views hand them to the app instead of scrolling sideways.
 CURSOR_BINDINGS = [
@@ -64,6 +71,22 @@ def wrap_strips(text: Text, console: Console, width: int, style: Style | None = 
         line.rstrip_end(inner)
         out.append(pad + list(line.render(console, end="")))
     return out
+
+
+def _no_refresh(*regions: Region, **kw: Any) -> None:
+    """(A scrollbar's `refresh` while `_scrollbar_repainted_if_moved` decides.)"""
+
+
+def _drawn_bar(bar: ScrollBar) -> tuple[object, ...]:
+    """What a vertical scrollbar draws (the thumb's cells, in Textual's eighths), from its current values: the same
+    computation as `ScrollBar._render_bar` (Textual 8.2.8, pinned)."""
+    height = bar.size.height
+    virtual = ceil(bar.window_virtual_size)
+    window = ceil(bar.window_size if bar.window_size < bar.window_virtual_size else 0)
+    segments = ScrollBarRender.render_bar(
+        size=height, virtual_size=virtual, window_size=window, position=bar.position, thickness=bar.thickness
+    ).segments
+    return (height, bar.thickness, bar.display, *segments)
 
 
 def finish_line(segments: Any, width: int, base: Style) -> Strip:
@@ -140,6 +163,11 @@ class LineView(ScrollView, can_focus=True):
         self._programmatic = False
         self._base: Style | None = None
         self._cstyles: dict[tuple[str, ...], Style] = {}  # component styles, until the styles change
+        # what each visible line (y) was last painted with: (row, row key) (a SectionView: the row as rendered). A
+        # frame that does not scroll repaints only the lines whose row or key changed (Toolong's `refresh_lines`)
+        self._painted: dict[int, object] = {}
+        self._style_signature: tuple[object, ...] | None = None  # (what rows were drawn with: `_restyle`)
+        self._restyle_pending = False
 
     # -- to implement
     def render_row(self, row: int, width: int) -> Line | Strip:  # pragma: no cover - abstract
@@ -161,12 +189,33 @@ class LineView(ScrollView, can_focus=True):
         return style
 
     def notify_style_update(self) -> None:
+        """Textual re-applies the styles on every focus, hover or class change, most often to the same values: the
+        rows (and everything cached from styles) are dropped only if what they are drawn with changed, checked once
+        the styles are in place (the component styles are applied after this call)."""
         super().notify_style_update()
+        if not hasattr(self, "_painted"):  # (not before __init__ has made it)
+            return
         self._base = None
-        if hasattr(self, "_cstyles"):  # (not before __init__ has made it)
-            self._cstyles.clear()
-        self._cache.clear()
+        if not self._restyle_pending:
+            self._restyle_pending = True
+            self.call_later(self._restyle)
+
+    def style_signature(self) -> tuple[object, ...]:
+        """What rows are drawn with: the widget's style and its component classes' styles."""
+        names = sorted(self._get_component_classes())
+        return (self.rich_style, *(self.get_component_rich_style(n, partial=True, default=_NULL) for n in names))
+
+    def _restyle(self) -> None:
+        self._restyle_pending = False
+        signature = self.style_signature()
+        if signature == self._style_signature:
+            return
+        self._style_signature = signature
+        self._base = None
+        self._cstyles.clear()
+        self.forget_rows()
         self.on_styles_changed()
+        self.refresh()
 
     @property
     def base_style(self) -> Style:
@@ -187,27 +236,80 @@ class LineView(ScrollView, can_focus=True):
     def new_rows(self) -> int:
         return self._new
 
+    def forget_rows(self) -> None:
+        """Drop every rendered row (what rows show changed beyond their keys: another state, a cursor, a mode): the
+        next `set_row_count` repaints every visible line."""
+        self._cache.clear()
+        self._painted.clear()
+
     def set_row_count(self, count: int, *, changed: bool = True) -> None:
-        """Declare the number of rows. Follows the tail if the user was at the bottom, else counts new rows."""
+        """Declare the number of rows. Follows the tail if the user was at the bottom, else counts new rows.
+
+        `changed`: repaint what changed. A frame that scrolls repaints the view (every line shows another row); one
+        that does not repaints only the visible lines whose row key changed (an appended row below the view, a tail
+        that grew under a scrolled-up user: nothing, or the new lines), never the whole pane."""
         old = self._count
         self._count = count
+        scroll_before = round(self.scroll_y)
         width = self.scrollable_content_region.width or self.size.width
         size = Size(max(1, width), count)
-        if size != self.virtual_size:
-            # Set without the reactive's layout refresh: a line view has no children, so a new virtual size needs
-            # no screen layout (which would cost a full-screen relayout per frame while streaming). The scrollbar
-            # keeps its own copy of the virtual height: update it now (or the thumb lags behind the content).
-            self.set_reactive(ScrollView.virtual_size, size)
-            self._scroll_update(size)
+        with self._scrollbar_repainted_if_moved():
+            if size != self.virtual_size:
+                # Set without the reactive's layout refresh: a line view has no children, so a new virtual size
+                # needs no screen layout (which would cost a full-screen relayout per frame while streaming). The
+                # scrollbar keeps its own copy of the virtual height: update it now (or the thumb lags behind).
+                self.set_reactive(ScrollView.virtual_size, size)
+                self._scroll_update(size)
+            if self.follow:
+                self._scroll_to_end()
         if count < old:
             self._new = 0
-        if self.follow:
-            self._scroll_to_end()
-        elif count > old:
+        if not self.follow and count > old:
             self._new += count - old
             self.on_new_rows(self._new)
-        if changed:
+        if changed and round(self.scroll_y) == scroll_before:  # (a scroll repaints the whole view itself)
+            self.refresh_changed_rows()
+
+    @contextmanager
+    def _scrollbar_repainted_if_moved(self) -> Iterator[None]:
+        """The vertical scrollbar repaints only if what it draws changed: its reactives (virtual height, window,
+        position) each ask for a repaint, but on a long view a frame's new rows rarely move the thumb by an eighth of
+        a cell (Textual's granularity), and a repainted scrollbar costs a pane's height of lines."""
+        bar = self._vertical_scrollbar
+        if bar is None:
+            yield
+            return
+        before = _drawn_bar(bar)
+        bar.refresh = _no_refresh  # type: ignore[method-assign,assignment]  # (this instance, for the block only)
+        try:
+            yield
+        finally:
+            del bar.refresh
+            if _drawn_bar(bar) != before:
+                bar.refresh()
+
+    def painted_key(self, row: int) -> object:
+        """What line `row` is painted with, compared with the last paint of its line (None: no row, blank)."""
+        return (row, self.row_key(row)) if row < self._count else None
+
+    def refresh_changed_rows(self) -> None:
+        """Repaint the visible lines whose row or row key changed since they were painted (one region)."""
+        if not self._painted:
             self.refresh()
+            return
+        top = round(self.scroll_y)
+        height = self.scrollable_content_region.height
+        painted = self._painted
+        first = last = -1
+        for y in range(height):
+            now = self.painted_key(top + y)
+            was = painted.get(y, _UNPAINTED)
+            if now is not was and now != was:
+                if first < 0:
+                    first = y
+                last = y
+        if first >= 0:
+            self.refresh(Region(0, first, max(1, self.scrollable_content_region.width), last - first + 1))
 
     def _scroll_to_end(self) -> None:
         target = max(0, self._count - self.scrollable_content_region.height)
@@ -305,7 +407,7 @@ class LineView(ScrollView, can_focus=True):
             self._programmatic = False
 
     def on_resize(self) -> None:
-        self._cache.clear()
+        self.forget_rows()
         self.set_row_count(self._count)
 
     # -- rendering
@@ -315,8 +417,11 @@ class LineView(ScrollView, can_focus=True):
         width = self.scrollable_content_region.width
         base = self.base_style
         if row >= self._count or width <= 0:
+            self._painted[y] = None
             return Strip.blank(max(0, width), base)
-        key = (self.row_key(row), width)
+        rk = self.row_key(row)
+        self._painted[y] = (row, rk)
+        key = (rk, width)
         strip = self._cache.get(key)
         if strip is None:
             strip = finish_line(self.render_row(row, width), width, base)
@@ -335,17 +440,27 @@ class SectionView(LineView):
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
-        self._lines: list[Strip] = []
-        self._item_cache: LRUCache[Hashable, list[Strip]] = LRUCache(4096)
+        # the rows as rendered by their items (segments, or strips), finished (`finish`) only when painted: an item
+        # whose rows are off screen (a closed 10 KB text, a long history) costs no Strip at all
+        self._rows: list[Line | Strip] = []
+        self._item_cache: LRUCache[Hashable, list[Line | Strip]] = LRUCache(4096)
         self._prev_items: list[tuple[Hashable, Hashable]] = []
         self._item_starts: list[int] = []
         self._item_keys: list[Hashable] = []
         self._prev_width = -1
         self._seen: tuple[object, ...] = ()
+        # final strips by what they show: (width, segments) -> Strip. A re-rendered item (a growing block, the open
+        # text) gets back the very Strip of every line that did not change (finishing a line, a Strip with its
+        # caches, is done once per distinct line shown)
+        self._strips: LRUCache[tuple[object, ...], Strip] = LRUCache(STRIP_CACHE)
 
     def on_styles_changed(self) -> None:
         self._item_cache.clear()
+        self._strips.clear()
         self._prev_items = []
+        self._seen = ()
+        if self.is_mounted:  # the rows hold the old styles: draw them again (not when the state next changes)
+            self.rebuild()
 
     def revisions(self, state: Any) -> tuple[object, ...]:
         """The state revisions this view depends on (a subclass names them)."""
@@ -365,7 +480,7 @@ class SectionView(LineView):
     def reset(self) -> None:
         """Forget every rendered item (a new session: keys and versions start over)."""
         self._item_cache.clear()
-        self._cache.clear()
+        self.forget_rows()
         self._prev_items, self._item_starts, self._prev_width = [], [], -1
         self._item_keys = []
         self._seen = ()
@@ -380,15 +495,22 @@ class SectionView(LineView):
     def rebuild(self) -> None:
         """Recompute the rows (subclasses call `set_items`)."""
 
-    def item_lines(self, key: Hashable, version: Hashable, render: Any, width: int) -> list[Strip]:
-        """An item's rows, rendered once per (key, version, width): final strips (width cells, base style)."""
+    def item_lines(self, key: Hashable, version: Hashable, render: Any, width: int) -> list[Line | Strip]:
+        """An item's rows, rendered once per (key, version, width) (finished when painted: `finish`)."""
         ck = (key, version, width)
         lines = self._item_cache.get(ck)
         if lines is None:
-            base = self.base_style
-            lines = [finish_line(s, width, base) for s in render(width)]
+            lines = list(render(width))
             self._item_cache[ck] = lines
         return lines
+
+    def finish(self, segments: Line | Strip, width: int) -> Strip:
+        """`finish_line`, once per distinct line at a width: the same segments give back the same Strip."""
+        key = (width, *segments)
+        strip = self._strips.get(key)
+        if strip is None:
+            strip = self._strips[key] = finish_line(segments, width, self.base_style)
+        return strip
 
     def kept_items(self, width: int) -> int:
         """How many items of the last `set_items` a caller may leave out of the next one (`start`): all of them at the
@@ -403,7 +525,7 @@ class SectionView(LineView):
         call, unchanged (at most `kept_items(width)`): a frame then does not even walk the history's items."""
         if start > self.kept_items(width):
             raise ValueError(f"set_items: {start} items kept, but only {self.kept_items(width)} can be")
-        prev, starts, old, keys = self._prev_items, self._item_starts, self._lines, self._item_keys
+        prev, starts, old, keys = self._prev_items, self._item_starts, self._rows, self._item_keys
         same = start
         n = min(len(prev), start + len(items))
         if width == self._prev_width:
@@ -422,31 +544,39 @@ class SectionView(LineView):
         self._prev_width = width
         self.set_lines(old)
 
-    def set_lines(self, lines: list[Strip]) -> None:
-        self._lines = lines
-        self._cache.clear()
+    def set_lines(self, lines: list[Line | Strip]) -> None:
+        """The rows; the visible lines whose row changed (what it shows) are repainted (`set_row_count`)."""
+        self._rows = lines
         self.set_row_count(len(lines))
 
+    @property
+    def _lines(self) -> list[Strip]:
+        """Every row as painted at the current width (tests)."""
+        width = self.scrollable_content_region.width or self.content_width
+        return [self.finish(r, width) for r in self._rows]
+
     def render_row(self, row: int, width: int) -> Line | Strip:
-        return self._lines[row]
+        return self._rows[row]
 
     def row_key(self, row: int) -> Hashable:
-        return (row, id(self._lines[row]))
+        return (row, id(self._rows[row]))
+
+    def painted_key(self, row: int) -> object:
+        return self._rows[row] if row < len(self._rows) else None
 
     def render_line(self, y: int) -> Strip:
         _, scroll_y = self.scroll_offset
         row = scroll_y + y
         width = self.scrollable_content_region.width
-        if row >= len(self._lines) or width <= 0:
+        if row >= len(self._rows) or width <= 0:
+            self._painted[y] = None
             return Strip.blank(max(0, width), self.base_style)
-        strip = self._lines[row]
-        if strip.cell_length != width:  # rendered for another width (a resize is on its way)
-            strip = strip.crop_extend(0, width, self.base_style)
-        return self._mark(row, strip)
+        raw = self._painted[y] = self._rows[row]
+        return self._mark(row, self.finish(raw, width))
 
     def item_key_at(self, row: int) -> Hashable | None:
         """The key of the item a row belongs to (set_items' keys)."""
-        if not 0 <= row < len(self._lines) or not self._item_starts:
+        if not 0 <= row < len(self._rows) or not self._item_starts:
             return None
         i = bisect.bisect_right(self._item_starts, row) - 1
         return self._item_keys[i] if 0 <= i < len(self._item_keys) else None
@@ -461,3 +591,72 @@ def concat(parts: Iterable[list[Strip]]) -> list[Strip]:
     for p in parts:
         out.extend(p)
     return out
+
+
+class TextLines(Widget):
+    """A widget drawn from the one Text its `render()` returns (one line per newline, no wrapping), with the Line
+    API: each line a Strip cached by what it shows, and `update_lines` (instead of `refresh`) repaints only the lines
+    that changed; no repaint at all when the text is the same (the status line's second line, a timeline whose bars
+    did not move). Textual's own path would convert the whole Text to its Content and re-render every line.
+
+    A subclass's `render()` reads `self.size` (its width): the lines are rebuilt when the size or the styles change."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self._text_lines: list[Strip] = []
+        self._text_for: tuple[object, ...] | None = None  # (size) the lines were built for; None: rebuild
+        self._line_strips: LRUCache[tuple[object, ...], Strip] = LRUCache(256)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        if hasattr(self, "_line_strips"):  # (not before __init__ has made it)
+            self._text_for = None
+            self._line_strips.clear()
+
+    def _build_lines(self) -> list[Strip]:
+        width = self.size.width
+        self._text_for = (self.size,)
+        if width <= 0:
+            self._text_lines = []
+            return self._text_lines
+        style = self.visual_style
+        cache = self._line_strips
+        out: list[Strip] = []
+        text = self.render()
+        if not isinstance(text, Text):
+            text = Text(str(text))
+        for line in text.split("\n"):
+            key = (width, style, line.style, line.plain, *line.spans)
+            strip = cache.get(key)
+            if strip is None:
+                # Textual's own rendering of the line (Widget._render_content: the same strips, line by line)
+                strips = Visual.to_strips(self, visualize(self, line, markup=self._render_markup), width, 1, style)
+                strip = cache[key] = strips[0] if strips else Strip.blank(width, style.rich_style)
+            out.append(strip)
+        self._text_lines = out
+        return out
+
+    def update_lines(self) -> None:
+        """Rebuild the lines from `render()` and repaint the ones that changed (one region)."""
+        if not self.is_mounted or self._text_for != (self.size,) or self.text_selection is not None:
+            self._text_for = None
+            self.refresh()
+            return
+        old = self._text_lines
+        new = self._build_lines()
+        first = last = -1
+        for y in range(max(len(old), len(new))):
+            if y >= len(old) or y >= len(new) or old[y] is not new[y]:
+                if first < 0:
+                    first = y
+                last = y
+        if first >= 0:
+            self.refresh(Region(0, first, self.size.width, last - first + 1))
+
+    def render_line(self, y: int) -> Strip:
+        if self.text_selection is not None:  # text selected with the mouse: Textual's own path draws it
+            return super().render_line(y)
+        lines = self._text_lines if self._text_for == (self.size,) else self._build_lines()
+        if 0 <= y < len(lines):
+            return lines[y]
+        return Strip.blank(max(0, self.size.width), self.visual_style.rich_style)

@@ -167,7 +167,7 @@ class ConversationsLine(Static):
         text = summary_line(table, shown, follow)
         if text != self._text:
             self._text = text
-            self.update(text)
+            self.update(text, layout=False)  # (one line, its height set by the CSS: a new text needs no relayout)
 
 
 __all__ = ["ConversationsView", "ConversationsLine", "conversation_text", "summary_line", "ALL"]

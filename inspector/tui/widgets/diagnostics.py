@@ -46,7 +46,7 @@ class DiagnosticsView(LineView):
         if key == self._seen:
             return
         if self.state is not state:
-            self._cache.clear()
+            self.forget_rows()
         self._seen = key
         self.state = state
         self.set_row_count(max(1, len(state.diagnostics)))

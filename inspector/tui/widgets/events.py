@@ -114,7 +114,7 @@ class EventsView(LineView):
         self._seen = key
         if new_state or cursor_evno != self.cursor_evno:
             # rows of an unchanged state are keyed by their flags, so a diagnostic pointing back re-renders its row
-            self._cache.clear()
+            self.forget_rows()
             self._split_cache.clear()
         self.state = state
         self.cursor_evno = cursor_evno
@@ -129,7 +129,7 @@ class EventsView(LineView):
         if raw == self.raw:
             return
         self.raw = raw
-        self._cache.clear()
+        self.forget_rows()
         self.follow = True
         self._seen = ()
         if self.state is not None:

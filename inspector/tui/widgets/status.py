@@ -7,10 +7,10 @@ from typing import Any
 
 from rich.style import Style
 from rich.text import Text
-from textual.widget import Widget
 
 from inspector.core.fmt import duration
 from inspector.state.fold import DashboardState
+from inspector.tui.widgets.base import TextLines
 from inspector.tui.widgets.wording import try_label
 
 STATE_LABEL = {
@@ -75,7 +75,7 @@ class StatusInfo:
     live_state: str = ""  # the live loop's state, shown beside a moment of the past (time travel)
 
 
-class StatusBar(Widget):
+class StatusBar(TextLines):
     COMPONENT_CLASSES = {
         "st--title",
         "st--source",
@@ -128,7 +128,7 @@ class StatusBar(Widget):
             return
         self._seen = key
         self.state, self.info = state, info
-        self.refresh()
+        self.update_lines()  # (the lines that changed: while streaming, the counts of the first)
 
     def c(self, name: str) -> Style:
         """A component class's rich style, cached until the styles change (a render reads some 30 of them, 10 times
@@ -173,7 +173,7 @@ class StatusBar(Widget):
             out.append(str(st.attempt + 1), self.c("st--value"))
         spent = "" if narrow else cost_label(state)  # the session's so far: `$0.0163 · cache 0%` (80x24: no room)
         if spent == "pricing…":  # the rest on the next frames
-            self.set_timer(0.05, self.refresh)
+            self.set_timer(0.05, self.update_lines)
         if spent:
             out.append(*sep)
             out.append(spent, self.c("st--value"))

@@ -15,12 +15,12 @@ from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.geometry import Size
-from textual.widget import Widget
 
 from inspector.core.fmt import duration
 from inspector.state.entries import ToolKey
 from inspector.state.fold import DashboardState
 from inspector.tui.messages import DetailRequested
+from inspector.tui.widgets.base import TextLines
 from inspector.tui.widgets.tools import INFERRED_GLYPH, INFERRED_LABEL, Bar, turn_bars
 from inspector.tui.widgets.wording import savings_text
 
@@ -111,7 +111,7 @@ def figures(state: DashboardState, turn: int, now: float) -> TurnFigures:
     return fig
 
 
-class Timeline(Widget):
+class Timeline(TextLines):
     """The model stream and every tool, turn by turn, on one time axis (click a bar: its detail)."""
 
     COMPONENT_CLASSES = {
@@ -152,6 +152,7 @@ class Timeline(Widget):
         self._figs: dict[int, tuple[tuple[object, ...], TurnFigures]] = {}
         self._figs_state: DashboardState | None = None
         self.tooltip = EXPLAIN
+        self._cstyles: dict[str, Style] = {}
 
     def show(self, state: DashboardState, now: float, live: bool) -> None:
         limit = max(1, self.app.size.height)
@@ -166,7 +167,11 @@ class Timeline(Widget):
         # CSS cap holds the timeline below what it asks for (its height is less than that), asking for more is moot
         height = self.size.height
         capped = 0 < height < self._wanted and wanted >= height
-        self.refresh(layout=wanted != self._wanted and not capped)
+        if wanted != self._wanted and not capped:
+            self._text_for = None  # (drawn again at its new height)
+            self.refresh(layout=True)
+        else:
+            self.update_lines()  # the lines that changed (none: a frame where no bar moved)
         self._wanted = wanted
 
     def _wanted_rows(self, limit: int) -> int:
@@ -201,7 +206,16 @@ class Timeline(Widget):
         return fig
 
     def cstyle(self, name: str) -> Style:
-        return self.get_component_rich_style(name, partial=True, default=Style())
+        """A component class's rich style, cached until the styles change (a frame reads some 50)."""
+        style = self._cstyles.get(name)
+        if style is None:
+            style = self._cstyles[name] = self.get_component_rich_style(name, partial=True, default=Style())
+        return style
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        if hasattr(self, "_cstyles"):  # (not before __init__ has made it)
+            self._cstyles.clear()
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return self._wanted
