@@ -76,7 +76,10 @@ class Observation:
             return None
         out: dict[str, Any] = {"type": self.kind}
         for name in names:
-            out[name] = getattr(self, name)
+            v = getattr(self, name)
+            if type(v) is dict and not all(type(k) is str for k in v):  # (ToolStateChanged.times: ToolState keys)
+                v = {str(k): x for k, x in v.items()}  # (as _jsonable writes them; deeper ones: orjson refuses)
+            out[name] = v
         try:
             return orjson.dumps(out, default=_json_default, option=orjson.OPT_PASSTHROUGH_DATACLASS)
         except (TypeError, orjson.JSONEncodeError, RecursionError):

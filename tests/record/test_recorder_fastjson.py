@@ -10,6 +10,7 @@ import types
 import typing
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from enum import Enum
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from inspector.observe import observations as O
+from inspector.observe.states import ToolState
 from inspector.record.recorder import Recorder
 from inspector.record.writer import RecordingWriter
 from inspector.stream.diagnostics import Diagnostic
@@ -29,6 +31,11 @@ OBSERVATIONS = sorted(
     (c for c in vars(O).values() if isinstance(c, type) and issubclass(c, O.Observation) and c is not O.Observation),
     key=lambda c: c.__name__,
 )
+
+
+class Color(Enum):
+    RED = 1
+    BLUE = "blue"
 
 
 class View(Sequence[Any]):
@@ -57,6 +64,17 @@ _scalar = st.one_of(
     _text,
     st.binary(max_size=8),
     st.sampled_from([b"\xff\xfe", KEY.encode(), "caf\u00e9".encode()]),
+    st.sampled_from([*ToolState, *Color]),
+)
+_key = st.one_of(
+    _text,
+    st.sampled_from(list(ToolState)),  # (ToolStateChanged.times is keyed by them)
+    st.sampled_from(list(Color)),
+    st.integers(-5, 5),
+    st.booleans(),
+    st.none(),
+    st.floats(allow_nan=False),
+    st.just(datetime(2026, 1, 2, tzinfo=UTC)),
 )
 _sse = st.builds(
     SSEEvent,
@@ -113,7 +131,7 @@ def _for(hint: Any) -> st.SearchStrategy[Any]:
     if hint is Diagnostic:
         return _diag
     if origin is dict or hint is dict:
-        return st.dictionaries(_text, _json, max_size=4)
+        return st.dictionaries(_key, _json, max_size=4)
     if origin is list:
         return st.lists(_json, max_size=3)
     return _json  # Any, Sequence[Any]
@@ -178,6 +196,15 @@ def test_values_the_fast_path_cannot_write_take_the_walk() -> None:
     lone = O.ProxyNote(1.0, 1, 0, "\ud800")
     assert lone.to_json_bytes() is None
     assert _lines(lone, True, []) == _lines(lone, False, [])
+
+
+def test_tool_state_times_keyed_by_states_take_the_fast_path() -> None:
+    obs = O.ToolStateChanged(
+        1.0, 1, 0, "toolu_1", "t", 0, ToolState.RUNNING, {"n": 1}, None, None, {ToolState.RUNNING: 1.0}
+    )
+    assert obs.to_json_bytes() is not None
+    assert _lines(obs, True, []) == _lines(obs, False, [])
+    assert b'"times":{"running":1.0}' in _lines(obs, True, [])
 
 
 def test_a_secret_in_the_line_is_masked_by_the_writer() -> None:
