@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import queue
 import sys
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import IO, Any
 
@@ -21,8 +20,10 @@ from inspector.observe.states import LoopState
 class LineSink:
     """Output written by a thread, so a slow or stalled reader of stdout never blocks the agent loop.
 
-    The queue is bounded: when it is full the loop waits at most `max_wait` seconds, then the line is dropped and
-    counted (`dropped`). A reader that went away (broken pipe, e.g. `| head`) calls `on_broken` once, from the writer
+    ``write`` appends to a buffer (no lock, no thread switch: the loop may write a line per observation); the thread
+    wakes once for what piled up meanwhile and writes it in one call, then flushes. The buffer is bounded: when
+    ``maxsize`` lines wait, the loop waits at most `max_wait` seconds for room, then the line is dropped and counted
+    (`dropped`). A reader that went away (broken pipe, e.g. `| head`) calls `on_broken` once, from the writer
     thread."""
 
     def __init__(
@@ -38,37 +39,58 @@ class LineSink:
         self.on_broken = on_broken
         self.broken = False
         self.dropped = 0
-        self._q: queue.Queue[bytes | None] = queue.Queue(maxsize)
+        self.maxsize = maxsize
+        self._buf: deque[bytes] = deque()
+        self._wake = threading.Event()  # set: lines wait (or the sink closes)
+        self._room = threading.Condition()  # notified after each batch written
+        self._closing = False
         self._thread = threading.Thread(target=self._run, name="inspector-output", daemon=True)
         self._thread.start()
 
     def write(self, data: bytes) -> None:
-        if self.broken:
+        if self.broken or self._closing:
             return
+        if len(self._buf) >= self.maxsize:
+            with self._room:
+                self._room.wait_for(lambda: len(self._buf) < self.maxsize or self.broken, self.max_wait)
+            if len(self._buf) >= self.maxsize:
+                self.dropped += 1
+                return
+        self._buf.append(data)  # (deque.append is atomic: the writer thread pops from the other end)
+        if not self._wake.is_set():
+            self._wake.set()
+
+    def _take(self) -> list[bytes]:
+        out = []
+        buf = self._buf
         try:
-            self._q.put(data, timeout=self.max_wait)
-        except queue.Full:
-            self.dropped += 1
+            while True:
+                out.append(buf.popleft())
+        except IndexError:
+            return out
 
     def _run(self) -> None:
-        while (item := self._q.get()) is not None:
-            if self.broken:
-                continue
-            try:
-                self.out.write(item)
-                if self._q.empty():
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            batch = self._take()
+            if batch and not self.broken:
+                try:
+                    self.out.write(b"".join(batch))
                     self.out.flush()
-            except (BrokenPipeError, ValueError, OSError):
-                self.broken = True
-                if self.on_broken is not None:
-                    self.on_broken()
+                except (BrokenPipeError, ValueError, OSError):
+                    self.broken = True
+                    if self.on_broken is not None:
+                        self.on_broken()
+            with self._room:
+                self._room.notify_all()
+            if self._closing and not self._buf:
+                return
 
     def close(self, timeout: float = 10.0) -> None:
         """Write what is queued (at most `timeout` seconds), then stop the thread."""
-        try:
-            self._q.put(None, timeout=timeout)
-        except queue.Full:
-            return
+        self._closing = True
+        self._wake.set()
         self._thread.join(timeout)
         if self.dropped and not self.broken:
             sys.stderr.write(f"inspector: {self.dropped} output lines dropped (stdout did not keep up)\n")
