@@ -31,7 +31,7 @@ class GatedOut(io.BytesIO):
 
 def test_lines_that_pile_up_go_out_in_one_write() -> None:
     out = GatedOut()
-    sink = LineSink(out)
+    sink = LineSink(out, linger=0)
     sink.write(b"first\n")
     assert out.entered.wait(10)  # the thread is inside the first write (blocked)
     for i in range(100):
@@ -44,7 +44,7 @@ def test_lines_that_pile_up_go_out_in_one_write() -> None:
 
 def test_a_stalled_reader_drops_lines_after_max_wait_and_counts_them() -> None:
     out = GatedOut()
-    sink = LineSink(out, maxsize=3, max_wait=0.01)
+    sink = LineSink(out, maxsize=3, max_wait=0.01, linger=0)
     sink.write(b"a\n")
     assert out.entered.wait(10)
     for x in (b"b\n", b"c\n", b"d\n", b"e\n", b"f\n"):
@@ -73,6 +73,18 @@ def test_a_broken_reader_is_told_once_and_later_lines_are_ignored() -> None:
     sink.write(b"y\n")
     sink.close()
     assert sink.broken and told == [1]
+
+
+def test_lines_linger_and_close_cuts_the_wait_short() -> None:
+    out = GatedOut()
+    out.gate.set()
+    sink = LineSink(out, linger=60.0)  # (far longer than the test: only close() can end the wait)
+    for i in range(50):
+        sink.write(b"%d\n" % i)
+    assert not out.entered.is_set()  # nothing written yet: the thread lingers
+    sink.close()
+    assert out.getvalue() == b"".join(b"%d\n" % i for i in range(50))
+    assert out.calls == 1
 
 
 @settings(max_examples=20)
