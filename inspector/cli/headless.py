@@ -107,6 +107,9 @@ def stdout_sink(**kw: Any) -> LineSink:
     return LineSink(sys.stdout.buffer, **kw)
 
 
+_SILENT = frozenset({O.ReadReceived, O.SSEEventSeen, O.BlockDelta})  # observations ProgressPrinter prints nothing for
+
+
 class ProgressPrinter:
     """Readable progress lines for `inspector run --headless` (a bus subscriber)."""
 
@@ -132,6 +135,8 @@ class ProgressPrinter:
         buffered = self.buffering(obs)
         if buffered is not None:
             self.p(f"{t}   {buffered.severity.upper()} {buffered.code}: {buffered.message}")
+        if type(obs) in _SILENT:  # (most observations: a stream's reads, events and deltas print no line)
+            return
         if self._conversation(obs, t):
             return
         tag = self._tag(obs)
