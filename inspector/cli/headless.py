@@ -131,11 +131,13 @@ class ProgressPrinter:
         self.sink.write((terminal(s, newlines=False) + "\n").encode("utf-8", "replace"))
 
     def __call__(self, obs: O.Observation) -> None:
-        t = f"{obs.t:7.3f}s"
         buffered = self.buffering(obs)
+        if buffered is None and type(obs) in _SILENT:  # (most observations: a stream's reads, events and deltas)
+            return
+        t = f"{obs.t:7.3f}s"
         if buffered is not None:
             self.p(f"{t}   {buffered.severity.upper()} {buffered.code}: {buffered.message}")
-        if type(obs) in _SILENT:  # (most observations: a stream's reads, events and deltas print no line)
+        if type(obs) in _SILENT:
             return
         if self._conversation(obs, t):
             return

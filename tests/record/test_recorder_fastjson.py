@@ -231,3 +231,34 @@ def test_the_recorder_writes_kept_observations_through_the_fast_path(monkeypatch
     rec.close()
     assert calls == [obs]
     assert out.getvalue().splitlines()[-1] == _lines(obs, False, []).splitlines()[-1]
+
+
+def _plain_instance(cls: type[O.Observation]) -> O.Observation:
+    hints = typing.get_type_hints(cls)
+    plain = {float: 1.5, int: 3, str: "s", bool: True, bytes: b"ok", SSEEvent: SSEEvent(0, "e", "d", "", None, 0, 1, 0)}
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        hint = hints[f.name]
+        args = [a for a in typing.get_args(hint) if a is not type(None)] if typing.get_origin(hint) else []
+        base = args[0] if len(args) == 1 else hint
+        kwargs[f.name] = plain.get(base, Diagnostic("c", "error", "m") if base is Diagnostic else {})
+    return cls(**kwargs)
+
+
+@pytest.mark.parametrize("cls", OBSERVATIONS, ids=lambda c: c.__name__)
+def test_the_types_the_recorder_returns_from_at_once_write_nothing_anyway(cls: type[O.Observation]) -> None:
+    """The recorder returns at once for the types of ``_UNRECORDED`` (most of a watched stream): its dispatch, run
+    on them, writes nothing; and every other type does write."""
+    from inspector.record import recorder as R
+
+    out = io.BytesIO()
+    rec = Recorder(out, source={"type": "test"})
+    obs = _plain_instance(cls)
+    rec._write(O.AttemptStarted(0.0, 3, 3, "POST", "u", {}, {}))  # (an attempt under way, for the reads and ends)
+    started = out.getvalue()
+    rec._write(obs)
+    wrote = out.getvalue() != started
+    assert wrote == (cls not in R._UNRECORDED), cls
+    if cls in R._UNRECORDED:
+        rec(obs)  # (and through __call__: nothing either)
+        assert out.getvalue() == started
