@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import queue
 import sys
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import IO, Any
 
@@ -21,8 +20,11 @@ from inspector.observe.states import LoopState
 class LineSink:
     """Output written by a thread, so a slow or stalled reader of stdout never blocks the agent loop.
 
-    The queue is bounded: when it is full the loop waits at most `max_wait` seconds, then the line is dropped and
-    counted (`dropped`). A reader that went away (broken pipe, e.g. `| head`) calls `on_broken` once, from the writer
+    ``write`` appends to a buffer (no lock, no thread switch: the loop may write a line per observation); the thread
+    wakes at the first line, lets lines pile up for ``linger`` seconds (a person does not see 20 ms; the loop does
+    not pay a wake-up per line), then writes them in one call and flushes; ``close()`` cuts the wait short. The buffer is bounded: when
+    ``maxsize`` lines wait, the loop waits at most `max_wait` seconds for room, then the line is dropped and counted
+    (`dropped`). A reader that went away (broken pipe, e.g. `| head`) calls `on_broken` once, from the writer
     thread."""
 
     def __init__(
@@ -32,43 +34,70 @@ class LineSink:
         maxsize: int = 50_000,
         max_wait: float = 1.0,
         on_broken: Callable[[], None] | None = None,
+        linger: float = 0.02,
     ) -> None:
         self.out = out
+        self.linger = linger
         self.max_wait = max_wait
         self.on_broken = on_broken
         self.broken = False
         self.dropped = 0
-        self._q: queue.Queue[bytes | None] = queue.Queue(maxsize)
+        self.maxsize = maxsize
+        self._buf: deque[bytes] = deque()
+        self._wake = threading.Event()  # set: lines wait (or the sink closes)
+        self._room = threading.Condition()  # notified after each batch written
+        self._closing = False
+        self._closed = threading.Event()  # set by close(): no more lingering
         self._thread = threading.Thread(target=self._run, name="inspector-output", daemon=True)
         self._thread.start()
 
     def write(self, data: bytes) -> None:
-        if self.broken:
+        if self.broken or self._closing:
             return
+        if len(self._buf) >= self.maxsize:
+            with self._room:
+                self._room.wait_for(lambda: len(self._buf) < self.maxsize or self.broken, self.max_wait)
+            if len(self._buf) >= self.maxsize:
+                self.dropped += 1
+                return
+        self._buf.append(data)  # (deque.append is atomic: the writer thread pops from the other end)
+        if not self._wake.is_set():
+            self._wake.set()
+
+    def _take(self) -> list[bytes]:
+        out = []
+        buf = self._buf
         try:
-            self._q.put(data, timeout=self.max_wait)
-        except queue.Full:
-            self.dropped += 1
+            while True:
+                out.append(buf.popleft())
+        except IndexError:
+            return out
 
     def _run(self) -> None:
-        while (item := self._q.get()) is not None:
-            if self.broken:
-                continue
-            try:
-                self.out.write(item)
-                if self._q.empty():
+        while True:
+            self._wake.wait()
+            if self.linger > 0 and not self._closing:
+                self._closed.wait(self.linger)  # (the wake stays set meanwhile: writers do not set it again)
+            self._wake.clear()
+            batch = self._take()
+            if batch and not self.broken:
+                try:
+                    self.out.write(b"".join(batch))
                     self.out.flush()
-            except (BrokenPipeError, ValueError, OSError):
-                self.broken = True
-                if self.on_broken is not None:
-                    self.on_broken()
+                except (BrokenPipeError, ValueError, OSError):
+                    self.broken = True
+                    if self.on_broken is not None:
+                        self.on_broken()
+            with self._room:
+                self._room.notify_all()
+            if self._closing and not self._buf:
+                return
 
     def close(self, timeout: float = 10.0) -> None:
         """Write what is queued (at most `timeout` seconds), then stop the thread."""
-        try:
-            self._q.put(None, timeout=timeout)
-        except queue.Full:
-            return
+        self._closing = True
+        self._closed.set()
+        self._wake.set()
         self._thread.join(timeout)
         if self.dropped and not self.broken:
             sys.stderr.write(f"inspector: {self.dropped} output lines dropped (stdout did not keep up)\n")
@@ -76,6 +105,9 @@ class LineSink:
 
 def stdout_sink(**kw: Any) -> LineSink:
     return LineSink(sys.stdout.buffer, **kw)
+
+
+_SILENT = frozenset({O.ReadReceived, O.SSEEventSeen, O.BlockDelta})  # observations ProgressPrinter prints nothing for
 
 
 class ProgressPrinter:
@@ -99,10 +131,14 @@ class ProgressPrinter:
         self.sink.write((terminal(s, newlines=False) + "\n").encode("utf-8", "replace"))
 
     def __call__(self, obs: O.Observation) -> None:
-        t = f"{obs.t:7.3f}s"
         buffered = self.buffering(obs)
+        if buffered is None and type(obs) in _SILENT:  # (most observations: a stream's reads, events and deltas)
+            return
+        t = f"{obs.t:7.3f}s"
         if buffered is not None:
             self.p(f"{t}   {buffered.severity.upper()} {buffered.code}: {buffered.message}")
+        if type(obs) in _SILENT:
+            return
         if self._conversation(obs, t):
             return
         tag = self._tag(obs)

@@ -43,6 +43,8 @@ __all__ = [
     "credential_values",
     "env_secrets",
     "is_credential",
+    "json_clean",
+    "json_text_clean",
     "learn",
     "mask_bytes",
     "mask_known",
@@ -300,16 +302,100 @@ def credential_values(
 
 def redact(value: Any, secrets: Iterable[str]) -> Any:
     """``value`` with every occurrence of a secret replaced by ``[redacted]``: in strings (dict keys too) and bytes,
-    through dicts, lists and tuples (tuples come back as lists). Other values are returned as they are."""
+    through dicts, lists and tuples (tuples come back as lists). Other values are returned as they are.
+
+    A dict or list in which no secret can occur (``json_clean``: one ``orjson.dumps`` and a search, in C) comes back
+    as it is: the same object, not a copy (its nested tuples stay tuples)."""
+    if type(value) is dict or type(value) is list:
+        secrets = secrets if isinstance(secrets, list) else list(secrets)
+        if not secrets or json_clean(value, secrets):
+            return value
+    return _redact(value, secrets)
+
+
+def _redact(value: Any, secrets: Iterable[str]) -> Any:
+    """``redact`` by walking the value."""
     if isinstance(value, str):
         return mask_text(value, secrets)
     if isinstance(value, (bytes, bytearray)):
         return mask_bytes(bytes(value), secrets)
     if isinstance(value, dict):
-        return {redact(k, secrets) if isinstance(k, str) else k: redact(v, secrets) for k, v in value.items()}
+        return {_redact(k, secrets) if isinstance(k, str) else k: _redact(v, secrets) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [redact(v, secrets) for v in value]
+        return [_redact(v, secrets) for v in value]
     return value
+
+
+# --- the precheck: can a secret occur in a value at all? -----------------------------------------------------------
+#
+# ``mask_text`` changes a string only when a secret occurs in it as it is, or in its JSON escapes decoded
+# (``\u0073k-...``). ``orjson.dumps`` writes every string of a value (keys too) in a JSON text, escaping only ``"``,
+# ``\`` and the control characters (as ``\"``, ``\\``, ``\n``, ``\u001f``...; other characters as UTF-8). So,
+# for a secret without those characters (``_plain_forms``), it occurs in a string exactly where it occurs in the
+# text; and a string holds a backslash exactly when the text holds the escape ``\\`` (an escape's second character
+# is a backslash only in that one). When the text has a ``\\``: decoding the text's escapes once gives every string
+# as it is (between syntax characters), twice every string with its own escapes decoded (the escape ``\"`` of a
+# string ending in a backslash is decoded across its closing quote, but no escape reaches into the next string: a
+# ``\u`` needs four hex digits, and a string's opening quote follows ``[``, ``{``, ``,`` or ``:``). A secret found in
+# the text or in either decoding may be a false alarm (it spans JSON syntax): the walk then decides.
+# tests/core/test_redaction_precheck.py checks it against the walk (hypothesis) and the canaries.
+
+_PRECHECK_DC = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_SUBCLASS
+_PRECHECK = _PRECHECK_DC | orjson.OPT_PASSTHROUGH_DATACLASS
+_NOT_PLAIN = re.compile(r'["\\\x00-\x1f]')
+
+
+@lru_cache(maxsize=64)  # (bounded: the sets of secrets a process masks are few)
+def _plain_forms(secrets: tuple[str, ...]) -> tuple[bytes, ...] | None:
+    """The secrets as UTF-8, when every one of them is written as it is inside a JSON string (None if one is not)."""
+    out = []
+    for s in secrets:
+        if _NOT_PLAIN.search(s):
+            return None
+        try:
+            out.append(s.encode("utf-8"))
+        except UnicodeEncodeError:  # a lone surrogate
+            return None
+    return tuple(out)
+
+
+def json_clean(value: Any, secrets: Iterable[str], *, dataclasses: bool = False) -> bool:
+    """True when no secret can occur in any string of ``value`` (a JSON-like value: dicts, lists, tuples, strings,
+    numbers...), as it is or JSON-escaped, so that ``redact`` would change nothing; False when one may (or when the
+    value is not one orjson writes as it is: bytes, dataclasses, subclasses, integers beyond 64 bits...).
+
+    ``dataclasses=True``: dataclasses are looked into too (every field, as orjson writes them): True then says
+    that no string field of the dataclass, nor any string in its fields, can hold a secret."""
+    secrets = tuple(secrets)
+    if not secrets:
+        return True
+    forms = _plain_forms(secrets)
+    if forms is None:
+        return False
+    try:
+        text = orjson.dumps(value, option=_PRECHECK_DC if dataclasses else _PRECHECK)
+    except (TypeError, orjson.JSONEncodeError):
+        return False
+    return json_text_clean(text, secrets, forms)
+
+
+def json_text_clean(text: bytes, secrets: Iterable[str], forms: tuple[bytes, ...] | None = None) -> bool:
+    """``json_clean`` of the value whose text (as ``orjson.dumps`` writes it) is ``text``."""
+    secrets = tuple(secrets)
+    if forms is None:
+        if not secrets:
+            return True
+        forms = _plain_forms(secrets)
+        if forms is None:
+            return False
+    for form in forms:
+        if form in text:
+            return False
+    if b"\\\\" not in text:
+        return True
+    once = _unescape(text.decode("utf-8"))
+    twice = _unescape(once)
+    return not any(s in once or s in twice for s in secrets)
 
 
 # --- secrets in text, whatever the escaping ------------------------------------------------------------------------

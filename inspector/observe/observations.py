@@ -16,7 +16,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from inspector.core.redaction import mask_bytes, mask_text, redact
+import orjson
+
+from inspector.core.redaction import json_clean, mask_bytes, mask_text, redact
 from inspector.stream.diagnostics import Diagnostic
 from inspector.stream.sse import SSEEvent
 
@@ -30,8 +32,12 @@ class Observation:
         """This observation with every secret (an API key) replaced, as it is or JSON-escaped, in every field; itself
         when none occurs. Each observation on its own: for a secret split across reads or deltas, see
         ``inspector.observe.redacting.RedactingPublisher``."""
-        if not secrets:
+        if not secrets or json_clean(self, secrets, dataclasses=True):  # (one orjson.dumps: no secret can occur)
             return self
+        return self._redacted_fields(secrets)
+
+    def _redacted_fields(self, secrets: list[str]) -> Observation:
+        """``redacted`` field by field (what it does when the precheck cannot tell the observation clean)."""
         changes: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
@@ -59,6 +65,56 @@ class Observation:
         for f in dataclasses.fields(self):
             out[f.name] = _jsonable(getattr(self, f.name))
         return out
+
+    def to_json_bytes(self) -> bytes | None:
+        """``to_json()`` as the recording writes it (``orjson.dumps(..., default=str, option=OPT_NON_STR_KEYS)``), in
+        one orjson call with a ``default`` hook for what ``_jsonable`` converts, instead of a Python walk that builds
+        a dict first. None when that cannot be sure to give the same bytes (a dict with keys that are not strings, an
+        integer beyond 64 bits, a lone surrogate...): the caller takes the walk then."""
+        names = _names(type(self))
+        if names is None:
+            return None
+        out: dict[str, Any] = {"type": self.kind}
+        for name in names:
+            v = getattr(self, name)
+            if type(v) is dict and not all(type(k) is str for k in v):  # (ToolStateChanged.times: ToolState keys)
+                v = {str(k): x for k, x in v.items()}  # (as _jsonable writes them; deeper ones: orjson refuses)
+            out[name] = v
+        try:
+            return orjson.dumps(out, default=_json_default, option=orjson.OPT_PASSTHROUGH_DATACLASS)
+        except (TypeError, orjson.JSONEncodeError, RecursionError):
+            return None
+
+
+_NAMES: dict[type, tuple[str, ...] | None] = {}
+
+
+def _names(cls: type) -> tuple[str, ...] | None:
+    """The field names of an observation class (None when one is ``type`` or ``kind``: a key of the line would be
+    repeated)."""
+    try:
+        return _NAMES[cls]
+    except KeyError:
+        found = tuple(f.name for f in dataclasses.fields(cls))
+        names = None if "type" in found or "kind" in found else found
+        _NAMES[cls] = names
+        return names
+
+
+def _json_default(v: Any) -> Any:
+    """What orjson cannot write itself, as ``_jsonable`` and then the writer's ``default=str`` make it (one level: orjson
+    calls this again for what it returns)."""
+    if isinstance(v, (bytes, bytearray)):
+        return _jsonable(v)
+    if isinstance(v, Diagnostic):
+        return v.to_json()
+    if isinstance(v, SSEEvent):
+        return _jsonable(v)
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return {f.name: getattr(v, f.name) for f in dataclasses.fields(v)}
+    if isinstance(v, Sequence) and not isinstance(v, (str, memoryview)):  # a history view
+        return list(v)
+    return str(v)
 
 
 def _jsonable(v: Any) -> Any:

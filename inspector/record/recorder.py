@@ -40,6 +40,15 @@ KEPT = (
     O.ExchangeForwarded,
     O.ConversationAssigned,  # the conversation of every attempt (dump and replay group turns by it)
 )
+# the observation types that write no line (a stream's events and deltas, blocks, messages...): most of what a
+# watched stream publishes; returned from at once (exact types: a subclass takes the isinstance tests)
+_UNRECORDED = frozenset(
+    c
+    for c in vars(O).values()
+    if isinstance(c, type)
+    and issubclass(c, O.Observation)
+    and not issubclass(c, (*KEPT, O.ReadReceived, O.AttemptStarted, O.ResponseStarted, O.AttemptEnded))
+)
 
 
 class RecordingTarget(Protocol):
@@ -174,7 +183,7 @@ class Recorder:
         return rec
 
     def __call__(self, obs: O.Observation) -> None:
-        if self.error is not None or self.writer.closed:
+        if type(obs) in _UNRECORDED or self.error is not None or self.writer.closed:
             return
         try:
             self._write(obs)
@@ -263,7 +272,10 @@ class Recorder:
             w.end(obs.turn, rec, obs.t - t0, obs.status, obs.reason)
             self._forget(obs.turn, obs.attempt, rec)
         elif isinstance(obs, KEPT):
-            w.observation(obs.to_json())
+            if type(w) is RecordingWriter:
+                w.observation_of(obs)  # (the same line, without the Python walk of to_json)
+            else:
+                w.observation(obs.to_json())
             if isinstance(obs, O.LoopFinished):
                 self._started.clear()
                 self._first.clear()

@@ -23,9 +23,11 @@ from inspector.core.redaction import (
     StreamRedactor,
     clean_headers,
     credential_values,
+    json_text_clean,
     redact,
     usable_secrets,
 )
+from inspector.observe.observations import Observation
 from inspector.record.format import FORMAT, VERSION
 
 __all__ = ["RecordingWriter"]
@@ -225,6 +227,16 @@ class RecordingWriter:
         line.pop("kind", None)
         self._write({"kind": "obs", **line})
 
+    def observation_of(self, obs: Observation) -> None:
+        """``observation(obs.to_json())``, the same bytes, written from ``obs.to_json_bytes()`` (one orjson call) when
+        it can be: the line is checked for secrets as it is (``json_text_clean``), and walked only if one may be in
+        it, or if the observation cannot be written that way."""
+        body = obs.to_json_bytes()
+        if body is None or (self._secrets and not json_text_clean(body, self._secrets)):
+            self.observation(obs.to_json())
+            return
+        self._write_line(b'{"kind":"obs",' + body[1:] + b"\n")
+
     def close(self) -> None:
         """Flush and (if the writer opened it) close the file. Safe to call twice."""
         if not self._closed:
@@ -284,7 +296,9 @@ class RecordingWriter:
         return line
 
     def _write(self, obj: dict[str, Any]) -> None:
-        line = self._serialize(obj) + b"\n"
+        self._write_line(self._serialize(obj) + b"\n")
+
+    def _write_line(self, line: bytes) -> None:
         with self._lock:
             if self._closed:
                 raise ValueError("write to a closed RecordingWriter")
