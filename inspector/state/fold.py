@@ -140,8 +140,17 @@ class DashboardState:
         return self
 
     def apply_all(self, observations: Iterable[O.Observation]) -> DashboardState:
+        """`apply` each observation in turn (the same fold, its lookups made once for the batch: what the app folds
+        per tick)."""
+        handlers, conversations, st = _HANDLERS, self.conversations.apply, self.status
         for obs in observations:
-            self.apply(obs)
+            self.n += 1
+            handler = handlers.get(type(obs))
+            if handler is not None:
+                handler(self, obs)
+            conversations(obs)
+            if obs.t > st.t_last:
+                st.t_last = obs.t
         return self
 
     # -- loop & turns

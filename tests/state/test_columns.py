@@ -4,6 +4,7 @@ plain-list model (hypothesis) and against the state rebuilt from scratch."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any, cast
 
 import pytest
@@ -409,3 +410,72 @@ def test_read_rows_keep_any_bytes_and_their_sizes() -> None:
     c = t.cow_copy()
     t.append(0, 0, 3000, 0.0, 0.0, cast(bytes, bytearray(b"xy\n")), 0)
     assert t.data[-1] == b"xy\n" and len(c) == 3000 and c.data[-1] == datas[-1]
+
+
+_BATCH_OBS = generated_observations(500, tool_every=150)
+
+
+@functools.cache
+def _one_by_one(spacing: int, block: int) -> tuple[Any, list[int], dict[int, Any]]:
+    """The live state (canon), the event positions and the checkpoints (canon) of appending and applying
+    `_BATCH_OBS` one observation at a time."""
+    from inspector.testing.state import canon
+
+    one, live = History(spacing=spacing, block=block), DashboardState()
+    one.follow(live)
+    for o in _BATCH_OBS:
+        one.append(o)
+        live.apply(o)
+    keys = sorted(one._checkpoints)
+    sample = {keys[0], keys[len(keys) // 2], keys[-1]} if keys else set()  # (a canon costs the whole state)
+    return (
+        canon(live),
+        list(one.event_pos),
+        {k: (c.n, canon(c) if k in sample else None) for k, c in one._checkpoints.items()},
+    )
+
+
+@functools.cache
+def _rebuilt(k: int) -> Any:
+    from inspector.testing.state import canon
+
+    return canon(state_at(_BATCH_OBS, k))
+
+
+@settings(max_examples=examples(25), deadline=None)
+@given(st.lists(st.integers(1, 400), max_size=20), st.sampled_from([1, 9, 100, 2000]), st.sampled_from([5, 64, 2048]))
+def test_a_batch_fold_is_the_one_by_one_fold(sizes: list[int], spacing: int, block: int) -> None:
+    """`History.extend_live` (what the app's tick can fold: a batch) leaves the history, its checkpoints and the
+    live state exactly as appending and applying one observation at a time does, however the session is cut into
+    batches; and `apply_all` is `apply` one by one."""
+    from inspector.testing.state import canon
+
+    obs = _BATCH_OBS
+    live, event_pos, checkpoints = _one_by_one(spacing, block)
+    many, many_live = History(spacing=spacing, block=block), DashboardState()
+    many.follow(many_live)
+    start = 0
+    for size in [*sizes, len(obs)]:
+        many.extend_live(obs[start : start + size])
+        start += size
+    assert canon(many_live) == live
+    assert list(many.event_pos) == event_pos and list(many.observations) == obs
+    assert many._checkpoints.keys() == checkpoints.keys()
+    for k, (n, c) in checkpoints.items():
+        got = many._checkpoints[k]
+        assert got.n == n and (c is None or canon(got) == c), k
+    for k in (spacing, many.event_count // 2):
+        assert canon(many.state_at(k)) == _rebuilt(k)
+    cut = sum(sizes) % (len(obs) + 1)
+    one = DashboardState()
+    for o in obs[:cut]:
+        one.apply(o)
+    assert canon(DashboardState().apply_all(obs[:cut])) == canon(one)
+
+
+def test_a_batch_without_a_followed_state_is_appended_only() -> None:
+    obs = parse_date_observations()
+    h = History(spacing=3, block=4)
+    h.extend_live(obs)
+    assert list(h.observations) == obs and h.event_count == sum(type(o).__name__ == "SSEEventSeen" for o in obs)
+    assert not h._checkpoints
