@@ -132,8 +132,10 @@ class ConversationTable:
         if tp is O.ExchangeForwarded:
             self._side(obs)  # type: ignore[arg-type]
             return
+        if not self.by_turn:  # (no conversation yet: every observation of a session that is not a proxy's)
+            return
         turn = getattr(obs, "turn", None)
-        if turn is None or not self.by_turn:
+        if turn is None:
             return
         cid = self.by_turn.get(turn)
         if cid is None:
