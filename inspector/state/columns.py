@@ -22,6 +22,7 @@ from operator import itemgetter
 from typing import Any, Self, TypeVar
 
 CHUNK = 1024  # rows per chunk (a copy copies at most one chunk per column)
+ROW_BUFFER = 64  # rows a `RowTable` buffers before they go into its columns (few live tuples for the GC to count)
 _MISSING = object()
 _K = TypeVar("_K")
 _V = TypeVar("_V")
@@ -107,8 +108,9 @@ class ChunkedTable:
 class RowTable(ChunkedTable):
     """A `ChunkedTable` the fold appends to a whole row at a time (the event and read tables: a row per SSE event,
     per network read). A new row is one tuple in a short row buffer (one list append, not a dozen column appends);
-    the buffer goes into the columns at C speed (`zip`, `array.extend`) when the chunk fills up and whenever the table
-    is copied, so a copy (a checkpoint) never holds buffered rows: it costs what a columnar tail costs.
+    the buffer goes into the columns at C speed (`zip`, `array.extend`) every `ROW_BUFFER` rows, when the chunk fills
+    up and whenever the table is copied, so a copy (a checkpoint) never holds buffered rows: it costs what a columnar
+    tail costs.
 
     ``SPILLED`` names the (offset column, size column, text) pairs whose values live in ``store``: a buffered row
     holds the value itself in the offset column (and its size in the size column); the buffer's values are added
@@ -120,7 +122,7 @@ class RowTable(ChunkedTable):
     def __init__(self, types: tuple[str | None, ...], store: ByteStore | None = None) -> None:
         super().__init__(types)
         self._rows: list[tuple[Any, ...]] = []
-        self._room = CHUNK  # rows the buffer takes before it goes into the columns
+        self._room = min(ROW_BUFFER, CHUNK)  # rows the buffer takes before it goes into the columns
         self.store = store if store is not None else ByteStore()
 
     def __len__(self) -> int:
@@ -143,7 +145,7 @@ class RowTable(ChunkedTable):
             self._rows = []
         if len(self._tail[0]) >= CHUNK:
             self._seal()
-        self._room = CHUNK - len(self._tail[0])
+        self._room = min(ROW_BUFFER, CHUNK - len(self._tail[0]))
 
     def _row(self, row: tuple[Any, ...]) -> int:
         """Append a row (the subclass's `append` builds it); returns its row number."""

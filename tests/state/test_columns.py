@@ -345,13 +345,15 @@ ROW_OPS = st.lists(
 
 
 @settings(max_examples=examples(60), deadline=None)
-@given(ROW_OPS, st.integers(0, 40))
-def test_row_tables_read_like_their_rows_through_buffer_columns_and_copies(ops: list[tuple[Any, ...]], at: int) -> None:
+@given(ROW_OPS, st.integers(0, 40), st.sampled_from([3, 64]))
+def test_row_tables_read_like_their_rows_through_buffer_columns_and_copies(
+    ops: list[tuple[Any, ...]], at: int, buffer: int
+) -> None:
     """The event table keeps new rows in a row buffer, moved into columns when a chunk fills or the table is copied
     (`RowTable`): any mix of appends, writes (a flag, a summary) and copies reads back, column by column, row by row
     and through `column_from`, as a list of rows; copies and originals change independently; the store is shared."""
-    old = C.CHUNK
-    C.CHUNK = 8  # small chunks: many seals, buffers cut short by copies
+    old = C.CHUNK, C.ROW_BUFFER
+    C.CHUNK, C.ROW_BUFFER = 8, buffer  # small chunks: many seals, buffers cut short by copies (and by the chunk's end)
     try:
         store = ByteStore()
         store.flush = 40  # and summaries spilled to the file
@@ -391,7 +393,7 @@ def test_row_tables_read_like_their_rows_through_buffer_columns_and_copies(ops: 
             with pytest.raises(IndexError):
                 t.summary[len(m)]
     finally:
-        C.CHUNK = old
+        C.CHUNK, C.ROW_BUFFER = old
 
 
 def test_read_rows_keep_any_bytes_and_their_sizes() -> None:
