@@ -96,7 +96,12 @@ def _tokens(usage: dict[str, Any]) -> tuple[int, int]:
 
 
 class ConversationTable:
-    """Conversations in order of appearance; `by_turn` maps a global turn to its conversation."""
+    """Conversations in order of appearance; `by_turn` maps a global turn to its conversation.
+
+    While `by_turn` is empty, `apply` of an observation whose type is not in `ROUTING` only counts it (``n += 1``):
+    a batch fold (`DashboardState.apply_all`) does just that without the call."""
+
+    ROUTING: frozenset[type] = frozenset({O.ConversationAssigned, O.ExchangeForwarded})
 
     def __init__(self) -> None:
         self.by_id: dict[str, ConversationEntry] = {}

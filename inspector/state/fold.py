@@ -142,13 +142,19 @@ class DashboardState:
     def apply_all(self, observations: Iterable[O.Observation]) -> DashboardState:
         """`apply` each observation in turn (the same fold, its lookups made once for the batch: what the app folds
         per tick)."""
-        handlers, conversations, st = _HANDLERS, self.conversations.apply, self.status
+        handlers, st = _HANDLERS, self.status
+        conversations = self.conversations
+        routing, by_turn = conversations.ROUTING, conversations.by_turn
         for obs in observations:
             self.n += 1
-            handler = handlers.get(type(obs))
+            tp = type(obs)
+            handler = handlers.get(tp)
             if handler is not None:
                 handler(self, obs)
-            conversations(obs)
+            if by_turn or tp in routing:
+                conversations.apply(obs)
+            else:  # (no conversation yet: the table would only count it)
+                conversations.n += 1
             if obs.t > st.t_last:
                 st.t_last = obs.t
         return self

@@ -332,13 +332,11 @@ class History:
         next_ck = (base_k // sp + 1) * sp
         while next_ck <= k and next_ck < self.event_count:
             ck_end = self.cut(next_ck)
-            for o in obs.range(pos, ck_end):
-                state.apply(o)
+            state.apply_all(obs.range(pos, ck_end))
             pos = ck_end
             if next_ck not in self._checkpoints:
                 self._checkpoints[next_ck] = state.copy()
             next_ck += sp
-        for o in obs.range(pos, end):
-            state.apply(o)
+        state.apply_all(obs.range(pos, end))
         self._cursor_state, self._cursor_k = state.copy(), k
         return state

@@ -481,3 +481,33 @@ def test_a_batch_without_a_followed_state_is_appended_only() -> None:
     h.extend_live(obs)
     assert list(h.observations) == obs and h.event_count == sum(type(o).__name__ == "SSEEventSeen" for o in obs)
     assert not h._checkpoints
+
+
+@pytest.mark.parametrize("proxied", [False, True])
+def test_the_batch_fold_keeps_the_conversation_table_of_the_one_by_one_fold(proxied: bool) -> None:
+    """`apply_all` skips the conversation table's call while there is no conversation (it would only count the
+    observation): a proxied session's table (side requests first, then conversations) and a plain session's count
+    are those of `apply` one by one, and so are the states (time travel folds with `apply_all` too)."""
+    import dataclasses
+
+    from inspector.observe import observations as O
+    from inspector.testing.conversations import interleaved_conversations
+    from inspector.testing.state import canon
+
+    obs: list[O.Observation] = list(parse_date_observations())
+    if proxied:  # a side request of no conversation before the first conversation, then three conversations
+        obs = [O.ExchangeForwarded(0.0, "POST", "/v1/messages/count_tokens", 200, 10, "ok", None, "count")]
+        obs += interleaved_conversations(3)
+    one = DashboardState()
+    for o in obs:
+        one.apply(o)
+    many = DashboardState().apply_all(obs)
+
+    def table(s: DashboardState) -> tuple[Any, ...]:
+        c = s.conversations
+        entries = [dataclasses.astuple(e) for e in c]
+        return (c.n, c.rev, c.other_requests, c.streaming, dict(c.by_turn), c.order, entries)
+
+    assert table(many) == table(one) and many.conversations.n == len(obs)
+    assert canon(many) == canon(one)
+    assert len(one.conversations) == (3 if proxied else 0) and one.conversations.other_requests == int(proxied)
