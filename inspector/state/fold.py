@@ -130,10 +130,15 @@ class DashboardState:
 
     def apply(self, obs: O.Observation) -> DashboardState:
         self.n += 1
-        handler = _HANDLERS.get(type(obs))
+        tp = type(obs)
+        handler = _HANDLERS.get(tp)
         if handler is not None:
             handler(self, obs)
-        self.conversations.apply(obs)
+        conversations = self.conversations
+        if conversations.by_turn or tp in conversations.ROUTING:
+            conversations.apply(obs)
+        else:  # (no conversation yet: the table would only count it)
+            conversations.n += 1
         st = self.status
         if obs.t > st.t_last:
             st.t_last = obs.t
