@@ -8,6 +8,9 @@ event (and before the (k+1)-th), and `History` does the same in roughly constant
 Everything that changes carries a `version` (the number of observations applied when it last changed), so a view
 can cache what it rendered by (key, version) and the cache stays valid across time travel: the same prefix of
 observations always yields the same versions.
+
+`apply_all(batch)` is the same fold for a batch, its lookups made once (the app's tick; time travel folding forward);
+`History.extend_live(batch)` appends a batch to the history and folds it into the live state it follows.
 """
 
 from __future__ import annotations

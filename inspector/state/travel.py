@@ -244,7 +244,8 @@ class FrozenObservations:
 class History:
     """The observations received so far (spilled to disk), with time travel in near-constant time.
 
-    `append` is O(1). Checkpoints are taken every `spacing` events: from the live state it `follow`s (a copy on
+    `append` is O(1); `extend_live` appends a batch and folds it into the followed live state (the app's tick).
+    Checkpoints are taken every `spacing` events: from the live state it `follow`s (a copy on
     write: near-constant cost, sharing its sealed chunks and untouched entries), or lazily while folding forward.
     `state_at(k)` starts from the nearest checkpoint at or before event k and folds at most `spacing` events.
     """
