@@ -66,8 +66,12 @@ def main() -> int:
     if args.no_gc:
         gc.disable()
     report: dict[str, Any] = {"events": args.events, "observations": len(observations), "batch": args.batch}
+    from inspector.state.travel import History
+
+    names = ["fold", "spill", "per observation"] + (["batch"] if hasattr(History, "extend_live") else [])
+    # (a tree from before the batch path has no History.extend_live: its figures without the batch variant)
     variants: dict[str, Callable[[], tuple[float, list[int]]]] = {
-        v: (lambda v=v: run(observations, v, args.batch)) for v in ("fold", "spill", "per observation", "batch")
+        v: (lambda v=v: run(observations, v, args.batch)) for v in names
     }
     for name, f in variants.items():
         runs = [f() for _ in range(max(1, args.repeat))]
