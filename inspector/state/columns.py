@@ -17,9 +17,12 @@ import os
 import tempfile
 from array import array
 from collections.abc import Callable, Iterator
+from itertools import accumulate
+from operator import itemgetter
 from typing import Any, Self, TypeVar
 
 CHUNK = 1024  # rows per chunk (a copy copies at most one chunk per column)
+ROW_BUFFER = 64  # rows a `RowTable` buffers before they go into its columns (few live tuples for the GC to count)
 _MISSING = object()
 _K = TypeVar("_K")
 _V = TypeVar("_V")
@@ -100,6 +103,131 @@ class ChunkedTable:
         new._owned = [False] * len(self._sealed)
         self._owned = [False] * len(self._sealed)
         return new
+
+
+class RowTable(ChunkedTable):
+    """A `ChunkedTable` the fold appends to a whole row at a time (the event and read tables: a row per SSE event,
+    per network read). A new row is one tuple in a short row buffer (one list append, not a dozen column appends);
+    the buffer goes into the columns at C speed (`zip`, `array.extend`) every `ROW_BUFFER` rows, when the chunk fills
+    up and whenever the table is copied, so a copy (a checkpoint) never holds buffered rows: it costs what a columnar
+    tail costs.
+
+    ``SPILLED`` names the (offset column, size column, text) pairs whose values live in ``store``: a buffered row
+    holds the value itself in the offset column (and its size in the size column); the buffer's values are added
+    to the store in one piece when it goes into the columns. Read them with `spilled`."""
+
+    __slots__ = ("_rows", "_room", "store")
+    SPILLED: tuple[tuple[int, int, bool], ...] = ()
+
+    def __init__(self, types: tuple[str | None, ...], store: ByteStore | None = None) -> None:
+        super().__init__(types)
+        self._rows: list[tuple[Any, ...]] = []
+        self._room = min(ROW_BUFFER, CHUNK)  # rows the buffer takes before it goes into the columns
+        self.store = store if store is not None else ByteStore()
+
+    def __len__(self) -> int:
+        return self._n + len(self._tail[0]) + len(self._rows)
+
+    def _put_rows(self) -> None:
+        """Move the buffered rows into the tail's columns (sealing the tail when it is full)."""
+        rows = self._rows
+        if rows:
+            cols: list[Any] = list(zip(*rows, strict=True))
+            for off, size, text in self.SPILLED:
+                values = cols[off]
+                raws = [v.encode("utf-8", "surrogatepass") for v in values] if text else values
+                sizes = list(map(len, raws))
+                base = self.store.add(b"".join(raws))
+                cols[off] = list(accumulate(sizes[:-1], initial=base))
+                cols[size] = sizes
+            for column, values in zip(self._tail, cols, strict=True):
+                column.extend(values)
+            self._rows = []
+        if len(self._tail[0]) >= CHUNK:
+            self._seal()
+        self._room = min(ROW_BUFFER, CHUNK - len(self._tail[0]))
+
+    def _row(self, row: tuple[Any, ...]) -> int:
+        """Append a row (the subclass's `append` builds it); returns its row number."""
+        rows = self._rows
+        rows.append(row)
+        if len(rows) >= self._room:
+            self._put_rows()
+        return len(self) - 1
+
+    def get(self, col: int, i: int) -> Any:
+        if i < 0:
+            i += len(self)
+            if i < 0:
+                raise IndexError("row index out of range")
+        j = i - self._n
+        if j < 0:
+            return self._sealed[i // CHUNK][col][i % CHUNK]
+        tail = self._tail[col]
+        if j < len(tail):
+            return tail[j]
+        return self._rows[j - len(tail)][col]
+
+    def set(self, col: int, i: int, value: Any) -> None:
+        if i < 0:
+            i += len(self)
+        j = i - self._n - len(self._tail[0])
+        if j >= 0:
+            row = self._rows[j]
+            self._rows[j] = (*row[:col], value, *row[col + 1 :])
+            return
+        super().set(col, i, value)
+
+    def spilled(self, i: int, off: int, size: int, text: bool) -> Any:
+        """The value of row `i` in a spilled column: str when `text`, else bytes."""
+        if i < 0:
+            i += len(self)
+            if i < 0:
+                raise IndexError("row index out of range")
+        j = i - self._n - len(self._tail[0])
+        if j >= 0:
+            v = self._rows[j][off]
+            return v if type(v) is (str if text else bytes) else _plain(v, text)
+        raw = self.store.get(self.get(off, i), self.get(size, i))
+        return raw.decode("utf-8", "surrogatepass") if text else raw
+
+    def set_spilled(self, i: int, off: int, size: int, value: str | bytes, text: bool) -> None:
+        """Change row `i`'s value in a spilled column (a buffered row keeps it; a stored one stores it anew)."""
+        if i < 0:
+            i += len(self)
+        j = i - self._n - len(self._tail[0])
+        if j >= 0:
+            value = _plain(value, text)
+            raw_len = len(value.encode("utf-8", "surrogatepass")) if isinstance(value, str) else len(value)
+            self.set(off, i, value)
+            self.set(size, i, raw_len)
+            return
+        raw = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else bytes(value)
+        self.set(off, i, self.store.add(raw))
+        self.set(size, i, len(raw))
+
+    def column(self, col: int) -> Iterator[Any]:
+        yield from super().column(col)
+        yield from map(itemgetter(col), self._rows[:])
+
+    def column_from(self, col: int, start: int) -> Iterator[Any]:
+        tail = self._n + len(self._tail[0])
+        if start < tail:
+            yield from super().column_from(col, start)
+        yield from map(itemgetter(col), self._rows[max(0, start - tail) :])
+
+    def cow_copy(self) -> Self:
+        self._put_rows()  # (the copy and this table then share sealed chunks only; the tail is copied)
+        new: Self = super().cow_copy()
+        new._rows = []
+        return new
+
+
+def _plain(v: Any, text: bool) -> Any:
+    """A spilled column's value as it reads back from the store: str (text) or bytes."""
+    if text:
+        return v if isinstance(v, str) else bytes(v).decode("utf-8", "surrogatepass")
+    return v.encode("utf-8", "surrogatepass") if isinstance(v, str) else bytes(v)
 
 
 class ColView:

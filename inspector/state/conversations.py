@@ -96,7 +96,12 @@ def _tokens(usage: dict[str, Any]) -> tuple[int, int]:
 
 
 class ConversationTable:
-    """Conversations in order of appearance; `by_turn` maps a global turn to its conversation."""
+    """Conversations in order of appearance; `by_turn` maps a global turn to its conversation.
+
+    While `by_turn` is empty, `apply` of an observation whose type is not in `ROUTING` only counts it (``n += 1``):
+    a batch fold (`DashboardState.apply_all`) does just that without the call."""
+
+    ROUTING: frozenset[type] = frozenset({O.ConversationAssigned, O.ExchangeForwarded})
 
     def __init__(self) -> None:
         self.by_id: dict[str, ConversationEntry] = {}
@@ -132,8 +137,10 @@ class ConversationTable:
         if tp is O.ExchangeForwarded:
             self._side(obs)  # type: ignore[arg-type]
             return
+        if not self.by_turn:  # (no conversation yet: every observation of a session that is not a proxy's)
+            return
         turn = getattr(obs, "turn", None)
-        if turn is None or not self.by_turn:
+        if turn is None:
             return
         cid = self.by_turn.get(turn)
         if cid is None:

@@ -15,7 +15,7 @@ import orjson
 from inspector.core import fmt
 from inspector.core.fmt import short
 from inspector.observe.states import TOOL_RAN, TOOL_TERMINAL, LoopState
-from inspector.state.columns import CHUNK, ByteStore, ChunkedTable, Column, ColView, clone
+from inspector.state.columns import ByteStore, Column, ColView, RowTable, clone
 
 __all__ = ["clone"]  # (re-exported: the copy of an entry lives with the storage it copies, in state/columns)
 from inspector.stream.protocol import TOOL_INPUT_BLOCKS
@@ -95,18 +95,18 @@ def error_position(buffer: str, message: str | None) -> int | None:
 # ------------------------------------------------------------------------------------------------ entries
 
 
-class EventTable(ChunkedTable):
+class EventTable(RowTable):
     """SSE event rows (plus marker rows: attempts, HTTP tries, holds), column by column in copy-on-write chunks:
     ~80 bytes a row; summaries are kept UTF-8 encoded in the state's spill store, out of the heap."""
 
-    __slots__ = ("store", "event_rows")
+    __slots__ = ("event_rows",)
     # column order (the public names are list-like views: ``table.flags[row]``)
     NAMES = ("seq", "t", "etype", "index", "read_index", "turn", "attempt", "flags", "evno", "start", "end", "s_off")
     TYPES = ("i", "d", None, "i", "i", "i", "i", "B", "i", "q", "q", "q")
+    SPILLED = ((11, 12, True),)  # the summary (its offset in the store, its size)
 
     def __init__(self, store: ByteStore | None = None) -> None:
-        super().__init__(self.TYPES + ("i",))  # + the summary's size
-        self.store = store if store is not None else ByteStore()
+        super().__init__(self.TYPES + ("i",), store)  # + the summary's size
         self.event_rows = Column("l")  # row of event k is event_rows[k - 1]
 
     def append(
@@ -124,26 +124,14 @@ class EventTable(ChunkedTable):
         start: int,
         end: int,
     ) -> int:
-        c = self._tail
-        row = self._n + len(c[0])
-        raw = summary.encode("utf-8", "surrogatepass")
-        c[0].append(seq)
-        c[1].append(t)
-        c[2].append(etype)
-        c[3].append(index)
-        c[4].append(read_index)
-        c[5].append(turn)
-        c[6].append(attempt)
-        c[7].append(flags)
-        c[8].append(evno)
-        c[9].append(start)
-        c[10].append(end)
-        c[11].append(self.store.add(raw))
-        c[12].append(len(raw))
+        rows = self._rows
+        row = self._n + len(self._tail[0]) + len(rows)
+        size = len(summary) if summary.isascii() else len(summary.encode("utf-8", "surrogatepass"))
+        rows.append((seq, t, etype, index, read_index, turn, attempt, flags, evno, start, end, summary, size))
         if evno:
             self.event_rows.append(row)
-        if len(c[0]) >= CHUNK:
-            self._seal()
+        if len(rows) >= self._room:
+            self._put_rows()
         return row
 
     @property
@@ -211,61 +199,50 @@ class _Spilled:
 
     __slots__ = ("table", "off", "size", "text")
 
-    def __init__(self, table: ChunkedTable, off: int, size: int, *, text: bool) -> None:
+    def __init__(self, table: RowTable, off: int, size: int, *, text: bool) -> None:
         self.table, self.off, self.size, self.text = table, off, size, text
 
     def __len__(self) -> int:
         return len(self.table)
 
     def __getitem__(self, i: Any) -> Any:
-        t: Any = self.table
+        t = self.table
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(t)))]
-        raw = t.store.get(t.get(self.off, i), t.get(self.size, i))
-        return raw.decode("utf-8", "surrogatepass") if self.text else raw
+        return t.spilled(i, self.off, self.size, self.text)
 
     def __setitem__(self, i: int, value: str | bytes) -> None:
-        t: Any = self.table
-        raw = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else value
-        t.set(self.off, i, t.store.add(raw))
-        t.set(self.size, i, len(raw))
+        self.table.set_spilled(i, self.off, self.size, value, self.text)
 
     def __iter__(self) -> Iterator[Any]:
         for i in range(len(self.table)):
             yield self[i]
 
 
-class ReadTable(ChunkedTable):
+class ReadTable(RowTable):
     """Network reads, column by column in copy-on-write chunks; the bytes live in the state's spill store."""
 
-    __slots__ = ("store", "lines")
+    __slots__ = ("lines",)
     NAMES = ("turn", "attempt", "read_index", "t", "t_request", "offset", "line_start", "d_off", "d_len")
     TYPES = ("i", "i", "i", "d", "d", "q", "q", "q", "i")
+    SPILLED = ((7, 8, False),)  # the bytes read (their offset in the store, their size)
 
     def __init__(self, store: ByteStore | None = None) -> None:
-        super().__init__(self.TYPES)
-        self.store = store if store is not None else ByteStore()
+        super().__init__(self.TYPES, store)
         self.lines = 0  # total raw-view lines
 
     def append(
         self, turn: int, attempt: int, read_index: int, t: float, t_request: float, data: bytes, offset: int
     ) -> None:
-        c = self._tail
-        c[0].append(turn)
-        c[1].append(attempt)
-        c[2].append(read_index)
-        c[3].append(t)
-        c[4].append(t_request)
-        c[5].append(offset)
-        c[6].append(self.lines)  # first raw-view line of this read (a header line, then its data lines)
-        c[7].append(self.store.add(data))
-        c[8].append(len(data))
+        rows = self._rows
+        # (the row's line_start: the first raw-view line of this read, a header line, then its data lines)
+        rows.append((turn, attempt, read_index, t, t_request, offset, self.lines, data, len(data)))
         n = data.count(b"\n")
         if data and not data.endswith(b"\n"):
             n += 1
         self.lines += 1 + n
-        if len(c[0]) >= CHUNK:
-            self._seal()
+        if len(rows) >= self._room:
+            self._put_rows()
 
     @property
     def data(self) -> _Spilled:

@@ -8,6 +8,9 @@ event (and before the (k+1)-th), and `History` does the same in roughly constant
 Everything that changes carries a `version` (the number of observations applied when it last changed), so a view
 can cache what it rendered by (key, version) and the cache stays valid across time travel: the same prefix of
 observations always yields the same versions.
+
+`apply_all(batch)` is the same fold for a batch, its lookups made once (the app's tick; time travel folding forward);
+`History.extend_live(batch)` appends a batch to the history and folds it into the live state it follows.
 """
 
 from __future__ import annotations
@@ -130,18 +133,38 @@ class DashboardState:
 
     def apply(self, obs: O.Observation) -> DashboardState:
         self.n += 1
-        handler = _HANDLERS.get(type(obs))
+        tp = type(obs)
+        handler = _HANDLERS.get(tp)
         if handler is not None:
             handler(self, obs)
-        self.conversations.apply(obs)
+        conversations = self.conversations
+        if conversations.by_turn or tp in conversations.ROUTING:
+            conversations.apply(obs)
+        else:  # (no conversation yet: the table would only count it)
+            conversations.n += 1
         st = self.status
         if obs.t > st.t_last:
             st.t_last = obs.t
         return self
 
     def apply_all(self, observations: Iterable[O.Observation]) -> DashboardState:
+        """`apply` each observation in turn (the same fold, its lookups made once for the batch: what the app folds
+        per tick)."""
+        handlers, st = _HANDLERS, self.status
+        conversations = self.conversations
+        routing, by_turn = conversations.ROUTING, conversations.by_turn
         for obs in observations:
-            self.apply(obs)
+            self.n += 1
+            tp = type(obs)
+            handler = handlers.get(tp)
+            if handler is not None:
+                handler(self, obs)
+            if by_turn or tp in routing:
+                conversations.apply(obs)
+            else:  # (no conversation yet: the table would only count it)
+                conversations.n += 1
+            if obs.t > st.t_last:
+                st.t_last = obs.t
         return self
 
     # -- loop & turns
@@ -324,65 +347,81 @@ class DashboardState:
         self._touch_status()
 
     def _read(self, obs: O.ReadReceived) -> None:
-        key = (obs.turn, obs.attempt)
-        a = self._attempt(obs.turn, obs.attempt, obs.t)
-        data = obs.data
-        offset = self.attempt_offset.get(key, 0)
+        # (a third of the observations: the attribute reads, the current attempt and the status touch are inline)
+        turn, attempt, t, t_request, data = obs.turn, obs.attempt, obs.t, obs.t_request, obs.data
+        a = self._ca
+        if a is None or a.attempt != attempt or a.turn != turn:
+            a = self._attempt(turn, attempt, t)
+        key = (turn, attempt)
+        offsets = self.attempt_offset
+        offset = offsets.get(key, 0)
         if key not in self.attempt_first_read:
             self.attempt_first_read[key] = len(self.reads)
-        self.reads.append(obs.turn, obs.attempt, obs.read_index, obs.t, obs.t_request, data, offset)
-        self.attempt_offset[key] = offset + len(data)
-        # the stream's own clock: the user's holds since the request are left out
-        a.held = max(0.0, self._held_at(obs.t) - a.held_base)
-        t_stream = max(0.0, round(obs.t_request - a.held, 9)) if a.held else obs.t_request
-        silence = obs.t_request - a.last_read_raw
+        self.reads.append(turn, attempt, obs.read_index, t, t_request, data, offset)
+        size = len(data)
+        offsets[key] = offset + size
+        # the stream's own clock: the user's holds since the request are left out (`_held_at`, inline)
+        st = self.status
+        since = st.held_since
+        held = (st.held_total if since is None else st.held_total + max(0.0, t - since)) - a.held_base
+        if held > 0.0:
+            a.held = held
+            t_stream = max(0.0, round(t_request - held, 9))
+        else:
+            a.held = 0.0
+            t_stream = t_request
+        silence = t_request - a.last_read_raw
         if silence > a.max_silence:
             a.max_silence = silence
-        a.last_read_raw = obs.t_request
+        a.last_read_raw = t_request
         if a.ttfb is None:
             a.ttfb = t_stream
-            a.t_first_byte = obs.t
-        if a.last_read_t is not None:
-            a.last_gap = max(0.0, t_stream - a.last_read_t)
+            a.t_first_byte = t
+        last = a.last_read_t
+        if last is not None:
+            gap = t_stream - last
+            a.last_gap = gap if gap > 0.0 else 0.0
         a.last_read_t = t_stream
         a.reads += 1
-        a.nbytes += len(data)
-        a.version = self.n
-        self.rev_events = self.n  # the raw view
-        self._touch_status()
+        a.nbytes += size
+        n = self.n
+        a.version = n
+        self.rev_events = n  # the raw view
+        st.version = self.rev_status = n  # (_touch_status)
 
     def _sse(self, obs: O.SSEEventSeen) -> None:
         st = self.status
         st.events += 1
-        a = self._attempt(obs.turn, obs.attempt, obs.t)
+        turn, attempt = obs.turn, obs.attempt
+        a = self._ca
+        if a is None or a.attempt != attempt or a.turn != turn:
+            a = self._attempt(turn, attempt, obs.t)
         a.events += 1
         sse = obs.sse
         et = obs.event_type
-        flags = 0
-        if et in ("error", "invalid"):
-            flags |= F_ERROR
-        elif et == "unknown":
-            flags |= F_WARN
+        flags = F_ERROR if et == "error" or et == "invalid" else F_WARN if et == "unknown" else 0
         # the event's name on the wire: Anthropic's and Responses' `event:` names; a Chat Completions chunk has none
         # (its SSE event is "message"), it is a "chunk" (the neutral type stays in `et` for the flags above)
         wire = sse.event
         name = wire if wire.startswith("response.") else ("chunk" if wire == "message" and et != "invalid" else et)
+        index = obs.index
         self.events.append(
             sse.seq,
             obs.t,
             name,
-            -1 if obs.index is None else obs.index,
+            -1 if index is None else index,
             obs.summary,
             sse.read_index,
-            obs.turn,
-            obs.attempt,
+            turn,
+            attempt,
             flags,
             st.events,
             sse.start,
             sse.end,
         )
-        self.rev_events = self.n
-        self._touch_status()
+        n = self.n
+        self.rev_events = n
+        st.version = self.rev_status = n  # (_touch_status)
 
     def _message_started(self, obs: O.MessageStarted) -> None:
         a = self._attempt(obs.turn, obs.attempt, obs.t)
@@ -465,7 +504,7 @@ class DashboardState:
         frag = obs.fragment
         b.fragments.append(frag)
         if frag:
-            b.nbytes += _utf8_len(frag)
+            b.nbytes += len(frag) if frag.isascii() else _utf8_len(frag)
             a = self._ca
             if a is None or a.attempt != obs.attempt or a.turn != obs.turn:
                 a = self.attempts.get((obs.turn, obs.attempt))
@@ -475,12 +514,14 @@ class DashboardState:
                 a.t_first_token = obs.t
                 a.first_token = max(0.0, round(obs.t - a.t_start - (self._held_at(obs.t) - a.held_base), 9))
                 self._touch_status()
+        n = self.n
         b.delta_type = obs.delta_type
         b.last_event = self.status.events
-        b.version = self.n
-        self.rev_blocks = self.n
-        if b.type == "text" or b.type == "thinking":
-            self.rev_transcript = self.n
+        b.version = n
+        self.rev_blocks = n
+        bt = b.type
+        if bt == "text" or bt == "thinking":
+            self.rev_transcript = n
         elif b.is_tool:
             tool = self.tools.get(self._block_tool_key(b))
             if tool is not None and tool.state == ToolState.STREAMING_INPUT:

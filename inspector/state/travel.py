@@ -40,39 +40,49 @@ def state_at(observations: Sequence[O.Observation], k: int) -> DashboardState:
     return state
 
 
-# an observation as stored: its class, then its fields' values in order (an SSEEventSeen's event as a tuple)
+# an observation as stored: its class, then its fields' values in order (an SSEEventSeen's event's fields inline)
 _Encoded = tuple[type[O.Observation], *tuple[Any, ...]]
-_FIELDS: dict[type, Callable[[Any], tuple[Any, ...]]] = {}  # per class: its field values as a tuple (C speed)
+
+_SSE_FIELDS = tuple(f.name for f in dataclasses.fields(SSEEvent))  # SSEEvent(*those)
+_SEEN_FIELDS = tuple(f.name for f in dataclasses.fields(O.SSEEventSeen))
+_SEEN_HEAD = _SEEN_FIELDS[: _SEEN_FIELDS.index("sse")]  # SSEEventSeen's fields before its event
+_SEEN_TAIL = _SEEN_FIELDS[_SEEN_FIELDS.index("sse") + 1 :]  # and after it
 
 
-_SEEN = operator.attrgetter("t", "turn", "attempt", "sse", "event_type", "index", "summary")
-_SSE = operator.attrgetter("seq", "event", "data", "id", "retry", "start", "end", "read_index")  # SSEEvent(*those)
+class _Encoders(dict[type, Callable[[Any], _Encoded]]):
+    """Per class: one C getter that gives (class, *field values) for an observation (``__class__`` is an attribute:
+    no Python call, no second tuple per observation). Built the first time a class is seen."""
+
+    def __missing__(self, cls: type) -> Callable[[Any], _Encoded]:
+        if cls is O.SSEEventSeen:
+            names = ("__class__", *_SEEN_HEAD, *(f"sse.{n}" for n in _SSE_FIELDS), *_SEEN_TAIL)
+        else:
+            names = ("__class__", *(f.name for f in dataclasses.fields(cls)))
+        if len(names) >= 2:
+            enc: Callable[[Any], _Encoded] = operator.attrgetter(*names)
+        else:  # (no field: a single-name getter would give a bare value, not a tuple)
+            enc = lambda o: (type(o),)
+        self[cls] = enc
+        return enc
 
 
-def _fields_getter(cls: type) -> Callable[[Any], tuple[Any, ...]]:
-    names = tuple(f.name for f in dataclasses.fields(cls))
-    if len(names) >= 2:
-        return operator.attrgetter(*names)  # (a tuple, built in C: ~40% of the spill's encoding cost gone)
-    return lambda o: tuple(getattr(o, n) for n in names)
+_ENCODERS = _Encoders()
+_SSE_AT = len(_SEEN_HEAD) + 1  # where an encoded SSEEventSeen's event begins
+_SSE_END = _SSE_AT + len(_SSE_FIELDS)
 
 
 def _encode(o: O.Observation) -> _Encoded:
     """An observation as a tuple of its values (pickled at C speed; ~10x faster than pickling the dataclass).
     Observations are plain data (issue 17): no field holds a live object."""
-    cls = type(o)
-    if cls is O.SSEEventSeen:
-        t, turn, attempt, e, event_type, index, summary = _SEEN(o)
-        return (cls, t, turn, attempt, _SSE(e), event_type, index, summary)
-    values = _FIELDS.get(cls)
-    if values is None:
-        values = _FIELDS[cls] = _fields_getter(cls)
-    return (cls, *values(o))
+    return _ENCODERS[type(o)](o)
 
 
 def _decode(r: _Encoded) -> O.Observation:
     cls = r[0]
     if cls is O.SSEEventSeen:
-        return O.SSEEventSeen(r[1], r[2], r[3], SSEEvent(*r[4]), r[5], r[6], r[7])
+        v: tuple[Any, ...] = r
+        args: tuple[Any, ...] = (*v[1:_SSE_AT], SSEEvent(*v[_SSE_AT:_SSE_END]), *v[_SSE_END:])
+        return O.SSEEventSeen(*args)
     return cls(*r[1:])
 
 
@@ -80,7 +90,8 @@ def _pickled(block: list[O.Observation]) -> bytes | None:
     """A block as stored, or None when some value in it cannot be pickled (a tool's own object in its result):
     that block then stays in RAM as it is, never altered and never an error."""
     try:
-        return pickle.dumps([_encode(o) for o in block], protocol=pickle.HIGHEST_PROTOCOL)
+        encoders = _ENCODERS
+        return pickle.dumps([encoders[type(o)](o) for o in block], protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # noqa: BLE001 (a tool's object may raise anything while pickled: the block stays in RAM)
         return None
 
@@ -107,6 +118,17 @@ class SpilledObservations(Sequence[O.Observation]):
         self._n += 1
         if len(self._tail) >= self.block:
             self._flush()
+
+    def extend(self, observations: Sequence[O.Observation]) -> None:
+        """`append` each observation (a block's worth at a time)."""
+        i, total = 0, len(observations)
+        while i < total:
+            take = min(total - i, self.block - len(self._tail))
+            self._tail.extend(observations[i : i + take])
+            self._n += take
+            i += take
+            if len(self._tail) >= self.block:
+                self._flush()
 
     def _flush(self) -> None:
         if self._file is None:
@@ -222,7 +244,8 @@ class FrozenObservations:
 class History:
     """The observations received so far (spilled to disk), with time travel in near-constant time.
 
-    `append` is O(1). Checkpoints are taken every `spacing` events: from the live state it `follow`s (a copy on
+    `append` is O(1); `extend_live` appends a batch and folds it into the followed live state (the app's tick).
+    Checkpoints are taken every `spacing` events: from the live state it `follow`s (a copy on
     write: near-constant cost, sharing its sealed chunks and untouched entries), or lazily while folding forward.
     `state_at(k)` starts from the nearest checkpoint at or before event k and folds at most `spacing` events.
     """
@@ -264,6 +287,32 @@ class History:
         for obs in observations:
             self.append(obs)
 
+    def extend_live(self, observations: Sequence[O.Observation]) -> None:
+        """Append a batch of observations and fold it into the state this history `follow`s: the same as
+        ``append(obs); live.apply(obs)`` for each one in turn (checkpoints included), in a few calls per batch
+        instead of a few per observation. Without a followed state, the same as `extend`."""
+        live = self._live
+        if live is None:
+            self.extend(observations)
+            return
+        seen = O.SSEEventSeen
+        at = [i for i, obs in enumerate(observations) if type(obs) is seen]  # the batch's SSE events
+        k0, sp, base = len(self.event_pos), self.spacing, len(self.observations)
+        done = 0
+        # the checkpoints due in this batch: event numbers k0 <= k < k0 + len(at), k > 0, a multiple of the spacing
+        for k in range(max(sp, -(-k0 // sp) * sp), k0 + len(at), sp):
+            i = at[k - k0]
+            part = observations[done:i]
+            self.observations.extend(part)
+            live.apply_all(part)
+            done = i
+            if k not in self._checkpoints and live.n == len(self.observations):
+                self._checkpoints[k] = live.copy()  # (in step: the live state is "as of event k" right now)
+        self.event_pos.extend([base + i for i in at])
+        rest = observations[done:]
+        self.observations.extend(rest)
+        live.apply_all(rest)
+
     def cut(self, k: int) -> int:
         """Observation count of the state as of event k."""
         return self.event_pos[k] if k < len(self.event_pos) else len(self.observations)
@@ -284,13 +333,11 @@ class History:
         next_ck = (base_k // sp + 1) * sp
         while next_ck <= k and next_ck < self.event_count:
             ck_end = self.cut(next_ck)
-            for o in obs.range(pos, ck_end):
-                state.apply(o)
+            state.apply_all(obs.range(pos, ck_end))
             pos = ck_end
             if next_ck not in self._checkpoints:
                 self._checkpoints[next_ck] = state.copy()
             next_ck += sp
-        for o in obs.range(pos, end):
-            state.apply(o)
+        state.apply_all(obs.range(pos, end))
         self._cursor_state, self._cursor_k = state.copy(), k
         return state

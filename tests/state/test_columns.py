@@ -4,7 +4,8 @@ plain-list model (hypothesis) and against the state rebuilt from scratch."""
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, cast
 
 import pytest
 from hypothesis import given, settings
@@ -330,3 +331,183 @@ def test_the_spill_encodes_classes_of_any_field_count() -> None:
 
     for o in (One(1.5), Empty(), Three(2.0, (1, 2), "x"), O.Observation(3.0)):
         assert _decode(_encode(o)) == o  # type: ignore[arg-type]
+
+
+ROW_OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("append"), st.integers(0, 300), st.text(max_size=6)),
+        st.tuples(st.just("flag"), st.integers(0, 10_000), st.integers(0, 255)),
+        st.tuples(st.just("summary"), st.integers(0, 10_000), st.text(max_size=6)),
+        st.tuples(st.just("copy"), st.integers(0, 3)),
+    ),
+    max_size=200,
+)
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(ROW_OPS, st.integers(0, 40), st.sampled_from([3, 64]))
+def test_row_tables_read_like_their_rows_through_buffer_columns_and_copies(
+    ops: list[tuple[Any, ...]], at: int, buffer: int
+) -> None:
+    """The event table keeps new rows in a row buffer, moved into columns when a chunk fills or the table is copied
+    (`RowTable`): any mix of appends, writes (a flag, a summary) and copies reads back, column by column, row by row
+    and through `column_from`, as a list of rows; copies and originals change independently; the store is shared."""
+    old = C.CHUNK, C.ROW_BUFFER
+    C.CHUNK, C.ROW_BUFFER = 8, buffer  # small chunks: many seals, buffers cut short by copies (and by the chunk's end)
+    try:
+        store = ByteStore()
+        store.flush = 40  # and summaries spilled to the file
+        tables = [EventTable(store)]
+        models: list[list[list[Any]]] = [[]]
+        for op in ops:
+            target = len(tables) - 1
+            t, m = tables[target], models[target]
+            if op[0] == "append":
+                n = len(m)
+                row = [n % 7, n * 0.5, f"e{n}", op[1], n, 0, 1, 0, n + 1, 10 * n, 10 * n + op[1], op[2]]
+                assert t.append(row[0], row[1], row[2], row[3], row[11], *row[4:11]) == n
+                m.append(row)
+            elif op[0] == "flag" and m:
+                i = op[1] % len(m)
+                t.flags[i] = op[2]
+                m[i][7] = op[2]
+            elif op[0] == "summary" and m:
+                i = op[1] % len(m)
+                t.summary[i] = op[2]
+                m[i][11] = op[2]
+            elif op[0] == "copy":
+                src = op[1] % len(tables)
+                tables.append(tables[src].cow_copy())
+                models.append([list(r) for r in models[src]])
+        for t, m in zip(tables, models, strict=True):
+            assert len(t) == len(m)
+            assert [t.row(i) for i in range(len(m))] == [(*r[0:4], r[11], *r[4:9]) for r in m]
+            assert list(t.summary) == [r[11] for r in m]
+            for col in (0, 1, 3, 7, 9, 10):
+                assert list(t.column(col)) == [r[col] for r in m]
+                assert list(t.column_from(col, at)) == [r[col] for r in m][at:]
+            assert list(t.column(12)) == [len(r[11].encode("utf-8", "surrogatepass")) for r in m]
+            assert list(t.event_rows) == list(range(len(m)))
+            if m:
+                assert t.summary[-1] == m[-1][11] and t.flags[-1] == m[-1][7]
+            with pytest.raises(IndexError):
+                t.summary[len(m)]
+    finally:
+        C.CHUNK, C.ROW_BUFFER = old
+
+
+def test_read_rows_keep_any_bytes_and_their_sizes() -> None:
+    """Raw reads in the row buffer, in the columns and in the spill file read back as the same bytes (a bytearray
+    the loop might hand over reads back as bytes), with their sizes in the size column."""
+    from inspector.state.fold import ReadTable
+
+    t = ReadTable()
+    t.store.flush = 64
+    datas = [bytes([i % 256]) * (i % 70) for i in range(3000)]
+    for i, d in enumerate(datas):
+        t.append(0, 0, i, float(i), float(i), cast(bytes, bytearray(d)) if i % 3 == 0 else d, 0)
+    assert len(t) == 3000 and list(t.data) == datas
+    assert all(type(x) is bytes for x in t.data[-5:])
+    assert list(t.column(8)) == [len(d) for d in datas]
+    c = t.cow_copy()
+    t.append(0, 0, 3000, 0.0, 0.0, cast(bytes, bytearray(b"xy\n")), 0)
+    assert t.data[-1] == b"xy\n" and len(c) == 3000 and c.data[-1] == datas[-1]
+
+
+_BATCH_OBS = generated_observations(500, tool_every=150)
+
+
+@functools.cache
+def _one_by_one(spacing: int, block: int) -> tuple[Any, list[int], dict[int, Any]]:
+    """The live state (canon), the event positions and the checkpoints (canon) of appending and applying
+    `_BATCH_OBS` one observation at a time."""
+    from inspector.testing.state import canon
+
+    one, live = History(spacing=spacing, block=block), DashboardState()
+    one.follow(live)
+    for o in _BATCH_OBS:
+        one.append(o)
+        live.apply(o)
+    keys = sorted(one._checkpoints)
+    sample = {keys[0], keys[len(keys) // 2], keys[-1]} if keys else set()  # (a canon costs the whole state)
+    return (
+        canon(live),
+        list(one.event_pos),
+        {k: (c.n, canon(c) if k in sample else None) for k, c in one._checkpoints.items()},
+    )
+
+
+@functools.cache
+def _rebuilt(k: int) -> Any:
+    from inspector.testing.state import canon
+
+    return canon(state_at(_BATCH_OBS, k))
+
+
+@settings(max_examples=examples(25), deadline=None)
+@given(st.lists(st.integers(1, 400), max_size=20), st.sampled_from([1, 9, 100, 2000]), st.sampled_from([5, 64, 2048]))
+def test_a_batch_fold_is_the_one_by_one_fold(sizes: list[int], spacing: int, block: int) -> None:
+    """`History.extend_live` (what the app's tick can fold: a batch) leaves the history, its checkpoints and the
+    live state exactly as appending and applying one observation at a time does, however the session is cut into
+    batches; and `apply_all` is `apply` one by one."""
+    from inspector.testing.state import canon
+
+    obs = _BATCH_OBS
+    live, event_pos, checkpoints = _one_by_one(spacing, block)
+    many, many_live = History(spacing=spacing, block=block), DashboardState()
+    many.follow(many_live)
+    start = 0
+    for size in [*sizes, len(obs)]:
+        many.extend_live(obs[start : start + size])
+        start += size
+    assert canon(many_live) == live
+    assert list(many.event_pos) == event_pos and list(many.observations) == obs
+    assert many._checkpoints.keys() == checkpoints.keys()
+    for k, (n, c) in checkpoints.items():
+        got = many._checkpoints[k]
+        assert got.n == n and (c is None or canon(got) == c), k
+    for k in (spacing, many.event_count // 2):
+        assert canon(many.state_at(k)) == _rebuilt(k)
+    cut = sum(sizes) % (len(obs) + 1)
+    one = DashboardState()
+    for o in obs[:cut]:
+        one.apply(o)
+    assert canon(DashboardState().apply_all(obs[:cut])) == canon(one)
+
+
+def test_a_batch_without_a_followed_state_is_appended_only() -> None:
+    obs = parse_date_observations()
+    h = History(spacing=3, block=4)
+    h.extend_live(obs)
+    assert list(h.observations) == obs and h.event_count == sum(type(o).__name__ == "SSEEventSeen" for o in obs)
+    assert not h._checkpoints
+
+
+@pytest.mark.parametrize("proxied", [False, True])
+def test_the_batch_fold_keeps_the_conversation_table_of_the_one_by_one_fold(proxied: bool) -> None:
+    """`apply_all` skips the conversation table's call while there is no conversation (it would only count the
+    observation): a proxied session's table (side requests first, then conversations) and a plain session's count
+    are those of `apply` one by one, and so are the states (time travel folds with `apply_all` too)."""
+    import dataclasses
+
+    from inspector.observe import observations as O
+    from inspector.testing.conversations import interleaved_conversations
+    from inspector.testing.state import canon
+
+    obs: list[O.Observation] = list(parse_date_observations())
+    if proxied:  # a side request of no conversation before the first conversation, then three conversations
+        obs = [O.ExchangeForwarded(0.0, "POST", "/v1/messages/count_tokens", 200, 10, "ok", None, "count")]
+        obs += interleaved_conversations(3)
+    one = DashboardState()
+    for o in obs:
+        one.apply(o)
+    many = DashboardState().apply_all(obs)
+
+    def table(s: DashboardState) -> tuple[Any, ...]:
+        c = s.conversations
+        entries = [dataclasses.astuple(e) for e in c]
+        return (c.n, c.rev, c.other_requests, c.streaming, dict(c.by_turn), c.order, entries)
+
+    assert table(many) == table(one) and many.conversations.n == len(obs)
+    assert canon(many) == canon(one)
+    assert len(one.conversations) == (3 if proxied else 0) and one.conversations.other_requests == int(proxied)
