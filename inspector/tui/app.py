@@ -531,10 +531,9 @@ class InspectorApp(App[int]):
             # observations, one network read's worth, is not one: the panes show it at the next frame)
             busy = len(batch) >= BUSY_BATCH or self._fast_folds >= BUSY_FOLDS
             self._pending = []
-            history, live = self.history, self.live
-            for obs in batch:
-                history.append(obs)
-                live.apply(obs)
+            # appended, and folded into self.live (the history follows it: see __init__ and the restart), as
+            # append + apply one by one would, checkpoints included, in a few calls per batch
+            self.history.extend_live(batch)
             if self.conversation_filter is not None:
                 cf = self.conversation_filter
                 for obs in batch:
