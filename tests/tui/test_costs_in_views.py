@@ -21,7 +21,11 @@ def _run(name: str) -> tuple[DashboardState, LiveAccounting, list[dict]]:
     seen: list[dict] = []
     live = LiveAccounting(seen.append)
     session = scenario_session(name, speed=math.inf)
-    session.bus.subscribe(state.apply)
+
+    def fold(o: O.Observation) -> None:  # (apply returns the state; a subscriber returns nothing)
+        state.apply(o)
+
+    session.bus.subscribe(fold)
     session.bus.subscribe(live)
     try:
         asyncio.run(session.run())

@@ -45,7 +45,7 @@ async def test_e_writes_the_recording_and_the_page_beside_it(tmp_path: Path, mon
     messages = await _press_e(app)
     done = next(m for m in messages if isinstance(m, InspectorApp.Exported))
     assert where and ui not in where  # written in a worker thread
-    assert done.error is None and done.page_error is None
+    assert done.error is None and done.page_error is None and done.path is not None and done.page is not None
     assert done.path.parent == tmp_path and done.page == done.path.with_suffix(".html") and done.page.exists()
     page = done.page.read_text("utf-8")
     assert page.startswith("<!") and "parse_date" in page

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.command import CommandList
 
 from inspector.observe import observations as O
 from inspector.observe.states import LoopState
@@ -35,7 +36,7 @@ def live_app(observations=None, **kw) -> tuple[InspectorApp, Factory]:
 
 async def started(pilot, factory: Factory, n_obs: int | None = None) -> None:
     app = pilot.app
-    await wait_for(lambda: factory.sessions and factory.last.started, what="the session to start")
+    await wait_for(lambda: bool(factory.sessions) and factory.last.started, what="the session to start")
     want = len(factory.last.observations) if n_obs is None else n_obs
     await wait_for(lambda: len(app.history) >= want, what="observations to be folded")
 
@@ -92,7 +93,10 @@ class TestKeys:
             await pilot.press("ctrl+p")
             await pilot.press(*"control: step event")
             await wait_for(
-                lambda: "step event" in str(app.screen.query("CommandList").first().get_option_at_index(0).prompt),
+                lambda: (
+                    "step event"
+                    in str(app.screen.query("CommandList").first(CommandList).get_option_at_index(0).prompt)
+                ),
                 what="the command to be listed",
             )
             await pilot.press("enter")
@@ -247,7 +251,7 @@ class TestViews:
             await pilot.press("e")
             await wait_for(lambda: any(isinstance(m, InspectorApp.Exported) for m in messages), what="export")
         exported = next(m for m in messages if isinstance(m, InspectorApp.Exported))
-        assert exported.error is None and exported.path.parent == tmp_path
+        assert exported.error is None and exported.path is not None and exported.path.parent == tmp_path
         rec = read_recording(exported.path)
         reads = [o for o in factory.last.observations if isinstance(o, O.ReadReceived)]
         assert sum(len(a.reads) for a in rec.attempts()) == len(reads)
@@ -268,9 +272,12 @@ class TestViews:
         ui = threading.get_ident()
         read_back: list[int] = []
         block = SpilledObservations._block
-        monkeypatch.setattr(
-            SpilledObservations, "_block", lambda self, b: read_back.append(threading.get_ident()) or block(self, b)
-        )
+
+        def noting(self: SpilledObservations, b: int) -> list[O.Observation]:  # notes the thread that reads back
+            read_back.append(threading.get_ident())
+            return block(self, b)
+
+        monkeypatch.setattr(SpilledObservations, "_block", noting)
         messages: list = []
         async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
             assert app.history.observations.spilled_bytes > 0
@@ -279,6 +286,7 @@ class TestViews:
             await wait_for(lambda: any(isinstance(m, InspectorApp.Exported) for m in messages), what="export")
         assert ui not in read_back
         exported = next(m for m in messages if isinstance(m, InspectorApp.Exported))
+        assert exported.path is not None
         rec = read_recording(exported.path)
         reads = [o for o in obs if isinstance(o, O.ReadReceived)]
         assert b"".join(r.data for a in rec.attempts() for r in a.reads) == b"".join(o.data for o in reads)
@@ -329,7 +337,8 @@ class TestTimeTravel:
             past = app.shown_state
             assert app.blocks_view.state is past and app.tools_view.state is past
             assert app.assistant_view.state is past and app.events_view.state is past
-            assert not past.blocks[(0, 0, 2)].closed and past.tool("toolu_01Rd2").state == "streaming_input"
+            tool = past.tool("toolu_01Rd2")
+            assert not past.blocks[(0, 0, 2)].closed and tool is not None and tool.state == "streaming_input"
             assert app.events_view.cursor_evno == k
             assert app.status_bar.info.cursor == k
             # nothing was re-run: the live state is untouched
@@ -378,5 +387,5 @@ class TestTail:
             row = int(view.scroll_offset.y) + 2
             await pilot.click(view, offset=(10, 2))
             await wait_for(lambda: app.cursor is not None, what="the click's TimeTravelRequested")
-            assert app.cursor == app.live.events.evno[row] and app.cursor > 0
+            assert app.cursor is not None and app.cursor == app.live.events.evno[row] and app.cursor > 0
             assert app.events_view.cursor_evno == app.cursor

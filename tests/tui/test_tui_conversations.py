@@ -24,7 +24,9 @@ def footer_keys(app: InspectorApp) -> set[str]:
 
 
 def turns_in_events(app: InspectorApp) -> set[int]:
-    ev = app.events_view.state.events
+    state = app.events_view.state
+    assert state is not None
+    ev = state.events
     return {ev.turn[i] for i in range(len(ev))}
 
 
@@ -58,7 +60,7 @@ class TestConversationList:
 
     async def test_follow_newest_toggles_and_moves_to_a_new_conversation(self) -> None:
         mixed = interleaved_conversations(3)
-        late = [o for o in mixed if getattr(o, "turn", None) is not None and o.turn % 3 == 2]  # c3 starts last
+        late = [o for o in mixed if (turn := getattr(o, "turn", None)) is not None and turn % 3 == 2]  # c3 starts last
         obs = [o for o in mixed if o not in late] + late
         cut = len(obs) - len(late)
         app = InspectorApp(observations=obs[:cut], clock=lambda: 0.0)
@@ -107,6 +109,7 @@ class TestConversationList:
             assert detail.title == "Event 1 · message_start" and "2 · 1" in detail.plain.split("turn · attempt")[1][:8]
             app.post_message(app.events_view.TimeTravelRequested(1))
             await pilot.pause()
+            assert app.conversation_filter is not None
             g = app.conversation_filter.session_event(1)
             assert g is not None and g > 1 and app.cursor == g  # the session's number of c2's first event
             obs = app.history.observations[app.history.event_pos[g - 1]]

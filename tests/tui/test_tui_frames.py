@@ -5,10 +5,12 @@ height stops asking for a screen relayout once it fills its pane."""
 from __future__ import annotations
 
 from inspector.observe import observations as O
+from inspector.state.fold import DashboardState
 from inspector.testing.synthetic import generated_observations
 from inspector.tui import app as app_module
 from inspector.tui.app import InspectorApp
 from inspector.tui.budget import MAX_INTERVAL, SHARE_K
+from inspector.tui.widgets.timeline import TurnFigures
 
 SIZE = (160, 48)
 
@@ -162,7 +164,7 @@ async def test_a_control_key_and_the_end_of_the_session_paint_at_once_whatever_t
     app = InspectorApp(factory, clock=lambda: 0.0)
     clock = FrameClock()
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(lambda: factory.sessions and factory.last.started, what="the session to start")
+        await wait_for(lambda: bool(factory.sessions) and factory.last.started, what="the session to start")
         await wait_for(lambda: len(app.history) >= cut, what="observations to be folded")
         app.frame_clock = clock
         show = CostlyShow(app, clock, 0.4)
@@ -301,11 +303,11 @@ async def test_a_timeline_frame_recomputes_the_changed_turns_only_and_draws_the_
         computed: list[int] = []
         inner = timeline_module.figures
 
-        def counted(state, turn, now):
+        def counted(state: DashboardState, turn: int, now: float) -> TurnFigures:
             computed.append(turn)
             return inner(state, turn, now)
 
-        timeline_module.figures = counted  # type: ignore[assignment]
+        timeline_module.figures = counted
         try:
             start = len(app.history)
             for o in turns_of(obs, 26)[start : start + 40]:  # the 26th turn begins
@@ -317,7 +319,7 @@ async def test_a_timeline_frame_recomputes_the_changed_turns_only_and_draws_the_
             app.ingest(turns_of(obs, 26)[start + 40 : start + 41])
             timeline.render()
         finally:
-            timeline_module.figures = inner  # type: ignore[assignment]
+            timeline_module.figures = inner
         assert set(computed) <= {max(app.live.turns)}, computed
 
 

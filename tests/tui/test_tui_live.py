@@ -146,7 +146,7 @@ async def test_cancel_mid_tool_leaves_a_valid_history(monkeypatch: pytest.Monkey
         await flushed(app)
         finished = [o for o in app.history.observations if isinstance(o, O.LoopFinished)]
         assert len(finished) == 1 and finished[0].status == "cancelled"
-        assert_valid_history(finished[0].messages)
+        assert_valid_history(list(finished[0].messages))
         assert app.live.status.loop_state == LoopState.CANCELLED
         assert {t.name: t.state for t in app.live.tools.values()}["wait_for_ci"] == "cancelled"
         await pilot.press("r")  # and the scenario can start again

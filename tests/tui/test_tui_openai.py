@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 
 from inspector.record.recording import RecordingWriter
 from inspector.scenarios.bundled import get_scenario
@@ -48,10 +49,11 @@ def app_for(path: Path) -> InspectorApp:
     )
 
 
-async def until_done(pilot) -> None:  # type: ignore[no-untyped-def]
+async def until_done(pilot: Pilot[object]) -> None:
     from inspector.testing.dashboard import wait_for
 
     app = pilot.app
+    assert isinstance(app, InspectorApp)
     await wait_for(lambda: app.final_status is not None, 30, "the replay to finish")
     ticks = app.ticks
     await wait_for(lambda: app.ticks >= ticks + 2, 10, "two refresh ticks")

@@ -8,6 +8,7 @@ clock that stands still (every time reads 0), so the frame depends only on the s
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
@@ -144,7 +145,7 @@ def _with_history():
 
     from inspector.observe import observations as O
 
-    messages = [{"role": "user", "content": "The parse_date tests fail: find out why."}]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "The parse_date tests fail: find out why."}]
     out = []
     for o in parse_date_observations():
         if isinstance(o, O.AttemptStarted):

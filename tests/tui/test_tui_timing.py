@@ -8,6 +8,7 @@ import json
 import math
 
 import pytest
+from textual.command import CommandList
 
 from inspector.scenarios.bundled import get_scenario
 from inspector.scenarios.render import render_turn
@@ -96,7 +97,9 @@ async def test_command_palette_opens_the_timing_view() -> None:
         await pilot.press("ctrl+p")
         await pilot.press(*"view: timing")
         await wait_for(
-            lambda: "view: timing" in str(app.screen.query("CommandList").first().get_option_at_index(0).prompt),
+            lambda: (
+                "view: timing" in str(app.screen.query("CommandList").first(CommandList).get_option_at_index(0).prompt)
+            ),
             what="the command to be listed",
         )
         await pilot.press("enter")
@@ -164,6 +167,7 @@ def test_the_report_is_rendered_from_the_data_and_says_what_the_text_report_says
     if variant == "held":  # the user paused the stream after its fourth read
         i = [k for k, o in enumerate(observations) if isinstance(o, O.ReadReceived)][3]
         o = observations[i]
+        assert isinstance(o, O.ReadReceived)
         observations[i:i] = [
             O.StreamHeld(o.t, o.turn, o.attempt, "pause"),
             O.StreamReleased(o.t, o.turn, o.attempt, 0.4),

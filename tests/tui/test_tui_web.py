@@ -61,6 +61,7 @@ def start_app() -> tuple[subprocess.Popen, Drain, Drain]:
 def test_the_app_exits_when_its_input_ends() -> None:
     proc, _, err = start_app()
     try:
+        assert proc.stdin is not None
         proc.stdin.close()  # the server (and its browser) is gone: EOF
         assert proc.wait(timeout=30) is not None
     finally:
