@@ -3,6 +3,11 @@ the collapsed line at 80x24, and no list at all for a single conversation (issue
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+from textual.message import Message
+
 from inspector.testing.conversations import interleaved_conversations, with_the_same_tool_ids
 from inspector.testing.dashboard import wait_for
 from inspector.testing.synthetic import parse_date_observations
@@ -13,8 +18,10 @@ from inspector.tui.widgets.conversations import ConversationsView
 WIDE = (160, 48)
 SMALL = (80, 24)
 
+SnapCompare = Callable[..., bool]  # pytest-textual-snapshot's snap_compare fixture
 
-def three(**kw) -> InspectorApp:
+
+def three(**kw: Any) -> InspectorApp:
     obs = interleaved_conversations(3, stops={1: "turn1", 2: "mid_tool_json"}, parents={2: "c1"})
     return InspectorApp(observations=obs, clock=lambda: 0.0, **kw)
 
@@ -33,7 +40,7 @@ def turns_in_events(app: InspectorApp) -> set[int]:
 class TestConversationList:
     async def test_the_list_shows_every_conversation_and_enter_selects_one(self) -> None:
         app = three()
-        messages: list = []
+        messages: list[Message] = []
         async with app.run_test(size=WIDE, message_hook=messages.append) as pilot:
             await pilot.pause()
             assert app.dashboard.has_class("-conversations") and app.dashboard.conversations_pane.display
@@ -118,7 +125,7 @@ class TestConversationList:
     async def test_a_long_sessions_view_is_folded_off_the_ui_thread_and_the_last_choice_wins(self) -> None:
         app = three()
         app.SYNC_SELECT = 0  # every choice folds in a worker thread (as one of a long session does)
-        messages: list = []
+        messages: list[Message] = []
         async with app.run_test(size=WIDE, message_hook=messages.append) as pilot:
             await pilot.pause()
             app.select_conversation("c2")
@@ -159,13 +166,13 @@ class TestConversationList:
 
 
 class TestConversationSnapshots:
-    def test_conversation_list(self, snap_compare) -> None:
+    def test_conversation_list(self, snap_compare: SnapCompare) -> None:
         assert snap_compare(three(), terminal_size=WIDE)
 
-    def test_conversation_list_collapsed(self, snap_compare) -> None:
+    def test_conversation_list_collapsed(self, snap_compare: SnapCompare) -> None:
         assert snap_compare(three(), terminal_size=SMALL)
 
-    def test_one_conversation_selected(self, snap_compare) -> None:
+    def test_one_conversation_selected(self, snap_compare: SnapCompare) -> None:
         assert snap_compare(three(), terminal_size=WIDE, press=["l", "l", "down", "down", "enter"])
 
 
@@ -178,7 +185,7 @@ class TestTheSameToolIds:
         async with app.run_test(size=WIDE) as pilot:
             view = app.tools_view
 
-            def tool_rows() -> list:
+            def tool_rows() -> list[Any]:
                 return [t[1] for t in map(view.detail_at, range(view.row_count)) if t and t[0] == "tool"]
 
             await wait_for(lambda: len(tool_rows()) == 6, what="six tool rows")

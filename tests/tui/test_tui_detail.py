@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 from textual.binding import Binding
+from textual.message import Message
+from textual.pilot import Pilot
 from textual.widgets._footer import FooterKey
 
 from inspector.observe import observations as O
@@ -30,17 +32,19 @@ WIDE = (140, 42)
 SMALL = (80, 24)
 
 
-def synthetic(stop: str | None = None, variant: str = "ok", **kw) -> InspectorApp:
+def synthetic(stop: str | None = None, variant: str = "ok", **kw: Any) -> InspectorApp:
     return InspectorApp(observations=parse_date_observations(stop, variant=variant), clock=lambda: 0.0, **kw)
 
 
-async def open_row(pilot, view, row: int) -> DetailScreen:
+async def open_row(pilot: Pilot[int], view: Any, row: int) -> DetailScreen:
     app = pilot.app
     view.focus()
     view.selected = row
     await pilot.press("enter")
     await wait_for(lambda: isinstance(app.screen, DetailScreen), what="the detail view")
-    return app.screen
+    screen = app.screen
+    assert isinstance(screen, DetailScreen)
+    return screen
 
 
 def _shown(app: InspectorApp) -> Detail:
@@ -296,7 +300,7 @@ class TestControls:
     async def test_a_disabled_key_says_why(self) -> None:
         factory = Factory(lambda: FakeSession(parse_date_observations(), finish_at_end=True))
         app = InspectorApp(factory, clock=lambda: 0.0)
-        messages: list = []
+        messages: list[Message] = []
         async with app.run_test(size=WIDE, message_hook=messages.append) as pilot:
             await wait_for(
                 lambda: bool(factory.sessions) and not app.session_running and bool(app.final_status), what="end"

@@ -4,12 +4,17 @@ height stops asking for a screen relayout once it fills its pane."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from inspector.observe import observations as O
 from inspector.state.fold import DashboardState
 from inspector.testing.synthetic import generated_observations
 from inspector.tui import app as app_module
 from inspector.tui.app import InspectorApp
 from inspector.tui.budget import MAX_INTERVAL, SHARE_K
+from inspector.tui.widgets.base import SectionView
 from inspector.tui.widgets.timeline import TurnFigures
 
 SIZE = (160, 48)
@@ -29,7 +34,7 @@ def count_calls(obj: object, name: str) -> list[int]:
     calls: list[int] = []
     inner = getattr(obj, name)
 
-    def counted(*a, **k):
+    def counted(*a: Any, **k: Any) -> Any:
         calls.append(1)
         return inner(*a, **k)
 
@@ -45,7 +50,7 @@ class CostlyShow:
         self.cost = cost
         inner = app.dashboard.show
 
-        def costly(*a, **k):
+        def costly(*a: Any, **k: Any) -> Any:
             self.calls += 1
             clock.t += self.cost
             return inner(*a, **k)
@@ -110,7 +115,7 @@ async def test_a_burst_is_shown_at_the_first_quiet_tick_whatever_the_budget() ->
         assert show.calls == shown + 1
 
 
-async def test_textuals_paint_counts_in_the_frame_budget(monkeypatch) -> None:
+async def test_textuals_paint_counts_in_the_frame_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     """The layout and paint Textual does after a frame (the screen's update, timed by DashboardScreen) is charged to
     that frame: paints that took 40 ms each hold the next frame back SHARE_K times as long. (Textual is pinned; if
     its screen update hook is renamed, the paint is no longer seen and this test fails.)"""
@@ -126,7 +131,7 @@ async def test_textuals_paint_counts_in_the_frame_budget(monkeypatch) -> None:
         app.frame_clock = clock
         inner = Screen._on_timer_update
 
-        def slow_paint(screen) -> None:  # Textual's update, made to take 40 ms of the frame clock
+        def slow_paint(screen: Screen[object]) -> None:  # Textual's update, made to take 40 ms of the frame clock
             clock.t += 0.040
             inner(screen)
 
@@ -232,7 +237,7 @@ async def test_the_timeline_stops_relayouting_the_screen_once_it_fills_its_pane(
         relayouts: list[bool] = []
         refresh = timeline.refresh
 
-        def recorded(*a, layout: bool = False, **k):
+        def recorded(*a: Any, layout: bool = False, **k: Any) -> Any:
             relayouts.append(layout)
             return refresh(*a, layout=layout, **k)
 
@@ -262,12 +267,12 @@ async def test_the_timeline_asks_for_no_relayout_once_its_css_cap_holds_it() -> 
         refresh, show = timeline.refresh, timeline.show
         showing: list[bool] = []
 
-        def recorded(*a, layout: bool = False, **k):
+        def recorded(*a: Any, layout: bool = False, **k: Any) -> Any:
             if showing:  # (not Textual's own refreshes: a size that changed, new styles)
                 asked.append((layout, timeline.size.height, timeline._wanted))
             return refresh(*a, layout=layout, **k)
 
-        def shown(*a, **k):
+        def shown(*a: Any, **k: Any) -> Any:
             showing.append(True)
             try:
                 return show(*a, **k)
@@ -323,7 +328,7 @@ async def test_a_timeline_frame_recomputes_the_changed_turns_only_and_draws_the_
         assert set(computed) <= {max(app.live.turns)}, computed
 
 
-def plain_rows(view) -> list[str]:
+def plain_rows(view: SectionView) -> list[str]:
     return [strip.text for strip in view._lines]
 
 
@@ -440,7 +445,7 @@ async def test_the_panes_component_styles_are_read_once_and_follow_a_theme_chang
         for view in views:
             inner = view.get_component_rich_style
 
-            def counted(*names, _inner=inner, _view=id(view), **k):
+            def counted(*names: str, _inner: Any = inner, _view: int = id(view), **k: Any) -> Any:
                 reads.append((_view, names))
                 return _inner(*names, **k)
 

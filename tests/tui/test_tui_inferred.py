@@ -17,7 +17,7 @@ URL = "http://127.0.0.1:8787/v1/messages"
 def proxy_session(*, inferred: bool) -> list[O.Observation]:
     """A client that ran its two tools after the stream ended (stream 0 - 1.2 s, next request at 3.5 s)."""
 
-    def tool(t: float, tid: str, index: int, state: str, times: dict) -> O.ToolStateChanged:
+    def tool(t: float, tid: str, index: int, state: str, times: dict[str, float]) -> O.ToolStateChanged:
         return O.ToolStateChanged(
             t, 0, 0, tid, "read_file", index, state, {"path": tid}, None, None, times, inferred=inferred
         )

@@ -6,6 +6,7 @@ block buffer per tool call, the tool call, the assistant text."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,8 @@ from inspector.tui.app import InspectorApp
 
 WIDE = (140, 42)
 PATHS = {"chat": "/v1/chat/completions", "responses": "/v1/responses"}
+
+SnapCompare = Callable[..., bool]  # pytest-textual-snapshot's snap_compare fixture
 
 
 def openai_recording(path: Path, api: str) -> Path:
@@ -61,6 +64,6 @@ async def until_done(pilot: Pilot[object]) -> None:
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
-def test_an_openai_stream_in_all_four_panes(snap_compare, tmp_path, api: str) -> None:
+def test_an_openai_stream_in_all_four_panes(snap_compare: SnapCompare, tmp_path: Path, api: str) -> None:
     path = openai_recording(tmp_path / f"{api}.jsonl", api)
     assert snap_compare(app_for(path), terminal_size=WIDE, run_before=until_done)

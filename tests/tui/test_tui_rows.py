@@ -8,12 +8,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from inspector.observe.stepobs import summarize_event
-from inspector.stream.protocol import parse_event
+from inspector.stream.protocol import StreamEvent, parse_event
 
 VISIBLE = {"↵": "\n", "␍": "\r", "⇥": "\t"}
 
 
-def delta(kind: str, field: str, frag: str):
+def delta(kind: str, field: str, frag: str) -> StreamEvent:
     data = json.dumps({"type": "content_block_delta", "index": 1, "delta": {"type": kind, field: frag}})
     ev, diags = parse_event("content_block_delta", data)
     assert not diags
