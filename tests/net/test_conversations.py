@@ -2,39 +2,49 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from hypothesis import given
 from hypothesis import strategies as st
 
-from inspector.net.conversations import Conversations, chain
+from inspector.net.conversations import Assignment, Conversations, chain
 
 SYSTEM = "You are a helpful agent."
-TOOLS = [{"name": "get_weather", "input_schema": {"type": "object"}}]
+TOOLS: list[dict[str, Any]] = [{"name": "get_weather", "input_schema": {"type": "object"}}]
 
 
-def body(messages, system=SYSTEM, tools=TOOLS, stream=True):
+Message = dict[str, Any]
+
+
+def body(
+    messages: list[Message], system: str = SYSTEM, tools: list[dict[str, Any]] = TOOLS, stream: bool = True
+) -> dict[str, Any]:
     return {"model": "claude-sonnet-4-5", "system": system, "tools": tools, "messages": messages, "stream": stream}
 
 
-def user(text):
+def user(text: str) -> Message:
     return {"role": "user", "content": text}
 
 
-def assistant(text, tool_id=None):
-    content = [{"type": "text", "text": text}]
+def assistant(text: str, tool_id: str | None = None) -> Message:
+    content: list[dict[str, Any]] = [{"type": "text", "text": text}]
     if tool_id:
         content.append({"type": "tool_use", "id": tool_id, "name": "get_weather", "input": {"city": text}})
     return {"role": "assistant", "content": content}
 
 
-def result(tool_id):
+def result(tool_id: str) -> Message:
     return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_id, "content": "18 C"}]}
 
 
-def post(c, b, headers=None, path="/v1/messages"):
+def post(
+    c: Conversations, b: object, headers: Mapping[str, str] | None = None, path: str = "/v1/messages"
+) -> Assignment:
     return c.assign("POST", path, headers or {}, b)
 
 
-def test_three_interleaved_conversations_keep_their_turns():
+def test_three_interleaved_conversations_keep_their_turns() -> None:
     c = Conversations()
     hist = {city: [user(f"Weather in {city}?")] for city in ("Paris", "Rome", "Oslo")}
     first = {city: post(c, body(h)) for city, h in hist.items()}
@@ -47,7 +57,7 @@ def test_three_interleaved_conversations_keep_their_turns():
         assert (second[city].turn, second[city].attempt, second[city].how) == (1, 0, "continues")
 
 
-def test_an_identical_resend_is_the_next_attempt_unless_the_turn_ended_well():
+def test_an_identical_resend_is_the_next_attempt_unless_the_turn_ended_well() -> None:
     c = Conversations()
     b = body([user("hello")])
     a0 = post(c, b)
@@ -58,7 +68,7 @@ def test_an_identical_resend_is_the_next_attempt_unless_the_turn_ended_well():
     assert a2.conversation != a0.conversation and a2.how == "new"
 
 
-def test_a_session_header_wins_over_the_prefix_rule():
+def test_a_session_header_wins_over_the_prefix_rule() -> None:
     c = Conversations()
     b = body([user("same prompt")])
     a = post(c, b, {"x-inspector-session": "agent-1"})
@@ -68,7 +78,7 @@ def test_a_session_header_wins_over_the_prefix_rule():
     assert later.conversation == "s9"
 
 
-def test_side_requests_are_never_turns():
+def test_side_requests_are_never_turns() -> None:
     c = Conversations()
     a = post(c, body([user("hi")]))
     ct = post(c, body([user("hi"), assistant("ok"), user("more")], stream=False), path="/v1/messages/count_tokens")
@@ -82,7 +92,7 @@ def test_side_requests_are_never_turns():
     assert c.other_requests == 2
 
 
-def test_moved_cache_breakpoints_and_dropped_thinking_do_not_split_a_conversation():
+def test_moved_cache_breakpoints_and_dropped_thinking_do_not_split_a_conversation() -> None:
     c = Conversations()
     m0 = {"role": "user", "content": [{"type": "text", "text": "go", "cache_control": {"type": "ephemeral"}}]}
     a = post(c, body([m0]))
@@ -97,7 +107,7 @@ def test_moved_cache_breakpoints_and_dropped_thinking_do_not_split_a_conversatio
     assert reply  # (the shape a harness may send instead; the same key either way)
 
 
-def test_a_subagent_started_by_a_tool_call_names_its_parent():
+def test_a_subagent_started_by_a_tool_call_names_its_parent() -> None:
     c = Conversations()
     parent = post(c, body([user("Refactor the parser")]))
     task = "Find every caller of parse_date in src/ and list them"
@@ -106,40 +116,41 @@ def test_a_subagent_started_by_a_tool_call_names_its_parent():
     assert child.conversation != parent.conversation and child.parent == parent.conversation
 
 
-def test_memory_is_bounded():
+def test_memory_is_bounded() -> None:
     c = Conversations(max_conversations=50)
     for i in range(500):
         post(c, body([user(f"prompt {i}")]))
     assert len(c.by_id) == 50 and len(c.tips) == 50
 
 
-def test_chain_is_a_prefix_chain():
+def test_chain_is_a_prefix_chain() -> None:
     msgs = [user("a"), assistant("b"), user("c")]
     full, short = chain(body(msgs)), chain(body(msgs[:2]))
     assert full[:3] == short and len(full) == 4
 
 
 @st.composite
-def sessions(draw):
+def sessions(draw: st.DrawFn) -> list[tuple[int, int, int, bool]]:
     """K conversations with distinct prompts, each of T turns, some turns retried, interleaved in any order that
     keeps each conversation's own order."""
     k = draw(st.integers(1, 6))
-    plans = []
+    plans: list[tuple[int, int, list[int]]] = []
     for i in range(k):
         turns = draw(st.integers(1, 5))
         retries = [draw(st.integers(0, 2)) for _ in range(turns)]
         plans.append((i, turns, retries))
-    steps = []
+    steps: list[tuple[int, int, int, bool]] = []
     for i, turns, retries in plans:
         for t in range(turns):
             for a in range(retries[t] + 1):
                 steps.append((i, t, a, a == retries[t]))
     order = draw(st.permutations(range(len(steps))))
     # a stable merge: keep each conversation's steps in order, interleave by the drawn permutation's ranks
-    per: dict[int, list] = {}
+    per: dict[int, list[tuple[int, int, int, bool]]] = {}
     for s in steps:
         per.setdefault(s[0], []).append(s)
-    merged, cursor = [], {i: 0 for i in per}
+    merged: list[tuple[int, int, int, bool]] = []
+    cursor = {i: 0 for i in per}
     for j in order:
         i = steps[j][0]
         merged.append(per[i][cursor[i]])
@@ -148,9 +159,9 @@ def sessions(draw):
 
 
 @given(sessions())
-def test_any_interleaving_is_grouped_exactly(steps):
+def test_any_interleaving_is_grouped_exactly(steps: list[tuple[int, int, int, bool]]) -> None:
     c = Conversations()
-    ids: dict[int, str] = {}
+    ids: dict[int, str | None] = {}
     for i, t, a, last in steps:
         msgs = [user(f"conversation {i} starts here")]
         for j in range(t):
@@ -176,7 +187,7 @@ _JSON = st.recursive(
 
 
 @given(_JSON)
-def test_the_fast_message_key_equals_the_walked_one(message):
+def test_the_fast_message_key_equals_the_walked_one(message: object) -> None:
     """The key is serialized once in C and walked in Python only when it may hold a cache_control mark or a
     thinking block: the result is the same as always walking it."""
     from inspector.net.conversations import _message_key, _slow_key
@@ -184,7 +195,7 @@ def test_the_fast_message_key_equals_the_walked_one(message):
     assert _message_key(message) == _slow_key(message)
 
 
-def test_a_history_nested_too_deep_is_grouped_as_opaque_never_raises():
+def test_a_history_nested_too_deep_is_grouped_as_opaque_never_raises() -> None:
     """A client can send a message nested 1,000 levels deep (orjson reads it): grouping must not raise
     RecursionError inside the proxy's handler; the request is compared as opaque."""
     import orjson

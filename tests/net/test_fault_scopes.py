@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import math
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -31,6 +32,7 @@ from inspector.net.server import BackgroundServer
 from inspector.record.recording import read_recording
 from inspector.scenarios.bundled import get_scenario
 from inspector.scenarios.transport import make_client
+from inspector.testing.pytest_plugin import InspectorServerFactory
 from inspector.testing.serve import API_HEADERS, KEY, messages_body
 
 pytest_plugins = ["inspector.testing.pytest_plugin"]
@@ -45,7 +47,7 @@ FAILED = (anthropic.APIError, httpx2.HTTPError)
 DROPPED = "turn 0: dropped"  # the SDK raises APIConnectionError or httpx2.RemoteProtocolError, by where it reads
 
 
-def tool_results(content: list[dict]) -> list[dict]:
+def tool_results(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
         {"type": "tool_result", "tool_use_id": b["id"], "content": "sunny, 21 C"}
         for b in content
@@ -54,7 +56,7 @@ def tool_results(content: list[dict]) -> list[dict]:
 
 
 async def restarting_harness(
-    client: anthropic.AsyncAnthropic, *, tries: int = 4, headers: dict | None = None
+    client: anthropic.AsyncAnthropic, *, tries: int = 4, headers: dict[str, str] | None = None
 ) -> tuple[bool, list[str], list[list[str]]]:
     """A harness that recovers from a failed stream by starting its whole conversation again (the SDK does not
     retry a stream that failed mid-body). Returns (completed, the failure of each try, the tool ids each try got)."""
@@ -90,7 +92,7 @@ def sdk(base_url: str) -> anthropic.AsyncAnthropic:
 # ----------------------------------------------------------------------------------------------- the catalogue
 
 
-def test_transport_faults_default_to_once_and_the_others_to_turn():
+def test_transport_faults_default_to_once_and_the_others_to_turn() -> None:
     for name, d in FAULTS.items():
         assert default_scope(name) == ("once" if d.kind == "transport" else "turn"), name
         (spec,) = parse_faults(name)
@@ -99,7 +101,7 @@ def test_transport_faults_default_to_once_and_the_others_to_turn():
     assert set(TRANSPORT) == {"error_event", "drop_event", "drop_in_tool", "drop_byte", "stall"}
 
 
-def test_the_suggested_spellings_parse():
+def test_the_suggested_spellings_parse() -> None:
     assert parse_faults("drop_in_tool:1@once") == (FaultSpec("drop_in_tool", 1),)  # @once is its default
     assert parse_faults("http_529@turn") == (FaultSpec("http_529"),)
     assert parse_faults("drop_event@turn, http_429:2@ONCE") == (
@@ -120,7 +122,7 @@ def test_the_suggested_spellings_parse():
 )
 # found in a CI run: `error_event:3` (3 is its default) printed as `error_event`, which parsed back to another spec
 @example(name="error_event", arg=3, scope=None)
-def test_every_fault_takes_every_scope_and_round_trips(name, arg, scope):
+def test_every_fault_takes_every_scope_and_round_trips(name: str, arg: int | None, scope: str | None) -> None:
     d = FAULTS[name]
     text = name + (f":{arg}" if arg is not None and d.arg is not None else "") + (f"@{scope}" if scope else "")
     (spec,) = parse_faults(text)
@@ -141,14 +143,14 @@ def test_every_fault_takes_every_scope_and_round_trips(name, arg, scope):
         ("bom:3@once", "fault bom takes no argument"),
     ],
 )
-def test_a_bad_scope_is_a_one_line_error_with_a_did_you_mean(spec, needle):
+def test_a_bad_scope_is_a_one_line_error_with_a_did_you_mean(spec: str, needle: str) -> None:
     with pytest.raises(FaultError) as e:
         parse_faults(spec)
     assert needle in str(e.value) and "\n" not in str(e.value)
 
 
 @given(st.text(alphabet="abdeilmnoprstuvw_:@=,0123456789 ", max_size=30))
-def test_any_spec_parses_or_is_a_fault_error(text):
+def test_any_spec_parses_or_is_a_fault_error(text: str) -> None:
     try:
         specs = parse_faults(text)
     except FaultError as e:
@@ -158,7 +160,7 @@ def test_any_spec_parses_or_is_a_fault_error(text):
         assert f.effective_scope in SCOPES
 
 
-def test_serve_usage_error_for_a_bad_scope_is_one_line(capsys):
+def test_serve_usage_error_for_a_bad_scope_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert serve_main(["--fault", "drop_event@twice", "--port", "0"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == (
@@ -167,7 +169,7 @@ def test_serve_usage_error_for_a_bad_scope_is_one_line(capsys):
     )
 
 
-def test_list_faults_documents_the_scopes_and_their_defaults():
+def test_list_faults_documents_the_scopes_and_their_defaults() -> None:
     doc = faults_doc()
     assert "Scopes: NAME[:ARG]@once or @turn (e.g. drop_in_tool:1@once, http_529@turn)" in doc
     assert "Default: @once for transport faults" in doc and "@turn for HTTP, content and format faults" in doc
@@ -177,7 +179,7 @@ def test_list_faults_documents_the_scopes_and_their_defaults():
 
 
 @pytest.mark.parametrize("fault", FAILING)
-async def test_a_restarting_harness_completes_under_once_and_is_faulted_forever_under_turn(fault):
+async def test_a_restarting_harness_completes_under_once_and_is_faulted_forever_under_turn(fault: str) -> None:
     with BackgroundServer(ServeApp(SC, fault, speed=math.inf)) as srv:
         async with sdk(srv.base_url) as client:
             done, failures, tool_ids = await restarting_harness(client)
@@ -192,7 +194,7 @@ async def test_a_restarting_harness_completes_under_once_and_is_faulted_forever_
     assert len({tuple(ids) for ids in tool_ids[1:]}) == 3
 
 
-async def _post_stream(h: httpx2.AsyncClient, body: dict) -> tuple[dict, str]:
+async def _post_stream(h: httpx2.AsyncClient, body: dict[str, Any]) -> tuple[dict[str, str], str]:
     """One streamed request: its headers, and how its body ended (eof / drop)."""
     async with h.stream("POST", "/v1/messages", json=body) as r:
         try:
@@ -203,7 +205,7 @@ async def _post_stream(h: httpx2.AsyncClient, body: dict) -> tuple[dict, str]:
         return dict(r.headers), "eof"
 
 
-async def test_the_scope_is_in_the_diagnostics_and_the_answer_header():
+async def test_the_scope_is_in_the_diagnostics_and_the_answer_header() -> None:
     lines: list[str] = []
     app = ServeApp(SC, "drop_event", speed=math.inf, on_exchange=lambda ex: lines.append(format_exchange(ex)))
     with BackgroundServer(app) as srv:
@@ -224,7 +226,7 @@ async def test_the_scope_is_in_the_diagnostics_and_the_answer_header():
     assert "(drop_event@once spent at request 1: turn 1 attempt 1)" in lines[1]
 
 
-async def test_the_retries_of_the_request_that_took_it_keep_the_fault_numbering():
+async def test_the_retries_of_the_request_that_took_it_keep_the_fault_numbering() -> None:
     """http_429@once,http_529@once: the first turn gets 429, then 529, then the stream; the next turn is clean.
     Under @turn (the HTTP faults' default) every turn gets both."""
     once, each = [429, 529, 200, 200, 200], [429, 529, 200] * 3
@@ -238,7 +240,7 @@ async def test_the_retries_of_the_request_that_took_it_keep_the_fault_numbering(
         assert [ex.status for ex in app.exchanges] == statuses, spec
 
 
-async def test_a_once_fault_waits_for_a_turn_it_changes():
+async def test_a_once_fault_waits_for_a_turn_it_changes() -> None:
     """drop_in_tool:1 changes only a turn with a tool block: a text-only first request leaves it armed."""
     app = ServeApp(SC, "drop_in_tool:1", speed=math.inf)
     text_turn = [  # turn 2: text only
@@ -258,7 +260,7 @@ async def test_a_once_fault_waits_for_a_turn_it_changes():
     assert [ex.end for ex in app.exchanges] == ["eof", "drop", "eof", "eof", "eof"]
 
 
-async def test_the_header_chooses_the_scope_and_each_session_has_its_own_once():
+async def test_the_header_chooses_the_scope_and_each_session_has_its_own_once() -> None:
     with BackgroundServer(ServeApp(SC, speed=math.inf)) as srv:
         async with sdk(srv.base_url) as client:
             for session in ("a", "b"):
@@ -277,7 +279,7 @@ async def test_the_header_chooses_the_scope_and_each_session_has_its_own_once():
     )
 
 
-async def test_reset_rearms_a_once_fault():
+async def test_reset_rearms_a_once_fault() -> None:
     app = ServeApp(SC, "drop_event", speed=math.inf)
     with BackgroundServer(app) as srv:
         async with sdk(srv.base_url) as client:
@@ -288,7 +290,7 @@ async def test_reset_rearms_a_once_fault():
             assert (await restarting_harness(client))[:2] == (True, [DROPPED])
 
 
-async def test_concurrent_first_requests_one_of_them_takes_the_fault():
+async def test_concurrent_first_requests_one_of_them_takes_the_fault() -> None:
     app = ServeApp(SC, "drop_event", speed=math.inf)
     with BackgroundServer(app) as srv:
         async with httpx2.AsyncClient(base_url=srv.base_url, headers=API_HEADERS) as h:
@@ -300,7 +302,7 @@ async def test_concurrent_first_requests_one_of_them_takes_the_fault():
     assert sum(1 for ex in app.exchanges if ex.once == "drop_event@once fired here") == 1
 
 
-async def test_a_recording_made_in_front_of_serve_keeps_the_scope(tmp_path):
+async def test_a_recording_made_in_front_of_serve_keeps_the_scope(tmp_path: Path) -> None:
     path = tmp_path / "rec.jsonl"
     with (
         BackgroundServer(ServeApp(SC, "drop_event,padded", speed=math.inf)) as up,
@@ -319,7 +321,7 @@ async def test_a_recording_made_in_front_of_serve_keeps_the_scope(tmp_path):
 # ----------------------------------------------------------------------------------------------- other doors
 
 
-def test_the_fixture_defaults_to_once_for_a_transport_fault(inspector_server):
+def test_the_fixture_defaults_to_once_for_a_transport_fault(inspector_server: InspectorServerFactory) -> None:
     server = inspector_server(SC, faults="drop_event")
     client = anthropic.AsyncAnthropic(base_url=server.base_url, api_key="test", max_retries=0)
     done, failures, _ = asyncio.run(restarting_harness(client))
@@ -333,7 +335,7 @@ def test_the_fixture_defaults_to_once_for_a_transport_fault(inspector_server):
     assert done and failures == [DROPPED]
 
 
-def test_the_fixture_faults_each_turn_with_turn(inspector_server):
+def test_the_fixture_faults_each_turn_with_turn(inspector_server: InspectorServerFactory) -> None:
     server = inspector_server(SC, faults="drop_event@turn")
     client = anthropic.AsyncAnthropic(base_url=server.base_url, api_key="test", max_retries=0)
     done, failures, _ = asyncio.run(restarting_harness(client, tries=3))
@@ -341,7 +343,7 @@ def test_the_fixture_faults_each_turn_with_turn(inspector_server):
 
 
 @pytest.mark.parametrize(("fault", "failed"), [(f, 1) for f in FAILING] + [("drop_event@turn", 3)])
-async def test_in_process_the_same_scopes(fault, failed):
+async def test_in_process_the_same_scopes(fault: str, failed: int) -> None:
     """In process, attempts are counted per turn (not per request): under @turn each turn's first request is
     faulted once (3 turns, 3 failures); under @once the harness meets one failure."""
     server = FaultedScenarioServer(SC, fault, Pacer(math.inf))
@@ -353,7 +355,7 @@ async def test_in_process_the_same_scopes(fault, failed):
         assert list(server.once_notes.values())[0].startswith("spent at turn 1 attempt 1")
 
 
-async def test_openai_clients_get_the_scopes_too(inspector_server):
+async def test_openai_clients_get_the_scopes_too(inspector_server: InspectorServerFactory) -> None:
     """Chat and Responses, through the openai SDK: a restart after the one drop completes."""
     for spec, completes in (("drop_event", True), ("drop_event@turn", False)):
         server = inspector_server(SC, faults=spec)

@@ -16,6 +16,9 @@ import ssl
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import anthropic
 import httpx2
@@ -23,36 +26,41 @@ import orjson
 import pytest
 
 from inspector.cli.proxy import parse_listen
+from inspector.core.redaction import credential_values
+from inspector.net.faults import render_faulted
 from inspector.net.proxy import (
     InferredExecution,
     ProxyApp,
     SeenToolUse,
     ToolExecutionInferred,
-    credential_values,
     format_exchange,
     infer_tool_executions,
 )
-from inspector.net.serve import ServeApp, render_faulted
+from inspector.net.serve import Exchange, ServeApp
 from inspector.net.server import BackgroundServer
 from inspector.observe import observations as O
+from inspector.record.reader import RecordedAttempt
 from inspector.record.recording import read_recording
 from inspector.scenarios.bundled import SCENARIOS, get_scenario
 from inspector.stream.assembler import assemble
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
 KEY = "sk-ant-api03-CANARY-proxy-0123456789abcdefghij"
 KEY2 = "sk-ant-api03-CANARY-second-key-9876543210zyx"
 TRANSPORT_ERRORS = (httpx2.HTTPError, anthropic.APIConnectionError)
 _TLS = ssl.create_default_context()
-USER = [{"role": "user", "content": "hello"}]
+USER: list[Any] = [{"role": "user", "content": "hello"}]
 
 
 @pytest.fixture(scope="module")
-def upstream():
+def upstream() -> Iterator[BackgroundServer]:
     with BackgroundServer(ServeApp(speed=math.inf, lenient=True, echo_model=False)) as srv:
         yield srv
 
 
-def sdk(base_url: str, key: str = KEY, **kw) -> anthropic.AsyncAnthropic:
+def sdk(base_url: str, key: str = KEY, **kw: Any) -> anthropic.AsyncAnthropic:
     return anthropic.AsyncAnthropic(
         base_url=base_url,
         api_key=key,
@@ -62,8 +70,21 @@ def sdk(base_url: str, key: str = KEY, **kw) -> anthropic.AsyncAnthropic:
     )
 
 
-async def raw_call(client, messages, headers, hang_len=None) -> dict:
-    out = {"body": b"", "status": None, "error": None}
+class Call(TypedDict):
+    """What :func:`raw_call` got: the body's bytes, the status (None: no response), the exception it ended with."""
+
+    body: bytes
+    status: int | None
+    error: BaseException | None
+
+
+async def raw_call(
+    client: anthropic.AsyncAnthropic,
+    messages: list[Any],
+    headers: dict[str, str],
+    hang_len: int | None = None,
+) -> Call:
+    out: Call = {"body": b"", "status": None, "error": None}
     try:
         async with client.messages.with_streaming_response.create(
             model="claude-test", max_tokens=100, messages=messages, stream=True, extra_headers=headers
@@ -82,10 +103,10 @@ async def raw_call(client, messages, headers, hang_len=None) -> dict:
     return out
 
 
-def history_for(name: str, upto: int) -> list[dict]:
+def history_for(name: str, upto: int) -> list[dict[str, Any]]:
     """The messages a harness sends for turn ``upto`` (assistant turns assembled from the first clean attempt)."""
     sc = get_scenario(name)
-    messages = [{"role": "user", "content": sc.prompt}]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": sc.prompt}]
     for t in range(upto):
         plan = next(
             p
@@ -103,6 +124,12 @@ def history_for(name: str, upto: int) -> list[dict]:
     return messages
 
 
+def _requested_at(a: RecordedAttempt) -> float:
+    assert a.request is not None  # every recorded attempt starts with its request
+    t: float = a.request["t"]
+    return t
+
+
 def sha(b: bytes) -> str:
     return hashlib.sha256(b).hexdigest()
 
@@ -110,7 +137,9 @@ def sha(b: bytes) -> str:
 # ----------------------------------------------------------------------------------------------- identical bytes
 
 
-CASES = [(name, t, None) for name in sorted(SCENARIOS) for t in range(len(SCENARIOS[name].turns))] + [
+CASES: list[tuple[str, int, str | None]] = [
+    (name, t, None) for name in sorted(SCENARIOS) for t in range(len(SCENARIOS[name].turns))
+] + [
     ("parse_date", 0, f)
     for f in (
         "drop_byte:333",
@@ -126,7 +155,7 @@ CASES = [(name, t, None) for name in sorted(SCENARIOS) for t in range(len(SCENAR
 ]
 
 
-async def test_proxy_streams_are_byte_identical(upstream, tmp_path):
+async def test_proxy_streams_are_byte_identical(upstream: BackgroundServer, tmp_path: Path) -> None:
     record = tmp_path / "rec.jsonl"
     proxy = ProxyApp(upstream.base_url, record=record)
     passed: list[tuple[int, bytes]] = []  # (status, bytes) the client got through the proxy, in order
@@ -143,7 +172,7 @@ async def test_proxy_streams_are_byte_identical(upstream, tmp_path):
                 b = await raw_call(via, messages, {**base, "x-inspector-session": f"proxy-{i}"}, hang)
                 if plan.status != 200:  # an error body carries the request id unique to its response: the rest is equal
 
-                    def no_id(body: bytes) -> dict:
+                    def no_id(body: bytes) -> dict[str, Any]:
                         return {k: v for k, v in orjson.loads(body).items() if k != "request_id"}
 
                     assert no_id(a["body"]) == no_id(b["body"]) == no_id(plan.body), (name, turn, fault)
@@ -159,18 +188,20 @@ async def test_proxy_streams_are_byte_identical(upstream, tmp_path):
             await via.close()
     rec = read_recording(record)
     # in the order the requests came (a request that repeats a failed one's body is its retry: same turn)
-    attempts = sorted(rec.attempts(), key=lambda a: a.request["t"])
+    attempts = sorted(rec.attempts(), key=_requested_at)
     assert len(attempts) == len(CASES)
     for att, (status, body) in zip(attempts, passed, strict=True):  # the recording equals what passed
         assert att.data == body
-        assert att.response["status"] == status
+        assert att.response is not None and att.response["status"] == status
     # drops are "failed" (connection dropped), a stall the client gave up on is "cancelled"
-    assert [a.end["status"] for a in attempts] == ends_expected
+    assert [(a.end or {}).get("status") for a in attempts] == ends_expected
     assert {"failed", "cancelled", "complete"} <= set(ends_expected)
     assert KEY.encode() not in record.read_bytes()
 
 
-async def test_recording_matches_requests_and_never_holds_credentials(upstream, tmp_path, capsys, caplog):
+async def test_recording_matches_requests_and_never_holds_credentials(
+    upstream: BackgroundServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
     record = tmp_path / "rec.jsonl"
     lines: list[str] = []
     proxy = ProxyApp(upstream.base_url, record=record, on_exchange=lambda ex: lines.append(format_exchange(ex)))
@@ -199,18 +230,21 @@ async def test_recording_matches_requests_and_never_holds_credentials(upstream, 
     rec = read_recording(record)
     a1, a2 = list(rec.attempts())
     for att in (a1, a2):
+        assert att.request is not None
         assert not {"x-api-key", "authorization"} & {h.lower() for h in att.request["headers"]}
         assert att.request["method"] == "POST" and att.request["url"].endswith("/v1/messages")
         assert att.request["body"]["model"] == "claude-test"
+    assert a1.request is not None and a2.request is not None
     assert a1.request["body"]["messages"][0]["content"] == "my key is [redacted], keep it secret"
     assert a2.request["body"]["messages"][0]["content"] == "and [redacted] too"  # learned after the file opened
     assert (a1.turn, a1.attempt, a2.turn, a2.attempt) == (0, 0, 1, 0)
     assert a1.data == r1["body"] and a2.data == r2["body"]
+    assert a1.response is not None and a1.end is not None
     assert 0 <= a1.response["t"] <= a1.reads[0].t <= a1.end["t"]
 
 
-def _echo_app():
-    async def app(scope, receive, send):
+def _echo_app() -> ASGIApp:
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
         body = b""
@@ -244,9 +278,9 @@ def _echo_app():
     return app
 
 
-async def test_requests_are_forwarded_untouched_with_credentials():
+async def test_requests_are_forwarded_untouched_with_credentials() -> None:
     with BackgroundServer(_echo_app()) as echo, BackgroundServer(ProxyApp(echo.base_url)) as px:
-        kw = dict(
+        kw: dict[str, Any] = dict(
             params={"beta": "true", "x": "1 2"},
             content=b'{"a": 1}',
             headers={
@@ -303,7 +337,7 @@ class FakeClock:
             self._now += seconds
 
 
-async def test_reads_are_forwarded_as_they_arrive(tmp_path):
+async def test_reads_are_forwarded_as_they_arrive(tmp_path: Path) -> None:
     """No buffering: every upstream read reaches the client (and the recording) before upstream sends the next one.
 
     Proven by a handshake, not by timing: upstream's pacer (a real-time 1x pacer whose sleeps are replaced by a
@@ -329,7 +363,7 @@ async def test_reads_are_forwarded_as_they_arrive(tmp_path):
     sent_before = [0, 0, *itertools.accumulate(len(r.data) for r in plan.reads[:-1])]  # header, read 0, read 1...
     gates = [(d, need) for d, need in zip(delays, sent_before, strict=True) if d > 0]
     assert len(gates) > 10
-    opened = [concurrent.futures.Future() for _ in gates]
+    opened: list[concurrent.futures.Future[None]] = [concurrent.futures.Future() for _ in gates]
     clock = FakeClock()
     asked: list[float] = []
 
@@ -384,7 +418,7 @@ async def test_reads_are_forwarded_as_they_arrive(tmp_path):
 # ----------------------------------------------------------------------------------------------- tool inference
 
 
-def test_infer_tool_executions_pure():
+def test_infer_tool_executions_pure() -> None:
     seen = [
         SeenToolUse("toolu_a", "read_file", 0, 0, 1, stop_t=1.0, stream_end_t=1.5),
         SeenToolUse("toolu_b", "read_file", 0, 0, 2, stop_t=1.2, stream_end_t=1.5),
@@ -419,7 +453,7 @@ def test_infer_tool_executions_pure():
     assert infer_tool_executions(seen, "garbage", 3.0) == []
 
 
-async def test_tool_execution_is_inferred_from_the_next_request(upstream, tmp_path):
+async def test_tool_execution_is_inferred_from_the_next_request(upstream: BackgroundServer, tmp_path: Path) -> None:
     bus = O.ObservationBus()
     got: list[O.Observation] = []
     bus.subscribe(got.append)
@@ -429,7 +463,7 @@ async def test_tool_execution_is_inferred_from_the_next_request(upstream, tmp_pa
         client = sdk(px.base_url)
         hdr = {"x-inspector-scenario": "parse_date", "x-inspector-session": "infer"}
         try:
-            messages = [{"role": "user", "content": "why?"}]
+            messages: list[Any] = [{"role": "user", "content": "why?"}]
             first = await raw_call(client, messages, hdr)
             msg = assemble(first["body"]).final_message()
             uses = [b for b in msg["content"] if b["type"] == "tool_use"]
@@ -455,11 +489,18 @@ async def test_tool_execution_is_inferred_from_the_next_request(upstream, tmp_pa
     again_inferred = [o for o in got if isinstance(o, ToolExecutionInferred) and o.turn == 2]
     assert [(o.tool_use_id, o.status) for o in again_inferred] == [(b["id"], "unknown") for b in uses]
     assert all(o.status == "result" and o.from_turn == 0 and o.turn == 1 for o in inferred)
-    assert all(o.since_block_stop >= 0.2 and o.since_stream_end >= 0.2 for o in inferred)
+    assert all(
+        o.since_block_stop is not None
+        and o.since_block_stop >= 0.2
+        and o.since_stream_end is not None
+        and o.since_stream_end >= 0.2
+        for o in inferred
+    )
     # the stream ended when the client had it all: exactly the harness's 0.2 s (and a few clock ticks) went by since
     assert all(o.since_stream_end == pytest.approx(0.2, abs=1e-3) for o in inferred)
     # block stops come in order, so the earlier blocks waited longer
-    assert inferred[0].since_block_stop >= inferred[-1].since_block_stop
+    first_wait, last_wait = inferred[0].since_block_stop, inferred[-1].since_block_stop
+    assert first_wait is not None and last_wait is not None and first_wait >= last_wait
     starts = [o for o in got if isinstance(o, O.AttemptStarted)]
     assert [(o.turn, o.attempt) for o in starts] == [(0, 0), (1, 0), (2, 0)]
     assert all("x-api-key" not in o.headers for o in starts)
@@ -477,7 +518,7 @@ async def test_tool_execution_is_inferred_from_the_next_request(upstream, tmp_pa
 # ----------------------------------------------------------------------------------------------- failures
 
 
-async def test_upstream_unreachable_gives_502(tmp_path):
+async def test_upstream_unreachable_gives_502(tmp_path: Path) -> None:
     with BackgroundServer(ServeApp()) as dead:
         url = dead.base_url
     record = tmp_path / "dead.jsonl"
@@ -486,15 +527,15 @@ async def test_upstream_unreachable_gives_502(tmp_path):
             r = await h.post("/v1/messages", json={"model": "m", "max_tokens": 5, "stream": True, "messages": USER})
     assert r.status_code == 502 and "upstream unreachable" in r.json()["error"]["message"]
     att = list(read_recording(record).attempts())[0]
-    assert att.end["status"] == "failed" and att.response is None
+    assert att.end is not None and att.end["status"] == "failed" and att.response is None
 
 
-async def test_client_disconnect_is_passed_upstream(upstream):
+async def test_client_disconnect_is_passed_upstream(upstream: BackgroundServer) -> None:
     """A client that gives up on a stalled stream: the proxy closes its upstream response too."""
     loop = asyncio.get_running_loop()
     up_ended, px_ended = asyncio.Event(), asyncio.Event()  # set from the servers' threads when an exchange ends
 
-    def on_upstream(ex) -> None:
+    def on_upstream(ex: Exchange) -> None:
         if ex.faults == "stall:2@once" and ex.end is not None:
             loop.call_soon_threadsafe(up_ended.set)
 
@@ -532,7 +573,7 @@ async def test_client_disconnect_is_passed_upstream(upstream):
 # ----------------------------------------------------------------------------------------------- CLI bits
 
 
-def test_helpers():
+def test_helpers() -> None:
     assert parse_listen("127.0.0.1:8787") == ("127.0.0.1", 8787)
     assert parse_listen(":0") == ("127.0.0.1", 0) and parse_listen("9000") == ("127.0.0.1", 9000)
     assert parse_listen("[::1]:81") == ("::1", 81)
@@ -541,7 +582,7 @@ def test_helpers():
     ) == [KEY, f"Bearer {KEY2}", KEY2]
 
 
-def test_headless_cli_records_and_never_logs_the_key(upstream, tmp_path):
+def test_headless_cli_records_and_never_logs_the_key(upstream: BackgroundServer, tmp_path: Path) -> None:
     record = tmp_path / "cli.jsonl"
     proc = subprocess.Popen(
         [
@@ -562,6 +603,7 @@ def test_headless_cli_records_and_never_logs_the_key(upstream, tmp_path):
         env=dict(os.environ, PYTHONUNBUFFERED="1"),
     )
     try:
+        assert proc.stdout is not None and proc.stderr is not None
         out = [proc.stdout.readline(), proc.stdout.readline()]
         m = re.match(r"ANTHROPIC_BASE_URL=(http://127\.0\.0\.1:\d+)$", out[1].strip())
         assert m, out

@@ -18,12 +18,15 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx2
 import orjson
 import pytest
 
+from inspector.net.livefaults import LiveStream
 from inspector.net.proxy import DEFAULT_MAX_CLIENTS, ProxyApp, max_clients_for, target_problem
 from inspector.net.serve import DEFAULT_MAX_BODY, ServeApp
 from inspector.net.server import BackgroundServer
@@ -32,11 +35,16 @@ from inspector.record.recording import read_recording
 KEY = "sk-ant-api03-CANARY-bounds-0123456789abcdefghij"
 HEADERS = {"x-api-key": KEY, "anthropic-version": "2023-06-01", "content-type": "application/json"}
 BODY = {"model": "claude-sonnet-4-5", "max_tokens": 5, "messages": [{"role": "user", "content": "hello"}]}
+if TYPE_CHECKING:
+    from starlette.types import Receive, Scope, Send
+
+T = TypeVar("T")
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
-def _no_tracebacks(capfd, caplog):
+def _no_tracebacks(capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> Iterator[None]:
     """Every test here: nothing the proxy (in this process) logged or wrote to stderr holds a traceback."""
     yield
     err = capfd.readouterr().err
@@ -51,7 +59,7 @@ class Counting:
         self.requests = 0
         self.lock = threading.Lock()
 
-    async def __call__(self, scope, receive, send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             if scope["type"] == "lifespan":
                 while (await receive())["type"] != "lifespan.shutdown":
@@ -103,11 +111,11 @@ async def _raw(
 # ------------------------------------------------------------------------------------------------------ body limit
 
 
-def test_the_default_body_limit_is_serves_the_apis_32_mib():
+def test_the_default_body_limit_is_serves_the_apis_32_mib() -> None:
     assert ProxyApp("http://127.0.0.1:9").max_body == DEFAULT_MAX_BODY == 32 * 1024 * 1024
 
 
-async def test_a_content_length_past_max_body_is_413_at_once_and_never_forwarded():
+async def test_a_content_length_past_max_body_is_413_at_once_and_never_forwarded() -> None:
     up_app = Counting()
     with BackgroundServer(up_app) as up, BackgroundServer(ProxyApp(up.base_url, max_body=1000)) as px:
         head = (
@@ -127,7 +135,7 @@ async def test_a_content_length_past_max_body_is_413_at_once_and_never_forwarded
     assert up_app.requests == 1
 
 
-async def test_a_chunked_body_is_refused_as_soon_as_the_bytes_read_pass_the_limit():
+async def test_a_chunked_body_is_refused_as_soon_as_the_bytes_read_pass_the_limit() -> None:
     """No content-length: the proxy counts as it reads and answers 413 while the client is still sending (the
     body is never completed, so a proxy that buffers first would never answer)."""
     up_app = Counting()
@@ -140,7 +148,7 @@ async def test_a_chunked_body_is_refused_as_soon_as_the_bytes_read_pass_the_limi
     assert up_app.requests == 0
 
 
-async def test_a_refused_body_is_an_exchange_of_the_recording(tmp_path):
+async def test_a_refused_body_is_an_exchange_of_the_recording(tmp_path: Path) -> None:
     up_app = Counting()
     rec = tmp_path / "r.jsonl"
     proxy = ProxyApp("http://placeholder", max_body=10, record=rec)
@@ -156,7 +164,7 @@ async def test_a_refused_body_is_an_exchange_of_the_recording(tmp_path):
     assert KEY not in rec.read_text()
 
 
-async def test_a_body_slower_than_body_timeout_is_408():
+async def test_a_body_slower_than_body_timeout_is_408() -> None:
     up_app = Counting()
     with BackgroundServer(up_app) as up, BackgroundServer(ProxyApp(up.base_url, body_timeout=0.5)) as px:
         # 2 of the 10 bytes announced, then nothing: the answer comes once body_timeout passed
@@ -166,7 +174,7 @@ async def test_a_body_slower_than_body_timeout_is_408():
     assert up_app.requests == 0
 
 
-def test_the_command_line_sets_every_client_bound():
+def test_the_command_line_sets_every_client_bound() -> None:
     import argparse
 
     from inspector.cli.proxy import add_parser, proxy_options
@@ -207,7 +215,7 @@ def test_the_command_line_sets_every_client_bound():
         (b"evil.invalid:443", False),
     ],
 )
-def test_only_origin_form_targets_are_forwarded(target, ok):
+def test_only_origin_form_targets_are_forwarded(target: bytes, ok: bool) -> None:
     assert (target_problem(target) is None) is ok
 
 
@@ -266,7 +274,9 @@ def _asked_host(request_line: str) -> str | None:
 
 
 @pytest.mark.parametrize("scheme", ["https", "http"])
-async def test_a_target_that_is_not_an_absolute_path_never_reaches_another_host(monkeypatch, scheme):
+async def test_a_target_that_is_not_an_absolute_path_never_reaches_another_host(
+    monkeypatch: pytest.MonkeyPatch, scheme: str
+) -> None:
     """With an environment proxy (the httpx2 path), ``@evil.invalid/...`` glued to the upstream URL named
     evil.invalid as the host, and the client's key went there. Now: 400 with a one-line reason, nothing sent; a
     normal target still goes to upstream's host."""
@@ -308,7 +318,7 @@ async def test_a_target_that_is_not_an_absolute_path_never_reaches_another_host(
 # ------------------------------------------------------------------------------------------------ deep requests
 
 
-async def test_a_request_nested_too_deep_is_forwarded_and_recorded_as_opaque(tmp_path):
+async def test_a_request_nested_too_deep_is_forwarded_and_recorded_as_opaque(tmp_path: Path) -> None:
     """300 and 5,000 levels (orjson reads at most 1,024): forwarded as is, upstream answers (serve: 400), the
     recording keeps the exchange; never a plain-text 500. (This passed on main already; it pins the behaviour.)"""
     rec = tmp_path / "deep.jsonl"
@@ -330,7 +340,7 @@ async def test_a_request_nested_too_deep_is_forwarded_and_recorded_as_opaque(tmp
 # ------------------------------------------------------------------------------------------- slow and idle clients
 
 
-async def test_slowloris_and_idle_connections_are_closed():
+async def test_slowloris_and_idle_connections_are_closed() -> None:
     """A client that trickles its headers (a byte every 0.1 s) is closed once header_timeout passed since its
     first byte; one that sends nothing is closed after keep_alive. Both waits are bounded far above the limits."""
     proxy = ProxyApp("http://127.0.0.1:9", header_timeout=0.5, keep_alive=0.5)
@@ -361,7 +371,7 @@ async def test_slowloris_and_idle_connections_are_closed():
     assert time.monotonic() - t0 < 15
 
 
-def test_the_client_cap_follows_the_descriptor_limit():
+def test_the_client_cap_follows_the_descriptor_limit() -> None:
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     assert 1 <= max_clients_for() <= DEFAULT_MAX_CLIENTS
     if soft != resource.RLIM_INFINITY:
@@ -371,7 +381,7 @@ def test_the_client_cap_follows_the_descriptor_limit():
 # --------------------------------------------------------------------------------------------- a connection flood
 
 
-def _limit_fds(n: int):
+def _limit_fds(n: int) -> Callable[[], None]:
     def pre() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
 
@@ -386,7 +396,7 @@ def _post_blocking(base_url: str, timeout: float = 5.0) -> int | None:
     return r.status_code
 
 
-def _until(predicate, deadline: float, what: str):
+def _until(predicate: Callable[[], T], deadline: float, what: str) -> T:
     """Poll ``predicate()`` until it is truthy (returned) or ``deadline`` (monotonic) passes (AssertionError)."""
     while True:
         value = predicate()
@@ -396,7 +406,7 @@ def _until(predicate, deadline: float, what: str):
             raise AssertionError(f"never: {what}")
 
 
-def test_a_flood_of_idle_connections_is_shed_with_503_and_the_proxy_recovers():
+def test_a_flood_of_idle_connections_is_shed_with_503_and_the_proxy_recovers() -> None:
     """The CLI proxy with RLIMIT_NOFILE 200 (so at most (200-64)//2 = 68 client connections), flooded with 300
     idle connections: the excess is answered 503 at once (JSON), a normal request meanwhile gets 503 too, stderr
     holds a few lines and no traceback; once the flood is gone, requests are served again."""
@@ -478,7 +488,7 @@ class Endless:
     without yielding: the loop watches for the disconnect and yields each write, or it would spin, never see its
     server's shutdown, and outlive the test as a thread burning CPU in the test process.)"""
 
-    async def __call__(self, scope, receive, send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             if scope["type"] == "lifespan":
                 while (await receive())["type"] != "lifespan.shutdown":
@@ -514,7 +524,7 @@ def _rss_kib(pid: int) -> int:
     raise AssertionError("no VmRSS")
 
 
-def _proxy_process(upstream: str, *args: str) -> tuple[subprocess.Popen, str]:
+def _proxy_process(upstream: str, *args: str) -> tuple[subprocess.Popen[bytes], str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for var in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "ALL_PROXY", "all_proxy"):
         env.pop(var, None)
@@ -534,7 +544,7 @@ def _proxy_process(upstream: str, *args: str) -> tuple[subprocess.Popen, str]:
     raise AssertionError(f"the proxy did not start: {proc.communicate()[1][:2000]!r}")
 
 
-def _stop(proc: subprocess.Popen) -> str:
+def _stop(proc: subprocess.Popen[bytes]) -> str:
     proc.terminate()
     try:
         _, err = proc.communicate(timeout=15)
@@ -548,7 +558,7 @@ STREAM_MIB = 40
 
 
 @pytest.mark.parametrize("quiet", [True, False])
-def test_a_live_fault_on_an_endless_stream_holds_a_bounded_window(quiet):
+def test_a_live_fault_on_an_endless_stream_holds_a_bounded_window(quiet: bool) -> None:
     """invalid_tool_json holds the last tool block back until the message ends; on an endless tool block it held
     everything (+110 MB/s) and the client got 0 bytes. Now the client gets the stream (the block goes out
     unchanged past the window) and the proxy's RSS stays bounded while 64 MiB pass. (--quiet only silences the
@@ -606,7 +616,9 @@ def test_a_live_fault_on_an_endless_stream_holds_a_bounded_window(quiet):
     assert "Traceback" not in err
 
 
-async def test_a_long_stream_is_parsed_up_to_a_budget_and_forgotten_once_the_client_left(tmp_path, monkeypatch):
+async def test_a_long_stream_is_parsed_up_to_a_budget_and_forgotten_once_the_client_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Past PARSE_BUDGET bytes an attempt's stream is no longer parsed (the assembler kept ~1.4x what passed): a
     note says so, the reads are still recorded; once the client left, no Track or TurnStream of it is alive.
     (The budget is 1 MiB here, not 16: the same code path, without proxying and parsing 18 MiB.)"""
@@ -654,17 +666,17 @@ async def test_a_long_stream_is_parsed_up_to_a_budget_and_forgotten_once_the_cli
 class _Upstream:
     """What run_live reads: ``aiter_raw()`` over fixed chunks; ``held`` notes the most the stream held at once."""
 
-    def __init__(self, chunks: list[bytes], stream) -> None:
+    def __init__(self, chunks: list[bytes], stream: LiveStream) -> None:
         self.chunks, self.stream, self.held = chunks, stream, 0
 
-    async def aiter_raw(self):
+    async def aiter_raw(self) -> AsyncIterator[bytes]:
         for c in self.chunks:
             self.held = max(self.held, self.stream.held_bytes)
             yield c
 
 
 @pytest.mark.parametrize("fault", ["invalid_tool_json", "max_tokens_tool"])
-async def test_a_held_tool_block_goes_out_unchanged_past_the_window(fault):
+async def test_a_held_tool_block_goes_out_unchanged_past_the_window(fault: str) -> None:
     from inspector.net.livefaults import HOLD_WINDOW, parse_live_faults, run_live
 
     faults = parse_live_faults(fault)
@@ -680,14 +692,14 @@ async def test_a_held_tool_block_goes_out_unchanged_past_the_window(fault):
     async def emit(b: bytes) -> None:
         sent.append(b)
 
-    state: dict = {"end": "complete", "reason": None}
+    state: dict[str, str | None] = {"end": "complete", "reason": None}
     await run_live(live, up, emit, state, lambda f, at: None, notes.append)
     assert b"".join(sent) == data  # nothing lost, nothing changed, in order
     assert up.held <= HOLD_WINDOW + len(_DELTA)
     assert len(notes) == 1 and fault in notes[0] and str(HOLD_WINDOW) in notes[0]
 
 
-async def test_an_event_longer_than_the_window_goes_out_as_it_came():
+async def test_an_event_longer_than_the_window_goes_out_as_it_came() -> None:
     from inspector.net.livefaults import HOLD_WINDOW, parse_live_faults, run_live
 
     faults = parse_live_faults("crlf")
@@ -711,7 +723,7 @@ async def test_an_event_longer_than_the_window_goes_out_as_it_came():
     assert len(notes) == 1 and "forwarded as it came" in notes[0]
 
 
-def test_a_rate_limited_log_line_counts_what_it_skipped(caplog):
+def test_a_rate_limited_log_line_counts_what_it_skipped(caplog: pytest.LogCaptureFixture) -> None:
     from inspector.net.server import RateLimitedLog
 
     now = [0.0]
@@ -729,11 +741,13 @@ def test_a_rate_limited_log_line_counts_what_it_skipped(caplog):
     ]
 
 
-def test_accept_errors_are_one_line_and_other_errors_go_to_the_previous_handler(caplog):
+def test_accept_errors_are_one_line_and_other_errors_go_to_the_previous_handler(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     from inspector.net.server import quiet_accept_errors
 
     loop = asyncio.new_event_loop()
-    seen: list[dict] = []
+    seen: list[dict[str, Any]] = []
     try:
         loop.set_exception_handler(lambda lp, ctx: seen.append(ctx))
         quiet_accept_errors(loop)
@@ -761,7 +775,7 @@ class _Lines(logging.Handler):
         self.lines.append(record.getMessage())
 
 
-async def test_unreadable_requests_log_one_line_not_one_each():
+async def test_unreadable_requests_log_one_line_not_one_each() -> None:
     """uvicorn logs a warning for each request it cannot read (a client can send them in a loop): one line per 10 s.
     The handler sits on uvicorn's own logger (uvicorn's loggers do not propagate to the root)."""
     from inspector.net import server as net_server

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -17,6 +19,7 @@ import pytest
 from inspector.net.proxy import ProxyApp, format_exchange
 from inspector.net.serve import ServeApp
 from inspector.net.server import BackgroundServer
+from inspector.net.turns import ProxyExchange, Track, TurnTracker
 from inspector.observe import observations as O
 from inspector.record.recording import read_recording
 from inspector.testing.serve import API_HEADERS
@@ -26,7 +29,7 @@ CITIES = ("Paris", "Rome", "Oslo")
 
 
 @pytest.fixture(scope="module")
-def upstream():
+def upstream() -> Iterator[BackgroundServer]:
     with BackgroundServer(ServeApp(speed=math.inf, lenient=True, echo_model=False)) as srv:
         yield srv
 
@@ -37,11 +40,13 @@ def sdk(base_url: str) -> anthropic.AsyncAnthropic:
     )
 
 
-async def _agent(client, city: str, barrier: asyncio.Barrier) -> tuple[list[str], list[dict]]:
+async def _agent(
+    client: anthropic.AsyncAnthropic, city: str, barrier: asyncio.Barrier
+) -> tuple[list[str], list[dict[str, Any]]]:
     """Two turns of a weather agent for one city: the tool calls of turn 1 are answered in turn 2. The barrier
     makes the three agents' requests interleave (all first turns, then all second turns)."""
     hdr = {"x-inspector-scenario": "weather"}
-    messages: list[dict] = [{"role": "user", "content": f"What is the weather in {city}?"}]
+    messages: list[Any] = [{"role": "user", "content": f"What is the weather in {city}?"}]
     await barrier.wait()
     async with client.messages.stream(model="m", max_tokens=100, messages=messages, extra_headers=hdr) as s:
         first = await s.get_final_message()
@@ -59,7 +64,9 @@ async def _agent(client, city: str, barrier: asyncio.Barrier) -> tuple[list[str]
     return [b.id for b in uses], messages
 
 
-async def test_three_concurrent_conversations_are_grouped_with_their_tools(upstream, tmp_path, capsys):
+async def test_three_concurrent_conversations_are_grouped_with_their_tools(
+    upstream: BackgroundServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from inspector.cli.headless import ProgressPrinter
     from inspector.testing.loop import Lines
 
@@ -155,7 +162,7 @@ async def test_three_concurrent_conversations_are_grouped_with_their_tools(upstr
     ]
 
 
-async def test_an_unmatched_tool_result_says_why(upstream):
+async def test_an_unmatched_tool_result_says_why(upstream: BackgroundServer) -> None:
     """A conversation the proxy joins midway (its first request already carries a tool_result): the result is
     unknown, and the line says why (never a bare ``tool ? toolu_...: unknown``)."""
     lines: list[str] = []
@@ -180,7 +187,9 @@ async def test_an_unmatched_tool_result_says_why(upstream):
 # ----------------------------------------------------------------------------------------------- immediate resend
 
 
-async def _close_then_resend(h: httpx2.AsyncClient, body: dict, hdr: dict, prefix: int) -> httpx2.Response:
+async def _close_then_resend(
+    h: httpx2.AsyncClient, body: dict[str, Any], hdr: dict[str, str], prefix: int
+) -> httpx2.Response:
     """What langchain-anthropic and pydantic-ai do after a read timeout: read what came, close the stream, and
     send the same body again at once (no pause for the proxy to see the close first)."""
     async with h.stream("POST", "/v1/messages", content=orjson.dumps(body), headers=hdr) as r:
@@ -192,7 +201,7 @@ async def _close_then_resend(h: httpx2.AsyncClient, body: dict, hdr: dict, prefi
     return await h.post("/v1/messages", content=orjson.dumps(body), headers=hdr)
 
 
-def _tool_results(sse: bytes) -> tuple[dict, dict]:
+def _tool_results(sse: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
     from inspector.stream.assembler import assemble
 
     msg = assemble(sse).final_message()
@@ -201,7 +210,9 @@ def _tool_results(sse: bytes) -> tuple[dict, dict]:
     return {"role": "assistant", "content": msg["content"]}, {"role": "user", "content": results or "go on"}
 
 
-async def test_an_immediate_resend_is_the_next_attempt_and_the_recording_dumps_and_serves(upstream, tmp_path):
+async def test_an_immediate_resend_is_the_next_attempt_and_the_recording_dumps_and_serves(
+    upstream: BackgroundServer, tmp_path: Path
+) -> None:
     import subprocess
     import sys
 
@@ -216,7 +227,7 @@ async def test_an_immediate_resend_is_the_next_attempt_and_the_recording_dumps_a
     with BackgroundServer(ProxyApp(upstream.base_url, record=record)) as px:
         async with httpx2.AsyncClient(base_url=px.base_url, timeout=30) as h:
             for i in range(n):  # n conversations, each: turn 1 stalls, is closed and resent at once; then turn 2
-                messages: list[dict] = [{"role": "user", "content": f"Weather in city {i}?"}]
+                messages: list[dict[str, Any]] = [{"role": "user", "content": f"Weather in city {i}?"}]
                 body = {"model": "m", "max_tokens": 50, "stream": True, "messages": messages}
                 second = await _close_then_resend(h, body, hdr, prefix)
                 assert second.status_code == 200
@@ -262,17 +273,17 @@ async def test_an_immediate_resend_is_the_next_attempt_and_the_recording_dumps_a
 # ----------------------------------------------------------------------------------------------- the tracker alone
 
 
-def _tracker():
-    from inspector.net.turns import TurnTracker
+def _tracker() -> tuple[TurnTracker, list[O.Observation]]:
 
     got: list[O.Observation] = []
     tracker = TurnTracker(got.append, clock=lambda: 0.0, t0=0.0, source=lambda: {"type": "proxy"}, detail=lambda: True)
     return tracker, got
 
 
-def _exchange(tracker, body: dict, data: bytes, headers=()):
+def _exchange(
+    tracker: TurnTracker, body: dict[str, Any], data: bytes, headers: Iterable[tuple[str, str]] = ()
+) -> Track:
     """One streamed attempt through the tracker, as the proxy drives it (request, response, reads, end)."""
-    from inspector.net.turns import ProxyExchange
 
     raw = orjson.dumps(body)
     ex = ProxyExchange("POST", "/v1/messages")
@@ -286,7 +297,7 @@ def _exchange(tracker, body: dict, data: bytes, headers=()):
     return track
 
 
-def test_a_subagent_started_by_a_tool_call_names_its_parent():
+def test_a_subagent_started_by_a_tool_call_names_its_parent() -> None:
     """A tool call's input (e.g. a Task prompt) that becomes another conversation's first message: that
     conversation's parent is the caller's (the tool input is handed to Conversations when its block closes)."""
     from inspector.testing.streamgen import sse, text_turn, tool_turn
@@ -302,7 +313,7 @@ def test_a_subagent_started_by_a_tool_call_names_its_parent():
     assert [(o.conversation, o.how, o.parent) for o in assigned] == [("c1", "new", None), ("c2", "new", "c1")]
 
 
-def test_tool_ids_repeated_across_conversations_are_matched_within_each():
+def test_tool_ids_repeated_across_conversations_are_matched_within_each() -> None:
     """A mock upstream seeds tool ids by turn: two conversations get the same toolu_ id. Each result is matched to
     its own conversation's call (before: the later call overwrote the earlier, the other result was 'unknown')."""
     from inspector.testing.streamgen import sse, text_turn, tool_turn
@@ -330,7 +341,9 @@ def test_tool_ids_repeated_across_conversations_are_matched_within_each():
     assert tracker.seen_tools == {}  # answered: nothing kept
 
 
-async def test_serve_recording_answers_each_conversation_from_its_own_turns(upstream, tmp_path):
+async def test_serve_recording_answers_each_conversation_from_its_own_turns(
+    upstream: BackgroundServer, tmp_path: Path
+) -> None:
     """Two conversations recorded through the proxy, each answered by another scenario (other bytes): `serve
     --recording` of that file answers a request of the second conversation with the second conversation's recorded
     bytes (before, every request was answered from the file's first conversation)."""
@@ -371,8 +384,8 @@ async def test_serve_recording_answers_each_conversation_from_its_own_turns(upst
 
 
 async def test_the_same_body_at_once_after_a_complete_answer_is_a_new_turn_while_the_proxy_still_cleans_up(
-    upstream, monkeypatch
-):
+    upstream: BackgroundServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The client has the whole answer and sends the same body again at once (langchain / pydantic-ai resend with zero
     gap): the proxy may not have finished closing the first exchange's tasks yet (here: held until the second request
     was assigned). The attempt's end is known before that: the resend of a COMPLETE answer is a new turn, not a
@@ -385,7 +398,9 @@ async def test_the_same_body_at_once_after_a_complete_answer_is_a_new_turn_while
     gate = threading.Event()
     original = proxy_mod._Watchers.close
 
-    async def held_close(self) -> None:  # the cleanup waits (without blocking the loop) until the test opens it
+    async def held_close(
+        self: proxy_mod._Watchers,
+    ) -> None:  # the cleanup waits (without blocking the loop) until the test opens it
         await asyncio.get_running_loop().run_in_executor(None, gate.wait, 30)
         await original(self)
 

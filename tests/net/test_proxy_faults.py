@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import AsyncIterator, Iterator
 from itertools import pairwise
+from pathlib import Path
+from typing import Any
 
 import httpx2
 import orjson
@@ -31,13 +34,13 @@ BODY = orjson.dumps({"model": "m", "max_tokens": 5, "stream": True, "messages": 
 
 
 @pytest.fixture(scope="module")
-def upstream():
+def upstream() -> Iterator[BackgroundServer]:
     with BackgroundServer(ServeApp(speed=math.inf, lenient=True, echo_model=False)) as srv:
         yield srv
 
 
-def events(body: bytes, pings: bool = False) -> list[tuple[str, dict]]:
-    out = []
+def events(body: bytes, pings: bool = False) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
     for e in SSEDecoder().feed(body):
         if e.event == "ping" and not pings:
             continue
@@ -45,9 +48,9 @@ def events(body: bytes, pings: bool = False) -> list[tuple[str, dict]]:
     return out
 
 
-def content(body: bytes) -> tuple[list, object]:
+def content(body: bytes) -> tuple[list[tuple[object, ...]], object]:
     """(blocks as (index, type, text or raw JSON, closed), stop_reason) of a stream, whatever its chunking."""
-    blocks: dict[int, list] = {}
+    blocks: dict[int, list[Any]] = {}
     stop = None
     for name, d in events(body):
         if name == "content_block_start":
@@ -62,7 +65,9 @@ def content(body: bytes) -> tuple[list, object]:
     return [tuple(b) for b in blocks.values()], stop
 
 
-async def fetch(h: httpx2.AsyncClient, headers: dict, hang_events: int | None = None) -> tuple[int, bytes, bool]:
+async def fetch(
+    h: httpx2.AsyncClient, headers: dict[str, str], hang_events: int | None = None
+) -> tuple[int, bytes, bool]:
     """(status, body, dropped) of one streamed request; with ``hang_events`` the client leaves after that many
     events (pings included)."""
     body = b""
@@ -97,7 +102,9 @@ CASES = [
 
 
 @pytest.mark.parametrize(("name", "fault", "compare"), CASES)
-async def test_live_fault_lands_where_serve_puts_it(upstream, tmp_path, name, fault, compare):
+async def test_live_fault_lands_where_serve_puts_it(
+    upstream: BackgroundServer, tmp_path: Path, name: str, fault: str, compare: str
+) -> None:
     record = tmp_path / "f.jsonl"
     sc = get_scenario(name)
     clean = render_faulted(sc, None, 0, 0)
@@ -139,7 +146,8 @@ async def test_live_fault_lands_where_serve_puts_it(upstream, tmp_path, name, fa
 
     def started(a: RecordedAttempt) -> float:
         assert a.request is not None
-        return a.request["t"]
+        t: float = a.request["t"]
+        return t
 
     attempts = sorted(rec.attempts(), key=started)
     transport = fault.split(":")[0] in TRANSPORT
@@ -157,7 +165,9 @@ async def test_live_fault_lands_where_serve_puts_it(upstream, tmp_path, name, fa
         assert marks[0]["at_event"] == expected_at
 
 
-async def test_http_429_is_answered_by_the_proxy_and_the_retry_goes_upstream(upstream, tmp_path):
+async def test_http_429_is_answered_by_the_proxy_and_the_retry_goes_upstream(
+    upstream: BackgroundServer, tmp_path: Path
+) -> None:
     record = tmp_path / "h.jsonl"
     app: ServeApp = upstream.owner
     hdr = {"x-inspector-scenario": "weather", "x-inspector-session": "live-429"}
@@ -187,7 +197,7 @@ async def test_http_429_is_answered_by_the_proxy_and_the_retry_goes_upstream(ups
     assert marks == [("http_429:2", 0), ("http_529:0", 1)]
 
 
-async def test_the_fault_header_is_per_request_and_checked(upstream):
+async def test_the_fault_header_is_per_request_and_checked(upstream: BackgroundServer) -> None:
     hdr = {"x-inspector-scenario": "weather"}
     with BackgroundServer(ProxyApp(upstream.base_url, fault_header=True)) as px:
         async with httpx2.AsyncClient(base_url=px.base_url, timeout=30) as h:
@@ -203,7 +213,7 @@ async def test_the_fault_header_is_per_request_and_checked(upstream):
     assert bom.content.startswith(BOM) and bom.content[3:] == plain.content
 
 
-def test_parse_live_faults():
+def test_parse_live_faults() -> None:
     assert parse_live_faults(None) is None and parse_live_faults("none") is None
     lf = parse_live_faults("drop_event:5,bom")
     assert lf is not None and str(lf) == "drop_event:5,bom"
@@ -217,7 +227,7 @@ def test_parse_live_faults():
     assert isinstance(lf.stream(0), LiveStream)
 
 
-def test_cli_rejects_a_fault_that_is_not_live(capsys):
+def test_cli_rejects_a_fault_that_is_not_live(capsys: pytest.CaptureFixture[str]) -> None:
     from inspector.cli.proxy import main
 
     assert main(["--listen", "127.0.0.1:0", "--headless", "--fault", "relay_buffer"]) == 2
@@ -234,7 +244,7 @@ class _Upstream:
     def __init__(self, chunks: list[bytes]) -> None:
         self.chunks = chunks
 
-    async def aiter_raw(self):
+    async def aiter_raw(self) -> AsyncIterator[bytes]:
         for c in self.chunks:
             yield c
 
@@ -244,7 +254,7 @@ def _chunked(data: bytes, cuts: list[int]) -> list[bytes]:
     return [data[a:b] for a, b in pairwise(points)]
 
 
-async def _run(fault: str, chunks: list[bytes]) -> tuple[bytes, dict, list]:
+async def _run(fault: str, chunks: list[bytes]) -> tuple[bytes, dict[str, str | None], list[tuple[str, int | None]]]:
     from inspector.net.livefaults import run_live
 
     lf = parse_live_faults(fault)
@@ -252,8 +262,8 @@ async def _run(fault: str, chunks: list[bytes]) -> tuple[bytes, dict, list]:
     stream = lf.stream(0)
     assert stream is not None
     out: list[bytes] = []
-    marks: list = []
-    state: dict = {"end": "complete", "reason": None}
+    marks: list[tuple[str, int | None]] = []
+    state: dict[str, str | None] = {"end": "complete", "reason": None}
 
     async def emit(b: bytes) -> None:
         out.append(b)
@@ -283,7 +293,9 @@ _sse_pieces = st.sampled_from(
 @given(
     st.one_of(st.binary(max_size=300), st.lists(_sse_pieces, max_size=12).map(b"".join)), st.lists(st.integers(0, 400))
 )
-async def test_fuzz_live_reader_passes_any_bytes_through_unchanged_when_no_fault_fires(data, cuts):
+async def test_fuzz_live_reader_passes_any_bytes_through_unchanged_when_no_fault_fires(
+    data: bytes, cuts: list[int]
+) -> None:
     """Any upstream bytes, cut anywhere: with a fault that never fires (a drop after more bytes than there are) the
     client gets exactly upstream's bytes; no exception, no hang."""
     got, state, marks = await _run(f"drop_byte:{len(data) + 1}", _chunked(data, cuts))
@@ -296,7 +308,7 @@ async def test_fuzz_live_reader_passes_any_bytes_through_unchanged_when_no_fault
     st.lists(st.integers(0, 400)),
     st.sampled_from(["error_event:1", "drop_event:2", "invalid_tool_json", "max_tokens_tool", "split_events", "cr"]),
 )
-async def test_fuzz_live_faults_never_raise_on_garbage(data, cuts, fault):
+async def test_fuzz_live_faults_never_raise_on_garbage(data: bytes, cuts: list[int], fault: str) -> None:
     got, state, _ = await _run(fault, _chunked(data, cuts))
     assert state["end"] in ("complete", "dropped")
     if fault in ("split_events",):  # splitting only moves write boundaries
@@ -309,7 +321,7 @@ def _turn_body(question: str) -> bytes:  # a request of its own conversation (a 
     )
 
 
-async def _two_turns(px_url: str, headers: dict, questions: tuple[str, str] = ("one?", "two?")) -> list[bool]:
+async def _two_turns(px_url: str, headers: dict[str, str], questions: tuple[str, str] = ("one?", "two?")) -> list[bool]:
     """Whether each of two different turns' first attempts was dropped (the same question again would be a retry)."""
     dropped = []
     async with httpx2.AsyncClient(base_url=px_url, timeout=30) as h:
@@ -328,13 +340,17 @@ async def _two_turns(px_url: str, headers: dict, questions: tuple[str, str] = ("
     ("spec", "want"),
     [("drop_event:3", [True, False]), ("drop_event:3@once", [True, False]), ("drop_event:3@turn", [True, True])],
 )
-async def test_a_live_transport_fault_is_once_by_default_and_each_turn_with_turn(upstream, spec, want):
+async def test_a_live_transport_fault_is_once_by_default_and_each_turn_with_turn(
+    upstream: BackgroundServer, spec: str, want: list[bool]
+) -> None:
     hdr = {"x-inspector-scenario": "weather"}
     with BackgroundServer(ProxyApp(upstream.base_url, faults=spec)) as px:
         assert await _two_turns(px.base_url, hdr) == want
 
 
-async def test_an_http_fault_at_once_answers_one_turns_attempts_only(upstream, tmp_path):
+async def test_an_http_fault_at_once_answers_one_turns_attempts_only(
+    upstream: BackgroundServer, tmp_path: Path
+) -> None:
     hdr = {"x-inspector-scenario": "weather"}
     with BackgroundServer(ProxyApp(upstream.base_url, faults="http_529:0@once")) as px:
         async with httpx2.AsyncClient(base_url=px.base_url, timeout=30) as h:
@@ -344,7 +360,7 @@ async def test_an_http_fault_at_once_answers_one_turns_attempts_only(upstream, t
     assert (first.status_code, retry.status_code, other.status_code) == (529, 200, 200)
 
 
-async def test_the_same_fault_header_keeps_its_once_state(upstream):
+async def test_the_same_fault_header_keeps_its_once_state(upstream: BackgroundServer) -> None:
     hdr = {"x-inspector-scenario": "weather", "x-inspector-fault": "drop_event:3"}
     with BackgroundServer(ProxyApp(upstream.base_url, fault_header=True)) as px:
         assert await _two_turns(px.base_url, hdr) == [True, False]
@@ -352,7 +368,7 @@ async def test_the_same_fault_header_keeps_its_once_state(upstream):
         assert await _two_turns(px.base_url, turn, ("three?", "four?")) == [True, True]
 
 
-def test_a_client_varying_the_fault_header_cannot_grow_the_proxys_memory():
+def test_a_client_varying_the_fault_header_cannot_grow_the_proxys_memory() -> None:
     # hostile input: every request names other faults (or garbage); the per-header state stays bounded, and an
     # invalid header is an error, never kept
     app = ProxyApp("http://127.0.0.1:9", fault_header=True)

@@ -5,6 +5,8 @@ exchange shares one shutdown watcher."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from typing import Any
 
 import httpx2
 import pytest
@@ -28,7 +30,7 @@ class FakeTransport(asyncio.Transport):
     def abort(self) -> None:
         pass
 
-    def get_extra_info(self, name: str, default=None):
+    def get_extra_info(self, name: str, default: object = None) -> object:
         return default
 
 
@@ -79,9 +81,7 @@ async def test_a_request_through_a_new_connection_is_answered_once() -> None:
         await server.wait_closed()
 
 
-def contextlib_suppress():
-    import contextlib
-
+def contextlib_suppress() -> contextlib.suppress:
     return contextlib.suppress(ConnectionError, asyncio.IncompleteReadError)
 
 
@@ -89,7 +89,7 @@ def test_the_upstream_url_of_a_target_is_built_once(monkeypatch: pytest.MonkeyPa
     built: list[str] = []
     real = httpx2.URL
 
-    def counting(*a, **k):
+    def counting(*a: Any, **k: Any) -> httpx2.URL:
         built.append(str(a[0]) if a else "")
         return real(*a, **k)
 

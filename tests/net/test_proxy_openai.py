@@ -5,6 +5,8 @@ dumped in the provider's shape. `serve` (its OpenAI endpoints) is the upstream; 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -30,12 +32,14 @@ TOOLS: list[Any] = [  # (the SDKs' tool params are TypedDicts: a plain list is p
 
 
 @pytest.fixture(scope="module")
-def upstream():
+def upstream() -> Iterator[BackgroundServer]:
     with BackgroundServer(ServeApp(speed=math.inf, echo_model=False)) as srv:
         yield srv
 
 
-async def test_a_chat_stream_through_the_proxy_is_a_turn_with_its_tool_call(upstream, tmp_path):
+async def test_a_chat_stream_through_the_proxy_is_a_turn_with_its_tool_call(
+    upstream: BackgroundServer, tmp_path: Path
+) -> None:
     bus = O.ObservationBus()
     seen: list[O.Observation] = []
     bus.subscribe(seen.append)
@@ -64,7 +68,7 @@ async def test_a_chat_stream_through_the_proxy_is_a_turn_with_its_tool_call(upst
     assert b"sk-test-openai-proxy" not in record.read_bytes()
 
 
-async def test_a_responses_stream_through_the_proxy_is_a_turn(upstream, tmp_path):
+async def test_a_responses_stream_through_the_proxy_is_a_turn(upstream: BackgroundServer, tmp_path: Path) -> None:
     bus = O.ObservationBus()
     seen: list[O.Observation] = []
     bus.subscribe(seen.append)

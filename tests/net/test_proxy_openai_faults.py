@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
 
 import httpx2
 import openai
@@ -19,36 +22,38 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inspector.net.livefaults import LiveStream, parse_live_faults
-from inspector.net.proxy import ProxyApp
-from inspector.net.serve import ServeApp, render_faulted
+from inspector.net.faults import render_faulted
+from inspector.net.proxy import ProxyApp, ProxyExchange
+from inspector.net.serve import ServeApp
 from inspector.net.server import BackgroundServer
+from inspector.record.reader import RecordedAttempt
 from inspector.record.recording import read_recording
 from inspector.scenarios.bundled import get_scenario
-from inspector.scenarios.render_openai import response_echo
+from inspector.scenarios.render_openai import Api, response_echo
 from inspector.stream.sse import SSEDecoder
 from inspector.testing.hyp import examples
 
 KEY = "sk-test-openai-faults-0123456789"
-PATH = {"chat": "/v1/chat/completions", "responses": "/v1/responses"}
-FAMILY = {"chat": "openai_chat", "responses": "openai_responses"}
+PATH: dict[Api, str] = {"chat": "/v1/chat/completions", "responses": "/v1/responses"}
+FAMILY: dict[Api, str] = {"chat": "openai_chat", "responses": "openai_responses"}
 TRANSPORT = ("error_event", "drop_event", "drop_in_tool", "drop_byte", "stall")
 
 
-def body_of(api: str) -> dict:
+def body_of(api: Api) -> dict[str, Any]:
     if api == "chat":
         return {"model": "m", "stream": True, "messages": [{"role": "user", "content": "why?"}]}
     return {"model": "m", "stream": True, "input": "why?"}
 
 
 @pytest.fixture(scope="module")
-def upstream():
+def upstream() -> Iterator[BackgroundServer]:
     with BackgroundServer(ServeApp(speed=math.inf, lenient=True, echo_model=False)) as srv:
         yield srv
 
 
 def events(body: bytes) -> list[tuple[str, object]]:
     """The SSE events (comments not: they dispatch nothing), data parsed when it is JSON."""
-    out = []
+    out: list[tuple[str, object]] = []
     for e in SSEDecoder().feed(body):
         try:
             out.append((e.event, orjson.loads(e.data)))
@@ -64,11 +69,12 @@ def without_usage(event: tuple[str, object]) -> tuple[str, object]:
     return event
 
 
-def content(api: str, body: bytes) -> tuple:
+def content(api: Api, body: bytes) -> tuple[str, dict[int, str], object, object]:
     """What a client assembles: chat (text, {tool index: arguments}, finish_reason, [DONE]); Responses (text,
     {output_index: arguments}, the terminal event's type, status and its function_call arguments)."""
-    text, args, end = "", {}, None
-    final = None
+    text, args = "", dict[int, str]()
+    end: object = None
+    final: object = None
     for _name, d in events(body):
         if not isinstance(d, dict):
             final = d
@@ -93,7 +99,9 @@ def content(api: str, body: bytes) -> tuple:
     return text, args, end, final
 
 
-async def fetch(h: httpx2.AsyncClient, api: str, headers: dict, hang_events: int | None = None):
+async def fetch(
+    h: httpx2.AsyncClient, api: Api, headers: dict[str, str], hang_events: int | None = None
+) -> tuple[int, bytes, bool]:
     """(status, body, dropped) of one streamed request; with ``hang_events`` the client leaves after that many
     reads of events or comments."""
     body = b""
@@ -126,7 +134,9 @@ CASES = [
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
 @pytest.mark.parametrize(("name", "fault", "compare"), CASES)
-async def test_live_fault_on_an_openai_stream_lands_where_serve_puts_it(upstream, tmp_path, api, name, fault, compare):
+async def test_live_fault_on_an_openai_stream_lands_where_serve_puts_it(
+    upstream: BackgroundServer, tmp_path: Path, api: Api, name: str, fault: str, compare: str
+) -> None:
     record = tmp_path / "f.jsonl"
     sc = get_scenario(name)
     echo = response_echo(body_of(api)) if api == "responses" else None
@@ -134,7 +144,7 @@ async def test_live_fault_on_an_openai_stream_lands_where_serve_puts_it(upstream
     clean = render_faulted(sc, None, 0, 0, api=api, echo=echo)
     hdr = {"x-inspector-scenario": name, "x-inspector-fault": fault, "x-inspector-session": f"live-{api}-{fault}"}
     loop = asyncio.get_running_loop()
-    ended: asyncio.Queue = asyncio.Queue()
+    ended: asyncio.Queue[ProxyExchange] = asyncio.Queue()
     proxy = ProxyApp(
         upstream.base_url,
         record=record,
@@ -170,7 +180,7 @@ async def test_live_fault_on_an_openai_stream_lands_where_serve_puts_it(upstream
     assert len(all_marks) == (1 if transport else 2)
     assert first.fault is not None
     if transport:  # the retry is clean (transport faults hit the first streamed attempt only)
-        attempts = sorted(rec.attempts(), key=lambda a: a.request["t"])
+        attempts = sorted(rec.attempts(), key=_requested_at)
         assert [(a.turn, a.attempt) for a in attempts] == [(0, 0), (0, 1)]
         assert retry[1] == render_faulted(sc, None, 0, 1, api=api, echo=echo).body
     expected_at = {"error_event:3": 3, "drop_event:4": 4, "stall:2": 1, "bom": 0}.get(fault)
@@ -181,7 +191,15 @@ async def test_live_fault_on_an_openai_stream_lands_where_serve_puts_it(upstream
 # --- the openai SDK as the client -------------------------------------------------------------------------------
 
 
-async def sdk_view(base_url: str, api: str, fault: str, session: str, via_header: bool) -> tuple:
+def _requested_at(a: RecordedAttempt) -> float:
+    assert a.request is not None  # every recorded attempt starts with its request
+    t: float = a.request["t"]
+    return t
+
+
+async def sdk_view(
+    base_url: str, api: Api, fault: str, session: str, via_header: bool
+) -> tuple[str, dict[int, str], object, tuple[str, int | None] | None]:
     """What the official SDK makes of one call: the text, tool arguments and end it assembled, and the exception
     it raised (class, status), whatever its retries."""
     timeout = 1.0 if fault.startswith("stall") else 1.5  # a stall's hang is waited out in full (its ping: 0.5 s)
@@ -189,7 +207,8 @@ async def sdk_view(base_url: str, api: str, fault: str, session: str, via_header
     hdr = {"x-inspector-scenario": "parse_date", "x-inspector-session": session}
     if via_header:
         hdr["x-inspector-fault"] = fault
-    text, args, end, error = "", {}, None, None
+    text, args, error = "", dict[int, str](), None
+    end: object = None  # chat: the finish_reason; Responses: (the terminal event's type, the response's status)
     try:
         if api == "chat":
             stream = await client.chat.completions.create(
@@ -202,8 +221,8 @@ async def sdk_view(base_url: str, api: str, fault: str, session: str, via_header
                         args[tc.index] = args.get(tc.index, "") + ((tc.function.arguments or "") if tc.function else "")
                     end = ch.finish_reason or end
         else:
-            stream = await client.responses.create(model="m", input="why?", stream=True, extra_headers=hdr)
-            async for e in stream:
+            rstream = await client.responses.create(model="m", input="why?", stream=True, extra_headers=hdr)
+            async for e in rstream:
                 if e.type == "response.output_text.delta":
                     text += e.delta
                 elif e.type == "response.function_call_arguments.delta":
@@ -233,7 +252,9 @@ SDK_FAULTS = [
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
 @pytest.mark.parametrize("fault", SDK_FAULTS)
-async def test_the_openai_sdk_sees_through_the_proxy_what_serve_gives(upstream, tmp_path, api, fault):
+async def test_the_openai_sdk_sees_through_the_proxy_what_serve_gives(
+    upstream: BackgroundServer, tmp_path: Path, api: Api, fault: str
+) -> None:
     record = tmp_path / "sdk.jsonl"
     with BackgroundServer(ProxyApp(upstream.base_url, record=record, faults=fault)) as px:
         proxied = await sdk_view(px.base_url, api, fault, f"sdk-p-{api}-{fault}", via_header=False)
@@ -250,7 +271,9 @@ async def test_the_openai_sdk_sees_through_the_proxy_what_serve_gives(upstream, 
     assert KEY.encode() not in record.read_bytes()
 
 
-async def test_http_429_on_an_openai_request_has_the_openai_error_and_retry_headers(upstream, tmp_path):
+async def test_http_429_on_an_openai_request_has_the_openai_error_and_retry_headers(
+    upstream: BackgroundServer, tmp_path: Path
+) -> None:
     with BackgroundServer(ProxyApp(upstream.base_url, faults="http_429:2")) as px:
         async with httpx2.AsyncClient(base_url=px.base_url, timeout=30) as h:
             hdr = {"x-inspector-scenario": "weather", "x-inspector-session": "h429"}
@@ -287,7 +310,7 @@ class _Upstream:
     def __init__(self, chunks: list[bytes]) -> None:
         self.chunks = chunks
 
-    async def aiter_raw(self):
+    async def aiter_raw(self) -> AsyncIterator[bytes]:
         for c in self.chunks:
             yield c
 
@@ -297,7 +320,9 @@ def _chunked(data: bytes, cuts: list[int]) -> list[bytes]:
     return [data[a:b] for a, b in zip(points, points[1:], strict=False)]
 
 
-async def _run(fault: str, family: str, chunks: list[bytes]) -> tuple[bytes, dict, list]:
+async def _run(
+    fault: str, family: str, chunks: list[bytes]
+) -> tuple[bytes, dict[str, str | None], list[tuple[str, int | None]]]:
     from inspector.net.livefaults import run_live
 
     lf = parse_live_faults(fault)
@@ -305,8 +330,8 @@ async def _run(fault: str, family: str, chunks: list[bytes]) -> tuple[bytes, dic
     stream = lf.stream(0, family)
     assert stream is not None
     out: list[bytes] = []
-    marks: list = []
-    state: dict = {"end": "complete", "reason": None}
+    marks: list[tuple[str, int | None]] = []
+    state: dict[str, str | None] = {"end": "complete", "reason": None}
 
     async def emit(b: bytes) -> None:
         out.append(b)
@@ -315,11 +340,11 @@ async def _run(fault: str, family: str, chunks: list[bytes]) -> tuple[bytes, dic
     return b"".join(out), state, marks
 
 
-def _sse(name: str, data: dict) -> bytes:
+def _sse(name: str, data: dict[str, Any]) -> bytes:
     return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
 
 
-def _chat_chunk(delta: dict, finish: str | None = None) -> bytes:
+def _chat_chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
     choice = {"index": 0, "delta": delta, "finish_reason": finish}
     return b"data: " + orjson.dumps({"object": "chat.completion.chunk", "id": "c", "choices": [choice]}) + b"\n\n"
 
@@ -394,7 +419,9 @@ def _tool_stream(family: str, gap: bytes) -> list[bytes]:
 
 @pytest.mark.parametrize("fault", ["invalid_tool_json", "max_tokens_tool"])
 @pytest.mark.parametrize("family", ["anthropic", *FAMILY.values()])
-async def test_an_event_without_data_inside_a_held_tool_call_is_a_ping_whatever_its_name(family, fault):
+async def test_an_event_without_data_inside_a_held_tool_call_is_a_ping_whatever_its_name(
+    family: str, fault: str
+) -> None:
     """An event without data (``event: response.function_call_arguments.delta`` and a blank line) inside the tool
     call a content fault holds back is a ping, as a keep-alive comment is: the fault comes out exactly as with a
     comment there (it used to raise AttributeError on the Responses and Messages paths, and to count it as one of
@@ -464,7 +491,9 @@ _GARBAGE = st.one_of(st.binary(max_size=300), st.lists(_openai_pieces, max_size=
 
 @settings(max_examples=examples(150), deadline=None)
 @given(_GARBAGE, st.lists(st.integers(0, 600)), st.sampled_from(list(FAMILY.values())))
-async def test_fuzz_openai_live_reader_passes_any_bytes_through_unchanged_when_no_fault_fires(data, cuts, family):
+async def test_fuzz_openai_live_reader_passes_any_bytes_through_unchanged_when_no_fault_fires(
+    data: bytes, cuts: list[int], family: str
+) -> None:
     got, state, marks = await _run(f"drop_byte:{len(data) + 1}", family, _chunked(data, cuts))
     assert got == data and state["end"] == "complete" and marks == []
 
@@ -478,7 +507,9 @@ async def test_fuzz_openai_live_reader_passes_any_bytes_through_unchanged_when_n
         ["error_event:1", "drop_event:2", "drop_in_tool:1", "invalid_tool_json", "max_tokens_tool", "crlf"]
     ),
 )
-async def test_fuzz_openai_live_faults_never_raise_on_garbage(data, cuts, family, fault):
+async def test_fuzz_openai_live_faults_never_raise_on_garbage(
+    data: bytes, cuts: list[int], family: str, fault: str
+) -> None:
     """Any bytes on an OpenAI path, any fault: no exception, no hang; a stream that never reached the fault's
     trigger is forwarded unchanged."""
     got, state, marks = await _run(fault, family, _chunked(data, cuts))

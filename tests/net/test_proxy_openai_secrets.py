@@ -6,6 +6,9 @@ no observation, no text of the dashboard, not in the recording, its dumps or its
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import openai
 import orjson
 import pytest
@@ -88,10 +91,14 @@ def _responses(key: str) -> list[bytes]:
     ]
 
 
+if TYPE_CHECKING:
+    from starlette.types import Receive, Scope, Send
+
+
 class EchoUpstream:
     """An OpenAI-shaped upstream whose model echoes the bearer key it was sent, one event per write."""
 
-    async def __call__(self, scope, receive, send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
         while (await receive()).get("more_body"):
@@ -106,7 +113,7 @@ class EchoUpstream:
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
-async def test_a_key_echoed_across_openai_deltas_is_nowhere_but_in_the_clients_stream(tmp_path, api):
+async def test_a_key_echoed_across_openai_deltas_is_nowhere_but_in_the_clients_stream(tmp_path: Path, api: str) -> None:
     bus = O.ObservationBus()
     seen: list[O.Observation] = []
     bus.subscribe(seen.append)

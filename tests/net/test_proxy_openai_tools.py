@@ -7,6 +7,9 @@ official openai SDK, `serve` (its OpenAI endpoints) the upstream."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import openai
 import orjson
@@ -24,21 +27,21 @@ from inspector.state.fold import DashboardState
 from inspector.testing.hyp import examples
 
 KEY = "sk-test-openai-tools-0123456789"
-PARAMS = {"type": "object", "properties": {"path": {"type": "string"}}}
-CHAT_TOOLS = [
+PARAMS: dict[str, Any] = {"type": "object", "properties": {"path": {"type": "string"}}}
+CHAT_TOOLS: list[Any] = [  # (the SDKs' tool params are TypedDicts: a plain list is passed as JSON)
     {"type": "function", "function": {"name": n, "description": n, "parameters": PARAMS}}
     for n in ("run_tests", "read_file", "get_weather")
 ]
-RESP_TOOLS = [{"type": "function", "name": n, "parameters": PARAMS} for n in ("run_tests", "read_file", "get_weather")]
+RESP_TOOLS: list[Any] = [{"type": "function", "name": n, "parameters": PARAMS} for n in ("run_tests", "read_file", "get_weather")]
 
 
 @pytest.fixture(scope="module")
-def upstream():
+def upstream() -> Iterator[BackgroundServer]:
     with BackgroundServer(ServeApp(speed=math.inf, echo_model=False)) as srv:
         yield srv
 
 
-def _proxy(upstream, tmp_path):
+def _proxy(upstream: BackgroundServer, tmp_path: Path) -> tuple[ProxyApp, list[O.Observation], Path]:
     bus = O.ObservationBus()
     seen: list[O.Observation] = []
     bus.subscribe(seen.append)
@@ -46,7 +49,7 @@ def _proxy(upstream, tmp_path):
     return ProxyApp(upstream.base_url, record=record, bus=bus), seen, record
 
 
-async def _chat(client, messages, scenario):
+async def _chat(client: openai.AsyncOpenAI, messages: list[Any], scenario: str) -> list[dict[str, Any]]:
     stream = await client.chat.completions.create(
         model="claude-sonnet-4-6",
         messages=messages,
@@ -54,7 +57,7 @@ async def _chat(client, messages, scenario):
         stream=True,
         extra_headers={"x-inspector-scenario": scenario, "x-inspector-session": "tools"},
     )
-    calls: dict[int, dict] = {}
+    calls: dict[int, dict[str, Any]] = {}
     async for chunk in stream:
         for choice in chunk.choices:
             for tc in choice.delta.tool_calls or []:
@@ -65,11 +68,11 @@ async def _chat(client, messages, scenario):
     return [calls[k] for k in sorted(calls)]
 
 
-def _inferred(seen, turn):
+def _inferred(seen: list[O.Observation], turn: int) -> list[O.ToolExecutionInferred]:
     return [o for o in seen if isinstance(o, O.ToolExecutionInferred) and o.turn == turn]
 
 
-def _check_tools_pane(seen, ids, answered):
+def _check_tools_pane(seen: list[O.Observation], ids: list[str], answered: list[str]) -> None:
     """The Tools pane's rows (the dashboard's fold): each answered call ends succeeded, inferred (not measured);
     one without a result ends not_run."""
     state = DashboardState().apply_all(seen)
@@ -80,12 +83,14 @@ def _check_tools_pane(seen, ids, answered):
 
 
 @pytest.mark.parametrize("drop_one", [False, True])
-async def test_chat_tool_results_in_the_next_request_are_inferred(upstream, tmp_path, drop_one):
+async def test_chat_tool_results_in_the_next_request_are_inferred(
+    upstream: BackgroundServer, tmp_path: Path, drop_one: bool
+) -> None:
     app, seen, record = _proxy(upstream, tmp_path)
     with BackgroundServer(app) as px:
         client = openai.AsyncOpenAI(base_url=px.base_url + "/v1", api_key=KEY)
         try:
-            messages: list = [{"role": "user", "content": "Why does parse_date fail?"}]
+            messages: list[Any] = [{"role": "user", "content": "Why does parse_date fail?"}]
             calls = await _chat(client, messages, "parse_date")
             assert len(calls) == 4
             messages.append(
@@ -128,7 +133,7 @@ async def test_chat_tool_results_in_the_next_request_are_inferred(upstream, tmp_
     assert KEY.encode() not in record.read_bytes()
 
 
-async def _responses(client, input_items, **kw):
+async def _responses(client: openai.AsyncOpenAI, input_items: list[Any], **kw: Any) -> list[dict[str, Any]]:
     stream = await client.responses.create(
         model="claude-sonnet-4-6",
         input=input_items,
@@ -144,12 +149,14 @@ async def _responses(client, input_items, **kw):
     return items
 
 
-async def test_responses_function_call_outputs_in_the_next_request_are_inferred(upstream, tmp_path):
+async def test_responses_function_call_outputs_in_the_next_request_are_inferred(
+    upstream: BackgroundServer, tmp_path: Path
+) -> None:
     app, seen, record = _proxy(upstream, tmp_path)
     with BackgroundServer(app) as px:
         client = openai.AsyncOpenAI(base_url=px.base_url + "/v1", api_key=KEY)
         try:
-            history: list = [{"role": "user", "content": "Weather in Paris?"}]
+            history: list[Any] = [{"role": "user", "content": "Weather in Paris?"}]
             items = await _responses(client, history)
             calls = [i for i in items if i["type"] == "function_call"]
             assert len(calls) == 1
@@ -170,7 +177,9 @@ async def test_responses_function_call_outputs_in_the_next_request_are_inferred(
     assert starts == [(0, 0), (1, 0), (2, 0)]
 
 
-async def test_responses_continued_by_previous_response_id_are_the_same_conversation(upstream, tmp_path):
+async def test_responses_continued_by_previous_response_id_are_the_same_conversation(
+    upstream: BackgroundServer, tmp_path: Path
+) -> None:
     """No session header, no history: the second request names the first response (previous_response_id) and
     sends only the function_call_output. It is the conversation's next turn, and the result is matched."""
     app, seen, _record = _proxy(upstream, tmp_path)
@@ -187,7 +196,7 @@ async def test_responses_continued_by_previous_response_id_are_the_same_conversa
                     rid = e.response.id
                     calls = [i for i in e.response.output if i.type == "function_call"]
             assert rid and len(calls) == 1
-            output = [{"type": "function_call_output", "call_id": calls[0].call_id, "output": "18 C"}]
+            output: list[Any] = [{"type": "function_call_output", "call_id": calls[0].call_id, "output": "18 C"}]
             stream = await client.responses.create(
                 model="claude-sonnet-4-6",
                 input=output,
@@ -265,7 +274,7 @@ JSONISH = st.recursive(
 
 @settings(max_examples=examples(200), deadline=None)
 @given(body=JSONISH, family=st.sampled_from(["anthropic", "openai_chat", "openai_responses"]))
-def test_any_request_body_gives_a_list_and_never_raises(body, family) -> None:
+def test_any_request_body_gives_a_list_and_never_raises(body: object, family: str) -> None:
     for b in (body, {"messages": body}, {"input": body}):
         hist = request_results(b, family)
         assert isinstance(hist, list)

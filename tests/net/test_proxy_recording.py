@@ -9,6 +9,9 @@ from __future__ import annotations
 import errno
 import io
 import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any, cast
 
 import httpx2
 import pytest
@@ -18,6 +21,7 @@ from inspector.net.proxy import ProxyApp
 from inspector.net.serve import ServeApp
 from inspector.net.server import BackgroundServer
 from inspector.observe import observations as O
+from inspector.record.reader import Recording
 from inspector.record.recording import read_recording
 from inspector.scenarios.bundled import get_scenario
 from inspector.sessions.sources import api_session
@@ -29,13 +33,14 @@ KEY = "sk-ant-api03-CANARY-seam-0123456789abcdefghijkl"
 _LINK_HEADERS = {"connection", "content-length", "host", "transfer-encoding", "keep-alive"}
 
 
-def _wire(path):
+def _wire(path: Path) -> tuple[Recording, dict[tuple[int, int], dict[str, Any]]]:
     """A recording's wire facts, per (turn, attempt): the request (method, the URL's path, headers, body), the
     response (status, headers), ALL the bytes received joined, how the attempt ended."""
     rec = read_recording(path)
     out = {}
     for a in rec.attempts():
         req, resp = a.request, a.response
+        assert req is not None  # every recorded attempt starts with its request
         url = req["url"]
         out[(a.turn, a.attempt)] = {
             "method": req["method"],
@@ -50,7 +55,7 @@ def _wire(path):
     return rec, out
 
 
-async def test_the_proxys_and_the_loops_recordings_of_the_same_bytes_are_equal(tmp_path):
+async def test_the_proxys_and_the_loops_recordings_of_the_same_bytes_are_equal(tmp_path: Path) -> None:
     """`equal` means: the same attempts, numbered the same (turn, attempt); for each, the same request (method, path,
     the body as JSON; the loop records the request it built, so its body lacks the SDK's ``"stream": true`` and its
     headers are a subset of those that went out, each with the value recorded), the same response status and headers
@@ -108,14 +113,18 @@ async def test_the_proxys_and_the_loops_recordings_of_the_same_bytes_are_equal(t
     assert any(isinstance(o, O.ReadReceived) for o in obs.items)
 
 
-class _FullDisk(io.RawIOBase):
+def _types_into(got: list[type]) -> Callable[[O.Observation], None]:
+    return lambda o: got.append(type(o))
+
+
+class _FullDisk(io.RawIOBase):  # (a binary file, not typed as IO: cast where one is expected)
     def __init__(self, room: int) -> None:
         self.room, self.data = room, b""
 
     def writable(self) -> bool:
         return True
 
-    def write(self, b) -> int:
+    def write(self, b: Any) -> int:  # (any buffer, as RawIOBase.write takes)
         if len(self.data) + len(b) > self.room:
             raise OSError(errno.ENOSPC, "No space left on device")
         self.data += bytes(b)
@@ -123,7 +132,7 @@ class _FullDisk(io.RawIOBase):
 
 
 @pytest.mark.parametrize("room", [0, 700])
-def test_a_recorder_that_cannot_write_stops_once_and_says_so(room):
+def test_a_recorder_that_cannot_write_stops_once_and_says_so(room: int) -> None:
     """The Recorder's failure path, as the proxy uses it: one on_error call, one line, the producer goes on."""
     from inspector.record.recorder import Recorder
 
@@ -131,9 +140,9 @@ def test_a_recorder_that_cannot_write_stops_once_and_says_so(room):
     errors: list[str] = []
     if room == 0:  # not even the header
         with pytest.raises(OSError):
-            Recorder(disk, source={}, batched=True, on_error=errors.append)
+            Recorder(cast(IO[bytes], disk), source={}, batched=True, on_error=errors.append)
         return
-    rec = Recorder(disk, source={}, batched=True, on_error=errors.append)
+    rec = Recorder(cast(IO[bytes], disk), source={}, batched=True, on_error=errors.append)
     for i in range(50):
         rec(O.ReadReceived(float(i), 0, 0, i, float(i), b"x" * 40))
     rec.close()
@@ -144,7 +153,7 @@ def test_a_recorder_that_cannot_write_stops_once_and_says_so(room):
 
 
 @pytest.mark.parametrize("inferred", [True, False])
-async def test_a_replay_takes_measured_tool_times_only(tmp_path, inferred):
+async def test_a_replay_takes_measured_tool_times_only(tmp_path: Path, inferred: bool) -> None:
     """A proxy recording's tool times are inferred bounds (block stop -> next request): replaying it must not make
     the tools take that long. A measured time (the loop's) is replayed as recorded."""
     from inspector.record.recording import RecordingWriter
@@ -178,7 +187,7 @@ async def test_a_replay_takes_measured_tool_times_only(tmp_path, inferred):
     assert slept == ([] if inferred else [pytest.approx(2.5)])
 
 
-def test_the_recorders_bookkeeping_does_not_grow_with_ended_attempts():
+def test_the_recorders_bookkeeping_does_not_grow_with_ended_attempts() -> None:
     """A proxy runs for days: the recorder keeps what numbers and times an attempt's tries only while it is under
     way (it kept every attempt's request time and try count forever)."""
     from inspector.record.recorder import Recorder
@@ -196,7 +205,7 @@ def test_the_recorders_bookkeeping_does_not_grow_with_ended_attempts():
     rec.close()
 
 
-async def test_a_recording_alone_does_not_make_the_proxy_build_the_streams_observations():
+async def test_a_recording_alone_does_not_make_the_proxy_build_the_streams_observations() -> None:
     """Only a watcher (the caller's bus) needs the events and blocks: a recording keeps the reads, the attempts and
     the tools, so for it the stream is parsed in one go per batch and no event observation is built; with a bus,
     every one is published."""
@@ -207,7 +216,7 @@ async def test_a_recording_alone_does_not_make_the_proxy_build_the_streams_obser
             proxy = ProxyApp(serve.base_url, record=io.BytesIO(), bus=bus)
             proxy.open_recording()
             got: list[type] = []
-            proxy._bus.subscribe(lambda o, got=got: got.append(type(o)))
+            proxy._bus.subscribe(_types_into(got))
             with BackgroundServer(proxy) as px:
                 async with httpx2.AsyncClient(timeout=30) as h:
                     r = await h.post(

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote
 
 import httpx2
@@ -93,7 +94,7 @@ def echoes(target: str, headers: list[tuple[str, str]]) -> list[str]:
 def echo_stream(texts: list[str]) -> list[bytes]:
     """A text turn echoing ``texts``, each split in the middle across two deltas; the body cut in two reads in the
     middle of a delta."""
-    items: list[tuple] = [message_start(), text_start(0)]
+    items: list[tuple[str, dict[str, Any]]] = [message_start(), text_start(0)]
     for t in texts:
         half = len(t) // 2
         items += [text_delta(0, f"echo: {t[:half]}"), text_delta(0, f"{t[half:]}\n")]
@@ -253,7 +254,7 @@ def check(outputs: dict[str, str | bytes]) -> None:
 # --- the tests --------------------------------------------------------------------------------------------------------
 
 
-def test_every_credential_form_through_the_proxy_cli_is_absent_from_every_output(tmp_path) -> None:
+def test_every_credential_form_through_the_proxy_cli_is_absent_from_every_output(tmp_path: Path) -> None:
     up = Upstream(relay_respond)
     record = tmp_path / "relay.jsonl"
     try:
@@ -274,7 +275,7 @@ def test_every_credential_form_through_the_proxy_cli_is_absent_from_every_output
     check({"recording": raw, **outputs, **dumps(record)})
 
 
-def test_an_illegal_header_line_from_an_environment_proxy_is_masked(tmp_path) -> None:
+def test_an_illegal_header_line_from_an_environment_proxy_is_masked(tmp_path: Path) -> None:
     envproxy = Upstream(env_proxy_respond)
     record = tmp_path / "envproxy.jsonl"
     try:
@@ -293,7 +294,7 @@ def test_an_illegal_header_line_from_an_environment_proxy_is_masked(tmp_path) ->
     check({"recording": raw, **outputs, **dumps(record)})
 
 
-def test_the_proxys_error_reply_does_not_quote_the_key(tmp_path, monkeypatch) -> None:
+def test_the_proxys_error_reply_does_not_quote_the_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The 502 body is ProxyApp's (in-process: the CLI around it is proven by the tests above)."""
     for k in [k for k in os.environ if k.upper().endswith("_PROXY")]:
         monkeypatch.delenv(k)
@@ -310,7 +311,9 @@ def test_the_proxys_error_reply_does_not_quote_the_key(tmp_path, monkeypatch) ->
     assert_no_key(KEYS["portkey"], {"502 body": r.content})
 
 
-def test_run_record_against_an_echoing_relay(tmp_path, monkeypatch, capfd) -> None:
+def test_run_record_against_an_echoing_relay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
     """`inspector run --record` with the key in ANTHROPIC_API_KEY, through a relay that echoes it (split across
     deltas and reads; in-process), then one that puts it in a malformed status line (the real CLI, a subprocess)."""
     key = KEYS["x-api-key"]
@@ -342,7 +345,7 @@ def test_a_query_key_without_a_recording_is_masked_on_stderr() -> None:
     assert_no_key(KEYS["query-encoded"], {**outputs})  # (a dict[str, str | bytes])
 
 
-def run_cli(base_url: str, record: Path | None, key: str) -> subprocess.CompletedProcess:
+def run_cli(base_url: str, record: Path | None, key: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [
             sys.executable,
@@ -370,11 +373,13 @@ def run_cli(base_url: str, record: Path | None, key: str) -> subprocess.Complete
     )
 
 
-def run_in_process(monkeypatch, capfd) -> Callable[[str, Path | None, str], subprocess.CompletedProcess]:
+def run_in_process(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> Callable[[str, Path | None, str], subprocess.CompletedProcess[str]]:
     """run_cli's command, run by cli.main in this process with the same environment, its output captured by fd:
     one `inspector run` subprocess per path is enough to prove the real CLI, the others need not pay its start-up."""
 
-    def run(base_url: str, record: Path | None, key: str) -> subprocess.CompletedProcess:
+    def run(base_url: str, record: Path | None, key: str) -> subprocess.CompletedProcess[str]:
         for k in [k for k in os.environ if k.upper().endswith("_PROXY")]:
             monkeypatch.delenv(k)
         monkeypatch.setenv("NO_PROXY", "")
@@ -389,7 +394,7 @@ def run_in_process(monkeypatch, capfd) -> Callable[[str, Path | None, str], subp
 
 
 @pytest.fixture(scope="module")
-def base_url_run(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path, str]:
+def base_url_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path, str]:
     """`inspector run --base-url http://relay:KEY@host/` (a relay's key in the URL) against the echoing upstream."""
     relay_key = canary("BaseUrl")
     up = Upstream(relay_respond)
@@ -401,7 +406,9 @@ def base_url_run(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path, s
     return proc, record, relay_key
 
 
-def test_run_with_a_relay_key_in_the_base_url_masks_the_url(monkeypatch, capfd) -> None:
+def test_run_with_a_relay_key_in_the_base_url_masks_the_url(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
     """Without a recording too, the URL of each attempt (in the headless output) and stderr hold no key: the CLI
     learns --base-url's credentials. (In-process: base_url_run runs the same URL through the real CLI.)"""
     relay_key = canary("BaseUrlNoRecord")
@@ -416,13 +423,15 @@ def test_run_with_a_relay_key_in_the_base_url_masks_the_url(monkeypatch, capfd) 
     assert_no_key(relay_key, {"stderr": proc.stderr})
 
 
-def test_run_with_a_relay_key_in_the_base_url_is_nowhere(base_url_run) -> None:
+def test_run_with_a_relay_key_in_the_base_url_is_nowhere(
+    base_url_run: tuple[subprocess.CompletedProcess[str], Path, str],
+) -> None:
     proc, record, relay_key = base_url_run
-    outputs = {"recording": record.read_bytes(), "stdout": proc.stdout, **dumps(record)}
+    outputs: dict[str, str | bytes] = {"recording": record.read_bytes(), "stdout": proc.stdout, **dumps(record)}
     assert_no_key(relay_key, outputs)
 
 
-def test_a_key_in_the_upstream_url_is_printed_and_recorded_nowhere(tmp_path) -> None:
+def test_a_key_in_the_upstream_url_is_printed_and_recorded_nowhere(tmp_path: Path) -> None:
     """`inspector proxy --upstream http://relay:KEY@host`: its banner, its exchange lines and the recording's header
     (source.upstream) mask the key."""
     key = canary("Upstream")

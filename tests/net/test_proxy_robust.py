@@ -11,7 +11,11 @@ import io
 import logging
 import math
 import re
+import sys
 import threading
+from collections.abc import Callable, Coroutine, Iterator
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Literal, cast
 
 import anthropic
 import httpx2
@@ -21,15 +25,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inspector.net.proxy import ProxyApp
-from inspector.net.serve import ServeApp, render_faulted
+from inspector.net.faults import render_faulted
+from inspector.net.serve import ServeApp
 from inspector.net.server import BackgroundServer
+from inspector.record.reader import RecordedAttempt
 from inspector.record.recording import read_recording
 from inspector.scenarios.bundled import get_scenario
 from inspector.testing.hyp import examples
 
+if TYPE_CHECKING:
+    from starlette.types import Receive, Scope, Send
+
 KEY = "sk-ant-api03-CANARY-robust-0123456789abcdefghij"
-USER = [{"role": "user", "content": "hello"}]
-BODY = {"model": "m", "max_tokens": 5, "stream": True, "messages": USER}
+USER: list[Any] = [{"role": "user", "content": "hello"}]
+BODY: dict[str, Any] = {"model": "m", "max_tokens": 5, "stream": True, "messages": USER}
 SSE = (
     b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant",'
     b'"model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}}'
@@ -77,7 +86,7 @@ class Gate:
             if self._loop is not None and self._open is not None:
                 self._loop.call_soon_threadsafe(self._open.set)
 
-    async def __call__(self, scope, receive, send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             if scope["type"] == "lifespan":
                 while (await receive())["type"] != "lifespan.shutdown":
@@ -115,8 +124,10 @@ class Gate:
         await send({"type": "http.response.body", "body": SSE})
 
 
-def _post(client: httpx2.AsyncClient, path: str = "/v1/messages", body: dict | None = None, **kw):
-    return client.post(path, content=orjson.dumps(body or BODY), headers={"x-api-key": KEY, **kw})
+def _post(
+    client: httpx2.AsyncClient, path: str = "/v1/messages", body: dict[str, Any] | None = None, /, **headers: str
+) -> Coroutine[Any, Any, httpx2.Response]:
+    return client.post(path, content=orjson.dumps(body or BODY), headers={"x-api-key": KEY, **headers})
 
 
 # ----------------------------------------------------------------------------------------------- headers
@@ -125,9 +136,9 @@ def _post(client: httpx2.AsyncClient, path: str = "/v1/messages", body: dict | N
 class _DateApp:
     """An upstream that sends its own date header (and uvicorn adds none to it)."""
 
-    uvicorn_options = {"date_header": False}
+    uvicorn_options: dict[str, Any] = {"date_header": False}
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
         await send(
@@ -140,7 +151,7 @@ class _DateApp:
         await send({"type": "http.response.body", "body": b"ok"})
 
 
-async def test_response_headers_are_upstreams_only():
+async def test_response_headers_are_upstreams_only() -> None:
     """One date header (upstream's), no server header of the proxy's (uvicorn adds neither for the proxy)."""
     with BackgroundServer(_DateApp()) as up, BackgroundServer(ProxyApp(up.base_url)) as px:
         async with httpx2.AsyncClient() as h:
@@ -163,7 +174,7 @@ def _sdk(base_url: str, retries: int = 0) -> anthropic.AsyncAnthropic:
     )
 
 
-async def _stream(client, headers: dict, messages=USER) -> str | None:
+async def _stream(client: anthropic.AsyncAnthropic, headers: dict[str, str], messages: list[Any] = USER) -> str | None:
     try:
         async with client.messages.stream(model="m", max_tokens=5, messages=messages, extra_headers=headers) as s:
             m = await s.get_final_message()
@@ -173,12 +184,12 @@ async def _stream(client, headers: dict, messages=USER) -> str | None:
 
 
 @pytest.fixture(scope="module")
-def serve():
+def serve() -> Iterator[BackgroundServer]:
     with BackgroundServer(ServeApp(speed=math.inf, lenient=True, echo_model=False)) as srv:
         yield srv
 
 
-async def test_identical_requests_after_a_success_are_new_turns(serve, tmp_path):
+async def test_identical_requests_after_a_success_are_new_turns(serve: BackgroundServer, tmp_path: Path) -> None:
     record = tmp_path / "r.jsonl"
     with BackgroundServer(ProxyApp(serve.base_url, record=record)) as px:
         c = _sdk(px.base_url)
@@ -190,7 +201,7 @@ async def test_identical_requests_after_a_success_are_new_turns(serve, tmp_path)
     assert [(a.turn, a.attempt) for a in read_recording(record).attempts()] == [(0, 0), (1, 0), (2, 0)]
 
 
-async def test_concurrent_identical_requests_are_separate_turns(tmp_path):
+async def test_concurrent_identical_requests_are_separate_turns(tmp_path: Path) -> None:
     gate = Gate()
     record = tmp_path / "c.jsonl"
     n = 12
@@ -211,7 +222,9 @@ async def test_concurrent_identical_requests_are_separate_turns(tmp_path):
     ("fault", "first_end"),
     [("http_429:0", "complete"), ("drop_event:3", "failed"), ("error_event:2", "complete"), ("stall:0", None)],
 )
-async def test_a_repeat_after_a_failed_or_cut_attempt_is_its_retry(serve, tmp_path, fault, first_end):
+async def test_a_repeat_after_a_failed_or_cut_attempt_is_its_retry(
+    serve: BackgroundServer, tmp_path: Path, fault: str, first_end: str | None
+) -> None:
     """429 (an error status), a dropped connection, a stream cut by an error event (no message_stop) and a stream
     the client gave up on: the identical request that follows is attempt 2 of the same turn; a later identical
     request after the successful retry is a new turn."""
@@ -238,22 +251,28 @@ async def test_a_repeat_after_a_failed_or_cut_attempt_is_its_retry(serve, tmp_pa
             second = await _post(h, **hdr)
             third = await _post(h, **hdr)
     assert second.status_code == third.status_code == 200
-    attempts = sorted(read_recording(record).attempts(), key=lambda a: a.request["t"])
+    attempts = sorted(read_recording(record).attempts(), key=_requested_at)
     assert [(a.turn, a.attempt) for a in attempts] == [(0, 0), (0, 1), (1, 0)]
-    assert [a.end["status"] for a in attempts] == [first_end or "cancelled", "complete", "complete"]
+    assert [(a.end or {}).get("status") for a in attempts] == [first_end or "cancelled", "complete", "complete"]
+
+
+def _requested_at(a: RecordedAttempt) -> float:
+    assert a.request is not None  # every recorded attempt starts with its request
+    t: float = a.request["t"]
+    return t
 
 
 class _nothing:
-    def __enter__(self):
+    def __enter__(self) -> _nothing:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         return False
 
 
 @settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["repeat", "next"]), st.booleans()), max_size=40))
-def test_retry_rule_property(ops):
+def test_retry_rule_property(ops: list[tuple[str, bool]]) -> None:
     """Sequential requests of one agent, each either repeating its previous request or continuing it, and failing
     or not: a repeat is the next attempt of the same turn exactly when the previous attempt did not end well (the
     retry rule, now by conversation: docs/serve-and-proxy.md "Turns and attempts"); a repeat after a good end is a
@@ -285,7 +304,7 @@ def test_retry_rule_property(ops):
 # ----------------------------------------------------------------------------------------------- pool, wedge
 
 
-async def test_more_than_100_concurrent_streams_complete():
+async def test_more_than_100_concurrent_streams_complete() -> None:
     """The old pool held 100 connections: the 101st stream waited 30 s, then 502. 150 streams all in flight at once
     (upstream answers only when all arrived) complete byte-exact."""
     gate = Gate()
@@ -304,7 +323,7 @@ async def test_more_than_100_concurrent_streams_complete():
     assert [r.status_code for r in rs] == [200] * n and all(r.content == SSE for r in rs)
 
 
-async def test_a_full_pool_gives_a_clear_503_at_once():
+async def test_a_full_pool_gives_a_clear_503_at_once() -> None:
     gate = Gate()
     proxy = ProxyApp("http://placeholder", max_connections=2)
     with BackgroundServer(gate) as up:
@@ -325,7 +344,7 @@ async def test_a_full_pool_gives_a_clear_503_at_once():
     assert [r.status_code for r in rs] == [200, 200] and after.status_code == 200
 
 
-async def test_clients_leaving_before_headers_do_not_wedge_the_proxy(tmp_path):
+async def test_clients_leaving_before_headers_do_not_wedge_the_proxy(tmp_path: Path) -> None:
     """Many clients leave while upstream holds its headers back: each upstream request is cancelled (its
     connection freed), so a normal request right after gets its answer at once."""
     gate = Gate()
@@ -360,7 +379,7 @@ async def test_clients_leaving_before_headers_do_not_wedge_the_proxy(tmp_path):
 # ----------------------------------------------------------------------------------------------- timeouts
 
 
-async def test_read_timeout_before_headers_is_a_504_and_after_headers_a_drop(tmp_path):
+async def test_read_timeout_before_headers_is_a_504_and_after_headers_a_drop(tmp_path: Path) -> None:
     silent_headers = Gate()  # never released: no headers
     silent_body = Gate(mode="silent")
     record = tmp_path / "t.jsonl"
@@ -378,10 +397,10 @@ async def test_read_timeout_before_headers_is_a_504_and_after_headers_a_drop(tmp
         "inspector proxy: upstream sent no response headers within 0.3 s (--read-timeout)"
     )
     (att,) = read_recording(record).attempts()
-    assert att.end["status"] == "failed" and "--read-timeout" in att.end["reason"]
+    assert att.end is not None and att.end["status"] == "failed" and "--read-timeout" in att.end["reason"]
 
 
-async def test_upstream_unreachable_is_502_not_a_hang():
+async def test_upstream_unreachable_is_502_not_a_hang() -> None:
     with BackgroundServer(ServeApp()) as dead:
         url = dead.base_url
     with BackgroundServer(ProxyApp(url, connect_timeout=2)) as px:
@@ -405,7 +424,7 @@ class FullDisk(io.RawIOBase):
     def writable(self) -> bool:
         return True
 
-    def write(self, b) -> int:
+    def write(self, b: Any) -> int:  # (any buffer, as RawIOBase.write takes)
         if self.failed or len(self.data) + len(b) > self.room:
             self.failed = True
             raise OSError(self.err, "No space left on device" if self.err == errno.ENOSPC else "File too large")
@@ -414,12 +433,16 @@ class FullDisk(io.RawIOBase):
 
 
 @pytest.mark.parametrize("room", [0, 600, 3000])
-async def test_a_failed_recording_write_stops_the_recording_not_the_stream(serve, room, caplog):
+async def test_a_failed_recording_write_stops_the_recording_not_the_stream(
+    serve: BackgroundServer, room: int, caplog: pytest.LogCaptureFixture
+) -> None:
     disk = FullDisk(room, errno.EFBIG if room == 600 else errno.ENOSPC)
     warnings: list[str] = []
     plan = render_faulted(get_scenario("weather"), None, 0, 0)
     with caplog.at_level(logging.WARNING):
-        proxy = ProxyApp(serve.base_url, record=disk, on_warning=warnings.append)  # room 0: not even the header
+        proxy = ProxyApp(
+            serve.base_url, record=cast(IO[bytes], disk), on_warning=warnings.append
+        )  # room 0: not even the header
         with BackgroundServer(proxy) as px:
             c = _sdk(px.base_url)
             try:
@@ -439,16 +462,19 @@ async def test_a_failed_recording_write_stops_the_recording_not_the_stream(serve
     assert all(e.end == "complete" for e in proxy.exchanges)
 
 
-async def test_failed_recording_at_open_is_a_usage_error_of_the_cli(tmp_path):
+async def test_failed_recording_at_open_is_a_usage_error_of_the_cli(tmp_path: Path) -> None:
     from inspector.cli.proxy import record_problem
 
-    assert record_problem(tmp_path / "no" / "such" / "dir.jsonl").startswith("cannot write the recording")
+    problem = record_problem(tmp_path / "no" / "such" / "dir.jsonl")
+    assert problem is not None and problem.startswith("cannot write the recording")
 
 
 # ----------------------------------------------------------------------------------------------- shutdown
 
 
-async def test_shutdown_with_open_streams_ends_every_attempt_without_tracebacks(serve, tmp_path, caplog, capsys):
+async def test_shutdown_with_open_streams_ends_every_attempt_without_tracebacks(
+    serve: BackgroundServer, tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
     gate = Gate()  # holds its headers
     record = tmp_path / "s.jsonl"
     plan = render_faulted(get_scenario("weather"), "stall:0", 0, 0)
@@ -485,14 +511,13 @@ async def test_shutdown_with_open_streams_ends_every_attempt_without_tracebacks(
             finally:
                 await h.aclose()
     # those waiting for headers get an answer of the proxy's own, not a 500
-    assert [(r.status_code, r.json()["error"]["message"]) for r in results] == [
-        (503, "inspector proxy: shutting down")
-    ] * 2
+    answers = [(r.status_code, r.json()["error"]["message"]) if isinstance(r, httpx2.Response) else r for r in results]
+    assert answers == [(503, "inspector proxy: shutting down")] * 2
     rec = read_recording(record)
     attempts = list(rec.attempts())
     assert len(attempts) == 5
     assert all(a.end is not None and a.end["status"] == "failed" for a in attempts)
-    assert all(a.end["reason"] == "proxy shutting down" for a in attempts)
+    assert all(a.end is not None and a.end["reason"] == "proxy shutting down" for a in attempts)
     assert "Traceback" not in caplog.text + capsys.readouterr().err
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
@@ -500,7 +525,9 @@ async def test_shutdown_with_open_streams_ends_every_attempt_without_tracebacks(
 # ----------------------------------------------------------------------------------------------- CLI
 
 
-def test_dashboard_path_prints_the_real_address_first_and_passes_the_options(monkeypatch, capsys):
+def test_dashboard_path_prints_the_real_address_first_and_passes_the_options(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Before the dashboard opens, stderr has the address to point a harness at, with the real port even for an
     ephemeral --listen; the dashboard's proxy gets the command line's limits, timeouts and faults."""
     import argparse
@@ -508,16 +535,16 @@ def test_dashboard_path_prints_the_real_address_first_and_passes_the_options(mon
     import inspector.tui.app as tui_app
     from inspector.cli import proxy as cli
 
-    seen: dict = {}
+    seen: dict[str, Any] = {}
 
-    def fake_dashboard(factory, source):
+    def fake_dashboard(factory: Callable[[], Any], source: object) -> None:
         seen["err_before"] = capsys.readouterr().err
         session = factory()
         seen["proxy"], seen["listen"] = session.proxy, session.source["listen"]
         session.close()
 
     monkeypatch.setattr(tui_app, "run_dashboard", fake_dashboard)
-    monkeypatch.setattr(cli.sys.stdout, "isatty", lambda: True)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     p = argparse.ArgumentParser()
     cli._add_arguments(p)
     args = p.parse_args(
@@ -531,7 +558,7 @@ def test_dashboard_path_prints_the_real_address_first_and_passes_the_options(mon
     assert (px.max_connections, px.read_timeout, str(px.faults), px.fault_header) == (7, 9.0, "drop_event:2", True)
 
 
-def test_the_proxy_keeps_a_bounded_history_of_exchanges():
+def test_the_proxy_keeps_a_bounded_history_of_exchanges() -> None:
     """A long-running proxy keeps only its last `history` exchanges: memory does not grow with every request."""
     from inspector.net.proxy import ProxyApp, ProxyExchange
 

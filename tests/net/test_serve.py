@@ -15,7 +15,10 @@ import ssl
 import subprocess
 import sys
 import threading
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import redirect_stdout
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import anthropic
 import httpx2
@@ -31,11 +34,14 @@ from inspector.net.serve import ServeApp, assembled_message
 from inspector.net.server import BackgroundServer
 from inspector.scenarios.bundled import SCENARIOS, get_scenario
 from inspector.scenarios.model import MaxTokensCut, Pacing, Scenario, TextBlock, TurnScript
-from inspector.scenarios.render import render_turn
+from inspector.scenarios.render import ResponsePlan, render_turn
 from inspector.scenarios.transport import make_client
 from inspector.stream.assembler import assemble
 from inspector.stream.history import history_violation
 from inspector.stream.sse import iter_events
+
+if TYPE_CHECKING:
+    from starlette.types import Message, Receive, Scope, Send
 
 KEY = "sk-ant-api03-CANARY-serve-0000000000000000"
 API_HEADERS = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}  # what every SDK sends
@@ -45,7 +51,7 @@ TRANSPORT_ERRORS = (httpx2.HTTPError, anthropic.APIConnectionError)
 
 
 @pytest.fixture(scope="module")
-def served():
+def served() -> Iterator[BackgroundServer]:
     app = ServeApp(speed=math.inf)
     with BackgroundServer(app) as srv:
         yield srv
@@ -54,8 +60,8 @@ def served():
 _TLS = ssl.create_default_context()  # built once: a fresh default context per client costs ~50 ms
 
 
-def client_for(base_url: str, **kw) -> anthropic.AsyncAnthropic:
-    params = {
+def client_for(base_url: str, **kw: Any) -> anthropic.AsyncAnthropic:
+    params: dict[str, Any] = {
         "base_url": base_url,
         "api_key": KEY,
         "max_retries": 0,
@@ -65,22 +71,32 @@ def client_for(base_url: str, **kw) -> anthropic.AsyncAnthropic:
     return anthropic.AsyncAnthropic(**params)
 
 
-USER = [{"role": "user", "content": "hello"}]
+USER: Any = [{"role": "user", "content": "hello"}]  # (Any: the SDK takes its messages as TypedDicts)
+
+
+class Fetched(TypedDict):
+    """What :func:`fetch` got."""
+
+    body: bytes
+    error: BaseException | None
+    status: int | None
+    headers: dict[str, str]
+    hung: bool
 
 
 async def fetch(
-    client,
+    client: anthropic.AsyncAnthropic,
     *,
     scenario: str,
     fault: str | None,
     session: str,
-    messages=USER,
+    messages: list[Any] = USER,
     hang_len: int | None = None,
     stream: bool = True,
-) -> dict:
+) -> Fetched:
     """One raw request through the SDK. Returns {"body", "error", "status", "headers", "hung"}."""
     headers = {"x-inspector-scenario": scenario, "x-inspector-fault": fault or "none", "x-inspector-session": session}
-    out = {"body": b"", "error": None, "status": None, "headers": {}, "hung": False}
+    out: Fetched = {"body": b"", "error": None, "status": None, "headers": {}, "hung": False}
     try:
         async with client.messages.with_streaming_response.create(
             # the scenario's own model: the server echoes the request's model (test_the_request_model_is_echoed)
@@ -119,15 +135,16 @@ async def fetch(
 
 
 @functools.lru_cache(maxsize=64)
-def expected(name: str, fault: str | None, turn: int = 0, attempt: int = 0):
+def expected(name: str, fault: str | None, turn: int = 0, attempt: int = 0) -> ResponsePlan:
     """render_faulted, cached (big_input takes a quarter of a second to render)."""
     return render_faulted(get_scenario(name), fault, turn, attempt)
 
 
-def server_plan(srv: BackgroundServer, name: str, fault: str | None, turn: int = 0, attempt: int = 0):
+def server_plan(srv: BackgroundServer, name: str, fault: str | None, turn: int = 0, attempt: int = 0) -> ResponsePlan:
     """render_faulted through the server's own plan cache: rendered once for the test and the server (the same
     function either way; test_in_process_and_served_bytes_are_identical checks it against a fresh render)."""
-    return srv.owner.plan(name, parse_faults(fault), turn, attempt)
+    app: ServeApp = srv.owner
+    return app.plan(name, parse_faults(fault), turn, attempt)
 
 
 def data_lines(body: bytes) -> list[bytes]:
@@ -144,7 +161,9 @@ def data_lines(body: bytes) -> list[bytes]:
 SOCKET_CASES = [("weather", f) for f in FAULTS] + [(name, None) for name in ALL_SCENARIOS]
 
 
-def _same_but_request_id(got: bytes, plan_body: bytes, got_headers: dict, plan_headers: dict) -> bool:
+def _same_but_request_id(
+    got: bytes, plan_body: bytes, got_headers: dict[str, str], plan_headers: dict[str, str]
+) -> bool:
     """An error body as served: the plan's, with the request id unique to the response in place of the rendered one."""
     rendered, served = plan_headers.get("request-id"), got_headers.get("request-id")
     if not rendered or not served:
@@ -153,7 +172,9 @@ def _same_but_request_id(got: bytes, plan_body: bytes, got_headers: dict, plan_h
 
 
 @pytest.mark.parametrize(("name", "fault"), SOCKET_CASES, ids=lambda v: v or "none")
-async def test_sdk_gets_exact_bytes_for_each_scenario_and_each_fault(served, name, fault):
+async def test_sdk_gets_exact_bytes_for_each_scenario_and_each_fault(
+    served: BackgroundServer, name: str, fault: str | None
+) -> None:
     plan = server_plan(served, name, fault)
     client = client_for(served.base_url)
     try:
@@ -192,7 +213,7 @@ async def test_sdk_gets_exact_bytes_for_each_scenario_and_each_fault(served, nam
 
 @pytest.mark.parametrize("fault", ALL_FAULTS, ids=lambda f: f or "none")
 @pytest.mark.parametrize("name", ALL_SCENARIOS)
-def test_every_fault_does_what_it_says_on_every_scenario(name, fault):
+def test_every_fault_does_what_it_says_on_every_scenario(name: str, fault: str | None) -> None:
     """The whole scenario x fault cross product, on the rendered plans (what serve sends, byte for byte, as the
     socket cases above show): each fault does what --list-faults says."""
     sc = get_scenario(name)
@@ -246,7 +267,7 @@ def test_every_fault_does_what_it_says_on_every_scenario(name, fault):
         assert all(ln.endswith(b" ") for ln in data_lines(body))
 
 
-def test_every_fault_is_documented(capsys):
+def test_every_fault_is_documented(capsys: pytest.CaptureFixture[str]) -> None:
     assert serve_main(["--list-faults"]) == 0
     out = capsys.readouterr().out
     assert out.strip() == faults_doc().strip()
@@ -255,7 +276,7 @@ def test_every_fault_is_documented(capsys):
         assert len(d.doc) > 30
 
 
-def test_fault_parsing():
+def test_fault_parsing() -> None:
     assert parse_faults("drop-event:5, bom") == parse_faults(["drop_event=5", "bom"])
     assert parse_faults("none") == () == parse_faults(None) == parse_faults("")
     assert parse_faults("stall")[0].value == 10
@@ -274,7 +295,7 @@ def test_fault_parsing():
 # ----------------------------------------------------------------------------------------------- SDK-level behaviour
 
 
-async def test_error_event_raises_in_sdk_and_retry_is_clean(served):
+async def test_error_event_raises_in_sdk_and_retry_is_clean(served: BackgroundServer) -> None:
     client = client_for(served.base_url)
     hdr = {"x-inspector-scenario": "weather", "x-inspector-fault": "error_event", "x-inspector-session": "ee"}
     try:
@@ -295,7 +316,7 @@ async def test_error_event_raises_in_sdk_and_retry_is_clean(served):
         await client.close()
 
 
-async def test_http_429_then_529_are_retried_by_the_sdk(served):
+async def test_http_429_then_529_are_retried_by_the_sdk(served: BackgroundServer) -> None:
     client = client_for(served.base_url, max_retries=2)
     hdr = {"x-inspector-scenario": "weather", "x-inspector-fault": "http_429,http_529", "x-inspector-session": "h"}
     try:
@@ -311,7 +332,7 @@ async def test_http_429_then_529_are_retried_by_the_sdk(served):
     assert body == render_faulted(get_scenario("weather"), "http_429,http_529", 0, 2).body
 
 
-async def test_drop_is_an_incomplete_chunked_body_on_the_wire(served):
+async def test_drop_is_an_incomplete_chunked_body_on_the_wire(served: BackgroundServer) -> None:
     """Not just an exception in our client: the server really closes the connection before the last chunk."""
     host, port = served.address
     payload = orjson.dumps({"model": "claude-sonnet-4-6", "max_tokens": 5, "stream": True, "messages": USER})
@@ -344,7 +365,7 @@ async def test_drop_is_an_incomplete_chunked_body_on_the_wire(served):
     assert decoded == expected
 
 
-async def test_stream_false_gets_the_assembled_message(served):
+async def test_stream_false_gets_the_assembled_message(served: BackgroundServer) -> None:
     client = client_for(served.base_url)
     try:
         for name in ALL_SCENARIOS:
@@ -381,7 +402,7 @@ async def test_stream_false_gets_the_assembled_message(served):
         await client.close()
 
 
-async def test_models_and_unknown_paths(served):
+async def test_models_and_unknown_paths(served: BackgroundServer) -> None:
     client = client_for(served.base_url)
     try:
         page = await client.models.list()
@@ -417,7 +438,7 @@ async def test_models_and_unknown_paths(served):
 # ----------------------------------------------------------------------------------------------- multi-turn
 
 
-def tool_results(message: dict) -> list[dict]:
+def tool_results(message: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         {"type": "tool_result", "tool_use_id": b["id"], "content": f"result of {b['name']}"}
         for b in message["content"]
@@ -425,13 +446,19 @@ def tool_results(message: dict) -> list[dict]:
     ]
 
 
+class _Got(TypedDict):
+    body: bytes
+    error: BaseException | None
+    x: str | None  # the x-scenario header
+
+
 async def converse(base_url: str, name: str, fault: str | None, session: str) -> list[tuple[int, int, bytes]]:
     """A whole conversation like a harness: SDK retries for 429/529, our own retry for failed streams, tool
     results sent back. Returns (turn, attempt, bytes) of every streamed response."""
     sc = get_scenario(name)
     client = client_for(base_url, max_retries=2)
-    messages = [{"role": "user", "content": sc.prompt}]
-    seen = []
+    messages: list[Any] = [{"role": "user", "content": sc.prompt}]
+    seen: list[tuple[int, int, bytes]] = []
     try:
         for turn in range(len(sc.turns)):
             for _ in range(4):
@@ -441,13 +468,13 @@ async def converse(base_url: str, name: str, fault: str | None, session: str) ->
                     "x-inspector-fault": fault or "none",
                     "x-inspector-session": session,
                 }
-                got = {"body": b"", "error": None, "x": None}
+                got: _Got = {"body": b"", "error": None, "x": None}
                 try:
                     async with client.messages.with_streaming_response.create(
                         model=sc.model, max_tokens=sc.max_tokens, messages=messages, stream=True, extra_headers=hdr
                     ) as r:
-                        got["x"] = r.http_response.headers["x-scenario"]
-                        attempt = int(got["x"].rsplit("attempt=", 1)[1])
+                        got["x"] = x = r.http_response.headers["x-scenario"]
+                        attempt = int(x.rsplit("attempt=", 1)[1])
                         plan_guess = render_faulted(sc, fault, turn, attempt)
                         it = r.iter_bytes().__aiter__()
                         while True:
@@ -478,7 +505,7 @@ async def converse(base_url: str, name: str, fault: str | None, session: str) ->
 
 
 @pytest.mark.parametrize("name", ALL_SCENARIOS)
-async def test_multi_turn_conversation_advances_with_tool_results(served, name):
+async def test_multi_turn_conversation_advances_with_tool_results(served: BackgroundServer, name: str) -> None:
     seen = await converse(served.base_url, name, None, f"conv-{name}")
     sc = get_scenario(name)
     assert sorted({t for t, _, _ in seen}) == list(range(len(sc.turns)))
@@ -489,7 +516,7 @@ async def test_multi_turn_conversation_advances_with_tool_results(served, name):
 @pytest.mark.parametrize(
     "fault", ["http_429,drop_event@turn", "stall:2@turn", "error_event:5@turn,crlf", "drop_byte:999@turn,bom"]
 )
-async def test_multi_turn_with_faults_retries_succeed(served, fault):
+async def test_multi_turn_with_faults_retries_succeed(served: BackgroundServer, fault: str | None) -> None:
     seen = await converse(served.base_url, "parse_date", fault, f"conv-faults-{fault}")
     # every turn failed once (@turn: a stream fault on its first streamed attempt of each turn), then succeeded
     assert [(t, a) for t, a, _ in seen] == [(0, a0 := seen[0][1]), (0, a0 + 1), (1, a0), (1, a0 + 1)]
@@ -498,20 +525,20 @@ async def test_multi_turn_with_faults_retries_succeed(served, fault):
 # ----------------------------------------------------------------------------------------------- history rules
 
 
-def _assistant(*ids: str, text_first: bool = True) -> dict:
-    content = [{"type": "text", "text": "calling"}] if text_first else []
+def _assistant(*ids: str, text_first: bool = True) -> dict[str, Any]:
+    content: list[dict[str, Any]] = [{"type": "text", "text": "calling"}] if text_first else []
     content += [{"type": "tool_use", "id": i, "name": "read_file", "input": {"path": i}} for i in ids]
     return {"role": "assistant", "content": content}
 
 
-def _results(*ids: str, text_before: bool = False) -> dict:
-    content = [{"type": "text", "text": "here you go"}] if text_before else []
+def _results(*ids: str, text_before: bool = False) -> dict[str, Any]:
+    content: list[dict[str, Any]] = [{"type": "text", "text": "here you go"}] if text_before else []
     content += [{"type": "tool_result", "tool_use_id": i, "content": "ok"} for i in ids]
     return {"role": "user", "content": content}
 
 
 U = {"role": "user", "content": "hi"}
-VIOLATIONS = {
+VIOLATIONS: dict[str, tuple[list[Any], str]] = {
     "missing_tool_result": (
         [U, _assistant("toolu_a", "toolu_b"), _results("toolu_a")],
         "messages.2: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_b",
@@ -542,10 +569,11 @@ VIOLATIONS = {
 
 
 @pytest.mark.parametrize("case", sorted(VIOLATIONS))
-async def test_history_violation_gives_its_400(served, case):
+async def test_history_violation_gives_its_400(served: BackgroundServer, case: str) -> None:
     messages, text = VIOLATIONS[case]
     kind = case.removesuffix("_at_end")
-    assert history_violation(messages).kind == kind
+    violation = history_violation(messages)
+    assert violation is not None and violation.kind == kind
     client = client_for(served.base_url)
     try:
         with pytest.raises(anthropic.BadRequestError) as info:
@@ -559,12 +587,12 @@ async def test_history_violation_gives_its_400(served, case):
     finally:
         await client.close()
     err = info.value.body
-    assert info.value.status_code == 400
+    assert isinstance(err, dict) and info.value.status_code == 400
     assert err["type"] == "error" and err["error"]["type"] == "invalid_request_error"
     assert text in err["error"]["message"]
 
 
-def test_valid_histories_pass():
+def test_valid_histories_pass() -> None:
     ok = [U, _assistant("toolu_a", "toolu_b"), _results("toolu_b", "toolu_a")]  # results by id, any order
     assert history_violation(ok) is None
     assert (
@@ -584,7 +612,7 @@ def test_valid_histories_pass():
 # ----------------------------------------------------------------------------------------------- determinism, parity
 
 
-async def test_same_requests_give_same_bytes_across_servers():
+async def test_same_requests_give_same_bytes_across_servers() -> None:
     async def run_once() -> list[bytes]:
         with BackgroundServer(ServeApp(speed=math.inf)) as srv:
             seen = await converse(srv.base_url, "parse_date", "http_429,drop_event@turn", "det")
@@ -594,7 +622,7 @@ async def test_same_requests_give_same_bytes_across_servers():
     assert await run_once() == await run_once()
 
 
-async def test_reset_restarts_attempt_counting(served):
+async def test_reset_restarts_attempt_counting(served: BackgroundServer) -> None:
     client = client_for(served.base_url)
     try:
         a = await fetch(client, scenario="weather", fault="drop_event", session="reset")
@@ -612,7 +640,7 @@ async def test_reset_restarts_attempt_counting(served):
     "fault",
     [None, "bom", "drop_byte:300", "relay_buffer,crlf", "split_events,padded", "http_529,error_event", "cr,slow_drip"],
 )
-async def test_in_process_and_served_bytes_are_identical(served, fault):
+async def test_in_process_and_served_bytes_are_identical(served: BackgroundServer, fault: str | None) -> None:
     sc = get_scenario("parse_date")
     inproc = FaultedScenarioServer(sc, fault, Pacer(math.inf))
     c_in = make_client(inproc, max_retries=0)
@@ -627,7 +655,9 @@ async def test_in_process_and_served_bytes_are_identical(served, fault):
             # served: the same bytes; an error body carries the request id unique to its response
             assert _same_but_request_id(b["body"], want.body, b["headers"], want.headers)
             if a["status"] == 200:  # same reads, in process
-                assert [r.data for r in inproc.responses[-1].plan.reads] == [
+                served_plan = inproc.responses[-1].plan
+                assert served_plan is not None
+                assert [r.data for r in served_plan.reads] == [
                     r.data for r in render_faulted(sc, fault, 0, attempt).reads
                 ]
     finally:
@@ -635,7 +665,7 @@ async def test_in_process_and_served_bytes_are_identical(served, fault):
         await c_net.close()
 
 
-async def test_read_grouping_survives_the_socket():
+async def test_read_grouping_survives_the_socket() -> None:
     """With real pacing each planned read arrives as its own network read."""
     sc = Scenario(
         name="paced",
@@ -662,7 +692,7 @@ async def test_read_grouping_survives_the_socket():
 # ----------------------------------------------------------------------------------------------- binding, CLI
 
 
-def test_loopback_only_by_default(served):
+def test_loopback_only_by_default(served: BackgroundServer) -> None:
     assert served.address[0] == "127.0.0.1"
     import argparse
 
@@ -673,7 +703,7 @@ def test_loopback_only_by_default(served):
     assert proxy.add_parser(sub).parse_args([]).listen == ("127.0.0.1", 8787)
 
 
-def test_cli_prints_base_url_and_serves_on_loopback():
+def test_cli_prints_base_url_and_serves_on_loopback() -> None:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen(
         [
@@ -695,6 +725,7 @@ def test_cli_prints_base_url_and_serves_on_loopback():
         text=True,
     )
     try:
+        assert proc.stdout is not None and proc.stderr is not None
         lines = [proc.stdout.readline(), proc.stdout.readline()]
         m = re.match(r"ANTHROPIC_BASE_URL=(http://127\.0\.0\.1:(\d+))$", lines[1].strip())
         assert m, lines
@@ -718,20 +749,22 @@ def test_cli_prints_base_url_and_serves_on_loopback():
     assert f"ANTHROPIC_BASE_URL={m.group(1)}" in err.splitlines()  # the address, in full, on stderr too
 
 
-def test_cli_usage_errors():
+def test_cli_usage_errors() -> None:
     buf = io.StringIO()
     with redirect_stdout(buf):
         assert serve_main(["--scenario", "nope"]) == 2
         assert serve_main(["--fault", "nope"]) == 2
 
 
-def _no_server(*_a, **_k):
+def _no_server(*_a: object, **_k: object) -> None:
     raise AssertionError("nothing may be bound or served")
 
 
 @pytest.mark.parametrize("port", ["70000", "65536", "-1"])
 @pytest.mark.parametrize("tui", [False, True])
-def test_cli_port_out_of_range_is_a_usage_error(monkeypatch, capsys, port, tui):
+def test_cli_port_out_of_range_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], port: str, tui: bool
+) -> None:
     import inspector.cli.serve as serve
 
     monkeypatch.setattr(serve, "bind_socket", _no_server)
@@ -743,29 +776,41 @@ def test_cli_port_out_of_range_is_a_usage_error(monkeypatch, capsys, port, tui):
     assert port in err
 
 
-def test_cli_tui_validates_without_starting_anything(monkeypatch, capsys):
+def test_cli_tui_validates_without_starting_anything(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     import types
 
     import inspector.cli.serve as serve
     import inspector.net.server as server
     import inspector.sessions.watch as watch
 
-    sessions, dashboards = [], []
+    sessions: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+    dashboards: list[tuple[Callable[[], object], dict[str, Any]]] = []
     fake_tui = types.ModuleType("inspector.tui.app")
-    fake_tui.run_dashboard = lambda factory, **kw: dashboards.append((factory, kw))
+
+    def run_dashboard(factory: Callable[[], object], **kw: Any) -> None:
+        dashboards.append((factory, kw))
+
+    fake_tui.run_dashboard = run_dashboard  # type: ignore[attr-defined]  # (a stand-in module, built here)
     monkeypatch.setitem(sys.modules, "inspector.tui.app", fake_tui)
-    monkeypatch.setattr(watch, "serve_session", lambda *a, **kw: sessions.append((a, kw)) or "session")
-    probes = []
+
+    def serve_session(*a: Any, **kw: Any) -> str:
+        sessions.append((a, kw))
+        return "session"
+
+    monkeypatch.setattr(watch, "serve_session", serve_session)
+    probes: list[tuple[str, int]] = []
 
     class _Probe:  # the port is only checked (bound and closed at once): nothing listens, nothing is served
-        def __init__(self, host, port):
+        def __init__(self, host: str, port: int) -> None:
             probes.append((host, port))
             self.closed = False
 
-        def close(self):
+        def close(self) -> None:
             self.closed = True
 
-        def getsockname(self):  # the ephemeral port the probe got: the session binds that one
+        def getsockname(self) -> tuple[str, int]:  # the ephemeral port the probe got: the session binds that one
             return ("127.0.0.1", 45678)
 
     monkeypatch.setattr(serve, "bind_socket", _Probe)
@@ -788,7 +833,7 @@ def test_cli_tui_validates_without_starting_anything(monkeypatch, capsys):
     assert args == ("weather", parse_faults("bom")) and kwargs["port"] == 45678 and kwargs["speed"] == math.inf
     assert probes == [("127.0.0.1", 0)]
 
-    def busy(host, port):
+    def busy(host: str, port: int) -> None:
         raise OSError(98, "Address already in use")
 
     monkeypatch.setattr(serve, "bind_socket", busy)
@@ -799,7 +844,7 @@ def test_cli_tui_validates_without_starting_anything(monkeypatch, capsys):
 # ----------------------------------------------------------------------------------------------- the proxy (CLI, shared code)
 
 
-def test_proxy_record_to_an_unwritable_path_is_a_usage_error(tmp_path):
+def test_proxy_record_to_an_unwritable_path_is_a_usage_error(tmp_path: Path) -> None:
     bad = tmp_path / "no-such-dir" / "rec.jsonl"
     proc = subprocess.run(
         [
@@ -825,12 +870,12 @@ def test_proxy_record_to_an_unwritable_path_is_a_usage_error(tmp_path):
     assert not bad.exists()
 
 
-def test_proxy_record_problem(tmp_path):
+def test_proxy_record_problem(tmp_path: Path) -> None:
     from inspector.cli.proxy import record_problem
 
     assert record_problem(tmp_path / "ok.jsonl") is None
-    assert "cannot write the recording" in record_problem(tmp_path / "missing" / "x.jsonl")
-    assert "cannot write the recording" in record_problem(tmp_path)  # a directory
+    assert "cannot write the recording" in (record_problem(tmp_path / "missing" / "x.jsonl") or "")
+    assert "cannot write the recording" in (record_problem(tmp_path) or "")  # a directory  # a directory
 
 
 class _Upstream:
@@ -839,7 +884,7 @@ class _Upstream:
     def __init__(self, answer: bool) -> None:
         self.answer, self.started, self.cancelled, self.closed = answer, False, False, False
 
-    async def handler(self, request):
+    async def handler(self, request: httpx2.Request) -> httpx2.Response:
         self.started = True
         if not self.answer:
             try:
@@ -850,23 +895,25 @@ class _Upstream:
         upstream = self
 
         class Body(httpx2.AsyncByteStream):
-            async def __aiter__(self):
+            async def __aiter__(self) -> AsyncIterator[bytes]:
                 yield b"event: ping\ndata: {}\n\n"
 
-            async def aclose(self):
+            async def aclose(self) -> None:
                 upstream.closed = True
 
         return httpx2.Response(200, headers={"content-type": "text/event-stream"}, stream=Body())
 
 
 @pytest.mark.parametrize("answer", [False, True], ids=["pending", "answered"])
-async def test_proxy_does_not_leave_the_upstream_request_behind_when_begin_turn_raises(monkeypatch, answer):
+async def test_proxy_does_not_leave_the_upstream_request_behind_when_begin_turn_raises(
+    monkeypatch: pytest.MonkeyPatch, answer: bool
+) -> None:
     from inspector.net.proxy import ProxyApp
 
     up = _Upstream(answer)
     proxy = ProxyApp("http://upstream.test", transport=httpx2.MockTransport(up.handler))
 
-    def broken(*a, **k):
+    def broken(*a: object, **k: object) -> None:
         raise RuntimeError("bookkeeping failed")
 
     monkeypatch.setattr(proxy.tracker, "begin", broken)
@@ -879,12 +926,12 @@ async def test_proxy_does_not_leave_the_upstream_request_behind_when_begin_turn_
         "query_string": b"",
         "headers": [(b"content-type", b"application/json")],
     }
-    sent = []
+    sent: list[Message] = []
 
-    async def receive():
+    async def receive() -> dict[str, Any]:
         return {"type": "http.request", "body": body, "more_body": False}
 
-    async def send(message):
+    async def send(message: Message) -> None:
         sent.append(message)
 
     tasks_before = asyncio.all_tasks()
@@ -898,9 +945,9 @@ async def test_proxy_does_not_leave_the_upstream_request_behind_when_begin_turn_
     await proxy.aclose()
 
 
-def test_serve_and_proxy_share_their_shutdown_signal():
+def test_serve_and_proxy_share_their_shutdown_signal() -> None:
     from inspector.net.proxy import ProxyApp
-    from inspector.net.serve import Closable
+    from inspector.net.server import Closable
 
     assert issubclass(ServeApp, Closable) and issubclass(ProxyApp, Closable)
     for name in ("closing", "begin_close"):
@@ -908,7 +955,7 @@ def test_serve_and_proxy_share_their_shutdown_signal():
     ProxyApp("http://x.test").begin_close()  # before it ever ran: a no-op
 
 
-def test_proxy_has_no_recording_code_of_its_own():
+def test_proxy_has_no_recording_code_of_its_own() -> None:
     """The proxy only publishes: its recording is a Recorder subscribed to its bus (one recording path; the import
     contract "The proxy records only through the Recorder" keeps RecordingWriter out of net/), and its observations
     are masked in one place, its RedactingPublisher."""
@@ -924,8 +971,8 @@ def test_proxy_has_no_recording_code_of_its_own():
 
 
 async def test_a_key_learned_after_the_recording_opened_and_echoed_across_two_reads_is_not_in_any_dump(
-    tmp_path, capsysbinary
-):
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
     """The CLI opens the recording before any request, so every key is learned late. Upstream echoes it split
     across two network reads: no reader of the recording may join it back (the proxy used to mask each read on its
     own, and `dump` printed the key whole)."""
@@ -948,7 +995,7 @@ async def test_a_key_learned_after_the_recording_opened_and_echoed_across_two_re
     cut = body.index(KEY.encode()) + 10
     second = threading.Event()  # set by the test once the first read reached the client
 
-    async def upstream(scope, receive, send) -> None:
+    async def upstream(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
@@ -985,15 +1032,18 @@ async def test_a_key_learned_after_the_recording_opened_and_echoed_across_two_re
         assert KEY not in out and KEY not in out.replace("\n", ""), argv
 
 
-async def test_proxy_records_lower_cased_headers_without_credentials_and_redacts_late_keys(tmp_path, monkeypatch):
+async def test_proxy_records_lower_cased_headers_without_credentials_and_redacts_late_keys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import inspector.net.proxy as proxy_mod
     import inspector.net.turns as turns_mod
+    from inspector.core.redaction import clean_headers
     from inspector.record.recording import read_recording
 
     calls = {"filter_headers": 0}
-    real_filter = turns_mod.clean_headers
+    real_filter = clean_headers  # (what turns calls, patched there)
 
-    def filter_spy(*a, **k):
+    def filter_spy(*a: Any, **k: Any) -> dict[str, str]:
         calls["filter_headers"] += 1
         return real_filter(*a, **k)
 
@@ -1022,6 +1072,7 @@ async def test_proxy_records_lower_cased_headers_without_credentials_and_redacts
     assert b"my keys are [redacted] and [redacted]" in raw
     rec = read_recording(record)
     att = next(rec.attempts())
+    assert att.request is not None and att.response is not None
     headers = att.request["headers"]
     assert all(k == k.lower() for k in headers) and headers["x-custom-header"] == "Kept"
     for name in ("x-api-key", "authorization", "anthropic-api-key"):

@@ -8,6 +8,7 @@ import asyncio
 import math
 import time
 import tracemalloc
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import anthropic
@@ -20,27 +21,29 @@ from inspector.net.faults import FAULTS, STALL_INLINE, STALL_MAX, StalledPlan, i
 from inspector.net.serve import ServeApp, format_exchange
 from inspector.net.server import BackgroundServer
 from inspector.scenarios.bundled import get_scenario
+from inspector.scenarios.render import ResponsePlan
 from inspector.stream.sse import iter_events
 from inspector.testing.serve import API_HEADERS, KEY, RawClient, messages_body
 
 
 @pytest.fixture(scope="module")
-def served():
+def served() -> Iterator[BackgroundServer]:
     with BackgroundServer(ServeApp(speed=math.inf)) as srv:
         yield srv
 
 
-def sdk(base_url: str, **kw) -> anthropic.AsyncAnthropic:
+def sdk(base_url: str, **kw: Any) -> anthropic.AsyncAnthropic:
     return anthropic.AsyncAnthropic(base_url=base_url, api_key=KEY, max_retries=0, **kw)
 
 
-def error_shape(status: int | None, headers: dict, body: bytes) -> dict:
+def error_shape(status: int | None, headers: Mapping[str, str], body: bytes) -> dict[str, Any]:
     """The API's error body, checked: exactly type/error/request_id, the same id in the header."""
     obj = orjson.loads(body)
     assert set(obj) == {"type", "error", "request_id"} and obj["type"] == "error"
     assert set(obj["error"]) == {"type", "message"} and obj["error"]["message"]
     assert headers["request-id"] == obj["request_id"]
-    return obj["error"]
+    error: dict[str, Any] = obj["error"]
+    return error
 
 
 # --------------------------------------------------------------------------------------------- validation
@@ -61,7 +64,7 @@ BAD_BODIES = {
 }
 
 
-def test_no_credentials_is_401_authentication_error(served):
+def test_no_credentials_is_401_authentication_error(served: BackgroundServer) -> None:
     c = RawClient(served.address)
     try:
         status, headers, body = c.request("/v1/messages", BASE, headers={"anthropic-version": "2023-06-01"})
@@ -80,7 +83,7 @@ def test_no_credentials_is_401_authentication_error(served):
         c.close()
 
 
-def test_missing_anthropic_version_is_400(served):
+def test_missing_anthropic_version_is_400(served: BackgroundServer) -> None:
     c = RawClient(served.address)
     try:
         status, headers, body = c.request("/v1/messages", BASE, headers={"x-api-key": KEY})
@@ -94,7 +97,7 @@ def test_missing_anthropic_version_is_400(served):
 
 
 @pytest.mark.parametrize("case", sorted(BAD_BODIES))
-def test_bad_bodies_are_400_invalid_request_error(served, case):
+def test_bad_bodies_are_400_invalid_request_error(served: BackgroundServer, case: str) -> None:
     body, message = BAD_BODIES[case]
     c = RawClient(served.address)
     try:
@@ -108,7 +111,7 @@ def test_bad_bodies_are_400_invalid_request_error(served, case):
         c.close()
 
 
-async def test_the_sdk_sees_its_own_validation_errors(served):
+async def test_the_sdk_sees_its_own_validation_errors(served: BackgroundServer) -> None:
     async with anthropic.AsyncAnthropic(base_url=served.base_url, api_key=KEY, max_retries=0) as client:
         with pytest.raises(anthropic.BadRequestError) as info:
             await client.messages.create(
@@ -123,7 +126,7 @@ async def test_the_sdk_sees_its_own_validation_errors(served):
 
 
 @pytest.mark.parametrize("case", sorted(BAD_BODIES))
-def test_lenient_turns_the_checks_off(case):
+def test_lenient_turns_the_checks_off(case: str) -> None:
     body, message = BAD_BODIES[case]
     with BackgroundServer(ServeApp(speed=math.inf, lenient=True)) as srv:
         c = RawClient(srv.address)
@@ -141,7 +144,7 @@ def test_lenient_turns_the_checks_off(case):
 
 
 @pytest.mark.parametrize("stream", [True, False])
-async def test_the_request_model_is_echoed(served, stream):
+async def test_the_request_model_is_echoed(served: BackgroundServer, stream: bool) -> None:
     async with sdk(served.base_url) as client:
         if stream:
             async with client.messages.stream(
@@ -155,7 +158,7 @@ async def test_the_request_model_is_echoed(served, stream):
     assert msg.model == "claude-opus-4-8-20260101"
 
 
-async def test_message_delta_carries_input_and_cache_usage(served):
+async def test_message_delta_carries_input_and_cache_usage(served: BackgroundServer) -> None:
     sc = get_scenario("parse_date")
     usage = sc.turns[0].usage
     async with sdk(served.base_url) as client:
@@ -188,7 +191,7 @@ def _conversation(sc_name: str) -> list[Any]:  # (the SDK's message params are T
     from inspector.scenarios.render import expected_blocks
 
     sc = get_scenario(sc_name)
-    messages: list[dict] = [{"role": "user", "content": "go"}]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
     for k in range(len(sc.turns)):
         blocks = expected_blocks(sc, k, 0)
         messages.append({"role": "assistant", "content": blocks})
@@ -198,7 +201,7 @@ def _conversation(sc_name: str) -> list[Any]:  # (the SDK's message params are T
     return messages
 
 
-async def test_after_the_last_turn_an_end_turn_reply_is_flagged(served):
+async def test_after_the_last_turn_an_end_turn_reply_is_flagged(served: BackgroundServer) -> None:
     messages = _conversation("weather")
     async with sdk(served.base_url) as client:
         async with client.messages.stream(
@@ -220,7 +223,7 @@ async def test_after_the_last_turn_an_end_turn_reply_is_flagged(served):
     assert listed["data"][-1]["script_ended"] is True
 
 
-async def test_strict_answers_400_after_the_last_turn():
+async def test_strict_answers_400_after_the_last_turn() -> None:
     messages = _conversation("weather")
     with BackgroundServer(ServeApp("weather", speed=math.inf, strict=True)) as srv:
         async with sdk(srv.base_url) as client:
@@ -233,7 +236,7 @@ async def test_strict_answers_400_after_the_last_turn():
 # --------------------------------------------------------------------------------------------- bounded history
 
 
-def test_history_is_a_ring_and_requests_says_what_it_dropped():
+def test_history_is_a_ring_and_requests_says_what_it_dropped() -> None:
     with BackgroundServer(ServeApp(speed=math.inf, history=3)) as srv:
         c = RawClient(srv.address)
         try:
@@ -261,7 +264,7 @@ def test_history_is_a_ring_and_requests_says_what_it_dropped():
     assert len(app.exchanges) == 3 and len(app.attempts) <= 3 and app.attempts_dropped == 2
 
 
-def test_attempt_counters_are_lru():
+def test_attempt_counters_are_lru() -> None:
     app = ServeApp(speed=math.inf, history=2)
     a, b, c = ("a",), ("b",), ("c",)
     assert [app.api._next_attempt(k) for k in (a, b, a, c, a, b)] == [0, 0, 1, 0, 2, 0]  # b was the oldest: dropped
@@ -271,7 +274,7 @@ def test_attempt_counters_are_lru():
 # --------------------------------------------------------------------------------------------- fault bounds
 
 
-def test_every_numeric_fault_argument_is_bounded():
+def test_every_numeric_fault_argument_is_bounded() -> None:
     for d in FAULTS.values():
         if d.arg is None:
             continue
@@ -284,7 +287,7 @@ def test_every_numeric_fault_argument_is_bounded():
         parse_faults("stall:3000000")
 
 
-def test_an_unbounded_fault_header_is_a_400(served):
+def test_an_unbounded_fault_header_is_a_400(served: BackgroundServer) -> None:
     c = RawClient(served.address)
     try:
         status, headers, raw = c.request(
@@ -295,7 +298,7 @@ def test_an_unbounded_fault_header_is_a_400(served):
         c.close()
 
 
-def test_a_long_stall_is_generated_lazily():
+def test_a_long_stall_is_generated_lazily() -> None:
     tracemalloc.start()
     try:
         plan = render_faulted(get_scenario("parse_date"), f"stall:{STALL_MAX}", 0, 0)
@@ -316,7 +319,7 @@ def test_a_long_stall_is_generated_lazily():
     assert not isinstance(small, StalledPlan) and sum(b"event: ping" in r.data for r in small.reads) == 10
 
 
-async def test_a_long_stall_keeps_pinging_and_does_not_block_other_requests(served):
+async def test_a_long_stall_keeps_pinging_and_does_not_block_other_requests(served: BackgroundServer) -> None:
     want = STALL_INLINE + 40
     hdr = {"x-inspector-fault": f"stall:{STALL_MAX}", "x-inspector-session": "long-stall"}
     async with sdk(served.base_url) as client:
@@ -341,7 +344,7 @@ async def test_a_long_stall_keeps_pinging_and_does_not_block_other_requests(serv
     assert seen.count(b"event: ping") >= want
 
 
-async def test_plans_render_off_the_event_loop(monkeypatch):
+async def test_plans_render_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     """A render that takes long does not stop the server answering another connection meanwhile."""
     import threading
 
@@ -350,7 +353,7 @@ async def test_plans_render_off_the_event_loop(monkeypatch):
     release = threading.Event()
     from inspector.net.faults import render_faulted as real  # (the function serve looks up, patched below)
 
-    def slow(*a, **k):
+    def slow(*a: Any, **k: Any) -> ResponsePlan:
         assert release.wait(20)  # the event loop must stay free while this worker thread waits
         return real(*a, **k)
 
@@ -371,7 +374,7 @@ async def test_plans_render_off_the_event_loop(monkeypatch):
     assert msg.stop_reason is not None
 
 
-async def test_echo_model_off_answers_with_the_scenario_model():
+async def test_echo_model_off_answers_with_the_scenario_model() -> None:
     with BackgroundServer(ServeApp(speed=math.inf, echo_model=False)) as srv:
         async with sdk(srv.base_url) as client:
             msg = await client.messages.create(
@@ -384,7 +387,7 @@ async def test_echo_model_off_answers_with_the_scenario_model():
 # --------------------------------------------------------------------------------------------- what real clients hit
 
 
-def test_count_tokens_counts_the_system_prompt_and_the_tools(served):
+def test_count_tokens_counts_the_system_prompt_and_the_tools(served: BackgroundServer) -> None:
     c = RawClient(served.address)
     try:
         bare = {"model": BASE["model"], "messages": BASE["messages"]}
@@ -413,10 +416,15 @@ def test_count_tokens_counts_the_system_prompt_and_the_tools(served):
         ([1, 2], 400, "request body must be a JSON object"),
     ],
 )
-def test_count_tokens_validates_like_messages(served, body, status, message):
+def test_count_tokens_validates_like_messages(
+    served: BackgroundServer, body: dict[str, Any] | list[int], status: int, message: str | None
+) -> None:
     c = RawClient(served.address)
     try:
-        got, headers, raw = c.request("/v1/messages/count_tokens", body)
+        # (RawClient.request takes a dict or bytes: a JSON list goes as its bytes, as RawClient would encode it)
+        got, headers, raw = c.request(
+            "/v1/messages/count_tokens", body if isinstance(body, dict) else orjson.dumps(body)
+        )
         err = error_shape(got, headers, raw)
         assert got == status and err["type"] == ("not_found_error" if status == 404 else "invalid_request_error")
         if message is not None:
@@ -425,7 +433,7 @@ def test_count_tokens_validates_like_messages(served, body, status, message):
         c.close()
 
 
-async def test_an_unknown_model_is_404_not_found_error_unless_lenient(served):
+async def test_an_unknown_model_is_404_not_found_error_unless_lenient(served: BackgroundServer) -> None:
     async with sdk(served.base_url) as client:
         with pytest.raises(anthropic.NotFoundError) as info:
             await client.messages.create(
@@ -449,7 +457,7 @@ async def test_an_unknown_model_is_404_not_found_error_unless_lenient(served):
         assert msg.model == "claude-nope-1"
 
 
-def test_request_ids_are_unique_per_response(served):
+def test_request_ids_are_unique_per_response(served: BackgroundServer) -> None:
     c = RawClient(served.address)
     seen: list[str] = []
     try:
@@ -470,7 +478,7 @@ def test_request_ids_are_unique_per_response(served):
     assert len(set(seen)) == len(seen) and all(len(r) == len("req_011C") + 20 for r in seen)
 
 
-def test_rate_limit_headers_follow_the_requests_and_the_scripted_429():
+def test_rate_limit_headers_follow_the_requests_and_the_scripted_429() -> None:
     now = [1_800_000_000.0]
     from inspector.scenarios.fakeapi import RateLimits
 
@@ -501,7 +509,7 @@ def test_rate_limit_headers_follow_the_requests_and_the_scripted_429():
 
 
 @pytest.mark.parametrize("depth", [300, 2000])
-def test_a_deeply_nested_request_is_a_400_not_a_500(served, depth):
+def test_a_deeply_nested_request_is_a_400_not_a_500(served: BackgroundServer, depth: int) -> None:
     raw_body = (
         b'{"model":"claude-sonnet-4-6","max_tokens":5,"messages":[{"role":"user","content":"' + b"x" + b'"}],"x":'
     )

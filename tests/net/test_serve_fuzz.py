@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
+from typing import Any
 
 import httpx2
 from hypothesis import HealthCheck, given, settings
@@ -38,7 +40,7 @@ LINE = st.sampled_from(
 
 @settings(max_examples=examples(150), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.one_of(st.binary(max_size=300), st.lists(LINE, max_size=8).map(lambda ls: HEADER + b"".join(ls))))
-def test_any_file_loads_or_is_a_recording_error(tmp_path, data):
+def test_any_file_loads_or_is_a_recording_error(tmp_path: Path, data: bytes) -> None:
     path = tmp_path / "fuzz.rec"
     path.write_bytes(data)
     try:
@@ -55,7 +57,7 @@ def test_any_file_loads_or_is_a_recording_error(tmp_path, data):
 
 @settings(max_examples=examples(200))
 @given(recorded=JSON, got=JSON)
-def test_request_diff_of_any_json(recorded, got):
+def test_request_diff_of_any_json(recorded: Any, got: Any) -> None:
     rec = recorded if isinstance(recorded, dict) else None
     summary, lines = request_diff(rec, got if isinstance(got, dict) else {})
     assert summary is None or ("\n" not in summary and summary)
@@ -64,7 +66,7 @@ def test_request_diff_of_any_json(recorded, got):
 
 @settings(max_examples=examples(300))
 @given(body=st.dictionaries(st.sampled_from(["model", "max_tokens", "messages", "stream", "x"]), JSON, max_size=5))
-def test_body_problem_never_raises(body):
+def test_body_problem_never_raises(body: dict[str, Any]) -> None:
     problem = body_problem(body)
     assert problem is None or (": " in problem and "\n" not in problem)
 
@@ -75,7 +77,7 @@ HEADERS = {"x-api-key": "k", "anthropic-version": "2023-06-01", "content-type": 
 
 @settings(max_examples=examples(120), deadline=None)
 @given(body=JSON | st.dictionaries(st.sampled_from(["model", "max_tokens", "messages", "stream"]), JSON, max_size=4))
-async def test_any_json_body_gets_200_or_the_api_error_shape(body):
+async def test_any_json_body_gets_200_or_the_api_error_shape(body: object) -> None:
     async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=APP.app), base_url="http://serve") as h:
         r = await h.post("/v1/messages", content=json.dumps(body), headers=HEADERS)
     assert r.status_code in (200, 400), r.content

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import math
 import socket
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
+import h11
 import orjson
 import pytest
 
@@ -14,14 +17,17 @@ from inspector.net.serve import BODY_TIMEOUT, DEFAULT_MAX_BODY, HEADER_TIMEOUT, 
 from inspector.net.server import BackgroundServer
 from inspector.testing.serve import KEY, RawClient, VirtualClockLoop, loop_factory, messages_body
 
+if TYPE_CHECKING:
+    from starlette.requests import Request
 
-def server(**kw) -> tuple[BackgroundServer, list[VirtualClockLoop]]:
+
+def server(**kw: Any) -> tuple[BackgroundServer, list[VirtualClockLoop]]:
     loops: list[VirtualClockLoop] = []
     srv = BackgroundServer(ServeApp(speed=math.inf, **kw), loop_factory=loop_factory(loops))
     return srv, loops
 
 
-def test_defaults():
+def test_defaults() -> None:
     app = ServeApp()
     assert KEEP_ALIVE >= 60 and app.uvicorn_options["timeout_keep_alive"] == KEEP_ALIVE
     assert DEFAULT_MAX_BODY == 32 * 1024 * 1024 and app.max_body == DEFAULT_MAX_BODY
@@ -29,7 +35,7 @@ def test_defaults():
 
 
 @pytest.mark.parametrize("keep_alive, survives", [(KEEP_ALIVE, True), (5.0, False)])
-def test_a_client_waiting_10s_between_requests_keeps_its_connection(keep_alive, survives):
+def test_a_client_waiting_10s_between_requests_keeps_its_connection(keep_alive: float, survives: bool) -> None:
     """uvicorn's default (5 s) closes the idle connection and clients resend; serve keeps it 75 s. The control
     case (keep_alive=5) shows the test sees a close when there is one."""
     srv, loops = server(keep_alive=keep_alive)
@@ -49,7 +55,7 @@ def test_a_client_waiting_10s_between_requests_keeps_its_connection(keep_alive, 
             c.close()
 
 
-def test_a_new_connection_that_sends_nothing_is_closed_after_the_keep_alive():
+def test_a_new_connection_that_sends_nothing_is_closed_after_the_keep_alive() -> None:
     srv, loops = server()
     with srv:
         c = RawClient(srv.address)
@@ -68,7 +74,7 @@ def test_a_new_connection_that_sends_nothing_is_closed_after_the_keep_alive():
             c.close()
 
 
-def test_slowloris_headers_are_cut_off():
+def test_slowloris_headers_are_cut_off() -> None:
     srv, loops = server()
     with srv:
         c = RawClient(srv.address)
@@ -82,7 +88,7 @@ def test_slowloris_headers_are_cut_off():
             c.close()
 
 
-def test_headers_that_arrive_in_time_are_served():
+def test_headers_that_arrive_in_time_are_served() -> None:
     srv, loops = server()
     with srv:
         c = RawClient(srv.address)
@@ -103,19 +109,17 @@ def test_headers_that_arrive_in_time_are_served():
             c.close()
 
 
-def _request_for_state():
-    import h11
+def _request_for_state() -> h11.Request:
 
     return h11.Request(method="POST", target="/", headers=[("host", "x"), ("content-length", "0")])
 
 
-def _end():
-    import h11
+def _end() -> h11.EndOfMessage:
 
     return h11.EndOfMessage()
 
 
-def test_oversized_headers_are_refused():
+def test_oversized_headers_are_refused() -> None:
     srv, _ = server()
     with srv:
         c = RawClient(srv.address)
@@ -136,7 +140,7 @@ def _recv(sock: socket.socket) -> bytes:
         return b""
 
 
-def test_a_body_announced_too_large_is_413_without_reading_it():
+def test_a_body_announced_too_large_is_413_without_reading_it() -> None:
     srv, _ = server(max_body=1000)
     with srv:
         c = RawClient(srv.address)
@@ -158,7 +162,7 @@ def test_a_body_announced_too_large_is_413_without_reading_it():
             c.close()
 
 
-def test_a_chunked_body_is_counted_as_it_arrives():
+def test_a_chunked_body_is_counted_as_it_arrives() -> None:
     srv, _ = server(max_body=1000)
     with srv:
         c = RawClient(srv.address)
@@ -179,7 +183,7 @@ def test_a_chunked_body_is_counted_as_it_arrives():
             c.close()
 
 
-def test_a_body_at_the_limit_is_served():
+def test_a_body_at_the_limit_is_served() -> None:
     body = orjson.dumps(messages_body())
     srv, _ = server(max_body=len(body))
     with srv:
@@ -190,14 +194,14 @@ def test_a_body_at_the_limit_is_served():
             c.close()
 
 
-def test_a_slow_body_times_out_with_408():
+def test_a_slow_body_times_out_with_408() -> None:
     import threading
 
     srv, loops = server()
     reading = threading.Event()
-    original = srv.owner._read_body
+    original: Callable[[Request], Awaitable[bytes]] = srv.owner._read_body
 
-    async def read_body(request):
+    async def read_body(request: Request) -> bytes:
         reading.set()  # the body deadline is set right after this, before the first await
         return await original(request)
 

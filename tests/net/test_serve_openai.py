@@ -4,24 +4,30 @@ driven here by the openai SDK (its streaming helpers and accumulators are the re
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import openai
 import pytest
 
 from inspector.scenarios.bundled import get_scenario
-from inspector.scenarios.model import TextBlock, ToolUseBlock
+from inspector.scenarios.model import Scenario, TextBlock, ToolUseBlock
+from inspector.testing.pytest_plugin import InspectorServer, InspectorServerFactory
+
+Turn = tuple[str, list[dict[str, str]], str | None]  # a turn's text, its tool calls (id, name, arguments), finish
+Seen = list[tuple[str, list[tuple[str, Any]]]]  # per turn: the text and the (tool name, input) calls
+TurnFn = Callable[[openai.OpenAI, Scenario, list[Any]], Turn]
 
 pytest_plugins = ["inspector.testing.pytest_plugin"]
 
 KEY = "sk-proj-CANARY-openai-serve-0000000000"
 
 
-def client_for(server, **kw) -> openai.OpenAI:
+def client_for(server: InspectorServer, **kw: Any) -> openai.OpenAI:
     return openai.OpenAI(base_url=server.openai_base_url, api_key=KEY, **kw)
 
 
-def scripted(sc, turn: int) -> tuple[str, list[tuple[str, dict[str, Any] | None]]]:
+def scripted(sc: Scenario, turn: int) -> tuple[str, list[tuple[str, dict[str, Any] | None]]]:
     """The text and (tool name, input) calls a turn scripts."""
     blocks = sc.turns[turn].blocks
     text = "".join(b.text for b in blocks if isinstance(b, TextBlock))
@@ -29,11 +35,12 @@ def scripted(sc, turn: int) -> tuple[str, list[tuple[str, dict[str, Any] | None]
     return text, calls
 
 
-def tool_defs(sc) -> list[dict]:
-    return sc.request_params().get("tools", [])
+def tool_defs(sc: Scenario) -> list[dict[str, Any]]:
+    tools: list[dict[str, Any]] = sc.request_params().get("tools", [])
+    return tools
 
 
-def chat_tools(sc) -> list[Any]:  # (the SDK's tool params are TypedDicts: passed as JSON)
+def chat_tools(sc: Scenario) -> list[Any]:  # (the SDK's tool params are TypedDicts: passed as JSON)
     return [
         {
             "type": "function",
@@ -43,7 +50,7 @@ def chat_tools(sc) -> list[Any]:  # (the SDK's tool params are TypedDicts: passe
     ]
 
 
-def responses_tools(sc) -> list[Any]:
+def responses_tools(sc: Scenario) -> list[Any]:
     return [
         {
             "type": "function",
@@ -55,7 +62,7 @@ def responses_tools(sc) -> list[Any]:
     ]
 
 
-def tool_result(sc, name: str, args: dict) -> str:
+def tool_result(sc: Scenario, name: str, args: dict[str, Any]) -> str:
     """The scripted tool's result (a simulated tool's outcome), or a placeholder for a built-in."""
     sim = next((t for t in sc.simulated_tools if t.name == name), None)
     if sim is None:
@@ -64,7 +71,7 @@ def tool_result(sc, name: str, args: dict) -> str:
     return result if isinstance(result, str) else json.dumps(result)
 
 
-def chat_create_turn(client, sc, messages):
+def chat_create_turn(client: openai.OpenAI, sc: Scenario, messages: list[Any]) -> Turn:
     """One turn with chat.completions.create(stream=True): the chunks merged by hand."""
     text: list[str] = []
     calls: dict[int, dict[str, str]] = {}
@@ -91,7 +98,7 @@ def chat_create_turn(client, sc, messages):
     return "".join(text), [calls[k] for k in sorted(calls)], finish
 
 
-def chat_stream_turn(client, sc, messages):
+def chat_stream_turn(client: openai.OpenAI, sc: Scenario, messages: list[Any]) -> Turn:
     """One turn with chat.completions.stream(): the SDK's own accumulator."""
     with client.chat.completions.stream(model=sc.model, messages=messages, tools=chat_tools(sc)) as stream:
         final = stream.get_final_completion()
@@ -103,14 +110,14 @@ def chat_stream_turn(client, sc, messages):
     return choice.message.content or "", calls, choice.finish_reason
 
 
-def run_chat(server, sc, turn_fn) -> list[tuple[str, list]]:
+def run_chat(server: InspectorServer, sc: Scenario, turn_fn: TurnFn) -> Seen:
     client = client_for(server)
-    messages: list[dict] = [{"role": "user", "content": sc.prompt}]
-    seen = []
+    messages: list[Any] = [{"role": "user", "content": sc.prompt}]
+    seen: Seen = []
     for _ in range(len(sc.turns) + 1):
         text, calls, finish = turn_fn(client, sc, messages)
         seen.append((text, [(c["name"], json.loads(c["arguments"])) for c in calls]))
-        assistant: dict = {"role": "assistant", "content": text or None}
+        assistant: dict[str, Any] = {"role": "assistant", "content": text or None}
         if calls:
             assistant["tool_calls"] = [
                 {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
@@ -126,11 +133,11 @@ def run_chat(server, sc, turn_fn) -> list[tuple[str, list]]:
     return seen
 
 
-def run_responses(server, sc, *, chained: bool = False) -> list[tuple[str, list]]:
+def run_responses(server: InspectorServer, sc: Scenario, *, chained: bool = False) -> Seen:
     client = client_for(server)
-    items: list = [{"role": "user", "content": sc.prompt}]
-    previous = None
-    seen = []
+    items: list[Any] = [{"role": "user", "content": sc.prompt}]
+    previous: str | None = None
+    seen: Seen = []
     for _ in range(len(sc.turns) + 1):
         kw: dict[str, Any] = {"previous_response_id": previous} if chained and previous else {}
         with client.responses.stream(model=sc.model, input=items, tools=responses_tools(sc), **kw) as stream:
@@ -155,13 +162,15 @@ def run_responses(server, sc, *, chained: bool = False) -> list[tuple[str, list]
     return seen
 
 
-def expected(sc) -> list[tuple[str, list]]:
+def expected(sc: Scenario) -> Seen:
     return [scripted(sc, t) for t in range(len(sc.turns))]
 
 
 @pytest.mark.parametrize("name", ["weather", "parse_date"])
 @pytest.mark.parametrize("turn_fn", [chat_create_turn, chat_stream_turn], ids=["create", "stream"])
-def test_chat_completions_run_the_scenario_end_to_end(inspector_server, name, turn_fn):
+def test_chat_completions_run_the_scenario_end_to_end(
+    inspector_server: InspectorServerFactory, name: str, turn_fn: TurnFn
+) -> None:
     sc = get_scenario(name)
     server = inspector_server(name)
     assert run_chat(server, sc, turn_fn) == expected(sc)
@@ -174,7 +183,9 @@ def test_chat_completions_run_the_scenario_end_to_end(inspector_server, name, tu
 
 @pytest.mark.parametrize("name", ["weather", "parse_date"])
 @pytest.mark.parametrize("chained", [False, True], ids=["items", "previous_response_id"])
-def test_responses_run_the_scenario_end_to_end(inspector_server, name, chained):
+def test_responses_run_the_scenario_end_to_end(
+    inspector_server: InspectorServerFactory, name: str, chained: bool
+) -> None:
     sc = get_scenario(name)
     server = inspector_server(name)
     assert run_responses(server, sc, chained=chained) == expected(sc)

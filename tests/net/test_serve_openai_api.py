@@ -4,34 +4,52 @@ families, ``stream: false`` answers, the placeholder past the script's end, and 
 
 from __future__ import annotations
 
+import argparse
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import anthropic
 import httpx2
 import openai
 import pytest
+from openai.types.chat import ChatCompletionMessageFunctionToolCall
+from openai.types.responses import FunctionTool, ResponseFunctionToolCall
 
 from inspector.scenarios.bundled import get_scenario
-from inspector.testing.pytest_plugin import InspectorServer
+from inspector.scenarios.model import TextBlock, ToolUseBlock
+from inspector.testing.pytest_plugin import InspectorServer, InspectorServerFactory
 
 pytest_plugins = ["inspector.testing.pytest_plugin"]
 
 KEY = "sk-proj-CANARY-openai-api-00000000000"
 SC = get_scenario("weather")
-USER = {"role": "user", "content": SC.prompt}
+_TEXT0, _CALL0, _TEXT1 = SC.turns[0].blocks[0], SC.turns[0].blocks[1], SC.turns[1].blocks[0]
+assert isinstance(_TEXT0, TextBlock) and isinstance(_CALL0, ToolUseBlock) and isinstance(_TEXT1, TextBlock)
+TEXT0, CALL0_INPUT, TEXT1 = _TEXT0.text, _CALL0.input, _TEXT1.text  # the script's: turn 0's text and call, turn 1's text
+USER: Any = {"role": "user", "content": SC.prompt}  # (Any: the SDKs take their messages as TypedDicts)
 
 
-SHARED = [{}, {"lenient": True}, {"validate_history": False}, {"faults": "http_429"}, {"faults": "error_event"}]
+SHARED: list[dict[str, Any]] = [
+    {},
+    {"lenient": True},
+    {"validate_history": False},
+    {"faults": "http_429"},
+    {"faults": "error_event"},
+]
 
 
-def _key(kw: dict) -> tuple:
+Key = tuple[tuple[str, Any], ...]
+GetServer = Callable[..., InspectorServer]  # the module's inspector_server: (scenario, **InspectorServer's options)
+
+
+def _key(kw: dict[str, Any]) -> Key:
     return tuple(sorted(kw.items()))
 
 
 @pytest.fixture(scope="module")
-def _servers() -> Iterator[dict[tuple, InspectorServer]]:
+def _servers() -> Iterator[dict[Key, InspectorServer]]:
     """The weather servers this module's tests ask for, started once for the module (a start and a stop cost
     ~0.25 s each, 33 tests): started here, not in a test, so no server outlives the test that started it."""
     pool = {_key(kw): InspectorServer("weather", **kw) for kw in SHARED}
@@ -41,12 +59,12 @@ def _servers() -> Iterator[dict[tuple, InspectorServer]]:
 
 
 @pytest.fixture
-def inspector_server(_servers, inspector_server):
+def inspector_server(_servers: dict[Key, InspectorServer], inspector_server: InspectorServerFactory) -> GetServer:
     """The plugin's factory, a shared server where one is kept for these arguments, reset() before it is handed
     out: no request of another test, attempt counters at 0, the @once faults re-armed. Other arguments get the
     plugin's own server (stopped at the end of the test)."""
 
-    def get(scenario: str | None = None, **kw) -> InspectorServer:
+    def get(scenario: str | None = None, **kw: Any) -> InspectorServer:
         server = _servers.get(_key(kw)) if scenario == "weather" else None
         if server is None:
             return inspector_server(scenario, **kw)
@@ -56,13 +74,13 @@ def inspector_server(_servers, inspector_server):
     return get
 
 
-def post(server, path: str, body, headers=None) -> httpx2.Response:
+def post(server: InspectorServer, path: str, body: object, headers: dict[str, str] | None = None) -> httpx2.Response:
     hdrs = {"authorization": f"Bearer {KEY}"} if headers is None else headers
     return httpx2.post(server.openai_base_url + path, json=body, headers=hdrs, timeout=10)
 
 
-def err(r: httpx2.Response) -> dict:
-    e = r.json()["error"]
+def err(r: httpx2.Response) -> dict[str, Any]:
+    e: dict[str, Any] = r.json()["error"]
     assert set(e) == {"message", "type", "param", "code"}
     assert KEY not in r.text
     return e
@@ -72,7 +90,7 @@ def err(r: httpx2.Response) -> dict:
 @pytest.mark.parametrize(
     "headers", [{}, {"x-api-key": KEY}, {"authorization": "Bearer"}, {"authorization": f"Basic {KEY}"}]
 )
-def test_401_without_a_bearer_key(inspector_server, path, headers):
+def test_401_without_a_bearer_key(inspector_server: GetServer, path: str, headers: dict[str, str]) -> None:
     server = inspector_server("weather")
     r = post(server, path, {"model": SC.model, "messages": [USER], "input": "hi"}, headers)
     assert r.status_code == 401 and r.headers["x-request-id"].startswith("req_")
@@ -95,7 +113,9 @@ def test_401_without_a_bearer_key(inspector_server, path, headers):
         ("/responses", {"model": SC.model, "input": 3}, "input", "invalid_type"),
     ],
 )
-def test_400_for_missing_or_wrong_fields_and_lenient_turns_it_off(inspector_server, path, body, param, code):
+def test_400_for_missing_or_wrong_fields_and_lenient_turns_it_off(
+    inspector_server: GetServer, path: str, body: dict[str, Any], param: str | None, code: str | None
+) -> None:
     r = post(inspector_server("weather"), path, body)
     assert r.status_code == 400
     e = err(r)
@@ -106,7 +126,7 @@ def test_400_for_missing_or_wrong_fields_and_lenient_turns_it_off(inspector_serv
     assert post(lenient, path, {**body, "stream": False}).status_code == 200
 
 
-CALL = {"id": "call_abc", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+CALL: Any = {"id": "call_abc", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
 
 
 @pytest.mark.parametrize(
@@ -126,7 +146,7 @@ CALL = {"id": "call_abc", "type": "function", "function": {"name": "get_weather"
         ([USER, {"role": "wizard", "content": "x"}], "Supported values", "messages.[1].role"),
     ],
 )
-def test_chat_history_rules(inspector_server, messages, needle, param):
+def test_chat_history_rules(inspector_server: GetServer, messages: list[Any], needle: str, param: str) -> None:
     server = inspector_server("weather")
     client = openai.OpenAI(base_url=server.openai_base_url, api_key=KEY)
     with pytest.raises(openai.BadRequestError) as info:
@@ -142,8 +162,8 @@ def test_chat_history_rules(inspector_server, messages, needle, param):
     assert reply.choices[0].message.content
 
 
-FC = {"type": "function_call", "call_id": "call_abc", "name": "get_weather", "arguments": "{}"}
-OUT = {"type": "function_call_output", "call_id": "call_abc", "output": "18"}
+FC: Any = {"type": "function_call", "call_id": "call_abc", "name": "get_weather", "arguments": "{}"}
+OUT: Any = {"type": "function_call_output", "call_id": "call_abc", "output": "18"}
 
 
 @pytest.mark.parametrize(
@@ -153,7 +173,7 @@ OUT = {"type": "function_call_output", "call_id": "call_abc", "output": "18"}
         ([USER, OUT], "No tool call found for function call output with call_id call_abc."),
     ],
 )
-def test_responses_history_rules(inspector_server, items, needle):
+def test_responses_history_rules(inspector_server: GetServer, items: list[Any], needle: str) -> None:
     server = inspector_server("weather")
     client = openai.OpenAI(base_url=server.openai_base_url, api_key=KEY)
     with pytest.raises(openai.BadRequestError) as info:
@@ -163,27 +183,27 @@ def test_responses_history_rules(inspector_server, items, needle):
     assert openai.OpenAI(base_url=lenient.openai_base_url, api_key=KEY).responses.create(model=SC.model, input=items)
 
 
-def test_responses_turn_counts_runs_of_output_items_and_stored_ids(inspector_server):
+def test_responses_turn_counts_runs_of_output_items_and_stored_ids(inspector_server: GetServer) -> None:
     server = inspector_server("weather")
     client = openai.OpenAI(base_url=server.openai_base_url, api_key=KEY)
-    msg = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "x"}]}
+    msg: Any = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "x"}]}
     reply = client.responses.create(model=SC.model, input=[USER, msg, FC, OUT])  # one run: turn 1
-    assert reply.output_text == SC.turns[1].blocks[0].text
+    assert reply.output_text == TEXT1
     with pytest.raises(openai.BadRequestError) as info:
         client.responses.create(model=SC.model, input=[OUT], previous_response_id="resp_unknown")
     assert info.value.code == "previous_response_not_found"
     first = client.responses.create(model=SC.model, input="hi")
-    call = next(o for o in first.output if o.type == "function_call")
+    call = next(o for o in first.output if isinstance(o, ResponseFunctionToolCall))
     second = client.responses.create(
         model=SC.model,
         previous_response_id=first.id,
         input=[{"type": "function_call_output", "call_id": call.call_id, "output": "18"}],
     )
-    assert second.output_text == SC.turns[1].blocks[0].text
+    assert second.output_text == TEXT1
     assert [r.turn for r in server.message_requests if r.status == 200] == [1, 0, 1]
 
 
-def test_unknown_model_is_404_and_known_ones_are_served(inspector_server):
+def test_unknown_model_is_404_and_known_ones_are_served(inspector_server: GetServer) -> None:
     server = inspector_server("weather")
     client = openai.OpenAI(base_url=server.openai_base_url, api_key=KEY)
     with pytest.raises(openai.NotFoundError) as info:
@@ -194,7 +214,7 @@ def test_unknown_model_is_404_and_known_ones_are_served(inspector_server):
         assert reply.model == model  # echoed back
 
 
-def test_models_answers_both_families(inspector_server):
+def test_models_answers_both_families(inspector_server: GetServer) -> None:
     server = inspector_server("weather")
     client = openai.OpenAI(base_url=server.openai_base_url, api_key=KEY)
     ids = [m.id for m in client.models.list()]
@@ -209,30 +229,34 @@ def test_models_answers_both_families(inspector_server):
     assert [m.id for m in page.data] == ids and page.data[0].type == "model"
 
 
-def test_stream_false_answers_the_assembled_objects(inspector_server):
+def test_stream_false_answers_the_assembled_objects(inspector_server: GetServer) -> None:
     server = inspector_server("weather")
     client = openai.OpenAI(base_url=server.openai_base_url, api_key=KEY)
     chat = client.chat.completions.create(model=SC.model, messages=[USER])
     m = chat.choices[0]
-    assert (m.finish_reason, m.message.content) == ("tool_calls", SC.turns[0].blocks[0].text)
-    assert json.loads(m.message.tool_calls[0].function.arguments) == SC.turns[0].blocks[1].input
+    assert (m.finish_reason, m.message.content) == ("tool_calls", TEXT0)
+    assert m.message.tool_calls is not None
+    tool_call = m.message.tool_calls[0]
+    assert isinstance(tool_call, ChatCompletionMessageFunctionToolCall)
+    assert json.loads(tool_call.function.arguments) == CALL0_INPUT
     assert chat.object == "chat.completion" and chat.id.startswith("chatcmpl-")
     resp = client.responses.create(model=SC.model, input="hi")
     assert resp.status == "completed" and resp.id.startswith("resp_")
-    fc = [o for o in resp.output if o.type == "function_call"]
-    assert fc[0].call_id.startswith("call_") and fc[0].id.startswith("fc_")
+    fc = [o for o in resp.output if isinstance(o, ResponseFunctionToolCall)]
+    assert fc[0].call_id.startswith("call_") and fc[0].id is not None and fc[0].id.startswith("fc_")
 
 
-def test_past_the_script_a_placeholder_in_the_family_form(inspector_server):
+def test_past_the_script_a_placeholder_in_the_family_form(inspector_server: GetServer) -> None:
     server = inspector_server("weather")
     client = openai.OpenAI(base_url=server.openai_base_url, api_key=KEY)
-    a1 = {"role": "assistant", "content": "a"}
+    a1: Any = {"role": "assistant", "content": "a"}
     reply = client.chat.completions.create(model=SC.model, messages=[USER, a1, USER, a1, USER])
-    assert "has ended" in reply.choices[0].message.content and reply.choices[0].finish_reason == "stop"
-    assert server.message_requests[-1].exchange.script_ended
+    content, exchange = reply.choices[0].message.content, server.message_requests[-1].exchange
+    assert content is not None and "has ended" in content and reply.choices[0].finish_reason == "stop"
+    assert exchange is not None and exchange.script_ended
 
 
-def test_attempts_are_counted_per_family(inspector_server):
+def test_attempts_are_counted_per_family(inspector_server: GetServer) -> None:
     server = inspector_server("weather", faults="http_429")
     oai = openai.OpenAI(base_url=server.openai_base_url, api_key=KEY, max_retries=0)
     with pytest.raises(openai.RateLimitError):
@@ -247,30 +271,28 @@ def test_attempts_are_counted_per_family(inspector_server):
 
 
 @pytest.mark.parametrize("path", ["/chat/completions", "/responses"])
-def test_stream_false_with_an_error_event_is_an_http_error(inspector_server, path):
+def test_stream_false_with_an_error_event_is_an_http_error(inspector_server: GetServer, path: str) -> None:
     server = inspector_server("weather", faults="error_event")
     r = post(server, path, {"model": SC.model, "messages": [USER], "input": "hi"})
     assert r.status_code == 503 and err(r)["type"] == "server_error"
 
 
-def test_no_key_in_what_the_fixture_keeps(inspector_server):
+def test_no_key_in_what_the_fixture_keeps(inspector_server: GetServer) -> None:
     server = inspector_server("weather")
     client = openai.OpenAI(base_url=server.openai_base_url, api_key=KEY)
     client.chat.completions.create(model=SC.model, messages=[USER])
     with pytest.raises(openai.BadRequestError) as info:
-        client.chat.completions.create(model=SC.model, messages=[USER, {"role": "wizard", "content": KEY[:5]}])
+        wizard: Any = {"role": "wizard", "content": KEY[:5]}
+        client.chat.completions.create(model=SC.model, messages=[USER, wizard])
     assert KEY not in str(info.value.body)
     for r in server.requests:
         assert KEY not in repr(r.headers) and KEY not in json.dumps(r.exchange.to_json() if r.exchange else {})
 
 
-def test_serve_announces_the_openai_base_url_too(capsys):
+def test_serve_announces_the_openai_base_url_too(capsys: pytest.CaptureFixture[str]) -> None:
     from inspector.cli.serve import _announce
 
-    class Args:
-        scenario, speed = "weather", 1.0
-
-    _announce(Args, "http://127.0.0.1:1", (), {})
+    _announce(argparse.Namespace(scenario="weather", speed=1.0), "http://127.0.0.1:1", (), {})
     captured = capsys.readouterr()
     err = captured.err.splitlines()
     assert err[-2:] == ["OPENAI_BASE_URL=http://127.0.0.1:1/v1", "ANTHROPIC_BASE_URL=http://127.0.0.1:1"]
@@ -278,7 +300,7 @@ def test_serve_announces_the_openai_base_url_too(capsys):
     assert out[1:] == ["ANTHROPIC_BASE_URL=http://127.0.0.1:1", "OPENAI_BASE_URL=http://127.0.0.1:1/v1"]
 
 
-def test_a_chat_completion_always_has_usage(inspector_server):
+def test_a_chat_completion_always_has_usage(inspector_server: GetServer) -> None:
     server = inspector_server("weather")
     reply = openai.OpenAI(base_url=server.openai_base_url, api_key=KEY).chat.completions.create(
         model=SC.model, messages=[USER]
@@ -287,22 +309,27 @@ def test_a_chat_completion_always_has_usage(inspector_server):
     assert reply.usage.total_tokens == reply.usage.prompt_tokens + reply.usage.completion_tokens
 
 
-def test_a_response_echoes_the_request_fields(inspector_server):
+def test_a_response_echoes_the_request_fields(inspector_server: GetServer) -> None:
     server = inspector_server("weather")
     client = openai.OpenAI(base_url=server.openai_base_url, api_key=KEY)
-    tools = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}, "strict": False}]
+    tools: list[Any] = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}, "strict": False}]
     with client.responses.stream(
         model="gpt-4o", input="hi", tools=tools, instructions="Be brief.", metadata={"run": "7"}, temperature=0.2
     ) as s:
         events = list(s)
         final = s.get_final_response()
-    assert events[0].type == "response.created" and events[0].response.instructions == "Be brief."
+    created = events[0]
+    assert created.type == "response.created" and created.response.instructions == "Be brief."
     assert final.instructions == "Be brief." and final.metadata == {"run": "7"} and final.temperature == 0.2
-    assert [t.name for t in final.tools] == ["get_weather"] and final.model == "gpt-4o"
+    assert all(isinstance(t, FunctionTool) for t in final.tools)
+    assert [t.name for t in final.tools if isinstance(t, FunctionTool)] == ["get_weather"] and final.model == "gpt-4o"
+    call = final.output[1]
+    assert isinstance(call, ResponseFunctionToolCall)
+    output: Any = {"type": "function_call_output", "call_id": call.call_id, "output": "18"}
     chained = client.responses.create(
         model="gpt-4o",
         previous_response_id=final.id,
-        input=[{"type": "function_call_output", "call_id": final.output[1].call_id, "output": "18"}],
+        input=[output],
     )
     assert chained.previous_response_id == final.id
     server.reset()  # attempt 0 again: the same turn, attempt and model as the first request, only the echo differs
@@ -310,7 +337,7 @@ def test_a_response_echoes_the_request_fields(inspector_server):
     assert plain.instructions is None and plain.tools == []  # a cached plan never leaks another request's echo
 
 
-def test_a_shared_server_comes_without_the_last_tests_requests_and_attempts(inspector_server):
+def test_a_shared_server_comes_without_the_last_tests_requests_and_attempts(inspector_server: GetServer) -> None:
     """This module's servers are shared (see _servers): each hand-out is a fresh start."""
     server = inspector_server("weather", faults="http_429")
     oai = openai.OpenAI(base_url=server.openai_base_url, api_key=KEY, max_retries=0)

@@ -6,6 +6,7 @@ chat.completion a `stream: false` request gets; through serve with the openai SD
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import httpx2
@@ -28,13 +29,13 @@ SC = get_scenario("weather")
 MESSAGES: list[Any] = [{"role": "user", "content": SC.prompt}]
 
 
-def _calls(choice: dict) -> list[tuple]:
+def _calls(choice: dict[str, Any]) -> list[tuple[str, str, str]]:
     return [
         (t["id"], t["function"]["name"], t["function"]["arguments"]) for t in choice["message"].get("tool_calls") or []
     ]
 
 
-def _without_call_ids(choice: dict) -> dict:
+def _without_call_ids(choice: dict[str, Any]) -> dict[str, Any]:
     message = dict(choice["message"])
     if message.get("tool_calls"):
         message["tool_calls"] = [{**t, "id": None} for t in message["tool_calls"]]
@@ -48,7 +49,9 @@ def _without_call_ids(choice: dict) -> dict:
     usage=st.booleans(),
     faults=st.sampled_from([None, "padded", "split_events", "invalid_tool_json", "max_tokens_tool"]),
 )
-def test_the_sdk_accumulates_n_choices_each_the_scripted_answer(name, n, usage, faults):
+def test_the_sdk_accumulates_n_choices_each_the_scripted_answer(
+    name: str, n: int, usage: bool, faults: str | None
+) -> None:
     sc = get_scenario(name)
     for turn in range(len(sc.turns)):
         one = render_faulted(sc, faults, turn, api="chat", include_usage=usage)
@@ -74,7 +77,7 @@ def test_the_sdk_accumulates_n_choices_each_the_scripted_answer(name, n, usage, 
             assert un["completion_tokens"] == n * u1["completion_tokens"]
 
 
-def test_one_choice_is_the_rendering_of_old():
+def test_one_choice_is_the_rendering_of_old() -> None:
     for turn in range(len(SC.turns)):
         assert render_openai_turn(SC, turn, api="chat", choices=1) == render_openai_turn(SC, turn, api="chat")
     with pytest.raises(ValueError, match="choices must be 1 to 128"):
@@ -82,12 +85,12 @@ def test_one_choice_is_the_rendering_of_old():
 
 
 @pytest.fixture(scope="module")
-def served():
+def served() -> Iterator[BackgroundServer]:
     with BackgroundServer(ServeApp("weather", speed=math.inf)) as srv:
         yield srv
 
 
-async def test_serve_streams_n_choices_to_the_sdk(served):
+async def test_serve_streams_n_choices_to_the_sdk(served: BackgroundServer) -> None:
     async with openai.AsyncOpenAI(base_url=served.base_url + "/v1", api_key=KEY, max_retries=0) as client:
         async with client.chat.completions.stream(
             model=SC.model, messages=MESSAGES, n=3, stream_options={"include_usage": True}
@@ -117,7 +120,7 @@ async def test_serve_streams_n_choices_to_the_sdk(served):
         (1.5, "Invalid type for 'n': expected an integer, but got float instead."),
     ],
 )
-async def test_a_bad_n_is_openais_400(served, n, message):
+async def test_a_bad_n_is_openais_400(served: BackgroundServer, n: object, message: str) -> None:
     body = {"model": SC.model, "messages": MESSAGES, "n": n, "stream": True}
     async with httpx2.AsyncClient(base_url=served.base_url, headers={"authorization": f"Bearer {KEY}"}) as h:
         r = await h.post("/v1/chat/completions", json=body)
@@ -127,7 +130,7 @@ async def test_a_bad_n_is_openais_400(served, n, message):
     }
 
 
-async def test_n_null_is_one_choice_and_lenient_takes_a_bad_n_as_one(served):
+async def test_n_null_is_one_choice_and_lenient_takes_a_bad_n_as_one(served: BackgroundServer) -> None:
     async with httpx2.AsyncClient(headers={"authorization": f"Bearer {KEY}"}) as h:
         r = await h.post(
             served.base_url + "/v1/chat/completions", json={"model": SC.model, "messages": MESSAGES, "n": None}
@@ -141,7 +144,7 @@ async def test_n_null_is_one_choice_and_lenient_takes_a_bad_n_as_one(served):
     assert MAX_CHOICES == 128
 
 
-async def test_in_process_n_choices_are_the_served_bytes(served):
+async def test_in_process_n_choices_are_the_served_bytes(served: BackgroundServer) -> None:
     server = FaultedScenarioServer(SC, "padded", Pacer(math.inf))
     http = httpx2.AsyncClient(transport=httpx2.MockTransport(server.handler))
     body = {"model": SC.model, "messages": MESSAGES, "n": 2, "stream": True}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -30,9 +30,12 @@ TEXT = _TEXT.text
 CHAT_TOOLS: list[Any] = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
 RESP_TOOLS: list[Any] = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]
 PATHS = {"chat": "/chat/completions", "responses": "/responses"}
+Check = Callable[[InspectorServer, str], None]  # a fault's checks, on (its server, the API)
+# the reads the server sent in the last raw() request, per server (None: a hanging stall, not noted yet)
+_RAW_READS: dict[InspectorServer, int | None] = {}
 
 
-def body_of(api: str) -> dict:
+def body_of(api: str) -> dict[str, Any]:
     if api == "chat":
         return {
             "model": SC.model,
@@ -43,10 +46,10 @@ def body_of(api: str) -> dict:
     return {"model": SC.model, "input": SC.prompt, "tools": RESP_TOOLS, "stream": True}
 
 
-def raw(server, api: str, timeout: float = 2.0) -> tuple[int, dict, bytes, str | None]:
+def raw(server: InspectorServer, api: str, timeout: float = 2.0) -> tuple[int, dict[str, str], bytes, str | None]:
     """One streamed request by hand: status, headers, the body bytes received, and how reading ended."""
     got = bytearray()
-    ended = None
+    ended: str | None = None
     with httpx2.Client(timeout=httpx2.Timeout(timeout)) as http:
         with http.stream(
             "POST", server.openai_base_url + PATHS[api], json=body_of(api), headers={"authorization": f"Bearer {KEY}"}
@@ -60,12 +63,12 @@ def raw(server, api: str, timeout: float = 2.0) -> tuple[int, dict, bytes, str |
                 ended = "drop"
             status, headers = r.status_code, dict(r.headers)
     ex = server.message_requests[-1].exchange  # (a hanging stall is not noted yet)
-    server.raw_reads = None if ex is None else ex.reads  # the reads the server sent
+    _RAW_READS[server] = None if ex is None else ex.reads  # the reads the server sent
     server.reset()  # the SDK's request is attempt 0 again
     return status, headers, bytes(got), ended
 
 
-def sdk(server, api: str, **kw):
+def sdk(server: InspectorServer, api: str, **kw: Any) -> tuple[object, object, list[Any]] | Exception:
     """The turn through the SDK's streaming helper: (finish / status, text, tool arguments) or the exception."""
     client = openai.OpenAI(base_url=server.openai_base_url, api_key=KEY, **kw)
     try:
@@ -83,9 +86,9 @@ def sdk(server, api: str, **kw):
         return e
 
 
-def events(api: str, body: bytes) -> list:
+def events(api: str, body: bytes) -> list[Any]:
     """The data objects of a body (chat: ``[DONE]`` as the string)."""
-    out = []
+    out: list[Any] = []
     for block in re.split(rb"\r\n\r\n|\n\n|\r\r", body.removeprefix(BOM)):
         for line in re.split(rb"\r\n|\n|\r", block):
             if line.startswith(b"data: "):
@@ -94,7 +97,7 @@ def events(api: str, body: bytes) -> list:
     return out
 
 
-def streamed_args(api: str, evs: list) -> str:
+def streamed_args(api: str, evs: list[Any]) -> str:
     if api == "chat":
         return "".join(
             tc["function"].get("arguments", "")
@@ -110,12 +113,12 @@ CLEAN = {"chat": ("tool_calls", TEXT, [ARGS]), "responses": ("completed", TEXT, 
 APIS = ["chat", "responses"]
 
 
-def test_every_fault_has_a_case():
+def test_every_fault_has_a_case() -> None:
     assert set(FAULTS) == {n.split("[")[0] for n in CASES}
 
 
-def _http(code: str | None, status: int, etype: str):
-    def check(server, api):
+def _http(code: str | None, status: int, etype: str) -> Check:
+    def check(server: InspectorServer, api: str) -> None:
         st, headers, body, _ = raw(server, api)
         assert st == status
         err = json.loads(body)["error"]
@@ -131,7 +134,7 @@ def _http(code: str | None, status: int, etype: str):
     return check
 
 
-def _error_event(server, api):
+def _error_event(server: InspectorServer, api: str) -> None:
     _, _, body, ended = raw(server, api)
     evs = events(api, body)
     assert ended is None and "[DONE]" not in evs
@@ -143,7 +146,7 @@ def _error_event(server, api):
     assert type(e) is openai.APIError and "overloaded" in str(e)
 
 
-def _drop(server, api):
+def _drop(server: InspectorServer, api: str) -> None:
     _, _, body, ended = raw(server, api)
     assert ended == "drop"
     e = sdk(server, api, max_retries=0)
@@ -151,7 +154,7 @@ def _drop(server, api):
     assert server.message_requests[-1].end == "drop"
 
 
-def _drop_in_tool(server, api):
+def _drop_in_tool(server: InspectorServer, api: str) -> None:
     _, _, body, ended = raw(server, api)
     assert ended == "drop"
     partial = streamed_args(api, events(api, body[: body.rfind(b"\n\n") + 2]))
@@ -159,7 +162,7 @@ def _drop_in_tool(server, api):
     assert isinstance(sdk(server, api, max_retries=0), openai.APIConnectionError)
 
 
-def _stall(server, api):
+def _stall(server: InspectorServer, api: str) -> None:
     _, _, body, ended = raw(server, api, timeout=1.0)  # waited out in full: as long as the SDK's below
     assert ended == "timeout"
     assert body.count(b": keep-alive\n\n") == 2 and len(events(api, body)) == 1
@@ -167,7 +170,7 @@ def _stall(server, api):
     assert isinstance(e, openai.APITimeoutError)
 
 
-def _invalid_tool_json(server, api):
+def _invalid_tool_json(server: InspectorServer, api: str) -> None:
     _, _, body, _ = raw(server, api)
     cut = streamed_args(api, events(api, body))
     with pytest.raises(ValueError):
@@ -176,7 +179,7 @@ def _invalid_tool_json(server, api):
     assert sdk(server, api) == (CLEAN[api][0], TEXT, [cut])
 
 
-def _max_tokens_tool(server, api):
+def _max_tokens_tool(server: InspectorServer, api: str) -> None:
     _, _, body, _ = raw(server, api)
     evs = events(api, body)
     if api == "chat":
@@ -190,8 +193,8 @@ def _max_tokens_tool(server, api):
         assert isinstance(e, RuntimeError) and "response.completed" in str(e)
 
 
-def _format(check_body):
-    def check(server, api):
+def _format(check_body: Callable[[InspectorServer, str, bytes], object]) -> Check:
+    def check(server: InspectorServer, api: str) -> None:
         _, _, body, ended = raw(server, api)
         assert ended is None
         check_body(server, api, body)
@@ -200,11 +203,13 @@ def _format(check_body):
     return check
 
 
-def _reads(server) -> int:
-    return server.raw_reads
+def _reads(server: InspectorServer) -> int:
+    reads = _RAW_READS[server]
+    assert reads is not None, "the server noted no reads"
+    return reads
 
 
-CASES = {
+CASES: dict[str, Check] = {
     "http_429": _http("rate_limit_exceeded", 429, "requests"),
     "http_529": _http(None, 529, "server_error"),
     "error_event": _error_event,
@@ -243,7 +248,7 @@ def servers() -> Iterator[dict[str, InspectorServer]]:
 
 @pytest.mark.parametrize("api", APIS)
 @pytest.mark.parametrize("case", list(CASES))
-def test_fault_in_the_openai_families(servers, case, api):
+def test_fault_in_the_openai_families(servers: dict[str, InspectorServer], case: str, api: str) -> None:
     server = servers[case]
     server.reset()
     CASES[case](server, api)

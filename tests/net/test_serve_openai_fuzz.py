@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 import httpx2
 from hypothesis import example, given, settings
@@ -26,7 +27,7 @@ APP = ServeApp("weather", speed=math.inf, history=50)
 HEADERS = {"authorization": "Bearer k", "content-type": "application/json"}
 
 
-def bodies():
+def bodies() -> st.SearchStrategy[Any]:
     valid_ish = st.fixed_dictionaries(
         {"model": st.just("gpt-4o")},
         optional={
@@ -43,7 +44,7 @@ def bodies():
 @given(body=bodies(), path=st.sampled_from(["/v1/chat/completions", "/v1/responses"]))
 # found by this test in a CI-profile run: a TypeError in the handler (a 500), not OpenAI's 400
 @example(body={"model": "gpt-4o", "messages": [{"role": "assistant", "tool_calls": True}]}, path="/v1/chat/completions")
-async def test_any_json_body_gets_200_or_the_openai_error_shape(body, path):
+async def test_any_json_body_gets_200_or_the_openai_error_shape(body: Any, path: str) -> None:
     async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=APP.app), base_url="http://serve") as h:
         r = await h.post(path, content=json.dumps(body), headers=HEADERS)
     assert r.status_code in (200, 400, 404), r.content
@@ -59,14 +60,14 @@ async def test_any_json_body_gets_200_or_the_openai_error_shape(body, path):
 
 @settings(max_examples=60, deadline=None)
 @given(raw=st.binary(max_size=64))
-async def test_any_bytes_get_a_json_answer(raw):
+async def test_any_bytes_get_a_json_answer(raw: bytes) -> None:
     async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=APP.app), base_url="http://serve") as h:
         r = await h.post("/v1/chat/completions", content=raw, headers=HEADERS)
     assert r.status_code in (200, 400, 404), r.content
     assert r.json()
 
 
-async def test_tool_calls_that_are_not_an_array_get_openais_invalid_type_400():
+async def test_tool_calls_that_are_not_an_array_get_openais_invalid_type_400() -> None:
     body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": 7}]}
     async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=APP.app), base_url="http://serve") as h:
         r = await h.post("/v1/chat/completions", content=json.dumps(body), headers=HEADERS)

@@ -23,7 +23,13 @@ from inspector.net.recorded import RecordingSource
 from inspector.net.serve import ServeApp
 from inspector.record.recording import RecordingWriter
 from inspector.scenarios.bundled import get_scenario
-from inspector.scenarios.render_openai import MalformedAnswer, assembled_chat, assembled_response, render_openai_turn
+from inspector.scenarios.render_openai import (
+    Api,
+    MalformedAnswer,
+    assembled_chat,
+    assembled_response,
+    render_openai_turn,
+)
 from inspector.testing.hyp import examples
 
 KEY = "sk-proj-CANARY-openai-malformed-00000000"
@@ -32,12 +38,12 @@ URL = {"chat": "/v1/chat/completions", "responses": "/v1/responses"}
 Events = list[tuple[str, Any]]
 
 
-def _rendered(api: str, turn: int) -> Events:
+def _rendered(api: Api, turn: int) -> Events:
     """The weather turn's events as the OpenAI renderer makes them (the shapes a real recording has)."""
-    return [(n, d) for n, d in render_openai_turn(SC, turn, api=api, include_usage=True).events]  # type: ignore[arg-type]
+    return [(n, d) for n, d in render_openai_turn(SC, turn, api=api, include_usage=True).events]
 
 
-def _sse(api: str, events: Events) -> bytes:
+def _sse(api: Api, events: Events) -> bytes:
     out = []
     for name, data in events:
         payload = b"[DONE]" if name == "[DONE]" else orjson.dumps(data)
@@ -45,7 +51,7 @@ def _sse(api: str, events: Events) -> bytes:
     return b"".join(out)
 
 
-def _recording(path: Path, api: str, sse: bytes) -> RecordingSource:
+def _recording(path: Path, api: Api, sse: bytes) -> RecordingSource:
     w = RecordingWriter(path, source={"type": "api", "provider": "openai", "api": api})
     w.request(0, 0, 0.0, "POST", "http://x" + URL[api], {}, {"model": SC.model})
     w.response(0, 0, 0.1, 200, {"content-type": "text/event-stream"})
@@ -55,7 +61,7 @@ def _recording(path: Path, api: str, sse: bytes) -> RecordingSource:
     return RecordingSource.load(path)
 
 
-async def _ask(source: RecordingSource, api: str) -> tuple[httpx2.Response, httpx2.Response]:
+async def _ask(source: RecordingSource, api: Api) -> tuple[httpx2.Response, httpx2.Response]:
     """A stream: false and a stream: true request, in process (an exception in the app raises here)."""
     app = ServeApp(recording=source, speed=math.inf)
     body = {"model": SC.model, ("messages" if api == "chat" else "input"): [{"role": "user", "content": SC.prompt}]}
@@ -67,7 +73,7 @@ async def _ask(source: RecordingSource, api: str) -> tuple[httpx2.Response, http
     return whole, streamed
 
 
-def _chunk_with(api: str, pred: Callable[[Any], bool]) -> int:
+def _chunk_with(api: Api, pred: Callable[[Any], bool]) -> int:
     return next(i for i, (n, d) in enumerate(_rendered(api, 0)) if n != "[DONE]" and pred(d))
 
 
@@ -92,7 +98,7 @@ _FIRST_CALL = _chunk_with("chat", lambda d: bool(_calls(d)) and "id" in _calls(d
 _ARGS = _chunk_with("chat", lambda d: bool(_calls(d)) and "id" not in _calls(d)[0])
 _COMPLETED = len(_rendered("responses", 0)) - 1
 
-CASES: list[tuple[str, int, tuple[Any, ...], Any, str]] = [
+CASES: list[tuple[Api, int, tuple[Any, ...], Any, str]] = [
     ("chat", _TEXT, ("choices", 0), [1], "choices[0] is a list, not an object"),
     ("chat", _TEXT, ("choices", 0, "delta"), "hi", "choices[0].delta is a string, not an object"),
     ("chat", _TEXT, ("choices",), {"0": {}}, "choices is an object, not a list"),
@@ -113,8 +119,8 @@ CASES: list[tuple[str, int, tuple[Any, ...], Any, str]] = [
 
 @pytest.mark.parametrize(("api", "i", "path", "value", "says"), CASES, ids=[c[4] for c in CASES])
 async def test_a_malformed_recorded_event_is_a_named_500_for_stream_false_and_replayed_when_streamed(
-    tmp_path, api, i, path, value, says
-):
+    tmp_path: Path, api: Api, i: int, path: tuple[Any, ...], value: Any, says: str
+) -> None:
     sse = _sse(api, _set(_rendered(api, 0), i, path, value))
     whole, streamed = await _ask(_recording(tmp_path / "rec.jsonl", api, sse), api)
     assert whole.status_code == 500, whole.text
@@ -126,17 +132,17 @@ async def test_a_malformed_recorded_event_is_a_named_500_for_stream_false_and_re
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
-async def test_a_well_formed_recording_still_assembles(tmp_path, api):
+async def test_a_well_formed_recording_still_assembles(tmp_path: Path, api: Api) -> None:
     """The checks refuse nothing a real answer has (the renderer's own events, with usage)."""
     events = _rendered(api, 0)
     sse = _sse(api, events)
     whole, streamed = await _ask(_recording(tmp_path / "rec.jsonl", api, sse), api)
     assert whole.status_code == 200 and streamed.content == sse
-    plan = render_openai_turn(SC, 0, api=api, include_usage=True)  # type: ignore[arg-type]
+    plan = render_openai_turn(SC, 0, api=api, include_usage=True)
     assert whole.json() == (assembled_chat(plan) if api == "chat" else assembled_response(plan))
 
 
-def test_the_assemblers_raise_the_named_diagnostic():
+def test_the_assemblers_raise_the_named_diagnostic() -> None:
     plan = render_openai_turn(SC, 0, api="chat")
     bad = plan.events[1][1]["choices"][0]
     plan.events[1] = ("chunk", {**plan.events[1][1], "choices": [{**bad, "delta": [1]}]})
@@ -176,7 +182,7 @@ def _paths(value: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 
 @settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(["chat", "responses"]), st.sampled_from(range(len(SC.turns))), st.data())
-async def test_any_value_of_another_type_anywhere_never_gets_a_traceback(api, turn, data):
+async def test_any_value_of_another_type_anywhere_never_gets_a_traceback(api: Api, turn: int, data: st.DataObject) -> None:
     """Property: replace any JSON value of any event of a recorded answer by a value of another type: stream: false
     gets 200 with the assembled answer or an OpenAI error JSON (a 500 that names what is malformed), never an
     exception in the app; stream: true gets the recorded bytes."""

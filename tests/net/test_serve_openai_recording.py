@@ -25,7 +25,9 @@ from inspector.net.serve import Exchange, ServeApp
 from inspector.net.server import BackgroundServer
 from inspector.record.recording import RecordingWriter, read_recording
 from inspector.scenarios.bundled import get_scenario
+from inspector.scenarios.render_openai import Api
 from inspector.testing.hyp import examples
+from inspector.testing.pytest_plugin import InspectorServerFactory
 from inspector.testing.serve import API_HEADERS, messages_body
 
 pytest_plugins = ["inspector.testing.pytest_plugin"]
@@ -45,9 +47,9 @@ def client(base_url: str, **kw: Any) -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(base_url=base_url + "/v1", api_key=KEY, **kw)
 
 
-async def chat_conversation(base_url: str, **kw: Any) -> list[dict]:
+async def chat_conversation(base_url: str, **kw: Any) -> list[dict[str, Any]]:
     """The whole weather conversation on /v1/chat/completions: each turn's final completion (SDK accumulator)."""
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     messages: list[Any] = [{"role": "user", "content": SC.prompt}]
     async with client(base_url, **kw) as c:
         for _ in SC.turns:
@@ -62,9 +64,9 @@ async def chat_conversation(base_url: str, **kw: Any) -> list[dict]:
     return out
 
 
-async def responses_conversation(base_url: str, **kw: Any) -> list[dict]:
+async def responses_conversation(base_url: str, **kw: Any) -> list[dict[str, Any]]:
     """The whole weather conversation on /v1/responses: each turn's final response (SDK accumulator)."""
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     items: list[Any] = [{"role": "user", "content": SC.prompt}]
     async with client(base_url, **kw) as c:
         for _ in SC.turns:
@@ -80,13 +82,15 @@ async def responses_conversation(base_url: str, **kw: Any) -> list[dict]:
     return out
 
 
+# per API: the recording's path and each turn's final answer as the SDK assembled it
+Recordings = dict[str, tuple[Path, list[dict[str, Any]]]]
 CONVERSE = {"chat": chat_conversation, "responses": responses_conversation}
 
 
 @pytest.fixture(scope="module")
-def recordings(tmp_path_factory) -> dict[str, tuple[Path, list[dict]]]:
+def recordings(tmp_path_factory: pytest.TempPathFactory) -> Recordings:
     """Each family's weather conversation, recorded by `proxy --record` in front of serve."""
-    out = {}
+    out: Recordings = {}
     for api, converse in CONVERSE.items():
         path = tmp_path_factory.mktemp("rec") / f"{api}.jsonl"
         up = ServeApp("weather", speed=math.inf, echo_model=False)
@@ -97,7 +101,7 @@ def recordings(tmp_path_factory) -> dict[str, tuple[Path, list[dict]]]:
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
-def test_the_recording_is_of_its_family(recordings, api):
+def test_the_recording_is_of_its_family(recordings: Recordings, api: str) -> None:
     path, finals = recordings[api]
     assert len(finals) == 2  # a tool call, then the answer
     source = RecordingSource.load(path)
@@ -106,7 +110,7 @@ def test_the_recording_is_of_its_family(recordings, api):
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
-async def test_an_openai_recording_replays_on_its_endpoint_through_the_sdk(recordings, api):
+async def test_an_openai_recording_replays_on_its_endpoint_through_the_sdk(recordings: Recordings, api: str) -> None:
     path, finals = recordings[api]
     app = ServeApp(recording=RecordingSource.load(path), speed=math.inf)
     with BackgroundServer(app) as srv:
@@ -119,7 +123,7 @@ async def test_an_openai_recording_replays_on_its_endpoint_through_the_sdk(recor
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
-async def test_the_replayed_bytes_are_the_recorded_bytes(recordings, api):
+async def test_the_replayed_bytes_are_the_recorded_bytes(recordings: Recordings, api: str) -> None:
     path, _ = recordings[api]
     rec = read_recording(path)
     recorded = [b"".join(r.data for r in a.reads) for a in rec.attempts()]
@@ -139,7 +143,7 @@ async def test_the_replayed_bytes_are_the_recorded_bytes(recordings, api):
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
-async def test_stream_false_gets_the_assembled_answer(recordings, api):
+async def test_stream_false_gets_the_assembled_answer(recordings: Recordings, api: str) -> None:
     path, finals = recordings[api]
     rec = read_recording(path)
     request = list(rec.attempts())[0].request
@@ -180,7 +184,9 @@ async def test_stream_false_gets_the_assembled_answer(recordings, api):
         ),
     ],
 )
-async def test_the_wrong_endpoint_is_a_400_naming_the_family(recordings, api, path, says):
+async def test_the_wrong_endpoint_is_a_400_naming_the_family(
+    recordings: Recordings, api: str, path: str, says: str
+) -> None:
     rec_path, _ = recordings[api]
     app = ServeApp(recording=RecordingSource.load(rec_path), speed=math.inf)
     other = "responses" if api == "chat" else "chat"
@@ -197,7 +203,7 @@ async def test_the_wrong_endpoint_is_a_400_naming_the_family(recordings, api, pa
     assert path in says
 
 
-async def test_an_anthropic_recording_refuses_the_openai_endpoints_naming_its_family(tmp_path):
+async def test_an_anthropic_recording_refuses_the_openai_endpoints_naming_its_family(tmp_path: Path) -> None:
     path = tmp_path / "anthropic.jsonl"
     with (
         BackgroundServer(ServeApp("weather", speed=math.inf)) as up,
@@ -216,7 +222,7 @@ async def test_an_anthropic_recording_refuses_the_openai_endpoints_naming_its_fa
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
-async def test_http_faults_on_a_recording_answer_in_openai_form(recordings, api):
+async def test_http_faults_on_a_recording_answer_in_openai_form(recordings: Recordings, api: str) -> None:
     path, finals = recordings[api]
     app = ServeApp(recording=RecordingSource.load(path), faults="http_429:0.01", speed=math.inf)
     with BackgroundServer(app) as srv:
@@ -240,7 +246,7 @@ async def test_http_faults_on_a_recording_answer_in_openai_form(recordings, api)
     }
 
 
-def _write(path: Path, source: dict, url: str | None, body: bytes) -> None:
+def _write(path: Path, source: dict[str, Any], url: str | None, body: bytes) -> None:
     w = RecordingWriter(path, source=source)
     w.request(0, 0, 0.0, "POST", url or "", {}, {"model": "m", "messages": []})
     w.response(0, 0, 0.1, 200, {"content-type": "text/event-stream"})
@@ -253,7 +259,7 @@ CHAT_SSE = b'data: {"id":"c","object":"chat.completion.chunk","choices":[{"index
 RESP_SSE = b'event: response.created\ndata: {"type":"response.created","sequence_number":0,"response":{}}\n\n'
 
 
-def test_the_family_of_a_recording(tmp_path):
+def test_the_family_of_a_recording(tmp_path: Path) -> None:
     cases = [
         ({"type": "api"}, "http://x/v1/chat/completions", RESP_SSE, "openai_chat"),  # the path wins
         ({"type": "api", "provider": "openai", "api": "responses"}, None, CHAT_SSE, "openai_responses"),
@@ -272,7 +278,9 @@ def test_the_family_of_a_recording(tmp_path):
     assert RecordingSource.load(sse).family == "openai_chat"
 
 
-def test_serve_announces_the_openai_base_url_for_an_openai_recording(recordings, capsys):
+def test_serve_announces_the_openai_base_url_for_an_openai_recording(
+    recordings: Recordings, capsys: pytest.CaptureFixture[str]
+) -> None:
     import argparse
 
     from inspector.cli.serve import _announce
@@ -289,7 +297,9 @@ def test_serve_announces_the_openai_base_url_for_an_openai_recording(recordings,
     ]
 
 
-def test_the_fixture_replays_an_openai_recording_on_its_endpoint(recordings, inspector_server):
+def test_the_fixture_replays_an_openai_recording_on_its_endpoint(
+    recordings: Recordings, inspector_server: InspectorServerFactory
+) -> None:
     path, finals = recordings["chat"]
     server = inspector_server(recording=path)
     assert server.recording is not None and repr(server) == "InspectorServer('recording chat.jsonl', 0 requests)"
@@ -301,7 +311,7 @@ def test_the_fixture_replays_an_openai_recording_on_its_endpoint(recordings, ins
     server.assert_valid_histories()
 
 
-async def test_stream_false_without_a_final_event_is_a_drop_or_a_one_line_500(tmp_path):
+async def test_stream_false_without_a_final_event_is_a_drop_or_a_one_line_500(tmp_path: Path) -> None:
     """A Responses answer cut by a drop: a stream: false request sees the connection break (as for chat); a recorded
     stream that ends without response.completed: a 500 server_error that says why, never a traceback."""
     with BackgroundServer(ServeApp("weather", "drop_event:3", speed=math.inf)) as srv:
@@ -350,8 +360,8 @@ _CREATED = (
     ids=["error-str", "error-list", "chat-error-str", "chat-list", "resp-error-str", "resp-list", "resp-created-list"],
 )
 async def test_a_recorded_event_that_is_not_the_object_it_names_is_answered_never_a_traceback(
-    tmp_path, family, sse, recorded
-):
+    tmp_path: Path, family: str, sse: bytes, recorded: str | None
+) -> None:
     """A plain SSE file whose error event (or its ``error``) is not an object, or whose ``response.created`` is not
     one: a stream: false request gets the API's error answer (Anthropic: the recorded data as the body; OpenAI: the
     recorded value as the message), a streamed one the recorded bytes; never the bare 500 of an exception in the
@@ -393,7 +403,7 @@ _ERROR_DATA = st.one_of(
 
 @settings(max_examples=examples(200), deadline=None)
 @given(_ERROR_DATA, st.sampled_from([None, "chat", "responses"]))
-async def test_any_recorded_error_event_gets_an_error_answer_for_stream_false(data, api):
+async def test_any_recorded_error_event_gets_an_error_answer_for_stream_false(data: Any, api: Api | None) -> None:
     """Property: whatever JSON a recorded error event holds, a stream: false request gets an error status and a JSON
     body: Anthropic's is the recorded data itself, OpenAI's an ``{"error": {...}}`` object."""
     app = ServeApp(speed=math.inf, lenient=True)

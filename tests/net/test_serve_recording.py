@@ -4,14 +4,18 @@ request that differs from the recorded one is answered and flagged; bad files ex
 
 from __future__ import annotations
 
+import argparse
 import base64
 import math
 import threading
+from pathlib import Path
+from typing import Any
 
 import anthropic
 import httpx2
 import orjson
 import pytest
+from anthropic.types import Message, TextBlock
 
 from inspector.cli.serve import _announce
 from inspector.cli.serve import main as serve_main
@@ -26,16 +30,18 @@ from inspector.stream.assembler import assemble
 from inspector.testing.serve import API_HEADERS, KEY, RawClient, messages_body
 
 
-def sdk(base_url: str, **kw) -> anthropic.AsyncAnthropic:
+def sdk(base_url: str, **kw: Any) -> anthropic.AsyncAnthropic:
     kw.setdefault("max_retries", 0)
     return anthropic.AsyncAnthropic(base_url=base_url, api_key=KEY, **kw)
 
 
-async def converse(base_url: str, scenario: str, *, first: str = "go", headers: dict | None = None) -> list[dict]:
+async def converse(
+    base_url: str, scenario: str, *, first: str = "go", headers: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
     """A whole tool-using conversation through the SDK; the assembled message of every turn."""
     sc = get_scenario(scenario)
-    messages: list[dict] = [{"role": "user", "content": first}]
-    out: list[dict] = []
+    messages: list[Any] = [{"role": "user", "content": first}]
+    out: list[dict[str, Any]] = []
     async with sdk(base_url, max_retries=3) as client:
         for _ in range(len(sc.turns)):
             async with client.messages.stream(
@@ -54,8 +60,15 @@ async def converse(base_url: str, scenario: str, *, first: str = "go", headers: 
     return out
 
 
+def _text(msg: Message) -> str:
+    """The text of a message's first block (a text block)."""
+    block = msg.content[0]
+    assert isinstance(block, TextBlock), block
+    return block.text
+
+
 @pytest.fixture(scope="module")
-def weather_recording(tmp_path_factory):
+def weather_recording(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
     """weather, recorded by `proxy --record` in front of `serve`, with an http_429 on each turn (a failed attempt
     recorded before each successful one)."""
     path = tmp_path_factory.mktemp("rec") / "weather.jsonl"
@@ -67,15 +80,17 @@ def weather_recording(tmp_path_factory):
     return path, messages
 
 
-def test_the_recording_has_failed_attempts_and_timing(weather_recording):
+def test_the_recording_has_failed_attempts_and_timing(weather_recording: tuple[Path, list[dict[str, Any]]]) -> None:
     path, _ = weather_recording
     rec = read_recording(path)
     assert len(rec.turns) >= 2
     for turn in rec.turns:
-        assert [a.response["status"] for a in turn.attempts][:2] == [429, 200]
+        assert [(a.response or {}).get("status") for a in turn.attempts][:2] == [429, 200]
 
 
-async def test_recording_served_back_gives_the_same_messages(weather_recording):
+async def test_recording_served_back_gives_the_same_messages(
+    weather_recording: tuple[Path, list[dict[str, Any]]],
+) -> None:
     path, recorded_messages = weather_recording
     source = RecordingSource.load(path)
     assert len(source.turns) == len(recorded_messages)
@@ -90,11 +105,19 @@ async def test_recording_served_back_gives_the_same_messages(weather_recording):
     # the assembled recording agrees
     rec = read_recording(path)
     for k, msg in enumerate(served):
-        ok = next(a for a in rec.turns[k].attempts if a.response["status"] == 200)
+        ok = next(a for a in rec.turns[k].attempts if a.response is not None and a.response["status"] == 200)
         assert assemble(ok.data).final_message()["content"] == msg["content"]
 
 
-def _write(tmp_path, reads, *, status=200, response_t=0.05, end="complete", request=None) -> str:
+def _write(
+    tmp_path: Path,
+    reads: list[tuple[float, bytes]],
+    *,
+    status: int = 200,
+    response_t: float = 0.05,
+    end: str = "complete",
+    request: dict[str, Any] | None = None,
+) -> str:
     path = tmp_path / "hand.jsonl"
     with RecordingWriter(path, source={"type": "test"}) as w:
         w.request(0, 0, 0.0, "POST", "http://x/v1/messages", {}, request or messages_body())
@@ -118,7 +141,7 @@ SSE = [
 ]
 
 
-def test_recorded_timing_becomes_the_plan(tmp_path):
+def test_recorded_timing_becomes_the_plan(tmp_path: Path) -> None:
     source = RecordingSource.load(_write(tmp_path, [(0.1, SSE[0]), (0.3, SSE[1]), (0.6, SSE[2])]))
     plan = source.plan(0, 0)
     assert plan.header_delay == pytest.approx(0.05)
@@ -127,7 +150,7 @@ def test_recorded_timing_becomes_the_plan(tmp_path):
     assert "content-length" not in plan.headers  # the transfer is ours, not the recorded one
 
 
-async def test_recorded_timing_is_served_scaled_by_speed(tmp_path):
+async def test_recorded_timing_is_served_scaled_by_speed(tmp_path: Path) -> None:
     source = RecordingSource.load(_write(tmp_path, [(0.1, SSE[0]), (0.3, SSE[1]), (0.6, SSE[2])]))
     asked: list[float] = []
 
@@ -144,7 +167,7 @@ async def test_recorded_timing_is_served_scaled_by_speed(tmp_path):
     assert asked == pytest.approx([0.025, 0.025, 0.1, 0.15])  # header delay, then each read's gap, halved
 
 
-async def test_faults_apply_on_top_of_a_recording(tmp_path):
+async def test_faults_apply_on_top_of_a_recording(tmp_path: Path) -> None:
     source = RecordingSource.load(_write(tmp_path, [(0.1, SSE[0]), (0.3, SSE[1]), (0.6, SSE[2])]))
     body = b"".join(SSE)
     # bom and drop_byte on the plan; relay_buffer merges the reads; http_429 answers first
@@ -165,7 +188,7 @@ async def test_faults_apply_on_top_of_a_recording(tmp_path):
             ServeApp(recording=source, faults=name)
     # over HTTP: the same request three times gets the 429, the drop (an incomplete chunked body), the recording
     with BackgroundServer(ServeApp(recording=source, faults="http_429:0.01,drop_byte:100", speed=math.inf)) as srv:
-        got = []
+        got: list[tuple[int | str, bytes | None]] = []
         async with httpx2.AsyncClient(base_url=srv.base_url, headers=API_HEADERS) as h:
             for _ in range(3):
                 try:
@@ -193,10 +216,10 @@ async def test_faults_apply_on_top_of_a_recording(tmp_path):
             msg = await client.messages.create(
                 model="claude-sonnet-4-6", max_tokens=10, messages=[{"role": "user", "content": "hi"}]
             )
-    assert msg.content[0].text == "hello"
+    assert _text(msg) == "hello"
 
 
-async def test_a_differing_request_is_answered_and_flagged(tmp_path):
+async def test_a_differing_request_is_answered_and_flagged(tmp_path: Path) -> None:
     source = RecordingSource.load(_write(tmp_path, [(0.1, SSE[0]), (0.3, SSE[1]), (0.6, SSE[2])]))
     lines: list[str] = []
     app = ServeApp(recording=source, speed=math.inf, on_exchange=lambda ex: lines.append(format_exchange(ex)))
@@ -210,7 +233,7 @@ async def test_a_differing_request_is_answered_and_flagged(tmp_path):
             )
         async with httpx2.AsyncClient(base_url=srv.base_url) as h:
             listed = (await h.get("/inspector/requests")).json()["data"]
-    assert same.content[0].text == other.content[0].text == "hello"  # answered either way
+    assert _text(same) == _text(other) == "hello"  # answered either way
     assert listed[0]["differs"] is None and listed[0]["diff"] == []
     differs = listed[1]["differs"]
     assert "model 'claude-sonnet-4-6' -> 'claude-opus-4-7'" in differs and "messages differ from messages.0" in differs
@@ -219,7 +242,7 @@ async def test_a_differing_request_is_answered_and_flagged(tmp_path):
     assert "differs from the recording" in lines[1] and "\n" not in lines[1]
 
 
-def test_har_and_plain_sse_are_served(tmp_path):
+def test_har_and_plain_sse_are_served(tmp_path: Path) -> None:
     body = b"".join(SSE)
     har = {
         "log": {
@@ -251,10 +274,10 @@ def test_har_and_plain_sse_are_served(tmp_path):
         assert any("not compared" in w for w in source.warnings)  # said once, at start, not silently
 
 
-def _bad_files(tmp_path) -> dict[str, str]:
+def _bad_files(tmp_path: Path) -> dict[str, str]:
     good = _write(tmp_path, [(0.1, SSE[0]), (0.3, SSE[1])])
     raw = open(good, "rb").read()
-    files = {
+    files: dict[str, str | bytes] = {
         "missing": str(tmp_path / "nope.jsonl"),
         "empty": b"",
         "header_only": raw.split(b"\n", 1)[0] + b"\n",
@@ -264,7 +287,7 @@ def _bad_files(tmp_path) -> dict[str, str]:
         "har_without_sse": orjson.dumps({"log": {"version": "1.2", "entries": []}}),
         "directory": str(tmp_path),
     }
-    out = {}
+    out: dict[str, str] = {}
     for k, v in files.items():
         if isinstance(v, bytes):
             p = tmp_path / f"{k}.bin"
@@ -279,7 +302,7 @@ def _bad_files(tmp_path) -> dict[str, str]:
     "case",
     ["missing", "empty", "header_only", "header_cut", "wrong_version", "binary", "har_without_sse", "directory"],
 )
-def test_bad_recordings_exit_2_with_one_line(tmp_path, capsys, case):
+def test_bad_recordings_exit_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str) -> None:
     path = _bad_files(tmp_path)[case]
     with pytest.raises(RecordingError):
         RecordingSource.load(path)
@@ -288,7 +311,9 @@ def test_bad_recordings_exit_2_with_one_line(tmp_path, capsys, case):
     assert err.count("\n") == 1 and err.startswith("inspector serve: ") and "Traceback" not in err
 
 
-def test_a_truncated_recording_is_served_with_its_warnings_listed(tmp_path, capsys):
+def test_a_truncated_recording_is_served_with_its_warnings_listed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     raw = open(_write(tmp_path, [(0.1, SSE[0]), (0.3, SSE[1]), (0.6, SSE[2])]), "rb").read()
     cut = tmp_path / "cut.jsonl"
     last = raw.rstrip(b"\n").rindex(b"\n") + 1
@@ -296,22 +321,17 @@ def test_a_truncated_recording_is_served_with_its_warnings_listed(tmp_path, caps
     source = RecordingSource.load(cut)
     assert source.warnings and "cut short" in source.warnings[0]
 
-    class Args:
-        scenario, speed = "x", math.inf
-
-    _announce(Args, "http://127.0.0.1:1", (), {"recording": source})
+    _announce(argparse.Namespace(scenario="x", speed=math.inf), "http://127.0.0.1:1", (), {"recording": source})
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("inspector serve: recording cut.jsonl (1 turns)")
     assert err[1].startswith("warning: ") and "cut short" in err[1]
     assert err[-1] == "ANTHROPIC_BASE_URL=http://127.0.0.1:1"
 
 
-def test_every_serve_option_names_its_default(capsys):
+def test_every_serve_option_names_its_default(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         serve_main(["--help"])
     out = capsys.readouterr().out
-    import argparse
-
     from inspector.cli.serve import _add_arguments
 
     p = argparse.ArgumentParser()
@@ -333,7 +353,7 @@ def _deep(depth: int) -> object:
     return value
 
 
-def _deep_recording(tmp_path, depth: int) -> str:
+def _deep_recording(tmp_path: Path, depth: int) -> str:
     """A recording whose request nests ``depth`` levels (written by hand: orjson writes at most 255 levels)."""
     path = tmp_path / "deep.jsonl"
     _write(tmp_path, [(0.1, SSE[0]), (0.2, SSE[1]), (0.3, SSE[2])])
@@ -344,9 +364,10 @@ def _deep_recording(tmp_path, depth: int) -> str:
     return str(path)
 
 
-async def test_a_recorded_request_900_levels_deep_is_answered_and_not_compared(tmp_path):
+async def test_a_recorded_request_900_levels_deep_is_answered_and_not_compared(tmp_path: Path) -> None:
     source = RecordingSource.load(_deep_recording(tmp_path, 900))
-    assert "extra" in source.recorded_request(0)
+    recorded = source.recorded_request(0)
+    assert recorded is not None and "extra" in recorded
     with BackgroundServer(ServeApp(recording=source, speed=math.inf)) as srv:
         async with sdk(srv.base_url) as client:
             msg = await client.messages.create(
@@ -354,14 +375,17 @@ async def test_a_recorded_request_900_levels_deep_is_answered_and_not_compared(t
             )
         async with httpx2.AsyncClient(base_url=srv.base_url) as h:
             listed = (await h.get("/inspector/requests")).json()["data"]
-    assert msg.content[0].text == "hello"
+    assert _text(msg) == "hello"
     assert listed[0]["status"] == 200
     assert listed[0]["differs"] == "the recorded request nests deeper than 200 levels: not compared"
 
 
-def test_a_huge_request_diff_shows_a_window_around_the_first_difference():
-    recorded = {"model": "m", "messages": [{"role": "user", "content": f"message {i}"} for i in range(16_000)]}
-    got = {"model": "m", "messages": [dict(m) for m in recorded["messages"]]}
+def test_a_huge_request_diff_shows_a_window_around_the_first_difference() -> None:
+    recorded: dict[str, Any] = {
+        "model": "m",
+        "messages": [{"role": "user", "content": f"message {i}"} for i in range(16_000)],
+    }
+    got: dict[str, Any] = {"model": "m", "messages": [dict(m) for m in recorded["messages"]]}
     got["messages"][9_000] = {"role": "user", "content": "changed"}
     differs, lines = request_diff(recorded, got)
     assert differs == "messages differ from messages.9000 (16000 recorded, 16000 received)"
@@ -370,7 +394,9 @@ def test_a_huge_request_diff_shows_a_window_around_the_first_difference():
     assert len(lines) <= DIFF_LINES + 1
 
 
-async def test_the_request_diff_runs_off_the_event_loop_within_its_budget(tmp_path, monkeypatch):
+async def test_the_request_diff_runs_off_the_event_loop_within_its_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A diff that never ends (here: one waiting on an event) delays neither its own response nor any other
     request; past the budget the exchange says so, and the printer gets the line then."""
     import inspector.net.serve as serve_mod
@@ -378,14 +404,14 @@ async def test_the_request_diff_runs_off_the_event_loop_within_its_budget(tmp_pa
     release = threading.Event()
     started = threading.Event()
 
-    def stuck(recorded, got):
+    def stuck(recorded: object, got: object) -> tuple[str, list[str]]:
         started.set()
         release.wait(30)
         return "late", []
 
     monkeypatch.setattr(serve_mod, "request_diff", stuck)
     source = RecordingSource.load(_write(tmp_path, [(0.1, SSE[0]), (0.2, SSE[1]), (0.3, SSE[2])]))
-    printed: list[str] = []
+    printed: list[str | None] = []
     app = ServeApp(recording=source, speed=math.inf, diff_budget=0.3, on_exchange=lambda ex: printed.append(ex.differs))
     try:
         with BackgroundServer(app) as srv:
@@ -393,7 +419,7 @@ async def test_the_request_diff_runs_off_the_event_loop_within_its_budget(tmp_pa
                 msg = await client.messages.create(
                     model="claude-opus-4-7", max_tokens=16, messages=[{"role": "user", "content": "other"}]
                 )
-                assert msg.content[0].text == "hello" and started.is_set()  # answered while the diff is stuck
+                assert _text(msg) == "hello" and started.is_set()  # answered while the diff is stuck
                 async with httpx2.AsyncClient(base_url=srv.base_url, headers=API_HEADERS) as h:
                     assert (await h.get("/v1/models")).status_code == 200  # the loop is free
                     listed = (await h.get("/inspector/requests")).json()["data"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from itertools import pairwise
+from pathlib import Path
 
 import h11
 import httpx2
@@ -45,14 +46,16 @@ class FakeTransport(asyncio.Transport):
     def resume_reading(self) -> None:
         self.paused = False
 
-    def get_extra_info(self, name: str, default=None):
+    def get_extra_info(self, name: str, default: object = None) -> object:
         return default  # no socket: the pool's liveness check has nothing to poll
 
 
-def feed(reads: list[bytes], method: bytes = b"GET", eof: bool = False) -> tuple[U._Connection, asyncio.Future, bytes]:
+def feed(
+    reads: list[bytes], method: bytes = b"GET", eof: bool = False
+) -> tuple[U._Connection, asyncio.Future[UpstreamResponse], bytes]:
     """Run the reader over ``reads`` (then EOF): (connection, head future, payload taken)."""
 
-    async def go():
+    async def go() -> tuple[U._Connection, asyncio.Future[UpstreamResponse], bytes]:
         pool = UpstreamPool("http://upstream.test")
         conn = U._Connection(pool)
         conn.connection_made(FakeTransport())
@@ -104,7 +107,7 @@ value = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789 ;=/", max_size=20
 
 
 @st.composite
-def responses(draw) -> tuple[bytes, bytes, str]:
+def responses(draw: st.DrawFn) -> tuple[bytes, bytes, str]:
     """(wire bytes, payload, framing) of a valid response."""
     status = draw(st.sampled_from([200, 201, 400, 404, 429, 500, 529]))
     headers = draw(st.lists(st.tuples(token, value), max_size=4))
@@ -138,7 +141,9 @@ def splits(wire: bytes, cuts: list[int]) -> list[bytes]:
 
 @settings(max_examples=examples(300), deadline=None)
 @given(responses(), st.lists(st.integers(min_value=0, max_value=10_000), max_size=12))
-def test_reader_agrees_with_h11_on_every_framing_and_every_split(resp, cuts):
+def test_reader_agrees_with_h11_on_every_framing_and_every_split(
+    resp: tuple[bytes, bytes, str], cuts: list[int]
+) -> None:
     wire, payload, framing = resp
     conn, fut, got = feed(splits(wire, cuts), eof=framing == "close")
     status, headers, ref_payload, complete = h11_reference(wire)
@@ -153,7 +158,9 @@ def test_reader_agrees_with_h11_on_every_framing_and_every_split(resp, cuts):
 
 @settings(max_examples=examples(300), deadline=None)
 @given(responses(), st.integers(min_value=0), st.binary(min_size=1, max_size=8), st.integers(min_value=0, max_value=30))
-def test_reader_fuzz_never_raises_and_never_hangs_silently(resp, at, noise, cut):
+def test_reader_fuzz_never_raises_and_never_hangs_silently(
+    resp: tuple[bytes, bytes, str], at: int, noise: bytes, cut: int
+) -> None:
     """Mutated responses (bytes overwritten or the stream cut short): every outcome is a response, or an httpx2
     error on the connection; no exception escapes ``data_received``; a cut stream never looks complete."""
     wire, _, framing = resp
@@ -254,8 +261,8 @@ INTERIM = [
 
 
 @st.composite
-def malformed(draw) -> bytes:
-    status = draw(st.sampled_from(STATUS_LINES))
+def malformed(draw: st.DrawFn) -> bytes:
+    status: bytes = draw(st.sampled_from(STATUS_LINES))
     headers = draw(st.lists(st.sampled_from(ODD_HEADERS), max_size=2))
     framing = draw(st.sampled_from(["length", "lengths", "chunked", "te2", "te-list", "cl+te", "close", "none"]))
     payload = b"hello"
@@ -277,7 +284,7 @@ def malformed(draw) -> bytes:
         body = draw(st.sampled_from(CHUNK_SIZES)) + b"\r\nhello\r\n0\r\n\r\n"
     elif framing == "none":
         body = b""
-    eol = draw(st.sampled_from([b"\r\n", b"\r\n", b"\n"]))
+    eol: bytes = draw(st.sampled_from([b"\r\n", b"\r\n", b"\n"]))
     interim = b"".join(draw(st.lists(st.sampled_from(INTERIM), max_size=2)))
     extra = draw(st.sampled_from([b"", b"", b"HTTP/1.1 200 OK\r\n\r\n"]))
     return interim + eol.join([status, *headers]) + eol + eol + body + extra
@@ -285,7 +292,7 @@ def malformed(draw) -> bytes:
 
 @settings(max_examples=examples(600), deadline=None)
 @given(malformed(), st.lists(st.integers(min_value=0, max_value=400), max_size=6))
-def test_reader_agrees_with_h11_on_malformed_responses(wire, cuts):
+def test_reader_agrees_with_h11_on_malformed_responses(wire: bytes, cuts: list[int]) -> None:
     """The differential on bent responses: our reader and h11 agree on accept/refuse and on the body bytes, whatever
     the split into reads; beyond h11, a status past 599 and Transfer-Encoding with Content-Length are refused; an
     error text never carries upstream's bytes."""
@@ -314,7 +321,7 @@ def test_reader_agrees_with_h11_on_malformed_responses(wire, cuts):
         b"HTTP/1.1 200 OK\nContent-Length: 5\n\nhello",  # LF-only lines: RFC 9112 section 2.2 allows reading them
     ],
 )
-def test_a_well_framed_http11_answer_is_reused_and_http10_or_trailing_bytes_are_not(wire):
+def test_a_well_framed_http11_answer_is_reused_and_http10_or_trailing_bytes_are_not(wire: bytes) -> None:
     conn, fut, got = feed([wire])
     assert got == b"hello" and conn.body_done and conn.keep_alive
     conn, fut, got = feed([wire.replace(b"HTTP/1.1", b"HTTP/1.0", 1)])  # 1.0: no keep-alive (it was kept)
@@ -341,7 +348,7 @@ def test_a_well_framed_http11_answer_is_reused_and_http10_or_trailing_bytes_are_
         (b"HTTP/1.1 100 Continue\r\n\r\n" * (U.MAX_INTERIM + 1) + b"HTTP/1.1 200 OK\r\n\r\n", "interim"),
     ],
 )
-def test_framing_h11_refuses_is_refused_with_a_named_reason(wire, words):
+def test_framing_h11_refuses_is_refused_with_a_named_reason(wire: bytes, words: str) -> None:
     """Issue 18, each reproduced on main: accepted there (last Content-Length won, 0x7 read as 7, the connection
     then reused), refused here, whatever the split."""
     for reads in ([wire], [wire[i : i + 1] for i in range(len(wire))]):
@@ -350,12 +357,12 @@ def test_framing_h11_refuses_is_refused_with_a_named_reason(wire, words):
         assert not conn.keep_alive and conn.closed
 
 
-def test_a_tunnel_answer_to_connect_is_refused_not_awaited():
+def test_a_tunnel_answer_to_connect_is_refused_not_awaited() -> None:
     conn, fut, _ = feed([b"HTTP/1.1 200 Connection established\r\n\r\n"], method=b"CONNECT")
     assert isinstance(conn.error, httpx2.RemoteProtocolError) and "tunnel" in str(conn.error) and fut.done()
 
 
-def test_many_interim_answers_in_one_read_are_no_recursion():
+def test_many_interim_answers_in_one_read_are_no_recursion() -> None:
     wire = b"HTTP/1.1 100 Continue\r\n\r\n" * 5000 + b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
     conn, fut, _ = feed([wire])
     assert isinstance(conn.error, httpx2.RemoteProtocolError) and "interim" in str(conn.error)
@@ -363,7 +370,7 @@ def test_many_interim_answers_in_one_read_are_no_recursion():
     assert fut.result().status_code == 200 and got == b"ok"
 
 
-def test_error_texts_never_echo_upstreams_bytes():
+def test_error_texts_never_echo_upstreams_bytes() -> None:
     """A key in a malformed status line or header reached stderr and the recording's end reason (80 bytes of it)."""
     key = b"sk-ant-api03-" + b"K" * 60
     for wire in (
@@ -381,7 +388,7 @@ def test_error_texts_never_echo_upstreams_bytes():
     assert str(conn.error) == "upstream sent an invalid response: malformed status line (86 bytes)"
 
 
-def test_interim_answers_are_skipped_and_head_has_no_body():
+def test_interim_answers_are_skipped_and_head_has_no_body() -> None:
     wire = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n"
     conn, fut, payload = feed([wire], method=b"HEAD")
     assert fut.result().status_code == 200 and payload == b"" and conn.body_done and conn.keep_alive
@@ -400,19 +407,19 @@ def test_interim_answers_are_skipped_and_head_has_no_body():
         (b"HTTP/1.1 200 OK\r\nX: " + b"a" * (U.MAX_HEAD + 10), "too large"),
     ],
 )
-def test_bad_responses_are_named_protocol_errors(wire, message):
+def test_bad_responses_are_named_protocol_errors(wire: bytes, message: str) -> None:
     conn, fut, _ = feed([wire])
     assert isinstance(conn.error, httpx2.RemoteProtocolError) and message in str(conn.error)
     assert conn.closed  # never reused
 
 
-def test_a_cut_body_is_an_error_not_a_short_success():
+def test_a_cut_body_is_an_error_not_a_short_success() -> None:
     wire = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"
     conn, fut, payload = feed([wire], eof=True)
     assert payload == b"abc" and isinstance(conn.error, httpx2.RemoteProtocolError) and not conn.body_done
 
 
-def test_request_head_keeps_the_base_path_and_refuses_header_injection():
+def test_request_head_keeps_the_base_path_and_refuses_header_injection() -> None:
     pool = UpstreamPool("https://api.example.test:8443/prefix/")
     head = pool.request_head("POST", "/v1/messages?beta=true", [("x-api-key", "k"), ("X-Custom", "v")], b"{}")
     assert head == (
@@ -424,7 +431,7 @@ def test_request_head_keeps_the_base_path_and_refuses_header_injection():
         pool.request_head("GET", "/", [("x", "a\r\nInjected: yes")], b"")
 
 
-def test_environment_proxies_send_the_proxy_back_to_httpx2(monkeypatch):
+def test_environment_proxies_send_the_proxy_back_to_httpx2(monkeypatch: pytest.MonkeyPatch) -> None:
     for k in ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
         monkeypatch.delenv(k, raising=False)
     assert usable_for("https://api.anthropic.com") and ProxyApp("https://api.anthropic.com")._pool() is not None
@@ -458,7 +465,7 @@ class Script:
         self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
         return self
 
-    async def __aexit__(self, *exc) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         assert self.server is not None
         self.server.close()
 
@@ -503,7 +510,7 @@ async def body_of(resp: UpstreamResponse) -> bytes:
     return out
 
 
-async def test_keep_alive_connections_are_reused():
+async def test_keep_alive_connections_are_reused() -> None:
     async with Script([OK]) as s:
         pool = UpstreamPool(s.url)
         for _ in range(3):
@@ -514,7 +521,7 @@ async def test_keep_alive_connections_are_reused():
     assert s.connections == 1 and len(s.requests) == 3
 
 
-async def test_a_stale_keep_alive_connection_is_replaced_once():
+async def test_a_stale_keep_alive_connection_is_replaced_once() -> None:
     async with Script([OK], close_after=1) as s:
         pool = UpstreamPool(s.url)
         r = await pool.send("GET", "/a", [], b"")
@@ -528,7 +535,7 @@ async def test_a_stale_keep_alive_connection_is_replaced_once():
     assert s.connections == 2 and [q.split(b" ")[1] for q in s.requests] == [b"/a", b"/b"]
 
 
-async def test_a_fresh_connection_closed_before_answering_is_an_error_not_a_retry():
+async def test_a_fresh_connection_closed_before_answering_is_an_error_not_a_retry() -> None:
     async with Script([b""], close_after=1) as s:
         pool = UpstreamPool(s.url)
         with pytest.raises(httpx2.RemoteProtocolError, match="without sending a response"):
@@ -537,7 +544,7 @@ async def test_a_fresh_connection_closed_before_answering_is_an_error_not_a_retr
     assert len(s.requests) == 1  # sent once: never repeated behind the client's back
 
 
-async def test_an_unfinished_body_is_not_reused_and_a_drop_is_an_error():
+async def test_an_unfinished_body_is_not_reused_and_a_drop_is_an_error() -> None:
     partial = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n"
     async with Script([partial], close_after=1) as s:
         pool = UpstreamPool(s.url)
@@ -549,7 +556,7 @@ async def test_an_unfinished_body_is_not_reused_and_a_drop_is_an_error():
         await pool.aclose()
 
 
-async def test_refused_and_timeouts_are_httpx2_errors():
+async def test_refused_and_timeouts_are_httpx2_errors() -> None:
     async with Script([OK]) as s:
         url = s.url
     with pytest.raises(httpx2.ConnectError):  # nobody listens there any more
@@ -566,7 +573,7 @@ async def test_refused_and_timeouts_are_httpx2_errors():
         await pool.aclose()
 
 
-async def test_reading_pauses_past_the_high_water_mark_and_resumes_when_taken():
+async def test_reading_pauses_past_the_high_water_mark_and_resumes_when_taken() -> None:
     big = b"x" * (4 * U.HIGH_WATER)
     answer = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(big) + big
     async with Script([answer]) as s:
@@ -585,7 +592,9 @@ async def test_reading_pauses_past_the_high_water_mark_and_resumes_when_taken():
         await pool.aclose()
 
 
-async def test_a_request_that_meets_a_closed_idle_connection_is_failed_not_sent_again(monkeypatch):
+async def test_a_request_that_meets_a_closed_idle_connection_is_failed_not_sent_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The stale keep-alive race, step by step: the request is written to an idle connection that upstream closes
     with no byte of an answer. Upstream may have read and acted on it, so it is not sent again on a new connection
     behind the client's back: the request fails, with a reason that says so (it re-sent it before)."""
@@ -596,7 +605,7 @@ async def test_a_request_that_meets_a_closed_idle_connection_is_failed_not_sent_
     pool.put_idle(stale)
     connects = []
 
-    async def connect():
+    async def connect() -> U._Connection:
         connects.append(1)
         return fresh
 
@@ -612,7 +621,7 @@ async def test_a_request_that_meets_a_closed_idle_connection_is_failed_not_sent_
     assert not pool.idle
 
 
-async def test_a_reused_connection_upstream_drops_after_reading_the_request_is_not_re_sent():
+async def test_a_reused_connection_upstream_drops_after_reading_the_request_is_not_re_sent() -> None:
     """A real upstream that reads the whole second request on a kept-alive connection, then closes without an
     answer: it sees that request once, and the client gets the failure (before: three requests arrived upstream
     and the client saw one success)."""
@@ -628,7 +637,7 @@ async def test_a_reused_connection_upstream_drops_after_reading_the_request_is_n
     assert len(s.requests) == 2 and s.connections == 1
 
 
-async def test_an_idle_connection_closed_by_upstream_is_detected_before_reuse():
+async def test_an_idle_connection_closed_by_upstream_is_detected_before_reuse() -> None:
     """Upstream closed the idle connection and the close is waiting on the socket, not yet seen by the event loop:
     the pool polls the socket before reuse, and the request goes out on a new connection, written once."""
     import select
@@ -676,7 +685,7 @@ async def test_an_idle_connection_closed_by_upstream_is_detected_before_reuse():
 
 
 @pytest.fixture(scope="module")
-def tls_files(tmp_path_factory):
+def tls_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A self-signed certificate for localhost / 127.0.0.1, made for this run (no key is kept in the repository)."""
     import shutil
     import subprocess
@@ -697,7 +706,7 @@ def tls_files(tmp_path_factory):
     return cert, key
 
 
-async def test_tls_upstream_with_the_given_context_and_a_refused_certificate(tls_files):
+async def test_tls_upstream_with_the_given_context_and_a_refused_certificate(tls_files: tuple[Path, Path]) -> None:
     import ssl
 
     cert, key = tls_files

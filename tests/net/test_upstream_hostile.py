@@ -14,6 +14,7 @@ import ssl
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import h11
@@ -49,7 +50,7 @@ class RawUpstream:
         self.thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop.set()
         self.thread.join(10)
         self.sock.close()
@@ -173,12 +174,14 @@ HOSTILE = {
 
 
 @pytest.fixture
-def logs(caplog):
+def logs(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFixture]:
     with caplog.at_level(logging.DEBUG):
         yield caplog
 
 
-def test_every_hostile_answer_is_a_502_with_a_one_line_reason_and_the_proxy_stays_up(logs, capfd, tmp_path):
+def test_every_hostile_answer_is_a_502_with_a_one_line_reason_and_the_proxy_stays_up(
+    logs: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     record = tmp_path / "run.jsonl"
     lines: list[str] = []
     with (
@@ -202,7 +205,7 @@ def test_every_hostile_answer_is_a_502_with_a_one_line_reason_and_the_proxy_stay
     assert b"SECRET" not in record.read_bytes() and b"malformed status line (44 bytes)" in record.read_bytes()
 
 
-def test_an_lf_only_head_is_read_at_once_not_a_504():
+def test_an_lf_only_head_is_read_at_once_not_a_504() -> None:
     """RFC 9112 section 2.2 lets a recipient read LF as a line end; h11 does; main waited for CR LF CR LF until the
     read timeout and answered 504."""
     with RawUpstream(b"HTTP/1.1 200 OK\nContent-Length: 2\n\nok") as up:
@@ -210,7 +213,7 @@ def test_an_lf_only_head_is_read_at_once_not_a_504():
             assert ask(px.base_url) == (200, b"ok", "")
 
 
-def test_a_refused_chunk_size_after_the_head_is_a_cut_answer_never_a_complete_200():
+def test_a_refused_chunk_size_after_the_head_is_a_cut_answer_never_a_complete_200() -> None:
     """The head went out before the bad chunk line arrived (upstream writes it once the client has the head): the
     client gets the head and a body that does not end, never a complete 200 (main read 0x2 as 2 and ended cleanly)."""
     first = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -264,10 +267,10 @@ BODIES = [b"ok", b"2\r\nok\r\n0\r\n\r\n", b"0x2\r\nok\r\n0\r\n\r\n", b"", b"okok
 
 
 @st.composite
-def raw_answers(draw) -> bytes:
-    status = draw(st.sampled_from(RAW_PIECES[:5]))
+def raw_answers(draw: st.DrawFn) -> bytes:
+    status: bytes = draw(st.sampled_from(RAW_PIECES[:5]))
     headers = draw(st.lists(st.sampled_from(RAW_PIECES[5:]), max_size=3))
-    eol = draw(st.sampled_from([b"\r\n", b"\n"]))
+    eol: bytes = draw(st.sampled_from([b"\r\n", b"\n"]))
     wire = eol.join([status, *headers]) + eol + eol + draw(st.sampled_from(BODIES))
     if draw(st.booleans()):
         i = draw(st.integers(0, len(wire)))
@@ -276,14 +279,16 @@ def raw_answers(draw) -> bytes:
 
 
 @pytest.fixture(scope="module")
-def hostile_proxy():
+def hostile_proxy() -> Iterator[tuple[RawUpstream, BackgroundServer]]:
     with RawUpstream() as up, BackgroundServer(ProxyApp(up.url, read_timeout=5)) as px:
         yield up, px
 
 
 @settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(raw_answers())
-def test_fuzz_raw_upstream_answers_through_the_proxy(hostile_proxy, logs, wire):
+def test_fuzz_raw_upstream_answers_through_the_proxy(
+    hostile_proxy: tuple[RawUpstream, BackgroundServer], logs: pytest.LogCaptureFixture, wire: bytes
+) -> None:
     """Any bytes from upstream: a forward of exactly what h11 reads (status and body), or a 502; a refused answer
     never reaches the client as a complete success; no traceback."""
     up, px = hostile_proxy
@@ -300,7 +305,7 @@ def test_fuzz_raw_upstream_answers_through_the_proxy(hostile_proxy, logs, wire):
     assert "Traceback" not in logs.text and "Exception in ASGI" not in logs.text
 
 
-def test_a_dead_environment_proxy_is_named_not_blamed_on_upstream(monkeypatch):
+def test_a_dead_environment_proxy_is_named_not_blamed_on_upstream(monkeypatch: pytest.MonkeyPatch) -> None:
     """HTTPS_PROXY / HTTP_PROXY pointing at nothing: the 502 names that proxy (host:port and the variable, never its
     credentials); main said "upstream unreachable"."""
     dead = socket.create_server(("127.0.0.1", 0))
@@ -333,7 +338,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def cert_files(tmp_path_factory):
+def cert_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     if shutil.which("openssl") is None:
         pytest.skip("openssl is needed to make a test certificate")
     d = tmp_path_factory.mktemp("tls")
@@ -370,7 +375,7 @@ class TlsUpstream:
         self.thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop.set()
         self.thread.join(10)
         self.sock.close()
@@ -393,7 +398,7 @@ class TlsUpstream:
                 raw.close()  # a client that refused our certificate
 
 
-def test_ca_file_trusts_the_private_ca_and_the_default_refuses_it(cert_files):
+def test_ca_file_trusts_the_private_ca_and_the_default_refuses_it(cert_files: tuple[Path, Path]) -> None:
     cert, key = cert_files
     with TlsUpstream(cert, key) as up:
         with BackgroundServer(ProxyApp(up.url, ssl_context=tls_context(str(cert), False))) as px:
@@ -404,14 +409,14 @@ def test_ca_file_trusts_the_private_ca_and_the_default_refuses_it(cert_files):
         assert up.served == 1
 
 
-def test_insecure_verifies_nothing(cert_files):
+def test_insecure_verifies_nothing(cert_files: tuple[Path, Path]) -> None:
     cert, key = cert_files
     with TlsUpstream(cert, key) as up:
         with BackgroundServer(ProxyApp(up.url, ssl_context=tls_context(None, True))) as px:
             assert ask(px.base_url) == (200, b"ok", "")
 
 
-def test_an_unusable_ca_file_is_a_one_line_usage_error(tmp_path):
+def test_an_unusable_ca_file_is_a_one_line_usage_error(tmp_path: Path) -> None:
     bad = tmp_path / "ca.pem"
     bad.write_text("not a certificate")
     for path in (bad, tmp_path / "missing.pem"):
@@ -428,7 +433,7 @@ def test_an_unusable_ca_file_is_a_one_line_usage_error(tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--ca-file" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_insecure_is_said_at_start_on_stderr_and_in_the_start_up_line(cert_files):
+def test_insecure_is_said_at_start_on_stderr_and_in_the_start_up_line(cert_files: tuple[Path, Path]) -> None:
     cert, key = cert_files
     with TlsUpstream(cert, key) as up:
         proc = subprocess.Popen(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from typing import Any
 
 from inspector.observe import observations as O
 from inspector.record.accounting import LiveAccounting
@@ -16,12 +17,16 @@ from inspector.tui.request import request_detail
 from inspector.tui.widgets.status import cost_label
 
 
-def _run(name: str) -> tuple[DashboardState, LiveAccounting, list[dict]]:
+def _run(name: str) -> tuple[DashboardState, LiveAccounting, list[dict[str, Any]]]:
     state = DashboardState()
-    seen: list[dict] = []
+    seen: list[dict[str, Any]] = []
     live = LiveAccounting(seen.append)
     session = scenario_session(name, speed=math.inf)
-    session.bus.subscribe(state.apply)
+
+    def fold(o: O.Observation) -> None:  # (apply returns the state; a subscriber returns nothing)
+        state.apply(o)
+
+    session.bus.subscribe(fold)
     session.bus.subscribe(live)
     try:
         asyncio.run(session.run())
@@ -30,7 +35,7 @@ def _run(name: str) -> tuple[DashboardState, LiveAccounting, list[dict]]:
     return state, live, seen
 
 
-def test_the_status_line_says_the_session_cost_and_cache_rate():
+def test_the_status_line_says_the_session_cost_and_cache_rate() -> None:
     state, live, _ = _run("cache_break")
     sc = session_cost(state)
     assert sc.cost == live.cost and sc.usage == live.usage and sc.running == 0
@@ -38,7 +43,7 @@ def test_the_status_line_says_the_session_cost_and_cache_rate():
     assert cost_label(state).startswith("$0.0")
 
 
-def test_a_retried_session_counts_the_failed_attempt_too():
+def test_a_retried_session_counts_the_failed_attempt_too() -> None:
     state, live, seen = _run("overloaded_midstream")
     assert session_cost(state).cost == live.cost
     multi = next(t for t in seen if "attempt_costs" in t)
@@ -48,7 +53,7 @@ def test_a_retried_session_counts_the_failed_attempt_too():
     assert "attempt 1 (failed): " in text
 
 
-def test_the_request_view_of_cache_break_turn_two_names_the_change():
+def test_the_request_view_of_cache_break_turn_two_names_the_change() -> None:
     state, _, seen = _run("cache_break")
     tc = turn_cost(state, 1)
     assert tc is not None and tc.cache.reason == seen[1]["cache"]["reason"]
@@ -60,7 +65,7 @@ def test_the_request_view_of_cache_break_turn_two_names_the_change():
     assert text.index("usage and cost") < text.index("── parameters")
 
 
-def test_an_unknown_model_is_unpriced_on_the_status_line():
+def test_an_unknown_model_is_unpriced_on_the_status_line() -> None:
     state = DashboardState()
     body = {"model": "nobody-knows-9", "messages": []}
     state.apply(O.TurnStarted(0.0, 0))
@@ -85,7 +90,7 @@ def _ended_turns(n: int, model: str = "claude-sonnet-4-6", base: int = 10) -> Da
     return state
 
 
-def _plain_sum(state: DashboardState) -> tuple:
+def _plain_sum(state: DashboardState) -> tuple[Any, ...]:
     """The figures summed the slow way: every attempt priced on its own."""
     from inspector.observe.usage import ZERO
     from inspector.record.accounting import attempt_cost
@@ -98,7 +103,7 @@ def _plain_sum(state: DashboardState) -> tuple:
     return usage, cost
 
 
-def test_a_budget_prices_a_long_session_over_several_frames_to_the_same_sum():
+def test_a_budget_prices_a_long_session_over_several_frames_to_the_same_sum() -> None:
     state = _ended_turns(30, base=7)
     first = session_cost(state, budget=4)
     assert first.pending == 26 and first.priced == 4
@@ -110,7 +115,7 @@ def test_a_budget_prices_a_long_session_over_several_frames_to_the_same_sum():
     assert (sc.usage, sc.cost) == _plain_sum(state) and sc.priced == 30 and sc.pending == 0
 
 
-def test_the_shared_running_sums_never_mix_sessions_or_moments():
+def test_the_shared_running_sums_never_mix_sessions_or_moments() -> None:
     """Frozen clocks give every attempt the same time: the sums of one state are never reused for another."""
     a, b = _ended_turns(12, base=10), _ended_turns(12, base=5000)
     for _ in range(2):

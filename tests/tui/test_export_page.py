@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
+from textual.message import Message
 
 from inspector.observe import observations as O
 from inspector.record.recording import read_recording
@@ -20,8 +22,8 @@ SIZE = (140, 42)
 KEY = "sk-ant-api03-" + "canaryCANARY0123456789" * 3
 
 
-async def _press_e(app: InspectorApp) -> list:
-    messages: list = []
+async def _press_e(app: InspectorApp) -> list[Message]:
+    messages: list[Message] = []
     async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
         await pilot.press("e")
         await wait_for(lambda: any(isinstance(m, InspectorApp.Exported) for m in messages), what="export")
@@ -29,12 +31,12 @@ async def _press_e(app: InspectorApp) -> list:
     return messages
 
 
-async def test_e_writes_the_recording_and_the_page_beside_it(tmp_path: Path, monkeypatch) -> None:
+async def test_e_writes_the_recording_and_the_page_beside_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ui = threading.get_ident()
     where: list[int] = []
     real = export_mod.write_recording_and_page
 
-    def spy(*a, **kw):
+    def spy(*a: Any, **kw: Any) -> Any:
         where.append(threading.get_ident())
         return real(*a, **kw)
 
@@ -45,7 +47,7 @@ async def test_e_writes_the_recording_and_the_page_beside_it(tmp_path: Path, mon
     messages = await _press_e(app)
     done = next(m for m in messages if isinstance(m, InspectorApp.Exported))
     assert where and ui not in where  # written in a worker thread
-    assert done.error is None and done.page_error is None
+    assert done.error is None and done.page_error is None and done.path is not None and done.page is not None
     assert done.path.parent == tmp_path and done.page == done.path.with_suffix(".html") and done.page.exists()
     page = done.page.read_text("utf-8")
     assert page.startswith("<!") and "parse_date" in page
@@ -53,8 +55,10 @@ async def test_e_writes_the_recording_and_the_page_beside_it(tmp_path: Path, mon
     assert ("Recording and HTML page exported", f"{done.path}\n{done.page}") in notes
 
 
-async def test_a_page_that_cannot_be_written_keeps_the_recording(tmp_path: Path, monkeypatch) -> None:
-    def broken(*a, **kw):
+async def test_a_page_that_cannot_be_written_keeps_the_recording(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*a: object, **kw: object) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr("inspector.record.htmlexport.export", broken)

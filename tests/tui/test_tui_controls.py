@@ -4,8 +4,12 @@ controller; plus restart, export, maximize, raw view, time travel and error hand
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from textual.command import CommandList
+from textual.message import Message
+from textual.pilot import Pilot
 
 from inspector.observe import observations as O
 from inspector.observe.states import LoopState
@@ -27,24 +31,25 @@ KEYS = [
 ]
 
 
-def live_app(observations=None, **kw) -> tuple[InspectorApp, Factory]:
+def live_app(observations: list[O.Observation] | None = None, **kw: Any) -> tuple[InspectorApp, Factory[FakeSession]]:
     obs = parse_date_observations("tools_running") if observations is None else observations
     factory = Factory(lambda: FakeSession(obs))
     return InspectorApp(factory, clock=lambda: 0.0, **kw), factory
 
 
-async def started(pilot, factory: Factory, n_obs: int | None = None) -> None:
+async def started(pilot: Pilot[int], factory: Factory[FakeSession], n_obs: int | None = None) -> None:
     app = pilot.app
-    await wait_for(lambda: factory.sessions and factory.last.started, what="the session to start")
+    assert isinstance(app, InspectorApp)
+    await wait_for(lambda: bool(factory.sessions) and factory.last.started, what="the session to start")
     want = len(factory.last.observations) if n_obs is None else n_obs
     await wait_for(lambda: len(app.history) >= want, what="observations to be folded")
 
 
 class TestKeys:
     @pytest.mark.parametrize("focus", PANES)
-    async def test_control_keys_reach_the_controller_whatever_has_focus(self, focus) -> None:
+    async def test_control_keys_reach_the_controller_whatever_has_focus(self, focus: str) -> None:
         app, factory = live_app()
-        messages: list = []
+        messages: list[Message] = []
         async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
             await started(pilot, factory)
             app.dashboard.query_one(f"#{focus}").focus()
@@ -53,7 +58,10 @@ class TestKeys:
             calls = factory.last.controller.calls
             await wait_for(lambda: len(calls) == len(KEYS), what="every controller call")
             assert calls == [call for _k, call, _c in KEYS]
-            used = lambda: [(m.name, m.ok) for m in messages if isinstance(m, InspectorApp.ControlUsed)]
+
+            def used() -> list[tuple[str, bool]]:
+                return [(m.name, m.ok) for m in messages if isinstance(m, InspectorApp.ControlUsed)]
+
             await wait_for(lambda: len(used()) == len(KEYS), what="ControlUsed messages")
             assert used() == [(control, True) for _k, _c, control in KEYS]
 
@@ -71,7 +79,7 @@ class TestKeys:
 
     async def test_controls_are_refused_once_the_loop_finished(self) -> None:
         app, factory = live_app(parse_date_observations())
-        messages: list = []
+        messages: list[Message] = []
         async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
             await started(pilot, factory)
             factory.last.finish()
@@ -92,11 +100,14 @@ class TestKeys:
             await pilot.press("ctrl+p")
             await pilot.press(*"control: step event")
             await wait_for(
-                lambda: "step event" in str(app.screen.query("CommandList").first().get_option_at_index(0).prompt),
+                lambda: (
+                    "step event"
+                    in str(app.screen.query("CommandList").first(CommandList).get_option_at_index(0).prompt)
+                ),
                 what="the command to be listed",
             )
             await pilot.press("enter")
-            await wait_for(lambda: factory.last.controller.calls, what="the palette command to run")
+            await wait_for(lambda: bool(factory.last.controller.calls), what="the palette command to run")
             assert factory.last.controller.calls == [("step", "event")]
 
     async def test_bindings_document_themselves(self) -> None:
@@ -146,7 +157,7 @@ class TestSessionLifecycle:
 
     async def test_restart_builds_a_new_session_and_resets_the_view(self) -> None:
         app, factory = live_app()
-        messages: list = []
+        messages: list[Message] = []
         async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
             await started(pilot, factory)
             first = factory.last
@@ -196,7 +207,9 @@ class TestSessionLifecycle:
             await pilot.press("r")  # restart still works
             await wait_for(lambda: len(factory.sessions) == 2, what="a restart")
 
-    async def test_a_session_that_ends_while_textual_closes_its_screens_is_no_traceback(self, monkeypatch) -> None:
+    async def test_a_session_that_ends_while_textual_closes_its_screens_is_no_traceback(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         # CI saw it: the restarted session crashed while the test's app was closing; Textual had cleared its screen
         # stack, and setting the (bindings=True) reactive asked the absent screen for its bindings
         from unittest.mock import PropertyMock
@@ -217,7 +230,7 @@ class TestSessionLifecycle:
             monkeypatch.setattr(app, "_running", True)
 
     async def test_a_factory_that_fails_keeps_the_app_alive(self) -> None:
-        def broken():
+        def broken() -> FakeSession:
             raise ValueError("no API key: set ANTHROPIC_API_KEY")
 
         app = InspectorApp(broken, clock=lambda: 0.0)
@@ -241,13 +254,13 @@ class TestSessionLifecycle:
 class TestViews:
     async def test_export_writes_a_replayable_recording(self, tmp_path: Path) -> None:
         app, factory = live_app(parse_date_observations(), export_dir=tmp_path)
-        messages: list = []
+        messages: list[Message] = []
         async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
             await started(pilot, factory)
             await pilot.press("e")
             await wait_for(lambda: any(isinstance(m, InspectorApp.Exported) for m in messages), what="export")
         exported = next(m for m in messages if isinstance(m, InspectorApp.Exported))
-        assert exported.error is None and exported.path.parent == tmp_path
+        assert exported.error is None and exported.path is not None and exported.path.parent == tmp_path
         rec = read_recording(exported.path)
         reads = [o for o in factory.last.observations if isinstance(o, O.ReadReceived)]
         assert sum(len(a.reads) for a in rec.attempts()) == len(reads)
@@ -268,10 +281,13 @@ class TestViews:
         ui = threading.get_ident()
         read_back: list[int] = []
         block = SpilledObservations._block
-        monkeypatch.setattr(
-            SpilledObservations, "_block", lambda self, b: read_back.append(threading.get_ident()) or block(self, b)
-        )
-        messages: list = []
+
+        def noting(self: SpilledObservations, b: int) -> list[O.Observation]:  # notes the thread that reads back
+            read_back.append(threading.get_ident())
+            return block(self, b)
+
+        monkeypatch.setattr(SpilledObservations, "_block", noting)
+        messages: list[Message] = []
         async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
             assert app.history.observations.spilled_bytes > 0
             read_back.clear()
@@ -279,6 +295,7 @@ class TestViews:
             await wait_for(lambda: any(isinstance(m, InspectorApp.Exported) for m in messages), what="export")
         assert ui not in read_back
         exported = next(m for m in messages if isinstance(m, InspectorApp.Exported))
+        assert exported.path is not None
         rec = read_recording(exported.path)
         reads = [o for o in obs if isinstance(o, O.ReadReceived)]
         assert b"".join(r.data for a in rec.attempts() for r in a.reads) == b"".join(o.data for o in reads)
@@ -329,7 +346,8 @@ class TestTimeTravel:
             past = app.shown_state
             assert app.blocks_view.state is past and app.tools_view.state is past
             assert app.assistant_view.state is past and app.events_view.state is past
-            assert not past.blocks[(0, 0, 2)].closed and past.tool("toolu_01Rd2").state == "streaming_input"
+            tool = past.tool("toolu_01Rd2")
+            assert not past.blocks[(0, 0, 2)].closed and tool is not None and tool.state == "streaming_input"
             assert app.events_view.cursor_evno == k
             assert app.status_bar.info.cursor == k
             # nothing was re-run: the live state is untouched
@@ -378,5 +396,5 @@ class TestTail:
             row = int(view.scroll_offset.y) + 2
             await pilot.click(view, offset=(10, 2))
             await wait_for(lambda: app.cursor is not None, what="the click's TimeTravelRequested")
-            assert app.cursor == app.live.events.evno[row] and app.cursor > 0
+            assert app.cursor is not None and app.cursor == app.live.events.evno[row] and app.cursor > 0
             assert app.events_view.cursor_evno == app.cursor

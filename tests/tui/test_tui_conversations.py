@@ -3,6 +3,11 @@ the collapsed line at 80x24, and no list at all for a single conversation (issue
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+from textual.message import Message
+
 from inspector.testing.conversations import interleaved_conversations, with_the_same_tool_ids
 from inspector.testing.dashboard import wait_for
 from inspector.testing.synthetic import parse_date_observations
@@ -13,8 +18,10 @@ from inspector.tui.widgets.conversations import ConversationsView
 WIDE = (160, 48)
 SMALL = (80, 24)
 
+SnapCompare = Callable[..., bool]  # pytest-textual-snapshot's snap_compare fixture
 
-def three(**kw) -> InspectorApp:
+
+def three(**kw: Any) -> InspectorApp:
     obs = interleaved_conversations(3, stops={1: "turn1", 2: "mid_tool_json"}, parents={2: "c1"})
     return InspectorApp(observations=obs, clock=lambda: 0.0, **kw)
 
@@ -24,14 +31,16 @@ def footer_keys(app: InspectorApp) -> set[str]:
 
 
 def turns_in_events(app: InspectorApp) -> set[int]:
-    ev = app.events_view.state.events
+    state = app.events_view.state
+    assert state is not None
+    ev = state.events
     return {ev.turn[i] for i in range(len(ev))}
 
 
 class TestConversationList:
     async def test_the_list_shows_every_conversation_and_enter_selects_one(self) -> None:
         app = three()
-        messages: list = []
+        messages: list[Message] = []
         async with app.run_test(size=WIDE, message_hook=messages.append) as pilot:
             await pilot.pause()
             assert app.dashboard.has_class("-conversations") and app.dashboard.conversations_pane.display
@@ -58,7 +67,7 @@ class TestConversationList:
 
     async def test_follow_newest_toggles_and_moves_to_a_new_conversation(self) -> None:
         mixed = interleaved_conversations(3)
-        late = [o for o in mixed if getattr(o, "turn", None) is not None and o.turn % 3 == 2]  # c3 starts last
+        late = [o for o in mixed if (turn := getattr(o, "turn", None)) is not None and turn % 3 == 2]  # c3 starts last
         obs = [o for o in mixed if o not in late] + late
         cut = len(obs) - len(late)
         app = InspectorApp(observations=obs[:cut], clock=lambda: 0.0)
@@ -107,6 +116,7 @@ class TestConversationList:
             assert detail.title == "Event 1 · message_start" and "2 · 1" in detail.plain.split("turn · attempt")[1][:8]
             app.post_message(app.events_view.TimeTravelRequested(1))
             await pilot.pause()
+            assert app.conversation_filter is not None
             g = app.conversation_filter.session_event(1)
             assert g is not None and g > 1 and app.cursor == g  # the session's number of c2's first event
             obs = app.history.observations[app.history.event_pos[g - 1]]
@@ -115,7 +125,7 @@ class TestConversationList:
     async def test_a_long_sessions_view_is_folded_off_the_ui_thread_and_the_last_choice_wins(self) -> None:
         app = three()
         app.SYNC_SELECT = 0  # every choice folds in a worker thread (as one of a long session does)
-        messages: list = []
+        messages: list[Message] = []
         async with app.run_test(size=WIDE, message_hook=messages.append) as pilot:
             await pilot.pause()
             app.select_conversation("c2")
@@ -156,13 +166,13 @@ class TestConversationList:
 
 
 class TestConversationSnapshots:
-    def test_conversation_list(self, snap_compare) -> None:
+    def test_conversation_list(self, snap_compare: SnapCompare) -> None:
         assert snap_compare(three(), terminal_size=WIDE)
 
-    def test_conversation_list_collapsed(self, snap_compare) -> None:
+    def test_conversation_list_collapsed(self, snap_compare: SnapCompare) -> None:
         assert snap_compare(three(), terminal_size=SMALL)
 
-    def test_one_conversation_selected(self, snap_compare) -> None:
+    def test_one_conversation_selected(self, snap_compare: SnapCompare) -> None:
         assert snap_compare(three(), terminal_size=WIDE, press=["l", "l", "down", "down", "enter"])
 
 
@@ -175,7 +185,7 @@ class TestTheSameToolIds:
         async with app.run_test(size=WIDE) as pilot:
             view = app.tools_view
 
-            def tool_rows() -> list:
+            def tool_rows() -> list[Any]:
                 return [t[1] for t in map(view.detail_at, range(view.row_count)) if t and t[0] == "tool"]
 
             await wait_for(lambda: len(tool_rows()) == 6, what="six tool rows")

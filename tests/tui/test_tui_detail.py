@@ -9,6 +9,10 @@ import time
 from typing import Any
 
 import pytest
+from textual.binding import Binding
+from textual.message import Message
+from textual.pilot import Pilot
+from textual.widgets._footer import FooterKey
 
 from inspector.observe import observations as O
 from inspector.state.fold import DashboardState
@@ -17,6 +21,7 @@ from inspector.testing.dashboard import Factory, FakeSession, wait_for
 from inspector.testing.synthetic import parse_date_observations
 from inspector.tui.app import InspectorApp, next_speed
 from inspector.tui.commands import binding_commands
+from inspector.tui.detail import Detail
 from inspector.tui.request import previous_request, request_detail, request_diff
 from inspector.tui.summary import fault_summary
 from inspector.tui.widgets.blocks import incomplete_reason
@@ -27,17 +32,26 @@ WIDE = (140, 42)
 SMALL = (80, 24)
 
 
-def synthetic(stop: str | None = None, variant: str = "ok", **kw) -> InspectorApp:
+def synthetic(stop: str | None = None, variant: str = "ok", **kw: Any) -> InspectorApp:
     return InspectorApp(observations=parse_date_observations(stop, variant=variant), clock=lambda: 0.0, **kw)
 
 
-async def open_row(pilot, view, row: int) -> DetailScreen:
+async def open_row(pilot: Pilot[int], view: Any, row: int) -> DetailScreen:
     app = pilot.app
     view.focus()
     view.selected = row
     await pilot.press("enter")
     await wait_for(lambda: isinstance(app.screen, DetailScreen), what="the detail view")
-    return app.screen
+    screen = app.screen
+    assert isinstance(screen, DetailScreen)
+    return screen
+
+
+def _shown(app: InspectorApp) -> Detail:
+    """The detail the open DetailScreen shows."""
+    screen = app.screen
+    assert isinstance(screen, DetailScreen)
+    return screen.detail
 
 
 class TestEnterOpensTheRightDetail:
@@ -75,12 +89,12 @@ class TestEnterOpensTheRightDetail:
             await pilot.press("enter")
             await wait_for(lambda: isinstance(app.screen, DetailScreen), what="the detail view")
             newest = ev.evno[ev.event_rows[-1]]
-            assert app.screen.detail.title.startswith(f"Event {newest} · content_block_delta")
+            assert _shown(app).title.startswith(f"Event {newest} · content_block_delta")
             assert app.events_view.selected == ev.event_rows[-1]  # selected, so the pane shows which
 
     async def test_an_attempt_marker_row_opens_the_request_it_sent(self) -> None:
         # turn 2's request carries turn 1's answer and the tool results (the synthetic script sends none)
-        history = [{"role": "user", "content": "fix parse_date"}]
+        history: list[dict[str, Any]] = [{"role": "user", "content": "fix parse_date"}]
         obs = []
         for o in parse_date_observations():
             if isinstance(o, O.AttemptStarted):
@@ -102,7 +116,9 @@ class TestEnterOpensTheRightDetail:
         async with app.run_test(size=WIDE) as pilot:
             view = app.blocks_view
             row = next(r for r in range(view.row_count) if (view.detail_at(r) or ("",))[0] == "block")
-            key = view.detail_at(row)[1]
+            detail = view.detail_at(row)
+            assert detail is not None
+            key = detail[1]
             screen = await open_row(pilot, view, row)
             block = app.live.blocks[key]
             assert block.joined() in screen.detail.plain
@@ -112,7 +128,9 @@ class TestEnterOpensTheRightDetail:
         async with app.run_test(size=WIDE) as pilot:
             view = app.tools_view
             row = next(r for r in range(view.row_count) if (view.detail_at(r) or ("",))[0] == "tool")
-            tool = app.live.tools[view.detail_at(row)[1]]
+            detail = view.detail_at(row)
+            assert detail is not None
+            tool = app.live.tools[detail[1]]
             screen = await open_row(pilot, view, row)
             text = screen.detail.plain
             assert "── state history ──" in text and "running" in text and "succeeded" in text
@@ -163,7 +181,7 @@ class TestEnterOpensTheRightDetail:
             y = next(i for i, r in enumerate(timeline._rows) if r and r[0] == "tool")
             await pilot.click(timeline, offset=(20, y))
             await wait_for(lambda: isinstance(app.screen, DetailScreen), what="the detail view")
-            assert app.screen.detail.title.startswith("Tool read_file")
+            assert _shown(app).title.startswith("Tool read_file")
 
     async def test_copy_puts_the_whole_text_on_the_clipboard(self) -> None:
         app = synthetic()
@@ -177,8 +195,8 @@ class TestEnterOpensTheRightDetail:
         async with app.run_test(size=WIDE) as pilot:
             await pilot.press("s")
             await wait_for(lambda: isinstance(app.screen, DetailScreen), what="the request view")
-            assert app.screen.detail.title.startswith("Request · turn 2")
-            assert '"max_tokens": 4096' in app.screen.detail.plain
+            assert _shown(app).title.startswith("Request · turn 2")
+            assert '"max_tokens": 4096' in _shown(app).plain
 
 
 class TestRequestDiff:
@@ -255,7 +273,8 @@ class TestRequestDiff:
             ]
         }
         state.apply(O.AttemptStarted(9.0, 1, 0, "POST", "/v1/messages", {}, body))
-        assert state.tool(tool.id).error == "Permission denied: x"
+        entry = state.tool(tool.id)
+        assert entry is not None and entry.error == "Permission denied: x"
         assert state.sent_results[("", tool.id)]["content"] == "Permission denied: x"
 
 
@@ -264,7 +283,9 @@ class TestControls:
         factory = Factory(lambda: FakeSession(parse_date_observations(), finish_at_end=True))
         app = InspectorApp(factory, clock=lambda: 0.0)
         async with app.run_test(size=WIDE) as pilot:
-            await wait_for(lambda: factory.sessions and not app.session_running and app.final_status, what="end")
+            await wait_for(
+                lambda: bool(factory.sessions) and not app.session_running and bool(app.final_status), what="end"
+            )
             factory.last.controller.speed = math.inf  # it ran at max
             await pilot.press("minus")
             await wait_for(lambda: app.restart_speed == 10.0, what="the next run's speed")
@@ -279,9 +300,11 @@ class TestControls:
     async def test_a_disabled_key_says_why(self) -> None:
         factory = Factory(lambda: FakeSession(parse_date_observations(), finish_at_end=True))
         app = InspectorApp(factory, clock=lambda: 0.0)
-        messages: list = []
+        messages: list[Message] = []
         async with app.run_test(size=WIDE, message_hook=messages.append) as pilot:
-            await wait_for(lambda: factory.sessions and not app.session_running and app.final_status, what="end")
+            await wait_for(
+                lambda: bool(factory.sessions) and not app.session_running and bool(app.final_status), what="end"
+            )
             await pilot.press("space")
             await wait_for(lambda: any(isinstance(m, InspectorApp.ControlUsed) and not m.ok for m in messages))
             refused = next(m for m in messages if isinstance(m, InspectorApp.ControlUsed) and not m.ok)
@@ -304,15 +327,15 @@ class TestSmallTerminals:
             needed_keys = ("toggle_pause", "step('event')", "step('block')", "step('turn')", "cancel", "quit")
 
             def laid_out() -> bool:  # the footer recomposes as bindings change: wait for its keys' own layout
-                keys = list(footer.query("FooterKey"))
+                keys = list(footer.query(FooterKey))
                 return bool(keys) and all(k.region.width for k in keys) and {k.action for k in keys} >= set(needed_keys)
 
             await wait_for(laid_out, what="the footer keys, laid out")
-            shown = {k.action for k in footer.query("FooterKey")}
+            shown = {k.action for k in footer.query(FooterKey)}
             for needed in ("toggle_pause", "step('event')", "step('block')", "step('turn')", "cancel", "quit"):
                 assert needed in shown, (width, shown)
             assert not set(footer.hidden_ids) & ESSENTIAL
-            right = max(k.region.right for k in footer.query("FooterKey"))
+            right = max(k.region.right for k in footer.query(FooterKey))
             assert right <= width  # nothing pushed off the screen
 
     async def test_group_labels_are_spaced(self) -> None:
@@ -368,7 +391,7 @@ def test_the_repaired_preview_says_why_the_buffer_is_not_json_yet(buf: str, reas
 def test_the_palette_is_built_from_the_bindings() -> None:
     names = {name for name, _, _ in binding_commands(InspectorApp.BINDINGS, lambda b: b.key)}
     assert {"control: step event", "control: pause", "view: timing", "export: export", "app: quit"} <= names
-    ids = [b.id for b in InspectorApp.BINDINGS if b.id and b.description]
+    ids = [b.id for b in InspectorApp.BINDINGS if isinstance(b, Binding) and b.id and b.description]
     assert len(names) == len(ids)
 
 
@@ -434,6 +457,7 @@ class TestWordsAfterTheEnd:
         obs = parse_date_observations("mid_tool_json")
         start = max(i for i, o in enumerate(obs) if isinstance(o, O.BlockOpened))
         block = obs[start]
+        assert isinstance(block, O.BlockOpened)
         cut = obs[: start + 1] + [
             O.BlockDelta(block.t, block.turn, block.attempt, block.index, "input_json_delta", "", 0)
         ]
@@ -449,10 +473,12 @@ async def test_clicking_a_disabled_footer_key_says_why() -> None:
     factory = Factory(lambda: FakeSession(parse_date_observations(), finish_at_end=True))
     app = InspectorApp(factory, clock=lambda: 0.0)
     async with app.run_test(size=WIDE) as pilot:
-        await wait_for(lambda: factory.sessions and not app.session_running and app.final_status, what="the end")
+        await wait_for(
+            lambda: bool(factory.sessions) and not app.session_running and bool(app.final_status), what="the end"
+        )
         footer = app.dashboard.query_one(KeyFooter)
         await wait_for(
-            lambda: any(k.action == "cancel" and k.has_class("-disabled") for k in footer.query("FooterKey")),
+            lambda: any(k.action == "cancel" and k.has_class("-disabled") for k in footer.query(FooterKey)),
             what="a disabled cancel key",
         )
 
@@ -463,7 +489,7 @@ async def test_clicking_a_disabled_footer_key_says_why() -> None:
             return next(
                 (
                     k
-                    for k in footer.query("FooterKey")
+                    for k in footer.query(FooterKey)
                     if k.action == "cancel" and k.has_class("-disabled") and k.is_attached and k.region.width
                 ),
                 None,

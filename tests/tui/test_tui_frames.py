@@ -4,11 +4,18 @@ height stops asking for a screen relayout once it fills its pane."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from inspector.observe import observations as O
+from inspector.state.fold import DashboardState
 from inspector.testing.synthetic import generated_observations
 from inspector.tui import app as app_module
 from inspector.tui.app import InspectorApp
 from inspector.tui.budget import MAX_INTERVAL, SHARE_K
+from inspector.tui.widgets.base import SectionView
+from inspector.tui.widgets.timeline import TurnFigures
 
 SIZE = (160, 48)
 
@@ -27,7 +34,7 @@ def count_calls(obj: object, name: str) -> list[int]:
     calls: list[int] = []
     inner = getattr(obj, name)
 
-    def counted(*a, **k):
+    def counted(*a: Any, **k: Any) -> Any:
         calls.append(1)
         return inner(*a, **k)
 
@@ -43,7 +50,7 @@ class CostlyShow:
         self.cost = cost
         inner = app.dashboard.show
 
-        def costly(*a, **k):
+        def costly(*a: Any, **k: Any) -> Any:
             self.calls += 1
             clock.t += self.cost
             return inner(*a, **k)
@@ -108,7 +115,7 @@ async def test_a_burst_is_shown_at_the_first_quiet_tick_whatever_the_budget() ->
         assert show.calls == shown + 1
 
 
-async def test_textuals_paint_counts_in_the_frame_budget(monkeypatch) -> None:
+async def test_textuals_paint_counts_in_the_frame_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     """The layout and paint Textual does after a frame (the screen's update, timed by DashboardScreen) is charged to
     that frame: paints that took 40 ms each hold the next frame back SHARE_K times as long. (Textual is pinned; if
     its screen update hook is renamed, the paint is no longer seen and this test fails.)"""
@@ -124,7 +131,7 @@ async def test_textuals_paint_counts_in_the_frame_budget(monkeypatch) -> None:
         app.frame_clock = clock
         inner = Screen._on_timer_update
 
-        def slow_paint(screen) -> None:  # Textual's update, made to take 40 ms of the frame clock
+        def slow_paint(screen: Screen[object]) -> None:  # Textual's update, made to take 40 ms of the frame clock
             clock.t += 0.040
             inner(screen)
 
@@ -162,7 +169,7 @@ async def test_a_control_key_and_the_end_of_the_session_paint_at_once_whatever_t
     app = InspectorApp(factory, clock=lambda: 0.0)
     clock = FrameClock()
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(lambda: factory.sessions and factory.last.started, what="the session to start")
+        await wait_for(lambda: bool(factory.sessions) and factory.last.started, what="the session to start")
         await wait_for(lambda: len(app.history) >= cut, what="observations to be folded")
         app.frame_clock = clock
         show = CostlyShow(app, clock, 0.4)
@@ -230,7 +237,7 @@ async def test_the_timeline_stops_relayouting_the_screen_once_it_fills_its_pane(
         relayouts: list[bool] = []
         refresh = timeline.refresh
 
-        def recorded(*a, layout: bool = False, **k):
+        def recorded(*a: Any, layout: bool = False, **k: Any) -> Any:
             relayouts.append(layout)
             return refresh(*a, layout=layout, **k)
 
@@ -260,12 +267,12 @@ async def test_the_timeline_asks_for_no_relayout_once_its_css_cap_holds_it() -> 
         refresh, show = timeline.refresh, timeline.show
         showing: list[bool] = []
 
-        def recorded(*a, layout: bool = False, **k):
+        def recorded(*a: Any, layout: bool = False, **k: Any) -> Any:
             if showing:  # (not Textual's own refreshes: a size that changed, new styles)
                 asked.append((layout, timeline.size.height, timeline._wanted))
             return refresh(*a, layout=layout, **k)
 
-        def shown(*a, **k):
+        def shown(*a: Any, **k: Any) -> Any:
             showing.append(True)
             try:
                 return show(*a, **k)
@@ -301,11 +308,11 @@ async def test_a_timeline_frame_recomputes_the_changed_turns_only_and_draws_the_
         computed: list[int] = []
         inner = timeline_module.figures
 
-        def counted(state, turn, now):
+        def counted(state: DashboardState, turn: int, now: float) -> TurnFigures:
             computed.append(turn)
             return inner(state, turn, now)
 
-        timeline_module.figures = counted  # type: ignore[assignment]
+        timeline_module.figures = counted
         try:
             start = len(app.history)
             for o in turns_of(obs, 26)[start : start + 40]:  # the 26th turn begins
@@ -317,11 +324,11 @@ async def test_a_timeline_frame_recomputes_the_changed_turns_only_and_draws_the_
             app.ingest(turns_of(obs, 26)[start + 40 : start + 41])
             timeline.render()
         finally:
-            timeline_module.figures = inner  # type: ignore[assignment]
+            timeline_module.figures = inner
         assert set(computed) <= {max(app.live.turns)}, computed
 
 
-def plain_rows(view) -> list[str]:
+def plain_rows(view: SectionView) -> list[str]:
     return [strip.text for strip in view._lines]
 
 
@@ -438,7 +445,7 @@ async def test_the_panes_component_styles_are_read_once_and_follow_a_theme_chang
         for view in views:
             inner = view.get_component_rich_style
 
-            def counted(*names, _inner=inner, _view=id(view), **k):
+            def counted(*names: str, _inner: Any = inner, _view: int = id(view), **k: Any) -> Any:
                 reads.append((_view, names))
                 return _inner(*names, **k)
 

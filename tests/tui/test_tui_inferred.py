@@ -5,6 +5,7 @@ and "saved vs sequential" leaves it out."""
 from __future__ import annotations
 
 from inspector.observe import observations as O
+from inspector.state.entries import ToolEntry
 from inspector.testing.dashboard import wait_for
 from inspector.tui.app import InspectorApp
 from inspector.tui.widgets.tools import INFERRED_GLYPH, INFERRED_LABEL
@@ -16,7 +17,7 @@ URL = "http://127.0.0.1:8787/v1/messages"
 def proxy_session(*, inferred: bool) -> list[O.Observation]:
     """A client that ran its two tools after the stream ended (stream 0 - 1.2 s, next request at 3.5 s)."""
 
-    def tool(t: float, tid: str, index: int, state: str, times: dict) -> O.ToolStateChanged:
+    def tool(t: float, tid: str, index: int, state: str, times: dict[str, float]) -> O.ToolStateChanged:
         return O.ToolStateChanged(
             t, 0, 0, tid, "read_file", index, state, {"path": tid}, None, None, times, inferred=inferred
         )
@@ -37,6 +38,11 @@ def proxy_session(*, inferred: bool) -> list[O.Observation]:
     ]
 
 
+def _known(tool: ToolEntry | None) -> ToolEntry:
+    assert tool is not None
+    return tool
+
+
 async def _texts(inferred: bool) -> tuple[str, str]:
     app = InspectorApp(observations=proxy_session(inferred=inferred), clock=lambda: 0.0)
     async with app.run_test(size=WIDE) as pilot:
@@ -46,7 +52,8 @@ async def _texts(inferred: bool) -> tuple[str, str]:
         state = app.live
         rows = [
             "\n".join(
-                "".join(seg.text for seg in line) for line in app.tools_view.render_tool(state.tool(t), False, 120)
+                "".join(seg.text for seg in line)
+                for line in app.tools_view.render_tool(_known(state.tool(t)), False, 120)
             )
             for t in ("A", "B")
         ]

@@ -17,8 +17,10 @@ from inspector.tui.app import InspectorApp
 SIZE = (140, 42)
 
 
-def scenario_app(name: str = "parse_date", *, speed: float = math.inf, paused: bool = False, **kw):
-    def make():
+def scenario_app(
+    name: str = "parse_date", *, speed: float = math.inf, paused: bool = False, **kw: Any
+) -> tuple[InspectorApp, Factory[sources.Session]]:
+    def make() -> sources.Session:
         session = sources.scenario_session(name, speed=speed)
         if paused:
             session.controller.pause()  # nothing is consumed until the test steps or resumes
@@ -32,7 +34,7 @@ def sse(app: InspectorApp) -> list[O.SSEEventSeen]:
     return [o for o in app.history.observations if isinstance(o, O.SSEEventSeen)]
 
 
-def assert_valid_history(messages: list[dict]) -> None:
+def assert_valid_history(messages: list[dict[str, Any]]) -> None:
     """Every tool_use is answered by exactly one tool_result, in order, in the next user message."""
     for i, m in enumerate(messages):
         if m["role"] != "assistant" or not isinstance(m["content"], list):
@@ -62,7 +64,7 @@ async def test_the_whole_scenario_reaches_every_pane() -> None:
 async def test_step_event_advances_exactly_one_event() -> None:
     app, factory = scenario_app(paused=True)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(lambda: factory.sessions and len(app.history) >= 1, 10, "the loop to start")
+        await wait_for(lambda: bool(factory.sessions) and len(app.history) >= 1, 10, "the loop to start")
         await flushed(app, 2)
         assert len(sse(app)) == 0
         for expected in (1, 2, 3):
@@ -77,7 +79,7 @@ async def test_step_event_advances_exactly_one_event() -> None:
 async def test_step_block_stops_right_after_a_block_stop() -> None:
     app, factory = scenario_app(paused=True)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(lambda: factory.sessions and len(app.history) >= 1, 10, "the loop to start")
+        await wait_for(lambda: bool(factory.sessions) and len(app.history) >= 1, 10, "the loop to start")
         for _ in range(2):
             n = len(sse(app))
             await pilot.press("b")
@@ -91,7 +93,7 @@ async def test_step_block_stops_right_after_a_block_stop() -> None:
 async def test_step_turn_runs_the_tools_and_stops_at_the_turn_end() -> None:
     app, factory = scenario_app(paused=True)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(lambda: factory.sessions and len(app.history) >= 1, 10, "the loop to start")
+        await wait_for(lambda: bool(factory.sessions) and len(app.history) >= 1, 10, "the loop to start")
         await pilot.press("t")
         await wait_for(lambda: any(isinstance(o, O.TurnEnded) for o in app.history.observations), 20, "turn end")
         await wait_for(lambda: factory.last.controller.state == LoopState.PAUSED, 10, "the loop to pause")
@@ -146,7 +148,7 @@ async def test_cancel_mid_tool_leaves_a_valid_history(monkeypatch: pytest.Monkey
         await flushed(app)
         finished = [o for o in app.history.observations if isinstance(o, O.LoopFinished)]
         assert len(finished) == 1 and finished[0].status == "cancelled"
-        assert_valid_history(finished[0].messages)
+        assert_valid_history(list(finished[0].messages))
         assert app.live.status.loop_state == LoopState.CANCELLED
         assert {t.name: t.state for t in app.live.tools.values()}["wait_for_ci"] == "cancelled"
         await pilot.press("r")  # and the scenario can start again
@@ -167,7 +169,7 @@ async def test_faults_end_in_a_state_not_a_traceback() -> None:
 async def test_speed_controls_drive_the_pacer() -> None:
     app, factory = scenario_app(speed=1.0, paused=True)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(lambda: factory.sessions and len(app.history) >= 1, 10, "the loop to start")
+        await wait_for(lambda: bool(factory.sessions) and len(app.history) >= 1, 10, "the loop to start")
         await pilot.press("plus", "plus")
         assert factory.last.controller.speed == 4.0
         await pilot.press("minus")

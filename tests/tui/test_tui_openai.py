@@ -6,9 +6,11 @@ block buffer per tool call, the tool call, the assistant text."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 
 from inspector.record.recording import RecordingWriter
 from inspector.scenarios.bundled import get_scenario
@@ -17,6 +19,8 @@ from inspector.tui.app import InspectorApp
 
 WIDE = (140, 42)
 PATHS = {"chat": "/v1/chat/completions", "responses": "/v1/responses"}
+
+SnapCompare = Callable[..., bool]  # pytest-textual-snapshot's snap_compare fixture
 
 
 def openai_recording(path: Path, api: str) -> Path:
@@ -48,10 +52,11 @@ def app_for(path: Path) -> InspectorApp:
     )
 
 
-async def until_done(pilot) -> None:  # type: ignore[no-untyped-def]
+async def until_done(pilot: Pilot[object]) -> None:
     from inspector.testing.dashboard import wait_for
 
     app = pilot.app
+    assert isinstance(app, InspectorApp)
     await wait_for(lambda: app.final_status is not None, 30, "the replay to finish")
     ticks = app.ticks
     await wait_for(lambda: app.ticks >= ticks + 2, 10, "two refresh ticks")
@@ -59,6 +64,6 @@ async def until_done(pilot) -> None:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
-def test_an_openai_stream_in_all_four_panes(snap_compare, tmp_path, api: str) -> None:
+def test_an_openai_stream_in_all_four_panes(snap_compare: SnapCompare, tmp_path: Path, api: str) -> None:
     path = openai_recording(tmp_path / f"{api}.jsonl", api)
     assert snap_compare(app_for(path), terminal_size=WIDE, run_before=until_done)

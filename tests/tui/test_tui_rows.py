@@ -8,12 +8,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from inspector.observe.stepobs import summarize_event
-from inspector.stream.protocol import parse_event
+from inspector.stream.protocol import StreamEvent, parse_event
 
 VISIBLE = {"↵": "\n", "␍": "\r", "⇥": "\t"}
 
 
-def delta(kind: str, field: str, frag: str):
+def delta(kind: str, field: str, frag: str) -> StreamEvent:
     data = json.dumps({"type": "content_block_delta", "index": 1, "delta": {"type": kind, field: frag}})
     ev, diags = parse_event("content_block_delta", data)
     assert not diags
@@ -26,7 +26,7 @@ def unvisible(s: str) -> str:
     return s
 
 
-@given(st.text(alphabet=st.characters(blacklist_characters="↵␍⇥", blacklist_categories=("Cs",)), max_size=100))
+@given(st.text(alphabet=st.characters(exclude_characters="↵␍⇥", exclude_categories=["Cs"]), max_size=100))
 def test_a_json_fragment_is_shown_once_as_the_text_it_is(frag: str) -> None:
     index, summary = summarize_event(delta("input_json_delta", "partial_json", frag))
     assert index == 1
@@ -44,7 +44,7 @@ def test_the_first_empty_json_fragment_is_an_empty_fragment() -> None:
     assert summarize_event(delta("input_json_delta", "partial_json", ""))[1] == "``"
 
 
-@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=100))
+@given(st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=100))
 def test_a_text_fragment_is_json_quoted_and_decodes_back(frag: str) -> None:
     _, summary = summarize_event(delta("text_delta", "text", frag))
     assert json.loads(summary) == frag
@@ -79,7 +79,7 @@ def test_word_wrap_keeps_every_character_but_the_break_spaces(text: str, width: 
     for s, e in ranges:
         assert 0 <= s <= e <= len(text) and e - s <= width and "\n" not in text[s:e]
     # what is left out is only newlines and the spaces a line broke at
-    covered = set()
+    covered: set[int] = set()
     for s, e in ranges:
         covered.update(range(s, e))
     assert all(text[i] in " \n" for i in range(len(text)) if i not in covered)

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
+from textual.command import CommandList
+from textual.pilot import Pilot
 
 from inspector.scenarios.bundled import get_scenario
 from inspector.scenarios.render import render_turn
@@ -24,16 +27,20 @@ def scenario_app(name: str) -> InspectorApp:
     return InspectorApp(lambda: paced_session(name), clock=lambda: 0.0)
 
 
-async def open_timing(pilot) -> TimingScreen:
+async def open_timing(pilot: Pilot[int]) -> TimingScreen:
     app = pilot.app
     await pilot.press("i")
     await wait_for(lambda: isinstance(app.screen, TimingScreen) and app.screen.data is not None, what="timing view")
-    return app.screen
+    screen = app.screen
+    assert isinstance(screen, TimingScreen)
+    return screen
 
 
-async def finished(pilot) -> None:
-    await wait_for(lambda: pilot.app.final_status is not None, 30, "the loop to finish")
-    await flushed(pilot.app)
+async def finished(pilot: Pilot[int]) -> None:
+    app = pilot.app
+    assert isinstance(app, InspectorApp)
+    await wait_for(lambda: app.final_status is not None, 30, "the loop to finish")
+    await flushed(app)
 
 
 async def test_proxy_buffered_is_flagged_buffered_with_its_evidence() -> None:
@@ -96,7 +103,9 @@ async def test_command_palette_opens_the_timing_view() -> None:
         await pilot.press("ctrl+p")
         await pilot.press(*"view: timing")
         await wait_for(
-            lambda: "view: timing" in str(app.screen.query("CommandList").first().get_option_at_index(0).prompt),
+            lambda: (
+                "view: timing" in str(app.screen.query("CommandList").first(CommandList).get_option_at_index(0).prompt)
+            ),
             what="the command to be listed",
         )
         await pilot.press("enter")
@@ -132,7 +141,7 @@ def har_bytes() -> bytes:
     ).encode()
 
 
-async def test_a_har_replay_says_its_timing_is_per_response(tmp_path) -> None:
+async def test_a_har_replay_says_its_timing_is_per_response(tmp_path: Path) -> None:
     path = tmp_path / "session.har"
     path.write_bytes(har_bytes())
     app = InspectorApp(
@@ -164,6 +173,7 @@ def test_the_report_is_rendered_from_the_data_and_says_what_the_text_report_says
     if variant == "held":  # the user paused the stream after its fourth read
         i = [k for k, o in enumerate(observations) if isinstance(o, O.ReadReceived)][3]
         o = observations[i]
+        assert isinstance(o, O.ReadReceived)
         observations[i:i] = [
             O.StreamHeld(o.t, o.turn, o.attempt, "pause"),
             O.StreamReleased(o.t, o.turn, o.attempt, 0.4),

@@ -4,6 +4,9 @@ pane is maximized. Snapshots (fixed size, frozen clock) and Pilot checks on the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from inspector.observe import observations as O
 from inspector.observe.states import LoopState
 from inspector.testing.synthetic import INTRO, StreamScript, parse_date_observations, rate_limited_observations
@@ -11,8 +14,10 @@ from inspector.tui.app import InspectorApp
 
 WIDE = (140, 42)
 
+SnapCompare = Callable[..., bool]  # pytest-textual-snapshot's snap_compare fixture
 
-def app_of(observations, **kw) -> InspectorApp:
+
+def app_of(observations: list[O.Observation], **kw: Any) -> InspectorApp:
     return InspectorApp(observations=list(observations), clock=lambda: 0.0, **kw)
 
 
@@ -56,20 +61,20 @@ def status_text(app: InspectorApp) -> str:
 
 
 class TestTruthSnapshots:
-    def test_time_travel_while_paused(self, snap_compare) -> None:
+    def test_time_travel_while_paused(self, snap_compare: SnapCompare) -> None:
         """The loop is paused mid tool JSON; the cursor is back at event 12: the moment's figures (no stop reason,
         fewer tokens, tools still streaming) and `loop paused` beside them."""
         assert snap_compare(app_of(parse_date_observations("mid_tool_json"), cursor=12), terminal_size=WIDE)
 
-    def test_sdk_waiting_to_retry_after_429(self, snap_compare) -> None:
+    def test_sdk_waiting_to_retry_after_429(self, snap_compare: SnapCompare) -> None:
         """HTTP 429 before the stream: the try's row in the SSE pane, the SDK's wait on the timeline, the reason in
         the status line."""
         assert snap_compare(app_of(until_waiting_retry()), terminal_size=WIDE)
 
-    def test_rate_limited_shows_four_requests(self, snap_compare) -> None:
+    def test_rate_limited_shows_four_requests(self, snap_compare: SnapCompare) -> None:
         assert snap_compare(app_of(rate_limited_observations()), terminal_size=WIDE)
 
-    def test_paused_stream_is_marked_and_not_timed(self, snap_compare) -> None:
+    def test_paused_stream_is_marked_and_not_timed(self, snap_compare: SnapCompare) -> None:
         """Paused for 6 s, then resumed: the hold's rows in the SSE pane and its span on the timeline; the figures
         are the stream's own (first token well under a second)."""
         assert snap_compare(app_of(held_stream(release=True)), terminal_size=WIDE)

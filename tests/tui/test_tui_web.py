@@ -3,13 +3,16 @@ abruptly (stdin EOF, SIGTERM, a websocket client killed mid-session)."""
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -30,7 +33,8 @@ def env() -> dict[str, str]:
 class Drain:
     """Reads a pipe in a thread (a full pipe would block the app); `ready` is set once the driver's prelude shows."""
 
-    def __init__(self, pipe) -> None:
+    def __init__(self, pipe: IO[bytes] | None) -> None:
+        assert isinstance(pipe, io.BufferedReader)  # (a Popen pipe, read with read1)
         self.pipe = pipe
         self.ready = threading.Event()
         self.data = bytearray()
@@ -44,7 +48,7 @@ class Drain:
                 self.ready.set()
 
 
-def start_app() -> tuple[subprocess.Popen, Drain, Drain]:
+def start_app() -> tuple[subprocess.Popen[bytes], Drain, Drain]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "inspector", "run", "--scenario", "parse_date"],
         stdin=subprocess.PIPE,
@@ -61,6 +65,7 @@ def start_app() -> tuple[subprocess.Popen, Drain, Drain]:
 def test_the_app_exits_when_its_input_ends() -> None:
     proc, _, err = start_app()
     try:
+        assert proc.stdin is not None
         proc.stdin.close()  # the server (and its browser) is gone: EOF
         assert proc.wait(timeout=30) is not None
     finally:
@@ -119,7 +124,7 @@ def children(pid: int) -> list[int]:
     return out
 
 
-def wait_until(cond, timeout: float) -> bool:
+def wait_until(cond: Callable[[], bool], timeout: float) -> bool:
     import time
 
     deadline = time.monotonic() + timeout
