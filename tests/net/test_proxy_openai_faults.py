@@ -21,8 +21,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector.net.livefaults import LiveStream, parse_live_faults
 from inspector.net.faults import render_faulted
+from inspector.net.livefaults import LiveStream, parse_live_faults
 from inspector.net.proxy import ProxyApp, ProxyExchange
 from inspector.net.serve import ServeApp
 from inspector.net.server import BackgroundServer

@@ -32,7 +32,9 @@ CHAT_TOOLS: list[Any] = [  # (the SDKs' tool params are TypedDicts: a plain list
     {"type": "function", "function": {"name": n, "description": n, "parameters": PARAMS}}
     for n in ("run_tests", "read_file", "get_weather")
 ]
-RESP_TOOLS: list[Any] = [{"type": "function", "name": n, "parameters": PARAMS} for n in ("run_tests", "read_file", "get_weather")]
+RESP_TOOLS: list[Any] = [
+    {"type": "function", "name": n, "parameters": PARAMS} for n in ("run_tests", "read_file", "get_weather")
+]
 
 
 @pytest.fixture(scope="module")

@@ -24,8 +24,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector.net.proxy import ProxyApp
 from inspector.net.faults import render_faulted
+from inspector.net.proxy import ProxyApp
 from inspector.net.serve import ServeApp
 from inspector.net.server import BackgroundServer
 from inspector.record.reader import RecordedAttempt

@@ -27,7 +27,8 @@ KEY = "sk-proj-CANARY-openai-api-00000000000"
 SC = get_scenario("weather")
 _TEXT0, _CALL0, _TEXT1 = SC.turns[0].blocks[0], SC.turns[0].blocks[1], SC.turns[1].blocks[0]
 assert isinstance(_TEXT0, TextBlock) and isinstance(_CALL0, ToolUseBlock) and isinstance(_TEXT1, TextBlock)
-TEXT0, CALL0_INPUT, TEXT1 = _TEXT0.text, _CALL0.input, _TEXT1.text  # the script's: turn 0's text and call, turn 1's text
+# the script's: turn 0's text and call, turn 1's text
+TEXT0, CALL0_INPUT, TEXT1 = _TEXT0.text, _CALL0.input, _TEXT1.text
 USER: Any = {"role": "user", "content": SC.prompt}  # (Any: the SDKs take their messages as TypedDicts)
 
 

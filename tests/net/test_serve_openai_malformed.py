@@ -182,7 +182,9 @@ def _paths(value: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 
 @settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(["chat", "responses"]), st.sampled_from(range(len(SC.turns))), st.data())
-async def test_any_value_of_another_type_anywhere_never_gets_a_traceback(api: Api, turn: int, data: st.DataObject) -> None:
+async def test_any_value_of_another_type_anywhere_never_gets_a_traceback(
+    api: Api, turn: int, data: st.DataObject
+) -> None:
     """Property: replace any JSON value of any event of a recorded answer by a value of another type: stream: false
     gets 200 with the assembled answer or an OpenAI error JSON (a 500 that names what is malformed), never an
     exception in the app; stream: true gets the recorded bytes."""

@@ -212,7 +212,8 @@ async def test_a_cached_strip_is_dropped_when_the_width_or_the_styles_change() -
         app.theme = "textual-light" if app.theme != "textual-light" else "nord"
         await pilot.pause()
         assert not any(x is y for x, y in zip(resized, items._lines, strict=False))
-        assert list(items._lines[0])[-1].style.bgcolor == items.rich_style.bgcolor
+        last_style = list(items._lines[0])[-1].style
+        assert last_style is not None and last_style.bgcolor == items.rich_style.bgcolor
 
 
 async def test_a_pane_title_repaints_its_border_line_only() -> None:
