@@ -422,10 +422,10 @@ async def test_the_status_line_styles_follow_a_theme_change() -> None:
         await pilot.pause()
         bar = app.status_bar
         names = sorted(bar.COMPONENT_CLASSES)
-        before = [bar.c(n) for n in names]
+        before = [bar.cstyle(n) for n in names]
         app.theme = "textual-light" if app.theme != "textual-light" else "nord"
         await pilot.pause()
-        after = [bar.c(n) for n in names]
+        after = [bar.cstyle(n) for n in names]
         assert after == [bar.get_component_rich_style(n, partial=True) for n in names]
         assert after != before
 

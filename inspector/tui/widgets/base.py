@@ -180,7 +180,7 @@ class LineView(ScrollView, can_focus=True):
     def cstyle(self, *names: str) -> Style:
         """A component class's rich style (partial: only what the class sets), cached until the styles change: a
         frame reads some ten per rendered row, and each read walks the widget's styles (the status line does the
-        same, `StatusBar.c`)."""
+        same, `TextLines.cstyle`)."""
         # before the widget's CSS is applied there are no component styles yet: render plain (caches are dropped
         # by notify_style_update when the styles arrive)
         style = self._cstyles.get(names)
@@ -606,12 +606,22 @@ class TextLines(Widget):
         self._text_lines: list[Strip] = []
         self._text_for: tuple[object, ...] | None = None  # (size) the lines were built for; None: rebuild
         self._line_strips: LRUCache[tuple[object, ...], Strip] = LRUCache(256)
+        self._cstyles: dict[str, Style] = {}
+
+    def cstyle(self, name: str) -> Style:
+        """A component class's rich style, cached until the styles change (a render reads a few dozen, several times
+        a second while streaming; each read walks the widget's styles)."""
+        style = self._cstyles.get(name)
+        if style is None:
+            style = self._cstyles[name] = self.get_component_rich_style(name, partial=True, default=Style())
+        return style
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
         if hasattr(self, "_line_strips"):  # (not before __init__ has made it)
             self._text_for = None
             self._line_strips.clear()
+            self._cstyles.clear()
 
     def _build_lines(self) -> list[Strip]:
         width = self.size.width

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rich.style import Style
 from rich.text import Text
 
 from inspector.core.fmt import duration
@@ -109,7 +108,6 @@ class StatusBar(TextLines):
         self.state: DashboardState | None = None
         self.info = StatusInfo()
         self._seen: tuple[object, ...] = ()
-        self._styles_seen: dict[str, Style] = {}
 
     def show(self, state: DashboardState, info: StatusInfo) -> None:
         key = (
@@ -130,26 +128,13 @@ class StatusBar(TextLines):
         self.state, self.info = state, info
         self.update_lines()  # (the lines that changed: while streaming, the counts of the first)
 
-    def c(self, name: str) -> Style:
-        """A component class's rich style, cached until the styles change (a render reads some 30 of them, 10 times
-        a second while streaming; each read walks the widget's styles)."""
-        style = self._styles_seen.get(name)
-        if style is None:
-            style = self._styles_seen[name] = self.get_component_rich_style(name, partial=True, default=Style())
-        return style
-
-    def notify_style_update(self) -> None:
-        super().notify_style_update()
-        if hasattr(self, "_styles_seen"):  # (not before __init__ has made it)
-            self._styles_seen.clear()
-
     def render(self) -> Text:
         state, info = self.state, self.info
         out = Text(no_wrap=True, overflow="ellipsis")
         line2 = Text(no_wrap=True, overflow="ellipsis")
-        sep = (" │ ", self.c("st--sep"))
+        sep = (" │ ", self.cstyle("st--sep"))
         narrow = self.size.width < 110
-        out.append(" Inspector" if narrow else " Stream Inspector", self.c("st--title"))
+        out.append(" Inspector" if narrow else " Stream Inspector", self.cstyle("st--title"))
         if state is None:
             out.append("  starting…")
             return out
@@ -164,41 +149,41 @@ class StatusBar(TextLines):
             "error": "st--bad",
             "cancelled": "st--paused",
         }.get(ls, "st--streaming")
-        out.append(STATE_LABEL.get(ls, ls), self.c(cls))
+        out.append(STATE_LABEL.get(ls, ls), self.cstyle(cls))
         if state.turns:
             out.append(*sep)
-            out.append("turn ", self.c("st--key"))
-            out.append(str(st.turn + 1), self.c("st--value"))
-            out.append(" · attempt " if not narrow else ".", self.c("st--key"))
-            out.append(str(st.attempt + 1), self.c("st--value"))
+            out.append("turn ", self.cstyle("st--key"))
+            out.append(str(st.turn + 1), self.cstyle("st--value"))
+            out.append(" · attempt " if not narrow else ".", self.cstyle("st--key"))
+            out.append(str(st.attempt + 1), self.cstyle("st--value"))
         spent = "" if narrow else cost_label(state)  # the session's so far: `$0.0163 · cache 0%` (80x24: no room)
         if spent == "pricing…":  # the rest on the next frames
             self.set_timer(0.05, self.update_lines)
         if spent:
             out.append(*sep)
-            out.append(spent, self.c("st--value"))
+            out.append(spent, self.cstyle("st--value"))
         out.append(*sep)
         if info.cursor is not None:
-            out.append(f"◀ viewing event {info.cursor} of {info.total_events} ", self.c("st--travel"))
+            out.append(f"◀ viewing event {info.cursor} of {info.total_events} ", self.cstyle("st--travel"))
             if info.live_state:  # the past's figures, the present's loop state: never mixed up
                 live = STATE_LABEL.get(info.live_state, info.live_state).split(" ", 1)[-1]
-                out.append(f"· loop {live} ", self.c("st--travel"))
+                out.append(f"· loop {live} ", self.cstyle("st--travel"))
             if not narrow:
-                out.append("  ←/→ home end=live", self.c("st--key"))
+                out.append("  ←/→ home end=live", self.cstyle("st--key"))
         else:
-            out.append("event ", self.c("st--key"))
-            out.append(f"{st.events}", self.c("st--value"))
-            out.append(f" of {info.total_events}" if not narrow else f"/{info.total_events}", self.c("st--key"))
+            out.append("event ", self.cstyle("st--key"))
+            out.append(f"{st.events}", self.cstyle("st--value"))
+            out.append(f" of {info.total_events}" if not narrow else f"/{info.total_events}", self.cstyle("st--key"))
         if info.speed:
             out.append(*sep)
             if not narrow:
-                out.append("speed ", self.c("st--key"))
-            out.append(info.speed, self.c("st--value"))
+                out.append("speed ", self.cstyle("st--key"))
+            out.append(info.speed, self.cstyle("st--value"))
         out.append(*sep)
         src = source_label(st.source) if st.source else ("replay" if info.replay else "…")
-        out.append(src, self.c("st--source"))
+        out.append(src, self.cstyle("st--source"))
         if st.model and not narrow:
-            out.append(f" · {st.model}", self.c("st--source"))
+            out.append(f" · {st.model}", self.cstyle("st--source"))
         first, out = out, line2
         a = state.current_attempt
         metrics: list[tuple[str, str]] = []
@@ -225,21 +210,23 @@ class StatusBar(TextLines):
 
         out.append(" ")
         if ls == "waiting_retry" and st.last_try:
-            out.append(try_label(st.last_try), self.c("st--paused"))
-            out.append(" │ " if metrics else "", self.c("st--sep"))
+            out.append(try_label(st.last_try), self.cstyle("st--paused"))
+            out.append(" │ " if metrics else "", self.cstyle("st--sep"))
         for i, (k, v) in enumerate(metrics):
             if i:
-                out.append(" · ", self.c("st--sep"))
-            out.append(f"{k} ", self.c("st--key"))
-            out.append(v, self.c("st--value"))
+                out.append(" · ", self.cstyle("st--sep"))
+            out.append(f"{k} ", self.cstyle("st--key"))
+            out.append(v, self.cstyle("st--value"))
         if info.timing_note:
             out.append("   ")
-            out.append(f"⚠ {info.timing_note}", self.c("st--paused"))
+            out.append(f"⚠ {info.timing_note}", self.cstyle("st--paused"))
         problem = info.note or (st.error if st.loop_state in ("error", "cancelled") else "")
         if problem:
             out.append("   ")
-            out.append(problem, self.c("st--bad") if st.loop_state == "error" or info.note else self.c("st--paused"))
-            out.append("  (r restart · q quit)", self.c("st--key"))
+            out.append(
+                problem, self.cstyle("st--bad") if st.loop_state == "error" or info.note else self.cstyle("st--paused")
+            )
+            out.append("  (r restart · q quit)", self.cstyle("st--key"))
         width = max(1, self.size.width)
         for line in (first, out):
             line.truncate(width, overflow="ellipsis")

@@ -11,7 +11,6 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.geometry import Size
@@ -152,7 +151,6 @@ class Timeline(TextLines):
         self._figs: dict[int, tuple[tuple[object, ...], TurnFigures]] = {}
         self._figs_state: DashboardState | None = None
         self.tooltip = EXPLAIN
-        self._cstyles: dict[str, Style] = {}
 
     def show(self, state: DashboardState, now: float, live: bool) -> None:
         limit = max(1, self.app.size.height)
@@ -204,18 +202,6 @@ class Timeline(TextLines):
         if key is not None:
             self._figs[turn] = (key, fig)
         return fig
-
-    def cstyle(self, name: str) -> Style:
-        """A component class's rich style, cached until the styles change (a frame reads some 50)."""
-        style = self._cstyles.get(name)
-        if style is None:
-            style = self._cstyles[name] = self.get_component_rich_style(name, partial=True, default=Style())
-        return style
-
-    def notify_style_update(self) -> None:
-        super().notify_style_update()
-        if hasattr(self, "_cstyles"):  # (not before __init__ has made it)
-            self._cstyles.clear()
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return self._wanted
