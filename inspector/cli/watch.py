@@ -160,7 +160,7 @@ def _headless(launched: Launched[WatchSession], what: str, record: str | None) -
         err(f"inspector watch: cannot run {launched.argv[0]}: {e.strerror or e}")
         return EXIT_USAGE
     status = launched.wait()
-    launched.stop_session()
+    launched.stop_session(reason=f"the command exited with status {status}")
     sink.close()
     return status
 

@@ -47,13 +47,14 @@ def exit_status(returncode: int) -> int:
 
 class WatchedSession(Protocol):
     """What ``Launched`` needs of the session serving the command (a WatchSession): the listening socket the
-    command's base URLs point at, ``run()`` on the session's own loop until ``stop()``."""
+    command's base URLs point at, ``run()`` on the session's own loop until ``stop()``: with a reason, the
+    session's normal end (the command exited), else a stop from outside (cancelled)."""
 
     sock: socket.socket
 
     async def run(self) -> object: ...
 
-    def stop(self) -> None: ...
+    def stop(self, reason: str | None = None) -> None: ...
 
 
 # a standard stream of the command, as subprocess.Popen takes it: inherited (None), a file, or PIPE/DEVNULL/STDOUT
@@ -103,10 +104,12 @@ class Launched(Generic[S]):
         self._thread.start()
         self._started.wait(10)
 
-    def stop_session(self, timeout: float = 30.0) -> None:
+    def stop_session(self, timeout: float = 30.0, reason: str | None = None) -> None:
+        """Stop the session and wait for its thread. ``reason``: why it ends normally (the command exited); without
+        one, the session ends as cancelled."""
         if self._loop is not None and self._thread is not None and self._thread.is_alive():
             with contextlib.suppress(RuntimeError):  # the loop already closed
-                self._loop.call_soon_threadsafe(self.session.stop)
+                self._loop.call_soon_threadsafe(self.session.stop, reason)
             self._thread.join(timeout)
 
     # --- the command ----------------------------------------------------------------------------------------------

@@ -99,6 +99,7 @@ class WatchSession:
         self.events = 0
         self.controller = WatchController(self)
         self._stop = asyncio.Event()  # set by cancel(), even before run() starts
+        self.stop_reason: str | None = None  # why the session ended normally (stop(reason)); None: cancelled
         self.bus.subscribe(self._count)
 
     @property
@@ -123,7 +124,11 @@ class WatchSession:
         if self.pacer is not None:
             self.pacer.faster() if direction > 0 else self.pacer.slower()
 
-    def stop(self) -> None:
+    def stop(self, reason: str | None = None) -> None:
+        """End the session. With a ``reason`` (the watched command exited) it ends as finished, saying why; without
+        one (a stop from outside), as cancelled."""
+        if reason is not None and not self._stop.is_set():
+            self.stop_reason = reason
         self._stop.set()
 
     async def run(self) -> Any:
@@ -150,9 +155,10 @@ class WatchSession:
         error = None
         if serving.done() and not serving.cancelled() and serving.exception() is not None:
             error = f"server stopped: {serving.exception()}"
-        status = "error" if error else "cancelled"
-        self.state = LoopState.ERROR if error else LoopState.CANCELLED
-        self.bus.publish(O.LoopStateChanged(self.proxy.now(), self.state, error or "stopped"))
+        reason = self.stop_reason
+        status = "error" if error else "finished" if reason else "cancelled"
+        self.state = LoopState.ERROR if error else LoopState.FINISHED if reason else LoopState.CANCELLED
+        self.bus.publish(O.LoopStateChanged(self.proxy.now(), self.state, error or reason or "stopped"))
         self.bus.publish(O.LoopFinished(self.proxy.now(), status, self.proxy.turns, [], [], error))
         return type("WatchResult", (), {"status": status, "error": error})()
 

@@ -35,6 +35,8 @@ def test_the_example_agent_runs_offline_against_serve_and_is_recorded(tmp_path: 
     ends = [x for x in lines if x["kind"] == "end"]
     assert len(requests) == 6 and len(ends) == 6  # two turns of three conversations, each attempt ended
     assert "sk-ant-offline-example" not in rec.read_text()
+    # the command exited: the session's normal end, not a cancellation
+    assert out.stderr.rstrip().endswith("finished after 6 turns"), out.stderr[-500:]
 
 
 def test_the_environment_and_the_exit_status_pass_through(tmp_path: Path) -> None:

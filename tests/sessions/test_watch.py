@@ -77,6 +77,28 @@ async def test_serve_session_shows_what_clients_get_and_infers_their_tools() -> 
     assert KEY not in repr([o.to_json() for o in seen])
 
 
+async def test_a_stop_with_a_reason_is_the_sessions_normal_end_and_a_stop_without_one_a_cancellation() -> None:
+    """`inspector watch` stops its session with a reason when the command exited: the session finished (the
+    dashboard, the headless lines and the recording say so), and the reason is the final state's detail. A stop
+    from outside (no reason; the controller's cancel) is a cancellation."""
+    for reason, status, state in (
+        ("the command exited with status 0", "finished", LoopState.FINISHED),
+        (None, "cancelled", LoopState.CANCELLED),
+    ):
+        session = serve_session("weather", None, speed=math.inf, host="127.0.0.1", port=0)
+        seen: list[O.Observation] = []
+        session.bus.subscribe(seen.append)
+        runner = asyncio.ensure_future(session.run())
+        session.stop(reason)
+        session.stop("a later reason does not replace the first stop's")
+        result = await asyncio.wait_for(runner, 30)
+        assert result.status == status and session.state == state
+        last_state = [o for o in seen if isinstance(o, O.LoopStateChanged)][-1]
+        assert last_state.state == state and last_state.detail == (reason or "stopped")
+        finished = seen[-1]
+        assert isinstance(finished, O.LoopFinished) and finished.status == status and finished.error is None
+
+
 async def test_watch_controller_cancel_before_any_request_stops_cleanly() -> None:
     session = serve_session("weather", None, speed=math.inf, host="127.0.0.1", port=0)
     session.controller.cancel()  # before it even started: run() ends at once, cleanly
