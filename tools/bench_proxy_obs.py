@@ -42,6 +42,31 @@ def stream(deltas: int) -> list[bytes]:
     return [e + b"\n\n" for e in body.split(b"\n\n") if e]  # one read per event
 
 
+async def post(proxy: ProxyApp, body: bytes, key: str) -> None:
+    """One POST /v1/messages with ``body`` and the key, straight into the proxy's ASGI handler (no socket); the
+    client stays connected until the answer is over, and what the proxy sends it is dropped."""
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/v1/messages",
+        "raw_path": b"/v1/messages",
+        "query_string": b"",
+        "headers": [(b"content-type", b"application/json"), (b"x-api-key", key.encode())],
+    }
+    sent = asyncio.Event()
+
+    async def receive() -> dict:
+        if sent.is_set():
+            await asyncio.Event().wait()  # the client stays
+        sent.set()
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: dict) -> None:
+        pass
+
+    await proxy._handle(scope, receive, send)
+
+
 async def one(chunks: list[bytes], record: bool, bus: bool) -> float:
     class Body(httpx2.AsyncByteStream):
         async def __aiter__(self):
@@ -58,27 +83,8 @@ async def one(chunks: list[bytes], record: bool, bus: bool) -> float:
         bus=O.ObservationBus() if bus else None,
     )
     req = orjson.dumps({"model": "m", "max_tokens": 5, "stream": True, "messages": [{"role": "user", "content": "hi"}]})
-    scope = {
-        "type": "http",
-        "method": "POST",
-        "path": "/v1/messages",
-        "raw_path": b"/v1/messages",
-        "query_string": b"",
-        "headers": [(b"content-type", b"application/json"), (b"x-api-key", KEY.encode())],
-    }
-    sent = asyncio.Event()
-
-    async def receive():
-        if sent.is_set():
-            await asyncio.Event().wait()  # the client stays
-        sent.set()
-        return {"type": "http.request", "body": req, "more_body": False}
-
-    async def send(message) -> None:
-        pass
-
     t = time.process_time()
-    await proxy._handle(scope, receive, send)
+    await post(proxy, req, KEY)
     proxy.close()
     elapsed = time.process_time() - t
     await proxy.aclose()

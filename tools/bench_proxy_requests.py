@@ -27,6 +27,7 @@ from typing import Any
 
 import httpx2
 import orjson
+from bench_proxy_obs import post  # (tools/ is on the path when a bench runs as a script)
 
 from inspector.net.proxy import ProxyApp
 from inspector.observe import observations as O
@@ -66,27 +67,8 @@ async def run(conversations: int, turns: int, record: bool, bus: bool) -> list[l
         times: list[float] = []
         for turn in range(turns):
             body = orjson.dumps({"model": "m", "max_tokens": 256, "stream": True, "tools": TOOLS, "messages": messages})
-            scope = {
-                "type": "http",
-                "method": "POST",
-                "path": "/v1/messages",
-                "raw_path": b"/v1/messages",
-                "query_string": b"",
-                "headers": [(b"content-type", b"application/json"), (b"x-api-key", KEY.encode())],
-            }
-            sent = asyncio.Event()
-
-            async def receive(body: bytes = body, sent: asyncio.Event = sent) -> dict[str, Any]:
-                if sent.is_set():
-                    await asyncio.Event().wait()  # the client stays
-                sent.set()
-                return {"type": "http.request", "body": body, "more_body": False}
-
-            async def send(message: dict[str, Any]) -> None:
-                pass
-
             t = time.process_time()
-            await proxy._handle(scope, receive, send)
+            await post(proxy, body, KEY)
             times.append(time.process_time() - t)
             tid = f"toolu_{turn:04d}"
             messages = [

@@ -98,6 +98,20 @@ def test_values_orjson_cannot_write_are_walked() -> None:
     assert redact(sub, [KEY]) == sub
 
 
+@pytest.mark.parametrize("depth", [253, 254, 300])
+def test_a_value_nested_past_orjsons_limit_is_walked_not_called_clean(depth: int) -> None:
+    """orjson refuses to write more than 254 levels: the precheck must then say "may hold a secret" (the walk
+    decides), never "clean", whether the secret sits at the bottom, in a key, or JSON-escaped there."""
+    for leaf in (KEY, {KEY: 1}, _u_escaped(KEY)):
+        value: Any = [leaf]
+        for _ in range(depth):
+            value = [value]
+        out = redact(value, [KEY])
+        for _ in range(depth):
+            out = out[0]
+        assert out == [REDACTED] or out == [{REDACTED: 1}], (depth, out)
+
+
 def test_a_backslash_with_no_secret_stays_clean() -> None:
     value = {"code": "print('a\\nb')", "path": "C:\\Users\\x", "esc": "\\u0041\\u0042"}
     assert json_clean(value, [KEY])
