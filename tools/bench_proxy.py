@@ -43,6 +43,20 @@ TICK = os.sysconf("SC_CLK_TCK")
 # ----------------------------------------------------------------------------------------------- processes
 
 
+def launch(root: Path) -> dict:
+    """How a server process of the tree at ``root`` is started (``subprocess`` keywords)."""
+    # the working directory too: `python -m` puts it first on sys.path, ahead of PYTHONPATH
+    return {"env": dict(os.environ, PYTHONPATH=str(root), PYTHONUNBUFFERED="1"), "cwd": root}
+
+
+def check_tree(root: Path) -> None:
+    """Fail unless a process started as :func:`launch` says runs ``root``'s own package."""
+    code = "import inspector, sys; sys.stdout.write(inspector.__file__)"
+    got = subprocess.run([PY, "-c", code], capture_output=True, text=True, check=True, **launch(root)).stdout
+    if not Path(got).resolve().is_relative_to(root.resolve()):
+        raise SystemExit(f"bench_proxy: the tree {root} would run {got}")
+
+
 class Proc:
     def __init__(
         self,
@@ -51,13 +65,12 @@ class Proc:
         url: str | None = None,
         root: Path = ROOT,
     ) -> None:
-        env = dict(os.environ, PYTHONPATH=str(root), PYTHONUNBUFFERED="1")
         self.p = subprocess.Popen(
             args,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE if os.environ.get("BENCH_STDERR") else subprocess.DEVNULL,
             text=True,
-            env=env,
+            **launch(root),
         )
         self.url = url
         if url is None:
@@ -437,4 +450,7 @@ if __name__ == "__main__":
     ap.add_argument(
         "--mitm-venv", default="/tmp/bench-mitm", help="the venv mitmproxy lives in (default /tmp/bench-mitm)"
     )
-    asyncio.run(main(ap.parse_args()))
+    args = ap.parse_args()
+    for tree in (ROOT, *([args.compare] if args.compare else [])):
+        check_tree(tree)  # each contender runs its own tree's package (never this one's by accident)
+    asyncio.run(main(args))

@@ -1,5 +1,6 @@
 """`inspector watch` at scale: N concurrent conversations of T turns (a fake agent written here, raw HTTP over
-httpx2), through `watch --headless --record` in front of `inspector serve --speed max` with a T-turn tool scenario.
+httpx2), through `watch --headless --record` in front of `inspector serve --speed max` (``--speed 1``: at real
+pacing, ~0.4 s to the first byte) with a T-turn tool scenario.
 
     python tools/bench_watch.py [--conversations 50] [--turns 20] [--json] [--compare OTHER_TREE]
                                 [--single-rounds 3] [--rounds N] [--pin]
@@ -138,7 +139,7 @@ def q(xs: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, int(p * len(xs)))] if xs else float("nan")
 
 
-def start_serve(scenario: Path) -> tuple[subprocess.Popen, str]:
+def start_serve(scenario: Path, speed: str = "max") -> tuple[subprocess.Popen, str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
     p = subprocess.Popen(
         [
@@ -149,7 +150,7 @@ def start_serve(scenario: Path) -> tuple[subprocess.Popen, str]:
             "--scenario",
             str(scenario),
             "--speed",
-            "max",
+            speed,
             "--quiet",
             "--history",
             "100000",
@@ -181,13 +182,19 @@ def rss_sampler(pid: int, peak: list[int], stop: threading.Event) -> None:
         time.sleep(0.05)
 
 
+def agent_env(root: Path) -> dict[str, str]:
+    """The environment of a run (watch from the tree at ``root``, and the agent): watch also starts in ``root``,
+    since `python -m` puts the working directory first on sys.path, ahead of PYTHONPATH."""
+    return dict(os.environ, PYTHONPATH=str(root), PYTHONUNBUFFERED="1")
+
+
 def run_agent(
     n: int, t: int, tmp: Path, upstream: str, *, through_watch: bool, record: Path | None, root: Path = ROOT
 ) -> dict:
     agent = tmp / "agent.py"
     agent.write_text(AGENT)
     out = tmp / f"stats-{n}-{through_watch}-{time.monotonic_ns()}.json"
-    env = dict(os.environ, PYTHONPATH=str(root), PYTHONUNBUFFERED="1")
+    env = agent_env(root)
     if PIN is not None:
         env["BENCH_AGENT_CPUS"] = ",".join(map(str, sorted(PIN["load"])))
     argv = [PY, str(agent), str(n), str(t), str(out)]
@@ -201,6 +208,7 @@ def run_agent(
         p = subprocess.Popen(
             [*cmd, "--", *argv],
             env=env,
+            cwd=root,  # `python -m` puts the working directory first on sys.path: the tree's own package, not ours
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             preexec_fn=_pinned("proxy"),
@@ -217,6 +225,16 @@ def run_agent(
     wall = time.perf_counter() - t0
     stats = json.loads(out.read_text()) if out.exists() else []
     return {"rc": rc, "wall": wall, "stats": stats, "rss_mb": peak[0] / 1024, "cpu_s": cpu}
+
+
+def check_tree(root: Path) -> None:
+    """Fail unless a watch process started as :func:`run_agent` starts it runs ``root``'s own package."""
+    code = "import inspector, sys; sys.stdout.write(inspector.__file__)"
+    got = subprocess.run(
+        [PY, "-c", code], env=agent_env(root), cwd=root, capture_output=True, text=True, check=True
+    ).stdout
+    if not Path(got).resolve().is_relative_to(root.resolve()):
+        raise SystemExit(f"bench_watch: the tree {root} would run {got}")
 
 
 def exit_cpu(p: subprocess.Popen) -> float:
@@ -329,6 +347,7 @@ def main() -> int:
     ap.add_argument("--conversations", type=int, default=50)
     ap.add_argument("--turns", type=int, default=20)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--speed", default="max", help="serve's pacing (default max: no waits; 1: real time)")
     ap.add_argument("--single-rounds", type=int, default=3, help="runs of the single conversation, pooled (default 3)")
     ap.add_argument("--rounds", type=int, default=1, help="measure every tree this many times, interleaved")
     ap.add_argument("--compare", metavar="OTHER_TREE", help="also run watch from this checkout (e.g. the code before)")
@@ -346,11 +365,13 @@ def main() -> int:
             ap.error("--pin needs two CPUs")
         PIN = {"load": {cpus[0]}, "proxy": set(cpus[1:])}
     trees = {"this": ROOT, **({"compare": Path(a.compare).resolve()} if a.compare else {})}
+    for root in trees.values():
+        check_tree(root)
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         scen = tmp / "bench_steps.yaml"
         scen.write_text(scenario_yaml(a.turns))
-        serve, url = start_serve(scen)
+        serve, url = start_serve(scen, a.speed)
         try:
             run_agent(1, a.turns, tmp, url, through_watch=False, record=None)  # warm-up (imports, serve's caches)
             # the single conversation's p50 over --single-rounds runs (one run is only --turns samples)
