@@ -107,11 +107,11 @@ class Proc:
 
 
 def serve(speed: str, *extra: str) -> Proc:
-    return Proc([PY, "-m", "inspector.cli.serve", "--port", "0", "--speed", speed, "--quiet", "--lenient", *extra])
+    return Proc([PY, "-m", "inspector", "serve", "--port", "0", "--speed", speed, "--quiet", "--lenient", *extra])
 
 
 def proxy(upstream: str, record: str | None = None, root: Path = ROOT) -> Proc:
-    args = [PY, "-m", "inspector.cli.proxy", "--listen", "127.0.0.1:0", "--upstream", upstream, "--headless", "--quiet"]
+    args = [PY, "-m", "inspector", "proxy", "--listen", "127.0.0.1:0", "--upstream", upstream, "--headless", "--quiet"]
     return Proc(args + (["--record", record] if record else []), root=root)
 
 
