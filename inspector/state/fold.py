@@ -102,6 +102,7 @@ class DashboardState:
         self.tools: CowDict[ToolKey, ToolEntry] = CowDict()
         self.tool_order: list[ToolKey] = []
         self.transcript: list[TranscriptItem] = []
+        self._tx_turn: int | None = None  # the turn of the transcript's last turn rule (see _tx)
         self.diagnostics: list[DiagEntry] = []
         self.status = Status()
         self.attempt_first_row: dict[tuple[int, int], int] = {}
@@ -236,7 +237,7 @@ class DashboardState:
         self.status.last_try = entry
         m = Marker("try", obs.turn, obs.attempt, try_no=len(a.tries), failure=entry, version=self.n)
         self._marker(obs.t, m, F_MARKER | F_ERROR)
-        self.transcript.append(("note", ("try", obs.turn, entry), "warning"))
+        self._tx(obs.turn, ("note", ("try", obs.turn, entry), "warning"))
         self.rev_transcript = self.n
         self.rev_tools = self.n  # the timeline draws the tries and the waits
         self._touch_status()
@@ -245,14 +246,25 @@ class DashboardState:
         self.turns[obs.turn] = TurnEntry(obs.turn, obs.t, version=self.n)
         self.status.turn = obs.turn
         self.transcript.append(("turn", obs.turn))
+        self._tx_turn = obs.turn
         self.rev_transcript = self.n
         self._touch_status()
+
+    def _tx(self, turn: int, item: TranscriptItem) -> None:
+        """Append a transcript item of ``turn`` under that turn's rule. Concurrent conversations (a proxied session)
+        interleave their turns: when the last rule is another turn's, this turn's rule is repeated first, so that an
+        item is never shown under another turn (the transcript stays append-only)."""
+        if self._tx_turn != turn:
+            self.transcript.append(("turn", turn))
+            self._tx_turn = turn
+        self.transcript.append(item)
 
     def _turn(self, turn: int, t: float) -> TurnEntry:
         entry = self.turns.mutable(turn)
         if entry is None:  # tolerate a stream without TurnStarted
             entry = self.turns[turn] = TurnEntry(turn, t)
             self.transcript.append(("turn", turn))
+            self._tx_turn = turn
             self.rev_transcript = self.n
         return entry
 
@@ -275,7 +287,7 @@ class DashboardState:
         m = Marker(MARKER, obs.turn, obs.attempt, method=obs.method, path=_path(obs.url), version=self.n)
         self._marker(obs.t, m)
         if obs.attempt > 0:
-            self.transcript.append(("note", ("retry", obs.turn, obs.attempt), "warning"))
+            self._tx(obs.turn, ("note", ("retry", obs.turn, obs.attempt), "warning"))
             self.rev_transcript = self.n
         self._touch_status()
 
@@ -462,13 +474,13 @@ class DashboardState:
                 tool = self._new_tool(
                     tool_id, obs.name or "?", obs.turn, obs.attempt, obs.index, ToolState.STREAMING_INPUT, obs.t
                 )
-                self.transcript.append(("tool", tool.key))
+                self._tx(obs.turn, ("tool", tool.key))
         elif bt == "text":
-            self.transcript.append(("text", key))
+            self._tx(obs.turn, ("text", key))
         elif bt in ("thinking", "redacted_thinking"):
-            self.transcript.append(("thinking", key))
+            self._tx(obs.turn, ("thinking", key))
         else:
-            self.transcript.append(("block", key))
+            self._tx(obs.turn, ("block", key))
         self.rev_transcript = self.n
 
     def _new_tool(
@@ -617,7 +629,7 @@ class DashboardState:
         tool = self.tools.mutable(self._tool_key(obs.turn, obs.id))
         if tool is None:
             tool = self._new_tool(obs.id, obs.name, obs.turn, obs.attempt, obs.index, state, obs.t)
-            self.transcript.append(("tool", tool.key))
+            self._tx(obs.turn, ("tool", tool.key))
             self.rev_transcript = self.n
         return tool
 
@@ -694,12 +706,13 @@ class DashboardState:
         a.t_end, a.status, a.reason, a.outcome, a.version = obs.t, obs.status, obs.reason, obs.outcome, self.n
         self._buffering(a, obs.t)
         if obs.status != "complete":
-            self.transcript.append(
+            self._tx(
+                obs.turn,
                 (
                     "note",
                     ("attempt_ended", obs.turn, obs.attempt, obs.status, obs.reason),
                     "error" if obs.status == "failed" else "warning",
-                )
+                ),
             )
             self.rev_transcript = self.n
             self.rev_events = self.n  # rows of a failed attempt are shaded

@@ -341,3 +341,46 @@ def test_any_interleaving_of_conversations_with_the_same_tool_ids_keeps_each_one
             assert (a.conversation, a.turn % k) == (cid, j)
             assert (a.state, a.result_summary, a.input, a.history) == (b.state, b.result_summary, b.input, b.history)
             assert not a.result_summary or a.result_summary.startswith(f"{cid}: ")
+
+
+def _item_turn(state: DashboardState, item: tuple) -> int | None:
+    """The turn a transcript item belongs to (None: the session's own, e.g. the loop's end)."""
+    kind = item[0]
+    if kind in ("text", "thinking", "block"):
+        return int(item[1][0])
+    if kind == "tool":
+        return state.tools[item[1]].turn
+    if kind == "note" and item[1][0] in ("try", "retry", "attempt_ended"):
+        return int(item[1][1])
+    return None
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(st.integers(2, 5), st.randoms(use_true_random=False))
+def test_any_interleaving_shows_every_transcript_item_under_its_own_turns_rule(k: int, rnd: random.Random) -> None:
+    """Concurrent conversations interleave their turns (a proxied session): each text, tool and note of the
+    transcript (the Assistant pane) comes after a rule of its own turn, never under the rule of a turn that merely
+    started later (3 concurrent conversations put all three first turns' text under the third's rule)."""
+    per = [
+        [o for o in interleaved_conversations(k) if (turn := getattr(o, "turn", None)) is not None and turn % k == j]
+        for j in range(k)
+    ]
+    merged: list[O.Observation] = []
+    cursors = [0] * k
+    while any(cursors[j] < len(per[j]) for j in range(k)):
+        j = rnd.choice([j for j in range(k) if cursors[j] < len(per[j])])
+        merged.append(per[j][cursors[j]])
+        cursors[j] += 1
+    state = fold(merged)
+    rule = None
+    items = 0
+    for item in state.transcript:
+        if item[0] == "turn":
+            rule = item[1]
+            continue
+        turn = _item_turn(state, item)
+        if turn is not None:
+            items += 1
+            assert turn == rule, (item, rule)
+    assert items >= 2 * k  # every conversation's two turns have their text or tools in it
+    assert {it[1] for it in state.transcript if it[0] == "turn"} == set(range(2 * k))  # every turn has its rule
