@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -111,11 +112,8 @@ def test_checkpoints_copy_the_table() -> None:
     assert live.conversations.by_id["c1"].tokens_in == 1850 + 2630
 
 
-@settings(max_examples=examples(30), deadline=None)
-@given(st.integers(1, 6), st.randoms(use_true_random=False))
-def test_any_interleaving_gives_each_conversation_its_own_turns(k: int, rnd: random.Random) -> None:
-    """Whatever order the conversations' observations arrive in (each in its own order), each entry and each
-    filtered view count only that conversation's turns and tokens."""
+def shuffled_conversations(k: int, rnd: random.Random) -> list[O.Observation]:
+    """k conversations' observations (their turns), merged in a random order that keeps each one's own order."""
     per = [
         [o for o in interleaved_conversations(k) if (turn := getattr(o, "turn", None)) is not None and turn % k == j]
         for j in range(k)
@@ -126,6 +124,15 @@ def test_any_interleaving_gives_each_conversation_its_own_turns(k: int, rnd: ran
         j = rnd.choice([j for j in range(k) if cursors[j] < len(per[j])])
         merged.append(per[j][cursors[j]])
         cursors[j] += 1
+    return merged
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(st.integers(1, 6), st.randoms(use_true_random=False))
+def test_any_interleaving_gives_each_conversation_its_own_turns(k: int, rnd: random.Random) -> None:
+    """Whatever order the conversations' observations arrive in (each in its own order), each entry and each
+    filtered view count only that conversation's turns and tokens."""
+    merged = shuffled_conversations(k, rnd)
     table = ConversationTable()
     for o in merged:
         table.apply(o)
@@ -343,7 +350,7 @@ def test_any_interleaving_of_conversations_with_the_same_tool_ids_keeps_each_one
             assert not a.result_summary or a.result_summary.startswith(f"{cid}: ")
 
 
-def _item_turn(state: DashboardState, item: tuple) -> int | None:
+def _item_turn(state: DashboardState, item: tuple[Any, ...]) -> int | None:
     """The turn a transcript item belongs to (None: the session's own, e.g. the loop's end)."""
     kind = item[0]
     if kind in ("text", "thinking", "block"):
@@ -361,16 +368,7 @@ def test_any_interleaving_shows_every_transcript_item_under_its_own_turns_rule(k
     """Concurrent conversations interleave their turns (a proxied session): each text, tool and note of the
     transcript (the Assistant pane) comes after a rule of its own turn, never under the rule of a turn that merely
     started later (3 concurrent conversations put all three first turns' text under the third's rule)."""
-    per = [
-        [o for o in interleaved_conversations(k) if (turn := getattr(o, "turn", None)) is not None and turn % k == j]
-        for j in range(k)
-    ]
-    merged: list[O.Observation] = []
-    cursors = [0] * k
-    while any(cursors[j] < len(per[j]) for j in range(k)):
-        j = rnd.choice([j for j in range(k) if cursors[j] < len(per[j])])
-        merged.append(per[j][cursors[j]])
-        cursors[j] += 1
+    merged = shuffled_conversations(k, rnd)
     state = fold(merged)
     rule = None
     items = 0
