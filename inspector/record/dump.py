@@ -444,6 +444,28 @@ def _v(value: Any) -> str:
     return "-" if value is None else str(value)
 
 
+def _reads(t: dict[str, Any]) -> str:
+    reads, size = t["reads"], t["bytes"]
+    return f"{reads} read{'' if reads == 1 else 's'}, {size} byte{'' if size == 1 else 's'}"
+
+
+def _wire_stop(t: dict[str, Any]) -> str:
+    """An OpenAI turn's own words for how it stopped, beside the neutral stop_reason it maps to: `` (finish_reason
+    tool_calls)`` for Chat Completions (every choice's, in order), `` (status incomplete: max_output_tokens)`` for
+    Responses; "" for an Anthropic turn (its stop_reason is the wire's) or when the wire said nothing."""
+    msg = t.get("message")
+    if t.get("assembled") is None or not isinstance(msg, dict):
+        return ""
+    if t.get("family") == "openai_chat":
+        said = [c.get("finish_reason") for c in _list(msg.get("choices")) if isinstance(c, dict)]
+        words = [w for w in said if isinstance(w, str)]
+        return f" (finish_reason {', '.join(words)})" if words else ""
+    if t.get("family") == "openai_responses" and isinstance(msg.get("status"), str):
+        why = _dict(msg.get("incomplete_details")).get("reason")
+        return f" (status {msg['status']}{f': {why}' if isinstance(why, str) else ''})"
+    return ""
+
+
 def _format_turn(t: dict[str, Any], failed: bool = False) -> list[str]:
     m = t.get("assembled") or t["message"]  # (an OpenAI turn: its neutral blocks, in the same layout)
     # people count turns and attempts from 1 (as the dashboard shows them); JSON keeps 0-based indices
@@ -459,13 +481,13 @@ def _format_turn(t: dict[str, Any], failed: bool = False) -> list[str]:
         error = t.get("error") or {}
         lines = [
             head,
-            f"  error {_v(error.get('type'))}: {_v(error.get('message'))}  {t['reads']} reads, {t['bytes']} bytes",
+            f"  error {_v(error.get('type'))}: {_v(error.get('message'))}  {_reads(t)}",
         ]
         return lines + _format_diagnostics(t)
     kind = " (JSON, not streamed)" if t.get("body") == "json" else ""
     lines = [
         head,
-        f"  message {_v(m.get('id'))}  model {_v(m.get('model'))}  {t['reads']} reads, {t['bytes']} bytes{kind}",
+        f"  message {_v(m.get('id'))}  model {_v(m.get('model'))}  {_reads(t)}{kind}",
     ]
     for i, b in enumerate(m.get("content") or []):
         if not isinstance(b, dict):
@@ -494,7 +516,8 @@ def _format_turn(t: dict[str, Any], failed: bool = False) -> list[str]:
                 lines.append(f"  [{i}] {bt} {name} {bid}: {short(b.get('input'), 200, ellipsis='...')}")
         else:
             lines.append(f"  [{i}] {bt}")
-    lines.append(f"  stop_reason: {_v(m.get('stop_reason'))}  stop_sequence: {_v(m.get('stop_sequence'))}")
+    stop = f"{_v(m.get('stop_reason'))}{_wire_stop(t)}"
+    lines.append(f"  stop_reason: {stop}  stop_sequence: {_v(m.get('stop_sequence'))}")
     u = m.get("usage") if isinstance(m.get("usage"), dict) else {}
     usage = ", ".join(f"{k} {_v(v)}" for k, v in u.items() if not isinstance(v, dict))
     lines.append(f"  usage: {usage or '-'}")

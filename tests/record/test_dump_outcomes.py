@@ -149,6 +149,13 @@ def test_max_tokens_inside_a_tool_call_is_truncated(tmp_path: Path) -> None:
     assert turn["outcome"] == "truncated"
 
 
+def test_a_single_read_is_one_read_and_an_anthropic_stop_reason_is_said_alone(tmp_path: Path) -> None:
+    path = write(tmp_path / "r.jsonl", [(0, 0, 200, "text/event-stream", [sse(*text_turn("Hi."))])])
+    text = format_turns(dump_turns(read_recording(path)))
+    assert "  1 read, " in text and "1 reads" not in text and "Hi." in text
+    assert "stop_reason: end_turn  stop_sequence" in text  # the wire's own reason: no "(finish_reason ...)"
+
+
 def test_sse_turns_keep_their_outcomes(tmp_path: Path) -> None:
     path = write(tmp_path / "r.jsonl", [(0, 0, 200, "text/event-stream", [sse(*tool_turn(['{"a": 1}']))])])
     [turn] = dump_turns(read_recording(path))

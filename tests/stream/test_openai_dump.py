@@ -65,8 +65,16 @@ def test_the_text_dump_shows_an_openai_turn_in_the_same_layout(capsys: Any, tmp_
     assert main(["dump", str(path)]) == 0
     out, _ = capsys.readouterr()
     assert "tool_use weather" in out and "San Francisco" in out
-    assert "stop_reason: tool_use" in out
+    assert "stop_reason: tool_use (finish_reason tool_calls)" in out  # the neutral reason, and the wire's words
     assert format_turns([]) == ""
+
+
+def test_the_text_dump_says_a_responses_turns_status_beside_its_stop_reason(capsys: Any, tmp_path: Any) -> None:
+    path = tmp_path / "stream.sse"
+    path.write_bytes(RESPONSES.data)
+    assert main(["dump", str(path)]) == 0
+    out, _ = capsys.readouterr()
+    assert "stop_reason: tool_use (status completed)" in out
 
 
 @pytest.mark.parametrize("s", CORPUS, ids=lambda s: s.name)
