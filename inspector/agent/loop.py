@@ -8,6 +8,7 @@ subscriber: observations are delivered inline to cheap callbacks (see `Observati
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 import math
@@ -64,6 +65,21 @@ class LoopError(Exception):
     """Unrecoverable: the loop ends in the error state with this message."""
 
 
+def _turned_types() -> frozenset[type]:
+    """The observation classes with a ``turn`` field (``LoopConfig.turn_base`` renumbers it)."""
+    seen: set[type] = set()
+    todo = [O.Observation]
+    while todo:
+        cls = todo.pop()
+        todo += cls.__subclasses__()
+        if dataclasses.is_dataclass(cls) and any(f.name == "turn" for f in dataclasses.fields(cls)):
+            seen.add(cls)
+    return frozenset(seen)
+
+
+_TURNED = _turned_types()
+
+
 @dataclass
 class LoopConfig:
     model: str
@@ -81,6 +97,9 @@ class LoopConfig:
     tool_definitions: list[dict[str, Any]] | None = None  # as sent; default: each ToolSpec.definition()
     secrets: list[str] = field(default_factory=list, repr=False)  # (the API key) redacted from every observation
     source: dict[str, Any] = field(default_factory=dict)
+    # the number its observations give this loop's first turn: a replay of many conversations runs one loop per
+    # conversation on one bus, one after the other, and their turns follow each other there (0: a bus of its own)
+    turn_base: int = 0
     # backoff between our retries: min(0.5 * 2**n, 8) s with jitter; scaled by the pacer for scripted sources
     backoff_base: float = 0.5
     backoff_max: float = 8.0
@@ -236,6 +255,10 @@ class AgentLoop:
     def _pub(self, obs: O.Observation) -> None:
         # a relay may echo the key (in an error event, a header, the stream), even split across reads or deltas:
         # never pass it on (the publisher holds back what could begin it; without secrets it passes everything)
+        base = self.config.turn_base
+        if base and type(obs) in _TURNED:  # (the loop numbers its own turns from 0: its bus's numbers are later)
+            turn: int = obs.turn  # type: ignore[attr-defined]
+            obs = dataclasses.replace(obs, turn=turn + base)  # type: ignore[call-arg]
         self._publisher.publish(obs)
 
     def _set_state(self, state: str, detail: str = "") -> None:
@@ -448,7 +471,7 @@ class AgentLoop:
                     "id": c.id,
                     "name": c.name,
                     "state": c.state.value,
-                    "turn": c.turn,
+                    "turn": c.turn + self.config.turn_base,
                     "attempt": c.attempt,
                     "queued_at": _rel(c.queued_at, self._t0),
                     "started_at": _rel(c.started_at, self._t0),

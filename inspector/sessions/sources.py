@@ -443,6 +443,7 @@ class ConversationReplay(Session):
     ``LoopStarted`` too. The result is the first that did not finish (else the last)."""
 
     def __init__(self, parts: list[tuple[str, list[tuple[int, int]], Session]], source: dict[str, Any]) -> None:
+        """``parts``: per conversation, its id, its (session turn, its own turn) pairs and its session."""
         super().__init__(parts[0][2].loop, source)
         self.parts = parts
         self.stopped = False
@@ -459,8 +460,8 @@ class ConversationReplay(Session):
             if self.stopped:
                 break
             self.loop = part.loop
-            for turn, attempt in turns:
-                part.bus.publish(O.ConversationAssigned(0.0, turn, cid, turn, attempt, "replay"))
+            for turn, own in turns:
+                part.bus.publish(O.ConversationAssigned(0.0, turn, cid, own, 0, "replay"))
             result = await part.run()
             if worst is None and result.status != "finished":
                 worst = result
@@ -518,12 +519,17 @@ def replay_session(
         shared = bus if bus is not None else O.ObservationBus()
         parts = []
         names = [cid for cid, _ in split]
+        base = 0
         for cid, sub in split:
             part = replay_session(sub, speed=speed, clock=clock, bus=shared, label=label)
             part.loop.config.source = {**part.loop.config.source, "conversation": cid, "conversations": names}
             part.source = part.loop.config.source
-            # the loop's turns are this conversation's turns, from 0 (the loop numbers its own)
-            turns = [(k, 0) for k in range(len(sub.turns))]
+            # the loop numbers its own turns from 0; on the shared bus they follow the conversations before it, as
+            # in the proxy's session (a turn number is one turn of one conversation: the panes' "all" view keys
+            # blocks, attempts and turns by it), and each one's ConversationAssigned gives its number there
+            part.loop.config.turn_base = base
+            turns = [(base + k, k) for k in range(len(sub.turns))]
+            base += len(sub.turns)
             parts.append((cid, turns, part))
         source = {**parts[0][2].source}
         source.pop("conversation", None)

@@ -14,6 +14,7 @@ from inspector.observe import observations as O
 from inspector.record.recording import RecordingWriter, read_recording
 from inspector.record.replay import split_conversations
 from inspector.sessions.sources import ConversationReplay, replay_session
+from inspector.state.fold import DashboardState
 from inspector.testing.loop import Lines
 from inspector.testing.streamgen import sse, text_turn, tool_turn
 
@@ -89,9 +90,10 @@ async def test_many_conversations_replay_one_after_the_other_each_named(tmp_path
         for c in CITY
         for h in (f"conversation {c}", f"start  replay {tmp_path / 'three.jsonl'} model claude-sonnet-4-5")
     ]
-    for cid, city in CITY.items():
+    for j, (cid, city) in enumerate(CITY.items()):
         mine = [line for line in text if f"[{cid}]" in line]
-        assert any(line.endswith(f"[{cid}] turn 2 (#2)") for line in mine)
+        # its own turn 2, and the session's: the conversations' turns follow each other on the bus
+        assert any(line.endswith(f"[{cid}] turn 2 (#{2 * j + 2})") for line in mine)
         assert any(line.endswith(f"[{cid}] answer:") for line in mine)
         assert any(f'tool_use get_weather({{"city":"{city}"}}) toolu_{cid}' in line for line in mine)
     assert sum(line.endswith("finished after 2 turns") for line in text) == 3
@@ -99,6 +101,16 @@ async def test_many_conversations_replay_one_after_the_other_each_named(tmp_path
     assert any(line.endswith("[c2]   attempt 2: POST http://replay.local/v1/messages") for line in text)
     assigned = [(o.conversation, o.conversation_turn) for o in got if isinstance(o, O.ConversationAssigned)]
     assert assigned == [(c, k) for c in CITY for k in (0, 1)]
+    # one number per turn of the session (the dashboard's "all conversations" view keys turns, attempts and blocks
+    # by it: restarted numbers overwrote the conversations before), each turn's observations under it
+    assert [o.turn for o in got if isinstance(o, O.ConversationAssigned)] == list(range(6))
+    assert [o.turn for o in got if isinstance(o, O.TurnStarted)] == list(range(6))
+    tools = [o for o in got if isinstance(o, O.ToolUse)]
+    assert [(o.turn, o.id) for o in tools] == [(2 * j, f"toolu_{c}") for j, c in enumerate(CITY)]
+    state = DashboardState().apply_all(got)
+    assert {k[0] for k in state.block_order} == set(range(6))  # every conversation's blocks, none overwritten
+    finished = [o for o in got if isinstance(o, O.LoopFinished)]
+    assert [{t["turn"] for t in o.tools} for o in finished] == [{2 * j} for j in range(3)]  # (c2: a retried call)
     assert [o.text for o in got if isinstance(o, O.TextFinish)] == [f"{c}: 18 C" for c in CITY.values()]
 
 

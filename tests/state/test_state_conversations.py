@@ -160,13 +160,14 @@ def test_a_filter_started_at_the_conversations_first_observation_equals_the_whol
         assert late.tool_order == full.tool_order and late.tokens() == full.tokens()
 
 
-def test_a_replay_of_many_conversations_starts_turn_numbers_over_per_conversation() -> None:
-    """`inspector replay` runs each conversation through its own loop: turns 0, 1 again for c2. A turn number
-    belongs to the conversation assigned it last, in the table and in each conversation's view."""
+def test_a_replay_of_many_conversations_numbers_their_turns_one_after_the_other() -> None:
+    """`inspector replay` runs each conversation through its own loop; on the bus c2's turns follow c1's (2, 3),
+    as the proxy numbers a session's turns, so the whole session's view keeps both conversations' blocks."""
     obs = replayed_conversations(2)
     s = fold(obs)
     c1, c2 = s.conversations.by_id["c1"], s.conversations.by_id["c2"]
-    assert c1.turns == c2.turns == [0, 1]
+    assert (c1.turns, c2.turns) == ([0, 1], [2, 3])
+    assert len(s.block_order) == 2 * len(fold(parse_date_observations()).block_order)
     assert c1.state == c2.state == FINISHED
     assert (c1.tokens_in, c1.tokens_out) == (c2.tokens_in, c2.tokens_out) == (1850 + 2630, 187 + 164)
     alone = fold(parse_date_observations())
