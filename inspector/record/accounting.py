@@ -19,7 +19,7 @@ from typing import Any
 from inspector.observe import observations as O
 from inspector.observe.usage import ZERO, Family, Usage, family_of_usage, from_wire
 from inspector.record.cachebreak import CacheVerdict, explain
-from inspector.record.cost import FREE, Cost, price, price_source
+from inspector.record.cost import FREE, NOT_REPORTED, USAGE_NOT_REPORTED, Cost, price, price_source
 
 
 @dataclass(frozen=True)
@@ -47,9 +47,22 @@ def _usage_of(entry: dict[str, Any]) -> tuple[Usage, str | None, Family]:
     return from_wire(raw, family), model, family
 
 
+def _answered(entry: dict[str, Any]) -> bool:
+    """Whether an attempt got the model's answer (a message), not an error or nothing: ``answered`` when the live
+    accounting says so, else a message with an id that is not an error body (dump's entries)."""
+    if "answered" in entry:
+        return bool(entry["answered"])
+    msg = entry.get("message")
+    return isinstance(msg, dict) and isinstance(msg.get("id"), str) and msg.get("type") != "error"
+
+
 def attempt_cost(entry: dict[str, Any], failed: bool = False) -> AttemptCost:
+    """An attempt's usage and cost. Without usage from the API: $0 when nothing was answered (an HTTP error, a
+    refused connection), unknown (``NOT_REPORTED``) when an answer came without it."""
     usage, model, family = _usage_of(entry)
-    return AttemptCost(usage, price(usage, model, family) if usage.reported else FREE, failed)
+    if not usage.reported:
+        return AttemptCost(usage, NOT_REPORTED if _answered(entry) else FREE, failed)
+    return AttemptCost(usage, price(usage, model, family), failed)
 
 
 @dataclass(frozen=True)
@@ -176,6 +189,7 @@ class LiveAccounting:
             }
         elif isinstance(obs, O.MessageStarted):
             a = self._attempt(obs.turn, obs.attempt)
+            a["answered"] = True
             msg = obs.message if isinstance(obs.message, dict) else {}
             if isinstance(msg.get("model"), str):
                 a["model"] = msg["model"]
@@ -210,6 +224,7 @@ class LiveAccounting:
     @staticmethod
     def _price(a: dict[str, Any]) -> AttemptCost:
         entry: dict[str, Any] = {"message": {"model": a["model"], "usage": a["usage"]} if a["usage"] else {}}
+        entry["answered"] = a.get("answered", False)
         if a["family"]:
             entry["family"] = a["family"]
         return attempt_cost(entry)
@@ -296,6 +311,12 @@ def _tokens(u: dict[str, Any]) -> str:
 
 usage_text = _tokens  # `in 14 · out 28 · cache write 2,048 (5m 2,048 / 1h 0) · ...` of a Usage.to_json()
 
+UNKNOWN = "usage not reported: tokens and cost unknown"  # (an answer without usage: its counts are not zeros)
+
+
+def _unreported(c: dict[str, Any]) -> bool:
+    return c.get("unpriced") == USAGE_NOT_REPORTED
+
 
 def _usd(c: dict[str, Any]) -> str:
     if c.get("usd") is None:
@@ -309,7 +330,10 @@ def format_turn_cost(d: dict[str, Any]) -> str:
     cache was written again when it was."""
     u, c, cache = d.get("usage") or {}, d.get("cost") or {}, d.get("cache") or {}
     rate = u.get("cache_hit_rate")
-    line = f"cost {_usd(c)} · cache {'-' if rate is None else f'{rate:.0%}'} · {_tokens(u)}"
+    if _unreported(c):
+        line = UNKNOWN
+    else:
+        line = f"cost {_usd(c)} · cache {'-' if rate is None else f'{rate:.0%}'} · {_tokens(u)}"
     failed = [a for a in d.get("attempt_costs") or [] if a.get("failed")]
     if failed:
         line += f" · {len(failed)} failed attempt{'s' if len(failed) > 1 else ''} counted"
@@ -323,10 +347,16 @@ def format_session_cost(d: dict[str, Any]) -> str:
     u = d.get("usage") or {}
     rate = u.get("cache_hit_rate")
     turns = d.get("turns", 0)
-    line = f"total {turns} turn{'s' if turns != 1 else ''}: cost {_usd(d.get('cost') or {})}"
-    line += f" · cache {'-' if rate is None else f'{rate:.0%}'} · {_tokens(u)} · {d.get('price_source', '')}"
+    total = d.get("cost") or {}
+    line = f"total {turns} turn{'s' if turns != 1 else ''}: "
+    if _unreported(total):  # (one answer without usage makes the total unknown too)
+        line += f"{UNKNOWN} · {d.get('price_source', '')}"
+    else:
+        line += f"cost {_usd(total)} · cache {'-' if rate is None else f'{rate:.0%}'} · {_tokens(u)}"
+        line += f" · {d.get('price_source', '')}"
     for c, v in (d.get("conversations") or {}).items() if len(d.get("conversations") or {}) > 1 else ():
-        line += f"\n    [{c}] {v['turns']} turns: cost {_usd(v['cost'])} · {_tokens(v['usage'])}"
+        what = UNKNOWN if _unreported(v["cost"]) else f"cost {_usd(v['cost'])} · {_tokens(v['usage'])}"
+        line += f"\n    [{c}] {v['turns']} turns: {what}"
     return line
 
 
@@ -337,14 +367,17 @@ def format_accounting(turns: Sequence[dict[str, Any]], totals: dict[str, Any]) -
         u, c, cache = t.get("usage") or {}, t.get("cost") or {}, t.get("cache") or {}
         rate = u.get("cache_hit_rate")
         hit = "-" if rate is None else f"{rate:.0%}"
-        lines.append(f"  turn {int(t.get('turn', 0)) + 1}: {_tokens(u)}  cost {_usd(c)}  cache hit {hit}")
+        what = UNKNOWN if _unreported(c) else f"{_tokens(u)}  cost {_usd(c)}  cache hit {hit}"
+        lines.append(f"  turn {int(t.get('turn', 0)) + 1}: {what}")
         if cache.get("kind") == "written_again":
             lines.append(f"    {cache.get('reason')}")
         for i, a in enumerate(t.get("attempt_costs") or []):
             if a.get("failed"):
-                lines.append(f"    attempt {i + 1} (failed): {_tokens(a['usage'])}  cost {_usd(a['cost'])}")
+                what = UNKNOWN if _unreported(a["cost"]) else f"{_tokens(a['usage'])}  cost {_usd(a['cost'])}"
+                lines.append(f"    attempt {i + 1} (failed): {what}")
     tu, tc = totals["usage"], totals["cost"]
     rate = tu.get("cache_hit_rate")
-    lines.append(f"  total: {_tokens(tu)}  cost {_usd(tc)}  cache hit {'-' if rate is None else f'{rate:.0%}'}")
+    hit = "-" if rate is None else f"{rate:.0%}"
+    lines.append(f"  total: {UNKNOWN if _unreported(tc) else f'{_tokens(tu)}  cost {_usd(tc)}  cache hit {hit}'}")
     lines.append(f"  {totals['price_source']}")
     return "\n".join(lines)

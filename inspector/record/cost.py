@@ -52,6 +52,9 @@ class Cost:
 
 
 FREE = Cost(Decimal(0), Decimal(0), Decimal(0))
+USAGE_NOT_REPORTED = "usage not reported"
+# an answer that came without usage (a chat stream without stream_options.include_usage): unknown, never $0
+NOT_REPORTED = Cost(None, unpriced=USAGE_NOT_REPORTED)
 
 
 def price_source() -> str:

@@ -207,7 +207,11 @@ class ConversationTable:
         self.rev = self.n
 
     def _usage(self, c: ConversationEntry, turn: int, usage: dict[str, Any], *, merge: bool) -> None:
-        """A turn's usage (cumulative per attempt): the conversation's totals count each turn's latest value."""
+        """A turn's usage (cumulative per attempt): the conversation's totals count each turn's latest value. A
+        usage with no count (a chat stream's, without stream_options.include_usage) is none: ``turn_usage`` keeps
+        only turns whose usage the API reported."""
+        if not any(isinstance(v, int) and not isinstance(v, bool) for v in usage.values()):
+            return
         tin, tout = _tokens(usage)
         old_in, old_out = c.turn_usage.get(turn, (0, 0))
         if merge:  # a message_delta may carry output tokens only: keep the input the message_start said

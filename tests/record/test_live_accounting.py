@@ -185,7 +185,8 @@ def test_live_equals_account_for_any_turns(turns: list[tuple[list[tuple[str | No
             live(O.AttemptStarted(t, n, a, "POST", "http://x/v1/messages", {}, body))
             msg: dict[str, Any] = {}
             if usage is not None:
-                msg = {"model": model, "usage": {k: v for k, v in usage.items() if v is not None}}
+                # (as dump has it: the answer's id too; an answer without usage is unknown, an HTTP error free)
+                msg = {"id": f"msg_{n}_{a}", "model": model, "usage": {k: v for k, v in usage.items() if v is not None}}
                 live(O.MessageStarted(t, n, a, {"model": model, "usage": usage}))
             live(O.AttemptEnded(t, n, a, status, None, None))
             dumped.append({"turn": n, "attempt": a, "message": msg})
@@ -202,3 +203,26 @@ def test_live_equals_account_for_any_turns(turns: list[tuple[list[tuple[str | No
         (e["usage"], e["cost"], e["cache"], e.get("attempt_costs")) for e in entries
     ]
     assert live.totals() == totals
+
+
+def test_an_answer_without_usage_costs_unknown_and_an_http_error_nothing() -> None:
+    """A chat stream sends usage only with stream_options.include_usage: its answer's cost and tokens are unknown,
+    never "$0 · in 0 · out 0"; an attempt that got no answer (an HTTP error) still costs nothing."""
+    from inspector.record.accounting import attempt_cost, format_session_cost, format_turn_cost
+    from inspector.record.cost import FREE
+
+    chat = {"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4o-mini", "usage": None}
+    answered = attempt_cost({"message": chat, "family": "openai_chat"})
+    assert answered.cost.total is None and answered.cost.unpriced == "usage not reported"
+    refused = attempt_cost({"message": {"type": "error", "error": {"type": "rate_limit_error", "message": "slow"}}})
+    assert refused.cost == FREE
+    seen: list[dict[str, Any]] = []
+    live = LiveAccounting(seen.append)
+    live(O.AttemptStarted(0.0, 0, 0, "POST", "http://x/v1/chat/completions", {}, {"model": "gpt-4o-mini"}))
+    live(O.MessageStarted(0.1, 0, 0, {"id": "chatcmpl-1", "model": "gpt-4o-mini"}))
+    live(O.AttemptEnded(0.2, 0, 0, "complete", None, "text_finish"))
+    live(O.TurnEnded(0.2, 0, "text_finish", "end_turn", {}))
+    (turn,) = seen
+    assert turn["cost"] == answered.cost.to_json()
+    assert format_turn_cost(turn) == "usage not reported: tokens and cost unknown"
+    assert format_session_cost(live.total_json(0.3)).startswith("total 1 turn: usage not reported")

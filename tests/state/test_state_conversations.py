@@ -383,3 +383,25 @@ def test_any_interleaving_shows_every_transcript_item_under_its_own_turns_rule(k
             assert turn == rule, (item, rule)
     assert items >= 2 * k  # every conversation's two turns have their text or tools in it
     assert {it[1] for it in state.transcript if it[0] == "turn"} == set(range(2 * k))  # every turn has its rule
+
+
+def test_a_conversation_whose_api_reports_no_usage_shows_no_token_counts() -> None:
+    """A chat stream sends usage only with stream_options.include_usage: its conversation's row says so, never
+    "in 0 out 0"; a reported usage shows its counts."""
+    from inspector.tui.widgets.conversations import conversation_text
+
+    body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
+    obs: list[O.Observation] = [
+        O.ConversationAssigned(0.0, 0, "c1", 0, 0, "new"),
+        O.TurnStarted(0.0, 0),
+        O.AttemptStarted(0.0, 0, 0, "POST", "http://x/v1/chat/completions", {}, body),
+        O.MessageStarted(0.1, 0, 0, {"id": "chatcmpl-1", "model": "gpt-4o-mini", "usage": {}}),
+        O.MessageUpdated(0.2, 0, 0, "end_turn", {}),
+        O.AttemptEnded(0.3, 0, 0, "complete", None, "text_finish"),
+        O.TurnEnded(0.3, 0, "text_finish", "end_turn", {}),
+    ]
+    c = fold(obs).conversations.by_id["c1"]
+    assert not c.turn_usage and "usage not reported" in conversation_text(c, 1.0, False).plain
+    reported = O.TurnEnded(0.4, 0, "text_finish", "end_turn", {"input_tokens": 12, "output_tokens": 3})
+    c = fold([*obs, reported]).conversations.by_id["c1"]
+    assert "in 12 out 3" in conversation_text(c, 1.0, False).plain

@@ -54,7 +54,10 @@ def conversation_text(c: ConversationEntry, now: float, shown: bool) -> Text:
     state = c.state
     t.append(f"{state:<18}", STATE_STYLES.get(state, ""))
     t.append(f"{age_label(now - c.t_last):<9}", "dim")
-    t.append(f"in {tokens_label(c.tokens_in)} out {tokens_label(c.tokens_out)}")
+    if c.turn_usage:
+        t.append(f"in {tokens_label(c.tokens_in)} out {tokens_label(c.tokens_out)}")
+    else:  # no turn's usage reported yet (or ever: a chat stream without include_usage): not zeros
+        t.append("usage not reported", "dim")
     if c.side_requests:
         t.append(f" · {c.side_requests} side", "dim")
     if c.parent:
