@@ -57,7 +57,7 @@ def conversation_text(c: ConversationEntry, now: float, shown: bool) -> Text:
     if c.turn_usage:
         t.append(f"in {tokens_label(c.tokens_in)} out {tokens_label(c.tokens_out)}")
     else:  # no turn's usage reported yet (or ever: a chat stream without include_usage): not zeros
-        t.append("usage not reported", "dim")
+        t.append("no usage", "dim")
     if c.side_requests:
         t.append(f" · {c.side_requests} side", "dim")
     if c.parent:
