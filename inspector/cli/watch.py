@@ -128,7 +128,7 @@ def cmd(args: argparse.Namespace) -> int:
             err(f"inspector watch: {e}")
             return EXIT_USAGE
     launched = Launched(session, argv, {}, on_note=lambda m: print(m, file=sys.stderr, flush=True))
-    launched.env = command_env(env, launched.base_url)
+    launched.env = command_env(env, launched.base_url, offline=bool(args.serve))
     what = f"serve {args.serve}" if args.serve else upstream
     headless = args.headless or not sys.stdout.isatty()
     try:

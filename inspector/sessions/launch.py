@@ -3,7 +3,8 @@ the fake server behind one), and watch what it sends and receives.
 
 - The proxy listens on an ephemeral loopback port before the command starts (connections queue until it accepts).
 - The command gets ``ANTHROPIC_BASE_URL`` (no ``/v1``, as the SDK expects) and ``OPENAI_BASE_URL`` (with ``/v1``);
-  everything else in the environment, stdin, the terminal and signals pass through.
+  with ``--serve``, a placeholder ANTHROPIC_API_KEY / OPENAI_API_KEY where none is set (the SDKs refuse to start
+  without one); everything else in the environment, stdin, the terminal and signals pass through.
 - Ctrl-C goes to the command first (it is in the terminal's foreground process group with us); a second Ctrl-C
   stops watching: the command is terminated (killed after a grace period) and the proxy closes its recording, an
   ``end`` line for every open attempt.
@@ -33,11 +34,21 @@ def upstream_from_env(env: dict[str, str], override: str | None) -> str:
     return (override or env.get("ANTHROPIC_BASE_URL") or ANTHROPIC_DEFAULT).rstrip("/")
 
 
-def command_env(env: dict[str, str], base_url: str) -> dict[str, str]:
+OFFLINE_KEY = "sk-inspector-offline-not-a-key"  # (with --serve: the SDKs refuse to start without some key)
+
+
+def command_env(env: dict[str, str], base_url: str, *, offline: bool = False) -> dict[str, str]:
+    """The command's environment: its base URLs point at the proxy. ``offline`` (``--serve``: the fake server
+    answers, no API is reached): an SDK that finds no key refuses to start, so ANTHROPIC_API_KEY and OPENAI_API_KEY
+    get a placeholder when unset (a key already set is left as it is; toward a real API nothing is ever added)."""
     out = dict(env)
     out["ANTHROPIC_BASE_URL"] = base_url
     out["OPENAI_BASE_URL"] = base_url + "/v1"
     out["INSPECTOR_WATCH"] = base_url  # a harness may read it to tell it is watched
+    if offline:
+        for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
+            if not out.get(name):
+                out[name] = OFFLINE_KEY
     return out
 
 

@@ -51,6 +51,43 @@ def test_the_environment_and_the_exit_status_pass_through(tmp_path: Path) -> Non
     assert openai_url == anthropic_url + "/v1" and kept == "kept"
 
 
+def test_a_harness_without_a_key_runs_against_serve(tmp_path: Path) -> None:
+    """`watch --serve` reaches no API: a harness's own tests, run without a key, get a placeholder one (the SDKs
+    refuse to start without any); a key that is set is left as it is, and it never reaches the recording."""
+    probe = (
+        "import os, anthropic, openai\n"
+        "anthropic.Anthropic().messages.create(model='claude-sonnet-4-6', max_tokens=50,"
+        " messages=[{'role': 'user', 'content': 'hi'}])\n"
+        "openai.OpenAI()\n"
+        "print(os.environ['ANTHROPIC_API_KEY'], os.environ['OPENAI_API_KEY'])"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
+    rec = tmp_path / "run.jsonl"
+    out = subprocess.run(
+        [sys.executable, "-m", "inspector", "watch", "--headless", "--serve", "weather", "--record", str(rec)]
+        + ["--", sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    anthropic_key, openai_key = out.stdout.split()
+    assert anthropic_key == openai_key and anthropic_key.startswith("sk-inspector-offline")
+    assert anthropic_key not in rec.read_text()  # a credential all the same: masked in the recording
+    kept = watch(
+        "--headless",
+        "--serve",
+        "weather",
+        "--",
+        sys.executable,
+        "-c",
+        "import os; print(os.environ['ANTHROPIC_API_KEY'])",
+        env={"ANTHROPIC_API_KEY": "sk-ant-mine"},
+    )
+    assert kept.stdout.strip() == "sk-ant-mine"
+
+
 def test_the_upstream_is_what_anthropic_base_url_held(tmp_path: Path) -> None:
     probe = "import os; print(os.environ['ANTHROPIC_BASE_URL'])"
     out = watch("--headless", "--", sys.executable, "-c", probe, env={"ANTHROPIC_BASE_URL": "http://127.0.0.1:9/"})
