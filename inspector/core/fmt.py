@@ -50,6 +50,11 @@ def milliseconds(value: float | None, *, none: str = "-") -> str:
     return none if value is None else f"{value * 1000:.0f} ms"
 
 
+def count(n: int, word: str) -> str:
+    """``1 read``, ``2 reads``, ``0 reads``: a number and its noun (plural by an s)."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def size(n: int) -> str:
     """A byte count: ``812 B``, ``4.2 KB``, ``1.5 MB``."""
     if n < 1024:

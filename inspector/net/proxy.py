@@ -36,7 +36,7 @@ import httpx2
 import orjson
 
 from inspector.core.errors import InspectorError
-from inspector.core.fmt import milliseconds
+from inspector.core.fmt import count, milliseconds
 from inspector.core.redaction import credential_values, mask_text, redact, usable_secrets
 from inspector.net.faults import FAULT_HEADER
 from inspector.net.livefaults import InjectedError, LiveFaultSource, LiveFaultsSpec, parse_live_faults, run_live
@@ -955,7 +955,7 @@ def format_exchange(ex: ProxyExchange, conversations: bool = False) -> str:
         where = ""
     ms = milliseconds
     line = (
-        f"{where}{ex.method} {ex.path} -> {ex.status} {ex.end}: {ex.reads} reads, {ex.bytes} bytes, "
+        f"{where}{ex.method} {ex.path} -> {ex.status} {ex.end}: {count(ex.reads, 'read')}, {count(ex.bytes, 'byte')}, "
         f"headers {ms(ex.headers_s)}, first byte {ms(ex.first_byte_s)}, total {ms(ex.end_s)}"
     )
     if ex.outcome:

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from inspector.core.errors import FaultError
+from inspector.core.fmt import count
 from inspector.core.pacing import Pacer
 from inspector.net.faults import (
     FAULT_HEADER,
@@ -1176,4 +1177,5 @@ def format_exchange(ex: Exchange) -> str:
     if ex.rejected:
         return f"{ex.method} {ex.path} {where}{faults} -> {ex.status}: {ex.rejected}"
     kind = "stream" if ex.stream else "json"
-    return f"{ex.method} {ex.path} {where}{faults} -> {ex.status} {kind}, {ex.reads} reads, {ex.bytes} bytes, {ex.end}"
+    sizes = f"{count(ex.reads, 'read')}, {count(ex.bytes, 'byte')}"
+    return f"{ex.method} {ex.path} {where}{faults} -> {ex.status} {kind}, {sizes}, {ex.end}"

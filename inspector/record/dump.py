@@ -20,7 +20,7 @@ from typing import IO, Any
 
 import orjson
 
-from inspector.core.fmt import short, short_text
+from inspector.core.fmt import count, short, short_text
 from inspector.record.recording import MAX_LINE_BYTES, RecordedAttempt, RecordedRead, Recording
 from inspector.stream import diagnostics as D
 from inspector.stream.assembler import TurnStream, stopped_outcome
@@ -445,8 +445,7 @@ def _v(value: Any) -> str:
 
 
 def _reads(t: dict[str, Any]) -> str:
-    reads, size = t["reads"], t["bytes"]
-    return f"{reads} read{'' if reads == 1 else 's'}, {size} byte{'' if size == 1 else 's'}"
+    return f"{count(t['reads'], 'read')}, {count(t['bytes'], 'byte')}"
 
 
 def _wire_stop(t: dict[str, Any]) -> str:

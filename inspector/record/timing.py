@@ -50,7 +50,7 @@ from typing import Any
 
 import orjson
 
-from inspector.core.fmt import latency, seconds
+from inspector.core.fmt import count, latency, seconds
 from inspector.core.redaction import clean_headers
 from inspector.observe import observations as O
 from inspector.record.recording import FORMAT, VERSION, RecordedAttempt, RecordedRead, RecordedTurn, Recording
@@ -612,7 +612,8 @@ def format_timing_json(data: dict[str, Any]) -> str:
         lines.append("")
         lines.append(
             f"turn {a['turn'] + 1} attempt {a['attempt'] + 1}: HTTP {a['status'] if a['status'] is not None else '?'}"
-            f", {a['reads']} reads, {a['events']} events, {a['bytes']} bytes, end {a['end'] or '-'}"
+            f", {count(a['reads'], 'read')}, {count(a['events'], 'event')}, {count(a['bytes'], 'byte')}"
+            f", end {a['end'] or '-'}"
         )
         lines.append(
             f"  headers {seconds(a['headers_s'])} | first byte {seconds(a.get('first_byte_s'))} | first content "

@@ -24,7 +24,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from inspector.core.fmt import latency, seconds
+from inspector.core.fmt import count, latency, seconds
 from inspector.record.recording import RecordedAttempt, Recording
 from inspector.record.timing import RecordingBuilder, analyze_attempt, histogram_rows, timing_json
 from inspector.state.travel import History
@@ -150,8 +150,8 @@ class TimingReport(Static):
                 line()
             status = a["status"] if a.get("status") is not None else "?"
             line(
-                f"turn {a['turn'] + 1} attempt {a['attempt'] + 1}: HTTP {status}, {a['reads']} reads, "
-                f"{a['events']} events, {a['bytes']} bytes, end {a.get('end') or '-'}",
+                f"turn {a['turn'] + 1} attempt {a['attempt'] + 1}: HTTP {status}, {count(a['reads'], 'read')}, "
+                f"{count(a['events'], 'event')}, {count(a['bytes'], 'byte')}, end {a.get('end') or '-'}",
                 head,
             )
             times = (
