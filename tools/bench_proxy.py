@@ -50,7 +50,7 @@ def launch(root: Path) -> dict:
 
 
 def check_tree(root: Path) -> None:
-    """Fail unless a process started as :func:`launch` says runs ``root``'s own package."""
+    """Fail unless a process started as :func:`launch` says runs ``root``'s own package (bench_watch's too)."""
     code = "import inspector, sys; sys.stdout.write(inspector.__file__)"
     got = subprocess.run([PY, "-c", code], capture_output=True, text=True, check=True, **launch(root)).stdout
     if not Path(got).resolve().is_relative_to(root.resolve()):

@@ -36,6 +36,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bench_proxy import check_tree, launch  # (tools/ is on the path when a bench runs as a script)
+
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 # --pin: CPU sets for the load (the fake agent and serve) and for watch; None: the OS schedules everything
@@ -182,19 +184,14 @@ def rss_sampler(pid: int, peak: list[int], stop: threading.Event) -> None:
         time.sleep(0.05)
 
 
-def agent_env(root: Path) -> dict[str, str]:
-    """The environment of a run (watch from the tree at ``root``, and the agent): watch also starts in ``root``,
-    since `python -m` puts the working directory first on sys.path, ahead of PYTHONPATH."""
-    return dict(os.environ, PYTHONPATH=str(root), PYTHONUNBUFFERED="1")
-
-
 def run_agent(
     n: int, t: int, tmp: Path, upstream: str, *, through_watch: bool, record: Path | None, root: Path = ROOT
 ) -> dict:
     agent = tmp / "agent.py"
     agent.write_text(AGENT)
     out = tmp / f"stats-{n}-{through_watch}-{time.monotonic_ns()}.json"
-    env = agent_env(root)
+    how = launch(root)  # watch from the tree at ``root`` (its environment is the agent's too)
+    env = how["env"]
     if PIN is not None:
         env["BENCH_AGENT_CPUS"] = ",".join(map(str, sorted(PIN["load"])))
     argv = [PY, str(agent), str(n), str(t), str(out)]
@@ -207,8 +204,7 @@ def run_agent(
             cmd += ["--record", str(record)]
         p = subprocess.Popen(
             [*cmd, "--", *argv],
-            env=env,
-            cwd=root,  # `python -m` puts the working directory first on sys.path: the tree's own package, not ours
+            **how,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             preexec_fn=_pinned("proxy"),
@@ -225,16 +221,6 @@ def run_agent(
     wall = time.perf_counter() - t0
     stats = json.loads(out.read_text()) if out.exists() else []
     return {"rc": rc, "wall": wall, "stats": stats, "rss_mb": peak[0] / 1024, "cpu_s": cpu}
-
-
-def check_tree(root: Path) -> None:
-    """Fail unless a watch process started as :func:`run_agent` starts it runs ``root``'s own package."""
-    code = "import inspector, sys; sys.stdout.write(inspector.__file__)"
-    got = subprocess.run(
-        [PY, "-c", code], env=agent_env(root), cwd=root, capture_output=True, text=True, check=True
-    ).stdout
-    if not Path(got).resolve().is_relative_to(root.resolve()):
-        raise SystemExit(f"bench_watch: the tree {root} would run {got}")
 
 
 def exit_cpu(p: subprocess.Popen) -> float:

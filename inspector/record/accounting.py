@@ -48,10 +48,7 @@ def _usage_of(entry: dict[str, Any]) -> tuple[Usage, str | None, Family]:
 
 
 def _answered(entry: dict[str, Any]) -> bool:
-    """Whether an attempt got the model's answer (a message), not an error or nothing: ``answered`` when the live
-    accounting says so, else a message with an id that is not an error body (dump's entries)."""
-    if "answered" in entry:
-        return bool(entry["answered"])
+    """Whether an attempt got the model's answer (a message with an id), not an error body or nothing."""
     msg = entry.get("message")
     return isinstance(msg, dict) and isinstance(msg.get("id"), str) and msg.get("type") != "error"
 
@@ -189,8 +186,9 @@ class LiveAccounting:
             }
         elif isinstance(obs, O.MessageStarted):
             a = self._attempt(obs.turn, obs.attempt)
-            a["answered"] = True
             msg = obs.message if isinstance(obs.message, dict) else {}
+            if isinstance(msg.get("id"), str):
+                a["id"] = msg["id"]  # an answer: without usage, its cost is unknown (see _answered)
             if isinstance(msg.get("model"), str):
                 a["model"] = msg["model"]
             if isinstance(msg.get("usage"), dict):
@@ -223,8 +221,10 @@ class LiveAccounting:
 
     @staticmethod
     def _price(a: dict[str, Any]) -> AttemptCost:
-        entry: dict[str, Any] = {"message": {"model": a["model"], "usage": a["usage"]} if a["usage"] else {}}
-        entry["answered"] = a.get("answered", False)
+        msg: dict[str, Any] = {"model": a["model"], "usage": a["usage"]} if a["usage"] else {}
+        if "id" in a:
+            msg["id"] = a["id"]
+        entry: dict[str, Any] = {"message": msg}
         if a["family"]:
             entry["family"] = a["family"]
         return attempt_cost(entry)

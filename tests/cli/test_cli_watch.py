@@ -15,13 +15,17 @@ ROOT = Path(__file__).resolve().parents[2]
 AGENT = ROOT / "examples" / "weather_agent.py"
 
 
-def watch(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def watch(
+    *args: str, env: dict[str, str] | None = None, unset: tuple[str, ...] = (), timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``inspector watch ARGS`` with this environment, plus ``env``, less the variables named in ``unset``."""
+    base = {k: v for k, v in os.environ.items() if k not in unset}
     return subprocess.run(
         [sys.executable, "-m", "inspector", "watch", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, **(env or {})},
+        env={**base, **(env or {})},
     )
 
 
@@ -61,16 +65,9 @@ def test_a_harness_without_a_key_runs_against_serve(tmp_path: Path) -> None:
         "openai.OpenAI()\n"
         "print(os.environ['ANTHROPIC_API_KEY'], os.environ['OPENAI_API_KEY'])"
     )
-    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
     rec = tmp_path / "run.jsonl"
-    out = subprocess.run(
-        [sys.executable, "-m", "inspector", "watch", "--headless", "--serve", "weather", "--record", str(rec)]
-        + ["--", sys.executable, "-c", probe],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
+    args = ("--headless", "--serve", "weather", "--record", str(rec), "--", sys.executable, "-c", probe)
+    out = watch(*args, unset=("ANTHROPIC_API_KEY", "OPENAI_API_KEY"))
     assert out.returncode == 0, out.stderr[-2000:]
     anthropic_key, openai_key = out.stdout.split()
     assert anthropic_key == openai_key and anthropic_key.startswith("sk-inspector-offline")

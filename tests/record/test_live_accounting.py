@@ -187,7 +187,7 @@ def test_live_equals_account_for_any_turns(turns: list[tuple[list[tuple[str | No
             if usage is not None:
                 # (as dump has it: the answer's id too; an answer without usage is unknown, an HTTP error free)
                 msg = {"id": f"msg_{n}_{a}", "model": model, "usage": {k: v for k, v in usage.items() if v is not None}}
-                live(O.MessageStarted(t, n, a, {"model": model, "usage": usage}))
+                live(O.MessageStarted(t, n, a, {"id": f"msg_{n}_{a}", "model": model, "usage": usage}))
             live(O.AttemptEnded(t, n, a, status, None, None))
             dumped.append({"turn": n, "attempt": a, "message": msg})
         live(O.TurnEnded(t, n, "text_finish", None, {}))
