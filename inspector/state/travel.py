@@ -86,14 +86,78 @@ def _decode(r: _Encoded) -> O.Observation:
     return cls(*r[1:])
 
 
-def _pickled(block: list[O.Observation]) -> bytes | None:
-    """A block as stored, or None when some value in it cannot be pickled (a tool's own object in its result):
-    that block then stays in RAM as it is, never altered and never an error."""
-    try:
-        encoders = _ENCODERS
-        return pickle.dumps([encoders[type(o)](o) for o in block], protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:  # noqa: BLE001 (a tool's object may raise anything while pickled: the block stays in RAM)
-        return None
+# A request body carries the whole history so far, and a long session's requests repeat it: turn n's messages are
+# turn n-1's and two more. Stored as they come, the spill grew with the square of the turns (a 243-turn replay: 154 MB
+# for 300k observations, of which ~120 MB the same messages again). Each history item is stored once instead (the
+# message store: pickled items in the spill file) and a request's history as references to it.
+_HISTORY_KEYS = ("messages", "input")  # a body's history: Messages' and Chat Completions' messages, Responses' input
+_RECENT = 8  # histories remembered to extend (one per concurrent conversation, the latest few)
+
+
+class _Interned:
+    """First item of an encoded observation whose history was stored as references (never instantiated):
+    ``(_Interned, record with None in place of the history, field position, body key or None, runs)``: the runs,
+    ``start, count`` pairs of the message store's items (a single conversation's history is one run: its turns'
+    items are stored in order, so a request costs a few numbers, not one per message)."""
+
+
+def _history_at(o: O.Observation) -> tuple[int, str | None, list[Any]] | None:
+    """Where an observation holds a history worth storing once: (its field's position in the encoded record, the
+    body's key or None for the field itself, the list), or None."""
+    if type(o) is O.AttemptStarted:
+        body = o.body
+        if type(body) is dict:
+            for key in _HISTORY_KEYS:
+                lst = body.get(key)
+                if type(lst) is list and lst:
+                    return _BODY_AT, key, lst
+    elif type(o) is O.LoopFinished:
+        if type(o.messages) is list and o.messages:
+            return _MESSAGES_AT, None, o.messages
+    return None
+
+
+_BODY_AT = 1 + [f.name for f in dataclasses.fields(O.AttemptStarted)].index("body")
+_MESSAGES_AT = 1 + [f.name for f in dataclasses.fields(O.LoopFinished)].index("messages")
+
+
+def _read_items(fd: int, off: array[int], size: array[int], runs: array[int]) -> list[Any]:
+    """The history items ``runs`` names (``start, count`` pairs of the message store's items), a run in one read."""
+    out: list[Any] = []
+    for r in range(0, len(runs), 2):
+        first, count = runs[r], runs[r + 1]
+        last = first + count - 1
+        start = off[first]
+        raw = os.pread(fd, off[last] + size[last] - start, start)
+        out.extend(pickle.loads(raw[off[i] - start : off[i] - start + size[i]]) for i in range(first, last + 1))
+    return out
+
+
+def _run_prefix(runs: array[int], k: int) -> array[int]:
+    """The runs of the first ``k`` items ``runs`` names."""
+    out = array("q")
+    for r in range(0, len(runs), 2):
+        if k <= 0:
+            break
+        take = min(k, runs[r + 1])
+        out.append(runs[r])
+        out.append(take)
+        k -= take
+    return out
+
+
+def _decode_stored(r: _Encoded, fd: int, off: array[int], size: array[int]) -> O.Observation:
+    """`_decode`, with a history stored as references read back from the message store."""
+    if r[0] is not _Interned:
+        return _decode(r)
+    _, inner, at, key, runs = r
+    items = _read_items(fd, off, size, runs)
+    rec = list(inner)
+    if key is None:
+        rec[at] = items
+    else:
+        rec[at][key] = items  # (the body dict unpickled for this decode: its key keeps its place)
+    return _decode(tuple(rec))
 
 
 class SpilledObservations(Sequence[O.Observation]):
@@ -112,6 +176,67 @@ class SpilledObservations(Sequence[O.Observation]):
         self._cache_size = cache
         self._n = 0
         self._in_ram: dict[int, list[O.Observation]] = {}  # blocks that could not be pickled (see _pickled)
+        self._item_off = array("q")  # the message store: each history item's place in the file
+        self._item_size = array("q")
+        self._recent: list[tuple[list[Any], array[int]]] = []  # the latest histories stored, and their runs
+
+    def _pickled(self, block: list[O.Observation]) -> bytes | None:
+        """A block as stored (each history item not stored yet goes to the message store first), or None when some
+        value in it cannot be pickled (a tool's own object in its result): that block then stays in RAM as it is,
+        never altered and never an error."""
+        try:
+            encoders = _ENCODERS
+            recs: list[Any] = [encoders[type(o)](o) for o in block]
+            for i, o in enumerate(block):
+                if type(o) is O.AttemptStarted or type(o) is O.LoopFinished:
+                    where = _history_at(o)
+                    if where is not None:
+                        at, key, items = where
+                        rec = list(recs[i])
+                        if key is None:
+                            rec[at] = None
+                        else:
+                            rec[at] = {**rec[at], key: None}
+                        recs[i] = (_Interned, tuple(rec), at, key, self._refs(items))
+            return pickle.dumps(recs, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # noqa: BLE001 (a tool's object may raise anything while pickled: the block stays in RAM)
+            return None
+
+    def _refs(self, items: list[Any]) -> array[int]:
+        """``items`` as runs of the message store's items: the longest prefix it shares with a history stored lately
+        (the same objects, or equal ones) refers to that one's items, the rest is stored now."""
+        best_k, best = 0, None
+        for prev, prev_runs in self._recent:
+            n = len(prev)
+            if len(items) >= n and items[:n] == prev:  # (C speed, and an identical item is equal at once)
+                k = n
+            else:
+                k, n = 0, min(n, len(items))
+                while k < n and (items[k] is prev[k] or items[k] == prev[k]):
+                    k += 1
+            if k > best_k:
+                best_k, best = k, prev_runs
+        runs = _run_prefix(best, best_k) if best is not None else array("q")
+        new = items[best_k:]
+        if new:
+            if self._file is None:
+                self._file = tempfile.TemporaryFile(prefix="inspector-history-")
+            raws = [pickle.dumps(m, protocol=pickle.HIGHEST_PROTOCOL) for m in new]
+            first, at = len(self._item_off), self._end
+            for raw in raws:
+                self._item_off.append(at)
+                self._item_size.append(len(raw))
+                at += len(raw)
+            os.pwrite(self._file.fileno(), b"".join(raws), self._end)
+            self._end = at
+            if runs and runs[-2] + runs[-1] == first:  # (the items stored last time: one run goes on)
+                runs[-1] += len(new)
+            else:
+                runs.append(first)
+                runs.append(len(new))
+        self._recent.insert(0, (list(items), runs))  # (a copy: what the runs stand for, whatever becomes of items)
+        del self._recent[_RECENT:]
+        return runs
 
     def append(self, obs: O.Observation) -> None:
         self._tail.append(obs)
@@ -133,7 +258,7 @@ class SpilledObservations(Sequence[O.Observation]):
     def _flush(self) -> None:
         if self._file is None:
             self._file = tempfile.TemporaryFile(prefix="inspector-history-")
-        raw = _pickled(self._tail)
+        raw = self._pickled(self._tail)
         if raw is None:
             self._in_ram[len(self._off)] = self._tail
             raw = b""
@@ -152,7 +277,8 @@ class SpilledObservations(Sequence[O.Observation]):
         kept = self._in_ram.get(b)
         if kept is not None:
             return kept
-        got = [_decode(r) for r in pickle.loads(os.pread(self._file.fileno(), self._size[b], self._off[b]))]
+        fd, off, size = self._file.fileno(), self._item_off, self._item_size
+        got = [_decode_stored(r, fd, off, size) for r in pickle.loads(os.pread(fd, self._size[b], self._off[b]))]
         self._cache[b] = got
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
@@ -206,14 +332,22 @@ class SpilledObservations(Sequence[O.Observation]):
         """The observations so far, as an iterable another thread may read while this one keeps appending: it
         shares only what never changes (the written blocks, the file, the blocks kept in RAM) and reads with no
         cache."""
-        return FrozenObservations(self._file, self._off[:], self._size[:], self._tail[:], dict(self._in_ram), self._n)
+        return FrozenObservations(
+            self._file,
+            self._off[:],
+            self._size[:],
+            self._tail[:],
+            dict(self._in_ram),
+            self._n,
+            (self._item_off[:], self._item_size[:]),
+        )
 
 
 class FrozenObservations:
     """A prefix of `SpilledObservations` fixed at `frozen()` time; iterating it reads the spilled blocks back one at
     a time (for a worker thread: the export; nothing here touches the live object's cache)."""
 
-    __slots__ = ("_file", "_off", "_size", "_tail", "_in_ram", "n")
+    __slots__ = ("_file", "_off", "_size", "_tail", "_in_ram", "n", "_items")
 
     def __init__(
         self,
@@ -223,8 +357,10 @@ class FrozenObservations:
         tail: list[O.Observation],
         in_ram: dict[int, list[O.Observation]],
         n: int,
+        items: tuple[array[int], array[int]] = (array("q"), array("q")),
     ) -> None:
         self._file, self._off, self._size, self._tail, self._in_ram, self.n = file, off, size, tail, in_ram, n
+        self._items = items  # the message store's offsets and sizes as of frozen()
 
     def __len__(self) -> int:
         return self.n
@@ -235,9 +371,10 @@ class FrozenObservations:
             if kept is not None:
                 yield from kept
                 continue
-            raw = os.pread(self._file.fileno(), self._size[b], self._off[b])
+            fd = self._file.fileno()
+            raw = os.pread(fd, self._size[b], self._off[b])
             for r in pickle.loads(raw):
-                yield _decode(r)
+                yield _decode_stored(r, fd, *self._items)
         yield from self._tail
 
 

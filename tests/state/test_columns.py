@@ -511,3 +511,100 @@ def test_the_batch_fold_keeps_the_conversation_table_of_the_one_by_one_fold(prox
     assert table(many) == table(one) and many.conversations.n == len(obs)
     assert canon(many) == canon(one)
     assert len(one.conversations) == (3 if proxied else 0) and one.conversations.other_requests == int(proxied)
+
+
+# ---------------------------------------------------------------------------------------- the spill's message store
+def _message(i: int, size: int = 40) -> dict[str, Any]:
+    return {"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i} " + "x" * size}
+
+
+_HISTORY = st.lists(
+    st.tuples(
+        st.sampled_from(["messages", "input", "loop_finished", "none", "empty", "not a list"]),
+        st.integers(0, 6),  # how many items of the previous history of that kind it keeps (a prefix)
+        st.integers(0, 3),  # how many new ones it adds
+        st.booleans(),  # the kept items as equal copies (a proxy parses each body afresh) instead of the same objects
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=examples(80), deadline=None)
+@given(_HISTORY, st.sampled_from([1, 3, 16]))
+def test_histories_stored_once_read_back_equal(steps: list[tuple[str, int, int, bool]], block: int) -> None:
+    """Request bodies whose histories extend, shorten, fork or copy earlier ones (and LoopFinished's messages), among
+    other observations: they read back equal, their bodies' keys in their order, live and from a frozen prefix."""
+    import copy
+
+    from inspector.observe import observations as O
+
+    obs: list[O.Observation] = []
+    last: dict[str, list[Any]] = {}
+    n = 0
+    for i, (kind, keep, add, copied) in enumerate(steps):
+        prev = last.get(kind, [])
+        kept = prev[:keep]
+        items = [*(copy.deepcopy(kept) if copied else kept), *(_message(n + j) for j in range(add))]
+        n += add
+        last[kind] = items
+        if kind == "loop_finished":
+            obs.append(O.LoopFinished(float(i), "finished", i, items, []))
+            continue
+        body: dict[str, Any] = {"model": "m", "stream": True}
+        if kind in ("messages", "input"):
+            body[kind] = items
+        elif kind == "empty":
+            body["messages"] = []
+        elif kind == "not a list":
+            body["input"] = "a string input"
+        body["max_tokens"] = 10  # after the history: its key keeps its place
+        obs.append(O.AttemptStarted(float(i), i, 0, "POST", "http://x/v1", {}, body))
+        obs.append(O.TurnStarted(float(i), i))
+    so = SpilledObservations(block=block, cache=1)
+    so.extend(obs)
+    frozen = so.frozen()
+    back = list(so)
+    assert back == obs and list(frozen) == obs
+    for a, b in zip(back, obs, strict=True):
+        if isinstance(a, O.AttemptStarted):
+            assert list(a.body) == list(b.body)
+
+
+def test_a_history_changed_after_it_was_stored_does_not_change_what_later_ones_read_back() -> None:
+    """The store remembers what a history held when it was stored: a list the producer changes later (against the
+    rules, but possible) does not make a later body that extends it read back wrong."""
+    from inspector.observe import observations as O
+
+    first = [_message(0), _message(1)]
+    so = SpilledObservations(block=1)
+    so.append(O.AttemptStarted(0.0, 0, 0, "POST", "u", {}, {"messages": first}))
+    second = [*first, _message(2)]
+    first.append(_message(99))  # changed in place after it was spilled
+    first.insert(0, _message(98))
+    so.append(O.AttemptStarted(1.0, 1, 0, "POST", "u", {}, {"messages": second}))
+    assert so[1].body["messages"] == second
+    assert so[0].body["messages"] == [_message(0), _message(1)]  # as it was when spilled
+
+
+@pytest.mark.parametrize("copied", [False, True])
+def test_a_long_sessions_requests_spill_in_linear_space(copied: bool) -> None:
+    """Each request carries the whole history so far (turn n: 2n messages). Stored as they came, 300 turns would
+    spill ~90 MB (the square of the turns); each history item is stored once instead. Both for the loop's bodies
+    (the same message objects each turn) and a proxy's (each body parsed afresh: equal copies)."""
+    import copy
+
+    from inspector.observe import observations as O
+
+    turns, size = 300, 500
+    history: list[dict[str, Any]] = []
+    obs: list[O.Observation] = []
+    for t in range(turns):
+        history = [*history, _message(2 * t, size), _message(2 * t + 1, size)]
+        sent = copy.deepcopy(history) if copied else history
+        obs.append(O.AttemptStarted(float(t), t, 0, "POST", "u", {}, {"model": "m", "messages": sent}))
+        obs.extend(O.TurnStarted(float(t), t) for _ in range(20))  # the stream's observations between requests
+    so = SpilledObservations(block=64)
+    so.extend(obs)
+    unique = 2 * turns * (size + 60)
+    assert so.spilled_bytes < 3 * unique  # quadratic would be ~turns / 2 times the unique bytes: 150x
+    assert list(so) == obs
