@@ -10,7 +10,7 @@ import tempfile
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 from inspector.observe import observations as O
 from inspector.state.fold import DashboardState
@@ -40,8 +40,16 @@ def state_at(observations: Sequence[O.Observation], k: int) -> DashboardState:
     return state
 
 
+class _Interned:
+    """First item of an encoded observation whose history was stored as references (never instantiated):
+    ``(_Interned, record with None in place of the history, field position, body key or None, runs)``: the runs,
+    ``start, count`` pairs of the message store's items (a single conversation's history is one run: its turns'
+    items are stored in order, so a request costs a few numbers, not one per message)."""
+
+
 # an observation as stored: its class, then its fields' values in order (an SSEEventSeen's event's fields inline)
 _Encoded = tuple[type[O.Observation], *tuple[Any, ...]]
+_Stored = _Encoded | tuple[type[_Interned], *tuple[Any, ...]]  # or one with its history stored as references
 
 _SSE_FIELDS = tuple(f.name for f in dataclasses.fields(SSEEvent))  # SSEEvent(*those)
 _SEEN_FIELDS = tuple(f.name for f in dataclasses.fields(O.SSEEventSeen))
@@ -94,13 +102,6 @@ _HISTORY_KEYS = ("messages", "input")  # a body's history: Messages' and Chat Co
 _RECENT = 8  # histories remembered to extend (one per concurrent conversation, the latest few)
 
 
-class _Interned:
-    """First item of an encoded observation whose history was stored as references (never instantiated):
-    ``(_Interned, record with None in place of the history, field position, body key or None, runs)``: the runs,
-    ``start, count`` pairs of the message store's items (a single conversation's history is one run: its turns'
-    items are stored in order, so a request costs a few numbers, not one per message)."""
-
-
 def _history_at(o: O.Observation) -> tuple[int, str | None, list[Any]] | None:
     """Where an observation holds a history worth storing once: (its field's position in the encoded record, the
     body's key or None for the field itself, the list), or None."""
@@ -146,10 +147,10 @@ def _run_prefix(runs: array[int], k: int) -> array[int]:
     return out
 
 
-def _decode_stored(r: _Encoded, fd: int, off: array[int], size: array[int]) -> O.Observation:
+def _decode_stored(r: _Stored, fd: int, off: array[int], size: array[int]) -> O.Observation:
     """`_decode`, with a history stored as references read back from the message store."""
     if r[0] is not _Interned:
-        return _decode(r)
+        return _decode(cast(_Encoded, r))
     _, inner, at, key, runs = r
     items = _read_items(fd, off, size, runs)
     rec = list(inner)

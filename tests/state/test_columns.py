@@ -566,7 +566,7 @@ def test_histories_stored_once_read_back_equal(steps: list[tuple[str, int, int, 
     back = list(so)
     assert back == obs and list(frozen) == obs
     for a, b in zip(back, obs, strict=True):
-        if isinstance(a, O.AttemptStarted):
+        if isinstance(a, O.AttemptStarted) and isinstance(b, O.AttemptStarted):
             assert list(a.body) == list(b.body)
 
 
