@@ -169,6 +169,7 @@ class SpilledObservations(Sequence[O.Observation]):
     def __init__(self, *, block: int = 2048, cache: int = 6) -> None:
         self.block = block
         self._tail: list[O.Observation] = []
+        self._tail_enc: list[Any] = []  # the tail's records, encoded as they come (while the objects are in cache)
         self._off = array("q")
         self._size = array("q")
         self._file: Any = None
@@ -181,16 +182,20 @@ class SpilledObservations(Sequence[O.Observation]):
         self._item_size = array("q")
         self._recent: list[tuple[list[Any], array[int]]] = []  # the latest histories stored, and their runs
 
-    def _pickled(self, block: list[O.Observation]) -> bytes | None:
-        """A block as stored (each history item not stored yet goes to the message store first), or None when some
-        value in it cannot be pickled (a tool's own object in its result): that block then stays in RAM as it is,
-        never altered and never an error."""
+    def _pickled(self, block: list[O.Observation], recs: list[Any]) -> bytes | None:
+        """A block as stored, from its records (``recs``: each history item not stored yet goes to the message store
+        first, its record then refers to it), or None when some value in it cannot be pickled (a tool's own object in
+        its result): that block then stays in RAM as it is, never altered and never an error."""
         try:
-            encoders = _ENCODERS
-            recs: list[Any] = [encoders[type(o)](o) for o in block]
-            for i, o in enumerate(block):
-                if type(o) is O.AttemptStarted or type(o) is O.LoopFinished:
-                    where = _history_at(o)
+            types = list(map(type, block))  # (found by C-level scans: the block's other 2,000 cost nothing here)
+            for cls in (O.AttemptStarted, O.LoopFinished):
+                i = -1
+                while True:
+                    try:
+                        i = types.index(cls, i + 1)
+                    except ValueError:
+                        break
+                    where = _history_at(block[i])
                     if where is not None:
                         at, key, items = where
                         rec = list(recs[i])
@@ -241,6 +246,7 @@ class SpilledObservations(Sequence[O.Observation]):
 
     def append(self, obs: O.Observation) -> None:
         self._tail.append(obs)
+        self._tail_enc.append(_ENCODERS[type(obs)](obs))
         self._n += 1
         if len(self._tail) >= self.block:
             self._flush()
@@ -250,7 +256,10 @@ class SpilledObservations(Sequence[O.Observation]):
         i, total = 0, len(observations)
         while i < total:
             take = min(total - i, self.block - len(self._tail))
-            self._tail.extend(observations[i : i + take])
+            part = observations[i : i + take]
+            self._tail.extend(part)
+            encoders = _ENCODERS
+            self._tail_enc.extend([encoders[type(o)](o) for o in part])
             self._n += take
             i += take
             if len(self._tail) >= self.block:
@@ -259,7 +268,7 @@ class SpilledObservations(Sequence[O.Observation]):
     def _flush(self) -> None:
         if self._file is None:
             self._file = tempfile.TemporaryFile(prefix="inspector-history-")
-        raw = self._pickled(self._tail)
+        raw = self._pickled(self._tail, self._tail_enc)
         if raw is None:
             self._in_ram[len(self._off)] = self._tail
             raw = b""
@@ -269,6 +278,7 @@ class SpilledObservations(Sequence[O.Observation]):
         self._size.append(len(raw))
         self._end += len(raw)
         self._tail = []
+        self._tail_enc = []
 
     def _block(self, b: int) -> list[O.Observation]:
         hit = self._cache.get(b)

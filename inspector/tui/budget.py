@@ -15,7 +15,10 @@ Pure: no Textual, no clock of its own (the App gives it its frame clock's readin
 from __future__ import annotations
 
 SHARE_K = 12.0  # after a frame that cost c, the next at least SHARE_K * c later: the UI keeps to ~1/13 of the time
-MAX_INTERVAL = 0.5  # ... but the screen is repainted at least twice a second, whatever a frame costs
+# ... but the screen is repainted at least once a second, whatever a frame costs. (It was 0.5 s: under a flood a
+# full frame at 160x48 costs 50-80 ms, so the cap, not the share, set the pace, and the UI took ~1/8 of the time
+# instead of ~1/13; a second lets the share hold for frames up to ~80 ms.)
+MAX_INTERVAL = 1.0
 
 
 class FrameBudget:

@@ -434,3 +434,67 @@ async def test_a_focus_change_keeps_the_rendered_rows_and_a_theme_change_draws_t
         await pilot.pause()
         assert items.renders == rendered + ["a", "b"]
         assert not any(x is y for x, y in zip(strips, items._lines, strict=True))
+
+
+async def test_the_blocks_pane_makes_the_segments_of_the_rows_it_paints_only() -> None:
+    """Under a flood most new blocks scroll past unseen: their rows are counted at once (the scrollbar and the scroll
+    position are right) but made into segments only when painted (`Deferred`). A session of ~60 blocks in a pane of
+    a dozen rows makes the segments of about a screenful, and the screen shows the last block."""
+    from inspector.testing.synthetic import generated_observations
+
+    obs = generated_observations(6000, tool_every=200)
+    app = InspectorApp(observations=obs, clock=lambda: 0.0)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        view = app.blocks_view
+        rows = view._rows
+        deferred = [r for r in rows if isinstance(r, base_module.Deferred)]
+        made = [r for r in deferred if r._line is not None]
+        height = view.scrollable_content_region.height
+        assert len(app.live.block_order) > 40 and len(deferred) > 5 * height
+        assert 0 < len(made) <= 2 * height
+
+        def shown_are_made() -> bool:
+            top = view.scroll_offset.y
+            window = rows[top : top + height]
+            return bool(window) and all(r._line is not None for r in window if isinstance(r, base_module.Deferred))
+
+        assert view.scroll_offset.y > 0 and shown_are_made()  # following the tail: the last rows
+        tool = next(b for key in reversed(app.live.block_order) if (b := app.live.blocks[key]).id)
+        assert tool.id is not None and tool.id in screen_text(app)
+        view.scroll_home(animate=False)  # scrolled to the top: the first rows are made now, and shown
+        await pilot.pause()
+        assert view.scroll_offset.y == 0 and shown_are_made()
+        assert view.item_key_at(0) == app.live.block_order[0] or view.item_key_at(1) == app.live.block_order[0]
+
+
+@given(
+    st.lists(st.text(max_size=12), min_size=1, max_size=30),
+    st.lists(st.text(max_size=12), max_size=10),
+    st.integers(0, 200),
+    st.integers(0, 200),
+)
+def test_a_buffer_row_made_when_painted_is_the_row_made_at_once(
+    fragments: list[str], later: list[str], start: int, length: int
+) -> None:
+    """A deferred buffer row shows what it showed when its item was rendered, though the block's fragments grew
+    meanwhile (an open block: its buffer only grows, so a range of it stays the same text in the same shades)."""
+    from itertools import accumulate
+
+    from rich.console import Console
+
+    from inspector.tui.widgets.blocks import _buffer_line
+
+    console = Console(width=300)
+    styles = (RichStyle(color="red"), RichStyle(color="blue"))
+    ends = list(accumulate(map(len, fragments)))
+    total = ends[-1]
+    start = min(start, total)
+    end = min(total, start + length)
+    at_once = base_module.text_strip(_buffer_line("  ", fragments, ends, start, end, styles), console, 250)
+    row = base_module.deferred_strip(lambda: _buffer_line("  ", fragments, ends, start, end, styles), console, 250)
+    for frag in later:  # (the fold appends; BlocksView._ends extends the offsets in place)
+        fragments.append(frag)
+        ends.append(ends[-1] + len(frag))
+    assert row.segments() == at_once
+    assert row.segments() is row.segments()  # made once

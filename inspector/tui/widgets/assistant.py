@@ -300,6 +300,8 @@ _INLINE = re.compile(r"`([^`]+)`|\*\*(?=\S)(.+?)(?<=\S)\*\*|(?<![*\w])\*(?=\S)([
 def inline_spans(line: str) -> tuple[str, list[tuple[int, int, str]]]:
     """A Markdown line's text without its inline markers, and the styled spans: (start, end, kind) with kind
     code | bold | italic. Unpaired markers stay as they are (a stream cut mid-span shows them until it closes)."""
+    if "`" not in line and "*" not in line:  # (no marker at all: most prose; the scan below costs ~0.1 ms a line)
+        return line, []
     spans: list[tuple[int, int, str]] = []
     out: list[str] = []
     pos = n = 0

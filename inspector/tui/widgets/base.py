@@ -8,7 +8,7 @@ Both follow the tail while the user is at the bottom and show "+N new" when the 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from math import ceil
@@ -60,6 +60,36 @@ def text_strip(text: Text, console: Console, width: int, style: Style | None = N
         text = text.copy()
         text.truncate(width, overflow="ellipsis" if text.overflow == "ellipsis" else "crop")
     return list(text.render(console, end=""))
+
+
+class Deferred:
+    """A row whose segments are made when it is first painted (`SectionView.finish`), not when its item is rendered:
+    an item's row count is known at once, but under a flood most new items scroll past unseen, and turning their
+    text into segments was most of a frame (the Blocks pane: every new block's buffer lines, ~1 ms a block)."""
+
+    __slots__ = ("_make", "_console", "_width", "_line")
+
+    def __init__(self, make: Callable[[], Text], console: Console, width: int) -> None:
+        self._make: Callable[[], Text] | None = make
+        self._console, self._width = console, width
+        self._line: Line | None = None
+
+    def segments(self) -> Line:
+        """`text_strip` of the text ``make`` gives, made once."""
+        if self._line is None:
+            assert self._make is not None
+            self._line = text_strip(self._make(), self._console, self._width)
+            self._make = None
+        return self._line
+
+
+Row = Line | Strip | Deferred  # a SectionView's row: segments, a finished Strip, or segments made when painted
+
+
+def deferred_strip(make: Callable[[], Text], console: Console, width: int) -> Deferred:
+    """`text_strip` of the Text ``make()`` builds, when the row is painted. What ``make`` reads must not change
+    meanwhile (a block's fragments only grow: a range of its buffer stays the same text)."""
+    return Deferred(make, console, width)
 
 
 def wrap_strips(text: Text, console: Console, width: int, style: Style | None = None, *, indent: int = 0) -> list[Line]:
@@ -442,8 +472,8 @@ class SectionView(LineView):
         super().__init__(**kw)
         # the rows as rendered by their items (segments, or strips), finished (`finish`) only when painted: an item
         # whose rows are off screen (a closed 10 KB text, a long history) costs no Strip at all
-        self._rows: list[Line | Strip] = []
-        self._item_cache: LRUCache[Hashable, list[Line | Strip]] = LRUCache(4096)
+        self._rows: list[Row] = []
+        self._item_cache: LRUCache[Hashable, list[Row]] = LRUCache(4096)
         self._prev_items: list[tuple[Hashable, Hashable]] = []
         self._item_starts: list[int] = []
         self._item_keys: list[Hashable] = []
@@ -495,7 +525,7 @@ class SectionView(LineView):
     def rebuild(self) -> None:
         """Recompute the rows (subclasses call `set_items`)."""
 
-    def item_lines(self, key: Hashable, version: Hashable, render: Any, width: int) -> list[Line | Strip]:
+    def item_lines(self, key: Hashable, version: Hashable, render: Any, width: int) -> list[Row]:
         """An item's rows, rendered once per (key, version, width) (finished when painted: `finish`)."""
         ck = (key, version, width)
         lines = self._item_cache.get(ck)
@@ -504,8 +534,9 @@ class SectionView(LineView):
             self._item_cache[ck] = lines
         return lines
 
-    def finish(self, segments: Line | Strip, width: int) -> Strip:
+    def finish(self, row: Row, width: int) -> Strip:
         """`finish_line`, once per distinct line at a width: the same segments give back the same Strip."""
+        segments = row.segments() if isinstance(row, Deferred) else row
         key = (width, *segments)
         strip = self._strips.get(key)
         if strip is None:
@@ -544,7 +575,7 @@ class SectionView(LineView):
         self._prev_width = width
         self.set_lines(old)
 
-    def set_lines(self, lines: list[Line | Strip]) -> None:
+    def set_lines(self, lines: list[Row]) -> None:
         """The rows; the visible lines whose row changed (what it shows) are repainted (`set_row_count`)."""
         self._rows = lines
         self.set_row_count(len(lines))
@@ -555,7 +586,7 @@ class SectionView(LineView):
         width = self.scrollable_content_region.width or self.content_width
         return [self.finish(r, width) for r in self._rows]
 
-    def render_row(self, row: int, width: int) -> Line | Strip:
+    def render_row(self, row: int, width: int) -> Row:  # type: ignore[override]
         return self._rows[row]
 
     def row_key(self, row: int) -> Hashable:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import bisect
 import json
 from collections.abc import Hashable
+from functools import partial
 from typing import Any
 
 import orjson
@@ -17,7 +18,7 @@ from textual.cache import LRUCache
 from inspector.core import exactjson
 from inspector.state.entries import human_size
 from inspector.state.fold import BlockEntry, DashboardState
-from inspector.tui.widgets.base import Line, SectionView, chunk_text, text_strip, wrap_strips
+from inspector.tui.widgets.base import Line, Row, SectionView, chunk_text, deferred_strip, text_strip, wrap_strips
 
 BUFFER_LINES = 6  # buffer lines shown per block (the tail while open, the head once closed)
 INPUT_LINES = 12  # pretty-printed input lines shown per tool block
@@ -42,6 +43,15 @@ def fragment_text(fragments: list[str], ends: list[int], start: int, end: int, s
         pos = stop
         i += 1
     return text
+
+
+def _buffer_line(
+    pad: str, fragments: list[str], ends: list[int], start: int, end: int, styles: tuple[Style, Style]
+) -> Text:
+    """A buffer row: the indent, then characters [start, end) in their fragments' shades (`fragment_text`)."""
+    t = Text(pad, no_wrap=True)
+    t.append_text(fragment_text(fragments, ends, start, end, styles))
+    return t
 
 
 def window(buf: str, width: int, lo: int, hi: int, *, words: bool = False) -> tuple[list[tuple[int, int]], bool, bool]:
@@ -196,9 +206,9 @@ class BlocksView(SectionView):
             text.stylize(self.cstyle("blk--discarded"))
         return [text_strip(text, self.app.console, width)]
 
-    def render_block(self, b: BlockEntry, failed: bool, width: int) -> list[Line]:
+    def render_block(self, b: BlockEntry, failed: bool, width: int) -> list[Row]:
         console = self.app.console
-        out: list[Line] = []
+        out: list[Row] = []
         head = Text(no_wrap=True, overflow="ellipsis")
         if b.closed and (
             b.input_error
@@ -224,7 +234,7 @@ class BlocksView(SectionView):
         )
         if failed:
             head.stylize(self.cstyle("blk--discarded"))
-        out.append(text_strip(head, console, width))
+        out.append(deferred_strip(lambda: head, console, width))
 
         buf = b.joined()
         inner = max(8, width - INDENT)
@@ -235,9 +245,7 @@ class BlocksView(SectionView):
 
         def buffer_lines(rows: list[tuple[int, int]]) -> None:
             for s, e in rows:
-                t = Text(pad, no_wrap=True)
-                t.append_text(fragment_text(b.fragments, ends, s, e, styles))
-                out.append(text_strip(t, console, width))
+                out.append(deferred_strip(partial(_buffer_line, pad, b.fragments, ends, s, e, styles), console, width))
 
         def more(chars: int, where: str) -> None:
             if chars > 0:
