@@ -99,7 +99,8 @@ def _decode(r: _Encoded) -> O.Observation:
 # for 300k observations, of which ~120 MB the same messages again). Each history item is stored once instead (the
 # message store: pickled items in the spill file) and a request's history as references to it.
 _HISTORY_KEYS = ("messages", "input")  # a body's history: Messages' and Chat Completions' messages, Responses' input
-_RECENT = 8  # histories remembered to extend (one per concurrent conversation, the latest few)
+_RECENT = 64  # histories remembered to extend (about one per concurrent conversation: an extended one is replaced)
+_WALK = 8  # of those, the newest compared item by item (a history that forks or shrinks, not only extends)
 
 
 def _history_at(o: O.Observation) -> tuple[int, str | None, list[Any]] | None:
@@ -211,17 +212,22 @@ class SpilledObservations(Sequence[O.Observation]):
     def _refs(self, items: list[Any]) -> array[int]:
         """``items`` as runs of the message store's items: the longest prefix it shares with a history stored lately
         (the same objects, or equal ones) refers to that one's items, the rest is stored now."""
-        best_k, best = 0, None
-        for prev, prev_runs in self._recent:
+        best_k, best, extended = 0, None, -1
+        for j, (prev, prev_runs) in enumerate(self._recent):
             n = len(prev)
-            if len(items) >= n and items[:n] == prev:  # (C speed, and an identical item is equal at once)
-                k = n
-            else:
+            if n <= best_k:
+                continue
+            if len(items) >= n and (items[n - 1] is prev[-1] or items[n - 1] == prev[-1]) and items[:n] == prev:
+                k = n  # (its last item first: another conversation's differs there; then all, at C speed)
+            elif j < _WALK:
                 k, n = 0, min(n, len(items))
                 while k < n and (items[k] is prev[k] or items[k] == prev[k]):
                     k += 1
+            else:
+                continue
             if k > best_k:
                 best_k, best = k, prev_runs
+                extended = j if k == len(prev) else -1
         runs = _run_prefix(best, best_k) if best is not None else array("q")
         new = items[best_k:]
         if new:
@@ -240,6 +246,8 @@ class SpilledObservations(Sequence[O.Observation]):
             else:
                 runs.append(first)
                 runs.append(len(new))
+        if extended >= 0:  # (the history it extends is left behind: one entry per conversation)
+            del self._recent[extended]
         self._recent.insert(0, (list(items), runs))  # (a copy: what the runs stand for, whatever becomes of items)
         del self._recent[_RECENT:]
         return runs

@@ -608,3 +608,28 @@ def test_a_long_sessions_requests_spill_in_linear_space(copied: bool) -> None:
     unique = 2 * turns * (size + 60)
     assert so.spilled_bytes < 3 * unique  # quadratic would be ~turns / 2 times the unique bytes: 150x
     assert list(so) == obs
+
+
+def test_many_concurrent_conversations_requests_spill_in_linear_space() -> None:
+    """A proxied session: 40 conversations at once, their requests interleaved (each body parsed afresh, so its
+    messages are equal copies, not the same objects), the same first message in all of them (parallel subagents
+    given one task). Each conversation's history is still stored once."""
+    import copy
+
+    from inspector.observe import observations as O
+
+    conversations, turns, size = 40, 15, 300
+    histories: list[list[dict[str, Any]]] = [
+        [{"role": "user", "content": "the same task " + "x" * size}]
+    ] * conversations
+    obs: list[O.Observation] = []
+    for t in range(turns):
+        for c in range(conversations):
+            h = histories[c] = [*histories[c], _message(1000 * c + 2 * t, size), _message(1000 * c + 2 * t + 1, size)]
+            body = {"model": "m", "messages": copy.deepcopy(h)}
+            obs.append(O.AttemptStarted(float(t), t * conversations + c, 0, "POST", "u", {}, body))
+    so = SpilledObservations(block=32)
+    so.extend(obs)
+    unique = conversations * (2 * turns + 1) * (size + 60)
+    assert so.spilled_bytes < 3 * unique
+    assert list(so) == obs
