@@ -97,6 +97,23 @@ def _session(args: argparse.Namespace, upstream: str) -> WatchSession:
     return W.proxy_session(upstream, "127.0.0.1", 0, record=args.record)
 
 
+def _err(msg: str) -> None:
+    err(msg, prefix="inspector watch")  # (one prefix: err's own "inspector: " before it said it twice)
+
+
+def _start(launched: Launched[WatchSession]) -> int | None:
+    """Start the command: None, or the exit status a shell gives when it cannot be run (a script whose interpreter
+    is missing passes `resolve_command` but not exec: 127, as from sh; any other refusal 126), said in one line."""
+    from inspector.sessions.launch import EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND
+
+    try:
+        launched.start_command()
+    except OSError as e:
+        _err(f"cannot run {launched.argv[0]}: {e.strerror or e}")
+        return EXIT_NOT_FOUND if isinstance(e, FileNotFoundError) else EXIT_NOT_EXECUTABLE
+    return None
+
+
 def cmd(args: argparse.Namespace) -> int:
     from inspector.core.errors import InspectorError
     from inspector.sessions.launch import Launched, command_env, resolve_command, upstream_from_env
@@ -106,16 +123,16 @@ def cmd(args: argparse.Namespace) -> int:
         argv = argv[1:]
     problem = resolve_command(argv)
     if not problem and getattr(args, "otel_content", False) and not getattr(args, "otel", False):
-        problem = "--otel-content goes with --otel"
+        problem = "--otel-content goes with --otel", EXIT_USAGE
     if problem:
-        err(f"inspector watch: {problem}")
-        return EXIT_USAGE
+        _err(problem[0])
+        return problem[1]
     env = dict(os.environ)
     upstream = upstream_from_env(env, args.upstream)
     try:
         session = _session(args, upstream)
     except (InspectorError, OSError) as e:
-        err(f"inspector watch: {getattr(e, 'strerror', None) or e}")
+        _err(str(getattr(e, "strerror", None) or e))
         return EXIT_USAGE
     close_otel = None
     if getattr(args, "otel", False):
@@ -125,7 +142,7 @@ def cmd(args: argparse.Namespace) -> int:
             close_otel = otel_for_conversations(session.bus, args, lambda: session.secrets)
         except InspectorError as e:
             session.close()
-            err(f"inspector watch: {e}")
+            _err(str(e))
             return EXIT_USAGE
     launched = Launched(session, argv, {}, on_note=lambda m: print(m, file=sys.stderr, flush=True))
     launched.env = command_env(env, launched.base_url, offline=bool(args.serve))
@@ -153,12 +170,10 @@ def _headless(launched: Launched[WatchSession], what: str, record: str | None) -
         file=sys.stderr,
         flush=True,
     )
-    try:
-        launched.start_command()
-    except OSError as e:
+    failed = _start(launched)
+    if failed is not None:
         launched.stop_session()
-        err(f"inspector watch: cannot run {launched.argv[0]}: {e.strerror or e}")
-        return EXIT_USAGE
+        return failed
     status = launched.wait()
     launched.stop_session(reason=f"the command exited with status {status}")
     sink.close()
@@ -215,7 +230,7 @@ def _split(args: argparse.Namespace, launched: Launched[WatchSession], what: str
 
     if args.serve:
         launched.session.close()
-        err("inspector watch: --split with --serve is not supported yet: use --headless")
+        _err("--split with --serve is not supported yet: use --headless")
         return EXIT_USAGE
     port = launched.session.sock.getsockname()[1]
     launched.session.close()  # the dashboard's proxy binds this port
@@ -228,10 +243,10 @@ def _split(args: argparse.Namespace, launched: Launched[WatchSession], what: str
         return _split_web(launched, dashboard, port)
     subprocess.run(["tmux", "split-window", "-h", shlex.join(dashboard)], check=False)
     if not _wait_listening(port, SPLIT_START):
-        err("inspector watch: the dashboard pane did not start listening")
+        _err("the dashboard pane did not start listening")
         return EXIT_USAGE
-    launched.start_command()
-    return launched.wait()
+    failed = _start(launched)
+    return failed if failed is not None else launched.wait()
 
 
 def _wait_listening(port: int, timeout: float, alive: Any = None) -> bool:
@@ -264,12 +279,12 @@ def _split_web(launched: Launched[WatchSession], dashboard: list[str], port: int
     from inspector.net.server import bind_socket
 
     if importlib.util.find_spec("textual_serve") is None:  # (inspector.tui.web imports it, in the server process)
-        err("inspector watch: --split outside tmux needs textual-serve (pip install textual-serve), or run in tmux")
+        _err("--split outside tmux needs textual-serve (pip install textual-serve), or run in tmux")
         return EXIT_USAGE
     try:
         probe = bind_socket("127.0.0.1", 0)
     except OSError as e:
-        err(f"inspector watch: cannot listen on 127.0.0.1: {e.strerror or e}")
+        _err(f"cannot listen on 127.0.0.1: {e.strerror or e}")
         return EXIT_USAGE
     web_port = probe.getsockname()[1]
     probe.close()  # free again for the web server (it binds it in a moment)
@@ -285,15 +300,17 @@ def _split_web(launched: Launched[WatchSession], dashboard: list[str], port: int
     url = f"http://127.0.0.1:{web_port}"
     try:
         if not _wait_listening(web_port, SPLIT_START, lambda: server.poll() is None):
-            err(f"inspector watch: the dashboard's web server did not start (its output: {log.name})")
+            _err(f"the dashboard's web server did not start (its output: {log.name})")
             return EXIT_USAGE
-        err(f"inspector watch: the dashboard is at {url} (open it in a browser: the command starts then)")
+        _err(f"the dashboard is at {url} (open it in a browser: the command starts then)")
         if not _wait_listening(port, SPLIT_BROWSER, lambda: server.poll() is None):
-            err(f"inspector watch: no browser opened {url} within {SPLIT_BROWSER:g} s: the command was not started")
+            _err(f"no browser opened {url} within {SPLIT_BROWSER:g} s: the command was not started")
             return EXIT_USAGE
-        launched.start_command()
+        failed = _start(launched)
+        if failed is not None:
+            return failed
         status = launched.wait()
-        err(f"inspector watch: the command ended; stopping the dashboard at {url}")
+        _err(f"the command ended; stopping the dashboard at {url}")
         return status
     except KeyboardInterrupt:
         return 130

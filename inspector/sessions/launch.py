@@ -167,19 +167,26 @@ class Launched(Generic[S]):
                 signal.signal(signal.SIGINT, previous)
 
 
-def resolve_command(argv: Sequence[str]) -> str | None:
-    """A one-line problem with the command, before anything starts (None: it can be run)."""
+# the exit status of a command that cannot be run, as POSIX shells, env, nohup and timeout give it
+EXIT_NOT_FOUND, EXIT_NOT_EXECUTABLE = 127, 126
+
+
+def resolve_command(argv: Sequence[str]) -> tuple[str, int] | None:
+    """A one-line problem with the command and the exit status it gives, before anything starts (None: it can be
+    run). A command that is not found exits 127 and one that cannot be executed 126, as it would from a shell
+    (`watch`'s status is the command's): a CI script that tells them apart keeps working; no command at all is a
+    usage error (2)."""
     if not argv:
-        return "no command: inspector watch [options] -- COMMAND [ARGS...]"
+        return "no command: inspector watch [options] -- COMMAND [ARGS...]", 2
     import shutil
 
     exe = argv[0]
     if os.sep in exe:
         if not os.path.exists(exe):
-            return f"{exe}: no such file"
-        if not os.access(exe, os.X_OK):
-            return f"{exe}: not executable"
+            return f"{exe}: no such file", EXIT_NOT_FOUND
+        if os.path.isdir(exe) or not os.access(exe, os.X_OK):
+            return f"{exe}: not executable", EXIT_NOT_EXECUTABLE
         return None
     if shutil.which(exe) is None:
-        return f"{exe}: command not found"
+        return f"{exe}: command not found", EXIT_NOT_FOUND
     return None

@@ -93,12 +93,32 @@ def test_the_upstream_is_what_anthropic_base_url_held(tmp_path: Path) -> None:
     assert out.stdout.strip() != "http://127.0.0.1:9"
 
 
-def test_a_missing_command_is_a_one_line_error() -> None:
-    out = watch("--headless", "--", "no-such-command-xyz")
-    assert out.returncode == 2 and "no-such-command-xyz: command not found" in out.stderr
-    assert "Traceback" not in out.stderr
-    out = watch("--headless")
-    assert out.returncode == 2 and "no command" in out.stderr
+def test_a_command_that_cannot_run_is_a_one_line_error_with_the_shells_status(tmp_path: Path) -> None:
+    """watch's status is the command's, so a command that cannot run gives what a shell (and env, nohup, timeout)
+    gives: 127 when it is not found (also a script whose interpreter is missing: exec says ENOENT), 126 when it
+    cannot be executed; no command at all is a usage error (2). One line each, said once ("inspector watch: ...",
+    not "inspector: inspector watch: ...")."""
+    bad = tmp_path / "bad.sh"
+    bad.write_text("#!/no/such/interpreter\necho hi\n")
+    bad.chmod(0o755)
+    plain = tmp_path / "plain.txt"
+    plain.write_text("not a program\n")
+    cases = [
+        (("no-such-command-xyz",), 127, "inspector watch: no-such-command-xyz: command not found"),
+        ((str(tmp_path / "missing"),), 127, "missing: no such file"),
+        ((str(plain),), 126, "plain.txt: not executable"),
+        ((str(tmp_path),), 126, "not executable"),
+        ((str(bad),), 127, "cannot run"),
+        ((), 2, "inspector watch: no command"),
+    ]
+    for argv, status, said in cases:
+        out = watch("--headless", *(("--", *argv) if argv else ()))
+        assert out.returncode == status, (argv, out.returncode, out.stderr)
+        assert said in out.stderr and "inspector: inspector" not in out.stderr, out.stderr
+        assert "Traceback" not in out.stderr
+        assert subprocess.run(["sh", "-c", 'exec "$@"', "sh", *argv], capture_output=True).returncode == (
+            status if argv else 0
+        ), argv  # (what a shell says of the same command)
 
 
 def test_ctrl_c_goes_to_the_command_first_then_stops_watching(tmp_path: Path) -> None:
