@@ -338,6 +338,29 @@ class TestSmallTerminals:
             right = max(k.region.right for k in footer.query(FooterKey))
             assert right <= width  # nothing pushed off the screen
 
+    async def test_the_footer_is_recomposed_only_when_its_keys_change(self) -> None:
+        """Textual recomposes the footer (mounting every key again) at each bindings signal: a focus change between
+        panes, the screen stack, any `bindings=True` reactive. Signals that change nothing the keys show are
+        skipped; one that shows a key (the conversation keys, from the second conversation on) recomposes."""
+        app = synthetic("tools_running")
+        async with app.run_test(size=(160, 48)) as pilot:
+            footer = app.dashboard.query_one(KeyFooter)
+            await wait_for(lambda: bool(list(footer.query(FooterKey))), what="the footer keys")
+            await pilot.pause()
+            before = footer.recomposed
+            keys = [k for k in footer.query(FooterKey)]
+            for pane in ("#events", "#blocks", "#tools", "#events"):
+                app.dashboard.query_one(pane).focus()
+                await pilot.pause()
+            app.refresh_bindings()
+            await pilot.pause()
+            assert footer.recomposed == before and list(footer.query(FooterKey)) == keys  # the same widgets
+            assert "conversations" not in {k.action for k in keys}
+            app._many_conversations = True  # (what a second conversation sets)
+            app.refresh_bindings()
+            await wait_for(lambda: "conversations" in {k.action for k in footer.query(FooterKey)}, what="the key")
+            assert footer.recomposed == before + 1
+
     async def test_group_labels_are_spaced(self) -> None:
         app = synthetic("tools_running")
         async with app.run_test(size=SMALL) as pilot:

@@ -77,6 +77,25 @@ class KeyFooter(Footer):
         super().__init__(compact=True, **kw)
         self._fit_width = -1
         self.hidden_ids: list[str] = []  # what did not fit (tests)
+        self._shown: tuple[object, ...] | None = None  # what the last compose showed (`_signature`)
+        self.recomposed = 0  # composes with keys (tests)
+
+    def _signature(self) -> tuple[object, ...]:
+        """Everything the keys are made from: each active binding, enabled or not, its tooltip; the width."""
+        active = self.screen.active_bindings
+        keys = tuple(
+            (key, b.id, b.action, b.show, b.description, b.group, b.tooltip, enabled, tooltip)
+            for key, (_, b, enabled, tooltip) in active.items()
+        )
+        return (self.size.width or self.app.size.width, self.show_command_palette, keys)
+
+    def bindings_changed(self, screen: Any) -> None:
+        """(Textual's Footer recomposes, mounting every key again, at each bindings signal: a focus change, the screen
+        stack, any `bindings=True` reactive. Most change nothing the keys show; those are skipped.)"""
+        if self._bindings_ready and self._shown is not None and screen is self.screen and self.is_attached:
+            if self._signature() == self._shown:
+                return
+        super().bindings_changed(screen)
 
     def on_resize(self) -> None:
         if self.size.width != self._fit_width and self._bindings_ready:
@@ -110,6 +129,8 @@ class KeyFooter(Footer):
     def compose(self) -> ComposeResult:
         if not self._bindings_ready:
             return
+        self._shown = self._signature()
+        self.recomposed += 1
         active = self.screen.active_bindings
         by_action: defaultdict[str, list[tuple[Binding, bool, str]]] = defaultdict(list)
         for _, binding, enabled, tooltip in active.values():
