@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from hypothesis import given
+import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.segment import Segment
 from rich.style import Style as RichStyle
@@ -19,6 +20,7 @@ from textual.cache import LRUCache
 from textual.widgets import Static
 
 from inspector.testing.conversations import interleaved_conversations
+from inspector.testing.hyp import examples
 from inspector.tui.app import InspectorApp
 from inspector.tui.screen import Pane
 from inspector.tui.widgets import assistant as assistant_module
@@ -498,3 +500,68 @@ def test_a_buffer_row_made_when_painted_is_the_row_made_at_once(
         ends.append(ends[-1] + len(frag))
     assert row.segments() == at_once
     assert row.segments() is row.segments()  # made once
+
+
+_TOOL_SESSIONS: dict[str, Any] = {}
+
+
+def _tool_session(name: str) -> list[Any]:
+    """Sessions whose tools change after they settle, or not: generated (many turns, a tool each), parse_date (4
+    tools at once, results after the stream), three proxied conversations (tools inferred from the next request),
+    an overloaded retry (a failed attempt's tools)."""
+    from inspector.testing.synthetic import generated_observations, parse_date_observations
+
+    if name not in _TOOL_SESSIONS:
+        _TOOL_SESSIONS[name] = {
+            "generated": lambda: generated_observations(3000, tool_every=40),
+            "parse_date": lambda: parse_date_observations(),
+            "overloaded": lambda: parse_date_observations(variant="overloaded"),
+            "proxied": lambda: interleaved_conversations(3),
+        }[name]()
+    return list(_TOOL_SESSIONS[name])
+
+
+async def _check_tools_prefix(name: str, cuts: list[int]) -> int:
+    """Feed the session in frames of `cuts` observations; after each frame the Tools pane's items and rows must be
+    those of a walk over every tool. Returns how many frames started from a kept prefix."""
+    from inspector.tui.widgets import tools as tools_module
+    from inspector.tui.widgets.tools import ToolsView, _Done
+
+    obs = _tool_session(name)
+    app = InspectorApp(observations=[], clock=lambda: 0.0)
+    kept_frames = 0
+    async with app.run_test(size=(120, 40)) as pilot:
+        view = app.dashboard.query_one(ToolsView)
+        start = 0
+        for size in [*cuts, len(obs)]:
+            kept_frames += view._done.tools > 0 and view._done.state is app.live
+            app.ingest(obs[start : start + size])
+            start += size
+            await pilot.pause()
+            kept = list(view._prev_items)
+            rows = [[s.text for s in row] if isinstance(row, list) else row for row in view._rows]
+            view._done, view._prev_items = _Done(), []  # a walk over every tool, from nothing kept
+            view.rebuild()
+            assert view._prev_items == kept, (name, start)
+            assert [[s.text for s in row] if isinstance(row, list) else row for row in view._rows] == rows
+    assert tools_module._Done is _Done
+    return kept_frames
+
+
+@settings(max_examples=examples(12), deadline=None)
+@given(st.sampled_from(["generated", "parse_date", "overloaded", "proxied"]), st.lists(st.integers(1, 400), max_size=8))
+async def test_the_tools_panes_kept_prefix_draws_what_a_full_walk_draws(name: str, cuts: list[int]) -> None:
+    """The Tools pane keeps the items of its settled tools (a final state, the attempt ended) from frame to frame
+    instead of walking every tool call of the session. However the session arrives (cut into frames anywhere),
+    its items are those of a walk over every tool, and so are its rows."""
+    await _check_tools_prefix(name, cuts)
+
+
+@pytest.mark.parametrize("name", ["parse_date", "overloaded", "proxied"])
+async def test_a_settled_tool_that_changes_later_is_drawn_again(name: str) -> None:
+    """One observation a frame: a tool settles (succeeded after its attempt ended) and its result comes in the next
+    frame; a proxied tool is inferred from a later request. The kept prefix notices each change (the tools' and
+    their attempts' versions) and the pane draws what a full walk draws; most frames still start from a prefix."""
+    n = len(_tool_session(name))
+    kept = await _check_tools_prefix(name, [1] * n)
+    assert kept > 0

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from rich.text import Text
 
 from inspector.core.fmt import duration
+from inspector.observe.states import TOOL_TERMINAL
 from inspector.state.fold import DashboardState, Savings, ToolEntry, call_summary
 from inspector.tui.widgets.base import Line, SectionView, text_strip
 
@@ -83,18 +85,37 @@ class ToolsView(SectionView):
         self.state: DashboardState | None = None
         self.now = 0.0
         self._seen: tuple[object, ...] = ()
+        # the leading tools that are settled (a final state, their attempt ended): their items are kept from one
+        # frame to the next, as the Blocks pane keeps its ended attempts' (see `_settled`)
+        self._done = _Done()
 
     def revisions(self, state: DashboardState) -> tuple[object, ...]:
         return (state.rev_tools, state.status.finished)
+
+    def _settled(self, state: DashboardState, width: int) -> _Done:
+        """The settled prefix of the last frame, if it still holds: the same state and width, and no tool in it (nor
+        its attempt) changed since (the highest version among them is the same: versions only grow)."""
+        done = self._done
+        if done.state is not state or done.items > self.kept_items(width) or not done.holds():
+            return _Done(state)
+        return done
 
     def rebuild(self) -> None:
         state = self.state
         if state is None:
             return
         console = self.app.console
+        width = self.content_width
+        # a frame walks the tools from the first one not settled, not the whole session's (a long session has
+        # thousands: walking them all cost ~20 ms a frame at 3,000)
+        done = self._settled(state, width)
+        start = done.items
         items: list[tuple[Hashable, Hashable, Any]] = []
-        turn = None
-        for key in state.tool_order:
+        turn = done.turn
+        order = state.tool_order
+        settling = True
+        for j in range(done.tools, len(order)):
+            key = order[j]
             t = state.tools[key]
             if t.turn != turn:
                 turn = t.turn
@@ -111,14 +132,22 @@ class ToolsView(SectionView):
                     )
                 )
             live = self.now if t.state == "running" else None
-            failed = state.attempt_failed(t.turn, t.attempt)
+            a = state.attempts.get((t.turn, t.attempt))
+            failed = a is not None and a.failed
             item = ("tool", key)
             items.append((item, (t.version, live, failed), lambda w, t=t, f=failed: self.render_tool(t, f, w)))
-        if not items:
-            done = bool(state.status.finished)
-            label = "no tool calls" + ("" if done else " yet")
-            items.append(("empty", done, lambda w: [text_strip(Text(label, self.cstyle("tool--empty")), console, w)]))
-        self.set_items(items, self.content_width)
+            if settling and t.state in TOOL_TERMINAL and a is not None and a.status is not None:
+                done.add(key, (t.turn, t.attempt), start + len(items), turn, max(t.version, a.version))
+            else:
+                settling = False
+        if not items and not start:
+            finished = bool(state.status.finished)
+            label = "no tool calls" + ("" if finished else " yet")
+            items.append(
+                ("empty", finished, lambda w: [text_strip(Text(label, self.cstyle("tool--empty")), console, w)])
+            )
+        self._done = done
+        self.set_items(items, width, start=start)
 
     def detail_at(self, row: int) -> tuple[str, Any] | None:
         key = self.item_key_at(row)
@@ -177,6 +206,43 @@ def streaming_call(state: DashboardState | None, t: ToolEntry) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ timeline
+
+
+_VERSION = attrgetter("version")
+
+
+class _Done:
+    """The settled prefix of the Tools pane's items: its first `tools` tool calls (each in a final state, its attempt
+    ended) make its first `items` items, drawn for `state`; `version` is the highest version among them and their
+    attempts. A settled tool may still change (a late result, an inference): `holds` checks that none did."""
+
+    __slots__ = ("state", "tools", "items", "turn", "version", "keys", "attempt_keys")
+
+    def __init__(self, state: DashboardState | None = None) -> None:
+        self.state = state
+        self.tools = self.items = 0
+        self.turn: int | None = None
+        self.version = -1
+        self.keys: list[Any] = []
+        self.attempt_keys: list[tuple[int, int]] = []
+
+    def add(self, key: Any, attempt: tuple[int, int], items: int, turn: int, version: int) -> None:
+        self.keys.append(key)
+        self.attempt_keys.append(attempt)
+        self.tools += 1
+        self.items, self.turn = items, turn
+        self.version = max(self.version, version)
+
+    def holds(self) -> bool:
+        """No tool of the prefix, nor its attempt, changed since it was drawn (C-level: ~0.1 ms at 3,000 tools)."""
+        if not self.tools or self.state is None:
+            return True
+        try:
+            tools = max(map(_VERSION, map(self.state.tools.__getitem__, self.keys)))
+            attempts = max(map(_VERSION, map(self.state.attempts.__getitem__, self.attempt_keys)))
+        except KeyError:
+            return False
+        return bool(max(tools, attempts) == self.version)
 
 
 @dataclass
