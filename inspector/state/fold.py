@@ -129,6 +129,9 @@ class DashboardState:
         self.rev_transcript = 0
         self.rev_diag = 0
         self.rev_status = 0
+        # the observation count when a tool call or an attempt of an ended turn last changed (`_touch_settled`): a
+        # view that keeps the rows of settled tools from frame to frame (the Tools pane) draws them again then
+        self.rev_settled = 0
 
     # -------------------------------------------------------------------------------------------- folding
 
@@ -313,6 +316,7 @@ class DashboardState:
                 tool.error = result_summary(block.get("content"), 200)
                 tool.is_error = True
                 tool.version = self.n
+                self._touch_settled(tool.turn)
                 self.rev_tools = self.rev_transcript = self.n
 
     def _attempt(self, turn: int, attempt: int, t: float) -> AttemptEntry:
@@ -559,6 +563,7 @@ class DashboardState:
                 tool.input_summary = call_summary(tool.name, tool.input)
                 tool.version = self.n
                 self.rev_tools = self.n
+                self._touch_settled(tool.turn)
 
     def _message_updated(self, obs: O.MessageUpdated) -> None:
         a = self._attempt(obs.turn, obs.attempt, obs.t)
@@ -631,6 +636,7 @@ class DashboardState:
             tool = self._new_tool(obs.id, obs.name, obs.turn, obs.attempt, obs.index, state, obs.t)
             self._tx(obs.turn, ("tool", tool.key))
             self.rev_transcript = self.n
+        self._touch_settled(tool.turn)
         return tool
 
     def _tool_use(self, obs: O.ToolUse) -> None:
@@ -689,6 +695,7 @@ class DashboardState:
         tool = self.tools.mutable(self._tool_key(obs.turn, obs.tool_use_id))
         if tool is None:
             return
+        self._touch_settled(tool.turn)
         tool.is_error = obs.is_error
         tool.result_summary = result_summary(obs.content)
         if obs.state and obs.state != tool.state:
@@ -704,6 +711,7 @@ class DashboardState:
     def _attempt_ended(self, obs: O.AttemptEnded) -> None:
         a = self._attempt(obs.turn, obs.attempt, obs.t)
         a.t_end, a.status, a.reason, a.outcome, a.version = obs.t, obs.status, obs.reason, obs.outcome, self.n
+        self._touch_settled(obs.turn)
         self._buffering(a, obs.t)
         if obs.status != "complete":
             self._tx(
@@ -781,6 +789,13 @@ class DashboardState:
             )
             self.rev_transcript = self.n
         self._touch_status()
+
+    def _touch_settled(self, turn: int) -> None:
+        """A tool call or an attempt of `turn` changed: if the turn has ended, that is a settled row changing (a late
+        result, an inferred run, a request's tool_result error)."""
+        tr = self.turns.get(turn)
+        if tr is not None and tr.t_end is not None:
+            self.rev_settled = self.n
 
     def _touch_status(self) -> None:
         self.status.version = self.n

@@ -505,6 +505,36 @@ def test_a_buffer_row_made_when_painted_is_the_row_made_at_once(
 _TOOL_SESSIONS: dict[str, Any] = {}
 
 
+def _late_changes() -> list[Any]:
+    """parse_date, then changes to tools of its first turn after that turn ended: a late second result (the same
+    state: nothing else on the screen changes with it), a state inferred afterwards, and a request whose last message
+    carries an error tool_result for another one."""
+    from inspector.observe import observations as O
+    from inspector.testing.synthetic import parse_date_observations
+
+    obs: list[Any] = parse_date_observations()
+    t = obs[-1].t
+    first = [o for o in obs if isinstance(o, O.ToolUse) and o.turn == 0]
+    a, b, c = first[0], first[1], first[2]
+    obs.append(O.ToolResult(t + 0.1, 0, 0, a.id, a.name, "late: a second result", False, "succeeded"))
+    obs.append(
+        O.ToolStateChanged(
+            t + 0.2, 0, 0, b.id, b.name, b.index, "failed", None, "timed out later", None, {}, False, True
+        )
+    )
+    body = {
+        "model": "m",
+        "messages": [
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": c.id, "is_error": True, "content": "no"}],
+            }
+        ],
+    }
+    obs.append(O.AttemptStarted(t + 0.3, 0, 0, "POST", "u", {}, body))
+    return obs
+
+
 def _tool_session(name: str) -> list[Any]:
     """Sessions whose tools change after they settle, or not: generated (many turns, a tool each), parse_date (4
     tools at once, results after the stream), three proxied conversations (tools inferred from the next request),
@@ -517,6 +547,7 @@ def _tool_session(name: str) -> list[Any]:
             "parse_date": lambda: parse_date_observations(),
             "overloaded": lambda: parse_date_observations(variant="overloaded"),
             "proxied": lambda: interleaved_conversations(3),
+            "late": _late_changes,
         }[name]()
     return list(_TOOL_SESSIONS[name])
 
@@ -557,7 +588,7 @@ async def test_the_tools_panes_kept_prefix_draws_what_a_full_walk_draws(name: st
     await _check_tools_prefix(name, cuts)
 
 
-@pytest.mark.parametrize("name", ["parse_date", "overloaded", "proxied"])
+@pytest.mark.parametrize("name", ["parse_date", "overloaded", "proxied", "late"])
 async def test_a_settled_tool_that_changes_later_is_drawn_again(name: str) -> None:
     """One observation a frame: a tool settles (succeeded after its attempt ended) and its result comes in the next
     frame; a proxied tool is inferred from a later request. The kept prefix notices each change (the tools' and
