@@ -596,3 +596,23 @@ async def test_a_settled_tool_that_changes_later_is_drawn_again(name: str) -> No
     n = len(_tool_session(name))
     kept = await _check_tools_prefix(name, [1] * n)
     assert kept > 0
+
+
+@pytest.mark.parametrize("name", ["parse_date", "proxied", "late"])
+async def test_the_assistant_panes_kept_items_follow_a_tool_that_changes_after_its_turn(name: str) -> None:
+    """The Assistant pane keeps the items of ended turns from frame to frame too. A tool line of an ended turn that
+    changes later (a late result, a state inferred from a later request, a request's error tool_result) is drawn
+    again: one observation a frame, its items are those of a walk over the whole transcript."""
+    from inspector.tui.widgets.assistant import AssistantView
+
+    obs = _tool_session(name)
+    app = InspectorApp(observations=[], clock=lambda: 0.0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        view = app.dashboard.query_one(AssistantView)
+        for i, o in enumerate(obs):
+            app.ingest([o])
+            await pilot.pause()
+            kept = list(view._prev_items)
+            view._done, view._done_state, view._prev_items = (0, 0), None, []  # from nothing kept
+            view.rebuild()
+            assert view._prev_items == kept, (name, i)

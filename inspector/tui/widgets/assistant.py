@@ -86,11 +86,14 @@ class AssistantView(SectionView):
         width = self.content_width
         st = state.status
         ended = self.ended
-        # the items of ended attempts, finished tools of ended turns, turn rules and notes never change (the transcript
-        # only grows): a frame walks the transcript from the first item that may still change, not from the start
+        # the items of ended attempts, finished tools of ended turns, turn rules and notes seldom change (the
+        # transcript only grows): a frame walks the transcript from the first item that may still change, not from
+        # the start. A tool of an ended turn that changes after all (a late result, a run inferred from a later
+        # request) bumps the fold's rev_settled: everything is walked again then
         done_n, done_items = self._done
-        if state is not self._done_state or (ended, st.prompt) != self._done_of or done_items > self.kept_items(width):
-            self._done_state, self._done_of = state, (ended, st.prompt)
+        of = (ended, st.prompt, state.rev_settled)
+        if state is not self._done_state or of != self._done_of or done_items > self.kept_items(width):
+            self._done_state, self._done_of = state, of
             done_n, done_items = self._done = (0, 0)
         items: list[tuple[Hashable, Hashable, Any]] = []
         if st.prompt and not done_items:
