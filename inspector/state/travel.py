@@ -230,9 +230,7 @@ class SpilledObservations(Sequence[O.Observation]):
                 extended = j if k == len(prev) else -1
         runs = _run_prefix(best, best_k) if best is not None else array("q")
         new = items[best_k:]
-        if new:
-            if self._file is None:
-                self._file = tempfile.TemporaryFile(prefix="inspector-history-")
+        if new:  # (into the file `_flush` made: only a flush stores histories)
             raws = [pickle.dumps(m, protocol=pickle.HIGHEST_PROTOCOL) for m in new]
             first, at = len(self._item_off), self._end
             for raw in raws:
@@ -376,7 +374,7 @@ class FrozenObservations:
         tail: list[O.Observation],
         in_ram: dict[int, list[O.Observation]],
         n: int,
-        items: tuple[array[int], array[int]] = (array("q"), array("q")),
+        items: tuple[array[int], array[int]],
     ) -> None:
         self._file, self._off, self._size, self._tail, self._in_ram, self.n = file, off, size, tail, in_ram, n
         self._items = items  # the message store's offsets and sizes as of frozen()

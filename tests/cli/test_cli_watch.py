@@ -72,16 +72,9 @@ def test_a_harness_without_a_key_runs_against_serve(tmp_path: Path) -> None:
     anthropic_key, openai_key = out.stdout.split()
     assert anthropic_key == openai_key and anthropic_key.startswith("sk-inspector-offline")
     assert anthropic_key not in rec.read_text()  # a credential all the same: masked in the recording
-    kept = watch(
-        "--headless",
-        "--serve",
-        "weather",
-        "--",
-        sys.executable,
-        "-c",
-        "import os; print(os.environ['ANTHROPIC_API_KEY'])",
-        env={"ANTHROPIC_API_KEY": "sk-ant-mine"},
-    )
+    show_key = "import os; print(os.environ['ANTHROPIC_API_KEY'])"
+    serve = args[:3]  # --headless --serve weather
+    kept = watch(*serve, "--", sys.executable, "-c", show_key, env={"ANTHROPIC_API_KEY": "sk-ant-mine"})
     assert kept.stdout.strip() == "sk-ant-mine"
 
 

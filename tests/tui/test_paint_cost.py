@@ -494,7 +494,7 @@ def test_a_buffer_row_made_when_painted_is_the_row_made_at_once(
     start = min(start, total)
     end = min(total, start + length)
     at_once = base_module.text_strip(_buffer_line("  ", fragments, ends, start, end, styles), console, 250)
-    row = base_module.deferred_strip(lambda: _buffer_line("  ", fragments, ends, start, end, styles), console, 250)
+    row = base_module.Deferred(lambda: _buffer_line("  ", fragments, ends, start, end, styles), console, 250)
     for frag in later:  # (the fold appends; BlocksView._ends extends the offsets in place)
         fragments.append(frag)
         ends.append(ends[-1] + len(frag))

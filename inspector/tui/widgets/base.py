@@ -65,7 +65,9 @@ def text_strip(text: Text, console: Console, width: int, style: Style | None = N
 class Deferred:
     """A row whose segments are made when it is first painted (`SectionView.finish`), not when its item is rendered:
     an item's row count is known at once, but under a flood most new items scroll past unseen, and turning their
-    text into segments was most of a frame (the Blocks pane: every new block's buffer lines, ~1 ms a block)."""
+    text into segments was most of a frame (the Blocks pane: every new block's buffer lines, ~1 ms a block).
+    ``text_strip`` of the Text ``make()`` builds, once; what ``make`` reads must not change meanwhile (a block's
+    fragments only grow: a range of its buffer stays the same text)."""
 
     __slots__ = ("_make", "_console", "_width", "_line")
 
@@ -84,12 +86,6 @@ class Deferred:
 
 
 Row = Line | Strip | Deferred  # a SectionView's row: segments, a finished Strip, or segments made when painted
-
-
-def deferred_strip(make: Callable[[], Text], console: Console, width: int) -> Deferred:
-    """`text_strip` of the Text ``make()`` builds, when the row is painted. What ``make`` reads must not change
-    meanwhile (a block's fragments only grow: a range of its buffer stays the same text)."""
-    return Deferred(make, console, width)
 
 
 def wrap_strips(text: Text, console: Console, width: int, style: Style | None = None, *, indent: int = 0) -> list[Line]:

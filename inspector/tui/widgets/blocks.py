@@ -18,7 +18,7 @@ from textual.cache import LRUCache
 from inspector.core import exactjson
 from inspector.state.entries import human_size
 from inspector.state.fold import BlockEntry, DashboardState
-from inspector.tui.widgets.base import Line, Row, SectionView, chunk_text, deferred_strip, text_strip, wrap_strips
+from inspector.tui.widgets.base import Deferred, Line, Row, SectionView, chunk_text, text_strip, wrap_strips
 
 BUFFER_LINES = 6  # buffer lines shown per block (the tail while open, the head once closed)
 INPUT_LINES = 12  # pretty-printed input lines shown per tool block
@@ -234,7 +234,7 @@ class BlocksView(SectionView):
         )
         if failed:
             head.stylize(self.cstyle("blk--discarded"))
-        out.append(deferred_strip(lambda: head, console, width))
+        out.append(Deferred(lambda: head, console, width))
 
         buf = b.joined()
         inner = max(8, width - INDENT)
@@ -245,7 +245,7 @@ class BlocksView(SectionView):
 
         def buffer_lines(rows: list[tuple[int, int]]) -> None:
             for s, e in rows:
-                out.append(deferred_strip(partial(_buffer_line, pad, b.fragments, ends, s, e, styles), console, width))
+                out.append(Deferred(partial(_buffer_line, pad, b.fragments, ends, s, e, styles), console, width))
 
         def more(chars: int, where: str) -> None:
             if chars > 0:

@@ -42,6 +42,34 @@ INFERRED_LABEL = "inferred from the next request"
 INFERRED_GLYPH = "≈"
 
 
+def _ended(state: DashboardState, t: ToolEntry) -> bool:
+    tr = state.turns.get(t.turn)
+    return tr is not None and tr.t_end is not None
+
+
+class _Done:
+    """The settled prefix of the Tools pane's items: its first `tools` tool calls (each in a final state, its attempt
+    and its turn ended) make its first `items` items, drawn for `state` as of its `rev_settled`. A settled tool may
+    still change (a late result, an inferred run, a request's tool_result error): the fold bumps `rev_settled` then,
+    and the prefix no longer `holds`."""
+
+    __slots__ = ("state", "tools", "items", "turn", "rev")
+
+    def __init__(self, state: DashboardState | None = None) -> None:
+        self.state = state
+        self.tools = self.items = 0
+        self.turn: int | None = None
+        self.rev = -1 if state is None else state.rev_settled
+
+    def add(self, items: int, turn: int) -> None:
+        self.tools += 1
+        self.items, self.turn = items, turn
+
+    def holds(self) -> bool:
+        """No tool call or attempt of an ended turn changed since the prefix was drawn (O(1))."""
+        return self.state is not None and self.state.rev_settled == self.rev
+
+
 class ToolsView(SectionView):
     """One row per tool call, grouped by turn."""
 
@@ -84,8 +112,8 @@ class ToolsView(SectionView):
         self.state: DashboardState | None = None
         self.now = 0.0
         self._seen: tuple[object, ...] = ()
-        # the leading tools that are settled (a final state, their attempt ended): their items are kept from one
-        # frame to the next, as the Blocks pane keeps its ended attempts' (see `_settled`)
+        # the leading tools that are settled (a final state, their attempt and turn ended): their items are kept
+        # from one frame to the next, as the Blocks pane keeps its ended attempts' (see `_settled`)
         self._done = _Done()
 
     def revisions(self, state: DashboardState) -> tuple[object, ...]:
@@ -205,34 +233,6 @@ def streaming_call(state: DashboardState | None, t: ToolEntry) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ timeline
-
-
-def _ended(state: DashboardState, t: ToolEntry) -> bool:
-    tr = state.turns.get(t.turn)
-    return tr is not None and tr.t_end is not None
-
-
-class _Done:
-    """The settled prefix of the Tools pane's items: its first `tools` tool calls (each in a final state, its attempt
-    and its turn ended) make its first `items` items, drawn for `state` as of its `rev_settled`. A settled tool may
-    still change (a late result, an inferred run, a request's tool_result error): the fold bumps `rev_settled` then,
-    and the prefix no longer `holds`."""
-
-    __slots__ = ("state", "tools", "items", "turn", "rev")
-
-    def __init__(self, state: DashboardState | None = None) -> None:
-        self.state = state
-        self.tools = self.items = 0
-        self.turn: int | None = None
-        self.rev = -1 if state is None else state.rev_settled
-
-    def add(self, items: int, turn: int) -> None:
-        self.tools += 1
-        self.items, self.turn = items, turn
-
-    def holds(self) -> bool:
-        """No tool call or attempt of an ended turn changed since the prefix was drawn (O(1))."""
-        return self.state is not None and self.state.rev_settled == self.rev
 
 
 @dataclass
