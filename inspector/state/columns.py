@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import os
+import struct
 import tempfile
 from array import array
 from collections.abc import Callable, Iterator
@@ -26,6 +27,17 @@ ROW_BUFFER = 64  # rows a `RowTable` buffers before they go into its columns (fe
 _MISSING = object()
 _K = TypeVar("_K")
 _V = TypeVar("_V")
+
+
+_PACKERS: dict[tuple[str, int], struct.Struct] = {}
+
+
+def _packer(typecode: str, n: int) -> struct.Struct:
+    """``n`` values of an array's C type as packed bytes (native sizes: what ``array(typecode).frombytes`` takes)."""
+    got = _PACKERS.get((typecode, n))
+    if got is None:
+        got = _PACKERS[typecode, n] = struct.Struct(f"@{n}{typecode}")
+    return got
 
 
 class ChunkedTable:
@@ -140,8 +152,15 @@ class RowTable(ChunkedTable):
                 base = self.store.add(b"".join(raws))
                 cols[off] = list(accumulate(sizes[:-1], initial=base))
                 cols[size] = sizes
-            for column, values in zip(self._tail, cols, strict=True):
-                column.extend(values)
+            n = len(rows)
+            for column, values, tc in zip(self._tail, cols, self._types, strict=True):
+                if tc is None:
+                    column.extend(values)
+                    continue
+                try:  # (packed in one C call: `extend` or `fromlist` convert each value through a format string)
+                    column.frombytes(_packer(tc, n).pack(*values))
+                except struct.error:  # (a value out of the column's range: the array's own error, as before)
+                    column.fromlist(list(values))
             self._rows = []
         if len(self._tail[0]) >= CHUNK:
             self._seal()
@@ -274,6 +293,20 @@ class Column(ChunkedTable):
         tail.append(value)
         if len(tail) >= CHUNK:
             self._seal()
+
+    def extend(self, values: list[Any]) -> None:
+        """`append` each value (a chunk's room at a time)."""
+        i, total = 0, len(values)
+        while i < total:
+            tail = self._tail[0]
+            take = min(total - i, CHUNK - len(tail))
+            if type(tail) is list:
+                tail.extend(values[i : i + take])
+            else:
+                tail.fromlist(values[i : i + take])
+            i += take
+            if len(tail) >= CHUNK:
+                self._seal()
 
     def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):

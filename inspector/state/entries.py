@@ -7,7 +7,9 @@ import bisect
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from itertools import compress
+from operator import itemgetter
+from typing import Any, ClassVar, Self
 
 import jiter
 import orjson
@@ -99,7 +101,7 @@ class EventTable(RowTable):
     """SSE event rows (plus marker rows: attempts, HTTP tries, holds), column by column in copy-on-write chunks:
     ~80 bytes a row; summaries are kept UTF-8 encoded in the state's spill store, out of the heap."""
 
-    __slots__ = ("event_rows",)
+    __slots__ = ("_event_rows",)
     # column order (the public names are list-like views: ``table.flags[row]``)
     NAMES = ("seq", "t", "etype", "index", "read_index", "turn", "attempt", "flags", "evno", "start", "end", "s_off")
     TYPES = ("i", "d", None, "i", "i", "i", "i", "B", "i", "q", "q", "q")
@@ -107,7 +109,7 @@ class EventTable(RowTable):
 
     def __init__(self, store: ByteStore | None = None) -> None:
         super().__init__(self.TYPES + ("i",), store)  # + the summary's size
-        self.event_rows = Column("l")  # row of event k is event_rows[k - 1]
+        self._event_rows = Column("l")  # row of event k is event_rows[k - 1] (its buffered rows: see _put_rows)
 
     def append(
         self,
@@ -128,8 +130,6 @@ class EventTable(RowTable):
         row = self._n + len(self._tail[0]) + len(rows)
         size = len(summary) if summary.isascii() else len(summary.encode("utf-8", "surrogatepass"))
         rows.append((seq, t, etype, index, read_index, turn, attempt, flags, evno, start, end, summary, size))
-        if evno:
-            self.event_rows.append(row)
         if len(rows) >= self._room:
             self._put_rows()
         return row
@@ -137,6 +137,19 @@ class EventTable(RowTable):
     @property
     def summary(self) -> _Spilled:
         return _Spilled(self, 11, 12, text=True)
+
+    @property
+    def event_rows(self) -> Column:
+        """The row of each SSE event (event k's is ``event_rows[k - 1]``), buffered rows included."""
+        self._put_rows()
+        return self._event_rows
+
+    def _put_rows(self) -> None:
+        rows = self._rows
+        if rows:  # (the events' rows among the buffered ones, in one pass at C speed: marker rows have evno 0)
+            first = self._n + len(self._tail[0])
+            self._event_rows.extend(list(compress(range(first, first + len(rows)), map(itemgetter(8), rows))))
+        super()._put_rows()
 
     @property
     def seq(self) -> ColView:
@@ -187,9 +200,9 @@ class EventTable(RowTable):
         g = self.get
         return (g(0, i), g(1, i), g(2, i), g(3, i), self.summary[i], g(4, i), g(5, i), g(6, i), g(7, i), g(8, i))
 
-    def cow_copy(self) -> EventTable:
-        new = super().cow_copy()
-        new.event_rows = self.event_rows.cow_copy()
+    def cow_copy(self) -> Self:
+        new: Self = super().cow_copy()
+        new._event_rows = self._event_rows.cow_copy()
         return new
 
 

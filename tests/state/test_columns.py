@@ -21,6 +21,7 @@ from inspector.testing.synthetic import generated_observations, parse_date_obser
 OPS = st.lists(
     st.one_of(
         st.tuples(st.just("append"), st.integers(-1000, 1000)),
+        st.tuples(st.just("extend"), st.lists(st.integers(-1000, 1000), max_size=20)),
         st.tuples(st.just("set"), st.integers(0, 10_000), st.integers(-1000, 1000)),
         st.tuples(st.just("copy"), st.integers(0, 3)),
     ),
@@ -31,7 +32,8 @@ OPS = st.lists(
 @settings(max_examples=examples(60), deadline=None)
 @given(OPS, st.sampled_from(["l", None]))
 def test_column_copies_are_independent(ops: list[tuple[Any, ...]], typecode: str | None) -> None:
-    """Any mix of appends, writes and copies: every column (original and copies) equals its own list model."""
+    """Any mix of appends (one by one or many at once), writes and copies: every column (original and copies) equals
+    its own list model."""
     old = C.CHUNK
     C.CHUNK = 8  # small chunks: many seals and shared chunks
     try:
@@ -42,6 +44,9 @@ def test_column_copies_are_independent(ops: list[tuple[Any, ...]], typecode: str
             if op[0] == "append":
                 cols[target].append(op[1])
                 models[target].append(op[1])
+            elif op[0] == "extend":  # (across chunk ends: a chunk's room at a time)
+                cols[target].extend(list(op[1]))
+                models[target].extend(op[1])
             elif op[0] == "set" and models[target]:
                 i = op[1] % len(models[target])
                 cols[target][i] = op[2]
@@ -336,6 +341,8 @@ def test_the_spill_encodes_classes_of_any_field_count() -> None:
 ROW_OPS = st.lists(
     st.one_of(
         st.tuples(st.just("append"), st.integers(0, 300), st.text(max_size=6)),
+        st.tuples(st.just("marker"), st.integers(0, 300), st.text(max_size=6)),
+        st.tuples(st.just("event_rows")),
         st.tuples(st.just("flag"), st.integers(0, 10_000), st.integers(0, 255)),
         st.tuples(st.just("summary"), st.integers(0, 10_000), st.text(max_size=6)),
         st.tuples(st.just("copy"), st.integers(0, 3)),
@@ -350,8 +357,10 @@ def test_row_tables_read_like_their_rows_through_buffer_columns_and_copies(
     ops: list[tuple[Any, ...]], at: int, buffer: int
 ) -> None:
     """The event table keeps new rows in a row buffer, moved into columns when a chunk fills or the table is copied
-    (`RowTable`): any mix of appends, writes (a flag, a summary) and copies reads back, column by column, row by row
-    and through `column_from`, as a list of rows; copies and originals change independently; the store is shared."""
+    (`RowTable`): any mix of appends (events and marker rows), writes (a flag, a summary) and copies reads back,
+    column by column, row by row and through `column_from`, as a list of rows; the events' rows (`event_rows`, found
+    for a whole buffer at once) are the rows with an event number, also while rows wait in the buffer; copies and
+    originals change independently; the store is shared."""
     old = C.CHUNK, C.ROW_BUFFER
     C.CHUNK, C.ROW_BUFFER = 8, buffer  # small chunks: many seals, buffers cut short by copies (and by the chunk's end)
     try:
@@ -362,11 +371,14 @@ def test_row_tables_read_like_their_rows_through_buffer_columns_and_copies(
         for op in ops:
             target = len(tables) - 1
             t, m = tables[target], models[target]
-            if op[0] == "append":
+            if op[0] in ("append", "marker"):  # (a marker row is not an event: its evno is 0)
                 n = len(m)
-                row = [n % 7, n * 0.5, f"e{n}", op[1], n, 0, 1, 0, n + 1, 10 * n, 10 * n + op[1], op[2]]
+                evno = 0 if op[0] == "marker" else n + 1
+                row = [n % 7, n * 0.5, f"e{n}", op[1], n, 0, 1, 0, evno, 10 * n, 10 * n + op[1], op[2]]
                 assert t.append(row[0], row[1], row[2], row[3], row[11], *row[4:11]) == n
                 m.append(row)
+            elif op[0] == "event_rows":  # (read while rows wait in the buffer: they are counted)
+                assert list(t.event_rows) == [i for i, r in enumerate(m) if r[8]]
             elif op[0] == "flag" and m:
                 i = op[1] % len(m)
                 t.flags[i] = op[2]
@@ -387,7 +399,7 @@ def test_row_tables_read_like_their_rows_through_buffer_columns_and_copies(
                 assert list(t.column(col)) == [r[col] for r in m]
                 assert list(t.column_from(col, at)) == [r[col] for r in m][at:]
             assert list(t.column(12)) == [len(r[11].encode("utf-8", "surrogatepass")) for r in m]
-            assert list(t.event_rows) == list(range(len(m)))
+            assert list(t.event_rows) == [i for i, r in enumerate(m) if r[8]]
             if m:
                 assert t.summary[-1] == m[-1][11] and t.flags[-1] == m[-1][7]
             with pytest.raises(IndexError):
@@ -633,3 +645,24 @@ def test_many_concurrent_conversations_requests_spill_in_linear_space() -> None:
     unique = conversations * (2 * turns + 1) * (size + 60)
     assert so.spilled_bytes < 3 * unique
     assert list(so) == obs
+
+
+@pytest.mark.parametrize("column", ["index", "flags", "t"])
+def test_a_value_out_of_its_columns_range_fails_as_the_array_does(column: str) -> None:
+    """The buffered rows go into their columns packed in one call per column; a value the column's C type cannot
+    hold (an index past 2**31, a flag past 255, a time that is not a number) still fails as the array itself fails
+    (`OverflowError` / `TypeError`), not with the packer's own error, and leaves the rows before it readable."""
+    table = EventTable()
+    args: dict[str, Any] = {"index": 2**40} if column == "index" else {"flags": 256} if column == "flags" else {}
+    row: dict[str, Any] = {"seq": 0, "t": 0.5, "etype": "e", "index": 0, "summary": "s", "read_index": 0, "turn": 0}
+    row["attempt"] = 0
+    row |= {"flags": 0, "evno": 1, "start": 0, "end": 1}
+    table.append(**row)
+    table.cow_copy()  # (the first row is in the columns now)
+    if column == "t":
+        args = {"t": "later"}
+    table.append(**(row | args))
+    error = TypeError if column == "t" else OverflowError
+    with pytest.raises(error):
+        table.cow_copy()  # (copying puts the buffered rows into the columns)
+    assert table.get(0, 0) == 0 and table.summary[0] == "s"
