@@ -275,6 +275,7 @@ class ProxyApp(Closable):
         self.exchanges: deque[ProxyExchange] = deque(maxlen=max(1, history))
         self._stop_task: asyncio.Future[Literal[True]] | None = None  # see _stopping()
         self._urls: dict[tuple[str, bytes, bytes], str] = {}  # (upstream, raw path, query) -> upstream's URL
+        self._url_keys: dict[str, list[str]] = {}  # URL -> the keys it carries (_url_secrets)
         self.active = 0  # upstream requests in flight (each holds one upstream connection)
         # turns, attempts and their observations (net/turns.py); it publishes only when somebody listens
         self.tracker = TurnTracker(
@@ -539,6 +540,17 @@ class ProxyApp(Closable):
         masked = mask_text(message, self.secrets) if self.secrets else message
         await send({"type": "http.response.body", "body": _error_body(kind, masked), "more_body": False})
 
+    def _url_secrets(self, url: str) -> list[str]:
+        """The keys a URL carries (`credential_values`: a password, a ``?key=``), for the last ``URL_MEMO`` URLs (the
+        upstream's and the request's were parsed again for every request: ~5% of the proxy's CPU under a burst)."""
+        got = self._url_keys.get(url)
+        if got is None:
+            got = credential_values((), url)
+            if len(self._url_keys) >= URL_MEMO:
+                self._url_keys.clear()
+            self._url_keys[url] = got
+        return got
+
     def _upstream_url(self, raw_path: bytes, query: bytes) -> str:
         """Upstream's URL for a request-target (see :meth:`_build_url`); the last ``URL_MEMO`` built are kept (an
         agent sends the same few targets again and again: two URL parses per request were ~5% of the proxy's CPU
@@ -585,7 +597,8 @@ class ProxyApp(Closable):
         query = scope.get("query_string") or b""
         target = raw_path.decode("latin-1") + (("?" + query.decode("latin-1")) if query else "")
         in_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope.get("headers", [])]
-        self._learn(credential_values(in_headers, self.upstream))
+        found = credential_values(in_headers)
+        self._learn(found + [v for v in self._url_secrets(self.upstream) if v not in found])
         self._open_recording_once()
         try:
             problem = target_problem(raw_path)
@@ -601,7 +614,7 @@ class ProxyApp(Closable):
                 ex.end_s = self.clock() - t_req_clock
                 self._finish(ex)
             return
-        self._learn(credential_values((), url))  # the headers' keys were learned above: the URL's (a ?key=...)
+        self._learn(self._url_secrets(url))  # the headers' keys were learned above: the URL's (a ?key=...)
         faults: LiveFaultSource | str | None = self.faults
         fwd = []
         for k, v in in_headers:

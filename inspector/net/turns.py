@@ -333,7 +333,10 @@ class TurnTracker:
         """Whether an unparsed stream sent its message_stop (a window of 32 bytes carried across reads)."""
         if not track.saw_stop:
             window = track.tail + b"".join(d for _, d in pending)
-            track.saw_stop = _STOP_LINE.search(window) is not None
+            # (a search for the names first, at memchr speed: the pattern, tried at every byte, cost ~8% of the
+            # proxy's CPU with 1,000 streams at once)
+            if b"message_stop" in window or b"[DONE]" in window or b"response." in window:
+                track.saw_stop = _STOP_LINE.search(window) is not None
             track.tail = window[-32:]
 
     # --- notes ----------------------------------------------------------------------------------------------------

@@ -1,0 +1,79 @@
+"""Two per-request costs of the proxy taken off its busy path, checked against what they replace.
+
+- How an unparsed stream ended (``TurnTracker._watch_stop``, the retry rule's input when nobody needs the stream
+  parsed): a search for the terminal names at memchr speed comes before the pattern, which was tried at every byte.
+  Whatever the stream, its split into reads and the batches a drain sees, the answer is the pattern's over the whole
+  stream.
+- The keys a URL carries (``ProxyApp._url_secrets``): remembered per URL instead of parsed for every request; the
+  keys learned are the same, and a new URL's are learned at its first request."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from inspector.net.proxy import ProxyApp
+from inspector.net.turns import _STOP_LINE, TurnTracker
+from inspector.testing.hyp import examples
+
+LINES = [
+    b"event: message_stop\n",
+    b"event:message_stop\r\n",
+    b"event: message_stops\n",  # (not a terminal line)
+    b"data: [DONE]\n",
+    b"data: [DONE]x\n",
+    b"event: response.completed\r\n",
+    b"event: response.incomplete\n",
+    b"event: response.failed\n",
+    b"event: response.created\n",
+    b"event: content_block_delta\n",
+    b'data: {"type":"message_stop"}\n',
+    b"\n",
+    b"\r",
+    b"x",
+]
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(
+    st.lists(st.one_of(st.sampled_from(LINES), st.binary(max_size=12)), max_size=30),
+    st.lists(st.integers(1, 40), min_size=1, max_size=20),
+    st.lists(st.integers(1, 4), min_size=1, max_size=10),
+)
+def test_the_stop_watch_answers_as_the_pattern_over_the_whole_stream(
+    parts: list[bytes], cuts: list[int], batches: list[int]
+) -> None:
+    stream = b"".join(parts)
+    reads, i, k = [], 0, 0
+    while i < len(stream):
+        n = cuts[k % len(cuts)]
+        reads.append((0.0, stream[i : i + n]))
+        i, k = i + n, k + 1
+    track = SimpleNamespace(saw_stop=False, tail=b"")
+    j, k = 0, 0
+    while j < len(reads):  # (the reads a drain finds pending, a few at a time)
+        n = batches[k % len(batches)]
+        TurnTracker._watch_stop(track, reads[j : j + n])  # type: ignore[arg-type]
+        j, k = j + n, k + 1
+    assert track.saw_stop == (_STOP_LINE.search(stream) is not None)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:9",
+        "http://user:sk-ant-api03-secretsecretsecret@127.0.0.1:9",
+        "http://h/v1?key=sk-secret0123456789",
+    ],
+)
+def test_a_urls_keys_are_learned_at_its_first_request_and_remembered(url: str) -> None:
+    from inspector.core.redaction import credential_values
+
+    proxy = ProxyApp(url)
+    assert proxy._url_secrets(url) == credential_values((), url)
+    assert proxy._url_secrets(url) is proxy._url_secrets(url)  # (parsed once)
+    other = url + "&x=1" if "?" in url else url + "/?api_key=sk-another0123456789"
+    assert proxy._url_secrets(other) == credential_values((), other)
