@@ -8,7 +8,9 @@ pacing, ~0.4 s to the first byte) with a T-turn tool scenario.
 Reports:
   * first byte per request (p50 / p99 / max) direct to serve and through watch, each with 1 and with N
     conversations (direct(1), watch(1), direct(N), watch(N)); the added first byte (watch - direct, p50) at each
-    level: the added first byte at N must stay within 2x of the single-conversation figure (``added_ratio``);
+    level: the added first byte at N must stay within 2x of the single-conversation figure (``added_ratio``).
+    Each watch(N) is paired with a direct(N) run just before it (the N-conversation figure drifts by tens of ms
+    between runs on a shared machine); with ``--rounds``, each tree's median over the rounds too;
   * ``--compare OTHER_TREE``: watch also runs from another checkout of the project (e.g. the code before a change),
     interleaved with this one against the same serve, so before / after come from the same run;
   * lost requests (every turn of every conversation answered), byte-exact turns (each recorded attempt's bytes equal
@@ -28,6 +30,7 @@ import hashlib
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -295,11 +298,14 @@ def pooled(runs: list[dict]) -> dict:
     }
 
 
-def measure(a: argparse.Namespace, tmp: Path, url: str, root: Path, direct1: dict, directn: dict) -> dict:
-    """watch(1) and watch(N) (with --record) from the tree at ``root``, against direct(1) / direct(N)."""
+def measure(a: argparse.Namespace, tmp: Path, url: str, root: Path, direct1: dict) -> dict:
+    """watch(1) and watch(N) (with --record) from the tree at ``root``, against direct(1) and a direct(N) run just
+    before this watch(N) (on a shared machine the N-conversation figure drifts by tens of ms from run to run: a
+    direct(N) measured once, minutes earlier, made the added figure of whichever tree ran first +25-39 ms)."""
     single = pooled(
         [run_agent(1, a.turns, tmp, url, through_watch=True, record=None, root=root) for _ in range(a.single_rounds)]
     )
+    directn = run_agent(a.conversations, a.turns, tmp, url, through_watch=False, record=None)
     rec = tmp / f"watch-{time.monotonic_ns()}.jsonl"
     many = run_agent(a.conversations, a.turns, tmp, url, through_watch=True, record=rec, root=root)
     check = check_recording(rec, many["stats"], a.turns)
@@ -308,6 +314,7 @@ def measure(a: argparse.Namespace, tmp: Path, url: str, root: Path, direct1: dic
     added_n = m["p50_ms"] - dn["p50_ms"]
     expected = a.conversations * a.turns
     return {
+        "direct_n": dn,
         "watch_1": s,
         "watch_n": m,
         "added_p50_ms_1": added_1,
@@ -360,16 +367,15 @@ def main() -> int:
         serve, url = start_serve(scen, a.speed)
         try:
             run_agent(1, a.turns, tmp, url, through_watch=False, record=None)  # warm-up (imports, serve's caches)
+            # (and at N: serve's first burst of N conversations was slower than the next ones)
+            run_agent(a.conversations, a.turns, tmp, url, through_watch=False, record=None)
             # the single conversation's p50 over --single-rounds runs (one run is only --turns samples)
             direct1 = pooled(
                 [run_agent(1, a.turns, tmp, url, through_watch=False, record=None) for _ in range(a.single_rounds)]
             )
-            directn = run_agent(a.conversations, a.turns, tmp, url, through_watch=False, record=None)
             rounds = []
-            for i in range(a.rounds):  # interleaved: every tree in each round, against the same serve
-                if i:  # direct(N) again: on a loaded machine the N-conversation figure drifts between rounds
-                    directn = run_agent(a.conversations, a.turns, tmp, url, through_watch=False, record=None)
-                rounds.append({name: measure(a, tmp, url, root, direct1, directn) for name, root in trees.items()})
+            for _ in range(a.rounds):  # interleaved: every tree in each round, against the same serve
+                rounds.append({name: measure(a, tmp, url, root, direct1) for name, root in trees.items()})
             results = rounds[0]
         finally:
             serve.terminate()
@@ -379,11 +385,18 @@ def main() -> int:
         "conversations": a.conversations,
         "turns": a.turns,
         "direct_1": fb(direct1),
-        "direct_n": fb(directn),
-        "direct_wall_s": round(directn["wall"], 2),
     }
     for name, r in results.items():
         report.update(r if name == "this" else {f"{name}.{k}": v for k, v in r.items()})
+    if a.rounds > 1:  # each tree's median over the rounds (the figures above are round 1's)
+        for name in trees:
+            ones = sorted(rnd[name]["added_p50_ms_1"] for rnd in rounds)
+            ns = sorted(rnd[name]["added_p50_ms_n"] for rnd in rounds)
+            one, n = statistics.median(ones), statistics.median(ns)
+            prefix = "" if name == "this" else f"{name}."
+            report[f"{prefix}median_added_p50_ms_1"] = one
+            report[f"{prefix}median_added_p50_ms_n"] = n
+            report[f"{prefix}median_added_ratio"] = n / one if one > 0 else float("nan")
     if a.rounds > 1:
         report["rounds"] = [
             {

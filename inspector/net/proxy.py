@@ -687,7 +687,7 @@ class ProxyApp(Closable):
                 pool = self._pool()
                 if pool is not None:
                     shard = -1
-                    sending = asyncio.ensure_future(pool.send(method, target, fwd, body))
+                    sending = pool.submit(method, target, fwd, body)  # (written now on a kept-alive connection)
                     yields = 1
                 else:
                     shard, client = self._client()

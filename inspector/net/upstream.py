@@ -714,17 +714,39 @@ class UpstreamPool:
         headers. A request is written once: an idle connection is checked before it is reused (:func:`_is_dead`),
         and a failure after the request was written is the request's failure, never a silent second send (upstream
         may have acted on it: RFC 9110 section 9.2.2, a POST is not idempotent)."""
-        head = self.request_head(method, target, headers, body)
-        m = method.encode("latin-1")
+        return await self.submit(method, target, headers, body)
+
+    def submit(
+        self, method: str, target: str, headers: list[tuple[str, str]], body: bytes
+    ) -> asyncio.Future[UpstreamResponse]:
+        """`send`, as a future: on an idle connection the request is written before this returns (a proxy that
+        takes 50 requests in one turn of its event loop sends each as soon as it is read, not all of them on the
+        next turn, after every one's bookkeeping); a new connection is made by the task. Never raises: a request
+        that cannot be written is the future's error, as `send`'s."""
+        try:
+            head = self.request_head(method, target, headers, body)
+            m = method.encode("latin-1")
+        except Exception as e:  # noqa: BLE001 (the future carries it, whatever it is)
+            failed: asyncio.Future[UpstreamResponse] = asyncio.get_running_loop().create_future()
+            failed.set_exception(e)
+            return failed
         conn = self._idle_get()
-        reused = conn is not None
-        if conn is None:  # a new connection writes the request itself, once made (_Connection.connection_made)
-            conn = await self._connect((head, body, m))
-            fut = conn.head_future
-            if fut is None:  # (never: connection_made ran before the connection was handed out)
-                fut = conn.start(head, body, m)
-        else:
+        if conn is None:
+            return asyncio.ensure_future(self._send_new(head, body, m))
+        return asyncio.ensure_future(self._answer(conn, conn.start(head, body, m), reused=True))
+
+    async def _send_new(self, head: bytes, body: bytes, m: bytes) -> UpstreamResponse:
+        # a new connection writes the request itself, once made (_Connection.connection_made)
+        conn = await self._connect((head, body, m))
+        fut = conn.head_future
+        if fut is None:  # (never: connection_made ran before the connection was handed out)
             fut = conn.start(head, body, m)
+        return await self._answer(conn, fut, reused=False)
+
+    async def _answer(
+        self, conn: _Connection, fut: asyncio.Future[UpstreamResponse], *, reused: bool
+    ) -> UpstreamResponse:
+        """The response of a request written on ``conn`` (``reused``: a kept-alive connection)."""
         try:
             return await fut
         except httpx2.RemoteProtocolError as e:

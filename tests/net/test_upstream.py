@@ -521,6 +521,37 @@ async def test_keep_alive_connections_are_reused() -> None:
     assert s.connections == 1 and len(s.requests) == 3
 
 
+async def test_submit_writes_a_request_on_a_kept_alive_connection_before_it_returns() -> None:
+    """A proxy reads many requests in one turn of its event loop: each one goes upstream as soon as it is read
+    (`UpstreamPool.submit` writes it before returning), not on the next turn after every request's bookkeeping. On a
+    new connection the task writes it once connected; a request that cannot be written is the future's error."""
+    async with Script([OK]) as s:
+        pool = UpstreamPool(s.url)
+        r = await pool.submit("POST", "/v1/messages", [], b"{}")  # (a new connection: written by the task)
+        assert await body_of(r) == b"ok"
+        await r.aclose()
+        conn = next(iter(pool.idle))
+        written: list[bytes] = []
+        assert conn.transport is not None
+        real = conn.transport.write
+
+        def write(data: bytes | bytearray | memoryview) -> None:
+            written.append(bytes(data))
+            real(data)
+
+        conn.transport.write = write  # type: ignore[method-assign]
+        fut = pool.submit("POST", "/v1/messages", [], b'{"n": 2}')
+        assert written and written[0].startswith(b"POST /v1/messages HTTP/1.1") and written[-1].endswith(b'{"n": 2}')
+        r = await fut
+        assert await body_of(r) == b"ok"
+        await r.aclose()
+        bad = pool.submit("POST", "/v1/messages", [("x-a", "b\r\nx-injected: 1")], b"{}")
+        with pytest.raises(httpx2.LocalProtocolError):
+            await bad
+        await pool.aclose()
+    assert s.connections == 1 and len(s.requests) == 2
+
+
 async def test_a_stale_keep_alive_connection_is_replaced_once() -> None:
     async with Script([OK], close_after=1) as s:
         pool = UpstreamPool(s.url)
