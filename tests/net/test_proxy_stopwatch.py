@@ -1,15 +1,19 @@
-"""Two per-request costs of the proxy taken off its busy path, checked against what they replace.
+"""Per-request costs of the proxy taken off its busy path, checked against what they replace.
 
 - How an unparsed stream ended (``TurnTracker._watch_stop``, the retry rule's input when nobody needs the stream
   parsed): a search for the terminal names at memchr speed comes before the pattern, which was tried at every byte.
   Whatever the stream, its split into reads and the batches a drain sees, the answer is the pattern's over the whole
   stream.
 - The keys a URL carries (``ProxyApp._url_secrets``): remembered per URL instead of parsed for every request; the
-  keys learned are the same, and a new URL's are learned at its first request."""
+  keys learned are the same, and a new URL's are learned at its first request.
+- What an exchange waits for (``_Watchers.wait``): one future woken by whichever ends first, instead of
+  ``asyncio.wait``; the same answers, and nothing left on the stop future every exchange shares."""
 
 from __future__ import annotations
 
+import asyncio
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -77,3 +81,50 @@ def test_a_urls_keys_are_learned_at_its_first_request_and_remembered(url: str) -
     assert proxy._url_secrets(url) is proxy._url_secrets(url)  # (parsed once)
     other = url + "&x=1" if "?" in url else url + "/?api_key=sk-another0123456789"
     assert proxy._url_secrets(other) == credential_values((), other)
+
+
+async def test_the_watchers_tell_which_ended_first_and_leave_nothing_on_the_shared_stop() -> None:
+    """An exchange waits for upstream (headers, then the body) while watching the client's disconnect and the
+    proxy's shutdown (one future shared by every exchange): the answer names what ended first; the main future
+    wins when it is done too; a wait leaves no callback on the shared stop future (1,000 exchanges share it)."""
+    from inspector.net import proxy as P
+
+    async def never() -> dict[str, str]:
+        await asyncio.Event().wait()
+        return {}
+
+    async def gone_now() -> dict[str, str]:
+        return {"type": "http.disconnect"}
+
+    loop = asyncio.get_running_loop()
+    stop: asyncio.Future[Any] = loop.create_future()
+    w = P._Watchers(never, stop)
+    main: asyncio.Future[Any] = loop.create_future()
+    loop.call_later(0.01, main.set_result, 1)
+    assert await w.wait(main, "headers") == "headers"
+    assert await w.wait(main, "headers") == "headers"  # (already done: at once)
+    await w.close()
+
+    w = P._Watchers(gone_now, stop)
+    assert await w.wait(loop.create_future(), "headers") == "disconnected"
+    await w.close()
+
+    w = P._Watchers(never, stop)
+    pending = loop.create_future()
+    waiting = asyncio.ensure_future(w.wait(pending, "done"))
+    await asyncio.sleep(0)
+    stop.set_result(True)
+    assert await waiting == "closing"
+    done_too: asyncio.Future[Any] = loop.create_future()
+    done_too.set_result(None)
+    assert await w.wait(done_too, "done") == "done"  # (main done as well: main wins)
+    await w.close()
+
+    shared: asyncio.Future[Any] = loop.create_future()
+    for _ in range(50):
+        w = P._Watchers(never, shared)
+        main = loop.create_future()
+        loop.call_soon(main.set_result, 1)
+        assert await w.wait(main, "done") == "done"
+        await w.close()
+    assert not shared._callbacks  # (every wait took its callback off again)
