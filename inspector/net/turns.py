@@ -49,8 +49,10 @@ PARSE_BUDGET = 16 * 1024 * 1024
 
 # an SSE event line naming message_stop, at the start of a line (a JSON string cannot hold a raw line break)
 # the end of a stream of either family: Messages' message_stop, Responses' terminal events, Chat's data: [DONE]
+# (the line break before it is part of the pattern, and the stream's start counts as one: `_watch_stop` searches a
+# window that begins inside the stream, where a `^` would take the window's first byte for a line's start)
 _STOP_LINE = re.compile(
-    rb"(?:^|[\r\n])(?:event: ?(?:message_stop|response\.completed|response\.incomplete|response\.failed)"
+    rb"[\r\n](?:event: ?(?:message_stop|response\.completed|response\.incomplete|response\.failed)"
     rb"|data: ?\[DONE\])\r?[\r\n]"
 )
 
@@ -331,8 +333,8 @@ class TurnTracker:
     @staticmethod
     def _watch_stop(track: Track, pending: list[tuple[float, bytes]]) -> None:
         """Whether an unparsed stream sent its message_stop (a window of 32 bytes carried across reads)."""
-        if not track.saw_stop:
-            window = track.tail + b"".join(d for _, d in pending)
+        if not track.saw_stop:  # (the last 32 bytes of what came before, or a line break at the stream's start)
+            window = (track.tail or b"\n") + b"".join(d for _, d in pending)
             # (a search for the names first, at memchr speed: the pattern, tried at every byte, cost ~8% of the
             # proxy's CPU with 1,000 streams at once)
             if b"message_stop" in window or b"[DONE]" in window or b"response." in window:
