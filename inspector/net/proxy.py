@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections import deque
@@ -119,6 +120,14 @@ async def _client_gone(receive: Receive) -> None:
         message = await receive()
         if message["type"] == "http.disconnect":
             return
+
+
+@functools.lru_cache(maxsize=URL_MEMO)
+def _url_keys(url: str) -> tuple[str, ...]:
+    """The keys a URL carries (`credential_values`: a password, a ``?key=``), for the last ``URL_MEMO`` URLs: the
+    upstream's and the request's were parsed again for every request (~5% of the proxy's CPU under a burst). Kept
+    process-wide as the keys themselves are (`learn` never forgets one)."""
+    return tuple(credential_values((), url))
 
 
 class _Watchers:
@@ -291,7 +300,6 @@ class ProxyApp(Closable):
         self.exchanges: deque[ProxyExchange] = deque(maxlen=max(1, history))
         self._stop_task: asyncio.Future[Literal[True]] | None = None  # see _stopping()
         self._urls: dict[tuple[str, bytes, bytes], str] = {}  # (upstream, raw path, query) -> upstream's URL
-        self._url_keys: dict[str, list[str]] = {}  # URL -> the keys it carries (_url_secrets)
         self.active = 0  # upstream requests in flight (each holds one upstream connection)
         # turns, attempts and their observations (net/turns.py); it publishes only when somebody listens
         self.tracker = TurnTracker(
@@ -556,17 +564,6 @@ class ProxyApp(Closable):
         masked = mask_text(message, self.secrets) if self.secrets else message
         await send({"type": "http.response.body", "body": _error_body(kind, masked), "more_body": False})
 
-    def _url_secrets(self, url: str) -> list[str]:
-        """The keys a URL carries (`credential_values`: a password, a ``?key=``), for the last ``URL_MEMO`` URLs (the
-        upstream's and the request's were parsed again for every request: ~5% of the proxy's CPU under a burst)."""
-        got = self._url_keys.get(url)
-        if got is None:
-            got = credential_values((), url)
-            if len(self._url_keys) >= URL_MEMO:
-                self._url_keys.clear()
-            self._url_keys[url] = got
-        return got
-
     def _upstream_url(self, raw_path: bytes, query: bytes) -> str:
         """Upstream's URL for a request-target (see :meth:`_build_url`); the last ``URL_MEMO`` built are kept (an
         agent sends the same few targets again and again: two URL parses per request were ~5% of the proxy's CPU
@@ -614,7 +611,7 @@ class ProxyApp(Closable):
         target = raw_path.decode("latin-1") + (("?" + query.decode("latin-1")) if query else "")
         in_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope.get("headers", [])]
         found = credential_values(in_headers)
-        self._learn(found + [v for v in self._url_secrets(self.upstream) if v not in found])
+        self._learn(found + [v for v in _url_keys(self.upstream) if v not in found])
         self._open_recording_once()
         try:
             problem = target_problem(raw_path)
@@ -630,7 +627,7 @@ class ProxyApp(Closable):
                 ex.end_s = self.clock() - t_req_clock
                 self._finish(ex)
             return
-        self._learn(self._url_secrets(url))  # the headers' keys were learned above: the URL's (a ?key=...)
+        self._learn(list(_url_keys(url)))  # the headers' keys were learned above: the URL's (a ?key=...)
         faults: LiveFaultSource | str | None = self.faults
         fwd = []
         for k, v in in_headers:

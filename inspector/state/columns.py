@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import struct
 import tempfile
@@ -29,15 +30,10 @@ _K = TypeVar("_K")
 _V = TypeVar("_V")
 
 
-_PACKERS: dict[tuple[str, int], struct.Struct] = {}
-
-
+@functools.cache  # (a few typecodes, at most ROW_BUFFER counts)
 def _packer(typecode: str, n: int) -> struct.Struct:
     """``n`` values of an array's C type as packed bytes (native sizes: what ``array(typecode).frombytes`` takes)."""
-    got = _PACKERS.get((typecode, n))
-    if got is None:
-        got = _PACKERS[typecode, n] = struct.Struct(f"@{n}{typecode}")
-    return got
+    return struct.Struct(f"@{n}{typecode}")
 
 
 class ChunkedTable:

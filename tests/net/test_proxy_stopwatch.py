@@ -6,8 +6,8 @@
   stream. (This found that the window carried from one drain to the next, its last 32 bytes, let ``^`` take the
   window's first byte for a line's start: ``\x00event: message_stop`` cut after its ``\x00`` read as a terminal
   line. The line break before a terminal line is now part of the pattern, the stream's start counting as one.)
-- The keys a URL carries (``ProxyApp._url_secrets``): remembered per URL instead of parsed for every request; the
-  keys learned are the same, and a new URL's are learned at its first request.
+- The keys a URL carries (``proxy._url_keys``): remembered per URL instead of parsed for every request; the keys
+  learned are the same, a new URL's are learned at its first request, and the memo stays bounded.
 - What an exchange waits for (``_Watchers.wait``): one future woken by whichever ends first, instead of
   ``asyncio.wait``; the same answers, and nothing left on the stop future every exchange shares."""
 
@@ -21,7 +21,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector.net.proxy import ProxyApp
 from inspector.net.turns import _STOP_LINE, TurnTracker
 from inspector.testing.hyp import examples
 
@@ -77,12 +76,18 @@ def test_the_stop_watch_answers_as_the_pattern_over_the_whole_stream(
 )
 def test_a_urls_keys_are_learned_at_its_first_request_and_remembered(url: str) -> None:
     from inspector.core.redaction import credential_values
+    from inspector.net import proxy as P
 
-    proxy = ProxyApp(url)
-    assert proxy._url_secrets(url) == credential_values((), url)
-    assert proxy._url_secrets(url) is proxy._url_secrets(url)  # (parsed once)
+    assert list(P._url_keys(url)) == credential_values((), url)
+    assert P._url_keys(url) is P._url_keys(url)  # (parsed once)
     other = url + "&x=1" if "?" in url else url + "/?api_key=sk-another0123456789"
-    assert proxy._url_secrets(other) == credential_values((), other)
+    assert list(P._url_keys(other)) == credential_values((), other)
+    # a client sending ever new targets: the memo stays bounded, and a key in the newest one is still found
+    for i in range(P.URL_MEMO * 2):
+        P._url_keys(f"http://h/v1/{i}?q={i}")
+    assert P._url_keys.cache_info().currsize <= P.URL_MEMO
+    late = "http://h/v1/late?key=sk-late0123456789abcdef"
+    assert P._url_keys(late) == ("sk-late0123456789abcdef",)
 
 
 async def test_the_watchers_tell_which_ended_first_and_leave_nothing_on_the_shared_stop() -> None:
