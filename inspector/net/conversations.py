@@ -68,11 +68,16 @@ def _message_key(message: Any) -> bytes:
     return raw
 
 
+def _is_thinking(kind: object) -> bool:
+    """A block's ``type`` may be any JSON value a client sent (a list is unhashable): only a string can name one."""
+    return isinstance(kind, str) and kind in _DROPPED_BLOCKS
+
+
 def _slow_key(message: Any) -> bytes:
     m = _clean(message)
     if isinstance(m, dict) and isinstance(m.get("content"), list):
         m = dict(m)
-        m["content"] = [b for b in m["content"] if not (isinstance(b, dict) and b.get("type") in _DROPPED_BLOCKS)]
+        m["content"] = [b for b in m["content"] if not (isinstance(b, dict) and _is_thinking(b.get("type")))]
     try:
         return orjson.dumps(m, option=orjson.OPT_SORT_KEYS)
     except TypeError:  # an integer beyond 64 bits: its text is as good a key

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from inspector.net.conversations import Assignment, Conversations, chain
@@ -187,12 +187,25 @@ _JSON = st.recursive(
 
 
 @given(_JSON)
+@example({"type": None, "content": [{"type": []}]})  # found by CI: an unhashable block type
 def test_the_fast_message_key_equals_the_walked_one(message: object) -> None:
     """The key is serialized once in C and walked in Python only when it may hold a cache_control mark or a
     thinking block: the result is the same as always walking it."""
     from inspector.net.conversations import _message_key, _slow_key
 
     assert _message_key(message) == _slow_key(message)
+
+
+def test_a_block_whose_type_is_not_a_string_is_kept_and_never_raises() -> None:
+    """A client may send any JSON as a block's type (a list, an object): the key keeps the block, as it is not a
+    thinking block, and the request is grouped like any other."""
+    c = Conversations()
+    odd = {"role": "user", "content": [{"type": ["thinking"]}, {"type": {"a": 1}}, {"type": "thinking"}]}
+    first = post(c, body([user("start"), odd]))
+    assert first.how == "new"
+    again = post(c, body([user("start"), odd, assistant("ok", "toolu_x"), result("toolu_x")]))
+    assert (again.conversation, again.turn) == (first.conversation, 1)
+    assert chain(body([odd])) != chain(body([{"role": "user", "content": [{"type": "thinking"}]}]))
 
 
 def test_a_history_nested_too_deep_is_grouped_as_opaque_never_raises() -> None:

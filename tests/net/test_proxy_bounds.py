@@ -337,6 +337,29 @@ async def test_a_request_nested_too_deep_is_forwarded_and_recorded_as_opaque(tmp
     assert "Recursion" not in rec.read_text() and KEY not in rec.read_text()
 
 
+async def test_a_block_type_that_is_not_a_string_is_forwarded_and_grouped(tmp_path: Path) -> None:
+    """A content block's ``type`` may be any JSON (a list is unhashable): the proxy groups the request like any other
+    and forwards it; upstream judges it (serve's history rules let it through). Found by the grouping key's property
+    test."""
+    rec = tmp_path / "odd.jsonl"
+    proxy = ProxyApp("http://placeholder", record=rec)
+    odd = {
+        **BODY,
+        "stream": True,
+        "messages": [{"role": "user", "content": [{"type": [], "thinking": "x"}, {"type": {"a": 1}}]}],
+    }
+    with BackgroundServer(ServeApp(speed=math.inf)) as up:
+        proxy.upstream = up.base_url
+        with BackgroundServer(proxy) as px:
+            async with httpx2.AsyncClient(base_url=px.base_url, timeout=10) as h:
+                r = await h.post("/v1/messages", content=orjson.dumps(odd), headers=HEADERS)
+        proxy.close()
+    assert r.status_code == 200 and r.text.rstrip().endswith('data: {"type":"message_stop"}'), r.text
+    lines = [orjson.loads(line) for line in rec.read_bytes().splitlines()]
+    assert [x["kind"] for x in lines if x["kind"] in ("request", "end")] == ["request", "end"]
+    assert KEY not in rec.read_text()
+
+
 # ------------------------------------------------------------------------------------------- slow and idle clients
 
 
