@@ -651,7 +651,7 @@ class LiveStream:
                 self.hold_tool = oi
                 return out + self._hold(str(kind), raw, obj)
             if self.held and kind in _RESPONSES_END:
-                return self._responses_invalid_json(obj)
+                return self._responses_invalid_json(raw, obj)
             if self.held:
                 return self._hold(str(kind), raw, obj)
         return self.pass_seq(raw, obj)
@@ -686,9 +686,10 @@ class LiveStream:
         ev = {"type": "response.incomplete", "sequence_number": seq, "response": response}
         return [start_raw, *(r for _, r, _ in keep), _event("response.incomplete", ev)]
 
-    def _responses_invalid_json(self, end: dict[str, Any]) -> list[bytes]:
+    def _responses_invalid_json(self, end_raw: bytes, end: dict[str, Any]) -> list[bytes]:
         """invalid_tool_json (Responses): the held (last) function_call item with its arguments cut in their last
-        string: its deltas, its ``.done`` events and the final response's output (sequence numbers renumbered)."""
+        string: its deltas, its ``.done`` events and the final response's output (sequence numbers renumbered).
+        When nothing is cut (no arguments), every event goes out as upstream sent it, the end event included."""
         held, self.held, self.held_bytes = self.held, [], 0
         oi, self.hold_tool = self.hold_tool, None
         deltas = [
@@ -705,7 +706,7 @@ class LiveStream:
             ]
             full = str(done[0].get("arguments", "")) if done else ""
         if not full:
-            return [r for _, r, _ in held] + [_event(str(end.get("type")), end)]
+            return [r for _, r, _ in held] + [end_raw]
         cut = truncate_json(full)
         start = held[0][2] or {}  # (the function_call item's start: never a ping)
         call = start.get("item") if isinstance(start.get("item"), dict) else {}
@@ -727,7 +728,11 @@ class LiveStream:
                     events.append((n, {**o, "delta": piece[:left]}, b""))
                     left = 0
                 continue
-            if n == "response.function_call_arguments.done" and o.get("output_index") == oi:
+            if (
+                n == "response.function_call_arguments.done"
+                and o.get("output_index") == oi
+                and o.get("arguments") != cut
+            ):
                 first_changed = k if first_changed is None else first_changed
                 events.append((n, {**o, "arguments": cut}, b""))
             elif n == "response.output_item.done" and o.get("output_index") == oi and isinstance(o.get("item"), dict):
@@ -756,8 +761,9 @@ class LiveStream:
             ):
                 o, raw = {**o, "sequence_number": first + j}, b""
             out.append(raw or _event(n, o or {}))
-        if first_changed is not None:
-            self.mark("invalid_tool_json", self.events - len(held) + first_changed)
+        if first_changed is None:  # (nothing was cut: the fault did not fire, nothing is re-sent)
+            return [r for _, r, _ in held] + [end_raw]
+        self.mark("invalid_tool_json", self.events - len(held) + first_changed)
         return out
 
 

@@ -436,6 +436,35 @@ async def test_an_event_without_data_inside_a_held_tool_call_is_a_ping_whatever_
     assert got == want.replace(comment, dataless)
 
 
+@pytest.mark.parametrize(
+    "end",
+    [
+        b'event: x\nevent: response.completed\ndata: {"type":"response.completed","sequence_number":2}\n\n',
+        b'event: response.completed\r\ndata: {"sequence_number": 2, "type": "response.completed"}\r\n\r\n',
+    ],
+)
+async def test_invalid_tool_json_with_nothing_to_cut_forwards_the_responses_end_event_as_sent(end: bytes) -> None:
+    """A function_call item without arguments: invalid_tool_json has nothing to cut, so it does not fire, and the
+    stream goes out byte for byte, its end event too (it used to be re-serialized: an overridden ``event:`` line
+    and the spacing were lost, with no fault marked). Found by the nightly fuzz run."""
+    stream = (
+        _sse("response.created", {"type": "response.created", "sequence_number": 0, "response": {"id": "r"}})
+        + _sse(
+            "response.output_item.added",
+            {
+                "type": "response.output_item.added",
+                "sequence_number": 1,
+                "output_index": 0,
+                "item": {"type": "function_call", "id": "fc", "call_id": "c", "name": "f", "arguments": ""},
+            },
+        )
+        + end
+    )
+    for cuts in ([], [len(stream) - len(end) + 3]):
+        got, state, marks = await _run("invalid_tool_json", "openai_responses", _chunked(stream, cuts))
+        assert (got, state["end"], marks) == (stream, "complete", [])
+
+
 _C = b'data: {"object":"chat.completion.chunk","choices":[{"index":0,"delta":%s,"finish_reason":%s}]}\n\n'
 _R = b'event: %s\ndata: {"type":"%s","sequence_number":%d,%s}\n\n'
 _openai_pieces = st.sampled_from(
