@@ -7,12 +7,16 @@
    upstream): completed, byte-exact, the largest first-byte delay (and its ratio to direct's), the proxy's peak RSS
    and its CPU per request (and upstream's). ``--light``: one h11 connection per stream as the client (httpx2's
    pool of 1,000 connections costs the client ~8 ms of CPU per request, and hides the servers' costs);
-   ``--compare TREE``: the proxy of another checkout too (before / after in the same run); ``--rounds N``.
+   ``--compare TREE``: the proxy of another checkout too (before / after in the same run); ``--rounds N``;
+   ``--pin``: the load (these clients and serve) on CPU 0, the proxy (or mitmdump) on the others, in every run
+   (direct too). On a two-core machine the load is CPU-bound, so unpinned every ms the proxy spends is taken from
+   the clients and serve, and shows up as first-byte delay whatever the proxy's own queueing; pinned, the figure is
+   the proxy's own, as between a real agent and a remote API. Each round's ratio and the median are printed.
 
 Every server (serve, the proxy, mitmdump) runs in a process of its own; the clients run here. Loopback only.
 
     python tools/bench_proxy.py [--runs 100] [--stream-runs 5] [--levels 50,200,1000] [--phases 1,2,3]
-                                [--no-mitmproxy] [--speed 1|max] [--light] [--compare TREE] [--rounds N]
+                                [--no-mitmproxy] [--speed 1|max] [--light] [--compare TREE] [--rounds N] [--pin]
 
 mitmproxy is never a dependency of the project: the bench installs it (``pip install mitmproxy``) into a venv of its
 own under /tmp (``--mitm-venv``), or skips it when that fails or with ``--no-mitmproxy``.
@@ -36,6 +40,8 @@ import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
+# --pin: CPU sets for the load (the clients here and serve) and for the proxy under test; None: the OS decides
+PIN: dict[str, set[int]] | None = None
 BODY = orjson.dumps({"model": "m", "max_tokens": 5, "stream": True, "messages": [{"role": "user", "content": "hi"}]})
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -64,12 +70,15 @@ class Proc:
         url_re: str = r"ANTHROPIC_BASE_URL=(\S+)",
         url: str | None = None,
         root: Path = ROOT,
+        role: str = "proxy",
     ) -> None:
+        cpus = PIN[role] if PIN is not None else None
         self.p = subprocess.Popen(
             args,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE if os.environ.get("BENCH_STDERR") else subprocess.DEVNULL,
             text=True,
+            preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus),
             **launch(root),
         )
         self.url = url
@@ -107,7 +116,8 @@ class Proc:
 
 
 def serve(speed: str, *extra: str) -> Proc:
-    return Proc([PY, "-m", "inspector", "serve", "--port", "0", "--speed", speed, "--quiet", "--lenient", *extra])
+    args = [PY, "-m", "inspector", "serve", "--port", "0", "--speed", speed, "--quiet", "--lenient", *extra]
+    return Proc(args, role="load")
 
 
 def proxy(upstream: str, record: str | None = None, root: Path = ROOT) -> Proc:
@@ -365,6 +375,7 @@ async def phase_concurrency(a: argparse.Namespace, mitm_exe: Path | None, procs:
     )
     expected = await big_stream_ref(up.url or "")
     contenders = ["direct", "proxy", *(["compare"] if a.compare else []), *(["mitmdump"] if mitm_exe else [])]
+    ratios: dict[tuple[str, int], list[float]] = {}
     for n in a.levels:
         for rnd in range(a.rounds):
             base = float("nan")
@@ -391,11 +402,21 @@ async def phase_concurrency(a: argparse.Namespace, mitm_exe: Path | None, procs:
                 worst = max(fbs) if fbs else float("nan")
                 if k == "direct":
                     base = worst
+                else:
+                    ratios.setdefault((k, n), []).append(worst / base)
                 print(
                     f"{k:10} {n:8d} {done:6d} {exact:6d} {worst:17.3f} {worst / base:9.2f} {rss:12.0f} "
                     f"{cpu:10.2f} {up_cpu:12.2f}",
                     flush=True,
                 )
+    if a.rounds > 1:
+        print(f"\nslowest first byte over direct's, per round and median{' (pinned)' if PIN else ''}:")
+        for (k, n), rs in ratios.items():
+            within = sum(r <= 2 for r in rs)
+            print(
+                f"  {k:10} {n:6d} streams: {', '.join(f'{r:.2f}' for r in rs)}  median {statistics.median(rs):.2f}"
+                f"  (within 2x in {within} of {len(rs)})"
+            )
 
 
 async def main(a: argparse.Namespace) -> None:
@@ -450,7 +471,18 @@ if __name__ == "__main__":
     ap.add_argument(
         "--mitm-venv", default="/tmp/bench-mitm", help="the venv mitmproxy lives in (default /tmp/bench-mitm)"
     )
+    ap.add_argument(
+        "--pin",
+        action="store_true",
+        help="phase 3: the load (clients + serve) on CPU 0, the proxy on the others: the proxy's own queueing",
+    )
     args = ap.parse_args()
+    if args.pin:
+        all_cpus = sorted(os.sched_getaffinity(0))
+        if len(all_cpus) < 2:
+            ap.error("--pin needs two CPUs")
+        PIN = {"load": {all_cpus[0]}, "proxy": set(all_cpus[1:])}
+        os.sched_setaffinity(0, PIN["load"])  # the clients run in this process
     for tree in (ROOT, *([args.compare] if args.compare else [])):
         check_tree(tree)  # each contender runs its own tree's package (never this one's by accident)
     asyncio.run(main(args))

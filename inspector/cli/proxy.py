@@ -61,6 +61,13 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         help="address to listen on (default 127.0.0.1:8787; port 0: ephemeral)",
     )
     p.add_argument("--upstream", default=DEFAULT_UPSTREAM, help=f"where to forward (default {DEFAULT_UPSTREAM})")
+    p.add_argument(
+        "--openai-upstream",
+        metavar="URL",
+        help="where OpenAI-format requests go, with its /v1 (a client's OPENAI_BASE_URL is this proxy's address + "
+        "/v1); /v1/messages and requests with an anthropic-version header still go to --upstream (default: every "
+        "request to --upstream)",
+    )
     p.add_argument("--record", metavar="FILE", help="write a recording (JSON Lines) of every exchange (default: none)")
     p.add_argument(
         "--headless",
@@ -267,7 +274,10 @@ def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int
         say("inspector proxy: --otel-content goes with --otel")
         return 2
     host, port = args.listen
+    openai_upstream = getattr(args, "openai_upstream", None)
     credential_values((), args.upstream)  # learned process-wide: the lines that name upstream mask its key
+    if openai_upstream:
+        credential_values((), openai_upstream)
     try:
         sock = bind_socket(host, port)
     except OSError as e:
@@ -311,6 +321,7 @@ def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int
         args.upstream,
         # a key in --upstream (https://user:KEY@relay/..., ?api_key=): a secret of the recording and of every output
         secrets=credential_values((), args.upstream),
+        openai_upstream=openai_upstream,
         record=args.record,
         bus=bus,
         on_exchange=None if quiet else printer,
@@ -328,10 +339,12 @@ def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int
     if getattr(args, "insecure", False):
         warn(INSECURE_WARNING.format(upstream=proxy.upstream))
     print(
-        f"inspector proxy: {url} -> {proxy.upstream}{faults}{tls_note(args)}"
+        f"inspector proxy: {url} -> {proxy.upstream}{_openai_note(proxy.openai_upstream)}{faults}{tls_note(args)}"
         + (f", recording to {args.record}" if args.record else "")
     )
     print(f"ANTHROPIC_BASE_URL={url}")
+    if proxy.openai_upstream:
+        print(f"OPENAI_BASE_URL={url}/v1")
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {host}, not loopback only", file=sys.stderr)
     sys.stdout.flush()
@@ -349,6 +362,11 @@ def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int
     return 0
 
 
+def _openai_note(openai_upstream: str | None) -> str:
+    """What the start-up line says about the OpenAI upstream ("" without one)."""
+    return f" (OpenAI-format requests -> {openai_upstream.rstrip('/')})" if openai_upstream else ""
+
+
 def _cmd_tui(args: argparse.Namespace, host: str, sock: Any, options: dict[str, Any]) -> int:
     """The dashboard watches the other harness through the proxy (each of its requests is a turn)."""
     from inspector.sessions.watch import WatchSession, proxy_session
@@ -359,13 +377,19 @@ def _cmd_tui(args: argparse.Namespace, host: str, sock: Any, options: dict[str, 
     sock.close()  # the session binds its own (and binds again on restart)
     if getattr(args, "insecure", False):
         sys.stderr.write("inspector proxy: warning: " + INSECURE_WARNING.format(upstream=args.upstream) + "\n")
-    sys.stderr.write(f"inspector proxy: {url} -> {args.upstream}{tls_note(args)}\nANTHROPIC_BASE_URL={url}\n")
+    openai_upstream = getattr(args, "openai_upstream", None)
+    sys.stderr.write(
+        f"inspector proxy: {url} -> {args.upstream}{_openai_note(openai_upstream)}{tls_note(args)}\n"
+        f"ANTHROPIC_BASE_URL={url}\n" + (f"OPENAI_BASE_URL={url}/v1\n" if openai_upstream else "")
+    )
     sys.stderr.flush()
 
     closes: list[Callable[[], None]] = []
 
     def factory(**_: Any) -> WatchSession:
-        session = proxy_session(args.upstream, host, port, record=args.record)
+        session = proxy_session(
+            args.upstream, host, port, record=args.record, openai_upstream=getattr(args, "openai_upstream", None)
+        )
         for k, v in options.items():  # the proxy's limits, timeouts and faults
             setattr(session.proxy, k, v)
         if getattr(args, "otel", False):  # each session (a restart makes a new one) exports its traces

@@ -40,7 +40,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="example: inspector watch --headless --record run.jsonl -- python my_agent.py",
     )
-    p.add_argument("--upstream", help="the API to forward to (default: ANTHROPIC_BASE_URL, else the public API)")
+    p.add_argument(
+        "--upstream", help="the Anthropic API to forward to (default: ANTHROPIC_BASE_URL, else the public API)"
+    )
+    p.add_argument(
+        "--openai-upstream",
+        metavar="URL",
+        help="the OpenAI API to forward OpenAI-format requests to, with its /v1 (default: OPENAI_BASE_URL, else "
+        "https://api.openai.com/v1)",
+    )
     p.add_argument("--record", metavar="FILE", help="write a recording of every request (default: none)")
     p.add_argument("--headless", action="store_true", help="progress lines on stderr, no dashboard (default: off)")
     p.add_argument(
@@ -74,7 +82,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.set_defaults(func=cmd)
 
 
-def _session(args: argparse.Namespace, upstream: str) -> WatchSession:
+def _session(args: argparse.Namespace, upstream: str, openai_upstream: str) -> WatchSession:
     from inspector.sessions import watch as W
 
     if args.serve:
@@ -90,11 +98,13 @@ def _session(args: argparse.Namespace, upstream: str) -> WatchSession:
             options["recording"] = RecordingSource.load(args.serve)
             name = "parse_date"  # (unused: the recording answers)
         return W.serve_session(name, faults, speed=speed, host="127.0.0.1", port=0, record=args.record, **options)
-    if args.fault:
-        from inspector.core.errors import UsageError
+    from inspector.core.errors import UsageError
 
+    if args.fault:
         raise UsageError("--fault goes with --serve (for a live upstream: inspector proxy --fault)")
-    return W.proxy_session(upstream, "127.0.0.1", 0, record=args.record)
+    if openai_upstream.rstrip("/") == upstream.rstrip("/"):  # one server for both (a relay, a local fake): as is
+        return W.proxy_session(upstream, "127.0.0.1", 0, record=args.record)
+    return W.proxy_session(upstream, "127.0.0.1", 0, record=args.record, openai_upstream=openai_upstream)
 
 
 def _err(msg: str) -> None:
@@ -116,7 +126,13 @@ def _start(launched: Launched[WatchSession]) -> int | None:
 
 def cmd(args: argparse.Namespace) -> int:
     from inspector.core.errors import InspectorError
-    from inspector.sessions.launch import Launched, command_env, resolve_command, upstream_from_env
+    from inspector.sessions.launch import (
+        Launched,
+        command_env,
+        openai_upstream_from_env,
+        resolve_command,
+        upstream_from_env,
+    )
 
     argv = list(args.command)
     if argv and argv[0] == "--":
@@ -129,8 +145,12 @@ def cmd(args: argparse.Namespace) -> int:
         return problem[1]
     env = dict(os.environ)
     upstream = upstream_from_env(env, args.upstream)
+    openai_upstream = openai_upstream_from_env(env, args.openai_upstream)
+    if args.serve and args.openai_upstream:
+        _err("--openai-upstream goes without --serve (with --serve the fake server answers both APIs)")
+        return EXIT_USAGE
     try:
-        session = _session(args, upstream)
+        session = _session(args, upstream, openai_upstream)
     except (InspectorError, OSError) as e:
         _err(str(getattr(e, "strerror", None) or e))
         return EXIT_USAGE
@@ -147,12 +167,13 @@ def cmd(args: argparse.Namespace) -> int:
     launched = Launched(session, argv, {}, on_note=lambda m: print(m, file=sys.stderr, flush=True))
     launched.env = command_env(env, launched.base_url, offline=bool(args.serve))
     what = f"serve {args.serve}" if args.serve else upstream
+    openai_what = None if args.serve or openai_upstream == upstream else openai_upstream
     headless = args.headless or not sys.stdout.isatty()
     try:
         if args.split and not headless:
-            return _split(args, launched, what)
+            return _split(args, launched, what, openai_what)
         if headless:
-            return _headless(launched, what, args.record)
+            return _headless(launched, what + (f" (OpenAI: {openai_what})" if openai_what else ""), args.record)
         return _dashboard(args, launched, what)
     finally:
         if close_otel is not None:
@@ -222,7 +243,7 @@ SPLIT_BROWSER = 300.0  # seconds to wait for a browser to open the dashboard bef
 SPLIT_STOP = 10.0  # seconds the web server and its dashboards get to exit before they are killed
 
 
-def _split(args: argparse.Namespace, launched: Launched[WatchSession], what: str) -> int:
+def _split(args: argparse.Namespace, launched: Launched[WatchSession], what: str, openai_what: str | None) -> int:
     """The command keeps the terminal; the dashboard runs as `inspector proxy` (same port) in a new tmux pane when
     inside tmux, else served to a browser by textual-serve on 127.0.0.1 (:func:`_split_web`)."""
     import shutil
@@ -235,6 +256,8 @@ def _split(args: argparse.Namespace, launched: Launched[WatchSession], what: str
     port = launched.session.sock.getsockname()[1]
     launched.session.close()  # the dashboard's proxy binds this port
     dashboard = [sys.executable, "-m", "inspector", "proxy", "--listen", f"127.0.0.1:{port}", "--upstream", what]
+    if openai_what:
+        dashboard += ["--openai-upstream", openai_what]
     if getattr(args, "otel", False):  # the dashboard's proxy exports the traces
         dashboard += ["--otel", "--otel-content"] if args.otel_content else ["--otel"]
     if args.record:

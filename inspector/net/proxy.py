@@ -222,6 +222,7 @@ class ProxyApp(Closable):
         self,
         upstream: str = DEFAULT_UPSTREAM,
         *,
+        openai_upstream: str | None = None,
         record: str | Path | IO[bytes] | None = None,
         bus: O.ObservationBus | None = None,
         secrets: Iterable[str] = (),
@@ -263,6 +264,8 @@ class ProxyApp(Closable):
             "proxy_headers": False,
         }
         self.upstream = upstream.rstrip("/")
+        # where OpenAI-format requests go (``watch``: what OPENAI_BASE_URL held, with its /v1), None: to upstream too
+        self.openai_upstream = openai_upstream.rstrip("/") if openai_upstream else None
         self.source_info = source_info  # how the dashboard names this source (default: proxy -> upstream)
         self.record_path = record
         self.bus = bus
@@ -282,7 +285,13 @@ class ProxyApp(Closable):
         self.fault_header = fault_header
         self.batch_interval = batch_interval
         # a key in the upstream URL (``http://relay:KEY@host``) is a secret from the start
-        self.secrets: list[str] = usable_secrets([*(secrets or []), *credential_values([], self.upstream)])
+        self.secrets: list[str] = usable_secrets(
+            [
+                *(secrets or []),
+                *credential_values([], self.upstream),
+                *credential_values([], self.openai_upstream or ""),
+            ]
+        )
         # the ONE redaction point: every observation reaches the bus (the dashboard's and the recorder's) masked, also
         # a key echoed split across reads or deltas or \u-escaped (observe/redacting.py); keys learned late included
         self._bus = bus if bus is not None else O.ObservationBus()
@@ -294,8 +303,8 @@ class ProxyApp(Closable):
         self._shard_active: list[int] = []
         # the upstream client of the forwarding path (inspector/net/upstream.py); httpx2 only with a transport of the
         # caller's or an HTTP proxy from the environment on the way upstream
-        self.pool: UpstreamPool | None = None
-        self._pools: list[UpstreamPool] = []  # every pool opened (``upstream`` may be changed while running)
+        self._pool_of: dict[str, UpstreamPool] = {}  # upstream base -> its pool (``upstream`` may change while running)
+        self._pools: list[UpstreamPool] = []  # every pool opened
         # the most recent exchanges (a ring: a long-running proxy must not grow with every request it forwards)
         self.exchanges: deque[ProxyExchange] = deque(maxlen=max(1, history))
         self._stop_task: asyncio.Future[Literal[True]] | None = None  # see _stopping()
@@ -327,6 +336,8 @@ class ProxyApp(Closable):
             src = dict(self.source_info)
         else:
             src = {"type": "proxy", "upstream": self.upstream}
+            if self.openai_upstream:
+                src["openai_upstream"] = self.openai_upstream
             if self.listen:
                 src["listen"] = self.listen
         masked: dict[str, Any] = redact(src, self.secrets)  # (redact gives a dict for a dict)
@@ -355,18 +366,19 @@ class ProxyApp(Closable):
     def ssl_context(self, ctx: Any) -> None:
         self._ssl = ctx
 
-    def _pool(self) -> UpstreamPool | None:
-        """The upstream client of the forwarding path (inspector/net/upstream.py), or None when httpx2 must go:
-        a transport of the caller's, or an HTTP proxy from the environment on the way upstream."""
-        pool = self.pool
-        if pool is None or pool.base != self.upstream:
-            if self.transport is not None or not usable_for(self.upstream):
+    def _pool(self, base: str | None = None) -> UpstreamPool | None:
+        """The upstream client of the forwarding path to ``base`` (default: upstream; inspector/net/upstream.py), or
+        None when httpx2 must go: a transport of the caller's, or an HTTP proxy from the environment on the way."""
+        base = self.upstream if base is None else base
+        pool = self._pool_of.get(base)
+        if pool is None:
+            if self.transport is not None or not usable_for(base):
                 return None
-            if self._ssl is None and self.upstream.startswith("https:"):
+            if self._ssl is None and base.startswith("https:"):
                 self._ssl = httpx2.create_ssl_context(trust_env=True)
             ssl_context = self._ssl
-            pool = self.pool = UpstreamPool(
-                self.upstream,
+            pool = self._pool_of[base] = UpstreamPool(
+                base,
                 keepalive_expiry=KEEPALIVE_EXPIRY,
                 ssl_context=(lambda: ssl_context) if ssl_context is not None else None,
                 clock=self.clock,
@@ -477,7 +489,8 @@ class ProxyApp(Closable):
         if stop is not None and not stop.done():
             stop.cancel()
         clients, self.clients, self.client, self._shard_active = self.clients, [], None, []
-        pools, self._pools, self.pool = self._pools, [], None
+        pools, self._pools = self._pools, []
+        self._pool_of.clear()
         for pool in pools:
             await pool.aclose()
         for client in clients:
@@ -501,6 +514,8 @@ class ProxyApp(Closable):
                     with contextlib.suppress(Exception):
                         if self._pool() is None and not self.clients:
                             self._new_shard()
+                        if self.openai_upstream is not None:
+                            self._pool(self.openai_upstream)
                     await send({"type": "lifespan.startup.complete"})
                 elif message["type"] == "lifespan.shutdown":
                     await self.aclose()
@@ -564,24 +579,40 @@ class ProxyApp(Closable):
         masked = mask_text(message, self.secrets) if self.secrets else message
         await send({"type": "http.response.body", "body": _error_body(kind, masked), "more_body": False})
 
-    def _upstream_url(self, raw_path: bytes, query: bytes) -> str:
-        """Upstream's URL for a request-target (see :meth:`_build_url`); the last ``URL_MEMO`` built are kept (an
-        agent sends the same few targets again and again: two URL parses per request were ~5% of the proxy's CPU
-        under a burst)."""
-        key = (self.upstream, raw_path, query)
+    def _route(self, raw_path: bytes, headers: list[tuple[str, str]]) -> tuple[str, bytes]:
+        """Where a request goes: (upstream base, the path to append to it). With an OpenAI upstream (``watch``: the
+        command's OPENAI_BASE_URL, with its ``/v1``), a request under ``/v1/`` that is not the Messages API's
+        (``/v1/messages``, ``/v1/complete``, or any request with an ``anthropic-version`` header, which the
+        Anthropic SDKs always send) goes there, its ``/v1`` left out (it is in that base); the rest to upstream."""
+        openai = self.openai_upstream
+        if (
+            openai is None
+            or not (raw_path == b"/v1" or raw_path.startswith(b"/v1/"))
+            or raw_path.startswith((b"/v1/messages", b"/v1/complete"))
+            or any(k.lower() == "anthropic-version" for k, _ in headers)
+        ):
+            return self.upstream, raw_path
+        return openai, raw_path[3:] or b"/"
+
+    def _upstream_url(self, raw_path: bytes, query: bytes, base: str | None = None) -> str:
+        """Upstream's URL for a request-target (see :meth:`_build_url`; ``base``: default ``upstream``); the last
+        ``URL_MEMO`` built are kept (an agent sends the same few targets again and again: two URL parses per request
+        were ~5% of the proxy's CPU under a burst)."""
+        base = self.upstream if base is None else base
+        key = (base, raw_path, query)
         url = self._urls.get(key)
         if url is None:
-            url = self._build_url(raw_path, query)  # a target that cannot be forwarded raises, and is not kept
+            url = self._build_url(raw_path, query, base)  # a target that cannot be forwarded raises: not kept
             if len(self._urls) >= URL_MEMO:
                 self._urls.clear()
             self._urls[key] = url
         return url
 
-    def _build_url(self, raw_path: bytes, query: bytes) -> str:
+    def _build_url(self, raw_path: bytes, query: bytes, upstream: str | None = None) -> str:
         """Upstream's URL for a request-target, built from parsed components: upstream's scheme, host and port
         stay upstream's whatever the target holds (its path prefix, then the target's path and query)."""
         try:
-            base = httpx2.URL(self.upstream)
+            base = httpx2.URL(self.upstream if upstream is None else upstream)
             prefix = base.raw_path.split(b"?", 1)[0].rstrip(b"/")
             full = raw_path + (b"?" + query if query else b"")
             url = base.copy_with(raw_path=prefix + full)
@@ -608,16 +639,17 @@ class ProxyApp(Closable):
         path = scope.get("path", "/")
         raw_path = scope.get("raw_path") or path.encode()
         query = scope.get("query_string") or b""
-        target = raw_path.decode("latin-1") + (("?" + query.decode("latin-1")) if query else "")
         in_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope.get("headers", [])]
+        base, up_path = self._route(raw_path, in_headers)  # (upstream, or the OpenAI upstream: _route)
+        target = up_path.decode("latin-1") + (("?" + query.decode("latin-1")) if query else "")
         found = credential_values(in_headers)
-        self._learn(found + [v for v in _url_keys(self.upstream) if v not in found])
+        self._learn(found + [v for v in _url_keys(base) if v not in found])
         self._open_recording_once()
         try:
             problem = target_problem(raw_path)
             if problem is not None:
                 raise _Refused(400, "invalid_request_error", problem)
-            url = self._upstream_url(raw_path, query)
+            url = self._upstream_url(up_path, query, base)
             body = await self._read_body(receive, in_headers)
         except _Refused as refused:
             ex = ProxyExchange(method, path, t_request=t_req)
@@ -697,7 +729,7 @@ class ProxyApp(Closable):
             self.active += 1
             holds_connection = True
             try:
-                pool = self._pool()
+                pool = self._pool(base)
                 if pool is not None:
                     shard = -1
                     sending = pool.submit(method, target, fwd, body)  # (written now on a kept-alive connection)
@@ -736,7 +768,7 @@ class ProxyApp(Closable):
                     await self._reply_error(send, 503, "overloaded_error", "shutting down", [(b"connection", b"close")])
                     return
             if error is not None or upstream is None or watchers is None:
-                status, kind, reason = self._upstream_error(error)
+                status, kind, reason = self._upstream_error(error, base)
                 ex.status, ex.end, ex.reason = status, "error", reason
                 await self._reply_error(send, status, kind, reason)
                 ex.end_s = self.clock() - t_req_clock
@@ -765,7 +797,7 @@ class ProxyApp(Closable):
         an error: the task is done), "disconnected" or "closing"."""
         return await watchers.wait(sending, "headers")
 
-    def _upstream_error(self, error: BaseException | None) -> tuple[int, str, str]:
+    def _upstream_error(self, error: BaseException | None, base: str | None = None) -> tuple[int, str, str]:
         """(status, error type, message) of the proxy's answer when upstream gave no response."""
         if isinstance(error, httpx2.PoolTimeout):
             return 503, "overloaded_error", self._busy_message()
@@ -783,7 +815,7 @@ class ProxyApp(Closable):
             )
         if isinstance(error, httpx2.RemoteProtocolError):  # upstream answered, with nothing HTTP/1.1 can read
             return 502, "api_error", error_text(error)
-        via = env_proxy(self.upstream) if self.transport is None and error is not None else None
+        via = env_proxy(base or self.upstream) if self.transport is None and error is not None else None
         if via is not None and isinstance(error, httpx2.ConnectError | httpx2.ProxyError):
             return 502, "api_error", f"the HTTP proxy {via} failed: {type(error).__name__}: {error_text(error)}"
         return 502, "api_error", f"upstream unreachable: {type(error).__name__}: {error_text(error) if error else ''}"

@@ -34,6 +34,12 @@ def upstream_from_env(env: dict[str, str], override: str | None) -> str:
     return (override or env.get("ANTHROPIC_BASE_URL") or ANTHROPIC_DEFAULT).rstrip("/")
 
 
+def openai_upstream_from_env(env: dict[str, str], override: str | None) -> str:
+    """The OpenAI upstream (with its ``/v1``, as OPENAI_BASE_URL has it): --openai-upstream, else what
+    OPENAI_BASE_URL held before, else the public API."""
+    return (override or env.get("OPENAI_BASE_URL") or OPENAI_DEFAULT).rstrip("/")
+
+
 OFFLINE_KEY = "sk-inspector-offline-not-a-key"  # (with --serve: the SDKs refuse to start without some key)
 
 

@@ -173,14 +173,27 @@ class WatchSession:
             self.upstream_server = None
 
 
-def proxy_session(upstream: str, host: str, port: int, *, record: str | None = None) -> WatchSession:
+def proxy_session(
+    upstream: str, host: str, port: int, *, record: str | None = None, openai_upstream: str | None = None
+) -> WatchSession:
+    """A recording proxy on host:port in front of ``upstream`` (and of ``openai_upstream`` for the OpenAI-format
+    requests, when given: ProxyApp._route)."""
     from inspector.net.proxy import ProxyApp
     from inspector.net.server import base_url_of, bind_socket
 
     sock = bind_socket(host, port)
     url = base_url_of(sock)
     source = {"type": "proxy", "upstream": upstream.rstrip("/"), "listen": url}
-    proxy = ProxyApp(upstream, record=record, bus=O.ObservationBus(), listen=url, source_info=source)
+    if openai_upstream:
+        source["openai_upstream"] = openai_upstream.rstrip("/")
+    proxy = ProxyApp(
+        upstream,
+        openai_upstream=openai_upstream,
+        record=record,
+        bus=O.ObservationBus(),
+        listen=url,
+        source_info=source,
+    )
     return WatchSession(proxy, sock, source=source)
 
 

@@ -273,6 +273,11 @@ class DashboardScreen(Screen[None]):
         src = state.status.source or source or {}
         listen = src.get("listen") if isinstance(src, dict) else None
         text = f"point a harness here:  ANTHROPIC_BASE_URL={listen}" if listen else ""
+        # both SDKs' variables where both APIs are answered: serve, or a proxy with an OpenAI upstream (watch)
+        if listen and (src.get("type") == "serve" or src.get("openai_upstream")):
+            text += f"  ·  OPENAI_BASE_URL={listen}/v1"
+            if len(text) + 2 > self.size.width:  # (one line: the short form keeps both in view)
+                text = f"ANTHROPIC_BASE_URL={listen}  (OPENAI_BASE_URL: the same + /v1)"
         if self._connect_text != text:
             self._connect_text = text
             banner = self.query_one("#connect", Static)

@@ -86,6 +86,37 @@ def test_the_upstream_is_what_anthropic_base_url_held(tmp_path: Path) -> None:
     assert out.stdout.strip() != "http://127.0.0.1:9"
 
 
+def test_each_sdk_reaches_the_api_its_own_base_url_held(tmp_path: Path) -> None:
+    """The OpenAI agent's requests go where OPENAI_BASE_URL pointed before (here a fake server), not to the
+    Anthropic upstream (here unreachable), and the Anthropic agent's the other way round; --openai-upstream wins
+    over the environment. (The OpenAI requests used to go to the Anthropic upstream.)"""
+    import math
+
+    from inspector.net.serve import ServeApp
+    from inspector.net.server import BackgroundServer
+
+    dead = "http://127.0.0.1:9"
+    openai_agent = ROOT / "examples" / "openai_weather_agent.py"
+    keys = {"OPENAI_API_KEY": "sk-proj-test", "ANTHROPIC_API_KEY": "sk-ant-test"}
+    with BackgroundServer(ServeApp("weather", speed=math.inf)) as serve:
+        url = serve.base_url
+        rec = tmp_path / "openai.jsonl"
+        env = {**keys, "OPENAI_BASE_URL": url + "/v1", "ANTHROPIC_BASE_URL": dead}
+        out = watch("--headless", "--record", str(rec), "--", sys.executable, str(openai_agent), env=env)
+        assert out.returncode == 0 and out.stdout.count("partly cloudy") == 3, out.stderr[-2000:]
+        assert f"(OpenAI: {url}/v1)" in out.stderr
+        urls = {json.loads(x)["url"] for x in rec.read_text().splitlines() if '"kind":"request"' in x}
+        assert urls == {url + "/v1/chat/completions"}
+        env = {**keys, "OPENAI_BASE_URL": dead + "/v1", "ANTHROPIC_BASE_URL": url}
+        out = watch("--headless", "--", sys.executable, str(AGENT), env=env)
+        assert out.returncode == 0 and out.stdout.count("partly cloudy") == 3, out.stderr[-2000:]
+        env = {**keys, "OPENAI_BASE_URL": dead + "/v1", "ANTHROPIC_BASE_URL": dead}
+        out = watch("--headless", "--openai-upstream", url + "/v1", "--", sys.executable, str(openai_agent), env=env)
+        assert out.returncode == 0 and out.stdout.count("partly cloudy") == 3, out.stderr[-2000:]
+    usage = watch("--serve", "weather", "--openai-upstream", url, "--", sys.executable, "-c", "pass")
+    assert usage.returncode == 2 and "--openai-upstream goes without --serve" in usage.stderr
+
+
 def test_a_command_that_cannot_run_is_a_one_line_error_with_the_shells_status(tmp_path: Path) -> None:
     """watch's status is the command's, so a command that cannot run gives what a shell (and env, nohup, timeout)
     gives: 127 when it is not found (also a script whose interpreter is missing: exec says ENOENT), 126 when it

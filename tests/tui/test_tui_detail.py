@@ -419,18 +419,27 @@ def test_the_palette_is_built_from_the_bindings() -> None:
 
 
 class TestProxyAndServe:
-    @pytest.mark.parametrize("kind", ["proxy", "serve"])
-    async def test_the_address_to_point_a_harness_at_is_shown_in_full(self, kind: str) -> None:
+    @pytest.mark.parametrize("size", [SMALL, WIDE])
+    @pytest.mark.parametrize("kind", ["proxy", "proxy+openai", "serve"])
+    async def test_the_address_to_point_a_harness_at_is_shown_in_full(self, kind: str, size: tuple[int, int]) -> None:
+        """Both SDKs' variables where both APIs are answered (serve; a proxy with an OpenAI upstream, as watch
+        runs it); a short form of both when the long one does not fit."""
         url = "http://127.0.0.1:54321"
-        source = {"type": kind, "upstream": "https://api.anthropic.com", "name": "parse_date", "listen": url}
+        source: dict[str, Any] = {"type": kind.split("+")[0], "upstream": "https://api.anthropic.com", "listen": url}
+        source["name"] = "parse_date"
+        if kind == "proxy+openai":
+            source["openai_upstream"] = "https://api.openai.com/v1"
         factory = Factory(lambda: FakeSession([O.LoopStarted(0.0, source, "", None)], source=source))
         app = InspectorApp(factory, clock=lambda: 0.0)
-        async with app.run_test(size=SMALL) as pilot:
+        async with app.run_test(size=size) as pilot:
             banner = app.dashboard.query_one("#connect")
             await wait_for(lambda: banner.display and banner.region.height == 1, what="the address line")
             await pilot.pause()
             text = str(banner.render())
             assert f"ANTHROPIC_BASE_URL={url}" in text
+            both = kind != "proxy"
+            assert (f"OPENAI_BASE_URL={url}/v1" in text or "OPENAI_BASE_URL: the same + /v1" in text) == both
+            assert (f"OPENAI_BASE_URL={url}/v1" in text) == (both and size == WIDE)
             assert banner.region.width >= len(text.strip())  # nothing cut off at 80 columns
 
 
