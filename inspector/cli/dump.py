@@ -70,7 +70,12 @@ def cmd(args: argparse.Namespace) -> int:
     # a proxy recording of many conversations (None: one): each turn entry names its conversation, so dump_ok
     # judges each on its own; --json lists them; the text groups the turns under each (format_turns is that, then)
     conversations = conversations_of(recording, turns)
-    if conversations is not None and sum(c["id"] is not None for c in conversations) > 1:
+    # grouped when there are conversations to tell apart, or side requests to list (a harness's non-streamed calls)
+    grouped = conversations is not None and (
+        sum(c["id"] is not None for c in conversations) > 1 or any(c["side_requests"] for c in conversations)
+    )
+    if grouped:
+        assert conversations is not None
         format_turns = grouped_text(conversations)  # type: ignore[assignment]  # (the same signature)
     totals: dict[str, Any] | None = None
     if (args.json and not args.events) or args.timing:
@@ -105,7 +110,7 @@ def cmd(args: argparse.Namespace) -> int:
 
         for w in recording.warnings:
             print(terminal(f"warning: {w}"))
-        print(terminal(format_turns(turns)) if turns else "no turns in this file")
+        print(terminal(format_turns(turns)) if turns or grouped else "no turns in this file")
         if timing is not None:
             from inspector.record.accounting import format_accounting
             from inspector.record.timing import format_timing_json

@@ -124,6 +124,7 @@ class ProgressPrinter:
         self.conversations: set[str] = set()
         self.sink = sink
         self.buffering = BufferingWatch()  # timing.buffered, said at the end of a buffered attempt
+        self.side_requests = 0  # a proxy's requests that are not turns (count_tokens, non-streamed calls, ...)
 
     def p(self, s: str) -> None:
         """One line out; what the stream put in it (names, ids, text) cannot reach the terminal raw, nor start a
@@ -199,9 +200,17 @@ class ProgressPrinter:
             self.p(f"{t} answer:")
             for line in obs.text.splitlines():
                 self.p(f"    {line}")
+        elif isinstance(obs, O.ExchangeForwarded):  # a side request: one line, never a turn
+            self.side_requests += 1
+            conv = f"[{obs.conversation}] " if obs.conversation and len(self.conversations) > 1 else ""
+            status = "-" if obs.status is None else obs.status
+            end = "" if obs.end in (None, "complete") else f" {obs.end}"
+            self.p(f"{t} {conv}{obs.method} {obs.path} -> {status}{end} · {obs.bytes} B · not a turn: {obs.side}")
         elif isinstance(obs, O.LoopFinished):
             msg = f" ({obs.error})" if obs.error else ""
-            self.p(f"{t} {obs.status} after {obs.turns} turn{'s' if obs.turns != 1 else ''}{msg}")
+            n = self.side_requests
+            side = f", {n} side request{'s' if n != 1 else ''}" if n else ""
+            self.p(f"{t} {obs.status} after {obs.turns} turn{'s' if obs.turns != 1 else ''}{side}{msg}")
 
     # --- conversations (a proxy's, or a replay of many) ----------------------------------------------------------
     def _conversation(self, obs: O.Observation, t: str) -> bool:

@@ -539,8 +539,8 @@ def conversations_of(recording: Recording, turns: list[dict[str, Any]]) -> list[
     of appearance: ``{"id", "model", "turns", "attempts", "parent", "side_requests", "ok"}``; each turn entry of
     ``turns`` (and its failed attempts) gains ``conversation`` and ``conversation_turn``. Side requests
     (``proxy_exchange`` lines) are listed with their conversation; those of none under the id None ("other
-    requests"), which has no turns. None for a recording without conversation lines (older files, the loop's own
-    recordings): one conversation, nothing added."""
+    requests"), which has no turns. None for a recording with neither conversation nor ``proxy_exchange`` lines
+    (older files, the loop's own recordings): one conversation, nothing added."""
     where: dict[int, dict[str, Any]] = {}
     for line in recording.observations:
         if line.get("type") != "conversation":
@@ -548,7 +548,7 @@ def conversations_of(recording: Recording, turns: list[dict[str, Any]]) -> list[
         turn, cid, ct = line.get("turn"), line.get("conversation"), line.get("conversation_turn")
         if isinstance(turn, int) and isinstance(cid, str) and isinstance(ct, int) and turn not in where:
             where[turn] = line
-    if not where:
+    if not where and not any(line.get("type") == "proxy_exchange" for line in recording.observations):
         return None
     convs: dict[str | None, dict[str, Any]] = {}
 

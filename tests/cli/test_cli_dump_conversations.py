@@ -213,3 +213,52 @@ def test_damaged_conversation_lines_never_break_dump(lines: list[dict[str, Any]]
     assert sum(c["turns"] for c in convs) == 3
     assert all(t["conversation"] is None or isinstance(t["conversation"], str) for t in turns)
     assert isinstance(format_conversations(turns, convs), str)
+
+
+def _side(w: RecordingWriter, path: str, conversation: str | None, side: str) -> None:
+    w.observation(
+        {
+            "type": "proxy_exchange",
+            "t": 0.9,
+            "method": "POST",
+            "path": path,
+            "status": 200,
+            "bytes": 468,
+            "end": "complete",
+            "conversation": conversation,
+            "side": side,
+        }
+    )
+
+
+def test_side_requests_are_listed_with_one_conversation_or_none(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A harness that makes non-streamed calls only (its test suite through `watch --serve`) has no turn, and one
+    conversation with a count_tokens call has one group: their side requests are listed all the same (they were
+    left out of the text, and a recording of side requests only said "no turns in this file")."""
+    only = tmp_path / "only.jsonl"
+    with RecordingWriter(only, source={"type": "serve"}) as w:
+        _side(w, "/v1/messages", None, "not streamed")
+        _side(w, "/v1/chat/completions", None, "not streamed")
+    code, out = run(capsys, "dump", str(only))
+    assert out.splitlines() == [
+        "other requests (2 side requests, no conversation)",
+        "  side request not streamed: POST /v1/messages -> 200",
+        "  side request not streamed: POST /v1/chat/completions -> 200",
+    ]
+    assert code == 1  # no turn: as before
+    code, out = run(capsys, "dump", "--json", str(only))
+    assert [r["path"] for r in orjson.loads(out)["conversations"][0]["side_requests"]] == [
+        "/v1/messages",
+        "/v1/chat/completions",
+    ]
+    one = tmp_path / "one.jsonl"
+    with RecordingWriter(one, source={"type": "proxy"}) as w:
+        _conv(w, 0, "c1", 0)
+        _attempt(w, 0, 0, "claude-sonnet-4-5", sse(*text_turn("18 C")))
+        _side(w, "/v1/messages/count_tokens", "c1", "count_tokens")
+    code, out = run(capsys, "dump", str(one))
+    assert code == 0
+    assert "conversation c1 (model claude-sonnet-4-5, 1 turn, 1 side request): ok" in out
+    assert "  side request count_tokens: POST /v1/messages/count_tokens -> 200" in out

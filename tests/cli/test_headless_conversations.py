@@ -45,3 +45,19 @@ def test_one_conversation_prints_as_before() -> None:
         _turn(a, turn, "c1", turn)
         _turn(b, turn, None, turn)
     assert with_conv.text() == without.text() and "turn 3" in " ".join(without.text())
+
+
+def test_side_requests_get_a_line_each_and_are_counted_at_the_end_never_as_turns() -> None:
+    """A harness's non-streamed calls, count_tokens and the like are no turns: `watch --headless` still says each
+    one happened (its conversation once there are several), and the last line counts them."""
+    lines = Lines()
+    p = ProgressPrinter(lines)  # type: ignore[arg-type]
+    p(O.ExchangeForwarded(0.1, "POST", "/v1/messages", 200, 468, "complete", None, "not streamed"))
+    _turn(p, 0, "c1", 0)
+    _turn(p, 1, "c2", 0, attempt=1)
+    p(O.ExchangeForwarded(0.3, "POST", "/v1/messages/count_tokens", None, 0, "error", "c2", "count_tokens"))
+    p(O.LoopFinished(0.4, "finished", 2, [], [], None))
+    text = [line.split("s ", 1)[1] for line in lines.text()]
+    assert text[0] == "POST /v1/messages -> 200 · 468 B · not a turn: not streamed"
+    assert "[c2] POST /v1/messages/count_tokens -> - error · 0 B · not a turn: count_tokens" in text
+    assert text[-1] == "finished after 2 turns, 2 side requests"
