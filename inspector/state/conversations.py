@@ -108,6 +108,7 @@ class ConversationTable:
         self.order: list[str] = []
         self.by_turn: dict[int, str] = {}
         self.other_requests = 0  # side requests of no conversation
+        self.side_requests = 0  # side requests in all (of a conversation or none): the status line's count
         self.streaming = 0  # conversations with an attempt streaming now
         self.rev = 0  # the observation count when anything here last changed
         self.n = 0
@@ -197,6 +198,7 @@ class ConversationTable:
         c.version = self.rev = self.n
 
     def _side(self, obs: O.ExchangeForwarded) -> None:
+        self.side_requests += 1
         c = self.by_id.get(obs.conversation or "")
         if c is None:
             self.other_requests += 1
@@ -228,6 +230,7 @@ class ConversationTable:
         new.order = list(self.order)
         new.by_turn = dict(self.by_turn)
         new.other_requests, new.streaming, new.rev, new.n = self.other_requests, self.streaming, self.rev, self.n
+        new.side_requests = self.side_requests
         return new
 
 

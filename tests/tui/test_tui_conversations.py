@@ -165,6 +165,26 @@ class TestConversationList:
                 assert any("one conversation" in n.message for n in app._notifications)
 
 
+class TestSideRequests:
+    async def test_the_status_line_counts_side_requests_when_there_is_no_turn_to_show(self) -> None:
+        """A harness whose calls are all side requests (non-streamed, count_tokens) has no turn and no conversation
+        list: the status line still says they happened, at 160 and at 80 columns."""
+        from inspector.observe import observations as O
+
+        start = O.LoopStarted(0.0, {"type": "serve", "name": "weather", "listen": "http://127.0.0.1:1"}, "", None)
+        sides = [
+            O.ExchangeForwarded(0.1 * i, "POST", "/v1/messages", 200, 468, "complete", None, "not streamed")
+            for i in (1, 2)
+        ]
+        for size, words in ((WIDE, "2 side requests"), (SMALL, "2 side")):
+            app = InspectorApp(observations=[start, *sides], clock=lambda: 0.0)
+            async with app.run_test(size=size) as pilot:
+                await pilot.pause()
+                first = app.status_bar.render().plain.split("\n")[0]
+                assert words in first, first
+                assert not app.dashboard.conversations_pane.display
+
+
 class TestConversationSnapshots:
     def test_conversation_list(self, snap_compare: SnapCompare) -> None:
         assert snap_compare(three(), terminal_size=WIDE)

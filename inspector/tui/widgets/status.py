@@ -113,6 +113,7 @@ class StatusBar(TextLines):
         key = (
             id(state),
             state.rev_status,
+            state.conversations.side_requests,
             state.status.events,
             info.total_events,
             info.cursor,
@@ -174,6 +175,11 @@ class StatusBar(TextLines):
             out.append("event ", self.cstyle("st--key"))
             out.append(f"{st.events}", self.cstyle("st--value"))
             out.append(f" of {info.total_events}" if not narrow else f"/{info.total_events}", self.cstyle("st--key"))
+        side = state.conversations.side_requests  # a proxy's requests that are no turns: said, never hidden
+        if side:
+            out.append(*sep)
+            out.append(str(side), self.cstyle("st--value"))
+            out.append(" side" if narrow else f" side request{'s' if side != 1 else ''}", self.cstyle("st--key"))
         if info.speed:
             out.append(*sep)
             if not narrow:
