@@ -123,6 +123,11 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="show what the server sends its clients, and when, in the dashboard (default: headless)",
     )
+    p.add_argument(
+        "--record",
+        metavar="FILE",
+        help="with --tui: record every exchange, as the dashboard's proxy sees it (default: none)",
+    )
     p.add_argument("--log-level", default="warning", help="uvicorn log level (default warning)")
     p.epilog = (
         f"Connections: keep-alive {KEEP_ALIVE:g} s, request headers within {HEADER_TIMEOUT:g} s of their first "
@@ -205,6 +210,8 @@ def cmd(args: argparse.Namespace) -> int:
         return _fail(problem)
     if getattr(args, "tui", False):
         return _cmd_tui(args)
+    if getattr(args, "record", None):
+        return _fail("--record goes with --tui (headless: inspector watch --serve ... --record, or proxy --record)")
 
     from inspector.cli.common import say
 
@@ -253,6 +260,13 @@ def _cmd_tui(args: argparse.Namespace) -> int:
         faults = parse_faults(args.fault)
         options = _app_options(args)
         ServeApp(args.scenario, faults, speed=args.speed, **options)
+        record = getattr(args, "record", None)
+        if record:
+            from inspector.cli.proxy import record_problem
+
+            problem = record_problem(record)
+            if problem:
+                return _fail(problem)
         probe = bind_socket(args.host, args.port)  # the port is free now (the session binds it again)
         port = probe.getsockname()[1]
         url = base_url_of(probe)
@@ -274,6 +288,7 @@ def _cmd_tui(args: argparse.Namespace) -> int:
             host=args.host,
             port=port,
             validate_history=not args.no_history_check,
+            record=record,
             **options,
         )
 

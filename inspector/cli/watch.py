@@ -17,6 +17,7 @@ Modes:
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shlex
 import sys
@@ -249,19 +250,13 @@ def _split(args: argparse.Namespace, launched: Launched[WatchSession], what: str
     import shutil
     import subprocess
 
-    if args.serve:
+    if args.serve and getattr(args, "otel", False):
         launched.session.close()
-        _err("--split with --serve is not supported yet: use --headless")
+        _err("--otel with --split --serve is not supported: use --headless or the dashboard in this terminal")
         return EXIT_USAGE
     port = launched.session.sock.getsockname()[1]
     launched.session.close()  # the dashboard's proxy binds this port
-    dashboard = [sys.executable, "-m", "inspector", "proxy", "--listen", f"127.0.0.1:{port}", "--upstream", what]
-    if openai_what:
-        dashboard += ["--openai-upstream", openai_what]
-    if getattr(args, "otel", False):  # the dashboard's proxy exports the traces
-        dashboard += ["--otel", "--otel-content"] if args.otel_content else ["--otel"]
-    if args.record:
-        dashboard += ["--record", args.record]
+    dashboard = split_dashboard(args, port, what, openai_what)
     if not os.environ.get("TMUX") or not shutil.which("tmux"):
         return _split_web(launched, dashboard, port)
     subprocess.run(["tmux", "split-window", "-h", shlex.join(dashboard)], check=False)
@@ -270,6 +265,29 @@ def _split(args: argparse.Namespace, launched: Launched[WatchSession], what: str
         return EXIT_USAGE
     failed = _start(launched)
     return failed if failed is not None else launched.wait()
+
+
+def split_dashboard(args: argparse.Namespace, port: int, what: str, openai_what: str | None) -> list[str]:
+    """The dashboard process of ``--split``, on the command's port: `inspector proxy` in front of the upstream(s),
+    or with ``--serve`` `inspector serve --tui` (the fake server behind its own recording proxy)."""
+    inspector = [sys.executable, "-m", "inspector"]
+    if args.serve:
+        source = ["--scenario", args.serve]
+        if Path(args.serve).is_file() and not args.serve.endswith((".yaml", ".yml")):
+            source = ["--recording", args.serve]
+        speed = "max" if args.speed is None or math.isinf(args.speed) else repr(float(args.speed))
+        out = [*inspector, "serve", "--tui", "--port", str(port), *source, "--speed", speed]
+        for fault in args.fault:
+            out += ["--fault", fault]
+    else:
+        out = [*inspector, "proxy", "--listen", f"127.0.0.1:{port}", "--upstream", what]
+        if openai_what:
+            out += ["--openai-upstream", openai_what]
+        if getattr(args, "otel", False):  # the dashboard's proxy exports the traces
+            out += ["--otel", "--otel-content"] if args.otel_content else ["--otel"]
+    if args.record:
+        out += ["--record", args.record]
+    return out
 
 
 def _wait_listening(port: int, timeout: float, alive: Any = None) -> bool:

@@ -125,7 +125,9 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table from /proc")
-def test_split_outside_tmux_serves_the_dashboard_to_a_browser_and_stops_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("behind", ["upstream", "serve"])
+def test_split_outside_tmux_serves_the_dashboard_to_a_browser_and_stops_it(tmp_path: Path, behind: str) -> None:
+    """``behind``: a live upstream (`inspector proxy` is the dashboard), or `--serve` (`inspector serve --tui`)."""
     aiohttp = pytest.importorskip("aiohttp")
     pytest.importorskip("textual_serve")
     agent = tmp_path / "agent.py"
@@ -145,8 +147,11 @@ def test_split_outside_tmux_serves_the_dashboard_to_a_browser_and_stops_it(tmp_p
     try:
         m = up_out.wait_for(r"ANTHROPIC_BASE_URL=(\S+)", 60) or up_err.wait_for(r"ANTHROPIC_BASE_URL=(\S+)", 5)
         assert m, f"serve did not start: {up_err.text[-2000:]}"
+        where = (
+            ["--upstream", m.group(1)] if behind == "upstream" else ["--serve", "weather", "--fault", "split_events"]
+        )
         watch = subprocess.Popen(
-            [sys.executable, "-m", "inspector", "watch", "--split", "--upstream", m.group(1), "--record", str(rec)]
+            [sys.executable, "-m", "inspector", "watch", "--split", *where, "--record", str(rec)]
             + ["--", sys.executable, str(agent)],
             stdin=subprocess.DEVNULL,
             stdout=slave,  # a terminal: the command keeps it
@@ -201,7 +206,10 @@ def test_split_outside_tmux_serves_the_dashboard_to_a_browser_and_stops_it(tmp_p
         assert "stopping the dashboard" in err.text
         assert "Traceback" not in err.text
         lines = [json.loads(x) for x in rec.read_text().splitlines() if x.strip()]
-        assert [x for x in lines if x["kind"] == "request"], "the dashboard's proxy recorded no request"
+        requests = [x for x in lines if x["kind"] == "request"]
+        assert requests, "the dashboard's proxy recorded no request"
+        if behind == "serve":  # the fake server answered, through serve --tui's own proxy, with the fault asked for
+            assert lines[0]["source"]["type"] == "serve" and lines[0]["source"]["name"] == "weather"
         assert "sk-ant-split-test-not-a-key" not in rec.read_text()
     finally:
         if slave >= 0:

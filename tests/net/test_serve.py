@@ -749,11 +749,21 @@ def test_cli_prints_base_url_and_serves_on_loopback() -> None:
     assert f"ANTHROPIC_BASE_URL={m.group(1)}" in err.splitlines()  # the address, in full, on stderr too
 
 
-def test_cli_usage_errors() -> None:
+def test_cli_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     buf = io.StringIO()
     with redirect_stdout(buf):
         assert serve_main(["--scenario", "nope"]) == 2
         assert serve_main(["--fault", "nope"]) == 2
+    capsys.readouterr()
+    # --record is the dashboard's proxy's (serve alone records nothing): headless it is a one-line usage error
+    assert serve_main(["--record", str(tmp_path / "r.jsonl")]) == 2
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .endswith("--record goes with --tui (headless: inspector watch --serve ... --record, or proxy --record)")
+    )
+    assert serve_main(["--tui", "--record", str(tmp_path / "missing" / "r.jsonl")]) == 2
+    assert "cannot write the recording" in capsys.readouterr().err
 
 
 def _no_server(*_a: object, **_k: object) -> None:
@@ -831,6 +841,7 @@ def test_cli_tui_validates_without_starting_anything(
     assert factory() == "session"
     ((args, kwargs),) = sessions
     assert args == ("weather", parse_faults("bom")) and kwargs["port"] == 45678 and kwargs["speed"] == math.inf
+    assert kwargs["record"] is None
     assert probes == [("127.0.0.1", 0)]
 
     def busy(host: str, port: int) -> None:
