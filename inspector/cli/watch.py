@@ -4,8 +4,9 @@ watch every request it makes (see inspector/sessions/launch.py).
 Modes:
 - default, on a terminal: the dashboard runs in this terminal while the command runs with its stdin from
   /dev/null and its output in a log file (`--log`, default a temporary file named at the end). When the command
-  ends, the dashboard stays open on the finished session (q quits). An agent that needs the terminal itself goes
-  with `--split`.
+  ends, the session ends (finished, with the command's exit status; the recording is complete) and the dashboard
+  stays open on it (q quits). Ctrl-C, which the dashboard receives, is sent to the command; a second one stops
+  watching. An agent that needs the terminal itself goes with `--split`.
 - `--split`: the command keeps this terminal; the dashboard opens in a new tmux pane when inside tmux, else it is
   served to a browser (`inspector web` style) on 127.0.0.1.
 - `--headless` (and whenever stdout is not a terminal): progress lines on stderr; the command keeps the terminal.
@@ -218,11 +219,15 @@ def _dashboard(args: argparse.Namespace, launched: Launched[WatchSession], what:
         nonlocal started
         if not started:  # the dashboard runs the session; the command starts once, with it
             started = True
-            launched.start_command()
+            launched.session.command = launched.start_command()  # its exit ends the session, as finished
         return launched.session
 
     try:
-        run_dashboard(factory, source={"type": "watch", "command": shlex.join(launched.argv), "upstream": what})
+        run_dashboard(
+            factory,
+            source={"type": "watch", "command": shlex.join(launched.argv), "upstream": what},
+            interrupt=launched.send_interrupt,  # Ctrl-C: to the command first, then it stops watching
+        )
     finally:
         p = launched.process
         if p is not None and p.poll() is None:

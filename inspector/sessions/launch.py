@@ -149,6 +149,18 @@ class Launched(Generic[S]):
                 p.terminate()
             threading.Timer(GRACE, self._kill).start()
 
+    def send_interrupt(self) -> bool:
+        """Ctrl-C for a command that does not hold the terminal (the dashboard does): SIGINT to it; False when it
+        is not running (any more)."""
+        p = self.process
+        if p is None or p.poll() is not None:
+            return False
+        try:
+            p.send_signal(signal.SIGINT)
+        except ProcessLookupError:
+            return False
+        return True
+
     def _kill(self) -> None:
         p = self.process
         if p is not None and p.poll() is None:

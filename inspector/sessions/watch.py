@@ -10,8 +10,11 @@ sees exactly the bytes clients get, with their timing as they leave.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
+import subprocess
+import threading
 from typing import TYPE_CHECKING, Any
 
 from inspector.observe import observations as O
@@ -100,6 +103,8 @@ class WatchSession:
         self.controller = WatchController(self)
         self._stop = asyncio.Event()  # set by cancel(), even before run() starts
         self.stop_reason: str | None = None  # why the session ended normally (stop(reason)); None: cancelled
+        # `watch` with the dashboard: the command whose exit ends the session (as finished, saying so)
+        self.command: subprocess.Popen[bytes] | None = None
         self.bus.subscribe(self._count)
 
     @property
@@ -131,11 +136,26 @@ class WatchSession:
             self.stop_reason = reason
         self._stop.set()
 
+    def _end_with(self, command: subprocess.Popen[bytes], loop: asyncio.AbstractEventLoop) -> None:
+        """When the command exits, the session ends as finished, saying how it exited (the proxy closes, the
+        recording is complete; the dashboard stays open on it). A daemon thread waits: never the loop, and never
+        the loop's executor, which a closing loop would wait for while the command still runs."""
+        from inspector.sessions.launch import exit_status
+
+        def wait() -> None:
+            status = exit_status(command.wait())
+            with contextlib.suppress(RuntimeError):  # the loop closed: the session ended first
+                loop.call_soon_threadsafe(self.stop, f"the command exited with status {status}")
+
+        threading.Thread(target=wait, name="inspector-watch-command", daemon=True).start()
+
     async def run(self) -> Any:
         from inspector.net.server import _uvicorn_server, uvicorn_options
 
         self.bus.publish(O.LoopStarted(self.proxy.now(), dict(self.source), "", None))
         self._set_state(LoopState.IDLE, f"listening on {self.source.get('listen')}")
+        if self.command is not None:
+            self._end_with(self.command, asyncio.get_running_loop())
         server = _uvicorn_server(self.proxy.app, log_level="critical", options=uvicorn_options(self.proxy))
         serving = asyncio.ensure_future(server.serve(sockets=[self.sock]))
         stopping = asyncio.ensure_future(self._stop.wait())

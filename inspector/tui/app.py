@@ -254,6 +254,8 @@ class InspectorApp(App[int]):
         ),
         Binding("end", "cursor('end')", "Live", id="cursor-end", show=False, tooltip="Back to the live view"),
         Binding("q", "quit", "Quit", id="quit", tooltip="Quit (cancels a running loop)"),
+        # `watch`: the first Ctrl-C goes to the watched command, the second stops watching (else Textual's own)
+        Binding("ctrl+c", "interrupt", show=False, priority=True, id="interrupt"),
     ]
 
     # ------------------------------------------------------------------------------------------------ messages
@@ -286,9 +288,13 @@ class InspectorApp(App[int]):
         refresh_hz: float = 30.0,
         autostart: bool = True,
         cursor: int | None = None,
+        interrupt: Callable[[], bool] | None = None,
     ) -> None:
         super().__init__()
         self.session_factory = session_factory
+        # `watch`: Ctrl-C to the command (True: it was running and got it); a second Ctrl-C quits
+        self.interrupt_command = interrupt
+        self.interrupts = 0
         self.source = dict(source or {})
         self.replay = replay
         self.clock = clock
@@ -944,6 +950,18 @@ class InspectorApp(App[int]):
     def action_maximize(self, n: int) -> None:
         if self.screen is self.dashboard:
             self.dashboard.toggle_maximize(int(n))
+
+    def action_interrupt(self) -> None:
+        """Ctrl-C. Watching a command: the first goes to the command (as it would without the dashboard, which
+        holds the terminal), the second stops watching. Else Textual's own (it says how to quit)."""
+        if self.interrupt_command is None:
+            self.action_help_quit()
+            return
+        self.interrupts += 1
+        if self.interrupts == 1 and self.interrupt_command():
+            self.notify("Ctrl-C went to the command: press it again to stop watching", title="watch")
+            return
+        self.action_quit()
 
     def action_quit(self) -> None:  # type: ignore[override]  # (App's is async; ours exits at once)
         self.stop_session()

@@ -99,6 +99,28 @@ async def test_a_stop_with_a_reason_is_the_sessions_normal_end_and_a_stop_withou
         assert isinstance(finished, O.LoopFinished) and finished.status == status and finished.error is None
 
 
+async def test_the_watched_commands_exit_ends_the_session_as_finished_saying_how() -> None:
+    """`watch` with the dashboard: the session ends when the command exits (as finished, with its exit status),
+    so the dashboard says so and the recording is closed complete, while the dashboard stays open on it. (It kept
+    serving, "idle", until the user quit.)"""
+    import subprocess
+    import sys
+
+    session = serve_session("weather", None, speed=math.inf, host="127.0.0.1", port=0)
+    seen: list[O.Observation] = []
+    session.bus.subscribe(seen.append)
+    code = "import sys; sys.stdin.read(); sys.exit(3)"  # runs until its stdin closes, then exits 3
+    gate = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE)  # noqa: ASYNC220 (watch's is a Popen)
+    session.command = gate
+    runner = asyncio.ensure_future(session.run())
+    assert gate.stdin is not None
+    gate.stdin.close()  # the command ends now (status 3)
+    result = await asyncio.wait_for(runner, 30)
+    assert result.status == "finished" and session.state == LoopState.FINISHED
+    last_state = [o for o in seen if isinstance(o, O.LoopStateChanged)][-1]
+    assert last_state.detail == "the command exited with status 3"
+
+
 async def test_watch_controller_cancel_before_any_request_stops_cleanly() -> None:
     session = serve_session("weather", None, speed=math.inf, host="127.0.0.1", port=0)
     session.controller.cancel()  # before it even started: run() ends at once, cleanly

@@ -443,6 +443,35 @@ class TestProxyAndServe:
             assert banner.region.width >= len(text.strip())  # nothing cut off at 80 columns
 
 
+class TestCtrlC:
+    async def test_watching_the_first_ctrl_c_goes_to_the_command_and_the_second_quits(self) -> None:
+        """`watch` with the dashboard (which holds the terminal, so no SIGINT reaches the command): the first
+        Ctrl-C is sent to the command, the second stops watching; a command no longer running means quit at
+        once. Without a command (any other session), Ctrl-C says how to quit, as Textual's does."""
+        for running in (True, False):
+            sent: list[str] = []
+
+            def interrupt(running: bool = running) -> bool:
+                sent.append("SIGINT")
+                return running
+
+            app = InspectorApp(observations=parse_date_observations(), clock=lambda: 0.0, interrupt=interrupt)
+            async with app.run_test(size=SMALL) as pilot:
+                await pilot.press("ctrl+c")
+                await pilot.pause()
+                if running:
+                    assert app.is_running and sent == ["SIGINT"]
+                    assert any("press it again to stop watching" in n.message for n in app._notifications)
+                    await pilot.press("ctrl+c")
+                    await pilot.pause()
+                assert not app.is_running and sent == ["SIGINT"]  # (the second one quits: no second signal)
+        app = InspectorApp(observations=parse_date_observations(), clock=lambda: 0.0)
+        async with app.run_test(size=SMALL) as pilot:
+            await pilot.press("ctrl+c")
+            await pilot.pause()
+            assert app.is_running and any("to quit the app" in n.message for n in app._notifications)
+
+
 class TestWordsAfterTheEnd:
     async def test_finished_words_read_as_the_end(self) -> None:
         obs = parse_date_observations("opening")
