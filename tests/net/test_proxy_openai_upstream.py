@@ -94,7 +94,11 @@ async def test_the_openai_sdk_streams_through_the_proxy_from_its_own_upstream_an
                 stream=True,
             )
             names = [
-                c.function.name async for ch in stream for c in (ch.choices[0].delta.tool_calls or []) if ch.choices
+                c.function.name
+                async for ch in stream
+                if ch.choices
+                for c in (ch.choices[0].delta.tool_calls or [])
+                if c.function is not None
             ]
             await client.close()
         proxy.close()
