@@ -43,7 +43,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         epilog="example: inspector watch --headless --record run.jsonl -- python my_agent.py",
     )
     p.add_argument(
-        "--upstream", help="the Anthropic API to forward to (default: ANTHROPIC_BASE_URL, else the public API)"
+        "--upstream",
+        metavar="URL",
+        help="the Anthropic API to forward to (default: ANTHROPIC_BASE_URL, else the public API)",
     )
     p.add_argument(
         "--openai-upstream",
