@@ -255,7 +255,14 @@ class InspectorApp(App[int]):
         Binding("end", "cursor('end')", "Live", id="cursor-end", show=False, tooltip="Back to the live view"),
         Binding("q", "quit", "Quit", id="quit", tooltip="Quit (cancels a running loop)"),
         # `watch`: the first Ctrl-C goes to the watched command, the second stops watching (else Textual's own)
-        Binding("ctrl+c", "interrupt", show=False, priority=True, id="interrupt"),
+        Binding(
+            "ctrl+c",
+            "interrupt",
+            show=False,
+            priority=True,
+            id="interrupt",
+            tooltip="watch: Ctrl-C goes to the command, a second one stops watching (else: how to quit)",
+        ),
     ]
 
     # ------------------------------------------------------------------------------------------------ messages
