@@ -747,18 +747,27 @@ class InspectorApp(App[int]):
         if self.session is None:
             return False, "no loop is running here"
         if control in ("faster", "slower") and not self.session_running:
-            if self.session_factory is None:
+            if self.session_factory is None or self.watching:
                 return False, "nothing to restart: the speed has no run to apply to"
             return True, ""  # sets the speed of the next restart
         if not self.session_running or self.live.status.loop_state in TERMINAL_LOOP_STATES:
-            return False, f"the loop has {self.final_status or self.live.status.loop_state}: r restarts"
+            then = "" if self.watching else ": r restarts"
+            return False, f"the loop has {self.final_status or self.live.status.loop_state}{then}"
         return True, ""
+
+    @property
+    def watching(self) -> bool:
+        """`inspector watch`'s dashboard (it has a command to send Ctrl-C to): its session is the command's one run,
+        there is nothing to restart."""
+        return self.interrupt_command is not None
 
     def disabled_reason(self, action: str) -> str:
         """Why an action is disabled right now (what a disabled key says when pressed)."""
         if action in CONTROL_ACTIONS:
             return self.control_available(CONTROL_ACTIONS[action])[1]
         if action == "restart":
+            if self.watching:
+                return "watch runs its command once: run inspector watch again to watch another run"
             return "nothing to restart: this view shows a finished list of observations"
         if action in ("conversations", "follow_newest"):
             return "this session has one conversation: the panes show it"
@@ -769,7 +778,7 @@ class InspectorApp(App[int]):
         if action in CONTROL_ACTIONS:
             return True if self.control_available(CONTROL_ACTIONS[action])[0] else None
         if action == "restart":
-            return True if self.session_factory is not None else None
+            return True if self.session_factory is not None and not self.watching else None
         if action in ("conversations", "follow_newest"):
             return self._many_conversations  # (hidden, not dimmed, for a single conversation)
         return True

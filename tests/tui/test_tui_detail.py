@@ -471,6 +471,23 @@ class TestCtrlC:
             await pilot.pause()
             assert app.is_running and any("to quit the app" in n.message for n in app._notifications)
 
+    async def test_watching_r_does_not_restart_the_commands_one_run(self) -> None:
+        """The watched command ran once: `r` says so instead of restarting a finished session (which failed with
+        "server stopped: Bad file descriptor"); a session of any other source still restarts."""
+        for watching in (True, False):
+            factory = Factory(lambda: FakeSession(parse_date_observations(), finish_at_end=True))
+            kw: dict[str, Any] = {"interrupt": lambda: False} if watching else {}
+            app = InspectorApp(factory, clock=lambda: 0.0, **kw)
+            async with app.run_test(size=SMALL) as pilot:
+                await wait_for(lambda: not app.session_running and bool(app.final_status), what="the session's end")
+                await pilot.press("r")
+                if not watching:
+                    await wait_for(lambda: len(factory.sessions) == 2, what="the restart")
+                await pilot.pause()
+                said = [n.message for n in app._notifications]
+                assert any("watch runs its command once" in m for m in said) == watching
+                assert len(factory.sessions) == (1 if watching else 2)
+
 
 class TestWordsAfterTheEnd:
     async def test_finished_words_read_as_the_end(self) -> None:
