@@ -33,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx2
@@ -55,6 +56,18 @@ def launch(root: Path) -> dict:
     return {"env": dict(os.environ, PYTHONPATH=str(root), PYTHONUNBUFFERED="1"), "cwd": root}
 
 
+def cpu_split() -> dict[str, set[int]] | None:
+    """``--pin``'s CPU sets (bench_watch's too): the load (clients, serve, an agent) on the first CPU, the proxy under
+    test on the others; None with fewer than two CPUs."""
+    cpus = sorted(os.sched_getaffinity(0))
+    return {"load": {cpus[0]}, "proxy": set(cpus[1:])} if len(cpus) >= 2 else None
+
+
+def pin_to(cpus: set[int] | None) -> Callable[[], None] | None:
+    """A ``preexec_fn`` that pins a child process to ``cpus`` (None: no pinning)."""
+    return None if cpus is None else (lambda: os.sched_setaffinity(0, cpus))
+
+
 def check_tree(root: Path) -> None:
     """Fail unless a process started as :func:`launch` says runs ``root``'s own package (bench_watch's too)."""
     code = "import inspector, sys; sys.stdout.write(inspector.__file__)"
@@ -72,13 +85,12 @@ class Proc:
         root: Path = ROOT,
         role: str = "proxy",
     ) -> None:
-        cpus = PIN[role] if PIN is not None else None
         self.p = subprocess.Popen(
             args,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE if os.environ.get("BENCH_STDERR") else subprocess.DEVNULL,
             text=True,
-            preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus),
+            preexec_fn=pin_to(PIN[role] if PIN is not None else None),
             **launch(root),
         )
         self.url = url
@@ -478,10 +490,9 @@ if __name__ == "__main__":
     )
     args = ap.parse_args()
     if args.pin:
-        all_cpus = sorted(os.sched_getaffinity(0))
-        if len(all_cpus) < 2:
+        PIN = cpu_split()
+        if PIN is None:
             ap.error("--pin needs two CPUs")
-        PIN = {"load": {all_cpus[0]}, "proxy": set(all_cpus[1:])}
         os.sched_setaffinity(0, PIN["load"])  # the clients run in this process
     for tree in (ROOT, *([args.compare] if args.compare else [])):
         check_tree(tree)  # each contender runs its own tree's package (never this one's by accident)

@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench_proxy import check_tree, launch  # (tools/ is on the path when a bench runs as a script)
+from bench_proxy import check_tree, cpu_split, launch, pin_to  # (tools/ is on the path when a bench runs as a script)
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -49,10 +49,7 @@ PIN: dict[str, set[int]] | None = None
 
 def _pinned(role: str) -> Callable[[], None] | None:
     """A ``preexec_fn`` that pins the child to ``role``'s CPUs under --pin; else None."""
-    if PIN is None:
-        return None
-    cpus = PIN[role]
-    return lambda: os.sched_setaffinity(0, cpus)
+    return pin_to(PIN[role]) if PIN is not None else None
 
 
 AGENT = r"""
@@ -353,10 +350,9 @@ def main() -> int:
     a = ap.parse_args()
     global PIN
     if a.pin:
-        cpus = sorted(os.sched_getaffinity(0))
-        if len(cpus) < 2:
+        PIN = cpu_split()
+        if PIN is None:
             ap.error("--pin needs two CPUs")
-        PIN = {"load": {cpus[0]}, "proxy": set(cpus[1:])}
     trees = {"this": ROOT, **({"compare": Path(a.compare).resolve()} if a.compare else {})}
     for root in trees.values():
         check_tree(root)

@@ -1,9 +1,13 @@
-"""What every command shares: exit codes, the one-line error printer, the terminal test."""
+"""What every command shares: exit codes, the one-line error printer, the terminal test, the recording path check."""
 
 from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 
@@ -27,3 +31,18 @@ def say(line: str) -> None:
 def interactive() -> bool:
     """A terminal, or a browser through textual-serve (`inspector web` sets TEXTUAL_DRIVER for the app)."""
     return sys.stdout.isatty() or bool(os.environ.get("TEXTUAL_DRIVER"))
+
+
+def record_error(path: str | Path, e: OSError) -> str:
+    return f"cannot write the recording {path}: {e.strerror or e}"
+
+
+def record_problem(path: str | Path) -> str | None:
+    """Why a recording cannot be written at ``path`` (None when it can). Opens it for appending, which creates an
+    empty file when missing and leaves an existing one as it is (the writer truncates it when it opens)."""
+    try:
+        with open(path, "ab"):
+            pass
+    except OSError as e:
+        return record_error(path, e)
+    return None

@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from inspector.cli.common import interactive, say
+from inspector.cli.common import interactive, record_error, record_problem, say
 from inspector.core.redaction import credential_values
 from inspector.net.proxy import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -246,21 +245,6 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     return p
 
 
-def _record_error(path: str | Path, e: OSError) -> str:
-    return f"cannot write the recording {path}: {e.strerror or e}"
-
-
-def record_problem(path: str | Path) -> str | None:
-    """Why a recording cannot be written at ``path`` (None when it can). Opens it for appending, which creates an
-    empty file when missing and leaves an existing one as it is (the writer truncates it when it opens)."""
-    try:
-        with open(path, "ab"):
-            pass
-    except OSError as e:
-        return _record_error(path, e)
-    return None
-
-
 def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int:
     """Run ``inspector proxy`` until Ctrl-C. ``bus``: an ObservationBus to publish to (the dashboard's)."""
     from inspector.core.errors import InspectorError
@@ -333,7 +317,7 @@ def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int
         proxy.open_recording()  # before serving: an unwritable path is a usage error, not a failure per request
     except OSError as e:
         sock.close()
-        say(f"inspector proxy: {_record_error(args.record, e)}")
+        say(f"inspector proxy: {record_error(args.record, e)}")
         return 2
     faults = f", faults {proxy.faults}" if proxy.faults else ""
     if getattr(args, "insecure", False):

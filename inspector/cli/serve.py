@@ -262,7 +262,7 @@ def _cmd_tui(args: argparse.Namespace) -> int:
         ServeApp(args.scenario, faults, speed=args.speed, **options)
         record = getattr(args, "record", None)
         if record:
-            from inspector.cli.proxy import record_problem
+            from inspector.cli.common import record_problem
 
             problem = record_problem(record)
             if problem:

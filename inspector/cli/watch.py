@@ -86,7 +86,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.set_defaults(func=cmd)
 
 
-def _session(args: argparse.Namespace, upstream: str, openai_upstream: str) -> WatchSession:
+def _session(args: argparse.Namespace, upstream: str, openai_upstream: str | None) -> WatchSession:
     from inspector.sessions import watch as W
 
     if args.serve:
@@ -106,8 +106,6 @@ def _session(args: argparse.Namespace, upstream: str, openai_upstream: str) -> W
 
     if args.fault:
         raise UsageError("--fault goes with --serve (for a live upstream: inspector proxy --fault)")
-    if openai_upstream.rstrip("/") == upstream.rstrip("/"):  # one server for both (a relay, a local fake): as is
-        return W.proxy_session(upstream, "127.0.0.1", 0, record=args.record)
     return W.proxy_session(upstream, "127.0.0.1", 0, record=args.record, openai_upstream=openai_upstream)
 
 
@@ -149,10 +147,13 @@ def cmd(args: argparse.Namespace) -> int:
         return problem[1]
     env = dict(os.environ)
     upstream = upstream_from_env(env, args.upstream)
-    openai_upstream = openai_upstream_from_env(env, args.openai_upstream)
     if args.serve and args.openai_upstream:
         _err("--openai-upstream goes without --serve (with --serve the fake server answers both APIs)")
         return EXIT_USAGE
+    # where OpenAI-format requests go; None: with --serve, or one server for both (a relay), to upstream as they are
+    openai_upstream: str | None = openai_upstream_from_env(env, args.openai_upstream)
+    if args.serve or openai_upstream == upstream:
+        openai_upstream = None
     try:
         session = _session(args, upstream, openai_upstream)
     except (InspectorError, OSError) as e:
@@ -171,13 +172,12 @@ def cmd(args: argparse.Namespace) -> int:
     launched = Launched(session, argv, {}, on_note=lambda m: print(m, file=sys.stderr, flush=True))
     launched.env = command_env(env, launched.base_url, offline=bool(args.serve))
     what = f"serve {args.serve}" if args.serve else upstream
-    openai_what = None if args.serve or openai_upstream == upstream else openai_upstream
     headless = args.headless or not sys.stdout.isatty()
     try:
         if args.split and not headless:
-            return _split(args, launched, what, openai_what)
+            return _split(args, launched, what, openai_upstream)
         if headless:
-            return _headless(launched, what + (f" (OpenAI: {openai_what})" if openai_what else ""), args.record)
+            return _headless(launched, what + (f" (OpenAI: {openai_upstream})" if openai_upstream else ""), args.record)
         return _dashboard(args, launched, what)
     finally:
         if close_otel is not None:

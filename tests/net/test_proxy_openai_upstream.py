@@ -109,3 +109,46 @@ async def test_the_openai_sdk_streams_through_the_proxy_from_its_own_upstream_an
     (end,) = [x for x in lines if x["kind"] == "end"]
     assert end["status"] == "complete"
     assert "sk-proj-test-0123456789" not in rec.read_text()
+
+
+async def test_a_target_crafted_on_the_openai_route_stays_on_the_openai_upstreams_host() -> None:
+    """The OpenAI route drops the target's /v1 and appends the rest: a target that would name another host glued to
+    a base URL (``@evil``, ``//evil``) still goes to the OpenAI upstream's host, as a path; one that is not an
+    absolute path is refused before any routing."""
+    anthropic_up, openai_up = Echo("anthropic"), Echo("openai")
+    with BackgroundServer(anthropic_up) as a, BackgroundServer(openai_up) as o:
+        proxy = ProxyApp(a.base_url, openai_upstream=o.base_url + "/api/v1")
+        with BackgroundServer(proxy) as px:
+            async with httpx2.AsyncClient(base_url=px.base_url, timeout=10) as h:
+                got = [(await h.post(p, content=b"{}")).json() for p in ("/v1/@evil.invalid/x", "/v1//evil.invalid/x")]
+        proxy.close()
+    assert got == [
+        {"upstream": "openai", "target": "/api/v1/@evil.invalid/x"},
+        {"upstream": "openai", "target": "/api/v1//evil.invalid/x"},
+    ]
+    assert anthropic_up.asked == []
+
+
+async def test_keys_in_the_openai_upstreams_url_and_the_bearer_key_never_reach_the_recording(tmp_path: Path) -> None:
+    """Every credential form on the OpenAI route: a password and a ``?api_key=`` in the OpenAI upstream's URL, and
+    the client's bearer key; none is in the recording, the proxy's source, or the error a client gets when that
+    upstream is unreachable."""
+    rec = tmp_path / "keys.jsonl"
+    password, query_key, bearer = "sk-pass-0123456789abcdef", "sk-query-0123456789abcdef", "sk-proj-bearer-0123456789"
+    openai_url = f"http://user:{password}@127.0.0.1:9/v1?api_key={query_key}"
+    up = Echo("anthropic")
+    with BackgroundServer(up) as a:
+        proxy = ProxyApp(a.base_url, openai_upstream=openai_url, record=rec)
+        with BackgroundServer(proxy) as px:
+            async with httpx2.AsyncClient(base_url=px.base_url, timeout=10) as h:
+                body = orjson.dumps(
+                    {"model": "gpt-4.1", "stream": True, "messages": [{"role": "user", "content": "x"}]}
+                )
+                r = await h.post("/v1/chat/completions", content=body, headers={"authorization": f"Bearer {bearer}"})
+        source = orjson.dumps(proxy.source()).decode()
+        proxy.close()
+    assert r.status_code == 502 and "upstream unreachable" in r.text
+    text = rec.read_text()
+    assert '"kind":"request"' in text
+    for key in (password, query_key, bearer):
+        assert key not in text and key not in r.text and key not in source

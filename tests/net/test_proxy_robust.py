@@ -463,7 +463,7 @@ async def test_a_failed_recording_write_stops_the_recording_not_the_stream(
 
 
 async def test_failed_recording_at_open_is_a_usage_error_of_the_cli(tmp_path: Path) -> None:
-    from inspector.cli.proxy import record_problem
+    from inspector.cli.common import record_problem
 
     problem = record_problem(tmp_path / "no" / "such" / "dir.jsonl")
     assert problem is not None and problem.startswith("cannot write the recording")

@@ -882,7 +882,7 @@ def test_proxy_record_to_an_unwritable_path_is_a_usage_error(tmp_path: Path) -> 
 
 
 def test_proxy_record_problem(tmp_path: Path) -> None:
-    from inspector.cli.proxy import record_problem
+    from inspector.cli.common import record_problem
 
     assert record_problem(tmp_path / "ok.jsonl") is None
     assert "cannot write the recording" in (record_problem(tmp_path / "missing" / "x.jsonl") or "")
