@@ -130,11 +130,39 @@ def _url_keys(url: str) -> tuple[str, ...]:
     return tuple(credential_values((), url))
 
 
+class _Shutdown:
+    """The proxy's shutdown as every exchange watches it: one task awaiting ``closing()`` for all exchanges, and the
+    wake-ups of the exchanges waiting now, in a set. (A future's own done-callbacks are a list that each removal
+    scans: with 1,000 exchanges open, 18 us per wait on every exchange's path, in the queue a burst forms.)"""
+
+    __slots__ = ("task", "wakes")
+
+    def __init__(self, task: asyncio.Future[Literal[True]]) -> None:
+        self.task = task
+        self.wakes: set[Callable[[object], None]] = set()
+        task.add_done_callback(self._wake_all)
+
+    def _wake_all(self, _: object) -> None:
+        wakes, self.wakes = self.wakes, set()
+        for wake in wakes:
+            wake(None)
+
+    def watch(self, wake: Callable[[object], None]) -> None:
+        """Call ``wake`` once the proxy begins to close (at once if it has)."""
+        if self.task.done():
+            wake(None)
+        else:
+            self.wakes.add(wake)
+
+    def unwatch(self, wake: Callable[[object], None]) -> None:
+        self.wakes.discard(wake)
+
+
 class _Watchers:
     """The client's disconnect and the proxy's shutdown, watched once for the whole exchange (headers, then body).
-    ``stop`` is the proxy's one shutdown task, shared by every exchange (not one more task per request)."""
+    ``stop`` is the proxy's one shutdown watcher, shared by every exchange (not one more task per request)."""
 
-    def __init__(self, receive: Receive, stop: asyncio.Future[Literal[True]]) -> None:
+    def __init__(self, receive: Receive, stop: _Shutdown) -> None:
         self.gone = asyncio.ensure_future(_client_gone(receive))
         self.stop = stop
 
@@ -149,14 +177,16 @@ class _Watchers:
                 if not waiter.done():
                     waiter.set_result(None)
 
-            watched = (main, self.gone, self.stop)
-            for f in watched:
-                f.add_done_callback(wake)  # (one already done calls it at once)
+            main.add_done_callback(wake)  # (one already done calls it at once)
+            self.gone.add_done_callback(wake)
+            stop = self.stop
+            stop.watch(wake)
             try:
                 await waiter
             finally:
-                for f in watched:
-                    f.remove_done_callback(wake)
+                main.remove_done_callback(wake)
+                self.gone.remove_done_callback(wake)
+                stop.unwatch(wake)
         if main.done():
             return done_name
         return "disconnected" if self.gone.done() else "closing"
@@ -307,7 +337,7 @@ class ProxyApp(Closable):
         self._pools: list[UpstreamPool] = []  # every pool opened
         # the most recent exchanges (a ring: a long-running proxy must not grow with every request it forwards)
         self.exchanges: deque[ProxyExchange] = deque(maxlen=max(1, history))
-        self._stop_task: asyncio.Future[Literal[True]] | None = None  # see _stopping()
+        self._stop: _Shutdown | None = None  # see _stopping()
         self._urls: dict[tuple[str, bytes, bytes], str] = {}  # (upstream, raw path, query) -> upstream's URL
         self.active = 0  # upstream requests in flight (each holds one upstream connection)
         # turns, attempts and their observations (net/turns.py); it publishes only when somebody listens
@@ -485,9 +515,9 @@ class ProxyApp(Closable):
             self.recorder.close()
 
     async def aclose(self) -> None:
-        stop, self._stop_task = self._stop_task, None
-        if stop is not None and not stop.done():
-            stop.cancel()
+        stop, self._stop = self._stop, None
+        if stop is not None and not stop.task.done():
+            stop.task.cancel()
         clients, self.clients, self.client, self._shard_active = self.clients, [], None, []
         pools, self._pools = self._pools, []
         self._pool_of.clear()
@@ -622,12 +652,12 @@ class ProxyApp(Closable):
             raise _Refused(400, "invalid_request_error", "the request-target would change upstream's host")
         return str(url)
 
-    def _stopping(self) -> asyncio.Future[Literal[True]]:
-        """Done when the proxy begins to close (``closing()`` is set): one task for all exchanges."""
-        fut = self._stop_task
-        if fut is None or fut.get_loop() is not asyncio.get_running_loop():
-            fut = self._stop_task = asyncio.ensure_future(self.closing().wait())
-        return fut
+    def _stopping(self) -> _Shutdown:
+        """Wakes the exchanges when the proxy begins to close (``closing()`` is set): one task for all of them."""
+        stop = self._stop
+        if stop is None or stop.task.get_loop() is not asyncio.get_running_loop():
+            stop = self._stop = _Shutdown(asyncio.ensure_future(self.closing().wait()))
+        return stop
 
     def _busy_message(self) -> str:
         return f"all {self.max_connections} upstream connections are busy (--max-connections)"

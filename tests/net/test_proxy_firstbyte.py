@@ -118,11 +118,11 @@ async def test_every_exchange_shares_one_shutdown_watcher() -> None:
     app = P.ProxyApp("http://upstream.test")
     stop = app._stopping()
     assert app._stopping() is stop  # not one more task per request
-    assert not stop.done()
+    assert not stop.task.done()
     app.begin_close()
-    await asyncio.wait_for(stop, 5)
+    await asyncio.wait_for(stop.task, 5)
     app2 = P.ProxyApp("http://upstream.test")
     stop2 = app2._stopping()
     await app2.aclose()  # the proxy closed without shutting down: its watcher does not outlive it
     with pytest.raises(asyncio.CancelledError):
-        await stop2
+        await stop2.task

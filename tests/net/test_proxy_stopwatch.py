@@ -9,7 +9,8 @@
 - The keys a URL carries (``proxy._url_keys``): remembered per URL instead of parsed for every request; the keys
   learned are the same, a new URL's are learned at its first request, and the memo stays bounded.
 - What an exchange waits for (``_Watchers.wait``): one future woken by whichever ends first, instead of
-  ``asyncio.wait``; the same answers, and nothing left on the stop future every exchange shares."""
+  ``asyncio.wait``; the same answers, and nothing left on the shutdown watcher every exchange shares (its wake-ups
+  are a set: a shared future's callbacks are a list that each removal scans)."""
 
 from __future__ import annotations
 
@@ -92,8 +93,9 @@ def test_a_urls_keys_are_learned_at_its_first_request_and_remembered(url: str) -
 
 async def test_the_watchers_tell_which_ended_first_and_leave_nothing_on_the_shared_stop() -> None:
     """An exchange waits for upstream (headers, then the body) while watching the client's disconnect and the
-    proxy's shutdown (one future shared by every exchange): the answer names what ended first; the main future
-    wins when it is done too; a wait leaves no callback on the shared stop future (1,000 exchanges share it)."""
+    proxy's shutdown (one watcher shared by every exchange): the answer names what ended first; the main future
+    wins when it is done too; a wait leaves no wake-up on the shared shutdown (1,000 exchanges share it), and many
+    exchanges waiting at once are each woken by the shutdown, once."""
     from inspector.net import proxy as P
 
     async def never() -> dict[str, str]:
@@ -104,7 +106,7 @@ async def test_the_watchers_tell_which_ended_first_and_leave_nothing_on_the_shar
         return {"type": "http.disconnect"}
 
     loop = asyncio.get_running_loop()
-    stop: asyncio.Future[Any] = loop.create_future()
+    stop = P._Shutdown(loop.create_future())
     w = P._Watchers(never, stop)
     main: asyncio.Future[Any] = loop.create_future()
     loop.call_later(0.01, main.set_result, 1)
@@ -120,18 +122,35 @@ async def test_the_watchers_tell_which_ended_first_and_leave_nothing_on_the_shar
     pending = loop.create_future()
     waiting = asyncio.ensure_future(w.wait(pending, "done"))
     await asyncio.sleep(0)
-    stop.set_result(True)
+    stop.task.set_result(True)
     assert await waiting == "closing"
     done_too: asyncio.Future[Any] = loop.create_future()
     done_too.set_result(None)
     assert await w.wait(done_too, "done") == "done"  # (main done as well: main wins)
     await w.close()
 
-    shared: asyncio.Future[Any] = loop.create_future()
+    shared = P._Shutdown(loop.create_future())
     for _ in range(50):
         w = P._Watchers(never, shared)
         main = loop.create_future()
         loop.call_soon(main.set_result, 1)
         assert await w.wait(main, "done") == "done"
         await w.close()
-    assert not shared._callbacks  # (every wait took its callback off again)
+    assert not shared.wakes and not shared.task._callbacks[1:]  # (every wait took its wake-up off again)
+
+    watchers = [P._Watchers(never, shared) for _ in range(50)]  # 50 exchanges waiting at once
+    mains = [loop.create_future() for _ in watchers]
+    waits = [asyncio.ensure_future(w.wait(m, "done")) for w, m in zip(watchers, mains, strict=True)]
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert len(shared.wakes) == 50
+    mains[0].set_result(None)
+    assert await waits[0] == "done"
+    assert len(shared.wakes) == 49  # (the one that ended took its wake-up back)
+    shared.task.set_result(True)
+    assert await asyncio.wait_for(asyncio.gather(*waits[1:]), 5) == ["closing"] * 49
+    assert not shared.wakes
+    late = P._Watchers(never, shared)  # (waiting after the shutdown began: woken at once)
+    assert await asyncio.wait_for(late.wait(loop.create_future(), "done"), 5) == "closing"
+    for w in (*watchers, late):
+        await w.close()
