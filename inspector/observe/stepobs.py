@@ -57,6 +57,15 @@ def summarize_event(ev: Any) -> tuple[int | None, str]:
     return getattr(ev, "index", None), ""
 
 
+def event_name(wire: str, event_type: str) -> str:
+    """An event row's name: the event's name on the wire for Anthropic's and Responses' events (``event:``); a Chat
+    Completions chunk has none (its SSE event is "message"): it is a "chunk". (The dashboard's rows and the HTML
+    export's.)"""
+    if wire.startswith("response."):
+        return wire
+    return "chunk" if wire == "message" and event_type != "invalid" else event_type
+
+
 def fragment_summary(delta_type: str, frag: str) -> str:
     """The row summary of a delta's fragment. A JSON fragment is shown as the raw text it is (already JSON-escaped:
     never escaped twice); a text or thinking fragment is a decoded string, shown JSON-quoted with visible escapes."""

@@ -21,16 +21,16 @@ from typing import Any
 import orjson
 
 from inspector.core import exactjson
-from inspector.core.redaction import mask_text, redact
-from inspector.observe.stepobs import summarize_event
+from inspector.core.redaction import is_credential, mask_text, redact
+from inspector.observe.stepobs import event_name, summarize_event
 from inspector.record.accounting import account, requests_of
 from inspector.record.cachebreak import first_difference
 from inspector.record.dump import Dumper
 from inspector.record.recording import RecordedAttempt, Recording
-from inspector.stream.assembler import TurnStream
+from inspector.stream.assembler import Step, TurnStream
+from inspector.stream.family import FamilyStream
 
 MAX_MESSAGE_CHARS = 4000  # a message shown in the request diff is cut past this (the recording has it whole)
-_CREDENTIAL = ("authorization", "x-api-key", "api-key", "proxy-authorization", "cookie")
 
 
 def _text(data: bytes) -> tuple[str, bool]:
@@ -44,7 +44,7 @@ def _text(data: bytes) -> tuple[str, bool]:
 def _headers(h: Any) -> dict[str, Any]:
     if not isinstance(h, dict):
         return {}
-    return {k: ("[redacted]" if str(k).lower() in _CREDENTIAL else v) for k, v in h.items()}
+    return {k: ("[redacted]" if is_credential(k, v) else v) for k, v in h.items()}
 
 
 def _cut(value: Any) -> Any:
@@ -123,20 +123,36 @@ class _Builder:
             self.attempts[-1]["body"] = body[:20000]
             self.attempts[-1]["body_b64"] = b64
             return
-        ts = TurnStream()
+        # the body's family as dump and the dashboard tell it: the request path, then the first event
+        url = req.get("url")
+        fs = FamilyStream(url if isinstance(url, str) else None)
         open_blocks: dict[int, int] = {}  # block index -> position in self.blocks
+        prev: object = None  # the last step's SSE event (an OpenAI event can give several steps: one row)
+        t = t0
         for r in reads:
-            for step in ts.feed(r.data):
-                self._step(a_idx, t0 + (r.t or 0.0), step, ts, open_blocks)
-        for d in ts.close():
+            t = t0 + (r.t or 0.0)
+            for step in fs.feed(r.data):
+                prev = self._step(a_idx, t, step, fs.stream, open_blocks, prev)
+        for step in fs.decide():  # (a body too short to tell its family: held until now)
+            prev = self._step(a_idx, t, step, fs.stream, open_blocks, prev)
+        assert fs.stream is not None
+        for d in fs.stream.close():
             self.diags.append({"a": a_idx, "ev": None, "code": d.code, "severity": d.severity, "message": d.message})
 
-    def _step(self, a_idx: int, t: float, step: Any, ts: TurnStream, open_blocks: dict[int, int]) -> None:
+    def _step(
+        self, a_idx: int, t: float, step: Step, ts: TurnStream | None, open_blocks: dict[int, int], prev: object
+    ) -> object:
+        """One step: its event's row (once per SSE event), its diagnostics and what it changed; returns its event."""
+        assert ts is not None
         sse = step.sse
-        ev_idx = len(self.events)
-        index, summary = summarize_event(step.event)
-        raw = self.rec_raw(a_idx, sse.start, sse.end)
-        self.events.append([a_idx, round(t, 6), step.event.type, index, summary, raw, sse.start, sse.read_index])
+        et = step.event.type
+        if sse is not prev or not self.events:
+            index, summary = summarize_event(step.event)
+            raw = self.rec_raw(a_idx, sse.start, sse.end)
+            bad = 1 if et in ("error", "invalid", "unknown") else 0
+            name = event_name(sse.event, et)
+            self.events.append([a_idx, round(t, 6), name, index, summary, raw, sse.start, sse.read_index, bad])
+        ev_idx = len(self.events) - 1
         for d in step.diagnostics:
             self.diags.append(
                 {
@@ -184,6 +200,7 @@ class _Builder:
                     self.blocks[pos]["content"] = b.to_content()
                     if b.input_error:
                         self.blocks[pos]["error"] = b.input_error.describe()
+        return sse
 
     def rec_raw(self, a_idx: int, start: int, end: int) -> str:
         """An event's bytes, as text (bytes that are not UTF-8 as backslash escapes)."""
@@ -263,10 +280,11 @@ def _tools(recording: Recording) -> list[dict[str, Any]]:
 
 
 def render(doc: dict[str, Any]) -> str:
-    """The page: the template with the data document inlined (``</`` escaped so no string can end the script)."""
+    """The page: the template with the data document inlined (every ``<`` as ``\\u003c``, so that no string can end
+    the script or open an HTML comment in it)."""
     template = resources.files("inspector.record").joinpath("export_page.html").read_text("utf-8")
     data = orjson.dumps(doc, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
-    data = data.replace("</", "<\\/").replace("<!--", "<\\!--")
+    data = data.replace("<", "\\u003c")  # (a `<` is only ever inside a JSON string: no `</script>`, no `<!--`)
     title = html.escape(str(doc["meta"].get("title") or "session"))
     return template.replace("{{TITLE}}", title).replace("{{DATA}}", data)
 

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 from inspector.observe import observations as O
 from inspector.observe.states import TOOL_RAN, TOOL_TERMINAL, LoopState, ToolState
+from inspector.observe.stepobs import event_name
 from inspector.record.timing import HELD_SILENCE, attempt_buffering, buffering_diagnostic
 from inspector.state.columns import ByteStore, CowDict
 from inspector.state.conversations import ConversationTable
@@ -416,10 +417,7 @@ class DashboardState:
         sse = obs.sse
         et = obs.event_type
         flags = F_ERROR if et == "error" or et == "invalid" else F_WARN if et == "unknown" else 0
-        # the event's name on the wire: Anthropic's and Responses' `event:` names; a Chat Completions chunk has none
-        # (its SSE event is "message"), it is a "chunk" (the neutral type stays in `et` for the flags above)
-        wire = sse.event
-        name = wire if wire.startswith("response.") else ("chunk" if wire == "message" and et != "invalid" else et)
+        name = event_name(sse.event, et)  # (the neutral type stays in `et` for the flags above)
         index = obs.index
         self.events.append(
             sse.seq,

@@ -146,10 +146,17 @@ class FamilyStream:
         self._notes = []
         return steps
 
+    def decide(self) -> list[Step]:
+        """Choose the family now, if no event told it yet (the path's, else Anthropic): the steps of the bytes held
+        until now; [] when it was chosen already."""
+        if self.stream is not None:
+            return []
+        return self._choose(None, None)
+
     def close(self) -> TurnStream:
-        """End of body: the chosen stream, closed."""
-        if self.stream is None:
-            self._choose(None, None)
+        """End of body: the chosen stream, closed (the steps of bytes still held are not returned: `decide` first
+        for them)."""
+        self.decide()
         assert self.stream is not None
         self.stream.close()
         return self.stream

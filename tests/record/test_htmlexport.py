@@ -152,3 +152,90 @@ def test_a_key_never_reaches_the_page(tmp_path: Path) -> None:
     # no 12-character run of the key anywhere: the longest common substring of page and key is shorter
     assert not [key[i : i + 12] for i in range(len(key) - 11) if key[i : i + 12] in text]
     assert "kept" not in text  # a credential header's value, whatever the recording kept
+
+
+OPENAI_FIXTURES = sorted((Path(__file__).parent.parent / "stream" / "fixtures" / "openai" / "synthetic").glob("*.sse"))
+
+
+@pytest.mark.parametrize("path", OPENAI_FIXTURES, ids=[p.stem for p in OPENAI_FIXTURES])
+def test_an_openai_stream_exports_as_dump_decodes_it(path: Path) -> None:
+    """A Chat Completions or Responses stream (the corpus of real servers' shapes): the page's events, blocks and
+    diagnostics are those of its own family's decoder, as `dump` has them (it was decoded as Anthropic's:
+    every row "unknown", no block, a diagnostic per chunk)."""
+    recording = load_any(path)
+    doc = build(recording, title=path.stem)
+    events: list[Any] = []
+    turns = dump_turns(recording, on_event=events.append)
+    assert len(doc["events"]) == len(events)
+    family = turns[-1]["family"]
+    assert family in ("openai_chat", "openai_responses")
+    names = {e[2] for e in doc["events"]}
+    assert "unknown" not in names
+    if family == "openai_chat":
+        assert names <= {"chunk", "invalid", "error"}
+    else:
+        assert all(n.startswith("response.") or n in ("invalid", "error", "chunk") for n in names), names  # ([DONE])
+    codes = sorted(d["code"] for d in doc["diagnostics"])
+    assert codes == sorted(d["code"] for t in turns for d in t["diagnostics"])
+    # each block of the assembled message is on the page, its fragments in order making up its content
+    assembled = turns[-1].get("assembled") or {}
+    content = assembled.get("content") or []
+    assert len(doc["blocks"]) == len(content)
+    for block, final in zip(doc["blocks"], content, strict=True):
+        assert block["type"] == final["type"]
+        frags = "".join(f[1] for f in block["frags"])
+        if final["type"] == "text":
+            assert frags == final["text"]
+
+
+HOSTILE_TEXT = 'Here: <html><!-- TODO: title --></html> </script><script>document.title="x"</script> <!--'
+
+
+def _anthropic_sse(text: str) -> str:
+    def ev(name: str, obj: dict[str, Any]) -> str:
+        return f"event: {name}\ndata: {json.dumps({'type': name, **obj})}\n\n"
+
+    msg = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x", "content": [], "usage": {}}
+    return (
+        ev("message_start", {"message": msg})
+        + ev("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}})
+        + ev("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": text}})
+        + ev("content_block_stop", {"index": 0})
+        + ev("message_delta", {"delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 3}})
+        + ev("message_stop", {})
+    )
+
+
+def test_no_string_can_open_a_comment_or_end_the_script() -> None:
+    """`<!--` in a session's text made the page blank (its escape, `<\\!--`, is no JSON escape: JSON.parse failed);
+    every `<` is now `\\u003c` in the inlined data, which parses back to the same document."""
+    from inspector.record.htmlexport import render
+
+    doc = {"meta": {"title": "t"}, "text": HOSTILE_TEXT, "list": ["</script>", "<!--", "<\\!--"]}
+    page = render(doc)
+    inlined = page.split('id="data">', 1)[1].split("</script>", 1)[0]
+    assert "<" not in inlined
+    assert json.loads(inlined) == json.loads(json.dumps(doc))
+
+
+@needs_browser
+@pytest.mark.parametrize("kind", ["comment", "openai_chat", "openai_responses"])
+def test_the_page_of_a_hostile_text_and_of_openai_streams_in_a_real_browser(tmp_path: Path, kind: str) -> None:
+    if kind == "comment":
+        src = tmp_path / "s.sse"
+        src.write_text(_anthropic_sse(HOSTILE_TEXT))
+    else:
+        prefix = "responses-" if kind == "openai_responses" else "openai-"
+        src = next(p for p in OPENAI_FIXTURES if p.name.startswith(prefix))
+    page = tmp_path / "s.html"
+    recording = load_any(src)
+    doc = build(recording)
+    export(recording, page)
+    dom = _dom(page, "#event=1")
+    assert _attr(dom, "ready") == "1"
+    assert _attr(dom, "errors") == "0", re.search(r'<pre id="errors"[^>]*>(.*?)</pre>', dom, re.S)
+    assert int(_attr(dom, "events")) == len(doc["events"]) > 0
+    assert f"event 2: {doc['events'][1][2]}" in dom
+    if kind == "comment":
+        assert "<title>x</title>" not in dom  # (the text's own script never ran)
+        assert "TODO: title" in dom
