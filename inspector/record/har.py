@@ -10,8 +10,10 @@ headers), the body as ONE read, and an end line. ``content.text`` may be plain t
 Timing: a HAR keeps timing per response, not per read, so reads have ``t = None``. What HAR does give is kept:
 ``request.t`` (``startedDateTime`` relative to the first matching entry), ``response.t`` (blocked + dns + connect +
 send + wait, HAR's ssl time being part of connect: when the headers arrived) and ``end.t`` (the entry's total
-``time``). The returned Recording's header says ``"timing": "per-response"`` and ``warnings`` carries a sentence the UI can show. Credential headers
-(authorization, x-api-key, cookie, ...) are dropped like the recorder drops them.
+``time``). The returned Recording's header says ``"timing": "per-response"`` and ``warnings`` carries a sentence the
+UI can show. Credential headers (authorization, x-api-key, cookie, ...) are dropped like the recorder drops them, and
+the keys the requests carried (those headers' values, credential query parameters) are masked wherever they show up
+in the file's entries, as the recorder masks what it learns.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from inspector.core.redaction import clean_headers
+from inspector.core.redaction import StreamRedactor, clean_headers, credential_values, redact
 from inspector.record.recording import (
     MAX_LINE_BYTES,
     ReadCallback,
@@ -219,6 +221,16 @@ def _har_recording(raw: bytes, name: str | None) -> Recording:
     ]
     skipped = sum(1 for e in entries if isinstance(e, dict)) - len(matching)
     t0 = next((w for w in (_when(e.get("startedDateTime")) for _, e in matching) if w is not None), None)
+    # the keys the requests carry (credential headers, query parameters, a URL's password), learned first: masked
+    # wherever they show up in any entry (a URL, another header, a body, the stream echoing one, whole or split
+    # across deltas), as the recorder masks what it learns; and learned process-wide, so every output masks them
+    secrets: list[str] = []
+    for _, entry in matching:
+        request = _obj(entry.get("request"))
+        url = request.get("url")
+        for value in credential_values(_pairs(request.get("headers")), url if isinstance(url, str) else None):
+            if value not in secrets:
+                secrets.append(value)
     turn, attempt = -1, 0
     retry_next = False  # the previous entry was an HTTP error: this one is its retry (the same turn)
     for number, entry in matching:
@@ -239,9 +251,9 @@ def _har_recording(raw: bytes, name: str | None) -> Recording:
             "attempt": attempt,
             "t": t_req,
             "method": request["method"] if isinstance(request.get("method"), str) else "GET",
-            "url": request["url"] if isinstance(request.get("url"), str) else "",
-            "headers": clean_headers(_pairs(request.get("headers"))),
-            "body": _request_body(request),
+            "url": redact(request["url"], secrets) if isinstance(request.get("url"), str) else "",
+            "headers": redact(clean_headers(_pairs(request.get("headers"))), secrets),
+            "body": redact(_request_body(request), secrets),
             "har_entry": number,
         }
         status = response.get("status")
@@ -253,9 +265,12 @@ def _har_recording(raw: bytes, name: str | None) -> Recording:
             "status": status
             if isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 999
             else None,
-            "headers": clean_headers(_pairs(response.get("headers"))),
+            "headers": redact(clean_headers(_pairs(response.get("headers"))), secrets),
         }
         body = _body(_obj(response.get("content")), number, warn)
+        if body is not None and secrets:
+            masking = StreamRedactor(secrets)
+            body = masking.feed(body) + masking.flush()
         if body is not None:
             att.reads.append(RecordedRead(t=None, data=body))
         error = response.get("_error") or entry.get("_error")

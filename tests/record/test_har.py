@@ -189,3 +189,45 @@ def test_an_openai_call_answered_with_an_error_is_kept_as_an_attempt() -> None:
     attempts = [a for t in rec.turns for a in t.attempts]
     assert [(a.response or {})["status"] for a in attempts] == [429, 200]
     assert len(rec.turns) == 1  # the stream is the 429's retry
+
+
+def _text_stream(*fragments: str) -> bytes:
+    def ev(name: str, obj: dict[str, Any]) -> str:
+        return f"event: {name}\ndata: {json.dumps({'type': name, **obj})}\n\n"
+
+    msg = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": [], "usage": {}}
+    out = ev("message_start", {"message": msg})
+    out += ev("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}})
+    for f in fragments:
+        out += ev("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": f}})
+    out += ev("content_block_stop", {"index": 0})
+    out += ev("message_delta", {"delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 3}})
+    return (out + ev("message_stop", {})).encode()
+
+
+def test_the_keys_a_har_carries_are_masked_wherever_they_show_up(capsys: pytest.CaptureFixture[str]) -> None:
+    """A HAR keeps the keys its requests sent: the credential headers were dropped, but their values reached the page,
+    dump and replay through the URL's query, another header, the request body and the stream echoing the key
+    (whole, and split across two deltas). They are learned from the requests first, then masked everywhere."""
+    from inspector.record.htmlexport import build
+
+    key = "sk-ant-api03-" + "harCanaryKEY0123456789" * 2
+    e = entry(
+        _text_stream("your key is " + key[:20], key[20:] + " and again " + key),
+        started="2026-01-01T00:00:00Z",
+        request_body={"model": "m", "messages": [{"role": "user", "content": f"hi {key}"}]},
+    )
+    e["request"]["url"] = f"https://api.anthropic.com/v1/messages?api_key={key}"
+    e["request"]["headers"] = [{"name": "x-api-key", "value": key}, {"name": "x-custom", "value": f"key={key}"}]
+    rec = read_har(har(e))
+    turns = dump_turns(rec)
+    outputs = {
+        "recording": json.dumps([[a.request, a.response, [r.data.decode() for r in a.reads]] for a in rec.attempts()]),
+        "dump": json.dumps(turns),
+        "page": json.dumps(build(rec)),
+        "timing": format_timing(rec),
+    }
+    assert "[redacted]" in outputs["dump"]
+    for name, text in outputs.items():
+        for i in range(0, len(key) - 11, 4):  # no 12 characters of it, anywhere (no fragments to join either)
+            assert key[i : i + 12] not in text, (name, i)
