@@ -125,6 +125,7 @@ class ProgressPrinter:
         self.sink = sink
         self.buffering = BufferingWatch()  # timing.buffered, said at the end of a buffered attempt
         self.side_requests = 0  # a proxy's requests that are not turns (count_tokens, non-streamed calls, ...)
+        self._last_stop: tuple[object, ...] | None = None  # the last stop_reason line's facts (said once)
 
     def p(self, s: str) -> None:
         """One line out; what the stream put in it (names, ids, text) cannot reach the terminal raw, nor start a
@@ -189,7 +190,11 @@ class ProgressPrinter:
             if d.severity != "info":
                 self.p(f"{t}   {d.severity.upper()} {d.code}: {d.message}")
         elif isinstance(obs, O.MessageUpdated):
-            self.p(f"{t}   stop_reason {obs.stop_reason} usage {short(obs.usage, 200, ellipsis='...')}")
+            # (an OpenAI stream may update the message twice with the same facts: a finish, then its usage chunk)
+            said = (obs.turn, obs.attempt, obs.stop_reason, obs.usage)
+            if said != self._last_stop:
+                self._last_stop = said
+                self.p(f"{t}   stop_reason {obs.stop_reason} usage {short(obs.usage, 200, ellipsis='...')}")
         elif isinstance(obs, O.AttemptEnded):
             if obs.status != "complete":
                 self.p(f"{t}   attempt {obs.attempt + 1} {obs.status}: {obs.reason}")

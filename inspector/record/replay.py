@@ -26,7 +26,7 @@ from inspector.core.fmt import short
 from inspector.core.pacing import Pacer
 from inspector.observe.states import TOOL_RAN
 from inspector.record.recording import RecordedAttempt, Recording
-from inspector.stream.family import family_from_path
+from inspector.stream.family import FamilyStream, family_from_path
 
 # A recorded gap (between reads, before a response, before a connection failure, a tool's duration) above this is
 # paced as this, and said so (REPLAY_GAP_CLAMPED): a recording with `t: 1e12` would make a replay wait forever.
@@ -162,14 +162,22 @@ def tool_name(definition: Any) -> str | None:
 
 
 def recorded_provider(recording: Recording) -> OpenAIProvider | None:
-    """The OpenAI provider a recording was made with (told by its first request's path, else its source), or None
-    for the Messages API."""
+    """The OpenAI provider a recording was made with (told by its first request's path, else its source, else its
+    first events, as dump tells a plain SSE file's family), or None for the Messages API."""
     first = next(iter(recording.attempts()), None)
     url = (first.request or {}).get("url") if first is not None else None
     family = family_from_path(url if isinstance(url, str) else None)
     src = recording.header.get("source") or {}
     if family is None and isinstance(src, dict) and src.get("provider") == "openai":
         family = "openai_responses" if src.get("api") == "responses" else "openai_chat"
+    if family is None and first is not None:  # (a plain SSE file: no request, no source) its first events tell
+        probe = FamilyStream(None)
+        for read in first.reads:
+            probe.feed(read.data)
+            if probe.family is not None:
+                break
+        probe.decide()
+        family = probe.family
     if family == "openai_chat":
         return OpenAIProvider("chat")
     if family == "openai_responses":

@@ -289,3 +289,36 @@ async def test_time_travel_over_an_openai_run(api: str) -> None:
     last = "\n".join(dashboard_texts(h.state_at(n)))
     assert "get_weather" in last and "It is 18C." in last
     assert_no_key(KEY, {"dashboard": last})
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_a_plain_sse_file_of_an_openai_stream_replays_as_its_family(api: str, tmp_path: Path) -> None:
+    """A saved stream with no request (a plain .sse file: no path, no source) was replayed as Messages: "POST
+    /v1/messages", missing_message_stop, exit 1. Its first events tell its family, as `dump` tells it."""
+    from inspector.record.replay import recorded_provider
+
+    body = chat_text("18C in Paris.") if api == "chat" else responses_text("18C in Paris.")
+    path = tmp_path / "saved.sse"
+    path.write_bytes(body)
+    recording = load_recording(path)
+    provider = recorded_provider(recording)
+    assert provider is not None and provider.api == api
+    r = replay_session(recording, speed=math.inf, label="saved.sse")
+    robs = Observed(r.bus)
+    async with asyncio.timeout(RUN_TIMEOUT):
+        replayed = await r.run()
+    assert replayed.status == "finished", replayed.error
+    assert not [d for d in robs.of(O.DiagnosticRaised) if d.diagnostic.severity == "error"]
+    assert "".join(d.fragment for d in robs.of(O.BlockDelta)) == "18C in Paris."
+    assert (await _headless_lines(path)).count("stop_reason") == 1  # (said once, though updated twice alike)
+
+
+async def _headless_lines(path: Path) -> str:
+    import sys
+
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "inspector", "replay", "--headless", str(path), stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), RUN_TIMEOUT)
+    assert proc.returncode == 0, out.decode()
+    return out.decode()
