@@ -127,7 +127,9 @@ def cmd_from_recording(args: argparse.Namespace) -> int:
         "Format: docs/scenario-format.md (check with `inspector scenario check FILE`).",
     )
     if args.output:
-        _write_new(Path(args.output), text)
+        from inspector.core.redaction import mask_known
+
+        _write_new(Path(args.output), mask_known(text))  # (stdout masks what the process knows: the file too)
         print(f"wrote {args.output} ({len(sc.turns)} turns)", file=sys.stderr)
     else:
         sys.stdout.write(text)

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from inspector.core import exactjson
-from inspector.core.redaction import is_credential, mask_text, redact
+from inspector.core.redaction import PROCESS_SECRETS, is_credential, mask_text, redact
 from inspector.observe.stepobs import event_name, summarize_event
 from inspector.record.accounting import account, requests_of
 from inspector.record.cachebreak import first_difference
@@ -290,7 +290,9 @@ def render(doc: dict[str, Any]) -> str:
 
 
 def export(recording: Recording, out: str | Path, *, secrets: list[str] | None = None, title: str = "session") -> int:
-    """Writes the page; returns its size in bytes."""
+    """Writes the page; returns its size in bytes. ``secrets`` and the keys the process knows (``learn``: the CLI
+    learns the credential environment variables) are masked in it."""
+    secrets = [*(secrets or []), *PROCESS_SECRETS.secrets]
     page = render(build(recording, secrets=secrets, title=title))
     if secrets:
         page = mask_text(page, secrets)

@@ -375,3 +375,19 @@ def test_listing_the_scenarios_loads_no_file_and_no_pydantic() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert proc.stdout.split() == ["0", str(len(SCENARIOS)), "False", "False"], proc.stderr
     assert describe() == [(name, sc.description) for name, sc in SCENARIOS.items()]
+
+
+async def test_a_scenario_file_made_from_a_recording_masks_the_keys_the_process_knows(tmp_path: Path) -> None:
+    """A recording made before its key was known (the key in its text, clear): the file `from-recording` writes masks
+    the keys the process knows, as stdout does (the file held it in clear, its stdout form masked)."""
+    from inspector.core.redaction import learn
+
+    rec_path, before, after = tmp_path / "a.jsonl", tmp_path / "a.yaml", tmp_path / "b.yaml"
+    await _record("weather", rec_path)
+    known = "check the current weather in Paris"
+    assert main(["scenario", "from-recording", str(rec_path), "-o", str(before)]) == 0
+    assert known in before.read_text()  # (not known yet: the file has it as the stream had it)
+    learn([known])
+    assert main(["scenario", "from-recording", str(rec_path), "-o", str(after)]) == 0
+    text = after.read_text()
+    assert known not in text and "[redacted]" in text
