@@ -38,6 +38,13 @@ def _record_scenario(name: str, path: Path) -> None:
         session.close()
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.exists() and b.exists() and a.samefile(b)
+    except OSError:
+        return False
+
+
 def cmd(args: argparse.Namespace) -> int:
     from inspector.core.errors import InspectorError
     from inspector.record.har import load_any
@@ -58,6 +65,9 @@ def cmd(args: argparse.Namespace) -> int:
             default_out = source.with_suffix(".html")
             title = source.name
         out = Path(args.output) if args.output else default_out
+        if _same_file(out, source) or (args.scenario and _same_file(out, Path(args.scenario))):
+            err(f"{out} is the input: not overwritten (say another file with -o)")
+            return EXIT_USAGE
         try:
             recording = load_any(source)
         except OSError as e:

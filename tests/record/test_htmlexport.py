@@ -239,3 +239,21 @@ def test_the_page_of_a_hostile_text_and_of_openai_streams_in_a_real_browser(tmp_
     if kind == "comment":
         assert "<title>x</title>" not in dom  # (the text's own script never ran)
         assert "TODO: title" in dom
+
+
+def test_export_never_overwrites_its_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`export w.jsonl -o w.jsonl`, or a saved stream whose name ends in .html (the default output's name): the input
+    was replaced by the page, silently. Now a one-line error, exit 2, the input as it was."""
+    from inspector.cli import main
+
+    rec = tmp_path / "w.jsonl"
+    _record("weather", rec)
+    sse = tmp_path / "saved.html"
+    sse.write_text(_anthropic_sse("hello"))
+    before = rec.read_bytes(), sse.read_bytes()
+    assert main(["export", str(rec), "-o", str(tmp_path / "." / "w.jsonl")]) == 2
+    assert main(["export", str(sse)]) == 2
+    assert "is the input: not overwritten" in capsys.readouterr().err
+    assert (rec.read_bytes(), sse.read_bytes()) == before
+    assert main(["export", str(rec), "-o", str(tmp_path / "w.html")]) == 0  # (another file: written)
+    assert (tmp_path / "w.html").read_text().startswith("<!DOCTYPE html>")
