@@ -392,7 +392,8 @@ def _plain(chunks: Iterable[bytes], max_line: int, on_read: ReadCallback | None,
                 pos = end + 1
             elif dropping and run > GIVE_UP_FACTOR * max_line:
                 recording.warnings.append(
-                    f"byte {offset}: the input ends in an over-long line ({run} bytes so far): stopped reading"
+                    f"byte {offset}: no line break in {run} bytes, over {GIVE_UP_FACTOR} times the line limit"
+                    f" ({max_line} bytes): stopped reading; whatever follows is not read"
                 )
                 stop = True
         if stop:
