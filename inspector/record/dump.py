@@ -347,7 +347,79 @@ def _openai_json(doc: dict[str, Any]) -> dict[str, Any]:
     if stop == "max_tokens":
         complete = 0  # (as for a Message: with that stop a call counts as cut)
     outcome = stopped_outcome(stop, len(args), complete, len(args) - complete)
-    return {"message": doc, "outcome": outcome, "diagnostics": diags, "events": 0, "family": family}
+    return {
+        "message": doc,
+        "outcome": outcome,
+        "diagnostics": diags,
+        "events": 0,
+        "family": family,
+        "assembled": _openai_assembled(doc, family, stop),
+    }
+
+
+def _tool_use(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
+    try:
+        parsed = orjson.loads(arguments) if isinstance(arguments, str) else None
+    except orjson.JSONDecodeError:
+        parsed = None
+    return {"type": "tool_use", "id": call_id, "name": name, "input": parsed if isinstance(parsed, dict) else {}}
+
+
+def _openai_assembled(doc: dict[str, Any], family: str, stop: str | None) -> dict[str, Any]:
+    """A non-streamed OpenAI body's neutral message, in the layout a streamed one is assembled into (text, thinking
+    and tool_use blocks, the neutral stop_reason and usage): dump shows both alike."""
+    content: list[dict[str, Any]] = []
+    usage = _dict(doc.get("usage"))
+    if family == "openai_chat":
+        from inspector.stream.openai_chat import _neutral_usage
+
+        first = _dict((_list(doc.get("choices")) or [None])[0])
+        msg = _dict(first.get("message"))
+        choice = first.get("index") if isinstance(first.get("index"), int) else 0
+        for key in ("reasoning_content", "reasoning"):  # (DeepSeek's, OpenRouter's and vLLM's reasoning text)
+            if isinstance(msg.get(key), str) and msg[key]:
+                content.append({"type": "thinking", "thinking": msg[key]})
+                break
+        for key in ("content", "refusal"):
+            if isinstance(msg.get(key), str) and msg[key]:
+                content.append({"type": "text", "text": msg[key]})
+        for c in _list(msg.get("tool_calls")):
+            fn = _dict(_dict(c).get("function"))
+            content.append(_tool_use(_dict(c).get("id"), fn.get("name"), fn.get("arguments")))
+        for block in content:
+            block["choice"] = choice  # (which choice it is, as a streamed one's blocks say)
+        usage = _neutral_usage(usage)
+    else:
+        for at, item in enumerate(_list(doc.get("output"))):
+            item = _dict(item)
+            kind = item.get("type")
+            first_block = len(content)
+            if kind == "message":
+                for part in _list(item.get("content")):
+                    part = _dict(part)
+                    text = part.get("text") if part.get("type") == "output_text" else part.get("refusal")
+                    if isinstance(text, str) and text:
+                        content.append({"type": "text", "text": text})
+            elif kind == "function_call":
+                content.append(_tool_use(item.get("call_id"), item.get("name"), item.get("arguments")))
+            elif kind == "reasoning":
+                said = [_dict(x).get("text") for x in _list(item.get("summary"))]
+                thinking = "\n".join(t for t in said if isinstance(t, str))
+                if thinking:
+                    content.append({"type": "thinking", "thinking": thinking})
+            for block in content[first_block:]:
+                block["output_index"] = at  # (which output item it is, as a streamed one's blocks say)
+        usage = {k: v for k, v in usage.items() if k != "total_tokens"}  # (as a streamed response's is kept)
+    return {
+        "id": doc.get("id"),
+        "type": "message",
+        "role": "assistant",
+        "model": doc.get("model"),
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": usage,
+    }
 
 
 class Dumper:

@@ -182,3 +182,30 @@ def test_a_har_with_an_openai_entry_is_decoded_by_its_url(capsys: Any, tmp_path:
     (turn,) = out["turns"]
     assert (code, turn["family"], turn["outcome"]) == (0, "openai_responses", "tool_use")
     assert response_view(turn["message"]) == response_view(sdk_response(RESPONSES.data)[0])
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+@pytest.mark.parametrize("name", ["weather", "thinking", "parallel_buffers", "parse_date"])
+def test_a_non_streamed_answer_dumps_the_blocks_its_streamed_twin_does(tmp_path: Any, api: Any, name: str) -> None:
+    """The fake API's non-streamed answer to a turn and its stream of the same turn: `dump` showed no block and no
+    stop_reason for the JSON one (its text read a bare chat.completion / response). Both now give the same neutral
+    message: its blocks, stop_reason and usage."""
+    from inspector.scenarios.bundled import get_scenario
+    from inspector.scenarios.render_openai import assembled_chat, assembled_response, render_openai_turn
+
+    scenario = get_scenario(name)
+    plan = render_openai_turn(scenario, 0, 0, api=api, include_usage=True)
+    whole = assembled_chat(plan) if api == "chat" else assembled_response(plan)
+    url = "https://api.openai.com/v1/" + ("chat/completions" if api == "chat" else "responses")
+    (streamed,) = dump_turns(read_recording(record(tmp_path / "s.jsonl", url, plan.body)))
+    (t,) = dump_turns(read_recording(json_recording(tmp_path / "j.jsonl", whole)))
+    assert t["body"] == "json" and t["message"] == whole
+    for key in ("content", "stop_reason", "usage"):
+        assert t["assembled"][key] == streamed["assembled"][key], key
+    text = format_turns([t])
+    assert f"stop_reason: {streamed['assembled']['stop_reason']}" in text
+
+    def shown(turn_text: str) -> list[str]:  # (below the message line, up to the stream's own diagnostics)
+        return turn_text.split("\n  diagnostics:")[0].split("\n")[2:]
+
+    assert shown(text) == shown(format_turns([streamed]))
