@@ -100,7 +100,7 @@ def _session(args: argparse.Namespace, upstream: str, openai_upstream: str | Non
             from inspector.net.recorded import RecordingSource
 
             options["recording"] = RecordingSource.load(args.serve)
-            name = "parse_date"  # (unused: the recording answers)
+            name = "parse_date"  # (the fake API's scenario is unused: the recording answers, and is named)
         return W.serve_session(name, faults, speed=speed, host="127.0.0.1", port=0, record=args.record, **options)
     from inspector.core.errors import UsageError
 

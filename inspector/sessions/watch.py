@@ -243,6 +243,8 @@ def serve_session(
         backend.stop()
         raise
     url = base_url_of(sock)
-    source = {"type": "serve", "name": scenario, "listen": url, "speed": speed_label(speed)}
+    served = app_options.get("recording")  # (a recording answers: the scenario's name is not what is served)
+    name = f"recording {served.name}" if served is not None else scenario
+    source = {"type": "serve", "name": name, "listen": url, "speed": speed_label(speed)}
     proxy = ProxyApp(backend.base_url, record=record, bus=O.ObservationBus(), listen=url, source_info=source)
     return WatchSession(proxy, sock, upstream_server=backend, pacer=app.pacer, source=source)

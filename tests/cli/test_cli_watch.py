@@ -43,6 +43,20 @@ def test_the_example_agent_runs_offline_against_serve_and_is_recorded(tmp_path: 
     assert out.stderr.rstrip().endswith("finished after 6 turns"), out.stderr[-500:]
 
 
+def test_watch_serving_a_recording_names_the_recording_not_a_scenario(tmp_path: Path) -> None:
+    """`watch --serve REC` answered from the recording but said "serve parse_date" on its start line and in its
+    recording's source (the scenario's name it passed, unused)."""
+    first, again = tmp_path / "first.jsonl", tmp_path / "again.jsonl"
+    out = watch("--headless", "--serve", "weather", "--record", str(first), "--", sys.executable, str(AGENT))
+    assert out.returncode == 0, out.stderr[-3000:]
+    out = watch("--headless", "--serve", str(first), "--record", str(again), "--", sys.executable, str(AGENT))
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "parse_date" not in out.stdout + out.stderr
+    assert "serve recording first.jsonl" in out.stdout + out.stderr
+    header = json.loads(again.read_text().splitlines()[0])
+    assert header["source"]["name"] == "recording first.jsonl"
+
+
 def test_the_environment_and_the_exit_status_pass_through(tmp_path: Path) -> None:
     probe = (
         "import os, sys; print(os.environ['ANTHROPIC_BASE_URL'], os.environ['OPENAI_BASE_URL'], "
