@@ -184,9 +184,9 @@ def _announce(args: argparse.Namespace, url: str, faults: Any, options: dict[str
         lines += [f"warning: {w}" for w in source.warnings]
     # the same scenarios in OpenAI's formats, or a recording of an OpenAI session
     openai_line = f"OPENAI_BASE_URL={url}/v1" if source is None or openai_recording else None
-    if openai_line is not None:
-        lines.append(openai_line)
-    lines.append(f"ANTHROPIC_BASE_URL={url}")
+    # (a recording of an OpenAI session answers no Messages request: no Anthropic address then)
+    anthropic_line = None if openai_recording else f"ANTHROPIC_BASE_URL={url}"
+    lines += [line for line in (openai_line, anthropic_line) if line is not None]
     from inspector.core.fmt import terminal
 
     lines = [terminal(line) for line in lines]  # a recording's name and warnings can hold control characters
@@ -194,9 +194,9 @@ def _announce(args: argparse.Namespace, url: str, faults: Any, options: dict[str
     sys.stderr.flush()
     if not sys.stdout.isatty():  # scripts read the address from stdout (the Anthropic one second, as ever)
         print(lines[0])
-        print(lines[-1])
-        if openai_line is not None:
-            print(openai_line)
+        for line in (anthropic_line, openai_line):
+            if line is not None:
+                print(line)
         sys.stdout.flush()
 
 
