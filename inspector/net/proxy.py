@@ -50,6 +50,7 @@ from inspector.observe import observations as O
 from inspector.observe.redacting import RedactingPublisher
 from inspector.record.recorder import Recorder
 from inspector.scenarios.fakeapi import error_body
+from inspector.stream.family import family_from_path
 
 if TYPE_CHECKING:  # starlette is imported when a server is built (`inspector --help` stays fast)
     from starlette.types import Receive, Scope, Send
@@ -232,8 +233,14 @@ def target_problem(raw_path: bytes) -> str | None:
     return f"the request-target must be an absolute path (origin-form, /v1/...), not {shown!r}"
 
 
-def _error_body(kind: str, message: str) -> bytes:
-    return orjson.dumps({"type": "error", "error": {"type": kind, "message": f"inspector proxy: {message}"}})
+def _error_body(kind: str, message: str, status: int = 500, openai: bool = False) -> bytes:
+    """The proxy's own error in the API's shape: Anthropic's, or OpenAI's for a request of an OpenAI client (its
+    ``type`` the class, ``code`` naming what happened: the openai SDK's ``e.code``)."""
+    text = f"inspector proxy: {message}"
+    if openai:
+        etype = "invalid_request_error" if status < 500 else "server_error"
+        return orjson.dumps({"error": {"message": text, "type": etype, "param": None, "code": kind}})
+    return orjson.dumps({"type": "error", "error": {"type": kind, "message": text}})
 
 
 class ProxyApp(Closable):
@@ -581,11 +588,14 @@ class ProxyApp(Closable):
         except TimeoutError:
             raise _Refused(408, "timeout_error", f"request body not received within {self.body_timeout:g}s") from None
 
-    async def _refuse(self, send: Send, ex: ProxyExchange, refused: _Refused) -> None:
+    async def _refuse(self, send: Send, ex: ProxyExchange, refused: _Refused, *, openai: bool = False) -> None:
         """Answer a request the proxy does not forward (the API's error JSON; the connection closes: the rest of
         the request may be unread) and keep its exchange."""
         ex.status, ex.end, ex.reason = refused.status, "error", refused.message
-        body = error_body(refused.etype, f"inspector proxy: {refused.message}")
+        if openai:
+            body = _error_body(refused.etype, refused.message, refused.status, openai=True)
+        else:
+            body = error_body(refused.etype, f"inspector proxy: {refused.message}")
         headers = [
             (b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()),
@@ -596,7 +606,14 @@ class ProxyApp(Closable):
         await send({"type": "http.response.body", "body": body, "more_body": False})
 
     async def _reply_error(
-        self, send: Send, status: int, kind: str, message: str, headers: list[tuple[bytes, bytes]] | None = None
+        self,
+        send: Send,
+        status: int,
+        kind: str,
+        message: str,
+        headers: list[tuple[bytes, bytes]] | None = None,
+        *,
+        openai: bool = False,
     ) -> None:
         await send(
             {
@@ -607,7 +624,8 @@ class ProxyApp(Closable):
         )
         # a key the client sent never comes back in an error's text (upstream's may quote it)
         masked = mask_text(message, self.secrets) if self.secrets else message
-        await send({"type": "http.response.body", "body": _error_body(kind, masked), "more_body": False})
+        body = _error_body(kind, masked, status, openai)
+        await send({"type": "http.response.body", "body": body, "more_body": False})
 
     def _route(self, raw_path: bytes, headers: list[tuple[str, str]]) -> tuple[str, bytes]:
         """Where a request goes: (upstream base, the path to append to it). With an OpenAI upstream (``watch``: the
@@ -671,6 +689,11 @@ class ProxyApp(Closable):
         query = scope.get("query_string") or b""
         in_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope.get("headers", [])]
         base, up_path = self._route(raw_path, in_headers)  # (upstream, or the OpenAI upstream: _route)
+        # the proxy's own errors in the client's API's shape: a request routed to the OpenAI upstream, or a Chat
+        # Completions / Responses call
+        openai = family_from_path(path) in ("openai_chat", "openai_responses") or (
+            base == self.openai_upstream and base != self.upstream
+        )
         target = up_path.decode("latin-1") + (("?" + query.decode("latin-1")) if query else "")
         found = credential_values(in_headers)
         self._learn(found + [v for v in _url_keys(base) if v not in found])
@@ -684,7 +707,7 @@ class ProxyApp(Closable):
         except _Refused as refused:
             ex = ProxyExchange(method, path, t_request=t_req)
             try:
-                await self._refuse(send, ex, refused)
+                await self._refuse(send, ex, refused, openai=openai)
             finally:
                 ex.end_s = self.clock() - t_req_clock
                 self._finish(ex)
@@ -735,7 +758,7 @@ class ProxyApp(Closable):
         try:
             if isinstance(faults, str):  # a bad x-inspector-fault header: the request's error, not upstream's
                 ex.status, ex.end, ex.reason = 400, "error", faults
-                await self._reply_error(send, 400, "invalid_request_error", faults)
+                await self._reply_error(send, 400, "invalid_request_error", faults, openai=openai)
                 return
             error: BaseException | None = None
             injected = None
@@ -753,7 +776,7 @@ class ProxyApp(Closable):
                     self.tracker.begin(track, method, url, in_headers, body)
                 reason = self._busy_message()
                 ex.status, ex.end, ex.reason = 503, "error", reason
-                await self._reply_error(send, 503, "overloaded_error", reason)
+                await self._reply_error(send, 503, "overloaded_error", reason, openai=openai)
                 ex.end_s = self.clock() - t_req_clock
                 return
             self.active += 1
@@ -795,12 +818,14 @@ class ProxyApp(Closable):
                         ex.end, ex.reason = "cancelled", "the client closed the connection before upstream's headers"
                         return
                     ex.status, ex.end, ex.reason = 503, "dropped", "proxy shutting down"
-                    await self._reply_error(send, 503, "overloaded_error", "shutting down", [(b"connection", b"close")])
+                    await self._reply_error(
+                        send, 503, "overloaded_error", "shutting down", [(b"connection", b"close")], openai=openai
+                    )
                     return
             if error is not None or upstream is None or watchers is None:
                 status, kind, reason = self._upstream_error(error, base)
                 ex.status, ex.end, ex.reason = status, "error", reason
-                await self._reply_error(send, status, kind, reason)
+                await self._reply_error(send, status, kind, reason, openai=openai)
                 ex.end_s = self.clock() - t_req_clock
                 return
             try:

@@ -152,3 +152,31 @@ async def test_keys_in_the_openai_upstreams_url_and_the_bearer_key_never_reach_t
     assert '"kind":"request"' in text
     for key in (password, query_key, bearer):
         assert key not in text and key not in r.text and key not in source
+
+
+async def test_the_proxys_own_errors_are_in_the_shape_of_the_clients_api() -> None:
+    """An upstream that cannot be reached, a body over --max-body: the proxy's own answer to an OpenAI client was
+    Anthropic's error JSON, so the openai SDK's ``e.code`` was None. Now a Chat Completions or Responses call (or
+    any request on the OpenAI route) gets OpenAI's shape, a Messages call Anthropic's, each naming what happened."""
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    proxy = ProxyApp(dead, max_body=2048)
+    with BackgroundServer(proxy) as px:
+        client = openai.AsyncOpenAI(api_key="sk-proj-test", base_url=px.base_url + "/v1", max_retries=0)
+        with pytest.raises(openai.APIStatusError) as unreachable:
+            await client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+        with pytest.raises(openai.APIStatusError) as too_big:
+            await client.responses.create(model="gpt-4o", input="x" * 4096)
+        await client.close()
+        async with httpx2.AsyncClient(base_url=px.base_url, timeout=10) as h:
+            anthropic_shaped = await h.post("/v1/messages", content=b"{}", headers=ANTHROPIC_HEADERS)
+    proxy.close()
+    assert unreachable.value.status_code == 502 and unreachable.value.code == "api_error"
+    assert unreachable.value.type == "server_error" and "inspector proxy" in unreachable.value.message
+    assert too_big.value.status_code == 413 and too_big.value.code == "request_too_large"
+    assert too_big.value.type == "invalid_request_error"
+    assert anthropic_shaped.status_code == 502
+    assert anthropic_shaped.json()["type"] == "error" and anthropic_shaped.json()["error"]["type"] == "api_error"
