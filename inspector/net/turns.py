@@ -382,8 +382,8 @@ class TurnTracker:
         if conv is not None and conv.prev_turn is not None:
             seen = conv.prev_tools
             why = (
-                f"not a tool_use of the previous turn of conversation {cid} (turn {conv.prev_turn + 1}):"
-                " the proxy never saw it there"
+                f"not a tool_use of the previous turn of conversation {cid} (its turn {track.assignment.turn},"
+                f" #{conv.prev_turn + 1} of the session): the proxy never saw it there"
             )
         elif track.assignment.how == "header":
             why = f"conversation {cid} has no earlier turn seen by this proxy (it started before the proxy, or was forgotten)"

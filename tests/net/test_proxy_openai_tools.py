@@ -174,6 +174,7 @@ async def test_responses_function_call_outputs_in_the_next_request_are_inferred(
     assert (got[cid].status, got[cid].from_turn, got[cid].result_chars) == ("result", 0, len("18 C, sunny"))
     (again,) = _inferred(seen, 2)
     assert (again.tool_use_id, again.status) == (cid, "unknown") and "never saw it there" in (again.reason or "")
+    assert "(its turn 2, #2 of the session)" in (again.reason or "")  # (its own numbering, and the session's)
     _check_tools_pane(seen, [cid], [cid])
     starts = [(o.turn, o.attempt) for o in seen if isinstance(o, O.AttemptStarted)]
     assert starts == [(0, 0), (1, 0), (2, 0)]
