@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from inspector.record.dump import dump_turns
 from inspector.record.har import load_any
@@ -21,6 +23,7 @@ from inspector.record.htmlexport import build, export
 from inspector.record.recording import RecordingWriter
 from inspector.scenarios.bundled import SCENARIOS
 from inspector.sessions import sources
+from inspector.testing.hyp import examples
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # a skipped browser test is not a pass: CI installs chromium (.ci/run); a developer without it sees why
@@ -257,3 +260,37 @@ def test_export_never_overwrites_its_input(tmp_path: Path, capsys: pytest.Captur
     assert (rec.read_bytes(), sse.read_bytes()) == before
     assert main(["export", str(rec), "-o", str(tmp_path / "w.html")]) == 0  # (another file: written)
     assert (tmp_path / "w.html").read_text().startswith("<!DOCTYPE html>")
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    st.sampled_from(OPENAI_FIXTURES),
+    st.lists(st.integers(1, 400), min_size=1, max_size=12),
+    st.integers(0, 40),
+)
+def test_the_export_of_any_split_of_a_stream_has_dumps_rows(path: Path, cuts: list[int], keep: int) -> None:
+    """A stream recorded in reads of any sizes, with no request path (its family told by its first events, or, for a
+    body too short to tell, decided at its end), and its first ``keep`` events only: the page has one row per event
+    `dump` decodes, and the same diagnostics."""
+    import io
+
+    from inspector.record.recording import RecordingWriter, read_recording
+
+    events = path.read_bytes().split(b"\n\n")
+    body = b"\n\n".join(events[: keep + 1]) + b"\n\n" if keep < len(events) - 1 else path.read_bytes()
+    buf = io.BytesIO()
+    w = RecordingWriter(buf, source={"type": "test"})
+    w.request(0, 0, 0.0, "POST", "", {}, {"model": "m", "stream": True})
+    w.response(0, 0, 0.1, 200, {"content-type": "text/event-stream"})
+    i, k = 0, 0
+    while i < len(body):
+        n = cuts[k % len(cuts)]
+        w.read(0, 0, 0.2, body[i : i + n])
+        i, k = i + n, k + 1
+    w.end(0, 0, 0.3, "complete")
+    recording = read_recording(io.BytesIO(buf.getvalue()))
+    doc = build(recording)
+    seen: list[Any] = []
+    turns = dump_turns(recording, on_event=seen.append)
+    assert len(doc["events"]) == len(seen)
+    assert sorted(d["code"] for d in doc["diagnostics"]) == sorted(d["code"] for t in turns for d in t["diagnostics"])
