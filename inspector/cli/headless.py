@@ -126,6 +126,7 @@ class ProgressPrinter:
         self.buffering = BufferingWatch()  # timing.buffered, said at the end of a buffered attempt
         self.side_requests = 0  # a proxy's requests that are not turns (count_tokens, non-streamed calls, ...)
         self._last_stop: tuple[object, ...] | None = None  # the last stop_reason line's facts (said once)
+        self._modelless: dict[str, Any] | None = None  # the source of a start said without a model (a proxy's)
 
     def p(self, s: str) -> None:
         """One line out; what the stream put in it (names, ids, text) cannot reach the terminal raw, nor start a
@@ -151,9 +152,13 @@ class ProgressPrinter:
             self.p(f"{t} turn {ct + 1} (#{obs.turn + 1})")
         elif isinstance(obs, O.LoopStarted):
             src = obs.source
-            self.p(
-                f"{t} start  {src.get('type')} {src.get('name') or src.get('file') or ''} model {obs.model}".rstrip()
-            )
+            if src == self._modelless and obs.model:  # (a proxy: its first request named the model of the start)
+                self._modelless = None
+                self.p(f"{t} model  {obs.model}")
+                return
+            self._modelless = src if not obs.model else None
+            what = f"{src.get('type')} {src.get('name') or src.get('file') or ''}".rstrip()
+            self.p(f"{t} start  {what}" + (f" model {obs.model}" if obs.model else ""))
             for w in src.get("warnings") or []:  # what the source could not do as recorded (e.g. a clamped gap)
                 self.p(f"{t}   warning: {w}")
         elif isinstance(obs, O.TurnStarted):

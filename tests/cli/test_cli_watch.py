@@ -34,6 +34,9 @@ def test_the_example_agent_runs_offline_against_serve_and_is_recorded(tmp_path: 
     out = watch("--headless", "--serve", "weather", "--record", str(rec), "--", sys.executable, str(AGENT))
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.count("partly cloudy") == 3  # three conversations answered
+    # one start line, then the model once the first request named it (it said "start  serve weather model" twice)
+    starts = [line.split("s ", 1)[1] for line in out.stderr.splitlines() if " start " in line or " model " in line]
+    assert starts[:2] == ["start  serve weather", "model  claude-sonnet-4-6"], starts[:3]
     lines = [json.loads(x) for x in rec.read_text().splitlines()]
     requests = [x for x in lines if x["kind"] == "request"]
     ends = [x for x in lines if x["kind"] == "end"]
