@@ -32,7 +32,9 @@ hyp.load()
 @pytest.fixture(autouse=True)
 def _process_secrets_per_test() -> Iterator[None]:
     known = list(redaction.PROCESS_SECRETS.secrets)
+    environment = list(redaction.ENVIRONMENT_KEYS)
     yield
+    redaction.ENVIRONMENT_KEYS[:] = environment  # (an in-process `main` learns the environment's: not for the next)
     s = redaction.PROCESS_SECRETS
     if s.secrets != known:  # emptied in place (holders of the list see it), then the known ones again
         s.secrets[:] = []

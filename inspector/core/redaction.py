@@ -29,6 +29,7 @@ __all__ = [
     "CREDENTIAL_QUERY_PARAMS",
     "KEY_SHAPE",
     "NOT_CREDENTIAL_NAMES",
+    "ENVIRONMENT_KEYS",
     "PROCESS_SECRETS",
     "MIN_SECRET_LENGTH",
     "OutputGuard",
@@ -1062,6 +1063,10 @@ def _split_masked(text: str, frags: list[str], spans: list[tuple[int, int]]) -> 
 # record is masked as it is made (message, arguments, traceback), and so are uncaught exceptions' tracebacks.
 
 PROCESS_SECRETS = SecretSet()  # (it grows with the distinct credentials the process sees: one or a few per client)
+# the values of the credential environment variables the process was started with (``OutputGuard`` learns them):
+# every session's one publisher masks them too, so that a key shown by a session's content never reaches a
+# recording in clear either (PROCESS_SECRETS also holds what requests carried: each session has its own of those)
+ENVIRONMENT_KEYS: list[str] = []
 
 
 def learn(secrets: Iterable[str] | str) -> list[str]:
@@ -1317,7 +1322,9 @@ class OutputGuard:
         import threading
 
         if self.environ is not None:
-            learn(env_secrets(self.environ))
+            keys = env_secrets(self.environ)
+            learn(keys)
+            ENVIRONMENT_KEYS[:] = usable_secrets([*ENVIRONMENT_KEYS, *keys])
         _install_process_hooks()
         if not isinstance(sys.stderr, _Masking) and not isinstance(sys.stdout, _Masking):
             self._saved = (sys.stdout, sys.stderr)

@@ -52,7 +52,7 @@ import orjson
 
 from inspector.core import exactjson
 from inspector.core.redaction import (
-    PROCESS_SECRETS,
+    ENVIRONMENT_KEYS,
     STREAMED_TEXT_FIELDS,
     Fragment,
     FragmentRedactor,
@@ -127,7 +127,7 @@ class RedactingPublisher:
     """Publishes observations to ``bus`` (an ``ObservationBus``, or any callable taking one observation) with every
     known secret masked, whatever its split into reads or deltas or its escaping (see the module's docstring).
 
-    The secrets: ``secrets`` and those the process knows when it is made (``core.redaction.learn``).
+    The secrets: ``secrets`` and the credential environment variables' values (``core.redaction.ENVIRONMENT_KEYS``).
     ``publish(obs)`` for every observation, in order; ``learn(secrets)`` for a key first seen late (it applies to
     what is published from then on); ``close()`` (or ``flush()``) publishes what is still held.
     """
@@ -135,10 +135,10 @@ class RedactingPublisher:
     def __init__(self, bus: O.ObservationBus | Callable[[O.Observation], None], secrets: Iterable[str] = ()) -> None:
         self.bus = bus
         self._sink: Callable[[O.Observation], None] = bus.publish if isinstance(bus, O.ObservationBus) else bus
-        # with the keys the process knows (the CLI learns the credential environment variables): a key in the
+        # with the credential environment variables' values (the CLI's output guard learns them): a key in the
         # environment that a session's content shows (a scenario's text, a tool's result) is masked in what it
-        # publishes, its recording included, as it is on stdout (the output guard)
-        self.keys = SecretSet([*secrets, *PROCESS_SECRETS.secrets])
+        # publishes, its recording included, as it is on stdout
+        self.keys = SecretSet([*secrets, *ENVIRONMENT_KEYS])
         self._attempts: dict[tuple[int, int], _Attempt] = {}
         self._passed: dict[tuple[int, int], int] = {}  # bytes published per attempt before there was a secret
 
