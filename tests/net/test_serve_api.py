@@ -202,7 +202,10 @@ def _conversation(sc_name: str) -> list[Any]:  # (the SDK's message params are T
 
 
 async def test_after_the_last_turn_an_end_turn_reply_is_flagged(served: BackgroundServer) -> None:
+    from inspector.testing.dashboard import wait_for
+
     messages = _conversation("weather")
+    before = served.owner.total_exchanges
     async with sdk(served.base_url) as client:
         async with client.messages.stream(
             model="claude-haiku-4-5",
@@ -215,6 +218,8 @@ async def test_after_the_last_turn_an_end_turn_reply_is_flagged(served: Backgrou
     block = msg.content[0]
     assert [b.type for b in msg.content] == ["text"] and isinstance(block, anthropic.types.TextBlock)
     assert "has ended" in block.text
+    # (serve keeps an exchange once its body has gone out: the client may have it first; a CI run read the last one)
+    await wait_for(lambda: served.owner.total_exchanges > before, what="the exchange kept")
     ex = served.owner.exchanges[-1]
     assert ex.script_ended and ex.status == 200 and ex.turn == len(get_scenario("weather").turns)
     assert "past the end of the script" in format_exchange(ex)
