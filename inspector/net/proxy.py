@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal, TypeAlias
 
 import httpx2
-import orjson
 
 from inspector.core.errors import InspectorError
 from inspector.core.fmt import count, milliseconds
@@ -49,7 +48,7 @@ from inspector.net.upstream import UpstreamPool, UpstreamResponse, env_proxy, er
 from inspector.observe import observations as O
 from inspector.observe.redacting import RedactingPublisher
 from inspector.record.recorder import Recorder
-from inspector.scenarios.fakeapi import error_body
+from inspector.scenarios.fakeapi import error_body, openai_error_body
 from inspector.stream.family import family_from_path
 
 if TYPE_CHECKING:  # starlette is imported when a server is built (`inspector --help` stays fast)
@@ -238,9 +237,8 @@ def _error_body(kind: str, message: str, status: int = 500, openai: bool = False
     ``type`` the class, ``code`` naming what happened: the openai SDK's ``e.code``)."""
     text = f"inspector proxy: {message}"
     if openai:
-        etype = "invalid_request_error" if status < 500 else "server_error"
-        return orjson.dumps({"error": {"message": text, "type": etype, "param": None, "code": kind}})
-    return orjson.dumps({"type": "error", "error": {"type": kind, "message": text}})
+        return openai_error_body("invalid_request_error" if status < 500 else "server_error", text, code=kind)
+    return error_body(kind, text)
 
 
 class ProxyApp(Closable):
@@ -591,11 +589,10 @@ class ProxyApp(Closable):
     async def _refuse(self, send: Send, ex: ProxyExchange, refused: _Refused, *, openai: bool = False) -> None:
         """Answer a request the proxy does not forward (the API's error JSON; the connection closes: the rest of
         the request may be unread) and keep its exchange."""
-        ex.status, ex.end, ex.reason = refused.status, "error", refused.message
-        if openai:
-            body = _error_body(refused.etype, refused.message, refused.status, openai=True)
-        else:
-            body = error_body(refused.etype, f"inspector proxy: {refused.message}")
+        # (a refused target is quoted: a key the client sent never comes back in it, nor reaches the exchange line)
+        message = mask_text(refused.message, self.secrets) if self.secrets else refused.message
+        ex.status, ex.end, ex.reason = refused.status, "error", message
+        body = _error_body(refused.etype, message, refused.status, openai)
         headers = [
             (b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()),

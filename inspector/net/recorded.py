@@ -22,13 +22,12 @@ from inspector.core.errors import FaultError, RecordingError
 from inspector.net.conversations import chain
 from inspector.net.faults import FAULTS, FaultSpec, _events_of, apply_plan_faults
 from inspector.record.recording import RecordedAttempt, Recording
-from inspector.record.replay import gap_warnings, pacing_gap
+from inspector.record.replay import gap_warnings, pacing_gap, recording_family
 from inspector.scenarios.fakeapi import MAX_DEPTH, nesting_depth
 from inspector.scenarios.model import HttpError, Scenario, TextBlock, TurnScript
 from inspector.scenarios.render import PlannedRead, ResponsePlan, render_turn
 from inspector.scenarios.render_openai import Api, render_openai_turn
-from inspector.stream.family import Family, family_from_event, family_from_path
-from inspector.stream.sse import SSEDecoder
+from inspector.stream.family import Family
 
 # the endpoint that answers each family's recording, and how the errors name the family
 FAMILY_PATHS: dict[str, str] = {
@@ -42,7 +41,6 @@ FAMILY_NAMES: dict[str, str] = {
     "openai_responses": "OpenAI Responses",
 }
 API_FAMILY: dict[str, Family] = {"chat": "openai_chat", "responses": "openai_responses"}
-SNIFF_BYTES = 1 << 20  # the most response bytes read to tell a recording's family from its events
 # faults that work on a recorded plan (the others rewrite a scenario's events or pacing)
 RECORDING_FAULTS = ("http_429", "http_529", "drop_byte", "bom", "relay_buffer")
 # response headers that describe the recorded transfer, not the content (uvicorn frames the body itself)
@@ -186,34 +184,6 @@ class RecordingSource:
         body = b"".join(r.data for r in reads)
         events = _events_of(body) if status == 200 else []
         return ResponsePlan(status, headers, reads, end, header_delay, events, turn, attempt)  # type: ignore[arg-type]
-
-
-def recording_family(recording: Recording, turns: Sequence[Sequence[RecordedAttempt]] = ()) -> Family:
-    """The API a recording was made with: its first request's path (``/v1/messages``, ``/v1/chat/completions``,
-    ``/v1/responses``), else the header's source (``inspector run --provider openai``), else the first recorded
-    event that tells (a plain SSE file), else the Messages API."""
-    for attempt in recording.attempts():
-        url = (attempt.request or {}).get("url")
-        family = family_from_path(url if isinstance(url, str) else None)
-        if family is not None:
-            return family
-    src = recording.header.get("source") if isinstance(recording.header, dict) else None
-    if isinstance(src, dict) and src.get("provider") == "openai":
-        return "openai_responses" if src.get("api") == "responses" else "openai_chat"
-    budget = SNIFF_BYTES  # a telling event comes first: no need to decode whole streams (a garbage file is big)
-    for attempts in turns:
-        for attempt in attempts:
-            dec = SSEDecoder()
-            for read in attempt.reads:
-                data = read.data[:budget]
-                budget -= len(data)
-                for e in dec.feed(data):
-                    family = family_from_event(e.event, e.data)
-                    if family is not None:
-                        return family
-                if budget <= 0:
-                    return "anthropic"
-    return "anthropic"
 
 
 def wrong_endpoint(source: RecordingSource, api: str | None) -> str | None:

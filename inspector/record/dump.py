@@ -20,6 +20,7 @@ from typing import IO, Any
 
 import orjson
 
+from inspector.core import exactjson
 from inspector.core.fmt import count, short, short_text
 from inspector.record.recording import MAX_LINE_BYTES, RecordedAttempt, RecordedRead, Recording
 from inspector.stream import diagnostics as D
@@ -334,12 +335,8 @@ def _openai_json(doc: dict[str, Any]) -> dict[str, Any]:
             if status == "incomplete"
             else ("tool_use" if calls else "end_turn")
         )
-    complete = 0
-    for a in args:
-        try:
-            complete += isinstance(orjson.loads(a), dict) if isinstance(a, str) else 0
-        except orjson.JSONDecodeError:
-            pass
+    inputs = [_arguments_object(a) for a in args]  # (each parsed once: the outcome's count, then the blocks)
+    complete = sum(i is not None for i in inputs)
     if len(args) - complete:
         diags.append(
             _diag(D.TOOL_INPUT_INVALID, f"{len(args) - complete} tool call(s) whose arguments are not a JSON object")
@@ -353,25 +350,36 @@ def _openai_json(doc: dict[str, Any]) -> dict[str, Any]:
         "diagnostics": diags,
         "events": 0,
         "family": family,
-        "assembled": _openai_assembled(doc, family, stop),
+        "assembled": _openai_assembled(doc, family, stop, inputs),
     }
 
 
-def _tool_use(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
+def _arguments_object(arguments: Any) -> dict[str, Any] | None:
+    """A tool call's arguments as the JSON object they are (big integers exact), or None when they are not one."""
+    if not isinstance(arguments, str):
+        return None
     try:
-        parsed = orjson.loads(arguments) if isinstance(arguments, str) else None
-    except orjson.JSONDecodeError:
-        parsed = None
-    return {"type": "tool_use", "id": call_id, "name": name, "input": parsed if isinstance(parsed, dict) else {}}
+        parsed = exactjson.loads(arguments)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
 
 
-def _openai_assembled(doc: dict[str, Any], family: str, stop: str | None) -> dict[str, Any]:
+def _openai_assembled(
+    doc: dict[str, Any], family: str, stop: str | None, inputs: list[dict[str, Any] | None]
+) -> dict[str, Any]:
     """A non-streamed OpenAI body's neutral message, in the layout a streamed one is assembled into (text, thinking
-    and tool_use blocks, the neutral stop_reason and usage): dump shows both alike."""
+    and tool_use blocks, the neutral stop_reason and usage): dump shows both alike. ``inputs``: each tool call's
+    arguments parsed, in order (None: not an object, then an empty input)."""
     content: list[dict[str, Any]] = []
     usage = _dict(doc.get("usage"))
+    parsed = iter(inputs)
+
+    def tool_use(call_id: Any, name: Any) -> dict[str, Any]:
+        return {"type": "tool_use", "id": call_id, "name": name, "input": next(parsed, None) or {}}
+
     if family == "openai_chat":
-        from inspector.stream.openai_chat import _neutral_usage
+        from inspector.stream.openai_chat import neutral_usage
 
         first = _dict((_list(doc.get("choices")) or [None])[0])
         msg = _dict(first.get("message"))
@@ -385,10 +393,10 @@ def _openai_assembled(doc: dict[str, Any], family: str, stop: str | None) -> dic
                 content.append({"type": "text", "text": msg[key]})
         for c in _list(msg.get("tool_calls")):
             fn = _dict(_dict(c).get("function"))
-            content.append(_tool_use(_dict(c).get("id"), fn.get("name"), fn.get("arguments")))
+            content.append(tool_use(_dict(c).get("id"), fn.get("name")))
         for block in content:
             block["choice"] = choice  # (which choice it is, as a streamed one's blocks say)
-        usage = _neutral_usage(usage)
+        usage = neutral_usage(usage)
     else:
         for at, item in enumerate(_list(doc.get("output"))):
             item = _dict(item)
@@ -401,7 +409,7 @@ def _openai_assembled(doc: dict[str, Any], family: str, stop: str | None) -> dic
                     if isinstance(text, str) and text:
                         content.append({"type": "text", "text": text})
             elif kind == "function_call":
-                content.append(_tool_use(item.get("call_id"), item.get("name"), item.get("arguments")))
+                content.append(tool_use(item.get("call_id"), item.get("name")))
             elif kind == "reasoning":
                 said = [_dict(x).get("text") for x in _list(item.get("summary"))]
                 thinking = "\n".join(t for t in said if isinstance(t, str))
@@ -409,7 +417,9 @@ def _openai_assembled(doc: dict[str, Any], family: str, stop: str | None) -> dic
                     content.append({"type": "thinking", "thinking": thinking})
             for block in content[first_block:]:
                 block["output_index"] = at  # (which output item it is, as a streamed one's blocks say)
-        usage = {k: v for k, v in usage.items() if k != "total_tokens"}  # (as a streamed response's is kept)
+        from inspector.stream.openai_responses import neutral_usage as responses_usage
+
+        usage = responses_usage(usage)
     return {
         "id": doc.get("id"),
         "type": "message",

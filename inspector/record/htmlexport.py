@@ -146,7 +146,7 @@ class _Builder:
         assert ts is not None
         sse = step.sse
         et = step.event.type
-        if sse is not prev or not self.events:
+        if sse is not prev:
             index, summary = summarize_event(step.event)
             raw = self.rec_raw(a_idx, sse.start, sse.end)
             bad = 1 if et in ("error", "invalid", "unknown") else 0

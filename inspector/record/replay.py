@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections import defaultdict, deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import httpx2
@@ -26,7 +26,8 @@ from inspector.core.fmt import short
 from inspector.core.pacing import Pacer
 from inspector.observe.states import TOOL_RAN
 from inspector.record.recording import RecordedAttempt, Recording
-from inspector.stream.family import FamilyStream, family_from_path
+from inspector.stream.family import Family, family_from_event, family_from_path
+from inspector.stream.sse import SSEDecoder
 
 # A recorded gap (between reads, before a response, before a connection failure, a tool's duration) above this is
 # paced as this, and said so (REPLAY_GAP_CLAMPED): a recording with `t: 1e12` would make a replay wait forever.
@@ -162,27 +163,46 @@ def tool_name(definition: Any) -> str | None:
 
 
 def recorded_provider(recording: Recording) -> OpenAIProvider | None:
-    """The OpenAI provider a recording was made with (told by its first request's path, else its source, else its
-    first events, as dump tells a plain SSE file's family), or None for the Messages API."""
-    first = next(iter(recording.attempts()), None)
-    url = (first.request or {}).get("url") if first is not None else None
-    family = family_from_path(url if isinstance(url, str) else None)
-    src = recording.header.get("source") or {}
-    if family is None and isinstance(src, dict) and src.get("provider") == "openai":
-        family = "openai_responses" if src.get("api") == "responses" else "openai_chat"
-    if family is None and first is not None:  # (a plain SSE file: no request, no source) its first events tell
-        probe = FamilyStream(None)
-        for read in first.reads:
-            probe.feed(read.data)
-            if probe.family is not None:
-                break
-        probe.decide()
-        family = probe.family
+    """The OpenAI provider a recording was made with (``recording_family``, as serve tells it), or None for the
+    Messages API."""
+    family = recording_family(recording)
     if family == "openai_chat":
         return OpenAIProvider("chat")
     if family == "openai_responses":
         return OpenAIProvider("responses")
     return None
+
+
+SNIFF_BYTES = 1 << 20  # the most response bytes read to tell a recording's family from its events
+
+
+def recording_family(recording: Recording, turns: Sequence[Sequence[RecordedAttempt]] | None = None) -> Family:
+    """The API a recording was made with: its first request's path (``/v1/messages``, ``/v1/chat/completions``,
+    ``/v1/responses``), else the header's source (``inspector run --provider openai``), else the first recorded
+    event that tells (a plain SSE file), else the Messages API. ``turns``: the attempts to sniff, per turn (None:
+    the recording's own)."""
+    for attempt in recording.attempts():
+        url = (attempt.request or {}).get("url")
+        family = family_from_path(url if isinstance(url, str) else None)
+        if family is not None:
+            return family
+    src = recording.header.get("source") if isinstance(recording.header, dict) else None
+    if isinstance(src, dict) and src.get("provider") == "openai":
+        return "openai_responses" if src.get("api") == "responses" else "openai_chat"
+    budget = SNIFF_BYTES  # a telling event comes first: no need to decode whole streams (a garbage file is big)
+    for attempts in turns if turns is not None else [t.attempts for t in recording.turns]:
+        for attempt in attempts:
+            dec = SSEDecoder()
+            for read in attempt.reads:
+                data = read.data[:budget]
+                budget -= len(data)
+                for e in dec.feed(data):
+                    family = family_from_event(e.event, e.data)
+                    if family is not None:
+                        return family
+                if budget <= 0:
+                    return "anthropic"
+    return "anthropic"
 
 
 class ReplayRefused(ToolRefused):

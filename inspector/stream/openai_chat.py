@@ -158,7 +158,7 @@ class ChatStream(NeutralStream):
             self._choice(ch, seq)
         if isinstance(usage, dict):
             self.usage = usage
-            self._emit(MessageDelta({"stop_reason": self._stop_reason()}, _neutral_usage(usage), seq))
+            self._emit(MessageDelta({"stop_reason": self._stop_reason()}, neutral_usage(usage), seq))
 
     def _take(self, e: SSEEvent) -> tuple[int, str, str] | None:
         """The common chunk, by a shorter way (NeutralStream._take): a chunk object (no `error`, no usage) after the
@@ -591,7 +591,8 @@ def _is_object(text: str) -> bool:
         return False
 
 
-def _neutral_usage(u: dict[str, Any]) -> dict[str, Any]:
+def neutral_usage(u: dict[str, Any]) -> dict[str, Any]:
+    """A chat.completion's usage in the neutral names (the streamed usage chunk's, and dump's of a non-streamed one)."""
     out: dict[str, Any] = {}
     if isinstance(u.get("prompt_tokens"), int):
         out["input_tokens"] = u["prompt_tokens"]

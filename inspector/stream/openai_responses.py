@@ -410,15 +410,7 @@ class ResponsesStream(NeutralStream):
         self._check_output(r)
         self.response = r
         self.terminal = t.removeprefix("response.")
-        usage: dict[str, Any] = r["usage"] if isinstance(r.get("usage"), dict) else {}
-        nu: dict[str, Any] = {}
-        if isinstance(usage.get("input_tokens"), int):
-            nu["input_tokens"] = usage["input_tokens"]
-        if isinstance(usage.get("output_tokens"), int):
-            nu["output_tokens"] = usage["output_tokens"]
-        for k in ("input_tokens_details", "output_tokens_details"):  # cached and reasoning counts (accounting)
-            if isinstance(usage.get(k), dict):
-                nu[k] = dict(usage[k])
+        nu = neutral_usage(r["usage"] if isinstance(r.get("usage"), dict) else {})
         if t == "response.failed":
             err: dict[str, Any] = r["error"] if isinstance(r.get("error"), dict) else {}
             code, message = err.get("code") or "failed", err.get("message") or "response.failed"
@@ -484,3 +476,17 @@ def _start(kind: str) -> dict[str, Any]:
     elif kind == "custom":
         start["openai"] = "custom_tool_call"
     return start
+
+
+def neutral_usage(usage: dict[str, Any]) -> dict[str, Any]:
+    """A response's usage as the neutral message keeps it (the streamed terminal event's, and dump's of a
+    non-streamed response): the token counts and their details (cached and reasoning counts, for accounting)."""
+    nu: dict[str, Any] = {}
+    if isinstance(usage.get("input_tokens"), int):
+        nu["input_tokens"] = usage["input_tokens"]
+    if isinstance(usage.get("output_tokens"), int):
+        nu["output_tokens"] = usage["output_tokens"]
+    for k in ("input_tokens_details", "output_tokens_details"):
+        if isinstance(usage.get(k), dict):
+            nu[k] = dict(usage[k])
+    return nu

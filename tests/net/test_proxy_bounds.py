@@ -315,6 +315,39 @@ async def test_a_target_that_is_not_an_absolute_path_never_reaches_another_host(
     assert good.split(b"\r\n", 1)[0] != b""  # upstream's answer or the proxy's 502: it went to the recorder
 
 
+@pytest.mark.parametrize(
+    ("header", "path"),
+    [
+        ("x-api-key: {key}", "/v1/messages"),
+        ("authorization: Bearer {key}", "/v1/chat/completions"),
+        ("authorization: Basic {basic}", "/v1/responses"),
+    ],
+    ids=["x-api-key", "bearer", "basic"],
+)
+async def test_a_refused_target_never_quotes_the_clients_key_back(header: str, path: str) -> None:
+    """A target that is not an absolute path is refused, its first 80 bytes quoted in the reason: a key the client put
+    there (its own credential, in any form it sent it) is masked in the answer, in either API's shape, and in the
+    exchange line the proxy keeps."""
+    import base64
+
+    key = "sk-ant-api03-" + "refusedTargetKEY01234" * 2
+    basic = base64.b64encode(f"user:{key}".encode()).decode()
+    proxy = ProxyApp("http://127.0.0.1:9", connect_timeout=5, read_timeout=5)
+    with BackgroundServer(proxy) as px:
+        answer = await _raw(
+            px.address,
+            f"POST {key}{path} HTTP/1.1\r\nhost: x\r\n{header.format(key=key, basic=basic)}\r\n".encode()
+            + b"content-length: 2\r\nconnection: close\r\n\r\n{}",
+        )
+    proxy.close()
+    assert answer.startswith(b"HTTP/1.1 400 ")
+    body = orjson.loads(answer.split(b"\r\n\r\n", 1)[1])
+    assert ("code" in body["error"]) == (path != "/v1/messages")  # (the client's API's shape)
+    assert "[redacted]" in body["error"]["message"]
+    assert key[13:33].encode() not in answer
+    assert key[13:33] not in (proxy.exchanges[-1].reason or "")
+
+
 # ------------------------------------------------------------------------------------------------ deep requests
 
 

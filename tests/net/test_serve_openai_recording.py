@@ -20,10 +20,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inspector.net.proxy import ProxyApp
-from inspector.net.recorded import RecordingSource, recording_family
+from inspector.net.recorded import RecordingSource
 from inspector.net.serve import Exchange, ServeApp
 from inspector.net.server import BackgroundServer
 from inspector.record.recording import RecordingWriter, read_recording
+from inspector.record.replay import recording_family
 from inspector.scenarios.bundled import get_scenario
 from inspector.scenarios.render_openai import Api
 from inspector.testing.hyp import examples
