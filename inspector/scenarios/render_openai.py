@@ -111,8 +111,11 @@ def _id(rng: random.Random, prefix: str, n: int, alphabet: str = _B62) -> str:
 
 
 class _Ids:
-    def __init__(self, scenario: Scenario, turn_index: int, attempt: int) -> None:
-        rng = _rng("ids-openai", scenario, turn_index, attempt)
+    """A turn's ids, seeded by the scenario, turn and attempt, and ``seed``: a Responses answer's conversation
+    (:data:`ID_SEED`), so that two conversations of one scenario never share a response id."""
+
+    def __init__(self, scenario: Scenario, turn_index: int, attempt: int, seed: str = "") -> None:
+        rng = _rng(f"ids-openai:{seed}" if seed else "ids-openai", scenario, turn_index, attempt)
         self.completion = _id(rng, "chatcmpl-", 29)
         self.response = _id(rng, "resp_", 48, _HEX)
         self.fingerprint = _id(rng, "fp_", 10, _HEX)
@@ -368,11 +371,37 @@ RESPONSE_ECHO = (
 )
 
 
+# response_echo's key for what seeds a Responses answer's ids (not echoed): the request's ``previous_response_id``
+# when it continues a conversation (itself seeded so), else a digest of its ``input`` (the conversation's first
+# request). Two conversations of one scenario served together then never share an id: with shared ids, a second
+# conversation's ``previous_response_id`` named the first's response, and a proxy (or serve's retry count) could not
+# tell the two apart. The same conversation gets the same ids on every run.
+ID_SEED = "id_seed"
+
+
+def _id_seed(body: dict[str, Any]) -> str:
+    previous = body.get("previous_response_id")
+    if isinstance(previous, str) and previous:
+        return previous
+    if "input" not in body:
+        return ""
+    try:
+        raw = orjson.dumps(body["input"], option=orjson.OPT_SORT_KEYS)
+    except (TypeError, orjson.JSONEncodeError):  # (an integer past 64 bits, from an exact parse)
+        raw = repr(body["input"]).encode()
+    return hashlib.sha256(raw).hexdigest()[:16]
+
+
 def response_echo(body: object) -> dict[str, Any]:
-    """The fields of a Responses request its Response object echoes (see :data:`RESPONSE_ECHO`)."""
+    """The fields of a Responses request its Response object echoes (see :data:`RESPONSE_ECHO`), and what seeds the
+    answer's ids (:data:`ID_SEED`, not echoed)."""
     if not isinstance(body, dict):
         return {}
-    return {k: body[k] for k in RESPONSE_ECHO if k in body}
+    echo = {k: body[k] for k in RESPONSE_ECHO if k in body}
+    seed = _id_seed(body)
+    if seed:
+        echo[ID_SEED] = seed
+    return echo
 
 
 def echo_key(echo: dict[str, Any] | None) -> str | None:
@@ -418,14 +447,14 @@ def _response_obj(
         "metadata": {},
     }
     if echo:
-        obj.update(echo)
+        obj.update((k, v) for k, v in echo.items() if k != ID_SEED)
     return obj
 
 
 def _responses_events(
     scenario: Scenario, turn_index: int, attempt: int, echo: dict[str, Any] | None = None
 ) -> list[_Ev]:
-    ids = _Ids(scenario, turn_index, attempt)
+    ids = _Ids(scenario, turn_index, attempt, (echo or {}).get(ID_SEED, ""))
     blocks, cut_block, keep = _pieces(scenario, turn_index, attempt)
     turn = scenario.turns[turn_index]
     evs: list[_Ev] = []
@@ -569,7 +598,7 @@ def render_openai_turn(
     if not 0 <= turn_index < len(scenario.turns):
         raise IndexError(f"scenario {scenario.name!r} has {len(scenario.turns)} turns, no turn {turn_index}")
     turn = scenario.turns[turn_index]
-    ids = _Ids(scenario, turn_index, attempt)
+    ids = _Ids(scenario, turn_index, attempt, (echo or {}).get(ID_SEED, "") if api == "responses" else "")
     http_error = turn.http_error_for(attempt)
     if http_error is not None:
         return _render_http_error(scenario, turn_index, attempt, http_error, ids)

@@ -218,6 +218,57 @@ async def test_responses_continued_by_previous_response_id_are_the_same_conversa
     _check_tools_pane(seen, [calls[0].call_id], [calls[0].call_id])
 
 
+async def test_two_responses_conversations_of_one_scenario_continued_together_stay_apart(
+    upstream: BackgroundServer, tmp_path: Path
+) -> None:
+    """Two conversations of one scenario, started together, each continued by ``previous_response_id``. serve gave
+    both the same response and call ids (seeded by scenario, turn and attempt only): the second follow-up named the
+    first conversation's response, serve counted it as a retry, and the proxy put both in one conversation. The ids
+    are now seeded by the conversation too (its first input, then the response it continues)."""
+    app, seen, _record = _proxy(upstream, tmp_path)
+    hdr = {"x-inspector-scenario": "weather"}
+    with BackgroundServer(app) as px:
+        client = openai.AsyncOpenAI(base_url=px.base_url + "/v1", api_key=KEY)
+        try:
+            firsts = []
+            for city in ("Paris", "Rome"):
+                stream = await client.responses.create(
+                    model="claude-sonnet-4-6",
+                    input=f"Weather in {city}?",
+                    tools=RESP_TOOLS,
+                    stream=True,
+                    extra_headers=hdr,
+                )
+                done = [e.response async for e in stream if e.type == "response.completed"]
+                firsts.append(done[0])
+            calls = [[i for i in r.output if i.type == "function_call"][0] for r in firsts]
+            assert firsts[0].id != firsts[1].id and calls[0].call_id != calls[1].call_id
+            seconds = []
+            for first, call in zip(firsts, calls, strict=True):
+                output: list[Any] = [{"type": "function_call_output", "call_id": call.call_id, "output": "18 C"}]
+                stream = await client.responses.create(
+                    model="claude-sonnet-4-6",
+                    input=output,
+                    previous_response_id=first.id,
+                    tools=RESP_TOOLS,
+                    stream=True,
+                    extra_headers=hdr,
+                )
+                seconds += [e.response async for e in stream if e.type == "response.completed"]
+        finally:
+            await client.close()
+    assert seconds[0].id != seconds[1].id
+    assert [s.previous_response_id for s in seconds] == [f.id for f in firsts]
+    assigned = [(o.conversation, o.conversation_turn, o.how) for o in seen if isinstance(o, O.ConversationAssigned)]
+    assert [a[1:] for a in assigned] == [(0, "new"), (0, "new"), (1, "continues"), (1, "continues")]
+    a, b = assigned[0][0], assigned[1][0]
+    assert a != b and [x[0] for x in assigned[2:]] == [a, b]
+    starts = [(o.turn, o.attempt) for o in seen if isinstance(o, O.AttemptStarted)]
+    assert [attempt for _turn, attempt in starts] == [0, 0, 0, 0]  # (no follow-up was taken for a retry)
+    inferred = [(o.tool_use_id, o.status) for o in seen if isinstance(o, O.ToolExecutionInferred)]
+    assert sorted(inferred) == sorted((c.call_id, "result") for c in calls)
+
+
 # --- the pure part ----------------------------------------------------------------------------------------------
 
 

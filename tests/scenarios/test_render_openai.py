@@ -19,7 +19,7 @@ from inspector.net.faults import FAULTS, apply_faults, parse_faults, render_faul
 from inspector.scenarios.bundled import SCENARIOS
 from inspector.scenarios.model import Scenario, ToolUseBlock, TurnScript
 from inspector.scenarios.render import ResponsePlan, expected_blocks, render_turn
-from inspector.scenarios.render_openai import Api, render_openai_turn
+from inspector.scenarios.render_openai import ID_SEED, Api, render_openai_turn, response_echo
 from inspector.stream.sse import SSEDecoder
 
 NAMES = sorted(SCENARIOS)
@@ -219,6 +219,32 @@ def test_ids_are_seeded_and_shaped_like_openai() -> None:
     r = resp[-1][1]["response"]
     assert r["id"].startswith("resp_") and [o["id"][:3] for o in r["output"]] == ["msg", "fc_"]
     assert render_openai_turn(sc, 0, 1, api="chat").body != render_openai_turn(sc, 0, 0, api="chat").body
+
+
+def test_responses_ids_are_the_conversations_own_and_the_same_on_every_run() -> None:
+    """A Responses answer's ids are seeded by its conversation too (``response_echo``'s id seed: the first input,
+    then the response a request continues): two conversations of one scenario never share an id, one
+    conversation gets the same ids every time, and the seed is not echoed in the Response object."""
+    sc = SCENARIOS["weather"]
+
+    def final(body: dict[str, Any]) -> dict[str, Any]:
+        events = decoded(render_openai_turn(sc, 0, 0, api="responses", echo=response_echo(body)))
+        response: dict[str, Any] = events[-1][1]["response"]
+        return response
+
+    paris, rome = final({"input": "Paris?"}), final({"input": "Rome?"})
+    ids = [paris["id"], *(o["id"] for o in paris["output"]), paris["output"][1]["call_id"]]
+    other = [rome["id"], *(o["id"] for o in rome["output"]), rome["output"][1]["call_id"]]
+    assert not set(ids) & set(other)
+    assert final({"input": "Paris?"}) == paris  # deterministic
+    assert ID_SEED not in paris and paris["previous_response_id"] is None
+    after_paris = final({"input": [], "previous_response_id": paris["id"]})
+    after_rome = final({"input": [], "previous_response_id": rome["id"]})
+    assert after_paris["id"] != after_rome["id"] and after_paris["previous_response_id"] == paris["id"]
+    huge = final({"input": [{"type": "message", "role": "user", "content": "x", "n": 2**80}]})  # (exactjson's ints)
+    assert huge["id"] not in (paris["id"], rome["id"])
+    # chat ids and the Anthropic bytes stay seeded by scenario, turn and attempt (the frozen digests pin them)
+    assert render_openai_turn(sc, 0, 0, api="chat").body == render_openai_turn(sc, 0, 0, api="chat").body
 
 
 def test_usage_only_when_asked_and_in_the_last_chunk() -> None:
