@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -119,6 +120,18 @@ class RawClient:
             return self.sock.recv(1) == b""
         except ConnectionResetError:
             return True
+
+
+def kept_exchange(owner: Any, before: int, timeout: float = 10.0) -> Any:
+    """The exchange serve (``owner``: a ServeApp) kept after ``before`` had been kept in all (``total_exchanges``),
+    once it is kept: serve keeps an exchange after its answer has gone out, so the client may have read the answer
+    first, and ``exchanges[-1]`` read at once can still be the one before."""
+    deadline = time.monotonic() + timeout
+    while owner.total_exchanges <= before:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"serve kept no exchange after #{before} in {timeout} s")
+        time.sleep(0.002)
+    return owner.exchanges[-1]
 
 
 def messages_body(model: str = "claude-sonnet-4-6", **extra: Any) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from inspector.net.server import BackgroundServer
 from inspector.scenarios.bundled import get_scenario
 from inspector.scenarios.render import ResponsePlan
 from inspector.stream.sse import iter_events
-from inspector.testing.serve import API_HEADERS, KEY, RawClient, messages_body
+from inspector.testing.serve import API_HEADERS, KEY, RawClient, kept_exchange, messages_body
 
 
 @pytest.fixture(scope="module")
@@ -100,13 +100,14 @@ def test_missing_anthropic_version_is_400(served: BackgroundServer) -> None:
 def test_bad_bodies_are_400_invalid_request_error(served: BackgroundServer, case: str) -> None:
     body, message = BAD_BODIES[case]
     c = RawClient(served.address)
+    before = served.owner.total_exchanges
     try:
         status, headers, raw = c.request("/v1/messages", body)
         err = error_shape(status, headers, raw)
         assert status == 400 and err["type"] == "invalid_request_error"
         if message is not None:
             assert err["message"] == message
-        assert served.owner.exchanges[-1].rejected == err["message"]
+        assert kept_exchange(served.owner, before).rejected == err["message"]
     finally:
         c.close()
 

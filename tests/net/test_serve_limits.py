@@ -15,7 +15,7 @@ import pytest
 
 from inspector.net.serve import BODY_TIMEOUT, DEFAULT_MAX_BODY, HEADER_TIMEOUT, KEEP_ALIVE, ServeApp
 from inspector.net.server import BackgroundServer
-from inspector.testing.serve import KEY, RawClient, VirtualClockLoop, loop_factory, messages_body
+from inspector.testing.serve import KEY, RawClient, VirtualClockLoop, kept_exchange, loop_factory, messages_body
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -144,6 +144,7 @@ def test_a_body_announced_too_large_is_413_without_reading_it() -> None:
     srv, _ = server(max_body=1000)
     with srv:
         c = RawClient(srv.address)
+        before = srv.owner.total_exchanges
         try:
             c.send_raw(
                 f"POST /v1/messages HTTP/1.1\r\nhost: x\r\nx-api-key: {KEY}\r\nanthropic-version: 1\r\n"
@@ -166,6 +167,7 @@ def test_a_chunked_body_is_counted_as_it_arrives() -> None:
     srv, _ = server(max_body=1000)
     with srv:
         c = RawClient(srv.address)
+        before = srv.owner.total_exchanges
         try:
             c.send_raw(
                 f"POST /v1/messages HTTP/1.1\r\nhost: x\r\nx-api-key: {KEY}\r\nanthropic-version: 1\r\n"
@@ -178,7 +180,7 @@ def test_a_chunked_body_is_counted_as_it_arrives() -> None:
             status, _, raw = c.response()
             assert status == 413 and orjson.loads(raw)["error"]["type"] == "request_too_large"
             assert c.closed_by_server()
-            assert srv.owner.exchanges[-1].status == 413
+            assert kept_exchange(srv.owner, before).status == 413
         finally:
             c.close()
 
@@ -208,6 +210,7 @@ def test_a_slow_body_times_out_with_408() -> None:
     srv.owner._read_body = read_body
     with srv:
         c = RawClient(srv.address)
+        before = srv.owner.total_exchanges
         try:
             c.send_raw(
                 f"POST /v1/messages HTTP/1.1\r\nhost: x\r\nx-api-key: {KEY}\r\nanthropic-version: 1\r\n"
