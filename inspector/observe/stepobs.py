@@ -116,10 +116,11 @@ def step_observations(
             if b.type == "tool_use" and b.id and err is None:
                 out.append(O.ToolUse(now, turn, attempt, b.id, b.name or "?", b.index, b.input))
         elif kind == "message_start":
-            out.append(O.MessageStarted(now, turn, attempt, dict(asm.message or {})))
+            # the message as of the event (the step's own copy: the assembler's is updated in place by later events,
+            # maybe of the same read, and time travel reads what an observation says)
+            out.append(O.MessageStarted(now, turn, attempt, change[1]))
         elif kind == "message_delta":
-            msg = asm.message or {}
-            out.append(O.MessageUpdated(now, turn, attempt, msg.get("stop_reason"), dict(msg.get("usage") or {})))
+            out.append(O.MessageUpdated(now, turn, attempt, change[1], change[2]))
     return out
 
 

@@ -7,6 +7,7 @@ fragments to `add_run`, with the same result.
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Literal
 
 from inspector.stream import diagnostics as D
@@ -44,7 +45,9 @@ _NOT_FROM_DELTA = frozenset({"stop_reason", "stop_sequence", "usage", "content",
 _FROM_MESSAGE_DELTA = ("context_management", "input_transformations")
 
 # What `feed` reports changed, for observers (the loop turns these into observations).
-Change = tuple[Any, ...]  # ("message_start",) | ("block_opened", i) | ("block_delta", i) | ("block_closed", i) | ...
+Change = tuple[
+    Any, ...
+]  # ("message_start", message) | ("message_delta", stop_reason, usage) | ("block_opened", i) | ("block_delta", i) | ("block_closed", i) | ...
 
 
 class MessageAssembler:
@@ -126,7 +129,7 @@ class MessageAssembler:
                 # cumulative totals: overwrite, never add; a missing/null optional value keeps the earlier one
                 if v is not None or k == "output_tokens":
                     usage[k] = v
-            return [("message_delta",)]
+            return [("message_delta", msg["stop_reason"], dict(usage))]  # (as of this event: see _message_start)
         if isinstance(ev, MessageStop):
             self.stopped = True
             return [("message_stop",)]
@@ -154,7 +157,9 @@ class MessageAssembler:
         ss = msg.get("stop_sequence")
         if ss is not None and not isinstance(ss, str):
             msg["stop_sequence"] = None
-        changes: list[Change] = [("message_start",)]
+        # the message as of this event, for whoever reports it later: the assembler goes on updating it in place (its
+        # usage at message_delta), and the steps of one read are all made before the first is reported
+        changes: list[Change] = [("message_start", copy.deepcopy(msg))]
         if not isinstance(content, list):
             return changes
         seq = ev.seq
