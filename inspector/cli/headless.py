@@ -127,6 +127,7 @@ class ProgressPrinter:
         self.side_requests = 0  # a proxy's requests that are not turns (count_tokens, non-streamed calls, ...)
         self._last_stop: tuple[object, ...] | None = None  # the last stop_reason line's facts (said once)
         self._modelless: dict[str, Any] | None = None  # the source of a start said without a model (a proxy's)
+        self._loop_conversation: str | None = None  # a replay of many conversations: the one its loop replays
 
     def p(self, s: str) -> None:
         """One line out; what the stream put in it (names, ids, text) cannot reach the terminal raw, nor start a
@@ -158,7 +159,9 @@ class ProgressPrinter:
                 return
             self._modelless = src if not obs.model else None
             what = f"{src.get('type')} {src.get('name') or src.get('file') or ''}".rstrip()
-            self.p(f"{t} start  {what}" + (f" model {obs.model}" if obs.model else ""))
+            conv = src.get("conversation")
+            self._loop_conversation = conv if isinstance(conv, str) else None
+            self.p(f"{t} {self._loop_tag()}start  {what}" + (f" model {obs.model}" if obs.model else ""))
             for w in src.get("warnings") or []:  # what the source could not do as recorded (e.g. a clamped gap)
                 self.p(f"{t}   warning: {w}")
         elif isinstance(obs, O.TurnStarted):
@@ -220,7 +223,8 @@ class ProgressPrinter:
             msg = f" ({obs.error})" if obs.error else ""
             n = self.side_requests
             side = f", {n} side request{'s' if n != 1 else ''}" if n else ""
-            self.p(f"{t} {obs.status} after {obs.turns} turn{'s' if obs.turns != 1 else ''}{side}{msg}")
+            tag = self._loop_tag()  # (a replay of many conversations: each loop's end is its conversation's)
+            self.p(f"{t} {tag}{obs.status} after {obs.turns} turn{'s' if obs.turns != 1 else ''}{side}{msg}")
 
     # --- conversations (a proxy's, or a replay of many) ----------------------------------------------------------
     def _conversation(self, obs: O.Observation, t: str) -> bool:
@@ -238,6 +242,11 @@ class ProgressPrinter:
                 self.conversations.update(c for c in many[: self.KEEP_TURNS] if isinstance(c, str))
             self.p(f"{t} conversation {obs.source['conversation']}")
         return False
+
+    def _loop_tag(self) -> str:
+        """``[c2] `` for a line of the loop that replays conversation c2 of many (its start, its end); else ""."""
+        conv = self._loop_conversation
+        return f"[{conv}] " if conv is not None and len(self.conversations) > 1 else ""
 
     def _tag(self, obs: O.Observation) -> str:
         """``[c2] `` for an observation of a turn of conversation c2, when there is more than one; else ""."""

@@ -290,7 +290,10 @@ def _turn_costs(printer: ProgressPrinter | None, sink: LineSink) -> Callable[[Ob
 
             sink.write(exactjson.dumps(d) + b"\n")
         elif d["type"] == "session_cost":
-            printer.p(f"{d['t']:7.3f}s {format_session_cost(d)}")
+            first, *more = format_session_cost(d).split("\n")  # (each conversation's on a line of its own)
+            printer.p(f"{d['t']:7.3f}s {first}")
+            for line in more:
+                printer.p(line)
         else:
             tag = printer.where.get(d["turn"] - 1) if len(printer.conversations) > 1 else None
             where = f" [{tag[0]}]" if tag else ""

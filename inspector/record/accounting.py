@@ -2,8 +2,8 @@
 ``--timing``) and any other sink that has the turns' messages and the requests as sent.
 
 Every attempt counts, failed ones too (labelled ``failed``: a cut stream was billed for what it produced). Each
-attempt is priced on its own, then summed. A turn's cache verdict compares its request with the previous turn's,
-in the same conversation (one recording = one conversation until requests carry a conversation id).
+attempt is priced on its own, then summed. A turn's cache verdict compares its request with the previous turn's
+of the same conversation (a proxy recording's turns name theirs; the loop's own recordings are one conversation).
 """
 
 from __future__ import annotations
@@ -98,17 +98,20 @@ def turn_json(attempts: Sequence[AttemptCost], usage: Usage, cost: Cost, verdict
 
 def account(turns: Sequence[dict[str, Any]], requests: Sequence[Request | None]) -> dict[str, Any]:
     """Adds ``usage``, ``cost`` and ``cache`` to each turn entry (in place) and returns the session's totals.
-    ``requests[i]`` is turn i's last attempt's request (None when not kept)."""
+    ``requests[i]`` is turn i's last attempt's request (None when not kept). A turn's cache verdict compares it with
+    the previous turn of its own conversation (the entry's ``conversation``, as ``dump.conversations_of`` names it;
+    none: one conversation), as the live accounting does."""
     total_usage, total_cost = ZERO, FREE
-    prev: tuple[Request | None, Usage] | None = None
+    prev: dict[Any, tuple[Request | None, Usage]] = {}
     for i, t in enumerate(turns):
         attempts = [attempt_cost(a, failed=True) for a in t.get("failed_attempts") or [] if isinstance(a, dict)]
         attempts.append(attempt_cost(t))
         req = requests[i] if i < len(requests) else None
-        usage, cost, verdict = turn_figures(attempts, req, prev)
+        conversation = t.get("conversation")
+        usage, cost, verdict = turn_figures(attempts, req, prev.get(conversation))
         t.update(turn_json(attempts, usage, cost, verdict))
         total_usage, total_cost = total_usage + usage, total_cost + cost
-        prev = (req, attempts[-1].usage)
+        prev[conversation] = (req, attempts[-1].usage)
     return {"usage": total_usage.to_json(), "cost": total_cost.to_json(), "price_source": price_source()}
 
 

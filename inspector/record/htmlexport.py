@@ -25,7 +25,7 @@ from inspector.core.redaction import PROCESS_SECRETS, is_credential, mask_text, 
 from inspector.observe.stepobs import event_name, summarize_event
 from inspector.record.accounting import account, requests_of
 from inspector.record.cachebreak import first_difference
-from inspector.record.dump import Dumper
+from inspector.record.dump import Dumper, conversations_of
 from inspector.record.recording import RecordedAttempt, Recording
 from inspector.stream.assembler import Step, TurnStream
 from inspector.stream.family import FamilyStream
@@ -219,16 +219,16 @@ def build(recording: Recording, *, secrets: list[str] | None = None, title: str 
         for read in att.reads:
             dumper.feed(att, read)
     turns = dumper.turns(recording)
+    conversations_of(recording, turns)  # (a proxy recording's turns name their conversation, as in dump)
     reqs = requests_of(recording.turns)
     totals = account(turns, reqs)
-    diffs = []
-    prev = None
-    for r in reqs:
-        body = r.body if r else None
-        diffs.append(_request_diff(prev, body))
-        prev = body
+    prev: dict[Any, Any] = {}  # each turn's request against the previous one of its own conversation
     for i, t in enumerate(turns):
-        t["request_diff"] = diffs[i] if i < len(diffs) else {}
+        r = reqs[i] if i < len(reqs) else None
+        body = r.body if r else None
+        conversation = t.get("conversation")
+        t["request_diff"] = _request_diff(prev.get(conversation), body)
+        prev[conversation] = body
     try:
         from inspector.record.timing import timing_json
 

@@ -12,7 +12,7 @@ import pytest
 from inspector.cli import main
 from inspector.record.recording import RecordingWriter
 from inspector.testing.hyp import examples
-from inspector.testing.streamgen import sse, text_turn, tool_turn
+from inspector.testing.streamgen import message_start, sse, text_turn, tool_turn
 
 SSE_HDR = {"content-type": "text/event-stream"}
 
@@ -141,6 +141,52 @@ def test_dump_judges_each_conversation_on_its_own(capsys: pytest.CaptureFixture[
         "c3": False,
         None: True,
     }
+
+
+def cached(path: Path) -> None:
+    """Two conversations interleaved (Paris c1, Rome c2), two turns each, every answer writing the prompt cache
+    again (a cache that does not hold): each turn's request extends its own conversation's previous one."""
+    writes = {"input_tokens": 20, "output_tokens": 5, "cache_creation_input_tokens": 2048, "cache_read_input_tokens": 0}
+    turn_of = [("c1", 0, "Paris"), ("c2", 0, "Rome"), ("c1", 1, "Paris"), ("c2", 1, "Rome")]
+    with RecordingWriter(path, source={"type": "proxy"}) as w:
+        for turn, (cid, ct, city) in enumerate(turn_of):
+            _conv(w, turn, cid, ct, how="new" if ct == 0 else "continues")
+            messages: list[Any] = [{"role": "user", "content": f"Weather in {city}?"}]
+            if ct:
+                messages += [{"role": "assistant", "content": "Looking."}, {"role": "user", "content": "and now?"}]
+            system = [{"type": "text", "text": "You are terse.", "cache_control": {"type": "ephemeral"}}]
+            body = {"model": "claude-sonnet-4-5", "max_tokens": 5, "system": system, "messages": messages}
+            w.request(turn, 0, 0.1 * turn, "POST", "http://up/v1/messages", {}, body)
+            w.response(turn, 0, 0.01, 200, SSE_HDR)
+            w.read(turn, 0, 0.02, sse(message_start(usage=writes), *text_turn("18 C")[1:]))
+            w.end(turn, 0, 0.03, "complete", None)
+
+
+def test_each_turns_cache_verdict_compares_it_with_its_own_conversation(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """dump --json and the export: a turn's cache verdict (and the export's request diff) are against the previous
+    turn of its own conversation. With one previous request for the whole recording, Rome's first turn was said to
+    have edited Paris's message 0, and so was every turn after it (the live accounting and replay did it right)."""
+    from inspector.record.htmlexport import build
+    from inspector.record.recording import read_recording
+
+    path = tmp_path / "cached.jsonl"
+    cached(path)
+    code, out = run(capsys, "dump", "--json", str(path))
+    assert code == 0
+    doc = build(read_recording(path))
+    for turns in (orjson.loads(out)["turns"], doc["turns"]):
+        verdicts = [(t["conversation"], t["cache"]["kind"], t["cache"].get("segment")) for t in turns]
+        assert verdicts == [
+            ("c1", "first", None),
+            ("c2", "first", None),
+            ("c1", "written_again", "prefix"),  # (the prefix held: evicted early, not edited)
+            ("c2", "written_again", "prefix"),
+        ]
+    diffs = [t["request_diff"] for t in doc["turns"]]
+    assert [len(d.get("messages_added") or []) for d in diffs] == [1, 1, 2, 2]  # (against its own conversation)
+    assert not any(d.get("first_difference") for d in diffs)
 
 
 def test_a_recording_without_conversation_lines_dumps_unchanged(

@@ -4,6 +4,7 @@ same turn, not as the user's cancel."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -88,7 +89,7 @@ async def test_many_conversations_replay_one_after_the_other_each_named(tmp_path
     assert heads == [
         h
         for c in CITY
-        for h in (f"conversation {c}", f"start  replay {tmp_path / 'three.jsonl'} model claude-sonnet-4-5")
+        for h in (f"conversation {c}", f"[{c}] start  replay {tmp_path / 'three.jsonl'} model claude-sonnet-4-5")
     ]
     for j, (cid, city) in enumerate(CITY.items()):
         mine = [line for line in text if f"[{cid}]" in line]
@@ -96,7 +97,9 @@ async def test_many_conversations_replay_one_after_the_other_each_named(tmp_path
         assert any(line.endswith(f"[{cid}] turn 2 (#{2 * j + 2})") for line in mine)
         assert any(line.endswith(f"[{cid}] answer:") for line in mine)
         assert any(f'tool_use get_weather({{"city":"{city}"}}) toolu_{cid}' in line for line in mine)
-    assert sum(line.endswith("finished after 2 turns") for line in text) == 3
+    assert [line.split("s ", 1)[1] for line in text if line.endswith("finished after 2 turns")] == [
+        f"[{c}] finished after 2 turns" for c in CITY
+    ]
     # Rome's first turn: the closed attempt is served up to where it was closed, then the loop retries
     assert any(line.endswith("[c2]   attempt 2: POST http://replay.local/v1/messages") for line in text)
     assigned = [(o.conversation, o.conversation_turn) for o in got if isinstance(o, O.ConversationAssigned)]
@@ -126,3 +129,28 @@ async def test_a_closed_and_resent_attempt_replays_as_a_retry_not_a_cancel(tmp_p
     assert result.status == "finished" and result.turns == 2
     ends = [(o.turn, o.attempt, o.status) for o in got if isinstance(o, O.AttemptEnded)]
     assert ends == [(0, 0, "failed"), (0, 1, "complete"), (1, 0, "complete")]
+
+
+def test_headless_replay_of_many_conversations_ends_each_and_totals_each_on_its_own_line(
+    tmp_path: Path, capsys: Any
+) -> None:
+    """Each conversation's loop starts and finishes under its name ("[c1] finished after 2 turns": 2 is that
+    conversation's count, not the session's), and the session's total names each conversation on a line of its own
+    (the printer's one-line rule wrote them as literal "\\n" on one line)."""
+    from inspector.cli import main
+
+    path = proxy_recording(tmp_path / "three.jsonl")
+    with contextlib.suppress(SystemExit):
+        main(["replay", "--headless", path])
+    captured = capsys.readouterr()
+    lines = (captured.out + captured.err).splitlines()
+    assert not any("\\n" in line for line in lines)
+    for cid in ("c1", "c2", "c3"):
+        assert sum(line.endswith(f"[{cid}] finished after 2 turns") for line in lines) == 1
+        assert sum(f"[{cid}] start  replay" in line for line in lines) == 1
+    last_total = max(i for i, line in enumerate(lines) if " total 6 turns: " in line)
+    assert [line.split(":")[0].strip() for line in lines[last_total + 1 : last_total + 4]] == [
+        "[c1] 2 turns",
+        "[c2] 2 turns",
+        "[c3] 2 turns",
+    ]
