@@ -25,7 +25,20 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--output",
         help="the HTML file to write (default: the input's name with .html, in its folder; for --scenario, NAME.html here)",
     )
+    p.add_argument(
+        "--max-size",
+        type=float,
+        default=MAX_EXPORT_MIB,
+        metavar="MiB",
+        help=f"refuse a session of more stream bytes than this (default: {MAX_EXPORT_MIB:g} MiB): the page inlines every "
+        "byte, and holds several times that in the browser",
+    )
     p.set_defaults(func=cmd)
+
+
+# The most stream bytes (every read of every attempt) a page inlines by default: the page is about 6x that, and the
+# export holds about 35x that in memory while it writes it (20 MiB of stream made a 120 MB page, 694 MB at peak)
+MAX_EXPORT_MIB = 32.0
 
 
 def _record_scenario(name: str, path: Path) -> None:
@@ -50,6 +63,9 @@ def cmd(args: argparse.Namespace) -> int:
     from inspector.record.har import load_any
     from inspector.record.htmlexport import export
 
+    if not args.max_size > 0:
+        err("--max-size must be a positive number of MiB")
+        return EXIT_USAGE
     with tempfile.TemporaryDirectory(prefix="inspector-export-") as tmp:
         if args.scenario:
             source = Path(tmp) / "session.jsonl"
@@ -75,6 +91,13 @@ def cmd(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         except ValueError as e:
             err(f"{source}: {e}")
+            return EXIT_USAGE
+        total = sum(len(r.data) for a in recording.attempts() for r in a.reads)
+        if total > args.max_size * 1024 * 1024:
+            err(
+                f"{source}: {total / 2**20:,.1f} MiB of stream bytes, more than an export page holds "
+                f"({args.max_size:g} MiB, --max-size): not written"
+            )
             return EXIT_USAGE
         try:
             size = export(recording, out, title=title)

@@ -294,3 +294,22 @@ def test_the_export_of_any_split_of_a_stream_has_dumps_rows(path: Path, cuts: li
     turns = dump_turns(recording, on_event=seen.append)
     assert len(doc["events"]) == len(seen)
     assert sorted(d["code"] for d in doc["diagnostics"]) == sorted(d["code"] for t in turns for d in t["diagnostics"])
+
+
+def test_export_refuses_more_stream_bytes_than_a_page_holds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The page inlines every byte of the session: 20 MiB of NULs made a 120 MB page and 694 MB of memory (a link
+    to /dev/zero, 400 MB and 2.1 GB), exit 0. Past --max-size (32 MiB by default) it is a one-line error, exit 2,
+    nothing written; at or under it, the page."""
+    from inspector.cli import main
+
+    sse = tmp_path / "big.sse"
+    sse.write_text(_anthropic_sse("x" * 300_000))
+    size = sse.stat().st_size
+    out = tmp_path / "big.html"
+    assert main(["export", str(sse), "-o", str(out), "--max-size", str(size / 2**20 / 2)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "MiB of stream bytes, more than an export page holds" in lines[0]
+    assert not out.exists()
+    assert main(["export", str(sse), "-o", str(out), "--max-size", str(size / 2**20 + 0.01)]) == 0
+    assert out.read_text().startswith("<!DOCTYPE html>")
+    assert main(["export", str(sse), "--max-size", "0"]) == 2
