@@ -91,7 +91,7 @@ def event_bytes(state: DashboardState, turn: int, attempt: int, start: int, end:
             continue
         a, b = max(start, lo) - lo, min(end, hi) - lo
         out.append(
-            f"┄ read {reads.read_index[i]} · +{reads.t_request[i]:.3f} s · {size(len(data))} @{lo}"
+            f"┄ read {reads.read_index[i] + 1} · +{reads.t_request[i]:.3f} s · {size(len(data))} @{lo}"
             f"{' (this event starts inside it)' if lo < start else ''}{' (continues after)' if hi > end else ''}\n",
             BOUNDARY,
         )
@@ -117,7 +117,7 @@ def event_detail(state: DashboardState, history: EventSource, evno: int) -> Deta
     if obs.index is not None:
         _kv(out, "block index", obs.index)
     _kv(out, "time", f"{obs.t:.3f} s")
-    _kv(out, "bytes", f"{sse.start}..{sse.end} ({size(sse.end - sse.start)}), completed by read {sse.read_index}")
+    _kv(out, "bytes", f"{sse.start}..{sse.end} ({size(sse.end - sse.start)}), completed by read {sse.read_index + 1}")
     if sse.id:
         _kv(out, "id", sse.id)
     _section(out, "data")

@@ -316,6 +316,9 @@ class TestViews:
         async with app.run_test(size=SIZE) as pilot:
             await pilot.press("v")
             assert app.events_view.raw and app.events_view.row_count == app.live.reads.lines
+            view = app.events_view
+            first = "".join(seg.text for seg in view.render_row(0, 120))
+            assert first.startswith("── read 1 · turn 1.1 · ")  # (reads count from 1, as the status line's do)
             await pilot.press("v")
             assert not app.events_view.raw and app.events_view.row_count == len(app.live.events)
 

@@ -65,6 +65,10 @@ class TestEnterOpensTheRightDetail:
             assert screen.detail.title.startswith(f"Event {ev.evno[row]} · content_block_delta")
             assert '"type": "input_json_delta"' in text  # the data, as pretty JSON
             assert "┄ read " in text and "data: {" in text  # the raw bytes, with read boundaries
+            # reads count from 1 on every line meant for people, as the status line's "reads N" does
+            read = ev.read_index[row]
+            assert f"completed by read {read + 1}" in text and f"┄ read {read + 1} · " in text
+            assert f"┄ read {read} · " not in text
             await pilot.press("escape")
             await wait_for(lambda: not isinstance(app.screen, DetailScreen), what="the view to close")
 
