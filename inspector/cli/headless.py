@@ -198,11 +198,16 @@ class ProgressPrinter:
             if d.severity != "info":
                 self.p(f"{t}   {d.severity.upper()} {d.code}: {d.message}")
         elif isinstance(obs, O.MessageUpdated):
-            # (an OpenAI stream may update the message twice with the same facts: a finish, then its usage chunk)
+            # (an OpenAI stream may update the message twice: a finish, then its usage chunk: the stop reason is said
+            # once, the usage that came after it on a line of its own)
             said = (obs.turn, obs.attempt, obs.stop_reason, obs.usage)
             if said != self._last_stop:
+                usage = short(obs.usage, 200, ellipsis="...")
+                if self._last_stop is not None and said[:3] == self._last_stop[:3]:
+                    self.p(f"{t}   usage {usage}")
+                else:
+                    self.p(f"{t}   stop_reason {obs.stop_reason} usage {usage}")
                 self._last_stop = said
-                self.p(f"{t}   stop_reason {obs.stop_reason} usage {short(obs.usage, 200, ellipsis='...')}")
         elif isinstance(obs, O.AttemptEnded):
             if obs.status != "complete":
                 self.p(f"{t}   attempt {obs.attempt + 1} {obs.status}: {obs.reason}")

@@ -79,6 +79,10 @@ class Usage:
         )
 
     def to_json(self) -> dict[str, Any]:
+        """The counts as JSON; without usage from the API, ``reported: false`` and null counts (unknown, never 0:
+        docs/openai.md)."""
+        if not self.reported:
+            return {**dict.fromkeys(_COUNT_KEYS), "cache_hit_rate": None, "reported": False}
         out: dict[str, Any] = {
             "input_tokens": self.input,
             "output_tokens": self.output,
@@ -97,6 +101,7 @@ class Usage:
 
 
 ZERO = Usage()
+_COUNT_KEYS = ("input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens", "reasoning_tokens")
 
 
 def from_anthropic(usage: Any) -> Usage:

@@ -297,6 +297,8 @@ def requests_of(recording_turns: Iterable[Any]) -> list[Request | None]:
 
 
 def _tokens(u: dict[str, Any]) -> str:
+    if u.get("reported") is False:
+        return "usage not reported"
     parts = [f"in {u['input_tokens']:,}", f"out {u['output_tokens']:,}"]
     if u.get("cache_write_tokens"):
         split = ""

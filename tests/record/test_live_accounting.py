@@ -226,3 +226,9 @@ def test_an_answer_without_usage_costs_unknown_and_an_http_error_nothing() -> No
     assert turn["cost"] == answered.cost.to_json()
     assert format_turn_cost(turn) == "usage not reported: tokens and cost unknown"
     assert format_session_cost(live.total_json(0.3)).startswith("total 1 turn: usage not reported")
+    # the JSON says the tokens are unknown too (dump --json, turn_cost lines): null, never 0
+    assert turn["usage"]["reported"] is False and turn["usage"]["input_tokens"] is None
+    assert {k: v for k, v in turn["usage"].items() if v is not None} == {"reported": False}
+    assert answered.usage.to_json() == turn["usage"]
+    reported = attempt_cost({"message": {**chat, "usage": {"prompt_tokens": 0, "completion_tokens": 0}}})
+    assert reported.usage.to_json()["input_tokens"] == 0 and "reported" not in reported.usage.to_json()
