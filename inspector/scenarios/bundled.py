@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
@@ -155,8 +156,10 @@ def get_scenario(name_or_path: str | os.PathLike[str]) -> Scenario:
         if not path.is_file():
             raise UnknownScenario(f"no scenario file {str(path)!r}")
         return load_file(path)
+    close = difflib.get_close_matches(str(name_or_path), list(SCENARIOS), n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise UnknownScenario(
-        f"unknown scenario {name_or_path!r}; available: {', '.join(SCENARIOS)} (or the path of a scenario file)"
+        f"unknown scenario {name_or_path!r}{hint}; available: {', '.join(SCENARIOS)} (or the path of a scenario file)"
     )
 
 

@@ -361,7 +361,10 @@ def _offered(r: _Reader, root: yaml.Node, data: dict[Any, Any]) -> None:
             if name not in names:
                 node, _, _ = _node_at(root, ["turns", ti, "blocks", bi, "tool_use"])
                 listed = ", ".join(sorted(names)) or "none"
-                r.problem(node, f"turns[{ti}].blocks[{bi}].tool_use: tool {name!r} is not offered (tools: {listed})")
+                hint = F.did_you_mean(name, sorted(names))
+                r.problem(
+                    node, f"turns[{ti}].blocks[{bi}].tool_use: tool {name!r} is not offered{hint} (tools: {listed})"
+                )
 
 
 def _chunk_of(c: int | list[int] | F.SizesFile) -> M.ChunkSpec:

@@ -55,8 +55,12 @@ BROKEN = {
         "12:14: turns[0].pacing: unknown key 'ttfbb' (did you mean 'ttfb'?); expected one of: ttfb, event_gap,",
     ),
     "tool not offered": (
-        OK.replace("tool_use: read_file", "tool_use: write_files"),
-        "9:19: turns[0].blocks[1].tool_use: tool 'write_files' is not offered (tools: read_file)",
+        OK.replace("tool_use: read_file", "tool_use: search"),
+        "9:19: turns[0].blocks[1].tool_use: tool 'search' is not offered (tools: read_file)",
+    ),
+    "tool misspelt": (
+        OK.replace("tool_use: read_file", "tool_use: read_fil"),
+        "9:19: turns[0].blocks[1].tool_use: tool 'read_fil' is not offered (did you mean 'read_file'?) (tools: read_file)",
     ),
     "no version": (OK.replace("version: 1\n", ""), "1:1: scenario: missing required key 'version'"),
     "version 2": (OK.replace("version: 1", "version: 2"), "1:10: version: this inspector reads version 1, got 2"),

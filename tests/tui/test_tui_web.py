@@ -90,6 +90,7 @@ def test_an_unknown_scenario_is_a_one_line_error(capsys: pytest.CaptureFixture[s
     assert main(["web", "--scenario", "parse_dat"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unknown scenario 'parse_dat'" in err and "Traceback" not in err
+    assert "(did you mean 'parse_date'?)" in err
 
 
 def test_a_busy_port_is_a_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:
