@@ -24,6 +24,7 @@ import re
 from typing import Any
 
 from inspector.record.recording import RecordedAttempt, Recording
+from inspector.record.replay import recording_family
 from inspector.stream.sse import SSEDecoder
 
 from . import model as M
@@ -360,6 +361,13 @@ def scenario_from_recording(recording: Recording, name: str | None = None) -> M.
             )
         )
     if not turns:
+        family = recording_family(recording)
+        if family != "anthropic":  # (an OpenAI stream has no message_start: say why, not what is missing)
+            api = "Chat Completions" if family == "openai_chat" else "Responses"
+            raise ValueError(
+                f"the recording is of OpenAI's {api} API, and a scenario scripts the Messages API's streams: "
+                "serve the recording as it is with `inspector serve --recording FILE`"
+            )
         raise ValueError("the recording has no streamed turn (no HTTP 200 response with a message_start)")
 
     results = _tool_results(recording)

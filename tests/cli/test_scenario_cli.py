@@ -395,3 +395,19 @@ async def test_a_scenario_file_made_from_a_recording_masks_the_keys_the_process_
     assert main(["scenario", "from-recording", str(rec_path), "-o", str(after)]) == 0
     text = after.read_text()
     assert known not in text and "[redacted]" in text
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_from_recording_of_an_openai_stream_says_why(
+    api: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It said "no HTTP 200 response with a message_start", as if the file were damaged: a scenario scripts the
+    Messages API, and serve --recording serves an OpenAI recording as it is."""
+    from inspector.testing.openai_fake import chat_text, responses_text
+
+    path = tmp_path / "saved.sse"
+    path.write_bytes(chat_text("18C.") if api == "chat" else responses_text("18C."))
+    assert main(["scenario", "from-recording", str(path)]) == 2
+    err = capsys.readouterr().err
+    name = "Chat Completions" if api == "chat" else "Responses"
+    assert err.count("\n") == 1 and f"of OpenAI's {name} API" in err and "serve --recording" in err
