@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from inspector.cli.common import EXIT_USAGE, err
+from inspector.cli.common import EXIT_USAGE, err, record_problem
 from inspector.core.pacing import parse_speed
 
 if TYPE_CHECKING:
@@ -142,6 +142,10 @@ def cmd(args: argparse.Namespace) -> int:
     problem = resolve_command(argv)
     if not problem and getattr(args, "otel_content", False) and not getattr(args, "otel", False):
         problem = "--otel-content goes with --otel", EXIT_USAGE
+    if not problem and getattr(args, "record", None):  # (before the command runs: not a lost recording after it)
+        unwritable = record_problem(args.record)
+        if unwritable:
+            problem = unwritable, EXIT_USAGE
     if problem:
         _err(problem[0])
         return problem[1]
@@ -233,9 +237,11 @@ def _dashboard(args: argparse.Namespace, launched: Launched[WatchSession], what:
     finally:
         p = launched.process
         if p is not None and p.poll() is None:
-            p.terminate()
+            import signal
+
+            launched.stop_command(signal.SIGTERM)  # (and every process it started; killed after a grace period)
             try:
-                p.wait(5)
+                p.wait(10)
             except subprocess.TimeoutExpired:
                 p.kill()
         log.close()

@@ -6,8 +6,9 @@ the fake server behind one), and watch what it sends and receives.
   with ``--serve``, a placeholder ANTHROPIC_API_KEY / OPENAI_API_KEY where none is set (the SDKs refuse to start
   without one); everything else in the environment, stdin, the terminal and signals pass through.
 - Ctrl-C goes to the command first (it is in the terminal's foreground process group with us); a second Ctrl-C
-  stops watching: the command is terminated (killed after a grace period) and the proxy closes its recording, an
-  ``end`` line for every open attempt.
+  stops watching: the command and every process it started are terminated (killed after a grace period) and the
+  proxy closes its recording, an ``end`` line for every open attempt. SIGTERM or SIGHUP to watch is passed on the
+  same way (to the command and its processes), and watch closes its recording once the command has exited.
 - The command's exit status is watch's (a signal N gives 128 + N, as a shell reports it).
 """
 
@@ -97,6 +98,7 @@ class Launched(Generic[S]):
     _loop: asyncio.AbstractEventLoop | None = None
     _started: threading.Event = field(default_factory=threading.Event)
     result: object = None  # what the session's run() returned
+    _tree: dict[int, int | None] = field(default_factory=dict)  # told to stop: pid -> its start time (/proc)
 
     @property
     def base_url(self) -> str:
@@ -143,11 +145,22 @@ class Launched(Generic[S]):
             self.on_note("inspector watch: Ctrl-C went to the command; press it again to stop watching")
             return
         self.on_note("inspector watch: stopping the command")
+        self.stop_command(signal.SIGTERM)
+
+    def stop_command(self, signum: int) -> None:
+        """Send ``signum`` to the command and every process it started (a wrapper's children too: ``sh -c``,
+        ``make``, ``npm run`` pass no signal on), then kill those still running after a grace period."""
         p = self.process
-        if p is not None and p.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                p.terminate()
-            threading.Timer(GRACE, self._kill).start()
+        if p is None or p.poll() is not None:
+            return
+        tree = [p.pid, *_descendants(p.pid)]
+        self._tree = {pid: _started_at(pid) for pid in tree}
+        for pid in tree:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signum)
+        timer = threading.Timer(GRACE, self._kill)
+        timer.daemon = True
+        timer.start()
 
     def send_interrupt(self) -> bool:
         """Ctrl-C for a command that does not hold the terminal (the dashboard does): SIGINT to it; False when it
@@ -162,7 +175,15 @@ class Launched(Generic[S]):
         return True
 
     def _kill(self) -> None:
+        """The processes told to stop that are still running, killed (the same process: its start time is checked,
+        so a pid used again meanwhile is left alone)."""
         p = self.process
+        for pid, started in self._tree.items():
+            if pid == getattr(p, "pid", None) and p is not None and p.poll() is not None:
+                continue
+            if started is not None and _started_at(pid) == started:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
         if p is not None and p.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 p.kill()
@@ -170,10 +191,14 @@ class Launched(Generic[S]):
     def wait(self) -> int:
         """Wait for the command, Ctrl-C handled as above; returns its exit status."""
         assert self.process is not None
-        previous = signal.getsignal(signal.SIGINT)
         in_main = threading.current_thread() is threading.main_thread()
+        previous: dict[signal.Signals, Any] = {}
         if in_main:
-            signal.signal(signal.SIGINT, lambda *_: self.interrupt())
+            previous[signal.SIGINT] = signal.signal(signal.SIGINT, lambda *_: self.interrupt())
+            # a stop from outside (kill, a CI runner's timeout, a closed terminal): passed on to the command, which
+            # watch then outlives, so the recording is closed (an end line for every open attempt) as after Ctrl-C
+            for sig in (signal.SIGTERM, signal.SIGHUP):
+                previous[sig] = signal.signal(sig, lambda signum, _frame: self.stop_command(signum))
         try:
             while True:
                 try:
@@ -181,8 +206,44 @@ class Launched(Generic[S]):
                 except KeyboardInterrupt:  # (only if the handler could not be installed)
                     self.interrupt()
         finally:
-            if in_main:
-                signal.signal(signal.SIGINT, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+def _stat(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state, ppid, ...), or None (gone, or not Linux)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    return raw[raw.rfind(b")") + 2 :].decode("ascii", "replace").split()
+
+
+def _started_at(pid: int) -> int | None:
+    """When a process started (clock ticks since boot, /proc): what tells it from a later one with its pid."""
+    fields = _stat(pid)
+    return int(fields[19]) if fields is not None and len(fields) > 19 else None
+
+
+def _descendants(root: int) -> list[int]:
+    """Every process started by ``root`` and by its children, found by their parent in /proc (none elsewhere)."""
+    children: dict[int, list[int]] = {}
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+    for pid in pids:
+        fields = _stat(pid)
+        if fields is not None and len(fields) > 1:
+            children.setdefault(int(fields[1]), []).append(pid)
+    out: list[int] = []
+    todo = list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, []))
+    return out
 
 
 # the exit status of a command that cannot be run, as POSIX shells, env, nohup and timeout give it

@@ -224,3 +224,120 @@ def test_ctrl_c_goes_to_the_command_first_then_stops_watching(tmp_path: Path) ->
         raise AssertionError("the command is still running")
     except ProcessLookupError:
         pass
+
+
+SLOW_CHILD = """
+import json, os, pathlib, sys, time, urllib.request
+print("pid", os.getpid(), flush=True)
+body = {"model": "claude-sonnet-4-6", "max_tokens": 50, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+headers = {"x-api-key": "k", "anthropic-version": "2023-06-01", "content-type": "application/json"}
+url = os.environ["ANTHROPIC_BASE_URL"] + "/v1/messages"
+urllib.request.urlopen(urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers)).read()
+"""
+
+
+def _watched(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "inspector", "watch", "--headless", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group: the test plays the terminal
+    )
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    with open(f"/proc/{pid}/stat") as f:  # (a zombie, not reaped yet by its new parent, has stopped too)
+        return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def test_sigterm_to_watch_stops_the_command_and_its_children_and_closes_the_recording(tmp_path: Path) -> None:
+    """A stop from outside (kill, a CI runner's timeout): watch died at once, the command (here a shell and the
+    agent it started) went on under PID 1, and the recording was never written. Now the signal is passed on to the
+    command and every process it started, and watch closes the recording (an end line for the open attempt)."""
+    rec = tmp_path / "t.jsonl"
+    p = _watched(
+        tmp_path,
+        "--serve",
+        "stall_with_pings",
+        "--record",
+        str(rec),
+        "--",
+        "sh",
+        "-c",
+        f'{sys.executable} -c "$0"; echo after',
+        SLOW_CHILD,
+    )
+    assert p.stdout is not None and p.stderr is not None
+    pid = int(p.stdout.readline().split()[1])
+    deadline = time.monotonic() + 60
+    err_lines: list[str] = []
+    while not any("HTTP 200" in x for x in err_lines):  # the request is open, its stream stalled
+        assert time.monotonic() < deadline and p.poll() is None, "".join(err_lines)
+        err_lines.append(p.stderr.readline())
+    os.kill(p.pid, signal.SIGTERM)  # watch alone, not its group
+    p.wait(60)
+    deadline = time.monotonic() + 10
+    while not _gone(pid):  # (before reading the rest of its output: the agent holds the pipes open while it runs)
+        assert time.monotonic() < deadline, "the agent the shell started is still running"
+        time.sleep(0.05)
+    assert p.returncode == 128 + signal.SIGTERM, p.stderr.read()  # the shell's status: terminated
+    assert "after" not in p.stdout.read()
+    lines = [json.loads(x) for x in rec.read_text().splitlines()]
+    ends = [x for x in lines if x.get("kind") == "end"]
+    assert [(e["turn"], e["attempt"]) for e in ends] == [(0, 0)], lines[-3:]
+
+
+def test_the_second_ctrl_c_stops_the_processes_a_wrapper_started(tmp_path: Path) -> None:
+    """``sh -c``, ``make``, ``npm run``: the second Ctrl-C terminated the wrapper only, and the agent it started,
+    which had caught the first Ctrl-C, ran on under PID 1."""
+    stubborn = (
+        "import os, signal, time\n"
+        "print('pid', os.getpid(), flush=True)\n"
+        "signal.signal(signal.SIGINT, lambda *a: print('child got SIGINT', flush=True))\n"
+        "for _ in range(600): time.sleep(0.1)\n"
+    )
+    p = _watched(tmp_path, "--serve", "weather", "--", "sh", "-c", f'{sys.executable} -c "$0"; echo after', stubborn)
+    assert p.stdout is not None and p.stderr is not None
+    pid = int(p.stdout.readline().split()[1])
+    os.killpg(p.pid, signal.SIGINT)  # a terminal's Ctrl-C: the whole foreground group
+    deadline = time.monotonic() + 30
+    assert p.stdout.readline().strip() == "child got SIGINT"
+    err_lines: list[str] = []
+    while not any("press it again to stop watching" in x for x in err_lines):
+        assert time.monotonic() < deadline and p.poll() is None, "".join(err_lines)
+        err_lines.append(p.stderr.readline())
+    os.killpg(p.pid, signal.SIGINT)
+    p.wait(60)
+    deadline = time.monotonic() + 10
+    while not _gone(pid):  # (before reading the rest of stderr: the agent holds it open while it runs)
+        assert time.monotonic() < deadline, "the agent the shell started is still running"
+        time.sleep(0.05)
+    assert "Traceback" not in p.stderr.read()
+
+
+def test_an_unwritable_recording_is_a_usage_error_before_the_command_runs(tmp_path: Path) -> None:
+    """It ran the command, said "recording stopped: cannot write ..." and exited 0: a CI run lost its recording.
+    Now a one-line error, exit 2, as run --record and proxy --record say it, and the command never starts."""
+    marker = tmp_path / "ran"
+    out = watch(
+        "--headless",
+        "--serve",
+        "weather",
+        "--record",
+        str(tmp_path / "no" / "such" / "dir" / "x.jsonl"),
+        "--",
+        sys.executable,
+        "-c",
+        f"open({str(marker)!r}, 'w')",
+    )
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip().splitlines() == [
+        f"inspector watch: cannot write the recording {tmp_path / 'no' / 'such' / 'dir' / 'x.jsonl'}: "
+        "No such file or directory"
+    ]
+    assert not marker.exists()
