@@ -49,7 +49,7 @@ def cmd(args: argparse.Namespace) -> int:
     out_bytes = sys.stdout.buffer
 
     def write_event(e: Any) -> None:
-        out_bytes.write(event_line(e))
+        out_bytes.write(event_line(e, dumper.current))
 
     # decoded as read: the reads are not kept (memory does not grow with the input), except for --timing
     dumper = Dumper(on_event=write_event if args.events else None, max_event=max_size)

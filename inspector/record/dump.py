@@ -441,6 +441,7 @@ class Dumper:
         self.on_event = on_event
         self.max_event = max_event
         self._attempts: dict[tuple[int, int], _Attempt] = {}
+        self.current: RecordedAttempt | None = None  # the attempt being fed (whose events ``on_event`` sees)
 
     def _for(self, att: RecordedAttempt) -> _Attempt:
         key = (att.turn, att.attempt)
@@ -450,6 +451,7 @@ class Dumper:
         return found
 
     def feed(self, att: RecordedAttempt, read: RecordedRead) -> None:
+        self.current = att
         self._for(att).feed(read.data)
 
     def turns(self, recording: Recording) -> list[dict[str, Any]]:
@@ -470,7 +472,11 @@ class Dumper:
 def dump_turns(recording: Recording, on_event: Callable[[Any], None] | None = None) -> list[dict[str, Any]]:
     """One entry per turn (its last attempt), with failed earlier attempts listed under `failed_attempts`, from a
     recording whose reads were kept. `on_event` sees every decoded SSE event on the way."""
-    dumper = Dumper(on_event)
+    return _fed(Dumper(on_event), recording)
+
+
+def _fed(dumper: Dumper, recording: Recording) -> list[dict[str, Any]]:
+    """The turns of ``recording`` (its reads kept), every read fed to ``dumper``."""
     for att in recording.attempts():
         for read in att.reads:
             dumper.feed(att, read)
@@ -498,18 +504,23 @@ def _turns_ok(turns: list[dict[str, Any]]) -> bool:
     return bool(turns)
 
 
-def event_line(e: Any) -> bytes:
-    """The `--events --json` line of one decoded SSE event."""
-    return orjson.dumps({"event": e.event, "data": e.data, "id": e.id, "retry": e.retry}) + b"\n"
+def event_line(e: Any, att: RecordedAttempt | None = None) -> bytes:
+    """The `--events --json` line of one decoded SSE event, with the turn and attempt of the stream it came in
+    (0-based, as in the recording; the streams of concurrent conversations interleave in a proxy's recording)."""
+    line: dict[str, Any] = {"event": e.event, "data": e.data, "id": e.id, "retry": e.retry}
+    if att is not None:
+        line["turn"], line["attempt"] = att.turn, att.attempt
+    return orjson.dumps(line) + b"\n"
 
 
 def dump_events(recording: Recording, out: IO[bytes]) -> list[dict[str, Any]]:
     """`--events --json`: one line per decoded SSE event; returns the turns (as dump_turns) from the same pass."""
 
     def write(e: Any) -> None:
-        out.write(event_line(e))
+        out.write(event_line(e, dumper.current))
 
-    return dump_turns(recording, on_event=write)
+    dumper = Dumper(on_event=write)
+    return _fed(dumper, recording)
 
 
 def format_turns(turns: list[dict[str, Any]]) -> str:

@@ -220,11 +220,13 @@ def test_events_json_lines(capsys: pytest.CaptureFixture[str], write: Write) -> 
     code, out, err = run(capsys, "dump", write(data), "--events", "--json")
     assert err == ""
     lines = json_lines(out)
-    assert all(set(x) == {"event", "data", "id", "retry"} for x in lines)
+    assert all(set(x) == {"event", "data", "id", "retry", "turn", "attempt"} for x in lines)
+    at = {"turn": 0, "attempt": 0}  # (a plain SSE file: one stream)
     assert lines == [
-        {"event": "message_start", "data": '{"type":"message_start","message":{"id":"m"}}', "id": "7", "retry": 1500},
-        {"event": "message", "data": '{"type":"ping"}', "id": "7", "retry": 1500},
-        {"event": "message_stop", "data": '{"type":"message_stop"}  ', "id": "7", "retry": 1500},
+        {"event": "message_start", "data": '{"type":"message_start","message":{"id":"m"}}', "id": "7", "retry": 1500}
+        | at,
+        {"event": "message", "data": '{"type":"ping"}', "id": "7", "retry": 1500} | at,
+        {"event": "message_stop", "data": '{"type":"message_stop"}  ', "id": "7", "retry": 1500} | at,
     ]
     assert code == 0
 

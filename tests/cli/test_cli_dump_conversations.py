@@ -308,3 +308,34 @@ def test_side_requests_are_listed_with_one_conversation_or_none(
     assert code == 0
     assert "conversation c1 (model claude-sonnet-4-5, 1 turn, 1 side request): ok" in out
     assert "  side request count_tokens: POST /v1/messages/count_tokens -> 200" in out
+
+
+def test_events_json_says_which_stream_each_event_came_in(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Concurrent conversations' streams interleave in a proxy's recording: each `--events --json` line names its
+    turn and attempt (a line had only its event, data, id and retry, and the streams could not be told apart)."""
+    path = tmp_path / "two.jsonl"
+    streams = {0: sse(*text_turn("Paris 18 C")), 1: sse(*text_turn("Rome 20 C"))}
+    with RecordingWriter(path, source={"type": "proxy"}) as w:
+        for turn, cid in ((0, "c1"), (1, "c2")):
+            _conv(w, turn, cid, 0)
+            body = {"model": "m", "max_tokens": 5, "stream": True, "messages": [{"role": "user", "content": cid}]}
+            w.request(turn, 0, 0.1 * turn, "POST", "http://up/v1/messages", {}, body)
+            w.response(turn, 0, 0.01, 200, SSE_HDR)
+        events = {t: [e + b"\n\n" for e in data.split(b"\n\n") if e] for t, data in streams.items()}
+        for i in range(max(map(len, events.values()))):  # one event of each stream in turn
+            for turn in (0, 1):
+                if i < len(events[turn]):
+                    w.read(turn, 0, 0.02 + i / 100, events[turn][i])
+        for turn in (0, 1):
+            w.end(turn, 0, 0.5, "complete", None)
+    code, out = run(capsys, "dump", "--events", "--json", str(path))
+    assert code == 0
+    lines = [orjson.loads(x) for x in out.splitlines()]
+    texts = {
+        t: "".join(
+            orjson.loads(x["data"])["delta"]["text"] for x in lines if x["turn"] == t and "text_delta" in x["data"]
+        )
+        for t in (0, 1)
+    }
+    assert texts == {0: "Paris 18 C", 1: "Rome 20 C"}
+    assert [x["turn"] for x in lines[:4]] == [0, 1, 0, 1] and {x["attempt"] for x in lines} == {0}
