@@ -313,3 +313,46 @@ def test_export_refuses_more_stream_bytes_than_a_page_holds(tmp_path: Path, caps
     assert main(["export", str(sse), "-o", str(out), "--max-size", str(size / 2**20 + 0.01)]) == 0
     assert out.read_text().startswith("<!DOCTYPE html>")
     assert main(["export", str(sse), "--max-size", "0"]) == 2
+
+
+@needs_browser
+def test_the_turns_pane_names_each_conversation_in_a_real_browser(tmp_path: Path) -> None:
+    """A proxy's recording of two conversations: the Turns pane heads each turn with its conversation and its turn
+    there, and diffs each request with its own conversation's previous one (a second conversation's first request
+    was diffed with the first conversation's, "message 0 (user) edited")."""
+    from inspector.testing.streamgen import sse, text_turn
+
+    rec, page = tmp_path / "two.jsonl", tmp_path / "two.html"
+    with RecordingWriter(rec, source={"type": "proxy"}) as w:
+        for turn, (cid, ct, city) in enumerate([("c1", 0, "Paris"), ("c2", 0, "Rome"), ("c1", 1, "Paris")]):
+            w.observation(
+                {
+                    "type": "conversation",
+                    "t": turn,
+                    "turn": turn,
+                    "conversation": cid,
+                    "conversation_turn": ct,
+                    "attempt": 0,
+                    "how": "new" if ct == 0 else "continues",
+                    "parent": None,
+                    "side": None,
+                }
+            )
+            messages: list[Any] = [{"role": "user", "content": f"{city}?"}]
+            if ct:
+                messages += [{"role": "assistant", "content": "18 C"}, {"role": "user", "content": "and now?"}]
+            body = {"model": "claude-sonnet-4-5", "max_tokens": 5, "stream": True, "messages": messages}
+            w.request(turn, 0, float(turn), "POST", "http://up/v1/messages", {}, body)
+            w.response(turn, 0, 0.01, 200, {"content-type": "text/event-stream"})
+            w.read(turn, 0, 0.02, sse(*text_turn("18 C")))
+            w.end(turn, 0, 0.03, "complete", None)
+    export(load_any(rec), page, title="two")
+    dom = _dom(page, "#tab=turns")
+    assert _attr(dom, "errors") == "0"
+    heads = re.findall(r"<h3>(\[c\d\] turn \d \(#\d of the session\))", dom)
+    assert heads == [
+        "[c1] turn 1 (#1 of the session)",
+        "[c2] turn 1 (#2 of the session)",
+        "[c1] turn 2 (#3 of the session)",
+    ]
+    assert "edited" not in dom and "request diff with the previous turn of c1" in dom
