@@ -136,9 +136,33 @@ def add_replay_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     rp.set_defaults(func=cmd_run, prompt=None, model=None)
 
 
+def run_recordings(record: str | None) -> Callable[[], str | None]:
+    """The recording of each run of a session factory: the first run writes ``record``; each restart (the
+    dashboard's ``r``) writes ``NAME-2.jsonl``, ``NAME-3.jsonl``... beside it, the first that does not exist yet,
+    so that a restart never overwrites the run before it. None: no recording."""
+    runs = 0
+
+    def next_path() -> str | None:
+        nonlocal runs
+        runs += 1
+        if record is None or runs == 1:
+            return record
+        path = Path(record)
+        n = runs
+        while True:
+            candidate = path.with_name(f"{path.stem}-{n}{path.suffix}")
+            if not candidate.exists():
+                return str(candidate)
+            n += 1
+
+    return next_path
+
+
 def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[..., Session], dict[str, Any]]:
     """A session factory (called again on restart) and the source description."""
     from inspector.sessions import sources
+
+    record_path = run_recordings(getattr(args, "record", None))
 
     if getattr(args, "command", None) == "replay":
         recording = sources.load_recording(args.path)
@@ -195,7 +219,7 @@ def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[...,
                 user_tools=user_tools,
                 system=args.system,
                 max_tokens=args.max_tokens,
-                record=args.record,
+                record=record_path(),
                 retries=args.retries,
                 max_turns=args.max_turns,
                 idle_timeout=args.idle_timeout if args.idle_timeout is not None else 30.0,
@@ -228,7 +252,7 @@ def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[...,
         return sources.scenario_session(
             name,
             speed=speed,
-            record=getattr(args, "record", None),
+            record=record_path(),
             retries=getattr(args, "retries", 2),
             max_turns=getattr(args, "max_turns", 20),
             idle_timeout=getattr(args, "idle_timeout", None),

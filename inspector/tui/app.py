@@ -887,6 +887,9 @@ class InspectorApp(App[int]):
                 self.log.info(f"speed not carried over to the restart: {e!r}")
         self.restart_speed = None
         self.post_message(M.ControlUsed("restart", True))
+        recorder = getattr(self.session, "recorder", None)
+        if recorder is not None and isinstance(getattr(recorder, "label", None), str):  # (the last run's is kept)
+            self.notify(f"recording this run to {recorder.label}", timeout=6)
         self.show()
 
     def action_toggle_raw(self) -> None:

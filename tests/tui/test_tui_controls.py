@@ -401,3 +401,35 @@ class TestTail:
             await wait_for(lambda: app.cursor is not None, what="the click's TimeTravelRequested")
             assert app.cursor is not None and app.cursor == app.live.events.evno[row] and app.cursor > 0
             assert app.events_view.cursor_evno == app.cursor
+
+
+async def test_a_restart_records_beside_the_first_run_never_over_it(tmp_path: Path) -> None:
+    """`run --record rr.jsonl`, then `r`: the restart wrote rr.jsonl again, and the first run's recording was lost
+    without a word. Each restart now records to rr-2.jsonl, rr-3.jsonl... (the first free name), and says so."""
+    import math
+
+    from inspector.cli import build_parser
+    from inspector.cli.run import _make_factory, run_recordings
+
+    rec = tmp_path / "rr.jsonl"
+    argv = ["run", "--scenario", "parse_date", "--speed", "max", "--record", str(rec)]
+    args = build_parser(argv).parse_args(argv)
+    factory, _source = _make_factory(args, tui=True)
+    app = InspectorApp(factory, clock=lambda: 0.0)
+    notes: list[str] = []
+    async with app.run_test(size=SIZE) as pilot:
+        app.notify = lambda message, **kw: notes.append(str(message))  # type: ignore[method-assign]
+        await wait_for(lambda: app.final_status == "finished", what="the first run", timeout=60)
+        first = rec.read_bytes()
+        assert read_recording(rec).turns
+        app.session.controller.set_speed(math.inf)  # type: ignore[union-attr]
+        await pilot.press("r")
+        await wait_for(lambda: app.final_status == "finished" and (tmp_path / "rr-2.jsonl").exists(), what="restart")
+        await wait_for(lambda: app.session is not None and not app.session_running, what="the second run's end")
+    assert rec.read_bytes() == first  # the first run's recording, as it was
+    assert read_recording(tmp_path / "rr-2.jsonl").turns
+    assert f"recording this run to {tmp_path / 'rr-2.jsonl'}" in notes
+    (tmp_path / "rr-3.jsonl").write_text("")  # taken (as rr-2.jsonl is): a restart takes the first free name
+    paths = run_recordings(str(rec))
+    assert [paths(), paths()] == [str(rec), str(tmp_path / "rr-4.jsonl")]
+    assert run_recordings(None)() is None
