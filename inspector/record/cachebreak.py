@@ -7,7 +7,8 @@ cache) and this one read nothing from the cache while writing it again. The verd
 
 - ``tools changed: 'NAME' (tool i)`` / ``tools changed: tool added/removed``
 - ``system changed at char N``
-- ``message i (ROLE) edited at char N`` / ``message i removed``
+- ``message i (ROLE) edited at char N of its text`` (or ``of block j's text``; ``of its JSON`` when another field or a
+  block that is not text changed) / ``message i removed``
 - ``TTL expired: 6.2 min since the previous request (cache lifetime 5 min)``
 - ``prefix unchanged``: the cache entry was evicted early, or the prefix is under the model's minimum cacheable length
 
@@ -180,9 +181,42 @@ def first_difference(prev: Any, cur: Any, reach: int | None = None) -> CacheVerd
         a, b = _canon(pm[i]), _canon(cm[i])
         if a != b:
             role = cm[i].get("role") if isinstance(cm[i], dict) else None
-            n = _first_diff(a, b)
-            return CacheVerdict("written_again", f"message {i} ({role or '?'}) edited at char {n}", "messages", i, n)
+            where, n = _edit_where(pm[i], cm[i], a, b)
+            return CacheVerdict("written_again", f"message {i} ({role or '?'}) edited {where}", "messages", i, n)
     return None
+
+
+def _edit_where(prev: Any, cur: Any, prev_json: str, cur_json: str) -> tuple[str, int]:
+    """Where a message changed, in words a person can find: ``at char N of its text`` (its string content, or
+    ``block j`` of its content list: a text block whose text alone changed), else ``at char N of its JSON`` (the
+    message as sent, compact: another field changed, or a block that is not text)."""
+    if isinstance(prev, dict) and isinstance(cur, dict) and _rest(prev, "content") == _rest(cur, "content"):
+        pc, cc = prev.get("content"), cur.get("content")
+        if isinstance(pc, str) and isinstance(cc, str):
+            n = _first_diff(pc, cc)
+            return f"at char {n} of its text", n
+        if isinstance(pc, list) and isinstance(cc, list) and len(pc) == len(cc):
+            for j, (x, y) in enumerate(zip(pc, cc, strict=True)):
+                if _canon(x) == _canon(y):
+                    continue
+                if (
+                    isinstance(x, dict)
+                    and isinstance(y, dict)
+                    and x.get("type") == y.get("type") == "text"
+                    and isinstance(x.get("text"), str)
+                    and isinstance(y.get("text"), str)
+                    and _rest(x, "text") == _rest(y, "text")
+                ):
+                    n = _first_diff(x["text"], y["text"])
+                    return f"at char {n} of block {j}'s text", n
+                break
+    n = _first_diff(prev_json, cur_json)
+    return f"at char {n} of its JSON", n
+
+
+def _rest(d: dict[str, Any], left_out: str) -> str:
+    """A dict's canonical form without one key (what else of it is the same)."""
+    return _canon({k: v for k, v in d.items() if k != left_out})
 
 
 def explain(prev_body: Any, body: Any, usage: Usage, prev_usage: Usage | None, gap_s: float | None) -> CacheVerdict:

@@ -150,6 +150,15 @@ def test_earlier_message_edited() -> None:
     assert explain(_body(messages=unmarked), _body(messages=m2), WRITTEN, CACHED, 3).segment == "prefix"
     v = explain(_body(messages=m1), _body(messages=m2 + [{"role": "user", "content": "more"}]), WRITTEN, CACHED, 3)
     assert v.segment == "messages" and v.index == 0 and "message 0 (user) edited" in v.reason
+    # where, in words a person can find: the char of the text (it was the char of the message's compact JSON)
+    assert v.reason.endswith("message 0 (user) edited at char 6 of its text") and v.char == 6
+    blocks = [{"role": "user", "content": [{"type": "text", "text": t}]} for t in ("hello there", "hello where")]
+    found = first_difference(_body(messages=[blocks[0], marked]), _body(messages=[blocks[1], marked]))
+    assert found is not None and found.reason == "message 0 (user) edited at char 6 of block 0's text"
+    tool = [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": t, "content": "x"}]} for t in "ab"]
+    other = first_difference(_body(messages=[tool[0], marked]), _body(messages=[tool[1], marked]))
+    assert other is not None and other.reason.startswith("message 0 (user) edited at char ")
+    assert other.reason.endswith("of its JSON")
 
 
 def test_ttl_expired_and_unchanged_prefix() -> None:
