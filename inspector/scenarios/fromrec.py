@@ -24,7 +24,6 @@ import re
 from typing import Any
 
 from inspector.record.recording import RecordedAttempt, Recording
-from inspector.record.replay import recording_family
 from inspector.stream.sse import SSEDecoder
 
 from . import model as M
@@ -361,6 +360,8 @@ def scenario_from_recording(recording: Recording, name: str | None = None) -> M.
             )
         )
     if not turns:
+        from inspector.record.replay import recording_family  # (httpx2: only here, `scenario` commands stay light)
+
         family = recording_family(recording)
         if family != "anthropic":  # (an OpenAI stream has no message_start: say why, not what is missing)
             api = "Chat Completions" if family == "openai_chat" else "Responses"

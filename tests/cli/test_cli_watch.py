@@ -295,10 +295,10 @@ def test_sigterm_to_watch_stops_the_command_and_its_children_and_closes_the_reco
 def test_the_second_ctrl_c_stops_the_processes_a_wrapper_started(tmp_path: Path) -> None:
     """``sh -c``, ``make``, ``npm run``: the second Ctrl-C terminated the wrapper only, and the agent it started,
     which had caught the first Ctrl-C, ran on under PID 1."""
-    stubborn = (
+    stubborn = (  # (its handler before it says its pid: the test's Ctrl-C comes once it has)
         "import os, signal, time\n"
-        "print('pid', os.getpid(), flush=True)\n"
         "signal.signal(signal.SIGINT, lambda *a: print('child got SIGINT', flush=True))\n"
+        "print('pid', os.getpid(), flush=True)\n"
         "for _ in range(600): time.sleep(0.1)\n"
     )
     p = _watched(tmp_path, "--serve", "weather", "--", "sh", "-c", f'{sys.executable} -c "$0"; echo after', stubborn)
