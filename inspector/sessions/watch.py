@@ -35,6 +35,7 @@ class WatchController:
     """Controls of a watched stream: nothing of another program's stream can be paused or stepped from here."""
 
     paused = False
+    can_pause = False  # (the dashboard dims pause and step, and says why when they are pressed)
 
     def __init__(self, session: WatchSession) -> None:
         self._session = session
@@ -105,6 +106,7 @@ class WatchSession:
         self.stop_reason: str | None = None  # why the session ended normally (stop(reason)); None: cancelled
         # `watch` with the dashboard: the command whose exit ends the session (as finished, saying so)
         self.command: subprocess.Popen[bytes] | None = None
+        self._open: set[tuple[int, int]] = set()  # (turn, attempt) of the attempts under way
         self.bus.subscribe(self._count)
 
     @property
@@ -113,12 +115,19 @@ class WatchSession:
         return list(getattr(self.proxy, "secrets", ()) or ())
 
     def _count(self, obs: O.Observation) -> None:
+        """The session's state: streaming while any attempt is open (concurrent conversations each have theirs),
+        idle once the last open one has ended."""
         if isinstance(obs, O.SSEEventSeen):
             self.events += 1
         elif isinstance(obs, O.AttemptStarted):
+            self._open.add((obs.turn, obs.attempt))
             self._set_state(LoopState.STREAMING)
+        elif isinstance(obs, O.AttemptEnded):
+            self._open.discard((obs.turn, obs.attempt))
         elif isinstance(obs, O.TurnEnded):
-            self._set_state(LoopState.IDLE, "waiting for the next request")
+            self._open = {k for k in self._open if k[0] != obs.turn}  # (its attempts, whatever was said of them)
+            if not self._open:
+                self._set_state(LoopState.IDLE, "waiting for the next request")
 
     def _set_state(self, state: LoopState, detail: str = "") -> None:
         if state != self.state and self.state not in TERMINAL_LOOP_STATES:

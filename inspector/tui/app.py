@@ -753,6 +753,8 @@ class InspectorApp(App[int]):
         if not self.session_running or self.live.status.loop_state in TERMINAL_LOOP_STATES:
             then = "" if self.watching else ": r restarts"
             return False, f"the loop has {self.final_status or self.live.status.loop_state}{then}"
+        if (control == "pause" or control.startswith("step")) and not getattr(self.controller, "can_pause", True):
+            return False, "pause and step do not apply to a watched stream: it belongs to another program"
         return True, ""
 
     @property

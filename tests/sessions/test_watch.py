@@ -144,3 +144,32 @@ def test_watch_session_refuses_a_proxy_without_a_bus() -> None:
     with socket.socket() as sock, pytest.raises(ValueError, match="observation bus"):
         WatchSession(proxy, sock, source={"type": "proxy"})
     proxy.close()
+
+
+def test_the_session_is_streaming_while_any_conversation_streams() -> None:
+    """Concurrent conversations: the end of one turn set the status to idle while others were still streaming
+    (the dashboard said "○ idle" beside a list of streaming conversations). Idle once the last open attempt ends."""
+    import socket
+
+    from inspector.net.proxy import ProxyApp
+    from inspector.sessions.watch import WatchSession
+
+    bus = O.ObservationBus()
+    with socket.socket() as sock:
+        session = WatchSession(ProxyApp("http://127.0.0.1:9", bus=bus), sock, source={"type": "proxy"})
+
+        def state() -> LoopState:
+            return session.state
+
+        for turn in (0, 1):
+            bus.publish(O.AttemptStarted(0.1 * turn, turn, 0, "POST", "http://x/v1/messages", {}, {}))
+        assert state() == LoopState.STREAMING
+        bus.publish(O.AttemptEnded(0.5, 0, 0, "complete", None, "text_finish"))
+        bus.publish(O.TurnEnded(0.5, 0, "text_finish", "end_turn", {}))
+        assert state() == LoopState.STREAMING  # (turn 1 still streams)
+        bus.publish(O.AttemptEnded(0.6, 1, 0, "complete", None, "text_finish"))
+        bus.publish(O.TurnEnded(0.6, 1, "text_finish", "end_turn", {}))
+        assert state() == LoopState.IDLE
+        bus.publish(O.AttemptStarted(0.7, 2, 0, "POST", "http://x/v1/messages", {}, {}))
+        bus.publish(O.TurnEnded(0.8, 2, "error", None, {}))  # (a turn that ends without its attempt's end)
+        assert state() == LoopState.IDLE

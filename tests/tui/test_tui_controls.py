@@ -65,6 +65,31 @@ class TestKeys:
             await wait_for(lambda: len(used()) == len(KEYS), what="ControlUsed messages")
             assert used() == [(control, True) for _k, _c, control in KEYS]
 
+    async def test_pause_and_step_on_a_watched_stream_are_dimmed_and_say_why(self) -> None:
+        """A watched stream (proxy, watch) cannot be paused or stepped: the keys did nothing and said nothing (the
+        controller noted it where nobody read it, and the app reported the control as done)."""
+
+        def watched() -> FakeSession:
+            session = FakeSession(parse_date_observations("tools_running"))
+            session.controller.can_pause = False  # type: ignore[attr-defined]  # (as WatchController says)
+            return session
+
+        factory = Factory(watched)
+        app = InspectorApp(factory, clock=lambda: 0.0)
+        messages: list[Message] = []
+        notes: list[str] = []
+        async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
+            app.notify = lambda message, **kw: notes.append(str(message))  # type: ignore[method-assign]
+            await started(pilot, factory)
+            assert app.check_action("toggle_pause", ()) is None and app.check_action("step", ("event",)) is None
+            assert app.check_action("cancel", ()) is True
+            await pilot.press("space", "n")
+            await flushed(app)
+            assert factory.last.controller.calls == []
+            used = [(m.name, m.ok) for m in messages if isinstance(m, InspectorApp.ControlUsed)]
+            assert used == [("pause", False), ("step", False)]
+            assert notes and all("do not apply to a watched stream" in n for n in notes)
+
     async def test_speed_label_follows_the_controller(self) -> None:
         app, factory = live_app()
         async with app.run_test(size=SIZE) as pilot:
