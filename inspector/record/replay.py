@@ -479,17 +479,26 @@ def recorded_tools(
     for w in gap_warnings(recording, tool_durations=durations):
         if w not in recording.warnings and "tool call" in w:
             recording.warnings.append(w)
-    # results, in the order the conversation has them (the last request holds the whole history)
+    # a Responses conversation continued by previous_response_id sends no function_call items back: its calls are
+    # known from what the stream gave (the tool_state lines, with their input once parsed)
+    for obs in recording.observations:
+        if obs.get("type") == "tool_state" and isinstance(obs.get("id"), str) and obs.get("input") is not None:
+            uses.setdefault(obs["id"], (str(obs.get("name")), obs.get("input")))
+    # results, in the order the conversation has them: the last request holds the whole history, but a request
+    # continued by previous_response_id holds only what is new (its function_call_output items)
     last_body = None
+    continued: list[Any] = []
     for att in recording.attempts():
         body = (att.request or {}).get("body")
         if isinstance(body, dict):
             last_body = body
+            if body.get("previous_response_id") is not None:
+                continued.extend(neutral_history(history_of(body)))
     final_msgs = []
     for obs in recording.observations:
         if obs.get("type") == "loop_finished" and isinstance(obs.get("messages"), list):
             final_msgs = neutral_history(obs["messages"])
-    msgs = final_msgs or neutral_history(history_of(last_body or {}))
+    msgs = final_msgs or [*continued, *neutral_history(history_of(last_body or {}))]
     bad_ids: list[str] = []  # tool_results whose tool_use_id is not a string (a named warning each)
     for msg in msgs:
         if not isinstance(msg, dict) or not isinstance(msg.get("content"), list):

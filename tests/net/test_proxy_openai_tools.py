@@ -269,6 +269,48 @@ async def test_two_responses_conversations_of_one_scenario_continued_together_st
     assert sorted(inferred) == sorted((c.call_id, "result") for c in calls)
 
 
+async def test_a_recorded_responses_conversation_continued_by_previous_response_id_replays_its_tool_results(
+    upstream: BackgroundServer, tmp_path: Path
+) -> None:
+    """Its follow-up sends only the function_call_output (the call itself is in the response, never in a request):
+    the replay found no call for the result and failed the tool ("no recorded result for get_weather(...)"). The
+    calls are now known from the recorded stream too, and each continued request's results are kept."""
+    from inspector.sessions.sources import load_recording, replay_session
+
+    app, _seen, record = _proxy(upstream, tmp_path)
+    hdr = {"x-inspector-scenario": "weather"}
+    with BackgroundServer(app) as px:
+        client = openai.AsyncOpenAI(base_url=px.base_url + "/v1", api_key=KEY)
+        try:
+            stream = await client.responses.create(
+                model="claude-sonnet-4-6", input="Weather in Paris?", tools=RESP_TOOLS, stream=True, extra_headers=hdr
+            )
+            first = [e.response async for e in stream if e.type == "response.completed"][0]
+            call = [i for i in first.output if i.type == "function_call"][0]
+            output: list[Any] = [{"type": "function_call_output", "call_id": call.call_id, "output": "18 C"}]
+            stream = await client.responses.create(
+                model="claude-sonnet-4-6",
+                input=output,
+                previous_response_id=first.id,
+                tools=RESP_TOOLS,
+                stream=True,
+                extra_headers=hdr,
+            )
+            [e async for e in stream]
+        finally:
+            await client.close()
+    app.close()
+    session = replay_session(load_recording(record), speed=math.inf)
+    replayed: list[O.Observation] = []
+    session.bus.subscribe(replayed.append)
+    result = await session.run()
+    assert result.status == "finished", result.error
+    ends = [(o.id, str(o.state), o.error) for o in replayed if isinstance(o, O.ToolStateChanged)]
+    assert (call.call_id, "succeeded", None) in ends and not [e for e in ends if e[1] == "failed"]
+    results = [o for o in replayed if isinstance(o, O.ToolResult)]
+    assert [r.content for r in results] == ["18 C"]
+
+
 # --- the pure part ----------------------------------------------------------------------------------------------
 
 
