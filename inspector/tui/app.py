@@ -236,7 +236,8 @@ class InspectorApp(App[int]):
             "conversations",
             "Conversations",
             id="conversations",
-            tooltip="The conversation list (open / close); enter on a row shows that conversation in the panes",
+            tooltip="The conversation list (open it, or go to it; again: close it); enter on a row shows that "
+            "conversation in the panes",
         ),
         Binding(
             "f",

@@ -222,7 +222,12 @@ class DashboardScreen(Screen[None]):
             self.conversations_line.show(table, shown, follow)
 
     def toggle_list(self) -> bool:
-        """Open or close the conversation list (l); returns whether it is open now."""
+        """The conversation list (l): open it, or go to it when it is open and another pane has the keys (it opens
+        by itself at the second conversation, without taking them); close it from there. Returns whether it is open
+        now."""
+        if self.ready and self.list_is_open() and not self.conversations_view.has_focus:
+            self.conversations_view.focus()
+            return True
         self.list_open = not self.list_is_open()
         self._conv_key = None
         if self.list_open and self.ready:
