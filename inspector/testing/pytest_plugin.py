@@ -76,7 +76,10 @@ class ServedRequest:
 
     @property
     def messages(self) -> list[Any]:
-        msgs = self.body.get("messages") if isinstance(self.body, dict) else None
+        """The request's history: ``messages`` (Messages, Chat Completions), else a Responses ``input`` list."""
+        if not isinstance(self.body, dict):
+            return []
+        msgs = self.body.get("messages", self.body.get("input"))
         return msgs if isinstance(msgs, list) else []
 
     def describe(self) -> str:
@@ -109,10 +112,13 @@ def _openai_violation(api: str, body: dict[str, Any]) -> OpenAIViolation | None:
     return OpenAIViolation("openai_history", problem[0], problem[1])
 
 
-def _offending(req: ServedRequest, message: str) -> str:
-    m = re.search(r"messages\.\[?(\d+)", message)
+def _offending(req: ServedRequest, violation: Violation | OpenAIViolation) -> str:
+    """The line that shows the message a rule names: OpenAI's say where in ``param`` (``messages.[1].role``),
+    Anthropic's in their message (``messages.1``)."""
+    where = getattr(violation, "param", None) or violation.message
+    m = re.search(r"messages\.\[?(\d+)", where)
     if m is None:
-        return ""
+        return f"\n  where: {where}" if isinstance(violation, OpenAIViolation) and violation.param else ""
     i = int(m.group(1))
     if not 0 <= i < len(req.messages):
         return f"\n  offending message: messages[{i}] (missing: the request has {len(req.messages)} messages)"
@@ -256,7 +262,7 @@ class InspectorServer:
             rules = "the Messages API's" if all(r.path == "/v1/messages" for r, _ in bad) else "their API's"
             lines = [f"{len(bad)} of {len(requests)} requests broke {rules} history rules:"]
             for r, v in bad:
-                lines.append(f"{r.describe()}: rule {v.kind}: {v.message}{_offending(r, v.message)}")
+                lines.append(f"{r.describe()}: rule {v.kind}: {v.message}{_offending(r, v)}")
             raise AssertionError("\n".join(lines))
 
     def assert_no_rejections(self) -> None:

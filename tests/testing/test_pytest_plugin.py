@@ -210,3 +210,34 @@ def test_a_request_shows_its_turn_and_attempt_while_its_answer_streams() -> None
             assert req.faults == "stall:1@once" and req.once == "stall:1@once fired here"
     finally:
         server.close()
+
+
+def test_an_openai_history_violation_shows_its_offending_message() -> None:
+    """OpenAI's rules say where in ``param`` (``messages.[1].role``), not in their message: the failure had no
+    "offending message" line, and a Responses request's ``messages`` was always empty."""
+    import openai
+
+    from inspector.testing.pytest_plugin import InspectorServer
+
+    server = InspectorServer("weather")
+    try:
+        client = openai.OpenAI(base_url=server.openai_base_url, api_key="sk-test-plugin-0000", max_retries=0)
+        call = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+        messages: list[Any] = [
+            {"role": "user", "content": "Paris?"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "user", "content": "and tomorrow?"},  # no tool message for call_1
+        ]
+        with pytest.raises(openai.BadRequestError):
+            client.chat.completions.create(model="gpt-4o", messages=messages)
+        items: list[Any] = [{"type": "function_call_output", "call_id": "call_none", "output": "18"}]
+        with pytest.raises(openai.BadRequestError):
+            client.responses.create(model="gpt-4o", input=[{"role": "user", "content": "hi"}, *items])
+        with pytest.raises(AssertionError) as info:
+            server.assert_valid_histories()
+        text = str(info.value)
+        assert "offending message: messages[1] = " in text and '"tool_calls"' in text
+        assert "where: input" in text  # (a Responses rule that names no item: where it is)
+        assert [len(r.messages) for r in server.requests] == [3, 2]
+    finally:
+        server.close()
