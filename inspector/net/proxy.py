@@ -1072,8 +1072,8 @@ def format_exchange(ex: ProxyExchange, conversations: bool = False) -> str:
         line += f", {ex.outcome}"
     if ex.fault:
         line += f", injected {ex.fault}"
-    if ex.reason and ex.end != "complete":
-        line += f" ({ex.reason})"
+    if ex.reason and ex.end != "complete" and not (ex.fault and ex.reason.startswith(f"injected {ex.fault}")):
+        line += f" ({ex.reason})"  # (an injected fault's own reason says it again: said once)
     for inf in ex.inferred:
         if inf.status == "result":
             line += (

@@ -431,3 +431,15 @@ async def test_the_same_body_at_once_after_a_complete_answer_is_a_new_turn_while
     assert starts == [(0, 0), (1, 0)]
     assigned = [o.how for o in got if isinstance(o, O.ConversationAssigned)]
     assert "retry" not in assigned
+
+
+def test_an_injected_fault_is_named_once_on_its_line() -> None:
+    """'injected drop_in_tool:2 (injected drop_in_tool:2 (inspector proxy))': the fault's own reason said it again."""
+    from inspector.net.turns import ProxyExchange
+
+    ex = ProxyExchange("POST", "/v1/messages", turn=0, attempt=0, status=200, end="dropped", outcome="incomplete")
+    ex.fault, ex.reason = "drop_in_tool:2", "injected drop_in_tool:2 (inspector proxy)"
+    line = format_exchange(ex)
+    assert line.count("drop_in_tool:2") == 1 and line.endswith("incomplete, injected drop_in_tool:2")
+    ex.reason = "the client closed the connection"  # (another reason is still said)
+    assert format_exchange(ex).endswith("injected drop_in_tool:2 (the client closed the connection)")
