@@ -720,6 +720,8 @@ class InspectorApp(App[int]):
             replay=self.replay,
             timing_note=self.timing_note(),
             live_state=self.live.status.loop_state,
+            # (time travel shows the whole session: the list says "all")
+            conversation=self.selected_conversation if self.cursor is None else None,
         )
 
     def timing_note(self) -> str:

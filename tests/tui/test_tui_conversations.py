@@ -190,6 +190,33 @@ class TestSideRequests:
                 assert not app.dashboard.conversations_pane.display
 
 
+class TestStatusLineOfOneConversation:
+    async def test_the_status_line_says_the_shown_conversations_state_turn_events_and_model(self) -> None:
+        """With one conversation shown, the status line said the session's: its loop state (idle while that one
+        streamed), the session's turn number, the session's event total, the first request's model."""
+        from inspector.tui.widgets.status import CONVERSATION_STATE_LABEL
+
+        app = three()
+        async with app.run_test(size=WIDE) as pilot:
+            await pilot.pause()
+            for cid in ("c2", "c3"):
+                app.select_conversation(cid)
+
+                def chosen(cid: str = cid) -> bool:
+                    return app.conversation_filter is not None and app.conversation_filter.conversation == cid
+
+                await wait_for(chosen, what=cid)
+                app.flush()
+                await pilot.pause()
+                first = app.status_bar.render().plain.split("\n")[0]
+                entry = app.live.conversations.by_id[cid]
+                own = app.shown_state.status.events
+                assert CONVERSATION_STATE_LABEL[entry.state] in first, first
+                assert f"{cid} turn {len(entry.turns)} (#{entry.turns[-1] + 1})" in first, first
+                assert f"event {own} of {own}" in first and own < app.live.status.events, first
+            assert app.live.conversations.by_id["c3"].state == "streaming"
+
+
 class TestConversationSnapshots:
     def test_conversation_list(self, snap_compare: SnapCompare) -> None:
         assert snap_compare(three(), terminal_size=WIDE)

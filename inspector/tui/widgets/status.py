@@ -72,6 +72,18 @@ class StatusInfo:
     replay: bool = False
     timing_note: str = ""  # a caveat about the source's timing (HAR: per response, not per read)
     live_state: str = ""  # the live loop's state, shown beside a moment of the past (time travel)
+    conversation: str | None = None  # the conversation the panes show (None: the whole session)
+
+
+# a conversation's state (state/conversations.py), as the status line says it while the panes show that conversation
+CONVERSATION_STATE_LABEL = {
+    "streaming": "● streaming",
+    "waiting for tools": "▶ waiting for tools",
+    "idle": "○ idle",
+    "finished": "■ finished",
+    "failed": "✗ failed",
+}
+_SESSION_STATES = ("paused", "stepping", "waiting_retry", "finished", "cancelled", "error")  # said whatever is shown
 
 
 class StatusBar(TextLines):
@@ -142,6 +154,10 @@ class StatusBar(TextLines):
         st = state.status
         out.append(*sep)
         ls = st.loop_state
+        # one conversation shown: its own state, turn, events and model, not the session's
+        entry = state.conversations.by_id.get(info.conversation) if info.conversation is not None else None
+        if entry is not None and ls not in _SESSION_STATES:
+            ls = {"waiting for tools": "running_tools", "failed": "error"}.get(entry.state, entry.state)
         cls = {
             "paused": "st--paused",
             "stepping": "st--paused",
@@ -150,11 +166,20 @@ class StatusBar(TextLines):
             "error": "st--bad",
             "cancelled": "st--paused",
         }.get(ls, "st--streaming")
-        out.append(STATE_LABEL.get(ls, ls), self.cstyle(cls))
+        label = STATE_LABEL.get(ls, ls)
+        if entry is not None and st.loop_state not in _SESSION_STATES:
+            label = CONVERSATION_STATE_LABEL.get(entry.state, label)
+        out.append(label, self.cstyle(cls))
         if state.turns:
             out.append(*sep)
-            out.append("turn ", self.cstyle("st--key"))
-            out.append(str(st.turn + 1), self.cstyle("st--value"))
+            own = entry.turns.index(st.turn) + 1 if entry is not None and st.turn in entry.turns else None
+            if own is not None:  # its own turn, then the session's (#): as the list and the headless lines say
+                out.append(f"{entry.id} turn ", self.cstyle("st--key"))  # type: ignore[union-attr]
+                out.append(str(own), self.cstyle("st--value"))
+                out.append(f" (#{st.turn + 1})" if not narrow else "", self.cstyle("st--key"))
+            else:
+                out.append("turn ", self.cstyle("st--key"))
+                out.append(str(st.turn + 1), self.cstyle("st--value"))
             out.append(" · attempt " if not narrow else ".", self.cstyle("st--key"))
             out.append(str(st.attempt + 1), self.cstyle("st--value"))
         spent = "" if narrow else cost_label(state)  # the session's so far: `$0.0163 · cache 0%` (80x24: no room)
@@ -172,9 +197,10 @@ class StatusBar(TextLines):
             if not narrow:
                 out.append("  ←/→ home end=live", self.cstyle("st--key"))
         else:
+            total = st.events if entry is not None else info.total_events  # (a conversation's own events)
             out.append("event ", self.cstyle("st--key"))
             out.append(f"{st.events}", self.cstyle("st--value"))
-            out.append(f" of {info.total_events}" if not narrow else f"/{info.total_events}", self.cstyle("st--key"))
+            out.append(f" of {total}" if not narrow else f"/{total}", self.cstyle("st--key"))
         side = state.conversations.side_requests  # a proxy's requests that are no turns: said, never hidden
         if side:
             out.append(*sep)
@@ -188,8 +214,9 @@ class StatusBar(TextLines):
         out.append(*sep)
         src = source_label(st.source) if st.source else ("replay" if info.replay else "…")
         out.append(src, self.cstyle("st--source"))
-        if st.model and not narrow:
-            out.append(f" · {st.model}", self.cstyle("st--source"))
+        model = entry.model if entry is not None and entry.model else st.model
+        if model and not narrow:
+            out.append(f" · {model}", self.cstyle("st--source"))
         first, out = out, line2
         a = state.current_attempt
         metrics: list[tuple[str, str]] = []
