@@ -13,7 +13,7 @@ from inspector.testing.dashboard import wait_for
 from inspector.testing.synthetic import parse_date_observations
 from inspector.tui import messages as M
 from inspector.tui.app import InspectorApp
-from inspector.tui.widgets.conversations import ConversationsView
+from inspector.tui.widgets.conversations import ConversationsView, tokens_label
 
 WIDE = (160, 48)
 SMALL = (80, 24)
@@ -248,3 +248,18 @@ class TestTheSameToolIds:
             one, two = app.detail_of("tool", c1[0]).body.plain, app.detail_of("tool", c2[0]).body.plain
             assert "conversation: c1" in one and "c1: " in one and "succeeded" in one
             assert "conversation: c2" in two and "c1: " not in two and "running" in two
+
+
+async def test_at_80x24_the_open_list_keeps_each_rows_tokens_in_view() -> None:
+    """The model column (22 cells) pushed the tokens off an 80-column row ('in 930 o…'): it gives way now."""
+    app = three()
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.pause()
+        await pilot.press("l")
+        await pilot.pause()
+        view = app.dashboard.conversations_view
+        width = view.scrollable_content_region.width
+        rows = ["".join(seg.text for seg in view.render_row(r, width)) for r in range(1, 4)]
+        for row, entry in zip(rows, app.live.conversations, strict=True):
+            assert f"out {tokens_label(entry.tokens_out)}" in row, row
+            assert "…" in row.split(entry.id, 1)[1][:30]  # (the model, cut)

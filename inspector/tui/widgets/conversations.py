@@ -43,12 +43,21 @@ def age_label(seconds: float) -> str:
     return f"{s // 3600}h ago"
 
 
-def conversation_text(c: ConversationEntry, now: float, shown: bool) -> Text:
-    """One row: marker, id, model, turns, state, last activity, tokens, side requests, parent."""
+MODEL_WIDTH = 22  # the model column (narrower when the row would not fit: 80x24 keeps the tokens in view)
+ROW_WITHOUT_MODEL = 66  # the row's other columns before the tokens (marker, id, turns, state, age) and ~15 of tokens
+
+
+def conversation_text(c: ConversationEntry, now: float, shown: bool, width: int = 160) -> Text:
+    """One row: marker, id, model, turns, state, last activity, tokens, side requests, parent. ``width``: the
+    row's cells: the model column gives way (cut with an ellipsis) so that the tokens stay in view."""
     t = Text(no_wrap=True, overflow="ellipsis")
     t.append("● " if shown else "  ", "bold")
     t.append(f"{c.id:<6} ", "bold")
-    t.append(f"{(c.model or '?'):<22} ", "dim")
+    mw = max(8, min(MODEL_WIDTH, width - ROW_WITHOUT_MODEL))
+    model = c.model or "?"
+    if len(model) > mw:
+        model = model[: mw - 1] + "…"
+    t.append(f"{model:<{mw}} ", "dim")
     n = len(c.turns)
     t.append(f"{n} turn{'s' if n != 1 else ''}".ljust(9))
     state = c.state
@@ -123,7 +132,7 @@ class ConversationsView(LineView):
         console = self.app.console
         c = self._entry(row)
         if c is not None:
-            return text_strip(conversation_text(c, self.now, self.shown == c.id), console, width)
+            return text_strip(conversation_text(c, self.now, self.shown == c.id, width), console, width)
         table = self.table
         if row == 0:
             t = Text(no_wrap=True, overflow="ellipsis")
