@@ -263,3 +263,16 @@ async def test_at_80x24_the_open_list_keeps_each_rows_tokens_in_view() -> None:
         for row, entry in zip(rows, app.live.conversations, strict=True):
             assert f"out {tokens_label(entry.tokens_out)}" in row, row
             assert "…" in row.split(entry.id, 1)[1][:30]  # (the model, cut)
+
+
+async def test_the_assistant_panes_rules_name_their_conversation_and_none_is_empty() -> None:
+    """The "all" view of concurrent conversations: rules said "turn 1", "turn 2", "turn 3" (three conversations'
+    turns) one under the other with nothing between them, then "turn 1" again."""
+    app = three()
+    async with app.run_test(size=WIDE) as pilot:
+        await pilot.pause()
+        view = app.assistant_view
+        rows = [strip.text for strip in view._lines]  # (every row as painted: the Line API's finished strips)
+        rules = [i for i, row in enumerate(rows) if row.startswith("── ") and " turn " in row]
+        assert rules and all(b - a > 1 for a, b in zip(rules, rules[1:], strict=False)), rows
+        assert rows[rules[0]].startswith("── [c1] turn 1 (#1) ") and rows[rules[1]].startswith("── [c2] turn 1 (#2) ")

@@ -91,7 +91,7 @@ class AssistantView(SectionView):
         # the start. A tool of an ended turn that changes after all (a late result, a run inferred from a later
         # request) bumps the fold's rev_settled: everything is walked again then
         done_n, done_items = self._done
-        of = (ended, st.prompt, state.rev_settled)
+        of = (ended, st.prompt, state.rev_settled, len(state.conversations) > 1)  # (many: the rules name theirs)
         if state is not self._done_state or of != self._done_of or done_items > self.kept_items(width):
             self._done_state, self._done_of = state, of
             done_n, done_items = self._done = (0, 0)
@@ -105,7 +105,11 @@ class AssistantView(SectionView):
             kind = item[0]
             final = True
             if kind == "turn":
-                items.append((("turn", item[1]), 0, lambda w, n=item[1]: self._rule(f"turn {n + 1}", "as--turn", w)))
+                if i + 1 < len(transcript) and transcript[i + 1][0] == "turn":
+                    continue  # (concurrent conversations: a turn's rule with nothing under it before the next one's)
+                final = i + 1 < len(transcript)  # (the last rule may yet be followed by another: not kept as done)
+                label = self._turn_label(state, item[1])
+                items.append((("turn", item[1], i), label, lambda w, t=label: self._rule(t, "as--turn", w)))
             elif kind in ("text", "thinking", "block"):
                 b = state.blocks.get(item[1])
                 if b is None:
@@ -159,6 +163,16 @@ class AssistantView(SectionView):
         return None
 
     # -------------------------------------------------------------------------------------------- items
+    @staticmethod
+    def _turn_label(state: DashboardState, turn: int) -> str:
+        """``turn 2``; in a session of several conversations, whose turn: ``[c2] turn 1 (#3)``."""
+        table = state.conversations
+        cid = table.by_turn.get(turn) if len(table) > 1 else None
+        entry = table.by_id.get(cid) if cid is not None else None
+        if entry is None or turn not in entry.turns:
+            return f"turn {turn + 1}"
+        return f"[{cid}] turn {entry.turns.index(turn) + 1} (#{turn + 1})"
+
     def _rule(self, label: str, cls: str, width: int) -> list[Line]:
         head = f"── {label} "
         return [text_strip(Text(head + "─" * max(0, width - len(head)), self.cstyle(cls)), self.app.console, width)]
