@@ -581,13 +581,18 @@ def _format_turn(t: dict[str, Any], failed: bool = False) -> list[str]:
         head,
         f"  message {_v(m.get('id'))}  model {_v(m.get('model'))}  {_reads(t)}{kind}",
     ]
-    for i, b in enumerate(m.get("content") or []):
+    content = m.get("content") or []
+    # a chat answer of n > 1 choices: each block says its choice (the JSON's "choice", counted from 1 here)
+    many = len({b.get("choice") for b in content if isinstance(b, dict) and isinstance(b.get("choice"), int)}) > 1
+    for i, b in enumerate(content):
+        choice = b.get("choice") if isinstance(b, dict) else None
+        idx = f"[{i}] (choice {choice + 1})" if many and isinstance(choice, int) else f"[{i}]"
         if not isinstance(b, dict):
-            lines.append(f"  [{i}] {short(b, 60, ellipsis='...')}")
+            lines.append(f"  {idx} {short(b, 60, ellipsis='...')}")
             continue
         bt = _v(b.get("type"))
         if bt == "text":
-            lines.append(f"  [{i}] text:")
+            lines.append(f"  {idx} text:")
             text = b["text"] if isinstance(b.get("text"), str) else ""
             for line in text.splitlines() or [""]:
                 lines.append(f"      {line}")
@@ -595,19 +600,19 @@ def _format_turn(t: dict[str, Any], failed: bool = False) -> list[str]:
             thinking = b["thinking"] if isinstance(b.get("thinking"), str) else ""
             signature = b["signature"] if isinstance(b.get("signature"), str) else ""
             lines.append(
-                f"  [{i}] thinking: {short_text(thinking, 200, ellipsis='...')!r} (signature {len(signature)} chars)"
+                f"  {idx} thinking: {short_text(thinking, 200, ellipsis='...')!r} (signature {len(signature)} chars)"
             )
         elif bt in TOOL_INPUT_BLOCKS:
             name, bid = _v(b.get("name")), _v(b.get("id"))
             if b.get("input") is None and isinstance(b.get("input_raw"), str):
                 raw = short_text(b["input_raw"], 200, ellipsis="...")
-                lines.append(f"  [{i}] {bt} {name} {bid}: INPUT NOT PARSED, raw {raw!r}")
+                lines.append(f"  {idx} {bt} {name} {bid}: INPUT NOT PARSED, raw {raw!r}")
             elif b.get("input") is None:
-                lines.append(f"  [{i}] {bt} {name} {bid}: -")
+                lines.append(f"  {idx} {bt} {name} {bid}: -")
             else:
-                lines.append(f"  [{i}] {bt} {name} {bid}: {short(b.get('input'), 200, ellipsis='...')}")
+                lines.append(f"  {idx} {bt} {name} {bid}: {short(b.get('input'), 200, ellipsis='...')}")
         else:
-            lines.append(f"  [{i}] {bt}")
+            lines.append(f"  {idx} {bt}")
     stop = f"{_v(m.get('stop_reason'))}{_wire_stop(t)}"
     lines.append(f"  stop_reason: {stop}  stop_sequence: {_v(m.get('stop_sequence'))}")
     u = m.get("usage") if isinstance(m.get("usage"), dict) else {}

@@ -209,3 +209,26 @@ def test_a_non_streamed_answer_dumps_the_blocks_its_streamed_twin_does(tmp_path:
         return turn_text.split("\n  diagnostics:")[0].split("\n")[2:]
 
     assert shown(text) == shown(format_turns([streamed]))
+
+
+def test_dump_text_says_each_blocks_choice_of_an_n_2_answer(capsys: Any, tmp_path: Any) -> None:
+    """A chat answer of n=2 choices: its blocks were listed [0]..[3] with nothing saying whose (the JSON has
+    "choice"); each now says its choice, counted from 1. One choice: no tag."""
+    from inspector.scenarios.bundled import SCENARIOS
+    from inspector.scenarios.render_openai import render_openai_turn
+
+    for n in (2, 1):
+        path = tmp_path / f"n{n}.sse"
+        path.write_bytes(render_openai_turn(SCENARIOS["weather"], 0, 0, api="chat", choices=n).body)
+        main(["dump", str(path)])
+        out = capsys.readouterr().out
+        blocks = [line.strip() for line in out.splitlines() if line.strip().startswith("[")]
+        if n == 2:
+            assert [b.split(")")[0] + ")" for b in blocks] == [
+                "[0] (choice 1)",
+                "[1] (choice 2)",
+                "[2] (choice 1)",
+                "[3] (choice 2)",
+            ], out
+        else:
+            assert blocks and "choice" not in out, out
