@@ -209,10 +209,7 @@ def test_ctrl_c_goes_to_the_command_first_then_stops_watching(tmp_path: Path) ->
     # ...and watch took it (its note): only then the second Ctrl-C, as a user who reads the note presses it. (Two
     # SIGINTs that arrive before the interpreter runs its handler are one: under CI load the second one was sent
     # while watch had not run the first, the handler ran once, and watch waited for a third.)
-    err_lines: list[str] = []
-    while not any("press it again to stop watching" in x for x in err_lines):
-        assert time.monotonic() < deadline and p.poll() is None, "".join(err_lines)
-        err_lines.append(p.stderr.readline())
+    err_lines = _until_the_note(p, deadline)
     os.killpg(p.pid, signal.SIGINT)
     p.wait(60)
     err = "".join(err_lines) + p.stderr.read()
@@ -244,6 +241,23 @@ def _watched(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
         text=True,
         start_new_session=True,  # its own process group: the test plays the terminal
     )
+
+
+def _until_the_note(p: subprocess.Popen[str], deadline: float) -> list[str]:
+    """watch's stderr lines up to its note that the first Ctrl-C went to the command (it took that one)."""
+    assert p.stderr is not None
+    lines: list[str] = []
+    while not any("press it again to stop watching" in x for x in lines):
+        assert time.monotonic() < deadline and p.poll() is None, "".join(lines)
+        lines.append(p.stderr.readline())
+    return lines
+
+
+def _until_gone(pid: int) -> None:
+    deadline = time.monotonic() + 10
+    while not _gone(pid):
+        assert time.monotonic() < deadline, "the agent the shell started is still running"
+        time.sleep(0.05)
 
 
 def _gone(pid: int) -> bool:
@@ -281,10 +295,7 @@ def test_sigterm_to_watch_stops_the_command_and_its_children_and_closes_the_reco
         err_lines.append(p.stderr.readline())
     os.kill(p.pid, signal.SIGTERM)  # watch alone, not its group
     p.wait(60)
-    deadline = time.monotonic() + 10
-    while not _gone(pid):  # (before reading the rest of its output: the agent holds the pipes open while it runs)
-        assert time.monotonic() < deadline, "the agent the shell started is still running"
-        time.sleep(0.05)
+    _until_gone(pid)  # (before reading the rest of its output: the agent holds the pipes open while it runs)
     assert p.returncode == 128 + signal.SIGTERM, p.stderr.read()  # the shell's status: terminated
     assert "after" not in p.stdout.read()
     lines = [json.loads(x) for x in rec.read_text().splitlines()]
@@ -307,16 +318,10 @@ def test_the_second_ctrl_c_stops_the_processes_a_wrapper_started(tmp_path: Path)
     os.killpg(p.pid, signal.SIGINT)  # a terminal's Ctrl-C: the whole foreground group
     deadline = time.monotonic() + 30
     assert p.stdout.readline().strip() == "child got SIGINT"
-    err_lines: list[str] = []
-    while not any("press it again to stop watching" in x for x in err_lines):
-        assert time.monotonic() < deadline and p.poll() is None, "".join(err_lines)
-        err_lines.append(p.stderr.readline())
+    _until_the_note(p, deadline)
     os.killpg(p.pid, signal.SIGINT)
     p.wait(60)
-    deadline = time.monotonic() + 10
-    while not _gone(pid):  # (before reading the rest of stderr: the agent holds it open while it runs)
-        assert time.monotonic() < deadline, "the agent the shell started is still running"
-        time.sleep(0.05)
+    _until_gone(pid)  # (before reading the rest of stderr: the agent holds it open while it runs)
     assert "Traceback" not in p.stderr.read()
 
 

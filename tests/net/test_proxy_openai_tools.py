@@ -84,6 +84,21 @@ def _check_tools_pane(seen: list[O.Observation], ids: list[str], answered: list[
         assert str(rows[tid].state) == ("succeeded" if tid in answered else "not_run")
 
 
+async def _completed(client: openai.AsyncOpenAI, request: Any, previous: str | None = None) -> Any:
+    """One streamed Responses request through the proxy (the weather scenario, no session header): its completed
+    Response. ``request``: the input; ``previous``: the previous_response_id it continues."""
+    more: dict[str, Any] = {"previous_response_id": previous} if previous else {}
+    stream = await client.responses.create(
+        model="claude-sonnet-4-6",
+        input=request,
+        tools=RESP_TOOLS,
+        stream=True,
+        extra_headers={"x-inspector-scenario": "weather"},
+        **more,
+    )
+    return [e.response async for e in stream if e.type == "response.completed"][0]
+
+
 @pytest.mark.parametrize("drop_one", [False, True])
 async def test_chat_tool_results_in_the_next_request_are_inferred(
     upstream: BackgroundServer, tmp_path: Path, drop_one: bool
@@ -226,35 +241,16 @@ async def test_two_responses_conversations_of_one_scenario_continued_together_st
     first conversation's response, serve counted it as a retry, and the proxy put both in one conversation. The ids
     are now seeded by the conversation too (its first input, then the response it continues)."""
     app, seen, _record = _proxy(upstream, tmp_path)
-    hdr = {"x-inspector-scenario": "weather"}
     with BackgroundServer(app) as px:
         client = openai.AsyncOpenAI(base_url=px.base_url + "/v1", api_key=KEY)
         try:
-            firsts = []
-            for city in ("Paris", "Rome"):
-                stream = await client.responses.create(
-                    model="claude-sonnet-4-6",
-                    input=f"Weather in {city}?",
-                    tools=RESP_TOOLS,
-                    stream=True,
-                    extra_headers=hdr,
-                )
-                done = [e.response async for e in stream if e.type == "response.completed"]
-                firsts.append(done[0])
+            firsts = [await _completed(client, f"Weather in {city}?") for city in ("Paris", "Rome")]
             calls = [[i for i in r.output if i.type == "function_call"][0] for r in firsts]
             assert firsts[0].id != firsts[1].id and calls[0].call_id != calls[1].call_id
             seconds = []
             for first, call in zip(firsts, calls, strict=True):
                 output: list[Any] = [{"type": "function_call_output", "call_id": call.call_id, "output": "18 C"}]
-                stream = await client.responses.create(
-                    model="claude-sonnet-4-6",
-                    input=output,
-                    previous_response_id=first.id,
-                    tools=RESP_TOOLS,
-                    stream=True,
-                    extra_headers=hdr,
-                )
-                seconds += [e.response async for e in stream if e.type == "response.completed"]
+                seconds.append(await _completed(client, output, first.id))
         finally:
             await client.close()
     assert seconds[0].id != seconds[1].id
@@ -278,25 +274,13 @@ async def test_a_recorded_responses_conversation_continued_by_previous_response_
     from inspector.sessions.sources import load_recording, replay_session
 
     app, _seen, record = _proxy(upstream, tmp_path)
-    hdr = {"x-inspector-scenario": "weather"}
     with BackgroundServer(app) as px:
         client = openai.AsyncOpenAI(base_url=px.base_url + "/v1", api_key=KEY)
         try:
-            stream = await client.responses.create(
-                model="claude-sonnet-4-6", input="Weather in Paris?", tools=RESP_TOOLS, stream=True, extra_headers=hdr
-            )
-            first = [e.response async for e in stream if e.type == "response.completed"][0]
+            first = await _completed(client, "Weather in Paris?")
             call = [i for i in first.output if i.type == "function_call"][0]
             output: list[Any] = [{"type": "function_call_output", "call_id": call.call_id, "output": "18 C"}]
-            stream = await client.responses.create(
-                model="claude-sonnet-4-6",
-                input=output,
-                previous_response_id=first.id,
-                tools=RESP_TOOLS,
-                stream=True,
-                extra_headers=hdr,
-            )
-            [e async for e in stream]
+            await _completed(client, output, first.id)
         finally:
             await client.close()
     app.close()
