@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
@@ -156,6 +155,8 @@ def get_scenario(name_or_path: str | os.PathLike[str]) -> Scenario:
         if not path.is_file():
             raise UnknownScenario(f"no scenario file {str(path)!r}")
         return load_file(path)
+    import difflib  # (the error's path only: listing and loading scenarios stay light)
+
     close = difflib.get_close_matches(str(name_or_path), list(SCENARIOS), n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise UnknownScenario(
