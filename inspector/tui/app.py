@@ -780,10 +780,14 @@ class InspectorApp(App[int]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # None: shown in the footer but disabled (dimmed); pressing it says why (run_action)
+        if action in ("toggle_pause", "step") and not getattr(self.controller, "can_pause", True):
+            return False  # (a watched stream: never available, so hidden, and the footer keeps room; a press says why)
         if action in CONTROL_ACTIONS:
             return True if self.control_available(CONTROL_ACTIONS[action])[0] else None
         if action == "restart":
-            return True if self.session_factory is not None and not self.watching else None
+            if self.watching:
+                return False  # (watch runs its command once: hidden; a press says so)
+            return True if self.session_factory is not None else None
         if action in ("conversations", "follow_newest"):
             return self._many_conversations  # (hidden, not dimmed, for a single conversation)
         return True
