@@ -438,13 +438,21 @@ def recorded_tools(
     durations: dict[str, float] = {}
     uses: dict[str, tuple[str, Any]] = {}
     definitions: list[dict[str, Any]] | None = None
+    # the last request holds the conversation's whole history, but one continued by previous_response_id holds
+    # only what is new (its function_call_output items): those are kept as they come
+    last_body: dict[str, Any] = {}
+    continued: list[Any] = []
     for att in recording.attempts():
-        body = (att.request or {}).get("body") or {}
-        if not isinstance(body, dict):
+        body = (att.request or {}).get("body")
+        if not isinstance(body, dict):  # (not kept, or not JSON: the last request with a body holds the history)
             continue
+        last_body = body
         if definitions is None and isinstance(body.get("tools"), list):
             definitions = body["tools"]
-        for msg in neutral_history(history_of(body)):
+        history = neutral_history(history_of(body))
+        if body.get("previous_response_id") is not None:
+            continued.extend(history)
+        for msg in history:
             if not isinstance(msg, dict) or not isinstance(msg.get("content"), list):
                 continue
             for b in msg["content"]:
@@ -460,7 +468,14 @@ def recorded_tools(
         if o.get("type") == "tool_result" and isinstance(o.get("tool_use_id"), str)
     }
     unsafe: set[str] = set()  # tools recorded as not concurrency-safe keep their barrier in the replay
+    final_msgs: list[Any] = []
     for obs in recording.observations:
+        if obs.get("type") == "loop_finished" and isinstance(obs.get("messages"), list):
+            final_msgs = neutral_history(obs["messages"])
+        # a Responses conversation continued by previous_response_id sends no function_call items back: its calls
+        # are known from what the stream gave (the tool_state lines, with their input once parsed)
+        if obs.get("type") == "tool_state" and isinstance(obs.get("id"), str) and obs.get("input") is not None:
+            uses.setdefault(obs["id"], (str(obs.get("name")), obs.get("input")))
         if obs.get("type") == "tool_state" and obs.get("safe") is False and obs.get("state") == "queued":
             unsafe.add(str(obs.get("name")))
         # a run time is replayed only when it was measured (the proxy's inferred times are bounds, not runs)
@@ -479,26 +494,8 @@ def recorded_tools(
     for w in gap_warnings(recording, tool_durations=durations):
         if w not in recording.warnings and "tool call" in w:
             recording.warnings.append(w)
-    # a Responses conversation continued by previous_response_id sends no function_call items back: its calls are
-    # known from what the stream gave (the tool_state lines, with their input once parsed)
-    for obs in recording.observations:
-        if obs.get("type") == "tool_state" and isinstance(obs.get("id"), str) and obs.get("input") is not None:
-            uses.setdefault(obs["id"], (str(obs.get("name")), obs.get("input")))
-    # results, in the order the conversation has them: the last request holds the whole history, but a request
-    # continued by previous_response_id holds only what is new (its function_call_output items)
-    last_body = None
-    continued: list[Any] = []
-    for att in recording.attempts():
-        body = (att.request or {}).get("body")
-        if isinstance(body, dict):
-            last_body = body
-            if body.get("previous_response_id") is not None:
-                continued.extend(neutral_history(history_of(body)))
-    final_msgs = []
-    for obs in recording.observations:
-        if obs.get("type") == "loop_finished" and isinstance(obs.get("messages"), list):
-            final_msgs = neutral_history(obs["messages"])
-    msgs = final_msgs or [*continued, *neutral_history(history_of(last_body or {}))]
+    # results, in the order the conversation has them
+    msgs = final_msgs or [*continued, *neutral_history(history_of(last_body))]
     bad_ids: list[str] = []  # tool_results whose tool_use_id is not a string (a named warning each)
     for msg in msgs:
         if not isinstance(msg, dict) or not isinstance(msg.get("content"), list):

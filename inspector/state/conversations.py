@@ -50,6 +50,13 @@ class ConversationEntry:
     version: int = 0
     turn_usage: dict[int, tuple[int, int]] = field(default_factory=dict)  # global turn -> its last attempt's tokens
 
+    def own_turn(self, turn: int) -> int | None:
+        """A session turn's number within this conversation (0-based), or None when it is not one of its turns."""
+        try:
+            return self.turns.index(turn)
+        except ValueError:
+            return None
+
     @property
     def state(self) -> str:
         if self.open_attempt is not None:

@@ -44,10 +44,10 @@ Outcome = Literal["tool_use", "text_finish", "truncated", "incomplete", "error"]
 _NOT_FROM_DELTA = frozenset({"stop_reason", "stop_sequence", "usage", "content", "id", "type", "role"})
 _FROM_MESSAGE_DELTA = ("context_management", "input_transformations")
 
-# What `feed` reports changed, for observers (the loop turns these into observations).
-Change = tuple[
-    Any, ...
-]  # ("message_start", message) | ("message_delta", stop_reason, usage) | ("block_opened", i) | ("block_delta", i) | ("block_closed", i) | ...
+# What `feed` reports changed, for observers (the loop turns these into observations): ("message_start", message),
+# ("message_delta", stop_reason, usage) (each the message as of its event), ("block_opened", i), ("block_delta", i),
+# ("block_closed", i), ...
+Change = tuple[Any, ...]
 
 
 class MessageAssembler:

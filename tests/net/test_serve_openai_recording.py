@@ -415,3 +415,28 @@ async def test_any_recorded_error_event_gets_an_error_answer_for_stream_false(da
         assert body == data
     else:
         assert set(body) == {"error"} and set(body["error"]) == {"message", "type", "param", "code"}
+
+
+def test_telling_a_recordings_family_reads_a_bounded_prefix_of_a_hostile_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A recording with no request path and no telling event (garbage, 40 MiB over many reads and attempts): its
+    family is the Messages API's, told after at most SNIFF_BYTES were decoded (serve, replay and from-recording all
+    ask for it: a big garbage file must not be decoded whole)."""
+    from inspector.record import replay
+    from inspector.record.recording import RecordedAttempt, RecordedRead, RecordedTurn, Recording
+    from inspector.stream.sse import SSEDecoder
+
+    fed = [0]
+
+    class Counting(SSEDecoder):
+        def feed(self, data: bytes | bytearray | memoryview) -> Any:
+            fed[0] += len(data)
+            return super().feed(data)
+
+    monkeypatch.setattr(replay, "SSEDecoder", Counting)
+    junk = b"data: " + b"\x00\xff" * (1 << 19) + b"\n\n"  # 1 MiB a read: no event that tells
+    turns = [
+        RecordedTurn(t, [RecordedAttempt(t, 0, reads=[RecordedRead(0.0, junk) for _ in range(10)])]) for t in range(4)
+    ]
+    rec = Recording(header={"source": {"type": "proxy"}}, turns=turns)
+    assert recording_family(rec) == "anthropic"
+    assert 0 < fed[0] <= replay.SNIFF_BYTES

@@ -169,9 +169,10 @@ class AssistantView(SectionView):
         table = state.conversations
         cid = table.by_turn.get(turn) if len(table) > 1 else None
         entry = table.by_id.get(cid) if cid is not None else None
-        if entry is None or turn not in entry.turns:
+        own = entry.own_turn(turn) if entry is not None else None
+        if own is None:
             return f"turn {turn + 1}"
-        return f"[{cid}] turn {entry.turns.index(turn) + 1} (#{turn + 1})"
+        return f"[{cid}] turn {own + 1} (#{turn + 1})"
 
     def _rule(self, label: str, cls: str, width: int) -> list[Line]:
         head = f"── {label} "

@@ -83,6 +83,7 @@ CONVERSATION_STATE_LABEL = {
     "finished": "■ finished",
     "failed": "✗ failed",
 }
+_CONVERSATION_STATE_CLASS = {"finished": "st--done", "failed": "st--bad"}  # (else st--streaming)
 _SESSION_STATES = ("paused", "stepping", "waiting_retry", "finished", "cancelled", "error")  # said whatever is shown
 
 
@@ -154,28 +155,29 @@ class StatusBar(TextLines):
         st = state.status
         out.append(*sep)
         ls = st.loop_state
-        # one conversation shown: its own state, turn, events and model, not the session's
+        # one conversation shown: its own state, turn, events and model, not the session's (a pause, a step or the
+        # session's end is still the session's)
         entry = state.conversations.by_id.get(info.conversation) if info.conversation is not None else None
         if entry is not None and ls not in _SESSION_STATES:
-            ls = {"waiting for tools": "running_tools", "failed": "error"}.get(entry.state, entry.state)
-        cls = {
-            "paused": "st--paused",
-            "stepping": "st--paused",
-            "waiting_retry": "st--paused",
-            "finished": "st--done",
-            "error": "st--bad",
-            "cancelled": "st--paused",
-        }.get(ls, "st--streaming")
-        label = STATE_LABEL.get(ls, ls)
-        if entry is not None and st.loop_state not in _SESSION_STATES:
-            label = CONVERSATION_STATE_LABEL.get(entry.state, label)
+            label = CONVERSATION_STATE_LABEL.get(entry.state, entry.state)
+            cls = _CONVERSATION_STATE_CLASS.get(entry.state, "st--streaming")
+        else:
+            label = STATE_LABEL.get(ls, ls)
+            cls = {
+                "paused": "st--paused",
+                "stepping": "st--paused",
+                "waiting_retry": "st--paused",
+                "finished": "st--done",
+                "error": "st--bad",
+                "cancelled": "st--paused",
+            }.get(ls, "st--streaming")
         out.append(label, self.cstyle(cls))
         if state.turns:
             out.append(*sep)
-            own = entry.turns.index(st.turn) + 1 if entry is not None and st.turn in entry.turns else None
-            if own is not None:  # its own turn, then the session's (#): as the list and the headless lines say
-                out.append(f"{entry.id} turn ", self.cstyle("st--key"))  # type: ignore[union-attr]
-                out.append(str(own), self.cstyle("st--value"))
+            own = entry.own_turn(st.turn) if entry is not None else None
+            if entry is not None and own is not None:  # its own turn, then the session's (#), as the list says
+                out.append(f"{entry.id} turn ", self.cstyle("st--key"))
+                out.append(str(own + 1), self.cstyle("st--value"))
                 out.append(f" (#{st.turn + 1})" if not narrow else "", self.cstyle("st--key"))
             else:
                 out.append("turn ", self.cstyle("st--key"))
