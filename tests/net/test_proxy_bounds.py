@@ -687,13 +687,21 @@ async def test_a_long_stream_is_parsed_up_to_a_budget_and_forgotten_once_the_cli
     PARSE_BUDGET = 1 << 20
     monkeypatch.setattr(turns, "PARSE_BUDGET", PARSE_BUDGET)
 
-    done = threading.Event()
+    done = threading.Event()  # set once the proxy's handler returned (its exchange line goes out a little before)
     rec = tmp_path / "long.jsonl"
-    proxy = ProxyApp("http://placeholder", record=rec, on_exchange=lambda ex: done.set())
+    proxy = ProxyApp("http://placeholder", record=rec)
+
+    async def handler_returned(scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await proxy(scope, receive, send)
+        finally:
+            if scope["type"] == "http":
+                done.set()
+
     got = 0
     with BackgroundServer(Endless()) as up:
         proxy.upstream = up.base_url
-        with BackgroundServer(proxy) as px:
+        with BackgroundServer(handler_returned) as px:
             async with httpx2.AsyncClient(base_url=px.base_url, timeout=30) as h:
                 body = orjson.dumps({**BODY, "stream": True})
                 async with h.stream("POST", "/v1/messages", content=body, headers=HEADERS) as r:
@@ -701,7 +709,7 @@ async def test_a_long_stream_is_parsed_up_to_a_budget_and_forgotten_once_the_cli
                         got += len(chunk)
                         if got > PARSE_BUDGET + (1 << 20):
                             break
-            assert await asyncio.to_thread(done.wait, 30), "the exchange never ended"
+            assert await asyncio.to_thread(done.wait, 30), "the proxy's handler never returned"
             assert proxy.tracker._dirty == {}
             gc.collect()
             alive = [o for o in gc.get_objects() if isinstance(o, Track | TurnStream)]
