@@ -3,6 +3,7 @@ the collapsed line at 80x24, and no list at all for a single conversation (issue
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -276,3 +277,40 @@ async def test_the_assistant_panes_rules_name_their_conversation_and_none_is_emp
         rules = [i for i, row in enumerate(rows) if row.startswith("── ") and " turn " in row]
         assert rules and all(b - a > 1 for a, b in zip(rules, rules[1:], strict=False)), rows
         assert rows[rules[0]].startswith("── [c1] turn 1 (#1) ") and rows[rules[1]].startswith("── [c2] turn 1 (#2) ")
+
+
+def _text(line: Any) -> str:
+    return "".join(seg.text for seg in line) if isinstance(line, list) else line.text
+
+
+async def test_every_panes_turn_rules_name_their_conversation_in_the_all_view() -> None:
+    """The "all" view of concurrent conversations: the Assistant's rules said "[c2] turn 1 (#2)", but the Blocks
+    pane's said "turn 2 · attempt 1", the Tools pane's "turn 2", the SSE pane's marker rows "turn 2 · attempt 1 ·
+    POST ..." and the timeline "turn 2" / "model t2": the session's turn numbers, which no conversation has."""
+    app = three()
+    async with app.run_test(size=WIDE) as pilot:
+        await pilot.pause()
+        state = app.live
+        width = 200
+        blocks = [_text(strip) for strip in app.blocks_view._lines]
+        tools = [_text(strip) for strip in app.tools_view._lines]
+        ev = state.events
+        markers = [_text(app.events_view.render_row(r, width)) for r in range(len(ev)) if r in state.markers]
+        timeline = app.timeline.render().plain
+        for rows in (blocks, tools, markers):
+            rules = [row for row in rows if row.startswith("── ") and "turn " in row]
+            assert rules, rows
+            assert all(re.match(r"── \[c\d\] turn \d+ \(#\d+\)", row) for row in rules), rules
+        assert "── [c2] turn 1 (#2) · attempt 1 · POST" in "\n".join(markers)
+        assert re.search(r"^model c\d t\d ", timeline, re.M) and not re.search(r"model t\d", timeline), timeline
+        assert re.search(r"^\[c1\] turn 1 \(#1\) saved", timeline, re.M), timeline  # (a compact line)
+        # one conversation shown: its own turns (they are not the session's), as in the status line
+        app.select_conversation("c2")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.dashboard.conversations_view.shown == "c2"
+        shown = app.shown_state
+        rows = [_text(app.events_view.render_row(r, width)) for r in range(len(shown.events)) if r in shown.markers]
+        assert rows and all(re.match(r"── \[c2\] turn \d+ \(#\d+\) · attempt", row) for row in rows), rows
+        assert [_text(strip) for strip in app.tools_view._lines][0].startswith("── [c2] turn 1 (#2) ")
+        assert re.search(r"^model c2 t1 ", app.timeline.render().plain, re.M)

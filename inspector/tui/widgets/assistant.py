@@ -15,7 +15,7 @@ from inspector.core.fmt import duration
 from inspector.state.fold import BlockEntry, DashboardState, ToolEntry
 from inspector.tui.widgets.base import Line, SectionView, chunk_text, text_strip, wrap_strips
 from inspector.tui.widgets.tools import streaming_call
-from inspector.tui.widgets.wording import try_label
+from inspector.tui.widgets.wording import try_label, turn_label
 
 OPEN_TEXT_LIMIT = 4_000  # an open text block longer than this shows its tail until it closes
 THINKING_LINES = 3
@@ -108,7 +108,7 @@ class AssistantView(SectionView):
                 if i + 1 < len(transcript) and transcript[i + 1][0] == "turn":
                     continue  # (concurrent conversations: a turn's rule with nothing under it before the next one's)
                 final = i + 1 < len(transcript)  # (the last rule may yet be followed by another: not kept as done)
-                label = self._turn_label(state, item[1])
+                label = turn_label(state, item[1])
                 items.append((("turn", item[1], i), label, lambda w, t=label: self._rule(t, "as--turn", w)))
             elif kind in ("text", "thinking", "block"):
                 b = state.blocks.get(item[1])
@@ -163,17 +163,6 @@ class AssistantView(SectionView):
         return None
 
     # -------------------------------------------------------------------------------------------- items
-    @staticmethod
-    def _turn_label(state: DashboardState, turn: int) -> str:
-        """``turn 2``; in a session of several conversations, whose turn: ``[c2] turn 1 (#3)``."""
-        table = state.conversations
-        cid = table.by_turn.get(turn) if len(table) > 1 else None
-        entry = table.by_id.get(cid) if cid is not None else None
-        own = entry.own_turn(turn) if entry is not None else None
-        if own is None:
-            return f"turn {turn + 1}"
-        return f"[{cid}] turn {own + 1} (#{turn + 1})"
-
     def _rule(self, label: str, cls: str, width: int) -> list[Line]:
         head = f"── {label} "
         return [text_strip(Text(head + "─" * max(0, width - len(head)), self.cstyle(cls)), self.app.console, width)]

@@ -19,6 +19,7 @@ from inspector.core import exactjson
 from inspector.state.entries import human_size
 from inspector.state.fold import BlockEntry, DashboardState
 from inspector.tui.widgets.base import Deferred, Line, Row, SectionView, chunk_text, text_strip, wrap_strips
+from inspector.tui.widgets.wording import turn_label
 
 BUFFER_LINES = 6  # buffer lines shown per block (the tail while open, the head once closed)
 INPUT_LINES = 12  # pretty-printed input lines shown per tool block
@@ -118,6 +119,7 @@ class BlocksView(SectionView):
         # (blocks, items, last attempt) of the leading blocks whose attempt has ended, for `_done_state`
         self._done: tuple[int, int, tuple[int, int] | None] = (0, 0, None)
         self._done_state: DashboardState | None = None
+        self._done_many = False
 
     def _ends(self, b: BlockEntry) -> list[int]:
         """Cumulative end offsets of a block's fragments, extended incrementally (O(new fragments))."""
@@ -148,8 +150,9 @@ class BlocksView(SectionView):
         # the items of the blocks of ended attempts never change (block_order only grows): a frame walks the blocks
         # from the first one of an attempt still running, not the whole session's
         done_blocks, done_items, current = self._done
-        if state is not self._done_state or done_items > self.kept_items(width):
-            self._done_state, done_blocks, done_items, current = state, 0, 0, None
+        many = len(state.conversations) > 1  # (several conversations: the attempt rules name whose turn it is)
+        if state is not self._done_state or many != self._done_many or done_items > self.kept_items(width):
+            self._done_state, self._done_many, done_blocks, done_items, current = state, many, 0, 0, None
             self._done = (0, 0, None)
         items: list[tuple[Hashable, Hashable, Any]] = []
         order = state.block_order
@@ -162,7 +165,7 @@ class BlocksView(SectionView):
             failed = a is not None and a.failed
             if ta != current:
                 current = ta
-                items.append((("attempt", ta), failed, lambda w, ta=ta, f=failed: self._attempt_line(ta, f, w)))
+                items.append((("attempt", ta), (failed, many), lambda w, ta=ta, f=failed: self._attempt_line(ta, f, w)))
             items.append((key, (b.version, failed), lambda w, b=b, f=failed: self.render_block(b, f, w)))
             if ended and a is not None and a.status is not None:
                 self._done = (j + 1, done_items + len(items), current)
@@ -200,7 +203,9 @@ class BlocksView(SectionView):
 
     # -------------------------------------------------------------------------------------------- rendering
     def _attempt_line(self, ta: tuple[int, int], failed: bool, width: int) -> list[Line]:
-        label = f"── turn {ta[0] + 1} · attempt {ta[1] + 1}" + (" · failed, discarded " if failed else " ")
+        label = f"── {turn_label(self.state, ta[0])} · attempt {ta[1] + 1}" + (
+            " · failed, discarded " if failed else " "
+        )
         text = Text(label + "─" * max(0, width - len(label)), self.cstyle("blk--attempt"))
         if failed:
             text.stylize(self.cstyle("blk--discarded"))

@@ -186,7 +186,7 @@ class EventsView(LineView):
         console = self.app.console
         if flags & F_MARKER:
             m = state.markers.get(row)
-            label = f"── {marker_label(m) if m is not None else ev.etype[row]} "
+            label = f"── {marker_label(m, state) if m is not None else ev.etype[row]} "
             text = Text(label + "─" * max(0, width - len(label)), style=self.cstyle("ev--marker"))
             if flags & F_ERROR:
                 text.stylize(self.cstyle("ev--error"))

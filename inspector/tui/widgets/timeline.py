@@ -21,7 +21,7 @@ from inspector.state.fold import DashboardState
 from inspector.tui.messages import DetailRequested
 from inspector.tui.widgets.base import TextLines
 from inspector.tui.widgets.tools import INFERRED_GLYPH, INFERRED_LABEL, Bar, turn_bars
-from inspector.tui.widgets.wording import savings_text
+from inspector.tui.widgets.wording import savings_text, turn_label
 
 SOLID = frozenset({"tl--stream", "tl--running", "tl--ok", "tl--bad", "tl--failed", "tl--cancelled"})
 GLYPHS = {
@@ -94,6 +94,7 @@ def figures_key(state: DashboardState, turn: int, now: float) -> tuple[object, .
         tuple(None if t is None else t.version for t in tools),
         len(holds),
         now if is_open else None,
+        len(state.conversations) > 1,  # (several conversations: its labels name whose turn it is)
     )
 
 
@@ -285,7 +286,7 @@ class Timeline(TextLines):
     def _compact_line(self, f: TurnFigures) -> Text:
         t = Text(no_wrap=True, overflow="ellipsis")
         model = [b for b in f.bars if b.label.startswith("model ")]
-        t.append(f"turn {f.turn + 1} ", self.cstyle("tl--turn"))
+        t.append(f"{turn_label(self.state, f.turn)} ", self.cstyle("tl--turn"))
         if f.saved is not None:
             t.append(f"saved {duration(f.saved)} · ", self.cstyle("tl--saved"))
         if model:

@@ -13,6 +13,7 @@ from inspector.core.fmt import duration
 from inspector.observe.states import TOOL_TERMINAL
 from inspector.state.fold import DashboardState, Savings, ToolEntry, call_summary
 from inspector.tui.widgets.base import Line, SectionView, text_strip
+from inspector.tui.widgets.wording import turn_label, turn_tag
 
 GLYPH = {
     "streaming_input": "⋯",
@@ -53,13 +54,15 @@ class _Done:
     still change (a late result, an inferred run, a request's tool_result error): the fold bumps `rev_settled` then,
     and the prefix no longer `holds`."""
 
-    __slots__ = ("state", "tools", "items", "turn", "rev")
+    __slots__ = ("state", "tools", "items", "turn", "rev", "many")
 
     def __init__(self, state: DashboardState | None = None) -> None:
         self.state = state
         self.tools = self.items = 0
         self.turn: int | None = None
         self.rev = -1 if state is None else state.rev_settled
+        # several conversations: the turn rules name whose turn it is (`turn_label`), from the second one on
+        self.many = state is not None and len(state.conversations) > 1
 
     def add(self, items: int, turn: int) -> None:
         self.tools += 1
@@ -67,7 +70,8 @@ class _Done:
 
     def holds(self) -> bool:
         """No tool call or attempt of an ended turn changed since the prefix was drawn (O(1))."""
-        return self.state is not None and self.state.rev_settled == self.rev
+        state = self.state
+        return state is not None and state.rev_settled == self.rev and (len(state.conversations) > 1) == self.many
 
 
 class ToolsView(SectionView):
@@ -146,11 +150,11 @@ class ToolsView(SectionView):
             t = state.tools[key]
             if t.turn != turn:
                 turn = t.turn
-                label = f"── turn {turn + 1} "
+                label = f"── {turn_label(state, turn)} "
                 items.append(
                     (
                         ("turn", turn),
-                        0,
+                        label,
                         lambda w, label=label: [
                             text_strip(
                                 Text(label + "─" * max(0, w - len(label)), self.cstyle("tool--turn")), console, w
@@ -268,7 +272,7 @@ def turn_bars(state: DashboardState, turn: int, now: float) -> tuple[list[Bar], 
             h1 = now if h1 is None else h1
             if h1 > a.t_start and h0 < end:
                 segs.append((max(h0, a.t_start), min(h1, end), "tl--held"))
-        name = f"model t{turn + 1}" + (f".{a_no + 1}" if len(tr.attempts) > 1 else "")
+        name = f"model {turn_tag(state, turn)}" + (f".{a_no + 1}" if len(tr.attempts) > 1 else "")
         bars.append(Bar(name, segs))
     for key in tr.tools:
         t = state.tools.get(key)
