@@ -212,6 +212,9 @@ class AgentLoop:
         self.turns = 0
         self.events_processed = 0
         self._t0 = 0.0
+        # the clock value its observation times count from: None, its run's start; a replay of many conversations
+        # (ConversationReplay) gives each conversation's loop the first one's start: one clock for the session
+        self.epoch: float | None = None
         self._running = False  # run() has started (observation times are known)
         self._hold_by = "pause"  # what the next hold of the stream is due to: pause | step
         self._paused = False
@@ -419,7 +422,7 @@ class AgentLoop:
 
     # ------------------------------------------------------------------------------------------ run
     async def run(self) -> LoopResult:
-        self._t0 = self.clock()
+        self._t0 = self.clock() if self.epoch is None else self.epoch
         self._running = True
         cfg = self.config
         if cfg.messages:

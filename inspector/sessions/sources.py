@@ -456,12 +456,19 @@ class ConversationReplay(Session):
     async def run(self) -> LoopResult:
         result: LoopResult | None = None
         worst: LoopResult | None = None
+        epoch: float | None = None
         for cid, turns, part in self.parts:
             if self.stopped:
                 break
-            self.loop = part.loop
+            loop = self.loop = part.loop
+            # one clock for the session, as in the proxy's: each loop's times follow the conversations' before it
+            # (a loop's own clock starts at 0: c3's last activity would look older than c2's, its ages wrong)
+            if epoch is None:
+                epoch = loop.clock()
+            loop.epoch = epoch
+            t = loop.clock() - epoch
             for turn, own in turns:
-                part.bus.publish(O.ConversationAssigned(0.0, turn, cid, own, 0, "replay"))
+                part.bus.publish(O.ConversationAssigned(t, turn, cid, own, 0, "replay"))
             result = await part.run()
             if worst is None and result.status != "finished":
                 worst = result

@@ -60,22 +60,26 @@ def interleaved_conversations(
 def replayed_conversations(k: int = 2) -> list[O.Observation]:
     """`k` conversations as `inspector replay` of a proxy recording publishes them: one after the other, each
     through its own loop, whose turns follow the conversations' before it on the bus (c2's first turn is the
-    session's turn 2 after c1's two), its `ConversationAssigned` lines first (its own turn numbers, from 0)."""
+    session's turn 2 after c1's two), its `ConversationAssigned` lines first (its own turn numbers, from 0). One
+    clock for the session: each loop's times follow the conversations' before it."""
     out: list[O.Observation] = []
     base = 0
+    t0 = 0.0
     for j in range(k):
         cid = f"c{j + 1}"
         session = parse_date_observations()
         turns = sorted({o.turn for o in session if type(o) is O.TurnStarted})
-        out += [O.ConversationAssigned(0.0, base + t, cid, t, 0, "replay") for t in turns]
+        out += [O.ConversationAssigned(t0, base + t, cid, t, 0, "replay") for t in turns]
         for obs in session:
             changes: dict[str, Any] = {
                 n: f"{getattr(obs, n)}_{cid}" for n in _ID_FIELDS if isinstance(getattr(obs, n, None), str)
             }
             if isinstance(getattr(obs, "turn", None), int):
                 changes["turn"] = obs.turn + base  # type: ignore[attr-defined]
-            out.append(dataclasses.replace(obs, **changes) if changes else obs)
+            changes["t"] = obs.t + t0
+            out.append(dataclasses.replace(obs, **changes))
         base += len(turns)
+        t0 = out[-1].t
     return out
 
 

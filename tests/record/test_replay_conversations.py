@@ -5,6 +5,7 @@ same turn, not as the user's cancel."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -154,3 +155,23 @@ def test_headless_replay_of_many_conversations_ends_each_and_totals_each_on_its_
         "[c2] 2 turns",
         "[c3] 2 turns",
     ]
+
+
+async def test_a_replay_of_many_conversations_keeps_one_clock_for_the_session(tmp_path: Path) -> None:
+    """Each conversation's loop counts its times from the session's start, not from its own (each started at 0: the
+    conversation replayed last looked older than the one before it, and the list's "3s ago" were wrong), and each
+    conversation's ConversationAssigned carries the time it was assigned at (not 0)."""
+    ticks = itertools.count()
+    session = replay_session(
+        proxy_recording(tmp_path / "three.jsonl"), speed=math.inf, clock=lambda: next(ticks) * 0.001
+    )
+    got: list[O.Observation] = []
+    session.bus.subscribe(got.append)
+    assert (await session.run()).status == "finished"
+    times = [o.t for o in got]
+    assert times == sorted(times)  # one clock: never back to 0 at the next conversation's loop
+    starts = [o.t for o in got if isinstance(o, O.LoopStarted)]
+    assert len(starts) == 3 and starts[0] < starts[1] < starts[2]
+    table = DashboardState().apply_all(got).conversations
+    c1, c2, c3 = (table.by_id[c] for c in CITY)
+    assert c1.t_start < c1.t_last < c2.t_start < c2.t_last < c3.t_start < c3.t_last  # each after the one before
