@@ -314,3 +314,25 @@ async def test_every_panes_turn_rules_name_their_conversation_in_the_all_view() 
         assert rows and all(re.match(r"── \[c2\] turn \d+ \(#\d+\) · attempt", row) for row in rows), rows
         assert [_text(strip) for strip in app.tools_view._lines][0].startswith("── [c2] turn 1 (#2) ")
         assert re.search(r"^model c2 t1 ", app.timeline.render().plain, re.M)
+
+
+async def test_the_raw_view_and_the_diagnostics_name_the_conversation_of_a_read() -> None:
+    """The raw view's read headers said "turn 3.1" and the Diagnostics pane "t3.1" for conversation c3's turn 1."""
+    obs = interleaved_conversations(3, variants={2: "invalid_json"})
+    app = InspectorApp(observations=obs, clock=lambda: 0.0)
+    async with app.run_test(size=WIDE) as pilot:
+        await pilot.pause()
+        state = app.live
+        reads = state.reads
+        headers = []
+        for row in range(reads.lines):
+            i, line = reads.locate(row)
+            if line < 0:
+                headers.append(_text(app.events_view._render_raw(state, row, 200)))
+        assert headers and all(re.match(r"── read \d+ · \[c\d\] turn \d+\.\d+ \(#\d+\) · ", h) for h in headers), (
+            headers
+        )
+        assert any(" · [c3] turn 1.1 (#3) · " in h for h in headers), headers
+        assert state.diagnostics  # (c3's second tool's JSON is broken)
+        where = [_text(app.diagnostics_view.render_row(r, 200)) for r in range(len(state.diagnostics))]
+        assert where and all(re.search(r"s c3 t1\.1 ", w) for w in where), where

@@ -10,6 +10,7 @@ from textual.strip import Strip
 
 from inspector.state.fold import DashboardState
 from inspector.tui.widgets.base import Line, LineView
+from inspector.tui.widgets.wording import turn_tag
 
 SEVERITY_CLASS = {"error": "diag--error", "warning": "diag--warning", "info": "diag--info"}
 GLYPH = {"error": "✗", "warning": "⚠", "info": "ℹ"}
@@ -73,7 +74,7 @@ class DiagnosticsView(LineView):
         d = self.state.diagnostics[row]
         text = Text(no_wrap=True, overflow="crop")
         text.append(f"{GLYPH.get(d.severity, '?')} ", self.cstyle(SEVERITY_CLASS.get(d.severity, "diag--info")))
-        where = f"{d.t:7.3f}s t{d.turn + 1}.{d.attempt + 1}"
+        where = f"{d.t:7.3f}s {turn_tag(self.state, d.turn)}.{d.attempt + 1}"
         if d.evno is not None:
             where += f" ev {d.evno}"
         if d.block_index is not None:

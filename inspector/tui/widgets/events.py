@@ -19,7 +19,7 @@ from textual.strip import Strip
 from inspector.state.entries import human_size
 from inspector.state.fold import F_DIAG, F_ERROR, F_MARKER, F_WARN, DashboardState
 from inspector.tui.widgets.base import Line, LineView
-from inspector.tui.widgets.wording import marker_label
+from inspector.tui.widgets.wording import marker_label, turn_attempt_label
 
 SHORT_TYPES = {
     "message_start": "msg_start",
@@ -240,7 +240,7 @@ class EventsView(LineView):
             if i > 0 and reads.turn[i - 1] == reads.turn[i] and reads.attempt[i - 1] == reads.attempt[i]:
                 gap = f" · gap {1000 * (reads.t_request[i] - reads.t_request[i - 1]):.0f} ms"
             label = (
-                f"── read {reads.read_index[i] + 1} · turn {reads.turn[i] + 1}.{reads.attempt[i] + 1} · "
+                f"── read {reads.read_index[i] + 1} · {turn_attempt_label(state, reads.turn[i], reads.attempt[i])} · "
                 f"+{reads.t_request[i]:.3f}s · {human_size(len(data))} @{reads.offset[i]}{gap} "
             )
             text = Text(label + "─" * max(0, width - len(label)), style=self.cstyle("raw--read"))

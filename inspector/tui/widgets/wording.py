@@ -37,6 +37,14 @@ def turn_label(state: DashboardState | None, turn: int) -> str:
     return f"[{whose[0]}] turn {whose[1] + 1} (#{turn + 1})"
 
 
+def turn_attempt_label(state: DashboardState | None, turn: int, attempt: int) -> str:
+    """``turn 2.1`` (turn 2, attempt 1); in a session of several conversations ``[c2] turn 1.1 (#2)``."""
+    whose = whose_turn(state, turn)
+    if whose is None:
+        return f"turn {turn + 1}.{attempt + 1}"
+    return f"[{whose[0]}] turn {whose[1] + 1}.{attempt + 1} (#{turn + 1})"
+
+
 def turn_tag(state: DashboardState | None, turn: int) -> str:
     """The short form, for a label column: ``t2``; in a session of several conversations ``c2 t1``."""
     whose = whose_turn(state, turn)
@@ -76,4 +84,4 @@ def savings_text(s: Savings) -> str:
     return out
 
 
-__all__ = ["marker_label", "savings_text", "try_label", "turn_label", "turn_tag", "whose_turn"]
+__all__ = ["marker_label", "savings_text", "try_label", "turn_attempt_label", "turn_label", "turn_tag", "whose_turn"]
