@@ -683,6 +683,22 @@ class InspectorApp(App[int]):
             t += max(0.0, self.clock() - self._wall_last)
         return t
 
+    def session_now(self) -> float:
+        """The session's time for the conversation list's ages ("3s ago"): one clock for every conversation, the
+        whole session's (not the shown conversation's, whose last observation may be older than another one's).
+        It advances by the clock since the last fold while the session runs and, for a live session (watch, proxy),
+        after its end too: the ages keep counting, as a process list's do (they froze when the watched command
+        ended). A replay's stop at its end (the recording's time ends there); time travel gives them as of its
+        event."""
+        if self.cursor is not None and self.cursor_state is not None:
+            return self.cursor_state.status.t_last
+        st = self.live.status
+        t = st.t_last
+        running = self.session_running and st.loop_state not in TERMINAL_LOOP_STATES
+        if running or (self.session is not None and not self.replay):
+            t += max(0.0, self.clock() - self._wall_last)
+        return t
+
     def show(self) -> None:
         """Point every pane at the shown state (each skips the work when its part did not change)."""
         self._unshown = False
@@ -691,6 +707,7 @@ class InspectorApp(App[int]):
         self.dashboard.show(
             self.shown_state,
             now=self.now(),
+            ages_now=self.session_now(),
             cursor=self.cursor,
             live=self.cursor is None and self.session_running,
             info=self._status_info(),

@@ -155,14 +155,16 @@ class DashboardScreen(Screen[None]):
         source: dict[str, Any],
         on_error: Callable[[Exception], None],
         conversations: tuple[ConversationTable, str | None, bool] | None = None,
+        ages_now: float | None = None,
     ) -> None:
         """Point every pane at a state (each skips the work when its part did not change). `conversations`: the
-        session's table, the conversation the panes show (None: all) and whether they follow the newest."""
+        session's table, the conversation the panes show (None: all) and whether they follow the newest;
+        `ages_now`: the session's time the list's ages count to (None: `now`)."""
         if not self.ready:
             return
         update: Callable[[], object]
         for update in (
-            lambda: self.show_conversations(conversations, now),
+            lambda: self.show_conversations(conversations, now if ages_now is None else ages_now),
             lambda: self.events_view.show(state, cursor),
             lambda: self.blocks_view.show(state),
             lambda: self.tools_view.show(state, now),

@@ -9,8 +9,9 @@ from typing import Any
 
 from textual.message import Message
 
+from inspector.observe import observations as O
 from inspector.testing.conversations import interleaved_conversations, with_the_same_tool_ids
-from inspector.testing.dashboard import wait_for
+from inspector.testing.dashboard import Factory, FakeSession, wait_for
 from inspector.testing.synthetic import parse_date_observations
 from inspector.tui import messages as M
 from inspector.tui.app import InspectorApp
@@ -169,6 +170,51 @@ class TestConversationList:
                 assert app.selected_conversation is None and not app.follow_newest
                 await app.run_action("conversations")  # (the palette's way): says why
                 assert any("one conversation" in n.message for n in app._notifications)
+
+
+def age_of(app: InspectorApp, cid: str) -> str:
+    """The age column of a conversation's row in the list, as drawn ("2m ago")."""
+    view = app.dashboard.conversations_view
+    row = app.live.conversations.by_id[cid].number
+    line = "".join(seg.text for seg in view.render_row(row, 160))
+    return line.split("ago")[0].split()[-1] + " ago"
+
+
+class TestAges:
+    async def test_the_ages_count_to_the_sessions_time_whichever_conversation_is_shown(self) -> None:
+        """c3 turns again 100 s into the session, after c1's last activity: with c1 shown, the list's ages counted to
+        c1's own last observation (c1 "0s ago", c3 in the future, drawn "0s ago"), not to the session's time."""
+        obs = interleaved_conversations(3, stops={0: "turn1"})
+        obs += [O.ConversationAssigned(100.0, 9, "c3", 1, 0, "continues"), O.TurnStarted(100.0, 9)]
+        app = InspectorApp(observations=obs, clock=lambda: 0.0)
+        async with app.run_test(size=WIDE) as pilot:
+            app.select_conversation("c1")
+            await pilot.pause()
+            assert app.dashboard.conversations_view.shown == "c1"
+            assert app.dashboard.conversations_view.now == app.live.status.t_last == 100.0
+            assert (age_of(app, "c1"), age_of(app, "c3")) == ("1m ago", "0s ago")
+
+    async def test_a_live_sessions_ages_keep_counting_after_it_ended_a_replays_stop_at_its_end(self) -> None:
+        """`watch`: the dashboard stays open on the ended session; its conversations' ages froze at the end (c1
+        "0s ago" minutes later). A replay's stop at the recording's end."""
+        obs = interleaved_conversations(3)
+        obs.append(O.LoopFinished(obs[-1].t, "finished", 6, [], []))
+        for replay in (False, True):
+            wall = [0.0]
+            factory = Factory(lambda: FakeSession(obs, source={"type": "proxy"}, finish_at_end=True))
+            app = InspectorApp(factory, clock=lambda: wall[0], replay=replay)
+            async with app.run_test(size=WIDE) as pilot:
+                await wait_for(lambda: app.final_status == "finished", what="the session's end")
+                await pilot.pause()
+                end = app.dashboard.conversations_view.now
+                assert end == app.live.status.t_last and age_of(app, "c3") == "0s ago"
+                wall[0] += 150.0
+                app.show()
+                now = app.dashboard.conversations_view.now
+                if replay:
+                    assert now == end and age_of(app, "c3") == "0s ago"
+                else:
+                    assert now == end + 150.0 and age_of(app, "c3") == "2m ago"
 
 
 class TestSideRequests:
