@@ -540,6 +540,7 @@ class Status:
     prompt: str | None = None
     loop_state: str = LoopState.IDLE
     detail: str = ""
+    # the current attempt (`current_attempt`): the one whose stream was last heard from (its start, a read)
     turn: int = 0
     attempt: int = 0
     events: int = 0

@@ -377,8 +377,13 @@ class DashboardState:
         self.reads.append(turn, attempt, obs.read_index, t, t_request, data, offset)
         size = len(data)
         offsets[key] = offset + size
-        # the stream's own clock: the user's holds since the request are left out (`_held_at`, inline)
         st = self.status
+        if st.attempt != attempt or st.turn != turn:
+            # the attempt the status line describes is the one whose stream was last heard from, not the last one
+            # started: concurrent conversations (a proxy's "all" view) start requests while others stream, and the
+            # newest request, still waiting for its first byte, said "reads 0" while reads passed
+            st.turn, st.attempt = turn, attempt
+        # the stream's own clock: the user's holds since the request are left out (`_held_at`, inline)
         since = st.held_since
         held = (st.held_total if since is None else st.held_total + max(0.0, t - since)) - a.held_base
         if held > 0.0:

@@ -237,6 +237,24 @@ class TestSideRequests:
                 assert not app.dashboard.conversations_pane.display
 
 
+class TestStatusLineOfAll:
+    async def test_the_status_line_describes_the_attempt_that_streams_not_the_newest_request(self) -> None:
+        """The "all" view: c2's request went out while c1 streamed and waits for its first byte; the status line
+        described the newest request, 'reads 0' (and no TTFB) while c1's reads passed."""
+        obs = interleaved_conversations(2, stops={1: "opening"})
+        reads = [i for i, o in enumerate(obs) if type(o) is O.ReadReceived]
+        obs = obs[: reads[11] + 1]  # c1's twelfth read; c2's request (turn #2) was sent before it, no read since
+        assert [o.turn for o in obs if type(o) is O.AttemptStarted] == [0, 1]
+        assert all(o.turn == 0 for o in obs if type(o) is O.ReadReceived)
+        app = InspectorApp(observations=obs, clock=lambda: 0.0)
+        async with app.run_test(size=WIDE) as pilot:
+            await pilot.pause()
+            assert app.selected_conversation is None
+            first, second = app.status_bar.render().plain.split("\n")
+            assert "turn 1 · attempt 1" in first, first
+            assert "reads 12" in second and "TTFB" in second, second
+
+
 class TestStatusLineOfOneConversation:
     async def test_the_status_line_says_the_shown_conversations_state_turn_events_and_model(self) -> None:
         """With one conversation shown, the status line said the session's: its loop state (idle while that one
