@@ -248,7 +248,8 @@ class DashboardState:
 
     def _turn_started(self, obs: O.TurnStarted) -> None:
         self.turns[obs.turn] = TurnEntry(obs.turn, obs.t, version=self.n)
-        self.status.turn = obs.turn
+        st = self.status
+        st.turn, st.attempt = obs.turn, 0  # (its first attempt, until that starts: not the last turn's attempt number)
         self.transcript.append(("turn", obs.turn))
         self._tx_turn = obs.turn
         self.rev_transcript = self.n

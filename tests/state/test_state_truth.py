@@ -410,3 +410,22 @@ def test_state_copy_carries_every_attribute() -> None:
             assert getattr(c, name) is not v, name
     s.apply(O.StreamHeld(99.0, 0, 0, "pause"))
     assert c.holds == [] and c.status.held_by is None
+
+
+def test_a_new_turn_is_at_its_first_attempt_until_that_starts() -> None:
+    """A turn answered at its second attempt, then the next turn starts: the status said "turn 2 · attempt 2" (the
+    last turn's attempt number) until turn 2's first request went out."""
+    s = StreamScript()
+    s.loop_started()
+    s.start_turn()
+    for outcome in ("failed", "complete"):
+        s.start_attempt(ttfb=0.2)
+        s.message_start()
+        s.end_attempt(outcome, "overloaded_error: Overloaded" if outcome == "failed" else None)
+    s.end_turn("tool_use")
+    s.start_turn()
+    state = DashboardState().apply_all(s.obs)
+    assert (state.status.turn, state.status.attempt) == (1, 0)
+    s.start_attempt(ttfb=0.2)
+    state.apply_all(s.obs[len(s.obs) - 1 :])
+    assert (state.status.turn, state.status.attempt) == (1, 0)
