@@ -23,6 +23,12 @@ The rule (docs/serve-and-proxy.md, "Conversations"):
 Compared by content, not by bytes: ``cache_control`` marks are left out (harnesses move their breakpoint to the
 newest message every turn) and so are the previous turns' thinking blocks (harnesses may drop them).
 
+Several conversations may share a previous request (the same first question asked twice, the second time once the
+first had its answer; a rerun against a deterministic mock): a prefix digest maps to every conversation waiting there,
+oldest first, and a request that extends it continues the oldest, so each keeps its own turns. A request equal to a
+conversation's previous request that ended well is no retry: it continues another conversation it extends, if any,
+else it starts a new one.
+
 Limits: two identical conversations started at the same moment (same system, tools and first message, no session
 header) are seen as one conversation whose second request is a retry; give each a header to tell them apart.
 
@@ -165,7 +171,9 @@ class Conversations:
     def __init__(self, max_conversations: int = 10_000) -> None:
         self.max = max_conversations
         self.by_id: OrderedDict[str, Conversation] = OrderedDict()
-        self.tips: dict[bytes, str] = {}  # prefix digest of a previous request -> conversation id
+        # prefix digest of a previous request -> the ids of the conversations whose previous request it is, oldest
+        # first (several when two conversations asked the same thing)
+        self.tips: dict[bytes, list[str]] = {}
         # Responses: response id -> the conversation whose turn streamed it (previous_response_id); bounded
         self.responses: OrderedDict[str, str] = OrderedDict()
         self.count = 0
@@ -178,24 +186,48 @@ class Conversations:
         self.by_id[cid] = conv
         while len(self.by_id) > self.max:
             old_id, old = self.by_id.popitem(last=False)
-            if self.tips.get(old.tip) == old_id:
-                del self.tips[old.tip]
+            self._drop_tip(old_id, old.tip)
         return conv
 
+    def _drop_tip(self, cid: str, tip: bytes) -> None:
+        waiting = self.tips.get(tip)
+        if waiting is not None and cid in waiting:
+            waiting.remove(cid)
+            if not waiting:
+                del self.tips[tip]
+
     def _move_tip(self, conv: Conversation, digests: list[bytes]) -> None:
-        if conv.tip and self.tips.get(conv.tip) == conv.id:
-            del self.tips[conv.tip]
+        if conv.tip:
+            self._drop_tip(conv.id, conv.tip)
         conv.tip, conv.length = digests[-1], len(digests) - 1
-        self.tips[conv.tip] = conv.id
+        self.tips.setdefault(conv.tip, []).append(conv.id)
         self.by_id.move_to_end(conv.id)
 
+    def _waiting(self, digest: bytes) -> list[Conversation]:
+        return [self.by_id[cid] for cid in self.tips.get(digest, ()) if cid in self.by_id]
+
     def _find(self, digests: list[bytes]) -> tuple[Conversation | None, int]:
-        """The conversation whose previous request is the longest prefix of this one (and its length)."""
+        """The conversation whose previous request is the longest prefix of this one (and its length), the oldest
+        of those waiting there."""
         for k in range(len(digests) - 1, -1, -1):
-            cid = self.tips.get(digests[k])
-            if cid is not None and cid in self.by_id:
-                return self.by_id[cid], k
+            waiting = self._waiting(digests[k])
+            if waiting:
+                return waiting[0], k
         return None, -1
+
+    def _place(self, digests: list[bytes]) -> tuple[Conversation | None, str]:
+        """Where a request with these prefix digests goes: ``(conv, "retry")`` when it equals the previous request
+        of a conversation whose turn has not ended well; else ``(conv, "continues")`` for the oldest conversation
+        whose previous request is the longest proper prefix of it; else ``(None, "new")``."""
+        n = len(digests) - 1
+        for conv in self._waiting(digests[n]):
+            if not conv.ended_well:
+                return conv, "retry"
+        for k in range(n - 1, -1, -1):
+            waiting = self._waiting(digests[k])
+            if waiting:
+                return waiting[0], "continues"
+        return None, "new"
 
     def assign(self, method: str, path: str, headers: Mapping[str, str], body: Any) -> Assignment:
         side = is_side(method, path, body)
@@ -217,7 +249,6 @@ class Conversations:
                 return Assignment(None, -1, 0, side, "side")
             conv.side_requests += 1
             return Assignment(conv.id, -1, 0, side, "side")
-        n = len(digests) - 1
         if named is not None:
             conv = self.by_id.get(named[1])
             if conv is None:
@@ -232,10 +263,10 @@ class Conversations:
             if conv.tip == digests[-1] and not conv.ended_well:
                 return self._retry(conv)
             return self._turn(conv, digests, "continues", body)
-        conv, k = self._find(digests)
-        if conv is not None and k == n and not conv.ended_well:
+        conv, how = self._place(digests)
+        if conv is not None and how == "retry":
             return self._retry(conv)
-        if conv is not None and k < n and k == conv.length:
+        if conv is not None:
             return self._turn(conv, digests, "continues", body)
         conv = self._new()
         conv.parent = self._parent_of(body)

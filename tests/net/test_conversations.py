@@ -218,3 +218,39 @@ def test_a_history_nested_too_deep_is_grouped_as_opaque_never_raises() -> None:
     a = post(c, body([user("start"), {"role": "user", "content": deep}]))
     assert a.side is None and a.how == "new"
     assert chain(body([{"role": "user", "content": deep}])) == chain(None)
+
+
+def test_two_conversations_asking_the_same_first_question_keep_their_own_turns() -> None:
+    """B asks A's first question once A has its answer (an eval running a task twice, staggered): both wait at the
+    same previous request. A's next turn must not be taken as B's, nor B's next turn start a third conversation."""
+    c = Conversations()
+    q = [user("Weather in Paris?")]
+    a1 = post(c, body(q))
+    c.ended(a1.conversation, 0, 0, ok=True)
+    b1 = post(c, body(q))
+    assert b1.how == "new" and b1.conversation != a1.conversation
+    c.ended(b1.conversation, 0, 0, ok=True)
+    a2 = post(c, body([*q, assistant("A", "toolu_a"), result("toolu_a")]))
+    b2 = post(c, body([*q, assistant("B", "toolu_b"), result("toolu_b")]))
+    assert (a2.conversation, a2.turn, a2.how) == (a1.conversation, 1, "continues")
+    assert (b2.conversation, b2.turn, b2.how) == (b1.conversation, 1, "continues")
+
+
+def test_a_rerun_against_a_deterministic_mock_is_one_new_conversation() -> None:
+    """A test run twice against a server that answers the same bytes: the second run's second request equals the
+    first run's (which ended well) and extends the second run's first request: it is that conversation's turn 2,
+    not a third conversation."""
+    c = Conversations()
+    q = [user("Weather in Paris?")]
+    turn2 = [*q, assistant("Paris", "toolu_1"), result("toolu_1")]
+    runs = []
+    for _ in range(2):
+        first = post(c, body(q))
+        c.ended(first.conversation, first.turn, 0, ok=True)
+        second = post(c, body(turn2))
+        c.ended(second.conversation, second.turn, 0, ok=True)
+        runs.append((first, second))
+    (f1, s1), (f2, s2) = runs
+    assert f1.conversation != f2.conversation
+    assert (s1.conversation, s1.turn) == (f1.conversation, 1)
+    assert (s2.conversation, s2.turn, s2.how) == (f2.conversation, 1, "continues")
