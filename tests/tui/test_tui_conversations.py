@@ -400,3 +400,34 @@ async def test_the_raw_view_and_the_diagnostics_name_the_conversation_of_a_read(
         assert state.diagnostics  # (c3's second tool's JSON is broken)
         where = [_text(app.diagnostics_view.render_row(r, 200)) for r in range(len(state.diagnostics))]
         assert where and all(re.search(r"s c3 t1\.1 ", w) for w in where), where
+
+
+async def test_the_status_line_names_the_model_of_the_turn_it_shows() -> None:
+    """An agent asking two models at once (c1 on Claude, c2 on GPT): the 'all conversations' status line shows the
+    newest turn, c2's, and named the first request's model (c1's) beside it; it names the model of that turn's
+    conversation."""
+    import dataclasses
+
+    from inspector.observe import observations as O
+
+    def on_gpt(obs: O.Observation) -> O.Observation:
+        if getattr(obs, "turn", 0) % 2 == 0:  # c1's turns
+            return obs
+        if type(obs) is O.AttemptStarted and isinstance(obs.body, dict):
+            return dataclasses.replace(obs, body={**obs.body, "model": "gpt-4o-mini"})
+        if type(obs) is O.MessageStarted and obs.message:
+            return dataclasses.replace(obs, message={**obs.message, "model": "gpt-4o-mini"})
+        return obs
+
+    obs = [on_gpt(o) for o in interleaved_conversations(2)]
+    app = InspectorApp(observations=obs, clock=lambda: 0.0)
+    async with app.run_test(size=WIDE) as pilot:
+        last = max(o.turn for o in obs if isinstance(o, O.TurnStarted))
+        await wait_for(lambda: app.live.status.turn == last and app.live.status.events > 0, what="the last turn")
+        app.flush()
+        await pilot.pause()
+        live = app.live
+        shown = live.conversations.by_turn[live.status.turn]
+        assert shown == "c2" and live.conversations.by_id["c1"].model != "gpt-4o-mini"
+        first = app.status_bar.render().plain.split("\n")[0]
+        assert first.endswith("gpt-4o-mini"), first

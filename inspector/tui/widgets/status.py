@@ -216,7 +216,12 @@ class StatusBar(TextLines):
         out.append(*sep)
         src = source_label(st.source) if st.source else ("replay" if info.replay else "…")
         out.append(src, self.cstyle("st--source"))
-        model = entry.model if entry is not None and entry.model else st.model
+        # the model of the conversation shown, else of the turn shown (the session's first request's model is only
+        # the fallback: an agent may ask several models at once, and the turn shown may be another's)
+        of_turn = entry
+        if of_turn is None and state.turns:
+            of_turn = state.conversations.by_id.get(state.conversations.by_turn.get(st.turn, ""))
+        model = of_turn.model if of_turn is not None and of_turn.model else st.model
         if model and not narrow:
             out.append(f" · {model}", self.cstyle("st--source"))
         first, out = out, line2
