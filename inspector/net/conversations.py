@@ -15,7 +15,9 @@ The rule (docs/serve-and-proxy.md, "Conversations"):
    again at once is retrying, whichever connection event the proxy saw first.
    A Responses request continued by ``previous_response_id`` (its input holds only what is new) continues the
    conversation whose turn streamed that response (:meth:`Conversations.response_id`), as its next turn, or as a
-   retry when it repeats that conversation's previous request.
+   retry when it repeats that conversation's previous request. So does a Messages request continuing a server-held
+   thread (``"thread": {"type": "continue", "previous_message_id": ...}``, the anthropic SDK's tool runner's
+   default), by the id of the message that conversation streamed.
 4. Anything else starts a new conversation.
 5. Side requests (``count_tokens``, ``models``, non-streamed calls, other paths) are never turns: they are listed
    with the conversation their history extends, when there is one, or as "other requests".
@@ -123,6 +125,23 @@ def chain(body: Any) -> list[bytes]:
     return out
 
 
+def continued_from(body: Any) -> str | None:
+    """The id of the earlier response a request continues on the server: Responses' ``previous_response_id``, or
+    the Messages thread's ``previous_message_id`` (``"thread": {"type": "continue", ...}``); None when it sends its
+    whole history."""
+    if not isinstance(body, dict):
+        return None
+    prev = body.get("previous_response_id")
+    if isinstance(prev, str):
+        return prev
+    thread = body.get("thread")
+    if isinstance(thread, dict) and thread.get("type") == "continue":
+        prev = thread.get("previous_message_id")
+        if isinstance(prev, str):
+            return prev
+    return None
+
+
 def is_side(method: str, path: str, body: Any) -> str | None:
     """Why a request is a side request (never a turn), or None for a conversation turn."""
     p = path.split("?", 1)[0].rstrip("/")
@@ -174,7 +193,8 @@ class Conversations:
         # prefix digest of a previous request -> the ids of the conversations whose previous request it is, oldest
         # first (several when two conversations asked the same thing)
         self.tips: dict[bytes, list[str]] = {}
-        # Responses: response id -> the conversation whose turn streamed it (previous_response_id); bounded
+        # response id (Responses) or message id (Messages threads) -> the conversation whose turn streamed it
+        # (previous_response_id, thread.previous_message_id); bounded
         self.responses: OrderedDict[str, str] = OrderedDict()
         self.count = 0
         self.other_requests = 0
@@ -257,9 +277,9 @@ class Conversations:
             if conv.tip == digests[-1] and not conv.ended_well:
                 return self._retry(conv)
             return self._turn(conv, digests, "header", body)
-        prev = body.get("previous_response_id") if isinstance(body, dict) else None
-        conv = self.by_id.get(self.responses.get(prev, "")) if isinstance(prev, str) else None
-        if conv is not None:  # a Responses request continued from a response of a known conversation
+        prev = continued_from(body)
+        conv = self.by_id.get(self.responses.get(prev, "")) if prev is not None else None
+        if conv is not None:  # a request continued from a response of a known conversation, held by the server
             if conv.tip == digests[-1] and not conv.ended_well:
                 return self._retry(conv)
             return self._turn(conv, digests, "continues", body)
@@ -294,8 +314,9 @@ class Conversations:
             conv.ended_well = ok
 
     def response_id(self, conversation: str | None, response_id: Any) -> None:
-        """A turn of this conversation streamed the Responses response ``response_id``: a request whose
-        ``previous_response_id`` names it continues the conversation."""
+        """A turn of this conversation streamed the Responses response (or the Messages message) ``response_id``: a
+        request whose ``previous_response_id`` (or ``thread.previous_message_id``) names it continues the
+        conversation."""
         if conversation is None or not isinstance(response_id, str) or not response_id:
             return
         self.responses[response_id[:200]] = conversation

@@ -491,8 +491,9 @@ class TurnTracker:
                 # later request carries its tool_result
                 running = ToolState.RUNNING
                 self._tool_state(tr.id, tr.name, turn, attempt, tr.index, running, tr.input, {running: now}, t=now)
-            if step.event.type == "message_start" and track.family == "openai_responses" and asm.message:
-                self.conversations.response_id(cid, asm.message.get("id"))  # (previous_response_id continues it)
+            if step.event.type == "message_start" and track.family != "openai_chat" and asm.message:
+                # (previous_response_id, or a Messages thread's previous_message_id, continues it)
+                self.conversations.response_id(cid, asm.message.get("id"))
             if step.event.type == "message_stop":
                 self._stream_ended(track, now)
 

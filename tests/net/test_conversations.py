@@ -254,3 +254,21 @@ def test_a_rerun_against_a_deterministic_mock_is_one_new_conversation() -> None:
     assert f1.conversation != f2.conversation
     assert (s1.conversation, s1.turn) == (f1.conversation, 1)
     assert (s2.conversation, s2.turn, s2.how) == (f2.conversation, 1, "continues")
+
+
+def test_a_messages_thread_continued_by_previous_message_id_is_the_same_conversation() -> None:
+    """The anthropic SDK's tool runner holds its history on the server (``"thread": {"type": "continue",
+    "previous_message_id": ...}``) and sends only the tool results: the request continues the conversation that
+    streamed that message, not a new one."""
+    c = Conversations()
+    first = post(c, {**body([user("Weather in Paris?")]), "thread": {"type": "create"}})
+    other = post(c, body([user("Weather in Rome?")]))
+    c.response_id(first.conversation, "msg_paris_1")
+    c.response_id(other.conversation, "msg_rome_1")
+    cont = {"type": "continue", "previous_message_id": "msg_paris_1"}
+    nxt = post(c, {**body([result("toolu_1")]), "thread": cont})
+    assert (nxt.conversation, nxt.turn, nxt.how) == (first.conversation, 1, "continues")
+    again = post(c, {**body([result("toolu_1")]), "thread": cont})  # resent at once: a retry
+    assert (again.conversation, again.turn, again.attempt, again.how) == (first.conversation, 1, 1, "retry")
+    unknown = post(c, {**body([result("toolu_9")]), "thread": {"type": "continue", "previous_message_id": "msg_x"}})
+    assert unknown.how == "new"

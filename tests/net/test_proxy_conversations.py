@@ -443,3 +443,39 @@ def test_an_injected_fault_is_named_once_on_its_line() -> None:
     assert line.count("drop_in_tool:2") == 1 and line.endswith("incomplete, injected drop_in_tool:2")
     ex.reason = "the client closed the connection"  # (another reason is still said)
     assert format_exchange(ex).endswith("injected drop_in_tool:2 (the client closed the connection)")
+
+
+async def test_a_messages_thread_continued_by_previous_message_id_stays_one_conversation(tmp_path: Path) -> None:
+    """The anthropic SDK's beta tool runner continues a server-held thread: its second request holds the tool result
+    only, with ``thread.previous_message_id`` naming the first answer. It was a second conversation (its turn 1)
+    whose tool result matched nothing; it is the first conversation's turn 2, its result matched. (serve holds no
+    threads: its history check is off here, the proxy's grouping is what is checked.)"""
+    bus = O.ObservationBus()
+    got: list[O.Observation] = []
+    bus.subscribe(got.append)
+    hdr = {"x-inspector-scenario": "weather"}
+    with BackgroundServer(ServeApp(speed=math.inf, lenient=True, validate_history=False, echo_model=False)) as up:
+        with BackgroundServer(ProxyApp(up.base_url, bus=bus)) as px:
+            client = sdk(px.base_url)
+            try:
+                question: list[Any] = [{"role": "user", "content": "What is the weather in Paris?"}]
+                create = {"thread": {"type": "create"}}
+                async with client.messages.stream(
+                    model="m", max_tokens=100, messages=question, extra_headers=hdr, extra_body=create
+                ) as s:
+                    first = await s.get_final_message()
+                (use,) = [b for b in first.content if b.type == "tool_use"]
+                results: list[Any] = [
+                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "18 C"}]}
+                ]
+                cont = {"thread": {"type": "continue", "previous_message_id": first.id}}
+                async with client.messages.stream(
+                    model="m", max_tokens=100, messages=results, extra_headers=hdr, extra_body=cont
+                ) as s:
+                    await s.get_final_message()
+            finally:
+                await client.close()
+    assigned = [(o.conversation, o.conversation_turn, o.how) for o in got if isinstance(o, O.ConversationAssigned)]
+    assert [a[1:] for a in assigned] == [(0, "new"), (1, "continues")] and assigned[0][0] == assigned[1][0]
+    inferred = [(o.tool_use_id, o.status, o.from_turn) for o in got if isinstance(o, O.ToolExecutionInferred)]
+    assert inferred == [(use.id, "result", 0)]
