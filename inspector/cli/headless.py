@@ -213,7 +213,9 @@ class ProgressPrinter:
                 self.p(f"{t}   attempt {obs.attempt + 1} {obs.status}: {obs.reason}")
         elif isinstance(obs, O.LoopStateChanged):
             if obs.state == LoopState.WAITING_RETRY and not obs.detail.startswith(("HTTP ", "connection failed")):
-                self.p(f"{t}   {obs.detail}")  # the SDK's waits are already on their HttpTryFailed line
+                # (the SDK's waits are already on their HttpTryFailed line; a loop's state names no turn: a replay of
+                # many conversations names the one its loop replays)
+                self.p(f"{t} {self._loop_tag()}".rstrip() + f"   {obs.detail}")
         elif isinstance(obs, O.TextFinish):
             self.p(f"{t} answer:")
             for line in obs.text.splitlines():

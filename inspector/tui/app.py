@@ -487,6 +487,8 @@ class InspectorApp(App[int]):
             return
         self.session_running = False
         self.final_status = message.status
+        if self.interrupts:  # (the command ended: "press it again to stop watching" no longer holds)
+            self.clear_notifications()
         self.flush()
         if self.live.status.finished is None and message.status != "cancelled":
             # the loop died without saying so: record it in the fold so every view shows the error state

@@ -61,3 +61,14 @@ def test_side_requests_get_a_line_each_and_are_counted_at_the_end_never_as_turns
     assert text[0] == "POST /v1/messages -> 200 · 468 B · not a turn: not streamed"
     assert "[c2] POST /v1/messages/count_tokens -> - error · 0 B · not a turn: count_tokens" in text
     assert text[-1] == "finished after 2 turns, 2 side requests"
+
+
+def test_a_replayed_conversations_retry_wait_names_it() -> None:
+    """A replay of many conversations (one loop each): the loop's "retrying in 0 ms" line named no conversation,
+    though every other line of that loop did."""
+    lines = Lines()
+    p = ProgressPrinter(lines)  # type: ignore[arg-type]
+    source = {"type": "replay", "file": "r.jsonl", "conversation": "c2", "conversations": ["c1", "c2"]}
+    p(O.LoopStarted(0.0, source, "claude-sonnet-4-6", None))
+    p(O.LoopStateChanged(0.5, "waiting_retry", "retrying in 0 ms: idle timeout: no content for 0.5 s"))
+    assert lines.text()[-1].endswith("s [c2]   retrying in 0 ms: idle timeout: no content for 0.5 s")

@@ -475,6 +475,21 @@ class TestCtrlC:
             await pilot.pause()
             assert app.is_running and any("to quit the app" in n.message for n in app._notifications)
 
+    async def test_the_press_again_note_goes_when_the_command_ends(self) -> None:
+        """The first Ctrl-C's note ("press it again to stop watching") stayed up after the command had ended on it
+        (a second Ctrl-C then quits at once: there is nothing left to stop)."""
+        factory = Factory(lambda: FakeSession(parse_date_observations("turn1")))
+        app = InspectorApp(factory, clock=lambda: 0.0, interrupt=lambda: True)
+        async with app.run_test(size=SMALL) as pilot:
+            await wait_for(lambda: app.session_running, what="the session")
+            await pilot.press("ctrl+c")
+            await pilot.pause()
+            assert any("press it again to stop watching" in n.message for n in app._notifications)
+            factory.sessions[0].finish()  # the command exited on it
+            await wait_for(lambda: not app.session_running, what="the session's end")
+            await pilot.pause()
+            assert not any("press it again" in n.message for n in app._notifications)
+
     async def test_watching_r_does_not_restart_the_commands_one_run(self) -> None:
         """The watched command ran once: `r` says so instead of restarting a finished session (which failed with
         "server stopped: Bad file descriptor"); a session of any other source still restarts."""
