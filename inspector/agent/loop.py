@@ -27,7 +27,7 @@ from inspector.agent.executor import TERMINAL, ToolCall, ToolExecutor, ToolState
 from inspector.agent.providers import RETRYABLE_ERRORS, OpenAIProvider, OpenStream, SdkResponse
 from inspector.agent.toolbox.spec import ToolSpec
 from inspector.agent.transcript import HistoryView, SpilledHistory, SplicedMessages
-from inspector.agent.tries import TryFailure, observe_client, parse_error_body
+from inspector.agent.tries import ClientGaveUp, TryFailure, observe_client, parse_error_body
 from inspector.core import exactjson
 from inspector.core.fmt import duration
 from inspector.core.pacing import Pacer
@@ -921,6 +921,9 @@ class AgentLoop:
                     chunk = await it.__anext__()
             except StopAsyncIteration:
                 break
+            except ClientGaveUp as e:  # (a replay: where the recorded client closed the stream and resent it)
+                self._close_stream(ts, turn, attempt)
+                raise AttemptFailed(str(e)) from None
             except TimeoutError:
                 self._diagnose(
                     turn,

@@ -27,6 +27,7 @@ import httpx2
 import orjson
 
 __all__ = [
+    "ClientGaveUp",
     "RETRY_HEADERS",
     "ObservedTransport",
     "TryFailure",
@@ -43,6 +44,17 @@ RETRY_HEADERS = ("retry-after", "retry-after-ms", "request-id", "x-should-retry"
 INITIAL_RETRY_DELAY = 0.5  # anthropic._constants
 MAX_RETRY_DELAY = 8.0
 MAX_ERROR_BODY = 1 << 20  # an error body larger than this is cut (it is only shown)
+
+
+class ClientGaveUp(Exception):
+    """Raised by a stream's body where the recorded client gave up on it (a proxy recording: it closed the stream,
+    then sent its request again): the replay's attempt ends there, at the recorded time, as the client's did (not
+    after the loop's own idle timeout: 30 s at 1x). ``silence``: the recorded seconds from the last read to the
+    close."""
+
+    def __init__(self, silence: float) -> None:
+        super().__init__(f"the recorded client closed the stream after {silence:.3g} s without a read, and resent it")
+        self.silence = silence
 
 
 @dataclass(frozen=True, slots=True)

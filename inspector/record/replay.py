@@ -20,7 +20,7 @@ import orjson
 
 from inspector.agent.providers import OpenAIProvider
 from inspector.agent.toolbox.spec import ToolRefused, ToolSpec
-from inspector.agent.tries import INITIAL_RETRY_DELAY, MAX_RETRY_DELAY
+from inspector.agent.tries import INITIAL_RETRY_DELAY, MAX_RETRY_DELAY, ClientGaveUp
 from inspector.core import exactjson
 from inspector.core.fmt import short
 from inspector.core.pacing import Pacer
@@ -227,6 +227,11 @@ class _Body(httpx2.AsyncByteStream):
             yield r.data
         if self.ending == "drop":
             raise httpx2.RemoteProtocolError("peer closed connection without sending complete message body (replayed)")
+        if self.ending == "resent":  # the client closed it here (then sent it again): at the recorded time
+            end_t = (self.attempt.end or {}).get("t")
+            silence = max(0.0, end_t - last) if isinstance(end_t, (int, float)) else 0.0
+            await self.pacer.sleep(pacing_gap(silence))
+            raise ClientGaveUp(silence)
         if self.ending == "cancel" and self.on_cancel is not None:
             self.on_cancel()  # the recorded run was cancelled here: so is the replay
         if self.ending in ("hang", "cancel"):
@@ -333,8 +338,8 @@ class ReplayServer:
         # a failed try is retried by the SDK when the recording has a later try of the same turn
         self._retried: set[int] = set()
         # an attempt the client closed and then resent (a proxy recording: the next attempt of the same turn): not
-        # the user's cancel, the client gave up; served up to there, then silent, so the loop's idle timeout
-        # retries as the client did
+        # the user's cancel, the client gave up; served up to there, then ended at the recorded time (ClientGaveUp),
+        # so the loop retries as the client did
         self._resent: set[int] = set()
         for i, att in enumerate(self.attempts):
             nxt = self.attempts[i + 1] if i + 1 < len(self.attempts) else None
@@ -408,7 +413,7 @@ class ReplayServer:
                 _paced_sdk_backoff(headers, request, self.pacer.speed)
             return httpx2.Response(status, headers=headers, content=attempt.data)
         headers.setdefault("content-type", "text/event-stream")
-        ending = "hang" if index in self._resent else _ending(attempt)
+        ending = "resent" if index in self._resent else _ending(attempt)
         return httpx2.Response(status, headers=headers, stream=_Body(attempt, self.pacer, ending, self.on_cancel))
 
 

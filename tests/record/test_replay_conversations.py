@@ -130,6 +130,12 @@ async def test_a_closed_and_resent_attempt_replays_as_a_retry_not_a_cancel(tmp_p
     assert result.status == "finished" and result.turns == 2
     ends = [(o.turn, o.attempt, o.status) for o in got if isinstance(o, O.AttemptEnded)]
     assert ends == [(0, 0, "failed"), (0, 1, "complete"), (1, 0, "complete")]
+    # it ends where the client closed it (10 ms after its last read), not after the loop's idle timeout (0.5 s at
+    # max speed, 30 s at 1x): no idle timeout is diagnosed, the reason says what the client did
+    closed = next(o for o in got if isinstance(o, O.AttemptEnded) and o.status == "failed")
+    assert closed.reason == "the recorded client closed the stream after 0.01 s without a read, and resent it"
+    codes = [o.diagnostic.code for o in got if isinstance(o, O.DiagnosticRaised)]
+    assert "transport.idle_timeout" not in codes, codes
 
 
 def test_headless_replay_of_many_conversations_ends_each_and_totals_each_on_its_own_line(
