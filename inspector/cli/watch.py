@@ -272,7 +272,10 @@ def _split(args: argparse.Namespace, launched: Launched[WatchSession], what: str
     dashboard = split_dashboard(args, port, what, openai_what)
     if not os.environ.get("TMUX") or not shutil.which("tmux"):
         return _split_web(launched, dashboard, port)
-    subprocess.run(["tmux", "split-window", "-h", shlex.join(dashboard)], check=False)
+    # beside the command's own pane (TMUX_PANE: not whichever pane is current), which keeps the keyboard (-d)
+    pane = os.environ.get("TMUX_PANE")
+    where = ["-t", pane] if pane else []
+    subprocess.run(["tmux", "split-window", "-d", "-h", *where, shlex.join(dashboard)], check=False)
     if not _wait_listening(port, SPLIT_START):
         _err("the dashboard pane did not start listening")
         return EXIT_USAGE

@@ -1,4 +1,4 @@
-"""`inspector watch --split` outside tmux: the command keeps the terminal (a pty here), the dashboard is served to a
+"""`inspector watch --split`: outside tmux the command keeps the terminal (a pty here), the dashboard is served to a
 browser by textual-serve on 127.0.0.1 (its URL on stderr); the command starts once a browser opened it, its requests
 go through the dashboard's proxy, and at the end the web server and its dashboards are stopped: no process left."""
 
@@ -9,10 +9,13 @@ import json
 import os
 import pty
 import re
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import IO
 
@@ -232,3 +235,54 @@ def test_split_web_server_module_needs_a_command(capsys: pytest.CaptureFixture[s
         main(["--port", "1"])
     assert e.value.code == 2
     assert "a command is needed" in capsys.readouterr().err
+
+
+INTERACTIVE = """
+import os, sys
+print("ready", flush=True)
+line = sys.stdin.readline()  # the user's keys: they reach the command's pane
+open(os.environ["OUT"], "w").write(line)
+"""
+
+
+@pytest.mark.skipif(not shutil.which("tmux"), reason="needs tmux")
+def test_in_tmux_the_dashboard_opens_beside_the_command_which_keeps_the_keyboard(tmp_path: Path) -> None:
+    """Inside tmux the dashboard opened in a new pane that became the current one: the keys a user typed for an
+    interactive command went to the dashboard. It opens beside the command's pane (-d), which stays current."""
+    sock = f"inspector-test-{os.getpid()}"
+    out = tmp_path / "typed"
+    script = tmp_path / "agent.py"
+    script.write_text(INTERACTIVE)
+    watch = [sys.executable, "-m", "inspector", "watch", "--split", "--serve", "weather", "--", sys.executable, script]
+    env = _env()
+    env["OUT"] = str(out)
+    tmux = ["tmux", "-L", sock]
+    try:
+        subprocess.run(
+            [*tmux, "-f", "/dev/null", "new-session", "-d", "-x", "160", "-y", "48", shlex.join(map(str, watch))],
+            env=env,
+            check=True,
+            cwd=ROOT,
+        )
+
+        def panes() -> list[str]:
+            fmt = "#{pane_active} #{pane_index}"
+            got = subprocess.run([*tmux, "list-panes", "-F", fmt], capture_output=True, text=True, env=env)
+            return got.stdout.split("\n")[:-1]
+
+        def screen(pane: int) -> str:
+            got = subprocess.run([*tmux, "capture-pane", "-p", "-t", f".{pane}"], capture_output=True, text=True)
+            return got.stdout
+
+        deadline = time.monotonic() + 60
+        while len(panes()) < 2 or "ready" not in screen(0):  # the dashboard's pane, then the command (its output)
+            assert time.monotonic() < deadline, (panes(), screen(0))
+            time.sleep(0.1)  # another process's screen: nothing to wait on but polling it
+        assert panes() == ["1 0", "0 1"]  # the command's pane is still the current one
+        subprocess.run([*tmux, "send-keys", "Paris", "Enter"], check=True)
+        while not out.exists() or not out.read_text():
+            assert time.monotonic() < deadline, screen(0)
+            time.sleep(0.1)
+        assert out.read_text() == "Paris\n"
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True)
