@@ -27,7 +27,7 @@ from inspector.agent.executor import TERMINAL, ToolCall, ToolExecutor, ToolState
 from inspector.agent.providers import RETRYABLE_ERRORS, OpenAIProvider, OpenStream, SdkResponse
 from inspector.agent.toolbox.spec import ToolSpec
 from inspector.agent.transcript import HistoryView, SpilledHistory, SplicedMessages
-from inspector.agent.tries import ClientGaveUp, TryFailure, observe_client, parse_error_body
+from inspector.agent.tries import ClientGaveUp, TryFailure, observe_client
 from inspector.core import exactjson
 from inspector.core.fmt import duration
 from inspector.core.pacing import Pacer
@@ -39,7 +39,7 @@ from inspector.observe.stepobs import step_observations, tool_transitions
 from inspector.stream import diagnostics as D
 from inspector.stream.assembler import TurnStream
 from inspector.stream.diagnostics import Diagnostic
-from inspector.stream.protocol import ErrorEvent, Ping
+from inspector.stream.protocol import ErrorEvent, Ping, parse_error_body
 from inspector.stream.turn import Step
 
 if TYPE_CHECKING:

@@ -21,10 +21,9 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import httpx2
-import orjson
 
 __all__ = [
     "ClientGaveUp",
@@ -230,21 +229,6 @@ def _decoded(status: int, headers: httpx2.Headers, raw: bytes) -> bytes:
         return httpx2.Response(status, headers=headers, content=raw).read()
     except httpx2.DecodingError:  # a body that does not decode is still shown, as received
         return raw
-
-
-def parse_error_body(body: bytes) -> tuple[Any, str | None, str | None]:
-    """(body as JSON or text, error type, error message) from an API error body."""
-    if not body:
-        return None, None, None
-    try:
-        parsed = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return body.decode("utf-8", "replace"), None, None
-    err = parsed.get("error") if isinstance(parsed, dict) else None
-    if isinstance(err, dict):
-        etype, msg = err.get("type"), err.get("message")
-        return parsed, etype if isinstance(etype, str) else None, msg if isinstance(msg, str) else None
-    return parsed, None, None
 
 
 def observe_client(client: object) -> TryTap | None:

@@ -893,6 +893,8 @@ class ProxyApp(Closable):
         ex.headers_s = self.clock() - t_req_clock
         headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in injected.headers]
         self.tracker.response(track, ex.status, injected.headers, ex.headers_s)
+        ctype = next((v for k, v in injected.headers if k.lower() == "content-type"), "application/json")
+        track.set_response(ctype.lower(), "", injected.status, False)  # (its body says why the attempt failed)
         self.tracker.fault(track, injected.fault, 0)
         await send({"type": "http.response.start", "status": injected.status, "headers": headers})
         await send({"type": "http.response.body", "body": injected.body, "more_body": False})

@@ -101,27 +101,55 @@ def request_results(body: object, family: str = "anthropic") -> list[Any]:
     return [{"role": "user", "content": blocks}] if blocks else []
 
 
+def continued_tool_uses(body: object, family: str = "anthropic") -> set[str]:
+    """The ids of the tool calls in the last assistant turn of a request's history: the turn the harness continues
+    (a tool call there with no result in the request got none)."""
+    if not isinstance(body, Mapping):
+        return set()
+    history = body.get("messages") if family != "openai_responses" else body.get("input")
+    if not isinstance(history, list):
+        return set()
+    if family != "anthropic":
+        from inspector.record.replay import neutral_history  # (as request_results)
+
+        history = neutral_history(history)
+    for m in reversed(history):
+        if isinstance(m, dict) and m.get("role") == "assistant":
+            content = m.get("content")
+            if not isinstance(content, list):
+                return set()
+            return {
+                str(b.get("id")) for b in content if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id")
+            }
+    return set()
+
+
 def infer_tool_executions(
     seen: Mapping[str, SeenToolUse] | Iterable[SeenToolUse],
     messages: object,
     request_t: float,
     unknown_reason: str | None = None,
+    continued: Iterable[str] = (),
 ) -> list[InferredExecution]:
     """Tool executions revealed by a request: the tool_result blocks of its LAST user message, matched by id to the
     tool_use blocks seen streaming (``seen``: the proxy passes those of the same conversation's previous turn only),
-    timed against ``request_t``. Tool uses of the answered turns that got no result are reported ``missing``; a
-    result matched to nothing is ``unknown``, with ``unknown_reason`` (default: the proxy never saw that tool_use).
-    Pure: no I/O, no clock."""
+    timed against ``request_t``. Tool uses of the answered turns that got no result are reported ``missing``, and so
+    are those of ``continued`` (the ids of the tool calls the request's history continues from: its last assistant
+    turn, `continued_tool_uses`) that got none, results or not; a result matched to nothing is ``unknown``, with
+    ``unknown_reason`` (default: the proxy never saw that tool_use). Pure: no I/O, no clock."""
     by_id = dict(seen) if isinstance(seen, Mapping) else {s.id: s for s in seen}
-    if not isinstance(messages, list) or not messages:
-        return []
-    last = messages[-1]
-    if not isinstance(last, dict) or last.get("role") != "user" or not isinstance(last.get("content"), list):
+    continued = set(continued)
+    last = messages[-1] if isinstance(messages, list) and messages else None
+    if isinstance(last, dict) and last.get("role") == "user" and isinstance(last.get("content"), list):
+        results = last["content"]
+    elif continued:  # (the conversation went on past its tool calls with no result at all: "and Rome?")
+        results = []
+    else:
         return []
     out: list[InferredExecution] = []
     answered: set[tuple[int, int]] = set()
     got: set[str] = set()
-    for b in last["content"]:
+    for b in results:
         if not isinstance(b, dict) or b.get("type") != "tool_result":
             continue
         tid = str(b.get("tool_use_id"))
@@ -160,7 +188,7 @@ def infer_tool_executions(
             )
         )
     for s in by_id.values():
-        if (s.turn, s.attempt) in answered and s.id not in got:
+        if ((s.turn, s.attempt) in answered or s.id in continued) and s.id not in got:
             out.append(
                 InferredExecution(
                     s.id,

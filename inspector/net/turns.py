@@ -33,12 +33,19 @@ import orjson
 
 from inspector.core.redaction import clean_headers
 from inspector.net.conversations import Assignment, Conversations
-from inspector.net.toolinfer import InferredExecution, SeenToolUse, infer_tool_executions, request_results
+from inspector.net.toolinfer import (
+    InferredExecution,
+    SeenToolUse,
+    continued_tool_uses,
+    infer_tool_executions,
+    request_results,
+)
 from inspector.observe import observations as O
 from inspector.observe.states import ToolState
 from inspector.observe.stepobs import step_observations, tool_transitions
 from inspector.stream.assembler import Step, TurnStream
 from inspector.stream.family import family_from_path, new_stream
+from inspector.stream.protocol import http_error_text
 
 __all__ = ["MAX_CONVERSATIONS", "ProxyExchange", "Track", "TurnTracker"]
 
@@ -46,6 +53,7 @@ MAX_CONVERSATIONS = 10_000  # conversations remembered (the oldest idle one is f
 # bytes of one attempt's stream parsed into events, blocks and its message (the assembler keeps what it parsed, about
 # 1.4x the bytes); past it the stream is still forwarded and its reads recorded, but no longer parsed (a note says so)
 PARSE_BUDGET = 16 * 1024 * 1024
+ERROR_BODY_KEEP = 64 * 1024  # bytes of an error status's body kept to say why the attempt failed
 
 # an SSE event line naming message_stop, at the start of a line (a JSON string cannot hold a raw line break)
 # the end of a stream of either family: Messages' message_stop, Responses' terminal events, Chat's data: [DONE]
@@ -136,6 +144,7 @@ class Track:
         "family",
         "last_sse",
         "parsed_bytes",
+        "error_body",
     )
 
     def __init__(self, ex: ProxyExchange, assignment: Assignment, t_req: float, parsed: Any = None) -> None:
@@ -157,10 +166,13 @@ class Track:
         self.family = family_from_path(ex.path) or "anthropic"  # its wire family, by the request path
         self.last_sse: Any = None  # the SSE event of the last step published (one event may give several steps)
         self.parsed_bytes = 0  # bytes fed to ``ts`` (at most PARSE_BUDGET: then ``ts`` is dropped)
+        # an error status's body (its first ERROR_BODY_KEEP bytes, decoded): why the attempt failed, said at its end
+        self.error_body: bytearray | None = None
 
     def set_response(self, content_type: str, content_encoding: str, status: int, parse: bool) -> None:
         self.sse = "text/event-stream" in content_type and status == 200
         self.decoder = _Decoder(content_encoding)
+        self.error_body = None if 200 <= status < 300 else bytearray()
         if "text/event-stream" in content_type and parse:
             self.ts = new_stream(self.family)  # the same engine; an OpenAI family's decoder in front
 
@@ -298,6 +310,10 @@ class TurnTracker:
         ts = track.ts
         if dec is not None:
             pending = [(t, dec.feed(data)) for t, data in pending]
+        kept = track.error_body
+        if kept is not None and len(kept) < ERROR_BODY_KEEP:
+            for _t, data in pending:
+                kept += data[: ERROR_BODY_KEEP - len(kept)]
         if ts is not None:
             track.parsed_bytes += sum(len(d) for _, d in pending)
             if track.parsed_bytes > PARSE_BUDGET:  # bounded: the rest is forwarded and recorded, not parsed
@@ -392,7 +408,8 @@ class TurnTracker:
                 f"this request starts conversation {cid}: no earlier turn of it was seen (its history matched no"
                 " conversation's previous request, or that one was forgotten)"
             )
-        found = infer_tool_executions(seen, request_results(parsed, track.family), t_req, why)
+        continued = continued_tool_uses(parsed, track.family) if seen else ()
+        found = infer_tool_executions(seen, request_results(parsed, track.family), t_req, why, continued)
         ex.inferred = found
         for inf in found:
             self._pub(
@@ -517,6 +534,10 @@ class TurnTracker:
         turn, attempt = track.turn, track.attempt
         status = {"complete": "complete", "cancelled": "cancelled"}.get(ex.end or "", "failed")
         reason = None if status == "complete" else ex.reason
+        if status == "complete" and track.error_body is not None and ex.status is not None:
+            # an error status, answered whole: why, as the loop's recording of such a try says it (http_error,
+            # "HTTP 400 invalid_request_error: ...")
+            status, reason = "http_error", http_error_text(ex.status, bytes(track.error_body))
         now = track.t_req + (ex.end_s or 0.0)  # when the exchange ended
         outcome = None
         ts = track.ts

@@ -124,6 +124,8 @@ class WatchSession:
             self._set_state(LoopState.STREAMING)
         elif isinstance(obs, O.AttemptEnded):
             self._open.discard((obs.turn, obs.attempt))
+            if not self._open:  # (an error status, a drop, a JSON answer: no TurnEnded follows)
+                self._set_state(LoopState.IDLE, "waiting for the next request")
         elif isinstance(obs, O.TurnEnded):
             self._open = {k for k in self._open if k[0] != obs.turn}  # (its attempts, whatever was said of them)
             if not self._open:

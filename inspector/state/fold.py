@@ -723,7 +723,7 @@ class DashboardState:
                 (
                     "note",
                     ("attempt_ended", obs.turn, obs.attempt, obs.status, obs.reason),
-                    "error" if obs.status == "failed" else "warning",
+                    "error" if obs.status in ("failed", "http_error") else "warning",
                 ),
             )
             self.rev_transcript = self.n

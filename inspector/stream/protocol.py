@@ -498,3 +498,32 @@ def _parse_event(
         return ErrorEvent(et, msg, err, seq), diags
     diags.append(Diagnostic(D.UNKNOWN_EVENT, "info", f"unknown event type {etype!r} (kept)", seq))
     return UnknownEvent(etype, payload, seq), diags
+
+
+# ---------------------------------------------------------------------------------------------------- error bodies
+
+
+def parse_error_body(body: bytes) -> tuple[Any, str | None, str | None]:
+    """(body as JSON or text, error type, error message) from an API error body (both families' shape:
+    ``{"error": {"type": ..., "message": ...}}``)."""
+    if not body:
+        return None, None, None
+    try:
+        parsed = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return body.decode("utf-8", "replace"), None, None
+    err = parsed.get("error") if isinstance(parsed, dict) else None
+    if isinstance(err, dict):
+        etype, msg = err.get("type"), err.get("message")
+        return parsed, etype if isinstance(etype, str) else None, msg if isinstance(msg, str) else None
+    return parsed, None, None
+
+
+def http_error_text(status: int, body: bytes) -> str:
+    """``HTTP 400 invalid_request_error: messages.2: ...``: why an attempt answered with an error status failed, as
+    the loop's recording says it (its type and message from the body, else the body's start, else the status)."""
+    parsed, etype, message = parse_error_body(body)
+    if message is None and isinstance(parsed, str) and parsed.strip():
+        message = parsed.strip()[:200]
+    what = f"HTTP {status} {etype}" if etype else f"HTTP {status}"
+    return f"{what}: {message}" if message else what

@@ -313,7 +313,7 @@ async def test_recorded_read_times_match_the_observed_ones(name: str, tmp_path: 
 @settings(max_examples=examples(300), deadline=None)
 @given(st.one_of(st.binary(max_size=300), st.text(max_size=200).map(str.encode)))
 def test_error_body_reader_never_raises(raw: bytes) -> None:
-    from inspector.agent.tries import parse_error_body
+    from inspector.stream.protocol import parse_error_body
 
     body, etype, msg = parse_error_body(raw)
     assert etype is None or isinstance(etype, str)

@@ -38,6 +38,7 @@ from inspector.net.proxy import (
 )
 from inspector.net.serve import Exchange, ServeApp
 from inspector.net.server import BackgroundServer
+from inspector.net.toolinfer import continued_tool_uses, request_results
 from inspector.observe import observations as O
 from inspector.record.reader import RecordedAttempt
 from inspector.record.recording import read_recording
@@ -182,7 +183,8 @@ async def test_proxy_streams_are_byte_identical(upstream: BackgroundServer, tmp_
                 if plan.end == "drop":  # the client behind the proxy sees the same broken connection
                     assert isinstance(a["error"], TRANSPORT_ERRORS) and isinstance(b["error"], TRANSPORT_ERRORS)
                 passed.append((b["status"], b["body"]))
-                ends_expected.append({"drop": "failed", "hang": "cancelled"}.get(plan.end, "complete"))
+                end = {"drop": "failed", "hang": "cancelled"}.get(plan.end, "complete")
+                ends_expected.append("http_error" if end == "complete" and plan.status >= 400 else end)
         finally:
             await direct.close()
             await via.close()
@@ -195,7 +197,7 @@ async def test_proxy_streams_are_byte_identical(upstream: BackgroundServer, tmp_
         assert att.response is not None and att.response["status"] == status
     # drops are "failed" (connection dropped), a stall the client gave up on is "cancelled"
     assert [(a.end or {}).get("status") for a in attempts] == ends_expected
-    assert {"failed", "cancelled", "complete"} <= set(ends_expected)
+    assert {"failed", "cancelled", "complete", "http_error"} <= set(ends_expected)
     assert KEY.encode() not in record.read_bytes()
 
 
@@ -451,6 +453,48 @@ def test_infer_tool_executions_pure() -> None:
     assert "toolu_old" not in out  # another turn, not answered by this request
     assert infer_tool_executions(seen, [{"role": "user", "content": "plain"}], 3.0) == []
     assert infer_tool_executions(seen, "garbage", 3.0) == []
+
+
+@pytest.mark.parametrize("family", ["anthropic", "openai_chat", "openai_responses"])
+def test_a_history_that_goes_on_past_its_tool_calls_with_no_result_says_they_got_none(family: str) -> None:
+    """A chat agent that ignores tool calls: its next request goes on with a plain user message ("and Rome?"), no
+    tool_result at all. The call stayed "running" (and its inferred bar grew) for the rest of the session; the
+    history continues past it with no result, so it got none (the API answers such a request 400)."""
+    seen = [SeenToolUse("call_1", "get_weather", 0, 0, 1, stop_t=1.0, stream_end_t=1.5)]
+    call = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+    bodies: dict[str, dict[str, Any]] = {
+        "anthropic": {
+            "messages": [
+                {"role": "user", "content": "Paris?"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "call_1", "name": "get_weather"}]},
+                {"role": "user", "content": "and Rome?"},
+            ]
+        },
+        "openai_chat": {
+            "messages": [
+                {"role": "user", "content": "Paris?"},
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "user", "content": "and Rome?"},
+            ]
+        },
+        "openai_responses": {
+            "input": [
+                {"role": "user", "content": "Paris?"},
+                {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": "{}"},
+                {"role": "user", "content": "and Rome?"},
+            ]
+        },
+    }
+    body = bodies[family]
+    continued = continued_tool_uses(body, family)
+    assert continued == {"call_1"}
+    out = infer_tool_executions(seen, request_results(body, family), 3.0, continued=continued)
+    assert [(i.tool_use_id, i.status, i.reason) for i in out] == [
+        ("call_1", "missing", "no tool_result for it in the next request")
+    ]
+    # a first request, or one whose history holds no call of it: nothing to say
+    assert continued_tool_uses({"messages": [{"role": "user", "content": "hi"}]}, "anthropic") == set()
+    assert infer_tool_executions(seen, [{"role": "user", "content": "hi"}], 3.0, continued=set()) == []
 
 
 async def test_tool_execution_is_inferred_from_the_next_request(upstream: BackgroundServer, tmp_path: Path) -> None:

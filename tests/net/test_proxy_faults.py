@@ -193,6 +193,11 @@ async def test_http_429_is_answered_by_the_proxy_and_the_retry_goes_upstream(
         (0, 1, 529),
         (0, 2, 200),
     ]
+    # an attempt answered with an error status failed, saying why (they ended "complete", no reason)
+    ends = [(a.end or {}).get("status") for a in rec.attempts()]
+    reasons = [str((a.end or {}).get("reason")) for a in rec.attempts()]
+    assert ends == ["http_error", "http_error", "complete"]  # (as the loop's recording of such a try says it)
+    assert reasons[0].startswith("HTTP 429 rate_limit_error: ") and reasons[1].startswith("HTTP 529 overloaded_error: ")
     marks = [(o["fault"], o["attempt"]) for o in rec.observations if o.get("type") == "fault_injected"]
     assert marks == [("http_429:2", 0), ("http_529:0", 1)]
 

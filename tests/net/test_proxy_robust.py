@@ -220,7 +220,7 @@ async def test_concurrent_identical_requests_are_separate_turns(tmp_path: Path) 
 
 @pytest.mark.parametrize(
     ("fault", "first_end"),
-    [("http_429:0", "complete"), ("drop_event:3", "failed"), ("error_event:2", "complete"), ("stall:0", None)],
+    [("http_429:0", "http_error"), ("drop_event:3", "failed"), ("error_event:2", "complete"), ("stall:0", None)],
 )
 async def test_a_repeat_after_a_failed_or_cut_attempt_is_its_retry(
     serve: BackgroundServer, tmp_path: Path, fault: str, first_end: str | None

@@ -173,3 +173,8 @@ def test_the_session_is_streaming_while_any_conversation_streams() -> None:
         bus.publish(O.AttemptStarted(0.7, 2, 0, "POST", "http://x/v1/messages", {}, {}))
         bus.publish(O.TurnEnded(0.8, 2, "error", None, {}))  # (a turn that ends without its attempt's end)
         assert state() == LoopState.IDLE
+        # an attempt answered with an error status (no TurnEnded follows): the session said "● streaming" ever after
+        bus.publish(O.AttemptStarted(0.9, 3, 0, "POST", "http://x/v1/messages", {}, {}))
+        assert state() == LoopState.STREAMING
+        bus.publish(O.AttemptEnded(1.0, 3, 0, "http_error", "HTTP 400 invalid_request_error: messages.2: ...", "error"))
+        assert state() == LoopState.IDLE

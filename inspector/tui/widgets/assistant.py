@@ -278,6 +278,7 @@ def note_text(what: Any) -> str:
         return f"retry: attempt {what[2] + 1} of turn {what[1] + 1}"
     if kind == "attempt_ended":
         _, turn, attempt, status, reason = what
+        status = "failed" if status == "http_error" else status  # (its reason says "HTTP 400 ...")
         return f"attempt {attempt + 1} of turn {turn + 1} {status}" + (f": {reason}" if reason else "")
     if kind == "loop_finished":
         return f"loop {what[1]}" + (f": {what[2]}" if what[2] else "")
