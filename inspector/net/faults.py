@@ -653,17 +653,18 @@ def render_faulted(
     include_usage: bool = False,
     echo: dict[str, Any] | None = None,
     choices: int = 1,
+    seed: str = "",
 ) -> ResponsePlan:
     """``render_turn`` of the scenario with the faults built in, then the plan-level faults: exactly what
     ``inspector serve`` sends (and :class:`FaultedScenarioServer` in process). ``faulted``: a precomputed
     ``apply_faults(scenario, faults)``. ``api``: ``"chat"`` / ``"responses"`` renders the OpenAI form
     (``render_openai_turn``; ``include_usage``: chat's ``stream_options.include_usage``; ``choices``: chat's ``n``;
     ``echo``: the request
-    fields a Response echoes); None: Anthropic."""
+    fields a Response echoes); None: Anthropic (``seed``: the conversation's message id seed, ``message_seed``)."""
     chosen = parse_faults(faults)
     faulted = faulted if faulted is not None else apply_faults(scenario, chosen)
     if api is None:
-        plan = render_turn(faulted, turn, attempt)
+        plan = render_turn(faulted, turn, attempt, seed)
     else:
         plan = render_openai_turn(
             faulted, turn, attempt, api=api, include_usage=include_usage, echo=echo, choices=choices

@@ -72,9 +72,11 @@ class FaultedScenarioServer(ScenarioServer):
             self._faults_of[id(sc)] = faults  # (kept alive by _by_faults: the id stays its own)
         return sc
 
-    def render_plan(self, faulted: Scenario, turn: int, attempt: int) -> ResponsePlan:
-        """What serve sends for this turn and attempt (``faulted`` is this server's ``apply_faults`` scenario)."""
-        return plan_faults(faulted, self._faults_of.get(id(faulted), self.faults), render_turn(faulted, turn, attempt))
+    def render_plan(self, faulted: Scenario, turn: int, attempt: int, seed: str = "") -> ResponsePlan:
+        """What serve sends for this turn and attempt (``faulted`` is this server's ``apply_faults`` scenario;
+        ``seed``: the conversation's message id seed, with ``seed_ids``)."""
+        faults = self._faults_of.get(id(faulted), self.faults)
+        return plan_faults(faulted, faults, render_turn(faulted, turn, attempt, seed))
 
     def render_openai_plan(
         self,

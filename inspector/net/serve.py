@@ -41,7 +41,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -377,11 +377,12 @@ class ServeApp(Closable):
         include_usage: bool = False,
         echo: dict[str, Any] | None = None,
         choices: int = 1,
+        seed: str = "",
     ) -> ResponsePlan:
         """The plan of (scenario, faults, turn, attempt, model), cached; ``api``: the OpenAI form (``chat`` /
         ``responses``; ``include_usage``: chat's ``stream_options.include_usage``; ``echo``: the request fields a
-        Response echoes), None: Anthropic."""
-        key = _plan_key(name, faults, turn, attempt, model, api, include_usage, echo, choices)
+        Response echoes), None: Anthropic (``seed``: its conversation's message id seed, ``Decision.seed``)."""
+        key = _plan_key(name, faults, turn, attempt, model, api, include_usage, echo, choices, seed)
         with self._lock:
             plan = self._plans.get(key)
         if plan is None:
@@ -397,6 +398,7 @@ class ServeApp(Closable):
                 include_usage=include_usage,
                 echo=echo,
                 choices=choices,
+                seed=seed,
             )
             with self._lock:
                 self._plans[key] = plan
@@ -415,12 +417,19 @@ class ServeApp(Closable):
         return Response(body, status_code=status, headers=headers or {}, media_type="application/json")
 
     def _reject(
-        self, ex: Exchange, status: int, etype: str, message: str, kind: str | None = None, close: bool = False
+        self,
+        ex: Exchange,
+        status: int,
+        etype: str,
+        message: str,
+        kind: str | None = None,
+        close: bool = False,
+        details: Mapping[str, Any] | None = None,
     ) -> Response:
         ex.status, ex.rejected, ex.kind = status, message, kind
         # like the API: a request id in the header and the body, unique per response
         rid = self.request_ids.next()
-        body = error_body(etype, message, rid)
+        body = error_body(etype, message, rid, details)
         ex.bytes = len(body)
         self.note(ex)
         headers = {"request-id": rid}
@@ -610,7 +619,9 @@ class ServeApp(Closable):
         if decision.rejected:
             if isinstance(body, dict) and isinstance(body.get("model"), str):
                 ex.model = body["model"]
-            return self._reject(ex, decision.status, decision.etype, decision.message, decision.kind)
+            return self._reject(
+                ex, decision.status, decision.etype, decision.message, decision.kind, details=decision.details
+            )
         messages = decision.messages
         assert isinstance(messages, list) and decision.turn is not None
         model = body.get("model") if isinstance(body.get("model"), str) and body.get("model") else None
@@ -653,14 +664,15 @@ class ServeApp(Closable):
         ex.turn, ex.attempt, ex.script_ended = turn, attempt, ended
         if rec is not None and not ended:
             self._start_diff(ex, rec, turn, body)
+        seed = decision.seed
         try:
             faults = await self._faults_now(
                 decision,
                 faults,
                 ex,
-                lambda fs: self._render(name, fs, turn, attempt, model, ended, turns, rec),
+                lambda fs: self._render(name, fs, turn, attempt, model, ended, turns, rec, seed),
             )
-            plan = await self._plan_for(name, faults, turn, attempt, model, ended, turns, rec)
+            plan = await self._plan_for(name, faults, turn, attempt, model, ended, turns, rec, seed)
         except (ValueError, IndexError, TypeError) as e:
             return self._reject(
                 ex,
@@ -668,6 +680,12 @@ class ServeApp(Closable):
                 "api_error",
                 f"inspector: cannot render {name!r} turn {turn} with faults {ex.faults}: {e}",
             )
+        if decision.thread is not None and plan.status == 200 and plan.end == "eof":
+            # a threaded reply: kept under its id, for the request that continues it
+            try:
+                self.api.remember_reply(decision, assembled_message(plan))
+            except ValueError:  # (a recorded answer that does not assemble: nothing to continue)
+                log.warning("serve: a threaded reply did not assemble: it cannot be continued", exc_info=True)
         stream = body.get("stream") is True
         ex.stream = stream
         self._selected(ex)
@@ -870,14 +888,16 @@ class ServeApp(Closable):
         ended: bool,
         turns: int,
         recording: RecordingSource | None = None,
+        seed: str = "",
     ) -> ResponsePlan:
         """The plan for this request, rendered in a worker thread when not cached (a big scenario takes a
-        quarter of a second: other connections keep being served meanwhile)."""
+        quarter of a second: other connections keep being served meanwhile). ``seed``: the conversation's
+        message id seed (``Decision.seed``)."""
         if not ended and recording is None and self.recording is None:
-            cached = self._cached(_plan_key(name, faults, turn, attempt, model))
+            cached = self._cached(_plan_key(name, faults, turn, attempt, model, seed=seed))
             if cached is not None:
                 return cached
-        return await asyncio.to_thread(self._render, name, faults, turn, attempt, model, ended, turns, recording)
+        return await asyncio.to_thread(self._render, name, faults, turn, attempt, model, ended, turns, recording, seed)
 
     def _render(
         self,
@@ -889,6 +909,7 @@ class ServeApp(Closable):
         ended: bool,
         turns: int,
         recording: RecordingSource | None = None,
+        seed: str = "",
     ) -> ResponsePlan:
         """:meth:`_plan_for`'s plan, rendered here (blocking: call it in a worker thread)."""
         recording = recording if recording is not None else self.recording
@@ -897,7 +918,7 @@ class ServeApp(Closable):
             return end_of_script_plan(name, turns, turn, attempt, model or fallback, faults)
         if recording is not None:
             return self._recorded_plan(recording, faults, turn, attempt)
-        return self.plan(name, faults, turn, attempt, model)
+        return self.plan(name, faults, turn, attempt, model, seed=seed)
 
     def _recorded_plan(
         self, recording: RecordingSource, faults: tuple[FaultSpec, ...], turn: int, attempt: int, api: Api | None = None
@@ -1039,10 +1060,11 @@ def _plan_key(
     include_usage: bool = False,
     echo: dict[str, Any] | None = None,
     choices: int = 1,
+    seed: str = "",
 ) -> PlanKey:
     key: PlanKey = (name, faults_key(faults), turn, attempt, model)
     if api is None:
-        return key
+        return (*key, seed) if seed else key
     return (*key, api, include_usage, echo_key(echo), choices)
 
 

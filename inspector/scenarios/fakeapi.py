@@ -50,6 +50,7 @@ __all__ = [
     "error_body",
     "known_model",
     "load_catalogue",
+    "message_seed",
     "messages_decision",
     "nesting_depth",
     "nesting_problem",
@@ -226,9 +227,15 @@ def request_digest(messages: object) -> str:
     return hashlib.sha256(orjson.dumps(messages, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
-def error_body(etype: str, message: str, request_id: str | None = None) -> bytes:
-    """The API's error body: ``{"type": "error", "error": {"type", "message"}, "request_id"}``."""
-    body: dict[str, Any] = {"type": "error", "error": {"type": etype, "message": message}}
+def error_body(
+    etype: str, message: str, request_id: str | None = None, details: Mapping[str, Any] | None = None
+) -> bytes:
+    """The API's error body: ``{"type": "error", "error": {"type", "message"}, "request_id"}`` (``details``: the
+    error's ``details`` object, e.g. a thread rejection's ``{"error_code": "thread_not_found"}``)."""
+    error: dict[str, Any] = {"type": etype, "message": message}
+    if details:
+        error["details"] = dict(details)
+    body: dict[str, Any] = {"type": "error", "error": error}
     if request_id is not None:
         body["request_id"] = request_id
     return orjson.dumps(body)
@@ -358,6 +365,9 @@ class Decision:
     group: AttemptKey | None = (
         None  # set by FakeApi.select: the key without the turn and the messages (a fault's @once)
     )
+    details: Mapping[str, Any] | None = None  # the error's ``details`` (a thread rejection's error_code)
+    seed: str = ""  # what seeds the answer's message and tool ids: its conversation's (message_seed)
+    thread: str | None = None  # the request's thread: create | continue | None (its reply is kept for a continue)
 
     @property
     def rejected(self) -> bool:
@@ -368,6 +378,57 @@ def _reject(status: int, etype: str, message: str, kind: str | None = None, hist
     return Decision(status, etype, message, kind, history)
 
 
+# A Messages thread (the ``thread`` field, the anthropic SDK's beta message threads: its tool runner's default):
+# ``{"type": "create"}`` asks the server to keep the conversation under the reply's id, and
+# ``{"type": "continue", "previous_message_id": ...}`` sends only what is new after that reply. The fake API keeps
+# each threaded reply's whole history (the request's, then the reply) under its message id, so that a continue is
+# checked, counted and answered as the whole history it stands for; an id it does not hold is the API's
+# ``thread_not_found`` (the SDK then replays the whole history under a new thread).
+THREAD_NOT_FOUND = "thread_not_found"
+
+
+@dataclass(frozen=True, slots=True)
+class HeldThread:
+    """What a threaded reply's id continues: the whole history up to and with the reply, and its id seed."""
+
+    messages: list[Any]
+    seed: str
+
+
+def _thread_problem(thread: object) -> str | None:
+    """The 400 message for a ``thread`` field that is neither a ``create`` nor a ``continue`` (None: fine)."""
+    if not isinstance(thread, dict):
+        return "thread: Input should be a valid dictionary or object"
+    kind = thread.get("type")
+    if kind == "create":
+        return None
+    if kind != "continue":
+        return "thread.type: Input should be 'create' or 'continue'"
+    previous = thread.get("previous_message_id")
+    if previous is None:
+        return "thread.previous_message_id: Field required"
+    if not isinstance(previous, str) or not previous:
+        return "thread.previous_message_id: Input should be a valid non-empty string"
+    return None
+
+
+def message_seed(body: Mapping[str, Any]) -> str:
+    """What seeds the message and tool ids of a Messages answer that starts or resends its conversation: a digest
+    of its ``system`` and first message (the same on each turn of a conversation that sends its whole history, and
+    different for two conversations that start differently), so that two conversations served together never share
+    a message id (a thread's ``previous_message_id`` would name the other's reply). A ``continue`` takes the seed of
+    the thread it continues. "" when the body has no messages."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return ""
+    held = [body.get("system"), messages[0]]
+    try:
+        raw = orjson.dumps(held, option=orjson.OPT_SORT_KEYS)
+    except (TypeError, orjson.JSONEncodeError):  # (an integer past 64 bits, too deep: the repr then)
+        raw = repr(held).encode()
+    return hashlib.sha256(raw).hexdigest()[:16]
+
+
 def messages_decision(
     body: Any,
     *,
@@ -375,10 +436,13 @@ def messages_decision(
     validate_history: bool = True,
     models: Iterable[str] | None = None,
     max_tokens_required: bool = True,
+    held_thread: Callable[[str], HeldThread | None] | None = None,
 ) -> Decision:
     """The checks of ``POST /v1/messages`` (and ``count_tokens``, ``max_tokens_required=False``) on a parsed body,
     in the API's order: a JSON object, nesting depth, required fields (not when ``lenient``), the model (``models``:
-    the extra known ids; None: any model), the history rules (``validate_history``). The turn when it passes."""
+    the extra known ids; None: any model), the thread (``held_thread``: the history a reply id continues; None:
+    unknown, a 404 ``thread_not_found``), the history rules (``validate_history``) on the whole history. The turn
+    when it passes; ``Decision.messages`` is the whole history (a continue's held one, then its messages)."""
     if not isinstance(body, dict):
         return _reject(400, "invalid_request_error", "request body must be a JSON object")
     deep = nesting_problem(body)
@@ -392,6 +456,31 @@ def messages_decision(
         if models is not None and isinstance(model, str) and not known_model(model, models):
             return _reject(404, "not_found_error", f"model: {model}")
     messages = body.get("messages")
+    thread_kind: str | None = None
+    previous = ""
+    seed = ""
+    thread = body.get("thread")
+    if thread is not None:
+        bad = _thread_problem(thread)
+        if bad is not None:
+            if not lenient:
+                return _reject(400, "invalid_request_error", bad)
+        elif isinstance(thread, dict):
+            thread_kind = thread["type"]
+            previous = thread.get("previous_message_id") or ""
+    if thread_kind == "continue":
+        held = held_thread(previous) if held_thread is not None else None
+        if held is None:
+            return Decision(
+                404,
+                "not_found_error",
+                f"thread.previous_message_id: no thread holds message {previous!r} (not created with "
+                '{"type": "create"}, or forgotten)',
+                details={"error_code": THREAD_NOT_FOUND},
+            )
+        seed = held.seed
+        if isinstance(messages, list):
+            messages = [*held.messages, *messages]
     if validate_history:
         v = history_violation(messages)
         if v is not None:
@@ -402,7 +491,9 @@ def messages_decision(
         if not isinstance(messages, list):
             return _reject(400, "invalid_request_error", "messages: Field required", history=history)
     assert isinstance(messages, list)
-    return Decision(history=history, turn=turn_of(messages), messages=messages)
+    if thread_kind != "continue":
+        seed = message_seed(body)
+    return Decision(history=history, turn=turn_of(messages), messages=messages, seed=seed, thread=thread_kind)
 
 
 # --- the OpenAI family (/v1/chat/completions, /v1/responses) ----------------------------------------------------
@@ -697,6 +788,7 @@ class FakeApi:
         self.attempts: OrderedDict[AttemptKey, int] = OrderedDict()
         self.attempts_dropped = 0
         self.responses: OrderedDict[str, int] = OrderedDict()  # Responses ids answered -> their turn (bounded)
+        self.threads: OrderedDict[str, HeldThread] = OrderedDict()  # threaded replies' ids -> their history (bounded)
         self.once: OrderedDict[tuple[AttemptKey, Hashable], OnceOwner] = (
             OrderedDict()
         )  # (group, @once item) -> the request that took it
@@ -710,6 +802,7 @@ class FakeApi:
             validate_history=self.validate_history,
             models=None if self.models is None else self.models(),
             max_tokens_required=max_tokens_required,
+            held_thread=self.held_thread,
         )
 
     def check_openai(self, body: Any, api: str) -> Decision:
@@ -735,6 +828,25 @@ class FakeApi:
     def previous_turn(self, response_id: str) -> int | None:
         with self._lock:
             return self.responses.get(response_id)
+
+    def remember_reply(self, decision: Decision, reply: Mapping[str, Any]) -> None:
+        """Keep a threaded Messages reply (``decision.thread`` create or continue; ``reply``: the Message it
+        assembles to) for a later ``thread.continue`` naming its id: the request's whole history, then the reply's
+        ``role`` and ``content`` (the oldest are dropped). Not threaded, or without an id: nothing kept."""
+        reply_id = reply.get("id")
+        if decision.thread is None or decision.messages is None or not isinstance(reply_id, str):
+            return
+        message = {"role": "assistant", "content": reply.get("content") or []}
+        held = HeldThread([*decision.messages, message], decision.seed)
+        with self._lock:
+            self.threads.pop(reply_id, None)
+            self.threads[reply_id] = held
+            while len(self.threads) > self.history:
+                self.threads.popitem(last=False)
+
+    def held_thread(self, message_id: str) -> HeldThread | None:
+        with self._lock:
+            return self.threads.get(message_id)
 
     def select(
         self,

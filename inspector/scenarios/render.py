@@ -142,22 +142,34 @@ class _Ev:
     raw: bytes | None = None  # the exact data bytes (OpenAI's ``[DONE]``), instead of the JSON of ``data``
 
 
-def _ids_for(scenario: Scenario, turn_index: int, attempt: int) -> tuple[str, list[str | None], str]:
+def _ids_for(scenario: Scenario, turn_index: int, attempt: int, seed: str = "") -> tuple[str, list[str | None], str]:
+    """A turn's message id, tool ids and request id. ``seed``: what tells the answers of two conversations apart
+    (serve's :func:`~inspector.scenarios.fakeapi.message_seed`): it seeds the message and tool ids, not the request
+    id; "" (the default): the ids every earlier release rendered."""
     turn = scenario.turns[turn_index]
     rng = _rng("ids", scenario, turn_index, attempt)
+    seeded = _rng(f"ids:{seed}", scenario, turn_index, attempt) if seed else rng
     msg_id = _id(rng, "msg_01")
+    if seed:
+        msg_id = _id(seeded, "msg_01")
     if turn.message_id is not None:
         msg_id = turn.message_id
     ids: list[str | None] = []
     for block in turn.blocks:
         if isinstance(block, ToolUseBlock):
-            ids.append(block.id or _id(rng, "toolu_01"))
+            ids.append(block.id or _seeded_id(rng, seeded, "toolu_01"))
         elif isinstance(block, ServerToolUseBlock):
-            ids.append(block.id or _id(rng, "srvtoolu_01"))
+            ids.append(block.id or _seeded_id(rng, seeded, "srvtoolu_01"))
         else:
             ids.append(None)
     request_id = _id(rng, "req_011C", 20)
     return msg_id, ids, request_id
+
+
+def _seeded_id(rng: random.Random, seeded: random.Random, prefix: str) -> str:
+    """An id from ``seeded``, ``rng`` drawn all the same (so the request id after it stays what it was)."""
+    plain = _id(rng, prefix)
+    return plain if seeded is rng else _id(seeded, prefix)
 
 
 def _block_json_texts(turn: TurnScript, attempt: int) -> dict[int, str]:
@@ -185,11 +197,12 @@ def _estimate_tokens(turn: TurnScript, json_texts: dict[int, str]) -> int:
     return max(1, n // 4 + 8)
 
 
-def _protocol_events(scenario: Scenario, turn_index: int, attempt: int) -> list[_Ev]:
-    """The full, unfaulted-by-transport event list (content faults MaxTokensCut / InvalidToolJson applied)."""
+def _protocol_events(scenario: Scenario, turn_index: int, attempt: int, seed: str = "") -> list[_Ev]:
+    """The full, unfaulted-by-transport event list (content faults MaxTokensCut / InvalidToolJson applied).
+    ``seed``: the conversation's id seed (:func:`_ids_for`)."""
     turn = scenario.turns[turn_index]
     faults = turn.faults_for(attempt)
-    msg_id, ids, _ = _ids_for(scenario, turn_index, attempt)
+    msg_id, ids, _ = _ids_for(scenario, turn_index, attempt, seed)
     crng = _rng("chunks", scenario, turn_index, attempt)
     json_texts = _block_json_texts(turn, attempt)
     cut = next((f for f in faults if isinstance(f, MaxTokensCut)), None)
@@ -445,7 +458,10 @@ def render_turn_events(scenario: Scenario, turn_index: int, attempt: int = 0) ->
     return render_turn(scenario, turn_index, attempt).events
 
 
-def render_turn(scenario: Scenario, turn_index: int, attempt: int = 0) -> ResponsePlan:
+def render_turn(scenario: Scenario, turn_index: int, attempt: int = 0, seed: str = "") -> ResponsePlan:
+    """The plan of a turn's attempt. ``seed``: what seeds the message and tool ids of a conversation (serve passes
+    :func:`~inspector.scenarios.fakeapi.message_seed` of the request, so two conversations never share a message
+    id); "" renders the scenario's own ids."""
     if not 0 <= turn_index < len(scenario.turns):
         raise IndexError(f"scenario {scenario.name!r} has {len(scenario.turns)} turns, no turn {turn_index}")
     turn = scenario.turns[turn_index]
@@ -461,8 +477,9 @@ def render_turn(scenario: Scenario, turn_index: int, attempt: int = 0) -> Respon
         "anthropic-organization-id": "00000000-0000-4000-8000-000000000000",
         "x-scenario": f"{scenario.name}; turn={turn_index}; attempt={attempt}",
     }
+    evs = _protocol_events(scenario, turn_index, attempt, seed) if seed else None
     return plan_of_timeline(
-        scenario, turn_index, attempt, _timeline(scenario, turn_index, attempt), _serialize, headers
+        scenario, turn_index, attempt, _timeline(scenario, turn_index, attempt, evs), _serialize, headers
     )
 
 

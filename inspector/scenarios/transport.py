@@ -21,7 +21,7 @@ and wire formats, ``render_openai=``; the openai SDK takes ``http_client=httpx2.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -30,6 +30,7 @@ import httpx2
 import orjson
 
 from inspector.core.pacing import Pacer
+from inspector.stream.assembler import assemble
 from inspector.stream.history import history_problem
 
 from .fakeapi import Decision, FakeApi, error_body, openai_error_body, scale_retry_headers
@@ -50,8 +51,9 @@ __all__ = [
     "scale_retry_headers",
 ]
 
-# (scenario, turn index, attempt) -> the plan to serve; render_turn by default
-Renderer = Callable[[Scenario, int, int], ResponsePlan]
+# (scenario, turn index, attempt, the conversation's id seed: "" unless seed_ids) -> the plan to serve; render_turn by
+# default
+Renderer = Callable[[Scenario, int, int, str], ResponsePlan]
 # (scenario, turn index, attempt, api "chat" | "responses", include_usage, the fields a Response echoes, chat's n) -> the
 # OpenAI plan; render_openai_turn by default
 OpenAIRenderer = Callable[[Scenario, int, int, str, bool, dict[str, Any], int], ResponsePlan]
@@ -159,8 +161,12 @@ class ScenarioServer:
         validate_history: bool = True,
         render: Renderer = render_turn,
         render_openai: OpenAIRenderer = _render_openai,
+        seed_ids: bool = False,
     ) -> None:
         self.scenario = scenario
+        # seed each Messages conversation's message and tool ids as serve does (Decision.seed), so that this
+        # server's bytes are serve's; off by default: one agent's conversation gets the scenario's own ids
+        self.seed_ids = seed_ids
         self.pacer = pacer or Pacer(1.0)
         self.render = render  # how a (turn, attempt) becomes the plan served (serve's faults pass their own)
         self.render_openai = render_openai  # the same for /v1/chat/completions and /v1/responses
@@ -237,13 +243,18 @@ class ScenarioServer:
                 turns = len(self.scenario.turns)
                 decision = self.api.select(decision, body, name=self.scenario.name, turns=turns, family=api)
         if decision.rejected:
-            return self._reject(rec, decision.status, decision.etype, decision.message, api, decision.param)
+            return self._reject(
+                rec, decision.status, decision.etype, decision.message, api, decision.param, decision.details
+            )
         turn, attempt = decision.turn, decision.attempt
         assert turn is not None and attempt is not None
         rec.turn, rec.attempt = turn, attempt
         scenario, plan = self.plan_for(decision, api, body)
         if api == "responses" and plan.status == 200 and plan.events:
             self.api.remember_response(plan.events[0][1]["response"]["id"], turn)
+        if api is None and decision.thread is not None and plan.status == 200 and plan.end == "eof":
+            # a threaded reply (thread create / continue): kept under its id, for the request that continues it
+            self.api.remember_reply(decision, assemble([r.data for r in plan.reads]).final_message())
         served = ServedResponse(turn, attempt, plan.status, plan)
         rec.response = served
         self.responses.append(served)
@@ -275,7 +286,7 @@ class ScenarioServer:
         turn, attempt = decision.turn, decision.attempt
         assert turn is not None and attempt is not None
         if api is None:
-            return self.render(scenario, turn, attempt)
+            return self.render(scenario, turn, attempt, decision.seed if self.seed_ids else "")
         assert isinstance(body, dict)
         options = body.get("stream_options")
         usage = api == "chat" and isinstance(options, dict) and options.get("include_usage") is True
@@ -292,9 +303,10 @@ class ScenarioServer:
         message: str,
         api: str | None = None,
         param: str | None = None,
+        details: Mapping[str, Any] | None = None,
     ) -> httpx2.Response:
         rec.rejected = message
-        body = error_body(etype, message) if api is None else openai_error_body(etype, message, param)
+        body = error_body(etype, message, details=details) if api is None else openai_error_body(etype, message, param)
         return httpx2.Response(status, headers={"content-type": "application/json"}, content=body)
 
     # --- convenience -------------------------------------------------------------------------------------------

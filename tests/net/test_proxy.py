@@ -43,6 +43,7 @@ from inspector.observe import observations as O
 from inspector.record.reader import RecordedAttempt
 from inspector.record.recording import read_recording
 from inspector.scenarios.bundled import SCENARIOS, get_scenario
+from inspector.scenarios.fakeapi import message_seed
 from inspector.stream.assembler import assemble
 
 if TYPE_CHECKING:
@@ -53,6 +54,7 @@ KEY2 = "sk-ant-api03-CANARY-second-key-9876543210zyx"
 TRANSPORT_ERRORS = (httpx2.HTTPError, anthropic.APIConnectionError)
 _TLS = ssl.create_default_context()
 USER: list[Any] = [{"role": "user", "content": "hello"}]
+SEED = message_seed({"messages": USER})  # what serve seeds this conversation's message ids with
 
 
 @pytest.fixture(scope="module")
@@ -108,10 +110,11 @@ def history_for(name: str, upto: int) -> list[dict[str, Any]]:
     """The messages a harness sends for turn ``upto`` (assistant turns assembled from the first clean attempt)."""
     sc = get_scenario(name)
     messages: list[dict[str, Any]] = [{"role": "user", "content": sc.prompt}]
+    seed = message_seed({"messages": messages})
     for t in range(upto):
         plan = next(
             p
-            for p in (render_faulted(sc, None, t, a) for a in range(4))
+            for p in (render_faulted(sc, None, t, a, seed=seed) for a in range(4))
             if p.status == 200 and p.end == "eof" and not any(e[0] == "error" for e in p.events)
         )
         msg = assemble(plan.body).final_message()
@@ -165,9 +168,9 @@ async def test_proxy_streams_are_byte_identical(upstream: BackgroundServer, tmp_
         direct, via = sdk(upstream.base_url), sdk(px.base_url)
         try:
             for i, (name, turn, fault) in enumerate(CASES):
-                plan = render_faulted(get_scenario(name), fault, turn, 0)
-                hang = len(plan.body) if plan.end == "hang" else None
                 messages = history_for(name, turn)
+                plan = render_faulted(get_scenario(name), fault, turn, 0, seed=message_seed({"messages": messages}))
+                hang = len(plan.body) if plan.end == "hang" else None
                 base = {"x-inspector-scenario": name, "x-inspector-fault": fault or "none"}
                 a = await raw_call(direct, messages, {**base, "x-inspector-session": f"direct-{i}"}, hang)
                 b = await raw_call(via, messages, {**base, "x-inspector-session": f"proxy-{i}"}, hang)
@@ -359,7 +362,7 @@ async def test_reads_are_forwarded_as_they_arrive(tmp_path: Path) -> None:
             )
         ],
     )
-    plan = render_faulted(sc, None, 0, 0)
+    plan = render_faulted(sc, None, 0, 0, seed=SEED)
     # the sleeps upstream's pacer asks for, in order, and the bytes the client must hold before each one ends
     delays = [plan.header_delay, *(r.delay for r in plan.reads)]
     sent_before = [0, 0, *itertools.accumulate(len(r.data) for r in plan.reads[:-1])]  # header, read 0, read 1...
@@ -593,7 +596,7 @@ async def test_client_disconnect_is_passed_upstream(upstream: BackgroundServer) 
     try:
         with BackgroundServer(proxy) as px:
             client = sdk(px.base_url)
-            plan = render_faulted(get_scenario("weather"), "stall:2", 0, 0)
+            plan = render_faulted(get_scenario("weather"), "stall:2", 0, 0, seed=SEED)
             try:
                 got = await raw_call(
                     client,

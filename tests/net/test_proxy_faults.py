@@ -26,11 +26,13 @@ from inspector.net.server import BackgroundServer
 from inspector.record.reader import RecordedAttempt
 from inspector.record.recording import read_recording
 from inspector.scenarios.bundled import get_scenario
+from inspector.scenarios.fakeapi import message_seed
 from inspector.stream.sse import SSEDecoder
 from inspector.testing.hyp import examples
 
 USER = [{"role": "user", "content": "why?"}]
 BODY = orjson.dumps({"model": "m", "max_tokens": 5, "stream": True, "messages": USER})
+SEED = message_seed({"messages": USER})  # what serve seeds this conversation's message ids with
 
 
 @pytest.fixture(scope="module")
@@ -107,8 +109,8 @@ async def test_live_fault_lands_where_serve_puts_it(
 ) -> None:
     record = tmp_path / "f.jsonl"
     sc = get_scenario(name)
-    clean = render_faulted(sc, None, 0, 0)
-    served = render_faulted(sc, fault, 0, 0)  # the same fault, as serve renders it
+    clean = render_faulted(sc, None, 0, 0, seed=SEED)
+    served = render_faulted(sc, fault, 0, 0, seed=SEED)  # the same fault, as serve renders it
     hdr = {"x-inspector-scenario": name, "x-inspector-fault": fault, "x-inspector-session": f"live-{fault}"}
     loop = asyncio.get_running_loop()
     ended: asyncio.Queue[ProxyExchange] = asyncio.Queue()
@@ -153,7 +155,9 @@ async def test_live_fault_lands_where_serve_puts_it(
     transport = fault.split(":")[0] in TRANSPORT
     if transport:  # the retry is clean (transport faults hit the first streamed attempt only)
         assert [(a.turn, a.attempt) for a in attempts] == [(0, 0), (0, 1)]
-        assert retry[1] == render_faulted(sc, None, 0, 1).body  # upstream's attempt 1 (its ids are per attempt)
+        assert (
+            retry[1] == render_faulted(sc, None, 0, 1, seed=SEED).body
+        )  # upstream's attempt 1 (its ids are per attempt)
         assert attempts[0].data == body
     expected_at = {
         "error_event:3": 3,
@@ -182,7 +186,7 @@ async def test_http_429_is_answered_by_the_proxy_and_the_retry_goes_upstream(
     assert r1.json()["error"]["type"] == "rate_limit_error"
     assert (r2.status_code, r2.json()["error"]["type"]) == (529, "overloaded_error")
     assert seen_upstream == 0  # upstream never saw the injected attempts
-    assert r3.status_code == 200 and r3.content == render_faulted(get_scenario("weather"), None, 0, 0).body
+    assert r3.status_code == 200 and r3.content == render_faulted(get_scenario("weather"), None, 0, 0, seed=SEED).body
     rec = read_recording(record)
     answered = []
     for a in rec.attempts():

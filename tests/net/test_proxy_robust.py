@@ -31,6 +31,7 @@ from inspector.net.server import BackgroundServer
 from inspector.record.reader import RecordedAttempt
 from inspector.record.recording import read_recording
 from inspector.scenarios.bundled import get_scenario
+from inspector.scenarios.fakeapi import message_seed
 from inspector.testing.hyp import examples
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 KEY = "sk-ant-api03-CANARY-robust-0123456789abcdefghij"
 USER: list[Any] = [{"role": "user", "content": "hello"}]
 BODY: dict[str, Any] = {"model": "m", "max_tokens": 5, "stream": True, "messages": USER}
+SEED = message_seed({"messages": USER})  # what serve seeds this conversation's message ids with
 SSE = (
     b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant",'
     b'"model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}}'
@@ -438,7 +440,7 @@ async def test_a_failed_recording_write_stops_the_recording_not_the_stream(
 ) -> None:
     disk = FullDisk(room, errno.EFBIG if room == 600 else errno.ENOSPC)
     warnings: list[str] = []
-    plan = render_faulted(get_scenario("weather"), None, 0, 0)
+    plan = render_faulted(get_scenario("weather"), None, 0, 0, seed=SEED)
     with caplog.at_level(logging.WARNING):
         proxy = ProxyApp(
             serve.base_url, record=cast(IO[bytes], disk), on_warning=warnings.append

@@ -33,6 +33,7 @@ from inspector.net.inprocess import FaultedScenarioServer
 from inspector.net.serve import ServeApp, assembled_message
 from inspector.net.server import BackgroundServer
 from inspector.scenarios.bundled import SCENARIOS, get_scenario
+from inspector.scenarios.fakeapi import message_seed
 from inspector.scenarios.model import MaxTokensCut, Pacing, Scenario, TextBlock, TurnScript
 from inspector.scenarios.render import ResponsePlan, render_turn
 from inspector.scenarios.transport import make_client
@@ -134,17 +135,28 @@ async def fetch(
     return out
 
 
+def seed_of(messages: list[Any] = USER) -> str:
+    """The message id seed serve gives a conversation that starts with ``messages`` (no system prompt)."""
+    return message_seed({"messages": messages})
+
+
+SEED = seed_of()  # fetch's default conversation's
+
+
 @functools.lru_cache(maxsize=64)
-def expected(name: str, fault: str | None, turn: int = 0, attempt: int = 0) -> ResponsePlan:
-    """render_faulted, cached (big_input takes a quarter of a second to render)."""
-    return render_faulted(get_scenario(name), fault, turn, attempt)
+def expected(name: str, fault: str | None, turn: int = 0, attempt: int = 0, seed: str = SEED) -> ResponsePlan:
+    """render_faulted, cached (big_input takes a quarter of a second to render); ``seed``: the conversation's
+    message id seed (fetch's default conversation's)."""
+    return render_faulted(get_scenario(name), fault, turn, attempt, seed=seed)
 
 
-def server_plan(srv: BackgroundServer, name: str, fault: str | None, turn: int = 0, attempt: int = 0) -> ResponsePlan:
+def server_plan(
+    srv: BackgroundServer, name: str, fault: str | None, turn: int = 0, attempt: int = 0, seed: str = SEED
+) -> ResponsePlan:
     """render_faulted through the server's own plan cache: rendered once for the test and the server (the same
     function either way; test_in_process_and_served_bytes_are_identical checks it against a fresh render)."""
     app: ServeApp = srv.owner
-    return app.plan(name, parse_faults(fault), turn, attempt)
+    return app.plan(name, parse_faults(fault), turn, attempt, seed=seed)
 
 
 def data_lines(body: bytes) -> list[bytes]:
@@ -329,7 +341,7 @@ async def test_http_429_then_529_are_retried_by_the_sdk(served: BackgroundServer
         await client.close()
     sc = apply_faults(get_scenario("weather"), "http_429,http_529")
     assert [render_turn(sc, 0, a).status for a in range(3)] == [429, 529, 200]
-    assert body == render_faulted(get_scenario("weather"), "http_429,http_529", 0, 2).body
+    assert body == render_faulted(get_scenario("weather"), "http_429,http_529", 0, 2, seed=SEED).body
 
 
 async def test_drop_is_an_incomplete_chunked_body_on_the_wire(served: BackgroundServer) -> None:
@@ -355,7 +367,7 @@ async def test_drop_is_an_incomplete_chunked_body_on_the_wire(served: Background
     head, _, body = raw.partition(b"\r\n\r\n")
     assert b"transfer-encoding: chunked" in head.lower()
     assert not body.endswith(b"0\r\n\r\n")  # never the terminating chunk
-    expected = render_faulted(get_scenario("parse_date"), "drop_byte:150", 0, 0).body
+    expected = render_faulted(get_scenario("parse_date"), "drop_byte:150", 0, 0, seed=SEED).body
     assert len(expected) == 150
     decoded, rest = b"", body
     while rest:
@@ -369,7 +381,7 @@ async def test_stream_false_gets_the_assembled_message(served: BackgroundServer)
     client = client_for(served.base_url)
     try:
         for name in ALL_SCENARIOS:
-            plan = render_turn(get_scenario(name), 0, 0)
+            plan = render_turn(get_scenario(name), 0, 0, SEED)
             hdr = {"x-inspector-scenario": name, "x-inspector-session": "nonstream"}
             if plan.status != 200:
                 with pytest.raises(anthropic.APIStatusError):
@@ -475,7 +487,7 @@ async def converse(base_url: str, name: str, fault: str | None, session: str) ->
                     ) as r:
                         got["x"] = x = r.http_response.headers["x-scenario"]
                         attempt = int(x.rsplit("attempt=", 1)[1])
-                        plan_guess = render_faulted(sc, fault, turn, attempt)
+                        plan_guess = render_faulted(sc, fault, turn, attempt, seed=seed_of(messages))
                         it = r.iter_bytes().__aiter__()
                         while True:
                             if plan_guess.end == "hang" and len(got["body"]) >= len(plan_guess.body):
@@ -509,8 +521,9 @@ async def test_multi_turn_conversation_advances_with_tool_results(served: Backgr
     seen = await converse(served.base_url, name, None, f"conv-{name}")
     sc = get_scenario(name)
     assert sorted({t for t, _, _ in seen}) == list(range(len(sc.turns)))
+    seed = seed_of([{"role": "user", "content": sc.prompt}])
     for turn, attempt, body in seen:
-        assert body == render_turn(sc, turn, attempt).body
+        assert body == render_turn(sc, turn, attempt, seed).body
 
 
 @pytest.mark.parametrize(
@@ -642,7 +655,7 @@ async def test_reset_restarts_attempt_counting(served: BackgroundServer) -> None
 )
 async def test_in_process_and_served_bytes_are_identical(served: BackgroundServer, fault: str | None) -> None:
     sc = get_scenario("parse_date")
-    inproc = FaultedScenarioServer(sc, fault, Pacer(math.inf))
+    inproc = FaultedScenarioServer(sc, fault, Pacer(math.inf), seed_ids=True)  # (ids seeded per conversation: serve's)
     c_in = make_client(inproc, max_retries=0)
     c_net = client_for(served.base_url)
     try:
@@ -650,7 +663,7 @@ async def test_in_process_and_served_bytes_are_identical(served: BackgroundServe
             a = await fetch(c_in, scenario="parse_date", fault=fault, session=f"parity-{fault}")
             b = await fetch(c_net, scenario="parse_date", fault=fault, session=f"parity-{fault}")
             assert a["status"] == b["status"]
-            want = render_faulted(sc, fault, 0, attempt)
+            want = render_faulted(sc, fault, 0, attempt, seed=SEED)
             assert a["body"] == want.body  # in process: the rendered bytes
             # served: the same bytes; an error body carries the request id unique to its response
             assert _same_but_request_id(b["body"], want.body, b["headers"], want.headers)
@@ -658,7 +671,7 @@ async def test_in_process_and_served_bytes_are_identical(served: BackgroundServe
                 served_plan = inproc.responses[-1].plan
                 assert served_plan is not None
                 assert [r.data for r in served_plan.reads] == [
-                    r.data for r in render_faulted(sc, fault, 0, attempt).reads
+                    r.data for r in render_faulted(sc, fault, 0, attempt, seed=SEED).reads
                 ]
     finally:
         await c_in.close()
@@ -679,7 +692,7 @@ async def test_read_grouping_survives_the_socket() -> None:
             )
         ],
     )
-    plan = render_turn(sc, 0, 0)
+    plan = render_turn(sc, 0, 0, SEED)
     with BackgroundServer(ServeApp(sc, speed=1.0)) as srv:
         async with httpx2.AsyncClient(base_url=srv.base_url, headers=API_HEADERS) as h:
             async with h.stream(
@@ -736,7 +749,7 @@ def test_cli_prints_base_url_and_serves_on_loopback() -> None:
             body = {"model": get_scenario("weather").model, "max_tokens": 5, "stream": True, "messages": USER}
             r = h.post("/v1/messages", json=body)
         assert r.status_code == 200
-        assert r.content == render_faulted(get_scenario("weather"), "bom", 0, 0).body
+        assert r.content == render_faulted(get_scenario("weather"), "bom", 0, 0, seed=SEED).body
     finally:
         proc.send_signal(signal.SIGINT)
         try:

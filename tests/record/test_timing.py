@@ -33,6 +33,7 @@ from inspector.record.timing import (
     timing_json,
 )
 from inspector.scenarios.bundled import get_scenario
+from inspector.scenarios.fakeapi import message_seed
 from inspector.scenarios.model import Pacing, Scenario, TextBlock, TurnScript
 from inspector.scenarios.render import ResponsePlan, render_turn
 
@@ -269,7 +270,9 @@ async def test_relay_buffering_detected_through_the_proxy_at_real_speed(tmp_path
                 return r.content
 
             bodies = await asyncio.gather(call("none"), call("relay_buffer"))
-    assert bodies[0] == bodies[1] == render_turn(sc, 0, 0).body
+    # the scenario's bytes, each with its conversation's message id (seeded by its first message)
+    for fault, body in zip(("none", "relay_buffer"), bodies, strict=True):
+        assert body == render_turn(sc, 0, 0, message_seed({"messages": [{"role": "user", "content": fault}]})).body
     rec = read_recording(record)
     by_fault = {(a.request or {})["body"]["messages"][0]["content"]: analyze_attempt(a) for a in rec.attempts()}
     assert by_fault["none"]["buffering"]["verdict"] == "not buffered"

@@ -203,9 +203,9 @@ async def test_scenario_server_renders_through_its_render_hook() -> None:
     sc = get_scenario("weather")
     calls = []
 
-    def render(scenario: Scenario, turn: int, attempt: int) -> ResponsePlan:
+    def render(scenario: Scenario, turn: int, attempt: int, seed: str = "") -> ResponsePlan:
         calls.append((scenario.name, turn, attempt))
-        plan = render_turn(scenario, turn, attempt)
+        plan = render_turn(scenario, turn, attempt, seed)
         return dataclasses.replace(plan, reads=plan.reads[:1], end="eof")
 
     server = ScenarioServer(sc, Pacer(math.inf), render=render)
