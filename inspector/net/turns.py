@@ -443,7 +443,8 @@ class TurnTracker:
                     s.index,
                     state,
                     s.input,
-                    {"running": s.stop_t, state: t_req},
+                    # (a call with no result was not seen to run: no running time, nor an inferred bar)
+                    {state: t_req} if inf.status == "missing" else {"running": s.stop_t, state: t_req},
                     error=why_not,
                     t=t_req,
                 )

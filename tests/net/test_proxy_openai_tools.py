@@ -25,6 +25,7 @@ from inspector.observe import observations as O
 from inspector.record.recording import read_recording
 from inspector.state.fold import DashboardState
 from inspector.testing.hyp import examples
+from inspector.tui.widgets.tools import turn_bars
 
 KEY = "sk-test-openai-tools-0123456789"
 PARAMS: dict[str, Any] = {"type": "object", "properties": {"path": {"type": "string"}}}
@@ -76,12 +77,25 @@ def _inferred(seen: list[O.Observation], turn: int) -> list[O.ToolExecutionInfer
 
 def _check_tools_pane(seen: list[O.Observation], ids: list[str], answered: list[str]) -> None:
     """The Tools pane's rows (the dashboard's fold): each answered call ends succeeded, inferred (not measured);
-    one without a result ends not_run."""
+    one without a result ends not_run, never seen to run (no running time: the timeline drew an inferred run for it,
+    from its block's end to the next request)."""
     state = DashboardState().apply_all(seen)
     rows = {t.id: t for t in state.tools.values()}
     for tid in ids:
         assert rows[tid].inferred
         assert str(rows[tid].state) == ("succeeded" if tid in answered else "not_run")
+        assert (rows[tid].t_started is not None) == (tid in answered)
+    # the timeline: a call that never ran has its input's bar only, ending where its input ended (it ran on to the
+    # next request, then as an inferred run), and an answered one its inferred run
+    for turn in {rows[tid].turn for tid in ids}:
+        tool_bars = [b for b in turn_bars(state, turn, now=99.0)[0] if not b.label.startswith("model ")]
+        for key, bar in zip(state.turns[turn].tools, tool_bars, strict=True):
+            t, tid = state.tools[key], key[1]
+            kinds = [seg[2] for seg in bar.segments]
+            if tid in answered:
+                assert kinds[-1] == "tl--inferred"
+            else:
+                assert kinds == ["tl--input"] and bar.segments[0][1] == t.history[1][1] < (t.t_finished or 0)
 
 
 async def _completed(client: openai.AsyncOpenAI, request: Any, previous: str | None = None) -> Any:

@@ -279,11 +279,14 @@ def turn_bars(state: DashboardState, turn: int, now: float) -> tuple[list[Bar], 
         if t is None:
             continue
         segs = []
-        closed = (
-            t.t_queued
-            if t.t_queued is not None
-            else (t.t_started if t.t_started is not None else (t.t_finished if t.t_finished is not None else now))
-        )
+        if t.t_queued is not None:
+            closed = t.t_queued
+        elif t.t_started is not None:
+            closed = t.t_started
+        elif len(t.history) > 1:  # its input's end: its next state (a call that never ran: not_run, discarded)
+            closed = t.history[1][1]
+        else:
+            closed = t.t_finished if t.t_finished is not None else now
         segs.append((t.t_created, closed, "tl--input"))
         if t.t_queued is not None:
             segs.append(
