@@ -235,7 +235,7 @@ def build(recording: Recording, *, secrets: list[str] | None = None, title: str 
         timing = timing_json(recording)
     except Exception as e:  # noqa: BLE001 (a timing analysis that fails still leaves a page: say so)
         timing = {"error": f"{type(e).__name__}"}
-    tools = _tools(recording)
+    tools = _tools(recording, turns)
     doc = {
         "meta": {
             "title": title,
@@ -260,17 +260,37 @@ def build(recording: Recording, *, secrets: list[str] | None = None, title: str 
     return doc
 
 
-def _tools(recording: Recording) -> list[dict[str, Any]]:
-    """Tool calls with their state history, from the loop's recorded observations (a proxy recording has none)."""
-    calls: dict[str, dict[str, Any]] = {}
+def _tools(recording: Recording, turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tool calls with their state history, from the recorded observations (the loop's, or the proxy's inferred
+    ones). A call is its turn's, attempt's and id's: tool ids of different conversations may be equal (a mock
+    upstream seeds them by turn; a retry may repeat them), so keyed by id alone two calls became one row, their
+    states interleaved, under the first one's turn. Each names its conversation (as the Turns pane does) and whether
+    its times were inferred from the next request rather than measured."""
+    where = {t.get("turn"): (t.get("conversation"), t.get("conversation_turn")) for t in turns}
+    calls: dict[tuple[Any, Any, str], dict[str, Any]] = {}
     for o in recording.observations:
         if not isinstance(o, dict) or o.get("type") != "tool_state" or not isinstance(o.get("id"), str):
             continue
-        c = calls.setdefault(
-            o["id"], {"id": o["id"], "name": o.get("name"), "turn": o.get("turn"), "states": [], "input": None}
-        )
+        turn, attempt = o.get("turn"), o.get("attempt")
+        key = (turn, attempt, o["id"])
+        c = calls.get(key)
+        if c is None:
+            conversation, conversation_turn = where.get(turn, (None, None))
+            c = calls[key] = {
+                "id": o["id"],
+                "name": o.get("name"),
+                "turn": turn,
+                "attempt": attempt,
+                "conversation": conversation,
+                "conversation_turn": conversation_turn,
+                "inferred": False,
+                "states": [],
+                "input": None,
+            }
         t = o.get("t") if isinstance(o.get("t"), int | float) else None
         c["states"].append([t, o.get("state")])
+        if o.get("inferred") is True:
+            c["inferred"] = True
         if o.get("input") is not None:
             c["input"] = o.get("input")
         for k in ("error", "result_preview"):

@@ -356,3 +356,83 @@ def test_the_turns_pane_names_each_conversation_in_a_real_browser(tmp_path: Path
         "[c1] turn 2 (#3 of the session)",
     ]
     assert "edited" not in dom and "request diff with the previous turn of c1" in dom
+
+
+def _two_conversations_with_one_tool_id(rec: Path) -> None:
+    """What `watch --serve` records for two concurrent conversations on a mock that seeds its tool ids by turn: each
+    first turn streams a call `toolu_1`; the proxy infers each run (running at its block's stop, succeeded at its
+    conversation's next request) and records the states under the turn that streamed the call."""
+    from inspector.testing.streamgen import sse, text_turn, tool_turn
+
+    plan = [("c1", 0, "tool"), ("c2", 0, "tool"), ("c2", 1, "text"), ("c1", 1, "text")]
+    with RecordingWriter(rec, source={"type": "proxy"}) as w:
+        for turn, (cid, ct, kind) in enumerate(plan):
+            w.observation(
+                {
+                    "type": "conversation",
+                    "t": turn,
+                    "turn": turn,
+                    "conversation": cid,
+                    "conversation_turn": ct,
+                    "attempt": 0,
+                    "how": "new" if ct == 0 else "continues",
+                    "parent": None,
+                    "side": None,
+                }
+            )
+            body = {"model": "claude-sonnet-4-5", "max_tokens": 5, "stream": True, "messages": [{"role": "user"}]}
+            w.request(turn, 0, float(turn), "POST", "http://up/v1/messages", {}, body)
+            w.response(turn, 0, 0.01, 200, {"content-type": "text/event-stream"})
+            events = tool_turn(['{"path": "', f'{cid}.txt"}}'], id="toolu_1") if kind == "tool" else text_turn("ok")
+            w.read(turn, 0, 0.02, sse(*events))
+            w.end(turn, 0, 0.03, "complete", None)
+            if kind == "tool":
+                w.observation(_tool_state(float(turn) + 0.02, turn, "running", {"path": f"{cid}.txt"}))
+            else:  # this request carried the result of the call its conversation's previous turn streamed
+                first = plan.index((cid, 0, "tool"))
+                w.observation(_tool_state(float(turn), first, "succeeded", {"path": f"{cid}.txt"}))
+
+
+def _tool_state(t: float, turn: int, state: str, inp: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "tool_state",
+        "t": t,
+        "turn": turn,
+        "attempt": 0,
+        "id": "toolu_1",
+        "name": "read_file",
+        "index": 0,
+        "state": state,
+        "input": inp,
+        "error": None,
+        "result_preview": None,
+        "times": {state: t},
+        "safe": False,
+        "inferred": True,
+    }
+
+
+def test_tool_calls_of_two_conversations_with_one_id_stay_apart(tmp_path: Path) -> None:
+    """Two conversations' calls with the same id (a mock seeds ids by turn) are two tool rows, each under its own
+    turn and conversation with its own states and input, marked inferred (keyed by id, they were one row under c1's
+    turn: `tools 1` in the header, c2's states and input merged into it)."""
+    rec = tmp_path / "two.jsonl"
+    _two_conversations_with_one_tool_id(rec)
+    tools = build(load_any(rec))["tools"]
+    rows = [(t["turn"], t["conversation"], t["conversation_turn"], t["input"], t["inferred"]) for t in tools]
+    assert sorted(rows) == [(0, "c1", 0, {"path": "c1.txt"}, True), (1, "c2", 0, {"path": "c2.txt"}, True)]
+    by_turn = {t["turn"]: [s for _, s in t["states"]] for t in tools}
+    assert by_turn == {0: ["running", "succeeded"], 1: ["running", "succeeded"]}
+
+
+@needs_browser
+def test_the_tools_pane_names_each_calls_conversation_and_marks_inferred_times_in_a_real_browser(
+    tmp_path: Path,
+) -> None:
+    rec, page = tmp_path / "two.jsonl", tmp_path / "two.html"
+    _two_conversations_with_one_tool_id(rec)
+    export(load_any(rec), page, title="two")
+    dom = _dom(page, "#tab=tools")
+    assert _attr(dom, "errors") == "0"
+    assert "[c1] turn 1 (#1)" in dom and "[c2] turn 1 (#2)" in dom
+    assert dom.count("≈ inferred from the next request ≤") == 2
