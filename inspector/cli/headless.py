@@ -192,6 +192,10 @@ class ProgressPrinter:
             self.p(f"{t}   tool_use {obs.name}({short(obs.input, 120, ellipsis='...')}) {obs.id}")
         elif isinstance(obs, O.ToolStateChanged):
             extra = f": {obs.error}" if obs.error else ""
+            if obs.inferred:  # the proxy's: another harness ran it; the state is read off the wire, never measured
+                extra += (
+                    " (inferred from the next request)" if obs.state != "running" else " (inferred: its block closed)"
+                )
             self.p(f"{t}   tool {obs.name} {obs.id[-8:]} -> {obs.state}{extra}")
         elif isinstance(obs, O.DiagnosticRaised):
             d = obs.diagnostic

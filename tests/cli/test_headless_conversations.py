@@ -72,3 +72,25 @@ def test_a_replayed_conversations_retry_wait_names_it() -> None:
     p(O.LoopStarted(0.0, source, "claude-sonnet-4-6", None))
     p(O.LoopStateChanged(0.5, "waiting_retry", "retrying in 0 ms: idle timeout: no content for 0.5 s"))
     assert lines.text()[-1].endswith("s [c2]   retrying in 0 ms: idle timeout: no content for 0.5 s")
+
+
+def test_a_tool_state_the_proxy_inferred_says_so() -> None:
+    """`watch --headless` printed another harness's tool call `-> running` (at its block's stop) and `-> succeeded`
+    (at the next request) as the loop's measured states are printed; they are read off the wire: marked inferred.
+    The loop's own tool states print as before."""
+    lines = Lines()
+    p = ProgressPrinter(lines)  # type: ignore[arg-type]
+    for inferred in (True, False):
+        for t, state in ((0.2, "running"), (0.5, "succeeded")):
+            p(
+                O.ToolStateChanged(
+                    t, 0, 0, "toolu_01ABCDEFGH", "get_weather", 1, state, {}, None, None, {}, inferred=inferred
+                )
+            )
+    text = [line.split("s ", 1)[1] for line in lines.text()]
+    assert text == [
+        "  tool get_weather ABCDEFGH -> running (inferred: its block closed)",
+        "  tool get_weather ABCDEFGH -> succeeded (inferred from the next request)",
+        "  tool get_weather ABCDEFGH -> running",
+        "  tool get_weather ABCDEFGH -> succeeded",
+    ]

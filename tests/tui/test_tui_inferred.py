@@ -43,7 +43,7 @@ def _known(tool: ToolEntry | None) -> ToolEntry:
     return tool
 
 
-async def _texts(inferred: bool) -> tuple[str, str]:
+async def _texts(inferred: bool) -> tuple[str, str, str]:
     app = InspectorApp(observations=proxy_session(inferred=inferred), clock=lambda: 0.0)
     async with app.run_test(size=WIDE) as pilot:
         await wait_for(lambda: app.timeline.state is not None and len(app.live.tools) == 2, what="the tools")
@@ -57,11 +57,15 @@ async def _texts(inferred: bool) -> tuple[str, str]:
             )
             for t in ("A", "B")
         ]
-    return timeline, "\n".join(rows)
+        said = [
+            "".join(seg.text for line in app.assistant_view._tool(_known(state.tool(t)), 120) for seg in line)
+            for t in ("A", "B")
+        ]
+    return timeline, "\n".join(rows), "\n".join(said)
 
 
 async def test_inferred_tools_are_labelled_drawn_apart_and_not_saved() -> None:
-    timeline, rows = await _texts(inferred=True)
+    timeline, rows, _ = await _texts(inferred=True)
     assert rows.count(INFERRED_LABEL) == 2 and "≤2.9" in rows.replace(" ", "")
     assert "saved" not in timeline.split("\n")[0]  # no "saved vs sequential" figure in the header
     assert f"{INFERRED_GLYPH} {INFERRED_LABEL}" in timeline  # the legend names the glyph
@@ -71,6 +75,17 @@ async def test_inferred_tools_are_labelled_drawn_apart_and_not_saved() -> None:
 
 async def test_measured_tools_keep_their_drawing_and_their_saved_figure() -> None:
     """The control: the same times, measured, are drawn solid and counted."""
-    timeline, rows = await _texts(inferred=False)
+    timeline, rows, said = await _texts(inferred=False)
     assert INFERRED_LABEL not in rows and INFERRED_LABEL not in timeline
+    assert said.split("\n") == ["  ✓ read_file done in 2.90 s", "  ✓ read_file done in 2.50 s"]
     assert "saved vs sequential" in timeline.split("\n")[0]
+
+
+async def test_the_assistant_pane_gives_an_inferred_time_as_a_bound_too() -> None:
+    """The Assistant pane's tool line said "done in 2.90 s" for a run the proxy inferred, a measurement the Tools
+    pane beside it gave as "≤2.90 s inferred from the next request": it says the same bound, marked inferred."""
+    _, _, said = await _texts(inferred=True)
+    assert said.split("\n") == [
+        f"  ✓ read_file done in ≤2.90 s {INFERRED_GLYPH} inferred",
+        f"  ✓ read_file done in ≤2.50 s {INFERRED_GLYPH} inferred",
+    ]

@@ -14,7 +14,7 @@ from textual.cache import LRUCache
 from inspector.core.fmt import duration
 from inspector.state.fold import BlockEntry, DashboardState, ToolEntry
 from inspector.tui.widgets.base import Line, SectionView, chunk_text, text_strip, wrap_strips
-from inspector.tui.widgets.tools import streaming_call
+from inspector.tui.widgets.tools import INFERRED_GLYPH, streaming_call
 from inspector.tui.widgets.wording import try_label, turn_label
 
 OPEN_TEXT_LIMIT = 4_000  # an open text block longer than this shows its tail until it closes
@@ -216,6 +216,10 @@ class AssistantView(SectionView):
     def _tool(self, t: ToolEntry, width: int) -> list[Line]:
         call = t.input_summary or f"{t.name}(…)"
         st = t.state
+        # a time the proxy inferred (another harness ran the tool: its block's stop -> the next request) is an upper
+        # bound, never a measured run time: marked as the Tools pane marks it
+        bound = "≤" if t.inferred else ""
+        mark = f" {INFERRED_GLYPH} inferred" if t.inferred else ""
         if st == "streaming_input":
             text = Text(f"  ⋯ {streaming_call(self.state, t)}  receiving input", self.cstyle("as--tool"))
         elif st == "queued":
@@ -224,9 +228,10 @@ class AssistantView(SectionView):
             text = Text(f"  ▶ running {call}", self.cstyle("as--tool-running"))
             el = t.elapsed(self.now)
             if el is not None:
-                text.append(f"  {duration(el)}", self.cstyle("as--tool"))
+                text.append(f"  {bound}{duration(el)}{mark}", self.cstyle("as--tool"))
         elif st == "succeeded":
-            text = Text(f"  ✓ {t.name} done in {duration(t.elapsed(self.now)) or '0 ms'}", self.cstyle("as--tool-ok"))
+            took = duration(t.elapsed(self.now)) or "0 ms"
+            text = Text(f"  ✓ {t.name} done in {bound}{took}{mark}", self.cstyle("as--tool-ok"))
             if t.result_summary:
                 text.append(f"  → {t.result_summary}", self.cstyle("as--tool"))
         else:
@@ -239,7 +244,7 @@ class AssistantView(SectionView):
             }.get(st, st)
             el = t.elapsed(self.now)
             text = Text(
-                f"  ✗ {t.name} {verb}" + (f" after {duration(el)}" if el is not None else ""),
+                f"  ✗ {t.name} {verb}" + (f" after {bound}{duration(el)}{mark}" if el is not None else ""),
                 self.cstyle("as--tool-bad"),
             )
             why = t.error or t.result_summary
