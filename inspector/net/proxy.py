@@ -1078,8 +1078,14 @@ def format_exchange(ex: ProxyExchange, conversations: bool = False) -> str:
         line += f" ({ex.reason})"  # (an injected fault's own reason says it again: said once)
     for inf in ex.inferred:
         if inf.status == "result":
+            # the turn that streamed the call: its conversation's previous turn (the only one results are matched
+            # to), named as the exchange lines name turns; the bare global number under `[c3] turn 2 (#9)` read
+            # `(turn 3)`, a turn c3 never had
+            from_turn = f"turn {(inf.from_turn or 0) + 1}"
+            if ex.turn is not None and conversations and ex.conversation is not None and ex.conversation_turn:
+                from_turn = f"turn {ex.conversation_turn} (#{(inf.from_turn or 0) + 1})"
             line += (
-                f"\n  tool {inf.name} {inf.tool_use_id} (turn {(inf.from_turn or 0) + 1}): result"
+                f"\n  tool {inf.name} {inf.tool_use_id} ({from_turn}): result"
                 f"{' is_error' if inf.is_error else ''} {ms(inf.since_block_stop)} after its block stop"
             )
         else:

@@ -479,3 +479,21 @@ async def test_a_messages_thread_continued_by_previous_message_id_stays_one_conv
     assert [a[1:] for a in assigned] == [(0, "new"), (1, "continues")] and assigned[0][0] == assigned[1][0]
     inferred = [(o.tool_use_id, o.status, o.from_turn) for o in got if isinstance(o, O.ToolExecutionInferred)]
     assert inferred == [(use.id, "result", 0)]
+
+
+def test_an_inferred_tool_line_names_the_turn_of_its_own_conversation_that_streamed_it() -> None:
+    """Under `[c3] turn 2 (#9)`, the result of the call c3's turn 1 (#3 of the session) streamed read `(turn 3)`: a
+    turn c3 never had. It names that turn as the exchange lines do: `(turn 1 (#3))`; without conversations (one
+    conversation: `turn N` is the session's), the session's number as before."""
+    from inspector.net.toolinfer import InferredExecution
+    from inspector.net.turns import ProxyExchange
+
+    ex = ProxyExchange("POST", "/v1/chat/completions", turn=8, attempt=0, status=200, end="complete")
+    ex.conversation, ex.conversation_turn, ex.outcome = "c3", 1, "text_finish"
+    ex.inferred = [InferredExecution("call_1", "get_weather", "result", 2, 1.7, since_block_stop=0.504)]
+    lines = format_exchange(ex, True).split("\n")
+    assert lines[0].startswith("[c3] turn 2 (#9) attempt 1 POST")
+    assert lines[1] == "  tool get_weather call_1 (turn 1 (#3)): result 504 ms after its block stop"
+    assert (
+        format_exchange(ex).split("\n")[1] == "  tool get_weather call_1 (turn 3): result 504 ms after its block stop"
+    )
