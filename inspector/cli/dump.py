@@ -65,7 +65,7 @@ def cmd(args: argparse.Namespace) -> int:
         _err(f"{args.path}: {e}")
         return EXIT_USAGE
     turns = dumper.turns(recording)
-    from inspector.record.dump import conversations_of, grouped_text
+    from inspector.record.dump import conversations_of, grouped_text, turn_name
 
     # a proxy recording of many conversations (None: one): each turn entry names its conversation, so dump_ok
     # judges each on its own; --json lists them; the text groups the turns under each (format_turns is that, then)
@@ -115,9 +115,12 @@ def cmd(args: argparse.Namespace) -> int:
             from inspector.record.accounting import format_accounting
             from inspector.record.timing import format_timing_json
 
+            # each turn named as the grouped text above names it (the session's number alone, `turn 6`, read as
+            # a turn of a conversation that has two)
+            names = {t["turn"]: turn_name(t) for t in turns} if grouped else None
             print()
-            print(terminal(format_timing_json(timing)))
+            print(terminal(format_timing_json(timing, names)))
             if totals is not None:
                 print()
-                print(terminal(format_accounting(turns, totals)))
+                print(terminal(format_accounting(turns, totals, names)))
     return EXIT_OK if ok else EXIT_FAIL

@@ -365,15 +365,20 @@ def format_session_cost(d: dict[str, Any]) -> str:
     return line
 
 
-def format_accounting(turns: Sequence[dict[str, Any]], totals: dict[str, Any]) -> str:
-    """The text report's usage, cost and cache section (``dump --timing``)."""
+def format_accounting(
+    turns: Sequence[dict[str, Any]], totals: dict[str, Any], names: dict[int, str] | None = None
+) -> str:
+    """The text report's usage, cost and cache section (``dump --timing``); ``names`` as for ``format_timing_json``
+    (each turn's name in a recording of many conversations)."""
+    names = names or {}
     lines = ["usage and cost"]
     for t in turns:
         u, c, cache = t.get("usage") or {}, t.get("cost") or {}, t.get("cache") or {}
         rate = u.get("cache_hit_rate")
         hit = "-" if rate is None else f"{rate:.0%}"
         what = UNKNOWN if _unreported(c) else f"{_tokens(u)}  cost {_usd(c)}  cache hit {hit}"
-        lines.append(f"  turn {int(t.get('turn', 0)) + 1}: {what}")
+        turn = int(t.get("turn", 0))
+        lines.append(f"  {names.get(turn) or 'turn ' + str(turn + 1)}: {what}")
         if cache.get("kind") == "written_again":
             lines.append(f"    {cache.get('reason')}")
         for i, a in enumerate(t.get("attempt_costs") or []):

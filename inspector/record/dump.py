@@ -686,6 +686,13 @@ def conversations_of(recording: Recording, turns: list[dict[str, Any]]) -> list[
     return out
 
 
+def turn_name(t: dict[str, Any]) -> str:
+    """A turn entry's name for people: ``[c2] turn 2 (#6)`` when it names its conversation, else ``turn 6``."""
+    if t.get("conversation") is not None and isinstance(t.get("conversation_turn"), int):
+        return f"[{t['conversation']}] turn {t['conversation_turn'] + 1} (#{t['turn'] + 1})"
+    return f"turn {t['turn'] + 1}"
+
+
 def grouped_text(conversations: list[dict[str, Any]]) -> Callable[[list[dict[str, Any]]], str]:
     """``format_turns`` for a recording of many conversations: each conversation's turns under its heading."""
 

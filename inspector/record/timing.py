@@ -597,8 +597,11 @@ def format_timing(recording: Recording) -> str:
     return format_timing_json(timing_json(recording))
 
 
-def format_timing_json(data: dict[str, Any]) -> str:
-    """The report of :func:`format_timing` from an already computed :func:`timing_json`."""
+def format_timing_json(data: dict[str, Any], names: dict[int, str] | None = None) -> str:
+    """The report of :func:`format_timing` from an already computed :func:`timing_json`. ``names``: how to name
+    each (global) turn, e.g. ``[c2] turn 2 (#6)`` for a recording of many conversations (as ``dump`` names it);
+    else ``turn N``."""
+    names = names or {}
     lines: list[str] = []
     if data["timing"] == "per-response":
         lines.append(
@@ -611,7 +614,8 @@ def format_timing_json(data: dict[str, Any]) -> str:
     for a in data["attempts"]:
         lines.append("")
         lines.append(
-            f"turn {a['turn'] + 1} attempt {a['attempt'] + 1}: HTTP {a['status'] if a['status'] is not None else '?'}"
+            f"{names.get(a['turn']) or 'turn ' + str(a['turn'] + 1)} attempt {a['attempt'] + 1}: "
+            f"HTTP {a['status'] if a['status'] is not None else '?'}"
             f", {count(a['reads'], 'read')}, {count(a['events'], 'event')}, {count(a['bytes'], 'byte')}"
             f", end {a['end'] or '-'}"
         )

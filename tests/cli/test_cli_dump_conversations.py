@@ -339,3 +339,32 @@ def test_events_json_says_which_stream_each_event_came_in(capsys: pytest.Capture
     }
     assert texts == {0: "Paris 18 C", 1: "Rome 20 C"}
     assert [x["turn"] for x in lines[:4]] == [0, 1, 0, 1] and {x["attempt"] for x in lines} == {0}
+
+
+def test_dump_timing_names_each_turn_as_the_grouped_text_does(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`dump --timing` of many conversations: the timing report and the usage section headed each attempt with the
+    session's turn number alone (`turn 6 attempt 1`, `turn 5: in ...`) under a text that calls that turn
+    `turn 2 (#6)` of c2: c2 has two turns. Each heading names the turn as the grouped text does."""
+    _code, out = run(capsys, "dump", "--timing", many(tmp_path / "m.jsonl"))
+    timing_heads = [line.split(":")[0] for line in out.split("\n") if " attempt " in line and ": HTTP " in line]
+    assert timing_heads == [
+        "[c1] turn 1 (#1) attempt 1",
+        "[c2] turn 1 (#2) attempt 1",
+        "[c2] turn 1 (#2) attempt 2",
+        "[c3] turn 1 (#3) attempt 1",
+        "[c3] turn 2 (#4) attempt 1",
+        "[c1] turn 2 (#5) attempt 1",
+        "[c2] turn 2 (#6) attempt 1",
+    ]
+    usage = out.split("usage and cost\n", 1)[1].split("\n")
+    assert [line.split(":")[0].strip() for line in usage[:7] if not line.startswith("    ")] == [
+        "[c1] turn 1 (#1)",
+        "[c2] turn 1 (#2)",
+        "[c3] turn 1 (#3)",
+        "[c3] turn 2 (#4)",
+        "[c1] turn 2 (#5)",
+        "[c2] turn 2 (#6)",
+    ]
+    assert "\nturn 6 attempt" not in out and "  turn 6:" not in out
