@@ -20,7 +20,8 @@ from inspector.record.cost import FREE, Cost
 from inspector.state.fold import DashboardState
 
 KEEP = 20_000  # priced attempts remembered (the oldest forgotten first)
-_priced: OrderedDict[tuple[str | None, Family | None, str], AttemptCost] = OrderedDict()  # (model, family, usage)
+# (model, family, usage, answered)
+_priced: OrderedDict[tuple[str | None, Family | None, str, bool], AttemptCost] = OrderedDict()
 
 
 @dataclass(frozen=True)
@@ -47,14 +48,21 @@ def _attempt(state: DashboardState, turn: int, attempt: int, budget: list[int] |
     if a is None or a.status is None:
         return None
     family = family_of_url(a.url)
-    key = (a.model, family, repr(a.usage))
+    # answered (a message with an id came) without usage: its cost is unknown, as dump and the headless lines say;
+    # without the id the entry read as unanswered (an HTTP error): $0, and the session's sum a partial one shown as
+    # the total (an OpenAI chat stream without include_usage beside a priced turn)
+    answered = a.message_id is not None
+    key = (a.model, family, repr(a.usage), answered)
     found = _priced.get(key)
     if found is None:
         if budget is not None:
             if budget[0] <= 0:
                 return None
             budget[0] -= 1
-        entry: dict[str, Any] = {"message": {"model": a.model, "usage": a.usage} if a.usage else {}}
+        message: dict[str, Any] = {"model": a.model, "usage": a.usage} if a.usage else {}
+        if answered:
+            message["id"] = a.message_id
+        entry: dict[str, Any] = {"message": message}
         if family:
             entry["family"] = family
         found = _priced[key] = attempt_cost(entry)

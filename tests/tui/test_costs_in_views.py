@@ -132,3 +132,26 @@ def test_the_shared_running_sums_never_mix_sessions_or_moments() -> None:
     live.apply(O.AttemptEnded(2.0, 12, 0, "complete", None, "text_finish"))
     assert (session_cost(live).usage, session_cost(live).cost) == _plain_sum(live)
     assert (session_cost(past).usage, session_cost(past).cost) == _plain_sum(past)
+
+
+def test_an_answer_without_usage_makes_the_dashboards_session_cost_unknown_as_dump_says() -> None:
+    """A priced Messages turn beside a chat completion streamed without usage (no include_usage): dump, replay's
+    headless lines and the export say the session's cost is unknown; the status line said `$0.0045` (the answered
+    attempt was priced as an unanswered one, $0: its message id was left out) and the request view `$0`."""
+    state = DashboardState()
+    state.apply(O.TurnStarted(0.0, 0))
+    state.apply(O.AttemptStarted(0.0, 0, 0, "POST", "http://x/v1/messages", {}, {"model": "claude-sonnet-4-5"}))
+    usage = {"input_tokens": 1000, "output_tokens": 100}
+    state.apply(O.MessageStarted(0.1, 0, 0, {"id": "msg_1", "model": "claude-sonnet-4-5", "usage": usage}))
+    state.apply(O.AttemptEnded(0.2, 0, 0, "complete", None, "text_finish"))
+    assert cost_label(state) == "$0.0045 · cache 0%"
+    state.apply(O.TurnStarted(0.3, 1))
+    state.apply(O.AttemptStarted(0.3, 1, 0, "POST", "http://x/v1/chat/completions", {}, {"model": "gpt-4o-mini"}))
+    state.apply(O.MessageStarted(0.4, 1, 0, {"id": "chatcmpl-1", "model": "gpt-4o-mini"}))
+    state.apply(O.AttemptEnded(0.5, 1, 0, "complete", None, "text_finish"))
+    sc = session_cost(state)
+    assert sc.cost.total is None and sc.cost.unpriced == "usage not reported"
+    assert cost_label(state) == "cost unknown"
+    tc = turn_cost(state, 1)
+    assert tc is not None and tc.cost.to_json() == {"usd": None, "unpriced": "usage not reported"}
+    assert "cost: usage not reported" in request_detail(state, 1).body.plain

@@ -46,7 +46,7 @@ def cost_label(state: DashboardState) -> str:
     price (never a guess); "" before any attempt has ended. The price source is in the request view (`s`)."""
     if not state.attempts:  # nothing to price yet (the first frame: the pricing modules are not even imported)
         return ""
-    from inspector.record.cost import fmt_usd
+    from inspector.record.cost import USAGE_NOT_REPORTED, fmt_usd
     from inspector.state.costs import session_cost
 
     sc = session_cost(state, budget=PRICES_PER_RENDER)
@@ -54,6 +54,8 @@ def cost_label(state: DashboardState) -> str:
         return "pricing…"
     if not sc.priced or not sc.usage.reported:
         return ""
+    if sc.cost.total is None and sc.cost.unpriced == USAGE_NOT_REPORTED:  # an answer came without its usage
+        return "cost unknown"
     rate = sc.usage.hit_rate
     return fmt_usd(sc.cost) + ("" if rate is None else f" · cache {rate:.0%}")
 
