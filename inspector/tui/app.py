@@ -57,6 +57,7 @@ from inspector.tui.widgets.status import StatusBar, StatusInfo
 from inspector.tui.widgets.timeline import Timeline
 from inspector.tui.widgets.timing import TimingAnalysis, TimingInputs, TimingScreen
 from inspector.tui.widgets.tools import ToolsView
+from inspector.tui.widgets.wording import turn_label
 
 
 class ControllerLike(Protocol):
@@ -992,6 +993,7 @@ class InspectorApp(App[int]):
             getattr(self.session, "recording", None),
             self.source,
             self.session_running,
+            lambda turn: turn_label(self.live, turn),
         )
 
     def action_maximize(self, n: int) -> None:

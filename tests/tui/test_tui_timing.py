@@ -186,3 +186,33 @@ def test_the_report_is_rendered_from_the_data_and_says_what_the_text_report_says
     report = TimingReport.__new__(TimingReport)
     report.c = lambda name: Style()  # type: ignore[method-assign]
     assert report.render_data(data).plain == format_timing_json(data)
+    names = {0: "[c1] turn 1 (#1)", 1: "[c2] turn 1 (#2)"}  # (a session of several conversations: as dump names them)
+    assert report.render_data(data, lambda turn: names.get(turn) or f"turn {turn + 1}").plain == format_timing_json(
+        data, names
+    )
+
+
+async def test_the_view_names_each_turn_with_its_conversation() -> None:
+    """A proxy session of two conversations: the view headed c2's first turn `turn 2 attempt 1` (the session's
+    number), where every pane and `dump --timing` call it `[c2] turn 1 (#2)`."""
+    from inspector.observe import observations as O
+    from inspector.testing.streamgen import sse, text_turn
+
+    url = "http://127.0.0.1:8787/v1/messages"
+    obs: list[O.Observation] = [O.LoopStarted(0.0, {"type": "proxy", "upstream": "http://up"}, "m", None)]
+    for turn, (cid, ct) in enumerate([("c1", 0), ("c2", 0), ("c1", 1)]):
+        t = float(turn)
+        obs += [
+            O.ConversationAssigned(t, turn, cid, ct, 0, "new" if ct == 0 else "continues"),
+            O.TurnStarted(t, turn),
+            O.AttemptStarted(t, turn, 0, "POST", url, {}, {"model": "m"}),
+            O.ResponseStarted(t + 0.1, turn, 0, 200, {"content-type": "text/event-stream"}),
+            O.ReadReceived(t + 0.2, turn, 0, 0, 0.2, sse(*text_turn("hi"))),
+            O.AttemptEnded(t + 0.3, turn, 0, "complete", None, "text_finish"),
+        ]
+    app = InspectorApp(observations=obs, clock=lambda: 0.0)
+    async with app.run_test(size=(140, 42)) as pilot:
+        await wait_for(lambda: len(app.live.attempts) == 3, what="the attempts")
+        screen = await open_timing(pilot)
+        heads = [line.split(":")[0] for line in screen.text.split("\n") if ": HTTP " in line]
+    assert heads == ["[c1] turn 1 (#1) attempt 1", "[c2] turn 1 (#2) attempt 1", "[c1] turn 2 (#3) attempt 1"]

@@ -45,6 +45,12 @@ class TimingInputs:
     original: Any = None
     source: dict[str, Any] | None = None
     running: bool = False
+    # how to name a (session) turn: `[c2] turn 1 (#2)` in a session of several conversations, as every pane does
+    name: Callable[[int], str] | None = None
+
+
+def _turn_name(name: Callable[[int], str] | None, turn: int) -> str:
+    return name(turn) if name is not None else f"turn {turn + 1}"
 
 
 class TimingAnalysis:
@@ -88,15 +94,15 @@ class TimingAnalysis:
         return hit[1]
 
 
-def overall_verdict(data: dict[str, Any]) -> tuple[str, list[str]]:
-    """The session's verdict (the worst of its attempts) and which attempts carry it."""
+def overall_verdict(data: dict[str, Any], name: Callable[[int], str] | None = None) -> tuple[str, list[str]]:
+    """The session's verdict (the worst of its attempts) and which attempts carry it (``name``: each turn's name)."""
     attempts = data.get("attempts") or []
     if not attempts:
         return "no attempts yet", []
     verdicts = [a["buffering"]["verdict"] for a in attempts]
     worst = min(verdicts, key=lambda v: VERDICT_ORDER.index(v) if v in VERDICT_ORDER else len(VERDICT_ORDER))
     where = [
-        f"turn {a['turn'] + 1} attempt {a['attempt'] + 1}"
+        f"{_turn_name(name, a['turn'])} attempt {a['attempt'] + 1}"
         for a, v in zip(attempts, verdicts, strict=True)
         if v == worst
     ]
@@ -126,8 +132,9 @@ class TimingReport(Static):
             {"buffered": "tm--buffered", "suspect": "tm--suspect", "not buffered": "tm--ok"}.get(verdict, "tm--muted")
         )
 
-    def render_data(self, data: dict[str, Any]) -> Text:
-        """The report, built from the timing data itself (each part styled by what it is, never by its text)."""
+    def render_data(self, data: dict[str, Any], name: Callable[[int], str] | None = None) -> Text:
+        """The report, built from the timing data itself (each part styled by what it is, never by its text);
+        ``name``: how to name each turn (the session's number alone read as a turn of the wrong conversation)."""
         out = Text()
         head, muted, note, bar = self.c("tm--head"), self.c("tm--muted"), self.c("tm--note"), self.c("tm--bar")
 
@@ -150,7 +157,7 @@ class TimingReport(Static):
                 line()
             status = a["status"] if a.get("status") is not None else "?"
             line(
-                f"turn {a['turn'] + 1} attempt {a['attempt'] + 1}: HTTP {status}, {count(a['reads'], 'read')}, "
+                f"{_turn_name(name, a['turn'])} attempt {a['attempt'] + 1}: HTTP {status}, {count(a['reads'], 'read')}, "
                 f"{count(a['events'], 'event')}, {count(a['bytes'], 'byte')}, end {a.get('end') or '-'}",
                 head,
             )
@@ -306,7 +313,7 @@ class TimingScreen(ModalScreen[None]):
         self.computations += 1
         # a huge stream makes the analysis slow: keep it under ~20 % of the time while the session runs
         self._next = now + 4 * (time.monotonic() - now)
-        self.verdict, where = overall_verdict(data)
+        self.verdict, where = overall_verdict(data, inputs.name)
         r = self.report
         out = Text()
         if isinstance(original, Recording):
@@ -322,7 +329,7 @@ class TimingScreen(ModalScreen[None]):
         if where and self.verdict in ("buffered", "suspect"):
             out.append(f" ({', '.join(where[:6])}{' …' if len(where) > 6 else ''})", r.c("tm--muted"))
         out.append("\n\n")
-        out.append_text(r.render_data(data))
+        out.append_text(r.render_data(data, inputs.name))
         self.text = f"{title}\n{out.plain}"
         self.box.border_title = title
         r.update(out)
