@@ -52,22 +52,31 @@ def _cut(value: Any) -> Any:
     return value if len(text) <= MAX_MESSAGE_CHARS else text[:MAX_MESSAGE_CHARS] + f"... ({len(text)} chars)"
 
 
+def _history(body: dict[str, Any]) -> list[Any]:
+    """The history a request sent: ``messages`` (Messages, Chat Completions) or a Responses request's ``input``
+    (its items; a string is one user input)."""
+    h = body.get("messages") if "messages" in body else body.get("input")
+    if isinstance(h, str):
+        return [h]
+    return h if isinstance(h, list) else []
+
+
 def _request_diff(prev: Any, cur: Any) -> dict[str, Any]:
     """What changed from the previous turn's request: the first difference in cache order, parameters that
-    changed, and the messages appended (cut for the page)."""
+    changed, and the messages (a Responses request: its ``input`` items) appended (cut for the page)."""
     out: dict[str, Any] = {}
     if not isinstance(cur, dict):
         return {"note": "request body not kept"}
     if not isinstance(prev, dict):
-        out["messages_added"] = [_cut(m) for m in (cur.get("messages") or [])][:50]
+        out["messages_added"] = [_cut(m) for m in _history(cur)][:50]
         return out
-    pm: list[Any] = prev["messages"] if isinstance(prev.get("messages"), list) else []
-    cm: list[Any] = cur["messages"] if isinstance(cur.get("messages"), list) else []
+    pm, cm = _history(prev), _history(cur)
     found = first_difference(prev, cur, len(pm))
     if found is not None:
         out["first_difference"] = found.reason
+    history = "messages" if "messages" in cur or "messages" in prev else "input"
     params = sorted(
-        k for k in set(prev) | set(cur) if k not in ("messages", "system", "tools") and prev.get(k) != cur.get(k)
+        k for k in set(prev) | set(cur) if k not in (history, "system", "tools") and prev.get(k) != cur.get(k)
     )
     if params:
         out["params_changed"] = {k: [prev.get(k), cur.get(k)] for k in params}

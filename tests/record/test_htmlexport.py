@@ -436,3 +436,28 @@ def test_the_tools_pane_names_each_calls_conversation_and_marks_inferred_times_i
     assert _attr(dom, "errors") == "0"
     assert "[c1] turn 1 (#1)" in dom and "[c2] turn 1 (#2)" in dom
     assert dom.count("≈ inferred from the next request ≤") == 2
+
+
+def test_a_responses_requests_diff_shows_its_input_items(tmp_path: Path) -> None:
+    """A Responses request sends its history as `input`, not `messages`: the Turns pane said "(no change)" for a
+    conversation's first request (nothing under `messages`) and, for the next one, the whole input before and
+    after as a changed parameter. Its items are the history: the first request's added, then the new ones."""
+    from inspector.testing.streamgen import sse, text_turn
+
+    first: list[Any] = [{"role": "user", "content": "Weather in Kyiv?"}]
+    items: list[Any] = [
+        {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "call_1", "output": "18 C"},
+    ]
+    rec = tmp_path / "responses.jsonl"
+    with RecordingWriter(rec, source={"type": "proxy"}) as w:
+        for turn, inp in enumerate([first, first + items, "just a string"]):
+            body = {"model": "gpt-4o-mini", "stream": True, "input": inp, "tools": []}
+            w.request(turn, 0, float(turn), "POST", "http://up/v1/responses", {}, body)
+            w.response(turn, 0, 0.01, 200, {"content-type": "text/event-stream"})
+            w.read(turn, 0, 0.02, sse(*text_turn("ok")))
+            w.end(turn, 0, 0.03, "complete", None)
+    diffs = [t["request_diff"] for t in build(load_any(rec))["turns"]]
+    assert diffs[0] == {"messages_added": first}
+    assert diffs[1] == {"messages_added": items}
+    assert diffs[2]["messages_removed"] == 2 and "params_changed" not in diffs[2]  # (a string: one input, not 3)
