@@ -436,6 +436,11 @@ def test_the_tools_pane_names_each_calls_conversation_and_marks_inferred_times_i
     assert _attr(dom, "errors") == "0"
     assert "[c1] turn 1 (#1)" in dom and "[c2] turn 1 (#2)" in dom
     assert dom.count("≈ inferred from the next request ≤") == 2
+    # the timeline names each stream's and each tool's conversation too (a stream was `turn 2.1`: c2's first)
+    dom = _dom(page, "#tab=timeline")
+    assert _attr(dom, "errors") == "0"
+    assert "[c2] turn 1.1 (#2) stream" in dom and "[c1] turn 2.1 (#4) stream" in dom
+    assert "≈[c2] read_file" in dom
 
 
 def test_a_responses_requests_diff_shows_its_input_items(tmp_path: Path) -> None:
