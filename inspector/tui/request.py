@@ -47,6 +47,9 @@ def message_summary(message: object, limit: int = 90) -> str:
     """`user: text "..." · tool_result toolu_1 (is_error)` for one message."""
     if not isinstance(message, dict):
         return short(message, limit)
+    if "role" not in message and isinstance(message.get("type"), str):  # a Responses input item (function_call...)
+        rest = {k: v for k, v in message.items() if k != "type"}
+        return short_text(f"{message['type']}: {short(rest, limit)}", limit + 40)
     role = message.get("role", "?")
     content = message.get("content")
     if isinstance(content, str):
@@ -70,9 +73,17 @@ def message_summary(message: object, limit: int = 90) -> str:
     return short_text(f"{role}: " + " · ".join(parts), limit + 40)
 
 
+def _history_key(body: dict[str, Any]) -> str:
+    """Where a request's history is: ``messages`` (Messages, Chat Completions), or a Responses request's ``input``."""
+    return "input" if "messages" not in body and "input" in body else "messages"
+
+
 def _messages(body: dict[str, Any]) -> Sequence[Any]:
-    """A list, or the loop's history view (agent.transcript: messages read back from its spill file)."""
-    messages = body.get("messages")
+    """A list, or the loop's history view (agent.transcript: messages read back from its spill file); a Responses
+    request's ``input`` items (a string: one input)."""
+    messages = body.get(_history_key(body))
+    if isinstance(messages, str):
+        return [messages]
     return messages if isinstance(messages, Sequence) and not isinstance(messages, (str, bytes)) else []
 
 
@@ -101,17 +112,18 @@ def request_diff(prev: dict[str, Any], cur: dict[str, Any]) -> list[Change]:
         if pt[name] != ct[name]:
             out.append(Change("~", f"tools/{name}", "definition changed"))
     pm, cm = _messages(prev), _messages(cur)
+    hk = _history_key(cur)
     same = 0
     while same < min(len(pm), len(cm)) and pm[same] == cm[same]:
         same += 1
     for i in range(same, max(len(pm), len(cm))):
         if i < len(pm) and i < len(cm):
-            out.append(Change("~", f"messages[{i}]", message_summary(cm[i])))
+            out.append(Change("~", f"{hk}[{i}]", message_summary(cm[i])))
         elif i < len(cm):
-            out.append(Change("+", f"messages[{i}]", message_summary(cm[i])))
+            out.append(Change("+", f"{hk}[{i}]", message_summary(cm[i])))
         else:
-            out.append(Change("-", f"messages[{i}]", message_summary(pm[i])))
-    for key in sorted((prev.keys() | cur.keys()) - set(SECTIONS)):
+            out.append(Change("-", f"{hk}[{i}]", message_summary(pm[i])))
+    for key in sorted((prev.keys() | cur.keys()) - {*SECTIONS, hk}):
         if key not in cur:
             out.append(Change("-", key, short(prev[key], 60)))
         elif key not in prev:
@@ -156,7 +168,8 @@ def request_detail(state: DashboardState, turn: int, attempt: int | None = None)
         return Detail(f"Request · turn {turn + 1}", Text("no request was seen for this turn (yet)", MUTED))
     (t, a), body = found
     out = Text()
-    params = {k: v for k, v in body.items() if k not in SECTIONS}
+    hk = _history_key(body)
+    params = {k: v for k, v in body.items() if k not in SECTIONS and k != hk}
     messages = _messages(body)
     tools = _tools_by_name(body)
     prev = previous_request(state, t)
@@ -190,12 +203,13 @@ def request_detail(state: DashboardState, turn: int, attempt: int | None = None)
         desc = tool.get("description", "") if isinstance(tool, dict) else ""
         out.append(f"{name}", HEAD)
         out.append(f"  {short_text(str(desc), 100)}\n" if desc else "\n", MUTED)
-    _section(out, f"messages · {len(messages)}")
+    _section(out, f"{hk} · {len(messages)}")
     for i, m in enumerate(messages):
         out.append(f"[{i}] ", MUTED)
         out.append(message_summary(m, 200) + "\n")
     _section(out, "full body")
-    _json_block(out, body if isinstance(body.get("messages"), list) else {**body, "messages": list(messages)})
+    sent = body.get(hk)  # (the loop's history view is read back from its spill file for the full body)
+    _json_block(out, body if sent is None or isinstance(sent, list | str) else {**body, hk: list(messages)})
     return Detail(f"Request · turn {t + 1} · attempt {a + 1} · what the harness sent", out)
 
 

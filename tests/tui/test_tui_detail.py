@@ -602,3 +602,28 @@ async def test_clicking_a_disabled_footer_key_says_why() -> None:
         await pilot.click(key)
         await wait_for(lambda: any("r restarts" in n.message for n in app._notifications), what="why")
         assert factory.last.controller.calls == []
+
+
+def test_the_request_view_of_a_responses_turn_shows_its_input_items() -> None:
+    """A Responses request sends its history as `input`: the request view said `messages · 0`, showed the input as
+    a parameter cut at 120 characters, diffed it as one changed parameter, and its full body gained a `messages`
+    key the harness never sent. The input items are its history, listed and diffed one by one."""
+    url = "http://127.0.0.1:8787/v1/responses"
+    first: list[Any] = [{"role": "user", "content": "Weather in Kyiv?"}]
+    items: list[Any] = [
+        {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": '{"location": "Kyiv"}'},
+        {"type": "function_call_output", "call_id": "call_1", "output": "18 C"},
+    ]
+    state = DashboardState()
+    for turn, inp in enumerate([first, first + items]):
+        state.apply(O.TurnStarted(float(turn), turn))
+        state.apply(O.AttemptStarted(float(turn), turn, 0, "POST", url, {}, {"model": "gpt-4o-mini", "input": inp}))
+        state.apply(O.AttemptEnded(float(turn) + 0.5, turn, 0, "complete", None, "tool_use"))
+    changes = [(c.op, c.where) for c in request_diff(state.requests[(0, 0)], state.requests[(1, 0)])]
+    assert changes == [("+", "input[1]"), ("+", "input[2]")]
+    text = request_detail(state, 1).body.plain
+    assert "── input · 3" in text and "messages · " not in text
+    assert "[1] function_call: " in text and "get_weather" in text and "[2] function_call_output: " in text
+    assert '"messages"' not in text.split("── full body", 1)[1]
+    params = text.split("── parameters ──", 1)[1].split("── ", 1)[0]
+    assert "model" in params and "input" not in params
