@@ -47,6 +47,8 @@ class Usage:
     cache_write_1h: int | None = None
     server_tools: dict[str, int] = field(default_factory=dict)  # e.g. web_search_requests: 2
     reported: bool = False  # the API sent a usage object at all
+    # a sum over turns: how many of them were answered without usage (their counts are unknown, not in these)
+    unreported: int = 0
 
     @property
     def prompt(self) -> int:
@@ -76,6 +78,7 @@ class Usage:
             both(self.cache_write_1h, other.cache_write_1h),
             tools,
             self.reported or other.reported,
+            self.unreported + other.unreported,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -97,6 +100,8 @@ class Usage:
             out["server_tool_uses"] = dict(self.server_tools)
         rate = self.hit_rate
         out["cache_hit_rate"] = None if rate is None else round(rate, 4)
+        if self.unreported:  # (a partial sum: these turns' counts are unknown, the figures above a lower bound)
+            out["turns_without_usage"] = self.unreported
         return out
 
 

@@ -9,6 +9,7 @@ of the same conversation (a proxy recording's turns name theirs; the loop's own 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sys
 import threading
 from collections import OrderedDict
@@ -16,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from inspector.core.fmt import count
 from inspector.observe import observations as O
 from inspector.observe.usage import ZERO, Family, Usage, family_of_usage, from_wire
 from inspector.record.cachebreak import CacheVerdict, explain
@@ -81,6 +83,8 @@ def turn_figures(
     for a in attempts:
         cost = cost + a.cost
     last = attempts[-1].usage if attempts else ZERO
+    if not usage.reported and attempts and attempts[-1].cost.unpriced == USAGE_NOT_REPORTED:
+        usage = dataclasses.replace(usage, unreported=1)  # answered without usage: a sum over turns says so
     if prev is None:
         return usage, cost, explain(None, None, last, None, None)
     prev_req, prev_usage = prev
@@ -297,6 +301,7 @@ def requests_of(recording_turns: Iterable[Any]) -> list[Request | None]:
 
 
 def _tokens(u: dict[str, Any]) -> str:
+    missing = u.get("turns_without_usage")
     if u.get("reported") is False:
         return "usage not reported"
     parts = [f"in {u['input_tokens']:,}", f"out {u['output_tokens']:,}"]
@@ -311,6 +316,8 @@ def _tokens(u: dict[str, Any]) -> str:
         parts.append(f"reasoning {u['reasoning_tokens']:,}")
     for k, v in (u.get("server_tool_uses") or {}).items():
         parts.append(f"{k} {v}")
+    if missing:  # a partial sum: said, never shown as the whole
+        parts.append(f"+ {count(missing, 'turn')} without usage (unknown, not counted)")
     return " · ".join(parts)
 
 
@@ -354,13 +361,16 @@ def format_session_cost(d: dict[str, Any]) -> str:
     turns = d.get("turns", 0)
     total = d.get("cost") or {}
     line = f"total {turns} turn{'s' if turns != 1 else ''}: "
-    if _unreported(total):  # (one answer without usage makes the total unknown too)
+    if _unreported(total) and u.get("reported") is False:  # (no turn reported usage)
         line += f"{UNKNOWN} · {d.get('price_source', '')}"
-    else:
-        line += f"cost {_usd(total)} · cache {'-' if rate is None else f'{rate:.0%}'} · {_tokens(u)}"
+    else:  # (one answer without usage makes the cost unknown; the tokens known are said, as a part)
+        cost = "unknown" if _unreported(total) else _usd(total)
+        line += f"cost {cost} · cache {'-' if rate is None else f'{rate:.0%}'} · {_tokens(u)}"
         line += f" · {d.get('price_source', '')}"
     for c, v in (d.get("conversations") or {}).items() if len(d.get("conversations") or {}) > 1 else ():
-        what = UNKNOWN if _unreported(v["cost"]) else f"cost {_usd(v['cost'])} · {_tokens(v['usage'])}"
+        unknown = _unreported(v["cost"]) and (v.get("usage") or {}).get("reported") is False
+        cost = "unknown" if _unreported(v["cost"]) else _usd(v["cost"])
+        what = UNKNOWN if unknown else f"cost {cost} · {_tokens(v['usage'])}"
         line += f"\n    [{c}] {v['turns']} turns: {what}"
     return line
 

@@ -811,7 +811,13 @@ class DashboardState:
 
     def tokens(self) -> tuple[int, int]:
         """Input and output tokens over the session: each turn's last attempt counts (usage is cumulative)."""
-        tin = tout = 0
+        tin, tout, _missing = self.token_totals()
+        return tin, tout
+
+    def token_totals(self) -> tuple[int, int, int]:
+        """`tokens`, and how many turns were answered without usage (their counts are unknown, not in the sums: an
+        OpenAI chat stream without include_usage), as dump's total says it (``turns_without_usage``)."""
+        tin = tout = missing = 0
         for turn in self.turns.values():
             if not turn.attempts:
                 continue
@@ -819,13 +825,16 @@ class DashboardState:
             if a is None:
                 continue
             u = a.usage
+            if not u:
+                missing += a.status is not None and a.message_id is not None
+                continue
             tin += (
                 int(u.get("input_tokens") or 0)
                 + int(u.get("cache_read_input_tokens") or 0)
                 + int(u.get("cache_creation_input_tokens") or 0)
             )
             tout += int(u.get("output_tokens") or 0)
-        return tin, tout
+        return tin, tout, missing
 
     @property
     def current_attempt(self) -> AttemptEntry | None:

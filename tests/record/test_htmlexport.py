@@ -466,3 +466,35 @@ def test_a_responses_requests_diff_shows_its_input_items(tmp_path: Path) -> None
     assert diffs[0] == {"messages_added": first}
     assert diffs[1] == {"messages_added": items}
     assert diffs[2]["messages_removed"] == 2 and "params_changed" not in diffs[2]  # (a string: one input, not 3)
+
+
+@needs_browser
+def test_the_pages_tokens_say_a_turn_answered_without_usage_in_a_real_browser(tmp_path: Path) -> None:
+    """A Messages turn with usage and a chat stream without it (no include_usage): the header showed the first
+    turn's tokens as the session's; a session with no usage at all showed "0 in / 0 out". Both are said now."""
+    from inspector.testing import openai_fake as oa
+    from inspector.testing.streamgen import sse, text_turn
+
+    no_usage = oa.sse(
+        oa.chunk({"role": "assistant", "content": ""}), oa.chunk({"content": "18 C"}), oa.chunk({}, "stop")
+    )
+
+    for name, plan in (("partial", ["messages", "chat"]), ("none", ["chat"])):
+        rec, page = tmp_path / f"{name}.jsonl", tmp_path / f"{name}.html"
+        with RecordingWriter(rec, source={"type": "proxy"}) as w:
+            for turn, kind in enumerate(plan):
+                path = "/v1/messages" if kind == "messages" else "/v1/chat/completions"
+                body = {"model": "claude-sonnet-4-5" if kind == "messages" else "gpt-4o-mini", "stream": True}
+                w.request(turn, 0, float(turn), "POST", f"http://up{path}", {}, {**body, "messages": []})
+                w.response(turn, 0, 0.01, 200, {"content-type": "text/event-stream"})
+                w.read(turn, 0, 0.02, sse(*text_turn("18 C")) if kind == "messages" else no_usage)
+                w.end(turn, 0, 0.03, "complete", None)
+        export(load_any(rec), page, title=name)
+        dom = _dom(page)
+        assert _attr(dom, "errors") == "0"
+        chip = re.search(r'<span class="chip">tokens <b>([^<]*)</b>', dom)
+        assert chip, dom[:2000]
+        if name == "partial":
+            assert re.fullmatch(r"\d+ in / \d+ out \+ 1 turn without usage \(unknown\)", chip.group(1)), chip.group(1)
+        else:
+            assert chip.group(1) == "unknown (usage not reported)"

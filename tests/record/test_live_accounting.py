@@ -232,3 +232,38 @@ def test_an_answer_without_usage_costs_unknown_and_an_http_error_nothing() -> No
     assert answered.usage.to_json() == turn["usage"]
     reported = attempt_cost({"message": {**chat, "usage": {"prompt_tokens": 0, "completion_tokens": 0}}})
     assert reported.usage.to_json()["input_tokens"] == 0 and "reported" not in reported.usage.to_json()
+
+
+def test_a_sum_over_turns_some_answered_without_usage_says_it_is_partial() -> None:
+    """A Messages turn with usage and a chat turn answered without it: the session's tokens (dump --json's total,
+    the headless total line, the export's header) were the first turn's alone, shown as the whole; the sum now says
+    how many turns' counts are unknown. An HTTP error's turn (free, no answer) is not one of them."""
+    from inspector.record.accounting import format_session_cost
+
+    seen: list[dict[str, Any]] = []
+    live = LiveAccounting(seen.append)
+    usage = {"input_tokens": 1300, "output_tokens": 7}
+    turns: list[tuple[str, dict[str, Any] | None]] = [
+        ("http://x/v1/messages", {"id": "msg_1", "model": "claude-sonnet-4-6", "usage": usage}),
+        ("http://x/v1/chat/completions", {"id": "chatcmpl-1", "model": "gpt-4o-mini"}),  # no include_usage
+        ("http://x/v1/messages", None),  # an HTTP error: no answer, free
+    ]
+    for n, (url, message) in enumerate(turns):
+        live(O.AttemptStarted(float(n), n, 0, "POST", url, {}, {"model": "m"}))
+        if message is not None:
+            live(O.MessageStarted(n + 0.1, n, 0, message))
+        live(O.AttemptEnded(n + 0.2, n, 0, "complete" if message else "http_error", None, None))
+        live(O.TurnEnded(n + 0.2, n, "text_finish", None, {}))
+    total = live.total_json(3.0)
+    assert total["usage"]["input_tokens"] == 1300 and total["usage"]["turns_without_usage"] == 1
+    assert total["cost"]["usd"] is None  # (unknown: one turn's usage is)
+    line = format_session_cost(total)
+    assert line.startswith(
+        "total 3 turns: cost unknown · cache 0% · in 1,300 · out 7 · + 1 turn without usage (unknown"
+    ), line
+    entries = [
+        {"turn": n, "attempt": 0, "message": {k: v for k, v in (m or {}).items()}, "family": fam}
+        for n, ((url, m), fam) in enumerate(zip(turns, ["anthropic", "openai_chat", "anthropic"], strict=True))
+    ]
+    assert account(entries, [None, None, None])["usage"] == total["usage"]  # (dump --json: the same figures)
+    assert [s["usage"].get("turns_without_usage") for s in seen] == [None, None, None]  # (a turn says reported)

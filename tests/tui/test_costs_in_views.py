@@ -155,3 +155,30 @@ def test_an_answer_without_usage_makes_the_dashboards_session_cost_unknown_as_du
     tc = turn_cost(state, 1)
     assert tc is not None and tc.cost.to_json() == {"usd": None, "unpriced": "usage not reported"}
     assert "cost: usage not reported" in request_detail(state, 1).body.plain
+    # the tokens: the first turn's alone were shown as the session's; the turn without usage is said
+    assert state.token_totals() == (1000, 100, 1)
+
+
+async def test_the_status_lines_tokens_say_a_turn_answered_without_usage() -> None:
+    """The status line's tokens summed the turns that reported usage and showed that as the session's."""
+    from inspector.tui.app import InspectorApp
+
+    obs: list[O.Observation] = [O.LoopStarted(0.0, {"type": "proxy"}, "", None)]
+    turns: list[tuple[str, dict[str, Any]]] = [
+        ("http://x/v1/messages", {"id": "msg_1", "model": "claude-sonnet-4-5", "usage": {"input_tokens": 1000}}),
+        ("http://x/v1/chat/completions", {"id": "chatcmpl-1", "model": "gpt-4o-mini"}),
+    ]
+    for turn, (url, message) in enumerate(turns):
+        t = float(turn)
+        obs += [
+            O.TurnStarted(t, turn),
+            O.AttemptStarted(t, turn, 0, "POST", url, {}, {"model": message["model"]}),
+            O.MessageStarted(t + 0.1, turn, 0, message),
+            O.AttemptEnded(t + 0.2, turn, 0, "complete", None, "text_finish"),
+        ]
+    for size, said in (((160, 48), "tokens 1,000 in / 0 out + 1 turn unknown"), ((80, 24), "tok 1,000 in / 0 out +1?")):
+        app = InspectorApp(observations=obs, clock=lambda: 0.0)
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause()
+            text = app.status_bar.render().plain
+            assert said in text, text

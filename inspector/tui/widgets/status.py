@@ -244,9 +244,19 @@ class StatusBar(TextLines):
                 metrics.append(("reads", f"{a.reads}"))
             if a.held and not narrow:
                 metrics.append(("held", f"{duration(a.held)} (not counted)"))
-        tin, tout = state.tokens()
+        tin, tout, missing = state.token_totals()
         if tin or tout:
-            metrics.append(("tok" if narrow else "tokens", f"{tin:,} in / {tout:,} out"))
+            # (turns answered without usage: their counts are unknown, not in these; said, as dump's total says it)
+            part = (
+                ""
+                if not missing
+                else f" +{missing}?"
+                if narrow
+                else f" + {missing} turn{'s' if missing > 1 else ''} unknown"
+            )
+            metrics.append(("tok" if narrow else "tokens", f"{tin:,} in / {tout:,} out{part}"))
+        elif missing:
+            metrics.append(("tok" if narrow else "tokens", "unknown (usage not reported)"))
         if a is not None and a.stop_reason:
             metrics.append(("stop", a.stop_reason))
 
