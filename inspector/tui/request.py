@@ -13,6 +13,7 @@ from rich.text import Text
 from inspector.core.fmt import short, short_text
 from inspector.state.fold import DashboardState
 from inspector.tui.detail import HEAD, MUTED, Detail, _json_block, _kv, _section
+from inspector.tui.widgets.wording import turn_label
 
 SECTIONS = ("system", "tools", "messages")
 
@@ -165,7 +166,7 @@ def request_detail(state: DashboardState, turn: int, attempt: int | None = None)
     """The request of a turn, then its diff with the previous turn's request."""
     found = request_for(state, turn, attempt)
     if found is None:
-        return Detail(f"Request · turn {turn + 1}", Text("no request was seen for this turn (yet)", MUTED))
+        return Detail(f"Request · {turn_label(state, turn)}", Text("no request was seen for this turn (yet)", MUTED))
     (t, a), body = found
     out = Text()
     hk = _history_key(body)
@@ -173,7 +174,7 @@ def request_detail(state: DashboardState, turn: int, attempt: int | None = None)
     messages = _messages(body)
     tools = _tools_by_name(body)
     prev = previous_request(state, t)
-    _section(out, f"changes since turn {prev[0][0] + 1}'s request" if prev else "changes")
+    _section(out, f"changes since {turn_label(state, prev[0][0])}'s request" if prev else "changes")
     if prev is None:
         cid = state.conversation_of(t)
         first = f"conversation {cid}" if cid else "the session"
@@ -210,7 +211,7 @@ def request_detail(state: DashboardState, turn: int, attempt: int | None = None)
     _section(out, "full body")
     sent = body.get(hk)  # (the loop's history view is read back from its spill file for the full body)
     _json_block(out, body if sent is None or isinstance(sent, list | str) else {**body, hk: list(messages)})
-    return Detail(f"Request · turn {t + 1} · attempt {a + 1} · what the harness sent", out)
+    return Detail(f"Request · {turn_label(state, t)} · attempt {a + 1} · what the harness sent", out)
 
 
 __all__ = ["Change", "message_summary", "previous_request", "request_detail", "request_diff", "request_for"]

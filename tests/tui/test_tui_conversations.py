@@ -431,3 +431,18 @@ async def test_the_status_line_names_the_model_of_the_turn_it_shows() -> None:
         assert shown == "c2" and live.conversations.by_id["c1"].model != "gpt-4o-mini"
         first = app.status_bar.render().plain.split("\n")[0]
         assert first.endswith("gpt-4o-mini"), first
+
+
+async def test_the_request_view_names_the_turns_of_its_conversation() -> None:
+    """The request view (s) of c1's second turn was titled "Request · turn 4" and diffed "since turn 1's request":
+    the session's numbers, which the panes around it no longer use."""
+    from inspector.tui.request import request_detail
+
+    app = three()
+    async with app.run_test(size=WIDE) as pilot:
+        await pilot.pause()
+        state = app.live
+        assert state.conversations.by_turn.get(3) == "c1"
+        detail = request_detail(state, 3)
+        assert detail.title.startswith("Request · [c1] turn 2 (#4) · attempt 1"), detail.title
+        assert "changes since [c1] turn 1 (#1)'s request" in detail.plain
