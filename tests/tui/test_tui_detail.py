@@ -248,7 +248,7 @@ class TestRequestDiff:
         assert found is not None and found[0] == (1, 0) and found[1]["system"][0]["text"].startswith("B")
         assert previous_request(state, 1) is None and previous_request(state, 2)[0] == (0, 0)  # type: ignore[index]
         text = request_detail(state, 3).body.plain
-        assert "changes since turn 2's request" in text and "system" not in text.split("── usage")[0]
+        assert "changes since [c2] turn 1 (#2)'s request" in text and "system" not in text.split("── usage")[0]
         assert "+ messages[1]" in text and "+ messages[2]" in text
         first = request_detail(state, 1).body.plain
         assert "the first request of conversation c2: nothing to compare with" in first
