@@ -506,10 +506,13 @@ def _turns_ok(turns: list[dict[str, Any]]) -> bool:
 
 def event_line(e: Any, att: RecordedAttempt | None = None) -> bytes:
     """The `--events --json` line of one decoded SSE event, with the turn and attempt of the stream it came in
-    (0-based, as in the recording; the streams of concurrent conversations interleave in a proxy's recording)."""
+    (0-based, as in the recording; the streams of concurrent conversations interleave in a proxy's recording) and,
+    in a proxy's recording, its conversation."""
     line: dict[str, Any] = {"event": e.event, "data": e.data, "id": e.id, "retry": e.retry}
     if att is not None:
         line["turn"], line["attempt"] = att.turn, att.attempt
+        if att.conversation is not None:  # (a proxy's recording: whose stream it is)
+            line["conversation"] = att.conversation
     return orjson.dumps(line) + b"\n"
 
 

@@ -58,6 +58,9 @@ class RecordedAttempt:
     response: dict[str, Any] | None = None
     reads: list[RecordedRead] = field(default_factory=list)
     end: dict[str, Any] | None = None
+    # a proxy's recording: the conversation its turn is in (the ``conversation`` line before its request), for what
+    # is said as the attempt is read (``dump --events --json``)
+    conversation: str | None = None
 
     @property
     def data(self) -> bytes:
@@ -490,6 +493,7 @@ def _parse_jsonl(chunks: Iterable[bytes], max_line: int, on_read: ReadCallback |
         warn(text)
     turns: dict[int, RecordedTurn] = {}
     attempts: dict[tuple[int, int], RecordedAttempt] = {}
+    conversation_of: dict[int, str] = {}  # turn -> its conversation (a proxy's "conversation" lines)
 
     def attempt_for(obj: dict[str, Any], number: int, ids_ok: bool) -> RecordedAttempt | None:
         """The attempt of a line whose turn and attempt fit the declaration (``ids_ok``), else None (a warning)."""
@@ -502,7 +506,7 @@ def _parse_jsonl(chunks: Iterable[bytes], max_line: int, on_read: ReadCallback |
             if turn not in turns:
                 turns[turn] = RecordedTurn(turn=turn)
                 recording.turns.append(turns[turn])
-            attempts[key] = RecordedAttempt(turn=turn, attempt=attempt)
+            attempts[key] = RecordedAttempt(turn=turn, attempt=attempt, conversation=conversation_of.get(turn))
             turns[turn].attempts.append(attempts[key])
         return attempts[key]
 
@@ -557,6 +561,13 @@ def _parse_jsonl(chunks: Iterable[bytes], max_line: int, on_read: ReadCallback |
                 warn(f"line {number}: {obj['type']} observation without a string id, skipped")
                 continue
             recording.observations.append(obj)
+            if obj.get("type") == "conversation" and isinstance(obj.get("turn"), int):
+                cid = obj.get("conversation")
+                if isinstance(cid, str):
+                    conversation_of[obj["turn"]] = cid
+                    found_attempt = attempts.get((obj["turn"], obj.get("attempt", -1)))
+                    if found_attempt is not None and found_attempt.conversation is None:
+                        found_attempt.conversation = cid
         elif kind in _ATTEMPT_KINDS:
             errors = errors_of(kind, obj)
             target = attempt_for(obj, number, "turn" not in errors and "attempt" not in errors)

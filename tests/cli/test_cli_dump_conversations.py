@@ -339,6 +339,8 @@ def test_events_json_says_which_stream_each_event_came_in(capsys: pytest.Capture
     }
     assert texts == {0: "Paris 18 C", 1: "Rome 20 C"}
     assert [x["turn"] for x in lines[:4]] == [0, 1, 0, 1] and {x["attempt"] for x in lines} == {0}
+    # and its conversation (the turn numbers are the session's: a line did not say whose stream it was)
+    assert {(x["turn"], x["conversation"]) for x in lines} == {(0, "c1"), (1, "c2")}
 
 
 def test_dump_timing_names_each_turn_as_the_grouped_text_does(
