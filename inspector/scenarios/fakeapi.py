@@ -819,11 +819,7 @@ class FakeApi:
 
     def remember_response(self, response_id: str, turn: int) -> None:
         """A Responses answer's id and its turn, for a later ``previous_response_id`` (the oldest are dropped)."""
-        with self._lock:
-            self.responses.pop(response_id, None)
-            self.responses[response_id] = turn
-            while len(self.responses) > self.history:
-                self.responses.popitem(last=False)
+        self._keep(self.responses, response_id, turn)
 
     def previous_turn(self, response_id: str) -> int | None:
         with self._lock:
@@ -838,11 +834,15 @@ class FakeApi:
             return
         message = {"role": "assistant", "content": reply.get("content") or []}
         held = HeldThread([*decision.messages, message], decision.seed)
+        self._keep(self.threads, reply_id, held)
+
+    def _keep(self, kept: OrderedDict[str, Any], key: str, value: Any) -> None:
+        """``kept[key] = value`` as the newest, the oldest dropped past ``history`` (a thread's ids or responses')."""
         with self._lock:
-            self.threads.pop(reply_id, None)
-            self.threads[reply_id] = held
-            while len(self.threads) > self.history:
-                self.threads.popitem(last=False)
+            kept.pop(key, None)
+            kept[key] = value
+            while len(kept) > self.history:
+                kept.popitem(last=False)
 
     def held_thread(self, message_id: str) -> HeldThread | None:
         with self._lock:

@@ -315,6 +315,15 @@ def test_export_refuses_more_stream_bytes_than_a_page_holds(tmp_path: Path, caps
     assert main(["export", str(sse), "--max-size", "0"]) == 2
 
 
+def _conversation_line(w: RecordingWriter, turn: int, cid: str, ct: int) -> None:
+    """The proxy's ``conversation`` line of a turn (its first attempt), as a recording has it before the request."""
+    how = "new" if ct == 0 else "continues"
+    w.observation(
+        {"type": "conversation", "t": turn, "turn": turn, "conversation": cid, "conversation_turn": ct, "attempt": 0}
+        | {"how": how, "parent": None, "side": None}
+    )
+
+
 @needs_browser
 def test_the_turns_pane_names_each_conversation_in_a_real_browser(tmp_path: Path) -> None:
     """A proxy's recording of two conversations: the Turns pane heads each turn with its conversation and its turn
@@ -325,19 +334,7 @@ def test_the_turns_pane_names_each_conversation_in_a_real_browser(tmp_path: Path
     rec, page = tmp_path / "two.jsonl", tmp_path / "two.html"
     with RecordingWriter(rec, source={"type": "proxy"}) as w:
         for turn, (cid, ct, city) in enumerate([("c1", 0, "Paris"), ("c2", 0, "Rome"), ("c1", 1, "Paris")]):
-            w.observation(
-                {
-                    "type": "conversation",
-                    "t": turn,
-                    "turn": turn,
-                    "conversation": cid,
-                    "conversation_turn": ct,
-                    "attempt": 0,
-                    "how": "new" if ct == 0 else "continues",
-                    "parent": None,
-                    "side": None,
-                }
-            )
+            _conversation_line(w, turn, cid, ct)
             messages: list[Any] = [{"role": "user", "content": f"{city}?"}]
             if ct:
                 messages += [{"role": "assistant", "content": "18 C"}, {"role": "user", "content": "and now?"}]
@@ -367,19 +364,7 @@ def _two_conversations_with_one_tool_id(rec: Path) -> None:
     plan = [("c1", 0, "tool"), ("c2", 0, "tool"), ("c2", 1, "text"), ("c1", 1, "text")]
     with RecordingWriter(rec, source={"type": "proxy"}) as w:
         for turn, (cid, ct, kind) in enumerate(plan):
-            w.observation(
-                {
-                    "type": "conversation",
-                    "t": turn,
-                    "turn": turn,
-                    "conversation": cid,
-                    "conversation_turn": ct,
-                    "attempt": 0,
-                    "how": "new" if ct == 0 else "continues",
-                    "parent": None,
-                    "side": None,
-                }
-            )
+            _conversation_line(w, turn, cid, ct)
             body = {"model": "claude-sonnet-4-5", "max_tokens": 5, "stream": True, "messages": [{"role": "user"}]}
             w.request(turn, 0, float(turn), "POST", "http://up/v1/messages", {}, body)
             w.response(turn, 0, 0.01, 200, {"content-type": "text/event-stream"})
