@@ -44,6 +44,12 @@ class ConversationFilter:
         elif type(obs) is O.ExchangeForwarded:
             if obs.conversation != self.conversation:
                 return
+        elif type(obs) is O.LoopStarted:
+            # a replay of many conversations starts one loop per conversation: another one's start (its prompt,
+            # its source) is not this conversation's
+            cid = (obs.source or {}).get("conversation")
+            if isinstance(cid, str) and cid != self.conversation:
+                return
         else:
             turn = getattr(obs, "turn", None)
             is_event = type(obs) is O.SSEEventSeen

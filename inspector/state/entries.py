@@ -580,6 +580,7 @@ class Savings:
 
 # Transcript items (the Assistant pane), append-only tuples:
 #   ("turn", turn)                       a turn starts
+#   ("prompt", conversation, prompt)     a replayed conversation's prompt (its loop started; before its turns)
 #   ("text", (turn, attempt, index))     a text block (grows while open)
 #   ("thinking", (turn, attempt, index))
 #   ("tool", tool_key)                   inline tool activity (one line, follows the tool's state)

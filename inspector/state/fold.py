@@ -176,6 +176,13 @@ class DashboardState:
     def _loop_started(self, obs: O.LoopStarted) -> None:
         st = self.status
         st.source, st.model, st.prompt = dict(obs.source or {}), obs.model, obs.prompt
+        cid = st.source.get("conversation")
+        if isinstance(cid, str) and obs.prompt:
+            # a replay of many conversations starts one loop per conversation: its prompt is that conversation's
+            # (the status keeps the last one); the transcript says whose it is, before that conversation's turns
+            self.transcript.append(("prompt", cid, obs.prompt))
+            self._tx_turn = None
+            self.rev_transcript = self.n
         self._touch_status()
 
     def _loop_state(self, obs: O.LoopStateChanged) -> None:

@@ -3,12 +3,14 @@ as the agent loop sends it (what makes replay memory grow with the square of the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from inspector.record.recording import RecordingWriter
+from inspector.testing import streamgen
 
 EVENTS_PER_TURN = 200
 
@@ -78,3 +80,59 @@ def write_recording(path: Path, turns: int) -> None:
             if not last:
                 result = {"type": "tool_result", "tool_use_id": f"toolu_{t:06d}", "content": f"echo {t}"}
                 messages.append({"role": "user", "content": [result]})
+
+
+CITY = {"c1": "Paris", "c2": "Rome", "c3": "Oslo"}
+TOOLS = [{"name": "get_weather", "input_schema": {"type": "object"}}]
+
+
+def proxy_recording(
+    path: Path, order: Sequence[tuple[str, int]] = (("c1", 0), ("c2", 0), ("c3", 0), ("c3", 1), ("c1", 1), ("c2", 1))
+) -> str:
+    """What `inspector proxy --record` writes for weather agents, interleaved; c2's first turn was closed by its
+    client mid-stream and resent at once (attempt 2)."""
+    with RecordingWriter(path, source={"type": "proxy"}) as w:
+        for turn, (cid, ct) in enumerate(order):
+            city, tid = CITY[cid], f"toolu_{cid}"
+            msgs: list[dict[str, Any]] = [{"role": "user", "content": f"Weather in {city}?"}]
+            if ct == 1:
+                msgs += [
+                    {
+                        "role": "assistant",
+                        "content": [{"type": "tool_use", "id": tid, "name": "get_weather", "input": {"city": city}}],
+                    },
+                    {
+                        "role": "user",
+                        "content": [{"type": "tool_result", "tool_use_id": tid, "content": f"{city} 18 C"}],
+                    },
+                ]
+            body = {"model": "claude-sonnet-4-5", "max_tokens": 50, "stream": True, "messages": msgs, "tools": TOOLS}
+            if ct == 0:
+                data = streamgen.sse(*streamgen.tool_turn([f'{{"city": "{city}"}}'], name="get_weather", id=tid))
+            else:
+                data = streamgen.sse(*streamgen.text_turn(f"{city}: 18 C"))
+            ends = (
+                [("cancelled", data[: len(data) // 2]), ("complete", data)]
+                if (cid, ct) == ("c2", 0)
+                else [("complete", data)]
+            )
+            for a, (end, d) in enumerate(ends):
+                how = "retry" if a else ("new" if ct == 0 else "continues")
+                w.observation(
+                    {
+                        "type": "conversation",
+                        "t": float(turn),
+                        "turn": turn,
+                        "conversation": cid,
+                        "conversation_turn": ct,
+                        "attempt": a,
+                        "how": how,
+                        "parent": None,
+                        "side": None,
+                    }
+                )
+                w.request(turn, a, float(turn), "POST", "http://up/v1/messages", {}, body)
+                w.response(turn, a, 0.01, 200, {"content-type": "text/event-stream"})
+                w.read(turn, a, 0.02, d)
+                w.end(turn, a, 0.03, end, None if end == "complete" else "the client closed the connection")
+    return str(path)

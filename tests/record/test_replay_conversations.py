@@ -7,73 +7,17 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from inspector.cli.headless import ProgressPrinter
 from inspector.observe import observations as O
-from inspector.record.recording import RecordingWriter, read_recording
+from inspector.record.recording import read_recording
 from inspector.record.replay import split_conversations
 from inspector.sessions.sources import ConversationReplay, replay_session
 from inspector.state.fold import DashboardState
 from inspector.testing.loop import Lines
-from inspector.testing.streamgen import sse, text_turn, tool_turn
-
-CITY = {"c1": "Paris", "c2": "Rome", "c3": "Oslo"}
-TOOLS = [{"name": "get_weather", "input_schema": {"type": "object"}}]
-
-
-def proxy_recording(
-    path: Path, order: Sequence[tuple[str, int]] = (("c1", 0), ("c2", 0), ("c3", 0), ("c3", 1), ("c1", 1), ("c2", 1))
-) -> str:
-    """What `inspector proxy --record` writes for weather agents, interleaved; c2's first turn was closed by its
-    client mid-stream and resent at once (attempt 2)."""
-    with RecordingWriter(path, source={"type": "proxy"}) as w:
-        for turn, (cid, ct) in enumerate(order):
-            city, tid = CITY[cid], f"toolu_{cid}"
-            msgs: list[dict[str, Any]] = [{"role": "user", "content": f"Weather in {city}?"}]
-            if ct == 1:
-                msgs += [
-                    {
-                        "role": "assistant",
-                        "content": [{"type": "tool_use", "id": tid, "name": "get_weather", "input": {"city": city}}],
-                    },
-                    {
-                        "role": "user",
-                        "content": [{"type": "tool_result", "tool_use_id": tid, "content": f"{city} 18 C"}],
-                    },
-                ]
-            body = {"model": "claude-sonnet-4-5", "max_tokens": 50, "stream": True, "messages": msgs, "tools": TOOLS}
-            if ct == 0:
-                data = sse(*tool_turn([f'{{"city": "{city}"}}'], name="get_weather", id=tid))
-            else:
-                data = sse(*text_turn(f"{city}: 18 C"))
-            ends = (
-                [("cancelled", data[: len(data) // 2]), ("complete", data)]
-                if (cid, ct) == ("c2", 0)
-                else [("complete", data)]
-            )
-            for a, (end, d) in enumerate(ends):
-                how = "retry" if a else ("new" if ct == 0 else "continues")
-                w.observation(
-                    {
-                        "type": "conversation",
-                        "t": float(turn),
-                        "turn": turn,
-                        "conversation": cid,
-                        "conversation_turn": ct,
-                        "attempt": a,
-                        "how": how,
-                        "parent": None,
-                        "side": None,
-                    }
-                )
-                w.request(turn, a, float(turn), "POST", "http://up/v1/messages", {}, body)
-                w.response(turn, a, 0.01, 200, {"content-type": "text/event-stream"})
-                w.read(turn, a, 0.02, d)
-                w.end(turn, a, 0.03, end, None if end == "complete" else "the client closed the connection")
-    return str(path)
+from inspector.testing.recordings import CITY, proxy_recording
 
 
 async def test_many_conversations_replay_one_after_the_other_each_named(tmp_path: Path) -> None:

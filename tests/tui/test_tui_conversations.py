@@ -3,15 +3,19 @@ the collapsed line at 80x24, and no list at all for a single conversation (issue
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from textual.message import Message
 
 from inspector.observe import observations as O
+from inspector.sessions import sources
 from inspector.testing.conversations import interleaved_conversations, with_the_same_tool_ids
-from inspector.testing.dashboard import Factory, FakeSession, wait_for
+from inspector.testing.dashboard import Factory, FakeSession, flushed, wait_for
+from inspector.testing.recordings import CITY, proxy_recording
 from inspector.testing.synthetic import parse_date_observations
 from inspector.tui import messages as M
 from inspector.tui.app import InspectorApp
@@ -446,3 +450,34 @@ async def test_the_request_view_names_the_turns_of_its_conversation() -> None:
         detail = request_detail(state, 3)
         assert detail.title.startswith("Request · [c1] turn 2 (#4) · attempt 1"), detail.title
         assert "changes since [c1] turn 1 (#1)'s request" in detail.plain
+
+
+async def test_a_replay_of_many_conversations_shows_each_ones_own_prompt(tmp_path: Path) -> None:
+    """A proxy recording replays one loop per conversation, each with its prompt: the Assistant pane's one "user ▸"
+    line was the last loop's (Oslo's, c3) above c1's turns in the "all" view, and in c1's own view too (another
+    conversation's loop start was folded into it)."""
+    path = proxy_recording(tmp_path / "three.jsonl")
+    app = InspectorApp(
+        lambda: sources.replay_session(path, speed=math.inf, clock=lambda: 0.0), clock=lambda: 0.0, replay=True
+    )
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_for(lambda: app.final_status is not None, 30, "the replay to finish")
+        await flushed(app)
+        rows = [_text(strip) for strip in app.assistant_view._lines]
+        prompts = [row.rstrip() for row in rows if "user ▸" in row]
+        assert prompts == [f"[{cid}] user ▸ Weather in {city}?" for cid, city in CITY.items()], rows
+        for cid in CITY:  # each above its conversation's first turn
+            at = rows.index(f"[{cid}] user ▸ Weather in {CITY[cid]}?".ljust(len(rows[0])))
+            assert rows[at + 1].startswith(f"── [{cid}] turn 1 "), rows
+        for cid, city in CITY.items():
+            app.select_conversation(cid)
+            await app.workers.wait_for_complete()
+            await wait_for(shown_is(app, cid), what="the conversation")
+            await flushed(app)
+            rows = [_text(strip).rstrip() for strip in app.assistant_view._lines]
+            assert [row for row in rows if "user ▸" in row] == [f"user ▸ Weather in {city}?"], rows
+            assert app.shown_state.status.prompt == f"Weather in {city}?"
+
+
+def shown_is(app: InspectorApp, cid: str) -> Callable[[], bool]:
+    return lambda: app.dashboard.conversations_view.shown == cid

@@ -96,7 +96,10 @@ class AssistantView(SectionView):
             self._done_state, self._done_of = state, of
             done_n, done_items = self._done = (0, 0)
         items: list[tuple[Hashable, Hashable, Any]] = []
-        if st.prompt and not done_items:
+        many = len(state.conversations) > 1
+        # several conversations: each replayed one's prompt is under its name in the transcript (the status keeps
+        # only the last loop's: it is not the first conversation's)
+        if st.prompt and not done_items and not many:
             items.append(("prompt", st.prompt, lambda w: self._prompt(st.prompt, w)))
         transcript = state.transcript
         keep = True
@@ -135,6 +138,10 @@ class AssistantView(SectionView):
                 final = t.done and tr is not None and tr.t_end is not None
             elif kind == "note":
                 items.append((("note", i), 0, lambda w, it=item: self._note(it[1], it[2], w)))
+            elif kind == "prompt":
+                if many:
+                    who, prompt = item[1], item[2]
+                    items.append((("prompt", i), 0, lambda w, c=who, p=prompt: self._prompt(p, w, c)))
             if keep and final:
                 self._done = (i + 1, done_items + len(items))
             else:
@@ -167,8 +174,8 @@ class AssistantView(SectionView):
         head = f"── {label} "
         return [text_strip(Text(head + "─" * max(0, width - len(head)), self.cstyle(cls)), self.app.console, width)]
 
-    def _prompt(self, prompt: str, width: int) -> list[Line]:
-        t = Text("user ▸ ", self.cstyle("as--prompt"))
+    def _prompt(self, prompt: str, width: int, conversation: str | None = None) -> list[Line]:
+        t = Text(f"[{conversation}] user ▸ " if conversation else "user ▸ ", self.cstyle("as--prompt"))
         t.append(prompt[: width * 5], self.cstyle("as--prompt"))
         return wrap_strips(t, self.app.console, width)[:4]
 
