@@ -66,7 +66,7 @@ class LoopError(Exception):
 
 
 def _turned_types() -> frozenset[type]:
-    """The observation classes with a ``turn`` field (``LoopConfig.turn_base`` renumbers it)."""
+    """The observation classes with a ``turn`` field (``LoopConfig.session_turn`` renumbers it)."""
     seen: set[type] = set()
     todo = [O.Observation]
     while todo:
@@ -97,9 +97,17 @@ class LoopConfig:
     tool_definitions: list[dict[str, Any]] | None = None  # as sent; default: each ToolSpec.definition()
     secrets: list[str] = field(default_factory=list, repr=False)  # (the API key) redacted from every observation
     source: dict[str, Any] = field(default_factory=dict)
-    # the number its observations give this loop's first turn: a replay of many conversations runs one loop per
-    # conversation on one bus, one after the other, and their turns follow each other there (0: a bus of its own)
+    # the numbers its observations give this loop's turns: a replay of many conversations runs one loop per
+    # conversation on one bus, one after the other; its turn k is the recording's session turn turn_numbers[k] (as
+    # `inspector dump` and the proxy's session numbered it), a turn past those turn_base + k (0, (): a bus of its own)
     turn_base: int = 0
+    turn_numbers: tuple[int, ...] = ()
+
+    def session_turn(self, turn: int) -> int:
+        """The number this loop's turn ``turn`` (from 0) has on its bus."""
+        numbers = self.turn_numbers
+        return numbers[turn] if 0 <= turn < len(numbers) else turn + self.turn_base
+
     # backoff between our retries: min(0.5 * 2**n, 8) s with jitter; scaled by the pacer for scripted sources
     backoff_base: float = 0.5
     backoff_max: float = 8.0
@@ -258,10 +266,10 @@ class AgentLoop:
     def _pub(self, obs: O.Observation) -> None:
         # a relay may echo the key (in an error event, a header, the stream), even split across reads or deltas:
         # never pass it on (the publisher holds back what could begin it; without secrets it passes everything)
-        base = self.config.turn_base
-        if base and type(obs) in _TURNED:  # (the loop numbers its own turns from 0: its bus's numbers are later)
+        config = self.config
+        if (config.turn_base or config.turn_numbers) and type(obs) in _TURNED:  # (its own turns count from 0)
             turn: int = obs.turn  # type: ignore[attr-defined]
-            obs = dataclasses.replace(obs, turn=turn + base)  # type: ignore[call-arg]
+            obs = dataclasses.replace(obs, turn=config.session_turn(turn))  # type: ignore[call-arg]
         self._publisher.publish(obs)
 
     def _set_state(self, state: str, detail: str = "") -> None:
@@ -474,7 +482,7 @@ class AgentLoop:
                     "id": c.id,
                     "name": c.name,
                     "state": c.state.value,
-                    "turn": c.turn + self.config.turn_base,
+                    "turn": self.config.session_turn(c.turn),
                     "attempt": c.attempt,
                     "queued_at": _rel(c.queued_at, self._t0),
                     "started_at": _rel(c.started_at, self._t0),

@@ -526,17 +526,21 @@ def replay_session(
         shared = bus if bus is not None else O.ObservationBus()
         parts = []
         names = [cid for cid, _ in split]
-        base = 0
+        # past every recorded turn: the numbers of turns a loop makes beyond its recorded ones (none, as recorded)
+        base = 1 + max((t.turn for _cid, sub in split for t in sub.turns), default=-1)
         for cid, sub in split:
             part = replay_session(sub, speed=speed, clock=clock, bus=shared, label=label)
             part.loop.config.source = {**part.loop.config.source, "conversation": cid, "conversations": names}
             part.source = part.loop.config.source
-            # the loop numbers its own turns from 0; on the shared bus they follow the conversations before it, as
-            # in the proxy's session (a turn number is one turn of one conversation: the panes' "all" view keys
-            # blocks, attempts and turns by it), and each one's ConversationAssigned gives its number there
+            # the loop numbers its own turns from 0; on the shared bus each is the recording's session turn, as the
+            # proxy's session and `inspector dump` number it ([c1] turn 2 (#6): not #2, which was c2's turn 1 there;
+            # a turn number is one turn of one conversation: the panes' "all" view keys blocks, attempts and turns
+            # by it), and each one's ConversationAssigned gives its number there
+            numbers = tuple(t.turn for t in sub.turns)
+            part.loop.config.turn_numbers = numbers
             part.loop.config.turn_base = base
-            turns = [(base + k, k) for k in range(len(sub.turns))]
-            base += len(sub.turns)
+            turns = [(n, k) for k, n in enumerate(numbers)]
+            base += len(numbers)
             parts.append((cid, turns, part))
         source = {**parts[0][2].source}
         source.pop("conversation", None)

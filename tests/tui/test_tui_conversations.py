@@ -479,5 +479,39 @@ async def test_a_replay_of_many_conversations_shows_each_ones_own_prompt(tmp_pat
             assert app.shown_state.status.prompt == f"Weather in {city}?"
 
 
+async def test_a_replay_of_many_conversations_numbers_the_turns_as_the_recording_and_dump_do(
+    tmp_path: Path, capsys: Any
+) -> None:
+    """Replayed one conversation after the other, the turns kept the session's numbers of the recording: the rules
+    said "[c1] turn 2 (#2)" where `inspector dump` (and the proxy's dashboard) said c1's turn 2 was #5 and #2 was
+    c2's turn 1."""
+    import contextlib
+
+    from inspector.cli import main
+
+    path = proxy_recording(tmp_path / "three.jsonl")
+    with contextlib.suppress(SystemExit):
+        main(["dump", path])
+    dumped = list(dict.fromkeys(re.findall(r"turn (\d+) \(#(\d+)\)", capsys.readouterr().out)))  # (2 tries of one)
+    assert dumped == [("1", "1"), ("2", "5"), ("1", "2"), ("2", "6"), ("1", "3"), ("2", "4")], dumped
+    app = InspectorApp(
+        lambda: sources.replay_session(path, speed=math.inf, clock=lambda: 0.0), clock=lambda: 0.0, replay=True
+    )
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_for(lambda: app.final_status is not None, 30, "the replay to finish")
+        await flushed(app)
+        rows = [_text(strip) for strip in app.assistant_view._lines]
+        rules = [m.groups() for row in rows if (m := re.match(r"── \[c\d\] turn (\d+) \(#(\d+)\)", row))]
+        assert rules == dumped, rows
+        entries = list(app.live.conversations)
+        assert [[t + 1 for t in c.turns] for c in entries] == [[1, 5], [2, 6], [3, 4]]
+        await pilot.press("l", "down", "enter")  # c1's own view: its turns keep those numbers
+        await wait_for(shown_is(app, "c1"), what="c1's view")
+        await flushed(app)
+        rows = [_text(strip) for strip in app.tools_view._lines] + [app.status_bar.render().plain]
+        assert any(row.startswith("── [c1] turn 1 (#1) ") for row in rows), rows
+        assert "c1 turn 2 (#5)" in rows[-1], rows[-1]
+
+
 def shown_is(app: InspectorApp, cid: str) -> Callable[[], bool]:
     return lambda: app.dashboard.conversations_view.shown == cid

@@ -23,7 +23,13 @@ def whose_turn(state: DashboardState | None, turn: int) -> tuple[str, int] | Non
     cid = table.by_turn.get(turn) if table else None
     entry = table.by_id.get(cid) if cid is not None else None
     own = entry.own_turn(turn) if entry is not None else None
-    if cid is None or own is None or (len(table) == 1 and own == turn):
+    # (one conversation whose turns are the session's 0, 1, 2...: a session of one, its numbers say it all; one
+    # conversation's view of many names its turns on every rule, its first one too: its turns are not 0, 1, 2...)
+    if (
+        cid is None
+        or own is None
+        or (len(table) == 1 and entry is not None and entry.turns[-1] == len(entry.turns) - 1)
+    ):
         return None
     return cid, own
 
