@@ -255,7 +255,7 @@ class TestStatusLineOfAll:
             await pilot.pause()
             assert app.selected_conversation is None
             first, second = app.status_bar.render().plain.split("\n")
-            assert "turn 1 · attempt 1" in first, first
+            assert "c1 turn 1 (#1) · attempt 1" in first, first
             assert "reads 12" in second and "TTFB" in second, second
 
 
@@ -503,6 +503,8 @@ async def test_a_replay_of_many_conversations_numbers_the_turns_as_the_recording
         rows = [_text(strip) for strip in app.assistant_view._lines]
         rules = [m.groups() for row in rows if (m := re.match(r"── \[c\d\] turn (\d+) \(#(\d+)\)", row))]
         assert rules == dumped, rows
+        # the status line of the "all" view says whose turn the last one is, as the rules do (it said "turn 5")
+        assert "│ c3 turn 2 (#4) · attempt 1 │" in app.status_bar.render().plain, app.status_bar.render().plain
         entries = list(app.live.conversations)
         assert [[t + 1 for t in c.turns] for c in entries] == [[1, 5], [2, 6], [3, 4]]
         await pilot.press("l", "down", "enter")  # c1's own view: its turns keep those numbers

@@ -10,7 +10,7 @@ from rich.text import Text
 from inspector.core.fmt import duration
 from inspector.state.fold import DashboardState
 from inspector.tui.widgets.base import TextLines
-from inspector.tui.widgets.wording import try_label
+from inspector.tui.widgets.wording import try_label, whose_turn
 
 STATE_LABEL = {
     "idle": "○ idle",
@@ -176,9 +176,12 @@ class StatusBar(TextLines):
         out.append(label, self.cstyle(cls))
         if state.turns:
             out.append(*sep)
-            own = entry.own_turn(st.turn) if entry is not None else None
-            if entry is not None and own is not None:  # its own turn, then the session's (#), as the list says
-                out.append(f"{entry.id} turn ", self.cstyle("st--key"))
+            # its own turn, then the session's (#), as the list says; in the view of all of them too, whose turn it
+            # is (it said "turn 5": the panes' rules call that turn "[c3] turn 2 (#5)", and no conversation has a 5th)
+            whose = whose_turn(state, st.turn) if entry is None else None
+            cid, own = (entry.id, entry.own_turn(st.turn)) if entry is not None else whose or (None, None)
+            if cid is not None and own is not None:
+                out.append(f"{cid} turn ", self.cstyle("st--key"))
                 out.append(str(own + 1), self.cstyle("st--value"))
                 out.append(f" (#{st.turn + 1})" if not narrow else "", self.cstyle("st--key"))
             else:
