@@ -304,6 +304,7 @@ class InspectorApp(App[int]):
         # `watch`: Ctrl-C to the command (True: it was running and got it); a second Ctrl-C quits
         self.interrupt_command = interrupt
         self.interrupts = 0
+        self.pause_at_start = False  # space pressed while the session was starting: it starts paused
         self.source = dict(source or {})
         self.replay = replay
         self.clock = clock
@@ -460,6 +461,12 @@ class InspectorApp(App[int]):
             description="agent loop",
             exit_on_error=False,
         )
+        if self.pause_at_start:  # (space pressed while it started: before its first read)
+            self.pause_at_start = False
+            ok, _why = self.control_available("pause")
+            if ok:
+                with contextlib.suppress(Exception):  # (said like any control that fails: never a traceback)
+                    self._ctl().toggle_pause()
         self.post_message(M.SessionStarted(gen, self.source))
         return True
 
@@ -768,6 +775,8 @@ class InspectorApp(App[int]):
 
     def control_available(self, control: str) -> tuple[bool, str]:
         if self.session is None:
+            if control == "pause" and self.starting:
+                return True, ""  # (it starts paused: action_toggle_pause)
             return False, "no loop is running here"
         if control in ("faster", "slower") and not self.session_running:
             if self.session_factory is None or self.watching:
@@ -779,6 +788,11 @@ class InspectorApp(App[int]):
         if (control == "pause" or control.startswith("step")) and not getattr(self.controller, "can_pause", True):
             return False, "pause and step do not apply to a watched stream: it belongs to another program"
         return True, ""
+
+    @property
+    def starting(self) -> bool:
+        """The session is about to start (its SDK is being imported off the UI thread)."""
+        return self.session is None and self.session_factory is not None and self.note == "starting…"
 
     @property
     def watching(self) -> bool:
@@ -846,6 +860,13 @@ class InspectorApp(App[int]):
         return self.controller
 
     def action_toggle_pause(self) -> None:
+        if self.session is None and self.starting:  # (the SDK is still being imported: ~1-2 s)
+            # pressed while the session starts: it starts paused (again: it does not), as it would have paused
+            self.pause_at_start = not self.pause_at_start
+            said = "the session starts paused" if self.pause_at_start else "the session starts unpaused"
+            self.notify(said, title="pause", timeout=3)
+            self.post_message(M.ControlUsed("pause", True))
+            return
         self._control("pause", lambda: self._ctl().toggle_pause())
 
     def action_step(self, unit: str) -> None:

@@ -276,6 +276,25 @@ class TestSessionLifecycle:
             await pilot.press("q")
         assert app.return_value == 0
 
+    async def test_space_while_the_session_starts_starts_it_paused(self) -> None:
+        """`inspector replay` spends a second or two importing the SDK before its session starts: space then said
+        "no loop is running here" and the replay streamed unpaused. The pause is kept for the start (space again
+        takes it back)."""
+        factory = Factory(lambda: FakeSession(parse_date_observations("opening")))
+        for presses, paused in ((1, True), (2, False)):
+            app = InspectorApp(factory, clock=lambda: 0.0, autostart=False)
+            async with app.run_test(size=(160, 48)) as pilot:
+                app.note = "starting…"  # (what on_mount says while the SDK is imported off the UI thread)
+                for _ in range(presses):
+                    await pilot.press("space")
+                assert app.session is None and app.pause_at_start is paused
+                assert not any("no loop is running" in n.message for n in app._notifications)
+                app.note = ""
+                assert app.start_session()
+                await pilot.pause()
+                calls = factory.sessions[-1].controller.calls
+                assert calls == (["toggle_pause"] if paused else []), calls
+
 
 class TestViews:
     async def test_export_writes_a_replayable_recording(self, tmp_path: Path) -> None:
