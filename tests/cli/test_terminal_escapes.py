@@ -28,7 +28,10 @@ from inspector.testing.streamgen import (
 )
 
 C0 = [chr(c) for c in range(0x20) if c not in (0x09, 0x0A)]
-UNSAFE = set(C0) | {"\x7f"} | {chr(c) for c in range(0x80, 0xA0)} | {"\u202e", "\u2066"}
+# the bidirectional marks, embeddings, overrides and isolates ("Trojan Source"): every one, as fmt.terminal escapes
+# them (the set held two: a run whose seed drew U+202A, escaped as it should be, failed "nothing else changes")
+BIDI = {chr(c) for c in [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]}
+UNSAFE = set(C0) | {"\x7f"} | {chr(c) for c in range(0x80, 0xA0)} | BIDI
 CONTROLS = st.sampled_from(sorted(UNSAFE))
 # a string with at least one control character, among ordinary text (and the classic attacks)
 EVIL = st.one_of(
