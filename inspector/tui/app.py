@@ -305,6 +305,7 @@ class InspectorApp(App[int]):
         self.interrupt_command = interrupt
         self.interrupts = 0
         self.pause_at_start = False  # space pressed while the session was starting: it starts paused
+        self._reselect: str | None = None  # the conversation shown before a restart, shown again once it is seen
         self.source = dict(source or {})
         self.replay = replay
         self.clock = clock
@@ -602,6 +603,8 @@ class InspectorApp(App[int]):
             self.refresh_bindings()
         if self.follow_newest and table.newest is not None and table.newest != self.selected_conversation:
             self.select_conversation(table.newest, follow=True)
+        elif self._reselect is not None and self._reselect in table.by_id:  # (after a restart: see action_restart)
+            self.select_conversation(self._reselect)
 
     def select_conversation(self, conversation: str | None, *, follow: bool = False) -> None:
         """Show one conversation in the panes (None: the whole session). Its view is folded once from the
@@ -609,6 +612,7 @@ class InspectorApp(App[int]):
         for up to `SYNC_SELECT` observations, else in a worker thread (reading the spilled history costs about
         30 us an observation) while the panes keep showing what they showed, the status line saying so."""
         self.follow_newest = follow
+        self._reselect = None  # (a choice made: the one shown before a restart is not chosen again)
         if conversation == self.selected_conversation:
             return
         entry = self.live.conversations.by_id.get(conversation or "")
@@ -912,6 +916,8 @@ class InspectorApp(App[int]):
         c = self.controller
         if speed is None and c is not None:
             speed = getattr(c, "speed", None)
+        # the conversation shown (or following the newest) is shown again once the new run has it
+        reselect, follow = self.selected_conversation, self.follow_newest
         self.stop_session()
         self.history = History()
         self.live = DashboardState()
@@ -919,7 +925,8 @@ class InspectorApp(App[int]):
         self._pending = []
         self.cursor = self.cursor_state = None
         self.note = ""
-        self.selected_conversation, self.conversation_filter, self.follow_newest = None, None, False
+        self.selected_conversation, self.conversation_filter, self.follow_newest = None, None, follow
+        self._reselect = None if follow else reselect
         self._select_gen += 1
         self._many_conversations = False
         self.refresh_bindings()

@@ -517,3 +517,26 @@ async def test_a_replay_of_many_conversations_numbers_the_turns_as_the_recording
 
 def shown_is(app: InspectorApp, cid: str) -> Callable[[], bool]:
     return lambda: app.dashboard.conversations_view.shown == cid
+
+
+async def test_a_restart_shows_the_chosen_conversation_again() -> None:
+    """Restart (r) of a replay of many conversations went back to all of them: the one chosen is shown again once
+    the new run has it (and following the newest goes on following)."""
+    factory = Factory(lambda: FakeSession(interleaved_conversations(3), finish_at_end=True))
+    app = InspectorApp(factory, clock=lambda: 0.0)
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_for(lambda: not app.session_running and len(app.live.conversations) == 3, what="the first run")
+        app.select_conversation("c2")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.selected_conversation == "c2"
+        before = turns_in_events(app)
+        assert before == {1, 4}  # (c2's two turns)
+        await pilot.press("r")
+        await wait_for(lambda: len(factory.sessions) == 2 and not app.session_running, what="the second run")
+        app.flush()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.selected_conversation == "c2" and app.dashboard.conversations_view.shown == "c2"
+        assert app.conversation_filter is not None and app.conversation_filter.conversation == "c2"
+        assert turns_in_events(app) == before  # (c2's turns: the panes show them alone)
