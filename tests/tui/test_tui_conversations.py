@@ -452,18 +452,27 @@ async def test_the_request_view_names_the_turns_of_its_conversation() -> None:
         assert "changes since [c1] turn 1 (#1)'s request" in detail.plain
 
 
+def _replay_app(path: str) -> InspectorApp:
+    return InspectorApp(
+        lambda: sources.replay_session(path, speed=math.inf, clock=lambda: 0.0), clock=lambda: 0.0, replay=True
+    )
+
+
+async def _replayed_assistant_rows(app: InspectorApp) -> list[str]:
+    """The Assistant pane's rows once the replay has finished and its last observations are folded."""
+    await wait_for(lambda: app.final_status is not None, 30, "the replay to finish")
+    await flushed(app)
+    return [_text(strip) for strip in app.assistant_view._lines]
+
+
 async def test_a_replay_of_many_conversations_shows_each_ones_own_prompt(tmp_path: Path) -> None:
     """A proxy recording replays one loop per conversation, each with its prompt: the Assistant pane's one "user ▸"
     line was the last loop's (Oslo's, c3) above c1's turns in the "all" view, and in c1's own view too (another
     conversation's loop start was folded into it)."""
     path = proxy_recording(tmp_path / "three.jsonl")
-    app = InspectorApp(
-        lambda: sources.replay_session(path, speed=math.inf, clock=lambda: 0.0), clock=lambda: 0.0, replay=True
-    )
+    app = _replay_app(path)
     async with app.run_test(size=WIDE) as pilot:
-        await wait_for(lambda: app.final_status is not None, 30, "the replay to finish")
-        await flushed(app)
-        rows = [_text(strip) for strip in app.assistant_view._lines]
+        rows = await _replayed_assistant_rows(app)
         prompts = [row.rstrip() for row in rows if "user ▸" in row]
         assert prompts == [f"[{cid}] user ▸ Weather in {city}?" for cid, city in CITY.items()], rows
         for cid in CITY:  # each above its conversation's first turn
@@ -494,13 +503,9 @@ async def test_a_replay_of_many_conversations_numbers_the_turns_as_the_recording
         main(["dump", path])
     dumped = list(dict.fromkeys(re.findall(r"turn (\d+) \(#(\d+)\)", capsys.readouterr().out)))  # (2 tries of one)
     assert dumped == [("1", "1"), ("2", "5"), ("1", "2"), ("2", "6"), ("1", "3"), ("2", "4")], dumped
-    app = InspectorApp(
-        lambda: sources.replay_session(path, speed=math.inf, clock=lambda: 0.0), clock=lambda: 0.0, replay=True
-    )
+    app = _replay_app(path)
     async with app.run_test(size=WIDE) as pilot:
-        await wait_for(lambda: app.final_status is not None, 30, "the replay to finish")
-        await flushed(app)
-        rows = [_text(strip) for strip in app.assistant_view._lines]
+        rows = await _replayed_assistant_rows(app)
         rules = [m.groups() for row in rows if (m := re.match(r"── \[c\d\] turn (\d+) \(#(\d+)\)", row))]
         assert rules == dumped, rows
         # the status line of the "all" view says whose turn the last one is, as the rules do (it said "turn 5")
