@@ -73,23 +73,36 @@ def _result_text_len(content: object) -> int:
     return 0
 
 
-def request_results(body: object, family: str = "anthropic") -> list[Any]:
-    """The history of a request body, shaped for :func:`infer_tool_executions`: its messages (Messages API), or, for
-    an OpenAI family (``openai_chat``, ``openai_responses``), one user message holding a ``tool_result`` block
-    (``is_error`` left out: OpenAI has none) for each result after the history's last assistant turn (chat ``tool``
-    messages, Responses ``function_call_output`` items; ``recorded.replay.neutral_history`` reads both)."""
+def request_history(body: object, family: str = "anthropic") -> list[Any]:
+    """A request body's history, as Messages API messages: its ``messages`` (Messages API), or an OpenAI family's
+    (``openai_chat`` messages, ``openai_responses`` input items) read by ``record.replay.neutral_history``; [] when
+    it has none. Read once per request: `request_results` and `continued_tool_uses` take it."""
     if not isinstance(body, Mapping):
         return []
     history = body.get("messages") if family != "openai_responses" else body.get("input")
-    if family == "anthropic":
-        return history if isinstance(history, list) else []
     if not isinstance(history, list):
         return []
+    if family == "anthropic":
+        return history
     from inspector.record.replay import neutral_history  # (only for OpenAI requests: it imports the SDK's client)
 
-    neutral = neutral_history(history)
+    return neutral_history(history)
+
+
+def request_results(body: object, family: str = "anthropic") -> list[Any]:
+    """`results_of` the request's history (`request_history`)."""
+    return results_of(request_history(body, family), family)
+
+
+def results_of(history: list[Any], family: str = "anthropic") -> list[Any]:
+    """A request's history (`request_history`) shaped for :func:`infer_tool_executions`: the messages themselves
+    (Messages API), or, for an OpenAI family, one user message holding a ``tool_result`` block (``is_error`` left
+    out: OpenAI has none) for each result after the history's last assistant turn (chat ``tool`` messages,
+    Responses ``function_call_output`` items)."""
+    if family == "anthropic":
+        return history
     tail: list[Any] = []
-    for m in reversed(neutral):
+    for m in reversed(history):
         if isinstance(m, dict) and (m.get("role") == "assistant" or m.get("type") == "reasoning"):
             break
         tail.append(m)
@@ -101,18 +114,9 @@ def request_results(body: object, family: str = "anthropic") -> list[Any]:
     return [{"role": "user", "content": blocks}] if blocks else []
 
 
-def continued_tool_uses(body: object, family: str = "anthropic") -> set[str]:
-    """The ids of the tool calls in the last assistant turn of a request's history: the turn the harness continues
-    (a tool call there with no result in the request got none)."""
-    if not isinstance(body, Mapping):
-        return set()
-    history = body.get("messages") if family != "openai_responses" else body.get("input")
-    if not isinstance(history, list):
-        return set()
-    if family != "anthropic":
-        from inspector.record.replay import neutral_history  # (as request_results)
-
-        history = neutral_history(history)
+def continued_tool_uses(history: list[Any]) -> set[str]:
+    """The ids of the tool calls in the last assistant turn of a request's history (`request_history`): the turn
+    the harness continues (a tool call there with no result in the request got none)."""
     for m in reversed(history):
         if isinstance(m, dict) and m.get("role") == "assistant":
             content = m.get("content")

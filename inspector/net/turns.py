@@ -38,14 +38,15 @@ from inspector.net.toolinfer import (
     SeenToolUse,
     continued_tool_uses,
     infer_tool_executions,
-    request_results,
+    request_history,
+    results_of,
 )
 from inspector.observe import observations as O
 from inspector.observe.states import ToolState
 from inspector.observe.stepobs import step_observations, tool_transitions
 from inspector.stream.assembler import Step, TurnStream
 from inspector.stream.family import family_from_path, new_stream
-from inspector.stream.protocol import http_error_text
+from inspector.stream.protocol import error_fields, http_error_text
 
 __all__ = ["MAX_CONVERSATIONS", "ProxyExchange", "Track", "TurnTracker"]
 
@@ -408,8 +409,9 @@ class TurnTracker:
                 f"this request starts conversation {cid}: no earlier turn of it was seen (its history matched no"
                 " conversation's previous request, or that one was forgotten)"
             )
-        continued = continued_tool_uses(parsed, track.family) if seen else ()
-        found = infer_tool_executions(seen, request_results(parsed, track.family), t_req, why, continued)
+        history = request_history(parsed, track.family)
+        continued = continued_tool_uses(history) if seen else ()
+        found = infer_tool_executions(seen, results_of(history, track.family), t_req, why, continued)
         ex.inferred = found
         for inf in found:
             self._pub(
@@ -538,7 +540,7 @@ class TurnTracker:
         if status == "complete" and track.error_body is not None and ex.status is not None:
             # an error status, answered whole: why, as the loop's recording of such a try says it (http_error,
             # "HTTP 400 invalid_request_error: ...")
-            status, reason = "http_error", http_error_text(ex.status, bytes(track.error_body))
+            status, reason = "http_error", http_error_text(ex.status, *error_fields(bytes(track.error_body)))
         now = track.t_req + (ex.end_s or 0.0)  # when the exchange ended
         outcome = None
         ts = track.ts

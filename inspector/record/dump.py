@@ -27,7 +27,7 @@ from inspector.stream import diagnostics as D
 from inspector.stream.assembler import TurnStream, stopped_outcome
 from inspector.stream.family import FamilyStream
 from inspector.stream.openai_common import NeutralStream
-from inspector.stream.protocol import TOOL_INPUT_BLOCKS
+from inspector.stream.protocol import TOOL_INPUT_BLOCKS, error_fields, http_error_text
 
 __all__ = [
     "BODY_TOO_LARGE",
@@ -224,17 +224,8 @@ class _Attempt:
 
     def _http(self) -> dict[str, Any]:
         status = _status(self.att)
-        try:
-            doc = orjson.loads(b"".join(self.buf))
-        except orjson.JSONDecodeError:
-            doc = None
-        error = doc.get("error") if isinstance(doc, dict) else None
-        error = error if isinstance(error, dict) else {}
-        etype = error.get("type") if isinstance(error.get("type"), str) else None
-        message = error.get("message") if isinstance(error.get("message"), str) else None
-        if message is None and self.buf and doc is None:
-            message = short_text(b"".join(self.buf)[:400].decode("utf-8", "replace"), 200, ellipsis="...")
-        text = f"HTTP {status}" + (f" {etype}" if etype else "") + (f": {message}" if message else "")
+        etype, message = error_fields(b"".join(self.buf))
+        text = http_error_text(status, etype, message)
         return {
             "message": {},
             "outcome": "http_error",

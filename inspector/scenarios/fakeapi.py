@@ -368,6 +368,7 @@ class Decision:
     details: Mapping[str, Any] | None = None  # the error's ``details`` (a thread rejection's error_code)
     seed: str = ""  # what seeds the answer's message and tool ids: its conversation's (message_seed)
     thread: str | None = None  # the request's thread: create | continue | None (its reply is kept for a continue)
+    thread_bytes: int = 0  # a threaded request: the JSON size of its own messages (what holding its reply adds)
 
     @property
     def rejected(self) -> bool:
@@ -385,14 +386,20 @@ def _reject(status: int, etype: str, message: str, kind: str | None = None, hist
 # checked, counted and answered as the whole history it stands for; an id it does not hold is the API's
 # ``thread_not_found`` (the SDK then replays the whole history under a new thread).
 THREAD_NOT_FOUND = "thread_not_found"
+# the bytes of request messages the held threads may keep in all (their JSON size: each request's own messages, a
+# continue's held ones being shared with the reply it continues); the oldest are forgotten past it, whatever their
+# number (a thread forgotten is the API's thread_not_found: the SDK sends the whole history again)
+THREAD_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
 class HeldThread:
-    """What a threaded reply's id continues: the whole history up to and with the reply, and its id seed."""
+    """What a threaded reply's id continues: the whole history up to and with the reply, its id seed, and the bytes
+    it added to what is held (``THREAD_BYTES``)."""
 
     messages: list[Any]
     seed: str
+    size: int = 0
 
 
 def _thread_problem(thread: object) -> str | None:
@@ -468,6 +475,12 @@ def messages_decision(
         elif isinstance(thread, dict):
             thread_kind = thread["type"]
             previous = thread.get("previous_message_id") or ""
+    thread_bytes = 0
+    if thread_kind is not None:  # (what keeping its reply for a continue holds: THREAD_BYTES bounds the sum)
+        try:
+            thread_bytes = len(orjson.dumps(messages))
+        except (TypeError, orjson.JSONEncodeError):  # (an integer past 64 bits, too deep: counted by its repr)
+            thread_bytes = len(repr(messages))
     if thread_kind == "continue":
         held = held_thread(previous) if held_thread is not None else None
         if held is None:
@@ -493,7 +506,14 @@ def messages_decision(
     assert isinstance(messages, list)
     if thread_kind != "continue":
         seed = message_seed(body)
-    return Decision(history=history, turn=turn_of(messages), messages=messages, seed=seed, thread=thread_kind)
+    return Decision(
+        history=history,
+        turn=turn_of(messages),
+        messages=messages,
+        seed=seed,
+        thread=thread_kind,
+        thread_bytes=thread_bytes,
+    )
 
 
 # --- the OpenAI family (/v1/chat/completions, /v1/responses) ----------------------------------------------------
@@ -789,6 +809,7 @@ class FakeApi:
         self.attempts_dropped = 0
         self.responses: OrderedDict[str, int] = OrderedDict()  # Responses ids answered -> their turn (bounded)
         self.threads: OrderedDict[str, HeldThread] = OrderedDict()  # threaded replies' ids -> their history (bounded)
+        self.thread_bytes = 0  # what the held threads hold (their sizes' sum: at most THREAD_BYTES)
         self.once: OrderedDict[tuple[AttemptKey, Hashable], OnceOwner] = (
             OrderedDict()
         )  # (group, @once item) -> the request that took it
@@ -832,9 +853,19 @@ class FakeApi:
         reply_id = reply.get("id")
         if decision.thread is None or decision.messages is None or not isinstance(reply_id, str):
             return
-        message = {"role": "assistant", "content": reply.get("content") or []}
-        held = HeldThread([*decision.messages, message], decision.seed)
-        self._keep(self.threads, reply_id, held)
+        content = reply.get("content") or []
+        message = {"role": "assistant", "content": content}
+        # what it holds beyond what is held already: the request's own messages, the reply, a reference per message
+        size = decision.thread_bytes + len(repr(content)) + 8 * (len(decision.messages) + 1)
+        held = HeldThread([*decision.messages, message], decision.seed, size)
+        threads = self.threads
+        with self._lock:
+            old = threads.pop(reply_id, None)
+            self.thread_bytes += held.size - (old.size if old is not None else 0)
+            threads[reply_id] = held
+            # the oldest forgotten past `history` threads or THREAD_BYTES (the newest stays, whatever its size)
+            while len(threads) > 1 and (len(threads) > self.history or self.thread_bytes > THREAD_BYTES):
+                self.thread_bytes -= threads.popitem(last=False)[1].size
 
     def _keep(self, kept: OrderedDict[str, Any], key: str, value: Any) -> None:
         """``kept[key] = value`` as the newest, the oldest dropped past ``history`` (a thread's ids or responses')."""

@@ -12,6 +12,7 @@ from typing import Any, Union
 import orjson
 
 from inspector.core import exactjson
+from inspector.core.fmt import short_text
 from inspector.stream import diagnostics as D
 from inspector.stream.diagnostics import Diagnostic
 
@@ -519,11 +520,16 @@ def parse_error_body(body: bytes) -> tuple[Any, str | None, str | None]:
     return parsed, None, None
 
 
-def http_error_text(status: int, body: bytes) -> str:
-    """``HTTP 400 invalid_request_error: messages.2: ...``: why an attempt answered with an error status failed, as
-    the loop's recording says it (its type and message from the body, else the body's start, else the status)."""
+def error_fields(body: bytes) -> tuple[str | None, str | None]:
+    """(type, message) of an API error body; a body that is not JSON: its start as the message."""
     parsed, etype, message = parse_error_body(body)
     if message is None and isinstance(parsed, str) and parsed.strip():
-        message = parsed.strip()[:200]
+        message = short_text(parsed[:400], 200, ellipsis="...")
+    return etype, message
+
+
+def http_error_text(status: int | None, etype: str | None, message: str | None) -> str:
+    """``HTTP 400 invalid_request_error: messages.2: ...``: an answer with an error status, as the loop's recording
+    of such a try, ``dump`` and the proxy say it."""
     what = f"HTTP {status} {etype}" if etype else f"HTTP {status}"
     return f"{what}: {message}" if message else what

@@ -864,7 +864,7 @@ class InspectorApp(App[int]):
         return self.controller
 
     def action_toggle_pause(self) -> None:
-        if self.session is None and self.starting:  # (the SDK is still being imported: ~1-2 s)
+        if self.starting:  # (no session yet: the SDK is still being imported, ~1-2 s)
             # pressed while the session starts: it starts paused (again: it does not), as it would have paused
             self.pause_at_start = not self.pause_at_start
             said = "the session starts paused" if self.pause_at_start else "the session starts unpaused"

@@ -38,7 +38,7 @@ from inspector.net.proxy import (
 )
 from inspector.net.serve import Exchange, ServeApp
 from inspector.net.server import BackgroundServer
-from inspector.net.toolinfer import continued_tool_uses, request_results
+from inspector.net.toolinfer import continued_tool_uses, request_history, request_results
 from inspector.observe import observations as O
 from inspector.record.reader import RecordedAttempt
 from inspector.record.recording import read_recording
@@ -489,14 +489,14 @@ def test_a_history_that_goes_on_past_its_tool_calls_with_no_result_says_they_got
         },
     }
     body = bodies[family]
-    continued = continued_tool_uses(body, family)
+    continued = continued_tool_uses(request_history(body, family))
     assert continued == {"call_1"}
     out = infer_tool_executions(seen, request_results(body, family), 3.0, continued=continued)
     assert [(i.tool_use_id, i.status, i.reason) for i in out] == [
         ("call_1", "missing", "no tool_result for it in the next request")
     ]
     # a first request, or one whose history holds no call of it: nothing to say
-    assert continued_tool_uses({"messages": [{"role": "user", "content": "hi"}]}, "anthropic") == set()
+    assert continued_tool_uses(request_history({"messages": [{"role": "user", "content": "hi"}]})) == set()
     assert infer_tool_executions(seen, [{"role": "user", "content": "hi"}], 3.0, continued=set()) == []
 
 

@@ -218,3 +218,36 @@ def test_a_continue_is_checked_as_the_whole_history() -> None:
     # lenient (the in-process server) still resolves the thread; a malformed thread is then no thread
     assert messages_decision(body, lenient=True, held_thread=api.held_thread).turn == 1
     assert messages_decision({**body, "thread": 3}, lenient=True, validate_history=False).turn == 0
+
+
+def test_held_threads_stay_within_a_byte_budget_however_big_or_many() -> None:
+    """Hostile input: every threaded reply kept its whole history (up to --max-body, 32 MiB, parsed) for up to
+    10,000 replies, gigabytes for a client that sends big threaded requests. What the held threads keep is bounded by
+    THREAD_BYTES: the oldest are forgotten (a continue of one is the API's thread_not_found, which the SDK survives
+    by sending the whole history again), the newest is kept whatever its size."""
+    from inspector.scenarios import fakeapi
+    from inspector.scenarios.fakeapi import THREAD_BYTES
+
+    api = FakeApi()
+    big = "x" * (THREAD_BYTES // 5)  # five of them are over the budget
+    ids = []
+    for n in range(12):
+        body: dict[str, Any] = {
+            "model": "claude-sonnet-4-6",
+            "max_tokens": 5,
+            "thread": {"type": "create"},
+            "messages": [{"role": "user", "content": f"{n} {big}"}],
+        }
+        d = api.check(body)
+        assert not d.rejected and d.thread_bytes > THREAD_BYTES // 5
+        api.remember_reply(d, {"id": f"msg_{n}", "content": [{"type": "text", "text": "ok"}]})
+        ids.append(f"msg_{n}")
+        assert api.thread_bytes == sum(h.size for h in api.threads.values()) <= THREAD_BYTES
+    assert list(api.threads) == ids[-4:]  # (the four newest fit)
+    forgotten = {**body, "thread": {"type": "continue", "previous_message_id": "msg_0"}, "messages": []}
+    d = api.check(forgotten)
+    assert d.status == 404 and (d.details or {}).get("error_code") == fakeapi.THREAD_NOT_FOUND
+    # one reply bigger than the whole budget is still kept (the newest), alone
+    huge = {**body, "thread": {"type": "create"}, "messages": [{"role": "user", "content": "y" * (THREAD_BYTES + 1)}]}
+    api.remember_reply(api.check(huge), {"id": "msg_huge", "content": []})
+    assert list(api.threads) == ["msg_huge"] and api.thread_bytes == api.threads["msg_huge"].size
