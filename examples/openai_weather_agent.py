@@ -7,6 +7,9 @@ It asks for the weather in a few cities, in parallel conversations (one per city
 `stream=True`, runs the `get_weather` tool calls the model makes (assembled from their argument fragments by index)
 and sends the results back as `tool` messages until the model answers in text. `inspector watch` points
 OPENAI_BASE_URL at its proxy (with /v1); nothing here knows about the inspector.
+
+With `--serve weather` every conversation gets that scenario's scripted answers (a call for Paris, 18 °C),
+whatever city it asked about: the fake API plays a script, it is not a model.
 """
 
 from __future__ import annotations

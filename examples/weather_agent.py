@@ -6,6 +6,9 @@
 It asks for the weather in a few cities, in parallel conversations (one per city), runs the `get_weather` tool
 calls the model makes and sends the results back until the model answers in text. `inspector watch` points
 ANTHROPIC_BASE_URL at its proxy; nothing here knows about the inspector.
+
+With `--serve weather` every conversation gets that scenario's scripted answers (a call for Paris, 18 °C),
+whatever city it asked about: the fake API plays a script, it is not a model.
 """
 
 from __future__ import annotations
