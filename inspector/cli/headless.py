@@ -192,7 +192,9 @@ class ProgressPrinter:
             self.p(f"{t}   tool_use {obs.name}({short(obs.input, 120, ellipsis='...')}) {obs.id}")
         elif isinstance(obs, O.ToolStateChanged):
             extra = f": {obs.error}" if obs.error else ""
-            if obs.inferred:  # the proxy's: another harness ran it; the state is read off the wire, never measured
+            # the proxy's: another harness ran it; the state is read off the wire, never measured (unknown: no next
+            # request came, the error says why)
+            if obs.inferred and obs.state != "unknown":
                 extra += (
                     " (inferred from the next request)" if obs.state != "running" else " (inferred: its block closed)"
                 )

@@ -354,6 +354,8 @@ class ProxyApp(Closable):
             detail=self._detail,
             batch_interval=batch_interval,
         )
+        # why the session ended, as a tool call still waiting for its result says it then (the watch session sets it)
+        self.ended_why = "the session ended before a next request showed its result"
         self._listening()
         install_log_filter()
 
@@ -514,6 +516,7 @@ class ProxyApp(Closable):
     def close(self) -> None:
         """Publish what is still pending and close the recording (creating it, header only, if nothing passed)."""
         self.tracker.drain()
+        self.tracker.session_ended(self.ended_why)
         self._redacting.close()  # what attempts that never ended still hold
         self._open_recording_once()
         if self.recorder is not None:

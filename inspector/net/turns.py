@@ -526,6 +526,18 @@ class TurnTracker:
             if s.attempt == track.attempt and s.stream_end_t is None:
                 s.stream_end_t = now
 
+    def session_ended(self, why: str) -> None:
+        """The session is over (the watched command exited, the proxy stopped): the tool calls still shown as
+        running (inferred), whose result no later request carried, end as ``unknown`` (``why``): their time stops
+        growing, and nothing says they ran, failed or are still running. Once: none is left waiting after it."""
+        waiting, self.seen_tools = self.seen_tools, {}
+        for conv in self._conv.values():
+            conv.tools, conv.prev_tools = {}, {}
+        now = self.now()
+        for s in waiting.values():
+            state = ToolState.UNKNOWN
+            self._tool_state(s.id, s.name, s.turn, s.attempt, s.index, state, s.input, {state: now}, error=why, t=now)
+
     def end(self, track: Track) -> None:
         """The attempt's end (once), after its pending reads; remembers a failed attempt for the retry rule."""
         if track.ended:

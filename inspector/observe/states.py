@@ -30,6 +30,9 @@ class ToolState(StrEnum):
     CANCELLED = "cancelled"
     DISCARDED = "discarded"
     NOT_RUN = "not_run"
+    # its outcome was never seen: a call of another harness (the proxy's) whose result no later request carried
+    # before the session ended (the watched command exited, the proxy stopped); neither ran nor failed for all we know
+    UNKNOWN = "unknown"
 
 
 TERMINAL_LOOP_STATES = frozenset({LoopState.FINISHED, LoopState.CANCELLED, LoopState.ERROR})

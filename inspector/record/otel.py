@@ -25,6 +25,7 @@ from typing import Any
 from inspector.core import exactjson
 from inspector.core.redaction import mask_text
 from inspector.observe import observations as O
+from inspector.observe.states import TOOL_TERMINAL, ToolState
 from inspector.observe.usage import from_wire
 
 # GenAI semantic conventions (semantic-conventions-genai docs/gen-ai/gen-ai-spans.md)
@@ -57,7 +58,7 @@ ATTEMPT = "inspector.attempt"
 TURN = "inspector.turn"
 OUTCOME = "inspector.outcome"
 
-_TOOL_END = {"succeeded", "failed", "timed_out", "cancelled", "discarded", "not_run"}
+_TOOL_END = frozenset(s.value for s in TOOL_TERMINAL)
 _CONTENT_EVENTS = {"content_block_start", "content_block_delta", "message_start"}
 
 
@@ -253,7 +254,8 @@ class OtelSink:
             span.set_attribute(OUTCOME, obs.state)
             if self.content and obs.result_preview is not None:
                 span.set_attribute(TOOL_RESULT, self._text(obs.result_preview))
-            if obs.state != "succeeded":
+            # (an unknown outcome, the proxy's call whose result never came, is no error: only the outcome says it)
+            if obs.state not in (ToolState.SUCCEEDED, ToolState.UNKNOWN):
                 span.set_attribute(ERROR_TYPE, obs.state)
                 span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, self._text(obs.error or obs.state)))
             span.end(end_time=self._ns(obs.t))

@@ -473,6 +473,7 @@ def recorded_tools(
         if o.get("type") == "tool_result" and isinstance(o.get("tool_use_id"), str)
     }
     unsafe: set[str] = set()  # tools recorded as not concurrency-safe keep their barrier in the replay
+    unknown: dict[str, str] = {}  # tool id -> why its outcome is unknown (recorded: the session ended first)
     final_msgs: list[Any] = []
     for obs in recording.observations:
         if obs.get("type") == "loop_finished" and isinstance(obs.get("messages"), list):
@@ -481,6 +482,8 @@ def recorded_tools(
         # are known from what the stream gave (the tool_state lines, with their input once parsed)
         if obs.get("type") == "tool_state" and isinstance(obs.get("id"), str) and obs.get("input") is not None:
             uses.setdefault(obs["id"], (str(obs.get("name")), obs.get("input")))
+        if obs.get("type") == "tool_state" and obs.get("state") == "unknown" and isinstance(obs.get("error"), str):
+            unknown[str(obs.get("id"))] = obs["error"]  # (the proxy's: no request carried its result; why)
         if obs.get("type") == "tool_state" and obs.get("safe") is False and obs.get("state") == "queued":
             unsafe.add(str(obs.get("name")))
         # a run time is replayed only when it was measured (the proxy's inferred times are bounds, not runs)
@@ -529,6 +532,12 @@ def recorded_tools(
                 results[key].append((b.get("content"), is_error, durations.get(tid, 0.0)))
 
     names = {n for n, _ in uses.values()} | {n for d in definitions or [] if (n := tool_name(d)) is not None}
+    # a call whose outcome the recording does not know says why, in its "no recorded result"
+    unknown_why = {
+        (name, exactjson.dumps(inp, option=orjson.OPT_SORT_KEYS)): unknown[tid]
+        for tid, (name, inp) in uses.items()
+        if tid in unknown
+    }
 
     def make(name: str) -> ToolSpec:
         async def fn(tool_input: dict[str, Any]) -> Any:
@@ -539,7 +548,7 @@ def recorded_tools(
                 cancel()
                 await asyncio.Event().wait()
             if not q:
-                why = f" ({bad_ids[0]})" if bad_ids else ""
+                why = f" ({bad_ids[0]})" if bad_ids else f": {unknown_why[key]}" if key in unknown_why else ""
                 raise ReplayRefused(f"no recorded result for {name}({exactjson.dumps(tool_input).decode()[:80]}){why}")
             # a retried attempt runs the same calls again: the last recorded result for a call is reused
             content, is_error, duration = q.popleft() if len(q) > 1 else q[0]

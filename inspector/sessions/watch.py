@@ -173,6 +173,8 @@ class WatchSession:
         try:
             await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            if self.stop_reason is not None:  # the command exited (a tool call still waiting says why)
+                self.proxy.ended_why = "the command ended before a next request showed its result"
             begin_close = getattr(self.proxy, "begin_close", None)
             if callable(begin_close):
                 begin_close()

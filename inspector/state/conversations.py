@@ -26,6 +26,9 @@ WAITING_TOOLS = "waiting for tools"
 IDLE = "idle"
 FINISHED = "finished"
 FAILED = "failed"
+# the session ended (the watched command exited) while the conversation waited for tools or was idle: it will not go
+# on, and it did not finish
+ENDED = "ended unfinished"
 # stop reasons after which the model is done with the conversation (until a person writes again)
 _FINAL_STOPS = frozenset({"end_turn", "stop_sequence", "max_tokens", "refusal", "model_context_window_exceeded"})
 
@@ -49,6 +52,7 @@ class ConversationEntry:
     side_requests: int = 0
     version: int = 0
     turn_usage: dict[int, tuple[int, int]] = field(default_factory=dict)  # global turn -> its last attempt's tokens
+    ended: bool = False  # the session ended after its last turn (a LoopFinished): no next request can come
 
     def own_turn(self, turn: int) -> int | None:
         """A session turn's number within this conversation (0-based), or None when it is not one of its turns."""
@@ -63,11 +67,9 @@ class ConversationEntry:
             return STREAMING
         if self.last_status in ("failed", "cancelled"):
             return FAILED
-        if self.stop_reason == "tool_use":
-            return WAITING_TOOLS
         if self.stop_reason in _FINAL_STOPS:
             return FINISHED
-        return IDLE
+        return ENDED if self.ended else WAITING_TOOLS if self.stop_reason == "tool_use" else IDLE
 
     def copy(self) -> ConversationEntry:
         return ConversationEntry(
@@ -88,6 +90,7 @@ class ConversationEntry:
             self.side_requests,
             self.version,
             dict(self.turn_usage),
+            self.ended,
         )
 
 
@@ -147,6 +150,9 @@ class ConversationTable:
             return
         if not self.by_turn:  # (no conversation yet: every observation of a session that is not a proxy's)
             return
+        if tp is O.LoopFinished:  # the session (a replay: a conversation's loop) ended: nothing more will come
+            self._ended()
+            return
         turn = getattr(obs, "turn", None)
         if turn is None:
             return
@@ -201,8 +207,16 @@ class ConversationTable:
             c.parent = obs.parent
         if obs.attempt == 0:  # a new turn: the previous turn's end no longer describes it
             c.stop_reason = None
+        c.ended = False
         c.t_last = max(c.t_last, obs.t)
         c.version = self.rev = self.n
+
+    def _ended(self) -> None:
+        for c in self.by_id.values():
+            if not c.ended and c.open_attempt is None:
+                c.ended = True
+                c.version = self.n
+                self.rev = self.n
 
     def _side(self, obs: O.ExchangeForwarded) -> None:
         self.side_requests += 1
@@ -287,4 +301,5 @@ __all__ = [
     "IDLE",
     "FINISHED",
     "FAILED",
+    "ENDED",
 ]

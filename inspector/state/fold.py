@@ -687,8 +687,10 @@ class DashboardState:
         v = _time_in(times, "started_at", ToolState.RUNNING)
         if v is not None:
             tool.t_started = v
-        elif obs.inferred and state == ToolState.NOT_RUN:
-            tool.t_started = None  # (a proxy's call assumed running once its input closed: no result came, no run)
+        elif obs.inferred and state in (ToolState.NOT_RUN, ToolState.UNKNOWN):
+            # (a proxy's call assumed running once its input closed: no result came, so no run time; unknown: the
+            # session ended before a request could tell, and its time stops growing)
+            tool.t_started = None
         if state in TOOL_TERMINAL:
             # The end of the run, when the call ran: a call discarded or cancelled after it finished keeps its own
             # run time (the executor keeps that end in `times`), never the time of the discard.

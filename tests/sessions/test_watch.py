@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from pathlib import Path
 from typing import cast
 
 import anthropic
@@ -178,3 +179,64 @@ def test_the_session_is_streaming_while_any_conversation_streams() -> None:
         assert state() == LoopState.STREAMING
         bus.publish(O.AttemptEnded(1.0, 3, 0, "http_error", "HTTP 400 invalid_request_error: messages.2: ...", "error"))
         assert state() == LoopState.IDLE
+
+
+async def _one_turn(base_url: str) -> str | None:
+    """A harness that streams one turn (the model asks for tools) and quits before sending their results."""
+    client = anthropic.AsyncAnthropic(api_key=KEY, base_url=base_url, max_retries=0)
+    msgs: list[MessageParam] = [{"role": "user", "content": "why does parse_date fail?"}]
+    async with client.messages.stream(model="claude-sonnet-4-6", max_tokens=100, messages=msgs) as s:
+        m = await s.get_final_message()
+    await client.close()
+    return m.stop_reason
+
+
+async def test_a_tool_still_running_when_the_session_ends_ends_unknown_and_its_conversation_unfinished(
+    tmp_path: Path,
+) -> None:
+    """A watched command that exits while its tool calls are shown running (inferred): no next request will say
+    how they went. They end `unknown`, saying why, with no run time (it stopped growing: not "running" for ever),
+    and their conversation is `ended unfinished`, not "waiting for tools". The recording keeps it, once. A stop
+    from outside (no command) says the session ended instead."""
+    from inspector.record.reader import read_recording
+    from inspector.state.conversations import ENDED, WAITING_TOOLS
+
+    for reason, words in (
+        ("the command exited with status 0", "the command ended before a next request showed its result"),
+        (None, "the session ended before a next request showed its result"),
+    ):
+        rec = tmp_path / f"{reason is None}.jsonl"
+        session = serve_session("parse_date", None, speed=math.inf, host="127.0.0.1", port=0, record=str(rec))
+        seen: list[O.Observation] = []
+        session.bus.subscribe(seen.append)
+        runner = asyncio.ensure_future(session.run())
+        try:
+            assert await asyncio.wait_for(_one_turn(session.source["listen"]), 30) == "tool_use"
+            before = DashboardState().apply_all(list(seen))
+            assert [c.state for c in before.conversations] == [WAITING_TOOLS]
+            assert {t.state for t in before.tools.values()} == {"running"}
+        finally:
+            session.stop(reason)
+            await asyncio.wait_for(runner, 30)
+        ended = [o for o in seen if isinstance(o, O.ToolStateChanged) and o.state == "unknown"]
+        assert len(ended) == 4 and all(o.inferred and o.error == words for o in ended)  # parse_date: 4 calls
+        assert seen.index(ended[-1]) < len(seen) - 1 and isinstance(seen[-1], O.LoopFinished)
+        st = DashboardState().apply_all(seen)
+        assert {t.state for t in st.tools.values()} == {"unknown"}
+        assert all(t.elapsed(1e9) is None and t.t_finished is not None for t in st.tools.values())
+        assert st.turn_savings(0) is None
+        assert [c.state for c in st.conversations] == [ENDED]
+        kept = [o for o in read_recording(rec).observations if o.get("type") == "tool_state"]
+        assert [o["error"] for o in kept if o["state"] == "unknown"] == [words] * 4
+        session.proxy.close()  # (closed twice: nothing more is said)
+        assert not session.proxy.seen_tools
+    # a replay of the recording has no result to give them: it says why not (it said only "no recorded result")
+    from inspector.sessions.sources import load_recording, replay_session
+
+    replay = replay_session(load_recording(str(tmp_path / "False.jsonl")), speed=math.inf)
+    replayed: list[O.Observation] = []
+    replay.bus.subscribe(replayed.append)
+    await replay.run()
+    errors = [o.error or "" for o in replayed if isinstance(o, O.ToolStateChanged) and o.state == "failed"]
+    assert len(errors) == 4 and all(e.startswith("no recorded result for ") for e in errors)
+    assert all(e.endswith(": the command ended before a next request showed its result") for e in errors)

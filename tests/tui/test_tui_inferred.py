@@ -89,3 +89,28 @@ async def test_the_assistant_pane_gives_an_inferred_time_as_a_bound_too() -> Non
         f"  ✓ read_file done in ≤2.90 s {INFERRED_GLYPH} inferred",
         f"  ✓ read_file done in ≤2.50 s {INFERRED_GLYPH} inferred",
     ]
+
+
+async def test_a_tool_whose_result_never_came_reads_unknown_with_no_time_growing() -> None:
+    """The session ended (the watched command exited) with the tools still running (inferred): the Tools and
+    Assistant panes say "unknown" and why, with no time (it said "▶ running" with a time that grew for ever), no
+    inferred bound, and the timeline draws no run."""
+    why = "the command ended before a next request showed its result"
+    obs = proxy_session(inferred=True)[:7]  # the first turn: both tools left running in the other harness
+    obs += [
+        O.ToolStateChanged(9.0, 0, 0, t, "read_file", i, "unknown", None, why, None, {"unknown": 9.0}, inferred=True)
+        for t, i in (("A", 1), ("B", 2))
+    ]
+    obs.append(O.LoopFinished(9.0, "finished", 1, [], [], None))
+    app = InspectorApp(observations=obs, clock=lambda: 100.0)
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_for(lambda: len(app.live.tools) == 2 and all(t.state == "unknown" for t in app.live.tools.values()))
+        await pilot.pause()
+        state = app.live
+        rows = ["".join(s.text for s in app.tools_view.render_tool(_known(state.tool("A")), False, 200)[0])]
+        said = "".join(s.text for line in app.assistant_view._tool(_known(state.tool("A")), 200) for s in line)
+        timeline = app.timeline.render().plain
+    assert rows[0].startswith("? unknown ") and why in rows[0] and "≤" not in rows[0] and " s " not in rows[0]
+    assert said == f"  ? read_file: outcome unknown: {why}"
+    bars = [line for line in timeline.split("\n") if line.startswith(f"{INFERRED_GLYPH}read_file")]
+    assert len(bars) == 2 and all(INFERRED_GLYPH not in line[len(INFERRED_GLYPH) + 9 :] for line in bars)

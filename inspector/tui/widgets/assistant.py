@@ -241,6 +241,10 @@ class AssistantView(SectionView):
             text = Text(f"  ✓ {t.name} done in {bound}{took}{mark}", self.cstyle("as--tool-ok"))
             if t.result_summary:
                 text.append(f"  → {t.result_summary}", self.cstyle("as--tool"))
+        elif st == "unknown":  # the proxy's call whose result no request carried before the session ended
+            text = Text(f"  ? {t.name}: outcome unknown", self.cstyle("as--tool"))
+            if t.error:
+                text.append(f": {t.error}", self.cstyle("as--tool"))
         else:
             verb = {
                 "failed": "failed",

@@ -18,11 +18,18 @@ from textual import events
 from textual.message import Message
 from textual.widgets import Static
 
-from inspector.state.conversations import FAILED, STREAMING, WAITING_TOOLS, ConversationEntry, ConversationTable
+from inspector.state.conversations import (
+    ENDED,
+    FAILED,
+    STREAMING,
+    WAITING_TOOLS,
+    ConversationEntry,
+    ConversationTable,
+)
 from inspector.tui.widgets.base import Line, LineView, text_strip
 
 ALL = "all conversations"
-STATE_STYLES = {STREAMING: "bold green", WAITING_TOOLS: "yellow", FAILED: "bold red"}
+STATE_STYLES = {STREAMING: "bold green", WAITING_TOOLS: "yellow", FAILED: "bold red", ENDED: "dim yellow"}
 
 
 def tokens_label(n: int) -> str:

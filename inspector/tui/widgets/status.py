@@ -84,6 +84,7 @@ CONVERSATION_STATE_LABEL = {
     "idle": "○ idle",
     "finished": "■ finished",
     "failed": "✗ failed",
+    "ended unfinished": "◌ ended unfinished",
 }
 _CONVERSATION_STATE_CLASS = {"finished": "st--done", "failed": "st--bad"}  # (else st--streaming)
 _SESSION_STATES = ("paused", "stepping", "waiting_retry", "finished", "cancelled", "error")  # said whatever is shown

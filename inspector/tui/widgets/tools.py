@@ -25,6 +25,7 @@ GLYPH = {
     "cancelled": "⊘",
     "discarded": "⊘",
     "not_run": "⊘",
+    "unknown": "?",
 }
 STATE_CLASS = {
     "streaming_input": "tool--streaming",
@@ -36,6 +37,7 @@ STATE_CLASS = {
     "cancelled": "tool--cancelled",
     "discarded": "tool--cancelled",
     "not_run": "tool--failed",
+    "unknown": "tool--queued",
 }
 STATE_LABEL = {"streaming_input": "input", "timed_out": "timed out", "not_run": "not run"}
 # a tool call whose times are inferred (the proxy: another harness ran it), never measured
@@ -217,7 +219,7 @@ class ToolsView(SectionView):
                 row.append("→ " + result, rstyle)
             else:
                 lines.append(Text("             → " + result, rstyle, no_wrap=True, overflow="ellipsis"))
-        if t.inferred:
+        if t.inferred and t.state != "unknown":  # (unknown: no next request came; its error says why)
             lines.append(Text(f"{'':13}{INFERRED_GLYPH} {INFERRED_LABEL}", self.cstyle("tool--inferred"), no_wrap=True))
         if failed:
             for line in lines:
