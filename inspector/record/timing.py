@@ -58,6 +58,7 @@ from inspector.stream.diagnostics import Diagnostic
 from inspector.stream.sse import SSEDecoder
 
 __all__ = [
+    "as_far_as",
     "BUFFERED_SHARE",
     "BURST_GAP",
     "BURST_MIN_EVENTS",
@@ -590,6 +591,42 @@ def timing_json(recording: Recording, *, analyze: Callable[..., dict[str, Any]] 
         "warnings": list(recording.warnings),
         "diagnostics": diagnostics,  # timing.buffered per buffered attempt (dump --timing exits 1 on one)
     }
+
+
+def as_far_as(original: Recording, replayed: Recording) -> Recording:
+    """The original recording as far as a replay of it has got: its attempts that ``replayed`` (what the replay's
+    observations made, a :class:`RecordingBuilder`'s) has begun, each with as many of its reads as were replayed,
+    and its end once the replay's attempt ended. Its times are the recording's own, whatever the replay's speed: the
+    replayed reads' times are the replay's (at 4x a silence of 8 s is 2 s; at max speed none is left, and a
+    buffered stream reads "not buffered"), not the session's. An attempt that the original does not have (a replay
+    that went another way) is the replayed one, and a warning says that its times are the replay's."""
+    attempts = {(a.turn, a.attempt): a for a in original.attempts()}
+    out = Recording(dict(original.header), observations=original.observations, warnings=list(original.warnings))
+    for turn in replayed.turns:
+        rt = RecordedTurn(turn.turn)
+        for att in turn.attempts:
+            orig = attempts.get((att.turn, att.attempt))
+            if orig is None:
+                rt.attempts.append(att)
+                out.warnings.append(
+                    f"turn {att.turn + 1} attempt {att.attempt + 1} is not in the recording: its times are the replay's"
+                )
+                continue
+            done = att.end is not None
+            reads = orig.reads if done else orig.reads[: len(att.reads)]
+            rt.attempts.append(
+                RecordedAttempt(
+                    orig.turn,
+                    orig.attempt,
+                    orig.request,
+                    orig.response if att.response is not None or done else None,
+                    reads,
+                    orig.end if done else None,
+                    orig.conversation,
+                )
+            )
+        out.turns.append(rt)
+    return out
 
 
 def format_timing(recording: Recording) -> str:

@@ -216,3 +216,56 @@ async def test_the_view_names_each_turn_with_its_conversation() -> None:
         screen = await open_timing(pilot)
         heads = [line.split(":")[0] for line in screen.text.split("\n") if ": HTTP " in line]
     assert heads == ["[c1] turn 1 (#1) attempt 1", "[c2] turn 1 (#2) attempt 1", "[c1] turn 2 (#3) attempt 1"]
+
+
+async def _buffered_recording(path: Path) -> Path:
+    """proxy_buffered recorded on the scenario's own clock: 7.868 s of silence, then the whole stream at once."""
+    session = paced_session("proxy_buffered", record=path)
+    result = await session.run()
+    assert result.status == "finished"
+    return path
+
+
+@pytest.mark.parametrize("speed", [math.inf, 4.0])
+async def test_a_replays_timing_is_the_recordings_own_whatever_its_speed(tmp_path: Path, speed: float) -> None:
+    """A replay's reads come at its speed: at max speed a buffered stream's 7.868 s of silence was gone, and the view
+    said NOT BUFFERED with a first byte at 0.001 s; at 4x, 1.97 s. The view now gives the recording's own times, as
+    far as the replay got, and says so."""
+    path = await _buffered_recording(tmp_path / "buffered.jsonl")
+    app = InspectorApp(lambda: sources.replay_session(path, speed=speed), replay=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await finished(pilot)
+        screen = await open_timing(pilot)
+        assert screen.verdict == "buffered", screen.text
+        assert "held burst at 7.868 s after 7.868 s of silence" in screen.text
+        assert screen.text.startswith("Timing · the recording's own times, as far as replayed")
+        # time travel (to the first event: its one read, the whole buffered body, is in): the recording's times too
+        app.set_cursor(1)
+        await wait_for(lambda: screen.text.startswith("Timing · the recording's own times, as of event 1 "))
+        assert "held burst at 7.868 s after 7.868 s of silence" in screen.text
+
+
+def test_as_far_as_takes_the_recordings_reads_up_to_the_replays() -> None:
+    """The pure part: an attempt begun with one of three reads has the original's first read and no end; an attempt
+    of the replay that the recording does not have keeps the replay's times, with a warning."""
+    from inspector.record.recording import RecordedAttempt, RecordedRead, RecordedTurn, Recording
+    from inspector.record.timing import as_far_as
+
+    def read(t: float) -> RecordedRead:
+        return RecordedRead(t, b"x")
+
+    original = Recording({"kind": "header"}, [RecordedTurn(0, [RecordedAttempt(0, 0, {}, {"t": 0.3})])])
+    original.turns[0].attempts[0].reads = [read(1.0), read(2.0), read(3.0)]
+    original.turns[0].attempts[0].end = {"t": 3.1, "status": "complete"}
+    replayed = Recording({"kind": "header"}, [RecordedTurn(0, [RecordedAttempt(0, 0, {}, {"t": 0.0})])])
+    replayed.turns[0].attempts[0].reads = [read(0.01)]
+    got = as_far_as(original, replayed)
+    (att,) = got.attempts()
+    assert [r.t for r in att.reads] == [1.0] and att.end is None and att.response == {"t": 0.3}
+    replayed.turns[0].attempts[0].end = {"t": 0.02}
+    (att,) = as_far_as(original, replayed).attempts()
+    assert [r.t for r in att.reads] == [1.0, 2.0, 3.0] and att.end == {"t": 3.1, "status": "complete"}
+    replayed.turns.append(RecordedTurn(1, [RecordedAttempt(1, 0, {}, None, [read(0.5)])]))
+    got = as_far_as(original, replayed)
+    assert [a.reads[0].t for a in got.attempts()] == [1.0, 0.5]
+    assert got.warnings == ["turn 2 attempt 1 is not in the recording: its times are the replay's"]

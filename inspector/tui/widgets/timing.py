@@ -26,7 +26,7 @@ from textual.widgets import Static
 
 from inspector.core.fmt import count, latency, seconds
 from inspector.record.recording import RecordedAttempt, Recording
-from inspector.record.timing import RecordingBuilder, analyze_attempt, histogram_rows, timing_json
+from inspector.record.timing import RecordingBuilder, analyze_attempt, as_far_as, histogram_rows, timing_json
 from inspector.state.travel import History
 
 REFRESH_HZ = 4
@@ -63,10 +63,17 @@ class TimingAnalysis:
         self._whole: tuple[Recording, dict[str, Any]] | None = None
 
     def compute(
-        self, history: History, cut: int, source: dict[str, Any] | None = None, *, timed_reads: bool = True
+        self,
+        history: History,
+        cut: int,
+        source: dict[str, Any] | None = None,
+        *,
+        timed_reads: bool = True,
+        original: Recording | None = None,
     ) -> dict[str, Any]:
         """`timed_reads=False` when the source has no per-read timing (a HAR replay): the replayed reads' times
-        are the replay's, not the original's, so the analysis must not judge them."""
+        are the replay's, not the original's, so the analysis must not judge them. ``original``: the recording a
+        replay replays: the report is its own times, as far as the first `cut` observations replayed it."""
         b = self._builder
         if history is not self._history or b is None or b.timed_reads != timed_reads:
             self._cache.clear()  # (within one history the cache stays valid: observations are only appended)
@@ -78,6 +85,8 @@ class TimingAnalysis:
         obs = history.observations
         for i in range(builder.count, min(cut, len(obs))):
             builder.add(obs[i])
+        if original is not None:
+            return timing_json(as_far_as(original, builder.recording), analyze=self._analyze)
         return timing_json(builder.recording, analyze=self._analyze)
 
     def compute_recording(self, recording: Recording) -> dict[str, Any]:
@@ -291,7 +300,11 @@ class TimingScreen(ModalScreen[None]):
         original = inputs.original if note else None
         if isinstance(original, Recording):
             cut = cursor = None
-        key = (id(history), cut, cursor, note, id(original))
+        # a replay of a recording with per-read timing: its reads come at the replay's speed (at max speed with no
+        # silence left), so the report is the recording's own times, as far as it was replayed (record/timing.py:
+        # as_far_as)
+        replayed = inputs.original if not note and isinstance(inputs.original, Recording) else None
+        key = (id(history), cut, cursor, note, id(original or replayed))
         now = time.monotonic()
         growing = bool(self._key) and key[0] == self._key[0] and cursor is None and self._key[2] is None
         if key == self._key or (growing and now < self._next):  # live growth waits for the throttle
@@ -302,7 +315,11 @@ class TimingScreen(ModalScreen[None]):
                 data = self.analysis.compute_recording(original)
             else:
                 data = self.analysis.compute(
-                    history, len(history) if cut is None else cut, inputs.source or None, timed_reads=not note
+                    history,
+                    len(history) if cut is None else cut,
+                    inputs.source or None,
+                    timed_reads=not note,
+                    original=replayed,
                 )
             self.data = data
         except Exception as e:  # noqa: BLE001 (a report bug must not take the dashboard down)
@@ -318,6 +335,9 @@ class TimingScreen(ModalScreen[None]):
         out = Text()
         if isinstance(original, Recording):
             title = "Timing · the whole imported recording"
+        elif replayed is not None:
+            upto = f"as of event {cursor} of {history.event_count}" if cursor is not None else "as far as replayed"
+            title = f"Timing · the recording's own times, {upto}"
         elif cursor is not None:
             title = f"Timing · as of event {cursor} of {history.event_count} (time travel)"
         else:
