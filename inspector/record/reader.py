@@ -91,6 +91,10 @@ class SpilledReads(Sequence[RecordedRead]):
     def __len__(self) -> int:
         return len(self._offset)
 
+    def times(self) -> list[float | None]:
+        """Every read's time (None: unknown), without reading their bytes back."""
+        return [None if math.isnan(t) else t for t in self._t]
+
     def _get(self, i: int) -> RecordedRead:
         t = self._t[i]
         self._file.flush()

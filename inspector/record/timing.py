@@ -53,11 +53,21 @@ import orjson
 from inspector.core.fmt import count, latency, seconds
 from inspector.core.redaction import clean_headers
 from inspector.observe import observations as O
-from inspector.record.recording import FORMAT, VERSION, RecordedAttempt, RecordedRead, RecordedTurn, Recording
+from inspector.record.recording import (
+    FORMAT,
+    VERSION,
+    RecordedAttempt,
+    RecordedRead,
+    RecordedTurn,
+    Recording,
+    SpilledReads,
+)
 from inspector.stream.diagnostics import Diagnostic
 from inspector.stream.sse import SSEDecoder
 
 __all__ = [
+    "replayed_buffering",
+    "recorded_buffering",
     "as_far_as",
     "BUFFERED_SHARE",
     "BURST_GAP",
@@ -292,6 +302,7 @@ class BufferingWatch:
         self._status: dict[tuple[int, int], int] = {}
         self._holds: list[tuple[float, float]] = []
         self._held_since: float | None = None
+        self.recorded: dict[str, str] | None = None  # a replay's verdicts, judged on the recording (LoopStarted)
 
     def __call__(self, obs: O.Observation) -> Diagnostic | None:
         cls = type(obs)
@@ -317,12 +328,17 @@ class BufferingWatch:
             start = self._held_since if self._held_since is not None else obs.t - max(0.0, obs.held or 0.0)  # type: ignore[attr-defined]
             self._holds.append((start, obs.t))
             self._held_since = None
+        elif cls is O.LoopStarted:
+            self.recorded = replayed_buffering(obs.source)  # type: ignore[attr-defined]
         elif cls is O.AttemptEnded:
             key = (obs.turn, obs.attempt)  # type: ignore[attr-defined]
             reads = self._reads.pop(key, [])
             self._index.pop(key, None)
             t0 = self._t0.pop(key, None)
             status = self._status.pop(key, None)
+            if self.recorded is not None:  # a replay: the recording's own times were judged (recorded_buffering)
+                message = self.recorded.get(f"{key[0]}:{key[1]}")
+                return None if message is None else Diagnostic(BUFFERED_CODE, "error", message)
             if not reads or status not in (None, 200):
                 return None
             holds = [(max(0.0, s - t0), e - t0) for s, e in self._holds if t0 is not None and e > t0]
@@ -591,6 +607,45 @@ def timing_json(recording: Recording, *, analyze: Callable[..., dict[str, Any]] 
         "warnings": list(recording.warnings),
         "diagnostics": diagnostics,  # timing.buffered per buffered attempt (dump --timing exits 1 on one)
     }
+
+
+def replayed_buffering(source: Any) -> dict[str, str] | None:
+    """The verdicts a replay's source carries (:func:`recorded_buffering`, as ``recorded_buffering``): a replay's
+    attempts are judged by them, not by the replayed reads' times; None for any other source."""
+    if not isinstance(source, dict) or source.get("type") != "replay":
+        return None
+    recorded = source.get("recorded_buffering")
+    return recorded if isinstance(recorded, dict) else None
+
+
+def recorded_buffering(recording: Recording) -> dict[str, str]:
+    """The ``timing.buffered`` message of each attempt that the recording's own times judge buffered, by
+    ``"turn:attempt"``: a replay's reads come at its speed (at max speed no silence is left), so its dashboard and
+    headless lines judge the recording's reads, not the replay's. Cheap: only an attempt with a silence of
+    ``HELD_SILENCE`` between reads (or before the first) is analysed, and no read's bytes are read for the others."""
+    if recording.header.get("timing") == "per-response":
+        return {}
+    holds: list[tuple[float, float]] | None = None
+    out: dict[str, str] = {}
+    for att in recording.attempts():
+        reads: Any = att.reads
+        times = reads.times() if isinstance(reads, SpilledReads) else [r.t for r in reads]
+        prev, silent = 0.0, False
+        for t in times:
+            if t is None:
+                break
+            if t - prev >= HELD_SILENCE:
+                silent = True
+                break
+            prev = t
+        if not silent:
+            continue
+        if holds is None:
+            holds = held_intervals(recording)
+        d = buffering_diagnostic(analyze_attempt(att, holds)["buffering"])
+        if d is not None:
+            out[f"{att.turn}:{att.attempt}"] = d.message
+    return out
 
 
 def as_far_as(original: Recording, replayed: Recording) -> Recording:

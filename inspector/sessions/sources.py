@@ -552,6 +552,7 @@ def replay_session(
     if not isinstance(body, dict):
         body = {}
     from inspector.record.replay import recorded_provider
+    from inspector.record.timing import recorded_buffering
 
     provider = recorded_provider(recording)
     transport = httpx2.AsyncClient(transport=ReplayTransport(server))
@@ -612,6 +613,9 @@ def replay_session(
                 else {}
             ),
             **({"warnings": list(recording.warnings)} if recording.warnings else {}),  # (gaps clamped, bad shapes)
+            # its attempts' buffering, judged on the recording's own times: the replayed reads come at the replay's
+            # speed (record/timing.py recorded_buffering; the dashboard and the headless lines say these)
+            "recorded_buffering": recorded_buffering(recording),
         },
         scale_backoff=True,
     )

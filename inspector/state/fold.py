@@ -23,7 +23,13 @@ from typing import Any, ClassVar
 from inspector.observe import observations as O
 from inspector.observe.states import TOOL_RAN, TOOL_TERMINAL, LoopState, ToolState
 from inspector.observe.stepobs import event_name
-from inspector.record.timing import HELD_SILENCE, attempt_buffering, buffering_diagnostic
+from inspector.record.timing import (
+    BUFFERED_CODE,
+    HELD_SILENCE,
+    attempt_buffering,
+    buffering_diagnostic,
+    replayed_buffering,
+)
 from inspector.state.columns import ByteStore, CowDict
 from inspector.state.conversations import ConversationTable
 from inspector.state.entries import (
@@ -744,7 +750,17 @@ class DashboardState:
 
     def _buffering(self, a: AttemptEntry, t: float) -> None:
         """At an attempt's end: the buffering verdict of its reads (as the timing view judges it); "buffered" is
-        the named diagnostic ``timing.buffered``. Costs the attempt's reads and events, once."""
+        the named diagnostic ``timing.buffered``. Costs the attempt's reads and events, once. A replay's attempt
+        is judged on the recording's own times (its source's ``recorded_buffering``), not on the replayed reads'."""
+        recorded = replayed_buffering(self.status.source)
+        if recorded is not None:
+            message = recorded.get(f"{a.turn}:{a.attempt}")
+            if isinstance(message, str):
+                self.diagnostics.append(
+                    DiagEntry(t, a.turn, a.attempt, BUFFERED_CODE, "error", message, None, None, None)
+                )
+                self.rev_diag = self.n
+            return
         first = self.attempt_first_read.get(a.key)
         if first is None or a.status_code not in (None, 200) or a.max_silence < HELD_SILENCE:
             return  # (no silence long enough for a held burst: not buffered, whatever the rest)

@@ -342,3 +342,61 @@ def test_openai_content_tokens_are_told_in_both_families() -> None:
     assert _event_content("response.output_text.delta", '{"delta":"Hi"}') == ("response.output_text.delta", True)
     assert _event_content("response.function_call_arguments.delta", '{"delta":""}')[1] is False
     assert _event_content("response.created", '{"response":{}}')[1] is False
+
+
+async def test_a_replay_judges_buffering_on_the_recordings_own_times(tmp_path: Path) -> None:
+    """A replay's reads come at its speed: at max speed a buffered stream's 3 s of silence is gone, and neither the
+    dashboard nor the headless lines said timing.buffered (at 1x they did). Both now say what the recording's own
+    times say, at any speed; a stream that was not buffered stays unflagged."""
+    from inspector.cli.headless import ProgressPrinter
+    from inspector.record.recorder import Recorder
+    from inspector.record.timing import BUFFERED_CODE, recorded_buffering
+    from inspector.sessions.sources import load_recording, replay_session
+    from inspector.state.fold import DashboardState
+    from inspector.testing.loop import Lines
+    from inspector.testing.synthetic import buffered_observations
+
+    for buffered in (True, False):
+        path = tmp_path / f"{buffered}.jsonl"
+        rec = Recorder(str(path))
+        for o in buffered_observations(buffered=buffered):
+            rec(o)
+        rec.close()
+        recording = load_recording(path)
+        assert list(recorded_buffering(recording)) == (["0:0"] if buffered else [])
+        for speed in (math.inf, 8.0):
+            session = replay_session(recording, speed=speed)
+            seen: list[O.Observation] = []
+            lines = Lines()
+            session.bus.subscribe(seen.append)
+            session.bus.subscribe(ProgressPrinter(lines))  # type: ignore[arg-type]
+            assert (await session.run()).status == "finished"
+            st = DashboardState().apply_all(seen)
+            assert [d.code for d in st.diagnostics if d.code == BUFFERED_CODE] == ([BUFFERED_CODE] if buffered else [])
+            hits = [ln for ln in lines.text() if "ERROR timing.buffered: BUFFERED" in ln]
+            assert len(hits) == (1 if buffered else 0), (speed, lines.text())
+            if buffered:
+                assert "after 3.000 s of silence" in hits[0]
+
+
+def test_recorded_buffering_reads_no_bytes_of_an_attempt_without_a_silence(tmp_path: Path) -> None:
+    """Only an attempt with a silence of HELD_SILENCE is analysed (a long replay starts at once): the others' reads
+    are never read back from the spill."""
+    from inspector.record.reader import SpilledReads
+    from inspector.record.timing import recorded_buffering
+
+    class Unreadable(SpilledReads):
+        def _get(self, i: int) -> RecordedRead:
+            raise AssertionError("a read's bytes were read back")
+
+    with (tmp_path / "spill").open("w+b") as spill:
+        reads = Unreadable(spill)
+        for k in range(100):
+            reads.append(RecordedRead(0.01 * k, b"event: ping\ndata: {}\n\n"))
+        att = RecordedAttempt(0, 0, {}, {"status": 200, "t": 0.0}, reads, {"status": "complete", "t": 1.0})  # type: ignore[arg-type]
+        assert recorded_buffering(Recording({"kind": "header"}, [RecordedTurn(0, [att])])) == {}
+        late = Unreadable(spill)
+        late.append(RecordedRead(HELD_SILENCE + 0.1, b"event: ping\ndata: {}\n\n"))
+        att2 = RecordedAttempt(0, 0, {}, {"status": 200, "t": 0.0}, late, {"status": "complete", "t": 1.0})  # type: ignore[arg-type]
+        with pytest.raises(AssertionError, match="read back"):  # (the control: one with a silence is analysed)
+            recorded_buffering(Recording({"kind": "header"}, [RecordedTurn(0, [att2])]))
