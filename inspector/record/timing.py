@@ -46,7 +46,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -305,33 +305,39 @@ class BufferingWatch:
         self.recorded: dict[str, str] | None = None  # a replay's verdicts, judged on the recording (LoopStarted)
 
     def __call__(self, obs: O.Observation) -> Diagnostic | None:
+        # (exact classes, one type() call: the branch taken casts, as mypy does not narrow by a stored type)
         cls = type(obs)
         if cls is O.ReadReceived:
-            key = (obs.turn, obs.attempt)  # type: ignore[attr-defined]
+            read = cast(O.ReadReceived, obs)
+            key = (read.turn, read.attempt)
             reads = self._reads.setdefault(key, [])
-            self._index.setdefault(key, {})[obs.read_index] = len(reads)  # type: ignore[attr-defined]
-            reads.append([obs.t_request, len(obs.data), 0])  # type: ignore[attr-defined]
+            self._index.setdefault(key, {})[read.read_index] = len(reads)
+            reads.append([read.t_request, len(read.data), 0])
         elif cls is O.SSEEventSeen:
-            key = (obs.turn, obs.attempt)  # type: ignore[attr-defined]
-            i = self._index.get(key, {}).get(obs.sse.read_index)  # type: ignore[attr-defined]
+            seen = cast(O.SSEEventSeen, obs)
+            key = (seen.turn, seen.attempt)
+            i = self._index.get(key, {}).get(seen.sse.read_index)
             if i is not None:
                 self._reads[key][i][2] += 1
         elif cls is O.AttemptStarted:
-            key = (obs.turn, obs.attempt)  # type: ignore[attr-defined]
-            self._t0[key] = obs.t
+            started = cast(O.AttemptStarted, obs)
+            self._t0[(started.turn, started.attempt)] = obs.t
         elif cls is O.ResponseStarted:
-            self._status[(obs.turn, obs.attempt)] = obs.status  # type: ignore[attr-defined]
+            response = cast(O.ResponseStarted, obs)
+            self._status[(response.turn, response.attempt)] = response.status
         elif cls is O.StreamHeld:
             if self._held_since is None:
                 self._held_since = obs.t
         elif cls is O.StreamReleased:
-            start = self._held_since if self._held_since is not None else obs.t - max(0.0, obs.held or 0.0)  # type: ignore[attr-defined]
+            held = cast(O.StreamReleased, obs).held
+            start = self._held_since if self._held_since is not None else obs.t - max(0.0, held or 0.0)
             self._holds.append((start, obs.t))
             self._held_since = None
         elif cls is O.LoopStarted:
-            self.recorded = replayed_buffering(obs.source)  # type: ignore[attr-defined]
+            self.recorded = replayed_buffering(cast(O.LoopStarted, obs).source)
         elif cls is O.AttemptEnded:
-            key = (obs.turn, obs.attempt)  # type: ignore[attr-defined]
+            ended = cast(O.AttemptEnded, obs)
+            key = (ended.turn, ended.attempt)
             reads = self._reads.pop(key, [])
             self._index.pop(key, None)
             t0 = self._t0.pop(key, None)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from inspector.observe import observations as O
 
@@ -140,13 +140,13 @@ class ConversationTable:
     def apply(self, obs: O.Observation) -> None:
         self.n += 1
         # obs is of the exact class tp: mypy does not narrow by a stored type(obs) (one call here, not one per
-        # branch), hence the arg-type / attr-defined ignores below
+        # branch), so the branch taken casts it (one branch per observation)
         tp = type(obs)
         if tp is O.ConversationAssigned:
-            self._assigned(obs)  # type: ignore[arg-type]
+            self._assigned(cast(O.ConversationAssigned, obs))
             return
         if tp is O.ExchangeForwarded:
-            self._side(obs)  # type: ignore[arg-type]
+            self._side(cast(O.ExchangeForwarded, obs))
             return
         if not self.by_turn:  # (no conversation yet: every observation of a session that is not a proxy's)
             return
@@ -162,33 +162,37 @@ class ConversationTable:
         c = self.by_id[cid]
         c.t_last = max(c.t_last, obs.t)
         if tp is O.AttemptStarted:
+            started = cast(O.AttemptStarted, obs)
             if c.open_attempt is None:
                 self.streaming += 1
-            c.open_attempt = (turn, obs.attempt)  # type: ignore[attr-defined]
+            c.open_attempt = (turn, started.attempt)
             c.attempts += 1
-            body = obs.body  # type: ignore[attr-defined]
+            body = started.body
             if isinstance(body, dict) and isinstance(body.get("model"), str):
                 c.model = c.model or body["model"]
         elif tp is O.MessageStarted:
-            msg = obs.message or {}  # type: ignore[attr-defined]
+            msg = cast(O.MessageStarted, obs).message or {}
             if isinstance(msg.get("model"), str):
                 c.model = msg["model"]
             if isinstance(msg.get("usage"), dict):
                 self._usage(c, turn, msg["usage"], merge=False)
         elif tp is O.MessageUpdated:
-            if obs.usage:  # type: ignore[attr-defined]
-                self._usage(c, turn, obs.usage, merge=True)  # type: ignore[attr-defined]
-            if obs.stop_reason is not None:  # type: ignore[attr-defined]
-                c.stop_reason = obs.stop_reason  # type: ignore[attr-defined]
+            updated = cast(O.MessageUpdated, obs)
+            if updated.usage:
+                self._usage(c, turn, updated.usage, merge=True)
+            if updated.stop_reason is not None:
+                c.stop_reason = updated.stop_reason
         elif tp is O.AttemptEnded:
-            if c.open_attempt == (turn, obs.attempt):  # type: ignore[attr-defined]
+            ended = cast(O.AttemptEnded, obs)
+            if c.open_attempt == (turn, ended.attempt):
                 c.open_attempt = None
                 self.streaming -= 1
-            c.last_status = obs.status  # type: ignore[attr-defined]
+            c.last_status = ended.status
         elif tp is O.TurnEnded:
-            c.stop_reason = obs.stop_reason  # type: ignore[attr-defined]
-            if obs.usage:  # type: ignore[attr-defined]
-                self._usage(c, turn, obs.usage, merge=False)  # type: ignore[attr-defined]
+            turn_ended = cast(O.TurnEnded, obs)
+            c.stop_reason = turn_ended.stop_reason
+            if turn_ended.usage:
+                self._usage(c, turn, turn_ended.usage, merge=False)
         c.version = self.n
         self.rev = self.n
 
