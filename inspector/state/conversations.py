@@ -160,7 +160,8 @@ class ConversationTable:
         if cid is None:
             return
         c = self.by_id[cid]
-        c.t_last = max(c.t_last, obs.t)
+        if tp is not O.ToolStateChanged or cast(O.ToolStateChanged, obs).state != "unknown":
+            c.t_last = max(c.t_last, obs.t)  # (a call ended unknown at the session's end is not its activity)
         if tp is O.AttemptStarted:
             started = cast(O.AttemptStarted, obs)
             if c.open_attempt is None:

@@ -226,6 +226,7 @@ async def test_a_tool_still_running_when_the_session_ends_ends_unknown_and_its_c
         assert all(t.elapsed(1e9) is None and t.t_finished is not None for t in st.tools.values())
         assert st.turn_savings(0) is None
         assert [c.state for c in st.conversations] == [ENDED]
+        assert [c.t_last for c in st.conversations] == [c.t_last for c in before.conversations]  # (not the end's)
         kept = [o for o in read_recording(rec).observations if o.get("type") == "tool_state"]
         assert [o["error"] for o in kept if o["state"] == "unknown"] == [words] * 4
         session.proxy.close()  # (closed twice: nothing more is said)
