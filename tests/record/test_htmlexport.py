@@ -428,6 +428,28 @@ def test_the_tools_pane_names_each_calls_conversation_and_marks_inferred_times_i
     assert "≈[c2] read_file" in dom
 
 
+@needs_browser
+def test_a_call_whose_outcome_is_unknown_has_no_inferred_time_in_a_real_browser(tmp_path: Path) -> None:
+    """The session ended (the watched command exited) before c2's next request: its call ended `unknown`. The page
+    said "≈ inferred from the next request ≤0.98 s" and drew a run up to the session's end; it says unknown, why,
+    and draws no run (c1's inferred call keeps both)."""
+    rec, page = tmp_path / "unknown.jsonl", tmp_path / "unknown.html"
+    _two_conversations_with_one_tool_id(rec)
+    lines = rec.read_text().splitlines()
+    why = "the command ended before a next request showed its result"
+    gone = [k for k, line in enumerate(lines) if '"succeeded"' in line and '"turn":1' in line.replace(" ", "")]
+    assert len(gone) == 1
+    lines[gone[0]] = json.dumps({"kind": "obs", **_tool_state(3.0, 1, "unknown", {"path": "c2.txt"}), "error": why})
+    rec.write_text("\n".join(lines) + "\n")
+    export(load_any(rec), page, title="unknown")
+    dom = _dom(page, "#tab=tools")
+    assert _attr(dom, "errors") == "0"
+    assert dom.count("≈ inferred from the next request ≤") == 1 and why in dom and ">unknown<" in dom
+    dom = _dom(page, "#tab=timeline")
+    assert _attr(dom, "errors") == "0"
+    assert "≈[c1] read_file" in dom and "≈[c2] read_file" not in dom
+
+
 def test_a_responses_requests_diff_shows_its_input_items(tmp_path: Path) -> None:
     """A Responses request sends its history as `input`, not `messages`: the Turns pane said "(no change)" for a
     conversation's first request (nothing under `messages`) and, for the next one, the whole input before and
