@@ -167,3 +167,28 @@ def test_conversation_sinks_are_bounded_and_each_conversation_has_its_own_parent
     chats = [s for s in spans if s.name.startswith("chat ")]
     assert sorted(roots.values(), key=str) == ["a", "b", "c"] and not sinks.sinks
     assert [roots[c.parent.span_id] if c.parent else None for c in chats] == ["a", "b", "a", "c"]
+
+
+def test_a_call_whose_outcome_is_unknown_ends_its_span_without_an_error() -> None:
+    """The proxy's call still running (inferred) when the session ended: its span ends there, outcome `unknown`, not
+    marked as an error (nothing says it failed); a failed call's span is."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import StatusCode
+
+    from inspector.observe import observations as O
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    sink = otel.OtelSink(provider.get_tracer("t"))
+    sink(O.AttemptStarted(0.0, 0, 0, "POST", "http://x/v1/messages", {}, {"model": "claude-sonnet-4-6"}))
+    why = "the command ended before a next request showed its result"
+    for tid, end, error in (("A", "unknown", why), ("B", "failed", "boom")):
+        sink(O.ToolStateChanged(1.0, 0, 0, tid, "grep", 1, "running", {}, None, None, {"running": 1.0}, inferred=True))
+        sink(O.ToolStateChanged(2.0, 0, 0, tid, "grep", 1, end, None, error, None, {end: 2.0}, inferred=True))
+    spans = {(s.attributes or {}).get("gen_ai.tool.call.id"): s for s in exporter.get_finished_spans()}
+    assert (spans["A"].attributes or {}).get(otel.OUTCOME) == "unknown"
+    assert spans["A"].status.status_code != StatusCode.ERROR and "error.type" not in (spans["A"].attributes or {})
+    assert spans["B"].status.status_code == StatusCode.ERROR
