@@ -654,6 +654,26 @@ def recorded_buffering(recording: Recording) -> dict[str, str]:
     return out
 
 
+class _Prefix(Sequence[RecordedRead]):
+    """The first ``n`` reads of an attempt, read only when indexed (a spilled attempt's bytes are read back only if
+    the analysis runs: the timing view's cache skips an attempt whose read count did not change)."""
+
+    def __init__(self, reads: Sequence[RecordedRead], n: int) -> None:
+        self.reads, self.n = reads, min(n, len(reads))
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self.reads[k] for k in range(*i.indices(self.n))]
+        if i < 0:
+            i += self.n
+        if not 0 <= i < self.n:
+            raise IndexError(i)
+        return self.reads[i]
+
+
 def as_far_as(original: Recording, replayed: Recording) -> Recording:
     """The original recording as far as a replay of it has got: its attempts that ``replayed`` (what the replay's
     observations made, a :class:`RecordingBuilder`'s) has begun, each with as many of its reads as were replayed,
@@ -674,7 +694,8 @@ def as_far_as(original: Recording, replayed: Recording) -> Recording:
                 )
                 continue
             done = att.end is not None
-            reads = orig.reads if done else orig.reads[: len(att.reads)]
+            # (read like a list: len, index, iterate; as a spilled attempt's SpilledReads are)
+            reads = orig.reads if done else cast(list[RecordedRead], _Prefix(orig.reads, len(att.reads)))
             rt.attempts.append(
                 RecordedAttempt(
                     orig.turn,

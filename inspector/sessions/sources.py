@@ -544,7 +544,9 @@ def replay_session(
             parts.append((cid, turns, part))
         source = {**parts[0][2].source}
         source.pop("conversation", None)
-        return ConversationReplay(parts, source)
+        whole = ConversationReplay(parts, source)
+        whole.recording = recording  # (the timing view: the recording's own times, its session turn numbers)
+        return whole
     pacer = Pacer(speed)
     server = ReplayServer(recording, pacer)
     first = next(iter(recording.attempts()), None)

@@ -269,3 +269,58 @@ def test_as_far_as_takes_the_recordings_reads_up_to_the_replays() -> None:
     got = as_far_as(original, replayed)
     assert [a.reads[0].t for a in got.attempts()] == [1.0, 0.5]
     assert got.warnings == ["turn 2 attempt 1 is not in the recording: its times are the replay's"]
+
+
+def _three_conversations_the_last_turn_slow(path: Path) -> Path:
+    import orjson
+
+    from inspector.testing.recordings import proxy_recording
+
+    path = Path(proxy_recording(path))
+    lines = [orjson.loads(x) for x in path.read_text().splitlines()]
+    slow = max(x["turn"] for x in lines if x.get("kind") == "read")  # the session's last turn
+    for x in lines:
+        if x.get("turn") == slow and x.get("kind") in ("read", "end"):
+            x["t"] += 2.48
+    path.write_text("".join(orjson.dumps(x).decode() + "\n" for x in lines))
+    return path
+
+
+async def test_a_replay_of_many_conversations_gives_the_recordings_own_times_too(tmp_path: Path) -> None:
+    """A proxy recording of three conversations replays one conversation after the other: its timing view reads the
+    recording's times by the session's turn numbers (c3's second turn answered after 2.5 s: at max speed the replay
+    had it at once)."""
+    path = _three_conversations_the_last_turn_slow(tmp_path / "three.jsonl")
+    app = InspectorApp(lambda: sources.replay_session(path, speed=math.inf), replay=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await finished(pilot)
+        screen = await open_timing(pilot)
+        assert screen.text.startswith("Timing · the recording's own times, as far as replayed")
+        assert "first byte 2.500 s" in screen.text and "first byte 0.020 s" in screen.text
+
+
+def test_as_far_as_reads_no_bytes_back_until_the_analysis_runs(tmp_path: Path) -> None:
+    """A spilled attempt in progress is a lazy prefix: the timing view's cache skips an attempt whose read count did
+    not change, and its bytes are then never read back (they were, on every recomputation)."""
+    from inspector.record.reader import SpilledReads
+    from inspector.record.recording import RecordedAttempt, RecordedRead, RecordedTurn, Recording
+    from inspector.record.timing import as_far_as
+
+    class Unreadable(SpilledReads):
+        def _get(self, i: int) -> RecordedRead:
+            raise AssertionError("a read's bytes were read back")
+
+    with (tmp_path / "spill").open("w+b") as spill:
+        reads = Unreadable(spill)
+        for k in range(50):
+            reads.append(RecordedRead(0.1 * k, b"data: {}\n\n"))
+        att = RecordedAttempt(0, 0, {}, {"status": 200}, reads, {"status": "complete"})  # type: ignore[arg-type]
+        original = Recording({"kind": "header"}, [RecordedTurn(0, [att])])
+        replayed = Recording({"kind": "header"}, [RecordedTurn(0, [RecordedAttempt(0, 0, {}, {"status": 200})])])
+        replayed.turns[0].attempts[0].reads = [RecordedRead(0.0, b"data: {}\n\n")] * 7
+        (got,) = as_far_as(original, replayed).attempts()
+        assert len(got.reads) == 7 and got.end is None
+        with pytest.raises(AssertionError, match="read back"):
+            got.reads[6]
+        with pytest.raises(IndexError):
+            got.reads[7]
