@@ -88,7 +88,8 @@ class _SwitchInterval:
 _switch_interval = _SwitchInterval()
 
 
-TERMINAL = TOOL_TERMINAL
+# the states this executor ends a call in (UNKNOWN is the proxy's: another harness's call whose result never came)
+TERMINAL = TOOL_TERMINAL - {ToolState.UNKNOWN}
 # a tool_result's content: text, or content blocks (dicts with a "type") passed through
 ToolContent = str | list[dict[str, Any]]
 FINISHED_AT = "finished_at"  # the key of ToolCall.times for the moment a call first became terminal
