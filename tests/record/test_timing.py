@@ -17,7 +17,14 @@ from inspector.net.faults import render_faulted
 from inspector.net.serve import ServeApp
 from inspector.net.server import BackgroundServer
 from inspector.observe import observations as O
-from inspector.record.recording import RecordedAttempt, RecordedRead, RecordedTurn, Recording, read_recording
+from inspector.record.recording import (
+    RecordedAttempt,
+    RecordedRead,
+    RecordedTurn,
+    Recording,
+    SpilledReads,
+    read_recording,
+)
 from inspector.record.timing import (
     BUFFERED_SHARE,
     HELD_SILENCE,
@@ -379,24 +386,47 @@ async def test_a_replay_judges_buffering_on_the_recordings_own_times(tmp_path: P
                 assert "after 3.000 s of silence" in hits[0]
 
 
+class _Unreadable(SpilledReads):
+    """Spilled reads whose bytes must not be read back (their times may be)."""
+
+    def _get(self, i: int) -> RecordedRead:
+        raise AssertionError("a read's bytes were read back")
+
+
 def test_recorded_buffering_reads_no_bytes_of_an_attempt_without_a_silence(tmp_path: Path) -> None:
     """Only an attempt with a silence of HELD_SILENCE is analysed (a long replay starts at once): the others' reads
     are never read back from the spill."""
-    from inspector.record.reader import SpilledReads
     from inspector.record.timing import recorded_buffering
 
-    class Unreadable(SpilledReads):
-        def _get(self, i: int) -> RecordedRead:
-            raise AssertionError("a read's bytes were read back")
-
     with (tmp_path / "spill").open("w+b") as spill:
-        reads = Unreadable(spill)
+        reads = _Unreadable(spill)
         for k in range(100):
             reads.append(RecordedRead(0.01 * k, b"event: ping\ndata: {}\n\n"))
         att = RecordedAttempt(0, 0, {}, {"status": 200, "t": 0.0}, reads, {"status": "complete", "t": 1.0})  # type: ignore[arg-type]
         assert recorded_buffering(Recording({"kind": "header"}, [RecordedTurn(0, [att])])) == {}
-        late = Unreadable(spill)
+        late = _Unreadable(spill)
         late.append(RecordedRead(HELD_SILENCE + 0.1, b"event: ping\ndata: {}\n\n"))
         att2 = RecordedAttempt(0, 0, {}, {"status": 200, "t": 0.0}, late, {"status": "complete", "t": 1.0})  # type: ignore[arg-type]
         with pytest.raises(AssertionError, match="read back"):  # (the control: one with a silence is analysed)
             recorded_buffering(Recording({"kind": "header"}, [RecordedTurn(0, [att2])]))
+
+
+def test_as_far_as_reads_no_bytes_back_until_the_analysis_runs(tmp_path: Path) -> None:
+    """A spilled attempt in progress is a lazy prefix: the timing view's cache skips an attempt whose read count did
+    not change, and its bytes are then never read back (they were, on every recomputation)."""
+    from inspector.record.timing import as_far_as
+
+    with (tmp_path / "spill").open("w+b") as spill:
+        reads = _Unreadable(spill)
+        for k in range(50):
+            reads.append(RecordedRead(0.1 * k, b"data: {}\n\n"))
+        att = RecordedAttempt(0, 0, {}, {"status": 200}, reads, {"status": "complete"})  # type: ignore[arg-type]
+        original = Recording({"kind": "header"}, [RecordedTurn(0, [att])])
+        replayed = Recording({"kind": "header"}, [RecordedTurn(0, [RecordedAttempt(0, 0, {}, {"status": 200})])])
+        replayed.turns[0].attempts[0].reads = [RecordedRead(0.0, b"data: {}\n\n")] * 7
+        (got,) = as_far_as(original, replayed).attempts()
+        assert len(got.reads) == 7 and got.end is None
+        with pytest.raises(AssertionError, match="read back"):
+            got.reads[6]
+        with pytest.raises(IndexError):
+            got.reads[7]

@@ -297,30 +297,3 @@ async def test_a_replay_of_many_conversations_gives_the_recordings_own_times_too
         screen = await open_timing(pilot)
         assert screen.text.startswith("Timing · the recording's own times, as far as replayed")
         assert "first byte 2.500 s" in screen.text and "first byte 0.020 s" in screen.text
-
-
-def test_as_far_as_reads_no_bytes_back_until_the_analysis_runs(tmp_path: Path) -> None:
-    """A spilled attempt in progress is a lazy prefix: the timing view's cache skips an attempt whose read count did
-    not change, and its bytes are then never read back (they were, on every recomputation)."""
-    from inspector.record.reader import SpilledReads
-    from inspector.record.recording import RecordedAttempt, RecordedRead, RecordedTurn, Recording
-    from inspector.record.timing import as_far_as
-
-    class Unreadable(SpilledReads):
-        def _get(self, i: int) -> RecordedRead:
-            raise AssertionError("a read's bytes were read back")
-
-    with (tmp_path / "spill").open("w+b") as spill:
-        reads = Unreadable(spill)
-        for k in range(50):
-            reads.append(RecordedRead(0.1 * k, b"data: {}\n\n"))
-        att = RecordedAttempt(0, 0, {}, {"status": 200}, reads, {"status": "complete"})  # type: ignore[arg-type]
-        original = Recording({"kind": "header"}, [RecordedTurn(0, [att])])
-        replayed = Recording({"kind": "header"}, [RecordedTurn(0, [RecordedAttempt(0, 0, {}, {"status": 200})])])
-        replayed.turns[0].attempts[0].reads = [RecordedRead(0.0, b"data: {}\n\n")] * 7
-        (got,) = as_far_as(original, replayed).attempts()
-        assert len(got.reads) == 7 and got.end is None
-        with pytest.raises(AssertionError, match="read back"):
-            got.reads[6]
-        with pytest.raises(IndexError):
-            got.reads[7]
