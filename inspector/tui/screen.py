@@ -279,6 +279,8 @@ class DashboardScreen(Screen[None]):
         """proxy / serve --tui: the address to point a harness at, in full."""
         src = state.status.source or source or {}
         listen = src.get("listen") if isinstance(src, dict) else None
+        if state.status.finished:  # the session ended: nothing listens there any more (the status line says why)
+            listen = None
         text = f"point a harness here:  ANTHROPIC_BASE_URL={listen}" if listen else ""
         # both SDKs' variables where both APIs are answered: serve, or a proxy with an OpenAI upstream (watch)
         if listen and (src.get("type") == "serve" or src.get("openai_upstream")):

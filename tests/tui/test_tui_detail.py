@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from functools import partial
 from typing import Any
 
 import pytest
@@ -445,6 +446,27 @@ class TestProxyAndServe:
             assert (f"OPENAI_BASE_URL={url}/v1" in text or "OPENAI_BASE_URL: the same + /v1" in text) == both
             assert (f"OPENAI_BASE_URL={url}/v1" in text) == (both and size == WIDE)
             assert banner.region.width >= len(text.strip())  # nothing cut off at 80 columns
+
+    async def test_the_address_goes_once_the_session_ended(self) -> None:
+        """After the watched command exited (or the proxy stopped) nothing listens there: the line that said "point a
+        harness here" with that address stayed, on a finished session."""
+        url = "http://127.0.0.1:54321"
+        source: dict[str, Any] = {"type": "proxy", "upstream": "https://api.anthropic.com", "listen": url}
+        ended = O.LoopFinished(1.0, "finished", 0, [], [], None)
+        runs: list[tuple[list[O.Observation], bool]] = [
+            ([O.LoopStarted(0.0, source, "", None)], True),
+            ([O.LoopStarted(0.0, source, "", None), ended], False),
+        ]
+        for obs, shown in runs:
+            factory = Factory(partial(FakeSession, obs, source=source))
+            app = InspectorApp(factory, clock=lambda: 0.0)
+            count = len(obs)
+            async with app.run_test(size=WIDE) as pilot:
+                await wait_for(lambda: app.live.status.source.get("listen") == url, what="the session's start")
+                await wait_for(lambda: app.live.n >= count, what="every observation")
+                await pilot.pause()
+                banner = app.dashboard.query_one("#connect")
+                assert bool(banner.display) == shown, str(banner.render())
 
 
 class TestCtrlC:
