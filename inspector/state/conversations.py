@@ -119,6 +119,9 @@ class ConversationTable:
         self.by_turn: dict[int, str] = {}
         self.other_requests = 0  # side requests of no conversation
         self.side_requests = 0  # side requests in all (of a conversation or none): the status line's count
+        # side requests by why they are no turns ("not streamed", "count_tokens", "GET", "other path": the kind, not
+        # the path, so a few keys whatever the requests)
+        self.side_why: dict[str, int] = {}
         self.streaming = 0  # conversations with an attempt streaming now
         self.rev = 0  # the observation count when anything here last changed
         self.n = 0
@@ -225,6 +228,9 @@ class ConversationTable:
 
     def _side(self, obs: O.ExchangeForwarded) -> None:
         self.side_requests += 1
+        why = (obs.side or "other").split(" /", 1)[0]
+        if why in self.side_why or len(self.side_why) < 8:
+            self.side_why[why] = self.side_why.get(why, 0) + 1
         c = self.by_id.get(obs.conversation or "")
         if c is None:
             self.other_requests += 1
@@ -257,6 +263,7 @@ class ConversationTable:
         new.by_turn = dict(self.by_turn)
         new.other_requests, new.streaming, new.rev, new.n = self.other_requests, self.streaming, self.rev, self.n
         new.side_requests = self.side_requests
+        new.side_why = dict(self.side_why)
         return new
 
 

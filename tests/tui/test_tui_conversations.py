@@ -545,3 +545,26 @@ async def test_a_restart_shows_the_chosen_conversation_again() -> None:
         assert app.selected_conversation == "c2" and app.dashboard.conversations_view.shown == "c2"
         assert app.conversation_filter is not None and app.conversation_filter.conversation == "c2"
         assert turns_in_events(app) == before  # (c2's turns: the panes show them alone)
+
+
+async def test_a_harness_that_never_streams_is_told_why_the_panes_stay_empty() -> None:
+    """`watch` of a harness that calls messages.create without `stream`: every request is a side request, never a
+    turn (issue 21 §2). The dashboard stayed empty, its Diagnostics line saying "the stream was well-formed" of a
+    stream that never came; it now says what came instead, and why no turn."""
+    source = {"type": "watch", "listen": "http://127.0.0.1:5"}
+    side = [
+        O.ExchangeForwarded(1.0 + k, "POST", path, 200, 468, "complete", None, why)
+        for k, (path, why) in enumerate(
+            [("/v1/messages", "not streamed"), ("/v1/messages", "not streamed"), ("/v1/models", "GET /v1/models")]
+        )
+    ]
+    app = InspectorApp(
+        observations=[O.LoopStarted(0.0, source, "", None), *side, O.LoopFinished(9.0, "finished", 0, [], [], None)],
+        clock=lambda: 0.0,
+    )
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_for(lambda: app.live.conversations.side_requests == 3, what="the side requests")
+        await pilot.pause()
+        line = "".join(s.text for s in app.diagnostics_view.render_line(0))
+    assert "no stream yet: 3 side requests (2 not streamed, 1 GET), never shown as turns" in line
+    assert "well-formed" not in line

@@ -16,6 +16,17 @@ SEVERITY_CLASS = {"error": "diag--error", "warning": "diag--warning", "info": "d
 GLYPH = {"error": "✗", "warning": "⚠", "info": "ℹ"}
 
 
+def no_stream_words(state: DashboardState) -> str:
+    """The empty Diagnostics line of a session with no stream: what came instead (a proxy's side requests, which are
+    never turns: a harness that never streams shows only those)."""
+    table = state.conversations
+    if not table.side_requests:
+        return "no stream yet"
+    n = table.side_requests
+    why = ", ".join(f"{v} {k}" for k, v in sorted(table.side_why.items(), key=lambda kv: -kv[1]))
+    return f"no stream yet: {n} side request{'s' if n != 1 else ''} ({why}), never shown as turns"
+
+
 class DiagnosticsView(LineView):
     COMPONENT_CLASSES = {
         "diag--error",
@@ -57,6 +68,8 @@ class DiagnosticsView(LineView):
         return 0 if self.state is None else len(self.state.diagnostics)
 
     def row_key(self, row: int) -> Hashable:
+        if self.count == 0 and self.state is not None:  # (the empty line says whether a stream came, and why not)
+            return (row, True, self.ended, bool(self.state.attempts), self.state.conversations.side_requests)
         return (row, self.count == 0, self.ended)
 
     @property
@@ -70,6 +83,8 @@ class DiagnosticsView(LineView):
         console = self.app.console
         if self.state is None or not self.state.diagnostics:
             words = "the stream was well-formed" if self.ended else "the stream is well-formed so far"
+            if self.state is not None and not self.state.attempts:  # no stream at all: nothing to call well-formed
+                words = no_stream_words(self.state)
             return list(Text(f"✓ no diagnostics: {words}", self.cstyle("diag--empty")).render(console, end=""))
         d = self.state.diagnostics[row]
         text = Text(no_wrap=True, overflow="crop")
