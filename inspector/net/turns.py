@@ -531,8 +531,6 @@ class TurnTracker:
         running (inferred), whose result no later request carried, end as ``unknown`` (``why``): their time stops
         growing, and nothing says they ran, failed or are still running. Once: none is left waiting after it."""
         waiting, self.seen_tools = self.seen_tools, {}
-        for conv in self._conv.values():
-            conv.tools, conv.prev_tools = {}, {}
         now = self.now()
         for s in waiting.values():
             state = ToolState.UNKNOWN

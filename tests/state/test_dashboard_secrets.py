@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -111,10 +112,14 @@ async def test_a_relay_echoing_the_key_split_across_deltas_never_reaches_the_das
         assert tool is not None and tool.input == {"path": f"{REDACTED}.txt"}
 
 
-async def test_the_proxy_dashboard_never_shows_a_key_the_upstream_echoes_split_across_reads_and_deltas() -> None:
+async def test_the_proxy_dashboard_never_shows_a_key_the_upstream_echoes_split_across_reads_and_deltas(
+    tmp_path: Path,
+) -> None:
     """The proxy's dashboard (``inspector proxy`` on a terminal): the key the harness sends in ``x-api-key`` is
     learned from the request; upstream echoes it split across 7-byte reads and one character per delta, and
-    ``\\u``-escaped in a tool input. The proxy's observations are published through the same redacting publisher."""
+    ``\\u``-escaped in a tool input. The proxy's observations are published through the same redacting publisher;
+    so is the tool call's `unknown` end when the session ends before a next request (it carries the call's input),
+    and the recording keeps no key either."""
     from inspector.net.proxy import ProxyApp
     from inspector.net.server import BackgroundServer
 
@@ -131,7 +136,8 @@ async def test_the_proxy_dashboard_never_shows_a_key_the_upstream_echoes_split_a
     bus = O.ObservationBus()
     seen: list[O.Observation] = []
     bus.subscribe(seen.append)
-    proxy = ProxyApp("http://127.0.0.1:9", bus=bus)
+    record = tmp_path / "proxy.jsonl"
+    proxy = ProxyApp("http://127.0.0.1:9", bus=bus, record=str(record))
     with BackgroundServer(upstream) as up, BackgroundServer(proxy) as px:
         proxy.upstream = up.base_url
         request = {"model": "m", "max_tokens": 5, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
@@ -140,7 +146,11 @@ async def test_the_proxy_dashboard_never_shows_a_key_the_upstream_echoes_split_a
                 f"{px.base_url}/v1/messages", content=orjson.dumps(request), headers={"x-api-key": KEY}
             )
     assert r.content == body  # the client gets upstream's bytes, key included: it is theirs
+    proxy.close()  # the session ends with the tool call still waiting for its result: it ends unknown
     assert any(isinstance(o, O.AttemptEnded) for o in seen)
+    assert [o.state for o in seen if isinstance(o, O.ToolStateChanged)][-1] == "unknown"
+    kept = record.read_text()
+    assert not secret_spans(kept, [KEY]) and '"state":"unknown"' in kept.replace(" ", "")
     history = History(seen)
     state = DashboardState().apply_all(seen)
     for text in shown(state, history):
@@ -149,3 +159,5 @@ async def test_the_proxy_dashboard_never_shows_a_key_the_upstream_echoes_split_a
         assert not secret_spans(orjson.dumps(obs.to_json(), default=str).decode(), [KEY]), obs
     assert state.blocks[(0, 0, 0)].joined() == f"your key is {REDACTED}, keep it safe"
     assert orjson.loads(state.blocks[(0, 0, 1)].joined()) == {"path": f"{REDACTED}.txt"}
+    (tool,) = [t for t in state.tools.values() if t.id == "toolu_1"]  # (keyed by its conversation too)
+    assert tool.state == "unknown" and tool.input == {"path": f"{REDACTED}.txt"}
