@@ -568,3 +568,22 @@ async def test_a_harness_that_never_streams_is_told_why_the_panes_stay_empty() -
         line = "".join(s.text for s in app.diagnostics_view.render_line(0))
     assert "no stream yet: 3 side requests (2 not streamed, 1 GET), never shown as turns" in line
     assert "well-formed" not in line
+
+
+async def test_the_no_stream_line_goes_when_the_first_stream_comes() -> None:
+    """The Diagnostics line said "no stream yet" before the first attempt, and kept saying it on screen while the
+    first stream's events went by (tried as a new user: `replay` of a watch recording at 80x24): the pane repainted
+    only when its diagnostics or the session's end changed, not when a stream came. What the terminal shows is
+    checked (the SVG export of the composed screen), not a line rendered afresh."""
+    observations = parse_date_observations()
+    first = next(i for i, o in enumerate(observations) if type(o) is O.AttemptStarted)
+    app = InspectorApp(observations=observations[:first], clock=lambda: 0.0)
+    async with app.run_test(size=WIDE) as pilot:
+        await pilot.pause()
+        assert "no stream yet" in app.export_screenshot().replace("&#160;", " ")
+        events = next(i for i, o in enumerate(observations) if type(o) is O.SSEEventSeen)
+        app.ingest(observations[first : events + 1])
+        await pilot.pause()
+        shown = app.export_screenshot().replace("&#160;", " ")
+    assert "no stream yet" not in shown
+    assert "well-formed so far" in shown

@@ -54,7 +54,14 @@ class DiagnosticsView(LineView):
         self._seen: tuple[object, ...] = ()
 
     def show(self, state: DashboardState) -> None:
-        key = (id(state), state.rev_diag, bool(state.status.finished))
+        # (with the empty line's own inputs: whether a stream came, and the side requests it names instead)
+        key = (
+            id(state),
+            state.rev_diag,
+            bool(state.status.finished),
+            bool(state.attempts),
+            state.conversations.side_requests,
+        )
         if key == self._seen:
             return
         if self.state is not state:
