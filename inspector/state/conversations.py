@@ -53,6 +53,9 @@ class ConversationEntry:
     version: int = 0
     turn_usage: dict[int, tuple[int, int]] = field(default_factory=dict)  # global turn -> its last attempt's tokens
     ended: bool = False  # the session ended after its last turn (a LoopFinished): no next request can come
+    # its turns that started so far (`turns` may be ahead: a replay of many conversations assigns each one's turns
+    # before its loop runs them; a proxy assigns a turn as its request comes, the two are then the same)
+    started: int = 0
 
     def own_turn(self, turn: int) -> int | None:
         """A session turn's number within this conversation (0-based), or None when it is not one of its turns."""
@@ -91,6 +94,7 @@ class ConversationEntry:
             self.version,
             dict(self.turn_usage),
             self.ended,
+            self.started,
         )
 
 
@@ -165,7 +169,9 @@ class ConversationTable:
         c = self.by_id[cid]
         if tp is not O.ToolStateChanged or cast(O.ToolStateChanged, obs).state != "unknown":
             c.t_last = max(c.t_last, obs.t)  # (a call ended unknown at the session's end is not its activity)
-        if tp is O.AttemptStarted:
+        if tp is O.TurnStarted:
+            c.started += 1
+        elif tp is O.AttemptStarted:
             started = cast(O.AttemptStarted, obs)
             if c.open_attempt is None:
                 self.streaming += 1

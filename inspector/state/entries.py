@@ -544,8 +544,10 @@ class Status:
     turn: int = 0
     attempt: int = 0
     events: int = 0
-    finished: str | None = None  # loop_finished status
-    error: str | None = None
+    finished: str | None = None  # loop_finished status (None again when another loop starts: a replay of many
+    error: str | None = None  # conversations runs one loop per conversation, one after the other)
+    # the first loop that did not finish, of a session of several loops: the session's end (the replay's result)
+    failed_loop: tuple[str, str | None] | None = None
     tokens_in: int = 0  # whole session, closed turns + the current attempt
     tokens_out: int = 0
     messages: int = 0

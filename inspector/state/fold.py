@@ -182,6 +182,8 @@ class DashboardState:
     def _loop_started(self, obs: O.LoopStarted) -> None:
         st = self.status
         st.source, st.model, st.prompt = dict(obs.source or {}), obs.model, obs.prompt
+        if st.finished is not None:  # (another conversation's loop of a replay: the session goes on)
+            st.finished = None
         cid = st.source.get("conversation")
         if isinstance(cid, str) and obs.prompt:
             # a replay of many conversations starts one loop per conversation: its prompt is that conversation's
@@ -812,6 +814,10 @@ class DashboardState:
     def _loop_finished(self, obs: O.LoopFinished) -> None:
         st = self.status
         st.finished, st.error = obs.status, obs.error
+        if obs.status != "finished" and st.failed_loop is None:
+            st.failed_loop = (obs.status, obs.error)
+        elif st.failed_loop is not None:  # the session's end is its first loop that did not finish (as its result)
+            st.finished, st.error = st.failed_loop
         if obs.status in (LoopState.FINISHED, LoopState.CANCELLED, LoopState.ERROR):
             st.loop_state = obs.status
         if obs.status != "finished":

@@ -405,3 +405,76 @@ def test_a_conversation_whose_api_reports_no_usage_shows_no_token_counts() -> No
     reported = O.TurnEnded(0.4, 0, "text_finish", "end_turn", {"input_tokens": 12, "output_tokens": 3})
     c = fold([*obs, reported]).conversations.by_id["c1"]
     assert "in 12 out 3" in conversation_text(c, 1.0, False).plain
+
+
+def _replayed(path: str) -> list[O.Observation]:
+    """What a replay of a recording publishes, at max speed."""
+    import asyncio
+    import math
+
+    from inspector.sessions import sources
+
+    session = sources.replay_session(path, speed=math.inf)
+    seen: list[O.Observation] = []
+    session.bus.subscribe(seen.append)
+    asyncio.run(session.run())
+    return seen
+
+
+def test_a_replay_of_many_conversations_is_not_finished_until_its_last_loop(tmp_path: Any) -> None:
+    """A recording of many conversations replays one loop per conversation. The first loop's end left the state
+    "finished" for the rest of the replay (tried as a new user: replay of a watch recording; the Assistant pane said
+    "finished · 712 turns" and the Diagnostics line "the stream was well-formed", past tense, while c41 streamed);
+    and the conversation list said "20 turns" of a conversation at its turn 12 (a replay assigns a conversation's
+    turns before its loop runs them): it counts the turns that came."""
+    from inspector.testing.recordings import proxy_recording
+
+    seen = _replayed(proxy_recording(tmp_path / "three.jsonl"))
+    state = DashboardState()
+    loops = 0
+    for obs in seen:
+        state.apply(obs)
+        if type(obs) is O.LoopStarted:
+            loops += 1
+            assert state.status.finished is None, loops
+            if loops == 2:  # c1 has run, c2's turns are assigned, none came yet
+                c1, c2 = state.conversations.by_id["c1"], state.conversations.by_id["c2"]
+                assert (len(c1.turns), c1.started) == (2, 2)
+                assert (len(c2.turns), c2.started) == (2, 0)
+        elif type(obs) is O.TurnStarted and loops == 2:
+            c2 = state.conversations.by_id["c2"]
+            own = c2.own_turn(obs.turn)
+            assert own is not None and c2.started == own + 1  # (one more with each turn that comes)
+    assert loops == 3
+    assert state.status.finished == "finished"
+    assert [c.started for c in state.conversations] == [2, 2, 2]
+
+
+def test_a_session_of_several_loops_ends_as_its_first_loop_that_did_not_finish() -> None:
+    """As the replay's result (`ConversationReplay.run`): the session's end is its first loop that did not finish,
+    not the last loop's "finished"; between two loops the session is not finished."""
+    state = DashboardState()
+    obs: list[O.Observation] = [
+        O.LoopStarted(0.0, {"conversation": "c1"}, "m", "p1"),
+        O.LoopFinished(1.0, "finished", 1, [], [], None),
+        O.LoopStarted(1.0, {"conversation": "c2"}, "m", "p2"),
+        O.LoopFinished(2.0, "error", 1, [], [], "upstream said 529"),
+        O.LoopStarted(2.0, {"conversation": "c3"}, "m", "p3"),
+    ]
+    ends = []
+    for o in obs:
+        state.apply(o)
+        ends.append((state.status.finished, state.status.error))
+    assert ends == [
+        (None, None),
+        ("finished", None),
+        (None, None),
+        ("error", "upstream said 529"),
+        (None, "upstream said 529"),
+    ]
+    state.apply(O.LoopFinished(3.0, "finished", 1, [], [], None))
+    assert (state.status.finished, state.status.error) == ("error", "upstream said 529")
+    copy = state.copy()
+    copy.apply(O.LoopStarted(4.0, {"conversation": "c4"}, "m", "p4"))
+    copy.apply(O.LoopFinished(5.0, "finished", 1, [], [], None))
+    assert copy.status.finished == "error"  # (the copy keeps the failed loop)

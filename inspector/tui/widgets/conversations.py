@@ -65,7 +65,7 @@ def conversation_text(c: ConversationEntry, now: float, shown: bool, width: int 
     if len(model) > mw:
         model = model[: mw - 1] + "…"
     t.append(f"{model:<{mw}} ", "dim")
-    n = len(c.turns)
+    n = c.started  # (the turns that came: a replay knows a conversation's turns before they come)
     t.append(f"{n} turn{'s' if n != 1 else ''}".ljust(9))
     state = c.state
     t.append(f"{state:<18}", STATE_STYLES.get(state, ""))
