@@ -66,14 +66,23 @@ _STOP_LINE = re.compile(
 )
 
 
+# the decoded copy of one read is at most DECODE_RATIO times its encoded size (DECODE_FLOOR for a small read) and at
+# most DECODE_MAX_READ: past it, a decompression bomb (a 1 MiB gzip of zeros is 1 GiB), decoding stops
+DECODE_RATIO = 200
+DECODE_FLOOR = 256 * 1024
+DECODE_MAX_READ = 8 * 1024 * 1024
+
+
 class _Decoder:
-    """Content-Encoding decoder for the observed copy (the client gets the raw bytes)."""
+    """Content-Encoding decoder for the observed copy (the client gets the raw bytes), bounded: a read that decodes
+    to more than its share (``DECODE_RATIO``...) stops the decoding; the rest is kept as received (``bomb``)."""
 
     def __init__(self, encoding: str) -> None:
         enc = encoding.strip().lower()
         self.encoding = enc
         self.obj = None
         self.failed = False
+        self.bomb: str | None = None  # what stopped the decoding: a read that decoded past its bound
         if enc in ("gzip", "x-gzip"):
             self.obj = zlib.decompressobj(16 + zlib.MAX_WBITS)
         elif enc == "deflate":
@@ -83,17 +92,24 @@ class _Decoder:
     def feed(self, data: bytes) -> bytes:
         if self.obj is None or self.failed:
             return data
+        cap = min(DECODE_MAX_READ, max(DECODE_FLOOR, DECODE_RATIO * len(data)))
         try:
-            return self.obj.decompress(data)
+            out = self.obj.decompress(data, cap)
         except zlib.error:
             if self.encoding == "deflate":  # raw deflate, as some servers send it
                 try:
                     self.obj = zlib.decompressobj(-zlib.MAX_WBITS)
-                    return self.obj.decompress(data)
+                    out = self.obj.decompress(data, cap)
                 except zlib.error:
-                    pass
-            self.failed = True
-            return data
+                    self.failed = True
+                    return data
+            else:
+                self.failed = True
+                return data
+        if len(out) >= cap:  # more to come from this read: a bomb; what it did not decode is kept as received
+            self.failed, self.bomb = True, f"a read of {len(data)} bytes decoded to {cap} bytes or more"
+            return out + self.obj.unconsumed_tail
+        return out
 
 
 @dataclass
@@ -555,7 +571,17 @@ class TurnTracker:
         outcome = None
         ts = track.ts
         dec = track.decoder
-        if dec is not None and dec.encoding not in ("", "identity") and (not dec.supported or dec.failed):
+        if dec is not None and dec.bomb:
+            self._pub(
+                O.ProxyNote(
+                    now,
+                    turn,
+                    attempt,
+                    f"content-encoding {dec.encoding}: {dec.bomb} (a decompression bomb?): decoding stopped there,"
+                    " the rest recorded as received (encoded)",
+                )
+            )
+        elif dec is not None and dec.encoding not in ("", "identity") and (not dec.supported or dec.failed):
             self._pub(
                 O.ProxyNote(
                     now, turn, attempt, f"content-encoding {dec.encoding}: reads recorded as received (encoded)"

@@ -766,9 +766,24 @@ class UpstreamPool:
         kw: dict[str, Any] = {}
         if self.scheme == "https":
             kw = {"ssl": self._ssl_context(), "server_hostname": self.host}
+        made: list[_Connection] = []
+
+        def factory() -> _Connection:
+            made.append(_Connection(self, first))
+            return made[-1]
+
         try:
             async with asyncio.timeout(self.connect_timeout):
-                _, conn = await loop.create_connection(lambda: _Connection(self, first), self.host, self.port, **kw)
+                _, conn = await loop.create_connection(factory, self.host, self.port, **kw)
+        except asyncio.CancelledError:
+            # cancelled (the client left) after the connection was made, before it was handed out: nobody will read
+            # its answer, so it is closed now (else it stayed open until upstream or the read timeout ended it, and
+            # its failure was logged as "Future exception was never retrieved")
+            for orphan in made:
+                if orphan.head_future is not None:
+                    orphan.head_future.cancel()
+                orphan.abort()
+            raise
         except TimeoutError:
             raise httpx2.ConnectTimeout(
                 f"no connection to {self.host}:{self.port} within {self.connect_timeout:g} s"

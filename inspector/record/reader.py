@@ -331,9 +331,28 @@ def read_chunks(
 ) -> Recording:
     """``read_recording`` of an input given as chunks whose first bytes are ``head`` (``head`` is not consumed
     separately: ``chunks`` starts with it)."""
+    if head.startswith(_BOM) and is_recording(head[len(_BOM) : _HEAD_BYTES]):  # a recording saved by an editor
+        recording = _parse_jsonl(_skip(chunks, len(_BOM)), max_line, on_read, keep_reads)
+        recording.warnings.insert(0, "line 1: starts with a byte order mark (U+FEFF), ignored")
+        return recording
     if not is_recording(head[:_HEAD_BYTES]):
         return _plain(chunks, max_line, on_read, keep_reads)
     return _parse_jsonl(chunks, max_line, on_read, keep_reads)
+
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def _skip(chunks: Iterator[bytes], n: int) -> Iterator[bytes]:
+    """The chunks without their first ``n`` bytes."""
+    for chunk in chunks:
+        if n >= len(chunk):
+            n -= len(chunk)
+            continue
+        yield chunk[n:]
+        n = 0
+        break
+    yield from chunks
 
 
 def _plain(chunks: Iterable[bytes], max_line: int, on_read: ReadCallback | None, keep_reads: bool) -> Recording:

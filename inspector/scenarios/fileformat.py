@@ -116,7 +116,12 @@ class _Reader:
                 self._constructor.flatten_mapping(node)
             value = self._constructor.construct_object(node, deep=True)
         except yaml.YAMLError as e:
-            raise self.bad(node, f"cannot read this value: {getattr(e, 'problem', None) or e}") from None
+            message = f"cannot read this value: {getattr(e, 'problem', None) or e}"
+            mark = getattr(e, "problem_mark", None)  # where the value is (an unknown tag's node), not the root's 1:1
+            if mark is None:
+                raise self.bad(node, message) from None
+            self.problems.append(Problem(self.file, mark.line + 1, mark.column + 1, " ".join(message.split("\n"))))
+            raise _Bad() from None
         except (ValueError, RecursionError) as e:  # guarded by _check_graph; a last line of defence
             raise self.bad(node, f"cannot read this value: {str(e)[:80]}") from None
         finally:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 import logging
 import math
 import os
@@ -857,3 +858,65 @@ async def test_unreadable_requests_log_one_line_not_one_each() -> None:
     assert lines.lines, "the handler must see uvicorn's lines"
     assert all(a.startswith(b"HTTP/1.1 400 ") for a in answers)
     assert len([x for x in lines.lines if "Invalid HTTP request" in x]) <= 1
+
+
+# ------------------------------------------------------------------------------------------- content-encoding
+
+
+class Gzipped:
+    """An upstream that answers a gzip-encoded event stream: ``body`` as it is sent (compressed)."""
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        while (await receive()).get("more_body"):
+            pass
+        headers = [(b"content-type", b"text/event-stream"), (b"content-encoding", b"gzip")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": self.body})
+
+
+async def test_a_gzip_bomb_is_forwarded_as_sent_and_decoded_only_up_to_a_bound(tmp_path: Path) -> None:
+    """A 64 KiB gzip that inflates to 64 MiB: the client gets the bytes as sent; the proxy's decoded copy (parsed,
+    recorded) stops at DECODE_MAX_READ with a note, the rest kept as received (before: the whole inflated body was
+    decoded in one call and recorded, a 1 MiB bomb froze the proxy for minutes at gigabytes of memory)."""
+    bomb = gzip.compress(b"\0" * (64 << 20), compresslevel=1)
+    rec = tmp_path / "bomb.jsonl"
+    proxy = ProxyApp("http://placeholder", record=rec)
+    with BackgroundServer(Gzipped(bomb)) as up:
+        proxy.upstream = up.base_url
+        with BackgroundServer(proxy) as px:
+            async with httpx2.AsyncClient(base_url=px.base_url, timeout=30) as h:
+                body = orjson.dumps({**BODY, "stream": True})
+                async with h.stream("POST", "/v1/messages", content=body, headers=HEADERS) as r:
+                    got = b"".join([c async for c in r.aiter_raw()])
+        proxy.close()
+    assert got == bomb
+    recording = read_recording(rec)
+    [attempt] = recording.attempts()
+    assert recording.warnings == []  # (64 MiB decoded in one read: a line the reader skips as too long)
+    assert 8 << 20 <= len(attempt.data) <= (8 << 20) + len(bomb)  # DECODE_MAX_READ, not 64 MiB
+    notes = [o["note"] for o in recording.observations if o.get("type") == "proxy_note"]
+    assert any("decompression bomb" in n and f"{8 << 20} bytes or more" in n for n in notes), notes
+
+
+async def test_a_gzip_stream_is_recorded_decoded(tmp_path: Path) -> None:
+    from inspector.testing.streamgen import sse, text_turn
+
+    stream = sse(*text_turn("hello " * 5000))  # compresses about 100 times: a read under its bound
+    rec = tmp_path / "gz.jsonl"
+    proxy = ProxyApp("http://placeholder", record=rec)
+    with BackgroundServer(Gzipped(gzip.compress(stream))) as up:
+        proxy.upstream = up.base_url
+        with BackgroundServer(proxy) as px:
+            async with httpx2.AsyncClient(base_url=px.base_url, timeout=30) as h:
+                r = await h.post("/v1/messages", content=orjson.dumps({**BODY, "stream": True}), headers=HEADERS)
+                assert r.status_code == 200
+        proxy.close()
+    recording = read_recording(rec)
+    [attempt] = recording.attempts()
+    assert attempt.data == stream
+    assert [o for o in recording.observations if o.get("type") == "proxy_note"] == []

@@ -761,3 +761,41 @@ async def test_tls_upstream_with_the_given_context_and_a_refused_certificate(tls
             await UpstreamPool(f"https://localhost:{port}").send("GET", "/", [], b"")
     finally:
         s.server.close()
+
+
+async def test_a_request_cancelled_as_its_connection_is_made_leaves_no_failure_for_nobody(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The proxy cancels the upstream request when its client leaves. Cancelled the moment its new connection is
+    made (the request already written), the connection is closed and its request's future goes with it: before, the
+    future failed later ("upstream closed the connection without sending a response") with nobody to read it, and
+    asyncio logged three lines "Future exception was never retrieved" on the proxy's stderr, one per such client."""
+    import gc
+
+    loop = asyncio.get_running_loop()
+    logged: list[str] = []
+    loop.set_exception_handler(lambda _loop, context: logged.append(str(context.get("message"))))
+    tasks: list[asyncio.Future[UpstreamResponse]] = []
+    made = U._Connection.connection_made
+
+    def cancel_when_made(self: U._Connection, transport: asyncio.BaseTransport) -> None:
+        made(self, transport)
+        tasks[0].cancel()
+
+    monkeypatch.setattr(U._Connection, "connection_made", cancel_when_made)
+    try:
+        async with Script([OK]) as s:
+            pool = UpstreamPool(s.url)
+            tasks.append(pool.submit("POST", "/v1/messages", [], b"{}"))
+            with pytest.raises(asyncio.CancelledError):
+                await tasks[0]
+            await asyncio.wait_for(s.closed_one.wait(), 5)  # upstream saw the connection close
+            for _ in range(3):
+                await asyncio.sleep(0)
+            await pool.aclose()
+        tasks.clear()
+        gc.collect()
+        await asyncio.sleep(0)
+    finally:
+        loop.set_exception_handler(None)
+    assert logged == []

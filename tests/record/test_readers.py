@@ -114,6 +114,17 @@ def test_dumper_fed_as_read_equals_dump_of_the_whole_recording(seed: int, cuts: 
     assert dump_turns(read_recording(data))[0]["message"] == whole[0]["message"]
 
 
+@pytest.mark.parametrize("split", [1, 2, 3, 100])
+def test_a_recording_behind_a_byte_order_mark_is_read_with_a_warning(split: int) -> None:
+    """An editor that saves with a BOM: still a recording (not plain SSE without an event), and said so."""
+    raw = recording_bytes((0, 0, [sse(*text_turn("ok"))]))
+    bommed = b"\xef\xbb\xbf" + raw
+    for source in (bommed, cast(IO[bytes], Chunked([bommed[:split], bommed[split:]]))):
+        rec = load_any(source)
+        assert not rec.is_plain and rec.warnings == ["line 1: starts with a byte order mark (U+FEFF), ignored"]
+        assert dump_turns(rec) == dump_turns(read_recording(raw))
+
+
 def test_overlong_jsonl_line_is_skipped_with_a_warning_naming_it() -> None:
     raw = recording_bytes((0, 0, [b"x" * 5000, sse(*text_turn("ok"))]))
     rec = read_recording(raw, max_line=2000)

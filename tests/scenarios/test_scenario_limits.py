@@ -95,6 +95,13 @@ def test_a_recursive_alias_is_refused(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "recursive alias" in out[0] and out[0].startswith("13:16:"), out
 
 
+@pytest.mark.parametrize("tag", ["!!python/object/apply:os.system", "!custom"])
+def test_an_unknown_tag_is_refused_where_it_is(tag: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The problem is at the tagged value (line 13, column 16), not at the file's 1:1."""
+    out = _check(tmp_path, BASE.replace("        input: {q: a}", f"        input: {tag} {{q: a}}"), capsys)
+    assert len(out) == 1 and out[0].startswith("13:16: cannot read this value:") and "constructor" in out[0], out
+
+
 def test_nesting_too_deep_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     deep = "[" * 150 + "]" * 150
     out = _check(tmp_path, BASE.replace("        input: {q: a}", f"        input: {{q: {deep}}}"), capsys)
