@@ -9,6 +9,7 @@ cache) and this one read nothing from the cache while writing it again. The verd
 - ``system changed at char N``
 - ``message i (ROLE) edited at char N of its text`` (or ``of block j's text``; ``of its JSON`` when another field or a
   block that is not text changed) / ``message i removed``
+- ``model changed: 'A' -> 'B'``: a prompt cache is the model's own, another model's prefix is never read
 - ``TTL expired: 6.2 min since the previous request (cache lifetime 5 min)``
 - ``prefix unchanged``: the cache entry was evicted early, or the prefix is under the model's minimum cacheable length
 
@@ -31,7 +32,7 @@ TTL_1H = 3600.0
 class CacheVerdict:
     kind: str  # "hit", "partial", "first", "no_cache", "written_again"
     reason: str  # one line, for the status line, the request view, dump and headless lines
-    segment: str | None = None  # "tools", "system", "messages", "ttl", "prefix"
+    segment: str | None = None  # "model", "tools", "system", "messages", "ttl", "prefix"
     index: int | None = None  # tool or message index
     char: int | None = None  # first differing character in that segment's text
 
@@ -219,6 +220,15 @@ def _rest(d: dict[str, Any], left_out: str) -> str:
     return _canon({k: v for k, v in d.items() if k != left_out})
 
 
+def _model_change(prev: Any, cur: Any) -> str | None:
+    """``model changed: 'A' -> 'B'`` when both requests name a model and they differ, else None."""
+    a = prev.get("model") if isinstance(prev, dict) else None
+    b = cur.get("model") if isinstance(cur, dict) else None
+    if isinstance(a, str) and isinstance(b, str) and a != b:
+        return f"model changed: {a!r} -> {b!r}"
+    return None
+
+
 def explain(prev_body: Any, body: Any, usage: Usage, prev_usage: Usage | None, gap_s: float | None) -> CacheVerdict:
     """The cache verdict of one turn, given the previous request of its conversation (None: the first turn)."""
     if not usage.reported or usage.prompt == 0:
@@ -234,6 +244,9 @@ def explain(prev_body: Any, body: Any, usage: Usage, prev_usage: Usage | None, g
         return CacheVerdict("no_cache", "no cache used")
     if not usage.cache_write:
         return CacheVerdict("no_cache", "no cache used")
+    moved = _model_change(prev_body, body)
+    if moved is not None:  # (a cache is per model: the same prefix sent to another model is written anew)
+        return CacheVerdict("written_again", f"cache written again: {moved}", "model")
     marks = breakpoints(prev_body)
     reach = marks[0] if marks else None
     found = first_difference(prev_body, body, reach)

@@ -161,6 +161,19 @@ def test_earlier_message_edited() -> None:
     assert other.reason.endswith("of its JSON")
 
 
+def test_a_model_change_is_the_reason_not_an_early_eviction() -> None:
+    """The same prefix sent to another model is written again (a cache is per model): said as such, where it read
+    'prefix unchanged (evicted early, or under the model's minimum cacheable length)'."""
+    before, after = _body(), _body()
+    before["model"], after["model"] = "claude-sonnet-4-5", "claude-opus-4-1"
+    v = explain(before, after, WRITTEN, CACHED, 3)
+    assert v.kind == "written_again" and v.segment == "model"
+    assert v.reason == "cache written again: model changed: 'claude-sonnet-4-5' -> 'claude-opus-4-1'"
+    after["model"] = "claude-sonnet-4-5"
+    assert explain(before, after, WRITTEN, CACHED, 3).segment == "prefix"
+    assert explain(before, after, READ, CACHED, 3).kind == "hit"
+
+
 def test_ttl_expired_and_unchanged_prefix() -> None:
     b = _body()
     assert "TTL expired: 6.0 min" in explain(b, b, WRITTEN, CACHED, 360).reason
