@@ -6,7 +6,7 @@ A turn "should have hit" when the previous request of the conversation cached so
 cache) and this one read nothing from the cache while writing it again. The verdicts:
 
 - ``tools changed: 'NAME' (tool i)`` / ``tools changed: tool added/removed``
-- ``system changed at char N``
+- ``system changed at char N`` (``system block j changed at char N of its text``: a system prompt of several blocks)
 - ``message i (ROLE) edited at char N of its text`` (or ``of block j's text``; ``of its JSON`` when another field or a
   block that is not text changed) / ``message i removed``
 - ``model changed: 'A' -> 'B'``: a prompt cache is the model's own, another model's prefix is never read
@@ -172,6 +172,10 @@ def first_difference(prev: Any, cur: Any, reach: int | None = None) -> CacheVerd
             return CacheVerdict("written_again", f"tools changed: '{_name(ct[i], i)}' (tool {i})", "tools", i)
     ps, cs = _system_text(prev), _system_text(cur)
     if ps != cs:
+        block = _system_block(prev.get("system"), cur.get("system"))
+        if block is not None:  # (a char of the blocks' texts joined would be found in neither block)
+            j, n = block
+            return CacheVerdict("written_again", f"system block {j} changed at char {n} of its text", "system", j, n)
         n = _first_diff(ps, cs)
         return CacheVerdict("written_again", f"system changed at char {n}", "system", None, n)
     pm, cm = _messages(prev), _messages(cur)
@@ -184,6 +188,22 @@ def first_difference(prev: Any, cur: Any, reach: int | None = None) -> CacheVerd
             role = cm[i].get("role") if isinstance(cm[i], dict) else None
             where, n = _edit_where(pm[i], cm[i], a, b)
             return CacheVerdict("written_again", f"message {i} ({role or '?'}) edited {where}", "messages", i, n)
+    return None
+
+
+def _system_block(prev: Any, cur: Any) -> tuple[int, int] | None:
+    """Where a system prompt of several blocks changed, as a person finds it in the request: (block j, char n of its
+    text), when both requests send as many blocks and the first that differs is a text block in both; else None."""
+    if not (isinstance(prev, list) and isinstance(cur, list) and len(prev) == len(cur) > 1):
+        return None
+    for j, (x, y) in enumerate(zip(prev, cur, strict=True)):
+        a, b = _system_text({"system": [x]}), _system_text({"system": [y]})
+        if a == b:
+            continue
+        texts = [v.get("text") if isinstance(v, dict) and v.get("type") == "text" else None for v in (x, y)]
+        if isinstance(texts[0], str) and isinstance(texts[1], str):
+            return j, _first_diff(texts[0], texts[1])
+        return None
     return None
 
 

@@ -128,6 +128,22 @@ def test_system_changed_at_char_n() -> None:
     assert (v.segment, v.char) == ("system", 24)
 
 
+def test_a_system_prompt_of_several_blocks_names_the_block() -> None:
+    """A char a person can find: of the block that changed (the request shows the blocks), not of their texts
+    joined, which no block holds (it read 'system changed at char 45' for char 16 of block 1)."""
+
+    def two(t: str) -> dict[str, Any]:
+        body = _body()
+        body["system"] = [{"type": "text", "text": "You are a weather assistant."}, {**body["system"][0], "text": t}]
+        return body
+
+    v = explain(two("The time is 09:14."), two("The time is 09:15."), WRITTEN, CACHED, 3)
+    assert v.reason == "cache written again: system block 1 changed at char 16 of its text"
+    assert (v.segment, v.index, v.char) == ("system", 1, 16)
+    one = explain(_body("The time is 09:14."), _body("The time is 09:15."), WRITTEN, CACHED, 3)
+    assert one.reason == "cache written again: system changed at char 16"  # (one block: its text is the prompt)
+
+
 def test_tools_changed_names_the_tool() -> None:
     t1 = [{"name": "read", "input_schema": {}}, {"name": "grep", "input_schema": {}}]
     t2 = [{"name": "read", "input_schema": {}}, {"name": "grep", "input_schema": {"type": "object"}}]
