@@ -5,7 +5,7 @@ name the first difference.
 A turn "should have hit" when the previous request of the conversation cached something (it wrote or read the
 cache) and this one read nothing from the cache while writing it again. The verdicts:
 
-- ``tools changed: 'NAME' (tool i)`` / ``tools changed: tool added/removed``
+- ``tools changed: 'NAME' (tool i)`` / ``tools changed: 'NAME' added (tool i)`` / ``... removed`` / ``order changed``
 - ``system changed at char N`` (``system block j changed at char N of its text``: a system prompt of several blocks)
 - ``message i (ROLE) edited at char N of its text`` (or ``of block j's text``; ``of its JSON`` when another field or a
   block that is not text changed) / ``message i removed``
@@ -157,6 +157,21 @@ def _name(tool: Any, i: int) -> str:
     return f"#{i}"
 
 
+def _tool_change(prev: list[Any], cur: list[Any], i: int) -> str:
+    """What happened at tool ``i``, the first that differs: the tool there changed (``'grep'``), or another one took
+    its place: one added before it, or it removed, or the tools reordered (names compared)."""
+    was, now = _name(prev[i], i), _name(cur[i], i)
+    if was == now:
+        return f"'{now}'"
+    before = {_name(t, j) for j, t in enumerate(prev)}
+    after = {_name(t, j) for j, t in enumerate(cur)}
+    if now not in before:
+        return f"'{now}' added"
+    if was not in after:
+        return f"'{was}' removed"
+    return f"order changed: '{now}' where '{was}' was"
+
+
 def first_difference(prev: Any, cur: Any, reach: int | None = None) -> CacheVerdict | None:
     """The first place where ``cur``'s cacheable prefix differs from ``prev``'s, in cache order, looking at
     ``reach`` messages of ``prev`` (None: all of them); None when that prefix is unchanged."""
@@ -169,7 +184,7 @@ def first_difference(prev: Any, cur: Any, reach: int | None = None) -> CacheVerd
         if i >= len(pt):
             return CacheVerdict("written_again", f"tools changed: '{_name(ct[i], i)}' added (tool {i})", "tools", i)
         if _canon(pt[i]) != _canon(ct[i]):
-            return CacheVerdict("written_again", f"tools changed: '{_name(ct[i], i)}' (tool {i})", "tools", i)
+            return CacheVerdict("written_again", f"tools changed: {_tool_change(pt, ct, i)} (tool {i})", "tools", i)
     ps, cs = _system_text(prev), _system_text(cur)
     if ps != cs:
         block = _system_block(prev.get("system"), cur.get("system"))

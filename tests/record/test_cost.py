@@ -151,6 +151,25 @@ def test_tools_changed_names_the_tool() -> None:
     assert v.reason == "cache written again: tools changed: 'grep' (tool 1)"
 
 
+def test_a_tool_added_or_removed_before_another_is_said_so() -> None:
+    """A tool inserted first read "tools changed: 'get_time' (tool 0)", as if get_time, never sent before, had
+    changed."""
+    a: dict[str, Any]
+    b: dict[str, Any]
+    c: dict[str, Any]
+    a, b, c = ({"name": n, "input_schema": {}} for n in ("get_weather", "get_time", "grep"))
+
+    def why(t1: list[dict[str, Any]], t2: list[dict[str, Any]]) -> str:
+        return explain(_body(tools=t1), _body(tools=t2), WRITTEN, CACHED, 3).reason.removeprefix(
+            "cache written again: "
+        )
+
+    assert why([a], [b, a]) == "tools changed: 'get_time' added (tool 0)"
+    assert why([a, c], [c]) == "tools changed: 'get_weather' removed (tool 0)"
+    assert why([a, c], [c, a]) == "tools changed: order changed: 'grep' where 'get_weather' was (tool 0)"
+    assert why([a], [a, b]) == "tools changed: 'get_time' added (tool 1)"
+
+
 def test_earlier_message_edited() -> None:
     marked: dict[str, Any] = {
         "role": "assistant",
