@@ -5,10 +5,11 @@ name the first difference.
 A turn "should have hit" when the previous request of the conversation cached something (it wrote or read the
 cache) and this one read nothing from the cache while writing it again. The verdicts:
 
-- ``tools changed: 'NAME' (tool i)`` / ``tools changed: tool added/removed``
-- ``system changed at char N``
+- ``tools changed: 'NAME' (tool i)`` / ``tools changed: 'NAME' added (tool i)`` / ``... removed`` / ``order changed``
+- ``system changed at char N`` (``system block j changed at char N of its text``: a system prompt of several blocks)
 - ``message i (ROLE) edited at char N of its text`` (or ``of block j's text``; ``of its JSON`` when another field or a
   block that is not text changed) / ``message i removed``
+- ``model changed: 'A' -> 'B'``: a prompt cache is the model's own, another model's prefix is never read
 - ``TTL expired: 6.2 min since the previous request (cache lifetime 5 min)``
 - ``prefix unchanged``: the cache entry was evicted early, or the prefix is under the model's minimum cacheable length
 
@@ -31,7 +32,7 @@ TTL_1H = 3600.0
 class CacheVerdict:
     kind: str  # "hit", "partial", "first", "no_cache", "written_again"
     reason: str  # one line, for the status line, the request view, dump and headless lines
-    segment: str | None = None  # "tools", "system", "messages", "ttl", "prefix"
+    segment: str | None = None  # "model", "tools", "system", "messages", "ttl", "prefix"
     index: int | None = None  # tool or message index
     char: int | None = None  # first differing character in that segment's text
 
@@ -156,6 +157,21 @@ def _name(tool: Any, i: int) -> str:
     return f"#{i}"
 
 
+def _tool_change(prev: list[Any], cur: list[Any], i: int) -> str:
+    """What happened at tool ``i``, the first that differs: the tool there changed (``'grep'``), or another one took
+    its place: one added before it, or it removed, or the tools reordered (names compared)."""
+    was, now = _name(prev[i], i), _name(cur[i], i)
+    if was == now:
+        return f"'{now}'"
+    before = {_name(t, j) for j, t in enumerate(prev)}
+    after = {_name(t, j) for j, t in enumerate(cur)}
+    if now not in before:
+        return f"'{now}' added"
+    if was not in after:
+        return f"'{was}' removed"
+    return f"order changed: '{now}' where '{was}' was"
+
+
 def first_difference(prev: Any, cur: Any, reach: int | None = None) -> CacheVerdict | None:
     """The first place where ``cur``'s cacheable prefix differs from ``prev``'s, in cache order, looking at
     ``reach`` messages of ``prev`` (None: all of them); None when that prefix is unchanged."""
@@ -168,9 +184,13 @@ def first_difference(prev: Any, cur: Any, reach: int | None = None) -> CacheVerd
         if i >= len(pt):
             return CacheVerdict("written_again", f"tools changed: '{_name(ct[i], i)}' added (tool {i})", "tools", i)
         if _canon(pt[i]) != _canon(ct[i]):
-            return CacheVerdict("written_again", f"tools changed: '{_name(ct[i], i)}' (tool {i})", "tools", i)
+            return CacheVerdict("written_again", f"tools changed: {_tool_change(pt, ct, i)} (tool {i})", "tools", i)
     ps, cs = _system_text(prev), _system_text(cur)
     if ps != cs:
+        block = _system_block(prev.get("system"), cur.get("system"))
+        if block is not None:  # (a char of the blocks' texts joined would be found in neither block)
+            j, n = block
+            return CacheVerdict("written_again", f"system block {j} changed at char {n} of its text", "system", j, n)
         n = _first_diff(ps, cs)
         return CacheVerdict("written_again", f"system changed at char {n}", "system", None, n)
     pm, cm = _messages(prev), _messages(cur)
@@ -183,6 +203,22 @@ def first_difference(prev: Any, cur: Any, reach: int | None = None) -> CacheVerd
             role = cm[i].get("role") if isinstance(cm[i], dict) else None
             where, n = _edit_where(pm[i], cm[i], a, b)
             return CacheVerdict("written_again", f"message {i} ({role or '?'}) edited {where}", "messages", i, n)
+    return None
+
+
+def _system_block(prev: Any, cur: Any) -> tuple[int, int] | None:
+    """Where a system prompt of several blocks changed, as a person finds it in the request: (block j, char n of its
+    text), when both requests send as many blocks and the first that differs is a text block in both; else None."""
+    if not (isinstance(prev, list) and isinstance(cur, list) and len(prev) == len(cur) > 1):
+        return None
+    for j, (x, y) in enumerate(zip(prev, cur, strict=True)):
+        a, b = _system_text({"system": [x]}), _system_text({"system": [y]})
+        if a == b:
+            continue
+        texts = [v.get("text") if isinstance(v, dict) and v.get("type") == "text" else None for v in (x, y)]
+        if isinstance(texts[0], str) and isinstance(texts[1], str):
+            return j, _first_diff(texts[0], texts[1])
+        return None
     return None
 
 
@@ -219,6 +255,15 @@ def _rest(d: dict[str, Any], left_out: str) -> str:
     return _canon({k: v for k, v in d.items() if k != left_out})
 
 
+def _model_change(prev: Any, cur: Any) -> str | None:
+    """``model changed: 'A' -> 'B'`` when both requests name a model and they differ, else None."""
+    a = prev.get("model") if isinstance(prev, dict) else None
+    b = cur.get("model") if isinstance(cur, dict) else None
+    if isinstance(a, str) and isinstance(b, str) and a != b:
+        return f"model changed: {a!r} -> {b!r}"
+    return None
+
+
 def explain(prev_body: Any, body: Any, usage: Usage, prev_usage: Usage | None, gap_s: float | None) -> CacheVerdict:
     """The cache verdict of one turn, given the previous request of its conversation (None: the first turn)."""
     if not usage.reported or usage.prompt == 0:
@@ -234,6 +279,9 @@ def explain(prev_body: Any, body: Any, usage: Usage, prev_usage: Usage | None, g
         return CacheVerdict("no_cache", "no cache used")
     if not usage.cache_write:
         return CacheVerdict("no_cache", "no cache used")
+    moved = _model_change(prev_body, body)
+    if moved is not None:  # (a cache is per model: the same prefix sent to another model is written anew)
+        return CacheVerdict("written_again", f"cache written again: {moved}", "model")
     marks = breakpoints(prev_body)
     reach = marks[0] if marks else None
     found = first_difference(prev_body, body, reach)

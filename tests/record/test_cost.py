@@ -128,11 +128,46 @@ def test_system_changed_at_char_n() -> None:
     assert (v.segment, v.char) == ("system", 24)
 
 
+def test_a_system_prompt_of_several_blocks_names_the_block() -> None:
+    """A char a person can find: of the block that changed (the request shows the blocks), not of their texts
+    joined, which no block holds (it read 'system changed at char 45' for char 16 of block 1)."""
+
+    def two(t: str) -> dict[str, Any]:
+        body = _body()
+        body["system"] = [{"type": "text", "text": "You are a weather assistant."}, {**body["system"][0], "text": t}]
+        return body
+
+    v = explain(two("The time is 09:14."), two("The time is 09:15."), WRITTEN, CACHED, 3)
+    assert v.reason == "cache written again: system block 1 changed at char 16 of its text"
+    assert (v.segment, v.index, v.char) == ("system", 1, 16)
+    one = explain(_body("The time is 09:14."), _body("The time is 09:15."), WRITTEN, CACHED, 3)
+    assert one.reason == "cache written again: system changed at char 16"  # (one block: its text is the prompt)
+
+
 def test_tools_changed_names_the_tool() -> None:
     t1 = [{"name": "read", "input_schema": {}}, {"name": "grep", "input_schema": {}}]
     t2 = [{"name": "read", "input_schema": {}}, {"name": "grep", "input_schema": {"type": "object"}}]
     v = explain(_body(tools=t1), _body(tools=t2), WRITTEN, CACHED, 3)
     assert v.reason == "cache written again: tools changed: 'grep' (tool 1)"
+
+
+def test_a_tool_added_or_removed_before_another_is_said_so() -> None:
+    """A tool inserted first read "tools changed: 'get_time' (tool 0)", as if get_time, never sent before, had
+    changed."""
+    a: dict[str, Any]
+    b: dict[str, Any]
+    c: dict[str, Any]
+    a, b, c = ({"name": n, "input_schema": {}} for n in ("get_weather", "get_time", "grep"))
+
+    def why(t1: list[dict[str, Any]], t2: list[dict[str, Any]]) -> str:
+        return explain(_body(tools=t1), _body(tools=t2), WRITTEN, CACHED, 3).reason.removeprefix(
+            "cache written again: "
+        )
+
+    assert why([a], [b, a]) == "tools changed: 'get_time' added (tool 0)"
+    assert why([a, c], [c]) == "tools changed: 'get_weather' removed (tool 0)"
+    assert why([a, c], [c, a]) == "tools changed: order changed: 'grep' where 'get_weather' was (tool 0)"
+    assert why([a], [a, b]) == "tools changed: 'get_time' added (tool 1)"
 
 
 def test_earlier_message_edited() -> None:
@@ -159,6 +194,19 @@ def test_earlier_message_edited() -> None:
     other = first_difference(_body(messages=[tool[0], marked]), _body(messages=[tool[1], marked]))
     assert other is not None and other.reason.startswith("message 0 (user) edited at char ")
     assert other.reason.endswith("of its JSON")
+
+
+def test_a_model_change_is_the_reason_not_an_early_eviction() -> None:
+    """The same prefix sent to another model is written again (a cache is per model): said as such, where it read
+    'prefix unchanged (evicted early, or under the model's minimum cacheable length)'."""
+    before, after = _body(), _body()
+    before["model"], after["model"] = "claude-sonnet-4-5", "claude-opus-4-1"
+    v = explain(before, after, WRITTEN, CACHED, 3)
+    assert v.kind == "written_again" and v.segment == "model"
+    assert v.reason == "cache written again: model changed: 'claude-sonnet-4-5' -> 'claude-opus-4-1'"
+    after["model"] = "claude-sonnet-4-5"
+    assert explain(before, after, WRITTEN, CACHED, 3).segment == "prefix"
+    assert explain(before, after, READ, CACHED, 3).kind == "hit"
 
 
 def test_ttl_expired_and_unchanged_prefix() -> None:
