@@ -456,7 +456,7 @@ class ProxyApp(Closable):
         return self.tracker.turns
 
     @property
-    def seen_tools(self) -> dict[str, SeenToolUse]:
+    def seen_tools(self) -> dict[tuple[str, str], SeenToolUse]:
         return self.tracker.seen_tools
 
     def _detail(self) -> bool:

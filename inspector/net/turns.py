@@ -230,7 +230,9 @@ class TurnTracker:
         self.source = source
         self.detail = detail
         self.batch_interval = batch_interval
-        self.seen_tools: dict[str, SeenToolUse] = {}  # tool calls waiting for their result, by id (all conversations)
+        # tool calls waiting for their result, by conversation and id (all conversations: two may stream the same
+        # call id, a mock's seeded ids or a server's `call_0`)
+        self.seen_tools: dict[tuple[str, str], SeenToolUse] = {}
         self.turns = 0
         self.conversations = Conversations(MAX_CONVERSATIONS)
         # conversation id -> its current and previous turn (global numbers) and their tool calls: a tool_result is
@@ -280,12 +282,12 @@ class TurnTracker:
             if conv is None:
                 conv = self._conv[cid] = _ConvTurns(turn)
                 while len(self._conv) > MAX_CONVERSATIONS:  # forgotten: so are its tool calls
-                    _old, gone = self._conv.popitem(last=False)
+                    old, gone = self._conv.popitem(last=False)
                     for tid in (*gone.tools, *gone.prev_tools):
-                        self.seen_tools.pop(tid, None)
+                        self.seen_tools.pop((old, tid), None)
             else:
                 for tid in conv.prev_tools:  # two turns back: no longer matched
-                    self.seen_tools.pop(tid, None)
+                    self.seen_tools.pop((cid, tid), None)
                 conv.prev_turn, conv.prev_tools = conv.turn, conv.tools
                 conv.turn, conv.tools = turn, {}
             self._conv.move_to_end(cid)
@@ -468,8 +470,8 @@ class TurnTracker:
                 )
         if conv is not None:  # matched once: the previous turn's calls are done with
             for tid in conv.prev_tools:
-                if self.seen_tools.get(tid) is conv.prev_tools[tid]:
-                    del self.seen_tools[tid]
+                if self.seen_tools.get((cid or "", tid)) is conv.prev_tools[tid]:
+                    del self.seen_tools[(cid or "", tid)]
             conv.prev_tools = {}
 
     def _tool_state(
@@ -517,7 +519,7 @@ class TurnTracker:
                     )
                     continue
                 seen = SeenToolUse(tr.id, tr.name, turn, attempt, tr.index, now, None, tr.input, cid)
-                self.seen_tools[tr.id] = seen
+                self.seen_tools[(cid or "", tr.id)] = seen
                 conv = self._conv.get(cid or "")
                 if conv is not None and conv.turn == turn:
                     conv.tools[tr.id] = seen

@@ -330,6 +330,16 @@ def _unreported(c: dict[str, Any]) -> bool:
     return c.get("unpriced") == USAGE_NOT_REPORTED
 
 
+def _unknown(u: dict[str, Any], c: dict[str, Any]) -> bool:
+    """No usage at all (every attempt answered without it): the tokens are unknown, not only the cost."""
+    return _unreported(c) and u.get("reported") is False
+
+
+def _cost(c: dict[str, Any]) -> str:
+    """The cost beside known tokens: "unknown" when an attempt's usage was not reported."""
+    return "unknown" if _unreported(c) else _usd(c)
+
+
 def _usd(c: dict[str, Any]) -> str:
     if c.get("usd") is None:
         return str(c.get("unpriced") or "unpriced")
@@ -342,13 +352,16 @@ def format_turn_cost(d: dict[str, Any]) -> str:
     cache was written again when it was."""
     u, c, cache = d.get("usage") or {}, d.get("cost") or {}, d.get("cache") or {}
     rate = u.get("cache_hit_rate")
-    if _unreported(c):
+    if _unknown(u, c):
         line = UNKNOWN
-    else:
-        line = f"cost {_usd(c)} · cache {'-' if rate is None else f'{rate:.0%}'} · {_tokens(u)}"
+    else:  # (a failed attempt answered without usage makes the cost unknown, not the answer's tokens)
+        line = f"cost {_cost(c)} · cache {'-' if rate is None else f'{rate:.0%}'} · {_tokens(u)}"
     failed = [a for a in d.get("attempt_costs") or [] if a.get("failed")]
     if failed:
         line += f" · {len(failed)} failed attempt{'s' if len(failed) > 1 else ''} counted"
+        blind = sum(_unreported(a.get("cost") or {}) for a in failed)
+        if blind and not _unknown(u, c):
+            line += f" ({blind} without usage: unknown)"
     if cache.get("kind") == "written_again":
         line += f" · {cache.get('reason')}"
     return line
@@ -386,7 +399,7 @@ def format_accounting(
         u, c, cache = t.get("usage") or {}, t.get("cost") or {}, t.get("cache") or {}
         rate = u.get("cache_hit_rate")
         hit = "-" if rate is None else f"{rate:.0%}"
-        what = UNKNOWN if _unreported(c) else f"{_tokens(u)}  cost {_usd(c)}  cache hit {hit}"
+        what = UNKNOWN if _unknown(u, c) else f"{_tokens(u)}  cost {_cost(c)}  cache hit {hit}"
         turn = int(t.get("turn", 0))
         lines.append(f"  {names.get(turn) or 'turn ' + str(turn + 1)}: {what}")
         if cache.get("kind") == "written_again":
@@ -398,6 +411,6 @@ def format_accounting(
     tu, tc = totals["usage"], totals["cost"]
     rate = tu.get("cache_hit_rate")
     hit = "-" if rate is None else f"{rate:.0%}"
-    lines.append(f"  total: {UNKNOWN if _unreported(tc) else f'{_tokens(tu)}  cost {_usd(tc)}  cache hit {hit}'}")
+    lines.append(f"  total: {UNKNOWN if _unknown(tu, tc) else f'{_tokens(tu)}  cost {_cost(tc)}  cache hit {hit}'}")
     lines.append(f"  {totals['price_source']}")
     return "\n".join(lines)

@@ -341,6 +341,22 @@ def test_tool_ids_repeated_across_conversations_are_matched_within_each() -> Non
     assert tracker.seen_tools == {}  # answered: nothing kept
 
 
+def test_the_session_end_ends_every_conversations_call_of_a_repeated_id() -> None:
+    """Three conversations whose calls share an id (serve's chat ids, a server's `call_0`), none answered: the
+    session's end ends each as unknown (before: the calls waited by id alone, the last one hid the others, which
+    stayed 'running (inferred)' for ever on the dashboard, the headless lines and in the recording)."""
+    from inspector.testing.streamgen import sse, tool_turn
+
+    tracker, got = _tracker()
+    for city in CITIES:
+        body = {"model": "m", "max_tokens": 50, "stream": True, "messages": [{"role": "user", "content": city}]}
+        _exchange(tracker, body, sse(*tool_turn([f'{{"city": "{city}"}}'], name="get_weather", id="toolu_01")))
+    tracker.session_ended("the command ended")
+    ended = [(o.turn, o.input) for o in got if isinstance(o, O.ToolStateChanged) and o.state == "unknown"]
+    assert ended == [(0, {"city": "Paris"}), (1, {"city": "Rome"}), (2, {"city": "Oslo"})]
+    assert tracker.seen_tools == {}
+
+
 async def test_serve_recording_answers_each_conversation_from_its_own_turns(
     upstream: BackgroundServer, tmp_path: Path
 ) -> None:

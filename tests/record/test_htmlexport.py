@@ -505,3 +505,46 @@ def test_the_pages_tokens_say_a_turn_answered_without_usage_in_a_real_browser(tm
             assert re.fullmatch(r"\d+ in / \d+ out \+ 1 turn without usage \(unknown\)", chip.group(1)), chip.group(1)
         else:
             assert chip.group(1) == "unknown (usage not reported)"
+
+
+@needs_browser
+def test_a_retried_chat_turn_whose_failed_attempt_had_no_usage_keeps_its_tokens(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A chat turn cut by an error object (no usage: it comes last), then retried and answered with usage: its cost
+    is unknown, its answer's tokens are not. `dump --timing` said "usage not reported: tokens and cost unknown" for
+    the turn and the total, the replay's turn line too, and the page "cost usage not reported" beside the tokens."""
+    from inspector.cli import main
+    from inspector.record.accounting import account, format_turn_cost
+    from inspector.testing import openai_fake as oa
+
+    cut = oa.sse(
+        oa.chunk({"role": "assistant", "content": "Let me"}), {"error": {"type": "server_error", "message": "busy"}}
+    )
+    usage = {"prompt_tokens": 430, "completion_tokens": 50, "total_tokens": 480}
+    rec, page = tmp_path / "r.jsonl", tmp_path / "r.html"
+    with RecordingWriter(rec, source={"type": "proxy"}) as w:
+        for attempt, body in enumerate((cut, oa.chat_text("18 C", usage))):
+            t = float(attempt)
+            w.request(0, attempt, t, "POST", "http://up/v1/chat/completions", {}, {"model": "gpt-4o-mini"})
+            w.response(0, attempt, t + 0.01, 200, {"content-type": "text/event-stream"})
+            w.read(0, attempt, t + 0.02, body)
+            w.end(0, attempt, t + 0.03, "complete", None)
+    assert main(["dump", "--timing", str(rec)]) == 0
+    report = capsys.readouterr().out.split("usage and cost\n", 1)[1].splitlines()
+    assert report[:3] == [
+        "  turn 1: in 430 · out 50  cost unknown  cache hit 0%",
+        "    attempt 1 (failed): usage not reported: tokens and cost unknown",
+        "  total: in 430 · out 50  cost unknown  cache hit 0%",
+    ]
+    (turn,) = dump_turns(load_any(rec))
+    account([turn], [None])
+    assert format_turn_cost(turn) == (
+        "cost unknown · cache 0% · in 430 · out 50 · 1 failed attempt counted (1 without usage: unknown)"
+    )
+    export(load_any(rec), page, title="r")
+    dom = _dom(page, "#tab=turns")
+    assert _attr(dom, "errors") == "0"
+    assert "usage: in 430 · out 50 · cost unknown · cache" in dom
+    assert "in 430 · out 50 · cost unknown</p>" in dom
+    assert re.search(r'<span class="chip">cost <b>unknown</b>', dom)
