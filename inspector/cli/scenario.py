@@ -115,7 +115,9 @@ def cmd_from_recording(args: argparse.Namespace) -> int:
         rec = load_any(args.recording)
     except FileNotFoundError:
         raise UsageError(f"no such file: {args.recording}") from None
-    except (OSError, RecordingError) as e:
+    except OSError as e:  # (as dump says it: "Is a directory", not "[Errno 21] Is a directory: 'PATH'")
+        raise UsageError(f"cannot read {args.recording}: {e.strerror or e}") from None
+    except RecordingError as e:
         raise UsageError(f"{args.recording}: {e}") from None
     try:
         sc = scenario_from_recording(rec, name=args.name)

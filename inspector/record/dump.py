@@ -201,6 +201,13 @@ class _Attempt:
                     events=ts.assembler.events,
                 )
         entry["diagnostics"] = entry["diagnostics"] + self.extra
+        end = att.end if isinstance(att.end, dict) else {}
+        if att.response is None and self.reads == 0 and end.get("status") not in (None, "complete"):
+            # no response at all (refused, reset, a malformed answer, cancelled): not a stream without events
+            why = end.get("reason") if isinstance(end.get("reason"), str) else None
+            text = f"no response ({end.get('status')}){f': {why}' if why else ''}"
+            entry["diagnostics"] = [d for d in entry["diagnostics"] if d["code"] != D.NO_EVENTS]
+            entry["diagnostics"].insert(0, _diag(D.NO_RESPONSE, text))
         entry["body"] = self.mode
         entry["reads"] = self.reads
         entry["bytes"] = self.bytes

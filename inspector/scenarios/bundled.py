@@ -152,7 +152,7 @@ def get_scenario(name_or_path: str | os.PathLike[str]) -> Scenario:
         return SCENARIOS[name_or_path]
     if is_scenario_path(name_or_path):
         path = Path(name_or_path)
-        if not path.is_file():
+        if not path.exists():  # (a folder, a FIFO, a device: load_file refuses it and says what it is)
             raise UnknownScenario(f"no scenario file {str(path)!r}")
         return load_file(path)
     import difflib  # (the error's path only: listing and loading scenarios stay light)

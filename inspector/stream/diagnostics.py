@@ -53,6 +53,7 @@ DIAGNOSTICS_CAPPED = "diagnostics.capped"  # more than the kept number of one co
 CONNECTION_DROPPED = "transport.connection_dropped"
 IDLE_TIMEOUT = "transport.idle_timeout"
 HTTP_ERROR = "transport.http_error"
+NO_RESPONSE = "transport.no_response"  # a recorded attempt that ended before any response (its end line says why)
 
 
 @dataclass(frozen=True, slots=True)

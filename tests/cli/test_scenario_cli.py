@@ -332,6 +332,9 @@ def test_from_recording_of_a_non_recording_is_one_line(tmp_path: Path, capsys: p
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no streamed turn" in err
     assert main(["scenario", "from-recording", str(tmp_path / "missing.jsonl")]) == 2
+    capsys.readouterr()
+    assert main(["scenario", "from-recording", str(tmp_path)]) == 2  # a folder: as dump says it, no Python repr
+    assert capsys.readouterr().err == f"inspector: cannot read {tmp_path}: Is a directory\n"
 
 
 @pytest.mark.parametrize(

@@ -197,6 +197,37 @@ def test_text_of_an_empty_attempt_prints_no_none(capsys: pytest.CaptureFixture[s
     assert "None" not in out
 
 
+@pytest.mark.parametrize(
+    ("status", "reason"),
+    [
+        ("connection_error", "connection failed (ConnectError: [Errno 111] Connection refused)"),
+        ("failed", "upstream sent an invalid response: malformed status line (60 bytes)"),
+        ("cancelled", "cancelled by user"),
+    ],
+)
+def test_an_attempt_without_a_response_says_why_not_that_the_stream_had_no_event(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, status: str, reason: str
+) -> None:
+    """A connection refused (run), a malformed answer (proxy): the end line's reason, not `protocol.no_events` of a
+    stream that never came (the proxy's line said the reason, dump only 'the stream carried no event')."""
+    path = tmp_path / "r.jsonl"
+    with RecordingWriter(str(path), source={"type": "test"}) as w:
+        w.request(0, 0, 0.0, "POST", "http://t/v1/messages", {}, {"model": "m"})
+        w.end(0, 0, 0.01, status, reason)
+        w.request(0, 1, 0.5, "POST", "http://t/v1/messages", {}, {"model": "m"})
+        w.response(0, 1, 0.1, 200, {"content-type": "text/event-stream"})
+        w.read(0, 1, 0.2, sse(*text_turn("fine")))
+        w.end(0, 1, 0.3, "complete")
+    code, out = run(capsys, "dump", str(path), "--json")
+    [failed] = orjson.loads(out)["turns"][0]["failed_attempts"]
+    assert [(d["code"], d["message"]) for d in failed["diagnostics"]] == [
+        ("transport.no_response", f"no response ({status}): {reason}")
+    ]
+    assert failed["outcome"] == "incomplete" and code == 0
+    code, out = run(capsys, "dump", str(path))
+    assert f"transport.no_response: no response ({status}): {reason}" in out and "no_events" not in out
+
+
 def test_max_size_option(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = tmp_path / "big.sse"
     path.write_bytes(b"data: " + b"x" * 3000 + b"\n\n" + sse(*text_turn("after")))

@@ -321,6 +321,19 @@ def test_a_fifo_is_refused_without_blocking(tmp_path: Path, capsys: pytest.Captu
     assert "not a regular file" in capsys.readouterr().out
 
 
+def test_a_scenario_path_that_is_not_a_file_says_what_it_is(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`run --scenario`, `serve --scenario`, `watch --serve` given a folder or a FIFO: what it is, as `scenario check`
+    says it, not 'no scenario file' of a path that exists."""
+    fifo = tmp_path / "s.yaml"
+    os.mkfifo(fifo)
+    for path, what in [(fifo, "not a regular file"), (tmp_path, "a folder")]:
+        assert main(["run", "--headless", "--scenario", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"inspector: {path}:1:1: cannot read the file: ") and what in err, err
+    assert main(["run", "--headless", "--scenario", str(tmp_path / "none.yaml")]) == 2
+    assert "no scenario file" in capsys.readouterr().err
+
+
 def test_a_folder_and_a_huge_file_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     huge = tmp_path / "huge.yaml"
     with huge.open("wb") as fh:
