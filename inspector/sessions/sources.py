@@ -111,7 +111,9 @@ class Session:
         self._thread = threading.Thread(target=thread, name="inspector-session", daemon=True)
         self._thread.start()
         try:
-            return await asyncio.wrap_future(done)
+            # (shielded: a cancelled caller must not cancel `done`, which the thread sets once the loop has wound
+            # down, and which closes the session then, below)
+            return await asyncio.shield(asyncio.wrap_future(done))
         except asyncio.CancelledError:
             self.controller.cancel()
             raise

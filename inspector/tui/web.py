@@ -77,7 +77,31 @@ def serve_command(argv: list[str], *, host: str = "127.0.0.1", port: int = 8000)
     `python -m inspector proxy --listen ...`) to browsers until Ctrl-C or SIGTERM."""
     from textual_serve.server import Server
 
-    Server(" ".join(shlex.quote(a) for a in argv), host=host, port=port).serve()
+    class Serving(Server):
+        """textual-serve's server, whose stop (Ctrl-C, SIGTERM) ends the dashboards of the open tabs at once: aiohttp
+        waited for each websocket to end by itself, up to 60 s (a tab left open held the server that long)."""
+
+        def __init__(self, *a: Any, **kw: Any) -> None:
+            super().__init__(*a, **kw)
+            self.sessions: set[asyncio.Task[Any]] = set()  # the websocket handlers running (one per open tab)
+
+        async def handle_websocket(self, request: Any) -> Any:
+            task = asyncio.current_task()
+            if task is not None:
+                self.sessions.add(task)
+            try:
+                return await super().handle_websocket(request)
+            finally:
+                if task is not None:
+                    self.sessions.discard(task)
+
+        async def on_shutdown(self, app: Any) -> None:
+            # a cancelled handler closes its websocket and stops its dashboard (textual-serve's own cleanup)
+            for task in list(self.sessions):
+                task.cancel()
+            await super().on_shutdown(app)
+
+    Serving(" ".join(shlex.quote(a) for a in argv), host=host, port=port).serve()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -179,3 +179,45 @@ async def test_a_threaded_session_records_every_observation(tmp_path: Path) -> N
     reads = [r.data for t in rec.turns for a in t.attempts for r in a.reads]
     assert reads == [o.data for o in seen if isinstance(o, O.ReadReceived)]
     assert rec.observations[-1]["type"] == "loop_finished"  # written before the recorder was closed
+
+
+async def test_a_cancelled_caller_lets_the_session_wind_down_then_closes_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The dashboard quitting (`q`, a closed `inspector web` tab) cancels the task that awaits the session: the loop
+    winds down on its thread, then the session is closed, its recording whole. The cancellation reached the thread's
+    future: the session was closed at once, under a loop still running, and the thread's end printed a traceback
+    (InvalidStateError: CANCELLED) on stderr."""
+    session = scenario_session(custom_scenario(monkeypatch, PACED), speed=1.0, record=tmp_path / "rec.jsonl")
+    session.threaded = True
+    uncaught: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: uncaught.append(args.exc_value))
+    order: list[str] = []
+    closed = threading.Event()
+
+    def on_close() -> None:
+        order.append("closed")
+        closed.set()
+
+    session.cleanups.append(on_close)
+    reading = asyncio.Event()
+
+    def consumer(obs: O.Observation) -> None:
+        if isinstance(obs, O.ReadReceived):
+            reading.set()
+        elif isinstance(obs, O.LoopFinished):
+            order.append("finished")
+
+    session.bus.subscribe(consumer)
+    task = asyncio.ensure_future(session.run())
+    await asyncio.wait_for(reading.wait(), 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.wait_for(asyncio.to_thread(closed.wait, 10), 15)
+    assert order == ["finished", "closed"]
+    assert session._thread is not None
+    await asyncio.to_thread(session._thread.join, 10)
+    assert uncaught == []
+    last = (tmp_path / "rec.jsonl").read_text().splitlines()[-1]
+    assert '"loop_finished"' in last and '"cancelled"' in last

@@ -530,6 +530,11 @@ class TestCtrlC:
                 assert len(factory.sessions) == (1 if watching else 2)
 
 
+def painted(app: InspectorApp) -> str:
+    """What the terminal shows (the SVG export of the composed screen), not what a widget would render now."""
+    return app.export_screenshot().replace("&#160;", " ")
+
+
 class TestWordsAfterTheEnd:
     async def test_finished_words_read_as_the_end(self) -> None:
         obs = parse_date_observations("opening")
@@ -547,6 +552,20 @@ class TestWordsAfterTheEnd:
             await pilot.pause()
             assert "well-formed so far" in app.diagnostics_view.render_line(0).text
             assert app.tools_view.render_line(0).text.strip() == "no tool calls yet"
+
+    async def test_a_stream_that_came_after_the_first_frame_is_no_longer_missing(self) -> None:
+        """The line said "no stream yet" through a whole live run (`inspector web`, `inspector`): its text changes
+        when the first attempt starts, which is no new diagnostic; the panes skipped it until the session ended."""
+        obs = parse_date_observations("opening")
+        started = next(i for i, o in enumerate(obs) if isinstance(o, O.AttemptStarted))
+        app = InspectorApp(observations=obs[:started], clock=lambda: 0.0)
+        async with app.run_test(size=WIDE) as pilot:
+            await pilot.pause()
+            assert "no stream yet" in painted(app)
+            app.ingest(obs[started:])
+            await pilot.pause()
+            screen = painted(app)  # (what the terminal shows: the line rendered afresh was right, never repainted)
+            assert "the stream is well-formed so far" in screen and "no stream yet" not in screen
 
     async def test_no_stray_cursor_after_a_cancel(self) -> None:
         obs = parse_date_observations()

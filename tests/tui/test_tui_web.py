@@ -136,10 +136,12 @@ def wait_until(cond: Callable[[], bool], timeout: float) -> bool:
     return cond()
 
 
-@pytest.mark.parametrize("how", ["client killed", "server killed"])
+@pytest.mark.parametrize("how", ["client killed", "server killed", "server stopped"])
 def test_no_dashboard_process_remains_after_its_browser_is_gone(how: str) -> None:
     """A websocket client (the browser) connects through textual-serve; the client's connection is torn down with
-    no close handshake, or the server is SIGKILLed: no dashboard process may remain."""
+    no close handshake, or the server is SIGKILLed: no dashboard process may remain. Stopped (SIGTERM, as Ctrl-C)
+    with the tab still open, the server ends its dashboard and closes the tab's websocket at once: aiohttp waited
+    for the websocket to end by itself, up to 60 s, so the server stayed as long as the tab did."""
     import asyncio
 
     aiohttp = pytest.importorskip("aiohttp")
@@ -180,8 +182,17 @@ def test_no_dashboard_process_remains_after_its_browser_is_gone(how: str) -> Non
                 assert apps, "no dashboard process was started"
                 if how == "client killed":
                     ws._response.connection.transport.abort()  # no close frame: a killed browser
-                else:
+                elif how == "server killed":
                     server.kill()
+                else:
+                    server.terminate()
+
+                    async def until_closed() -> None:
+                        async for _ in ws:  # the tab stays open: the server must close it
+                            pass
+
+                    await asyncio.wait_for(until_closed(), 20)
+                    assert await asyncio.to_thread(server.wait, 20) is not None
 
         asyncio.run(client())
         assert wait_until(lambda: not [p for p in apps if os.path.exists(f"/proc/{p}") and _alive(p)], 30), (

@@ -54,14 +54,9 @@ class DiagnosticsView(LineView):
         self._seen: tuple[object, ...] = ()
 
     def show(self, state: DashboardState) -> None:
-        # (with the empty line's own inputs: whether a stream came, and the side requests it names instead)
-        key = (
-            id(state),
-            state.rev_diag,
-            bool(state.status.finished),
-            bool(state.attempts),
-            state.conversations.side_requests,
-        )
+        # (the empty line's words change without a diagnostic: when a first stream starts, a side request comes)
+        empty = () if state.diagnostics else (bool(state.attempts), state.conversations.side_requests)
+        key = (id(state), state.rev_diag, bool(state.status.finished), *empty)
         if key == self._seen:
             return
         if self.state is not state:
