@@ -113,6 +113,8 @@ def request_diff(prev: dict[str, Any], cur: dict[str, Any]) -> list[Change]:
         if pt[name] != ct[name]:
             out.append(Change("~", f"tools/{name}", "definition changed"))
     pm, cm = _messages(prev), _messages(cur)
+    if isinstance(cur.get("previous_response_id"), str):  # (a Responses continuation sends only what it adds)
+        pm = []
     hk = _history_key(cur)
     same = 0
     while same < min(len(pm), len(cm)) and pm[same] == cm[same]:
