@@ -484,7 +484,8 @@ def test_a_responses_request_continued_by_previous_response_id_adds_its_items(tm
     items: list[Any] = [{"type": "function_call_output", "call_id": "call_1", "output": "18 C"}]
     rec = tmp_path / "responses.jsonl"
     with RecordingWriter(rec, source={"type": "proxy"}) as w:
-        for turn, more in enumerate([{"input": first}, {"input": items, "previous_response_id": "resp_1"}]):
+        continued: list[dict[str, Any]] = [{"input": first}, {"input": items, "previous_response_id": "resp_1"}]
+        for turn, more in enumerate(continued):
             body = {"model": "gpt-4o-mini", "stream": True, **more}
             w.request(turn, 0, float(turn), "POST", "http://up/v1/responses", {}, body)
             w.response(turn, 0, 0.01, 200, {"content-type": "text/event-stream"})
