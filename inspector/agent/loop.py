@@ -985,13 +985,11 @@ class AgentLoop:
         # blocks still open: their tools never run
         ex = self._executor
         if ex is not None:
+            end = getattr(ts, "block_end", "its content_block_stop")  # (in the family's words: an OpenAI stream's)
             for b in ts.assembler.tool_blocks():
                 if b.open and b.id and any(c.id == b.id and c.state == ToolState.STREAMING_INPUT for c in ex.calls()):
                     ex.not_run(
-                        b.id,
-                        b.name or "?",
-                        b.index,
-                        "the block never got its content_block_stop (stream cut); the tool was not run",
+                        b.id, b.name or "?", b.index, f"the block never got {end} (stream cut); the tool was not run"
                     )
 
     def _diagnose(self, turn: int, attempt: int, d: Diagnostic) -> None:

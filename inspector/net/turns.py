@@ -544,6 +544,18 @@ class TurnTracker:
             if s.attempt == track.attempt and s.stream_end_t is None:
                 s.stream_end_t = now
 
+    def _unclosed_tools(self, ts: TurnStream, turn: int, attempt: int, now: float) -> None:
+        """The tool blocks the attempt left open (the stream cut, max_tokens inside one): their input never completed,
+        so no harness ran them. They end as not_run, as the agent loop ends them (before: still 'receiving input'
+        once the session had ended)."""
+        for b in ts.assembler.tool_blocks():
+            if b.open and b.id:
+                state = ToolState.NOT_RUN
+                why = "its block never closed: its input is incomplete, the tool was not run"
+                self._tool_state(
+                    b.id, b.name or "?", turn, attempt, b.index, state, None, {state: now}, why, t=now, inferred=False
+                )
+
     def session_ended(self, why: str) -> None:
         """The session is over (the watched command exited, the proxy stopped): the tool calls still shown as
         running (inferred), whose result no later request carried, end as ``unknown`` (``why``): their time stops
@@ -595,6 +607,7 @@ class TurnTracker:
             outcome = ts.outcome
             stopped = ts.assembler.stopped
             self._stream_ended(track, now)
+            self._unclosed_tools(ts, turn, attempt, now)
         else:
             stopped = track.saw_stop
         if ex.status is not None and ex.status != 200:

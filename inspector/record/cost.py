@@ -102,8 +102,8 @@ def price(usage: Usage, model: str | None, family: Family = "anthropic", provide
 
 
 def fmt_usd(cost: Cost) -> str:
-    if cost.total is None:
-        return "unpriced"
+    if cost.total is None:  # (no price for the model; or an answer without usage: its cost is unknown, not unpriced)
+        return "unknown" if cost.unpriced == USAGE_NOT_REPORTED else "unpriced"
     v = cost.total
     if v == 0:
         return "$0"

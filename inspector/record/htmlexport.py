@@ -71,6 +71,10 @@ def _request_diff(prev: Any, cur: Any) -> dict[str, Any]:
         out["messages_added"] = [_cut(m) for m in _history(cur)][:50]
         return out
     pm, cm = _history(prev), _history(cur)
+    if isinstance(cur.get("previous_response_id"), str):
+        # (a Responses request that continues a stored response sends only what it adds: every item is new, none of
+        # the previous request's was edited or removed)
+        pm = []
     found = first_difference(prev, cur, len(pm))
     if found is not None:
         out["first_difference"] = found.reason

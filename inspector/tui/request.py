@@ -113,6 +113,8 @@ def request_diff(prev: dict[str, Any], cur: dict[str, Any]) -> list[Change]:
         if pt[name] != ct[name]:
             out.append(Change("~", f"tools/{name}", "definition changed"))
     pm, cm = _messages(prev), _messages(cur)
+    if isinstance(cur.get("previous_response_id"), str):  # (a Responses continuation sends only what it adds)
+        pm = []
     hk = _history_key(cur)
     same = 0
     while same < min(len(pm), len(cm)) and pm[same] == cm[same]:
@@ -141,7 +143,7 @@ def _cost_section(out: Text, state: DashboardState, turn: int) -> None:
     """The turn's usage, cost and cache verdict (the figures of `dump --json`), each attempt's when there were
     several (failed ones labelled: they were billed for what they produced), and where the prices come from."""
     from inspector.record.accounting import usage_text
-    from inspector.record.cost import fmt_usd, price_source
+    from inspector.record.cost import USAGE_NOT_REPORTED, fmt_usd, price_source
     from inspector.state.costs import turn_cost
 
     _section(out, "usage and cost")
@@ -155,7 +157,11 @@ def _cost_section(out: Text, state: DashboardState, turn: int) -> None:
             _kv(out, label, f"{usage_text(ac.usage.to_json())}  ·  {fmt_usd(ac.cost)}")
     _kv(out, "tokens", usage_text(tc.usage.to_json()))
     rate = tc.usage.hit_rate
-    _kv(out, "cost", fmt_usd(tc.cost) if tc.cost.total is not None else tc.cost.unpriced or "unpriced")
+    if tc.cost.total is None and tc.cost.unpriced == USAGE_NOT_REPORTED and tc.usage.reported:
+        cost = "unknown (an attempt's usage was not reported)"  # (the tokens above are the others')
+    else:
+        cost = fmt_usd(tc.cost) if tc.cost.total is not None else tc.cost.unpriced or "unpriced"
+    _kv(out, "cost", cost)
     _kv(out, "cache hit", "-" if rate is None else f"{rate:.0%}")
     out.append("cache: ", MUTED)
     out.append(tc.cache.reason + "\n", "bold red" if tc.cache.kind == "written_again" else "")

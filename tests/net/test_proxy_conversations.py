@@ -357,6 +357,32 @@ def test_the_session_end_ends_every_conversations_call_of_a_repeated_id() -> Non
     assert tracker.seen_tools == {}
 
 
+def test_a_tool_block_the_stream_never_closed_ends_not_run() -> None:
+    """The connection drops inside a tool call's input (serve --fault drop_in_tool): the call was shown receiving
+    input for ever, on the finished dashboard too, while the agent loop (replay) ends it not run. Now the proxy ends
+    it not run when the attempt ends, saying why."""
+    from inspector.testing.streamgen import sse, tool_turn
+
+    tracker, got = _tracker()
+    full = sse(*tool_turn(['{"city": "Paris"}'], name="get_weather", id="toolu_01"))
+    raw = orjson.dumps({"model": "m", "max_tokens": 50, "stream": True, "messages": [{"role": "user", "content": "x"}]})
+    ex = ProxyExchange("POST", "/v1/messages")
+    a, parsed = tracker.assign(ex, "POST", "/v1/messages", [], raw)
+    track = tracker.new_track(ex, a, 0.0, parsed)
+    tracker.begin(track, "POST", "http://up/v1/messages", [], raw)
+    track.set_response("text/event-stream", "", 200, True)
+    tracker.read(track, 0.01, full[: full.index(b"event: content_block_stop")])
+    ex.status, ex.end, ex.end_s, ex.reason = 200, "error", 0.02, "connection dropped"
+    tracker.end(track)
+    states = [(o.state, o.error) for o in got if isinstance(o, O.ToolStateChanged)]
+    assert states == [
+        ("streaming_input", None),
+        ("not_run", "its block never closed: its input is incomplete, the tool was not run"),
+    ]
+    tracker.session_ended("the command ended")  # (nothing left waiting: it never ran)
+    assert [o.state for o in got if isinstance(o, O.ToolStateChanged)][2:] == []
+
+
 async def test_serve_recording_answers_each_conversation_from_its_own_turns(
     upstream: BackgroundServer, tmp_path: Path
 ) -> None:

@@ -475,6 +475,26 @@ def test_a_responses_requests_diff_shows_its_input_items(tmp_path: Path) -> None
     assert diffs[2]["messages_removed"] == 2 and "params_changed" not in diffs[2]  # (a string: one input, not 3)
 
 
+def test_a_responses_request_continued_by_previous_response_id_adds_its_items(tmp_path: Path) -> None:
+    """A request continuing a stored response (previous_response_id) sends only its new items: the Turns pane said
+    "message 0 (?) edited at char 2 of its JSON" then "(no change)". Its items are all added."""
+    from inspector.testing.streamgen import sse, text_turn
+
+    first: list[Any] = [{"role": "user", "content": "Weather in Kyiv?"}]
+    items: list[Any] = [{"type": "function_call_output", "call_id": "call_1", "output": "18 C"}]
+    rec = tmp_path / "responses.jsonl"
+    with RecordingWriter(rec, source={"type": "proxy"}) as w:
+        continued: list[dict[str, Any]] = [{"input": first}, {"input": items, "previous_response_id": "resp_1"}]
+        for turn, more in enumerate(continued):
+            body = {"model": "gpt-4o-mini", "stream": True, **more}
+            w.request(turn, 0, float(turn), "POST", "http://up/v1/responses", {}, body)
+            w.response(turn, 0, 0.01, 200, {"content-type": "text/event-stream"})
+            w.read(turn, 0, 0.02, sse(*text_turn("ok")))
+            w.end(turn, 0, 0.03, "complete", None)
+    diffs = [t["request_diff"] for t in build(load_any(rec))["turns"]]
+    assert diffs[1] == {"params_changed": {"previous_response_id": [None, "resp_1"]}, "messages_added": items}
+
+
 @needs_browser
 def test_the_pages_tokens_say_a_turn_answered_without_usage_in_a_real_browser(tmp_path: Path) -> None:
     """A Messages turn with usage and a chat stream without it (no include_usage): the header showed the first

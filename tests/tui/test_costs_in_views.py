@@ -182,3 +182,22 @@ async def test_the_status_lines_tokens_say_a_turn_answered_without_usage() -> No
             await pilot.pause()
             text = app.status_bar.render().plain
             assert said in text, text
+
+
+def test_a_failed_attempt_without_usage_makes_the_cost_unknown_not_unpriced() -> None:
+    """A chat attempt cut before its usage chunk, then retried and answered with usage: the request view said the
+    failed attempt was "unpriced" (as for a model without a price) and the turn's cost "usage not reported" beside
+    its tokens. Its cost is unknown, the tokens shown are the answer's."""
+    state = DashboardState()
+    url = "http://x/v1/chat/completions"
+    state.apply(O.TurnStarted(0.0, 0))
+    for attempt, usage in ((0, {}), (1, {"input_tokens": 430, "output_tokens": 50})):
+        state.apply(O.AttemptStarted(attempt + 0.0, 0, attempt, "POST", url, {}, {"model": "gpt-4o-mini"}))
+        state.apply(O.MessageStarted(attempt + 0.1, 0, attempt, {"id": "chatcmpl-1", "model": "gpt-4o-mini"}))
+        if usage:
+            state.apply(O.MessageUpdated(attempt + 0.2, 0, attempt, "end_turn", usage))
+        status = "complete" if usage else "failed"
+        state.apply(O.AttemptEnded(attempt + 0.3, 0, attempt, status, None, "text_finish" if usage else "error"))
+    text = request_detail(state, 0).body.plain
+    assert "attempt 1 (failed): usage not reported  ·  unknown\n" in text
+    assert "tokens: in 430 · out 50\ncost: unknown (an attempt's usage was not reported)\n" in text

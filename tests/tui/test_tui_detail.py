@@ -662,6 +662,10 @@ def test_the_request_view_of_a_responses_turn_shows_its_input_items() -> None:
         state.apply(O.AttemptEnded(float(turn) + 0.5, turn, 0, "complete", None, "tool_use"))
     changes = [(c.op, c.where) for c in request_diff(state.requests[(0, 0)], state.requests[(1, 0)])]
     assert changes == [("+", "input[1]"), ("+", "input[2]")]
+    # continued by previous_response_id, a request sends only its new items: added, not "input[0]" changed
+    more = {"model": "gpt-4o-mini", "input": items[1:], "previous_response_id": "resp_1"}
+    changes = [(c.op, c.where) for c in request_diff(state.requests[(0, 0)], more)]
+    assert changes == [("+", "input[0]"), ("+", "previous_response_id")]
     text = request_detail(state, 1).body.plain
     assert "── input · 3" in text and "messages · " not in text
     assert "[1] function_call: " in text and "get_weather" in text and "[2] function_call_output: " in text
