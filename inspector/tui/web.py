@@ -5,16 +5,22 @@ textual-serve runs `python -m inspector run ...` as a subprocess per websocket, 
 thread just ends on stdin EOF and the app keeps running with nobody to show it to. `InspectorWebDriver` ends the app
 when its input ends, and on SIGTERM even if the event loop is busy; a watchdog makes sure the process is gone a few
 seconds later whatever the app is doing.
+
+The page is textual-serve's own, less its one outside URL (a Google Fonts stylesheet): a page served on loopback
+fetches nothing from elsewhere (the terminal falls back to the browser's monospace font).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shlex
 import signal
 import sys
+import tempfile
 import threading
+from pathlib import Path
 from typing import Any
 
 from textual import messages
@@ -72,6 +78,20 @@ def serve_web(run_args: list[str], *, host: str = "127.0.0.1", port: int = 8000)
     serve_command([sys.executable, "-m", "inspector", "run", *run_args], host=host, port=port)
 
 
+_OUTSIDE_LINK = re.compile(r"<link\b[^>]*\bhref=\"https?://[^\"]*\"[^>]*>\s*", re.IGNORECASE)
+
+
+def local_templates(into: Path) -> Path:
+    """textual-serve's page templates, written to ``into`` less each ``<link>`` to another site (its Google Fonts
+    stylesheet): the page then loads from the server alone. Returns ``into`` (what ``templates_path`` takes)."""
+    import textual_serve
+
+    source = Path(textual_serve.__file__).parent / "templates"
+    for page in source.glob("*.html"):
+        (into / page.name).write_text(_OUTSIDE_LINK.sub("", page.read_text("utf-8")), "utf-8")
+    return into
+
+
 def serve_command(argv: list[str], *, host: str = "127.0.0.1", port: int = 8000) -> None:
     """Serve the dashboard of a command (``argv``: an inspector command that opens the dashboard, e.g.
     `python -m inspector proxy --listen ...`) to browsers until Ctrl-C or SIGTERM."""
@@ -101,7 +121,9 @@ def serve_command(argv: list[str], *, host: str = "127.0.0.1", port: int = 8000)
                 task.cancel()
             await super().on_shutdown(app)
 
-    Serving(" ".join(shlex.quote(a) for a in argv), host=host, port=port).serve()
+    with tempfile.TemporaryDirectory(prefix="inspector-web-") as pages:
+        templates = local_templates(Path(pages))
+        Serving(" ".join(shlex.quote(a) for a in argv), host=host, port=port, templates_path=templates).serve()
 
 
 def main(argv: list[str] | None = None) -> int:

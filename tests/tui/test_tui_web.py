@@ -213,3 +213,40 @@ def _alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_the_page_loads_nothing_from_another_site() -> None:
+    """The page `inspector web` serves on loopback asked the browser for a stylesheet at fonts.googleapis.com
+    (textual-serve's page, as it ships): every page load told another site that the dashboard was opened (tried as
+    a new user: in chromium, offline, ERR_NAME_NOT_RESOLVED). It is textual-serve's page less that link."""
+    import re
+
+    import httpx2
+
+    pytest.importorskip("textual_serve")
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    e = env()
+    e.pop("TEXTUAL_DRIVER")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "inspector", "web", "--port", str(port), "--scenario", "parse_date"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=e,
+        cwd=ROOT,
+    )
+    try:
+        Drain(server.stdout)
+        # (the connection is retried while the server starts: no line says when it listens)
+        with httpx2.Client(transport=httpx2.HTTPTransport(retries=12), timeout=20) as client:
+            page = client.get(f"http://127.0.0.1:{port}/").text
+    finally:
+        server.terminate()
+        server.wait(20)
+    assert "textual.js" in page and "xterm.css" in page  # (textual-serve's page: the terminal's script and styles)
+    urls = re.findall(r"""(?:href|src)\s*=\s*["']?((?:https?:)?//[^"'\s>]+)""", page)
+    assert urls, page  # (the page's own: its static files, from the server)
+    outside = [u for u in urls if not u.startswith(f"http://127.0.0.1:{port}/")]
+    assert outside == [], outside
