@@ -568,3 +568,20 @@ def test_a_retried_chat_turn_whose_failed_attempt_had_no_usage_keeps_its_tokens(
     assert "usage: in 430 · out 50 · cost unknown · cache" in dom
     assert "in 430 · out 50 · cost unknown</p>" in dom
     assert re.search(r'<span class="chip">cost <b>unknown</b>', dom)
+
+
+@needs_browser
+def test_the_selected_last_event_is_in_view_in_the_list_on_load(tmp_path: Path) -> None:
+    """On load the page selects the last event (the session's end), but its list of events showed the top: the
+    selected row was out of view (found by a helper opening exports in chromium). The list now scrolls to it."""
+    rec, page = tmp_path / "s.jsonl", tmp_path / "s.html"
+    _record("parse_date", rec)
+    recording = load_any(rec)
+    n = len(build(recording, title="t")["events"])
+    export(recording, page, title="t")
+    for fragment, k in (("", n - 1), (f"#event={n - 20}", n - 20)):  # (and a link's event)
+        dom = _dom(page, fragment)
+        assert _attr(dom, "ready") == "1" and _attr(dom, "errors") == "0"
+        drawn = [int(i) for i in re.findall(r'<div class="row[^"]*" data-i="(\d+)"', dom)]
+        assert n > 60 and 0 not in drawn, (fragment, n, drawn)  # (more events than the list shows: not the top)
+        assert re.search(rf'<div class="row sel[^"]*" data-i="{k}"', dom), (fragment, drawn)
