@@ -4,6 +4,7 @@ pane is maximized. Snapshots (fixed size, frozen clock) and Pilot checks on the 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -201,3 +202,32 @@ async def test_a_streaming_tool_line_follows_its_buffer_in_time_travel() -> None
         app.set_cursor(app.history.event_count - 2)  # before the last two deltas
         await pilot.pause()
         assert 'location="Pa"' in line()
+
+
+# --- 80x24: the status line's fields whole ---------------------------------------------------------------------------
+
+
+def painted_status(app: InspectorApp) -> list[str]:
+    """The status line's two lines as painted (the strips Textual draws, not a fresh render)."""
+    bar = app.status_bar
+    return [bar.render_line(y).text.rstrip() for y in range(2)]
+
+
+async def test_at_80x24_the_status_line_says_the_cancel_and_cuts_no_field_in_the_middle() -> None:
+    """At 80x24 the second line was cut at the end (`tok 3,400 in / 38 out   cancelled…`, `stop max…`): the reason
+    of a cancel or an error was lost, and a long figure could be cut in the middle of its number; time travel said
+    `◀ viewing event 150 of 151 · loop finishe…`. Fields are now whole or left out (`…`); the reason is said."""
+    app = app_of(parse_date_observations(variant="cancelled"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        first, second = painted_status(app)
+        assert "cancelled by user" in second and "⊘ cancelled" in first
+        for field in second.split("   ")[0].split(" · "):
+            assert re.fullmatch(r" ?(TTFB|1st token|gap|tok|stop) [^…]+( …)?", field), (field, second)
+        total = app.history.event_count
+        app.set_cursor(12)
+        app.flush()
+        await pilot.pause()
+        first, second = painted_status(app)
+        assert f"◀ event 12/{total} · loop cancelled" in first, first
+        assert len(first) <= 80 and len(second) <= 80

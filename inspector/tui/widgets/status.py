@@ -90,6 +90,22 @@ _CONVERSATION_STATE_CLASS = {"finished": "st--done", "failed": "st--bad"}  # (el
 _SESSION_STATES = ("paused", "stepping", "waiting_retry", "finished", "cancelled", "error")  # said whatever is shown
 
 
+def _fit_fields(line: Text, width: int, ends: list[int], source_at: int) -> None:
+    """Fit the first line in `width` cells: the source's name is cut at its end when a few of its characters fit,
+    else whole fields are left out from the end (`…`), never one cut in the middle (`event 12345 of 123…`)."""
+    if line.cell_len <= width:
+        return
+    if Text(line.plain[:source_at]).cell_len + 8 <= width:
+        line.truncate(width, overflow="ellipsis")
+        return
+    keep = next((e for e in reversed(ends) if Text(line.plain[:e]).cell_len + 2 <= width), None)
+    if keep is None:
+        line.truncate(width, overflow="ellipsis")
+        return
+    line.right_crop(len(line) - keep)
+    line.append(" …")
+
+
 class StatusBar(TextLines):
     COMPONENT_CLASSES = {
         "st--title",
@@ -198,7 +214,8 @@ class StatusBar(TextLines):
             out.append(spent, self.cstyle("st--value"))
         out.append(*sep)
         if info.cursor is not None:
-            out.append(f"◀ viewing event {info.cursor} of {info.total_events} ", self.cstyle("st--travel"))
+            said = f"◀ event {info.cursor}/" if narrow else f"◀ viewing event {info.cursor} of "
+            out.append(f"{said}{info.total_events} ", self.cstyle("st--travel"))
             if info.live_state:  # the past's figures, the present's loop state: never mixed up
                 live = STATE_LABEL.get(info.live_state, info.live_state).split(" ", 1)[-1]
                 out.append(f"· loop {live} ", self.cstyle("st--travel"))
@@ -220,6 +237,7 @@ class StatusBar(TextLines):
                 out.append("speed ", self.cstyle("st--key"))
             out.append(info.speed, self.cstyle("st--value"))
         out.append(*sep)
+        source_at = len(out)  # the source and model: a name, cut at its end when there is no room (else whole fields)
         src = source_label(st.source) if st.source else ("replay" if info.replay else "…")
         out.append(src, self.cstyle("st--source"))
         # the model of the conversation shown, else of the turn shown (the session's first request's model is only
@@ -264,26 +282,47 @@ class StatusBar(TextLines):
         if a is not None and a.stop_reason:
             metrics.append(("stop", a.stop_reason))
 
+        width = max(1, self.size.width)
         out.append(" ")
         if ls == "waiting_retry" and st.last_try:
             out.append(try_label(st.last_try), self.cstyle("st--paused"))
             out.append(" │ " if metrics else "", self.cstyle("st--sep"))
-        for i, (k, v) in enumerate(metrics):
-            if i:
-                out.append(" · ", self.cstyle("st--sep"))
-            out.append(f"{k} ", self.cstyle("st--key"))
-            out.append(v, self.cstyle("st--value"))
+        # the notes (a timing caveat, the error or cancel) are said whole; the metrics take the room left, each one
+        # whole or not at all (never cut in the middle of a number: `tok 12,345,6…`)
+        notes = Text()
         if info.timing_note:
-            out.append("   ")
-            out.append(f"⚠ {info.timing_note}", self.cstyle("st--paused"))
+            notes.append("   ")
+            notes.append(f"⚠ {info.timing_note}", self.cstyle("st--paused"))
         problem = info.note or (st.error if st.loop_state in ("error", "cancelled") else "")
+        hint = Text("  (r restart · q quit)", self.cstyle("st--key"))
         if problem:
-            out.append("   ")
-            out.append(
+            notes.append("   ")
+            notes.append(
                 problem, self.cstyle("st--bad") if st.loop_state == "error" or info.note else self.cstyle("st--paused")
             )
-            out.append("  (r restart · q quit)", self.cstyle("st--key"))
-        width = max(1, self.size.width)
-        for line in (first, out):
-            line.truncate(width, overflow="ellipsis")
+        room = width - out.cell_len - notes.cell_len
+        for i, (k, v) in enumerate(metrics):
+            field = Text.assemble(*([(" · ", self.cstyle("st--sep"))] if i else []), (f"{k} ", self.cstyle("st--key")))
+            field.append(v, self.cstyle("st--value"))
+            if field.cell_len + (2 if i + 1 < len(metrics) else 0) > room:
+                out.append(" …" if i else "…", self.cstyle("st--sep"))
+                room = 0
+                break
+            out.append_text(field)
+            room -= field.cell_len
+        out.append_text(notes)
+        if problem and hint.cell_len <= room:  # (when every figure fits too: the keys are in the footer)
+            out.append_text(hint)
+        out.truncate(width, overflow="ellipsis")
+        _fit_fields(first, width, self._field_ends(first, sep[0], source_at), source_at)
         return Text("\n", no_wrap=True).join([first, out])
+
+    @staticmethod
+    def _field_ends(line: Text, sep: str, source_at: int) -> list[int]:
+        """Where the status line's fields end (before each separator), up to the source."""
+        plain = line.plain[:source_at]
+        ends, at = [], plain.find(sep)
+        while at >= 0:
+            ends.append(at)
+            at = plain.find(sep, at + 1)
+        return ends
