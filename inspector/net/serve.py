@@ -1145,12 +1145,24 @@ class _PlanStream:
         ex.status = 200
         await send({"type": "http.response.start", "status": 200, "headers": _raw_headers(self.headers)})
 
+        ended = False  # the body's end went out with its last read
+
         async def body() -> None:
-            for r in iter_reads(plan):  # a long stall's pings are made one by one as time passes
+            nonlocal ended
+            reads = iter_reads(plan)  # a long stall's pings are made one by one as time passes
+            r = next(reads, None)
+            while r is not None:
+                following = next(reads, None)
+                # the last read of a stream that ends at EOF carries the body's end: a client that stops reading at
+                # its end marker (the openai SDK at `data: [DONE]`) then has it only once the exchange is noted (the
+                # pytest plugin holds the last body message until then)
+                last = following is None and plan.end == "eof"
                 await app.pacer.sleep(r.delay)
-                await send({"type": "http.response.body", "body": r.data, "more_body": True})
+                await send({"type": "http.response.body", "body": r.data, "more_body": not last})
+                ended = last
                 ex.reads += 1
                 ex.bytes += len(r.data)
+                r = following
             if plan.end == "hang":
                 await asyncio.Event().wait()
 
@@ -1167,7 +1179,8 @@ class _PlanStream:
             ex.end = "drop"
             app.note(ex)
             raise ConnectionDrop("planned drop")
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        if not ended:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
         ex.end = "eof"
         app.note(ex)
 
