@@ -278,6 +278,8 @@ class InspectorServer:
         self._server.stop()
 
     def __repr__(self) -> str:
+        if not hasattr(self, "_requests"):  # (a traceback of __init__ shows `self` before it has its attributes)
+            return "InspectorServer(not started)"
         what = self.scenario.name if self.recording is None else f"recording {self.recording.name}"
         return f"InspectorServer({what!r}, {len(self._requests)} requests)"
 

@@ -286,3 +286,12 @@ async def test_a_client_that_stops_at_done_sees_how_its_request_ended() -> None:
         assert seen == ["eof"]
     finally:
         server.close()
+
+
+def test_a_server_that_could_not_start_has_a_repr() -> None:
+    """pytest's traceback of a wrong call shows ``self``: it read ``<[AttributeError(...) raised in repr()]
+    InspectorServer object at 0x...>``, as if the plugin had a bug of its own."""
+    server = InspectorServer.__new__(InspectorServer)
+    assert repr(server) == "InspectorServer(not started)"
+    with pytest.raises(ValueError, match="a scenario or a recording, not both"):
+        InspectorServer("weather", recording="x.jsonl")
