@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import dataclasses
 import logging
 import threading
@@ -304,6 +305,14 @@ class ServeApp(Closable):
             pending.add_done_callback(lambda _: self._print(ex))
             return
         self._print(ex)
+
+    async def printed(self, ex: Exchange) -> None:
+        """Return once ``ex``'s ``on_exchange`` call, held for its request diff (``--recording``), has been made: the
+        pytest plugin sends a response's end only then. The diff is bounded by ``diff_budget``."""
+        pending = self._diffs.get(ex.seq)
+        if pending is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(pending)
 
     def _selected(self, ex: Exchange) -> None:
         if self.on_select is not None:
