@@ -135,4 +135,12 @@ def cmd_from_recording(args: argparse.Namespace) -> int:
         print(f"wrote {args.output} ({len(sc.turns)} turns)", file=sys.stderr)
     else:
         sys.stdout.write(text)
+    made = sc.expected.get("from_recording") or {}
+    if made.get("other_conversations"):
+        n = made["other_conversations"]
+        print(
+            f"inspector scenario: {args.recording} holds {n + 1} conversations: the scenario is the first one's "
+            f"({made['conversation']}); " + ("the other is left out" if n == 1 else f"the {n} others are left out"),
+            file=sys.stderr,
+        )
     return EXIT_OK

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import dataclasses
 import logging
 import threading
@@ -304,6 +305,14 @@ class ServeApp(Closable):
             pending.add_done_callback(lambda _: self._print(ex))
             return
         self._print(ex)
+
+    async def printed(self, ex: Exchange) -> None:
+        """Return once ``ex``'s ``on_exchange`` call, held for its request diff (``--recording``), has been made: the
+        pytest plugin sends a response's end only then. The diff is bounded by ``diff_budget``."""
+        pending = self._diffs.get(ex.seq)
+        if pending is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(pending)
 
     def _selected(self, ex: Exchange) -> None:
         if self.on_select is not None:
@@ -1145,12 +1154,24 @@ class _PlanStream:
         ex.status = 200
         await send({"type": "http.response.start", "status": 200, "headers": _raw_headers(self.headers)})
 
+        ended = False  # the body's end went out with its last read
+
         async def body() -> None:
-            for r in iter_reads(plan):  # a long stall's pings are made one by one as time passes
+            nonlocal ended
+            reads = iter_reads(plan)  # a long stall's pings are made one by one as time passes
+            r = next(reads, None)
+            while r is not None:
+                following = next(reads, None)
+                # the last read of a stream that ends at EOF carries the body's end: a client that stops reading at
+                # its end marker (the openai SDK at `data: [DONE]`) then has it only once the exchange is noted (the
+                # pytest plugin holds the last body message until then)
+                last = following is None and plan.end == "eof"
                 await app.pacer.sleep(r.delay)
-                await send({"type": "http.response.body", "body": r.data, "more_body": True})
+                await send({"type": "http.response.body", "body": r.data, "more_body": not last})
+                ended = last
                 ex.reads += 1
                 ex.bytes += len(r.data)
+                r = following
             if plan.end == "hang":
                 await asyncio.Event().wait()
 
@@ -1167,7 +1188,8 @@ class _PlanStream:
             ex.end = "drop"
             app.note(ex)
             raise ConnectionDrop("planned drop")
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        if not ended:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
         ex.end = "eof"
         app.note(ex)
 

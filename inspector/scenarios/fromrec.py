@@ -3,6 +3,9 @@
     scenario_from_recording(load_any("session.jsonl"), name="session") -> Scenario
     dump_scenario(scenario) -> the YAML file text (``inspector scenario from-recording REC``)
 
+A recording of many conversations (``watch``, ``proxy``) gives the scenario of its first one (the others are counted
+in ``Scenario.expected["from_recording"]["other_conversations"]``): their turns are not turns of that conversation.
+
 Per turn, the content comes from the turn's last attempt that streamed (HTTP 200 with a message_start): every block
 with its deltas kept as they came (``chunk`` / ``fragment`` are the lists of delta sizes, the first empty
 partial_json kept as ``empty_first``), the message and tool ids, the stop reason and usage. The splits: the events of
@@ -299,7 +302,11 @@ def scenario_from_recording(recording: Recording, name: str | None = None) -> M.
     skipped = 0
     streamed_model: str | None = None
     calls: list[tuple[str, str | None, dict[str, Any]]] = []  # (tool name, id, input) of every tool_use, in order
+    convs = turn_conversations(recording)
+    chosen = next((convs[t.turn] for t in recording.turns if t.turn in convs), None)
     for rturn in recording.turns:
+        if convs.get(rturn.turn, chosen) != chosen:  # another conversation's turn: not a turn of this one
+            continue
         attempts = rturn.attempts
         if not first_request:
             first_request = next((_request_body(a) for a in attempts if _request_body(a)), {})
@@ -415,5 +422,24 @@ def scenario_from_recording(recording: Recording, name: str | None = None) -> M.
         if isinstance(thinking, dict) and isinstance(thinking.get("budget_tokens"), int)
         else None,
         simulated_tools=tools,
-        expected={"from_recording": {"skipped_events": skipped}} if skipped else {},
+        expected=_provenance(skipped, chosen, len(set(convs.values()) - {chosen})),
     )
+
+
+def _provenance(skipped: int, conversation: str | None, others: int) -> dict[str, Any]:
+    """What ``expected["from_recording"]`` says of the recording's parts a scenario has no place for."""
+    out: dict[str, Any] = {"skipped_events": skipped} if skipped else {}
+    if others:
+        out |= {"conversation": conversation, "other_conversations": others}
+    return {"from_recording": out} if out else {}
+
+
+def turn_conversations(recording: Recording) -> dict[int, str]:
+    """Turn -> conversation id, from a proxy recording's ``conversation`` lines (``watch``, ``proxy``: many
+    conversations may share one file); empty for a recording of one conversation (the loop's own)."""
+    out: dict[int, str] = {}
+    for line in recording.observations:
+        turn, cid = line.get("turn"), line.get("conversation")
+        if line.get("type") == "conversation" and isinstance(turn, int) and isinstance(cid, str):
+            out.setdefault(turn, cid)
+    return out

@@ -73,6 +73,7 @@ class ServedRequest:
     faults: str = "none"  # the faults chosen for it, each with its scope ("drop_event@once,bom@turn")
     once: str | None = None  # what became of its @once faults here ("drop_event@once fired here", "... spent at ...")
     exchange: Exchange | None = field(default=None, repr=False)  # what the server did with it, once it ended
+    _selected: Exchange | None = field(default=None, repr=False, compare=False)  # the exchange, before it ends
 
     @property
     def messages(self) -> list[Any]:
@@ -211,6 +212,7 @@ class InspectorServer:
         req = _CURRENT.get()
         if req is not None:
             req.turn, req.attempt, req.faults, req.once = ex.turn, ex.attempt, ex.faults, ex.once
+            req._selected = ex  # noqa: SLF001  (this module's own bookkeeping)
 
     def _on_exchange(self, ex: Exchange) -> None:
         req = _CURRENT.get()
@@ -278,6 +280,8 @@ class InspectorServer:
         self._server.stop()
 
     def __repr__(self) -> str:
+        if not hasattr(self, "_requests"):  # (a traceback of __init__ shows `self` before it has its attributes)
+            return "InspectorServer(not started)"
         what = self.scenario.name if self.recording is None else f"recording {self.recording.name}"
         return f"InspectorServer({what!r}, {len(self._requests)} requests)"
 
@@ -328,6 +332,9 @@ class _Capture:
 
         try:
             await self.inner.app(scope, replay, watch)
+            selected = req._selected  # noqa: SLF001  (this module's own bookkeeping)
+            if last and selected is not None:
+                await self.inner.printed(selected)  # (serve --recording notes an exchange once its diff is known)
         finally:
             _CURRENT.reset(token)
         for message in last:

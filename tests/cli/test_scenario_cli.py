@@ -414,3 +414,43 @@ def test_from_recording_of_an_openai_stream_says_why(
     err = capsys.readouterr().err
     name = "Chat Completions" if api == "chat" else "Responses"
     assert err.count("\n") == 1 and f"of OpenAI's {name} API" in err and "serve --recording" in err
+
+
+async def test_from_recording_of_many_conversations_takes_the_first_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A recording made by watch or proxy holds every conversation of the harness: their turns were put one after
+    the other as turns of one conversation (two 2-turn weather conversations gave a 4-turn scenario, its turn 2 the
+    second conversation's first answer), silently."""
+    import anthropic
+
+    from inspector.net.proxy import ProxyApp
+
+    rec_path, file_path = tmp_path / "two.jsonl", tmp_path / "two.yaml"
+    tools: Any = [{"name": "get_weather", "description": "w", "input_schema": {"type": "object"}}]
+    with (
+        BackgroundServer(ServeApp("weather", speed=math.inf)) as up,
+        BackgroundServer(ProxyApp(up.base_url, record=rec_path)) as px,
+    ):
+        async with anthropic.AsyncAnthropic(base_url=px.base_url, api_key="sk-ant-api03-FAKE", max_retries=0) as c:
+            for prompt in ("Paris?", "Lyon?"):
+                messages: list[Any] = [{"role": "user", "content": prompt}]
+                while True:
+                    async with c.messages.stream(
+                        model="claude-sonnet-4-6", max_tokens=99, messages=messages, tools=tools
+                    ) as stream:
+                        m = await stream.get_final_message()
+                    messages.append({"role": "assistant", "content": [b.model_dump() for b in m.content]})
+                    if m.stop_reason != "tool_use":
+                        break
+                    ids = [b.id for b in m.content if b.type == "tool_use"]
+                    messages.append(
+                        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": i} for i in ids]}
+                    )
+    assert len(load_any(rec_path).turns) == 4
+    assert main(["scenario", "from-recording", str(rec_path), "-o", str(file_path)]) == 0
+    err = capsys.readouterr().err
+    assert "holds 2 conversations: the scenario is the first one's (c1); the other is left out" in err
+    sc = load_file(file_path)
+    assert sc.prompt == "Paris?" and [t.stop_reason for t in sc.turns] == ["tool_use", "end_turn"]
+    assert sc.expected["from_recording"] == {"conversation": "c1", "other_conversations": 1}

@@ -440,3 +440,55 @@ def test_telling_a_recordings_family_reads_a_bounded_prefix_of_a_hostile_one(mon
     rec = Recording(header={"source": {"type": "proxy"}}, turns=turns)
     assert recording_family(rec) == "anthropic"
     assert 0 < fed[0] <= replay.SNIFF_BYTES
+
+
+async def test_the_fixture_shows_how_a_request_ended_when_its_client_has_the_last_event(
+    recordings: Recordings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """serve --recording notes an exchange once its request diff is known (in a worker thread): the plugin sent a
+    response's end before that, so a client that stopped at ``data: [DONE]`` and looked at ``requests`` at once saw
+    ``end`` None (2 runs in 20). Here the diff never finishes: the exchange is noted at its budget's end."""
+    import threading
+
+    from inspector.net import serve
+    from inspector.net.recorded import request_diff
+    from inspector.testing.pytest_plugin import InspectorServer, _Capture
+
+    release = threading.Event()
+    original = request_diff
+
+    def stuck_diff(*args: Any) -> Any:
+        release.wait()
+        return original(*args)
+
+    monkeypatch.setattr(serve, "request_diff", stuck_diff)
+    server = InspectorServer(recording=recordings["chat"][0])
+    server.app.diff_budget = 0.05
+    try:
+        capture = _Capture(server._begin, server.app)
+        body = {"model": SC.model, "stream": True, "messages": [{"role": "user", "content": SC.prompt}]}
+        raw = orjson.dumps(body)
+        headers = [(b"authorization", b"Bearer " + KEY.encode()), (b"content-type", b"application/json")]
+        scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "raw_path": b"/v1/chat/completions"}
+        scope |= {"query_string": b"", "headers": headers, "scheme": "http", "http_version": "1.1", "root_path": ""}
+        scope |= {"server": ("127.0.0.1", 1), "client": ("127.0.0.1", 2)}
+        seen: list[str | None] = []
+        given = False
+
+        async def receive() -> Any:
+            nonlocal given
+            if not given:
+                given = True
+                return {"type": "http.request", "body": raw, "more_body": False}
+            await asyncio.Event().wait()
+
+        async def send(message: Any) -> None:
+            if b"data: [DONE]" in message.get("body", b""):
+                seen.append(server.requests[-1].end)
+
+        await capture(scope, receive, send)
+        assert seen == ["eof"]
+        assert server.requests[-1].exchange is not None
+    finally:
+        release.set()
+        server.close()

@@ -241,3 +241,57 @@ def test_an_openai_history_violation_shows_its_offending_message() -> None:
         assert [len(r.messages) for r in server.requests] == [3, 2]
     finally:
         server.close()
+
+
+async def test_a_client_that_stops_at_done_sees_how_its_request_ended() -> None:
+    """The openai SDK stops reading a chat stream at ``data: [DONE]`` (before the body's end) and its caller looks at
+    ``requests`` at once: the read with [DONE] goes out once the exchange is noted (``end`` was None 7 times in 30)."""
+    import asyncio
+
+    from inspector.testing.pytest_plugin import _Capture
+
+    server = InspectorServer("weather")
+    try:
+        capture = _Capture(server._begin, server.app)
+        body = {"model": "gpt-4o", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+        raw = json.dumps(body).encode()
+        scope = {
+            "type": "http",
+            "method": "POST",
+            "path": "/v1/chat/completions",
+            "raw_path": b"/v1/chat/completions",
+            "query_string": b"",
+            "headers": [(b"authorization", b"Bearer sk-test"), (b"content-type", b"application/json")],
+            "scheme": "http",
+            "server": ("127.0.0.1", 1),
+            "client": ("127.0.0.1", 2),
+            "http_version": "1.1",
+            "root_path": "",
+        }
+        sent = False
+        seen: list[str | None] = []
+
+        async def receive() -> Any:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": raw, "more_body": False}
+            await asyncio.Event().wait()
+
+        async def send(message: Any) -> None:
+            if b"data: [DONE]" in message.get("body", b""):
+                seen.append(server.requests[-1].end)
+
+        await capture(scope, receive, send)
+        assert seen == ["eof"]
+    finally:
+        server.close()
+
+
+def test_a_server_that_could_not_start_has_a_repr() -> None:
+    """pytest's traceback of a wrong call shows ``self``: it read ``<[AttributeError(...) raised in repr()]
+    InspectorServer object at 0x...>``, as if the plugin had a bug of its own."""
+    server = InspectorServer.__new__(InspectorServer)
+    assert repr(server) == "InspectorServer(not started)"
+    with pytest.raises(ValueError, match="a scenario or a recording, not both"):
+        InspectorServer("weather", recording="x.jsonl")
