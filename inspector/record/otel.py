@@ -197,14 +197,10 @@ class OtelSink:
     def _http_try_failed(self, obs: O.HttpTryFailed) -> None:
         span = self._attempts.get((obs.turn, obs.attempt))
         if span is not None:
-            span.add_event(
-                "http_try_failed",
-                {
-                    "http.response.status_code": obs.status if obs.status is not None else 0,
-                    "error.type": obs.error_type or obs.connection_error or "http_error",
-                },
-                timestamp=self._ns(obs.t),
-            )
+            attrs: dict[str, Any] = {"error.type": obs.error_type or obs.connection_error or "http_error"}
+            if obs.status is not None:  # (a connection failure had no response: no status code, not 0)
+                attrs["http.response.status_code"] = obs.status
+            span.add_event("http_try_failed", attrs, timestamp=self._ns(obs.t))
 
     def _attempt_ended(self, obs: O.AttemptEnded) -> None:
         key = (obs.turn, obs.attempt)

@@ -253,3 +253,19 @@ def test_a_call_discarded_after_its_span_ended_gets_no_second_span() -> None:
     assert len(tools) == 1 and (tools[0].attributes or {})[otel.OUTCOME] == "succeeded"
     (root,) = [s for s in spans if s.name.startswith("invoke_agent")]
     assert [(e.attributes or {}).get(otel.OUTCOME) for e in root.events] == ["discarded"]
+
+
+def test_a_try_that_could_not_connect_has_no_http_status_code() -> None:
+    """connection_refused: the failed try's event has no http.response.status_code (before: 0, a status no server
+    sends, which a collector's status-code breakdown shows as a real one); a 429's has 429."""
+    from inspector.observe import observations as O
+
+    sink, exporter = _memory_sink()
+    sink(O.AttemptStarted(0.0, 0, 0, "POST", "http://x/v1/messages", {}, {"model": "m"}))
+    refused = "ConnectError: [Errno 111] Connection refused"
+    sink(O.HttpTryFailed(0.1, 0, 0, 0, "POST", "u", 0.0, None, {}, None, None, None, refused, 0.5))
+    sink(O.HttpTryFailed(0.2, 0, 0, 1, "POST", "u", 0.6, 429, {}, "rate_limit_error", "slow", None, None, 1.0))
+    sink(O.AttemptEnded(1.0, 0, 0, "complete", None, "text_finish"))
+    (chat,) = exporter.get_finished_spans()
+    got = [dict(e.attributes or {}) for e in chat.events]
+    assert got == [{"error.type": refused}, {"error.type": "rate_limit_error", "http.response.status_code": 429}]
