@@ -73,6 +73,8 @@ class OtelSink:
     """Subscribe an instance to an :class:`~inspector.observe.observations.ObservationBus`. ``tracer`` is an
     OpenTelemetry tracer; ``clock_origin_ns`` maps the observations' clock (seconds) onto wall time."""
 
+    KEEP_ENDED = 10_000
+
     def __init__(
         self,
         tracer: Any,
@@ -94,6 +96,7 @@ class OtelSink:
         self._first: dict[tuple[int, int], float] = {}
         self._sent: dict[tuple[int, int], float] = {}
         self._tools: dict[str, Any] = {}
+        self._ended: OrderedDict[str, None] = OrderedDict()  # the calls whose span ended (the newest KEEP_ENDED)
         self._usage: dict[tuple[int, int], dict[str, Any]] = {}
         self._family: dict[tuple[int, int], str] = {}
         self._model = "unknown"
@@ -136,6 +139,11 @@ class OtelSink:
 
     def _loop_started(self, obs: O.LoopStarted) -> None:
         self._model = obs.model or self._model
+        # a replay of one conversation of a recording of many (c1, c2, ...): that one is its conversation, not the
+        # file all of them share (one gen_ai.conversation.id for all would merge them in Langfuse or Phoenix)
+        conv = obs.source.get("conversation") if isinstance(obs.source, dict) else None
+        if self._root is None and isinstance(conv, str) and conv:
+            self.conversation = conv
         self._root_span(obs.t)
 
     def _attempt_started(self, obs: O.AttemptStarted) -> None:
@@ -189,14 +197,10 @@ class OtelSink:
     def _http_try_failed(self, obs: O.HttpTryFailed) -> None:
         span = self._attempts.get((obs.turn, obs.attempt))
         if span is not None:
-            span.add_event(
-                "http_try_failed",
-                {
-                    "http.response.status_code": obs.status if obs.status is not None else 0,
-                    "error.type": obs.error_type or obs.connection_error or "http_error",
-                },
-                timestamp=self._ns(obs.t),
-            )
+            attrs: dict[str, Any] = {"error.type": obs.error_type or obs.connection_error or "http_error"}
+            if obs.status is not None:  # (a connection failure had no response: no status code, not 0)
+                attrs["http.response.status_code"] = obs.status
+            span.add_event("http_try_failed", attrs, timestamp=self._ns(obs.t))
 
     def _attempt_ended(self, obs: O.AttemptEnded) -> None:
         key = (obs.turn, obs.attempt)
@@ -231,6 +235,15 @@ class OtelSink:
 
     def _tool_state(self, obs: O.ToolStateChanged) -> None:
         span = self._tools.get(obs.id)
+        if span is None and obs.id in self._ended:
+            # a call whose span already ended changes outcome (a call that ran, then discarded with its failed
+            # attempt): an event on the conversation's span, not a second execute_tool span for the same call
+            if self._root is not None:
+                event: dict[str, Any] = {TOOL_NAME: obs.name, TOOL_CALL_ID: obs.id, OUTCOME: obs.state}
+                if obs.error:
+                    event["inspector.reason"] = self._text(obs.error)
+                self._root.add_event(f"execute_tool {obs.name} {obs.state}", event, timestamp=self._ns(obs.t))
+            return
         if span is None and obs.state not in ("streaming_input", "queued"):
             parent = self._root_span(obs.t)
             attrs: dict[str, Any] = {
@@ -251,6 +264,9 @@ class OtelSink:
             )
         if span is not None and obs.state in _TOOL_END:
             self._tools.pop(obs.id, None)
+            self._ended[obs.id] = None
+            while len(self._ended) > self.KEEP_ENDED:
+                self._ended.popitem(last=False)
             span.set_attribute(OUTCOME, obs.state)
             if self.content and obs.result_preview is not None:
                 span.set_attribute(TOOL_RESULT, self._text(obs.result_preview))
@@ -260,7 +276,10 @@ class OtelSink:
                 span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, self._text(obs.error or obs.state)))
             span.end(end_time=self._ns(obs.t))
 
-    def _loop_finished(self, obs: O.Observation) -> None:
+    def _loop_finished(self, obs: O.LoopFinished) -> None:
+        if self._root is not None and obs.status != "finished":  # the agent's run failed or was cancelled
+            self._root.set_attribute(ERROR_TYPE, obs.status)
+            self._root.set_status(self._trace.Status(self._trace.StatusCode.ERROR, self._text(obs.error or obs.status)))
         self.close(obs.t)
 
     def close(self, t: float | None = None) -> None:

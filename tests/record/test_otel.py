@@ -192,3 +192,80 @@ def test_a_call_whose_outcome_is_unknown_ends_its_span_without_an_error() -> Non
     assert (spans["A"].attributes or {}).get(otel.OUTCOME) == "unknown"
     assert spans["A"].status.status_code != StatusCode.ERROR and "error.type" not in (spans["A"].attributes or {})
     assert spans["B"].status.status_code == StatusCode.ERROR
+
+
+def _memory_sink(**kw: Any) -> tuple[otel.OtelSink, Any]:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return otel.OtelSink(provider.get_tracer("t"), **kw), exporter
+
+
+def test_a_replay_of_one_conversation_of_many_has_that_conversations_id() -> None:
+    """`replay` of a proxy recording of c1..c9 replays each conversation as a loop of its own: each root carries its
+    own gen_ai.conversation.id (before: the file's path for all nine, merged into one session by Langfuse/Phoenix)."""
+    from inspector.observe import observations as O
+
+    ids = []
+    for conv in ("c1", "c2"):
+        sink, exporter = _memory_sink(conversation="/tmp/three.jsonl")
+        sink(O.LoopStarted(0.0, {"type": "replay", "file": "/tmp/three.jsonl", "conversation": conv}, "m", None))
+        sink(O.LoopFinished(1.0, "finished", 0, [], [], None))
+        (root,) = exporter.get_finished_spans()
+        ids.append((root.attributes or {})["gen_ai.conversation.id"])
+    assert ids == ["c1", "c2"]
+
+
+def test_a_failed_or_cancelled_run_marks_its_conversation_span_as_an_error() -> None:
+    """The invoke_agent span of a run that ended in an error (exit 1) or was cancelled (130) says so, as its failed
+    chat span does; a finished run's does not."""
+    from opentelemetry.trace import StatusCode
+
+    from inspector.observe import observations as O
+
+    got = {}
+    for status, error in (("finished", None), ("error", "HTTP 413: request_too_large"), ("cancelled", "by user")):
+        sink, exporter = _memory_sink()
+        sink(O.LoopStarted(0.0, {"type": "scenario"}, "m", None))
+        sink(O.LoopFinished(1.0, status, 1, [], [], error))
+        (root,) = exporter.get_finished_spans()
+        got[status] = (root.status.status_code, (root.attributes or {}).get("error.type"))
+    assert got["finished"] == (StatusCode.UNSET, None)
+    assert got["error"] == (StatusCode.ERROR, "error") and got["cancelled"] == (StatusCode.ERROR, "cancelled")
+
+
+def test_a_call_discarded_after_its_span_ended_gets_no_second_span() -> None:
+    """drop_mid_json: a call that ran (span ended, succeeded) is discarded with its failed attempt: one execute_tool
+    span for that call id, and the discard is an event on the conversation's span."""
+    from inspector.observe import observations as O
+
+    sink, exporter = _memory_sink()
+    sink(O.LoopStarted(0.0, {"type": "scenario"}, "m", None))
+    for t, state in ((1.0, "running"), (2.0, "succeeded"), (3.0, "discarded")):
+        sink(O.ToolStateChanged(t, 0, 0, "A", "read_file", 1, state, {}, None, None, {state: t}))
+    sink(O.LoopFinished(4.0, "finished", 1, [], [], None))
+    spans = exporter.get_finished_spans()
+    tools = [s for s in spans if s.name.startswith("execute_tool")]
+    assert len(tools) == 1 and (tools[0].attributes or {})[otel.OUTCOME] == "succeeded"
+    (root,) = [s for s in spans if s.name.startswith("invoke_agent")]
+    assert [(e.attributes or {}).get(otel.OUTCOME) for e in root.events] == ["discarded"]
+
+
+def test_a_try_that_could_not_connect_has_no_http_status_code() -> None:
+    """connection_refused: the failed try's event has no http.response.status_code (before: 0, a status no server
+    sends, which a collector's status-code breakdown shows as a real one); a 429's has 429."""
+    from inspector.observe import observations as O
+
+    sink, exporter = _memory_sink()
+    sink(O.AttemptStarted(0.0, 0, 0, "POST", "http://x/v1/messages", {}, {"model": "m"}))
+    refused = "ConnectError: [Errno 111] Connection refused"
+    sink(O.HttpTryFailed(0.1, 0, 0, 0, "POST", "u", 0.0, None, {}, None, None, None, refused, 0.5))
+    sink(O.HttpTryFailed(0.2, 0, 0, 1, "POST", "u", 0.6, 429, {}, "rate_limit_error", "slow", None, None, 1.0))
+    sink(O.AttemptEnded(1.0, 0, 0, "complete", None, "text_finish"))
+    (chat,) = exporter.get_finished_spans()
+    got = [dict(e.attributes or {}) for e in chat.events]
+    assert got == [{"error.type": refused}, {"error.type": "rate_limit_error", "http.response.status_code": 429}]
