@@ -30,6 +30,7 @@ from textual import on, work
 from textual.actions import parse as parse_action
 from textual.app import App
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.reactive import reactive
 from textual.worker import Worker, WorkerState
 
@@ -955,6 +956,20 @@ class InspectorApp(App[int]):
     def watch_raw(self, raw: bool) -> None:
         self.dashboard.set_raw(raw)
         self.show()
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every notification is plain text (widgets' too, which pass Textual's default `markup=True`): what it says
+        comes from outside (an API's error message, an exception, a path), and read as markup `[/x]` raised
+        MarkupError while painting the toast, a traceback that ended the dashboard, and `[c2]` vanished."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     # -- read anything in full
     def action_request(self) -> None:

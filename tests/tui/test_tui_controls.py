@@ -233,6 +233,24 @@ class TestSessionLifecycle:
             await pilot.press("r")  # restart still works
             await wait_for(lambda: len(factory.sessions) == 2, what="a restart")
 
+    async def test_an_error_message_with_brackets_is_said_as_written_not_read_as_markup(self) -> None:
+        """An API's error message is text from outside: `bad value [/x] here` was read as markup by the error's
+        notification, and painting it raised MarkupError: a traceback ended the dashboard (exit status 0). It is
+        said as written (a notification from a widget too)."""
+        said = "messages.0: bad value [/x] here [type=list_type, input_value='x'] [c2]"
+        factory = Factory(lambda: FakeSession(parse_date_observations("opening"), raise_error=RuntimeError(said)))
+        app = InspectorApp(factory, clock=lambda: 0.0)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(lambda: app.final_status == "error", what="the error state")
+            await flushed(app)
+            app.events_view.notify("a widget's [/y] note")
+            await pilot.pause()
+            shown = list(app._notifications)
+            assert any(said in n.message for n in shown) and any(n.message == "a widget's [/y] note" for n in shown)
+            # a toast paints its message as markup when `markup` is set (Content.from_markup: MarkupError here)
+            assert [n.markup for n in shown] == [False, False]
+            assert app.is_running and app.return_code is None
+
     async def test_a_session_that_ends_while_textual_closes_its_screens_is_no_traceback(
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:

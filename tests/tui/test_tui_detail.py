@@ -672,3 +672,19 @@ def test_the_request_view_of_a_responses_turn_shows_its_input_items() -> None:
     assert '"messages"' not in text.split("── full body", 1)[1]
     params = text.split("── parameters ──", 1)[1].split("── ", 1)[0]
     assert "model" in params and "input" not in params
+
+
+async def test_a_detail_title_is_shown_as_written_not_read_as_markup() -> None:
+    """With a conversation chosen, `s` showed `Request ·  turn 2 (#4) · attempt 1`: the title's `[c2]` was read as
+    Rich markup and dropped (so would be a tool's name in brackets). The top border says it as written."""
+    app = InspectorApp(observations=two_cached_conversations(), clock=lambda: 0.0)
+    async with app.run_test(size=WIDE) as pilot:
+        await pilot.pause()
+        await pilot.press("l", "down", "down", "enter")
+        await wait_for(lambda: app.selected_conversation == "c2", what="c2 shown")
+        await pilot.press("s")
+        await wait_for(lambda: isinstance(app.screen, DetailScreen), what="the request view")
+        await pilot.pause()
+        title = _shown(app).title
+        assert title.startswith("Request · [c2] turn ")
+        assert title in app.export_screenshot().replace("&#160;", " ")  # what the screen shows

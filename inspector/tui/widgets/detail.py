@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -39,7 +40,7 @@ class DetailScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         box = Vertical(id="detail-box")
-        box.border_title = self.detail.title
+        box.border_title = Text(self.detail.title)  # (plain text: a string would be read as markup: `[c2]` gone)
         box.border_subtitle = "c/y copy · esc close · ↑↓ pgup pgdn scroll"
         with box:
             with VerticalScroll(id="detail-scroll"):
