@@ -223,7 +223,7 @@ def check(data: bytes, tmp: Path) -> None:
         turns = dump_turns(rec)
         assert isinstance(format_turns(turns), str)
         dump_ok(turns)
-        orjson.dumps(turns, option=orjson.OPT_NON_STR_KEYS)
+        exactjson.dumps(turns, option=orjson.OPT_NON_STR_KEYS)  # as `dump --json` writes them
         timing_json(rec)
         format_timing(rec)
         recorded_tools(rec, Pacer(math.inf))
@@ -268,4 +268,13 @@ def test_fuzz_plain_sse(tmp_path: Path, base: bytes, seed: st.DataObject) -> Non
 @fuzz(80)
 @given(data=st.one_of(mutated_json_lines(HAR), mutated_bytes(HAR)))
 def test_fuzz_har(tmp_path: Path, data: bytes) -> None:
+    check(data, tmp_path)
+
+
+def test_a_tool_input_integer_beyond_64_bits_goes_through_every_reader(tmp_path: Path) -> None:
+    # Found by test_fuzz_plain_sse in CI: a dropped delta joined two numbers into one beyond 2**64
+    data = sse(*tool_turn(['{"a": 1844674407370955161', "55161}"]))
+    rec = load_any(data)
+    [turn] = dump_turns(rec)
+    assert b"184467440737095516155161" in exactjson.dumps(turn, option=orjson.OPT_NON_STR_KEYS)
     check(data, tmp_path)
