@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from inspector.core import exactjson
 from inspector.core.errors import FaultError, RecordingError
 from inspector.net.conversations import chain
 from inspector.net.faults import FAULTS, FaultSpec, _events_of, apply_plan_faults
@@ -356,8 +357,8 @@ def request_diff(recorded: dict[str, Any] | None, got: dict[str, Any]) -> tuple[
 def _text(value: dict[str, Any], opt: int) -> str:
     """The indented JSON a diff compares (at most DIFF_TEXT characters: a huge message is cut, and says so)."""
     try:
-        text = orjson.dumps(value, option=opt).decode()
-    except TypeError as e:  # an integer orjson cannot write, say: still a diff, of the repr
+        text = exactjson.dumps(value, option=opt).decode()
+    except (TypeError, orjson.JSONEncodeError) as e:  # an integer orjson cannot write, say: still a diff, of the repr
         text = f"(not JSON-writable: {e}) {value!r}"
     if len(text) > DIFF_TEXT:
         text = text[:DIFF_TEXT] + f"\n... ({len(text) - DIFF_TEXT} more characters not compared)"

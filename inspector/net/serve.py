@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from inspector.core import exactjson
 from inspector.core.errors import FaultError
 from inspector.core.fmt import count
 from inspector.core.pacing import Pacer
@@ -1000,12 +1001,12 @@ class ServeApp(Closable):
             etype = str((recorded.get("type") if isinstance(recorded, dict) else None) or "api_error")
             if api is None:
                 status = {"overloaded_error": 529, "rate_limit_error": 429, "api_error": 500}.get(etype, 500)
-                body = orjson.dumps(error)
+                body = exactjson.dumps(error)
             else:  # OpenAI: {"error": {...}}; an overloaded engine is a 503, a rate limit a 429
                 if isinstance(recorded, dict) and recorded:
                     err = recorded
                 elif recorded:  # not an object: its text is the message
-                    text = recorded if isinstance(recorded, str) else orjson.dumps(recorded).decode()
+                    text = recorded if isinstance(recorded, str) else exactjson.dumps(recorded).decode()
                     err = openai_error("api_error", text)
                 else:
                     err = openai_error("api_error")
@@ -1013,7 +1014,7 @@ class ServeApp(Closable):
                 status = (
                     429 if code == "rate_limit_exceeded" else 503 if "overloaded" in str(err.get("message")) else 500
                 )
-                body = orjson.dumps({"error": {k: err.get(k) for k in ("message", "type", "param", "code")}})
+                body = exactjson.dumps({"error": {k: err.get(k) for k in ("message", "type", "param", "code")}})
             ex.status, ex.bytes, ex.end = status, len(body), "eof"
             self.note(ex)
             return _Body(self, status, out, [body], ex)
@@ -1029,10 +1030,10 @@ class ServeApp(Closable):
         except ValueError:
             assembled = None
         if api == "chat":
-            body = orjson.dumps(assembled)
+            body = exactjson.dumps(assembled)
         elif api == "responses":
             if assembled is not None:
-                body = orjson.dumps(assembled)
+                body = exactjson.dumps(assembled)
             else:  # no final event: a stream cut before its end, or a recording that ends without one
                 started = next(
                     (
@@ -1049,9 +1050,9 @@ class ServeApp(Closable):
                     ex.status, ex.bytes, ex.end, ex.rejected = 500, len(body), "eof", message
                     self.note(ex)
                     return _Body(self, 500, out, [body], ex)
-                body = orjson.dumps(started)  # the response as it started, cut by the drop below
+                body = exactjson.dumps(started)  # the response as it started, cut by the drop below
         else:
-            body = orjson.dumps(assembled_message(plan))
+            body = exactjson.dumps(assembled_message(plan))
         ex.status, ex.bytes = 200, len(body)
         if plan.end == "drop":  # headers promise the whole message; half of it comes, then the connection breaks
             out["content-length"] = str(len(body))

@@ -31,6 +31,7 @@ from typing import Any
 
 import orjson
 
+from inspector.core import exactjson
 from inspector.core.redaction import clean_headers
 from inspector.net.conversations import Assignment, Conversations
 from inspector.net.toolinfer import (
@@ -524,7 +525,7 @@ class TurnTracker:
                 if conv is not None and conv.turn == turn:
                     conv.tools[tr.id] = seen
                 if isinstance(tr.input, dict):  # a subagent started by this call names it in its first message
-                    self.conversations.tool_call(cid, orjson.dumps(tr.input).decode())
+                    self.conversations.tool_call(cid, exactjson.dumps(tr.input).decode())
                 # from here on the tool is the other harness's business: shown as running (inferred) until a
                 # later request carries its tool_result
                 running = ToolState.RUNNING

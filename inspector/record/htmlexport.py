@@ -52,6 +52,29 @@ def _cut(value: Any) -> Any:
     return value if len(text) <= MAX_MESSAGE_CHARS else text[:MAX_MESSAGE_CHARS] + f"... ({len(text)} chars)"
 
 
+def _exact_text(value: Any, option: int = 0) -> str | None:
+    """A tool input's JSON text when it holds an integer a browser cannot keep (beyond 2**53: JSON.parse rounds it to
+    a float); the page shows this text instead of re-serializing its rounded value. None otherwise."""
+    if not _has_unsafe_int(value):
+        return None
+    try:
+        return exactjson.dumps(value, option=option).decode()
+    except orjson.JSONEncodeError:
+        return None
+
+
+def _has_unsafe_int(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return abs(value) > 2**53
+    if isinstance(value, dict):
+        return any(_has_unsafe_int(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_unsafe_int(v) for v in value)
+    return False
+
+
 def _history(body: dict[str, Any]) -> list[Any]:
     """The history a request sent: ``messages`` (Messages, Chat Completions) or a Responses request's ``input``
     (its items; a string is one user input)."""
@@ -210,7 +233,12 @@ class _Builder:
                 if pos is not None:
                     b = asm.blocks[change[1]]
                     self.blocks[pos]["closed"] = ev_idx
-                    self.blocks[pos]["content"] = b.to_content()
+                    self.blocks[pos]["content"] = content = b.to_content()
+                    exact = (
+                        _exact_text(content.get("input"), orjson.OPT_INDENT_2) if isinstance(content, dict) else None
+                    )
+                    if exact is not None:
+                        self.blocks[pos]["input_text"] = exact
                     if b.input_error:
                         self.blocks[pos]["error"] = b.input_error.describe()
         return sse
@@ -306,6 +334,9 @@ def _tools(recording: Recording, turns: list[dict[str, Any]]) -> list[dict[str, 
             c["inferred"] = True
         if o.get("input") is not None:
             c["input"] = o.get("input")
+            exact = _exact_text(c["input"])
+            if exact is not None:
+                c["input_text"] = exact
         for k in ("error", "result_preview"):
             if o.get(k) is not None:
                 c[k] = o.get(k)
@@ -316,7 +347,7 @@ def render(doc: dict[str, Any]) -> str:
     """The page: the template with the data document inlined (every ``<`` as ``\\u003c``, so that no string can end
     the script or open an HTML comment in it)."""
     template = resources.files("inspector.record").joinpath("export_page.html").read_text("utf-8")
-    data = orjson.dumps(doc, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
+    data = exactjson.dumps(doc, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
     data = data.replace("<", "\\u003c")  # (a `<` is only ever inside a JSON string: no `</script>`, no `<!--`)
     title = html.escape(str(doc["meta"].get("title") or "session"))
     return template.replace("{{TITLE}}", title).replace("{{DATA}}", data)

@@ -430,3 +430,20 @@ async def test_the_request_diff_runs_off_the_event_loop_within_its_budget(
     first = next(x for x in listed if x["path"] == "/v1/messages")
     assert first["differs"] == "not compared: the request diff took more than its 0.3 s"
     assert printed[0] == first["differs"]
+
+
+async def test_a_recorded_tool_input_beyond_64_bits_is_served_exact_to_a_non_streamed_request(tmp_path: Path) -> None:
+    """A recorded stream whose tool input holds an integer beyond 64 bits, asked for with stream: false: serve wrote
+    the assembled message with orjson, which refuses it ("Exception in ASGI application", no answer). It answers the
+    message, the integer exact (and a request differing from the recorded one is still diffed)."""
+    from inspector.record.har import load_any
+    from inspector.testing.streamgen import sse, tool_turn
+
+    path = tmp_path / "big.sse"
+    path.write_bytes(sse(*tool_turn(['{"a": 1844674407370955161', "55161}"])))
+    source = RecordingSource(load_any(path))
+    with BackgroundServer(ServeApp(recording=source, speed=math.inf)) as srv:
+        async with httpx2.AsyncClient(base_url=srv.base_url, headers=API_HEADERS) as h:
+            r = await h.post("/v1/messages", json=messages_body(stream=False, big=18446744073709551616))
+    assert r.status_code == 200, r.text
+    assert b'"input":{"a":184467440737095516155161}' in r.content

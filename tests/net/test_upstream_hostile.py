@@ -27,7 +27,10 @@ from inspector.cli.proxy import tls_context
 from inspector.core.errors import UsageError
 from inspector.net.proxy import ProxyApp, format_exchange
 from inspector.net.server import BackgroundServer
+from inspector.record.dump import dump_turns
+from inspector.record.recording import read_recording
 from inspector.testing.hyp import examples
+from inspector.testing.streamgen import sse, tool_turn
 
 
 class RawUpstream:
@@ -457,3 +460,32 @@ def test_insecure_is_said_at_start_on_stderr_and_in_the_start_up_line(cert_files
             proc.terminate()
             _, err = proc.communicate(timeout=30)
     assert "warning: --insecure: upstream's TLS certificate is NOT verified" in err
+
+
+# --- a streamed tool input holding an integer beyond 64 bits: the tool call is tracked, recorded and forwarded
+# byte-exact (found auditing orjson writes of wire values: the proxy's subagent hint serialized the input with
+# orjson, which refuses such an integer, and the stream's bookkeeping raised in the middle of the forward:
+# "Exception in ASGI application")
+
+
+def test_a_tool_input_integer_beyond_64_bits_goes_through_the_proxy(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    stream = sse(*tool_turn(['{"a": 1844674407370955161', "55161}"]))
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n" % len(stream)
+    record = tmp_path / "big.jsonl"
+    lines: list[str] = []
+    with (
+        caplog.at_level(logging.DEBUG),
+        RawUpstream(head + stream) as up,
+        BackgroundServer(
+            ProxyApp(up.url, record=record, on_exchange=lambda ex: lines.append(format_exchange(ex)))
+        ) as px,
+    ):
+        assert ask(px.base_url) == (200, stream, "")
+    out = capfd.readouterr()
+    assert "Traceback" not in caplog.text + out.err + out.out
+    [turn] = dump_turns(read_recording(record))
+    [use] = [b for b in turn["message"]["content"] if b.get("type") == "tool_use"]
+    assert use["input"] == {"a": 184467440737095516155161}
+    assert lines and "complete" in lines[-1], lines

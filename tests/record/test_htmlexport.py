@@ -585,3 +585,33 @@ def test_the_selected_last_event_is_in_view_in_the_list_on_load(tmp_path: Path) 
         drawn = [int(i) for i in re.findall(r'<div class="row[^"]*" data-i="(\d+)"', dom)]
         assert n > 60 and 0 not in drawn, (fragment, n, drawn)  # (more events than the list shows: not the top)
         assert re.search(rf'<div class="row sel[^"]*" data-i="{k}"', dom), (fragment, drawn)
+
+
+def _big_int_tool_page(tmp_path: Path) -> tuple[dict[str, Any], Path]:
+    from inspector.testing.streamgen import sse, tool_turn
+
+    rec, page = tmp_path / "big.sse", tmp_path / "big.html"
+    rec.write_bytes(sse(*tool_turn(['{"a": 1844674407370955161', "55161, ", '"b": 9007199254740993}'])))
+    recording = load_any(rec)
+    export(recording, page, title="big")
+    return build(recording, title="big"), page
+
+
+def test_a_tool_input_integer_beyond_64_bits_exports_exact(tmp_path: Path) -> None:
+    """A tool input holding an integer beyond 64 bits (found by the readers' fuzzing): the export raised orjson's
+    "Integer exceeds 64-bit range" (`inspector export` ended in a traceback). The page is written, and the input's
+    text is carried as written, since a browser's JSON.parse rounds any integer beyond 2**53 (9007199254740993
+    would show as ...992)."""
+    doc, page = _big_int_tool_page(tmp_path)
+    [block] = [b for b in doc["blocks"] if b.get("content", {}).get("type") == "tool_use"]
+    assert json.loads(block["input_text"]) == {"a": 184467440737095516155161, "b": 9007199254740993}
+    assert "184467440737095516155161" in page.read_text()
+
+
+@needs_browser
+def test_a_tool_input_integer_beyond_2_53_shows_exact_in_a_real_browser(tmp_path: Path) -> None:
+    _, page = _big_int_tool_page(tmp_path)
+    dom = _dom(page, "#tab=blocks")
+    assert _attr(dom, "errors") == "0"
+    assert '"a": 184467440737095516155161' in dom and '"b": 9007199254740993' in dom
+    assert "1.8446744073709552e+23" not in dom and "9007199254740992" not in dom
