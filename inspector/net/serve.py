@@ -100,6 +100,7 @@ from inspector.scenarios.render_openai import (
     MalformedAnswer,
     assembled_chat,
     assembled_response,
+    chat_echo,
     echo_key,
     openai_error,
     response_echo,
@@ -813,7 +814,9 @@ class ServeApp(Closable):
         asked = isinstance(options, dict) and options.get("include_usage") is True
         include_usage = api == "chat" and (asked or body.get("stream") is not True)  # a chat.completion has usage
         choices = _choices(body) if api == "chat" else 1
-        echo = response_echo(body) if api == "responses" and not ended else None
+        # what a Response echoes and what seeds its ids; a chat answer's id seed (its conversation's start): two
+        # conversations served together never share a completion id or a tool call id
+        echo = None if ended else response_echo(body) if api == "responses" else chat_echo(body)
 
         def render(fs: tuple[FaultSpec, ...]) -> ResponsePlan:
             if ended:
@@ -1127,10 +1130,10 @@ class _Body:
         for c in self.chunks:
             await send({"type": "http.response.body", "body": c, "more_body": True})
         if self.end == "eof":
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-            if self.ex.status == 200:
+            if self.ex.status == 200:  # noted before the body's end goes out (see _PlanStream)
                 self.ex.end = "eof"
                 self.app.note(self.ex)
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
             return
         if self.end == "hang":
             outcome = await _race(lambda: asyncio.Event().wait(), receive, self.app.closing())
@@ -1155,7 +1158,7 @@ class _PlanStream:
         ex.status = 200
         await send({"type": "http.response.start", "status": 200, "headers": _raw_headers(self.headers)})
 
-        ended = False  # the body's end went out with its last read
+        ended = False  # the body's end went out with its last read, the exchange noted just before
 
         async def body() -> None:
             nonlocal ended
@@ -1165,18 +1168,24 @@ class _PlanStream:
                 following = next(reads, None)
                 # the last read of a stream that ends at EOF carries the body's end: a client that stops reading at
                 # its end marker (the openai SDK at `data: [DONE]`) then has it only once the exchange is noted (the
-                # pytest plugin holds the last body message until then)
+                # pytest plugin holds the last body message until then). The exchange is noted before it goes out:
+                # a client that has the whole answer finds it in /inspector/requests (noted after the send, a GET
+                # on the same connection could come first: CI saw one of two turns listed)
                 last = following is None and plan.end == "eof"
                 await app.pacer.sleep(r.delay)
-                await send({"type": "http.response.body", "body": r.data, "more_body": not last})
-                ended = last
                 ex.reads += 1
                 ex.bytes += len(r.data)
+                if last:
+                    ex.end, ended = "eof", True
+                    app.note(ex)
+                await send({"type": "http.response.body", "body": r.data, "more_body": not last})
                 r = following
             if plan.end == "hang":
                 await asyncio.Event().wait()
 
         outcome = await _race(body, receive, app.closing())
+        if ended:  # noted (what became of its last send is the client's: it was handed over whole)
+            return
         if outcome == "disconnected":
             ex.end = "disconnected"
             app.note(ex)
@@ -1189,10 +1198,9 @@ class _PlanStream:
             ex.end = "drop"
             app.note(ex)
             raise ConnectionDrop("planned drop")
-        if not ended:
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
         ex.end = "eof"
         app.note(ex)
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def make_app(

@@ -115,6 +115,7 @@ class _Ids:
     (:data:`ID_SEED`), so that two conversations of one scenario never share a response id."""
 
     def __init__(self, scenario: Scenario, turn_index: int, attempt: int, seed: str = "") -> None:
+        self.seed = seed
         rng = _rng(f"ids-openai:{seed}" if seed else "ids-openai", scenario, turn_index, attempt)
         self.completion = _id(rng, "chatcmpl-", 29)
         self.response = _id(rng, "resp_", 48, _HEX)
@@ -191,21 +192,25 @@ def chat_usage(scenario: Scenario, turn_index: int, attempt: int) -> dict[str, A
     }
 
 
-def _chat_events(scenario: Scenario, turn_index: int, attempt: int, include_usage: bool, choices: int = 1) -> list[_Ev]:
-    evs = _one_choice_events(scenario, turn_index, attempt, include_usage)
+def _chat_events(
+    scenario: Scenario, turn_index: int, attempt: int, include_usage: bool, choices: int = 1, seed: str = ""
+) -> list[_Ev]:
+    evs = _one_choice_events(scenario, turn_index, attempt, include_usage, seed)
     if choices == 1:
         return evs
-    return _n_choices(scenario, turn_index, attempt, evs, choices)
+    return _n_choices(scenario, turn_index, attempt, evs, choices, seed)
 
 
-def _n_choices(scenario: Scenario, turn_index: int, attempt: int, evs: list[_Ev], choices: int) -> list[_Ev]:
+def _n_choices(
+    scenario: Scenario, turn_index: int, attempt: int, evs: list[_Ev], choices: int, seed: str = ""
+) -> list[_Ev]:
     """The chunks of ``n`` choices (a request's ``n``): a scenario scripts one answer, so each choice streams that
     same answer, chunk by chunk, the choices in turn (index 0, 1, ... of each chunk: how OpenAI interleaves them).
     Each choice k > 0 has tool call ids of its own (independent samples do); the usage counts every choice's
     completion tokens. A fault's event count counts every choice's chunks."""
-    call_ids = {c: [c] for c in _Ids(scenario, turn_index, attempt).calls}
+    call_ids = {c: [c] for c in _Ids(scenario, turn_index, attempt, seed).calls}
     for k in range(1, choices):
-        rng = _rng(f"ids-openai-choice-{k}", scenario, turn_index, attempt)
+        rng = _rng(f"ids-openai-choice-{k}{':' + seed if seed else ''}", scenario, turn_index, attempt)
         for mine in call_ids.values():
             mine.append(_id(rng, "call_", 24))
     out: list[_Ev] = []
@@ -244,8 +249,10 @@ def _n_choices(scenario: Scenario, turn_index: int, attempt: int, evs: list[_Ev]
     return out
 
 
-def _one_choice_events(scenario: Scenario, turn_index: int, attempt: int, include_usage: bool) -> list[_Ev]:
-    ids = _Ids(scenario, turn_index, attempt)
+def _one_choice_events(
+    scenario: Scenario, turn_index: int, attempt: int, include_usage: bool, seed: str = ""
+) -> list[_Ev]:
+    ids = _Ids(scenario, turn_index, attempt, seed)
     blocks, cut_block, keep = _pieces(scenario, turn_index, attempt)
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
@@ -402,6 +409,24 @@ def response_echo(body: object) -> dict[str, Any]:
     if seed:
         echo[ID_SEED] = seed
     return echo
+
+
+def chat_echo(body: object) -> dict[str, Any]:
+    """What seeds a Chat Completions answer's ids (:data:`ID_SEED`; a chat answer echoes no field): a digest of its
+    messages up to its first user message, the same on each turn of a conversation that sends its whole history and
+    different for two conversations that start differently, so that two conversations served together never share a
+    completion id or a tool call id (a system prompt alone, often the same, does not tell them apart). {} when the
+    body has no messages."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list) or not messages:
+        return {}
+    first_user = next((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"), 0)
+    held = messages[: first_user + 1]
+    try:
+        raw = orjson.dumps(held, option=orjson.OPT_SORT_KEYS)
+    except (TypeError, orjson.JSONEncodeError):  # (an integer past 64 bits, too deep: the repr then)
+        raw = repr(held).encode()
+    return {ID_SEED: hashlib.sha256(raw).hexdigest()[:16]}
 
 
 def echo_key(echo: dict[str, Any] | None) -> str | None:
@@ -590,7 +615,7 @@ def render_openai_turn(
     """The turn's answer to ``POST /v1/chat/completions`` (``api="chat"``; ``include_usage``: the request's
     ``stream_options.include_usage``; ``choices``: its ``n``, each choice the same scripted answer) or ``POST
     /v1/responses`` (``api="responses"``; ``echo``: the request fields its Response object echoes,
-    :func:`response_echo`), with ``stream: true``."""
+    :func:`response_echo`; for chat, :func:`chat_echo`: only what seeds its ids), with ``stream: true``."""
     if api not in APIS:
         raise ValueError(f"api must be one of {APIS}, not {api!r}")
     if not 1 <= choices <= MAX_CHOICES:
@@ -598,12 +623,12 @@ def render_openai_turn(
     if not 0 <= turn_index < len(scenario.turns):
         raise IndexError(f"scenario {scenario.name!r} has {len(scenario.turns)} turns, no turn {turn_index}")
     turn = scenario.turns[turn_index]
-    ids = _Ids(scenario, turn_index, attempt, (echo or {}).get(ID_SEED, "") if api == "responses" else "")
+    ids = _Ids(scenario, turn_index, attempt, (echo or {}).get(ID_SEED, ""))  # (chat: chat_echo's seed only)
     http_error = turn.http_error_for(attempt)
     if http_error is not None:
         return _render_http_error(scenario, turn_index, attempt, http_error, ids)
     if api == "chat":
-        evs = _chat_events(scenario, turn_index, attempt, include_usage, choices)
+        evs = _chat_events(scenario, turn_index, attempt, include_usage, choices, ids.seed)
         timeline = _timeline(
             scenario, turn_index, attempt, evs, error_event=_chat_error, ping=_ping, periodic_pings=False
         )

@@ -36,7 +36,7 @@ from inspector.stream.history import history_problem
 from .fakeapi import Decision, FakeApi, error_body, openai_error_body, scale_retry_headers
 from .model import Scenario
 from .render import ResponsePlan, render_turn
-from .render_openai import MAX_CHOICES, render_openai_turn, response_echo
+from .render_openai import MAX_CHOICES, chat_echo, render_openai_turn, response_echo
 
 __all__ = [
     "DROP_MESSAGE",
@@ -290,7 +290,7 @@ class ScenarioServer:
         assert isinstance(body, dict)
         options = body.get("stream_options")
         usage = api == "chat" and isinstance(options, dict) and options.get("include_usage") is True
-        echo = response_echo(body) if api == "responses" else {}
+        echo = response_echo(body) if api == "responses" else chat_echo(body) if self.seed_ids else {}
         n = body.get("n") if api == "chat" else 1
         choices = n if isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= MAX_CHOICES else 1
         return self.render_openai(scenario, turn, attempt, api, usage, echo, choices)

@@ -29,7 +29,7 @@ from inspector.net.server import BackgroundServer
 from inspector.record.reader import RecordedAttempt
 from inspector.record.recording import read_recording
 from inspector.scenarios.bundled import get_scenario
-from inspector.scenarios.render_openai import Api, response_echo
+from inspector.scenarios.render_openai import Api, chat_echo, response_echo
 from inspector.stream.sse import SSEDecoder
 from inspector.testing.hyp import examples
 
@@ -139,7 +139,8 @@ async def test_live_fault_on_an_openai_stream_lands_where_serve_puts_it(
 ) -> None:
     record = tmp_path / "f.jsonl"
     sc = get_scenario(name)
-    echo = response_echo(body_of(api)) if api == "responses" else None
+    # (what a Response echoes; a chat answer's ids are seeded by its conversation's start)
+    echo = response_echo(body_of(api)) if api == "responses" else chat_echo(body_of(api))
     served = render_faulted(sc, fault, 0, 0, api=api, echo=echo)  # the same fault, as serve renders it
     clean = render_faulted(sc, None, 0, 0, api=api, echo=echo)
     hdr = {"x-inspector-scenario": name, "x-inspector-fault": fault, "x-inspector-session": f"live-{api}-{fault}"}

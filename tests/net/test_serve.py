@@ -1103,3 +1103,45 @@ async def test_proxy_records_lower_cased_headers_without_credentials_and_redacts
         assert name not in headers
     assert all(k == k.lower() for k in att.response["headers"])
     assert calls["filter_headers"] >= 2
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_an_exchange_is_listed_before_its_body_ends(stream: bool) -> None:
+    """A client that has a whole answer finds it in /inspector/requests: the exchange is noted before the body's end
+    is sent, not after (CI saw one of two turns listed: a GET on the same keep-alive connection was answered
+    between the last send and the note). The ASGI app is driven directly, each message checked as it is sent."""
+    app = ServeApp("weather", speed=math.inf)
+    body = {"model": "claude-sonnet-4-6", "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]}
+    raw = orjson.dumps({**body, "stream": stream})
+    listed_at_end: list[int] = []
+    requests = [{"type": "http.request", "body": raw, "more_body": False}]
+
+    async def receive() -> Message:
+        if requests:
+            return requests.pop()
+        await asyncio.Event().wait()  # a client still connected: no disconnect
+        raise AssertionError("unreachable")
+
+    async def send(message: Message) -> None:
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            listed_at_end.append(len(app.exchanges))
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v1/messages",
+        "raw_path": b"/v1/messages",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(k.lower().encode(), v.encode()) for k, v in API_HEADERS.items()]
+        + [(b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 2),
+    }
+    await app.app(scope, receive, send)
+    assert listed_at_end == [1]
+    [ex] = app.exchanges
+    assert (ex.status, ex.end) == (200, "eof") and ex.bytes > 0

@@ -21,7 +21,7 @@ from inspector.net.inprocess import FaultedScenarioServer
 from inspector.net.serve import ServeApp
 from inspector.net.server import BackgroundServer
 from inspector.scenarios.bundled import SCENARIOS, get_scenario
-from inspector.scenarios.render_openai import MAX_CHOICES, assembled_chat, render_openai_turn
+from inspector.scenarios.render_openai import MAX_CHOICES, assembled_chat, chat_echo, render_openai_turn
 from inspector.testing.openai_ref import sdk_chat
 
 KEY = "sk-proj-CANARY-openai-choices-00000000"
@@ -145,11 +145,39 @@ async def test_n_null_is_one_choice_and_lenient_takes_a_bad_n_as_one(served: Bac
 
 
 async def test_in_process_n_choices_are_the_served_bytes(served: BackgroundServer) -> None:
-    server = FaultedScenarioServer(SC, "padded", Pacer(math.inf))
+    server = FaultedScenarioServer(SC, "padded", Pacer(math.inf), seed_ids=True)  # (ids seeded per conversation)
     http = httpx2.AsyncClient(transport=httpx2.MockTransport(server.handler))
     body = {"model": SC.model, "messages": MESSAGES, "n": 2, "stream": True}
     headers = {"authorization": f"Bearer {KEY}", "x-inspector-fault": "padded", "x-inspector-session": "n2"}
     async with http, httpx2.AsyncClient(base_url=served.base_url, headers=headers) as net:
         a = await http.post("http://x/v1/chat/completions", json=body, headers=headers)
         b = await net.post("/v1/chat/completions", json=body)
-    assert a.content == b.content == render_faulted(SC, "padded", 0, api="chat", choices=2).body
+    assert a.content == b.content == render_faulted(SC, "padded", 0, api="chat", choices=2, echo=chat_echo(body)).body
+
+
+async def test_two_chat_conversations_served_together_never_share_a_completion_or_call_id() -> None:
+    """Two chat conversations of one scenario, with one system prompt and two questions: serve answered both with
+    one completion id and one tool call id (its Messages and Responses answers were seeded per conversation, its chat
+    answers were not), so a harness keying results by call id mixed them. Each conversation's ids are its own (and
+    a resend of Paris's request, its retry, has fresh ones, as a real retry does)."""
+    import re
+
+    def ids(content: bytes) -> set[bytes]:
+        return set(re.findall(rb'"((?:chatcmpl-|call_)[A-Za-z0-9]+)"', content))
+
+    got: dict[str, set[bytes]] = {}
+    with BackgroundServer(ServeApp(speed=math.inf, lenient=True)) as srv:
+        async with httpx2.AsyncClient(base_url=srv.base_url, headers={"authorization": f"Bearer {KEY}"}) as h:
+            for city in ("Paris", "Rome", "Paris"):
+                body = {
+                    "model": "gpt-4o",
+                    "stream": True,
+                    "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": city}],
+                }
+                r = await h.post("/v1/chat/completions", json=body, headers={"x-inspector-scenario": "weather"})
+                assert r.status_code == 200
+                key = city if city not in got else city + " again"
+                got[key] = ids(r.content)
+    assert len(got["Paris"]) == len(got["Rome"]) == 2  # a completion id and a call id
+    assert not got["Paris"] & got["Rome"]
+    assert not got["Paris again"] & (got["Paris"] | got["Rome"])
