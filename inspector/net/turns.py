@@ -607,6 +607,14 @@ class TurnTracker:
                 self._pub(O.DiagnosticRaised(now, turn, attempt, d))
             outcome = ts.outcome
             stopped = ts.assembler.stopped
+            if status == "complete" and track.sse and not stopped and (ex.status or 0) < 400:
+                # the transport ended well, the stream did not: failed, in the loop's words for the same bytes (it
+                # said "complete" for a stream that ended with an error event or before its end)
+                err = ts.assembler.error
+                if err is not None:
+                    status, reason = "failed", f"error event: {err.error_type}: {err.message}"
+                else:
+                    status, reason = "failed", f"stream ended before {getattr(ts, 'message_end', 'message_stop')}"
             self._stream_ended(track, now)
             self._unclosed_tools(ts, turn, attempt, now)
         else:

@@ -222,14 +222,15 @@ async def test_concurrent_identical_requests_are_separate_turns(tmp_path: Path) 
 
 @pytest.mark.parametrize(
     ("fault", "first_end"),
-    [("http_429:0", "http_error"), ("drop_event:3", "failed"), ("error_event:2", "complete"), ("stall:0", None)],
+    [("http_429:0", "http_error"), ("drop_event:3", "failed"), ("error_event:2", "failed"), ("stall:0", None)],
 )
 async def test_a_repeat_after_a_failed_or_cut_attempt_is_its_retry(
     serve: BackgroundServer, tmp_path: Path, fault: str, first_end: str | None
 ) -> None:
     """429 (an error status), a dropped connection, a stream cut by an error event (no message_stop) and a stream
     the client gave up on: the identical request that follows is attempt 2 of the same turn; a later identical
-    request after the successful retry is a new turn."""
+    request after the successful retry is a new turn. The stream cut by an error event is a failed attempt, as the
+    loop records the same bytes (the proxy said "complete": its transport ended well)."""
     record = tmp_path / "f.jsonl"
     hdr = {"x-inspector-scenario": "weather", "x-inspector-session": f"retry-{fault}", "x-inspector-fault": fault}
     plan = render_faulted(get_scenario("weather"), fault, 0, 0)
@@ -248,7 +249,7 @@ async def test_a_repeat_after_a_failed_or_cut_attempt_is_its_retry(
                 # the retry rule needs the first attempt to have ended: until then a repeat is a concurrent request
                 await asyncio.wait_for(first_done.wait(), 30)
             else:
-                with pytest.raises(httpx2.HTTPError) if first_end == "failed" else _nothing():
+                with pytest.raises(httpx2.HTTPError) if fault.startswith("drop") else _nothing():
                     await _post(h, **hdr)
             second = await _post(h, **hdr)
             third = await _post(h, **hdr)
@@ -256,6 +257,12 @@ async def test_a_repeat_after_a_failed_or_cut_attempt_is_its_retry(
     attempts = sorted(read_recording(record).attempts(), key=_requested_at)
     assert [(a.turn, a.attempt) for a in attempts] == [(0, 0), (0, 1), (1, 0)]
     assert [(a.end or {}).get("status") for a in attempts] == [first_end or "cancelled", "complete", "complete"]
+    if fault.startswith("error_event"):  # why, in the loop's words: the error event's type and message
+        error = next(
+            orjson.loads(line[6:]) for line in plan.body.split(b"\n") if line.startswith(b'data: {"type":"error"')
+        )
+        reason = f"error event: {error['error']['type']}: {error['error']['message']}"
+        assert (attempts[0].end or {}).get("reason") == reason
 
 
 def _requested_at(a: RecordedAttempt) -> float:
