@@ -208,7 +208,9 @@ class ProgressPrinter:
             # once, the usage that came after it on a line of its own)
             said = (obs.turn, obs.attempt, obs.stop_reason, obs.usage)
             if said != self._last_stop:
-                usage = short(obs.usage, 200, ellipsis="...")
+                # (no usage yet, or none sent: a chat stream without stream_options.include_usage: said in words,
+                # not as `usage {}`)
+                usage = short(obs.usage, 200, ellipsis="...") if obs.usage else "not sent (yet)"
                 if self._last_stop is not None and said[:3] == self._last_stop[:3]:
                     self.p(f"{t}   usage {usage}")
                 else:

@@ -94,3 +94,17 @@ def test_a_tool_state_the_proxy_inferred_says_so() -> None:
         "  tool get_weather ABCDEFGH -> running",
         "  tool get_weather ABCDEFGH -> succeeded",
     ]
+
+
+def test_a_stream_without_usage_says_so_in_words() -> None:
+    """A chat stream without stream_options.include_usage sends no usage: the line said `usage {}`. It says the
+    usage was not sent (yet); a usage chunk after the finish is its own line, as before."""
+    lines = Lines()
+    p = ProgressPrinter(lines)  # type: ignore[arg-type]
+    p(O.TurnStarted(0.0, 0))
+    p(O.MessageUpdated(0.1, 0, 0, "end_turn", {}))
+    p(O.MessageUpdated(0.2, 0, 0, "end_turn", {"input_tokens": 3, "output_tokens": 5}))
+    text = [line.split("s ", 1)[1] for line in lines.text()]
+    assert "  stop_reason end_turn usage not sent (yet)" in text
+    assert any(t.startswith("  usage ") and "output_tokens" in t for t in text)
+    assert not any("usage {}" in t for t in text)
