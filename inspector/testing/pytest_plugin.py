@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from inspector.core.fmt import count
 from inspector.core.redaction import is_credential
 
 if TYPE_CHECKING:  # (types only: nothing heavy is imported until a test asks for a server)
@@ -273,7 +274,8 @@ class InspectorServer:
         bad = [r for r in self.requests if r.rejected]
         if bad:
             raise AssertionError(
-                f"{len(bad)} requests were rejected:\n" + "\n".join(f"{r.describe()}: {r.rejected}" for r in bad)
+                f"{count(len(bad), 'request')} {'was' if len(bad) == 1 else 'were'} rejected:\n"
+                + "\n".join(f"{r.describe()}: {r.rejected}" for r in bad)
             )
 
     def close(self) -> None:
@@ -283,7 +285,7 @@ class InspectorServer:
         if not hasattr(self, "_requests"):  # (a traceback of __init__ shows `self` before it has its attributes)
             return "InspectorServer(not started)"
         what = self.scenario.name if self.recording is None else f"recording {self.recording.name}"
-        return f"InspectorServer({what!r}, {len(self._requests)} requests)"
+        return f"InspectorServer({what!r}, {count(len(self._requests), 'request')})"
 
 
 class _Capture:

@@ -157,6 +157,7 @@ def test_requests_attempts_and_reset() -> None:
         assert server.requests == []
         assert _post(server, user).status_code == 200
         assert server.requests[0].attempt == 0  # reset forgot the attempt counters
+        assert repr(server).endswith(", 1 request)")  # (it said "1 requests")
         bad = [{"role": "assistant", "content": "hi"}]
         assert _post(server, bad).status_code == 400
         violation = server.requests[-1].history
@@ -164,7 +165,7 @@ def test_requests_attempts_and_reset() -> None:
         assert server.requests[-1].rejected and server.requests[-1].status == 400
         with pytest.raises(AssertionError, match=r"request 2 \(POST /v1/messages, status 400\): rule first_not_user"):
             server.assert_valid_histories()
-        with pytest.raises(AssertionError, match="1 requests were rejected"):
+        with pytest.raises(AssertionError, match="1 request was rejected"):
             server.assert_no_rejections()
     finally:
         server.close()
