@@ -164,11 +164,13 @@ class OtelSink:
         }
         if isinstance(body.get("max_tokens"), int):
             attrs[REQUEST_MAX_TOKENS] = body["max_tokens"]
-        if self.content:
-            if body.get("messages") is not None:
-                attrs[INPUT_MESSAGES] = self._text(body["messages"])
-            if body.get("system") is not None:
-                attrs[SYSTEM_INSTRUCTIONS] = self._text(body["system"])
+        if self.content:  # Messages and Chat Completions: messages (and system); Responses: input and instructions
+            messages = body.get("messages") if body.get("messages") is not None else body.get("input")
+            if messages is not None:
+                attrs[INPUT_MESSAGES] = self._text(messages)
+            system = body.get("system") if body.get("system") is not None else body.get("instructions")
+            if system is not None:
+                attrs[SYSTEM_INSTRUCTIONS] = self._text(system)
         ctx = self._trace.set_span_in_context(root)
         self._attempts[key] = self.tracer.start_span(
             f"chat {model}", context=ctx, kind=self._trace.SpanKind.CLIENT, start_time=self._ns(obs.t), attributes=attrs

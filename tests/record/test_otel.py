@@ -269,3 +269,25 @@ def test_a_try_that_could_not_connect_has_no_http_status_code() -> None:
     (chat,) = exporter.get_finished_spans()
     got = [dict(e.attributes or {}) for e in chat.events]
     assert got == [{"error.type": refused}, {"error.type": "rate_limit_error", "http.response.status_code": 429}]
+
+
+def test_a_responses_request_s_input_and_instructions_are_its_content(receiver: Receiver) -> None:
+    """A Responses request has no `messages` and no `system`: its `input` and `instructions` are what the model got
+    (with --otel-content the span had neither)."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    from inspector.observe import observations as O
+
+    provider = otel.make_provider(exporter=OTLPSpanExporter(endpoint=receiver.endpoint, timeout=5))
+    bus = O.ObservationBus()
+    close = otel.attach(bus, content=True, conversation="r", provider=provider)
+    body = {"model": "gpt-4o", "stream": True, "input": "weather in Oslo?", "instructions": "be brief"}
+    try:
+        bus.publish(O.AttemptStarted(0.0, 0, 0, "POST", "http://x/v1/responses", {}, body))
+        bus.publish(O.AttemptEnded(0.5, 0, 0, "complete", None, "text_finish"))
+    finally:
+        close()
+    chat = next(s for s in receiver.spans if s["name"].startswith("chat"))
+    assert chat["attrs"]["gen_ai.provider.name"] == "openai"
+    assert "Oslo" in chat["attrs"]["gen_ai.input.messages"]
+    assert "be brief" in chat["attrs"]["gen_ai.system_instructions"]
