@@ -52,12 +52,13 @@ def exact(data: str | bytes | bytearray, value: Any) -> Any:
 
 
 def dumps(value: Any, *, default: Callable[[Any], Any] | None = None, option: int = 0) -> bytes:
-    """``orjson.dumps(value, default=default, option=option)``; a value holding an integer beyond 64 bits is written
-    by the standard library instead, the same way (compact, or ``OPT_INDENT_2``, ``OPT_SORT_KEYS``)."""
+    """``orjson.dumps(value, default=default, option=option)``; a value holding an integer beyond 64 bits, or nested
+    deeper than orjson writes (255 levels), is written by the standard library instead, the same way (compact, or
+    ``OPT_INDENT_2``, ``OPT_SORT_KEYS``)."""
     try:
         return orjson.dumps(value, default=default, option=option)
-    except TypeError as e:
-        if "64-bit" not in str(e):
+    except TypeError as e:  # (orjson writes 255 levels at most; a value read back exact may nest deeper)
+        if "64-bit" not in str(e) and "Recursion limit" not in str(e):
             raise
     try:
         text = json.dumps(
@@ -70,5 +71,5 @@ def dumps(value: Any, *, default: Callable[[Any], Any] | None = None, option: in
             separators=(",", ": ") if option & orjson.OPT_INDENT_2 else (",", ":"),
         )
         return text.encode("utf-8")
-    except (ValueError, UnicodeEncodeError) as e:  # NaN, a lone surrogate, a cycle: orjson's error type
+    except (ValueError, UnicodeEncodeError, RecursionError) as e:  # NaN, a lone surrogate, a cycle, too deep still
         raise orjson.JSONEncodeError(str(e)) from e

@@ -22,6 +22,7 @@ printer subscribe to the bus behind it). Nothing here forwards bytes or writes f
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import zlib
 from collections import OrderedDict
@@ -525,7 +526,8 @@ class TurnTracker:
                 if conv is not None and conv.turn == turn:
                     conv.tools[tr.id] = seen
                 if isinstance(tr.input, dict):  # a subagent started by this call names it in its first message
-                    self.conversations.tool_call(cid, exactjson.dumps(tr.input).decode())
+                    with contextlib.suppress(orjson.JSONEncodeError):  # (a hint: none for an input too deep to write)
+                        self.conversations.tool_call(cid, exactjson.dumps(tr.input).decode())
                 # from here on the tool is the other harness's business: shown as running (inferred) until a
                 # later request carries its tool_result
                 running = ToolState.RUNNING

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -52,27 +53,19 @@ def _cut(value: Any) -> Any:
     return value if len(text) <= MAX_MESSAGE_CHARS else text[:MAX_MESSAGE_CHARS] + f"... ({len(text)} chars)"
 
 
+# 16 digits in a row: an integer a browser's JSON.parse may round (2**53 has 16 digits; a string's digits match too,
+# and then the exact text is carried for nothing, which is harmless)
+_LONG_DIGITS = re.compile(rb"[0-9]{16}")
+
+
 def _exact_text(value: Any, option: int = 0) -> str | None:
     """A tool input's JSON text when it holds an integer a browser cannot keep (beyond 2**53: JSON.parse rounds it to
     a float); the page shows this text instead of re-serializing its rounded value. None otherwise."""
-    if not _has_unsafe_int(value):
-        return None
     try:
-        return exactjson.dumps(value, option=option).decode()
+        raw = exactjson.dumps(value, option=option)
     except orjson.JSONEncodeError:
         return None
-
-
-def _has_unsafe_int(value: Any) -> bool:
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, int):
-        return abs(value) > 2**53
-    if isinstance(value, dict):
-        return any(_has_unsafe_int(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_has_unsafe_int(v) for v in value)
-    return False
+    return raw.decode() if _LONG_DIGITS.search(raw) else None
 
 
 def _history(body: dict[str, Any]) -> list[Any]:

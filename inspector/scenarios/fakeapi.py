@@ -28,6 +28,8 @@ import orjson
 
 from inspector.stream.history import history_violation
 
+from .render_openai import seed_digest
+
 if TYPE_CHECKING:
     from genai_prices.types import Provider
 
@@ -428,12 +430,7 @@ def message_seed(body: Mapping[str, Any]) -> str:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         return ""
-    held = [body.get("system"), messages[0]]
-    try:
-        raw = orjson.dumps(held, option=orjson.OPT_SORT_KEYS)
-    except (TypeError, orjson.JSONEncodeError):  # (an integer past 64 bits, too deep: the repr then)
-        raw = repr(held).encode()
-    return hashlib.sha256(raw).hexdigest()[:16]
+    return seed_digest([body.get("system"), messages[0]])
 
 
 def messages_decision(

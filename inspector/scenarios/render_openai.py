@@ -392,10 +392,15 @@ def _id_seed(body: dict[str, Any]) -> str:
         return previous
     if "input" not in body:
         return ""
+    return seed_digest(body["input"])
+
+
+def seed_digest(value: Any) -> str:
+    """What seeds a conversation's ids: a digest of ``value`` (how it starts), keys sorted."""
     try:
-        raw = orjson.dumps(body["input"], option=orjson.OPT_SORT_KEYS)
-    except (TypeError, orjson.JSONEncodeError):  # (an integer past 64 bits, from an exact parse)
-        raw = repr(body["input"]).encode()
+        raw = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except (TypeError, orjson.JSONEncodeError):  # (an integer past 64 bits, too deep: the repr then)
+        raw = repr(value).encode()
     return hashlib.sha256(raw).hexdigest()[:16]
 
 
@@ -421,12 +426,7 @@ def chat_echo(body: object) -> dict[str, Any]:
     if not isinstance(messages, list) or not messages:
         return {}
     first_user = next((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"), 0)
-    held = messages[: first_user + 1]
-    try:
-        raw = orjson.dumps(held, option=orjson.OPT_SORT_KEYS)
-    except (TypeError, orjson.JSONEncodeError):  # (an integer past 64 bits, too deep: the repr then)
-        raw = repr(held).encode()
-    return {ID_SEED: hashlib.sha256(raw).hexdigest()[:16]}
+    return {ID_SEED: seed_digest(messages[: first_user + 1])}
 
 
 def echo_key(echo: dict[str, Any] | None) -> str | None:

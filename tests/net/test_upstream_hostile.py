@@ -468,10 +468,25 @@ def test_insecure_is_said_at_start_on_stderr_and_in_the_start_up_line(cert_files
 # "Exception in ASGI application")
 
 
+DEEP = '{"a": ' + "[" * 400 + "1" + "]" * 400 + "}"  # deeper than orjson writes (255 levels)
+
+
+@pytest.mark.parametrize(
+    ("fragments", "value"),
+    [
+        (['{"a": 1844674407370955161', "55161}"], {"a": 184467440737095516155161}),
+        ([DEEP[:200], DEEP[200:]], orjson.loads(DEEP)),
+    ],
+    ids=["beyond-64-bits", "400-deep"],
+)
 def test_a_tool_input_integer_beyond_64_bits_goes_through_the_proxy(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
+    fragments: list[str],
+    value: dict[str, object],
 ) -> None:
-    stream = sse(*tool_turn(['{"a": 1844674407370955161', "55161}"]))
+    stream = sse(*tool_turn(fragments))
     head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n" % len(stream)
     record = tmp_path / "big.jsonl"
     lines: list[str] = []
@@ -487,5 +502,5 @@ def test_a_tool_input_integer_beyond_64_bits_goes_through_the_proxy(
     assert "Traceback" not in caplog.text + out.err + out.out
     [turn] = dump_turns(read_recording(record))
     [use] = [b for b in turn["message"]["content"] if b.get("type") == "tool_use"]
-    assert use["input"] == {"a": 184467440737095516155161}
+    assert use["input"] == value
     assert lines and "complete" in lines[-1], lines

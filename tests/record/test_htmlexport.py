@@ -615,3 +615,15 @@ def test_a_tool_input_integer_beyond_2_53_shows_exact_in_a_real_browser(tmp_path
     assert _attr(dom, "errors") == "0"
     assert '"a": 184467440737095516155161' in dom and '"b": 9007199254740993' in dom
     assert "1.8446744073709552e+23" not in dom and "9007199254740992" not in dom
+
+
+def test_a_tool_input_nested_400_deep_exports(tmp_path: Path) -> None:
+    """A hostile tool input nested deeper than orjson writes (255 levels): the export raised ("Recursion limit
+    reached", a traceback from `inspector export`). The page is written, the input as its fragments and parsed."""
+    from inspector.testing.streamgen import sse, tool_turn
+
+    deep = '{"a": ' + "[" * 400 + "1" + "]" * 400 + "}"
+    rec, page = tmp_path / "deep.sse", tmp_path / "deep.html"
+    rec.write_bytes(sse(*tool_turn([deep[:200], deep[200:]])))
+    export(load_any(rec), page, title="deep")
+    assert "[[[[" in page.read_text()
