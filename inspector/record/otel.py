@@ -17,10 +17,13 @@ constants deprecated.
 
 from __future__ import annotations
 
+import re
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
+
+import orjson
 
 from inspector.core import exactjson
 from inspector.core.redaction import mask_text
@@ -62,6 +65,10 @@ _TOOL_END = frozenset(s.value for s in TOOL_TERMINAL)
 _CONTENT_EVENTS = {"content_block_start", "content_block_delta", "message_start"}
 
 
+# a Chat Completions chunk that finishes a choice (most chunks say "finish_reason":null)
+_FINISHES = re.compile(r'"finish_reason"\s*:\s*"')
+
+
 def _provider(url: str) -> str:
     u = (url or "").lower()
     if "/chat/completions" in u or "/responses" in u or "openai" in u:
@@ -99,6 +106,9 @@ class OtelSink:
         self._ended: OrderedDict[str, None] = OrderedDict()  # the calls whose span ended (the newest KEEP_ENDED)
         self._usage: dict[tuple[int, int], dict[str, Any]] = {}
         self._family: dict[tuple[int, int], str] = {}
+        # a Chat Completions attempt's finish_reason per choice, as the wire said it ("stop", "tool_calls"): the
+        # convention's finish_reasons are the provider's words, not the neutral stop_reason ("end_turn")
+        self._chat: dict[tuple[int, int], dict[int, str]] = {}
         self._model = "unknown"
 
     # --- clocks ------------------------------------------------------------------------------------------------
@@ -122,6 +132,9 @@ class OtelSink:
                 key = (obs.turn, obs.attempt)  # type: ignore[attr-defined]
                 if key not in self._first and obs.event_type in _CONTENT_EVENTS:  # type: ignore[attr-defined]
                     self._first[key] = obs.t
+                chat = self._chat.get(key)
+                if chat is not None:
+                    self._chat_finish(chat, obs.sse.data)  # type: ignore[attr-defined]
             return
         handler = self._handlers.get(kind)
         if handler is not None:
@@ -153,6 +166,8 @@ class OtelSink:
         provider = _provider(obs.url)
         key = (obs.turn, obs.attempt)
         self._family[key] = provider
+        if "/chat/completions" in (obs.url or ""):
+            self._chat[key] = {}
         attrs: dict[str, Any] = {
             OPERATION: "chat",
             PROVIDER: provider,
@@ -193,8 +208,26 @@ class OtelSink:
         if isinstance(obs.usage, dict):
             self._usage.setdefault(key, {}).update(obs.usage)
         span = self._attempts.get(key)
-        if span is not None and obs.stop_reason:
+        chat = self._chat.get(key)
+        if span is not None and chat:
+            span.set_attribute(FINISH_REASONS, [chat[i] for i in sorted(chat)])
+        elif span is not None and obs.stop_reason:
             span.set_attribute(FINISH_REASONS, [obs.stop_reason])
+
+    @staticmethod
+    def _chat_finish(chat: dict[int, str], data: str) -> None:
+        """The finish_reason of each choice a chunk finishes (the first one said per choice counts, as for the
+        stream's own reading of it)."""
+        if _FINISHES.search(data) is None:
+            return
+        try:
+            choices = orjson.loads(data).get("choices")
+        except (orjson.JSONDecodeError, AttributeError):
+            return
+        for ch in choices if isinstance(choices, list) else ():
+            if isinstance(ch, dict) and isinstance(ch.get("finish_reason"), str):
+                index = ch.get("index", 0)
+                chat.setdefault(index if isinstance(index, int) else 0, ch["finish_reason"])
 
     def _http_try_failed(self, obs: O.HttpTryFailed) -> None:
         span = self._attempts.get((obs.turn, obs.attempt))
@@ -227,6 +260,9 @@ class OtelSink:
             span.set_attribute(ERROR_TYPE, obs.outcome or obs.status)
             span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, self._text(obs.reason or obs.status)))
         self._family.pop(key, None)
+        chat = self._chat.pop(key, None)
+        if chat:  # (also when the finishing chunk was seen after its message_delta)
+            span.set_attribute(FINISH_REASONS, [chat[i] for i in sorted(chat)])
         span.end(end_time=self._ns(obs.t))
 
     def _message_appended(self, obs: O.MessageAppended) -> None:

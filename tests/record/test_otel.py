@@ -291,3 +291,43 @@ def test_a_responses_request_s_input_and_instructions_are_its_content(receiver: 
     assert chat["attrs"]["gen_ai.provider.name"] == "openai"
     assert "Oslo" in chat["attrs"]["gen_ai.input.messages"]
     assert "be brief" in chat["attrs"]["gen_ai.system_instructions"]
+
+
+async def test_a_chat_completions_span_has_the_wire_s_finish_reasons(receiver: Receiver) -> None:
+    """The convention's finish_reasons are the provider's words: a Chat Completions turn that calls a tool says
+    "tool_calls" and the answer "stop" (they said the neutral "tool_use" and "end_turn", Anthropic's words)."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    from inspector.agent.toolbox.spec import ToolSpec
+    from inspector.sessions.sources import openai_session
+    from inspector.testing.openai_fake import KEY, FakeOpenAI, Stream, chat_text, chunk, sse, tool_delta
+
+    async def weather(tool_input: dict[str, Any]) -> str:
+        return "18C"
+
+    call = sse(
+        chunk({"role": "assistant", "content": None}),
+        chunk(tool_delta(0, id="call_1", name="get_weather", args='{"city": "Oslo"}')),
+        chunk({}, "tool_calls"),
+        done=True,
+    )
+    fake = FakeOpenAI([Stream([call]), Stream([chat_text("18C in Oslo")])])
+    session = openai_session(
+        "gpt-test",
+        "weather in Oslo?",
+        api="chat",
+        api_key=KEY,
+        base_url="http://fake-openai.local/v1",
+        builtin=False,
+        user_tools={"get_weather": ToolSpec("get_weather", "weather", {"type": "object"}, weather)},
+        http_client=fake.client(),
+    )
+    provider = otel.make_provider(exporter=OTLPSpanExporter(endpoint=receiver.endpoint, timeout=5))
+    close = otel.attach(session.bus, conversation="chat", provider=provider)
+    try:
+        await session.run()
+    finally:
+        close()
+    chats = [s for s in receiver.spans if s["name"].startswith("chat ")]
+    assert [s["attrs"]["gen_ai.provider.name"] for s in chats] == ["openai", "openai"]
+    assert [s["attrs"]["gen_ai.response.finish_reasons"] for s in chats] == [["tool_calls"], ["stop"]]
