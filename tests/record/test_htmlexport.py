@@ -627,3 +627,44 @@ def test_a_tool_input_nested_400_deep_exports(tmp_path: Path) -> None:
     rec.write_bytes(sse(*tool_turn([deep[:200], deep[200:]])))
     export(load_any(rec), page, title="deep")
     assert "[[[[" in page.read_text()
+
+
+def _big_usage_page(tmp_path: Path) -> Path:
+    """A turn whose message_delta reports 2**64 + 1 output tokens (a hostile or broken server), with a 17-digit
+    number in its delta too."""
+    from inspector.testing.streamgen import message_start, message_stop, sse, text_delta, text_start
+
+    rec, page = tmp_path / "bigusage.sse", tmp_path / "bigusage.html"
+    delta = (
+        'event: message_delta\ndata: {"type": "message_delta", "delta": {"stop_reason": "end_turn", '
+        '"stop_sequence": null, "n": 12345678901234567}, "usage": {"output_tokens": 18446744073709551617}}\n\n'
+    )
+    rec.write_bytes(
+        sse(
+            message_start(),
+            text_start(0),
+            text_delta(0, "hi"),
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            delta,
+            message_stop(),
+        )
+    )
+    export(load_any(rec), page, title="big usage")
+    return page
+
+
+@needs_browser
+def test_an_integer_beyond_2_53_in_usage_and_in_an_event_shows_exact_in_a_real_browser(tmp_path: Path) -> None:
+    """The page parsed its data and each event's JSON with JSON.parse, which rounds an integer beyond 2**53: the
+    turn's usage said out 18446744073709552000 and the event's JSON 12345678901234568 (the page said numbers that
+    did not pass). They show as sent."""
+    page = _big_usage_page(tmp_path)
+    dom = _dom(page, "#tab=turns")
+    assert _attr(dom, "errors") == "0"
+    assert "out 18446744073709551617" in dom and "18446744073709552000" not in dom
+    dom = _dom(page, "#event=4")
+    assert _attr(dom, "errors") == "0"
+    m = re.search(r'<pre id="event-json">(.*?)</pre>', dom, re.S)
+    assert m, "no JSON view of the event"
+    assert '"n": 12345678901234567' in m.group(1) and '"output_tokens": 18446744073709551617' in m.group(1)
+    assert "12345678901234568" not in dom and "18446744073709552000" not in dom
