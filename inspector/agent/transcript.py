@@ -17,6 +17,7 @@ memory of a long run grow with its length. Here:
 
 from __future__ import annotations
 
+import json
 import os
 import secrets as _secrets
 import tempfile
@@ -26,6 +27,7 @@ from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from typing import IO, Any, TypeGuard, overload
 
 import httpx2
+import orjson
 
 from inspector.core import exactjson
 from inspector.core.redaction import redact
@@ -44,7 +46,8 @@ def sdk_json(value: Any) -> bytes:
     from anthropic._utils._json import openapi_dumps
     from anthropic._utils._prepare import prepare_request_data
 
-    return openapi_dumps(prepare_request_data(value, location="body"))
+    with exactjson.deep_recursion():  # (a tool input may nest as deep as orjson reads: 1,024 levels)
+        return openapi_dumps(prepare_request_data(value, location="body"))
 
 
 def _in_range(i: int, n: int) -> int:
@@ -66,8 +69,13 @@ def _seq_eq(a: Sequence[object], b: Sequence[object]) -> bool:
 
 
 def _message(data: bytes) -> Message:
-    """A stored message parsed back: the store holds only what ``SpilledHistory.append`` wrote (a message)."""
-    message: Message = exactjson.loads(data)
+    """A stored message parsed back: the store holds only what ``SpilledHistory.append`` wrote (a message). A tool
+    input as deep as orjson reads (1,024 levels) is deeper in its message: read by the standard library then."""
+    try:
+        message: Message = exactjson.loads(data)
+    except orjson.JSONDecodeError:
+        with exactjson.deep_recursion():
+            message = json.loads(data)
     return message
 
 

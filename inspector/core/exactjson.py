@@ -18,12 +18,44 @@ tests/core/test_exactjson.py pins every such case (28 of its tests fail with jit
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import orjson
 
-__all__ = ["dumps", "exact", "has_long_digit_run", "loads"]
+__all__ = ["deep_recursion", "dumps", "exact", "has_long_digit_run", "loads"]
+
+# Python's recursion limit while the standard library writes (or reads, or repr()s) a deep value: orjson reads 1,024
+# levels, and the standard library's encoder recurses once per level, from wherever its caller already is (a
+# dashboard's or a server's stack: a few hundred frames). The default limit, 1,000, failed from ~990 levels.
+DEEP_LIMIT = 5_000
+_deep_lock = threading.Lock()
+_deep_users = 0
+_deep_before = 0
+
+
+@contextmanager
+def deep_recursion() -> Iterator[None]:
+    """Run the block with the recursion limit at least ``DEEP_LIMIT`` (a value that orjson read can then be written
+    by the standard library, or shown by ``repr``); the limit goes back when the last thread using it leaves."""
+    global _deep_users, _deep_before
+    with _deep_lock:
+        if _deep_users == 0:
+            _deep_before = sys.getrecursionlimit()
+            if _deep_before < DEEP_LIMIT:
+                sys.setrecursionlimit(DEEP_LIMIT)
+        _deep_users += 1
+    try:
+        yield
+    finally:
+        with _deep_lock:
+            _deep_users -= 1
+            if _deep_users == 0 and sys.getrecursionlimit() == DEEP_LIMIT != _deep_before:
+                sys.setrecursionlimit(_deep_before)
+
 
 _DIGITS = bytes(0x64 if 0x30 <= i <= 0x39 else 0x20 for i in range(256))  # every ASCII digit -> "d", the rest " "
 _RUN = b"d" * 19
@@ -46,7 +78,8 @@ def exact(data: str | bytes | bytearray, value: Any) -> Any:
     if not has_long_digit_run(data):
         return value
     try:
-        return json.loads(data)  # valid JSON (orjson read it): the standard library keeps big integers exact
+        with deep_recursion():  # valid JSON (orjson read it): the standard library keeps big integers exact
+            return json.loads(data)
     except (ValueError, RecursionError):
         return value
 
@@ -61,15 +94,16 @@ def dumps(value: Any, *, default: Callable[[Any], Any] | None = None, option: in
         if "64-bit" not in str(e) and "Recursion limit" not in str(e):
             raise
     try:
-        text = json.dumps(
-            value,
-            ensure_ascii=False,
-            allow_nan=False,
-            default=default,
-            sort_keys=bool(option & orjson.OPT_SORT_KEYS),
-            indent=2 if option & orjson.OPT_INDENT_2 else None,
-            separators=(",", ": ") if option & orjson.OPT_INDENT_2 else (",", ":"),
-        )
+        with deep_recursion():
+            text = json.dumps(
+                value,
+                ensure_ascii=False,
+                allow_nan=False,
+                default=default,
+                sort_keys=bool(option & orjson.OPT_SORT_KEYS),
+                indent=2 if option & orjson.OPT_INDENT_2 else None,
+                separators=(",", ": ") if option & orjson.OPT_INDENT_2 else (",", ":"),
+            )
         return text.encode("utf-8")
     except (ValueError, UnicodeEncodeError, RecursionError) as e:  # NaN, a lone surrogate, a cycle, too deep still
         raise orjson.JSONEncodeError(str(e)) from e

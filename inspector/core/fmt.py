@@ -76,7 +76,11 @@ def short(value: Any, limit: int = 40, *, ellipsis: str = "…") -> str:
     try:
         text = exactjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
     except TypeError:
-        text = repr(value)
+        try:
+            with exactjson.deep_recursion():
+                text = repr(value)
+        except RecursionError:  # (deeper than any reader here accepts: never from the wire)
+            text = f"<{type(value).__name__} nested too deep to show>"
     return short_text(text.replace("\n", "\\n"), limit, ellipsis=ellipsis)
 
 

@@ -311,7 +311,11 @@ def redact(value: Any, secrets: Iterable[str]) -> Any:
         secrets = secrets if isinstance(secrets, list) else list(secrets)
         if not secrets or json_clean(value, secrets):
             return value
-    return _redact(value, secrets)
+    try:
+        return _redact(value, secrets)
+    except RecursionError:  # a value as deep as orjson reads (1,024 levels): two frames a level
+        with exactjson.deep_recursion():
+            return _redact(value, secrets)
 
 
 def _redact(value: Any, secrets: Iterable[str]) -> Any:

@@ -281,7 +281,8 @@ class RecordingWriter:
         try:
             line = exactjson.dumps(obj, default=str, option=orjson.OPT_NON_STR_KEYS)
         except orjson.JSONEncodeError:  # e.g. a str with a lone surrogate: replace what cannot be encoded
-            line = exactjson.dumps(_scrub_surrogates(obj), default=str, option=orjson.OPT_NON_STR_KEYS)
+            with exactjson.deep_recursion():  # (two frames a level: a value may nest 1,024 deep)
+                line = exactjson.dumps(_scrub_surrogates(obj), default=str, option=orjson.OPT_NON_STR_KEYS)
             if self._secrets:
                 line = exactjson.dumps(self._redact(exactjson.loads(line)))
         if self._secrets and any(form in line for form in self._secret_forms):

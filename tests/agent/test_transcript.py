@@ -397,3 +397,26 @@ async def test_a_replay_sends_what_the_original_sent(tmp_path: Path) -> None:
     assert replayed.messages == original.messages
     recorded = [(a.request or {})["body"] for a in read_recording(path).attempts()]
     assert [orjson.loads(body)["messages"] for *_, body in cap.sent] == [b["messages"] for b in recorded]
+
+
+async def test_a_tool_input_as_deep_as_orjson_reads_goes_into_the_history_and_back(tmp_path: Path) -> None:
+    """A tool input nested 1,023 levels (orjson reads 1,024): the loop's history failed twice on it. The SDK's
+    encoder (our spill) raised RecursionError ("internal error" after turn 1 of a replay), and once written, the
+    message (3 levels deeper) was past orjson's read limit. A replay of it now finishes with the input exact in its
+    history."""
+    from inspector.core import exactjson
+    from inspector.sessions.sources import replay_session
+    from inspector.testing.streamgen import sse, tool_turn
+
+    deep = '{"a": ' + "[" * 1022 + "1" + "]" * 1022 + "}"
+    rec = tmp_path / "deep.sse"
+    rec.write_bytes(sse(*tool_turn([deep[:200], deep[200:]])))
+    result = await replay_session(rec, speed=math.inf).run()
+    assert result.status == "finished", result.error
+    [use] = [b for b in result.messages[1]["content"] if b.get("type") == "tool_use"]
+    assert exactjson.dumps(use["input"]) == exactjson.dumps(orjson.loads(deep))  # (== recurses per level)
+
+    history = SpilledHistory([{"role": "user", "content": "x"}])
+    message = {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "n", "input": use["input"]}]}
+    history.append(message)
+    assert exactjson.dumps(history[1]) == exactjson.dumps(message)

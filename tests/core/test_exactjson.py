@@ -75,13 +75,37 @@ def test_what_orjson_refuses_is_refused_with_its_error() -> None:
     )
 
 
-@pytest.mark.parametrize("depth", [500, 1000])
-def test_deep_nesting_with_a_long_number_never_raises(depth: int) -> None:
-    """Deeper than the standard library's recursion allows, orjson's value (the number as a float) is kept."""
+@pytest.mark.parametrize("depth", [500, 1000, 1024])
+def test_deep_nesting_with_a_long_number_is_exact_as_deep_as_orjson_reads(depth: int) -> None:
+    """As deep as orjson reads (1,024 levels), a big integer is kept exact: the standard library's second reading
+    runs with a raised recursion limit (from ~990 levels it raised RecursionError and the float was kept), and the
+    limit is the caller's again afterwards."""
+    import sys
+
+    before = sys.getrecursionlimit()
     got = exactjson.loads("[" * depth + "12345678901234567890123" + "]" * depth)
     for _ in range(depth):
         (got,) = got
-    assert float(got) == 12345678901234567890123.0
+    assert got == 12345678901234567890123 and type(got) is int
+    assert sys.getrecursionlimit() == before
+
+
+@pytest.mark.parametrize("indent", [0, orjson.OPT_INDENT_2])
+def test_a_value_as_deep_as_orjson_reads_is_written(indent: int) -> None:
+    """1,023 levels (orjson reads 1,024, writes 255): the standard library writes it, from a caller already some
+    frames deep (a server's or a dashboard's stack); it raised RecursionError past ~990 levels."""
+    import sys
+
+    text = '{"a": ' + "[" * 1022 + "1" + "]" * 1022 + "}"
+    value = orjson.loads(text)
+    before = sys.getrecursionlimit()
+
+    def nested(k: int) -> bytes:
+        return exactjson.dumps(value, option=indent) if k == 0 else nested(k - 1)
+
+    out = nested(300)
+    assert sys.getrecursionlimit() == before
+    assert out.replace(b" ", b"").replace(b"\n", b"") == text.replace(" ", "").encode()
 
 
 # ------------------------------------------------------------------------------------ the contract, case by case
@@ -128,10 +152,7 @@ def test_nesting_orjson_allows_is_read_where_jiter_stops_at_200(depth: int) -> N
 
     assert inner(exactjson.loads("[" * depth + "1" + "]" * depth)) == 1
     big = inner(exactjson.loads("[" * depth + "12345678901234567890123" + "]" * depth))
-    if depth <= 300:
-        assert big == 12345678901234567890123 and type(big) is int
-    else:  # deeper than the standard library's recursion: orjson's value is kept (never an error)
-        assert float(big) == 12345678901234567890123.0
+    assert big == 12345678901234567890123 and type(big) is int
 
 
 def test_duplicate_keys_surrogate_pairs_and_nul_read_as_orjson_does() -> None:

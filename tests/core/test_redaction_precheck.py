@@ -186,3 +186,17 @@ def test_a_secret_inside_any_text_is_never_called_clean(secret: str, before: str
         changed = _walk(value, [secret]) != value
         if changed:
             assert not json_clean(value, [secret])
+
+
+def test_a_secret_in_a_value_as_deep_as_orjson_reads_is_masked() -> None:
+    """1,023 levels (orjson reads 1,024; the precheck's orjson writes 255, so the value is walked): the walk takes
+    two frames a level and raised RecursionError (`inspector export` of such a tool input, with a key known)."""
+    from inspector.core import exactjson
+
+    depth = 1022
+    value: Any = [KEY, "ok"]
+    for _ in range(depth):
+        value = [value]
+    got = redact({"a": value}, [KEY])
+    text = exactjson.dumps(got)
+    assert KEY.encode() not in text and text.count(REDACTED.encode()) == 1 and b'"ok"' in text

@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from inspector.cli.proxy import tls_context
+from inspector.core import exactjson
 from inspector.core.errors import UsageError
 from inspector.net.proxy import ProxyApp, format_exchange
 from inspector.net.server import BackgroundServer
@@ -469,6 +470,8 @@ def test_insecure_is_said_at_start_on_stderr_and_in_the_start_up_line(cert_files
 
 
 DEEP = '{"a": ' + "[" * 400 + "1" + "]" * 400 + "}"  # deeper than orjson writes (255 levels)
+# as deep as orjson reads (1,024 levels): deeper than the standard library writes at its default recursion limit
+DEEPEST = '{"a": ' + "[" * 1022 + "1" + "]" * 1022 + "}"
 
 
 @pytest.mark.parametrize(
@@ -476,8 +479,9 @@ DEEP = '{"a": ' + "[" * 400 + "1" + "]" * 400 + "}"  # deeper than orjson writes
     [
         (['{"a": 1844674407370955161', "55161}"], {"a": 184467440737095516155161}),
         ([DEEP[:200], DEEP[200:]], orjson.loads(DEEP)),
+        ([DEEPEST[:200], DEEPEST[200:]], orjson.loads(DEEPEST)),
     ],
-    ids=["beyond-64-bits", "400-deep"],
+    ids=["beyond-64-bits", "400-deep", "1023-deep"],
 )
 def test_a_tool_input_integer_beyond_64_bits_goes_through_the_proxy(
     tmp_path: Path,
@@ -502,5 +506,5 @@ def test_a_tool_input_integer_beyond_64_bits_goes_through_the_proxy(
     assert "Traceback" not in caplog.text + out.err + out.out
     [turn] = dump_turns(read_recording(record))
     [use] = [b for b in turn["message"]["content"] if b.get("type") == "tool_use"]
-    assert use["input"] == value
+    assert exactjson.dumps(use["input"]) == exactjson.dumps(value)  # (== recurses per level: too deep for 1023)
     assert lines and "complete" in lines[-1], lines

@@ -617,16 +617,22 @@ def test_a_tool_input_integer_beyond_2_53_shows_exact_in_a_real_browser(tmp_path
     assert "1.8446744073709552e+23" not in dom and "9007199254740992" not in dom
 
 
-def test_a_tool_input_nested_400_deep_exports(tmp_path: Path) -> None:
+@pytest.mark.parametrize("depth", [400, 1022])
+def test_a_tool_input_nested_400_deep_exports(tmp_path: Path, depth: int) -> None:
     """A hostile tool input nested deeper than orjson writes (255 levels): the export raised ("Recursion limit
-    reached", a traceback from `inspector export`). The page is written, the input as its fragments and parsed."""
+    reached", a traceback from `inspector export`). The page is written, the input as its fragments and parsed.
+    1,023 levels (orjson reads 1,024): deeper than the standard library wrote at its default recursion limit
+    (`inspector export` and `dump` ended in a RecursionError traceback)."""
+    from inspector.cli import main
     from inspector.testing.streamgen import sse, tool_turn
 
-    deep = '{"a": ' + "[" * 400 + "1" + "]" * 400 + "}"
+    deep = '{"a": ' + "[" * depth + "1" + "]" * depth + "}"
     rec, page = tmp_path / "deep.sse", tmp_path / "deep.html"
     rec.write_bytes(sse(*tool_turn([deep[:200], deep[200:]])))
     export(load_any(rec), page, title="deep")
     assert "[[[[" in page.read_text()
+    assert main(["dump", str(rec)]) == 0
+    assert main(["dump", "--json", str(rec)]) == 0
 
 
 def _big_usage_page(tmp_path: Path) -> Path:
