@@ -63,7 +63,7 @@ class ServedRequest:
     path: str
     headers: dict[str, str]  # credentials removed
     body: Any  # the parsed JSON body (None if it was not JSON)
-    raw_body: bytes = b""
+    raw_body: bytes = field(default=b"", repr=False)  # (the body again, as bytes: a failing assertion shows `body`)
     status: int | None = None
     turn: int | None = None
     attempt: int | None = None

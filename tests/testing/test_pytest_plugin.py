@@ -158,6 +158,9 @@ def test_requests_attempts_and_reset() -> None:
         assert _post(server, user).status_code == 200
         assert server.requests[0].attempt == 0  # reset forgot the attempt counters
         assert repr(server).endswith(", 1 request)")  # (it said "1 requests")
+        # a failing assertion on a request shows its body once, parsed (raw_body, the same bytes, doubled it)
+        shown = repr(server.requests[0])
+        assert "raw_body" not in shown and shown.count('"hi"') + shown.count("'hi'") == 1, shown
         bad = [{"role": "assistant", "content": "hi"}]
         assert _post(server, bad).status_code == 400
         violation = server.requests[-1].history
