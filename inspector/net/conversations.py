@@ -18,8 +18,13 @@ The rule (docs/serve-and-proxy.md, "Conversations"):
    retry when it repeats that conversation's previous request. So does a Messages request continuing a server-held
    thread (``"thread": {"type": "continue", "previous_message_id": ...}``, the anthropic SDK's tool runner's
    default), by the id of the message that conversation streamed.
-4. Anything else starts a new conversation.
-5. Side requests (``count_tokens``, ``models``, non-streamed calls, other paths) are never turns: they are listed
+4. A request whose system prompt or tools changed (the time in the system prompt, a tool added) continues the
+   conversation whose previous request's messages are a proper prefix of its own (how ``continues_changed``), so
+   that the turn keeps its conversation and its cache verdict can say what changed. Equal messages are not enough:
+   the same first question under another system prompt is another conversation. (A Chat Completions history's
+   leading system and developer messages are its system prompt here.)
+5. Anything else starts a new conversation.
+6. Side requests (``count_tokens``, ``models``, non-streamed calls, other paths) are never turns: they are listed
    with the conversation their history extends, when there is one, or as "other requests".
 
 Compared by content, not by bytes: ``cache_control`` marks are left out (harnesses move their breakpoint to the
@@ -27,7 +32,8 @@ newest message every turn) and so are the previous turns' thinking blocks (harne
 
 Several conversations may share a previous request (the same first question asked twice, the second time once the
 first had its answer; a rerun against a deterministic mock): a prefix digest maps to every conversation waiting there,
-oldest first, and a request that extends it continues the oldest, so each keeps its own turns. A request equal to a
+oldest first, and a request that extends it continues the one whose turn streamed the tool calls it answers (the proxy
+tells, ``streamed_tool``), else the oldest, so each keeps its own turns. A request equal to a
 conversation's previous request that ended well is no retry: it continues another conversation it extends, if any,
 else it starts a new one.
 
@@ -111,18 +117,41 @@ def messages_of(body: Mapping[str, Any]) -> list[Any]:
     return []
 
 
+def split_system(body: Mapping[str, Any]) -> tuple[Any, list[Any]]:
+    """A request's system prompt and its other messages: Messages' ``system``, Responses' ``instructions``, or the
+    leading ``system`` / ``developer`` messages of a Chat Completions (or Responses input) history."""
+    messages = messages_of(body)
+    system = body.get("system", body.get("instructions"))
+    if system is not None:
+        return system, messages
+    k = 0
+    while k < len(messages) and isinstance(messages[k], dict) and messages[k].get("role") in ("system", "developer"):
+        k += 1
+    return (messages[:k] or None), messages[k:]
+
+
 def chain(body: Any) -> list[bytes]:
     """The prefix digests of a request: ``chain[k]`` stands for the system, tools and the first ``k`` messages."""
+    return chains(body)[0]
+
+
+def chains(body: Any) -> tuple[list[bytes], list[bytes]]:
+    """The prefix digests of a request (:func:`chain`), and those of its messages alone: ``[1][k]`` stands for the
+    first ``k`` messages, whatever the system and tools (each message serialized once for both)."""
     if not isinstance(body, dict):
-        return [_h(b"opaque")]
-    head = {"system": body.get("system", body.get("instructions")), "tools": body.get("tools")}
+        return [_h(b"opaque")], [_h(b"opaque")]
+    system, messages = split_system(body)
+    head = {"system": system, "tools": body.get("tools")}
     try:
         out = [_h(b"head", _message_key(head))]
-        for m in messages_of(body):
-            out.append(_h(out[-1], _message_key(m)))
+        alone = [_h(b"messages")]
+        for m in messages:
+            key = _h(_message_key(m))  # (the message's bytes hashed once, for both chains)
+            out.append(_h(out[-1], key))
+            alone.append(_h(alone[-1], key))
     except RecursionError:  # a history nested deeper than Python recurses (a client can send one): compared as opaque
-        return [_h(b"opaque")]
-    return out
+        return [_h(b"opaque")], [_h(b"opaque")]
+    return out, alone
 
 
 def continued_from(body: Any) -> str | None:
@@ -140,6 +169,24 @@ def continued_from(body: Any) -> str | None:
         if isinstance(prev, str):
             return prev
     return None
+
+
+def _call_ids(messages: list[Any]) -> list[str]:
+    """The tool call ids these messages hold: Messages ``tool_use`` blocks, Chat Completions ``tool_calls``,
+    Responses ``function_call`` items."""
+    ids: list[Any] = []
+    for m in messages:
+        if not isinstance(m, dict):
+            continue
+        content = m.get("content")
+        if isinstance(content, list):
+            ids += [b.get("id") for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
+        calls = m.get("tool_calls")
+        if isinstance(calls, list):
+            ids += [c.get("id") for c in calls if isinstance(c, dict)]
+        if m.get("type") == "function_call":
+            ids.append(m.get("call_id"))
+    return [i for i in ids if isinstance(i, str)]
 
 
 def is_side(method: str, path: str, body: Any) -> str | None:
@@ -163,6 +210,7 @@ class Conversation:
     id: str
     number: int  # 1, 2, ... in order of appearance
     tip: bytes = b""  # the previous request's last prefix digest
+    messages_tip: bytes = b""  # the same, of its messages alone (chains()[1])
     length: int = 0  # its number of messages
     turn: int = -1
     attempt: int = 0
@@ -180,7 +228,7 @@ class Assignment:
     turn: int  # -1 for side requests
     attempt: int
     side: str | None  # why it is a side request
-    how: str  # "header", "new", "continues", "retry", "side"
+    how: str  # "header", "new", "continues", "retry", "side"; "continues_changed": the system or tools changed
     parent: str | None = None
 
 
@@ -193,9 +241,14 @@ class Conversations:
         # prefix digest of a previous request -> the ids of the conversations whose previous request it is, oldest
         # first (several when two conversations asked the same thing)
         self.tips: dict[bytes, list[str]] = {}
+        # the same by the previous request's messages alone: a request whose system prompt or tools changed (a
+        # timestamp in the system prompt, a tool added) continues the conversation whose messages it extends
+        self.messages_tips: dict[bytes, list[str]] = {}
         # response id (Responses) or message id (Messages threads) -> the conversation whose turn streamed it
         # (previous_response_id, thread.previous_message_id); bounded
         self.responses: OrderedDict[str, str] = OrderedDict()
+        # tool call id -> the conversation whose turn streamed it (_pick); bounded
+        self.tool_ids: OrderedDict[str, str] = OrderedDict()
         self.count = 0
         self.other_requests = 0
 
@@ -207,24 +260,39 @@ class Conversations:
         while len(self.by_id) > self.max:
             old_id, old = self.by_id.popitem(last=False)
             self._drop_tip(old_id, old.tip)
+            self._drop_tip(old_id, old.messages_tip, self.messages_tips)
         return conv
 
-    def _drop_tip(self, cid: str, tip: bytes) -> None:
-        waiting = self.tips.get(tip)
+    def _drop_tip(self, cid: str, tip: bytes, tips: dict[bytes, list[str]] | None = None) -> None:
+        tips = self.tips if tips is None else tips
+        waiting = tips.get(tip)
         if waiting is not None and cid in waiting:
             waiting.remove(cid)
             if not waiting:
-                del self.tips[tip]
+                del tips[tip]
 
-    def _move_tip(self, conv: Conversation, digests: list[bytes]) -> None:
+    def _move_tip(self, conv: Conversation, digests: list[bytes], alone: list[bytes]) -> None:
         if conv.tip:
             self._drop_tip(conv.id, conv.tip)
+            self._drop_tip(conv.id, conv.messages_tip, self.messages_tips)
         conv.tip, conv.length = digests[-1], len(digests) - 1
+        conv.messages_tip = alone[-1]
         self.tips.setdefault(conv.tip, []).append(conv.id)
+        self.messages_tips.setdefault(conv.messages_tip, []).append(conv.id)
         self.by_id.move_to_end(conv.id)
 
-    def _waiting(self, digest: bytes) -> list[Conversation]:
-        return [self.by_id[cid] for cid in self.tips.get(digest, ()) if cid in self.by_id]
+    def _waiting(self, digest: bytes, tips: dict[bytes, list[str]] | None = None) -> list[Conversation]:
+        return [self.by_id[cid] for cid in (self.tips if tips is None else tips).get(digest, ()) if cid in self.by_id]
+
+    def _changed_head(self, alone: list[bytes], messages: list[Any]) -> Conversation | None:
+        """The oldest conversation whose previous request's messages (one at least) are a proper prefix of these,
+        its system prompt or tools aside: this request changed them (a timestamp in the system prompt, a tool
+        added). Equal messages are not enough (a new conversation asking the same first question)."""
+        for k in range(len(alone) - 2, 0, -1):
+            waiting = self._waiting(alone[k], self.messages_tips)
+            if waiting:
+                return self._pick(waiting, messages, k)
+        return None
 
     def _find(self, digests: list[bytes]) -> tuple[Conversation | None, int]:
         """The conversation whose previous request is the longest prefix of this one (and its length), the oldest
@@ -235,7 +303,7 @@ class Conversations:
                 return waiting[0], k
         return None, -1
 
-    def _place(self, digests: list[bytes]) -> tuple[Conversation | None, str]:
+    def _place(self, digests: list[bytes], messages: list[Any]) -> tuple[Conversation | None, str]:
         """Where a request with these prefix digests goes: ``(conv, "retry")`` when it equals the previous request
         of a conversation whose turn has not ended well; else ``(conv, "continues")`` for the oldest conversation
         whose previous request is the longest proper prefix of it; else ``(None, "new")``."""
@@ -246,12 +314,35 @@ class Conversations:
         for k in range(n - 1, -1, -1):
             waiting = self._waiting(digests[k])
             if waiting:
-                return waiting[0], "continues"
+                return self._pick(waiting, messages, k), "continues"
         return None, "new"
+
+    def _pick(self, waiting: list[Conversation], messages: list[Any], k: int) -> Conversation:
+        """Of the conversations waiting at the first ``k`` messages (their histories are equal so far), the one
+        that streamed the tool calls the next messages hold (the answer this request continues from); else the
+        oldest."""
+        if len(waiting) > 1:
+            streamed = self.tool_ids
+            for i in _call_ids(messages[k : k + 8]):
+                cid = streamed.get(i)
+                for conv in waiting:
+                    if conv.id == cid:
+                        return conv
+        return waiting[0]
+
+    def streamed_tool(self, conversation: str | None, tool_id: str) -> None:
+        """A turn of this conversation streamed a tool call with this id: a later request whose history holds it
+        continues that conversation, of several with the same history up to it."""
+        if conversation is None or not tool_id:
+            return
+        self.tool_ids[tool_id[:200]] = conversation
+        self.tool_ids.move_to_end(tool_id[:200])
+        while len(self.tool_ids) > 4 * self.max:
+            self.tool_ids.popitem(last=False)
 
     def assign(self, method: str, path: str, headers: Mapping[str, str], body: Any) -> Assignment:
         side = is_side(method, path, body)
-        digests = chain(body) if isinstance(body, dict) else []
+        digests, alone = chains(body) if isinstance(body, dict) else ([], [])
         named = None
         for h in SESSION_HEADERS:
             v = headers.get(h)
@@ -273,33 +364,37 @@ class Conversations:
             conv = self.by_id.get(named[1])
             if conv is None:
                 conv = self._new(named[1], named[0])
-                return self._turn(conv, digests, "header", body)
+                return self._turn(conv, digests, alone, "header", body)
             if conv.tip == digests[-1] and not conv.ended_well:
                 return self._retry(conv)
-            return self._turn(conv, digests, "header", body)
+            return self._turn(conv, digests, alone, "header", body)
         prev = continued_from(body)
         conv = self.by_id.get(self.responses.get(prev, "")) if prev is not None else None
         if conv is not None:  # a request continued from a response of a known conversation, held by the server
             if conv.tip == digests[-1] and not conv.ended_well:
                 return self._retry(conv)
-            return self._turn(conv, digests, "continues", body)
-        conv, how = self._place(digests)
+            return self._turn(conv, digests, alone, "continues", body)
+        msgs = split_system(body)[1]
+        conv, how = self._place(digests, msgs)
         if conv is not None and how == "retry":
             return self._retry(conv)
         if conv is not None:
-            return self._turn(conv, digests, "continues", body)
+            return self._turn(conv, digests, alone, "continues", body)
+        conv = self._changed_head(alone, msgs)
+        if conv is not None:
+            return self._turn(conv, digests, alone, "continues_changed", body)
         conv = self._new()
         conv.parent = self._parent_of(body)
-        return self._turn(conv, digests, "new", body)
+        return self._turn(conv, digests, alone, "new", body)
 
-    def _turn(self, conv: Conversation, digests: list[bytes], how: str, body: Any) -> Assignment:
+    def _turn(self, conv: Conversation, digests: list[bytes], alone: list[bytes], how: str, body: Any) -> Assignment:
         conv.turn += 1
         conv.attempt = 0
         conv.ended_well = False
         conv.pending_tool_inputs.clear()
         if isinstance(body, dict) and isinstance(body.get("model"), str):
             conv.model = body["model"]
-        self._move_tip(conv, digests)
+        self._move_tip(conv, digests, alone)
         return Assignment(conv.id, conv.turn, 0, None, how, conv.parent)
 
     def _retry(self, conv: Conversation) -> Assignment:

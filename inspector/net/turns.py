@@ -525,6 +525,7 @@ class TurnTracker:
                 conv = self._conv.get(cid or "")
                 if conv is not None and conv.turn == turn:
                     conv.tools[tr.id] = seen
+                self.conversations.streamed_tool(cid, tr.id)
                 if isinstance(tr.input, dict):  # a subagent started by this call names it in its first message
                     with contextlib.suppress(orjson.JSONEncodeError):  # (a hint: none for an input too deep to write)
                         self.conversations.tool_call(cid, exactjson.dumps(tr.input).decode())

@@ -502,7 +502,8 @@ class ConversationAssigned(Observation):
     observation); ``conversation_turn`` and ``attempt`` count within the conversation (0-based).
 
     how: ``header`` (a session header named it), ``new`` (a history no conversation had), ``continues`` (it extends
-    its conversation's previous request) or ``retry`` (it repeats it: the next attempt of the same turn).
+    its conversation's previous request), ``continues_changed`` (its messages extend it, under another system prompt
+    or tools) or ``retry`` (it repeats it: the next attempt of the same turn).
     ``parent``: the conversation whose running tool call started this one (a subagent), when that is clear.
     ``side``: None for a turn (side requests are ``ExchangeForwarded`` lines with their ``conversation``)."""
 

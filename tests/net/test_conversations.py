@@ -158,20 +158,44 @@ def sessions(draw: st.DrawFn) -> list[tuple[int, int, int, bool]]:
     return merged
 
 
-@given(sessions())
-def test_any_interleaving_is_grouped_exactly(steps: list[tuple[int, int, int, bool]]) -> None:
+@given(sessions(), st.sampled_from(["same", "system", "tools"]))
+def test_any_interleaving_is_grouped_exactly(steps: list[tuple[int, int, int, bool]], head: str) -> None:
+    """...also when every turn changes the system prompt (the time in it) or the tools (one added per turn)."""
     c = Conversations()
     ids: dict[int, str | None] = {}
     for i, t, a, last in steps:
         msgs = [user(f"conversation {i} starts here")]
         for j in range(t):
             msgs += [assistant(f"{i}.{j}", f"toolu_{i}_{j}"), result(f"toolu_{i}_{j}")]
-        got = post(c, body(msgs))
+        system = f"{SYSTEM} The time is 09:{t:02d}." if head == "system" else SYSTEM
+        tools = [*TOOLS, *({"name": f"tool_{j}"} for j in range(t))] if head == "tools" else TOOLS
+        got = post(c, body(msgs, system, tools))
         if t == 0 and a == 0:
             assert got.how == "new"
             ids[i] = got.conversation
         assert (got.conversation, got.turn, got.attempt) == (ids[i], t, a)
+        if a == 0 and t > 0:
+            assert got.how == ("continues" if head == "same" else "continues_changed")
         c.ended(got.conversation, t, a, ok=last)
+
+
+def test_a_changed_system_prompt_continues_only_a_conversation_whose_messages_it_extends() -> None:
+    """The messages alone decide when the system prompt or tools changed, and only a proper extension counts: the
+    same first question under another system prompt (an eval comparing two prompts) is another conversation."""
+    c = Conversations()
+    q = [user("Weather in Paris?")]
+    a1 = post(c, body(q, "prompt A"))
+    b1 = post(c, body(q, "prompt B"))
+    assert (a1.how, b1.how) == ("new", "new") and a1.conversation != b1.conversation
+    # both wait at the same messages: the tool call each one's turn streamed (the proxy tells) says whose is whose
+    c.streamed_tool(a1.conversation, "toolu_a")
+    c.streamed_tool(b1.conversation, "toolu_b")
+    b2 = post(c, body([*q, assistant("B", "toolu_b"), result("toolu_b")], "prompt B, 09:15"))
+    assert (b2.conversation, b2.turn, b2.how) == (b1.conversation, 1, "continues_changed")
+    a2 = post(c, body([*q, assistant("A", "toolu_a"), result("toolu_a")], "prompt A"))
+    assert (a2.conversation, a2.turn, a2.how) == (a1.conversation, 1, "continues")
+    other = post(c, body([user("Weather in Rome?"), assistant("R", "toolu_r"), result("toolu_r")], "prompt B"))
+    assert other.how == "new"
 
 
 _JSON = st.recursive(
@@ -234,6 +258,28 @@ def test_two_conversations_asking_the_same_first_question_keep_their_own_turns()
     b2 = post(c, body([*q, assistant("B", "toolu_b"), result("toolu_b")]))
     assert (a2.conversation, a2.turn, a2.how) == (a1.conversation, 1, "continues")
     assert (b2.conversation, b2.turn, b2.how) == (b1.conversation, 1, "continues")
+
+
+@given(st.permutations(range(4)), st.booleans())
+def test_conversations_with_the_same_history_so_far_are_told_apart_by_the_tool_calls_they_streamed(
+    order: list[int], changed: bool
+) -> None:
+    """Four runs of the same task, staggered (each first request after the previous run's ended well: all wait at
+    the same history). Their second requests, in any order, each go to the run whose turn streamed the tool call
+    they answer (it was always the oldest: runs swapped their turns), also when the system prompt changed."""
+    c = Conversations()
+    q = [user("Weather in Paris?")]
+    first = []
+    for i in range(4):
+        a = post(c, body(q))
+        assert a.how == "new"
+        c.streamed_tool(a.conversation, f"toolu_{i}")
+        c.ended(a.conversation, 0, 0, ok=True)
+        first.append(a.conversation)
+    for i in order:
+        msgs = [*q, assistant(f"run {i}", f"toolu_{i}"), result(f"toolu_{i}")]
+        got = post(c, body(msgs, f"{SYSTEM} 09:15" if changed else SYSTEM))
+        assert (got.conversation, got.turn) == (first[i], 1)
 
 
 def test_a_rerun_against_a_deterministic_mock_is_one_new_conversation() -> None:

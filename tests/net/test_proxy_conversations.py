@@ -539,3 +539,53 @@ def test_an_inferred_tool_line_names_the_turn_of_its_own_conversation_that_strea
     assert (
         format_exchange(ex).split("\n")[1] == "  tool get_weather call_1 (turn 3): result 504 ms after its block stop"
     )
+
+
+async def test_a_system_prompt_with_the_time_in_it_stays_one_conversation_and_says_why_the_cache_missed(
+    upstream: BackgroundServer, tmp_path: Path
+) -> None:
+    """A harness that puts the time in its system prompt (the cache_break scenario, as a real agent would send it):
+    every request had a new system prompt, so every turn started a new conversation, its tool result matched
+    nothing, and the cache verdict the watch exists to give ("system changed at char 69") was never said. A request
+    whose messages extend a conversation's previous request continues it, how "continues_changed"."""
+    from inspector.record.accounting import account, requests_of
+    from inspector.record.dump import dump_turns
+
+    record = tmp_path / "cache.jsonl"
+    seen: list[O.Observation] = []
+    bus = O.ObservationBus()
+    bus.subscribe(seen.append)
+    proxy = ProxyApp(upstream.base_url, record=record, bus=bus)
+    hdr = {"x-inspector-scenario": "cache_break"}
+
+    def system(minute: int) -> Any:  # (a list of text blocks with a cache breakpoint)
+        text = f"You are a weather assistant. Answer in one sentence. The time is 09:{minute}."
+        return [{"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}]
+
+    with BackgroundServer(proxy) as px:
+        client = sdk(px.base_url)
+        messages: list[Any] = [{"role": "user", "content": "What's the weather like in Paris right now?"}]
+        async with client.messages.stream(
+            model="m", max_tokens=100, system=system(14), messages=messages, extra_headers=hdr
+        ) as s:
+            first = await s.get_final_message()
+        [use] = [b for b in first.content if b.type == "tool_use"]
+        messages += [
+            {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in first.content]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "18 C"}]},
+        ]
+        async with client.messages.stream(
+            model="m", max_tokens=100, system=system(15), messages=messages, extra_headers=hdr
+        ) as s:
+            await s.get_final_message()
+        await client.close()
+    assigned = [(o.conversation, o.conversation_turn, o.how) for o in seen if isinstance(o, O.ConversationAssigned)]
+    assert assigned == [("c1", 0, "new"), ("c1", 1, "continues_changed")]
+    assert proxy.tracker.conversations.tool_ids == {use.id: "c1"}  # (what tells apart runs with the same history)
+    tools = [o for o in seen if isinstance(o, O.ToolStateChanged) and o.id == use.id]
+    assert tools and tools[-1].state == "succeeded", tools  # its result matched, in its own conversation
+    recording = read_recording(record)
+    turns = dump_turns(recording)
+    account(turns, requests_of(recording.turns))
+    assert len(turns) == 2  # (one conversation: dump names none)
+    assert turns[1]["cache"]["reason"] == "cache written again: system changed at char 69"
