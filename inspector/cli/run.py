@@ -275,7 +275,7 @@ def run_headless(factory: SessionFactory, *, as_json: bool) -> int:
         sinks.append(sink)
         printer = JsonPrinter(sink) if as_json else ProgressPrinter(sink)
         progress = printer if isinstance(printer, ProgressPrinter) else None
-        session.bus.subscribe(_turn_costs(progress, sink))  # first: a turn's cost before the loop's end
+        session.bus.subscribe(turn_costs(progress, sink))  # first: a turn's cost before the loop's end
         session.bus.subscribe(printer)
         try:  # from here Ctrl-C cancels the loop (it ends `cancelled`, exit 130, its recording complete)
             loop.add_signal_handler(signal.SIGINT, session.controller.cancel)
@@ -303,7 +303,7 @@ def run_headless(factory: SessionFactory, *, as_json: bool) -> int:
     return {"finished": EXIT_OK, "error": EXIT_FAIL, "cancelled": EXIT_CANCELLED}[result.status]
 
 
-def _turn_costs(printer: ProgressPrinter | None, sink: LineSink) -> Callable[[Observation], None]:
+def turn_costs(printer: ProgressPrinter | None, sink: LineSink) -> Callable[[Observation], None]:
     """Each turn's usage, cost and cache verdict, live (priced once per attempt end): a progress line on ``printer``,
     or (None: ``--json``) a ``turn_cost`` JSON line on ``sink``."""
     from inspector.record.accounting import LiveAccounting, format_session_cost, format_turn_cost

@@ -190,9 +190,14 @@ def cmd(args: argparse.Namespace) -> int:
 
 def _headless(launched: Launched[WatchSession], what: str, record: str | None) -> int:
     from inspector.cli.headless import LineSink, ProgressPrinter
+    from inspector.cli.run import turn_costs
 
     sink = LineSink(sys.stderr.buffer)
-    launched.session.bus.subscribe(ProgressPrinter(sink))
+    printer = ProgressPrinter(sink)
+    # each turn's usage, cost and cache verdict ("cache written again: system changed at char 69"), as `run` prints
+    # them; subscribed first, so that a turn's cost comes before the session's end
+    launched.session.bus.subscribe(turn_costs(printer, sink))
+    launched.session.bus.subscribe(printer)
     launched.start_session()
     print(
         f"inspector watch: {launched.base_url} -> {what}" + (f", recording to {record}" if record else ""),

@@ -346,3 +346,43 @@ def test_an_unwritable_recording_is_a_usage_error_before_the_command_runs(tmp_pa
         "No such file or directory"
     ]
     assert not marker.exists()
+
+
+TIMED_AGENT = r"""
+import asyncio, json, os
+import anthropic
+
+async def main():
+    client = anthropic.AsyncAnthropic(api_key="sk-ant-offline-example")
+    messages = [{"role": "user", "content": "What's the weather like in Paris right now?"}]
+    for minute in (14, 15):  # the time in the system prompt: the cached prefix changes every turn
+        system = [{"type": "text", "text": f"You are a weather assistant. Answer in one sentence. The time is 09:{minute}.",
+                   "cache_control": {"type": "ephemeral"}}]
+        async with client.messages.stream(model="claude-sonnet-4-6", max_tokens=256, system=system,
+                                          messages=messages) as s:
+            m = await s.get_final_message()
+        messages.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in m.content]})
+        calls = [b for b in m.content if b.type == "tool_use"]
+        if not calls:
+            print("".join(b.text for b in m.content if b.type == "text"))
+            return
+        messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": c.id, "content": json.dumps({"temperature": 18})} for c in calls]})
+
+asyncio.run(main())
+"""
+
+
+def test_headless_says_each_turn_s_cost_and_why_the_cache_missed(tmp_path: Path) -> None:
+    """An agent with the time in its system prompt (the cache_break scenario as a real harness sends it): watch
+    printed no cost and no cache verdict (`run --headless` does), and each turn was a conversation of its own. Now
+    one conversation, and turn 2 says why its cache was written again."""
+    agent = tmp_path / "timed_agent.py"
+    agent.write_text(TIMED_AGENT)
+    out = watch("--headless", "--serve", "cache_break", "--", sys.executable, str(agent))
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "partly cloudy" in out.stdout
+    costs = [line for line in out.stderr.splitlines() if "   cost $" in line]
+    assert len(costs) == 2, out.stderr[-3000:]
+    assert costs[1].endswith("cache written again: system changed at char 69"), costs
+    assert "[c2]" not in out.stderr and "total 2 turns: cost $" in out.stderr
