@@ -18,11 +18,15 @@ The rule (docs/serve-and-proxy.md, "Conversations"):
    retry when it repeats that conversation's previous request. So does a Messages request continuing a server-held
    thread (``"thread": {"type": "continue", "previous_message_id": ...}``, the anthropic SDK's tool runner's
    default), by the id of the message that conversation streamed.
-4. A request whose system prompt or tools changed (the time in the system prompt, a tool added) continues the
-   conversation whose previous request's messages are a proper prefix of its own (how ``continues_changed``), so
-   that the turn keeps its conversation and its cache verdict can say what changed. Equal messages are not enough:
-   the same first question under another system prompt is another conversation. (A Chat Completions history's
-   leading system and developer messages are its system prompt here.)
+4. A request whose system prompt or tools changed (the time in the system prompt, a tool added: one of the two,
+   not both) continues the conversation whose previous request's messages are a proper prefix of its own, the
+   model's answer first after them (how ``continues_changed``), so that the turn keeps its conversation and its
+   cache verdict can say what changed; with the same messages after the first turn, a turn that did not end well,
+   it is a retry. A summary or title call (another system prompt and tools), a question about the history (a user
+   message right after it) and the same first question under another system prompt are other conversations.
+   (A Chat Completions history's leading system and developer messages are its system prompt here.)
+   Before rules 2 and 4: a request whose newest messages hold a tool call a conversation streamed, right after
+   that conversation's previous request's messages, continues it (tool ids are unique on a real API).
 5. Anything else starts a new conversation.
 6. Side requests (``count_tokens``, ``models``, non-streamed calls, other paths) are never turns: they are listed
    with the conversation their history extends, when there is one, or as "other requests".
@@ -184,9 +188,29 @@ def _call_ids(messages: list[Any]) -> list[str]:
         calls = m.get("tool_calls")
         if isinstance(calls, list):
             ids += [c.get("id") for c in calls if isinstance(c, dict)]
-        if m.get("type") == "function_call":
+        if m.get("type") in ("function_call", "custom_tool_call"):
             ids.append(m.get("call_id"))
     return [i for i in ids if isinstance(i, str)]
+
+
+def _is_reply(message: Any) -> bool:
+    """A model's answer in a history: an assistant message (Messages, Chat Completions), or a Responses output item
+    (an assistant message, a function call, reasoning)."""
+    if not isinstance(message, dict):
+        return False
+    return message.get("role") == "assistant" or message.get("type") in (
+        "function_call",
+        "custom_tool_call",
+        "reasoning",
+    )
+
+
+def _head_keys(body: Mapping[str, Any]) -> tuple[bytes, bytes]:
+    """Digests of a request's system prompt and of its tools, apart."""
+    try:
+        return _h(_message_key(split_system(body)[0])), _h(_message_key(body.get("tools")))
+    except RecursionError:
+        return _h(b"opaque"), _h(b"opaque")
 
 
 def is_side(method: str, path: str, body: Any) -> str | None:
@@ -211,6 +235,8 @@ class Conversation:
     number: int  # 1, 2, ... in order of appearance
     tip: bytes = b""  # the previous request's last prefix digest
     messages_tip: bytes = b""  # the same, of its messages alone (chains()[1])
+    system_key: bytes = b""  # the previous request's system prompt and tools, each as a digest (_head_keys)
+    tools_key: bytes = b""
     length: int = 0  # its number of messages
     turn: int = -1
     attempt: int = 0
@@ -271,12 +297,15 @@ class Conversations:
             if not waiting:
                 del tips[tip]
 
-    def _move_tip(self, conv: Conversation, digests: list[bytes], alone: list[bytes]) -> None:
+    def _move_tip(
+        self, conv: Conversation, digests: list[bytes], alone: list[bytes], heads: tuple[bytes, bytes]
+    ) -> None:
         if conv.tip:
             self._drop_tip(conv.id, conv.tip)
             self._drop_tip(conv.id, conv.messages_tip, self.messages_tips)
         conv.tip, conv.length = digests[-1], len(digests) - 1
         conv.messages_tip = alone[-1]
+        conv.system_key, conv.tools_key = heads
         self.tips.setdefault(conv.tip, []).append(conv.id)
         self.messages_tips.setdefault(conv.messages_tip, []).append(conv.id)
         self.by_id.move_to_end(conv.id)
@@ -284,14 +313,45 @@ class Conversations:
     def _waiting(self, digest: bytes, tips: dict[bytes, list[str]] | None = None) -> list[Conversation]:
         return [self.by_id[cid] for cid in (self.tips if tips is None else tips).get(digest, ()) if cid in self.by_id]
 
-    def _changed_head(self, alone: list[bytes], messages: list[Any]) -> Conversation | None:
-        """The oldest conversation whose previous request's messages (one at least) are a proper prefix of these,
-        its system prompt or tools aside: this request changed them (a timestamp in the system prompt, a tool
-        added). Equal messages are not enough (a new conversation asking the same first question)."""
-        for k in range(len(alone) - 2, 0, -1):
-            waiting = self._waiting(alone[k], self.messages_tips)
+    def _changed_head(
+        self, alone: list[bytes], messages: list[Any], heads: tuple[bytes, bytes]
+    ) -> tuple[Conversation | None, str]:
+        """A request whose system prompt or its tools changed (not both: a timestamp in the system prompt, a tool
+        added), whose messages extend a conversation's previous request with the model's answer first: that
+        conversation's next turn (``continues_changed``). Its retry (the same messages, a turn that did not end
+        well, after the first turn) is one too. A request with another system prompt *and* other tools (a summary
+        or title call over the same history), or that adds a user message right after the history (a question
+        about it), is not; nor is the same first question under another system prompt."""
+
+        def same_kind(conv: Conversation) -> bool:
+            return conv.system_key == heads[0] or conv.tools_key == heads[1]
+
+        n = len(alone) - 1
+        if n >= 2:
+            for conv in self._waiting(alone[n], self.messages_tips):
+                if not conv.ended_well and same_kind(conv):
+                    return conv, "retry"
+        for k in range(n - 1, 0, -1):
+            waiting = [c for c in self._waiting(alone[k], self.messages_tips) if same_kind(c)]
             if waiting:
-                return self._pick(waiting, messages, k)
+                if not _is_reply(messages[k]):
+                    return None, "new"
+                return self._pick(waiting, messages, k), "continues_changed"
+        return None, "new"
+
+    def _owner(self, messages: list[Any], alone: list[bytes]) -> Conversation | None:
+        """The conversation that streamed a tool call this request's newest messages hold, when its previous
+        request's messages are a proper prefix of these and the call comes right after them (the answer it
+        continues from): what tells apart runs whose histories were the same so far, whatever the order their
+        next requests come in. Tool ids are unique on a real API."""
+        n = len(messages)
+        for i in range(n - 1, max(-1, n - 17), -1):
+            for tool_id in _call_ids([messages[i]]):
+                cid = self.tool_ids.get(tool_id[:200])
+                conv = self.by_id.get(cid) if cid is not None else None
+                if conv is not None and conv.tip and conv.length <= i < conv.length + 8:
+                    if alone[conv.length] == conv.messages_tip:
+                        return conv
         return None
 
     def _find(self, digests: list[bytes]) -> tuple[Conversation | None, int]:
@@ -324,7 +384,7 @@ class Conversations:
         if len(waiting) > 1:
             streamed = self.tool_ids
             for i in _call_ids(messages[k : k + 8]):
-                cid = streamed.get(i)
+                cid = streamed.get(i[:200])
                 for conv in waiting:
                     if conv.id == cid:
                         return conv
@@ -378,23 +438,40 @@ class Conversations:
         conv, how = self._place(digests, msgs)
         if conv is not None and how == "retry":
             return self._retry(conv)
+        owner = self._owner(msgs, alone)
+        if owner is not None:  # (the same as the prefix rule's choice, unless runs with one history got swapped)
+            how = "continues" if digests[owner.length] == owner.tip else "continues_changed"
+            return self._turn(owner, digests, alone, how, body)
         if conv is not None:
             return self._turn(conv, digests, alone, "continues", body)
-        conv = self._changed_head(alone, msgs)
+        heads = _head_keys(body)
+        conv, how = self._changed_head(alone, msgs, heads)
+        if conv is not None and how == "retry":
+            return self._retry(conv)
         if conv is not None:
-            return self._turn(conv, digests, alone, "continues_changed", body)
+            return self._turn(conv, digests, alone, how, body, heads)
         conv = self._new()
         conv.parent = self._parent_of(body)
-        return self._turn(conv, digests, alone, "new", body)
+        return self._turn(conv, digests, alone, "new", body, heads)
 
-    def _turn(self, conv: Conversation, digests: list[bytes], alone: list[bytes], how: str, body: Any) -> Assignment:
+    def _turn(
+        self,
+        conv: Conversation,
+        digests: list[bytes],
+        alone: list[bytes],
+        how: str,
+        body: Any,
+        heads: tuple[bytes, bytes] | None = None,
+    ) -> Assignment:
         conv.turn += 1
         conv.attempt = 0
         conv.ended_well = False
         conv.pending_tool_inputs.clear()
         if isinstance(body, dict) and isinstance(body.get("model"), str):
             conv.model = body["model"]
-        self._move_tip(conv, digests, alone)
+        if heads is None:
+            heads = _head_keys(body) if isinstance(body, dict) else (b"", b"")
+        self._move_tip(conv, digests, alone, heads)
         return Assignment(conv.id, conv.turn, 0, None, how, conv.parent)
 
     def _retry(self, conv: Conversation) -> Assignment:

@@ -318,3 +318,69 @@ def test_a_messages_thread_continued_by_previous_message_id_is_the_same_conversa
     assert (again.conversation, again.turn, again.attempt, again.how) == (first.conversation, 1, 1, "retry")
     unknown = post(c, {**body([result("toolu_9")]), "thread": {"type": "continue", "previous_message_id": "msg_x"}})
     assert unknown.how == "new"
+
+
+def test_a_summary_call_over_the_history_under_another_prompt_and_tools_does_not_take_the_conversation() -> None:
+    """A compaction, title or judge call: the same history plus a user message, under another system prompt and
+    tools. It took the conversation over ("continues_changed"), and the agent's real next turn became a new
+    conversation whose tool results matched nothing (found in review)."""
+    c = Conversations()
+    h = [user("Fix the failing test in repo foo"), assistant("look", "t1"), result("t1")]
+    main = post(c, body(h))
+    summary = post(c, body([*h, user("Summarize the conversation so far.")], "You summarize conversations.", []))
+    assert summary.how == "new" and summary.conversation != main.conversation
+    nxt = post(c, body([*h, assistant("edit", "t2"), result("t2")]))
+    assert (nxt.conversation, nxt.turn, nxt.how) == (main.conversation, 1, "continues")
+    # a question about the history under another system prompt alone (same tools): a user message first, not a turn
+    ask = post(c, body([*h, assistant("edit", "t2"), result("t2"), user("Was that right?")], "You are a judge."))
+    assert ask.how == "new"
+
+
+def test_a_retry_under_a_new_timestamp_is_the_next_attempt() -> None:
+    """The time is in the system prompt, so a retry of a failed turn has the same messages under another system
+    prompt: it started a new conversation, which then took every later turn (found in review)."""
+    c = Conversations()
+    q = [user("Weather in Paris?")]
+    a1 = post(c, body(q, "time 10:00"))
+    c.ended(a1.conversation, 0, 0, ok=True)
+    h = [*q, assistant("Paris", "toolu_1"), result("toolu_1")]
+    a2 = post(c, body(h, "time 10:01"))
+    assert (a2.conversation, a2.turn, a2.how) == (a1.conversation, 1, "continues_changed")
+    c.ended(a2.conversation, 1, 0, ok=False)  # (a 529)
+    again = post(c, body(h, "time 10:02"))
+    assert (again.conversation, again.turn, again.attempt, again.how) == (a1.conversation, 1, 1, "retry")
+    c.ended(again.conversation, 1, 1, ok=True)
+    a3 = post(c, body([*h, assistant("18 C"), user("And Rome?")], "time 10:03"))
+    assert (a3.conversation, a3.turn) == (a1.conversation, 2)
+
+
+def test_the_tool_call_a_request_answers_wins_over_a_prefix_another_run_waits_at() -> None:
+    """Staggered runs of one task with a minute-resolution time in the system prompt: run X's second request
+    carries the system prompt of run Y's first (same minute) and X's tool call. The prefix rule gave it to Y (and
+    Y's next to X); the conversation that streamed the call it answers is X (found in review)."""
+    c = Conversations()
+    q = [user("Weather in Paris?")]
+    x1 = post(c, body(q, "sys 10:00"))
+    c.streamed_tool(x1.conversation, "tx")
+    c.ended(x1.conversation, 0, 0, ok=True)
+    y1 = post(c, body(q, "sys 10:01"))
+    c.streamed_tool(y1.conversation, "ty")
+    c.ended(y1.conversation, 0, 0, ok=True)
+    x2 = post(c, body([*q, assistant("X", "tx"), result("tx")], "sys 10:01"))
+    y2 = post(c, body([*q, assistant("Y", "ty"), result("ty")], "sys 10:01"))
+    assert (x2.conversation, x2.turn) == (x1.conversation, 1)
+    assert (y2.conversation, y2.turn, y2.how) == (y1.conversation, 1, "continues")
+
+
+def test_a_tool_id_longer_than_200_characters_still_tells_runs_apart() -> None:
+    c = Conversations()
+    q = [user("Weather in Paris?")]
+    ids = ["t" * 250 + "a", "t" * 250 + "b"]
+    runs = []
+    for tid in ids:
+        a = post(c, body(q))
+        c.streamed_tool(a.conversation, tid)
+        c.ended(a.conversation, 0, 0, ok=True)
+        runs.append(a.conversation)
+    got = post(c, body([*q, assistant("B", ids[1]), result(ids[1])]))
+    assert got.conversation == runs[1]
