@@ -161,9 +161,13 @@ class LiveAccounting:
 
     (``turn`` 1-based; ``conversation`` when a proxy named it; ``attempt_costs`` when the turn took more than one
     attempt). A proxy's conversations (``ConversationAssigned``) each compare with their own previous turn.
-    Memory: the attempts of the turns still open, and one previous turn per conversation (at most KEEP)."""
+    Memory: the attempts of the turns still open (at most OPEN; a conversation's turn is closed when its next turn
+    starts: a proxied turn whose attempts all failed never gets a TurnEnded), one previous request per conversation
+    (at most KEEP_REQUESTS: each holds a whole history) and each conversation's totals (at most KEEP)."""
 
-    KEEP = 10_000  # conversations whose previous turn is remembered (the oldest forgotten first)
+    KEEP = 10_000  # conversations whose totals are kept (the oldest forgotten first)
+    KEEP_REQUESTS = 1_000  # conversations whose previous request is kept for the cache verdict
+    OPEN = 1_024  # turns still open (past it, the oldest is closed as it stands)
 
     def __init__(
         self,
@@ -180,11 +184,14 @@ class LiveAccounting:
             int, dict[int, dict[str, Any]]
         ] = {}  # turn -> attempt -> {"req", "model", "usage", "family", "cost"}
         self._conv: dict[int, str] = {}  # turn -> conversation (a proxy's)
+        self._conv_turn: OrderedDict[str, int] = OrderedDict()  # conversation -> its newest turn (at most KEEP)
         self._prev: OrderedDict[str | None, tuple[Request | None, Usage]] = OrderedDict()
         warm_prices()
 
     def __call__(self, obs: O.Observation) -> None:
         if isinstance(obs, O.AttemptStarted):
+            if obs.turn not in self._open and len(self._open) >= self.OPEN:
+                self._close(min(self._open), obs.t)
             self._open.setdefault(obs.turn, {})[obs.attempt] = {
                 "req": Request(obs.body, obs.t),
                 "family": family_of_url(obs.url),
@@ -212,6 +219,13 @@ class LiveAccounting:
             if prices_ready():  # else at the turn's end (never wait for the warm-up on the loop's thread)
                 a["cost"] = self._price(a)
         elif isinstance(obs, O.ConversationAssigned):
+            before = self._conv_turn.get(obs.conversation)
+            if before is not None and before != obs.turn and before in self._open:
+                self._close(before, obs.t)  # its next turn started: that one ended, whatever its attempts did
+            self._conv_turn[obs.conversation] = obs.turn
+            self._conv_turn.move_to_end(obs.conversation)
+            while len(self._conv_turn) > self.KEEP:
+                self._conv_turn.popitem(last=False)
             self._conv[obs.turn] = obs.conversation
         elif isinstance(obs, O.TurnEnded):
             self._close(obs.turn, obs.t)
@@ -255,7 +269,7 @@ class LiveAccounting:
         usage, cost, verdict = turn_figures(costs, req, self._prev.get(conv))
         self._prev[conv] = (req, costs[-1].usage)
         self._prev.move_to_end(conv)
-        while len(self._prev) > self.KEEP:
+        while len(self._prev) > self.KEEP_REQUESTS:
             self._prev.popitem(last=False)
         self.usage, self.cost, self.turns = self.usage + usage, self.cost + cost, self.turns + 1
         if conv is not None:

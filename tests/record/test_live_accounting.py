@@ -267,3 +267,22 @@ def test_a_sum_over_turns_some_answered_without_usage_says_it_is_partial() -> No
     ]
     assert account(entries, [None, None, None])["usage"] == total["usage"]  # (dump --json: the same figures)
     assert [s["usage"].get("turns_without_usage") for s in seen] == [None, None, None]  # (a turn says reported)
+
+
+def test_a_proxied_turn_that_never_ended_is_closed_when_its_conversation_goes_on_and_open_turns_are_bounded() -> None:
+    """A proxied turn whose attempts all failed gets no TurnEnded: its attempts (each with its whole request body)
+    stayed open for the session (watch --headless subscribes this sink; found in review). Its conversation's next
+    turn closes it; and at most OPEN turns are open at once."""
+    seen: list[dict[str, Any]] = []
+    live = LiveAccounting(seen.append)
+    body = {"model": "claude-sonnet-4-6", "messages": [{"role": "user", "content": "x" * 1000}]}
+    url = "http://127.0.0.1/v1/messages"
+    live(O.ConversationAssigned(0.0, 0, "c1", 0, 0, "new"))
+    live(O.AttemptStarted(0.0, 0, 0, "POST", url, {}, body))
+    live(O.AttemptEnded(0.5, 0, 0, "failed", "HTTP 529", "http_error"))
+    assert 0 in live._open  # (still open: a retry may come)
+    live(O.ConversationAssigned(1.0, 1, "c1", 1, 0, "continues"))
+    assert 0 not in live._open and [d["turn"] for d in seen] == [1] and seen[0]["conversation"] == "c1"
+    for turn in range(2, 2 + LiveAccounting.OPEN + 50):
+        live(O.AttemptStarted(2.0, turn, 0, "POST", url, {}, body))
+    assert len(live._open) <= LiveAccounting.OPEN
