@@ -636,18 +636,23 @@ def test_a_tool_input_nested_400_deep_exports(tmp_path: Path, depth: int) -> Non
 
 
 def _big_usage_page(tmp_path: Path) -> Path:
-    """A turn whose message_delta reports 2**64 + 1 output tokens (a hostile or broken server), with a 17-digit
-    number in its delta too."""
-    from inspector.testing.streamgen import message_start, message_stop, sse, text_delta, text_start
+    """A turn whose message_start reports 2**64 input tokens and its message_delta 2**64 + 1 output tokens (a
+    hostile or broken server), with a 17-digit number in its delta too."""
+    from inspector.testing.streamgen import message_stop, sse, text_delta, text_start
 
     rec, page = tmp_path / "bigusage.sse", tmp_path / "bigusage.html"
+    start = (
+        'event: message_start\ndata: {"type": "message_start", "message": {"id": "msg_1", "type": "message", '
+        '"role": "assistant", "model": "claude-test", "content": [], "stop_reason": null, "stop_sequence": null, '
+        '"usage": {"input_tokens": 18446744073709551616, "cache_read_input_tokens": 1, "output_tokens": 1}}}\n\n'
+    )
     delta = (
         'event: message_delta\ndata: {"type": "message_delta", "delta": {"stop_reason": "end_turn", '
         '"stop_sequence": null, "n": 12345678901234567}, "usage": {"output_tokens": 18446744073709551617}}\n\n'
     )
     rec.write_bytes(
         sse(
-            message_start(),
+            start,
             text_start(0),
             text_delta(0, "hi"),
             ("content_block_stop", {"type": "content_block_stop", "index": 0}),
@@ -666,7 +671,8 @@ def test_an_integer_beyond_2_53_in_usage_and_in_an_event_shows_exact_in_a_real_b
     did not pass). They show as sent."""
     page = _big_usage_page(tmp_path)
     dom = _dom(page, "#tab=turns")
-    assert _attr(dom, "errors") == "0"
+    assert _attr(dom, "errors") == "0" and _attr(dom, "ready") == "1"  # (a sum of BigInt and Number threw)
+    assert "18446744073709551617 in / 18446744073709551617 out" in dom  # (the summary: input + cache read)
     assert "out 18446744073709551617" in dom and "18446744073709552000" not in dom
     dom = _dom(page, "#event=4")
     assert _attr(dom, "errors") == "0"
