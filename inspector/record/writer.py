@@ -282,9 +282,10 @@ class RecordingWriter:
             line = exactjson.dumps(obj, default=str, option=orjson.OPT_NON_STR_KEYS)
         except orjson.JSONEncodeError:  # e.g. a str with a lone surrogate: replace what cannot be encoded
             with exactjson.deep_recursion():  # (two frames a level: a value may nest 1,024 deep)
-                line = exactjson.dumps(_scrub_surrogates(obj), default=str, option=orjson.OPT_NON_STR_KEYS)
-            if self._secrets:
-                line = exactjson.dumps(self._redact(exactjson.loads(line)))
+                scrubbed = _scrub_surrogates(obj)
+                if self._secrets:  # (what the replacement characters joined)
+                    scrubbed = self._redact(scrubbed)
+                line = exactjson.dumps(scrubbed, default=str, option=orjson.OPT_NON_STR_KEYS)
         if self._secrets and any(form in line for form in self._secret_forms):
             # last line of defence (a secret inside something turned into text by `default=str`, or spanning JSON
             # syntax): redact the text itself, and if that breaks the JSON, write a placeholder instead of the line
