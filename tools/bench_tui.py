@@ -5,7 +5,10 @@
 Reports, each measured in a fresh subprocess (so peak RSS is per mode) with the collector policy an `inspector`
 process runs with (inspector/core/gcpolicy.py), in every mode alike:
   * no UI: the replay through the loop's observation pipeline with one cheap subscriber (wall time, peak RSS);
-  * UI: the same replay driving the headless dashboard (`App.run_test`), until the final frame is folded;
+  * UI: the same replay driving the headless dashboard (`App.run_test`), until the final frame is folded, the
+    session on the dashboard's event loop; and ("threaded") the same with the session on a thread of its own, as
+    `inspector replay` and `run` run it (cli.run.run_tui): at max speed that costs more (the two threads share
+    the GIL), which the ratio above does not show;
   * ratio UI / no UI (target <= 1.3, issue 17), both timed from the built session to its end; and the same
     ratio in process CPU time (on a shared machine other processes stretch wall time, not CPU time); ``--rounds``
     pairs of runs, one mode after the other, and the median round's figures (each round's ratios listed too);
@@ -64,7 +67,7 @@ async def run_noui(path: Path) -> dict:
     return {"wall": wall, "cpu": cpu, "status": result.status, "events": sum(type(o) is O.SSEEventSeen for o in seen)}
 
 
-async def run_ui(path: Path) -> dict:
+async def run_ui(path: Path, threaded: bool = False) -> dict:
     from inspector.sessions import sources
     from inspector.tui.app import InspectorApp
 
@@ -73,6 +76,8 @@ async def run_ui(path: Path) -> dict:
     def factory():
         # the clock starts once the session is built, as in run_noui (loading the recording is not the dashboard's)
         session = sources.replay_session(path, speed=math.inf)
+        if threaded:  # as `inspector replay` runs it (cli.run.run_tui): the loop on a thread of its own
+            session.threaded = True
         started.append(time.perf_counter())
         started.append(time.process_time())
         return session
@@ -176,6 +181,8 @@ def child(mode: str, path: Path, after: int) -> None:
         out = asyncio.run(run_noui(path))
     elif mode == "ui":
         out = asyncio.run(run_ui(path))
+    elif mode == "ui-threaded":
+        out = asyncio.run(run_ui(path, threaded=True))
     else:
         out = asyncio.run(run_pause(path, after))
     out["peak_rss_mb"] = round(peak_rss_mb(), 1)
@@ -237,11 +244,16 @@ def main() -> int:
         n = make_recording(path, args.events)
         gen = time.perf_counter() - t0
         rounds = []
+        threaded: list[float] = []  # the dashboard as `inspector replay` runs it: the session on a thread of its own
+        threaded_cpu: list[float] = []
         for _ in range(max(1, args.rounds)):  # (each round: the two modes one after the other, in fresh processes)
             noui = spawn("noui", path, 0)
             ui = spawn("ui", path, 0)
-            assert noui["events"] == ui["events"] == n, (noui["events"], ui["events"], n)
+            th = spawn("ui-threaded", path, 0)
+            assert noui["events"] == ui["events"] == th["events"] == n, (noui["events"], ui["events"], n)
             rounds.append((noui, ui))
+            threaded.append(th["wall"] / noui["wall"])
+            threaded_cpu.append(th["cpu"] / noui["cpu"])
         pause = spawn("pause", path, min(args.after, n // 4))
     ratios = [u["wall"] / m["wall"] for m, u in rounds]
     mid = sorted(range(len(rounds)), key=ratios.__getitem__)[len(rounds) // 2]  # the round of the median ratio
@@ -267,6 +279,9 @@ def main() -> int:
         "events_after_pause_press": pause["events_after_press"],
         "pause_loop_state": pause["loop_state"],
         "pause_peak_rss_mb": pause["peak_rss_mb"],
+        "threaded_ratio": round(sorted(threaded)[len(threaded) // 2], 2),
+        "round_threaded_ratios": [round(r, 2) for r in threaded],
+        "round_threaded_cpu_ratios": [round(r, 2) for r in threaded_cpu],
         "ok": {"ratio<=1.3": ratios[mid] <= 1.3, "pause<=100ms": pause["latency"] <= 0.1},
     }
     if args.json:
@@ -287,6 +302,10 @@ def main() -> int:
         print(
             f"  CPU        {report['noui_cpu_s']:.2f} s vs {report['ui_cpu_s']:.2f} s: ratio {report['cpu_ratio']:.2f}"
             "  (process CPU time over the same span: steadier than wall time on a shared machine)"
+        )
+        print(
+            f"  threaded   {report['threaded_ratio']:7.2f}     the dashboard as `inspector replay` runs it (the session on"
+            f" a thread of its own): rounds {report['round_threaded_ratios']}, CPU {report['round_threaded_cpu_ratios']}"
         )
         print(
             f"  pause      {report['pause_latency_ms']:7.1f} ms  from the key press to the counter standing still"

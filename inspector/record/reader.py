@@ -68,11 +68,23 @@ class RecordedAttempt:
         return b"".join(read.data for read in self.reads)
 
 
+# bytes read back from a spill file at once (SpilledReads._get): a replay reads an attempt's reads in order, and one
+# system call per read was a GIL hand-off per read for a session on a thread of its own (the dashboard's), behind
+# the UI thread each time: ~15% of the session thread's samples at 100k events, the dashboard at 2x no UI
+WINDOW = 1 << 16
+
+
 class SpilledReads(Sequence[RecordedRead]):
     """An attempt's reads kept in a spill file and read back on demand: a replay of a long recording keeps only
-    each read's time, offset and length in memory (about 24 bytes a read), whatever the size of the bytes."""
+    each read's time, offset and length in memory (about 24 bytes a read), whatever the size of the bytes. Read
+    back a window at a time (``WINDOW`` bytes, one window for every spill file: the last one read)."""
 
     __slots__ = ("_file", "_t", "_offset", "_length")
+
+    # (the spill file, where its window starts, its bytes): what the last read back brought (append-only files:
+    # bytes once written never change); files written since their last flush
+    _window: tuple[Any, int, bytes] | None = None
+    _unflushed: set[int] = set()
 
     def __init__(self, spill: IO[bytes]) -> None:
         self._file = spill
@@ -87,6 +99,7 @@ class SpilledReads(Sequence[RecordedRead]):
         self._length.append(len(read.data))
         self._t.append(math.nan if read.t is None else read.t)
         f.write(read.data)
+        SpilledReads._unflushed.add(id(f))
 
     def __len__(self) -> int:
         return len(self._offset)
@@ -97,9 +110,16 @@ class SpilledReads(Sequence[RecordedRead]):
 
     def _get(self, i: int) -> RecordedRead:
         t = self._t[i]
-        self._file.flush()
-        data = os.pread(self._file.fileno(), self._length[i], self._offset[i])
-        return RecordedRead(None if math.isnan(t) else t, data)
+        f, start, size = self._file, self._offset[i], self._length[i]
+        window = SpilledReads._window
+        if window is None or window[0] is not f or not window[1] <= start <= start + size <= window[1] + len(window[2]):
+            if id(f) in SpilledReads._unflushed:
+                f.flush()
+                SpilledReads._unflushed.discard(id(f))
+            chunk = os.pread(f.fileno(), max(size, WINDOW), start)
+            window = SpilledReads._window = (f, start, chunk)
+        at = start - window[1]
+        return RecordedRead(None if math.isnan(t) else t, window[2][at : at + size])
 
     @overload
     def __getitem__(self, i: int) -> RecordedRead: ...
