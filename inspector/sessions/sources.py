@@ -196,7 +196,9 @@ class _PacedSelector(selectors.DefaultSelector):
 
 
 def session_loop() -> asyncio.AbstractEventLoop:
-    """A session thread's event loop (see _PacedSelector)."""
+    """A session thread's event loop (see _PacedSelector; Windows keeps its default, proactor, loop)."""
+    if os.name == "nt":
+        return asyncio.new_event_loop()
     return asyncio.SelectorEventLoop(_PacedSelector())
 
 
