@@ -20,7 +20,7 @@ import orjson
 
 from inspector.core import exactjson
 from inspector.core.errors import FaultError, RecordingError
-from inspector.net.conversations import chain
+from inspector.net.conversations import chains
 from inspector.net.faults import FAULTS, FaultSpec, _events_of, apply_plan_faults
 from inspector.record.recording import RecordedAttempt, Recording
 from inspector.record.replay import gap_warnings, pacing_gap, recording_family
@@ -76,6 +76,7 @@ class RecordingSource:
         self.name = name
         turns = sorted(recording.turns, key=lambda t: t.turn)
         self.conversations: dict[bytes, RecordingSource] = {}  # head + first message digest -> its source
+        self.by_first_message: dict[bytes, RecordingSource] = {}  # first message digest alone -> its source
         if only is None:
             groups = _conversation_turns(recording)
             if len(groups) > 1:
@@ -84,9 +85,11 @@ class RecordingSource:
                         sub = RecordingSource(recording, f"{name} {cid}", only=members)
                     except RecordingError:
                         continue
-                    key = sub._first_key()
-                    if key is not None:
-                        self.conversations.setdefault(key, sub)
+                    keys = sub._first_key()
+                    if keys is not None:
+                        self.conversations.setdefault(keys[0], sub)
+                        if keys[1] is not None:
+                            self.by_first_message.setdefault(keys[1], sub)
                 first = min(groups.values(), key=min)
                 turns = [t for t in turns if t.turn in first]
         else:
@@ -124,19 +127,24 @@ class RecordingSource:
             ) from None
         return cls(rec, name)
 
-    def _first_key(self) -> bytes | None:
+    def _first_key(self) -> tuple[bytes, bytes | None] | None:
+        """The digests of the first recorded request's system, tools and first message, and of its first message
+        alone (None when it has no message)."""
         body = self.recorded_request(0) if self.turns else None
         if body is None:
             return None
-        digests = chain(body)
-        return digests[1] if len(digests) > 1 else digests[0]
+        digests, alone = chains(body)
+        return (digests[1] if len(digests) > 1 else digests[0]), (alone[1] if len(alone) > 1 else None)
 
     def conversation_for(self, body: object) -> RecordingSource:
         """The source that answers this request: its conversation's, in a recording of many conversations (matched
-        by system, tools and first message); else this one."""
+        by system, tools and first message; else by the first message alone: a harness that puts the time in its
+        system prompt changes it every turn); else this one."""
         if self.conversations and isinstance(body, dict):
-            digests = chain(body)
+            digests, alone = chains(body)
             found = self.conversations.get(digests[1] if len(digests) > 1 else digests[0])
+            if found is None and len(alone) > 1:
+                found = self.by_first_message.get(alone[1])
             if found is not None:
                 return found
         return self

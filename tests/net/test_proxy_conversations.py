@@ -589,3 +589,47 @@ async def test_a_system_prompt_with_the_time_in_it_stays_one_conversation_and_sa
     account(turns, requests_of(recording.turns))
     assert len(turns) == 2  # (one conversation: dump names none)
     assert turns[1]["cache"]["reason"] == "cache written again: system changed at char 69"
+
+
+async def test_serve_recording_finds_each_conversation_when_the_system_prompt_changed(
+    upstream: BackgroundServer, tmp_path: Path
+) -> None:
+    """Two agents with the time in their system prompts, recorded together: `serve --recording` matched a request
+    to its conversation by system, tools and first message, so every turn-2 request (a new time) missed and was
+    answered from the first conversation's source. The first message alone now finds it."""
+    from inspector.net.recorded import RecordingSource
+
+    record = tmp_path / "timed.jsonl"
+    hdr = {"x-inspector-scenario": "cache_break"}
+
+    async def agent(client: anthropic.AsyncAnthropic, city: str) -> None:
+        messages: list[Any] = [{"role": "user", "content": f"What's the weather like in {city} right now?"}]
+        for minute in (14, 15):
+            system: Any = f"You are a weather assistant. The time is 09:{minute}."
+            async with client.messages.stream(
+                model="m", max_tokens=100, system=system, messages=messages, extra_headers=hdr
+            ) as s:
+                m = await s.get_final_message()
+            uses = [b for b in m.content if b.type == "tool_use"]
+            if not uses:
+                return
+            messages += [
+                {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in m.content]},
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": u.id, "content": "18"} for u in uses],
+                },
+            ]
+
+    with BackgroundServer(ProxyApp(upstream.base_url, record=record)) as px:
+        client = sdk(px.base_url)
+        await asyncio.gather(agent(client, "Paris"), agent(client, "Rome"))
+        await client.close()
+    rec = read_recording(record)
+    conv_of = {o["turn"]: o["conversation"] for o in rec.observations if o.get("type") == "conversation"}
+    assert sorted(conv_of.values()) == ["c1", "c1", "c2", "c2"]
+    source = RecordingSource.load(record)
+    for att in rec.attempts():
+        assert att.request is not None
+        served = source.conversation_for(att.request["body"])
+        assert served.name.endswith(conv_of[att.turn]), (att.turn, served.name)
