@@ -55,7 +55,7 @@ import hashlib
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -136,26 +136,38 @@ def split_system(body: Mapping[str, Any]) -> tuple[Any, list[Any]]:
 
 def chain(body: Any) -> list[bytes]:
     """The prefix digests of a request: ``chain[k]`` stands for the system, tools and the first ``k`` messages."""
-    return chains(body)[0]
+    return chains(body).digests
 
 
-def chains(body: Any) -> tuple[list[bytes], list[bytes]]:
-    """The prefix digests of a request (:func:`chain`), and those of its messages alone: ``[1][k]`` stands for the
-    first ``k`` messages, whatever the system and tools (each message serialized once for both)."""
+class Prefix(NamedTuple):
+    """A request's prefix digests, each message serialized and hashed once for all of them."""
+
+    digests: list[bytes]  # [k]: the system, tools and the first k messages (chain)
+    alone: list[bytes]  # [k]: the first k messages, whatever the system and tools
+    heads: tuple[bytes, bytes]  # the system prompt's digest, the tools' digest
+    messages: list[Any]  # the messages (split_system: a leading system message is the system prompt)
+
+
+_OPAQUE = _h(b"opaque")
+
+
+def chains(body: Any) -> Prefix:
+    """A request's :class:`Prefix` (a body that is not a JSON object, or one nested deeper than Python recurses,
+    a client can send one: compared as opaque)."""
     if not isinstance(body, dict):
-        return [_h(b"opaque")], [_h(b"opaque")]
+        return Prefix([_OPAQUE], [_OPAQUE], (_OPAQUE, _OPAQUE), [])
     system, messages = split_system(body)
-    head = {"system": system, "tools": body.get("tools")}
     try:
-        out = [_h(b"head", _message_key(head))]
+        heads = _h(_message_key(system)), _h(_message_key(body.get("tools")))
+        out = [_h(b"head", *heads)]
         alone = [_h(b"messages")]
         for m in messages:
-            key = _h(_message_key(m))  # (the message's bytes hashed once, for both chains)
+            key = _h(_message_key(m))
             out.append(_h(out[-1], key))
             alone.append(_h(alone[-1], key))
-    except RecursionError:  # a history nested deeper than Python recurses (a client can send one): compared as opaque
-        return [_h(b"opaque")], [_h(b"opaque")]
-    return out, alone
+    except RecursionError:
+        return Prefix([_OPAQUE], [_OPAQUE], (_OPAQUE, _OPAQUE), [])
+    return Prefix(out, alone, heads, messages)
 
 
 def continued_from(body: Any) -> str | None:
@@ -205,14 +217,6 @@ def _is_reply(message: Any) -> bool:
     )
 
 
-def _head_keys(body: Mapping[str, Any]) -> tuple[bytes, bytes]:
-    """Digests of a request's system prompt and of its tools, apart."""
-    try:
-        return _h(_message_key(split_system(body)[0])), _h(_message_key(body.get("tools")))
-    except RecursionError:
-        return _h(b"opaque"), _h(b"opaque")
-
-
 def is_side(method: str, path: str, body: Any) -> str | None:
     """Why a request is a side request (never a turn), or None for a conversation turn."""
     p = path.split("?", 1)[0].rstrip("/")
@@ -235,7 +239,7 @@ class Conversation:
     number: int  # 1, 2, ... in order of appearance
     tip: bytes = b""  # the previous request's last prefix digest
     messages_tip: bytes = b""  # the same, of its messages alone (chains()[1])
-    system_key: bytes = b""  # the previous request's system prompt and tools, each as a digest (_head_keys)
+    system_key: bytes = b""  # the previous request's system prompt and tools, each as a digest (Prefix.heads)
     tools_key: bytes = b""
     length: int = 0  # its number of messages
     turn: int = -1
@@ -273,7 +277,7 @@ class Conversations:
         # response id (Responses) or message id (Messages threads) -> the conversation whose turn streamed it
         # (previous_response_id, thread.previous_message_id); bounded
         self.responses: OrderedDict[str, str] = OrderedDict()
-        # tool call id -> the conversation whose turn streamed it (_pick); bounded
+        # tool call id -> the conversation whose turn streamed it (_owner); bounded
         self.tool_ids: OrderedDict[str, str] = OrderedDict()
         self.count = 0
         self.other_requests = 0
@@ -297,15 +301,13 @@ class Conversations:
             if not waiting:
                 del tips[tip]
 
-    def _move_tip(
-        self, conv: Conversation, digests: list[bytes], alone: list[bytes], heads: tuple[bytes, bytes]
-    ) -> None:
+    def _move_tip(self, conv: Conversation, prefix: Prefix) -> None:
         if conv.tip:
             self._drop_tip(conv.id, conv.tip)
             self._drop_tip(conv.id, conv.messages_tip, self.messages_tips)
-        conv.tip, conv.length = digests[-1], len(digests) - 1
-        conv.messages_tip = alone[-1]
-        conv.system_key, conv.tools_key = heads
+        conv.tip, conv.length = prefix.digests[-1], len(prefix.digests) - 1
+        conv.messages_tip = prefix.alone[-1]
+        conv.system_key, conv.tools_key = prefix.heads
         self.tips.setdefault(conv.tip, []).append(conv.id)
         self.messages_tips.setdefault(conv.messages_tip, []).append(conv.id)
         self.by_id.move_to_end(conv.id)
@@ -336,7 +338,7 @@ class Conversations:
             if waiting:
                 if not _is_reply(messages[k]):
                     return None, "new"
-                return self._pick(waiting, messages, k), "continues_changed"
+                return waiting[0], "continues_changed"
         return None, "new"
 
     def _owner(self, messages: list[Any], alone: list[bytes]) -> Conversation | None:
@@ -363,7 +365,7 @@ class Conversations:
                 return waiting[0], k
         return None, -1
 
-    def _place(self, digests: list[bytes], messages: list[Any]) -> tuple[Conversation | None, str]:
+    def _place(self, digests: list[bytes]) -> tuple[Conversation | None, str]:
         """Where a request with these prefix digests goes: ``(conv, "retry")`` when it equals the previous request
         of a conversation whose turn has not ended well; else ``(conv, "continues")`` for the oldest conversation
         whose previous request is the longest proper prefix of it; else ``(None, "new")``."""
@@ -374,21 +376,8 @@ class Conversations:
         for k in range(n - 1, -1, -1):
             waiting = self._waiting(digests[k])
             if waiting:
-                return self._pick(waiting, messages, k), "continues"
+                return waiting[0], "continues"
         return None, "new"
-
-    def _pick(self, waiting: list[Conversation], messages: list[Any], k: int) -> Conversation:
-        """Of the conversations waiting at the first ``k`` messages (their histories are equal so far), the one
-        that streamed the tool calls the next messages hold (the answer this request continues from); else the
-        oldest."""
-        if len(waiting) > 1:
-            streamed = self.tool_ids
-            for i in _call_ids(messages[k : k + 8]):
-                cid = streamed.get(i[:200])
-                for conv in waiting:
-                    if conv.id == cid:
-                        return conv
-        return waiting[0]
 
     def streamed_tool(self, conversation: str | None, tool_id: str) -> None:
         """A turn of this conversation streamed a tool call with this id: a later request whose history holds it
@@ -402,7 +391,8 @@ class Conversations:
 
     def assign(self, method: str, path: str, headers: Mapping[str, str], body: Any) -> Assignment:
         side = is_side(method, path, body)
-        digests, alone = chains(body) if isinstance(body, dict) else ([], [])
+        prefix = chains(body)
+        digests, alone = prefix.digests, prefix.alone
         named = None
         for h in SESSION_HEADERS:
             v = headers.get(h)
@@ -413,7 +403,7 @@ class Conversations:
             conv: Conversation | None = None
             if named is not None:
                 conv = self.by_id.get(named[1])
-            elif digests:
+            elif isinstance(body, dict):
                 conv, _k = self._find(digests)
             if conv is None:
                 self.other_requests += 1
@@ -424,54 +414,42 @@ class Conversations:
             conv = self.by_id.get(named[1])
             if conv is None:
                 conv = self._new(named[1], named[0])
-                return self._turn(conv, digests, alone, "header", body)
+                return self._turn(conv, prefix, "header", body)
             if conv.tip == digests[-1] and not conv.ended_well:
                 return self._retry(conv)
-            return self._turn(conv, digests, alone, "header", body)
+            return self._turn(conv, prefix, "header", body)
         prev = continued_from(body)
         conv = self.by_id.get(self.responses.get(prev, "")) if prev is not None else None
         if conv is not None:  # a request continued from a response of a known conversation, held by the server
             if conv.tip == digests[-1] and not conv.ended_well:
                 return self._retry(conv)
-            return self._turn(conv, digests, alone, "continues", body)
-        msgs = split_system(body)[1]
-        conv, how = self._place(digests, msgs)
+            return self._turn(conv, prefix, "continues", body)
+        conv, how = self._place(digests)
         if conv is not None and how == "retry":
             return self._retry(conv)
-        owner = self._owner(msgs, alone)
+        owner = self._owner(prefix.messages, alone)
         if owner is not None:  # (the same as the prefix rule's choice, unless runs with one history got swapped)
             how = "continues" if digests[owner.length] == owner.tip else "continues_changed"
-            return self._turn(owner, digests, alone, how, body)
+            return self._turn(owner, prefix, how, body)
         if conv is not None:
-            return self._turn(conv, digests, alone, "continues", body)
-        heads = _head_keys(body)
-        conv, how = self._changed_head(alone, msgs, heads)
+            return self._turn(conv, prefix, "continues", body)
+        conv, how = self._changed_head(alone, prefix.messages, prefix.heads)
         if conv is not None and how == "retry":
             return self._retry(conv)
         if conv is not None:
-            return self._turn(conv, digests, alone, how, body, heads)
+            return self._turn(conv, prefix, how, body)
         conv = self._new()
         conv.parent = self._parent_of(body)
-        return self._turn(conv, digests, alone, "new", body, heads)
+        return self._turn(conv, prefix, "new", body)
 
-    def _turn(
-        self,
-        conv: Conversation,
-        digests: list[bytes],
-        alone: list[bytes],
-        how: str,
-        body: Any,
-        heads: tuple[bytes, bytes] | None = None,
-    ) -> Assignment:
+    def _turn(self, conv: Conversation, prefix: Prefix, how: str, body: Any) -> Assignment:
         conv.turn += 1
         conv.attempt = 0
         conv.ended_well = False
         conv.pending_tool_inputs.clear()
         if isinstance(body, dict) and isinstance(body.get("model"), str):
             conv.model = body["model"]
-        if heads is None:
-            heads = _head_keys(body) if isinstance(body, dict) else (b"", b"")
-        self._move_tip(conv, digests, alone, heads)
+        self._move_tip(conv, prefix)
         return Assignment(conv.id, conv.turn, 0, None, how, conv.parent)
 
     def _retry(self, conv: Conversation) -> Assignment:

@@ -208,10 +208,7 @@ class OtelSink:
         if isinstance(obs.usage, dict):
             self._usage.setdefault(key, {}).update(obs.usage)
         span = self._attempts.get(key)
-        chat = self._chat.get(key)
-        if span is not None and chat:
-            span.set_attribute(FINISH_REASONS, [chat[i] for i in sorted(chat)])
-        elif span is not None and obs.stop_reason:
+        if span is not None and obs.stop_reason and key not in self._chat:  # (a chat's: the wire's, at its end)
             span.set_attribute(FINISH_REASONS, [obs.stop_reason])
 
     @staticmethod
@@ -261,7 +258,7 @@ class OtelSink:
             span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, self._text(obs.reason or obs.status)))
         self._family.pop(key, None)
         chat = self._chat.pop(key, None)
-        if chat:  # (also when the finishing chunk was seen after its message_delta)
+        if chat:
             span.set_attribute(FINISH_REASONS, [chat[i] for i in sorted(chat)])
         span.end(end_time=self._ns(obs.t))
 

@@ -82,9 +82,8 @@ class SpilledReads(Sequence[RecordedRead]):
     __slots__ = ("_file", "_t", "_offset", "_length")
 
     # (the spill file, where its window starts, its bytes): what the last read back brought (append-only files:
-    # bytes once written never change); files written since their last flush
+    # bytes once written never change)
     _window: tuple[Any, int, bytes] | None = None
-    _unflushed: set[int] = set()
 
     def __init__(self, spill: IO[bytes]) -> None:
         self._file = spill
@@ -99,7 +98,6 @@ class SpilledReads(Sequence[RecordedRead]):
         self._length.append(len(read.data))
         self._t.append(math.nan if read.t is None else read.t)
         f.write(read.data)
-        SpilledReads._unflushed.add(id(f))
 
     def __len__(self) -> int:
         return len(self._offset)
@@ -113,9 +111,7 @@ class SpilledReads(Sequence[RecordedRead]):
         f, start, size = self._file, self._offset[i], self._length[i]
         window = SpilledReads._window
         if window is None or window[0] is not f or not window[1] <= start <= start + size <= window[1] + len(window[2]):
-            if id(f) in SpilledReads._unflushed:
-                f.flush()
-                SpilledReads._unflushed.discard(id(f))
+            f.flush()  # (what append wrote may still be in the file's buffer: once per window)
             chunk = os.pread(f.fileno(), max(size, WINDOW), start)
             window = SpilledReads._window = (f, start, chunk)
         at = start - window[1]

@@ -384,3 +384,38 @@ def test_a_tool_id_longer_than_200_characters_still_tells_runs_apart() -> None:
         runs.append(a.conversation)
     got = post(c, body([*q, assistant("B", ids[1]), result(ids[1])]))
     assert got.conversation == runs[1]
+
+
+def _deep(n: int) -> Any:
+    v: Any = "x"
+    for _ in range(n):
+        v = [v]
+    return v
+
+
+def test_hostile_bodies_on_every_new_path_never_raise_and_tool_ids_stay_bounded() -> None:
+    """What a client or a relay can send to the changed-prompt, tool-owner and split-system rules: a system prompt,
+    tools or message nested as deep as orjson reads (the message key walks it), shapes the rules do not expect
+    (tool_calls not a list, a call_id that is not a string, a leading system message that is not an object), and
+    tool ids of a megabyte, many of them. Each is grouped (as opaque at worst), and what is kept stays bounded."""
+    c = Conversations(max_conversations=4)
+    q = [user("Weather in Paris?")]
+    hostile: list[dict[str, Any]] = [
+        body(q, system=_deep(1022)),
+        body(q, tools=[{"name": "t", "input_schema": _deep(1022)}]),
+        body([*q, {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "input": _deep(1022)}]}]),
+        body([*q, {"role": "assistant", "tool_calls": {"id": 1}}, {"type": "function_call", "call_id": 7}]),
+        {"model": "m", "stream": True, "messages": [{"role": "system", "content": "s"}, "not an object", *q]},
+        {"model": "m", "stream": True, "input": [{"role": "developer", "content": "d"}, {"type": "function_call"}]},
+    ]
+    for b in hostile:
+        got = post(c, b)
+        assert got.side is None and got.conversation is not None
+    huge = ["x" * 1_000_000 + str(i) for i in range(100)]
+    for i, tid in enumerate(huge):
+        a = post(c, body([user(f"run {i}")]))
+        c.streamed_tool(a.conversation, tid)
+        nxt = post(c, body([user(f"run {i}"), assistant("a", tid), result(tid)], f"{SYSTEM} {i}"))
+        assert (nxt.conversation, nxt.turn) == (a.conversation, 1)
+    assert len(c.tool_ids) <= 4 * c.max and all(len(k) <= 200 for k in c.tool_ids)
+    assert len(c.by_id) <= c.max and sum(map(len, c.messages_tips.values())) <= c.max
