@@ -221,3 +221,46 @@ async def test_a_cancelled_caller_lets_the_session_wind_down_then_closes_it(
     assert uncaught == []
     last = (tmp_path / "rec.jsonl").read_text().splitlines()[-1]
     assert '"loop_finished"' in last and '"cancelled"' in last
+
+
+async def test_the_relay_delivers_every_observation_in_order_under_any_thread_interleaving() -> None:
+    """The session thread's relay has no lock: producers append while drains run on the consumer's loop, with the
+    interpreter switching threads every microsecond. When the producers' last callback runs on the consumer's loop
+    (after every drain they scheduled), everything appended was delivered once, each producer's in its order."""
+    import sys
+
+    from inspector.sessions.sources import _Relay
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        loop = asyncio.get_running_loop()
+        target = O.ObservationBus()
+        got: list[tuple[int, int]] = []
+        target.subscribe(got.append)  # type: ignore[arg-type]  # (plain values stand in for observations)
+        relay = _Relay(target, loop)
+        producers, each = 2, 60_000
+        finished = [loop.create_future() for _ in range(producers)]
+        seen_at_end: list[int] = []
+
+        def done(p: int) -> None:
+            seen_at_end.append(len(got))
+            finished[p].set_result(None)
+
+        def produce(p: int) -> None:
+            for i in range(each):
+                relay((p, i))  # type: ignore[arg-type]
+            # after this producer's last append: runs after any drain it scheduled (the loop runs callbacks FIFO)
+            loop.call_soon_threadsafe(done, p)
+
+        threads = [threading.Thread(target=produce, args=(p,)) for p in range(producers)]
+        for th in threads:
+            th.start()
+        await asyncio.wait_for(asyncio.gather(*finished), 60)
+        for th in threads:
+            th.join(10)
+    finally:
+        sys.setswitchinterval(old)
+    assert len(got) == producers * each and max(seen_at_end) == producers * each
+    for p in range(producers):
+        assert [i for q, i in got if q == p] == list(range(each))
