@@ -10,7 +10,10 @@ printer subscribe to the bus behind it). Nothing here forwards bytes or writes f
   attempt each one is. Side requests (count_tokens, models, non-streamed calls, other paths) are never turns: they
   are published once ended, as ``ExchangeForwarded`` with their conversation when one can be told.
 - Reads: forwarded at once by the proxy, queued here (:meth:`TurnTracker.read`) and decoded / parsed / published in
-  batches (every ``batch_interval``), off the forwarding path. A read is published with the time it arrived.
+  batches (every ``batch_interval``), off the forwarding path. A read is published with the time it arrived. A
+  batch publishes every stream's observations merged in time order, and an attempt's start or end first publishes
+  what every stream has pending: concurrent conversations' lines (the headless printer, the recording) come in
+  the order they happened, not one stream's batch after another's.
 - Clocks, as the loop's (so that the recorder writes both the same way): ``AttemptStarted.t`` is when the request
   arrived (seconds since the proxy started), ``ResponseStarted.t`` when upstream's headers came, ``ReadReceived.t``
   when the read arrived (``t_request``: the same, since the request), ``AttemptEnded.t`` when the exchange ended.
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
 import re
 import zlib
 from collections import OrderedDict
@@ -138,6 +142,10 @@ class ProxyExchange:
     conversation: str | None = None  # its conversation (None: a side request of no conversation)
     conversation_turn: int | None = None  # its turn within that conversation (0-based; None for a side request)
     side: str | None = None  # why it is not a turn (count_tokens, not streamed, ...), None for a turn
+
+
+def _at(obs: O.Observation) -> float:
+    return obs.t
 
 
 class Track:
@@ -314,13 +322,29 @@ class TurnTracker:
                 self._drain_handle = loop.call_later(self.batch_interval, self.drain)
 
     def drain(self) -> None:
-        """Process every pending read of every stream at once."""
+        """Process every pending read of every stream at once, and publish their observations merged in time order
+        (each stream's stay in their order)."""
         if self._drain_handle is not None:
             self._drain_handle.cancel()
             self._drain_handle = None
         dirty, self._dirty = self._dirty, {}
-        for track in dirty.values():
-            self._process(track)
+        publish = self.publish
+        if len(dirty) < 2 or publish is None:
+            for track in dirty.values():
+                self._process(track)
+            return
+        outs: list[list[O.Observation]] = []
+        try:
+            for track in dirty.values():
+                out: list[O.Observation] = []
+                self.publish = out.append
+                self._process(track)
+                if out:
+                    outs.append(out)
+        finally:  # (what was processed is published, whatever stopped the rest)
+            self.publish = publish
+            for obs in heapq.merge(*outs, key=_at):
+                publish(obs)
 
     def _process(self, track: Track) -> None:
         pending, track.pending = track.pending, []
@@ -394,6 +418,8 @@ class TurnTracker:
         track.requested = True
         if not self.detail():
             return
+        if self._dirty:  # what other streams received before this request came, first
+            self.drain()
         turn, attempt, t_req = track.turn, track.attempt, track.t_req
         parsed = track.parsed
         if not self._started:
@@ -575,8 +601,8 @@ class TurnTracker:
         if track.ended:
             return
         track.ended = True
-        self._dirty.pop(id(track), None)
-        self._process(track)
+        self._dirty[id(track)] = track  # (its last reads, with what every other stream has pending before them)
+        self.drain()
         ex = track.ex
         turn, attempt = track.turn, track.attempt
         status = {"complete": "complete", "cancelled": "cancelled"}.get(ex.end or "", "failed")

@@ -633,3 +633,46 @@ async def test_serve_recording_finds_each_conversation_when_the_system_prompt_ch
         assert att.request is not None
         served = source.conversation_for(att.request["body"])
         assert served.name.endswith(conv_of[att.turn]), (att.turn, served.name)
+
+
+def test_concurrent_streams_are_published_in_the_order_they_happened() -> None:
+    """Three conversations stream at once. A batch publishes their observations merged in time order (it published
+    one stream's batch, then the next: the headless lines of concurrent conversations came out of time order), and
+    an attempt's end publishes what the others received before it, first."""
+    from inspector.testing.streamgen import sse, text_turn
+
+    tracker, got = _tracker()
+    tracks = []
+    for city in CITIES:
+        raw = orjson.dumps(
+            {"model": "m", "max_tokens": 50, "stream": True, "messages": [{"role": "user", "content": city}]}
+        )
+        ex = ProxyExchange("POST", "/v1/messages")
+        a, parsed = tracker.assign(ex, "POST", "/v1/messages", [], raw)
+        track = tracker.new_track(ex, a, 0.0, parsed)
+        tracker.begin(track, "POST", "http://up/v1/messages", [], raw)
+        track.set_response("text/event-stream", "", 200, True)
+        tracks.append(track)
+    streams = [sse(*text_turn(f"The weather in {city} is fine today.")) for city in CITIES]
+    lines = [s.splitlines(keepends=True) for s in streams]
+    t = 0.0
+    for i in range(max(map(len, lines))):  # a line of each stream in turn, each read later than the one before
+        for k, track in enumerate(tracks):
+            if i < len(lines[k]):
+                t += 0.001
+                tracker.read(track, t, lines[k][i])
+        if i == len(lines[0]) // 2:
+            tracker.drain()  # (a batch timer's drain, halfway)
+    ex = tracks[1].ex
+    ex.status, ex.end, ex.end_s = 200, "complete", t + 0.001
+    tracker.end(tracks[1])  # the others' reads, received before this end, come first
+    for track in (tracks[0], tracks[2]):
+        track.ex.status, track.ex.end, track.ex.end_s = 200, "complete", t + 0.002
+        tracker.end(track)
+    stream = [o for o in got if o.t > 0]  # (the requests' own start at 0.0 came first)
+    assert [o.t for o in stream] == sorted(o.t for o in stream)
+    assert sum(isinstance(o, O.AttemptEnded) for o in stream) == 3
+    reads = [o for o in got if isinstance(o, O.ReadReceived)]
+    assert len(reads) == sum(map(len, lines))  # every read, once
+    for k, track in enumerate(tracks):  # each stream's own in its order
+        assert b"".join(o.data for o in reads if o.turn == track.turn) == streams[k]
