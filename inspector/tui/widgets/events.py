@@ -19,7 +19,7 @@ from textual.strip import Strip
 from inspector.state.entries import human_size
 from inspector.state.fold import F_DIAG, F_ERROR, F_MARKER, F_WARN, DashboardState
 from inspector.tui.widgets.base import Line, LineView
-from inspector.tui.widgets.wording import marker_label, turn_attempt_label
+from inspector.tui.widgets.wording import marker_label, turn_attempt_label, whose_turn
 
 SHORT_TYPES = {
     "message_start": "msg_start",
@@ -62,6 +62,7 @@ class EventsView(LineView):
         "ev--error",
         "ev--unknown",
         "ev--index",
+        "ev--conv",
         "ev--summary",
         "ev--marker",
         "ev--discarded",
@@ -84,6 +85,7 @@ class EventsView(LineView):
     EventsView > .ev--error { color: $error; text-style: bold; }
     EventsView > .ev--unknown { color: $warning; }
     EventsView > .ev--index { color: $accent; }
+    EventsView > .ev--conv { color: $secondary; }
     EventsView > .ev--summary { color: $foreground; }
     EventsView > .ev--marker { color: $primary; text-style: bold; }
     EventsView > .ev--discarded { text-style: dim; }
@@ -170,6 +172,7 @@ class EventsView(LineView):
             ev.flags[row],
             ("marker", m.version) if m is not None else len(ev.summary[row]),
             self.state.attempt_failed(ev.turn[row], ev.attempt[row]),
+            len(self.state.conversations) > 1,  # (then each event row names its conversation)
         )
 
     def render_row(self, row: int, width: int) -> Line | Strip:
@@ -203,6 +206,12 @@ class EventsView(LineView):
         glyph = "✗" if flags & F_ERROR else "⚠" if flags & F_WARN else "•" if flags & F_DIAG else " "
         text.append(glyph, self.cstyle("ev--error") if flags & F_ERROR else self.cstyle("ev--diag"))
         text.append(f"{evno:>5} ", self.cstyle("ev--num"))
+        if len(state.conversations) > 1:
+            # several conversations in the view stream at once and their events interleave as they came: each row
+            # says whose it is (the conversation list's id, cut to a column's width)
+            whose = whose_turn(state, ev.turn[row])
+            cid = whose[0] if whose is not None else "?"
+            text.append(f"{cid if len(cid) <= CONV_W else cid[: CONV_W - 1] + '…':<{CONV_W}} ", self.cstyle("ev--conv"))
         text.append(f"{t:7.3f}s " if wide else f"{t:6.2f} ", self.cstyle("ev--time"))
         tstyle = self.cstyle(TYPE_CLASS.get(etype, "ev--unknown"))
         text.append(f"{tname:<{tw}} ", tstyle)
@@ -263,6 +272,9 @@ class EventsView(LineView):
         else:
             text.append(" ┆ read ends mid-line", self.cstyle("raw--cont"))
         return list(text.render(console, end=""))
+
+
+CONV_W = 4  # the conversation column of an event row (c1 ... c999; a longer id, e.g. a header's, is cut)
 
 
 def _append_bytes(text: Text, data: bytes, style: Style, bad_style: Style, ctrl_style: Style) -> None:
