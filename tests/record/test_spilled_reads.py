@@ -35,3 +35,23 @@ def test_what_is_read_back_is_what_was_appended(
         for w in range(3):
             assert list(attempts[w]) == kept[w]
             assert list(reversed(attempts[w])) == kept[w][::-1]
+
+
+def test_a_spill_file_with_bytes_in_it_is_written_after_them() -> None:
+    """`spill_reads` writes from the file's end (each append takes its offset from the file's position, without a
+    seek per read): a file handed over at its start keeps what it held, and the reads come back whole."""
+    from inspector.record.reader import RecordedAttempt, spill_reads
+
+    with tempfile.TemporaryFile() as spill:
+        spill.write(b"already here")
+        spill.seek(0)
+        on_read = spill_reads(spill)
+        attempt = RecordedAttempt.__new__(RecordedAttempt)
+        attempt.reads = []
+        reads = [RecordedRead(float(i), bytes([65 + i]) * (i + 1)) for i in range(5)]
+        for read in reads:
+            on_read(attempt, read)
+        assert list(attempt.reads) == reads
+        spill.flush()
+        spill.seek(0)
+        assert spill.read(12) == b"already here"
