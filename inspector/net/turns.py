@@ -314,12 +314,16 @@ class TurnTracker:
         track.pending.append((t, data))
         if len(track.pending) == 1:
             self._dirty[id(track)] = track
-            if self._drain_handle is None:
-                try:
-                    loop = asyncio.get_running_loop()
-                except RuntimeError:
-                    return
-                self._drain_handle = loop.call_later(self.batch_interval, self.drain)
+            self._schedule()
+
+    def _schedule(self) -> None:
+        """The next batch's drain, unless one is due already (or no event loop runs: the caller drains)."""
+        if self._drain_handle is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                return
+            self._drain_handle = loop.call_later(self.batch_interval, self.drain)
 
     def drain(self) -> None:
         """Process every pending read of every stream at once, and publish their observations merged in time order
@@ -418,8 +422,13 @@ class TurnTracker:
         track.requested = True
         if not self.detail():
             return
-        if self._dirty:  # what other streams received before this request came, first
-            self.drain()
+        if self._dirty:  # what other streams received before this request came, first (its own reads after it)
+            mine = self._dirty.pop(id(track), None)
+            if self._dirty:
+                self.drain()
+            if mine is not None:
+                self._dirty[id(track)] = mine
+                self._schedule()
         turn, attempt, t_req = track.turn, track.attempt, track.t_req
         parsed = track.parsed
         if not self._started:

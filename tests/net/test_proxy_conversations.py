@@ -676,3 +676,38 @@ def test_concurrent_streams_are_published_in_the_order_they_happened() -> None:
     assert len(reads) == sum(map(len, lines))  # every read, once
     for k, track in enumerate(tracks):  # each stream's own in its order
         assert b"".join(o.data for o in reads if o.turn == track.turn) == streams[k]
+
+
+def test_a_late_start_publishes_the_others_reads_first_and_its_own_after_it() -> None:
+    """An attempt whose start is published late (the proxy publishes it once the request went out; on a failure, at
+    its end) with reads of its own already queued: the other streams' earlier reads come before its start, its own
+    after it (an attempt's reads never precede its AttemptStarted)."""
+    from inspector.testing.streamgen import sse, text_turn
+
+    tracker, got = _tracker()
+    tracks, raws = [], []
+    for city in CITIES[:2]:
+        raw = orjson.dumps(
+            {"model": "m", "max_tokens": 50, "stream": True, "messages": [{"role": "user", "content": city}]}
+        )
+        ex = ProxyExchange("POST", "/v1/messages")
+        a, parsed = tracker.assign(ex, "POST", "/v1/messages", [], raw)
+        tracks.append(tracker.new_track(ex, a, 0.0, parsed))
+        raws.append(raw)
+    first, late = tracks
+    tracker.begin(first, "POST", "http://up/v1/messages", [], raws[0])
+    first.set_response("text/event-stream", "", 200, True)
+    late.set_response("text/event-stream", "", 200, True)
+    data = sse(*text_turn("hi"))
+    tracker.read(first, 0.001, data)
+    tracker.read(late, 0.002, data)
+    tracker.begin(late, "POST", "http://up/v1/messages", [], raws[1])
+    order = [(type(o).__name__, o.turn) for o in got if isinstance(o, (O.AttemptStarted, O.ReadReceived))]
+    assert order == [
+        ("AttemptStarted", first.turn),
+        ("ReadReceived", first.turn),
+        ("AttemptStarted", late.turn),
+    ]
+    late.ex.status, late.ex.end, late.ex.end_s = 200, "complete", 0.003
+    tracker.end(late)
+    assert [o for o in got if isinstance(o, O.ReadReceived) and o.turn == late.turn][0].data == data
