@@ -47,6 +47,7 @@ CACHE_WRITE = "gen_ai.usage.cache_creation.input_tokens"
 CACHE_READ = "gen_ai.usage.cache_read.input_tokens"
 REASONING = "gen_ai.usage.reasoning.output_tokens"
 CONVERSATION_ID = "gen_ai.conversation.id"
+AGENT_NAME = "gen_ai.agent.name"
 ERROR_TYPE = "error.type"
 TOOL_NAME = "gen_ai.tool.name"
 TOOL_CALL_ID = "gen_ai.tool.call.id"
@@ -106,6 +107,7 @@ class OtelSink:
         self._ended: OrderedDict[str, None] = OrderedDict()  # the calls whose span ended (the newest KEEP_ENDED)
         self._usage: dict[tuple[int, int], dict[str, Any]] = {}
         self._family: dict[tuple[int, int], str] = {}
+        self._provider_set: Any = None  # the agent span whose gen_ai.provider.name is set
         # a Chat Completions attempt's finish_reason per choice, as the wire said it ("stop", "tool_calls"): the
         # convention's finish_reasons are the provider's words, not the neutral stop_reason ("end_turn")
         self._chat: dict[tuple[int, int], dict[int, str]] = {}
@@ -146,7 +148,13 @@ class OtelSink:
                 f"invoke_agent {self.conversation}",
                 kind=self._trace.SpanKind.INTERNAL,
                 start_time=self._ns(t),
-                attributes={OPERATION: "invoke_agent", CONVERSATION_ID: self.conversation},
+                # (the agent span's name is "invoke_agent {gen_ai.agent.name}": what names the conversation; its
+                # required gen_ai.provider.name is set by the first attempt, the first the provider is known)
+                attributes={
+                    OPERATION: "invoke_agent",
+                    CONVERSATION_ID: self.conversation,
+                    AGENT_NAME: self.conversation,
+                },
             )
         return self._root
 
@@ -165,6 +173,9 @@ class OtelSink:
         model = body.get("model") if isinstance(body.get("model"), str) else self._model
         provider = _provider(obs.url)
         key = (obs.turn, obs.attempt)
+        if root is not self._provider_set:  # (the agent span's first attempt: its provider is the agent's)
+            root.set_attribute(PROVIDER, provider)
+            self._provider_set = root
         self._family[key] = provider
         if "/chat/completions" in (obs.url or ""):
             self._chat[key] = {}

@@ -63,6 +63,9 @@ def test_watch_otel_exports_one_parent_span_per_conversation(receiver: Receiver,
         assert len(chats) == 2  # two turns each
         assert all(c["attrs"]["gen_ai.conversation.id"] == conv and c["trace"] == root["trace"] for c in chats)
         assert all(c["attrs"]["gen_ai.usage.input_tokens"] > 0 for c in chats)
+        # (the agent span's name and required provider, as the GenAI conventions' invoke_agent span has them)
+        assert root["name"] == f"invoke_agent {conv}" and root["attrs"]["gen_ai.agent.name"] == conv
+        assert root["attrs"]["gen_ai.provider.name"] == "anthropic"
     assert "sk-ant-offline-example" not in repr(receiver.spans)
 
 

@@ -43,6 +43,8 @@ async def test_weather_spans_parents_and_attributes(receiver: Receiver) -> None:
     for s in spans:
         by.setdefault(s["name"].split(" ")[0], []).append(s)
     (root,) = by["invoke_agent"]
+    assert root["name"] == "invoke_agent weather"
+    assert root["attrs"]["gen_ai.agent.name"] == "weather" and root["attrs"]["gen_ai.provider.name"] == "anthropic"
     chats, tools = by["chat"], by["execute_tool"]
     assert len(chats) == 2 and len(tools) == 1
     assert {s["trace"] for s in spans} == {root["trace"]}
