@@ -15,6 +15,8 @@ import anthropic
 import httpx2
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from inspector.net.proxy import ProxyApp, format_exchange
 from inspector.net.serve import ServeApp
@@ -22,6 +24,7 @@ from inspector.net.server import BackgroundServer
 from inspector.net.turns import ProxyExchange, Track, TurnTracker
 from inspector.observe import observations as O
 from inspector.record.recording import read_recording
+from inspector.testing.hyp import examples
 from inspector.testing.serve import API_HEADERS
 
 KEY = "sk-ant-api03-CANARY-conv-0123456789abcdefghijkl"
@@ -711,3 +714,69 @@ def test_a_late_start_publishes_the_others_reads_first_and_its_own_after_it() ->
     late.ex.status, late.ex.end, late.ex.end_s = 200, "complete", 0.003
     tracker.end(late)
     assert [o for o in got if isinstance(o, O.ReadReceived) and o.turn == late.turn][0].data == data
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(st.data())
+def test_any_interleaving_publishes_each_attempt_as_alone_and_the_reads_in_time_order(data: st.DataObject) -> None:
+    """Any interleaving of three streams' reads, with batch drains and the attempts' ends at any points: each
+    attempt's observations are exactly those it gets through the tracker alone, in their order, and the reads of
+    all of them come out in the order they arrived."""
+    from inspector.testing.streamgen import sse, text_turn, tool_turn
+
+    bodies = [sse(*text_turn("Paris is sunny today.")), sse(*tool_turn(['{"city": ', '"Rome"}'])), b"x" * 5]
+    cuts = [
+        sorted(set(data.draw(st.lists(st.integers(1, len(b) - 1), max_size=6), label=f"cuts{k}")))
+        for k, b in enumerate(bodies)
+    ]
+    parts = [[b[i:j] for i, j in zip([0, *c], [*c, len(b)], strict=True)] for b, c in zip(bodies, cuts, strict=True)]
+    order = data.draw(st.permutations([k for k, p in enumerate(parts) for _ in p]), label="order")
+    drains = data.draw(st.sets(st.integers(0, len(order))), label="drains")
+
+    def run(which: list[int], schedule: list[int], drain_at: set[int]) -> list[O.Observation]:
+        tracker, got = _tracker()
+        tracks: dict[int, Track] = {}
+        for k in which:
+            raw = orjson.dumps(
+                {"model": "m", "max_tokens": 9, "stream": True, "messages": [{"role": "user", "content": str(k)}]}
+            )
+            ex = ProxyExchange("POST", "/v1/messages")
+            a, parsed = tracker.assign(ex, "POST", "/v1/messages", [], raw)
+            tracks[k] = tracker.new_track(ex, a, 0.0, parsed)
+            tracker.begin(tracks[k], "POST", "http://up/v1/messages", [], raw)
+            tracks[k].set_response("text/event-stream", "", 200, True)
+        left = {k: len(parts[k]) for k in which}
+        nth = {k: 0 for k in which}
+        for step, k in enumerate(schedule):
+            if step in drain_at:
+                tracker.drain()
+            if k not in tracks:
+                continue
+            tracker.read(tracks[k], 0.001 * (step + 1), parts[k][nth[k]])
+            nth[k] += 1
+            left[k] -= 1
+            if left[k] == 0:  # its last read: the exchange ends
+                ex = tracks[k].ex
+                ex.status, ex.end, ex.end_s = 200, "complete", 0.001 * (step + 1) + 0.0005
+                tracker.end(tracks[k])
+        return got
+
+    together = run([0, 1, 2], order, drains)
+    turn_of = {o.turn: int(str(o.body["messages"][0]["content"])) for o in together if isinstance(o, O.AttemptStarted)}
+    reads = [o.t for o in together if isinstance(o, O.ReadReceived)]
+    assert reads == sorted(reads)
+    assert len(reads) == sum(map(len, parts))
+    for k in range(3):
+        alone = run([k], order, set())  # (the same read times, nobody else)
+        mine = [o for o in together if turn_of.get(getattr(o, "turn", -1)) == k]
+        assert [_shape(o) for o in mine] == [_shape(o) for o in alone if hasattr(o, "turn")]
+
+
+def _shape(o: O.Observation) -> tuple[str, dict[str, Any]]:
+    """An observation without its session-wide numbering (turns and conversation ids are the session's: alone, a
+    stream is turn 0 of c1)."""
+    import dataclasses
+
+    return type(o).__name__, {
+        f.name: getattr(o, f.name) for f in dataclasses.fields(o) if f.name not in ("turn", "conversation")
+    }
