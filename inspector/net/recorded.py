@@ -133,7 +133,8 @@ class RecordingSource:
         body = self.recorded_request(0) if self.turns else None
         if body is None:
             return None
-        digests, alone = chains(body)[:2]
+        prefix = chains(body)
+        digests, alone = prefix.digests, prefix.alone
         return (digests[1] if len(digests) > 1 else digests[0]), (alone[1] if len(alone) > 1 else None)
 
     def conversation_for(self, body: object) -> RecordingSource:
@@ -141,7 +142,8 @@ class RecordingSource:
         by system, tools and first message; else by the first message alone: a harness that puts the time in its
         system prompt changes it every turn); else this one."""
         if self.conversations and isinstance(body, dict):
-            digests, alone = chains(body)[:2]
+            prefix = chains(body)
+            digests, alone = prefix.digests, prefix.alone
             found = self.conversations.get(digests[1] if len(digests) > 1 else digests[0])
             if found is None and len(alone) > 1:
                 found = self.by_first_message.get(alone[1])

@@ -207,9 +207,10 @@ class _Relay:
     on ``loop`` (the consumer's), in order, one scheduled drain per batch.
 
     No lock: a deque's append and popleft are atomic, and the session thread publishes a third of a million
-    observations in a 100k-event replay (a lock per observation was ~3% of that thread's time,
-    tools/bench_tui.py). ``scheduled`` is cleared *before* a drain counts what is queued, so an observation
-    appended after the count finds it clear and schedules the next drain; one appended before it is in the count."""
+    observations in a 100k-event replay (a lock per observation was ~3% of that thread's py-spy samples; the
+    dashboard's ratio in tools/bench_tui.py did not move beyond its noise). ``scheduled`` is cleared *before* a drain
+    counts what is queued, so an observation appended after the count finds it clear and schedules the next drain;
+    one appended before it is in the count."""
 
     def __init__(self, target: O.ObservationBus, loop: asyncio.AbstractEventLoop) -> None:
         self.target, self.loop = target, loop

@@ -780,3 +780,50 @@ def _shape(o: O.Observation) -> tuple[str, dict[str, Any]]:
     return type(o).__name__, {
         f.name: getattr(o, f.name) for f in dataclasses.fields(o) if f.name not in ("turn", "conversation")
     }
+
+
+def test_a_drain_of_hundreds_of_streams_one_past_its_parse_budget_loses_nothing_and_keeps_time_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Hostile batch for the merged drain: 300 streams pending at once, one of them past the parse budget in the
+    middle of the batch (its note, then its reads unparsed), one sending bytes that are not SSE nor UTF-8. Every read
+    is published once, each stream's in its order, all of them in arrival order, and the budget's note at the time
+    of the batch's first read of that stream, before it."""
+    from inspector.net import turns
+    from inspector.testing.streamgen import sse, text_turn
+
+    monkeypatch.setattr(turns, "PARSE_BUDGET", 4096)
+    tracker, got = _tracker()
+    tracks = []
+    for k in range(300):
+        raw = orjson.dumps(
+            {"model": "m", "max_tokens": 9, "stream": True, "messages": [{"role": "user", "content": k}]}
+        )
+        ex = ProxyExchange("POST", "/v1/messages")
+        a, parsed = tracker.assign(ex, "POST", "/v1/messages", [], raw)
+        track = tracker.new_track(ex, a, 0.0, parsed)
+        tracker.begin(track, "POST", "http://up/v1/messages", [], raw)
+        track.set_response("text/event-stream", "", 200, True)
+        tracks.append(track)
+    small = sse(*text_turn("hi"))
+    big = sse(*text_turn("x" * 6000))
+    garbage = b"\xff\xfe\x00not sse\r\r\n" * 50
+    data = {k: small for k in range(300)} | {7: big, 8: garbage}
+    t = 0.0
+    for step in range(3):  # each stream's data in three reads, the streams taking turns
+        for k, track in enumerate(tracks):
+            d = data[k]
+            part = d[step * len(d) // 3 : (step + 1) * len(d) // 3]
+            t += 0.0001
+            tracker.read(track, t, part)
+    tracker.drain()
+    reads = [o for o in got if isinstance(o, O.ReadReceived)]
+    assert len(reads) == 900
+    assert [o.t for o in reads] == sorted(o.t for o in reads)
+    for k, track in enumerate(tracks):
+        assert b"".join(o.data for o in reads if o.turn == track.turn) == data[k]
+    (note,) = [o for o in got if isinstance(o, O.ProxyNote)]
+    assert note.turn == tracks[7].turn and "no longer parsed" in note.note
+    # (the budget is counted per batch: this one's first read of that stream is when it was crossed)
+    crossed = next(o for o in reads if o.turn == tracks[7].turn)
+    assert got.index(note) < got.index(crossed) and note.t == crossed.t
