@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from inspector.core import exactjson
+from inspector.core.wire import RESPONSES_DELTAS, SSE_BLANK_LINE
 
 __all__ = [
     "CREDENTIAL_HEADERS",
@@ -536,7 +537,7 @@ def _byte_forms(secrets: Iterable[str]) -> list[bytes]:
 
 # --- across reads and deltas ---------------------------------------------------------------------------------------
 
-_EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
+_EVENT_END = SSE_BLANK_LINE  # (the stream engine's rule: an event the engine reads is one event here too)
 # the delta types whose text is streamed in fragments (joined by the reader), and the field that carries it; the
 # other deltas (signature, citations, compaction) carry whole values, masked event by event
 STREAMED_TEXT_FIELDS = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "partial_json"}
@@ -684,12 +685,12 @@ class _Event:
     changed: bool = False
     n_in: int = 0  # the bytes of the input it stands for
     frags: list[Fragment] | None = None  # its streamed fragments when it has several (an OpenAI chunk); else None
+    first: bool = False  # the stream's first event (a byte-order mark before it is not part of its first line)
 
     def bytes(self) -> bytes:
         if not self.changed or self.obj is None:
             return self.raw
-        head = b"event: " + self.name.encode() + b"\n" if self.name is not None else b""
-        return head + b"data: " + exactjson.dumps(self.obj) + b"\n\n"
+        return _with_data(self.raw, exactjson.dumps(self.obj), self.first)
 
 
 @dataclass(slots=True)
@@ -735,6 +736,8 @@ class StreamRedactor:
         # events written with another length than they came with: (in start, in end, out start, out end), in order
         self._moved: list[tuple[int, int, int, int]] = []
         self._moved_starts: list[int] = []
+        self._first = True  # no event read yet
+        self._chat: ChatCalls = {}  # per chat choice: its tool calls' ids, and the last one (openai_fragments)
 
     @property
     def secrets(self) -> list[str]:
@@ -841,7 +844,8 @@ class StreamRedactor:
     def _event(self, raw: bytes) -> None:
         n_in = len(raw)
         raw = _mask_bytes(raw, self.keys.forms)
-        name, obj = _parse_event(raw)
+        first, self._first = self._first, False
+        name, obj = _parse_event(raw, first)
         if obj is None:
             self._queue.append(_Event(raw, n_in=n_in))
             return
@@ -853,24 +857,37 @@ class StreamRedactor:
             secrets = self.secrets
             if any(x in once for x in secrets) or ("\\" in once and any(x in _unescape(once) for x in secrets)):
                 masked = redact(obj, secrets)
-        event = _Event(raw, obj=masked, name=name, changed=masked is not obj and masked != obj, n_in=n_in)
+        event = _Event(raw, obj=masked, name=name, changed=masked is not obj and masked != obj, n_in=n_in, first=first)
         self._queue.append(event)
+        # the event's type and block as the stream engine reads them (stream/protocol.py): the data's type, else
+        # the event's name; an index that is an integer >= 0
         kind = masked.get("type")
+        if not isinstance(kind, str):
+            kind = name
         index = masked.get("index")
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            index = None
         delta = masked.get("delta")
-        if kind == "content_block_delta" and isinstance(delta, dict) and isinstance(index, int):
+        if kind == "content_block_delta" and isinstance(delta, dict) and index is not None:
             field_name = _TEXT_FIELDS.get(str(delta.get("type")))
             if field_name is not None and isinstance(delta.get(field_name), str):
                 self._delta((index, field_name), _Held(event, delta, field_name))
                 return
-        if kind == "content_block_stop" and isinstance(index, int):
+        if kind == "content_block_start" and index is not None:
+            # a text or thinking block may start with text: its deltas go on from it (the engine joins them)
+            block = masked.get("content_block")
+            field_name = block.get("type") if isinstance(block, dict) else None
+            if field_name in ("text", "thinking") and isinstance(block.get(field_name), str):  # type: ignore[union-attr]
+                self._delta((index, field_name), _Held(event, block, field_name))  # type: ignore[arg-type]
+                return
+        if kind == "content_block_stop" and index is not None:
             for block_key in [k for k in self._blocks if k[0] == index]:
                 self._release(block_key)
         elif kind in ("message_delta", "message_stop", "error", "message_start"):
             for block_key in list(self._blocks):
                 self._release(block_key)
         else:  # an OpenAI chunk or Responses event: its fragments first, then what it ends
-            frags = openai_fragments(masked)
+            frags = openai_fragments(masked, self._chat)
             if frags:
                 self._deltas(frags, event)
             ends = openai_ends(masked)
@@ -937,34 +954,68 @@ class StreamRedactor:
 OPENAI_CHAT_TEXT_FIELDS = ("content", "reasoning_content", "reasoning", "refusal")
 
 
-def openai_fragments(obj: dict[str, Any]) -> list[TextPiece]:
-    """The text fragments an OpenAI stream event carries, as (key of the text they belong to, the object that holds
-    the fragment, its field); ``[]`` for an Anthropic event or one that streams no text.
+# per chat choice: its tool calls (index -> the id first seen, or None) and the last call a delta went to
+ChatCalls = dict[int, tuple[dict[int, str | None], list[int | None]]]
 
-    - Chat Completions chunk: per choice, ``delta.content`` (and ``reasoning_content``, ``reasoning``,
-      ``refusal``), ``delta.tool_calls[i].function.arguments`` (keyed by the call's ``index``, else its position)
-      and the deprecated ``delta.function_call.arguments``; keys start with ``("chat", choice index)``;
+
+def _choice_index(value: object) -> int:
+    """A chat choice's index as the stream engine takes it (stream/openai_chat.py): not an integer, 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _call_index(calls: dict[int, str | None], last: list[int | None], call: dict[str, Any]) -> int:
+    """The tool call a ``tool_calls`` delta goes to, as the stream engine decides it (stream/openai_chat.py): its
+    ``index``; without one, a new call when it brings a new id, else the last call."""
+    ti, tid = call.get("index"), call.get("id")
+    tid = tid if isinstance(tid, str) and tid else None
+    if not isinstance(ti, int) or isinstance(ti, bool):
+        prev = last[0]
+        new = tid is not None and (prev is None or calls.get(prev) != tid)
+        ti = (max(calls) + 1 if calls else 0) if new or prev is None else prev
+    if ti not in calls or calls[ti] is None:
+        calls[ti] = tid
+    last[0] = ti
+    return ti
+
+
+def openai_fragments(obj: dict[str, Any], chat: ChatCalls | None = None) -> list[TextPiece]:
+    """The text fragments an OpenAI stream event carries, as (key of the text they belong to, the object that holds
+    the fragment, its field); ``[]`` for an Anthropic event or one that streams no text. Two fragments have the same
+    key when the stream engine joins them into one block:
+
+    - Chat Completions chunk: per choice (its ``index``, 0 when it has none), ``delta.content``, ``refusal`` and
+      the thinking text (``reasoning_content`` and ``reasoning`` alike), ``delta.tool_calls[i].function.arguments``
+      (keyed by the call's ``index``; a call without one as the engine places it, with ``chat``: the calls seen so
+      far, updated; without ``chat``, by its position) and the deprecated ``delta.function_call.arguments``; keys
+      start with ``("chat", choice index)``;
     - Responses: every ``response.*.delta`` event's ``delta`` string (output text, refusal, function call
-      arguments, reasoning and summary text, custom tool input...), keyed ``("resp", output_index, type, part)``.
+      arguments, reasoning and summary text, custom tool input...), keyed ``("resp", output_index, part, index)``
+      with the engine's parts (``core.wire.RESPONSES_DELTAS``; another delta type by its own name).
     """
     choices = obj.get("choices")
     if isinstance(choices, list):
         out: list[TextPiece] = []
-        for n, choice in enumerate(choices):
+        for choice in choices:
             if not isinstance(choice, dict) or not isinstance(choice.get("delta"), dict):
                 continue
-            ci = choice.get("index")
-            ci = ci if isinstance(ci, int) and not isinstance(ci, bool) else f"#{n}"
+            ci = _choice_index(choice.get("index"))
             delta = choice["delta"]
             for name in OPENAI_CHAT_TEXT_FIELDS:
                 if isinstance(delta.get(name), str):
-                    out.append((("chat", ci, name), delta, name))
+                    part = "thinking" if name in ("reasoning_content", "reasoning") else name
+                    out.append((("chat", ci, part), delta, name))
             calls = delta.get("tool_calls")
+            state = None if chat is None else chat.setdefault(ci, ({}, [None]))
             for j, call in enumerate(calls if isinstance(calls, list) else ()):
-                fn = call.get("function") if isinstance(call, dict) else None
+                if not isinstance(call, dict):
+                    continue
+                if state is not None:
+                    ti: int | str = _call_index(state[0], state[1], call)
+                else:
+                    raw = call.get("index")
+                    ti = raw if isinstance(raw, int) and not isinstance(raw, bool) else f"#{j}"
+                fn = call.get("function")
                 if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
-                    ti = call.get("index")
-                    ti = ti if isinstance(ti, int) and not isinstance(ti, bool) else f"#{j}"
                     out.append((("chat", ci, "tool", ti), fn, "arguments"))
             fc = delta.get("function_call")
             if isinstance(fc, dict) and isinstance(fc.get("arguments"), str):
@@ -973,8 +1024,13 @@ def openai_fragments(obj: dict[str, Any]) -> list[TextPiece]:
     kind = obj.get("type")
     if isinstance(kind, str) and kind.startswith("response.") and kind.endswith(".delta"):
         if isinstance(obj.get("delta"), str):
-            part = obj.get("content_index", obj.get("summary_index"))
-            return [(("resp", _plain(obj.get("output_index")), kind, _plain(part)), obj, "delta")]
+            spec = RESPONSES_DELTAS.get(kind)
+            if spec is None:
+                at = obj.get("content_index", obj.get("summary_index"))
+                return [(("resp", _plain(obj.get("output_index")), kind, _plain(at)), obj, "delta")]
+            _kind, part_name, index_field = spec
+            idx = _plain(obj.get(index_field)) if index_field else 0
+            return [(("resp", _plain(obj.get("output_index")), part_name, idx), obj, "delta")]
     return []
 
 
@@ -991,10 +1047,14 @@ def openai_ends(obj: dict[str, Any]) -> FragmentKey | None:
         return ()
     choices = obj.get("choices")
     if isinstance(choices, list):
-        ended = [c.get("index") for c in choices if isinstance(c, dict) and c.get("finish_reason") not in (None, "")]
+        ended = [
+            _choice_index(c.get("index"))
+            for c in choices
+            if isinstance(c, dict) and c.get("finish_reason") not in (None, "")
+        ]
         if not ended:
             return None
-        return ("chat", ended[0]) if len(ended) == 1 and isinstance(ended[0], int) else ("chat",)
+        return ("chat", ended[0]) if len(ended) == 1 else ("chat",)
     kind = obj.get("type")
     if not isinstance(kind, str):
         return None
@@ -1011,27 +1071,64 @@ def _ends(key: FragmentKey, prefix: FragmentKey) -> bool:
     return key[: len(prefix)] == prefix if (not prefix or isinstance(key[0], str)) else False
 
 
-def _parse_event(raw: bytes) -> tuple[str | None, dict[str, Any] | None]:
-    """The ``event:`` name and the JSON object of an SSE event's data (None, None when it is not such an event)."""
-    if b"\r" in raw:
-        raw = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+_LINE = re.compile(rb"\r\n|\r|\n")
+_BOM = b"\xef\xbb\xbf"
+
+
+def _parse_event(raw: bytes, first: bool = False) -> tuple[str | None, dict[str, Any] | None]:
+    """The ``event:`` name and the JSON object of an SSE event's data (None, None when it is not such an event), as
+    the stream engine reads them (``stream/sse.py``, the WHATWG rules): any line ending; comments and blank lines
+    skipped; a field's name is what precedes the first colon (the whole line without one), its value what follows
+    less one leading space; ``id``, ``retry`` and unknown fields ignored; invalid UTF-8 replaced (U+FFFD); one
+    byte-order mark at the stream's start (``first``) skipped."""
+    if first and raw.startswith(_BOM):
+        raw = raw[3:]
     name: bytes | None = None
     data: list[bytes] = []
-    for line in raw.split(b"\n"):
-        if line.startswith(b"data:"):
-            data.append(line[6:] if line.startswith(b"data: ") else line[5:])
+    for line in raw.split(b"\n") if b"\r" not in raw else _LINE.split(raw):
+        if line.startswith(b"data:"):  # (the common lines first)
+            data.append(line[6:] if line[5:6] == b" " else line[5:])
         elif line.startswith(b"event:"):
-            name = line[7:] if line.startswith(b"event: ") else line[6:]
-        elif line and not line.startswith(b":"):
-            return None, None  # id:, retry: or something else: keep the bytes (masked as bytes only)
+            name = line[7:] if line[6:7] == b" " else line[6:]
+        elif line and line[:1] != b":":
+            field_name, colon, value = line.partition(b":")
+            value = value[1:] if colon and value[:1] == b" " else value
+            if field_name == b"data":
+                data.append(value)
+            elif field_name == b"event":
+                name = value
     if not data:
         return None, None
+    text = data[0] if len(data) == 1 else b"\n".join(data)
     try:
-        obj = exactjson.loads(data[0] if len(data) == 1 else b"\n".join(data))
-        text = None if name is None else name.decode("utf-8")
-    except (orjson.JSONDecodeError, UnicodeDecodeError):
+        obj = exactjson.loads(text)
+    except orjson.JSONDecodeError:
+        try:  # (bytes that are not UTF-8: the engine reads them as U+FFFD)
+            obj = exactjson.loads(text.decode("utf-8", "replace"))
+        except orjson.JSONDecodeError:
+            return None, None
+    if not isinstance(obj, dict):
         return None, None
-    return (text, obj) if isinstance(obj, dict) else (None, None)
+    return (None if name is None else name.decode("utf-8", "replace")), obj
+
+
+def _with_data(raw: bytes, data: bytes, first: bool = False) -> bytes:
+    """The event ``raw`` with its data lines replaced by one, ``data``; every other line (event, id, retry,
+    comments) and every line ending kept as they came."""
+    parts = re.split(rb"(\r\n|\r|\n)", raw)
+    out: list[bytes] = []
+    written = False
+    for i in range(0, len(parts), 2):
+        line, end = parts[i], parts[i + 1] if i + 1 < len(parts) else b""
+        body = line[3:] if first and i == 0 and line.startswith(_BOM) else line
+        if body.partition(b":")[0] == b"data" and body[:1] != b":":
+            if written:
+                continue
+            written = True
+            out += [line[: len(line) - len(body)], b"data: ", data, end]
+        else:
+            out += [line, end]
+    return b"".join(out)
 
 
 def _split_masked(text: str, frags: list[str], spans: list[tuple[int, int]]) -> list[str]:

@@ -62,6 +62,7 @@ from inspector.core.redaction import (
     mask_text,
     openai_fragments,
 )
+from inspector.core.wire import RESPONSES_DELTAS
 from inspector.observe import observations as O
 from inspector.observe.stepobs import fragment_summary
 
@@ -113,6 +114,7 @@ class _Attempt:
     # the event's JSON is parsed again only when something else comes first, or when a secret was masked in it
     awaiting: _Pending | None = None
     ended: bool = False  # everything is released: offsets are final
+    start: tuple[int, str, Fragment] | None = None  # the text a block's start event holds, for its BlockOpened
 
     def offset(self, x: int) -> int:
         return x if x <= self.base else self.base + self.reads.out_offset(x - self.base)
@@ -194,6 +196,13 @@ class RedactingPublisher:
             self._sink(obs.redacted(self.keys.secrets))
         else:
             obs = obs.redacted(self.keys.secrets)
+            if kind is O.BlockOpened and st is not None and st.start is not None:
+                index, name, cell = st.start
+                st.start = None
+                if obs.index == index and isinstance(obs.start.get(name), str):  # type: ignore[attr-defined]
+                    st.queue.append(_Pending(obs, cell, name))
+                    self._drain(st)
+                    return
             if st is not None and st.queue:
                 st.queue.append(_Pending(obs))
             else:
@@ -236,6 +245,16 @@ class RedactingPublisher:
             st.sibling = item
             st.queue.append(item)
             return
+        if et == "content_block_start" and obs.index is not None and '"choices"' not in obs.sse.data:
+            found = _start_text(obs.sse.data)
+            if found is not None:  # a text or thinking block that starts with text: its deltas go on from it
+                parsed, block, name = found
+                item.cell, item.tag = Fragment(block[name]), (parsed, block, name)
+                st.start = (obs.index, name, item.cell)  # (its BlockOpened, next, shows the same text)
+                self._push(st, (obs.index, name), item.cell)
+                st.queue.append(item)
+                self._drain(st)
+                return
         if et == "content_block_delta":
             if sib is not None:
                 sib.tag = item
@@ -267,7 +286,7 @@ class RedactingPublisher:
             cell = Fragment(text)
             item.cell, item.tag = cell, (parsed, delta, name)
             st.cell_seq, st.cell, st.cell_text = item.obs.sse.seq, cell, text
-            self._push(st, (index, name), cell)
+            self._push(st, (index, _block_field(parsed, name)), cell)  # (the key its BlockDeltas push to)
         self._link(st, item)
         self._drain(st)
 
@@ -374,6 +393,10 @@ class RedactingPublisher:
                 if not st.ended and end > reads.in_done and reads.holding:
                     return
                 obs = self._final_event(st, item)
+            elif type(obs) is O.BlockOpened and item.cell is not None:  # its start's text, as its event shows it
+                name = item.tag
+                if obs.start.get(name) != item.cell.text:
+                    obs = dataclasses.replace(obs, start={**obs.start, name: item.cell.text})
             elif type(obs) is O.BlockDelta:
                 cell = item.cell
                 frag = cell.text if cell is not None and item.tag else mask_text(obs.fragment, self.keys.secrets)
@@ -409,7 +432,7 @@ class RedactingPublisher:
                 dtype = str(delta.get("type"))
                 if dtype not in STREAMED_TEXT_FIELDS:  # an OpenAI fragment: tool arguments are JSON text
                     dtype = "input_json_delta" if text_field == "arguments" or "arguments" in dtype else "text_delta"
-                if src is item:
+                if src is item and obs.event_type != "content_block_start":  # (a start's summary is not a fragment's)
                     summary = fragment_summary(dtype, cell.text)
         data = mask_json_text(data, secrets)
         summary = mask_text(summary, secrets)
@@ -420,6 +443,42 @@ class RedactingPublisher:
             return obs
         new = dataclasses.replace(sse, event=name, data=data, id=eid, start=start, end=end)
         return dataclasses.replace(obs, sse=new, summary=summary)
+
+
+# an OpenAI fragment's field -> the field of the engine's delta for it (what `_delta` keys a block's text by)
+_CHAT_FIELDS = {"content": "text", "refusal": "text", "reasoning_content": "thinking", "reasoning": "thinking"}
+
+
+def _block_field(parsed: dict[str, Any], name: str) -> str:
+    """The text field of the stream engine's deltas for a fragment in field ``name`` of the event ``parsed``:
+    "text", "thinking" or "partial_json" (an Anthropic delta's own; an OpenAI text as the engine streams it:
+    stream/openai_common.py ``_fragment``), so that a fragment parsed here joins the same text as the block's
+    BlockDeltas."""
+    if name in _BLOCK_FIELDS:
+        return name
+    if name == "delta":  # a Responses delta event: its kind
+        spec = RESPONSES_DELTAS.get(str(parsed.get("type")))
+        kind = spec[0] if spec is not None else "text"
+    else:  # a chat chunk's field (tool call arguments: "arguments")
+        kind = "tool_use" if name == "arguments" else _CHAT_FIELDS.get(name, "text")
+    return "partial_json" if kind == "tool_use" else "thinking" if kind == "thinking" else "text"
+
+
+_BLOCK_FIELDS = frozenset(STREAMED_TEXT_FIELDS.values())
+
+
+def _start_text(data: str) -> tuple[dict[str, Any], dict[str, Any], str] | None:
+    """(parsed event, its content block, "text" or "thinking") of an Anthropic content_block_start whose text or
+    thinking block starts with text (the stream engine joins its deltas to it); else None."""
+    try:
+        parsed = exactjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    block = parsed.get("content_block") if isinstance(parsed, dict) else None
+    name = block.get("type") if isinstance(block, dict) else None
+    if name in ("text", "thinking") and isinstance(block.get(name), str) and block[name]:  # type: ignore[union-attr,index]
+        return parsed, block, name  # type: ignore[return-value]
+    return None
 
 
 def _several(data: str) -> bool:

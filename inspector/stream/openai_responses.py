@@ -24,6 +24,7 @@ from typing import Any
 from orjson import JSONDecodeError
 from orjson import loads as _loads
 
+from inspector.core.wire import RESPONSES_DELTAS
 from inspector.stream import diagnostics as D
 from inspector.stream import openai_common as C
 from inspector.stream.diagnostics import Severity
@@ -35,15 +36,8 @@ TERMINAL = ("response.completed", "response.incomplete", "response.failed")
 _LIFECYCLE = ("response.created", "response.queued", "response.in_progress")
 # incomplete_details.reason -> the neutral stop_reason
 _INCOMPLETE = {"max_output_tokens": "max_tokens", "content_filter": "refusal"}
-# delta event -> (block kind, key part, index field)
-_DELTAS = {
-    "response.output_text.delta": ("text", "content", "content_index"),
-    "response.refusal.delta": ("refusal", "content", "content_index"),
-    "response.reasoning_summary_text.delta": ("thinking", "summary", "summary_index"),
-    "response.reasoning_text.delta": ("thinking", "reasoning", "content_index"),
-    "response.function_call_arguments.delta": ("tool_use", "args", None),
-    "response.custom_tool_call_input.delta": ("custom", "args", None),
-}
+# delta event -> (block kind, key part, index field): declared with the redactor's rules (core/wire.py)
+_DELTAS = RESPONSES_DELTAS
 # done event -> (block kind, key part, index field, the field holding the whole value, closes the block)
 _DONES = {
     "response.output_text.done": ("text", "content", "content_index", "text"),

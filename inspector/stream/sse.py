@@ -33,11 +33,11 @@ two helpers), unless the decoder was made with `fast=False`.
 
 from __future__ import annotations
 
-import re
 import sys
 from dataclasses import dataclass
 
 from inspector.core.fmt import short_bytes
+from inspector.core.wire import SSE_BLANK_LINE
 from inspector.stream import fastpath as _fastpath
 from inspector.stream.diagnostics import (
     SSE_BOM_STRIPPED,
@@ -62,7 +62,7 @@ DEFAULT_MAX_EVENT_BYTES = 64 * 1024 * 1024 + 4096
 _TOO_LARGE_KEEP = 1024  # bytes of a cut-off event kept in its diagnostic
 _UNKNOWN_NAMES_MAX = 1024  # distinct unknown field names remembered (each reported once)
 # a blank line in any line-ending style (a CR followed by LF is one terminator: never a CR and then an LF line)
-_blank_line = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r|\n)").search
+_blank_line = SSE_BLANK_LINE.search  # (the redactor finds events by the same rule)
 
 
 @dataclass(slots=True)
