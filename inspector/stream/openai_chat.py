@@ -76,7 +76,7 @@ class _Choice:
 
 class ChatStream(NeutralStream):
     family = "openai_chat"
-    block_end = "its choice's finish_reason"
+    block_end = "a finish_reason that completes it"
     message_end = "data: [DONE] after every choice's finish_reason"
 
     def _init_stream(self) -> None:
@@ -494,14 +494,20 @@ class ChatStream(NeutralStream):
 
     def _finish(self, st: _Choice, fr: str, seq: int) -> None:
         st.finish_reason = fr
-        self._end_choice(st, seq)
+        self._end_choice(st, seq, cut=fr == "length")
         self._emit(MessageDelta({"stop_reason": self._stop_reason()}, {}, seq))
 
-    def _end_choice(self, st: _Choice, seq: int) -> None:
-        """Close the choice's blocks (its tool calls are parsed now, once)."""
-        blocks = sorted(list(st.blocks.values()) + [t.block for t in st.tools.values()])
-        if st.function_call is not None:
-            blocks = sorted(blocks + [st.function_call.block])
+    def _end_choice(self, st: _Choice, seq: int, cut: bool = False) -> None:
+        """Close the choice's blocks (its tool calls are parsed now, once). ``cut``: the token limit ended the choice
+        (``finish_reason: length``): its tool calls stay open, as an Anthropic tool_use block cut by max_tokens and a
+        Responses call without its .done do (`protocol.block_not_closed`, a warning: "its tool will not run"), not
+        parsed as if they were complete."""
+        blocks = list(st.blocks.values())
+        if not cut:
+            blocks += [t.block for t in st.tools.values()]
+            if st.function_call is not None:
+                blocks.append(st.function_call.block)
+        blocks.sort()
         for i in blocks:
             b = self.assembler.blocks.get(i)
             if b is not None and not b.closed:

@@ -370,7 +370,7 @@ async def test_a_failure_after_the_first_byte_is_our_retry_and_its_tools_are_dis
     assert log == []  # the cut call never closed: never ran
     if fault == "cut":  # (said in the chat stream's words: it has no content_block_stop)
         (why,) = [o.error for o in obs.of(O.ToolStateChanged) if o.state == "not_run"]
-        assert why == "the block never got its choice's finish_reason (stream cut); the tool was not run"
+        assert why == "the block never got a finish_reason that completes it (stream cut); the tool was not run"
     assert list(result.messages) == [
         {"role": "user", "content": "use both tools"},
         {"role": "assistant", "content": "whole answer"},

@@ -249,10 +249,29 @@ def test_a_cut_stream_is_incomplete() -> None:
     # the engine's end-of-stream diagnostics speak this family's words, not Anthropic's event names
     ends = {d.code: d.message for d in ts.diagnostics}
     assert ends["protocol.block_not_closed"] == (
-        "block 0 (tool_use f) never got its choice's finish_reason; its tool will not run"
+        "block 0 (tool_use f) never got a finish_reason that completes it; its tool will not run"
     )
     assert "message_stop" not in ends["protocol.missing_message_stop"]
     assert ts.final_object()["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] == '{"a": '
+
+
+def test_a_tool_call_cut_by_the_token_limit_stays_open_and_will_not_run() -> None:
+    """finish_reason "length" in the middle of a call's arguments: as an Anthropic tool_use cut by max_tokens, the
+    call's block is not closed (its arguments are not parsed as if complete: no tool_input.invalid_json error), the
+    turn is truncated, and the tool will not run; the text before it closes as usual."""
+    ts, _ = run(sse(ch({"content": "Hi"}), ch({"tool_calls": [tc(0, "c", "f", '{"a": "Par')]}), ch({}, "length")))
+    assert ts.outcome == "truncated"
+    assert "tool_input.invalid_json" not in codes(ts)
+    assert not any(d.severity == "error" for d in ts.diagnostics)
+    cut = [d for d in ts.diagnostics if d.code == "protocol.block_not_closed"]
+    assert [(d.severity, d.block_index) for d in cut] == [("warning", 1)]
+    assert "its tool will not run" in cut[0].message
+    blocks = ts.assembler.blocks
+    assert blocks[0].closed and not blocks[1].closed
+    assert ts.final_object()["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] == '{"a": "Par'
+    # a call that finished ("tool_calls") closes and is parsed, as before
+    ts2, _ = run(sse(ch({"tool_calls": [tc(0, "c", "f", '{"a": 1}')]}), ch({}, "tool_calls")))
+    assert ts2.assembler.blocks[0].closed and ts2.outcome == "tool_use"
 
 
 def test_done_without_a_finish_reason_ends_the_choice_and_says_so() -> None:
