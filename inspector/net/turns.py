@@ -665,7 +665,10 @@ class TurnTracker:
             msg = ts.final_message()
             self._pub(O.TurnEnded(now, turn, outcome or "", msg.get("stop_reason"), dict(msg.get("usage") or {})))
         sse_cut = track.sse and not stopped  # a stream that ended before message_stop
-        failed = status != "complete" or (ex.status or 0) >= 400 or ex.status is None or sse_cut
+        # an answer the token limit cut (stop_reason max_tokens; chat's finish_reason length): a harness that sends
+        # the same request again is retrying it (the openai SDK's .stream() raises LengthFinishReasonError on it)
+        token_cut = ts is not None and ts.assembler.stop_reason == "max_tokens"
+        failed = status != "complete" or (ex.status or 0) >= 400 or ex.status is None or sse_cut or token_cut
         # the retry rule: an identical request after this attempt is its retry unless it ended well
         self.ended_well(track, not failed)
 

@@ -478,6 +478,33 @@ async def test_the_same_body_at_once_after_a_complete_answer_is_a_new_turn_while
     assert "retry" not in assigned
 
 
+async def test_the_same_request_after_an_answer_the_token_limit_cut_is_its_retry(upstream: BackgroundServer) -> None:
+    """A harness that sends the same request again after a max_tokens answer (the openai SDK's .stream() raises
+    LengthFinishReasonError on it, and a harness retries) is retrying that turn: attempt 2 of turn 1, one
+    conversation. Before, the cut answer "ended well" (200, message_stop), and each resend was a new conversation
+    of one turn (4 conversations for one request sent 4 times, found with the openai SDK through watch). A complete
+    answer's resend is still a new conversation (the test above)."""
+    bus = O.ObservationBus()
+    got: list[O.Observation] = []
+    bus.subscribe(got.append)
+    body = orjson.dumps(
+        {"model": "m", "max_tokens": 50, "stream": True, "messages": [{"role": "user", "content": "weather in Paris?"}]}
+    )
+    headers = {**API_HEADERS, "x-api-key": KEY, "x-inspector-scenario": "weather"}
+    with BackgroundServer(ProxyApp(upstream.base_url, bus=bus)) as px:
+        async with httpx2.AsyncClient(base_url=px.base_url, timeout=30) as h:
+            cut = await h.post(
+                "/v1/messages", content=body, headers={**headers, "x-inspector-fault": "max_tokens_tool"}
+            )
+            again = await h.post("/v1/messages", content=body, headers={**headers, "x-inspector-fault": "none"})
+    assert cut.status_code == again.status_code == 200
+    assert b'"max_tokens"' in cut.content and b'"tool_use"' in again.content
+    starts = [(o.turn, o.attempt) for o in got if isinstance(o, O.AttemptStarted)]
+    assert starts == [(0, 0), (0, 1)]
+    assigned = [(o.conversation, o.how) for o in got if isinstance(o, O.ConversationAssigned)]
+    assert assigned == [("c1", "new"), ("c1", "retry")]
+
+
 def test_an_injected_fault_is_named_once_on_its_line() -> None:
     """'injected drop_in_tool:2 (injected drop_in_tool:2 (inspector proxy))': the fault's own reason said it again."""
     from inspector.net.turns import ProxyExchange
