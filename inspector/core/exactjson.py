@@ -72,8 +72,40 @@ def has_long_digit_run(data: str | bytes | bytearray) -> bool:
 
 
 def loads(data: str | bytes | bytearray) -> Any:
-    """``orjson.loads(data)``, with integers beyond 64 bits kept exact (never turned into floats)."""
-    return exact(data, orjson.loads(data))
+    """``orjson.loads(data)``, with integers beyond 64 bits kept exact (never turned into floats), and integers
+    beyond a double's range too (more than ~309 digits: orjson refuses them as "infinity"; the SDK's jiter and the
+    standard library read them). Raises ``orjson.JSONDecodeError`` for what orjson refuses otherwise."""
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError as e:
+        if "infinity" not in str(e) or not has_long_digit_run(data):
+            raise
+        return _huge_integers(data, e)
+    return exact(data, value)
+
+
+def _reject(text: str) -> Any:
+    raise ValueError(f"{text} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"number {text[:20]} is infinity when parsed as double")
+    return value
+
+
+def _huge_integers(data: str | bytes | bytearray, error: orjson.JSONDecodeError) -> Any:
+    """A text orjson refused only for a number beyond a double's range: read by the standard library, as orjson
+    would read it but for integers kept exact: a float out of range (``1e400``), ``NaN`` / ``Infinity`` and a lone
+    surrogate are still refused (``error``, orjson's)."""
+    try:
+        with deep_recursion():
+            value = json.loads(data, parse_float=_finite, parse_constant=_reject)
+            json.dumps(value, ensure_ascii=False).encode("utf-8")  # (a lone surrogate: orjson refuses it)
+    except (ValueError, RecursionError, UnicodeEncodeError):
+        raise error from None
+    return value
 
 
 def exact(data: str | bytes | bytearray, value: Any) -> Any:

@@ -18,6 +18,7 @@ from typing import IO, Any, overload
 import orjson
 
 from inspector import __version__
+from inspector.core import exactjson
 from inspector.core.errors import RecordingError
 from inspector.core.fmt import short_text
 from inspector.record.format import FORMAT, PLAIN_FORMAT, VERSION, errors_of, read_line_ok, what_of
@@ -460,9 +461,11 @@ def _check_header(header_line: bytes | None) -> tuple[dict[str, Any], list[str]]
     if header_line is None:
         raise RecordingError("recording header line is too long")
     try:
-        header = orjson.loads(header_line)
-    except orjson.JSONDecodeError:
-        raise RecordingError("recording header line is not valid JSON (file cut short?)") from None
+        header = exactjson.loads(header_line)
+    except orjson.JSONDecodeError as e:
+        if not header_line.rstrip(b"\r\n").endswith(b"}"):
+            raise RecordingError("recording header line is not valid JSON (file cut short?)") from None
+        raise RecordingError(f"recording header line is not valid JSON: {e}") from None
     if not isinstance(header, dict) or header.get("kind") != "header":
         raise RecordingError("recording does not start with a header line")
     errors = errors_of("header", header)
@@ -562,7 +565,13 @@ def _parse_jsonl(chunks: Iterable[bytes], max_line: int, on_read: ReadCallback |
         if not line.data.strip():
             continue
         try:
-            obj = orjson.loads(line.data)
+            try:
+                obj = orjson.loads(line.data)
+            except orjson.JSONDecodeError:  # (an integer beyond a double's range: exactjson reads it exact)
+                obj = exactjson.loads(line.data)
+            else:  # integers beyond 64 bits kept exact where they can be: every line but the reads (their bulk)
+                if type(obj) is dict and obj.get("kind") != "read":
+                    obj = exactjson.exact(line.data, obj)
         except orjson.JSONDecodeError:
             if not line.terminated:
                 warn(

@@ -133,6 +133,12 @@ def test_a_value_as_deep_as_orjson_reads_is_written(indent: int) -> None:
         '{"a":1}}',
         "[1,]",
         "01",
+        # an integer beyond a double's range is read (below), but not with any of the above beside it
+        "[1" + "0" * 400 + ", NaN]",
+        "[1" + "0" * 400 + ", 1e400]",
+        "[1" + "0" * 400 + ', "\\ud800"]',
+        "[1" + "0" * 400 + ",",
+        "[-1" + "0" * 400 + "]]",
     ],
 )
 def test_what_orjson_refuses_loads_refuses_with_orjsons_error(bad: str | bytes) -> None:
@@ -189,3 +195,18 @@ def test_differential_with_jiter_where_both_read_it(value: Any) -> None:
     exact, floats to the same double, the same strings)."""
     data = json.dumps(value).encode()
     assert exactjson.loads(data) == jiter.from_json(data, allow_inf_nan=False)
+
+
+@pytest.mark.parametrize("digits", [309, 310, 400, 4300])
+def test_integers_beyond_a_doubles_range_are_read_exact_as_the_sdk_reads_them(digits: int) -> None:
+    """orjson refuses an integer of more than ~309 digits ("number is infinity when parsed as double"), where the
+    SDK's jiter and the standard library read it: a recording holding one in a request body could not be read back
+    by this tool ("not valid JSON, skipped"), nor a tool input parsed. Read exact, written back the same."""
+    big = int("9" * digits)
+    text = f'{{"input": {{"n": {big}, "m": [-{big}, 1.5, "x"]}}}}'
+    value = exactjson.loads(text)
+    assert value == json.loads(text) == {"input": {"n": big, "m": [-big, 1.5, "x"]}}
+    assert exactjson.dumps(value) == text.replace(" ", "").encode()
+    # past Python's own limit on integer text (4,300 digits: its guard against quadratic conversion), refused
+    with pytest.raises(orjson.JSONDecodeError):
+        exactjson.loads("[" + "9" * 4301 + "]")

@@ -441,3 +441,29 @@ def test_wrong_format_or_broken_header_raises() -> None:
         read_recording(b'{"kind":"header","format":"something-else","version":1}\n')
     with pytest.raises(RecordingError):
         read_recording(b'{"kind":"header","format":"stream-insp')
+
+
+def test_a_recording_keeps_big_integers_exact_and_reads_back_what_it_wrote(tmp_path: Path) -> None:
+    """A request body with integers beyond 64 bits (kept exact: the reader read them as floats) and beyond a
+    double's range (400 digits: the reader skipped the line as "not valid JSON", so this tool could not read its
+    own recording). A header line that is complete but not JSON says why, not "file cut short?"."""
+    n64, n400 = 2**70 + 1, int("9" * 400)
+    path = tmp_path / "big.jsonl"
+    body = {
+        "model": "m",
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "x"}]}],
+        "a": n64,
+        "b": -n400,
+    }
+    with RecordingWriter(path, source=SOURCE) as w:
+        w.request(0, 0, 0.0, "POST", "https://api.example/v1/messages", {}, body)
+        w.end(0, 0, 0.1, "complete")
+    rec = read_recording(path.read_bytes())
+    (attempt,) = rec.attempts()
+    assert attempt.request is not None and attempt.request["body"] == body
+    assert rec.warnings == []
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"kind":"header","format":"%s","x":"\\udc00"}\n' % FORMAT.encode())
+    with pytest.raises(RecordingError, match="not valid JSON: invalid high surrogate") as e:
+        read_recording(bad.read_bytes())
+    assert "cut short" not in str(e.value)
