@@ -19,6 +19,7 @@ import dataclasses
 import json
 import os
 import stat
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -209,16 +210,33 @@ def _node_at(root: yaml.Node, path: list[str | int]) -> tuple[yaml.Node, yaml.No
     for depth, step in enumerate(path):
         nxt = None
         if isinstance(node, yaml.MappingNode) and isinstance(step, str):
-            for knode, vnode in reversed(node.value):  # merged pairs come first: the file's own win
-                if isinstance(knode, yaml.ScalarNode) and knode.value == step:
-                    nxt, key = vnode, knode
-                    break
+            found = _keys_of(node).get(step)
+            if found is not None:
+                key, nxt = found
         elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and 0 <= step < len(node.value):
             nxt, key = node.value[step], None
         if nxt is None:
             return node, None, depth
         node = nxt
     return node, key, len(path)
+
+
+def _keys_of(node: yaml.MappingNode) -> dict[str, tuple[yaml.Node, yaml.Node]]:
+    """A mapping node's scalar keys -> (key node, value node), the last pair of a key winning (merged pairs come
+    first: the file's own win); made once per node and kept on it, so that finding N keys' nodes (N problems: a file
+    of 16,000 unknown keys) is linear, not N scans of the mapping (9 s for that file)."""
+    index = _KEY_INDEX.get(node)
+    if index is None:
+        index = _KEY_INDEX[node] = {}  # (a composed node is never changed after)
+        for knode, vnode in node.value:
+            if isinstance(knode, yaml.ScalarNode):
+                index[knode.value] = (knode, vnode)
+    return index
+
+
+_KEY_INDEX: weakref.WeakKeyDictionary[yaml.MappingNode, dict[str, tuple[yaml.Node, yaml.Node]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _where(path: list[str | int]) -> str:
