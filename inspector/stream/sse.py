@@ -208,9 +208,12 @@ class SSEDecoder:
                 SSE_UNTERMINATED_EVENT,
                 "warning",
                 f"stream ended inside an event ({len(raw)} bytes, {what}"
-                f"{', with data' if self._data else ''}): discarded",
+                f"{', with data' if self._data else ''}): discarded"
+                + (f" (its first {_TOO_LARGE_KEEP} bytes kept here)" if len(raw) > _TOO_LARGE_KEEP else ""),
                 self._block_start,
-                raw,
+                # (at most its first KiB, as a cut-off event's: the whole event is in the reads, and a diagnostic
+                # holding up to 64 MiB per attempt made `dump --json` of four such attempts take 680 MB)
+                raw[:_TOO_LARGE_KEEP],
             )
         self._pending = []
         self._carry = []

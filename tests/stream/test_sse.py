@@ -382,6 +382,19 @@ def test_unterminated_partial_line_raw_bytes_span_reads() -> None:
     assert diag.code == SSE_UNTERMINATED_EVENT and diag.raw == b":c\r\ndata: bcdef" and diag.offset == 9
 
 
+def test_a_long_unterminated_event_keeps_its_first_kib_in_its_diagnostic() -> None:
+    """The whole event is in the reads; its diagnostic keeps the first KiB, as a cut-off event's does (it kept every
+    byte: up to 64 MiB per attempt, 680 MB for `dump --json` of four such attempts), and says how long it was."""
+    d = SSEDecoder()
+    body = b"data: " + b"x" * 200_000
+    for i in range(0, len(body), 7_000):
+        d.feed(body[i : i + 7_000])
+    d.close()
+    (diag,) = d.diagnostics
+    assert diag.code == SSE_UNTERMINATED_EVENT and diag.raw == body[:1024] and diag.offset == 0
+    assert "200006 bytes" in diag.message and "first 1024 bytes kept here" in diag.message
+
+
 def test_partial_comment_at_end_is_reported_but_complete_comment_is_not() -> None:
     _, diags = run([b"data: a\n\n: hb"])
     assert codes(diags) == [SSE_UNTERMINATED_EVENT]
