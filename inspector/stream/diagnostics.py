@@ -15,6 +15,8 @@ SSE_INVALID_UTF8 = "sse.invalid_utf8"  # bytes that are not UTF-8 were replaced 
 SSE_UNTERMINATED_EVENT = "sse.unterminated_event"  # stream ended inside an event (no blank line): discarded
 SSE_BOM_STRIPPED = "sse.bom_stripped"  # a leading BOM was removed (info)
 SSE_NO_DATA = "sse.no_data"  # a block with event/id/retry but no data fired nothing (info; vendor SDKs dispatch it)
+# an `event: error` block without data: WHATWG fires nothing, but the SDKs dispatch it and raise: dispatched here too
+SSE_ERROR_WITHOUT_DATA = "sse.error_without_data"
 SSE_RETRY_IGNORED = "sse.retry_ignored"  # retry value not all ASCII digits (info)
 SSE_ID_WITH_NUL = "sse.id_with_nul"  # id containing U+0000 ignored (info)
 SSE_UNKNOWN_FIELD = "sse.unknown_field"  # field name not event/data/id/retry (info)

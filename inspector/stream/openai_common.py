@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from inspector.core import exactjson
 from inspector.stream import diagnostics as D
 from inspector.stream import fastpath
 from inspector.stream.assembler import Change, Step, TurnStream
@@ -31,6 +32,7 @@ from inspector.stream.protocol import (
     ContentBlockStart,
     ContentBlockStop,
     Delta,
+    ErrorEvent,
     InputJsonDelta,
     InvalidEvent,
     StreamEvent,
@@ -97,7 +99,7 @@ class OpenAIEvent:
 def loads_object(e: SSEEvent) -> tuple[dict[str, Any] | None, Diagnostic | None]:
     """The event's data as a JSON object, or None with its diagnostic (raw bytes kept)."""
     try:
-        v = orjson.loads(e.data)
+        v = exactjson.loads(e.data)  # (integers beyond 64 bits kept exact, as the Anthropic engine keeps them)
     except orjson.JSONDecodeError as exc:
         return None, Diagnostic(
             D.INVALID_EVENT_JSON,
@@ -338,8 +340,16 @@ class NeutralStream(TurnStream):
         raise NotImplementedError
 
     def _invalid(self, e: SSEEvent, d: Diagnostic) -> None:
-        """Data that is not a JSON object: an InvalidEvent step carrying its diagnostic."""
+        """Data that is not a JSON object: an InvalidEvent step carrying its diagnostic. An ``event: error`` is an
+        error all the same (``data: overloaded``, or none): the openai SDK raises on it (it cannot read its JSON), so
+        the stream ends in an error, its message the data (as the Anthropic engine reads it: stream/protocol.py)."""
         kept = self.cap.filter(d)
         if kept is not None:
             self._notes.append(kept)
+        if e.event == "error":
+            self.errored = True
+            message = e.data[:200]
+            self._note(ERROR_IN_STREAM, "error", f"error event: unknown_error: {message}".rstrip(": "))
+            self._emit(ErrorEvent("unknown_error", message, {"message": e.data} if e.data else {}, e.seq))
+            return
         self._emit(InvalidEvent(e.event, e.data, d.message, e.seq))

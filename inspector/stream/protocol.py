@@ -388,11 +388,15 @@ def _parse_event(
                 raw=data.encode("utf-8", "replace"),
             )
         )
+        if event_name == "error":
+            return _unreadable_error(data, seq, diags)
         return InvalidEvent(event_name, data, str(e), seq), diags
     if not isinstance(payload, dict):
         diags.append(
             Diagnostic(D.INVALID_EVENT_JSON, "error", "event data is JSON but not an object", seq, raw=data.encode())
         )
+        if event_name == "error":
+            return _unreadable_error(data, seq, diags)
         return InvalidEvent(event_name, data, "not an object", seq), diags
 
     etype = payload.get("type")
@@ -499,6 +503,14 @@ def _parse_event(
         return ErrorEvent(et, msg, err, seq), diags
     diags.append(Diagnostic(D.UNKNOWN_EVENT, "info", f"unknown event type {etype!r} (kept)", seq))
     return UnknownEvent(etype, payload, seq), diags
+
+
+def _unreadable_error(data: str, seq: int, diags: list[Diagnostic]) -> tuple[StreamEvent, list[Diagnostic]]:
+    """An ``event: error`` whose data is not a JSON object (``data: overloaded``, or none): the SDK raises on it
+    (APIStatusError, its message the data), so the stream ended in an error all the same, its message the data."""
+    message = data[:200]
+    diags.append(Diagnostic(D.ERROR_EVENT, "error", f"error event: unknown_error: {message}".rstrip(": "), seq))
+    return ErrorEvent("unknown_error", message, {"message": data} if data else {}, seq), diags
 
 
 # ---------------------------------------------------------------------------------------------------- error bodies

@@ -15,7 +15,9 @@ Rules (HTML standard, 9.2.6), with what an inspector adds:
   (`SSE_ID_WITH_NUL`), `retry` only when all ASCII digits (`SSE_RETRY_IGNORED`); other names: `SSE_UNKNOWN_FIELD`
   (reported once per distinct name).
 - A blank line dispatches: no data -> nothing fires (`SSE_NO_DATA` when the block had event/id/retry lines); else
-  one trailing LF is stripped and the type defaults to "message".
+  one trailing LF is stripped and the type defaults to "message". One exception, where the SDKs are strict: an
+  `event: error` block without data fires an `error` event with empty data (`SSE_ERROR_WITHOUT_DATA`): the SDKs
+  dispatch it and raise, so the harness saw an error.
 - At `close()`, a block without its blank line (or a partial line) is discarded: `SSE_UNTERMINATED_EVENT`.
 
 Offsets: `start` is the first byte after the previous blank line (or 0, or 3 after a stripped BOM), so
@@ -41,6 +43,7 @@ from inspector.core.wire import SSE_BLANK_LINE
 from inspector.stream import fastpath as _fastpath
 from inspector.stream.diagnostics import (
     SSE_BOM_STRIPPED,
+    SSE_ERROR_WITHOUT_DATA,
     SSE_EVENT_TOO_LARGE,
     SSE_ID_WITH_NUL,
     SSE_INVALID_UTF8,
@@ -399,6 +402,20 @@ class SSEDecoder:
             self.raw_data.append(b"")
             self._seq += 1
             data.clear()
+        elif self._type == "error":
+            # WHATWG fires nothing for a block without data, but the SDKs dispatch it, and an `error` event makes them
+            # raise (the anthropic SDK's APIStatusError; the openai SDK fails on its empty JSON): the harness saw an
+            # error, and so does the engine: an error event with empty data
+            self._diag(
+                SSE_ERROR_WITHOUT_DATA,
+                "warning",
+                "`event: error` with no data: WHATWG fires no event, but the SDKs dispatch it and raise: an error event",
+                self._block_start,
+                self._block_bytes(off + 1),
+            )
+            events.append(SSEEvent(self._seq, "error", "", self._id_buf, self.retry, self._block_start, off + 1, ri))
+            self.raw_data.append(b"")
+            self._seq += 1
         elif self._block_meta:
             self._diag(
                 SSE_NO_DATA,

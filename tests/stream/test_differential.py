@@ -4,6 +4,7 @@ and usage."""
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import AsyncIterator
 from typing import Any
@@ -130,3 +131,33 @@ async def test_integers_beyond_64_bits_in_tool_input_match_the_sdk(partial_json:
         message_stop(),
     )
     await compare(data, random.Random(0))
+
+
+@pytest.mark.parametrize(
+    "error_block", [b"event: error\n\n", b"event: error\ndata: overloaded\n\n", b"event: error\ndata: [1]\n\n"]
+)
+async def test_an_error_event_the_sdk_cannot_read_is_an_error_here_too(error_block: bytes) -> None:
+    """An ``event: error`` with no data (WHATWG fires nothing, the SDK's decoder dispatches it) or with data that is
+    not a JSON object: the SDK raises, so the harness saw an error. The engine said text_finish (and dump exited 0)."""
+    events = [
+        b'event: message_start\ndata: {"type":"message_start","message":{"id":"m","type":"message",'
+        b'"role":"assistant","model":"x","content":[],"usage":{"input_tokens":1,"output_tokens":0}}}\n\n'
+    ]
+    tail: list[dict[str, Any]] = [
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hi"}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}},
+        {"type": "message_stop"},
+    ]
+    stream = (
+        b"".join(events)
+        + error_block
+        + b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in tail)
+    )
+    with pytest.raises(anthropic.APIError):
+        await sdk_final_message([stream])
+    ts = assemble([stream])
+    assert ts.outcome == "error"
+    errors = [d for d in ts.diagnostics if d.code == "protocol.error_event"]
+    assert errors and errors[0].severity == "error" and errors[0].event_index == 1

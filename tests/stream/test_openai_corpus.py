@@ -97,3 +97,30 @@ def test_corpus_figures() -> None:
     providers = {s.provider for s in CORPUS}
     assert {s.family for s in CORPUS} == {"chat", "responses"}
     assert len(providers) >= 8, providers
+
+
+_CHUNK = (
+    b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m",'
+    b'"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}\n\n'
+)
+_CREATED = (
+    b'event: response.created\ndata: {"type":"response.created","sequence_number":0,'
+    b'"response":{"id":"r","object":"response","status":"in_progress","output":[],"model":"m"}}\n\n'
+)
+
+
+@pytest.mark.parametrize("error_block", [b"event: error\n\n", b"event: error\ndata: overloaded\n\n"])
+@pytest.mark.parametrize("family", ["chat", "responses"])
+def test_an_error_event_the_sdk_cannot_read_ends_the_stream_in_an_error(family: str, error_block: bytes) -> None:
+    """``event: error`` with no data or data that is not JSON: the openai SDK's stream raises on it (it reads every
+    event's JSON), so the harness saw an error; the engine said text_finish (chat) or incomplete (Responses)."""
+    from inspector.testing.openai_ref import sdk_events
+
+    data = (_CHUNK if family == "chat" else _CREATED) + error_block
+    with pytest.raises(ValueError):  # (json.JSONDecodeError, as the SDK's sse.json() raises it)
+        sdk_events(data)
+    ts: NeutralStream = ChatStream() if family == "chat" else ResponsesStream()
+    ts.feed(data)
+    ts.close()
+    assert ts.outcome == "error"
+    assert [d.severity for d in ts.diagnostics if d.code == "openai.error_in_stream"] == ["error"]

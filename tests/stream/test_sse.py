@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from inspector.stream.diagnostics import (
     SSE_BOM_STRIPPED,
+    SSE_ERROR_WITHOUT_DATA,
     SSE_ID_WITH_NUL,
     SSE_INVALID_UTF8,
     SSE_NO_DATA,
@@ -361,6 +362,16 @@ def test_unknown_fields_are_ignored() -> None:
     assert datas(events) == ["a"]
     assert codes(diags) == [SSE_UNKNOWN_FIELD, SSE_UNKNOWN_FIELD]
     assert all(x.severity == "info" for x in diags)
+
+
+def test_an_error_block_without_data_fires_an_error_event_where_other_blocks_fire_nothing() -> None:
+    """WHATWG fires nothing for a block without data, but the SDKs dispatch it, and an `error` event makes them raise:
+    the one exception (sse.error_without_data, a warning); `event: x` alone still fires nothing (sse.no_data, info)."""
+    d = SSEDecoder()
+    events = d.feed(b"event: x\n\nevent: error\nid: 7\n\ndata: a\n\n")
+    assert [(e.event, e.data, e.id, e.seq) for e in events] == [("error", "", "7", 0), ("message", "a", "7", 1)]
+    assert [(x.code, x.severity) for x in d.diagnostics] == [(SSE_NO_DATA, "info"), (SSE_ERROR_WITHOUT_DATA, "warning")]
+    assert d.diagnostics[1].raw == b"event: error\nid: 7\n\n"
 
 
 # ------------------------------------------------------------------------------------------------ end of stream
