@@ -29,7 +29,7 @@ from inspector.stream import diagnostics as D
 from inspector.stream import openai_common as C
 from inspector.stream.diagnostics import Severity
 from inspector.stream.openai_common import FragmentPath, NeutralStream, OpenAIEvent, loads_object
-from inspector.stream.protocol import ErrorEvent, MessageDelta, MessageStart, MessageStop
+from inspector.stream.protocol import ErrorEvent, MessageDelta, MessageStart, MessageStop, check_usage
 from inspector.stream.sse import SSEEvent
 
 CHUNK = "chat.completion.chunk"
@@ -158,6 +158,8 @@ class ChatStream(NeutralStream):
             self._choice(ch, seq)
         if isinstance(usage, dict):
             self.usage = usage
+            for d in check_usage(usage, "usage", seq):  # (a count that is not one: the usage is unknown, said)
+                self._note(d.code, d.severity, d.message, raw=d.raw)
             self._emit(MessageDelta({"stop_reason": self._stop_reason()}, neutral_usage(usage), seq))
 
     def _take(self, e: SSEEvent) -> tuple[int, str, str] | None:
@@ -600,9 +602,10 @@ def _is_object(text: str) -> bool:
 def neutral_usage(u: dict[str, Any]) -> dict[str, Any]:
     """A chat.completion's usage in the neutral names (the streamed usage chunk's, and dump's of a non-streamed one)."""
     out: dict[str, Any] = {}
-    if isinstance(u.get("prompt_tokens"), int):
+    # (kept as sent, also when they are not counts: the accounting then says the usage is unknown, never 0)
+    if u.get("prompt_tokens") is not None:
         out["input_tokens"] = u["prompt_tokens"]
-    if isinstance(u.get("completion_tokens"), int):
+    if u.get("completion_tokens") is not None:
         out["output_tokens"] = u["completion_tokens"]
     # the cached and reasoning counts, in the Responses API's names (inside input / output, as OpenAI counts them):
     # the cost and cache accounting reads them (observe/usage.from_openai)

@@ -29,7 +29,7 @@ from inspector.stream import diagnostics as D
 from inspector.stream import openai_common as C
 from inspector.stream.diagnostics import Severity
 from inspector.stream.openai_common import FragmentPath, NeutralStream, loads_object
-from inspector.stream.protocol import ErrorEvent, MessageDelta, MessageStart, MessageStop
+from inspector.stream.protocol import ErrorEvent, MessageDelta, MessageStart, MessageStop, check_usage
 from inspector.stream.sse import SSEEvent
 
 TERMINAL = ("response.completed", "response.incomplete", "response.failed")
@@ -405,6 +405,8 @@ class ResponsesStream(NeutralStream):
         self.response = r
         self.terminal = t.removeprefix("response.")
         nu = neutral_usage(r["usage"] if isinstance(r.get("usage"), dict) else {})
+        for diag in check_usage(r.get("usage"), "response.usage", self._sse.seq if self._sse else -1):
+            self._note(diag.code, diag.severity, diag.message, raw=diag.raw)  # (not a count: the usage is unknown)
         if t == "response.failed":
             err: dict[str, Any] = r["error"] if isinstance(r.get("error"), dict) else {}
             code, message = err.get("code") or "failed", err.get("message") or "response.failed"
@@ -476,9 +478,10 @@ def neutral_usage(usage: dict[str, Any]) -> dict[str, Any]:
     """A response's usage as the neutral message keeps it (the streamed terminal event's, and dump's of a
     non-streamed response): the token counts and their details (cached and reasoning counts, for accounting)."""
     nu: dict[str, Any] = {}
-    if isinstance(usage.get("input_tokens"), int):
+    # (kept as sent, also when they are not counts: the accounting then says the usage is unknown, never 0)
+    if usage.get("input_tokens") is not None:
         nu["input_tokens"] = usage["input_tokens"]
-    if isinstance(usage.get("output_tokens"), int):
+    if usage.get("output_tokens") is not None:
         nu["output_tokens"] = usage["output_tokens"]
     for k in ("input_tokens_details", "output_tokens_details"):
         if isinstance(usage.get(k), dict):

@@ -321,6 +321,41 @@ def check_fields(
     return out
 
 
+# the token counts a usage object is billed and summed by (observe/usage.py): a non-negative integer, or absent/null
+USAGE_COUNTS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+)
+
+
+def check_usage(usage: Any, where: str, seq: int) -> list[Diagnostic]:
+    """Each token count of a usage object that is not a non-negative integer (a string, a boolean, a float, a
+    negative number): ``protocol.wrong_type``, an error; the usage is then unknown (observe/usage.py), never 0."""
+    if not isinstance(usage, dict):
+        return []
+    out: list[Diagnostic] = []
+    for key in USAGE_COUNTS:
+        v = usage.get(key)
+        if v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
+            continue
+        what = "a negative number" if isinstance(v, int) and not isinstance(v, bool) else _json_type(v)
+        out.append(
+            Diagnostic(
+                D.WRONG_TYPE,
+                "error",
+                f"{where}.{key} is {what}, expected a count (a non-negative integer): the usage is unknown",
+                seq,
+                raw=_raw(v),
+            )
+        )
+    return out
+
+
 def check_block(block: dict[str, Any], where: str, seq: int, index: int | None) -> list[Diagnostic]:
     """Field types of one content block (content_block_start's, or one pre-filled in message_start)."""
     out = check_fields(block, BLOCK_FIELDS.get(block.get("type", ""), {}), where, seq, index)
@@ -463,6 +498,7 @@ def _parse_event(
         if not isinstance(msg, dict):
             return malformed("has no message object")
         diags += check_fields(msg, _MESSAGE_FIELDS, "message", seq)
+        diags += check_usage(msg.get("usage"), "message.usage", seq)
         content = msg.get("content")
         if isinstance(content, list):
             for k, b in enumerate(content):
@@ -487,6 +523,7 @@ def _parse_event(
             return malformed("has no delta object")
         diags += check_fields(delta, _DELTA_FIELDS, "delta", seq)
         diags += check_fields(payload, {"usage": _OPT_DICT}, "message_delta", seq)
+        diags += check_usage(usage, "message_delta.usage", seq)
         if "usage" in delta:
             diags += check_fields(delta, {"usage": _OPT_DICT}, "delta", seq)
         extra = {k: v for k, v in payload.items() if k not in ("type", "delta", "usage")}
