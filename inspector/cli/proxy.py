@@ -343,6 +343,8 @@ def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int
         sock.close()
         if close_otel is not None:
             close_otel()  # the open conversations' spans end, the exporter is flushed (bounded)
+        for failure in proxy.bus.errors if proxy.bus is not None else ():  # (what failed inside, not stopping it)
+            print(f"inspector proxy: warning: {failure}", file=sys.stderr)
     return 0
 
 

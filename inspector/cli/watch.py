@@ -211,7 +211,14 @@ def _headless(launched: Launched[WatchSession], what: str, record: str | None) -
     status = launched.wait()
     launched.stop_session(reason=f"the command exited with status {status}")
     sink.close()
+    _say_errors(launched)
     return status
+
+
+def _say_errors(launched: Launched[WatchSession]) -> None:
+    """What failed inside the session without stopping it (a subscriber, the masking): said once it ended."""
+    for failure in launched.session.bus.errors:
+        print(f"inspector watch: warning: {failure}", file=sys.stderr)
 
 
 def _dashboard(args: argparse.Namespace, launched: Launched[WatchSession], what: str) -> int:
@@ -252,6 +259,7 @@ def _dashboard(args: argparse.Namespace, launched: Launched[WatchSession], what:
         log.close()
     status = launched.process.wait() if launched.process is not None else 1
     print(f"inspector watch: the command's output is in {log_path}", file=sys.stderr)
+    _say_errors(launched)
     from inspector.sessions.launch import exit_status
 
     return exit_status(status)

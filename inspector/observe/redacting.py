@@ -58,6 +58,7 @@ from inspector.core.redaction import (
     FragmentRedactor,
     SecretSet,
     StreamRedactor,
+    mask_bytes,
     mask_json_text,
     mask_text,
     openai_fragments,
@@ -143,6 +144,8 @@ class RedactingPublisher:
         self.keys = SecretSet([*secrets, *ENVIRONMENT_KEYS])
         self._attempts: dict[tuple[int, int], _Attempt] = {}
         self._passed: dict[tuple[int, int], int] = {}  # bytes published per attempt before there was a secret
+        self._broken: set[tuple[int, int] | None] = set()  # attempts whose masking failed (publish)
+        self.errors: list[str] = []
 
     @property
     def secrets(self) -> list[str]:
@@ -165,9 +168,35 @@ class RedactingPublisher:
     # ------------------------------------------------------------------------------------------------ publish
 
     def publish(self, obs: O.Observation) -> None:
+        """Publish ``obs`` masked. Should the masking itself fail (a bug: no input is meant to reach one), nothing
+        that passed is lost or leaked: the observation and the rest of its attempt are masked as whole values from
+        then on (a read's bytes as bytes), and the failure is kept in ``errors`` (the bus's too), never raised into
+        the producer (a proxy's drain that raised lost every later observation of the session)."""
+        try:
+            self._publish(obs)
+        except Exception as e:  # noqa: BLE001 (see above: the producer goes on, the failure is said)
+            self._failed(obs, e)
+
+    def _failed(self, obs: O.Observation, error: Exception) -> None:
+        message = f"redaction failed ({type(error).__name__}: {error}): masked as whole values from here on"
+        self.errors.append(message)
+        if isinstance(self.bus, O.ObservationBus):
+            self.bus.errors.append(message)
+        key = _attempt_of(obs)
+        st = self._attempts.pop(key, None) if key is not None else None
+        if key is not None:
+            self._broken.add(key)
+        out = [p.obs for p in st.queue] if st is not None else []  # what the attempt held, in order, then obs
+        for o in [*out, obs]:
+            self._sink(_whole(o, self.keys))
+
+    def _publish(self, obs: O.Observation) -> None:
         # (every observation of a session passes here: dispatch on the exact class, stored once; mypy does not narrow
         # by it, hence the ignores: a cast in each branch would cost a call per observation on the hottest path)
         kind = type(obs)
+        if self._broken and _attempt_of(obs) in self._broken:  # (its masking failed: whole values from then on)
+            self._sink(_whole(obs, self.keys))
+            return
         if not self.keys.secrets:  # fast path: nothing to mask (only the bytes per attempt are counted)
             if kind is O.ReadReceived:
                 key = (obs.turn, obs.attempt)  # type: ignore[attr-defined]
@@ -520,6 +549,15 @@ _AWAITING = Fragment("")
 _CHUNK_KINDS = frozenset(
     {O.SSEEventSeen, O.BlockDelta, O.BlockOpened}
 )  # never done: the queue waits behind a delta event until its fragment is known
+
+
+def _whole(obs: O.Observation, keys: SecretSet) -> O.Observation:
+    """``obs`` masked as whole values: a read's bytes as bytes (raw and JSON-escaped forms), every other field
+    (``Observation.redacted``)."""
+    if type(obs) is O.ReadReceived:
+        data = mask_bytes(obs.data, keys.secrets)
+        return obs if data == obs.data else dataclasses.replace(obs, data=data)
+    return obs.redacted(keys.secrets) if keys.secrets else obs
 
 
 def _attempt_of(obs: O.Observation) -> tuple[int, int] | None:

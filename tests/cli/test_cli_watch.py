@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 AGENT = ROOT / "examples" / "weather_agent.py"
 
@@ -386,3 +388,19 @@ def test_headless_says_each_turn_s_cost_and_why_the_cache_missed(tmp_path: Path)
     assert len(costs) == 2, out.stderr[-3000:]
     assert costs[1].endswith("cache written again: system changed at char 69"), costs
     assert "[c2]" not in out.stderr and "total 2 turns: cost $" in out.stderr
+
+
+def test_what_failed_inside_the_session_is_said_when_it_ends(capsys: pytest.CaptureFixture[str]) -> None:
+    """A failure that did not stop the session (a subscriber removed from the bus, the masking falling back to whole
+    values) is said on stderr once the session ended: watch exited with the command's status and said nothing."""
+    from types import SimpleNamespace
+
+    from inspector.cli.watch import _say_errors
+    from inspector.observe import observations as O
+
+    bus = O.ObservationBus()
+    bus.errors.append("redaction failed (RuntimeError: boom): masked as whole values from here on")
+    _say_errors(SimpleNamespace(session=SimpleNamespace(bus=bus)))  # type: ignore[arg-type]
+    assert capsys.readouterr().err == (
+        "inspector watch: warning: redaction failed (RuntimeError: boom): masked as whole values from here on\n"
+    )

@@ -433,3 +433,38 @@ def test_a_delta_event_without_its_blockdelta_is_still_masked() -> None:
     events = [o for o in out if isinstance(o, O.SSEEventSeen) and o.event_type == "content_block_delta"]
     joined = "".join(orjson.loads(e.sse.data)["delta"]["text"] for e in events)
     assert joined == f"one two three the key {REDACTED} is here, and four five"
+
+
+def test_a_failure_of_the_masking_loses_nothing_and_leaks_no_whole_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Should masking fail (a bug: here, the reads' redactor raises from its second read on), the producer is not
+    broken: every observation is still published, the attempt masked as whole values from then on, the failure said
+    in ``errors`` (and the bus's). Before, the exception went up into the producer: a proxy's drain that raised lost
+    every later observation of the session, and watch still said finished."""
+    calls = [0]
+    real = StreamRedactor.feed
+
+    def failing(self: StreamRedactor, data: bytes) -> bytes:
+        calls[0] += 1
+        if calls[0] >= 2:
+            raise RuntimeError("boom")
+        return real(self, data)
+
+    monkeypatch.setattr(StreamRedactor, "feed", failing)
+    data = text_stream([f"your key: {KEY}.", " and more"])
+    reads = [data[:40], data[40:200], data[200:]]
+    observations = stream_observations(reads)
+    bus = O.ObservationBus()
+    published: list[O.Observation] = []
+    bus.subscribe(published.append)
+    pub = RedactingPublisher(bus, [KEY])
+    for obs in observations:
+        pub.publish(obs)  # never raises
+    pub.close()
+    assert [type(o).__name__ for o in published].count("ReadReceived") >= len(reads)
+    assert [type(o) for o in published if not isinstance(o, O.ReadReceived)] == [
+        type(o) for o in observations if not isinstance(o, O.ReadReceived)
+    ]
+    for o in published:
+        assert not secret_spans(orjson.dumps(o.to_json(), default=str).decode(), [KEY]), o
+    assert pub.errors and "redaction failed (RuntimeError: boom)" in pub.errors[0]
+    assert bus.errors == pub.errors
