@@ -141,7 +141,10 @@ class _Reader:
             value = self.plain(node)
         except _Bad:
             return "an unreadable value"
-        text = repr(value)
+        if isinstance(value, (str, int, float, bool)) or value is None:
+            text = repr(value)
+        else:  # (a YAML date or timestamp...: what the file says, not a Python repr)
+            text = f"{type(value).__name__} {getattr(node, 'value', '')}"
         return text if len(text) <= 40 else text[:37] + "..."
 
 

@@ -441,3 +441,12 @@ def test_thousands_of_unknown_keys_are_each_reported_where_they_are_finding_each
     assert out[-1].startswith(f"{first + n - 1}:1: scenario: unknown key 'k{n - 1}'")
     # the top-level mapping, indexed once for its 2,000 problems, in each of the two reads (`check`, then load_file)
     assert len(built) == len(set(built)) == 2
+
+
+def test_a_yaml_date_where_a_number_belongs_is_named_as_the_file_writes_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """YAML reads `2001-12-14` as a date: the problem says what the file says, not a Python repr
+    (it said `got datetime.datetime(2001, 12, 14, 21, 5...`)."""
+    out = _check(tmp_path, BASE.replace("description: d\n", "description: d\nseed: 2001-12-14\n"), capsys)
+    assert out == ["4:7: seed: expected an integer, got date 2001-12-14"]
