@@ -877,7 +877,7 @@ class StreamRedactor:
             # a text or thinking block may start with text: its deltas go on from it (the engine joins them)
             block = masked.get("content_block")
             field_name = block.get("type") if isinstance(block, dict) else None
-            if field_name in ("text", "thinking") and isinstance(block.get(field_name), str):  # type: ignore[union-attr]
+            if field_name in ("text", "thinking") and isinstance(block.get(field_name), str) and block[field_name]:  # type: ignore[union-attr,index]
                 self._delta((index, field_name), _Held(event, block, field_name))  # type: ignore[arg-type]
                 return
         if kind == "content_block_stop" and index is not None:

@@ -173,7 +173,52 @@ class RedactingPublisher:
         then on (a read's bytes as bytes), and the failure is kept in ``errors`` (the bus's too), never raised into
         the producer (a proxy's drain that raised lost every later observation of the session)."""
         try:
-            self._publish(obs)
+            # (every observation of a session passes here: dispatch on the exact class, stored once; mypy does not
+            # narrow by it, hence the ignores: a cast in each branch would cost a call per observation on the hottest
+            # path; the try costs nothing until it catches)
+            kind = type(obs)
+            if self._broken and _attempt_of(obs) in self._broken:  # (its masking failed: whole values from then on)
+                self._sink(_whole(obs, self.keys))
+                return
+            if not self.keys.secrets:  # fast path: nothing to mask (only the bytes per attempt are counted)
+                if kind is O.ReadReceived:
+                    key = (obs.turn, obs.attempt)  # type: ignore[attr-defined]
+                    self._passed[key] = self._passed.get(key, 0) + len(obs.data)  # type: ignore[attr-defined]
+                elif kind is O.AttemptEnded:
+                    self._passed.pop((obs.turn, obs.attempt), None)  # type: ignore[attr-defined]
+                self._sink(obs)
+                return
+            if kind is O.BlockDelta:
+                self._delta(obs)  # type: ignore[arg-type]
+                return
+            st = self._attempts.get(_attempt_of(obs))  # type: ignore[arg-type]
+            if st is not None and st.awaiting is not None:
+                self._resolve(st)  # its BlockDelta did not come next: the event is parsed here
+            if st is not None and kind not in _CHUNK_KINDS and (st.sibling is not None or st.group is not None):
+                self._settle(st)  # the chunk's observations are all out: what waited for more of them is settled
+            if kind is O.ReadReceived:
+                self._read(obs)  # type: ignore[arg-type]
+            elif kind is O.SSEEventSeen:
+                self._event(obs)  # type: ignore[arg-type]
+            elif kind is O.AttemptEnded:
+                self._end((obs.turn, obs.attempt))  # type: ignore[attr-defined]
+                self._sink(obs.redacted(self.keys.secrets))
+            elif kind is O.LoopFinished:
+                self.close()
+                self._sink(obs.redacted(self.keys.secrets))
+            else:
+                obs = obs.redacted(self.keys.secrets)
+                if kind is O.BlockOpened and st is not None and st.start is not None:
+                    index, name, cell = st.start
+                    st.start = None
+                    if obs.index == index and isinstance(obs.start.get(name), str):  # type: ignore[attr-defined]
+                        st.queue.append(_Pending(obs, cell, name))
+                        self._drain(st)
+                        return
+                if st is not None and st.queue:
+                    st.queue.append(_Pending(obs))
+                else:
+                    self._sink(obs)
         except Exception as e:  # noqa: BLE001 (see above: the producer goes on, the failure is said)
             self._failed(obs, e)
 
@@ -189,53 +234,6 @@ class RedactingPublisher:
         out = [p.obs for p in st.queue] if st is not None else []  # what the attempt held, in order, then obs
         for o in [*out, obs]:
             self._sink(_whole(o, self.keys))
-
-    def _publish(self, obs: O.Observation) -> None:
-        # (every observation of a session passes here: dispatch on the exact class, stored once; mypy does not narrow
-        # by it, hence the ignores: a cast in each branch would cost a call per observation on the hottest path)
-        kind = type(obs)
-        if self._broken and _attempt_of(obs) in self._broken:  # (its masking failed: whole values from then on)
-            self._sink(_whole(obs, self.keys))
-            return
-        if not self.keys.secrets:  # fast path: nothing to mask (only the bytes per attempt are counted)
-            if kind is O.ReadReceived:
-                key = (obs.turn, obs.attempt)  # type: ignore[attr-defined]
-                self._passed[key] = self._passed.get(key, 0) + len(obs.data)  # type: ignore[attr-defined]
-            elif kind is O.AttemptEnded:
-                self._passed.pop((obs.turn, obs.attempt), None)  # type: ignore[attr-defined]
-            self._sink(obs)
-            return
-        if kind is O.BlockDelta:
-            self._delta(obs)  # type: ignore[arg-type]
-            return
-        st = self._attempts.get(_attempt_of(obs))  # type: ignore[arg-type]
-        if st is not None and st.awaiting is not None:
-            self._resolve(st)  # its BlockDelta did not come next: the event is parsed here
-        if st is not None and kind not in _CHUNK_KINDS and (st.sibling is not None or st.group is not None):
-            self._settle(st)  # the chunk's observations are all out: what waited for more of them is settled
-        if kind is O.ReadReceived:
-            self._read(obs)  # type: ignore[arg-type]
-        elif kind is O.SSEEventSeen:
-            self._event(obs)  # type: ignore[arg-type]
-        elif kind is O.AttemptEnded:
-            self._end((obs.turn, obs.attempt))  # type: ignore[attr-defined]
-            self._sink(obs.redacted(self.keys.secrets))
-        elif kind is O.LoopFinished:
-            self.close()
-            self._sink(obs.redacted(self.keys.secrets))
-        else:
-            obs = obs.redacted(self.keys.secrets)
-            if kind is O.BlockOpened and st is not None and st.start is not None:
-                index, name, cell = st.start
-                st.start = None
-                if obs.index == index and isinstance(obs.start.get(name), str):  # type: ignore[attr-defined]
-                    st.queue.append(_Pending(obs, cell, name))
-                    self._drain(st)
-                    return
-            if st is not None and st.queue:
-                st.queue.append(_Pending(obs))
-            else:
-                self._sink(obs)
 
     # ------------------------------------------------------------------------------------------------ streams
 
