@@ -13,6 +13,7 @@ folds it on the client.
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
 import re
 from importlib import resources
@@ -305,7 +306,7 @@ def _tools(recording: Recording, turns: list[dict[str, Any]]) -> list[dict[str, 
     for o in recording.observations:
         if not isinstance(o, dict) or o.get("type") != "tool_state" or not isinstance(o.get("id"), str):
             continue
-        turn, attempt = o.get("turn"), o.get("attempt")
+        turn, attempt = _index(o.get("turn")), _index(o.get("attempt"))  # (what the page counts from: integers)
         key = (turn, attempt, o["id"])
         c = calls.get(key)
         if c is None:
@@ -336,14 +337,29 @@ def _tools(recording: Recording, turns: list[dict[str, Any]]) -> list[dict[str, 
     return list(calls.values())
 
 
+def _index(value: Any) -> int | None:
+    """A turn or attempt number as the page uses it (``n + 1``): an integer >= 0, else None (a recording's ``obs``
+    line is not checked field by field: a string there was put into the page as markup)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+_SCRIPT = re.compile(r"<script>(.*?)</script>", re.DOTALL)
+
+
 def render(doc: dict[str, Any]) -> str:
     """The page: the template with the data document inlined (every ``<`` as ``\\u003c``, so that no string can end
-    the script or open an HTML comment in it)."""
+    the script or open an HTML comment in it). Its policy lets run only the page's own script, by its digest
+    (``script-src 'sha256-...'``): markup that a hostile recording got into the page cannot run (an ``onerror``
+    attribute, an injected ``<script>``), whatever an escaping slip."""
     template = resources.files("inspector.record").joinpath("export_page.html").read_text("utf-8")
+    script = _SCRIPT.search(template)
+    assert script is not None  # (the template's one script)
+    digest = base64.b64encode(hashlib.sha256(script.group(1).encode("utf-8")).digest()).decode()
     data = exactjson.dumps(doc, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
     data = data.replace("<", "\\u003c")  # (a `<` is only ever inside a JSON string: no `</script>`, no `<!--`)
     title = html.escape(str(doc["meta"].get("title") or "session"))
-    return template.replace("{{TITLE}}", title).replace("{{DATA}}", data)
+    page = template.replace("{{SCRIPT_HASH}}", f"sha256-{digest}").replace("{{TITLE}}", title)
+    return page.replace("{{DATA}}", data)  # (last: the data may hold any text, even "{{TITLE}}")
 
 
 def export(recording: Recording, out: str | Path, *, secrets: list[str] | None = None, title: str = "session") -> int:

@@ -680,3 +680,34 @@ def test_an_integer_beyond_2_53_in_usage_and_in_an_event_shows_exact_in_a_real_b
     assert m, "no JSON view of the event"
     assert '"n": 12345678901234567' in m.group(1) and '"output_tokens": 18446744073709551617' in m.group(1)
     assert "12345678901234568" not in dom and "18446744073709552000" not in dom
+
+
+def test_markup_a_hostile_recording_gets_into_the_page_cannot_run_in_a_real_browser(tmp_path: Path) -> None:
+    """A tool_state line whose turn numbers are markup (a recording is not checked field by field): the Tools pane
+    put `attempt` into the page as HTML, and its onerror ran (the policy allowed any inline script). Now the numbers
+    are integers or nothing, the pane escapes them, and the policy lets run only the page's own script, by its
+    digest: an injected handler is blocked whatever an escaping slip."""
+    import base64
+    import hashlib
+
+    rec, page = tmp_path / "x.jsonl", tmp_path / "x.html"
+    evil = "<img src=x onerror=document.body.dataset.pwned=1>"
+    header = {"kind": "header", "format": "stream-inspector-recording", "version": 1, "source": {"type": "test"}}
+    line = {"kind": "obs", "type": "tool_state", "t": 0, "turn": 0, "attempt": evil, "id": "toolu_1", "name": "t"}
+    line["state"] = "running"
+    rec.write_text(json.dumps(header) + "\n" + json.dumps(line) + "\n")
+    export(load_any(rec), page)
+    text = page.read_text()
+    script = re.search(r"<script>(.*?)</script>", text, re.DOTALL)
+    assert script is not None
+    digest = base64.b64encode(hashlib.sha256(script.group(1).encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}';" in text and "'unsafe-inline'; img-src" not in text.split("script-src")[1]
+    dom = _dom(page, "#tab=tools")
+    assert _attr(dom, "ready") == "1" and _attr(dom, "errors") == "0"  # the page's own script ran
+    assert "data-pwned" not in dom.split("<script")[0]
+    tools = dom.split('id="pane-tools">', 1)[1].split("</section>", 1)[0]
+    assert "<img" not in tools and "toolu_1" in tools
+    # the policy alone: the same markup written into the page's body unescaped does not run either
+    raw = tmp_path / "raw.html"
+    raw.write_text(text.replace("<body", f"<body>{evil}<div", 1))
+    assert "data-pwned" not in _dom(raw).split("<script")[0]
