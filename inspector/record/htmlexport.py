@@ -29,6 +29,7 @@ from inspector.record.accounting import account, requests_of
 from inspector.record.cachebreak import first_difference
 from inspector.record.dump import Dumper, conversations_of
 from inspector.record.recording import RecordedAttempt, Recording
+from inspector.stream import diagnostics as D
 from inspector.stream.assembler import Step, TurnStream
 from inspector.stream.family import FamilyStream
 
@@ -254,6 +255,7 @@ def build(recording: Recording, *, secrets: list[str] | None = None, title: str 
         for read in att.reads:
             dumper.feed(att, read)
     turns = dumper.turns(recording)
+    _transport_diagnostics(b, turns)
     conversations_of(recording, turns)  # (a proxy recording's turns name their conversation, as in dump)
     reqs = requests_of(recording.turns)
     totals = account(turns, reqs)
@@ -335,6 +337,27 @@ def _tools(recording: Recording, turns: list[dict[str, Any]]) -> list[dict[str, 
             if o.get(k) is not None:
                 c[k] = o.get(k)
     return list(calls.values())
+
+
+_TRANSPORT = (D.HTTP_ERROR, D.NO_RESPONSE)
+
+
+def _transport_diagnostics(b: _Builder, turns: list[dict[str, Any]]) -> None:
+    """The diagnostics dump gives an attempt for its transport (an HTTP error status; no response at all, whose
+    "no events" is then not said), on the page too: its Diagnostics pane and summary said "no diagnostics" for
+    six 429s, and "the stream carried no event" for a request the client cancelled before any headers."""
+    where = {(a["turn"], a["attempt"]): i for i, a in enumerate(b.attempts)}
+    for entry in [x for t in turns for x in (*t.get("failed_attempts", ()), t)]:
+        a_idx = where.get((entry.get("turn"), entry.get("attempt")))
+        found = [d for d in entry.get("diagnostics", ()) if d.get("code") in _TRANSPORT]
+        if a_idx is None or not found:
+            continue
+        if any(d["code"] == D.NO_RESPONSE for d in found):
+            b.diags[:] = [d for d in b.diags if not (d["a"] == a_idx and d["code"] == D.NO_EVENTS)]
+        for d in found:
+            b.diags.append(
+                {"a": a_idx, "ev": None, "code": d["code"], "severity": d["severity"], "message": d["message"]}
+            )
 
 
 def _index(value: Any) -> int | None:

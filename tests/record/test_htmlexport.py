@@ -711,3 +711,28 @@ def test_markup_a_hostile_recording_gets_into_the_page_cannot_run_in_a_real_brow
     raw = tmp_path / "raw.html"
     raw.write_text(text.replace("<body", f"<body>{evil}<div", 1))
     assert "data-pwned" not in _dom(raw).split("<script")[0]
+
+
+def test_the_pages_diagnostics_are_dumps_for_an_http_error_and_an_attempt_without_a_response(tmp_path: Path) -> None:
+    """An attempt answered 429, and one the client cancelled before any response: dump says transport.http_error and
+    transport.no_response; the page said "no diagnostics" for the 429 and "the stream carried no event" for the
+    other. Now each attempt's diagnostics on the page are dump's."""
+    from inspector.record.har import load_any as load
+
+    rec = tmp_path / "r.jsonl"
+    url = "https://api.example/v1/messages"
+    with RecordingWriter(rec, source={"type": "test"}) as w:
+        w.request(0, 0, 0.0, "POST", url, {}, {"model": "m"})
+        w.response(0, 0, 0.1, 429, {"content-type": "application/json"})
+        w.read(0, 0, 0.1, b'{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}')
+        w.end(0, 0, 0.2, "complete")
+        w.request(0, 1, 1.0, "POST", url, {}, {"model": "m"})
+        w.end(0, 1, 1.5, "cancelled", "the client closed the connection before upstream's headers")
+    recording = load(rec)
+    doc = build(recording)
+    page = [(doc["attempts"][d["a"]]["attempt"], d["code"]) for d in doc["diagnostics"]]
+    dumped = dump_turns(load(rec))
+    want = [
+        (e["attempt"], d["code"]) for t in dumped for e in (*t.get("failed_attempts", ()), t) for d in e["diagnostics"]
+    ]
+    assert sorted(page) == sorted(want) == [(0, "transport.http_error"), (1, "transport.no_response")]
