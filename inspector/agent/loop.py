@@ -229,6 +229,7 @@ class AgentLoop:
         self._step: StepUnit | None = None
         self._wake = asyncio.Event()
         self._cancel_requested = False
+        self._cancel_reason = "cancelled by user"  # (a replay of a recorded cancel: the recorded reason)
         self._work: asyncio.Task[tuple[str, str | None]] | None = None
         self._executor: ToolExecutor | None = None
         self._ts: TurnStream | None = None
@@ -403,6 +404,13 @@ class AgentLoop:
         self._sync_executor_pause()
         self._set_state(self._running_state())
 
+    def cancel_as_recorded(self, reason: str | None = None) -> None:
+        """A replay's cancel where the recorded run was cancelled, with the recorded reason (a proxy's recording says
+        who cancelled: "the client closed the connection before upstream's headers"), not "cancelled by user"."""
+        if reason and not self._cancel_requested:
+            self._cancel_reason = reason
+        self.control("cancel")
+
     def _request_cancel(self) -> None:
         if self.state in TERMINAL_LOOP_STATES or self._cancel_requested:
             return
@@ -449,7 +457,7 @@ class AgentLoop:
         except asyncio.CancelledError:
             if not self._cancel_requested:
                 raise  # the caller cancelled us: cleanup below still runs via finally
-            status, error = "cancelled", "cancelled by user"
+            status, error = "cancelled", self._cancel_reason
             await self._after_cancel()
         except LoopError as e:
             status, error = "error", str(e)
@@ -1023,7 +1031,7 @@ class AgentLoop:
             turn, attempt = self._open_attempt
             self._pub(
                 O.AttemptEnded(
-                    self.now(), turn, attempt, "cancelled", "cancelled by user", ts.outcome if ts is not None else None
+                    self.now(), turn, attempt, "cancelled", self._cancel_reason, ts.outcome if ts is not None else None
                 )
             )
         self._in_tools = False

@@ -210,9 +210,7 @@ class ReplayRefused(ToolRefused):
 
 
 class _Body(httpx2.AsyncByteStream):
-    def __init__(
-        self, attempt: RecordedAttempt, pacer: Pacer, ending: str, on_cancel: Callable[[], None] | None = None
-    ) -> None:
+    def __init__(self, attempt: RecordedAttempt, pacer: Pacer, ending: str, on_cancel: OnCancel | None = None) -> None:
         self.attempt = attempt
         self.pacer = pacer
         self.ending = ending
@@ -233,12 +231,23 @@ class _Body(httpx2.AsyncByteStream):
             await self.pacer.sleep(pacing_gap(silence))
             raise ClientGaveUp(silence)
         if self.ending == "cancel" and self.on_cancel is not None:
-            self.on_cancel()  # the recorded run was cancelled here: so is the replay
+            self.on_cancel(cancel_reason(self.attempt))  # the recorded run was cancelled here: so is the replay
         if self.ending in ("hang", "cancel"):
             await asyncio.Event().wait()
 
     async def aclose(self) -> None:
         return None
+
+
+# the session's cancel, given the recorded attempt's reason for its cancel (None: none recorded, the user's)
+OnCancel = Callable[[str | None], None]
+
+
+def cancel_reason(attempt: RecordedAttempt) -> str | None:
+    """Why a recorded attempt was cancelled, as its end line says (e.g. "the client closed the connection before
+    upstream's headers": an agent's own cancel, seen by a proxy), or None."""
+    reason = (attempt.end or {}).get("reason")
+    return reason if isinstance(reason, str) and reason else None
 
 
 def _ending(attempt: RecordedAttempt) -> str:
@@ -320,9 +329,7 @@ class ReplayServer:
     KEEP_REQUESTS = 1  # request bodies kept (each holds the whole history: keeping more grows with turns squared)
     KEEP_BODY_BYTES = 1 << 20  # a larger body is received (read through) but not kept: a long history's is MBs
 
-    def __init__(
-        self, recording: Recording, pacer: Pacer | None = None, *, on_cancel: Callable[[], None] | None = None
-    ) -> None:
+    def __init__(self, recording: Recording, pacer: Pacer | None = None, *, on_cancel: OnCancel | None = None) -> None:
         self.recording = recording
         self.pacer = pacer or Pacer(1.0)
         self.attempts = list(recording.attempts())
@@ -381,7 +388,7 @@ class ReplayServer:
         self.received += 1
         await self._receive(request)
         if self.served >= len(self.attempts) and self.cancelled_run and self.on_cancel is not None:
-            self.on_cancel()  # the recorded run was cancelled before this request (e.g. while its tools ran)
+            self.on_cancel(None)  # the recorded run was cancelled before this request (e.g. while its tools ran)
             await asyncio.Event().wait()
         if self.served >= len(self.attempts):
             body = {
@@ -398,7 +405,7 @@ class ReplayServer:
             raise httpx2.ConnectError(str(end.get("reason") or "connection failed (replayed)"), request=request)
         if attempt.response is None and end.get("status") == "cancelled":
             if self.on_cancel is not None and index not in self._resent:
-                self.on_cancel()  # cancelled before the response came: so is the replay
+                self.on_cancel(cancel_reason(attempt))  # cancelled before the response came: so is the replay
             await asyncio.Event().wait()
         resp = attempt.response or {}
         status = int(resp.get("status") or 200)
@@ -429,7 +436,7 @@ class ReplayTransport(httpx2.AsyncBaseTransport):
 
 
 def recorded_tools(
-    recording: Recording, pacer: Pacer, *, on_cancel: Callable[[], Callable[[], None] | None] | None = None
+    recording: Recording, pacer: Pacer, *, on_cancel: Callable[[], OnCancel | None] | None = None
 ) -> tuple[dict[str, ToolSpec], list[dict[str, Any]] | None]:
     """ToolSpecs that give back the recorded results (matched by name and input, in order; the last one is reused
     by repeated calls), taking the recorded duration (scaled by the pacer). Also returns the tool definitions as
@@ -545,7 +552,7 @@ def recorded_tools(
             q = results.get(key)
             cancel = on_cancel() if on_cancel is not None and cancelled_run and not q else None
             if cancel is not None:
-                cancel()
+                cancel(None)
                 await asyncio.Event().wait()
             if not q:
                 why = f" ({bad_ids[0]})" if bad_ids else f": {unknown_why[key]}" if key in unknown_why else ""

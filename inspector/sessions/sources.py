@@ -661,6 +661,6 @@ def replay_session(
     )
     config.backoff_base = 0.0  # replays do not wait between recorded attempts beyond the recorded timing
     loop = AgentLoop(client, config, tools, bus=bus, clock=clock, pacer=pacer, provider=provider)
-    server.on_cancel = loop.controller.cancel  # a recorded cancel is replayed as a cancel at the same point
+    server.on_cancel = loop.cancel_as_recorded  # a recorded cancel is replayed as a cancel at the same point
     session = Session(loop, config.source, server=server, recording=recording)
     return session

@@ -157,3 +157,26 @@ def test_record_to_dev_full_is_a_one_line_error() -> None:
     assert r.returncode == 2, r.stderr
     assert r.stderr.decode().count("\n") == 1 and b"Traceback" not in r.stderr
     assert b"No space left on device" in r.stderr
+
+
+async def test_a_replayed_cancel_says_the_recorded_reason_not_the_users(tmp_path: Path) -> None:
+    """A proxy's recording of a request its client cancelled before any response (an agent's own asyncio.gather
+    cancelling its other conversations): replay cancels there, as recorded, and says why as the recording does.
+    It said "cancelled by user" (headless lines, the loop's end, OTel's status), a cancel nobody made."""
+    from inspector.record.recording import RecordingWriter
+
+    why = "the client closed the connection before upstream's headers"
+    rec = tmp_path / "r.jsonl"
+    body = {"model": "m", "max_tokens": 10, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    with RecordingWriter(rec, source={"type": "proxy"}) as w:
+        w.request(0, 0, 0.0, "POST", "https://api.example/v1/messages", {}, body)
+        w.end(0, 0, 0.5, "cancelled", why)
+    session = replay_session(rec, speed=math.inf)
+    seen: list[O.Observation] = []
+    session.bus.subscribe(seen.append)
+    result = await session.run()
+    assert result.status == "cancelled"
+    ends = [(o.status, o.reason) for o in seen if isinstance(o, O.AttemptEnded)]
+    assert ends == [("cancelled", why)]
+    (finished,) = [o for o in seen if isinstance(o, O.LoopFinished)]
+    assert finished.error == why
