@@ -108,6 +108,7 @@ def stdout_sink(**kw: Any) -> LineSink:
 
 
 _SILENT = frozenset({O.ReadReceived, O.SSEEventSeen, O.BlockDelta})  # observations ProgressPrinter prints nothing for
+_TEXT_KEEP = 301  # fragments of an open text block kept (each at least a character: the 300 a line shows)
 
 
 class ProgressPrinter:
@@ -128,6 +129,9 @@ class ProgressPrinter:
         self._last_stop: tuple[object, ...] | None = None  # the last stop_reason line's facts (said once)
         self._modelless: dict[str, Any] | None = None  # the source of a start said without a model (a proxy's)
         self._loop_conversation: str | None = None  # a replay of many conversations: the one its loop replays
+        # the text blocks still open: their first fragments (enough for a line), said at the attempt's end if the
+        # block never closed (a stream cut mid-text: the text that came is shown, as dump shows it)
+        self._open_text: dict[tuple[int, int, int], list[str]] = {}
 
     def p(self, s: str) -> None:
         """One line out; what the stream put in it (names, ids, text) cannot reach the terminal raw, nor start a
@@ -135,6 +139,10 @@ class ProgressPrinter:
         self.sink.write((terminal(s, newlines=False) + "\n").encode("utf-8", "replace"))
 
     def __call__(self, obs: O.Observation) -> None:
+        if self._open_text and type(obs) is O.BlockDelta:
+            parts = self._open_text.get((obs.turn, obs.attempt, obs.index))
+            if parts is not None and len(parts) < _TEXT_KEEP:
+                parts.append(obs.fragment)
         buffered = self.buffering(obs)
         if buffered is None and type(obs) in _SILENT:  # (most observations: a stream's reads, events and deltas)
             return
@@ -180,7 +188,11 @@ class ProgressPrinter:
         elif isinstance(obs, O.BlockOpened):
             what = f" {obs.name} {obs.block_id}" if obs.name else ""
             self.p(f"{t}   block {obs.index} open: {obs.block_type}{what}")
+            if obs.block_type == "text":
+                start = obs.start.get("text") if isinstance(obs.start, dict) else None
+                self._open_text[(obs.turn, obs.attempt, obs.index)] = [start] if isinstance(start, str) else []
         elif isinstance(obs, O.BlockClosed):
+            self._open_text.pop((obs.turn, obs.attempt, obs.index), None)
             c = obs.content
             if c.get("type") == "text":
                 self.p(f"{t}   block {obs.index} text: {short_text(c.get('text', ''), 300, ellipsis='...')!r}")
@@ -217,6 +229,9 @@ class ProgressPrinter:
                     self.p(f"{t}   stop_reason {obs.stop_reason} usage {usage}")
                 self._last_stop = said
         elif isinstance(obs, O.AttemptEnded):
+            for key in [k for k in self._open_text if k[:2] == (obs.turn, obs.attempt)]:
+                text = "".join(self._open_text.pop(key))
+                self.p(f"{t}   block {key[2]} text (never closed): {short_text(text, 300, ellipsis='...')!r}")
             if obs.status != "complete":
                 self.p(f"{t}   attempt {obs.attempt + 1} {obs.status}: {obs.reason}")
         elif isinstance(obs, O.LoopStateChanged):

@@ -74,3 +74,15 @@ def test_the_session_total_comes_before_the_loop_end_and_equals_dump(
     assert {k: mine[k] for k in total} == total and mine["turns"] == 2
     text = inspector_cli("run", "--scenario", "cache_break", "--headless").stdout.splitlines()
     assert "total 2 turns: cost $0.016 · cache 0% · in 134 · out 45 · cache write 4,096 · prices: genai" in text[-2]
+
+
+def test_the_text_of_a_block_that_never_closed_is_shown_as_dump_shows_it(inspector_cli: InspectorCli) -> None:
+    """A stream cut mid-text (an error event before the block's stop): the progress lines said only `block 0 open`
+    and the error, hiding the text that came, which dump shows. Now the attempt's end says it, once; a closed
+    block's text is still said at its close, and not again."""
+    out = inspector_cli("run", "--scenario", "overloaded_midstream", "--headless", "--speed", "max")
+    cut = [ln for ln in out.stdout.splitlines() if "text (never closed)" in ln]
+    assert len(cut) == 1 and cut[0].endswith('block 0 text (never closed): "I\'ll read the parser fir"'), out.stdout
+    assert out.stdout.index("text (never closed)") < out.stdout.index("attempt 1 failed")
+    closed = [ln for ln in out.stdout.splitlines() if "block 0 text:" in ln]
+    assert closed and not any("never closed" in ln for ln in closed)
