@@ -621,7 +621,7 @@ class TurnTracker:
             # "HTTP 400 invalid_request_error: ...")
             status, reason = "http_error", http_error_text(ex.status, *error_fields(bytes(track.error_body)))
         now = track.t_req + (ex.end_s or 0.0)  # when the exchange ended
-        outcome = None
+        outcome: str | None = None
         ts = track.ts
         dec = track.decoder
         if dec is not None and dec.bomb:
@@ -657,7 +657,9 @@ class TurnTracker:
             self._unclosed_tools(ts, turn, attempt, now)
         else:
             stopped = track.saw_stop
-        if ex.status is not None and ex.status != 200:
+        if ex.status is not None and not 200 <= ex.status < 300:
+            outcome = "http_error"  # (as dump and the loop say it: docs/outcomes.md)
+        elif ex.status is not None and ex.status != 200:
             outcome = outcome or "error"
         ex.outcome = outcome
         self._pub(O.AttemptEnded(now, turn, attempt, status, reason, outcome))

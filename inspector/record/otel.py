@@ -49,6 +49,7 @@ REASONING = "gen_ai.usage.reasoning.output_tokens"
 CONVERSATION_ID = "gen_ai.conversation.id"
 AGENT_NAME = "gen_ai.agent.name"
 ERROR_TYPE = "error.type"
+HTTP_STATUS = "http.response.status_code"
 TOOL_NAME = "gen_ai.tool.name"
 TOOL_CALL_ID = "gen_ai.tool.call.id"
 TOOL_TYPE = "gen_ai.tool.type"
@@ -102,6 +103,7 @@ class OtelSink:
         self._root: Any = None
         self._attempts: dict[tuple[int, int], Any] = {}
         self._first: dict[tuple[int, int], float] = {}
+        self._http_error: dict[tuple[int, int], int] = {}  # an attempt answered with an HTTP error status
         self._sent: dict[tuple[int, int], float] = {}
         self._tools: dict[str, Any] = {}
         self._ended: OrderedDict[str, None] = OrderedDict()  # the calls whose span ended (the newest KEEP_ENDED)
@@ -245,9 +247,18 @@ class OtelSink:
                 attrs["http.response.status_code"] = obs.status
             span.add_event("http_try_failed", attrs, timestamp=self._ns(obs.t))
 
+    def _response_started(self, obs: O.ResponseStarted) -> None:
+        key = (obs.turn, obs.attempt)
+        span = self._attempts.get(key)
+        if span is not None and isinstance(obs.status, int):
+            span.set_attribute(HTTP_STATUS, obs.status)
+            if not 200 <= obs.status < 300:
+                self._http_error[key] = obs.status
+
     def _attempt_ended(self, obs: O.AttemptEnded) -> None:
         key = (obs.turn, obs.attempt)
         span = self._attempts.pop(key, None)
+        status_code = self._http_error.pop(key, None)
         if span is None:
             return
         usage = from_wire(self._usage.pop(key, None), "openai" if self._family.get(key) == "openai" else "anthropic")
@@ -264,7 +275,12 @@ class OtelSink:
             span.set_attribute(TTFC, max(0.0, first - sent))
         if obs.outcome:
             span.set_attribute(OUTCOME, obs.outcome)
-        if obs.status != "complete" or obs.outcome in ("error", "http_error", "incomplete"):
+        if status_code is not None:  # (the HTTP semantic conventions' error.type for a failed status: the code)
+            span.set_attribute(ERROR_TYPE, str(status_code))
+            span.set_status(
+                self._trace.Status(self._trace.StatusCode.ERROR, self._text(obs.reason or f"HTTP {status_code}"))
+            )
+        elif obs.status != "complete" or obs.outcome in ("error", "http_error", "incomplete"):
             span.set_attribute(ERROR_TYPE, obs.outcome or obs.status)
             span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, self._text(obs.reason or obs.status)))
         self._family.pop(key, None)
@@ -346,6 +362,7 @@ class OtelSink:
         "message_started": _message_started,
         "message_updated": _message_updated,
         "http_try_failed": _http_try_failed,
+        "response_started": _response_started,
         "attempt_ended": _attempt_ended,
         "message_appended": _message_appended,
         "tool_state": _tool_state,

@@ -854,3 +854,20 @@ def test_a_drain_of_hundreds_of_streams_one_past_its_parse_budget_loses_nothing_
     # (the budget is counted per batch: this one's first read of that stream is when it was crossed)
     crossed = next(o for o in reads if o.turn == tracks[7].turn)
     assert got.index(note) < got.index(crossed) and note.t == crossed.t
+
+
+async def test_an_attempt_upstream_answered_with_an_http_error_ends_http_error(upstream: BackgroundServer) -> None:
+    """A 429 from upstream: the proxy's attempt ends with outcome http_error, as dump and the loop say it (it said
+    'error', so its OTel span's error.type was 'error')."""
+    bus = O.ObservationBus()
+    got: list[O.Observation] = []
+    bus.subscribe(got.append)
+    body = orjson.dumps(
+        {"model": "m", "max_tokens": 50, "stream": True, "messages": [{"role": "user", "content": "x"}]}
+    )
+    headers = {**API_HEADERS, "x-api-key": KEY, "x-inspector-scenario": "weather", "x-inspector-fault": "http_429"}
+    with BackgroundServer(ProxyApp(upstream.base_url, bus=bus)) as px:
+        async with httpx2.AsyncClient(base_url=px.base_url, timeout=30) as h:
+            answer = await h.post("/v1/messages", content=body, headers=headers)
+    assert answer.status_code == 429
+    assert [(o.status, o.outcome) for o in got if isinstance(o, O.AttemptEnded)] == [("http_error", "http_error")]

@@ -333,3 +333,30 @@ async def test_a_chat_completions_span_has_the_wire_s_finish_reasons(receiver: R
     chats = [s for s in receiver.spans if s["name"].startswith("chat ")]
     assert [s["attrs"]["gen_ai.provider.name"] for s in chats] == ["openai", "openai"]
     assert [s["attrs"]["gen_ai.response.finish_reasons"] for s in chats] == [["tool_calls"], ["stop"]]
+
+
+def test_an_attempt_answered_with_an_http_error_says_its_status_code() -> None:
+    """A proxy's attempt answered 429 (the SDK's retry is the next attempt): its chat span's error.type is the
+    status code, as the HTTP conventions say, with http.response.status_code, and its outcome http_error (as dump's);
+    it said error.type 'error' and no status. A 200 attempt carries its status code and no error."""
+    from opentelemetry.trace import StatusCode
+
+    from inspector.observe import observations as O
+
+    sink, exporter = _memory_sink()
+    for attempt, status in ((0, 429), (1, 200)):
+        sink(O.AttemptStarted(attempt * 1.0, 0, attempt, "POST", "http://x/v1/messages", {}, {"model": "m"}))
+        sink(O.ResponseStarted(attempt * 1.0 + 0.1, 0, attempt, status, {}))
+        end = (
+            ("http_error", "HTTP 429: rate_limit_error: slow", "http_error")
+            if status == 429
+            else ("complete", None, "text_finish")
+        )
+        sink(O.AttemptEnded(attempt * 1.0 + 0.5, 0, attempt, *end))
+    failed, ok = sorted(exporter.get_finished_spans(), key=lambda s: s.start_time or 0)
+    fa, oa = dict(failed.attributes or {}), dict(ok.attributes or {})
+    assert (fa["error.type"], fa["http.response.status_code"], fa[otel.OUTCOME]) == ("429", 429, "http_error")
+    assert failed.status.status_code == StatusCode.ERROR and "429" in (failed.status.description or "")
+    assert (
+        oa["http.response.status_code"] == 200 and "error.type" not in oa and ok.status.status_code == StatusCode.UNSET
+    )
