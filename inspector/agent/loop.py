@@ -49,6 +49,7 @@ log = logging.getLogger("inspector.agent.loop")
 
 StepUnit = Literal["event", "block", "turn"]
 Control = Literal["pause", "resume", "step", "cancel", "speed"]
+MAX_QUEUED_STEPS = 1000  # step presses kept waiting behind the one under way (bounded: a key held down)
 RETRYABLE_ERROR_EVENTS = frozenset({"overloaded_error", "api_error", "rate_limit_error", "timeout_error"})
 # the HTTP status error of the SDK an attempt goes through (the openai SDK is imported only when it is used)
 StatusError = TypeVar("StatusError", "anthropic.APIStatusError", "openai.APIStatusError")
@@ -230,6 +231,7 @@ class AgentLoop:
         self._wake = asyncio.Event()
         self._cancel_requested = False
         self._cancel_reason = "cancelled by user"  # (a replay of a recorded cancel: the recorded reason)
+        self._steps_queued = 0  # step presses of the unit under way that came before its step was done
         self._work: asyncio.Task[tuple[str, str | None]] | None = None
         self._executor: ToolExecutor | None = None
         self._ts: TurnStream | None = None
@@ -342,10 +344,12 @@ class AgentLoop:
         speed was changed: its label is published)."""
         if control == "pause":
             self._publish_control("pause")
+            self._steps_queued = 0
             self._set_paused(True)
         elif control == "resume":
             self._publish_control("resume")
             self._step = None
+            self._steps_queued = 0
             self._set_paused(False)
         elif control == "step":
             if unit not in ("event", "block", "turn"):
@@ -391,6 +395,12 @@ class AgentLoop:
     def _request_step(self, unit: StepUnit) -> None:
         if self.state in TERMINAL_LOOP_STATES:
             return
+        if self._step == unit and self._paused:
+            # a press while the last step of this unit is still on its way (its event paced, not yet come): one more
+            # step after it, not a press lost (five quick `n` moved three events)
+            self._steps_queued = min(self._steps_queued + 1, MAX_QUEUED_STEPS)
+            return
+        self._steps_queued = 0
         self._paused = True
         self._step = unit
         self._wake.set()
@@ -399,6 +409,10 @@ class AgentLoop:
             self._set_state(LoopState.STEPPING, unit)
 
     def _step_done(self) -> None:
+        if self._steps_queued and self._paused:  # the next press's step goes on from here
+            self._steps_queued -= 1
+            return
+        self._steps_queued = 0
         self._step = None
         self._hold_by = "step"
         self._sync_executor_pause()

@@ -173,6 +173,30 @@ async def test_step_event_advances_exactly_one_sse_event() -> None:
     assert_valid_history(result.messages)
 
 
+@pytest.mark.parametrize("presses", [2, 5])
+async def test_quick_step_presses_each_step_once(presses: int) -> None:
+    """Presses of `n` that come before the previous step's event did (a user pressing five times quickly): each is
+    one more event, none lost. Five quick presses moved three events (a press during a step replaced it)."""
+    s = scenario_session("parse_date", speed=math.inf)
+    obs = Observed(s.bus)
+    pause_at(obs, s, lambda o: is_sse(o) and len(obs.sse(0)) == 3)
+    task = start(s)
+    await wait_paused(obs, s)
+    n = s.controller.events_processed
+    for _ in range(presses):  # all before the loop runs again: each press comes while the first step is under way
+        s.controller.step("event")
+    await obs.wait_for(lambda: s.controller.events_processed >= n + presses and s.controller.state == LoopState.PAUSED)
+    await spin()
+    assert s.controller.events_processed == n + presses
+    s.controller.step("event")  # and a press after them is one event again
+    await obs.wait_for(lambda: s.controller.events_processed > n + presses and s.controller.state == LoopState.PAUSED)
+    await spin()
+    assert s.controller.events_processed == n + presses + 1
+    s.controller.resume()
+    result = await finish(task)
+    assert result.status == "finished"
+
+
 async def test_step_block_stops_right_after_the_next_content_block_stop() -> None:
     s = scenario_session("parse_date", speed=math.inf)
     obs = Observed(s.bus)
