@@ -278,6 +278,16 @@ class ServeApp(Closable):
         self.app = self._build()
 
     # --- plumbing -------------------------------------------------------------------------------------------------
+
+    def start_over(self) -> None:
+        """Start over as a new server would: requests are numbered from 1 again (the diagnostics' "request N" and an
+        ``@once`` fault's "fired at request N" name the requests as a caller that forgot them counts them), the
+        attempt counters are forgotten and the ``@once`` faults re-armed (``FakeApi.reset``)."""
+        self._seq = 0
+        self.exchanges.clear()
+        self.total_exchanges = 0
+        self.api.reset()
+
     def _build(self) -> Starlette:
         from starlette.applications import Starlette
         from starlette.routing import Route
@@ -480,7 +490,7 @@ class ServeApp(Closable):
         return self._reject(ex, 404, "not_found_error", f"Not found: {request.method} {request.url.path}")
 
     async def reset(self, request: Request) -> Response:
-        self.api.reset()
+        self.start_over()
         return self._json(200, b'{"reset": true}')
 
     async def fault_list(self, request: Request) -> Response:

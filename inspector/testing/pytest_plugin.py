@@ -248,11 +248,11 @@ class InspectorServer:
         return [r for r in self.requests if r.path == "/v1/messages" or r.path in OPENAI_PATHS]
 
     def reset(self) -> None:
-        """Forget the requests and the attempt counters (the next request is attempt 0 of its turn again), and
-        re-arm the ``@once`` faults."""
+        """Forget the requests (numbered from 1 again) and the attempt counters (the next request is attempt 0 of its
+        turn again), and re-arm the ``@once`` faults."""
         with self._lock:
             self._requests.clear()
-        self.app.api.reset()
+        self.app.start_over()  # (requests numbered from 1 again, as `requests` and describe() count them)
 
     def assert_valid_histories(self) -> None:
         """Every model request kept its API's history rules (Messages: tool_use / tool_result pairing, roles...;

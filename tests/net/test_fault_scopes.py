@@ -331,9 +331,14 @@ def test_the_fixture_defaults_to_once_for_a_transport_fault(inspector_server: In
     assert [(r.turn, r.attempt, r.end) for r in reqs] == [(0, 0, "drop"), (0, 1, "eof"), (1, 0, "eof"), (2, 0, "eof")]
     assert [r.faults for r in reqs] == ["drop_event@once"] * 4
     assert reqs[0].once == "drop_event@once fired here" and "spent at request 1" in (reqs[2].once or "")
-    server.reset()  # re-arms it
+    server.reset()  # re-arms it, and numbers the requests from 1 again
     done, failures, _ = asyncio.run(restarting_harness(client))
     assert done and failures == [DROPPED]
+    # the notes name the requests as `message_requests` and describe() count them after the reset (they said
+    # "fired at request 5", a request the server no longer listed)
+    again = server.message_requests
+    assert again[0].once == "drop_event@once fired here" and again[0].describe().startswith("request 1 ")
+    assert again[1].once == "drop_event@once held (fired at request 1: turn 1 attempt 1)"
 
 
 def test_the_fixture_faults_each_turn_with_turn(inspector_server: InspectorServerFactory) -> None:
