@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from inspector.core import exactjson
-from inspector.core.wire import RESPONSES_DELTAS, SSE_BLANK_LINE
+from inspector.core.wire import CHAT_TEXT_KINDS, RESPONSES_DELTAS, SSE_BLANK_LINE, SSE_BOM, start_text_field
 
 __all__ = [
     "CREDENTIAL_HEADERS",
@@ -680,7 +680,6 @@ TextPiece = tuple[FragmentKey, dict[str, Any], str]
 class _Event:
     raw: bytes  # as received (possibly masked as bytes)
     obj: dict[str, Any] | None = None  # the parsed data, when it was changed (then the event is written again from it)
-    name: str | None = None  # the `event:` name, to write it again
     ready: bool = True
     changed: bool = False
     n_in: int = 0  # the bytes of the input it stands for
@@ -857,7 +856,7 @@ class StreamRedactor:
             secrets = self.secrets
             if any(x in once for x in secrets) or ("\\" in once and any(x in _unescape(once) for x in secrets)):
                 masked = redact(obj, secrets)
-        event = _Event(raw, obj=masked, name=name, changed=masked is not obj and masked != obj, n_in=n_in, first=first)
+        event = _Event(raw, obj=masked, changed=masked is not obj and masked != obj, n_in=n_in, first=first)
         self._queue.append(event)
         # the event's type and block as the stream engine reads them (stream/protocol.py): the data's type, else
         # the event's name; an index that is an integer >= 0
@@ -876,9 +875,9 @@ class StreamRedactor:
         if kind == "content_block_start" and index is not None:
             # a text or thinking block may start with text: its deltas go on from it (the engine joins them)
             block = masked.get("content_block")
-            field_name = block.get("type") if isinstance(block, dict) else None
-            if field_name in ("text", "thinking") and isinstance(block.get(field_name), str) and block[field_name]:  # type: ignore[union-attr,index]
-                self._delta((index, field_name), _Held(event, block, field_name))  # type: ignore[arg-type]
+            field_name = start_text_field(block)
+            if field_name is not None and isinstance(block, dict):
+                self._delta((index, field_name), _Held(event, block, field_name))
                 return
         if kind == "content_block_stop" and index is not None:
             for block_key in [k for k in self._blocks if k[0] == index]:
@@ -951,7 +950,7 @@ class StreamRedactor:
 
 
 # the text fields of a Chat Completions delta streamed in fragments (tool call arguments: function.arguments)
-OPENAI_CHAT_TEXT_FIELDS = ("content", "reasoning_content", "reasoning", "refusal")
+OPENAI_CHAT_TEXT_FIELDS = tuple(CHAT_TEXT_KINDS)
 
 
 # per chat choice: its tool calls (index -> the id first seen, or None) and the last call a delta went to
@@ -1002,8 +1001,7 @@ def openai_fragments(obj: dict[str, Any], chat: ChatCalls | None = None) -> list
             delta = choice["delta"]
             for name in OPENAI_CHAT_TEXT_FIELDS:
                 if isinstance(delta.get(name), str):
-                    part = "thinking" if name in ("reasoning_content", "reasoning") else name
-                    out.append((("chat", ci, part), delta, name))
+                    out.append((("chat", ci, CHAT_TEXT_KINDS[name]), delta, name))
             calls = delta.get("tool_calls")
             state = None if chat is None else chat.setdefault(ci, ({}, [None]))
             for j, call in enumerate(calls if isinstance(calls, list) else ()):
@@ -1072,7 +1070,8 @@ def _ends(key: FragmentKey, prefix: FragmentKey) -> bool:
 
 
 _LINE = re.compile(rb"\r\n|\r|\n")
-_BOM = b"\xef\xbb\xbf"
+_LINE_KEEP = re.compile(rb"(\r\n|\r|\n)")  # (split with the line endings kept)
+_BOM = SSE_BOM
 
 
 def _parse_event(raw: bytes, first: bool = False) -> tuple[str | None, dict[str, Any] | None]:
@@ -1115,13 +1114,13 @@ def _parse_event(raw: bytes, first: bool = False) -> tuple[str | None, dict[str,
 def _with_data(raw: bytes, data: bytes, first: bool = False) -> bytes:
     """The event ``raw`` with its data lines replaced by one, ``data``; every other line (event, id, retry,
     comments) and every line ending kept as they came."""
-    parts = re.split(rb"(\r\n|\r|\n)", raw)
+    parts = _LINE_KEEP.split(raw)
     out: list[bytes] = []
     written = False
     for i in range(0, len(parts), 2):
         line, end = parts[i], parts[i + 1] if i + 1 < len(parts) else b""
         body = line[3:] if first and i == 0 and line.startswith(_BOM) else line
-        if body.partition(b":")[0] == b"data" and body[:1] != b":":
+        if body.partition(b":")[0] == b"data":
             if written:
                 continue
             written = True

@@ -9,7 +9,15 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["RESPONSES_DELTAS", "SSE_BLANK_LINE"]
+__all__ = [
+    "CHAT_TEXT_KINDS",
+    "RESPONSES_DELTAS",
+    "SSE_BLANK_LINE",
+    "SSE_BOM",
+    "USAGE_COUNTS",
+    "is_count",
+    "start_text_field",
+]
 
 # A blank line in any line-ending style (WHATWG: lines end with CRLF, LF or CR; a CR followed by LF is one
 # terminator, never a CR and then an LF line): the end of an SSE event.
@@ -26,3 +34,35 @@ RESPONSES_DELTAS: dict[str, tuple[str, str, str | None]] = {
     "response.function_call_arguments.delta": ("tool_use", "args", None),
     "response.custom_tool_call_input.delta": ("custom", "args", None),
 }
+
+# The byte-order mark one of which a stream may start with (the engine strips one; a second spoils a field name).
+SSE_BOM = b"\xef\xbb\xbf"
+
+# A chat delta's text field -> the kind of block the engine streams it into (reasoning_content and reasoning: one
+# thinking block; content and refusal: two text blocks).
+CHAT_TEXT_KINDS = {"content": "text", "reasoning_content": "thinking", "reasoning": "thinking", "refusal": "refusal"}
+
+# The token counts of a usage object (both families' names): each a count, or absent / null.
+USAGE_COUNTS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+)
+
+
+def is_count(value: object) -> bool:
+    """A token count: an integer >= 0 (a boolean is not one)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def start_text_field(block: object) -> str | None:
+    """ "text" or "thinking" when an Anthropic content_block_start's block already holds text of its kind (the
+    engine joins the block's deltas to it: stream/blocks.py), else None."""
+    if not isinstance(block, dict):
+        return None
+    kind = block.get("type")
+    return kind if kind in ("text", "thinking") and isinstance(block.get(kind), str) and block[kind] else None

@@ -63,7 +63,7 @@ from inspector.core.redaction import (
     mask_text,
     openai_fragments,
 )
-from inspector.core.wire import RESPONSES_DELTAS
+from inspector.core.wire import CHAT_TEXT_KINDS, RESPONSES_DELTAS, start_text_field
 from inspector.observe import observations as O
 from inspector.observe.stepobs import fragment_summary
 
@@ -472,10 +472,6 @@ class RedactingPublisher:
         return dataclasses.replace(obs, sse=new, summary=summary)
 
 
-# an OpenAI fragment's field -> the field of the engine's delta for it (what `_delta` keys a block's text by)
-_CHAT_FIELDS = {"content": "text", "refusal": "text", "reasoning_content": "thinking", "reasoning": "thinking"}
-
-
 def _block_field(parsed: dict[str, Any], name: str) -> str:
     """The text field of the stream engine's deltas for a fragment in field ``name`` of the event ``parsed``:
     "text", "thinking" or "partial_json" (an Anthropic delta's own; an OpenAI text as the engine streams it:
@@ -487,7 +483,7 @@ def _block_field(parsed: dict[str, Any], name: str) -> str:
         spec = RESPONSES_DELTAS.get(str(parsed.get("type")))
         kind = spec[0] if spec is not None else "text"
     else:  # a chat chunk's field (tool call arguments: "arguments")
-        kind = "tool_use" if name == "arguments" else _CHAT_FIELDS.get(name, "text")
+        kind = "tool_use" if name == "arguments" else CHAT_TEXT_KINDS.get(name, "text")
     return "partial_json" if kind == "tool_use" else "thinking" if kind == "thinking" else "text"
 
 
@@ -495,17 +491,15 @@ _BLOCK_FIELDS = frozenset(STREAMED_TEXT_FIELDS.values())
 
 
 def _start_text(data: str) -> tuple[dict[str, Any], dict[str, Any], str] | None:
-    """(parsed event, its content block, "text" or "thinking") of an Anthropic content_block_start whose text or
-    thinking block starts with text (the stream engine joins its deltas to it); else None."""
+    """(parsed event, its content block, "text" or "thinking") of an Anthropic content_block_start whose block
+    starts with text (``core.wire.start_text_field``: the engine joins its deltas to it); else None."""
     try:
         parsed = exactjson.loads(data)
     except orjson.JSONDecodeError:
         return None
     block = parsed.get("content_block") if isinstance(parsed, dict) else None
-    name = block.get("type") if isinstance(block, dict) else None
-    if name in ("text", "thinking") and isinstance(block.get(name), str) and block[name]:  # type: ignore[union-attr,index]
-        return parsed, block, name  # type: ignore[return-value]
-    return None
+    name = start_text_field(block)
+    return (parsed, block, name) if name is not None else None  # type: ignore[return-value]
 
 
 def _several(data: str) -> bool:

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from inspector.core.wire import USAGE_COUNTS, is_count
+
 Family = Literal["anthropic", "openai"]
 
 
@@ -109,14 +111,10 @@ ZERO = Usage()
 _COUNT_KEYS = ("input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens", "reasoning_tokens")
 
 
-def _spoiled(u: dict[str, Any], keys: tuple[str, ...]) -> bool:
+def _spoiled(u: dict[str, Any]) -> bool:
     """A count that is there but not a count (a string, a boolean, a float, a negative number: the stream engine's
-    ``protocol.wrong_type``): the usage is unknown, not 0."""
-    return any(u.get(k) is not None and _opt(u.get(k)) is None for k in keys)
-
-
-_ANTHROPIC_COUNTS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-_OPENAI_COUNTS = ("prompt_tokens", "completion_tokens", "input_tokens", "output_tokens")
+    ``protocol.wrong_type``, by the same rule): the usage is unknown, not 0."""
+    return any(u.get(k) is not None and not is_count(u.get(k)) for k in USAGE_COUNTS)
 
 
 def from_anthropic(usage: Any) -> Usage:
@@ -125,7 +123,7 @@ def from_anthropic(usage: Any) -> Usage:
     u = _dict(usage)
     if not u:
         return ZERO
-    if _spoiled(u, _ANTHROPIC_COUNTS):
+    if _spoiled(u):
         return ZERO
     creation = _dict(u.get("cache_creation"))
     details = _dict(u.get("output_tokens_details"))
@@ -147,7 +145,7 @@ def from_openai(usage: Any) -> Usage:
     """A Chat Completions ``usage`` (prompt_tokens / completion_tokens) or a Responses ``usage`` (input_tokens /
     output_tokens). Cached tokens are inside the prompt count there: they are taken out of ``input``."""
     u = _dict(usage)
-    if not u or _spoiled(u, _OPENAI_COUNTS):
+    if not u or _spoiled(u):
         return ZERO
     if "prompt_tokens" in u or "completion_tokens" in u:
         prompt, output = _int(u.get("prompt_tokens")), _int(u.get("completion_tokens"))

@@ -13,6 +13,7 @@ import orjson
 
 from inspector.core import exactjson
 from inspector.core.fmt import short_text
+from inspector.core.wire import USAGE_COUNTS, is_count
 from inspector.stream import diagnostics as D
 from inspector.stream.diagnostics import Diagnostic
 
@@ -321,18 +322,6 @@ def check_fields(
     return out
 
 
-# the token counts a usage object is billed and summed by (observe/usage.py): a non-negative integer, or absent/null
-USAGE_COUNTS = (
-    "input_tokens",
-    "output_tokens",
-    "cache_creation_input_tokens",
-    "cache_read_input_tokens",
-    "prompt_tokens",
-    "completion_tokens",
-    "total_tokens",
-)
-
-
 def check_usage(usage: Any, where: str, seq: int) -> list[Diagnostic]:
     """Each token count of a usage object that is not a non-negative integer (a string, a boolean, a float, a
     negative number): ``protocol.wrong_type``, an error; the usage is then unknown (observe/usage.py), never 0."""
@@ -341,7 +330,7 @@ def check_usage(usage: Any, where: str, seq: int) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     for key in USAGE_COUNTS:
         v = usage.get(key)
-        if v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
+        if v is None or is_count(v):
             continue
         what = "a negative number" if isinstance(v, int) and not isinstance(v, bool) else _json_type(v)
         out.append(

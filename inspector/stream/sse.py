@@ -39,7 +39,7 @@ import sys
 from dataclasses import dataclass
 
 from inspector.core.fmt import short_bytes
-from inspector.core.wire import SSE_BLANK_LINE
+from inspector.core.wire import SSE_BLANK_LINE, SSE_BOM
 from inspector.stream import fastpath as _fastpath
 from inspector.stream.diagnostics import (
     SSE_BOM_STRIPPED,
@@ -58,7 +58,7 @@ from inspector.stream.diagnostics import (
 
 __all__ = ["DEFAULT_MAX_EVENT_BYTES", "SSEDecoder", "SSEEvent", "iter_events"]
 
-_BOM = b"\xef\xbb\xbf"
+_BOM = SSE_BOM
 # An event (its block's bytes) larger than this is cut off (sse.event_too_large): 64 MiB of data, with room for its
 # field names and line endings (a 64 MiB data line is still an event).
 DEFAULT_MAX_EVENT_BYTES = 64 * 1024 * 1024 + 4096

@@ -283,17 +283,23 @@ def _tracker() -> tuple[TurnTracker, list[O.Observation]]:
     return tracker, got
 
 
-def _exchange(
-    tracker: TurnTracker, body: dict[str, Any], data: bytes, headers: Iterable[tuple[str, str]] = ()
-) -> Track:
-    """One streamed attempt through the tracker, as the proxy drives it (request, response, reads, end)."""
-
+def _begun(tracker: TurnTracker, body: dict[str, Any], headers: Iterable[tuple[str, str]] = ()) -> Track:
+    """A streamed attempt through the tracker as the proxy starts it: assigned, begun, its SSE response started."""
     raw = orjson.dumps(body)
     ex = ProxyExchange("POST", "/v1/messages")
     a, parsed = tracker.assign(ex, "POST", "/v1/messages", list(headers), raw)
     track = tracker.new_track(ex, a, 0.0, parsed)
     tracker.begin(track, "POST", "http://up/v1/messages", list(headers), raw)
     track.set_response("text/event-stream", "", 200, True)
+    return track
+
+
+def _exchange(
+    tracker: TurnTracker, body: dict[str, Any], data: bytes, headers: Iterable[tuple[str, str]] = ()
+) -> Track:
+    """One streamed attempt through the tracker, as the proxy drives it (request, response, reads, end)."""
+    track = _begun(tracker, body, headers)
+    ex = track.ex
     tracker.read(track, 0.01, data)
     ex.status, ex.end, ex.end_s = 200, "complete", 0.02
     tracker.end(track)
@@ -368,12 +374,10 @@ def test_a_tool_block_the_stream_never_closed_ends_not_run() -> None:
 
     tracker, got = _tracker()
     full = sse(*tool_turn(['{"city": "Paris"}'], name="get_weather", id="toolu_01"))
-    raw = orjson.dumps({"model": "m", "max_tokens": 50, "stream": True, "messages": [{"role": "user", "content": "x"}]})
-    ex = ProxyExchange("POST", "/v1/messages")
-    a, parsed = tracker.assign(ex, "POST", "/v1/messages", [], raw)
-    track = tracker.new_track(ex, a, 0.0, parsed)
-    tracker.begin(track, "POST", "http://up/v1/messages", [], raw)
-    track.set_response("text/event-stream", "", 200, True)
+    track = _begun(
+        tracker, {"model": "m", "max_tokens": 50, "stream": True, "messages": [{"role": "user", "content": "x"}]}
+    )
+    ex = track.ex
     tracker.read(track, 0.01, full[: full.index(b"event: content_block_stop")])
     ex.status, ex.end, ex.end_s, ex.reason = 200, "error", 0.02, "connection dropped"
     tracker.end(track)
@@ -674,15 +678,8 @@ def test_concurrent_streams_are_published_in_the_order_they_happened() -> None:
     tracker, got = _tracker()
     tracks = []
     for city in CITIES:
-        raw = orjson.dumps(
-            {"model": "m", "max_tokens": 50, "stream": True, "messages": [{"role": "user", "content": city}]}
-        )
-        ex = ProxyExchange("POST", "/v1/messages")
-        a, parsed = tracker.assign(ex, "POST", "/v1/messages", [], raw)
-        track = tracker.new_track(ex, a, 0.0, parsed)
-        tracker.begin(track, "POST", "http://up/v1/messages", [], raw)
-        track.set_response("text/event-stream", "", 200, True)
-        tracks.append(track)
+        body = {"model": "m", "max_tokens": 50, "stream": True, "messages": [{"role": "user", "content": city}]}
+        tracks.append(_begun(tracker, body))
     streams = [sse(*text_turn(f"The weather in {city} is fine today.")) for city in CITIES]
     lines = [s.splitlines(keepends=True) for s in streams]
     t = 0.0
@@ -823,15 +820,11 @@ def test_a_drain_of_hundreds_of_streams_one_past_its_parse_budget_loses_nothing_
     tracker, got = _tracker()
     tracks = []
     for k in range(300):
-        raw = orjson.dumps(
-            {"model": "m", "max_tokens": 9, "stream": True, "messages": [{"role": "user", "content": k}]}
+        tracks.append(
+            _begun(
+                tracker, {"model": "m", "max_tokens": 9, "stream": True, "messages": [{"role": "user", "content": k}]}
+            )
         )
-        ex = ProxyExchange("POST", "/v1/messages")
-        a, parsed = tracker.assign(ex, "POST", "/v1/messages", [], raw)
-        track = tracker.new_track(ex, a, 0.0, parsed)
-        tracker.begin(track, "POST", "http://up/v1/messages", [], raw)
-        track.set_response("text/event-stream", "", 200, True)
-        tracks.append(track)
     small = sse(*text_turn("hi"))
     big = sse(*text_turn("x" * 6000))
     garbage = b"\xff\xfe\x00not sse\r\r\n" * 50
