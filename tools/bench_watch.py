@@ -17,6 +17,11 @@ Reports:
     what the agent received), grouping (the recording's ``conversation`` lines: conversations, turns per conversation,
     and no recorded conversation holding two agents' requests);
   * the watch process's peak RSS (sampled from /proc).
+  * ``--null-relay``: the same two runs (1 and N conversations, each paired with a direct run) through a relay that
+    does nothing but copy bytes (asyncio streams, no HTTP parsing, no recording: NULL_RELAY below), a process of its
+    own as watch is. Its added-first-byte ratio is the floor any proxy in Python meets here: unpinned at max speed the
+    load is CPU-bound, and by Little's law N closed-loop conversations wait about N x (the relay's CPU per request)
+    / cores more, whatever the relay's own queueing;
   * ``--pin``: the load (the fake agent and serve) on CPU 0 and watch on the others, in every run (direct too). On
     one machine the load is CPU-bound, so unpinned every ms watch spends is taken from it and shows up as added
     first byte whatever watch's own queueing; pinned, the figure is watch's own, as in front of a remote API.
@@ -106,6 +111,49 @@ async def main():
 
 asyncio.run(main())
 """
+
+# --null-relay: a process that copies bytes both ways between each accepted connection and the upstream, and does
+# nothing else (no HTTP parsing, no recording): the least any proxy in front of the agent costs
+NULL_RELAY = r"""
+import asyncio, sys
+from urllib.parse import urlsplit
+
+UP = urlsplit(sys.argv[1])
+
+async def pipe(reader, writer):
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        writer.close()
+
+async def handle(cr, cw):
+    try:
+        ur, uw = await asyncio.open_connection(UP.hostname, UP.port)
+    except OSError:
+        cw.close()
+        return
+    await asyncio.gather(pipe(cr, uw), pipe(ur, cw))
+
+async def main():
+    server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=4096)
+    print(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}", flush=True)
+    async with server:
+        await server.serve_forever()
+
+asyncio.run(main())
+"""
+
+
+def start_null_relay(tmp: Path, upstream: str) -> tuple[subprocess.Popen, str]:
+    script = tmp / "null_relay.py"
+    script.write_text(NULL_RELAY)
+    p = subprocess.Popen([PY, str(script), upstream], stdout=subprocess.PIPE, text=True, preexec_fn=_pinned("proxy"))
+    assert p.stdout is not None
+    return p, p.stdout.readline().strip()
 
 
 def scenario_yaml(turns: int) -> str:
@@ -332,6 +380,43 @@ def measure(a: argparse.Namespace, tmp: Path, url: str, root: Path, direct1: dic
     }
 
 
+def proc_cpu(pid: int) -> float:
+    """The CPU seconds (user + system) a live process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure_null(a: argparse.Namespace, tmp: Path, url: str, direct1: dict) -> dict:
+    """As :func:`measure`, through the null relay instead of watch (nothing recorded: no byte-exact check)."""
+    relay, relay_url = start_null_relay(tmp, url)
+    try:
+        single = pooled(
+            [run_agent(1, a.turns, tmp, relay_url, through_watch=False, record=None) for _ in range(a.single_rounds)]
+        )
+        directn = run_agent(a.conversations, a.turns, tmp, url, through_watch=False, record=None)
+        cpu0 = proc_cpu(relay.pid)
+        many = run_agent(a.conversations, a.turns, tmp, relay_url, through_watch=False, record=None)
+        cpu = proc_cpu(relay.pid) - cpu0
+    finally:
+        relay.terminate()
+        relay.wait(10)
+    d1, s, dn, m = fb(direct1), fb(single), fb(directn), fb(many)
+    added_1 = s["p50_ms"] - d1["p50_ms"]
+    added_n = m["p50_ms"] - dn["p50_ms"]
+    return {
+        "direct_n": dn,
+        "watch_1": s,
+        "watch_n": m,
+        "added_p50_ms_1": added_1,
+        "added_p50_ms_n": added_n,
+        "direct_n_p50_ms": dn["p50_ms"],
+        "added_ratio": added_n / added_1 if added_1 > 0 else float("nan"),
+        "lost": a.conversations * a.turns - len(many["stats"]),
+        "byte_exact": float("nan"),  # (nothing recorded)
+        "watch_cpu_ms_per_request": round(cpu * 1e3 / max(1, len(many["stats"])), 2),
+    }
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--conversations", type=int, default=50)
@@ -341,6 +426,11 @@ def main() -> int:
     ap.add_argument("--single-rounds", type=int, default=3, help="runs of the single conversation, pooled (default 3)")
     ap.add_argument("--rounds", type=int, default=1, help="measure every tree this many times, interleaved")
     ap.add_argument("--compare", metavar="OTHER_TREE", help="also run watch from this checkout (e.g. the code before)")
+    ap.add_argument(
+        "--null-relay",
+        action="store_true",
+        help="also run the agent through a relay that only copies bytes (the floor of any proxy): reported as null.*",
+    )
     ap.add_argument(
         "--pin",
         action="store_true",
@@ -371,7 +461,10 @@ def main() -> int:
             )
             rounds = []
             for _ in range(a.rounds):  # interleaved: every tree in each round, against the same serve
-                rounds.append({name: measure(a, tmp, url, root, direct1) for name, root in trees.items()})
+                rnd = {name: measure(a, tmp, url, root, direct1) for name, root in trees.items()}
+                if a.null_relay:
+                    rnd["null"] = measure_null(a, tmp, url, direct1)
+                rounds.append(rnd)
             results = rounds[0]
         finally:
             serve.terminate()
@@ -384,8 +477,9 @@ def main() -> int:
     }
     for name, r in results.items():
         report.update(r if name == "this" else {f"{name}.{k}": v for k, v in r.items()})
+    names = [*trees, *(["null"] if a.null_relay else [])]
     if a.rounds > 1:  # each tree's median over the rounds (the figures above are round 1's)
-        for name in trees:
+        for name in names:
             ones = sorted(rnd[name]["added_p50_ms_1"] for rnd in rounds)
             ns = sorted(rnd[name]["added_p50_ms_n"] for rnd in rounds)
             one, n = statistics.median(ones), statistics.median(ns)
