@@ -22,7 +22,14 @@ from urllib.parse import urlsplit
 import orjson
 
 from inspector.core import exactjson
-from inspector.core.wire import CHAT_TEXT_KINDS, RESPONSES_DELTAS, SSE_BLANK_LINE, SSE_BOM, start_text_field
+from inspector.core.wire import (
+    CHAT_TEXT_KINDS,
+    RESPONSES_DELTAS,
+    SSE_BLANK_LINE,
+    SSE_BOM,
+    chat_call_slot,
+    start_text_field,
+)
 
 __all__ = [
     "CREDENTIAL_HEADERS",
@@ -963,16 +970,12 @@ def _choice_index(value: object) -> int:
 
 
 def _call_index(calls: dict[int, str | None], last: list[int | None], call: dict[str, Any]) -> int:
-    """The tool call a ``tool_calls`` delta goes to, as the stream engine decides it (stream/openai_chat.py): its
-    ``index``; without one, a new call when it brings a new id, else the last call."""
-    ti, tid = call.get("index"), call.get("id")
-    tid = tid if isinstance(tid, str) and tid else None
-    if not isinstance(ti, int) or isinstance(ti, bool):
-        prev = last[0]
-        new = tid is not None and (prev is None or calls.get(prev) != tid)
-        ti = (max(calls) + 1 if calls else 0) if new or prev is None else prev
-    if ti not in calls or calls[ti] is None:
-        calls[ti] = tid
+    """The tool call a ``tool_calls`` delta goes to, as the stream engine places it (``core.wire.chat_call_slot``);
+    ``calls`` (each call's first id) and ``last`` are updated."""
+    ti, _ = chat_call_slot(call.get("index"), call.get("id"), last[0], calls)
+    tid = call.get("id")
+    if calls.get(ti) is None:
+        calls[ti] = tid if isinstance(tid, str) and tid else None
     last[0] = ti
     return ti
 

@@ -8,6 +8,7 @@ joins is never joined, hence never masked, by the redactor: every rule that deci
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 __all__ = [
     "CHAT_TEXT_KINDS",
@@ -15,6 +16,7 @@ __all__ = [
     "SSE_BLANK_LINE",
     "SSE_BOM",
     "USAGE_COUNTS",
+    "chat_call_slot",
     "is_count",
     "start_text_field",
 ]
@@ -66,3 +68,15 @@ def start_text_field(block: object) -> str | None:
         return None
     kind = block.get("type")
     return kind if kind in ("text", "thinking") and isinstance(block.get(kind), str) and block[kind] else None
+
+
+def chat_call_slot(index: object, call_id: object, last: int | None, ids: Mapping[int, str | None]) -> tuple[int, bool]:
+    """The tool call a Chat Completions ``tool_calls`` delta goes to, and whether the delta lacked its ``index`` (the
+    openai SDK fails there) and so was placed: a new call (after the highest so far) when it brings an id other than
+    the last call's, else the last call (the first: 0). ``last``: the index of the call the previous delta went to;
+    ``ids``: each call so far -> its id (None before one came)."""
+    if isinstance(index, int) and not isinstance(index, bool):
+        return index, False
+    cid = call_id if isinstance(call_id, str) and call_id else None
+    new = cid is not None and (last is None or ids.get(last) != cid)
+    return ((max(ids) + 1 if ids else 0) if new or last is None else last), True

@@ -25,6 +25,7 @@ from orjson import JSONDecodeError
 from orjson import loads as _loads
 
 from inspector.core import exactjson
+from inspector.core.wire import chat_call_slot
 from inspector.stream import diagnostics as D
 from inspector.stream import openai_common as C
 from inspector.stream.diagnostics import Severity
@@ -362,14 +363,14 @@ class ChatStream(NeutralStream):
         fn = tc.get("function")
         fn = fn if isinstance(fn, dict) else {}
         name, args = fn.get("name"), fn.get("arguments")
-        if not isinstance(ti, int) or isinstance(ti, bool):
-            new = isinstance(tid, str) and tid and (st.last_tool is None or st.tools[st.last_tool].id != tid)
-            ti = (max(st.tools) + 1 if st.tools else 0) if new or st.last_tool is None else st.last_tool
+        ti, placed = chat_call_slot(ti, tid, st.last_tool, {k: t.id for k, t in st.tools.items()})
+        if placed:
+            new = ti not in st.tools
             self._note(
                 C.CHAT_TOOL_NO_INDEX,
                 "warning",
                 f"choice {st.index}: a tool-call delta without `index` (the SDK fails): taken as tool call {ti}"
-                + (" (a new id)" if new else " (continues the last one)"),
+                + (" (a new call)" if new else " (continues the last one)"),
             )
         tool = st.tools.get(ti)
         if tool is None:
