@@ -51,6 +51,11 @@ FAILING_OUTCOMES = ("incomplete", "error", "http_error")
 _BLANK = b" \t\r\n\xef\xbb\xbf"
 
 
+# the reasons of a failed attempt's end line that its stream's diagnostics already give (the proxy and the loop
+# word them so): anything else failed in the transport
+_STREAM_REASONS = ("stream ended before", "error event:")
+
+
 def _diag(code: str, message: str, severity: D.Severity = "error") -> dict[str, Any]:
     return D.Diagnostic(code, severity, message).to_json()
 
@@ -208,6 +213,14 @@ class _Attempt:
             text = f"no response ({end.get('status')}){f': {why}' if why else ''}"
             entry["diagnostics"] = [d for d in entry["diagnostics"] if d["code"] != D.NO_EVENTS]
             entry["diagnostics"].insert(0, _diag(D.NO_RESPONSE, text))
+        elif self.mode != "http" and end.get("status") == "failed" and isinstance(end.get("reason"), str):
+            # a response came, then its connection broke (a body cut short of its Content-Length, a malformed
+            # chunk, upstream silent past the read timeout...): the end line says why; the stream's own
+            # diagnostics (what the bytes say) cannot, and a cut after message_stop left none at all
+            why = end["reason"]
+            if not why.startswith(_STREAM_REASONS):
+                code = D.IDLE_TIMEOUT if why.startswith("idle timeout") else D.CONNECTION_DROPPED
+                entry["diagnostics"].append(_diag(code, why))
         entry["body"] = self.mode
         entry["reads"] = self.reads
         entry["bytes"] = self.bytes

@@ -339,7 +339,7 @@ def _tools(recording: Recording, turns: list[dict[str, Any]]) -> list[dict[str, 
     return list(calls.values())
 
 
-_TRANSPORT = (D.HTTP_ERROR, D.NO_RESPONSE)
+_TRANSPORT = (D.HTTP_ERROR, D.NO_RESPONSE, D.CONNECTION_DROPPED, D.IDLE_TIMEOUT)
 
 
 def _transport_diagnostics(b: _Builder, turns: list[dict[str, Any]]) -> None:

@@ -228,6 +228,40 @@ def test_an_attempt_without_a_response_says_why_not_that_the_stream_had_no_event
     assert f"transport.no_response: no response ({status}): {reason}" in out and "no_events" not in out
 
 
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "connection dropped: RemoteProtocolError: upstream closed the connection before the end of the body",
+        "connection dropped: RemoteProtocolError: upstream sent an invalid chunk size line",
+        "upstream sent nothing for 5 s (--read-timeout)",
+    ],
+)
+def test_an_attempt_whose_connection_broke_after_its_response_says_why(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, reason: str
+) -> None:
+    """The proxy forwarded a response whose body upstream cut (fewer bytes than its Content-Length, a malformed
+    chunk line, silence past the read timeout): the end line says why, and dump said nothing of it (a cut that
+    came after message_stop read 'text_finish', no diagnostic at all; one before it only 'stream ended before
+    message_stop')."""
+    path = tmp_path / "r.jsonl"
+    with RecordingWriter(str(path), source={"type": "test"}) as w:
+        w.request(0, 0, 0.0, "POST", "http://t/v1/messages", {}, {"model": "m"})
+        w.response(0, 0, 0.1, 200, {"content-type": "text/event-stream", "content-length": "9999"})
+        w.read(0, 0, 0.2, sse(*text_turn("cut")))
+        w.end(0, 0, 0.3, "failed", reason)
+        w.request(0, 1, 0.5, "POST", "http://t/v1/messages", {}, {"model": "m"})
+        w.response(0, 1, 0.1, 200, {"content-type": "text/event-stream"})
+        w.read(0, 1, 0.2, sse(*text_turn("fine")))
+        w.end(0, 1, 0.3, "complete")
+    code, out = run(capsys, "dump", str(path), "--json")
+    turn = orjson.loads(out)["turns"][0]
+    [failed] = turn["failed_attempts"]
+    assert [(d["code"], d["message"]) for d in failed["diagnostics"]] == [("transport.connection_dropped", reason)]
+    assert turn["diagnostics"] == [] and code == 0
+    code, out = run(capsys, "dump", str(path))
+    assert f"transport.connection_dropped: {reason}" in out
+
+
 def test_max_size_option(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = tmp_path / "big.sse"
     path.write_bytes(b"data: " + b"x" * 3000 + b"\n\n" + sse(*text_turn("after")))

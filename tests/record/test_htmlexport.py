@@ -736,3 +736,23 @@ def test_the_pages_diagnostics_are_dumps_for_an_http_error_and_an_attempt_withou
         (e["attempt"], d["code"]) for t in dumped for e in (*t.get("failed_attempts", ()), t) for d in e["diagnostics"]
     ]
     assert sorted(page) == sorted(want) == [(0, "transport.http_error"), (1, "transport.no_response")]
+
+
+def test_the_pages_diagnostics_name_a_connection_that_broke_after_its_response(tmp_path: Path) -> None:
+    """A response whose body upstream cut (fewer bytes than its Content-Length): dump says
+    transport.connection_dropped with the end line's reason; the page says it too."""
+    from inspector.record.har import load_any as load
+    from inspector.testing.streamgen import sse, text_turn
+
+    rec = tmp_path / "r.jsonl"
+    url = "https://api.example/v1/messages"
+    reason = "connection dropped: RemoteProtocolError: upstream closed the connection before the end of the body"
+    with RecordingWriter(rec, source={"type": "test"}) as w:
+        w.request(0, 0, 0.0, "POST", url, {}, {"model": "m"})
+        w.response(0, 0, 0.1, 200, {"content-type": "text/event-stream", "content-length": "9999"})
+        w.read(0, 0, 0.2, sse(*text_turn("cut")))
+        w.end(0, 0, 0.3, "failed", reason)
+    doc = build(load(rec))
+    page = [(d["code"], d["message"]) for d in doc["diagnostics"]]
+    dumped = [(d["code"], d["message"]) for t in dump_turns(load(rec)) for d in t["diagnostics"]]
+    assert page == dumped == [("transport.connection_dropped", reason)]
