@@ -51,9 +51,10 @@ FAILING_OUTCOMES = ("incomplete", "error", "http_error")
 _BLANK = b" \t\r\n\xef\xbb\xbf"
 
 
-# the reasons of a failed attempt's end line that its stream's diagnostics already give (the proxy and the loop
-# word them so): anything else failed in the transport
-_STREAM_REASONS = ("stream ended before", "error event:")
+# the reasons of a failed attempt's end line that name a broken transport, as the proxy and the loop word them (the
+# others, "stream ended before message_stop", "error event: ...", a replayed client's close, are the stream's own
+# diagnostics or no failure of the connection)
+_DROP_REASONS = ("connection dropped", "upstream sent nothing for", "proxy shutting down", "injected ")
 
 
 def _diag(code: str, message: str, severity: D.Severity = "error") -> dict[str, Any]:
@@ -218,9 +219,10 @@ class _Attempt:
             # chunk, upstream silent past the read timeout...): the end line says why; the stream's own
             # diagnostics (what the bytes say) cannot, and a cut after message_stop left none at all
             why = end["reason"]
-            if not why.startswith(_STREAM_REASONS):
-                code = D.IDLE_TIMEOUT if why.startswith("idle timeout") else D.CONNECTION_DROPPED
-                entry["diagnostics"].append(_diag(code, why))
+            if why.startswith(_DROP_REASONS):
+                entry["diagnostics"].append(_diag(D.CONNECTION_DROPPED, why))
+            elif why.startswith("idle timeout"):
+                entry["diagnostics"].append(_diag(D.IDLE_TIMEOUT, why))
         entry["body"] = self.mode
         entry["reads"] = self.reads
         entry["bytes"] = self.bytes
