@@ -232,6 +232,18 @@ def target_problem(raw_path: bytes) -> str | None:
     return f"the request-target must be an absolute path (origin-form, /v1/...), not {shown!r}"
 
 
+def _overrun_note(upstream: UpstreamResponse, extra: int) -> str:
+    """The note of a response upstream sent more bytes after than its framing allows (the extra bytes were not
+    forwarded: the client got the response as its head frames it)."""
+    if upstream.header(b"transfer-encoding"):
+        framing = "its last chunk"
+    elif upstream.status_code in (204, 304) or upstream.status_code < 200:
+        framing = f"a {upstream.status_code} (no body)"
+    else:
+        framing = f"its Content-Length ({upstream.header(b'content-length').strip() or '?'})"
+    return f"upstream sent {count(extra, 'byte')} after the end of its body ({framing}): not forwarded, not recorded"
+
+
 def _error_body(kind: str, message: str, status: int = 500, openai: bool = False) -> bytes:
     """The proxy's own error in the API's shape: Anthropic's, or OpenAI's for a request of an OpenAI client (its
     ``type`` the class, ``code`` naming what happened: the openai SDK's ``e.code``)."""
@@ -1044,6 +1056,9 @@ class ProxyApp(Closable):
             ex.end, ex.reason = state["end"], state["reason"]
         if ex.end == "complete":
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+            extra = upstream.extra if isinstance(upstream, UpstreamResponse) else 0
+            if extra and track is not None:  # (bytes past the framing: not forwarded, never repaired silently)
+                self.tracker.note(track, _overrun_note(upstream, extra))
         if on_end is not None:
             on_end()
         if ex.end == "dropped":

@@ -20,7 +20,8 @@ What it does, and only that:
   gzip``, bare CR or NUL in a header...), and on top of h11: a status past 599, Transfer-Encoding together with
   Content-Length, more than ``MAX_INTERIM`` interim answers. A response whose head and refused body arrive in one
   read fails before its head is handed out. HTTP/1.0 answers, ``Connection: close`` and bytes after the body leave
-  the connection unreused. Error texts name the fault, never upstream's bytes (they may hold a key). Interim 1xx
+  the connection unreused (those bytes are not forwarded; ``UpstreamResponse.extra`` counts them, for the proxy's
+  note). Error texts name the fault, never upstream's bytes (they may hold a key). Interim 1xx
   answers are skipped; 101 is refused (no upgrade is ever asked). ``Content-Encoding`` is not touched.
 - Timeouts: ``connect_timeout`` (TCP + TLS handshake) and ``read_timeout``, the longest silence allowed from upstream
   while an answer is awaited or streamed (pings count). One timer per connection, re-armed lazily.
@@ -127,6 +128,12 @@ class UpstreamResponse:
         return q
 
     @property
+    def extra(self) -> int:
+        """Bytes upstream sent after the end of the body (a Content-Length it overran, a body after a 204...), as
+        far as they arrived before now: never forwarded (RFC 9112 section 6.3), and the connection is not reused."""
+        return self._conn.extra
+
+    @property
     def has_data(self) -> bool:
         """Reads are queued (:meth:`take` returns them without raising)."""
         return bool(self._conn.queue)
@@ -191,6 +198,7 @@ class _Connection(asyncio.Protocol):
         self.response: UpstreamResponse | None = None  # parsed, handed out at the end of its read
         self.head_method = b""
         self.got_bytes = False
+        self.extra = 0  # bytes upstream sent after the end of the response's body (not forwarded)
         self.queue: list[tuple[float, bytes]] = []
         self.queued = 0
         self.paused = False
@@ -215,6 +223,8 @@ class _Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self.last_read = self.loop.time()
         if not self.active or self.h11 is None:  # bytes nobody asked for (an idle connection): it cannot be reused
+            if self.body_done:  # (after a body whose response may still be read: it says so)
+                self.extra += len(data)
             self.abort()
             return
         if self.error is not None:  # refused already: the connection is closing
@@ -352,6 +362,7 @@ class _Connection(asyncio.Protocol):
                         c.receive_data(rest)
                         rest = None
                     self.body_done = True
+                    self.extra = len(c.trailing_data[0])  # bytes after the end of the body, in this read
                     # reusable only when h11 says so (HTTP/1.1, no Connection: close) and nothing came after the end
                     if closing or c.their_state is not h11.DONE or c.trailing_data[0]:
                         self.keep_alive = False

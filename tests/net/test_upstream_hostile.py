@@ -309,6 +309,40 @@ def test_fuzz_raw_upstream_answers_through_the_proxy(
     assert "Traceback" not in logs.text and "Exception in ASGI" not in logs.text
 
 
+@pytest.mark.parametrize(
+    ("head", "after", "framing"),
+    [
+        (
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: 5\r\n\r\n",
+            b"data:garbage!",
+            "its Content-Length (5)",
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n5\r\ndata:\r\n0\r\n\r\n",
+            b"garbage!",
+            "its last chunk",
+        ),
+    ],
+)
+def test_bytes_after_the_end_of_upstreams_body_are_named_in_the_recording(
+    tmp_path: Path, head: bytes, after: bytes, framing: str
+) -> None:
+    """Upstream sends more than its framing says (a body longer than its Content-Length, bytes after the last chunk):
+    the client gets the response as framed (RFC 9112 section 6.3: the rest is not forwarded), and the recording says
+    so. The proxy dropped them with no word: the exchange 'complete', the recording as if upstream had sent nothing
+    more."""
+    record = tmp_path / "run.jsonl"
+    with RawUpstream(head + (b"" if b"chunked" in head else b"data:") + after) as up:
+        with BackgroundServer(ProxyApp(up.url, read_timeout=30, record=record)) as px:
+            status, body, problem = ask(px.base_url)
+    assert (status, body, problem) == (200, b"data:", "")
+    recording = read_recording(record)
+    notes = [o["note"] for o in recording.observations if o.get("type") == "proxy_note"]
+    assert notes == [
+        f"upstream sent {len(after)} bytes after the end of its body ({framing}): not forwarded, not recorded"
+    ]
+
+
 def test_a_dead_environment_proxy_is_named_not_blamed_on_upstream(monkeypatch: pytest.MonkeyPatch) -> None:
     """HTTPS_PROXY / HTTP_PROXY pointing at nothing: the 502 names that proxy (host:port and the variable, never its
     credentials); main said "upstream unreachable"."""
