@@ -51,6 +51,8 @@ FAILING_OUTCOMES = ("incomplete", "error", "http_error")
 _BLANK = b" \t\r\n\xef\xbb\xbf"
 
 
+MAX_NOTES = 100  # the proxy's notes shown per attempt (it writes a few at most; a recording is untrusted input)
+
 # the reasons of a failed attempt's end line that name a broken transport, as the proxy and the loop word them (the
 # others, "stream ended before message_stop", "error event: ...", a replayed client's close, are the stream's own
 # diagnostics or no failure of the connection)
@@ -470,8 +472,15 @@ class Dumper:
     def turns(self, recording: Recording) -> list[dict[str, Any]]:
         """One entry per turn (its last attempt), with the earlier attempts listed under ``failed_attempts``."""
         out: list[dict[str, Any]] = []
+        notes: dict[tuple[Any, Any], list[str]] = {}  # the proxy's notes on each attempt (its proxy_note lines)
+        for o in recording.observations:
+            if o.get("type") == "proxy_note" and isinstance(o.get("note"), str):
+                notes.setdefault((o.get("turn"), o.get("attempt")), []).append(o["note"])
         for turn in recording.turns:
             entries = [self._for(att).entry() for att in turn.attempts]
+            for att, entry in zip(turn.attempts, entries, strict=True):
+                for note in notes.get((att.turn, att.attempt), ())[:MAX_NOTES]:
+                    entry["diagnostics"].append(_diag(D.PROXY_NOTE, note, "warning"))
             if not entries:
                 continue
             last = entries[-1]

@@ -56,6 +56,7 @@ CONNECTION_DROPPED = "transport.connection_dropped"
 IDLE_TIMEOUT = "transport.idle_timeout"
 HTTP_ERROR = "transport.http_error"
 NO_RESPONSE = "transport.no_response"  # a recorded attempt that ended before any response (its end line says why)
+PROXY_NOTE = "transport.proxy_note"  # (dump) what the proxy noted on an attempt (its recording's proxy_note lines)
 
 
 @dataclass(frozen=True, slots=True)

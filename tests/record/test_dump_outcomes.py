@@ -262,6 +262,27 @@ def test_an_attempt_whose_connection_broke_after_its_response_says_why(
     assert f"transport.connection_dropped: {reason}" in out
 
 
+def test_the_proxys_notes_on_an_attempt_are_its_diagnostics(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """What `inspector proxy` noted on an attempt (bytes after the end of upstream's body, a stream past the parse
+    budget, a decompression bomb) is in its recording's proxy_note lines; dump showed none of them."""
+    path = tmp_path / "r.jsonl"
+    note = "upstream sent 10 bytes after the end of its body (its Content-Length (716)): not forwarded, not recorded"
+    with RecordingWriter(str(path), source={"type": "proxy"}) as w:
+        w.request(0, 0, 0.0, "POST", "http://t/v1/messages", {}, {"model": "m"})
+        w.response(0, 0, 0.1, 200, {"content-type": "text/event-stream"})
+        w.read(0, 0, 0.2, sse(*text_turn("fine")))
+        w.observation({"type": "proxy_note", "t": 0.3, "turn": 0, "attempt": 0, "note": note})
+        w.end(0, 0, 0.3, "complete")
+    code, out = run(capsys, "dump", str(path), "--json")
+    [turn] = orjson.loads(out)["turns"]
+    assert [(d["code"], d["severity"], d["message"]) for d in turn["diagnostics"]] == [
+        ("transport.proxy_note", "warning", note)
+    ]
+    assert code == 0  # (a warning)
+    code, out = run(capsys, "dump", str(path))
+    assert f"transport.proxy_note: {note}" in out
+
+
 def test_max_size_option(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = tmp_path / "big.sse"
     path.write_bytes(b"data: " + b"x" * 3000 + b"\n\n" + sse(*text_turn("after")))
