@@ -9,8 +9,9 @@ The proxy is split along its seams:
   included, untouched) and body go upstream with the proxy's own HTTP/1.1 client (:mod:`inspector.net.upstream`;
   httpx2 when an environment proxy applies or a transport is given); the response is streamed back as it arrives
   (no decoding, no buffering: what arrived together goes out in one write), so the client gets exactly upstream's
-  bytes. Hop-by-hop headers (connection, keep-alive, transfer-encoding, te, trailer, upgrade, proxy-connection) and
-  host / content-length are not copied (the HTTP layers set them again).
+  bytes. Hop-by-hop headers (connection, keep-alive, transfer-encoding, te, trailer, upgrade, proxy-connection, and
+  those a Connection header lists: RFC 9110 section 7.6.1) and host / content-length are not copied (the HTTP
+  layers set them again).
 - Turn tracking (:mod:`inspector.net.turns`): turns, attempts, the retry rule, and every observation of an attempt.
 - Tool inference (:mod:`inspector.net.toolinfer`): the other harness's tool calls, inferred from its next request.
 
@@ -230,6 +231,24 @@ def target_problem(raw_path: bytes) -> str | None:
         return None
     shown = raw_path[:80].decode("latin-1")
     return f"the request-target must be an absolute path (origin-form, /v1/...), not {shown!r}"
+
+
+def _connection_options(headers: Iterable[tuple[str, str]]) -> frozenset[str]:
+    """The header names a request's ``Connection`` header lists (lower-cased): hop-by-hop, removed before the
+    request is forwarded (RFC 9110 section 7.6.1), like ``Connection`` itself."""
+    listed = [v for k, v in headers if k.lower() == "connection"]
+    if not listed:
+        return frozenset()
+    return frozenset(t.strip().lower() for v in listed for t in v.split(",")) - {""}
+
+
+def _hop_by_hop_b(headers: Iterable[tuple[bytes, bytes]]) -> frozenset[bytes]:
+    """The response header names not forwarded: ``RESPONSE_HOP_BY_HOP_B`` and those its ``Connection`` header
+    lists (RFC 9110 section 7.6.1)."""
+    listed = [v for k, v in headers if k.lower() == b"connection"]
+    if not listed:
+        return RESPONSE_HOP_BY_HOP_B
+    return RESPONSE_HOP_BY_HOP_B | {t.strip().lower() for v in listed for t in v.split(b",")} - {b""}
 
 
 def _overrun_note(upstream: UpstreamResponse, extra: int) -> str:
@@ -727,9 +746,11 @@ class ProxyApp(Closable):
         self._learn(list(_url_keys(url)))  # the headers' keys were learned above: the URL's (a ?key=...)
         faults: LiveFaultSource | str | None = self.faults
         fwd = []
+        listed = _connection_options(in_headers)
+        hop = HOP_BY_HOP | listed if listed else HOP_BY_HOP
         for k, v in in_headers:
             lk = k.lower()
-            if lk in HOP_BY_HOP:
+            if lk in hop:
                 continue
             if self.fault_header and lk == FAULT_HEADER:
                 faults = self._header_faults(v)
@@ -935,10 +956,12 @@ class ProxyApp(Closable):
         t_head = upstream.t_head if isinstance(upstream, UpstreamResponse) else self.clock()
         ex.headers_s = t_head - t_req_clock
         if isinstance(upstream, UpstreamResponse):
-            raw_headers = [(k, v) for k, v in upstream.raw_headers if k.lower() not in RESPONSE_HOP_BY_HOP_B]
+            drop = _hop_by_hop_b(upstream.raw_headers)
+            raw_headers = [(k, v) for k, v in upstream.raw_headers if k.lower() not in drop]
             ctype, cenc = upstream.header(b"content-type").lower(), upstream.header(b"content-encoding")
         else:
-            raw_headers = [(k, v) for k, v in upstream.headers.raw if k.lower() not in RESPONSE_HOP_BY_HOP_B]
+            drop = _hop_by_hop_b(upstream.headers.raw)
+            raw_headers = [(k, v) for k, v in upstream.headers.raw if k.lower() not in drop]
             ctype, cenc = upstream.headers.get("content-type", "").lower(), upstream.headers.get("content-encoding", "")
         sse = "text/event-stream" in ctype
         live = (

@@ -41,6 +41,7 @@ class RawUpstream:
     def __init__(self, answer: bytes = b"") -> None:
         self.answer = answer
         self.requests = 0
+        self.head = b""  # the last request's head
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.sock.settimeout(0.2)
         self.stop = threading.Event()
@@ -75,6 +76,7 @@ class RawUpstream:
                             break
                         data += got
                     head, _, body = data.partition(b"\r\n\r\n")
+                    self.head = head
                     n = 0
                     for line in head.split(b"\r\n"):
                         if line.lower().startswith(b"content-length:"):
@@ -341,6 +343,27 @@ def test_bytes_after_the_end_of_upstreams_body_are_named_in_the_recording(
     assert notes == [
         f"upstream sent {len(after)} bytes after the end of its body ({framing}): not forwarded, not recorded"
     ]
+
+
+def test_the_headers_a_connection_header_lists_are_not_forwarded_either_way() -> None:
+    """RFC 9110 section 7.6.1: a proxy removes the fields its Connection header names (hop-by-hop) before
+    forwarding, with Connection itself. The proxy removed Connection and the fixed hop-by-hop names only: upstream got
+    the client's `x-hop-req`, the client upstream's `x-hop`."""
+    answer = b"HTTP/1.1 200 OK\r\nConnection: close, X-Hop\r\nX-Hop: 1\r\nX-Kept: 2\r\nContent-Length: 2\r\n\r\nok"
+    with RawUpstream(answer) as up, BackgroundServer(ProxyApp(up.url, read_timeout=30)) as px:
+        host, port = px.base_url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=30) as s:
+            s.sendall(
+                b"GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close, X-Hop-Req ,\r\nX-Hop-Req: 1\r\n"
+                b"X-Kept-Req: 2\r\n\r\n"
+            )
+            raw = b""
+            while got := s.recv(65536):
+                raw += got
+    sent = up.head.lower()
+    assert b"x-kept-req: 2" in sent and b"x-hop-req" not in sent
+    head = raw.partition(b"\r\n\r\n")[0].lower()
+    assert head.startswith(b"http/1.1 200") and b"x-kept: 2" in head and b"x-hop" not in head
 
 
 def test_a_dead_environment_proxy_is_named_not_blamed_on_upstream(monkeypatch: pytest.MonkeyPatch) -> None:
