@@ -474,6 +474,8 @@ class ServeApp(Closable):
         length = request.headers.get("content-length")
         if length is not None and length.strip().isdigit() and int(length) > self.max_body:
             raise too_large
+        from starlette.requests import ClientDisconnect
+
         buf = bytearray()
         try:
             async with asyncio.timeout(self.body_timeout):
@@ -483,6 +485,8 @@ class ServeApp(Closable):
                         raise too_large
         except TimeoutError:
             raise _Rejected(408, "timeout_error", f"request body not received within {self.body_timeout:g}s") from None
+        except ClientDisconnect:  # (nobody to answer: a planned drop, not uvicorn's "Exception in ASGI application")
+            raise ConnectionDrop("the client went away before sending its whole body") from None
         return bytes(buf)
 
     async def not_found(self, request: Request) -> Response:

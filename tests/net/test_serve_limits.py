@@ -225,3 +225,29 @@ def test_a_slow_body_times_out_with_408() -> None:
             assert c.closed_by_server()
         finally:
             c.close()
+
+
+def test_a_client_that_leaves_in_the_middle_of_its_body_logs_no_traceback(
+    caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A client gone before its whole body came (its own timeout, a Ctrl-C during the upload): starlette raised
+    ClientDisconnect out of the body's read, and uvicorn logged 'Exception in ASGI application' with a traceback for
+    each such client. It is a planned drop now (as in the proxy): nothing logged, the server goes on."""
+    import logging
+    import time
+
+    with caplog.at_level(logging.INFO), BackgroundServer(ServeApp(speed=math.inf)) as srv:
+        with socket.create_connection(srv.address, timeout=10) as s:
+            s.sendall(
+                f"POST /v1/messages HTTP/1.1\r\nhost: x\r\nx-api-key: {KEY}\r\nanthropic-version: 1\r\n"
+                'content-type: application/json\r\ncontent-length: 100\r\n\r\n{"model":'.encode()
+            )
+            time.sleep(0.2)  # (the body's read has begun)
+        time.sleep(0.3)
+        c = RawClient(srv.address)
+        try:
+            assert c.request("/v1/messages", messages_body())[0] == 200  # still serving
+        finally:
+            c.close()
+    out = capfd.readouterr()
+    assert "Traceback" not in caplog.text + out.err and "Exception in ASGI" not in caplog.text + out.err
