@@ -136,6 +136,7 @@ HEADER_TIMEOUT = 30.0  # seconds from a request's first byte to the end of its h
 BODY_TIMEOUT = 60.0  # seconds to receive a whole request body
 DIFF_BUDGET = 2.0  # seconds a --recording request diff may take (in a worker thread) before it is given up
 MAX_HEADER_BYTES = 64 * 1024  # h11_max_incomplete_event_size: the most bytes of unfinished request headers
+EXCHANGE_TEXT = 1000  # characters of a client-chosen text an exchange keeps and prints (its model, a rejection)
 
 log = logging.getLogger("inspector.serve")
 
@@ -181,6 +182,14 @@ class Exchange:
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+def _kept_text(text: str | None) -> str | None:
+    """``text`` as an exchange keeps it: at most ``EXCHANGE_TEXT`` characters, a cut one saying its length."""
+    if text is None or len(text) <= EXCHANGE_TEXT:
+        return text
+    tail = f"... ({len(text)} characters)"
+    return text[: EXCHANGE_TEXT - len(tail)] + tail
 
 
 class _Rejected(Exception):
@@ -309,7 +318,10 @@ class ServeApp(Closable):
 
     def note(self, ex: Exchange) -> None:
         """Keep an exchange that has ended (its response's body classes call it) and print it (once its request diff
-        is known)."""
+        is known). The texts a client chooses (the model it names, a rejection quoting it) are kept and printed cut
+        to ``EXCHANGE_TEXT`` characters: ``--history`` exchanges of up to ``--max-body`` each were kept whole."""
+        ex.model = _kept_text(ex.model)
+        ex.rejected = _kept_text(ex.rejected)
         self.exchanges.append(ex)
         self.total_exchanges += 1
         pending = self._diffs.get(ex.seq)

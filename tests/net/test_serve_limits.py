@@ -251,3 +251,31 @@ def test_a_client_that_leaves_in_the_middle_of_its_body_logs_no_traceback(
             c.close()
     out = capfd.readouterr()
     assert "Traceback" not in caplog.text + out.err and "Exception in ASGI" not in caplog.text + out.err
+
+
+def test_an_exchange_keeps_and_prints_a_bounded_model_name_and_rejection() -> None:
+    """A client names a 4 MiB model: the 404 echoes it (as the API does), but the exchange kept it whole in the ring
+    of --history exchanges (and in its 'rejected' text) and the server printed a 4 MiB line on stderr: 20 such
+    requests grew serve by 167 MB and wrote 84 MB of log. What is kept and printed is cut to EXCHANGE_TEXT."""
+    from inspector.net.serve import EXCHANGE_TEXT, format_exchange
+
+    lines: list[str] = []
+    big = "m" + "x" * (4 << 20)
+    kept = []
+    for lenient in (False, True):
+        app = ServeApp(speed=math.inf, lenient=lenient, on_exchange=lambda ex: lines.append(format_exchange(ex)))
+        with BackgroundServer(app) as srv:
+            c = RawClient(srv.address)
+            try:
+                status, _, raw = c.request("/v1/messages", {**messages_body(), "model": big})
+                if not lenient:  # (the answer echoes it whole, as the API's)
+                    assert status == 404 and big in orjson.loads(raw)["error"]["message"]
+            finally:
+                c.close()
+        kept.append(app.exchanges[-1])
+    rejected, served = kept
+    assert rejected.status == 404 and rejected.rejected is not None
+    assert len(rejected.rejected) <= EXCHANGE_TEXT and len(rejected.model or "") <= EXCHANGE_TEXT
+    assert served.status == 200 and served.model is not None and len(served.model) <= EXCHANGE_TEXT
+    assert served.model.startswith("mxxx") and f"{len(big)} characters" in served.model
+    assert all(len(line) < 3 * EXCHANGE_TEXT for line in lines)
