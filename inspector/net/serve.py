@@ -136,6 +136,7 @@ HEADER_TIMEOUT = 30.0  # seconds from a request's first byte to the end of its h
 BODY_TIMEOUT = 60.0  # seconds to receive a whole request body
 DIFF_BUDGET = 2.0  # seconds a --recording request diff may take (in a worker thread) before it is given up
 MAX_HEADER_BYTES = 64 * 1024  # h11_max_incomplete_event_size: the most bytes of unfinished request headers
+CACHED_MODEL = 256  # characters of the longest model name whose plans are cached (real ids are < 100)
 EXCHANGE_TEXT = 1000  # characters of a client-chosen text an exchange keeps and prints (its model, a rejection)
 
 log = logging.getLogger("inspector.serve")
@@ -182,6 +183,13 @@ class Exchange:
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+def _cacheable(model: str | None) -> bool:
+    """Whether a plan (and its faulted scenario) for a request naming ``model`` is kept in the caches: not for a
+    model name longer than ``CACHED_MODEL`` characters (a client's choice: 64 plans echoing a 32 MiB name each were
+    kept, gigabytes, by a count-only bound); such a request's plan is rendered for it alone."""
+    return model is None or len(model) <= CACHED_MODEL
 
 
 def _kept_text(text: str | None) -> str | None:
@@ -393,10 +401,11 @@ class ServeApp(Closable):
             if model is not None and model != base.model:
                 base = dataclasses.replace(base, model=model)
             sc = apply_faults(base, faults)
-            with self._lock:
-                self._faulted[key] = sc
-                while len(self._faulted) > 64:
-                    self._faulted.popitem(last=False)
+            if _cacheable(model):
+                with self._lock:
+                    self._faulted[key] = sc
+                    while len(self._faulted) > 64:
+                        self._faulted.popitem(last=False)
         return sc
 
     def plan(
@@ -433,10 +442,11 @@ class ServeApp(Closable):
                 choices=choices,
                 seed=seed,
             )
-            with self._lock:
-                self._plans[key] = plan
-                while len(self._plans) > 64:
-                    self._plans.popitem(last=False)
+            if _cacheable(model):
+                with self._lock:
+                    self._plans[key] = plan
+                    while len(self._plans) > 64:
+                        self._plans.popitem(last=False)
         return plan
 
     def _cached(self, key: PlanKey) -> ResponsePlan | None:

@@ -279,3 +279,24 @@ def test_an_exchange_keeps_and_prints_a_bounded_model_name_and_rejection() -> No
     assert served.status == 200 and served.model is not None and len(served.model) <= EXCHANGE_TEXT
     assert served.model.startswith("mxxx") and f"{len(big)} characters" in served.model
     assert all(len(line) < 3 * EXCHANGE_TEXT for line in lines)
+
+
+def test_plans_for_a_long_model_name_are_not_cached() -> None:
+    """With --lenient any model is served, and echoed in the plan: the plan caches (64 plans, 64 faulted scenarios,
+    bounded by count only) kept each 4 MiB model's plan (9 MB of RSS per request, up to gigabytes with 32 MiB
+    names). A plan for a model name past CACHED_MODEL characters is rendered for its request alone."""
+    from inspector.net.serve import CACHED_MODEL
+
+    app = ServeApp(speed=math.inf, lenient=True)
+    with BackgroundServer(app) as srv:
+        c = RawClient(srv.address)
+        try:
+            for i in range(3):
+                big = f"m{i}" + "x" * (1 << 20)
+                status, _, raw = c.request("/v1/messages", {**messages_body(), "model": big})
+                assert status == 200 and big.encode() in raw  # (echoed, as before)
+            assert c.request("/v1/messages", {**messages_body(), "model": "claude-sonnet-4-5"})[0] == 200
+        finally:
+            c.close()
+    keys = [*app._plans, *app._faulted]
+    assert keys and all(len(part) <= CACHED_MODEL for key in keys for part in key if isinstance(part, str))
