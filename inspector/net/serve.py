@@ -137,6 +137,7 @@ BODY_TIMEOUT = 60.0  # seconds to receive a whole request body
 DIFF_BUDGET = 2.0  # seconds a --recording request diff may take (in a worker thread) before it is given up
 MAX_HEADER_BYTES = 64 * 1024  # h11_max_incomplete_event_size: the most bytes of unfinished request headers
 CACHED_MODEL = 256  # characters of the longest model name whose plans are cached (real ids are < 100)
+CACHED_ECHO = 64 * 1024  # bytes of JSON of the request fields a Response echoes, at most, for its plan to be cached
 EXCHANGE_TEXT = 1000  # characters of a client-chosen text an exchange keeps and prints (its model, a rejection)
 
 log = logging.getLogger("inspector.serve")
@@ -185,11 +186,14 @@ class Exchange:
         return dataclasses.asdict(self)
 
 
-def _cacheable(model: str | None) -> bool:
-    """Whether a plan (and its faulted scenario) for a request naming ``model`` is kept in the caches: not for a
-    model name longer than ``CACHED_MODEL`` characters (a client's choice: 64 plans echoing a 32 MiB name each were
-    kept, gigabytes, by a count-only bound); such a request's plan is rendered for it alone."""
-    return model is None or len(model) <= CACHED_MODEL
+def _cacheable(model: str | None, echo: dict[str, Any] | None = None) -> bool:
+    """Whether a plan (and its faulted scenario) for a request naming ``model`` (and, for a Response, echoing
+    ``echo``) is kept in the caches: not for a model name longer than ``CACHED_MODEL`` characters nor an echo of
+    more than ``CACHED_ECHO`` bytes of JSON (a client's choice: 64 plans echoing a 32 MiB name or ``instructions``
+    each were kept, gigabytes, by a count-only bound); such a request's plan is rendered for it alone."""
+    if model is not None and len(model) > CACHED_MODEL:
+        return False
+    return not echo or len(orjson.dumps(echo)) <= CACHED_ECHO
 
 
 def _kept_text(text: str | None) -> str | None:
@@ -442,7 +446,7 @@ class ServeApp(Closable):
                 choices=choices,
                 seed=seed,
             )
-            if _cacheable(model):
+            if _cacheable(model, echo):
                 with self._lock:
                     self._plans[key] = plan
                     while len(self._plans) > 64:

@@ -300,3 +300,23 @@ def test_plans_for_a_long_model_name_are_not_cached() -> None:
             c.close()
     keys = [*app._plans, *app._faulted]
     assert keys and all(len(part) <= CACHED_MODEL for key in keys for part in key if isinstance(part, str))
+
+
+def test_plans_echoing_big_request_fields_are_not_cached() -> None:
+    """A Response echoes the request's instructions (and tools, metadata...) in its plan: the plan cache kept each
+    4 MiB `instructions` (18 MB of RSS per request). Past CACHED_ECHO bytes the plan is rendered for its request
+    alone; a small echo is cached as before."""
+    app = ServeApp(speed=math.inf, lenient=True)
+    body = {"model": "gpt-4o", "stream": True, "input": "hi"}
+    with BackgroundServer(app) as srv:
+        c = RawClient(srv.address)
+        try:
+            for i in range(2):
+                big = f"i{i}" + "x" * (1 << 20)
+                status, _, raw = c.request("/v1/responses", {**body, "instructions": big}, headers={})
+                assert status == 200 and big.encode() in raw  # (echoed, as before)
+            assert len(app._plans) == 0
+            assert c.request("/v1/responses", {**body, "instructions": "be brief"}, headers={})[0] == 200
+            assert len(app._plans) == 1
+        finally:
+            c.close()
