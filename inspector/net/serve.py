@@ -38,6 +38,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import dataclasses
+import hashlib
 import logging
 import threading
 import time
@@ -136,6 +137,7 @@ HEADER_TIMEOUT = 30.0  # seconds from a request's first byte to the end of its h
 BODY_TIMEOUT = 60.0  # seconds to receive a whole request body
 DIFF_BUDGET = 2.0  # seconds a --recording request diff may take (in a worker thread) before it is given up
 MAX_HEADER_BYTES = 64 * 1024  # h11_max_incomplete_event_size: the most bytes of unfinished request headers
+SESSION_KEPT = 256  # characters of an x-inspector-session header kept as it is in the attempt keys (else a digest)
 CACHED_MODEL = 256  # characters of the longest model name whose plans are cached (real ids are < 100)
 CACHED_ECHO = 64 * 1024  # bytes of JSON of the request fields a Response echoes, at most, for its plan to be cached
 EXCHANGE_TEXT = 1000  # characters of a client-chosen text an exchange keeps and prints (its model, a rejection)
@@ -184,6 +186,16 @@ class Exchange:
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+def _session_of(request: Request) -> str:
+    """The ``x-inspector-session`` header as the attempt counters and the @once faults key it: one longer than
+    ``SESSION_KEPT`` characters by its digest (they keep ``--history`` keys: 64 KiB headers were kept whole, about
+    600 MB for 10,000 sessions)."""
+    session = request.headers.get(SESSION_HEADER, "")
+    if len(session) <= SESSION_KEPT:
+        return session
+    return "sha256:" + hashlib.sha256(session.encode("latin-1", "replace")).hexdigest()
 
 
 def _cacheable(model: str | None, echo: dict[str, Any] | None = None) -> bool:
@@ -706,7 +718,7 @@ class ServeApp(Closable):
             return self._reject(ex, 400, "invalid_request_error", f"{FAULT_HEADER}: {e}")
         ex.faults = faults_key(faults)
         turns = len(rec.turns) if rec is not None else len(self.scenarios[name].turns)
-        session = request.headers.get(SESSION_HEADER, "")
+        session = _session_of(request)
         decision = self.api.select(decision, body, name=name, turns=turns, faults=ex.faults, session=session)
         if decision.rejected:
             return self._reject(ex, decision.status, decision.etype, decision.message, decision.kind)
@@ -841,7 +853,7 @@ class ServeApp(Closable):
             return self._openai_reject(ex, 400, "invalid_request_error", f"{FAULT_HEADER}: {e}")
         ex.faults = faults_key(faults)
         turns = len(rec.turns) if rec is not None else len(self.scenarios[name].turns)
-        session = request.headers.get(SESSION_HEADER, "")
+        session = _session_of(request)
         decision = self.api.select(
             decision, body, name=name, turns=turns, faults=ex.faults, session=session, family=api
         )

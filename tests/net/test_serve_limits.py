@@ -320,3 +320,24 @@ def test_plans_echoing_big_request_fields_are_not_cached() -> None:
             assert len(app._plans) == 1
         finally:
             c.close()
+
+
+def test_a_long_session_header_is_kept_by_its_digest() -> None:
+    """The attempt counters and the @once faults are keyed by the x-inspector-session header, --history of them: a
+    64 KiB header each was kept whole (200 requests: +12 MB). A long one is keyed by its digest; the same long
+    session still counts its attempts."""
+    from inspector.net.serve import SESSION_KEPT
+
+    app = ServeApp(speed=math.inf)
+    long_a, long_b = "a" * 60000, "b" * 60000
+    with BackgroundServer(app) as srv:
+        c = RawClient(srv.address)
+        try:
+            for session in (long_a, long_a, long_b):
+                headers = {"x-api-key": KEY, "anthropic-version": "2023-06-01", "x-inspector-session": session}
+                assert c.request("/v1/messages", messages_body(), headers=headers)[0] == 200
+        finally:
+            c.close()
+    keys = list(app.api.attempts)
+    assert len(keys) == 2 and sorted(app.api.attempts.values()) == [1, 2]  # (a's two attempts, b's one)
+    assert all(len(part) <= SESSION_KEPT + 7 for key in keys for part in key if isinstance(part, str))
