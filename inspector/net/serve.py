@@ -140,7 +140,7 @@ MAX_HEADER_BYTES = 64 * 1024  # h11_max_incomplete_event_size: the most bytes of
 SESSION_KEPT = 256  # characters of an x-inspector-session header kept as it is in the attempt keys (else a digest)
 CACHED_MODEL = 256  # characters of the longest model name whose plans are cached (real ids are < 100)
 CACHED_ECHO = 64 * 1024  # bytes of JSON of the request fields a Response echoes, at most, for its plan to be cached
-EXCHANGE_TEXT = 1000  # characters of a client-chosen text an exchange keeps and prints (its model, a rejection)
+EXCHANGE_TEXT = 1000  # characters of a client-chosen text an exchange keeps and prints (path, model, a rejection)
 
 log = logging.getLogger("inspector.serve")
 
@@ -342,10 +342,11 @@ class ServeApp(Closable):
 
     def note(self, ex: Exchange) -> None:
         """Keep an exchange that has ended (its response's body classes call it) and print it (once its request diff
-        is known). The texts a client chooses (the model it names, a rejection quoting it) are kept and printed cut
+        is known). The texts a client chooses (its path, the model it names, a rejection quoting them) are kept and printed cut
         to ``EXCHANGE_TEXT`` characters: ``--history`` exchanges of up to ``--max-body`` each were kept whole."""
         ex.model = _kept_text(ex.model)
         ex.rejected = _kept_text(ex.rejected)
+        ex.path = _kept_text(ex.path) or ""
         self.exchanges.append(ex)
         self.total_exchanges += 1
         pending = self._diffs.get(ex.seq)

@@ -281,6 +281,22 @@ def test_an_exchange_keeps_and_prints_a_bounded_model_name_and_rejection() -> No
     assert all(len(line) < 3 * EXCHANGE_TEXT for line in lines)
 
 
+def test_an_exchange_keeps_a_bounded_path() -> None:
+    """A 60 KB request path (404) was kept whole in the exchange ring: 100 KB a request, a gigabyte at --history's
+    10,000. It is cut to EXCHANGE_TEXT too."""
+    from inspector.net.serve import EXCHANGE_TEXT
+
+    app = ServeApp(speed=math.inf)
+    with BackgroundServer(app) as srv:
+        c = RawClient(srv.address)
+        try:
+            assert c.request("/v1/" + "p" * 60000, None, method="GET")[0] == 404
+        finally:
+            c.close()
+    [ex] = list(app.exchanges)
+    assert len(ex.path) <= EXCHANGE_TEXT and ex.path.startswith("/v1/ppp") and "60004 characters" in ex.path
+
+
 def test_plans_for_a_long_model_name_are_not_cached() -> None:
     """With --lenient any model is served, and echoed in the plan: the plan caches (64 plans, 64 faulted scenarios,
     bounded by count only) kept each 4 MiB model's plan (9 MB of RSS per request, up to gigabytes with 32 MiB
