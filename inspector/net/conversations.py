@@ -448,7 +448,7 @@ class Conversations:
         conv.ended_well = False
         conv.pending_tool_inputs.clear()
         if isinstance(body, dict) and isinstance(body.get("model"), str):
-            conv.model = body["model"]
+            conv.model = body["model"][:200]  # (a client's text: bounded, as a session name)
         self._move_tip(conv, prefix)
         return Assignment(conv.id, conv.turn, 0, None, how, conv.parent)
 

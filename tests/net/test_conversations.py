@@ -419,3 +419,14 @@ def test_hostile_bodies_on_every_new_path_never_raise_and_tool_ids_stay_bounded(
         assert (nxt.conversation, nxt.turn) == (a.conversation, 1)
     assert len(c.tool_ids) <= 4 * c.max and all(len(k) <= 200 for k in c.tool_ids)
     assert len(c.by_id) <= c.max and sum(map(len, c.messages_tips.values())) <= c.max
+
+
+def test_a_conversation_keeps_a_bounded_model_name() -> None:
+    """Each of the 10,000 conversations kept the model its last turn named, whole: a 4 MiB name grew the proxy by
+    4.4 MB a conversation (a client's text, up to --max-body). Kept cut to 200 characters, as a session name."""
+    c = Conversations()
+    body = {"model": "m" + "x" * (1 << 20), "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    a = c.assign("POST", "/v1/messages", {}, body)
+    assert a.conversation is not None
+    model = c.by_id[a.conversation].model
+    assert model is not None and model.startswith("mxxx") and len(model) == 200
