@@ -1079,9 +1079,9 @@ class ProxyApp(Closable):
             ex.end, ex.reason = state["end"], state["reason"]
         if ex.end == "complete":
             await send({"type": "http.response.body", "body": b"", "more_body": False})
-            extra = upstream.extra if isinstance(upstream, UpstreamResponse) else 0
-            if extra and track is not None:  # (bytes past the framing: not forwarded, never repaired silently)
-                self.tracker.note(track, _overrun_note(upstream, extra))
+            # bytes past the framing: not forwarded, never dropped without a word (the proxy's own client counts them)
+            if isinstance(upstream, UpstreamResponse) and upstream.extra and track is not None:
+                self.tracker.note(track, _overrun_note(upstream, upstream.extra))
         if on_end is not None:
             on_end()
         if ex.end == "dropped":
