@@ -13,7 +13,9 @@ cache) and this one read nothing from the cache while writing it again. The verd
 - ``TTL expired: 6.2 min since the previous request (cache lifetime 5 min)``
 - ``prefix unchanged``: the cache entry was evicted early, or the prefix is under the model's minimum cacheable length
 
-Pure functions on parsed request bodies; never raises on odd shapes (a non-dict body compares as empty).
+``cache_control`` marks are left out of every comparison: a mark says where the cached prefix ends, it is not part
+of it (a harness moves its breakpoint to the newest message each turn). Pure functions on parsed request bodies;
+never raises on odd shapes (a non-dict body compares as empty).
 """
 
 from __future__ import annotations
@@ -52,6 +54,18 @@ def _canon(value: Any) -> str:
         return repr(value)
 
 
+def _unmarked(value: Any) -> Any:
+    """A tool, message or content block without its ``cache_control`` mark (nor those of the blocks in its
+    ``content``, a tool result's too): a mark is where the cached prefix ends, not part of it. Harnesses move their
+    breakpoint to the newest message each turn (net/conversations.py leaves the marks out for the same reason)."""
+    if not isinstance(value, dict) or not ("cache_control" in value or isinstance(value.get("content"), list)):
+        return value
+    out = {k: v for k, v in value.items() if k != "cache_control"}
+    if isinstance(out.get("content"), list):
+        out["content"] = [_unmarked(b) for b in out["content"]]
+    return out
+
+
 def _list(body: dict[str, Any], key: str) -> list[Any]:
     v = body.get(key)
     return v if isinstance(v, list) else []
@@ -70,7 +84,7 @@ def _system_text(body: dict[str, Any]) -> str:
             if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str):
                 parts.append(b["text"])
             else:
-                parts.append(_canon(b))
+                parts.append(_canon(_unmarked(b)))
         return "\n".join(parts)
     return _canon(system)
 
@@ -177,7 +191,7 @@ def first_difference(prev: Any, cur: Any, reach: int | None = None) -> CacheVerd
     ``reach`` messages of ``prev`` (None: all of them); None when that prefix is unchanged."""
     prev = prev if isinstance(prev, dict) else {}
     cur = cur if isinstance(cur, dict) else {}
-    pt, ct = _list(prev, "tools"), _list(cur, "tools")
+    pt, ct = [_unmarked(t) for t in _list(prev, "tools")], [_unmarked(t) for t in _list(cur, "tools")]
     for i in range(max(len(pt), len(ct))):
         if i >= len(ct):
             return CacheVerdict("written_again", f"tools changed: '{_name(pt[i], i)}' removed (tool {i})", "tools", i)
@@ -193,15 +207,16 @@ def first_difference(prev: Any, cur: Any, reach: int | None = None) -> CacheVerd
             return CacheVerdict("written_again", f"system block {j} changed at char {n} of its text", "system", j, n)
         n = _first_diff(ps, cs)
         return CacheVerdict("written_again", f"system changed at char {n}", "system", None, n)
-    pm, cm = _messages(prev), _messages(cur)
+    pm, cm = _messages(prev), _messages(cur)  # (each compared without its cache_control marks: _unmarked)
     upto = len(pm) if reach is None else max(0, min(reach, len(pm)))
     for i in range(upto):
         if i >= len(cm):
             return CacheVerdict("written_again", f"message {i} removed", "messages", i)
-        a, b = _canon(pm[i]), _canon(cm[i])
+        was, now = _unmarked(pm[i]), _unmarked(cm[i])
+        a, b = _canon(was), _canon(now)
         if a != b:
-            role = cm[i].get("role") if isinstance(cm[i], dict) else None
-            where, n = _edit_where(pm[i], cm[i], a, b)
+            role = now.get("role") if isinstance(now, dict) else None
+            where, n = _edit_where(was, now, a, b)
             return CacheVerdict("written_again", f"message {i} ({role or '?'}) edited {where}", "messages", i, n)
     return None
 

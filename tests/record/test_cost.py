@@ -196,6 +196,28 @@ def test_earlier_message_edited() -> None:
     assert other.reason.endswith("of its JSON")
 
 
+def test_a_moved_breakpoint_is_no_edit() -> None:
+    """A harness marks its newest message each turn (the mark leaves the message before): the mark is where the
+    cached prefix ends, not part of it. A turn that wrote the cache again after 6.7 min read "message 0 (user) edited
+    at char 55 of its JSON" (the mark that moved) where the text was the same: the TTL had expired."""
+    mark = {"type": "ephemeral"}
+
+    def text(t: str, marked: bool) -> dict[str, Any]:
+        return {"type": "text", "text": t, **({"cache_control": mark} if marked else {})}
+
+    first = _body(messages=[{"role": "user", "content": [text("hello", True)]}])
+    later = [{"role": "assistant", "content": [text("hi", False)]}, {"role": "user", "content": [text("more", True)]}]
+    second = _body(messages=[{"role": "user", "content": [text("hello", False)]}, *later])
+    assert explain(first, second, WRITTEN, CACHED, 400).segment == "ttl"
+    assert explain(first, second, WRITTEN, CACHED, 10).segment == "prefix"
+    edited = _body(messages=[{"role": "user", "content": [text("hellO", False)]}, *later])
+    v = explain(first, edited, WRITTEN, CACHED, 10)
+    assert v.reason == "cache written again: message 0 (user) edited at char 4 of block 0's text"
+    tools = [{"name": "read", "input_schema": {}}, {"name": "grep", "input_schema": {}}]
+    marked = [tools[0], {**tools[1], "cache_control": mark}]
+    assert explain(_body(tools=marked), _body(tools=tools), WRITTEN, CACHED, 400).segment == "ttl"
+
+
 def test_a_model_change_is_the_reason_not_an_early_eviction() -> None:
     """The same prefix sent to another model is written again (a cache is per model): said as such, where it read
     'prefix unchanged (evicted early, or under the model's minimum cacheable length)'."""
