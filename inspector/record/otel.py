@@ -63,6 +63,12 @@ ATTEMPT = "inspector.attempt"
 TURN = "inspector.turn"
 OUTCOME = "inspector.outcome"
 
+# a content attribute (a history, a tool's arguments or result, a status message) is cut past this many characters:
+# each attempt's gen_ai.input.messages holds the whole history, and a span of MBs is refused by collectors (a batch
+# of them is lost whole). MAX_ATTRIBUTE_CHARS bounds every other string attribute too (the provider's SpanLimits).
+MAX_TEXT_CHARS = 64 * 1024
+MAX_ATTRIBUTE_CHARS = MAX_TEXT_CHARS + 64
+
 _TOOL_END = frozenset(s.value for s in TOOL_TERMINAL)
 _CONTENT_EVENTS = {"content_block_start", "content_block_delta", "message_start"}
 
@@ -126,7 +132,10 @@ class OtelSink:
             value = list(value)  # a history kept out of RAM (a read-only sequence of messages)
         text = value if isinstance(value, str) else exactjson.dumps(value, default=str).decode()
         secrets = self._secrets()
-        return mask_text(text, secrets) if secrets else text
+        text = mask_text(text, secrets) if secrets else text  # (masked whole first: a key cut in two is still a key)
+        if len(text) > MAX_TEXT_CHARS:
+            text = f"{text[:MAX_TEXT_CHARS]}... [cut: {len(text):,} chars]"
+        return text
 
     # --- the sink ----------------------------------------------------------------------------------------------
     def __call__(self, obs: O.Observation) -> None:
@@ -373,15 +382,23 @@ class OtelSink:
 def make_provider(service: str = "stream-inspector", exporter: Any = None, *, max_queue: int = 2048) -> Any:
     """A TracerProvider exporting over OTLP/HTTP (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_EXPORTER_OTLP_HEADERS``
     as the SDK reads them) through a bounded batch processor. Raises ImportError when the extra is missing."""
+    import os
+
     from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace import SpanLimits, TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     if exporter is None:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
         exporter = OTLPSpanExporter(timeout=5)
-    provider = TracerProvider(resource=Resource.create({"service.name": service}))
+    # every string attribute bounded (a model name, a response id as a client or server sent it), unless the standard
+    # variables say how far
+    named = any(
+        os.environ.get(v) for v in ("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT")
+    )
+    limits = SpanLimits() if named else SpanLimits(max_attribute_length=MAX_ATTRIBUTE_CHARS)
+    provider = TracerProvider(resource=Resource.create({"service.name": service}), span_limits=limits)
     provider.add_span_processor(
         BatchSpanProcessor(exporter, max_queue_size=max_queue, schedule_delay_millis=500, export_timeout_millis=5000)
     )

@@ -360,3 +360,29 @@ def test_an_attempt_answered_with_an_http_error_says_its_status_code() -> None:
     assert (
         oa["http.response.status_code"] == 200 and "error.type" not in oa and ok.status.status_code == StatusCode.UNSET
     )
+
+
+def test_content_attributes_are_bounded() -> None:
+    """--otel-content: each attempt's gen_ai.input.messages is the whole history (big_input's was 226 KB, a long
+    session's MBs per span, which collectors refuse and a batch of which is lost whole). Cut past MAX_TEXT_CHARS,
+    saying so; the provider bounds every other string attribute (a model name as a client sent it)."""
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from inspector.observe import observations as O
+
+    exporter = InMemorySpanExporter()
+    provider = otel.make_provider(exporter=InMemorySpanExporter())
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    sink = otel.OtelSink(provider.get_tracer("t"), content=True)
+    history = [{"role": "user", "content": "x" * 300_000}]
+    body = {"model": "m" * 300_000, "system": "s" * 300_000, "messages": history}
+    sink(O.AttemptStarted(0.0, 0, 0, "POST", "http://x/v1/messages", {}, body))
+    sink(O.AttemptEnded(0.5, 0, 0, "complete", None, "text_finish"))
+    (chat,) = [s for s in exporter.get_finished_spans() if s.name.startswith("chat ")]
+    attrs = chat.attributes or {}
+    for key in ("gen_ai.input.messages", "gen_ai.system_instructions"):
+        text = attrs[key]
+        assert isinstance(text, str) and len(text) <= otel.MAX_ATTRIBUTE_CHARS and text.endswith(" chars]")
+    assert len(str(attrs["gen_ai.request.model"])) <= otel.MAX_ATTRIBUTE_CHARS
+    provider.shutdown()
