@@ -339,3 +339,22 @@ def test_an_openai_streams_cached_and_reasoning_tokens_reach_the_accounting() ->
     ts.close()
     u = from_openai(ts.final_message()["usage"])
     assert (u.input, u.cache_read, u.output, u.reasoning) == (200, 800, 50, 30)
+
+
+def test_a_replay_sends_each_turn_s_recorded_system_prompt(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """cache_break changes the time in its system prompt on turn 2: the replay sent the first request's system
+    prompt every turn, so its cache verdict read 'prefix unchanged (evicted early...)' where the run's and dump's
+    read 'system changed at char 69'."""
+    import json
+
+    from inspector import cli
+
+    rec = tmp_path / "cb.jsonl"
+    assert cli.main(["run", "--scenario", "cache_break", "--headless", "--record", str(rec)]) == 0
+    capsys.readouterr()
+    assert cli.main(["replay", str(rec), "--headless", "--json"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    sent = [o["body"]["system"][0]["text"][-6:] for o in lines if o.get("type") == "attempt_started"]
+    assert sent == ["09:14.", "09:15."]
+    costs = [o for o in lines if o.get("type") == "turn_cost"]
+    assert costs[1]["cache"]["reason"] == "cache written again: system changed at char 69"
