@@ -96,6 +96,7 @@ class LoopConfig:
     max_concurrency: int = 10
     extra_body: dict[str, Any] = field(default_factory=dict)  # e.g. {"thinking": {...}}
     tool_definitions: list[dict[str, Any]] | None = None  # as sent; default: each ToolSpec.definition()
+    tools_by_turn: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # a turn's (else tool_definitions)
     secrets: list[str] = field(default_factory=list, repr=False)  # (the API key) redacted from every observation
     source: dict[str, Any] = field(default_factory=dict)
     # the numbers its observations give this loop's turns: a replay of many conversations runs one loop per
@@ -719,8 +720,9 @@ class AgentLoop:
             body["system"] = [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
         elif system:
             body["system"] = system
-        if cfg.tool_definitions is not None:
-            body["tools"] = cfg.tool_definitions
+        definitions = cfg.tools_by_turn.get(turn, cfg.tool_definitions)
+        if definitions is not None:
+            body["tools"] = definitions
         elif self.tools:
             body["tools"] = [t.definition() for t in self.tools.values()]
         body.update(cfg.extra_body)
@@ -847,7 +849,7 @@ class AgentLoop:
         from inspector.agent.providers import error_message
 
         cfg = self.config
-        tools = cfg.tool_definitions
+        tools = cfg.tools_by_turn.get(turn, cfg.tool_definitions)
         if tools is None and self.tools:
             tools = [t.definition() for t in self.tools.values()]
         system = cfg.system_by_turn.get(turn, cfg.system)

@@ -630,15 +630,20 @@ def replay_session(
     if first_user and isinstance(first_user[-1], dict) and isinstance(first_user[-1].get("content"), str):
         prompt = first_user[-1]["content"]
     system = body.get("system") if provider is None else body.get("instructions")
-    # each turn sends the system prompt its recorded request sent (a harness that puts the time in it changes it every
-    # turn): the first request's for all read 'prefix unchanged' in the replay's cache verdict where the recording's
-    # said 'system changed at char 69' (the bundled cache_break)
+    # each turn sends the system prompt and the tools its recorded request sent (a harness that puts the time in its
+    # system prompt changes it every turn; one adds a tool): the first request's for all read 'prefix unchanged' in
+    # the replay's cache verdict where the recording's said 'system changed at char 69' (the bundled cache_break)
     system_by_turn: dict[int, Any] = {}
+    tools_by_turn: dict[int, list[dict[str, Any]]] = {}
     for k, turn in enumerate(recording.turns):
         sent = (turn.attempts[-1].request or {}).get("body") if turn.attempts else None
-        said = sent.get("system" if provider is None else "instructions") if isinstance(sent, dict) else None
+        if not isinstance(sent, dict):
+            continue
+        said = sent.get("system" if provider is None else "instructions")
         if said is not None and said != system and (provider is None or isinstance(said, str)):
             system_by_turn[k] = said
+        if isinstance(sent.get("tools"), list) and sent["tools"] != definitions:
+            tools_by_turn[k] = sent["tools"]
     hdr_source = recording.header.get("source") or {}
     # the loop's own attempts per turn (the tries the SDK retried by itself are not the loop's)
     n_attempts = max((sum(1 for a in t.attempts if not failed_try(a)) for t in recording.turns), default=1)
@@ -653,6 +658,7 @@ def replay_session(
         retries=max(0, n_attempts - 1),
         idle_timeout=0.5 if math.isinf(speed) else 30.0,
         tool_definitions=definitions,
+        tools_by_turn=tools_by_turn,
         source={
             "type": "replay",
             "file": label or "recording",

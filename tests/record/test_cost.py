@@ -341,9 +341,11 @@ def test_an_openai_streams_cached_and_reasoning_tokens_reach_the_accounting() ->
     assert (u.input, u.cache_read, u.output, u.reasoning) == (200, 800, 50, 30)
 
 
-def test_a_replay_sends_each_turn_s_recorded_system_prompt(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_replay_sends_each_turn_s_recorded_system_prompt_and_tools(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """cache_break changes the time in its system prompt on turn 2: the replay sent the first request's system
-    prompt every turn, so its cache verdict read 'prefix unchanged (evicted early...)' where the run's and dump's
+    prompt (and tools) every turn, so its cache verdict read 'prefix unchanged (evicted early...)' where the run's and dump's
     read 'system changed at char 69'."""
     import json
 
@@ -358,3 +360,13 @@ def test_a_replay_sends_each_turn_s_recorded_system_prompt(tmp_path: Path, capsy
     assert sent == ["09:14.", "09:15."]
     costs = [o for o in lines if o.get("type") == "turn_cost"]
     assert costs[1]["cache"]["reason"] == "cache written again: system changed at char 69"
+    # its tools too: a tool added on turn 2 (the replay sent the first request's tools on every turn)
+    entries = [json.loads(x) for x in rec.read_text().splitlines()]
+    for e in entries:
+        if e.get("kind") == "request" and e.get("turn") == 1:
+            e["body"]["tools"].append({"name": "get_time", "input_schema": {"type": "object"}})
+    rec.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    assert cli.main(["replay", str(rec), "--headless", "--json"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    costs = [o for o in lines if o.get("type") == "turn_cost"]
+    assert costs[1]["cache"]["reason"] == "cache written again: tools changed: 'get_time' added (tool 1)"
