@@ -10,6 +10,7 @@ cache) and this one read nothing from the cache while writing it again. The verd
 - ``message i (ROLE) edited at char N of its text`` (or ``of block j's text``; ``of its JSON`` when another field or a
   block that is not text changed) / ``message i removed``
 - ``model changed: 'A' -> 'B'``: a prompt cache is the model's own, another model's prefix is never read
+- ``thinking changed: A -> B`` / ``tool_choice changed: A -> B``: settings the messages' cache entries depend on
 - ``TTL expired: 6.2 min since the previous request (cache lifetime 5 min)``
 - ``prefix unchanged``: the cache entry was evicted early, or the prefix is under the model's minimum cacheable length
 
@@ -279,6 +280,25 @@ def _model_change(prev: Any, cur: Any) -> str | None:
     return None
 
 
+# request settings a cached messages prefix depends on: changing the tool choice or the thinking parameters
+# invalidates the messages' cache entries (Anthropic's "what invalidates the cache"), not the tools' and system's
+_MESSAGE_SETTINGS = ("tool_choice", "thinking")
+
+
+def _setting_change(prev: Any, cur: Any, reach: int | None) -> str | None:
+    """``thinking changed: A -> B`` when a setting in _MESSAGE_SETTINGS differs and the previous request cached
+    messages (``reach``: as ``breakpoints`` says; None: no mark), else None."""
+    if reach is not None and reach <= 0:
+        return None
+    for key in _MESSAGE_SETTINGS:
+        a = prev.get(key) if isinstance(prev, dict) else None
+        b = cur.get(key) if isinstance(cur, dict) else None
+        if _canon(a) != _canon(b):
+            was, now = (_canon(v) if v is not None else "none" for v in (a, b))
+            return f"{key} changed: {was[:80]} -> {now[:80]}"
+    return None
+
+
 def explain(prev_body: Any, body: Any, usage: Usage, prev_usage: Usage | None, gap_s: float | None) -> CacheVerdict:
     """The cache verdict of one turn, given the previous request of its conversation (None: the first turn)."""
     if not usage.reported or usage.prompt == 0:
@@ -302,6 +322,9 @@ def explain(prev_body: Any, body: Any, usage: Usage, prev_usage: Usage | None, g
     found = first_difference(prev_body, body, reach)
     if found is not None:
         return CacheVerdict(found.kind, "cache written again: " + found.reason, found.segment, found.index, found.char)
+    setting = _setting_change(prev_body, body, reach)
+    if setting is not None:
+        return CacheVerdict("written_again", f"cache written again: {setting}", "settings")
     ttl = marks[1] if marks else TTL_5M
     if gap_s is not None and gap_s > ttl:
         life = "1 h" if ttl >= TTL_1H else "5 min"

@@ -218,6 +218,26 @@ def test_a_moved_breakpoint_is_no_edit() -> None:
     assert explain(_body(tools=marked), _body(tools=tools), WRITTEN, CACHED, 400).segment == "ttl"
 
 
+def test_a_thinking_or_tool_choice_change_is_the_reason_not_an_early_eviction() -> None:
+    """Changing the thinking parameters or the tool choice invalidates the messages' cache entries: it read
+    'prefix unchanged (evicted early, or under the model's minimum cacheable length)'. A request that cached only its
+    system prompt keeps that cache whatever these settings say."""
+    marked = [{"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]}]
+    before = _body(messages=marked, mark=False)
+    before["thinking"] = {"type": "enabled", "budget_tokens": 1024}
+    after = {**before, "thinking": {"type": "enabled", "budget_tokens": 4096}}
+    v = explain(before, after, WRITTEN, CACHED, 3)
+    assert v.segment == "settings" and v.reason == (
+        'cache written again: thinking changed: {"type":"enabled","budget_tokens":1024} -> '
+        '{"type":"enabled","budget_tokens":4096}'
+    )
+    chosen = explain(before, {**before, "tool_choice": {"type": "any"}}, WRITTEN, CACHED, 3)
+    assert chosen.reason == 'cache written again: tool_choice changed: none -> {"type":"any"}'
+    assert explain(before, before, WRITTEN, CACHED, 3).segment == "prefix"
+    system_only = _body()
+    assert explain(system_only, {**system_only, "tool_choice": {"type": "any"}}, WRITTEN, CACHED, 3).segment == "prefix"
+
+
 def test_a_model_change_is_the_reason_not_an_early_eviction() -> None:
     """The same prefix sent to another model is written again (a cache is per model): said as such, where it read
     'prefix unchanged (evicted early, or under the model's minimum cacheable length)'."""
