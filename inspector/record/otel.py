@@ -69,6 +69,14 @@ OUTCOME = "inspector.outcome"
 MAX_TEXT_CHARS = 64 * 1024
 MAX_ATTRIBUTE_CHARS = MAX_TEXT_CHARS + 64
 
+MAX_NAME_CHARS = 256  # a span's or event's name holds a model's or a tool's name, as a client or the model sent it
+
+
+def _name(*parts: Any) -> str:
+    """A span or event name: its parts, each cut past MAX_NAME_CHARS (no span limit bounds a name)."""
+    return " ".join(str(p)[:MAX_NAME_CHARS] for p in parts)
+
+
 _TOOL_END = frozenset(s.value for s in TOOL_TERMINAL)
 _CONTENT_EVENTS = {"content_block_start", "content_block_delta", "message_start"}
 
@@ -156,7 +164,7 @@ class OtelSink:
     def _root_span(self, t: float) -> Any:
         if self._root is None:
             self._root = self.tracer.start_span(
-                f"invoke_agent {self.conversation}",
+                _name("invoke_agent", self.conversation),
                 kind=self._trace.SpanKind.INTERNAL,
                 start_time=self._ns(t),
                 # (the agent span's name is "invoke_agent {gen_ai.agent.name}": what names the conversation; its
@@ -210,7 +218,11 @@ class OtelSink:
                 attrs[SYSTEM_INSTRUCTIONS] = self._text(system)
         ctx = self._trace.set_span_in_context(root)
         self._attempts[key] = self.tracer.start_span(
-            f"chat {model}", context=ctx, kind=self._trace.SpanKind.CLIENT, start_time=self._ns(obs.t), attributes=attrs
+            _name("chat", model),
+            context=ctx,
+            kind=self._trace.SpanKind.CLIENT,
+            start_time=self._ns(obs.t),
+            attributes=attrs,
         )
         self._sent[key] = obs.t
 
@@ -313,7 +325,7 @@ class OtelSink:
                 event: dict[str, Any] = {TOOL_NAME: obs.name, TOOL_CALL_ID: obs.id, OUTCOME: obs.state}
                 if obs.error:
                     event["inspector.reason"] = self._text(obs.error)
-                self._root.add_event(f"execute_tool {obs.name} {obs.state}", event, timestamp=self._ns(obs.t))
+                self._root.add_event(_name("execute_tool", obs.name, obs.state), event, timestamp=self._ns(obs.t))
             return
         if span is None and obs.state not in ("streaming_input", "queued"):
             parent = self._root_span(obs.t)
@@ -327,7 +339,7 @@ class OtelSink:
             if self.content and obs.input is not None:
                 attrs[TOOL_ARGS] = self._text(obs.input)
             span = self._tools[obs.id] = self.tracer.start_span(
-                f"execute_tool {obs.name}",
+                _name("execute_tool", obs.name),
                 context=self._trace.set_span_in_context(parent),
                 kind=self._trace.SpanKind.INTERNAL,
                 start_time=self._ns(obs.t),

@@ -385,4 +385,5 @@ def test_content_attributes_are_bounded() -> None:
         text = attrs[key]
         assert isinstance(text, str) and len(text) <= otel.MAX_ATTRIBUTE_CHARS and text.endswith(" chars]")
     assert len(str(attrs["gen_ai.request.model"])) <= otel.MAX_ATTRIBUTE_CHARS
+    assert len(chat.name) == len("chat ") + otel.MAX_NAME_CHARS  # (no span limit bounds a name)
     provider.shutdown()
