@@ -17,6 +17,7 @@ constants deprecated.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from collections import OrderedDict
@@ -410,11 +411,37 @@ def make_provider(service: str = "stream-inspector", exporter: Any = None, *, ma
         os.environ.get(v) for v in ("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT")
     )
     limits = SpanLimits() if named else SpanLimits(max_attribute_length=MAX_ATTRIBUTE_CHARS)
-    provider = TracerProvider(resource=Resource.create({"service.name": service}), span_limits=limits)
+    # (no atexit shutdown: close() flushes within its bound; the SDK's own at exit would wait on a hung export again)
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": service}), span_limits=limits, shutdown_on_exit=False
+    )
     provider.add_span_processor(
         BatchSpanProcessor(exporter, max_queue_size=max_queue, schedule_delay_millis=500, export_timeout_millis=5000)
     )
     return provider
+
+
+CLOSE_TIMEOUT_S = 10.0  # the most the flush at the end waits for the collector
+
+
+def flush(provider: Any, timeout_s: float | None = None) -> bool:
+    """Flush and shut the provider down, waiting at most ``timeout_s``; False when the collector did not let it
+    finish. The SDK's force_flush exports on the caller's thread whatever its timeout says (its own TODO), and an
+    endpoint that answers a byte at a time never times a request out: it held ``run --otel`` after its session
+    ended, Ctrl-C included. So on a daemon thread of its own, abandoned past the bound."""
+    import threading
+
+    timeout_s = CLOSE_TIMEOUT_S if timeout_s is None else timeout_s
+
+    def work() -> None:
+        with contextlib.suppress(Exception):  # (an exporter that fails: its spans are lost, the session is not)
+            provider.force_flush(timeout_millis=int(timeout_s * 1000))
+            provider.shutdown()
+
+    worker = threading.Thread(target=work, name="inspector-otel-flush", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    return not worker.is_alive()
 
 
 def attach(bus: O.ObservationBus, *, content: bool = False, conversation: str = "session", provider: Any = None) -> Any:
@@ -425,8 +452,7 @@ def attach(bus: O.ObservationBus, *, content: bool = False, conversation: str = 
 
     def close() -> None:
         sink.close()
-        provider.force_flush(timeout_millis=5000)
-        provider.shutdown()
+        flush(provider)
 
     return close
 
@@ -502,7 +528,6 @@ def attach_conversations(
 
     def close() -> None:
         sinks.close()
-        provider.force_flush(timeout_millis=5000)
-        provider.shutdown()
+        flush(provider)
 
     return close

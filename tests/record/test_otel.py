@@ -387,3 +387,36 @@ def test_content_attributes_are_bounded() -> None:
     assert len(str(attrs["gen_ai.request.model"])) <= otel.MAX_ATTRIBUTE_CHARS
     assert len(chat.name) == len("chat ") + otel.MAX_NAME_CHARS  # (no span limit bounds a name)
     provider.shutdown()
+
+
+def test_a_collector_that_never_finishes_an_export_does_not_hold_the_close(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An endpoint that answers a byte at a time never times a request out, and the SDK's force_flush exports on
+    the caller's thread whatever its timeout says: `run --otel` hung after its session ended (Ctrl-C too). The
+    close returns within CLOSE_TIMEOUT_S."""
+    import threading
+    import time
+
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+    from inspector.observe import observations as O
+
+    release = threading.Event()
+
+    class Hung(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            release.wait(30)
+            return SpanExportResult.FAILURE
+
+    monkeypatch.setattr(otel, "CLOSE_TIMEOUT_S", 0.5, raising=False)
+    bus = O.ObservationBus()
+    close = otel.attach(bus, provider=otel.make_provider(exporter=Hung()))
+    bus.publish(O.AttemptStarted(0.0, 0, 0, "POST", "http://x/v1/messages", {}, {"model": "m"}))
+    bus.publish(O.AttemptEnded(0.5, 0, 0, "complete", None, "text_finish"))
+    closer = threading.Thread(target=close, daemon=True)
+    t0 = time.monotonic()
+    closer.start()
+    closer.join(5)
+    try:
+        assert not closer.is_alive() and time.monotonic() - t0 < 3
+    finally:
+        release.set()
