@@ -275,7 +275,7 @@ def run_headless(factory: SessionFactory, *, as_json: bool) -> int:
         sinks.append(sink)
         printer = JsonPrinter(sink) if as_json else ProgressPrinter(sink)
         progress = printer if isinstance(printer, ProgressPrinter) else None
-        session.bus.subscribe(turn_costs(progress, sink))  # first: a turn's cost before the loop's end
+        session.bus.subscribe(turn_costs(progress, sink, session))  # first: a turn's cost before the loop's end
         session.bus.subscribe(printer)
         try:  # from here Ctrl-C cancels the loop (it ends `cancelled`, exit 130, its recording complete)
             loop.add_signal_handler(signal.SIGINT, session.controller.cancel)
@@ -303,10 +303,17 @@ def run_headless(factory: SessionFactory, *, as_json: bool) -> int:
     return {"finished": EXIT_OK, "error": EXIT_FAIL, "cancelled": EXIT_CANCELLED}[result.status]
 
 
-def turn_costs(printer: ProgressPrinter | None, sink: LineSink) -> Callable[[Observation], None]:
+def turn_costs(printer: ProgressPrinter | None, sink: LineSink, session: Any = None) -> Callable[[Observation], None]:
     """Each turn's usage, cost and cache verdict, live (priced once per attempt end): a progress line on ``printer``,
-    or (None: ``--json``) a ``turn_cost`` JSON line on ``sink``."""
-    from inspector.record.accounting import LiveAccounting, format_session_cost, format_turn_cost
+    or (None: ``--json``) a ``turn_cost`` JSON line on ``sink``. A replay's ``session``: the time between turns is
+    the recorded one (its TTL verdict), not the replay's."""
+    from inspector.record.accounting import LiveAccounting, format_session_cost, format_turn_cost, request_times
+    from inspector.sessions.sources import ConversationReplay
+
+    recording = getattr(session, "recording", None)
+    times = None
+    if recording is not None:  # (a replay of many conversations numbers its turns as the recording did)
+        times = request_times(recording.turns, numbered=isinstance(session, ConversationReplay))
 
     def said(d: dict[str, Any]) -> None:
         if printer is None:
@@ -323,7 +330,7 @@ def turn_costs(printer: ProgressPrinter | None, sink: LineSink) -> Callable[[Obs
             where = f" [{tag[0]}]" if tag else ""
             printer.p(f"{d['t']:7.3f}s{where}   {format_turn_cost(d)}")
 
-    return LiveAccounting(said, said)
+    return LiveAccounting(said, said, request_times=times)
 
 
 def startup_sigint_done() -> None:

@@ -173,8 +173,12 @@ class LiveAccounting:
         self,
         on_turn: Callable[[dict[str, Any]], None] | None = None,
         on_total: Callable[[dict[str, Any]], None] | None = None,
+        request_times: dict[int, float] | None = None,
     ) -> None:
         self.on_turn = on_turn
+        # a replay's: each turn's request time as recorded (the replay's own clock runs at its speed: a TTL that had
+        # expired between the recorded requests read 'prefix unchanged' at --speed max); None: the observations'
+        self.request_times = request_times
         self.on_total = on_total  # at the loop's end: {"type": "session_cost", "t", "usage", "cost", ...}
         self.by_conversation: OrderedDict[str, tuple[Usage, Cost, int]] = OrderedDict()
         self.usage: Usage = ZERO
@@ -193,7 +197,7 @@ class LiveAccounting:
             if obs.turn not in self._open and len(self._open) >= self.OPEN:
                 self._close(min(self._open), obs.t)
             self._open.setdefault(obs.turn, {})[obs.attempt] = {
-                "req": Request(obs.body, obs.t),
+                "req": Request(obs.body, obs.t if self.request_times is None else self.request_times.get(obs.turn)),
                 "family": family_of_url(obs.url),
                 "model": None,  # the response's (as dump prices it): the model asked for may not be the one that answered
                 "usage": {},
@@ -296,6 +300,19 @@ class LiveAccounting:
                 for c, (u, k, n) in self.by_conversation.items()
             }
         return out
+
+
+def request_times(recording_turns: Iterable[Any], numbered: bool = False) -> dict[int, float]:
+    """Each recorded turn's last attempt's request time, by turn: its index (``numbered``: its own turn number, as a
+    replay of many conversations publishes it)."""
+    out: dict[int, float] = {}
+    for k, turn in enumerate(recording_turns):
+        attempts = getattr(turn, "attempts", None) or []
+        req = attempts[-1].request if attempts else None
+        t = req.get("t") if isinstance(req, dict) else None
+        if isinstance(t, int | float) and not isinstance(t, bool):
+            out[int(getattr(turn, "turn", k)) if numbered else k] = float(t)
+    return out
 
 
 def requests_of(recording_turns: Iterable[Any]) -> list[Request | None]:

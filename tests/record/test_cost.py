@@ -390,3 +390,33 @@ def test_a_replay_sends_each_turn_s_recorded_system_prompt_and_tools(
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
     costs = [o for o in lines if o.get("type") == "turn_cost"]
     assert costs[1]["cache"]["reason"] == "cache written again: tools changed: 'get_time' added (tool 1)"
+
+
+def test_a_replay_s_ttl_verdict_takes_the_recorded_time_between_turns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Turn 2 sent 400 s after turn 1 (the cache's 5 min had run out): dump said 'TTL expired: 6.7 min', the replay
+    (at --speed max, its own clock) 'prefix unchanged (evicted early, ...)'."""
+    import json
+
+    from inspector import cli
+
+    rec = tmp_path / "ttl.jsonl"
+    assert cli.main(["run", "--scenario", "cache_break", "--headless", "--record", str(rec)]) == 0
+    entries = [json.loads(x) for x in rec.read_text().splitlines()]
+    first = next(e for e in entries if e.get("kind") == "request")
+    later = False
+    for e in entries:
+        if e.get("kind") == "request" and e.get("turn") == 1:
+            e["body"]["system"] = first["body"]["system"]  # (the same prefix: only the time can explain the miss)
+            later = True
+        if later and e.get("kind") in ("request", "obs") and isinstance(e.get("t"), float):
+            e["t"] += 400.0
+    rec.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    capsys.readouterr()
+    assert cli.main(["dump", "--json", str(rec)]) == 0
+    recorded = json.loads(capsys.readouterr().out)["turns"][1]["cache"]["reason"]
+    assert recorded.startswith("cache written again: TTL expired: 6.7 min")
+    assert cli.main(["replay", str(rec), "--headless", "--json"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    assert [o["cache"]["reason"] for o in lines if o.get("type") == "turn_cost"][1] == recorded
