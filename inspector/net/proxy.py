@@ -387,6 +387,7 @@ class ProxyApp(Closable):
         )
         # why the session ended, as a tool call still waiting for its result says it then (the watch session sets it)
         self.ended_why = "the session ended before a next request showed its result"
+        self.on_close: Callable[[], None] | None = None  # publishes a watched session's end (WatchSession.run)
         self._listening()
         install_log_filter()
 
@@ -545,11 +546,15 @@ class ProxyApp(Closable):
         return str(self.record_path) if isinstance(self.record_path, (str, Path)) else "the recording"
 
     def close(self) -> None:
-        """Publish what is still pending and close the recording (creating it, header only, if nothing passed)."""
+        """Publish what is still pending and close the recording (creating it, header only, if nothing passed).
+        ``on_close`` (once) publishes the last observations, a watched session's end, before the recording closes."""
         self.tracker.drain()
         self.tracker.session_ended(self.ended_why)
         self._redacting.close()  # what attempts that never ended still hold
         self._open_recording_once()
+        on_close, self.on_close = self.on_close, None
+        if on_close is not None:
+            on_close()
         if self.recorder is not None:
             self.recorder.close()
 

@@ -107,6 +107,7 @@ class WatchSession:
         # `watch` with the dashboard: the command whose exit ends the session (as finished, saying so)
         self.command: subprocess.Popen[bytes] | None = None
         self._open: set[tuple[int, int]] = set()  # (turn, attempt) of the attempts under way
+        self._ended: tuple[str, str | None] | None = None  # (status, error) once the session's end was published
         self.bus.subscribe(self._count)
 
     @property
@@ -175,6 +176,9 @@ class WatchSession:
         finally:
             if self.stop_reason is not None:  # the command exited (a tool call still waiting says why)
                 self.proxy.ended_why = "the command ended before a next request showed its result"
+            # the session's end is published when the proxy closes (the server's shutdown closes it, else close()
+            # below): after what the proxy still held, before its recording closes, so that the recording ends with it
+            self.proxy.on_close = lambda: self._finish(serving)
             begin_close = getattr(self.proxy, "begin_close", None)
             if callable(begin_close):
                 begin_close()
@@ -182,18 +186,30 @@ class WatchSession:
             stopping.cancel()
             try:
                 await serving
-            except Exception:  # its error is read from the task below
+            except Exception:  # its error is read from the task (_finish)
                 log.debug("the watched server stopped with an error", exc_info=True)
             self.close()
+        status, error = self._ended or ("cancelled", None)
+        return type("WatchResult", (), {"status": status, "error": error})()
+
+    def _finish(self, serving: asyncio.Future[Any]) -> None:
+        """The session's end (once): its final state and LoopFinished, finished when the command exited (a stop with
+        a reason), cancelled when stopped from outside, an error when the server failed."""
+        if self._ended is not None:
+            return
         error = None
         if serving.done() and not serving.cancelled() and serving.exception() is not None:
             error = f"server stopped: {serving.exception()}"
+            if self.secrets:  # (the recording keeps it)
+                from inspector.core.redaction import mask_text
+
+                error = mask_text(error, self.secrets)
         reason = self.stop_reason
         status = "error" if error else "finished" if reason else "cancelled"
+        self._ended = (status, error)
         self.state = LoopState.ERROR if error else LoopState.FINISHED if reason else LoopState.CANCELLED
         self.bus.publish(O.LoopStateChanged(self.proxy.now(), self.state, error or reason or "stopped"))
         self.bus.publish(O.LoopFinished(self.proxy.now(), status, self.proxy.turns, [], [], error))
-        return type("WatchResult", (), {"status": status, "error": error})()
 
     def close(self) -> None:
         try:

@@ -122,6 +122,29 @@ async def test_the_watched_commands_exit_ends_the_session_as_finished_saying_how
     assert last_state.detail == "the command exited with status 3"
 
 
+async def test_the_recording_ends_with_the_sessions_end(tmp_path: Path) -> None:
+    """The recording of a watched session ends with its loop_finished (finished when the command exited,
+    cancelled when stopped from outside), after the attempts' end lines, as the dashboard and the headless lines
+    say it. (The server's shutdown closed the recording first: its last line was the last attempt's.)"""
+    from inspector.record.reader import read_recording
+
+    for reason, status in (("the command exited with status 0", "finished"), (None, "cancelled")):
+        rec = tmp_path / f"{status}.jsonl"
+        session = serve_session("weather", None, speed=math.inf, host="127.0.0.1", port=0, record=str(rec))
+        runner = asyncio.ensure_future(session.run())
+        try:
+            assert await asyncio.wait_for(_one_turn(session.source["listen"]), 30) == "tool_use"
+        finally:
+            session.stop(reason)
+            result = await asyncio.wait_for(runner, 30)
+        assert result.status == status
+        last = read_recording(rec).observations[-1]
+        assert last["type"] == "loop_finished" and last["status"] == status and last["turns"] == 1
+        assert [line for line in rec.read_text().splitlines() if '"loop_finished"' in line] == [
+            rec.read_text().splitlines()[-1]
+        ]
+
+
 async def test_watch_controller_cancel_before_any_request_stops_cleanly() -> None:
     session = serve_session("weather", None, speed=math.inf, host="127.0.0.1", port=0)
     session.controller.cancel()  # before it even started: run() ends at once, cleanly
