@@ -227,17 +227,31 @@ def _dashboard(args: argparse.Namespace, launched: Launched[WatchSession], what:
 
     from inspector.tui.app import run_dashboard
 
-    log_path = Path(args.log) if args.log else Path(tempfile.mkstemp(prefix="inspector-watch-", suffix=".log")[1])
-    log = open(log_path, "wb")
+    try:
+        if args.log:
+            log_path = Path(args.log)
+            log = open(log_path, "wb")
+        else:
+            fd, name = tempfile.mkstemp(prefix="inspector-watch-", suffix=".log")
+            log_path, log = Path(name), os.fdopen(fd, "wb")
+    except OSError as e:  # (before the command runs: a one-line usage error, not a traceback)
+        launched.session.close()
+        _err(f"cannot write the command's output to {args.log or 'a temporary file'}: {e.strerror or e}")
+        return EXIT_USAGE
     launched.stdin, launched.stdout, launched.stderr = subprocess.DEVNULL, log, subprocess.STDOUT
     launched.session.sock.listen(2048)
     started = False
+    cannot_run: list[OSError] = []  # why the command could not be started (the dashboard shows it too)
 
     def factory(**_: Any) -> Any:
         nonlocal started
         if not started:  # the dashboard runs the session; the command starts once, with it
             started = True
-            launched.session.command = launched.start_command()  # its exit ends the session, as finished
+            try:
+                launched.session.command = launched.start_command()  # its exit ends the session, as finished
+            except OSError as e:
+                cannot_run.append(e)
+                raise
         return launched.session
 
     try:
@@ -257,6 +271,15 @@ def _dashboard(args: argparse.Namespace, launched: Launched[WatchSession], what:
             except subprocess.TimeoutExpired:
                 p.kill()
         log.close()
+    if cannot_run:  # as headless says it: one line, the status a shell gives (127 not found, 126 not executable)
+        from inspector.sessions.launch import EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND
+
+        launched.session.close()
+        if not args.log:  # (nothing was written to it)
+            log_path.unlink(missing_ok=True)
+        e = cannot_run[0]
+        _err(f"cannot run {launched.argv[0]}: {e.strerror or e}")
+        return EXIT_NOT_FOUND if isinstance(e, FileNotFoundError) else EXIT_NOT_EXECUTABLE
     status = launched.process.wait() if launched.process is not None else 1
     print(f"inspector watch: the command's output is in {log_path}", file=sys.stderr)
     _say_errors(launched)

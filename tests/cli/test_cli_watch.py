@@ -404,3 +404,58 @@ def test_what_failed_inside_the_session_is_said_when_it_ends(capsys: pytest.Capt
     assert capsys.readouterr().err == (
         "inspector watch: warning: redaction failed (RuntimeError: boom): masked as whole values from here on\n"
     )
+
+
+def _in_a_terminal(monkeypatch: pytest.MonkeyPatch, *argv: str) -> int:
+    """``inspector watch ARGV`` in this process as on a terminal (the dashboard mode), its dashboard replaced by one
+    that starts the session as the real one does and quits at once (an error it raises is shown, not raised)."""
+    import io
+
+    from inspector.cli import build_parser
+    from inspector.cli import watch as watch_cli
+    from inspector.tui import app as tui_app
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    def dashboard(factory: object, **_: object) -> None:
+        try:
+            factory()  # type: ignore[operator]
+        except Exception:  # noqa: BLE001 (the real dashboard shows it: "Cannot start the session")
+            pass
+
+    monkeypatch.setattr(sys, "stdout", Terminal())
+    monkeypatch.setattr(tui_app, "run_dashboard", dashboard)
+    args = build_parser(["watch", *argv]).parse_args(["watch", *argv])
+    return watch_cli.cmd(args)
+
+
+def test_dashboard_mode_with_an_unwritable_log_is_a_one_line_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--log` naming a directory (or an unwritable path) was a traceback (IsADirectoryError from open) after the
+    proxy had started. Now a one-line usage error, and the command never starts."""
+    marker = tmp_path / "ran"
+    code = f"open({str(marker)!r}, 'w')"
+    status = _in_a_terminal(monkeypatch, "--serve", "weather", "--log", str(tmp_path), "--", sys.executable, "-c", code)
+    assert status == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"inspector watch: cannot write the command's output to {tmp_path}: Is a directory"
+    ]
+    assert not marker.exists()
+
+
+def test_dashboard_mode_gives_the_shells_status_for_a_command_that_cannot_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A script whose interpreter is missing passes the checks made before anything starts and fails at exec: with
+    the dashboard, watch exited 1 (headless: 127, as a shell). Now the same status and one line, after the
+    dashboard (which shows why it could not start)."""
+    bad = tmp_path / "bad.sh"
+    bad.write_text("#!/no/such/interpreter\necho hi\n")
+    bad.chmod(0o755)
+    status = _in_a_terminal(monkeypatch, "--serve", "weather", "--log", str(tmp_path / "out.log"), "--", str(bad))
+    assert status == 127
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [f"inspector watch: cannot run {bad}: No such file or directory"], err
