@@ -134,6 +134,7 @@ def cmd(args: argparse.Namespace) -> int:
         openai_upstream_from_env,
         resolve_command,
         upstream_from_env,
+        upstream_problem,
     )
 
     argv = list(args.command)
@@ -158,6 +159,15 @@ def cmd(args: argparse.Namespace) -> int:
     openai_upstream: str | None = openai_upstream_from_env(env, args.openai_upstream)
     if args.serve or openai_upstream == upstream:
         openai_upstream = None
+    if not args.serve:  # (a URL the proxy cannot forward to: every request would be a 502, the command none the wiser)
+        for url, named in (
+            (upstream, "--upstream" if args.upstream else "ANTHROPIC_BASE_URL"),
+            (openai_upstream, "--openai-upstream" if args.openai_upstream else "OPENAI_BASE_URL"),
+        ):
+            bad = upstream_problem(url) if url else None
+            if bad:
+                _err(f"{named}: {bad}")
+                return EXIT_USAGE
     try:
         session = _session(args, upstream, openai_upstream)
     except (InspectorError, OSError) as e:

@@ -287,17 +287,21 @@ def credential_values(
             for m in KEY_SHAPE.finditer(text):
                 add(m[0])
     if url:
-        try:
-            parts = urlsplit(str(url))
-            password = parts.password
-        except ValueError:
-            parts, password = None, None
-        if password:
-            from urllib.parse import unquote
+        from urllib.parse import unquote
 
-            add(password)
-            add(unquote(password))
-        for name, raw_value, value in _query_pairs(parts.query if parts is not None else ""):
+        text = str(url)
+        try:
+            query = urlsplit(text).query
+        except ValueError:  # (an unclosed IPv6 bracket...): the query as it is written
+            query = text.partition("#")[0].partition("?")[2]
+        user, colon, password = _userinfo(text).partition(":")
+        # the password; the user name when it is the credential alone (https://TOKEN@relay, curl's TOKEN:) or has a
+        # key's shape
+        for candidate in (password, user if not password or KEY_SHAPE.search(user) else ""):
+            if candidate:
+                add(candidate)
+                add(unquote(candidate))
+        for name, raw_value, value in _query_pairs(query):
             if _credential(name.strip().lower(), value):
                 add(raw_value)
                 for v in auth_values(value):
@@ -307,6 +311,14 @@ def credential_values(
                     add(m[0])
     learn(out)
     return out
+
+
+def _userinfo(url: str) -> str:
+    """What comes before the host's ``@`` in a URL (``user:password``; "" without one), with or without a scheme
+    (``user:KEY@relay``), also in a URL urlsplit refuses (an unclosed IPv6 bracket)."""
+    rest = url.split("://", 1)[1] if "://" in url else url
+    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    return authority.rpartition("@")[0]
 
 
 def redact(value: Any, secrets: Iterable[str]) -> Any:
@@ -1198,7 +1210,7 @@ def env_secrets(environ: Mapping[str, str]) -> list[str]:
             continue
         if _ENV_CREDENTIAL.search(name) and not value.startswith(("/", "~", ".")):
             out.extend(auth_values(value))
-        elif "://" in value and (_ENV_PROXY.search(name) or name.upper().endswith("_URL")):
+        elif ("://" in value or "@" in value) and (_ENV_PROXY.search(name) or name.upper().endswith("_URL")):
             out.extend(credential_values((), value))
     return usable_secrets(out)
 

@@ -41,6 +41,24 @@ def openai_upstream_from_env(env: dict[str, str], override: str | None) -> str:
     return (override or env.get("OPENAI_BASE_URL") or OPENAI_DEFAULT).rstrip("/")
 
 
+def upstream_problem(url: str) -> str | None:
+    """Why the proxy cannot forward to ``url`` (None: it can): not an http(s) URL with a host and a valid port. Said
+    with a key the URL carries masked (``https://user:KEY@relay``)."""
+    from urllib.parse import urlsplit
+
+    from inspector.core.redaction import credential_values, mask_text
+
+    try:
+        parts = urlsplit(url)
+        ok = parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+        parts.port  # noqa: B018 (raises ValueError for a port that is not one)
+    except ValueError:
+        ok = False
+    if ok:
+        return None
+    return f"not an http(s) URL: {mask_text(url, credential_values((), url))!r}"
+
+
 OFFLINE_KEY = "sk-inspector-offline-not-a-key"  # (with --serve: the SDKs refuse to start without some key)
 
 

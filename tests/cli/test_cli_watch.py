@@ -350,6 +350,57 @@ def test_an_unwritable_recording_is_a_usage_error_before_the_command_runs(tmp_pa
     assert not marker.exists()
 
 
+POST_ONE = (
+    "import os, urllib.request\n"
+    "req = urllib.request.Request(os.environ['ANTHROPIC_BASE_URL'] + '/v1/messages', method='POST',\n"
+    '    data=b\'{"model":"claude-sonnet-4-6","max_tokens":9,"stream":true,"messages":[]}\',\n'
+    "    headers={'content-type': 'application/json', 'x-api-key': 'sk-ant-api03-header-key-0123456789'})\n"
+    "try:\n    urllib.request.urlopen(req, timeout=30)\nexcept Exception:\n    pass\n"
+)
+
+
+def test_a_key_as_the_base_urls_user_name_is_never_said_nor_recorded(tmp_path: Path) -> None:
+    """ANTHROPIC_BASE_URL=https://KEY@relay (a token as the user name): watch's start-up line, its headless lines
+    and the recording named the upstream URL with the key in clear."""
+    key = "sk-ant-api03-url-user-CANARY-0123456789"
+    rec = tmp_path / "run.jsonl"
+    out = watch(
+        "--headless",
+        "--record",
+        str(rec),
+        "--",
+        sys.executable,
+        "-c",
+        POST_ONE,
+        env={"ANTHROPIC_BASE_URL": f"http://{key}@127.0.0.1:9"},  # (nothing listens: the request fails at once)
+    )
+    assert out.returncode == 0, out.stderr
+    assert "-> http://[redacted]@127.0.0.1:9 " in out.stderr  # the start-up line
+    assert "attempt 1: POST http://[redacted]@127.0.0.1:9/v1/messages" in out.stderr
+    for where, text in (("stderr", out.stderr), ("stdout", out.stdout), ("recording", rec.read_text())):
+        assert key not in text and "url-user-CANARY" not in text, where
+
+
+def test_an_upstream_the_proxy_cannot_forward_to_is_a_one_line_error(tmp_path: Path) -> None:
+    """--upstream garbage (or ANTHROPIC_BASE_URL without a scheme) was taken as it was: the command ran and every
+    request got a 502 (and a key in such a URL, which nothing learned, was printed). Now a one-line usage error,
+    the key masked, before the command runs; with --serve the upstream is not used and not checked."""
+    marker = tmp_path / "ran"
+    code = f"open({str(marker)!r}, 'w')"
+    key = "sk-ant-api03-bad-url-CANARY-0123456789"
+    for args, env, said in (
+        (("--upstream", "garbage"), {}, "inspector watch: --upstream: not an http(s) URL: 'garbage'"),
+        ((), {"ANTHROPIC_BASE_URL": f"user:{key}@relay:8080"}, "ANTHROPIC_BASE_URL: not an http(s) URL: 'user:"),
+        (("--openai-upstream", "ftp://x/v1"), {}, "--openai-upstream: not an http(s) URL: 'ftp://x/v1'"),
+    ):
+        out = watch("--headless", *args, "--", sys.executable, "-c", code, env=env)
+        assert out.returncode == 2, out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1 and said in out.stderr, out.stderr
+        assert key not in out.stderr and not marker.exists()
+    out = watch("--headless", "--serve", "weather", "--upstream", "garbage", "--", sys.executable, "-c", code)
+    assert out.returncode == 0 and marker.exists(), out.stderr
+
+
 TIMED_AGENT = r"""
 import asyncio, json, os
 import anthropic

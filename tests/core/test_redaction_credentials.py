@@ -145,6 +145,23 @@ def test_a_password_in_the_url_is_learned() -> None:
     assert KEY in credential_values((), f"https://user:{quote(KEY, safe='')}@relay.example/v1")
 
 
+def test_a_key_as_the_url_user_or_in_a_url_urlsplit_refuses_is_learned() -> None:
+    """A token alone before the host's @ (https://TOKEN@relay, curl's TOKEN:), a key-shaped user name, and the
+    password of a URL without a scheme or with a broken IPv6 host: each printed in clear in watch's lines and its
+    recording (only a password that urlsplit could read was learned)."""
+    for url in (
+        f"https://{KEY}@relay.example/v1",
+        f"https://{KEY}:@relay.example",
+        f"https://{KEY}:x@relay.example",
+        f"user:{KEY}@relay.example:8080",
+        f"http://user:{KEY}@[::1",
+    ):
+        assert KEY in credential_values((), url), url
+        assert KEY in env_secrets({"ANTHROPIC_BASE_URL": url}), url
+    assert KEY in credential_values((), f"http://[::1?api_key={KEY}")  # (the query of a URL urlsplit refuses)
+    assert credential_values((), "https://user@relay.example/a@b") == []  # (a short user name is no secret)
+
+
 def test_env_secrets() -> None:
     env = {
         "ANTHROPIC_API_KEY": KEY,
