@@ -280,6 +280,7 @@ def _dashboard(args: argparse.Namespace, launched: Launched[WatchSession], what:
                 p.wait(10)
             except subprocess.TimeoutExpired:
                 p.kill()
+            launched.finish_stop()  # (the processes it started that ignore SIGTERM: killed, none left running)
         log.close()
     if cannot_run:  # as headless says it: one line, the status a shell gives (127 not found, 126 not executable)
         from inspector.sessions.launch import EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND

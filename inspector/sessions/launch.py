@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, Generic, Protocol, TypeVar
@@ -117,6 +118,7 @@ class Launched(Generic[S]):
     _started: threading.Event = field(default_factory=threading.Event)
     result: object = None  # what the session's run() returned
     _tree: dict[int, int | None] = field(default_factory=dict)  # told to stop: pid -> its start time (/proc)
+    _kill_at: float | None = None  # (monotonic) when the processes told to stop are killed if still running
 
     @property
     def base_url(self) -> str:
@@ -176,9 +178,22 @@ class Launched(Generic[S]):
         for pid in tree:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signum)
+        self._kill_at = time.monotonic() + GRACE
         timer = threading.Timer(GRACE, self._kill)
         timer.daemon = True
         timer.start()
+
+    def finish_stop(self) -> None:
+        """After a stop (:meth:`stop_command`), once the command itself has exited: wait for the other processes
+        told to stop, until the grace period is over, then kill those still running. watch exits as soon as the
+        command has: the timer's kill would never come, and a process that ignores SIGTERM would run on."""
+        if self._kill_at is None:
+            return
+        p = self.process
+        others = {pid: at for pid, at in self._tree.items() if p is None or pid != p.pid}
+        while time.monotonic() < self._kill_at and any(_running(pid, at) for pid, at in others.items()):
+            time.sleep(0.1)  # (other processes' exits, not our children's: nothing to wait on)
+        self._kill()
 
     def send_interrupt(self) -> bool:
         """Ctrl-C for a command that does not hold the terminal (the dashboard does): SIGINT to it; False when it
@@ -220,9 +235,12 @@ class Launched(Generic[S]):
         try:
             while True:
                 try:
-                    return exit_status(self.process.wait())
+                    status = exit_status(self.process.wait())
+                    break
                 except KeyboardInterrupt:  # (only if the handler could not be installed)
                     self.interrupt()
+            self.finish_stop()  # (the processes it started that were told to stop too: none left running)
+            return status
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
@@ -236,6 +254,19 @@ def _stat(pid: int) -> list[str] | None:
     except OSError:
         return None
     return raw[raw.rfind(b")") + 2 :].decode("ascii", "replace").split()
+
+
+def _running(pid: int, started: int | None) -> bool:
+    """Whether the process ``pid`` that started at ``started`` still runs (not a later one with its pid, not a
+    zombie)."""
+    fields = _stat(pid)
+    return (
+        started is not None
+        and fields is not None
+        and len(fields) > 19
+        and fields[0] != "Z"
+        and int(fields[19]) == started
+    )
 
 
 def _started_at(pid: int) -> int | None:

@@ -327,6 +327,30 @@ def test_the_second_ctrl_c_stops_the_processes_a_wrapper_started(tmp_path: Path)
     assert "Traceback" not in p.stderr.read()
 
 
+def test_a_process_that_ignores_sigterm_is_killed_after_the_grace_period_not_left_running(tmp_path: Path) -> None:
+    """The stop (a second Ctrl-C, SIGTERM or SIGHUP to watch) terminates the command and every process it started,
+    and kills those still running after the grace period: a daemon timer did, and watch exited as soon as the
+    command had, so a child that ignores SIGTERM ran on under PID 1 for ever."""
+    deaf = (  # (it ignores SIGTERM and SIGINT before it says its pid)
+        "import os, signal, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "print('pid', os.getpid(), flush=True)\n"
+        "for _ in range(600): time.sleep(0.1)\n"
+    )
+    p = _watched(tmp_path, "--serve", "weather", "--", "sh", "-c", f'{sys.executable} -c "$0" & wait', deaf)
+    assert p.stdout is not None and p.stderr is not None
+    pid = int(p.stdout.readline().split()[1])
+    try:
+        os.kill(p.pid, signal.SIGTERM)  # watch alone: it passes it on (the shell dies of it, its child does not)
+        p.wait(60)
+        assert p.returncode == 128 + signal.SIGTERM, p.stderr.read()
+        assert _gone(pid), "a process the command started is still running after watch exited"
+    finally:
+        if not _gone(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
 def test_an_unwritable_recording_is_a_usage_error_before_the_command_runs(tmp_path: Path) -> None:
     """It ran the command, said "recording stopped: cannot write ..." and exited 0: a CI run lost its recording.
     Now a one-line error, exit 2, as run --record and proxy --record say it, and the command never starts."""
