@@ -188,7 +188,8 @@ class WatchSession:
                 await serving
             except Exception:  # its error is read from the task (_finish)
                 log.debug("the watched server stopped with an error", exc_info=True)
-            self.close()
+            finally:  # (also when cancelled again while the server stops: the dashboard's loop closing)
+                self.close()
         status, error = self._ended or ("cancelled", None)
         return type("WatchResult", (), {"status": status, "error": error})()
 

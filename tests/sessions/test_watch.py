@@ -145,6 +145,32 @@ async def test_the_recording_ends_with_the_sessions_end(tmp_path: Path) -> None:
         ]
 
 
+async def test_a_session_cancelled_again_while_it_stops_still_closes_its_recording(tmp_path: Path) -> None:
+    """The dashboard quits (a second Ctrl-C, q): it stops the session and its closing loop cancels the session's
+    task again while the server stops. That second cancellation skipped close(): the recording never got its end
+    (no loop_finished) and the socket and the fake API were left open."""
+    from inspector.record.reader import read_recording
+
+    rec = tmp_path / "quit.jsonl"
+    session = serve_session("weather", None, speed=math.inf, host="127.0.0.1", port=0, record=str(rec))
+    runner = asyncio.ensure_future(session.run())
+    assert await asyncio.wait_for(_one_turn(session.source["listen"]), 30) == "tool_use"
+    session.controller.cancel()
+    for _ in range(1000):  # until run() waits for the server to stop (it set the hook the proxy's close calls)
+        if session.proxy.on_close is not None:
+            break
+        await asyncio.sleep(0)
+    assert session.proxy.on_close is not None
+    runner.cancel()  # the loop closing
+    try:
+        await asyncio.wait_for(runner, 30)
+    except asyncio.CancelledError:
+        pass
+    assert session.sock.fileno() == -1 and session.upstream_server is None
+    last = read_recording(rec).observations[-1]
+    assert last["type"] == "loop_finished" and last["status"] == "cancelled"
+
+
 async def test_watch_controller_cancel_before_any_request_stops_cleanly() -> None:
     session = serve_session("weather", None, speed=math.inf, host="127.0.0.1", port=0)
     session.controller.cancel()  # before it even started: run() ends at once, cleanly
