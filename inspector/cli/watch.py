@@ -9,7 +9,8 @@ Modes:
   watching. An agent that needs the terminal itself goes with `--split`.
 - `--split`: the command keeps this terminal; the dashboard opens in a new tmux pane when inside tmux, else it is
   served to a browser (`inspector web` style) on 127.0.0.1.
-- `--headless` (and whenever stdout is not a terminal): progress lines on stderr; the command keeps the terminal.
+- `--headless` (and whenever stdout is not a terminal, or stdin is not one without `--split`): progress lines on
+  stderr; the command keeps the terminal and its stdin.
 - `--serve SCENARIO|RECORDING`: no upstream at all, the fake server answers (with `--fault`): a harness's own test
   suite runs offline and deterministically.
 `--record FILE` records in every mode. The command's exit status is watch's.
@@ -186,7 +187,9 @@ def cmd(args: argparse.Namespace) -> int:
     launched = Launched(session, argv, {}, on_note=lambda m: print(m, file=sys.stderr, flush=True))
     launched.env = command_env(env, launched.base_url, offline=bool(args.serve))
     what = f"serve {args.serve}" if args.serve else upstream
-    headless = args.headless or not sys.stdout.isatty()
+    # headless also when stdin is not a terminal (`producer | inspector watch -- cmd`): the dashboard would read the
+    # pipe as keys and never the keyboard, and the command would lose its input; with --split the command keeps it
+    headless = args.headless or not sys.stdout.isatty() or (not args.split and not sys.stdin.isatty())
     try:
         if args.split and not headless:
             return _split(args, launched, what, openai_upstream)

@@ -501,6 +501,7 @@ def _in_a_terminal(monkeypatch: pytest.MonkeyPatch, *argv: str) -> int:
             pass
 
     monkeypatch.setattr(sys, "stdout", Terminal())
+    monkeypatch.setattr(sys, "stdin", Terminal())
     monkeypatch.setattr(tui_app, "run_dashboard", dashboard)
     args = build_parser(["watch", *argv]).parse_args(["watch", *argv])
     return watch_cli.cmd(args)
@@ -534,3 +535,44 @@ def test_dashboard_mode_gives_the_shells_status_for_a_command_that_cannot_run(
     assert status == 127
     err = capsys.readouterr().err
     assert err.strip().splitlines() == [f"inspector watch: cannot run {bad}: No such file or directory"], err
+
+
+def test_with_a_pipe_on_stdin_the_command_gets_it_and_no_dashboard_opens(tmp_path: Path) -> None:
+    """`echo hi | inspector watch -- cat` on a terminal opened the dashboard, which read the pipe as keys ("i"
+    opened the timing view), never the keyboard again (q did nothing), and spun at full CPU until killed; `cat` got
+    /dev/null. Now headless, as when stdout is not a terminal: the command gets the pipe, watch its status."""
+    import pty
+
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.Popen(
+            [sys.executable, "-m", "inspector", "watch", "--serve", "weather", "--", "cat"],
+            stdin=subprocess.PIPE,
+            stdout=slave,
+            stderr=slave,
+            start_new_session=True,
+        )
+        os.close(slave)
+        assert p.stdin is not None
+        p.stdin.write(b"hello through the pipe\n")
+        p.stdin.close()
+        try:
+            status = p.wait(30)
+        finally:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        out = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # (EIO: every writer has closed the terminal)
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        os.close(master)
+    text = out.decode("utf-8", "replace")
+    assert status == 0, text[-2000:]
+    assert "hello through the pipe" in text and "finished after 0 turns" in text, text[-2000:]
