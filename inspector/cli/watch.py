@@ -19,6 +19,7 @@ Modes:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import shlex
@@ -325,12 +326,49 @@ def _split(args: argparse.Namespace, launched: Launched[WatchSession], what: str
     # beside the command's own pane (TMUX_PANE: not whichever pane is current), which keeps the keyboard (-d)
     pane = os.environ.get("TMUX_PANE")
     where = ["-t", pane] if pane else []
-    subprocess.run(["tmux", "split-window", "-d", "-h", *where, shlex.join(dashboard)], check=False)
-    if not _wait_listening(port, SPLIT_START):
+    # a new pane gets the tmux server's environment, not watch's: the dashboard's proxy would go without the
+    # HTTPS_PROXY, SSL_CERT_FILE, OTEL_* or PYTHONPATH this shell has. Passed in a file only we can read (never in
+    # an argument, which any user sees), read and removed by the pane as it starts
+    env_file = _environment_file()
+    try:
+        subprocess.run(
+            [
+                "tmux",
+                "split-window",
+                "-d",
+                "-h",
+                *where,
+                shlex.join([sys.executable, "-c", PANE_ENV, env_file, *dashboard]),
+            ],
+            check=False,
+        )
+        listening = _wait_listening(port, SPLIT_START)
+    finally:
+        with contextlib.suppress(OSError):  # (the pane removed it, unless it did not start)
+            os.unlink(env_file)
+    if not listening:
         _err("the dashboard pane did not start listening")
         return EXIT_USAGE
     failed = _start(launched)
     return failed if failed is not None else launched.wait()
+
+
+# the dashboard pane's start: the environment watch runs in, from the file it names (removed at once), then the
+# dashboard's command in it
+PANE_ENV = (
+    "import json, os, sys; f = sys.argv[1]; env = json.load(open(f)); os.unlink(f); "
+    "os.execve(sys.argv[2], sys.argv[2:], env)"
+)
+
+
+def _environment_file() -> str:
+    """This process's environment in a new file only its user can read (JSON; values as Python holds them)."""
+    import json
+
+    fd, name = tempfile.mkstemp(prefix="inspector-watch-env-", suffix=".json")  # (mode 0600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(dict(os.environ), f)
+    return name
 
 
 def split_dashboard(args: argparse.Namespace, port: int, what: str, openai_what: str | None) -> list[str]:

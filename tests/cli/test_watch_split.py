@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -286,3 +287,48 @@ def test_in_tmux_the_dashboard_opens_beside_the_command_which_keeps_the_keyboard
         assert out.read_text() == "Paris\n"
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True)
+
+
+@pytest.mark.skipif(not shutil.which("tmux"), reason="needs tmux")
+def test_in_tmux_the_dashboard_pane_runs_in_watchs_environment_not_the_tmux_servers(tmp_path: Path) -> None:
+    """A new tmux pane gets the tmux server's environment: the dashboard's proxy ran without what the shell that
+    started watch had exported since (HTTPS_PROXY, SSL_CERT_FILE, OTEL_*, PYTHONPATH: a checkout's dashboard did
+    not even start). It now runs in watch's environment, passed in a file that is gone once the pane started."""
+    sock = f"inspector-test-env-{os.getpid()}"
+    env = _env()
+    env.pop("INSPECTOR_TEST_MARK", None)
+    tmux = ["tmux", "-L", sock]
+    watch = [sys.executable, "-m", "inspector", "watch", "--split", "--serve", "weather", "--"]
+    command = [*watch, sys.executable, "-c", "import time; time.sleep(60)"]
+    shell = "INSPECTOR_TEST_MARK=exported-later; export INSPECTOR_TEST_MARK; exec " + shlex.join(command)
+    before = set(Path(tempfile.gettempdir()).glob("inspector-watch-env-*"))
+    try:
+        subprocess.run(
+            [*tmux, "-f", "/dev/null", "new-session", "-d", "-x", "160", "-y", "48", shell],
+            env=env,
+            check=True,
+            cwd=ROOT,
+        )
+        deadline = time.monotonic() + 60
+        while (environ := _dashboard_environ(sock)) is None:
+            assert time.monotonic() < deadline, "the dashboard's pane did not start"
+            time.sleep(0.1)  # another process's start: nothing to wait on but polling it
+        assert "INSPECTOR_TEST_MARK=exported-later" in environ
+        assert set(Path(tempfile.gettempdir()).glob("inspector-watch-env-*")) <= before
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True)
+
+
+def _dashboard_environ(sock: str) -> list[str] | None:
+    """The environment of the dashboard (`inspector serve --tui`) running in tmux server ``sock``, once it runs."""
+    head = f"{sys.executable}\x00-m\x00inspector\x00serve\x00--tui\x00"
+    for proc in Path("/proc").iterdir():
+        try:
+            if not proc.name.isdigit() or not (proc / "cmdline").read_text().startswith(head):
+                continue
+            environ = (proc / "environ").read_text().split("\x00")
+        except OSError:
+            continue
+        if any(v.startswith("TMUX=") and sock in v for v in environ):
+            return environ
+    return None
