@@ -32,6 +32,8 @@ from inspector.cli.common import EXIT_USAGE, err, record_problem
 from inspector.core.pacing import parse_speed
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from inspector.sessions.launch import Launched
     from inspector.sessions.watch import WatchSession
 
@@ -257,10 +259,19 @@ def _dashboard(args: argparse.Namespace, launched: Launched[WatchSession], what:
     started = False
     cannot_run: list[OSError] = []  # why the command could not be started (the dashboard shows it too)
 
+    quit_dashboard: list[Callable[[], None]] = []  # how a stop from outside ends the dashboard, once it runs
+
     def factory(**_: Any) -> Any:
         nonlocal started
         if not started:  # the dashboard runs the session; the command starts once, with it
             started = True
+            import asyncio
+
+            import textual
+
+            with contextlib.suppress(LookupError, RuntimeError):  # (the factory runs in the app, on its loop)
+                app, loop = textual.active_app.get(), asyncio.get_running_loop()
+                quit_dashboard.append(lambda: loop.call_soon_threadsafe(app.action_quit))
             try:
                 launched.session.command = launched.start_command()  # its exit ends the session, as finished
             except OSError as e:
@@ -268,17 +279,31 @@ def _dashboard(args: argparse.Namespace, launched: Launched[WatchSession], what:
                 raise
         return launched.session
 
+    def stop_from_outside(signum: int, frame: Any) -> None:
+        """SIGTERM or SIGHUP to watch (kill, a CI runner's timeout, a closed terminal): passed on to the command and
+        every process it started, as headless does, and the dashboard quits: the session ends, the recording is
+        closed, and watch exits with the command's status (it died at once, the command ran on)."""
+        launched.stop_command(signum)
+        if not quit_dashboard:  # (the dashboard is still starting)
+            signal.default_int_handler(signum, frame)
+        with contextlib.suppress(RuntimeError):  # (its loop closed: it is quitting already)
+            quit_dashboard[0]()
+
+    import signal
+
+    previous = {sig: signal.signal(sig, stop_from_outside) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
-        run_dashboard(
-            factory,
-            source={"type": "watch", "command": shlex.join(launched.argv), "upstream": what},
-            interrupt=launched.send_interrupt,  # Ctrl-C: to the command first, then it stops watching
-        )
+        with contextlib.suppress(KeyboardInterrupt):  # (a stop from outside while the dashboard was starting)
+            run_dashboard(
+                factory,
+                source={"type": "watch", "command": shlex.join(launched.argv), "upstream": what},
+                interrupt=launched.send_interrupt,  # Ctrl-C: to the command first, then it stops watching
+            )
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         p = launched.process
         if p is not None and p.poll() is None:
-            import signal
-
             launched.stop_command(signal.SIGTERM)  # (and every process it started; killed after a grace period)
             try:
                 p.wait(10)

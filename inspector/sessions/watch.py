@@ -170,15 +170,16 @@ class WatchSession:
             self._end_with(self.command, asyncio.get_running_loop())
         server = _uvicorn_server(self.proxy.app, log_level="critical", options=uvicorn_options(self.proxy))
         serving = asyncio.ensure_future(server.serve(sockets=[self.sock]))
+        # the session's end is published when the proxy closes (the server's shutdown closes it, else close() below;
+        # the dashboard's closing loop may cancel the server first): after what the proxy still held, before its
+        # recording closes, so that the recording ends with it
+        self.proxy.on_close = lambda: self._finish(serving)
         stopping = asyncio.ensure_future(self._stop.wait())
         try:
             await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             if self.stop_reason is not None:  # the command exited (a tool call still waiting says why)
                 self.proxy.ended_why = "the command ended before a next request showed its result"
-            # the session's end is published when the proxy closes (the server's shutdown closes it, else close()
-            # below): after what the proxy still held, before its recording closes, so that the recording ends with it
-            self.proxy.on_close = lambda: self._finish(serving)
             begin_close = getattr(self.proxy, "begin_close", None)
             if callable(begin_close):
                 begin_close()

@@ -576,3 +576,63 @@ def test_with_a_pipe_on_stdin_the_command_gets_it_and_no_dashboard_opens(tmp_pat
     text = out.decode("utf-8", "replace")
     assert status == 0, text[-2000:]
     assert "hello through the pipe" in text and "finished after 0 turns" in text, text[-2000:]
+
+
+def test_sigterm_to_watch_with_the_dashboard_stops_the_command_and_ends_the_recording(tmp_path: Path) -> None:
+    """With the dashboard, SIGTERM to watch (kill, a CI runner's timeout) was caught by the embedded server, which
+    stopped and raised it again: watch died at once, the command ran on under PID 1, and the recording had no end.
+    Now it is passed on to the command (as headless does), the dashboard quits, the recording ends with the
+    session's end, and watch's status is the command's."""
+    import pty
+    import threading
+
+    rec = tmp_path / "dash.jsonl"
+    pid_file = tmp_path / "pid"
+    agent = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
+    master, slave = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k != "TEXTUAL_DRIVER"}
+    p = subprocess.Popen(
+        [sys.executable, "-m", "inspector", "watch", "--serve", "weather", "--record", str(rec)]
+        + ["--log", str(tmp_path / "out.log"), "--", sys.executable, "-c", agent],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env={**env, "TERM": "xterm-256color"},
+        start_new_session=True,
+    )
+    os.close(slave)
+    screen: list[bytes] = []
+
+    def drain() -> None:  # (the dashboard blocks on a full terminal)
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            screen.append(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    child = 0
+    try:
+        deadline = time.monotonic() + 60
+        while not pid_file.exists() or not pid_file.read_text():
+            assert time.monotonic() < deadline and p.poll() is None, b"".join(screen)[-2000:]
+            time.sleep(0.1)
+        child = int(pid_file.read_text())
+        time.sleep(1.0)  # (the session serving)
+        os.kill(p.pid, signal.SIGTERM)  # watch alone
+        status = p.wait(30)
+        _until_gone(child)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+        if child and not _gone(child):
+            os.kill(child, signal.SIGKILL)
+        os.close(master)
+    assert status == 128 + signal.SIGTERM
+    last = json.loads(rec.read_text().splitlines()[-1])
+    assert last.get("type") == "loop_finished", last

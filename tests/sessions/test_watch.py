@@ -156,17 +156,42 @@ async def test_a_session_cancelled_again_while_it_stops_still_closes_its_recordi
     runner = asyncio.ensure_future(session.run())
     assert await asyncio.wait_for(_one_turn(session.source["listen"]), 30) == "tool_use"
     session.controller.cancel()
-    for _ in range(1000):  # until run() waits for the server to stop (it set the hook the proxy's close calls)
-        if session.proxy.on_close is not None:
+    for _ in range(1000):  # until run() waits for the server to stop (it began closing the proxy)
+        if session.proxy.closing().is_set():
             break
         await asyncio.sleep(0)
-    assert session.proxy.on_close is not None
+    assert session.proxy.closing().is_set()
     runner.cancel()  # the loop closing
     try:
         await asyncio.wait_for(runner, 30)
     except asyncio.CancelledError:
         pass
     assert session.sock.fileno() == -1 and session.upstream_server is None
+    last = read_recording(rec).observations[-1]
+    assert last["type"] == "loop_finished" and last["status"] == "cancelled"
+
+
+async def test_a_server_stopped_by_a_signal_still_ends_the_recording(tmp_path: Path) -> None:
+    """SIGTERM to watch with the dashboard: the embedded uvicorn server catches it (in the main thread) and stops,
+    and its shutdown closed the proxy and its recording before the session's end was published: no
+    loop_finished. (uvicorn then raises the signal again for the handler it found: here one that only counts.)"""
+    import os
+    import signal
+
+    from inspector.record.reader import read_recording
+
+    got: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, _frame: got.append(signum))
+    try:
+        rec = tmp_path / "signalled.jsonl"
+        session = serve_session("weather", None, speed=math.inf, host="127.0.0.1", port=0, record=str(rec))
+        runner = asyncio.ensure_future(session.run())
+        assert await asyncio.wait_for(_one_turn(session.source["listen"]), 30) == "tool_use"
+        os.kill(os.getpid(), signal.SIGTERM)
+        result = await asyncio.wait_for(runner, 30)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert got == [signal.SIGTERM] and result.status == "cancelled"
     last = read_recording(rec).observations[-1]
     assert last["type"] == "loop_finished" and last["status"] == "cancelled"
 
