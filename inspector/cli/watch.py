@@ -192,7 +192,8 @@ def cmd(args: argparse.Namespace) -> int:
     what = f"serve {args.serve}" if args.serve else upstream
     # headless also when stdin is not a terminal (`producer | inspector watch -- cmd`): the dashboard would read the
     # pipe as keys and never the keyboard, and the command would lose its input; with --split the command keeps it
-    headless = args.headless or not sys.stdout.isatty() or (not args.split and not sys.stdin.isatty())
+    stdin_terminal = sys.stdin is not None and sys.stdin.isatty()  # (None: stdin closed)
+    headless = args.headless or not sys.stdout.isatty() or (not args.split and not stdin_terminal)
     try:
         if args.split and not headless:
             return _split(args, launched, what, openai_upstream)

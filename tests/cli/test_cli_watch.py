@@ -636,3 +636,31 @@ def test_sigterm_to_watch_with_the_dashboard_stops_the_command_and_ends_the_reco
     assert status == 128 + signal.SIGTERM
     last = json.loads(rec.read_text().splitlines()[-1])
     assert last.get("type") == "loop_finished", last
+
+
+def test_with_stdin_closed_on_a_terminal_watch_runs_headless(tmp_path: Path) -> None:
+    """`inspector watch -- cmd <&-` on a terminal: no stdin at all (sys.stdin is None) is not a terminal either,
+    never a traceback."""
+    import pty
+
+    master, slave = pty.openpty()
+    watch = [sys.executable, "-m", "inspector", "watch", "--serve", "weather", "--", "true"]
+    try:
+        p = subprocess.Popen(
+            ["sh", "-c", 'exec <&- "$@"', "sh", *watch], stdout=slave, stderr=slave, start_new_session=True
+        )
+        os.close(slave)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # (EIO: every writer has closed the terminal)
+                break
+            if not chunk:
+                break
+            out += chunk
+        status = p.wait(30)
+    finally:
+        os.close(master)
+    text = out.decode("utf-8", "replace")
+    assert status == 0 and "Traceback" not in text and "finished after 0 turns" in text, text[-2000:]
