@@ -266,13 +266,11 @@ def _dashboard(args: argparse.Namespace, launched: Launched[WatchSession], what:
         nonlocal started
         if not started:  # the dashboard runs the session; the command starts once, with it
             started = True
-            import asyncio
+            from inspector.tui.app import quit_from_any_thread
 
-            import textual
-
-            with contextlib.suppress(LookupError, RuntimeError):  # (the factory runs in the app, on its loop)
-                app, loop = textual.active_app.get(), asyncio.get_running_loop()
-                quit_dashboard.append(lambda: loop.call_soon_threadsafe(app.action_quit))
+            quit_app = quit_from_any_thread()  # (the factory runs in the app, on its loop)
+            if quit_app is not None:
+                quit_dashboard.append(quit_app)
             try:
                 launched.session.command = launched.start_command()  # its exit ends the session, as finished
             except OSError as e:
@@ -318,9 +316,9 @@ def _dashboard(args: argparse.Namespace, launched: Launched[WatchSession], what:
         launched.session.close()
         if not args.log:  # (nothing was written to it)
             log_path.unlink(missing_ok=True)
-        e = cannot_run[0]
-        _err(f"cannot run {launched.argv[0]}: {e.strerror or e}")
-        return EXIT_NOT_FOUND if isinstance(e, FileNotFoundError) else EXIT_NOT_EXECUTABLE
+        why = cannot_run[0]
+        _err(f"cannot run {launched.argv[0]}: {why.strerror or why}")
+        return EXIT_NOT_FOUND if isinstance(why, FileNotFoundError) else EXIT_NOT_EXECUTABLE
     status = launched.process.wait() if launched.process is not None else 1
     print(f"inspector watch: the command's output is in {log_path}", file=sys.stderr)
     _say_errors(launched)

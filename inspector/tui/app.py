@@ -1142,6 +1142,22 @@ class InspectorApp(App[int]):
             self.show()
 
 
+def quit_from_any_thread() -> Callable[[], None] | None:
+    """For code the running dashboard calls (a session factory): a function that quits that dashboard from any
+    thread (a signal handler's); None outside a running app."""
+    import textual
+
+    try:
+        app, loop = textual.active_app.get(), asyncio.get_running_loop()
+    except (LookupError, RuntimeError):
+        return None
+
+    def quit_app() -> None:
+        loop.call_soon_threadsafe(app.action_quit)
+
+    return quit_app
+
+
 def run_dashboard(
     session_factory: SessionFactory | None = None,
     *,
