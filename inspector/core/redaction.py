@@ -647,28 +647,40 @@ class FragmentRedactor:
     begins gets ``[redacted]``, the others lose their part. So the joined fragments read as ``mask_text`` of the
     joined text, and JSON (partial_json) stays valid JSON. The work per push is bounded by the hold (at most six
     times the longest secret, plus the fragment): O(n) over the stream.
+
+    ``force()`` (what waits behind the held fragments grew past ``MAX_HOLD``) returns them at once, the part of their
+    text that could begin a secret masked as a secret is, and keeps that part (``context``): a secret it begins is
+    still masked in the fragments that follow (they lose their part of it). So a forced release shows
+    ``[redacted]`` where the text might have begun a key, never a key's beginning.
     """
 
-    __slots__ = ("keys", "held")
+    __slots__ = ("keys", "held", "context")
 
     def __init__(self, keys: SecretSet) -> None:
         self.keys = keys
         self.held: list[Fragment] = []
+        self.context = ""  # text force() released masked that could still begin a secret (at most 6x the longest)
 
     def push(self, frag: Fragment) -> list[Fragment]:
         held = self.held
         held.append(frag)
+        ctx = self.context
         frags = [h.text for h in held]
-        text = frags[0] if len(frags) == 1 else "".join(frags)
+        parts = [ctx, *frags] if ctx else frags
+        text = parts[0] if len(parts) == 1 else "".join(parts)
         spans = secret_spans(text, self.keys.secrets)
         if spans:  # a secret completed: mask it in the fragments that carry it
-            for h, new in zip(held, _split_masked(text, frags, spans), strict=True):
+            masked = _split_masked(text, parts, spans)
+            if ctx:  # (shown masked already: what it holds now only says where a secret may still go on)
+                ctx, masked = masked[0], masked[1:]
+            for h, new in zip(held, masked, strict=True):
                 if new != h.text:
                     h.text = new
                     h.changed = True
-            text = "".join(h.text for h in held)
+            text = ctx + "".join(h.text for h in held)
         hold_from = self.keys.hold_from(text)
-        end = 0
+        self.context = ctx if hold_from < len(ctx) else ""
+        end = len(ctx)
         keep = 0
         for h in held:
             end += len(h.text)
@@ -680,8 +692,29 @@ class FragmentRedactor:
         del held[:keep]
         return out
 
+    def force(self) -> list[Fragment]:
+        held, self.held = self.held, []
+        if not held:
+            return held
+        ctx = self.context
+        frags = [h.text for h in held]
+        parts = [ctx, *frags] if ctx else frags
+        text = "".join(parts)
+        hold_from = self.keys.hold_from(text)
+        if hold_from < len(text):  # (a context's part was shown masked already: its [redacted] is not repeated)
+            masked = _split_masked(text, parts, [(hold_from, len(text))])
+            for h, new in zip(held, masked[1:] if ctx else masked, strict=True):
+                if new != h.text:
+                    h.text = new
+                    h.changed = True
+        self.context = text[hold_from:]
+        for h in held:
+            h.done = True
+        return held
+
     def release(self) -> list[Fragment]:
         out, self.held = self.held, []
+        self.context = ""
         for h in out:
             h.done = True
         return out
@@ -748,6 +781,8 @@ class StreamRedactor:
         self.keys = secrets if isinstance(secrets, SecretSet) else SecretSet(secrets)
         self._buf = b""
         self._queue: list[_Event] = []
+        self._queued = 0  # bytes of the events in _queue
+        self.forced = 0  # times the events held behind a fragment grew past MAX_HOLD and were let go (force)
         self._blocks: dict[FragmentKey, FragmentRedactor] = {}
         self.in_done = 0
         self.out_done = 0
@@ -804,11 +839,34 @@ class StreamRedactor:
             forms = self.keys.forms
             masked = _mask_bytes(self._buf, forms)
             keep = max(len(f) for f in forms) - 1
-            self._queue.append(
+            self._put(
                 _Event(masked[:-keep] if keep else masked, n_in=len(self._buf) - keep if keep else len(self._buf))
             )
             self._buf = masked[-keep:] if keep else b""
+        if self._queued > MAX_HOLD and self._blocks:
+            self._force()
         return self._drain()
+
+    def _put(self, event: _Event) -> None:
+        self._queue.append(event)
+        self._queued += len(event.raw)
+
+    def _force(self) -> None:
+        """The events held behind fragments that could begin a secret grew past ``MAX_HOLD`` bytes (a block whose
+        text ended so, and then other blocks or pings for ever): every block lets its fragments go, what could
+        begin a secret masked (``FragmentRedactor.force``), so memory stays bounded and the stream goes on."""
+        self.forced += 1
+        for key in list(self._blocks):
+            block = self._blocks[key]
+            for frag in block.force():
+                tag = frag.tag
+                if frag.changed:
+                    tag.delta[tag.key] = frag.text
+                    tag.event.changed = True
+                event = tag.event
+                event.ready = event.frags is None or all(f.done for f in event.frags)
+            if not block.context:
+                del self._blocks[key]
 
     def flush(self) -> bytes:
         """End of the stream: everything still held, masked."""
@@ -816,7 +874,7 @@ class StreamRedactor:
         self._buf = b""
         if rest:
             if rest.lstrip()[:1] in (b"{", b"["):
-                self._queue.append(self._json_body(rest))
+                self._put(self._json_body(rest))
             else:
                 self._event(rest)
         for key in list(self._blocks):
@@ -839,6 +897,7 @@ class StreamRedactor:
         queue = self._queue
         i = 0
         while i < len(queue) and queue[i].ready:
+            self._queued -= len(queue[i].raw)
             b = queue[i].bytes()
             self._count(queue[i].n_in, len(b))
             out.append(b)
@@ -865,7 +924,7 @@ class StreamRedactor:
         first, self._first = self._first, False
         name, obj = _parse_event(raw, first)
         if obj is None:
-            self._queue.append(_Event(raw, n_in=n_in))
+            self._put(_Event(raw, n_in=n_in))
             return
         # without a backslash, the decoded strings are the bytes as they are, which hold no secret any more; with
         # some, a secret can only be in a string if it is in the data unescaped twice (JSON, then text escapes)
@@ -876,7 +935,7 @@ class StreamRedactor:
             if any(x in once for x in secrets) or ("\\" in once and any(x in _unescape(once) for x in secrets)):
                 masked = redact(obj, secrets)
         event = _Event(raw, obj=masked, changed=masked is not obj and masked != obj, n_in=n_in, first=first)
-        self._queue.append(event)
+        self._put(event)
         # the event's type and block as the stream engine reads them (stream/protocol.py): the data's type, else
         # the event's name; an index that is an integer >= 0
         kind = masked.get("type")
@@ -938,7 +997,7 @@ class StreamRedactor:
                 tag.delta[tag.key] = frag.text
                 tag.event.changed = True
             tag.event.ready = False
-        if not block.held:
+        if not block.held and not block.context:
             del self._blocks[key]
 
     def _deltas(self, pieces: list[TextPiece], event: _Event) -> None:
@@ -964,7 +1023,7 @@ class StreamRedactor:
                     held.tag.delta[held.tag.key] = held.text
                     held.tag.event.changed = True
                 held.tag.event.ready = False
-            if not block.held:
+            if not block.held and not block.context:
                 del self._blocks[key]
 
 

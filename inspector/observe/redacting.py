@@ -16,7 +16,9 @@ recording uses (``inspector.core.redaction``), so that what the dashboard shows 
   fragment from the ``BlockDelta`` that follows it, parsed by the stream engine already; its JSON is parsed again
   only to rewrite an event that held part of a key, or when no BlockDelta follows): an event (and its
   ``BlockDelta``) whose fragment ends with what could be the beginning of a secret is held, with every later
-  observation of the attempt, until the text goes on, its block stops, the message ends or the attempt ends; a
+  observation of the attempt, until the text goes on, its block stops, the message ends or the attempt ends (or
+  until what waits behind it grows past ``core.redaction.MAX_HOLD`` bytes of reads: then the text that could begin
+  a secret reads ``[redacted]``, and a secret it begins is still masked in what follows: ``FragmentRedactor.force``); a
   secret completed across fragments reads ``[redacted]`` in the joined text, and a tool input stays valid JSON;
 - the byte offsets of each event (``sse.start`` / ``sse.end``) are moved onto the published reads, so an event's
   raw bytes are found where the dashboard keeps them;
@@ -247,8 +249,17 @@ class RedactingPublisher:
     def _read(self, obs: O.ReadReceived) -> None:
         st = self._state(obs.turn, obs.attempt)
         st.last_read = obs
+        forced = st.reads.forced
         data = st.reads.feed(obs.data)
         st.queue.append(_Pending(obs if data == obs.data else dataclasses.replace(obs, data=data)))
+        if st.reads.forced != forced:
+            # what waited behind a fragment that could begin a secret grew past MAX_HOLD bytes, and the reads let it
+            # go: so do the observations of the same fragments (bounded memory; the dashboard goes on)
+            for key in list(st.blocks):
+                block = st.blocks[key]
+                block.force()
+                if not block.context:
+                    del st.blocks[key]
         self._drain(st)
 
     def _event(self, obs: O.SSEEventSeen) -> None:
@@ -377,7 +388,7 @@ class RedactingPublisher:
         if block is None:
             block = st.blocks[key] = FragmentRedactor(self.keys)
         block.push(cell)
-        if not block.held:
+        if not block.held and not block.context:
             del st.blocks[key]
 
     def _end(self, key: tuple[int, int]) -> None:
