@@ -119,6 +119,22 @@ async def test_read_file_refusals(ws: Path, inp: dict[str, Any], message: str) -
     assert (c.state, c.result, c.is_error) == (ToolState.FAILED, message, True)
 
 
+@pytest.mark.parametrize(
+    ("tool", "message"),
+    [
+        ("read_file", "no such file: '{path}'"),
+        ("list_dir", "no such directory: '{path}'"),
+        ("search_text", "no such file or directory: '{path}'"),
+    ],
+)
+@pytest.mark.parametrize("path", ["nodir/file.txt", "nodir/sub/..", "src/nodir/x", "src/nodir/../../x"])
+async def test_a_path_below_a_missing_directory_is_missing(ws: Path, tool: str, message: str, path: str) -> None:
+    # (walked lexically below the missing directory: once read as "a directory", listed and searched as the
+    # deepest directory that exists, under the missing path's name)
+    c = await run(builtin_tools(ws), tool, {"path": path, "pattern": "hello"})
+    assert (c.state, c.result, c.is_error) == (ToolState.FAILED, message.format(path=path), True)
+
+
 # ---------------------------------------------------------------------------------------------- path confinement
 ESCAPES = ["../outside/secret.txt", "src/../../outside/secret.txt", "link_out/secret.txt", "secret_link.txt"]
 

@@ -195,9 +195,9 @@ def _make_list_dir(root: Path) -> Callable[[dict[str, Any]], str]:
     def list_dir(inp: dict[str, Any]) -> str:
         path = inp.get("path", ".") or "."
         with walk(root, path) as w:
-            if w.name is not None:
-                if w.st is None or w.lexical_tail:
-                    raise ToolRefused(f"no such directory: '{shown(path)}'")
+            if w.missing:  # (below a missing directory w.dir_fd is an ancestor: never listed as the path)
+                raise ToolRefused(f"no such directory: '{shown(path)}'")
+            if w.name is not None and w.st is not None:
                 if stat.S_ISREG(w.st.st_mode):
                     raise ToolRefused(f"'{shown(path)}' is not a directory; use read_file")
                 raise ToolRefused(f"'{shown(path)}' is {kind(w.st.st_mode)}: refused, not opened")
@@ -284,9 +284,9 @@ def _make_search_text(root: Path) -> Callable[[dict[str, Any]], str]:
                 return fh.read(SEARCH_MAX_FILE_BYTES + 1)
 
         with walk(root, path) as w:
-            if w.name is not None:  # one file
-                if w.st is None or w.lexical_tail:
-                    raise ToolRefused(f"no such file or directory: '{shown(path)}'")
+            if w.missing:  # (below a missing directory w.dir_fd is an ancestor: never searched as the path)
+                raise ToolRefused(f"no such file or directory: '{shown(path)}'")
+            if w.name is not None and w.st is not None:  # one file
                 if not stat.S_ISREG(w.st.st_mode):
                     raise ToolRefused(f"'{shown(path)}' is {kind(w.st.st_mode)}: refused, not opened")
                 scan(w.rel_path, _read_for_search(w.dir_fd, w.name, w.st))

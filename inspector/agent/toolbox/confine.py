@@ -74,6 +74,12 @@ class Walked:
         return self.dirs[-1]
 
     @property
+    def missing(self) -> bool:
+        """The path does not exist: its last component is missing, or a directory on the way is (then ``name`` is
+        None and ``dirs[-1]`` is only the deepest directory that exists, not the path)."""
+        return bool(self.lexical_tail) or (self.name is not None and self.st is None)
+
+    @property
     def rel_path(self) -> str:
         parts = self.rel + ([self.name] if self.name is not None else []) + self.lexical_tail
         return "/".join(parts) or "."
@@ -257,10 +263,10 @@ def open_regular(root: Path, path: object, *, missing: str, directory: str) -> t
     path = _check_path(path)  # (walk's first check, made here too: a string from here on)
     for _attempt in range(RETRIES):
         with walk(root, path) as w:
-            if w.name is None:
-                raise ToolRefused(directory.format(path=shown(path)))
-            if w.st is None or w.lexical_tail:
+            if w.missing:  # (checked first: below a missing directory, name is None too)
                 raise ToolRefused(missing.format(path=shown(path)))
+            if w.name is None or w.st is None:
+                raise ToolRefused(directory.format(path=shown(path)))
             if not stat.S_ISREG(w.st.st_mode):
                 raise ToolRefused(f"'{shown(path)}' is {kind(w.st.st_mode)}: refused, not opened")
             try:
