@@ -662,12 +662,16 @@ def _bundled_workspaces() -> list[str]:
 
 
 def _workspace(ws: str, path: Path | None) -> str | None:
-    """A bundled workspace name as is; else a folder relative to the scenario file (absolute path)."""
-    if "/" not in ws and "\\" not in ws and (M.WORKSPACES_DIR / ws).is_dir():
-        return ws
-    base = path.parent if path is not None else Path.cwd()
-    folder = (base / ws).resolve()
-    return str(folder) if folder.is_dir() else None
+    """A bundled workspace name as is; else a folder relative to the scenario file (absolute path). None: no such
+    folder (also for a name the system cannot look up: a NUL in it, a name or path too long)."""
+    try:
+        if "/" not in ws and "\\" not in ws and (M.WORKSPACES_DIR / ws).is_dir():
+            return ws
+        base = path.parent if path is not None else Path.cwd()
+        folder = (base / ws).resolve()
+        return str(folder) if folder.is_dir() else None
+    except (OSError, ValueError):
+        return None
 
 
 def _char_at(text: str, line: int, column: int) -> str:

@@ -303,6 +303,15 @@ def test_a_builtin_tool_without_a_workspace_is_refused(tmp_path: Path, capsys: p
     assert load_file(ok).tools == ["read_file"]
 
 
+@pytest.mark.parametrize("workspace", ['"a\\0b"', "a" * 300, "a/" * 3000], ids=["nul", "long-name", "long-path"])
+def test_a_workspace_the_system_cannot_look_up_is_no_folder_not_a_traceback(
+    workspace: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # (a NUL: ValueError from os.stat; a name over 255 bytes or a path over 4096: OSError ENAMETOOLONG)
+    out = _check(tmp_path, BASE + f"workspace: {workspace}\n", capsys)
+    assert len(out) == 1 and out[0].startswith("17:12: workspace: no folder "), out
+
+
 # --- the file itself ---------------------------------------------------------------------------------------------------
 
 
