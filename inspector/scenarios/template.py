@@ -73,11 +73,15 @@ expected:                       # what a headless run should end in (checked by 
   final_stop_reason: end_turn
 """
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 def valid_name(name: str) -> bool:
-    return bool(_NAME.match(name)) and not name.endswith((".yaml", ".yml"))
+    """A name a scenario file may carry (as ``filemodel``'s check: at most MAX_NAME, no newline), without an
+    extension. (fullmatch: ``$`` would let a trailing newline through, and ``abc\\n.yaml`` be written.)"""
+    from inspector.scenarios.filemodel import MAX_NAME
+
+    return len(name) <= MAX_NAME and bool(_NAME.fullmatch(name)) and not name.endswith((".yaml", ".yml"))
 
 
 def template(name: str) -> str:

@@ -234,6 +234,19 @@ def test_new_writes_a_template_that_loads(
     assert main(["scenario", "new", "../evil"]) == 2
 
 
+@pytest.mark.parametrize("name", ["abc\n", "a" * 101], ids=["trailing-newline", "101-chars"])
+def test_new_refuses_a_name_its_own_file_would_refuse(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # (once: 'abc\n' passed `^...$` and wrote 'abc\n.yaml', a template that `scenario check` refuses; 101
+    # characters wrote a template whose name is too long)
+    monkeypatch.chdir(tmp_path)
+    assert main(["scenario", "new", name, "--write"]) == 2
+    assert "scenario name" in capsys.readouterr().err and list(tmp_path.iterdir()) == []
+    assert main(["scenario", "new", "a" * 100, "--write"]) == 0
+    load_file(tmp_path / f"{'a' * 100}.yaml")
+
+
 async def test_the_template_runs_through_the_loop(tmp_path: Path) -> None:
     path = tmp_path / "demo.yaml"
     path.write_text(template("demo"), encoding="utf-8")
