@@ -3,6 +3,8 @@ that touches the workspace walks paths from the root's descriptor with no-follow
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import os
 import tracemalloc
 from collections.abc import Iterator
@@ -13,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from inspector.agent.executor import ToolExecutor, ToolState
 from inspector.agent.toolbox import ToolRefused, builtin_tools
 from inspector.agent.toolbox.builtin import READ_MAX_CHARS
 from inspector.agent.toolbox.spec import ToolFn
@@ -270,6 +273,25 @@ def test_read_file_of_a_huge_single_line_holds_only_what_it_returns(tmp_path: Pa
     assert isinstance(out, str)
     assert out.startswith("z" * READ_MAX_CHARS + "\n[truncated at 50000 chars in line 1")
     assert peak < 2_000_000, f"peak {peak} bytes for a {size}-byte line"
+
+
+async def test_read_file_of_the_first_lines_of_a_huge_file_does_not_read_it_to_the_end(tmp_path: Path) -> None:
+    """Counting the lines for the note stops READ_COUNT_MAX_CHARS past the lines asked for: the first line of a
+    64 GiB file (sparse: no disk used) comes back at once; it once read on to the end, and met the tool's timeout
+    (at ~14 s a GiB here, a 3 GB log's first line was 'timed out after 30 s'). A file that grows while read too."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "huge.log").write_bytes(b"".join(b"line %d\n" % i for i in range(2000)))
+    os.truncate(ws / "huge.log", 64 * 2**30)
+    spec = dataclasses.replace(builtin_tools(ws)["read_file"], timeout=5)
+    ex = ToolExecutor({"read_file": spec})
+    call = ex.submit("toolu_1", "read_file", 0, {"path": "huge.log", "limit": 1})
+    await asyncio.wait_for(ex.wait(), 30)
+    await ex.aclose()
+    assert (call.state, call.result) == (
+        ToolState.SUCCEEDED,
+        "line 0\n[lines 1-1 of at least 2001; use offset=2 to read more]",
+    )
 
 
 @pytest.mark.parametrize(

@@ -41,6 +41,9 @@ SEARCH_LINE_CHARS = 300
 SLEEP_MAX_SECONDS = 600.0
 SEARCH_MAX_DEPTH = 64  # directory levels below the searched path; deeper ones are skipped with a note
 READ_CHUNK_CHARS = 65536
+# characters read past the requested lines only to count the file's lines for the note: a huge file (or one that
+# grows while read) is not read to its end (nor until the timeout) for the first lines
+READ_COUNT_MAX_CHARS = 16 * 2**20
 WRITE_RETRIES = 8
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 DIR_FLAGS_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -153,6 +156,8 @@ def _make_read_file(root: Path) -> Callable[[dict[str, Any]], str]:
         lineno = 1  # the line the next piece belongs to
         in_line = False  # a piece of line `lineno` was seen
         more_chars = False
+        counted = True  # the file was read to its end: `total` is its line count
+        past = 0  # characters read after the requested lines (only to count lines)
         with os.fdopen(fd, "rb") as raw:
             if _is_binary(raw.read(8192)):
                 raise ToolRefused(f"'{path}' looks like a binary file; not shown")
@@ -161,7 +166,12 @@ def _make_read_file(root: Path) -> Callable[[dict[str, Any]], str]:
             for pieces, (piece, ends) in enumerate(_line_pieces(f)):
                 if pieces % 64 == 0 and ev.is_set():
                     break
-                if offset <= lineno < offset + limit:
+                if lineno >= offset + limit:
+                    past += len(piece)
+                    if past > READ_COUNT_MAX_CHARS:
+                        counted = False
+                        break
+                elif offset <= lineno:
                     if size + len(piece) > READ_MAX_CHARS:
                         out.append(piece[: READ_MAX_CHARS - size])
                         more_chars = True
@@ -182,6 +192,8 @@ def _make_read_file(root: Path) -> Callable[[dict[str, Any]], str]:
             notes.append(
                 f"[truncated at {READ_MAX_CHARS} chars in line {last}; use offset={last} limit=... to read on]"
             )
+        elif not counted:
+            notes.append(f"[lines {offset}-{last} of at least {total}; use offset={last + 1} to read more]")
         elif last < total:
             notes.append(f"[lines {offset}-{last} of {total}; use offset={last + 1} to read more]")
         if notes:
