@@ -223,6 +223,25 @@ def test_write_file_keeps_the_mode_of_the_file_it_replaces(box: tuple[Path, Path
     assert (ws / "run.sh").read_text() == "new" and (os.stat(ws / "run.sh").st_mode & 0o777) == 0o751
 
 
+@pytest.mark.parametrize(
+    ("path", "why"),
+    [
+        ("new/dirs/../../../x.txt", "is outside the workspace root"),
+        ("d/" * 300 + "f.txt", "is too deep: more than 256 directory levels"),
+        ("d/" * 257 + "f.txt", "is too deep: more than 256 directory levels"),
+    ],
+    ids=["outside", "300-levels", "257-levels"],
+)
+def test_a_refused_write_makes_no_directory(tmp_path: Path, path: str, why: str) -> None:
+    # (the directories on the way were made before the refusal: 'new/dirs', and 256 levels of 'd', were left)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with pytest.raises(ToolRefused, match=why):
+        builtin_tools(ws, allow_write=True)["write_file"].fn({"path": path, "content": "x"})
+    assert list(ws.iterdir()) == []
+    assert builtin_tools(ws, allow_write=True)["write_file"].fn({"path": "d/" * 256 + "f.txt", "content": "x"})
+
+
 def _deep(ws: Path, levels: int) -> str:
     fd = os.open(ws, os.O_RDONLY)
     try:

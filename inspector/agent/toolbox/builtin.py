@@ -369,6 +369,8 @@ def _make_write_file(root: Path, allow_write: bool) -> Callable[[dict[str, Any]]
         if isinstance(path, str) and path.strip() and not isinstance(content, str):
             raise ToolRefused("'content' must be a string")
         data = content.encode("utf-8") if isinstance(content, str) else b""
+        with walk(root, path):  # a path refused (outside, too deep...) is refused before any directory is made
+            pass
         for _attempt in range(WRITE_RETRIES):
             with walk(root, path, mkdirs=True) as w:
                 path = shown(str(path))  # (a non-empty string: walk checked)

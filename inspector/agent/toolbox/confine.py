@@ -163,7 +163,7 @@ def _walk(w: Walked, root: Path, path: str, mkdirs: bool) -> None:
                 w.rel.pop()
             continue
         if w.lexical_tail:  # below a missing directory: named, not walked
-            w.lexical_tail.append(name)
+            _name_missing(w, name, path, last=not todo)
             continue
         last = not todo
         for _attempt in range(RETRIES):
@@ -182,7 +182,7 @@ def _walk(w: Walked, root: Path, path: str, mkdirs: bool) -> None:
                     except OSError as e:
                         raise ToolRefused(f"cannot create the directory of '{shown(path)}': {_strerror(e)}") from None
                     continue
-                w.lexical_tail.append(name)
+                _name_missing(w, name, path, last=False)
                 break
             except ValueError:
                 raise ToolRefused(f"path '{shown(path)}' is not a valid path") from None
@@ -235,6 +235,15 @@ def _walk(w: Walked, root: Path, path: str, mkdirs: bool) -> None:
             break
         else:
             raise ToolRefused(f"'{shown(path)}' kept changing while it was opened; refused")
+
+
+def _name_missing(w: Walked, name: str, path: str, *, last: bool) -> None:
+    """``name`` (a missing directory, or below one) added to the lexical tail; a directory level counts towards
+    MAX_DEPTH as a walked one does, so that a path refused when its directories are made (write_file) is refused
+    by a walk that makes none."""
+    w.lexical_tail.append(name)
+    if not last and len(w.dirs) - 1 + len(w.lexical_tail) > MAX_DEPTH:
+        raise ToolRefused(f"path '{shown(path)}' is too deep: more than {MAX_DEPTH} directory levels below the root")
 
 
 def open_entry(dir_fd: int, name: str, st: os.stat_result, flags: int = os.O_RDONLY) -> int:
