@@ -123,12 +123,35 @@ class _Reader:
                 raise self.bad(node, message) from None
             self.problems.append(Problem(self.file, mark.line + 1, mark.column + 1, " ".join(message.split("\n"))))
             raise _Bad() from None
-        except (ValueError, RecursionError) as e:  # guarded by _check_graph; a last line of defence
+        except ValueError as e:  # a scalar YAML resolves but cannot construct ('2024-13-45', '!!int abc')
+            raise self.bad(self._unreadable(node) or node, f"cannot read this value: {str(e)[:80]}") from None
+        except RecursionError as e:  # guarded by _check_graph; a last line of defence
             raise self.bad(node, f"cannot read this value: {str(e)[:80]}") from None
         finally:
             self._constructor.constructed_objects.clear()
             self._constructor.recursive_objects.clear()
         return value
+
+    def _unreadable(self, node: yaml.Node) -> yaml.Node | None:
+        """The first scalar under ``node`` that cannot be constructed (where the problem is, not the 1:1 of the
+        whole document's mapping); None if none is found."""
+        seen: set[int] = set()
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if id(n) in seen:
+                continue
+            seen.add(id(n))
+            if not isinstance(n, yaml.ScalarNode):
+                stack.extend(reversed(_children(n)))
+                continue
+            try:
+                self._constructor.construct_object(n)
+            except (ValueError, yaml.YAMLError):
+                return n
+            finally:
+                self._constructor.constructed_objects.clear()
+        return None
 
     def describe(self, node: yaml.Node) -> str:
         if isinstance(node, yaml.MappingNode):

@@ -459,3 +459,16 @@ def test_a_yaml_date_where_a_number_belongs_is_named_as_the_file_writes_it(
     (it said `got datetime.datetime(2001, 12, 14, 21, 5...`)."""
     out = _check(tmp_path, BASE.replace("description: d\n", "description: d\nseed: 2001-12-14\n"), capsys)
     assert out == ["4:7: seed: expected an integer, got date 2001-12-14"]
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [("2001-13-45", "month must be in 1..12"), ("!!int abc", "invalid literal for int() with base 10: 'abc'")],
+)
+def test_a_value_yaml_cannot_construct_is_reported_where_it_is(
+    value: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A scalar YAML resolves (a date, a tag) but cannot construct: at its line and column (it was 1:1, the
+    document's mapping, whatever the line)."""
+    out = _check(tmp_path, BASE.replace("prompt: p\n", f"prompt: {value}\n"), capsys)
+    assert out == [f"4:9: cannot read this value: {message}"]
