@@ -29,6 +29,7 @@ import contextvars
 import copy
 import inspect
 import logging
+import re
 import sys
 import threading
 import time
@@ -178,7 +179,19 @@ class ToolCall:
         return block
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _sendable(text: str) -> str:
+    """``text`` with every surrogate code point replaced by U+FFFD: no JSON encoder that writes UTF-8 (the SDK's,
+    the transcript's) can send one, and a file name that is not UTF-8 comes from ``os`` with them (``\\udcff``).
+    One of them in a tool result ended the whole run ('internal error: UnicodeEncodeError ... surrogates not
+    allowed')."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
 def _truncate(text: str, max_chars: int) -> tuple[str, int]:
+    text = _sendable(text)
     if len(text) <= max_chars:
         return text, 0
     cut = len(text) - max_chars
@@ -472,6 +485,8 @@ class ToolExecutor:
         """Move a call to a terminal state once. `message` is both the error and (unless `result`) the content."""
         if call.state in TERMINAL:
             return False
+        if message is not None:
+            message = _sendable(message)  # (a refusal or an exception may quote a name that is not UTF-8)
         call.result = result if result is not None else (message or "")
         call.is_error = is_error
         call.error = message if is_error else None

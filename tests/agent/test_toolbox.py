@@ -491,3 +491,39 @@ async def test_socket_is_refused_not_opened(tmp_path: Path, tool: str) -> None:
     finally:
         s.close()
     assert (c.state, c.result) == (ToolState.FAILED, "'sock' is a socket: refused, not opened")
+
+
+def _workspace_with_a_name_not_utf8(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    with open(os.path.join(os.fsencode(root), b"\xff\xfebad.txt"), "wb") as f:
+        f.write(b"hello\n")
+    return root
+
+
+async def test_a_file_name_that_is_not_utf8_never_makes_a_result_the_sdk_cannot_send(tmp_path: Path) -> None:
+    """os gives such a name with surrogates ('\\udcff'); in a tool result they made the SDK's JSON encoder (and the
+    transcript's) raise UnicodeEncodeError, and the whole run ended in 'internal error'. Any tool's text, a
+    refusal's and an exception's message alike, comes out with U+FFFD in their place."""
+    from inspector.agent.transcript import sdk_json
+
+    tools = builtin_tools(_workspace_with_a_name_not_utf8(tmp_path))
+
+    def refuses(inp: dict[str, Any]) -> str:
+        raise ToolRefused("no such file: '\udcff'")
+
+    def raises(inp: dict[str, Any]) -> str:
+        raise OSError("cannot open '\udcff'")
+
+    tools["refuses"] = ToolSpec("refuses", "d", {"type": "object"}, refuses)
+    tools["raises"] = ToolSpec("raises", "d", {"type": "object"}, raises)
+    expected = {
+        "list_dir": ".: 1 entries\n\ufffd\ufffdbad.txt  (6 bytes)",
+        "search_text": "\ufffd\ufffdbad.txt:1: hello",
+        "refuses": "no such file: '\ufffd'",
+        "raises": "ToolError: OSError: cannot open '\ufffd'",
+    }
+    for name, text in expected.items():
+        c = await run(tools, name, {"pattern": "hello"})
+        assert c.result == text
+        sdk_json({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": c.result}]})
