@@ -527,3 +527,25 @@ async def test_a_file_name_that_is_not_utf8_never_makes_a_result_the_sdk_cannot_
         c = await run(tools, name, {"pattern": "hello"})
         assert c.result == text
         sdk_json({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": c.result}]})
+
+
+def _workspace_with_names_that_forge_lines(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    (root / "d\nx").mkdir(parents=True)
+    (root / "d\nx" / "evil  (9 bytes)\nREADME.md").write_text("hello\n")
+    (root / '"q.txt"').write_text("hello\n")
+    return root
+
+
+async def test_a_name_with_a_newline_is_one_quoted_entry_not_two(tmp_path: Path) -> None:
+    """'evil  (9 bytes)\\nREADME.md' was listed as two lines: a file 'README.md' that is not there. A name with a
+    control character (or a leading quote) is shown JSON-quoted, as the model sends it back."""
+    tools = builtin_tools(_workspace_with_names_that_forge_lines(tmp_path))
+    c = await run(tools, "list_dir", {"path": "d\nx"})
+    assert c.result == '"d\\nx": 1 entries\n"evil  (9 bytes)\\nREADME.md"  (6 bytes)'
+    c = await run(tools, "list_dir", {})
+    assert c.result == '.: 2 entries\n"\\"q.txt\\""  (6 bytes)\n"d\\nx"/'
+    c = await run(tools, "search_text", {"pattern": "hello"})
+    assert c.result == '"\\"q.txt\\"":1: hello\n"d\\nx/evil  (9 bytes)\\nREADME.md":1: hello'
+    c = await run(tools, "read_file", {"path": "d\nx/evil  (9 bytes)\nREADME.md"})  # (the name the model decodes)
+    assert c.result == "hello\n"

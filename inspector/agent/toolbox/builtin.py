@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import json
 import os
 import re
 import secrets
@@ -77,6 +78,17 @@ def _arg_int(inp: dict[str, Any], key: str, default: int, *, minimum: int = 0, m
     if maximum is not None and v > maximum:
         v = maximum
     return v
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+
+
+def _named(path: str) -> str:
+    """A path as a result line shows it: as is, or JSON-quoted when it holds a control character (a newline in a
+    file name would make one entry look like two, 'evil\\nREADME.md  (9 bytes)' a file that is not there), or that
+    starts with a quote. The quoted form is what the model sends back as a JSON string."""
+    quoted = _CONTROL.search(path) or path.startswith('"')  # (a name that starts with a quote: quoted too)
+    return json.dumps(path, ensure_ascii=False) if quoted else path
 
 
 def _is_binary(head: bytes) -> bool:
@@ -223,16 +235,16 @@ def _make_list_dir(root: Path) -> Callable[[dict[str, Any]], str]:
                 try:
                     mode = e.stat(follow_symlinks=False).st_mode
                     if stat.S_ISLNK(mode):
-                        lines.append(f"{e.name}@")
+                        lines.append(f"{_named(e.name)}@")
                     elif stat.S_ISDIR(mode):
-                        lines.append(f"{e.name}/")
+                        lines.append(f"{_named(e.name)}/")
                     elif stat.S_ISREG(mode):
-                        lines.append(f"{e.name}  ({e.stat(follow_symlinks=False).st_size} bytes)")
+                        lines.append(f"{_named(e.name)}  ({e.stat(follow_symlinks=False).st_size} bytes)")
                     else:
-                        lines.append(f"{e.name}  ({kind(mode)})")
+                        lines.append(f"{_named(e.name)}  ({kind(mode)})")
                 except OSError:
-                    lines.append(f"{e.name}  (unreadable)")
-            header = f"{w.rel_path}: {len(entries)} entries"
+                    lines.append(f"{_named(e.name)}  (unreadable)")
+            header = f"{_named(w.rel_path)}: {len(entries)} entries"
         if len(entries) > LIST_MAX_ENTRIES:
             lines.append(f"[{len(entries) - LIST_MAX_ENTRIES} more entries not shown]")
         return header + ("\n" + "\n".join(lines) if lines else "")
@@ -279,7 +291,7 @@ def _make_search_text(root: Path) -> Callable[[dict[str, Any]], str]:
                         return False
                     text = line.decode("utf-8", errors="replace")
                     shown_line = text if len(text) <= SEARCH_LINE_CHARS else text[:SEARCH_LINE_CHARS] + "…"
-                    hits.append(f"{rel}:{lineno}: {shown_line}")
+                    hits.append(f"{_named(rel)}:{lineno}: {shown_line}")
             return True
 
         def linked_file(rel: str) -> bytes | None:
@@ -288,7 +300,7 @@ def _make_search_text(root: Path) -> Callable[[dict[str, Any]], str]:
                 fd, _ = open_regular(root, rel, missing="", directory="")
             except ToolRefused as e:
                 if str(e).endswith("is not a valid path"):
-                    skipped.append(f"{rel} (symlink loop)")
+                    skipped.append(f"{_named(rel)} (symlink loop)")
                 return None  # dangling, a directory, outside the root, special
             with os.fdopen(fd, "rb") as fh:
                 if os.fstat(fh.fileno()).st_size > SEARCH_MAX_FILE_BYTES:
@@ -327,7 +339,7 @@ def _make_search_text(root: Path) -> Callable[[dict[str, Any]], str]:
                                     if e.name in SKIP_DIRS:
                                         continue
                                     if depth + 1 > SEARCH_MAX_DEPTH:
-                                        skipped.append(f"{rel} (deeper than {SEARCH_MAX_DEPTH} levels)")
+                                        skipped.append(f"{_named(rel)} (deeper than {SEARCH_MAX_DEPTH} levels)")
                                         continue
                                     try:
                                         sub = os.open(e.name, DIR_FLAGS, dir_fd=dfd)
@@ -489,7 +501,8 @@ def builtin_tools(root: Path, *, allow_write: bool = False) -> dict[str, ToolSpe
             name="list_dir",
             description=(
                 "List a directory of the workspace: one entry per line, directories end with '/', symlinks with '@', "
-                f"files show their size. At most {LIST_MAX_ENTRIES} entries. `path` defaults to the workspace root."
+                f"files show their size. At most {LIST_MAX_ENTRIES} entries. `path` defaults to the workspace root. "
+                "A name with a control character (or a leading quote) is shown as a JSON string."
             ),
             input_schema={
                 "type": "object",
