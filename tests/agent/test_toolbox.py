@@ -297,6 +297,7 @@ MODULE = """
     EMPTY = []
     DUP = [ONE, ONE]
     BADNAME = [{"name": "has space", "input_schema": {}, "function": echo}]
+    NEWLINE_NAME = [{"name": "echo\\n", "input_schema": {}, "function": echo}]
     MISSING_FN = [{"name": "x", "input_schema": {}}]
     UNKNOWN_KEY = [{"name": "x", "input_schema": {}, "function": echo, "concurency_safe": True}]
     BAD_TIMEOUT = {"name": "x", "input_schema": {}, "function": echo, "timeout": -1}
@@ -355,6 +356,7 @@ def test_load_package_module(pkgdir: tuple[Path, str]) -> None:
         ("EMPTY", "defines no tools"),
         ("DUP", "duplicate tool name 'echo'"),
         ("BADNAME", "invalid tool name 'has space'"),
+        ("NEWLINE_NAME", "invalid tool name 'echo\\n'"),  # (`$` matches before a trailing newline)
         ("MISSING_FN", "'function' must be a callable"),
         ("UNKNOWN_KEY", "unknown keys ['concurency_safe']"),
         ("BAD_TIMEOUT", "'timeout' must be a positive number"),

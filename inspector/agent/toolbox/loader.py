@@ -22,7 +22,7 @@ from inspector.agent.toolbox.spec import ToolSpec
 
 __all__ = ["ToolLoadError", "load_tools", "tool_from_dict"]
 
-TOOL_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")  # what the Messages API accepts
+TOOL_NAME_RE = re.compile(r"[a-zA-Z0-9_-]{1,64}")  # what the Messages API accepts (fullmatch: `$` allows a "\n")
 _DICT_REQUIRED = ("name", "input_schema")
 _DICT_KEYS = {
     "name",
@@ -177,7 +177,7 @@ def load_tools(spec: str) -> dict[str, ToolSpec]:
         raise ToolLoadError(f"{spec} defines no tools")
     result: dict[str, ToolSpec] = {}
     for t in tools:
-        if not isinstance(t.name, str) or not TOOL_NAME_RE.match(t.name):
+        if not isinstance(t.name, str) or not TOOL_NAME_RE.fullmatch(t.name):
             raise ToolLoadError(f"{spec}: invalid tool name {t.name!r} (letters, digits, '_' or '-', at most 64)")
         if t.name in result:
             raise ToolLoadError(f"{spec}: duplicate tool name '{t.name}'")
