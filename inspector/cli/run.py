@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import math
 import os
 import signal
@@ -281,6 +282,10 @@ def run_headless(factory: SessionFactory, *, as_json: bool) -> int:
             loop.add_signal_handler(signal.SIGINT, session.controller.cancel)
         except (NotImplementedError, RuntimeError, ValueError):
             startup_sigint_done()
+        # and SIGTERM (`timeout`, a CI runner, `kill`) the same way: killed where it was, the run left its workspace
+        # copy in the temp dir and its recording without its end
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signal.SIGTERM, session.controller.cancel)
         try:
             return await session.run()
         finally:

@@ -98,6 +98,46 @@ def test_run_cancelled_by_sigint_exit_130(capsys: pytest.CaptureFixture[str], mo
     assert states["wait_for_ci"] == "cancelled"
 
 
+def test_run_terminated_by_sigterm_ends_as_cancelled_and_removes_the_workspace_copy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGTERM (`timeout`, a CI runner, `kill`) while a tool hangs: as Ctrl-C, the loop cancels cleanly and the
+    scenario's workspace copy is removed. (It killed the process where it was: the copy stayed in the temp dir.)"""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    scenario = tmp_path / "hangs.yaml"
+    scenario.write_text(
+        "version: 1\nname: sigterm_copy\ndescription: d\nprompt: p\nworkspace: parse_date\nworkspace_copy: true\n"
+        "tools:\n  - name: stuck\n    input_schema: {type: object}\n    hang: true\n"
+        "turns:\n  - blocks: [{tool_use: stuck, input: {}}]\n    stop_reason: tool_use\n  - blocks: [{text: done}]\n"
+    )
+    copies: list[Path] = []
+
+    class TerminatingPrinter(headless.JsonPrinter):
+        sent = False
+
+        def __call__(self, obs: O.Observation) -> None:
+            super().__call__(obs)
+            if not self.sent and isinstance(obs, O.ToolStateChanged) and obs.state == "running":
+                self.sent = True
+                copies.extend(tmp_path.glob("inspector-sigterm_copy-*"))
+                os.kill(os.getpid(), signal.SIGTERM)
+
+    def unhandled(signum: int, frame: object) -> None:
+        raise RuntimeError("SIGTERM was not handled by the run")  # (not the default action: it ends pytest too)
+
+    monkeypatch.setattr(headless, "JsonPrinter", TerminatingPrinter)
+    previous = signal.signal(signal.SIGTERM, unhandled)
+    try:
+        code, lines, _ = run_json(capsys, "--scenario", str(scenario), "--speed", "max")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert len(copies) == 1  # (the copy existed while the tool ran)
+    assert code == 130 and lines[-1]["type"] == "loop_finished" and lines[-1]["status"] == "cancelled"
+    assert not copies[0].exists()
+
+
 def test_run_headless_progress_lines(capsys: pytest.CaptureFixture[str]) -> None:
     code = cli.main(["run", "--scenario", "parse_date", "--headless", "--speed", "max"])
     out, _ = capsys.readouterr()
