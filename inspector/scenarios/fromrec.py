@@ -30,8 +30,42 @@ from inspector.record.recording import RecordedAttempt, Recording
 from inspector.stream.sse import SSEDecoder
 
 from . import model as M
+from .fileformat import MAX_DEPTH
 
 _SKIP_NAMES = ("ping",)
+_NOT_JSON = object()
+
+
+# levels a tool input may nest and still be written as a mapping: the file's nesting limit less the levels above a
+# block's `input` (the file, turns, a turn, blocks, a block) and a scalar's own; deeper: `raw_json`, a string (a
+# 150-level input made a file `scenario check` refused; a 900-level one a RecursionError in the YAML dumper)
+_INPUT_MAX_DEPTH = MAX_DEPTH - 6
+
+
+def _depth(value: Any) -> int:
+    """Levels of lists and mappings in ``value`` (0 for a scalar), without recursion."""
+    deepest = 0
+    stack = [(value, 0)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict):
+            stack.extend((x, d + 1) for x in v.values())
+        elif isinstance(v, list):
+            stack.extend((x, d + 1) for x in v)
+        else:
+            deepest = max(deepest, d)
+            continue
+        deepest = max(deepest, d + 1)
+    return deepest
+
+
+def _loads(text: str) -> Any:
+    """``json.loads(text)``, or _NOT_JSON for text that is not JSON or nests too deep for it to read (a recording is
+    untrusted input: 5,000 ``[`` in an event's data raised RecursionError, a traceback)."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return _NOT_JSON
 
 
 def _events_by_read(attempt: RecordedAttempt) -> tuple[list[tuple[str, dict[str, Any]]], list[int], list[float | None]]:
@@ -47,10 +81,7 @@ def _events_by_read(attempt: RecordedAttempt) -> tuple[list[tuple[str, dict[str,
         for ev in dec.feed(read.data):
             if ev.event in _SKIP_NAMES:
                 continue
-            try:
-                data = json.loads(ev.data)
-            except ValueError:
-                continue
+            data = _loads(ev.data)
             if isinstance(data, dict):
                 events.append((ev.event, data))
                 n += 1
@@ -61,10 +92,7 @@ def _events_by_read(attempt: RecordedAttempt) -> tuple[list[tuple[str, dict[str,
             pending = 0
     for ev in dec.close():
         if ev.event not in _SKIP_NAMES:
-            try:
-                data = json.loads(ev.data)
-            except ValueError:
-                continue
+            data = _loads(ev.data)
             if isinstance(data, dict):
                 events.append((ev.event, data))
                 if per_read:
@@ -167,11 +195,12 @@ class _Blocks:
                     "id": start.get("id") if isinstance(start.get("id"), str) else None,
                     "extra": {k: v for k, v in start.items() if k not in ("type", "id", "name", "input")},
                 }
-                try:
-                    parsed = json.loads(raw) if raw else {}
-                except ValueError:
-                    parsed = None
-                if isinstance(parsed, dict) and json.dumps(parsed, ensure_ascii=False) == raw:
+                parsed = _loads(raw) if raw else {}
+                if (
+                    isinstance(parsed, dict)
+                    and _depth(parsed) <= _INPUT_MAX_DEPTH
+                    and json.dumps(parsed, ensure_ascii=False) == raw
+                ):
                     kw["input"] = parsed
                 elif isinstance(parsed, dict) and not raw:
                     kw["input"] = {}
@@ -186,10 +215,7 @@ class _Blocks:
 
 def _error_of(attempt: RecordedAttempt) -> tuple[str | None, str | None]:
     text = attempt.data.decode("utf-8", "replace")
-    try:
-        body = json.loads(text)
-    except ValueError:
-        return None, None
+    body = _loads(text)
     err = body.get("error") if isinstance(body, dict) else None
     if isinstance(err, dict):
         return (

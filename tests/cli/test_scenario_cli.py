@@ -467,3 +467,47 @@ async def test_from_recording_of_many_conversations_takes_the_first_and_says_so(
     sc = load_file(file_path)
     assert sc.prompt == "Paris?" and [t.stop_reason for t in sc.turns] == ["tool_use", "end_turn"]
     assert sc.expected["from_recording"] == {"conversation": "c1", "other_conversations": 1}
+
+
+def _sse_of_a_tool_input(raw: str) -> str:
+    events = [
+        {
+            "type": "message_start",
+            "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": []},
+        },
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": "toolu_1", "name": "t"},
+        },
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": raw}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 5}},
+        {"type": "message_stop"},
+    ]
+    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+
+
+@pytest.mark.parametrize("levels", [150, 900, 5000])
+def test_from_recording_of_a_tool_input_nested_deep_writes_a_file_that_loads(
+    levels: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A recording is untrusted: a tool input nested 150 levels was written as a mapping the file's own check refuses
+    (more than 100 deep), 900 levels raised RecursionError in the YAML dumper, 5,000 in json.loads (tracebacks).
+    An input too deep for the file is kept as `raw_json`, the exact text."""
+    raw = '{"a": ' + "[" * levels + "]" * levels + "}"
+    rec, out = tmp_path / "deep.sse", tmp_path / "deep.yaml"
+    rec.write_text(_sse_of_a_tool_input(raw), encoding="utf-8")
+    assert main(["scenario", "from-recording", str(rec), "-o", str(out)]) == 0
+    (block,) = load_file(out).turns[0].blocks
+    assert getattr(block, "raw_json", None) == raw
+
+
+def test_from_recording_of_event_data_nested_deep_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rec = tmp_path / "deep.sse"
+    rec.write_text("event: message_start\ndata: " + "[" * 5000 + "\n\n", encoding="utf-8")
+    assert main(["scenario", "from-recording", str(rec)]) == 2  # (json.loads raised RecursionError: a traceback)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no streamed turn" in err
