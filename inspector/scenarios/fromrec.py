@@ -179,6 +179,11 @@ class _Blocks:
         for i in self.order:
             start, pieces = self.starts[i], self.pieces[i]
             kind = start.get("type")
+            if _depth(start) > _INPUT_MAX_DEPTH:  # (a block written whole, or a tool block's `extra`: no text form)
+                raise ValueError(
+                    f"content block {i} nests {_depth(start)} levels: more than a scenario file may hold "
+                    f"({MAX_DEPTH} levels in all)"
+                )
             if kind == "text":
                 out.append(M.TextBlock("".join(pieces), chunk=_chunk(pieces, M.Sizes(3, 14))))
             elif kind == "thinking":

@@ -511,3 +511,26 @@ def test_from_recording_of_event_data_nested_deep_is_one_line(
     assert main(["scenario", "from-recording", str(rec)]) == 2  # (json.loads raised RecursionError: a traceback)
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no streamed turn" in err
+
+
+@pytest.mark.parametrize("levels", [150, 900])
+def test_from_recording_of_a_whole_block_nested_deep_is_one_line(
+    levels: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A block that arrives whole (a server tool's result) nested deeper than a scenario file may: 150 levels
+    were written into a file `scenario check` refuses, 900 raised RecursionError in the YAML dumper. Refused in one
+    line (a whole block has no text form)."""
+    start = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}
+    data = json.dumps(start).replace("[]", "[" * levels + "]" * levels)
+    rec = tmp_path / "deep.sse"
+    rec.write_text(
+        'event: message_start\ndata: {"type": "message_start", "message": {"id": "m", "content": []}}\n\n'
+        f'event: content_block_start\ndata: {{"type": "content_block_start", "index": 0, "content_block": {data}}}\n\n'
+        'event: content_block_stop\ndata: {"type": "content_block_stop", "index": 0}\n\n'
+        'event: message_stop\ndata: {"type": "message_stop"}\n\n',
+        encoding="utf-8",
+    )
+    assert main(["scenario", "from-recording", str(rec), "-o", str(tmp_path / "out.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"content block 0 nests {levels + 1} levels" in err, err
+    assert not (tmp_path / "out.yaml").exists()
