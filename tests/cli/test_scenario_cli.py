@@ -470,7 +470,7 @@ async def test_from_recording_of_many_conversations_takes_the_first_and_says_so(
 
 
 def _sse_of_a_tool_input(raw: str) -> str:
-    events = [
+    events: list[dict[str, Any]] = [
         {
             "type": "message_start",
             "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": []},
