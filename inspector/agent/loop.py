@@ -965,6 +965,8 @@ class AgentLoop:
                 self._close_stream(ts, turn, attempt)
                 raise AttemptFailed(f"idle timeout: no content for {idle:g} s") from None
             except (httpx2.TransportError, anthropic.APIConnectionError) as e:
+                if isinstance(e.__cause__, httpx2.TransportError):  # (the SDK wraps a drop mid-stream from 2.17 on)
+                    e = e.__cause__
                 self._diagnose(
                     turn,
                     attempt,
