@@ -262,6 +262,13 @@ def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int
     credential_values((), args.upstream)  # learned process-wide: the lines that name upstream mask its key
     if openai_upstream:
         credential_values((), openai_upstream)
+    from inspector.sessions.launch import upstream_problem
+
+    for where, named in ((args.upstream, "--upstream"), (openai_upstream, "--openai-upstream")):
+        bad = upstream_problem(where) if where else None
+        if bad:  # (every request would be a 502: as watch says it, before anything listens)
+            say(f"inspector proxy: {named}: {bad}")
+            return 2
     try:
         sock = bind_socket(host, port)
     except OSError as e:

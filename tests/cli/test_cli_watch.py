@@ -425,6 +425,27 @@ def test_an_upstream_the_proxy_cannot_forward_to_is_a_one_line_error(tmp_path: P
     assert out.returncode == 0 and marker.exists(), out.stderr
 
 
+def test_proxy_refuses_an_upstream_it_cannot_forward_to_too() -> None:
+    """`inspector proxy --upstream garbage` listened and answered every request with a 502; now the same one-line
+    usage error as watch's, the key in such a URL masked, before anything listens."""
+    key = "sk-ant-api03-bad-url-CANARY-0123456789"
+    for args, said in (
+        (("--upstream", "garbage"), "inspector proxy: --upstream: not an http(s) URL: 'garbage'"),
+        (("--upstream", f"user:{key}@relay:8080"), "inspector proxy: --upstream: not an http(s) URL: 'user:"),
+        (("--openai-upstream", "ftp://x/v1"), "inspector proxy: --openai-upstream: not an http(s) URL: 'ftp://x/v1'"),
+    ):
+        out = subprocess.run(
+            [sys.executable, "-m", "inspector", "proxy", "--headless", "--listen", "127.0.0.1:0", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        assert out.returncode == 2, out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1 and said in out.stderr, out.stderr
+        assert key not in out.stderr
+
+
 TIMED_AGENT = r"""
 import asyncio, json, os
 import anthropic
