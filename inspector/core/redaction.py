@@ -720,6 +720,18 @@ class FragmentRedactor:
         return out
 
 
+def force_all(blocks: dict[Any, FragmentRedactor]) -> list[Fragment]:
+    """``force()`` every block of ``blocks``; a block left with nothing (no held fragment, no context) is dropped.
+    Returns the fragments let go."""
+    out: list[Fragment] = []
+    for key in list(blocks):
+        block = blocks[key]
+        out += block.force()
+        if not block.context:
+            del blocks[key]
+    return out
+
+
 # The key of one streamed text a FragmentRedactor joins: an Anthropic block's (index, field), an OpenAI chat
 # choice's ("chat", choice, field[, "tool", call]) or a Responses part's ("resp", output_index, type, part); its
 # parts come from untrusted JSON (``_plain``). A prefix of it (``openai_ends``) names the texts an event ends.
@@ -856,17 +868,7 @@ class StreamRedactor:
         text ended so, and then other blocks or pings for ever): every block lets its fragments go, what could
         begin a secret masked (``FragmentRedactor.force``), so memory stays bounded and the stream goes on."""
         self.forced += 1
-        for key in list(self._blocks):
-            block = self._blocks[key]
-            for frag in block.force():
-                tag = frag.tag
-                if frag.changed:
-                    tag.delta[tag.key] = frag.text
-                    tag.event.changed = True
-                event = tag.event
-                event.ready = event.frags is None or all(f.done for f in event.frags)
-            if not block.context:
-                del self._blocks[key]
+        _settle(force_all(self._blocks))
 
     def flush(self) -> bytes:
         """End of the stream: everything still held, masked."""
@@ -975,30 +977,11 @@ class StreamRedactor:
     def _release(self, key: FragmentKey) -> None:
         block = self._blocks.pop(key, None)
         if block is not None:
-            for frag in block.release():
-                event = frag.tag.event
-                event.ready = event.frags is None or all(f.done for f in event.frags)
+            _settle(block.release())
 
     def _delta(self, key: FragmentKey, held: _Held) -> None:
         """One fragment of an event (held back, with what follows it, while it could begin a secret)."""
-        block = self._blocks.get(key)
-        if block is None:
-            block = self._blocks[key] = FragmentRedactor(self.keys)
-        for frag in block.push(Fragment(held.delta[held.key], held)):
-            tag = frag.tag
-            if frag.changed:
-                tag.delta[tag.key] = frag.text
-                tag.event.changed = True
-            event = tag.event
-            event.ready = event.frags is None or all(f.done for f in event.frags)
-        for frag in block.held:
-            tag = frag.tag
-            if frag.changed:
-                tag.delta[tag.key] = frag.text
-                tag.event.changed = True
-            tag.event.ready = False
-        if not block.held and not block.context:
-            del self._blocks[key]
+        self._push(key, Fragment(held.delta[held.key], held))
 
     def _deltas(self, pieces: list[TextPiece], event: _Event) -> None:
         """The fragments of an OpenAI event (a chunk may hold several: it is ready once all of them are)."""
@@ -1006,25 +989,37 @@ class StreamRedactor:
             key, holder, name = pieces[0]
             self._delta(key, _Held(event, holder, name))
             return
-        helds = [_Held(event, holder, name) for _, holder, name in pieces]
-        event.frags = [Fragment(h.delta[h.key], h) for h in helds]
+        event.frags = [Fragment(holder[name], _Held(event, holder, name)) for _, holder, name in pieces]
         for (key, _, _), frag in zip(pieces, event.frags, strict=True):
-            block = self._blocks.get(key)
-            if block is None:
-                block = self._blocks[key] = FragmentRedactor(self.keys)
-            for out in block.push(frag):
-                if out.changed:
-                    out.tag.delta[out.tag.key] = out.text
-                    out.tag.event.changed = True
-                ev = out.tag.event
-                ev.ready = ev.frags is None or all(f.done for f in ev.frags)
-            for held in block.held:
-                if held.changed:
-                    held.tag.delta[held.tag.key] = held.text
-                    held.tag.event.changed = True
-                held.tag.event.ready = False
-            if not block.held and not block.context:
-                del self._blocks[key]
+            self._push(key, frag)
+
+    def _push(self, key: FragmentKey, frag: Fragment) -> None:
+        """A fragment into its block's redactor: the fragments it lets go are settled in their events, the ones it
+        holds keep their events back."""
+        block = self._blocks.get(key)
+        if block is None:
+            block = self._blocks[key] = FragmentRedactor(self.keys)
+        _settle(block.push(frag))
+        for held in block.held:
+            _rewrite(held)
+            held.tag.event.ready = False
+        if not block.held and not block.context:
+            del self._blocks[key]
+
+
+def _rewrite(frag: Fragment) -> None:
+    """A fragment's masked text into its event's JSON (the event is written again from it)."""
+    if frag.changed:
+        frag.tag.delta[frag.tag.key] = frag.text
+        frag.tag.event.changed = True
+
+
+def _settle(frags: list[Fragment]) -> None:
+    """Fragments let go (done): their texts in their events, and each event ready once all its fragments are."""
+    for frag in frags:
+        _rewrite(frag)
+        event = frag.tag.event
+        event.ready = event.frags is None or all(f.done for f in event.frags)
 
 
 # the text fields of a Chat Completions delta streamed in fragments (tool call arguments: function.arguments)

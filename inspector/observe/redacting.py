@@ -60,6 +60,7 @@ from inspector.core.redaction import (
     FragmentRedactor,
     SecretSet,
     StreamRedactor,
+    force_all,
     mask_bytes,
     mask_json_text,
     mask_text,
@@ -255,11 +256,7 @@ class RedactingPublisher:
         if st.reads.forced != forced:
             # what waited behind a fragment that could begin a secret grew past MAX_HOLD bytes, and the reads let it
             # go: so do the observations of the same fragments (bounded memory; the dashboard goes on)
-            for key in list(st.blocks):
-                block = st.blocks[key]
-                block.force()
-                if not block.context:
-                    del st.blocks[key]
+            force_all(st.blocks)
         self._drain(st)
 
     def _event(self, obs: O.SSEEventSeen) -> None:
