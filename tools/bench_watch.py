@@ -343,6 +343,24 @@ def pooled(runs: list[dict]) -> dict:
     }
 
 
+def first_bytes(a: argparse.Namespace, direct1: dict, single: dict, directn: dict, many: dict) -> dict:
+    """The first-byte figures of a relay's 1- and N-conversation runs against the direct ones, and what was lost."""
+    d1, s, dn, m = fb(direct1), fb(single), fb(directn), fb(many)
+    added_1 = s["p50_ms"] - d1["p50_ms"]
+    added_n = m["p50_ms"] - dn["p50_ms"]
+    return {
+        "direct_n": dn,
+        "watch_1": s,
+        "watch_n": m,
+        "added_p50_ms_1": added_1,
+        "added_p50_ms_n": added_n,
+        "direct_n_p50_ms": dn["p50_ms"],
+        # the target: the added first byte at N conversations within 2x of the single-conversation figure
+        "added_ratio": added_n / added_1 if added_1 > 0 else float("nan"),
+        "lost": a.conversations * a.turns - len(many["stats"]),
+    }
+
+
 def measure(a: argparse.Namespace, tmp: Path, url: str, root: Path, direct1: dict) -> dict:
     """watch(1) and watch(N) (with --record) from the tree at ``root``, against direct(1) and a direct(N) run just
     before this watch(N) (on a shared machine the N-conversation figure drifts by tens of ms from run to run: a
@@ -354,20 +372,9 @@ def measure(a: argparse.Namespace, tmp: Path, url: str, root: Path, direct1: dic
     rec = tmp / f"watch-{time.monotonic_ns()}.jsonl"
     many = run_agent(a.conversations, a.turns, tmp, url, through_watch=True, record=rec, root=root)
     check = check_recording(rec, many["stats"], a.turns)
-    d1, s, dn, m = fb(direct1), fb(single), fb(directn), fb(many)
-    added_1 = s["p50_ms"] - d1["p50_ms"]
-    added_n = m["p50_ms"] - dn["p50_ms"]
     expected = a.conversations * a.turns
     return {
-        "direct_n": dn,
-        "watch_1": s,
-        "watch_n": m,
-        "added_p50_ms_1": added_1,
-        "added_p50_ms_n": added_n,
-        "direct_n_p50_ms": dn["p50_ms"],
-        # the target: the added first byte at N conversations within 2x of the single-conversation figure
-        "added_ratio": added_n / added_1 if added_1 > 0 else float("nan"),
-        "lost": expected - len(many["stats"]),
+        **first_bytes(a, direct1, single, directn, many),
         "non_200": sum(1 for x in many["stats"] if x["status"] != 200),
         "watch_rc": many["rc"],
         "watch_peak_rss_mb": round(many["rss_mb"], 1),
@@ -400,18 +407,8 @@ def measure_null(a: argparse.Namespace, tmp: Path, url: str, direct1: dict) -> d
     finally:
         relay.terminate()
         relay.wait(10)
-    d1, s, dn, m = fb(direct1), fb(single), fb(directn), fb(many)
-    added_1 = s["p50_ms"] - d1["p50_ms"]
-    added_n = m["p50_ms"] - dn["p50_ms"]
     return {
-        "direct_n": dn,
-        "watch_1": s,
-        "watch_n": m,
-        "added_p50_ms_1": added_1,
-        "added_p50_ms_n": added_n,
-        "direct_n_p50_ms": dn["p50_ms"],
-        "added_ratio": added_n / added_1 if added_1 > 0 else float("nan"),
-        "lost": a.conversations * a.turns - len(many["stats"]),
+        **first_bytes(a, direct1, single, directn, many),
         "byte_exact": float("nan"),  # (nothing recorded)
         "watch_cpu_ms_per_request": round(cpu * 1e3 / max(1, len(many["stats"])), 2),
     }
