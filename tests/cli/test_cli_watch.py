@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -253,6 +254,18 @@ def _until_the_note(p: subprocess.Popen[str], deadline: float) -> list[str]:
         assert time.monotonic() < deadline and p.poll() is None, "".join(lines)
         lines.append(p.stderr.readline())
     return lines
+
+
+def _pty_output(master: int) -> Iterator[bytes]:
+    """What the processes on a terminal write to it, until every writer has closed it (EIO, or end of file)."""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # (EIO: every writer has closed the terminal)
+            return
+        if not chunk:
+            return
+        yield chunk
 
 
 def _until_gone(pid: int) -> None:
@@ -583,15 +596,7 @@ def test_with_a_pipe_on_stdin_the_command_gets_it_and_no_dashboard_opens(tmp_pat
             if p.poll() is None:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
-        out = b""
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # (EIO: every writer has closed the terminal)
-                break
-            if not chunk:
-                break
-            out += chunk
+        out = b"".join(_pty_output(master))
     finally:
         os.close(master)
     text = out.decode("utf-8", "replace")
@@ -609,7 +614,12 @@ def test_sigterm_to_watch_with_the_dashboard_stops_the_command_and_ends_the_reco
 
     rec = tmp_path / "dash.jsonl"
     pid_file = tmp_path / "pid"
-    agent = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
+    agent = (  # (one request first: the pid file says the session is serving)
+        "import os, time, urllib.request\n"
+        "try:\n    urllib.request.urlopen(os.environ['ANTHROPIC_BASE_URL'] + '/v1/models', timeout=30).read()\n"
+        "except OSError:\n    pass\n"
+        f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(120)"
+    )
     master, slave = pty.openpty()
     env = {k: v for k, v in os.environ.items() if k != "TEXTUAL_DRIVER"}
     p = subprocess.Popen(
@@ -625,14 +635,7 @@ def test_sigterm_to_watch_with_the_dashboard_stops_the_command_and_ends_the_reco
     screen: list[bytes] = []
 
     def drain() -> None:  # (the dashboard blocks on a full terminal)
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            screen.append(chunk)
+        screen.extend(_pty_output(master))
 
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
@@ -643,7 +646,6 @@ def test_sigterm_to_watch_with_the_dashboard_stops_the_command_and_ends_the_reco
             assert time.monotonic() < deadline and p.poll() is None, b"".join(screen)[-2000:]
             time.sleep(0.1)
         child = int(pid_file.read_text())
-        time.sleep(1.0)  # (the session serving)
         os.kill(p.pid, signal.SIGTERM)  # watch alone
         status = p.wait(30)
         _until_gone(child)
@@ -671,15 +673,7 @@ def test_with_stdin_closed_on_a_terminal_watch_runs_headless(tmp_path: Path) -> 
             ["sh", "-c", 'exec <&- "$@"', "sh", *watch], stdout=slave, stderr=slave, start_new_session=True
         )
         os.close(slave)
-        out = b""
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # (EIO: every writer has closed the terminal)
-                break
-            if not chunk:
-                break
-            out += chunk
+        out = b"".join(_pty_output(master))
         status = p.wait(30)
     finally:
         os.close(master)

@@ -234,16 +234,28 @@ def test_a_client_that_leaves_in_the_middle_of_its_body_logs_no_traceback(
     ClientDisconnect out of the body's read, and uvicorn logged 'Exception in ASGI application' with a traceback for
     each such client. It is a planned drop now (as in the proxy): nothing logged, the server goes on."""
     import logging
-    import time
+    import threading
 
-    with caplog.at_level(logging.INFO), BackgroundServer(ServeApp(speed=math.inf)) as srv:
+    app = ServeApp(speed=math.inf)
+    begun, ended = threading.Event(), threading.Event()
+    read_body = app._read_body
+
+    async def watched(request: Any) -> bytes:
+        begun.set()
+        try:
+            return await read_body(request)
+        finally:
+            ended.set()
+
+    app._read_body = watched  # type: ignore[method-assign]
+    with caplog.at_level(logging.INFO), BackgroundServer(app) as srv:
         with socket.create_connection(srv.address, timeout=10) as s:
             s.sendall(
                 f"POST /v1/messages HTTP/1.1\r\nhost: x\r\nx-api-key: {KEY}\r\nanthropic-version: 1\r\n"
                 'content-type: application/json\r\ncontent-length: 100\r\n\r\n{"model":'.encode()
             )
-            time.sleep(0.2)  # (the body's read has begun)
-        time.sleep(0.3)
+            assert begun.wait(10)  # (the body's read has begun: the client leaves in the middle of it)
+        assert ended.wait(10)  # (the read saw it leave)
         c = RawClient(srv.address)
         try:
             assert c.request("/v1/messages", messages_body())[0] == 200  # still serving
