@@ -135,6 +135,26 @@ async def test_a_path_below_a_missing_directory_is_missing(ws: Path, tool: str, 
     assert (c.state, c.result, c.is_error) == (ToolState.FAILED, message.format(path=path), True)
 
 
+@pytest.mark.parametrize(
+    "path", ["link_out/nodir/secret.txt", "src/nodir/../../link_out/new/x.txt", "nodir/../link_out/new/x.txt"]
+)
+@pytest.mark.parametrize("tool", ["read_file", "list_dir", "search_text", "write_file"])
+async def test_a_missing_directory_on_the_way_does_not_open_a_symlink_out(
+    ws: Path, tmp_path: Path, tool: str, path: str
+) -> None:
+    """A missing directory before or after a symlink out of the root: still outside (not 'no such...', never the
+    host's entries), and a refused write makes no directory, inside or out."""
+
+    def tree() -> list[Path]:
+        return sorted(tmp_path.rglob("*"))
+
+    before = tree()
+    inp = {"path": path, "pattern": "hello", "content": "pwned"}
+    c = await run(builtin_tools(ws, allow_write=True), tool, inp)
+    assert (c.state, c.result, c.is_error) == (ToolState.FAILED, f"path '{path}' is outside the workspace root", True)
+    assert tree() == before
+
+
 # ---------------------------------------------------------------------------------------------- path confinement
 ESCAPES = ["../outside/secret.txt", "src/../../outside/secret.txt", "link_out/secret.txt", "secret_link.txt"]
 
