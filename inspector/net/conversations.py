@@ -59,18 +59,11 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from inspector.stream.history import without_cache_marks
+
 SESSION_HEADERS = ("x-inspector-session", "x-claude-code-session-id")
 TURN_PATHS = ("/v1/messages", "/v1/chat/completions", "/v1/responses")
-_STRIP = frozenset({"cache_control"})
 _DROPPED_BLOCKS = frozenset({"thinking", "redacted_thinking"})
-
-
-def _clean(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items() if k not in _STRIP}
-    if isinstance(value, list):
-        return [_clean(v) for v in value]
-    return value
 
 
 def _message_key(message: Any) -> bytes:
@@ -92,7 +85,7 @@ def _is_thinking(kind: object) -> bool:
 
 
 def _slow_key(message: Any) -> bytes:
-    m = _clean(message)
+    m = without_cache_marks(message)
     if isinstance(m, dict) and isinstance(m.get("content"), list):
         m = dict(m)
         m["content"] = [b for b in m["content"] if not (isinstance(b, dict) and _is_thinking(b.get("type")))]

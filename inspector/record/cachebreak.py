@@ -26,6 +26,7 @@ from typing import Any
 
 from inspector.core import exactjson
 from inspector.observe.usage import Usage
+from inspector.stream.history import without_cache_marks
 
 TTL_5M = 300.0
 TTL_1H = 3600.0
@@ -55,18 +56,6 @@ def _canon(value: Any) -> str:
         return repr(value)
 
 
-def _unmarked(value: Any) -> Any:
-    """A tool, message or content block without its ``cache_control`` mark (nor those of the blocks in its
-    ``content``, a tool result's too): a mark is where the cached prefix ends, not part of it. Harnesses move their
-    breakpoint to the newest message each turn (net/conversations.py leaves the marks out for the same reason)."""
-    if not isinstance(value, dict) or not ("cache_control" in value or isinstance(value.get("content"), list)):
-        return value
-    out = {k: v for k, v in value.items() if k != "cache_control"}
-    if isinstance(out.get("content"), list):
-        out["content"] = [_unmarked(b) for b in out["content"]]
-    return out
-
-
 def _list(body: dict[str, Any], key: str) -> list[Any]:
     v = body.get(key)
     return v if isinstance(v, list) else []
@@ -85,7 +74,7 @@ def _system_text(body: dict[str, Any]) -> str:
             if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str):
                 parts.append(b["text"])
             else:
-                parts.append(_canon(_unmarked(b)))
+                parts.append(_canon(without_cache_marks(b)))
         return "\n".join(parts)
     return _canon(system)
 
@@ -192,7 +181,10 @@ def first_difference(prev: Any, cur: Any, reach: int | None = None) -> CacheVerd
     ``reach`` messages of ``prev`` (None: all of them); None when that prefix is unchanged."""
     prev = prev if isinstance(prev, dict) else {}
     cur = cur if isinstance(cur, dict) else {}
-    pt, ct = [_unmarked(t) for t in _list(prev, "tools")], [_unmarked(t) for t in _list(cur, "tools")]
+    pt, ct = (
+        [without_cache_marks(t) for t in _list(prev, "tools")],
+        [without_cache_marks(t) for t in _list(cur, "tools")],
+    )
     for i in range(max(len(pt), len(ct))):
         if i >= len(ct):
             return CacheVerdict("written_again", f"tools changed: '{_name(pt[i], i)}' removed (tool {i})", "tools", i)
@@ -208,12 +200,12 @@ def first_difference(prev: Any, cur: Any, reach: int | None = None) -> CacheVerd
             return CacheVerdict("written_again", f"system block {j} changed at char {n} of its text", "system", j, n)
         n = _first_diff(ps, cs)
         return CacheVerdict("written_again", f"system changed at char {n}", "system", None, n)
-    pm, cm = _messages(prev), _messages(cur)  # (each compared without its cache_control marks: _unmarked)
+    pm, cm = _messages(prev), _messages(cur)  # (each compared without its cache_control marks)
     upto = len(pm) if reach is None else max(0, min(reach, len(pm)))
     for i in range(upto):
         if i >= len(cm):
             return CacheVerdict("written_again", f"message {i} removed", "messages", i)
-        was, now = _unmarked(pm[i]), _unmarked(cm[i])
+        was, now = without_cache_marks(pm[i]), without_cache_marks(cm[i])
         a, b = _canon(was), _canon(now)
         if a != b:
             role = now.get("role") if isinstance(now, dict) else None

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["VIOLATION_KINDS", "Violation", "history_problem", "history_violation"]
+__all__ = ["VIOLATION_KINDS", "Violation", "history_problem", "history_violation", "without_cache_marks"]
 
 VIOLATION_KINDS = (
     "empty_messages",
@@ -127,3 +127,29 @@ def history_problem(messages: Any) -> str | None:
     """:func:`history_violation`'s message, or None."""
     v = history_violation(messages)
     return None if v is None else v.message
+
+
+def without_cache_marks(value: Any) -> Any:
+    """``value`` (a request's JSON: a message, a tool, a block) with every ``cache_control`` mark left out, at any
+    depth: a mark says where a cached prefix ends, it is not part of the prefix (harnesses move their breakpoint to
+    the newest message each turn). The proxy's conversation grouping and the cache verdict compare by it. Walked
+    without recursion: any nesting a JSON parser gives (1,023 levels) is fine."""
+    if not isinstance(value, (dict, list)):
+        return value
+    out: Any = {} if isinstance(value, dict) else []
+    todo: list[tuple[Any, Any]] = [(value, out)]
+    while todo:
+        src, dst = todo.pop()
+        items = src.items() if isinstance(src, dict) else enumerate(src)
+        for k, v in items:
+            if k == "cache_control" and isinstance(src, dict):
+                continue
+            if isinstance(v, (dict, list)):
+                child: Any = {} if isinstance(v, dict) else []
+                todo.append((v, child))
+                v = child
+            if isinstance(dst, dict):
+                dst[k] = v
+            else:
+                dst.append(v)
+    return out
