@@ -312,13 +312,10 @@ def turn_costs(printer: ProgressPrinter | None, sink: LineSink, session: Any = N
     """Each turn's usage, cost and cache verdict, live (priced once per attempt end): a progress line on ``printer``,
     or (None: ``--json``) a ``turn_cost`` JSON line on ``sink``. A replay's ``session``: the time between turns is
     the recorded one (its TTL verdict), not the replay's."""
-    from inspector.record.accounting import LiveAccounting, format_session_cost, format_turn_cost, request_times
-    from inspector.sessions.sources import ConversationReplay
+    from inspector.record.accounting import LiveAccounting, format_session_cost, format_turn_cost
 
-    recording = getattr(session, "recording", None)
-    times = None
-    if recording is not None:  # (a replay of many conversations numbers its turns as the recording did)
-        times = request_times(recording.turns, numbered=isinstance(session, ConversationReplay))
+    recorded = getattr(session, "recorded_request_times", None)
+    times = recorded() if recorded is not None else None
 
     def said(d: dict[str, Any]) -> None:
         if printer is None:

@@ -67,6 +67,16 @@ class Session:
         """The secrets of this session (its API key): every recording of it, an export too, masks them."""
         return list(self.loop.config.secrets)
 
+    def recorded_request_times(self) -> dict[int, float] | None:
+        """A replay's: each turn's request time as the recording has it, by the turn number its observations carry
+        (a replay of many conversations numbers its turns as the recording did); None for any other session. The
+        cache verdict's time between two turns (the TTL) is the recording's: the replay's clock runs at its speed."""
+        if self.recording is None:
+            return None
+        from inspector.record.accounting import request_times
+
+        return request_times(self.recording.turns, numbered=isinstance(self, ConversationReplay))
+
     @property
     def controller(self) -> LoopController:
         if self.threaded:

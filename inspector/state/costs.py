@@ -10,6 +10,7 @@ its tokens still grow. genai-prices is imported on a thread at start (``warm_pri
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,19 +116,25 @@ def session_cost(state: DashboardState, budget: int | None = None) -> SessionCos
     return SessionCost(usage, cost, priced, running, pending)
 
 
-def _request(state: DashboardState, turn: int) -> Request | None:
+def _request(state: DashboardState, turn: int, times: Mapping[int, float] | None) -> Request | None:
     tr = state.turns.get(turn)
     if tr is None or not tr.attempts:
         return None
     n = tr.attempts[-1]
     body = state.requests.get((turn, n))
+    if body is None:
+        return None
+    if times is not None:  # a replay's: when the recording sent it (None: not recorded, no TTL verdict)
+        return Request(body, times.get(turn))
     a = state.attempts.get((turn, n))
-    return None if body is None else Request(body, a.t_start if a is not None else None)
+    return Request(body, a.t_start if a is not None else None)
 
 
-def turn_cost(state: DashboardState, turn: int) -> TurnCost | None:
+def turn_cost(state: DashboardState, turn: int, request_times: Mapping[int, float] | None = None) -> TurnCost | None:
     """A turn's usage, cost and cache verdict against the previous turn of its conversation (None until its attempts
-    have ended)."""
+    have ended). ``request_times``: a replay's, each turn's request time as recorded (by turn): the time between two
+    requests (the TTL verdict) is the recording's, not the replay's clock, which runs at the replay's speed (as
+    ``LiveAccounting`` takes them for `replay --headless`); None: the state's own times."""
     tr = state.turns.get(turn)
     if tr is None or not tr.attempts:
         return None
@@ -142,6 +149,6 @@ def turn_cost(state: DashboardState, turn: int) -> TurnCost | None:
     if before is not None:
         pt = state.turns[before]
         last = _attempt(state, pt.turn, pt.attempts[-1]) if pt.attempts else None
-        prev = (_request(state, pt.turn), last.usage if last is not None else ZERO)
-    usage, cost, verdict = turn_figures([a for _, a in attempts], _request(state, turn), prev)
+        prev = (_request(state, pt.turn, request_times), last.usage if last is not None else ZERO)
+    usage, cost, verdict = turn_figures([a for _, a in attempts], _request(state, turn, request_times), prev)
     return TurnCost(usage, cost, verdict, attempts)

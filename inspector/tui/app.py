@@ -20,7 +20,7 @@ import gc
 import importlib
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -318,6 +318,7 @@ class InspectorApp(App[int]):
         self.history.follow(self.live)  # checkpoints for time travel are copies of the live state
         self.cursor_state: DashboardState | None = None
         self.session: SessionLike | None = None
+        self.request_times: Mapping[int, float] | None = None  # a replay's, as recorded (start_session)
         self.generation = 0
         self.final_status: str | None = None
         self.note = ""
@@ -451,6 +452,10 @@ class InspectorApp(App[int]):
             return False
         self.session = session
         self.source = dict(getattr(session, "source", None) or self.source)
+        # a replay's recorded request times: its cache verdicts' time between turns (the TTL) is the recording's, not
+        # the replay's clock, which runs at the replay's speed (as `replay --headless` has it)
+        recorded = getattr(session, "recorded_request_times", None)
+        self.request_times = recorded() if callable(recorded) else None
         # the subscriber: the pending list's own append (C, ~50 ns an observation: a Python method was ~5x that).
         # A stopped session is unsubscribed (stop_session) before the next one starts: nothing late gets in
         self._unsubscribe = session.bus.subscribe(self._pending.append)
@@ -976,7 +981,7 @@ class InspectorApp(App[int]):
         """The request view of the shown turn (what the harness sent, and the diff with the previous turn)."""
         self.flush()
         state = self.shown_state
-        self.open_detail(request_detail(state, state.status.turn))
+        self.open_detail(request_detail(state, state.status.turn, request_times=self.request_times))
 
     def on_detail_requested(self, message: M.DetailRequested) -> None:
         self.flush()
@@ -994,9 +999,9 @@ class InspectorApp(App[int]):
         if kind == "diagnostic":
             return diagnostic_detail(state, events, int(key))
         if kind == "attempt":
-            return request_detail(state, key[0], key[1])
+            return request_detail(state, key[0], key[1], self.request_times)
         if kind == "turn":
-            return request_detail(state, int(key))
+            return request_detail(state, int(key), request_times=self.request_times)
         return Detail(kind, Text(f"nothing to show for {kind} {key!r}"))
 
     def open_detail(self, detail: Detail) -> None:

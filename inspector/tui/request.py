@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -139,7 +139,7 @@ def request_diff(prev: dict[str, Any], cur: dict[str, Any]) -> list[Change]:
 OP_STYLE = {"+": "green", "-": "red", "~": "yellow"}
 
 
-def _cost_section(out: Text, state: DashboardState, turn: int) -> None:
+def _cost_section(out: Text, state: DashboardState, turn: int, request_times: Mapping[int, float] | None) -> None:
     """The turn's usage, cost and cache verdict (the figures of `dump --json`), each attempt's when there were
     several (failed ones labelled: they were billed for what they produced), and where the prices come from."""
     from inspector.record.accounting import usage_text
@@ -147,7 +147,7 @@ def _cost_section(out: Text, state: DashboardState, turn: int) -> None:
     from inspector.state.costs import turn_cost
 
     _section(out, "usage and cost")
-    tc = turn_cost(state, turn)
+    tc = turn_cost(state, turn, request_times)
     if tc is None:
         out.append("not yet: the turn's attempts have not all ended\n", MUTED)
         return
@@ -168,8 +168,11 @@ def _cost_section(out: Text, state: DashboardState, turn: int) -> None:
     out.append(price_source() + "\n", MUTED)
 
 
-def request_detail(state: DashboardState, turn: int, attempt: int | None = None) -> Detail:
-    """The request of a turn, then its diff with the previous turn's request."""
+def request_detail(
+    state: DashboardState, turn: int, attempt: int | None = None, request_times: Mapping[int, float] | None = None
+) -> Detail:
+    """The request of a turn, then its diff with the previous turn's request. ``request_times``: a replay's recorded
+    request times (the cache verdict's TTL: see ``state.costs.turn_cost``)."""
     found = request_for(state, turn, attempt)
     if found is None:
         return Detail(f"Request · {turn_label(state, turn)}", Text("no request was seen for this turn (yet)", MUTED))
@@ -193,7 +196,7 @@ def request_detail(state: DashboardState, turn: int, attempt: int | None = None)
             out.append(f" {ch.op} ", OP_STYLE[ch.op])
             out.append(f"{ch.where}  ", HEAD)
             out.append(ch.what + "\n")
-    _cost_section(out, state, t)
+    _cost_section(out, state, t, request_times)
     _section(out, "parameters")
     for k, v in params.items():
         _kv(out, k, short(v, 120))
