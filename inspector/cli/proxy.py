@@ -161,6 +161,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         "key (default: verified; a warning is printed at start)",
     )
     p.add_argument("--log-level", default="warning", help="uvicorn log level (default warning)")
+    from inspector.cli.watch import WATCH_LINK_HELP
+
+    p.add_argument("--watch-link", metavar="PATH", help=WATCH_LINK_HELP)
 
 
 def _positive_int(value: str) -> int:
@@ -362,12 +365,17 @@ def _openai_note(openai_upstream: str | None) -> str:
 
 def _cmd_tui(args: argparse.Namespace, host: str, sock: Any, options: dict[str, Any]) -> int:
     """The dashboard watches the other harness through the proxy (each of its requests is a turn)."""
+    from inspector.cli.watch import attach_to_watch, follow_watch
     from inspector.sessions.watch import WatchSession, proxy_session
     from inspector.tui.app import run_dashboard
 
     url = base_url_of(sock)
     port = sock.getsockname()[1]  # the real port, also when --listen asked for an ephemeral one
     sock.close()  # the session binds its own (and binds again on restart)
+    follower, problem = follow_watch(getattr(args, "watch_link", None))  # (`watch --split`'s dashboard pane)
+    if problem:
+        say(f"inspector proxy: {problem}")
+        return 2
     if getattr(args, "insecure", False):
         sys.stderr.write("inspector proxy: warning: " + INSECURE_WARNING.format(upstream=args.upstream) + "\n")
     openai_upstream = getattr(args, "openai_upstream", None)
@@ -389,6 +397,7 @@ def _cmd_tui(args: argparse.Namespace, host: str, sock: Any, options: dict[str, 
             from inspector.cli.run import otel_for_conversations
 
             closes.append(otel_for_conversations(session.bus, args, lambda: session.secrets))
+        attach_to_watch(follower, session)
         return session
 
     try:

@@ -129,6 +129,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         help="with --tui: record every exchange, as the dashboard's proxy sees it (default: none)",
     )
     p.add_argument("--log-level", default="warning", help="uvicorn log level (default warning)")
+    from inspector.cli.watch import WATCH_LINK_HELP
+
+    p.add_argument("--watch-link", metavar="PATH", help=WATCH_LINK_HELP)
     p.epilog = (
         f"Connections: keep-alive {KEEP_ALIVE:g} s, request headers within {HEADER_TIMEOUT:g} s of their first "
         f"byte, request bodies within {BODY_TIMEOUT:g} s."
@@ -275,13 +278,17 @@ def _cmd_tui(args: argparse.Namespace) -> int:
         return _fail(str(e))
     except OSError as e:
         return _fail(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}")
+    from inspector.cli.watch import attach_to_watch, follow_watch
     from inspector.sessions.watch import WatchSession, serve_session
     from inspector.tui.app import run_dashboard
 
+    follower, problem = follow_watch(getattr(args, "watch_link", None))  # (`watch --split --serve`'s dashboard pane)
+    if problem:
+        return _fail(problem)
     _announce(args, url, faults, options)
 
     def factory(**_: Any) -> WatchSession:
-        return serve_session(
+        session = serve_session(
             args.scenario,
             faults,
             speed=args.speed,
@@ -291,6 +298,8 @@ def _cmd_tui(args: argparse.Namespace) -> int:
             record=record,
             **options,
         )
+        attach_to_watch(follower, session)
+        return session
 
     # (ignored below) tui.app.ControllerLike declares `state` a settable attribute, WatchController's is a read-only
     # property (the dashboard only reads it); the Protocol is to say `@property def state` (tui is not ours here)

@@ -8,7 +8,12 @@ Modes:
   stays open on it (q quits). Ctrl-C, which the dashboard receives, is sent to the command; a second one stops
   watching. An agent that needs the terminal itself goes with `--split`.
 - `--split`: the command keeps this terminal; the dashboard opens in a new tmux pane when inside tmux, else it is
-  served to a browser (`inspector web` style) on 127.0.0.1.
+  served to a browser (`inspector web` style) on 127.0.0.1. The tmux pane is linked to watch
+  (inspector/sessions/watchlink.py): when the command ends, the pane's session ends (finished, the recording is
+  complete) and its dashboard stays open on it (q quits, the pane closes); when watch is stopped (a second Ctrl-C,
+  SIGTERM, SIGHUP) or killed, the dashboard closes too; when the dashboard is closed (q, its pane killed) while the
+  command runs, the command is stopped as a second Ctrl-C stops it, and watch exits with its status. In a browser,
+  the dashboard is stopped when the command ends.
 - `--headless` (and whenever stdout is not a terminal, or stdin is not one without `--split`): progress lines on
   stderr; the command keeps the terminal and its stdin.
 - `--serve SCENARIO|RECORDING`: no upstream at all, the fake server answers (with `--fault`): a harness's own test
@@ -36,6 +41,7 @@ if TYPE_CHECKING:
 
     from inspector.sessions.launch import Launched
     from inspector.sessions.watch import WatchSession
+    from inspector.sessions.watchlink import PaneLink, WatchFollower
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -111,6 +117,32 @@ def _session(args: argparse.Namespace, upstream: str, openai_upstream: str | Non
     if args.fault:
         raise UsageError("--fault goes with --serve (for a live upstream: inspector proxy --fault)")
     return W.proxy_session(upstream, "127.0.0.1", 0, record=args.record, openai_upstream=openai_upstream)
+
+
+WATCH_LINK_HELP = argparse.SUPPRESS  # --watch-link PATH: `watch --split`'s own (sessions/watchlink.py), not a user's
+
+
+def follow_watch(path: str | None) -> tuple[WatchFollower | None, str | None]:
+    """The dashboard pane's side of `watch --split`'s link (``--watch-link``): connected, or why not (no path: none,
+    the dashboard is not watch's)."""
+    if not path:
+        return None, None
+    from inspector.sessions.watchlink import WatchFollower
+
+    try:
+        return WatchFollower(path), None
+    except OSError as e:
+        return None, f"--watch-link {path}: {e.strerror or e}"
+
+
+def attach_to_watch(follower: WatchFollower | None, session: WatchSession) -> None:
+    """A session the pane's dashboard starts (in its factory, on the dashboard's loop) ends as watch says: when the
+    command ended, or watch was stopped or is gone (then the dashboard closes too)."""
+    if follower is None:
+        return
+    from inspector.tui.app import quit_from_any_thread
+
+    follower.attach(session, quit_from_any_thread())
 
 
 def _err(msg: str) -> None:
@@ -336,7 +368,6 @@ def _split(args: argparse.Namespace, launched: Launched[WatchSession], what: str
     """The command keeps the terminal; the dashboard runs as `inspector proxy` (same port) in a new tmux pane when
     inside tmux, else served to a browser by textual-serve on 127.0.0.1 (:func:`_split_web`)."""
     import shutil
-    import subprocess
 
     if args.serve and getattr(args, "otel", False):
         launched.session.close()
@@ -344,9 +375,30 @@ def _split(args: argparse.Namespace, launched: Launched[WatchSession], what: str
         return EXIT_USAGE
     port = launched.session.sock.getsockname()[1]
     launched.session.close()  # the dashboard's proxy binds this port
-    dashboard = split_dashboard(args, port, what, openai_what)
     if not os.environ.get("TMUX") or not shutil.which("tmux"):
-        return _split_web(launched, dashboard, port)
+        return _split_web(launched, split_dashboard(args, port, what, openai_what), port)
+    from inspector.sessions.watchlink import PaneLink
+
+    try:  # how watch and its dashboard pane (not our child: tmux's) learn that the other has ended
+        link = PaneLink()
+    except OSError as e:
+        _err(f"cannot make the dashboard pane's link: {e.strerror or e}")
+        return EXIT_USAGE
+    try:
+        return _split_tmux(launched, split_dashboard(args, port, what, openai_what, link.path), port, link)
+    finally:
+        link.close()  # (the pane told nothing: watch is gone, its session ends as cancelled and it closes)
+
+
+def _split_tmux(launched: Launched[WatchSession], dashboard: list[str], port: int, link: PaneLink) -> int:
+    """The dashboard in a new tmux pane, linked to watch (sessions/watchlink.py): when the command ends, the pane's
+    session ends as finished and the dashboard stays open on it (q quits, the pane closes); when watch is stopped
+    (a second Ctrl-C, SIGTERM, SIGHUP) the dashboard closes too; when the dashboard is closed while the command runs,
+    the command is stopped, as a second Ctrl-C stops it. watch's status is the command's."""
+    import signal
+    import subprocess
+    import threading
+
     # beside the command's own pane (TMUX_PANE: not whichever pane is current), which keeps the keyboard (-d)
     pane = os.environ.get("TMUX_PANE")
     where = ["-t", pane] if pane else []
@@ -366,15 +418,37 @@ def _split(args: argparse.Namespace, launched: Launched[WatchSession], what: str
             ],
             check=False,
         )
-        listening = _wait_listening(port, SPLIT_START)
+        listening = link.accept(SPLIT_START) and _wait_listening(port, SPLIT_START)
     finally:
         with contextlib.suppress(OSError):  # (the pane removed it, unless it did not start)
             os.unlink(env_file)
     if not listening:
         _err("the dashboard pane did not start listening")
         return EXIT_USAGE
+    gone = threading.Event()  # the dashboard was closed (q, or its pane killed)
+    stopping = threading.Lock()
+
+    def dashboard_closed() -> None:
+        gone.set()
+        p = launched.process
+        if p is None or p.poll() is not None or not stopping.acquire(blocking=False):
+            return  # (not started yet: it is not; ended: nothing to stop; stopped already)
+        launched.on_note("inspector watch: the dashboard was closed; stopping the command")
+        launched.stop_command(signal.SIGTERM)  # as a second Ctrl-C: its tree, killed after the grace period
+
+    link.on_gone(dashboard_closed)
+    if gone.is_set():
+        _err("the dashboard was closed before the command started: the command was not started")
+        return EXIT_USAGE
     failed = _start(launched)
-    return failed if failed is not None else launched.wait()
+    if failed is not None:
+        link.say_end(failed, closes=True)  # (nothing to show: the command never ran; the line above says why)
+        return failed
+    if gone.is_set():  # (closed while the command started)
+        dashboard_closed()
+    status = launched.wait()
+    link.say_end(status, closes=launched.stopped)
+    return status
 
 
 # the dashboard pane's start: the environment watch runs in, from the file it names (removed at once), then the
@@ -395,9 +469,12 @@ def _environment_file() -> str:
     return name
 
 
-def split_dashboard(args: argparse.Namespace, port: int, what: str, openai_what: str | None) -> list[str]:
+def split_dashboard(
+    args: argparse.Namespace, port: int, what: str, openai_what: str | None, link: str | None = None
+) -> list[str]:
     """The dashboard process of ``--split``, on the command's port: `inspector proxy` in front of the upstream(s),
-    or with ``--serve`` `inspector serve --tui` (the fake server behind its own recording proxy)."""
+    or with ``--serve`` `inspector serve --tui` (the fake server behind its own recording proxy). ``link``: the
+    socket of watch's link to its tmux pane (``--watch-link``: sessions/watchlink.py)."""
     inspector = [sys.executable, "-m", "inspector"]
     if args.serve:
         source = ["--scenario", args.serve]
@@ -415,6 +492,8 @@ def split_dashboard(args: argparse.Namespace, port: int, what: str, openai_what:
             out += ["--otel", "--otel-content"] if args.otel_content else ["--otel"]
     if args.record:
         out += ["--record", args.record]
+    if link:
+        out += ["--watch-link", link]
     return out
 
 

@@ -112,6 +112,7 @@ class Launched(Generic[S]):
     stderr: CommandStream = None
     process: subprocess.Popen[bytes] | None = None
     interrupts: int = 0
+    stopped: bool = False  # the command was told to stop (a second Ctrl-C, SIGTERM or SIGHUP to watch...)
     on_note: Callable[[str], None] = print
     _thread: threading.Thread | None = None
     _loop: asyncio.AbstractEventLoop | None = None
@@ -173,6 +174,7 @@ class Launched(Generic[S]):
         p = self.process
         if p is None or p.poll() is not None:
             return
+        self.stopped = True
         tree = [p.pid, *_descendants(p.pid)]
         self._tree = {pid: _started_at(pid) for pid in tree}
         for pid in tree:

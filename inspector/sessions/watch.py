@@ -108,6 +108,9 @@ class WatchSession:
         self.command: subprocess.Popen[bytes] | None = None
         self._open: set[tuple[int, int]] = set()  # (turn, attempt) of the attempts under way
         self._ended: tuple[str, str | None] | None = None  # (status, error) once the session's end was published
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop run() runs on (stop_from_any_thread)
+        self._early: list[str | None] = []  # a stop_from_any_thread before run() started: its reason
+        self._loop_lock = threading.Lock()
         self.bus.subscribe(self._count)
 
     @property
@@ -148,7 +151,18 @@ class WatchSession:
             self.stop_reason = reason
         self._stop.set()
 
-    def _end_with(self, command: subprocess.Popen[bytes], loop: asyncio.AbstractEventLoop) -> None:
+    def stop_from_any_thread(self, reason: str | None = None) -> None:
+        """:meth:`stop` from another thread (`watch --split`'s link: watch said the command ended): on the session's
+        loop once run() runs, else when it starts."""
+        with self._loop_lock:
+            loop = self._loop
+            if loop is None:
+                self._early.append(reason)
+                return
+        with contextlib.suppress(RuntimeError):  # the loop closed: the session ended first
+            loop.call_soon_threadsafe(self.stop, reason)
+
+    def _end_with(self, command: subprocess.Popen[bytes]) -> None:
         """When the command exits, the session ends as finished, saying how it exited (the proxy closes, the
         recording is complete; the dashboard stays open on it). A daemon thread waits: never the loop, and never
         the loop's executor, which a closing loop would wait for while the command still runs."""
@@ -156,8 +170,7 @@ class WatchSession:
 
         def wait() -> None:
             status = exit_status(command.wait())
-            with contextlib.suppress(RuntimeError):  # the loop closed: the session ended first
-                loop.call_soon_threadsafe(self.stop, f"the command exited with status {status}")
+            self.stop_from_any_thread(f"the command exited with status {status}")
 
         threading.Thread(target=wait, name="inspector-watch-command", daemon=True).start()
 
@@ -166,8 +179,13 @@ class WatchSession:
 
         self.bus.publish(O.LoopStarted(self.proxy.now(), dict(self.source), "", None))
         self._set_state(LoopState.IDLE, f"listening on {self.source.get('listen')}")
+        with self._loop_lock:
+            self._loop = asyncio.get_running_loop()
+            early, self._early = self._early, []
+        for reason in early[:1]:  # (the first stop's reason is the one kept, as stop() keeps it)
+            self.stop(reason)
         if self.command is not None:
-            self._end_with(self.command, asyncio.get_running_loop())
+            self._end_with(self.command)
         server = _uvicorn_server(self.proxy.app, log_level="critical", options=uvicorn_options(self.proxy))
         serving = asyncio.ensure_future(server.serve(sockets=[self.sock]))
         # the session's end is published when the proxy closes (the server's shutdown closes it, else close() below;

@@ -17,8 +17,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Literal, TypeVar
 
 import pytest
 
@@ -332,3 +333,161 @@ def _dashboard_environ(sock: str) -> list[str] | None:
         if any(v.startswith("TMUX=") and sock in v for v in environ):
             return environ
     return None
+
+
+# --- watch and its tmux pane: each learns when the other has ended (inspector/sessions/watchlink.py) ------------
+
+PANE_AGENT = """
+import json, os, sys, time, urllib.request
+body = {"model": "claude-sonnet-4-6", "max_tokens": 5, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+headers = {"content-type": "application/json", "x-api-key": "sk-ant-pane-test-not-a-key", "anthropic-version": "2023-06-01"}
+url = os.environ["ANTHROPIC_BASE_URL"] + "/v1/messages"
+urllib.request.urlopen(urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers), timeout=60).read()
+open(os.environ["PID_FILE"], "w").write(str(os.getpid()))  # (after its request: the dashboard's session serves)
+if os.environ["THEN"] == "exit":
+    sys.exit(3)
+time.sleep(120)
+"""
+
+
+T = TypeVar("T")
+
+
+class Tmux:
+    """A tmux server of the test's own (``-L``) running ``inspector watch --split --serve weather`` on PANE_AGENT in
+    its first pane; watch's exit status is written to ``status`` by the pane's shell."""
+
+    def __init__(self, tmp_path: Path, then: str) -> None:
+        self.sock = f"inspector-test-link-{os.getpid()}-{then}"
+        self.tmux = ["tmux", "-L", self.sock]
+        self.pane = self.watch_pane = ""  # tmux's pane ids (%N): the dashboard's, the command's
+        self.rec = tmp_path / "pane.jsonl"
+        self.status = tmp_path / "status"
+        self.pid_file = tmp_path / "agent.pid"
+        self.tmp = tmp_path / "tmp"  # watch's temporary directory: its link's socket goes there, and must go
+        self.tmp.mkdir()
+        agent = tmp_path / "agent.py"
+        agent.write_text(PANE_AGENT)
+        watch = [sys.executable, "-m", "inspector", "watch", "--split", "--serve", "weather", "--record", str(self.rec)]
+        self.err = tmp_path / "watch.err"  # (watch's stderr: its pane closes with it)
+        shell = shlex.join([*watch, "--", sys.executable, str(agent)]) + f" 2> {shlex.quote(str(self.err))}"
+        shell += f"; echo $? > {shlex.quote(str(self.status))}"
+        self.env = dict(_env(), PID_FILE=str(self.pid_file), THEN=then, TMPDIR=str(self.tmp))
+        subprocess.run(
+            [*self.tmux, "-f", "/dev/null", "new-session", "-d", "-x", "200", "-y", "50", shell],
+            env=self.env,
+            check=True,
+            cwd=ROOT,
+        )
+        self.deadline = time.monotonic() + 90
+        panes = self.until(lambda: len(p := self.panes()) == 2 and p, "the dashboard's pane")
+        (self.watch_pane, _), (self.pane, self.pane_pid) = panes
+        self.agent = int(self.until(lambda: self.pid_file.exists() and self.pid_file.read_text(), "the agent's pid"))
+
+    def until(self, ready: Callable[[], T | None | Literal[False]], what: str) -> T:
+        while not (got := ready()):
+            assert time.monotonic() < self.deadline, (
+                f"{what}: not in time; the dashboard: {self.screen(self.pane)[:400]!r}"
+            )
+            time.sleep(0.1)  # another process's state: nothing to wait on but polling it
+        return got
+
+    def panes(self) -> list[tuple[str, int]]:
+        got = subprocess.run([*self.tmux, "list-panes", "-F", "#{pane_id} #{pane_pid}"], capture_output=True, text=True)
+        return [(x.split()[0], int(x.split()[1])) for x in got.stdout.splitlines()]
+
+    def screen(self, pane: str) -> str:
+        got = subprocess.run([*self.tmux, "capture-pane", "-p", "-t", pane], capture_output=True, text=True)
+        return got.stdout
+
+    def watch_pid(self) -> int:
+        shell = next(pid for pane, pid in self.panes() if pane == self.watch_pane)
+        return next(p for p in _descendants(shell) if "inspector" in Path(f"/proc/{p}/cmdline").read_text())
+
+    def watch_status(self) -> int:
+        return int(self.until(lambda: self.status.exists() and self.status.read_text().strip(), "watch's status"))
+
+    def last_recorded(self) -> dict[str, object]:
+        def ended() -> dict[str, object] | None:
+            lines = self.rec.read_text().splitlines() if self.rec.exists() else []
+            last = json.loads(lines[-1]) if lines else {}
+            return last if last.get("type") == "loop_finished" else None
+
+        return self.until(ended, "the recording's end")
+
+    def close(self) -> None:
+        subprocess.run([*self.tmux, "kill-server"], capture_output=True)
+        for pid in (getattr(self, "agent", 0), getattr(self, "pane_pid", 0)):
+            if pid and _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def tmux_watch(tmp_path: Path) -> Iterator[Callable[[str], Tmux]]:
+    made: list[Tmux] = []
+
+    def make(then: str) -> Tmux:
+        made.append(Tmux(tmp_path, then))
+        return made[-1]
+
+    yield make
+    for t in made:
+        t.close()
+
+
+needs_tmux = pytest.mark.skipif(not shutil.which("tmux") or not Path("/proc").is_dir(), reason="needs tmux, /proc")
+
+
+@needs_tmux
+def test_in_tmux_when_the_command_ends_the_dashboard_stays_on_the_finished_session_and_q_closes_it(
+    tmux_watch: Callable[[str], Tmux],
+) -> None:
+    """The command exited: watch did too, and its dashboard pane ran on, its session still 'idle', listening, the
+    recording without its end, for ever. Now the pane's session ends with the command (finished; the recording is
+    complete), the dashboard stays open on it, and q closes it: nothing is left running, the link is gone."""
+    t = tmux_watch("exit")
+    assert t.watch_status() == 3  # the command's
+    last = t.last_recorded()
+    assert last["status"] == "finished", last
+    t.until(lambda: "finished" in t.screen(t.pane), "the dashboard to show the finished session")
+    assert _alive(t.pane_pid)  # it stays open on it
+    subprocess.run([*t.tmux, "send-keys", "-t", t.pane, "q"], check=True)
+    t.until(lambda: not _alive(t.pane_pid), "the dashboard to quit")
+    assert not list(t.tmp.glob("inspector-watch-*")), "the link's socket was left behind"
+    assert "Traceback" not in t.err.read_text()
+
+
+@needs_tmux
+def test_in_tmux_closing_the_dashboard_while_the_command_runs_stops_it_with_watchs_status_its(
+    tmux_watch: Callable[[str], Tmux],
+) -> None:
+    """q in the dashboard's pane while the command ran: the command ran on without its proxy (each of its requests
+    refused) and watch waited for it. Now the command is stopped as a second Ctrl-C stops it, and watch's status is
+    the command's (terminated: 143, as a shell reports it)."""
+    t = tmux_watch("sleep")
+    subprocess.run([*t.tmux, "send-keys", "-t", t.pane, "q"], check=True)
+    assert t.watch_status() == 128 + signal.SIGTERM
+    t.until(lambda: not _alive(t.agent), "the command to stop")
+    assert not _alive(t.pane_pid)
+    assert t.last_recorded()["type"] == "loop_finished"
+    assert "the dashboard was closed; stopping the command" in t.err.read_text()
+
+
+@needs_tmux
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_in_tmux_when_watch_is_stopped_or_killed_the_dashboard_closes_too(
+    tmux_watch: Callable[[str], Tmux], sig: int
+) -> None:
+    """watch stopped from outside (SIGTERM: it stops the command and exits with its status) or killed (nothing of
+    it left to say so): its dashboard pane never ran on for ever; its session ends (the recording too) and it
+    closes."""
+    t = tmux_watch("sleep")
+    os.kill(t.watch_pid(), sig)
+    t.until(lambda: not _alive(t.pane_pid), "the dashboard to close")
+    last = t.last_recorded()
+    if sig == signal.SIGTERM:
+        assert t.watch_status() == 128 + signal.SIGTERM
+        assert last["status"] == "finished", last  # (the command exited, stopped: it said so before it closed)
+        t.until(lambda: not _alive(t.agent), "the command to stop")
+    else:
+        assert last["status"] == "cancelled", last  # (watch went without a word)
