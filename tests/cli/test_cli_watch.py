@@ -679,3 +679,60 @@ def test_with_stdin_closed_on_a_terminal_watch_runs_headless(tmp_path: Path) -> 
         os.close(master)
     text = out.decode("utf-8", "replace")
     assert status == 0 and "Traceback" not in text and "finished after 0 turns" in text, text[-2000:]
+
+
+@pytest.mark.parametrize("then", ["fails", "runs"])
+def test_quitting_the_dashboard_gives_the_commands_status(tmp_path: Path, then: str) -> None:
+    """q in the dashboard: watch's status is the command's, never the dashboard's own (0 for a session that ended
+    'finished', which a watched session does whatever the command's status). After the command failed (3): 3.
+    While it runs: it is stopped as a second Ctrl-C stops it (its whole tree, killed after the grace period), the
+    recording ends, and watch's status is what that stop gave (terminated: 143). (--split: test_watch_split.py.)"""
+    import pty
+    import threading
+
+    rec = tmp_path / "dash.jsonl"
+    pid_file = tmp_path / "pid"
+    agent = (  # (one request first: the pid file says the session is serving)
+        "import os, sys, time, urllib.request\n"
+        "try:\n    urllib.request.urlopen(os.environ['ANTHROPIC_BASE_URL'] + '/v1/models', timeout=30).read()\n"
+        "except OSError:\n    pass\n"
+        f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        + ("sys.exit(3)\n" if then == "fails" else "time.sleep(120)\n")
+    )
+    master, slave = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k != "TEXTUAL_DRIVER"}
+    p = subprocess.Popen(
+        [sys.executable, "-m", "inspector", "watch", "--serve", "weather", "--record", str(rec)]
+        + ["--log", str(tmp_path / "out.log"), "--", sys.executable, "-c", agent],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env={**env, "TERM": "xterm-256color"},
+        start_new_session=True,
+    )
+    os.close(slave)
+    screen: list[bytes] = []
+    reader = threading.Thread(target=lambda: screen.extend(_pty_output(master)), daemon=True)
+    reader.start()
+    child = 0
+    try:
+        deadline = time.monotonic() + 60
+        while not pid_file.exists() or not pid_file.read_text():
+            assert time.monotonic() < deadline and p.poll() is None, b"".join(screen)[-2000:]
+            time.sleep(0.1)  # another process's file: nothing to wait on but polling it
+        child = int(pid_file.read_text())
+        if then == "fails":
+            _until_gone(child)  # (it ended: the dashboard shows the finished session)
+        os.write(master, b"q")
+        status = p.wait(30)
+        _until_gone(child)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+        if child and not _gone(child):
+            os.kill(child, signal.SIGKILL)
+        os.close(master)
+    assert status == (3 if then == "fails" else 128 + signal.SIGTERM), b"".join(screen)[-2000:]
+    last = json.loads(rec.read_text().splitlines()[-1])
+    assert last.get("type") == "loop_finished", last
