@@ -541,6 +541,7 @@ def _build(r: _Reader, f: F.ScenarioFile, root: yaml.Node, path: Path | None) ->
                 kw_t["cases"] = cases
             sims.append(M.SimulatedTool(**kw_t))
             tool_nodes.setdefault(t.name, _node_at(tnode, ["name"])[0])
+            _hangs_forever(r, t, i, tnode)
     names = [*tools, *(s.name for s in sims)]
     for name in sorted({n for n in names if names.count(n) > 1}):
         r.problem(tool_nodes.get(name), f"tools: {name!r} is offered twice")
@@ -566,6 +567,22 @@ def _build(r: _Reader, f: F.ScenarioFile, root: yaml.Node, path: Path | None) ->
     except (ValueError, TypeError) as e:
         r.problem(root, str(e))
         return None
+
+
+def _hangs_forever(r: _Reader, t: F.SimulatedToolFile, i: int, tnode: yaml.Node) -> None:
+    """A simulated tool that hangs (itself or in a case) needs a timeout: nothing else ends such a call, and a
+    headless run (or a test) waiting on it never ends."""
+    if t.timeout is not None:
+        return
+    where: list[list[str | int]] = [["hang"]] if t.hang else []
+    where += [["cases", j, "hang"] for j, c in enumerate(t.cases) if c.hang]
+    for at in where:
+        node, _, _ = _node_at(tnode, at)
+        r.problem(
+            node,
+            f"{_where(['tools', i, *at])}: {t.name!r} never answers and has no timeout: a run waiting on it never "
+            "ends; set `timeout:` (seconds) on the tool",
+        )
 
 
 def _validate(r: _Reader, root: yaml.Node, path: Path | None) -> M.Scenario | None:

@@ -512,6 +512,13 @@ class Scenario:
         twice = sorted({n for n in offered if offered.count(n) > 1})
         if twice:
             raise ValueError(f"scenario {self.name!r}: tools offered twice: {twice}")
+        for sim in self.simulated_tools:
+            hangs = sim.hang or any(c.hang for c in sim.cases)
+            if hangs and self.tool_timeouts.get(sim.name, sim.timeout) is None:
+                raise ValueError(
+                    f"scenario {self.name!r}: tool {sim.name!r} never answers (hang) and has no timeout: "
+                    "a run waiting on it never ends"
+                )
         not_builtin = [n for n in self.tool_durations if n not in self.tools]
         if not_builtin:
             raise ValueError(

@@ -109,7 +109,7 @@ def test_run_terminated_by_sigterm_ends_as_cancelled_and_removes_the_workspace_c
     scenario = tmp_path / "hangs.yaml"
     scenario.write_text(
         "version: 1\nname: sigterm_copy\ndescription: d\nprompt: p\nworkspace: parse_date\nworkspace_copy: true\n"
-        "tools:\n  - name: stuck\n    input_schema: {type: object}\n    hang: true\n"
+        "tools:\n  - name: stuck\n    input_schema: {type: object}\n    hang: true\n    timeout: 3600\n"
         "turns:\n  - blocks: [{tool_use: stuck, input: {}}]\n    stop_reason: tool_use\n  - blocks: [{text: done}]\n"
     )
     copies: list[Path] = []

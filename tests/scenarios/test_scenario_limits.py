@@ -472,3 +472,44 @@ def test_a_value_yaml_cannot_construct_is_reported_where_it_is(
     document's mapping, whatever the line)."""
     out = _check(tmp_path, BASE.replace("prompt: p\n", f"prompt: {value}\n"), capsys)
     assert out == [f"4:9: cannot read this value: {message}"]
+
+
+# --- tools that never answer ----------------------------------------------------------------------------------------
+
+HANGS = {
+    "the tool": ("    result: ok\n", "    result: ok\n    hang: true\n", "9:11: tools[0].hang: 'lookup' never answers"),
+    "a case": (
+        "    result: ok\n",
+        "    result: ok\n    cases:\n      - {input: {q: b}, result: x}\n      - {input: {q: a}, hang: true}\n",
+        "11:31: tools[0].cases[1].hang: 'lookup' never answers",
+    ),
+}
+
+
+@pytest.mark.parametrize("where", sorted(HANGS))
+def test_a_tool_that_hangs_without_a_timeout_is_refused(
+    where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`hang: true` and no timeout: check said ok, and `run --headless` then never ended (only Ctrl-C stopped it).
+    Refused at the `hang` key, naming the fix; with a timeout the file loads (the call times out)."""
+    old, new, problem = HANGS[where]
+    text = BASE.replace(old, new)
+    out = _check(tmp_path, text, capsys)
+    assert out == [
+        f"{problem} and has no timeout: a run waiting on it never ends; set `timeout:` (seconds) on the tool"
+    ]
+    ok = tmp_path / "ok.yaml"
+    ok.write_text(text.replace("    result: ok\n", "    result: ok\n    timeout: 0.5\n", 1), encoding="utf-8")
+    assert load_file(ok).simulated_tools[0].timeout == 0.5
+
+
+def test_a_scenario_made_in_python_whose_tool_hangs_needs_a_timeout() -> None:
+    from inspector.scenarios.model import Scenario, SimulatedTool, TurnScript
+
+    turns = [TurnScript([TextBlock("hi")])]
+    with pytest.raises(ValueError, match="'stuck' never answers"):
+        Scenario(
+            name="x", description="d", prompt="p", turns=turns, simulated_tools=[SimulatedTool("stuck", hang=True)]
+        )
+    sim = SimulatedTool("stuck", hang=True)
+    Scenario(name="x", description="d", prompt="p", turns=turns, simulated_tools=[sim], tool_timeouts={"stuck": 1.0})
