@@ -502,13 +502,9 @@ def _build(r: _Reader, f: F.ScenarioFile, root: yaml.Node, path: Path | None) ->
     else:
         r.problem(root, "scenario: missing required key 'name'")
     if f.workspace is not None:
-        resolved = _workspace(f.workspace, path)
-        if resolved is None:
-            r.problem(
-                _node_at(root, ["workspace"])[0],
-                f"workspace: no folder {f.workspace!r} (a bundled workspace: {', '.join(_bundled_workspaces())}; "
-                "or a folder relative to the scenario file)",
-            )
+        resolved, refused = _workspace(f.workspace, path)
+        if refused is not None:
+            r.problem(_node_at(root, ["workspace"])[0], f"workspace: {refused}")
         kw["workspace"] = resolved
     tools: list[str] = []
     durations: dict[str, M.Duration] = {}
@@ -549,7 +545,7 @@ def _build(r: _Reader, f: F.ScenarioFile, root: yaml.Node, path: Path | None) ->
         r.problem(
             tool_nodes[tools[0]],
             f"tools: built-in tools ({', '.join(tools)}) run over a workspace: set `workspace:` "
-            f"(a bundled one: {', '.join(_bundled_workspaces())}; or a folder relative to the scenario file)",
+            f"(a bundled one: {', '.join(_bundled_workspaces())}; or a folder under the scenario file's folder)",
         )
     if f.allow_write and f.workspace and not f.workspace_copy:
         r.problem(
@@ -701,17 +697,34 @@ def _bundled_workspaces() -> list[str]:
     return sorted(p.name for p in M.WORKSPACES_DIR.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
 
 
-def _workspace(ws: str, path: Path | None) -> str | None:
-    """A bundled workspace name as is; else a folder relative to the scenario file (absolute path). None: no such
-    folder (also for a name the system cannot look up: a NUL in it, a name or path too long)."""
+def _workspace(ws: str, path: Path | None) -> tuple[str | None, str | None]:
+    """(the workspace, None), or (None, why it is refused). A bundled workspace's name as is; else a folder inside
+    the scenario file's folder (the current folder for a text without a file), as an absolute path with its
+    symlinks resolved. Refused: no such folder (also a name the system cannot look up: a NUL in it, a name or path
+    too long), an absolute path, or a path that leads out of that folder (``..``, or a symlink resolving outside):
+    the built-in tools would read (and a copy would copy) what the author of the file never chose, ``/`` or ``~``."""
+    bundled = _bundled_workspaces()
+    choices = f"a bundled workspace ({', '.join(bundled)}) or a folder under the scenario file's folder"
+    if ws in bundled:
+        return ws, None
     try:
-        if "/" not in ws and "\\" not in ws and (M.WORKSPACES_DIR / ws).is_dir():
-            return ws
-        base = path.parent if path is not None else Path.cwd()
+        base = (path.parent if path is not None else Path.cwd()).resolve()
+        if Path(ws).is_absolute() or ws.startswith(("/", "\\")) or Path(ws).drive:
+            return (
+                None,
+                f"{ws!r} is an absolute path: a workspace is {choices} (a relative path); move or copy it there",
+            )
         folder = (base / ws).resolve()
-        return str(folder) if folder.is_dir() else None
+        if not folder.is_dir():
+            return None, f"no folder {ws!r} ({choices})"
     except (OSError, ValueError):
-        return None
+        return None, f"no folder {ws!r} ({choices})"
+    if folder != base and base not in folder.parents:
+        return None, (
+            f"{ws!r} leads out of the scenario file's folder (to {folder}): a workspace is {choices}; "
+            "move or copy it there"
+        )
+    return str(folder), None
 
 
 def _char_at(text: str, line: int, column: int) -> str:

@@ -16,7 +16,7 @@ prompt: What is the weather in Paris, and what is in the project README?
 # model: claude-sonnet-4-6
 # max_tokens: 4096
 seed: 1                         # ids, jitter and random chunk sizes all derive from name + seed
-workspace: parse_date           # a bundled workspace, or a folder relative to this file (built-in tools use it)
+workspace: parse_date           # a bundled workspace, or a folder under this file's folder (built-in tools use it)
 
 tools:
   - builtin: read_file          # a built-in tool over the workspace, really run ...

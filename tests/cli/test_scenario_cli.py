@@ -122,8 +122,8 @@ BROKEN = {
     ),
     "missing workspace": (
         OK.replace("workspace: parse_date", "").replace("prompt: p", "prompt: p\nworkspace: nowhere"),
-        "5:12: workspace: no folder 'nowhere' (a bundled workspace: parse_date; or a folder relative to the "
-        "scenario file)",
+        "5:12: workspace: no folder 'nowhere' (a bundled workspace (parse_date) or a folder under the scenario "
+        "file's folder)",
     ),
     "write without copy": (
         OK.replace("workspace: parse_date", "").replace(

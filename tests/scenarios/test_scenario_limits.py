@@ -513,3 +513,50 @@ def test_a_scenario_made_in_python_whose_tool_hangs_needs_a_timeout() -> None:
         )
     sim = SimulatedTool("stuck", hang=True)
     Scenario(name="x", description="d", prompt="p", turns=turns, simulated_tools=[sim], tool_timeouts={"stuck": 1.0})
+
+
+# --- where a workspace may be ---------------------------------------------------------------------------------------
+
+OUTSIDE = {
+    "the root": ("/", "'/' is an absolute path"),
+    "an absolute path": ("{outside}", "'{outside}' is an absolute path"),
+    "up two": ("../..", "'../..' leads out of the scenario file's folder (to {up2})"),
+    "up one": ("..", "'..' leads out of the scenario file's folder (to {up1})"),  # (was the package's scenarios/)
+    "a symlink out": ("link", "'link' leads out of the scenario file's folder (to {outside})"),
+    "down and out": ("inner/../../host", "'inner/../../host' leads out of the scenario file's folder (to {outside})"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OUTSIDE))
+def test_a_workspace_outside_the_scenario_file_s_folder_is_refused(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A workspace is a bundled one or a folder under the scenario file's folder. `/`, an absolute path, `../..` or a
+    symlink leading out passed check, and the built-in tools then listed and read what the file pointed at (`/`:
+    the whole machine; `..` was even taken for a bundled name: the package's own scenarios folder)."""
+    home = tmp_path / "home"
+    (home / "inner").mkdir(parents=True)
+    outside = tmp_path / "host"
+    outside.mkdir()
+    (home / "link").symlink_to(outside)
+    ws, message = OUTSIDE[case]
+    fill = {"outside": outside, "up1": tmp_path, "up2": tmp_path.parent}
+    out = _check(
+        home, BASE.replace("tools:\n", "tools:\n  - read_file\n") + f"workspace: '{ws.format(**fill)}'\n", capsys
+    )
+    assert len(out) == 1 and out[0].startswith(f"18:12: workspace: {message.format(**fill)}"), out
+    assert out[0].endswith("; move or copy it there"), out
+
+
+@pytest.mark.parametrize("ws", [".", "inner", "./inner/", "../home/inner", "inner_link", "parse_date"])
+def test_a_workspace_under_the_scenario_file_s_folder_loads(ws: str, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / "inner").mkdir(parents=True)
+    (home / "inner_link").symlink_to("inner")  # (a symlink that stays inside)
+    path = home / "s.yaml"
+    path.write_text(BASE.replace("tools:\n", "tools:\n  - read_file\n") + f"workspace: '{ws}'\n", encoding="utf-8")
+    sc = load_file(path)
+    if ws == "parse_date":  # (a bundled one, by its name)
+        assert sc.workspace == "parse_date"
+    else:
+        assert sc.workspace_path == (home if ws == "." else home / "inner")
