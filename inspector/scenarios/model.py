@@ -542,13 +542,24 @@ class Scenario:
         """The bundled (read-only by convention) workspace folder, or None."""
         return None if self.workspace is None else WORKSPACES_DIR / self.workspace
 
+    @property
+    def workspace_bundled(self) -> bool:
+        """The workspace ships with the package (a name, not a path): its hard links are trusted (an installer such as
+        uv links a package's files into its cache), where a workspace's hard links are otherwise refused
+        (agent/toolbox/confine.py)."""
+        ws = self.workspace
+        return ws is not None and ws not in ("", ".", "..") and not any(c in ws for c in "/\\")
+
     def copy_workspace(self, dest_parent: str | Path | None = None) -> Path | None:
         """Copy the workspace into a fresh temp dir (under ``dest_parent`` if given); returns the copy's path.
         The caller removes it (``shutil.rmtree(path.parent)``)."""
         from inspector.scenarios import workspace_copy  # (symlinks kept inside, special files skipped, cleaned up)
 
         return workspace_copy.copy_workspace(
-            self.workspace_path, prefix=f"inspector-{self.name}-", dest_parent=dest_parent
+            self.workspace_path,
+            prefix=f"inspector-{self.name}-",
+            dest_parent=dest_parent,
+            hard_links=self.workspace_bundled,
         )
 
     def workspace_root(self, dest_parent: str | Path | None = None) -> Path | None:
@@ -566,7 +577,7 @@ class Scenario:
 
             if root is None:
                 raise ValueError(f"scenario {self.name!r}: built-in tools {self.tools} need a workspace")
-            available = builtin_tools(Path(root), allow_write=self.allow_write)
+            available = builtin_tools(Path(root), allow_write=self.allow_write, hard_links=self.workspace_bundled)
             for name in self.tools:
                 specs[name] = available[name]
                 if name in self.tool_durations:

@@ -6,6 +6,9 @@ linked from the copy.
   RecursionError).
 - Symlinks are copied as symlinks, relative, when they resolve inside the source folder (walked by the toolbox's
   confined walker); one that leaves the folder or loops is dropped, with a note.
+- A hard link (a regular file with more than one name: another may be outside the folder) is not copied, with a
+  note, as the built-in tools do not read one; unless ``hard_links`` (a bundled workspace, which an installer such
+  as uv may have linked into its cache).
 - FIFOs, sockets and devices are skipped, with a note (never opened: a FIFO would block, /dev/zero never ends).
 - The copy is bounded (``MAX_BYTES``); on any failure the temp dir is removed and ``WorkspaceCopyError`` (a one-line
   ``SourceError``) says why.
@@ -34,13 +37,16 @@ MAX_BYTES = 2 * 1024**3  # 2 GiB: a workspace is source code, not a disk image
 IGNORED_DIRS = frozenset({"__pycache__", ".pytest_cache"})
 IGNORED_SUFFIXES = (".pyc",)
 _CHUNK = 1 << 20
+HARD_LINK_NOTE = "a hard link ({n} names: another may be outside the workspace); not copied"
 
 
 class WorkspaceCopyError(SourceError):
     """The workspace could not be copied (the temp dir was removed)."""
 
 
-def copy_workspace(src: Path | None, *, prefix: str, dest_parent: str | Path | None = None) -> Path | None:
+def copy_workspace(
+    src: Path | None, *, prefix: str, dest_parent: str | Path | None = None, hard_links: bool = False
+) -> Path | None:
     """Copy ``src`` into a fresh temp dir (under ``dest_parent`` if given) and return the copy's path
     (``<tempdir>/<src.name>``); None when there is no workspace. The caller removes ``path.parent``."""
     if src is None:
@@ -48,7 +54,7 @@ def copy_workspace(src: Path | None, *, prefix: str, dest_parent: str | Path | N
     parent = Path(tempfile.mkdtemp(prefix=prefix, dir=dest_parent))
     dest = parent / src.name
     try:
-        for note in copy_tree(src, dest):
+        for note in copy_tree(src, dest, hard_links=hard_links):
             log.warning("workspace copy: %s", note)
     except BaseException:
         remove_tree(parent)
@@ -56,7 +62,7 @@ def copy_workspace(src: Path | None, *, prefix: str, dest_parent: str | Path | N
     return dest
 
 
-def copy_tree(src: Path, dest: Path) -> list[str]:
+def copy_tree(src: Path, dest: Path, *, hard_links: bool = False) -> list[str]:
     """Copy the folder ``src`` to ``dest`` (which must not exist) as the module doc says; the notes (what was
     dropped or skipped, with why) in walk order. WorkspaceCopyError on failure (``dest`` may be left partial: the
     caller removes it)."""
@@ -111,7 +117,10 @@ def copy_tree(src: Path, dest: Path) -> list[str]:
                     elif stat.S_ISREG(st.st_mode):
                         if entry.name.endswith(IGNORED_SUFFIXES):
                             continue
-                        total += _copy_file(sfd, dfd, entry.name, st, rel, MAX_BYTES - total, notes)
+                        if st.st_nlink > 1 and not hard_links:
+                            notes.append(f"{rel}: {HARD_LINK_NOTE.format(n=st.st_nlink)}")
+                            continue
+                        total += _copy_file(sfd, dfd, entry.name, st, rel, MAX_BYTES - total, notes, hard_links)
                     else:
                         notes.append(f"{rel}: {kind(st.st_mode)}; not copied")
                 stack.extend(reversed(subdirs))
@@ -138,7 +147,9 @@ def _inside_target(src: Path, rel: str) -> str | None:
     return os.path.relpath(resolved, os.path.dirname(rel) or ".")
 
 
-def _copy_file(sfd: int, dfd: int, name: str, st: os.stat_result, rel: str, budget: int, notes: list[str]) -> int:
+def _copy_file(
+    sfd: int, dfd: int, name: str, st: os.stat_result, rel: str, budget: int, notes: list[str], hard_links: bool
+) -> int:
     try:
         fd = open_entry(sfd, name, st)
     except Changed:
@@ -146,6 +157,10 @@ def _copy_file(sfd: int, dfd: int, name: str, st: os.stat_result, rel: str, budg
         return 0
     copied = 0
     with os.fdopen(fd, "rb") as fin:
+        nlink = os.fstat(fd).st_nlink  # (linked since the lstat: the descriptor's count is the truth)
+        if nlink > 1 and not hard_links:
+            notes.append(f"{rel}: {HARD_LINK_NOTE.format(n=nlink)}")
+            return 0
         out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600, dir_fd=dfd)
         with os.fdopen(out, "wb") as fout:
             while chunk := fin.read(_CHUNK):

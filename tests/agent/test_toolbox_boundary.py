@@ -90,11 +90,11 @@ libc = ctypes.CDLL(None, use_errno=True)
 AT_FDCWD, RENAME_EXCHANGE = -100, 2
 if mode == "flip":  # real_dir: a real directory, then a symlink to the host directory, and again (never missing)
     a, b = os.path.join(ws, "real_dir").encode(), os.path.join(ws, "real_dir.evil").encode()
-else:  # relink: ws/hard.txt: the workspace's own file, then a hard link to the host file, and again
+else:  # relink, swap: ws/hard.txt: the workspace's own file, then a hard link to the host file, and again
     a, b = os.path.join(ws, "hard.txt").encode(), os.path.join(ws, "hard.evil").encode()
 print("ready", flush=True)
 while True:
-    if mode == "flip":
+    if mode in ("flip", "swap"):
         libc.renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE)
     elif os.stat(a).st_nlink == 1:  # write_file replaced the link: link it again, atomically
         os.link(os.path.join(host, "passwd"), b)
@@ -112,6 +112,9 @@ class Racer:
 
         if mode == "flip":
             (ws / "real_dir.evil").symlink_to(host)
+        if mode == "swap":  # (RENAME_EXCHANGE of the workspace's own hard.txt and a hard link to the host file)
+            (ws / "hard.txt").write_text("inside\n")
+            os.link(host / "passwd", ws / "hard.evil")
         self.proc = subprocess.Popen(
             [sys.executable, "-c", RACER, mode, str(ws), str(host)], stdout=subprocess.PIPE, text=True
         )
@@ -213,6 +216,60 @@ def test_write_file_never_writes_through_a_hard_link(box: tuple[Path, Path]) -> 
     assert outside.read_text() == SECRET
     assert relinked > 100, "the race did not run"
     assert not [p for p in ws.iterdir() if p.name.endswith(".inspector-write.tmp")]  # no temp file left behind
+
+
+HARD = "is a hard link (2 names: another may be outside the workspace): refused, not read"
+
+
+def test_reads_refuse_a_hard_link_out_of_the_workspace(box: tuple[Path, Path]) -> None:
+    """A hard link in the workspace to a host file is the host file: read_file returned the secret and search_text
+    showed its lines, where a symlink to it is refused. A file with more than one name is refused by name, one line
+    (the same through a symlink inside), and a tree's search skips it with a note; a workspace whose links are known
+    (hard_links=True: a bundled one) reads it."""
+    ws, host = box
+    os.link(host / "passwd", ws / "hard.txt")
+    (ws / "via").symlink_to("hard.txt")
+    tools = builtin_tools(ws)
+    for path in ("hard.txt", "via"):
+        assert _call(tools["read_file"].fn, {"path": path}) == f"refused: '{path}' {HARD}"
+    assert _call(tools["search_text"].fn, {"pattern": "S.CRET", "path": "hard.txt"}) == f"refused: 'hard.txt' {HARD}"
+    assert _call(tools["search_text"].fn, {"pattern": "S.CRET|inside"}) == (
+        "[skipped: hard.txt (a hard link), via (a hard link)]\nreal_dir/passwd:1: inside"
+    )
+    trusted = builtin_tools(ws, hard_links=True)
+    assert trusted["read_file"].fn({"path": "hard.txt"}) == SECRET
+
+
+def test_a_scenario_s_own_folder_is_not_trusted_with_hard_links_a_bundled_one_is(box: tuple[Path, Path]) -> None:
+    from inspector.scenarios.bundled import get_scenario
+
+    ws, host = box
+    os.link(host / "passwd", ws / "hard.txt")
+    bundled = dataclasses.replace(get_scenario("parse_date"), tool_durations={})  # (its tools then answer at once)
+    mine = dataclasses.replace(bundled, workspace=str(ws), workspace_copy=False)
+    assert _call(mine.resolve_tools(ws)["read_file"].fn, {"path": "hard.txt"}) == f"refused: 'hard.txt' {HARD}"
+    assert bundled.resolve_tools(ws)["read_file"].fn({"path": "hard.txt"}) == SECRET  # (this root, its trust)
+
+
+def test_read_file_never_reads_a_hard_link_swapped_in(box: tuple[Path, Path]) -> None:
+    """Another process swaps the workspace's own hard.txt and a hard link to the host file (RENAME_EXCHANGE) as fast
+    as it can: each read gets the inside content or the refusal, never the host's."""
+    ws, host = box
+    fn = builtin_tools(ws)["read_file"].fn
+    seen: dict[str, int] = {}
+    with Racer("swap", ws, host):
+        for i in range(25_000):  # 5,000 reads, and more until both sides of the race were met (a loaded machine)
+            out = _call(fn, {"path": "hard.txt"})
+            assert "SECRET" not in out, out
+            seen[out] = seen.get(out, 0) + 1
+            if i >= 5_000 and len(seen) >= 2:
+                break
+    assert seen.get("inside\n") and seen.get(f"refused: 'hard.txt' {HARD}"), seen  # (the race ran)
+    assert set(seen) <= {
+        "inside\n",
+        f"refused: 'hard.txt' {HARD}",
+        "refused: 'hard.txt' kept changing while it was opened; refused",
+    }
 
 
 def test_write_file_keeps_the_mode_of_the_file_it_replaces(box: tuple[Path, Path]) -> None:

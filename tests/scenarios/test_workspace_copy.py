@@ -3,6 +3,7 @@ skipped with a note, the temp dir removed on every failure."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import socket
@@ -147,8 +148,40 @@ def test_the_bundled_workspace_copies_as_before(out: Path) -> None:
             assert (dest / rel).read_bytes() == (s.workspace_path / rel).read_bytes()
 
 
+def test_a_hard_link_is_not_copied_and_is_noted(
+    src: Path, tmp_path: Path, out: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A hard link in a scenario's own folder to a host file: the copy read it (the link is the host file) and the
+    tools then read the copy's, a new file with one name. Not copied, with a note, as the tools do not read one; a
+    bundled workspace's are copied (an installer such as uv links the package's files into its cache)."""
+    os.link(tmp_path / "host" / "passwd", src / "pkg" / "hard.txt")
+    sc = dataclasses.replace(get_scenario("parse_date"), name="mine", workspace=str(src), workspace_copy=True)
+    assert not sc.workspace_bundled and get_scenario("parse_date").workspace_bundled
+    with caplog.at_level(logging.WARNING, logger="inspector.scenarios"):
+        dest = sc.copy_workspace(out)
+    assert dest is not None and not os.path.lexists(dest / "pkg" / "hard.txt")
+    assert (dest / "pkg" / "mod.py").read_text() == "x = 1\n"
+    assert "workspace copy: pkg/hard.txt: a hard link (2 names: another may be outside the workspace); not copied" in (
+        caplog.messages
+    )
+    trusted = copy_workspace(src, prefix="t-", dest_parent=out, hard_links=True)
+    assert trusted is not None and (trusted / "pkg" / "hard.txt").read_text() == "root:x:0:0 HOST SECRET\n"
+
+
 # ------------------------------------------------------------------------------------ property: any tree of kinds
-KINDS = ["file", "dir", "link_in", "link_in_abs", "link_out", "link_out_abs", "link_up", "loop", "dangling", "fifo"]
+KINDS = [
+    "file",
+    "dir",
+    "link_in",
+    "link_in_abs",
+    "link_out",
+    "link_out_abs",
+    "link_up",
+    "loop",
+    "dangling",
+    "fifo",
+    "hard_out",
+]
 
 
 @given(st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 3)), min_size=1, max_size=12))
@@ -184,6 +217,8 @@ def test_any_tree_copies_to_a_copy_that_never_leads_out(
             p.symlink_to(p.name)
         elif k == "dangling":
             p.symlink_to("nowhere")
+        elif k == "hard_out":
+            os.link(host / "secret", p)
         else:
             os.mkfifo(p)
     out = base / "out"
@@ -201,5 +236,7 @@ def test_any_tree_copies_to_a_copy_that_never_leads_out(
             assert p.read_text() != "HOST"
     for s in src.rglob("*"):
         rel = s.relative_to(src)
-        if s.is_file() and not s.is_symlink():
+        if s.is_file() and not s.is_symlink() and s.stat().st_nlink > 1:
+            assert not os.path.lexists(dest / rel)  # a hard link: not copied
+        elif s.is_file() and not s.is_symlink():
             assert (dest / rel).read_text() == s.read_text()

@@ -21,6 +21,9 @@ import re2
 from inspector.agent.toolbox.confine import (
     DIR_FLAGS,
     Changed,
+    HardLinkRefused,
+    hard_link_refusal,
+    hard_linked,
     kind,
     open_entry,
     open_regular,
@@ -148,11 +151,15 @@ def _compile_pattern(pattern: str, *, literal: bool, ignore_case: bool) -> tuple
 
 
 # ------------------------------------------------------------------------------------------------------ the tools
-def _make_read_file(root: Path) -> Callable[[dict[str, Any]], str]:
+def _make_read_file(root: Path, hard_links: bool) -> Callable[[dict[str, Any]], str]:
     def read_file(inp: dict[str, Any]) -> str:
         path = inp.get("path")
         fd, _rel = open_regular(
-            root, path, missing="no such file: '{path}'", directory="'{path}' is a directory; use list_dir"
+            root,
+            path,
+            missing="no such file: '{path}'",
+            directory="'{path}' is a directory; use list_dir",
+            hard_links=hard_links,
         )
         path = shown(str(path))  # (a non-empty string: open_regular checked)
         try:
@@ -252,8 +259,9 @@ def _make_list_dir(root: Path) -> Callable[[dict[str, Any]], str]:
     return list_dir
 
 
-def _read_for_search(dir_fd: int, name: str, st: os.stat_result) -> bytes | None:
-    """The bytes of a regular file to search (None: skipped, too big, or changed since listed)."""
+def _read_for_search(dir_fd: int, name: str, st: os.stat_result, hard_links: bool) -> bytes | None:
+    """The bytes of a regular file to search (None: skipped, too big, changed since listed, or a hard link that is
+    not trusted: the caller checked ``st`` and names it)."""
     if not stat.S_ISREG(st.st_mode) or st.st_size > SEARCH_MAX_FILE_BYTES:
         return None  # FIFO, socket, device: never opened
     try:
@@ -261,10 +269,12 @@ def _read_for_search(dir_fd: int, name: str, st: os.stat_result) -> bytes | None
     except (Changed, OSError):
         return None
     with os.fdopen(fd, "rb") as fh:
+        if not hard_links and hard_linked(os.fstat(fh.fileno())):  # (linked since the lstat)
+            return None
         return fh.read(SEARCH_MAX_FILE_BYTES + 1)
 
 
-def _make_search_text(root: Path) -> Callable[[dict[str, Any]], str]:
+def _make_search_text(root: Path, hard_links: bool) -> Callable[[dict[str, Any]], str]:
     def search_text(inp: dict[str, Any]) -> str:
         pattern = inp.get("pattern")
         if not isinstance(pattern, str) or not pattern:
@@ -297,7 +307,10 @@ def _make_search_text(root: Path) -> Callable[[dict[str, Any]], str]:
         def linked_file(rel: str) -> bytes | None:
             """A symlinked file, walked from the root like any path (never followed out of it)."""
             try:
-                fd, _ = open_regular(root, rel, missing="", directory="")
+                fd, _ = open_regular(root, rel, missing="", directory="", hard_links=hard_links)
+            except HardLinkRefused:
+                skipped.append(f"{_named(rel)} (a hard link)")
+                return None
             except ToolRefused as e:
                 if str(e).endswith("is not a valid path"):
                     skipped.append(f"{_named(rel)} (symlink loop)")
@@ -313,7 +326,9 @@ def _make_search_text(root: Path) -> Callable[[dict[str, Any]], str]:
             if w.name is not None and w.st is not None:  # one file
                 if not stat.S_ISREG(w.st.st_mode):
                     raise ToolRefused(f"'{shown(path)}' is {kind(w.st.st_mode)}: refused, not opened")
-                scan(w.rel_path, _read_for_search(w.dir_fd, w.name, w.st))
+                if hard_linked(w.st) and not hard_links:
+                    raise hard_link_refusal(path, w.st)
+                scan(w.rel_path, _read_for_search(w.dir_fd, w.name, w.st, hard_links))
             else:  # a tree, depth first, each directory opened by descriptor (never a path), no symlink followed
                 top = w.rel_path
                 stack: list[tuple[int, str, int]] = [(os.dup(w.dir_fd), "" if top == "." else top + "/", 0)]
@@ -347,10 +362,13 @@ def _make_search_text(root: Path) -> Callable[[dict[str, Any]], str]:
                                         continue  # (swapped for a symlink since listed: not followed)
                                     subdirs.append((sub, rel + "/", depth + 1))
                                     continue
+                                if hard_linked(est) and not hard_links:
+                                    skipped.append(f"{_named(rel)} (a hard link)")
+                                    continue
                                 data = (
                                     linked_file(rel)
                                     if stat.S_ISLNK(est.st_mode)
-                                    else _read_for_search(dfd, e.name, est)
+                                    else _read_for_search(dfd, e.name, est, hard_links)
                                 )
                                 if not scan(rel, data):
                                     truncated = True
@@ -472,7 +490,10 @@ async def sleep_tool(inp: dict[str, Any]) -> str:
     return f"slept {seconds:g} s"
 
 
-def builtin_tools(root: Path, *, allow_write: bool = False) -> dict[str, ToolSpec]:
+def builtin_tools(root: Path, *, allow_write: bool = False, hard_links: bool = False) -> dict[str, ToolSpec]:
+    """The built-in tools over the workspace ``root``. ``hard_links``: read files with more than one name (refused
+    otherwise, as another name may be outside the root: confine.py); for a workspace whose links are known, a
+    bundled one an installer may have linked into its cache."""
     root = Path(root)
     specs = [
         ToolSpec(
@@ -493,7 +514,7 @@ def builtin_tools(root: Path, *, allow_write: bool = False) -> dict[str, ToolSpe
                 "required": ["path"],
                 "additionalProperties": False,
             },
-            fn=_make_read_file(root),
+            fn=_make_read_file(root, hard_links),
             concurrency_safe=True,
             timeout=30,
         ),
@@ -549,7 +570,7 @@ def builtin_tools(root: Path, *, allow_write: bool = False) -> dict[str, ToolSpe
                 "required": ["pattern"],
                 "additionalProperties": False,
             },
-            fn=_make_search_text(root),
+            fn=_make_search_text(root, hard_links),
             concurrency_safe=True,
             timeout=60,
         ),

@@ -9,6 +9,12 @@ object opened is inside the root, or the call is refused: the identity of every 
 ``lstat`` that decided how to open it (a mismatch is retried, then refused).
 
 This is what ``openat2(RESOLVE_IN_ROOT)`` gives on recent Linux kernels; Python has no binding for it.
+
+A hard link is not a path: a name inside the root and one outside it can be the same file, and nothing in the file
+says which name is the original. So a regular file with more than one name (``st_nlink > 1``) is not read
+(``open_regular`` refuses it, with ``hard_link_refusal``'s one line) unless the caller trusts the root's hard links
+(a bundled workspace, whose files an installer such as uv links into its cache); ``write_file`` never writes through
+one (it replaces the name, builtin.py).
 """
 
 from __future__ import annotations
@@ -265,10 +271,28 @@ def open_entry(dir_fd: int, name: str, st: os.stat_result, flags: int = os.O_RDO
     return fd
 
 
-def open_regular(root: Path, path: object, *, missing: str, directory: str) -> tuple[int, str]:
+def hard_linked(st: os.stat_result) -> bool:
+    """A regular file with more than one name: one of the others may be outside the workspace."""
+    return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
+
+
+class HardLinkRefused(ToolRefused):
+    """A file with more than one name, not read (see the module doc)."""
+
+
+def hard_link_refusal(path: str, st: os.stat_result) -> HardLinkRefused:
+    return HardLinkRefused(
+        f"'{shown(path)}' is a hard link ({st.st_nlink} names: another may be outside the workspace): refused, not read"
+    )
+
+
+def open_regular(
+    root: Path, path: object, *, missing: str, directory: str, hard_links: bool = False
+) -> tuple[int, str]:
     """A regular file inside the root opened for reading, and its path below the root. ToolRefused with ``missing``
     or ``directory`` (formatted with ``path``) when it does not exist or is a directory; for a FIFO, socket or device
-    (never opened); when it leaves the root."""
+    (never opened); when it leaves the root; for a hard link (a file with more than one name: see the module doc),
+    unless ``hard_links``."""
     path = _check_path(path)  # (walk's first check, made here too: a string from here on)
     for _attempt in range(RETRIES):
         with walk(root, path) as w:
@@ -278,12 +302,19 @@ def open_regular(root: Path, path: object, *, missing: str, directory: str) -> t
                 raise ToolRefused(directory.format(path=shown(path)))
             if not stat.S_ISREG(w.st.st_mode):
                 raise ToolRefused(f"'{shown(path)}' is {kind(w.st.st_mode)}: refused, not opened")
+            if hard_linked(w.st) and not hard_links:
+                raise hard_link_refusal(path, w.st)
             try:
-                return open_entry(w.dir_fd, w.name, w.st), w.rel_path
+                fd = open_entry(w.dir_fd, w.name, w.st)
             except Changed:
                 continue
             except OSError as e:
                 raise ToolRefused(f"cannot open '{shown(path)}': {_strerror(e)}") from None
+            st = os.fstat(fd)  # (linked since the lstat: the descriptor's count is the truth)
+            if hard_linked(st) and not hard_links:
+                os.close(fd)
+                raise hard_link_refusal(path, st)
+            return fd, w.rel_path
     raise ToolRefused(f"'{shown(path)}' kept changing while it was opened; refused")
 
 
