@@ -72,6 +72,30 @@ MAX_ATTRIBUTE_CHARS = MAX_TEXT_CHARS + 64
 
 MAX_NAME_CHARS = 256  # a span's or event's name holds a model's or a tool's name, as a client or the model sent it
 
+# OTLP carries an integer attribute as an int64: the exporter drops one past it (logging a traceback) and the span
+# goes out without it. Such a value (a hostile upstream's usage of 2**70) is sent as the nearest int64, and beside it
+# OVERFLOW + its name holds the exact value as a decimal string: visible, never dropped, never an exception.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+OVERFLOW = "inspector.overflow."
+
+
+def _ints(values: dict[str, Any]) -> dict[str, Any]:
+    """Integer attributes as OTLP can carry them (see OVERFLOW); a value that is not an integer (a boolean included)
+    is left out."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if not isinstance(value, int) or isinstance(value, bool):
+            continue
+        if INT64_MIN <= value <= INT64_MAX:
+            out[key] = value
+            continue
+        out[key] = INT64_MAX if value > 0 else INT64_MIN
+        try:
+            out[OVERFLOW + key] = str(value)
+        except ValueError:  # (past Python's 4,300 digits for a decimal string)
+            out[OVERFLOW + key] = f"{'-' if value < 0 else ''}an integer of {abs(value).bit_length()} bits"
+    return out
+
 
 def _name(*parts: Any) -> str:
     """A span or event name: its parts, each cut past MAX_NAME_CHARS (no span limit bounds a name)."""
@@ -205,11 +229,8 @@ class OtelSink:
             REQUEST_MODEL: model,
             REQUEST_STREAM: bool(body.get("stream", True)),
             CONVERSATION_ID: self.conversation,
-            TURN: obs.turn,
-            ATTEMPT: obs.attempt,
+            **_ints({TURN: obs.turn, ATTEMPT: obs.attempt, REQUEST_MAX_TOKENS: body.get("max_tokens")}),
         }
-        if isinstance(body.get("max_tokens"), int):
-            attrs[REQUEST_MAX_TOKENS] = body["max_tokens"]
         if self.content:  # Messages and Chat Completions: messages (and system); Responses: input and instructions
             messages = body.get("messages") if body.get("messages") is not None else body.get("input")
             if messages is not None:
@@ -266,14 +287,14 @@ class OtelSink:
         if span is not None:
             attrs: dict[str, Any] = {"error.type": obs.error_type or obs.connection_error or "http_error"}
             if obs.status is not None:  # (a connection failure had no response: no status code, not 0)
-                attrs["http.response.status_code"] = obs.status
+                attrs.update(_ints({HTTP_STATUS: obs.status}))
             span.add_event("http_try_failed", attrs, timestamp=self._ns(obs.t))
 
     def _response_started(self, obs: O.ResponseStarted) -> None:
         key = (obs.turn, obs.attempt)
         span = self._attempts.get(key)
         if span is not None and isinstance(obs.status, int):
-            span.set_attribute(HTTP_STATUS, obs.status)
+            span.set_attributes(_ints({HTTP_STATUS: obs.status}))
             if not 200 <= obs.status < 300:
                 self._http_error[key] = obs.status
 
@@ -285,12 +306,15 @@ class OtelSink:
             return
         usage = from_wire(self._usage.pop(key, None), "openai" if self._family.get(key) == "openai" else "anthropic")
         if usage.reported:
-            span.set_attribute(INPUT_TOKENS, usage.prompt)  # cache reads and writes included, per the convention
-            span.set_attribute(OUTPUT_TOKENS, usage.output)
-            span.set_attribute(CACHE_WRITE, usage.cache_write)
-            span.set_attribute(CACHE_READ, usage.cache_read)
+            counts = {
+                INPUT_TOKENS: usage.prompt,  # cache reads and writes included, per the convention
+                OUTPUT_TOKENS: usage.output,
+                CACHE_WRITE: usage.cache_write,
+                CACHE_READ: usage.cache_read,
+            }
             if usage.reasoning:
-                span.set_attribute(REASONING, usage.reasoning)
+                counts[REASONING] = usage.reasoning
+            span.set_attributes(_ints(counts))
         first = self._first.pop(key, None)
         sent = self._sent.pop(key, None)
         if first is not None and sent is not None:
@@ -335,7 +359,7 @@ class OtelSink:
                 TOOL_NAME: obs.name,
                 TOOL_CALL_ID: obs.id,
                 TOOL_TYPE: "function",
-                TURN: obs.turn,
+                **_ints({TURN: obs.turn}),
             }
             if self.content and obs.input is not None:
                 attrs[TOOL_ARGS] = self._text(obs.input)

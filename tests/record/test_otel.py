@@ -420,3 +420,58 @@ def test_a_collector_that_never_finishes_an_export_does_not_hold_the_close(monke
         assert not closer.is_alive() and time.monotonic() - t0 < 3
     finally:
         release.set()
+
+
+def test_counts_past_int64_reach_the_collector_as_the_largest_int64_with_the_exact_value_beside(
+    receiver: Receiver, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A hostile upstream's usage of 2**70 tokens (and a request's max_tokens, a replayed status): OTLP carries an
+    int64, the exporter logged 'Failed to encode key gen_ai.usage.input_tokens: Value out of range' with a traceback
+    and the collector got the span without the attribute. Now the largest int64, and the exact value as a string in
+    inspector.overflow.<name>; the counts that fit are as they were."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    from inspector.observe import observations as O
+
+    provider = otel.make_provider(exporter=OTLPSpanExporter(endpoint=receiver.endpoint, timeout=5))
+    bus = O.ObservationBus()
+    close = otel.attach(bus, conversation="big", provider=provider)
+    try:
+        bus.publish(
+            O.AttemptStarted(0.0, 0, 0, "POST", "http://x/v1/messages", {}, {"model": "m", "max_tokens": 2**70})
+        )
+        bus.publish(O.ResponseStarted(0.1, 0, 0, 2**64 + 200, {}))
+        usage = {"input_tokens": 2**70, "output_tokens": 5, "cache_read_input_tokens": 2**63}
+        bus.publish(O.MessageStarted(0.2, 0, 0, {"id": "msg_1", "model": "m", "usage": usage}))
+        bus.publish(O.MessageUpdated(0.3, 0, 0, "end_turn", {"output_tokens": 2**64}))
+        bus.publish(O.AttemptEnded(0.5, 0, 0, "complete", None, "text_finish"))
+    finally:
+        close()
+    chat = next(s for s in receiver.spans if s["name"].startswith("chat"))["attrs"]
+    top = 2**63 - 1
+    assert chat["gen_ai.usage.input_tokens"] == top  # (the whole prompt: 2**70 + 2**63)
+    assert chat["inspector.overflow.gen_ai.usage.input_tokens"] == str(2**70 + 2**63)
+    assert (chat["gen_ai.usage.output_tokens"], chat["inspector.overflow.gen_ai.usage.output_tokens"]) == (
+        top,
+        str(2**64),
+    )
+    assert chat["gen_ai.usage.cache_read.input_tokens"] == top
+    assert chat["inspector.overflow.gen_ai.usage.cache_read.input_tokens"] == str(2**63)
+    assert chat["gen_ai.usage.cache_creation.input_tokens"] == 0
+    assert "inspector.overflow.gen_ai.usage.cache_creation.input_tokens" not in chat
+    assert chat["gen_ai.request.max_tokens"] == top and chat["inspector.overflow.gen_ai.request.max_tokens"] == str(
+        2**70
+    )
+    assert chat["http.response.status_code"] == top
+    assert chat["inspector.overflow.http.response.status_code"] == str(2**64 + 200)
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "WARNING")], caplog.records
+
+
+def test_an_integer_too_long_to_write_in_decimal_is_said_by_its_size() -> None:
+    assert otel._ints({"n": 10**5000, "m": -(10**5000), "b": True, "s": "7", "k": 7}) == {
+        "n": otel.INT64_MAX,
+        "inspector.overflow.n": "an integer of 16610 bits",
+        "m": otel.INT64_MIN,
+        "inspector.overflow.m": "-an integer of 16610 bits",
+        "k": 7,
+    }
