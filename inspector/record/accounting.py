@@ -21,7 +21,7 @@ from inspector.core.fmt import count
 from inspector.observe import observations as O
 from inspector.observe.usage import ZERO, Family, Usage, family_of_usage, from_wire
 from inspector.record.cachebreak import CacheVerdict, explain
-from inspector.record.cost import FREE, NOT_REPORTED, USAGE_NOT_REPORTED, Cost, price, price_source
+from inspector.record.cost import FREE, NOT_REPORTED, USAGE_NOT_REPORTED, Cost, price, price_source, priced_as_note
 
 
 @dataclass(frozen=True)
@@ -375,7 +375,7 @@ def _usd(c: dict[str, Any]) -> str:
     if c.get("usd") is None:
         return str(c.get("unpriced") or "unpriced")
     v = c["usd"]
-    return "$0" if v == 0 else (f"${v:.4f}" if v < 0.01 else f"${v:.3f}")
+    return ("$0" if v == 0 else (f"${v:.4f}" if v < 0.01 else f"${v:.3f}")) + priced_as_note(c.get("priced_as"))
 
 
 def format_turn_cost(d: dict[str, Any]) -> str:

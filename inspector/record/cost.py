@@ -5,11 +5,18 @@ Each attempt is priced on its own (long-context tiers apply per request), then s
 reads and writes *inside* ``input_tokens``: the neutral :class:`~inspector.observe.usage.Usage` keeps them apart, so
 its whole prompt is passed, never ``input`` plus the cache again.
 
+A model name is matched to a price the way genai-prices matches it: some models by their exact names, many by a
+prefix (``claude-sonnet-4-5`` prices ``claude-sonnet-4-5-20250929``, and also ``claude-sonnet-4-5-my-finetune``).
+When the name sent is not one the table names (its id, a listed name or prefix spelt whole, or one of those with a
+date or ``-latest`` after it: a snapshot of the same model), the cost is still the table's, but it says whose:
+``priced_as`` (``$0.0045 (priced as claude-sonnet-4-5)``), never silently the price of another model.
+
 genai-prices is imported on first use only (it takes ~0.25 s): ``--help`` and plain ``dump`` stay fast.
 """
 
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import dataclass
 from decimal import Decimal
@@ -25,6 +32,8 @@ class Cost:
     output: Decimal | None = None
     model: str | None = None  # the price table's model id
     unpriced: str | None = None  # why there is no price
+    # the table's models whose prices were used for names it does not list (matched by a prefix): said with the cost
+    priced_as: tuple[str, ...] = ()
 
     def __add__(self, other: Cost) -> Cost:
         if self.total is None or other.total is None:
@@ -38,17 +47,21 @@ class Cost:
             (self.input or Decimal(0)) + (other.input or Decimal(0)),
             (self.output or Decimal(0)) + (other.output or Decimal(0)),
             self.model if self.model == other.model else None,
+            priced_as=tuple(sorted({*self.priced_as, *other.priced_as})),
         )
 
     def to_json(self) -> dict[str, Any]:
         if self.total is None:
             return {"usd": None, "unpriced": self.unpriced or "unpriced"}
-        return {
+        out: dict[str, Any] = {
             "usd": float(self.total),
             "input_usd": float(self.input or 0),
             "output_usd": float(self.output or 0),
             "model": self.model,
         }
+        if self.priced_as:
+            out["priced_as"] = list(self.priced_as)
+        return out
 
 
 FREE = Cost(Decimal(0), Decimal(0), Decimal(0))
@@ -98,7 +111,31 @@ def price(usage: Usage, model: str | None, family: Family = "anthropic", provide
         return Cost(None, unpriced=f"unpriced: no price for {model!r} ({pid})")
     except Exception as e:  # noqa: BLE001 (a price table that cannot price this usage: say so, never guess)
         return Cost(None, unpriced=f"unpriced: {type(e).__name__}")
-    return Cost(calc.total_price, calc.input_price, calc.output_price, calc.model.id)
+    table = str(calc.model.id)
+    approx = () if names_model(model, calc.model) else (table,)
+    return Cost(calc.total_price, calc.input_price, calc.output_price, table, priced_as=approx)
+
+
+# a snapshot of a model: its name and a date (-20250929, @20250929, -2024-08-06) or -latest
+_SNAPSHOT = re.compile(r"(?:[-@](?:\d{8}|\d{4}-\d{2}-\d{2})|-latest)$")
+
+
+def names_model(name: str, info: Any) -> bool:
+    """Whether genai-prices' model ``info`` names ``name`` itself: its id, a name or prefix its match lists, spelt
+    whole, or one of those with a snapshot's date or ``-latest`` after it; not a longer name that only starts with
+    one (``claude-sonnet-4-5-my-finetune``) or contains one. Unknown match clauses count as not naming it."""
+    names = {str(getattr(info, "id", "")).lower()}
+    todo = [getattr(info, "match", None)]
+    while todo:
+        clause = todo.pop()
+        for key in ("or_", "and_"):
+            todo.extend(getattr(clause, key, None) or ())
+        for key in ("equals", "starts_with"):
+            value = getattr(clause, key, None)
+            if isinstance(value, str):
+                names.add(value.lower())
+    ref = name.lower()
+    return ref in names or _SNAPSHOT.sub("", ref) in names
 
 
 def fmt_usd(cost: Cost) -> str:
@@ -106,7 +143,17 @@ def fmt_usd(cost: Cost) -> str:
         return "unknown" if cost.unpriced == USAGE_NOT_REPORTED else "unpriced"
     v = cost.total
     if v == 0:
-        return "$0"
-    if v < Decimal("0.01"):
-        return f"${v:.4f}"
-    return f"${v:.2f}" if v >= 1 else f"${v:.3f}"
+        text = "$0"
+    elif v < Decimal("0.01"):
+        text = f"${v:.4f}"
+    else:
+        text = f"${v:.2f}" if v >= 1 else f"${v:.3f}"
+    return text + priced_as_note(cost.priced_as)
+
+
+def priced_as_note(models: Any) -> str:
+    """`` (priced as claude-sonnet-4-5)`` after a cost whose models were matched by a prefix (``models``: the table's
+    model ids, from a Cost or its JSON); empty otherwise."""
+    if not isinstance(models, (list, tuple)) or not models:
+        return ""
+    return f" (priced as {', '.join(str(m) for m in models)})"

@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from inspector.observe.usage import ZERO, Usage, from_anthropic, from_openai
-from inspector.record.accounting import Request, account
+from inspector.record.accounting import Request, account, format_turn_cost
 from inspector.record.cachebreak import breakpoints, explain, first_difference
-from inspector.record.cost import price
+from inspector.record.cost import FREE, fmt_usd, price
 
 counts = st.integers(min_value=0, max_value=10**7)
 
@@ -97,6 +97,61 @@ def test_unknown_model_is_unpriced_never_guessed() -> None:
     c = price(Usage(input=10, output=1, reported=True), "my-private-finetune-xyz")
     assert c.total is None and "unpriced" in (c.unpriced or "")
     assert c.to_json()["usd"] is None
+
+
+USED = Usage(input=1000, output=100, reported=True)
+
+
+@pytest.mark.parametrize(
+    ("name", "family"),
+    [
+        ("claude-sonnet-4-5", "anthropic"),
+        ("CLAUDE-SONNET-4-5", "anthropic"),
+        ("claude-sonnet-4.5", "anthropic"),  # (a spelling the table lists)
+        ("claude-sonnet-4-5-20250929", "anthropic"),  # snapshots: what the API's message.model says
+        ("claude-sonnet-4-5@20250929", "anthropic"),
+        ("claude-3-5-sonnet-latest", "anthropic"),
+        ("gpt-4o", "openai"),
+        ("gpt-4o-2024-08-06", "openai"),
+        ("gpt-4.1-2025-04-14", "openai"),
+    ],
+)
+def test_a_name_the_price_table_names_is_priced_as_itself(name: str, family: Any) -> None:
+    c = price(USED, name, family)
+    assert c.total is not None and c.priced_as == () and "priced_as" not in c.to_json()
+    assert "priced as" not in fmt_usd(c)
+
+
+@pytest.mark.parametrize("name", ["claude-sonnet-4-5-my-finetune", "claude-sonnet-4-5-evil", "claude-sonnet-4-5x"])
+def test_a_name_matched_only_by_a_prefix_says_whose_price_it_got(name: str) -> None:
+    """genai-prices matches claude-sonnet-4-5 by prefix: 'claude-sonnet-4-5-my-finetune' got Sonnet 4.5's price and
+    the cost said nothing of it ($0.0045, as for Sonnet 4.5 itself). The price is still the table's, said as such in
+    every place a cost is shown: fmt_usd (the dashboard), the JSON (dump, --json, the HTML page), the headless line;
+    a sum keeps it."""
+    c = price(USED, name)
+    assert c.total == price(USED, "claude-sonnet-4-5").total and c.priced_as == ("claude-sonnet-4-5",)
+    assert fmt_usd(c) == "$0.0045 (priced as claude-sonnet-4-5)"
+    assert c.to_json()["priced_as"] == ["claude-sonnet-4-5"]
+    total = FREE + price(USED, "gpt-4o", "openai") + c
+    assert total.priced_as == ("claude-sonnet-4-5",) and fmt_usd(total).endswith(" (priced as claude-sonnet-4-5)")
+    line = format_turn_cost({"usage": USED.to_json(), "cost": total.to_json(), "cache": {}})
+    assert line.startswith("cost $0.0080 (priced as claude-sonnet-4-5) · cache"), line
+    assert price(USED, "gpt-4o-evil", "openai").total is None  # (matched by exact names: unpriced, as before)
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_no_model_of_the_table_is_priced_as_another_and_no_longer_name_is_priced_silently(provider: str) -> None:
+    """Every model of the provider's table, by its id: priced as itself. The same id with '-my-finetune' after it:
+    unpriced, or priced with the model whose price it got said."""
+    from genai_prices import data_snapshot
+
+    family: Any = "anthropic" if provider == "anthropic" else "openai"
+    (table,) = [p for p in data_snapshot.get_snapshot().providers if p.id == provider]
+    for info in table.models:
+        own = price(USED, info.id, family)
+        assert own.total is None or own.priced_as == (), (info.id, own)
+        other = price(USED, f"{info.id}-my-finetune", family)
+        assert other.total is None or other.priced_as, (info.id, other)
 
 
 def test_long_context_tier_is_per_attempt() -> None:

@@ -756,3 +756,33 @@ def test_the_pages_diagnostics_name_a_connection_that_broke_after_its_response(t
     page = [(d["code"], d["message"]) for d in doc["diagnostics"]]
     dumped = [(d["code"], d["message"]) for t in dump_turns(load(rec)) for d in t["diagnostics"]]
     assert page == dumped == [("transport.connection_dropped", reason)]
+
+
+@needs_browser
+def test_a_cost_priced_by_a_prefix_says_whose_price_it_is(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A model named 'claude-sonnet-4-5-my-finetune' got Claude Sonnet 4.5's price by genai-prices' prefix match:
+    `dump --timing` and the page showed the cost as if the model were known. Both say whose price it is."""
+    from inspector.cli import main
+    from inspector.testing import streamgen as sg
+
+    body = sg.sse(
+        sg.message_start(model="claude-sonnet-4-5-my-finetune", usage={"input_tokens": 1000, "output_tokens": 1}),
+        sg.text_start(0),
+        sg.text_delta(0, "hi"),
+        sg.block_stop(0),
+        sg.message_delta("end_turn", usage={"output_tokens": 100}),
+        sg.message_stop(),
+    )
+    rec, page = tmp_path / "r.jsonl", tmp_path / "r.html"
+    with RecordingWriter(rec, source={"type": "proxy"}) as w:
+        w.request(0, 0, 0.0, "POST", "http://up/v1/messages", {}, {"model": "claude-sonnet-4-5-my-finetune"})
+        w.response(0, 0, 0.01, 200, {"content-type": "text/event-stream"})
+        w.read(0, 0, 0.02, body)
+        w.end(0, 0, 0.03, "complete", None)
+    assert main(["dump", "--timing", str(rec)]) == 0
+    report = capsys.readouterr().out.split("usage and cost\n", 1)[1].splitlines()
+    assert report[0] == "  turn 1: in 1,000 · out 100  cost $0.0045 (priced as claude-sonnet-4-5)  cache hit 0%", report
+    export(load_any(rec), page, title="r")
+    dom = _dom(page, "#tab=turns")
+    assert _attr(dom, "errors") == "0"
+    assert "cost $0.0045 (priced as claude-sonnet-4-5) · cache" in dom
