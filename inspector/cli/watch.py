@@ -351,7 +351,13 @@ def _dashboard(args: argparse.Namespace, launched: Launched[WatchSession], what:
         why = cannot_run[0]
         _err(f"cannot run {launched.argv[0]}: {why.strerror or why}")
         return EXIT_NOT_FOUND if isinstance(why, FileNotFoundError) else EXIT_NOT_EXECUTABLE
-    status = launched.process.wait() if launched.process is not None else 1
+    if launched.process is None:  # quit (q, Ctrl-C) while the dashboard was starting: the command never ran
+        launched.session.close()
+        if not args.log:  # (nothing was written to it)
+            log_path.unlink(missing_ok=True)
+        _err(f"the dashboard was quit before {launched.argv[0]} started: it did not run")
+        return 130
+    status = launched.process.wait()
     print(f"inspector watch: the command's output is in {log_path}", file=sys.stderr)
     _say_errors(launched)
     from inspector.sessions.launch import exit_status

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -515,9 +516,10 @@ def test_what_failed_inside_the_session_is_said_when_it_ends(capsys: pytest.Capt
     )
 
 
-def _in_a_terminal(monkeypatch: pytest.MonkeyPatch, *argv: str) -> int:
+def _in_a_terminal(monkeypatch: pytest.MonkeyPatch, *argv: str, start: bool = True) -> int:
     """``inspector watch ARGV`` in this process as on a terminal (the dashboard mode), its dashboard replaced by one
-    that starts the session as the real one does and quits at once (an error it raises is shown, not raised)."""
+    that starts the session as the real one does and quits at once (an error it raises is shown, not raised);
+    ``start=False``: it quits before starting the session (q while the dashboard was still starting)."""
     import io
 
     from inspector.cli import build_parser
@@ -529,6 +531,8 @@ def _in_a_terminal(monkeypatch: pytest.MonkeyPatch, *argv: str) -> int:
             return True
 
     def dashboard(factory: object, **_: object) -> None:
+        if not start:
+            return
         try:
             factory()  # type: ignore[operator]
         except Exception:  # noqa: BLE001 (the real dashboard shows it: "Cannot start the session")
@@ -569,6 +573,24 @@ def test_dashboard_mode_gives_the_shells_status_for_a_command_that_cannot_run(
     assert status == 127
     err = capsys.readouterr().err
     assert err.strip().splitlines() == [f"inspector watch: cannot run {bad}: No such file or directory"], err
+
+
+def test_quitting_before_the_dashboard_started_the_command_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """q (or Ctrl-C) while the dashboard was still starting: the command never ran, and watch exited 1 without a
+    word but "the command's output is in LOG" (an empty log). Now 130, as an interrupt, one line saying the command
+    did not run, and no empty log left behind."""
+    marker = tmp_path / "ran"
+    code = f"open({str(marker)!r}, 'w')"
+    before = set(Path(tempfile.gettempdir()).glob("inspector-watch-*.log"))
+    status = _in_a_terminal(monkeypatch, "--serve", "weather", "--", sys.executable, "-c", code, start=False)
+    assert status == 130
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"inspector watch: the dashboard was quit before {sys.executable} started: it did not run"
+    ]
+    assert not marker.exists()
+    assert set(Path(tempfile.gettempdir()).glob("inspector-watch-*.log")) == before
 
 
 def test_with_a_pipe_on_stdin_the_command_gets_it_and_no_dashboard_opens(tmp_path: Path) -> None:
