@@ -238,6 +238,10 @@ def test_reads_refuse_a_hard_link_out_of_the_workspace(box: tuple[Path, Path]) -
     )
     trusted = builtin_tools(ws, hard_links=True)
     assert trusted["read_file"].fn({"path": "hard.txt"}) == SECRET
+    # nor does list_dir tell its size (the host file's): one name of it, not read
+    listed = _call(tools["list_dir"].fn, {}).splitlines()
+    assert "hard.txt  (a hard link: not read)" in listed
+    assert f"hard.txt  ({len(SECRET)} bytes)" in _call(trusted["list_dir"].fn, {}).splitlines()
 
 
 def test_a_scenario_s_own_folder_is_not_trusted_with_hard_links_a_bundled_one_is(box: tuple[Path, Path]) -> None:

@@ -222,7 +222,7 @@ def _make_read_file(root: Path, hard_links: bool) -> Callable[[dict[str, Any]], 
     return read_file
 
 
-def _make_list_dir(root: Path) -> Callable[[dict[str, Any]], str]:
+def _make_list_dir(root: Path, hard_links: bool = False) -> Callable[[dict[str, Any]], str]:
     def list_dir(inp: dict[str, Any]) -> str:
         path = inp.get("path", ".") or "."
         with walk(root, path) as w:
@@ -246,7 +246,11 @@ def _make_list_dir(root: Path) -> Callable[[dict[str, Any]], str]:
                     elif stat.S_ISDIR(mode):
                         lines.append(f"{_named(e.name)}/")
                     elif stat.S_ISREG(mode):
-                        lines.append(f"{_named(e.name)}  ({e.stat(follow_symlinks=False).st_size} bytes)")
+                        est = e.stat(follow_symlinks=False)
+                        if hard_linked(est) and not hard_links:  # (its size is the other name's: maybe outside)
+                            lines.append(f"{_named(e.name)}  (a hard link: not read)")
+                        else:
+                            lines.append(f"{_named(e.name)}  ({est.st_size} bytes)")
                     else:
                         lines.append(f"{_named(e.name)}  ({kind(mode)})")
                 except OSError:
@@ -536,7 +540,7 @@ def builtin_tools(root: Path, *, allow_write: bool = False, hard_links: bool = F
                 },
                 "additionalProperties": False,
             },
-            fn=_make_list_dir(root),
+            fn=_make_list_dir(root, hard_links),
             concurrency_safe=True,
             timeout=30,
         ),
