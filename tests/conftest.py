@@ -37,8 +37,7 @@ def _process_secrets_per_test() -> Iterator[None]:
     redaction.ENVIRONMENT_KEYS[:] = environment  # (an in-process `main` learns the environment's: not for the next)
     s = redaction.PROCESS_SECRETS
     if s.secrets != known:  # emptied in place (holders of the list see it), then the known ones again
-        s.secrets[:] = []
-        s.forms, s.first, s.chars, s.max = [], set(), frozenset(), 0
+        s.clear()
         s.add(known)
 
 

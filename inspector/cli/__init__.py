@@ -59,7 +59,7 @@ class _Parser(argparse.ArgumentParser):
 
         from inspector.core.redaction import env_secrets, learn, mask_known
 
-        learn(env_secrets(os.environ))  # (the message can quote an argument: a key typed in the wrong place)
+        learn(env_secrets(os.environ), pin=True)  # (the message can quote an argument: a key typed in the wrong place)
         self.exit(2, mask_known(f"{self.prog}: {message} (see {self.prog.split()[0]} --help)") + "\n")
 
 

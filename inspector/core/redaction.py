@@ -11,8 +11,9 @@ that carry them are dropped. For secrets split across network reads or deltas, o
 from __future__ import annotations
 
 import re
+import threading
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -22,6 +23,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from inspector.core import exactjson
+from inspector.core.secretindex import WordIndex
 from inspector.core.wire import (
     CHAT_TEXT_KINDS,
     RESPONSES_DELTAS,
@@ -327,15 +329,15 @@ def redact(value: Any, secrets: Iterable[str]) -> Any:
 
     A dict or list in which no secret can occur (``json_clean``: one ``orjson.dumps`` and a search, in C) comes back
     as it is: the same object, not a copy (its nested tuples stay tuples)."""
+    m = matcher_of(secrets)
     if type(value) is dict or type(value) is list:
-        secrets = secrets if isinstance(secrets, list) else list(secrets)
-        if not secrets or json_clean(value, secrets):
+        if not m or json_clean(value, m):
             return value
     try:
-        return _redact(value, secrets)
+        return _redact(value, m)
     except RecursionError:  # a value as deep as orjson reads (1,024 levels): two frames a level
         with exactjson.deep_recursion():
-            return _redact(value, secrets)
+            return _redact(value, m)
 
 
 def _redact(value: Any, secrets: Iterable[str]) -> Any:
@@ -356,32 +358,18 @@ def _redact(value: Any, secrets: Iterable[str]) -> Any:
 # ``mask_text`` changes a string only when a secret occurs in it as it is, or in its JSON escapes decoded
 # (``\u0073k-...``). ``orjson.dumps`` writes every string of a value (keys too) in a JSON text, escaping only ``"``,
 # ``\`` and the control characters (as ``\"``, ``\\``, ``\n``, ``\u001f``...; other characters as UTF-8). So,
-# for a secret without those characters (``_plain_forms``), it occurs in a string exactly where it occurs in the
-# text; and a string holds a backslash exactly when the text holds the escape ``\\`` (an escape's second character
-# is a backslash only in that one). When the text has a ``\\``: decoding the text's escapes once gives every string
-# as it is (between syntax characters), twice every string with its own escapes decoded (the escape ``\"`` of a
-# string ending in a backslash is decoded across its closing quote, but no escape reaches into the next string: a
-# ``\u`` needs four hex digits, and a string's opening quote follows ``[``, ``{``, ``,`` or ``:``). A secret found in
-# the text or in either decoding may be a false alarm (it spans JSON syntax): the walk then decides.
+# for a secret without those characters (``SecretMatcher.plain``), it occurs in a string exactly where it occurs in
+# the text; and a string holds a backslash exactly when the text holds the escape ``\\`` (an escape's second
+# character is a backslash only in that one). When the text has a ``\\``: decoding the text's escapes once gives
+# every string as it is (between syntax characters), twice every string with its own escapes decoded (the escape
+# ``\"`` of a string ending in a backslash is decoded across its closing quote, but no escape reaches into the next
+# string: a ``\u`` needs four hex digits, and a string's opening quote follows ``[``, ``{``, ``,`` or ``:``). A secret
+# found in the text or in either decoding may be a false alarm (it spans JSON syntax): the walk then decides.
 # tests/core/test_redaction_precheck.py checks it against the walk (hypothesis) and the canaries.
 
 _PRECHECK_DC = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_SUBCLASS
 _PRECHECK = _PRECHECK_DC | orjson.OPT_PASSTHROUGH_DATACLASS
 _NOT_PLAIN = re.compile(r'["\\\x00-\x1f]')
-
-
-@lru_cache(maxsize=64)  # (bounded: the sets of secrets a process masks are few)
-def _plain_forms(secrets: tuple[str, ...]) -> tuple[bytes, ...] | None:
-    """The secrets as UTF-8, when every one of them is written as it is inside a JSON string (None if one is not)."""
-    out = []
-    for s in secrets:
-        if _NOT_PLAIN.search(s):
-            return None
-        try:
-            out.append(s.encode("utf-8"))
-        except UnicodeEncodeError:  # a lone surrogate
-            return None
-    return tuple(out)
 
 
 def json_clean(value: Any, secrets: Iterable[str], *, dataclasses: bool = False) -> bool:
@@ -391,36 +379,33 @@ def json_clean(value: Any, secrets: Iterable[str], *, dataclasses: bool = False)
 
     ``dataclasses=True``: dataclasses are looked into too (every field, as orjson writes them): True then says
     that no string field of the dataclass, nor any string in its fields, can hold a secret."""
-    secrets = tuple(secrets)
-    if not secrets:
+    m = matcher_of(secrets)
+    if not m:
         return True
-    forms = _plain_forms(secrets)
-    if forms is None:
+    if not m.plain:
         return False
     try:
         text = orjson.dumps(value, option=_PRECHECK_DC if dataclasses else _PRECHECK)
     except (TypeError, orjson.JSONEncodeError):
         return False
-    return json_text_clean(text, secrets, forms)
+    return _text_clean(text, m)
 
 
-def json_text_clean(text: bytes, secrets: Iterable[str], forms: tuple[bytes, ...] | None = None) -> bool:
+def json_text_clean(text: bytes, secrets: Iterable[str]) -> bool:
     """``json_clean`` of the value whose text (as ``orjson.dumps`` writes it) is ``text``."""
-    secrets = tuple(secrets)
-    if forms is None:
-        if not secrets:
-            return True
-        forms = _plain_forms(secrets)
-        if forms is None:
-            return False
-    for form in forms:
-        if form in text:
-            return False
+    m = matcher_of(secrets)
+    if not m:
+        return True
+    return m.plain and _text_clean(text, m)
+
+
+def _text_clean(text: bytes, m: SecretMatcher) -> bool:
+    if m.forms.contains(text):  # (a plain secret's forms: its UTF-8)
+        return False
     if b"\\\\" not in text:
         return True
     once = _unescape(text.decode("utf-8"))
-    twice = _unescape(once)
-    return not any(s in once or s in twice for s in secrets)
+    return not m.text.contains(once) and not m.text.contains(_unescape(once))
 
 
 # --- secrets in text, whatever the escaping ------------------------------------------------------------------------
@@ -459,24 +444,8 @@ def _unescape_map(text: str) -> tuple[str, list[int], list[int]]:
     return "".join(out), starts, ends
 
 
-def _occurrences(text: str, secret: str) -> Iterable[int]:
-    i = text.find(secret)
-    while i >= 0:
-        yield i
-        i = text.find(secret, i + 1)
-
-
-def secret_spans(text: str, secrets: Iterable[str]) -> list[tuple[int, int]]:
-    """Where the secrets occur in ``text``, as it is or JSON-escaped (``\\u0073k-...``): merged ``(start, end)``
-    spans of ``text``, in order."""
-    spans: list[tuple[int, int]] = []
-    secrets = list(secrets)
-    for secret in secrets:
-        spans.extend((i, i + len(secret)) for i in _occurrences(text, secret))
-    if "\\" in text and any(s in _unescape(text) for s in secrets):  # (the position map only when needed)
-        plain, starts, ends = _unescape_map(text)
-        for secret in secrets:
-            spans.extend((starts[i], ends[i + len(secret) - 1]) for i in _occurrences(plain, secret))
+def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Spans sorted, overlapping ones merged (touching ones kept apart: a secret twice in a row is masked twice)."""
     if not spans:
         return []
     spans.sort()
@@ -487,6 +456,122 @@ def secret_spans(text: str, secrets: Iterable[str]) -> list[tuple[int, int]]:
         else:
             merged.append((a, b))
     return merged
+
+
+class SecretMatcher:
+    """Every secret of a set found at once, as it is or JSON-escaped: one ``WordIndex`` of the secrets and one of
+    their byte forms (core/secretindex.py), so that the cost of a search grows with the text, not with the number of
+    secrets. Built once per set (``SecretSet`` keeps its own current; ``matcher_of`` finds it, or caches one for any
+    other list). Iterating it gives its secrets; it is false without any."""
+
+    __slots__ = ("secrets", "text", "forms", "plain", "max", "firsts", "first", "chars", "_own")
+
+    def __init__(
+        self,
+        secrets: Iterable[str],
+        *,
+        forms: Iterable[bytes] | None = None,
+        plain: bool | None = None,
+        own: Iterable[str] | None = None,
+    ) -> None:
+        """``forms``, ``plain``, ``own``: what the secrets give (``_byte_forms``, ``_is_plain``, their characters; a
+        superset of those is fine), when the caller keeps them from one set of secrets to the next."""
+        self.secrets: tuple[str, ...] = tuple(dict.fromkeys(s for s in secrets if isinstance(s, str) and s))
+        self.text: WordIndex[str] = WordIndex(self.secrets)
+        # raw UTF-8 and JSON-escaped
+        self.forms: WordIndex[bytes] = WordIndex(_byte_forms(self.secrets) if forms is None else forms)
+        # every secret is written as it is inside a JSON string (no quote, backslash, control character, lone
+        # surrogate): the precheck can search orjson's text for it
+        self.plain = all(map(_is_plain, self.secrets)) if plain is None else plain
+        self.max = self.text.max  # the length of the longest secret
+        self.firsts = frozenset(s[0] for s in self.secrets)
+        self.first = self.firsts | {"\\"}  # the characters a secret (or its escaped form) can begin with
+        # the characters the secrets hold
+        self._own: frozenset[str] = frozenset().union(*self.secrets) if own is None else frozenset(own)
+        self.chars = self._own | _ESCAPE_CHARS  # the characters a secret or its escaped form can hold
+
+    def __bool__(self) -> bool:
+        return bool(self.secrets)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.secrets)
+
+    def __len__(self) -> int:
+        return len(self.secrets)
+
+    # --- the hold-back at the end of a stream ----------------------------------------------------------------------
+
+    def hold_from(self, text: str) -> int:
+        """Where the part of ``text`` that could be the beginning of a secret (as it is or JSON-escaped) starts
+        (``len(text)`` if none). Only the last ``6 * max`` characters are looked at."""
+        n = len(text)
+        if not n or not self.secrets or text[-1] not in self.chars:  # (a tail that begins one ends with its chars)
+            return n
+        index = self.text
+        window = self.max * 6
+        if "\\" not in text[-window:]:
+            best = n  # a proper prefix of a secret at the end of the text, the earliest
+            lo = max(0, n - self.max + 1)
+            for c in self.firsts:
+                p = text.find(c, lo, best)
+                while p >= 0:
+                    if index.is_proper_prefix(text[p:]):
+                        best = p
+                        break
+                    p = text.find(c, p + 1, best)
+            return best
+        first_chars = self.first
+        for p in range(max(0, n - window), n):
+            if text[p] not in first_chars:  # (an escaped secret begins with a backslash)
+                continue
+            tail = text[p:]
+            if index.is_prefix(tail):
+                return p
+            plain = _unescape(_PARTIAL_ESCAPE.sub("", tail))
+            if (plain or tail.startswith("\\")) and index.is_prefix(plain):
+                return p
+        return n
+
+
+def _is_plain(s: str) -> bool:
+    """Whether a secret is written as it is inside a JSON string (no quote, backslash, control character, lone
+    surrogate)."""
+    if _NOT_PLAIN.search(s):
+        return False
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate
+        return False
+    return True
+
+
+@lru_cache(maxsize=64)  # (bounded: the lists of secrets a process passes around are few)
+def _matcher_for(secrets: tuple[str, ...]) -> SecretMatcher:
+    return SecretMatcher(secrets)
+
+
+def matcher_of(secrets: Iterable[str] | SecretSet) -> SecretMatcher:
+    """The matcher of ``secrets``: itself, a ``SecretSet``'s (or its list's) own, or one built for the list and kept
+    (the last 64)."""
+    if type(secrets) is SecretMatcher:
+        return secrets
+    m = getattr(secrets, "matcher", None)  # (a SecretSet, or its list while only the set changed it)
+    if m is not None:
+        return m  # type: ignore[no-any-return]
+    return _matcher_for(tuple(secrets))  # type: ignore[arg-type]
+
+
+def secret_spans(text: str, secrets: Iterable[str]) -> list[tuple[int, int]]:
+    """Where the secrets occur in ``text``, as it is or JSON-escaped (``\\u0073k-...``): merged ``(start, end)``
+    spans of ``text``, in order."""
+    m = matcher_of(secrets)
+    if not m:
+        return []
+    spans = m.text.spans(text)
+    if "\\" in text and m.text.contains(_unescape(text)):  # (the position map only when needed)
+        plain, starts, ends = _unescape_map(text)
+        spans += [(starts[a], ends[b - 1]) for a, b in m.text.spans(plain)]
+    return _merge(spans)
 
 
 def _apply(text: str, spans: list[tuple[int, int]]) -> str:
@@ -502,10 +587,10 @@ def _apply(text: str, spans: list[tuple[int, int]]) -> str:
 
 def mask_text(text: str, secrets: Iterable[str]) -> str:
     """``text`` with every occurrence of a secret, as it is or JSON-escaped, replaced by ``[redacted]``."""
-    secrets = list(secrets)
-    if not secrets or (not any(s in text for s in secrets) and "\\" not in text):
+    m = matcher_of(secrets)
+    if not m:
         return text
-    spans = secret_spans(text, secrets)
+    spans = secret_spans(text, m) if "\\" in text else _merge(m.text.spans(text))
     return _apply(text, spans) if spans else text
 
 
@@ -513,45 +598,63 @@ def mask_json_text(text: str, secrets: Iterable[str]) -> str:
     """``mask_text`` of a JSON document's text, also where one of its strings holds a secret escaped once more (a
     JSON text inside a JSON string, as OpenAI's tool ``arguments`` in a ``.done`` event: ``\\\\u0073k-...`` on the
     wire): then the document is parsed, its strings masked and it is written again."""
-    secrets = list(secrets)
-    out = mask_text(text, secrets)
-    if not secrets or "\\\\" not in out:
+    m = matcher_of(secrets)
+    out = mask_text(text, m)
+    if not m or "\\\\" not in out:
         return out
     once = _unescape(out)
-    if "\\" not in once or not any(s in _unescape(once) for s in secrets):
+    if "\\" not in once or not m.text.contains(_unescape(once)):
         return out
     try:
         doc = exactjson.loads(out)
     except orjson.JSONDecodeError:
         return out
-    return exactjson.dumps(redact(doc, secrets)).decode("utf-8")
+    return exactjson.dumps(redact(doc, m)).decode("utf-8")
 
 
 def mask_bytes(data: bytes, secrets: Iterable[str]) -> bytes:
     """``data`` with every occurrence of a secret replaced by ``[redacted]``: as text (as it is or JSON-escaped) when
     the bytes are UTF-8, else as bytes (raw and JSON-escaped forms)."""
-    secrets = list(secrets)
-    if not secrets or (b"\\" not in data and not any(s.encode() in data for s in secrets)):
+    m = matcher_of(secrets)
+    if not m or (b"\\" not in data and not m.forms.contains(data)):
         return data
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return _mask_bytes(data, _byte_forms(secrets))
-    masked = mask_text(text, secrets)
+        return _mask_bytes(data, m.forms)
+    masked = mask_text(text, m)
     return data if masked is text else masked.encode("utf-8")
 
 
-def _mask_bytes(data: bytes, forms: list[bytes]) -> bytes:
-    for form in forms:
-        if form in data:
-            data = data.replace(form, REDACTED.encode())
-    return data
+_REDACTED_B = REDACTED.encode()
+
+
+def _mask_bytes(data: bytes, forms: WordIndex[bytes]) -> bytes:
+    """``data`` with every occurrence of a form replaced by ``[redacted]`` (overlapping ones as one)."""
+    spans = _merge(forms.spans(data))
+    if not spans:
+        return data
+    out: list[bytes] = []
+    pos = 0
+    for a, b in spans:
+        out += [data[pos:a], _REDACTED_B]
+        pos = b
+    out.append(data[pos:])
+    return b"".join(out)
 
 
 def _byte_forms(secrets: Iterable[str]) -> list[bytes]:
     """The byte strings a secret can be on the wire: as it is, and JSON-escaped the way encoders write it."""
-    forms = {f for s in secrets for f in (s.encode(), orjson.dumps(s)[1:-1])}
-    return sorted(forms, key=len, reverse=True)
+    return sorted({f for s in secrets for f in _forms_of(s)}, key=len, reverse=True)
+
+
+def _forms_of(secret: str) -> tuple[bytes, ...]:
+    raw = secret.encode("utf-8", "surrogatepass")
+    try:
+        escaped = orjson.dumps(secret)[1:-1]
+    except orjson.JSONEncodeError:  # a lone surrogate: orjson writes none (nor does any JSON it reads hold one)
+        return (raw,)
+    return (raw,) if escaped == raw else (raw, escaped)
 
 
 # --- across reads and deltas ---------------------------------------------------------------------------------------
@@ -562,66 +665,136 @@ _EVENT_END = SSE_BLANK_LINE  # (the stream engine's rule: an event the engine re
 STREAMED_TEXT_FIELDS = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "partial_json"}
 _TEXT_FIELDS = STREAMED_TEXT_FIELDS
 MAX_HOLD = 1024 * 1024  # bytes of an unfinished event held back at most (then masked as bytes and written)
+# distinct secrets a set keeps (a proxy learns every credential its clients send; one per request when they sign
+# each one, AWS SigV4): past it the least recently seen one is forgotten (a key still sent is seen again, every
+# request); the secrets a set was made with, and the environment's, are never forgotten
+MAX_SECRETS = 4096
+
+
+_NO_SECRETS = SecretMatcher(())
+
+
+class _SecretList(list):  # type: ignore[type-arg]
+    """A ``SecretSet``'s secrets: a list its holders keep (the set changes it in place), carrying the set's matcher
+    for ``matcher_of``. Changed in place by anything but the set, it drops the matcher (one is then built for the list
+    as it is)."""
+
+    __slots__ = ("matcher",)
+    matcher: SecretMatcher | None
+
+
+def _dropping(name: str) -> Callable[..., Any]:
+    base = getattr(list, name)
+
+    def method(self: _SecretList, *args: Any, **kwargs: Any) -> Any:
+        self.matcher = None
+        return base(self, *args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+for _name in (
+    "__setitem__",
+    "__delitem__",
+    "__iadd__",
+    "__imul__",
+    "append",
+    "extend",
+    "insert",
+    "pop",
+    "remove",
+    "clear",
+    "sort",
+    "reverse",
+):
+    setattr(_SecretList, _name, _dropping(_name))
 
 
 class SecretSet:
-    """The known secrets (usable ones, longest first) and what the hold-back needs, computed once per change.
+    """The known secrets (usable ones, longest first) and their matcher (``SecretMatcher``), built once per change.
 
-    Redactors of one stream can share a set: a key learned late (``add``) reaches all of them at once."""
+    Redactors of one stream can share a set: a key learned late (``add``) reaches all of them at once. Bounded: at
+    most ``limit`` secrets; past it, the least recently seen that it was not made with (nor given with
+    ``pin=True``) is forgotten (``forgotten`` counts them)."""
 
-    __slots__ = ("secrets", "forms", "first", "chars", "max")
+    __slots__ = ("secrets", "matcher", "limit", "forgotten", "_seen", "_pinned", "_odd", "_own", "_lock")
 
-    def __init__(self, secrets: Iterable[str] = ()) -> None:
-        self.secrets: list[str] = []
-        self.forms: list[bytes] = []  # the byte forms (raw, JSON-escaped), longest first
-        self.first: set[str] = set()  # the characters a secret (or its escaped form) can begin with
-        self.chars: frozenset[str] = frozenset()  # the characters a secret or its escaped form can hold
-        self.max = 0  # the length of the longest secret
-        self.add(secrets)
+    def __init__(self, secrets: Iterable[str] = (), *, limit: int = MAX_SECRETS) -> None:
+        self.secrets: list[str] = _SecretList()
+        self.matcher = _NO_SECRETS
+        self.limit = limit
+        self.forgotten = 0
+        # every secret, the least recently seen first, with its byte forms (kept: a change builds the matcher again
+        # from these, not from the secrets' text: ~3 ms with 4,096 secrets)
+        self._seen: dict[str, tuple[bytes, ...]] = {}
+        self._pinned: set[str] = set()
+        self._odd: set[str] = set()  # the secrets that are not plain (_is_plain)
+        self._own: set[str] = set()  # the characters of every secret seen (only grows: a superset is fine)
+        # (one change at a time: the proxy of `watch` learns on its thread while the main thread's guard may too)
+        self._lock = threading.Lock()
+        self.add(secrets, pin=True)
 
-    def add(self, secrets: Iterable[str] | str) -> list[str]:
-        """Add secrets (strings shorter than MIN_SECRET_LENGTH are ignored); returns the ones that were new."""
-        new = [s for s in usable_secrets([secrets] if isinstance(secrets, str) else secrets) if s not in self.secrets]
+    def add(self, secrets: Iterable[str] | str, *, pin: bool = False) -> list[str]:
+        """Add secrets (strings shorter than MIN_SECRET_LENGTH are ignored); returns the ones that were new. One
+        known already is seen again (the last to be forgotten)."""
+        found = usable_secrets([secrets] if isinstance(secrets, str) else secrets)
+        with self._lock:
+            return self._add(found, pin)
+
+    def _add(self, found: list[str], pin: bool) -> list[str]:
+        seen = self._seen
+        new = []
+        for s in found:
+            forms = seen.pop(s, None)  # (seen again: to the end)
+            if forms is None:
+                new.append(s)
+                forms = _forms_of(s)
+                if not _is_plain(s):
+                    self._odd.add(s)
+                self._own.update(s)
+            seen[s] = forms
+        if pin:
+            self._pinned.update(found)
         if new:
-            self.secrets[:] = usable_secrets([*self.secrets, *new])  # (in place: holders of the list see it)
-            self.forms = _byte_forms(self.secrets)
-            self.first = {s[0] for s in self.secrets} | {"\\"}
-            self.chars = frozenset("".join(self.secrets)) | _ESCAPE_CHARS
-            self.max = max(len(s) for s in self.secrets)
+            if len(seen) > self.limit:
+                self._forget(len(seen) - self.limit)
+            self.secrets[:] = sorted(seen, key=len, reverse=True)  # (in place: holders of the list see it)
+            forms_ = {f for fs in seen.values() for f in fs}
+            self.matcher = SecretMatcher(self.secrets, forms=forms_, plain=not self._odd, own=self._own)
+            self.secrets.matcher = self.matcher  # type: ignore[attr-defined]
         return new
+
+    def _forget(self, n: int) -> None:
+        pinned = self._pinned
+        old = [s for s, _ in zip((s for s in self._seen if s not in pinned), range(n), strict=False)]
+        for s in old:
+            del self._seen[s]
+            self._odd.discard(s)
+        self.forgotten += len(old)
+
+    def clear(self) -> None:
+        """Forget every secret (in place: holders of the list see it)."""
+        with self._lock:
+            self._seen.clear()
+            self._pinned.clear()
+            self._odd.clear()
+            self._own.clear()
+            self.secrets[:] = []
+            self.matcher = _NO_SECRETS
 
     def __bool__(self) -> bool:
         return bool(self.secrets)
 
+    @property
+    def max(self) -> int:
+        """The length of the longest secret."""
+        return self.matcher.max
+
     def hold_from(self, text: str) -> int:
         """Where the part of ``text`` that could be the beginning of a secret (as it is or JSON-escaped) starts
         (``len(text)`` if none). Only the last ``6 * max`` characters are looked at."""
-        n = len(text)
-        if not n or text[-1] not in self.chars:  # (a tail that begins a secret ends with one of its characters)
-            return n
-        window = self.max * 6
-        if "\\" not in text[-window:]:
-            best = n
-            for secret in self.secrets:  # a proper prefix of the secret at the end of the text
-                first = secret[0]
-                p = text.find(first, max(0, n - len(secret) + 1))
-                while 0 <= p < best:
-                    if secret.startswith(text[p:]):
-                        best = p
-                        break
-                    p = text.find(first, p + 1)
-            return best
-        first_chars = self.first
-        for p in range(max(0, n - window), n):
-            if text[p] not in first_chars:  # (an escaped secret begins with a backslash)
-                continue
-            tail = text[p:]
-            if any(s.startswith(tail) for s in self.secrets):
-                return p
-            plain = _unescape(_PARTIAL_ESCAPE.sub("", tail))
-            if any(s.startswith(plain) for s in self.secrets) and (plain or tail.startswith("\\")):
-                return p
-        return n
+        return self.matcher.hold_from(text)
 
 
 @dataclass(slots=True, eq=False)
@@ -848,9 +1021,9 @@ class StreamRedactor:
             pos = m.end()
         self._buf = buf[pos:]
         if len(self._buf) > MAX_HOLD:
-            forms = self.keys.forms
+            forms = self.keys.matcher.forms
             masked = _mask_bytes(self._buf, forms)
-            keep = max(len(f) for f in forms) - 1
+            keep = forms.max - 1
             self._put(
                 _Event(masked[:-keep] if keep else masked, n_in=len(self._buf) - keep if keep else len(self._buf))
             )
@@ -914,15 +1087,15 @@ class StreamRedactor:
         try:
             doc = exactjson.loads(raw)
         except orjson.JSONDecodeError:
-            return _Event(_mask_bytes(raw, self.keys.forms), n_in=n)
-        masked = redact(doc, self.secrets)
+            return _Event(_mask_bytes(raw, self.keys.matcher.forms), n_in=n)
+        masked = redact(doc, self.keys.matcher)
         if masked == doc:
-            return _Event(_mask_bytes(raw, self.keys.forms), n_in=n)
+            return _Event(_mask_bytes(raw, self.keys.matcher.forms), n_in=n)
         return _Event(exactjson.dumps(masked), n_in=n)
 
     def _event(self, raw: bytes) -> None:
         n_in = len(raw)
-        raw = _mask_bytes(raw, self.keys.forms)
+        raw = _mask_bytes(raw, self.keys.matcher.forms)
         first, self._first = self._first, False
         name, obj = _parse_event(raw, first)
         if obj is None:
@@ -933,9 +1106,9 @@ class StreamRedactor:
         masked = obj
         if b"\\" in raw:
             once = _unescape(raw.decode("utf-8", "replace"))
-            secrets = self.secrets
-            if any(x in once for x in secrets) or ("\\" in once and any(x in _unescape(once) for x in secrets)):
-                masked = redact(obj, secrets)
+            m = self.keys.matcher
+            if m.text.contains(once) or ("\\" in once and m.text.contains(_unescape(once))):
+                masked = redact(obj, m)
         event = _Event(raw, obj=masked, changed=masked is not obj and masked != obj, n_in=n_in, first=first)
         self._put(event)
         # the event's type and block as the stream engine reads them (stream/protocol.py): the data's type, else
@@ -1231,23 +1404,26 @@ def _split_masked(text: str, frags: list[str], spans: list[tuple[int, int]]) -> 
 # output guard (``output_guard``): sys.stdout / sys.stderr (text and .buffer) mask what they are written, every log
 # record is masked as it is made (message, arguments, traceback), and so are uncaught exceptions' tracebacks.
 
-PROCESS_SECRETS = SecretSet()  # (it grows with the distinct credentials the process sees: one or a few per client)
+PROCESS_SECRETS = (
+    SecretSet()
+)  # (the distinct credentials the process sees, at most MAX_SECRETS: the environment's kept)
 # the values of the credential environment variables the process was started with (``OutputGuard`` learns them):
 # every session's one publisher masks them too, so that a key shown by a session's content never reaches a
 # recording in clear either (PROCESS_SECRETS also holds what requests carried: each session has its own of those)
 ENVIRONMENT_KEYS: list[str] = []
 
 
-def learn(secrets: Iterable[str] | str) -> list[str]:
-    """Secrets every output of this process must mask from now on; returns the new ones. Never forgets one: a
-    forgotten key would print in clear."""
-    return PROCESS_SECRETS.add(secrets)
+def learn(secrets: Iterable[str] | str, *, pin: bool = False) -> list[str]:
+    """Secrets every output of this process must mask from now on; returns the new ones. ``pin``: never forgotten
+    (the environment's); the others are forgotten only past ``MAX_SECRETS`` distinct ones, the least recently seen
+    first (``SecretSet``)."""
+    return PROCESS_SECRETS.add(secrets, pin=pin)
 
 
 def mask_known(text: str) -> str:
     """``text`` with every secret known to the process masked (as it is or JSON-escaped)."""
-    secrets = PROCESS_SECRETS.secrets
-    return mask_text(text, secrets) if secrets else text
+    m = PROCESS_SECRETS.matcher  # (one read: another thread may learn a key meanwhile)
+    return mask_text(text, m) if m else text
 
 
 _ENV_CREDENTIAL = re.compile(r"(?:^|_)(?:API_?KEY|KEY|TOKEN|AUTH_TOKEN|ACCESS_TOKEN|SECRET|PASSWORD)$", re.IGNORECASE)
@@ -1281,12 +1457,12 @@ class _Masking:
         self._lock = lock
 
     def _mask(self, text: str) -> str:
-        keys = PROCESS_SECRETS
-        if not keys.secrets:
+        keys = PROCESS_SECRETS.matcher
+        if not keys:
             out, self._held = self._held + text, ""
             return out
         text = self._held + text
-        masked = mask_text(text, keys.secrets)
+        masked = mask_text(text, keys)
         cut = keys.hold_from(masked)
         self._held = masked[cut:]
         return masked[:cut]
@@ -1324,13 +1500,13 @@ class _Masking:
                 held, self._held = self._held, ""
                 self._inner.write(held)
                 self._inner.flush()
-            keys = PROCESS_SECRETS
-            if not keys.secrets and not self._held_bytes:
+            keys = PROCESS_SECRETS.matcher
+            if not keys and not self._held_bytes:
                 sink.write(raw)
                 return
             chars = self._held_bytes + raw.decode("utf-8", "surrogateescape")
-            masked = mask_text(chars, keys.secrets) if keys.secrets else chars
-            cut = keys.hold_from(masked) if keys.secrets else len(masked)
+            masked = mask_text(chars, keys) if keys else chars
+            cut = keys.hold_from(masked) if keys else len(masked)
             self._held_bytes = masked[cut:]
             out = masked[:cut].encode("utf-8", "surrogateescape")
             if out:
@@ -1381,7 +1557,7 @@ class _MaskingBinary:
 def _mask_record_args(args: Any) -> Any:
     def one(a: Any) -> Any:
         if isinstance(a, (str, bytes, bytearray)):
-            return redact(a, PROCESS_SECRETS.secrets)
+            return redact(a, PROCESS_SECRETS.matcher)
         if isinstance(a, (int, float, type(None))):
             return a
         try:
@@ -1492,7 +1668,7 @@ class OutputGuard:
 
         if self.environ is not None:
             keys = env_secrets(self.environ)
-            learn(keys)
+            learn(keys, pin=True)
             ENVIRONMENT_KEYS[:] = usable_secrets([*ENVIRONMENT_KEYS, *keys])
         _install_process_hooks()
         if not isinstance(sys.stderr, _Masking) and not isinstance(sys.stdout, _Masking):

@@ -38,7 +38,7 @@ import httpx2
 
 from inspector.core.errors import InspectorError
 from inspector.core.fmt import count, milliseconds
-from inspector.core.redaction import credential_values, mask_text, redact, usable_secrets
+from inspector.core.redaction import credential_values, learn, mask_text, redact
 from inspector.net.faults import FAULT_HEADER
 from inspector.net.livefaults import InjectedError, LiveFaultSource, LiveFaultsSpec, parse_live_faults, run_live
 from inspector.net.serve import BODY_TIMEOUT, DEFAULT_MAX_BODY, HEADER_TIMEOUT, KEEP_ALIVE, MAX_HEADER_BYTES
@@ -350,18 +350,19 @@ class ProxyApp(Closable):
         ] = {}  # x-inspector-fault value -> its live faults (_header_faults)
         self.fault_header = fault_header
         self.batch_interval = batch_interval
-        # a key in the upstream URL (``http://relay:KEY@host``) is a secret from the start
-        self.secrets: list[str] = usable_secrets(
+        # the ONE redaction point: every observation reaches the bus (the dashboard's and the recorder's) masked, also
+        # a key echoed split across reads or deltas or \u-escaped (observe/redacting.py); keys learned late included.
+        # A key in the upstream URL (``http://relay:KEY@host``) is a secret from the start (never forgotten)
+        self._bus = bus if bus is not None else O.ObservationBus()
+        self._redacting = RedactingPublisher(
+            self._bus,
             [
                 *(secrets or []),
                 *credential_values([], self.upstream),
                 *credential_values([], self.openai_upstream or ""),
-            ]
+            ],
         )
-        # the ONE redaction point: every observation reaches the bus (the dashboard's and the recorder's) masked, also
-        # a key echoed split across reads or deltas or \u-escaped (observe/redacting.py); keys learned late included
-        self._bus = bus if bus is not None else O.ObservationBus()
-        self._redacting = RedactingPublisher(self._bus, self.secrets)
+        self._forgetting = False  # the secrets passed MAX_SECRETS (said once)
         self.recorder: Recorder | None = None  # subscribed to the bus at the first exchange, or by open_recording()
         self.recording_error: str | None = None  # set when a write failed: the recording stopped there
         self.clients: list[httpx2.AsyncClient] = []
@@ -502,12 +503,29 @@ class ProxyApp(Closable):
         self.tracker.publish = self._redacting.publish if (self.bus is not None or alive) else None
         self.tracker.steps = self.bus is not None  # the stream's events and blocks: for a watcher, not a recording
 
+    @property
+    def secrets(self) -> list[str]:
+        """The secrets the proxy masks (its redacting publisher's, kept current in place; longest first)."""
+        return self._redacting.keys.secrets
+
     def _learn(self, found: list[str]) -> None:
-        """Keys seen in a request: masked in everything published from now on (the recording included)."""
-        new = [s for s in found if s not in self.secrets]
-        if new:
-            self.secrets.extend(new)
-            self._redacting.learn(new)
+        """Keys seen in a request: masked in everything published from now on (the recording included). Seen again,
+        a key is the last one forgotten, here and process-wide (``core.redaction.SecretSet``: at most MAX_SECRETS)."""
+        if not found:
+            return
+        learn(found)
+        keys = self._redacting.keys
+        keys.add(found)
+        if keys.forgotten and not self._forgetting:
+            self._forgetting = True
+            warning = (
+                f"the clients sent more than {keys.limit} distinct credentials: the proxy masks the {keys.limit} seen"
+                " most recently (older ones are forgotten)"
+            )
+            log.warning("inspector proxy: %s", warning)
+            if self.on_warning is not None:
+                with contextlib.suppress(Exception):
+                    self.on_warning(warning)
 
     def open_recording(self) -> Recorder | None:
         """Open the recording now (the CLI does, before serving, so an unwritable path is a usage error); raises

@@ -394,6 +394,45 @@ async def test_a_block_type_that_is_not_a_string_is_forwarded_and_grouped(tmp_pa
     assert KEY not in rec.read_text()
 
 
+async def test_the_keys_the_proxy_learns_are_bounded_the_least_recently_seen_forgotten(tmp_path: Path) -> None:
+    """Every distinct key a client sends is learned (masked from then on), at most ``MAX_SECRETS`` (here 3): past
+    that the least recently seen is forgotten (one warning says so); a key sent again is the last to go, and one
+    forgotten is learned again when it is sent again. (It grew for ever: one key a request, 300 keys +1.3 ms each.)"""
+    rec = tmp_path / "keys.jsonl"
+    warnings: list[str] = []
+    proxy = ProxyApp("http://placeholder", record=rec, on_warning=warnings.append)
+    proxy._redacting.keys.limit = 3
+    keys = [f"sk-ant-api03-CANARY-learned-{c}-0123456789abcdefghij" for c in "ABCD"]
+    with BackgroundServer(ServeApp(speed=math.inf)) as up:
+        proxy.upstream = up.base_url
+        with BackgroundServer(proxy) as px:
+            async with httpx2.AsyncClient(base_url=px.base_url, timeout=10) as h:
+
+                async def send(key: str, quoted: str) -> None:
+                    body = {
+                        **BODY,
+                        "stream": True,
+                        "messages": [{"role": "user", "content": f"the other key: {quoted}"}],
+                    }
+                    r = await h.post("/v1/messages", content=orjson.dumps(body), headers={**HEADERS, "x-api-key": key})
+                    assert r.status_code == 200
+
+                await send(keys[0], "none")
+                await send(keys[1], "none")
+                await send(keys[0], keys[1])  # A seen again: B is now the least recently seen
+                assert warnings == []
+                await send(keys[2], keys[0])
+                await send(keys[3], keys[2])  # a fourth: B is forgotten
+                assert set(proxy.secrets) == {keys[0], keys[2], keys[3]} and proxy._redacting.keys.forgotten == 1
+                assert len(warnings) == 1 and "more than 3 distinct credentials" in warnings[0]
+                await send(keys[1], keys[1])  # B again: learned again (A is forgotten now), its echo masked
+                assert keys[1] in proxy.secrets and len(warnings) == 1
+        proxy.close()
+    text = rec.read_text()
+    assert not any(k in text for k in keys), "a key the proxy knew when it recorded it"
+    assert text.count("the other key: [redacted]") == 4
+
+
 # ------------------------------------------------------------------------------------------- slow and idle clients
 
 
