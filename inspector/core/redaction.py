@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from inspector.core import exactjson
-from inspector.core.secretindex import WordIndex
+from inspector.core.secretindex import WordIndex, trie_pattern
 from inspector.core.wire import (
     CHAT_TEXT_KINDS,
     RESPONSES_DELTAS,
@@ -359,13 +359,17 @@ def _redact(value: Any, secrets: Iterable[str]) -> Any:
 # (``\u0073k-...``). ``orjson.dumps`` writes every string of a value (keys too) in a JSON text, escaping only ``"``,
 # ``\`` and the control characters (as ``\"``, ``\\``, ``\n``, ``\u001f``...; other characters as UTF-8). So,
 # for a secret without those characters (``SecretMatcher.plain``), it occurs in a string exactly where it occurs in
-# the text; and a string holds a backslash exactly when the text holds the escape ``\\`` (an escape's second
-# character is a backslash only in that one). When the text has a ``\\``: decoding the text's escapes once gives
-# every string as it is (between syntax characters), twice every string with its own escapes decoded (the escape
-# ``\"`` of a string ending in a backslash is decoded across its closing quote, but no escape reaches into the next
-# string: a ``\u`` needs four hex digits, and a string's opening quote follows ``[``, ``{``, ``,`` or ``:``). A secret
-# found in the text or in either decoding may be a false alarm (it spans JSON syntax): the walk then decides.
-# tests/core/test_redaction_precheck.py checks it against the walk (hypothesis) and the canaries.
+# the text, and in a string's escapes decoded once only where it occurs in the text too (the escapes orjson writes
+# decode to characters such a secret does not hold). A string holds a backslash exactly when the text holds the
+# escape ``\\`` (an escape's second character is a backslash only in that one). When the text has a ``\\``: decoding
+# the text's escapes twice gives every string with its own escapes decoded (the escape ``\"`` of a string ending in
+# a backslash is decoded across its closing quote, but no escape reaches into the next string: a ``\u`` needs four
+# hex digits, and a string's opening quote follows ``[``, ``{``, ``,`` or ``:``); a plain secret can occur there
+# only with an escape of the second decoding among its characters, one of ``\\uXXXX`` (decoding to one of the
+# secrets' characters) or ``\\/`` in the text: only the text around those is decoded
+# (``SecretMatcher.twice_escaped``). A secret found in the text or in a decoding may be a false alarm (it spans JSON
+# syntax): the walk then decides. tests/core/test_redaction_precheck.py checks it against the walk (hypothesis) and
+# the canaries.
 
 _PRECHECK_DC = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_SUBCLASS
 _PRECHECK = _PRECHECK_DC | orjson.OPT_PASSTHROUGH_DATACLASS
@@ -402,10 +406,7 @@ def json_text_clean(text: bytes, secrets: Iterable[str]) -> bool:
 def _text_clean(text: bytes, m: SecretMatcher) -> bool:
     if m.forms.contains(text):  # (a plain secret's forms: its UTF-8)
         return False
-    if b"\\\\" not in text:
-        return True
-    once = _unescape(text.decode("utf-8"))
-    return not m.text.contains(once) and not m.text.contains(_unescape(once))
+    return b"\\\\" not in text or not m.twice_escaped(text.decode("utf-8"))
 
 
 # --- secrets in text, whatever the escaping ------------------------------------------------------------------------
@@ -444,6 +445,41 @@ def _unescape_map(text: str) -> tuple[str, list[int], list[int]]:
     return "".join(out), starts, ends
 
 
+def _run_start(text: str, i: int) -> int:
+    """Where the run of backslashes that ends just before ``i`` begins (``i`` if none)."""
+    while i > 0 and text[i - 1] == "\\":
+        i -= 1
+    return i
+
+
+def _escape_at(text: str, i: int) -> re.Match[str] | None:
+    """The escape that begins at ``i`` as ``_unescape`` reads the text (its backslash is not one escaped by the one
+    before it), else None."""
+    if text[i : i + 1] != "\\" or (i - _run_start(text, i)) % 2:
+        return None
+    return _ESCAPE.match(text, i)
+
+
+def _token_bounds(text: str, a: int, b: int) -> tuple[int, int]:
+    """``a`` moved back and ``b`` on so that neither falls inside an escape (nor between two backslashes of a run):
+    ``_unescape(text[a:b])`` is then exactly the decoding of those characters within ``_unescape(text)``. (The
+    nearest backslash within five characters decides: an escape's other characters are never backslashes.)"""
+    a = _run_start(text, a)
+    for i in range(a - 1, max(-1, a - 6), -1):
+        if text[i] == "\\":
+            m = _escape_at(text, i)
+            if m is not None and m.end() > a:
+                a = i
+            break
+    for i in range(b - 1, max(a - 1, b - 6), -1):
+        if text[i] == "\\":
+            m = _escape_at(text, i)
+            if m is not None and m.end() > b:
+                b = m.end()
+            break
+    return a, b
+
+
 def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Spans sorted, overlapping ones merged (touching ones kept apart: a secret twice in a row is masked twice)."""
     if not spans:
@@ -462,9 +498,14 @@ class SecretMatcher:
     """Every secret of a set found at once, as it is or JSON-escaped: one ``WordIndex`` of the secrets and one of
     their byte forms (core/secretindex.py), so that the cost of a search grows with the text, not with the number of
     secrets. Built once per set (``SecretSet`` keeps its own current; ``matcher_of`` finds it, or caches one for any
-    other list). Iterating it gives its secrets; it is false without any."""
+    other list). Iterating it gives its secrets; it is false without any.
 
-    __slots__ = ("secrets", "text", "forms", "plain", "max", "firsts", "first", "chars", "_own")
+    Escapes: a secret can occur in a text's escapes decoded (``\\u0073k-...``) only with an escape among its
+    characters that decodes to one of the secrets' characters; only the text around such escapes (as far as a secret
+    reaches: six characters of text a character) is decoded (``escaped_spans``), not the whole text (a 16 MiB body
+    of code, a backslash every few characters, was decoded whole: 1.3 s)."""
+
+    __slots__ = ("secrets", "text", "forms", "plain", "max", "firsts", "first", "chars", "_own", "_sites", "_twice")
 
     def __init__(
         self,
@@ -489,6 +530,8 @@ class SecretMatcher:
         # the characters the secrets hold
         self._own: frozenset[str] = frozenset().union(*self.secrets) if own is None else frozenset(own)
         self.chars = self._own | _ESCAPE_CHARS  # the characters a secret or its escaped form can hold
+        self._sites: re.Pattern[str] | None = None
+        self._twice: re.Pattern[str] | None = None
 
     def __bool__(self) -> bool:
         return bool(self.secrets)
@@ -498,6 +541,61 @@ class SecretMatcher:
 
     def __len__(self) -> int:
         return len(self.secrets)
+
+    # --- where escapes may hide a secret ---------------------------------------------------------------------------
+
+    def _hexes(self) -> str:
+        """The pattern of the four hex digits of a ``\\u`` escape that decodes to one of the secrets' characters."""
+        return "(?i:" + trie_pattern(f"{ord(c):04x}" for c in self._own if ord(c) < 0x10000) + ")"
+
+    def _windows(self, text: str, sites: re.Pattern[str], reach: int) -> list[tuple[int, int]]:
+        """The stretches of ``text`` within ``reach`` characters of a site, merged, in order."""
+        out: list[tuple[int, int]] = []
+        n = len(text)
+        for m in sites.finditer(text):
+            a, b = max(0, m.start() - reach), min(n, m.end() + reach)
+            if out and a <= out[-1][1]:
+                out[-1] = (out[-1][0], b)
+            else:
+                out.append((a, b))
+        return out
+
+    def escaped_spans(self, text: str) -> list[tuple[int, int]]:
+        """Where the secrets occur in ``_unescape(text)`` with at least one escape among their characters, as spans
+        of ``text`` (where they occur as they are: ``text.spans``), exactly as a search of the whole decoded text
+        finds them. Such an occurrence holds an escape decoding to one of the secrets' characters (a site) and
+        reaches at most six characters of text a character of the secret around it: only those stretches are
+        decoded, cut where no escape is split (``_token_bounds``)."""
+        sites = self._sites
+        if sites is None:
+            simple = "".join(re.escape(k) for k, v in _SIMPLE.items() if v in self._own)
+            sites = self._sites = re.compile(r"\\(?:u" + self._hexes() + (f"|[{simple}]" if simple else "") + ")")
+        out: list[tuple[int, int]] = []
+        index = self.text
+        for a, b in self._windows(text, sites, 6 * self.max + 8):
+            a, b = _token_bounds(text, a, b)
+            piece = text[a:b]
+            if not index.contains(_unescape(piece)):
+                continue
+            plain, starts, ends = _unescape_map(piece)
+            out += [(a + starts[x], a + ends[y - 1]) for x, y in index.spans(plain)]
+        return out
+
+    def twice_escaped(self, text: str) -> bool:
+        """Whether a plain secret (``plain``) may occur in a text orjson wrote with its escapes decoded twice, where
+        it does not occur as it is (the precheck above): only with a ``\\\\uXXXX`` (decoding to one of the secrets'
+        characters) or a ``\\\\/`` among its characters, so only the text around those is decoded (seven characters
+        of text a character of the secret). True may be a false alarm."""
+        sites = self._twice
+        if sites is None:
+            alts = "u" + self._hexes() + ("|/" if "/" in self._own else "")
+            sites = self._twice = re.compile(r"\\\\(?:" + alts + ")")
+        index = self.text
+        for a, b in self._windows(text, sites, 7 * self.max + 16):
+            a = _run_start(text, a)  # (an escape cut at the start only changes characters before the secret)
+            if index.contains(_unescape(_unescape(text[a:b]))):
+                return True
+        return False
 
     # --- the hold-back at the end of a stream ----------------------------------------------------------------------
 
@@ -568,9 +666,8 @@ def secret_spans(text: str, secrets: Iterable[str]) -> list[tuple[int, int]]:
     if not m:
         return []
     spans = m.text.spans(text)
-    if "\\" in text and m.text.contains(_unescape(text)):  # (the position map only when needed)
-        plain, starts, ends = _unescape_map(text)
-        spans += [(starts[a], ends[b - 1]) for a, b in m.text.spans(plain)]
+    if "\\" in text:
+        spans += m.escaped_spans(text)
     return _merge(spans)
 
 

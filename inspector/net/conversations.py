@@ -326,8 +326,11 @@ class Conversations:
             for conv in self._waiting(alone[n], self.messages_tips):
                 if not conv.ended_well and same_kind(conv):
                     return conv, "retry"
+        tips = self.messages_tips
         for k in range(n - 1, 0, -1):
-            waiting = [c for c in self._waiting(alone[k], self.messages_tips) if same_kind(c)]
+            if alone[k] not in tips:  # (most prefixes are nobody's: one look-up, no list)
+                continue
+            waiting = [c for c in self._waiting(alone[k], tips) if same_kind(c)]
             if waiting:
                 if not _is_reply(messages[k]):
                     return None, "new"
@@ -352,8 +355,9 @@ class Conversations:
     def _find(self, digests: list[bytes]) -> tuple[Conversation | None, int]:
         """The conversation whose previous request is the longest prefix of this one (and its length), the oldest
         of those waiting there."""
+        tips = self.tips
         for k in range(len(digests) - 1, -1, -1):
-            waiting = self._waiting(digests[k])
+            waiting = self._waiting(digests[k]) if digests[k] in tips else None
             if waiting:
                 return waiting[0], k
         return None, -1
@@ -366,8 +370,9 @@ class Conversations:
         for conv in self._waiting(digests[n]):
             if not conv.ended_well:
                 return conv, "retry"
+        tips = self.tips
         for k in range(n - 1, -1, -1):
-            waiting = self._waiting(digests[k])
+            waiting = self._waiting(digests[k]) if digests[k] in tips else None
             if waiting:
                 return waiting[0], "continues"
         return None, "new"
@@ -382,9 +387,14 @@ class Conversations:
         while len(self.tool_ids) > 4 * self.max:
             self.tool_ids.popitem(last=False)
 
-    def assign(self, method: str, path: str, headers: Mapping[str, str], body: Any) -> Assignment:
+    def assign(
+        self, method: str, path: str, headers: Mapping[str, str], body: Any, prefix: Prefix | None = None
+    ) -> Assignment:
+        """Where a request goes (the rule above); ``prefix``: ``chains(body)`` when the caller computed it already
+        (the proxy does for a large body, off its event loop)."""
         side = is_side(method, path, body)
-        prefix = chains(body)
+        if prefix is None:
+            prefix = chains(body)
         digests, alone = prefix.digests, prefix.alone
         named = None
         for h in SESSION_HEADERS:

@@ -386,6 +386,7 @@ class ProxyApp(Closable):
             detail=self._detail,
             batch_interval=batch_interval,
         )
+        self.tracker.vouch = self._redacting.vouch
         # why the session ended, as a tool call still waiting for its result says it then (the watch session sets it)
         self.ended_why = "the session ended before a next request showed its result"
         self.on_close: Callable[[], None] | None = None  # publishes a watched session's end (WatchSession.run)
@@ -782,7 +783,8 @@ class ProxyApp(Closable):
 
         ex = ProxyExchange(method, path, t_request=t_req)
         # its conversation (net/conversations.py): a turn (or a turn's next attempt), or a side request
-        assignment, parsed = self.tracker.assign(ex, method, path, in_headers, body)
+        keys = self._redacting.keys.matcher if self.tracker.publish is not None else None
+        assignment, parsed = await self.tracker.assign_soon(ex, method, path, in_headers, body, keys)
         is_turn = assignment.side is None  # a streamed Messages, Chat Completions or Responses call
         track: Track | None = None
         sending: _Sending | None = None

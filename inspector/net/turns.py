@@ -37,8 +37,8 @@ from typing import Any
 import orjson
 
 from inspector.core import exactjson
-from inspector.core.redaction import clean_headers
-from inspector.net.conversations import Assignment, Conversations
+from inspector.core.redaction import SecretMatcher, clean_headers, json_clean
+from inspector.net.conversations import Assignment, Conversations, Prefix, chains
 from inspector.net.toolinfer import (
     InferredExecution,
     SeenToolUse,
@@ -61,6 +61,9 @@ MAX_CONVERSATIONS = 10_000  # conversations remembered (the oldest idle one is f
 # 1.4x the bytes); past it the stream is still forwarded and its reads recorded, but no longer parsed (a note says so)
 PARSE_BUDGET = 16 * 1024 * 1024
 ERROR_BODY_KEEP = 64 * 1024  # bytes of an error status's body kept to say why the attempt failed
+# a request body from this size on is parsed and digested (parse_body) in a worker thread, not on the event loop: its
+# CPU grows with the body (16 MiB: ~0.35 s, during which every other stream through the proxy stalled)
+OFFLOAD_BODY = 256 * 1024
 
 # an SSE event line naming message_stop, at the start of a line (a JSON string cannot hold a raw line break)
 # the end of a stream of either family: Messages' message_stop, Responses' terminal events, Chat's data: [DONE]
@@ -142,6 +145,25 @@ class ProxyExchange:
     conversation: str | None = None  # its conversation (None: a side request of no conversation)
     conversation_turn: int | None = None  # its turn within that conversation (0-based; None for a side request)
     side: str | None = None  # why it is not a turn (count_tokens, not streamed, ...), None for a turn
+
+
+def parse_body(body: bytes) -> tuple[Any, Prefix]:
+    """A request body's JSON value (None when it is not JSON) and its prefix digests (``conversations.chains``):
+    the work of grouping a request that grows with its body. Pure: a worker thread may run it."""
+    parsed: Any = None
+    if body:
+        try:
+            parsed = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            parsed = None
+    return parsed, chains(parsed)
+
+
+def _parse_and_check(body: bytes, keys: SecretMatcher | None) -> tuple[Any, Prefix, bool]:
+    """``parse_body``, and whether the value holds none of ``keys``' secrets (``json_clean``: its AttemptStarted
+    is then not searched again on the event loop, unless a key was learned meanwhile)."""
+    parsed, prefix = parse_body(body)
+    return parsed, prefix, keys is not None and parsed is not None and json_clean(parsed, keys)
 
 
 def _at(obs: O.Observation) -> float:
@@ -251,6 +273,11 @@ class TurnTracker:
         self._dirty: dict[int, Track] = {}  # tracks with pending reads, by id
         self._drain_handle: asyncio.TimerHandle | None = None
         self._started = False
+        self._assigning: asyncio.Future[None] | None = None  # the last request being assigned (assign_soon)
+        # bodies found clean of the matcher's secrets off the loop, by id (assign_soon), until their AttemptStarted
+        self._clean: dict[int, tuple[Any, SecretMatcher | None]] = {}
+        # the publisher's vouch(obs, matcher): an AttemptStarted whose body is known clean (RedactingPublisher.vouch)
+        self.vouch: Callable[[O.AttemptStarted, SecretMatcher], None] | None = None
 
     def now(self) -> float:
         return self.clock() - self.t0
@@ -261,22 +288,57 @@ class TurnTracker:
 
     # --- conversations, turns and the retry rule ------------------------------------------------------------------
     def assign(
-        self, ex: ProxyExchange, method: str, path: str, headers: Iterable[tuple[str, str]], body: bytes
+        self,
+        ex: ProxyExchange,
+        method: str,
+        path: str,
+        headers: Iterable[tuple[str, str]],
+        body: bytes,
+        parsed_body: tuple[Any, Prefix] | None = None,
     ) -> tuple[Assignment, Any]:
         """Group a request (net/conversations.py): its assignment and its body's JSON value (parsed once; None
-        when it is not JSON). Sets the exchange's conversation (and, for a side request, why it is one)."""
-        parsed: Any = None
-        if body:
-            try:
-                parsed = orjson.loads(body)
-            except orjson.JSONDecodeError:
-                parsed = None
+        when it is not JSON). Sets the exchange's conversation (and, for a side request, why it is one).
+        ``parsed_body``: ``parse_body(body)``, when the caller made it already."""
+        parsed, prefix = parse_body(body) if parsed_body is None else parsed_body
         lower = {k.lower(): v for k, v in headers}
-        a = self.conversations.assign(method, path, lower, parsed)
+        a = self.conversations.assign(method, path, lower, parsed, prefix)
         ex.conversation, ex.side = a.conversation, a.side
         if a.side is None:
             ex.conversation_turn = a.turn
         return a, parsed
+
+    async def assign_soon(
+        self,
+        ex: ProxyExchange,
+        method: str,
+        path: str,
+        headers: Iterable[tuple[str, str]],
+        body: bytes,
+        keys: SecretMatcher | None = None,
+    ) -> tuple[Assignment, Any]:
+        """``assign``, a large body (``OFFLOAD_BODY``) parsed and digested in a worker thread meanwhile, so that
+        the event loop goes on serving every other stream; there too, the body is searched for ``keys``' secrets
+        (the redacting publisher's, now), so that its AttemptStarted is not (``vouch``). Requests are still assigned
+        in the order their bodies arrived (the grouping depends on it: a retry, the next turn): each waits for the
+        one before it."""
+        before, mine = self._assigning, asyncio.get_running_loop().create_future()
+        self._assigning = mine
+        try:
+            parsed_body: tuple[Any, Prefix] | None = None
+            if len(body) >= OFFLOAD_BODY:
+                parsed, prefix, clean = await asyncio.to_thread(_parse_and_check, body, keys)
+                parsed_body = parsed, prefix
+                if clean:
+                    self._clean[id(parsed)] = (parsed, keys)
+                    while len(self._clean) > 64:  # (bodies of requests that never began: forgotten)
+                        del self._clean[next(iter(self._clean))]
+            if before is not None and not before.done():
+                await asyncio.shield(before)  # (a request cancelled here does not cancel the one before it)
+            return self.assign(ex, method, path, headers, body, parsed_body)
+        finally:
+            mine.set_result(None)
+            if self._assigning is mine:
+                self._assigning = None
 
     def new_track(self, ex: ProxyExchange, assignment: Assignment, t_req: float, parsed: Any = None) -> Track:
         """A turn's request (``assignment.side`` is None): its global turn and attempt, before anything else is done
@@ -442,7 +504,11 @@ class TurnTracker:
             self._pub(O.TurnStarted(t_req, turn))
         # the body as sent: its JSON value (a body that is not JSON: its text, as the recording keeps it)
         sent: Any = parsed if parsed is not None else body.decode("utf-8", errors="replace")
-        self._pub(O.AttemptStarted(t_req, turn, attempt, method, url, clean_headers(headers), sent))
+        started = O.AttemptStarted(t_req, turn, attempt, method, url, clean_headers(headers), sent)
+        clean = self._clean.pop(id(parsed), None) if self._clean else None
+        if clean is not None and clean[0] is parsed and clean[1] is not None and self.vouch is not None:
+            self.vouch(started, clean[1])
+        self._pub(started)
         if isinstance(parsed, dict) and attempt == 0:  # a retry repeats the same results: inferred once
             self._infer(track, parsed, t_req)
 
