@@ -257,6 +257,26 @@ def _until_the_note(p: subprocess.Popen[str], deadline: float) -> list[str]:
     return lines
 
 
+def _watch_on_a_pty(tmp_path: Path, rec: Path, agent: str) -> tuple[subprocess.Popen[bytes], int]:
+    """``inspector watch --serve weather --record REC -- python -c AGENT`` with the dashboard, on a terminal of its
+    own (a pty, in a session of its own): the process, and the terminal's master end to read it from."""
+    import pty
+
+    master, slave = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k != "TEXTUAL_DRIVER"}
+    p = subprocess.Popen(
+        [sys.executable, "-m", "inspector", "watch", "--serve", "weather", "--record", str(rec)]
+        + ["--log", str(tmp_path / "out.log"), "--", sys.executable, "-c", agent],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env={**env, "TERM": "xterm-256color"},
+        start_new_session=True,
+    )
+    os.close(slave)
+    return p, master
+
+
 def _pty_output(master: int) -> Iterator[bytes]:
     """What the processes on a terminal write to it, until every writer has closed it (EIO, or end of file)."""
     while True:
@@ -631,7 +651,6 @@ def test_sigterm_to_watch_with_the_dashboard_stops_the_command_and_ends_the_reco
     stopped and raised it again: watch died at once, the command ran on under PID 1, and the recording had no end.
     Now it is passed on to the command (as headless does), the dashboard quits, the recording ends with the
     session's end, and watch's status is the command's."""
-    import pty
     import threading
 
     rec = tmp_path / "dash.jsonl"
@@ -642,18 +661,7 @@ def test_sigterm_to_watch_with_the_dashboard_stops_the_command_and_ends_the_reco
         "except OSError:\n    pass\n"
         f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(120)"
     )
-    master, slave = pty.openpty()
-    env = {k: v for k, v in os.environ.items() if k != "TEXTUAL_DRIVER"}
-    p = subprocess.Popen(
-        [sys.executable, "-m", "inspector", "watch", "--serve", "weather", "--record", str(rec)]
-        + ["--log", str(tmp_path / "out.log"), "--", sys.executable, "-c", agent],
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        env={**env, "TERM": "xterm-256color"},
-        start_new_session=True,
-    )
-    os.close(slave)
+    p, master = _watch_on_a_pty(tmp_path, rec, agent)
     screen: list[bytes] = []
 
     def drain() -> None:  # (the dashboard blocks on a full terminal)
@@ -709,7 +717,6 @@ def test_quitting_the_dashboard_gives_the_commands_status(tmp_path: Path, then: 
     'finished', which a watched session does whatever the command's status). After the command failed (3): 3.
     While it runs: it is stopped as a second Ctrl-C stops it (its whole tree, killed after the grace period), the
     recording ends, and watch's status is what that stop gave (terminated: 143). (--split: test_watch_split.py.)"""
-    import pty
     import threading
 
     rec = tmp_path / "dash.jsonl"
@@ -721,18 +728,7 @@ def test_quitting_the_dashboard_gives_the_commands_status(tmp_path: Path, then: 
         f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
         + ("sys.exit(3)\n" if then == "fails" else "time.sleep(120)\n")
     )
-    master, slave = pty.openpty()
-    env = {k: v for k, v in os.environ.items() if k != "TEXTUAL_DRIVER"}
-    p = subprocess.Popen(
-        [sys.executable, "-m", "inspector", "watch", "--serve", "weather", "--record", str(rec)]
-        + ["--log", str(tmp_path / "out.log"), "--", sys.executable, "-c", agent],
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        env={**env, "TERM": "xterm-256color"},
-        start_new_session=True,
-    )
-    os.close(slave)
+    p, master = _watch_on_a_pty(tmp_path, rec, agent)
     screen: list[bytes] = []
     reader = threading.Thread(target=lambda: screen.extend(_pty_output(master)), daemon=True)
     reader.start()
