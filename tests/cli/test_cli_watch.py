@@ -277,6 +277,26 @@ def _watch_on_a_pty(tmp_path: Path, rec: Path, agent: str) -> tuple[subprocess.P
     return p, master
 
 
+def _command_pid(pid_file: Path, p: subprocess.Popen[bytes], screen: list[bytes]) -> int:
+    """The pid the watched command wrote to ``pid_file`` (once it serves), while watch ``p`` runs (else fails,
+    showing the end of its ``screen``)."""
+    deadline = time.monotonic() + 60
+    while not pid_file.exists() or not pid_file.read_text():
+        assert time.monotonic() < deadline and p.poll() is None, b"".join(screen)[-2000:]
+        time.sleep(0.1)  # another process's file: nothing to wait on but polling it
+    return int(pid_file.read_text())
+
+
+def _leave_nothing(p: subprocess.Popen[bytes], child: int, master: int) -> None:
+    """After a watch-on-a-pty test: watch's session and the command killed if still there, the pty closed."""
+    if p.poll() is None:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+    if child and not _gone(child):
+        os.kill(child, signal.SIGKILL)
+    os.close(master)
+
+
 def _pty_output(master: int) -> Iterator[bytes]:
     """What the processes on a terminal write to it, until every writer has closed it (EIO, or end of file)."""
     while True:
@@ -671,21 +691,12 @@ def test_sigterm_to_watch_with_the_dashboard_stops_the_command_and_ends_the_reco
     reader.start()
     child = 0
     try:
-        deadline = time.monotonic() + 60
-        while not pid_file.exists() or not pid_file.read_text():
-            assert time.monotonic() < deadline and p.poll() is None, b"".join(screen)[-2000:]
-            time.sleep(0.1)
-        child = int(pid_file.read_text())
+        child = _command_pid(pid_file, p, screen)
         os.kill(p.pid, signal.SIGTERM)  # watch alone
         status = p.wait(30)
         _until_gone(child)
     finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-        if child and not _gone(child):
-            os.kill(child, signal.SIGKILL)
-        os.close(master)
+        _leave_nothing(p, child, master)
     assert status == 128 + signal.SIGTERM
     last = json.loads(rec.read_text().splitlines()[-1])
     assert last.get("type") == "loop_finished", last
@@ -734,23 +745,14 @@ def test_quitting_the_dashboard_gives_the_commands_status(tmp_path: Path, then: 
     reader.start()
     child = 0
     try:
-        deadline = time.monotonic() + 60
-        while not pid_file.exists() or not pid_file.read_text():
-            assert time.monotonic() < deadline and p.poll() is None, b"".join(screen)[-2000:]
-            time.sleep(0.1)  # another process's file: nothing to wait on but polling it
-        child = int(pid_file.read_text())
+        child = _command_pid(pid_file, p, screen)
         if then == "fails":
             _until_gone(child)  # (it ended: the dashboard shows the finished session)
         os.write(master, b"q")
         status = p.wait(30)
         _until_gone(child)
     finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-        if child and not _gone(child):
-            os.kill(child, signal.SIGKILL)
-        os.close(master)
+        _leave_nothing(p, child, master)
     assert status == (3 if then == "fails" else 128 + signal.SIGTERM), b"".join(screen)[-2000:]
     last = json.loads(rec.read_text().splitlines()[-1])
     assert last.get("type") == "loop_finished", last
