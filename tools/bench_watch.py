@@ -22,6 +22,11 @@ Reports:
     own as watch is. Its added-first-byte ratio is the floor any proxy in Python meets here: unpinned at max speed the
     load is CPU-bound, and by Little's law N closed-loop conversations wait about N x (the relay's CPU per request)
     / cores more, whatever the relay's own queueing;
+  * ``--paired``: the added first byte side by side, in place of the paired direct runs above: the agent sends N
+    conversations through watch and N more straight to serve, from one process, started together, so that both
+    halves meet the same load; added = the watch half's p50 - the direct half's, within one run (at 1: 1 + 1
+    conversations). Separate direct and watch runs differ by the run-to-run drift (tens of ms at N), which swamps a
+    proxy's few ms; side by side, only what watch adds remains;
   * ``--pin``: the load (the fake agent and serve) on CPU 0 and watch on the others, in every run (direct too). On
     one machine the load is CPU-bound, so unpinned every ms watch spends is taken from it and shows up as added
     first byte whatever watch's own queueing; pinned, the figure is watch's own, as in front of a remote API.
@@ -68,20 +73,20 @@ BASE = os.environ["ANTHROPIC_BASE_URL"]
 HEADERS = {"x-api-key": "sk-ant-bench-not-a-key", "anthropic-version": "2023-06-01", "content-type": "application/json"}
 TOOLS = [{"name": "step", "description": "One step.", "input_schema": {"type": "object", "properties": {"n": {"type": "integer"}}}}]
 
-async def conversation(client, i, stats):
-    messages = [{"role": "user", "content": f"conversation {i}: take {T} steps"}]
+async def conversation(client, i, stats, base=BASE, via="watch"):
+    messages = [{"role": "user", "content": f"{'direct ' if via == 'direct' else ''}conversation {i}: take {T} steps"}]
     for turn in range(T):
         body = {"model": "claude-sonnet-4-6", "max_tokens": 256, "stream": True, "tools": TOOLS, "messages": messages}
         t0 = time.perf_counter()
         first = None
         chunks = []
-        async with client.stream("POST", BASE + "/v1/messages", json=body, headers=HEADERS) as r:
+        async with client.stream("POST", base + "/v1/messages", json=body, headers=HEADERS) as r:
             async for chunk in r.aiter_raw():
                 if first is None:
                     first = time.perf_counter() - t0
                 chunks.append(chunk)
         data = b"".join(chunks)
-        stats.append({"conv": i, "turn": turn, "status": r.status_code, "ttfb": first, "sha": hashlib.sha256(data).hexdigest()})
+        stats.append({"conv": i, "turn": turn, "status": r.status_code, "ttfb": first, "sha": hashlib.sha256(data).hexdigest(), "via": via})
         tool_id = None
         content = []
         for line in data.decode().splitlines():
@@ -104,8 +109,13 @@ async def conversation(client, i, stats):
 async def main():
     stats = []
     limits = httpx2.Limits(max_connections=N * 2, max_keepalive_connections=N * 2)
-    async with httpx2.AsyncClient(timeout=120, limits=limits) as client:
-        await asyncio.gather(*(conversation(client, i, stats) for i in range(N)))
+    direct = os.environ.get("BENCH_DIRECT_URL")  # --paired: N more conversations straight to the API, alongside
+    async with httpx2.AsyncClient(timeout=120, limits=limits) as client, httpx2.AsyncClient(timeout=120, limits=limits) as other:
+        runs = [conversation(client, i, stats) for i in range(N)]
+        if direct:
+            runs += [conversation(other, i, stats, direct, "direct") for i in range(N)]
+            runs = [x for pair in zip(runs[:N], runs[N:]) for x in pair]  # (started interleaved)
+        await asyncio.gather(*runs)
     with open(OUT, "w") as f:
         json.dump(stats, f)
 
@@ -233,7 +243,15 @@ def rss_sampler(pid: int, peak: list[int], stop: threading.Event) -> None:
 
 
 def run_agent(
-    n: int, t: int, tmp: Path, upstream: str, *, through_watch: bool, record: Path | None, root: Path = ROOT
+    n: int,
+    t: int,
+    tmp: Path,
+    upstream: str,
+    *,
+    through_watch: bool,
+    record: Path | None,
+    root: Path = ROOT,
+    paired: bool = False,
 ) -> dict:
     agent = tmp / "agent.py"
     agent.write_text(AGENT)
@@ -242,6 +260,8 @@ def run_agent(
     env = how["env"]
     if PIN is not None:
         env["BENCH_AGENT_CPUS"] = ",".join(map(str, sorted(PIN["load"])))
+    if paired:  # n more conversations straight to the upstream, in the same agent process, at the same time
+        env["BENCH_DIRECT_URL"] = upstream
     argv = [PY, str(agent), str(n), str(t), str(out)]
     peak = [0]
     cpu = float("nan")
@@ -330,7 +350,13 @@ def check_recording(record: Path, stats: list[dict], turns: int | None = None) -
 
 def fb(run: dict) -> dict:
     xs = [s["ttfb"] * 1000 for s in run["stats"] if s["ttfb"] is not None]
-    return {"p50_ms": q(xs, 0.5), "p99_ms": q(xs, 0.99), "max_ms": max(xs) if xs else float("nan"), "n": len(xs)}
+    return {
+        "p50_ms": q(xs, 0.5),
+        "p90_ms": q(xs, 0.9),
+        "p99_ms": q(xs, 0.99),
+        "max_ms": max(xs) if xs else float("nan"),
+        "n": len(xs),
+    }
 
 
 def pooled(runs: list[dict]) -> dict:
@@ -354,6 +380,9 @@ def first_bytes(a: argparse.Namespace, direct1: dict, single: dict, directn: dic
         "watch_n": m,
         "added_p50_ms_1": added_1,
         "added_p50_ms_n": added_n,
+        # the tail too (the target is set on the p50): at 1, and at N
+        "added_p90_ms_1": s["p90_ms"] - d1["p90_ms"],
+        "added_p90_ms_n": m["p90_ms"] - dn["p90_ms"],
         "direct_n_p50_ms": dn["p50_ms"],
         # the target: the added first byte at N conversations within 2x of the single-conversation figure
         "added_ratio": added_n / added_1 if added_1 > 0 else float("nan"),
@@ -384,6 +413,39 @@ def measure(a: argparse.Namespace, tmp: Path, url: str, root: Path, direct1: dic
         "watch_wall_s": round(many["wall"], 2),
         **check,
         "expected_requests": expected,
+    }
+
+
+def halves(run: dict) -> tuple[dict, dict]:
+    """A paired run's two halves: (through watch, direct)."""
+    return tuple({**run, "stats": [x for x in run["stats"] if x.get("via") == via]} for via in ("watch", "direct"))  # type: ignore[return-value]
+
+
+def measure_paired(a: argparse.Namespace, tmp: Path, url: str, root: Path) -> dict:
+    """The added first byte measured side by side: each run has N conversations through watch and N more straight to
+    the upstream, in the same agent process and started together, so both halves meet the same load (the machine's,
+    serve's, the agent's own). The added first byte is then the watch half's p50 minus the direct half's, from one
+    run: at 1 (1 + 1 conversations, --single-rounds runs pooled) and at N."""
+    singles = [
+        run_agent(1, a.turns, tmp, url, through_watch=True, record=None, root=root, paired=True)
+        for _ in range(a.single_rounds)
+    ]
+    rec = tmp / f"watch-{time.monotonic_ns()}.jsonl"
+    many = run_agent(a.conversations, a.turns, tmp, url, through_watch=True, record=rec, root=root, paired=True)
+    s_watch, s_direct = halves(pooled(singles))
+    m_watch, m_direct = halves(many)
+    out = first_bytes(a, s_direct, s_watch, m_direct, m_watch)
+    out["lost"] = 2 * a.conversations * a.turns - len(many["stats"])
+    return {
+        **out,
+        "direct_1": fb(s_direct),
+        "non_200": sum(1 for x in many["stats"] if x["status"] != 200),
+        "watch_rc": many["rc"],
+        "watch_peak_rss_mb": round(many["rss_mb"], 1),
+        "watch_cpu_ms_per_request": round(many["cpu_s"] * 1e3 / max(1, len(m_watch["stats"])), 2),
+        "watch_wall_s": round(many["wall"], 2),
+        **check_recording(rec, m_watch["stats"], a.turns),
+        "expected_requests": a.conversations * a.turns,
     }
 
 
@@ -429,6 +491,12 @@ def main() -> int:
         help="also run the agent through a relay that only copies bytes (the floor of any proxy): reported as null.*",
     )
     ap.add_argument(
+        "--paired",
+        action="store_true",
+        help="measure the added first byte side by side: every run also sends as many conversations straight to the"
+        " upstream, at the same time, from the same agent (the direct figure then meets the same load as watch's)",
+    )
+    ap.add_argument(
         "--pin",
         action="store_true",
         help="the load (agent + serve) on CPU 0, watch on CPU 1, in every run: watch's own queueing, apart from"
@@ -454,11 +522,18 @@ def main() -> int:
             run_agent(a.conversations, a.turns, tmp, url, through_watch=False, record=None)
             # the single conversation's p50 over --single-rounds runs (one run is only --turns samples)
             direct1 = pooled(
-                [run_agent(1, a.turns, tmp, url, through_watch=False, record=None) for _ in range(a.single_rounds)]
+                [
+                    run_agent(1, a.turns, tmp, url, through_watch=False, record=None)
+                    for _ in range(0 if a.paired else a.single_rounds)  # (--paired: each run has its own)
+                ]
+                or [{"rc": 0, "wall": 0.0, "stats": [], "rss_mb": 0.0}]
             )
             rounds = []
             for _ in range(a.rounds):  # interleaved: every tree in each round, against the same serve
-                rnd = {name: measure(a, tmp, url, root, direct1) for name, root in trees.items()}
+                if a.paired:
+                    rnd = {name: measure_paired(a, tmp, url, root) for name, root in trees.items()}
+                else:
+                    rnd = {name: measure(a, tmp, url, root, direct1) for name, root in trees.items()}
                 if a.null_relay:
                     rnd["null"] = measure_null(a, tmp, url, direct1)
                 rounds.append(rnd)
