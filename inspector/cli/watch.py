@@ -154,9 +154,11 @@ def _start(launched: Launched[WatchSession]) -> int | None:
     is missing passes `resolve_command` but not exec: 127, as from sh; any other refusal 126), said in one line."""
     from inspector.sessions.launch import EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND
 
+    launched.catch_stops()  # (before it starts: a SIGTERM as it starts stops it; wait() releases them)
     try:
         launched.start_command()
     except OSError as e:
+        launched.release_stops()
         _err(f"cannot run {launched.argv[0]}: {e.strerror or e}")
         return EXIT_NOT_FOUND if isinstance(e, FileNotFoundError) else EXIT_NOT_EXECUTABLE
     return None
@@ -358,6 +360,7 @@ def _dashboard(args: argparse.Namespace, launched: Launched[WatchSession], what:
         _err(f"the dashboard was quit before {launched.argv[0]} started: it did not run")
         return 130
     status = launched.process.wait()
+    launched.close_watchdog()
     print(f"inspector watch: the command's output is in {log_path}", file=sys.stderr)
     _say_errors(launched)
     from inspector.sessions.launch import exit_status

@@ -9,6 +9,8 @@ the fake server behind one), and watch what it sends and receives.
   stops watching: the command and every process it started are terminated (killed after a grace period) and the
   proxy closes its recording, an ``end`` line for every open attempt. SIGTERM or SIGHUP to watch is passed on the
   same way (to the command and its processes), and watch closes its recording once the command has exited.
+- watch killed (SIGKILL, or any end that skips its cleanup): a watchdog started with the command sees it go and
+  stops the command and every process it started the same way (``sessions/reaper.py``): none is left running.
 - The command's exit status is watch's (a signal N gives 128 + N, as a shell reports it).
 """
 
@@ -25,6 +27,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, Generic, Protocol, TypeVar
+
+from inspector.sessions.reaper import Watchdog, descendants, running, started_at, watch_over
 
 ANTHROPIC_DEFAULT = "https://api.anthropic.com"
 OPENAI_DEFAULT = "https://api.openai.com/v1"
@@ -120,6 +124,9 @@ class Launched(Generic[S]):
     result: object = None  # what the session's run() returned
     _tree: dict[int, int | None] = field(default_factory=dict)  # told to stop: pid -> its start time (/proc)
     _kill_at: float | None = None  # (monotonic) when the processes told to stop are killed if still running
+    _watchdog: Watchdog | None = None  # stops the command if watch dies without a word (sessions/reaper.py)
+    _previous: dict[signal.Signals, Any] = field(default_factory=dict)  # the handlers catch_stops replaced
+    _stop_pending: int | None = None  # a stop (its signal) that came while the command was starting
 
     @property
     def base_url(self) -> str:
@@ -154,10 +161,21 @@ class Launched(Generic[S]):
 
     # --- the command ----------------------------------------------------------------------------------------------
     def start_command(self) -> subprocess.Popen[bytes]:
+        """Start the command, and its watchdog: whatever way watch ends, even killed (SIGKILL), the command and every
+        process it started are not left running (sessions/reaper.py)."""
         self.process = subprocess.Popen(
             list(self.argv), env=self.env, stdin=self.stdin, stdout=self.stdout, stderr=self.stderr
         )
+        self._watchdog = watch_over(self.process.pid, GRACE)
+        if self._stop_pending is not None:  # (told to stop while it started: catch_stops)
+            self.stop_command(self._stop_pending)
         return self.process
+
+    def close_watchdog(self) -> None:
+        """Once the command has ended (and been waited for): its watchdog exits."""
+        if self._watchdog is not None:
+            self._watchdog.close()
+            self._watchdog = None
 
     def interrupt(self) -> None:
         """Ctrl-C: the first goes to the command (the terminal sent it to both of us); the second stops watching."""
@@ -172,11 +190,14 @@ class Launched(Generic[S]):
         """Send ``signum`` to the command and every process it started (a wrapper's children too: ``sh -c``,
         ``make``, ``npm run`` pass no signal on), then kill those still running after a grace period."""
         p = self.process
-        if p is None or p.poll() is not None:
+        if p is None:  # (starting, under catch_stops: it is stopped once started)
+            self._stop_pending = signum
+            return
+        if p.poll() is not None:
             return
         self.stopped = True
-        tree = [p.pid, *_descendants(p.pid)]
-        self._tree = {pid: _started_at(pid) for pid in tree}
+        tree = [p.pid, *descendants(p.pid)]
+        self._tree = {pid: started_at(pid) for pid in tree}
         for pid in tree:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signum)
@@ -193,7 +214,7 @@ class Launched(Generic[S]):
             return
         p = self.process
         others = {pid: at for pid, at in self._tree.items() if p is None or pid != p.pid}
-        while time.monotonic() < self._kill_at and any(_running(pid, at) for pid, at in others.items()):
+        while time.monotonic() < self._kill_at and any(running(pid, at) for pid, at in others.items()):
             time.sleep(0.1)  # (other processes' exits, not our children's: nothing to wait on)
         self._kill()
 
@@ -216,24 +237,36 @@ class Launched(Generic[S]):
         for pid, started in self._tree.items():
             if pid == getattr(p, "pid", None) and p is not None and p.poll() is not None:
                 continue
-            if started is not None and _started_at(pid) == started:
+            if started is not None and started_at(pid) == started:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
         if p is not None and p.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 p.kill()
 
+    def catch_stops(self) -> None:
+        """From now until :meth:`wait` returns (or :meth:`release_stops`): Ctrl-C, SIGTERM and SIGHUP are the
+        command's, as the module's doc says. Called before the command starts, a stop that lands while it starts is
+        not lost (nor does it end watch with the command left to run): it stops the command once started. Nothing
+        outside the main thread (no handler can be set there)."""
+        if self._previous or threading.current_thread() is not threading.main_thread():
+            return
+        self._previous[signal.SIGINT] = signal.signal(signal.SIGINT, lambda *_: self.interrupt())
+        # a stop from outside (kill, a CI runner's timeout, a closed terminal): passed on to the command, which
+        # watch then outlives, so the recording is closed (an end line for every open attempt) as after Ctrl-C
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            self._previous[sig] = signal.signal(sig, lambda signum, _frame: self.stop_command(signum))
+
+    def release_stops(self) -> None:
+        """The handlers :meth:`catch_stops` replaced, back."""
+        previous, self._previous = self._previous, {}
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
     def wait(self) -> int:
         """Wait for the command, Ctrl-C handled as above; returns its exit status."""
         assert self.process is not None
-        in_main = threading.current_thread() is threading.main_thread()
-        previous: dict[signal.Signals, Any] = {}
-        if in_main:
-            previous[signal.SIGINT] = signal.signal(signal.SIGINT, lambda *_: self.interrupt())
-            # a stop from outside (kill, a CI runner's timeout, a closed terminal): passed on to the command, which
-            # watch then outlives, so the recording is closed (an end line for every open attempt) as after Ctrl-C
-            for sig in (signal.SIGTERM, signal.SIGHUP):
-                previous[sig] = signal.signal(sig, lambda signum, _frame: self.stop_command(signum))
+        self.catch_stops()
         try:
             while True:
                 try:
@@ -242,59 +275,10 @@ class Launched(Generic[S]):
                 except KeyboardInterrupt:  # (only if the handler could not be installed)
                     self.interrupt()
             self.finish_stop()  # (the processes it started that were told to stop too: none left running)
+            self.close_watchdog()
             return status
         finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-
-
-def _stat(pid: int) -> list[str] | None:
-    """The fields of /proc/PID/stat after the command name (state, ppid, ...), or None (gone, or not Linux)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            raw = f.read()
-    except OSError:
-        return None
-    return raw[raw.rfind(b")") + 2 :].decode("ascii", "replace").split()
-
-
-def _running(pid: int, started: int | None) -> bool:
-    """Whether the process ``pid`` that started at ``started`` still runs (not a later one with its pid, not a
-    zombie)."""
-    fields = _stat(pid)
-    return (
-        started is not None
-        and fields is not None
-        and len(fields) > 19
-        and fields[0] != "Z"
-        and int(fields[19]) == started
-    )
-
-
-def _started_at(pid: int) -> int | None:
-    """When a process started (clock ticks since boot, /proc): what tells it from a later one with its pid."""
-    fields = _stat(pid)
-    return int(fields[19]) if fields is not None and len(fields) > 19 else None
-
-
-def _descendants(root: int) -> list[int]:
-    """Every process started by ``root`` and by its children, found by their parent in /proc (none elsewhere)."""
-    children: dict[int, list[int]] = {}
-    try:
-        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
-    except OSError:
-        return []
-    for pid in pids:
-        fields = _stat(pid)
-        if fields is not None and len(fields) > 1:
-            children.setdefault(int(fields[1]), []).append(pid)
-    out: list[int] = []
-    todo = list(children.get(root, []))
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo.extend(children.get(pid, []))
-    return out
+            self.release_stops()
 
 
 # the exit status of a command that cannot be run, as POSIX shells, env, nohup and timeout give it

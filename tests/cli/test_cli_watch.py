@@ -405,6 +405,63 @@ def test_a_process_that_ignores_sigterm_is_killed_after_the_grace_period_not_lef
             os.kill(pid, signal.SIGKILL)
 
 
+def _group(pgid: int) -> list[int]:
+    """The processes of group ``pgid`` still running (zombies, which their new parent has not reaped, have ended)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            out.append(int(entry))
+    return out
+
+
+def _watchdog_of(watch_pid: int, command: int) -> bool:
+    """Whether watch's watchdog of ``command`` (sessions/reaper.py, a child of watch naming its pid) has started."""
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == watch_pid and any(a.endswith(b"reaper.py") for a in argv) and str(command).encode() in argv:
+            return True
+    return False
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table from /proc")
+def test_watch_killed_leaves_nothing_of_the_command_running(tmp_path: Path) -> None:
+    """SIGKILL to watch (kill -9, the OOM killer, a CI runner's hard kill) could not be passed on: the command (here
+    a shell) and the agent it started ran on under PID 1, for ever. Now a watchdog (sessions/reaper.py) learns that
+    watch is gone (the end of a pipe only watch held) and stops them as a second Ctrl-C does: the command's process
+    group (watch's, as on a terminal) empties."""
+    agent = "import os, time\nprint('pid', os.getpid(), flush=True)\ntime.sleep(120)\n"
+    p = _watched(tmp_path, "--serve", "weather", "--", "sh", "-c", f'{sys.executable} -c "$0" & wait', agent)
+    assert p.stdout is not None and p.stderr is not None
+    pid = int(p.stdout.readline().split()[1])
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            shell = int(f.read().rsplit(")", 1)[1].split()[1])  # the command: the agent's parent
+        deadline = time.monotonic() + 30
+        while not _watchdog_of(p.pid, shell):  # (started right after the command: a kill before it is not this test)
+            assert time.monotonic() < deadline and p.poll() is None, "no watchdog of the command"
+            time.sleep(0.05)  # another process's start: nothing to wait on but polling
+        os.kill(p.pid, signal.SIGKILL)  # watch alone, not its group
+        p.wait(30)
+        deadline = time.monotonic() + 30
+        while left := _group(p.pid):
+            assert time.monotonic() < deadline, f"left running in the command's process group: {left}"
+            time.sleep(0.05)  # other processes' exits (not our children): nothing to wait on
+        assert _gone(pid) and _gone(shell)
+    finally:
+        for running in _group(p.pid):
+            os.kill(running, signal.SIGKILL)
+
+
 def test_an_unwritable_recording_is_a_usage_error_before_the_command_runs(tmp_path: Path) -> None:
     """It ran the command, said "recording stopped: cannot write ..." and exited 0: a CI run lost its recording.
     Now a one-line error, exit 2, as run --record and proxy --record say it, and the command never starts."""
