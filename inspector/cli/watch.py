@@ -13,7 +13,8 @@ Modes:
   complete) and its dashboard stays open on it (q quits, the pane closes); when watch is stopped (a second Ctrl-C,
   SIGTERM, SIGHUP) or killed, the dashboard closes too; when the dashboard is closed (q, its pane killed) while the
   command runs, the command is stopped as a second Ctrl-C stops it, and watch exits with its status. In a browser,
-  the dashboard is stopped when the command ends.
+  the dashboard is linked the same way (closing it, or its tab, while the command runs stops the command), but it
+  does not outlive watch: when the command ends, its session ends and the dashboard is stopped with its server.
 - `--headless` (and whenever stdout is not a terminal, or stdin is not one without `--split`): progress lines on
   stderr; the command keeps the terminal and its stdin.
 - `--serve SCENARIO|RECORDING`: no upstream at all, the fake server answers (with `--fault`): a harness's own test
@@ -384,19 +385,22 @@ def _split(args: argparse.Namespace, launched: Launched[WatchSession], what: str
         return EXIT_USAGE
     port = launched.session.sock.getsockname()[1]
     launched.session.close()  # the dashboard's proxy binds this port
-    if not os.environ.get("TMUX") or not shutil.which("tmux"):
-        return _split_web(launched, split_dashboard(args, port, what, openai_what), port)
     from inspector.sessions.watchlink import PaneLink
 
-    try:  # how watch and its dashboard pane (not our child: tmux's) learn that the other has ended
+    # how watch and its dashboard (a tmux pane: not our child; a web server's: not our child either) learn that the
+    # other has ended
+    try:
         link = PaneLink()
     except OSError as e:
-        _err(f"cannot make the dashboard pane's link: {e.strerror or e}")
+        _err(f"cannot make the dashboard's link: {e.strerror or e}")
         return EXIT_USAGE
     try:
-        return _split_tmux(launched, split_dashboard(args, port, what, openai_what, link.path), port, link)
+        dashboard = split_dashboard(args, port, what, openai_what, link.path)
+        if not os.environ.get("TMUX") or not shutil.which("tmux"):
+            return _split_web(launched, dashboard, port, link)
+        return _split_tmux(launched, dashboard, port, link)
     finally:
-        link.close()  # (the pane told nothing: watch is gone, its session ends as cancelled and it closes)
+        link.close()  # (the dashboard told nothing: watch is gone, its session ends as cancelled and it closes)
 
 
 def _split_tmux(launched: Launched[WatchSession], dashboard: list[str], port: int, link: PaneLink) -> int:
@@ -404,9 +408,7 @@ def _split_tmux(launched: Launched[WatchSession], dashboard: list[str], port: in
     session ends as finished and the dashboard stays open on it (q quits, the pane closes); when watch is stopped
     (a second Ctrl-C, SIGTERM, SIGHUP) the dashboard closes too; when the dashboard is closed while the command runs,
     the command is stopped, as a second Ctrl-C stops it. watch's status is the command's."""
-    import signal
     import subprocess
-    import threading
 
     # beside the command's own pane (TMUX_PANE: not whichever pane is current), which keeps the keyboard (-d)
     pane = os.environ.get("TMUX_PANE")
@@ -434,6 +436,17 @@ def _split_tmux(launched: Launched[WatchSession], dashboard: list[str], port: in
     if not listening:
         _err("the dashboard pane did not start listening")
         return EXIT_USAGE
+    return _run_linked(launched, link)
+
+
+def _run_linked(launched: Launched[WatchSession], link: PaneLink) -> int:
+    """The command, once its dashboard (linked: sessions/watchlink.py) is listening: when the dashboard is closed
+    while the command runs (q, its pane killed, its browser tab closed), the command is stopped as a second Ctrl-C
+    stops it; when the command ends, the dashboard is told (its session ends as finished; it closes too when watch
+    was stopped). watch's status is the command's."""
+    import signal
+    import threading
+
     gone = threading.Event()  # the dashboard was closed (q, or its pane killed)
     stopping = threading.Lock()
 
@@ -523,11 +536,15 @@ def _wait_listening(port: int, timeout: float, alive: Any = None) -> bool:
     return False
 
 
-def _split_web(launched: Launched[WatchSession], dashboard: list[str], port: int) -> int:
+def _split_web(launched: Launched[WatchSession], dashboard: list[str], port: int, link: PaneLink) -> int:
     """Outside tmux: the dashboard (`inspector proxy` on the command's port) is served to a browser by textual-serve
     on 127.0.0.1 (as `inspector web` serves `inspector run`); its URL goes to stderr. The command starts once a
-    browser opened the dashboard (its proxy is then listening: before, the command's requests would be refused).
-    When the command ends, the web server and its dashboards are stopped (asked, then killed), none left running."""
+    browser opened the dashboard (it connected to watch's link, and its proxy is listening: before, the command's
+    requests would be refused). The dashboard is linked to watch as the tmux pane is (:func:`_run_linked`): closed
+    while the command runs (q, its tab closed or reloaded), the command is stopped as a second Ctrl-C stops it.
+    When the command ends, its session ends (finished), and the web server and its dashboards are stopped (asked,
+    then killed), none left running. watch gone (killed), the server ends too: its stdin, a pipe only watch holds,
+    ends."""
     import contextlib
     import importlib.util
     import signal
@@ -547,35 +564,56 @@ def _split_web(launched: Launched[WatchSession], dashboard: list[str], port: int
     probe.close()  # free again for the web server (it binds it in a moment)
     log = tempfile.NamedTemporaryFile(prefix="inspector-watch-web-", suffix=".log", delete=False)
     server = subprocess.Popen(
-        [sys.executable, "-m", "inspector.tui.web", "--port", str(web_port), "--", *dashboard],
-        stdin=subprocess.DEVNULL,
+        [sys.executable, "-m", "inspector.tui.web", "--port", str(web_port), "--until-stdin-ends", "--", *dashboard],
+        stdin=subprocess.PIPE,  # (never written: its end, when watch is gone however it went, ends the server)
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,  # its own process group: the dashboards it starts are stopped with it
     )
     log.close()
     url = f"http://127.0.0.1:{web_port}"
+
+    def serving() -> bool:
+        return server.poll() is None
+
     try:
-        if not _wait_listening(web_port, SPLIT_START, lambda: server.poll() is None):
+        if not _wait_listening(web_port, SPLIT_START, serving):
             _err(f"the dashboard's web server did not start (its output: {log.name})")
             return EXIT_USAGE
         _err(f"the dashboard is at {url} (open it in a browser: the command starts then)")
-        if not _wait_listening(port, SPLIT_BROWSER, lambda: server.poll() is None):
+        if not _accept(link, SPLIT_BROWSER, serving):
             _err(f"no browser opened {url} within {SPLIT_BROWSER:g} s: the command was not started")
             return EXIT_USAGE
-        failed = _start(launched)
-        if failed is not None:
-            return failed
-        status = launched.wait()
-        _err(f"the command ended; stopping the dashboard at {url}")
+        if not _wait_listening(port, SPLIT_START, serving):
+            _err(f"the dashboard at {url} did not start listening: the command was not started")
+            return EXIT_USAGE
+        status = _run_linked(launched, link)
+        if launched.process is not None:
+            _err(f"the command ended; stopping the dashboard at {url}")
         return status
     except KeyboardInterrupt:
         return 130
     finally:
         _stop_group(server, signal.SIGTERM)
+        if server.stdin is not None:
+            server.stdin.close()
         if server.returncode is not None and server.returncode <= 0:  # it ran, and was stopped: its log goes
             with contextlib.suppress(OSError):
                 os.unlink(log.name)
+
+
+def _accept(link: PaneLink, timeout: float, alive: Callable[[], bool]) -> bool:
+    """Whether the dashboard connected to watch's link within ``timeout`` seconds (False at once when ``alive()``
+    says the process that starts it is gone)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while (left := deadline - time.monotonic()) > 0:
+        if link.accept(min(left, 0.5)):
+            return True
+        if not alive():
+            return False
+    return False
 
 
 def _stop_group(proc: Any, sig: int) -> None:

@@ -1,5 +1,6 @@
-"""`watch --split` in tmux: the link between watch and its dashboard pane, a process tmux started (not watch's
-child: nothing else tells either one that the other has ended).
+"""`watch --split`: the link between watch and its dashboard pane, a process tmux started (not watch's child:
+nothing else tells either one that the other has ended). Outside tmux, the dashboard a web server starts for the
+browser's tab is linked the same way (the "pane" below: a tab closed or reloaded is a pane killed).
 
 watch listens on a Unix socket in a directory only its user can open (mkdtemp: 0700) and names it to the pane's
 dashboard (`inspector proxy` / `inspector serve --tui`, hidden option ``--watch-link PATH``), which connects as it

@@ -13,6 +13,7 @@ fetches nothing from elsewhere (the terminal falls back to the browser's monospa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import shlex
@@ -126,6 +127,15 @@ def serve_command(argv: list[str], *, host: str = "127.0.0.1", port: int = 8000)
         Serving(" ".join(shlex.quote(a) for a in argv), host=host, port=port, templates_path=templates).serve()
 
 
+def _stop_when_stdin_ends() -> None:
+    """Wait for the end of stdin (nothing is ever written to it), then stop the server as SIGTERM does: watch, which
+    holds the pipe's other end, is gone, whether it stopped the server or not (killed: it could not)."""
+    with contextlib.suppress(OSError):
+        while os.read(0, 4096):
+            pass
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
 def main(argv: list[str] | None = None) -> int:
     """`python -m inspector.tui.web [--host H] --port N -- COMMAND...`: what `inspector watch --split` runs outside
     tmux (the dashboard of its proxy, to a browser)."""
@@ -134,6 +144,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m inspector.tui.web", description=main.__doc__)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     p.add_argument("--port", type=int, required=True, help="port")
+    p.add_argument(
+        "--until-stdin-ends",
+        action="store_true",
+        help="stop as on SIGTERM when stdin ends (watch holds its other end: the server never outlives watch)",
+    )
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
     args = p.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -141,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error("a command is needed after --")
     # SIGTERM (`inspector watch` stopping it) ends the server like Ctrl-C does: its cleanup runs
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+    if args.until_stdin_ends:
+        threading.Thread(target=_stop_when_stdin_ends, name="inspector-web-stdin", daemon=True).start()
     try:
         serve_command(command, host=args.host, port=args.port)
     except KeyboardInterrupt:

@@ -491,3 +491,83 @@ def test_in_tmux_when_watch_is_stopped_or_killed_the_dashboard_closes_too(
         t.until(lambda: not _alive(t.agent), "the command to stop")
     else:
         assert last["status"] == "cancelled", last  # (watch went without a word)
+
+
+# --- watch and its dashboard in a browser: linked as the tmux pane is ------------------------------------------
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table from /proc")
+@pytest.mark.parametrize("how", ["q", "tab closed", "watch killed"])
+def test_in_a_browser_closing_the_dashboard_while_the_command_runs_stops_it(tmp_path: Path, how: str) -> None:
+    """Outside tmux, q in the browser's dashboard (or its tab closed) while the command ran: the dashboard and its
+    proxy were gone, the command ran on (each of its requests refused) and watch waited for it, unlike in tmux. Now
+    the dashboard is linked to watch as the pane is: the command is stopped as a second Ctrl-C stops it, and watch's
+    status is the command's (terminated: 143). watch killed: its web server, the dashboard and the command ran on
+    for ever; now nothing of them is left."""
+    aiohttp = pytest.importorskip("aiohttp")
+    pytest.importorskip("textual_serve")
+    agent = tmp_path / "agent.py"
+    agent.write_text(PANE_AGENT)
+    pid_file = tmp_path / "agent.pid"
+    master, slave = pty.openpty()
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "inspector", "watch", "--split", "--serve", "weather", "--", sys.executable, str(agent)],
+        stdin=subprocess.DEVNULL,
+        stdout=slave,  # a terminal: the command keeps it
+        stderr=subprocess.PIPE,
+        env=dict(_env(), PID_FILE=str(pid_file), THEN="sleep"),
+        start_new_session=True,
+    )
+    os.close(slave)
+    _pty_reader(master, bytearray())
+    seen: list[int] = []
+    try:
+        err = Lines(watch.stderr)
+        found = err.wait_for(r"the dashboard is at (http://127\.0\.0\.1:\d+)", 60)
+        assert found, f"no dashboard URL on stderr: {err.text[-3000:]}"
+
+        async def browser() -> int:
+            async with aiohttp.ClientSession() as session:
+                ws = await session.ws_connect(f"{found.group(1)}/ws?width=100&height=30")
+
+                async def draw() -> None:  # (the dashboard blocks on a tab that reads nothing)
+                    async for _ in ws:
+                        pass
+
+                drawing = asyncio.create_task(draw())
+                deadline = time.monotonic() + 60
+                while not pid_file.exists() or not pid_file.read_text():  # its request went through the dashboard
+                    assert time.monotonic() < deadline and watch.poll() is None, err.text[-3000:]
+                    await asyncio.sleep(0.1)  # another process's file: nothing to wait on but polling it
+                seen.extend(_descendants(watch.pid))  # its web server, the dashboard, the command...
+                if how == "q":
+                    await ws.send_json(["stdin", "q"])
+                elif how == "tab closed":
+                    ws._response.connection.transport.abort()  # (SLF001) no close frame: a killed tab
+                else:
+                    os.kill(watch.pid, signal.SIGKILL)
+                status = await asyncio.to_thread(watch.wait, 60)
+                drawing.cancel()
+                return status
+
+        status = asyncio.run(browser())
+        command = int(pid_file.read_text())
+        deadline = time.monotonic() + 30
+        while [p for p in seen if _alive(p)]:
+            assert time.monotonic() < deadline, f"left running: {[p for p in seen if _alive(p)]}"
+            time.sleep(0.1)  # other processes' exits: nothing to wait on
+        assert command in seen and not _alive(command)
+        if how == "watch killed":
+            assert status == -signal.SIGKILL
+        else:
+            assert status == 128 + signal.SIGTERM, err.text[-3000:]  # the command's: terminated
+            assert "the dashboard was closed; stopping the command" in err.text
+            assert "Traceback" not in err.text
+    finally:
+        if watch.poll() is None:
+            os.killpg(watch.pid, signal.SIGKILL)
+            watch.wait()
+        for p in seen:
+            if _alive(p):
+                os.kill(p, signal.SIGKILL)
+        os.close(master)
