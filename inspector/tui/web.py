@@ -19,7 +19,6 @@ import re
 import shlex
 import signal
 import sys
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -82,15 +81,14 @@ def serve_web(run_args: list[str], *, host: str = "127.0.0.1", port: int = 8000)
 _OUTSIDE_LINK = re.compile(r"<link\b[^>]*\bhref=\"https?://[^\"]*\"[^>]*>\s*", re.IGNORECASE)
 
 
-def local_templates(into: Path) -> Path:
-    """textual-serve's page templates, written to ``into`` less each ``<link>`` to another site (its Google Fonts
-    stylesheet): the page then loads from the server alone. Returns ``into`` (what ``templates_path`` takes)."""
+def local_pages() -> dict[str, str]:
+    """textual-serve's page templates (name -> text), less each ``<link>`` to another site (its Google Fonts
+    stylesheet): the page then loads from the server alone. Held in memory (a jinja2 DictLoader): no temporary
+    directory, which a server killed, or stopped before its own cleanup could run (SIGHUP), left behind in /tmp."""
     import textual_serve
 
     source = Path(textual_serve.__file__).parent / "templates"
-    for page in source.glob("*.html"):
-        (into / page.name).write_text(_OUTSIDE_LINK.sub("", page.read_text("utf-8")), "utf-8")
-    return into
+    return {page.name: _OUTSIDE_LINK.sub("", page.read_text("utf-8")) for page in source.glob("*.html")}
 
 
 def serve_command(argv: list[str], *, host: str = "127.0.0.1", port: int = 8000) -> None:
@@ -116,15 +114,22 @@ def serve_command(argv: list[str], *, host: str = "127.0.0.1", port: int = 8000)
                 if task is not None:
                     self.sessions.discard(task)
 
+        async def _make_app(self) -> Any:
+            import aiohttp_jinja2
+            import jinja2
+
+            app = await super()._make_app()
+            aiohttp_jinja2.get_env(app).loader = jinja2.DictLoader(pages)  # (in place of its templates folder's)
+            return app
+
         async def on_shutdown(self, app: Any) -> None:
             # a cancelled handler closes its websocket and stops its dashboard (textual-serve's own cleanup)
             for task in list(self.sessions):
                 task.cancel()
             await super().on_shutdown(app)
 
-    with tempfile.TemporaryDirectory(prefix="inspector-web-") as pages:
-        templates = local_templates(Path(pages))
-        Serving(" ".join(shlex.quote(a) for a in argv), host=host, port=port, templates_path=templates).serve()
+    pages = local_pages()
+    Serving(" ".join(shlex.quote(a) for a in argv), host=host, port=port).serve()
 
 
 def _stop_when_stdin_ends() -> None:
