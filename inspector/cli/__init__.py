@@ -21,7 +21,7 @@ import importlib
 import sys
 
 from inspector import __version__
-from inspector.cli.common import EXIT_CANCELLED, EXIT_OK, EXIT_USAGE, err
+from inspector.cli.common import EXIT_CANCELLED, EXIT_OK, EXIT_USAGE, Stopped, err
 from inspector.core.errors import InspectorError
 
 # command -> (module, its add_parser function, one-line help)
@@ -116,6 +116,8 @@ def _main(argv: list[str] | None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_CANCELLED
+    except Stopped as e:  # (SIGTERM / SIGHUP in a command that cleans up on them: cli.common.stops_raise)
+        return 128 + e.signum
     except BrokenPipeError:
         # the reader went away (e.g. `| head`): stop quietly, like other command-line tools
         import os

@@ -1,12 +1,16 @@
-"""What every command shares: exit codes, the one-line error printer, the terminal test, the recording path check."""
+"""What every command shares: exit codes, the one-line error printer, the terminal test, the recording path check,
+SIGTERM and SIGHUP as an exception (the cleanup runs)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from pathlib import Path
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
@@ -46,3 +50,36 @@ def record_problem(path: str | Path) -> str | None:
     except OSError as e:
         return record_error(path, e)
     return None
+
+
+class Stopped(BaseException):
+    """SIGTERM or SIGHUP, raised where the process was, as Ctrl-C raises KeyboardInterrupt: the ``finally`` blocks
+    and context managers on the way run (temporary files removed, child processes stopped), and the command exits
+    128 + N (``cli.main``), the status a shell gives a process the signal killed."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_stopped(signum: int, _frame: object) -> None:
+    raise Stopped(signum)
+
+
+@contextlib.contextmanager
+def stops_raise() -> Iterator[None]:
+    """Within it, SIGTERM (kill, a CI runner's timeout) and SIGHUP (the terminal closed) raise :class:`Stopped`
+    instead of ending the process where it was, its cleanup skipped (a temporary directory left in /tmp). A handler
+    installed inside (watch's, passing the signal on to its command) wins while it is installed. Nothing outside
+    the main thread (no handler can be set there)."""
+    previous: dict[signal.Signals, Any] = {}
+    try:
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            previous[sig] = signal.signal(sig, _raise_stopped)
+    except ValueError:  # (not the main thread)
+        pass
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import math
 import tempfile
 from pathlib import Path
 
-from inspector.cli.common import EXIT_OK, EXIT_USAGE, err
+from inspector.cli.common import EXIT_OK, EXIT_USAGE, err, stops_raise
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -59,50 +60,57 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def cmd(args: argparse.Namespace) -> int:
+    if not args.max_size > 0:
+        err("--max-size must be a positive number of MiB")
+        return EXIT_USAGE
+    # a scenario is run into a recording in a temporary directory, removed however the export ends: SIGTERM and
+    # SIGHUP too (killed where it was, it was left in /tmp)
+    with stops_raise(), contextlib.ExitStack() as stack:
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="inspector-export-")) if args.scenario else ""
+        return _export(args, tmp)
+
+
+def _export(args: argparse.Namespace, tmp: str) -> int:
     from inspector.core.errors import InspectorError
     from inspector.record.har import load_any
     from inspector.record.htmlexport import export
 
-    if not args.max_size > 0:
-        err("--max-size must be a positive number of MiB")
+    if args.scenario:
+        source = Path(tmp) / "session.jsonl"
+        try:
+            _record_scenario(args.scenario, source)
+        except InspectorError as e:
+            err(str(e))
+            return EXIT_USAGE
+        default_out = Path(f"{Path(args.scenario).stem}.html")
+        title = f"scenario {args.scenario}"
+    else:
+        source = Path(args.path)
+        default_out = source.with_suffix(".html")
+        title = source.name
+    out = Path(args.output) if args.output else default_out
+    if _same_file(out, source) or (args.scenario and _same_file(out, Path(args.scenario))):
+        err(f"{out} is the input: not overwritten (say another file with -o)")
         return EXIT_USAGE
-    with tempfile.TemporaryDirectory(prefix="inspector-export-") as tmp:
-        if args.scenario:
-            source = Path(tmp) / "session.jsonl"
-            try:
-                _record_scenario(args.scenario, source)
-            except InspectorError as e:
-                err(str(e))
-                return EXIT_USAGE
-            default_out = Path(f"{Path(args.scenario).stem}.html")
-            title = f"scenario {args.scenario}"
-        else:
-            source = Path(args.path)
-            default_out = source.with_suffix(".html")
-            title = source.name
-        out = Path(args.output) if args.output else default_out
-        if _same_file(out, source) or (args.scenario and _same_file(out, Path(args.scenario))):
-            err(f"{out} is the input: not overwritten (say another file with -o)")
-            return EXIT_USAGE
-        try:
-            recording = load_any(source)
-        except OSError as e:
-            err(f"cannot read {source}: {e.strerror or e}")
-            return EXIT_USAGE
-        except ValueError as e:
-            err(f"{source}: {e}")
-            return EXIT_USAGE
-        total = sum(len(r.data) for a in recording.attempts() for r in a.reads)
-        if total > args.max_size * 1024 * 1024:
-            err(
-                f"{source}: {total / 2**20:,.1f} MiB of stream bytes, more than an export page holds "
-                f"({args.max_size:g} MiB, --max-size): not written"
-            )
-            return EXIT_USAGE
-        try:
-            size = export(recording, out, title=title)
-        except OSError as e:
-            err(f"cannot write {out}: {e.strerror or e}")
-            return EXIT_USAGE
+    try:
+        recording = load_any(source)
+    except OSError as e:
+        err(f"cannot read {source}: {e.strerror or e}")
+        return EXIT_USAGE
+    except ValueError as e:
+        err(f"{source}: {e}")
+        return EXIT_USAGE
+    total = sum(len(r.data) for a in recording.attempts() for r in a.reads)
+    if total > args.max_size * 1024 * 1024:
+        err(
+            f"{source}: {total / 2**20:,.1f} MiB of stream bytes, more than an export page holds "
+            f"({args.max_size:g} MiB, --max-size): not written"
+        )
+        return EXIT_USAGE
+    try:
+        size = export(recording, out, title=title)
+    except OSError as e:
+        err(f"cannot write {out}: {e.strerror or e}")
+        return EXIT_USAGE
     print(f"wrote {out} ({size:,} bytes, {sum(len(a.reads) for a in recording.attempts()):,} reads)")
     return EXIT_OK

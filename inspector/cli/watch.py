@@ -32,7 +32,7 @@ import shlex
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from inspector.cli.common import EXIT_USAGE, err, record_problem
 from inspector.core.pacing import parse_speed
@@ -166,6 +166,16 @@ def _start(launched: Launched[WatchSession]) -> int | None:
 
 
 def cmd(args: argparse.Namespace) -> int:
+    from inspector.cli.common import stops_raise
+
+    # SIGTERM / SIGHUP before the command runs (or after): an exception, so that what watch made is removed on the way
+    # out (the link's socket, the pane's environment file, the web server and its log); while the command runs (or
+    # the dashboard), watch's own handlers pass them on to it instead (Launched.wait, _dashboard)
+    with stops_raise():
+        return _cmd(args)
+
+
+def _cmd(args: argparse.Namespace) -> int:
     from inspector.core.errors import InspectorError
     from inspector.sessions.launch import (
         Launched,
@@ -274,11 +284,8 @@ def _say_errors(launched: Launched[WatchSession]) -> None:
 
 
 def _dashboard(args: argparse.Namespace, launched: Launched[WatchSession], what: str) -> int:
-    """The dashboard in this terminal; the command without it (stdin /dev/null, output to a log file)."""
-    import subprocess
-
-    from inspector.tui.app import run_dashboard
-
+    """The dashboard in this terminal; the command without it (stdin /dev/null, output to a log file: a temporary
+    one unless ``--log``, named at the end, and removed when the command did not run)."""
     try:
         if args.log:
             log_path = Path(args.log)
@@ -290,6 +297,23 @@ def _dashboard(args: argparse.Namespace, launched: Launched[WatchSession], what:
         launched.session.close()
         _err(f"cannot write the command's output to {args.log or 'a temporary file'}: {e.strerror or e}")
         return EXIT_USAGE
+    try:
+        return _dashboard_logging_to(log, log_path, args, launched, what)
+    finally:
+        log.close()
+        if launched.process is None and not args.log:  # the command never ran: nothing was written to the log
+            log_path.unlink(missing_ok=True)
+
+
+def _dashboard_logging_to(
+    log: IO[bytes], log_path: Path, args: argparse.Namespace, launched: Launched[WatchSession], what: str
+) -> int:
+    """:func:`_dashboard`, the command's output going to ``log`` (closed, and removed when the command did not run,
+    by the caller however this ends)."""
+    import subprocess
+
+    from inspector.tui.app import run_dashboard
+
     launched.stdin, launched.stdout, launched.stderr = subprocess.DEVNULL, log, subprocess.STDOUT
     launched.session.sock.listen(2048)
     started = False
@@ -349,15 +373,11 @@ def _dashboard(args: argparse.Namespace, launched: Launched[WatchSession], what:
         from inspector.sessions.launch import EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND
 
         launched.session.close()
-        if not args.log:  # (nothing was written to it)
-            log_path.unlink(missing_ok=True)
         why = cannot_run[0]
         _err(f"cannot run {launched.argv[0]}: {why.strerror or why}")
         return EXIT_NOT_FOUND if isinstance(why, FileNotFoundError) else EXIT_NOT_EXECUTABLE
     if launched.process is None:  # quit (q, Ctrl-C) while the dashboard was starting: the command never ran
         launched.session.close()
-        if not args.log:  # (nothing was written to it)
-            log_path.unlink(missing_ok=True)
         _err(f"the dashboard was quit before {launched.argv[0]} started: it did not run")
         return 130
     status = launched.process.wait()
@@ -545,7 +565,6 @@ def _split_web(launched: Launched[WatchSession], dashboard: list[str], port: int
     When the command ends, its session ends (finished), and the web server and its dashboards are stopped (asked,
     then killed), none left running. watch gone (killed), the server ends too: its stdin, a pipe only watch holds,
     ends."""
-    import contextlib
     import importlib.util
     import signal
     import subprocess
@@ -562,7 +581,8 @@ def _split_web(launched: Launched[WatchSession], dashboard: list[str], port: int
         return EXIT_USAGE
     web_port = probe.getsockname()[1]
     probe.close()  # free again for the web server (it binds it in a moment)
-    log = tempfile.NamedTemporaryFile(prefix="inspector-watch-web-", suffix=".log", delete=False)
+    # the server's output: in a file without a name (nothing left behind, however watch ends), said if it fails
+    log = tempfile.TemporaryFile(prefix="inspector-watch-web-", suffix=".log")
     server = subprocess.Popen(
         [sys.executable, "-m", "inspector.tui.web", "--port", str(web_port), "--until-stdin-ends", "--", *dashboard],
         stdin=subprocess.PIPE,  # (never written: its end, when watch is gone however it went, ends the server)
@@ -570,7 +590,6 @@ def _split_web(launched: Launched[WatchSession], dashboard: list[str], port: int
         stderr=subprocess.STDOUT,
         start_new_session=True,  # its own process group: the dashboards it starts are stopped with it
     )
-    log.close()
     url = f"http://127.0.0.1:{web_port}"
 
     def serving() -> bool:
@@ -578,7 +597,7 @@ def _split_web(launched: Launched[WatchSession], dashboard: list[str], port: int
 
     try:
         if not _wait_listening(web_port, SPLIT_START, serving):
-            _err(f"the dashboard's web server did not start (its output: {log.name})")
+            _err(f"the dashboard's web server did not start{_last_line(log)}")
             return EXIT_USAGE
         _err(f"the dashboard is at {url} (open it in a browser: the command starts then)")
         if not _accept(link, SPLIT_BROWSER, serving):
@@ -597,9 +616,15 @@ def _split_web(launched: Launched[WatchSession], dashboard: list[str], port: int
         _stop_group(server, signal.SIGTERM)
         if server.stdin is not None:
             server.stdin.close()
-        if server.returncode is not None and server.returncode <= 0:  # it ran, and was stopped: its log goes
-            with contextlib.suppress(OSError):
-                os.unlink(log.name)
+        log.close()
+
+
+def _last_line(log: IO[bytes]) -> str:
+    """``": LINE"``, the last line a process wrote to ``log`` (its error, most often), or "" when it wrote none."""
+    size = os.fstat(log.fileno()).st_size
+    tail = os.pread(log.fileno(), 4096, max(0, size - 4096))  # (pread: the offset the process writes at is shared)
+    lines = [x.strip() for x in tail.decode("utf-8", "replace").splitlines() if x.strip()]
+    return f": {lines[-1]}" if lines else ""
 
 
 def _accept(link: PaneLink, timeout: float, alive: Callable[[], bool]) -> bool:
