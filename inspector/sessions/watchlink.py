@@ -4,7 +4,7 @@ browser's tab is linked the same way (the "pane" below: a tab closed or reloaded
 
 watch listens on a Unix socket in a directory only its user can open (mkdtemp: 0700) and names it to the pane's
 dashboard (`inspector proxy` / `inspector serve --tui`, hidden option ``--watch-link PATH``), which connects as it
-starts. Then:
+starts; once it has, the socket's file and directory are removed (another dashboard cannot connect). Then:
 
 - When the command ends, watch says so in one JSON line, ``{"status": N, "quit": false}``: the pane's session ends
   as finished ("the command exited with status N": the proxy closes, the recording is complete) and the dashboard
@@ -83,13 +83,17 @@ class PaneLink:
                 self._closing = False
 
     def accept(self, timeout: float) -> bool:
-        """Whether the pane connected within ``timeout`` seconds."""
+        """Whether the pane connected within ``timeout`` seconds. Once it has, the socket's file and its directory
+        are removed (the connection needs neither): nothing is left in the temporary directory even if watch is
+        killed from then on (it was, in /tmp: a path too long for a socket goes there)."""
         self.server.settimeout(timeout)
         try:
             self.conn, _ = self.server.accept()
         except OSError:  # (TimeoutError; the link closed meanwhile)
             return False
         self.conn.settimeout(None)
+        self.server.close()  # (one pane: no other is accepted)
+        shutil.rmtree(self.dir, ignore_errors=True)
         return True
 
     def on_gone(self, callback: Callable[[], None]) -> None:

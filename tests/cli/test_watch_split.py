@@ -364,8 +364,9 @@ class Tmux:
         self.rec = tmp_path / "pane.jsonl"
         self.status = tmp_path / "status"
         self.pid_file = tmp_path / "agent.pid"
-        self.tmp = tmp_path / "tmp"  # watch's temporary directory: its link's socket goes there, and must go
-        self.tmp.mkdir()
+        # watch's temporary directory: its link's socket goes there, and must go. Short: under tmp_path a socket's
+        # path is too long, and watch falls back to /tmp (where this test would not see what it leaves)
+        self.tmp = Path(tempfile.mkdtemp(prefix="it-", dir="/tmp"))
         agent = tmp_path / "agent.py"
         agent.write_text(PANE_AGENT)
         watch = [sys.executable, "-m", "inspector", "watch", "--split", "--serve", "weather", "--record", str(self.rec)]
@@ -420,6 +421,7 @@ class Tmux:
         for pid in (getattr(self, "agent", 0), getattr(self, "pane_pid", 0)):
             if pid and _alive(pid):
                 os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 @pytest.fixture
@@ -453,7 +455,7 @@ def test_in_tmux_when_the_command_ends_the_dashboard_stays_on_the_finished_sessi
     assert _alive(t.pane_pid)  # it stays open on it
     subprocess.run([*t.tmux, "send-keys", "-t", t.pane, "q"], check=True)
     t.until(lambda: not _alive(t.pane_pid), "the dashboard to quit")
-    assert not list(t.tmp.glob("inspector-watch-*")), "the link's socket was left behind"
+    assert not list(t.tmp.iterdir()), "the link's socket (or the pane's environment file) was left behind"
     assert "Traceback" not in t.err.read_text()
 
 
@@ -467,6 +469,7 @@ def test_in_tmux_closing_the_dashboard_while_the_command_runs_stops_it_with_watc
     t = tmux_watch("sleep")
     subprocess.run([*t.tmux, "send-keys", "-t", t.pane, "q"], check=True)
     assert t.watch_status() == 128 + signal.SIGTERM
+    assert not list(t.tmp.iterdir()), "left in watch's temporary directory"
     t.until(lambda: not _alive(t.agent), "the command to stop")
     assert not _alive(t.pane_pid)
     assert t.last_recorded()["type"] == "loop_finished"
@@ -484,6 +487,8 @@ def test_in_tmux_when_watch_is_stopped_or_killed_the_dashboard_closes_too(
     t = tmux_watch("sleep")
     os.kill(t.watch_pid(), sig)
     t.until(lambda: not _alive(t.pane_pid), "the dashboard to close")
+    # (killed too: the link's socket is removed once the pane connected, the pane's environment file once read)
+    assert not list(t.tmp.iterdir()), "left in watch's temporary directory"
     last = t.last_recorded()
     if sig == signal.SIGTERM:
         assert t.watch_status() == 128 + signal.SIGTERM
@@ -509,13 +514,14 @@ def test_in_a_browser_closing_the_dashboard_while_the_command_runs_stops_it(tmp_
     agent = tmp_path / "agent.py"
     agent.write_text(PANE_AGENT)
     pid_file = tmp_path / "agent.pid"
+    tmp = Path(tempfile.mkdtemp(prefix="it-", dir="/tmp"))  # watch's TMPDIR (short: the link's socket goes there)
     master, slave = pty.openpty()
     watch = subprocess.Popen(
         [sys.executable, "-m", "inspector", "watch", "--split", "--serve", "weather", "--", sys.executable, str(agent)],
         stdin=subprocess.DEVNULL,
         stdout=slave,  # a terminal: the command keeps it
         stderr=subprocess.PIPE,
-        env=dict(_env(), PID_FILE=str(pid_file), THEN="sleep"),
+        env=dict(_env(), PID_FILE=str(pid_file), THEN="sleep", TMPDIR=str(tmp)),
         start_new_session=True,
     )
     os.close(slave)
@@ -557,6 +563,8 @@ def test_in_a_browser_closing_the_dashboard_while_the_command_runs_stops_it(tmp_
             assert time.monotonic() < deadline, f"left running: {[p for p in seen if _alive(p)]}"
             time.sleep(0.1)  # other processes' exits: nothing to wait on
         assert command in seen and not _alive(command)
+        # (killed too: the link's socket went once the dashboard connected, the web server's log has no name)
+        assert not list(tmp.iterdir()), f"left in watch's temporary directory: {list(tmp.iterdir())}"
         if how == "watch killed":
             assert status == -signal.SIGKILL
         else:
@@ -571,3 +579,4 @@ def test_in_a_browser_closing_the_dashboard_while_the_command_runs_stops_it(tmp_
             if _alive(p):
                 os.kill(p, signal.SIGKILL)
         os.close(master)
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -30,6 +30,22 @@ def _linked() -> tuple[PaneLink, WatchFollower]:
     return link, follower
 
 
+def test_once_the_pane_connected_the_sockets_file_and_directory_are_gone() -> None:
+    """They were removed by close() only: watch killed left them (in /tmp when the temporary directory's path is too
+    long for a socket). The connection needs neither; another dashboard cannot connect any more."""
+    link, follower = _linked()
+    try:
+        assert not os.path.exists(link.dir)
+        with socket.socket(socket.AF_UNIX) as s, pytest.raises(OSError):
+            s.connect(link.path)
+        session = Session()
+        follower.attach(session, None)
+        link.say_end(0, closes=False)  # (the link itself still works)
+        assert session.stopped.wait(10)
+    finally:
+        link.close()
+
+
 def test_the_command_ended_the_session_ends_finished_and_the_dashboard_stays() -> None:
     link, follower = _linked()
     session, quits = Session(), threading.Event()
