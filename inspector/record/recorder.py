@@ -18,7 +18,7 @@ from typing import IO, Any, Protocol, cast
 from inspector.core import exactjson
 from inspector.core.redaction import usable_secrets
 from inspector.observe import observations as O
-from inspector.record.recording import RecordingWriter
+from inspector.record.recording import Recording, RecordingWriter
 
 log = logging.getLogger("inspector.record")
 
@@ -123,9 +123,12 @@ class Recorder:
         target: RecordingTarget | None = None,
         batched: bool = False,
         on_error: Callable[[str], None] | None = None,
+        recorded: Recording | None = None,
     ) -> None:
         """Writes to a file (a RecordingWriter), or to `target`: anything with RecordingWriter's methods
-        (`inspector.record.timing.RecordingBuilder` keeps the recording in memory)."""
+        (`inspector.record.timing.RecordingBuilder` keeps the recording in memory). ``recorded``: the recording a
+        replay replays, when the observations are that replay's: the lines take its recorded times, not the replay's
+        clock (``inspector.record.retime``: an export of a replay)."""
         self._file: _BatchedFile | None = None
         if target is None:
             if path_or_file is None:
@@ -149,6 +152,10 @@ class Recorder:
                     except OSError:
                         log.debug("closing a recording that failed to open failed too", exc_info=True)
                 raise
+        if recorded is not None:
+            from inspector.record.retime import RecordedTimes
+
+            target = RecordedTimes(target, recorded)
         self.writer: RecordingTarget = target
         self.label = str(path_or_file) if isinstance(path_or_file, (str, Path)) else "the recording"
         self.error: str | None = None

@@ -37,6 +37,7 @@ from textual.worker import Worker, WorkerState
 from inspector.core.pacing import SPEED_LADDER, speed_label
 from inspector.observe import observations as O
 from inspector.observe.states import TERMINAL_LOOP_STATES, LoopState
+from inspector.record.recording import Recording
 from inspector.state.conversations import EventSource
 from inspector.state.convfilter import ConversationFilter
 from inspector.state.fold import DashboardState
@@ -1109,16 +1110,26 @@ class InspectorApp(App[int]):
             return
         path = default_export_path(self.export_dir, self.source or self.live.status.source)
         secrets = list(getattr(self.session, "secrets", None) or ())  # the key, masked as --record masks it
+        # a replay's observations carry the replay's clock (its speed, max: no silence left): the export takes the
+        # recording's own times, as `dump` gives them (record/retime.py)
+        recorded = getattr(self.session, "recording", None) if self.replay else None
         # the spilled blocks are read back in the worker thread, not here (a long session: many MB of pickles)
-        self.export(path, self.history.observations.frozen(), dict(self.live.status.source or self.source), secrets)
+        observations = self.history.observations.frozen()
+        source = dict(self.live.status.source or self.source)
+        self.export(path, observations, source, secrets, recorded if isinstance(recorded, Recording) else None)
 
     @work(thread=True, exclusive=False, group="export", exit_on_error=False, description="export a recording")
     def export(
-        self, path: Path, observations: Iterable[O.Observation], source: dict[str, Any], secrets: list[str]
+        self,
+        path: Path,
+        observations: Iterable[O.Observation],
+        source: dict[str, Any],
+        secrets: list[str],
+        recorded: Recording | None = None,
     ) -> None:
         """Write the recording in a thread; say how it went with an `Exported` message (never touches widgets)."""
         try:
-            done = write_recording_and_page(path, observations, source, secrets)
+            done = write_recording_and_page(path, observations, source, secrets, recorded)
         except Exception as e:  # noqa: BLE001 (a full disk, a read-only directory: a one-line error, no traceback)
             self.post_message(M.Exported(None, f"{type(e).__name__}: {e}"))
         else:

@@ -12,6 +12,7 @@ from typing import Any
 
 from inspector.observe import observations as O
 from inspector.record.recorder import Recorder
+from inspector.record.recording import Recording
 
 
 def default_export_path(directory: Path, source: dict[str, Any]) -> Path:
@@ -27,12 +28,18 @@ def default_export_path(directory: Path, source: dict[str, Any]) -> Path:
 
 
 def write_recording(
-    path: Path, observations: Iterable[O.Observation], source: dict[str, Any], secrets: Sequence[str] = ()
+    path: Path,
+    observations: Iterable[O.Observation],
+    source: dict[str, Any],
+    secrets: Sequence[str] = (),
+    recorded: Recording | None = None,
 ) -> Path:
     """Write every read (with its timing) and the observations a replay needs. Runs in a worker thread.
-    ``secrets`` (the session's API key) are masked as `--record` masks them: also when split across reads."""
+    ``secrets`` (the session's API key) are masked as `--record` masks them: also when split across reads.
+    ``recorded``: the recording the session replays (a replay's observations carry the replay's clock, at its
+    speed): every line is written with its recorded time instead, as `inspector dump` gives them."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    recorder = Recorder(path, source=source, secrets=secrets)
+    recorder = Recorder(path, source=source, secrets=secrets, recorded=recorded)
     try:
         for obs in observations:
             recorder(obs)
@@ -56,11 +63,16 @@ def page_path(recording: Path) -> Path:
 
 
 def write_recording_and_page(
-    path: Path, observations: Iterable[O.Observation], source: dict[str, Any], secrets: Sequence[str] = ()
+    path: Path,
+    observations: Iterable[O.Observation],
+    source: dict[str, Any],
+    secrets: Sequence[str] = (),
+    recorded: Recording | None = None,
 ) -> Exported:
     """Write the recording, then the HTML page of it beside it (same name, ``.html``). Runs in a worker thread. The
-    page is built from the written recording (already masked) and masked again with ``secrets``."""
-    written = write_recording(path, observations, source, secrets)
+    page is built from the written recording (already masked) and masked again with ``secrets``. ``recorded``: a
+    replay's recording (see ``write_recording``): both carry its recorded times."""
+    written = write_recording(path, observations, source, secrets, recorded)
     try:
         from inspector.record.htmlexport import export
         from inspector.record.recording import read_recording

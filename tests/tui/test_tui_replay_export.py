@@ -1,0 +1,157 @@
+"""An export (`e`) of a dashboard replay: the recording's own times, whatever the replay's speed or clock. The export
+recorded the replay's observations with the replay's clock: a replay at max speed exported every attempt as taking a
+few milliseconds (`dump --timing` of the export: 'headers 0.001 s ... end 0.146 s' where the recording said 'headers
+0.309 s ... end 2.391 s'), its tools as running for no time (and a replay of the export then ran them instantly), and
+on a clock slower than the recording's, times the recording never had. The recording's holds (the user's pauses, left
+out of the timing) were lost, so a recorded pause read as a buffering intermediary; the replay's own pauses, which
+are not in the recorded times, were written."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import math
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from inspector import cli
+from inspector.observe import observations as O
+from inspector.record.recording import read_recording
+from inspector.record.timing import format_timing
+from inspector.sessions import sources
+from inspector.testing.dashboard import wait_for
+from inspector.tui.app import InspectorApp
+from inspector.tui.export import write_recording
+
+SIZE = (140, 42)
+PAUSE = 5.0  # the recorded pause (seconds) in turn 2's stream
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """parse_date run at 10x (real gaps between reads, tools that take their time), with the user's pause of PAUSE
+    seconds between two reads of turn 2, as a paused run records it: a stream_held / stream_released pair and every
+    later time PAUSE seconds later. `dump --timing` leaves the pause out: not buffered."""
+    path = tmp_path_factory.mktemp("replay-export") / "paused.jsonl"
+    assert cli.main(["run", "--scenario", "parse_date", "--speed", "10", "--headless", "--record", str(path)]) == 0
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    reads = [i for i, e in enumerate(lines) if e.get("kind") == "read" and e.get("turn") == 1]
+    at = reads[len(reads) // 2]  # the pause comes before this read
+    sent = next(e["t"] for e in lines if e.get("kind") == "request" and e.get("turn") == 1)
+    start = sent + lines[at - 1]["t"] + 0.001
+    for e in lines[at:]:
+        if e.get("kind") in ("read", "end") and e.get("turn") == 1:
+            e["t"] += PAUSE
+        elif e.get("kind") == "obs":
+            e["t"] += PAUSE
+    held = {"kind": "obs", "type": "stream_held", "t": start, "turn": 1, "attempt": 0, "by": "pause"}
+    released = {"kind": "obs", "type": "stream_released", "t": start + PAUSE, "turn": 1, "attempt": 0, "held": PAUSE}
+    lines[at:at] = [held, released]
+    path.write_text("".join(json.dumps(e) + "\n" for e in lines))
+    timing = format_timing(read_recording(path))
+    assert "buffered" not in timing.replace("not buffered", "")
+    return path
+
+
+def _times(path: Path) -> dict[tuple[Any, ...], Any]:
+    """Every time a recording holds, by line: a request, response or end by its turn and attempt, a read by its rank
+    in its attempt, an observation by its type, turn, attempt, tool and state (and rank): its ``t``, a tool's
+    ``times``, loop_finished's tools' times."""
+    out: dict[tuple[Any, ...], Any] = {}
+    seen: Counter[tuple[Any, ...]] = Counter()
+    for raw in path.read_text().splitlines():
+        e = json.loads(raw)
+        if e["kind"] == "header":
+            continue
+        if e["kind"] == "obs":
+            tool = e.get("id", e.get("tool_use_id"))
+            key: tuple[Any, ...] = ("obs", e["type"], e.get("turn"), e.get("attempt"), tool, e.get("state"))
+        else:
+            key = (e["kind"], e["turn"], e["attempt"])
+        seen[key] += 1
+        value: dict[str, Any] = {"t": e["t"]}
+        if "times" in e:
+            value["times"] = e["times"]
+        if e.get("type") == "loop_finished":
+            value["tools"] = [(x["id"], x["queued_at"], x["started_at"], x["finished_at"]) for x in e["tools"]]
+        out[(*key, seen[key])] = value
+    return out
+
+
+def _replayed(path: Path, speed: float, clock: Callable[[], float] = time.monotonic) -> tuple[list[Any], Any]:
+    """The observations of a replay of ``path`` at ``speed`` on ``clock``, and the recording it replayed."""
+    session = sources.replay_session(path, speed=speed, clock=clock)
+    seen: list[O.Observation] = []
+    session.bus.subscribe(seen.append)
+    try:
+        asyncio.run(session.run())
+    finally:
+        session.close()
+    return seen, session.recording
+
+
+def _slow_clock() -> Callable[[], float]:
+    """A clock 10,000 times slower than real time: each reading 1,000 s after the one before."""
+    ticks = itertools.count()
+    return lambda: 1000.0 * next(ticks)
+
+
+@pytest.mark.parametrize("speed", [math.inf, 1000.0, "slow clock"])
+def test_the_export_of_a_replay_has_the_recorded_times_at_any_speed(
+    recording: Path, tmp_path: Path, speed: float | str
+) -> None:
+    if speed == "slow clock":
+        seen, replayed = _replayed(recording, math.inf, _slow_clock())
+    else:
+        seen, replayed = _replayed(recording, float(speed))
+    out = write_recording(tmp_path / "export.jsonl", seen, {"type": "replay"}, recorded=replayed)
+    assert _times(out) == _times(recording)
+    assert format_timing(read_recording(out)) == format_timing(read_recording(recording))
+
+
+def test_the_replays_own_pauses_are_left_out_and_the_recorded_ones_kept(recording: Path, tmp_path: Path) -> None:
+    """The user paused the replay (in turn 1): that hold is on the replay's clock, not in the recorded times, and is
+    not written; the recording's own pause (turn 2) is, where the recording has it."""
+    seen, replayed = _replayed(recording, math.inf)
+    at = next(i for i, o in enumerate(seen) if isinstance(o, O.ReadReceived))
+    t = seen[at].t
+    seen[at:at] = [O.StreamHeld(t, 0, 0, "pause"), O.StreamReleased(t + 30.0, 0, 0, 30.0)]
+    out = write_recording(tmp_path / "export.jsonl", seen, {"type": "replay"}, recorded=replayed)
+    holds = [e for e in map(json.loads, out.read_text().splitlines()) if e.get("type", "").startswith("stream_")]
+    original = [
+        e for e in map(json.loads, recording.read_text().splitlines()) if e.get("type", "").startswith("stream_")
+    ]
+    assert holds == original and len(holds) == 2
+    assert _times(out) == _times(recording)
+
+
+async def _export(path: Path, speed: float, export_dir: Path) -> Path:
+    """A dashboard replay of ``path`` at ``speed``, to its end, then `e`: the exported recording."""
+    app = InspectorApp(lambda: sources.replay_session(path, speed=speed), replay=True, export_dir=export_dir)
+    messages: list[Any] = []
+    async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
+        await wait_for(lambda: app.final_status is not None, 60, "the replay to finish")
+        await pilot.press("e")
+        await wait_for(lambda: any(isinstance(m, InspectorApp.Exported) for m in messages), what="the export")
+        await pilot.pause()
+    done = next(m for m in messages if isinstance(m, InspectorApp.Exported))
+    assert done.error is None and done.path is not None and done.page is not None
+    return Path(done.path)
+
+
+def test_e_in_a_replay_at_max_speed_exports_the_recorded_times(recording: Path, tmp_path: Path) -> None:
+    """The dashboard's `e` on a replay at max speed: the recording and its page carry the recorded times (`dump
+    --timing` of the export is the recording's: 'headers 0.001 s' was the replay's)."""
+    out = asyncio.run(_export(recording, math.inf, tmp_path))
+    assert _times(out) == _times(recording)
+    assert format_timing(read_recording(out)) == format_timing(read_recording(recording))
+    page = out.with_suffix(".html").read_text("utf-8")
+    first_read = next(e for e in map(json.loads, recording.read_text().splitlines()) if e.get("kind") == "read")
+    sent = next(e for e in map(json.loads, recording.read_text().splitlines()) if e.get("kind") == "request")
+    assert json.dumps(sent["t"] + first_read["t"]) in page  # the page's first read: at its recorded time
