@@ -254,6 +254,27 @@ def quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
             lp.default_exception_handler(context)
 
     loop.set_exception_handler(handler)
+    _no_retries_after_close(loop)
+
+
+def _no_retries_after_close(loop: asyncio.AbstractEventLoop) -> None:
+    """asyncio (the selector loop of Python 3.11) answers an ``accept()`` failed for want of descriptors by accepting
+    again a second later, and schedules that retry once per failed ``accept()`` of the same wake-up, up to the
+    server's backlog (uvicorn's: 2,048) rather than once: stopped in that second (SIGTERM while a flood held every
+    descriptor), the server has closed its socket, and each retry then failed on it ('ValueError: Invalid file
+    descriptor: -1'), about 2,000 tracebacks on stderr (42,000 lines). A retry for a socket closed since does
+    nothing here."""
+    start = getattr(loop, "_start_serving", None)
+    if not callable(start) or getattr(start, "guarded", False):
+        return
+
+    def start_serving(protocol_factory: Any, sock: socket.socket, *args: Any, **kwargs: Any) -> Any:
+        if sock.fileno() == -1:
+            return None  # (the server closed it: nothing to accept on)
+        return start(protocol_factory, sock, *args, **kwargs)
+
+    start_serving.guarded = True  # type: ignore[attr-defined]
+    setattr(loop, "_start_serving", start_serving)  # noqa: B010 (a private method of the loop, for this loop only)
 
 
 def guarded_h11(header_timeout: float, max_clients: int | None = None) -> type:
