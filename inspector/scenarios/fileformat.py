@@ -6,7 +6,8 @@ JSON Schema).
     check_file("my.yaml") -> list[Problem]      # each with file:line:column and what was expected
     dump_scenario(scenario) -> str              # the YAML text of a scenario (defaults left out)
 
-The file is read with ``yaml.compose`` (``yaml.safe_load``'s parser: no tags, no objects), checked for size (aliases
+The file is read into YAML nodes as ``yaml.compose`` reads it (``yaml.safe_load``'s parser: no tags, no objects; in
+compact nodes, see ``_compose_compact``: at most MAX_VALUES of them), checked for size (aliases
 expanded), depth and duplicate keys, then validated by its one declaration, the pydantic models of ``filemodel``
 (the JSON Schema is generated from them); each error's location is mapped back to its YAML node, so every problem
 points at the line and column of the offending key or value. The Python model stays the in-memory form; a file only
@@ -97,7 +98,7 @@ class _Reader:
     def __init__(self, file: str) -> None:
         self.file = file
         self.problems: list[Problem] = []
-        self._constructor = yaml.constructor.SafeConstructor()
+        self._constructor = _Constructor()
 
     # --- reporting ---------------------------------------------------------------------------------------------
     def problem(self, node: yaml.Node | None, message: str) -> None:
@@ -764,10 +765,188 @@ def _char_at(text: str, line: int, column: int) -> str:
     return ""
 
 
-def _compose(r: _Reader, text: str) -> yaml.Node | None:
-    loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# --- composing: the document as compact nodes -----------------------------------------------------------------------
+#
+# ``yaml.compose`` (the C composer) keeps two marks per node (where it starts and ends: 80 bytes each, and an int
+# object for each index past 256), each scalar's own copy of its text, and a node of 5 attributes: about 280 bytes a
+# scalar, 150 times the size of a file of short numbers (a 4 MiB one held 1.1 GB; one of 16 MiB, the most a file
+# may have, 4.2 GB, only to be refused for its number of values after). Here the same events (the same C parser: the
+# same errors) make nodes of the same classes (``isinstance`` and every reader of them unchanged) that keep what is
+# read of them: tag, value, and where they start as one int (line and column), its mark made when a problem asks for
+# it; a short value met again is the same string (and its tag resolved once); the count of values stops the reading
+# past MAX_VALUES (a file of more values than that is refused whatever its aliases: refused where it passed it).
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_SHARED_VALUE = 32  # values up to this many characters are shared (each text once) ...
+_SHARED_VALUES = 1 << 16  # ... the first this many of them: the shared table stays small
+
+
+def _get_mark(node: Any) -> yaml.Mark:
+    """A composed node's start mark, made from its position (line and column, 0-based, in one int) when it is read:
+    the only mark read of a node (its end and its style are not kept)."""
+    return yaml.Mark("<unicode string>", None, node.at >> 32, node.at & 0xFFFFFFFF, None, None)  # type: ignore[arg-type]
+
+
+def _set_mark(node: Any, mark: yaml.Mark) -> None:
+    node.at = mark.line << 32 | mark.column
+
+
+class _ScalarNode(yaml.ScalarNode):
+    start_mark = property(_get_mark, _set_mark)
+    end_mark = None
+    style = None
+
+    def __init__(self, tag: str, value: str, at: int) -> None:
+        self.tag, self.value, self.at = tag, value, at
+
+
+class _SequenceNode(yaml.SequenceNode):
+    start_mark = property(_get_mark, _set_mark)
+    end_mark = None
+    flow_style = None
+
+    def __init__(self, tag: str, value: list[yaml.Node], at: int) -> None:
+        self.tag, self.value, self.at = tag, value, at
+
+
+class _MappingNode(yaml.MappingNode):
+    start_mark = property(_get_mark, _set_mark)
+    end_mark = None
+    flow_style = None
+
+    def __init__(self, tag: str, value: list[tuple[yaml.Node, yaml.Node]], at: int) -> None:
+        self.tag, self.value, self.at = tag, value, at
+
+
+class _TooManyValues(Exception):
+    """The document has more than MAX_VALUES values (lists, mappings, scalars; aliases not counted)."""
+
+    def __init__(self, mark: Any) -> None:
+        self.mark = mark
+
+
+class _Constructor(yaml.constructor.SafeConstructor):
+    """SafeConstructor, but a scalar of the common tags is constructed without being remembered: the memo (an entry
+    per node) only serves lists and mappings an alias may share (a scalar constructed twice is an equal value)."""
+
+    _PLAIN = frozenset(f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null"))
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        if type(node) is _ScalarNode and node.tag in self._PLAIN:
+            return self.yaml_constructors[node.tag](self, node)
+        return super().construct_object(node, deep)
+
+
+def _compose_compact(text: str) -> yaml.Node | None:
+    """``yaml.compose(text, Loader=CSafeLoader)`` (the same nodes, the same errors, the same messages), in compact
+    nodes (see above); raises _TooManyValues past MAX_VALUES values."""
+    E = yaml.events
+    ComposerError = yaml.composer.ComposerError
+    loader = _LOADER(text)
+    get, check = loader.get_event, loader.check_event
+    resolve = loader.resolve
+    anchors: dict[str, yaml.Node] = {}
+    known: dict[str, tuple[str, str]] = {}  # a plain value -> (its one string, its tag)
+    tags: dict[str, str] = {}  # an explicit tag -> its one string
+    count = 0
     try:
-        node = yaml.compose(text, Loader=loader_cls)
+        get()  # (the stream's start)
+        if check(E.StreamEndEvent):
+            return None
+        get()  # (the document's start)
+        stack: list[list[Any]] = []  # [node, its items, a mapping's key waiting for its value (or None)]
+        is_map = False
+        root: yaml.Node | None = None
+        while root is None:
+            event = get()
+            kind = type(event)
+            node: yaml.Node
+            if kind is E.ScalarEvent or kind is E.SequenceStartEvent or kind is E.MappingStartEvent:
+                anchor = event.anchor
+                if anchor is not None and anchor in anchors:
+                    raise ComposerError(
+                        "found duplicate anchor; first occurrence",
+                        anchors[anchor].start_mark,
+                        "second occurrence",
+                        event.start_mark,
+                    )
+                count += 1
+                if count > MAX_VALUES:
+                    raise _TooManyValues(event.start_mark)
+                mark = event.start_mark
+                at = mark.line << 32 | mark.column
+                tag = event.tag
+                if tag is not None and tag != "!":
+                    tag = tags.setdefault(tag, tag)
+                if kind is E.ScalarEvent:
+                    value = event.value
+                    if tag is None or tag == "!":
+                        if event.implicit[0]:  # plain: its tag is its value's
+                            found = known.get(value)
+                            if found is None:
+                                found = (value, resolve(yaml.ScalarNode, value, event.implicit))
+                                if len(value) <= _SHARED_VALUE and len(known) < _SHARED_VALUES:
+                                    known[value] = found
+                            value, tag = found
+                        else:
+                            tag = resolve(yaml.ScalarNode, value, event.implicit)
+                    node = _ScalarNode(tag, value, at)
+                    if anchor is not None:
+                        anchors[anchor] = node
+                else:
+                    seq = kind is E.SequenceStartEvent
+                    if tag is None or tag == "!":
+                        tag = resolve(yaml.SequenceNode if seq else yaml.MappingNode, None, event.implicit)
+                    node = _SequenceNode(tag, [], at) if seq else _MappingNode(tag, [], at)
+                    if anchor is not None:
+                        anchors[anchor] = node  # (before its items: an alias inside is to itself, refused after)
+                    stack.append([node, node.value, None])
+                    is_map = kind is E.MappingStartEvent
+                    continue
+            elif kind is E.AliasEvent:
+                found_node = anchors.get(event.anchor)
+                if found_node is None:
+                    raise ComposerError(None, None, "found undefined alias", event.start_mark)
+                node = found_node
+            else:  # the end of a list or a mapping
+                node = stack.pop()[0]
+                is_map = bool(stack) and type(stack[-1][0]) is _MappingNode
+            if not stack:
+                root = node
+            elif not is_map:
+                stack[-1][1].append(node)
+            elif stack[-1][2] is None:
+                stack[-1][2] = node
+            else:
+                stack[-1][1].append((stack[-1][2], node))
+                stack[-1][2] = None
+        get()  # (the document's end)
+        if not check(E.StreamEndEvent):
+            raise ComposerError(
+                "expected a single document in the stream",
+                root.start_mark,
+                "but found another document",
+                get().start_mark,
+            )
+        return root
+    finally:
+        loader.dispose()
+
+
+def _compose(r: _Reader, text: str) -> yaml.Node | None:
+    try:
+        node = _compose_compact(text)
+    except _TooManyValues as e:
+        r.problems.append(
+            Problem(
+                r.file,
+                e.mark.line + 1,
+                e.mark.column + 1,
+                f"YAML: the file holds more than {MAX_VALUES} values (lists, mappings and scalars): this is value "
+                f"{MAX_VALUES + 1}; not read further",
+            )
+        )
+        return None
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         what = e.problem or str(e)

@@ -8,12 +8,14 @@ Shapes (each grows one part of a file):
   (long lists of small numbers: the most values per byte);
 - ``tools``: many simulated tools offered;
 - ``faults``: many faults on one turn (``attempts: []``: none applies, each is still checked against the others);
-- ``blocks``: turns of 20,000 blocks.
+- ``blocks``: turns of 20,000 blocks;
+- ``numbers``: one list of one-character numbers (a turn's ``read_events``): the most values a byte can hold, two
+  bytes each (a file of more than MAX_VALUES of them, past 2 MiB, is refused: it is the worst case for the reader).
 """
 
 from __future__ import annotations
 
-SHAPES = ("steps", "recorded", "tools", "faults", "blocks")
+SHAPES = ("steps", "recorded", "tools", "faults", "blocks", "numbers")
 
 _HEAD = """\
 format: stream-inspector-scenario
@@ -79,4 +81,7 @@ def big_scenario(shape: str, size: int) -> str:
         for at in range(len(lines) - 1 - 20_000, head, -20_000):
             lines.insert(at, "- blocks:")
         return "\n".join(lines)
+    if shape == "numbers":
+        first = _HEAD + "turns:\n- blocks: [{text: done}]\n  pacing: {read_events: [1"
+        return first + ",1" * max(0, (size - len(first) - 3) // 2) + "]}\n"
     raise ValueError(f"unknown shape {shape!r}: one of {', '.join(SHAPES)}")

@@ -8,9 +8,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from inspector.cli import main
 from inspector.scenarios import fileformat as ff
@@ -106,6 +108,49 @@ def test_nesting_too_deep_is_refused(tmp_path: Path, capsys: pytest.CaptureFixtu
     deep = "[" * 150 + "]" * 150
     out = _check(tmp_path, BASE.replace("        input: {q: a}", f"        input: {{q: {deep}}}"), capsys)
     assert f"nested more than {ff.MAX_DEPTH} deep" in out[0], out
+
+
+def _in_document_order(node: yaml.Node) -> Iterator[yaml.Node]:
+    """Every value of a composed document as the file writes them (a mapping's key, then its value)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, yaml.SequenceNode):
+            stack.extend(reversed(n.value))
+        elif isinstance(n, yaml.MappingNode):
+            stack.extend(x for pair in reversed(n.value) for x in reversed(pair))
+
+
+def test_a_file_of_more_values_than_the_bound_is_refused_where_it_passes_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file that writes more than MAX_VALUES values itself (no alias) is refused where the first value past the
+    bound begins, and read no further (the broken YAML after it is not reached). It was read whole first, every
+    value a node of ~280 bytes (a 16 MiB file of one-character numbers: 8 million values, 4.2 GB of RSS, 86 s), then
+    refused at 1:1 for its number of values 'with its aliases expanded'."""
+    monkeypatch.setattr(ff, "MAX_VALUES", 1000)
+    numbers = ", ".join(str(i) for i in range(2000))
+    text = BASE.replace("    pacing: {ttfb: 0.2}", f"    pacing: {{ttfb: 0.2, read_events: [{numbers}]}}")
+    out = _check(tmp_path, text + "oops: [\n", capsys)
+    root = yaml.compose(text, Loader=yaml.SafeLoader)  # (PyYAML's own count)
+    assert root is not None
+    past = list(_in_document_order(root))[1000].start_mark
+    assert out == [
+        f"{past.line + 1}:{past.column + 1}: YAML: the file holds more than 1000 values (lists, mappings and "
+        "scalars): this is value 1001; not read further"
+    ]
+
+
+def test_an_alias_bomb_within_the_bound_on_written_values_is_refused_at_its_anchor_as_before(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The bound on the values the file writes comes first; the one on values once aliases are expanded is as it was."""
+    monkeypatch.setattr(ff, "MAX_VALUES", 10_000)
+    text = BASE.replace("        input: {q: a}", "        input: {q: " + _bomb(5) + "}")
+    out = [str(p) for p in check_text(text, "f.yaml")]
+    assert len(out) == 1 and "with its aliases expanded the file holds" in out[0], out
+    assert "more than 10000 values; the anchor here is used 11 times" in out[0], out
 
 
 def test_shared_anchors_of_ordinary_size_still_load(tmp_path: Path) -> None:
