@@ -124,11 +124,15 @@ class Recorder:
         batched: bool = False,
         on_error: Callable[[str], None] | None = None,
         recorded: Recording | None = None,
+        closes_at_loop_end: bool = True,
     ) -> None:
         """Writes to a file (a RecordingWriter), or to `target`: anything with RecordingWriter's methods
         (`inspector.record.timing.RecordingBuilder` keeps the recording in memory). ``recorded``: the recording a
         replay replays, when the observations are that replay's: the lines take its recorded times, not the replay's
-        clock (``inspector.record.retime``: an export of a replay)."""
+        clock (``inspector.record.retime``: an export of a replay). ``closes_at_loop_end``: the recording is closed
+        at the first ``LoopFinished`` (a session's run: its file complete when its loop ends); False: at
+        :meth:`close` only, for observations of several loops (an export of a replay of many conversations: a
+        ``LoopStarted`` ... ``LoopFinished`` per conversation, every one of them written)."""
         self._file: _BatchedFile | None = None
         if target is None:
             if path_or_file is None:
@@ -167,6 +171,7 @@ class Recorder:
         self._started: dict[tuple[int, int], O.AttemptStarted] = {}  # while the attempt is under way
         self._ended: set[tuple[int, int]] = set()  # (turn, recorded attempt) whose end line is written
         self._first: dict[tuple[int, int], int] = {}  # (turn, loop attempt) -> its first recorded attempt
+        self.closes_at_loop_end = closes_at_loop_end
 
     def _rec(self, turn: int, attempt: int) -> int:
         return attempt + self._offset.get(turn, 0)
@@ -286,7 +291,8 @@ class Recorder:
             if isinstance(obs, O.LoopFinished):
                 self._started.clear()
                 self._first.clear()
-                w.close()
+                if self.closes_at_loop_end:
+                    w.close()
 
     def _forget(self, turn: int, attempt: int, rec: int) -> None:
         """An attempt ended: what was kept to number and time its tries goes (a proxy records attempts without end,

@@ -37,9 +37,11 @@ def write_recording(
     """Write every read (with its timing) and the observations a replay needs. Runs in a worker thread.
     ``secrets`` (the session's API key) are masked as `--record` masks them: also when split across reads.
     ``recorded``: the recording the session replays (a replay's observations carry the replay's clock, at its
-    speed): every line is written with its recorded time instead, as `inspector dump` gives them."""
+    speed): every line is written with its recorded time instead, as `inspector dump` gives them. Every observation
+    is written, not only those up to the first loop's end: a replay of a proxy's recording runs a loop per
+    conversation, each ending with its ``LoopFinished``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    recorder = Recorder(path, source=source, secrets=secrets, recorded=recorded)
+    recorder = Recorder(path, source=source, secrets=secrets, recorded=recorded, closes_at_loop_end=False)
     try:
         for obs in observations:
             recorder(obs)

@@ -26,6 +26,7 @@ from inspector.record.recording import read_recording
 from inspector.record.timing import format_timing
 from inspector.sessions import sources
 from inspector.testing.dashboard import wait_for
+from inspector.testing.recordings import CITY, proxy_recording
 from inspector.tui.app import InspectorApp
 from inspector.tui.export import write_recording
 
@@ -155,3 +156,36 @@ def test_e_in_a_replay_at_max_speed_exports_the_recorded_times(recording: Path, 
     first_read = next(e for e in map(json.loads, recording.read_text().splitlines()) if e.get("kind") == "read")
     sent = next(e for e in map(json.loads, recording.read_text().splitlines()) if e.get("kind") == "request")
     assert json.dumps(sent["t"] + first_read["t"]) in page  # the page's first read: at its recorded time
+
+
+def _dumped(path: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    capsys.readouterr()
+    cli.main(["dump", str(path)])
+    return capsys.readouterr().out
+
+
+def test_e_in_a_replay_of_many_conversations_exports_every_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A proxy's recording of three conversations (7 attempts) replays a loop per conversation, each ending with its
+    loop_finished: the export closed its file at the first one and held c1's 2 attempts only (`dump` of it: c1's
+    turns, no conversation named). Now every attempt is written and `dump` of the export is the recording's."""
+    path = Path(proxy_recording(tmp_path / "three.jsonl"))
+    out = asyncio.run(_export(path, math.inf, tmp_path / "out"))
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    recorded = [json.loads(x) for x in path.read_text().splitlines()]
+
+    def attempts(lines: list[dict[str, Any]]) -> list[tuple[int, int, int]]:
+        return sorted((e["turn"], e["attempt"], len(e["body"]["messages"])) for e in lines if e["kind"] == "request")
+
+    assert len(attempts(recorded)) == 7
+    assert attempts(lines) == attempts(recorded)
+    assert sum(e.get("type") == "loop_finished" for e in lines) == 3  # (one per conversation's loop)
+    assert sorted(e["data"] for e in lines if e["kind"] == "read") == sorted(
+        e["data"] for e in recorded if e["kind"] == "read"
+    )
+    original = _dumped(path, capsys)
+    assert all(f"conversation {cid} " in original for cid in CITY)
+    assert _dumped(out, capsys) == original
+    page = out.with_suffix(".html").read_text("utf-8")
+    assert all(city in page for city in CITY.values())
