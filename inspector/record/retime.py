@@ -61,6 +61,17 @@ def _num(v: Any) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
 
 
+def ended_as_recorded(recorded_end: Any, status: Any, replayed_reads: int, recorded_reads: int) -> bool:
+    """Whether a replayed attempt that ended with ``status`` after ``replayed_reads`` reads ended as the recording
+    has it (its recorded end and every recorded read stand for it): the same status, or every recorded read replayed
+    (an attempt the client closed and resent: recorded 'cancelled', replayed as the client giving up then). Else the
+    replay ended elsewhere (the user cancelled it mid-stream): it has the recorded reads it got, and its own end at
+    the recorded time of the last of them. The export (:class:`RecordedTimes`) and the timing view
+    (``inspector.record.timing.as_far_as``) both judge by this."""
+    end = recorded_end if isinstance(recorded_end, dict) else {}
+    return end.get("status") == status or replayed_reads >= recorded_reads
+
+
 def _key(obj: dict[str, Any]) -> Hashable:
     kind = obj.get("type")
     fields = _KEYS.get(str(kind))
@@ -140,10 +151,9 @@ class RecordedTimes:
         orig = self._attempts.get((turn, attempt))
         if orig is not None:
             end = orig.end or {}
-            # the recorded end, when the replay ended as recorded or after every recorded read (an attempt the client
-            # closed and resent: recorded 'cancelled', replayed as the client giving up then); else where it got
-            whole = self._reads.get((turn, attempt), 0) >= len(orig.reads)
-            t = self._relative(turn, attempt, end.get("t") if end.get("status") == status or whole else None)
+            # the recorded end, when the replay ended as recorded; else where it got
+            same = ended_as_recorded(end, status, self._reads.get((turn, attempt), 0), len(orig.reads))
+            t = self._relative(turn, attempt, end.get("t") if same else None)
         self.target.end(turn, attempt, t, status, reason)
 
     def observation(self, obj: dict[str, Any]) -> None:

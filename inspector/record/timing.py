@@ -62,6 +62,7 @@ from inspector.record.recording import (
     Recording,
     SpilledReads,
 )
+from inspector.record.retime import ended_as_recorded
 from inspector.stream.diagnostics import Diagnostic
 from inspector.stream.sse import SSEDecoder
 
@@ -680,7 +681,10 @@ def as_far_as(original: Recording, replayed: Recording) -> Recording:
     and its end once the replay's attempt ended. Its times are the recording's own, whatever the replay's speed: the
     replayed reads' times are the replay's (at 4x a silence of 8 s is 2 s; at max speed none is left, and a
     buffered stream reads "not buffered"), not the session's. An attempt that the original does not have (a replay
-    that went another way) is the replayed one, and a warning says that its times are the replay's."""
+    that went another way) is the replayed one, and a warning says that its times are the replay's. A replayed
+    attempt that ended otherwise than recorded before its last recorded read (the user cancelled the replay
+    mid-stream) has the recorded reads it got and its own end (status, reason) at the recorded time it had reached:
+    what an export of the replay writes (``inspector.record.retime``)."""
     attempts = {(a.turn, a.attempt): a for a in original.attempts()}
     out = Recording(dict(original.header), observations=original.observations, warnings=list(original.warnings))
     for turn in replayed.turns:
@@ -694,18 +698,22 @@ def as_far_as(original: Recording, replayed: Recording) -> Recording:
                 )
                 continue
             done = att.end is not None
+            status = (att.end or {}).get("status")
+            # ended as recorded: the recorded attempt whole; else (not ended yet, or cancelled by the user mid-stream)
+            # the recorded reads it got, and its own end at the time the replay had reached, as an export writes it
+            whole = done and ended_as_recorded(orig.end, status, len(att.reads), len(orig.reads))
             # (read like a list: len, index, iterate; as a spilled attempt's SpilledReads are)
-            reads = orig.reads if done else cast(list[RecordedRead], _Prefix(orig.reads, len(att.reads)))
+            reads = orig.reads if whole else cast(list[RecordedRead], _Prefix(orig.reads, len(att.reads)))
+            response = orig.response if att.response is not None or whole else None
+            end = orig.end if whole else None
+            if done and not whole:
+                assert att.end is not None
+                # (the last read's time: reads are in time order; before any, the response's)
+                reached = [reads[len(reads) - 1].t] if len(reads) else []
+                reached.append((response or {}).get("t"))
+                end = {**att.end, "t": max((float(t) for t in reached if isinstance(t, (int, float))), default=0.0)}
             rt.attempts.append(
-                RecordedAttempt(
-                    orig.turn,
-                    orig.attempt,
-                    orig.request,
-                    orig.response if att.response is not None or done else None,
-                    reads,
-                    orig.end if done else None,
-                    orig.conversation,
-                )
+                RecordedAttempt(orig.turn, orig.attempt, orig.request, response, reads, end, orig.conversation)
             )
         out.turns.append(rt)
     return out

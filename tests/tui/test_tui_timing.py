@@ -246,8 +246,10 @@ async def test_a_replays_timing_is_the_recordings_own_whatever_its_speed(tmp_pat
 
 
 def test_as_far_as_takes_the_recordings_reads_up_to_the_replays() -> None:
-    """The pure part: an attempt begun with one of three reads has the original's first read and no end; an attempt
-    of the replay that the recording does not have keeps the replay's times, with a warning."""
+    """The pure part: an attempt begun with one of three reads has the original's first read and no end; ended as
+    recorded, the whole recorded attempt; cancelled mid-stream (it was taken as whole: any ended attempt was), the
+    reads it got and its own end; an attempt of the replay that the recording does not have keeps the replay's times,
+    with a warning."""
     from inspector.record.recording import RecordedAttempt, RecordedRead, RecordedTurn, Recording
     from inspector.record.timing import as_far_as
 
@@ -262,9 +264,21 @@ def test_as_far_as_takes_the_recordings_reads_up_to_the_replays() -> None:
     got = as_far_as(original, replayed)
     (att,) = got.attempts()
     assert [r.t for r in att.reads] == [1.0] and att.end is None and att.response == {"t": 0.3}
-    replayed.turns[0].attempts[0].end = {"t": 0.02}
+    # ended as recorded (the replay's reads may come coalesced): the recorded attempt whole
+    replayed.turns[0].attempts[0].end = {"t": 0.02, "status": "complete"}
     (att,) = as_far_as(original, replayed).attempts()
     assert [r.t for r in att.reads] == [1.0, 2.0, 3.0] and att.end == {"t": 3.1, "status": "complete"}
+    # cancelled by the user after one read: that read, and its own end at the time of that read
+    replayed.turns[0].attempts[0].end = {"t": 0.02, "status": "cancelled", "reason": "cancelled by user"}
+    (att,) = as_far_as(original, replayed).attempts()
+    assert [r.t for r in att.reads] == [1.0]
+    assert att.end == {"t": 1.0, "status": "cancelled", "reason": "cancelled by user"}
+    # cancelled before a read: at the response's time
+    replayed.turns[0].attempts[0].reads = []
+    (att,) = as_far_as(original, replayed).attempts()
+    assert list(att.reads) == [] and att.end is not None and att.end["t"] == 0.3
+    replayed.turns[0].attempts[0].reads = [read(0.01)]
+    replayed.turns[0].attempts[0].end = {"t": 0.02, "status": "complete"}
     replayed.turns.append(RecordedTurn(1, [RecordedAttempt(1, 0, {}, None, [read(0.5)])]))
     got = as_far_as(original, replayed)
     assert [a.reads[0].t for a in got.attempts()] == [1.0, 0.5]
@@ -297,3 +311,54 @@ async def test_a_replay_of_many_conversations_gives_the_recordings_own_times_too
         screen = await open_timing(pilot)
         assert screen.text.startswith("Timing · the recording's own times, as far as replayed")
         assert "first byte 2.500 s" in screen.text and "first byte 0.020 s" in screen.text
+
+
+async def test_a_replay_cancelled_mid_stream_shows_what_it_got_as_its_export_does(tmp_path: Path) -> None:
+    """parse_date replayed at 4x, cancelled by the user after 10 reads of turn 2: the view showed turn 2 whole as
+    recorded (39 reads, 'end complete': any ended attempt was taken as finished). It shows what the replay got, the
+    recorded times of its reads and its end (cancelled, at the last one's time), and says what the export (`e`)
+    says."""
+    from inspector.observe import observations as O
+    from inspector.record.recording import read_recording
+    from inspector.record.timing import timing_json
+
+    path = tmp_path / "parse_date.jsonl"
+    assert (await paced_session("parse_date", record=path).run()).status == "finished"
+    recorded = {(a.turn, a.attempt): len(a.reads) for a in read_recording(path).attempts()}
+    assert recorded[(1, 0)] > 20
+
+    def session() -> sources.Session:
+        s = sources.replay_session(path, speed=4.0)
+        reads = 0
+
+        def cancel_at_the_tenth_read(o: O.Observation) -> None:
+            nonlocal reads
+            if isinstance(o, O.ReadReceived) and o.turn == 1:
+                reads += 1
+                if reads == 10:
+                    s.controller.cancel()
+
+        s.bus.subscribe(cancel_at_the_tenth_read)
+        return s
+
+    messages: list[object] = []
+    app = InspectorApp(session, replay=True, export_dir=tmp_path / "out")
+    async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
+        await finished(pilot)
+        assert app.final_status == "cancelled"
+        replayed = sum(isinstance(o, O.ReadReceived) and o.turn == 1 for o in app.history.observations)
+        assert 10 <= replayed < recorded[(1, 0)]
+        screen = await open_timing(pilot)
+        assert screen.data is not None
+        shown = {(a["turn"], a["attempt"]): a for a in screen.data["attempts"]}
+        assert shown[(1, 0)]["reads"] == replayed and shown[(1, 0)]["end"] == "cancelled", screen.text
+        assert f"turn 2 attempt 1: HTTP 200, {replayed} reads, " in screen.text
+        assert shown[(1, 0)]["end_s"] == shown[(1, 0)]["last_byte_s"]
+        await pilot.press("i")
+        await wait_for(lambda: not isinstance(app.screen, TimingScreen), what="the view to close")
+        await pilot.press("e")
+        await wait_for(lambda: any(isinstance(m, InspectorApp.Exported) for m in messages), what="the export")
+    done = next(m for m in messages if isinstance(m, InspectorApp.Exported))
+    assert done.path is not None
+    exported = timing_json(read_recording(done.path))
+    assert exported["attempts"] == screen.data["attempts"]
