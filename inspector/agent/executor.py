@@ -40,7 +40,7 @@ from typing import Any
 
 import orjson
 
-from inspector.agent.toolbox.spec import _CURRENT_CANCEL, ToolRefused, ToolSpec
+from inspector.agent.toolbox.spec import _CURRENT_CANCEL, ToolRefused, ToolSpec, ToolTimedOut
 from inspector.core import exactjson
 from inspector.observe.states import TOOL_RAN, TOOL_TERMINAL, ToolState
 
@@ -545,6 +545,8 @@ class ToolExecutor:
                         self._after_error(call, spec)
                 else:
                     self._fail(call, spec, e)
+            except ToolTimedOut as e:  # (a replayed tool whose recorded run timed out)
+                self._finish(call, ToolState.TIMED_OUT, str(e) or "timed out")
             except ToolRefused as e:
                 self._finish(call, ToolState.FAILED, str(e) or type(e).__name__)
             except Exception as e:  # noqa: BLE001 (a tool may raise anything: it becomes the call's is_error result)

@@ -19,7 +19,7 @@ import httpx2
 import orjson
 
 from inspector.agent.providers import OpenAIProvider
-from inspector.agent.toolbox.spec import ToolRefused, ToolSpec
+from inspector.agent.toolbox.spec import ToolRefused, ToolSpec, ToolTimedOut
 from inspector.agent.tries import INITIAL_RETRY_DELAY, MAX_RETRY_DELAY, ClientGaveUp
 from inspector.core import exactjson
 from inspector.core.fmt import short
@@ -207,6 +207,10 @@ def recording_family(recording: Recording, turns: Sequence[Sequence[RecordedAtte
 
 class ReplayRefused(ToolRefused):
     """Raised by a replayed tool to reproduce a recorded is_error result exactly."""
+
+
+class ReplayTimedOut(ToolTimedOut):
+    """Raised by a replayed tool whose recorded run timed out: its recorded result, and the state ``timed_out``."""
 
 
 class _Body(httpx2.AsyncByteStream):
@@ -445,8 +449,8 @@ def recorded_tools(
     # cancelled while its tools ran: the run was cancelled and its last attempt had streamed to the end
     last = next(reversed(list(recording.attempts())), None)
     cancelled_run = was_cancelled(recording) and last is not None and (last.end or {}).get("status") == "complete"
-    # (name, input) -> its recorded results in order: (content, is_error, duration)
-    results: dict[tuple[str, bytes], deque[tuple[Any, bool, float]]] = defaultdict(deque)
+    # (name, input) -> its recorded results in order: (content, is_error, duration, timed out)
+    results: dict[tuple[str, bytes], deque[tuple[Any, bool, float, bool]]] = defaultdict(deque)
     durations: dict[str, float] = {}
     uses: dict[str, tuple[str, Any]] = {}
     definitions: list[dict[str, Any]] | None = None
@@ -479,6 +483,16 @@ def recorded_tools(
         for o in recording.observations
         if o.get("type") == "tool_result" and isinstance(o.get("tool_use_id"), str)
     }
+    # the calls whose recorded run timed out (their tool_result, else their last tool_state, says so): replayed as
+    # timed out, not failed
+    ended: dict[str, Any] = {}
+    for o in recording.observations:
+        if o.get("type") == "tool_state" and isinstance(o.get("id"), str) and o.get("state") in TOOL_RAN:
+            ended[o["id"]] = o.get("state")
+    for o in recording.observations:
+        if o.get("type") == "tool_result" and isinstance(o.get("tool_use_id"), str) and o.get("state") is not None:
+            ended[o["tool_use_id"]] = o.get("state")
+    timed_out = {tid for tid, state in ended.items() if state == "timed_out"}
     unsafe: set[str] = set()  # tools recorded as not concurrency-safe keep their barrier in the replay
     unknown: dict[str, str] = {}  # tool id -> why its outcome is unknown (recorded: the session ended first)
     final_msgs: list[Any] = []
@@ -536,7 +550,7 @@ def recorded_tools(
                 name, inp = uses[tid]
                 key = (name, exactjson.dumps(inp, option=orjson.OPT_SORT_KEYS))
                 is_error = bool(b.get("is_error")) or recorded_errors.get(tid, False)
-                results[key].append((b.get("content"), is_error, durations.get(tid, 0.0)))
+                results[key].append((b.get("content"), is_error, durations.get(tid, 0.0), tid in timed_out))
 
     names = {n for n, _ in uses.values()} | {n for d in definitions or [] if (n := tool_name(d)) is not None}
     # a call whose outcome the recording does not know says why, in its "no recorded result"
@@ -558,11 +572,12 @@ def recorded_tools(
                 why = f" ({bad_ids[0]})" if bad_ids else f": {unknown_why[key]}" if key in unknown_why else ""
                 raise ReplayRefused(f"no recorded result for {name}({exactjson.dumps(tool_input).decode()[:80]}){why}")
             # a retried attempt runs the same calls again: the last recorded result for a call is reused
-            content, is_error, duration = q.popleft() if len(q) > 1 else q[0]
+            content, is_error, duration, timed = q.popleft() if len(q) > 1 else q[0]
             if duration:
                 await pacer.sleep(pacing_gap(duration))
-            if is_error:
-                raise ReplayRefused(content if isinstance(content, str) else exactjson.dumps(content).decode())
+            if is_error or timed:
+                text = content if isinstance(content, str) else exactjson.dumps(content).decode()
+                raise ReplayTimedOut(text) if timed else ReplayRefused(text)
             return content
 
         return ToolSpec(name, "replayed from a recording", {"type": "object"}, fn, concurrency_safe=name not in unsafe)

@@ -189,3 +189,43 @@ def test_e_in_a_replay_of_many_conversations_exports_every_one(
     assert _dumped(out, capsys) == original
     page = out.with_suffix(".html").read_text("utf-8")
     assert all(city in page for city in CITY.values())
+
+
+@pytest.fixture(scope="module")
+def hung(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tool_hangs recorded: its wait_for_ci call times out after 1.5 s (state timed_out)."""
+    path = tmp_path_factory.mktemp("replay-timed-out") / "hung.jsonl"
+    assert cli.main(["run", "--scenario", "tool_hangs", "--speed", "max", "--headless", "--record", str(path)]) == 0
+    states = [
+        e for e in map(json.loads, path.read_text().splitlines()) if e.get("type") in ("tool_state", "tool_result")
+    ]
+    assert {e["state"] for e in states if e.get("name") == "wait_for_ci"} >= {"running", "timed_out"}
+    return path
+
+
+def test_a_replay_ends_a_recorded_timed_out_tool_timed_out(
+    hung: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A recorded timed-out tool was replayed as failed (its recorded is_error result, raised as a refusal): `replay
+    --headless` said 'wait_for_ci ... -> failed: timed out after 1.5 s', the dashboard's fold 'failed', and the
+    export of the replay had 'failed' lines (its tool_state and tool_result), so their times were not the recorded
+    ones. Now timed_out everywhere, and the export's times are the recording's, line for line."""
+    seen, replayed = _replayed(hung, math.inf)
+    ends = {(o.name, o.state) for o in seen if isinstance(o, O.ToolStateChanged) and o.state in ("failed", "timed_out")}
+    assert ends == {("wait_for_ci", "timed_out")}
+    (result,) = [o for o in seen if isinstance(o, O.ToolResult) and o.name == "wait_for_ci"]
+    assert result.state == "timed_out" and result.is_error and result.content == "timed out after 1.5 s"
+    out = write_recording(tmp_path / "export.jsonl", seen, {"type": "replay"}, recorded=replayed)
+    assert _times(out) == _times(hung)
+    capsys.readouterr()
+    assert cli.main(["replay", "--headless", str(hung)]) == 0
+    lines = [x for x in capsys.readouterr().out.splitlines() if "tool wait_for_ci " in x]
+    assert lines[-1].endswith("-> timed_out: timed out after 1.5 s"), lines
+
+
+async def test_the_dashboard_shows_a_replayed_timed_out_tool_timed_out(hung: Path) -> None:
+    app = InspectorApp(lambda: sources.replay_session(hung, speed=math.inf), replay=True)
+    async with app.run_test(size=SIZE):
+        await wait_for(lambda: app.final_status is not None, 60, "the replay to finish")
+        app.flush()
+        assert {t.name: t.state for t in app.live.tools.values()}["wait_for_ci"] == "timed_out"

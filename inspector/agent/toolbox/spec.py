@@ -43,6 +43,12 @@ class ToolRefused(Exception):
     tool_result whose content is just the message (no "ToolError:" prefix, no traceback)."""
 
 
+class ToolTimedOut(ToolRefused):
+    """A tool says that its run timed out (a replayed tool whose recorded run timed out): the call ends
+    ``timed_out``, not ``failed``, with the message as its is_error result, as the executor's own timeout would
+    end it (the siblings are not cancelled: a replayed sibling has its own recorded result)."""
+
+
 class ToolCancelled(Exception):
     """Raised by a cooperative sync tool that noticed its cancel event (see `cancel_event`)."""
 
