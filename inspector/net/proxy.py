@@ -621,13 +621,25 @@ class ProxyApp(Closable):
     async def _read_body(self, receive: Receive, headers: list[tuple[str, str]]) -> bytes:
         """The request body, counted as it arrives (like ``serve``): a content-length past ``max_body``, or the
         bytes read passing it, is a 413 at once (nothing more is read or kept); a body that takes more than
-        ``body_timeout`` seconds is a 408."""
+        ``body_timeout`` seconds is a 408. A body still coming when the proxy begins to close (or a request that
+        comes then) is a 503 at once: uvicorn would otherwise wait for it, then cancel it at the end of its grace
+        period and print a traceback ('Exception in ASGI application')."""
         too_large = _Refused(413, "request_too_large", "Request exceeds the maximum allowed number of bytes.")
         for k, v in headers:
             if k.lower() == "content-length" and v.strip().isdigit() and int(v) > self.max_body:
                 raise too_large
         chunks: list[bytes] = []
         size = 0
+        task = asyncio.current_task()
+        stopped: list[bool] = []
+
+        def stop(_: object) -> None:  # the proxy begins to close: the read is cancelled (one set entry per request)
+            if task is not None and not stopped:
+                stopped.append(True)
+                task.cancel()
+
+        shutdown = self._stopping()
+        shutdown.watch(stop)
         try:
             async with asyncio.timeout(self.body_timeout):
                 while True:
@@ -643,6 +655,12 @@ class ProxyApp(Closable):
                         return b"".join(chunks)
         except TimeoutError:
             raise _Refused(408, "timeout_error", f"request body not received within {self.body_timeout:g}s") from None
+        except asyncio.CancelledError:
+            if not stopped or task is None or task.uncancel() > 0:
+                raise  # (cancelled by someone else too: uvicorn, the loop's end)
+            raise _Refused(503, "overloaded_error", "shutting down") from None
+        finally:
+            shutdown.unwatch(stop)
 
     async def _refuse(self, send: Send, ex: ProxyExchange, refused: _Refused, *, openai: bool = False) -> None:
         """Answer a request the proxy does not forward (the API's error JSON; the connection closes: the rest of

@@ -178,6 +178,38 @@ async def test_a_body_slower_than_body_timeout_is_408() -> None:
     assert up_app.requests == 0
 
 
+def test_a_request_body_still_coming_at_shutdown_is_answered_503_without_a_traceback(tmp_path: Path) -> None:
+    """SIGTERM to the CLI proxy while a client was still sending a request body: uvicorn waited for it through its
+    2 s grace period, then cancelled it and printed 'Exception in ASGI application' and a traceback (the client got a
+    500). The body read now stops when the shutdown begins: the client gets a 503 (the API's overloaded_error,
+    'shutting down'), stderr has no traceback, and the proxy ends as it does when idle (its SIGTERM status)."""
+    rec = tmp_path / "rec.jsonl"
+    idle, _ = _proxy_process("http://127.0.0.1:9")
+    idle.terminate()
+    idle.communicate(timeout=15)
+    proc, base = _proxy_process("http://127.0.0.1:9", "--record", str(rec))
+    host, port = base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        # uvicorn answers '100 Continue' when the proxy asks for the body: then it is reading it
+        s.sendall(b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\nexpect: 100-continue\r\n\r\n")
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            answer += s.recv(65536)
+        assert answer == b"HTTP/1.1 100 Continue\r\n\r\n"
+        s.sendall(b'{"model": "m", ')  # (a part of the body; the rest never comes)
+        err = _stop(proc)
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+    assert "Traceback" not in err and "Exception in ASGI application" not in err, err
+    assert proc.returncode == idle.returncode, err
+    assert answer.startswith(b"HTTP/1.1 503 "), answer
+    body = orjson.loads(answer.split(b"\r\n\r\n", 1)[1])
+    assert body["error"] == {"type": "overloaded_error", "message": "inspector proxy: shutting down"}
+    (line,) = [x for x in read_recording(rec).observations if x.get("type") == "proxy_exchange"]
+    assert (line["status"], line["end"]) == (503, "error")
+
+
 def test_the_command_line_sets_every_client_bound() -> None:
     import argparse
 
