@@ -508,13 +508,25 @@ class ServeApp(Closable):
 
     async def _read_body(self, request: Request) -> bytes:
         """The request body, counted as it arrives: past ``max_body`` bytes (or a content-length saying so) reading
-        stops with 413; a body that takes more than ``body_timeout`` seconds gives 408."""
+        stops with 413; a body that takes more than ``body_timeout`` seconds gives 408. A body still coming when the
+        server begins to close is a 503 at once (as the proxy answers it): uvicorn would otherwise wait for it, then
+        cancel it at the end of its grace period and print a traceback ('Exception in ASGI application')."""
         too_large = _Rejected(413, "request_too_large", "Request exceeds the maximum allowed number of bytes.")
         length = request.headers.get("content-length")
         if length is not None and length.strip().isdigit() and int(length) > self.max_body:
             raise too_large
         from starlette.requests import ClientDisconnect
 
+        task = asyncio.current_task()
+        stopped: list[bool] = []
+
+        def stop(waited: asyncio.Future[Any]) -> None:  # the server begins to close: the read is cancelled
+            if not waited.cancelled() and task is not None and not stopped:
+                stopped.append(True)
+                task.cancel()
+
+        closing = asyncio.ensure_future(self.closing().wait())
+        closing.add_done_callback(stop)
         buf = bytearray()
         try:
             async with asyncio.timeout(self.body_timeout):
@@ -526,6 +538,13 @@ class ServeApp(Closable):
             raise _Rejected(408, "timeout_error", f"request body not received within {self.body_timeout:g}s") from None
         except ClientDisconnect:  # (nobody to answer: a planned drop, not uvicorn's "Exception in ASGI application")
             raise ConnectionDrop("the client went away before sending its whole body") from None
+        except asyncio.CancelledError:
+            if not stopped or task is None or task.uncancel() > 0:
+                raise  # (cancelled by someone else too: uvicorn, the loop's end)
+            raise _Rejected(503, "overloaded_error", "shutting down") from None
+        finally:
+            closing.remove_done_callback(stop)
+            closing.cancel()
         return bytes(buf)
 
     async def not_found(self, request: Request) -> Response:

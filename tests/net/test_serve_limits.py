@@ -5,8 +5,12 @@ virtual clock (the server's event loop time jumps forward), so no test waits for
 from __future__ import annotations
 
 import math
+import os
 import socket
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import h11
@@ -16,6 +20,8 @@ import pytest
 from inspector.net.serve import BODY_TIMEOUT, DEFAULT_MAX_BODY, HEADER_TIMEOUT, KEEP_ALIVE, ServeApp
 from inspector.net.server import BackgroundServer
 from inspector.testing.serve import KEY, RawClient, VirtualClockLoop, kept_exchange, loop_factory, messages_body
+
+ROOT = Path(__file__).resolve().parents[2]
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -369,3 +375,54 @@ def test_a_long_session_header_is_kept_by_its_digest() -> None:
     keys = list(app.api.attempts)
     assert len(keys) == 2 and sorted(app.api.attempts.values()) == [1, 2]  # (a's two attempts, b's one)
     assert all(len(part) <= SESSION_KEPT + 7 for key in keys for part in key if isinstance(part, str))
+
+
+def _serve_process() -> tuple[subprocess.Popen[bytes], str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "inspector", "serve", "--scenario", "weather", "--port", "0"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=str(ROOT),
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if line.startswith(b"ANTHROPIC_BASE_URL="):
+            return proc, line.split(b"=", 1)[1].strip().decode()
+    proc.kill()
+    raise AssertionError("serve did not start")
+
+
+def test_a_request_body_still_coming_at_shutdown_is_answered_503_without_a_traceback() -> None:
+    """SIGTERM to `inspector serve` while a client was still sending a request body: uvicorn waited for it through
+    its 2 s grace period, then cancelled it and printed 'Exception in ASGI application' and a traceback. The body
+    read now stops when the shutdown begins: the client gets a 503 (overloaded_error, 'shutting down'), stderr has no
+    traceback, and serve ends as it does when idle (its SIGTERM status)."""
+    idle, _ = _serve_process()
+    idle.terminate()
+    idle.communicate(timeout=15)
+    proc, base = _serve_process()
+    host, port = base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        # uvicorn answers '100 Continue' when serve asks for the body: then it is reading it
+        s.sendall(
+            b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\nexpect: 100-continue\r\n"
+            + f"x-api-key: {KEY}\r\nanthropic-version: 2023-06-01\r\ncontent-type: application/json\r\n\r\n".encode()
+        )
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            answer += s.recv(65536)
+        assert answer == b"HTTP/1.1 100 Continue\r\n\r\n"
+        s.sendall(b'{"model": "m", ')  # (a part of the body; the rest never comes)
+        proc.terminate()
+        _, raw_err = proc.communicate(timeout=15)
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+    err = raw_err.decode(errors="replace")
+    assert "Traceback" not in err and "Exception in ASGI application" not in err, err
+    assert proc.returncode == idle.returncode, err
+    assert answer.startswith(b"HTTP/1.1 503 "), answer
+    body = orjson.loads(answer.split(b"\r\n\r\n", 1)[1])
+    assert body["error"]["type"] == "overloaded_error" and "shutting down" in body["error"]["message"], body
