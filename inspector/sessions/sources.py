@@ -317,28 +317,33 @@ def scenario_session(
     cleanups: list[Callable[[], None]] = []
     if scenario.workspace_copy and root is not None:
         cleanups.append(lambda: shutil.rmtree(root.parent, ignore_errors=True))
-    tools = scenario.resolve_tools(root, pacer=pacer)  # simulated tool durations follow the speed
-    params = scenario.request_params(tools)
-    extra = {k: v for k, v in params.items() if k in ("thinking",)}
-    config = LoopConfig(
-        model=scenario.model,
-        prompt=scenario.prompt,
-        system=scenario.system,
-        system_by_turn={i: t.system for i, t in enumerate(scenario.turns) if t.system is not None},
-        cache_system=scenario.cache_system,
-        max_tokens=scenario.max_tokens,
-        max_turns=max_turns,
-        retries=retries,
-        idle_timeout=idle_timeout if idle_timeout is not None else (scenario.idle_timeout or 30.0),
-        extra_body=extra,
-        tool_definitions=params.get("tools"),
-        source={"type": "scenario", "name": scenario.name, "seed": scenario.seed},
-        scale_backoff=True,
-        seed=scenario.seed,
-    )
-    loop = AgentLoop(client, config, tools, bus=bus, clock=clock, pacer=pacer)
-    session = Session(loop, config.source, cleanups, server=server, workspace=root)
-    _attach_recorder(session, record)
+    try:  # (until the session owns the copy: a failure here, or a stop raised here (SIGTERM), does not leave it)
+        tools = scenario.resolve_tools(root, pacer=pacer)  # simulated tool durations follow the speed
+        params = scenario.request_params(tools)
+        extra = {k: v for k, v in params.items() if k in ("thinking",)}
+        config = LoopConfig(
+            model=scenario.model,
+            prompt=scenario.prompt,
+            system=scenario.system,
+            system_by_turn={i: t.system for i, t in enumerate(scenario.turns) if t.system is not None},
+            cache_system=scenario.cache_system,
+            max_tokens=scenario.max_tokens,
+            max_turns=max_turns,
+            retries=retries,
+            idle_timeout=idle_timeout if idle_timeout is not None else (scenario.idle_timeout or 30.0),
+            extra_body=extra,
+            tool_definitions=params.get("tools"),
+            source={"type": "scenario", "name": scenario.name, "seed": scenario.seed},
+            scale_backoff=True,
+            seed=scenario.seed,
+        )
+        loop = AgentLoop(client, config, tools, bus=bus, clock=clock, pacer=pacer)
+        session = Session(loop, config.source, cleanups, server=server, workspace=root)
+        _attach_recorder(session, record)
+    except BaseException:
+        for fn in cleanups:
+            fn()
+        raise
     return session
 
 

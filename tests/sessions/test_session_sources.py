@@ -55,3 +55,23 @@ def test_the_factories_attach_their_server_workspace_and_recording() -> None:
     bare = Session(session.loop, {})
     assert (bare.server, bare.workspace, bare.recording) == (None, None, None)
     assert "server=" not in repr(bare) and "recording=" not in repr(bare)
+
+
+@pytest.mark.parametrize("stop", [RuntimeError("broken tool table"), KeyboardInterrupt()], ids=["error", "stop"])
+def test_a_scenario_session_that_fails_after_its_workspace_copy_removes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stop: BaseException
+) -> None:
+    """The workspace copy is made first; whatever failed or stopped (SIGTERM raises where the process is) after it,
+    before the session owned it (tools, config, loop), left it in the temp dir: only the session's close removed it."""
+    import tempfile
+
+    from inspector.scenarios.model import Scenario
+
+    def fails(*_: object, **__: object) -> None:
+        raise stop
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(Scenario, "resolve_tools", fails)
+    with pytest.raises(type(stop)):
+        scenario_session("exclusive_mix")
+    assert list(tmp_path.iterdir()) == []
