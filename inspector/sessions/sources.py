@@ -55,6 +55,7 @@ class Session:
     _outer: O.ObservationBus | None = field(default=None, repr=False)
     _thread_loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
+    _relay: _Relay | None = field(default=None, repr=False)
 
     @property
     def bus(self) -> O.ObservationBus:
@@ -100,7 +101,7 @@ class Session:
         loop (:class:`ThreadedController`). Cancelling the caller cancels the loop."""
         consumer = asyncio.get_running_loop()
         outer = self.loop.bus
-        relay = _Relay(outer, consumer)
+        relay = self._relay = _Relay(outer, consumer)
         inner = O.ObservationBus()
         inner.subscribe(relay)
         self._outer = outer
@@ -168,6 +169,19 @@ class Session:
             loop.call_soon_threadsafe(fn)
         except RuntimeError:  # the session's loop closed meanwhile: the loop has ended
             fn()
+
+    def wait_closed(self, timeout: float = 10.0) -> None:
+        """Once the caller's event loop has stopped (the dashboard quit, maybe before this session even ran): wait at
+        most ``timeout`` seconds for a threaded session's loop to wind down, deliver what it published since, and
+        close the session (its recording with its end lines, its workspace copy removed). (Its thread is a daemon,
+        whose close was left to the caller's loop, which will not run it: without this, nothing closed it, or the
+        process exited first.)"""
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+        if self._relay is not None:
+            self._relay.drain()
+        self.close()
 
     def close(self) -> None:
         if self.recorder is not None:

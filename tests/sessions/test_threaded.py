@@ -264,3 +264,36 @@ async def test_the_relay_delivers_every_observation_in_order_under_any_thread_in
     assert len(got) == producers * each and max(seen_at_end) == producers * each
     for p in range(producers):
         assert [i for q, i in got if q == p] == list(range(each))
+
+
+def test_wait_closed_closes_a_session_its_callers_stopped_loop_was_to_close(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The dashboard quits: its event loop stops while the cancelled session winds down on its thread, which leaves
+    the delivery of its last observations and its close to that loop (call_soon_threadsafe), never run again: the
+    recording had no end, the workspace copy stayed (unless the process lived on until the loop was closed; the
+    session's thread is a daemon). wait_closed() joins the thread, delivers what it published, closes it."""
+    session = scenario_session(custom_scenario(monkeypatch, PACED), speed=1.0, record=tmp_path / "rec.jsonl")
+    session.threaded = True
+    closed: list[bool] = []
+    session.cleanups.append(lambda: closed.append(True))
+    loop = asyncio.new_event_loop()
+
+    async def quit_while_it_streams() -> None:
+        reading = asyncio.Event()
+        session.bus.subscribe(lambda obs: reading.set() if isinstance(obs, O.ReadReceived) else None)
+        task = asyncio.ensure_future(session.run())
+        await asyncio.wait_for(reading.wait(), 10)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    try:
+        loop.run_until_complete(quit_while_it_streams())  # (the loop stops here, and never runs again)
+        session.wait_closed()
+        assert closed == [True]
+        assert session._thread is not None and not session._thread.is_alive()
+        last = (tmp_path / "rec.jsonl").read_text().splitlines()[-1]
+        assert '"loop_finished"' in last and '"cancelled"' in last
+    finally:
+        loop.close()
