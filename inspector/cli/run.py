@@ -264,10 +264,16 @@ def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[...,
 
 
 def run_headless(factory: SessionFactory, *, as_json: bool) -> int:
+    from inspector.cli.common import Stopped
     from inspector.cli.headless import JsonPrinter, ProgressPrinter, stdout_sink
 
     session = factory()
     sinks: list[LineSink] = []
+    stops: list[int] = []  # the signals that stopped the run (the first one is its exit status: 128 + N)
+
+    def stop(signum: int) -> None:
+        stops.append(signum)
+        session.controller.cancel()
 
     async def main() -> LoopResult:
         loop = asyncio.get_running_loop()
@@ -278,23 +284,30 @@ def run_headless(factory: SessionFactory, *, as_json: bool) -> int:
         progress = printer if isinstance(printer, ProgressPrinter) else None
         session.bus.subscribe(turn_costs(progress, sink, session))  # first: a turn's cost before the loop's end
         session.bus.subscribe(printer)
-        try:  # from here Ctrl-C cancels the loop (it ends `cancelled`, exit 130, its recording complete)
-            loop.add_signal_handler(signal.SIGINT, session.controller.cancel)
-        except (NotImplementedError, RuntimeError, ValueError):
-            startup_sigint_done()
-        # and SIGTERM (`timeout`, a CI runner, `kill`) the same way: killed where it was, the run left its workspace
-        # copy in the temp dir and its recording without its end
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(signal.SIGTERM, session.controller.cancel)
+        # from here Ctrl-C cancels the loop (it ends `cancelled`, its recording complete, its workspace copy removed),
+        # and so do SIGTERM (`timeout`, a CI runner, `kill`) and SIGHUP (the terminal closed): killed where it was,
+        # the run left its workspace copy in the temp dir and its recording without its end. Exit 128 + N.
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            try:
+                loop.add_signal_handler(sig, stop, sig)
+            except (NotImplementedError, RuntimeError, ValueError):
+                if sig == signal.SIGINT:
+                    startup_sigint_done()
         try:
             return await session.run()
         finally:
             sink.close()
 
+    # (the loop's close sets its signals back to the default action: cmd_run's stops_raise handler is put back)
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         result = asyncio.run(main())
     finally:
+        with contextlib.suppress(ValueError):  # (not the main thread: none was set, none is put back)
+            for sig, handler in handlers.items():
+                signal.signal(sig, handler)
         startup_sigint_done()  # (the loop restores Python's handler when it closes; this covers a failed start)
+        session.close()  # (closed by its run; here when it never ran: stopped as it started)
     for err in session.bus.errors:
         _err(err)
     recorder = getattr(session, "recorder", None)
@@ -302,6 +315,8 @@ def run_headless(factory: SessionFactory, *, as_json: bool) -> int:
         recorder.close()  # (already closed by the session; a failure to close is noted, never raised)
         if recorder.error:
             _err(f"warning: {recorder.error}")
+    if stops:
+        raise Stopped(stops[0])  # (cli.main: exit 128 + N, as a shell reports a process the signal killed)
     if sinks and sinks[0].broken:  # stdout was closed (`| head`): a quiet end, exit 0, as every command (cli.main)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
@@ -343,20 +358,50 @@ def startup_sigint_done() -> None:
 
 
 def run_tui(factory: SessionFactory, source: dict[str, Any], *, replay: bool = False) -> int:
-    from inspector.tui.app import run_dashboard
+    from inspector.cli.common import Stopped
+    from inspector.tui.app import InspectorApp, run_dashboard
 
     startup_sigint_done()
+    sessions: list[Session] = []  # each run's (a restart makes one)
+    apps: list[InspectorApp] = []  # the dashboard, once made
+    stops: list[int] = []  # the signals that stopped it (the first one is the exit status: 128 + N)
 
     def threaded(**kw: Any) -> Session:
         # the loop and its HTTP on a thread of their own: a slow frame cannot delay a read or its timestamp
         session = factory(**kw)
+        sessions.append(session)
         if hasattr(session, "threaded"):
             session.threaded = True
         return session
 
-    # (ignored below) tui.app.SessionLike / ControllerLike declare bus, controller and state settable attributes;
-    # Session's are read-only properties (the dashboard only reads them): the Protocols are to say @property (tui)
-    return run_dashboard(threaded, source=source, replay=replay)
+    def stop(signum: int, frame: Any) -> None:
+        """SIGTERM (kill, a CI runner's timeout), SIGHUP (the terminal closed), SIGINT (kill -INT: the dashboard's
+        Ctrl-C is a key): the dashboard quits as on `q`, its session cancelled, and closed below. (They killed it
+        where it was: its scenario's workspace copy stayed in the temp dir, its recording without its end.)"""
+        stops.append(signum)
+        if not apps:  # (not made yet: nothing runs, nothing to close)
+            raise Stopped(signum)
+        apps[0].quit_soon()
+
+    previous: dict[signal.Signals, Any] = {}
+    with contextlib.suppress(ValueError):  # (not the main thread: no handler can be set there)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            previous[sig] = signal.signal(sig, stop)
+    try:
+        # (ignored below) tui.app.SessionLike / ControllerLike declare bus, controller and state settable attributes;
+        # Session's are read-only properties (the dashboard only reads them): the Protocols are to say @property (tui)
+        code = run_dashboard(threaded, source=source, replay=replay, made=apps.append)
+    finally:
+        # a session's loop runs on a daemon thread, and is closed once it has wound down, on the dashboard's event
+        # loop, which is gone by then: each is closed here before the process exits (its recording's end lines
+        # written, its workspace copy removed), also one made as the dashboard quit, which never ran
+        for session in sessions:
+            session.wait_closed()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if stops:
+        raise Stopped(stops[0])  # (cli.main: exit 128 + N, as a shell reports a process the signal killed)
+    return code
 
 
 def _with_otel(factory: SessionFactory, args: argparse.Namespace, source: dict[str, Any]) -> SessionFactory:
@@ -398,6 +443,15 @@ def otel_for_conversations(
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from inspector.cli.common import stops_raise
+
+    # SIGTERM / SIGHUP as the run starts or ends (its workspace copy made, its recording opened): an exception, so
+    # that they are closed on the way out; while the loop or the dashboard runs, theirs end it in order instead
+    with stops_raise():
+        return _cmd_run(args)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
     tui = not args.headless and _interactive()
     if args.json and not args.headless:
         raise UsageError("--json goes with --headless")

@@ -345,6 +345,38 @@ class InspectorApp(App[int]):
         self.conversation_filter: ConversationFilter | None = None
         self._many_conversations = False
         self._select_gen = 0  # a conversation's view folded in a worker is installed only if still chosen
+        # quit_soon: asked for (maybe before the app ran), the loop it quits on (once the app runs), and whether the
+        # app can quit yet (once its first frame is drawn)
+        self._quit_asked = False
+        self._ui_loop: asyncio.AbstractEventLoop | None = None
+        self._quittable = False
+
+    def on_load(self) -> None:
+        self._ui_loop = asyncio.get_running_loop()
+        if self._quit_asked:  # (asked before the app ran: it does not start)
+            self._quittable = True
+            self.action_quit()
+
+    def _now_quittable(self) -> None:
+        self._quittable = True
+        if self._quit_asked:  # (asked while it started)
+            self.action_quit()
+
+    def _quit_if_quittable(self) -> None:
+        if self._quittable:
+            self.action_quit()
+
+    def quit_soon(self) -> None:
+        """Quit as `q` does, from a signal handler (or any thread), whenever it comes: before the app runs (it does
+        not start), while it starts (once its first frame is drawn: an exit while its screen mounts ended it with
+        a traceback, NoMatches), or once it has ended (nothing then). An exception raised into its event loop
+        instead (a handler that raises, as KeyboardInterrupt) could land in any of Textual's tasks, which may swallow
+        it: the app ran on, or ended with a traceback."""
+        self._quit_asked = True
+        loop = self._ui_loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # (its loop closed: it has ended)
+                loop.call_soon_threadsafe(self._quit_if_quittable)
 
     def get_driver_class(self) -> Any:
         """Under textual-serve (`inspector web`), a web driver that ends the app when its browser is gone."""
@@ -391,6 +423,7 @@ class InspectorApp(App[int]):
 
     async def on_mount(self) -> None:
         await self.push_screen(self.dashboard)
+        self.call_after_refresh(self._now_quittable)  # (quit_soon)
         if self._initial:
             self.ingest(self._initial)
             self._initial = []
@@ -1181,12 +1214,14 @@ def run_dashboard(
     replay: bool = False,
     replay_observations: Sequence[O.Observation] | None = None,
     export_dir: str | Path | None = None,
+    made: Callable[[InspectorApp], object] | None = None,
     **app_kwargs: Any,
 ) -> int:
     """Open the dashboard on a session (the factory is called again on restart); returns an exit code:
     0 finished, 1 error, 130 cancelled or quit while running.
 
-    `replay_observations`: show a finished list of observations (time travel only; no session needed)."""
+    `replay_observations`: show a finished list of observations (time travel only; no session needed).
+    `made`: called with the app before it runs (e.g. to keep it, for :meth:`InspectorApp.quit_soon`)."""
     app = InspectorApp(
         session_factory,
         source=source,
@@ -1195,6 +1230,8 @@ def run_dashboard(
         export_dir=export_dir,
         **app_kwargs,
     )
+    if made is not None:
+        made(app)
     code = app.run()
     return int(code) if isinstance(code, int) else 0
 

@@ -4,7 +4,9 @@ where nothing needs a name on disk, SIGKILL). Each runs with TMPDIR a fresh dire
 /tmp held dozens left by earlier runs: `inspector-web-*` (the page templates of `inspector web`, left by SIGHUP and
 SIGKILL), `inspector-export-*` (left by SIGTERM and SIGHUP), `inspector-watch-*/link` (watch's link to its dashboard,
 left when watch was killed, or stopped before its cleanup could run) and `inspector-watch-web-*.log`. (watch's
-own `--split` cases, with a browser and in tmux, check their TMPDIR in test_watch_split.py.)"""
+own `--split` cases, with a browser and in tmux, check their TMPDIR in test_watch_split.py.) `inspector run` left
+its scenario's workspace copy (`inspector-<scenario>-*`) on SIGTERM and SIGHUP with the dashboard, on SIGHUP
+headless, its recording cut (no end lines)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -101,13 +104,12 @@ def _export(env: dict[str, str], *args: str) -> subprocess.Popen[bytes]:
     )
 
 
-def _record(scenario: str, path: Path) -> None:
+def _record(scenario: str, path: Path, speed: float = float("inf")) -> None:
     import asyncio
-    import math
 
     from inspector.sessions import sources
 
-    session = sources.scenario_session(scenario, speed=math.inf, record=path)
+    session = sources.scenario_session(scenario, speed=speed, record=path)
     try:
         asyncio.run(session.run())
     finally:
@@ -239,3 +241,249 @@ def _alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+# --- inspector run / replay: a scenario's workspace copy (`inspector-<scenario>-*`) and the recording being written
+
+
+def _recording(path: Path) -> list[dict[str, object]]:
+    import json
+
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return []
+    return [json.loads(line) for line in text.split("\n")[:-1]]  # (a line being written is not one yet)
+
+
+def _streaming(path: Path) -> bool:
+    """Whether the run's recording has its first read: the loop is in a stream."""
+    return any(line.get("kind") == "read" for line in _recording(path))
+
+
+def _ended(lines: list[dict[str, object]], status: str) -> None:
+    """A recording closed with its end: every attempt that was sent has its end line, and the last line is the
+    loop's end, with ``status``."""
+    sent = {(d["turn"], d["attempt"]) for d in lines if d.get("kind") == "request"}
+    ended = {(d["turn"], d["attempt"]) for d in lines if d.get("kind") == "end"}
+    assert sent and sent == ended, (sent, ended)
+    assert lines[-1].get("type") == "loop_finished" and lines[-1].get("status") == status, lines[-1]
+
+
+def _inspector(env: dict[str, str], *args: str, **kw: Any) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "inspector", *args], env=env, cwd=ROOT, **kw)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: signal.Signals(s).name)
+def test_inspector_run_headless_stopped_leaves_nothing_and_ends_its_recording(
+    tmpdir_env: tuple[Path, dict[str, str]], tmp_path: Path, sig: int
+) -> None:
+    """Headless, stopped mid-stream: SIGHUP (the terminal closed) killed it where it was, its scenario's workspace
+    copy left in TMPDIR and its recording cut (no end lines); SIGTERM ended it in order but said 130, as Ctrl-C.
+    Now each cancels the loop as Ctrl-C does: the copy removed, the recording ended, exit 128 + N."""
+    tmp, env = tmpdir_env
+    rec = tmp_path / "run.jsonl"
+    args = ("run", "--headless", "--scenario", "exclusive_mix", "--speed", "0.2", "--record", str(rec))
+    p = _inspector(env, *args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        _until(lambda: _streaming(rec) or p.poll() is not None, "the run did not start streaming")
+        assert p.poll() is None, p.communicate()[1]
+        assert _left(tmp), "no workspace copy while the scenario runs"
+        p.send_signal(sig)
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 128 + sig, err
+    assert b"Traceback" not in err, err
+    assert _left(tmp) == []
+    _ended(_recording(rec), "cancelled")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: signal.Signals(s).name)
+def test_inspector_replay_headless_stopped_says_the_signal(
+    tmpdir_env: tuple[Path, dict[str, str]], tmp_path: Path, sig: int
+) -> None:
+    """`inspector replay` (the same command's code): SIGHUP killed it (-1), SIGTERM said 130. Now 128 + N, after
+    the loop's end line."""
+    import threading
+
+    tmp, env = tmpdir_env
+    rec = tmp_path / "run.jsonl"
+    _record("exclusive_mix", rec, speed=4)  # (its times as paced at 4x, about 1.3 s: replayed at 0.1, about 13 s)
+    p = _inspector(env, "replay", str(rec), "--headless", "--json", "--speed", "0.1", stdout=subprocess.PIPE)
+    assert p.stdout is not None
+    out: list[bytes] = []
+    reader = threading.Thread(target=lambda: out.extend(iter(p.stdout.readline, b"")), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    try:
+        _until(lambda: any(b'"type":"block_delta"' in line for line in out) or p.poll() is not None, "no stream")
+        assert p.poll() is None
+        p.send_signal(sig)
+        p.wait(60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        reader.join(10)
+    assert p.returncode == 128 + sig
+    assert b'"type":"loop_finished"' in out[-1] and b'"status":"cancelled"' in out[-1], out[-1]
+    assert _left(tmp) == []
+
+
+class _Dashboard:
+    """`inspector ARGS` in the dashboard, on a terminal (a pty) of its own, read on a thread (a dashboard whose
+    terminal is full blocks)."""
+
+    def __init__(self, env: dict[str, str], *args: str) -> None:
+        import fcntl
+        import pty
+        import struct
+        import termios
+        import threading
+
+        self.master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 150, 0, 0))
+        env = {**env, "TERM": "xterm-256color"}
+        self.p = _inspector(env, *args, stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+        os.close(slave)
+        self.screen: list[bytes] = []
+        self.closing = threading.Event()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        import select
+
+        while not self.closing.is_set():
+            if not select.select([self.master], [], [], 0.1)[0]:  # (woken up to see `closing`)
+                continue
+            try:
+                data = os.read(self.master, 65536)
+            except OSError:  # (EIO: the other side is closed)
+                return
+            if not data:
+                return
+            self.screen.append(data)
+
+    def shown(self, what: bytes) -> bool:
+        return what in b"".join(self.screen)
+
+    def close_terminal(self) -> None:
+        """Close the terminal's side (what a closed terminal window does), once the reader has let go of it."""
+        self.closing.set()
+        self.reader.join(10)
+        if self.master >= 0:
+            os.close(self.master)
+            self.master = -1
+
+    def end(self) -> tuple[int, bytes]:
+        """Its status once it has exited (killed after a minute), and what it wrote."""
+        try:
+            status = self.p.wait(60)
+        finally:
+            if self.p.poll() is None:
+                os.killpg(self.p.pid, signal.SIGKILL)
+                self.p.wait()
+            self.reader.join(10)  # (it reads until the dashboard's side is closed: EIO)
+            self.close_terminal()
+        return status, b"".join(self.screen)
+
+
+@pytest.mark.parametrize(
+    "sig, closed",
+    [(signal.SIGINT, False), (signal.SIGTERM, False), (signal.SIGHUP, False), (signal.SIGHUP, True)],
+    ids=["SIGINT", "SIGTERM", "SIGHUP", "SIGHUP-terminal-closed"],
+)
+def test_inspector_run_dashboard_stopped_leaves_nothing_and_ends_its_recording(
+    tmpdir_env: tuple[Path, dict[str, str]], tmp_path: Path, sig: int, closed: bool
+) -> None:
+    """The dashboard, stopped mid-stream: SIGTERM and SIGHUP killed it where it was (-15, -1), its scenario's
+    workspace copy left in TMPDIR and its recording cut (no end lines); SIGINT (kill -INT: Ctrl-C on its terminal is
+    a key) said 0. Now each quits it as `q` does: the copy removed, the recording ended, exit 128 + N."""
+    tmp, env = tmpdir_env
+    rec = tmp_path / "run.jsonl"
+    dash = _Dashboard(env, "run", "--scenario", "exclusive_mix", "--speed", "0.2", "--record", str(rec))
+    try:
+        _until(lambda: _streaming(rec) or dash.p.poll() is not None, "the run did not start streaming")
+        assert dash.p.poll() is None, b"".join(dash.screen)[-2000:]
+        assert _left(tmp), "no workspace copy while the scenario runs"
+        if closed:
+            dash.close_terminal()
+        dash.p.send_signal(sig)
+    finally:
+        status, screen = dash.end()
+    assert status == 128 + sig, screen[-2000:]
+    assert b"Traceback" not in screen, screen[-2000:]
+    assert _left(tmp) == []
+    _ended(_recording(rec), "cancelled")
+
+
+def test_inspector_run_dashboard_stopped_as_its_session_starts_leaves_nothing(
+    tmpdir_env: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """SIGTERM as soon as the workspace copy exists (the session made, maybe not run yet): the dashboard quits
+    before its session ran, whose close was left to its run: the copy stayed. Now every session the dashboard made
+    is closed after it quit (a recording that was not started stays empty: its loop never ran)."""
+    tmp, env = tmpdir_env
+    rec = tmp_path / "run.jsonl"
+    dash = _Dashboard(env, "run", "--scenario", "exclusive_mix", "--speed", "0.2", "--record", str(rec))
+    try:
+        deadline = time.monotonic() + 60
+        while not _left(tmp):  # (polled closely: the signal must come before the session runs, to be this case)
+            assert time.monotonic() < deadline and dash.p.poll() is None, "no workspace copy was made"
+            time.sleep(0.001)
+        dash.p.send_signal(signal.SIGTERM)
+    finally:
+        status, screen = dash.end()
+    assert status == 128 + signal.SIGTERM, screen[-2000:]
+    assert b"Traceback" not in screen, screen[-2000:]
+    assert _left(tmp) == []
+    lines = _recording(rec)
+    if any(line.get("kind") == "request" for line in lines):
+        _ended(lines, "cancelled")
+
+
+def test_inspector_run_dashboard_stopped_while_it_starts_quits(tmpdir_env: tuple[Path, dict[str, str]]) -> None:
+    """SIGTERM once the dashboard holds the terminal (the alternate screen entered), before its session started:
+    killed where it was, the terminal was not given back (still in the alternate screen, raw). It quits as `q`
+    does: exit 143, the alternate screen left, nothing in TMPDIR. (Its handler never raises into Textual's event
+    loop, where one of Textual's tasks could swallow the exception: the dashboard ran on, or ended with a
+    traceback.)"""
+    tmp, env = tmpdir_env
+    dash = _Dashboard(env, "run", "--scenario", "exclusive_mix", "--speed", "0.2")
+    try:
+        _until(lambda: dash.shown(b"\x1b[?1049h") or dash.p.poll() is not None, "the dashboard did not start")
+        dash.p.send_signal(signal.SIGTERM)
+    finally:
+        status, screen = dash.end()
+    assert status == 128 + signal.SIGTERM, screen[-2000:]
+    assert b"Traceback" not in screen, screen[-2000:]
+    assert screen.rfind(b"\x1b[?1049l") > screen.rfind(b"\x1b[?1049h"), screen[-2000:]
+    assert _left(tmp) == []
+
+
+@pytest.mark.parametrize("dashboard", [False, True], ids=["headless", "dashboard"])
+def test_inspector_run_ends_normally_leaving_nothing(
+    tmpdir_env: tuple[Path, dict[str, str]], tmp_path: Path, dashboard: bool
+) -> None:
+    """The normal end (the loop finished; the dashboard then quit with q): the copy removed, the recording ended.
+    (The dashboard's session is now closed by `run` after the dashboard quit, see above: this is its normal path.)"""
+    tmp, env = tmpdir_env
+    rec = tmp_path / "run.jsonl"
+    args = ("run", "--scenario", "exclusive_mix", "--speed", "max", "--record", str(rec))
+    if dashboard:
+        dash = _Dashboard(env, *args)
+        try:
+            _until(lambda: _recording(rec)[-1:] and _recording(rec)[-1].get("type") == "loop_finished", "no end")
+            os.write(dash.master, b"q")
+        finally:
+            status, screen = dash.end()
+    else:
+        p = _inspector(env, *args, "--headless", stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        screen = p.communicate(timeout=120)[1]
+        status = p.returncode
+    assert status == 0, screen[-2000:]
+    assert _left(tmp) == []
+    _ended(_recording(rec), "finished")
