@@ -42,7 +42,7 @@ from inspector.core.redaction import credential_values, learn, mask_text, redact
 from inspector.net.faults import FAULT_HEADER
 from inspector.net.livefaults import InjectedError, LiveFaultSource, LiveFaultsSpec, parse_live_faults, run_live
 from inspector.net.serve import BODY_TIMEOUT, DEFAULT_MAX_BODY, HEADER_TIMEOUT, KEEP_ALIVE, MAX_HEADER_BYTES
-from inspector.net.server import Closable, ConnectionDrop, guarded_h11, install_log_filter
+from inspector.net.server import Closable, ConnectionDrop, StopOnClose, guarded_h11, install_log_filter
 from inspector.net.toolinfer import InferredExecution, SeenToolUse, ToolExecutionInferred, infer_tool_executions
 from inspector.net.turns import ProxyExchange, Track, TurnTracker
 from inspector.net.upstream import UpstreamPool, UpstreamResponse, env_proxy, error_text, usable_for
@@ -630,14 +630,7 @@ class ProxyApp(Closable):
                 raise too_large
         chunks: list[bytes] = []
         size = 0
-        task = asyncio.current_task()
-        stopped: list[bool] = []
-
-        def stop(_: object) -> None:  # the proxy begins to close: the read is cancelled (one set entry per request)
-            if task is not None and not stopped:
-                stopped.append(True)
-                task.cancel()
-
+        stop = StopOnClose()  # the proxy begins to close: the read is cancelled (one set entry per request)
         shutdown = self._stopping()
         shutdown.watch(stop)
         try:
@@ -656,7 +649,7 @@ class ProxyApp(Closable):
         except TimeoutError:
             raise _Refused(408, "timeout_error", f"request body not received within {self.body_timeout:g}s") from None
         except asyncio.CancelledError:
-            if not stopped or task is None or task.uncancel() > 0:
+            if not stop.ours():
                 raise  # (cancelled by someone else too: uvicorn, the loop's end)
             raise _Refused(503, "overloaded_error", "shutting down") from None
         finally:

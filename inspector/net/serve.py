@@ -73,7 +73,7 @@ from inspector.net.recorded import (
     request_diff,
     wrong_endpoint,
 )
-from inspector.net.server import Closable, ConnectionDrop, _race, guarded_h11, install_log_filter
+from inspector.net.server import Closable, ConnectionDrop, StopOnClose, _race, guarded_h11, install_log_filter
 from inspector.scenarios.bundled import DEFAULT_SCENARIO, SCENARIOS, get_scenario
 from inspector.scenarios.fakeapi import (
     MAX_DEPTH,
@@ -517,14 +517,7 @@ class ServeApp(Closable):
             raise too_large
         from starlette.requests import ClientDisconnect
 
-        task = asyncio.current_task()
-        stopped: list[bool] = []
-
-        def stop(waited: asyncio.Future[Any]) -> None:  # the server begins to close: the read is cancelled
-            if not waited.cancelled() and task is not None and not stopped:
-                stopped.append(True)
-                task.cancel()
-
+        stop = StopOnClose()  # the server begins to close: the read is cancelled
         closing = asyncio.ensure_future(self.closing().wait())
         closing.add_done_callback(stop)
         buf = bytearray()
@@ -539,11 +532,11 @@ class ServeApp(Closable):
         except ClientDisconnect:  # (nobody to answer: a planned drop, not uvicorn's "Exception in ASGI application")
             raise ConnectionDrop("the client went away before sending its whole body") from None
         except asyncio.CancelledError:
-            if not stopped or task is None or task.uncancel() > 0:
+            if not stop.ours():
                 raise  # (cancelled by someone else too: uvicorn, the loop's end)
             raise _Rejected(503, "overloaded_error", "shutting down") from None
         finally:
-            closing.remove_done_callback(stop)
+            closing.remove_done_callback(stop)  # (before the cancel: a cancelled wait does not stop the read)
             closing.cancel()
         return bytes(buf)
 

@@ -73,6 +73,27 @@ def install_log_filter() -> None:
             lg.addFilter(_FILTER)
 
 
+class StopOnClose:
+    """Cancels the task that made it when called: a server's body read calls it once the server begins to close
+    (the proxy's and serve's), so that uvicorn does not wait its grace period for a body that is still coming, then
+    cancel the read and print a traceback. ``ours()``, in the read's ``except CancelledError``: the cancel was this
+    one alone (not uvicorn's too, nor the loop's end), so the read answers 503 "shutting down" instead."""
+
+    __slots__ = ("task", "stopped")
+
+    def __init__(self) -> None:
+        self.task = asyncio.current_task()
+        self.stopped = False
+
+    def __call__(self, _: object = None) -> None:
+        if self.task is not None and not self.stopped:
+            self.stopped = True
+            self.task.cancel()
+
+    def ours(self) -> bool:
+        return self.stopped and self.task is not None and self.task.uncancel() == 0
+
+
 class Closable:
     """Shutdown signalling shared by ServeApp and ProxyApp: responses race ``closing()`` (an asyncio.Event bound to
     the server's loop at first use) and ``begin_close()`` sets it from any thread, so hanging and in-progress
