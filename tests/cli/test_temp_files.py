@@ -10,6 +10,7 @@ headless, its recording cut (no end lines)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -61,6 +62,24 @@ def _free_port() -> int:
 @pytest.mark.parametrize(
     "sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL], ids=lambda s: signal.Signals(s).name
 )
+@contextlib.contextmanager
+def _reaped(p: subprocess.Popen[bytes]) -> Iterator[None]:
+    """Whatever the block does (an assertion fails, a wait times out), the process is not left running."""
+    try:
+        yield
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def _ended_cleanly_by(p: subprocess.Popen[bytes], sig: int, err: bytes, tmp: Path) -> None:
+    """The process ended on ``sig`` as a shell reports it (128 + N), without a traceback, and left nothing in TMPDIR."""
+    assert p.returncode == 128 + sig, err
+    assert b"Traceback" not in err, err
+    assert _left(tmp) == []
+
+
 def test_inspector_web_leaves_nothing_in_tmpdir(tmpdir_env: tuple[Path, dict[str, str]], sig: int) -> None:
     """Its page templates (textual-serve's, less an outside link) were written to a temporary directory, removed by
     its cleanup only: SIGHUP (the terminal closed) and SIGKILL left it. They are served from memory now."""
@@ -154,20 +173,14 @@ def test_inspector_export_stopped_leaves_nothing_in_tmpdir(
     os.mkfifo(fifo)
     args = ["--scenario", "parse_date", "-o", str(fifo)] if scenario else [str(fifo), "-o", str(tmp_path / "p.html")]
     p = _export(env, *args)
-    try:
+    with _reaped(p):
         _until(lambda: _blocked_on_a_fifo(p.pid) or p.poll() is not None, "export did not reach the FIFO")
         assert p.poll() is None, p.communicate()[1]
         if scenario:
             assert _left(tmp), "no temporary directory while the scenario's page is written"
         p.send_signal(sig)
         _, err = p.communicate(timeout=30)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    assert p.returncode == 128 + sig, err
-    assert b"Traceback" not in err, err
-    assert _left(tmp) == []
+    _ended_cleanly_by(p, sig, err, tmp)
 
 
 @needs_proc
@@ -285,19 +298,13 @@ def test_inspector_run_headless_stopped_leaves_nothing_and_ends_its_recording(
     rec = tmp_path / "run.jsonl"
     args = ("run", "--headless", "--scenario", "exclusive_mix", "--speed", "0.2", "--record", str(rec))
     p = _inspector(env, *args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
+    with _reaped(p):
         _until(lambda: _streaming(rec) or p.poll() is not None, "the run did not start streaming")
         assert p.poll() is None, p.communicate()[1]
         assert _left(tmp), "no workspace copy while the scenario runs"
         p.send_signal(sig)
         _, err = p.communicate(timeout=60)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    assert p.returncode == 128 + sig, err
-    assert b"Traceback" not in err, err
-    assert _left(tmp) == []
+    _ended_cleanly_by(p, sig, err, tmp)
     _ended(_recording(rec), "cancelled")
 
 
@@ -317,16 +324,12 @@ def test_inspector_replay_headless_stopped_says_the_signal(
     out: list[bytes] = []
     reader = threading.Thread(target=lambda: out.extend(iter(p.stdout.readline, b"")), daemon=True)  # type: ignore[union-attr]
     reader.start()
-    try:
+    with _reaped(p):
         _until(lambda: any(b'"type":"block_delta"' in line for line in out) or p.poll() is not None, "no stream")
         assert p.poll() is None
         p.send_signal(sig)
         p.wait(60)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-        reader.join(10)
+    reader.join(10)
     assert p.returncode == 128 + sig
     assert b'"type":"loop_finished"' in out[-1] and b'"status":"cancelled"' in out[-1], out[-1]
     assert _left(tmp) == []
