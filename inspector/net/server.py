@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
 import socket
 import threading
 from collections.abc import Callable
@@ -472,8 +473,13 @@ def run_foreground(
     access_log: bool = False,
     on_ready: Callable[[], None] | None = None,
 ) -> None:
-    """Serve until Ctrl-C / SIGTERM (uvicorn's signal handling) on an already bound socket. ``on_ready`` is called
-    once the socket listens (e.g. to print the address a client may connect to at once)."""
+    """Serve until Ctrl-C / SIGTERM (uvicorn's signal handling) or SIGHUP on an already bound socket. ``on_ready`` is
+    called once the socket listens (e.g. to print the address a client may connect to at once).
+
+    SIGHUP (the terminal closed) stops it as SIGTERM does: uvicorn handles only SIGINT and SIGTERM, and SIGHUP's
+    default action killed the process where it was, the recording's open attempts left without their ``end`` line.
+    As uvicorn does for the signals it handles, the signal is raised again once the server has stopped: the process
+    ends as a shell reports a process that signal killed (128 + N)."""
     server = _uvicorn_server(
         getattr(owner, "app", owner),
         log_level=log_level,
@@ -491,7 +497,21 @@ def run_foreground(
 
     # uvicorn installs server.handle_exit as its signal handler when serve() starts: patched on this instance
     server.handle_exit = handle_exit  # type: ignore[method-assign]
-    asyncio.run(server.serve(sockets=[sock]))
+    hung_up: list[int] = []
+
+    def hang_up(sig: int, frame: FrameType | None) -> None:
+        if not hung_up:  # (once: uvicorn raises it again after its shutdown, see below)
+            hung_up.append(sig)
+            handle_exit(sig, frame)
+
+    previous = signal.signal(signal.SIGHUP, hang_up) if threading.current_thread() is threading.main_thread() else None
+    try:
+        asyncio.run(server.serve(sockets=[sock]))
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGHUP, previous)
+    if hung_up:
+        signal.raise_signal(signal.SIGHUP)  # (its previous handler: by default, the end a shell reports as 129)
 
 
 def port_problem(port: Any) -> str | None:

@@ -1042,3 +1042,65 @@ async def test_a_gzip_stream_is_recorded_decoded(tmp_path: Path) -> None:
     [attempt] = recording.attempts()
     assert attempt.data == stream
     assert [o for o in recording.observations if o.get("type") == "proxy_note"] == []
+
+
+def test_sighup_stops_the_cli_proxy_as_sigterm_does_with_every_open_attempt_ended(tmp_path: Path) -> None:
+    """SIGHUP (the terminal closed) to `inspector proxy --record` while a stream was open: its default action killed
+    the proxy where it was, and the recording's open attempt had no `end` line (SIGINT and SIGTERM, which uvicorn
+    handles, close it). Now SIGHUP stops the proxy as SIGTERM does: the attempt is ended in the recording, no
+    traceback, and the process ends as a shell reports a SIGHUP (the signal raised again, as uvicorn does for the
+    ones it handles)."""
+    import signal
+
+    release = threading.Event()
+    listener = socket.create_server(("127.0.0.1", 0))
+    event = b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message",'
+    event += b'"role":"assistant","model":"m","content":[],"stop_reason":null,"usage":{"input_tokens":1}}}\n\n'
+
+    def upstream() -> None:  # one streamed answer that starts, then holds until the test ends
+        conn, _ = listener.accept()
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += conn.recv(65536)
+            head, body = data.split(b"\r\n\r\n", 1)
+            length = next(
+                int(v) for k, _, v in (x.partition(b":") for x in head.split(b"\r\n")) if k.lower() == b"content-length"
+            )
+            while len(body) < length:
+                body += conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+            conn.sendall(b"%x\r\n%s\r\n" % (len(event), event))
+            release.wait(30)
+
+    thread = threading.Thread(target=upstream, daemon=True)
+    thread.start()
+    rec = tmp_path / "rec.jsonl"
+    proc, base = _proxy_process(f"http://127.0.0.1:{listener.getsockname()[1]}", "--record", str(rec))
+    try:
+        host, port = base.removeprefix("http://").split(":")
+        body = orjson.dumps(
+            {"model": "m", "max_tokens": 5, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+        )
+        with socket.create_connection((host, int(port)), timeout=10) as s:
+            s.sendall(b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n")
+            s.sendall(b"content-length: %d\r\n\r\n%s" % (len(body), body))
+            got = b""
+            while b"message_start" not in got:  # the stream is open through the proxy
+                chunk = s.recv(65536)
+                assert chunk, got
+                got += chunk
+            proc.send_signal(signal.SIGHUP)
+            _, raw_err = proc.communicate(timeout=30)
+    finally:
+        release.set()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        listener.close()
+    err = raw_err.decode(errors="replace")
+    assert "Traceback" not in err, err
+    assert proc.returncode == -signal.SIGHUP, err
+    recording = read_recording(rec)
+    (attempt,) = list(recording.attempts())
+    assert attempt.end is not None and attempt.end.get("status") == "failed", attempt.end
