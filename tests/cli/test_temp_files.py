@@ -59,9 +59,6 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.mark.parametrize(
-    "sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL], ids=lambda s: signal.Signals(s).name
-)
 @contextlib.contextmanager
 def _reaped(p: subprocess.Popen[bytes]) -> Iterator[None]:
     """Whatever the block does (an assertion fails, a wait times out), the process is not left running."""
@@ -80,6 +77,9 @@ def _ended_cleanly_by(p: subprocess.Popen[bytes], sig: int, err: bytes, tmp: Pat
     assert _left(tmp) == []
 
 
+@pytest.mark.parametrize(
+    "sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL], ids=lambda s: signal.Signals(s).name
+)
 def test_inspector_web_leaves_nothing_in_tmpdir(tmpdir_env: tuple[Path, dict[str, str]], sig: int) -> None:
     """Its page templates (textual-serve's, less an outside link) were written to a temporary directory, removed by
     its cleanup only: SIGHUP (the terminal closed) and SIGKILL left it. They are served from memory now."""
