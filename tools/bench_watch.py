@@ -17,7 +17,8 @@ Reports:
     what the agent received), grouping (the recording's ``conversation`` lines: conversations, turns per conversation,
     and no recorded conversation holding two agents' requests);
   * the watch process's peak RSS (sampled from /proc).
-  * ``--null-relay``: the same two runs (1 and N conversations, each paired with a direct run) through a relay that
+  * ``--null-relay``: the same two runs (1 and N conversations, each paired with a direct run; with ``--paired``,
+    side by side as below) through a relay that
     does nothing but copy bytes (asyncio streams, no HTTP parsing, no recording: NULL_RELAY below), a process of its
     own as watch is. Its added-first-byte ratio is the floor any proxy in Python meets here: unpinned at max speed the
     load is CPU-bound, and by Little's law N closed-loop conversations wait about N x (the relay's CPU per request)
@@ -252,6 +253,7 @@ def run_agent(
     record: Path | None,
     root: Path = ROOT,
     paired: bool = False,
+    direct_url: str | None = None,
 ) -> dict:
     agent = tmp / "agent.py"
     agent.write_text(AGENT)
@@ -261,7 +263,7 @@ def run_agent(
     if PIN is not None:
         env["BENCH_AGENT_CPUS"] = ",".join(map(str, sorted(PIN["load"])))
     if paired:  # n more conversations straight to the upstream, in the same agent process, at the same time
-        env["BENCH_DIRECT_URL"] = upstream
+        env["BENCH_DIRECT_URL"] = direct_url or upstream
     argv = [PY, str(agent), str(n), str(t), str(out)]
     peak = [0]
     cpu = float("nan")
@@ -476,6 +478,34 @@ def measure_null(a: argparse.Namespace, tmp: Path, url: str, direct1: dict) -> d
     }
 
 
+def measure_null_paired(a: argparse.Namespace, tmp: Path, url: str) -> dict:
+    """As :func:`measure_paired`, through the null relay instead of watch: each run sends N conversations through
+    the relay and N more straight to serve, side by side (nothing recorded)."""
+    relay, relay_url = start_null_relay(tmp, url)
+    try:
+        singles = [
+            run_agent(1, a.turns, tmp, relay_url, through_watch=False, record=None, paired=True, direct_url=url)
+            for _ in range(a.single_rounds)
+        ]
+        cpu0 = proc_cpu(relay.pid)
+        many = run_agent(
+            a.conversations, a.turns, tmp, relay_url, through_watch=False, record=None, paired=True, direct_url=url
+        )
+        cpu = proc_cpu(relay.pid) - cpu0
+    finally:
+        relay.terminate()
+        relay.wait(10)
+    # (the agent labels the relay's half "watch": it is the half sent to ANTHROPIC_BASE_URL)
+    s_relay, s_direct = halves(pooled(singles))
+    m_relay, m_direct = halves(many)
+    return {
+        **first_bytes(a, s_direct, s_relay, m_direct, m_relay),
+        "lost": 2 * a.conversations * a.turns - len(many["stats"]),
+        "byte_exact": float("nan"),  # (nothing recorded)
+        "watch_cpu_ms_per_request": round(cpu * 1e3 / max(1, len(m_relay["stats"])), 2),
+    }
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--conversations", type=int, default=50)
@@ -535,7 +565,7 @@ def main() -> int:
                 else:
                     rnd = {name: measure(a, tmp, url, root, direct1) for name, root in trees.items()}
                 if a.null_relay:
-                    rnd["null"] = measure_null(a, tmp, url, direct1)
+                    rnd["null"] = measure_null_paired(a, tmp, url) if a.paired else measure_null(a, tmp, url, direct1)
                 rounds.append(rnd)
             results = rounds[0]
         finally:
@@ -559,6 +589,7 @@ def main() -> int:
             report[f"{prefix}median_added_p50_ms_1"] = one
             report[f"{prefix}median_added_p50_ms_n"] = n
             report[f"{prefix}median_added_ratio"] = n / one if one > 0 else float("nan")
+            report[f"{prefix}median_added_p90_ms_n"] = statistics.median(rnd[name]["added_p90_ms_n"] for rnd in rounds)
     if a.rounds > 1:
         report["rounds"] = [
             {
@@ -569,6 +600,7 @@ def main() -> int:
                         "added_p50_ms_1",
                         "added_p50_ms_n",
                         "added_ratio",
+                        "added_p90_ms_n",
                         "lost",
                         "byte_exact",
                     )

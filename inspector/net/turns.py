@@ -10,10 +10,11 @@ printer subscribe to the bus behind it). Nothing here forwards bytes or writes f
   attempt each one is. Side requests (count_tokens, models, non-streamed calls, other paths) are never turns: they
   are published once ended, as ``ExchangeForwarded`` with their conversation when one can be told.
 - Reads: forwarded at once by the proxy, queued here (:meth:`TurnTracker.read`) and decoded / parsed / published in
-  batches (every ``batch_interval``), off the forwarding path. A read is published with the time it arrived. A
-  batch publishes every stream's observations merged in time order, and an attempt's start or end first publishes
-  what every stream has pending: concurrent conversations' lines (the headless printer, the recording) come in
-  the order they happened, not one stream's batch after another's.
+  batches (every ``batch_interval``), off the forwarding path, a slice of about ``DRAIN_SLICE`` (1 ms) at a time:
+  the loop forwards what arrived between two slices. A read is published with the time it arrived. A batch
+  publishes every stream's observations merged in time order, and an attempt's start or end first publishes the
+  batch under way and what every stream has pending: concurrent conversations' lines (the headless printer, the
+  recording) come in the order they happened, not one stream's batch after another's.
 - Clocks, as the loop's (so that the recorder writes both the same way): ``AttemptStarted.t`` is when the request
   arrived (seconds since the proxy started), ``ResponseStarted.t`` when upstream's headers came, ``ReadReceived.t``
   when the read arrived (``t_request``: the same, since the request), ``AttemptEnded.t`` when the exchange ended.
@@ -28,9 +29,10 @@ import asyncio
 import contextlib
 import heapq
 import re
+import time
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +66,10 @@ ERROR_BODY_KEEP = 64 * 1024  # bytes of an error status's body kept to say why t
 # a request body from this size on is parsed and digested (parse_body) in a worker thread, not on the event loop: its
 # CPU grows with the body (16 MiB: ~0.35 s, during which every other stream through the proxy stalled)
 OFFLOAD_BODY = 256 * 1024
+# a batch of reads is decoded and published (the recorder, the printer, the dashboard behind the bus) a slice of about
+# this long at a time: the forwarding of whatever arrived meanwhile waits at most that long for the bookkeeping (a
+# batch of 50 streams' reads at once took up to 14 ms, a first byte arriving then waited for all of it; issue 21)
+DRAIN_SLICE = 0.001
 
 # an SSE event line naming message_stop, at the start of a line (a JSON string cannot hold a raw line break)
 # the end of a stream of either family: Messages' message_stop, Responses' terminal events, Chat's data: [DONE]
@@ -271,7 +277,11 @@ class TurnTracker:
         # matched only against the same conversation's previous turn
         self._conv: OrderedDict[str, _ConvTurns] = OrderedDict()
         self._dirty: dict[int, Track] = {}  # tracks with pending reads, by id
-        self._drain_handle: asyncio.TimerHandle | None = None
+        self._drain_handle: asyncio.Handle | None = None  # the next slice of a batch (`_drain_slice`)
+        self._round: list[Track] | None = None  # the batch under way: its streams, in order (None: none)
+        self._round_at = 0  # its next stream to process
+        self._outs: list[list[O.Observation]] = []  # what its streams processed so far made (to publish merged)
+        self._merged: Iterator[O.Observation] | None = None  # ... being published
         self._started = False
         self._assigning: asyncio.Future[None] | None = None  # the last request being assigned (assign_soon)
         # bodies found clean of the matcher's secrets off the loop, by id (assign_soon), until their AttemptStarted
@@ -379,37 +389,101 @@ class TurnTracker:
             self._schedule()
 
     def _schedule(self) -> None:
-        """The next batch's drain, unless one is due already (or no event loop runs: the caller drains)."""
-        if self._drain_handle is None:
+        """The next batch's drain, unless one is due already or a batch is under way (its end schedules the next), or
+        no event loop runs (the caller drains)."""
+        if self._drain_handle is None and self._round is None:
             try:
                 loop = asyncio.get_running_loop()
             except RuntimeError:
                 return
-            self._drain_handle = loop.call_later(self.batch_interval, self.drain)
+            self._drain_handle = loop.call_later(self.batch_interval, self._drain_slice)
+
+    def _drain_slice(self) -> None:
+        """(The event loop's) the batch's next slice: at most ~``DRAIN_SLICE`` of work, then the loop forwards what
+        arrived meanwhile, and the next slice comes at once (``call_soon``)."""
+        self._drain_handle = None
+        if self._round is None:
+            self._start_round()
+        try:
+            if not self._work(time.perf_counter() + DRAIN_SLICE):
+                self._drain_handle = asyncio.get_running_loop().call_soon(self._drain_slice)
+        finally:
+            if self._round is None and self._dirty:  # (what came meanwhile: the next batch)
+                self._schedule()
 
     def drain(self) -> None:
-        """Process every pending read of every stream at once, and publish their observations merged in time order
-        (each stream's stay in their order)."""
+        """Process every pending read of every stream now, and publish their observations merged in time order (each
+        stream's stay in their order): the batch under way first, whole, then what is pending."""
         if self._drain_handle is not None:
             self._drain_handle.cancel()
             self._drain_handle = None
+        if self._round is not None:
+            self._work(None)
+        if self._dirty:
+            self._start_round()
+            self._work(None)
+
+    def _start_round(self) -> None:
         dirty, self._dirty = self._dirty, {}
+        self._round = list(dirty.values())
+        self._round_at = 0
+        self._outs = []
+        self._merged = None
+
+    def _work(self, deadline: float | None) -> bool:
+        """Process, then publish, the batch under way until ``deadline`` (None: to its end); True once it is over. A
+        batch of one stream (or nobody listening) publishes as it processes; of more, their observations merged."""
+        rnd = self._round
+        assert rnd is not None
         publish = self.publish
-        if len(dirty) < 2 or publish is None:
-            for track in dirty.values():
-                self._process(track)
-            return
-        outs: list[list[O.Observation]] = []
+        single = len(rnd) < 2 or publish is None
+        clock = time.perf_counter
         try:
-            for track in dirty.values():
-                out: list[O.Observation] = []
-                self.publish = out.append
-                self._process(track)
-                if out:
-                    outs.append(out)
-        finally:  # (what was processed is published, whatever stopped the rest)
-            self.publish = publish
-            for obs in heapq.merge(*outs, key=_at):
+            while self._round_at < len(rnd):
+                track = rnd[self._round_at]
+                self._round_at += 1
+                if single:
+                    self._process(track)
+                else:
+                    out: list[O.Observation] = []
+                    self.publish = out.append
+                    try:
+                        self._process(track)
+                    finally:
+                        self.publish = publish
+                    if out:
+                        self._outs.append(out)
+                if deadline is not None and clock() >= deadline:
+                    return False
+        except BaseException:
+            self._end_round(publish_rest=True)  # (what was processed is published, whatever stopped the rest)
+            raise
+        try:
+            if publish is not None and not single:
+                if self._merged is None:
+                    self._merged = heapq.merge(*self._outs, key=_at)
+                    self._outs = []
+                for obs in self._merged:
+                    publish(obs)
+                    if deadline is not None and clock() >= deadline:
+                        return False
+        except BaseException:
+            self._end_round(publish_rest=False)
+            raise
+        self._end_round(publish_rest=False)
+        return True
+
+    def _end_round(self, *, publish_rest: bool) -> None:
+        """The batch is over; when it failed, the streams not reached go back to the pending ones, and
+        (``publish_rest``) what the others made is published."""
+        rnd, self._round = self._round or [], None
+        outs, merged, self._outs, self._merged = self._outs, self._merged, [], None
+        for track in rnd[self._round_at :]:
+            if track.pending:
+                self._dirty[id(track)] = track
+        publish = self.publish
+        if publish_rest and publish is not None:
+            for obs in merged if merged is not None else heapq.merge(*outs, key=_at):
                 publish(obs)
 
     def _process(self, track: Track) -> None:
@@ -484,11 +558,16 @@ class TurnTracker:
         track.requested = True
         if not self.detail():
             return
-        if self._dirty:  # what other streams received before this request came, first (its own reads after it)
+        if self._dirty or self._round is not None:
+            # what other streams received before this request came, first (its own reads after it)
             mine = self._dirty.pop(id(track), None)
-            if self._dirty:
+            rnd = self._round
+            if rnd is not None and track in rnd[self._round_at :]:
+                rnd.remove(track)
+                mine = track
+            if self._dirty or self._round is not None:
                 self.drain()
-            if mine is not None:
+            if mine is not None and mine.pending:
                 self._dirty[id(track)] = mine
                 self._schedule()
         turn, attempt, t_req = track.turn, track.attempt, track.t_req
