@@ -280,6 +280,7 @@ class TurnTracker:
         self._drain_handle: asyncio.Handle | None = None  # the next slice of a batch (`_drain_slice`)
         self._round: list[Track] | None = None  # the batch under way: its streams, in order (None: none)
         self._round_at = 0  # its next stream to process
+        self._round_single = False
         self._outs: list[list[O.Observation]] = []  # what its streams processed so far made (to publish merged)
         self._merged: Iterator[O.Observation] | None = None  # ... being published
         self._started = False
@@ -427,6 +428,8 @@ class TurnTracker:
         dirty, self._dirty = self._dirty, {}
         self._round = list(dirty.values())
         self._round_at = 0
+        # one stream (or nobody listening): published as processed; more: merged (decided once for the batch)
+        self._round_single = len(self._round) < 2 or self.publish is None
         self._outs = []
         self._merged = None
 
@@ -436,7 +439,7 @@ class TurnTracker:
         rnd = self._round
         assert rnd is not None
         publish = self.publish
-        single = len(rnd) < 2 or publish is None
+        single = self._round_single
         clock = time.perf_counter
         try:
             while self._round_at < len(rnd):
@@ -459,7 +462,7 @@ class TurnTracker:
             self._end_round(publish_rest=True)  # (what was processed is published, whatever stopped the rest)
             raise
         try:
-            if publish is not None and not single:
+            if not single and publish is not None:
                 if self._merged is None:
                     self._merged = heapq.merge(*self._outs, key=_at)
                     self._outs = []

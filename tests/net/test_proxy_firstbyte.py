@@ -217,3 +217,31 @@ async def test_an_attempt_end_during_a_batch_publishes_the_batch_first(monkeypat
     for track in tracks:
         mine = [o.read_index for o in reads if o.turn == track.turn]
         assert mine == list(range(len(mine))) and len(mine) > 5
+
+
+async def test_a_stream_taken_out_of_a_batch_under_way_loses_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request begins while reads of its own are in a batch under way (a stream the batch has not reached): its
+    reads are taken out and come after its start, and what the batch already processed of the others is still
+    published (the batch, left with one stream, is still published merged)."""
+    import orjson
+
+    from inspector.net import turns
+    from inspector.observe import observations as O
+
+    monkeypatch.setattr(turns, "DRAIN_SLICE", 0.0, raising=False)
+    tracker, tracks, got = _streams(1)
+    raw = orjson.dumps({"model": "m", "max_tokens": 9, "stream": True, "messages": [{"role": "user", "content": "x"}]})
+    ex = turns.ProxyExchange("POST", "/v1/messages")
+    a, parsed = tracker.assign(ex, "POST", "/v1/messages", [], raw)
+    late = tracker.new_track(ex, a, 0.0, parsed)
+    late.set_response("text/event-stream", "", 200, True)
+    tracker.read(late, 0.5, b"event: ping\ndata: {}\n\n")
+    tracker._drain_slice()  # (the first slice: the first stream only)
+    assert tracker._round is not None and tracker._round[tracker._round_at :] == [late]
+    tracker.begin(late, "POST", "http://up/v1/messages", [], raw)
+    tracker.drain()
+    first = [o for o in got if isinstance(o, O.ReadReceived) and o.turn == tracks[0].turn]
+    assert len(first) > 5 and [o.read_index for o in first] == list(range(len(first)))
+    started = next(i for i, o in enumerate(got) if isinstance(o, O.AttemptStarted) and o.turn == late.turn)
+    (read,) = [i for i, o in enumerate(got) if isinstance(o, O.ReadReceived) and o.turn == late.turn]
+    assert started < read
