@@ -342,10 +342,11 @@ def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {host}, not loopback only", file=sys.stderr)
     sys.stdout.flush()
-    from inspector.net.server import run_foreground
+    from inspector.net.server import end_by_signal, run_foreground
 
+    stopped_by: int | None = None
     try:
-        run_foreground(proxy, sock, log_level=args.log_level)
+        stopped_by = run_foreground(proxy, sock, log_level=args.log_level)
     except KeyboardInterrupt:
         pass
     finally:
@@ -355,6 +356,7 @@ def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int
             close_otel()  # the open conversations' spans end, the exporter is flushed (bounded)
         for failure in proxy.bus.errors if proxy.bus is not None else ():  # (what failed inside, not stopping it)
             print(f"inspector proxy: warning: {failure}", file=sys.stderr)
+    end_by_signal(stopped_by)  # SIGTERM / SIGHUP: the process ends by it, once the above is done
     return 0
 
 

@@ -20,7 +20,7 @@ from inspector.net.serve import (
     ServeApp,
     format_exchange,
 )
-from inspector.net.server import base_url_of, bind_socket, port_problem, run_foreground
+from inspector.net.server import base_url_of, bind_socket, end_by_signal, port_problem, run_foreground
 from inspector.scenarios.bundled import DEFAULT_SCENARIO
 
 # =====================================================================================================================
@@ -245,12 +245,14 @@ def cmd(args: argparse.Namespace) -> int:
         if args.host not in ("127.0.0.1", "localhost", "::1"):
             print(f"warning: listening on {args.host}, not loopback only", file=sys.stderr)
 
+    stopped_by: int | None = None
     try:
-        run_foreground(app, sock, log_level=args.log_level, on_ready=listening)
+        stopped_by = run_foreground(app, sock, log_level=args.log_level, on_ready=listening)
     except KeyboardInterrupt:
         pass
     finally:
         sock.close()
+    end_by_signal(stopped_by)  # SIGTERM / SIGHUP: the process ends by it, as it did when uvicorn raised it
     return 0
 
 

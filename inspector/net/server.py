@@ -472,14 +472,17 @@ def run_foreground(
     log_level: str = "warning",
     access_log: bool = False,
     on_ready: Callable[[], None] | None = None,
-) -> None:
+) -> int | None:
     """Serve until Ctrl-C / SIGTERM (uvicorn's signal handling) or SIGHUP on an already bound socket. ``on_ready`` is
     called once the socket listens (e.g. to print the address a client may connect to at once).
 
     SIGHUP (the terminal closed) stops it as SIGTERM does: uvicorn handles only SIGINT and SIGTERM, and SIGHUP's
     default action killed the process where it was, the recording's open attempts left without their ``end`` line.
-    As uvicorn does for the signals it handles, the signal is raised again once the server has stopped: the process
-    ends as a shell reports a process that signal killed (128 + N)."""
+
+    Returns the signal (SIGTERM or SIGHUP) that stopped the server, None when nothing did. uvicorn raises the signals
+    it handled again as serve() ends, which ended the process there, before the caller's own cleanup (``proxy
+    --otel``'s exporter never flushed): the caller does its cleanup, then :func:`end_by_signal` ends the process as a
+    shell reports a process that signal killed (128 + N). Ctrl-C still raises KeyboardInterrupt once stopped."""
     server = _uvicorn_server(
         getattr(owner, "app", owner),
         log_level=log_level,
@@ -489,18 +492,25 @@ def run_foreground(
     )
     original = server.handle_exit
     begin_close = getattr(owner, "begin_close", None)
+    stopped_by: list[int] = []
 
     def handle_exit(sig: int, frame: FrameType | None) -> None:  # end hanging streams at once, then let uvicorn stop
         if callable(begin_close):
             begin_close()
         original(sig, frame)
+        if sig in (signal.SIGTERM, signal.SIGHUP):  # raised again by the caller, once it has cleaned up
+            captured = getattr(server, "_captured_signals", None)  # (uvicorn >= 0.29 raises what it holds there)
+            while isinstance(captured, list) and sig in captured:
+                captured.remove(sig)
+            if sig not in stopped_by:
+                stopped_by.append(sig)
 
     # uvicorn installs server.handle_exit as its signal handler when serve() starts: patched on this instance
     server.handle_exit = handle_exit  # type: ignore[method-assign]
     hung_up: list[int] = []
 
     def hang_up(sig: int, frame: FrameType | None) -> None:
-        if not hung_up:  # (once: uvicorn raises it again after its shutdown, see below)
+        if not hung_up:  # (once)
             hung_up.append(sig)
             handle_exit(sig, frame)
 
@@ -510,8 +520,14 @@ def run_foreground(
     finally:
         if previous is not None:
             signal.signal(signal.SIGHUP, previous)
-    if hung_up:
-        signal.raise_signal(signal.SIGHUP)  # (its previous handler: by default, the end a shell reports as 129)
+    return stopped_by[0] if stopped_by else None
+
+
+def end_by_signal(sig: int | None) -> None:
+    """Raise ``sig`` (what :func:`run_foreground` returned) again, with the handler now installed: by default the
+    process ends as a shell reports a process that signal killed. Nothing for None."""
+    if sig is not None:
+        signal.raise_signal(sig)
 
 
 def port_problem(port: Any) -> str | None:

@@ -155,3 +155,54 @@ def test_proxy_dashboard_path_exports_each_sessions_traces(
     assert cli.cmd(p.parse_args(["--listen", "127.0.0.1:0", "--otel"])) == 0
     convs = _by_conversation(receiver.spans)
     assert sorted(convs) == ["c1", "c2"] and all(len(chats) == 1 for _, chats in convs.values())
+
+
+@pytest.mark.parametrize("sig_name", ["SIGTERM", "SIGHUP"])
+def test_proxy_otel_flushes_its_spans_when_a_signal_stops_it(
+    sig_name: str, receiver: Receiver, inspector_server: InspectorServerFactory
+) -> None:
+    """SIGTERM or SIGHUP to `inspector proxy --otel`: uvicorn (run_foreground for SIGHUP) raised the signal again
+    inside serve(), which ended the process before the command's own `finally`: the exporter was never flushed and
+    the conversation's parent span (ended only there) never reached the collector. Now the process still ends by the
+    signal, once the command has closed its telemetry."""
+    import json
+    import signal
+    import urllib.request
+
+    sig = getattr(signal, sig_name)
+    env = _env(receiver)
+    upstream = inspector_server("weather").base_url
+    proxy, url = _started(
+        ["proxy", "--headless", "--otel", "--listen", "127.0.0.1:0", "--upstream", upstream, "--quiet"], env
+    )
+    try:
+        body = {
+            "model": "claude-sonnet-4-6",
+            "max_tokens": 50,
+            "stream": True,
+            "messages": [{"role": "user", "content": "weather?"}],
+        }
+        request = urllib.request.Request(
+            f"{url}/v1/messages",
+            data=json.dumps(body).encode(),
+            headers={
+                "content-type": "application/json",
+                "x-api-key": "sk-ant-offline-example",
+                "anthropic-version": "2023-06-01",
+            },
+        )
+        with urllib.request.urlopen(request, timeout=30) as answer:  # one whole streamed exchange (a turn)
+            assert answer.status == 200
+            answer.read()
+        proxy.send_signal(sig)
+        _, err = proxy.communicate(timeout=30)
+    finally:
+        if proxy.poll() is None:
+            proxy.kill()
+            proxy.wait()
+    assert "Traceback" not in err, err
+    assert proxy.returncode == -sig, err  # (as before: the process ends by the signal, as a shell reports it)
+    convs = _by_conversation(receiver.spans)  # the parent span ends only when the command closes its telemetry
+    assert len(convs) == 1, receiver.spans
+    [(_, chats)] = convs.values()
+    assert len(chats) == 1
