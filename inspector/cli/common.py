@@ -52,6 +52,21 @@ def record_problem(path: str | Path) -> str | None:
     return None
 
 
+def record_if_nothing_ran(path: str | Path | None, source: dict[str, Any]) -> None:
+    """After a dashboard whose session writes ``path``: when the session was never made (the dashboard quit while it
+    started), the file :func:`record_problem` created is still empty; it becomes a recording that says nothing ran
+    (``record.recorder.write_nothing_ran``), which `dump` reads. A file the session wrote is left as it is."""
+    if not path:
+        return
+    from inspector.record.recorder import write_nothing_ran
+
+    try:
+        if os.path.getsize(path) == 0:
+            write_nothing_ran(path, source)
+    except OSError:  # (removed or unwritable since: nothing to say it in)
+        pass
+
+
 class Stopped(BaseException):
     """SIGTERM or SIGHUP, raised where the process was, as Ctrl-C raises KeyboardInterrupt: the ``finally`` blocks
     and context managers on the way run (temporary files removed, child processes stopped), and the command exits

@@ -38,6 +38,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def cmd(args: argparse.Namespace) -> int:
     from inspector.record.dump import Dumper, dump_ok, event_line, format_turns
     from inspector.record.har import load_any
+    from inspector.record.recorder import nothing_ran
 
     if args.events and not args.json:
         _err("--events needs --json")
@@ -101,6 +102,8 @@ def cmd(args: argparse.Namespace) -> int:
             out["total"] = totals
         if recording.warnings:
             out["warnings"] = recording.warnings
+        if nothing_ran(recording):
+            out["nothing_ran"] = True
         if timing is not None:
             out["timing"] = timing
         out_bytes.write(exactjson.dumps(out, option=orjson.OPT_NON_STR_KEYS) + b"\n")
@@ -110,7 +113,12 @@ def cmd(args: argparse.Namespace) -> int:
 
         for w in recording.warnings:
             print(terminal(f"warning: {w}"))
-        print(terminal(format_turns(turns)) if turns or grouped else "no turns in this file")
+        if turns or grouped:
+            print(terminal(format_turns(turns)))
+        elif nothing_ran(recording):  # (a session stopped before it was made: recorder.write_nothing_ran)
+            print("nothing ran: the session was stopped before it started")
+        else:
+            print("no turns in this file")
         if timing is not None:
             from inspector.record.accounting import format_accounting
             from inspector.record.timing import format_timing_json

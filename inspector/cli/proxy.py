@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from inspector.cli.common import interactive, record_error, record_problem, say
+from inspector.cli.common import interactive, record_error, record_if_nothing_ran, record_problem, say
 from inspector.core.redaction import credential_values
 from inspector.net.proxy import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -409,6 +409,7 @@ def _cmd_tui(args: argparse.Namespace, host: str, sock: Any, options: dict[str, 
     finally:
         for close in closes:
             close()
+        record_if_nothing_ran(args.record, {"type": "proxy", "upstream": args.upstream, "listen": url})
     return 0
 
 

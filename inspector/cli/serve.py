@@ -305,7 +305,12 @@ def _cmd_tui(args: argparse.Namespace) -> int:
 
     # (ignored below) tui.app.ControllerLike declares `state` a settable attribute, WatchController's is a read-only
     # property (the dashboard only reads it); the Protocol is to say `@property def state` (tui is not ours here)
-    run_dashboard(factory, source={"type": "serve", "name": args.scenario})
+    try:
+        run_dashboard(factory, source={"type": "serve", "name": args.scenario})
+    finally:
+        from inspector.cli.common import record_if_nothing_ran
+
+        record_if_nothing_ran(record, {"type": "serve", "name": args.scenario, "listen": url})
     return 0
 
 

@@ -324,3 +324,22 @@ def _body_bytes(body: Any) -> bytes:
     if isinstance(body, str):
         return body.encode("utf-8", "replace")
     return exactjson.dumps(body)
+
+
+# what the end of a recording says when its session was stopped before it started (nothing ran, nothing recorded)
+NOTHING_RAN = "stopped before it started: nothing ran"
+
+
+def write_nothing_ran(path: str | Path, source: dict[str, Any]) -> None:
+    """The recording of a session stopped before it was made (a dashboard quit while it started): its header, then
+    its end, cancelled, ``NOTHING_RAN`` (OSError: it cannot be written). Not an empty file, which `dump` and replay
+    cannot tell from a stream that carried nothing."""
+    with RecordingWriter(path, source=source) as w:
+        w.observation_of(O.LoopFinished(0.0, "cancelled", 0, [], [], NOTHING_RAN))
+
+
+def nothing_ran(recording: Recording) -> bool:
+    """True for a recording that :func:`write_nothing_ran` wrote: no attempt, its end saying nothing ran."""
+    return not recording.turns and any(
+        o.get("type") == "loop_finished" and o.get("error") == NOTHING_RAN for o in recording.observations
+    )
