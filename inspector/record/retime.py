@@ -11,7 +11,8 @@ recording, whatever the replay's speed:
   the SDK's failed tries included); its reads: the recorded read of the same rank. A time the recording does not have
   takes the time of the attempt's last line written: an end where the replay was cancelled mid-stream, the reads of
   a recording without per-read timing (plain SSE text; a HAR export: at its response's time). An attempt the
-  recording does not have keeps the replay's times (there are no others);
+  recording does not have keeps the replay's times (there are no others). A recorded client cancel (``cancelled``:
+  closed and resent), which the replay ends as the client giving up (``failed``), keeps its recorded status;
 - an observation line (a tool's states, its result, the end of a turn, the loop's start and end, a failed try): the
   recorded observation it stands for (the same type, turn, attempt, tool id and state, ...: in order), its ``t`` and
   its other times (a tool's ``times``, a failed try's ``t_sent`` and ``retry_in``); the times of the tools in
@@ -154,6 +155,10 @@ class RecordedTimes:
             # the recorded end, when the replay ended as recorded; else where it got
             same = ended_as_recorded(end, status, self._reads.get((turn, attempt), 0), len(orig.reads))
             t = self._relative(turn, attempt, end.get("t") if same else None)
+            if same and end.get("status") == "cancelled" and status != "cancelled":
+                # a recorded client cancel (closed, then resent), which the replay ends as the client giving up
+                # (failed): the export keeps the recorded status and reason, as dump --timing of the recording says
+                status, reason = "cancelled", end.get("reason") if isinstance(end.get("reason"), str) else reason
         self.target.end(turn, attempt, t, status, reason)
 
     def observation(self, obj: dict[str, Any]) -> None:

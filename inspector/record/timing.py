@@ -597,7 +597,7 @@ def timing_json(recording: Recording, *, analyze: Callable[..., dict[str, Any]] 
     ``analyze``: the per-attempt analysis, called as ``analyze(attempt, holds)`` (the dashboard passes a caching
     one); holds are the recording's :func:`held_intervals`."""
     holds = held_intervals(recording)
-    attempts = [analyze(a, holds) for a in recording.attempts()]
+    attempts = [analyze(a, holds) for a in in_time_order(recording)]
     kinds = {a["timing"] for a in attempts if a["timing"] != "none"}
     per = "per-response" if kinds == {"per-response"} else ("per-read" if kinds <= {"per-read"} else "mixed")
     if recording.header.get("timing") == "per-response":
@@ -614,6 +614,20 @@ def timing_json(recording: Recording, *, analyze: Callable[..., dict[str, Any]] 
         "warnings": list(recording.warnings),
         "diagnostics": diagnostics,  # timing.buffered per buffered attempt (dump --timing exits 1 on one)
     }
+
+
+def in_time_order(recording: Recording) -> list[RecordedAttempt]:
+    """The recording's attempts by their request's recorded time (those of one time, or without one, in file order).
+    The file order is the time order of a recording made as it ran, not of an export of a replay of many
+    conversations: the replay runs them one after the other, and writes them so, each with its recorded times."""
+    last = 0.0
+    keyed: list[tuple[float, int, RecordedAttempt]] = []
+    for i, att in enumerate(recording.attempts()):
+        t = (att.request or {}).get("t")
+        if isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t):
+            last = float(t)
+        keyed.append((last, i, att))  # (no time: where the one before it was)
+    return [att for _, _, att in sorted(keyed, key=lambda k: (k[0], k[1]))]
 
 
 def replayed_buffering(source: Any) -> dict[str, str] | None:

@@ -229,3 +229,44 @@ async def test_the_dashboard_shows_a_replayed_timed_out_tool_timed_out(hung: Pat
         await wait_for(lambda: app.final_status is not None, 60, "the replay to finish")
         app.flush()
         assert {t.name: t.state for t in app.live.tools.values()}["wait_for_ci"] == "timed_out"
+
+
+def test_dump_timing_of_the_export_of_many_conversations_is_the_recordings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The export of a replay of three interleaved conversations: the replay runs them one after the other, so the
+    export's lines come conversation by conversation, and `dump --timing` listed its attempts in that order (c1's
+    two turns first) where the recording's are in recorded time order; and c2's first attempt, which its client
+    closed (recorded `cancelled`), read `end failed`, the replay's end of it. Now both as the recording has them."""
+    from inspector.record.timing import timing_json
+
+    path = Path(proxy_recording(tmp_path / "three.jsonl"))
+    out = asyncio.run(_export(path, math.inf, tmp_path / "out"))
+
+    def listed(p: Path) -> list[tuple[int, int, str]]:
+        return [(a["turn"], a["attempt"], a["end"]) for a in timing_json(read_recording(p))["attempts"]]
+
+    recorded = listed(path)
+    assert (1, 0, "cancelled") in recorded  # (the fixture's client cancel)
+    assert listed(out) == recorded
+    timing = []
+    for p in (path, out):
+        capsys.readouterr()
+        cli.main(["dump", "--timing", str(p)])
+        timing.append([line for line in capsys.readouterr().out.splitlines() if line.startswith("[c")])
+    assert timing[0] and timing[1] == timing[0]
+
+
+def test_timing_lists_attempts_in_recorded_time_order(tmp_path: Path) -> None:
+    """Attempts written out of time order (an export of a replay writes them conversation by conversation): the
+    timing lists them by their request's recorded time, the attempts of one request time in file order."""
+    from inspector.record.recording import RecordingWriter
+    from inspector.record.timing import timing_json
+
+    path = tmp_path / "out-of-order.jsonl"
+    with RecordingWriter(path, source={"type": "replay"}) as w:
+        for turn, attempt, t in ((0, 0, 0.0), (2, 0, 2.0), (1, 0, 1.0), (1, 1, 1.0), (3, 0, 3.0)):
+            w.request(turn, attempt, t, "POST", "http://x/v1/messages", {}, {"model": "m"})
+            w.end(turn, attempt, 0.5, "complete", None)
+    attempts = timing_json(read_recording(path))["attempts"]
+    assert [(a["turn"], a["attempt"]) for a in attempts] == [(0, 0), (1, 0), (1, 1), (2, 0), (3, 0)]
