@@ -312,24 +312,20 @@ def _dashboard_logging_to(
     by the caller however this ends)."""
     import subprocess
 
-    from inspector.tui.app import run_dashboard
+    from inspector.tui.app import InspectorApp, run_dashboard
 
     launched.stdin, launched.stdout, launched.stderr = subprocess.DEVNULL, log, subprocess.STDOUT
     launched.session.sock.listen(2048)
     started = False
     cannot_run: list[OSError] = []  # why the command could not be started (the dashboard shows it too)
 
-    quit_dashboard: list[Callable[[], None]] = []  # how a stop from outside ends the dashboard, once it runs
+    apps: list[InspectorApp] = []  # the dashboard, once made (run_dashboard's `made`)
+    stops: list[int] = []  # the signals from outside that stopped watch
 
     def factory(**_: Any) -> Any:
         nonlocal started
-        if not started:  # the dashboard runs the session; the command starts once, with it
+        if not started and not stops:  # the dashboard runs the session; the command starts once, with it
             started = True
-            from inspector.tui.app import quit_from_any_thread
-
-            quit_app = quit_from_any_thread()  # (the factory runs in the app, on its loop)
-            if quit_app is not None:
-                quit_dashboard.append(quit_app)
             try:
                 launched.session.command = launched.start_command()  # its exit ends the session, as finished
             except OSError as e:
@@ -338,24 +334,28 @@ def _dashboard_logging_to(
         return launched.session
 
     def stop_from_outside(signum: int, frame: Any) -> None:
-        """SIGTERM or SIGHUP to watch (kill, a CI runner's timeout, a closed terminal): passed on to the command and
-        every process it started, as headless does, and the dashboard quits: the session ends, the recording is
-        closed, and watch exits with the command's status (it died at once, the command ran on)."""
+        """SIGTERM, SIGHUP or SIGINT to watch (kill, a CI runner's timeout, a closed terminal; Ctrl-C on the
+        dashboard's terminal is a key): passed on to the command and every process it started, as headless does,
+        and the dashboard quits as `q` does: the session ends, the recording is closed, and watch exits with the
+        command's status (it died at once, the command ran on). The dashboard quits whenever the signal comes
+        (InspectorApp.quit_soon, as `run` does): a KeyboardInterrupt raised while it started landed in one of
+        Textual's tasks, and watch ended with its traceback. A command not started yet never starts."""
+        stops.append(signum)
         launched.stop_command(signum)
-        if not quit_dashboard:  # (the dashboard is still starting)
+        if not apps:  # (the dashboard is not made yet: nothing runs)
             signal.default_int_handler(signum, frame)
-        with contextlib.suppress(RuntimeError):  # (its loop closed: it is quitting already)
-            quit_dashboard[0]()
+        apps[0].quit_soon()
 
     import signal
 
-    previous = {sig: signal.signal(sig, stop_from_outside) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    previous = {sig: signal.signal(sig, stop_from_outside) for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
     try:
-        with contextlib.suppress(KeyboardInterrupt):  # (a stop from outside while the dashboard was starting)
+        with contextlib.suppress(KeyboardInterrupt):  # (a stop from outside before the dashboard was made)
             run_dashboard(
                 factory,
                 source={"type": "watch", "command": shlex.join(launched.argv), "upstream": what},
                 interrupt=launched.send_interrupt,  # Ctrl-C: to the command first, then it stops watching
+                made=apps.append,
             )
     finally:
         for sig, handler in previous.items():

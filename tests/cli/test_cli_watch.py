@@ -813,3 +813,42 @@ def test_quitting_the_dashboard_gives_the_commands_status(tmp_path: Path, then: 
     assert status == (3 if then == "fails" else 128 + signal.SIGTERM), b"".join(screen)[-2000:]
     last = json.loads(rec.read_text().splitlines()[-1])
     assert last.get("type") == "loop_finished", last
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: signal.Signals(s).name)
+def test_a_stop_while_the_dashboard_starts_ends_watch_cleanly(tmp_path: Path, sig: int) -> None:
+    """SIGTERM, SIGHUP or SIGINT to watch once its dashboard holds the terminal (the alternate screen entered), as
+    it starts: watch's handler raised KeyboardInterrupt into Textual's event loop, where it landed in one of its
+    tasks (parsing the stylesheet): watch ended with that traceback (8 of 8 here). Now the dashboard quits as `q`
+    does (InspectorApp.quit_soon, as `run` does): no traceback, the terminal given back, and the status as before:
+    130 with one line when the command had not started (it never does then), else the command's."""
+    import threading
+
+    rec = tmp_path / "dash.jsonl"
+    marker = tmp_path / "ran"
+    p, master = _watch_on_a_pty(tmp_path, rec, f"import time\nopen({str(marker)!r}, 'w')\ntime.sleep(120)")
+    screen: list[bytes] = []
+    entered = threading.Event()
+
+    def drain() -> None:  # (the dashboard blocks on a full terminal)
+        for chunk in _pty_output(master):
+            screen.append(chunk)
+            if b"\x1b[?1049h" in b"".join(screen[-2:]):
+                entered.set()
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        assert entered.wait(60), b"".join(screen)[-2000:]
+        os.kill(p.pid, sig)  # watch alone
+        status = p.wait(30)
+        reader.join(10)
+    finally:
+        _leave_nothing(p, 0, master)
+    text = b"".join(screen)
+    assert b"Traceback" not in text, text[-3000:]
+    assert text.rfind(b"\x1b[?1049l") > text.rfind(b"\x1b[?1049h"), text[-2000:]  # the terminal given back
+    if marker.exists():  # (the command had started: its status, stopped by the signal watch passed on)
+        assert status == 128 + sig, text[-2000:]
+    else:
+        assert status == 130 and b"it did not run" in text, text[-2000:]
