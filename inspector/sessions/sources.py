@@ -24,7 +24,7 @@ from inspector.agent.toolbox.spec import ToolSpec
 from inspector.core.errors import SourceError, UnknownScenario
 from inspector.core.pacing import Pacer
 from inspector.observe import observations as O
-from inspector.record.recorder import Recorder
+from inspector.record.recorder import NOTHING_RAN, Recorder
 from inspector.record.recording import Recording
 from inspector.scenarios.bundled import DEFAULT_SCENARIO
 
@@ -56,6 +56,7 @@ class Session:
     _thread_loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
     _relay: _Relay | None = field(default=None, repr=False)
+    _ran: bool = field(default=False, repr=False)  # run() was called (else close() ends the recording: nothing ran)
 
     @property
     def bus(self) -> O.ObservationBus:
@@ -89,6 +90,7 @@ class Session:
         return self.loop.pacer
 
     async def run(self) -> LoopResult:
+        self._ran = True
         if self.threaded:
             return await self.run_threaded()
         return await self._run_here()
@@ -185,6 +187,9 @@ class Session:
 
     def close(self) -> None:
         if self.recorder is not None:
+            if not self._ran:  # (stopped before it ran: its recording says so, not a header alone, nothing ended)
+                self._ran = True
+                self.recorder(O.LoopFinished(0.0, "cancelled", 0, [], [], NOTHING_RAN))
             self.recorder.close()
         while self.cleanups:
             fn = self.cleanups.pop()
@@ -521,6 +526,7 @@ class ConversationReplay(Session):
         return self._controllers
 
     async def run(self) -> LoopResult:
+        self._ran = True
         result: LoopResult | None = None
         worst: LoopResult | None = None
         epoch: float | None = None

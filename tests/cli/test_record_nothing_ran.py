@@ -80,3 +80,49 @@ def test_a_dashboard_quit_before_its_session_leaves_a_recording_that_says_nothin
     assert out.stdout.strip() == "nothing ran: the session was stopped before it started", out.stdout
     as_json = orjson.loads(_dump(rec, "--json").stdout)
     assert as_json["turns"] == [] and as_json["nothing_ran"] is True
+
+
+def test_a_session_closed_before_it_ran_ends_its_recording_saying_nothing_ran(tmp_path: Path) -> None:
+    """A session made but stopped before its loop ran (`run` with the dashboard, stopped as its session started;
+    headless, stopped as it started): its recording held its header alone, no end, and dump said only 'no turns in
+    this file'. Now its end says nothing ran, and dump says so; a session that ran is unchanged."""
+    from inspector.record.recorder import NOTHING_RAN
+    from inspector.sessions import sources
+
+    never = tmp_path / "never.jsonl"
+    sources.scenario_session(record=str(never)).close()
+    lines = [orjson.loads(line) for line in never.read_bytes().splitlines()]
+    assert [line.get("kind") for line in lines] == ["header", "obs"], lines
+    assert lines[-1]["type"] == "loop_finished" and lines[-1]["error"] == NOTHING_RAN
+    out = _dump(never)
+    assert out.stdout.strip() == "nothing ran: the session was stopped before it started" and out.stderr == ""
+
+    ran = tmp_path / "ran.jsonl"
+    session = sources.scenario_session(record=str(ran), speed=float("inf"))
+    import asyncio
+
+    asyncio.run(session.run())  # (closed by its run)
+    session.close()
+    ends = [e for e in map(orjson.loads, ran.read_bytes().splitlines()) if e.get("type") == "loop_finished"]
+    assert [(e["status"], e.get("error")) for e in ends] == [("finished", None)]
+
+
+def test_run_with_a_dashboard_that_quit_as_its_session_was_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run --record F` with the dashboard, quit as its session was made (which never ran): F held its header alone.
+    Now it says nothing ran."""
+    import inspector.tui.app as tui_app
+    from inspector.cli.run import run_tui
+    from inspector.sessions import sources
+
+    rec = tmp_path / "run.jsonl"
+
+    def dashboard(factory: Callable[..., object], **_: Any) -> int:
+        factory()  # (made, never run: the dashboard quit)
+        return 130
+
+    monkeypatch.setattr(tui_app, "run_dashboard", dashboard)
+    run_tui(lambda **kw: sources.scenario_session(record=str(rec), **kw), {"type": "scenario"})
+    out = _dump(rec)
+    assert out.stdout.strip() == "nothing ran: the session was stopped before it started", out
