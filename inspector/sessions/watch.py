@@ -231,7 +231,17 @@ class WatchSession:
         self.bus.publish(O.LoopStateChanged(self.proxy.now(), self.state, error or reason or "stopped"))
         self.bus.publish(O.LoopFinished(self.proxy.now(), status, self.proxy.turns, [], [], error))
 
+    def _nothing_ran(self) -> None:
+        """The end of a session closed before it ran (the dashboard quit while it started, the command never ran):
+        its recording says nothing ran, not its header alone (see record.recorder.NOTHING_RAN)."""
+        from inspector.record.recorder import NOTHING_RAN
+
+        self._ended = ("cancelled", None)
+        self.bus.publish(O.LoopFinished(self.proxy.now(), "cancelled", 0, [], [], NOTHING_RAN))
+
     def close(self) -> None:
+        if self._loop is None and self.proxy.on_close is None and self._ended is None:  # (closed before it ran)
+            self.proxy.on_close = self._nothing_ran
         try:
             self.proxy.close()
         except Exception:  # closing must go on: the socket and the backend are still to close

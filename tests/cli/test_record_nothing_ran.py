@@ -126,3 +126,19 @@ def test_run_with_a_dashboard_that_quit_as_its_session_was_made(
     run_tui(lambda **kw: sources.scenario_session(record=str(rec), **kw), {"type": "scenario"})
     out = _dump(rec)
     assert out.stdout.strip() == "nothing ran: the session was stopped before it started", out
+
+
+def test_watch_quit_before_its_command_started_records_that_nothing_ran(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`watch --record F` with the dashboard quit before the command started (it says 'it did not run'): F held its
+    header alone. Now its end says nothing ran."""
+    from inspector.cli import build_parser
+    from inspector.cli import watch as watch_cli
+
+    rec = tmp_path / "watch.jsonl"
+    argv = ["watch", "--serve", "weather", "--record", str(rec), "--", sys.executable, "-c", "pass"]
+    status = _run_with_a_dashboard_quit_at_once(monkeypatch, lambda: watch_cli.cmd(build_parser(argv).parse_args(argv)))
+    assert status == 130
+    out = _dump(rec)
+    assert out.stdout.strip() == "nothing ran: the session was stopped before it started", out
