@@ -70,13 +70,20 @@ USAGE_NOT_REPORTED = "usage not reported"
 NOT_REPORTED = Cost(None, unpriced=USAGE_NOT_REPORTED)
 
 
-def price_source() -> str:
-    """The price data's name and date, shown beside every cost."""
+def prices_version() -> str | None:
+    """The installed genai-prices' version (None: not installed)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        v = version("genai-prices")
+        return version("genai-prices")
     except PackageNotFoundError:
+        return None
+
+
+def price_source() -> str:
+    """The price data's name and date, shown beside every cost."""
+    v = prices_version()
+    if v is None:
         return "prices: genai-prices not installed"
     return f"prices: genai-prices {v} (bundled data, not updated)"
 
