@@ -7,7 +7,16 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from inspector.cli.common import interactive, record_error, record_if_nothing_ran, record_problem, say
+from inspector.cli.common import (
+    DashboardStops,
+    Stopped,
+    interactive,
+    record_error,
+    record_if_nothing_ran,
+    record_problem,
+    say,
+    stops_raise,
+)
 from inspector.core.redaction import credential_values
 from inspector.net.proxy import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -297,7 +306,8 @@ def cmd(args: argparse.Namespace, *, bus: O.ObservationBus | None = None) -> int
                 sock.close()
                 say(f"inspector proxy: {problem}")
                 return 2
-            return _cmd_tui(args, host, sock, options)
+            with stops_raise():  # (before the dashboard runs: its recording, made empty above, says nothing ran)
+                return _cmd_tui(args, host, sock, options)
         say("inspector proxy: stdout is not a terminal: running headless")
     close_otel: Callable[[], None] | None = None
     if getattr(args, "otel", False):
@@ -402,14 +412,17 @@ def _cmd_tui(args: argparse.Namespace, host: str, sock: Any, options: dict[str, 
         attach_to_watch(follower, session)
         return session
 
+    stops = DashboardStops()  # SIGTERM, SIGHUP, kill -INT: the dashboard quits as on `q`, then exit 128 + N
     try:
-        # (ignored below) tui.app.ControllerLike declares `state` a settable attribute, WatchController's is a read-only
-        # property (the dashboard only reads it); the Protocol is to say `@property def state` (tui is not ours here)
-        run_dashboard(factory, source={"type": "proxy", "upstream": args.upstream})
+        with stops:
+            # (ignored below) tui.app.ControllerLike declares `state` a settable attribute, WatchController's is a
+            # read-only property (the dashboard only reads it); the Protocol is to say `@property def state`
+            run_dashboard(factory, source={"type": "proxy", "upstream": args.upstream}, made=stops.made)
     finally:
         for close in closes:
             close()
         record_if_nothing_ran(args.record, {"type": "proxy", "upstream": args.upstream, "listen": url})
+    stops.raise_if_stopped()  # (once the session is closed and the spans flushed)
     return 0
 
 
@@ -422,7 +435,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="inspector proxy", description=__doc__.split("\n\n")[0])
     _add_arguments(p)
     with OutputGuard(os.environ):  # as `inspector proxy` (inspector.cli.main) has it
-        return cmd(p.parse_args(argv))
+        try:
+            return cmd(p.parse_args(argv))
+        except Stopped as e:  # (SIGTERM / SIGHUP to the dashboard: as cli.main says it)
+            return 128 + e.signum
 
 
 if __name__ == "__main__":

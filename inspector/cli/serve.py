@@ -212,7 +212,10 @@ def cmd(args: argparse.Namespace) -> int:
     if problem:
         return _fail(problem)
     if getattr(args, "tui", False):
-        return _cmd_tui(args)
+        from inspector.cli.common import stops_raise
+
+        with stops_raise():  # (before the dashboard runs: its recording, made empty, says nothing ran)
+            return _cmd_tui(args)
     if getattr(args, "record", None):
         return _fail("--record goes with --tui (headless: inspector watch --serve ... --record, or proxy --record)")
 
@@ -303,14 +306,17 @@ def _cmd_tui(args: argparse.Namespace) -> int:
         attach_to_watch(follower, session)
         return session
 
+    from inspector.cli.common import DashboardStops, record_if_nothing_ran
+
+    stops = DashboardStops()  # SIGTERM, SIGHUP, kill -INT: the dashboard quits as on `q`, then exit 128 + N
     # (ignored below) tui.app.ControllerLike declares `state` a settable attribute, WatchController's is a read-only
     # property (the dashboard only reads it); the Protocol is to say `@property def state` (tui is not ours here)
     try:
-        run_dashboard(factory, source={"type": "serve", "name": args.scenario})
+        with stops:
+            run_dashboard(factory, source={"type": "serve", "name": args.scenario}, made=stops.made)
     finally:
-        from inspector.cli.common import record_if_nothing_ran
-
         record_if_nothing_ran(record, {"type": "serve", "name": args.scenario, "listen": url})
+    stops.raise_if_stopped()  # (once the session is closed: its recording ended)
     return 0
 
 
@@ -318,7 +324,12 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m inspector.cli.serve ...`` (the same options as ``inspector serve``)."""
     p = argparse.ArgumentParser(prog="inspector serve", description=__doc__.split("\n\n")[0])
     _add_arguments(p)
-    return cmd(p.parse_args(argv))
+    from inspector.cli.common import Stopped
+
+    try:
+        return cmd(p.parse_args(argv))
+    except Stopped as e:  # (SIGTERM / SIGHUP to the dashboard: as cli.main says it)
+        return 128 + e.signum
 
 
 if __name__ == "__main__":

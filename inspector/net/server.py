@@ -10,7 +10,7 @@ import logging
 import signal
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -192,12 +192,21 @@ def _uvicorn_server(
     ready: threading.Event | None = None,
     options: dict[str, Any] | None = None,
     on_ready: Callable[[], None] | None = None,
+    signals: bool = True,
 ) -> uvicorn.Server:
     """A uvicorn server for ``asgi_app``. ``options`` are extra ``uvicorn.Config`` keywords a server chooses for
-    itself (e.g. the proxy's ``date_header=False``; ``timeout_keep_alive``; ``limit_concurrency``)."""
+    itself (e.g. the proxy's ``date_header=False``; ``timeout_keep_alive``; ``limit_concurrency``). ``signals=False``:
+    serve() leaves SIGINT and SIGTERM to the handlers in place (uvicorn's own, installed while it serves on the main
+    thread, would stop the server at once, its open streams cut, before the process's owner heard of it)."""
     import uvicorn
 
     class _Server(uvicorn.Server):
+        if not signals:
+
+            @contextlib.contextmanager
+            def capture_signals(self) -> Iterator[None]:
+                yield
+
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             quiet_accept_errors(asyncio.get_running_loop())
             await super().startup(sockets=sockets)

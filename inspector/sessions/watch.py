@@ -186,7 +186,12 @@ class WatchSession:
             self.stop(reason)
         if self.command is not None:
             self._end_with(self.command)
-        server = _uvicorn_server(self.proxy.app, log_level="critical", options=uvicorn_options(self.proxy))
+        # SIGINT and SIGTERM stay the command's (the dashboard's, watch's: they end the session in order, see
+        # cli.common.DashboardStops): uvicorn's handler, installed while it serves on the main thread (the dashboard's
+        # loop), stopped the server at once, an open stream cut without its end line
+        server = _uvicorn_server(
+            self.proxy.app, log_level="critical", options=uvicorn_options(self.proxy), signals=False
+        )
         serving = asyncio.ensure_future(server.serve(sockets=[self.sock]))
         # the session's end is published when the proxy closes (the server's shutdown closes it, else close() below;
         # the dashboard's closing loop may cancel the server first): after what the proxy still held, before its

@@ -139,7 +139,7 @@ def test_proxy_dashboard_path_exports_each_sessions_traces(
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.removesuffix("/v1/traces"))
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
 
-    def fake_dashboard(factory: Callable[[], Session], source: object) -> None:
+    def fake_dashboard(factory: Callable[[], Session], source: object, **_: object) -> None:
         session = factory()
         body = {"model": "claude-sonnet-4-6", "messages": []}
         for turn, conv in enumerate(["c1", "c2"]):

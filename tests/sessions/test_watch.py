@@ -171,28 +171,59 @@ async def test_a_session_cancelled_again_while_it_stops_still_closes_its_recordi
     assert last["type"] == "loop_finished" and last["status"] == "cancelled"
 
 
-async def test_a_server_stopped_by_a_signal_still_ends_the_recording(tmp_path: Path) -> None:
-    """SIGTERM to watch with the dashboard: the embedded uvicorn server catches it (in the main thread) and stops,
-    and its shutdown closed the proxy and its recording before the session's end was published: no
-    loop_finished. (uvicorn then raises the signal again for the handler it found: here one that only counts.)"""
+async def test_a_signal_is_left_to_the_commands_handler_which_ends_the_session_in_order(tmp_path: Path) -> None:
+    """SIGTERM to a dashboard whose watched session serves on its loop (the main thread): the embedded uvicorn
+    server's own handler, installed while it served, caught it and stopped the server at once; an open stream was
+    cut without its end line, and the command's handler (the dashboard's: cli.common.DashboardStops; watch's) heard
+    of it only once the server had stopped (uvicorn raised it again). The signal is now the command's: here a
+    handler that cancels the session as the dashboard's quit does. The open stream ends (its end line), and the
+    recording with the session's loop_finished."""
+    import json
     import os
     import signal
 
     from inspector.record.reader import read_recording
 
+    rec = tmp_path / "signalled.jsonl"
+    session = serve_session("weather", "stall:1000", speed=1.0, host="127.0.0.1", port=0, record=str(rec))
     got: list[int] = []
-    previous = signal.signal(signal.SIGTERM, lambda signum, _frame: got.append(signum))
+
+    def stop(signum: int, _frame: object) -> None:
+        got.append(signum)
+        session.controller.cancel()
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    writer = None
     try:
-        rec = tmp_path / "signalled.jsonl"
-        session = serve_session("weather", None, speed=math.inf, host="127.0.0.1", port=0, record=str(rec))
+        session.sock.listen(2048)  # (connections queue until uvicorn accepts them, as watch has it)
         runner = asyncio.ensure_future(session.run())
-        assert await asyncio.wait_for(_one_turn(session.source["listen"]), 30) == "tool_use"
+        host, port = session.source["listen"].removeprefix("http://").rsplit(":", 1)
+        reader, writer = await asyncio.open_connection(host, int(port))
+        body = json.dumps(
+            {
+                "model": "claude-sonnet-4-6",
+                "max_tokens": 50,
+                "stream": True,
+                "messages": [{"role": "user", "content": "hi"}],
+            }
+        ).encode()
+        writer.write(
+            f"POST /v1/messages HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\nx-api-key: {KEY}\r\n"
+            f"anthropic-version: 2023-06-01\r\ncontent-length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        await asyncio.wait_for(reader.readuntil(b"message_start"), 30)  # the stream is open (then it stalls)
         os.kill(os.getpid(), signal.SIGTERM)
         result = await asyncio.wait_for(runner, 30)
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if writer is not None:
+            writer.close()
     assert got == [signal.SIGTERM] and result.status == "cancelled"
-    last = read_recording(rec).observations[-1]
+    recording = read_recording(rec)
+    ends = [a.end for a in recording.attempts()]
+    assert len(ends) == 1 and ends[0] is not None, list(recording.attempts())
+    last = recording.observations[-1]
     assert last["type"] == "loop_finished" and last["status"] == "cancelled"
 
 
