@@ -24,7 +24,7 @@ from inspector.agent.toolbox.spec import ToolSpec
 from inspector.core.errors import SourceError, UnknownScenario
 from inspector.core.pacing import Pacer
 from inspector.observe import observations as O
-from inspector.record.recorder import NOTHING_RAN, Recorder
+from inspector.record.recorder import NOTHING_RAN, Recorder, nothing_ran
 from inspector.record.recording import Recording
 from inspector.scenarios.bundled import DEFAULT_SCENARIO
 
@@ -478,7 +478,8 @@ BYTES_LABEL = "<recording bytes>"  # what names a recording given as bytes (in e
 def load_recording(path: str | Path | bytes, label: str | None = None) -> Recording:
     """A recording, a plain SSE file or a HAR export, whichever it is (a path, or its bytes), for a replay: the
     reads' bytes go to a spill file (read back as the replay serves them), so memory does not grow with the size of
-    the recording. ``label``: what its errors call it (default: the path, or :data:`BYTES_LABEL`)."""
+    the recording. ``label``: what its errors call it (default: the path, or :data:`BYTES_LABEL`). One without turns
+    is a SourceError (nothing to replay, and why: :func:`no_turns_why`), before any request or dashboard."""
     import tempfile
 
     from inspector.record.har import load_any
@@ -486,11 +487,22 @@ def load_recording(path: str | Path | bytes, label: str | None = None) -> Record
 
     label = label or (BYTES_LABEL if isinstance(path, bytes) else str(path))
     try:
-        return load_any(path, on_read=spill_reads(tempfile.TemporaryFile()), keep_reads=False)
+        recording = load_any(path, on_read=spill_reads(tempfile.TemporaryFile()), keep_reads=False)
     except OSError as e:
         raise SourceError(f"cannot read {label}: {e.strerror or e}") from None
     except ValueError as e:
         raise SourceError(f"{label}: {e}") from None
+    if not recording.turns:  # (replayed, the loop sent a request all the same: a 400, or "cancelled by user")
+        raise SourceError(f"{label}: nothing to replay: {no_turns_why(recording)}")
+    return recording
+
+
+def no_turns_why(recording: Recording) -> str:
+    """Why a recording without turns has none, as `dump` says it: its session was stopped before it started
+    (``record.recorder.write_nothing_ran``, a session closed unrun), or the file holds none (a header alone)."""
+    if nothing_ran(recording):
+        return "nothing ran (the session was stopped before it started)"
+    return "the recording has no turns"
 
 
 class _Controllers:
