@@ -546,7 +546,7 @@ def test_dashboard_path_prints_the_real_address_first_and_passes_the_options(
 
     seen: dict[str, Any] = {}
 
-    def fake_dashboard(factory: Callable[[], Any], source: object) -> None:
+    def fake_dashboard(factory: Callable[[], Any], source: object, made: object = None) -> None:
         seen["err_before"] = capsys.readouterr().err
         session = factory()
         seen["proxy"], seen["listen"] = session.proxy, session.source["listen"]
