@@ -358,13 +358,11 @@ def startup_sigint_done() -> None:
 
 
 def run_tui(factory: SessionFactory, source: dict[str, Any], *, replay: bool = False) -> int:
-    from inspector.cli.common import Stopped
-    from inspector.tui.app import InspectorApp, run_dashboard
+    from inspector.cli.common import DashboardStops
+    from inspector.tui.app import run_dashboard
 
     startup_sigint_done()
     sessions: list[Session] = []  # each run's (a restart makes one)
-    apps: list[InspectorApp] = []  # the dashboard, once made
-    stops: list[int] = []  # the signals that stopped it (the first one is the exit status: 128 + N)
 
     def threaded(**kw: Any) -> Session:
         # the loop and its HTTP on a thread of their own: a slow frame cannot delay a read or its timestamp
@@ -374,33 +372,23 @@ def run_tui(factory: SessionFactory, source: dict[str, Any], *, replay: bool = F
             session.threaded = True
         return session
 
-    def stop(signum: int, frame: Any) -> None:
-        """SIGTERM (kill, a CI runner's timeout), SIGHUP (the terminal closed), SIGINT (kill -INT: the dashboard's
-        Ctrl-C is a key): the dashboard quits as on `q`, its session cancelled, and closed below. (They killed it
-        where it was: its scenario's workspace copy stayed in the temp dir, its recording without its end.)"""
-        stops.append(signum)
-        if not apps:  # (not made yet: nothing runs, nothing to close)
-            raise Stopped(signum)
-        apps[0].quit_soon()
-
-    previous: dict[signal.Signals, Any] = {}
-    with contextlib.suppress(ValueError):  # (not the main thread: no handler can be set there)
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            previous[sig] = signal.signal(sig, stop)
-    try:
-        # (ignored below) tui.app.SessionLike / ControllerLike declare bus, controller and state settable attributes;
-        # Session's are read-only properties (the dashboard only reads them): the Protocols are to say @property (tui)
-        code = run_dashboard(threaded, source=source, replay=replay, made=apps.append)
-    finally:
-        # a session's loop runs on a daemon thread, and is closed once it has wound down, on the dashboard's event
-        # loop, which is gone by then: each is closed here before the process exits (its recording's end lines
-        # written, its workspace copy removed), also one made as the dashboard quit, which never ran
-        for session in sessions:
-            session.wait_closed()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    if stops:
-        raise Stopped(stops[0])  # (cli.main: exit 128 + N, as a shell reports a process the signal killed)
+    # SIGTERM (kill, a CI runner's timeout), SIGHUP (the terminal closed), SIGINT (kill -INT: the dashboard's Ctrl-C is
+    # a key): the dashboard quits as on `q`, its session cancelled, and closed below, then exit 128 + N. (They killed
+    # it where it was: its scenario's workspace copy stayed in the temp dir, its recording without its end.)
+    stops = DashboardStops()
+    with stops:
+        try:
+            # (ignored below) tui.app.SessionLike / ControllerLike declare bus, controller and state settable
+            # attributes; Session's are read-only properties (the dashboard only reads them): the Protocols are to
+            # say @property (tui)
+            code = run_dashboard(threaded, source=source, replay=replay, made=stops.made)
+        finally:
+            # a session's loop runs on a daemon thread, and is closed once it has wound down, on the dashboard's
+            # event loop, which is gone by then: each is closed here before the process exits (its recording's end
+            # lines written, its workspace copy removed), also one made as the dashboard quit, which never ran
+            for session in sessions:
+                session.wait_closed()
+    stops.raise_if_stopped()  # (cli.main: exit 128 + N, as a shell reports a process the signal killed)
     return code
 
 

@@ -330,12 +330,18 @@ def _body_bytes(body: Any) -> bytes:
 NOTHING_RAN = "stopped before it started: nothing ran"
 
 
+def nothing_ran_end(t: float = 0.0) -> O.LoopFinished:
+    """The end of a session stopped before it ran: cancelled, 0 turns, ``NOTHING_RAN`` (what :func:`nothing_ran`
+    recognises)."""
+    return O.LoopFinished(t, "cancelled", 0, [], [], NOTHING_RAN)
+
+
 def write_nothing_ran(path: str | Path, source: dict[str, Any]) -> None:
     """The recording of a session stopped before it was made (a dashboard quit while it started): its header, then
     its end, cancelled, ``NOTHING_RAN`` (OSError: it cannot be written). Not an empty file, which `dump` and replay
     cannot tell from a stream that carried nothing."""
     with RecordingWriter(path, source=source) as w:
-        w.observation_of(O.LoopFinished(0.0, "cancelled", 0, [], [], NOTHING_RAN))
+        w.observation_of(nothing_ran_end())
 
 
 def nothing_ran(recording: Recording) -> bool:

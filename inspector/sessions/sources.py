@@ -24,7 +24,7 @@ from inspector.agent.toolbox.spec import ToolSpec
 from inspector.core.errors import SourceError, UnknownScenario
 from inspector.core.pacing import Pacer
 from inspector.observe import observations as O
-from inspector.record.recorder import NOTHING_RAN, Recorder, nothing_ran
+from inspector.record.recorder import Recorder, nothing_ran, nothing_ran_end
 from inspector.record.recording import Recording
 from inspector.scenarios.bundled import DEFAULT_SCENARIO
 
@@ -189,7 +189,7 @@ class Session:
         if self.recorder is not None:
             if not self._ran:  # (stopped before it ran: its recording says so, not a header alone, nothing ended)
                 self._ran = True
-                self.recorder(O.LoopFinished(0.0, "cancelled", 0, [], [], NOTHING_RAN))
+                self.recorder(nothing_ran_end())
             self.recorder.close()
         while self.cleanups:
             fn = self.cleanups.pop()

@@ -239,10 +239,10 @@ class WatchSession:
     def _nothing_ran(self) -> None:
         """The end of a session closed before it ran (the dashboard quit while it started, the command never ran):
         its recording says nothing ran, not its header alone (see record.recorder.NOTHING_RAN)."""
-        from inspector.record.recorder import NOTHING_RAN
+        from inspector.record.recorder import nothing_ran_end
 
         self._ended = ("cancelled", None)
-        self.bus.publish(O.LoopFinished(self.proxy.now(), "cancelled", 0, [], [], NOTHING_RAN))
+        self.bus.publish(nothing_ran_end(self.proxy.now()))
 
     def close(self) -> None:
         if self._loop is None and self.proxy.on_close is None and self._ended is None:  # (closed before it ran)
