@@ -11,94 +11,15 @@ import os
 import re
 import signal
 import socket
-import subprocess
-import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from inspector.testing.processes import Dashboard, recording_lines, until
+
 ROOT = Path(__file__).resolve().parents[2]
 SIGNALS = [signal.SIGTERM, signal.SIGHUP, signal.SIGINT]
-
-
-class _Dashboard:
-    """`inspector ARGS` in the dashboard on a terminal (a pty) of its own, read on a thread (a dashboard whose
-    terminal is full blocks)."""
-
-    def __init__(self, env: dict[str, str], *args: str) -> None:
-        import fcntl
-        import pty
-        import struct
-        import termios
-
-        self.master, slave = pty.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 150, 0, 0))
-        self.p = subprocess.Popen(
-            [sys.executable, "-m", "inspector", *args],
-            env={**env, "TERM": "xterm-256color"},
-            cwd=ROOT,
-            stdin=slave,
-            stdout=slave,
-            stderr=slave,
-            start_new_session=True,
-        )
-        os.close(slave)
-        self.screen: list[bytes] = []
-        self.changed = threading.Condition()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        while True:
-            try:
-                data = os.read(self.master, 65536)
-            except OSError:  # (EIO: every writer has closed the terminal)
-                data = b""
-            with self.changed:
-                if data:
-                    self.screen.append(data)
-                self.changed.notify_all()
-            if not data:
-                return
-
-    def text(self) -> bytes:
-        return b"".join(self.screen)
-
-    def wait_shown(self, what: bytes, timeout: float = 60) -> None:
-        with self.changed:
-            ok = self.changed.wait_for(lambda: what in self.text() or not self.reader.is_alive(), timeout)
-        assert ok and what in self.text(), self.text()[-2000:]
-
-    def end(self) -> tuple[int, bytes]:
-        """Its status once it has exited (killed after a minute), and what it wrote."""
-        try:
-            status = self.p.wait(60)
-        finally:
-            if self.p.poll() is None:
-                os.killpg(self.p.pid, signal.SIGKILL)
-                self.p.wait()
-            self.reader.join(10)
-            os.close(self.master)
-        return status, self.text()
-
-
-def _recording(path: Path) -> list[dict[str, Any]]:
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return []
-    return [json.loads(line) for line in text.split("\n")[:-1]]  # (a line being written is not one yet)
-
-
-def _until(ready: Any, what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not ready():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)  # another process's file: nothing to wait on but polling it
 
 
 class _OpenStream:
@@ -128,7 +49,7 @@ class _OpenStream:
         self.conn.close()
 
 
-def _address(dash: _Dashboard) -> str:
+def _address(dash: Dashboard) -> str:
     dash.wait_shown(b"ANTHROPIC_BASE_URL=")
     found = re.search(rb"ANTHROPIC_BASE_URL=(http://[0-9.]+:[0-9]+)", dash.text())
     assert found, dash.text()[-2000:]
@@ -145,15 +66,15 @@ def _listening(url: str) -> bool:
     return True
 
 
-def _stopped_mid_stream(dash: _Dashboard, rec: Path, sig: int) -> tuple[int, bytes]:
+def _stopped_mid_stream(dash: Dashboard, rec: Path, sig: int) -> tuple[int, bytes]:
     """Once the dashboard holds the terminal and a stream through it is open (its first read recorded): ``sig``."""
     try:
         url = _address(dash)
         dash.wait_shown(b"\x1b[?1049h")  # the dashboard holds the terminal
-        _until(lambda: _listening(url) or dash.p.poll() is not None, "the dashboard's session does not listen")
+        until(lambda: _listening(url) or dash.p.poll() is not None, "the dashboard's session does not listen")
         stream = _OpenStream(url)
         try:
-            _until(lambda: any(d.get("kind") == "read" for d in _recording(rec)), "no read recorded")
+            until(lambda: any(d.get("kind") == "read" for d in recording_lines(rec)), "no read recorded")
             assert dash.p.poll() is None
             dash.p.send_signal(sig)
             return dash.end()
@@ -169,7 +90,7 @@ def _ended_cleanly(status: int, screen: bytes, sig: int, rec: Path) -> None:
     assert status == 128 + sig, screen[-2000:]
     assert b"Traceback" not in screen, screen[-3000:]
     assert screen.rfind(b"\x1b[?1049l") > screen.rfind(b"\x1b[?1049h"), screen[-2000:]  # the terminal given back
-    lines = _recording(rec)
+    lines = recording_lines(rec)
     sent = {(d["turn"], d["attempt"]) for d in lines if d.get("kind") == "request"}
     ended = {(d["turn"], d["attempt"]) for d in lines if d.get("kind") == "end"}
     assert sent and sent == ended, (sent, ended)
@@ -208,8 +129,10 @@ def test_proxy_dashboard_stopped_mid_stream_ends_its_recording_and_flushes_otel(
     try:
         env = {**env, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint.removesuffix("/v1/traces")}
         env.pop("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", None)
-        dash = _Dashboard(
-            env, "proxy", "--listen", "127.0.0.1:0", "--upstream", stalling_upstream, "--record", str(rec), "--otel"
+        dash = Dashboard(
+            env,
+            *("proxy", "--listen", "127.0.0.1:0", "--upstream", stalling_upstream, "--record", str(rec), "--otel"),
+            cwd=ROOT,
         )
         status, screen = _stopped_mid_stream(dash, rec, sig)
         _ended_cleanly(status, screen, sig, rec)
@@ -223,6 +146,7 @@ def test_serve_tui_stopped_mid_stream_ends_its_recording(env: dict[str, str], tm
     """`serve --tui --record F`, a stream open: killed where it was, the open attempt had no end line and the
     recording no loop_finished (and its fake server thread died with it)."""
     rec = tmp_path / "serve.jsonl"
-    dash = _Dashboard(env, "serve", "--tui", "--scenario", "weather", "--fault", "stall:1000", "--record", str(rec))
+    args = ("serve", "--tui", "--scenario", "weather", "--fault", "stall:1000", "--record", str(rec))
+    dash = Dashboard(env, *args, cwd=ROOT)
     status, screen = _stopped_mid_stream(dash, rec, sig)
     _ended_cleanly(status, screen, sig, rec)

@@ -26,6 +26,8 @@ from typing import Any
 
 import pytest
 
+from inspector.testing.processes import Dashboard, blocked_on_a_fifo, recording_lines, until
+
 ROOT = Path(__file__).resolve().parents[2]
 needs_proc = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table from /proc")
 
@@ -44,13 +46,6 @@ def tmpdir_env() -> Iterator[tuple[Path, dict[str, str]]]:
 
 def _left(tmp: Path) -> list[str]:
     return sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*"))
-
-
-def _until(ready: object, what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not ready():  # type: ignore[operator]
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)  # another process's state: nothing to wait on but polling it
 
 
 def _free_port() -> int:
@@ -103,7 +98,7 @@ def test_inspector_web_leaves_nothing_in_tmpdir(tmpdir_env: tuple[Path, dict[str
                 assert server.poll() is None, "the web server exited"
                 return False
 
-        _until(serves, "the web server did not serve its page")
+        until(serves, "the web server did not serve its page")
         server.send_signal(sig)
         server.wait(30)
     finally:
@@ -133,14 +128,6 @@ def _record(scenario: str, path: Path, speed: float = float("inf")) -> None:
         asyncio.run(session.run())
     finally:
         session.close()
-
-
-def _blocked_on_a_fifo(pid: int) -> bool:
-    """Whether the process waits in the open of a FIFO nobody has opened from the other side."""
-    try:
-        return Path(f"/proc/{pid}/wchan").read_text() == "wait_for_partner"
-    except OSError:
-        return False
 
 
 @pytest.mark.parametrize("scenario", [True, False], ids=["scenario", "recording"])
@@ -174,7 +161,7 @@ def test_inspector_export_stopped_leaves_nothing_in_tmpdir(
     args = ["--scenario", "parse_date", "-o", str(fifo)] if scenario else [str(fifo), "-o", str(tmp_path / "p.html")]
     p = _export(env, *args)
     with _reaped(p):
-        _until(lambda: _blocked_on_a_fifo(p.pid) or p.poll() is not None, "export did not reach the FIFO")
+        until(lambda: blocked_on_a_fifo(p.pid) or p.poll() is not None, "export did not reach the FIFO")
         assert p.poll() is None, p.communicate()[1]
         if scenario:
             assert _left(tmp), "no temporary directory while the scenario's page is written"
@@ -219,7 +206,7 @@ def test_watch_split_stopped_while_waiting_for_a_browser_leaves_nothing(
         err = watch.communicate(timeout=60)[1]
         assert watch.returncode == 128 + sig, err
         assert b"Traceback" not in err, err
-        _until(lambda: not [c for c in children if _alive(c)], "the web server is still running", 30)
+        until(lambda: not [c for c in children if _alive(c)], "the web server is still running", 30)
         assert _left(tmp) == []
         assert not marker.exists()  # (the command never started)
     finally:
@@ -259,19 +246,9 @@ def _alive(pid: int) -> bool:
 # --- inspector run / replay: a scenario's workspace copy (`inspector-<scenario>-*`) and the recording being written
 
 
-def _recording(path: Path) -> list[dict[str, object]]:
-    import json
-
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return []
-    return [json.loads(line) for line in text.split("\n")[:-1]]  # (a line being written is not one yet)
-
-
 def _streaming(path: Path) -> bool:
     """Whether the run's recording has its first read: the loop is in a stream."""
-    return any(line.get("kind") == "read" for line in _recording(path))
+    return any(line.get("kind") == "read" for line in recording_lines(path))
 
 
 def _ended(lines: list[dict[str, object]], status: str) -> None:
@@ -299,13 +276,13 @@ def test_inspector_run_headless_stopped_leaves_nothing_and_ends_its_recording(
     args = ("run", "--headless", "--scenario", "exclusive_mix", "--speed", "0.2", "--record", str(rec))
     p = _inspector(env, *args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     with _reaped(p):
-        _until(lambda: _streaming(rec) or p.poll() is not None, "the run did not start streaming")
+        until(lambda: _streaming(rec) or p.poll() is not None, "the run did not start streaming")
         assert p.poll() is None, p.communicate()[1]
         assert _left(tmp), "no workspace copy while the scenario runs"
         p.send_signal(sig)
         _, err = p.communicate(timeout=60)
     _ended_cleanly_by(p, sig, err, tmp)
-    _ended(_recording(rec), "cancelled")
+    _ended(recording_lines(rec), "cancelled")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: signal.Signals(s).name)
@@ -325,7 +302,7 @@ def test_inspector_replay_headless_stopped_says_the_signal(
     reader = threading.Thread(target=lambda: out.extend(iter(p.stdout.readline, b"")), daemon=True)  # type: ignore[union-attr]
     reader.start()
     with _reaped(p):
-        _until(lambda: any(b'"type":"block_delta"' in line for line in out) or p.poll() is not None, "no stream")
+        until(lambda: any(b'"type":"block_delta"' in line for line in out) or p.poll() is not None, "no stream")
         assert p.poll() is None
         p.send_signal(sig)
         p.wait(60)
@@ -333,65 +310,6 @@ def test_inspector_replay_headless_stopped_says_the_signal(
     assert p.returncode == 128 + sig
     assert b'"type":"loop_finished"' in out[-1] and b'"status":"cancelled"' in out[-1], out[-1]
     assert _left(tmp) == []
-
-
-class _Dashboard:
-    """`inspector ARGS` in the dashboard, on a terminal (a pty) of its own, read on a thread (a dashboard whose
-    terminal is full blocks)."""
-
-    def __init__(self, env: dict[str, str], *args: str) -> None:
-        import fcntl
-        import pty
-        import struct
-        import termios
-        import threading
-
-        self.master, slave = pty.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 150, 0, 0))
-        env = {**env, "TERM": "xterm-256color"}
-        self.p = _inspector(env, *args, stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
-        os.close(slave)
-        self.screen: list[bytes] = []
-        self.closing = threading.Event()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        import select
-
-        while not self.closing.is_set():
-            if not select.select([self.master], [], [], 0.1)[0]:  # (woken up to see `closing`)
-                continue
-            try:
-                data = os.read(self.master, 65536)
-            except OSError:  # (EIO: the other side is closed)
-                return
-            if not data:
-                return
-            self.screen.append(data)
-
-    def shown(self, what: bytes) -> bool:
-        return what in b"".join(self.screen)
-
-    def close_terminal(self) -> None:
-        """Close the terminal's side (what a closed terminal window does), once the reader has let go of it."""
-        self.closing.set()
-        self.reader.join(10)
-        if self.master >= 0:
-            os.close(self.master)
-            self.master = -1
-
-    def end(self) -> tuple[int, bytes]:
-        """Its status once it has exited (killed after a minute), and what it wrote."""
-        try:
-            status = self.p.wait(60)
-        finally:
-            if self.p.poll() is None:
-                os.killpg(self.p.pid, signal.SIGKILL)
-                self.p.wait()
-            self.reader.join(10)  # (it reads until the dashboard's side is closed: EIO)
-            self.close_terminal()
-        return status, b"".join(self.screen)
 
 
 @pytest.mark.parametrize(
@@ -407,9 +325,9 @@ def test_inspector_run_dashboard_stopped_leaves_nothing_and_ends_its_recording(
     a key) said 0. Now each quits it as `q` does: the copy removed, the recording ended, exit 128 + N."""
     tmp, env = tmpdir_env
     rec = tmp_path / "run.jsonl"
-    dash = _Dashboard(env, "run", "--scenario", "exclusive_mix", "--speed", "0.2", "--record", str(rec))
+    dash = Dashboard(env, "run", "--scenario", "exclusive_mix", "--speed", "0.2", "--record", str(rec), cwd=ROOT)
     try:
-        _until(lambda: _streaming(rec) or dash.p.poll() is not None, "the run did not start streaming")
+        until(lambda: _streaming(rec) or dash.p.poll() is not None, "the run did not start streaming")
         assert dash.p.poll() is None, b"".join(dash.screen)[-2000:]
         assert _left(tmp), "no workspace copy while the scenario runs"
         if closed:
@@ -420,7 +338,7 @@ def test_inspector_run_dashboard_stopped_leaves_nothing_and_ends_its_recording(
     assert status == 128 + sig, screen[-2000:]
     assert b"Traceback" not in screen, screen[-2000:]
     assert _left(tmp) == []
-    _ended(_recording(rec), "cancelled")
+    _ended(recording_lines(rec), "cancelled")
 
 
 def test_inspector_run_dashboard_stopped_as_its_session_starts_leaves_nothing(
@@ -431,7 +349,7 @@ def test_inspector_run_dashboard_stopped_as_its_session_starts_leaves_nothing(
     is closed after it quit (a recording that was not started stays empty: its loop never ran)."""
     tmp, env = tmpdir_env
     rec = tmp_path / "run.jsonl"
-    dash = _Dashboard(env, "run", "--scenario", "exclusive_mix", "--speed", "0.2", "--record", str(rec))
+    dash = Dashboard(env, "run", "--scenario", "exclusive_mix", "--speed", "0.2", "--record", str(rec), cwd=ROOT)
     try:
         deadline = time.monotonic() + 60
         while not _left(tmp):  # (polled closely: the signal must come before the session runs, to be this case)
@@ -443,7 +361,7 @@ def test_inspector_run_dashboard_stopped_as_its_session_starts_leaves_nothing(
     assert status == 128 + signal.SIGTERM, screen[-2000:]
     assert b"Traceback" not in screen, screen[-2000:]
     assert _left(tmp) == []
-    lines = _recording(rec)
+    lines = recording_lines(rec)
     if any(line.get("kind") == "request" for line in lines):
         _ended(lines, "cancelled")
 
@@ -455,9 +373,9 @@ def test_inspector_run_dashboard_stopped_while_it_starts_quits(tmpdir_env: tuple
     loop, where one of Textual's tasks could swallow the exception: the dashboard ran on, or ended with a
     traceback.)"""
     tmp, env = tmpdir_env
-    dash = _Dashboard(env, "run", "--scenario", "exclusive_mix", "--speed", "0.2")
+    dash = Dashboard(env, "run", "--scenario", "exclusive_mix", "--speed", "0.2", cwd=ROOT)
     try:
-        _until(lambda: dash.shown(b"\x1b[?1049h") or dash.p.poll() is not None, "the dashboard did not start")
+        until(lambda: dash.shown(b"\x1b[?1049h") or dash.p.poll() is not None, "the dashboard did not start")
         dash.p.send_signal(signal.SIGTERM)
     finally:
         status, screen = dash.end()
@@ -477,9 +395,11 @@ def test_inspector_run_ends_normally_leaving_nothing(
     rec = tmp_path / "run.jsonl"
     args = ("run", "--scenario", "exclusive_mix", "--speed", "max", "--record", str(rec))
     if dashboard:
-        dash = _Dashboard(env, *args)
+        dash = Dashboard(env, *args, cwd=ROOT)
         try:
-            _until(lambda: _recording(rec)[-1:] and _recording(rec)[-1].get("type") == "loop_finished", "no end")
+            until(
+                lambda: recording_lines(rec)[-1:] and recording_lines(rec)[-1].get("type") == "loop_finished", "no end"
+            )
             os.write(dash.master, b"q")
         finally:
             status, screen = dash.end()
@@ -489,4 +409,4 @@ def test_inspector_run_ends_normally_leaving_nothing(
         status = p.returncode
     assert status == 0, screen[-2000:]
     assert _left(tmp) == []
-    _ended(_recording(rec), "finished")
+    _ended(recording_lines(rec), "finished")
