@@ -2,10 +2,10 @@
 
 Ctrl-C may come at any moment, even while the commands are still importing: from the first line of `entry()` until
 a command takes Ctrl-C over, SIGINT ends the process at once with exit status 130 and no traceback. `inspector run`
-and `inspector replay` keep this handler until their loop installs its own (Ctrl-C then cancels the loop) or the
-dashboard starts; the other commands get the usual KeyboardInterrupt back once imported (`inspector.cli.main` turns
-it into exit 130). A signal that lands before Python runs this module (while the interpreter itself starts) is
-Python's own business.
+and `inspector replay` keep this handler until they start making their session (headless: from then on Ctrl-C ends
+the run in order, `inspector.cli.run._HeadlessStops`) or the dashboard starts; the other commands get the usual
+KeyboardInterrupt back once imported (`inspector.cli.main` turns it into exit 130). A signal that lands before
+Python runs this module (while the interpreter itself starts) is Python's own business.
 """
 
 import os

@@ -263,60 +263,110 @@ def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[...,
     return scenario, {"type": "scenario", "name": name}
 
 
+class _HeadlessStops:
+    """SIGINT (Ctrl-C), SIGTERM (`timeout`, a CI runner, `kill`) and SIGHUP (the terminal closed) over the whole of a
+    headless run (``with``), whenever they come:
+
+    - while its session is made (its workspace copy made, its recording opened: the open of a FIFO waits for a
+      reader): :class:`Stopped` is raised where the process was, the factory closes what it made (the first signal
+      only: a second one does not cut that cleanup short);
+    - once it is made (``session`` set), before its loop runs: noted, and the loop is not run (``main`` sees it): the
+      session is closed, its recording ends saying nothing ran;
+    - while its loop runs (``loop`` set): the loop is cancelled, on its event loop (``call_soon_threadsafe``: the
+      handler runs between two bytecodes of whatever the main thread was doing); it ends `cancelled`, its recording
+      complete.
+
+    The first signal that stopped it is the exit status: 128 + N (``cli.main``). Killed where it was, or ended by the
+    start-up handler of ``inspector.__main__`` (exit 130 at once), the run left its workspace copy in the temp dir and
+    its recording with its header alone. A handler of the signal module, not the event loop's: the loop's are taken
+    away when it closes (SIGINT back to KeyboardInterrupt, the others to their default action, before the run's
+    cleanup). Nothing outside the main thread (no handler can be set there)."""
+
+    def __init__(self) -> None:
+        self.signals: list[int] = []
+        self.session: Session | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._previous: dict[signal.Signals, Any] = {}
+
+    def __call__(self, signum: int, _frame: object) -> None:
+        from inspector.cli.common import Stopped
+
+        self.signals.append(signum)
+        session, loop = self.session, self.loop
+        if session is None:
+            if len(self.signals) == 1:
+                raise Stopped(signum)
+            return
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # (its loop closed meanwhile: the run has ended)
+                loop.call_soon_threadsafe(session.controller.cancel)
+
+    def __enter__(self) -> _HeadlessStops:
+        with contextlib.suppress(ValueError):  # (not the main thread)
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                self._previous[sig] = signal.signal(sig, self)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous.clear()
+        startup_sigint_done()  # (Ctrl-C is the command's: never the start-up handler's exit again)
+
+
+def _not_run_line(signum: int) -> str:
+    return f"stopped by {signal.Signals(signum).name} before the run started: nothing ran"
+
+
 def run_headless(factory: SessionFactory, *, as_json: bool) -> int:
     from inspector.cli.common import Stopped
     from inspector.cli.headless import JsonPrinter, ProgressPrinter, stdout_sink
 
-    session = factory()
-    sinks: list[LineSink] = []
-    stops: list[int] = []  # the signals that stopped the run (the first one is its exit status: 128 + N)
-
-    def stop(signum: int) -> None:
-        stops.append(signum)
-        session.controller.cancel()
-
-    async def main() -> LoopResult:
-        loop = asyncio.get_running_loop()
-        # the reader of our output went away (e.g. `| head`): stop the loop rather than run on unwatched
-        sink = stdout_sink(on_broken=lambda: loop.call_soon_threadsafe(session.controller.cancel))
-        sinks.append(sink)
-        printer = JsonPrinter(sink) if as_json else ProgressPrinter(sink)
-        progress = printer if isinstance(printer, ProgressPrinter) else None
-        session.bus.subscribe(turn_costs(progress, sink, session))  # first: a turn's cost before the loop's end
-        session.bus.subscribe(printer)
-        # from here Ctrl-C cancels the loop (it ends `cancelled`, its recording complete, its workspace copy removed),
-        # and so do SIGTERM (`timeout`, a CI runner, `kill`) and SIGHUP (the terminal closed): killed where it was,
-        # the run left its workspace copy in the temp dir and its recording without its end. Exit 128 + N.
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            try:
-                loop.add_signal_handler(sig, stop, sig)
-            except (NotImplementedError, RuntimeError, ValueError):
-                if sig == signal.SIGINT:
-                    startup_sigint_done()
+    stops = _HeadlessStops()
+    with stops:
         try:
-            return await session.run()
-        finally:
-            sink.close()
+            # (no bytecode between the factory's return and this assignment checks for a signal: a stop raised in
+            # the factory finds its own cleanup, one after it finds the session here)
+            stops.session = session = factory()
+        except Stopped as e:
+            _err(_not_run_line(e.signum))
+            raise
+        sinks: list[LineSink] = []
 
-    # (the loop's close sets its signals back to the default action: cmd_run's stops_raise handler is put back)
-    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        result = asyncio.run(main())
-    finally:
-        with contextlib.suppress(ValueError):  # (not the main thread: none was set, none is put back)
-            for sig, handler in handlers.items():
-                signal.signal(sig, handler)
-        startup_sigint_done()  # (the loop restores Python's handler when it closes; this covers a failed start)
-        session.close()  # (closed by its run; here when it never ran: stopped as it started)
-    for err in session.bus.errors:
-        _err(err)
-    recorder = getattr(session, "recorder", None)
-    if recorder is not None:
-        recorder.close()  # (already closed by the session; a failure to close is noted, never raised)
-        if recorder.error:
-            _err(f"warning: {recorder.error}")
-    if stops:
-        raise Stopped(stops[0])  # (cli.main: exit 128 + N, as a shell reports a process the signal killed)
+        async def main() -> LoopResult | None:
+            loop = asyncio.get_running_loop()
+            # the reader of our output went away (e.g. `| head`): stop the loop rather than run on unwatched
+            sink = stdout_sink(on_broken=lambda: loop.call_soon_threadsafe(session.controller.cancel))
+            sinks.append(sink)
+            printer = JsonPrinter(sink) if as_json else ProgressPrinter(sink)
+            progress = printer if isinstance(printer, ProgressPrinter) else None
+            session.bus.subscribe(turn_costs(progress, sink, session))  # first: a turn's cost before the loop's end
+            session.bus.subscribe(printer)
+            try:
+                stops.loop = loop  # from here a stop cancels the loop
+                if stops.signals:  # stopped once made: it does not run (closed below: its recording says nothing ran)
+                    return None
+                return await session.run()
+            finally:
+                stops.loop = None
+                sink.close()
+
+        try:
+            result = asyncio.run(main())
+        finally:
+            session.close()  # (closed by its run; here when it never ran: stopped as it started)
+        for err in session.bus.errors:
+            _err(err)
+        recorder = getattr(session, "recorder", None)
+        if recorder is not None:
+            recorder.close()  # (already closed by the session; a failure to close is noted, never raised)
+            if recorder.error:
+                _err(f"warning: {recorder.error}")
+    if result is None:
+        _err(_not_run_line(stops.signals[0]))
+        raise Stopped(stops.signals[0])  # (cli.main: exit 128 + N, as a shell reports a process the signal killed)
+    if stops.signals:
+        raise Stopped(stops.signals[0])
     if sinks and sinks[0].broken:  # stdout was closed (`| head`): a quiet end, exit 0, as every command (cli.main)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
@@ -404,13 +454,16 @@ def _with_otel(factory: SessionFactory, args: argparse.Namespace, source: dict[s
         session = factory(**kw)
         try:
             provider = otel.make_provider()
+            name = str(source.get("name") or source.get("model") or source.get("file") or "session")
+            session.cleanups.append(
+                otel.attach(session.bus, content=args.otel_content, conversation=name, provider=provider)
+            )
         except ImportError:
             session.close()
             raise UsageError("--otel needs the otel extra: pip install 'stream-inspector[otel]'") from None
-        name = str(source.get("name") or source.get("model") or source.get("file") or "session")
-        session.cleanups.append(
-            otel.attach(session.bus, content=args.otel_content, conversation=name, provider=provider)
-        )
+        except BaseException:  # (a stop as it is made: the session is closed, not left half made)
+            session.close()
+            raise
         return session
 
     return make

@@ -297,10 +297,13 @@ def _attach_recorder(session: Session, record: str | Path | None) -> None:
     if record:
         try:
             session.recorder = Recorder(record, source=session.source)
+            session.bus.subscribe(session.recorder)
         except OSError as e:
             session.close()
             raise SourceError(f"cannot write {record}: {e.strerror or e}") from None
-        session.bus.subscribe(session.recorder)
+        except BaseException:  # a stop as it opened (Ctrl-C, SIGTERM: a FIFO waits for its reader): nothing left
+            session.close()  # half made (its recording, once opened, says nothing ran; its workspace copy removed)
+            raise
 
 
 def scenario_session(
