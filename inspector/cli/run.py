@@ -274,7 +274,8 @@ class _HeadlessStops:
       session is closed, its recording ends saying nothing ran;
     - while its loop runs (``loop`` set): the loop is cancelled, on its event loop (``call_soon_threadsafe``: the
       handler runs between two bytecodes of whatever the main thread was doing); it ends `cancelled`, its recording
-      complete.
+      complete;
+    - once its run has returned (``ended``): too late to stop anything, ignored: the exit status is the run's.
 
     The first signal that stopped it is the exit status: 128 + N (``cli.main``). Killed where it was, or ended by the
     start-up handler of ``inspector.__main__`` (exit 130 at once), the run left its workspace copy in the temp dir and
@@ -286,11 +287,14 @@ class _HeadlessStops:
         self.signals: list[int] = []
         self.session: Session | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.ended = False
         self._previous: dict[signal.Signals, Any] = {}
 
     def __call__(self, signum: int, _frame: object) -> None:
         from inspector.cli.common import Stopped
 
+        if self.ended:
+            return
         self.signals.append(signum)
         session, loop = self.session, self.loop
         if session is None:
@@ -346,7 +350,9 @@ def run_headless(factory: SessionFactory, *, as_json: bool) -> int:
                 stops.loop = loop  # from here a stop cancels the loop
                 if stops.signals:  # stopped once made: it does not run (closed below: its recording says nothing ran)
                     return None
-                return await session.run()
+                ran = await session.run()
+                stops.ended = True
+                return ran
             finally:
                 stops.loop = None
                 sink.close()
@@ -365,7 +371,7 @@ def run_headless(factory: SessionFactory, *, as_json: bool) -> int:
     if result is None:
         _err(_not_run_line(stops.signals[0]))
         raise Stopped(stops.signals[0])  # (cli.main: exit 128 + N, as a shell reports a process the signal killed)
-    if stops.signals:
+    if stops.signals and result.status == "cancelled":  # (a stop as the loop ended stopped nothing: its own status)
         raise Stopped(stops.signals[0])
     if sinks and sinks[0].broken:  # stdout was closed (`| head`): a quiet end, exit 0, as every command (cli.main)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -1,6 +1,7 @@
 """`inspector run --headless` and `replay --headless` stopped (Ctrl-C, SIGTERM, SIGHUP) at the edges of their run:
 while the session is made (its workspace copy made, its recording being opened), once it is made but before its
-loop runs. (Stopped mid-stream: test_interrupt.py and test_temp_files.py.)
+loop runs, and once the run has ended (its cleanup, the interpreter's exit). (Stopped mid-stream:
+test_interrupt.py and test_temp_files.py.)
 
 Each moment is reached deterministically: a FIFO for the recording (the open blocks until a reader comes), or a
 hook the child process runs at that moment (``python -c HOOK``: it sends the signal to itself, then calls the
@@ -17,6 +18,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
 import pytest
 
 from inspector.record.recorder import NOTHING_RAN
@@ -190,3 +192,114 @@ def test_replay_stopped_once_its_session_is_made(tmpdir_env: tuple[Path, dict[st
     assert err == _nothing_ran_line(signal.SIGINT), err
     assert out == b""
     assert _left(tmp) == []
+
+
+# --- stopped once the run has ended ---------------------------------------------------------------------------------
+
+# a stop as the session closes, its loop ended: the Nth time (1: in its run, 2: the command's cleanup after it)
+STOP_AS_IT_CLOSES = """
+import os, signal
+from inspector.sessions.sources import Session
+_close = Session.close
+_closes = []
+def _close_then_stopped(self):
+    _close(self)
+    _closes.append(self)
+    if len(_closes) == {nth}:
+        os.kill(os.getpid(), {sig})
+Session.close = _close_then_stopped
+"""
+
+# Ctrl-C while the interpreter exits, once the command has returned its status (when Python tears its modules down,
+# this one's globals with them, after it has put SIGINT's default action back)
+STOP_AS_IT_EXITS = """
+import os, signal
+class _StoppedAtExit:
+    def __del__(self, kill=os.kill, pid=os.getpid(), sig=signal.SIGINT):
+        kill(pid, sig)
+_at_exit = _StoppedAtExit()
+"""
+
+
+@pytest.mark.parametrize(
+    "hook",
+    [STOP_AS_IT_CLOSES.format(nth=1, sig=2), STOP_AS_IT_CLOSES.format(nth=2, sig=2), STOP_AS_IT_EXITS],
+    ids=["loop-end", "cleanup", "interpreter-exit"],
+)
+def test_ctrl_c_once_the_run_has_finished_changes_nothing(
+    tmpdir_env: tuple[Path, dict[str, str]], tmp_path: Path, hook: str
+) -> None:
+    """Ctrl-C once the run has finished (its loop ended, its recording complete): as its session closed, or in the
+    command's cleanup after it, it said 130 (the loop's handler still took it for a stop, then a KeyboardInterrupt
+    once the loop had put Python's back); while the interpreter exited, it killed the process (-2: Python puts
+    SIGINT's default action back before it tears its modules down, a few hundred ms with the SDK imported). It came
+    too late to stop anything: the exit status is the run's own, 0 here, as its last line and its recording say."""
+    tmp, env = tmpdir_env
+    rec = tmp_path / "run.jsonl"
+    status, out, err = _run_once(env, "run", "--headless", "--scenario", "weather", "--record", str(rec), hook=hook)
+    assert status == 0, (status, err)
+    assert err == b"", err
+    assert b"finished after 2 turns" in out.splitlines()[-1], out[-500:]
+    lines = recording_lines(rec)
+    assert lines[-1]["type"] == "loop_finished" and lines[-1]["status"] == "finished", lines[-1]
+    assert _left(tmp) == []
+
+
+STOP_MID_WAY = """
+import os, signal
+import inspector.agent.loop as loop_module
+from inspector.observe import observations as O
+_publish = loop_module.AgentLoop._pub
+def _pub(self, obs):
+    _publish(self, obs)
+    if isinstance(obs, O.ToolStateChanged) and obs.state == "running":
+        os.kill(os.getpid(), signal.SIGINT)
+loop_module.AgentLoop._pub = _pub
+"""
+
+
+def test_a_stop_after_a_cancelled_run_is_not_its_status(
+    tmpdir_env: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """A stop that did stop the run still says so: Ctrl-C as the first tool runs, the loop cancelled, exit 130. The
+    replay of that recording ends cancelled as recorded (exit 130); SIGTERM in its cleanup, once its run has
+    returned, stops nothing: its status stays 130, not 143."""
+    tmp, env = tmpdir_env
+    rec = tmp_path / "run.jsonl"
+    status, out, err = _run_once(
+        env, "run", "--headless", "--scenario", "weather", "--record", str(rec), hook=STOP_MID_WAY
+    )
+    assert status == 130, err
+    assert b"cancelled after" in out and b"Traceback" not in err, (out[-500:], err)
+    ends = [orjson.loads(line) for line in rec.read_bytes().splitlines() if b'"loop_finished"' in line]
+    assert [e["status"] for e in ends] == ["cancelled"]
+
+    hook = STOP_AS_IT_CLOSES.format(nth=2, sig=int(signal.SIGTERM))
+    status, out, err = _run_once(env, "replay", "--headless", str(rec), hook=hook)
+    assert status == 130, (status, err)
+    assert b"cancelled after" in out.splitlines()[-1] and err == b"", (out[-500:], err)
+    assert _left(tmp) == []
+
+
+def test_a_run_stopped_mid_way_still_says_the_signal(tmp_path: Path) -> None:
+    """(What a stop that did stop something still does: the loop cancelled, exit 128 + N.) Ctrl-C as the first
+    tool runs (the hook: the scenario's tool), the recording ends `cancelled`."""
+    rec = tmp_path / "run.jsonl"
+    hook = """
+import os, signal
+import inspector.agent.loop as loop_module
+from inspector.observe import observations as O
+_publish = loop_module.AgentLoop._pub
+def _pub(self, obs):
+    _publish(self, obs)
+    if isinstance(obs, O.ToolStateChanged) and obs.state == "running":
+        os.kill(os.getpid(), signal.SIGINT)
+loop_module.AgentLoop._pub = _pub
+"""
+    env = {k: v for k, v in os.environ.items() if k != "TEXTUAL_DRIVER"}
+    env["PYTHONPATH"] = str(ROOT)
+    status, out, err = _run_once(env, "run", "--headless", "--scenario", "weather", "--record", str(rec), hook=hook)
+    assert status == 130, err
+    assert b"cancelled after" in out and b"Traceback" not in err, (out[-500:], err)
+    ends = [orjson.loads(line) for line in rec.read_bytes().splitlines() if b'"loop_finished"' in line]
+    assert [e["status"] for e in ends] == ["cancelled"]
