@@ -4,9 +4,8 @@ Ctrl-C may come at any moment, even while the commands are still importing: from
 a command takes Ctrl-C over, SIGINT ends the process at once with exit status 130 and no traceback. `inspector run`
 and `inspector replay` keep this handler until they start making their session (headless: from then on Ctrl-C ends
 the run in order, `inspector.cli.run._HeadlessStops`) or the dashboard starts; the other commands get the usual
-KeyboardInterrupt back once imported (`inspector.cli.main` turns it into exit 130). Once `run` or `replay` has
-returned its exit status, SIGINT, SIGTERM and SIGHUP are ignored until the process has exited
-(:func:`stopped_too_late`). A signal that lands before Python runs this module (while the interpreter itself
+KeyboardInterrupt back once imported (`inspector.cli.main` turns it into exit 130). Once a command has returned
+its exit status, SIGINT, SIGTERM and SIGHUP are ignored until the process has exited (:func:`stopped_too_late`). A signal that lands before Python runs this module (while the interpreter itself
 starts) is Python's own business.
 """
 
@@ -34,8 +33,7 @@ def entry() -> int:
     if command not in _KEEPS_HANDLER:
         signal.signal(signal.SIGINT, previous)  # the command takes Ctrl-C as KeyboardInterrupt
     status = main()
-    if command in _KEEPS_HANDLER:
-        stopped_too_late()
+    stopped_too_late()  # (every command: its status is final)
     return status
 
 

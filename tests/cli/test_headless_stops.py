@@ -245,6 +245,22 @@ def test_ctrl_c_once_the_run_has_finished_changes_nothing(
     assert _left(tmp) == []
 
 
+@pytest.mark.parametrize("command", [["scenarios"], ["dump", "RECORDING"]], ids=["scenarios", "dump"])
+def test_ctrl_c_as_any_command_exits_changes_nothing(
+    tmpdir_env: tuple[Path, dict[str, str]], tmp_path: Path, command: list[str]
+) -> None:
+    """Not only run and replay: any command whose status is final (its output written) keeps it when a Ctrl-C
+    lands while the interpreter exits (it was killed: -2, its status lost)."""
+    _, env = tmpdir_env
+    rec = tmp_path / "run.jsonl"
+    status, _, err = _run_once(env, "run", "--headless", "--scenario", "weather", "--record", str(rec))
+    assert status == 0, err
+    args = [str(rec) if a == "RECORDING" else a for a in command]
+    status, out, err = _run_once(env, *args, hook=STOP_AS_IT_EXITS)
+    assert status == 0, (status, err)
+    assert out and err == b"", err
+
+
 STOP_MID_WAY = """
 import os, signal
 import inspector.agent.loop as loop_module
