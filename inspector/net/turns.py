@@ -635,6 +635,11 @@ class TurnTracker:
         track.requested = True
         if not self.detail():
             return
+        if not self._started:  # the session's start: published at once, before anything a stream holds
+            self._started = True
+            parsed = track.parsed
+            model = str(parsed.get("model", "")) if isinstance(parsed, dict) else ""
+            self._pub(O.LoopStarted(track.t_req, self.source(), model, None))
         publish = self._hold(track, catch_up=False)
         try:
             self._begin(track, method, url, headers, body)
@@ -644,10 +649,6 @@ class TurnTracker:
     def _begin(self, track: Track, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> None:
         turn, attempt, t_req = track.turn, track.attempt, track.t_req
         parsed = track.parsed
-        if not self._started:
-            self._started = True
-            model = str(parsed.get("model", "")) if isinstance(parsed, dict) else ""
-            self._pub(O.LoopStarted(t_req, self.source(), model, None))
         a = track.assignment
         if a.conversation is not None:
             self._pub(O.ConversationAssigned(t_req, turn, a.conversation, a.turn, a.attempt, a.how, a.parent))

@@ -469,9 +469,10 @@ async def test_the_keys_the_proxy_learns_are_bounded_the_least_recently_seen_for
 
 
 def test_a_key_to_be_forgotten_masks_what_the_streams_still_hold_first() -> None:
-    """An attempt's start is held with its stream until the next batch (net/turns.py); a request that makes the
-    proxy forget the oldest key (past MAX_SECRETS) publishes what is held first, while that key is still known: the
-    held body that quotes it is masked (published after the key was forgotten, it went out as it was)."""
+    """An attempt's end waits with its stream for the next batch (net/turns.py); a request that makes the proxy
+    forget the oldest key (past MAX_SECRETS) publishes what the streams hold first, while that key is still known:
+    an end whose reason quotes it (upstream's 401 echoing the key) is masked (published after the key was
+    forgotten, it went out as it was)."""
     from inspector.net import turns
     from inspector.observe import observations as O
 
@@ -482,19 +483,24 @@ def test_a_key_to_be_forgotten_masks_what_the_streams_still_hold_first() -> None
     proxy = ProxyApp("http://placeholder", bus=bus)
     proxy._redacting.keys.limit = 1
     proxy._learn([old])
-    body = orjson.dumps({**BODY, "stream": True, "messages": [{"role": "user", "content": f"quoting {old}"}]})
+    body = orjson.dumps({**BODY, "stream": True})
     tracker = proxy.tracker
     ex = turns.ProxyExchange("POST", "/v1/messages")
     a, parsed = tracker.assign(ex, "POST", "/v1/messages", [], body)
     track = tracker.new_track(ex, a, 0.0, parsed)
     tracker.begin(track, "POST", "http://up/v1/messages", [], body)
-    assert not any(isinstance(o, O.AttemptStarted) for o in got)  # (held: no event loop runs its batch here)
+    track.set_response("application/json", "", 401, True)
+    error = {"type": "error", "error": {"type": "authentication_error", "message": f"invalid x-api-key: {old}"}}
+    tracker.read(track, 0.01, orjson.dumps(error))
+    ex.status, ex.end, ex.end_s = 401, "complete", 0.02
+    tracker.end(track)
+    assert not any(isinstance(o, O.AttemptEnded) for o in got)  # (held: no event loop runs its batch here)
     proxy._learn([new])  # the second key: the first is forgotten
     assert proxy._redacting.keys.forgotten == 1
     tracker.drain()
-    (started,) = [o for o in got if isinstance(o, O.AttemptStarted)]
-    assert old not in orjson.dumps(started.body).decode()
-    assert "quoting [redacted]" in orjson.dumps(started.body).decode()
+    (ended,) = [o for o in got if isinstance(o, O.AttemptEnded)]
+    assert ended.reason is not None and "authentication_error" in ended.reason
+    assert old not in ended.reason and "[redacted]" in ended.reason
 
 
 # ------------------------------------------------------------------------------------------- slow and idle clients

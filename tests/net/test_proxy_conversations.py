@@ -876,3 +876,24 @@ async def test_an_attempt_upstream_answered_with_an_http_error_ends_http_error(u
             answer = await h.post("/v1/messages", content=body, headers=headers)
     assert answer.status_code == 429
     assert [(o.status, o.outcome) for o in got if isinstance(o, O.AttemptEnded)] == [("http_error", "http_error")]
+
+
+def test_the_session_start_comes_first_whichever_request_came_first() -> None:
+    """Requests are assigned in the order their bodies arrived, but a request's time is when it came: the second
+    one assigned may have come first. Its start is held with its stream and merged by time; the session's start
+    (LoopStarted, made with the first one assigned) is published at once, before anything: it came after the other
+    request's start, and a headless line of that conversation came before the session's model."""
+    tracker, got = _tracker()
+    tracks = []
+    for city, t_req in (("Paris", 0.002), ("Rome", 0.001)):
+        raw = orjson.dumps(
+            {"model": "m", "max_tokens": 50, "stream": True, "messages": [{"role": "user", "content": city}]}
+        )
+        ex = ProxyExchange("POST", "/v1/messages")
+        a, parsed = tracker.assign(ex, "POST", "/v1/messages", [], raw)
+        track = tracker.new_track(ex, a, t_req, parsed)
+        tracker.begin(track, "POST", "http://up/v1/messages", [], raw)
+        tracks.append(track)
+    tracker.drain()
+    assert isinstance(got[0], O.LoopStarted)
+    assert [o.turn for o in got if isinstance(o, O.AttemptStarted)] == [tracks[1].turn, tracks[0].turn]  # (by time)
