@@ -17,6 +17,7 @@ slowed every later test of that worker 3-4 times)."""
 from __future__ import annotations
 
 import resource
+import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -80,3 +81,20 @@ def _no_server_outlives_its_test() -> Iterator[None]:
     yield
     left = sorted(t.name for t in _server_threads() - before)
     assert not left, f"server threads still running after the test (their stop timed out): {left}"
+
+
+STOPS = ("SIGINT", "SIGTERM", "SIGHUP")  # (by name: SIGHUP is POSIX only)
+
+
+@pytest.fixture(autouse=True)
+def _no_stop_left_ignored() -> Iterator[None]:
+    """A test that leaves a stop signal ignored in the test process (``inspector.__main__.entry`` ignores them once
+    its command returned: the console script's process exits then) makes every process started after it inherit it
+    ignored: a proxy or serve child then outlived SIGTERM, or ended 0 on SIGHUP, in unrelated tests."""
+    sigs = [getattr(signal, name) for name in STOPS if hasattr(signal, name)]
+    before = {sig: signal.getsignal(sig) for sig in sigs}
+    yield
+    left = [sig for sig in sigs if signal.getsignal(sig) == signal.SIG_IGN and before[sig] != signal.SIG_IGN]
+    for sig in left:
+        signal.signal(sig, before[sig])
+    assert not left, f"the test left {[signal.Signals(s).name for s in left]} ignored"

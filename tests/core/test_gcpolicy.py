@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import gc
+import signal
 import sys
 from collections.abc import Iterator
 
@@ -46,7 +47,16 @@ def test_the_entry_point_applies_it_before_the_command_runs(
 
     monkeypatch.setattr(inspector.cli, "main", main)
     monkeypatch.setattr(sys, "argv", ["inspector", "scenarios"])
-    assert entry() == 0
+    # (entry() is the process's: once the command returned, it ignores SIGINT, SIGTERM and SIGHUP until the process
+    # exits; this process goes on, and the processes it starts would inherit them ignored)
+    stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    before = {sig: signal.getsignal(sig) for sig in stops}
+    try:
+        assert entry() == 0
+        assert {sig: signal.getsignal(sig) for sig in stops} == dict.fromkeys(stops, signal.SIG_IGN)
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
     assert seen == [(FIRST_THRESHOLD, 10, 10)]
 
 
