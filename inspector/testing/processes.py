@@ -26,6 +26,11 @@ def until(ready: Callable[[], object], what: str, timeout: float = 60) -> None:
         time.sleep(0.05)  # another process's state: nothing to wait on but polling it
 
 
+def files_left(tmp: Path) -> list[str]:
+    """What is left under ``tmp`` (a process's TMPDIR), as relative paths, sorted."""
+    return sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*"))
+
+
 def recording_lines(path: Path) -> list[dict[str, Any]]:
     """The complete lines of a recording being written (none while the file does not exist; a line being written is
     not one yet)."""

@@ -10,39 +10,20 @@ real function), never a signal sent after a sleep."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
 import pytest
 
 from inspector.record.recorder import NOTHING_RAN
-from inspector.testing.processes import blocked_on_a_fifo, recording_lines, until
+from inspector.testing.processes import blocked_on_a_fifo, files_left, recording_lines, until
 
 ROOT = Path(__file__).resolve().parents[2]
 STOPS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
 needs_proc = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process state from /proc")
-
-
-@pytest.fixture
-def tmpdir_env() -> Iterator[tuple[Path, dict[str, str]]]:
-    """A fresh TMPDIR (where a scenario's workspace copy goes), and the environment that names it."""
-    tmp = Path(tempfile.mkdtemp(prefix="hs-", dir="/tmp"))
-    env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TEXTUAL_DRIVER")}
-    env.update(TMPDIR=str(tmp), PYTHONPATH=str(ROOT))
-    try:
-        yield tmp, env
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _left(tmp: Path) -> list[str]:
-    return sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*"))
 
 
 def _start(env: dict[str, str], *args: str, hook: str | None = None) -> subprocess.Popen[bytes]:
@@ -86,7 +67,7 @@ def test_stopped_while_its_recording_opens(tmpdir_env: tuple[Path, dict[str, str
     try:
         until(lambda: blocked_on_a_fifo(p.pid) or p.poll() is not None, "the run did not reach its recording")
         assert p.poll() is None, p.communicate()[1]
-        assert _left(tmp), "no workspace copy while the session is made"
+        assert files_left(tmp), "no workspace copy while the session is made"
         p.send_signal(sig)
         out, err = p.communicate(timeout=60)
     finally:
@@ -94,7 +75,7 @@ def test_stopped_while_its_recording_opens(tmpdir_env: tuple[Path, dict[str, str
             p.kill()
             p.wait()
     assert p.returncode == 128 + sig, err
-    assert _left(tmp) == []
+    assert files_left(tmp) == []
     assert err == _nothing_ran_line(sig), err
     assert out == b""
 
@@ -124,7 +105,7 @@ def test_run_stopped_once_its_session_is_made(
     args = ("run", "--headless", "--scenario", "exclusive_mix", "--record", str(rec))
     status, out, err = _run_once(env, *args, hook=STOP_AS_IT_STARTS.format(sig=int(sig)))
     assert status == 128 + sig, err
-    assert _left(tmp) == []
+    assert files_left(tmp) == []
     lines = recording_lines(rec)
     assert [line.get("kind") for line in lines] == ["header", "obs"], lines
     assert lines[-1]["type"] == "loop_finished" and lines[-1]["error"] == NOTHING_RAN, lines[-1]
@@ -174,7 +155,7 @@ def test_run_stopped_as_its_session_is_made(
     args = ["run", "--headless", "--scenario", "exclusive_mix", "--record", str(rec), *(["--otel"] if otel else [])]
     status, out, err = _run_once(env, *args, hook=hook)
     assert status == 130, err
-    assert _left(tmp) == []
+    assert files_left(tmp) == []
     lines = recording_lines(rec)
     assert [line.get("kind") for line in lines] == ["header", "obs"], lines
     assert lines[-1]["type"] == "loop_finished" and lines[-1]["error"] == NOTHING_RAN, lines[-1]
@@ -191,7 +172,7 @@ def test_replay_stopped_once_its_session_is_made(tmpdir_env: tuple[Path, dict[st
     assert status == 130, err
     assert err == _nothing_ran_line(signal.SIGINT), err
     assert out == b""
-    assert _left(tmp) == []
+    assert files_left(tmp) == []
 
 
 # --- stopped once the run has ended ---------------------------------------------------------------------------------
@@ -242,7 +223,7 @@ def test_ctrl_c_once_the_run_has_finished_changes_nothing(
     assert b"finished after 2 turns" in out.splitlines()[-1], out[-500:]
     lines = recording_lines(rec)
     assert lines[-1]["type"] == "loop_finished" and lines[-1]["status"] == "finished", lines[-1]
-    assert _left(tmp) == []
+    assert files_left(tmp) == []
 
 
 @pytest.mark.parametrize("command", [["scenarios"], ["dump", "RECORDING"]], ids=["scenarios", "dump"])
@@ -294,24 +275,14 @@ def test_a_stop_after_a_cancelled_run_is_not_its_status(
     status, out, err = _run_once(env, "replay", "--headless", str(rec), hook=hook)
     assert status == 130, (status, err)
     assert b"cancelled after" in out.splitlines()[-1] and err == b"", (out[-500:], err)
-    assert _left(tmp) == []
+    assert files_left(tmp) == []
 
 
 def test_a_run_stopped_mid_way_still_says_the_signal(tmp_path: Path) -> None:
     """(What a stop that did stop something still does: the loop cancelled, exit 128 + N.) Ctrl-C as the first
     tool runs (the hook: the scenario's tool), the recording ends `cancelled`."""
     rec = tmp_path / "run.jsonl"
-    hook = """
-import os, signal
-import inspector.agent.loop as loop_module
-from inspector.observe import observations as O
-_publish = loop_module.AgentLoop._pub
-def _pub(self, obs):
-    _publish(self, obs)
-    if isinstance(obs, O.ToolStateChanged) and obs.state == "running":
-        os.kill(os.getpid(), signal.SIGINT)
-loop_module.AgentLoop._pub = _pub
-"""
+    hook = STOP_MID_WAY
     env = {k: v for k, v in os.environ.items() if k != "TEXTUAL_DRIVER"}
     env["PYTHONPATH"] = str(ROOT)
     status, out, err = _run_once(env, "run", "--headless", "--scenario", "weather", "--record", str(rec), hook=hook)

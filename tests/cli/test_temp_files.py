@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -26,26 +24,10 @@ from typing import Any
 
 import pytest
 
-from inspector.testing.processes import Dashboard, blocked_on_a_fifo, recording_lines, until
+from inspector.testing.processes import Dashboard, blocked_on_a_fifo, files_left, recording_lines, until
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_proc = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table from /proc")
-
-
-@pytest.fixture
-def tmpdir_env() -> Iterator[tuple[Path, dict[str, str]]]:
-    """A fresh TMPDIR (short: a Unix socket's path in it must fit), and the environment that names it."""
-    tmp = Path(tempfile.mkdtemp(prefix="it-", dir="/tmp"))
-    env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TEXTUAL_DRIVER")}
-    env.update(TMPDIR=str(tmp), PYTHONPATH=str(ROOT))
-    try:
-        yield tmp, env
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _left(tmp: Path) -> list[str]:
-    return sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*"))
 
 
 def _free_port() -> int:
@@ -69,7 +51,7 @@ def _ended_cleanly_by(p: subprocess.Popen[bytes], sig: int, err: bytes, tmp: Pat
     """The process ended on ``sig`` as a shell reports it (128 + N), without a traceback, and left nothing in TMPDIR."""
     assert p.returncode == 128 + sig, err
     assert b"Traceback" not in err, err
-    assert _left(tmp) == []
+    assert files_left(tmp) == []
 
 
 @pytest.mark.parametrize(
@@ -105,7 +87,7 @@ def test_inspector_web_leaves_nothing_in_tmpdir(tmpdir_env: tuple[Path, dict[str
         if server.poll() is None:
             server.kill()
             server.wait()
-    assert _left(tmp) == []
+    assert files_left(tmp) == []
 
 
 def _export(env: dict[str, str], *args: str) -> subprocess.Popen[bytes]:
@@ -143,7 +125,7 @@ def test_inspector_export_leaves_nothing_in_tmpdir_when_it_ends(
     out, err = p.communicate(timeout=120)
     assert p.returncode == 0, err
     assert (tmp_path / "page.html").stat().st_size > 0
-    assert _left(tmp) == []
+    assert files_left(tmp) == []
 
 
 @needs_proc
@@ -164,7 +146,7 @@ def test_inspector_export_stopped_leaves_nothing_in_tmpdir(
         until(lambda: blocked_on_a_fifo(p.pid) or p.poll() is not None, "export did not reach the FIFO")
         assert p.poll() is None, p.communicate()[1]
         if scenario:
-            assert _left(tmp), "no temporary directory while the scenario's page is written"
+            assert files_left(tmp), "no temporary directory while the scenario's page is written"
         p.send_signal(sig)
         _, err = p.communicate(timeout=30)
     _ended_cleanly_by(p, sig, err, tmp)
@@ -207,7 +189,7 @@ def test_watch_split_stopped_while_waiting_for_a_browser_leaves_nothing(
         assert watch.returncode == 128 + sig, err
         assert b"Traceback" not in err, err
         until(lambda: not [c for c in children if _alive(c)], "the web server is still running", 30)
-        assert _left(tmp) == []
+        assert files_left(tmp) == []
         assert not marker.exists()  # (the command never started)
     finally:
         if watch.poll() is None:
@@ -278,7 +260,7 @@ def test_inspector_run_headless_stopped_leaves_nothing_and_ends_its_recording(
     with _reaped(p):
         until(lambda: _streaming(rec) or p.poll() is not None, "the run did not start streaming")
         assert p.poll() is None, p.communicate()[1]
-        assert _left(tmp), "no workspace copy while the scenario runs"
+        assert files_left(tmp), "no workspace copy while the scenario runs"
         p.send_signal(sig)
         _, err = p.communicate(timeout=60)
     _ended_cleanly_by(p, sig, err, tmp)
@@ -309,7 +291,7 @@ def test_inspector_replay_headless_stopped_says_the_signal(
     reader.join(10)
     assert p.returncode == 128 + sig
     assert b'"type":"loop_finished"' in out[-1] and b'"status":"cancelled"' in out[-1], out[-1]
-    assert _left(tmp) == []
+    assert files_left(tmp) == []
 
 
 @pytest.mark.parametrize(
@@ -329,7 +311,7 @@ def test_inspector_run_dashboard_stopped_leaves_nothing_and_ends_its_recording(
     try:
         until(lambda: _streaming(rec) or dash.p.poll() is not None, "the run did not start streaming")
         assert dash.p.poll() is None, b"".join(dash.screen)[-2000:]
-        assert _left(tmp), "no workspace copy while the scenario runs"
+        assert files_left(tmp), "no workspace copy while the scenario runs"
         if closed:
             dash.close_terminal()
         dash.p.send_signal(sig)
@@ -337,7 +319,7 @@ def test_inspector_run_dashboard_stopped_leaves_nothing_and_ends_its_recording(
         status, screen = dash.end()
     assert status == 128 + sig, screen[-2000:]
     assert b"Traceback" not in screen, screen[-2000:]
-    assert _left(tmp) == []
+    assert files_left(tmp) == []
     _ended(recording_lines(rec), "cancelled")
 
 
@@ -352,7 +334,7 @@ def test_inspector_run_dashboard_stopped_as_its_session_starts_leaves_nothing(
     dash = Dashboard(env, "run", "--scenario", "exclusive_mix", "--speed", "0.2", "--record", str(rec), cwd=ROOT)
     try:
         deadline = time.monotonic() + 60
-        while not _left(tmp):  # (polled closely: the signal must come before the session runs, to be this case)
+        while not files_left(tmp):  # (polled closely: the signal must come before the session runs, to be this case)
             assert time.monotonic() < deadline and dash.p.poll() is None, "no workspace copy was made"
             time.sleep(0.001)
         dash.p.send_signal(signal.SIGTERM)
@@ -360,7 +342,7 @@ def test_inspector_run_dashboard_stopped_as_its_session_starts_leaves_nothing(
         status, screen = dash.end()
     assert status == 128 + signal.SIGTERM, screen[-2000:]
     assert b"Traceback" not in screen, screen[-2000:]
-    assert _left(tmp) == []
+    assert files_left(tmp) == []
     lines = recording_lines(rec)
     if any(line.get("kind") == "request" for line in lines):
         _ended(lines, "cancelled")
@@ -382,7 +364,7 @@ def test_inspector_run_dashboard_stopped_while_it_starts_quits(tmpdir_env: tuple
     assert status == 128 + signal.SIGTERM, screen[-2000:]
     assert b"Traceback" not in screen, screen[-2000:]
     assert screen.rfind(b"\x1b[?1049l") > screen.rfind(b"\x1b[?1049h"), screen[-2000:]
-    assert _left(tmp) == []
+    assert files_left(tmp) == []
 
 
 @pytest.mark.parametrize("dashboard", [False, True], ids=["headless", "dashboard"])
@@ -408,5 +390,5 @@ def test_inspector_run_ends_normally_leaving_nothing(
         screen = p.communicate(timeout=120)[1]
         status = p.returncode
     assert status == 0, screen[-2000:]
-    assert _left(tmp) == []
+    assert files_left(tmp) == []
     _ended(recording_lines(rec), "finished")
