@@ -839,12 +839,6 @@ class SecretSet:
         with self._lock:
             return self._add(found, pin)
 
-    def would_forget(self, secrets: Iterable[str]) -> bool:
-        """Whether adding ``secrets`` would forget one known now (past ``limit``)."""
-        with self._lock:
-            new = {s for s in usable_secrets(list(secrets)) if s not in self._seen}
-            return bool(new) and len(self._seen) + len(new) > self.limit
-
     def _add(self, found: list[str], pin: bool) -> list[str]:
         seen = self._seen
         new = []

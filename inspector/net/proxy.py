@@ -516,10 +516,6 @@ class ProxyApp(Closable):
             return
         learn(found)
         keys = self._redacting.keys
-        if keys.would_forget(found):
-            # what the streams hold, made while the key to be forgotten was known, is published (masked) first: an
-            # attempt's start and its reads wait for the next batch (TurnTracker._hold)
-            self.tracker.drain()
         keys.add(found)
         if keys.forgotten and not self._forgetting:
             self._forgetting = True

@@ -200,7 +200,6 @@ class Track:
         "last_sse",
         "parsed_bytes",
         "error_body",
-        "held",
     )
 
     def __init__(self, ex: ProxyExchange, assignment: Assignment, t_req: float, parsed: Any = None) -> None:
@@ -216,17 +215,14 @@ class Track:
         self.decoder: _Decoder | None = None
         self.tail = b""
         self.saw_stop = False
-        self.requested = False  # its AttemptStarted was made (held until its stream's next batch)
-        self.ended = False  # its AttemptEnded was made (held so too)
+        self.requested = False  # its AttemptStarted was published
+        self.ended = False  # its AttemptEnded was published
         self.sse = False  # the response is text/event-stream with status 200
         self.family = family_from_path(ex.path) or "anthropic"  # its wire family, by the request path
         self.last_sse: Any = None  # the SSE event of the last step published (one event may give several steps)
         self.parsed_bytes = 0  # bytes fed to ``ts`` (at most PARSE_BUDGET: then ``ts`` is dropped)
         # an error status's body (its first ERROR_BODY_KEEP bytes, decoded): why the attempt failed, said at its end
         self.error_body: bytearray | None = None
-        # its observations made but not published yet (its request, response, notes, end: each after its reads up
-        # to then), published with its stream's next batch, before its pending reads (``TurnTracker._emit``)
-        self.held: list[O.Observation] = []
 
     def set_response(self, content_type: str, content_encoding: str, status: int, parse: bool) -> None:
         self.sse = "text/event-stream" in content_type and status == 200
@@ -296,12 +292,6 @@ class TurnTracker:
 
     def now(self) -> float:
         return self.clock() - self.t0
-
-    @property
-    def idle(self) -> bool:
-        """Nothing is waiting to be published: no stream has pending reads or held observations, no batch is under
-        way or due."""
-        return not self._dirty and self._round is None and self._drain_handle is None
 
     def _pub(self, obs: O.Observation) -> None:
         if self.publish is not None:
@@ -455,7 +445,17 @@ class TurnTracker:
             while self._round_at < len(rnd):
                 track = rnd[self._round_at]
                 self._round_at += 1
-                self._in_round(track)
+                if single:
+                    self._process(track)
+                else:
+                    out: list[O.Observation] = []
+                    self.publish = out.append
+                    try:
+                        self._process(track)
+                    finally:
+                        self.publish = publish
+                    if out:
+                        self._outs.append(out)
                 if deadline is not None and clock() >= deadline:
                     return False
         except BaseException:
@@ -476,29 +476,13 @@ class TurnTracker:
         self._end_round(publish_rest=False)
         return True
 
-    def _in_round(self, track: Track) -> None:
-        """Process ``track`` as a part of the batch under way: published as processed (a batch of one stream), else
-        kept to be published merged with the others (what it made before a failure too)."""
-        if self._round_single:
-            self._process(track)
-            return
-        publish = self.publish
-        out: list[O.Observation] = []
-        self.publish = out.append
-        try:
-            self._process(track)
-        finally:
-            self.publish = publish
-            if out:
-                self._outs.append(out)
-
     def _end_round(self, *, publish_rest: bool) -> None:
         """The batch is over; when it failed, the streams not reached go back to the pending ones, and
         (``publish_rest``) what the others made is published."""
         rnd, self._round = self._round or [], None
         outs, merged, self._outs, self._merged = self._outs, self._merged, [], None
         for track in rnd[self._round_at :]:
-            if track.pending or track.held:
+            if track.pending:
                 self._dirty[id(track)] = track
         publish = self.publish
         if publish_rest and publish is not None:
@@ -506,14 +490,6 @@ class TurnTracker:
                 publish(obs)
 
     def _process(self, track: Track) -> None:
-        """Publish the stream's held observations, then its pending reads' (processed now)."""
-        if track.held:
-            held, track.held = track.held, []
-            for obs in held:
-                self._pub(obs)
-        self._process_reads(track)
-
-    def _process_reads(self, track: Track) -> None:
         pending, track.pending = track.pending, []
         if not pending:
             return
@@ -569,86 +545,40 @@ class TurnTracker:
                 track.saw_stop = _STOP_LINE.search(window) is not None
             track.tail = window[-32:]
 
-    # --- a stream's own observations, held for its next batch ------------------------------------------------------
-    def _hold(self, track: Track, *, catch_up: bool = True) -> Callable[[O.Observation], None] | None:
-        """From here on (until ``_release``), what is published is held with ``track``, published with its stream's
-        next batch, before its pending reads. ``catch_up``: its reads so far are processed first (what it says
-        now comes after them): in the batch under way when the stream waits in it, else held too. (Not for its
-        request: reads already pending come after it.) Returns the publisher to put back (None: nobody listens,
-        nothing is held). So an attempt's start and end cost the loop their own stream's work, never every
-        stream's: each drained every stream at once (with 50 conversations in lockstep, 1-16 ms at a time, while a
-        first byte waited)."""
-        publish = self.publish
-        if publish is None:
-            if catch_up and track.pending:
-                self._process(track)  # (its stream's end is still watched: the retry rule)
-            return None
-        if catch_up and track.pending:
-            rnd = self._round
-            at = -1
-            if rnd is not None:
-                with contextlib.suppress(ValueError):
-                    at = rnd.index(track, self._round_at)
-            if at >= 0:  # its reads belong to the batch under way: processed into it now
-                assert rnd is not None
-                del rnd[at]
-                self._in_round(track)
-            else:
-                self.publish = track.held.append
-                try:
-                    self._process_reads(track)
-                finally:
-                    self.publish = publish
-        self.publish = track.held.append
-        return publish
-
-    def _release(self, track: Track, publish: Callable[[O.Observation], None] | None) -> None:
-        """The end of ``_hold``: the publisher back, and the stream's held observations due with the next batch."""
-        if publish is None:
-            return
-        self.publish = publish
-        if track.held and id(track) not in self._dirty:
-            self._dirty[id(track)] = track
-            self._schedule()
-
-    def _emit(self, track: Track, obs: O.Observation) -> None:
-        """One observation of ``track``'s, held with its stream (``_hold``)."""
-        publish = self._hold(track)
-        if publish is not None:
-            track.held.append(obs)
-        self._release(track, publish)
-
     # --- notes ----------------------------------------------------------------------------------------------------
     def note(self, track: Track, text: str) -> None:
-        self._emit(track, O.ProxyNote(self.now(), track.turn, track.attempt, text))
+        self._pub(O.ProxyNote(self.now(), track.turn, track.attempt, text))
 
     def fault(self, track: Track, fault: str, at_event: int | None) -> None:
         track.ex.fault = fault
-        self._emit(track, O.FaultInjected(self.now(), track.turn, track.attempt, fault, at_event))
+        self._pub(O.FaultInjected(self.now(), track.turn, track.attempt, fault, at_event))
 
     # --- an attempt's life ----------------------------------------------------------------------------------------
     def begin(self, track: Track, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> None:
-        """The request of an attempt (once): its observations are held with its stream (``_emit``), published
-        with the next batch in time order with every other stream's; nothing else is processed here."""
+        """The request of an attempt (once)."""
         if track.requested:
             return
         track.requested = True
         if not self.detail():
             return
-        if not self._started:  # the session's start: published at once, before anything a stream holds
-            self._started = True
-            parsed = track.parsed
-            model = str(parsed.get("model", "")) if isinstance(parsed, dict) else ""
-            self._pub(O.LoopStarted(track.t_req, self.source(), model, None))
-        publish = self._hold(track, catch_up=False)
-        try:
-            self._begin(track, method, url, headers, body)
-        finally:
-            self._release(track, publish)
-
-    def _begin(self, track: Track, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> None:
+        if self._dirty or self._round is not None:
+            # what other streams received before this request came, first (its own reads after it)
+            mine = self._dirty.pop(id(track), None)
+            rnd = self._round
+            if rnd is not None and track in rnd[self._round_at :]:
+                rnd.remove(track)
+                mine = track
+            if self._dirty or self._round is not None:
+                self.drain()
+            if mine is not None and mine.pending:
+                self._dirty[id(track)] = mine
+                self._schedule()
         turn, attempt, t_req = track.turn, track.attempt, track.t_req
         parsed = track.parsed
+        if not self._started:
+            self._started = True
+            model = str(parsed.get("model", "")) if isinstance(parsed, dict) else ""
+            self._pub(O.LoopStarted(t_req, self.source(), model, None))
         a = track.assignment
         if a.conversation is not None:
             self._pub(O.ConversationAssigned(t_req, turn, a.conversation, a.turn, a.attempt, a.how, a.parent))
@@ -756,9 +686,7 @@ class TurnTracker:
     def response(self, track: Track, status: int, headers: list[tuple[str, str]], t: float) -> None:
         """Upstream's status and headers, ``t`` seconds after the request arrived."""
         if self.publish is not None:  # (their cleaning costs as much as forwarding them: only for a listener)
-            self._emit(
-                track, O.ResponseStarted(track.t_req + t, track.turn, track.attempt, status, clean_headers(headers))
-            )
+            self._pub(O.ResponseStarted(track.t_req + t, track.turn, track.attempt, status, clean_headers(headers)))
 
     def _steps(self, steps: list[Step], ts: TurnStream, track: Track, now: float) -> None:
         turn, attempt = track.turn, track.attempt
@@ -830,13 +758,8 @@ class TurnTracker:
         if track.ended:
             return
         track.ended = True
-        publish = self._hold(track)  # (its last reads first; published with the next batch, as its start was)
-        try:
-            self._end(track)
-        finally:
-            self._release(track, publish)
-
-    def _end(self, track: Track) -> None:
+        self._dirty[id(track)] = track  # (its last reads, with what every other stream has pending before them)
+        self.drain()
         ex = track.ex
         turn, attempt = track.turn, track.attempt
         status = {"complete": "complete", "cancelled": "cancelled"}.get(ex.end or "", "failed")

@@ -150,9 +150,7 @@ class RedactingPublisher:
         self._passed: dict[tuple[int, int], int] = {}  # bytes published per attempt before there was a secret
         self._broken: set[tuple[int, int] | None] = set()  # attempts whose masking failed (publish)
         self.errors: list[str] = []
-        # (vouch) observations vouched for, by id, until published (a proxy publishes an attempt's start with its
-        # stream's next batch, other observations first)
-        self._vouched: dict[int, tuple[O.Observation, SecretMatcher]] = {}
+        self._vouched: tuple[O.Observation, SecretMatcher] | None = None  # (vouch)
 
     @property
     def secrets(self) -> list[str]:
@@ -165,13 +163,10 @@ class RedactingPublisher:
         return self.keys.add(secrets)
 
     def vouch(self, obs: O.AttemptStarted, keys: SecretMatcher) -> None:
-        """``obs``, when it is published, carries a body found to hold none of ``keys``' secrets (``json_clean``, in a
+        """``obs``, published next, carries a body found to hold none of ``keys``' secrets (``json_clean``, in a
         worker thread: 16 MiB took ~70 ms): its body is not searched again, unless a key was learned since (the
         set's matcher is then another one). Its other fields are masked as usual."""
-        vouched = self._vouched
-        vouched[id(obs)] = (obs, keys)
-        while len(vouched) > 64:  # (bounded: one never published is forgotten)
-            del vouched[next(iter(vouched))]
+        self._vouched = (obs, keys)
 
     def close(self) -> None:
         """Publish what every attempt still holds (masked)."""
@@ -223,7 +218,7 @@ class RedactingPublisher:
                 self.close()
                 self._sink(obs.redacted(self.keys.secrets))
             else:
-                vouched = self._vouched.pop(id(obs), None) if self._vouched else None
+                vouched, self._vouched = self._vouched, None
                 if vouched is not None and vouched[0] is obs and vouched[1] is self.keys.matcher:
                     obs = _but_body(obs, self.keys.secrets)  # type: ignore[arg-type]
                 else:

@@ -468,25 +468,3 @@ def test_a_failure_of_the_masking_loses_nothing_and_leaks_no_whole_key(monkeypat
         assert not secret_spans(orjson.dumps(o.to_json(), default=str).decode(), [KEY]), o
     assert pub.errors and "redaction failed (RuntimeError: boom)" in pub.errors[0]
     assert bus.errors == pub.errors
-
-
-def test_a_vouched_start_keeps_its_vouch_until_it_is_published(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A proxy vouches for an attempt's start (its body searched off the loop) when the request goes out, and
-    publishes it with its stream's next batch, other streams' observations first: the vouch holds until that start
-    is published (it held for the next observation only: then the large body was searched again, on the loop)."""
-    pub = RedactingPublisher(lambda o: None, [KEY])
-    body = {"messages": [{"role": "user", "content": "x" * 1000}]}
-    searched: list[int] = []
-    redacted = O.AttemptStarted.redacted
-
-    def spy(self: O.AttemptStarted, secrets: list[str]) -> O.Observation:
-        searched.append(len(orjson.dumps(self.body)))
-        return redacted(self, secrets)
-
-    monkeypatch.setattr(O.AttemptStarted, "redacted", spy)
-    started = O.AttemptStarted(0.0, 1, 0, "POST", "http://up/v1/messages", {}, body)
-    pub.vouch(started, pub.keys.matcher)
-    pub.publish(O.AttemptStarted(0.0, 0, 0, "POST", "http://up/v1/messages", {}, {}))  # (another stream's)
-    pub.publish(O.TurnStarted(0.0, 2))
-    pub.publish(started)
-    assert searched and max(searched) < 1000  # the vouched body never searched
