@@ -31,14 +31,14 @@ def engine_modules() -> list[str]:
     return sorted(found)
 
 
-def test_the_walk_finds_every_layer():
+def test_the_walk_finds_every_layer() -> None:
     mods = engine_modules()
     for layer in ("core", "stream", "observe", "agent", "record", "scenarios", "net", "sessions", "state", "testing"):
         assert any(m.startswith(f"inspector.{layer}.") for m in mods), layer
     assert "inspector.stream.assembler" in mods and "inspector.net.proxy" in mods
 
 
-def test_engine_modules_do_not_import_textual():
+def test_engine_modules_do_not_import_textual() -> None:
     mods = engine_modules()
     code = (
         "import importlib, sys\n"
@@ -62,7 +62,7 @@ def _imports_of(argv: list[str]) -> tuple[int, set[str]]:
     return int(line[1]), set(filter(None, (line[2] if len(line) > 2 else "").split(",")))
 
 
-def test_help_scenarios_and_dump_import_neither_the_sdk_nor_textual(tmp_path):
+def test_help_scenarios_and_dump_import_neither_the_sdk_nor_textual(tmp_path: Path) -> None:
     sse = tmp_path / "s.sse"
     sse.write_bytes(b'event: ping\ndata: {"type": "ping"}\n\n')
     for argv in (["--help"], ["scenarios"], ["dump", str(sse)], ["dump", "--json", str(sse)]):
@@ -71,7 +71,7 @@ def test_help_scenarios_and_dump_import_neither_the_sdk_nor_textual(tmp_path):
         assert not heavy & {"anthropic", "textual", "httpx2"}, (argv, heavy)
 
 
-def test_tests_mirror_the_packages_and_share_support_only_through_inspector_testing():
+def test_tests_mirror_the_packages_and_share_support_only_through_inspector_testing() -> None:
     """Each test folder is named after the package it tests; a test module imports no other test module (that works
     only because pytest puts test folders on sys.path): shared support is in ``inspector.testing``."""
     import ast

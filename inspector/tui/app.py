@@ -1194,10 +1194,10 @@ class InspectorApp(App[int]):
 def quit_from_any_thread() -> Callable[[], None] | None:
     """For code the running dashboard calls (a session factory): a function that quits that dashboard from any
     thread (a signal handler's); None outside a running app."""
-    import textual
+    from textual._context import active_app  # (what `textual.active_app` is: textual does not list it in __all__)
 
     try:
-        app, loop = textual.active_app.get(), asyncio.get_running_loop()
+        app, loop = active_app.get(), asyncio.get_running_loop()
     except (LookupError, RuntimeError):
         return None
 
