@@ -5,8 +5,8 @@ a command takes Ctrl-C over, SIGINT ends the process at once with exit status 13
 and `inspector replay` keep this handler until they start making their session (headless: from then on Ctrl-C ends
 the run in order, `inspector.cli.run._HeadlessStops`) or the dashboard starts; the other commands get the usual
 KeyboardInterrupt back once imported (`inspector.cli.main` turns it into exit 130). Once a command has returned
-its exit status, SIGINT, SIGTERM and SIGHUP are ignored until the process has exited (:func:`stopped_too_late`). A signal that lands before Python runs this module (while the interpreter itself
-starts) is Python's own business.
+its exit status, SIGINT, SIGTERM and SIGHUP are ignored until the process has exited (:func:`stopped_too_late`).
+A signal that lands before Python runs this module (while the interpreter itself starts) is Python's own business.
 """
 
 import os
