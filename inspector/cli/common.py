@@ -7,7 +7,7 @@ import contextlib
 import os
 import signal
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -100,30 +100,20 @@ def stops_raise() -> Iterator[None]:
             signal.signal(signum, handler)
 
 
-class DashboardStops:
-    """SIGTERM, SIGHUP and SIGINT (kill -INT: Ctrl-C on the dashboard's terminal is a key) while a dashboard runs
-    (``with``): the dashboard quits as `q` does (``InspectorApp.quit_soon``, whenever the signal comes: also while it
-    starts), its session ends in order (the recording's end lines written, `--otel`'s spans flushed, the terminal
-    given back), then :meth:`raise_if_stopped` makes the command exit 128 + N (``cli.main``). Before the app is made
-    (give :meth:`made` to ``run_dashboard(made=...)``) nothing runs yet: :class:`Stopped` is raised where the process
-    was. Killed where it was, the dashboard left its recording without its end and the terminal in its mode."""
+class StopSignals:
+    """SIGINT, SIGTERM and SIGHUP handled by :meth:`_stop` within ``with`` (the handlers in place before are put back
+    after it); ``signals``: those that stopped something (the first one is the command's exit status: 128 + N).
+    Nothing outside the main thread (no handler can be set there)."""
 
     def __init__(self) -> None:
-        self.apps: list[Any] = []  # the dashboard, once made
-        self.signals: list[int] = []  # the signals that stopped it (the first one is the exit status: 128 + N)
+        self.signals: list[int] = []
         self._previous: dict[signal.Signals, Any] = {}
 
-    def made(self, app: Any) -> None:
-        self.apps.append(app)
-
     def _stop(self, signum: int, _frame: object) -> None:
-        self.signals.append(signum)
-        if not self.apps:  # (not made yet: nothing runs, nothing to quit)
-            raise Stopped(signum)
-        self.apps[0].quit_soon()
+        raise NotImplementedError
 
-    def __enter__(self) -> DashboardStops:
-        with contextlib.suppress(ValueError):  # (not the main thread: no handler can be set there)
+    def __enter__(self) -> Self:
+        with contextlib.suppress(ValueError):  # (not the main thread)
             for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
                 self._previous[sig] = signal.signal(sig, self._stop)
         return self
@@ -134,6 +124,28 @@ class DashboardStops:
         self._previous.clear()
 
     def raise_if_stopped(self) -> None:
-        """Once the dashboard has quit and its session is closed: a stop from outside ends the command, 128 + N."""
+        """A stop from outside ends the command (``cli.main``: exit 128 + N), once what it stopped has ended."""
         if self.signals:
             raise Stopped(self.signals[0])
+
+
+class DashboardStops(StopSignals):
+    """SIGTERM, SIGHUP and SIGINT (kill -INT: Ctrl-C on the dashboard's terminal is a key) while a dashboard runs
+    (``with``): the dashboard quits as `q` does (``InspectorApp.quit_soon``, whenever the signal comes: also while it
+    starts), its session ends in order (the recording's end lines written, `--otel`'s spans flushed, the terminal
+    given back), then :meth:`raise_if_stopped` makes the command exit 128 + N (``cli.main``). Before the app is made
+    (give :meth:`made` to ``run_dashboard(made=...)``) nothing runs yet: :class:`Stopped` is raised where the process
+    was. Killed where it was, the dashboard left its recording without its end and the terminal in its mode."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.apps: list[Any] = []  # the dashboard, once made
+
+    def made(self, app: Any) -> None:
+        self.apps.append(app)
+
+    def _stop(self, signum: int, _frame: object) -> None:
+        self.signals.append(signum)
+        if not self.apps:  # (not made yet: nothing runs, nothing to quit)
+            raise Stopped(signum)
+        self.apps[0].quit_soon()

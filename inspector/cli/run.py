@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from inspector.cli.common import EXIT_CANCELLED, EXIT_FAIL, EXIT_OK
+from inspector.cli.common import EXIT_CANCELLED, EXIT_FAIL, EXIT_OK, StopSignals
 from inspector.cli.common import err as _err
 from inspector.cli.common import interactive as _interactive
 from inspector.core.errors import InspectorError, SourceError, UsageError
@@ -263,7 +263,7 @@ def _make_factory(args: argparse.Namespace, *, tui: bool) -> tuple[Callable[...,
     return scenario, {"type": "scenario", "name": name}
 
 
-class _HeadlessStops:
+class _HeadlessStops(StopSignals):
     """SIGINT (Ctrl-C), SIGTERM (`timeout`, a CI runner, `kill`) and SIGHUP (the terminal closed) over the whole of a
     headless run (``with``), whenever they come:
 
@@ -284,13 +284,12 @@ class _HeadlessStops:
     cleanup). Nothing outside the main thread (no handler can be set there)."""
 
     def __init__(self) -> None:
-        self.signals: list[int] = []
+        super().__init__()
         self.session: Session | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.ended = False
-        self._previous: dict[signal.Signals, Any] = {}
 
-    def __call__(self, signum: int, _frame: object) -> None:
+    def _stop(self, signum: int, _frame: object) -> None:
         from inspector.cli.common import Stopped
 
         if self.ended:
@@ -305,16 +304,8 @@ class _HeadlessStops:
             with contextlib.suppress(RuntimeError):  # (its loop closed meanwhile: the run has ended)
                 loop.call_soon_threadsafe(session.controller.cancel)
 
-    def __enter__(self) -> _HeadlessStops:
-        with contextlib.suppress(ValueError):  # (not the main thread)
-            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-                self._previous[sig] = signal.signal(sig, self)
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-        self._previous.clear()
+    def __exit__(self, *exc: object) -> None:
+        super().__exit__(*exc)
         startup_sigint_done()  # (Ctrl-C is the command's: never the start-up handler's exit again)
 
 
@@ -371,8 +362,8 @@ def run_headless(factory: SessionFactory, *, as_json: bool) -> int:
     if result is None:
         _err(_not_run_line(stops.signals[0]))
         raise Stopped(stops.signals[0])  # (cli.main: exit 128 + N, as a shell reports a process the signal killed)
-    if stops.signals and result.status == "cancelled":  # (a stop as the loop ended stopped nothing: its own status)
-        raise Stopped(stops.signals[0])
+    if result.status == "cancelled":  # (a stop as the loop ended stopped nothing: its own status)
+        stops.raise_if_stopped()
     if sinks and sinks[0].broken:  # stdout was closed (`| head`): a quiet end, exit 0, as every command (cli.main)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
