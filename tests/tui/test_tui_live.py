@@ -178,3 +178,37 @@ async def test_speed_controls_drive_the_pacer() -> None:
         assert app.status_bar.info.speed == "2x"
         await pilot.press("c")
         await wait_for(lambda: app.final_status == "cancelled", 10, "the cancel")
+
+
+async def test_keys_enabled_or_disabled_as_the_loop_runs_and_ends_are_updated_in_place() -> None:
+    """The footer's keys follow the loop (step keys on while it runs, off once it is cancelled) without being mounted
+    again: a recompose laid the whole screen out again (~50 ms of the UI thread) at each start, pause and end."""
+    from textual.widgets._footer import FooterKey
+
+    from inspector.tui.widgets.footer import KeyFooter
+
+    app, factory = scenario_app(paused=True)
+    async with app.run_test(size=SIZE) as pilot:
+        footer = app.dashboard.query_one(KeyFooter)
+
+        def step_key() -> FooterKey | None:  # (None while the footer is being composed)
+            return next((k for k in footer.query(FooterKey) if k.action == "step('event')"), None)
+
+        def step_disabled() -> bool | None:
+            key = step_key()
+            return None if key is None else key.has_class("-disabled")
+
+        await wait_for(
+            lambda: app.session_running and app.live.status.loop_state == LoopState.PAUSED, 20, "a paused loop"
+        )
+        await wait_for(lambda: step_disabled() is False, 10, "the step key enabled")
+        keys, composed = list(footer.query(FooterKey)), footer.recomposed
+        await pilot.press("c")
+        await wait_for(lambda: app.final_status == "cancelled", 10, "the cancel")
+        await wait_for(lambda: step_disabled() is True, 10, "the step key disabled")
+        await pilot.pause()
+        assert footer.recomposed == composed and list(footer.query(FooterKey)) == keys  # the same widgets
+        key = step_key()
+        assert key is not None and key._disabled and key.tooltip  # what a click reads, and the hint kept
+        await pilot.click(key)  # a disabled key clicked says why, as before
+        await wait_for(lambda: bool(app._notifications), 5, "the reason")

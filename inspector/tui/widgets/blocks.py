@@ -243,14 +243,17 @@ class BlocksView(SectionView):
 
         buf = b.joined()
         inner = max(8, width - INDENT)
-        ends = self._ends(b)
         styles = (self.cstyle("blk--frag-a"), self.cstyle("blk--frag-b"))
         pad = " " * INDENT
         span = inner * (BUFFER_LINES + 2)
 
+        def buffer_line(s: int, e: int) -> Text:
+            # (the fragments' offsets when the line is painted: most of a flood's new blocks scroll past unseen)
+            return _buffer_line(pad, b.fragments, self._ends(b), s, e, styles)
+
         def buffer_lines(rows: list[tuple[int, int]]) -> None:
             for s, e in rows:
-                out.append(Deferred(partial(_buffer_line, pad, b.fragments, ends, s, e, styles), console, width))
+                out.append(Deferred(partial(buffer_line, s, e), console, width))
 
         def more(chars: int, where: str) -> None:
             if chars > 0:

@@ -57,6 +57,13 @@ class ExplainingKey(FooterKey):
             self.app.call_later(self.app.run_action, self.action)
 
 
+def _layout(signature: tuple[object, ...]) -> tuple[object, ...]:
+    """What decides which keys the footer shows and where (`KeyFooter._signature` without each key's enabled state
+    and tooltip)."""
+    width, palette, keys = signature
+    return (width, palette, tuple(k[:7] for k in keys))  # type: ignore[attr-defined]
+
+
 def _rank(binding: Binding) -> int:
     bid = binding.id or binding.action
     return PRIORITY.index(bid) if bid in PRIORITY else len(PRIORITY)
@@ -91,11 +98,39 @@ class KeyFooter(Footer):
 
     def bindings_changed(self, screen: Any) -> None:
         """(Textual's Footer recomposes, mounting every key again, at each bindings signal: a focus change, the screen
-        stack, any `bindings=True` reactive. Most change nothing the keys show; those are skipped.)"""
+        stack, any `bindings=True` reactive. Most change nothing the keys show; those are skipped. One that only
+        enables or disables keys, or changes their tooltips (the session starts, pauses, ends), updates the keys in
+        place: mounting them again cost a layout of the screen, ~50 ms of the UI thread at each.)"""
         if self._bindings_ready and self._shown is not None and screen is self.screen and self.is_attached:
-            if self._signature() == self._shown:
+            signature = self._signature()
+            if signature == self._shown:
+                return
+            if _layout(signature) == _layout(self._shown) and self._update_keys():
+                self._shown = signature
                 return
         super().bindings_changed(screen)
+
+    def _update_keys(self) -> bool:
+        """Each key's enabled state and tooltip from the active bindings, as `compose` makes them; False when a key
+        shown has no binding (then the footer is composed again)."""
+        active = self.screen.active_bindings
+        keys = list(self.query(FooterKey))
+        found = [active.get(k.key) for k in keys]
+        if not keys or any(f is None for f in found):
+            return False
+        for key, (_, binding, enabled, tooltip) in zip(keys, found, strict=True):  # type: ignore[misc]
+            if key.has_class("-command-palette"):
+                tip = binding.tooltip or binding.description
+            elif key.has_class("-grouped"):
+                tip = tooltip or binding.tooltip or binding.description
+            else:
+                tip = tooltip or binding.tooltip
+            if key._disabled != (not enabled):  # noqa: SLF001 (FooterKey's own flag: its click reads it)
+                key._disabled = not enabled  # noqa: SLF001
+                key.set_class(not enabled, "-disabled")
+            if key.tooltip != (tip or None):
+                key.tooltip = tip or None
+        return True
 
     def on_resize(self) -> None:
         if self.size.width != self._fit_width and self._bindings_ready:
@@ -146,6 +181,7 @@ class KeyFooter(Footer):
             else:
                 entries.append([first])
         width = self.size.width or self.app.size.width
+        self._fit_width = width  # (a resize to this width has nothing to fit again: `on_resize`)
         palette = self.show_command_palette and self.app.ENABLE_COMMAND_PALETTE
         room = max(0, width - (PALETTE_WIDTH if palette else 0))
         shown = self.choose(entries, room)
