@@ -552,6 +552,26 @@ class ObservationBus:
             try:
                 fn(obs)
             except Exception as e:  # noqa: BLE001 (a broken subscriber must not break the loop)
-                self.errors.append(f"subscriber {getattr(fn, '__qualname__', fn)!s} failed: {type(e).__name__}: {e}")
-                if fn in self.subscribers:
-                    self.subscribers.remove(fn)
+                self._failed(fn, e)
+
+    def publish_all(self, observations: list[Observation]) -> None:
+        """`publish` a batch (a threaded session's relay): each subscriber gets every observation of it, in order,
+        one subscriber after the other; a subscriber that is a list's ``append`` (a buffer, as the dashboard's) gets
+        it in one ``extend``. (One subscriber that unsubscribes another mid-batch does not stop its batch.)"""
+        self.count += len(observations)
+        for fn in tuple(self.subscribers):
+            owner = getattr(fn, "__self__", None)
+            if type(owner) is list and getattr(fn, "__name__", None) == "append":
+                owner.extend(observations)
+                continue
+            for obs in observations:
+                try:
+                    fn(obs)
+                except Exception as e:  # noqa: BLE001 (as in publish: removed, the failure kept)
+                    self._failed(fn, e)
+                    break
+
+    def _failed(self, fn: Subscriber, e: Exception) -> None:
+        self.errors.append(f"subscriber {getattr(fn, '__qualname__', fn)!s} failed: {type(e).__name__}: {e}")
+        if fn in self.subscribers:
+            self.subscribers.remove(fn)

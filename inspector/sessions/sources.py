@@ -258,9 +258,11 @@ class _Relay:
 
     def drain(self) -> None:
         self.scheduled = False
-        queue, publish = self.queue, self.target.publish
-        for _ in range(len(queue)):  # (what is queued now: a drain never chases a producer that keeps up)
-            publish(queue.popleft())
+        queue = self.queue
+        # (what is queued now: a drain never chases a producer that keeps up)
+        batch = [queue.popleft() for _ in range(len(queue))]
+        if batch:
+            self.target.publish_all(batch)
 
 
 class ThreadedController:
