@@ -392,3 +392,23 @@ def test_inspector_run_ends_normally_leaving_nothing(
     assert status == 0, screen[-2000:]
     assert files_left(tmp) == []
     _ended(recording_lines(rec), "finished")
+
+
+def test_inspector_run_dashboard_quit_mid_run_cancels_the_loop(
+    tmpdir_env: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """`q` while the loop streams: the run is cancelled, as Ctrl-C cancels it (README: exit 130, the recording ends
+    "cancelled", every attempt sent has its end line), the terminal given back, nothing left in TMPDIR."""
+    tmp, env = tmpdir_env
+    rec = tmp_path / "run.jsonl"
+    dash = Dashboard(env, "run", "--scenario", "exclusive_mix", "--speed", "0.2", "--record", str(rec), cwd=ROOT)
+    try:
+        until(lambda: any(line.get("kind") == "read" for line in recording_lines(rec)), "no read recorded")
+        os.write(dash.master, b"q")
+    finally:
+        status, screen = dash.end()
+    assert status == 130, screen[-2000:]
+    assert b"Traceback" not in screen, screen[-2000:]
+    assert screen.rfind(b"\x1b[?1049l") > screen.rfind(b"\x1b[?1049h"), screen[-2000:]
+    assert files_left(tmp) == []
+    _ended(recording_lines(rec), "cancelled")
