@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import heapq
 import sys
 import threading
+import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import IO, Any
@@ -17,6 +19,65 @@ from inspector.observe.states import LoopState
 
 
 # ------------------------------------------------------------------------------------------------------ run
+class TimeOrder:
+    """Lines put back in the order of their times. A proxy publishes each stream's observations in order, but its
+    concurrent conversations' a few milliseconds apart at times (a request's lines after another stream's reads that
+    came later; a whole stream's batch after the next one's): `watch --headless` printed `1.514s [c1] ...` then
+    `1.506s [c3] ...`, 2 to 21 lines of 64 in a 3-conversation run.
+
+    A line with a time waits until the times' clock has passed it by ``window`` seconds, then goes out with every
+    line due before it, in time order (equal times: in the order they came, so an observation's lines stay
+    together). The times' clock is read off the monotonic one: ``now - offset``, the offset being the least
+    ``arrived - t`` seen (the quickest line came at once). So a line waits at most ``window`` after it came, and only
+    a line that came more than ``window`` later than the quickest would still be out of order. A line without a
+    time (the totals) sends everything held first."""
+
+    def __init__(self, window: float) -> None:
+        self.window = window
+        self._heap: list[tuple[float, int, bytes]] = []
+        self._seq = 0
+        self._offset: float | None = None
+
+    @property
+    def held(self) -> int:
+        return len(self._heap)
+
+    def add(self, data: bytes, t: float | None, arrived: float) -> list[bytes]:
+        """A line that came at ``arrived`` (monotonic seconds); what may go out with it now, in order."""
+        if t is None:
+            out = self.take_all()
+            out.append(data)
+            return out
+        late = arrived - t
+        if self._offset is None or late < self._offset:
+            self._offset = late
+        heapq.heappush(self._heap, (t, self._seq, data))
+        self._seq += 1
+        return []
+
+    def due_in(self, now: float) -> float | None:
+        """Seconds until the first line held is due (0: now); None when none is held."""
+        if not self._heap or self._offset is None:
+            return None
+        return max(0.0, self._heap[0][0] + self._offset + self.window - now)
+
+    def ready(self, now: float) -> list[bytes]:
+        """The lines due at ``now``, in time order."""
+        out: list[bytes] = []
+        heap = self._heap
+        if heap and self._offset is not None:
+            cut = now - self._offset - self.window
+            while heap and heap[0][0] <= cut:
+                out.append(heapq.heappop(heap)[2])
+        return out
+
+    def take_all(self) -> list[bytes]:
+        """Every line held, in time order."""
+        out = [data for _, _, data in sorted(self._heap)]
+        self._heap.clear()
+        return out
+
+
 class LineSink:
     """Output written by a thread, so a slow or stalled reader of stdout never blocks the agent loop.
 
@@ -25,7 +86,8 @@ class LineSink:
     not pay a wake-up per line), then writes them in one call and flushes; ``close()`` cuts the wait short. The buffer is bounded: when
     ``maxsize`` lines wait, the loop waits at most `max_wait` seconds for room, then the line is dropped and counted
     (`dropped`). A reader that went away (broken pipe, e.g. `| head`) calls `on_broken` once, from the writer
-    thread."""
+    thread. ``window`` (seconds; 0: none): lines written with a time go out in time order (`TimeOrder`), each at
+    most ``window`` later."""
 
     def __init__(
         self,
@@ -35,15 +97,17 @@ class LineSink:
         max_wait: float = 1.0,
         on_broken: Callable[[], None] | None = None,
         linger: float = 0.02,
+        window: float = 0.0,
     ) -> None:
         self.out = out
+        self.order = TimeOrder(window) if window > 0 else None
         self.linger = linger
         self.max_wait = max_wait
         self.on_broken = on_broken
         self.broken = False
         self.dropped = 0
         self.maxsize = maxsize
-        self._buf: deque[bytes] = deque()
+        self._buf: deque[Any] = deque()  # lines (with a window: (line, its time, when it came))
         self._wake = threading.Event()  # set: lines wait (or the sink closes)
         self._room = threading.Condition()  # notified after each batch written
         self._closing = False
@@ -51,7 +115,8 @@ class LineSink:
         self._thread = threading.Thread(target=self._run, name="inspector-output", daemon=True)
         self._thread.start()
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes, t: float | None = None) -> None:
+        """One or more lines out; ``t``: their time (only a sink with a window uses it)."""
         if self.broken or self._closing:
             return
         if len(self._buf) >= self.maxsize:
@@ -60,11 +125,12 @@ class LineSink:
             if len(self._buf) >= self.maxsize:
                 self.dropped += 1
                 return
-        self._buf.append(data)  # (deque.append is atomic: the writer thread pops from the other end)
+        # (deque.append is atomic: the writer thread pops from the other end)
+        self._buf.append(data if self.order is None else (data, t, time.monotonic()))
         if not self._wake.is_set():
             self._wake.set()
 
-    def _take(self) -> list[bytes]:
+    def _take(self) -> list[Any]:
         out = []
         buf = self._buf
         try:
@@ -73,13 +139,27 @@ class LineSink:
         except IndexError:
             return out
 
+    def _ordered(self, batch: list[tuple[bytes, float | None, float]]) -> list[bytes]:
+        """(window) What may go out now of what was held and what came, in time order; all of it once closing."""
+        order = self.order
+        assert order is not None
+        out: list[bytes] = []
+        for data, t, arrived in batch:
+            out += order.add(data, t, arrived)
+        out += order.take_all() if self._closing else order.ready(time.monotonic())
+        return out
+
     def _run(self) -> None:
+        order = self.order
         while True:
-            self._wake.wait()
-            if self.linger > 0 and not self._closing:
+            due = order.due_in(time.monotonic()) if order is not None else None
+            self._wake.wait(due)  # (with lines held: until the first is due, or more come)
+            if self.linger > 0 and not self._closing and self._wake.is_set():
                 self._closed.wait(self.linger)  # (the wake stays set meanwhile: writers do not set it again)
             self._wake.clear()
             batch = self._take()
+            if order is not None:
+                batch = self._ordered(batch)
             if batch and not self.broken:
                 try:
                     self.out.write(b"".join(batch))
@@ -90,7 +170,7 @@ class LineSink:
                         self.on_broken()
             with self._room:
                 self._room.notify_all()
-            if self._closing and not self._buf:
+            if self._closing and not self._buf and (order is None or not order.held):
                 return
 
     def close(self, timeout: float = 10.0) -> None:
@@ -132,13 +212,27 @@ class ProgressPrinter:
         # the text blocks still open: their first fragments (enough for a line), said at the attempt's end if the
         # block never closed (a stream cut mid-text: the text that came is shown, as dump shows it)
         self._open_text: dict[tuple[int, int, int], list[str]] = {}
+        self._t: float | None = None  # the time of the observation being printed (its lines')
+        self._ordered = getattr(sink, "order", None) is not None  # (a sink that puts lines in time order: `p`)
 
-    def p(self, s: str) -> None:
+    def p(self, s: str, t: float | None = None) -> None:
         """One line out; what the stream put in it (names, ids, text) cannot reach the terminal raw, nor start a
-        line of its own (a newline in a tool name would forge a progress line): each call is one line."""
-        self.sink.write((terminal(s, newlines=False) + "\n").encode("utf-8", "replace"))
+        line of its own (a newline in a tool name would forge a progress line): each call is one line. ``t``: its
+        time (by default the observation's being printed), for a sink that puts lines in time order."""
+        data = (terminal(s, newlines=False) + "\n").encode("utf-8", "replace")
+        if self._ordered:
+            self.sink.write(data, self._t if t is None else t)
+        else:
+            self.sink.write(data)
 
     def __call__(self, obs: O.Observation) -> None:
+        self._t = obs.t
+        try:
+            self._print(obs)
+        finally:
+            self._t = None
+
+    def _print(self, obs: O.Observation) -> None:
         if self._open_text and type(obs) is O.BlockDelta:
             parts = self._open_text.get((obs.turn, obs.attempt, obs.index))
             if parts is not None and len(parts) < _TEXT_KEEP:

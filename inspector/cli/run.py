@@ -386,13 +386,13 @@ def turn_costs(printer: ProgressPrinter | None, sink: LineSink, session: Any = N
             sink.write(exactjson.dumps(d) + b"\n")
         elif d["type"] == "session_cost":
             first, *more = format_session_cost(d).split("\n")  # (each conversation's on a line of its own)
-            printer.p(f"{d['t']:7.3f}s {first}")
+            printer.p(f"{d['t']:7.3f}s {first}", d["t"])
             for line in more:
-                printer.p(line)
+                printer.p(line, d["t"])
         else:
             tag = printer.where.get(d["turn"] - 1) if len(printer.conversations) > 1 else None
             where = f" [{tag[0]}]" if tag else ""
-            printer.p(f"{d['t']:7.3f}s{where}   {format_turn_cost(d)}")
+            printer.p(f"{d['t']:7.3f}s{where}   {format_turn_cost(d)}", d["t"])
 
     return LiveAccounting(said, said, request_times=times)
 

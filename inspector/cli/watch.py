@@ -254,7 +254,8 @@ def _headless(launched: Launched[WatchSession], what: str, record: str | None) -
     from inspector.cli.headless import LineSink, ProgressPrinter
     from inspector.cli.run import turn_costs
 
-    sink = LineSink(sys.stderr.buffer)
+    # (concurrent conversations' lines can be published a few ms out of order: put back in time order, 0.25 s later)
+    sink = LineSink(sys.stderr.buffer, window=HEADLESS_ORDER_WINDOW)
     printer = ProgressPrinter(sink)
     # each turn's usage, cost and cache verdict ("cache written again: system changed at char 69"), as `run` prints
     # them; subscribed first, so that a turn's cost comes before the session's end
@@ -389,6 +390,8 @@ def _dashboard_logging_to(
     return exit_status(status)
 
 
+# --headless: a progress line waits at most this long, to go out in time order with the other conversations' lines
+HEADLESS_ORDER_WINDOW = 0.25
 SPLIT_START = 15.0  # seconds for the dashboard's web server (or tmux pane) to start listening
 SPLIT_BROWSER = 300.0  # seconds to wait for a browser to open the dashboard before the command starts
 SPLIT_STOP = 10.0  # seconds the web server and its dashboards get to exit before they are killed

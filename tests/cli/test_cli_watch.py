@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -48,6 +49,10 @@ def test_the_example_agent_runs_offline_against_serve_and_is_recorded(tmp_path: 
     assert "sk-ant-offline-example" not in rec.read_text()
     # the command exited: the session's normal end, not a cancellation
     assert out.stderr.rstrip().endswith("finished after 6 turns"), out.stderr[-500:]
+    # the three conversations' lines in time order (their streams' lines were printed a few ms out of order: in 3
+    # runs, 2, 10 and 21 lines of 64 came after a later one)
+    times = [float(m.group(1)) for m in re.finditer(r"(?m)^\s*(\d+\.\d+)s ", out.stderr)]
+    assert len(times) > 50 and times == sorted(times), out.stderr[-3000:]
 
 
 def test_watch_serving_a_recording_names_the_recording_not_a_scenario(tmp_path: Path) -> None:

@@ -97,3 +97,66 @@ def test_everything_written_comes_out_in_order(lines: list[bytes]) -> None:
     sink.close()
     assert out.getvalue() == b"".join(lines)
     assert sink.dropped == 0
+
+
+# ------------------------------------------------------------------------------------------ time order (watch)
+_lines = st.lists(
+    st.tuples(
+        st.one_of(st.none(), st.floats(0, 10, allow_nan=False)),  # a line's time (None: the totals, untimed)
+        st.floats(0, 0.099, allow_nan=False),  # how late it came, after the quickest (under the window)
+    ),
+    max_size=60,
+)
+
+
+@given(lines=_lines, checks=st.lists(st.floats(0, 20, allow_nan=False), max_size=8))
+def test_time_order_puts_lines_back_in_time_order_whatever_their_delays_under_the_window(
+    lines: list[tuple[float | None, float]], checks: list[float]
+) -> None:
+    """Lines that came in any order, each at most the window later than the quickest: every line goes out once; the
+    timed ones between two untimed ones in time order (equal times in the order they came), an untimed one after
+    everything before it; and none before it was due (checked at any moment, as the sink's thread does)."""
+    from inspector.cli.headless import TimeOrder
+
+    window = 0.1
+    order = TimeOrder(window)
+    offset = 1000.0  # the monotonic clock at the times' 0
+    # each line arrives at its time + offset + its delay; arrivals in order of arrival, with the sink's checks between
+    events = sorted(
+        [(t + offset + late if t is not None else offset + late + i * 0.5, 0, i) for i, (t, late) in enumerate(lines)]
+        + [(offset + c, 1, -1) for c in checks]
+    )
+    came = {i: rank for rank, (_, _, i) in enumerate(e for e in events if e[1] == 0)}  # the order lines came in
+    out: list[bytes] = []
+    quickest = min((late for t, late in lines if t is not None), default=0.0)
+    for arrived, kind, i in events:
+        if kind == 0:
+            out += order.add(b"%d" % i, lines[i][0], arrived)
+        got = order.ready(arrived)  # (the sink's thread checks after each batch, and when the first held is due)
+        for data in got:  # due: its time, on the monotonic clock, plus the window, has passed
+            t = lines[int(data)][0]
+            assert t is not None and t + offset + quickest + window <= arrived + 1e-9
+        out += got
+    out += order.take_all()
+    assert sorted(out) == sorted(b"%d" % i for i in range(len(lines)))  # each once
+    # between untimed lines, the timed ones are in time order (then in the order they came)
+    segment: list[tuple[float, int]] = []
+    for item in [*out, None]:
+        t = None if item is None else lines[int(item)][0]
+        if t is None:
+            assert segment == sorted(segment), segment
+            segment = []
+        else:
+            assert item is not None
+            segment.append((t, came[int(item)]))
+
+
+def test_a_sink_with_a_window_writes_lines_that_came_out_of_order_in_time_order() -> None:
+    out = io.BytesIO()
+    sink = LineSink(out, window=0.1)
+    for t in (1.514, 1.506, 1.507, 1.52, 1.5):  # (as watch printed them: a stream's batch after a later one)
+        sink.write(b"%.3f\n" % t, t)
+    sink.write(b"total\n")  # untimed: after everything before it
+    sink.write(b"1.6\n", 1.6)
+    sink.close()
+    assert out.getvalue() == b"1.500\n1.506\n1.507\n1.514\n1.520\ntotal\n1.6\n"
