@@ -5,6 +5,7 @@ wait on), never a sleep as synchronisation. POSIX only (pty, /proc)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -12,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,17 @@ def until(ready: Callable[[], object], what: str, timeout: float = 60) -> None:
     while not ready():
         assert time.monotonic() < deadline, what
         time.sleep(0.05)  # another process's state: nothing to wait on but polling it
+
+
+@contextlib.contextmanager
+def reaped(p: subprocess.Popen[Any]) -> Iterator[None]:
+    """Whatever the block does (an assertion fails, a wait times out), the process is not left running."""
+    try:
+        yield
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 def files_left(tmp: Path) -> list[str]:

@@ -19,7 +19,7 @@ import orjson
 import pytest
 
 from inspector.record.recorder import NOTHING_RAN
-from inspector.testing.processes import blocked_on_a_fifo, files_left, recording_lines, until
+from inspector.testing.processes import blocked_on_a_fifo, files_left, reaped, recording_lines, until
 
 ROOT = Path(__file__).resolve().parents[2]
 STOPS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
@@ -37,12 +37,8 @@ def _start(env: dict[str, str], *args: str, hook: str | None = None) -> subproce
 
 def _run_once(env: dict[str, str], *args: str, hook: str | None = None) -> tuple[int, bytes, bytes]:
     p = _start(env, *args, hook=hook)
-    try:
+    with reaped(p):
         out, err = p.communicate(timeout=120)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
     return p.returncode, out, err
 
 
@@ -64,16 +60,12 @@ def test_stopped_while_its_recording_opens(tmpdir_env: tuple[Path, dict[str, str
     fifo = tmp_path / "run.jsonl"
     os.mkfifo(fifo)
     p = _start(env, "run", "--headless", "--scenario", "exclusive_mix", "--record", str(fifo))
-    try:
+    with reaped(p):
         until(lambda: blocked_on_a_fifo(p.pid) or p.poll() is not None, "the run did not reach its recording")
         assert p.poll() is None, p.communicate()[1]
         assert files_left(tmp), "no workspace copy while the session is made"
         p.send_signal(sig)
         out, err = p.communicate(timeout=60)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
     assert p.returncode == 128 + sig, err
     assert files_left(tmp) == []
     assert err == _nothing_ran_line(sig), err

@@ -17,6 +17,7 @@ from inspector.sessions.sources import Session
 pytest.importorskip("opentelemetry.sdk")
 
 from inspector.testing.otlp import Receiver
+from inspector.testing.processes import reaped
 from inspector.testing.pytest_plugin import InspectorServerFactory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -175,7 +176,7 @@ def test_proxy_otel_flushes_its_spans_when_a_signal_stops_it(
     proxy, url = _started(
         ["proxy", "--headless", "--otel", "--listen", "127.0.0.1:0", "--upstream", upstream, "--quiet"], env
     )
-    try:
+    with reaped(proxy):
         body = {
             "model": "claude-sonnet-4-6",
             "max_tokens": 50,
@@ -196,10 +197,6 @@ def test_proxy_otel_flushes_its_spans_when_a_signal_stops_it(
             answer.read()
         proxy.send_signal(sig)
         _, err = proxy.communicate(timeout=30)
-    finally:
-        if proxy.poll() is None:
-            proxy.kill()
-            proxy.wait()
     assert "Traceback" not in err, err
     assert proxy.returncode == -sig, err  # (as before: the process ends by the signal, as a shell reports it)
     convs = _by_conversation(receiver.spans)  # the parent span ends only when the command closes its telemetry

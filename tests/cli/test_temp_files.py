@@ -10,7 +10,6 @@ headless, its recording cut (no end lines)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import socket
@@ -18,13 +17,12 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from inspector.testing.processes import Dashboard, blocked_on_a_fifo, files_left, recording_lines, until
+from inspector.testing.processes import Dashboard, blocked_on_a_fifo, files_left, reaped, recording_lines, until
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_proc = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table from /proc")
@@ -34,17 +32,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-@contextlib.contextmanager
-def _reaped(p: subprocess.Popen[bytes]) -> Iterator[None]:
-    """Whatever the block does (an assertion fails, a wait times out), the process is not left running."""
-    try:
-        yield
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
 
 
 def _ended_cleanly_by(p: subprocess.Popen[bytes], sig: int, err: bytes, tmp: Path) -> None:
@@ -142,7 +129,7 @@ def test_inspector_export_stopped_leaves_nothing_in_tmpdir(
     os.mkfifo(fifo)
     args = ["--scenario", "parse_date", "-o", str(fifo)] if scenario else [str(fifo), "-o", str(tmp_path / "p.html")]
     p = _export(env, *args)
-    with _reaped(p):
+    with reaped(p):
         until(lambda: blocked_on_a_fifo(p.pid) or p.poll() is not None, "export did not reach the FIFO")
         assert p.poll() is None, p.communicate()[1]
         if scenario:
@@ -257,7 +244,7 @@ def test_inspector_run_headless_stopped_leaves_nothing_and_ends_its_recording(
     rec = tmp_path / "run.jsonl"
     args = ("run", "--headless", "--scenario", "exclusive_mix", "--speed", "0.2", "--record", str(rec))
     p = _inspector(env, *args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    with _reaped(p):
+    with reaped(p):
         until(lambda: _streaming(rec) or p.poll() is not None, "the run did not start streaming")
         assert p.poll() is None, p.communicate()[1]
         assert files_left(tmp), "no workspace copy while the scenario runs"
@@ -283,7 +270,7 @@ def test_inspector_replay_headless_stopped_says_the_signal(
     out: list[bytes] = []
     reader = threading.Thread(target=lambda: out.extend(iter(p.stdout.readline, b"")), daemon=True)  # type: ignore[union-attr]
     reader.start()
-    with _reaped(p):
+    with reaped(p):
         until(lambda: any(b'"type":"block_delta"' in line for line in out) or p.poll() is not None, "no stream")
         assert p.poll() is None
         p.send_signal(sig)
