@@ -64,6 +64,16 @@ def _layout(signature: tuple[object, ...]) -> tuple[object, ...]:
     return (width, palette, tuple(k[:7] for k in keys))  # type: ignore[attr-defined]
 
 
+def _key_tooltip(binding: Binding, tooltip: str, kind: str) -> str:
+    """A key's tooltip, as `KeyFooter.compose` gives it and `_update_keys` keeps it (``kind``: "grouped", "single"
+    or "palette"; ``tooltip``: the active binding's own, e.g. why it is disabled)."""
+    if kind == "palette":
+        return binding.tooltip or binding.description
+    if kind == "grouped":
+        return tooltip or binding.tooltip or binding.description
+    return tooltip or binding.tooltip
+
+
 def _rank(binding: Binding) -> int:
     bid = binding.id or binding.action
     return PRIORITY.index(bid) if bid in PRIORITY else len(PRIORITY)
@@ -119,12 +129,10 @@ class KeyFooter(Footer):
         if not keys or any(f is None for f in found):
             return False
         for key, (_, binding, enabled, tooltip) in zip(keys, found, strict=True):  # type: ignore[misc]
-            if key.has_class("-command-palette"):
-                tip = binding.tooltip or binding.description
-            elif key.has_class("-grouped"):
-                tip = tooltip or binding.tooltip or binding.description
-            else:
-                tip = tooltip or binding.tooltip
+            kind = (
+                "palette" if key.has_class("-command-palette") else "grouped" if key.has_class("-grouped") else "single"
+            )
+            tip = _key_tooltip(binding, tooltip, kind)
             if key._disabled != (not enabled):  # noqa: SLF001 (FooterKey's own flag: its click reads it)
                 key._disabled = not enabled  # noqa: SLF001
                 key.set_class(not enabled, "-disabled")
@@ -200,7 +208,7 @@ class KeyFooter(Footer):
                             "",
                             b.action,
                             disabled=not on,
-                            tooltip=tip or b.tooltip or b.description,
+                            tooltip=_key_tooltip(b, tip, "grouped"),
                             classes="-grouped",
                         ).data_bind(compact=Footer.compact)
                     yield FooterLabel(f" {binding.group.description}")  # `n/b/t Step`, never `nbtStep`
@@ -211,7 +219,7 @@ class KeyFooter(Footer):
                     binding.description,
                     binding.action,
                     disabled=not enabled,
-                    tooltip=tooltip or binding.tooltip,
+                    tooltip=_key_tooltip(binding, tooltip, "single"),
                 ).data_bind(compact=Footer.compact)
         if palette:
             try:
@@ -225,7 +233,7 @@ class KeyFooter(Footer):
                 binding.action,
                 classes="-command-palette",
                 disabled=not enabled,
-                tooltip=binding.tooltip or binding.description,
+                tooltip=_key_tooltip(binding, tooltip, "palette"),
             )
 
 
