@@ -11,7 +11,6 @@ import asyncio
 import dataclasses
 import functools
 import logging
-import math
 import random
 import sys
 import time
@@ -29,6 +28,7 @@ from inspector.agent.toolbox.spec import ToolSpec
 from inspector.agent.transcript import HistoryView, SpilledHistory, SplicedMessages
 from inspector.agent.tries import ClientGaveUp, TryFailure, observe_client
 from inspector.core import exactjson
+from inspector.core.deadline import ReadDeadline
 from inspector.core.fmt import duration
 from inspector.core.pacing import Pacer
 from inspector.core.redaction import clean_headers, redact, usable_secrets
@@ -937,20 +937,32 @@ class AgentLoop:
     async def _consume(
         self, it: AsyncIterator[bytes], ts: TurnStream, turn: int, attempt: int, executor: ToolExecutor, t_sent: float
     ) -> None:
-        cfg = self.config
+        # the idle timeout: one ReadDeadline over the stream's reads (not an asyncio.timeout per read: a timer made and
+        # cancelled per read was ~20% of a replay's CPU; nor wait_for: on 3.11 it swallows a cancel that lands as a
+        # read completes)
+        watch = ReadDeadline(asyncio.get_running_loop().time() + self.config.idle_timeout)
+        try:
+            await self._read_all(it, ts, turn, attempt, executor, t_sent, watch)
+        finally:
+            watch.close()
+
+    async def _read_all(
+        self,
+        it: AsyncIterator[bytes],
+        ts: TurnStream,
+        turn: int,
+        attempt: int,
+        executor: ToolExecutor,
+        t_sent: float,
+        watch: ReadDeadline,
+    ) -> None:
+        idle = self.config.idle_timeout
+        loop = asyncio.get_running_loop()
         read_index = 0
         after_hold = False  # the stream was held since the last read: the next read may have waited in the socket
-        idle = cfg.idle_timeout
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + idle
         while True:
-            timeout = deadline - loop.time()
             try:
-                if timeout <= 0:
-                    raise TimeoutError
-                # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a cancel that lands as a read completes
-                async with asyncio.timeout(timeout if math.isfinite(idle) else None):
-                    chunk = await it.__anext__()
+                chunk = await watch.read(it.__anext__())
             except StopAsyncIteration:
                 break
             except ClientGaveUp as e:  # (a replay: where the recorded client closed the stream and resent it)
@@ -988,11 +1000,11 @@ class AgentLoop:
                     if await self._gate(turn, attempt):
                         after_hold = True
                     if was_paused or self._paused:
-                        deadline = loop.time() + idle  # time spent paused is not idle time
+                        watch.deadline = loop.time() + idle  # time spent paused is not idle time
                 last_of_event = i + 1 == len(steps) or steps[i + 1].sse is not step.sse
                 self._process(step, ts, turn, attempt, executor, last_of_event)
                 if not isinstance(step.event, Ping):
-                    deadline = loop.time() + idle
+                    watch.deadline = loop.time() + idle
                 if isinstance(step.event, ErrorEvent):
                     self._close_stream(ts, turn, attempt)
                     raise AttemptFailed(
