@@ -27,7 +27,9 @@ Reports:
     conversations through watch and N more straight to serve, from one process, started together, so that both
     halves meet the same load; added = the watch half's p50 - the direct half's, within one run (at 1: 1 + 1
     conversations). Separate direct and watch runs differ by the run-to-run drift (tens of ms at N), which swamps a
-    proxy's few ms; side by side, only what watch adds remains;
+    proxy's few ms; side by side, only what watch adds remains. Also ``twin_added_ms_*``: the median of the
+    request-by-request differences (each request through watch against its twin sent direct: same conversation
+    number and turn, started together), with the single figure's p25..p75 (its noise);
   * ``--pin``: the load (the fake agent and serve) on CPU 0 and watch on the others, in every run (direct too). On
     one machine the load is CPU-bound, so unpinned every ms watch spends is taken from it and shows up as added
     first byte whatever watch's own queueing; pinned, the figure is watch's own, as in front of a remote API.
@@ -423,6 +425,21 @@ def halves(run: dict) -> tuple[dict, dict]:
     return tuple({**run, "stats": [x for x in run["stats"] if x.get("via") == via]} for via in ("watch", "direct"))  # type: ignore[return-value]
 
 
+def pair_differences(runs: list[dict]) -> list[float]:
+    """Within each paired run, every request through the relay against its twin sent straight to the upstream (the
+    same conversation number and turn, started together, paced alike): the relay's first byte minus the direct one's,
+    in ms. Their median is the added first byte with the run's drift taken out request by request, not only half by
+    half (the p50 of one half minus the p50 of the other moves by ~1 ms between runs on its own)."""
+    out = []
+    for run in runs:
+        twins: dict[tuple[int, int], dict[str, float]] = {}
+        for x in run["stats"]:
+            if x["ttfb"] is not None:
+                twins.setdefault((x["conv"], x["turn"]), {})[x["via"]] = x["ttfb"] * 1000
+        out += [t["watch"] - t["direct"] for t in twins.values() if len(t) == 2]
+    return out
+
+
 def measure_paired(a: argparse.Namespace, tmp: Path, url: str, root: Path) -> dict:
     """The added first byte measured side by side: each run has N conversations through watch and N more straight to
     the upstream, in the same agent process and started together, so both halves meet the same load (the machine's,
@@ -440,6 +457,7 @@ def measure_paired(a: argparse.Namespace, tmp: Path, url: str, root: Path) -> di
     out["lost"] = 2 * a.conversations * a.turns - len(many["stats"])
     return {
         **out,
+        **twin_figures(singles, [many]),
         "direct_1": fb(s_direct),
         "non_200": sum(1 for x in many["stats"] if x["status"] != 200),
         "watch_rc": many["rc"],
@@ -448,6 +466,23 @@ def measure_paired(a: argparse.Namespace, tmp: Path, url: str, root: Path) -> di
         "watch_wall_s": round(many["wall"], 2),
         **check_recording(rec, m_watch["stats"], a.turns),
         "expected_requests": a.conversations * a.turns,
+    }
+
+
+def twin_figures(singles: list[dict], many: list[dict]) -> dict:
+    """The added first byte as the median of the request-by-request differences (``pair_differences``), at 1 and at
+    N, with the spread of the single figure (its p25..p75: the noise the N figure is read against)."""
+    one, n = pair_differences(singles), pair_differences(many)
+    if not one or not n:
+        return {}
+    return {
+        "twin_added_ms_1": statistics.median(one),
+        "twin_added_ms_1_p25": q(one, 0.25),
+        "twin_added_ms_1_p75": q(one, 0.75),
+        "twin_added_ms_n": statistics.median(n),
+        "twin_added_ms_n_p25": q(n, 0.25),
+        "twin_added_ms_n_p75": q(n, 0.75),
+        "twin_pairs": f"{len(one)} at 1, {len(n)} at N",
     }
 
 
@@ -500,6 +535,7 @@ def measure_null_paired(a: argparse.Namespace, tmp: Path, url: str) -> dict:
     m_relay, m_direct = halves(many)
     return {
         **first_bytes(a, s_direct, s_relay, m_direct, m_relay),
+        **twin_figures(singles, [many]),
         "lost": 2 * a.conversations * a.turns - len(many["stats"]),
         "byte_exact": float("nan"),  # (nothing recorded)
         "watch_cpu_ms_per_request": round(cpu * 1e3 / max(1, len(m_relay["stats"])), 2),
@@ -590,6 +626,9 @@ def main() -> int:
             report[f"{prefix}median_added_p50_ms_n"] = n
             report[f"{prefix}median_added_ratio"] = n / one if one > 0 else float("nan")
             report[f"{prefix}median_added_p90_ms_n"] = statistics.median(rnd[name]["added_p90_ms_n"] for rnd in rounds)
+            if all("twin_added_ms_1" in rnd[name] for rnd in rounds):
+                for k in ("twin_added_ms_1", "twin_added_ms_n"):
+                    report[f"{prefix}median_{k}"] = statistics.median(rnd[name][k] for rnd in rounds)
     if a.rounds > 1:
         report["rounds"] = [
             {
@@ -605,6 +644,7 @@ def main() -> int:
                         "byte_exact",
                     )
                     + ("watch_cpu_ms_per_request",)
+                    + (("twin_added_ms_1", "twin_added_ms_n") if "twin_added_ms_1" in r else ())
                 }
                 for name, r in rnd.items()
             }
