@@ -22,7 +22,10 @@ def interrupted_while_starting(signum: int, frame: object) -> None:
 
 
 def entry() -> int:
-    previous = signal.signal(signal.SIGINT, interrupted_while_starting)
+    from inspector.core import signals
+
+    signals.remember_start()  # (before any handler: a stop signal the process was started with ignored stays so)
+    previous = signals.handle(signal.SIGINT, interrupted_while_starting)
     from inspector.cli import main  # imported under the start-up handler, on purpose
     from inspector.core.gcpolicy import tune_gc
 

@@ -9,6 +9,8 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any, Self
 
+from inspector.core import signals
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
@@ -90,7 +92,7 @@ def stops_raise() -> Iterator[None]:
     previous: dict[signal.Signals, Any] = {}
     try:
         for sig in (signal.SIGTERM, signal.SIGHUP):
-            previous[sig] = signal.signal(sig, _raise_stopped)
+            previous[sig] = signals.handle(sig, _raise_stopped)
     except ValueError:  # (not the main thread)
         pass
     try:
@@ -115,7 +117,7 @@ class StopSignals:
     def __enter__(self) -> Self:
         with contextlib.suppress(ValueError):  # (not the main thread)
             for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-                self._previous[sig] = signal.signal(sig, self._stop)
+                self._previous[sig] = signals.handle(sig, self._stop)
         return self
 
     def __exit__(self, *_: object) -> None:

@@ -349,7 +349,9 @@ def _dashboard_logging_to(
 
     import signal
 
-    previous = {sig: signal.signal(sig, stop_from_outside) for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
+    from inspector.core import signals
+
+    previous = {sig: signals.handle(sig, stop_from_outside) for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
     try:
         with contextlib.suppress(KeyboardInterrupt):  # (a stop from outside before the dashboard was made)
             run_dashboard(

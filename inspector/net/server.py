@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from inspector.core import signals
+
 if TYPE_CHECKING:  # uvicorn and starlette are imported when a server is built (`inspector --help` stays fast)
     import uvicorn
     from starlette.types import Receive
@@ -504,6 +506,8 @@ def run_foreground(
     stopped_by: list[int] = []
 
     def handle_exit(sig: int, frame: FrameType | None) -> None:  # end hanging streams at once, then let uvicorn stop
+        if signals.ignored_at_start(sig):  # (uvicorn installs its handler whatever was there: nohup's, a job's)
+            return
         if callable(begin_close):
             begin_close()
         original(sig, frame)
@@ -523,7 +527,7 @@ def run_foreground(
             hung_up.append(sig)
             handle_exit(sig, frame)
 
-    previous = signal.signal(signal.SIGHUP, hang_up) if threading.current_thread() is threading.main_thread() else None
+    previous = signals.handle(signal.SIGHUP, hang_up) if threading.current_thread() is threading.main_thread() else None
     try:
         asyncio.run(server.serve(sockets=[sock]))
     finally:

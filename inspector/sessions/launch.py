@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, Generic, Protocol, TypeVar
 
+from inspector.core import signals
 from inspector.sessions.reaper import Watchdog, descendants, running, started_at, watch_over
 
 ANTHROPIC_DEFAULT = "https://api.anthropic.com"
@@ -251,11 +252,11 @@ class Launched(Generic[S]):
         outside the main thread (no handler can be set there)."""
         if self._previous or threading.current_thread() is not threading.main_thread():
             return
-        self._previous[signal.SIGINT] = signal.signal(signal.SIGINT, lambda *_: self.interrupt())
+        self._previous[signal.SIGINT] = signals.handle(signal.SIGINT, lambda *_: self.interrupt())
         # a stop from outside (kill, a CI runner's timeout, a closed terminal): passed on to the command, which
         # watch then outlives, so the recording is closed (an end line for every open attempt) as after Ctrl-C
         for sig in (signal.SIGTERM, signal.SIGHUP):
-            self._previous[sig] = signal.signal(sig, lambda signum, _frame: self.stop_command(signum))
+            self._previous[sig] = signals.handle(sig, lambda signum, _frame: self.stop_command(signum))
 
     def release_stops(self) -> None:
         """The handlers :meth:`catch_stops` replaced, back."""

@@ -1,0 +1,146 @@
+"""A stop signal the process was started with ignored stays ignored (core.signals): ``nohup inspector proxy &`` keeps
+running when the terminal closes, a shell script's background ``inspector ... &`` is not stopped by a Ctrl-C meant
+for the foreground command. Before, every command installed its own SIGINT / SIGTERM / SIGHUP handlers over the
+inherited SIG_IGN: the proxy stopped on nohup's hang-up and exited 0.
+
+Each child ignores the signal before the entry point runs (``python -c HOOK``), as nohup and a shell's background
+job start it. The ignored signal is sent, then SIGTERM: a process that acted on the first ends by it (its handlers run
+in signal-number order, SIGINT and SIGHUP before SIGTERM); one that ignored it ends by SIGTERM. Nothing waits on a
+sleep."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from inspector.record.reader import read_recording
+from inspector.testing.processes import blocked_on_a_fifo, reaped, until
+
+ROOT = Path(__file__).resolve().parents[2]
+needs_proc = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process state from /proc")
+
+IGNORING = "import signal\nsignal.signal({sig}, signal.SIG_IGN)\nimport sys\nfrom inspector.__main__ import entry\n"
+IGNORING += "sys.exit(entry())"
+
+
+def _start(env: dict[str, str], ignored: int, *args: str, stdout: int = subprocess.PIPE) -> subprocess.Popen[bytes]:
+    """`inspector ARGS` started with ``ignored`` ignored, as nohup (SIGHUP) or a shell's background job (SIGINT)."""
+    code = IGNORING.format(sig=int(ignored))
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *args], env=env, cwd=ROOT, stdout=stdout, stderr=subprocess.PIPE
+    )
+
+
+def _env() -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for var in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "ALL_PROXY", "all_proxy"):
+        env.pop(var, None)
+    return env
+
+
+def _base_url(p: subprocess.Popen[bytes], stream: str) -> str:
+    pipe = p.stdout if stream == "stdout" else p.stderr
+    assert pipe is not None
+    for line in pipe:
+        text = line.decode(errors="replace")
+        if "ANTHROPIC_BASE_URL=" in text:
+            return text.split("ANTHROPIC_BASE_URL=", 1)[1].split()[0]
+    raise AssertionError(f"it did not start: {p.communicate()[1][:2000]!r}")
+
+
+def _streamed(base: str) -> bytes:
+    body = {
+        "model": "claude-sonnet-4-6",
+        "max_tokens": 256,
+        "stream": True,
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    headers = {"x-api-key": "sk-ant-test-not-a-key", "anthropic-version": "2023-06-01"}
+    r = httpx2.post(base + "/v1/messages", json=body, headers=headers, timeout=30)
+    assert r.status_code == 200, r.text
+    return r.content
+
+
+def test_serve_started_under_nohup_keeps_serving_after_a_hang_up() -> None:
+    env = _env()
+    p = _start(env, signal.SIGHUP, "serve", "--scenario", "weather", "--speed", "max", "--port", "0")
+    with reaped(p):
+        base = _base_url(p, "stderr")
+        assert b"message_stop" in _streamed(base)
+        p.send_signal(signal.SIGHUP)  # the terminal closed: nohup is there so that nothing happens
+        assert b"message_stop" in _streamed(base)  # (served: it did not stop; nor did it die)
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=30)
+    assert p.returncode == -signal.SIGTERM, err  # (by the hang-up it would be -SIGHUP, or 0 with it ignored)
+    assert b"Traceback" not in err, err
+
+
+def test_proxy_started_under_nohup_keeps_forwarding_and_recording_after_a_hang_up(tmp_path: Path) -> None:
+    env = _env()
+    up = _start(env, signal.SIGHUP, "serve", "--scenario", "weather", "--speed", "max", "--port", "0")
+    rec = tmp_path / "proxy.jsonl"
+    with reaped(up):
+        upstream = _base_url(up, "stderr")
+        p = _start(
+            env,
+            signal.SIGHUP,
+            "proxy",
+            "--headless",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            upstream,
+            "--record",
+            str(rec),
+        )
+        with reaped(p):
+            base = _base_url(p, "stdout")
+            first = _streamed(base)
+            p.send_signal(signal.SIGHUP)
+            second = _streamed(base)
+            p.send_signal(signal.SIGTERM)
+            _, err = p.communicate(timeout=30)
+    assert p.returncode == -signal.SIGTERM, err
+    assert b"Traceback" not in err, err
+    attempts = list(read_recording(rec).attempts())
+    assert [a.data for a in attempts] == [first, second]  # both forwarded and recorded, byte-exact
+    assert all(a.end is not None and a.end.get("status") == "complete" for a in attempts)
+
+
+@needs_proc
+def test_a_background_run_ignores_the_ctrl_c_its_shell_ignores_for_it(
+    tmpdir_env: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """`inspector run --headless ... &` in a script: the shell starts it with SIGINT ignored. Its start-up handler
+    and its stop handlers took SIGINT over (exit 130 at the first Ctrl-C); now only SIGTERM stops it here."""
+    tmp, env = tmpdir_env
+    fifo = tmp_path / "run.jsonl"
+    os.mkfifo(fifo)
+    p = _start(env, signal.SIGINT, "run", "--headless", "--scenario", "exclusive_mix", "--record", str(fifo))
+    with reaped(p):
+        until(lambda: blocked_on_a_fifo(p.pid) or p.poll() is not None, "the run did not reach its recording")
+        assert p.poll() is None, p.communicate()[1]
+        p.send_signal(signal.SIGINT)
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=60)
+    assert p.returncode == 128 + signal.SIGTERM, err
+    assert err == b"inspector: stopped by SIGTERM before the run started: nothing ran\n", err
+
+
+def test_a_signal_not_ignored_at_the_start_is_still_handled() -> None:
+    """The other side: started with SIGINT ignored, SIGHUP still stops serve (as SIGTERM does)."""
+    env = _env()
+    p = _start(env, signal.SIGINT, "serve", "--scenario", "weather", "--speed", "max", "--port", "0")
+    with reaped(p):
+        base = _base_url(p, "stderr")
+        assert b"message_stop" in _streamed(base)
+        p.send_signal(signal.SIGINT)
+        p.send_signal(signal.SIGHUP)
+        _, err = p.communicate(timeout=30)
+    assert p.returncode == -signal.SIGHUP, err
