@@ -12,10 +12,17 @@ reader's memory explode fails as a MemoryError in that test, instead of passing 
 
 And no server thread (`BackgroundServer`'s `uvicorn-...`) outlives the test that started it: one whose stop timed out
 goes on running in the worker (an upstream that spun after its client left burned a CPU for the rest of the run and
-slowed every later test of that worker 3-4 times)."""
+slowed every later test of that worker 3-4 times).
+
+And the stop-signal tests see the default dispositions whatever started the run: they send SIGINT and SIGHUP to
+the commands they start and expect them handled, but a run started under nohup, or as a script's background job,
+has them ignored, which every child inherits and, rightly, keeps (core.signals). This process ignores them with a
+handler that does nothing instead (still ignored here; a handler is reset to the default in a child), and says so
+to the xdist workers it starts (IGNORED_ENV), which do the same."""
 
 from __future__ import annotations
 
+import os
 import resource
 import signal
 import threading
@@ -28,6 +35,24 @@ from inspector.core import redaction
 from inspector.testing import hyp
 
 hyp.load()
+
+IGNORED_ENV = "INSPECTOR_TESTS_IGNORED_SIGNALS"  # the stop signals the run was started with ignored (numbers)
+
+
+def _ignore(signum: int, frame: object) -> None:
+    """Ignores a stop signal, as SIG_IGN did, without a child inheriting it."""
+
+
+def _children_get_default_stops() -> None:
+    ignored = {int(x) for x in os.environ.get(IGNORED_ENV, "").split(",") if x}
+    ignored |= {int(s) for s in (signal.SIGINT, signal.SIGHUP) if signal.getsignal(s) is signal.SIG_IGN}
+    for sig in ignored:
+        signal.signal(sig, _ignore)
+    if ignored:
+        os.environ[IGNORED_ENV] = ",".join(map(str, sorted(ignored)))
+
+
+_children_get_default_stops()
 
 
 @pytest.fixture(autouse=True)

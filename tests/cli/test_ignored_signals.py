@@ -138,3 +138,27 @@ def test_a_background_run_ignores_the_ctrl_c_its_shell_ignores_for_it(
         _, err = p.communicate(timeout=60)
     assert p.returncode == 128 + signal.SIGTERM, err
     assert err == b"inspector: stopped by SIGTERM before the run started: nothing ran\n", err
+
+
+SIGHUP_TEST = (
+    "tests/net/test_proxy_bounds.py::test_sighup_stops_the_cli_proxy_as_sigterm_does_with_every_open_attempt_ended"
+)
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "1"]], ids=["serial", "xdist"])
+def test_the_suite_started_under_nohup_still_tests_the_stop_signals(workers: list[str]) -> None:
+    """tests/conftest.py: a test run started with SIGINT and SIGHUP ignored (nohup, a background job) gives the
+    commands its tests start the default dispositions (before: the SIGHUP test's proxy ignored the hang-up, rightly,
+    and the test failed: `assert 0 == -SIGHUP`)."""
+    hook = "import signal\nsignal.signal(signal.SIGHUP, signal.SIG_IGN)\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+    hook += "import sys, pytest\nsys.exit(pytest.main(sys.argv[1:]))"
+    env = {k: v for k, v in _env().items() if k != "INSPECTOR_TESTS_IGNORED_SIGNALS"}
+    p = subprocess.run(
+        [sys.executable, "-c", hook, "-q", "-p", "no:cacheprovider", *workers, SIGHUP_TEST],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stdout[-3000:]
+    assert b"1 passed" in p.stdout, p.stdout[-3000:]
