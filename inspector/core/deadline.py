@@ -48,9 +48,8 @@ class ReadDeadline:
                     aw.close()  # (never awaited: no warning)
                 raise TimeoutError
             handle = self._handle
-            if (
-                handle is None or handle.when() > deadline
-            ):  # (none armed, or armed for later than a deadline moved back)
+            # none armed, or armed for later than a deadline moved back: armed for this one
+            if handle is None or handle.when() > deadline:
                 if handle is not None:
                     handle.cancel()
                 self._handle = self._loop.call_at(deadline, self._fire)
