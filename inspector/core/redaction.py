@@ -813,9 +813,12 @@ class SecretSet:
 
     Redactors of one stream can share a set: a key learned late (``add``) reaches all of them at once. Bounded: at
     most ``limit`` secrets; past it, the least recently seen that it was not made with (nor given with
-    ``pin=True``) is forgotten (``forgotten`` counts them)."""
+    ``pin=True``), nor is in use (given with ``use=True`` and not released yet), is forgotten (``forgotten``
+    counts them). A key in use is the credential of an exchange still under way: a stream that echoes it may be
+    holding its beginning back, to mask it with its end (forgotten meanwhile, both halves went out in clear). The
+    set is over its limit while more than ``limit`` keys are in use (at most one exchange's keys each)."""
 
-    __slots__ = ("secrets", "matcher", "limit", "forgotten", "_seen", "_pinned", "_odd", "_own", "_lock")
+    __slots__ = ("secrets", "matcher", "limit", "forgotten", "_seen", "_pinned", "_in_use", "_odd", "_own", "_lock")
 
     def __init__(self, secrets: Iterable[str] = (), *, limit: int = MAX_SECRETS) -> None:
         self.secrets: list[str] = _SecretList()
@@ -826,18 +829,42 @@ class SecretSet:
         # from these, not from the secrets' text: ~3 ms with 4,096 secrets)
         self._seen: dict[str, tuple[bytes, ...]] = {}
         self._pinned: set[str] = set()
+        self._in_use: dict[str, int] = {}  # the secrets in use: how many times (``add(use=True)`` less `release`)
         self._odd: set[str] = set()  # the secrets that are not plain (_is_plain)
         self._own: set[str] = set()  # the characters of every secret seen (only grows: a superset is fine)
         # (one change at a time: the proxy of `watch` learns on its thread while the main thread's guard may too)
         self._lock = threading.Lock()
         self.add(secrets, pin=True)
 
-    def add(self, secrets: Iterable[str] | str, *, pin: bool = False) -> list[str]:
+    def add(self, secrets: Iterable[str] | str, *, pin: bool = False, use: bool = False) -> list[str]:
         """Add secrets (strings shorter than MIN_SECRET_LENGTH are ignored); returns the ones that were new. One
-        known already is seen again (the last to be forgotten)."""
+        known already is seen again (the last to be forgotten). ``use``: in use until `release`, never forgotten
+        meanwhile (each ``add(use=True)`` wants its own `release` of the same secrets)."""
         found = usable_secrets([secrets] if isinstance(secrets, str) else secrets)
         with self._lock:
+            if use:
+                in_use = self._in_use
+                for s in found:
+                    in_use[s] = in_use.get(s, 0) + 1
             return self._add(found, pin)
+
+    def release(self, secrets: Iterable[str] | str) -> None:
+        """Secrets given with ``add(use=True)`` are no longer in use (by that caller): forgotten from now on like any
+        other, the least recently seen first (the set comes back to its limit if it was over it)."""
+        found = usable_secrets([secrets] if isinstance(secrets, str) else secrets)
+        with self._lock:
+            in_use = self._in_use
+            for s in found:
+                n = in_use.get(s, 0) - 1
+                if n > 0:
+                    in_use[s] = n
+                else:
+                    in_use.pop(s, None)
+            if len(self._seen) > self.limit:
+                before = len(self._seen)
+                self._forget(before - self.limit)
+                if len(self._seen) != before:
+                    self._rebuild()
 
     def _add(self, found: list[str], pin: bool) -> list[str]:
         seen = self._seen
@@ -856,15 +883,20 @@ class SecretSet:
         if new:
             if len(seen) > self.limit:
                 self._forget(len(seen) - self.limit)
-            self.secrets[:] = sorted(seen, key=len, reverse=True)  # (in place: holders of the list see it)
-            forms_ = {f for fs in seen.values() for f in fs}
-            self.matcher = SecretMatcher(self.secrets, forms=forms_, plain=not self._odd, own=self._own)
-            self.secrets.matcher = self.matcher  # type: ignore[attr-defined]
+            self._rebuild()
         return new
 
+    def _rebuild(self) -> None:
+        seen = self._seen
+        self.secrets[:] = sorted(seen, key=len, reverse=True)  # (in place: holders of the list see it)
+        forms_ = {f for fs in seen.values() for f in fs}
+        self.matcher = SecretMatcher(self.secrets, forms=forms_, plain=not self._odd, own=self._own)
+        self.secrets.matcher = self.matcher  # type: ignore[attr-defined]
+
     def _forget(self, n: int) -> None:
-        pinned = self._pinned
-        old = [s for s, _ in zip((s for s in self._seen if s not in pinned), range(n), strict=False)]
+        pinned, in_use = self._pinned, self._in_use
+        kept = (s for s in self._seen if s not in pinned and s not in in_use)
+        old = [s for s, _ in zip(kept, range(n), strict=False)]
         for s in old:
             del self._seen[s]
             self._odd.discard(s)
@@ -875,6 +907,7 @@ class SecretSet:
         with self._lock:
             self._seen.clear()
             self._pinned.clear()
+            self._in_use.clear()
             self._odd.clear()
             self._own.clear()
             self.secrets[:] = []
@@ -1510,11 +1543,16 @@ PROCESS_SECRETS = (
 ENVIRONMENT_KEYS: list[str] = []
 
 
-def learn(secrets: Iterable[str] | str, *, pin: bool = False) -> list[str]:
+def learn(secrets: Iterable[str] | str, *, pin: bool = False, use: bool = False) -> list[str]:
     """Secrets every output of this process must mask from now on; returns the new ones. ``pin``: never forgotten
     (the environment's); the others are forgotten only past ``MAX_SECRETS`` distinct ones, the least recently seen
-    first (``SecretSet``)."""
-    return PROCESS_SECRETS.add(secrets, pin=pin)
+    first, but not while in use (``use``: until `unlearn_use`; see ``SecretSet``)."""
+    return PROCESS_SECRETS.add(secrets, pin=pin, use=use)
+
+
+def unlearn_use(secrets: Iterable[str] | str) -> None:
+    """Secrets learned with ``use=True`` are no longer in use (still masked until forgotten)."""
+    PROCESS_SECRETS.release(secrets)
 
 
 def mask_known(text: str) -> str:

@@ -38,7 +38,7 @@ import httpx2
 
 from inspector.core.errors import InspectorError
 from inspector.core.fmt import count, milliseconds
-from inspector.core.redaction import credential_values, learn, mask_text, redact
+from inspector.core.redaction import credential_values, learn, mask_text, redact, unlearn_use
 from inspector.net.faults import FAULT_HEADER
 from inspector.net.livefaults import InjectedError, LiveFaultSource, LiveFaultsSpec, parse_live_faults, run_live
 from inspector.net.serve import BODY_TIMEOUT, DEFAULT_MAX_BODY, HEADER_TIMEOUT, KEEP_ALIVE, MAX_HEADER_BYTES
@@ -509,14 +509,17 @@ class ProxyApp(Closable):
         """The secrets the proxy masks (its redacting publisher's, kept current in place; longest first)."""
         return self._redacting.keys.secrets
 
-    def _learn(self, found: list[str]) -> None:
+    def _learn(self, found: list[str], in_use: list[str]) -> None:
         """Keys seen in a request: masked in everything published from now on (the recording included). Seen again,
-        a key is the last one forgotten, here and process-wide (``core.redaction.SecretSet``: at most MAX_SECRETS)."""
+        a key is the last one forgotten, here and process-wide (``core.redaction.SecretSet``: at most MAX_SECRETS),
+        and never while its exchange lasts (``in_use``, released when it ends: a stream that echoes the key may hold
+        its beginning back until its end arrives)."""
         if not found:
             return
-        learn(found)
+        in_use += found  # (first: a release of what was never added in use is a no-op)
+        learn(found, use=True)
         keys = self._redacting.keys
-        keys.add(found)
+        keys.add(found, use=True)
         if keys.forgotten and not self._forgetting:
             self._forgetting = True
             warning = (
@@ -616,7 +619,13 @@ class ProxyApp(Closable):
                     return
         if scope["type"] != "http":
             return
-        await self._handle(scope, receive, send)
+        in_use: list[str] = []  # the exchange's credentials: never forgotten while it lasts (_learn)
+        try:
+            await self._handle(scope, receive, send, in_use)
+        finally:
+            if in_use:
+                self._redacting.keys.release(in_use)
+                unlearn_use(in_use)
 
     async def _read_body(self, receive: Receive, headers: list[tuple[str, str]]) -> bytes:
         """The request body, counted as it arrives (like ``serve``): a content-length past ``max_body``, or the
@@ -746,7 +755,7 @@ class ProxyApp(Closable):
     def _busy_message(self) -> str:
         return f"all {self.max_connections} upstream connections are busy (--max-connections)"
 
-    async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _handle(self, scope: Scope, receive: Receive, send: Send, in_use: list[str]) -> None:
         t_req_clock = self.clock()
         t_req = t_req_clock - self.t0
         method = scope["method"]
@@ -762,7 +771,7 @@ class ProxyApp(Closable):
         )
         target = up_path.decode("latin-1") + (("?" + query.decode("latin-1")) if query else "")
         found = credential_values(in_headers)
-        self._learn(found + [v for v in _url_keys(base) if v not in found])
+        self._learn(found + [v for v in _url_keys(base) if v not in found], in_use)
         self._open_recording_once()
         try:
             problem = target_problem(raw_path)
@@ -778,7 +787,7 @@ class ProxyApp(Closable):
                 ex.end_s = self.clock() - t_req_clock
                 self._finish(ex)
             return
-        self._learn(list(_url_keys(url)))  # the headers' keys were learned above: the URL's (a ?key=...)
+        self._learn(list(_url_keys(url)), in_use)  # the headers' keys were learned above: the URL's (a ?key=...)
         faults: LiveFaultSource | str | None = self.faults
         fwd = []
         listed = _connection_options(in_headers)

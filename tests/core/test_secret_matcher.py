@@ -277,6 +277,64 @@ def test_a_secret_set_keeps_the_most_recently_seen_secrets_and_the_pinned_ones()
     assert MAX_SECRETS == SecretSet().limit
 
 
+def test_a_secret_in_use_is_not_forgotten_until_it_is_released() -> None:
+    """An exchange's key (``use=True``) is kept past the limit while the exchange lasts, others go instead; each use
+    wants its own release; released, the set comes back to its limit, the least recently seen first."""
+    keys = SecretSet(limit=2)
+    keys.add("in-use-key-0123456789", use=True)
+    keys.add("in-use-key-0123456789", use=True)  # (a second exchange with the same key)
+    for c in "abc":
+        keys.add(f"other-key-{c}-0123456789")
+    assert set(keys.secrets) == {"in-use-key-0123456789", "other-key-c-0123456789"} and keys.forgotten == 2
+    keys.release("in-use-key-0123456789")  # one exchange is over, the other is not
+    keys.add("other-key-d-0123456789")
+    assert set(keys.secrets) == {"in-use-key-0123456789", "other-key-d-0123456789"}
+    assert mask_text("in-use-key-0123456789", keys.secrets) == REDACTED
+    keys.release("in-use-key-0123456789")
+    keys.add("other-key-e-0123456789")  # now the least recently seen goes, the key that was in use
+    assert set(keys.secrets) == {"other-key-d-0123456789", "other-key-e-0123456789"}
+    assert matcher_of(keys.secrets) is keys.matcher and mask_text("in-use-key-0123456789", keys.secrets) != REDACTED
+
+
+def test_releasing_brings_a_set_over_its_limit_back_to_it() -> None:
+    keys = SecretSet(limit=1)
+    for c in "abc":
+        keys.add(f"in-use-key-{c}-0123456789", use=True)
+    assert len(keys.secrets) == 3 and keys.forgotten == 0  # (over the limit: all three in use)
+    keys.release(["in-use-key-a-0123456789", "in-use-key-b-0123456789"])
+    assert keys.secrets == ["in-use-key-c-0123456789"] and keys.forgotten == 2
+    assert matcher_of(keys.secrets) is keys.matcher and len(keys.matcher) == 1
+    keys.release("never-added-0123456789")  # (a release of what was not in use: nothing changes)
+    assert keys.secrets == ["in-use-key-c-0123456789"]
+
+
+@given(
+    st.lists(st.tuples(st.sampled_from(["add", "use", "release"]), st.integers(0, 5)), max_size=40),
+    st.integers(1, 4),
+)
+def test_a_secret_set_never_forgets_a_pinned_or_in_use_secret(ops: list[tuple[str, int]], limit: int) -> None:
+    """Whatever the order of adds, uses and releases: every pinned secret and every one in use is kept; the set
+    keeps at most ``limit`` secrets besides those in use; a secret is masked exactly when it is kept."""
+    names = [f"secret-{i}-0123456789abcdef" for i in range(6)]
+    keys = SecretSet(["pinned-0123456789abcdef"], limit=limit)
+    uses = dict.fromkeys(names, 0)
+    for op, i in ops:
+        if op == "add":
+            keys.add(names[i])
+        elif op == "use":
+            keys.add(names[i], use=True)
+            uses[names[i]] += 1
+        elif uses[names[i]]:
+            keys.release(names[i])
+            uses[names[i]] -= 1
+        in_use = {n for n, k in uses.items() if k}
+        kept = set(keys.secrets)
+        assert "pinned-0123456789abcdef" in kept and in_use <= kept
+        assert len(kept) <= max(limit, len(in_use) + 1)  # (+ the pinned one)
+        for n in names:
+            assert (mask_text(n, keys.secrets) == REDACTED) == (n in kept)
+
+
 def test_a_secret_set_learns_from_two_threads_at_once() -> None:
     """`watch` runs its proxy on a thread of its own, which learns every client's key into the process's set while
     the main thread's output guard may learn too: a change iterated the set while the other thread changed it

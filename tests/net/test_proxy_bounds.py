@@ -468,6 +468,71 @@ async def test_the_keys_the_proxy_learns_are_bounded_the_least_recently_seen_for
     assert text.count("the other key: [redacted]") == 4
 
 
+async def test_a_key_in_use_is_not_forgotten_while_its_stream_holds_its_beginning(tmp_path: Path) -> None:
+    """Upstream echoes the request's key split across two reads; between them, other clients send more distinct
+    keys than the proxy keeps (here 3). The key of an exchange still under way is never the one forgotten: its
+    beginning, held back, is masked with its end (it was forgotten, and both halves went into the recording in
+    clear). Once the exchange is over the key may be forgotten as any other."""
+    from inspector.testing.streamgen import (
+        block_stop,
+        message_delta,
+        message_start,
+        message_stop,
+        sse,
+        text_delta,
+        text_start,
+    )
+
+    body = sse(
+        message_start(), text_start(0), text_delta(0, f"your key is {KEY}, keep it"), block_stop(0),
+        message_delta("end_turn"), message_stop(),
+    )  # fmt: skip
+    cut = body.index(KEY.encode()) + 10
+    second = threading.Event()  # set by the test once the other clients' keys were learned
+
+    async def upstream(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        key = dict(scope["headers"]).get(b"x-api-key", b"").decode()
+        if key != KEY:  # another client: answered at once
+            await send(
+                {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]}
+            )
+            await send({"type": "http.response.body", "body": b"{}"})
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body", "body": body[:cut], "more_body": True})
+        await asyncio.to_thread(second.wait, 30)
+        await send({"type": "http.response.body", "body": body[cut:], "more_body": False})
+
+    rec = tmp_path / "in-use.jsonl"
+    proxy = ProxyApp("http://127.0.0.1:9", record=rec)
+    proxy._redacting.keys.limit = 3
+    others = [f"sk-ant-api03-CANARY-other-{c}-0123456789abcdefghij" for c in "ABCD"]
+    with BackgroundServer(upstream) as up, BackgroundServer(proxy) as px:
+        proxy.upstream = up.base_url
+        async with httpx2.AsyncClient(base_url=px.base_url, timeout=30) as client:
+            request = {**BODY, "stream": True}
+            async with client.stream("POST", "/v1/messages", content=orjson.dumps(request), headers=HEADERS) as r:
+                chunks = r.aiter_raw()
+                got = await anext(chunks)  # the first half has reached the client: the proxy holds its end back
+                try:
+                    for other in others:  # four more distinct keys, with room for three
+                        answer = await client.get("/v1/models", headers={**HEADERS, "x-api-key": other})
+                        assert answer.status_code == 200
+                    kept, forgotten = list(proxy.secrets), proxy._redacting.keys.forgotten
+                finally:
+                    second.set()
+                got += b"".join([c async for c in chunks])
+            assert got == body  # the client gets upstream's bytes
+            await client.get("/v1/models", headers={**HEADERS, "x-api-key": others[0]})
+            after = list(proxy.secrets)
+    proxy.close()
+    assert KEY.encode() not in rec.read_bytes()
+    assert KEY in kept and forgotten == 2  # (two of the others instead: the set was over its limit meanwhile)
+    assert KEY not in after and len(after) == 3  # over: the least recently seen again, the first to go
+
+
 # ------------------------------------------------------------------------------------------- slow and idle clients
 
 

@@ -119,7 +119,7 @@ async def _post(
             if not message.get("more_body", False):
                 finished.set()
 
-    await proxy._handle(scope, receive, send)
+    await proxy._handle(scope, receive, send, [])
 
 
 def _waiting_chains(marker: str, until: threading.Event, seen: list[bool]) -> Callable[[Any], Any]:

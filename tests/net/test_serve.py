@@ -960,7 +960,7 @@ async def test_proxy_does_not_leave_the_upstream_request_behind_when_begin_turn_
 
     tasks_before = asyncio.all_tasks()
     with pytest.raises(RuntimeError, match="bookkeeping failed"):
-        await proxy._handle(scope, receive, send)
+        await proxy._handle(scope, receive, send, [])
     for _ in range(5):
         await asyncio.sleep(0)
     assert up.started
