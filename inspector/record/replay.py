@@ -43,8 +43,12 @@ def pacing_gap(gap: Any) -> float:
     return min(float(gap), MAX_RECORDED_GAP)
 
 
-def gap_warnings(recording: Recording, *, tool_durations: dict[str, float] | None = None) -> list[str]:
-    """One named warning per recorded gap the replay clamps (see MAX_RECORDED_GAP), at most 20 and a count."""
+def gap_warnings(
+    recording: Recording, *, tool_durations: dict[str, float] | None = None, reads: bool = True
+) -> list[str]:
+    """One named warning per recorded gap the replay clamps (see MAX_RECORDED_GAP), at most 20 and a count.
+    ``reads=False``: the tools' durations only (the reads' gaps are not read: a pass over every read, from the
+    spill file for a long recording)."""
     out: list[str] = []
 
     def note(where: str, gap: float) -> None:
@@ -53,7 +57,7 @@ def gap_warnings(recording: Recording, *, tool_durations: dict[str, float] | Non
             f"{MAX_RECORDED_GAP:g} s (recorded gaps are bounded to {MAX_RECORDED_GAP:g} s)"
         )
 
-    for att in recording.attempts():
+    for att in recording.attempts() if reads else ():
         where = f"turn {att.turn + 1} attempt {att.attempt + 1}"
         last = 0.0
         for i, r in enumerate(att.reads):
@@ -520,7 +524,7 @@ def recorded_tools(
                     durations[obs["id"]] = max(0.0, float(times[obs["state"]]) - float(times["running"]))
                 except (TypeError, ValueError):
                     pass  # (not numbers: the call replays without its duration)
-    for w in gap_warnings(recording, tool_durations=durations):
+    for w in gap_warnings(recording, tool_durations=durations, reads=False):
         if w not in recording.warnings and "tool call" in w:
             recording.warnings.append(w)
     # results, in the order the conversation has them

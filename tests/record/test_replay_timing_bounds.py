@@ -50,6 +50,37 @@ def test_a_huge_gap_is_named(weather: Path, tmp_path: Path) -> None:
     assert f"paced as {MAX_RECORDED_GAP:g} s" in w
 
 
+def test_the_tools_durations_alone_are_named_without_reading_the_reads(weather: Path, tmp_path: Path) -> None:
+    rec = load_any(with_huge_gap(weather, tmp_path / "gap.jsonl"))
+    [w] = gap_warnings(rec, tool_durations={"toolu_1": 1e9}, reads=False)
+    assert w.startswith(f"{REPLAY_GAP_CLAMPED}: tool call toolu_1's result was recorded 1e+09 s after")
+    assert len(gap_warnings(rec, tool_durations={"toolu_1": 1e9})) == 2  # (with the read's)
+
+
+def test_a_tools_clamped_duration_is_named_however_many_reads_were_clamped(tmp_path: Path) -> None:
+    """More than 20 clamped gaps between reads are summed up in one line ("and N more gaps"); a tool's clamped
+    duration is still named (the summary of the reads' gaps left the tool's out when it came after the 20th)."""
+    from inspector.testing.synthetic import generated_observations
+    from inspector.tui.export import write_recording
+
+    src = tmp_path / "generated.jsonl"
+    write_recording(src, generated_observations(200), {"type": "generated"})
+    out, reads = [], 0
+    for line in src.read_bytes().splitlines():
+        o = orjson.loads(line)
+        if o.get("kind") == "read":
+            reads += 1
+            o["t"] = reads * 1e12  # (every read a clamped gap after the one before)
+        elif o.get("type") == "tool_state" and o.get("state") == "succeeded":
+            o["times"]["succeeded"] = o["times"]["running"] + 1e9
+        out.append(orjson.dumps(o))
+    path = tmp_path / "gaps.jsonl"
+    path.write_bytes(b"\n".join(out) + b"\n")
+    warnings = replay_session(path, speed=math.inf).loop.config.source["warnings"]
+    assert reads > 21 and f"{REPLAY_GAP_CLAMPED}: and {reads - 20} more gaps" in warnings
+    assert sum("tool call" in w and "s result was recorded 1e+09 s after" in w for w in warnings) == 1
+
+
 async def test_replay_at_speed_1_paces_a_huge_gap_as_the_bound(
     weather: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
