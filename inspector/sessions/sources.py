@@ -46,6 +46,9 @@ class Session:
     recorder: Recorder | None = None
     # run the loop and its HTTP on a thread and event loop of their own (see run_threaded)
     threaded: bool = False
+    # (threaded) the consumer delivers what the session's thread published itself, at its own pace (`deliver`: the
+    # dashboard at each tick), instead of having its event loop woken once per batch (see _Relay)
+    delivered_by_caller: bool = False
     # what the factory served the loop from (for tests and the dashboard; None where there is none): the in-process
     # server (scenario_session: the ScenarioServer; replay_session: the ReplayServer), the scenario's workspace
     # (scenario_session, when the scenario has one) and the recording replayed (replay_session)
@@ -103,7 +106,7 @@ class Session:
         loop (:class:`ThreadedController`). Cancelling the caller cancels the loop."""
         consumer = asyncio.get_running_loop()
         outer = self.loop.bus
-        relay = self._relay = _Relay(outer, consumer)
+        relay = self._relay = _Relay(outer, consumer, wake=not self.delivered_by_caller)
         inner = O.ObservationBus()
         inner.subscribe(relay)
         self._outer = outer
@@ -159,6 +162,14 @@ class Session:
                 await self.loop.client.close()  # the SDK's connection pool
             except Exception:  # the session has ended; a pool that fails to close is only noted
                 log.debug("closing the SDK client failed", exc_info=True)
+
+    def deliver(self) -> None:
+        """A threaded session's: deliver now, on the caller's thread, to :attr:`bus`'s subscribers, in order, what
+        the session's thread published since the last delivery. A consumer that set ``delivered_by_caller`` calls it
+        at its own pace (the dashboard: at each tick, and before a frame it forces); the rest is delivered when
+        `run` ends. (Otherwise nothing is left for it: each batch is delivered as it comes.)"""
+        if self._relay is not None:
+            self._relay.drain()
 
     def call_on_loop(self, fn: Callable[[], object]) -> None:
         """Run ``fn`` on the event loop that runs the loop: a threaded session's (in order, from any thread), or at
@@ -233,7 +244,10 @@ def session_loop() -> asyncio.AbstractEventLoop:
 
 class _Relay:
     """An observation subscriber on the session's thread: queues each observation and has ``target`` publish them
-    on ``loop`` (the consumer's), in order, one scheduled drain per batch.
+    on ``loop`` (the consumer's), in order, one scheduled drain per batch; with ``wake=False``, none: the consumer
+    drains at its own pace (`Session.deliver`). Each wake-up of the consumer's loop is a hand-over of the GIL from
+    the busy session thread and back (tools/bench_tui.py, a replay at max speed in the dashboard: ~400 drains cost
+    the session thread ~0.2 s at 100k events; a dashboard folds at its ticks anyway).
 
     No lock: a deque's append and popleft are atomic, and the session thread publishes a third of a million
     observations in a 100k-event replay (a lock per observation was ~3% of that thread's py-spy samples; the
@@ -241,10 +255,11 @@ class _Relay:
     counts what is queued, so an observation appended after the count finds it clear and schedules the next drain;
     one appended before it is in the count."""
 
-    def __init__(self, target: O.ObservationBus, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, target: O.ObservationBus, loop: asyncio.AbstractEventLoop, *, wake: bool = True) -> None:
         self.target, self.loop = target, loop
         self.queue: deque[O.Observation] = deque()
-        self.scheduled = False
+        self.wake = wake
+        self.scheduled = not wake  # (never woken: as if a drain were always scheduled)
 
     def __call__(self, obs: O.Observation) -> None:
         self.queue.append(obs)
@@ -257,7 +272,7 @@ class _Relay:
             pass
 
     def drain(self) -> None:
-        self.scheduled = False
+        self.scheduled = not self.wake
         queue = self.queue
         # (what is queued now: a drain never chases a producer that keeps up)
         batch = [queue.popleft() for _ in range(len(queue))]

@@ -8,7 +8,7 @@ import asyncio
 import math
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -155,6 +155,7 @@ async def test_the_dashboard_drives_a_threaded_session() -> None:
         await flushed(app)
         assert app.live.status.loop_state == LoopState.FINISHED and len(app.live.tools) == 4
         assert factory.last._thread is not None and not factory.last._thread.is_alive()
+        assert factory.last.delivered_by_caller  # (its ticks delivered every step above: never a wake-up)
 
 
 async def test_a_threaded_session_records_every_observation(tmp_path: Path) -> None:
@@ -264,6 +265,65 @@ async def test_the_relay_delivers_every_observation_in_order_under_any_thread_in
     assert len(got) == producers * each and max(seen_at_end) == producers * each
     for p in range(producers):
         assert [i for q, i in got if q == p] == list(range(each))
+
+
+def test_a_relay_its_consumer_drains_never_wakes_the_consumers_loop() -> None:
+    from inspector.sessions.sources import _Relay
+
+    class NoWakeUps:
+        def call_soon_threadsafe(self, *_: object) -> None:
+            raise AssertionError("the consumer's loop was woken")
+
+    target = O.ObservationBus()
+    got: list[int] = []
+    target.subscribe(got.append)  # type: ignore[arg-type]  # (plain values stand in for observations)
+    relay = _Relay(target, NoWakeUps(), wake=False)  # type: ignore[arg-type]
+    for i in range(3):
+        relay(i)  # type: ignore[arg-type]
+    assert got == []
+    relay.drain()
+    relay(3)  # type: ignore[arg-type]  # (after a drain too)
+    relay(4)  # type: ignore[arg-type]
+    assert got == [0, 1, 2]
+    relay.drain()
+    relay.drain()
+    assert got == [0, 1, 2, 3, 4]
+
+
+async def test_a_session_its_caller_delivers_gives_every_observation_in_order_without_waking_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``delivered_by_caller``: the consumer's loop is never woken by the session's thread; what `deliver` delivers
+    while it runs and what is left when `run` ends make the whole sequence, in order (the same as a session run on
+    the caller's loop)."""
+    from inspector.sessions import sources
+
+    here = scenario_session("weather", speed=math.inf)
+    inline: list[O.Observation] = []
+    here.bus.subscribe(inline.append)
+    await asyncio.wait_for(here.run(), 30)
+
+    session = scenario_session("weather", speed=math.inf)
+    session.threaded = session.delivered_by_caller = True
+    seen: list[O.Observation] = []
+    session.bus.subscribe(seen.append)
+    loop = asyncio.get_running_loop()
+    woken: list[object] = []
+    real = loop.call_soon_threadsafe
+
+    def call_soon_threadsafe(callback: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(callback, "__func__", None) is sources._Relay.drain:
+            woken.append(callback)
+        return real(callback, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "call_soon_threadsafe", call_soon_threadsafe)
+    task = asyncio.ensure_future(session.run())
+    while not task.done():  # the caller's pace: a delivery whenever its loop comes round (the dashboard's ticks)
+        session.deliver()
+        await asyncio.wait([task], timeout=0.002)
+    result = await task
+    assert result.status == "finished" and woken == []
+    assert [type(o) for o in seen] == [type(o) for o in inline]
 
 
 def test_wait_closed_closes_a_session_its_callers_stopped_loop_was_to_close(
