@@ -3,7 +3,10 @@ makes of some network reads, and every text the dashboard's state can show."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from typing import Any
 
 import orjson
 
@@ -13,7 +16,14 @@ from inspector.state.fold import DashboardState
 from inspector.stream.assembler import TurnStream
 from inspector.stream.family import new_stream
 
-__all__ = ["KEY_LEAK_LIMIT", "assert_no_key", "dashboard_texts", "longest_common_substring", "stream_observations"]
+__all__ = [
+    "KEY_LEAK_LIMIT",
+    "KeyEchoedInTwoReads",
+    "assert_no_key",
+    "dashboard_texts",
+    "longest_common_substring",
+    "stream_observations",
+]
 
 
 def stream_observations(
@@ -114,3 +124,50 @@ def assert_no_key(key: str, outputs: dict[str, str | bytes], limit: int = KEY_LE
                 raise AssertionError(
                     f"{name}: {n} characters of the key: ...{view[max(0, at - 40) : at + n + 40]!r}..."
                 )
+
+
+class KeyEchoedInTwoReads:
+    """An upstream (an ASGI app) whose streamed answer echoes ``key`` in its text, in two network reads cut ten
+    characters into the key; the second is sent once `release()` was called (from any thread; it waits at most
+    ``wait`` seconds). ``others``: requests whose ``x-api-key`` is not ``key`` get this JSON body at once instead
+    (None: every request gets the stream)."""
+
+    def __init__(self, key: str, *, others: bytes | None = None, wait: float = 30.0) -> None:
+        from inspector.testing.streamgen import (
+            block_stop,
+            message_delta,
+            message_start,
+            message_stop,
+            sse,
+            text_delta,
+            text_start,
+        )
+
+        self.key, self.others, self.wait = key, others, wait
+        self.body = sse(
+            message_start(), text_start(0), text_delta(0, f"your key is {key}, keep it"), block_stop(0),
+            message_delta("end_turn"), message_stop(),
+        )  # fmt: skip
+        self.cut = self.body.index(key.encode()) + 10
+        self._second = threading.Event()
+
+    def release(self) -> None:
+        self._second.set()
+
+    async def __call__(
+        self,
+        scope: MutableMapping[str, Any],
+        receive: Callable[[], Awaitable[MutableMapping[str, Any]]],
+        send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
+    ) -> None:
+        if scope["type"] != "http":
+            return
+        if self.others is not None and dict(scope["headers"]).get(b"x-api-key", b"").decode() != self.key:
+            json = [(b"content-type", b"application/json")]
+            await send({"type": "http.response.start", "status": 200, "headers": json})
+            await send({"type": "http.response.body", "body": self.others})
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body", "body": self.body[: self.cut], "more_body": True})
+        await asyncio.to_thread(self._second.wait, self.wait)
+        await send({"type": "http.response.body", "body": self.body[self.cut :], "more_body": False})

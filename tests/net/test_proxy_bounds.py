@@ -473,37 +473,9 @@ async def test_a_key_in_use_is_not_forgotten_while_its_stream_holds_its_beginnin
     keys than the proxy keeps (here 3). The key of an exchange still under way is never the one forgotten: its
     beginning, held back, is masked with its end (it was forgotten, and both halves went into the recording in
     clear). Once the exchange is over the key may be forgotten as any other."""
-    from inspector.testing.streamgen import (
-        block_stop,
-        message_delta,
-        message_start,
-        message_stop,
-        sse,
-        text_delta,
-        text_start,
-    )
+    from inspector.testing.secrets import KeyEchoedInTwoReads
 
-    body = sse(
-        message_start(), text_start(0), text_delta(0, f"your key is {KEY}, keep it"), block_stop(0),
-        message_delta("end_turn"), message_stop(),
-    )  # fmt: skip
-    cut = body.index(KEY.encode()) + 10
-    second = threading.Event()  # set by the test once the other clients' keys were learned
-
-    async def upstream(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            return
-        key = dict(scope["headers"]).get(b"x-api-key", b"").decode()
-        if key != KEY:  # another client: answered at once
-            await send(
-                {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]}
-            )
-            await send({"type": "http.response.body", "body": b"{}"})
-            return
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
-        await send({"type": "http.response.body", "body": body[:cut], "more_body": True})
-        await asyncio.to_thread(second.wait, 30)
-        await send({"type": "http.response.body", "body": body[cut:], "more_body": False})
+    upstream = KeyEchoedInTwoReads(KEY, others=b"{}")  # (other clients answered at once)
 
     rec = tmp_path / "in-use.jsonl"
     proxy = ProxyApp("http://127.0.0.1:9", record=rec)
@@ -522,9 +494,9 @@ async def test_a_key_in_use_is_not_forgotten_while_its_stream_holds_its_beginnin
                         assert answer.status_code == 200
                     kept, forgotten = list(proxy.secrets), proxy._redacting.keys.forgotten
                 finally:
-                    second.set()
+                    upstream.release()
                 got += b"".join([c async for c in chunks])
-            assert got == body  # the client gets upstream's bytes
+            assert got == upstream.body  # the client gets upstream's bytes
             await client.get("/v1/models", headers={**HEADERS, "x-api-key": others[0]})
             after = list(proxy.secrets)
     proxy.close()

@@ -14,7 +14,6 @@ import socket
 import ssl
 import subprocess
 import sys
-import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -42,7 +41,7 @@ from inspector.stream.history import history_violation
 from inspector.stream.sse import iter_events
 
 if TYPE_CHECKING:
-    from starlette.types import Message, Receive, Scope, Send
+    from starlette.types import Message
 
 KEY = "sk-ant-api03-CANARY-serve-0000000000000000"
 API_HEADERS = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}  # what every SDK sends
@@ -1004,30 +1003,10 @@ async def test_a_key_learned_after_the_recording_opened_and_echoed_across_two_re
     own, and `dump` printed the key whole)."""
     from inspector.cli import main
     from inspector.net.proxy import ProxyApp
-    from inspector.testing.streamgen import (
-        block_stop,
-        message_delta,
-        message_start,
-        message_stop,
-        sse,
-        text_delta,
-        text_start,
-    )
+    from inspector.testing.secrets import KeyEchoedInTwoReads
 
-    body = sse(
-        message_start(), text_start(0), text_delta(0, f"your key is {KEY}, keep it"), block_stop(0),
-        message_delta("end_turn"), message_stop(),
-    )  # fmt: skip
-    cut = body.index(KEY.encode()) + 10
-    second = threading.Event()  # set by the test once the first read reached the client
-
-    async def upstream(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            return
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
-        await send({"type": "http.response.body", "body": body[:cut], "more_body": True})
-        await asyncio.to_thread(second.wait, 30)
-        await send({"type": "http.response.body", "body": body[cut:], "more_body": False})
+    upstream = KeyEchoedInTwoReads(KEY)  # (its second read once the first reached the client)
+    body = upstream.body
 
     record = tmp_path / "late.jsonl"
     proxy = ProxyApp("http://127.0.0.1:9", record=record)
@@ -1046,7 +1025,7 @@ async def test_a_key_learned_after_the_recording_opened_and_echoed_across_two_re
             ) as r:
                 chunks = r.aiter_raw()
                 got = await anext(chunks)  # the first read has reached the client (and the proxy's queue)
-                second.set()
+                upstream.release()
                 got += b"".join([c async for c in chunks])
     proxy.close()
     assert got == body  # the client gets upstream's bytes
