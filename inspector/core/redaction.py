@@ -860,11 +860,8 @@ class SecretSet:
                     in_use[s] = n
                 else:
                     in_use.pop(s, None)
-            if len(self._seen) > self.limit:
-                before = len(self._seen)
-                self._forget(before - self.limit)
-                if len(self._seen) != before:
-                    self._rebuild()
+            if self._fit():
+                self._rebuild()
 
     def _add(self, found: list[str], pin: bool) -> list[str]:
         seen = self._seen
@@ -881,8 +878,7 @@ class SecretSet:
         if pin:
             self._pinned.update(found)
         if new:
-            if len(seen) > self.limit:
-                self._forget(len(seen) - self.limit)
+            self._fit()
             self._rebuild()
         return new
 
@@ -893,14 +889,20 @@ class SecretSet:
         self.matcher = SecretMatcher(self.secrets, forms=forms_, plain=not self._odd, own=self._own)
         self.secrets.matcher = self.matcher  # type: ignore[attr-defined]
 
-    def _forget(self, n: int) -> None:
+    def _fit(self) -> bool:
+        """Forget the least recently seen secrets past ``limit`` (never a pinned one, nor one in use); whether any
+        was forgotten (the matcher is then to be rebuilt)."""
+        over = len(self._seen) - self.limit
+        if over <= 0:
+            return False
         pinned, in_use = self._pinned, self._in_use
         kept = (s for s in self._seen if s not in pinned and s not in in_use)
-        old = [s for s, _ in zip(kept, range(n), strict=False)]
+        old = [s for s, _ in zip(kept, range(over), strict=False)]
         for s in old:
             del self._seen[s]
             self._odd.discard(s)
         self.forgotten += len(old)
+        return bool(old)
 
     def clear(self) -> None:
         """Forget every secret (in place: holders of the list see it)."""
