@@ -38,6 +38,7 @@ from inspector.testing.serve import VirtualClockLoop
 
 KEY = "sk-ant-api03-CANARY-bounds-0123456789abcdefghij"
 HEADERS = {"x-api-key": KEY, "anthropic-version": "2023-06-01", "content-type": "application/json"}
+NO_KEY = {k: v for k, v in HEADERS.items() if k != "x-api-key"}
 BODY = {"model": "claude-sonnet-4-5", "max_tokens": 5, "messages": [{"role": "user", "content": "hello"}]}
 if TYPE_CHECKING:
     from starlette.types import Receive, Scope, Send
@@ -468,14 +469,27 @@ async def test_the_keys_the_proxy_learns_are_bounded_the_least_recently_seen_for
     assert text.count("the other key: [redacted]") == 4
 
 
-async def test_a_key_in_use_is_not_forgotten_while_its_stream_holds_its_beginning(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("path", "headers"),
+    [
+        ("/v1/messages", HEADERS),
+        ("/v1/messages", {**NO_KEY, "authorization": f"Bearer  {KEY}"}),
+        (f"/v1/messages?key={KEY}", NO_KEY),
+    ],
+    ids=["x-api-key", "bearer", "query"],
+)
+async def test_a_key_in_use_is_not_forgotten_while_its_stream_holds_its_beginning(
+    tmp_path: Path, path: str, headers: dict[str, str]
+) -> None:
     """Upstream echoes the request's key split across two reads; between them, other clients send more distinct
-    keys than the proxy keeps (here 3). The key of an exchange still under way is never the one forgotten: its
-    beginning, held back, is masked with its end (it was forgotten, and both halves went into the recording in
-    clear). Once the exchange is over the key may be forgotten as any other."""
+    keys than the proxy keeps (here 3). The key of an exchange still under way is never the one forgotten, whatever
+    form it came in: its beginning, held back, is masked with its end (it was forgotten, and both halves went into
+    the recording in clear). Once the exchange is over the key may be forgotten as any other, and nothing keeps it
+    in use process-wide (a use never released would keep every client's key for ever)."""
+    from inspector.core.redaction import PROCESS_SECRETS
     from inspector.testing.secrets import KeyEchoedInTwoReads
 
-    upstream = KeyEchoedInTwoReads(KEY, others=b"{}")  # (other clients answered at once)
+    upstream = KeyEchoedInTwoReads(KEY, others=b"{}")  # (other paths answered at once)
 
     rec = tmp_path / "in-use.jsonl"
     proxy = ProxyApp("http://127.0.0.1:9", record=rec)
@@ -485,7 +499,7 @@ async def test_a_key_in_use_is_not_forgotten_while_its_stream_holds_its_beginnin
         proxy.upstream = up.base_url
         async with httpx2.AsyncClient(base_url=px.base_url, timeout=30) as client:
             request = {**BODY, "stream": True}
-            async with client.stream("POST", "/v1/messages", content=orjson.dumps(request), headers=HEADERS) as r:
+            async with client.stream("POST", path, content=orjson.dumps(request), headers=headers) as r:
                 chunks = r.aiter_raw()
                 got = await anext(chunks)  # the first half has reached the client: the proxy holds its end back
                 try:
@@ -493,16 +507,21 @@ async def test_a_key_in_use_is_not_forgotten_while_its_stream_holds_its_beginnin
                         answer = await client.get("/v1/models", headers={**HEADERS, "x-api-key": other})
                         assert answer.status_code == 200
                     kept, forgotten = list(proxy.secrets), proxy._redacting.keys.forgotten
+                    in_use_meanwhile = KEY in PROCESS_SECRETS._in_use
                 finally:
                     upstream.release()
                 got += b"".join([c async for c in chunks])
             assert got == upstream.body  # the client gets upstream's bytes
-            await client.get("/v1/models", headers={**HEADERS, "x-api-key": others[0]})
+            for other in others[:3]:  # three seen since: the exchange's keys are the least recently seen now
+                await client.get("/v1/models", headers={**HEADERS, "x-api-key": other})
             after = list(proxy.secrets)
     proxy.close()
     assert KEY.encode() not in rec.read_bytes()
-    assert KEY in kept and forgotten == 2  # (two of the others instead: the set was over its limit meanwhile)
-    assert KEY not in after and len(after) == 3  # over: the least recently seen again, the first to go
+    # (others forgotten instead, down to the limit; a Bearer header's whole value is one of the exchange's keys too)
+    exchange_keys = set(kept) - set(others)
+    assert KEY in exchange_keys and len(kept) == 3 and forgotten == len(exchange_keys) + len(others) - 3
+    assert KEY not in after and sorted(after) == sorted(others[:3])  # over: forgotten as any other
+    assert in_use_meanwhile and KEY not in PROCESS_SECRETS._in_use
 
 
 # ------------------------------------------------------------------------------------------- slow and idle clients
