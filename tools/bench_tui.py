@@ -12,6 +12,11 @@ process runs with (inspector/core/gcpolicy.py), in every mode alike:
   * ratio UI / no UI (target <= 1.3, issue 17), both timed from the built session to its end; and the same
     ratio in process CPU time (on a shared machine other processes stretch wall time, not CPU time); ``--rounds``
     pairs of runs, one mode after the other, and the median round's figures (each round's ratios listed too);
+  * with ``--one-core``, also the threaded run with its process held to one CPU (``os.sched_setaffinity``): a
+    diagnostic, not a way to run the dashboard. The two threads take turns on the GIL either way; on two cores each
+    hand-over moves the running thread's objects (the observations it relays, the refcounts every bytecode writes)
+    between the cores' caches, on one they stay. What the threaded run costs over the one-loop run that this
+    line does not is that placement, not dashboard work;
   * pause latency: replaying at max speed in the dashboard, the time from pressing space to the event counter
     standing still (target <= 100 ms), and how many events still arrived after the key press.
 
@@ -190,6 +195,9 @@ def child(mode: str, path: Path, after: int) -> None:
         out = asyncio.run(run_ui(path))
     elif mode == "ui-threaded":
         out = asyncio.run(run_ui(path, threaded=True))
+    elif mode == "ui-threaded-1cpu":  # (every thread started from here on inherits the mask: the session's too)
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+        out = asyncio.run(run_ui(path, threaded=True))
     else:
         out = asyncio.run(run_pause(path, after))
     out["peak_rss_mb"] = round(peak_rss_mb(), 1)
@@ -218,6 +226,11 @@ def main() -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--child")
     ap.add_argument("--conversations", type=int, default=0, help="the conversations variant with N conversations")
+    ap.add_argument(
+        "--one-core",
+        action="store_true",
+        help="also the threaded run held to one CPU, each round (a diagnostic: what the threads' placement costs)",
+    )
     ap.add_argument("--path")
     ap.add_argument("--after", type=int, default=20_000)
     ap.add_argument(
@@ -253,6 +266,7 @@ def main() -> int:
         rounds = []
         threaded: list[float] = []  # the dashboard as `inspector replay` runs it: the session on a thread of its own
         threaded_cpu: list[float] = []
+        one_core: list[float] = []  # (--one-core) the same, its process held to one CPU
         for _ in range(max(1, args.rounds)):  # (each round: the two modes one after the other, in fresh processes)
             noui = spawn("noui", path, 0)
             ui = spawn("ui", path, 0)
@@ -261,6 +275,10 @@ def main() -> int:
             rounds.append((noui, ui))
             threaded.append(th["wall"] / noui["wall"])
             threaded_cpu.append(th["cpu"] / noui["cpu"])
+            if args.one_core:
+                one = spawn("ui-threaded-1cpu", path, 0)
+                assert one["events"] == n, (one["events"], n)
+                one_core.append(one["wall"] / noui["wall"])
         pause = spawn("pause", path, min(args.after, n // 4))
     ratios = [u["wall"] / m["wall"] for m, u in rounds]
     mid = sorted(range(len(rounds)), key=ratios.__getitem__)[len(rounds) // 2]  # the round of the median ratio
@@ -289,6 +307,8 @@ def main() -> int:
         "threaded_ratio": round(sorted(threaded)[len(threaded) // 2], 2),
         "round_threaded_ratios": [round(r, 2) for r in threaded],
         "round_threaded_cpu_ratios": [round(r, 2) for r in threaded_cpu],
+        "one_core_ratio": round(sorted(one_core)[len(one_core) // 2], 2) if one_core else None,
+        "round_one_core_ratios": [round(r, 2) for r in one_core],
         "ok": {
             "ratio<=1.3": ratios[mid] <= 1.3,
             "threaded<=1.3": sorted(threaded)[len(threaded) // 2] <= 1.3,
@@ -318,6 +338,11 @@ def main() -> int:
             f"  threaded   {report['threaded_ratio']:7.2f}     the dashboard as `inspector replay` runs it (the session on"
             f" a thread of its own): rounds {report['round_threaded_ratios']}, CPU {report['round_threaded_cpu_ratios']}"
         )
+        if one_core:
+            print(
+                f"  one core   {report['one_core_ratio']:7.2f}     threaded, its process held to one CPU (a diagnostic):"
+                f" rounds {report['round_one_core_ratios']}"
+            )
         print(
             f"  pause      {report['pause_latency_ms']:7.1f} ms  from the key press to the counter standing still"
             f" ({report['events_after_pause_press']} events after the press; loop {report['pause_loop_state']})"
